@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of gpool from Debian packages.
+# Idempotent: packages already present are left alone, and apt is only
+# consulted when something is missing.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  libzmq3-dev cppzmq-dev
+  libmsgpack-cxx-dev
+  libleveldb-dev
+  libspdlog-dev libfmt-dev
+  libcxxopts-dev
+  libyaml-cpp-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev googletest
+  libbenchmark-dev
+  procps
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO="sudo"
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

@@ -1,0 +1,512 @@
+// Every message of the gpool wire protocol, as plain structs.
+//
+// A message travels inside an Envelope (envelope.h) whose `type` names the
+// struct below. Each struct carries its kType so encoding cannot mislabel it.
+// docs/protocol.md is the human-readable form of this file; keep them in step.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/types.h"
+
+namespace gpool {
+
+enum class MessageType : uint8_t {
+  // Replies usable on any channel.
+  kAck,
+  kErrorReply,
+  // Client API (client -> coordinator, port 7400).
+  kSubmitJob,
+  kSubmitJobReply,
+  kListJobs,
+  kListJobsReply,
+  kGetJob,
+  kGetJobReply,
+  kCancelJob,
+  kCancelJobReply,
+  kListNodes,
+  kListNodesReply,
+  kGetTaskLog,
+  kGetTaskLogReply,
+  kClusterStatus,
+  kClusterStatusReply,
+  // Worker channel (worker <-> coordinator, port 7401).
+  kRegisterNode,
+  kRegisterNodeReply,
+  kHeartbeat,
+  kBindTask,
+  kPreemptTask,
+  kTaskEvent,
+  kTaskEventAck,
+  kFetchLog,
+  kFetchLogReply,
+};
+
+std::string_view MessageTypeName(MessageType type);
+std::optional<MessageType> MessageTypeFromName(std::string_view name);
+
+// --- Generic replies -------------------------------------------------------
+
+struct Ack {
+  static constexpr MessageType kType = MessageType::kAck;
+  void Pack(wire::Packer& p) const { p.BeginMap(0); }
+  void Unpack(wire::ObjectReader&) {}
+};
+
+struct ErrorReply {
+  static constexpr MessageType kType = MessageType::kErrorReply;
+  std::string code;     // a StatusCode name, e.g. "InvalidArgument"
+  std::string message;  // human-readable; names the offending field where there is one
+  std::string leader;   // for NotLeader: the client address of the leader, if known
+
+  static ErrorReply FromStatus(const Status& status, std::string leader = {});
+  Status ToStatus() const;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("code", code);
+    v.Required("message", message);
+    v.Optional("leader", leader);
+  }
+};
+
+// --- Client API ------------------------------------------------------------
+
+struct SubmitJob {
+  static constexpr MessageType kType = MessageType::kSubmitJob;
+  JobSpec spec;
+  // Client-chosen; a retried submission with the same key returns the first
+  // job's id instead of creating a second job. Empty: no deduplication.
+  std::string idempotency_key;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("spec", spec);
+    v.Optional("idempotency_key", idempotency_key);
+  }
+};
+
+struct SubmitJobReply {
+  static constexpr MessageType kType = MessageType::kSubmitJobReply;
+  uint64_t job_id = 0;
+  bool duplicate = false;  // true when the idempotency key matched an earlier job
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job_id", job_id);
+    v.Optional("duplicate", duplicate);
+  }
+};
+
+struct ListJobs {
+  static constexpr MessageType kType = MessageType::kListJobs;
+  bool include_finished = true;
+  uint32_t limit = 1000;  // newest jobs first
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("include_finished", include_finished);
+    v.Optional("limit", limit);
+  }
+};
+
+struct JobSummary {
+  uint64_t job_id = 0;
+  std::string name;
+  std::string queue;
+  int32_t priority = 0;
+  std::string state;  // JobState name
+  uint32_t tasks_total = 0;
+  uint32_t tasks_running = 0;
+  uint32_t tasks_finished = 0;
+  uint32_t gpus = 0;  // GPUs the whole job asks for
+  int64_t submit_ms = 0;
+  int64_t start_ms = 0;   // 0: not started
+  int64_t finish_ms = 0;  // 0: not finished
+  std::string reason;     // first pending reason, or the failure reason
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job_id", job_id);
+    v.Required("name", name);
+    v.Optional("queue", queue);
+    v.Optional("priority", priority);
+    v.Required("state", state);
+    v.Optional("tasks_total", tasks_total);
+    v.Optional("tasks_running", tasks_running);
+    v.Optional("tasks_finished", tasks_finished);
+    v.Optional("gpus", gpus);
+    v.Optional("submit_ms", submit_ms);
+    v.Optional("start_ms", start_ms);
+    v.Optional("finish_ms", finish_ms);
+    v.Optional("reason", reason);
+  }
+};
+
+struct ListJobsReply {
+  static constexpr MessageType kType = MessageType::kListJobsReply;
+  std::vector<JobSummary> jobs;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("jobs", jobs);
+  }
+};
+
+struct GetJob {
+  static constexpr MessageType kType = MessageType::kGetJob;
+  uint64_t job_id = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job_id", job_id);
+  }
+};
+
+struct TaskInfo {
+  uint32_t index = 0;
+  uint32_t attempt = 0;
+  std::string group;
+  std::string state;  // TaskState name
+  std::string node;   // empty while pending
+  std::vector<uint32_t> gpu_indices;
+  std::vector<std::string> gpu_uuids;
+  uint64_t cpu_milli = 0;
+  uint64_t memory_mib = 0;
+  int64_t pid = 0;
+  int32_t exit_code = 0;  // valid in Succeeded/Failed
+  int32_t signal = 0;     // non-zero when killed by a signal
+  int64_t start_ms = 0;
+  int64_t finish_ms = 0;
+  std::string message;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("index", index);
+    v.Optional("attempt", attempt);
+    v.Optional("group", group);
+    v.Required("state", state);
+    v.Optional("node", node);
+    v.Optional("gpu_indices", gpu_indices);
+    v.Optional("gpu_uuids", gpu_uuids);
+    v.Optional("cpu_milli", cpu_milli);
+    v.Optional("memory_mib", memory_mib);
+    v.Optional("pid", pid);
+    v.Optional("exit_code", exit_code);
+    v.Optional("signal", signal);
+    v.Optional("start_ms", start_ms);
+    v.Optional("finish_ms", finish_ms);
+    v.Optional("message", message);
+  }
+};
+
+struct GetJobReply {
+  static constexpr MessageType kType = MessageType::kGetJobReply;
+  JobSummary summary;
+  JobSpec spec;
+  std::vector<TaskInfo> tasks;
+  std::vector<std::string> reasons;  // why the job is pending, aggregated over nodes
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("summary", summary);
+    v.Required("spec", spec);
+    v.Required("tasks", tasks);
+    v.Optional("reasons", reasons);
+  }
+};
+
+struct CancelJob {
+  static constexpr MessageType kType = MessageType::kCancelJob;
+  uint64_t job_id = 0;
+  uint32_t grace_ms = 10'000;  // SIGTERM, then SIGKILL after this long
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job_id", job_id);
+    v.Optional("grace_ms", grace_ms);
+  }
+};
+
+struct CancelJobReply {
+  static constexpr MessageType kType = MessageType::kCancelJobReply;
+  uint64_t job_id = 0;
+  std::string state;  // the job's state after the cancel was committed
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job_id", job_id);
+    v.Required("state", state);
+  }
+};
+
+struct ListNodes {
+  static constexpr MessageType kType = MessageType::kListNodes;
+  void Pack(wire::Packer& p) const { p.BeginMap(0); }
+  void Unpack(wire::ObjectReader&) {}
+};
+
+struct NodeSummary {
+  std::string name;
+  std::string state;  // NodeState name
+  std::string hostname;
+  uint32_t gpus_total = 0;
+  uint32_t gpus_used = 0;
+  uint64_t cpu_milli_total = 0;
+  uint64_t cpu_milli_used = 0;
+  uint64_t memory_mib_total = 0;
+  uint64_t memory_mib_used = 0;
+  std::vector<std::string> gpu_models;  // distinct models
+  uint32_t tasks = 0;
+  int64_t last_seen_ms = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("name", name);
+    v.Required("state", state);
+    v.Optional("hostname", hostname);
+    v.Optional("gpus_total", gpus_total);
+    v.Optional("gpus_used", gpus_used);
+    v.Optional("cpu_milli_total", cpu_milli_total);
+    v.Optional("cpu_milli_used", cpu_milli_used);
+    v.Optional("memory_mib_total", memory_mib_total);
+    v.Optional("memory_mib_used", memory_mib_used);
+    v.Optional("gpu_models", gpu_models);
+    v.Optional("tasks", tasks);
+    v.Optional("last_seen_ms", last_seen_ms);
+  }
+};
+
+struct ListNodesReply {
+  static constexpr MessageType kType = MessageType::kListNodesReply;
+  std::vector<NodeSummary> nodes;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("nodes", nodes);
+  }
+};
+
+struct GetTaskLog {
+  static constexpr MessageType kType = MessageType::kGetTaskLog;
+  uint64_t job_id = 0;
+  uint32_t task_index = 0;
+  uint32_t max_bytes = 64 * 1024;  // the tail of the log, at most this many bytes
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job_id", job_id);
+    v.Required("task_index", task_index);
+    v.Optional("max_bytes", max_bytes);
+  }
+};
+
+struct GetTaskLogReply {
+  static constexpr MessageType kType = MessageType::kGetTaskLogReply;
+  std::string data;  // raw bytes (msgpack bin)
+  uint64_t size = 0;  // full size of the log file
+  bool truncated = false;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("data", data);
+    v.Optional("size", size);
+    v.Optional("truncated", truncated);
+  }
+};
+
+struct ClusterStatus {
+  static constexpr MessageType kType = MessageType::kClusterStatus;
+  void Pack(wire::Packer& p) const { p.BeginMap(0); }
+  void Unpack(wire::ObjectReader&) {}
+};
+
+struct ReplicaInfo {
+  std::string id;
+  std::string address;
+  std::string role;  // "leader" or "follower"
+  uint64_t match_index = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("id", id);
+    v.Optional("address", address);
+    v.Optional("role", role);
+    v.Optional("match_index", match_index);
+  }
+};
+
+struct ClusterStatusReply {
+  static constexpr MessageType kType = MessageType::kClusterStatusReply;
+  std::string replica_id;
+  std::string role;
+  uint64_t term = 0;
+  uint64_t commit_index = 0;
+  uint64_t applied_index = 0;
+  std::vector<ReplicaInfo> replicas;
+  uint32_t nodes_ready = 0;
+  uint32_t nodes_total = 0;
+  uint32_t jobs_pending = 0;
+  uint32_t jobs_running = 0;
+  uint32_t gpus_total = 0;
+  uint32_t gpus_used = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("replica_id", replica_id);
+    v.Required("role", role);
+    v.Optional("term", term);
+    v.Optional("commit_index", commit_index);
+    v.Optional("applied_index", applied_index);
+    v.Optional("replicas", replicas);
+    v.Optional("nodes_ready", nodes_ready);
+    v.Optional("nodes_total", nodes_total);
+    v.Optional("jobs_pending", jobs_pending);
+    v.Optional("jobs_running", jobs_running);
+    v.Optional("gpus_total", gpus_total);
+    v.Optional("gpus_used", gpus_used);
+  }
+};
+
+// --- Worker channel --------------------------------------------------------
+
+// What a worker knows about one of its tasks; sent on registration so a
+// restarted coordinator (or a restarted worker) can reconcile.
+struct TaskReport {
+  TaskId task;
+  std::string state;  // "Running" or a terminal TaskState name
+  int64_t pid = 0;
+  int32_t exit_code = 0;
+  int32_t signal = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("task", task);
+    v.Required("state", state);
+    v.Optional("pid", pid);
+    v.Optional("exit_code", exit_code);
+    v.Optional("signal", signal);
+  }
+};
+
+struct RegisterNode {
+  static constexpr MessageType kType = MessageType::kRegisterNode;
+  NodeSpec node;
+  std::vector<TaskReport> tasks;
+  std::string worker_version;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Optional("tasks", tasks);
+    v.Optional("worker_version", worker_version);
+  }
+};
+
+struct RegisterNodeReply {
+  static constexpr MessageType kType = MessageType::kRegisterNodeReply;
+  uint32_t heartbeat_interval_ms = 1000;
+  std::string coordinator_id;
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("heartbeat_interval_ms", heartbeat_interval_ms);
+    v.Optional("coordinator_id", coordinator_id);
+  }
+};
+
+struct Heartbeat {
+  static constexpr MessageType kType = MessageType::kHeartbeat;
+  std::string node;
+  std::vector<TaskId> running;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Optional("running", running);
+  }
+};
+
+struct BindTask {
+  static constexpr MessageType kType = MessageType::kBindTask;
+  TaskId task;
+  std::string job_name;
+  uint32_t num_tasks = 1;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::vector<uint32_t> gpu_indices;
+  std::vector<std::string> gpu_uuids;
+  uint64_t cpu_milli = 0;
+  uint64_t memory_mib = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("task", task);
+    v.Optional("job_name", job_name);
+    v.Required("num_tasks", num_tasks);
+    v.Required("command", command);
+    v.Optional("env", env);
+    v.Optional("gpu_indices", gpu_indices);
+    v.Optional("gpu_uuids", gpu_uuids);
+    v.Optional("cpu_milli", cpu_milli);
+    v.Optional("memory_mib", memory_mib);
+  }
+};
+
+struct PreemptTask {
+  static constexpr MessageType kType = MessageType::kPreemptTask;
+  TaskId task;
+  uint32_t grace_ms = 10'000;
+  std::string reason;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("task", task);
+    v.Optional("grace_ms", grace_ms);
+    v.Optional("reason", reason);
+  }
+};
+
+// Worker -> coordinator: a task started, exited or could not start. Sent
+// until acknowledged with TaskEventAck carrying the same seq.
+struct TaskEvent {
+  static constexpr MessageType kType = MessageType::kTaskEvent;
+  std::string node;
+  uint64_t seq = 0;  // per worker process, increasing
+  TaskId task;
+  std::string kind;  // "started" | "exited" | "failed"
+  int64_t pid = 0;
+  int32_t exit_code = 0;
+  int32_t signal = 0;
+  int64_t time_ms = 0;
+  std::string message;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Required("seq", seq);
+    v.Required("task", task);
+    v.Required("kind", kind);
+    v.Optional("pid", pid);
+    v.Optional("exit_code", exit_code);
+    v.Optional("signal", signal);
+    v.Optional("time_ms", time_ms);
+    v.Optional("message", message);
+  }
+};
+
+struct TaskEventAck {
+  static constexpr MessageType kType = MessageType::kTaskEventAck;
+  uint64_t seq = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("seq", seq);
+  }
+};
+
+struct FetchLog {
+  static constexpr MessageType kType = MessageType::kFetchLog;
+  TaskId task;
+  uint32_t max_bytes = 64 * 1024;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("task", task);
+    v.Optional("max_bytes", max_bytes);
+  }
+};
+
+struct FetchLogReply {
+  static constexpr MessageType kType = MessageType::kFetchLogReply;
+  std::string data;
+  uint64_t size = 0;
+  bool truncated = false;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("data", data);
+    v.Optional("size", size);
+    v.Optional("truncated", truncated);
+  }
+};
+
+}  // namespace gpool

@@ -1,0 +1,118 @@
+// Data types shared by several messages: job specs, node specs, resources,
+// and the states jobs and tasks move through. Plain structs; see
+// docs/protocol.md for field meanings and units.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/base/ids.h"
+#include "protocol/wire.h"
+
+namespace gpool {
+
+// Resource quantities are integers: whole GPUs, milli-CPUs, MiB.
+struct Resources {
+  uint32_t gpus = 0;
+  uint64_t cpu_milli = 0;
+  uint64_t memory_mib = 0;
+
+  void Pack(wire::Packer& p) const;
+  void Unpack(wire::ObjectReader& r);
+  bool operator==(const Resources&) const = default;
+};
+
+// One group of identical tasks (replicas) inside a job.
+struct TaskGroupSpec {
+  std::string name = "task";
+  uint32_t replicas = 1;
+  std::vector<std::string> command;  // argv; command[0] is looked up in PATH
+  std::map<std::string, std::string> env;
+  Resources resources;
+
+  void Pack(wire::Packer& p) const;
+  void Unpack(wire::ObjectReader& r);
+  bool operator==(const TaskGroupSpec&) const = default;
+};
+
+struct JobSpec {
+  std::string name;
+  std::string queue = "default";
+  int32_t priority = 0;  // higher runs first; FIFO among equal priorities
+  std::vector<TaskGroupSpec> tasks;
+
+  uint32_t TotalTasks() const;
+  void Pack(wire::Packer& p) const;
+  void Unpack(wire::ObjectReader& r);
+  bool operator==(const JobSpec&) const = default;
+};
+
+struct GpuInfo {
+  uint32_t index = 0;  // index on the node, as CUDA_VISIBLE_DEVICES counts
+  std::string uuid;
+  std::string vendor = "nvidia";
+  std::string model;
+  uint64_t memory_mib = 0;
+  int32_t numa = -1;  // -1: unknown
+  std::vector<uint32_t> nvlink_peers;
+  bool healthy = true;
+
+  void Pack(wire::Packer& p) const;
+  void Unpack(wire::ObjectReader& r);
+  bool operator==(const GpuInfo&) const = default;
+};
+
+struct NumaInfo {
+  int32_t id = 0;
+  uint64_t cpu_milli = 0;
+  uint64_t memory_mib = 0;
+
+  void Pack(wire::Packer& p) const;
+  void Unpack(wire::ObjectReader& r);
+  bool operator==(const NumaInfo&) const = default;
+};
+
+struct NicInfo {
+  std::string name;
+  std::string leaf_switch;
+  uint32_t speed_gbps = 0;
+
+  void Pack(wire::Packer& p) const;
+  void Unpack(wire::ObjectReader& r);
+  bool operator==(const NicInfo&) const = default;
+};
+
+// What a worker reports about its node.
+struct NodeSpec {
+  std::string name;
+  std::string hostname;
+  uint64_t cpu_milli = 0;   // allocatable CPU
+  uint64_t memory_mib = 0;  // allocatable memory
+  std::vector<GpuInfo> gpus;
+  std::vector<NumaInfo> numa;
+  std::vector<NicInfo> nics;
+  std::map<std::string, std::string> labels;
+
+  void Pack(wire::Packer& p) const;
+  void Unpack(wire::ObjectReader& r);
+  bool operator==(const NodeSpec&) const = default;
+};
+
+enum class JobState : uint8_t { kPending, kRunning, kSucceeded, kFailed, kCancelled };
+enum class TaskState : uint8_t { kPending, kBound, kRunning, kSucceeded, kFailed, kCancelled, kLost };
+enum class NodeState : uint8_t { kReady, kNotReady };
+
+std::string_view ToString(JobState s);
+std::string_view ToString(TaskState s);
+std::string_view ToString(NodeState s);
+std::optional<JobState> JobStateFromString(std::string_view s);
+std::optional<TaskState> TaskStateFromString(std::string_view s);
+std::optional<NodeState> NodeStateFromString(std::string_view s);
+bool IsTerminal(JobState s);
+bool IsTerminal(TaskState s);
+
+}  // namespace gpool

@@ -1,0 +1,121 @@
+#include "protocol/validate.h"
+
+#include <set>
+#include <string>
+
+namespace gpool {
+namespace {
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+         c == '.';
+}
+
+Status ValidateName(const std::string& field, const std::string& name, uint32_t max_length) {
+  if (name.empty()) return Status::InvalidArgument(field + ": must not be empty");
+  if (name.size() > max_length) {
+    return Status::InvalidArgument(field + ": longer than " + std::to_string(max_length) + " characters");
+  }
+  for (char c : name) {
+    if (!IsNameChar(c)) {
+      return Status::InvalidArgument(field + ": '" + name.substr(0, max_length) +
+                                     "' may only contain letters, digits, '-', '_' and '.'");
+    }
+  }
+  return Status::Ok();
+}
+
+bool IsEnvName(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
+  GPOOL_RETURN_IF_ERROR(ValidateName("name", spec.name, limits.max_name_length));
+  GPOOL_RETURN_IF_ERROR(ValidateName("queue", spec.queue, limits.max_name_length));
+  if (spec.tasks.empty()) return Status::InvalidArgument("tasks: at least one task group is required");
+  uint64_t total = 0;
+  std::set<std::string> group_names;
+  for (size_t i = 0; i < spec.tasks.size(); ++i) {
+    const auto& group = spec.tasks[i];
+    const std::string prefix = "tasks[" + std::to_string(i) + "]";
+    GPOOL_RETURN_IF_ERROR(ValidateName(prefix + ".name", group.name, limits.max_name_length));
+    if (!group_names.insert(group.name).second) {
+      return Status::InvalidArgument(prefix + ".name: '" + group.name + "' is used by another task group");
+    }
+    if (group.replicas == 0) return Status::InvalidArgument(prefix + ".replicas: must be at least 1");
+    total += group.replicas;
+    if (group.command.empty() || group.command[0].empty()) {
+      return Status::InvalidArgument(prefix + ".command: must name a program to run");
+    }
+    if (group.command.size() > limits.max_command_args) {
+      return Status::InvalidArgument(prefix + ".command: more than " + std::to_string(limits.max_command_args) +
+                                     " arguments");
+    }
+    if (group.env.size() > limits.max_env_vars) {
+      return Status::InvalidArgument(prefix + ".env: more than " + std::to_string(limits.max_env_vars) +
+                                     " variables");
+    }
+    for (const auto& [key, value] : group.env) {
+      if (!IsEnvName(key)) {
+        return Status::InvalidArgument(prefix + ".env: '" + key.substr(0, 64) +
+                                       "' is not a valid environment variable name");
+      }
+      if (key.rfind("GPOOL_", 0) == 0 || key == "CUDA_VISIBLE_DEVICES") {
+        return Status::InvalidArgument(prefix + ".env: " + key + " is set by gpool and cannot be overridden");
+      }
+    }
+    const auto& res = group.resources;
+    if (res.gpus > limits.max_gpus_per_task) {
+      return Status::InvalidArgument(prefix + ".resources.gpus: " + std::to_string(res.gpus) +
+                                     " exceeds the per-task maximum of " + std::to_string(limits.max_gpus_per_task));
+    }
+    if (res.cpu_milli > limits.max_cpu_milli_per_task) {
+      return Status::InvalidArgument(prefix + ".resources.cpu_milli: exceeds the per-task maximum of " +
+                                     std::to_string(limits.max_cpu_milli_per_task));
+    }
+    if (res.memory_mib > limits.max_memory_mib_per_task) {
+      return Status::InvalidArgument(prefix + ".resources.memory_mib: exceeds the per-task maximum of " +
+                                     std::to_string(limits.max_memory_mib_per_task));
+    }
+  }
+  if (total > limits.max_tasks_per_job) {
+    return Status::InvalidArgument("tasks: " + std::to_string(total) + " replicas in all exceeds the maximum of " +
+                                   std::to_string(limits.max_tasks_per_job) + " per job");
+  }
+  return Status::Ok();
+}
+
+Status ValidateNodeSpec(const NodeSpec& spec) {
+  GPOOL_RETURN_IF_ERROR(ValidateName("node.name", spec.name, 253));
+  std::set<uint32_t> indices;
+  std::set<std::string> uuids;
+  for (size_t i = 0; i < spec.gpus.size(); ++i) {
+    const auto& gpu = spec.gpus[i];
+    const std::string prefix = "node.gpus[" + std::to_string(i) + "]";
+    if (!indices.insert(gpu.index).second) {
+      return Status::InvalidArgument(prefix + ".index: " + std::to_string(gpu.index) + " is used twice");
+    }
+    if (gpu.uuid.empty()) return Status::InvalidArgument(prefix + ".uuid: must not be empty");
+    if (!uuids.insert(gpu.uuid).second) return Status::InvalidArgument(prefix + ".uuid: '" + gpu.uuid + "' is used twice");
+    for (uint32_t peer : gpu.nvlink_peers) {
+      if (peer == gpu.index) return Status::InvalidArgument(prefix + ".nvlink_peers: a GPU cannot link to itself");
+    }
+  }
+  for (size_t i = 0; i < spec.gpus.size(); ++i) {
+    for (uint32_t peer : spec.gpus[i].nvlink_peers) {
+      if (!indices.count(peer)) {
+        return Status::InvalidArgument("node.gpus[" + std::to_string(i) + "].nvlink_peers: GPU " +
+                                       std::to_string(peer) + " does not exist on this node");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace gpool

@@ -1,0 +1,26 @@
+// Semantic validation of specs, shared by the CLI (early, friendly errors) and
+// the coordinator (authoritative). Decoding checks types; this checks meaning.
+#pragma once
+
+#include <cstdint>
+
+#include "protocol/base/status.h"
+#include "protocol/types.h"
+
+namespace gpool {
+
+struct SpecLimits {
+  uint32_t max_tasks_per_job = 10'000;
+  uint32_t max_gpus_per_task = 64;
+  uint32_t max_command_args = 4096;
+  uint32_t max_env_vars = 1024;
+  uint32_t max_name_length = 128;
+  uint64_t max_cpu_milli_per_task = 1'024'000;   // 1024 cores
+  uint64_t max_memory_mib_per_task = 64ull << 20;  // 64 TiB
+};
+
+// Errors name the field: "tasks[1].replicas: must be at least 1".
+Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits = {});
+Status ValidateNodeSpec(const NodeSpec& spec);
+
+}  // namespace gpool

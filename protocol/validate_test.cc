@@ -1,0 +1,66 @@
+#include "protocol/validate.h"
+
+#include <gtest/gtest.h>
+
+namespace gpool {
+namespace {
+
+JobSpec ValidSpec() {
+  JobSpec spec;
+  spec.name = "ok";
+  TaskGroupSpec group;
+  group.command = {"true"};
+  spec.tasks.push_back(group);
+  return spec;
+}
+
+TEST(ValidateJobSpecTest, AcceptsMinimalSpec) { EXPECT_TRUE(ValidateJobSpec(ValidSpec()).ok()); }
+
+struct BadSpecCase {
+  const char* label;
+  std::function<void(JobSpec&)> mutate;
+  const char* expected_message;
+};
+
+TEST(ValidateJobSpecTest, EachProblemNamesItsField) {
+  std::vector<BadSpecCase> cases = {
+      {"empty name", [](JobSpec& s) { s.name = ""; }, "name: must not be empty"},
+      {"bad name", [](JobSpec& s) { s.name = "a b"; }, "name: 'a b' may only contain letters, digits, '-', '_' and '.'"},
+      {"no tasks", [](JobSpec& s) { s.tasks.clear(); }, "tasks: at least one task group is required"},
+      {"zero replicas", [](JobSpec& s) { s.tasks[0].replicas = 0; }, "tasks[0].replicas: must be at least 1"},
+      {"empty command", [](JobSpec& s) { s.tasks[0].command.clear(); }, "tasks[0].command: must name a program to run"},
+      {"too many gpus", [](JobSpec& s) { s.tasks[0].resources.gpus = 65; },
+       "tasks[0].resources.gpus: 65 exceeds the per-task maximum of 64"},
+      {"reserved env", [](JobSpec& s) { s.tasks[0].env["GPOOL_JOB_ID"] = "1"; },
+       "tasks[0].env: GPOOL_JOB_ID is set by gpool and cannot be overridden"},
+      {"bad env name", [](JobSpec& s) { s.tasks[0].env["1X"] = "1"; },
+       "tasks[0].env: '1X' is not a valid environment variable name"},
+      {"duplicate group", [](JobSpec& s) { s.tasks.push_back(s.tasks[0]); },
+       "tasks[1].name: 'task' is used by another task group"},
+      {"too many replicas", [](JobSpec& s) { s.tasks[0].replicas = 20000; },
+       "tasks: 20000 replicas in all exceeds the maximum of 10000 per job"},
+  };
+  for (const auto& c : cases) {
+    JobSpec spec = ValidSpec();
+    c.mutate(spec);
+    Status s = ValidateJobSpec(spec);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.label;
+    EXPECT_EQ(s.message(), c.expected_message) << c.label;
+  }
+}
+
+TEST(ValidateNodeSpecTest, RejectsDuplicateAndDanglingGpus) {
+  NodeSpec node;
+  node.name = "n1";
+  node.gpus.push_back(GpuInfo{.index = 0, .uuid = "GPU-0"});
+  node.gpus.push_back(GpuInfo{.index = 1, .uuid = "GPU-1", .nvlink_peers = {0}});
+  EXPECT_TRUE(ValidateNodeSpec(node).ok());
+  node.gpus[1].nvlink_peers = {7};
+  EXPECT_EQ(ValidateNodeSpec(node).message(), "node.gpus[1].nvlink_peers: GPU 7 does not exist on this node");
+  node.gpus[1].nvlink_peers = {};
+  node.gpus[1].uuid = "GPU-0";
+  EXPECT_EQ(ValidateNodeSpec(node).message(), "node.gpus[1].uuid: 'GPU-0' is used twice");
+}
+
+}  // namespace
+}  // namespace gpool

@@ -1,0 +1,168 @@
+#include "protocol/wire.h"
+
+#include <limits>
+
+namespace gpool::wire {
+
+ObjectReader::ObjectReader(const msgpack::object& object, std::string path)
+    : object_(&object), path_(std::move(path)) {
+  if (object.type != msgpack::type::MAP) {
+    status_ = Status::Malformed((path_.empty() ? std::string("message") : path_) + ": expected a map");
+  }
+}
+
+const msgpack::object* ObjectReader::Find(std::string_view key) const {
+  if (object_->type != msgpack::type::MAP) return nullptr;
+  const auto& map = object_->via.map;
+  for (uint32_t i = 0; i < map.size; ++i) {
+    const auto& k = map.ptr[i].key;
+    if (k.type == msgpack::type::STR && std::string_view(k.via.str.ptr, k.via.str.size) == key) {
+      return &map.ptr[i].val;
+    }
+  }
+  return nullptr;
+}
+
+std::string ObjectReader::Join(std::string_view key) const {
+  if (path_.empty()) return std::string(key);
+  return path_ + "." + std::string(key);
+}
+
+namespace {
+
+const char* TypeName(msgpack::type::object_type t) {
+  switch (t) {
+    case msgpack::type::NIL: return "nil";
+    case msgpack::type::BOOLEAN: return "bool";
+    case msgpack::type::POSITIVE_INTEGER: return "unsigned integer";
+    case msgpack::type::NEGATIVE_INTEGER: return "negative integer";
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64: return "float";
+    case msgpack::type::STR: return "string";
+    case msgpack::type::BIN: return "binary";
+    case msgpack::type::ARRAY: return "array";
+    case msgpack::type::MAP: return "map";
+    case msgpack::type::EXT: return "ext";
+  }
+  return "unknown";
+}
+
+Status WrongType(const std::string& path, const char* expected, const msgpack::object& o) {
+  return Status::Malformed(path + ": expected " + expected + ", got " + TypeName(o.type));
+}
+
+Status ReadUnsigned(const msgpack::object& o, const std::string& path, uint64_t max, uint64_t* out) {
+  if (o.type == msgpack::type::NEGATIVE_INTEGER) {
+    return Status::Malformed(path + ": must not be negative, got " + std::to_string(o.via.i64));
+  }
+  if (o.type != msgpack::type::POSITIVE_INTEGER) return WrongType(path, "unsigned integer", o);
+  if (o.via.u64 > max) {
+    return Status::Malformed(path + ": " + std::to_string(o.via.u64) + " is out of range (max " +
+                             std::to_string(max) + ")");
+  }
+  *out = o.via.u64;
+  return Status::Ok();
+}
+
+Status ReadSigned(const msgpack::object& o, const std::string& path, int64_t min, int64_t max, int64_t* out) {
+  int64_t v = 0;
+  if (o.type == msgpack::type::POSITIVE_INTEGER) {
+    if (o.via.u64 > static_cast<uint64_t>(max)) {
+      return Status::Malformed(path + ": " + std::to_string(o.via.u64) + " is out of range");
+    }
+    v = static_cast<int64_t>(o.via.u64);
+  } else if (o.type == msgpack::type::NEGATIVE_INTEGER) {
+    v = o.via.i64;
+  } else {
+    return WrongType(path, "integer", o);
+  }
+  if (v < min || v > max) return Status::Malformed(path + ": " + std::to_string(v) + " is out of range");
+  *out = v;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ObjectReader::Read(const msgpack::object& o, const std::string& path, uint64_t* out) {
+  return ReadUnsigned(o, path, std::numeric_limits<uint64_t>::max(), out);
+}
+
+Status ObjectReader::Read(const msgpack::object& o, const std::string& path, uint32_t* out) {
+  uint64_t v = 0;
+  GPOOL_RETURN_IF_ERROR(ReadUnsigned(o, path, std::numeric_limits<uint32_t>::max(), &v));
+  *out = static_cast<uint32_t>(v);
+  return Status::Ok();
+}
+
+Status ObjectReader::Read(const msgpack::object& o, const std::string& path, int64_t* out) {
+  return ReadSigned(o, path, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), out);
+}
+
+Status ObjectReader::Read(const msgpack::object& o, const std::string& path, int32_t* out) {
+  int64_t v = 0;
+  GPOOL_RETURN_IF_ERROR(
+      ReadSigned(o, path, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), &v));
+  *out = static_cast<int32_t>(v);
+  return Status::Ok();
+}
+
+Status ObjectReader::Read(const msgpack::object& o, const std::string& path, bool* out) {
+  if (o.type != msgpack::type::BOOLEAN) return WrongType(path, "bool", o);
+  *out = o.via.boolean;
+  return Status::Ok();
+}
+
+Status ObjectReader::Read(const msgpack::object& o, const std::string& path, std::string* out) {
+  // Binary is accepted where a string is expected: log bytes and opaque
+  // payloads need not be UTF-8.
+  if (o.type == msgpack::type::STR) {
+    out->assign(o.via.str.ptr, o.via.str.size);
+  } else if (o.type == msgpack::type::BIN) {
+    out->assign(o.via.bin.ptr, o.via.bin.size);
+  } else {
+    return WrongType(path, "string", o);
+  }
+  return Status::Ok();
+}
+
+Status ObjectReader::Read(const msgpack::object& o, const std::string& path, TaskId* out) {
+  ObjectReader r(o, path);
+  uint64_t job = 0;
+  r.Required("job", &job);
+  r.Required("index", &out->index);
+  r.Optional("attempt", &out->attempt);
+  out->job = JobId(job);
+  return r.status();
+}
+
+Result<msgpack::object_handle> UnpackOne(std::string_view bytes, const DecodeLimits& limits) {
+  if (bytes.size() > limits.max_frame_bytes) {
+    return Status::ResourceExhausted("frame of " + std::to_string(bytes.size()) + " bytes exceeds the limit of " +
+                                     std::to_string(limits.max_frame_bytes) + " bytes");
+  }
+  if (bytes.empty()) return Status::Malformed("empty frame");
+  msgpack::unpack_limit limit(limits.max_container_elements, limits.max_container_elements,
+                              limits.max_string_bytes, limits.max_string_bytes, limits.max_string_bytes,
+                              limits.max_depth);
+  size_t offset = 0;
+  msgpack::object_handle handle;
+  try {
+    msgpack::unpack(handle, bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
+  } catch (const msgpack::insufficient_bytes&) {
+    return Status::Malformed("truncated msgpack: frame ended in the middle of a value");
+  } catch (const msgpack::depth_size_overflow&) {
+    return Status::ResourceExhausted("msgpack nesting exceeds the depth limit");
+  } catch (const msgpack::size_overflow& e) {
+    return Status::ResourceExhausted(std::string("msgpack container or string exceeds a limit: ") + e.what());
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("msgpack value too large to allocate");
+  } catch (const std::exception& e) {
+    return Status::Malformed(std::string("invalid msgpack: ") + e.what());
+  }
+  if (offset != bytes.size()) {
+    return Status::Malformed(std::to_string(bytes.size() - offset) + " trailing bytes after the message");
+  }
+  return handle;
+}
+
+}  // namespace gpool::wire

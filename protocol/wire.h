@@ -1,0 +1,272 @@
+// Low-level MessagePack reading and writing for the gpool wire protocol.
+//
+// Every message body is a msgpack map with string keys. Writers emit maps;
+// ObjectReader reads fields out of a decoded map without trusting it: a
+// missing required field, a wrong type or an out-of-range integer records a
+// kMalformed status naming the field path ("spec.tasks[1].replicas"), and
+// reading stops at the first error. Unknown keys are ignored so newer peers
+// can add optional fields without breaking older ones.
+//
+// Thread-safety: none; each instance belongs to one thread.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <msgpack.hpp>
+
+#include "protocol/base/ids.h"
+#include "protocol/base/status.h"
+
+namespace gpool::wire {
+
+class Packer;
+class ObjectReader;
+
+// A struct that knows how to write itself as a msgpack map.
+template <typename T>
+concept Packable = requires(const T& t, Packer& p) { t.Pack(p); };
+
+// A struct that can read itself from a map; it fills the fields it knows.
+template <typename T>
+concept Unpackable = requires(T& t, ObjectReader& r) { t.Unpack(r); };
+
+// A struct that lists its fields once, in `template <class V> void Fields(V& v)`,
+// calling v.Required(key, member) or v.Optional(key, member) for each. The
+// same list drives packing and reading, so the two can never disagree.
+struct FieldCounter {
+  uint32_t count = 0;
+  template <typename T>
+  void Required(std::string_view, const T&) { ++count; }
+  template <typename T>
+  void Optional(std::string_view, const T&) { ++count; }
+};
+template <typename T>
+concept Visitable = requires(T& t, FieldCounter& c) { t.Fields(c); };
+
+template <typename T>
+concept Readable = Unpackable<T> || Visitable<T>;
+
+class Packer {
+ public:
+  explicit Packer(msgpack::sbuffer& buffer) : pk_(buffer) {}
+
+  void BeginMap(uint32_t fields) { pk_.pack_map(fields); }
+  void BeginArray(uint32_t size) { pk_.pack_array(size); }
+  void Key(std::string_view key) { Value(key); }
+
+  void Value(std::string_view v) {
+    pk_.pack_str(static_cast<uint32_t>(v.size()));
+    pk_.pack_str_body(v.data(), static_cast<uint32_t>(v.size()));
+  }
+  void Value(const std::string& v) { Value(std::string_view(v)); }
+  void Value(const char* v) { Value(std::string_view(v)); }
+  void Value(bool v) { v ? pk_.pack_true() : pk_.pack_false(); }
+  void Value(uint64_t v) { pk_.pack_uint64(v); }
+  void Value(uint32_t v) { pk_.pack_uint32(v); }
+  void Value(int64_t v) { pk_.pack_int64(v); }
+  void Value(int32_t v) { pk_.pack_int32(v); }
+  void Nil() { pk_.pack_nil(); }
+
+  // Task ids travel as {"job": u64, "index": u32, "attempt": u32}.
+  void Value(const TaskId& id) {
+    BeginMap(3);
+    Field("job", id.job.value());
+    Field("index", id.index);
+    Field("attempt", id.attempt);
+  }
+
+  template <Packable T>
+  void Value(const T& v) {
+    v.Pack(*this);
+  }
+  template <Visitable T>
+    requires(!Packable<T>)
+  void Value(const T& v);
+  template <typename T>
+  void Value(const std::vector<T>& values) {
+    BeginArray(static_cast<uint32_t>(values.size()));
+    for (const auto& v : values) Value(v);
+  }
+  template <typename V>
+  void Value(const std::map<std::string, V>& values) {
+    BeginMap(static_cast<uint32_t>(values.size()));
+    for (const auto& [k, v] : values) {
+      Key(k);
+      Value(v);
+    }
+  }
+
+  template <typename T>
+  void Field(std::string_view key, const T& value) {
+    Key(key);
+    Value(value);
+  }
+
+ private:
+  msgpack::packer<msgpack::sbuffer> pk_;
+};
+
+class ObjectReader {
+ public:
+  // `object` must outlive the reader. `path` prefixes error messages.
+  ObjectReader(const msgpack::object& object, std::string path);
+
+  template <typename T>
+  void Required(std::string_view key, T* out) {
+    if (!status_.ok()) return;
+    const msgpack::object* field = Find(key);
+    if (field == nullptr) {
+      status_ = Status::Malformed(Join(key) + ": required field is missing");
+      return;
+    }
+    status_ = Read(*field, Join(key), out);
+  }
+
+  // Leaves *out untouched when the key is absent or nil.
+  template <typename T>
+  void Optional(std::string_view key, T* out) {
+    if (!status_.ok()) return;
+    const msgpack::object* field = Find(key);
+    if (field == nullptr || field->type == msgpack::type::NIL) return;
+    status_ = Read(*field, Join(key), out);
+  }
+
+  bool Has(std::string_view key) const { return Find(key) != nullptr; }
+  const Status& status() const { return status_; }
+  const std::string& path() const { return path_; }
+  void Fail(Status status) {
+    if (status_.ok()) status_ = std::move(status);
+  }
+
+  // Reads a whole value of type T from `object` (used for the envelope body).
+  template <Readable T>
+  static Result<T> ReadObject(const msgpack::object& object, std::string path) {
+    T out{};
+    Status s = Read(object, path, &out);
+    if (!s.ok()) return s;
+    return out;
+  }
+
+ private:
+  const msgpack::object* Find(std::string_view key) const;
+  std::string Join(std::string_view key) const;
+
+  static Status Read(const msgpack::object& o, const std::string& path, uint64_t* out);
+  static Status Read(const msgpack::object& o, const std::string& path, uint32_t* out);
+  static Status Read(const msgpack::object& o, const std::string& path, int64_t* out);
+  static Status Read(const msgpack::object& o, const std::string& path, int32_t* out);
+  static Status Read(const msgpack::object& o, const std::string& path, bool* out);
+  static Status Read(const msgpack::object& o, const std::string& path, std::string* out);
+  static Status Read(const msgpack::object& o, const std::string& path, TaskId* out);
+
+  template <Readable T>
+  static Status Read(const msgpack::object& o, const std::string& path, T* out);
+
+  template <typename T>
+  static Status Read(const msgpack::object& o, const std::string& path, std::vector<T>* out) {
+    if (o.type != msgpack::type::ARRAY) return Status::Malformed(path + ": expected an array");
+    out->clear();
+    out->reserve(o.via.array.size);
+    for (uint32_t i = 0; i < o.via.array.size; ++i) {
+      T item{};
+      Status s = Read(o.via.array.ptr[i], path + "[" + std::to_string(i) + "]", &item);
+      if (!s.ok()) return s;
+      out->push_back(std::move(item));
+    }
+    return Status::Ok();
+  }
+
+  template <typename V>
+  static Status Read(const msgpack::object& o, const std::string& path, std::map<std::string, V>* out) {
+    if (o.type != msgpack::type::MAP) return Status::Malformed(path + ": expected a map");
+    out->clear();
+    for (uint32_t i = 0; i < o.via.map.size; ++i) {
+      const auto& kv = o.via.map.ptr[i];
+      if (kv.key.type != msgpack::type::STR) return Status::Malformed(path + ": map keys must be strings");
+      std::string key(kv.key.via.str.ptr, kv.key.via.str.size);
+      V value{};
+      Status s = Read(kv.val, path + "." + key, &value);
+      if (!s.ok()) return s;
+      (*out)[key] = std::move(value);
+    }
+    return Status::Ok();
+  }
+
+  const msgpack::object* object_;
+  std::string path_;
+  Status status_;
+};
+
+struct FieldWriter {
+  Packer& packer;
+  template <typename T>
+  void Required(std::string_view key, const T& value) { packer.Field(key, value); }
+  template <typename T>
+  void Optional(std::string_view key, const T& value) { packer.Field(key, value); }
+};
+
+struct FieldReader {
+  ObjectReader& reader;
+  template <typename T>
+  void Required(std::string_view key, T& value) { reader.Required(key, &value); }
+  template <typename T>
+  void Optional(std::string_view key, T& value) { reader.Optional(key, &value); }
+};
+
+template <Visitable T>
+  requires(!Packable<T>)
+void Packer::Value(const T& v) {
+  // Fields() is shared with reading and so not const; packing never mutates.
+  auto& mutable_v = const_cast<T&>(v);
+  FieldCounter counter;
+  mutable_v.Fields(counter);
+  BeginMap(counter.count);
+  FieldWriter writer{*this};
+  mutable_v.Fields(writer);
+}
+
+template <Readable T>
+Status ObjectReader::Read(const msgpack::object& o, const std::string& path, T* out) {
+  ObjectReader nested(o, path);
+  if (!nested.status().ok()) return nested.status();
+  if constexpr (Unpackable<T>) {
+    out->Unpack(nested);
+  } else {
+    FieldReader reader{nested};
+    out->Fields(reader);
+  }
+  return nested.status();
+}
+
+// Packs a value into a byte string.
+template <typename T>
+std::string PackToString(const T& value) {
+  msgpack::sbuffer buffer;
+  Packer packer(buffer);
+  packer.Value(value);
+  return std::string(buffer.data(), buffer.size());
+}
+
+// Decodes exactly one msgpack object from `bytes`, enforcing size limits and
+// rejecting trailing bytes, then reads it as T.
+struct DecodeLimits {
+  size_t max_frame_bytes = 16 * 1024 * 1024;
+  size_t max_container_elements = 1 << 20;
+  size_t max_string_bytes = 8 * 1024 * 1024;
+  size_t max_depth = 32;
+};
+Result<msgpack::object_handle> UnpackOne(std::string_view bytes, const DecodeLimits& limits);
+
+template <Readable T>
+Result<T> UnpackFromString(std::string_view bytes, const DecodeLimits& limits = {}) {
+  auto handle = UnpackOne(bytes, limits);
+  if (!handle.ok()) return handle.status();
+  return ObjectReader::ReadObject<T>(handle->get(), "value");
+}
+
+}  // namespace gpool::wire
