@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   libzmq3-dev cppzmq-dev
   libmsgpack-cxx-dev
-  libleveldb-dev
+  libleveldb-dev libsnappy-dev
   libspdlog-dev libfmt-dev
   libcxxopts-dev
   libyaml-cpp-dev nlohmann-json3-dev

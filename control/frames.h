@@ -1,0 +1,25 @@
+// Small helpers for building coordinator frames with a consistent header.
+#pragma once
+
+#include <string>
+
+#include "protocol/envelope.h"
+
+namespace gpool::control {
+
+inline constexpr const char* kCoordinatorSender = "coordinator";
+
+template <typename T>
+std::string MakeFrame(uint64_t request_id, uint64_t epoch, const T& body) {
+  Header header;
+  header.request_id = request_id;
+  header.sender = kCoordinatorSender;
+  header.epoch = epoch;
+  return EncodeEnvelope(header, body);
+}
+
+inline std::string MakeError(uint64_t request_id, uint64_t epoch, const Status& status) {
+  return MakeFrame(request_id, epoch, ErrorReply::FromStatus(status));
+}
+
+}  // namespace gpool::control

@@ -1,0 +1,165 @@
+#include "control/gateway.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "control/dispatcher.h"
+#include "control/frames.h"
+#include "control/views.h"
+
+namespace gpool::control {
+
+Gateway::Gateway(const GatewayOptions& options, const state::ClusterState& state, Outbox& outbox,
+                 Proposer& proposer, Dispatcher& dispatcher)
+    : options_(options), state_(state), outbox_(outbox), proposer_(proposer), dispatcher_(dispatcher) {}
+
+void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms) {
+  const uint64_t epoch = proposer_.epoch();
+  auto envelope = DecodeEnvelope(bytes, options_.limits);
+  if (!envelope.ok()) {
+    spdlog::info("client request rejected bytes={} error=\"{}\"", bytes.size(), envelope.status().ToString());
+    Reply(peer, MakeError(0, epoch, envelope.status()));
+    return;
+  }
+  const uint64_t id = envelope->header().request_id;
+  if (!options_.token.empty() && envelope->header().token != options_.token) {
+    Reply(peer, MakeError(id, epoch, Status::Unauthenticated("wrong or missing token")));
+    return;
+  }
+  auto fail = [&](const Status& status) { Reply(peer, MakeError(id, epoch, status)); };
+  switch (envelope->type()) {
+    case MessageType::kSubmitJob: {
+      auto msg = envelope->Body<SubmitJob>();
+      if (!msg.ok()) return fail(msg.status());
+      return OnSubmit(peer, id, std::move(msg).value());
+    }
+    case MessageType::kCancelJob: {
+      auto msg = envelope->Body<CancelJob>();
+      if (!msg.ok()) return fail(msg.status());
+      return OnCancel(peer, id, *msg);
+    }
+    case MessageType::kListJobs: {
+      auto msg = envelope->Body<ListJobs>();
+      if (!msg.ok()) return fail(msg.status());
+      return Reply(peer, MakeFrame(id, epoch, ListJobsNow(*msg)));
+    }
+    case MessageType::kGetJob: {
+      auto msg = envelope->Body<GetJob>();
+      if (!msg.ok()) return fail(msg.status());
+      const auto* job = state_.FindJob(JobId(msg->job_id));
+      if (job == nullptr) return fail(Status::NotFound("job " + std::to_string(msg->job_id) + " does not exist"));
+      return Reply(peer, MakeFrame(id, epoch, ToJobDetail(*job, state_)));
+    }
+    case MessageType::kListNodes: {
+      ListNodesReply reply;
+      for (const auto& [name, node] : state_.nodes()) reply.nodes.push_back(ToNodeSummary(node));
+      return Reply(peer, MakeFrame(id, epoch, reply));
+    }
+    case MessageType::kGetTaskLog: {
+      auto msg = envelope->Body<GetTaskLog>();
+      if (!msg.ok()) return fail(msg.status());
+      return OnGetTaskLog(peer, id, *msg, now_ms);
+    }
+    case MessageType::kClusterStatus:
+      return Reply(peer, MakeFrame(id, epoch, StatusNow()));
+    default:
+      return fail(Status::UnknownType(std::string(MessageTypeName(envelope->type())) + " is not a client request"));
+  }
+}
+
+void Gateway::OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob msg) {
+  Status valid = ValidateJobSpec(msg.spec, options_.spec_limits);
+  if (!valid.ok()) {
+    Reply(peer, MakeError(request_id, proposer_.epoch(), valid.WithContext("spec")));
+    return;
+  }
+  if (msg.idempotency_key.size() > 256) {
+    Reply(peer, MakeError(request_id, proposer_.epoch(),
+                          Status::InvalidArgument("idempotency_key: longer than 256 bytes")));
+    return;
+  }
+  proposer_.Propose(state::SubmitJobCmd{std::move(msg.spec), std::move(msg.idempotency_key)},
+                    [this, peer, request_id](const state::ApplyResult& result) {
+                      if (!result.status.ok()) {
+                        Reply(peer, MakeError(request_id, proposer_.epoch(), result.status));
+                        return;
+                      }
+                      spdlog::info("job submitted job={} duplicate={}", result.job_id, result.duplicate);
+                      Reply(peer, MakeFrame(request_id, proposer_.epoch(),
+                                            SubmitJobReply{result.job_id, result.duplicate}));
+                    });
+}
+
+void Gateway::OnCancel(const std::string& peer, uint64_t request_id, const CancelJob& msg) {
+  proposer_.Propose(state::CancelJobCmd{msg.job_id}, [this, peer, request_id](const state::ApplyResult& result) {
+    if (!result.status.ok()) {
+      Reply(peer, MakeError(request_id, proposer_.epoch(), result.status));
+      return;
+    }
+    spdlog::info("job cancel committed job={} state={}", result.job_id, result.job_state);
+    Reply(peer, MakeFrame(request_id, proposer_.epoch(), CancelJobReply{result.job_id, result.job_state}));
+  });
+}
+
+void Gateway::OnGetTaskLog(const std::string& peer, uint64_t request_id, const GetTaskLog& msg, int64_t now_ms) {
+  const uint64_t epoch = proposer_.epoch();
+  const auto* job = state_.FindJob(JobId(msg.job_id));
+  if (job == nullptr) {
+    Reply(peer, MakeError(request_id, epoch, Status::NotFound("job " + std::to_string(msg.job_id) + " does not exist")));
+    return;
+  }
+  if (msg.task_index >= job->tasks.size()) {
+    Reply(peer, MakeError(request_id, epoch,
+                          Status::NotFound("job " + std::to_string(msg.job_id) + " has no task " +
+                                           std::to_string(msg.task_index) + " (it has " +
+                                           std::to_string(job->tasks.size()) + ")")));
+    return;
+  }
+  const auto& task = job->tasks[msg.task_index];
+  if (task.node.empty()) {
+    Reply(peer, MakeError(request_id, epoch,
+                          Status::NotFound("task " + task.id.ToString() + " has not run yet, so it has no log")));
+    return;
+  }
+  dispatcher_.FetchLog(task.node, task.id, msg.max_bytes, now_ms,
+                       [this, peer, request_id](Result<FetchLogReply> result) {
+                         if (!result.ok()) {
+                           Reply(peer, MakeError(request_id, proposer_.epoch(), result.status()));
+                           return;
+                         }
+                         Reply(peer, MakeFrame(request_id, proposer_.epoch(),
+                                               GetTaskLogReply{result->data, result->size, result->truncated}));
+                       });
+}
+
+ListJobsReply Gateway::ListJobsNow(const ListJobs& msg) const {
+  ListJobsReply reply;
+  const uint32_t limit = std::max<uint32_t>(1, std::min<uint32_t>(msg.limit, 100'000));
+  for (auto it = state_.jobs().rbegin(); it != state_.jobs().rend() && reply.jobs.size() < limit; ++it) {
+    if (!msg.include_finished && IsTerminal(it->second.state)) continue;
+    reply.jobs.push_back(ToJobSummary(it->second));
+  }
+  return reply;
+}
+
+ClusterStatusReply Gateway::StatusNow() const {
+  ClusterStatusReply reply;
+  reply.replica_id = options_.replica_id;
+  reply.role = "leader";
+  reply.term = proposer_.epoch();
+  reply.commit_index = position_.commit_index;
+  reply.applied_index = state_.applied_index();
+  reply.replicas.push_back(ReplicaInfo{options_.replica_id, options_.client_address, "leader", position_.commit_index});
+  for (const auto& [name, node] : state_.nodes()) {
+    ++reply.nodes_total;
+    if (node.state == NodeState::kReady) ++reply.nodes_ready;
+    for (const auto& gpu : node.spec.gpus) reply.gpus_total += gpu.healthy ? 1 : 0;
+    reply.gpus_used += static_cast<uint32_t>(node.gpu_owner.size());
+  }
+  reply.jobs_pending = static_cast<uint32_t>(state_.pending_jobs().size());
+  for (const auto& [id, job] : state_.jobs()) reply.jobs_running += job.state == JobState::kRunning ? 1 : 0;
+  return reply;
+}
+
+}  // namespace gpool::control

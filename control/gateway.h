@@ -1,0 +1,56 @@
+// Gateway: the client API. Decodes requests, checks the token, answers reads
+// from the applied state and turns writes into proposed commands, replying
+// only once the command is committed (a job id is never handed out before
+// the job is durable).
+//
+// Thread-safety: none; the coordinator's loop thread owns it.
+#pragma once
+
+#include <string>
+
+#include "control/ports.h"
+#include "protocol/envelope.h"
+#include "protocol/validate.h"
+
+namespace gpool::control {
+
+class Dispatcher;
+
+struct GatewayOptions {
+  std::string token;  // empty: no authentication
+  std::string replica_id = "coordinator";
+  std::string client_address;
+  wire::DecodeLimits limits;
+  SpecLimits spec_limits;
+};
+
+class Gateway {
+ public:
+  Gateway(const GatewayOptions& options, const state::ClusterState& state, Outbox& outbox, Proposer& proposer,
+          Dispatcher& dispatcher);
+
+  void OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms);
+
+  // Filled in by the coordinator for ClusterStatus.
+  struct LogPosition {
+    uint64_t commit_index = 0;
+  };
+  void set_log_position(LogPosition position) { position_ = position; }
+
+ private:
+  void Reply(const std::string& peer, std::string frame) { outbox_.ToClient(peer, std::move(frame)); }
+  void OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob msg);
+  void OnCancel(const std::string& peer, uint64_t request_id, const CancelJob& msg);
+  void OnGetTaskLog(const std::string& peer, uint64_t request_id, const GetTaskLog& msg, int64_t now_ms);
+  ListJobsReply ListJobsNow(const ListJobs& msg) const;
+  ClusterStatusReply StatusNow() const;
+
+  GatewayOptions options_;
+  const state::ClusterState& state_;
+  Outbox& outbox_;
+  Proposer& proposer_;
+  Dispatcher& dispatcher_;
+  LogPosition position_;
+};
+
+}  // namespace gpool::control

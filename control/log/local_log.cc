@@ -1,0 +1,48 @@
+#include "control/log/local_log.h"
+
+namespace gpool::log {
+
+Result<std::unique_ptr<LocalLog>> LocalLog::Open(storage::LogStore* store) {
+  std::unique_ptr<LocalLog> log(new LocalLog(store));
+  storage::HardState hard = store->hard_state();
+  hard.term += 1;
+  hard.vote = 0;
+  hard.commit = store->LastIndex();
+  GPOOL_RETURN_IF_ERROR(store->SaveHardState(hard, /*sync=*/true));
+  log->term_ = hard.term;
+  log->commit_index_ = store->LastIndex();
+  log->next_index_ = store->LastIndex() + 1;
+  return log;
+}
+
+Result<uint64_t> LocalLog::Propose(std::string data) {
+  storage::LogEntry entry;
+  entry.index = next_index_++;
+  entry.term = term_;
+  entry.data = std::move(data);
+  unsynced_.push_back(std::move(entry));
+  return unsynced_.back().index;
+}
+
+Result<std::vector<storage::LogEntry>> LocalLog::Sync() {
+  std::vector<storage::LogEntry> committed;
+  if (unsynced_.empty()) return committed;
+  Status status = store_->Append(unsynced_, /*sync=*/true);
+  if (!status.ok()) {
+    // Nothing was committed; the indexes are handed out again.
+    next_index_ = unsynced_.front().index;
+    unsynced_.clear();
+    return status;
+  }
+  committed.swap(unsynced_);
+  commit_index_ = committed.back().index;
+  return committed;
+}
+
+Status LocalLog::SaveSnapshot(uint64_t index, std::string_view data) {
+  auto term = store_->Term(index);
+  if (!term.ok()) return term.status();
+  return store_->SaveSnapshot(storage::SnapshotMeta{index, *term}, data, /*sync=*/true);
+}
+
+}  // namespace gpool::log

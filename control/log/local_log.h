@@ -1,0 +1,39 @@
+// LocalLog: a single-replica CommitLog. An entry is committed once it is
+// fsynced to the LogStore; proposals made between two Sync() calls share one
+// synchronous write (group commit), which is what makes it fast.
+//
+// Every Open() starts a new term and persists it before returning, so a
+// restarted coordinator's commands always carry a higher epoch than anything
+// its previous incarnation sent. Thread-safety: none (one owner thread).
+#pragma once
+
+#include <memory>
+
+#include "control/log/commit_log.h"
+
+namespace gpool::log {
+
+class LocalLog final : public CommitLog {
+ public:
+  // `store` must outlive the log.
+  static Result<std::unique_ptr<LocalLog>> Open(storage::LogStore* store);
+
+  Result<uint64_t> Propose(std::string data) override;
+  Result<std::vector<storage::LogEntry>> Sync() override;
+  bool HasUnsynced() const override { return !unsynced_.empty(); }
+  bool IsLeader() const override { return true; }
+  uint64_t term() const override { return term_; }
+  uint64_t commit_index() const override { return commit_index_; }
+  Status SaveSnapshot(uint64_t index, std::string_view data) override;
+
+ private:
+  explicit LocalLog(storage::LogStore* store) : store_(store) {}
+
+  storage::LogStore* store_;
+  uint64_t term_ = 0;
+  uint64_t commit_index_ = 0;
+  uint64_t next_index_ = 1;
+  std::vector<storage::LogEntry> unsynced_;
+};
+
+}  // namespace gpool::log

@@ -1,0 +1,120 @@
+// gpool-coordinator: flags -> CoordinatorOptions -> Coordinator::Run.
+#include <csignal>
+#include <fstream>
+#include <iostream>
+
+#include <cxxopts.hpp>
+#include <spdlog/spdlog.h>
+
+#include "control/coordinator.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop.store(true); }
+
+gpool::Result<std::string> ReadToken(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return gpool::Status::NotFound("cannot read token file " + path);
+  std::string token;
+  std::getline(in, token);
+  if (token.empty()) return gpool::Status::InvalidArgument("token file " + path + " is empty");
+  return token;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cxxopts::Options cli("gpool-coordinator", "gpool control plane: admits, schedules and dispatches jobs");
+  gpool::control::CoordinatorOptions defaults;
+  // clang-format off
+  cli.add_options()
+    ("data-dir", "Directory for the LevelDB state (log, snapshots) and the endpoints file",
+     cxxopts::value<std::string>()->default_value(defaults.data_dir))
+    ("client-addr", "ZeroMQ endpoint for clients (use port 0 for an ephemeral port)",
+     cxxopts::value<std::string>()->default_value(defaults.client_endpoint))
+    ("worker-addr", "ZeroMQ endpoint for workers",
+     cxxopts::value<std::string>()->default_value(defaults.worker_endpoint))
+    ("id", "Replica id shown in status and logs", cxxopts::value<std::string>()->default_value(defaults.replica_id))
+    ("strategy", "Placement strategy: binpack or spread", cxxopts::value<std::string>()->default_value("binpack"))
+    ("heartbeat-ms", "Heartbeat interval workers are told to use",
+     cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.heartbeat_interval_ms)))
+    ("node-timeout-ms", "Silence after which a node is marked NotReady",
+     cxxopts::value<int64_t>()->default_value(std::to_string(defaults.node_timeout_ms)))
+    ("preempt-grace-ms", "Time between SIGTERM and SIGKILL when stopping tasks",
+     cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.preempt_grace_ms)))
+    ("snapshot-every", "Log entries between state snapshots",
+     cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.snapshot_every)))
+    ("max-frame-bytes", "Largest accepted message in bytes",
+     cxxopts::value<size_t>()->default_value(std::to_string(defaults.max_frame_bytes)))
+    ("token-file", "File whose first line is the shared token clients and workers must send",
+     cxxopts::value<std::string>())
+    ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"))
+    ("version", "Print the version and exit")
+    ("h,help", "Print this help");
+  // clang-format on
+
+  gpool::control::CoordinatorOptions options;
+  try {
+    auto args = cli.parse(argc, argv);
+    if (args.count("help")) {
+      std::cout << cli.help() << "\n";
+      return 0;
+    }
+    if (args.count("version")) {
+      std::cout << "gpool-coordinator 0.1.0\n";
+      return 0;
+    }
+    if (!args.unmatched().empty()) throw cxxopts::exceptions::exception("unexpected argument '" + args.unmatched()[0] + "'");
+    auto level = spdlog::level::from_str(args["log-level"].as<std::string>());
+    if (level == spdlog::level::off && args["log-level"].as<std::string>() != "off") {
+      throw cxxopts::exceptions::exception("unknown --log-level '" + args["log-level"].as<std::string>() + "'");
+    }
+    spdlog::set_level(level);
+    options.data_dir = args["data-dir"].as<std::string>();
+    options.client_endpoint = args["client-addr"].as<std::string>();
+    options.worker_endpoint = args["worker-addr"].as<std::string>();
+    options.replica_id = args["id"].as<std::string>();
+    auto strategy = gpool::scheduler::StrategyFromName(args["strategy"].as<std::string>());
+    if (!strategy.ok()) throw cxxopts::exceptions::exception(strategy.status().message());
+    options.strategy = *strategy;
+    options.heartbeat_interval_ms = args["heartbeat-ms"].as<uint32_t>();
+    options.node_timeout_ms = args["node-timeout-ms"].as<int64_t>();
+    options.preempt_grace_ms = args["preempt-grace-ms"].as<uint32_t>();
+    options.snapshot_every = args["snapshot-every"].as<uint64_t>();
+    options.max_frame_bytes = args["max-frame-bytes"].as<size_t>();
+    if (options.heartbeat_interval_ms == 0 || options.node_timeout_ms <= 0 || options.snapshot_every == 0 ||
+        options.max_frame_bytes < 1024) {
+      throw cxxopts::exceptions::exception(
+          "--heartbeat-ms, --node-timeout-ms and --snapshot-every must be positive, --max-frame-bytes >= 1024");
+    }
+    if (args.count("token-file")) {
+      auto token = ReadToken(args["token-file"].as<std::string>());
+      if (!token.ok()) throw cxxopts::exceptions::exception(token.status().message());
+      options.token = *token;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "gpool-coordinator: " << e.what() << "\n(see --help)\n";
+    return 2;
+  }
+
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ coordinator %v");
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto coordinator = gpool::control::Coordinator::Open(options);
+  if (!coordinator.ok()) {
+    spdlog::critical("cannot start error=\"{}\"", coordinator.status().ToString());
+    return 1;
+  }
+  gpool::Status status = (*coordinator)->Run(g_stop);
+  if (!status.ok()) {
+    spdlog::critical("stopped on error error=\"{}\"", status.ToString());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,167 @@
+#include "control/node_registry.h"
+
+#include <spdlog/spdlog.h>
+
+#include "control/dispatcher.h"
+#include "control/frames.h"
+#include "protocol/validate.h"
+
+namespace gpool::control {
+
+NodeRegistry::NodeRegistry(const NodeRegistryOptions& options, const state::ClusterState& state, Outbox& outbox,
+                           Proposer& proposer, int64_t start_ms)
+    : options_(options), state_(state), outbox_(outbox), proposer_(proposer), start_ms_(start_ms) {}
+
+const std::string* NodeRegistry::PeerFor(const std::string& node) const {
+  auto it = links_.find(node);
+  if (it == links_.end() || it->second.peer.empty()) return nullptr;
+  return &it->second.peer;
+}
+
+NodeRegistry::Link* NodeRegistry::Authenticate(const std::string& peer, const std::string& claimed) {
+  auto it = by_peer_.find(peer);
+  if (it == by_peer_.end() || it->second != claimed) return nullptr;
+  return &links_[claimed];
+}
+
+void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms) {
+  auto envelope = DecodeEnvelope(bytes, options_.limits);
+  const uint64_t epoch = proposer_.epoch();
+  if (!envelope.ok()) {
+    spdlog::warn("worker channel rejected frame peer_bytes={} error=\"{}\"", bytes.size(),
+                 envelope.status().ToString());
+    Reply(peer, MakeError(0, epoch, envelope.status()));
+    return;
+  }
+  const Header& header = envelope->header();
+  if (!options_.token.empty() && header.token != options_.token) {
+    Reply(peer, MakeError(header.request_id, epoch, Status::Unauthenticated("wrong or missing token")));
+    return;
+  }
+  auto fail = [&](const Status& status) { Reply(peer, MakeError(header.request_id, epoch, status)); };
+  switch (envelope->type()) {
+    case MessageType::kRegisterNode: {
+      auto msg = envelope->Body<RegisterNode>();
+      if (!msg.ok()) return fail(msg.status());
+      return OnRegister(peer, header, std::move(msg).value(), now_ms);
+    }
+    case MessageType::kHeartbeat: {
+      auto msg = envelope->Body<Heartbeat>();
+      if (!msg.ok()) return fail(msg.status());
+      return OnHeartbeat(peer, header, *msg, now_ms);
+    }
+    case MessageType::kTaskEvent: {
+      auto msg = envelope->Body<TaskEvent>();
+      if (!msg.ok()) return fail(msg.status());
+      return OnTaskEvent(peer, header, std::move(msg).value(), now_ms);
+    }
+    case MessageType::kAck:
+    case MessageType::kErrorReply:
+    case MessageType::kFetchLogReply: {
+      auto node = by_peer_.find(peer);
+      if (node != by_peer_.end()) links_[node->second].last_seen_ms = now_ms;
+      if (dispatcher_ != nullptr) dispatcher_->OnWorkerReply(*envelope);
+      return;
+    }
+    default:
+      return fail(Status::UnknownType(std::string(MessageTypeName(envelope->type())) +
+                                      " is not a message a worker may send"));
+  }
+}
+
+void NodeRegistry::OnRegister(const std::string& peer, const Header& header, RegisterNode msg, int64_t now_ms) {
+  const uint64_t epoch = proposer_.epoch();
+  Status valid = ValidateNodeSpec(msg.node);
+  if (!valid.ok()) {
+    Reply(peer, MakeError(header.request_id, epoch, valid));
+    return;
+  }
+  const std::string node = msg.node.name;
+  proposer_.Propose(state::RegisterNodeCmd{std::move(msg.node), std::move(msg.tasks)},
+                    [this, peer, node, request_id = header.request_id, now_ms](const state::ApplyResult& result) {
+                      const uint64_t epoch = proposer_.epoch();
+                      if (!result.status.ok()) {
+                        Reply(peer, MakeError(request_id, epoch, result.status));
+                        return;
+                      }
+                      // A re-registration replaces the old connection.
+                      if (auto old = links_.find(node); old != links_.end() && old->second.peer != peer) {
+                        by_peer_.erase(old->second.peer);
+                      }
+                      links_[node] = Link{peer, now_ms, false};
+                      by_peer_[peer] = node;
+                      if (dispatcher_ != nullptr) dispatcher_->ForgetNode(node);
+                      spdlog::info("node registered node={} epoch={}", node, epoch);
+                      RegisterNodeReply reply;
+                      reply.heartbeat_interval_ms = options_.heartbeat_interval_ms;
+                      reply.coordinator_id = options_.coordinator_id;
+                      Reply(peer, MakeFrame(request_id, epoch, reply));
+                    });
+}
+
+void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms) {
+  const uint64_t epoch = proposer_.epoch();
+  Link* link = Authenticate(peer, msg.node);
+  if (link == nullptr) {
+    Reply(peer, MakeError(header.request_id, epoch,
+                          Status::NotFound("node '" + msg.node.substr(0, 253) + "' is not registered on this "
+                                           "connection; register again")));
+    return;
+  }
+  link->last_seen_ms = now_ms;
+  const state::NodeRecord* record = state_.FindNode(msg.node);
+  if (record != nullptr && record->state == NodeState::kNotReady && link->not_ready_proposed) {
+    link->not_ready_proposed = false;
+    spdlog::info("node back node={}", msg.node);
+    proposer_.Propose(state::NodeStateCmd{msg.node, std::string(ToString(NodeState::kReady))},
+                      [](const state::ApplyResult&) {});
+  }
+  Reply(peer, MakeFrame(header.request_id, epoch, Ack{}));
+}
+
+void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, TaskEvent msg, int64_t now_ms) {
+  Link* link = Authenticate(peer, msg.node);
+  if (link == nullptr) {
+    Reply(peer, MakeError(header.request_id, proposer_.epoch(),
+                          Status::NotFound("node '" + msg.node.substr(0, 253) + "' is not registered on this "
+                                           "connection; register again")));
+    return;
+  }
+  link->last_seen_ms = now_ms;
+  const uint64_t seq = msg.seq;
+  const std::string task = msg.task.ToString();
+  proposer_.Propose(state::TaskEventCmd{std::move(msg)},
+                    [this, peer, seq, task, request_id = header.request_id](const state::ApplyResult& result) {
+                      if (!result.status.ok()) {
+                        // Still acknowledged: resending an event that can never
+                        // apply would loop forever.
+                        spdlog::warn("task event ignored task={} error=\"{}\"", task, result.status.ToString());
+                      }
+                      Reply(peer, MakeFrame(request_id, proposer_.epoch(), TaskEventAck{seq}));
+                    });
+}
+
+void NodeRegistry::Tick(int64_t now_ms) {
+  for (auto& [node, link] : links_) {
+    if (link.not_ready_proposed || now_ms - link.last_seen_ms < options_.node_timeout_ms) continue;
+    const state::NodeRecord* record = state_.FindNode(node);
+    if (record == nullptr || record->state != NodeState::kReady) continue;
+    link.not_ready_proposed = true;
+    spdlog::warn("node silent node={} silent_ms={}", node, now_ms - link.last_seen_ms);
+    proposer_.Propose(state::NodeStateCmd{node, std::string(ToString(NodeState::kNotReady))},
+                      [](const state::ApplyResult&) {});
+  }
+  // Nodes the state knows that have not reconnected since this coordinator started.
+  if (now_ms - start_ms_ < options_.node_timeout_ms) return;
+  for (const auto& [name, record] : state_.nodes()) {
+    if (record.state != NodeState::kReady || links_.count(name)) continue;
+    Link& link = links_[name];  // a placeholder with no peer until it registers
+    link.not_ready_proposed = true;
+    link.last_seen_ms = now_ms;
+    spdlog::warn("node did not reconnect node={}", name);
+    proposer_.Propose(state::NodeStateCmd{name, std::string(ToString(NodeState::kNotReady))},
+                      [](const state::ApplyResult&) {});
+  }
+}
+
+}  // namespace gpool::control

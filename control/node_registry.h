@@ -1,0 +1,70 @@
+// NodeRegistry: the worker channel. Registers nodes, tracks heartbeats,
+// marks silent nodes NotReady, and turns worker reports into commands.
+//
+// A node's liveness is a countdown reset by any frame from it. A node that
+// has been silent for `node_timeout_ms` (or never reconnected after a
+// coordinator restart) is proposed NotReady; its next heartbeat proposes it
+// Ready again. Task events are acknowledged to the worker only after the
+// command they became is committed, so a crash in between makes the worker
+// resend them rather than lose them.
+//
+// Thread-safety: none; the coordinator's loop thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "control/ports.h"
+#include "protocol/envelope.h"
+
+namespace gpool::control {
+
+class Dispatcher;
+
+struct NodeRegistryOptions {
+  uint32_t heartbeat_interval_ms = 1000;
+  int64_t node_timeout_ms = 10'000;
+  std::string token;  // empty: no authentication
+  std::string coordinator_id = "coordinator";
+  wire::DecodeLimits limits;
+};
+
+class NodeRegistry {
+ public:
+  NodeRegistry(const NodeRegistryOptions& options, const state::ClusterState& state, Outbox& outbox,
+               Proposer& proposer, int64_t start_ms);
+  void set_dispatcher(Dispatcher* dispatcher) { dispatcher_ = dispatcher; }
+
+  void OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms);
+  void Tick(int64_t now_ms);
+
+  // The connection a node is reachable on, or null when it is not connected.
+  const std::string* PeerFor(const std::string& node) const;
+  size_t connected() const { return links_.size(); }
+
+ private:
+  struct Link {
+    std::string peer;
+    int64_t last_seen_ms = 0;
+    bool not_ready_proposed = false;
+  };
+
+  void OnRegister(const std::string& peer, const Header& header, RegisterNode msg, int64_t now_ms);
+  void OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms);
+  void OnTaskEvent(const std::string& peer, const Header& header, TaskEvent msg, int64_t now_ms);
+  // The node this peer registered as, if it matches `claimed`.
+  Link* Authenticate(const std::string& peer, const std::string& claimed);
+  void Reply(const std::string& peer, std::string frame) { outbox_.ToWorker(peer, std::move(frame)); }
+
+  NodeRegistryOptions options_;
+  const state::ClusterState& state_;
+  Outbox& outbox_;
+  Proposer& proposer_;
+  Dispatcher* dispatcher_ = nullptr;
+  int64_t start_ms_;
+  std::map<std::string, Link> links_;          // node -> link
+  std::map<std::string, std::string> by_peer_;  // peer -> node
+};
+
+}  // namespace gpool::control

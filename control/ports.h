@@ -1,0 +1,35 @@
+// The interfaces coordinator components use to reach the outside world.
+//
+// Components (Gateway, NodeRegistry, Dispatcher, SchedulerDriver) never touch
+// sockets or the log directly: they send frames through Outbox and change
+// state only by proposing commands through Proposer. The Coordinator
+// implements both over ZeroMQ and the CommitLog; tests implement them with
+// plain vectors. All calls happen on the coordinator's loop thread.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "control/state/cluster_state.h"
+
+namespace gpool::control {
+
+class Outbox {
+ public:
+  virtual ~Outbox() = default;
+  virtual void ToClient(const std::string& peer, std::string frame) = 0;
+  virtual void ToWorker(const std::string& peer, std::string frame) = 0;
+};
+
+using ApplyCallback = std::function<void(const state::ApplyResult&)>;
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  // `done` runs after the command is committed and applied (or failed to commit).
+  virtual void Propose(state::CommandBody body, ApplyCallback done) = 0;
+  // The current leader epoch, stamped on commands to workers.
+  virtual uint64_t epoch() const = 0;
+};
+
+}  // namespace gpool::control

@@ -1,0 +1,38 @@
+#include "control/scheduler_driver.h"
+
+#include <spdlog/spdlog.h>
+
+namespace gpool::control {
+
+bool SchedulerDriver::Tick(int64_t now_ms) {
+  if (!dirty_ || in_flight_ || now_ms - last_run_ms_ < options_.interval_ms) return false;
+  dirty_ = false;
+  last_run_ms_ = now_ms;
+  topology::ClusterView view = state_.BuildView();
+  if (view.pending.empty()) return false;
+  ++cycles_;
+  scheduler::Plan plan = scheduler::Schedule(view, options_.policy);
+
+  state::ApplyPlanCmd cmd;
+  for (auto& bind : plan.binds) {
+    cmd.binds.push_back(state::PlanBind{bind.job.value(), bind.task_index, std::move(bind.node),
+                                        std::move(bind.gpu_indices), bind.cpu_milli, bind.memory_mib});
+  }
+  for (auto& pending : plan.pending) {
+    const auto* job = state_.FindJob(pending.job);
+    if (job != nullptr && job->reasons == pending.reasons) continue;  // nothing new to record
+    cmd.reasons.push_back(state::PlanReasons{pending.job.value(), std::move(pending.reasons)});
+  }
+  if (cmd.binds.empty() && cmd.reasons.empty()) return false;
+  spdlog::debug("scheduling cycle binds={} pending={}", cmd.binds.size(), plan.pending.size());
+  in_flight_ = true;
+  proposer_.Propose(std::move(cmd), [this](const state::ApplyResult& result) {
+    in_flight_ = false;
+    if (result.jobs_rejected > 0) {
+      spdlog::info("plan partly stale binds_applied={} jobs_rejected={}", result.binds_applied, result.jobs_rejected);
+    }
+  });
+  return true;
+}
+
+}  // namespace gpool::control

@@ -1,0 +1,46 @@
+// SchedulerDriver: runs scheduling cycles and proposes their plans.
+//
+// A cycle runs when something changed since the last one (any applied
+// command marks it dirty) and at most once per interval. It snapshots the
+// state into a ClusterView, calls the pure scheduler, and proposes one
+// ApplyPlan command with the binds and any pending reasons that changed.
+// Apply re-validates the plan, so a plan made from a view that went stale in
+// the meantime cannot over-allocate. One plan is in flight at a time.
+//
+// Thread-safety: none; the coordinator's loop thread owns it.
+#pragma once
+
+#include <cstdint>
+
+#include "control/ports.h"
+#include "control/scheduler/scheduler.h"
+
+namespace gpool::control {
+
+struct SchedulerDriverOptions {
+  scheduler::SchedulerOptions policy;
+  int64_t interval_ms = 10;
+};
+
+class SchedulerDriver {
+ public:
+  SchedulerDriver(const SchedulerDriverOptions& options, const state::ClusterState& state, Proposer& proposer)
+      : options_(options), state_(state), proposer_(proposer) {}
+
+  void MarkDirty() { dirty_ = true; }
+  // Returns true when it proposed a plan.
+  bool Tick(int64_t now_ms);
+
+  uint64_t cycles() const { return cycles_; }
+
+ private:
+  SchedulerDriverOptions options_;
+  const state::ClusterState& state_;
+  Proposer& proposer_;
+  bool dirty_ = true;
+  bool in_flight_ = false;
+  int64_t last_run_ms_ = INT64_MIN / 2;
+  uint64_t cycles_ = 0;
+};
+
+}  // namespace gpool::control

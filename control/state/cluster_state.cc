@@ -1,0 +1,482 @@
+#include "control/state/cluster_state.h"
+
+#include <algorithm>
+
+#include "protocol/validate.h"
+
+namespace gpool::state {
+namespace {
+
+bool Occupies(TaskState s) { return s == TaskState::kBound || s == TaskState::kRunning; }
+
+}  // namespace
+
+ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
+  applied_index_ = std::max(applied_index_, index);
+  const int64_t now = command.time_ms;
+  return std::visit(
+      [&](const auto& body) -> ApplyResult {
+        using T = std::decay_t<decltype(body)>;
+        if constexpr (std::is_same_v<T, RegisterNodeCmd>) return ApplyRegisterNode(now, body);
+        if constexpr (std::is_same_v<T, NodeStateCmd>) return ApplyNodeState(now, body);
+        if constexpr (std::is_same_v<T, SubmitJobCmd>) return ApplySubmitJob(index, now, body);
+        if constexpr (std::is_same_v<T, CancelJobCmd>) return ApplyCancelJob(now, body);
+        if constexpr (std::is_same_v<T, ApplyPlanCmd>) return ApplyPlan(now, body);
+        if constexpr (std::is_same_v<T, TaskEventCmd>) return ApplyTaskEvent(now, body);
+      },
+      command.body);
+}
+
+const NodeRecord* ClusterState::FindNode(std::string_view name) const {
+  auto it = nodes_.find(std::string(name));
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+const JobRecord* ClusterState::FindJob(JobId id) const {
+  auto it = jobs_.find(id.value());
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+JobRecord* ClusterState::MutableJob(uint64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const TaskRecord* ClusterState::FindTask(const TaskId& id) const {
+  const JobRecord* job = FindJob(id.job);
+  if (job == nullptr || id.index >= job->tasks.size()) return nullptr;
+  const TaskRecord& task = job->tasks[id.index];
+  return task.id == id ? &task : nullptr;
+}
+
+ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& cmd) {
+  ApplyResult result;
+  result.status = ValidateNodeSpec(cmd.node);
+  if (!result.status.ok()) return result;
+  NodeRecord& node = nodes_[cmd.node.name];
+  if (node.registered_ms == 0) node.registered_ms = now;
+  node.spec = cmd.node;
+  node.state = NodeState::kReady;
+  node.last_seen_ms = now;
+
+  std::map<TaskId, const TaskReport*> reported;
+  for (const auto& report : cmd.tasks) reported[report.task] = &report;
+
+  // Reconcile: the worker is the authority on which processes exist.
+  const std::set<TaskId> here = node.tasks;
+  for (const TaskId& id : here) {
+    JobRecord* job = MutableJob(id.job.value());
+    if (job == nullptr || id.index >= job->tasks.size()) continue;
+    TaskRecord& task = job->tasks[id.index];
+    auto it = reported.find(id);
+    if (it == reported.end()) {
+      // A bound task the worker has not seen yet is still on its way; the
+      // dispatcher resends it. A running one the worker does not know is gone.
+      if (task.state == TaskState::kRunning) {
+        task.message = "task was not running when its node re-registered";
+        FinishTask(*job, task, TaskState::kLost, now);
+        UpdateJobState(*job, now);
+      }
+      continue;
+    }
+    const TaskReport& report = *it->second;
+    if (report.state == "Running") {
+      if (task.state == TaskState::kBound) {
+        task.state = TaskState::kRunning;
+        task.pid = report.pid;
+        if (task.start_ms == 0) task.start_ms = now;
+        UpdateJobState(*job, now);
+      }
+      continue;
+    }
+    auto terminal = TaskStateFromString(report.state);
+    if (terminal && IsTerminal(*terminal)) {
+      task.exit_code = report.exit_code;
+      task.signal = report.signal;
+      FinishTask(*job, task, task.stop_requested ? TaskState::kCancelled : *terminal, now);
+      UpdateJobState(*job, now);
+    }
+  }
+  return result;
+}
+
+ApplyResult ClusterState::ApplyNodeState(int64_t now, const NodeStateCmd& cmd) {
+  ApplyResult result;
+  auto it = nodes_.find(cmd.node);
+  if (it == nodes_.end()) {
+    result.status = Status::NotFound("node '" + cmd.node + "' is not registered");
+    return result;
+  }
+  auto state = NodeStateFromString(cmd.state);
+  if (!state) {
+    result.status = Status::InvalidArgument("unknown node state '" + cmd.state + "'");
+    return result;
+  }
+  it->second.state = *state;
+  it->second.last_seen_ms = now;
+  return result;
+}
+
+ApplyResult ClusterState::ApplySubmitJob(uint64_t index, int64_t now, const SubmitJobCmd& cmd) {
+  ApplyResult result;
+  if (!cmd.idempotency_key.empty()) {
+    auto it = idempotency_.find(cmd.idempotency_key);
+    if (it != idempotency_.end()) {
+      result.job_id = it->second;
+      result.duplicate = true;
+      return result;
+    }
+  }
+  result.status = ValidateJobSpec(cmd.spec);
+  if (!result.status.ok()) return result;
+
+  JobRecord job;
+  job.id = JobId(next_job_id_++);
+  job.spec = cmd.spec;
+  job.arrival = index;
+  job.submit_ms = now;
+  job.idempotency_key = cmd.idempotency_key;
+  uint32_t task_index = 0;
+  for (uint32_t group = 0; group < cmd.spec.tasks.size(); ++group) {
+    for (uint32_t replica = 0; replica < cmd.spec.tasks[group].replicas; ++replica) {
+      TaskRecord task;
+      task.id = TaskId{job.id, task_index++, 0};
+      task.group = group;
+      job.tasks.push_back(std::move(task));
+    }
+  }
+  result.job_id = job.id.value();
+  if (!job.idempotency_key.empty()) idempotency_[job.idempotency_key] = result.job_id;
+  pending_.insert(result.job_id);
+  jobs_.emplace(result.job_id, std::move(job));
+  return result;
+}
+
+ApplyResult ClusterState::ApplyCancelJob(int64_t now, const CancelJobCmd& cmd) {
+  ApplyResult result;
+  result.job_id = cmd.job_id;
+  JobRecord* job = MutableJob(cmd.job_id);
+  if (job == nullptr) {
+    result.status = Status::NotFound("job " + std::to_string(cmd.job_id) + " does not exist");
+    return result;
+  }
+  if (IsTerminal(job->state)) {
+    result.status = Status::FailedPrecondition("job " + std::to_string(cmd.job_id) + " has already finished (" +
+                                               std::string(ToString(job->state)) + ")");
+    result.job_state = std::string(ToString(job->state));
+    return result;
+  }
+  job->cancel_requested = true;
+  for (auto& task : job->tasks) {
+    if (task.state == TaskState::kPending) {
+      task.message = "cancelled before it was placed";
+      FinishTask(*job, task, TaskState::kCancelled, now);
+    } else if (Occupies(task.state)) {
+      task.stop_requested = true;
+      task.message = "cancel requested";
+    }
+  }
+  UpdateJobState(*job, now);
+  result.job_state = std::string(ToString(job->state));
+  return result;
+}
+
+Status ClusterState::CheckBind(const JobRecord& job, const PlanBind& bind,
+                               const std::set<std::pair<std::string, uint32_t>>& taken,
+                               std::map<std::string, std::pair<uint64_t, uint64_t>>& extra) const {
+  if (bind.task_index >= job.tasks.size()) return Status::InvalidArgument("task index out of range");
+  const TaskRecord& task = job.tasks[bind.task_index];
+  if (task.state != TaskState::kPending) return Status::FailedPrecondition("task is no longer pending");
+  const Resources& need = job.spec.tasks[task.group].resources;
+  if (bind.gpu_indices.size() != need.gpus || bind.cpu_milli != need.cpu_milli || bind.memory_mib != need.memory_mib) {
+    return Status::InvalidArgument("bind does not match the task's request");
+  }
+  const NodeRecord* node = FindNode(bind.node);
+  if (node == nullptr) return Status::NotFound("node " + bind.node + " is gone");
+  if (node->state != NodeState::kReady || node->cordoned) return Status::FailedPrecondition("node not schedulable");
+  for (uint32_t gpu : bind.gpu_indices) {
+    auto spec_gpu = std::find_if(node->spec.gpus.begin(), node->spec.gpus.end(),
+                                 [gpu](const GpuInfo& g) { return g.index == gpu; });
+    if (spec_gpu == node->spec.gpus.end() || !spec_gpu->healthy) return Status::FailedPrecondition("GPU unusable");
+    if (node->gpu_owner.count(gpu) || taken.count({bind.node, gpu})) {
+      return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " on " + bind.node + " is taken");
+    }
+  }
+  auto& [cpu, mem] = extra[bind.node];
+  if (node->cpu_milli_used + cpu + bind.cpu_milli > node->spec.cpu_milli) return Status::FailedPrecondition("CPU");
+  if (node->memory_mib_used + mem + bind.memory_mib > node->spec.memory_mib) return Status::FailedPrecondition("memory");
+  cpu += bind.cpu_milli;
+  mem += bind.memory_mib;
+  return Status::Ok();
+}
+
+ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
+  ApplyResult result;
+  // Group binds by job: a job is placed whole or not at all.
+  std::map<uint64_t, std::vector<const PlanBind*>> by_job;
+  for (const auto& bind : cmd.binds) by_job[bind.job_id].push_back(&bind);
+
+  std::set<std::pair<std::string, uint32_t>> taken;
+  for (const auto& [job_id, binds] : by_job) {
+    JobRecord* job = MutableJob(job_id);
+    bool ok = job != nullptr && job->state == JobState::kPending && !job->cancel_requested;
+    if (ok) {
+      size_t pending_tasks = std::count_if(job->tasks.begin(), job->tasks.end(),
+                                           [](const TaskRecord& t) { return t.state == TaskState::kPending; });
+      std::set<uint32_t> indices;
+      for (const auto* bind : binds) indices.insert(bind->task_index);
+      ok = indices.size() == binds.size() && binds.size() == pending_tasks;
+    }
+    std::set<std::pair<std::string, uint32_t>> job_taken;
+    std::map<std::string, std::pair<uint64_t, uint64_t>> extra;
+    for (size_t i = 0; ok && i < binds.size(); ++i) {
+      auto merged = taken;
+      merged.insert(job_taken.begin(), job_taken.end());
+      ok = CheckBind(*job, *binds[i], merged, extra).ok();
+      for (uint32_t gpu : binds[i]->gpu_indices) job_taken.insert({binds[i]->node, gpu});
+    }
+    if (!ok) {
+      ++result.jobs_rejected;
+      continue;
+    }
+    taken.insert(job_taken.begin(), job_taken.end());
+    for (const auto* bind : binds) {
+      TaskRecord& task = job->tasks[bind->task_index];
+      NodeRecord& node = nodes_[bind->node];
+      task.state = TaskState::kBound;
+      task.node = bind->node;
+      task.gpu_indices = bind->gpu_indices;
+      task.cpu_milli = bind->cpu_milli;
+      task.memory_mib = bind->memory_mib;
+      task.bind_ms = now;
+      task.message.clear();
+      for (uint32_t gpu : bind->gpu_indices) node.gpu_owner[gpu] = task.id;
+      node.cpu_milli_used += bind->cpu_milli;
+      node.memory_mib_used += bind->memory_mib;
+      node.tasks.insert(task.id);
+      active_.insert(task.id);
+      ++result.binds_applied;
+    }
+    job->reasons.clear();
+    UpdateJobState(*job, now);
+  }
+  for (const auto& entry : cmd.reasons) {
+    JobRecord* job = MutableJob(entry.job_id);
+    if (job != nullptr && job->state == JobState::kPending) job->reasons = entry.reasons;
+  }
+  return result;
+}
+
+ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
+  ApplyResult result;
+  const TaskEvent& event = cmd.event;
+  JobRecord* job = MutableJob(event.task.job.value());
+  if (job == nullptr || event.task.index >= job->tasks.size()) {
+    result.status = Status::NotFound("task " + event.task.ToString() + " does not exist");
+    return result;
+  }
+  TaskRecord& task = job->tasks[event.task.index];
+  if (task.id != event.task || task.node != event.node) {
+    result.status = Status::FailedPrecondition("event for task " + event.task.ToString() + " from node " + event.node +
+                                               " does not match its current placement");
+    return result;
+  }
+  // Events are redelivered until acked; a repeat must change nothing.
+  if (!Occupies(task.state)) return result;
+  const int64_t when = event.time_ms != 0 ? event.time_ms : now;
+  if (event.kind == "started") {
+    if (task.state == TaskState::kBound) {
+      task.state = TaskState::kRunning;
+      task.pid = event.pid;
+      task.start_ms = when;
+    }
+  } else if (event.kind == "exited" || event.kind == "failed") {
+    task.exit_code = event.exit_code;
+    task.signal = event.signal;
+    if (!event.message.empty()) task.message = event.message;
+    TaskState final_state = TaskState::kFailed;
+    if (task.stop_requested) {
+      final_state = TaskState::kCancelled;
+    } else if (event.kind == "exited" && event.exit_code == 0 && event.signal == 0) {
+      final_state = TaskState::kSucceeded;
+    }
+    if (task.start_ms == 0) task.start_ms = when;
+    FinishTask(*job, task, final_state, when);
+  } else {
+    result.status = Status::InvalidArgument("unknown task event kind '" + event.kind.substr(0, 32) + "'");
+    return result;
+  }
+  UpdateJobState(*job, now);
+  return result;
+}
+
+void ClusterState::ReleaseResources(TaskRecord& task) {
+  auto it = nodes_.find(task.node);
+  if (it != nodes_.end()) {
+    NodeRecord& node = it->second;
+    for (uint32_t gpu : task.gpu_indices) {
+      auto owner = node.gpu_owner.find(gpu);
+      if (owner != node.gpu_owner.end() && owner->second == task.id) node.gpu_owner.erase(owner);
+    }
+    node.cpu_milli_used -= std::min(node.cpu_milli_used, task.cpu_milli);
+    node.memory_mib_used -= std::min(node.memory_mib_used, task.memory_mib);
+    node.tasks.erase(task.id);
+  }
+  active_.erase(task.id);
+}
+
+void ClusterState::FinishTask(JobRecord& job, TaskRecord& task, TaskState state, int64_t now) {
+  if (Occupies(task.state)) ReleaseResources(task);
+  task.state = state;
+  task.finish_ms = now;
+  if ((state == TaskState::kFailed || state == TaskState::kLost) && job.failure.empty()) {
+    job.failure = "task " + std::to_string(task.id.index) +
+                  (state == TaskState::kLost ? " was lost" : " failed");
+    if (state == TaskState::kFailed) {
+      job.failure += task.signal != 0 ? " (killed by signal " + std::to_string(task.signal) + ")"
+                                      : " (exit code " + std::to_string(task.exit_code) + ")";
+    }
+    if (!task.message.empty()) job.failure += ": " + task.message;
+  }
+}
+
+void ClusterState::UpdateJobState(JobRecord& job, int64_t now) {
+  // One failed task fails a gang job: stop the rest.
+  if (!job.failure.empty()) {
+    for (auto& task : job.tasks) {
+      if (task.state == TaskState::kPending) {
+        task.message = "job failed before this task was placed";
+        FinishTask(job, task, TaskState::kCancelled, now);
+      } else if (Occupies(task.state) && !task.stop_requested) {
+        task.stop_requested = true;
+        task.message = "stopping: another task of the job failed";
+      }
+    }
+  }
+  bool all_terminal = true, any_active = false, any_cancelled = false, any_started = false;
+  for (const auto& task : job.tasks) {
+    all_terminal &= IsTerminal(task.state);
+    any_active |= Occupies(task.state);
+    any_cancelled |= task.state == TaskState::kCancelled;
+    any_started |= task.start_ms != 0;
+  }
+  JobState next = JobState::kPending;
+  if (all_terminal) {
+    next = !job.failure.empty() ? JobState::kFailed
+           : (any_cancelled || job.cancel_requested) ? JobState::kCancelled
+                                                     : JobState::kSucceeded;
+  } else if (any_active) {
+    next = JobState::kRunning;
+  }
+  if (any_started && job.start_ms == 0) {
+    int64_t first = 0;
+    for (const auto& task : job.tasks) {
+      if (task.start_ms != 0 && (first == 0 || task.start_ms < first)) first = task.start_ms;
+    }
+    job.start_ms = first;
+  }
+  if (IsTerminal(next) && job.finish_ms == 0) job.finish_ms = now;
+  if (next != JobState::kPending) job.reasons.clear();
+  job.state = next;
+  if (next == JobState::kPending) {
+    pending_.insert(job.id.value());
+  } else {
+    pending_.erase(job.id.value());
+  }
+}
+
+topology::ClusterView ClusterState::BuildView() const {
+  topology::ClusterView view;
+  view.nodes.reserve(nodes_.size());
+  for (const auto& [name, node] : nodes_) {
+    topology::NodeView nv;
+    nv.name = name;
+    nv.ready = node.state == NodeState::kReady;
+    nv.cordoned = node.cordoned;
+    nv.cpu_milli_total = node.spec.cpu_milli;
+    nv.cpu_milli_free = node.spec.cpu_milli - std::min(node.spec.cpu_milli, node.cpu_milli_used);
+    nv.memory_mib_total = node.spec.memory_mib;
+    nv.memory_mib_free = node.spec.memory_mib - std::min(node.spec.memory_mib, node.memory_mib_used);
+    nv.labels = node.spec.labels;
+    for (const auto& gpu : node.spec.gpus) {
+      nv.gpus.push_back(topology::GpuSlot{gpu.index, gpu.model, gpu.memory_mib, gpu.healthy,
+                                          node.gpu_owner.count(gpu.index) > 0});
+    }
+    view.nodes.push_back(std::move(nv));
+  }
+  for (uint64_t id : pending_) {
+    const JobRecord& job = jobs_.at(id);
+    if (job.cancel_requested) continue;
+    topology::PendingJob pj;
+    pj.id = job.id;
+    pj.priority = job.spec.priority;
+    pj.arrival = job.arrival;
+    pj.queue = job.spec.queue;
+    for (const auto& task : job.tasks) {
+      if (task.state == TaskState::kPending) {
+        pj.tasks.push_back(topology::PendingTask{task.id.index, job.spec.tasks[task.group].resources});
+      }
+    }
+    if (!pj.tasks.empty()) view.pending.push_back(std::move(pj));
+  }
+  return view;
+}
+
+namespace {
+
+struct SnapshotImage {
+  uint64_t applied_index = 0;
+  uint64_t next_job_id = 1;
+  std::vector<NodeRecord> nodes;
+  std::vector<JobRecord> jobs;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("applied", applied_index);
+    v.Required("next_job_id", next_job_id);
+    v.Required("nodes", nodes);
+    v.Required("jobs", jobs);
+  }
+};
+
+}  // namespace
+
+std::string ClusterState::Snapshot() const {
+  SnapshotImage image;
+  image.applied_index = applied_index_;
+  image.next_job_id = next_job_id_;
+  for (const auto& [name, node] : nodes_) image.nodes.push_back(node);
+  for (const auto& [id, job] : jobs_) image.jobs.push_back(job);
+  return wire::PackToString(image);
+}
+
+Status ClusterState::Restore(std::string_view snapshot) {
+  wire::DecodeLimits limits;
+  limits.max_frame_bytes = size_t{4} << 30;
+  limits.max_container_elements = size_t{1} << 26;
+  limits.max_string_bytes = size_t{1} << 30;
+  auto image = wire::UnpackFromString<SnapshotImage>(snapshot, limits);
+  if (!image.ok()) return image.status().WithContext("restoring snapshot");
+  applied_index_ = image->applied_index;
+  next_job_id_ = image->next_job_id;
+  nodes_.clear();
+  jobs_.clear();
+  for (auto& node : image->nodes) nodes_[node.spec.name] = std::move(node);
+  for (auto& job : image->jobs) jobs_[job.id.value()] = std::move(job);
+  RebuildIndexes();
+  return Status::Ok();
+}
+
+void ClusterState::RebuildIndexes() {
+  idempotency_.clear();
+  active_.clear();
+  pending_.clear();
+  for (const auto& [id, job] : jobs_) {
+    if (!job.idempotency_key.empty()) idempotency_[job.idempotency_key] = id;
+    if (job.state == JobState::kPending) pending_.insert(id);
+    for (const auto& task : job.tasks) {
+      if (Occupies(task.state)) active_.insert(task.id);
+    }
+  }
+}
+
+}  // namespace gpool::state

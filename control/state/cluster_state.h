@@ -1,0 +1,81 @@
+// ClusterState: the deterministic state machine of the coordinator.
+//
+// Owns every node, job and task record. The only way to change it is Apply()
+// with a committed log command, in log order; the same log always produces
+// the same state, which is what lets Raft replicate it later without change.
+// Apply validates each command against the current state and, if it does not
+// hold (a plan that would double-book a GPU, a cancel of a finished job),
+// changes nothing and returns a typed error.
+//
+// Thread-safety: none. One owner thread applies and reads.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "control/state/commands.h"
+#include "control/state/records.h"
+#include "topology/cluster_view.h"
+
+namespace gpool::state {
+
+struct ApplyResult {
+  Status status;
+  uint64_t job_id = 0;     // SubmitJob, CancelJob
+  bool duplicate = false;  // SubmitJob matched an idempotency key
+  std::string job_state;   // CancelJob: the state after the cancel
+  uint32_t binds_applied = 0;   // ApplyPlan
+  uint32_t jobs_rejected = 0;   // ApplyPlan: jobs whose binds no longer fit
+};
+
+class ClusterState {
+ public:
+  ApplyResult Apply(uint64_t index, const Command& command);
+
+  // Whole-state snapshot; Restore replaces everything with it.
+  std::string Snapshot() const;
+  Status Restore(std::string_view snapshot);
+
+  uint64_t applied_index() const { return applied_index_; }
+  const std::map<std::string, NodeRecord>& nodes() const { return nodes_; }
+  const std::map<uint64_t, JobRecord>& jobs() const { return jobs_; }
+  const NodeRecord* FindNode(std::string_view name) const;
+  const JobRecord* FindJob(JobId id) const;
+  const TaskRecord* FindTask(const TaskId& id) const;
+  // Tasks bound or running: those the dispatcher must keep in step with workers.
+  const std::set<TaskId>& active_tasks() const { return active_; }
+  const std::set<uint64_t>& pending_jobs() const { return pending_; }
+
+  // The scheduler's input: free capacity per node and jobs waiting to be placed.
+  topology::ClusterView BuildView() const;
+
+ private:
+  ApplyResult ApplyRegisterNode(int64_t now, const RegisterNodeCmd& cmd);
+  ApplyResult ApplyNodeState(int64_t now, const NodeStateCmd& cmd);
+  ApplyResult ApplySubmitJob(uint64_t index, int64_t now, const SubmitJobCmd& cmd);
+  ApplyResult ApplyCancelJob(int64_t now, const CancelJobCmd& cmd);
+  ApplyResult ApplyPlan(int64_t now, const ApplyPlanCmd& cmd);
+  ApplyResult ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd);
+
+  Status CheckBind(const JobRecord& job, const PlanBind& bind, const std::set<std::pair<std::string, uint32_t>>& taken,
+                   std::map<std::string, std::pair<uint64_t, uint64_t>>& extra) const;
+  void FinishTask(JobRecord& job, TaskRecord& task, TaskState state, int64_t now);
+  void ReleaseResources(TaskRecord& task);
+  void UpdateJobState(JobRecord& job, int64_t now);
+  JobRecord* MutableJob(uint64_t id);
+  void RebuildIndexes();
+
+  uint64_t applied_index_ = 0;
+  uint64_t next_job_id_ = 1;
+  std::map<std::string, NodeRecord> nodes_;
+  std::map<uint64_t, JobRecord> jobs_;
+  std::unordered_map<std::string, uint64_t> idempotency_;
+  std::set<TaskId> active_;
+  std::set<uint64_t> pending_;
+};
+
+}  // namespace gpool::state

@@ -1,0 +1,236 @@
+#include "control/state/cluster_state.h"
+
+#include <gtest/gtest.h>
+
+namespace gpool::state {
+namespace {
+
+NodeSpec MakeNode(const std::string& name, uint32_t gpus) {
+  NodeSpec node;
+  node.name = name;
+  node.cpu_milli = 64'000;
+  node.memory_mib = 256 * 1024;
+  for (uint32_t i = 0; i < gpus; ++i) {
+    node.gpus.push_back(GpuInfo{.index = i, .uuid = "GPU-" + name + "-" + std::to_string(i), .model = "A100"});
+  }
+  return node;
+}
+
+JobSpec MakeJob(const std::string& name, uint32_t replicas, uint32_t gpus) {
+  JobSpec spec;
+  spec.name = name;
+  TaskGroupSpec group;
+  group.replicas = replicas;
+  group.command = {"true"};
+  group.resources = Resources{gpus, 1000, 1024};
+  spec.tasks.push_back(group);
+  return spec;
+}
+
+class ClusterStateTest : public ::testing::Test {
+ protected:
+  ApplyResult Do(CommandBody body) { return state_.Apply(++index_, Command{static_cast<int64_t>(1000 * index_), std::move(body)}); }
+
+  uint64_t Submit(const std::string& name, uint32_t replicas, uint32_t gpus, const std::string& key = "") {
+    ApplyResult r = Do(SubmitJobCmd{MakeJob(name, replicas, gpus), key});
+    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+    return r.job_id;
+  }
+
+  PlanBind Bind(uint64_t job, uint32_t task, const std::string& node, std::vector<uint32_t> gpus) {
+    return PlanBind{job, task, node, std::move(gpus), 1000, 1024};
+  }
+
+  ApplyResult Event(uint64_t job, uint32_t task, const std::string& node, const std::string& kind, int32_t code = 0) {
+    TaskEvent event;
+    event.node = node;
+    event.task = TaskId{JobId(job), task, 0};
+    event.kind = kind;
+    event.exit_code = code;
+    event.pid = 100 + task;
+    return Do(TaskEventCmd{event});
+  }
+
+  ClusterState state_;
+  uint64_t index_ = 0;
+};
+
+TEST_F(ClusterStateTest, JobRunsToSuccessAndFreesItsGpus) {
+  ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}}).status.ok());
+  uint64_t job = Submit("train", 2, 2);
+  EXPECT_EQ(state_.FindJob(JobId(job))->state, JobState::kPending);
+
+  ApplyResult plan = Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0, 1}), Bind(job, 1, "n1", {2, 3})}, {}});
+  EXPECT_EQ(plan.binds_applied, 2u);
+  EXPECT_EQ(state_.FindJob(JobId(job))->state, JobState::kRunning);
+  EXPECT_EQ(state_.FindNode("n1")->gpu_owner.size(), 4u);
+  EXPECT_EQ(state_.active_tasks().size(), 2u);
+
+  EXPECT_TRUE(Event(job, 0, "n1", "started").status.ok());
+  EXPECT_EQ(state_.FindJob(JobId(job))->tasks[0].state, TaskState::kRunning);
+  EXPECT_TRUE(Event(job, 0, "n1", "exited", 0).status.ok());
+  EXPECT_TRUE(Event(job, 0, "n1", "exited", 0).status.ok());  // redelivery changes nothing
+  EXPECT_TRUE(Event(job, 1, "n1", "started").status.ok());
+  EXPECT_TRUE(Event(job, 1, "n1", "exited", 0).status.ok());
+  EXPECT_EQ(state_.FindJob(JobId(job))->state, JobState::kSucceeded);
+  EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
+  EXPECT_EQ(state_.FindNode("n1")->cpu_milli_used, 0u);
+  EXPECT_TRUE(state_.active_tasks().empty());
+}
+
+TEST_F(ClusterStateTest, PlanThatDoubleBooksAGpuIsRejectedWhole) {
+  Do(RegisterNodeCmd{MakeNode("n1", 4), {}});
+  uint64_t a = Submit("a", 1, 2);
+  uint64_t b = Submit("b", 2, 1);
+  ASSERT_EQ(Do(ApplyPlanCmd{{Bind(a, 0, "n1", {0, 1})}, {}}).binds_applied, 1u);
+  // b's second task collides with a's GPU 1: the whole of b is dropped.
+  ApplyResult r = Do(ApplyPlanCmd{{Bind(b, 0, "n1", {2}), Bind(b, 1, "n1", {1})}, {}});
+  EXPECT_EQ(r.binds_applied, 0u);
+  EXPECT_EQ(r.jobs_rejected, 1u);
+  EXPECT_EQ(state_.FindJob(JobId(b))->state, JobState::kPending);
+  EXPECT_EQ(state_.FindNode("n1")->gpu_owner.size(), 2u);
+}
+
+TEST_F(ClusterStateTest, PartialGangPlanIsRejected) {
+  Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
+  uint64_t job = Submit("gang", 2, 1);
+  ApplyResult r = Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0})}, {}});
+  EXPECT_EQ(r.binds_applied, 0u);
+  EXPECT_EQ(state_.FindJob(JobId(job))->state, JobState::kPending);
+}
+
+TEST_F(ClusterStateTest, PlanOnNotReadyNodeOrUnknownGpuIsRejected) {
+  Do(RegisterNodeCmd{MakeNode("n1", 2), {}});
+  uint64_t job = Submit("a", 1, 1);
+  EXPECT_EQ(Do(ApplyPlanCmd{{Bind(job, 0, "n1", {7})}, {}}).binds_applied, 0u);
+  Do(NodeStateCmd{"n1", "NotReady"});
+  EXPECT_EQ(Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0})}, {}}).binds_applied, 0u);
+}
+
+TEST_F(ClusterStateTest, IdempotencyKeyReturnsTheFirstJob) {
+  uint64_t first = Submit("a", 1, 0, "key-1");
+  ApplyResult again = Do(SubmitJobCmd{MakeJob("a", 1, 0), "key-1"});
+  EXPECT_TRUE(again.duplicate);
+  EXPECT_EQ(again.job_id, first);
+  EXPECT_EQ(state_.jobs().size(), 1u);
+}
+
+TEST_F(ClusterStateTest, InvalidSpecChangesNothing) {
+  JobSpec bad = MakeJob("a", 1, 0);
+  bad.tasks[0].replicas = 0;
+  ApplyResult r = Do(SubmitJobCmd{bad, ""});
+  EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(state_.jobs().empty());
+}
+
+TEST_F(ClusterStateTest, CancelStopsRunningTasksAndFinishesWhenTheyExit) {
+  Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
+  uint64_t job = Submit("a", 1, 1);
+  Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0})}, {}});
+  Event(job, 0, "n1", "started");
+  ApplyResult r = Do(CancelJobCmd{job});
+  EXPECT_TRUE(r.status.ok());
+  EXPECT_EQ(r.job_state, "Running");
+  EXPECT_TRUE(state_.FindJob(JobId(job))->tasks[0].stop_requested);
+  // Resources are held until the exit is committed.
+  EXPECT_EQ(state_.FindNode("n1")->gpu_owner.size(), 1u);
+  Event(job, 0, "n1", "exited", 143);
+  EXPECT_EQ(state_.FindJob(JobId(job))->state, JobState::kCancelled);
+  EXPECT_EQ(state_.FindJob(JobId(job))->tasks[0].state, TaskState::kCancelled);
+  EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
+  EXPECT_EQ(Do(CancelJobCmd{job}).status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Do(CancelJobCmd{999}).status.code(), StatusCode::kNotFound);
+}
+
+TEST_F(ClusterStateTest, OneFailedTaskFailsTheGangAndStopsTheRest) {
+  Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
+  uint64_t job = Submit("a", 2, 1);
+  Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0}), Bind(job, 1, "n1", {1})}, {}});
+  Event(job, 0, "n1", "started");
+  Event(job, 1, "n1", "started");
+  Event(job, 0, "n1", "exited", 3);
+  const JobRecord* record = state_.FindJob(JobId(job));
+  EXPECT_EQ(record->state, JobState::kRunning);
+  EXPECT_TRUE(record->tasks[1].stop_requested);
+  Event(job, 1, "n1", "exited", 143);
+  EXPECT_EQ(record->state, JobState::kFailed);
+  EXPECT_EQ(record->failure, "task 0 failed (exit code 3)");
+}
+
+TEST_F(ClusterStateTest, EventFromWrongNodeIsRefused) {
+  Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
+  Do(RegisterNodeCmd{MakeNode("n2", 8), {}});
+  uint64_t job = Submit("a", 1, 1);
+  Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0})}, {}});
+  EXPECT_EQ(Event(job, 0, "n2", "exited").status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_.FindJob(JobId(job))->tasks[0].state, TaskState::kBound);
+}
+
+TEST_F(ClusterStateTest, ReRegistrationReconcilesTasks) {
+  Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
+  uint64_t job = Submit("a", 3, 1);
+  Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0}), Bind(job, 1, "n1", {1}), Bind(job, 2, "n1", {2})}, {}});
+  Event(job, 0, "n1", "started");
+  Event(job, 1, "n1", "started");
+  // The worker reports task 0 still running, task 1 finished while we were away,
+  // and has never heard of task 2 (still bound: it will be resent).
+  std::vector<TaskReport> reports = {
+      TaskReport{TaskId{JobId(job), 0, 0}, "Running", 100},
+      TaskReport{TaskId{JobId(job), 1, 0}, "Succeeded", 101, 0},
+  };
+  Do(RegisterNodeCmd{MakeNode("n1", 8), reports});
+  const JobRecord* record = state_.FindJob(JobId(job));
+  EXPECT_EQ(record->tasks[0].state, TaskState::kRunning);
+  EXPECT_EQ(record->tasks[1].state, TaskState::kSucceeded);
+  EXPECT_EQ(record->tasks[2].state, TaskState::kBound);
+  // Now the worker restarts and knows nothing: the running task is lost.
+  Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
+  EXPECT_EQ(record->tasks[0].state, TaskState::kLost);
+  EXPECT_EQ(record->state, JobState::kRunning);  // task 2 still has to be stopped
+  EXPECT_TRUE(record->tasks[2].stop_requested);
+}
+
+TEST_F(ClusterStateTest, ReasonsAreRecordedForPendingJobsOnly) {
+  uint64_t job = Submit("big", 1, 9);
+  Do(ApplyPlanCmd{{}, {PlanReasons{job, {"3 nodes: insufficient GPUs"}}}});
+  EXPECT_EQ(state_.FindJob(JobId(job))->reasons, (std::vector<std::string>{"3 nodes: insufficient GPUs"}));
+}
+
+TEST_F(ClusterStateTest, SnapshotRestoresEverythingIncludingIndexes) {
+  Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
+  uint64_t a = Submit("a", 2, 1, "k");
+  Submit("b", 1, 9);
+  Do(ApplyPlanCmd{{Bind(a, 0, "n1", {0}), Bind(a, 1, "n1", {1})}, {}});
+  Event(a, 0, "n1", "started");
+
+  ClusterState restored;
+  ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
+  EXPECT_EQ(restored.Snapshot(), state_.Snapshot());
+  EXPECT_EQ(restored.applied_index(), state_.applied_index());
+  EXPECT_EQ(restored.active_tasks(), state_.active_tasks());
+  EXPECT_EQ(restored.pending_jobs(), state_.pending_jobs());
+  EXPECT_EQ(restored.FindNode("n1")->gpu_owner, state_.FindNode("n1")->gpu_owner);
+  // The next job id and idempotency keys survive too.
+  ApplyResult dup = restored.Apply(100, Command{1, SubmitJobCmd{MakeJob("a", 1, 0), "k"}});
+  EXPECT_TRUE(dup.duplicate);
+  ApplyResult next = restored.Apply(101, Command{1, SubmitJobCmd{MakeJob("c", 1, 0), ""}});
+  EXPECT_EQ(next.job_id, 3u);
+}
+
+TEST_F(ClusterStateTest, CorruptSnapshotIsRejected) {
+  ClusterState restored;
+  EXPECT_EQ(restored.Restore("not a snapshot").code(), StatusCode::kMalformed);
+}
+
+TEST(CommandsTest, RoundTripAndRejectGarbage) {
+  Command command{1234, SubmitJobCmd{MakeJob("x", 2, 1), "key"}};
+  auto decoded = DecodeCommand(EncodeCommand(command));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->time_ms, 1234);
+  EXPECT_EQ(std::get<SubmitJobCmd>(decoded->body).spec, std::get<SubmitJobCmd>(command.body).spec);
+  EXPECT_FALSE(DecodeCommand("\x93\x01").ok());
+  EXPECT_EQ(CommandName(command.body), "SubmitJob");
+}
+
+}  // namespace
+}  // namespace gpool::state

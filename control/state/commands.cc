@@ -1,0 +1,77 @@
+#include "control/state/commands.h"
+
+namespace gpool::state {
+namespace {
+
+template <typename T>
+struct Named;
+template <>
+struct Named<RegisterNodeCmd> { static constexpr std::string_view kName = "RegisterNode"; };
+template <>
+struct Named<NodeStateCmd> { static constexpr std::string_view kName = "NodeState"; };
+template <>
+struct Named<SubmitJobCmd> { static constexpr std::string_view kName = "SubmitJob"; };
+template <>
+struct Named<CancelJobCmd> { static constexpr std::string_view kName = "CancelJob"; };
+template <>
+struct Named<ApplyPlanCmd> { static constexpr std::string_view kName = "ApplyPlan"; };
+template <>
+struct Named<TaskEventCmd> { static constexpr std::string_view kName = "TaskEvent"; };
+
+template <typename T>
+bool TryDecode(std::string_view name, const msgpack::object& body, Result<CommandBody>* out) {
+  if (name != Named<T>::kName) return false;
+  auto decoded = wire::ObjectReader::ReadObject<T>(body, "command.body");
+  if (decoded.ok()) {
+    *out = CommandBody(std::move(decoded).value());
+  } else {
+    *out = decoded.status();
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string_view CommandName(const CommandBody& body) {
+  return std::visit([](const auto& b) { return Named<std::decay_t<decltype(b)>>::kName; }, body);
+}
+
+std::string EncodeCommand(const Command& command) {
+  msgpack::sbuffer buffer;
+  wire::Packer p(buffer);
+  p.BeginMap(3);
+  p.Field("cmd", CommandName(command.body));
+  p.Field("t", command.time_ms);
+  p.Key("body");
+  std::visit([&p](const auto& body) { p.Value(body); }, command.body);
+  return std::string(buffer.data(), buffer.size());
+}
+
+Result<Command> DecodeCommand(std::string_view bytes) {
+  auto handle = wire::UnpackOne(bytes, wire::DecodeLimits{.max_frame_bytes = 256 * 1024 * 1024});
+  if (!handle.ok()) return handle.status();
+  const msgpack::object& root = handle->get();
+  wire::ObjectReader r(root, "command");
+  std::string name;
+  Command command;
+  r.Required("cmd", &name);
+  r.Required("t", &command.time_ms);
+  if (!r.status().ok()) return r.status();
+  const msgpack::object* body = nullptr;
+  for (uint32_t i = 0; i < root.via.map.size; ++i) {
+    const auto& key = root.via.map.ptr[i].key;
+    if (key.type == msgpack::type::STR && std::string_view(key.via.str.ptr, key.via.str.size) == "body") {
+      body = &root.via.map.ptr[i].val;
+    }
+  }
+  if (body == nullptr) return Status::Malformed("command.body: required field is missing");
+  Result<CommandBody> decoded = Status::UnknownType("unknown command '" + name.substr(0, 64) + "'");
+  TryDecode<RegisterNodeCmd>(name, *body, &decoded) || TryDecode<NodeStateCmd>(name, *body, &decoded) ||
+      TryDecode<SubmitJobCmd>(name, *body, &decoded) || TryDecode<CancelJobCmd>(name, *body, &decoded) ||
+      TryDecode<ApplyPlanCmd>(name, *body, &decoded) || TryDecode<TaskEventCmd>(name, *body, &decoded);
+  if (!decoded.ok()) return decoded.status();
+  command.body = std::move(decoded).value();
+  return command;
+}
+
+}  // namespace gpool::state

@@ -1,0 +1,115 @@
+// The commands of the coordinator's replicated log.
+//
+// Every state change is one of these, encoded into a log entry, committed, and
+// applied by ClusterState::Apply in log order on every replica. Commands carry
+// everything apply needs (including the proposer's wall time), so applying the
+// same log always yields the same state. The encoding is versioned by name:
+// never change a field's meaning, only add optional fields.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "protocol/messages.h"
+
+namespace gpool::state {
+
+struct RegisterNodeCmd {
+  NodeSpec node;
+  std::vector<TaskReport> tasks;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Optional("tasks", tasks);
+  }
+};
+
+struct NodeStateCmd {
+  std::string node;
+  std::string state;  // NodeState name
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Required("state", state);
+  }
+};
+
+struct SubmitJobCmd {
+  JobSpec spec;
+  std::string idempotency_key;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("spec", spec);
+    v.Optional("key", idempotency_key);
+  }
+};
+
+struct CancelJobCmd {
+  uint64_t job_id = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job", job_id);
+  }
+};
+
+struct PlanBind {
+  uint64_t job_id = 0;
+  uint32_t task_index = 0;
+  std::string node;
+  std::vector<uint32_t> gpu_indices;
+  uint64_t cpu_milli = 0;
+  uint64_t memory_mib = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job", job_id);
+    v.Required("task", task_index);
+    v.Required("node", node);
+    v.Optional("gpus", gpu_indices);
+    v.Optional("cpu", cpu_milli);
+    v.Optional("mem", memory_mib);
+  }
+};
+
+struct PlanReasons {
+  uint64_t job_id = 0;
+  std::vector<std::string> reasons;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job", job_id);
+    v.Required("reasons", reasons);
+  }
+};
+
+struct ApplyPlanCmd {
+  std::vector<PlanBind> binds;
+  std::vector<PlanReasons> reasons;
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("binds", binds);
+    v.Optional("reasons", reasons);
+  }
+};
+
+struct TaskEventCmd {
+  TaskEvent event;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("event", event);
+  }
+};
+
+using CommandBody =
+    std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd, TaskEventCmd>;
+
+struct Command {
+  int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock
+  CommandBody body;
+};
+
+std::string EncodeCommand(const Command& command);
+Result<Command> DecodeCommand(std::string_view bytes);
+std::string_view CommandName(const CommandBody& body);
+
+}  // namespace gpool::state

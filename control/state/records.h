@@ -1,0 +1,132 @@
+// The records the coordinator's state machine owns: nodes, jobs and tasks.
+//
+// Owned by ClusterState and mutated only by its Apply(); everything else reads
+// them. Each record lists its fields once (Fields) so snapshots pack and
+// restore them with the same code that the wire protocol uses.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "protocol/base/ids.h"
+#include "protocol/types.h"
+
+namespace gpool::state {
+
+struct TaskRecord {
+  TaskId id;
+  uint32_t group = 0;  // index into the job spec's task groups
+  TaskState state = TaskState::kPending;
+  std::string node;
+  std::vector<uint32_t> gpu_indices;
+  uint64_t cpu_milli = 0;
+  uint64_t memory_mib = 0;
+  int64_t pid = 0;
+  int32_t exit_code = 0;
+  int32_t signal = 0;
+  int64_t bind_ms = 0;
+  int64_t start_ms = 0;
+  int64_t finish_ms = 0;
+  bool stop_requested = false;  // cancel or job failure: the dispatcher preempts it
+  std::string message;
+
+  template <typename V>
+  void Fields(V& v) {
+    uint32_t state_wire = static_cast<uint32_t>(state);
+    v.Required("id", id);
+    v.Required("group", group);
+    v.Required("state", state_wire);
+    v.Optional("node", node);
+    v.Optional("gpus", gpu_indices);
+    v.Optional("cpu", cpu_milli);
+    v.Optional("mem", memory_mib);
+    v.Optional("pid", pid);
+    v.Optional("exit", exit_code);
+    v.Optional("sig", signal);
+    v.Optional("bind_ms", bind_ms);
+    v.Optional("start_ms", start_ms);
+    v.Optional("finish_ms", finish_ms);
+    v.Optional("stop", stop_requested);
+    v.Optional("msg", message);
+    state = static_cast<TaskState>(state_wire <= static_cast<uint32_t>(TaskState::kLost) ? state_wire : 0);
+  }
+};
+
+struct JobRecord {
+  JobId id;
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  uint64_t arrival = 0;  // log index of the submission; orders FIFO
+  int64_t submit_ms = 0;
+  int64_t start_ms = 0;
+  int64_t finish_ms = 0;
+  std::string idempotency_key;
+  std::vector<TaskRecord> tasks;
+  std::vector<std::string> reasons;  // why it is pending, from the last scheduling cycle
+  std::string failure;               // why it failed, when it did
+  bool cancel_requested = false;
+
+  template <typename V>
+  void Fields(V& v) {
+    uint64_t id_value = id.value();
+    uint32_t state_wire = static_cast<uint32_t>(state);
+    v.Required("id", id_value);
+    v.Required("spec", spec);
+    v.Required("state", state_wire);
+    v.Optional("arrival", arrival);
+    v.Optional("submit_ms", submit_ms);
+    v.Optional("start_ms", start_ms);
+    v.Optional("finish_ms", finish_ms);
+    v.Optional("key", idempotency_key);
+    v.Optional("tasks", tasks);
+    v.Optional("reasons", reasons);
+    v.Optional("failure", failure);
+    v.Optional("cancel", cancel_requested);
+    id = JobId(id_value);
+    state = static_cast<JobState>(state_wire <= static_cast<uint32_t>(JobState::kCancelled) ? state_wire : 0);
+  }
+};
+
+struct NodeRecord {
+  NodeSpec spec;
+  NodeState state = NodeState::kReady;
+  bool cordoned = false;
+  int64_t registered_ms = 0;
+  int64_t last_seen_ms = 0;  // wall time of the last state change committed for it
+  // gpu index -> task holding it; absent means free.
+  std::map<uint32_t, TaskId> gpu_owner;
+  uint64_t cpu_milli_used = 0;
+  uint64_t memory_mib_used = 0;
+  std::set<TaskId> tasks;  // tasks bound or running here
+
+  template <typename V>
+  void Fields(V& v) {
+    uint32_t state_wire = static_cast<uint32_t>(state);
+    std::vector<uint32_t> owned_gpus;
+    std::vector<TaskId> owners;
+    for (const auto& [gpu, task] : gpu_owner) {
+      owned_gpus.push_back(gpu);
+      owners.push_back(task);
+    }
+    std::vector<TaskId> task_list(tasks.begin(), tasks.end());
+    v.Required("spec", spec);
+    v.Required("state", state_wire);
+    v.Optional("cordoned", cordoned);
+    v.Optional("registered_ms", registered_ms);
+    v.Optional("last_seen_ms", last_seen_ms);
+    v.Optional("owned_gpus", owned_gpus);
+    v.Optional("owners", owners);
+    v.Optional("cpu_used", cpu_milli_used);
+    v.Optional("mem_used", memory_mib_used);
+    v.Optional("tasks", task_list);
+    state = state_wire == 1 ? NodeState::kNotReady : NodeState::kReady;
+    gpu_owner.clear();
+    for (size_t i = 0; i < owned_gpus.size() && i < owners.size(); ++i) gpu_owner[owned_gpus[i]] = owners[i];
+    tasks = std::set<TaskId>(task_list.begin(), task_list.end());
+  }
+};
+
+}  // namespace gpool::state

@@ -1,0 +1,15 @@
+// Conversions from state-machine records to the protocol's reply structs.
+// Pure functions; the Gateway uses them to answer read requests.
+#pragma once
+
+#include "control/state/cluster_state.h"
+#include "protocol/messages.h"
+
+namespace gpool::control {
+
+JobSummary ToJobSummary(const state::JobRecord& job);
+TaskInfo ToTaskInfo(const state::JobRecord& job, const state::TaskRecord& task, const state::ClusterState& state);
+GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& state);
+NodeSummary ToNodeSummary(const state::NodeRecord& node);
+
+}  // namespace gpool::control

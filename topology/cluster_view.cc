@@ -1,0 +1,17 @@
+#include "topology/cluster_view.h"
+
+namespace gpool::topology {
+
+uint32_t NodeView::FreeGpus() const {
+  uint32_t free = 0;
+  for (const auto& gpu : gpus) free += (gpu.healthy && !gpu.allocated) ? 1 : 0;
+  return free;
+}
+
+uint32_t NodeView::UsableGpus() const {
+  uint32_t usable = 0;
+  for (const auto& gpu : gpus) usable += gpu.healthy ? 1 : 0;
+  return usable;
+}
+
+}  // namespace gpool::topology
