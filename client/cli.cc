@@ -1,0 +1,694 @@
+#include "client/cli.h"
+
+#include <cxxopts.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <sstream>
+#include <thread>
+
+#include "client/format.h"
+#include "client/job_spec_file.h"
+#include "protocol/envelope.h"
+#include "protocol/types.h"
+#include "protocol/validate.h"
+
+#ifndef GPOOL_VERSION
+#define GPOOL_VERSION "0.0.0"
+#endif
+
+namespace gpool {
+namespace {
+
+constexpr char kDefaultCoordinator[] = "tcp://127.0.0.1:7400";
+constexpr int64_t kWaitPollMs = 200;
+// The wire decoder accepts strings up to 8 MiB (wire::DecodeLimits).
+constexpr uint64_t kMaxLogBytes = 8 * 1024 * 1024;
+
+// --- Small parsers -------------------------------------------------------------
+
+Result<uint64_t> ParseUnsignedText(std::string_view text, uint64_t max) {
+  if (text.empty() || text.size() > 20) return Status::InvalidArgument("");
+  unsigned __int128 v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return Status::InvalidArgument("");
+    v = v * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (v > max) return Status::InvalidArgument("");
+  return static_cast<uint64_t>(v);
+}
+
+Result<uint64_t> ParseUnsignedFlag(std::string_view flag, const std::string& text, uint64_t max) {
+  auto v = ParseUnsignedText(text, max);
+  if (!v.ok()) {
+    return Status::InvalidArgument(std::string(flag) + ": expected an integer from 0 to " + std::to_string(max) +
+                                   ", got '" + text + "'");
+  }
+  return v;
+}
+
+Result<int32_t> ParseInt32Flag(std::string_view flag, const std::string& text) {
+  std::string_view digits = text;
+  bool negative = !digits.empty() && digits[0] == '-';
+  if (negative) digits.remove_prefix(1);
+  auto v = ParseUnsignedText(digits, static_cast<uint64_t>(std::numeric_limits<int32_t>::max()) + (negative ? 1 : 0));
+  if (!v.ok()) return Status::InvalidArgument(std::string(flag) + ": expected an integer, got '" + text + "'");
+  return static_cast<int32_t>(negative ? -static_cast<int64_t>(*v) : static_cast<int64_t>(*v));
+}
+
+// A job name from a program path: "/usr/bin/python3" -> "python3".
+std::string NameFromCommand(const std::string& program) {
+  std::string base = program.substr(program.find_last_of('/') + 1);
+  std::string name;
+  for (char c : base) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+              c == '.';
+    name += ok ? c : '-';
+  }
+  if (name.size() > 64) name.resize(64);
+  return name.empty() ? "job" : name;
+}
+
+// --- One run of the CLI ------------------------------------------------------------
+
+// A parsed command line.
+struct Invocation {
+  std::string command;
+  cxxopts::ParseResult flags;
+  std::vector<std::string> positionals;
+  std::vector<std::string> trailing;   // after "--" (submit's command)
+  std::vector<std::string> env_flags;  // --env K=V, in order
+};
+
+class Session {
+ public:
+  Session(std::ostream& out, std::ostream& err, const ClientFactory& factory, const CliEnv& env)
+      : out(out), err(err), env(env), factory_(factory) {}
+
+  std::ostream& out;
+  std::ostream& err;
+  const CliEnv& env;
+  ClientOptions options;
+  bool json = false;
+
+  // The client, created on first use.
+  Result<Client*> client() {
+    if (!client_) {
+      if (!factory_) return Status::Internal("no client factory");
+      GPOOL_ASSIGN_OR_RETURN(client_, factory_(options));
+      if (!client_) return Status::Internal("client factory returned nothing");
+    }
+    return client_.get();
+  }
+
+  int Fail(const Status& status) {
+    err << "gpool: " << status.ToString() << "\n";
+    return ExitCodeFor(status);
+  }
+
+  int Usage(const std::string& message) {
+    err << "gpool: " << Status::InvalidArgument(message).ToString() << "\n"
+        << "Run 'gpool --help' for usage.\n";
+    return kExitUsage;
+  }
+
+  int64_t WallMs() const { return env.clock->WallMs(); }
+
+ private:
+  const ClientFactory& factory_;
+  std::unique_ptr<Client> client_;
+};
+
+// --- Commands ------------------------------------------------------------------------
+
+int WaitForJob(Session& s, JobId job, int64_t timeout_ms) {
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  const int64_t start = s.env.clock->MonoMs();
+  while (true) {
+    auto reply = (*client)->GetJob(job);
+    if (!reply.ok()) return s.Fail(reply.status());
+    const JobSummary& summary = reply->summary;
+    auto state = JobStateFromString(summary.state);
+    if (state && IsTerminal(*state)) {
+      if (s.json) {
+        s.out << ToJson(summary) << "\n";
+      } else {
+        s.out << "job " << job.value() << " " << summary.state;
+        if (*state != JobState::kSucceeded && !summary.reason.empty()) s.out << ": " << summary.reason;
+        s.out << "\n";
+      }
+      return *state == JobState::kSucceeded ? kExitOk : kExitJobUnsuccessful;
+    }
+    const int64_t waited = s.env.clock->MonoMs() - start;
+    if (timeout_ms > 0 && waited >= timeout_ms) {
+      return s.Fail(Status::DeadlineExceeded("job " + std::to_string(job.value()) + " is still " + summary.state +
+                                             " after " + FormatDuration(waited)));
+    }
+    int64_t pause = kWaitPollMs;
+    if (timeout_ms > 0) pause = std::min(pause, timeout_ms - waited);
+    s.env.sleep_ms(pause);
+  }
+}
+
+Result<JobSpec> SpecFromFlags(const Invocation& inv) {
+  const auto& f = inv.flags;
+  TaskGroupSpec group;
+  group.command = inv.trailing;
+  if (f.count("replicas")) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t replicas,
+                           ParseUnsignedFlag("--replicas", f["replicas"].as<std::string>(), UINT32_MAX));
+    group.replicas = static_cast<uint32_t>(replicas);
+  }
+  if (f.count("gpus")) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t gpus, ParseUnsignedFlag("--gpus", f["gpus"].as<std::string>(), UINT32_MAX));
+    group.resources.gpus = static_cast<uint32_t>(gpus);
+  }
+  if (f.count("cpus")) {
+    auto cpu = ParseCpuMilli(f["cpus"].as<std::string>());
+    if (!cpu.ok()) return cpu.status().WithContext("--cpus");
+    group.resources.cpu_milli = *cpu;
+  }
+  if (f.count("mem")) {
+    auto mem = ParseMemoryMib(f["mem"].as<std::string>());
+    if (!mem.ok()) return mem.status().WithContext("--mem");
+    group.resources.memory_mib = *mem;
+  }
+  for (const auto& kv : inv.env_flags) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::InvalidArgument("--env: expected NAME=VALUE, got '" + kv + "'");
+    }
+    group.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  JobSpec spec;
+  spec.name = f.count("name") ? f["name"].as<std::string>() : NameFromCommand(group.command[0]);
+  spec.tasks.push_back(std::move(group));
+  return spec;
+}
+
+int RunSubmit(Session& s, const Invocation& inv) {
+  const auto& f = inv.flags;
+  JobSpec spec;
+  if (!inv.trailing.empty()) {
+    if (!inv.positionals.empty()) {
+      return s.Usage("submit: give either a spec FILE or -- CMD ARGS..., not both (got '" + inv.positionals[0] + "')");
+    }
+    auto built = SpecFromFlags(inv);
+    if (!built.ok()) return s.Fail(built.status());
+    spec = std::move(built).value();
+  } else {
+    if (inv.positionals.size() != 1) return s.Usage("submit: expected a spec FILE, or -- CMD ARGS...");
+    for (const char* flag : {"gpus", "cpus", "mem", "replicas"}) {
+      if (f.count(flag)) {
+        return s.Usage(std::string("--") + flag + " only applies to 'submit -- CMD'; set resources in the spec file");
+      }
+    }
+    if (!inv.env_flags.empty()) return s.Usage("--env only applies to 'submit -- CMD'; set env in the spec file");
+    const std::string& file = inv.positionals[0];
+    Result<JobSpec> loaded = Status::Internal("unset");
+    if (file == "-") {
+      if (s.env.in == nullptr) return s.Usage("submit: no standard input to read the spec from");
+      std::ostringstream text;
+      text << s.env.in->rdbuf();
+      loaded = ParseJobSpec(text.str(), "<stdin>");
+    } else {
+      loaded = LoadJobSpecFile(file);
+    }
+    if (!loaded.ok()) return s.Fail(loaded.status());
+    spec = std::move(loaded).value();
+    if (f.count("name")) spec.name = f["name"].as<std::string>();
+  }
+  if (f.count("queue")) spec.queue = f["queue"].as<std::string>();
+  if (f.count("priority")) {
+    auto priority = ParseInt32Flag("--priority", f["priority"].as<std::string>());
+    if (!priority.ok()) return s.Fail(priority.status());
+    spec.priority = *priority;
+  }
+  if (Status valid = ValidateJobSpec(spec); !valid.ok()) return s.Fail(valid);
+
+  int64_t wait_timeout_ms = 0;
+  if (f.count("timeout")) {
+    auto t = ParseWaitTimeout(f["timeout"].as<std::string>());
+    if (!t.ok()) return s.Fail(t.status().WithContext("--timeout"));
+    wait_timeout_ms = *t;
+  }
+
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  // Chosen here, not left to the client, so that it is the same for every
+  // resend of this submission.
+  std::string key = f.count("idempotency-key") ? f["idempotency-key"].as<std::string>() : Client::NewIdempotencyKey();
+  auto reply = (*client)->Submit(spec, key);
+  if (!reply.ok()) return s.Fail(reply.status());
+  if (s.json) {
+    s.out << ToJson(*reply) << "\n";
+  } else {
+    s.out << "job " << reply->job_id << " submitted";
+    if (reply->duplicate) s.out << " (already submitted earlier with this idempotency key)";
+    s.out << "\n";
+  }
+  if (f["wait"].as<bool>()) return WaitForJob(s, JobId(reply->job_id), wait_timeout_ms);
+  return kExitOk;
+}
+
+int RunJobs(Session& s, const Invocation& inv) {
+  auto limit = ParseUnsignedFlag("--limit", inv.flags["limit"].as<std::string>(), UINT32_MAX);
+  if (!limit.ok()) return s.Fail(limit.status());
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->ListJobs(inv.flags["all"].as<bool>(), static_cast<uint32_t>(*limit));
+  if (!reply.ok()) return s.Fail(reply.status());
+  s.out << (s.json ? ToJson(*reply) + "\n" : FormatJobsTable(*reply, s.WallMs()));
+  return kExitOk;
+}
+
+int RunJob(Session& s, const Invocation& inv) {
+  auto job = ParseJobId(inv.positionals[0]);
+  if (!job.ok()) return s.Fail(job.status());
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->GetJob(*job);
+  if (!reply.ok()) return s.Fail(reply.status());
+  s.out << (s.json ? ToJson(*reply) + "\n" : FormatJobDetail(*reply, s.WallMs()));
+  return kExitOk;
+}
+
+int RunCancel(Session& s, const Invocation& inv) {
+  auto job = ParseJobId(inv.positionals[0]);
+  if (!job.ok()) return s.Fail(job.status());
+  auto grace = ParseWaitTimeout(inv.flags["grace"].as<std::string>());
+  if (!grace.ok()) return s.Fail(grace.status().WithContext("--grace"));
+  if (*grace > UINT32_MAX) return s.Fail(Status::InvalidArgument("--grace: too long"));
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->CancelJob(*job, static_cast<uint32_t>(*grace));
+  if (!reply.ok()) return s.Fail(reply.status());
+  s.out << (s.json ? ToJson(*reply) : "job " + std::to_string(reply->job_id) + " " + reply->state) << "\n";
+  return kExitOk;
+}
+
+int RunLogs(Session& s, const Invocation& inv) {
+  auto task = ParseTaskRef(inv.positionals[0]);
+  if (!task.ok()) return s.Fail(task.status());
+  auto bytes = ParseUnsignedFlag("--bytes", inv.flags["bytes"].as<std::string>(), kMaxLogBytes);
+  if (!bytes.ok()) return s.Fail(bytes.status());
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->GetTaskLog(task->job, task->index, static_cast<uint32_t>(*bytes));
+  if (!reply.ok()) return s.Fail(reply.status());
+  if (s.json) {
+    s.out << LogToJson(task->job, task->index, *reply) << "\n";
+    return kExitOk;
+  }
+  s.out << reply->data;
+  s.out.flush();
+  if (reply->truncated) {
+    s.err << "(showing the last " << reply->data.size() << " of " << reply->size
+          << " bytes; --bytes N shows more)\n";
+  }
+  return kExitOk;
+}
+
+int RunWait(Session& s, const Invocation& inv) {
+  auto job = ParseJobId(inv.positionals[0]);
+  if (!job.ok()) return s.Fail(job.status());
+  int64_t timeout_ms = 0;
+  if (inv.flags.count("timeout")) {
+    auto t = ParseWaitTimeout(inv.flags["timeout"].as<std::string>());
+    if (!t.ok()) return s.Fail(t.status().WithContext("--timeout"));
+    timeout_ms = *t;
+  }
+  return WaitForJob(s, *job, timeout_ms);
+}
+
+int RunNodes(Session& s, const Invocation&) {
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->ListNodes();
+  if (!reply.ok()) return s.Fail(reply.status());
+  s.out << (s.json ? ToJson(*reply) + "\n" : FormatNodesTable(*reply, s.WallMs()));
+  return kExitOk;
+}
+
+int RunStatus(Session& s, const Invocation&) {
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->ClusterStatus();
+  if (!reply.ok()) return s.Fail(reply.status());
+  s.out << (s.json ? ToJson(*reply) + "\n" : FormatClusterStatus(*reply));
+  return kExitOk;
+}
+
+// --- Command table --------------------------------------------------------------------
+
+void NoOptions(cxxopts::Options&) {}
+
+void SubmitOptions(cxxopts::Options& o) {
+  o.add_options("submit")
+      ("gpus", "GPUs per task (default 0)", cxxopts::value<std::string>(), "N")
+      ("cpus", "CPU cores per task: 2, 0.5 or 500m (default 0)", cxxopts::value<std::string>(), "C")
+      ("mem", "memory per task: 4Gi, 512Mi, or a number of MiB (default 0)", cxxopts::value<std::string>(), "M")
+      ("replicas", "number of tasks (default 1)", cxxopts::value<std::string>(), "R")
+      ("e,env", "environment variable for the tasks; repeatable", cxxopts::value<std::string>(), "K=V")
+      ("name", "job name (default: the program's name, or the spec's name)", cxxopts::value<std::string>(), "NAME")
+      ("queue", "queue (default \"default\")", cxxopts::value<std::string>(), "Q")
+      ("priority", "priority; higher runs first (default 0)", cxxopts::value<std::string>(), "P")
+      ("wait", "then wait for the job to finish, like 'gpool wait'",
+       cxxopts::value<bool>()->default_value("false"))
+      ("timeout", "with --wait: give up after this long (90, 90s, 5m, 2h)", cxxopts::value<std::string>(), "S")
+      ("idempotency-key", "deduplication key (default: a random one)", cxxopts::value<std::string>(), "KEY");
+}
+
+void JobsOptions(cxxopts::Options& o) {
+  o.add_options("jobs")
+      ("a,all", "include finished jobs", cxxopts::value<bool>()->default_value("false"))
+      ("limit", "show at most this many jobs, newest first", cxxopts::value<std::string>()->default_value("1000"), "N");
+}
+
+void CancelOptions(cxxopts::Options& o) {
+  o.add_options("cancel")
+      ("grace", "time between SIGTERM and SIGKILL (10, 10s, 1m)",
+       cxxopts::value<std::string>()->default_value("10"), "S");
+}
+
+void LogsOptions(cxxopts::Options& o) {
+  o.add_options("logs")
+      ("bytes", "show at most the last N bytes (max 8388608)",
+       cxxopts::value<std::string>()->default_value("65536"), "N");
+}
+
+void WaitOptions(cxxopts::Options& o) {
+  o.add_options("wait")
+      ("timeout", "give up after this long (90, 90s, 5m, 2h); exit 4 (default: no limit)",
+       cxxopts::value<std::string>(), "S");
+}
+
+struct CommandDef {
+  std::string_view name;
+  std::string_view synopsis;
+  std::string_view summary;
+  size_t min_args;
+  size_t max_args;
+  void (*add_options)(cxxopts::Options&);
+  int (*run)(Session&, const Invocation&);
+};
+
+constexpr CommandDef kCommands[] = {
+    {"submit", "FILE | [flags] -- CMD ARGS...",
+     "submit a job from a spec file (YAML or JSON; - reads stdin) or from flags",
+     0, 1, SubmitOptions, RunSubmit},
+    {"jobs", "[--all]", "list pending and running jobs (--all: finished ones too)", 0, 0, JobsOptions, RunJobs},
+    {"job", "ID", "show a job: summary, why it is pending, its tasks", 1, 1, NoOptions, RunJob},
+    {"cancel", "ID [--grace S]", "cancel a job", 1, 1, CancelOptions, RunCancel},
+    {"logs", "TASK [--bytes N]", "print the end of a task's log; TASK is JOB.INDEX, or JOB for index 0", 1, 1,
+     LogsOptions, RunLogs},
+    {"wait", "ID [--timeout S]", "wait for a job to finish; exit 0 if it succeeded, 1 if it failed or was cancelled",
+     1, 1, WaitOptions, RunWait},
+    {"nodes", "", "list nodes with their used/total resources", 0, 0, NoOptions, RunNodes},
+    {"status", "", "show the coordinator replicas and cluster totals", 0, 0, NoOptions, RunStatus},
+};
+
+const CommandDef* FindCommand(std::string_view name) {
+  for (const auto& c : kCommands) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+void GlobalOptions(cxxopts::Options& o) {
+  o.add_options("global")
+      ("c,coordinator",
+       "coordinator endpoint(s), comma-separated (env GPOOL_COORDINATOR, default tcp://127.0.0.1:7400)",
+       cxxopts::value<std::string>(), "ENDPOINTS")
+      ("token", "cluster token (env GPOOL_TOKEN)", cxxopts::value<std::string>(), "TOKEN")
+      ("timeout-ms", "how long one request attempt waits (default 5000)", cxxopts::value<std::string>(), "MS")
+      ("json", "print JSON instead of tables", cxxopts::value<bool>()->default_value("false"))
+      ("h,help", "show help", cxxopts::value<bool>()->default_value("false"))
+      ("version", "print the version", cxxopts::value<bool>()->default_value("false"));
+}
+
+bool TakesValue(std::string_view arg) {
+  return arg == "-c" || arg == "--coordinator" || arg == "--token" || arg == "--timeout-ms";
+}
+
+Result<cxxopts::ParseResult> Parse(cxxopts::Options& options, const std::string& program,
+                                   const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  argv.push_back(program.c_str());
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    return options.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const cxxopts::exceptions::exception& e) {
+    return Status::InvalidArgument(e.what());
+  }
+}
+
+// Applies the global flags and environment to the session.
+Status ApplyGlobals(Session& s, const cxxopts::ParseResult& flags) {
+  auto from_env = [&](const char* name) -> std::optional<std::string> {
+    if (!s.env.getenv) return std::nullopt;
+    auto v = s.env.getenv(name);
+    if (v && v->empty()) return std::nullopt;
+    return v;
+  };
+  if (flags.count("coordinator")) {
+    s.options.endpoints = flags["coordinator"].as<std::string>();
+  } else {
+    s.options.endpoints = from_env("GPOOL_COORDINATOR").value_or(kDefaultCoordinator);
+  }
+  if (flags.count("token")) {
+    s.options.token = flags["token"].as<std::string>();
+  } else {
+    s.options.token = from_env("GPOOL_TOKEN").value_or("");
+  }
+  if (flags.count("timeout-ms")) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t ms, ParseUnsignedFlag("--timeout-ms", flags["timeout-ms"].as<std::string>(),
+                                                          3'600'000));
+    if (ms == 0) return Status::InvalidArgument("--timeout-ms: must be at least 1");
+    s.options.timeout_ms = static_cast<int>(ms);
+  }
+  s.json = flags["json"].as<bool>();
+  return Status::Ok();
+}
+
+std::string CommandHelp(const CommandDef& command) {
+  cxxopts::Options options("gpool " + std::string(command.name), std::string(command.summary));
+  options.custom_help(std::string(command.synopsis));
+  options.positional_help("");
+  options.set_width(100);
+  command.add_options(options);
+  GlobalOptions(options);
+  std::vector<std::string> groups;
+  if (command.add_options != NoOptions) groups.push_back(std::string(command.name));
+  groups.push_back("global");
+  return options.help(groups);
+}
+
+}  // namespace
+
+// --- Public ---------------------------------------------------------------------------
+
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk: return kExitOk;
+    case StatusCode::kInvalidArgument: return kExitUsage;
+    case StatusCode::kNotFound: return kExitNotFound;
+    case StatusCode::kUnavailable:
+    case StatusCode::kNotLeader:
+    case StatusCode::kDeadlineExceeded: return kExitUnavailable;
+    default: return kExitError;
+  }
+}
+
+CliEnv CliEnv::System() {
+  CliEnv env;
+  env.getenv = [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+  env.sleep_ms = [](int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); };
+  env.clock = &SystemClock::Get();
+  env.in = &std::cin;
+  return env;
+}
+
+std::string UsageText() {
+  std::ostringstream out;
+  out << "Usage: gpool [global flags] COMMAND [args]\n\n"
+         "Commands:\n";
+  Table commands({"", ""});
+  for (const auto& c : kCommands) {
+    commands.AddRow({std::string(c.name) + (c.synopsis.empty() ? "" : " " + std::string(c.synopsis)),
+                     std::string(c.summary)});
+  }
+  // Drop the empty header line.
+  std::string table = commands.Render("  ");
+  out << table.substr(table.find('\n') + 1);
+  out << "\n"
+         "Global flags (before or after COMMAND):\n"
+         "  -c, --coordinator ENDPOINTS  coordinator address(es), comma-separated; on a timeout the next is\n"
+         "                               tried (env GPOOL_COORDINATOR, default "
+      << kDefaultCoordinator
+      << ")\n"
+         "      --token TOKEN            cluster token (env GPOOL_TOKEN)\n"
+         "      --timeout-ms MS          how long one request attempt waits (default 5000; 3 retries)\n"
+         "      --json                   print JSON instead of tables\n"
+         "  -h, --help                   this help; 'gpool COMMAND --help' shows a command's flags\n"
+         "      --version                print the version\n"
+         "\n"
+         "Examples:\n"
+         "  gpool submit job.yaml\n"
+         "  gpool submit --gpus 1 --replicas 2 --env MODE=test -- python3 train.py --epochs 3\n"
+         "  gpool jobs --all\n"
+         "  gpool logs 17.1\n"
+         "  gpool wait 17 --timeout 10m\n"
+         "\n"
+         "Exit codes: 0 ok; 1 the job failed or was cancelled (wait); 2 usage error or invalid spec;\n"
+         "            3 not found; 4 coordinator unavailable or timed out; 5 any other error.\n";
+  return out.str();
+}
+
+Result<JobId> ParseJobId(std::string_view text) {
+  auto v = ParseUnsignedText(text, std::numeric_limits<uint64_t>::max());
+  if (!v.ok() || *v == 0) {
+    return Status::InvalidArgument("expected a job ID (a positive integer), got '" + std::string(text) + "'");
+  }
+  return JobId(*v);
+}
+
+Result<TaskRef> ParseTaskRef(std::string_view text) {
+  const Status error = Status::InvalidArgument("expected a TASK as JOB.INDEX (e.g. 17.2) or JOB, got '" +
+                                               std::string(text) + "'");
+  size_t dot = text.find('.');
+  auto job = ParseUnsignedText(text.substr(0, dot), std::numeric_limits<uint64_t>::max());
+  if (!job.ok() || *job == 0) return error;
+  TaskRef ref{JobId(*job), 0};
+  if (dot != std::string_view::npos) {
+    auto index = ParseUnsignedText(text.substr(dot + 1), UINT32_MAX);
+    if (!index.ok()) return error;
+    ref.index = static_cast<uint32_t>(*index);
+  }
+  return ref;
+}
+
+Result<int64_t> ParseWaitTimeout(std::string_view text) {
+  const Status error =
+      Status::InvalidArgument("expected a duration like 90, 90s, 5m or 2h, got '" + std::string(text) + "'");
+  if (text.empty()) return error;
+  int64_t unit_ms = 1000;
+  switch (text.back()) {
+    case 's': unit_ms = 1000; text.remove_suffix(1); break;
+    case 'm': unit_ms = 60'000; text.remove_suffix(1); break;
+    case 'h': unit_ms = 3'600'000; text.remove_suffix(1); break;
+    default: break;
+  }
+  auto v = ParseUnsignedText(text, 1'000'000'000);
+  if (!v.ok()) return error;
+  return static_cast<int64_t>(*v) * unit_ms;
+}
+
+int RunCli(std::vector<std::string> args, std::ostream& out, std::ostream& err, const ClientFactory& factory,
+           const CliEnv& env) {
+  Session session(out, err, factory, env);
+
+  // The command is the first argument that is neither a global flag nor its value.
+  size_t at = 0;
+  for (; at < args.size(); ++at) {
+    const std::string& a = args[at];
+    if (a == "--") {
+      at = args.size();
+      break;
+    }
+    if (a.empty() || a[0] != '-' || a == "-") break;
+    if (TakesValue(a)) ++at;
+  }
+
+  if (at >= args.size()) {
+    cxxopts::Options options("gpool");
+    GlobalOptions(options);
+    auto flags = Parse(options, "gpool", args);
+    if (!flags.ok()) return session.Usage(flags.status().message());
+    if (flags->count("help") && (*flags)["help"].as<bool>()) {
+      out << UsageText();
+      return kExitOk;
+    }
+    if (flags->count("version") && (*flags)["version"].as<bool>()) {
+      out << "gpool " << GPOOL_VERSION << " (protocol " << kProtocolVersion << ")\n";
+      return kExitOk;
+    }
+    err << UsageText();
+    return session.Usage("missing COMMAND");
+  }
+
+  const std::string name = args[at];
+  std::vector<std::string> before(args.begin(), args.begin() + static_cast<long>(at));
+  std::vector<std::string> rest(args.begin() + static_cast<long>(at) + 1, args.end());
+
+  if (name == "help") {
+    const CommandDef* topic = rest.empty() ? nullptr : FindCommand(rest[0]);
+    out << (topic != nullptr ? CommandHelp(*topic) : UsageText());
+    return kExitOk;
+  }
+  const CommandDef* command = FindCommand(name);
+  if (command == nullptr) return session.Usage("unknown command '" + name + "'");
+
+  Invocation inv;
+  inv.command = name;
+  // Everything after "--" belongs to the job's command line, untouched.
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] == "--") {
+      inv.trailing.assign(rest.begin() + static_cast<long>(i) + 1, rest.end());
+      rest.resize(i);
+      if (inv.trailing.empty()) return session.Usage(name + ": nothing after '--'");
+      break;
+    }
+  }
+  if (!inv.trailing.empty() && name != "submit") {
+    return session.Usage(name + ": unexpected arguments after '--'");
+  }
+  // --env values may contain commas, which cxxopts would split; take them out first.
+  if (name == "submit") {
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < rest.size(); ++i) {
+      const std::string& a = rest[i];
+      if (a == "--env" || a == "-e") {
+        if (i + 1 >= rest.size()) return session.Usage(a + ": expected NAME=VALUE");
+        inv.env_flags.push_back(rest[++i]);
+      } else if (a.rfind("--env=", 0) == 0) {
+        inv.env_flags.push_back(a.substr(6));
+      } else {
+        kept.push_back(a);
+      }
+    }
+    rest = std::move(kept);
+  }
+
+  cxxopts::Options options("gpool " + name);
+  command->add_options(options);
+  GlobalOptions(options);
+  std::vector<std::string> all = before;
+  all.insert(all.end(), rest.begin(), rest.end());
+  auto flags = Parse(options, "gpool " + name, all);
+  if (!flags.ok()) return session.Usage(name + ": " + flags.status().message());
+  inv.flags = std::move(flags).value();
+  if (inv.flags["help"].as<bool>()) {
+    out << CommandHelp(*command);
+    return kExitOk;
+  }
+  if (inv.flags["version"].as<bool>()) {
+    out << "gpool " << GPOOL_VERSION << " (protocol " << kProtocolVersion << ")\n";
+    return kExitOk;
+  }
+  inv.positionals = inv.flags.unmatched();
+  if (inv.positionals.size() < command->min_args || inv.positionals.size() > command->max_args) {
+    return session.Usage("usage: gpool " + name + " " + std::string(command->synopsis));
+  }
+  if (Status s = ApplyGlobals(session, inv.flags); !s.ok()) return session.Fail(s);
+  return command->run(session, inv);
+}
+
+}  // namespace gpool

@@ -1,0 +1,361 @@
+#include "client/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "client/fake_client.h"
+
+namespace gpool {
+namespace {
+
+// Runs the CLI against a FakeCluster with a fake clock; sleeping advances it.
+class CliTest : public ::testing::Test {
+ protected:
+  CliTest() : cluster_(std::make_shared<FakeCluster>()), clock_(FakeCluster{}.now_ms) {
+    env_.getenv = [this](const std::string& name) -> std::optional<std::string> {
+      auto it = environment_.find(name);
+      if (it == environment_.end()) return std::nullopt;
+      return it->second;
+    };
+    env_.sleep_ms = [this](int64_t ms) {
+      sleeps_.push_back(ms);
+      clock_.Advance(ms);
+    };
+    env_.clock = &clock_;
+    env_.in = &stdin_;
+  }
+
+  int Run(std::vector<std::string> args) {
+    out_.str("");
+    err_.str("");
+    ClientFactory factory = [this](const ClientOptions& options) -> Result<std::unique_ptr<Client>> {
+      options_ = options;
+      ++clients_made_;
+      return std::unique_ptr<Client>(new FakeClient(cluster_));
+    };
+    return RunCli(std::move(args), out_, err_, factory, env_);
+  }
+
+  uint64_t AddJob(const std::string& name, JobState state) {
+    JobSpec spec;
+    spec.name = name;
+    TaskGroupSpec group;
+    group.command = {"true"};
+    group.replicas = 2;
+    spec.tasks = {group};
+    FakeClient client(cluster_);
+    auto reply = client.Submit(spec, "");
+    EXPECT_TRUE(reply.ok());
+    cluster_->SetJobState(reply->job_id, state);
+    cluster_->submits.clear();
+    return reply->job_id;
+  }
+
+  std::shared_ptr<FakeCluster> cluster_;
+  FakeClock clock_;
+  CliEnv env_;
+  std::map<std::string, std::string> environment_;
+  std::istringstream stdin_;
+  std::vector<int64_t> sleeps_;
+  std::ostringstream out_;
+  std::ostringstream err_;
+  ClientOptions options_;
+  int clients_made_ = 0;
+};
+
+TEST_F(CliTest, SubmitFromFlagsBuildsTheSpec) {
+  int rc = Run({"submit", "--gpus", "2", "--cpus", "0.5", "--mem", "4Gi", "--name", "exp", "--replicas", "3",
+                "--queue", "q1", "--priority", "-5", "--env", "A=1,2", "-e", "B=x=y", "--env=C=", "--", "python3",
+                "train.py", "--epochs", "3", "-v"});
+  ASSERT_EQ(rc, 0) << err_.str();
+  EXPECT_EQ(out_.str(), "job 1 submitted\n");
+  ASSERT_EQ(cluster_->submits.size(), 1u);
+  const SubmitJob& submit = cluster_->submits[0];
+  EXPECT_FALSE(submit.idempotency_key.empty());
+  const JobSpec& spec = submit.spec;
+  EXPECT_EQ(spec.name, "exp");
+  EXPECT_EQ(spec.queue, "q1");
+  EXPECT_EQ(spec.priority, -5);
+  ASSERT_EQ(spec.tasks.size(), 1u);
+  const TaskGroupSpec& group = spec.tasks[0];
+  EXPECT_EQ(group.replicas, 3u);
+  EXPECT_EQ(group.command, (std::vector<std::string>{"python3", "train.py", "--epochs", "3", "-v"}));
+  EXPECT_EQ(group.resources, (Resources{2, 500, 4096}));
+  EXPECT_EQ(group.env, (std::map<std::string, std::string>{{"A", "1,2"}, {"B", "x=y"}, {"C", ""}}));
+}
+
+TEST_F(CliTest, SubmitFromFlagsDefaultsNameToTheProgram) {
+  ASSERT_EQ(Run({"submit", "--", "/usr/bin/nvidia-smi", "-L"}), 0) << err_.str();
+  const JobSpec& spec = cluster_->submits.at(0).spec;
+  EXPECT_EQ(spec.name, "nvidia-smi");
+  EXPECT_EQ(spec.queue, "default");
+  EXPECT_EQ(spec.tasks[0].replicas, 1u);
+  EXPECT_EQ(spec.tasks[0].resources, Resources{});
+}
+
+TEST_F(CliTest, SubmitJsonAndGlobalFlagsAfterTheCommand) {
+  ASSERT_EQ(Run({"submit", "--json", "-c", "tcp://h:1", "--", "true"}), 0) << err_.str();
+  EXPECT_EQ(nlohmann::json::parse(out_.str())["job_id"], 1);
+  EXPECT_EQ(options_.endpoints, "tcp://h:1");
+}
+
+TEST_F(CliTest, SubmitFromFileAndOverrides) {
+  std::string path = ::testing::TempDir() + "/gpool_cli_test.yaml";
+  {
+    std::ofstream f(path);
+    f << "name: fromfile\ncommand: [echo, hi]\nresources: {gpus: 1}\n";
+  }
+  ASSERT_EQ(Run({"submit", path, "--priority", "9", "--idempotency-key", "k1"}), 0) << err_.str();
+  ASSERT_EQ(cluster_->submits.size(), 1u);
+  EXPECT_EQ(cluster_->submits[0].spec.name, "fromfile");
+  EXPECT_EQ(cluster_->submits[0].spec.priority, 9);
+  EXPECT_EQ(cluster_->submits[0].idempotency_key, "k1");
+
+  // The same key again is a duplicate.
+  ASSERT_EQ(Run({"submit", path, "--idempotency-key", "k1"}), 0) << err_.str();
+  EXPECT_EQ(out_.str(), "job 1 submitted (already submitted earlier with this idempotency key)\n");
+  std::remove(path.c_str());
+}
+
+TEST_F(CliTest, SubmitFromStdin) {
+  stdin_.str("name: piped\ncommand: 'echo hi'\n");
+  ASSERT_EQ(Run({"submit", "-"}), 0) << err_.str();
+  EXPECT_EQ(cluster_->submits.at(0).spec.name, "piped");
+}
+
+TEST_F(CliTest, InvalidSpecsAreUsageErrorsAndNeverReachTheCoordinator) {
+  stdin_.str("name: j\ncommand: x\nresources: {gpus: two}\n");
+  EXPECT_EQ(Run({"submit", "-"}), kExitUsage);
+  EXPECT_EQ(err_.str(),
+            "gpool: InvalidArgument: <stdin>: resources.gpus: expected a non-negative integer, got 'two'\n");
+  EXPECT_EQ(Run({"submit", "--gpus", "two", "--", "x"}), kExitUsage);
+  EXPECT_EQ(err_.str(), "gpool: InvalidArgument: --gpus: expected an integer from 0 to 4294967295, got 'two'\n");
+  EXPECT_EQ(Run({"submit", "--mem", "lots", "--", "x"}), kExitUsage);
+  EXPECT_EQ(err_.str().rfind("gpool: InvalidArgument: --mem: expected a size", 0), 0u) << err_.str();
+  EXPECT_EQ(Run({"submit", "--env", "NOEQUALS", "--", "x"}), kExitUsage);
+  EXPECT_EQ(err_.str(), "gpool: InvalidArgument: --env: expected NAME=VALUE, got 'NOEQUALS'\n");
+  EXPECT_EQ(Run({"submit", "--replicas", "0", "--", "x"}), kExitUsage);
+  EXPECT_EQ(err_.str(), "gpool: InvalidArgument: tasks[0].replicas: must be at least 1\n");
+  EXPECT_EQ(Run({"submit", "/nonexistent.yaml"}), kExitUsage);
+  EXPECT_EQ(Run({"submit"}), kExitUsage);
+  EXPECT_EQ(Run({"submit", "a.yaml", "--", "x"}), kExitUsage);
+  EXPECT_EQ(Run({"submit", "a.yaml", "--gpus", "1"}), kExitUsage);
+  EXPECT_EQ(Run({"submit", "--"}), kExitUsage);
+  EXPECT_EQ(Run({"submit", "--bogus", "--", "x"}), kExitUsage);
+  EXPECT_TRUE(cluster_->submits.empty());
+  EXPECT_EQ(clients_made_, 0);
+}
+
+TEST_F(CliTest, CoordinatorRejectionsMapToExitCodes) {
+  cluster_->fail_next = Status::Unavailable("coordinator at tcp://x:1 did not answer within 5 ms");
+  EXPECT_EQ(Run({"submit", "--", "x"}), kExitUnavailable);
+  EXPECT_EQ(err_.str(), "gpool: Unavailable: coordinator at tcp://x:1 did not answer within 5 ms\n");
+  cluster_->fail_next = Status::InvalidArgument("tasks[0].resources.gpus: too many");
+  EXPECT_EQ(Run({"submit", "--", "x"}), kExitUsage);
+  cluster_->fail_next = Status::Unauthenticated("bad token");
+  EXPECT_EQ(Run({"jobs"}), kExitError);
+  EXPECT_EQ(err_.str(), "gpool: Unauthenticated: bad token\n");
+  cluster_->fail_next = Status::NotLeader("no leader");
+  EXPECT_EQ(Run({"nodes"}), kExitUnavailable);
+  cluster_->fail_next = Status::Malformed("reply: garbage");
+  EXPECT_EQ(Run({"status"}), kExitError);
+}
+
+TEST_F(CliTest, ClientFactoryErrorsAreReported) {
+  ClientFactory failing = [](const ClientOptions&) -> Result<std::unique_ptr<Client>> {
+    return Status::InvalidArgument("coordinator endpoint 'tcp://x': expected tcp://HOST:PORT");
+  };
+  std::ostringstream out, err;
+  EXPECT_EQ(RunCli({"jobs"}, out, err, failing, env_), kExitUsage);
+  EXPECT_EQ(err.str(), "gpool: InvalidArgument: coordinator endpoint 'tcp://x': expected tcp://HOST:PORT\n");
+}
+
+TEST_F(CliTest, GlobalFlagsAndEnvironment) {
+  ASSERT_EQ(Run({"jobs"}), 0);
+  EXPECT_EQ(options_.endpoints, "tcp://127.0.0.1:7400");
+  EXPECT_EQ(options_.token, "");
+  EXPECT_EQ(options_.timeout_ms, 5000);
+  EXPECT_EQ(options_.retries, 3);
+
+  environment_["GPOOL_COORDINATOR"] = "tcp://a:7400,tcp://b:7400";
+  environment_["GPOOL_TOKEN"] = "envtoken";
+  ASSERT_EQ(Run({"jobs"}), 0);
+  EXPECT_EQ(options_.endpoints, "tcp://a:7400,tcp://b:7400");
+  EXPECT_EQ(options_.token, "envtoken");
+
+  ASSERT_EQ(Run({"-c", "tcp://c:1", "--token", "flag", "--timeout-ms", "250", "jobs"}), 0);
+  EXPECT_EQ(options_.endpoints, "tcp://c:1");
+  EXPECT_EQ(options_.token, "flag");
+  EXPECT_EQ(options_.timeout_ms, 250);
+
+  ASSERT_EQ(Run({"--coordinator=tcp://d:2", "jobs"}), 0);
+  EXPECT_EQ(options_.endpoints, "tcp://d:2");
+
+  EXPECT_EQ(Run({"--timeout-ms", "0", "jobs"}), kExitUsage);
+  EXPECT_EQ(Run({"--timeout-ms", "soon", "jobs"}), kExitUsage);
+}
+
+TEST_F(CliTest, HelpVersionAndUsageErrors) {
+  EXPECT_EQ(Run({"--help"}), 0);
+  EXPECT_NE(out_.str().find("Usage: gpool [global flags] COMMAND"), std::string::npos);
+  EXPECT_EQ(Run({"help"}), 0);
+  EXPECT_NE(out_.str().find("Exit codes:"), std::string::npos);
+  EXPECT_EQ(Run({"submit", "--help"}), 0);
+  EXPECT_NE(out_.str().find("--replicas"), std::string::npos);
+  EXPECT_EQ(Run({"help", "logs"}), 0);
+  EXPECT_NE(out_.str().find("--bytes"), std::string::npos);
+  EXPECT_EQ(Run({"--version"}), 0);
+  EXPECT_EQ(out_.str().rfind("gpool ", 0), 0u);
+  EXPECT_EQ(Run({}), kExitUsage);
+  EXPECT_NE(err_.str().find("gpool: InvalidArgument: missing COMMAND"), std::string::npos);
+  EXPECT_EQ(Run({"frobnicate"}), kExitUsage);
+  EXPECT_EQ(err_.str(), "gpool: InvalidArgument: unknown command 'frobnicate'\nRun 'gpool --help' for usage.\n");
+  EXPECT_EQ(Run({"--bogus"}), kExitUsage);
+  EXPECT_EQ(Run({"jobs", "extra"}), kExitUsage);
+  EXPECT_EQ(Run({"job"}), kExitUsage);
+  EXPECT_EQ(Run({"job", "abc"}), kExitUsage);
+  EXPECT_EQ(err_.str(), "gpool: InvalidArgument: expected a job ID (a positive integer), got 'abc'\n");
+  EXPECT_EQ(Run({"job", "0"}), kExitUsage);
+  EXPECT_EQ(clients_made_, 0);
+}
+
+TEST_F(CliTest, TaskRefs) {
+  auto ref = ParseTaskRef("17.2");
+  ASSERT_TRUE(ref.ok());
+  EXPECT_EQ(ref->job, JobId(17));
+  EXPECT_EQ(ref->index, 2u);
+  ref = ParseTaskRef("17");
+  ASSERT_TRUE(ref.ok());
+  EXPECT_EQ(ref->job, JobId(17));
+  EXPECT_EQ(ref->index, 0u);
+  for (const char* bad : {"", ".", "17.", ".2", "17.2.3", "x", "17.x", "-1", "0.1", "17.99999999999"}) {
+    EXPECT_FALSE(ParseTaskRef(bad).ok()) << bad;
+  }
+}
+
+TEST_F(CliTest, Logs) {
+  uint64_t id = AddJob("j", JobState::kRunning);
+  cluster_->logs[{id, 2}] = "line one\nline two\n";
+  ASSERT_EQ(Run({"logs", std::to_string(id) + ".2"}), 0) << err_.str();
+  EXPECT_EQ(out_.str(), "line one\nline two\n");
+  EXPECT_EQ(err_.str(), "");
+  ASSERT_EQ(cluster_->log_requests.size(), 1u);
+  EXPECT_EQ(cluster_->log_requests[0].job_id, id);
+  EXPECT_EQ(cluster_->log_requests[0].task_index, 2u);
+  EXPECT_EQ(cluster_->log_requests[0].max_bytes, 65536u);
+
+  ASSERT_EQ(Run({"logs", std::to_string(id) + ".2", "--bytes", "9"}), 0);
+  EXPECT_EQ(out_.str(), "line two\n");
+  EXPECT_EQ(err_.str(), "(showing the last 9 of 18 bytes; --bytes N shows more)\n");
+
+  ASSERT_EQ(Run({"--json", "logs", std::to_string(id) + ".2"}), 0);
+  EXPECT_EQ(nlohmann::json::parse(out_.str())["data"], "line one\nline two\n");
+
+  EXPECT_EQ(Run({"logs", std::to_string(id)}), kExitNotFound);  // index 0 has no log
+  EXPECT_EQ(cluster_->log_requests.back().task_index, 0u);
+  EXPECT_EQ(err_.str(), "gpool: NotFound: task 1.0 has no log\n");
+
+  EXPECT_EQ(Run({"logs", "17.x"}), kExitUsage);
+  EXPECT_EQ(err_.str(), "gpool: InvalidArgument: expected a TASK as JOB.INDEX (e.g. 17.2) or JOB, got '17.x'\n");
+  EXPECT_EQ(Run({"logs", "1.0", "--bytes", "99999999999"}), kExitUsage);
+}
+
+TEST_F(CliTest, JobsJobCancelNodesStatus) {
+  uint64_t done = AddJob("done", JobState::kSucceeded);
+  uint64_t running = AddJob("running", JobState::kRunning);
+
+  ASSERT_EQ(Run({"jobs"}), 0);
+  EXPECT_NE(out_.str().find("running"), std::string::npos);
+  EXPECT_EQ(out_.str().find("done"), std::string::npos);
+  EXPECT_FALSE(cluster_->list_jobs_requests.back().include_finished);
+  ASSERT_EQ(Run({"jobs", "--all", "--json"}), 0);
+  EXPECT_TRUE(cluster_->list_jobs_requests.back().include_finished);
+  EXPECT_EQ(nlohmann::json::parse(out_.str())["jobs"].size(), 2u);
+
+  ASSERT_EQ(Run({"job", std::to_string(running)}), 0);
+  EXPECT_EQ(out_.str().rfind("Job 2: running\n", 0), 0u) << out_.str();
+  EXPECT_EQ(Run({"job", "99"}), kExitNotFound);
+  EXPECT_EQ(err_.str(), "gpool: NotFound: job 99 does not exist\n");
+
+  ASSERT_EQ(Run({"cancel", std::to_string(running), "--grace", "3s"}), 0);
+  EXPECT_EQ(out_.str(), "job 2 Cancelled\n");
+  EXPECT_EQ(cluster_->cancels.back().grace_ms, 3000u);
+  EXPECT_EQ(Run({"cancel", std::to_string(done)}), kExitError);
+  EXPECT_EQ(cluster_->cancels.back().grace_ms, 10000u);
+  EXPECT_EQ(Run({"cancel", "99"}), kExitNotFound);
+
+  NodeSummary node;
+  node.name = "gpu-node-1";
+  node.state = "Ready";
+  cluster_->nodes.nodes = {node};
+  ASSERT_EQ(Run({"nodes"}), 0);
+  EXPECT_NE(out_.str().find("gpu-node-1"), std::string::npos);
+  cluster_->status.replica_id = "c1";
+  cluster_->status.role = "leader";
+  ASSERT_EQ(Run({"status"}), 0);
+  EXPECT_EQ(out_.str().rfind("Replica:  c1 (leader, term 0)\n", 0), 0u) << out_.str();
+  ASSERT_EQ(Run({"status", "--json"}), 0);
+  EXPECT_EQ(nlohmann::json::parse(out_.str())["role"], "leader");
+}
+
+TEST_F(CliTest, WaitPollsUntilTheJobFinishes) {
+  uint64_t id = AddJob("j", JobState::kRunning);
+  cluster_->on_get_job = [](FakeCluster& c, uint64_t job) {
+    if (c.get_job_calls == 3) c.SetJobState(job, JobState::kSucceeded);
+  };
+  ASSERT_EQ(Run({"wait", std::to_string(id)}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "job 1 Succeeded\n");
+  EXPECT_EQ(sleeps_, (std::vector<int64_t>{200, 200}));
+}
+
+TEST_F(CliTest, WaitExitsOneWhenTheJobFails) {
+  uint64_t id = AddJob("j", JobState::kFailed);
+  cluster_->jobs[id].summary.reason = "task 1.0 exited with code 2";
+  EXPECT_EQ(Run({"wait", std::to_string(id)}), kExitJobUnsuccessful);
+  EXPECT_EQ(out_.str(), "job 1 Failed: task 1.0 exited with code 2\n");
+  uint64_t cancelled = AddJob("c", JobState::kCancelled);
+  EXPECT_EQ(Run({"wait", std::to_string(cancelled), "--json"}), kExitJobUnsuccessful);
+  EXPECT_EQ(nlohmann::json::parse(out_.str())["state"], "Cancelled");
+}
+
+TEST_F(CliTest, WaitTimesOut) {
+  uint64_t id = AddJob("j", JobState::kRunning);
+  EXPECT_EQ(Run({"wait", std::to_string(id), "--timeout", "1s"}), kExitUnavailable);
+  EXPECT_EQ(err_.str(), "gpool: DeadlineExceeded: job 1 is still Running after 1s\n");
+  EXPECT_EQ(cluster_->get_job_calls, 6);  // at 0, 200, ..., 1000 ms
+  EXPECT_EQ(Run({"wait", "77"}), kExitNotFound);
+  EXPECT_EQ(Run({"wait", std::to_string(id), "--timeout", "soon"}), kExitUsage);
+}
+
+TEST_F(CliTest, SubmitAndWait) {
+  cluster_->on_get_job = [](FakeCluster& c, uint64_t job) { c.SetJobState(job, JobState::kFailed, "boom"); };
+  EXPECT_EQ(Run({"submit", "--wait", "--", "false"}), kExitJobUnsuccessful);
+  EXPECT_EQ(out_.str(), "job 1 submitted\njob 1 Failed: boom\n");
+}
+
+TEST(ExitCodeTest, MapsStatusCodes) {
+  EXPECT_EQ(ExitCodeFor(Status::Ok()), 0);
+  EXPECT_EQ(ExitCodeFor(Status::InvalidArgument("")), 2);
+  EXPECT_EQ(ExitCodeFor(Status::NotFound("")), 3);
+  EXPECT_EQ(ExitCodeFor(Status::Unavailable("")), 4);
+  EXPECT_EQ(ExitCodeFor(Status::DeadlineExceeded("")), 4);
+  EXPECT_EQ(ExitCodeFor(Status::NotLeader("")), 4);
+  EXPECT_EQ(ExitCodeFor(Status::FailedPrecondition("")), 5);
+  EXPECT_EQ(ExitCodeFor(Status::Internal("")), 5);
+}
+
+TEST(WaitTimeoutTest, Parses) {
+  EXPECT_EQ(*ParseWaitTimeout("90"), 90'000);
+  EXPECT_EQ(*ParseWaitTimeout("90s"), 90'000);
+  EXPECT_EQ(*ParseWaitTimeout("5m"), 300'000);
+  EXPECT_EQ(*ParseWaitTimeout("2h"), 7'200'000);
+  EXPECT_EQ(*ParseWaitTimeout("0"), 0);
+  for (const char* bad : {"", "s", "-1", "1.5m", "1d", "x"}) EXPECT_FALSE(ParseWaitTimeout(bad).ok()) << bad;
+}
+
+}  // namespace
+}  // namespace gpool

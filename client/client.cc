@@ -1,0 +1,262 @@
+#include "client/client.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <random>
+#include <thread>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "protocol/envelope.h"
+
+namespace gpool {
+namespace {
+
+std::string TrimCopy(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return {};
+  size_t e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+std::string NormalizeEndpoint(const std::string& endpoint) {
+  return endpoint.find("://") == std::string::npos ? "tcp://" + endpoint : endpoint;
+}
+
+// The real client: a DEALER socket per attempt, lazy-pirate retries.
+class ZmqClient final : public Client {
+ public:
+  ZmqClient(const ClientOptions& options, std::vector<std::string> endpoints)
+      : options_(options), endpoints_(std::move(endpoints)) {
+    if (options_.sender.empty()) options_.sender = "gpool-cli-" + std::to_string(::getpid());
+  }
+
+  ~ZmqClient() override {
+    socket_.reset();  // before the context, which waits for its sockets
+  }
+
+  Result<SubmitJobReply> Submit(const JobSpec& spec, std::string idempotency_key) override {
+    SubmitJob request;
+    request.spec = spec;
+    // Every request may be re-sent; an empty key would let a retry create a second job.
+    request.idempotency_key = idempotency_key.empty() ? NewIdempotencyKey() : std::move(idempotency_key);
+    return Call<SubmitJobReply>(request);
+  }
+
+  Result<ListJobsReply> ListJobs(bool include_finished, uint32_t limit) override {
+    gpool::ListJobs request;
+    request.include_finished = include_finished;
+    request.limit = limit;
+    return Call<ListJobsReply>(request);
+  }
+
+  Result<GetJobReply> GetJob(JobId job) override {
+    gpool::GetJob request;
+    request.job_id = job.value();
+    return Call<GetJobReply>(request);
+  }
+
+  Result<CancelJobReply> CancelJob(JobId job, uint32_t grace_ms) override {
+    gpool::CancelJob request;
+    request.job_id = job.value();
+    request.grace_ms = grace_ms;
+    return Call<CancelJobReply>(request);
+  }
+
+  Result<ListNodesReply> ListNodes() override { return Call<ListNodesReply>(gpool::ListNodes{}); }
+
+  Result<GetTaskLogReply> GetTaskLog(JobId job, uint32_t task_index, uint32_t max_bytes) override {
+    gpool::GetTaskLog request;
+    request.job_id = job.value();
+    request.task_index = task_index;
+    request.max_bytes = max_bytes;
+    return Call<GetTaskLogReply>(request);
+  }
+
+  Result<ClusterStatusReply> ClusterStatus() override { return Call<ClusterStatusReply>(gpool::ClusterStatus{}); }
+
+ private:
+  const std::string& endpoint() const { return endpoints_[current_]; }
+
+  void CloseSocket() { socket_.reset(); }
+
+  void NextEndpoint() { current_ = (current_ + 1) % endpoints_.size(); }
+
+  // Points at `leader` (adding it to the list when it is new).
+  void UseLeader(const std::string& leader) {
+    std::string normalized = NormalizeEndpoint(leader);
+    auto it = std::find(endpoints_.begin(), endpoints_.end(), normalized);
+    if (it == endpoints_.end()) {
+      endpoints_.push_back(normalized);
+      it = endpoints_.end() - 1;
+    }
+    current_ = static_cast<size_t>(it - endpoints_.begin());
+  }
+
+  Status OpenSocket() {
+    if (socket_) return Status::Ok();
+    try {
+      auto socket = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::dealer);
+      socket->set(zmq::sockopt::linger, 0);
+      socket->set(zmq::sockopt::sndtimeo, std::max(1, options_.timeout_ms));
+      socket->connect(endpoint());
+      socket_ = std::move(socket);
+    } catch (const zmq::error_t& e) {
+      return Status::InvalidArgument("cannot connect to '" + endpoint() + "': " + e.what());
+    }
+    return Status::Ok();
+  }
+
+  // Waits for the reply to request `id`. nullopt: nothing within `timeout`.
+  Result<std::optional<Envelope>> Await(uint64_t id, std::chrono::milliseconds timeout) {
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + timeout;
+    while (true) {
+      auto remaining = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      if (remaining.count() <= 0) return std::optional<Envelope>();
+      zmq::pollitem_t item{socket_->handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, remaining);
+      if ((item.revents & ZMQ_POLLIN) == 0) continue;
+      std::vector<zmq::message_t> parts;
+      if (!zmq::recv_multipart(*socket_, std::back_inserter(parts), zmq::recv_flags::dontwait)) continue;
+      if (parts.size() != 1) {
+        return Status::Malformed("reply from " + endpoint() + ": expected one frame, got " +
+                                 std::to_string(parts.size()));
+      }
+      auto envelope = DecodeEnvelope(parts[0].to_string_view());
+      if (!envelope.ok()) {
+        return Status::Malformed("reply from " + endpoint() + ": " + envelope.status().message());
+      }
+      // A reply to another id is a late answer to an earlier request: drop it.
+      // An ErrorReply with id 0 is the coordinator refusing a frame whose
+      // header it could not read; only this request is outstanding, so it is ours.
+      const uint64_t reply_id = envelope->header().request_id;
+      const bool unaddressed_error = reply_id == 0 && envelope->type() == MessageType::kErrorReply;
+      if (reply_id != id && !unaddressed_error) continue;
+      return std::optional<Envelope>(std::move(envelope).value());
+    }
+  }
+
+  template <typename Reply, typename Request>
+  Result<Reply> Call(const Request& request) {
+    try {
+      return CallOnce<Reply>(request);
+    } catch (const zmq::error_t& e) {
+      CloseSocket();
+      return Status::Unavailable(std::string("talking to ") + endpoint() + ": " + e.what());
+    }
+  }
+
+  template <typename Reply, typename Request>
+  Result<Reply> CallOnce(const Request& request) {
+    const auto timeout = std::chrono::milliseconds(std::max(1, options_.timeout_ms));
+    const int attempts = 1 + std::max(0, options_.retries);
+    Status last;
+    for (int attempt = 0; attempt < attempts; ++attempt) {
+      GPOOL_RETURN_IF_ERROR(OpenSocket());
+      const uint64_t id = next_request_id_++;
+      Header header;
+      header.request_id = id;
+      header.sender = options_.sender;
+      header.token = options_.token;
+      std::string frame = EncodeEnvelope(header, request);
+      // Blocks at most timeout_ms (ZMQ_SNDTIMEO); not sent counts as not answered.
+      bool sent = socket_->send(zmq::buffer(frame), zmq::send_flags::none).has_value();
+
+      Result<std::optional<Envelope>> reply = std::optional<Envelope>();
+      if (sent) reply = Await(id, timeout);
+      if (!reply.ok()) return reply.status();  // Malformed
+
+      if (!reply->has_value()) {
+        last = Status::Unavailable("coordinator at " + endpoint() + " did not answer within " +
+                                   std::to_string(timeout.count()) + " ms" +
+                                   (attempts > 1 ? " (" + std::to_string(attempt + 1) + " attempts)" : ""));
+        // Lazy pirate: a DEALER may hold the unanswered request or a half-open
+        // connection; a fresh socket starts clean.
+        CloseSocket();
+        NextEndpoint();
+        continue;
+      }
+
+      const Envelope& envelope = **reply;
+      if (envelope.type() == MessageType::kErrorReply) {
+        auto error = envelope.Body<ErrorReply>();
+        if (!error.ok()) return Status::Malformed("reply from " + endpoint() + ": " + error.status().message());
+        Status status = error->ToStatus();
+        if (status.code() != StatusCode::kNotLeader) return status;
+        last = status;
+        CloseSocket();
+        if (!error->leader.empty()) {
+          UseLeader(error->leader);
+        } else {
+          // An election may be under way; give it a moment.
+          NextEndpoint();
+          auto pause = std::min<int64_t>(timeout.count(), int64_t{100} << std::min(attempt, 6));
+          std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+        }
+        continue;
+      }
+      auto body = envelope.Body<Reply>();
+      if (!body.ok()) return Status::Malformed("reply from " + endpoint() + ": " + body.status().message());
+      return body;
+    }
+    return last;
+  }
+
+  ClientOptions options_;
+  std::vector<std::string> endpoints_;
+  size_t current_ = 0;
+  uint64_t next_request_id_ = 1;
+  zmq::context_t context_;
+  std::unique_ptr<zmq::socket_t> socket_;  // null between a timeout and the next attempt
+};
+
+}  // namespace
+
+Result<std::vector<std::string>> ParseEndpoints(const std::string& endpoints) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= endpoints.size()) {
+    size_t comma = endpoints.find(',', start);
+    if (comma == std::string::npos) comma = endpoints.size();
+    std::string entry = TrimCopy(endpoints.substr(start, comma - start));
+    start = comma + 1;
+    if (entry.empty()) continue;
+    entry = NormalizeEndpoint(entry);
+    if (entry.rfind("tcp://", 0) == 0) {
+      std::string rest = entry.substr(6);
+      size_t colon = rest.rfind(':');
+      bool port_ok = colon != std::string::npos && colon > 0 && colon + 1 < rest.size() &&
+                     std::all_of(rest.begin() + static_cast<long>(colon) + 1, rest.end(),
+                                 [](char c) { return c >= '0' && c <= '9'; });
+      if (!port_ok) {
+        return Status::InvalidArgument("coordinator endpoint '" + entry + "': expected tcp://HOST:PORT");
+      }
+    }
+    out.push_back(std::move(entry));
+  }
+  if (out.empty()) return Status::InvalidArgument("no coordinator endpoint given");
+  return out;
+}
+
+Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
+  GPOOL_ASSIGN_OR_RETURN(std::vector<std::string> endpoints, ParseEndpoints(options.endpoints));
+  if (options.timeout_ms <= 0) return Status::InvalidArgument("timeout_ms: must be positive");
+  if (options.retries < 0) return Status::InvalidArgument("retries: must not be negative");
+  return std::unique_ptr<Client>(new ZmqClient(options, std::move(endpoints)));
+}
+
+std::string Client::NewIdempotencyKey() {
+  std::random_device device;
+  std::uniform_int_distribution<uint64_t> dist;
+  char buffer[33];
+  std::snprintf(buffer, sizeof(buffer), "%016llx%016llx", static_cast<unsigned long long>(dist(device)),
+                static_cast<unsigned long long>(dist(device)));
+  return buffer;
+}
+
+}  // namespace gpool

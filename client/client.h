@@ -1,0 +1,90 @@
+// Client: the C++ API for the coordinator's client port (the `gpool` CLI is
+// built on it). One method per request in the client API; every method
+// returns the reply struct from protocol/messages.h or a Status.
+//
+// Client is an interface so callers (the CLI, tests) can swap in a fake
+// (client/fake_client.h). Client::Connect builds the real one, which talks
+// ZeroMQ:
+//   - a DEALER socket, one msgpack envelope per frame, ZMQ_LINGER 0;
+//   - each request carries a fresh request_id; a reply with another id (a
+//     late answer to an earlier request) is dropped;
+//   - lazy pirate: when no reply arrives within timeout_ms the socket is
+//     closed and recreated, the next endpoint is tried, and the request is
+//     sent again, at most `retries` more times; then Status::Unavailable
+//     "coordinator at X did not answer within N ms";
+//   - ErrorReply NotLeader moves to the leader the reply names (or to the next
+//     endpoint when it names none) and resends, within the same retry budget;
+//   - any other ErrorReply becomes its Status (ErrorReply::ToStatus);
+//   - a reply that does not decode, or has the wrong type, is
+//     Status::Malformed; nothing the coordinator sends can crash the client.
+// Because requests are re-sent, Submit always carries an idempotency key
+// (a random one when the caller gives none), so a retry can never create a
+// second job.
+//
+// Connect does not contact the coordinator (ZeroMQ connects lazily); the
+// first request does.
+//
+// Thread-safety: a Client is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "protocol/base/ids.h"
+#include "protocol/base/status.h"
+#include "protocol/messages.h"
+
+namespace gpool {
+
+struct ClientOptions {
+  // Coordinator client-API endpoints, comma-separated:
+  // "tcp://c1:7400,tcp://c2:7400". "host:port" means "tcp://host:port".
+  // Requests go to the first; a timeout moves on to the next (round robin).
+  std::string endpoints = "tcp://127.0.0.1:7400";
+  // Sent in every request header; must match the coordinator's --token-file
+  // when it has one. Empty: none.
+  std::string token;
+  // How long one attempt waits for its reply.
+  int timeout_ms = 5000;
+  // How many times a request is re-sent after a timeout or a NotLeader
+  // redirect; at most 1 + retries attempts in all.
+  int retries = 3;
+  // header.sender, for the coordinator's logs. Empty: "gpool-cli-<pid>".
+  std::string sender;
+};
+
+class Client {
+ public:
+  // Builds the ZeroMQ client. Fails (InvalidArgument) only on a bad endpoint
+  // list or option; an unreachable coordinator shows up on the first call.
+  static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+
+  // A random 128-bit key in hex, for SubmitJob.idempotency_key.
+  static std::string NewIdempotencyKey();
+
+  virtual ~Client() = default;
+
+  // Submits a job. An empty `idempotency_key` is replaced by a random one;
+  // the same key sent again returns the first job's id with duplicate=true.
+  virtual Result<SubmitJobReply> Submit(const JobSpec& spec, std::string idempotency_key) = 0;
+  // Newest first; finished jobs only when `include_finished`.
+  virtual Result<ListJobsReply> ListJobs(bool include_finished, uint32_t limit) = 0;
+  // NotFound for an unknown job.
+  virtual Result<GetJobReply> GetJob(JobId job) = 0;
+  // SIGTERM to the job's tasks, SIGKILL after grace_ms. FailedPrecondition
+  // when the job already finished.
+  virtual Result<CancelJobReply> CancelJob(JobId job, uint32_t grace_ms) = 0;
+  virtual Result<ListNodesReply> ListNodes() = 0;
+  // The last `max_bytes` of task `task_index`'s log (stdout and stderr).
+  virtual Result<GetTaskLogReply> GetTaskLog(JobId job, uint32_t task_index, uint32_t max_bytes) = 0;
+  virtual Result<ClusterStatusReply> ClusterStatus() = 0;
+};
+
+// Splits and normalizes an endpoint list ("a:1, tcp://b:2" ->
+// {"tcp://a:1", "tcp://b:2"}). InvalidArgument when it is empty or an entry
+// has no port.
+Result<std::vector<std::string>> ParseEndpoints(const std::string& endpoints);
+
+}  // namespace gpool

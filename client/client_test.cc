@@ -1,0 +1,385 @@
+// The real ZeroMQ Client against a scripted ROUTER on 127.0.0.1.
+#include "client/client.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "protocol/envelope.h"
+
+namespace gpool {
+namespace {
+
+// A fake coordinator: a ROUTER bound to an ephemeral port, served by a thread.
+// For each request the handler returns the frames to send back (none: stay
+// silent, as a dead or slow coordinator would).
+class ScriptedServer {
+ public:
+  using Handler = std::function<std::vector<std::string>(const Envelope& request, int nth)>;
+
+  explicit ScriptedServer(Handler handler) : handler_(std::move(handler)), socket_(context_, zmq::socket_type::router) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.bind("tcp://127.0.0.1:*");
+    endpoint_ = socket_.get(zmq::sockopt::last_endpoint);
+    thread_ = std::thread([this] { Serve(); });
+  }
+
+  ~ScriptedServer() {
+    stop_ = true;
+    thread_.join();
+  }
+
+  const std::string& endpoint() const { return endpoint_; }
+
+  std::vector<Envelope> requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(20));
+      if ((item.revents & ZMQ_POLLIN) == 0) continue;
+      std::vector<zmq::message_t> parts;
+      if (!zmq::recv_multipart(socket_, std::back_inserter(parts))) continue;
+      if (parts.size() != 2) {
+        ADD_FAILURE() << "expected [routing id, frame], got " << parts.size() << " frames";
+        continue;
+      }
+      auto request = DecodeEnvelope(parts[1].to_string_view());
+      if (!request.ok()) {
+        ADD_FAILURE() << "client sent an undecodable frame: " << request.status().ToString();
+        continue;
+      }
+      int nth;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        requests_.push_back(*request);
+        nth = static_cast<int>(requests_.size());
+      }
+      for (const std::string& reply : handler_(*request, nth)) {
+        std::array<zmq::const_buffer, 2> out = {zmq::buffer(parts[0].data(), parts[0].size()), zmq::buffer(reply)};
+        zmq::send_multipart(socket_, out);
+      }
+    }
+  }
+
+  Handler handler_;
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+  std::string endpoint_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<Envelope> requests_;
+  std::thread thread_;
+};
+
+template <typename T>
+std::string ReplyTo(const Envelope& request, const T& body, uint64_t id_offset = 0) {
+  Header header;
+  header.request_id = request.header().request_id + id_offset;
+  header.sender = "test-coordinator";
+  return EncodeEnvelope(header, body);
+}
+
+// A ListNodesReply whose `nodes` is a string instead of a list.
+struct BadNodesReply {
+  static constexpr MessageType kType = MessageType::kListNodesReply;
+  void Pack(wire::Packer& p) const {
+    p.BeginMap(1);
+    p.Field("nodes", "oops");
+  }
+};
+
+JobSpec Spec() {
+  JobSpec spec;
+  spec.name = "j";
+  TaskGroupSpec group;
+  group.command = {"true"};
+  spec.tasks = {group};
+  return spec;
+}
+
+std::unique_ptr<Client> Connect(const std::string& endpoints, int timeout_ms = 2000, int retries = 0) {
+  ClientOptions options;
+  options.endpoints = endpoints;
+  options.timeout_ms = timeout_ms;
+  options.retries = retries;
+  options.token = "sekret";
+  auto client = Client::Connect(options);
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  return client.ok() ? std::move(client).value() : nullptr;
+}
+
+TEST(ClientTest, SubmitGetsTheReplyAndSendsKeyAndToken) {
+  ScriptedServer server([](const Envelope& request, int) -> std::vector<std::string> {
+    return {ReplyTo(request, SubmitJobReply{42, false})};
+  });
+  auto client = Connect(server.endpoint());
+  auto reply = client->Submit(Spec(), "");
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->job_id, 42u);
+
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].type(), MessageType::kSubmitJob);
+  EXPECT_EQ(requests[0].header().token, "sekret");
+  EXPECT_NE(requests[0].header().sender, "");
+  auto body = requests[0].Body<SubmitJob>();
+  ASSERT_TRUE(body.ok());
+  EXPECT_EQ(body->spec, Spec());
+  EXPECT_EQ(body->idempotency_key.size(), 32u);  // generated: 128 random bits in hex
+}
+
+TEST(ClientTest, EveryRequestTypeRoundTrips) {
+  ScriptedServer server([](const Envelope& request, int) -> std::vector<std::string> {
+    switch (request.type()) {
+      case MessageType::kListJobs: {
+        ListJobsReply reply;
+        reply.jobs.push_back(JobSummary{.job_id = 3, .name = "a", .state = "Running"});
+        return {ReplyTo(request, reply)};
+      }
+      case MessageType::kGetJob: {
+        GetJobReply reply;
+        reply.summary.job_id = request.Body<GetJob>()->job_id;
+        reply.summary.name = "a";
+        reply.summary.state = "Pending";
+        reply.spec = Spec();
+        return {ReplyTo(request, reply)};
+      }
+      case MessageType::kCancelJob:
+        return {ReplyTo(request, CancelJobReply{request.Body<CancelJob>()->job_id, "Cancelled"})};
+      case MessageType::kListNodes: {
+        ListNodesReply reply;
+        reply.nodes.push_back(NodeSummary{.name = "n1", .state = "Ready"});
+        return {ReplyTo(request, reply)};
+      }
+      case MessageType::kGetTaskLog: {
+        auto body = request.Body<GetTaskLog>();
+        GetTaskLogReply reply;
+        reply.data = "log of " + std::to_string(body->job_id) + "." + std::to_string(body->task_index) + " max " +
+                     std::to_string(body->max_bytes);
+        return {ReplyTo(request, reply)};
+      }
+      case MessageType::kClusterStatus: {
+        ClusterStatusReply reply;
+        reply.replica_id = "c1";
+        reply.role = "leader";
+        return {ReplyTo(request, reply)};
+      }
+      default:
+        return {ReplyTo(request, ErrorReply{"UnknownType", "unexpected", ""})};
+    }
+  });
+  auto client = Connect(server.endpoint());
+  auto jobs = client->ListJobs(false, 10);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  EXPECT_EQ(jobs->jobs.at(0).job_id, 3u);
+  auto job = client->GetJob(JobId(9));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->summary.job_id, 9u);
+  auto cancel = client->CancelJob(JobId(9), 500);
+  ASSERT_TRUE(cancel.ok()) << cancel.status().ToString();
+  EXPECT_EQ(cancel->state, "Cancelled");
+  auto nodes = client->ListNodes();
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  EXPECT_EQ(nodes->nodes.at(0).name, "n1");
+  auto log = client->GetTaskLog(JobId(9), 2, 100);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ(log->data, "log of 9.2 max 100");
+  auto status = client->ClusterStatus();
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_EQ(status->role, "leader");
+
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 6u);
+  EXPECT_FALSE(requests[0].Body<ListJobs>()->include_finished);
+  EXPECT_EQ(requests[0].Body<ListJobs>()->limit, 10u);
+  EXPECT_EQ(requests[2].Body<CancelJob>()->grace_ms, 500u);
+  // Request ids are distinct.
+  for (size_t i = 1; i < requests.size(); ++i) {
+    EXPECT_NE(requests[i].header().request_id, requests[i - 1].header().request_id);
+  }
+}
+
+TEST(ClientTest, ErrorReplyBecomesStatusWithItsCode) {
+  ScriptedServer server([](const Envelope& request, int) -> std::vector<std::string> {
+    return {ReplyTo(request, ErrorReply::FromStatus(Status::NotFound("job 9 does not exist")))};
+  });
+  auto client = Connect(server.endpoint());
+  auto reply = client->GetJob(JobId(9));
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status(), Status::NotFound("job 9 does not exist"));
+}
+
+TEST(ClientTest, GarbageReplyIsMalformed) {
+  ScriptedServer server([](const Envelope&, int) -> std::vector<std::string> {
+    return {std::string("\xc1 this is not msgpack")};
+  });
+  auto client = Connect(server.endpoint());
+  auto reply = client->ListNodes();
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), StatusCode::kMalformed) << reply.status().ToString();
+}
+
+TEST(ClientTest, WrongReplyTypeOrShapeIsMalformed) {
+  ScriptedServer server([](const Envelope& request, int nth) -> std::vector<std::string> {
+    if (nth == 1) return {ReplyTo(request, Ack{})};
+    return {ReplyTo(request, BadNodesReply{})};
+  });
+  auto client = Connect(server.endpoint());
+  auto first = client->ListNodes();
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), StatusCode::kMalformed) << first.status().ToString();
+  auto second = client->ListNodes();
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kMalformed) << second.status().ToString();
+}
+
+TEST(ClientTest, NoReplyIsUnavailableAfterTheTimeout) {
+  ScriptedServer server([](const Envelope&, int) -> std::vector<std::string> { return {}; });
+  auto client = Connect(server.endpoint(), /*timeout_ms=*/200, /*retries=*/0);
+  auto start = std::chrono::steady_clock::now();
+  auto reply = client->ClusterStatus();
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status(), Status::Unavailable("coordinator at " + server.endpoint() +
+                                                " did not answer within 200 ms"));
+  EXPECT_GE(elapsed, std::chrono::milliseconds(200));
+  EXPECT_LT(elapsed, std::chrono::milliseconds(5000));
+}
+
+TEST(ClientTest, RetryAfterTimeoutReusesTheIdempotencyKey) {
+  ScriptedServer server([](const Envelope& request, int nth) -> std::vector<std::string> {
+    if (nth == 1) return {};  // the first attempt is lost
+    return {ReplyTo(request, SubmitJobReply{7, false})};
+  });
+  auto client = Connect(server.endpoint(), /*timeout_ms=*/200, /*retries=*/2);
+  auto reply = client->Submit(Spec(), "");
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->job_id, 7u);
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  auto a = requests[0].Body<SubmitJob>();
+  auto b = requests[1].Body<SubmitJob>();
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_FALSE(a->idempotency_key.empty());
+  EXPECT_EQ(a->idempotency_key, b->idempotency_key);
+  EXPECT_NE(requests[0].header().request_id, requests[1].header().request_id);
+}
+
+TEST(ClientTest, GivenIdempotencyKeyIsSentAsIs) {
+  ScriptedServer server([](const Envelope& request, int) -> std::vector<std::string> {
+    return {ReplyTo(request, SubmitJobReply{7, true})};
+  });
+  auto client = Connect(server.endpoint());
+  auto reply = client->Submit(Spec(), "my-key");
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_TRUE(reply->duplicate);
+  EXPECT_EQ(server.requests().at(0).Body<SubmitJob>()->idempotency_key, "my-key");
+}
+
+TEST(ClientTest, RepliesToOtherRequestsAreDropped) {
+  ScriptedServer server([](const Envelope& request, int) -> std::vector<std::string> {
+    return {ReplyTo(request, SubmitJobReply{666, false}, /*id_offset=*/1000),
+            ReplyTo(request, SubmitJobReply{1, false})};
+  });
+  auto client = Connect(server.endpoint());
+  auto reply = client->Submit(Spec(), "k");
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->job_id, 1u);
+}
+
+TEST(ClientTest, UnaddressedErrorReplyIsTakenAsTheAnswer) {
+  // A coordinator that cannot read a request's header answers with id 0.
+  ScriptedServer server([](const Envelope&, int) -> std::vector<std::string> {
+    return {EncodeEnvelope(Header{}, ErrorReply{"UnsupportedVersion", "protocol version 1 is not supported", ""})};
+  });
+  auto client = Connect(server.endpoint());
+  auto reply = client->ListNodes();
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), StatusCode::kUnsupportedVersion) << reply.status().ToString();
+}
+
+TEST(ClientTest, TimeoutMovesToTheNextEndpoint) {
+  ScriptedServer dead([](const Envelope&, int) -> std::vector<std::string> { return {}; });
+  ScriptedServer alive([](const Envelope& request, int) -> std::vector<std::string> {
+    ClusterStatusReply reply;
+    reply.replica_id = "alive";
+    reply.role = "leader";
+    return {ReplyTo(request, reply)};
+  });
+  auto client = Connect(dead.endpoint() + "," + alive.endpoint(), /*timeout_ms=*/200, /*retries=*/1);
+  auto reply = client->ClusterStatus();
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->replica_id, "alive");
+  EXPECT_EQ(dead.requests().size(), 1u);
+}
+
+TEST(ClientTest, NotLeaderRedirectsToTheLeader) {
+  ScriptedServer leader([](const Envelope& request, int) -> std::vector<std::string> {
+    return {ReplyTo(request, SubmitJobReply{11, false})};
+  });
+  // The follower names the leader without a scheme; the client adds tcp://.
+  std::string leader_address = leader.endpoint().substr(std::string("tcp://").size());
+  ScriptedServer follower([&](const Envelope& request, int) -> std::vector<std::string> {
+    return {ReplyTo(request, ErrorReply{"NotLeader", "not the leader", leader_address})};
+  });
+  auto client = Connect(follower.endpoint(), /*timeout_ms=*/2000, /*retries=*/1);
+  auto reply = client->Submit(Spec(), "key-1");
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->job_id, 11u);
+  ASSERT_EQ(leader.requests().size(), 1u);
+  EXPECT_EQ(leader.requests()[0].Body<SubmitJob>()->idempotency_key, "key-1");
+  // Later requests go straight to the leader.
+  ASSERT_TRUE(client->Submit(Spec(), "key-2").ok());
+  EXPECT_EQ(follower.requests().size(), 1u);
+  EXPECT_EQ(leader.requests().size(), 2u);
+}
+
+TEST(ClientTest, NotLeaderWithoutRetriesLeftIsReturned) {
+  ScriptedServer follower([](const Envelope& request, int) -> std::vector<std::string> {
+    return {ReplyTo(request, ErrorReply{"NotLeader", "not the leader", "tcp://127.0.0.1:1"})};
+  });
+  auto client = Connect(follower.endpoint(), /*timeout_ms=*/2000, /*retries=*/0);
+  auto reply = client->ListNodes();
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), StatusCode::kNotLeader);
+}
+
+TEST(ClientTest, ConnectRejectsBadOptions) {
+  ClientOptions options;
+  options.endpoints = " , ";
+  EXPECT_EQ(Client::Connect(options).status().code(), StatusCode::kInvalidArgument);
+  options.endpoints = "tcp://host";
+  EXPECT_EQ(Client::Connect(options).status().code(), StatusCode::kInvalidArgument);
+  options.endpoints = "tcp://127.0.0.1:7400";
+  options.timeout_ms = 0;
+  EXPECT_EQ(Client::Connect(options).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ClientTest, ParseEndpoints) {
+  auto endpoints = ParseEndpoints("a:1, tcp://b:2 ,ipc:///tmp/x,");
+  ASSERT_TRUE(endpoints.ok()) << endpoints.status().ToString();
+  EXPECT_EQ(*endpoints, (std::vector<std::string>{"tcp://a:1", "tcp://b:2", "ipc:///tmp/x"}));
+  EXPECT_FALSE(ParseEndpoints("").ok());
+  EXPECT_FALSE(ParseEndpoints("tcp://:7400").ok());
+  EXPECT_FALSE(ParseEndpoints("tcp://a:port").ok());
+}
+
+TEST(ClientTest, IdempotencyKeysAreRandom) {
+  std::string a = Client::NewIdempotencyKey();
+  std::string b = Client::NewIdempotencyKey();
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace gpool

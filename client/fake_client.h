@@ -1,0 +1,70 @@
+// FakeClient: an in-memory stand-in for Client, for tests of code built on the
+// client API (the CLI, scripts' drivers). It behaves like a tiny coordinator:
+// Submit validates the spec, honours idempotency keys and adds a Pending job;
+// GetJob/CancelJob answer NotFound for unknown jobs; CancelJob of a finished
+// job is FailedPrecondition. Nothing ever runs: a test moves jobs along by
+// editing the state (directly, or from `on_get_job` between polls).
+//
+// The state lives in a FakeCluster that the test keeps a shared_ptr to, since
+// the code under test usually owns the Client itself.
+//
+// Thread-safety: none; tests drive it from one thread.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "client/client.h"
+
+namespace gpool {
+
+struct FakeCluster {
+  // Answers. Submit adds to `jobs`; tests may add or edit entries freely.
+  std::map<uint64_t, GetJobReply> jobs;
+  std::map<std::pair<uint64_t, uint32_t>, std::string> logs;  // (job, task index) -> log
+  ListNodesReply nodes;
+  ClusterStatusReply status;
+  uint64_t next_job_id = 1;
+  int64_t now_ms = 1'700'000'000'000;  // submit_ms of new jobs
+
+  // When set, the next call of any kind fails with it (and it is cleared).
+  std::optional<Status> fail_next;
+  // Runs at the start of each GetJob (e.g. to finish a job after N polls).
+  std::function<void(FakeCluster&, uint64_t job_id)> on_get_job;
+
+  // What was asked, in order.
+  std::vector<SubmitJob> submits;
+  std::vector<gpool::ListJobs> list_jobs_requests;
+  std::vector<gpool::CancelJob> cancels;
+  std::vector<gpool::GetTaskLog> log_requests;
+  int get_job_calls = 0;
+  std::map<std::string, uint64_t> idempotency_keys;
+
+  // Sets a job's state (summary and every task), as the coordinator would.
+  void SetJobState(uint64_t job_id, JobState state, std::string reason = {});
+};
+
+class FakeClient final : public Client {
+ public:
+  explicit FakeClient(std::shared_ptr<FakeCluster> cluster) : cluster_(std::move(cluster)) {}
+
+  Result<SubmitJobReply> Submit(const JobSpec& spec, std::string idempotency_key) override;
+  Result<ListJobsReply> ListJobs(bool include_finished, uint32_t limit) override;
+  Result<GetJobReply> GetJob(JobId job) override;
+  Result<CancelJobReply> CancelJob(JobId job, uint32_t grace_ms) override;
+  Result<ListNodesReply> ListNodes() override;
+  Result<GetTaskLogReply> GetTaskLog(JobId job, uint32_t task_index, uint32_t max_bytes) override;
+  Result<ClusterStatusReply> ClusterStatus() override;
+
+ private:
+  std::optional<Status> TakeFailure();
+
+  std::shared_ptr<FakeCluster> cluster_;
+};
+
+}  // namespace gpool

@@ -1,0 +1,313 @@
+#include "client/format.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "protocol/types.h"
+
+namespace gpool {
+namespace {
+
+constexpr size_t kMaxTextCell = 60;
+
+std::string Dash(const std::string& s) { return s.empty() ? "-" : s; }
+
+std::string OneLine(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return out;
+}
+
+std::string Shorten(const std::string& s, size_t max = kMaxTextCell) {
+  if (s.size() <= max) return s;
+  size_t cut = max - 3;
+  // Do not cut a UTF-8 sequence in half.
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "...";
+}
+
+// Display width: UTF-8 continuation bytes take no column.
+size_t Width(const std::string& s) {
+  size_t w = 0;
+  for (char c : s) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++w;
+  }
+  return w;
+}
+
+std::string JoinStrings(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += sep;
+    out += item;
+  }
+  return out;
+}
+
+std::string JoinIndices(const std::vector<uint32_t>& items) {
+  std::string out;
+  for (uint32_t v : items) {
+    if (!out.empty()) out += ",";
+    out += std::to_string(v);
+  }
+  return out;
+}
+
+std::string Ratio(const std::string& used, const std::string& total) { return used + "/" + total; }
+
+// A fixed-point number `value / scale` with up to `decimals` digits, trailing zeros dropped.
+std::string FixedPoint(uint64_t value, uint64_t scale, int decimals) {
+  uint64_t factor = 1;
+  for (int i = 0; i < decimals; ++i) factor *= 10;
+  // Round to nearest at the last shown decimal.
+  unsigned __int128 scaled = (static_cast<unsigned __int128>(value) * factor + scale / 2) / scale;
+  uint64_t whole = static_cast<uint64_t>(scaled / factor);
+  uint64_t frac = static_cast<uint64_t>(scaled % factor);
+  std::string out = std::to_string(whole);
+  if (frac != 0) {
+    std::string digits = std::to_string(frac);
+    digits.insert(0, static_cast<size_t>(decimals) - digits.size(), '0');
+    while (!digits.empty() && digits.back() == '0') digits.pop_back();
+    out += "." + digits;
+  }
+  return out;
+}
+
+std::string SignalName(int32_t signal) {
+  switch (signal) {
+    case 1: return "SIGHUP";
+    case 2: return "SIGINT";
+    case 6: return "SIGABRT";
+    case 9: return "SIGKILL";
+    case 11: return "SIGSEGV";
+    case 15: return "SIGTERM";
+    default: return "signal " + std::to_string(signal);
+  }
+}
+
+std::string ExitCell(const TaskInfo& task) {
+  auto state = TaskStateFromString(task.state);
+  if (!state || !IsTerminal(*state) || *state == TaskState::kLost) return "-";
+  if (task.signal != 0) return SignalName(task.signal);
+  if (*state == TaskState::kCancelled && task.exit_code == 0 && task.pid == 0) return "-";
+  return std::to_string(task.exit_code);
+}
+
+std::string TaskDuration(const TaskInfo& task, int64_t now_ms) {
+  if (task.start_ms == 0) return "-";
+  return FormatDuration((task.finish_ms != 0 ? task.finish_ms : now_ms) - task.start_ms);
+}
+
+std::string CommandLine(const std::vector<std::string>& argv) {
+  if (argv.size() == 3 && argv[0] == "sh" && argv[1] == "-c") return argv[2];
+  std::string out;
+  for (const auto& arg : argv) {
+    if (!out.empty()) out += ' ';
+    bool plain = !arg.empty() && arg.find_first_of(" \t\"'$\\") == std::string::npos;
+    out += plain ? arg : "'" + arg + "'";
+  }
+  return out;
+}
+
+std::string ResourcesText(const Resources& r) {
+  std::vector<std::string> parts;
+  parts.push_back(std::to_string(r.gpus) + (r.gpus == 1 ? " GPU" : " GPUs"));
+  if (r.cpu_milli != 0) parts.push_back(FormatCores(r.cpu_milli) + " CPU");
+  if (r.memory_mib != 0) parts.push_back(FormatMemory(r.memory_mib) + " memory");
+  return JoinStrings(parts, ", ");
+}
+
+}  // namespace
+
+// --- Building blocks ------------------------------------------------------------
+
+std::string FormatDuration(int64_t ms) {
+  if (ms < 0) ms = 0;
+  int64_t s = ms / 1000;
+  char buffer[32];
+  if (s < 60) {
+    std::snprintf(buffer, sizeof(buffer), "%llds", static_cast<long long>(s));
+  } else if (s < 3600) {
+    std::snprintf(buffer, sizeof(buffer), "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else if (s < 86400) {
+    std::snprintf(buffer, sizeof(buffer), "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60));
+  } else {
+    std::snprintf(buffer, sizeof(buffer), "%lldd%02lldh", static_cast<long long>(s / 86400),
+                  static_cast<long long>(s % 86400 / 3600));
+  }
+  return buffer;
+}
+
+std::string FormatAgo(int64_t since_ms, int64_t now_ms) {
+  if (since_ms == 0) return "-";
+  return FormatDuration(now_ms - since_ms) + " ago";
+}
+
+std::string FormatCores(uint64_t cpu_milli) { return FixedPoint(cpu_milli, 1000, 3); }
+
+std::string FormatGiB(uint64_t mib) { return FixedPoint(mib, 1024, 1); }
+
+std::string FormatMemory(uint64_t mib) {
+  if (mib >= 1024 && mib % 1024 == 0) return std::to_string(mib / 1024) + "Gi";
+  if (mib >= 1024 && (mib * 10) % 1024 == 0) return FixedPoint(mib, 1024, 1) + "Gi";
+  return std::to_string(mib) + "Mi";
+}
+
+std::string Table::Render(std::string_view indent) const {
+  std::vector<std::vector<std::string>> cells;
+  std::vector<size_t> widths;
+  for (const auto& row : rows_) {
+    std::vector<std::string> line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line.push_back(OneLine(row[i]));
+      if (widths.size() <= i) widths.push_back(0);
+      widths[i] = std::max(widths[i], Width(line.back()));
+    }
+    cells.push_back(std::move(line));
+  }
+  std::string out;
+  for (const auto& line : cells) {
+    std::string text(indent);
+    for (size_t i = 0; i < line.size(); ++i) {
+      text += line[i];
+      if (i + 1 < line.size()) text.append(widths[i] - Width(line[i]) + 2, ' ');
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out += text + "\n";
+  }
+  return out;
+}
+
+// --- Tables ---------------------------------------------------------------------
+
+std::string FormatJobsTable(const ListJobsReply& reply, int64_t now_ms) {
+  if (reply.jobs.empty()) return "No jobs.\n";
+  Table table({"ID", "NAME", "QUEUE", "PRIO", "STATE", "TASKS", "GPUS", "AGE", "REASON"});
+  for (const auto& job : reply.jobs) {
+    table.AddRow({std::to_string(job.job_id), Dash(job.name), Dash(job.queue), std::to_string(job.priority),
+                  Dash(job.state), std::to_string(job.tasks_running) + "/" + std::to_string(job.tasks_total),
+                  std::to_string(job.gpus), job.submit_ms == 0 ? "-" : FormatDuration(now_ms - job.submit_ms),
+                  Dash(Shorten(OneLine(job.reason)))});
+  }
+  return table.Render();
+}
+
+std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
+  const JobSummary& s = reply.summary;
+  std::ostringstream out;
+  out << "Job " << s.job_id << ": " << Dash(s.name) << "\n";
+  Table summary({"State:", Dash(s.state)});
+  if (!s.reason.empty()) summary.AddRow({"Reason:", OneLine(s.reason)});
+  summary.AddRow({"Queue:", Dash(s.queue)});
+  summary.AddRow({"Priority:", std::to_string(s.priority)});
+  summary.AddRow({"Tasks:", std::to_string(s.tasks_running) + " running, " + std::to_string(s.tasks_finished) +
+                                " finished, " + std::to_string(s.tasks_total) + " total"});
+  summary.AddRow({"GPUs:", std::to_string(s.gpus)});
+  summary.AddRow({"Submitted:", FormatAgo(s.submit_ms, now_ms)});
+  summary.AddRow({"Started:", FormatAgo(s.start_ms, now_ms)});
+  summary.AddRow({"Finished:", FormatAgo(s.finish_ms, now_ms)});
+  out << summary.Render("  ");
+
+  if (!reply.spec.tasks.empty()) {
+    out << "\nTask groups:\n";
+    Table groups({"GROUP", "REPLICAS", "RESOURCES", "COMMAND"});
+    for (const auto& group : reply.spec.tasks) {
+      groups.AddRow({group.name, std::to_string(group.replicas), ResourcesText(group.resources),
+                     Shorten(CommandLine(group.command), 80)});
+    }
+    out << groups.Render("  ");
+  }
+
+  if (!reply.reasons.empty()) {
+    out << "\nPending reasons:\n";
+    for (const auto& reason : reply.reasons) out << "  - " << OneLine(reason) << "\n";
+  }
+
+  if (!reply.tasks.empty()) {
+    // The group column only helps when there is more than one group.
+    std::set<std::string> group_names;
+    for (const auto& task : reply.tasks) group_names.insert(task.group);
+    const bool show_group = group_names.size() > 1;
+    std::vector<std::string> header = {"INDEX", "STATE", "NODE", "GPUS", "PID", "EXIT", "STARTED", "DURATION",
+                                       "MESSAGE"};
+    if (show_group) header.insert(header.begin() + 1, "GROUP");
+    Table tasks(header);
+    for (const auto& task : reply.tasks) {
+      std::string index = std::to_string(task.index);
+      if (task.attempt != 0) index += "#" + std::to_string(task.attempt);
+      std::vector<std::string> row = {index,
+                                      Dash(task.state),
+                                      Dash(task.node),
+                                      Dash(JoinIndices(task.gpu_indices)),
+                                      task.pid == 0 ? "-" : std::to_string(task.pid),
+                                      ExitCell(task),
+                                      FormatAgo(task.start_ms, now_ms),
+                                      TaskDuration(task, now_ms),
+                                      Dash(Shorten(OneLine(task.message)))};
+      if (show_group) row.insert(row.begin() + 1, Dash(task.group));
+      tasks.AddRow(std::move(row));
+    }
+    out << "\nTasks:\n" << tasks.Render("  ");
+  }
+  return out.str();
+}
+
+std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms) {
+  if (reply.nodes.empty()) return "No nodes.\n";
+  Table table({"NAME", "STATE", "GPUS", "CPUS", "MEM(GiB)", "MODELS", "TASKS", "LAST SEEN"});
+  for (const auto& node : reply.nodes) {
+    table.AddRow({node.name, Dash(node.state), Ratio(std::to_string(node.gpus_used), std::to_string(node.gpus_total)),
+                  Ratio(FormatCores(node.cpu_milli_used), FormatCores(node.cpu_milli_total)),
+                  Ratio(FormatGiB(node.memory_mib_used), FormatGiB(node.memory_mib_total)),
+                  Dash(JoinStrings(node.gpu_models, ",")), std::to_string(node.tasks),
+                  FormatAgo(node.last_seen_ms, now_ms)});
+  }
+  return table.Render();
+}
+
+std::string FormatClusterStatus(const ClusterStatusReply& reply) {
+  std::ostringstream out;
+  Table summary({"Replica:", Dash(reply.replica_id) + " (" + Dash(reply.role) + ", term " +
+                                 std::to_string(reply.term) + ")"});
+  summary.AddRow({"Log:", "commit " + std::to_string(reply.commit_index) + ", applied " +
+                              std::to_string(reply.applied_index)});
+  summary.AddRow({"Nodes:", std::to_string(reply.nodes_ready) + " ready of " + std::to_string(reply.nodes_total)});
+  summary.AddRow({"GPUs:", std::to_string(reply.gpus_used) + " used of " + std::to_string(reply.gpus_total)});
+  summary.AddRow({"Jobs:", std::to_string(reply.jobs_pending) + " pending, " + std::to_string(reply.jobs_running) +
+                               " running"});
+  out << summary.Render();
+  if (!reply.replicas.empty()) {
+    Table replicas({"REPLICA", "ADDRESS", "ROLE", "MATCH"});
+    for (const auto& r : reply.replicas) {
+      replicas.AddRow({r.id, Dash(r.address), Dash(r.role), std::to_string(r.match_index)});
+    }
+    out << "\n" << replicas.Render();
+  }
+  return out.str();
+}
+
+// --- JSON -------------------------------------------------------------------------
+
+std::string MsgpackToJson(std::string_view msgpack) {
+  nlohmann::json json = nlohmann::json::from_msgpack(msgpack.begin(), msgpack.end(), true, false);
+  if (json.is_discarded()) return "null";
+  return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string LogToJson(JobId job, uint32_t task_index, const GetTaskLogReply& reply) {
+  nlohmann::json json = {{"job_id", job.value()},
+                         {"task_index", task_index},
+                         {"size", reply.size},
+                         {"truncated", reply.truncated},
+                         {"data", reply.data}};
+  return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace gpool

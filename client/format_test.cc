@@ -1,0 +1,259 @@
+#include "client/format.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace gpool {
+namespace {
+
+constexpr int64_t kNow = 1'700'000'000'000;
+
+JobSummary Summary(uint64_t id, std::string name, std::string state) {
+  JobSummary s;
+  s.job_id = id;
+  s.name = std::move(name);
+  s.queue = "default";
+  s.state = std::move(state);
+  return s;
+}
+
+TEST(FormatTest, Durations) {
+  EXPECT_EQ(FormatDuration(0), "0s");
+  EXPECT_EQ(FormatDuration(-5), "0s");
+  EXPECT_EQ(FormatDuration(45'999), "45s");
+  EXPECT_EQ(FormatDuration(192'000), "3m12s");
+  EXPECT_EQ(FormatDuration(2 * 3'600'000 + 5 * 60'000), "2h05m");
+  EXPECT_EQ(FormatDuration(3 * 86'400'000LL + 4 * 3'600'000), "3d04h");
+  EXPECT_EQ(FormatAgo(0, kNow), "-");
+  EXPECT_EQ(FormatAgo(kNow - 5000, kNow), "5s ago");
+}
+
+TEST(FormatTest, Quantities) {
+  EXPECT_EQ(FormatCores(4500), "4.5");
+  EXPECT_EQ(FormatCores(64000), "64");
+  EXPECT_EQ(FormatCores(250), "0.25");
+  EXPECT_EQ(FormatCores(1), "0.001");
+  EXPECT_EQ(FormatGiB(1536), "1.5");
+  EXPECT_EQ(FormatGiB(16384), "16");
+  EXPECT_EQ(FormatGiB(0), "0");
+  EXPECT_EQ(FormatGiB(100), "0.1");
+  EXPECT_EQ(FormatMemory(4096), "4Gi");
+  EXPECT_EQ(FormatMemory(1536), "1.5Gi");
+  EXPECT_EQ(FormatMemory(512), "512Mi");
+}
+
+TEST(FormatTest, TableAlignsColumnsAndFlattensCells) {
+  Table t({"A", "LONGER", "C"});
+  t.AddRow({"xyz", "1", ""});
+  t.AddRow({"q", "line\nbreak", "end"});
+  EXPECT_EQ(t.Render(),
+            "A    LONGER      C\n"
+            "xyz  1\n"
+            "q    line break  end\n");
+}
+
+TEST(FormatTest, JobsTable) {
+  ListJobsReply reply;
+  JobSummary a = Summary(17, "train", "Running");
+  a.priority = 5;
+  a.tasks_total = 2;
+  a.tasks_running = 1;
+  a.gpus = 8;
+  a.submit_ms = kNow - 192'000;
+  JobSummary b = Summary(18, "too-big", "Pending");
+  b.tasks_total = 1;
+  b.gpus = 9;
+  b.submit_ms = kNow - 5'000;
+  b.reason = "no node has 9 GPUs";
+  reply.jobs = {a, b};
+  EXPECT_EQ(FormatJobsTable(reply, kNow),
+            "ID  NAME     QUEUE    PRIO  STATE    TASKS  GPUS  AGE    REASON\n"
+            "17  train    default  5     Running  1/2    8     3m12s  -\n"
+            "18  too-big  default  0     Pending  0/1    9     5s     no node has 9 GPUs\n");
+  EXPECT_EQ(FormatJobsTable(ListJobsReply{}, kNow), "No jobs.\n");
+}
+
+TEST(FormatTest, LongReasonsAreShortened) {
+  ListJobsReply reply;
+  JobSummary a = Summary(1, "j", "Pending");
+  a.reason = std::string(100, 'x');
+  reply.jobs = {a};
+  std::string table = FormatJobsTable(reply, kNow);
+  EXPECT_NE(table.find(std::string(57, 'x') + "...\n"), std::string::npos) << table;
+  EXPECT_EQ(table.find(std::string(58, 'x')), std::string::npos) << table;
+}
+
+GetJobReply SampleJob() {
+  GetJobReply job;
+  job.summary = Summary(17, "train", "Running");
+  job.summary.priority = 5;
+  job.summary.tasks_total = 3;
+  job.summary.tasks_running = 1;
+  job.summary.tasks_finished = 1;
+  job.summary.gpus = 12;
+  job.summary.submit_ms = kNow - 300'000;
+  job.summary.start_ms = kNow - 240'000;
+  TaskGroupSpec group;
+  group.name = "worker";
+  group.replicas = 3;
+  group.command = {"python3", "train.py", "--name", "a b"};
+  group.resources = Resources{4, 8000, 32768};
+  job.spec.name = "train";
+  job.spec.tasks = {group};
+  TaskInfo t0;
+  t0.index = 0;
+  t0.group = "worker";
+  t0.state = "Running";
+  t0.node = "node-a";
+  t0.gpu_indices = {0, 1, 2, 3};
+  t0.pid = 4242;
+  t0.start_ms = kNow - 240'000;
+  TaskInfo t1;
+  t1.index = 1;
+  t1.attempt = 1;
+  t1.group = "worker";
+  t1.state = "Failed";
+  t1.node = "node-b";
+  t1.gpu_indices = {4, 5, 6, 7};
+  t1.pid = 99;
+  t1.signal = 9;
+  t1.exit_code = 137;
+  t1.start_ms = kNow - 240'000;
+  t1.finish_ms = kNow - 180'000;
+  t1.message = "killed: out of memory";
+  TaskInfo t2;
+  t2.index = 2;
+  t2.group = "worker";
+  t2.state = "Pending";
+  job.tasks = {t0, t1, t2};
+  job.reasons = {"node-c: 2 free GPUs, need 4", "node-d: not ready"};
+  return job;
+}
+
+TEST(FormatTest, JobDetail) {
+  EXPECT_EQ(FormatJobDetail(SampleJob(), kNow),
+            "Job 17: train\n"
+            "  State:      Running\n"
+            "  Queue:      default\n"
+            "  Priority:   5\n"
+            "  Tasks:      1 running, 1 finished, 3 total\n"
+            "  GPUs:       12\n"
+            "  Submitted:  5m00s ago\n"
+            "  Started:    4m00s ago\n"
+            "  Finished:   -\n"
+            "\n"
+            "Task groups:\n"
+            "  GROUP   REPLICAS  RESOURCES                   COMMAND\n"
+            "  worker  3         4 GPUs, 8 CPU, 32Gi memory  python3 train.py --name 'a b'\n"
+            "\n"
+            "Pending reasons:\n"
+            "  - node-c: 2 free GPUs, need 4\n"
+            "  - node-d: not ready\n"
+            "\n"
+            "Tasks:\n"
+            "  INDEX  STATE    NODE    GPUS     PID   EXIT     STARTED    DURATION  MESSAGE\n"
+            "  0      Running  node-a  0,1,2,3  4242  -        4m00s ago  4m00s     -\n"
+            "  1#1    Failed   node-b  4,5,6,7  99    SIGKILL  4m00s ago  1m00s     killed: out of memory\n"
+            "  2      Pending  -       -        -     -        -          -         -\n");
+}
+
+TEST(FormatTest, JobDetailShowsReasonAndGroupsWhenSeveral) {
+  GetJobReply job = SampleJob();
+  job.summary.reason = "task 1 failed";
+  job.tasks[2].group = "ps";
+  std::string text = FormatJobDetail(job, kNow);
+  EXPECT_NE(text.find("  Reason:     task 1 failed\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  INDEX  GROUP   STATE"), std::string::npos) << text;
+  EXPECT_NE(text.find("  2      ps      Pending"), std::string::npos) << text;
+}
+
+TEST(FormatTest, NodesTable) {
+  ListNodesReply reply;
+  NodeSummary a;
+  a.name = "node-a";
+  a.state = "Ready";
+  a.gpus_total = 8;
+  a.gpus_used = 4;
+  a.cpu_milli_total = 64000;
+  a.cpu_milli_used = 4500;
+  a.memory_mib_total = 512 * 1024;
+  a.memory_mib_used = 1536;
+  a.gpu_models = {"H100", "A100"};
+  a.tasks = 2;
+  a.last_seen_ms = kNow - 1000;
+  NodeSummary b;
+  b.name = "node-b";
+  b.state = "NotReady";
+  reply.nodes = {a, b};
+  EXPECT_EQ(FormatNodesTable(reply, kNow),
+            "NAME    STATE     GPUS  CPUS    MEM(GiB)  MODELS     TASKS  LAST SEEN\n"
+            "node-a  Ready     4/8   4.5/64  1.5/512   H100,A100  2      1s ago\n"
+            "node-b  NotReady  0/0   0/0     0/0       -          0      -\n");
+  EXPECT_EQ(FormatNodesTable(ListNodesReply{}, kNow), "No nodes.\n");
+}
+
+TEST(FormatTest, ClusterStatus) {
+  ClusterStatusReply s;
+  s.replica_id = "c1";
+  s.role = "leader";
+  s.term = 3;
+  s.commit_index = 120;
+  s.applied_index = 119;
+  s.nodes_ready = 3;
+  s.nodes_total = 4;
+  s.gpus_used = 12;
+  s.gpus_total = 32;
+  s.jobs_pending = 2;
+  s.jobs_running = 5;
+  s.replicas = {ReplicaInfo{"c1", "tcp://10.0.0.1:7400", "leader", 120},
+                ReplicaInfo{"c2", "tcp://10.0.0.2:7400", "follower", 118}};
+  EXPECT_EQ(FormatClusterStatus(s),
+            "Replica:  c1 (leader, term 3)\n"
+            "Log:      commit 120, applied 119\n"
+            "Nodes:    3 ready of 4\n"
+            "GPUs:     12 used of 32\n"
+            "Jobs:     2 pending, 5 running\n"
+            "\n"
+            "REPLICA  ADDRESS              ROLE      MATCH\n"
+            "c1       tcp://10.0.0.1:7400  leader    120\n"
+            "c2       tcp://10.0.0.2:7400  follower  118\n");
+}
+
+TEST(FormatTest, JsonIsTheWireForm) {
+  ListJobsReply reply;
+  JobSummary a = Summary(17, "train", "Running");
+  a.gpus = 8;
+  reply.jobs = {a};
+  auto json = nlohmann::json::parse(ToJson(reply));
+  ASSERT_EQ(json["jobs"].size(), 1u);
+  EXPECT_EQ(json["jobs"][0]["job_id"], 17);
+  EXPECT_EQ(json["jobs"][0]["name"], "train");
+  EXPECT_EQ(json["jobs"][0]["state"], "Running");
+  EXPECT_EQ(json["jobs"][0]["gpus"], 8);
+
+  auto detail = nlohmann::json::parse(ToJson(SampleJob()));
+  EXPECT_EQ(detail["summary"]["job_id"], 17);
+  EXPECT_EQ(detail["spec"]["tasks"][0]["resources"]["gpus"], 4);
+  EXPECT_EQ(detail["spec"]["tasks"][0]["command"][3], "a b");
+  EXPECT_EQ(detail["tasks"][1]["signal"], 9);
+  EXPECT_EQ(detail["reasons"][1], "node-d: not ready");
+
+  EXPECT_EQ(ToJson(SubmitJobReply{5, true}), R"({"duplicate":true,"job_id":5})");
+}
+
+TEST(FormatTest, LogJsonSurvivesBinaryData) {
+  GetTaskLogReply log;
+  log.data = std::string("ok\n\xff\xfe", 5);
+  log.size = 100;
+  log.truncated = true;
+  auto json = nlohmann::json::parse(LogToJson(JobId(3), 1, log));
+  EXPECT_EQ(json["job_id"], 3);
+  EXPECT_EQ(json["task_index"], 1);
+  EXPECT_EQ(json["size"], 100);
+  EXPECT_EQ(json["truncated"], true);
+  EXPECT_EQ(json["data"].get<std::string>().substr(0, 3), "ok\n");
+}
+
+}  // namespace
+}  // namespace gpool

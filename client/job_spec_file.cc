@@ -1,0 +1,387 @@
+#include "client/job_spec_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "protocol/validate.h"
+
+namespace gpool {
+namespace {
+
+using u128 = unsigned __int128;
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// A non-negative decimal number "12", "0.5", ".5", "3." as numerator / 10^scale,
+// exactly. Returns the number of characters consumed, 0 when there is no number.
+struct Decimal {
+  u128 numerator = 0;
+  uint32_t scale = 0;  // digits after the point
+};
+
+size_t ParseDecimalPrefix(std::string_view s, Decimal* out) {
+  size_t i = 0;
+  size_t digits = 0;
+  bool point = false;
+  *out = Decimal{};
+  for (; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '.' && !point) {
+      point = true;
+      continue;
+    }
+    if (c < '0' || c > '9') break;
+    // 24 digits times a 2^40 unit multiplier still fit in 128 bits.
+    if (++digits > 24) return 0;
+    out->numerator = out->numerator * 10 + static_cast<unsigned>(c - '0');
+    if (point) ++out->scale;
+  }
+  return digits == 0 ? 0 : i;
+}
+
+u128 Pow10(uint32_t n) {
+  u128 v = 1;
+  while (n-- > 0) v *= 10;
+  return v;
+}
+
+// --- Paths and errors ---------------------------------------------------------
+
+std::string Quote(const YAML::Node& node) {
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a map";
+  return "nothing";
+}
+
+Status FieldError(const std::string& path, const std::string& message) {
+  return Status::InvalidArgument(path + ": " + message);
+}
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t subst = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, subst});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string Join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+
+// Checks that `node` is a map whose keys are all scalars, unique and in
+// `allowed`. `path` names the map ("" for the top level).
+Status CheckKeys(const YAML::Node& node, const std::string& path, const std::vector<std::string>& allowed) {
+  const std::string where = path.empty() ? "job spec" : path;
+  if (!node.IsMap()) return FieldError(where, "expected a map, got " + Quote(node));
+  std::set<std::string> seen;
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar()) return FieldError(where, "keys must be plain strings");
+    const std::string& key = kv.first.Scalar();
+    if (!seen.insert(key).second) return FieldError(Join(path, key), "duplicate key");
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string hint;
+    size_t best = 3;
+    for (const auto& candidate : allowed) {
+      size_t d = EditDistance(Lower(key), candidate);
+      if (d < best) {
+        best = d;
+        hint = candidate;
+      }
+    }
+    std::string message = "unknown key";
+    if (!hint.empty()) message += " (did you mean '" + hint + "'?)";
+    std::string known;
+    for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
+    return FieldError(Join(path, key), message + "; allowed keys: " + known);
+  }
+  return Status::Ok();
+}
+
+// --- Scalar readers -------------------------------------------------------------
+
+Result<std::string> ReadString(const YAML::Node& node, const std::string& path) {
+  if (!node.IsScalar()) return FieldError(path, "expected a string, got " + Quote(node));
+  return node.Scalar();
+}
+
+Result<uint64_t> ParseUnsigned(const YAML::Node& node, const std::string& path, uint64_t max) {
+  std::string error = "expected a non-negative integer, got " + Quote(node);
+  if (!node.IsScalar()) return FieldError(path, error);
+  std::string_view s = Trim(node.Scalar());
+  if (s.empty() || s.size() > 20) return FieldError(path, error);
+  u128 v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return FieldError(path, error);
+    v = v * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (v > max) return FieldError(path, "must be at most " + std::to_string(max) + ", got " + Quote(node));
+  return static_cast<uint64_t>(v);
+}
+
+Result<int32_t> ParseInt32(const YAML::Node& node, const std::string& path) {
+  std::string error = "expected an integer, got " + Quote(node);
+  if (!node.IsScalar()) return FieldError(path, error);
+  std::string_view s = Trim(node.Scalar());
+  bool negative = false;
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
+    negative = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  if (s.empty() || s.size() > 11) return FieldError(path, error);
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return FieldError(path, error);
+    v = v * 10 + (c - '0');
+  }
+  if (negative) v = -v;
+  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+    return FieldError(path, "out of range, got " + Quote(node));
+  }
+  return static_cast<int32_t>(v);
+}
+
+// --- Structure ------------------------------------------------------------------
+
+const std::vector<std::string> kJobKeys = {"name",    "queue",    "priority",  "tasks",
+                                           "command", "replicas", "resources", "env"};
+const std::vector<std::string> kGroupKeys = {"name", "replicas", "command", "env", "resources"};
+const std::vector<std::string> kResourceKeys = {"gpus", "cpus", "memory"};
+
+Status ReadResources(const YAML::Node& node, const std::string& path, Resources* out) {
+  GPOOL_RETURN_IF_ERROR(CheckKeys(node, path, kResourceKeys));
+  if (auto n = node["gpus"]) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t gpus, ParseUnsigned(n, path + ".gpus", std::numeric_limits<uint32_t>::max()));
+    out->gpus = static_cast<uint32_t>(gpus);
+  }
+  if (auto n = node["cpus"]) {
+    if (!n.IsScalar()) return FieldError(path + ".cpus", "expected a number of cores, got " + Quote(n));
+    auto cpu = ParseCpuMilli(n.Scalar());
+    if (!cpu.ok()) return FieldError(path + ".cpus", cpu.status().message());
+    out->cpu_milli = *cpu;
+  }
+  if (auto n = node["memory"]) {
+    if (!n.IsScalar()) return FieldError(path + ".memory", "expected a size like 4Gi, got " + Quote(n));
+    auto mem = ParseMemoryMib(n.Scalar());
+    if (!mem.ok()) return FieldError(path + ".memory", mem.status().message());
+    out->memory_mib = *mem;
+  }
+  return Status::Ok();
+}
+
+Status ReadCommand(const YAML::Node& node, const std::string& path, std::vector<std::string>* out) {
+  out->clear();
+  if (node.IsScalar()) {
+    if (Trim(node.Scalar()).empty()) return FieldError(path, "must not be empty");
+    *out = {"sh", "-c", node.Scalar()};
+    return Status::Ok();
+  }
+  if (!node.IsSequence()) return FieldError(path, "expected a list of strings or one string, got " + Quote(node));
+  for (size_t i = 0; i < node.size(); ++i) {
+    GPOOL_ASSIGN_OR_RETURN(std::string arg, ReadString(node[i], path + "[" + std::to_string(i) + "]"));
+    out->push_back(std::move(arg));
+  }
+  if (out->empty()) return FieldError(path, "must name a program to run");
+  return Status::Ok();
+}
+
+Status ReadEnv(const YAML::Node& node, const std::string& path, std::map<std::string, std::string>* out) {
+  if (!node.IsMap()) return FieldError(path, "expected a map of NAME: value, got " + Quote(node));
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar()) return FieldError(path, "variable names must be plain strings");
+    const std::string& key = kv.first.Scalar();
+    if (out->count(key)) return FieldError(path + "." + key, "duplicate key");
+    GPOOL_ASSIGN_OR_RETURN(std::string value, ReadString(kv.second, path + "." + key));
+    (*out)[key] = std::move(value);
+  }
+  return Status::Ok();
+}
+
+// Reads the group fields present in `node` (a task entry, or the job itself
+// for the shorthand). Keys were checked by the caller.
+Status ReadGroupFields(const YAML::Node& node, const std::string& path, TaskGroupSpec* group) {
+  if (auto n = node["replicas"]) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t replicas,
+                           ParseUnsigned(n, Join(path, "replicas"), std::numeric_limits<uint32_t>::max()));
+    group->replicas = static_cast<uint32_t>(replicas);
+  }
+  if (auto n = node["command"]) {
+    GPOOL_RETURN_IF_ERROR(ReadCommand(n, Join(path, "command"), &group->command));
+  } else {
+    return FieldError(Join(path, "command"), "required");
+  }
+  if (auto n = node["env"]) GPOOL_RETURN_IF_ERROR(ReadEnv(n, Join(path, "env"), &group->env));
+  if (auto n = node["resources"]) GPOOL_RETURN_IF_ERROR(ReadResources(n, Join(path, "resources"), &group->resources));
+  return Status::Ok();
+}
+
+Result<JobSpec> ReadJob(const YAML::Node& root) {
+  if (!root || root.IsNull()) return Status::InvalidArgument("job spec is empty");
+  GPOOL_RETURN_IF_ERROR(CheckKeys(root, "", kJobKeys));
+  JobSpec spec;
+  if (auto n = root["name"]) {
+    GPOOL_ASSIGN_OR_RETURN(spec.name, ReadString(n, "name"));
+  } else {
+    return FieldError("name", "required");
+  }
+  if (auto n = root["queue"]) {
+    GPOOL_ASSIGN_OR_RETURN(spec.queue, ReadString(n, "queue"));
+  }
+  if (auto n = root["priority"]) {
+    GPOOL_ASSIGN_OR_RETURN(spec.priority, ParseInt32(n, "priority"));
+  }
+
+  bool shorthand = false;
+  for (const char* key : {"command", "replicas", "resources", "env"}) {
+    if (root[key]) {
+      if (root["tasks"]) {
+        return FieldError(key, "cannot be combined with 'tasks'; use either a tasks list or the single-group "
+                               "shorthand (command/replicas/resources/env under the job)");
+      }
+      shorthand = true;
+    }
+  }
+  if (shorthand) {
+    TaskGroupSpec group;
+    GPOOL_RETURN_IF_ERROR(ReadGroupFields(root, "", &group));
+    spec.tasks.push_back(std::move(group));
+    return spec;
+  }
+
+  const YAML::Node tasks = root["tasks"];
+  if (!tasks) return FieldError("tasks", "required (or give 'command' directly under the job for one task group)");
+  if (!tasks.IsSequence()) return FieldError("tasks", "expected a list of task groups, got " + Quote(tasks));
+  if (tasks.size() == 0) return FieldError("tasks", "at least one task group is required");
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const std::string path = "tasks[" + std::to_string(i) + "]";
+    const YAML::Node entry = tasks[i];
+    GPOOL_RETURN_IF_ERROR(CheckKeys(entry, path, kGroupKeys));
+    TaskGroupSpec group;
+    group.name = tasks.size() == 1 ? "task" : "task-" + std::to_string(i);
+    if (auto n = entry["name"]) {
+      GPOOL_ASSIGN_OR_RETURN(group.name, ReadString(n, path + ".name"));
+    }
+    GPOOL_RETURN_IF_ERROR(ReadGroupFields(entry, path, &group));
+    spec.tasks.push_back(std::move(group));
+  }
+  return spec;
+}
+
+}  // namespace
+
+Result<JobSpec> ParseJobSpec(std::string_view text, std::string_view source) {
+  const std::string prefix = source.empty() ? std::string() : std::string(source);
+  auto with_source = [&](const Status& s) { return prefix.empty() ? s : s.WithContext(prefix); };
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    // e.mark is 0-based; people count lines from 1.
+    std::string where = prefix.empty() ? "line " : prefix + ":";
+    where += std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
+    return Status::InvalidArgument(where + ": not valid YAML or JSON: " + e.msg);
+  }
+  Result<JobSpec> spec = Status::Internal("unset");
+  try {
+    spec = ReadJob(root);
+  } catch (const YAML::Exception& e) {
+    // Defensive: the readers check node kinds first, so this should not happen.
+    return with_source(Status::InvalidArgument(std::string("unexpected YAML structure: ") + e.what()));
+  }
+  if (!spec.ok()) return with_source(spec.status());
+  Status valid = ValidateJobSpec(*spec);
+  if (!valid.ok()) return with_source(valid);
+  return spec;
+}
+
+Result<JobSpec> LoadJobSpecFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::InvalidArgument(path + ": cannot open the job spec file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status::InvalidArgument(path + ": cannot read the job spec file");
+  return ParseJobSpec(text.str(), path);
+}
+
+Result<uint64_t> ParseMemoryMib(std::string_view text) {
+  const std::string error = "expected a size like 512Mi, 4Gi or 4096 (MiB), got '" + std::string(text) + "'";
+  std::string_view s = Trim(text);
+  Decimal number;
+  size_t used = ParseDecimalPrefix(s, &number);
+  if (used == 0) return Status::InvalidArgument(error);
+  std::string unit = Lower(Trim(s.substr(used)));
+  if (unit.size() > 1 && unit.back() == 'b') unit.pop_back();  // "GiB", "GB"
+  struct Unit {
+    const char* name;
+    u128 bytes;
+  };
+  static const Unit kUnits[] = {
+      {"", u128{1} << 20},  {"ki", u128{1} << 10}, {"mi", u128{1} << 20}, {"gi", u128{1} << 30},
+      {"ti", u128{1} << 40}, {"k", Pow10(3)},       {"m", Pow10(6)},       {"g", Pow10(9)},
+      {"t", Pow10(12)},
+  };
+  const Unit* match = nullptr;
+  for (const auto& u : kUnits) {
+    if (unit == u.name) match = &u;
+  }
+  if (match == nullptr) return Status::InvalidArgument(error + ": unknown unit; use Ki, Mi, Gi, Ti, K, M, G or T");
+  const u128 mib = u128{1} << 20;
+  const u128 denominator = Pow10(number.scale) * mib;
+  const u128 value = (number.numerator * match->bytes + denominator - 1) / denominator;  // round up
+  if (value > std::numeric_limits<uint64_t>::max()) {
+    return Status::InvalidArgument("'" + std::string(text) + "' is too large");
+  }
+  return static_cast<uint64_t>(value);
+}
+
+Result<uint64_t> ParseCpuMilli(std::string_view text) {
+  const std::string error = "expected a number of cores like 2, 0.5 or 500m, got '" + std::string(text) + "'";
+  std::string_view s = Trim(text);
+  Decimal number;
+  size_t used = ParseDecimalPrefix(s, &number);
+  if (used == 0) return Status::InvalidArgument(error);
+  std::string_view unit = Trim(s.substr(used));
+  u128 milli;
+  if (unit.empty()) {
+    // cores -> milli: numerator * 1000 / 10^scale, which must be exact.
+    const u128 scaled = number.numerator * 1000;
+    const u128 denominator = Pow10(number.scale);
+    if (scaled % denominator != 0) {
+      return Status::InvalidArgument("'" + std::string(text) + "' is finer than 1/1000 of a core");
+    }
+    milli = scaled / denominator;
+  } else if (unit == "m") {
+    if (number.scale != 0) return Status::InvalidArgument(error + ": milli-CPUs must be a whole number");
+    milli = number.numerator;
+  } else {
+    return Status::InvalidArgument(error);
+  }
+  if (milli > std::numeric_limits<uint64_t>::max()) {
+    return Status::InvalidArgument("'" + std::string(text) + "' is too large");
+  }
+  return static_cast<uint64_t>(milli);
+}
+
+}  // namespace gpool

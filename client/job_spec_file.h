@@ -1,0 +1,64 @@
+// Job spec files: the YAML (or JSON) a user writes, turned into a JobSpec.
+//
+// Format (YAML; JSON with the same keys is accepted since yaml-cpp reads both):
+//
+//   name: train                 # required
+//   queue: default              # optional, default "default"
+//   priority: 5                 # optional integer, higher runs first
+//   tasks:                      # one or more task groups
+//     - name: worker            # optional; "task" (one group) or "task-<i>" (several)
+//       replicas: 2             # optional, default 1
+//       command: [python3, train.py]   # argv list, or one string run as sh -c STRING
+//       env: {EPOCHS: "3"}      # optional map of strings
+//       resources:              # all optional, default 0
+//         gpus: 4               # whole GPUs
+//         cpus: 0.5             # cores; fractions to 1/1000 ("0.5", "1.25") or "500m"
+//         memory: 16Gi          # see ParseMemoryMib
+//
+// Shorthand for a job with one task group: put `command`, `replicas`, `env`
+// and `resources` directly under the job instead of `tasks` (the group is
+// named "task"). Mixing the shorthand with `tasks` is an error.
+//
+// Strictness: an unknown key anywhere is an error naming it (with a "did you
+// mean" hint for near misses), as is a duplicate key or a value of the wrong
+// kind. Every error names the field path, prefixed with the source name when
+// one is given:
+//   "job.yaml: tasks[0].resources.gpus: expected a non-negative integer, got 'two'"
+// After parsing, ValidateJobSpec (protocol/validate.h) runs and its errors get
+// the same prefix. All errors are Status::InvalidArgument.
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "protocol/base/status.h"
+#include "protocol/types.h"
+
+namespace gpool {
+
+// Parses and validates a job spec. `source` (a file name, "<stdin>") prefixes
+// error messages; empty: no prefix.
+Result<JobSpec> ParseJobSpec(std::string_view text, std::string_view source = {});
+
+// Reads `path` and parses it; errors are prefixed with `path`. A missing or
+// unreadable file is InvalidArgument too (it is the user's argument).
+Result<JobSpec> LoadJobSpecFile(const std::string& path);
+
+// Memory quantity -> MiB, rounded up to a whole MiB.
+//   "4096"  -> 4096   a plain number is MiB
+//   "512Mi" -> 512    Ki, Mi, Gi, Ti: binary (powers of 1024)
+//   "4Gi"   -> 4096
+//   "1.5Gi" -> 1536   fractions are exact (no floating point)
+//   "1G"    -> 954    K, M, G, T: decimal (SI, as in Kubernetes): 1G = 10^9 bytes
+// Units are case-insensitive and may end in "B" ("4GiB", "4GB"); a space may
+// separate number and unit. The error message does not name the field.
+Result<uint64_t> ParseMemoryMib(std::string_view text);
+
+// CPU quantity -> milli-CPUs: "2" -> 2000, "0.5" -> 500, "1.25" -> 1250,
+// "250m" -> 250. Finer than 1/1000 of a core is an error.
+Result<uint64_t> ParseCpuMilli(std::string_view text);
+
+}  // namespace gpool

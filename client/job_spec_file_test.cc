@@ -1,0 +1,266 @@
+#include "client/job_spec_file.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace gpool {
+namespace {
+
+// The error message of a spec that must fail, or "" when it parsed.
+std::string ErrorOf(const std::string& text, std::string_view source = {}) {
+  auto spec = ParseJobSpec(text, source);
+  if (spec.ok()) return "";
+  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument) << spec.status().ToString();
+  return spec.status().message();
+}
+
+TEST(JobSpecFileTest, ParsesFullYaml) {
+  auto spec = ParseJobSpec(R"(
+name: train
+queue: research
+priority: -3
+tasks:
+  - name: worker
+    replicas: 2
+    command: [python3, train.py, --epochs, 3]
+    env:
+      EPOCHS: 3
+      MODE: "fast, really"
+    resources:
+      gpus: 4
+      cpus: 0.5
+      memory: 16Gi
+  - name: ps
+    command: ["sleep", "5"]
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->name, "train");
+  EXPECT_EQ(spec->queue, "research");
+  EXPECT_EQ(spec->priority, -3);
+  ASSERT_EQ(spec->tasks.size(), 2u);
+  const auto& worker = spec->tasks[0];
+  EXPECT_EQ(worker.name, "worker");
+  EXPECT_EQ(worker.replicas, 2u);
+  EXPECT_EQ(worker.command, (std::vector<std::string>{"python3", "train.py", "--epochs", "3"}));
+  EXPECT_EQ(worker.env.at("EPOCHS"), "3");
+  EXPECT_EQ(worker.env.at("MODE"), "fast, really");
+  EXPECT_EQ(worker.resources, (Resources{4, 500, 16384}));
+  const auto& ps = spec->tasks[1];
+  EXPECT_EQ(ps.replicas, 1u);
+  EXPECT_EQ(ps.resources, Resources{});
+  EXPECT_EQ(spec->TotalTasks(), 3u);
+}
+
+TEST(JobSpecFileTest, ParsesJson) {
+  auto spec = ParseJobSpec(R"({
+    "name": "hello",
+    "priority": 7,
+    "tasks": [{"replicas": 3, "command": ["echo", "hi"],
+               "resources": {"gpus": 1, "cpus": "2", "memory": 512}}]
+  })");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->name, "hello");
+  EXPECT_EQ(spec->queue, "default");
+  EXPECT_EQ(spec->priority, 7);
+  ASSERT_EQ(spec->tasks.size(), 1u);
+  EXPECT_EQ(spec->tasks[0].name, "task");
+  EXPECT_EQ(spec->tasks[0].replicas, 3u);
+  EXPECT_EQ(spec->tasks[0].resources, (Resources{1, 2000, 512}));
+}
+
+TEST(JobSpecFileTest, ShorthandIsOneTaskGroup) {
+  auto spec = ParseJobSpec(R"(
+name: quick
+replicas: 2
+command: echo $GPOOL_TASK_INDEX && env
+env: {A: b}
+resources: {gpus: 1}
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_EQ(spec->tasks.size(), 1u);
+  const auto& group = spec->tasks[0];
+  EXPECT_EQ(group.name, "task");
+  EXPECT_EQ(group.replicas, 2u);
+  EXPECT_EQ(group.command, (std::vector<std::string>{"sh", "-c", "echo $GPOOL_TASK_INDEX && env"}));
+  EXPECT_EQ(group.env.at("A"), "b");
+  EXPECT_EQ(group.resources.gpus, 1u);
+}
+
+TEST(JobSpecFileTest, StringCommandRunsThroughShell) {
+  auto spec = ParseJobSpec("name: s\ntasks:\n  - command: 'for i in 1 2; do echo $i; done'\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->tasks[0].command, (std::vector<std::string>{"sh", "-c", "for i in 1 2; do echo $i; done"}));
+}
+
+TEST(JobSpecFileTest, UnnamedGroupsGetDistinctNames) {
+  auto spec = ParseJobSpec("name: s\ntasks:\n  - command: a\n  - command: b\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->tasks[0].name, "task-0");
+  EXPECT_EQ(spec->tasks[1].name, "task-1");
+}
+
+TEST(JobSpecFileTest, BadFieldValuesNameTheField) {
+  const std::string head = "name: j\ntasks:\n  - command: [x]\n";
+  EXPECT_EQ(ErrorOf(head + "    resources: {gpus: two}\n", "job.yaml"),
+            "job.yaml: tasks[0].resources.gpus: expected a non-negative integer, got 'two'");
+  EXPECT_EQ(ErrorOf(head + "    resources: {gpus: -1}\n"),
+            "tasks[0].resources.gpus: expected a non-negative integer, got '-1'");
+  EXPECT_EQ(ErrorOf(head + "    resources: {gpus: 1.5}\n"),
+            "tasks[0].resources.gpus: expected a non-negative integer, got '1.5'");
+  EXPECT_EQ(ErrorOf(head + "    replicas: lots\n"),
+            "tasks[0].replicas: expected a non-negative integer, got 'lots'");
+  EXPECT_EQ(ErrorOf(head + "    replicas: 0\n"), "tasks[0].replicas: must be at least 1");
+  EXPECT_NE(ErrorOf(head + "    resources: {cpus: fast}\n").find("tasks[0].resources.cpus: expected a number of cores"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(head + "    resources: {cpus: 0.0001}\n").find("tasks[0].resources.cpus: '0.0001' is finer"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(head + "    resources: {memory: 4XB}\n").find("tasks[0].resources.memory: expected a size"),
+            std::string::npos);
+  EXPECT_EQ(ErrorOf(head + "    resources: [1]\n"), "tasks[0].resources: expected a map, got a list");
+  EXPECT_EQ(ErrorOf(head + "    env: [A]\n"), "tasks[0].env: expected a map of NAME: value, got a list");
+  EXPECT_EQ(ErrorOf(head + "    env: {A: [1]}\n"), "tasks[0].env.A: expected a string, got a list");
+  EXPECT_EQ(ErrorOf(head + "    env: {1BAD: x}\n"), "tasks[0].env: '1BAD' is not a valid environment variable name");
+  EXPECT_EQ(ErrorOf("name: j\npriority: high\ncommand: x\n"), "priority: expected an integer, got 'high'");
+  EXPECT_EQ(ErrorOf("name: j\npriority: 99999999999\ncommand: x\n"), "priority: out of range, got '99999999999'");
+  EXPECT_EQ(ErrorOf("name: [a]\ncommand: x\n"), "name: expected a string, got a list");
+  EXPECT_EQ(ErrorOf("name: 'bad name'\ncommand: x\n"),
+            "name: 'bad name' may only contain letters, digits, '-', '_' and '.'");
+  EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - command: [a, [b]]\n"), "tasks[0].command[1]: expected a string, got a list");
+  EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - command: []\n"), "tasks[0].command: must name a program to run");
+  EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - command: ''\n"), "tasks[0].command: must not be empty");
+  EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - command: {a: b}\n"),
+            "tasks[0].command: expected a list of strings or one string, got a map");
+}
+
+TEST(JobSpecFileTest, MissingAndMisplacedFields) {
+  EXPECT_EQ(ErrorOf("command: x\n"), "name: required");
+  EXPECT_EQ(ErrorOf("name: j\n"), "tasks: required (or give 'command' directly under the job for one task group)");
+  EXPECT_EQ(ErrorOf("name: j\ntasks: []\n"), "tasks: at least one task group is required");
+  EXPECT_EQ(ErrorOf("name: j\ntasks: x\n"), "tasks: expected a list of task groups, got 'x'");
+  EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - replicas: 2\n"), "tasks[0].command: required");
+  EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - x\n"), "tasks[0]: expected a map, got 'x'");
+  EXPECT_NE(ErrorOf("name: j\ncommand: x\ntasks:\n  - command: y\n").find("command: cannot be combined with 'tasks'"),
+            std::string::npos);
+  EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - {name: a, command: x}\n  - {name: a, command: y}\n"),
+            "tasks[1].name: 'a' is used by another task group");
+  EXPECT_EQ(ErrorOf("", "job.yaml"), "job.yaml: job spec is empty");
+  EXPECT_EQ(ErrorOf("- a\n- b\n"), "job spec: expected a map, got a list");
+}
+
+TEST(JobSpecFileTest, UnknownKeysAreErrorsWithHints) {
+  EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - command: x\n    replica: 2\n", "job.yaml"),
+            "job.yaml: tasks[0].replica: unknown key (did you mean 'replicas'?); allowed keys: name, replicas, "
+            "command, env, resources");
+  EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {gpu: 1}\n"),
+            "resources.gpu: unknown key (did you mean 'gpus'?); allowed keys: gpus, cpus, memory");
+  EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {mem: 1}\n"),
+            "resources.mem: unknown key; allowed keys: gpus, cpus, memory");
+  std::string top = ErrorOf("name: j\ncommand: x\nprio: 1\n");
+  EXPECT_EQ(top.rfind("prio: unknown key", 0), 0u) << top;
+  EXPECT_NE(ErrorOf("{\"name\": \"j\", \"command\": \"x\", \"Queue\": \"q\"}").find("Queue: unknown key (did you "
+                                                                                    "mean 'queue'?)"),
+            std::string::npos);
+}
+
+TEST(JobSpecFileTest, DuplicateKeysAreErrors) {
+  EXPECT_EQ(ErrorOf("name: j\nname: k\ncommand: x\n"), "name: duplicate key");
+}
+
+TEST(JobSpecFileTest, SyntaxErrorsGiveLineAndColumn) {
+  std::string error = ErrorOf("name: j\ntasks: [\n", "job.yaml");
+  EXPECT_EQ(error.rfind("job.yaml:", 0), 0u) << error;
+  EXPECT_NE(error.find("not valid YAML or JSON"), std::string::npos) << error;
+  error = ErrorOf("{\"name\": \"j\", \"command\": [\"x\"");
+  EXPECT_EQ(error.rfind("line 1:", 0), 0u) << error;
+}
+
+TEST(JobSpecFileTest, ValidatorErrorsGetTheFileName) {
+  EXPECT_EQ(ErrorOf("name: j\ncommand: x\nenv: {GPOOL_JOB_ID: '1'}\n", "a.yaml"),
+            "a.yaml: tasks[0].env: GPOOL_JOB_ID is set by gpool and cannot be overridden");
+  EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {gpus: 65}\n", "a.yaml"),
+            "a.yaml: tasks[0].resources.gpus: 65 exceeds the per-task maximum of 64");
+}
+
+TEST(JobSpecFileTest, LoadsFilesAndReportsMissingOnes) {
+  std::string path = ::testing::TempDir() + "/gpool_spec_test.yaml";
+  {
+    std::ofstream f(path);
+    f << "name: filejob\ncommand: [true]\nresources: {gpus: x}\n";
+  }
+  auto spec = LoadJobSpecFile(path);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(), path + ": resources.gpus: expected a non-negative integer, got 'x'");
+  {
+    std::ofstream f(path);
+    f << "name: filejob\ncommand: [\"true\"]\n";
+  }
+  spec = LoadJobSpecFile(path);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->tasks[0].command, std::vector<std::string>{"true"});
+  std::remove(path.c_str());
+
+  auto missing = LoadJobSpecFile("/nonexistent/job.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(missing.status().message(), "/nonexistent/job.yaml: cannot open the job spec file");
+}
+
+TEST(JobSpecFileTest, ExampleSpecsParse) {
+  const std::string dir = GPOOL_CLIENT_EXAMPLES_DIR;
+  auto hello = LoadJobSpecFile(dir + "/hello.yaml");
+  ASSERT_TRUE(hello.ok()) << hello.status().ToString();
+  EXPECT_EQ(hello->TotalTasks(), 2u);
+  EXPECT_EQ(hello->tasks[0].resources.gpus, 1u);
+  auto train = LoadJobSpecFile(dir + "/train.yaml");
+  ASSERT_TRUE(train.ok()) << train.status().ToString();
+  EXPECT_EQ(train->TotalTasks(), 2u);
+  EXPECT_EQ(train->tasks[0].resources.gpus, 4u);
+  auto big = LoadJobSpecFile(dir + "/too-big.yaml");
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_EQ(big->TotalTasks(), 1u);
+  EXPECT_EQ(big->tasks[0].resources.gpus, 9u);
+}
+
+// --- Units -------------------------------------------------------------------------
+
+TEST(UnitsTest, MemoryQuantities) {
+  struct Case {
+    const char* text;
+    uint64_t mib;
+  };
+  for (const Case& c : {Case{"4096", 4096}, Case{"0", 0}, Case{"512Mi", 512}, Case{"4Gi", 4096},
+                        Case{"1.5Gi", 1536}, Case{"1Ti", 1 << 20}, Case{"2048Ki", 2}, Case{"1Ki", 1},
+                        Case{"4GiB", 4096}, Case{"4 Gi", 4096}, Case{"4gi", 4096}, Case{"1G", 954},
+                        Case{"1GB", 954}, Case{"1000M", 954}, Case{"1M", 1}, Case{"1.5", 2}, Case{"  64  ", 64}}) {
+    auto v = ParseMemoryMib(c.text);
+    ASSERT_TRUE(v.ok()) << c.text << ": " << v.status().ToString();
+    EXPECT_EQ(*v, c.mib) << c.text;
+  }
+  for (const char* bad : {"", "Gi", "four", "4 XB", "-1Gi", "1e9", "1.2.3Gi", "4Gii", "99999999999999999999999999Ti"}) {
+    auto v = ParseMemoryMib(bad);
+    EXPECT_FALSE(v.ok()) << bad;
+    EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(UnitsTest, CpuQuantities) {
+  struct Case {
+    const char* text;
+    uint64_t milli;
+  };
+  for (const Case& c : {Case{"2", 2000}, Case{"0.5", 500}, Case{".5", 500}, Case{"1.25", 1250},
+                        Case{"0.001", 1}, Case{"1.500", 1500}, Case{"250m", 250}, Case{"0", 0}}) {
+    auto v = ParseCpuMilli(c.text);
+    ASSERT_TRUE(v.ok()) << c.text << ": " << v.status().ToString();
+    EXPECT_EQ(*v, c.milli) << c.text;
+  }
+  for (const char* bad : {"", "two", "-1", "0.0005", "1.5m", "2 cores", "1e3"}) {
+    EXPECT_FALSE(ParseCpuMilli(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace gpool
