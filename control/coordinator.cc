@@ -66,6 +66,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   registry_options.token = options.token;
   registry_options.coordinator_id = options.replica_id;
   registry_options.limits.max_frame_bytes = options.max_frame_bytes;
+  registry_options.clock = options.clock;
   c->registry_ = std::make_unique<NodeRegistry>(registry_options, c->state_, *c, *c, now);
 
   DispatcherOptions dispatcher_options;
@@ -78,7 +79,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   gateway_options.replica_id = options.replica_id;
   gateway_options.client_address = c->client_endpoint_;
   gateway_options.limits.max_frame_bytes = options.max_frame_bytes;
-  c->gateway_ = std::make_unique<Gateway>(gateway_options, c->state_, *c, *c, *c->dispatcher_);
+  c->gateway_ = std::make_unique<Gateway>(gateway_options, c->state_, *c, *c, *c->dispatcher_, *c->registry_);
 
   SchedulerDriverOptions scheduler_options;
   scheduler_options.policy.strategy = options.strategy;
@@ -159,7 +160,10 @@ void Coordinator::Propose(state::CommandBody body, ApplyCallback done) {
   state::Command command{options_.clock->WallMs(), std::move(body)};
   auto index = log_->Propose(state::EncodeCommand(command));
   if (!index.ok()) {
-    done(state::ApplyResult{index.status()});
+    state::ApplyResult failed;
+    failed.status = index.status();
+    failed.committed = false;
+    done(failed);
     return;
   }
   callbacks_[*index] = std::move(done);
@@ -202,8 +206,11 @@ Status Coordinator::CommitAndApply() {
       for (auto it = callbacks_.lower_bound(first_unsynced); it != callbacks_.end();) {
         auto done = std::move(it->second);
         it = callbacks_.erase(it);
-        done(state::ApplyResult{Status::Unavailable("the coordinator could not persist the request: " +
-                                                    committed.status().message())});
+        state::ApplyResult failed;
+        failed.status = Status::Unavailable("the coordinator could not persist the request: " +
+                                            committed.status().message());
+        failed.committed = false;
+        done(failed);
       }
       return committed.status();
     }

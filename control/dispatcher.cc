@@ -82,7 +82,7 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
   } else {
     PreemptTask preempt;
     preempt.task = task.id;
-    preempt.grace_ms = options_.preempt_grace_ms;
+    preempt.grace_ms = task.stop_grace_ms != 0 ? task.stop_grace_ms : options_.preempt_grace_ms;
     preempt.reason = task.message;
     frame = MakeFrame(request_id, proposer_.epoch(), preempt);
   }

@@ -25,7 +25,7 @@ class NodeRegistry;
 struct DispatcherOptions {
   int64_t ack_timeout_ms = 2000;   // resend an unacknowledged command after this long
   int64_t reconfirm_ms = 10'000;   // resend an acknowledged one that has not taken effect
-  int64_t log_fetch_timeout_ms = 5000;
+  int64_t log_fetch_timeout_ms = 3000;  // below the client's default 5 s, so it gets an answer
   uint32_t preempt_grace_ms = 10'000;
 };
 

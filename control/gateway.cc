@@ -5,14 +5,16 @@
 #include <spdlog/spdlog.h>
 
 #include "control/dispatcher.h"
+#include "control/node_registry.h"
 #include "control/frames.h"
 #include "control/views.h"
 
 namespace gpool::control {
 
 Gateway::Gateway(const GatewayOptions& options, const state::ClusterState& state, Outbox& outbox,
-                 Proposer& proposer, Dispatcher& dispatcher)
-    : options_(options), state_(state), outbox_(outbox), proposer_(proposer), dispatcher_(dispatcher) {}
+                 Proposer& proposer, Dispatcher& dispatcher, const NodeRegistry& registry)
+    : options_(options), state_(state), outbox_(outbox), proposer_(proposer), dispatcher_(dispatcher),
+      registry_(registry) {}
 
 void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms) {
   const uint64_t epoch = proposer_.epoch();
@@ -53,7 +55,10 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     }
     case MessageType::kListNodes: {
       ListNodesReply reply;
-      for (const auto& [name, node] : state_.nodes()) reply.nodes.push_back(ToNodeSummary(node));
+      for (const auto& [name, node] : state_.nodes()) {
+        reply.nodes.push_back(ToNodeSummary(node));
+        reply.nodes.back().last_seen_ms = std::max(reply.nodes.back().last_seen_ms, registry_.LastSeenWallMs(name));
+      }
       return Reply(peer, MakeFrame(id, epoch, reply));
     }
     case MessageType::kGetTaskLog: {
@@ -92,7 +97,7 @@ void Gateway::OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob m
 }
 
 void Gateway::OnCancel(const std::string& peer, uint64_t request_id, const CancelJob& msg) {
-  proposer_.Propose(state::CancelJobCmd{msg.job_id}, [this, peer, request_id](const state::ApplyResult& result) {
+  proposer_.Propose(state::CancelJobCmd{msg.job_id, msg.grace_ms}, [this, peer, request_id](const state::ApplyResult& result) {
     if (!result.status.ok()) {
       Reply(peer, MakeError(request_id, proposer_.epoch(), result.status));
       return;
@@ -122,7 +127,10 @@ void Gateway::OnGetTaskLog(const std::string& peer, uint64_t request_id, const G
                           Status::NotFound("task " + task.id.ToString() + " has not run yet, so it has no log")));
     return;
   }
-  dispatcher_.FetchLog(task.node, task.id, msg.max_bytes, now_ms,
+  // Leave room for the envelope so the worker's reply always fits a frame.
+  const size_t frame_room = options_.limits.max_frame_bytes > 4096 ? options_.limits.max_frame_bytes - 4096 : 1024;
+  const uint32_t max_bytes = static_cast<uint32_t>(std::min<size_t>(msg.max_bytes, frame_room));
+  dispatcher_.FetchLog(task.node, task.id, max_bytes, now_ms,
                        [this, peer, request_id](Result<FetchLogReply> result) {
                          if (!result.ok()) {
                            Reply(peer, MakeError(request_id, proposer_.epoch(), result.status()));
@@ -135,7 +143,7 @@ void Gateway::OnGetTaskLog(const std::string& peer, uint64_t request_id, const G
 
 ListJobsReply Gateway::ListJobsNow(const ListJobs& msg) const {
   ListJobsReply reply;
-  const uint32_t limit = std::max<uint32_t>(1, std::min<uint32_t>(msg.limit, 100'000));
+  const size_t limit = msg.limit == 0 ? state_.jobs().size() : msg.limit;
   for (auto it = state_.jobs().rbegin(); it != state_.jobs().rend() && reply.jobs.size() < limit; ++it) {
     if (!msg.include_finished && IsTerminal(it->second.state)) continue;
     reply.jobs.push_back(ToJobSummary(it->second));

@@ -15,6 +15,7 @@
 namespace gpool::control {
 
 class Dispatcher;
+class NodeRegistry;
 
 struct GatewayOptions {
   std::string token;  // empty: no authentication
@@ -27,7 +28,7 @@ struct GatewayOptions {
 class Gateway {
  public:
   Gateway(const GatewayOptions& options, const state::ClusterState& state, Outbox& outbox, Proposer& proposer,
-          Dispatcher& dispatcher);
+          Dispatcher& dispatcher, const NodeRegistry& registry);
 
   void OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms);
 
@@ -50,6 +51,7 @@ class Gateway {
   Outbox& outbox_;
   Proposer& proposer_;
   Dispatcher& dispatcher_;
+  const NodeRegistry& registry_;
   LogPosition position_;
 };
 

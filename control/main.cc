@@ -2,6 +2,7 @@
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include <cxxopts.hpp>
 #include <spdlog/spdlog.h>
@@ -17,8 +18,10 @@ void OnSignal(int) { g_stop.store(true); }
 gpool::Result<std::string> ReadToken(const std::string& path) {
   std::ifstream in(path);
   if (!in) return gpool::Status::NotFound("cannot read token file " + path);
-  std::string token;
-  std::getline(in, token);
+  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto first = token.find_first_not_of(" \t\r\n");
+  const auto last = token.find_last_not_of(" \t\r\n");
+  token = first == std::string::npos ? "" : token.substr(first, last - first + 1);
   if (token.empty()) return gpool::Status::InvalidArgument("token file " + path + " is empty");
   return token;
 }
@@ -48,7 +51,7 @@ int main(int argc, char** argv) {
      cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.snapshot_every)))
     ("max-frame-bytes", "Largest accepted message in bytes",
      cxxopts::value<size_t>()->default_value(std::to_string(defaults.max_frame_bytes)))
-    ("token-file", "File whose first line is the shared token clients and workers must send",
+    ("token-file", "File holding the shared token clients and workers must send (surrounding whitespace ignored)",
      cxxopts::value<std::string>())
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"))
     ("version", "Print the version and exit")

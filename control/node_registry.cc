@@ -12,6 +12,11 @@ NodeRegistry::NodeRegistry(const NodeRegistryOptions& options, const state::Clus
                            Proposer& proposer, int64_t start_ms)
     : options_(options), state_(state), outbox_(outbox), proposer_(proposer), start_ms_(start_ms) {}
 
+int64_t NodeRegistry::LastSeenWallMs(const std::string& node) const {
+  auto it = links_.find(node);
+  return it == links_.end() ? 0 : it->second.last_seen_wall_ms;
+}
+
 const std::string* NodeRegistry::PeerFor(const std::string& node) const {
   auto it = links_.find(node);
   if (it == links_.end() || it->second.peer.empty()) return nullptr;
@@ -59,7 +64,10 @@ void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int6
     case MessageType::kErrorReply:
     case MessageType::kFetchLogReply: {
       auto node = by_peer_.find(peer);
-      if (node != by_peer_.end()) links_[node->second].last_seen_ms = now_ms;
+      if (node != by_peer_.end()) {
+        links_[node->second].last_seen_ms = now_ms;
+        links_[node->second].last_seen_wall_ms = options_.clock->WallMs();
+      }
       if (dispatcher_ != nullptr) dispatcher_->OnWorkerReply(*envelope);
       return;
     }
@@ -88,7 +96,7 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                       if (auto old = links_.find(node); old != links_.end() && old->second.peer != peer) {
                         by_peer_.erase(old->second.peer);
                       }
-                      links_[node] = Link{peer, now_ms, false};
+                      links_[node] = Link{peer, now_ms, options_.clock->WallMs(), false};
                       by_peer_[peer] = node;
                       if (dispatcher_ != nullptr) dispatcher_->ForgetNode(node);
                       spdlog::info("node registered node={} epoch={}", node, epoch);
@@ -109,6 +117,7 @@ void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, co
     return;
   }
   link->last_seen_ms = now_ms;
+  link->last_seen_wall_ms = options_.clock->WallMs();
   const state::NodeRecord* record = state_.FindNode(msg.node);
   if (record != nullptr && record->state == NodeState::kNotReady && link->not_ready_proposed) {
     link->not_ready_proposed = false;
@@ -128,10 +137,17 @@ void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, Ta
     return;
   }
   link->last_seen_ms = now_ms;
+  link->last_seen_wall_ms = options_.clock->WallMs();
   const uint64_t seq = msg.seq;
   const std::string task = msg.task.ToString();
   proposer_.Propose(state::TaskEventCmd{std::move(msg)},
                     [this, peer, seq, task, request_id = header.request_id](const state::ApplyResult& result) {
+                      if (!result.committed) {
+                        // Not durable: no ack, so the worker sends it again.
+                        spdlog::warn("task event not committed task={} error=\"{}\"", task,
+                                     result.status.ToString());
+                        return;
+                      }
                       if (!result.status.ok()) {
                         // Still acknowledged: resending an event that can never
                         // apply would loop forever.

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "control/ports.h"
+#include "protocol/base/clock.h"
 #include "protocol/envelope.h"
 
 namespace gpool::control {
@@ -28,6 +29,7 @@ struct NodeRegistryOptions {
   std::string token;  // empty: no authentication
   std::string coordinator_id = "coordinator";
   wire::DecodeLimits limits;
+  const Clock* clock = &SystemClock::Get();
 };
 
 class NodeRegistry {
@@ -41,12 +43,16 @@ class NodeRegistry {
 
   // The connection a node is reachable on, or null when it is not connected.
   const std::string* PeerFor(const std::string& node) const;
+  // Wall time of the last frame from the node (heartbeats are not committed,
+  // so the state machine's last_seen only moves on state changes); 0 if none.
+  int64_t LastSeenWallMs(const std::string& node) const;
   size_t connected() const { return links_.size(); }
 
  private:
   struct Link {
     std::string peer;
-    int64_t last_seen_ms = 0;
+    int64_t last_seen_ms = 0;  // monotonic
+    int64_t last_seen_wall_ms = 0;
     bool not_ready_proposed = false;
   };
 

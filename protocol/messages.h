@@ -103,7 +103,7 @@ struct SubmitJobReply {
 struct ListJobs {
   static constexpr MessageType kType = MessageType::kListJobs;
   bool include_finished = true;
-  uint32_t limit = 1000;  // newest jobs first
+  uint32_t limit = 1000;  // newest jobs first; 0 means all
   template <typename V>
   void Fields(V& v) {
     v.Optional("include_finished", include_finished);
@@ -294,7 +294,7 @@ struct GetTaskLog {
 
 struct GetTaskLogReply {
   static constexpr MessageType kType = MessageType::kGetTaskLogReply;
-  std::string data;  // raw bytes (msgpack bin)
+  wire::Bytes data;  // the tail of the task's stdout+stderr, raw bytes (msgpack bin)
   uint64_t size = 0;  // full size of the log file
   bool truncated = false;
   template <typename V>
@@ -498,7 +498,7 @@ struct FetchLog {
 
 struct FetchLogReply {
   static constexpr MessageType kType = MessageType::kFetchLogReply;
-  std::string data;
+  wire::Bytes data;  // raw bytes (msgpack bin)
   uint64_t size = 0;
   bool truncated = false;
   template <typename V>

@@ -33,6 +33,14 @@ bool IsEnvName(const std::string& name) {
   return true;
 }
 
+// The worker sets these from the placement; a spec must not fight it.
+bool IsDeviceVisibilityVariable(const std::string& name) {
+  static const std::set<std::string> kReserved = {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+                                                  "HIP_VISIBLE_DEVICES",  "ROCR_VISIBLE_DEVICES",
+                                                  "ASCEND_RT_VISIBLE_DEVICES"};
+  return kReserved.count(name) > 0;
+}
+
 }  // namespace
 
 Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
@@ -66,7 +74,7 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
         return Status::InvalidArgument(prefix + ".env: '" + key.substr(0, 64) +
                                        "' is not a valid environment variable name");
       }
-      if (key.rfind("GPOOL_", 0) == 0 || key == "CUDA_VISIBLE_DEVICES") {
+      if (key.rfind("GPOOL_", 0) == 0 || IsDeviceVisibilityVariable(key)) {
         return Status::InvalidArgument(prefix + ".env: " + key + " is set by gpool and cannot be overridden");
       }
     }

@@ -27,6 +27,15 @@ namespace gpool::wire {
 class Packer;
 class ObjectReader;
 
+// Raw bytes (log contents, opaque payloads) that travel as msgpack bin, so
+// clients never have to decode them as UTF-8. Reads accept str or bin.
+struct Bytes : std::string {
+  Bytes() = default;
+  Bytes(std::string s) : std::string(std::move(s)) {}  // NOLINT: implicit by design
+  Bytes(const char* s) : std::string(s) {}             // NOLINT: implicit by design
+  using std::string::operator=;
+};
+
 // A struct that knows how to write itself as a msgpack map.
 template <typename T>
 concept Packable = requires(const T& t, Packer& p) { t.Pack(p); };
@@ -64,6 +73,10 @@ class Packer {
     pk_.pack_str_body(v.data(), static_cast<uint32_t>(v.size()));
   }
   void Value(const std::string& v) { Value(std::string_view(v)); }
+  void Value(const Bytes& v) {
+    pk_.pack_bin(static_cast<uint32_t>(v.size()));
+    pk_.pack_bin_body(v.data(), static_cast<uint32_t>(v.size()));
+  }
   void Value(const char* v) { Value(std::string_view(v)); }
   void Value(bool v) { v ? pk_.pack_true() : pk_.pack_false(); }
   void Value(uint64_t v) { pk_.pack_uint64(v); }

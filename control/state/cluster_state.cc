@@ -160,6 +160,11 @@ ApplyResult ClusterState::ApplyCancelJob(int64_t now, const CancelJobCmd& cmd) {
     result.status = Status::NotFound("job " + std::to_string(cmd.job_id) + " does not exist");
     return result;
   }
+  // A retried cancel (its first reply lost) must not look like a failure.
+  if (job->state == JobState::kCancelled || (job->cancel_requested && !IsTerminal(job->state))) {
+    result.job_state = std::string(ToString(job->state));
+    return result;
+  }
   if (IsTerminal(job->state)) {
     result.status = Status::FailedPrecondition("job " + std::to_string(cmd.job_id) + " has already finished (" +
                                                std::string(ToString(job->state)) + ")");
@@ -173,6 +178,7 @@ ApplyResult ClusterState::ApplyCancelJob(int64_t now, const CancelJobCmd& cmd) {
       FinishTask(*job, task, TaskState::kCancelled, now);
     } else if (Occupies(task.state)) {
       task.stop_requested = true;
+      task.stop_grace_ms = cmd.grace_ms;
       task.message = "cancel requested";
     }
   }

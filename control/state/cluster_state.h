@@ -25,6 +25,7 @@ namespace gpool::state {
 
 struct ApplyResult {
   Status status;
+  bool committed = true;   // false: the command never reached the log (status says why)
   uint64_t job_id = 0;     // SubmitJob, CancelJob
   bool duplicate = false;  // SubmitJob matched an idempotency key
   std::string job_state;   // CancelJob: the state after the cancel

@@ -128,8 +128,9 @@ TEST_F(ClusterStateTest, CancelStopsRunningTasksAndFinishesWhenTheyExit) {
   uint64_t job = Submit("a", 1, 1);
   Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0})}, {}});
   Event(job, 0, "n1", "started");
-  ApplyResult r = Do(CancelJobCmd{job});
+  ApplyResult r = Do(CancelJobCmd{job, 1500});
   EXPECT_TRUE(r.status.ok());
+  EXPECT_EQ(state_.FindJob(JobId(job))->tasks[0].stop_grace_ms, 1500u);
   EXPECT_EQ(r.job_state, "Running");
   EXPECT_TRUE(state_.FindJob(JobId(job))->tasks[0].stop_requested);
   // Resources are held until the exit is committed.
@@ -138,8 +139,14 @@ TEST_F(ClusterStateTest, CancelStopsRunningTasksAndFinishesWhenTheyExit) {
   EXPECT_EQ(state_.FindJob(JobId(job))->state, JobState::kCancelled);
   EXPECT_EQ(state_.FindJob(JobId(job))->tasks[0].state, TaskState::kCancelled);
   EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
-  EXPECT_EQ(Do(CancelJobCmd{job}).status.code(), StatusCode::kFailedPrecondition);
+  ApplyResult again = Do(CancelJobCmd{job});  // a retry is not an error
+  EXPECT_TRUE(again.status.ok());
+  EXPECT_EQ(again.job_state, "Cancelled");
   EXPECT_EQ(Do(CancelJobCmd{999}).status.code(), StatusCode::kNotFound);
+  uint64_t done = Submit("b", 1, 0);
+  Do(ApplyPlanCmd{{PlanBind{done, 0, "n1", {}, 1000, 1024}}, {}});
+  Event(done, 0, "n1", "exited", 0);
+  EXPECT_EQ(Do(CancelJobCmd{done}).status.code(), StatusCode::kFailedPrecondition);
 }
 
 TEST_F(ClusterStateTest, OneFailedTaskFailsTheGangAndStopsTheRest) {

@@ -48,9 +48,11 @@ struct SubmitJobCmd {
 
 struct CancelJobCmd {
   uint64_t job_id = 0;
+  uint32_t grace_ms = 0;  // SIGTERM-to-SIGKILL time for running tasks; 0: the coordinator's default
   template <typename V>
   void Fields(V& v) {
     v.Required("job", job_id);
+    v.Optional("grace_ms", grace_ms);
   }
 };
 

@@ -31,6 +31,7 @@ struct TaskRecord {
   int64_t start_ms = 0;
   int64_t finish_ms = 0;
   bool stop_requested = false;  // cancel or job failure: the dispatcher preempts it
+  uint32_t stop_grace_ms = 0;   // 0: the coordinator's default grace
   std::string message;
 
   template <typename V>
@@ -50,6 +51,7 @@ struct TaskRecord {
     v.Optional("start_ms", start_ms);
     v.Optional("finish_ms", finish_ms);
     v.Optional("stop", stop_requested);
+    v.Optional("grace_ms", stop_grace_ms);
     v.Optional("msg", message);
     state = static_cast<TaskState>(state_wire <= static_cast<uint32_t>(TaskState::kLost) ? state_wire : 0);
   }
