@@ -1,0 +1,72 @@
+// Agent: the thin ZeroMQ driver around the Link and the TaskManager. It owns
+// the DEALER socket to the coordinator and runs the worker's one loop:
+//
+//   poll the socket (poll_ms) -> Link::Receive each frame
+//   TaskManager::Poll (start, reap, SIGKILL at deadlines)
+//   Link::Tick -> perform its actions: connect (close the socket, open a new
+//   one to the endpoint: ZMQ_LINGER 0, bounded HWMs) and send (non-blocking;
+//   a frame that cannot be queued is dropped and logged, the Link resends
+//   what matters)
+//
+// When `stop` becomes true the Agent stops the tasks (SIGTERM, grace,
+// SIGKILL), keeps the loop turning until they are reaped so their exit
+// events can still go out, and returns.
+//
+// Ownership and threads: owns the ZeroMQ context and socket; the TaskManager
+// and Link are the caller's and must outlive the Agent. Run on one thread,
+// which must live as long as the tasks (PR_SET_PDEATHSIG follows the forking
+// thread).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include <spdlog/logger.h>
+#include <zmq.hpp>
+
+#include "protocol/base/clock.h"
+#include "protocol/base/status.h"
+#include "worker/link.h"
+#include "worker/runner/task_manager.h"
+
+namespace gpool::worker {
+
+struct AgentOptions {
+  TaskManager* tasks = nullptr;             // required
+  Link* link = nullptr;                     // required
+  const Clock* clock = nullptr;             // required
+  int poll_ms = 20;                         // socket poll timeout per loop turn (10-50)
+  int64_t shutdown_grace_ms = 5000;         // SIGTERM -> SIGKILL on shutdown
+  int64_t shutdown_reap_ms = 2000;          // after the grace, how long to wait for exits
+  int send_hwm = 1000;                      // frames queued per socket before sends drop
+  int receive_hwm = 1000;
+  size_t max_frames_per_turn = 1000;        // keeps timers running under a flood
+  std::shared_ptr<spdlog::logger> logger;   // nullptr: spdlog's default
+};
+
+class Agent {
+ public:
+  static Result<std::unique_ptr<Agent>> Open(AgentOptions options);
+  ~Agent();
+
+  // Runs until `stop` is true, then shuts the tasks down and returns.
+  Status Run(const std::atomic<bool>& stop);
+
+ private:
+  explicit Agent(AgentOptions options);
+
+  void Turn(int poll_ms);
+  void ApplyActions();
+  void Connect(const std::string& endpoint);
+  void ReceiveFrames();
+
+  AgentOptions options_;
+  std::shared_ptr<spdlog::logger> log_;
+  zmq::context_t context_;
+  std::optional<zmq::socket_t> socket_;
+  uint64_t dropped_sends_ = 0;
+};
+
+}  // namespace gpool::worker

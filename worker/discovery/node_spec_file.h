@@ -1,0 +1,59 @@
+// Loads a node description from a YAML or JSON file (yaml-cpp reads both),
+// for nodes whose devices cannot be probed and for simulated nodes.
+//
+// Format (see worker/README.md and worker/examples/node-8gpu.yaml):
+//
+//   name: gpu-a01                 # optional; --node-name overrides it
+//   hostname: gpu-a01.dc1         # optional; defaults to the machine's hostname
+//   labels: {pool: public, rack: r12}
+//   cpus: 128                     # cores, may be fractional (7.5); or cpu_milli: 128000
+//   memory: 1024Gi                # "512Gi", "64Mi", or an integer number of MiB; or memory_mib
+//   numa:                         # optional; node totals default to the sum over NUMA nodes
+//     - {id: 0, cpus: 64, memory: 512Gi}
+//     - {id: 1, cpus: 64, memory: 512Gi}
+//   gpus:                         # a list ...
+//     - {index: 0, uuid: GPU-..., model: A100-SXM4-80GB, vendor: nvidia, memory: 80Gi,
+//        numa: 0, nvlink_peers: [1, 2, 3]}
+//   gpus:                         # ... or the shorthand for simulated nodes
+//     {count: 8, model: A100-SXM4-80GB, memory: 80Gi, nvlink: all, numa_split: 2}
+//   nics:
+//     - {name: ib0, leaf_switch: leaf-3, speed_gbps: 200}
+//
+// The shorthand generates uuids "GPU-<node name>-<i>"; nvlink is all|none
+// (default none); numa_split N puts GPU i on NUMA node i*N/count (default:
+// split over the numa list, or -1 when there is none). vendor defaults to
+// nvidia. Unknown fields are errors, so a typo does not silently vanish.
+//
+// Every error names the file and the field:
+//   "spec.yaml: gpus[2].memory: '80Q' is not a memory size (...)".
+// The result has passed ValidateNodeSpec.
+//
+// Pure functions apart from reading the file; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "protocol/base/status.h"
+#include "protocol/types.h"
+
+namespace gpool::worker {
+
+struct NodeSpecFileOptions {
+  // When non-empty, replaces the file's `name` (the --node-name flag).
+  std::string name_override;
+  // The name when neither the override nor the file gives one (the hostname).
+  std::string default_name;
+  // The hostname when the file gives none.
+  std::string default_hostname;
+};
+
+// Reads and parses `path`. NotFound / IoError when the file cannot be read,
+// InvalidArgument when its content is wrong.
+Result<NodeSpec> LoadNodeSpecFile(const std::string& path, const NodeSpecFileOptions& options = {});
+
+// Parses `text`; `source` names it in error messages (usually the path).
+Result<NodeSpec> ParseNodeSpec(std::string_view text, const std::string& source,
+                               const NodeSpecFileOptions& options = {});
+
+}  // namespace gpool::worker

@@ -1,0 +1,122 @@
+#include "worker/flags.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <cxxopts.hpp>
+
+#include "worker/version.h"
+
+namespace gpool::worker {
+namespace {
+
+std::string Trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  const size_t begin = s.find_first_not_of(ws);
+  if (begin == std::string::npos) return "";
+  return s.substr(begin, s.find_last_not_of(ws) - begin + 1);
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ParseEndpoints(const std::string& list) {
+  std::vector<std::string> endpoints;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item = Trim(item);
+    if (item.empty()) continue;
+    if (item.rfind("tcp://", 0) != 0 && item.rfind("ipc://", 0) != 0 && item.rfind("inproc://", 0) != 0) {
+      return Status::InvalidArgument("--coordinator: '" + item + "' is not an endpoint like tcp://host:7401");
+    }
+    if (item.find_first_of(" \t") != std::string::npos) {
+      return Status::InvalidArgument("--coordinator: '" + item + "' holds a space");
+    }
+    endpoints.push_back(item);
+  }
+  if (endpoints.empty()) return Status::InvalidArgument("--coordinator: at least one endpoint is required");
+  return endpoints;
+}
+
+Result<std::string> ReadTokenFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("--token-file: cannot open " + path + ": " + std::strerror(errno));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  std::string token = Trim(buffer.str());
+  if (token.empty()) return Status::InvalidArgument("--token-file: " + path + " is empty");
+  return token;
+}
+
+Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
+  cxxopts::Options options("gpool-worker",
+                           "gpool node agent: registers this node with the coordinator and runs its tasks");
+  WorkerFlags defaults;
+  // clang-format off
+  options.add_options()
+    ("coordinator", "Coordinator worker-channel endpoints, comma-separated; each reconnect tries the next",
+     cxxopts::value<std::string>()->default_value("tcp://127.0.0.1:7401"), "A[,B...]")
+    ("node-name", "Node name (default: the spec's name, else the hostname)", cxxopts::value<std::string>(), "NAME")
+    ("spec", "Node spec file (YAML or JSON) instead of probing the host", cxxopts::value<std::string>(), "FILE")
+    ("data-dir", "Worker data directory; task logs go to DIR/tasks/",
+     cxxopts::value<std::string>()->default_value(defaults.data_dir), "DIR")
+    ("token", "Shared secret put in every message header", cxxopts::value<std::string>(), "TOKEN")
+    ("token-file", "Read the shared secret from FILE", cxxopts::value<std::string>(), "FILE")
+    ("nvml-library", "NVML shared library to probe GPUs with",
+     cxxopts::value<std::string>()->default_value(defaults.nvml_library), "PATH")
+    ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"), "LEVEL")
+    ("h,help", "Print this help")
+    ("version", "Print the version");
+  // clang-format on
+
+  ParsedFlags parsed;
+  try {
+    auto result = options.parse(argc, argv);
+    if (!result.unmatched().empty()) {
+      return Status::InvalidArgument("unexpected argument '" + result.unmatched().front() + "'");
+    }
+    if (result.count("help")) {
+      parsed.action = ParsedFlags::Action::kHelp;
+      parsed.text = options.help();
+      return parsed;
+    }
+    if (result.count("version")) {
+      parsed.action = ParsedFlags::Action::kVersion;
+      parsed.text = std::string("gpool-worker ") + kWorkerVersion + "\n";
+      return parsed;
+    }
+    WorkerFlags& f = parsed.flags;
+    GPOOL_ASSIGN_OR_RETURN(f.coordinators, ParseEndpoints(result["coordinator"].as<std::string>()));
+    if (result.count("node-name")) {
+      f.node_name = result["node-name"].as<std::string>();
+      if (f.node_name.empty()) return Status::InvalidArgument("--node-name: must not be empty");
+    }
+    if (result.count("spec")) {
+      f.spec_path = result["spec"].as<std::string>();
+      if (f.spec_path.empty()) return Status::InvalidArgument("--spec: must not be empty");
+    }
+    f.data_dir = result["data-dir"].as<std::string>();
+    if (result.count("token")) f.token = result["token"].as<std::string>();
+    if (result.count("token-file")) f.token_file = result["token-file"].as<std::string>();
+    f.nvml_library = result["nvml-library"].as<std::string>();
+    f.log_level = result["log-level"].as<std::string>();
+  } catch (const cxxopts::exceptions::exception& e) {
+    return Status::InvalidArgument(e.what());
+  }
+  const WorkerFlags& f = parsed.flags;
+  if (f.data_dir.empty()) return Status::InvalidArgument("--data-dir: must not be empty");
+  if (!f.token.empty() && !f.token_file.empty()) {
+    return Status::InvalidArgument("--token and --token-file cannot both be given");
+  }
+  static const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
+  bool level_ok = false;
+  for (const char* level : kLevels) level_ok = level_ok || f.log_level == level;
+  if (!level_ok) {
+    return Status::InvalidArgument("--log-level: '" + f.log_level + "' is not one of trace, debug, info, warn, error");
+  }
+  return parsed;
+}
+
+}  // namespace gpool::worker

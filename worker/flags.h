@@ -1,0 +1,53 @@
+// Command-line flags of gpool-worker, parsed into a plain struct so the
+// parsing is testable without running the binary.
+//
+//   --coordinator A[,B,...]  worker-channel endpoints (default tcp://127.0.0.1:7401);
+//                            each reconnect tries the next one
+//   --node-name NAME         default: the spec's name, else the hostname
+//   --spec FILE              node spec (YAML or JSON) instead of probing
+//   --data-dir DIR           default /var/lib/gpool/worker; task logs in DIR/tasks/
+//   --token T | --token-file F   shared secret put in every message header
+//   --nvml-library PATH      default libnvidia-ml.so.1
+//   --log-level L            trace|debug|info|warn|error (default info)
+//   --help, --version
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "protocol/base/status.h"
+
+namespace gpool::worker {
+
+struct WorkerFlags {
+  std::vector<std::string> coordinators;
+  std::string node_name;
+  std::string spec_path;
+  std::string data_dir = "/var/lib/gpool/worker";
+  std::string token;
+  std::string token_file;
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string log_level = "info";
+};
+
+struct ParsedFlags {
+  enum class Action { kRun, kHelp, kVersion };
+  Action action = Action::kRun;
+  WorkerFlags flags;
+  std::string text;  // the help or version text to print
+};
+
+// InvalidArgument (with a message for the user) on an unknown flag, a bad
+// value or a stray argument; main exits 2 then.
+Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv);
+
+// Splits "tcp://a:7401, tcp://b:7401" and checks each endpoint's scheme.
+Result<std::vector<std::string>> ParseEndpoints(const std::string& list);
+
+// Reads a token file: its content without surrounding whitespace. Fails when
+// the file is unreadable or empty.
+Result<std::string> ReadTokenFile(const std::string& path);
+
+}  // namespace gpool::worker

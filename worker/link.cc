@@ -1,0 +1,398 @@
+#include "worker/link.h"
+
+#include <algorithm>
+#include <random>
+
+#include "worker/log.h"
+
+namespace gpool::worker {
+namespace {
+
+constexpr int64_t kDecodeLogWindowMs = 10'000;
+constexpr uint32_t kDecodeLogsPerWindow = 10;
+
+bool IsReply(MessageType type) {
+  switch (type) {
+    case MessageType::kAck:
+    case MessageType::kErrorReply:
+    case MessageType::kSubmitJobReply:
+    case MessageType::kListJobsReply:
+    case MessageType::kGetJobReply:
+    case MessageType::kCancelJobReply:
+    case MessageType::kListNodesReply:
+    case MessageType::kGetTaskLogReply:
+    case MessageType::kClusterStatusReply:
+    case MessageType::kRegisterNodeReply:
+    case MessageType::kTaskEventAck:
+    case MessageType::kFetchLogReply:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// What can be salvaged from a frame that did not decode as an envelope: the
+// request id, and whether it claims to be a reply (replies are never answered).
+struct Salvage {
+  bool has_id = false;
+  uint64_t request_id = 0;
+  bool is_reply = false;
+};
+
+Salvage SalvageHeader(std::string_view frame, const wire::DecodeLimits& limits) {
+  Salvage out;
+  auto handle = wire::UnpackOne(frame, limits);
+  if (!handle.ok()) return out;
+  const msgpack::object& root = handle->get();
+  if (root.type != msgpack::type::MAP) return out;
+  wire::ObjectReader id_reader(root, "envelope");
+  uint64_t id = 0;
+  id_reader.Required("id", &id);
+  if (!id_reader.status().ok()) return out;
+  out.has_id = true;
+  out.request_id = id;
+  wire::ObjectReader type_reader(root, "envelope");
+  std::string type_name;
+  type_reader.Optional("type", &type_name);
+  if (type_reader.status().ok()) {
+    auto type = MessageTypeFromName(type_name);
+    out.is_reply = type.has_value() && IsReply(*type);
+  }
+  return out;
+}
+
+std::function<double()> DefaultRandom() {
+  auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
+  return [engine]() { return std::uniform_real_distribution<double>(0.0, 1.0)(*engine); };
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Link>> Link::Open(LinkOptions options) {
+  if (options.endpoints.empty()) return Status::InvalidArgument("Link: at least one coordinator endpoint is required");
+  if (options.tasks == nullptr) return Status::InvalidArgument("Link: tasks is required");
+  if (options.clock == nullptr) return Status::InvalidArgument("Link: clock is required");
+  if (options.liveness_intervals == 0) return Status::InvalidArgument("Link: liveness_intervals must be >= 1");
+  if (options.default_heartbeat_ms <= 0) return Status::InvalidArgument("Link: default_heartbeat_ms must be > 0");
+  if (!options.random) options.random = DefaultRandom();
+  return std::unique_ptr<Link>(new Link(std::move(options)));
+}
+
+Link::Link(LinkOptions options)
+    : options_(std::move(options)),
+      log_(OrDefault(options_.logger)),
+      backoff_(options_.register_backoff, options_.random),
+      sender_("worker/" + options_.tasks->node().name),
+      interval_ms_(options_.default_heartbeat_ms) {}
+
+// --- Outgoing --------------------------------------------------------------
+
+template <typename T>
+void Link::Send(const T& body, uint64_t request_id) {
+  Header header;
+  header.request_id = request_id;
+  header.sender = sender_;
+  header.epoch = max_epoch_;
+  header.token = options_.token;
+  actions_.push_back({LinkAction::Kind::kSend, EncodeEnvelope(header, body)});
+}
+
+template <typename T>
+void Link::Reply(const Header& request, const T& body) {
+  Send(body, request.request_id);
+}
+
+void Link::ReplyError(const Header& request, const Status& status) {
+  ++stats_.error_replies_sent;
+  Reply(request, ErrorReply::FromStatus(status));
+}
+
+void Link::Connect(size_t index) {
+  endpoint_index_ = index;
+  last_heard_ms_ = Now();
+  event_sent_ms_.clear();
+  actions_.push_back({LinkAction::Kind::kConnect, options_.endpoints[index]});
+}
+
+void Link::ReconnectNext(const char* why) {
+  const size_t next = (endpoint_index_ + 1) % options_.endpoints.size();
+  ++stats_.reconnects;
+  log_->warn("reconnecting to coordinator reason={} from={} to={} silent_ms={}", Q(why), endpoint(),
+             options_.endpoints[next], Now() - last_heard_ms_);
+  rotate_on_retry_ = false;
+  Connect(next);
+}
+
+void Link::Start() {
+  if (phase_ != Phase::kIdle) return;
+  Connect(0);
+  BeginRegistration();
+}
+
+void Link::BeginRegistration() {
+  phase_ = Phase::kRegistering;
+  backoff_.Reset();
+  SendRegister();
+}
+
+void Link::SendRegister() {
+  RegisterNode reg;
+  reg.node = options_.tasks->node();
+  reg.tasks = options_.tasks->Reports();
+  reg.worker_version = options_.worker_version;
+  register_request_id_ = next_request_id_++;
+  ++stats_.register_attempts;
+  const int64_t delay = backoff_.Next();
+  next_register_ms_ = Now() + delay;
+  log_->info("registering node={} coordinator={} tasks={} attempt={} retry_in_ms={}", reg.node.name, endpoint(),
+             reg.tasks.size(), stats_.register_attempts, delay);
+  Send(reg, register_request_id_);
+}
+
+void Link::SendHeartbeat() {
+  Heartbeat hb;
+  hb.node = options_.tasks->node().name;
+  hb.running = options_.tasks->Running();
+  Send(hb, next_request_id_++);
+}
+
+void Link::SendEvents() {
+  const int64_t now = Now();
+  const auto& outbox = options_.tasks->Outbox();
+  for (auto it = event_sent_ms_.begin(); it != event_sent_ms_.end();) {
+    it = outbox.count(it->first) ? std::next(it) : event_sent_ms_.erase(it);
+  }
+  for (const auto& [seq, event] : outbox) {
+    auto sent = event_sent_ms_.find(seq);
+    if (sent != event_sent_ms_.end() && now - sent->second < options_.event_resend_ms) continue;
+    if (sent != event_sent_ms_.end()) {
+      log_->debug("resending task event seq={} task={} kind={}", seq, event.task.ToString(), event.kind);
+    }
+    event_sent_ms_[seq] = now;
+    Send(event, next_request_id_++);
+  }
+}
+
+void Link::Tick() {
+  const int64_t now = Now();
+  switch (phase_) {
+    case Phase::kIdle:
+      return;
+    case Phase::kRegistering:
+      if (now < next_register_ms_) return;
+      if (rotate_on_retry_) {
+        ReconnectNext("coordinator is not the leader");
+      } else if (now - last_heard_ms_ >= LivenessMs()) {
+        ReconnectNext("no answer to registration");
+      }
+      SendRegister();
+      return;
+    case Phase::kRegistered:
+      if (now - last_heard_ms_ >= LivenessMs()) {
+        ReconnectNext("coordinator silent for the liveness window");
+        BeginRegistration();
+        return;
+      }
+      if (now >= next_heartbeat_ms_) {
+        next_heartbeat_ms_ = now + interval_ms_;
+        SendHeartbeat();
+      }
+      SendEvents();
+      return;
+  }
+}
+
+// --- Incoming --------------------------------------------------------------
+
+void Link::Receive(std::string_view frame) {
+  ++stats_.frames_received;
+  auto env = DecodeEnvelope(frame, options_.limits);
+  if (!env.ok()) {
+    OnDecodeError(frame, env.status());
+    return;
+  }
+  last_heard_ms_ = Now();
+  const Header& header = env->header();
+  const uint64_t epoch_before = max_epoch_;
+  max_epoch_ = std::max(max_epoch_, header.epoch);
+
+  switch (env->type()) {
+    case MessageType::kRegisterNodeReply:
+      OnRegisterReply(*env);
+      return;
+    case MessageType::kAck:
+      return;
+    case MessageType::kTaskEventAck:
+      OnTaskEventAck(*env);
+      return;
+    case MessageType::kErrorReply:
+      OnErrorReply(*env);
+      return;
+    case MessageType::kBindTask:
+      OnBind(*env, epoch_before);
+      return;
+    case MessageType::kPreemptTask:
+      OnPreempt(*env, epoch_before);
+      return;
+    case MessageType::kFetchLog:
+      OnFetchLog(*env);
+      return;
+    default:
+      break;
+  }
+  const std::string type(MessageTypeName(env->type()));
+  if (IsReply(env->type())) {
+    log_->warn("unexpected reply from coordinator type={} request_id={}", type, header.request_id);
+    return;
+  }
+  log_->warn("request the worker does not serve type={} request_id={}", type, header.request_id);
+  ReplyError(header, Status::UnknownType("the worker channel does not serve " + type));
+}
+
+void Link::OnDecodeError(std::string_view frame, const Status& status) {
+  ++stats_.decode_errors;
+  const int64_t now = Now();
+  if (now - decode_log_window_ms_ >= kDecodeLogWindowMs) {
+    decode_log_window_ms_ = now;
+    decode_logged_in_window_ = 0;
+  }
+  const Salvage salvage = SalvageHeader(frame, options_.limits);
+  const bool answer = salvage.has_id && !salvage.is_reply;
+  if (decode_logged_in_window_ < kDecodeLogsPerWindow) {
+    ++decode_logged_in_window_;
+    log_->warn("bad frame from coordinator bytes={} error={} answered={}{}", frame.size(), Q(status.ToString()),
+               answer, decode_logged_in_window_ == kDecodeLogsPerWindow ? " (further ones suppressed for 10s)" : "");
+  } else {
+    log_->debug("bad frame from coordinator bytes={} error={}", frame.size(), Q(status.ToString()));
+  }
+  if (answer) {
+    Header request;
+    request.request_id = salvage.request_id;
+    ReplyError(request, status);
+  }
+}
+
+void Link::OnRegisterReply(const Envelope& env) {
+  auto reply = env.Body<RegisterNodeReply>();
+  if (!reply.ok()) {
+    OnDecodeError({}, reply.status());
+    return;
+  }
+  int64_t interval = reply->heartbeat_interval_ms == 0 ? options_.default_heartbeat_ms : reply->heartbeat_interval_ms;
+  interval_ms_ = std::clamp(interval, options_.min_heartbeat_ms, options_.max_heartbeat_ms);
+  if (phase_ == Phase::kRegistered) {
+    log_->debug("duplicate registration reply ignored heartbeat_ms={}", interval_ms_);
+    return;
+  }
+  phase_ = Phase::kRegistered;
+  rotate_on_retry_ = false;
+  backoff_.Reset();
+  ++stats_.registrations;
+  next_heartbeat_ms_ = Now() + interval_ms_;
+  event_sent_ms_.clear();  // everything unacknowledged goes out again now
+  log_->info("registered node={} coordinator={} coordinator_id={} heartbeat_ms={} epoch={} pending_events={}",
+             options_.tasks->node().name, endpoint(), Q(reply->coordinator_id), interval_ms_, max_epoch_,
+             options_.tasks->Outbox().size());
+  SendEvents();
+}
+
+void Link::OnErrorReply(const Envelope& env) {
+  auto reply = env.Body<ErrorReply>();
+  if (!reply.ok()) {
+    OnDecodeError({}, reply.status());
+    return;
+  }
+  const uint64_t request_id = env.header().request_id;
+  const bool to_register = request_id == register_request_id_;
+  if (reply->code == StatusCodeName(StatusCode::kNotFound) && !to_register) {
+    if (phase_ == Phase::kRegistered) {
+      log_->warn("coordinator does not know this node, registering again coordinator={} message={}", endpoint(),
+                 Q(reply->message));
+      BeginRegistration();
+    }
+    return;
+  }
+  if (reply->code == StatusCodeName(StatusCode::kNotLeader)) {
+    log_->info("coordinator is not the leader coordinator={} leader={}", endpoint(), Q(reply->leader));
+    if (phase_ == Phase::kRegistered) {
+      ReconnectNext("coordinator is not the leader");
+      BeginRegistration();
+    } else {
+      rotate_on_retry_ = true;
+    }
+    return;
+  }
+  if (to_register) {
+    log_->error("registration refused coordinator={} code={} message={}", endpoint(), reply->code,
+                Q(reply->message));
+  } else {
+    log_->warn("coordinator error request_id={} code={} message={}", request_id, Q(reply->code), Q(reply->message));
+  }
+}
+
+void Link::OnTaskEventAck(const Envelope& env) {
+  auto ack = env.Body<TaskEventAck>();
+  if (!ack.ok()) {
+    OnDecodeError({}, ack.status());
+    return;
+  }
+  options_.tasks->AckEvent(ack->seq);
+  event_sent_ms_.erase(ack->seq);
+}
+
+bool Link::Fence(const Header& header, uint64_t epoch_before) {
+  if (header.epoch >= epoch_before) return true;
+  ++stats_.stale_epoch_refusals;
+  log_->warn("stale command refused type={} request_id={} epoch={} current_epoch={}", MessageTypeName(header.type),
+             header.request_id, header.epoch, epoch_before);
+  ReplyError(header, Status::StaleEpoch("epoch " + std::to_string(header.epoch) + " is older than epoch " +
+                                        std::to_string(epoch_before) + " seen by this worker"));
+  return false;
+}
+
+void Link::OnBind(const Envelope& env, uint64_t epoch_before) {
+  if (!Fence(env.header(), epoch_before)) return;
+  auto bind = env.Body<BindTask>();
+  if (!bind.ok()) {
+    log_->warn("malformed BindTask request_id={} error={}", env.header().request_id, Q(bind.status().ToString()));
+    ReplyError(env.header(), bind.status());
+    return;
+  }
+  Status status = options_.tasks->Bind(*bind);
+  if (!status.ok()) {
+    log_->warn("bind refused task={} error={}", bind->task.ToString(), Q(status.ToString()));
+    ReplyError(env.header(), status);
+    return;
+  }
+  Reply(env.header(), Ack{});
+}
+
+void Link::OnPreempt(const Envelope& env, uint64_t epoch_before) {
+  if (!Fence(env.header(), epoch_before)) return;
+  auto preempt = env.Body<PreemptTask>();
+  if (!preempt.ok()) {
+    log_->warn("malformed PreemptTask request_id={} error={}", env.header().request_id,
+               Q(preempt.status().ToString()));
+    ReplyError(env.header(), preempt.status());
+    return;
+  }
+  options_.tasks->Preempt(*preempt);
+  Reply(env.header(), Ack{});
+}
+
+void Link::OnFetchLog(const Envelope& env) {
+  auto request = env.Body<FetchLog>();
+  if (!request.ok()) {
+    log_->warn("malformed FetchLog request_id={} error={}", env.header().request_id, Q(request.status().ToString()));
+    ReplyError(env.header(), request.status());
+    return;
+  }
+  auto reply = options_.tasks->TailLog(request->task, request->max_bytes);
+  if (!reply.ok()) {
+    ReplyError(env.header(), reply.status());
+    return;
+  }
+  Reply(env.header(), *reply);
+}
+
+}  // namespace gpool::worker

@@ -1,0 +1,156 @@
+// Link: the worker's side of the coordinator channel (docs/worker-channel-
+// notes.md), written as a state machine with no I/O in the manner of etcd's
+// raft core. The Agent feeds it frames (Receive) and time (Tick); it answers
+// with actions to perform in order: connect (drop the socket, open a new one
+// to an endpoint) and send (one frame on the current socket).
+//
+//   Start ──> registering: RegisterNode now, again after 100 ms doubling to
+//     │       5 s (+-20 % jitter) until RegisterNodeReply. A retry that finds
+//     │       the link silent for the liveness window (3 heartbeat intervals,
+//     │       1 s before the coordinator has said) first reconnects to the
+//     │       next endpoint; NotLeader does the same at the next retry.
+//     ▼
+//   registered: Heartbeat{running} every heartbeat_interval_ms; task events
+//     sent as they appear and resent every second until TaskEventAck.
+//     Silence for 3 intervals -> reconnect to the next endpoint, register.
+//     ErrorReply NotFound (the coordinator lost this node) -> register now.
+//
+// Any decoded coordinator message counts as liveness. The highest epoch in
+// any message is kept; BindTask and PreemptTask with a lower epoch are
+// refused with ErrorReply StaleEpoch and change nothing (FetchLog is a read
+// and is served whatever its epoch). Commands are served in both phases.
+//
+// Bad input never crashes the link: a frame that does not decode is counted
+// and logged (rate-limited); when enough of it parses to recover a request
+// id and the frame is not a reply, it is answered with ErrorReply carrying
+// the decode error's code (Malformed, UnknownType, UnsupportedVersion).
+//
+// Ownership and threads: owned by the Agent; one thread. The TaskManager,
+// clock and logger are not owned and must outlive the Link.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "protocol/base/clock.h"
+#include "protocol/envelope.h"
+#include "worker/backoff.h"
+#include "worker/runner/task_manager.h"
+
+namespace gpool::worker {
+
+struct LinkOptions {
+  std::vector<std::string> endpoints;  // required; the next one is tried on each reconnect
+  std::string token;                   // put in header.token of every frame
+  std::string worker_version;          // reported in RegisterNode
+  TaskManager* tasks = nullptr;        // required
+  const Clock* clock = nullptr;        // required
+  std::function<double()> random;      // uniform in [0, 1) for jitter; nullptr: a seeded mt19937
+  std::shared_ptr<spdlog::logger> logger;  // nullptr: spdlog's default
+  BackoffOptions register_backoff;     // 100 ms doubling to 5 s, +-20 %
+  uint32_t liveness_intervals = 3;     // silence this many heartbeat intervals -> reconnect
+  int64_t default_heartbeat_ms = 1000;  // until RegisterNodeReply says otherwise
+  int64_t min_heartbeat_ms = 10;       // a reply's interval is clamped to [min, max]
+  int64_t max_heartbeat_ms = 60'000;
+  int64_t event_resend_ms = 1000;      // resend an unacknowledged TaskEvent this often
+  wire::DecodeLimits limits;
+};
+
+struct LinkAction {
+  enum class Kind { kConnect, kSend };
+  Kind kind = Kind::kSend;
+  std::string data;  // the endpoint (kConnect) or the frame (kSend)
+};
+
+struct LinkStats {
+  uint64_t frames_received = 0;
+  uint64_t decode_errors = 0;
+  uint64_t error_replies_sent = 0;
+  uint64_t stale_epoch_refusals = 0;
+  uint64_t register_attempts = 0;
+  uint64_t registrations = 0;
+  uint64_t reconnects = 0;
+};
+
+class Link {
+ public:
+  static Result<std::unique_ptr<Link>> Open(LinkOptions options);
+
+  // Connects to the first endpoint and sends RegisterNode.
+  void Start();
+  // One frame from the coordinator.
+  void Receive(std::string_view frame);
+  // Registration retries, heartbeats, the liveness countdown, event sends.
+  void Tick();
+  // The actions produced since the last call, in order.
+  std::vector<LinkAction> TakeActions() { return std::exchange(actions_, {}); }
+
+  bool registered() const { return phase_ == Phase::kRegistered; }
+  uint64_t epoch() const { return max_epoch_; }
+  const std::string& endpoint() const { return options_.endpoints[endpoint_index_]; }
+  int64_t heartbeat_interval_ms() const { return interval_ms_; }
+  const LinkStats& stats() const { return stats_; }
+
+ private:
+  enum class Phase { kIdle, kRegistering, kRegistered };
+
+  explicit Link(LinkOptions options);
+
+  int64_t Now() const { return options_.clock->MonoMs(); }
+  int64_t LivenessMs() const { return static_cast<int64_t>(options_.liveness_intervals) * interval_ms_; }
+
+  void Connect(size_t index);
+  void ReconnectNext(const char* why);
+  void BeginRegistration();
+  void SendRegister();
+  void SendHeartbeat();
+  void SendEvents();
+
+  template <typename T>
+  void Send(const T& body, uint64_t request_id);
+  template <typename T>
+  void Reply(const Header& request, const T& body);
+  void ReplyError(const Header& request, const Status& status);
+
+  void OnDecodeError(std::string_view frame, const Status& status);
+  void OnRegisterReply(const Envelope& env);
+  void OnErrorReply(const Envelope& env);
+  void OnTaskEventAck(const Envelope& env);
+  void OnBind(const Envelope& env, uint64_t epoch_before);
+  void OnPreempt(const Envelope& env, uint64_t epoch_before);
+  void OnFetchLog(const Envelope& env);
+  bool Fence(const Header& header, uint64_t epoch_before);
+
+  LinkOptions options_;
+  std::shared_ptr<spdlog::logger> log_;
+  Backoff backoff_;
+  std::string sender_;
+
+  Phase phase_ = Phase::kIdle;
+  size_t endpoint_index_ = 0;
+  bool rotate_on_retry_ = false;
+  int64_t last_heard_ms_ = 0;
+  int64_t next_register_ms_ = 0;
+  int64_t next_heartbeat_ms_ = 0;
+  int64_t interval_ms_;
+  uint64_t max_epoch_ = 0;
+  uint64_t next_request_id_ = 1;
+  uint64_t register_request_id_ = 0;
+  std::map<uint64_t, int64_t> event_sent_ms_;  // seq -> when last sent
+
+  int64_t decode_log_window_ms_ = 0;
+  uint32_t decode_logged_in_window_ = 0;
+
+  LinkStats stats_;
+  std::vector<LinkAction> actions_;
+};
+
+}  // namespace gpool::worker

@@ -1,0 +1,125 @@
+// gpool-worker: the per-node agent. Composition root: parses flags,
+// discovers the node, builds the launcher, TaskManager, Link and Agent, and
+// runs until SIGTERM/SIGINT (then stops the tasks and exits 0).
+//
+// Exit codes: 0 normal stop, 1 startup failure (bad spec, unwritable data
+// dir), 2 bad command line.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <iostream>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "protocol/base/clock.h"
+#include "worker/agent.h"
+#include "worker/discovery/discover.h"
+#include "worker/flags.h"
+#include "worker/link.h"
+#include "worker/log.h"
+#include "worker/runner/posix_process_launcher.h"
+#include "worker/runner/task_env.h"
+#include "worker/runner/task_manager.h"
+#include "worker/version.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
+
+void OnSignal(int) { g_stop.store(true); }
+
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
+}
+
+int Fail(const std::string& what, const gpool::Status& status) {
+  spdlog::error("{} error={}", what, gpool::worker::Q(status.ToString(), 1024));
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gpool;
+  using namespace gpool::worker;
+
+  auto parsed = ParseWorkerFlags(argc, argv);
+  if (!parsed.ok()) {
+    std::cerr << "gpool-worker: " << parsed.status().message() << "\nRun 'gpool-worker --help' for usage.\n";
+    return 2;
+  }
+  if (parsed->action != ParsedFlags::Action::kRun) {
+    std::cout << parsed->text;
+    return 0;
+  }
+  WorkerFlags flags = parsed->flags;
+
+  auto logger = spdlog::stderr_color_mt("worker");
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  logger->set_level(spdlog::level::from_str(flags.log_level));
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+
+  if (!flags.token_file.empty()) {
+    auto token = ReadTokenFile(flags.token_file);
+    if (!token.ok()) return Fail("cannot read token", token.status());
+    flags.token = *token;
+  }
+  InstallSignalHandlers();
+
+  std::string endpoints;
+  for (const auto& e : flags.coordinators) endpoints += (endpoints.empty() ? "" : ",") + e;
+  logger->info("gpool-worker starting version={} pid={} coordinators={} data_dir={}", kWorkerVersion, getpid(),
+               endpoints, Q(flags.data_dir));
+
+  DiscoveryOptions discovery;
+  discovery.spec_path = flags.spec_path;
+  discovery.node_name = flags.node_name;
+  discovery.nvml.library = flags.nvml_library;
+  auto node = DiscoverNode(discovery);
+  if (!node.ok()) return Fail("node discovery failed", node.status());
+
+  SystemClock& clock = SystemClock::Get();
+  PosixProcessLauncher launcher;
+  TaskManagerOptions task_options;
+  task_options.node = *node;
+  task_options.log_dir = flags.data_dir + "/tasks";
+  task_options.base_env = ParseEnvList(environ);
+  task_options.launcher = &launcher;
+  task_options.clock = &clock;
+  auto tasks = TaskManager::Open(std::move(task_options));
+  if (!tasks.ok()) return Fail("cannot open the task manager", tasks.status());
+
+  LinkOptions link_options;
+  link_options.endpoints = flags.coordinators;
+  link_options.token = flags.token;
+  link_options.worker_version = kWorkerVersion;
+  link_options.tasks = tasks->get();
+  link_options.clock = &clock;
+  auto link = Link::Open(std::move(link_options));
+  if (!link.ok()) return Fail("cannot open the coordinator link", link.status());
+
+  AgentOptions agent_options;
+  agent_options.tasks = tasks->get();
+  agent_options.link = link->get();
+  agent_options.clock = &clock;
+  auto agent = Agent::Open(std::move(agent_options));
+  if (!agent.ok()) return Fail("cannot start the agent", agent.status());
+
+  Status run = (*agent)->Run(g_stop);
+  if (!run.ok()) logger->warn("shutdown incomplete error={}", Q(run.ToString()));
+  logger->info("gpool-worker exiting");
+  return 0;
+}

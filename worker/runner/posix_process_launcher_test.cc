@@ -1,0 +1,199 @@
+// Real child processes. Exits are awaited by polling Reap with a bounded
+// deadline (the one place the worker's tests wait on the OS).
+#include "worker/runner/posix_process_launcher.h"
+
+#include <poll.h>
+
+#include <csignal>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "protocol/base/clock.h"
+#include "worker/runner/task_env.h"
+#include "worker/runner/task_manager.h"
+#include "worker/test_util.h"
+
+namespace gpool::worker {
+namespace {
+
+std::vector<std::string> TestEnv() { return {"PATH=/usr/bin:/bin", "GREETING=hello from env"}; }
+
+// Polls Reap until `pid` has exited or 10 s pass.
+std::optional<ExitInfo> WaitForExit(PosixProcessLauncher& launcher, int64_t pid) {
+  const int64_t deadline = SystemClock::Get().MonoMs() + 10'000;
+  while (SystemClock::Get().MonoMs() < deadline) {
+    for (const ExitInfo& exit : launcher.Reap()) {
+      if (exit.pid == pid) return exit;
+    }
+    poll(nullptr, 0, 5);
+  }
+  return std::nullopt;
+}
+
+TEST(PosixProcessLauncherTest, RunsCommandWithLogAndExitCode) {
+  testing::TempDir dir;
+  PosixProcessLauncher launcher;
+  const std::string log = dir.path() + "/t.log";
+  auto pid = launcher.Launch({{"sh", "-c", "echo hello; echo oops >&2; echo \"$GREETING\"; exit 3"}, TestEnv(), log});
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  auto exit = WaitForExit(launcher, *pid);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 3);
+  EXPECT_EQ(exit->signal, 0);
+  EXPECT_EQ(testing::ReadFile(log), "hello\noops\nhello from env\n");
+  EXPECT_TRUE(launcher.Reap().empty()) << "each exit is reported once";
+}
+
+TEST(PosixProcessLauncherTest, ChildIsItsOwnProcessGroupWithoutInheritedFds) {
+  testing::TempDir dir;
+  PosixProcessLauncher launcher;
+  const std::string log = dir.path() + "/t.log";
+  // Prints the child's pgid and the fds it has open (0, 1, 2 and the one ls uses).
+  auto pid = launcher.Launch({{"sh", "-c", "cut -d' ' -f5 /proc/$$/stat; ls /proc/self/fd"}, TestEnv(), log});
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  ASSERT_TRUE(WaitForExit(launcher, *pid).has_value());
+  std::istringstream out(testing::ReadFile(log));
+  int64_t pgid = 0;
+  out >> pgid;
+  EXPECT_EQ(pgid, *pid);
+  std::vector<int> fds;
+  for (int fd; out >> fd;) fds.push_back(fd);
+  EXPECT_LE(fds.size(), 4u) << testing::ReadFile(log);
+}
+
+TEST(PosixProcessLauncherTest, SignalStopsTheWholeGroup) {
+  testing::TempDir dir;
+  PosixProcessLauncher launcher;
+  const std::string log = dir.path() + "/t.log";
+  auto pid = launcher.Launch({{"sleep", "30"}, TestEnv(), log});
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  ASSERT_TRUE(launcher.Signal(*pid, SIGTERM).ok());
+  auto exit = WaitForExit(launcher, *pid);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->signal, SIGTERM);
+  EXPECT_EQ(exit->exit_code, 128 + SIGTERM);
+  EXPECT_EQ(launcher.Signal(*pid, SIGKILL).code(), StatusCode::kNotFound) << "reaped pids are never signalled";
+}
+
+TEST(PosixProcessLauncherTest, MissingCommandIsNotFoundWithReason) {
+  testing::TempDir dir;
+  PosixProcessLauncher launcher;
+  const std::string log = dir.path() + "/t.log";
+  auto pid = launcher.Launch({{"gpool-no-such-command-xyz"}, TestEnv(), log});
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(pid.status().message().find("No such file or directory"), std::string::npos) << pid.status().message();
+  EXPECT_NE(testing::ReadFile(log).find("cannot run 'gpool-no-such-command-xyz'"), std::string::npos);
+  EXPECT_TRUE(launcher.Reap().empty()) << "the failed child was already collected";
+}
+
+TEST(PosixProcessLauncherTest, UnwritableLogIsAnError) {
+  PosixProcessLauncher launcher;
+  auto pid = launcher.Launch({{"true"}, TestEnv(), "/nonexistent-dir/t.log"});
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().code(), StatusCode::kIoError);
+}
+
+// The TaskManager over real processes: the three scenarios of the brief.
+class RealTaskTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    node_.name = "real";
+    node_.cpu_milli = 1000;
+    node_.memory_mib = 1024;
+    TaskManagerOptions options;
+    options.node = node_;
+    options.log_dir = dir_.path() + "/tasks";
+    options.base_env = {{"PATH", "/usr/bin:/bin"}};
+    options.launcher = &launcher_;
+    options.clock = &SystemClock::Get();
+    options.logger = log_.logger();
+    tm_ = std::move(TaskManager::Open(std::move(options)).value());
+  }
+
+  BindTask MakeBind(uint64_t job, std::vector<std::string> command) {
+    BindTask bind;
+    bind.task = TaskId{JobId(job), 0, 0};
+    bind.command = std::move(command);
+    return bind;
+  }
+
+  // Polls until an event of `kind` for `job` is in the outbox, up to 10 s.
+  std::optional<TaskEvent> WaitForEvent(uint64_t job, const std::string& kind) {
+    const int64_t deadline = SystemClock::Get().MonoMs() + 10'000;
+    while (SystemClock::Get().MonoMs() < deadline) {
+      tm_->Poll();
+      for (const auto& [seq, event] : tm_->Outbox()) {
+        if (event.task.job.value() == job && event.kind == kind) return event;
+      }
+      poll(nullptr, 0, 5);
+    }
+    return std::nullopt;
+  }
+
+  NodeSpec node_;
+  testing::TempDir dir_;
+  testing::CapturedLog log_;
+  PosixProcessLauncher launcher_;
+  std::unique_ptr<TaskManager> tm_;
+};
+
+TEST_F(RealTaskTest, EchoAndExitThree) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(1, {"sh", "-c", "echo hello; exit 3"})).ok());
+  auto started = WaitForEvent(1, "started");
+  ASSERT_TRUE(started.has_value());
+  EXPECT_GT(started->pid, 0);
+  auto exited = WaitForEvent(1, "exited");
+  ASSERT_TRUE(exited.has_value()) << log_.text();
+  EXPECT_EQ(exited->exit_code, 3);
+  EXPECT_EQ(exited->signal, 0);
+  EXPECT_EQ(testing::ReadFile(dir_.path() + "/tasks/1.0.0.log"), "hello\n");
+  auto log = tm_->TailLog(TaskId{JobId(1), 0, 0}, 1024);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->data, "hello\n");
+}
+
+TEST_F(RealTaskTest, SleepPreemptedExitsBySigterm) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(2, {"sleep", "30"})).ok());
+  ASSERT_TRUE(WaitForEvent(2, "started").has_value());
+  PreemptTask preempt;
+  preempt.task = TaskId{JobId(2), 0, 0};
+  preempt.grace_ms = 10'000;
+  tm_->Preempt(preempt);
+  auto exited = WaitForEvent(2, "exited");
+  ASSERT_TRUE(exited.has_value()) << log_.text();
+  EXPECT_EQ(exited->signal, SIGTERM);
+  EXPECT_EQ(exited->exit_code, 128 + SIGTERM);
+  EXPECT_EQ(tm_->Reports().back().state, "Cancelled");
+}
+
+TEST_F(RealTaskTest, TrappedSigtermIsKilledAfterGrace) {
+  // The shell ignores SIGTERM; the preempt's 50 ms grace ends in SIGKILL.
+  ASSERT_TRUE(tm_->Bind(MakeBind(3, {"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.01; done"})).ok());
+  ASSERT_TRUE(WaitForEvent(3, "started").has_value());
+  const int64_t deadline = SystemClock::Get().MonoMs() + 10'000;
+  while (testing::ReadFile(dir_.path() + "/tasks/3.0.0.log").find("ready") == std::string::npos &&
+         SystemClock::Get().MonoMs() < deadline) {
+    poll(nullptr, 0, 5);  // until the trap is installed
+  }
+  PreemptTask preempt;
+  preempt.task = TaskId{JobId(3), 0, 0};
+  preempt.grace_ms = 50;
+  tm_->Preempt(preempt);
+  auto exited = WaitForEvent(3, "exited");
+  ASSERT_TRUE(exited.has_value()) << log_.text();
+  EXPECT_EQ(exited->signal, SIGKILL);
+}
+
+TEST_F(RealTaskTest, NonexistentCommandFailsWith127) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(4, {"gpool-no-such-command-xyz", "arg"})).ok());
+  auto failed = WaitForEvent(4, "failed");
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_EQ(failed->exit_code, 127);
+  EXPECT_NE(failed->message.find("No such file or directory"), std::string::npos) << failed->message;
+  EXPECT_TRUE(tm_->Idle());
+}
+
+}  // namespace
+}  // namespace gpool::worker

@@ -1,0 +1,48 @@
+// ProcessLauncher: the worker's only way to start, signal and reap task
+// processes. PosixProcessLauncher (posix_process_launcher.h) does it for
+// real; FakeProcessLauncher (fake_process_launcher.h) lets tests script
+// exits without processes, sockets or sleeps.
+//
+// Contract:
+//   - Launch starts argv[0] (looked up in PATH) with exactly `env` as its
+//     environment, stdout and stderr appended to `log_path`, in a new process
+//     group whose id is the returned pid. It returns only once the program
+//     was exec'd; when it could not be (no such command, log file not
+//     writable), it returns a Status whose message says why and no process
+//     is left behind.
+//   - Signal sends `sig` to the whole process group of a launched pid.
+//   - Reap never blocks; it returns each launched child that has ended since
+//     the last call, exactly once.
+//
+// Thread-safety: an implementation belongs to one thread (the runner's).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "protocol/base/status.h"
+
+namespace gpool::worker {
+
+struct LaunchRequest {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH
+  std::vector<std::string> env;   // "KEY=value", the child's whole environment
+  std::string log_path;           // stdout+stderr, opened O_APPEND|O_CREAT
+};
+
+struct ExitInfo {
+  int64_t pid = 0;
+  int32_t exit_code = 0;  // 128+signal when killed by a signal
+  int32_t signal = 0;     // 0 unless killed by a signal
+};
+
+class ProcessLauncher {
+ public:
+  virtual ~ProcessLauncher() = default;
+  virtual Result<int64_t> Launch(const LaunchRequest& request) = 0;
+  virtual Status Signal(int64_t pid, int signal) = 0;
+  virtual std::vector<ExitInfo> Reap() = 0;
+};
+
+}  // namespace gpool::worker

@@ -1,0 +1,119 @@
+#include "worker/runner/task_env.h"
+
+#include <gtest/gtest.h>
+
+namespace gpool::worker {
+namespace {
+
+NodeSpec Node(const std::string& vendor, uint32_t gpus) {
+  NodeSpec node;
+  node.name = "n1";
+  node.cpu_milli = 8000;
+  node.memory_mib = 8192;
+  for (uint32_t i = 0; i < gpus; ++i) {
+    GpuInfo gpu;
+    gpu.index = i;
+    gpu.uuid = "GPU-" + std::to_string(i);
+    gpu.vendor = vendor;
+    node.gpus.push_back(gpu);
+  }
+  return node;
+}
+
+BindTask Bind(std::vector<uint32_t> gpus) {
+  BindTask bind;
+  bind.task = TaskId{JobId(17), 2, 1};
+  bind.job_name = "train";
+  bind.num_tasks = 4;
+  bind.command = {"python", "train.py"};
+  bind.env = {{"FOO", "bar"}, {"PATH", "/task/bin"}};
+  bind.gpu_indices = std::move(gpus);
+  return bind;
+}
+
+std::map<std::string, std::string> AsMap(const std::vector<std::string>& env) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : env) {
+    const size_t eq = e.find('=');
+    EXPECT_TRUE(out.emplace(e.substr(0, eq), e.substr(eq + 1)).second) << "duplicate " << e;
+  }
+  return out;
+}
+
+TEST(TaskEnvTest, NvidiaEnvironment) {
+  auto env = AsMap(BuildTaskEnv(Bind({3, 1}), Node("nvidia", 4), {{"PATH", "/usr/bin"}, {"HOME", "/root"}}));
+  EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "3,1");
+  EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), "GPU-3,GPU-1");
+  EXPECT_EQ(env.at("GPOOL_GPU_UUIDS"), "GPU-3,GPU-1");
+  EXPECT_EQ(env.at("GPOOL_JOB_ID"), "17");
+  EXPECT_EQ(env.at("GPOOL_JOB_NAME"), "train");
+  EXPECT_EQ(env.at("GPOOL_TASK_INDEX"), "2");
+  EXPECT_EQ(env.at("GPOOL_NUM_TASKS"), "4");
+  EXPECT_EQ(env.at("GPOOL_TASK_ATTEMPT"), "1");
+  EXPECT_EQ(env.at("GPOOL_NODE_NAME"), "n1");
+  EXPECT_EQ(env.at("FOO"), "bar");
+  EXPECT_EQ(env.at("PATH"), "/task/bin");  // the spec env beats the inherited one
+  EXPECT_EQ(env.at("HOME"), "/root");
+  EXPECT_FALSE(env.count("HIP_VISIBLE_DEVICES"));
+  EXPECT_FALSE(env.count("ASCEND_RT_VISIBLE_DEVICES"));
+}
+
+TEST(TaskEnvTest, NoGpus) {
+  auto env = AsMap(BuildTaskEnv(Bind({}), Node("nvidia", 2), {}));
+  EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "");
+  EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), "void");
+  EXPECT_EQ(env.at("GPOOL_GPU_UUIDS"), "");
+}
+
+TEST(TaskEnvTest, VendorVariables) {
+  auto amd = AsMap(BuildTaskEnv(Bind({0}), Node("amd", 2), {}));
+  EXPECT_EQ(amd.at("HIP_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(amd.at("CUDA_VISIBLE_DEVICES"), "0");
+  auto ascend = AsMap(BuildTaskEnv(Bind({1}), Node("huawei", 2), {}));
+  EXPECT_EQ(ascend.at("ASCEND_RT_VISIBLE_DEVICES"), "1");
+  auto ascend2 = AsMap(BuildTaskEnv(Bind({}), Node("ascend", 2), {}));
+  EXPECT_EQ(ascend2.at("ASCEND_RT_VISIBLE_DEVICES"), "");
+}
+
+TEST(TaskEnvTest, GpuVariablesCannotBeOverriddenBySpecEnv) {
+  BindTask bind = Bind({0});
+  bind.env["CUDA_VISIBLE_DEVICES"] = "0,1,2,3";
+  bind.env["GPOOL_NODE_NAME"] = "evil";
+  auto env = AsMap(BuildTaskEnv(bind, Node("nvidia", 4), {}));
+  EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(env.at("GPOOL_NODE_NAME"), "n1");
+}
+
+TEST(TaskEnvTest, ValidateBind) {
+  const NodeSpec node = Node("nvidia", 2);
+  EXPECT_TRUE(ValidateBind(Bind({0, 1}), node).ok());
+  auto missing = ValidateBind(Bind({2}), node);
+  EXPECT_EQ(missing.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.message().find("gpu_indices[0]: GPU 2 does not exist"), std::string::npos) << missing.message();
+  EXPECT_NE(ValidateBind(Bind({1, 1}), node).message().find("listed twice"), std::string::npos);
+  BindTask uuids = Bind({1});
+  uuids.gpu_uuids = {"GPU-1"};
+  EXPECT_TRUE(ValidateBind(uuids, node).ok());
+  uuids.gpu_uuids = {"GPU-0"};
+  EXPECT_NE(ValidateBind(uuids, node).message().find("gpu_uuids[0]"), std::string::npos);
+  BindTask empty = Bind({});
+  empty.command.clear();
+  EXPECT_NE(ValidateBind(empty, node).message().find("command"), std::string::npos);
+  BindTask bad_env = Bind({});
+  bad_env.env["A=B"] = "x";
+  EXPECT_FALSE(ValidateBind(bad_env, node).ok());
+  BindTask nul = Bind({});
+  nul.command.push_back(std::string("a\0b", 3));
+  EXPECT_FALSE(ValidateBind(nul, node).ok());
+}
+
+TEST(TaskEnvTest, LogPathAndEnvList) {
+  EXPECT_EQ(TaskLogPath("/d/tasks", TaskId{JobId(17), 0, 2}), "/d/tasks/17.0.2.log");
+  const char* entries[] = {"A=1", "B=x=y", "novalue", "=bad", nullptr};
+  auto env = ParseEnvList(entries);
+  EXPECT_EQ(env.size(), 2u);
+  EXPECT_EQ(env.at("B"), "x=y");
+}
+
+}  // namespace
+}  // namespace gpool::worker

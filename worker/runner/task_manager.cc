@@ -1,0 +1,298 @@
+#include "worker/runner/task_manager.h"
+
+#include <csignal>
+#include <filesystem>
+#include <limits>
+#include <utility>
+
+#include "worker/log.h"
+#include "worker/runner/log_tail.h"
+#include "worker/runner/task_env.h"
+
+namespace gpool::worker {
+namespace {
+
+constexpr int64_t kExpireEveryMs = 10'000;
+
+std::string JoinIndices(const std::vector<uint32_t>& indices) {
+  std::string out;
+  for (uint32_t i : indices) out += (out.empty() ? "" : ",") + std::to_string(i);
+  return out.empty() ? "none" : out;
+}
+
+std::string CommandLine(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& arg : argv) out += (out.empty() ? "" : " ") + arg;
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TaskManager>> TaskManager::Open(TaskManagerOptions options) {
+  if (options.launcher == nullptr) return Status::InvalidArgument("TaskManager: launcher is required");
+  if (options.clock == nullptr) return Status::InvalidArgument("TaskManager: clock is required");
+  if (options.log_dir.empty()) return Status::InvalidArgument("TaskManager: log_dir is required");
+  std::error_code ec;
+  std::filesystem::create_directories(options.log_dir, ec);
+  if (ec) return Status::IoError("cannot create task log directory " + options.log_dir + ": " + ec.message());
+  return std::unique_ptr<TaskManager>(new TaskManager(std::move(options)));
+}
+
+TaskManager::TaskManager(TaskManagerOptions options)
+    : options_(std::move(options)), log_(OrDefault(options_.logger)) {}
+
+Status TaskManager::Bind(const BindTask& bind) {
+  const TaskId& id = bind.task;
+  if (auto it = tasks_.find(id); it != tasks_.end()) {
+    log_->info("bind for a known task accepted, not started again task={} bound={}", id.ToString(),
+               it->second.bound);
+    return Status::Ok();
+  }
+  if (stopping_) return Status::Unavailable("node " + options_.node.name + " is shutting down");
+  if (tasks_.size() >= options_.max_tasks) {
+    return Status::ResourceExhausted("node " + options_.node.name + " already tracks " +
+                                     std::to_string(tasks_.size()) + " tasks");
+  }
+  GPOOL_RETURN_IF_ERROR(ValidateBind(bind, options_.node));
+  Task task;
+  task.bind = bind;
+  task.bound = true;
+  tasks_.emplace(id, std::move(task));
+  to_start_.push_back(id);
+  log_->info("task accepted task={} job_name={} gpus={} cpu_milli={} memory_mib={} command={}", id.ToString(),
+             Q(bind.job_name), JoinIndices(bind.gpu_indices), bind.cpu_milli, bind.memory_mib,
+             Q(CommandLine(bind.command)));
+  return Status::Ok();
+}
+
+void TaskManager::Preempt(const PreemptTask& preempt) {
+  auto it = tasks_.find(preempt.task);
+  if (it == tasks_.end()) {
+    // Tombstone: the Bind may still be on its way; it must never run.
+    Task tomb;
+    tomb.phase = Phase::kCancelled;
+    tomb.preempted = true;
+    tomb.signal = SIGTERM;
+    tomb.exit_code = 128 + SIGTERM;
+    tomb.finished_mono_ms = options_.clock->MonoMs();
+    auto& placed = tasks_.emplace(preempt.task, std::move(tomb)).first->second;
+    placed.exit_seq = Emit(preempt.task, "exited", 0, 128 + SIGTERM, SIGTERM,
+                           "preempted before it was bound on this node: " + preempt.reason);
+    log_->info("preempt for an unknown task, tombstone recorded task={} reason={}", preempt.task.ToString(),
+               Q(preempt.reason));
+    return;
+  }
+  Terminate(it->first, it->second, preempt.grace_ms, preempt.reason);
+}
+
+void TaskManager::StopAll(int64_t grace_ms) {
+  stopping_ = true;
+  for (auto& [id, task] : tasks_) {
+    if (task.phase == Phase::kPending || task.phase == Phase::kRunning) {
+      Terminate(id, task, grace_ms, "worker shutting down");
+    }
+  }
+}
+
+void TaskManager::Terminate(const TaskId& id, Task& task, int64_t grace_ms, const std::string& reason) {
+  const int64_t now = options_.clock->MonoMs();
+  switch (task.phase) {
+    case Phase::kPending:
+      task.phase = Phase::kCancelled;
+      task.preempted = true;
+      task.signal = SIGTERM;
+      task.exit_code = 128 + SIGTERM;
+      task.finished_mono_ms = now;
+      task.exit_seq = Emit(id, "exited", 0, task.exit_code, task.signal, "cancelled before start: " + reason);
+      log_->info("task cancelled before start task={} reason={}", id.ToString(), Q(reason));
+      return;
+    case Phase::kRunning: {
+      const int64_t kill_at = now + std::max<int64_t>(grace_ms, 0);
+      if (task.kill_at_ms == 0 || kill_at < task.kill_at_ms) task.kill_at_ms = kill_at;
+      const bool first = !task.preempted;
+      task.preempted = true;
+      if (first) task.stop_reason = reason;
+      if (first) {
+        Status s = options_.launcher->Signal(task.pid, SIGTERM);
+        log_->info("task terminating task={} pid={} signal=SIGTERM grace_ms={} reason={}{}", id.ToString(), task.pid,
+                   grace_ms, Q(reason), s.ok() ? "" : " error=" + Q(s.ToString()));
+      }
+      return;
+    }
+    case Phase::kExited:
+    case Phase::kFailed:
+    case Phase::kCancelled:
+      log_->debug("preempt for a finished task ignored task={}", id.ToString());
+      return;
+  }
+}
+
+void TaskManager::Poll() {
+  for (const TaskId& id : std::exchange(to_start_, {})) {
+    auto it = tasks_.find(id);
+    if (it != tasks_.end() && it->second.phase == Phase::kPending) Start(id, it->second);
+  }
+  for (const ExitInfo& exit : options_.launcher->Reap()) OnExit(exit);
+  const int64_t now = options_.clock->MonoMs();
+  for (const auto& [pid, id] : by_pid_) {
+    Task& task = tasks_.at(id);
+    if (task.kill_at_ms != 0 && now >= task.kill_at_ms) {
+      task.kill_at_ms = 0;
+      Status s = options_.launcher->Signal(pid, SIGKILL);
+      log_->warn("task did not stop within its grace period task={} pid={} signal=SIGKILL{}", id.ToString(), pid,
+                 s.ok() ? "" : " error=" + Q(s.ToString()));
+    }
+  }
+  if (now >= next_expire_ms_) {
+    next_expire_ms_ = now + kExpireEveryMs;
+    Expire();
+  }
+}
+
+void TaskManager::Start(const TaskId& id, Task& task) {
+  LaunchRequest request;
+  request.argv = task.bind.command;
+  request.env = BuildTaskEnv(task.bind, options_.node, options_.base_env);
+  request.log_path = TaskLogPath(options_.log_dir, id);
+  auto pid = options_.launcher->Launch(request);
+  if (!pid.ok()) {
+    task.phase = Phase::kFailed;
+    task.exit_code = 127;
+    task.finished_mono_ms = options_.clock->MonoMs();
+    task.exit_seq = Emit(id, "failed", 0, 127, 0, pid.status().message());
+    log_->warn("task failed to start task={} exit_code=127 error={}", id.ToString(), Q(pid.status().ToString()));
+    return;
+  }
+  task.phase = Phase::kRunning;
+  task.pid = *pid;
+  by_pid_[*pid] = id;
+  Emit(id, "started", *pid, 0, 0, "");
+  log_->info("task started task={} pid={} gpus={} log={}", id.ToString(), *pid, JoinIndices(task.bind.gpu_indices),
+             Q(request.log_path));
+}
+
+void TaskManager::OnExit(const ExitInfo& exit) {
+  auto at = by_pid_.find(exit.pid);
+  if (at == by_pid_.end()) {
+    log_->warn("reaped a process that is not a known task pid={} exit_code={}", exit.pid, exit.exit_code);
+    return;
+  }
+  const TaskId id = at->second;
+  by_pid_.erase(at);
+  Task& task = tasks_.at(id);
+  task.phase = Phase::kExited;
+  task.exit_code = exit.exit_code;
+  task.signal = exit.signal;
+  task.kill_at_ms = 0;
+  task.finished_mono_ms = options_.clock->MonoMs();
+  const std::string message = task.preempted ? "stopped by the worker: " + task.stop_reason : "";
+  task.exit_seq = Emit(id, "exited", exit.pid, exit.exit_code, exit.signal, message);
+  log_->info("task exited task={} pid={} exit_code={} signal={} state={}", id.ToString(), exit.pid, exit.exit_code,
+             exit.signal, TerminalState(task));
+}
+
+void TaskManager::Expire() {
+  const int64_t now = options_.clock->MonoMs();
+  for (auto it = tasks_.begin(); it != tasks_.end();) {
+    const Task& task = it->second;
+    const bool finished = task.phase != Phase::kPending && task.phase != Phase::kRunning;
+    if (finished && task.exit_acked && now - task.finished_mono_ms >= options_.finished_retention_ms) {
+      it = tasks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+uint64_t TaskManager::Emit(const TaskId& id, std::string kind, int64_t pid, int32_t exit_code, int32_t signal,
+                           std::string message) {
+  TaskEvent event;
+  event.node = options_.node.name;
+  event.seq = next_seq_++;
+  event.task = id;
+  event.kind = std::move(kind);
+  event.pid = pid;
+  event.exit_code = exit_code;
+  event.signal = signal;
+  event.time_ms = options_.clock->WallMs();
+  event.message = std::move(message);
+  const uint64_t seq = event.seq;
+  outbox_.emplace(seq, std::move(event));
+  return seq;
+}
+
+void TaskManager::AckEvent(uint64_t seq) {
+  auto it = outbox_.find(seq);
+  if (it == outbox_.end()) return;
+  if (auto task = tasks_.find(it->second.task); task != tasks_.end() && task->second.exit_seq == seq) {
+    task->second.exit_acked = true;
+  }
+  outbox_.erase(it);
+}
+
+std::string TaskManager::TerminalState(const Task& task) const {
+  switch (task.phase) {
+    case Phase::kPending:
+    case Phase::kRunning:
+      return std::string(ToString(TaskState::kRunning));
+    case Phase::kExited:
+      if (task.preempted) return std::string(ToString(TaskState::kCancelled));
+      return std::string(ToString(task.exit_code == 0 && task.signal == 0 ? TaskState::kSucceeded
+                                                                          : TaskState::kFailed));
+    case Phase::kFailed:
+      return std::string(ToString(TaskState::kFailed));
+    case Phase::kCancelled:
+      return std::string(ToString(TaskState::kCancelled));
+  }
+  return std::string(ToString(TaskState::kFailed));
+}
+
+bool TaskManager::Idle() const {
+  if (!by_pid_.empty()) return false;
+  for (const TaskId& id : to_start_) {
+    auto it = tasks_.find(id);
+    if (it != tasks_.end() && it->second.phase == Phase::kPending) return false;
+  }
+  return true;
+}
+
+std::vector<TaskId> TaskManager::Running() const {
+  std::vector<TaskId> out;
+  for (const auto& [id, task] : tasks_) {
+    if (task.phase == Phase::kPending || task.phase == Phase::kRunning) out.push_back(id);
+  }
+  return out;
+}
+
+std::vector<TaskReport> TaskManager::Reports() const {
+  std::vector<TaskReport> out;
+  for (const auto& [id, task] : tasks_) {
+    const bool live = task.phase == Phase::kPending || task.phase == Phase::kRunning;
+    if (!live && task.exit_acked) continue;
+    TaskReport report;
+    report.task = id;
+    report.state = TerminalState(task);
+    report.pid = task.pid;
+    report.exit_code = live ? 0 : task.exit_code;
+    report.signal = live ? 0 : task.signal;
+    out.push_back(std::move(report));
+  }
+  return out;
+}
+
+Result<FetchLogReply> TaskManager::TailLog(const TaskId& task, uint64_t max_bytes) const {
+  auto tail = ReadLogTail(TaskLogPath(options_.log_dir, task), max_bytes);
+  if (!tail.ok()) {
+    if (tail.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound("task " + task.ToString() + " has no log on node " + options_.node.name);
+    }
+    return tail.status();
+  }
+  FetchLogReply reply;
+  reply.data = std::move(tail->data);
+  reply.size = tail->size;
+  reply.truncated = tail->truncated;
+  return reply;
+}
+
+}  // namespace gpool::worker

@@ -1,0 +1,138 @@
+// TaskManager: the tasks this node knows, and everything that happens to
+// them. Pure logic: processes go through a ProcessLauncher, time through a
+// Clock, so tests drive it with FakeProcessLauncher and FakeClock.
+//
+// Task lifecycle (one record per TaskId, attempt included):
+//
+//   Bind ──> pending ──Poll──> running ──exit──> exited
+//              │                  │ Preempt: SIGTERM now, SIGKILL at now+grace
+//              │                  └────────────────────────────────> exited
+//              ├──Poll, launch fails──> failed (exit_code 127)
+//              └──Preempt before start──> cancelled (never started)
+//   Preempt of an unknown task ──> cancelled: a tombstone, so a late Bind
+//   for it is accepted (Acked) but never run.
+//
+// Events: every transition the coordinator must hear about becomes a
+// TaskEvent in the outbox with the next seq (1, 2, ...): "started" (pid),
+// "exited" (exit_code, or signal with exit_code = 128+signal; a task
+// cancelled before it started reports signal SIGTERM), "failed" (exit_code
+// 127, message). Events stay in the outbox until AckEvent(seq); the Link
+// resends them. Reports() is what RegisterNode carries: running tasks as
+// "Running" and finished ones whose exit event is not yet acknowledged with
+// their terminal state (Succeeded, Failed, Cancelled).
+//
+// Finished records are kept for `finished_retention_ms` after their exit is
+// acknowledged (so a duplicate Bind is still recognised), then dropped; logs
+// stay on disk and FetchLog finds them by name.
+//
+// Ownership and threads: owned by the Agent, used by one thread (the
+// agent's loop); not thread-safe. Launcher, clock and logger are not owned
+// and must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "protocol/base/clock.h"
+#include "protocol/base/status.h"
+#include "protocol/messages.h"
+#include "protocol/types.h"
+#include "worker/runner/process_launcher.h"
+
+namespace gpool::worker {
+
+struct TaskManagerOptions {
+  NodeSpec node;                               // what this node has (GPU indices, vendors, name)
+  std::string log_dir;                         // <data-dir>/tasks; created by Open
+  std::map<std::string, std::string> base_env;  // inherited by every task (the worker's environ)
+  ProcessLauncher* launcher = nullptr;         // required
+  const Clock* clock = nullptr;                // required
+  std::shared_ptr<spdlog::logger> logger;      // nullptr: spdlog's default
+  int64_t finished_retention_ms = 3'600'000;   // keep acknowledged finished tasks this long
+  size_t max_tasks = 100'000;                  // records of all kinds; Bind beyond: ResourceExhausted
+};
+
+class TaskManager {
+ public:
+  // Checks the options and creates log_dir (with parents).
+  static Result<std::unique_ptr<TaskManager>> Open(TaskManagerOptions options);
+
+  // Accepts a task; the process starts on the next Poll. A TaskId already
+  // known (in any state, tombstones included) is accepted again and changes
+  // nothing. InvalidArgument when the bind does not fit this node.
+  Status Bind(const BindTask& bind);
+
+  // SIGTERM now and SIGKILL at now + grace_ms for a running task; cancels a
+  // pending one; records a tombstone for an unknown one. Never fails.
+  void Preempt(const PreemptTask& preempt);
+
+  // SIGTERM to every live task and cancels pending ones, SIGKILL at
+  // now + grace_ms (shutdown). Later Binds are refused with Unavailable.
+  void StopAll(int64_t grace_ms);
+
+  // Starts pending tasks, reaps exited processes, sends due SIGKILLs and
+  // drops expired records. Call often (every loop turn).
+  void Poll();
+
+  // True when no task process is alive or about to start.
+  bool Idle() const;
+
+  std::vector<TaskId> Running() const;
+  std::vector<TaskReport> Reports() const;
+
+  // Unacknowledged events by seq.
+  const std::map<uint64_t, TaskEvent>& Outbox() const { return outbox_; }
+  // Drops the event from the outbox; unknown or repeated seqs are ignored.
+  void AckEvent(uint64_t seq);
+
+  // The tail of the task's log (FetchLog): at most max_bytes, capped at
+  // 4 MiB. NotFound when it never ran here.
+  Result<FetchLogReply> TailLog(const TaskId& task, uint64_t max_bytes) const;
+
+  const NodeSpec& node() const { return options_.node; }
+
+ private:
+  enum class Phase { kPending, kRunning, kExited, kFailed, kCancelled };
+
+  struct Task {
+    BindTask bind;          // empty for tombstones
+    bool bound = false;     // false for tombstones
+    Phase phase = Phase::kPending;
+    int64_t pid = 0;
+    bool preempted = false;
+    std::string stop_reason;  // why it was preempted or stopped
+    int64_t kill_at_ms = 0;  // monotonic; 0: no SIGKILL scheduled
+    int32_t exit_code = 0;
+    int32_t signal = 0;
+    uint64_t exit_seq = 0;   // seq of the terminal event; 0 before
+    bool exit_acked = false;
+    int64_t finished_mono_ms = 0;
+  };
+
+  explicit TaskManager(TaskManagerOptions options);
+
+  void Start(const TaskId& id, Task& task);
+  void Terminate(const TaskId& id, Task& task, int64_t grace_ms, const std::string& reason);
+  void OnExit(const ExitInfo& exit);
+  void Expire();
+  uint64_t Emit(const TaskId& id, std::string kind, int64_t pid, int32_t exit_code, int32_t signal,
+                std::string message);
+  std::string TerminalState(const Task& task) const;
+
+  TaskManagerOptions options_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::map<TaskId, Task> tasks_;
+  std::map<int64_t, TaskId> by_pid_;     // running processes
+  std::vector<TaskId> to_start_;          // accepted since the last Poll
+  std::map<uint64_t, TaskEvent> outbox_;
+  uint64_t next_seq_ = 1;
+  bool stopping_ = false;
+  int64_t next_expire_ms_ = 0;
+};
+
+}  // namespace gpool::worker

@@ -1,0 +1,336 @@
+#include "worker/runner/task_manager.h"
+
+#include <csignal>
+
+#include <gtest/gtest.h>
+
+#include "worker/runner/fake_process_launcher.h"
+#include "worker/test_util.h"
+
+namespace gpool::worker {
+namespace {
+
+class TaskManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    node_.name = "n1";
+    node_.cpu_milli = 64000;
+    node_.memory_mib = 512 * 1024;
+    for (uint32_t i = 0; i < 4; ++i) {
+      GpuInfo gpu;
+      gpu.index = i;
+      gpu.uuid = "GPU-n1-" + std::to_string(i);
+      node_.gpus.push_back(gpu);
+    }
+    TaskManagerOptions options;
+    options.node = node_;
+    options.log_dir = dir_.path() + "/tasks";
+    options.base_env = {{"PATH", "/usr/bin:/bin"}};
+    options.launcher = &launcher_;
+    options.clock = &clock_;
+    options.logger = log_.logger();
+    options.finished_retention_ms = 60'000;
+    auto tm = TaskManager::Open(std::move(options));
+    ASSERT_TRUE(tm.ok()) << tm.status().ToString();
+    tm_ = std::move(tm.value());
+  }
+
+  static BindTask MakeBind(uint64_t job, uint32_t index, std::vector<uint32_t> gpus = {}) {
+    BindTask bind;
+    bind.task = TaskId{JobId(job), index, 0};
+    bind.job_name = "job" + std::to_string(job);
+    bind.num_tasks = 2;
+    bind.command = {"python", "train.py", "--epochs", "3"};
+    bind.env = {{"LR", "0.1"}};
+    bind.gpu_indices = std::move(gpus);
+    return bind;
+  }
+
+  static PreemptTask MakePreempt(uint64_t job, uint32_t index, uint32_t grace_ms) {
+    PreemptTask p;
+    p.task = TaskId{JobId(job), index, 0};
+    p.grace_ms = grace_ms;
+    p.reason = "higher priority job";
+    return p;
+  }
+
+  std::vector<TaskEvent> Events() const {
+    std::vector<TaskEvent> out;
+    for (const auto& [seq, event] : tm_->Outbox()) out.push_back(event);
+    return out;
+  }
+
+  static bool HasEnv(const LaunchRequest& request, const std::string& entry) {
+    for (const auto& e : request.env) {
+      if (e == entry) return true;
+    }
+    return false;
+  }
+
+  NodeSpec node_;
+  FakeClock clock_;
+  FakeProcessLauncher launcher_;
+  testing::TempDir dir_;
+  testing::CapturedLog log_;
+  std::unique_ptr<TaskManager> tm_;
+};
+
+TEST_F(TaskManagerTest, BindStartsOnNextPollWithEnvironmentAndLog) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(17, 0, {1, 3})).ok());
+  EXPECT_TRUE(launcher_.launched().empty()) << "Ack first, start on the next Poll";
+  EXPECT_FALSE(tm_->Idle());
+  tm_->Poll();
+  ASSERT_EQ(launcher_.launched().size(), 1u);
+  const LaunchRequest& request = launcher_.launched()[0].request;
+  EXPECT_EQ(request.argv, (std::vector<std::string>{"python", "train.py", "--epochs", "3"}));
+  EXPECT_EQ(request.log_path, dir_.path() + "/tasks/17.0.0.log");
+  EXPECT_TRUE(HasEnv(request, "CUDA_VISIBLE_DEVICES=1,3"));
+  EXPECT_TRUE(HasEnv(request, "NVIDIA_VISIBLE_DEVICES=GPU-n1-1,GPU-n1-3"));
+  EXPECT_TRUE(HasEnv(request, "GPOOL_JOB_ID=17"));
+  EXPECT_TRUE(HasEnv(request, "GPOOL_JOB_NAME=job17"));
+  EXPECT_TRUE(HasEnv(request, "GPOOL_TASK_INDEX=0"));
+  EXPECT_TRUE(HasEnv(request, "GPOOL_NUM_TASKS=2"));
+  EXPECT_TRUE(HasEnv(request, "GPOOL_TASK_ATTEMPT=0"));
+  EXPECT_TRUE(HasEnv(request, "GPOOL_NODE_NAME=n1"));
+  EXPECT_TRUE(HasEnv(request, "GPOOL_GPU_UUIDS=GPU-n1-1,GPU-n1-3"));
+  EXPECT_TRUE(HasEnv(request, "LR=0.1"));
+  EXPECT_TRUE(HasEnv(request, "PATH=/usr/bin:/bin"));
+
+  auto events = Events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].seq, 1u);
+  EXPECT_EQ(events[0].kind, "started");
+  EXPECT_EQ(events[0].node, "n1");
+  EXPECT_EQ(events[0].pid, launcher_.launched()[0].pid);
+  EXPECT_EQ(events[0].time_ms, clock_.WallMs());
+  EXPECT_EQ(tm_->Running(), std::vector<TaskId>{(TaskId{JobId(17), 0, 0})});
+  EXPECT_TRUE(log_.Contains("task started task=17.0"));
+}
+
+TEST_F(TaskManagerTest, RebindIsIdempotentInEveryState) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(1, 0)).ok());
+  ASSERT_TRUE(tm_->Bind(MakeBind(1, 0)).ok());  // pending
+  tm_->Poll();
+  ASSERT_TRUE(tm_->Bind(MakeBind(1, 0)).ok());  // running
+  tm_->Poll();
+  launcher_.Exit(launcher_.launched()[0].pid, 0);
+  tm_->Poll();
+  ASSERT_TRUE(tm_->Bind(MakeBind(1, 0)).ok());  // finished
+  tm_->Poll();
+  EXPECT_EQ(launcher_.launched().size(), 1u);
+  // Another attempt of the same replica is a different task.
+  BindTask retry = MakeBind(1, 0);
+  retry.task.attempt = 1;
+  ASSERT_TRUE(tm_->Bind(retry).ok());
+  tm_->Poll();
+  EXPECT_EQ(launcher_.launched().size(), 2u);
+}
+
+TEST_F(TaskManagerTest, BadGpuIndexIsRefusedAndNothingRecorded) {
+  Status s = tm_->Bind(MakeBind(2, 0, {0, 4}));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("gpu_indices[1]: GPU 4 does not exist"), std::string::npos) << s.message();
+  tm_->Poll();
+  EXPECT_TRUE(launcher_.launched().empty());
+  EXPECT_TRUE(tm_->Outbox().empty());
+  EXPECT_TRUE(tm_->Bind(MakeBind(2, 0, {0})).ok()) << "a corrected bind is accepted";
+}
+
+TEST_F(TaskManagerTest, ExitEventsAndReports) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(3, 0)).ok());
+  ASSERT_TRUE(tm_->Bind(MakeBind(3, 1)).ok());
+  tm_->Poll();
+  const int64_t pid0 = launcher_.launched()[0].pid;
+  const int64_t pid1 = launcher_.launched()[1].pid;
+  auto reports = tm_->Reports();
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].state, "Running");
+  EXPECT_EQ(reports[0].pid, pid0);
+
+  launcher_.Exit(pid0, 0);
+  launcher_.Exit(pid1, 3);
+  tm_->Poll();
+  auto events = Events();
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[2].kind, "exited");
+  EXPECT_EQ(events[2].exit_code, 0);
+  EXPECT_EQ(events[3].kind, "exited");
+  EXPECT_EQ(events[3].exit_code, 3);
+  EXPECT_EQ(events[3].signal, 0);
+  EXPECT_EQ(events[3].pid, pid1);
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq, i + 1);
+
+  reports = tm_->Reports();
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].state, "Succeeded");
+  EXPECT_EQ(reports[1].state, "Failed");
+  EXPECT_EQ(reports[1].exit_code, 3);
+  EXPECT_TRUE(tm_->Running().empty());
+  EXPECT_TRUE(tm_->Idle());
+
+  tm_->AckEvent(events[3].seq);
+  reports = tm_->Reports();
+  ASSERT_EQ(reports.size(), 1u) << "an acknowledged exit is no longer reported";
+  EXPECT_EQ(reports[0].task.index, 0u);
+}
+
+TEST_F(TaskManagerTest, AckRemovesOnlyThatSeq) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(4, 0)).ok());
+  ASSERT_TRUE(tm_->Bind(MakeBind(4, 1)).ok());
+  ASSERT_TRUE(tm_->Bind(MakeBind(4, 2)).ok());
+  tm_->Poll();
+  ASSERT_EQ(tm_->Outbox().size(), 3u);
+  tm_->AckEvent(2);
+  tm_->AckEvent(2);
+  tm_->AckEvent(99);
+  std::vector<uint64_t> seqs;
+  for (const auto& [seq, event] : tm_->Outbox()) seqs.push_back(seq);
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{1, 3}));
+}
+
+TEST_F(TaskManagerTest, PreemptSendsSigtermThenSigkillAfterGrace) {
+  launcher_.IgnoreSignal(SIGTERM);  // a task that traps SIGTERM
+  ASSERT_TRUE(tm_->Bind(MakeBind(5, 0)).ok());
+  tm_->Poll();
+  const int64_t pid = launcher_.launched()[0].pid;
+  tm_->Preempt(MakePreempt(5, 0, 5000));
+  ASSERT_EQ(launcher_.signals().size(), 1u);
+  EXPECT_EQ(launcher_.signals()[0], std::make_pair(pid, SIGTERM));
+
+  clock_.Advance(4999);
+  tm_->Poll();
+  EXPECT_EQ(launcher_.signals().size(), 1u) << "no SIGKILL before the grace period ends";
+  EXPECT_TRUE(launcher_.IsRunning(pid));
+
+  clock_.Advance(1);
+  tm_->Poll();
+  ASSERT_EQ(launcher_.signals().size(), 2u);
+  EXPECT_EQ(launcher_.signals()[1], std::make_pair(pid, SIGKILL));
+  tm_->Poll();  // reaps
+  auto events = Events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].kind, "exited");
+  EXPECT_EQ(events[1].signal, SIGKILL);
+  EXPECT_EQ(events[1].exit_code, 128 + SIGKILL);
+  ASSERT_EQ(tm_->Reports().size(), 1u);
+  EXPECT_EQ(tm_->Reports()[0].state, "Cancelled");
+  clock_.Advance(100'000);
+  tm_->Poll();
+  EXPECT_EQ(launcher_.signals().size(), 2u) << "SIGKILL is sent once";
+}
+
+TEST_F(TaskManagerTest, PreemptedTaskThatStopsOnSigtermIsNotKilled) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(6, 0)).ok());
+  tm_->Poll();
+  tm_->Preempt(MakePreempt(6, 0, 1000));
+  tm_->Poll();
+  clock_.Advance(5000);
+  tm_->Poll();
+  ASSERT_EQ(launcher_.signals().size(), 1u);
+  EXPECT_EQ(launcher_.signals()[0].second, SIGTERM);
+  auto events = Events();
+  EXPECT_EQ(events.back().signal, SIGTERM);
+  EXPECT_EQ(events.back().exit_code, 128 + SIGTERM);
+  tm_->Preempt(MakePreempt(6, 0, 1000));  // again, after exit: no effect
+  EXPECT_EQ(launcher_.signals().size(), 1u);
+}
+
+TEST_F(TaskManagerTest, TombstoneBlocksLateBind) {
+  tm_->Preempt(MakePreempt(7, 0, 1000));
+  auto events = Events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, "exited");
+  EXPECT_EQ(events[0].signal, SIGTERM);
+  ASSERT_TRUE(tm_->Bind(MakeBind(7, 0)).ok()) << "a late bind is accepted...";
+  tm_->Poll();
+  EXPECT_TRUE(launcher_.launched().empty()) << "...but never run";
+  EXPECT_EQ(tm_->Outbox().size(), 1u);
+  ASSERT_EQ(tm_->Reports().size(), 1u);
+  EXPECT_EQ(tm_->Reports()[0].state, "Cancelled");
+}
+
+TEST_F(TaskManagerTest, PreemptBeforeStartCancels) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(8, 0)).ok());
+  tm_->Preempt(MakePreempt(8, 0, 1000));
+  tm_->Poll();
+  EXPECT_TRUE(launcher_.launched().empty());
+  EXPECT_TRUE(tm_->Idle());
+  auto events = Events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, "exited");
+}
+
+TEST_F(TaskManagerTest, LaunchFailureIsAFailedEvent) {
+  launcher_.FailNextLaunch(Status::NotFound("cannot run 'nope': No such file or directory"));
+  ASSERT_TRUE(tm_->Bind(MakeBind(9, 0)).ok());
+  tm_->Poll();
+  auto events = Events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, "failed");
+  EXPECT_EQ(events[0].exit_code, 127);
+  EXPECT_EQ(events[0].message, "cannot run 'nope': No such file or directory");
+  ASSERT_EQ(tm_->Reports().size(), 1u);
+  EXPECT_EQ(tm_->Reports()[0].state, "Failed");
+  EXPECT_TRUE(tm_->Idle());
+}
+
+TEST_F(TaskManagerTest, StopAllTerminatesEverythingAndRefusesNewBinds) {
+  launcher_.IgnoreSignal(SIGTERM);
+  ASSERT_TRUE(tm_->Bind(MakeBind(10, 0)).ok());
+  ASSERT_TRUE(tm_->Bind(MakeBind(10, 1)).ok());
+  tm_->Poll();
+  ASSERT_TRUE(tm_->Bind(MakeBind(10, 2)).ok());  // pending at shutdown
+  tm_->StopAll(5000);
+  EXPECT_EQ(tm_->Bind(MakeBind(11, 0)).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(launcher_.signals().size(), 2u);
+  tm_->Poll();
+  EXPECT_EQ(launcher_.launched().size(), 2u) << "the pending task is never started";
+  EXPECT_FALSE(tm_->Idle());
+  clock_.Advance(5000);
+  tm_->Poll();
+  tm_->Poll();
+  EXPECT_TRUE(tm_->Idle());
+  EXPECT_EQ(launcher_.signals().size(), 4u);
+  EXPECT_EQ(launcher_.signals()[3].second, SIGKILL);
+}
+
+TEST_F(TaskManagerTest, TailLog) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(12, 0)).ok());
+  tm_->Poll();
+  const std::string path = launcher_.launched()[0].request.log_path;
+  std::ofstream(path) << "line 1\nline 2\n";
+  auto tail = tm_->TailLog(TaskId{JobId(12), 0, 0}, 7);
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  EXPECT_EQ(tail->data, "line 2\n");
+  EXPECT_EQ(tail->size, 14u);
+  EXPECT_TRUE(tail->truncated);
+  EXPECT_EQ(tm_->TailLog(TaskId{JobId(99), 0, 0}, 7).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(TaskManagerTest, AcknowledgedFinishedTasksExpireAfterRetention) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(13, 0)).ok());
+  tm_->Poll();
+  launcher_.Exit(launcher_.launched()[0].pid, 0);
+  tm_->Poll();
+  tm_->AckEvent(1);
+  tm_->AckEvent(2);
+  clock_.Advance(59'000);
+  tm_->Poll();
+  ASSERT_TRUE(tm_->Bind(MakeBind(13, 0)).ok());
+  tm_->Poll();
+  EXPECT_EQ(launcher_.launched().size(), 1u) << "still remembered within the retention";
+  clock_.Advance(11'000);
+  tm_->Poll();
+  ASSERT_TRUE(tm_->Bind(MakeBind(13, 0)).ok());
+  tm_->Poll();
+  EXPECT_EQ(launcher_.launched().size(), 2u) << "forgotten after the retention";
+}
+
+TEST(TaskManagerOpenTest, RequiresLauncherAndClock) {
+  TaskManagerOptions options;
+  options.log_dir = "/tmp";
+  EXPECT_EQ(TaskManager::Open(options).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gpool::worker
