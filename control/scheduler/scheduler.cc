@@ -9,6 +9,14 @@ namespace {
 
 using topology::NodeView;
 
+// A node as the cycle sees it: the view plus GPU counts kept up to date as
+// tasks are tentatively placed, so checks and scores never rescan the GPUs.
+struct WorkingNode {
+  NodeView view;
+  uint32_t free_gpus = 0;
+  uint32_t usable_gpus = 0;
+};
+
 // The reasons a node can reject a task, in the order they are checked.
 enum class Reject { kNotReady, kCordoned, kGpus, kCpu, kMemory };
 
@@ -23,12 +31,12 @@ std::string_view RejectText(Reject reason) {
   return "unknown";
 }
 
-std::optional<Reject> CheckFeasible(const NodeView& node, const Resources& need) {
-  if (!node.ready) return Reject::kNotReady;
-  if (node.cordoned) return Reject::kCordoned;
-  if (node.FreeGpus() < need.gpus) return Reject::kGpus;
-  if (node.cpu_milli_free < need.cpu_milli) return Reject::kCpu;
-  if (node.memory_mib_free < need.memory_mib) return Reject::kMemory;
+std::optional<Reject> CheckFeasible(const WorkingNode& node, const Resources& need) {
+  if (!node.view.ready) return Reject::kNotReady;
+  if (node.view.cordoned) return Reject::kCordoned;
+  if (node.free_gpus < need.gpus) return Reject::kGpus;
+  if (node.view.cpu_milli_free < need.cpu_milli) return Reject::kCpu;
+  if (node.view.memory_mib_free < need.memory_mib) return Reject::kMemory;
   return std::nullopt;
 }
 
@@ -36,9 +44,10 @@ uint64_t Permille(uint64_t used, uint64_t total) { return total == 0 ? 1000 : us
 
 // Utilisation of the node after placing `need`, GPUs weighted highest because
 // they are the scarce resource whole-node jobs wait for.
-int64_t Score(const NodeView& node, const Resources& need, Strategy strategy) {
-  const uint64_t usable = node.UsableGpus();
-  const uint64_t gpus_used_after = usable - node.FreeGpus() + need.gpus;
+int64_t Score(const WorkingNode& working, const Resources& need, Strategy strategy) {
+  const NodeView& node = working.view;
+  const uint64_t usable = working.usable_gpus;
+  const uint64_t gpus_used_after = usable - working.free_gpus + need.gpus;
   const uint64_t cpu_used_after = node.cpu_milli_total - node.cpu_milli_free + need.cpu_milli;
   const uint64_t mem_used_after = node.memory_mib_total - node.memory_mib_free + need.memory_mib;
   const int64_t utilisation = static_cast<int64_t>(10 * Permille(gpus_used_after, usable) +
@@ -47,9 +56,10 @@ int64_t Score(const NodeView& node, const Resources& need, Strategy strategy) {
   return strategy == Strategy::kBinpack ? utilisation : -utilisation;
 }
 
-std::vector<uint32_t> TakeGpus(NodeView& node, uint32_t count) {
+std::vector<uint32_t> TakeGpus(WorkingNode& working, uint32_t count) {
   std::vector<uint32_t> taken;
-  for (auto& gpu : node.gpus) {
+  working.free_gpus -= count;
+  for (auto& gpu : working.view.gpus) {
     if (taken.size() == count) break;
     if (gpu.healthy && !gpu.allocated) {
       gpu.allocated = true;
@@ -59,7 +69,9 @@ std::vector<uint32_t> TakeGpus(NodeView& node, uint32_t count) {
   return taken;
 }
 
-void Release(NodeView& node, const Placement& placement) {
+void Release(WorkingNode& working, const Placement& placement) {
+  NodeView& node = working.view;
+  working.free_gpus += static_cast<uint32_t>(placement.gpu_indices.size());
   for (uint32_t index : placement.gpu_indices) {
     for (auto& gpu : node.gpus) {
       if (gpu.index == index) gpu.allocated = false;
@@ -125,8 +137,10 @@ Result<Strategy> StrategyFromName(std::string_view name) {
 
 Plan Schedule(const topology::ClusterView& view, const SchedulerOptions& options) {
   Plan plan;
-  std::vector<NodeView> nodes = view.nodes;
-  const LargestNode largest = Largest(nodes);
+  const LargestNode largest = Largest(view.nodes);
+  std::vector<WorkingNode> nodes;
+  nodes.reserve(view.nodes.size());
+  for (const auto& node : view.nodes) nodes.push_back(WorkingNode{node, node.FreeGpus(), node.UsableGpus()});
 
   std::vector<const topology::PendingJob*> order;
   order.reserve(view.pending.size());
@@ -158,11 +172,11 @@ Plan Schedule(const topology::ClusterView& view, const SchedulerOptions& options
         reasons = Explain(task, rejects, nodes.size(), largest);
         break;
       }
-      NodeView& node = nodes[*best];
-      Placement placement{job->id, task.index, node.name, TakeGpus(node, task.resources.gpus),
+      WorkingNode& node = nodes[*best];
+      Placement placement{job->id, task.index, node.view.name, TakeGpus(node, task.resources.gpus),
                           task.resources.cpu_milli, task.resources.memory_mib};
-      node.cpu_milli_free -= task.resources.cpu_milli;
-      node.memory_mib_free -= task.resources.memory_mib;
+      node.view.cpu_milli_free -= task.resources.cpu_milli;
+      node.view.memory_mib_free -= task.resources.memory_mib;
       tentative.emplace_back(*best, std::move(placement));
     }
     if (!reasons.empty()) {
