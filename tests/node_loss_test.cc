@@ -1,0 +1,93 @@
+// A worker that dies is marked NotReady after the node timeout; when it comes
+// back without its task, the task is Lost, the job fails, and the GPUs it held
+// are free again. Another job then runs on the same node.
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "tests/local_cluster.h"
+
+namespace gpool::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string NodeState(LocalCluster& cluster, const std::string& node) {
+  ClientOptions options;
+  options.endpoints = cluster.client_endpoint();
+  auto client = Client::Connect(options);
+  if (!client.ok()) return "";
+  auto nodes = (*client)->ListNodes();
+  if (!nodes.ok()) return "";
+  for (const auto& n : nodes->nodes) {
+    if (n.name == node) return n.state;
+  }
+  return "";
+}
+
+TEST(NodeLossTest, DeadWorkerGoesNotReadyAndItsTaskIsLostWhenItReturns) {
+  LocalClusterOptions options;
+  options.workers = 1;
+  LocalCluster cluster(options);
+  cluster.StartCoordinator();
+  cluster.StartWorkers();
+  ASSERT_TRUE(WaitFor([&] { return cluster.AllNodesReady(); }, 30s));
+
+  ClientOptions client_options;
+  client_options.endpoints = cluster.client_endpoint();
+  auto client = Client::Connect(client_options);
+  ASSERT_TRUE(client.ok());
+  JobSpec spec;
+  spec.name = "long";
+  TaskGroupSpec group;
+  group.command = {"sleep", "300"};
+  group.resources.gpus = 2;
+  spec.tasks.push_back(group);
+  auto job = (*client)->Submit(spec, "");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  int64_t pid = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto detail = (*client)->GetJob(JobId(job->job_id));
+        if (!detail.ok() || detail->tasks[0].state != "Running") return false;
+        pid = detail->tasks[0].pid;
+        return true;
+      },
+      20s));
+
+  // SIGKILL the worker: its task dies with it (parent-death signal).
+  cluster.worker(0)->Kill();
+  EXPECT_TRUE(WaitFor([&] { return !PidAlive(static_cast<pid_t>(pid)); }, 10s));
+  ASSERT_TRUE(WaitFor([&] { return NodeState(cluster, cluster.NodeName(0)) == "NotReady"; }, 15s));
+  // Until the node reports back, the coordinator cannot know the task is gone.
+  auto while_down = (*client)->GetJob(JobId(job->job_id));
+  ASSERT_TRUE(while_down.ok());
+  EXPECT_EQ(while_down->tasks[0].state, "Running");
+
+  cluster.StartWorker(0);
+  ASSERT_TRUE(WaitFor([&] { return NodeState(cluster, cluster.NodeName(0)) == "Ready"; }, 20s));
+  auto failed = (*client)->GetJob(JobId(job->job_id));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        failed = (*client)->GetJob(JobId(job->job_id));
+        return failed.ok() && failed->summary.state == "Failed";
+      },
+      10s));
+  EXPECT_EQ(failed->tasks[0].state, "Lost");
+  EXPECT_NE(failed->summary.reason.find("lost"), std::string::npos) << failed->summary.reason;
+
+  // The node's GPUs are free again and new work runs there.
+  spec.name = "after";
+  spec.tasks[0].command = {"true"};
+  spec.tasks[0].resources.gpus = 4;
+  auto after = (*client)->Submit(spec, "");
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto detail = (*client)->GetJob(JobId(after->job_id));
+        return detail.ok() && detail->summary.state == "Succeeded";
+      },
+      20s));
+}
+
+}  // namespace
+}  // namespace gpool::testing
