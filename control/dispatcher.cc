@@ -69,13 +69,7 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     bind.command = group.command;
     bind.env = group.env;
     bind.gpu_indices = task.gpu_indices;
-    if (const auto* node = state_.FindNode(task.node)) {
-      for (uint32_t index : task.gpu_indices) {
-        for (const auto& gpu : node->spec.gpus) {
-          if (gpu.index == index) bind.gpu_uuids.push_back(gpu.uuid);
-        }
-      }
-    }
+    bind.gpu_uuids = state_.GpuUuids(task);
     bind.cpu_milli = task.cpu_milli;
     bind.memory_mib = task.memory_mib;
     frame = MakeFrame(request_id, proposer_.epoch(), bind);

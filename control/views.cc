@@ -38,13 +38,7 @@ TaskInfo ToTaskInfo(const state::JobRecord& job, const state::TaskRecord& task, 
   t.state = std::string(ToString(task.state));
   t.node = task.node;
   t.gpu_indices = task.gpu_indices;
-  if (const auto* node = state.FindNode(task.node)) {
-    for (uint32_t index : task.gpu_indices) {
-      for (const auto& gpu : node->spec.gpus) {
-        if (gpu.index == index) t.gpu_uuids.push_back(gpu.uuid);
-      }
-    }
-  }
+  t.gpu_uuids = state.GpuUuids(task);
   t.cpu_milli = task.cpu_milli;
   t.memory_mib = task.memory_mib;
   t.pid = task.pid;

@@ -21,8 +21,12 @@ struct Resources {
   uint64_t cpu_milli = 0;
   uint64_t memory_mib = 0;
 
-  void Pack(wire::Packer& p) const;
-  void Unpack(wire::ObjectReader& r);
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("gpus", gpus);
+    v.Optional("cpu_milli", cpu_milli);
+    v.Optional("memory_mib", memory_mib);
+  }
   bool operator==(const Resources&) const = default;
 };
 
@@ -34,8 +38,14 @@ struct TaskGroupSpec {
   std::map<std::string, std::string> env;
   Resources resources;
 
-  void Pack(wire::Packer& p) const;
-  void Unpack(wire::ObjectReader& r);
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("name", name);
+    v.Optional("replicas", replicas);
+    v.Required("command", command);
+    v.Optional("env", env);
+    v.Optional("resources", resources);
+  }
   bool operator==(const TaskGroupSpec&) const = default;
 };
 
@@ -46,8 +56,13 @@ struct JobSpec {
   std::vector<TaskGroupSpec> tasks;
 
   uint32_t TotalTasks() const;
-  void Pack(wire::Packer& p) const;
-  void Unpack(wire::ObjectReader& r);
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("name", name);
+    v.Optional("queue", queue);
+    v.Optional("priority", priority);
+    v.Required("tasks", tasks);
+  }
   bool operator==(const JobSpec&) const = default;
 };
 
@@ -61,8 +76,17 @@ struct GpuInfo {
   std::vector<uint32_t> nvlink_peers;
   bool healthy = true;
 
-  void Pack(wire::Packer& p) const;
-  void Unpack(wire::ObjectReader& r);
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("index", index);
+    v.Required("uuid", uuid);
+    v.Optional("vendor", vendor);
+    v.Optional("model", model);
+    v.Optional("memory_mib", memory_mib);
+    v.Optional("numa", numa);
+    v.Optional("nvlink_peers", nvlink_peers);
+    v.Optional("healthy", healthy);
+  }
   bool operator==(const GpuInfo&) const = default;
 };
 
@@ -71,8 +95,12 @@ struct NumaInfo {
   uint64_t cpu_milli = 0;
   uint64_t memory_mib = 0;
 
-  void Pack(wire::Packer& p) const;
-  void Unpack(wire::ObjectReader& r);
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("id", id);
+    v.Optional("cpu_milli", cpu_milli);
+    v.Optional("memory_mib", memory_mib);
+  }
   bool operator==(const NumaInfo&) const = default;
 };
 
@@ -81,8 +109,12 @@ struct NicInfo {
   std::string leaf_switch;
   uint32_t speed_gbps = 0;
 
-  void Pack(wire::Packer& p) const;
-  void Unpack(wire::ObjectReader& r);
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("name", name);
+    v.Optional("leaf_switch", leaf_switch);
+    v.Optional("speed_gbps", speed_gbps);
+  }
   bool operator==(const NicInfo&) const = default;
 };
 
@@ -97,8 +129,17 @@ struct NodeSpec {
   std::vector<NicInfo> nics;
   std::map<std::string, std::string> labels;
 
-  void Pack(wire::Packer& p) const;
-  void Unpack(wire::ObjectReader& r);
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("name", name);
+    v.Optional("hostname", hostname);
+    v.Required("cpu_milli", cpu_milli);
+    v.Required("memory_mib", memory_mib);
+    v.Optional("gpus", gpus);
+    v.Optional("numa", numa);
+    v.Optional("nics", nics);
+    v.Optional("labels", labels);
+  }
   bool operator==(const NodeSpec&) const = default;
 };
 

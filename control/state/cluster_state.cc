@@ -49,6 +49,18 @@ const TaskRecord* ClusterState::FindTask(const TaskId& id) const {
   return task.id == id ? &task : nullptr;
 }
 
+std::vector<std::string> ClusterState::GpuUuids(const TaskRecord& task) const {
+  std::vector<std::string> uuids;
+  const NodeRecord* node = FindNode(task.node);
+  if (node == nullptr) return uuids;
+  for (uint32_t index : task.gpu_indices) {
+    for (const auto& gpu : node->spec.gpus) {
+      if (gpu.index == index) uuids.push_back(gpu.uuid);
+    }
+  }
+  return uuids;
+}
+
 ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& cmd) {
   ApplyResult result;
   result.status = ValidateNodeSpec(cmd.node);

@@ -47,6 +47,8 @@ class ClusterState {
   const NodeRecord* FindNode(std::string_view name) const;
   const JobRecord* FindJob(JobId id) const;
   const TaskRecord* FindTask(const TaskId& id) const;
+  // The UUIDs of the GPUs a task holds, in the order of its gpu_indices.
+  std::vector<std::string> GpuUuids(const TaskRecord& task) const;
   // Tasks bound or running: those the dispatcher must keep in step with workers.
   const std::set<TaskId>& active_tasks() const { return active_; }
   const std::set<uint64_t>& pending_jobs() const { return pending_; }
