@@ -102,7 +102,10 @@ class ZmqClient final : public Client {
     try {
       auto socket = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::dealer);
       socket->set(zmq::sockopt::linger, 0);
-      socket->set(zmq::sockopt::sndtimeo, std::max(1, options_.timeout_ms));
+      // Queue nothing until a connection is up: a send that cannot complete
+      // within the connect timeout means nobody is listening.
+      socket->set(zmq::sockopt::immediate, 1);
+      socket->set(zmq::sockopt::sndtimeo, std::max(1, std::min(options_.connect_timeout_ms, options_.timeout_ms)));
       socket->connect(endpoint());
       socket_ = std::move(socket);
     } catch (const zmq::error_t& e) {
@@ -164,11 +167,18 @@ class ZmqClient final : public Client {
       header.sender = options_.sender;
       header.token = options_.token;
       std::string frame = EncodeEnvelope(header, request);
-      // Blocks at most timeout_ms (ZMQ_SNDTIMEO); not sent counts as not answered.
+      // Blocks at most connect_timeout_ms (ZMQ_SNDTIMEO with ZMQ_IMMEDIATE).
       bool sent = socket_->send(zmq::buffer(frame), zmq::send_flags::none).has_value();
+      if (!sent) {
+        last = Status::Unavailable("cannot connect to the coordinator at " + endpoint() + " (nothing accepted a " +
+                                   "connection within " + std::to_string(options_.connect_timeout_ms) +
+                                   " ms; is it running?)");
+        CloseSocket();
+        NextEndpoint();
+        continue;
+      }
 
-      Result<std::optional<Envelope>> reply = std::optional<Envelope>();
-      if (sent) reply = Await(id, timeout);
+      Result<std::optional<Envelope>> reply = Await(id, timeout);
       if (!reply.ok()) return reply.status();  // Malformed
 
       if (!reply->has_value()) {

@@ -48,6 +48,10 @@ struct ClientOptions {
   std::string token;
   // How long one attempt waits for its reply.
   int timeout_ms = 5000;
+  // How long an attempt waits for a TCP connection before giving up on that
+  // endpoint, so a coordinator that is down is reported in about a second
+  // rather than after the whole reply timeout.
+  int connect_timeout_ms = 1000;
   // How many times a request is re-sent after a timeout or a NotLeader
   // redirect; at most 1 + retries attempts in all.
   int retries = 3;

@@ -383,3 +383,33 @@ TEST(ClientTest, IdempotencyKeysAreRandom) {
 
 }  // namespace
 }  // namespace gpool
+
+namespace gpool {
+namespace {
+
+// Nothing listens on the port: the client says so after the connect timeout,
+// not after the (much longer) reply timeout.
+TEST(ClientConnectTest, UnreachableCoordinatorFailsFastWithAClearMessage) {
+  zmq::context_t context;
+  zmq::socket_t probe(context, zmq::socket_type::router);
+  probe.bind("tcp://127.0.0.1:*");
+  const std::string endpoint = probe.get(zmq::sockopt::last_endpoint);
+  probe.close();  // the port is now free and nobody listens on it
+
+  ClientOptions options;
+  options.endpoints = endpoint;
+  options.timeout_ms = 60'000;
+  options.connect_timeout_ms = 200;
+  options.retries = 0;
+  auto client = Client::Connect(options);
+  ASSERT_TRUE(client.ok());
+  const auto start = std::chrono::steady_clock::now();
+  auto reply = (*client)->ListNodes();
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(reply.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(reply.status().message().find("cannot connect"), std::string::npos) << reply.status().message();
+  EXPECT_LT(waited, std::chrono::seconds(30));
+}
+
+}  // namespace
+}  // namespace gpool
