@@ -5,6 +5,10 @@
 namespace gpool::control {
 
 bool SchedulerDriver::Tick(int64_t now_ms) {
+  if (reasons_deferred_ && now_ms - last_reasons_ms_ >= options_.reasons_interval_ms) {
+    reasons_deferred_ = false;
+    dirty_ = true;
+  }
   if (!dirty_ || in_flight_ || now_ms - last_run_ms_ < options_.interval_ms) return false;
   dirty_ = false;
   last_run_ms_ = now_ms;
@@ -24,6 +28,11 @@ bool SchedulerDriver::Tick(int64_t now_ms) {
     cmd.reasons.push_back(state::PlanReasons{pending.job.value(), std::move(pending.reasons)});
   }
   if (cmd.binds.empty() && cmd.reasons.empty()) return false;
+  if (cmd.binds.empty() && now_ms - last_reasons_ms_ < options_.reasons_interval_ms) {
+    reasons_deferred_ = true;  // run again once the interval has passed
+    return false;
+  }
+  if (!cmd.reasons.empty()) last_reasons_ms_ = now_ms;
   spdlog::debug("scheduling cycle binds={} pending={}", cmd.binds.size(), plan.pending.size());
   in_flight_ = true;
   proposer_.Propose(std::move(cmd), [this](const state::ApplyResult& result) {

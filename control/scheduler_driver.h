@@ -20,6 +20,10 @@ namespace gpool::control {
 struct SchedulerDriverOptions {
   scheduler::SchedulerOptions policy;
   int64_t interval_ms = 10;
+  // Pending reasons change whenever capacity does ("3 nodes" becomes "4
+  // nodes"); a plan that carries only reasons is committed at most this often
+  // so explanations stay current without flooding the log.
+  int64_t reasons_interval_ms = 1000;
 };
 
 class SchedulerDriver {
@@ -40,6 +44,8 @@ class SchedulerDriver {
   bool dirty_ = true;
   bool in_flight_ = false;
   int64_t last_run_ms_ = INT64_MIN / 2;
+  int64_t last_reasons_ms_ = INT64_MIN / 2;
+  bool reasons_deferred_ = false;
   uint64_t cycles_ = 0;
 };
 

@@ -83,7 +83,7 @@ echo; echo "== waiting for the jobs to finish"
 run wait "$hello" --timeout 60
 run wait "$train" --timeout 60
 run wait "$full" --timeout 60
-run jobs
+run jobs --all
 run job "$train"
 run logs "$train.0"
 run logs "$hello.1"

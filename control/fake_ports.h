@@ -1,0 +1,51 @@
+// Test doubles for the coordinator's ports: a Proposer that applies commands
+// to a ClusterState at once (as if every proposal committed instantly) and an
+// Outbox that records frames. Components can then be tested without sockets,
+// logs or threads.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "control/ports.h"
+
+namespace gpool::control {
+
+class ImmediateProposer final : public Proposer {
+ public:
+  explicit ImmediateProposer(state::ClusterState& state, int64_t time_ms = 1'000'000)
+      : state_(state), time_ms_(time_ms) {}
+
+  void Propose(state::CommandBody body, ApplyCallback done) override {
+    proposed_.push_back(std::string(state::CommandName(body)));
+    state::ApplyResult result = state_.Apply(++index_, state::Command{time_ms_, std::move(body)});
+    done(result);
+  }
+  uint64_t epoch() const override { return epoch_; }
+
+  void set_epoch(uint64_t epoch) { epoch_ = epoch; }
+  const std::vector<std::string>& proposed() const { return proposed_; }
+  void clear() { proposed_.clear(); }
+
+ private:
+  state::ClusterState& state_;
+  int64_t time_ms_;
+  uint64_t index_ = 0;
+  uint64_t epoch_ = 1;
+  std::vector<std::string> proposed_;
+};
+
+class RecordingOutbox final : public Outbox {
+ public:
+  struct Sent {
+    bool to_worker = false;
+    std::string peer;
+    std::string frame;
+  };
+  void ToClient(const std::string& peer, std::string frame) override { sent.push_back({false, peer, std::move(frame)}); }
+  void ToWorker(const std::string& peer, std::string frame) override { sent.push_back({true, peer, std::move(frame)}); }
+  std::vector<Sent> sent;
+};
+
+}  // namespace gpool::control
