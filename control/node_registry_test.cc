@@ -1,0 +1,163 @@
+// NodeRegistry and Dispatcher together, over fakes: registration, liveness,
+// NotReady after silence, and command (re)delivery with acks.
+#include "control/node_registry.h"
+
+#include <gtest/gtest.h>
+
+#include "control/dispatcher.h"
+#include "control/fake_ports.h"
+
+namespace gpool::control {
+namespace {
+
+NodeSpec Node(const std::string& name) {
+  NodeSpec node;
+  node.name = name;
+  node.cpu_milli = 8000;
+  node.memory_mib = 8192;
+  node.gpus.push_back(GpuInfo{.index = 0, .uuid = name + "-0"});
+  return node;
+}
+
+class RegistryTest : public ::testing::Test {
+ protected:
+  RegistryTest() {
+    NodeRegistryOptions options;
+    options.node_timeout_ms = 1000;
+    registry_ = std::make_unique<NodeRegistry>(options, state_, outbox_, proposer_, /*start_ms=*/0);
+    dispatcher_ = std::make_unique<Dispatcher>(DispatcherOptions{}, state_, *registry_, outbox_, proposer_);
+    registry_->set_dispatcher(dispatcher_.get());
+  }
+
+  template <typename T>
+  void FromWorker(const std::string& peer, const T& body, int64_t now, uint64_t request_id = 1) {
+    registry_->OnFrame(peer, EncodeEnvelope(Header{.request_id = request_id}, body), now);
+  }
+
+  // The last frame sent to a worker, decoded.
+  Envelope LastToWorker() {
+    EXPECT_FALSE(outbox_.sent.empty());
+    auto env = DecodeEnvelope(outbox_.sent.back().frame);
+    EXPECT_TRUE(env.ok());
+    return std::move(env).value();
+  }
+
+  std::vector<Envelope> WorkerFrames(MessageType type) {
+    std::vector<Envelope> out;
+    for (const auto& sent : outbox_.sent) {
+      auto env = DecodeEnvelope(sent.frame);
+      if (sent.to_worker && env.ok() && env->type() == type) out.push_back(std::move(env).value());
+    }
+    return out;
+  }
+
+  state::ClusterState state_;
+  ImmediateProposer proposer_{state_};
+  RecordingOutbox outbox_;
+  std::unique_ptr<NodeRegistry> registry_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+};
+
+TEST_F(RegistryTest, RegistrationIsCommittedThenAnswered) {
+  FromWorker("peer-a", RegisterNode{Node("n1"), {}, "test"}, 0, 7);
+  ASSERT_NE(state_.FindNode("n1"), nullptr);
+  Envelope reply = LastToWorker();
+  EXPECT_EQ(reply.type(), MessageType::kRegisterNodeReply);
+  EXPECT_EQ(reply.header().request_id, 7u);
+  ASSERT_NE(registry_->PeerFor("n1"), nullptr);
+  EXPECT_EQ(*registry_->PeerFor("n1"), "peer-a");
+}
+
+TEST_F(RegistryTest, HeartbeatFromAnotherConnectionIsNotFound) {
+  FromWorker("peer-a", RegisterNode{Node("n1"), {}, "test"}, 0);
+  FromWorker("peer-b", Heartbeat{"n1", {}}, 10);
+  auto error = LastToWorker().Body<ErrorReply>();
+  ASSERT_TRUE(error.ok());
+  EXPECT_EQ(error->code, "NotFound");
+  FromWorker("peer-a", Heartbeat{"n1", {}}, 20);
+  EXPECT_EQ(LastToWorker().type(), MessageType::kAck);
+}
+
+TEST_F(RegistryTest, SilentNodeGoesNotReadyAndComesBack) {
+  FromWorker("peer-a", RegisterNode{Node("n1"), {}, "test"}, 0);
+  registry_->Tick(999);
+  EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kReady);
+  registry_->Tick(1000);
+  EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kNotReady);
+  proposer_.clear();
+  registry_->Tick(5000);  // proposed once, not every tick
+  EXPECT_TRUE(proposer_.proposed().empty());
+  FromWorker("peer-a", Heartbeat{"n1", {}}, 5001);
+  EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kReady);
+}
+
+TEST_F(RegistryTest, NodesThatNeverReconnectAfterARestartGoNotReady) {
+  // State from before a restart: the node is known and Ready, but no
+  // connection exists in this incarnation.
+  proposer_.Propose(state::RegisterNodeCmd{Node("old"), {}}, [](const auto&) {});
+  registry_->Tick(500);
+  EXPECT_EQ(state_.FindNode("old")->state, NodeState::kReady);
+  registry_->Tick(1000);
+  EXPECT_EQ(state_.FindNode("old")->state, NodeState::kNotReady);
+  EXPECT_EQ(registry_->PeerFor("old"), nullptr);
+}
+
+TEST_F(RegistryTest, BindIsResentUntilAckedAndCarriesTheEpoch) {
+  proposer_.set_epoch(4);
+  FromWorker("peer-a", RegisterNode{Node("n1"), {}, "test"}, 0);
+  JobSpec spec;
+  spec.name = "j";
+  spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
+  proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 100, 100}}, {}}, [](const auto&) {});
+
+  dispatcher_->Tick(0);
+  auto binds = WorkerFrames(MessageType::kBindTask);
+  ASSERT_EQ(binds.size(), 1u);
+  EXPECT_EQ(binds[0].header().epoch, 4u);
+  auto bind = binds[0].Body<BindTask>();
+  ASSERT_TRUE(bind.ok());
+  EXPECT_EQ(bind->gpu_uuids, (std::vector<std::string>{"n1-0"}));
+
+  dispatcher_->Tick(1999);
+  EXPECT_EQ(WorkerFrames(MessageType::kBindTask).size(), 1u);
+  dispatcher_->Tick(2000);  // no ack within the timeout: resend
+  binds = WorkerFrames(MessageType::kBindTask);
+  ASSERT_EQ(binds.size(), 2u);
+
+  FromWorker("peer-a", Ack{}, 2001, binds[1].header().request_id);
+  dispatcher_->Tick(4500);  // acked: wait for the reconfirm interval instead
+  EXPECT_EQ(WorkerFrames(MessageType::kBindTask).size(), 2u);
+
+  // Started: nothing more to send. Cancelled: a preempt goes out.
+  TaskEvent started;
+  started.node = "n1";
+  started.seq = 1;
+  started.task = TaskId{JobId(1), 0, 0};
+  started.kind = "started";
+  FromWorker("peer-a", started, 4600);
+  EXPECT_EQ(LastToWorker().type(), MessageType::kTaskEventAck);
+  proposer_.Propose(state::CancelJobCmd{1, 250}, [](const auto&) {});
+  dispatcher_->Tick(4700);
+  auto preempts = WorkerFrames(MessageType::kPreemptTask);
+  ASSERT_EQ(preempts.size(), 1u);
+  EXPECT_EQ(preempts[0].Body<PreemptTask>()->grace_ms, 250u);
+}
+
+TEST_F(RegistryTest, WorkerRefusingABindFailsTheTaskInsteadOfRetryingForever) {
+  FromWorker("peer-a", RegisterNode{Node("n1"), {}, "test"}, 0);
+  JobSpec spec;
+  spec.name = "j";
+  spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
+  proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 100, 100}}, {}}, [](const auto&) {});
+  dispatcher_->Tick(0);
+  auto bind = WorkerFrames(MessageType::kBindTask).at(0);
+  FromWorker("peer-a", ErrorReply::FromStatus(Status::InvalidArgument("GPU 0 does not exist")), 10,
+             bind.header().request_id);
+  EXPECT_EQ(state_.FindJob(JobId(1))->state, JobState::kFailed);
+  EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
+}
+
+}  // namespace
+}  // namespace gpool::control
