@@ -254,7 +254,14 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
   zmq::pollitem_t items[] = {{clients_.handle(), 0, ZMQ_POLLIN, 0}, {workers_.handle(), 0, ZMQ_POLLIN, 0}};
   int64_t last_dispatch = 0;
   while (!stop.load()) {
-    zmq::poll(items, 2, std::chrono::milliseconds(options_.schedule_interval_ms));
+    try {
+      zmq::poll(items, 2, std::chrono::milliseconds(options_.schedule_interval_ms));
+    } catch (const zmq::error_t& e) {
+      // A signal (SIGTERM, SIGINT) interrupts the poll; the loop condition
+      // then sees the stop flag.
+      if (e.num() == EINTR) continue;
+      return Status::Internal(std::string("polling sockets: ") + e.what());
+    }
     if (items[0].revents & ZMQ_POLLIN) Drain(clients_, /*from_clients=*/true);
     if (items[1].revents & ZMQ_POLLIN) Drain(workers_, /*from_clients=*/false);
     int64_t now = options_.clock->MonoMs();

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include <cxxopts.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "control/coordinator.h"
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
   // clang-format on
 
   gpool::control::CoordinatorOptions options;
+  std::string log_level = "info";
+  std::string token_file;
   try {
     auto args = cli.parse(argc, argv);
     if (args.count("help")) {
@@ -70,11 +73,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (!args.unmatched().empty()) throw cxxopts::exceptions::exception("unexpected argument '" + args.unmatched()[0] + "'");
-    auto level = spdlog::level::from_str(args["log-level"].as<std::string>());
-    if (level == spdlog::level::off && args["log-level"].as<std::string>() != "off") {
-      throw cxxopts::exceptions::exception("unknown --log-level '" + args["log-level"].as<std::string>() + "'");
+    log_level = args["log-level"].as<std::string>();
+    if (log_level != "trace" && log_level != "debug" && log_level != "info" && log_level != "warn" &&
+        log_level != "error") {
+      throw cxxopts::exceptions::exception("unknown --log-level '" + log_level +
+                                           "' (trace, debug, info, warn or error)");
     }
-    spdlog::set_level(level);
     options.data_dir = args["data-dir"].as<std::string>();
     options.client_endpoint = args["client-addr"].as<std::string>();
     options.worker_endpoint = args["worker-addr"].as<std::string>();
@@ -92,16 +96,15 @@ int main(int argc, char** argv) {
       throw cxxopts::exceptions::exception(
           "--heartbeat-ms, --node-timeout-ms and --snapshot-every must be positive, --max-frame-bytes >= 1024");
     }
-    if (args.count("token-file")) {
-      auto token = ReadToken(args["token-file"].as<std::string>());
-      if (!token.ok()) throw cxxopts::exceptions::exception(token.status().message());
-      options.token = *token;
-    }
+    if (args.count("token-file")) token_file = args["token-file"].as<std::string>();
   } catch (const std::exception& e) {
     std::cerr << "gpool-coordinator: " << e.what() << "\n(see --help)\n";
     return 2;
   }
 
+  // Logs go to stderr, like the worker's, so stdout stays free for tooling.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("coordinator"));
+  spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ coordinator %v");
   struct sigaction action {};
   action.sa_handler = OnSignal;
@@ -109,6 +112,14 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &action, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  if (!token_file.empty()) {
+    auto token = ReadToken(token_file);
+    if (!token.ok()) {
+      spdlog::critical("cannot start error=\"{}\"", token.status().ToString());
+      return 1;
+    }
+    options.token = *token;
+  }
   auto coordinator = gpool::control::Coordinator::Open(options);
   if (!coordinator.ok()) {
     spdlog::critical("cannot start error=\"{}\"", coordinator.status().ToString());

@@ -3,6 +3,9 @@
 // numbering jobs where it left off.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include "client/client.h"
 #include "tests/local_cluster.h"
 
@@ -68,6 +71,29 @@ TEST(RestartTest, RecoversFromSnapshotAndLogTailAfterSigkill) {
   auto submitted = (*client)->Submit(next, "");
   ASSERT_TRUE(submitted.ok());
   EXPECT_EQ(submitted->job_id, ids.back() + 1);
+}
+
+}  // namespace
+}  // namespace gpool::testing
+
+namespace gpool::testing {
+namespace {
+
+// SIGTERM is how operators and systemd stop processes: both must exit 0.
+TEST(ShutdownTest, SigtermStopsCoordinatorAndWorkerCleanly) {
+  LocalClusterOptions options;
+  options.workers = 1;
+  LocalCluster cluster(options);
+  cluster.StartCoordinator();
+  cluster.StartWorkers();
+  ASSERT_TRUE(WaitFor([&] { return cluster.AllNodesReady(); }, 30s));
+  int worker_status = cluster.worker(0)->Stop(SIGTERM);
+  ASSERT_TRUE(WIFEXITED(worker_status)) << cluster.worker(0)->Log();
+  EXPECT_EQ(WEXITSTATUS(worker_status), 0);
+  int coordinator_status = cluster.coordinator()->Stop(SIGTERM);
+  ASSERT_TRUE(WIFEXITED(coordinator_status)) << cluster.coordinator()->Log();
+  EXPECT_EQ(WEXITSTATUS(coordinator_status), 0) << cluster.coordinator()->Log();
+  EXPECT_NE(cluster.coordinator()->Log().find("coordinator stopping"), std::string::npos);
 }
 
 }  // namespace

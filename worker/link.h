@@ -1,13 +1,13 @@
-// Link: the worker's side of the coordinator channel (docs/worker-channel-
-// notes.md), written as a state machine with no I/O in the manner of etcd's
+// Link: the worker's side of the coordinator channel (docs/protocol.md,
+// "Worker channel behaviour"), written as a state machine with no I/O in the manner of etcd's
 // raft core. The Agent feeds it frames (Receive) and time (Tick); it answers
 // with actions to perform in order: connect (drop the socket, open a new one
 // to an endpoint) and send (one frame on the current socket).
 //
 //   Start ──> registering: RegisterNode now, again after 100 ms doubling to
 //     │       5 s (+-20 % jitter) until RegisterNodeReply. A retry that finds
-//     │       the link silent for the liveness window (3 heartbeat intervals,
-//     │       1 s before the coordinator has said) first reconnects to the
+//     │       the link silent for the liveness window (3 heartbeat intervals;
+//     │       3 s before the coordinator has said) first reconnects to the
 //     │       next endpoint; NotLeader does the same at the next retry.
 //     ▼
 //   registered: Heartbeat{running} every heartbeat_interval_ms; task events

@@ -1,0 +1,201 @@
+// End-to-end submission throughput and latency through a real coordinator
+// process (one replica, fsync on every group commit), with the two costs a
+// submission cannot avoid measured in the same run as baselines: a raw
+// fdatasync on the same disk and a raw ZeroMQ round trip on loopback.
+// Prints JSON lines {"metric", "value", "unit", "params"}.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "client/client.h"
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct Latencies {
+  std::vector<double> us;
+  double Percentile(double p) {
+    if (us.empty()) return 0;
+    std::sort(us.begin(), us.end());
+    size_t i = std::min(us.size() - 1, static_cast<size_t>(p * static_cast<double>(us.size())));
+    return us[i];
+  }
+};
+
+double Seconds(SteadyClock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+Latencies FsyncBaseline(const std::string& dir, double seconds) {
+  Latencies lat;
+  const std::string path = dir + "/fsync-probe";
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return lat;
+  char block[128] = {};
+  auto end = SteadyClock::now() + std::chrono::duration<double>(seconds);
+  while (SteadyClock::now() < end) {
+    auto start = SteadyClock::now();
+    if (write(fd, block, sizeof(block)) < 0 || fdatasync(fd) != 0) break;
+    lat.us.push_back(Seconds(SteadyClock::now() - start) * 1e6);
+  }
+  close(fd);
+  std::filesystem::remove(path);
+  return lat;
+}
+
+Latencies ZmqRoundTripBaseline(double seconds) {
+  Latencies lat;
+  zmq::context_t context;
+  zmq::socket_t router(context, zmq::socket_type::router);
+  router.bind("tcp://127.0.0.1:*");
+  const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
+  std::atomic<bool> stop{false};
+  std::thread echo([&] {
+    zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
+    while (!stop) {
+      if (zmq::poll(&item, 1, std::chrono::milliseconds(50)) == 0) continue;
+      std::vector<zmq::message_t> parts;
+      if (!zmq::recv_multipart(router, std::back_inserter(parts))) continue;
+      zmq::send_multipart(router, parts);
+    }
+  });
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(endpoint);
+  std::string payload(200, 'x');
+  auto end = SteadyClock::now() + std::chrono::duration<double>(seconds);
+  while (SteadyClock::now() < end) {
+    auto start = SteadyClock::now();
+    dealer.send(zmq::buffer(payload), zmq::send_flags::none);
+    zmq::message_t reply;
+    if (!dealer.recv(reply)) break;
+    lat.us.push_back(Seconds(SteadyClock::now() - start) * 1e6);
+  }
+  stop = true;
+  echo.join();
+  return lat;
+}
+
+pid_t StartCoordinator(const std::string& bin, const std::string& data_dir) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int log = open((data_dir + ".log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(log, 1);
+    dup2(log, 2);
+    execl(bin.c_str(), bin.c_str(), "--data-dir", data_dir.c_str(), "--client-addr", "tcp://127.0.0.1:0",
+          "--worker-addr", "tcp://127.0.0.1:0", "--log-level", "warn", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+std::string WaitForClientEndpoint(const std::string& data_dir) {
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream in(data_dir + "/endpoints");
+    std::string key, value;
+    while (in >> key >> value) {
+      if (key == "client") return value;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return "";
+}
+
+gpool::JobSpec SmallJob() {
+  gpool::JobSpec spec;
+  spec.name = "bench";
+  gpool::TaskGroupSpec group;
+  group.command = {"true"};
+  spec.tasks.push_back(group);
+  return spec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string bin = argc > 1 ? argv[1] : GPOOL_COORDINATOR_BIN;
+  const double seconds = argc > 2 ? std::atof(argv[2]) : 3.0;
+  const std::string dir = (std::filesystem::temp_directory_path() / ("gpool-bench-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+
+  Latencies fsync = FsyncBaseline(dir, 1.0);
+  Latencies rtt = ZmqRoundTripBaseline(1.0);
+  const double fsync_p50 = fsync.Percentile(0.5);
+  const double rtt_p50 = rtt.Percentile(0.5);
+  std::printf("{\"metric\": \"fsync_latency_p50\", \"value\": %.1f, \"unit\": \"us\", \"params\": {\"p99_us\": %.1f, "
+              "\"ops\": %zu}}\n",
+              fsync_p50, fsync.Percentile(0.99), fsync.us.size());
+  std::printf("{\"metric\": \"zmq_round_trip_p50\", \"value\": %.1f, \"unit\": \"us\", \"params\": {\"p99_us\": %.1f}}\n",
+              rtt_p50, rtt.Percentile(0.99));
+
+  const std::string data_dir = dir + "/coordinator";
+  pid_t coordinator = StartCoordinator(bin, data_dir);
+  const std::string endpoint = WaitForClientEndpoint(data_dir);
+  if (endpoint.empty()) {
+    std::fprintf(stderr, "coordinator did not start; see %s.log\n", data_dir.c_str());
+    kill(coordinator, SIGKILL);
+    return 1;
+  }
+
+  for (int clients : {1, 16, 64}) {
+    std::vector<Latencies> per_thread(clients);
+    std::atomic<uint64_t> errors{0};
+    std::vector<std::thread> threads;
+    const auto end = SteadyClock::now() + std::chrono::duration<double>(seconds);
+    const auto start = SteadyClock::now();
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&, c] {
+        gpool::ClientOptions options;
+        options.endpoints = endpoint;
+        auto client = gpool::Client::Connect(options);
+        if (!client.ok()) {
+          ++errors;
+          return;
+        }
+        const gpool::JobSpec spec = SmallJob();
+        while (SteadyClock::now() < end) {
+          auto t0 = SteadyClock::now();
+          auto reply = (*client)->Submit(spec, "");
+          if (!reply.ok()) {
+            ++errors;
+            continue;
+          }
+          per_thread[c].us.push_back(Seconds(SteadyClock::now() - t0) * 1e6);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    const double elapsed = Seconds(SteadyClock::now() - start);
+    Latencies all;
+    for (auto& l : per_thread) all.us.insert(all.us.end(), l.us.begin(), l.us.end());
+    const double rate = static_cast<double>(all.us.size()) / elapsed;
+    const double p50 = all.Percentile(0.5);
+    const double p99 = all.Percentile(0.99);
+    std::printf(
+        "{\"metric\": \"submissions_per_s\", \"value\": %.0f, \"unit\": \"submissions/s\", \"params\": {\"clients\": %d, "
+        "\"replicas\": 1, \"fsync\": true, \"p50_us\": %.0f, \"p99_us\": %.0f, \"errors\": %llu, "
+        "\"p50_vs_fsync_plus_rtt\": %.2f, \"rate_vs_fsync_rate\": %.2f}}\n",
+        rate, clients, p50, p99, static_cast<unsigned long long>(errors.load()), p50 / (fsync_p50 + rtt_p50),
+        rate / (1e6 / std::max(1.0, fsync_p50)));
+    std::fflush(stdout);
+  }
+  kill(coordinator, SIGTERM);
+  waitpid(coordinator, nullptr, 0);
+  std::filesystem::remove_all(dir);
+  return 0;
+}
