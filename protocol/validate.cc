@@ -100,7 +100,18 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
 }
 
 Status ValidateNodeSpec(const NodeSpec& spec) {
+  // Far above any real node; bounds what one registration can make us store.
+  constexpr size_t kMaxDevices = 1024;
+  constexpr size_t kMaxLabels = 256;
   GPOOL_RETURN_IF_ERROR(ValidateName("node.name", spec.name, 253));
+  if (spec.gpus.size() > kMaxDevices) {
+    return Status::InvalidArgument("node.gpus: " + std::to_string(spec.gpus.size()) + " devices exceeds the maximum of " +
+                                   std::to_string(kMaxDevices));
+  }
+  if (spec.labels.size() > kMaxLabels || spec.numa.size() > kMaxDevices || spec.nics.size() > kMaxDevices) {
+    return Status::InvalidArgument("node: more than " + std::to_string(kMaxLabels) + " labels or " +
+                                   std::to_string(kMaxDevices) + " NUMA nodes or NICs");
+  }
   std::set<uint32_t> indices;
   std::set<std::string> uuids;
   for (size_t i = 0; i < spec.gpus.size(); ++i) {

@@ -60,6 +60,9 @@ TEST(ValidateNodeSpecTest, RejectsDuplicateAndDanglingGpus) {
   node.gpus[1].nvlink_peers = {};
   node.gpus[1].uuid = "GPU-0";
   EXPECT_EQ(ValidateNodeSpec(node).message(), "node.gpus[1].uuid: 'GPU-0' is used twice");
+  node.gpus.clear();
+  for (uint32_t i = 0; i < 1025; ++i) node.gpus.push_back(GpuInfo{.index = i, .uuid = "GPU-" + std::to_string(i)});
+  EXPECT_EQ(ValidateNodeSpec(node).message(), "node.gpus: 1025 devices exceeds the maximum of 1024");
 }
 
 }  // namespace
