@@ -1,0 +1,76 @@
+// PeerTransport: moves opaque frames between coordinator replicas over
+// ZeroMQ, for Raft.
+//
+// Each replica binds one ROUTER on its peer endpoint (default port 7402) and
+// keeps one DEALER per peer. Delivery is best effort and never blocks the
+// caller: Raft already tolerates loss, duplication and reordering, so a frame
+// for a peer whose queue is full, or a peer that is unknown, is dropped and
+// counted rather than waited for. What the frames mean (who sent them, for
+// which term) is inside the frame; the transport knows nothing of Raft.
+//
+// Thread-safety: none; the coordinator's loop thread owns it and polls
+// inbound() with its other sockets.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "protocol/base/status.h"
+
+namespace gpool::replication {
+
+struct PeerTransportOptions {
+  // Where this replica listens, e.g. "tcp://127.0.0.1:7402"; port 0 picks a free one.
+  std::string listen_endpoint = "tcp://127.0.0.1:7402";
+  // Replica id -> peer endpoint, this replica excluded.
+  std::map<uint64_t, std::string> peers;
+  // Frames queued per peer before new ones are dropped.
+  int send_queue_frames = 10'000;
+  // Larger inbound frames are dropped (snapshots travel in chunks below this).
+  size_t max_frame_bytes = 64 * 1024 * 1024;
+};
+
+struct TransportStats {
+  uint64_t sent = 0;
+  uint64_t dropped_unknown_peer = 0;
+  uint64_t dropped_queue_full = 0;
+  uint64_t received = 0;
+  uint64_t dropped_malformed = 0;  // multi-part or oversize inbound messages
+};
+
+class PeerTransport {
+ public:
+  static Result<std::unique_ptr<PeerTransport>> Open(zmq::context_t& context, const PeerTransportOptions& options);
+  ~PeerTransport();
+
+  // Best effort; never blocks.
+  void Send(uint64_t peer, std::string_view frame);
+  // Membership changes: connect to a new replica, or forget a removed one.
+  void AddPeer(uint64_t id, const std::string& endpoint);
+  void RemovePeer(uint64_t id);
+
+  // The inbound socket, for zmq::poll alongside the coordinator's others.
+  zmq::socket_t& inbound() { return inbound_; }
+  // Takes up to `max` frames that have arrived, without blocking.
+  std::vector<std::string> Drain(size_t max = 1024);
+
+  const std::string& listen_endpoint() const { return listen_endpoint_; }
+  const TransportStats& stats() const { return stats_; }
+
+ private:
+  PeerTransport(zmq::context_t& context, const PeerTransportOptions& options);
+
+  zmq::context_t& context_;
+  PeerTransportOptions options_;
+  zmq::socket_t inbound_;
+  std::map<uint64_t, std::unique_ptr<zmq::socket_t>> outbound_;
+  std::string listen_endpoint_;
+  TransportStats stats_;
+};
+
+}  // namespace gpool::replication

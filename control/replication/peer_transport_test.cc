@@ -1,0 +1,90 @@
+#include "control/replication/peer_transport.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+namespace gpool::replication {
+namespace {
+
+// Drains until `count` frames arrived or a bounded number of polls passed.
+std::vector<std::string> Receive(PeerTransport& transport, size_t count) {
+  std::vector<std::string> got;
+  for (int i = 0; i < 200 && got.size() < count; ++i) {
+    zmq::pollitem_t item{transport.inbound().handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(25));
+    for (auto& frame : transport.Drain()) got.push_back(std::move(frame));
+  }
+  return got;
+}
+
+TEST(PeerTransportTest, ReplicasExchangeFramesInOrder) {
+  zmq::context_t context;
+  auto a = PeerTransport::Open(context, PeerTransportOptions{.listen_endpoint = "tcp://127.0.0.1:0"});
+  auto b = PeerTransport::Open(context, PeerTransportOptions{.listen_endpoint = "tcp://127.0.0.1:0"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  (*a)->AddPeer(2, (*b)->listen_endpoint());
+  (*b)->AddPeer(1, (*a)->listen_endpoint());
+
+  // With ZMQ_IMMEDIATE, frames sent before the connection is up are dropped:
+  // keep sending a probe until one arrives, as Raft's heartbeats would.
+  bool connected = false;
+  for (int i = 0; i < 200 && !connected; ++i) {
+    (*a)->Send(2, "probe");
+    zmq::pollitem_t item{(*b)->inbound().handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(10));
+    connected = !(*b)->Drain().empty();
+  }
+  ASSERT_TRUE(connected);
+  for (int i = 0; i < 100; ++i) (*a)->Send(2, "m" + std::to_string(i));
+  auto got = Receive(**b, 100);
+  ASSERT_EQ(got.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(got[i], "m" + std::to_string(i));
+  (*b)->Send(1, std::string("\x00\xff", 2));
+  auto back = Receive(**a, 1);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0], std::string("\x00\xff", 2));
+}
+
+TEST(PeerTransportTest, UnknownPeerAndRemovedPeerAreDroppedNotBlocked) {
+  zmq::context_t context;
+  auto a = PeerTransport::Open(context, PeerTransportOptions{.listen_endpoint = "tcp://127.0.0.1:0"});
+  ASSERT_TRUE(a.ok());
+  (*a)->Send(9, "nobody");
+  EXPECT_EQ((*a)->stats().dropped_unknown_peer, 1u);
+  // A peer that is down: sends return at once and are counted as dropped.
+  (*a)->AddPeer(3, "tcp://127.0.0.1:1");
+  for (int i = 0; i < 10; ++i) (*a)->Send(3, "lost");
+  EXPECT_EQ((*a)->stats().dropped_queue_full, 10u);
+  (*a)->RemovePeer(3);
+  (*a)->Send(3, "gone");
+  EXPECT_EQ((*a)->stats().dropped_unknown_peer, 2u);
+}
+
+TEST(PeerTransportTest, MultipartFromAStrangerIsDropped) {
+  zmq::context_t context;
+  auto a = PeerTransport::Open(context, PeerTransportOptions{.listen_endpoint = "tcp://127.0.0.1:0"});
+  ASSERT_TRUE(a.ok());
+  zmq::socket_t stranger(context, zmq::socket_type::dealer);
+  stranger.set(zmq::sockopt::linger, 0);
+  stranger.connect((*a)->listen_endpoint());
+  stranger.send(zmq::str_buffer("one"), zmq::send_flags::sndmore);
+  stranger.send(zmq::str_buffer("two"), zmq::send_flags::none);
+  stranger.send(zmq::str_buffer("fine"), zmq::send_flags::none);
+  auto got = Receive(**a, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], "fine");
+  EXPECT_EQ((*a)->stats().dropped_malformed, 1u);
+}
+
+TEST(PeerTransportTest, BindFailureIsATypedError) {
+  zmq::context_t context;
+  auto a = PeerTransport::Open(context, PeerTransportOptions{.listen_endpoint = "tcp://127.0.0.1:0"});
+  ASSERT_TRUE(a.ok());
+  auto clash = PeerTransport::Open(context, PeerTransportOptions{.listen_endpoint = (*a)->listen_endpoint()});
+  EXPECT_EQ(clash.status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace gpool::replication
