@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/frames.h"
+#include "control/log/local_log.h"
 
 namespace gpool::control {
 namespace {
@@ -55,9 +56,10 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   db_options.path = (std::filesystem::path(options.data_dir) / "db").string();
   GPOOL_ASSIGN_OR_RETURN(c->kv_, storage::LevelDbStore::Open(db_options));
   GPOOL_ASSIGN_OR_RETURN(c->log_store_, storage::LogStore::Open(c->kv_.get()));
-  GPOOL_RETURN_IF_ERROR(c->Recover());
-  GPOOL_ASSIGN_OR_RETURN(c->log_, log::LocalLog::Open(c->log_store_.get()));
   GPOOL_RETURN_IF_ERROR(c->Bind());
+  GPOOL_RETURN_IF_ERROR(c->OpenLog());
+  GPOOL_RETURN_IF_ERROR(c->Recover());
+  GPOOL_RETURN_IF_ERROR(c->WriteEndpoints());
 
   const int64_t now = options.clock->MonoMs();
   NodeRegistryOptions registry_options;
@@ -80,43 +82,69 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   gateway_options.client_address = c->client_endpoint_;
   gateway_options.limits.max_frame_bytes = options.max_frame_bytes;
   c->gateway_ = std::make_unique<Gateway>(gateway_options, c->state_, *c, *c, *c->dispatcher_, *c->registry_);
+  if (c->raft_ != nullptr) {
+    Coordinator* self = c.get();
+    c->gateway_->set_status_source([self](ClusterStatusReply& reply) { self->FillStatus(reply); });
+  }
 
   SchedulerDriverOptions scheduler_options;
   scheduler_options.policy.strategy = options.strategy;
   scheduler_options.interval_ms = options.schedule_interval_ms;
   c->scheduler_ = std::make_unique<SchedulerDriver>(scheduler_options, c->state_, *c);
+  c->FollowLeadership();
 
-  spdlog::info("coordinator ready replica={} epoch={} client={} worker={} jobs={} nodes={} applied={}",
-               options.replica_id, c->log_->term(), c->client_endpoint_, c->worker_endpoint_, c->state_.jobs().size(),
-               c->state_.nodes().size(), c->state_.applied_index());
+  spdlog::info("coordinator ready replica={} epoch={} client={} worker={} peer={} jobs={} nodes={} applied={}",
+               options.replica_id, c->log_->term(), c->client_endpoint_, c->worker_endpoint_,
+               c->peers_ ? c->peers_->listen_endpoint() : "-", c->state_.jobs().size(), c->state_.nodes().size(),
+               c->state_.applied_index());
   return c;
 }
 
-Status Coordinator::Recover() {
-  auto snapshot = log_store_->LoadSnapshot();
-  if (!snapshot.ok()) return snapshot.status().WithContext("loading snapshot");
-  if (snapshot->has_value()) {
-    const auto& [meta, data] = **snapshot;
-    GPOOL_RETURN_IF_ERROR(state_.Restore(data));
-    last_snapshot_index_ = meta.index;
+Status Coordinator::OpenLog() {
+  if (options_.peers.empty()) {
+    GPOOL_ASSIGN_OR_RETURN(log_, log::LocalLog::Open(log_store_.get()));
+    return Status::Ok();
   }
-  uint64_t next = log_store_->FirstIndex();
-  const uint64_t end = log_store_->LastIndex() + 1;
+  auto self = options_.peers.find(options_.raft_id);
+  if (self == options_.peers.end()) {
+    return Status::InvalidArgument("replica id " + std::to_string(options_.raft_id) + " is not in the peer list");
+  }
+  replication::PeerTransportOptions transport_options;
+  transport_options.listen_endpoint = options_.peer_endpoint.empty() ? self->second : options_.peer_endpoint;
+  std::vector<uint64_t> voters;
+  for (const auto& [id, endpoint] : options_.peers) {
+    voters.push_back(id);
+    if (id != options_.raft_id) transport_options.peers[id] = endpoint;
+  }
+  GPOOL_ASSIGN_OR_RETURN(peers_, replication::PeerTransport::Open(context_, transport_options));
+  replication::RaftLogOptions raft_options;
+  raft_options.id = options_.raft_id;
+  raft_options.voters = std::move(voters);
+  raft_options.tick_ms = options_.raft_tick_ms;
+  raft_options.election_ticks = options_.election_ticks;
+  raft_options.clock = options_.clock;
+  GPOOL_ASSIGN_OR_RETURN(std::unique_ptr<replication::RaftLog> raft,
+                         replication::RaftLog::Open(raft_options, log_store_.get(), peers_.get()));
+  raft_ = raft.get();
+  log_ = std::move(raft);
+  return Status::Ok();
+}
+
+Status Coordinator::Recover() {
+  GPOOL_ASSIGN_OR_RETURN(log::Committed recovered, log_->Recover());
+  if (recovered.snapshot.has_value()) {
+    GPOOL_RETURN_IF_ERROR(state_.Restore(recovered.snapshot->data).WithContext("loading snapshot"));
+    last_snapshot_index_ = recovered.snapshot->index;
+  }
   uint64_t replayed = 0;
-  while (next < end) {
-    auto entries = log_store_->Entries(next, end, 64 << 20);
-    if (!entries.ok()) return entries.status().WithContext("replaying log");
-    for (const auto& entry : *entries) {
-      if (entry.index > state_.applied_index()) {
-        auto command = state::DecodeCommand(entry.data);
-        if (!command.ok()) {
-          return command.status().WithContext("log entry " + std::to_string(entry.index) + " is corrupt");
-        }
-        state_.Apply(entry.index, *command);
-        ++replayed;
-      }
-      next = entry.index + 1;
+  for (const auto& entry : recovered.entries) {
+    if (entry.index <= state_.applied_index()) continue;
+    auto command = state::DecodeCommand(entry.data);
+    if (!command.ok()) {
+      return command.status().WithContext("log entry " + std::to_string(entry.index) + " is corrupt");
     }
+    state_.Apply(entry.index, *command);
+    ++replayed;
   }
   spdlog::info("state recovered snapshot_index={} replayed={}", last_snapshot_index_, replayed);
   return Status::Ok();
@@ -141,9 +169,24 @@ Status Coordinator::Bind() {
   }
   client_endpoint_ = clients_.get(zmq::sockopt::last_endpoint);
   worker_endpoint_ = workers_.get(zmq::sockopt::last_endpoint);
+  return Status::Ok();
+}
+
+Status Coordinator::WriteEndpoints() {
   // Tests and scripts that ask for ephemeral ports read them from here.
-  return WriteFileAtomically(std::filesystem::path(options_.data_dir) / "endpoints",
-                             "client " + client_endpoint_ + "\nworker " + worker_endpoint_ + "\n");
+  std::string content = "client " + client_endpoint_ + "\nworker " + worker_endpoint_ + "\n";
+  if (peers_) content += "peer " + peers_->listen_endpoint() + "\n";
+  return WriteFileAtomically(std::filesystem::path(options_.data_dir) / "endpoints", content);
+}
+
+std::string Coordinator::leader_client_address() const {
+  if (raft_ == nullptr || leading_) return {};
+  const uint64_t leader = raft_->leader();
+  // A leader still catching up with its term answers NotLeader with no
+  // address: the client backs off briefly instead of bouncing back here.
+  if (leader == 0 || leader == options_.raft_id) return {};
+  auto it = options_.peer_clients.find(leader);
+  return it == options_.peer_clients.end() ? std::string() : it->second;
 }
 
 void Coordinator::ToClient(const std::string& peer, std::string frame) {
@@ -157,16 +200,25 @@ void Coordinator::ToWorker(const std::string& peer, std::string frame) {
 }
 
 void Coordinator::Propose(state::CommandBody body, ApplyCallback done) {
-  state::Command command{options_.clock->WallMs(), std::move(body)};
-  auto index = log_->Propose(state::EncodeCommand(command));
-  if (!index.ok()) {
+  auto fail = [&](const Status& status) {
     state::ApplyResult failed;
-    failed.status = index.status();
+    failed.status = status;
     failed.committed = false;
     done(failed);
-    return;
+  };
+  if (!leading_) return fail(NotLeaderStatus(leader_client_address()));
+  state::Command command{options_.clock->WallMs(), std::move(body)};
+  const uint64_t term = log_->term();
+  auto index = log_->Propose(state::EncodeCommand(command));
+  if (!index.ok()) {
+    // Unavailable: a leadership transfer is under way. To a client that is
+    // "not the leader, retry shortly", which it knows how to do.
+    if (index.status().code() == StatusCode::kUnavailable) {
+      return fail(Status::NotLeader("leadership is being handed to another replica; retry"));
+    }
+    return fail(index.status());
   }
-  callbacks_[*index] = std::move(done);
+  callbacks_[*index] = Pending{term, std::move(done)};
 }
 
 void Coordinator::Drain(zmq::socket_t& socket, bool from_clients) {
@@ -199,43 +251,129 @@ void Coordinator::Drain(zmq::socket_t& socket, bool from_clients) {
 Status Coordinator::CommitAndApply() {
   bool applied_any = false;
   while (log_->HasUnsynced()) {
-    const uint64_t first_unsynced = log_->commit_index() + 1;
     auto committed = log_->Sync();
     if (!committed.ok()) {
       spdlog::error("commit failed error=\"{}\"", committed.status().ToString());
-      for (auto it = callbacks_.lower_bound(first_unsynced); it != callbacks_.end();) {
-        auto done = std::move(it->second);
-        it = callbacks_.erase(it);
-        state::ApplyResult failed;
-        failed.status = Status::Unavailable("the coordinator could not persist the request: " +
-                                            committed.status().message());
-        failed.committed = false;
-        done(failed);
-      }
+      // Whatever is pending now may or may not be durable; the client's retry
+      // (same idempotency key) settles it either way.
+      FailPending(Status::Unavailable("the coordinator could not persist the request: " +
+                                      committed.status().message()),
+                  /*keep_term=*/0);
       return committed.status();
     }
-    for (const auto& entry : *committed) {
-      auto command = state::DecodeCommand(entry.data);
-      state::ApplyResult result;
-      if (command.ok()) {
-        result = state_.Apply(entry.index, *command);
-      } else {
-        result.status = command.status();
-      }
-      applied_any = true;
-      auto it = callbacks_.find(entry.index);
-      if (it != callbacks_.end()) {
-        auto done = std::move(it->second);
-        callbacks_.erase(it);
-        done(result);
-      }
-    }
+    applied_any = applied_any || !committed->empty();
+    GPOOL_RETURN_IF_ERROR(Apply(std::move(committed).value()));
   }
-  if (applied_any) {
+  FollowLeadership();
+  if (applied_any && leading_) {
     scheduler_->MarkDirty();
     dispatcher_->Tick(options_.clock->MonoMs());
   }
   return Status::Ok();
+}
+
+Status Coordinator::Apply(log::Committed committed) {
+  const uint64_t snapshot_index = committed.snapshot ? committed.snapshot->index : 0;
+  for (const auto& entry : committed.entries) {
+    if (entry.index < snapshot_index) ApplyEntry(entry);
+  }
+  if (committed.snapshot.has_value()) {
+    // A follower that fell behind the leader's log: its state is replaced.
+    Status restored = state_.Restore(committed.snapshot->data);
+    if (!restored.ok()) return restored.WithContext("installing the snapshot from the leader");
+    last_snapshot_index_ = snapshot_index;
+    spdlog::info("state replaced by snapshot index={} jobs={} nodes={}", snapshot_index, state_.jobs().size(),
+                 state_.nodes().size());
+  }
+  for (const auto& entry : committed.entries) {
+    if (entry.index > snapshot_index) ApplyEntry(entry);
+  }
+  return Status::Ok();
+}
+
+void Coordinator::ApplyEntry(const storage::LogEntry& entry) {
+  auto command = state::DecodeCommand(entry.data);
+  state::ApplyResult result;
+  if (command.ok()) {
+    result = state_.Apply(entry.index, *command);
+  } else {
+    result.status = command.status();
+  }
+  auto it = callbacks_.find(entry.index);
+  if (it == callbacks_.end()) return;
+  Pending pending = std::move(it->second);
+  callbacks_.erase(it);
+  if (pending.term != entry.term) {
+    // Another leader's entry took the index our proposal had.
+    state::ApplyResult lost;
+    lost.status = NotLeaderStatus(leader_client_address());
+    lost.committed = false;
+    pending.done(lost);
+    return;
+  }
+  pending.done(result);
+}
+
+void Coordinator::FailPending(const Status& why, uint64_t keep_term) {
+  for (auto it = callbacks_.begin(); it != callbacks_.end();) {
+    if (keep_term != 0 && it->second.term == keep_term) {
+      ++it;
+      continue;
+    }
+    auto done = std::move(it->second.done);
+    it = callbacks_.erase(it);
+    state::ApplyResult failed;
+    failed.status = why;
+    failed.committed = false;
+    done(failed);
+  }
+}
+
+void Coordinator::FollowLeadership() {
+  const bool leading = log_->LeaderCaughtUp();
+  const uint64_t term = log_->term();
+  if (leading == leading_ && (!leading || term == leading_term_)) return;
+  const int64_t now = options_.clock->MonoMs();
+  const bool was_leading = leading_;
+  leading_ = leading;
+  leading_term_ = leading ? term : 0;
+  // Proposals of an earlier leadership may still commit (a later leader
+  // commits what it finds in its log) or may be overwritten; either way this
+  // replica no longer learns which in time, so their clients retry.
+  FailPending(NotLeaderStatus(leader_client_address()), /*keep_term=*/leading ? term : 0);
+  registry_->Reset(now);
+  dispatcher_->Reset(Status::Unavailable("the coordinator leader changed; retry"));
+  scheduler_->Reset();
+  if (raft_ == nullptr) return;  // a single replica leads from the start; nothing to say
+  if (leading) {
+    spdlog::info("leading term={} applied={} commit={}", term, state_.applied_index(), log_->commit_index());
+  } else if (was_leading) {
+    spdlog::info("stepped down term={} leader={}", term, raft_->leader());
+  }
+}
+
+void Coordinator::FillStatus(ClusterStatusReply& reply) const {
+  const raft::NodeInfo info = raft_->info();
+  reply.role = leading_ ? "leader" : info.role == raft::Role::kLeader ? "leader (catching up)"
+               : info.role == raft::Role::kFollower                 ? "follower"
+                                                                     : "candidate";
+  reply.term = info.term;
+  reply.commit_index = info.commit;
+  // Raft's own entries (a new leader's no-op) are applied too, just not by
+  // the state machine: report the log position, so applied can reach commit.
+  reply.applied_index = info.applied;
+  for (const auto& r : raft_->Replicas()) {
+    ReplicaInfo replica;
+    replica.id = std::to_string(r.id);
+    if (r.id == options_.raft_id) {
+      replica.address = client_endpoint_;
+    } else if (auto it = options_.peer_clients.find(r.id); it != options_.peer_clients.end()) {
+      replica.address = it->second;
+    }
+    replica.role = r.role;
+    replica.match_index = r.match;
+    reply.replicas.push_back(std::move(replica));
+  }
 }
 
 void Coordinator::MaybeSnapshot() {
@@ -251,24 +389,33 @@ void Coordinator::MaybeSnapshot() {
 }
 
 Status Coordinator::Run(const std::atomic<bool>& stop) {
-  zmq::pollitem_t items[] = {{clients_.handle(), 0, ZMQ_POLLIN, 0}, {workers_.handle(), 0, ZMQ_POLLIN, 0}};
+  std::vector<zmq::pollitem_t> items = {{clients_.handle(), 0, ZMQ_POLLIN, 0}, {workers_.handle(), 0, ZMQ_POLLIN, 0}};
+  if (peers_) items.push_back({peers_->inbound().handle(), 0, ZMQ_POLLIN, 0});
   int64_t last_dispatch = 0;
   while (!stop.load()) {
     try {
-      zmq::poll(items, 2, std::chrono::milliseconds(options_.schedule_interval_ms));
+      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(options_.schedule_interval_ms));
     } catch (const zmq::error_t& e) {
       // A signal (SIGTERM, SIGINT) interrupts the poll; the loop condition
       // then sees the stop flag.
       if (e.num() == EINTR) continue;
       return Status::Internal(std::string("polling sockets: ") + e.what());
     }
+    if (raft_ != nullptr) {
+      // Peers first: a turn that also ticks should see what arrived before
+      // deciding the leader went quiet.
+      for (const auto& frame : peers_->Drain()) raft_->Receive(frame);
+      raft_->Tick();
+      // Leadership may have moved: settle it before serving this turn's frames.
+      GPOOL_RETURN_IF_ERROR(CommitAndApply());
+    }
     if (items[0].revents & ZMQ_POLLIN) Drain(clients_, /*from_clients=*/true);
     if (items[1].revents & ZMQ_POLLIN) Drain(workers_, /*from_clients=*/false);
     int64_t now = options_.clock->MonoMs();
-    registry_->Tick(now);
+    if (leading_) registry_->Tick(now);
     GPOOL_RETURN_IF_ERROR(CommitAndApply());
-    if (scheduler_->Tick(now)) GPOOL_RETURN_IF_ERROR(CommitAndApply());
-    if (now - last_dispatch >= 200) {
+    if (leading_ && scheduler_->Tick(now)) GPOOL_RETURN_IF_ERROR(CommitAndApply());
+    if (leading_ && now - last_dispatch >= 200) {
       dispatcher_->Tick(now);
       last_dispatch = now;
     }

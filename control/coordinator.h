@@ -11,9 +11,20 @@
 // entries in order -> run the callbacks that reply to clients and workers.
 //
 // Open() recovers the full state from the data dir (snapshot + log replay).
+//
+// Replication: with no peers the log is a LocalLog (one replica, commit =
+// fsync). With peers it is a RaftLog over a PeerTransport, polled on the same
+// loop; only the serving leader (leader, caught up with its term) schedules,
+// dispatches, watches node liveness and answers clients and workers, and every
+// other replica redirects them (NotLeader). When leadership changes, proposals
+// that can no longer commit as proposed are failed with NotLeader (clients
+// retry with the same idempotency key), and the components' in-memory state is
+// reset: a new leader re-sends every due bind and preempt and gives every node
+// a fresh liveness window.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,8 +33,10 @@
 
 #include "control/dispatcher.h"
 #include "control/gateway.h"
-#include "control/log/local_log.h"
+#include "control/log/commit_log.h"
 #include "control/node_registry.h"
+#include "control/replication/peer_transport.h"
+#include "control/replication/raft_log.h"
 #include "control/scheduler_driver.h"
 #include "protocol/base/clock.h"
 #include "storage/leveldb_store.h"
@@ -45,6 +58,14 @@ struct CoordinatorOptions {
   uint64_t snapshot_every = 10'000;                      // entries between snapshots
   size_t max_frame_bytes = 4 * 1024 * 1024;
   const Clock* clock = &SystemClock::Get();
+
+  // Replication. Empty `peers`: a single replica (LocalLog), as before.
+  uint64_t raft_id = 0;                          // this replica's id, a key of `peers`
+  std::map<uint64_t, std::string> peers;         // id -> peer endpoint, every replica
+  std::map<uint64_t, std::string> peer_clients;  // id -> client endpoint, for redirects
+  std::string peer_endpoint;                     // where to listen for peers; empty: peers[raft_id]
+  int64_t raft_tick_ms = 25;
+  int election_ticks = 12;                       // election timeout: [1, 2) x this many ticks
 };
 
 class Coordinator final : public Outbox, public Proposer {
@@ -64,22 +85,39 @@ class Coordinator final : public Outbox, public Proposer {
   void ToWorker(const std::string& peer, std::string frame) override;
   // Proposer
   void Propose(state::CommandBody body, ApplyCallback done) override;
-  uint64_t epoch() const override { return log_->term(); }
+  // Only the leader stamps its term: a follower's replies must not raise the
+  // epoch a worker fences with.
+  uint64_t epoch() const override { return log_->IsLeader() ? log_->term() : 0; }
+  bool leading() const override { return leading_; }
+  std::string leader_client_address() const override;
 
  private:
+  // A proposal waiting for its entry; `term` tells our entry from another
+  // leader's entry at the same index.
+  struct Pending {
+    uint64_t term = 0;
+    ApplyCallback done;
+  };
+
   explicit Coordinator(const CoordinatorOptions& options);
+  Status OpenLog();
   Status Recover();
   Status Bind();
+  Status WriteEndpoints();
   void Drain(zmq::socket_t& socket, bool from_clients);
   Status CommitAndApply();
+  Status Apply(log::Committed committed);
+  void ApplyEntry(const storage::LogEntry& entry);
+  void FailPending(const Status& why, uint64_t keep_term);
+  void FollowLeadership();
+  void FillStatus(ClusterStatusReply& reply) const;
   void MaybeSnapshot();
 
   CoordinatorOptions options_;
   std::unique_ptr<storage::LevelDbStore> kv_;
   std::unique_ptr<storage::LogStore> log_store_;
-  std::unique_ptr<log::LocalLog> log_;
   state::ClusterState state_;
-  std::map<uint64_t, ApplyCallback> callbacks_;
+  std::map<uint64_t, Pending> callbacks_;
   uint64_t last_snapshot_index_ = 0;
 
   zmq::context_t context_;
@@ -87,6 +125,12 @@ class Coordinator final : public Outbox, public Proposer {
   zmq::socket_t workers_;
   std::string client_endpoint_;
   std::string worker_endpoint_;
+  // Declared after the context they use, so they close before it.
+  std::unique_ptr<replication::PeerTransport> peers_;  // null for a single replica
+  std::unique_ptr<log::CommitLog> log_;
+  replication::RaftLog* raft_ = nullptr;               // log_, when replicated
+  bool leading_ = false;
+  uint64_t leading_term_ = 0;
 
   std::unique_ptr<NodeRegistry> registry_;
   std::unique_ptr<Dispatcher> dispatcher_;

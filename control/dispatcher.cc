@@ -151,4 +151,12 @@ void Dispatcher::ForgetNode(const std::string& node) {
   }
 }
 
+void Dispatcher::Reset(const Status& why) {
+  commands_.clear();
+  by_request_.clear();
+  auto fetches = std::move(log_fetches_);
+  log_fetches_.clear();
+  for (auto& [id, fetch] : fetches) fetch.done(why);
+}
+
 }  // namespace gpool::control

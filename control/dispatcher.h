@@ -5,6 +5,9 @@
 // requested (cancel, job failure) it sends PreemptTask likewise. Commands are
 // idempotent on the worker, so resending after a lost ack, a reconnect or a
 // coordinator restart is safe. It also relays log fetches to workers.
+// Only the serving leader ticks it; Reset() empties it when leadership
+// changes, so a new leader re-sends every bind and preempt that is due (its
+// predecessor's acknowledgements are not known here).
 // Resources are never freed here: only a committed TaskEvent frees them.
 //
 // Thread-safety: none; the coordinator's loop thread owns it.
@@ -43,6 +46,8 @@ class Dispatcher {
   void FetchLog(const std::string& node, const TaskId& task, uint32_t max_bytes, int64_t now_ms, LogCallback done);
   // Forget what was sent to a node: it reconnected and must get everything again.
   void ForgetNode(const std::string& node);
+  // Forget everything sent; pending log fetches fail with `why`.
+  void Reset(const Status& why);
 
   size_t in_flight() const { return commands_.size(); }
 

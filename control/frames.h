@@ -22,4 +22,16 @@ inline std::string MakeError(uint64_t request_id, uint64_t epoch, const Status& 
   return MakeFrame(request_id, epoch, ErrorReply::FromStatus(status));
 }
 
+// An error that, when it is NotLeader, tells the client where the leader is.
+inline std::string MakeError(uint64_t request_id, uint64_t epoch, const Status& status, std::string leader) {
+  if (status.code() != StatusCode::kNotLeader) leader.clear();
+  return MakeFrame(request_id, epoch, ErrorReply::FromStatus(status, std::move(leader)));
+}
+
+inline Status NotLeaderStatus(const std::string& leader) {
+  return Status::NotLeader(leader.empty() ? "this coordinator replica is not the leader and knows no leader yet "
+                                            "(an election is under way); retry"
+                                          : "this coordinator replica is not the leader; the leader is at " + leader);
+}
+
 }  // namespace gpool::control

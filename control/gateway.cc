@@ -30,6 +30,13 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     return;
   }
   auto fail = [&](const Status& status) { Reply(peer, MakeError(id, epoch, status)); };
+  if (!proposer_.leading()) {
+    const std::string leader = proposer_.leader_client_address();
+    if (envelope->type() == MessageType::kClusterStatus && leader.empty()) {
+      return Reply(peer, MakeFrame(id, epoch, StatusNow()));
+    }
+    return Fail(peer, id, NotLeaderStatus(leader));
+  }
   switch (envelope->type()) {
     case MessageType::kSubmitJob: {
       auto msg = envelope->Body<SubmitJob>();
@@ -73,6 +80,10 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
   }
 }
 
+void Gateway::Fail(const std::string& peer, uint64_t request_id, const Status& status) {
+  Reply(peer, MakeError(request_id, proposer_.epoch(), status, proposer_.leader_client_address()));
+}
+
 void Gateway::OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob msg) {
   Status valid = ValidateJobSpec(msg.spec, options_.spec_limits);
   if (!valid.ok()) {
@@ -86,10 +97,7 @@ void Gateway::OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob m
   }
   proposer_.Propose(state::SubmitJobCmd{std::move(msg.spec), std::move(msg.idempotency_key)},
                     [this, peer, request_id](const state::ApplyResult& result) {
-                      if (!result.status.ok()) {
-                        Reply(peer, MakeError(request_id, proposer_.epoch(), result.status));
-                        return;
-                      }
+                      if (!result.status.ok()) return Fail(peer, request_id, result.status);
                       spdlog::info("job submitted job={} duplicate={}", result.job_id, result.duplicate);
                       Reply(peer, MakeFrame(request_id, proposer_.epoch(),
                                             SubmitJobReply{result.job_id, result.duplicate}));
@@ -98,10 +106,7 @@ void Gateway::OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob m
 
 void Gateway::OnCancel(const std::string& peer, uint64_t request_id, const CancelJob& msg) {
   proposer_.Propose(state::CancelJobCmd{msg.job_id, msg.grace_ms}, [this, peer, request_id](const state::ApplyResult& result) {
-    if (!result.status.ok()) {
-      Reply(peer, MakeError(request_id, proposer_.epoch(), result.status));
-      return;
-    }
+    if (!result.status.ok()) return Fail(peer, request_id, result.status);
     spdlog::info("job cancel committed job={} state={}", result.job_id, result.job_state);
     Reply(peer, MakeFrame(request_id, proposer_.epoch(), CancelJobReply{result.job_id, result.job_state}));
   });
@@ -154,11 +159,15 @@ ListJobsReply Gateway::ListJobsNow(const ListJobs& msg) const {
 ClusterStatusReply Gateway::StatusNow() const {
   ClusterStatusReply reply;
   reply.replica_id = options_.replica_id;
-  reply.role = "leader";
-  reply.term = proposer_.epoch();
   reply.commit_index = position_.commit_index;
   reply.applied_index = state_.applied_index();
-  reply.replicas.push_back(ReplicaInfo{options_.replica_id, options_.client_address, "leader", position_.commit_index});
+  if (status_source_) {
+    status_source_(reply);
+  } else {
+    reply.role = "leader";
+    reply.term = proposer_.epoch();
+    reply.replicas.push_back(ReplicaInfo{options_.replica_id, options_.client_address, "leader", position_.commit_index});
+  }
   for (const auto& [name, node] : state_.nodes()) {
     ++reply.nodes_total;
     if (node.state == NodeState::kReady) ++reply.nodes_ready;

@@ -3,9 +3,18 @@
 // only once the command is committed (a job id is never handed out before
 // the job is durable).
 //
+// Only the serving leader answers (Proposer::leading()); any other replica
+// answers every request with ErrorReply NotLeader naming the leader's client
+// endpoint, and a write whose commit was lost to a leader change is answered
+// NotLeader too, so the client retries it at the new leader with the same
+// idempotency key. The one exception: ClusterStatus on a replica that knows
+// no leader is answered from that replica, so an operator can see an
+// election (or a lost quorum) rather than a timeout.
+//
 // Thread-safety: none; the coordinator's loop thread owns it.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "control/ports.h"
@@ -37,9 +46,15 @@ class Gateway {
     uint64_t commit_index = 0;
   };
   void set_log_position(LogPosition position) { position_ = position; }
+  // Fills the replication part of ClusterStatus (role, term, replicas). The
+  // default describes a single replica that always leads.
+  using StatusSource = std::function<void(ClusterStatusReply&)>;
+  void set_status_source(StatusSource source) { status_source_ = std::move(source); }
 
  private:
   void Reply(const std::string& peer, std::string frame) { outbox_.ToClient(peer, std::move(frame)); }
+  // An error reply; a NotLeader one names the leader.
+  void Fail(const std::string& peer, uint64_t request_id, const Status& status);
   void OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob msg);
   void OnCancel(const std::string& peer, uint64_t request_id, const CancelJob& msg);
   void OnGetTaskLog(const std::string& peer, uint64_t request_id, const GetTaskLog& msg, int64_t now_ms);
@@ -53,6 +68,7 @@ class Gateway {
   Dispatcher& dispatcher_;
   const NodeRegistry& registry_;
   LogPosition position_;
+  StatusSource status_source_;
 };
 
 }  // namespace gpool::control

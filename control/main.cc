@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/coordinator.h"
+#include "control/replication/peer_list.h"
 
 namespace {
 
@@ -40,7 +41,19 @@ int main(int argc, char** argv) {
      cxxopts::value<std::string>()->default_value(defaults.client_endpoint))
     ("worker-addr", "ZeroMQ endpoint for workers",
      cxxopts::value<std::string>()->default_value(defaults.worker_endpoint))
-    ("id", "Replica id shown in status and logs", cxxopts::value<std::string>()->default_value(defaults.replica_id))
+    ("id", "Replica id shown in status and logs; with --peers, this replica's number in the peer list",
+     cxxopts::value<std::string>()->default_value(defaults.replica_id))
+    ("peers", "Replicated mode: every replica's peer (Raft) endpoint, this one included, as "
+     "ID=ENDPOINT,... (e.g. 1=tcp://10.0.0.1:7402,2=tcp://10.0.0.2:7402,3=tcp://10.0.0.3:7402). "
+     "Without it the coordinator runs as a single replica", cxxopts::value<std::string>())
+    ("peer-clients", "Replicated mode: every replica's client endpoint as ID=ENDPOINT,...; followers name the "
+     "leader's in NotLeader replies so clients go straight to it", cxxopts::value<std::string>())
+    ("peer-addr", "Replicated mode: where this replica listens for its peers (default: its --peers entry; "
+     "port 0 picks a free one, written to the endpoints file as 'peer ...')", cxxopts::value<std::string>())
+    ("raft-tick-ms", "Replicated mode: one Raft tick; the leader heartbeats every tick",
+     cxxopts::value<int64_t>()->default_value(std::to_string(defaults.raft_tick_ms)))
+    ("election-ticks", "Replicated mode: a follower that hears no leader for 1-2x this many ticks starts an "
+     "election", cxxopts::value<int>()->default_value(std::to_string(defaults.election_ticks)))
     ("strategy", "Placement strategy: binpack or spread", cxxopts::value<std::string>()->default_value("binpack"))
     ("heartbeat-ms", "Heartbeat interval workers are told to use",
      cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.heartbeat_interval_ms)))
@@ -97,6 +110,30 @@ int main(int argc, char** argv) {
           "--heartbeat-ms, --node-timeout-ms and --snapshot-every must be positive, --max-frame-bytes >= 1024");
     }
     if (args.count("token-file")) token_file = args["token-file"].as<std::string>();
+    if (args.count("peers")) {
+      auto peers = gpool::replication::ParsePeerList(args["peers"].as<std::string>(), "--peers");
+      if (!peers.ok()) throw cxxopts::exceptions::exception(peers.status().message());
+      options.peers = std::move(peers).value();
+      auto id = gpool::replication::ParseReplicaId(options.replica_id);
+      if (!id.ok()) throw cxxopts::exceptions::exception("--id: with --peers, " + id.status().message());
+      if (!options.peers.count(*id)) {
+        throw cxxopts::exceptions::exception("--id " + std::to_string(*id) + " is not one of the --peers");
+      }
+      options.raft_id = *id;
+      if (args.count("peer-clients")) {
+        auto clients = gpool::replication::ParsePeerList(args["peer-clients"].as<std::string>(), "--peer-clients");
+        if (!clients.ok()) throw cxxopts::exceptions::exception(clients.status().message());
+        options.peer_clients = std::move(clients).value();
+      }
+      if (args.count("peer-addr")) options.peer_endpoint = args["peer-addr"].as<std::string>();
+      options.raft_tick_ms = args["raft-tick-ms"].as<int64_t>();
+      options.election_ticks = args["election-ticks"].as<int>();
+      if (options.raft_tick_ms <= 0 || options.election_ticks < 2) {
+        throw cxxopts::exceptions::exception("--raft-tick-ms must be positive and --election-ticks at least 2");
+      }
+    } else if (args.count("peer-clients") || args.count("peer-addr")) {
+      throw cxxopts::exceptions::exception("--peer-clients and --peer-addr need --peers");
+    }
   } catch (const std::exception& e) {
     std::cerr << "gpool-coordinator: " << e.what() << "\n(see --help)\n";
     return 2;

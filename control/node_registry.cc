@@ -44,6 +44,13 @@ void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int6
     return;
   }
   auto fail = [&](const Status& status) { Reply(peer, MakeError(header.request_id, epoch, status)); };
+  if (!proposer_.leading()) {
+    // Replies to an earlier leadership's commands need no answer; requests
+    // are sent on to the next endpoint.
+    const MessageType type = envelope->type();
+    if (type == MessageType::kAck || type == MessageType::kErrorReply || type == MessageType::kFetchLogReply) return;
+    return fail(NotLeaderStatus(proposer_.leader_client_address()));
+  }
   switch (envelope->type()) {
     case MessageType::kRegisterNode: {
       auto msg = envelope->Body<RegisterNode>();
@@ -155,6 +162,12 @@ void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, Ta
                       }
                       Reply(peer, MakeFrame(request_id, proposer_.epoch(), TaskEventAck{seq}));
                     });
+}
+
+void NodeRegistry::Reset(int64_t now_ms) {
+  links_.clear();
+  by_peer_.clear();
+  start_ms_ = now_ms;
 }
 
 void NodeRegistry::Tick(int64_t now_ms) {

@@ -8,6 +8,13 @@
 // command they became is committed, so a crash in between makes the worker
 // resend them rather than lose them.
 //
+// Only the serving leader (Proposer::leading()) talks to workers: any other
+// replica answers their requests with ErrorReply NotLeader, which makes the
+// worker try its next coordinator endpoint. Connections belong to one
+// leadership: Reset() forgets them when this replica starts or stops
+// leading, and a new leader gives every node a full timeout window to find
+// it before proposing anything NotReady.
+//
 // Thread-safety: none; the coordinator's loop thread owns it.
 #pragma once
 
@@ -40,6 +47,8 @@ class NodeRegistry {
 
   void OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms);
   void Tick(int64_t now_ms);
+  // Forgets every connection and restarts the liveness window at now_ms.
+  void Reset(int64_t now_ms);
 
   // The connection a node is reachable on, or null when it is not connected.
   const std::string* PeerFor(const std::string& node) const;

@@ -30,6 +30,13 @@ class Proposer {
   virtual void Propose(state::CommandBody body, ApplyCallback done) = 0;
   // The current leader epoch, stamped on commands to workers.
   virtual uint64_t epoch() const = 0;
+  // Whether this replica serves: it is the leader and its state machine has
+  // caught up with everything committed before its term. Components on a
+  // replica that does not serve answer NotLeader and propose nothing.
+  virtual bool leading() const { return true; }
+  // The leader's client endpoint, for NotLeader redirects; empty while none
+  // is known (an election) or while this replica is the leader catching up.
+  virtual std::string leader_client_address() const { return {}; }
 };
 
 }  // namespace gpool::control

@@ -32,6 +32,12 @@ class SchedulerDriver {
       : options_(options), state_(state), proposer_(proposer) {}
 
   void MarkDirty() { dirty_ = true; }
+  // Leadership changed: the plan in flight (if any) will never report back
+  // here as committed, and the next cycle should run at once.
+  void Reset() {
+    dirty_ = true;
+    in_flight_ = false;
+  }
   // Returns true when it proposed a plan.
   bool Tick(int64_t now_ms);
 

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Builds gpool, starts a local cluster on 127.0.0.1 (one coordinator, four
-# workers each simulating an 8-GPU node), submits sample jobs, shows them
-# running and finishing, then stops everything it started.
+# Builds gpool, starts a local cluster on 127.0.0.1 (a coordinator of three
+# Raft replicas, four workers each simulating an 8-GPU node), submits sample
+# jobs, shows them running and finishing, kills the leading coordinator to
+# show another take over, then stops everything it started.
+#
+# The replicas must know each other's addresses before they start, so they
+# use fixed ports: 17400-17422 by default (client, worker, peer = base+10*i,
+# +1, +2); set GPOOL_QUICKSTART_PORT to move them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -17,11 +22,23 @@ coordinator_bin="$bin/control/gpool-coordinator"
 worker_bin="$bin/worker/gpool-worker"
 gpool_bin="$bin/client/gpool"
 
+base=${GPOOL_QUICKSTART_PORT:-17400}
+replicas=3
+for ((r = 0; r < replicas; r++)); do
+  for port in $((base + 10 * r)) $((base + 10 * r + 1)) $((base + 10 * r + 2)); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "port $port on 127.0.0.1 is in use; set GPOOL_QUICKSTART_PORT to another base port" >&2
+      exit 1
+    fi
+  done
+done
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpool-quickstart.XXXXXX")
-pids=()
+pids=()            # workers, then coordinators: stopped in reverse order
+coordinator_pids=()
 cleanup() {
   echo "== stopping the cluster"
-  # Workers first, so they stop their tasks; then the coordinator.
+  # Workers first, so they stop their tasks; then the coordinators.
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill -TERM "${pids[$i]}" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   echo "logs and state were in $work (removed)"
@@ -29,18 +46,33 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== starting the coordinator (data and logs under $work)"
-"$coordinator_bin" --data-dir "$work/coordinator" --client-addr tcp://127.0.0.1:0 --worker-addr tcp://127.0.0.1:0 \
-  --heartbeat-ms 500 --preempt-grace-ms 3000 >"$work/coordinator.log" 2>&1 &
-pids=("$!")
+peers="" peer_clients="" client_eps="" worker_eps=""
+for ((r = 0; r < replicas; r++)); do
+  id=$((r + 1)) p=$((base + 10 * r))
+  peers+="${peers:+,}$id=tcp://127.0.0.1:$((p + 2))"
+  peer_clients+="${peer_clients:+,}$id=tcp://127.0.0.1:$p"
+  client_eps+="${client_eps:+,}tcp://127.0.0.1:$p"
+  worker_eps+="${worker_eps:+,}tcp://127.0.0.1:$((p + 1))"
+done
+
+echo "== starting 3 coordinator replicas (data and logs under $work)"
+for ((r = 0; r < replicas; r++)); do
+  id=$((r + 1)) p=$((base + 10 * r))
+  "$coordinator_bin" --id "$id" --peers "$peers" --peer-clients "$peer_clients" --data-dir "$work/coordinator-$id" \
+    --client-addr "tcp://127.0.0.1:$p" --worker-addr "tcp://127.0.0.1:$((p + 1))" \
+    --heartbeat-ms 500 --preempt-grace-ms 3000 >"$work/coordinator-$id.log" 2>&1 &
+  coordinator_pids+=("$!")
+done
+pids=("${coordinator_pids[@]}")
+echo "replicas: clients on $client_eps"
+echo "          workers on $worker_eps"
+# The CLI and the workers get every replica: followers redirect to the leader.
+export GPOOL_COORDINATOR="$client_eps"
+worker_ep="$worker_eps"
 for _ in $(seq 1 100); do
-  [ -s "$work/coordinator/endpoints" ] && break
+  "$gpool_bin" status >/dev/null 2>&1 && break
   sleep 0.1
 done
-client_ep=$(awk '$1 == "client" {print $2}' "$work/coordinator/endpoints")
-worker_ep=$(awk '$1 == "worker" {print $2}' "$work/coordinator/endpoints")
-echo "coordinator: clients on $client_ep, workers on $worker_ep"
-export GPOOL_COORDINATOR="$client_ep"
 
 echo "== starting 4 workers, each simulating an 8-GPU node"
 for i in 1 2 3 4; do
@@ -92,4 +124,17 @@ echo; echo "== a job that cannot fit stays pending and says why"
 run job "$big"
 run cancel "$big"
 run status
-echo; echo "quickstart finished: every sample job ran to completion."
+
+echo; echo "== failover: killing the leading coordinator replica"
+leader=$("$gpool_bin" status | awk '/^Replica:/ {print $2; exit}')
+victim=${coordinator_pids[$((leader - 1))]}
+{ kill -KILL "$victim"; wait "$victim"; } 2>/dev/null || true
+echo "killed replica $leader (kill -9); the other two elect a new leader"
+for _ in $(seq 1 100); do
+  now=$("$gpool_bin" --timeout-ms 1000 status 2>/dev/null | awk '/^Replica:/ {print $2; exit}') || true
+  [ -n "$now" ] && [ "$now" != "$leader" ] && break
+  sleep 0.1
+done
+run status
+run jobs --all
+echo; echo "quickstart finished: every sample job ran to completion, and the cluster survived losing its leader."

@@ -1,12 +1,45 @@
 #include "tests/local_cluster.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <stdexcept>
 
 namespace gpool::testing {
 
+int ReserveLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot reserve a loopback port");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
 LocalCluster::LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {
   workers_.resize(options_.workers);
+  const int n = std::max(1, options_.coordinators);
+  replicas_.resize(n);
+  coordinators_.resize(n);
+  if (n > 1) {
+    auto endpoint = [] { return "tcp://127.0.0.1:" + std::to_string(ReserveLoopbackPort()); };
+    for (auto& r : replicas_) {
+      r.client = endpoint();
+      r.worker = endpoint();
+      r.peer = endpoint();
+    }
+  }
 }
 
 LocalCluster::~LocalCluster() {
@@ -14,29 +47,73 @@ LocalCluster::~LocalCluster() {
   for (auto& worker : workers_) {
     if (worker) worker->Stop(15, std::chrono::seconds(10));
   }
-  if (coordinator_) coordinator_->Stop(15, std::chrono::seconds(5));
+  for (auto& coordinator : coordinators_) {
+    if (coordinator) coordinator->Stop(15, std::chrono::seconds(5));
+  }
+}
+
+std::string LocalCluster::JoinEndpoints(std::string Endpoints::*which) const {
+  std::string out;
+  for (const auto& r : replicas_) out += (out.empty() ? "" : ",") + r.*which;
+  return out;
+}
+
+std::string LocalCluster::client_endpoint() const { return JoinEndpoints(&Endpoints::client); }
+std::string LocalCluster::worker_endpoint() const { return JoinEndpoints(&Endpoints::worker); }
+
+std::string LocalCluster::ReplicaDataDir(int index) const {
+  return replicas_.size() == 1 ? dir_.Join("coordinator") : dir_.Join("coordinator-r" + std::to_string(index + 1));
 }
 
 void LocalCluster::StartCoordinator() {
-  const std::string data_dir = dir_.Join("coordinator");
-  std::filesystem::remove(data_dir + "/endpoints");
-  std::vector<std::string> argv = {GPOOL_COORDINATOR_BIN, "--data-dir",    data_dir,
-                                   "--client-addr",       client_endpoint_, "--worker-addr",
-                                   worker_endpoint_};
-  argv.insert(argv.end(), options_.coordinator_flags.begin(), options_.coordinator_flags.end());
-  coordinator_ = std::make_unique<Process>(
-      "coordinator", argv, dir_.Join("coordinator-" + std::to_string(coordinator_starts_++) + ".log"));
-  bool up = WaitFor([&] { return ReadEndpoints(data_dir).size() == 2 || !coordinator_->Running(); },
-                    std::chrono::seconds(20));
-  auto endpoints = ReadEndpoints(data_dir);
-  if (!up || endpoints.size() != 2) {
-    throw std::runtime_error("coordinator did not start: " + coordinator_->Log());
-  }
-  client_endpoint_ = endpoints["client"];
-  worker_endpoint_ = endpoints["worker"];
+  for (size_t i = 0; i < replicas_.size(); ++i) StartReplica(static_cast<int>(i));
 }
 
-void LocalCluster::KillCoordinator() { coordinator_->Kill(); }
+void LocalCluster::StartReplica(int index) {
+  const bool replicated = replicas_.size() > 1;
+  Endpoints& self = replicas_.at(index);
+  const std::string data_dir = ReplicaDataDir(index);
+  std::filesystem::remove(data_dir + "/endpoints");
+  std::vector<std::string> argv = {GPOOL_COORDINATOR_BIN, "--data-dir",  data_dir,   "--client-addr",
+                                   self.client,           "--worker-addr", self.worker};
+  if (replicated) {
+    std::string peers, clients;
+    for (size_t i = 0; i < replicas_.size(); ++i) {
+      const std::string id = std::to_string(i + 1);
+      peers += (i ? "," : "") + id + "=" + replicas_[i].peer;
+      clients += (i ? "," : "") + id + "=" + replicas_[i].client;
+    }
+    argv.insert(argv.end(), {"--id", std::to_string(index + 1), "--peers", peers, "--peer-clients", clients});
+  }
+  argv.insert(argv.end(), options_.coordinator_flags.begin(), options_.coordinator_flags.end());
+  const std::string name = replicated ? "coordinator-r" + std::to_string(index + 1) : "coordinator";
+  coordinators_.at(index) = std::make_unique<Process>(
+      name, argv, dir_.Join(name + "-" + std::to_string(coordinator_starts_++) + ".log"));
+  Process& process = *coordinators_[index];
+  const size_t lines = replicated ? 3 : 2;
+  bool up = WaitFor([&] { return ReadEndpoints(data_dir).size() == lines || !process.Running(); },
+                    std::chrono::seconds(20));
+  auto endpoints = ReadEndpoints(data_dir);
+  if (!up || endpoints.size() != lines) {
+    throw std::runtime_error(name + " did not start: " + process.Log());
+  }
+  self.client = endpoints["client"];
+  self.worker = endpoints["worker"];
+  if (replicated) self.peer = endpoints["peer"];
+}
+
+void LocalCluster::KillCoordinator() {
+  for (size_t i = 0; i < coordinators_.size(); ++i) KillReplica(static_cast<int>(i));
+}
+
+void LocalCluster::KillReplica(int index) {
+  if (coordinators_.at(index)) coordinators_[index]->Kill();
+}
+
+void LocalCluster::WipeReplica(int index) {
+  std::error_code ec;
+  std::filesystem::remove_all(ReplicaDataDir(index), ec);
+}
 
 std::string LocalCluster::WorkerDataDir(int index) const { return dir_.Join("worker-" + std::to_string(index)); }
 
@@ -45,7 +122,7 @@ void LocalCluster::StartWorker(int index) {
   const std::string spec_path = dir_.Join(name + ".yaml");
   WriteFile(spec_path, "name: " + name + "\ncpus: 32\nmemory: 256Gi\ngpus:\n  count: " +
                            std::to_string(options_.gpus_per_worker) + "\n  model: A100-SXM4-80GB\n  memory: 80Gi\n");
-  std::vector<std::string> argv = {GPOOL_WORKER_BIN, "--coordinator", worker_endpoint_, "--spec", spec_path,
+  std::vector<std::string> argv = {GPOOL_WORKER_BIN, "--coordinator", worker_endpoint(), "--spec", spec_path,
                                    "--data-dir", WorkerDataDir(index)};
   workers_.at(index) = std::make_unique<Process>(name, argv, dir_.Join(name + ".log"));
 }
@@ -55,7 +132,7 @@ void LocalCluster::StartWorkers() {
 }
 
 CommandResult LocalCluster::Cli(std::vector<std::string> args) {
-  std::vector<std::string> argv = {GPOOL_CLI_BIN, "--coordinator", client_endpoint_};
+  std::vector<std::string> argv = {GPOOL_CLI_BIN, "--coordinator", client_endpoint()};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv);
 }

@@ -1,6 +1,11 @@
 // LocalCluster: a real coordinator and real workers on 127.0.0.1 with
 // ephemeral ports, in a temp dir, for end-to-end tests. Binaries come from
 // the build tree (paths compiled in by CMake).
+//
+// With `coordinators` > 1 it runs a replicated coordinator: replicas 0..n-1
+// get Raft ids 1..n, and every port (client, worker, peer) is reserved up
+// front because each replica must be told all its peers' addresses before
+// it starts. Workers and the CLI are given every replica's endpoint.
 #pragma once
 
 #include <memory>
@@ -12,6 +17,7 @@
 namespace gpool::testing {
 
 struct LocalClusterOptions {
+  int coordinators = 1;  // more than 1: replicated (--peers)
   int workers = 2;
   int gpus_per_worker = 4;
   std::vector<std::string> coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000",
@@ -23,17 +29,25 @@ class LocalCluster {
   explicit LocalCluster(LocalClusterOptions options = {});
   ~LocalCluster();
 
-  // Starts the coordinator; the first start picks ephemeral ports, later
-  // starts reuse them so workers and clients find it again.
+  // Starts the coordinator (every replica); the first start picks ephemeral
+  // ports, later starts reuse them so workers and clients find it again.
   void StartCoordinator();
   void KillCoordinator();  // SIGKILL: no chance to clean up
+  // One replica of a replicated coordinator.
+  void StartReplica(int index);
+  void KillReplica(int index);
+  // Removes a stopped replica's data dir: it restarts with nothing.
+  void WipeReplica(int index);
+  std::string ReplicaDataDir(int index) const;
   void StartWorker(int index);
   void StartWorkers();
 
-  Process* coordinator() { return coordinator_.get(); }
+  Process* coordinator(int index = 0) { return coordinators_.at(index).get(); }
   Process* worker(int index) { return workers_.at(index).get(); }
-  const std::string& client_endpoint() const { return client_endpoint_; }
-  const std::string& worker_endpoint() const { return worker_endpoint_; }
+  // Every replica's endpoint, comma-separated (one replica: just its own).
+  std::string client_endpoint() const;
+  std::string worker_endpoint() const;
+  const std::string& client_endpoint(int replica) const { return replicas_.at(replica).client; }
   const std::string& dir() const { return dir_.path(); }
   std::string WorkerDataDir(int index) const;
   std::string NodeName(int index) const { return "node-" + std::to_string(index); }
@@ -44,13 +58,23 @@ class LocalCluster {
   bool AllNodesReady();
 
  private:
+  struct Endpoints {
+    std::string client = "tcp://127.0.0.1:0";
+    std::string worker = "tcp://127.0.0.1:0";
+    std::string peer;
+  };
+  std::string JoinEndpoints(std::string Endpoints::*which) const;
+
   LocalClusterOptions options_;
   TempDir dir_;
-  std::string client_endpoint_ = "tcp://127.0.0.1:0";
-  std::string worker_endpoint_ = "tcp://127.0.0.1:0";
-  std::unique_ptr<Process> coordinator_;
+  std::vector<Endpoints> replicas_;
+  std::vector<std::unique_ptr<Process>> coordinators_;
   std::vector<std::unique_ptr<Process>> workers_;
   int coordinator_starts_ = 0;
 };
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then
+// closed), for processes that must know each other's ports before starting.
+int ReserveLoopbackPort();
 
 }  // namespace gpool::testing

@@ -50,6 +50,10 @@ bool Process::Running() {
   return !reaped_;
 }
 
+void Process::Signal(int signal) {
+  if (!reaped_) kill(pid_, signal);
+}
+
 int Process::Stop(int signal, std::chrono::milliseconds timeout) {
   if (reaped_) return wait_status_;
   kill(pid_, signal);

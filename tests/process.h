@@ -28,6 +28,8 @@ class Process {
   // Sends `signal` and waits up to `timeout` for the exit; returns the wait status or -1.
   int Stop(int signal, std::chrono::milliseconds timeout = std::chrono::seconds(10));
   void Kill() { Stop(9); }
+  // Sends `signal` and returns at once (SIGSTOP, SIGCONT).
+  void Signal(int signal);
   std::string Log() const;
 
  private:

@@ -24,8 +24,29 @@ Result<uint64_t> LocalLog::Propose(std::string data) {
   return unsynced_.back().index;
 }
 
-Result<std::vector<storage::LogEntry>> LocalLog::Sync() {
-  std::vector<storage::LogEntry> committed;
+Result<Committed> LocalLog::Recover() {
+  Committed recovered;
+  auto snapshot = store_->LoadSnapshot();
+  if (!snapshot.ok()) return snapshot.status().WithContext("loading snapshot");
+  if (snapshot->has_value()) {
+    auto& [meta, data] = **snapshot;
+    recovered.snapshot = StateSnapshot{meta.index, meta.term, std::move(data)};
+  }
+  uint64_t next = store_->FirstIndex();
+  const uint64_t end = store_->LastIndex() + 1;
+  while (next < end) {
+    auto entries = store_->Entries(next, end, 64 << 20);
+    if (!entries.ok()) return entries.status().WithContext("replaying log");
+    for (auto& entry : *entries) {
+      next = entry.index + 1;
+      recovered.entries.push_back(std::move(entry));
+    }
+  }
+  return recovered;
+}
+
+Result<Committed> LocalLog::Sync() {
+  Committed committed;
   if (unsynced_.empty()) return committed;
   Status status = store_->Append(unsynced_, /*sync=*/true);
   if (!status.ok()) {
@@ -34,8 +55,8 @@ Result<std::vector<storage::LogEntry>> LocalLog::Sync() {
     unsynced_.clear();
     return status;
   }
-  committed.swap(unsynced_);
-  commit_index_ = committed.back().index;
+  committed.entries.swap(unsynced_);
+  commit_index_ = committed.entries.back().index;
   return committed;
 }
 

@@ -18,8 +18,11 @@ class LocalLog final : public CommitLog {
   // `store` must outlive the log.
   static Result<std::unique_ptr<LocalLog>> Open(storage::LogStore* store);
 
+  // The stored snapshot and every durable entry after it: a single replica
+  // commits what it persists, so all of them are committed.
+  Result<Committed> Recover() override;
   Result<uint64_t> Propose(std::string data) override;
-  Result<std::vector<storage::LogEntry>> Sync() override;
+  Result<Committed> Sync() override;
   bool HasUnsynced() const override { return !unsynced_.empty(); }
   bool IsLeader() const override { return true; }
   uint64_t term() const override { return term_; }

@@ -20,8 +20,8 @@ TEST(LocalLogTest, CommitsOnSyncAndBumpsTheTermOnEveryOpen) {
     EXPECT_EQ((*log)->commit_index(), 0u);
     auto committed = (*log)->Sync();
     ASSERT_TRUE(committed.ok());
-    ASSERT_EQ(committed->size(), 2u);
-    EXPECT_EQ((*committed)[1].data, "b");
+    ASSERT_EQ(committed->entries.size(), 2u);
+    EXPECT_EQ(committed->entries[1].data, "b");
     EXPECT_EQ((*log)->commit_index(), 2u);
   }
   auto reopened = LocalLog::Open(store->get());

@@ -1,0 +1,249 @@
+// gpool-bench-raft: commit throughput and latency of the replicated log.
+//
+// Three RaftLogs (control/replication/raft_log.h), each on its own thread
+// with its own LevelDB LogStore in a temp dir (every Ready that carries
+// entries is fsynced, as in production), talk over real PeerTransports on
+// 127.0.0.1. The leader's thread plays N closed-loop clients: it keeps N
+// proposals of `payload` bytes in flight and, as each one commits (is
+// handed out by Sync() on the leader, i.e. fsynced on a majority), records
+// its latency and proposes the next. Proposals made in one loop turn share
+// one Ready, so this measures group commit the way the coordinator gets it.
+// No state machine runs: this is the log alone.
+//
+// Usage: gpool-bench-raft [seconds-per-level=3] [payload-bytes=128]
+// Prints JSON lines {"metric", "value", "unit", "params"}.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "control/replication/peer_transport.h"
+#include "control/replication/raft_log.h"
+#include "storage/leveldb_store.h"
+#include "storage/log_store.h"
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+constexpr int kReplicas = 3;
+// Compact each replica's log this often, as a coordinator snapshotting would,
+// so memory stays bounded over long runs.
+constexpr uint64_t kCompactEvery = 50'000;
+
+double Micros(SteadyClock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+double Percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+// What the main thread and the replica threads share.
+struct Run {
+  std::atomic<bool> stop{false};
+  std::atomic<int> phase{-1};   // measurement phase; -1 between phases
+  std::atomic<int> clients{0};  // proposals to keep in flight
+  std::mutex mu;                // guards the two below
+  std::vector<double> latencies_us;
+  uint64_t errors = 0;
+};
+
+struct Replica {
+  uint64_t id = 0;
+  std::unique_ptr<gpool::storage::LevelDbStore> kv;
+  std::unique_ptr<gpool::storage::LogStore> store;
+  std::unique_ptr<gpool::replication::PeerTransport> transport;
+  std::unique_ptr<gpool::replication::RaftLog> log;
+};
+
+void Serve(Replica& r, Run& run, const std::string& payload) {
+  struct InFlight {
+    int phase;
+    uint64_t term;
+    SteadyClock::time_point start;
+  };
+  std::map<uint64_t, InFlight> in_flight;
+  std::vector<double> local;  // flushed to `run` once per turn
+  uint64_t applied = 0;
+  uint64_t compacted = 0;
+  while (!run.stop.load(std::memory_order_relaxed)) {
+    zmq::pollitem_t item{r.transport->inbound().handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(1));
+    for (const auto& frame : r.transport->Drain()) r.log->Receive(frame);
+    r.log->Tick();
+
+    const int phase = run.phase.load();
+    if (r.log->IsLeader()) {
+      const int want = run.clients.load();
+      int current = 0;
+      for (const auto& [index, f] : in_flight) current += f.phase == phase ? 1 : 0;
+      for (; phase >= 0 && current < want; ++current) {
+        auto index = r.log->Propose(payload);
+        if (!index.ok()) break;
+        in_flight[*index] = InFlight{phase, r.log->term(), SteadyClock::now()};
+      }
+    } else if (!in_flight.empty()) {
+      in_flight.clear();  // lost leadership: these will never report back here
+    }
+    while (r.log->HasUnsynced()) {
+      auto committed = r.log->Sync();
+      if (!committed.ok()) {
+        std::fprintf(stderr, "replica %llu: %s\n", static_cast<unsigned long long>(r.id),
+                     committed.status().ToString().c_str());
+        std::lock_guard<std::mutex> lock(run.mu);
+        ++run.errors;
+        run.stop = true;
+        return;
+      }
+      const auto now = SteadyClock::now();
+      for (const auto& entry : committed->entries) {
+        applied = entry.index;
+        auto it = in_flight.find(entry.index);
+        if (it == in_flight.end()) continue;
+        if (it->second.term == entry.term && it->second.phase == phase && phase >= 0) {
+          local.push_back(Micros(now - it->second.start));
+        }
+        in_flight.erase(it);
+      }
+      if (committed->snapshot) applied = std::max(applied, committed->snapshot->index);
+    }
+    if (!local.empty()) {
+      std::lock_guard<std::mutex> lock(run.mu);
+      if (run.phase.load() == phase) run.latencies_us.insert(run.latencies_us.end(), local.begin(), local.end());
+      local.clear();
+    }
+    if (applied >= compacted + kCompactEvery) {
+      if (r.log->SaveSnapshot(applied, "bench").ok()) compacted = applied;
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double seconds = argc > 1 ? std::atof(argv[1]) : 3.0;
+  const size_t payload_bytes = argc > 2 ? static_cast<size_t>(std::atol(argv[2])) : 128;
+  if (seconds <= 0 || payload_bytes == 0) {
+    std::fprintf(stderr, "usage: gpool-bench-raft [seconds-per-level=3] [payload-bytes=128]\n");
+    return 2;
+  }
+  spdlog::set_level(spdlog::level::warn);
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("gpool-bench-raft-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+
+  zmq::context_t context(2);
+  std::array<Replica, kReplicas> replicas;
+  std::vector<uint64_t> voters;
+  for (int i = 0; i < kReplicas; ++i) {
+    Replica& r = replicas[i];
+    r.id = static_cast<uint64_t>(i + 1);
+    voters.push_back(r.id);
+    gpool::storage::LevelDbOptions db;
+    db.path = dir + "/replica-" + std::to_string(r.id);
+    auto kv = gpool::storage::LevelDbStore::Open(db);
+    if (!kv.ok()) {
+      std::fprintf(stderr, "%s\n", kv.status().ToString().c_str());
+      return 1;
+    }
+    r.kv = std::move(kv).value();
+    r.store = std::move(gpool::storage::LogStore::Open(r.kv.get())).value();
+    auto transport = gpool::replication::PeerTransport::Open(
+        context, gpool::replication::PeerTransportOptions{.listen_endpoint = "tcp://127.0.0.1:0"});
+    if (!transport.ok()) {
+      std::fprintf(stderr, "%s\n", transport.status().ToString().c_str());
+      return 1;
+    }
+    r.transport = std::move(transport).value();
+  }
+  for (auto& r : replicas) {
+    for (auto& peer : replicas) {
+      if (peer.id != r.id) r.transport->AddPeer(peer.id, peer.transport->listen_endpoint());
+    }
+    gpool::replication::RaftLogOptions options;
+    options.id = r.id;
+    options.voters = voters;
+    auto log = gpool::replication::RaftLog::Open(options, r.store.get(), r.transport.get());
+    if (!log.ok()) {
+      std::fprintf(stderr, "%s\n", log.status().ToString().c_str());
+      return 1;
+    }
+    r.log = std::move(log).value();
+    (void)r.log->Recover();
+  }
+
+  Run run;
+  const std::string payload(payload_bytes, 'p');
+  const auto started = SteadyClock::now();
+  std::vector<std::thread> threads;
+  for (auto& r : replicas) threads.emplace_back([&r, &run, &payload] { Serve(r, run, payload); });
+
+  // The first election and commit, as a sanity figure (cold start, with jitter).
+  run.phase = 0;
+  run.clients = 1;
+  while (SteadyClock::now() - started < std::chrono::seconds(10)) {
+    {
+      std::lock_guard<std::mutex> lock(run.mu);
+      if (!run.latencies_us.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::printf("{\"metric\": \"raft_first_commit_ms\", \"value\": %.0f, \"unit\": \"ms\", \"params\": {\"replicas\": %d, "
+              "\"note\": \"cold start: election plus one commit\"}}\n",
+              Micros(SteadyClock::now() - started) / 1000, kReplicas);
+  run.phase = -1;
+  run.clients = 0;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+
+  int phase = 1;
+  for (int clients : {1, 16, 256}) {
+    {
+      std::lock_guard<std::mutex> lock(run.mu);
+      run.latencies_us.clear();
+    }
+    const auto begin = SteadyClock::now();
+    run.clients = clients;
+    run.phase = phase;
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    run.phase = -1;
+    run.clients = 0;
+    const double elapsed = std::chrono::duration<double>(SteadyClock::now() - begin).count();
+    std::vector<double> latencies;
+    uint64_t errors = 0;
+    {
+      std::lock_guard<std::mutex> lock(run.mu);
+      latencies.swap(run.latencies_us);
+      errors = run.errors;
+    }
+    const double rate = static_cast<double>(latencies.size()) / elapsed;
+    const double p50 = Percentile(latencies, 0.5);
+    const double p99 = Percentile(latencies, 0.99);
+    std::printf("{\"metric\": \"raft_commits_per_s\", \"value\": %.0f, \"unit\": \"commits/s\", \"params\": "
+                "{\"clients\": %d, \"replicas\": %d, \"fsync\": true, \"payload_bytes\": %zu, \"p50_us\": %.0f, "
+                "\"p99_us\": %.0f, \"commits\": %zu, \"errors\": %llu}}\n",
+                rate, clients, kReplicas, payload_bytes, p50, p99, latencies.size(),
+                static_cast<unsigned long long>(errors));
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the window drain
+    ++phase;
+  }
+  run.stop = true;
+  for (auto& t : threads) t.join();
+  for (auto& r : replicas) {
+    r.log.reset();
+    r.transport.reset();
+  }
+  std::filesystem::remove_all(dir);
+  return 0;
+}

@@ -1,0 +1,54 @@
+// Config: the settings of one Raft node, read once when the core is created.
+//
+// The core (raft.h) has no clock and no I/O: "time" is the number of Tick()
+// calls, so every timeout below is a tick count, and the only randomness (the
+// election timeout jitter) comes from a generator seeded with `seed`, which
+// makes a whole cluster replayable from its seeds.
+//
+// Thread-safety: a plain value.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "protocol/base/status.h"
+
+namespace gpool::raft {
+
+struct Config {
+  // This node's id. Nonzero and unique in the cluster; 0 means "nobody".
+  uint64_t id = 0;
+  // The voters of a brand-new cluster, this node included. It is the
+  // configuration in force before any snapshot or configuration entry, so an
+  // original member passes the same list on every restart. A node that joins
+  // an existing cluster later passes an empty list and waits to be added.
+  std::vector<uint64_t> peers;
+  // A follower that hears nothing from a leader for a random number of ticks
+  // in [election_tick, 2 * election_tick) starts an election. A leader with
+  // check_quorum steps down after election_tick ticks without a quorum.
+  int election_tick = 10;
+  // A leader sends heartbeats every heartbeat_tick ticks. Must be smaller
+  // than election_tick (etcd suggests election_tick = 10 * heartbeat_tick).
+  int heartbeat_tick = 1;
+  // Batching: one append message carries at most this many entries and,
+  // beyond its first entry, at most this many bytes (LogEntry::ByteSize()).
+  uint64_t max_msg_entries = 64;
+  uint64_t max_msg_bytes = 1 << 20;
+  // Pipelining: a follower in the replicate state may have at most this many
+  // append messages in flight before the leader waits for acknowledgements.
+  uint64_t max_inflight = 256;
+  // Pre-vote (thesis 9.6): a node asks whether it could win before it bumps
+  // its term, so a node that was cut off cannot disrupt a healthy leader.
+  bool pre_vote = true;
+  // Check-quorum (thesis 6.2): a leader that has not heard from a quorum
+  // within an election timeout steps down; followers that heard from a
+  // leader within the timeout ignore vote requests (the leader lease).
+  bool check_quorum = true;
+  // Seeds the election-timeout jitter; mixed with `id` so nodes differ.
+  uint64_t seed = 0;
+
+  // InvalidArgument naming the first bad field, or OK.
+  Status Validate() const;
+};
+
+}  // namespace gpool::raft

@@ -1,0 +1,68 @@
+#include "control/replication/peer_list.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace gpool::replication {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool ValidEndpoint(std::string_view e) {
+  if (e.rfind("ipc://", 0) == 0 || e.rfind("inproc://", 0) == 0) return e.size() > e.find("//") + 2;
+  if (e.rfind("tcp://", 0) != 0) return false;
+  std::string_view rest = e.substr(6);
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 >= rest.size()) return false;
+  std::string_view port = rest.substr(colon + 1);
+  if (port == "*") return true;
+  return std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+Result<uint64_t> ParseReplicaId(std::string_view text) {
+  text = Trim(text);
+  uint64_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || id == 0) {
+    return Status::InvalidArgument("replica id '" + std::string(text.substr(0, 64)) +
+                                   "': expected a positive integer");
+  }
+  return id;
+}
+
+Result<std::map<uint64_t, std::string>> ParsePeerList(std::string_view text, std::string_view flag) {
+  const std::string prefix = std::string(flag) + ": ";
+  std::map<uint64_t, std::string> peers;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view entry = Trim(text.substr(start, comma - start));
+    start = comma + 1;
+    if (entry.empty()) continue;
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::InvalidArgument(prefix + "'" + std::string(entry.substr(0, 128)) + "': expected ID=ENDPOINT");
+    }
+    auto id = ParseReplicaId(entry.substr(0, eq));
+    if (!id.ok()) return id.status().WithContext(std::string(flag));
+    std::string endpoint(Trim(entry.substr(eq + 1)));
+    if (!ValidEndpoint(endpoint)) {
+      return Status::InvalidArgument(prefix + "replica " + std::to_string(*id) + ": '" + endpoint.substr(0, 128) +
+                                     "' is not a tcp://HOST:PORT, ipc:// or inproc:// endpoint");
+    }
+    if (!peers.emplace(*id, std::move(endpoint)).second) {
+      return Status::InvalidArgument(prefix + "replica " + std::to_string(*id) + " is listed twice");
+    }
+  }
+  if (peers.empty()) return Status::InvalidArgument(prefix + "no replicas listed");
+  return peers;
+}
+
+}  // namespace gpool::replication

@@ -1,0 +1,295 @@
+#include "control/replication/raft_log.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "control/replication/stored_snapshot.h"
+
+namespace gpool::replication {
+namespace {
+
+std::string RoleText(raft::Role role) {
+  switch (role) {
+    case raft::Role::kLeader: return "leader";
+    case raft::Role::kFollower: return "follower";
+    case raft::Role::kPreCandidate: return "precandidate";
+    case raft::Role::kCandidate: return "candidate";
+  }
+  return "unknown";
+}
+
+// A normal entry's command, as the caller proposed it.
+storage::LogEntry Unwrap(const raft::LogEntry& entry) {
+  return storage::LogEntry{entry.index, entry.term, std::string(raft::NormalPayload(entry))};
+}
+
+}  // namespace
+
+RaftLog::RaftLog(const RaftLogOptions& options, storage::LogStore* store, PeerTransport* transport)
+    : options_(options), store_(store), transport_(transport) {
+  limits_.max_frame_bytes = options.max_frame_bytes;
+  limits_.max_string_bytes = options.max_frame_bytes;
+}
+
+Result<std::unique_ptr<RaftLog>> RaftLog::Open(const RaftLogOptions& options, storage::LogStore* store,
+                                               PeerTransport* transport) {
+  if (options.id == 0 || std::find(options.voters.begin(), options.voters.end(), options.id) == options.voters.end()) {
+    return Status::InvalidArgument("raft: replica id " + std::to_string(options.id) + " is not one of the voters");
+  }
+  if (options.tick_ms <= 0) return Status::InvalidArgument("raft: tick_ms must be positive");
+  std::unique_ptr<RaftLog> log(new RaftLog(options, store, transport));
+
+  raft::InitialState initial;
+  initial.hard_state = store->hard_state();
+  auto stored = store->LoadSnapshot();
+  if (!stored.ok()) return stored.status().WithContext("loading snapshot");
+  if (stored->has_value()) {
+    auto& [meta, bytes] = **stored;
+    GPOOL_ASSIGN_OR_RETURN(StoredSnapshot snapshot, DecodeStoredSnapshot(bytes));
+    initial.snapshot = raft::Snapshot{meta.index, meta.term, std::move(snapshot.conf), std::move(snapshot.state)};
+    log->recovered_.snapshot = log::StateSnapshot{meta.index, meta.term, initial.snapshot.data};
+  }
+  if (store->FirstIndex() != initial.snapshot.index + 1) {
+    return Status::Malformed("raft: the log starts at " + std::to_string(store->FirstIndex()) +
+                             " but the snapshot ends at " + std::to_string(initial.snapshot.index));
+  }
+  if (store->LastIndex() >= store->FirstIndex()) {
+    auto entries = store->Entries(store->FirstIndex(), store->LastIndex() + 1);
+    if (!entries.ok()) return entries.status().WithContext("loading the raft log");
+    initial.entries = std::move(entries).value();
+  }
+  for (const auto& entry : initial.entries) {
+    if (raft::TypeOf(entry) == raft::EntryType::kUnknown) {
+      return Status::Malformed("raft: log entry " + std::to_string(entry.index) +
+                               " is not a replicated coordinator's (was this data dir written without --peers?)");
+    }
+  }
+  // A crash between saving a snapshot and the hard state leaves the commit
+  // index behind the snapshot; the snapshot itself proves that much committed.
+  const uint64_t commit = std::max(initial.hard_state.commit, initial.snapshot.index);
+  initial.hard_state.commit = commit;
+  // The caller replays everything known committed (Recover), so the core
+  // starts with it applied and hands out only what commits from now on.
+  initial.applied = commit;
+  for (const auto& entry : initial.entries) {
+    if (entry.index > commit) break;
+    if (raft::TypeOf(entry) == raft::EntryType::kNormal) log->recovered_.entries.push_back(Unwrap(entry));
+  }
+
+  raft::Config config;
+  config.id = options.id;
+  config.peers = options.voters;
+  config.election_tick = options.election_ticks;
+  config.heartbeat_tick = options.heartbeat_ticks;
+  config.seed = options.seed != 0
+                    ? options.seed
+                    : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  auto node = raft::RawNode::Restart(config, std::move(initial));
+  if (!node.ok()) return node.status().WithContext("restarting raft");
+  log->node_ = std::move(node).value();
+  log->soft_ = log->node_->soft_state();
+  log->last_tick_ms_ = options.clock->MonoMs();
+  spdlog::info("raft started id={} term={} commit={} last_index={} snapshot_index={} voters={}", options.id,
+               log->term(), commit, store->LastIndex(), log->node_->log().snapshot().index, options.voters.size());
+  return log;
+}
+
+Result<log::Committed> RaftLog::Recover() { return std::exchange(recovered_, log::Committed{}); }
+
+Result<uint64_t> RaftLog::Propose(std::string data) { return node_->Propose(data); }
+
+void RaftLog::Receive(std::string_view frame) {
+  ++stats_.frames_received;
+  auto message = raft::DecodeMessage(frame, limits_);
+  if (!message.ok()) {
+    if (stats_.frames_malformed++ % 1000 == 0) {
+      spdlog::warn("raft frame dropped bytes={} error=\"{}\" dropped_so_far={}", frame.size(),
+                   message.status().ToString(), stats_.frames_malformed);
+    }
+    return;
+  }
+  if (message->to != options_.id) {
+    ++stats_.frames_misaddressed;
+    return;
+  }
+  // A heartbeat's commit index is capped at what the leader knows we hold,
+  // so one past our log means we lost it (an empty data dir). What we do
+  // hold is all we can call committed: clamping only delays commits.
+  uint64_t lost_from = 0;
+  if (message->type == raft::MessageType::kHeartbeat && message->commit > node_->log().last_index()) {
+    lost_from = message->commit;
+    message->commit = node_->log().last_index();
+  }
+  if (message->type == raft::MessageType::kAppendResponse && IsLeader()) WatchForLostLog(*message);
+  Status status = node_->Step(*message);
+  if (lost_from != 0 && status.ok()) {
+    // Tell the leader with a refusal of the index it thinks we hold; that is
+    // what WatchForLostLog (on the leader) looks for. The core would not
+    // say it: the leader sends no appends to a follower it thinks is current.
+    raft::Message refusal;
+    refusal.type = raft::MessageType::kAppendResponse;
+    refusal.from = options_.id;
+    refusal.to = message->from;
+    refusal.term = term();
+    refusal.index = lost_from;
+    refusal.reject = true;
+    refusal.reject_hint = node_->log().last_index();
+    transport_->Send(refusal.to, raft::EncodeMessage(refusal));
+  }
+  if (!status.ok()) {
+    if (stats_.step_errors++ % 1000 == 0) {
+      spdlog::warn("raft message refused from={} type={} error=\"{}\"", message->from,
+                   raft::MessageTypeName(message->type), status.ToString());
+    }
+  }
+}
+
+void RaftLog::WatchForLostLog(const raft::Message& response) {
+  if (!response.reject) {
+    lost_log_rejects_.erase(response.from);
+    return;
+  }
+  const raft::NodeInfo info = node_->info();
+  auto progress = info.progress.find(response.from);
+  if (progress == info.progress.end() || response.index > progress->second.match) {
+    lost_log_rejects_.erase(response.from);
+    return;
+  }
+  // It refuses an index it acknowledged before: its log is gone, and this
+  // leader's progress for it will never go below that index.
+  if (++lost_log_rejects_[response.from] < 3) return;
+  lost_log_rejects_.erase(response.from);
+  uint64_t target = 0;
+  uint64_t best = 0;
+  for (const auto& [id, p] : info.progress) {
+    if (id == options_.id || id == response.from || p.match <= best) continue;
+    target = id;
+    best = p.match;
+  }
+  if (target == 0) {
+    spdlog::warn("replica lost its log and no other voter can take over to re-probe it replica={} match={}",
+                 response.from, progress->second.match);
+    return;
+  }
+  ++stats_.lost_log_transfers;
+  spdlog::warn("replica lost its log; handing leadership over so it is probed afresh replica={} acked_match={} "
+               "rejected={} to={}", response.from, progress->second.match, response.index, target);
+  Status status = node_->TransferLeadership(target);
+  if (!status.ok()) spdlog::warn("leadership transfer refused error=\"{}\"", status.ToString());
+}
+
+void RaftLog::Tick() {
+  const int64_t now = options_.clock->MonoMs();
+  int64_t due = (now - last_tick_ms_) / options_.tick_ms;
+  if (due <= 0) return;
+  last_tick_ms_ = due > options_.max_catchup_ticks ? now : last_tick_ms_ + due * options_.tick_ms;
+  due = std::min<int64_t>(due, options_.max_catchup_ticks);
+  for (int64_t i = 0; i < due; ++i) node_->Tick();
+}
+
+Status RaftLog::Persist(const raft::Ready& rd) {
+  if (rd.snapshot.has_value()) {
+    const raft::Snapshot& s = *rd.snapshot;
+    GPOOL_RETURN_IF_ERROR(store_->SaveSnapshot(storage::SnapshotMeta{s.index, s.term},
+                                               EncodeStoredSnapshot(StoredSnapshot{s.conf, s.data}),
+                                               /*sync=*/true));
+  }
+  if (!rd.hard_state.has_value() && rd.entries.empty()) return Status::Ok();
+  const storage::HardState before = store_->hard_state();
+  const storage::HardState hard = rd.hard_state.value_or(before);
+  const bool sync = !rd.entries.empty() || hard.term != before.term || hard.vote != before.vote;
+  if (sync) ++stats_.synced_writes;
+  return store_->Save(hard, rd.entries, sync);
+}
+
+void RaftLog::Send(std::vector<raft::Message>& messages) {
+  for (const raft::Message& m : messages) transport_->Send(m.to, raft::EncodeMessage(m));
+}
+
+void RaftLog::Collect(const raft::Ready& rd, log::Committed& out) {
+  if (rd.snapshot.has_value()) {
+    ++stats_.snapshots_installed;
+    spdlog::info("raft snapshot received index={} term={} bytes={}", rd.snapshot->index, rd.snapshot->term,
+                 rd.snapshot->data.size());
+    out.snapshot = log::StateSnapshot{rd.snapshot->index, rd.snapshot->term, rd.snapshot->data};
+  }
+  for (const raft::LogEntry& entry : rd.committed_entries) {
+    switch (raft::TypeOf(entry)) {
+      case raft::EntryType::kNormal:
+        out.entries.push_back(Unwrap(entry));
+        break;
+      case raft::EntryType::kEmpty:
+        break;  // a new leader's no-op
+      case raft::EntryType::kConfChange: {
+        auto change = raft::DecodeConfChange(entry);
+        spdlog::info("raft configuration committed index={} voters={}", entry.index,
+                     change.ok() ? change->result.voters.size() : 0);
+        break;
+      }
+      case raft::EntryType::kUnknown:
+        spdlog::error("raft entry of unknown kind skipped index={} term={}", entry.index, entry.term);
+        break;
+    }
+  }
+}
+
+Result<log::Committed> RaftLog::Sync() {
+  log::Committed out;
+  while (node_->HasReady()) {
+    raft::Ready rd = node_->GetReady();
+    ++stats_.readies;
+    if (rd.soft_state.has_value()) {
+      if (rd.soft_state->lead != soft_.lead) ++stats_.leader_changes;
+      spdlog::info("raft role changed id={} role={} leader={} term={}", options_.id, RoleText(rd.soft_state->role),
+                   rd.soft_state->lead, term());
+      soft_ = *rd.soft_state;
+    }
+    // The Ready is taken: a persistence failure leaves the core ahead of the
+    // disk, which only a restart (reloading the disk) can repair. The caller
+    // stops on this error.
+    Status persisted = Persist(rd);
+    if (!persisted.ok()) return persisted.WithContext("persisting raft state");
+    Send(rd.messages);
+    Collect(rd, out);
+    node_->Advance(rd);
+    // One snapshot per call: what came before it and what follows it stay in
+    // the order Committed documents.
+    if (rd.snapshot.has_value()) break;
+  }
+  return out;
+}
+
+Status RaftLog::SaveSnapshot(uint64_t index, std::string_view data) {
+  auto snapshot = node_->Compact(index, std::string(data));
+  if (!snapshot.ok()) return snapshot.status();
+  return store_->SaveSnapshot(storage::SnapshotMeta{snapshot->index, snapshot->term},
+                              EncodeStoredSnapshot(StoredSnapshot{snapshot->conf, std::string(data)}),
+                              /*sync=*/true);
+}
+
+std::vector<ReplicaProgress> RaftLog::Replicas() const {
+  raft::NodeInfo info = node_->info();
+  std::vector<ReplicaProgress> replicas;
+  for (uint64_t voter : info.voters) {
+    ReplicaProgress r;
+    r.id = voter;
+    if (info.role == raft::Role::kLeader) {
+      r.role = voter == options_.id ? "leader" : "follower";
+      auto it = info.progress.find(voter);
+      if (it != info.progress.end()) r.match = it->second.match;
+      if (voter == options_.id) r.match = std::max(r.match, info.last_index);
+    } else if (voter == options_.id) {
+      r.role = RoleText(info.role);
+      r.match = info.last_index;
+    } else {
+      r.role = voter == info.lead ? "leader" : "unknown";
+    }
+    replicas.push_back(std::move(r));
+  }
+  return replicas;
+}
+
+}  // namespace gpool::replication

@@ -1,0 +1,159 @@
+// RaftLog: a CommitLog replicated by Raft across the coordinator replicas.
+//
+// It is the actor around the pure Raft core (control/raft/raw_node.h): it
+// restarts the core from the LogStore, feeds it peer frames and clock ticks,
+// and works off each Ready in the order Raft requires (ready.h):
+//   1. persist: a received snapshot (LogStore::SaveSnapshot), then the new
+//      entries and hard state in ONE LogStore::Save (synced when entries,
+//      term or vote changed; a commit-index-only change is not worth an fsync
+//      because a restart recomputes it),
+//   2. send the messages (a vote or an append acknowledgement never leaves
+//      before the state it promises is durable),
+//   3. hand the snapshot and the committed entries to the caller,
+//   4. Advance the core.
+// An entry is therefore committed only once it is fsynced on a majority of
+// replicas, and the coordinator applies it only then.
+//
+// Entry data: the core tags entries (control/raft/entry.h); Sync() hands out
+// only normal entries, with the tag removed, so the caller sees exactly the
+// bytes it proposed. The new leader's empty entries and configuration
+// entries are Raft's own business and are skipped (the index sequence the
+// caller sees therefore has gaps).
+//
+// Epochs: term() is the Raft term. A leader's commands carry it and workers
+// refuse older ones, so a deposed leader cannot start or stop tasks.
+//
+// Snapshots: SaveSnapshot(index, image) compacts the core's log (so a
+// lagging or new follower is sent InstallSnapshot) and stores the image
+// together with the voters at that index (stored_snapshot.h). A follower that
+// receives a snapshot hands it out from Sync() to replace its state.
+//
+// Garbage from the network (frames that do not decode, messages addressed to
+// another replica, messages the core refuses) is dropped and counted; it
+// never stops the replica.
+//
+// A replica restarted with an empty data dir (same id, log lost) is not
+// something Raft itself expects: its leader remembers how far its log
+// matched, keeps probing it at that index, and caps heartbeat commit indexes
+// at it. Two work-arounds make it catch up by snapshot anyway: a follower
+// that hears a heartbeat commit index past its last entry clamps it (the
+// core refuses the heartbeat otherwise) and answers it with a refusal of
+// that index; a leader that sees a follower refuse, three times in a row, an
+// index it acknowledged before hands leadership to the most up-to-date other
+// voter, whose fresh view probes the follower from scratch. Safety caveat: entries that only that replica and a leader held
+// could be lost with its disk, as in any Raft; prefer replacing a lost
+// replica while the others are healthy.
+//
+// Ownership: the caller owns the LogStore and the PeerTransport and keeps
+// them alive longer than the RaftLog. Thread-safety: none; the coordinator's
+// loop thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "control/log/commit_log.h"
+#include "control/raft/raw_node.h"
+#include "control/replication/peer_transport.h"
+#include "protocol/base/clock.h"
+#include "protocol/wire.h"
+#include "storage/log_store.h"
+
+namespace gpool::replication {
+
+struct RaftLogOptions {
+  uint64_t id = 0;                // this replica; nonzero and in `voters`
+  std::vector<uint64_t> voters;   // every replica of a new cluster, this one included
+  // One Raft tick of wall time. A follower that hears no leader for
+  // [election_ticks, 2 * election_ticks) ticks starts an election, so the
+  // defaults detect a dead leader in 300-600 ms; the leader heartbeats every
+  // heartbeat_ticks ticks (25 ms).
+  int64_t tick_ms = 25;
+  int election_ticks = 12;
+  int heartbeat_ticks = 1;
+  // After a stall (a long fsync, a paused process) at most this many ticks
+  // are replayed at once: time runs slow for a stalled replica rather than
+  // making it call an election before it has read what its peers sent.
+  int max_catchup_ticks = 2;
+  uint64_t seed = 0;              // election jitter; 0 = from the clock
+  // Inbound frame limits: a snapshot travels as one frame.
+  size_t max_frame_bytes = 64 * 1024 * 1024;
+  const Clock* clock = &SystemClock::Get();
+};
+
+struct RaftLogStats {
+  uint64_t frames_received = 0;
+  uint64_t frames_malformed = 0;     // did not decode as a raft::Message
+  uint64_t frames_misaddressed = 0;  // addressed to another replica
+  uint64_t step_errors = 0;          // the core refused the message
+  uint64_t readies = 0;
+  uint64_t synced_writes = 0;
+  uint64_t snapshots_installed = 0;
+  uint64_t leader_changes = 0;
+  uint64_t lost_log_transfers = 0;   // leadership handed over for a follower that lost its log
+};
+
+// One replica as this one sees it, for status pages.
+struct ReplicaProgress {
+  uint64_t id = 0;
+  std::string role;    // "leader", "follower", or "unknown" when this replica is not the leader
+  uint64_t match = 0;  // last index known to be replicated there (leader only)
+};
+
+class RaftLog final : public log::CommitLog {
+ public:
+  static Result<std::unique_ptr<RaftLog>> Open(const RaftLogOptions& options, storage::LogStore* store,
+                                               PeerTransport* transport);
+
+  // CommitLog.
+  Result<log::Committed> Recover() override;
+  Result<uint64_t> Propose(std::string data) override;
+  Result<log::Committed> Sync() override;
+  bool HasUnsynced() const override { return node_->HasReady(); }
+  bool IsLeader() const override { return node_->soft_state().role == raft::Role::kLeader; }
+  bool LeaderCaughtUp() const override {
+    return IsLeader() && node_->log().Term(node_->log().applied()) == term();
+  }
+  uint64_t term() const override { return node_->hard_state().term; }
+  uint64_t commit_index() const override { return node_->hard_state().commit; }
+  Status SaveSnapshot(uint64_t index, std::string_view data) override;
+
+  // One frame from a peer (PeerTransport::Drain).
+  void Receive(std::string_view frame);
+  // Advances Raft time to the clock; call every loop turn.
+  void Tick();
+  // Asks to become leader now (tests; an operator nudging the cluster).
+  Status Campaign() { return node_->Campaign(); }
+
+  uint64_t id() const { return options_.id; }
+  uint64_t leader() const { return node_->soft_state().lead; }
+  raft::Role role() const { return node_->soft_state().role; }
+  uint64_t applied_index() const { return node_->log().applied(); }
+  std::vector<ReplicaProgress> Replicas() const;
+  raft::NodeInfo info() const { return node_->info(); }
+  const RaftLogStats& stats() const { return stats_; }
+
+ private:
+  RaftLog(const RaftLogOptions& options, storage::LogStore* store, PeerTransport* transport);
+  Status Persist(const raft::Ready& rd);
+  void Send(std::vector<raft::Message>& messages);
+  void Collect(const raft::Ready& rd, log::Committed& out);
+  void WatchForLostLog(const raft::Message& response);
+
+  RaftLogOptions options_;
+  storage::LogStore* store_;
+  PeerTransport* transport_;
+  wire::DecodeLimits limits_;
+  std::unique_ptr<raft::RawNode> node_;
+  log::Committed recovered_;
+  int64_t last_tick_ms_ = 0;
+  raft::SoftState soft_;
+  std::map<uint64_t, int> lost_log_rejects_;  // follower -> refusals in a row of acknowledged indexes
+  RaftLogStats stats_;
+};
+
+}  // namespace gpool::replication

@@ -1,0 +1,388 @@
+// Fault tests of the replicated coordinator: three real coordinators and two
+// real workers on loopback. A stream of submissions runs while the leader is
+// killed (SIGKILL) or paused (SIGSTOP); afterwards every acknowledged
+// submission exists exactly once, no GPU is held by two tasks, running tasks
+// kept running (same pid), the workers follow the new leader, and the
+// replica that was lost catches up when it comes back (by log, or by
+// snapshot when it restarts with an empty data dir).
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "client/client.h"
+#include "tests/local_cluster.h"
+
+namespace gpool::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr int kReplicas = 3;
+
+LocalClusterOptions ReplicatedOptions() {
+  LocalClusterOptions options;
+  options.coordinators = kReplicas;
+  options.workers = 2;
+  options.gpus_per_worker = 4;
+  // Small snapshots intervals so compaction and InstallSnapshot happen.
+  options.coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000", "--preempt-grace-ms", "2000",
+                               "--snapshot-every", "40"};
+  return options;
+}
+
+std::unique_ptr<Client> Connect(const std::string& endpoints, int timeout_ms = 1000) {
+  ClientOptions options;
+  options.endpoints = endpoints;
+  options.timeout_ms = timeout_ms;
+  options.connect_timeout_ms = 200;
+  options.retries = 40;  // enough to ride out an election and a redirect or two
+  auto client = Client::Connect(options);
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  return std::move(client).value();
+}
+
+JobSpec Job(const std::string& name, uint32_t gpus, std::string script) {
+  JobSpec spec;
+  spec.name = name;
+  TaskGroupSpec group;
+  group.name = "main";
+  group.command = {"sh", "-c", std::move(script)};
+  group.resources = Resources{gpus, 100, 64};
+  spec.tasks.push_back(group);
+  return spec;
+}
+
+int64_t Ms(SteadyClock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+
+// Local wall time as milliseconds since midnight, the resolution of the
+// coordinators' log timestamps.
+int64_t MsOfDayNow() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm local{};
+  localtime_r(&t, &local);
+  const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  return ((local.tm_hour * 60 + local.tm_min) * 60 + local.tm_sec) * 1000 + ms;
+}
+
+// The time of the last log line containing `what` ("2026-01-02T03:04:05.678 ..."),
+// as milliseconds since midnight; -1 if there is none.
+int64_t LoggedAtMsOfDay(const std::string& log, const std::string& what) {
+  const size_t at = log.rfind(what);
+  if (at == std::string::npos) return -1;
+  const size_t line = log.rfind('\n', at);
+  const size_t start = line == std::string::npos ? 0 : line + 1;
+  int h = 0, m = 0, sec = 0, ms = 0;
+  if (std::sscanf(log.c_str() + start, "%*4d-%*2d-%*2dT%2d:%2d:%2d.%3d", &h, &m, &sec, &ms) != 4) return -1;
+  return ((h * 60 + m) * 60 + sec) * 1000 + ms;
+}
+
+// Submits jobs "s-<i>" with idempotency keys "key-<i>" one after another,
+// remembering which were acknowledged and when.
+class Submitter {
+ public:
+  // A short reply timeout: a request lost with the leader is retried at the
+  // next replica after 500 ms rather than the default 5 s.
+  explicit Submitter(std::string endpoints) : client_(Connect(endpoints, 500)) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~Submitter() { Stop(); }
+
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  size_t acked() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return acks_.size();
+  }
+  // Acknowledged submissions: index -> job id.
+  std::map<int, uint64_t> acks() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return acks_;
+  }
+  int sent() const { return next_.load(); }
+  // First acknowledgement received at or after `t`.
+  std::optional<SteadyClock::time_point> FirstAckAfter(SteadyClock::time_point t) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [sent, acked] : times_) {
+      if (acked >= t) return acked;
+    }
+    return std::nullopt;
+  }
+  std::vector<std::string> failures() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return failures_;
+  }
+
+ private:
+  void Loop() {
+    while (!stop_) {
+      const int i = next_++;
+      // Every third job wants a GPU and holds it briefly; the rest are instant.
+      JobSpec spec = i % 3 == 0 ? Job("s-" + std::to_string(i), 1, "sleep 0.2") : Job("s-" + std::to_string(i), 0, "true");
+      const auto sent = SteadyClock::now();
+      auto reply = client_->Submit(spec, "key-" + std::to_string(i));
+      std::lock_guard<std::mutex> lock(mu_);
+      if (reply.ok()) {
+        acks_[i] = reply->job_id;
+        times_.emplace_back(sent, SteadyClock::now());
+      } else {
+        failures_.push_back("s-" + std::to_string(i) + ": " + reply.status().ToString());
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+  }
+
+  std::unique_ptr<Client> client_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> next_{0};
+  std::mutex mu_;
+  std::map<int, uint64_t> acks_;
+  std::vector<std::pair<SteadyClock::time_point, SteadyClock::time_point>> times_;
+  std::vector<std::string> failures_;
+};
+
+class ReplicatedCoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_.StartCoordinator();
+    cluster_.StartWorkers();
+    client_ = Connect(cluster_.client_endpoint(), 2000);
+    ASSERT_TRUE(WaitFor([&] { return cluster_.AllNodesReady(); }, 30s)) << cluster_.Cli({"nodes"}).out;
+  }
+
+  // The leader's view of the cluster (the client follows redirects to it).
+  Result<ClusterStatusReply> Status() { return client_->ClusterStatus(); }
+
+  int LeaderIndex() {
+    auto status = Status();
+    if (!status.ok() || status->role != "leader") return -1;
+    return std::stoi(status->replica_id) - 1;
+  }
+
+  // Waits until a leader other than `old` serves, and returns it.
+  int AwaitNewLeader(int old) {
+    int leader = -1;
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          leader = LeaderIndex();
+          return leader >= 0 && leader != old;
+        },
+        20s))
+        << "no new leader after replica " << old + 1 << " was lost";
+    return leader;
+  }
+
+  // Until the leader reports `replica` has every committed entry.
+  bool CaughtUp(int replica) {
+    return WaitFor(
+        [&] {
+          auto status = Status();
+          if (!status.ok()) return false;
+          for (const auto& r : status->replicas) {
+            if (r.id == std::to_string(replica + 1)) return r.match_index >= status->commit_index;
+          }
+          return false;
+        },
+        20s);
+  }
+
+  // Two long-running one-GPU jobs, running; returns their ids.
+  std::vector<uint64_t> StartLongJobs() {
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < 2; ++i) {
+      auto reply = client_->Submit(Job("long-" + std::to_string(i), 1, "sleep 600"), "long-key-" + std::to_string(i));
+      EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+      if (reply.ok()) ids.push_back(reply->job_id);
+    }
+    for (uint64_t id : ids) {
+      EXPECT_TRUE(WaitFor(
+          [&] {
+            auto job = client_->GetJob(JobId(id));
+            return job.ok() && job->summary.state == "Running" && job->tasks.at(0).pid > 0;
+          },
+          20s))
+          << "job " << id << " did not start";
+    }
+    return ids;
+  }
+
+  std::map<uint64_t, int64_t> Pids(const std::vector<uint64_t>& jobs) {
+    std::map<uint64_t, int64_t> pids;
+    for (uint64_t id : jobs) {
+      auto job = client_->GetJob(JobId(id));
+      EXPECT_TRUE(job.ok()) << job.status().ToString();
+      if (job.ok()) pids[id] = job->tasks.at(0).pid;
+    }
+    return pids;
+  }
+
+  // Every acknowledged submission exists exactly once under its id; nothing
+  // was created twice; no GPU is held by two live tasks.
+  void CheckInvariants(const std::map<int, uint64_t>& acks, int sent) {
+    auto jobs = client_->ListJobs(true, 0);
+    ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+    std::map<std::string, std::vector<uint64_t>> by_name;
+    for (const auto& job : jobs->jobs) by_name[job.name].push_back(job.job_id);
+    for (const auto& [i, id] : acks) {
+      const auto& found = by_name["s-" + std::to_string(i)];
+      ASSERT_EQ(found.size(), 1u) << "acknowledged submission s-" << i << " exists " << found.size() << " times";
+      EXPECT_EQ(found[0], id) << "s-" << i;
+    }
+    for (const auto& [name, ids] : by_name) EXPECT_EQ(ids.size(), 1u) << name << " was created more than once";
+    int created = 0;
+    for (int i = 0; i < sent; ++i) created += by_name.count("s-" + std::to_string(i)) ? 1 : 0;
+    EXPECT_GE(created, static_cast<int>(acks.size()));
+
+    std::set<std::pair<std::string, uint32_t>> held;
+    for (const auto& summary : jobs->jobs) {
+      if (summary.state != "Running" && summary.state != "Pending") continue;
+      auto job = client_->GetJob(JobId(summary.job_id));
+      ASSERT_TRUE(job.ok()) << job.status().ToString();
+      for (const auto& task : job->tasks) {
+        if (task.state != "Bound" && task.state != "Running") continue;
+        for (uint32_t gpu : task.gpu_indices) {
+          EXPECT_TRUE(held.insert({task.node, gpu}).second)
+              << "GPU " << gpu << " of " << task.node << " is held twice (job " << summary.job_id << ")";
+        }
+      }
+    }
+    auto status = Status();
+    ASSERT_TRUE(status.ok());
+    EXPECT_LE(status->gpus_used, status->gpus_total);
+  }
+
+  void ExpectStillRunning(const std::map<uint64_t, int64_t>& before) {
+    auto after = Pids({before.begin()->first, std::next(before.begin())->first});
+    for (const auto& [id, pid] : before) {
+      auto job = client_->GetJob(JobId(id));
+      ASSERT_TRUE(job.ok());
+      EXPECT_EQ(job->summary.state, "Running") << "job " << id;
+      EXPECT_EQ(after[id], pid) << "job " << id << " was restarted";
+      EXPECT_TRUE(PidAlive(static_cast<pid_t>(pid))) << "job " << id << " pid " << pid;
+    }
+  }
+
+  LocalCluster cluster_{ReplicatedOptions()};
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ReplicatedCoordinatorTest, KillingTheLeaderDuringSubmissionsLosesNothing) {
+  auto long_jobs = StartLongJobs();
+  ASSERT_EQ(long_jobs.size(), 2u);
+  const auto pids = Pids(long_jobs);
+
+  Submitter submitter(cluster_.client_endpoint());
+  for (int round = 0; round < 2; ++round) {
+    const size_t before = submitter.acked();
+    ASSERT_TRUE(WaitFor([&] { return submitter.acked() >= before + 20; }, 20s)) << "no progress before the kill";
+    const int leader = LeaderIndex();
+    ASSERT_GE(leader, 0);
+    const auto killed_at = SteadyClock::now();
+    const int64_t killed_ms_of_day = MsOfDayNow();
+    cluster_.KillReplica(leader);
+    const int next = AwaitNewLeader(leader);
+    ASSERT_TRUE(WaitFor([&] { return submitter.FirstAckAfter(killed_at).has_value(); }, 20s))
+        << "no submission acknowledged after the kill";
+    const auto first_ack = *submitter.FirstAckAfter(killed_at);
+    const int64_t leading_ms_of_day = LoggedAtMsOfDay(cluster_.coordinator(next)->Log(), "leading term=");
+    std::cout << "round " << round << ": killed replica " << leader + 1 << "; replica " << next + 1
+              << " leads " << (leading_ms_of_day - killed_ms_of_day) << " ms after the kill (its log); first "
+              << "acknowledgement " << Ms(first_ack - killed_at) << " ms after the kill (client, 500 ms timeout)\n";
+    const size_t after_kill = submitter.acked();
+    ASSERT_TRUE(WaitFor([&] { return submitter.acked() >= after_kill + 20; }, 20s)) << "no progress after the kill";
+
+    // The workers found the new leader and their tasks kept running.
+    ASSERT_TRUE(WaitFor([&] { return cluster_.AllNodesReady(); }, 20s)) << cluster_.Cli({"nodes"}).out;
+    ExpectStillRunning(pids);
+
+    // The lost replica comes back and catches up.
+    cluster_.StartReplica(leader);
+    EXPECT_TRUE(CaughtUp(leader)) << "replica " << leader + 1 << " did not catch up";
+  }
+  submitter.Stop();
+  EXPECT_TRUE(submitter.failures().empty()) << submitter.failures().front();
+  CheckInvariants(submitter.acks(), submitter.sent());
+
+  // The CLI, given every endpoint, finds the leader too.
+  CommandResult submitted = cluster_.Cli({"submit", "--name", "cli-job", "--idempotency-key", "cli-key", "--", "true"});
+  EXPECT_EQ(submitted.exit_code, 0) << submitted.err;
+  CommandResult status = cluster_.Cli({"status"});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("leader"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("follower"), std::string::npos) << status.out;
+}
+
+TEST_F(ReplicatedCoordinatorTest, PausedLeaderIsDeposedAndRejoinsAsFollower) {
+  auto long_jobs = StartLongJobs();
+  ASSERT_EQ(long_jobs.size(), 2u);
+  const auto pids = Pids(long_jobs);
+  auto status = Status();
+  ASSERT_TRUE(status.ok());
+  const uint64_t old_term = status->term;
+
+  Submitter submitter(cluster_.client_endpoint());
+  ASSERT_TRUE(WaitFor([&] { return submitter.acked() >= 20; }, 20s));
+  const int leader = LeaderIndex();
+  ASSERT_GE(leader, 0);
+  cluster_.coordinator(leader)->Signal(SIGSTOP);
+  const int next = AwaitNewLeader(leader);
+  const size_t after_pause = submitter.acked();
+  ASSERT_TRUE(WaitFor([&] { return submitter.acked() >= after_pause + 20; }, 20s));
+  cluster_.coordinator(leader)->Signal(SIGCONT);
+
+  // The old leader learns of the new term and follows; it catches up.
+  EXPECT_TRUE(CaughtUp(leader));
+  EXPECT_EQ(LeaderIndex(), next);
+  status = Status();
+  ASSERT_TRUE(status.ok());
+  EXPECT_GT(status->term, old_term);
+  const size_t after_resume = submitter.acked();
+  ASSERT_TRUE(WaitFor([&] { return submitter.acked() >= after_resume + 20; }, 20s));
+  submitter.Stop();
+  EXPECT_TRUE(submitter.failures().empty()) << submitter.failures().front();
+  EXPECT_NE(cluster_.coordinator(leader)->Log().find("stepped down"), std::string::npos);
+
+  ASSERT_TRUE(WaitFor([&] { return cluster_.AllNodesReady(); }, 20s)) << cluster_.Cli({"nodes"}).out;
+  ExpectStillRunning(pids);
+  CheckInvariants(submitter.acks(), submitter.sent());
+}
+
+TEST_F(ReplicatedCoordinatorTest, FollowerRestartedWithAnEmptyDataDirCatchesUpBySnapshot) {
+  const int leader = LeaderIndex();
+  ASSERT_GE(leader, 0);
+  const int follower = (leader + 1) % kReplicas;
+  cluster_.KillReplica(follower);
+  cluster_.WipeReplica(follower);
+  // Enough entries that the leader snapshots and compacts (every 40).
+  std::map<int, uint64_t> acks;
+  for (int i = 0; i < 60; ++i) {
+    auto reply = client_->Submit(Job("s-" + std::to_string(i), 0, "true"), "key-" + std::to_string(i));
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    acks[i] = reply->job_id;
+  }
+  cluster_.StartReplica(follower);
+  EXPECT_TRUE(CaughtUp(follower)) << "leader log:\n" << cluster_.coordinator(leader)->Log();
+  const std::string log = cluster_.coordinator(follower)->Log();
+  EXPECT_NE(log.find("state replaced by snapshot"), std::string::npos) << log;
+
+  // With the old leader gone the restored replica and the other one form the
+  // quorum; whichever leads has every job.
+  cluster_.KillReplica(leader);
+  AwaitNewLeader(leader);
+  CheckInvariants(acks, 60);
+}
+
+}  // namespace
+}  // namespace gpool::testing
