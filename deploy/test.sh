@@ -14,7 +14,7 @@ ctest_jobs=${GPOOL_CTEST_JOBS:-2}
 
 echo "== sanitizer build (ASan+UBSan): unit tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGPOOL_SANITIZE=ON -DGPOOL_WERROR=ON -DGPOOL_BUILD_BENCH=OFF >/dev/null
-cmake --build build-asan -j "$jobs" --target protocol_tests storage_tests control_tests worker_tests client_tests
+cmake --build build-asan -j "$jobs" --target protocol_tests storage_tests control_tests raft_tests worker_tests client_tests
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -L unit --output-on-failure -j "$ctest_jobs"
 
