@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "control/replication/peer_transport.h"
@@ -42,6 +43,25 @@ constexpr int kReplicas = 3;
 constexpr uint64_t kCompactEvery = 50'000;
 
 double Micros(SteadyClock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+// fdatasync of a small append on the bench's own disk: the floor under any
+// commit latency (a commit waits for at least one, usually two in parallel).
+std::vector<double> FsyncBaseline(const std::string& dir, double seconds) {
+  std::vector<double> us;
+  const std::string path = dir + "/fsync-probe";
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return us;
+  char block[128] = {};
+  const auto end = SteadyClock::now() + std::chrono::duration<double>(seconds);
+  while (SteadyClock::now() < end) {
+    const auto start = SteadyClock::now();
+    if (write(fd, block, sizeof(block)) < 0 || fdatasync(fd) != 0) break;
+    us.push_back(Micros(SteadyClock::now() - start));
+  }
+  close(fd);
+  std::filesystem::remove(path);
+  return us;
+}
 
 double Percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
@@ -142,6 +162,13 @@ int main(int argc, char** argv) {
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("gpool-bench-raft-" + std::to_string(getpid()))).string();
   std::filesystem::create_directories(dir);
+  {
+    std::vector<double> fsync = FsyncBaseline(dir, 1.0);
+    const double p50 = Percentile(fsync, 0.5);
+    std::printf("{\"metric\": \"fsync_latency_p50\", \"value\": %.1f, \"unit\": \"us\", \"params\": {\"p99_us\": %.1f, "
+                "\"ops\": %zu}}\n",
+                p50, Percentile(fsync, 0.99), fsync.size());
+  }
 
   zmq::context_t context(2);
   std::array<Replica, kReplicas> replicas;

@@ -1,3 +1,7 @@
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 // The real ZeroMQ Client against a scripted ROUTER on 127.0.0.1.
 #include "client/client.h"
 
@@ -390,11 +394,18 @@ namespace {
 // Nothing listens on the port: the client says so after the connect timeout,
 // not after the (much longer) reply timeout.
 TEST(ClientConnectTest, UnreachableCoordinatorFailsFastWithAClearMessage) {
-  zmq::context_t context;
-  zmq::socket_t probe(context, zmq::socket_type::router);
-  probe.bind("tcp://127.0.0.1:*");
-  const std::string endpoint = probe.get(zmq::sockopt::last_endpoint);
-  probe.close();  // the port is now free and nobody listens on it
+  // Hold a port bound but not listening: connections to it are refused, and
+  // no other process can take it while the test runs.
+  int holder = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(holder, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ASSERT_EQ(::bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
 
   ClientOptions options;
   options.endpoints = endpoint;
@@ -409,6 +420,7 @@ TEST(ClientConnectTest, UnreachableCoordinatorFailsFastWithAClearMessage) {
   EXPECT_EQ(reply.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(reply.status().message().find("cannot connect"), std::string::npos) << reply.status().message();
   EXPECT_LT(waited, std::chrono::seconds(30));
+  ::close(holder);
 }
 
 }  // namespace

@@ -248,8 +248,64 @@ void Coordinator::Drain(zmq::socket_t& socket, bool from_clients) {
   }
 }
 
+void Coordinator::ReadBarrier(ReadCallback done) {
+  if (raft_ == nullptr) return done(Status::Ok());
+  if (!leading_) return done(NotLeaderStatus(leader_client_address()));
+  unissued_reads_.push_back(std::move(done));
+}
+
+void Coordinator::IssueReads() {
+  if (unissued_reads_.empty()) return;
+  auto waiting = std::move(unissued_reads_);
+  unissued_reads_.clear();
+  std::string context = "r" + std::to_string(options_.raft_id) + "-" + std::to_string(++next_read_);
+  Status status = leading_ ? raft_->ReadIndex(context) : NotLeaderStatus(leader_client_address());
+  if (!status.ok()) {
+    for (auto& done : waiting) done(NotLeaderStatus(leader_client_address()));
+    return;
+  }
+  reads_[std::move(context)] = ReadBatch{options_.clock->MonoMs(), std::move(waiting)};
+}
+
+void Coordinator::ServeReads() {
+  if (raft_ == nullptr) return;
+  for (const auto& context : raft_->TakeReadyReads()) {
+    auto it = reads_.find(context);
+    if (it == reads_.end()) continue;  // failed meanwhile, or another replica's
+    auto waiting = std::move(it->second.waiting);
+    reads_.erase(it);
+    for (auto& done : waiting) done(Status::Ok());
+  }
+}
+
+void Coordinator::FailReads(const Status& why) {
+  auto unissued = std::move(unissued_reads_);
+  unissued_reads_.clear();
+  auto reads = std::move(reads_);
+  reads_.clear();
+  for (auto& done : unissued) done(why);
+  for (auto& [context, batch] : reads) {
+    for (auto& done : batch.waiting) done(why);
+  }
+}
+
+void Coordinator::ExpireReads(int64_t now_ms) {
+  // A read whose confirmation was lost (a dropped heartbeat answer) would
+  // wait forever; the client has long retried by then.
+  for (auto it = reads_.begin(); it != reads_.end();) {
+    if (now_ms - it->second.issued_ms < 5000) {
+      ++it;
+      continue;
+    }
+    auto waiting = std::move(it->second.waiting);
+    it = reads_.erase(it);
+    for (auto& done : waiting) done(Status::Unavailable("the leader could not confirm the read in time; retry"));
+  }
+}
+
 Status Coordinator::CommitAndApply() {
   bool applied_any = false;
+  if (raft_ != nullptr) IssueReads();
   while (log_->HasUnsynced()) {
     auto committed = log_->Sync();
     if (!committed.ok()) {
@@ -263,6 +319,7 @@ Status Coordinator::CommitAndApply() {
     }
     applied_any = applied_any || !committed->empty();
     GPOOL_RETURN_IF_ERROR(Apply(std::move(committed).value()));
+    ServeReads();
   }
   FollowLeadership();
   if (applied_any && leading_) {
@@ -341,6 +398,7 @@ void Coordinator::FollowLeadership() {
   // commits what it finds in its log) or may be overwritten; either way this
   // replica no longer learns which in time, so their clients retry.
   FailPending(NotLeaderStatus(leader_client_address()), /*keep_term=*/leading ? term : 0);
+  FailReads(NotLeaderStatus(leader_client_address()));
   registry_->Reset(now);
   dispatcher_->Reset(Status::Unavailable("the coordinator leader changed; retry"));
   scheduler_->Reset();
@@ -420,6 +478,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       last_dispatch = now;
     }
     gateway_->set_log_position(Gateway::LogPosition{log_->commit_index()});
+    if (!reads_.empty()) ExpireReads(now);
     MaybeSnapshot();
   }
   spdlog::info("coordinator stopping applied={}", state_.applied_index());

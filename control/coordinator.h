@@ -21,6 +21,8 @@
 // retry with the same idempotency key), and the components' in-memory state is
 // reset: a new leader re-sends every due bind and preempt and gives every node
 // a fresh liveness window.
+// Reads wait for a ReadIndex round (ReadBarrier), batched per loop turn, so
+// they are linearizable.
 #pragma once
 
 #include <atomic>
@@ -90,6 +92,7 @@ class Coordinator final : public Outbox, public Proposer {
   uint64_t epoch() const override { return log_->IsLeader() ? log_->term() : 0; }
   bool leading() const override { return leading_; }
   std::string leader_client_address() const override;
+  void ReadBarrier(ReadCallback done) override;
 
  private:
   // A proposal waiting for its entry; `term` tells our entry from another
@@ -109,6 +112,11 @@ class Coordinator final : public Outbox, public Proposer {
   Status Apply(log::Committed committed);
   void ApplyEntry(const storage::LogEntry& entry);
   void FailPending(const Status& why, uint64_t keep_term);
+  // Read barriers: batched into one ReadIndex per loop turn.
+  void IssueReads();
+  void ServeReads();
+  void FailReads(const Status& why);
+  void ExpireReads(int64_t now_ms);
   void FollowLeadership();
   void FillStatus(ClusterStatusReply& reply) const;
   void MaybeSnapshot();
@@ -131,6 +139,13 @@ class Coordinator final : public Outbox, public Proposer {
   replication::RaftLog* raft_ = nullptr;               // log_, when replicated
   bool leading_ = false;
   uint64_t leading_term_ = 0;
+  struct ReadBatch {
+    int64_t issued_ms = 0;
+    std::vector<ReadCallback> waiting;
+  };
+  std::vector<ReadCallback> unissued_reads_;
+  std::map<std::string, ReadBatch> reads_;  // ReadIndex context -> reads waiting for it
+  uint64_t next_read_ = 0;
 
   std::unique_ptr<NodeRegistry> registry_;
   std::unique_ptr<Dispatcher> dispatcher_;

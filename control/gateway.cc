@@ -51,27 +51,33 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     case MessageType::kListJobs: {
       auto msg = envelope->Body<ListJobs>();
       if (!msg.ok()) return fail(msg.status());
-      return Reply(peer, MakeFrame(id, epoch, ListJobsNow(*msg)));
+      return AfterBarrier(peer, id, [this, peer, id, msg = *msg] {
+        Reply(peer, MakeFrame(id, proposer_.epoch(), ListJobsNow(msg)));
+      });
     }
     case MessageType::kGetJob: {
       auto msg = envelope->Body<GetJob>();
       if (!msg.ok()) return fail(msg.status());
-      const auto* job = state_.FindJob(JobId(msg->job_id));
-      if (job == nullptr) return fail(Status::NotFound("job " + std::to_string(msg->job_id) + " does not exist"));
-      return Reply(peer, MakeFrame(id, epoch, ToJobDetail(*job, state_)));
+      return AfterBarrier(peer, id, [this, peer, id, job_id = msg->job_id] {
+        const auto* job = state_.FindJob(JobId(job_id));
+        if (job == nullptr) return Fail(peer, id, Status::NotFound("job " + std::to_string(job_id) + " does not exist"));
+        Reply(peer, MakeFrame(id, proposer_.epoch(), ToJobDetail(*job, state_)));
+      });
     }
-    case MessageType::kListNodes: {
-      ListNodesReply reply;
-      for (const auto& [name, node] : state_.nodes()) {
-        reply.nodes.push_back(ToNodeSummary(node));
-        reply.nodes.back().last_seen_ms = std::max(reply.nodes.back().last_seen_ms, registry_.LastSeenWallMs(name));
-      }
-      return Reply(peer, MakeFrame(id, epoch, reply));
-    }
+    case MessageType::kListNodes:
+      return AfterBarrier(peer, id, [this, peer, id] {
+        ListNodesReply reply;
+        for (const auto& [name, node] : state_.nodes()) {
+          reply.nodes.push_back(ToNodeSummary(node));
+          reply.nodes.back().last_seen_ms =
+              std::max(reply.nodes.back().last_seen_ms, registry_.LastSeenWallMs(name));
+        }
+        Reply(peer, MakeFrame(id, proposer_.epoch(), reply));
+      });
     case MessageType::kGetTaskLog: {
       auto msg = envelope->Body<GetTaskLog>();
       if (!msg.ok()) return fail(msg.status());
-      return OnGetTaskLog(peer, id, *msg, now_ms);
+      return AfterBarrier(peer, id, [this, peer, id, msg = *msg, now_ms] { OnGetTaskLog(peer, id, msg, now_ms); });
     }
     case MessageType::kClusterStatus:
       return Reply(peer, MakeFrame(id, epoch, StatusNow()));
@@ -82,6 +88,13 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
 
 void Gateway::Fail(const std::string& peer, uint64_t request_id, const Status& status) {
   Reply(peer, MakeError(request_id, proposer_.epoch(), status, proposer_.leader_client_address()));
+}
+
+void Gateway::AfterBarrier(const std::string& peer, uint64_t request_id, std::function<void()> serve) {
+  proposer_.ReadBarrier([this, peer, request_id, serve = std::move(serve)](const Status& status) {
+    if (!status.ok()) return Fail(peer, request_id, status);
+    serve();
+  });
 }
 
 void Gateway::OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob msg) {

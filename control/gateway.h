@@ -11,6 +11,10 @@
 // no leader is answered from that replica, so an operator can see an
 // election (or a lost quorum) rather than a timeout.
 //
+// Reads of the state (jobs, nodes, task logs) wait for Proposer::ReadBarrier,
+// so a leader that was deposed without noticing cannot answer from a stale
+// state; ClusterStatus, a report on this replica, does not wait.
+//
 // Thread-safety: none; the coordinator's loop thread owns it.
 #pragma once
 
@@ -55,6 +59,8 @@ class Gateway {
   void Reply(const std::string& peer, std::string frame) { outbox_.ToClient(peer, std::move(frame)); }
   // An error reply; a NotLeader one names the leader.
   void Fail(const std::string& peer, uint64_t request_id, const Status& status);
+  // Runs `serve` after Proposer::ReadBarrier, or answers its error.
+  void AfterBarrier(const std::string& peer, uint64_t request_id, std::function<void()> serve);
   void OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob msg);
   void OnCancel(const std::string& peer, uint64_t request_id, const CancelJob& msg);
   void OnGetTaskLog(const std::string& peer, uint64_t request_id, const GetTaskLog& msg, int64_t now_ms);

@@ -164,6 +164,18 @@ void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, Ta
                     });
 }
 
+void NodeRegistry::ProposeNotReady(const std::string& node) {
+  proposer_.Propose(state::NodeStateCmd{node, std::string(ToString(NodeState::kNotReady))},
+                    [this, node](const state::ApplyResult& result) {
+                      if (result.committed) return;
+                      // Not durable (leadership is moving): a later tick tries
+                      // again, a full timeout after the node was last seen. Only
+                      // a flag changes, so this is safe inside Tick's loops.
+                      auto it = links_.find(node);
+                      if (it != links_.end()) it->second.not_ready_proposed = false;
+                    });
+}
+
 void NodeRegistry::Reset(int64_t now_ms) {
   links_.clear();
   by_peer_.clear();
@@ -177,8 +189,7 @@ void NodeRegistry::Tick(int64_t now_ms) {
     if (record == nullptr || record->state != NodeState::kReady) continue;
     link.not_ready_proposed = true;
     spdlog::warn("node silent node={} silent_ms={}", node, now_ms - link.last_seen_ms);
-    proposer_.Propose(state::NodeStateCmd{node, std::string(ToString(NodeState::kNotReady))},
-                      [](const state::ApplyResult&) {});
+    ProposeNotReady(node);
   }
   // Nodes the state knows that have not reconnected since this coordinator started.
   if (now_ms - start_ms_ < options_.node_timeout_ms) return;
@@ -188,8 +199,7 @@ void NodeRegistry::Tick(int64_t now_ms) {
     link.not_ready_proposed = true;
     link.last_seen_ms = now_ms;
     spdlog::warn("node did not reconnect node={}", name);
-    proposer_.Propose(state::NodeStateCmd{name, std::string(ToString(NodeState::kNotReady))},
-                      [](const state::ApplyResult&) {});
+    ProposeNotReady(name);
   }
 }
 

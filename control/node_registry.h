@@ -68,6 +68,7 @@ class NodeRegistry {
   void OnRegister(const std::string& peer, const Header& header, RegisterNode msg, int64_t now_ms);
   void OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms);
   void OnTaskEvent(const std::string& peer, const Header& header, TaskEvent msg, int64_t now_ms);
+  void ProposeNotReady(const std::string& node);
   // The node this peer registered as, if it matches `claimed`.
   Link* Authenticate(const std::string& peer, const std::string& claimed);
   void Reply(const std::string& peer, std::string frame) { outbox_.ToWorker(peer, std::move(frame)); }

@@ -37,6 +37,12 @@ class Proposer {
   // The leader's client endpoint, for NotLeader redirects; empty while none
   // is known (an election) or while this replica is the leader catching up.
   virtual std::string leader_client_address() const { return {}; }
+  // Runs `done` once the applied state reflects every write committed before
+  // this call, so a read served then is linearizable (Raft's ReadIndex: the
+  // leader confirms with a quorum that it still leads). NotLeader if
+  // leadership is lost first. A single replica is always current.
+  using ReadCallback = std::function<void(const Status&)>;
+  virtual void ReadBarrier(ReadCallback done) { done(Status::Ok()); }
 };
 
 }  // namespace gpool::control

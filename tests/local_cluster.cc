@@ -10,21 +10,27 @@
 
 namespace gpool::testing {
 
-int ReserveLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket() failed");
+ReservedPort::ReservedPort() {
+  // CLOEXEC: the processes the tests start need not hold it too.
+  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) throw std::runtime_error("socket() failed");
+  const int one = 1;
+  setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
   socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd_);
     throw std::runtime_error("cannot reserve a loopback port");
   }
-  close(fd);
-  return ntohs(addr.sin_port);
+  port_ = ntohs(addr.sin_port);
+}
+
+ReservedPort::~ReservedPort() {
+  if (fd_ >= 0) close(fd_);
 }
 
 LocalCluster::LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {
@@ -33,7 +39,7 @@ LocalCluster::LocalCluster(LocalClusterOptions options) : options_(std::move(opt
   replicas_.resize(n);
   coordinators_.resize(n);
   if (n > 1) {
-    auto endpoint = [] { return "tcp://127.0.0.1:" + std::to_string(ReserveLoopbackPort()); };
+    auto endpoint = [this] { return ports_.emplace_back().endpoint(); };
     for (auto& r : replicas_) {
       r.client = endpoint();
       r.worker = endpoint();

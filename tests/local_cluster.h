@@ -16,6 +16,27 @@
 
 namespace gpool::testing {
 
+// A free TCP port on 127.0.0.1, for processes that must know each other's
+// ports before they start. The port stays bound (SO_REUSEADDR, not
+// listening) as long as the object lives: ZeroMQ, which also sets
+// SO_REUSEADDR, can still listen on it, but no other bind to port 0 in any
+// process is handed it meanwhile, so tests running in parallel cannot take
+// it between a replica's kill and its restart.
+class ReservedPort {
+ public:
+  ReservedPort();
+  ~ReservedPort();
+  ReservedPort(ReservedPort&& other) noexcept : fd_(other.fd_), port_(other.port_) { other.fd_ = -1; }
+  ReservedPort(const ReservedPort&) = delete;
+  ReservedPort& operator=(const ReservedPort&) = delete;
+  int port() const { return port_; }
+  std::string endpoint() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 struct LocalClusterOptions {
   int coordinators = 1;  // more than 1: replicated (--peers)
   int workers = 2;
@@ -67,14 +88,12 @@ class LocalCluster {
 
   LocalClusterOptions options_;
   TempDir dir_;
+  std::vector<ReservedPort> ports_;  // replicated: every replica's three ports
   std::vector<Endpoints> replicas_;
   std::vector<std::unique_ptr<Process>> coordinators_;
   std::vector<std::unique_ptr<Process>> workers_;
   int coordinator_starts_ = 0;
 };
 
-// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then
-// closed), for processes that must know each other's ports before starting.
-int ReserveLoopbackPort();
 
 }  // namespace gpool::testing

@@ -261,6 +261,21 @@ class ReplicatedCoordinatorTest : public ::testing::Test {
     auto status = Status();
     ASSERT_TRUE(status.ok());
     EXPECT_LE(status->gpus_used, status->gpus_total);
+
+    // No task ran on two nodes: each worker logs the tasks it started.
+    std::map<std::string, int> started_on;
+    for (int w = 0; w < 2; ++w) {
+      const std::string log = cluster_.worker(w)->Log();
+      std::set<std::string> here;
+      for (size_t at = log.find("task started task="); at != std::string::npos;
+           at = log.find("task started task=", at + 1)) {
+        const size_t start = at + std::string("task started task=").size();
+        here.insert(log.substr(start, log.find(' ', start) - start));
+      }
+      for (const auto& task : here) started_on[task] += 1;
+    }
+    EXPECT_FALSE(started_on.empty()) << "no task start found in the worker logs";
+    for (const auto& [task, nodes] : started_on) EXPECT_EQ(nodes, 1) << "task " << task << " ran on two nodes";
   }
 
   void ExpectStillRunning(const std::map<uint64_t, int64_t>& before) {

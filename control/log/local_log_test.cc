@@ -45,5 +45,31 @@ TEST(LocalLogTest, FailedSyncCommitsNothingAndReusesIndexes) {
   EXPECT_TRUE((*log)->Sync().ok());
 }
 
+TEST(LocalLogTest, RecoverReturnsTheSnapshotAndEverythingAfterIt) {
+  storage::MemoryStore kv;
+  auto store = storage::LogStore::Open(&kv);
+  ASSERT_TRUE(store.ok());
+  {
+    auto log = LocalLog::Open(store->get());
+    ASSERT_TRUE(log.ok());
+    for (const char* c : {"a", "b", "c"}) (void)(*log)->Propose(c);
+    ASSERT_TRUE((*log)->Sync().ok());
+    ASSERT_TRUE((*log)->SaveSnapshot(2, "image-at-2").ok());
+    (void)(*log)->Propose("d");
+    ASSERT_TRUE((*log)->Sync().ok());
+  }
+  auto reopened = LocalLog::Open(store->get());
+  ASSERT_TRUE(reopened.ok());
+  auto recovered = (*reopened)->Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status().ToString();
+  ASSERT_TRUE(recovered->snapshot.has_value());
+  EXPECT_EQ(recovered->snapshot->index, 2u);
+  EXPECT_EQ(recovered->snapshot->data, "image-at-2");
+  ASSERT_EQ(recovered->entries.size(), 2u);
+  EXPECT_EQ(recovered->entries[0].index, 3u);
+  EXPECT_EQ(recovered->entries[0].data, "c");
+  EXPECT_EQ(recovered->entries[1].data, "d");
+}
+
 }  // namespace
 }  // namespace gpool::log

@@ -250,10 +250,20 @@ Result<log::Committed> RaftLog::Sync() {
     // The Ready is taken: a persistence failure leaves the core ahead of the
     // disk, which only a restart (reloading the disk) can repair. The caller
     // stops on this error.
+    // A leader may send its appends before its own fsync (Raft thesis
+    // 10.2.1; etcd does the same), so the followers' disks work in parallel
+    // with its own: it counts itself toward a commit only in a later Ready,
+    // after this one is durable. Everyone else sends only what is durable,
+    // and so does a leader whose term or vote is not yet on disk.
+    const storage::HardState durable = store_->hard_state();
+    const bool early = soft_.role == raft::Role::kLeader &&
+                       (!rd.hard_state || (rd.hard_state->term == durable.term && rd.hard_state->vote == durable.vote));
+    if (early) Send(rd.messages);
     Status persisted = Persist(rd);
     if (!persisted.ok()) return persisted.WithContext("persisting raft state");
-    Send(rd.messages);
+    if (!early) Send(rd.messages);
     Collect(rd, out);
+    for (auto& read : rd.read_states) ready_reads_.push_back(std::move(read.context));
     node_->Advance(rd);
     // One snapshot per call: what came before it and what follows it stay in
     // the order Committed documents.

@@ -8,7 +8,10 @@
 //      term or vote changed; a commit-index-only change is not worth an fsync
 //      because a restart recomputes it),
 //   2. send the messages (a vote or an append acknowledgement never leaves
-//      before the state it promises is durable),
+//      before the state it promises is durable; a leader, whose only
+//      promise is its own log, sends appends before its fsync so the
+//      followers write in parallel, and counts itself toward a commit only
+//      once a later Ready shows its entries durable),
 //   3. hand the snapshot and the committed entries to the caller,
 //   4. Advance the core.
 // An entry is therefore committed only once it is fsynced on a majority of
@@ -54,6 +57,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "control/log/commit_log.h"
@@ -128,6 +132,13 @@ class RaftLog final : public log::CommitLog {
   void Tick();
   // Asks to become leader now (tests; an operator nudging the cluster).
   Status Campaign() { return node_->Campaign(); }
+  // Starts a linearizable read (Raft's ReadIndex); `context` must be unique
+  // across the cluster. Once confirmed, the context comes out of
+  // TakeReadyReads() after the Sync() whose entries bring the state machine
+  // up to the read's index. NotLeader when no leader is known.
+  Status ReadIndex(std::string context) { return node_->ReadIndex(std::move(context)); }
+  // Reads that may be served now that the last Sync()'s output is applied.
+  std::vector<std::string> TakeReadyReads() { return std::exchange(ready_reads_, {}); }
 
   uint64_t id() const { return options_.id; }
   uint64_t leader() const { return node_->soft_state().lead; }
@@ -152,7 +163,8 @@ class RaftLog final : public log::CommitLog {
   log::Committed recovered_;
   int64_t last_tick_ms_ = 0;
   raft::SoftState soft_;
-  std::map<uint64_t, int> lost_log_rejects_;  // follower -> refusals in a row of acknowledged indexes
+  std::map<uint64_t, int> lost_log_rejects_;
+  std::vector<std::string> ready_reads_;  // follower -> refusals in a row of acknowledged indexes
   RaftLogStats stats_;
 };
 

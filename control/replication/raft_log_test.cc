@@ -59,6 +59,8 @@ struct Replica {
   std::unique_ptr<PeerTransport> transport;
   std::unique_ptr<RaftLog> log;
   Machine machine;
+  std::vector<std::string> reads;  // ReadIndex contexts served, in order
+  std::vector<size_t> read_saw;    // how many commands were applied when each was served
   bool up() const { return log != nullptr; }
 };
 
@@ -122,6 +124,10 @@ class RaftLogTest : public ::testing::Test {
         auto committed = r.log->Sync();
         ASSERT_TRUE(committed.ok()) << committed.status().ToString();
         r.machine.Take(std::move(committed).value());
+        for (auto& read : r.log->TakeReadyReads()) {
+          r.reads.push_back(std::move(read));
+          r.read_saw.push_back(r.machine.commands.size());
+        }
       }
       items.push_back({r.transport->inbound().handle(), 0, ZMQ_POLLIN, 0});
     }
@@ -338,6 +344,24 @@ TEST_F(RaftLogTest, LeaderCrashElectsANewLeaderThatKeepsEveryCommittedEntry) {
   Start(first);
   ASSERT_TRUE(RunUntil([&] { return AllApplied(40) && StableLeader() != nullptr; }));
   for (auto& r : replicas_) EXPECT_EQ(r.machine.commands, second.machine.commands) << "replica " << r.id;
+}
+
+TEST_F(RaftLogTest, ReadIndexIsServedOnceTheStateCoversEveryEarlierCommit) {
+  Replica& leader = AwaitLeader();
+  ProposeAll(leader, "w-", 10);
+  // The writes are acknowledged (applied on the leader) ...
+  ASSERT_TRUE(RunUntil([&] { return leader.machine.commands.size() == 10; }));
+  // ... so a read issued now, anywhere, must see all of them. A follower
+  // forwards its read to the leader and serves it once it has applied up to
+  // the leader's commit index at the time, however far behind it was.
+  Replica& follower = replicas_[leader.id % 3];
+  ASSERT_TRUE(leader.log->ReadIndex("read-1").ok());
+  ASSERT_TRUE(follower.log->ReadIndex("read-2").ok());
+  ASSERT_TRUE(RunUntil([&] { return !leader.reads.empty() && !follower.reads.empty(); }));
+  EXPECT_EQ(leader.reads, std::vector<std::string>{"read-1"});
+  EXPECT_EQ(follower.reads, std::vector<std::string>{"read-2"});
+  EXPECT_EQ(leader.read_saw[0], 10u);
+  EXPECT_EQ(follower.read_saw[0], 10u);
 }
 
 TEST_F(RaftLogTest, GarbageFromTheNetworkIsCountedAndDropped) {
