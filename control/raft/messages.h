@@ -73,6 +73,8 @@ struct Message {
   bool reject = false;            // responses: the request was refused
   // Rejecting kAppendResponse: the follower's guess of the last index where
   // the logs may agree (the fast backtracking hint, with log_term).
+  // Rejecting kHeartbeatResponse: the follower's last index, which is below
+  // the commit index `index` the leader thought it held (its log was lost).
   uint64_t reject_hint = 0;
   Snapshot snapshot;              // kSnapshot
   // kHeartbeat/kHeartbeatResponse/kReadIndex/kReadIndexResponse: ReadIndex

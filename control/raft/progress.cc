@@ -71,6 +71,12 @@ bool Progress::MaybeDecrTo(uint64_t rejected, uint64_t match_hint) {
   return true;
 }
 
+void Progress::ForgetMatch(uint64_t last_index) {
+  match = 0;
+  BecomeProbe();
+  next = last_index + 1;
+}
+
 void Progress::SentEntries(uint64_t last_index, uint64_t count) {
   switch (state) {
     case ProgressState::kReplicate:

@@ -66,6 +66,9 @@ struct Progress {
   // The follower rejected the append after `rejected`; its hint says the logs
   // may agree at `match_hint`. False if the reject is stale.
   bool MaybeDecrTo(uint64_t rejected, uint64_t match_hint);
+  // The follower no longer holds entries it acknowledged (it restarted with
+  // an empty data dir); its log now ends at `last_index`. Probe it afresh.
+  void ForgetMatch(uint64_t last_index);
   // An append ending at `last_index` with `count` entries was just sent.
   void SentEntries(uint64_t last_index, uint64_t count);
   // Whether the leader should hold further appends back.

@@ -393,7 +393,19 @@ Status Raft::HandleAppend(const Message& m) {
 }
 
 Status Raft::HandleHeartbeat(const Message& m) {
-  // The leader caps the commit index at what it knows we hold.
+  // The leader caps the commit index at what it knows we hold, so an index
+  // past our log means we lost entries we acknowledged (an empty data dir).
+  // Committing what we do hold could commit entries that diverge from the
+  // leader's; refuse instead, so the leader probes us from our real end.
+  if (m.commit > log_.last_index()) {
+    Send({.type = MessageType::kHeartbeatResponse,
+          .to = m.from,
+          .index = m.commit,
+          .reject = true,
+          .reject_hint = log_.last_index(),
+          .context = m.context});
+    return Status::Ok();
+  }
   GPOOL_RETURN_IF_ERROR(log_.CommitTo(m.commit));
   Send({.type = MessageType::kHeartbeatResponse, .to = m.from, .context = m.context});
   return Status::Ok();
@@ -424,6 +436,14 @@ Status Raft::HandleAppendResponse(const Message& m) {
   Progress& pr = it->second;
   pr.recent_active = true;
   if (m.reject) {
+    if (m.index >= pr.match && m.reject_hint < pr.match) {
+      // It refuses at an index it acknowledged and says its log ends before
+      // it: the log is gone, and no reject would ever move `next` below
+      // `match`. A late duplicate can land here too; that costs one probe.
+      pr.ForgetMatch(m.reject_hint);
+      SendAppend(m.from, true);
+      return Status::Ok();
+    }
     uint64_t next_probe = m.reject_hint;
     if (m.log_term > 0) next_probe = log_.FindConflictByTerm(m.reject_hint, m.log_term).first;
     if (pr.MaybeDecrTo(m.index, next_probe)) {
@@ -468,6 +488,7 @@ Status Raft::HandleHeartbeatResponse(const Message& m) {
   Progress& pr = it->second;
   pr.recent_active = true;
   pr.probe_sent = false;  // it is alive: a lost probe may be retried
+  if (m.reject && m.reject_hint < pr.match) pr.ForgetMatch(m.reject_hint);  // see HandleHeartbeat
   // A full window with a live follower means appends were lost; free a slot
   // so replication can make progress (a gap gets rejected and re-probed).
   if (pr.state == ProgressState::kReplicate && pr.inflights.Full()) pr.inflights.FreeFirstOne();

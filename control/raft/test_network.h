@@ -102,6 +102,16 @@ class TestNetwork {
     Flush();  // re-apply the committed entries after the snapshot
   }
 
+  // Restart with an empty data dir: the same id, its log and votes gone.
+  void RestartEmpty(uint64_t id) {
+    Node& n = nodes_.at(id);
+    n.durable = sim::MemoryLog();
+    n.state = AppliedState{};
+    n.raw.reset();
+    Start(id, n.peers, {});
+    down_.erase(id);
+  }
+
   // Links. A cut or isolated link drops messages in both directions.
   void Cut(uint64_t a, uint64_t b) {
     cut_.insert({a, b});

@@ -115,70 +115,13 @@ void RaftLog::Receive(std::string_view frame) {
     ++stats_.frames_misaddressed;
     return;
   }
-  // A heartbeat's commit index is capped at what the leader knows we hold,
-  // so one past our log means we lost it (an empty data dir). What we do
-  // hold is all we can call committed: clamping only delays commits.
-  uint64_t lost_from = 0;
-  if (message->type == raft::MessageType::kHeartbeat && message->commit > node_->log().last_index()) {
-    lost_from = message->commit;
-    message->commit = node_->log().last_index();
-  }
-  if (message->type == raft::MessageType::kAppendResponse && IsLeader()) WatchForLostLog(*message);
   Status status = node_->Step(*message);
-  if (lost_from != 0 && status.ok()) {
-    // Tell the leader with a refusal of the index it thinks we hold; that is
-    // what WatchForLostLog (on the leader) looks for. The core would not
-    // say it: the leader sends no appends to a follower it thinks is current.
-    raft::Message refusal;
-    refusal.type = raft::MessageType::kAppendResponse;
-    refusal.from = options_.id;
-    refusal.to = message->from;
-    refusal.term = term();
-    refusal.index = lost_from;
-    refusal.reject = true;
-    refusal.reject_hint = node_->log().last_index();
-    transport_->Send(refusal.to, raft::EncodeMessage(refusal));
-  }
   if (!status.ok()) {
     if (stats_.step_errors++ % 1000 == 0) {
       spdlog::warn("raft message refused from={} type={} error=\"{}\"", message->from,
                    raft::MessageTypeName(message->type), status.ToString());
     }
   }
-}
-
-void RaftLog::WatchForLostLog(const raft::Message& response) {
-  if (!response.reject) {
-    lost_log_rejects_.erase(response.from);
-    return;
-  }
-  const raft::NodeInfo info = node_->info();
-  auto progress = info.progress.find(response.from);
-  if (progress == info.progress.end() || response.index > progress->second.match) {
-    lost_log_rejects_.erase(response.from);
-    return;
-  }
-  // It refuses an index it acknowledged before: its log is gone, and this
-  // leader's progress for it will never go below that index.
-  if (++lost_log_rejects_[response.from] < 3) return;
-  lost_log_rejects_.erase(response.from);
-  uint64_t target = 0;
-  uint64_t best = 0;
-  for (const auto& [id, p] : info.progress) {
-    if (id == options_.id || id == response.from || p.match <= best) continue;
-    target = id;
-    best = p.match;
-  }
-  if (target == 0) {
-    spdlog::warn("replica lost its log and no other voter can take over to re-probe it replica={} match={}",
-                 response.from, progress->second.match);
-    return;
-  }
-  ++stats_.lost_log_transfers;
-  spdlog::warn("replica lost its log; handing leadership over so it is probed afresh replica={} acked_match={} "
-               "rejected={} to={}", response.from, progress->second.match, response.index, target);
-  Status status = node_->TransferLeadership(target);
-  if (!status.ok()) spdlog::warn("leadership transfer refused error=\"{}\"", status.ToString());
 }
 
 void RaftLog::Tick() {

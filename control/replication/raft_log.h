@@ -35,17 +35,12 @@
 // another replica, messages the core refuses) is dropped and counted; it
 // never stops the replica.
 //
-// A replica restarted with an empty data dir (same id, log lost) is not
-// something Raft itself expects: its leader remembers how far its log
-// matched, keeps probing it at that index, and caps heartbeat commit indexes
-// at it. Two work-arounds make it catch up by snapshot anyway: a follower
-// that hears a heartbeat commit index past its last entry clamps it (the
-// core refuses the heartbeat otherwise) and answers it with a refusal of
-// that index; a leader that sees a follower refuse, three times in a row, an
-// index it acknowledged before hands leadership to the most up-to-date other
-// voter, whose fresh view probes the follower from scratch. Safety caveat: entries that only that replica and a leader held
-// could be lost with its disk, as in any Raft; prefer replacing a lost
-// replica while the others are healthy.
+// A replica restarted with an empty data dir (same id, log lost) refuses
+// the leader's heartbeats and appends at the index it acknowledged before;
+// the core then probes it from its real end and it catches up by appends or
+// by snapshot (control/raft/lost_log_test.cc). Safety caveat: entries that
+// only that replica and a leader held could be lost with its disk, as in any
+// Raft; prefer replacing a lost replica while the others are healthy.
 //
 // Ownership: the caller owns the LogStore and the PeerTransport and keeps
 // them alive longer than the RaftLog. Thread-safety: none; the coordinator's
@@ -53,7 +48,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -98,7 +92,6 @@ struct RaftLogStats {
   uint64_t synced_writes = 0;
   uint64_t snapshots_installed = 0;
   uint64_t leader_changes = 0;
-  uint64_t lost_log_transfers = 0;   // leadership handed over for a follower that lost its log
 };
 
 // One replica as this one sees it, for status pages.
@@ -153,7 +146,6 @@ class RaftLog final : public log::CommitLog {
   Status Persist(const raft::Ready& rd);
   void Send(std::vector<raft::Message>& messages);
   void Collect(const raft::Ready& rd, log::Committed& out);
-  void WatchForLostLog(const raft::Message& response);
 
   RaftLogOptions options_;
   storage::LogStore* store_;
@@ -163,8 +155,7 @@ class RaftLog final : public log::CommitLog {
   log::Committed recovered_;
   int64_t last_tick_ms_ = 0;
   raft::SoftState soft_;
-  std::map<uint64_t, int> lost_log_rejects_;
-  std::vector<std::string> ready_reads_;  // follower -> refusals in a row of acknowledged indexes
+  std::vector<std::string> ready_reads_;
   RaftLogStats stats_;
 };
 
