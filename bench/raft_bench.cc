@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
   }
   for (auto& r : replicas) {
     for (auto& peer : replicas) {
-      if (peer.id != r.id) r.transport->AddPeer(peer.id, peer.transport->listen_endpoint());
+      if (peer.id != r.id) (void)r.transport->AddPeer(peer.id, peer.transport->listen_endpoint());
     }
     gpool::replication::RaftLogOptions options;
     options.id = r.id;

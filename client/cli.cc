@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -56,6 +57,49 @@ Result<int32_t> ParseInt32Flag(std::string_view flag, const std::string& text) {
   auto v = ParseUnsignedText(digits, static_cast<uint64_t>(std::numeric_limits<int32_t>::max()) + (negative ? 1 : 0));
   if (!v.ok()) return Status::InvalidArgument(std::string(flag) + ": expected an integer, got '" + text + "'");
   return static_cast<int32_t>(negative ? -static_cast<int64_t>(*v) : static_cast<int64_t>(*v));
+}
+
+// A replica id: a positive decimal integer.
+Result<uint64_t> ParseReplicaId(std::string_view text) {
+  auto v = ParseUnsignedText(text, std::numeric_limits<uint64_t>::max());
+  if (!v.ok() || *v == 0) {
+    return Status::InvalidArgument("expected a replica ID (a positive integer), got '" + std::string(text) + "'");
+  }
+  return v;
+}
+
+// An endpoint other replicas or clients connect to: tcp://HOST:PORT (PORT
+// 1-65535; not the bind-only wildcard host '*'), ipc://PATH or inproc://NAME.
+Status CheckEndpoint(std::string_view flag, const std::string& text) {
+  const Status error = Status::InvalidArgument(std::string(flag) +
+                                               ": expected tcp://HOST:PORT, ipc://PATH or inproc://NAME, got '" +
+                                               text + "'");
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return error;
+  }
+  for (std::string_view scheme : {"ipc://", "inproc://"}) {
+    if (text.rfind(scheme, 0) == 0) return text.size() > scheme.size() ? Status::Ok() : error;
+  }
+  if (text.rfind("tcp://", 0) != 0) return error;
+  std::string_view rest = std::string_view(text).substr(6);
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return error;
+  auto port = ParseUnsignedText(rest.substr(colon + 1), 65535);
+  if (!port.ok() || *port == 0) return error;
+  if (rest.substr(0, colon) == "*") {
+    return Status::InvalidArgument(std::string(flag) + ": '" + text +
+                                   "' is a bind address; give one that others can connect to");
+  }
+  return Status::Ok();
+}
+
+std::string JoinIds(const std::vector<uint64_t>& ids) {
+  std::string out;
+  for (uint64_t id : ids) {
+    if (!out.empty()) out += ", ";
+    out += std::to_string(id);
+  }
+  return out.empty() ? "none" : out;
 }
 
 // A job name from a program path: "/usr/bin/python3" -> "python3".
@@ -342,6 +386,72 @@ int RunStatus(Session& s, const Invocation&) {
   return kExitOk;
 }
 
+constexpr char kReplicaAddUsage[] = "admin replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT]";
+constexpr char kReplicaRemoveUsage[] = "admin replica remove ID";
+constexpr char kReplicaListUsage[] = "admin replica list";
+
+int RunReplicaChange(Session& s, const Invocation& inv, const std::string& op) {
+  const auto& f = inv.flags;
+  const bool add = op == "add";
+  if (inv.positionals.size() != 3) {
+    return s.Usage("usage: gpool " + std::string(add ? kReplicaAddUsage : kReplicaRemoveUsage));
+  }
+  if (!add) {
+    for (const char* flag : {"peer-addr", "client-addr"}) {
+      if (f.count(flag)) return s.Usage(std::string("--") + flag + " only applies to 'admin replica add'");
+    }
+  } else if (!f.count("peer-addr")) {
+    return s.Usage("admin replica add: --peer-addr is required (usage: gpool " + std::string(kReplicaAddUsage) + ")");
+  }
+  auto id = ParseReplicaId(inv.positionals[2]);
+  if (!id.ok()) return s.Fail(id.status());
+  gpool::ChangeReplicas request;
+  request.op = op;
+  request.replica_id = *id;
+  if (add) {
+    request.peer_address = f["peer-addr"].as<std::string>();
+    if (Status valid = CheckEndpoint("--peer-addr", request.peer_address); !valid.ok()) return s.Fail(valid);
+    if (f.count("client-addr")) {
+      request.client_address = f["client-addr"].as<std::string>();
+      if (Status valid = CheckEndpoint("--client-addr", request.client_address); !valid.ok()) return s.Fail(valid);
+    }
+  }
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->ChangeReplicas(request);
+  if (!reply.ok()) return s.Fail(reply.status());
+  if (s.json) {
+    s.out << ToJson(*reply) << "\n";
+  } else {
+    s.out << "replica " << *id << (add ? " added" : " removed") << "; voters now " << JoinIds(reply->voters)
+          << " (committed at index " << reply->index << ")\n";
+  }
+  return kExitOk;
+}
+
+int RunReplicaList(Session& s, const Invocation& inv) {
+  if (inv.positionals.size() != 2) return s.Usage("usage: gpool " + std::string(kReplicaListUsage));
+  for (const char* flag : {"peer-addr", "client-addr"}) {
+    if (inv.flags.count(flag)) return s.Usage(std::string("--") + flag + " only applies to 'admin replica add'");
+  }
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->ClusterStatus();
+  if (!reply.ok()) return s.Fail(reply.status());
+  s.out << (s.json ? ToJson(*reply) + "\n" : FormatReplicasTable(*reply));
+  return kExitOk;
+}
+
+int RunAdmin(Session& s, const Invocation& inv) {
+  const auto& p = inv.positionals;
+  if (p.empty()) return s.Usage("admin: expected a subcommand: replica add|remove|list");
+  if (p[0] != "replica") return s.Usage("admin: unknown subcommand '" + p[0] + "'; expected 'replica'");
+  if (p.size() < 2) return s.Usage("admin replica: expected add, remove or list");
+  if (p[1] == "add" || p[1] == "remove") return RunReplicaChange(s, inv, p[1]);
+  if (p[1] == "list") return RunReplicaList(s, inv);
+  return s.Usage("admin replica: unknown subcommand '" + p[1] + "'; expected add, remove or list");
+}
+
 // --- Command table --------------------------------------------------------------------
 
 void NoOptions(cxxopts::Options&) {}
@@ -386,6 +496,28 @@ void WaitOptions(cxxopts::Options& o) {
        cxxopts::value<std::string>(), "S");
 }
 
+void AdminOptions(cxxopts::Options& o) {
+  o.add_options("admin")
+      ("peer-addr", "replica add: where the new replica listens for its peers (required)",
+       cxxopts::value<std::string>(), "ENDPOINT")
+      ("client-addr", "replica add: its client endpoint, which followers name in redirects (default: none)",
+       cxxopts::value<std::string>(), "ENDPOINT");
+}
+
+// One way of calling a command that has several (`admin replica add|remove|list`).
+struct CommandForm {
+  std::string_view usage;     // in 'gpool help COMMAND': every flag
+  std::string_view synopsis;  // in the command list of 'gpool --help': kept short so the list stays narrow
+  std::string_view summary;
+};
+
+constexpr CommandForm kAdminForms[] = {
+    {"replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT]", "replica add ID --peer-addr ENDPOINT",
+     "add a running coordinator replica as a Raft voter (flags: 'gpool help admin')"},
+    {"replica remove ID", "replica remove ID", "remove a coordinator replica from the Raft voters"},
+    {"replica list", "replica list", "list the coordinator replicas and how far each lags behind the leader"},
+};
+
 struct CommandDef {
   std::string_view name;
   std::string_view synopsis;
@@ -394,6 +526,8 @@ struct CommandDef {
   size_t max_args;
   void (*add_options)(cxxopts::Options&);
   int (*run)(Session&, const Invocation&);
+  // When not empty, how help lists the command instead of synopsis/summary.
+  std::span<const CommandForm> forms = {};
 };
 
 constexpr CommandDef kCommands[] = {
@@ -409,6 +543,8 @@ constexpr CommandDef kCommands[] = {
      1, 1, WaitOptions, RunWait},
     {"nodes", "", "list nodes with their used/total resources", 0, 0, NoOptions, RunNodes},
     {"status", "", "show the coordinator replicas and cluster totals", 0, 0, NoOptions, RunStatus},
+    {"admin", "replica add|remove|list ...", "add, remove or list coordinator replicas", 0, 3, AdminOptions,
+     RunAdmin, kAdminForms},
 };
 
 const CommandDef* FindCommand(std::string_view name) {
@@ -476,7 +612,17 @@ Status ApplyGlobals(Session& s, const cxxopts::ParseResult& flags) {
 
 std::string CommandHelp(const CommandDef& command) {
   cxxopts::Options options("gpool " + std::string(command.name), std::string(command.summary));
-  options.custom_help(std::string(command.synopsis));
+  if (command.forms.empty()) {
+    options.custom_help(std::string(command.synopsis));
+  } else {
+    // One usage line per form: "gpool admin replica add ...\n  gpool admin replica remove ID".
+    std::string usage;
+    for (const auto& form : command.forms) {
+      if (!usage.empty()) usage += "\n  gpool " + std::string(command.name) + " ";
+      usage += std::string(form.usage);
+    }
+    options.custom_help(usage);
+  }
   options.positional_help("");
   options.set_width(100);
   command.add_options(options);
@@ -522,6 +668,12 @@ std::string UsageText() {
          "Commands:\n";
   Table commands({"", ""});
   for (const auto& c : kCommands) {
+    if (!c.forms.empty()) {
+      for (const auto& form : c.forms) {
+        commands.AddRow({std::string(c.name) + " " + std::string(form.synopsis), std::string(form.summary)});
+      }
+      continue;
+    }
     commands.AddRow({std::string(c.name) + (c.synopsis.empty() ? "" : " " + std::string(c.synopsis)),
                      std::string(c.summary)});
   }
@@ -546,6 +698,7 @@ std::string UsageText() {
          "  gpool jobs --all\n"
          "  gpool logs 17.1\n"
          "  gpool wait 17 --timeout 10m\n"
+         "  gpool admin replica add 4 --peer-addr tcp://10.0.0.4:7402 --client-addr tcp://10.0.0.4:7400\n"
          "\n"
          "Exit codes: 0 ok; 1 the job failed or was cancelled (wait); 2 usage error or invalid spec;\n"
          "            3 not found; 4 coordinator unavailable or timed out; 5 any other error.\n";
@@ -649,6 +802,17 @@ int RunCli(std::vector<std::string> args, std::ostream& out, std::ostream& err, 
   }
   if (!inv.trailing.empty() && name != "submit") {
     return session.Usage(name + ": unexpected arguments after '--'");
+  }
+  // cxxopts would take a negative replica ID for a flag ("Option '3' does not exist").
+  if (name == "admin") {
+    for (size_t i = 0; i < rest.size(); ++i) {
+      const std::string& a = rest[i];
+      if (TakesValue(a) || a == "--peer-addr" || a == "--client-addr") {
+        ++i;  // a flag's value, not an ID
+      } else if (a.size() > 1 && a[0] == '-' && a.find_first_not_of("0123456789", 1) == std::string::npos) {
+        return session.Fail(ParseReplicaId(a).status());
+      }
+    }
   }
   // --env values may contain commas, which cxxopts would split; take them out first.
   if (name == "submit") {

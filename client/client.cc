@@ -79,6 +79,10 @@ class ZmqClient final : public Client {
 
   Result<ClusterStatusReply> ClusterStatus() override { return Call<ClusterStatusReply>(gpool::ClusterStatus{}); }
 
+  Result<ChangeReplicasReply> ChangeReplicas(const gpool::ChangeReplicas& request) override {
+    return Call<ChangeReplicasReply>(request);
+  }
+
  private:
   const std::string& endpoint() const { return endpoints_[current_]; }
 

@@ -19,7 +19,11 @@
 //     Status::Malformed; nothing the coordinator sends can crash the client.
 // Because requests are re-sent, Submit always carries an idempotency key
 // (a random one when the caller gives none), so a retry can never create a
-// second job.
+// second job. ChangeReplicas is re-sent the same way: it cannot apply twice
+// (the coordinator refuses a second add of a voter with AlreadyExists and a
+// second remove with NotFound), but a resend after a lost reply may report
+// that error although the first attempt took effect (or FailedPrecondition
+// while the first is still being committed).
 //
 // Connect does not contact the coordinator (ZeroMQ connects lazily); the
 // first request does.
@@ -84,6 +88,11 @@ class Client {
   // The last `max_bytes` of task `task_index`'s log (stdout and stderr).
   virtual Result<GetTaskLogReply> GetTaskLog(JobId job, uint32_t task_index, uint32_t max_bytes) = 0;
   virtual Result<ClusterStatusReply> ClusterStatus() = 0;
+  // Adds or removes one coordinator replica (Raft voter); answered once the
+  // new configuration is committed. The request goes out as given: its
+  // fields are not checked here. AlreadyExists when adding a current voter,
+  // NotFound when removing one that is not.
+  virtual Result<ChangeReplicasReply> ChangeReplicas(const gpool::ChangeReplicas& request) = 0;
 };
 
 // Splits and normalizes an endpoint list ("a:1, tcp://b:2" ->

@@ -348,6 +348,52 @@ TEST(ClientTest, NotLeaderRedirectsToTheLeader) {
   EXPECT_EQ(leader.requests().size(), 2u);
 }
 
+TEST(ClientTest, ChangeReplicasSendsTheRequestAndReadsTheReply) {
+  ScriptedServer server([](const Envelope& request, int) -> std::vector<std::string> {
+    auto body = request.Body<ChangeReplicas>();
+    if (!body.ok()) return {ReplyTo(request, ErrorReply{"Malformed", body.status().message(), ""})};
+    if (body->op == "remove") return {ReplyTo(request, ErrorReply{"NotFound", "replica 9 is not a voter", ""})};
+    return {ReplyTo(request, ChangeReplicasReply{57, {1, 2, 3, body->replica_id}})};
+  });
+  auto client = Connect(server.endpoint());
+  auto reply = client->ChangeReplicas(ChangeReplicas{"add", 4, "tcp://10.0.0.4:7402", "tcp://10.0.0.4:7400"});
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->index, 57u);
+  EXPECT_EQ(reply->voters, (std::vector<uint64_t>{1, 2, 3, 4}));
+
+  auto removed = client->ChangeReplicas(ChangeReplicas{"remove", 9, "", ""});
+  ASSERT_FALSE(removed.ok());
+  EXPECT_EQ(removed.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(removed.status().message(), "replica 9 is not a voter");
+
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].type(), MessageType::kChangeReplicas);
+  EXPECT_EQ(requests[0].header().token, "sekret");
+  auto body = requests[0].Body<ChangeReplicas>();
+  ASSERT_TRUE(body.ok()) << body.status().ToString();
+  EXPECT_EQ(body->op, "add");
+  EXPECT_EQ(body->replica_id, 4u);
+  EXPECT_EQ(body->peer_address, "tcp://10.0.0.4:7402");
+  EXPECT_EQ(body->client_address, "tcp://10.0.0.4:7400");
+}
+
+TEST(ClientTest, ChangeReplicasFollowsNotLeader) {
+  ScriptedServer leader([](const Envelope& request, int) -> std::vector<std::string> {
+    return {ReplyTo(request, ChangeReplicasReply{8, {1, 3}})};
+  });
+  ScriptedServer follower([&](const Envelope& request, int) -> std::vector<std::string> {
+    return {ReplyTo(request, ErrorReply{"NotLeader", "not the leader", leader.endpoint()})};
+  });
+  auto client = Connect(follower.endpoint(), /*timeout_ms=*/2000, /*retries=*/1);
+  auto reply = client->ChangeReplicas(ChangeReplicas{"remove", 2, "", ""});
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->voters, (std::vector<uint64_t>{1, 3}));
+  ASSERT_EQ(follower.requests().size(), 1u);
+  ASSERT_EQ(leader.requests().size(), 1u);
+  EXPECT_EQ(leader.requests()[0].Body<ChangeReplicas>()->replica_id, 2u);
+}
+
 TEST(ClientTest, NotLeaderWithoutRetriesLeftIsReturned) {
   ScriptedServer follower([](const Envelope& request, int) -> std::vector<std::string> {
     return {ReplyTo(request, ErrorReply{"NotLeader", "not the leader", "tcp://127.0.0.1:1"})};

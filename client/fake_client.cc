@@ -1,5 +1,7 @@
 #include "client/fake_client.h"
 
+#include <algorithm>
+
 #include "protocol/validate.h"
 
 namespace gpool {
@@ -125,6 +127,27 @@ Result<GetTaskLogReply> FakeClient::GetTaskLog(JobId job, uint32_t task_index, u
 Result<ClusterStatusReply> FakeClient::ClusterStatus() {
   if (auto failure = TakeFailure()) return *failure;
   return cluster_->status;
+}
+
+Result<ChangeReplicasReply> FakeClient::ChangeReplicas(const gpool::ChangeReplicas& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  cluster_->replica_changes.push_back(request);
+  const std::string name = "replica " + std::to_string(request.replica_id);
+  if (request.replica_id == 0) return Status::InvalidArgument("replica_id: must be positive");
+  std::vector<uint64_t>& voters = cluster_->voters;
+  auto it = std::find(voters.begin(), voters.end(), request.replica_id);
+  if (request.op == "add") {
+    if (request.peer_address.empty()) return Status::InvalidArgument("peer_address: required for add");
+    if (it != voters.end()) return Status::AlreadyExists(name + " is already a voter");
+    voters.push_back(request.replica_id);
+    std::sort(voters.begin(), voters.end());
+  } else if (request.op == "remove") {
+    if (it == voters.end()) return Status::NotFound(name + " is not a voter");
+    voters.erase(it);
+  } else {
+    return Status::InvalidArgument("op: expected \"add\" or \"remove\", got \"" + request.op + "\"");
+  }
+  return ChangeReplicasReply{++cluster_->status.commit_index, voters};
 }
 
 }  // namespace gpool

@@ -2,8 +2,10 @@
 // client API (the CLI, scripts' drivers). It behaves like a tiny coordinator:
 // Submit validates the spec, honours idempotency keys and adds a Pending job;
 // GetJob/CancelJob answer NotFound for unknown jobs; CancelJob of a finished
-// job is FailedPrecondition. Nothing ever runs: a test moves jobs along by
-// editing the state (directly, or from `on_get_job` between polls).
+// job is FailedPrecondition. ChangeReplicas edits `voters` and answers like
+// the coordinator (AlreadyExists / NotFound for a duplicate add / remove).
+// Nothing ever runs: a test moves jobs along by editing the state (directly,
+// or from `on_get_job` between polls).
 //
 // The state lives in a FakeCluster that the test keeps a shared_ptr to, since
 // the code under test usually owns the Client itself.
@@ -29,6 +31,10 @@ struct FakeCluster {
   std::map<std::pair<uint64_t, uint32_t>, std::string> logs;  // (job, task index) -> log
   ListNodesReply nodes;
   ClusterStatusReply status;
+  // The Raft voters that ChangeReplicas edits (kept sorted). Each change is
+  // committed at a new index: status.commit_index + 1. `status.replicas` is
+  // left alone; a test sets it for `status` and `admin replica list`.
+  std::vector<uint64_t> voters = {1, 2, 3};
   uint64_t next_job_id = 1;
   int64_t now_ms = 1'700'000'000'000;  // submit_ms of new jobs
 
@@ -42,6 +48,7 @@ struct FakeCluster {
   std::vector<gpool::ListJobs> list_jobs_requests;
   std::vector<gpool::CancelJob> cancels;
   std::vector<gpool::GetTaskLog> log_requests;
+  std::vector<gpool::ChangeReplicas> replica_changes;
   int get_job_calls = 0;
   std::map<std::string, uint64_t> idempotency_keys;
 
@@ -60,6 +67,7 @@ class FakeClient final : public Client {
   Result<ListNodesReply> ListNodes() override;
   Result<GetTaskLogReply> GetTaskLog(JobId job, uint32_t task_index, uint32_t max_bytes) override;
   Result<ClusterStatusReply> ClusterStatus() override;
+  Result<ChangeReplicasReply> ChangeReplicas(const gpool::ChangeReplicas& request) override;
 
  private:
   std::optional<Status> TakeFailure();

@@ -150,6 +150,14 @@ std::string FormatAgo(int64_t since_ms, int64_t now_ms) {
   return FormatDuration(now_ms - since_ms) + " ago";
 }
 
+std::optional<uint64_t> ReplicaLag(const ClusterStatusReply& reply, const ReplicaInfo& replica) {
+  if (reply.role != "leader") return std::nullopt;
+  const bool is_leader = replica.role == "leader" || replica.id == reply.replica_id;
+  if (replica.match_index == 0 && !is_leader) return std::nullopt;
+  if (replica.match_index >= reply.commit_index) return 0;
+  return reply.commit_index - replica.match_index;
+}
+
 std::string FormatCores(uint64_t cpu_milli) { return FixedPoint(cpu_milli, 1000, 3); }
 
 std::string FormatGiB(uint64_t mib) { return FixedPoint(mib, 1024, 1); }
@@ -283,14 +291,19 @@ std::string FormatClusterStatus(const ClusterStatusReply& reply) {
   summary.AddRow({"Jobs:", std::to_string(reply.jobs_pending) + " pending, " + std::to_string(reply.jobs_running) +
                                " running"});
   out << summary.Render();
-  if (!reply.replicas.empty()) {
-    Table replicas({"REPLICA", "ADDRESS", "ROLE", "MATCH"});
-    for (const auto& r : reply.replicas) {
-      replicas.AddRow({r.id, Dash(r.address), Dash(r.role), std::to_string(r.match_index)});
-    }
-    out << "\n" << replicas.Render();
-  }
+  if (!reply.replicas.empty()) out << "\n" << FormatReplicasTable(reply);
   return out.str();
+}
+
+std::string FormatReplicasTable(const ClusterStatusReply& reply) {
+  if (reply.replicas.empty()) return "No replicas.\n";
+  Table table({"REPLICA", "ADDRESS", "ROLE", "MATCH", "LAG"});
+  for (const auto& r : reply.replicas) {
+    std::optional<uint64_t> lag = ReplicaLag(reply, r);
+    table.AddRow({Dash(r.id), Dash(r.address), Dash(r.role), std::to_string(r.match_index),
+                  lag ? std::to_string(*lag) : "-"});
+  }
+  return table.Render();
 }
 
 // --- JSON -------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,9 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms);
 std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms);
 // The replica this client talked to, cluster totals, and the replica table.
 std::string FormatClusterStatus(const ClusterStatusReply& reply);
+// The replica table alone: REPLICA ADDRESS ROLE MATCH LAG; "No replicas."
+// when empty. LAG is ReplicaLag, or "-" where that is unknown.
+std::string FormatReplicasTable(const ClusterStatusReply& reply);
 
 // One line of JSON, no trailing newline.
 std::string MsgpackToJson(std::string_view msgpack);
@@ -41,6 +45,13 @@ std::string ToJson(const T& value) {
 std::string LogToJson(JobId job, uint32_t task_index, const GetTaskLogReply& reply);
 
 // --- Building blocks, exposed for tests --------------------------------------
+
+// How many log entries `replica` is behind the answering replica's commit
+// index (0 when its match index is at or past it). Known only when the
+// answering replica is the leader (`reply.role` is exactly "leader": only a
+// leader tracks its followers) and the replica's match index is known
+// (non-zero, or the replica is the leader itself); nullopt otherwise.
+std::optional<uint64_t> ReplicaLag(const ClusterStatusReply& reply, const ReplicaInfo& replica);
 
 // 45s, 3m12s, 2h05m, 3d04h. Negative counts as 0.
 std::string FormatDuration(int64_t ms);

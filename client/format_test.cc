@@ -215,9 +215,73 @@ TEST(FormatTest, ClusterStatus) {
             "GPUs:     12 used of 32\n"
             "Jobs:     2 pending, 5 running\n"
             "\n"
-            "REPLICA  ADDRESS              ROLE      MATCH\n"
-            "c1       tcp://10.0.0.1:7400  leader    120\n"
-            "c2       tcp://10.0.0.2:7400  follower  118\n");
+            "REPLICA  ADDRESS              ROLE      MATCH  LAG\n"
+            "c1       tcp://10.0.0.1:7400  leader    120    0\n"
+            "c2       tcp://10.0.0.2:7400  follower  118    2\n");
+}
+
+// A three-replica status as the given replica sees it.
+ClusterStatusReply ThreeReplicas(std::string role) {
+  ClusterStatusReply s;
+  s.replica_id = "1";
+  s.role = std::move(role);
+  s.commit_index = 57;
+  s.replicas = {ReplicaInfo{"1", "tcp://10.0.0.1:7400", "leader", 60},
+                ReplicaInfo{"2", "tcp://10.0.0.2:7400", "follower", 50},
+                ReplicaInfo{"3", "tcp://10.0.0.3:7400", "follower", 0}};
+  return s;
+}
+
+TEST(FormatTest, ReplicaLagOnTheLeader) {
+  ClusterStatusReply s = ThreeReplicas("leader");
+  EXPECT_EQ(ReplicaLag(s, s.replicas[0]), std::optional<uint64_t>(0));   // match past commit: 0, not negative
+  EXPECT_EQ(ReplicaLag(s, s.replicas[1]), std::optional<uint64_t>(7));   // 57 - 50
+  EXPECT_EQ(ReplicaLag(s, s.replicas[2]), std::nullopt);                 // match not known yet
+  s.replicas[1].match_index = 57;
+  EXPECT_EQ(ReplicaLag(s, s.replicas[1]), std::optional<uint64_t>(0));
+  s.replicas[2].match_index = 1;
+  EXPECT_EQ(ReplicaLag(s, s.replicas[2]), std::optional<uint64_t>(56));
+  // The leader's own row counts even at match 0 (an empty log)...
+  s.replicas[0].match_index = 0;
+  s.commit_index = 0;
+  EXPECT_EQ(ReplicaLag(s, s.replicas[0]), std::optional<uint64_t>(0));
+  // ... also when only its id says it is the answering replica.
+  s.replicas[0].role = "";
+  s.commit_index = 4;
+  EXPECT_EQ(ReplicaLag(s, s.replicas[0]), std::optional<uint64_t>(4));
+  EXPECT_EQ(FormatReplicasTable(ThreeReplicas("leader")),
+            "REPLICA  ADDRESS              ROLE      MATCH  LAG\n"
+            "1        tcp://10.0.0.1:7400  leader    60     0\n"
+            "2        tcp://10.0.0.2:7400  follower  50     7\n"
+            "3        tcp://10.0.0.3:7400  follower  0      -\n");
+}
+
+TEST(FormatTest, ReplicaLagIsUnknownUnlessTheLeaderAnswers) {
+  for (const char* role : {"follower", "candidate", "leader (catching up)", ""}) {
+    ClusterStatusReply s = ThreeReplicas(role);
+    for (const auto& r : s.replicas) EXPECT_EQ(ReplicaLag(s, r), std::nullopt) << role << " " << r.id;
+  }
+  ClusterStatusReply s = ThreeReplicas("follower");
+  s.replica_id = "2";
+  s.replicas[1].role = "follower";
+  EXPECT_EQ(FormatReplicasTable(s),
+            "REPLICA  ADDRESS              ROLE      MATCH  LAG\n"
+            "1        tcp://10.0.0.1:7400  leader    60     -\n"
+            "2        tcp://10.0.0.2:7400  follower  50     -\n"
+            "3        tcp://10.0.0.3:7400  follower  0      -\n");
+  // The follower's `status` ends with the same table.
+  const std::string status = FormatClusterStatus(s);
+  EXPECT_EQ(status.substr(status.size() - FormatReplicasTable(s).size()), FormatReplicasTable(s));
+  EXPECT_EQ(FormatReplicasTable(ClusterStatusReply{}), "No replicas.\n");
+}
+
+TEST(FormatTest, ClusterStatusJsonKeepsTheRawReplicaFields) {
+  auto json = nlohmann::json::parse(ToJson(ThreeReplicas("leader")));
+  EXPECT_EQ(json["commit_index"], 57);
+  ASSERT_EQ(json["replicas"].size(), 3u);
+  EXPECT_EQ(json["replicas"][1]["match_index"], 50);
+  EXPECT_EQ(json["replicas"][1]["role"], "follower");
+  EXPECT_FALSE(json["replicas"][1].contains("lag"));  // the wire form only; LAG is computed for people
 }
 
 TEST(FormatTest, JsonIsTheWireForm) {

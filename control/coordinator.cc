@@ -12,6 +12,7 @@ namespace gpool::control {
 namespace {
 
 constexpr int kMaxFramesPerDrain = 1000;
+constexpr int64_t kRemovedDrainMs = 1000;
 
 // ZeroMQ spells "any free port" as '*'; accept the familiar ':0' too.
 std::string NormalizeEndpoint(std::string endpoint) {
@@ -111,15 +112,17 @@ Status Coordinator::OpenLog() {
   }
   replication::PeerTransportOptions transport_options;
   transport_options.listen_endpoint = options_.peer_endpoint.empty() ? self->second : options_.peer_endpoint;
-  std::vector<uint64_t> voters;
+  transport_options.token = options_.token;
+  replication::RaftLogOptions raft_options;
   for (const auto& [id, endpoint] : options_.peers) {
-    voters.push_back(id);
-    if (id != options_.raft_id) transport_options.peers[id] = endpoint;
+    raft_options.voters.push_back(id);
+    auto client = options_.peer_clients.find(id);
+    raft_options.directory.push_back(
+        replication::ReplicaAddress{id, endpoint, client == options_.peer_clients.end() ? "" : client->second});
   }
   GPOOL_ASSIGN_OR_RETURN(peers_, replication::PeerTransport::Open(context_, transport_options));
-  replication::RaftLogOptions raft_options;
   raft_options.id = options_.raft_id;
-  raft_options.voters = std::move(voters);
+  raft_options.join = options_.join;
   raft_options.tick_ms = options_.raft_tick_ms;
   raft_options.election_ticks = options_.election_ticks;
   raft_options.clock = options_.clock;
@@ -185,8 +188,7 @@ std::string Coordinator::leader_client_address() const {
   // A leader still catching up with its term answers NotLeader with no
   // address: the client backs off briefly instead of bouncing back here.
   if (leader == 0 || leader == options_.raft_id) return {};
-  auto it = options_.peer_clients.find(leader);
-  return it == options_.peer_clients.end() ? std::string() : it->second;
+  return raft_->directory().ClientOf(leader);
 }
 
 void Coordinator::ToClient(const std::string& peer, std::string frame) {
@@ -219,6 +221,41 @@ void Coordinator::Propose(state::CommandBody body, ApplyCallback done) {
     return fail(index.status());
   }
   callbacks_[*index] = Pending{term, std::move(done)};
+}
+
+void Coordinator::ChangeMembership(const ChangeReplicas& request, MembershipCallback done) {
+  if (raft_ == nullptr) return Proposer::ChangeMembership(request, std::move(done));
+  if (!leading_) return done(NotLeaderStatus(leader_client_address()));
+  const auto type = request.op == "add" ? raft::ConfChangeType::kAddVoter : raft::ConfChangeType::kRemoveVoter;
+  auto index = raft_->ProposeMembership(
+      type, replication::ReplicaAddress{request.replica_id, request.peer_address, request.client_address});
+  if (!index.ok()) return done(index.status());
+  membership_waiters_[*index] = PendingMembership{log_->term(), std::move(done)};
+}
+
+void Coordinator::ResolveMembership() {
+  for (auto& change : raft_->TakeCommittedConfChanges()) {
+    if (change.change.type == raft::ConfChangeType::kRemoveVoter && change.change.node_id == options_.raft_id) {
+      spdlog::warn("this replica was removed from the replica set index={}; it stops serving and exits",
+                   change.index);
+      removed_ = true;
+    }
+    auto it = membership_waiters_.find(change.index);
+    if (it == membership_waiters_.end()) continue;
+    PendingMembership waiter = std::move(it->second);
+    membership_waiters_.erase(it);
+    if (waiter.term != change.term) {
+      waiter.done(NotLeaderStatus(leader_client_address()));
+      continue;
+    }
+    waiter.done(ChangeReplicasReply{change.index, change.voters});
+  }
+}
+
+void Coordinator::FailMembership(const Status& why) {
+  auto waiters = std::move(membership_waiters_);
+  membership_waiters_.clear();
+  for (auto& [index, waiter] : waiters) waiter.done(why);
 }
 
 void Coordinator::Drain(zmq::socket_t& socket, bool from_clients) {
@@ -320,6 +357,7 @@ Status Coordinator::CommitAndApply() {
     applied_any = applied_any || !committed->empty();
     GPOOL_RETURN_IF_ERROR(Apply(std::move(committed).value()));
     ServeReads();
+    if (raft_ != nullptr) ResolveMembership();
   }
   FollowLeadership();
   if (applied_any && leading_) {
@@ -399,6 +437,9 @@ void Coordinator::FollowLeadership() {
   // replica no longer learns which in time, so their clients retry.
   FailPending(NotLeaderStatus(leader_client_address()), /*keep_term=*/leading ? term : 0);
   FailReads(NotLeaderStatus(leader_client_address()));
+  // A change proposed in an earlier leadership may still commit, but this
+  // replica cannot tell the client which; `replica list` can.
+  FailMembership(NotLeaderStatus(leader_client_address()));
   registry_->Reset(now);
   dispatcher_->Reset(Status::Unavailable("the coordinator leader changed; retry"));
   scheduler_->Reset();
@@ -423,11 +464,7 @@ void Coordinator::FillStatus(ClusterStatusReply& reply) const {
   for (const auto& r : raft_->Replicas()) {
     ReplicaInfo replica;
     replica.id = std::to_string(r.id);
-    if (r.id == options_.raft_id) {
-      replica.address = client_endpoint_;
-    } else if (auto it = options_.peer_clients.find(r.id); it != options_.peer_clients.end()) {
-      replica.address = it->second;
-    }
+    replica.address = r.id == options_.raft_id ? client_endpoint_ : raft_->directory().ClientOf(r.id);
     replica.role = r.role;
     replica.match_index = r.match;
     reply.replicas.push_back(std::move(replica));
@@ -480,6 +517,13 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     gateway_->set_log_position(Gateway::LogPosition{log_->commit_index()});
     if (!reads_.empty()) ExpireReads(now);
     MaybeSnapshot();
+    if (removed_) {
+      // Keep the loop turning a little longer so the replies already queued
+      // (the removal's own among them) go out: closing a ROUTER with linger
+      // was seen to drop them. Meanwhile this replica only redirects.
+      if (removed_at_ms_ < 0) removed_at_ms_ = now;
+      if (now - removed_at_ms_ >= kRemovedDrainMs) break;
+    }
   }
   spdlog::info("coordinator stopping applied={}", state_.applied_index());
   return Status::Ok();

@@ -22,7 +22,9 @@
 // reset: a new leader re-sends every due bind and preempt and gives every node
 // a fresh liveness window.
 // Reads wait for a ReadIndex round (ReadBarrier), batched per loop turn, so
-// they are linearizable.
+// they are linearizable. Replicas are added and removed one at a time
+// (ChangeMembership, Raft single-server changes); a replica whose removal
+// commits stops serving and Run() returns.
 #pragma once
 
 #include <atomic>
@@ -66,6 +68,7 @@ struct CoordinatorOptions {
   std::map<uint64_t, std::string> peers;         // id -> peer endpoint, every replica
   std::map<uint64_t, std::string> peer_clients;  // id -> client endpoint, for redirects
   std::string peer_endpoint;                     // where to listen for peers; empty: peers[raft_id]
+  bool join = false;                             // wait to be added by a running cluster (replica add)
   int64_t raft_tick_ms = 25;
   int election_ticks = 12;                       // election timeout: [1, 2) x this many ticks
 };
@@ -93,6 +96,11 @@ class Coordinator final : public Outbox, public Proposer {
   bool leading() const override { return leading_; }
   std::string leader_client_address() const override;
   void ReadBarrier(ReadCallback done) override;
+  void ChangeMembership(const ChangeReplicas& request, MembershipCallback done) override;
+
+  // True once this replica's own removal from the replica set has committed:
+  // Run() then returns and the process exits.
+  bool removed() const { return removed_; }
 
  private:
   // A proposal waiting for its entry; `term` tells our entry from another
@@ -112,6 +120,8 @@ class Coordinator final : public Outbox, public Proposer {
   Status Apply(log::Committed committed);
   void ApplyEntry(const storage::LogEntry& entry);
   void FailPending(const Status& why, uint64_t keep_term);
+  void ResolveMembership();
+  void FailMembership(const Status& why);
   // Read barriers: batched into one ReadIndex per loop turn.
   void IssueReads();
   void ServeReads();
@@ -126,6 +136,13 @@ class Coordinator final : public Outbox, public Proposer {
   std::unique_ptr<storage::LogStore> log_store_;
   state::ClusterState state_;
   std::map<uint64_t, Pending> callbacks_;
+  struct PendingMembership {
+    uint64_t term = 0;
+    MembershipCallback done;
+  };
+  std::map<uint64_t, PendingMembership> membership_waiters_;  // by log index
+  bool removed_ = false;
+  int64_t removed_at_ms_ = -1;
   uint64_t last_snapshot_index_ = 0;
 
   zmq::context_t context_;

@@ -6,6 +6,7 @@
 
 #include "control/dispatcher.h"
 #include "control/node_registry.h"
+#include "control/replication/peer_list.h"
 #include "control/frames.h"
 #include "control/views.h"
 
@@ -81,6 +82,11 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     }
     case MessageType::kClusterStatus:
       return Reply(peer, MakeFrame(id, epoch, StatusNow()));
+    case MessageType::kChangeReplicas: {
+      auto msg = envelope->Body<ChangeReplicas>();
+      if (!msg.ok()) return fail(msg.status());
+      return OnChangeReplicas(peer, id, *msg);
+    }
     default:
       return fail(Status::UnknownType(std::string(MessageTypeName(envelope->type())) + " is not a client request"));
   }
@@ -122,6 +128,34 @@ void Gateway::OnCancel(const std::string& peer, uint64_t request_id, const Cance
     if (!result.status.ok()) return Fail(peer, request_id, result.status);
     spdlog::info("job cancel committed job={} state={}", result.job_id, result.job_state);
     Reply(peer, MakeFrame(request_id, proposer_.epoch(), CancelJobReply{result.job_id, result.job_state}));
+  });
+}
+
+void Gateway::OnChangeReplicas(const std::string& peer, uint64_t request_id, const ChangeReplicas& msg) {
+  Status valid = [&]() -> Status {
+    if (msg.op != "add" && msg.op != "remove") {
+      return Status::InvalidArgument("op: '" + msg.op.substr(0, 32) + "' is neither add nor remove");
+    }
+    if (msg.replica_id == 0) return Status::InvalidArgument("replica_id: must be a positive integer");
+    if (msg.op == "remove") return Status::Ok();
+    GPOOL_RETURN_IF_ERROR(replication::ValidateReplicaEndpoint(msg.peer_address, "peer_address"));
+    if (!msg.client_address.empty()) {
+      GPOOL_RETURN_IF_ERROR(replication::ValidateReplicaEndpoint(msg.client_address, "client_address"));
+    }
+    return Status::Ok();
+  }();
+  if (!valid.ok()) return Fail(peer, request_id, valid);
+  spdlog::info("replica change requested op={} replica={} peer={} client={}", msg.op, msg.replica_id,
+               msg.peer_address, msg.client_address);
+  proposer_.ChangeMembership(msg, [this, peer, request_id, msg](Result<ChangeReplicasReply> result) {
+    if (!result.ok()) {
+      spdlog::info("replica change refused op={} replica={} error=\"{}\"", msg.op, msg.replica_id,
+                   result.status().ToString());
+      return Fail(peer, request_id, result.status());
+    }
+    spdlog::info("replica change committed op={} replica={} index={} voters={}", msg.op, msg.replica_id,
+                 result->index, result->voters.size());
+    Reply(peer, MakeFrame(request_id, proposer_.epoch(), *result));
   });
 }
 

@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
      "leader's in NotLeader replies so clients go straight to it", cxxopts::value<std::string>())
     ("peer-addr", "Replicated mode: where this replica listens for its peers (default: its --peers entry; "
      "port 0 picks a free one, written to the endpoints file as 'peer ...')", cxxopts::value<std::string>())
+    ("join", "Replicated mode: start as a new replica outside the cluster's configuration and wait to be added "
+     "(gpool admin replica add). --peers lists the running replicas and this one")
     ("raft-tick-ms", "Replicated mode: one Raft tick; the leader heartbeats every tick",
      cxxopts::value<int64_t>()->default_value(std::to_string(defaults.raft_tick_ms)))
     ("election-ticks", "Replicated mode: a follower that hears no leader for 1-2x this many ticks starts an "
@@ -65,7 +67,8 @@ int main(int argc, char** argv) {
      cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.snapshot_every)))
     ("max-frame-bytes", "Largest accepted message in bytes",
      cxxopts::value<size_t>()->default_value(std::to_string(defaults.max_frame_bytes)))
-    ("token-file", "File holding the shared token clients and workers must send (surrounding whitespace ignored)",
+    ("token-file", "File holding the shared token clients, workers and the other replicas must send "
+     "(surrounding whitespace ignored)",
      cxxopts::value<std::string>())
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"))
     ("version", "Print the version and exit")
@@ -126,13 +129,14 @@ int main(int argc, char** argv) {
         options.peer_clients = std::move(clients).value();
       }
       if (args.count("peer-addr")) options.peer_endpoint = args["peer-addr"].as<std::string>();
+      options.join = args.count("join") > 0;
       options.raft_tick_ms = args["raft-tick-ms"].as<int64_t>();
       options.election_ticks = args["election-ticks"].as<int>();
       if (options.raft_tick_ms <= 0 || options.election_ticks < 2) {
         throw cxxopts::exceptions::exception("--raft-tick-ms must be positive and --election-ticks at least 2");
       }
-    } else if (args.count("peer-clients") || args.count("peer-addr")) {
-      throw cxxopts::exceptions::exception("--peer-clients and --peer-addr need --peers");
+    } else if (args.count("peer-clients") || args.count("peer-addr") || args.count("join")) {
+      throw cxxopts::exceptions::exception("--peer-clients, --peer-addr and --join need --peers");
     }
   } catch (const std::exception& e) {
     std::cerr << "gpool-coordinator: " << e.what() << "\n(see --help)\n";
@@ -167,5 +171,6 @@ int main(int argc, char** argv) {
     spdlog::critical("stopped on error error=\"{}\"", status.ToString());
     return 1;
   }
+  if ((*coordinator)->removed()) spdlog::info("exiting: this replica is no longer a member of the cluster");
   return 0;
 }

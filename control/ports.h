@@ -11,6 +11,7 @@
 #include <string>
 
 #include "control/state/cluster_state.h"
+#include "protocol/messages.h"
 
 namespace gpool::control {
 
@@ -43,6 +44,14 @@ class Proposer {
   // leadership is lost first. A single replica is always current.
   using ReadCallback = std::function<void(const Status&)>;
   virtual void ReadBarrier(ReadCallback done) { done(Status::Ok()); }
+  // Adds or removes a coordinator replica; `done` runs once the new
+  // configuration is committed, or with the reason it cannot be.
+  using MembershipCallback = std::function<void(Result<ChangeReplicasReply>)>;
+  virtual void ChangeMembership(const ChangeReplicas& request, MembershipCallback done) {
+    (void)request;
+    done(Status::FailedPrecondition("this coordinator runs as a single replica (started without --peers); "
+                                    "its replica set cannot change"));
+  }
 };
 
 }  // namespace gpool::control

@@ -6,14 +6,15 @@ namespace gpool {
 namespace {
 
 // Indexed by MessageType; the strings are the wire names.
-constexpr std::array<std::string_view, 25> kTypeNames = {
+constexpr std::array<std::string_view, 27> kTypeNames = {
     "Ack",          "ErrorReply",        "SubmitJob",     "SubmitJobReply", "ListJobs",
     "ListJobsReply", "GetJob",           "GetJobReply",   "CancelJob",      "CancelJobReply",
     "ListNodes",    "ListNodesReply",    "GetTaskLog",    "GetTaskLogReply", "ClusterStatus",
     "ClusterStatusReply", "RegisterNode", "RegisterNodeReply", "Heartbeat",  "BindTask",
     "PreemptTask",  "TaskEvent",         "TaskEventAck",  "FetchLog",       "FetchLogReply",
+    "ChangeReplicas", "ChangeReplicasReply",
 };
-static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kFetchLogReply) + 1);
+static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kChangeReplicasReply) + 1);
 
 }  // namespace
 

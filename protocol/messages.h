@@ -45,6 +45,9 @@ enum class MessageType : uint8_t {
   kTaskEventAck,
   kFetchLog,
   kFetchLogReply,
+  // Administration (client -> coordinator, port 7400).
+  kChangeReplicas,
+  kChangeReplicasReply,
 };
 
 std::string_view MessageTypeName(MessageType type);
@@ -353,6 +356,36 @@ struct ClusterStatusReply {
     v.Optional("jobs_running", jobs_running);
     v.Optional("gpus_total", gpus_total);
     v.Optional("gpus_used", gpus_used);
+  }
+};
+
+// Adds or removes one coordinator replica (a Raft voter). Answered once the
+// new configuration is committed. Start an added replica (with --join)
+// before adding it: until it answers, the cluster needs one more replica
+// for a majority.
+struct ChangeReplicas {
+  static constexpr MessageType kType = MessageType::kChangeReplicas;
+  std::string op;              // "add" or "remove"
+  uint64_t replica_id = 0;     // positive
+  std::string peer_address;    // add: where the replica listens for peers, e.g. tcp://10.0.0.4:7402
+  std::string client_address;  // add: its client endpoint, for redirects; may be empty
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("op", op);
+    v.Required("replica_id", replica_id);
+    v.Optional("peer_address", peer_address);
+    v.Optional("client_address", client_address);
+  }
+};
+
+struct ChangeReplicasReply {
+  static constexpr MessageType kType = MessageType::kChangeReplicasReply;
+  uint64_t index = 0;             // log index of the committed change
+  std::vector<uint64_t> voters;   // the configuration it put in force
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("index", index);
+    v.Required("voters", voters);
   }
 };
 

@@ -75,7 +75,18 @@ void LocalCluster::StartCoordinator() {
   for (size_t i = 0; i < replicas_.size(); ++i) StartReplica(static_cast<int>(i));
 }
 
-void LocalCluster::StartReplica(int index) {
+int LocalCluster::StartJoiningReplica() {
+  Endpoints& added = replicas_.emplace_back();
+  added.client = ports_.emplace_back().endpoint();
+  added.worker = ports_.emplace_back().endpoint();
+  added.peer = ports_.emplace_back().endpoint();
+  coordinators_.emplace_back();
+  const int index = static_cast<int>(replicas_.size()) - 1;
+  StartReplica(index, /*join=*/true);
+  return index;
+}
+
+void LocalCluster::StartReplica(int index, bool join) {
   const bool replicated = replicas_.size() > 1;
   Endpoints& self = replicas_.at(index);
   const std::string data_dir = ReplicaDataDir(index);
@@ -90,6 +101,7 @@ void LocalCluster::StartReplica(int index) {
       clients += (i ? "," : "") + id + "=" + replicas_[i].client;
     }
     argv.insert(argv.end(), {"--id", std::to_string(index + 1), "--peers", peers, "--peer-clients", clients});
+    if (join) argv.push_back("--join");
   }
   argv.insert(argv.end(), options_.coordinator_flags.begin(), options_.coordinator_flags.end());
   const std::string name = replicated ? "coordinator-r" + std::to_string(index + 1) : "coordinator";

@@ -54,8 +54,13 @@ class LocalCluster {
   // ports, later starts reuse them so workers and clients find it again.
   void StartCoordinator();
   void KillCoordinator();  // SIGKILL: no chance to clean up
-  // One replica of a replicated coordinator.
-  void StartReplica(int index);
+  // One replica of a replicated coordinator. With `join`, it starts outside
+  // the configuration (--join), to be added with `gpool admin replica add`.
+  void StartReplica(int index, bool join = false);
+  // Starts one more replica with --join on fresh ports; returns its index
+  // (its replica id is index + 1).
+  int StartJoiningReplica();
+  const std::string& peer_endpoint(int replica) const { return replicas_.at(replica).peer; }
   void KillReplica(int index);
   // Removes a stopped replica's data dir: it restarts with nothing.
   void WipeReplica(int index);

@@ -25,6 +25,8 @@ class Process {
 
   pid_t pid() const { return pid_; }
   bool Running();
+  // The wait status once Running() has returned false.
+  int wait_status() const { return wait_status_; }
   // Sends `signal` and waits up to `timeout` for the exit; returns the wait status or -1.
   int Stop(int signal, std::chrono::milliseconds timeout = std::chrono::seconds(10));
   void Kill() { Stop(9); }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <cstdio>
@@ -397,6 +398,60 @@ TEST_F(ReplicatedCoordinatorTest, FollowerRestartedWithAnEmptyDataDirCatchesUpBy
   cluster_.KillReplica(leader);
   AwaitNewLeader(leader);
   CheckInvariants(acks, 60);
+}
+
+TEST_F(ReplicatedCoordinatorTest, ReplicasAreAddedAndRemovedWithTheAdminCommands) {
+  // A fourth replica, started with --join, is added by the CLI as an
+  // operator would, catches up and counts in the quorum.
+  const int fourth = cluster_.StartJoiningReplica();
+  CommandResult added = cluster_.Cli({"admin", "replica", "add", "4", "--peer-addr", cluster_.peer_endpoint(fourth),
+                                      "--client-addr", cluster_.client_endpoint(fourth)});
+  ASSERT_EQ(added.exit_code, 0) << added.out << added.err;
+  EXPECT_NE(added.out.find("voters now 1, 2, 3, 4"), std::string::npos) << added.out;
+  EXPECT_TRUE(CaughtUp(fourth)) << cluster_.coordinator(fourth)->Log();
+  CommandResult again = cluster_.Cli({"admin", "replica", "add", "4", "--peer-addr", cluster_.peer_endpoint(fourth)});
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_NE(again.err.find("already a voter"), std::string::npos) << again.err;
+
+  // Four voters need three. With one original follower down, a commit
+  // needs the new replica's acknowledgement.
+  const int leader = LeaderIndex();
+  ASSERT_GE(leader, 0);
+  const int follower = (leader + 1) % kReplicas;
+  cluster_.KillReplica(follower);
+  auto job = client_->Submit(Job("with-four", 1, "true"), "with-four");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  cluster_.StartReplica(follower);
+  EXPECT_TRUE(CaughtUp(follower));
+
+  // Removing a replica: it is told, stops serving and exits on its own.
+  CommandResult removed = cluster_.Cli({"admin", "replica", "remove", "4"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.out << removed.err;
+  EXPECT_NE(removed.out.find("voters now 1, 2, 3"), std::string::npos) << removed.out;
+  ASSERT_TRUE(WaitFor([&] { return !cluster_.coordinator(fourth)->Running(); }, 10s))
+      << cluster_.coordinator(fourth)->Log();
+  EXPECT_TRUE(WIFEXITED(cluster_.coordinator(fourth)->wait_status()));
+  EXPECT_EQ(WEXITSTATUS(cluster_.coordinator(fourth)->wait_status()), 0);
+
+  // Removing the leader: it hands over, exits, and the other two serve.
+  CommandResult removed_leader = cluster_.Cli({"admin", "replica", "remove", std::to_string(leader + 1)});
+  ASSERT_EQ(removed_leader.exit_code, 0) << removed_leader.out << removed_leader.err << "leader log:\n"
+                                         << cluster_.coordinator(leader)->Log();
+  ASSERT_TRUE(WaitFor([&] { return !cluster_.coordinator(leader)->Running(); }, 10s))
+      << cluster_.coordinator(leader)->Log();
+  AwaitNewLeader(leader);
+  auto status = Status();
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_EQ(status->replicas.size(), 2u);
+  auto after = client_->Submit(Job("with-two", 1, "true"), "with-two");
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto j = client_->GetJob(JobId(after->job_id));
+        return j.ok() && j->summary.state == "Succeeded";
+      },
+      30s))
+      << "the two remaining replicas did not run a job";
 }
 
 }  // namespace

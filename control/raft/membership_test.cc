@@ -80,11 +80,15 @@ TEST(MembershipTest, RejectsNoOpChanges) {
 TEST(MembershipTest, RemovedFollowerStopsCountingAndNeverCampaigns) {
   TestNetwork net({1, 2, 3});
   net.Campaign(1);
-  ASSERT_TRUE(net.node(1).ProposeConfChange(Remove(3)).ok());
+  auto removal = net.node(1).ProposeConfChange(Remove(3));
+  ASSERT_TRUE(removal.ok());
   net.Flush();
   EXPECT_EQ(net.info(1).voters, (Voters{1, 2}));
   EXPECT_EQ(net.info(3).voters, (Voters{1, 2}));
   EXPECT_FALSE(net.info(1).progress.count(3));
+  // The leader's last word to it: it commits its own removal, so the
+  // application above it knows it is out (a coordinator then exits).
+  EXPECT_GE(net.info(3).commit, *removal);
   net.Isolate(3);
   EXPECT_TRUE(net.Propose(1, "two-of-two").ok());
   EXPECT_EQ(net.state(2).commands.size(), 1u);

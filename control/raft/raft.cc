@@ -620,7 +620,23 @@ void Raft::SyncProgress() {
   // learns it was removed (and stops campaigning) rather than time out.
   if (log_.conf().LatestIndex() <= log_.committed()) {
     for (auto it = prs_.begin(); it != prs_.end();) {
-      it = conf().Contains(it->first) ? std::next(it) : prs_.erase(it);
+      if (conf().Contains(it->first)) {
+        ++it;
+        continue;
+      }
+      // A last word, so it can commit its own removal and know it is out:
+      // an empty append anchored at the removal entry, which it commits only
+      // if its log holds that very entry (a heartbeat's commit would have to
+      // be capped at an acknowledgement that may still be on its way).
+      if (it->first != id_) {
+        const uint64_t anchor = log_.conf().LatestIndex();
+        Send({.type = MessageType::kAppend,
+              .to = it->first,
+              .log_term = log_.Term(anchor).value_or(0),
+              .index = anchor,
+              .commit = log_.committed()});
+      }
+      it = prs_.erase(it);
     }
   }
   for (uint64_t v : voters) {

@@ -25,6 +25,12 @@ bool ValidEndpoint(std::string_view e) {
 
 }  // namespace
 
+Status ValidateReplicaEndpoint(std::string_view endpoint, std::string_view what) {
+  if (ValidEndpoint(endpoint)) return Status::Ok();
+  return Status::InvalidArgument(std::string(what) + ": '" + std::string(endpoint.substr(0, 128)) +
+                                 "' is not a tcp://HOST:PORT, ipc:// or inproc:// endpoint");
+}
+
 Result<uint64_t> ParseReplicaId(std::string_view text) {
   text = Trim(text);
   uint64_t id = 0;
@@ -53,10 +59,7 @@ Result<std::map<uint64_t, std::string>> ParsePeerList(std::string_view text, std
     auto id = ParseReplicaId(entry.substr(0, eq));
     if (!id.ok()) return id.status().WithContext(std::string(flag));
     std::string endpoint(Trim(entry.substr(eq + 1)));
-    if (!ValidEndpoint(endpoint)) {
-      return Status::InvalidArgument(prefix + "replica " + std::to_string(*id) + ": '" + endpoint.substr(0, 128) +
-                                     "' is not a tcp://HOST:PORT, ipc:// or inproc:// endpoint");
-    }
+    GPOOL_RETURN_IF_ERROR(ValidateReplicaEndpoint(endpoint, prefix + "replica " + std::to_string(*id)));
     if (!peers.emplace(*id, std::move(endpoint)).second) {
       return Status::InvalidArgument(prefix + "replica " + std::to_string(*id) + " is listed twice");
     }

@@ -19,6 +19,9 @@ namespace gpool::replication {
 
 // InvalidArgument naming the offending entry; `flag` prefixes the message.
 Result<std::map<uint64_t, std::string>> ParsePeerList(std::string_view text, std::string_view flag);
+// A ZeroMQ endpoint a replica can be reached at: tcp://HOST:PORT, ipc://PATH
+// or inproc://NAME. InvalidArgument starting with `what` otherwise.
+Status ValidateReplicaEndpoint(std::string_view endpoint, std::string_view what);
 // A replica id: a positive decimal integer.
 Result<uint64_t> ParseReplicaId(std::string_view text);
 

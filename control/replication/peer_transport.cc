@@ -1,5 +1,7 @@
 #include "control/replication/peer_transport.h"
 
+#include <spdlog/spdlog.h>
+
 namespace gpool::replication {
 namespace {
 
@@ -10,13 +12,21 @@ std::string NormalizeEndpoint(std::string endpoint) {
   return endpoint;
 }
 
+// Comparison time does not depend on where the tokens differ.
+bool TokensEqual(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 }  // namespace
 
 PeerTransport::PeerTransport(zmq::context_t& context, const PeerTransportOptions& options)
     : context_(context), options_(options), inbound_(context, zmq::socket_type::router) {}
 
 PeerTransport::~PeerTransport() {
-  for (auto& [id, socket] : outbound_) socket->close();
+  for (auto& [id, peer] : outbound_) peer.socket->close();
   inbound_.close();
 }
 
@@ -32,11 +42,13 @@ Result<std::unique_ptr<PeerTransport>> PeerTransport::Open(zmq::context_t& conte
   } catch (const zmq::error_t& e) {
     return Status::Unavailable("cannot listen for peers on " + options.listen_endpoint + ": " + e.what());
   }
-  for (const auto& [id, endpoint] : options.peers) transport->AddPeer(id, endpoint);
+  for (const auto& [id, endpoint] : options.peers) GPOOL_RETURN_IF_ERROR(transport->AddPeer(id, endpoint));
   return transport;
 }
 
-void PeerTransport::AddPeer(uint64_t id, const std::string& endpoint) {
+Status PeerTransport::AddPeer(uint64_t id, const std::string& endpoint) {
+  auto existing = outbound_.find(id);
+  if (existing != outbound_.end() && existing->second.endpoint == endpoint) return Status::Ok();
   auto socket = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::dealer);
   socket->set(zmq::sockopt::linger, 0);
   socket->set(zmq::sockopt::sndhwm, options_.send_queue_frames);
@@ -45,14 +57,21 @@ void PeerTransport::AddPeer(uint64_t id, const std::string& endpoint) {
   socket->set(zmq::sockopt::reconnect_ivl, 50);
   // A restarted replica is found again within a quarter second.
   socket->set(zmq::sockopt::reconnect_ivl_max, 250);
-  socket->connect(endpoint);
-  outbound_[id] = std::move(socket);
+  try {
+    socket->connect(endpoint);
+  } catch (const zmq::error_t& e) {
+    return Status::InvalidArgument("cannot connect to replica " + std::to_string(id) + " at '" + endpoint +
+                                   "': " + e.what());
+  }
+  if (existing != outbound_.end()) existing->second.socket->close();
+  outbound_[id] = Outbound{endpoint, std::move(socket)};
+  return Status::Ok();
 }
 
 void PeerTransport::RemovePeer(uint64_t id) {
   auto it = outbound_.find(id);
   if (it == outbound_.end()) return;
-  it->second->close();
+  it->second.socket->close();
   outbound_.erase(it);
 }
 
@@ -62,7 +81,15 @@ void PeerTransport::Send(uint64_t peer, std::string_view frame) {
     ++stats_.dropped_unknown_peer;
     return;
   }
-  auto sent = it->second->send(zmq::buffer(frame.data(), frame.size()), zmq::send_flags::dontwait);
+  zmq::socket_t& socket = *it->second.socket;
+  // Both parts of a message are queued together or not at all (ZeroMQ's
+  // atomic multipart delivery); a full queue refuses the first part.
+  if (!options_.token.empty() &&
+      !socket.send(zmq::buffer(options_.token), zmq::send_flags::dontwait | zmq::send_flags::sndmore).has_value()) {
+    ++stats_.dropped_queue_full;
+    return;
+  }
+  auto sent = socket.send(zmq::buffer(frame.data(), frame.size()), zmq::send_flags::dontwait);
   if (sent.has_value()) {
     ++stats_.sent;
   } else {
@@ -81,12 +108,23 @@ std::vector<std::string> PeerTransport::Drain(size_t max) {
       if (!inbound_.recv(part, zmq::recv_flags::dontwait)) break;
       parts.push_back(std::move(part));
     }
-    if (parts.size() != 1) {
-      ++stats_.dropped_malformed;
+    const size_t expected = options_.token.empty() ? 1 : 2;
+    if (parts.size() != expected) {
+      if (stats_.dropped_malformed++ % 1000 == 0) {
+        spdlog::warn("peer message dropped parts={} expected={} (is the cluster token the same on every "
+                     "replica?) dropped_so_far={}", parts.size(), expected, stats_.dropped_malformed);
+      }
+      continue;
+    }
+    if (expected == 2 && !TokensEqual(parts[0].to_string_view(), options_.token)) {
+      if (stats_.dropped_unauthenticated++ % 1000 == 0) {
+        spdlog::warn("peer message dropped: wrong token dropped_so_far={}", stats_.dropped_unauthenticated);
+      }
       continue;
     }
     ++stats_.received;
-    frames.emplace_back(static_cast<const char*>(parts[0].data()), parts[0].size());
+    const zmq::message_t& frame = parts.back();
+    frames.emplace_back(static_cast<const char*>(frame.data()), frame.size());
   }
   return frames;
 }

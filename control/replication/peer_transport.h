@@ -8,6 +8,12 @@
 // counted rather than waited for. What the frames mean (who sent them, for
 // which term) is inside the frame; the transport knows nothing of Raft.
 //
+// With a token, every message is two parts, [token, frame], and a message
+// whose token differs (or that has no token) is dropped and counted, so a
+// process that is not a replica of this cluster cannot inject Raft messages.
+// Peers are connected by id; connecting an id again to the same endpoint is
+// a no-op, to another endpoint replaces the connection.
+//
 // Thread-safety: none; the coordinator's loop thread owns it and polls
 // inbound() with its other sockets.
 #pragma once
@@ -33,6 +39,8 @@ struct PeerTransportOptions {
   int send_queue_frames = 10'000;
   // Larger inbound frames are dropped (snapshots travel in chunks below this).
   size_t max_frame_bytes = 64 * 1024 * 1024;
+  // Shared by every replica of the cluster; empty: frames are not checked.
+  std::string token;
 };
 
 struct TransportStats {
@@ -40,7 +48,8 @@ struct TransportStats {
   uint64_t dropped_unknown_peer = 0;
   uint64_t dropped_queue_full = 0;
   uint64_t received = 0;
-  uint64_t dropped_malformed = 0;  // multi-part or oversize inbound messages
+  uint64_t dropped_malformed = 0;        // wrong number of parts, or oversize
+  uint64_t dropped_unauthenticated = 0;  // wrong or missing token
 };
 
 class PeerTransport {
@@ -51,7 +60,8 @@ class PeerTransport {
   // Best effort; never blocks.
   void Send(uint64_t peer, std::string_view frame);
   // Membership changes: connect to a new replica, or forget a removed one.
-  void AddPeer(uint64_t id, const std::string& endpoint);
+  // InvalidArgument for an endpoint ZeroMQ cannot connect to.
+  Status AddPeer(uint64_t id, const std::string& endpoint);
   void RemovePeer(uint64_t id);
 
   // The inbound socket, for zmq::poll alongside the coordinator's others.
@@ -68,7 +78,11 @@ class PeerTransport {
   zmq::context_t& context_;
   PeerTransportOptions options_;
   zmq::socket_t inbound_;
-  std::map<uint64_t, std::unique_ptr<zmq::socket_t>> outbound_;
+  struct Outbound {
+    std::string endpoint;
+    std::unique_ptr<zmq::socket_t> socket;
+  };
+  std::map<uint64_t, Outbound> outbound_;
   std::string listen_endpoint_;
   TransportStats stats_;
 };

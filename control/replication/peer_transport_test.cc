@@ -38,8 +38,8 @@ TEST(PeerTransportTest, ReplicasExchangeFramesInOrder) {
   auto a = PeerTransport::Open(context, PeerTransportOptions{.listen_endpoint = "tcp://127.0.0.1:0"});
   auto b = PeerTransport::Open(context, PeerTransportOptions{.listen_endpoint = "tcp://127.0.0.1:0"});
   ASSERT_TRUE(a.ok() && b.ok());
-  (*a)->AddPeer(2, (*b)->listen_endpoint());
-  (*b)->AddPeer(1, (*a)->listen_endpoint());
+  ASSERT_TRUE((*a)->AddPeer(2, (*b)->listen_endpoint()).ok());
+  ASSERT_TRUE((*b)->AddPeer(1, (*a)->listen_endpoint()).ok());
 
   // With ZMQ_IMMEDIATE, frames sent before the connection is up are dropped:
   // keep sending a probe until one arrives, as Raft's heartbeats would. Each
@@ -63,7 +63,7 @@ TEST(PeerTransportTest, UnknownPeerAndRemovedPeerAreDroppedNotBlocked) {
   (*a)->Send(9, "nobody");
   EXPECT_EQ((*a)->stats().dropped_unknown_peer, 1u);
   // A peer that is down: sends return at once and are counted as dropped.
-  (*a)->AddPeer(3, "tcp://127.0.0.1:1");
+  ASSERT_TRUE((*a)->AddPeer(3, "tcp://127.0.0.1:1").ok());
   for (int i = 0; i < 10; ++i) (*a)->Send(3, "lost");
   EXPECT_EQ((*a)->stats().dropped_queue_full, 10u);
   (*a)->RemovePeer(3);
@@ -85,6 +85,52 @@ TEST(PeerTransportTest, MultipartFromAStrangerIsDropped) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0], "fine");
   EXPECT_EQ((*a)->stats().dropped_malformed, 1u);
+}
+
+TEST(PeerTransportTest, TokenMustMatchOrTheFrameIsDropped) {
+  zmq::context_t context;
+  auto a = PeerTransport::Open(context, PeerTransportOptions{.listen_endpoint = "tcp://127.0.0.1:0", .token = "s3cret"});
+  auto b = PeerTransport::Open(context, PeerTransportOptions{.listen_endpoint = "tcp://127.0.0.1:0", .token = "s3cret"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE((*a)->AddPeer(2, (*b)->listen_endpoint()).ok());
+  ASSERT_TRUE(AwaitConnected(**a, 2, **b));
+  (*a)->Send(2, "ok");
+  auto got = Receive(**b, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], "ok");
+
+  // A stranger with the wrong token, and one with none at all.
+  zmq::socket_t stranger(context, zmq::socket_type::dealer);
+  stranger.set(zmq::sockopt::linger, 0);
+  stranger.connect((*b)->listen_endpoint());
+  stranger.send(zmq::str_buffer("s3creT"), zmq::send_flags::sndmore);
+  stranger.send(zmq::str_buffer("forged"), zmq::send_flags::none);
+  stranger.send(zmq::str_buffer("untokened"), zmq::send_flags::none);
+  stranger.send(zmq::str_buffer("s3cret"), zmq::send_flags::sndmore);
+  stranger.send(zmq::str_buffer("genuine"), zmq::send_flags::none);
+  got = Receive(**b, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], "genuine");
+  EXPECT_EQ((*b)->stats().dropped_unauthenticated, 1u);
+  EXPECT_EQ((*b)->stats().dropped_malformed, 1u);
+}
+
+TEST(PeerTransportTest, AddPeerIsIdempotentAndRefusesBadEndpoints) {
+  zmq::context_t context;
+  auto a = PeerTransport::Open(context, PeerTransportOptions{.listen_endpoint = "tcp://127.0.0.1:0"});
+  auto b = PeerTransport::Open(context, PeerTransportOptions{.listen_endpoint = "tcp://127.0.0.1:0"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE((*a)->AddPeer(2, (*b)->listen_endpoint()).ok());
+  ASSERT_TRUE(AwaitConnected(**a, 2, **b));
+  // The same endpoint again keeps the live connection: nothing is lost.
+  ASSERT_TRUE((*a)->AddPeer(2, (*b)->listen_endpoint()).ok());
+  (*a)->Send(2, "still-connected");
+  auto got = Receive(**b, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], "still-connected");
+  auto bad = (*a)->AddPeer(3, "nonsense://x");
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("replica 3"), std::string::npos) << bad.ToString();
 }
 
 TEST(PeerTransportTest, BindFailureIsATypedError) {

@@ -36,7 +36,8 @@ RaftLog::RaftLog(const RaftLogOptions& options, storage::LogStore* store, PeerTr
 
 Result<std::unique_ptr<RaftLog>> RaftLog::Open(const RaftLogOptions& options, storage::LogStore* store,
                                                PeerTransport* transport) {
-  if (options.id == 0 || std::find(options.voters.begin(), options.voters.end(), options.id) == options.voters.end()) {
+  if (options.id == 0) return Status::InvalidArgument("raft: replica id must be positive");
+  if (!options.join && std::find(options.voters.begin(), options.voters.end(), options.id) == options.voters.end()) {
     return Status::InvalidArgument("raft: replica id " + std::to_string(options.id) + " is not one of the voters");
   }
   if (options.tick_ms <= 0) return Status::InvalidArgument("raft: tick_ms must be positive");
@@ -49,8 +50,10 @@ Result<std::unique_ptr<RaftLog>> RaftLog::Open(const RaftLogOptions& options, st
   if (stored->has_value()) {
     auto& [meta, bytes] = **stored;
     GPOOL_ASSIGN_OR_RETURN(StoredSnapshot snapshot, DecodeStoredSnapshot(bytes));
+    GPOOL_ASSIGN_OR_RETURN(SnapshotImage image, DecodeSnapshotImage(snapshot.state));
+    log->directory_.Merge(image.replicas);
     initial.snapshot = raft::Snapshot{meta.index, meta.term, std::move(snapshot.conf), std::move(snapshot.state)};
-    log->recovered_.snapshot = log::StateSnapshot{meta.index, meta.term, initial.snapshot.data};
+    log->recovered_.snapshot = log::StateSnapshot{meta.index, meta.term, std::move(image.state)};
   }
   if (store->FirstIndex() != initial.snapshot.index + 1) {
     return Status::Malformed("raft: the log starts at " + std::to_string(store->FirstIndex()) +
@@ -78,10 +81,20 @@ Result<std::unique_ptr<RaftLog>> RaftLog::Open(const RaftLogOptions& options, st
     if (entry.index > commit) break;
     if (raft::TypeOf(entry) == raft::EntryType::kNormal) log->recovered_.entries.push_back(Unwrap(entry));
   }
+  // The command line first; what the snapshot and the log say wins.
+  ReplicaDirectory from_flags;
+  from_flags.Merge(options.directory);
+  from_flags.Merge(log->directory_.List());
+  log->directory_ = std::move(from_flags);
+  for (const auto& entry : initial.entries) GPOOL_RETURN_IF_ERROR(log->Learn(entry, entry.index <= commit));
+  for (const auto& address : log->directory_.List()) GPOOL_RETURN_IF_ERROR(log->Connect(address));
+  log->committed_changes_.clear();  // history, not news
 
   raft::Config config;
   config.id = options.id;
-  config.peers = options.voters;
+  // A joining replica has no configuration until the cluster's log (or a
+  // snapshot) gives it one; without a stored one the core starts from this.
+  if (!options.join) config.peers = options.voters;
   config.election_tick = options.election_ticks;
   config.heartbeat_tick = options.heartbeat_ticks;
   config.seed = options.seed != 0
@@ -92,14 +105,48 @@ Result<std::unique_ptr<RaftLog>> RaftLog::Open(const RaftLogOptions& options, st
   log->node_ = std::move(node).value();
   log->soft_ = log->node_->soft_state();
   log->last_tick_ms_ = options.clock->MonoMs();
-  spdlog::info("raft started id={} term={} commit={} last_index={} snapshot_index={} voters={}", options.id,
-               log->term(), commit, store->LastIndex(), log->node_->log().snapshot().index, options.voters.size());
+  spdlog::info("raft started id={} term={} commit={} last_index={} snapshot_index={} voters={} join={}", options.id,
+               log->term(), commit, store->LastIndex(), log->node_->log().snapshot().index,
+               log->node_->info().voters.size(), options.join);
   return log;
 }
 
 Result<log::Committed> RaftLog::Recover() { return std::exchange(recovered_, log::Committed{}); }
 
 Result<uint64_t> RaftLog::Propose(std::string data) { return node_->Propose(data); }
+
+Result<uint64_t> RaftLog::ProposeMembership(raft::ConfChangeType type, const ReplicaAddress& address) {
+  raft::ConfChange change{type, address.id, {}};
+  if (type == raft::ConfChangeType::kAddVoter) change.context = EncodeReplicaAddress(address);
+  return node_->ProposeConfChange(change);
+}
+
+Status RaftLog::Connect(const ReplicaAddress& address) {
+  if (address.id == options_.id || address.peer.empty()) return Status::Ok();
+  return transport_->AddPeer(address.id, address.peer);
+}
+
+Status RaftLog::LearnDirectory(const std::vector<ReplicaAddress>& replicas) {
+  directory_.Merge(replicas);
+  for (const auto& address : replicas) GPOOL_RETURN_IF_ERROR(Connect(address));
+  return Status::Ok();
+}
+
+Status RaftLog::Learn(const raft::LogEntry& entry, bool committed) {
+  if (raft::TypeOf(entry) != raft::EntryType::kConfChange) return Status::Ok();
+  GPOOL_ASSIGN_OR_RETURN(raft::ConfChangeEntry cc, raft::DecodeConfChange(entry));
+  const uint64_t id = cc.change.node_id;
+  if (cc.change.type == raft::ConfChangeType::kAddVoter) {
+    if (cc.change.context.empty()) return Status::Ok();  // added by id alone: the flags must say where
+    GPOOL_ASSIGN_OR_RETURN(ReplicaAddress address, DecodeReplicaAddress(cc.change.context));
+    address.id = id;
+    return LearnDirectory({address});
+  }
+  if (!committed || id == options_.id) return Status::Ok();
+  directory_.Erase(id);
+  transport_->RemovePeer(id);
+  return Status::Ok();
+}
 
 void RaftLog::Receive(std::string_view frame) {
   ++stats_.frames_received;
@@ -152,12 +199,12 @@ void RaftLog::Send(std::vector<raft::Message>& messages) {
   for (const raft::Message& m : messages) transport_->Send(m.to, raft::EncodeMessage(m));
 }
 
-void RaftLog::Collect(const raft::Ready& rd, log::Committed& out) {
+Status RaftLog::Collect(const raft::Ready& rd, log::Committed& out) {
   if (rd.snapshot.has_value()) {
     ++stats_.snapshots_installed;
-    spdlog::info("raft snapshot received index={} term={} bytes={}", rd.snapshot->index, rd.snapshot->term,
-                 rd.snapshot->data.size());
-    out.snapshot = log::StateSnapshot{rd.snapshot->index, rd.snapshot->term, rd.snapshot->data};
+    GPOOL_ASSIGN_OR_RETURN(SnapshotImage image, DecodeSnapshotImage(rd.snapshot->data));
+    GPOOL_RETURN_IF_ERROR(LearnDirectory(image.replicas));
+    out.snapshot = log::StateSnapshot{rd.snapshot->index, rd.snapshot->term, std::move(image.state)};
   }
   for (const raft::LogEntry& entry : rd.committed_entries) {
     switch (raft::TypeOf(entry)) {
@@ -167,9 +214,11 @@ void RaftLog::Collect(const raft::Ready& rd, log::Committed& out) {
       case raft::EntryType::kEmpty:
         break;  // a new leader's no-op
       case raft::EntryType::kConfChange: {
-        auto change = raft::DecodeConfChange(entry);
-        spdlog::info("raft configuration committed index={} voters={}", entry.index,
-                     change.ok() ? change->result.voters.size() : 0);
+        GPOOL_ASSIGN_OR_RETURN(raft::ConfChangeEntry cc, raft::DecodeConfChange(entry));
+        GPOOL_RETURN_IF_ERROR(Learn(entry, /*committed=*/true));
+        spdlog::info("raft configuration committed index={} change={} replica={} voters={}", entry.index,
+                     raft::ConfChangeTypeName(cc.change.type), cc.change.node_id, cc.result.voters.size());
+        committed_changes_.push_back(CommittedConfChange{entry.index, entry.term, cc.change, cc.result.voters});
         break;
       }
       case raft::EntryType::kUnknown:
@@ -177,6 +226,7 @@ void RaftLog::Collect(const raft::Ready& rd, log::Committed& out) {
         break;
     }
   }
+  return Status::Ok();
 }
 
 Result<log::Committed> RaftLog::Sync() {
@@ -198,6 +248,12 @@ Result<log::Committed> RaftLog::Sync() {
     // with its own: it counts itself toward a commit only in a later Ready,
     // after this one is durable. Everyone else sends only what is durable,
     // and so does a leader whose term or vote is not yet on disk.
+    // New replicas must be reachable before this Ready's appends go out.
+    for (const auto& entry : rd.entries) {
+      Status learned = Learn(entry, /*committed=*/false);
+      if (!learned.ok()) spdlog::warn("configuration entry not understood index={} error=\"{}\"", entry.index,
+                                      learned.ToString());
+    }
     const storage::HardState durable = store_->hard_state();
     const bool early = soft_.role == raft::Role::kLeader &&
                        (!rd.hard_state || (rd.hard_state->term == durable.term && rd.hard_state->vote == durable.vote));
@@ -205,7 +261,8 @@ Result<log::Committed> RaftLog::Sync() {
     Status persisted = Persist(rd);
     if (!persisted.ok()) return persisted.WithContext("persisting raft state");
     if (!early) Send(rd.messages);
-    Collect(rd, out);
+    Status collected = Collect(rd, out);
+    if (!collected.ok()) return collected.WithContext("applying raft output");
     for (auto& read : rd.read_states) ready_reads_.push_back(std::move(read.context));
     node_->Advance(rd);
     // One snapshot per call: what came before it and what follows it stay in
@@ -216,10 +273,11 @@ Result<log::Committed> RaftLog::Sync() {
 }
 
 Status RaftLog::SaveSnapshot(uint64_t index, std::string_view data) {
-  auto snapshot = node_->Compact(index, std::string(data));
+  std::string image = EncodeSnapshotImage(SnapshotImage{directory_.List(), std::string(data)});
+  auto snapshot = node_->Compact(index, image);
   if (!snapshot.ok()) return snapshot.status();
   return store_->SaveSnapshot(storage::SnapshotMeta{snapshot->index, snapshot->term},
-                              EncodeStoredSnapshot(StoredSnapshot{snapshot->conf, std::string(data)}),
+                              EncodeStoredSnapshot(StoredSnapshot{snapshot->conf, std::move(image)}),
                               /*sync=*/true);
 }
 

@@ -57,6 +57,7 @@
 #include "control/log/commit_log.h"
 #include "control/raft/raw_node.h"
 #include "control/replication/peer_transport.h"
+#include "control/replication/replica_directory.h"
 #include "protocol/base/clock.h"
 #include "protocol/wire.h"
 #include "storage/log_store.h"
@@ -64,8 +65,14 @@
 namespace gpool::replication {
 
 struct RaftLogOptions {
-  uint64_t id = 0;                // this replica; nonzero and in `voters`
+  uint64_t id = 0;                // this replica; nonzero and in `voters` unless `join`
   std::vector<uint64_t> voters;   // every replica of a new cluster, this one included
+  // Start outside any configuration and wait for a running cluster to add
+  // this replica (gpool admin replica add); `voters` is then ignored.
+  bool join = false;
+  // Where replicas listen, from the command line; the log and snapshots add
+  // to it (replica_directory.h). RaftLog connects the transport to each.
+  std::vector<ReplicaAddress> directory;
   // One Raft tick of wall time. A follower that hears no leader for
   // [election_ticks, 2 * election_ticks) ticks starts an election, so the
   // defaults detect a dead leader in 300-600 ms; the leader heartbeats every
@@ -94,6 +101,14 @@ struct RaftLogStats {
   uint64_t leader_changes = 0;
 };
 
+// A configuration change that committed, as the coordinator learns of it.
+struct CommittedConfChange {
+  uint64_t index = 0;
+  uint64_t term = 0;
+  raft::ConfChange change;
+  std::vector<uint64_t> voters;  // the configuration it put in force
+};
+
 // One replica as this one sees it, for status pages.
 struct ReplicaProgress {
   uint64_t id = 0;
@@ -118,6 +133,14 @@ class RaftLog final : public log::CommitLog {
   uint64_t term() const override { return node_->hard_state().term; }
   uint64_t commit_index() const override { return node_->hard_state().commit; }
   Status SaveSnapshot(uint64_t index, std::string_view data) override;
+
+  // Adds or removes one voter (single-server change). The leader only; the
+  // core refuses a second change while one is uncommitted, adding a voter
+  // twice (AlreadyExists) and removing a non-voter or the last one.
+  Result<uint64_t> ProposeMembership(raft::ConfChangeType type, const ReplicaAddress& address);
+  // Configuration changes committed by the Sync() calls since the last call.
+  std::vector<CommittedConfChange> TakeCommittedConfChanges() { return std::exchange(committed_changes_, {}); }
+  const ReplicaDirectory& directory() const { return directory_; }
 
   // One frame from a peer (PeerTransport::Drain).
   void Receive(std::string_view frame);
@@ -145,7 +168,14 @@ class RaftLog final : public log::CommitLog {
   RaftLog(const RaftLogOptions& options, storage::LogStore* store, PeerTransport* transport);
   Status Persist(const raft::Ready& rd);
   void Send(std::vector<raft::Message>& messages);
-  void Collect(const raft::Ready& rd, log::Committed& out);
+  Status Collect(const raft::Ready& rd, log::Committed& out);
+  // Keeps the directory and the transport in step with the configuration: an
+  // added replica is reachable once its entry is in the log (the leader must
+  // replicate to it before it commits); a removed one is dropped only once
+  // its removal commits (an uncommitted removal may still be overwritten).
+  Status Learn(const raft::LogEntry& entry, bool committed);
+  Status LearnDirectory(const std::vector<ReplicaAddress>& replicas);
+  Status Connect(const ReplicaAddress& address);
 
   RaftLogOptions options_;
   storage::LogStore* store_;
@@ -156,6 +186,8 @@ class RaftLog final : public log::CommitLog {
   int64_t last_tick_ms_ = 0;
   raft::SoftState soft_;
   std::vector<std::string> ready_reads_;
+  ReplicaDirectory directory_;
+  std::vector<CommittedConfChange> committed_changes_;
   RaftLogStats stats_;
 };
 

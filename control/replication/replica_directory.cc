@@ -1,0 +1,49 @@
+#include "control/replication/replica_directory.h"
+
+#include "protocol/wire.h"
+
+namespace gpool::replication {
+
+void ReplicaDirectory::Merge(const std::vector<ReplicaAddress>& other) {
+  for (const auto& address : other) Put(address);
+}
+
+const ReplicaAddress* ReplicaDirectory::Find(uint64_t id) const {
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : &it->second;
+}
+
+std::string ReplicaDirectory::ClientOf(uint64_t id) const {
+  const ReplicaAddress* address = Find(id);
+  return address == nullptr ? std::string() : address->client;
+}
+
+std::vector<ReplicaAddress> ReplicaDirectory::List() const {
+  std::vector<ReplicaAddress> list;
+  list.reserve(by_id_.size());
+  for (const auto& [id, address] : by_id_) list.push_back(address);
+  return list;
+}
+
+std::string EncodeReplicaAddress(const ReplicaAddress& address) { return wire::PackToString(address); }
+
+Result<ReplicaAddress> DecodeReplicaAddress(std::string_view bytes) {
+  auto decoded = wire::UnpackFromString<ReplicaAddress>(bytes);
+  if (!decoded.ok()) return decoded.status().WithContext("replica address in a configuration change");
+  return decoded;
+}
+
+std::string EncodeSnapshotImage(const SnapshotImage& image) { return wire::PackToString(image); }
+
+Result<SnapshotImage> DecodeSnapshotImage(std::string_view bytes) {
+  // A whole-cluster image can be large; the limits guard against nonsense
+  // lengths, not against big clusters.
+  wire::DecodeLimits limits;
+  limits.max_frame_bytes = size_t{1} << 32;
+  limits.max_string_bytes = size_t{1} << 31;
+  auto decoded = wire::UnpackFromString<SnapshotImage>(bytes, limits);
+  if (!decoded.ok()) return decoded.status().WithContext("raft snapshot image");
+  return decoded;
+}
+
+}  // namespace gpool::replication
