@@ -386,7 +386,8 @@ int RunStatus(Session& s, const Invocation&) {
   return kExitOk;
 }
 
-constexpr char kReplicaAddUsage[] = "admin replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT]";
+constexpr char kReplicaAddUsage[] =
+    "admin replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT] [--worker-addr ENDPOINT]";
 constexpr char kReplicaRemoveUsage[] = "admin replica remove ID";
 constexpr char kReplicaListUsage[] = "admin replica list";
 
@@ -397,7 +398,7 @@ int RunReplicaChange(Session& s, const Invocation& inv, const std::string& op) {
     return s.Usage("usage: gpool " + std::string(add ? kReplicaAddUsage : kReplicaRemoveUsage));
   }
   if (!add) {
-    for (const char* flag : {"peer-addr", "client-addr"}) {
+    for (const char* flag : {"peer-addr", "client-addr", "worker-addr"}) {
       if (f.count(flag)) return s.Usage(std::string("--") + flag + " only applies to 'admin replica add'");
     }
   } else if (!f.count("peer-addr")) {
@@ -415,6 +416,10 @@ int RunReplicaChange(Session& s, const Invocation& inv, const std::string& op) {
       request.client_address = f["client-addr"].as<std::string>();
       if (Status valid = CheckEndpoint("--client-addr", request.client_address); !valid.ok()) return s.Fail(valid);
     }
+    if (f.count("worker-addr")) {
+      request.worker_address = f["worker-addr"].as<std::string>();
+      if (Status valid = CheckEndpoint("--worker-addr", request.worker_address); !valid.ok()) return s.Fail(valid);
+    }
   }
   auto client = s.client();
   if (!client.ok()) return s.Fail(client.status());
@@ -431,7 +436,7 @@ int RunReplicaChange(Session& s, const Invocation& inv, const std::string& op) {
 
 int RunReplicaList(Session& s, const Invocation& inv) {
   if (inv.positionals.size() != 2) return s.Usage("usage: gpool " + std::string(kReplicaListUsage));
-  for (const char* flag : {"peer-addr", "client-addr"}) {
+  for (const char* flag : {"peer-addr", "client-addr", "worker-addr"}) {
     if (inv.flags.count(flag)) return s.Usage(std::string("--") + flag + " only applies to 'admin replica add'");
   }
   auto client = s.client();
@@ -501,6 +506,9 @@ void AdminOptions(cxxopts::Options& o) {
       ("peer-addr", "replica add: where the new replica listens for its peers (required)",
        cxxopts::value<std::string>(), "ENDPOINT")
       ("client-addr", "replica add: its client endpoint, which followers name in redirects (default: none)",
+       cxxopts::value<std::string>(), "ENDPOINT")
+      ("worker-addr", "replica add: its worker endpoint, which followers name to workers when it leads "
+       "(default: none; workers then find it only if it is in their --coordinator list)",
        cxxopts::value<std::string>(), "ENDPOINT");
 }
 
@@ -512,7 +520,8 @@ struct CommandForm {
 };
 
 constexpr CommandForm kAdminForms[] = {
-    {"replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT]", "replica add ID --peer-addr ENDPOINT",
+    {"replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT] [--worker-addr ENDPOINT]",
+     "replica add ID --peer-addr ENDPOINT",
      "add a running coordinator replica as a Raft voter (flags: 'gpool help admin')"},
     {"replica remove ID", "replica remove ID", "remove a coordinator replica from the Raft voters"},
     {"replica list", "replica list", "list the coordinator replicas and how far each lags behind the leader"},
@@ -807,7 +816,7 @@ int RunCli(std::vector<std::string> args, std::ostream& out, std::ostream& err, 
   if (name == "admin") {
     for (size_t i = 0; i < rest.size(); ++i) {
       const std::string& a = rest[i];
-      if (TakesValue(a) || a == "--peer-addr" || a == "--client-addr") {
+      if (TakesValue(a) || a == "--peer-addr" || a == "--client-addr" || a == "--worker-addr") {
         ++i;  // a flag's value, not an ID
       } else if (a.size() > 1 && a[0] == '-' && a.find_first_not_of("0123456789", 1) == std::string::npos) {
         return session.Fail(ParseReplicaId(a).status());

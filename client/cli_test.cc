@@ -342,7 +342,7 @@ TEST_F(CliTest, SubmitAndWait) {
 TEST_F(CliTest, AdminReplicaAddSendsTheRequestAndPrintsTheVoters) {
   cluster_->status.commit_index = 56;
   ASSERT_EQ(Run({"admin", "replica", "add", "4", "--peer-addr", "tcp://10.0.0.4:7402", "--client-addr",
-                 "tcp://10.0.0.4:7400"}),
+                 "tcp://10.0.0.4:7400", "--worker-addr", "tcp://10.0.0.4:7401"}),
             kExitOk)
       << err_.str();
   EXPECT_EQ(out_.str(), "replica 4 added; voters now 1, 2, 3, 4 (committed at index 57)\n");
@@ -353,6 +353,7 @@ TEST_F(CliTest, AdminReplicaAddSendsTheRequestAndPrintsTheVoters) {
   EXPECT_EQ(request.replica_id, 4u);
   EXPECT_EQ(request.peer_address, "tcp://10.0.0.4:7402");
   EXPECT_EQ(request.client_address, "tcp://10.0.0.4:7400");
+  EXPECT_EQ(request.worker_address, "tcp://10.0.0.4:7401");
 }
 
 TEST_F(CliTest, AdminReplicaAddWithoutClientAddrAndOtherTransports) {
@@ -448,7 +449,7 @@ TEST_F(CliTest, AdminReplicaAddRequiresPeerAddr) {
   EXPECT_EQ(Run({"admin", "replica", "add", "4"}), kExitUsage);
   EXPECT_EQ(err_.str(),
             "gpool: InvalidArgument: admin replica add: --peer-addr is required (usage: gpool admin replica add ID "
-            "--peer-addr ENDPOINT [--client-addr ENDPOINT])\nRun 'gpool --help' for usage.\n");
+            "--peer-addr ENDPOINT [--client-addr ENDPOINT] [--worker-addr ENDPOINT])\nRun 'gpool --help' for usage.\n");
   EXPECT_EQ(Run({"admin", "replica", "add", "4", "--client-addr", "tcp://h4:7400"}), kExitUsage);
   EXPECT_NE(err_.str().find("--peer-addr is required"), std::string::npos) << err_.str();
   EXPECT_EQ(Run({"admin", "replica", "add", "4", "--peer-addr"}), kExitUsage);  // flag without its value
@@ -467,7 +468,7 @@ TEST_F(CliTest, AdminReplicaUsageErrors) {
       {{"admin", "replica"}, "admin replica: expected add, remove or list"},
       {{"admin", "replica", "delete", "4"}, "admin replica: unknown subcommand 'delete'; expected add, remove or list"},
       {{"admin", "replica", "add", "--peer-addr", "tcp://h:1"},
-       "usage: gpool admin replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT]"},
+       "usage: gpool admin replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT] [--worker-addr ENDPOINT]"},
       {{"admin", "replica", "remove"}, "usage: gpool admin replica remove ID"},
       {{"admin", "replica", "list", "4"}, "usage: gpool admin replica list"},
       {{"admin", "replica", "remove", "4", "--peer-addr", "tcp://h:1"},
@@ -543,7 +544,7 @@ TEST_F(CliTest, AdminReplicaListShowsTheReplicaTable) {
 TEST_F(CliTest, AdminHelp) {
   ASSERT_EQ(Run({"help", "admin"}), kExitOk);
   const std::string help = out_.str();
-  EXPECT_NE(help.find("  gpool admin replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT]\n"),
+  EXPECT_NE(help.find("  gpool admin replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT] [--worker-addr ENDPOINT]\n"),
             std::string::npos)
       << help;
   EXPECT_NE(help.find("  gpool admin replica remove ID\n"), std::string::npos) << help;

@@ -117,8 +117,10 @@ Status Coordinator::OpenLog() {
   for (const auto& [id, endpoint] : options_.peers) {
     raft_options.voters.push_back(id);
     auto client = options_.peer_clients.find(id);
+    auto worker = options_.peer_workers.find(id);
     raft_options.directory.push_back(
-        replication::ReplicaAddress{id, endpoint, client == options_.peer_clients.end() ? "" : client->second});
+        replication::ReplicaAddress{id, endpoint, client == options_.peer_clients.end() ? "" : client->second,
+                                    worker == options_.peer_workers.end() ? "" : worker->second});
   }
   GPOOL_ASSIGN_OR_RETURN(peers_, replication::PeerTransport::Open(context_, transport_options));
   raft_options.id = options_.raft_id;
@@ -191,6 +193,13 @@ std::string Coordinator::leader_client_address() const {
   return raft_->directory().ClientOf(leader);
 }
 
+std::string Coordinator::leader_worker_address() const {
+  if (raft_ == nullptr || leading_) return {};
+  const uint64_t leader = raft_->leader();
+  if (leader == 0 || leader == options_.raft_id) return {};
+  return raft_->directory().WorkerOf(leader);
+}
+
 void Coordinator::ToClient(const std::string& peer, std::string frame) {
   clients_.send(zmq::buffer(peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
   clients_.send(zmq::buffer(frame), zmq::send_flags::dontwait);
@@ -228,7 +237,8 @@ void Coordinator::ChangeMembership(const ChangeReplicas& request, MembershipCall
   if (!leading_) return done(NotLeaderStatus(leader_client_address()));
   const auto type = request.op == "add" ? raft::ConfChangeType::kAddVoter : raft::ConfChangeType::kRemoveVoter;
   auto index = raft_->ProposeMembership(
-      type, replication::ReplicaAddress{request.replica_id, request.peer_address, request.client_address});
+      type, replication::ReplicaAddress{request.replica_id, request.peer_address, request.client_address,
+                                        request.worker_address});
   if (!index.ok()) return done(index.status());
   membership_waiters_[*index] = PendingMembership{log_->term(), std::move(done)};
 }

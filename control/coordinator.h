@@ -67,6 +67,7 @@ struct CoordinatorOptions {
   uint64_t raft_id = 0;                          // this replica's id, a key of `peers`
   std::map<uint64_t, std::string> peers;         // id -> peer endpoint, every replica
   std::map<uint64_t, std::string> peer_clients;  // id -> client endpoint, for redirects
+  std::map<uint64_t, std::string> peer_workers;  // id -> worker endpoint, for workers' redirects
   std::string peer_endpoint;                     // where to listen for peers; empty: peers[raft_id]
   bool join = false;                             // wait to be added by a running cluster (replica add)
   int64_t raft_tick_ms = 25;
@@ -95,6 +96,7 @@ class Coordinator final : public Outbox, public Proposer {
   uint64_t epoch() const override { return log_->IsLeader() ? log_->term() : 0; }
   bool leading() const override { return leading_; }
   std::string leader_client_address() const override;
+  std::string leader_worker_address() const override;
   void ReadBarrier(ReadCallback done) override;
   void ChangeMembership(const ChangeReplicas& request, MembershipCallback done) override;
 

@@ -142,6 +142,9 @@ void Gateway::OnChangeReplicas(const std::string& peer, uint64_t request_id, con
     if (!msg.client_address.empty()) {
       GPOOL_RETURN_IF_ERROR(replication::ValidateReplicaEndpoint(msg.client_address, "client_address"));
     }
+    if (!msg.worker_address.empty()) {
+      GPOOL_RETURN_IF_ERROR(replication::ValidateReplicaEndpoint(msg.worker_address, "worker_address"));
+    }
     return Status::Ok();
   }();
   if (!valid.ok()) return Fail(peer, request_id, valid);

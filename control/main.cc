@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
      "leader's in NotLeader replies so clients go straight to it", cxxopts::value<std::string>())
     ("peer-addr", "Replicated mode: where this replica listens for its peers (default: its --peers entry; "
      "port 0 picks a free one, written to the endpoints file as 'peer ...')", cxxopts::value<std::string>())
+    ("peer-workers", "Replicated mode: every replica's worker endpoint as ID=ENDPOINT,...; followers name the "
+     "leader's to workers so they go straight to it", cxxopts::value<std::string>())
     ("join", "Replicated mode: start as a new replica outside the cluster's configuration and wait to be added "
      "(gpool admin replica add). --peers lists the running replicas and this one")
     ("raft-tick-ms", "Replicated mode: one Raft tick; the leader heartbeats every tick",
@@ -128,6 +130,11 @@ int main(int argc, char** argv) {
         if (!clients.ok()) throw cxxopts::exceptions::exception(clients.status().message());
         options.peer_clients = std::move(clients).value();
       }
+      if (args.count("peer-workers")) {
+        auto workers = gpool::replication::ParsePeerList(args["peer-workers"].as<std::string>(), "--peer-workers");
+        if (!workers.ok()) throw cxxopts::exceptions::exception(workers.status().message());
+        options.peer_workers = std::move(workers).value();
+      }
       if (args.count("peer-addr")) options.peer_endpoint = args["peer-addr"].as<std::string>();
       options.join = args.count("join") > 0;
       options.raft_tick_ms = args["raft-tick-ms"].as<int64_t>();
@@ -135,8 +142,9 @@ int main(int argc, char** argv) {
       if (options.raft_tick_ms <= 0 || options.election_ticks < 2) {
         throw cxxopts::exceptions::exception("--raft-tick-ms must be positive and --election-ticks at least 2");
       }
-    } else if (args.count("peer-clients") || args.count("peer-addr") || args.count("join")) {
-      throw cxxopts::exceptions::exception("--peer-clients, --peer-addr and --join need --peers");
+    } else if (args.count("peer-clients") || args.count("peer-workers") || args.count("peer-addr") ||
+               args.count("join")) {
+      throw cxxopts::exceptions::exception("--peer-clients, --peer-workers, --peer-addr and --join need --peers");
     }
   } catch (const std::exception& e) {
     std::cerr << "gpool-coordinator: " << e.what() << "\n(see --help)\n";

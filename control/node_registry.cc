@@ -49,7 +49,7 @@ void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int6
     // are sent on to the next endpoint.
     const MessageType type = envelope->type();
     if (type == MessageType::kAck || type == MessageType::kErrorReply || type == MessageType::kFetchLogReply) return;
-    return fail(NotLeaderStatus(proposer_.leader_client_address()));
+    return fail(NotLeaderStatus(proposer_.leader_worker_address()));
   }
   switch (envelope->type()) {
     case MessageType::kRegisterNode: {

@@ -38,6 +38,8 @@ class Proposer {
   // The leader's client endpoint, for NotLeader redirects; empty while none
   // is known (an election) or while this replica is the leader catching up.
   virtual std::string leader_client_address() const { return {}; }
+  // The same for workers: the leader's worker endpoint.
+  virtual std::string leader_worker_address() const { return {}; }
   // Runs `done` once the applied state reflects every write committed before
   // this call, so a read served then is linearizable (Raft's ReadIndex: the
   // leader confirms with a quorum that it still leads). NotLeader if

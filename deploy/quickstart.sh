@@ -46,11 +46,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-peers="" peer_clients="" client_eps="" worker_eps=""
+peers="" peer_clients="" peer_workers="" client_eps="" worker_eps=""
 for ((r = 0; r < replicas; r++)); do
   id=$((r + 1)) p=$((base + 10 * r))
   peers+="${peers:+,}$id=tcp://127.0.0.1:$((p + 2))"
   peer_clients+="${peer_clients:+,}$id=tcp://127.0.0.1:$p"
+  peer_workers+="${peer_workers:+,}$id=tcp://127.0.0.1:$((p + 1))"
   client_eps+="${client_eps:+,}tcp://127.0.0.1:$p"
   worker_eps+="${worker_eps:+,}tcp://127.0.0.1:$((p + 1))"
 done
@@ -58,7 +59,8 @@ done
 echo "== starting 3 coordinator replicas (data and logs under $work)"
 for ((r = 0; r < replicas; r++)); do
   id=$((r + 1)) p=$((base + 10 * r))
-  "$coordinator_bin" --id "$id" --peers "$peers" --peer-clients "$peer_clients" --data-dir "$work/coordinator-$id" \
+  "$coordinator_bin" --id "$id" --peers "$peers" --peer-clients "$peer_clients" --peer-workers "$peer_workers" \
+    --data-dir "$work/coordinator-$id" \
     --client-addr "tcp://127.0.0.1:$p" --worker-addr "tcp://127.0.0.1:$((p + 1))" \
     --heartbeat-ms 500 --preempt-grace-ms 3000 >"$work/coordinator-$id.log" 2>&1 &
   coordinator_pids+=("$!")

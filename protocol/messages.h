@@ -369,12 +369,14 @@ struct ChangeReplicas {
   uint64_t replica_id = 0;     // positive
   std::string peer_address;    // add: where the replica listens for peers, e.g. tcp://10.0.0.4:7402
   std::string client_address;  // add: its client endpoint, for redirects; may be empty
+  std::string worker_address;  // add: its worker endpoint, for workers' redirects; may be empty
   template <typename V>
   void Fields(V& v) {
     v.Required("op", op);
     v.Required("replica_id", replica_id);
     v.Optional("peer_address", peer_address);
     v.Optional("client_address", client_address);
+    v.Optional("worker_address", worker_address);
   }
 };
 

@@ -94,13 +94,15 @@ void LocalCluster::StartReplica(int index, bool join) {
   std::vector<std::string> argv = {GPOOL_COORDINATOR_BIN, "--data-dir",  data_dir,   "--client-addr",
                                    self.client,           "--worker-addr", self.worker};
   if (replicated) {
-    std::string peers, clients;
+    std::string peers, clients, workers;
     for (size_t i = 0; i < replicas_.size(); ++i) {
       const std::string id = std::to_string(i + 1);
       peers += (i ? "," : "") + id + "=" + replicas_[i].peer;
       clients += (i ? "," : "") + id + "=" + replicas_[i].client;
+      workers += (i ? "," : "") + id + "=" + replicas_[i].worker;
     }
-    argv.insert(argv.end(), {"--id", std::to_string(index + 1), "--peers", peers, "--peer-clients", clients});
+    argv.insert(argv.end(), {"--id", std::to_string(index + 1), "--peers", peers, "--peer-clients", clients,
+                             "--peer-workers", workers});
     if (join) argv.push_back("--join");
   }
   argv.insert(argv.end(), options_.coordinator_flags.begin(), options_.coordinator_flags.end());

@@ -74,6 +74,7 @@ class LocalCluster {
   std::string client_endpoint() const;
   std::string worker_endpoint() const;
   const std::string& client_endpoint(int replica) const { return replicas_.at(replica).client; }
+  const std::string& worker_endpoint(int replica) const { return replicas_.at(replica).worker; }
   const std::string& dir() const { return dir_.path(); }
   std::string WorkerDataDir(int index) const;
   std::string NodeName(int index) const { return "node-" + std::to_string(index); }

@@ -405,7 +405,8 @@ TEST_F(ReplicatedCoordinatorTest, ReplicasAreAddedAndRemovedWithTheAdminCommands
   // operator would, catches up and counts in the quorum.
   const int fourth = cluster_.StartJoiningReplica();
   CommandResult added = cluster_.Cli({"admin", "replica", "add", "4", "--peer-addr", cluster_.peer_endpoint(fourth),
-                                      "--client-addr", cluster_.client_endpoint(fourth)});
+                                      "--client-addr", cluster_.client_endpoint(fourth), "--worker-addr",
+                                      cluster_.worker_endpoint(fourth)});
   ASSERT_EQ(added.exit_code, 0) << added.out << added.err;
   EXPECT_NE(added.out.find("voters now 1, 2, 3, 4"), std::string::npos) << added.out;
   EXPECT_TRUE(CaughtUp(fourth)) << cluster_.coordinator(fourth)->Log();

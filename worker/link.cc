@@ -115,7 +115,13 @@ void Link::Connect(size_t index) {
 }
 
 void Link::ReconnectNext(const char* why) {
-  const size_t next = (endpoint_index_ + 1) % options_.endpoints.size();
+  size_t next = (endpoint_index_ + 1) % options_.endpoints.size();
+  if (!redirect_.empty()) {
+    auto known = std::find(options_.endpoints.begin(), options_.endpoints.end(), redirect_);
+    if (known == options_.endpoints.end()) known = options_.endpoints.insert(options_.endpoints.end(), redirect_);
+    next = static_cast<size_t>(known - options_.endpoints.begin());
+    redirect_.clear();
+  }
   ++stats_.reconnects;
   log_->warn("reconnecting to coordinator reason={} from={} to={} silent_ms={}", Q(why), endpoint(),
              options_.endpoints[next], Now() - last_heard_ms_);
@@ -314,6 +320,9 @@ void Link::OnErrorReply(const Envelope& env) {
   }
   if (reply->code == StatusCodeName(StatusCode::kNotLeader)) {
     log_->info("coordinator is not the leader coordinator={} leader={}", endpoint(), Q(reply->leader));
+    // The leader's worker endpoint, when the replica knows it: go straight
+    // there (it may be a replica added after this worker started).
+    if (!reply->leader.empty() && reply->leader != endpoint()) redirect_ = reply->leader;
     if (phase_ == Phase::kRegistered) {
       ReconnectNext("coordinator is not the leader");
       BeginRegistration();

@@ -8,7 +8,8 @@
 //     │       5 s (+-20 % jitter) until RegisterNodeReply. A retry that finds
 //     │       the link silent for the liveness window (3 heartbeat intervals;
 //     │       3 s before the coordinator has said) first reconnects to the
-//     │       next endpoint; NotLeader does the same at the next retry.
+//     │       next endpoint; NotLeader does the same at the next retry
+//     │       (to the leader's endpoint instead when the reply names it).
 //     ▼
 //   registered: Heartbeat{running} every heartbeat_interval_ms; task events
 //     sent as they appear and resent every second until TaskEventAck.
@@ -137,6 +138,7 @@ class Link {
   Phase phase_ = Phase::kIdle;
   size_t endpoint_index_ = 0;
   bool rotate_on_retry_ = false;
+  std::string redirect_;  // the leader's endpoint from the last NotLeader, if it named one
   int64_t last_heard_ms_ = 0;
   int64_t next_register_ms_ = 0;
   int64_t next_heartbeat_ms_ = 0;

@@ -245,13 +245,30 @@ TEST_F(LinkTest, NotFoundRegistersAgainAtOnce) {
 TEST_F(LinkTest, NotLeaderMovesToTheNextEndpointOnRetry) {
   link_->Start();
   Out first = Take();
-  Deliver(ErrorReply{"NotLeader", "not the leader", "tcp://c2:7400"}, first.frames[0].header().request_id, 1);
+  Deliver(ErrorReply{"NotLeader", "not the leader", ""}, first.frames[0].header().request_id, 1);
   EXPECT_TRUE(Take().actions.empty()) << "waits for the backoff";
   clock_.Advance(100);
   link_->Tick();
   Out out = Take();
   EXPECT_EQ(out.connects, std::vector<std::string>{"tcp://c2:7401"});
   EXPECT_EQ(out.Count(MessageType::kRegisterNode), 1u);
+}
+
+TEST_F(LinkTest, NotLeaderNamingTheLeaderGoesStraightThereEvenIfUnlisted) {
+  link_->Start();
+  Out first = Take();
+  // A replica added after this worker started: not in its --coordinator list.
+  Deliver(ErrorReply{"NotLeader", "not the leader", "tcp://c9:7401"}, first.frames[0].header().request_id, 1);
+  clock_.Advance(100);
+  link_->Tick();
+  Out out = Take();
+  EXPECT_EQ(out.connects, std::vector<std::string>{"tcp://c9:7401"});
+  ASSERT_EQ(out.Count(MessageType::kRegisterNode), 1u);
+  // It joins the rotation: a later silence moves on from it, not back to it.
+  Deliver(ErrorReply{"NotLeader", "not the leader", "tcp://c1:7401"}, out.frames[0].header().request_id, 1);
+  clock_.Advance(300);
+  link_->Tick();
+  EXPECT_EQ(Take().connects, std::vector<std::string>{"tcp://c1:7401"});
 }
 
 TEST_F(LinkTest, RegistrationRefusalIsLoggedAndRetried) {

@@ -127,7 +127,8 @@ TEST_F(RaftLogMembershipTest, RemovingTheLeaderElectsAnotherAmongTheRest) {
 
 TEST_F(RaftLogMembershipTest, DirectorySurvivesRestartFromTheLogAndFromASnapshot) {
   Replica& fourth = StartJoining(4);
-  Change(ConfChangeType::kAddVoter, ReplicaAddress{4, fourth.transport->listen_endpoint(), "tcp://10.9.9.4:7400"});
+  Change(ConfChangeType::kAddVoter,
+         ReplicaAddress{4, fourth.transport->listen_endpoint(), "tcp://10.9.9.4:7400", "tcp://10.9.9.4:7401"});
   Replica& leader = AwaitLeader();
   ProposeAll(leader, "c-", 3);
   ASSERT_TRUE(RunUntil([&] { return AllApplied(3); }));
@@ -137,6 +138,7 @@ TEST_F(RaftLogMembershipTest, DirectorySurvivesRestartFromTheLogAndFromASnapshot
   Stop(follower);
   Start(follower);
   EXPECT_EQ(follower.log->directory().ClientOf(4), "tcp://10.9.9.4:7400");
+  EXPECT_EQ(follower.log->directory().WorkerOf(4), "tcp://10.9.9.4:7401");
 
   // The leader compacts the entry away, then restarts: the snapshot has it.
   ASSERT_TRUE(leader.log->SaveSnapshot(leader.machine.applied, leader.machine.Snapshot()).ok());
@@ -144,6 +146,7 @@ TEST_F(RaftLogMembershipTest, DirectorySurvivesRestartFromTheLogAndFromASnapshot
   Stop(leader);
   Start(leader);
   EXPECT_EQ(leader.log->directory().ClientOf(4), "tcp://10.9.9.4:7400");
+  EXPECT_EQ(leader.log->directory().WorkerOf(4), "tcp://10.9.9.4:7401");
   EXPECT_EQ(leader.machine.commands, (std::vector<std::string>{"c-0", "c-1", "c-2"}));
 }
 

@@ -18,6 +18,11 @@ std::string ReplicaDirectory::ClientOf(uint64_t id) const {
   return address == nullptr ? std::string() : address->client;
 }
 
+std::string ReplicaDirectory::WorkerOf(uint64_t id) const {
+  const ReplicaAddress* address = Find(id);
+  return address == nullptr ? std::string() : address->worker;
+}
+
 std::vector<ReplicaAddress> ReplicaDirectory::List() const {
   std::vector<ReplicaAddress> list;
   list.reserve(by_id_.size());

@@ -24,12 +24,14 @@ namespace gpool::replication {
 struct ReplicaAddress {
   uint64_t id = 0;
   std::string peer;    // peer endpoint (Raft traffic)
-  std::string client;  // client endpoint (redirects); may be empty
+  std::string client;  // client endpoint (clients' redirects); may be empty
+  std::string worker;  // worker endpoint (workers' redirects); may be empty
   template <typename V>
   void Fields(V& v) {
     v.Required("id", id);
     v.Required("peer", peer);
     v.Optional("client", client);
+    v.Optional("worker", worker);
   }
   bool operator==(const ReplicaAddress&) const = default;
 };
@@ -42,6 +44,7 @@ class ReplicaDirectory {
   void Erase(uint64_t id) { by_id_.erase(id); }
   const ReplicaAddress* Find(uint64_t id) const;
   std::string ClientOf(uint64_t id) const;
+  std::string WorkerOf(uint64_t id) const;
   std::vector<ReplicaAddress> List() const;
 
  private:
