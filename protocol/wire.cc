@@ -4,10 +4,34 @@
 
 namespace gpool::wire {
 
+void FieldPath::Append(std::string& out) const {
+  if (parent_ != nullptr) parent_->Append(out);
+  if (index_ != kNoIndex) {
+    out += "[" + std::to_string(index_) + "]";
+    return;
+  }
+  if (name_.empty()) return;
+  if (!out.empty()) out += '.';
+  out += name_;
+}
+
+std::string FieldPath::str() const {
+  std::string out;
+  Append(out);
+  return out;
+}
+
 ObjectReader::ObjectReader(const msgpack::object& object, std::string path)
-    : object_(&object), path_(std::move(path)) {
+    : object_(&object), root_(std::move(path)), path_(root_) {
   if (object.type != msgpack::type::MAP) {
-    status_ = Status::Malformed((path_.empty() ? std::string("message") : path_) + ": expected a map");
+    status_ = Status::Malformed((root_.empty() ? std::string("message") : root_) + ": expected a map");
+  }
+}
+
+ObjectReader::ObjectReader(const msgpack::object& object, const FieldPath& path) : object_(&object), path_(path) {
+  if (object.type != msgpack::type::MAP) {
+    const std::string where = path_.str();
+    status_ = Status::Malformed((where.empty() ? std::string("message") : where) + ": expected a map");
   }
 }
 
@@ -23,10 +47,6 @@ const msgpack::object* ObjectReader::Find(std::string_view key) const {
   return nullptr;
 }
 
-std::string ObjectReader::Join(std::string_view key) const {
-  if (path_.empty()) return std::string(key);
-  return path_ + "." + std::string(key);
-}
 
 namespace {
 
@@ -47,28 +67,28 @@ const char* TypeName(msgpack::type::object_type t) {
   return "unknown";
 }
 
-Status WrongType(const std::string& path, const char* expected, const msgpack::object& o) {
-  return Status::Malformed(path + ": expected " + expected + ", got " + TypeName(o.type));
+Status WrongType(const FieldPath& path, const char* expected, const msgpack::object& o) {
+  return Status::Malformed(path.str() + ": expected " + expected + ", got " + TypeName(o.type));
 }
 
-Status ReadUnsigned(const msgpack::object& o, const std::string& path, uint64_t max, uint64_t* out) {
+Status ReadUnsigned(const msgpack::object& o, const FieldPath& path, uint64_t max, uint64_t* out) {
   if (o.type == msgpack::type::NEGATIVE_INTEGER) {
-    return Status::Malformed(path + ": must not be negative, got " + std::to_string(o.via.i64));
+    return Status::Malformed(path.str() + ": must not be negative, got " + std::to_string(o.via.i64));
   }
   if (o.type != msgpack::type::POSITIVE_INTEGER) return WrongType(path, "unsigned integer", o);
   if (o.via.u64 > max) {
-    return Status::Malformed(path + ": " + std::to_string(o.via.u64) + " is out of range (max " +
+    return Status::Malformed(path.str() + ": " + std::to_string(o.via.u64) + " is out of range (max " +
                              std::to_string(max) + ")");
   }
   *out = o.via.u64;
   return Status::Ok();
 }
 
-Status ReadSigned(const msgpack::object& o, const std::string& path, int64_t min, int64_t max, int64_t* out) {
+Status ReadSigned(const msgpack::object& o, const FieldPath& path, int64_t min, int64_t max, int64_t* out) {
   int64_t v = 0;
   if (o.type == msgpack::type::POSITIVE_INTEGER) {
     if (o.via.u64 > static_cast<uint64_t>(max)) {
-      return Status::Malformed(path + ": " + std::to_string(o.via.u64) + " is out of range");
+      return Status::Malformed(path.str() + ": " + std::to_string(o.via.u64) + " is out of range");
     }
     v = static_cast<int64_t>(o.via.u64);
   } else if (o.type == msgpack::type::NEGATIVE_INTEGER) {
@@ -76,29 +96,29 @@ Status ReadSigned(const msgpack::object& o, const std::string& path, int64_t min
   } else {
     return WrongType(path, "integer", o);
   }
-  if (v < min || v > max) return Status::Malformed(path + ": " + std::to_string(v) + " is out of range");
+  if (v < min || v > max) return Status::Malformed(path.str() + ": " + std::to_string(v) + " is out of range");
   *out = v;
   return Status::Ok();
 }
 
 }  // namespace
 
-Status ObjectReader::Read(const msgpack::object& o, const std::string& path, uint64_t* out) {
+Status ObjectReader::Read(const msgpack::object& o, const FieldPath& path, uint64_t* out) {
   return ReadUnsigned(o, path, std::numeric_limits<uint64_t>::max(), out);
 }
 
-Status ObjectReader::Read(const msgpack::object& o, const std::string& path, uint32_t* out) {
+Status ObjectReader::Read(const msgpack::object& o, const FieldPath& path, uint32_t* out) {
   uint64_t v = 0;
   GPOOL_RETURN_IF_ERROR(ReadUnsigned(o, path, std::numeric_limits<uint32_t>::max(), &v));
   *out = static_cast<uint32_t>(v);
   return Status::Ok();
 }
 
-Status ObjectReader::Read(const msgpack::object& o, const std::string& path, int64_t* out) {
+Status ObjectReader::Read(const msgpack::object& o, const FieldPath& path, int64_t* out) {
   return ReadSigned(o, path, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), out);
 }
 
-Status ObjectReader::Read(const msgpack::object& o, const std::string& path, int32_t* out) {
+Status ObjectReader::Read(const msgpack::object& o, const FieldPath& path, int32_t* out) {
   int64_t v = 0;
   GPOOL_RETURN_IF_ERROR(
       ReadSigned(o, path, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), &v));
@@ -106,13 +126,13 @@ Status ObjectReader::Read(const msgpack::object& o, const std::string& path, int
   return Status::Ok();
 }
 
-Status ObjectReader::Read(const msgpack::object& o, const std::string& path, bool* out) {
+Status ObjectReader::Read(const msgpack::object& o, const FieldPath& path, bool* out) {
   if (o.type != msgpack::type::BOOLEAN) return WrongType(path, "bool", o);
   *out = o.via.boolean;
   return Status::Ok();
 }
 
-Status ObjectReader::Read(const msgpack::object& o, const std::string& path, std::string* out) {
+Status ObjectReader::Read(const msgpack::object& o, const FieldPath& path, std::string* out) {
   // Binary is accepted where a string is expected: log bytes and opaque
   // payloads need not be UTF-8.
   if (o.type == msgpack::type::STR) {
@@ -125,7 +145,7 @@ Status ObjectReader::Read(const msgpack::object& o, const std::string& path, std
   return Status::Ok();
 }
 
-Status ObjectReader::Read(const msgpack::object& o, const std::string& path, TaskId* out) {
+Status ObjectReader::Read(const msgpack::object& o, const FieldPath& path, TaskId* out) {
   ObjectReader r(o, path);
   uint64_t job = 0;
   r.Required("job", &job);

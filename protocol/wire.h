@@ -124,20 +124,46 @@ class Packer {
   msgpack::packer<msgpack::sbuffer> pk_;
 };
 
+// Where a value sits in a decoded message ("body.tasks[2].name"), for error
+// messages. Built lazily: a path is a chain of (parent, key or index) links
+// on the stack and becomes a string only when an error names it, so decoding
+// a valid message allocates nothing for paths. A FieldPath must not outlive
+// the parent it was made from (readers only pass them down the stack).
+class FieldPath {
+ public:
+  explicit FieldPath(std::string_view root = {}) : name_(root) {}
+  FieldPath Key(std::string_view key) const { return FieldPath(this, key, kNoIndex); }
+  FieldPath Index(size_t index) const { return FieldPath(this, {}, index); }
+  std::string str() const;
+
+ private:
+  static constexpr size_t kNoIndex = static_cast<size_t>(-1);
+  FieldPath(const FieldPath* parent, std::string_view name, size_t index)
+      : parent_(parent), name_(name), index_(index) {}
+  void Append(std::string& out) const;
+
+  const FieldPath* parent_ = nullptr;
+  std::string_view name_;
+  size_t index_ = kNoIndex;
+};
+
 class ObjectReader {
  public:
   // `object` must outlive the reader. `path` prefixes error messages.
   ObjectReader(const msgpack::object& object, std::string path);
+  ObjectReader(const msgpack::object& object, const FieldPath& path);
+  ObjectReader(const ObjectReader&) = delete;
+  ObjectReader& operator=(const ObjectReader&) = delete;
 
   template <typename T>
   void Required(std::string_view key, T* out) {
     if (!status_.ok()) return;
     const msgpack::object* field = Find(key);
     if (field == nullptr) {
-      status_ = Status::Malformed(Join(key) + ": required field is missing");
+      status_ = Status::Malformed(path_.Key(key).str() + ": required field is missing");
       return;
     }
-    status_ = Read(*field, Join(key), out);
+    status_ = Read(*field, path_.Key(key), out);
   }
 
   // Leaves *out untouched when the key is absent or nil.
@@ -146,48 +172,47 @@ class ObjectReader {
     if (!status_.ok()) return;
     const msgpack::object* field = Find(key);
     if (field == nullptr || field->type == msgpack::type::NIL) return;
-    status_ = Read(*field, Join(key), out);
+    status_ = Read(*field, path_.Key(key), out);
   }
 
   bool Has(std::string_view key) const { return Find(key) != nullptr; }
   const Status& status() const { return status_; }
-  const std::string& path() const { return path_; }
+  const FieldPath& path() const { return path_; }
   void Fail(Status status) {
     if (status_.ok()) status_ = std::move(status);
   }
 
   // Reads a whole value of type T from `object` (used for the envelope body).
   template <Readable T>
-  static Result<T> ReadObject(const msgpack::object& object, std::string path) {
+  static Result<T> ReadObject(const msgpack::object& object, std::string_view path) {
     T out{};
-    Status s = Read(object, path, &out);
+    Status s = Read(object, FieldPath(path), &out);
     if (!s.ok()) return s;
     return out;
   }
 
  private:
   const msgpack::object* Find(std::string_view key) const;
-  std::string Join(std::string_view key) const;
 
-  static Status Read(const msgpack::object& o, const std::string& path, uint64_t* out);
-  static Status Read(const msgpack::object& o, const std::string& path, uint32_t* out);
-  static Status Read(const msgpack::object& o, const std::string& path, int64_t* out);
-  static Status Read(const msgpack::object& o, const std::string& path, int32_t* out);
-  static Status Read(const msgpack::object& o, const std::string& path, bool* out);
-  static Status Read(const msgpack::object& o, const std::string& path, std::string* out);
-  static Status Read(const msgpack::object& o, const std::string& path, TaskId* out);
+  static Status Read(const msgpack::object& o, const FieldPath& path, uint64_t* out);
+  static Status Read(const msgpack::object& o, const FieldPath& path, uint32_t* out);
+  static Status Read(const msgpack::object& o, const FieldPath& path, int64_t* out);
+  static Status Read(const msgpack::object& o, const FieldPath& path, int32_t* out);
+  static Status Read(const msgpack::object& o, const FieldPath& path, bool* out);
+  static Status Read(const msgpack::object& o, const FieldPath& path, std::string* out);
+  static Status Read(const msgpack::object& o, const FieldPath& path, TaskId* out);
 
   template <Readable T>
-  static Status Read(const msgpack::object& o, const std::string& path, T* out);
+  static Status Read(const msgpack::object& o, const FieldPath& path, T* out);
 
   template <typename T>
-  static Status Read(const msgpack::object& o, const std::string& path, std::vector<T>* out) {
-    if (o.type != msgpack::type::ARRAY) return Status::Malformed(path + ": expected an array");
+  static Status Read(const msgpack::object& o, const FieldPath& path, std::vector<T>* out) {
+    if (o.type != msgpack::type::ARRAY) return Status::Malformed(path.str() + ": expected an array");
     out->clear();
     out->reserve(o.via.array.size);
     for (uint32_t i = 0; i < o.via.array.size; ++i) {
       T item{};
-      Status s = Read(o.via.array.ptr[i], path + "[" + std::to_string(i) + "]", &item);
+      Status s = Read(o.via.array.ptr[i], path.Index(i), &item);
       if (!s.ok()) return s;
       out->push_back(std::move(item));
     }
@@ -195,15 +220,15 @@ class ObjectReader {
   }
 
   template <typename V>
-  static Status Read(const msgpack::object& o, const std::string& path, std::map<std::string, V>* out) {
-    if (o.type != msgpack::type::MAP) return Status::Malformed(path + ": expected a map");
+  static Status Read(const msgpack::object& o, const FieldPath& path, std::map<std::string, V>* out) {
+    if (o.type != msgpack::type::MAP) return Status::Malformed(path.str() + ": expected a map");
     out->clear();
     for (uint32_t i = 0; i < o.via.map.size; ++i) {
       const auto& kv = o.via.map.ptr[i];
-      if (kv.key.type != msgpack::type::STR) return Status::Malformed(path + ": map keys must be strings");
+      if (kv.key.type != msgpack::type::STR) return Status::Malformed(path.str() + ": map keys must be strings");
       std::string key(kv.key.via.str.ptr, kv.key.via.str.size);
       V value{};
-      Status s = Read(kv.val, path + "." + key, &value);
+      Status s = Read(kv.val, path.Key(key), &value);
       if (!s.ok()) return s;
       (*out)[key] = std::move(value);
     }
@@ -211,7 +236,8 @@ class ObjectReader {
   }
 
   const msgpack::object* object_;
-  std::string path_;
+  std::string root_;  // owns the root name when constructed from a string
+  FieldPath path_;
   Status status_;
 };
 
@@ -244,7 +270,7 @@ void Packer::Value(const T& v) {
 }
 
 template <Readable T>
-Status ObjectReader::Read(const msgpack::object& o, const std::string& path, T* out) {
+Status ObjectReader::Read(const msgpack::object& o, const FieldPath& path, T* out) {
   ObjectReader nested(o, path);
   if (!nested.status().ok()) return nested.status();
   if constexpr (Unpackable<T>) {

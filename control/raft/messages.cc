@@ -155,7 +155,7 @@ void Message::Unpack(wire::ObjectReader& r) {
   r.Optional("snapshot", &snap);
   if (!r.status().ok()) return;
   if (w.type == 0 || w.type > kMaxMessageType) {
-    r.Fail(Status::Malformed(r.path() + ".type: unknown raft message type " + std::to_string(w.type)));
+    r.Fail(Status::Malformed(r.path().Key("type").str() + ": unknown raft message type " + std::to_string(w.type)));
     return;
   }
   type = static_cast<MessageType>(w.type);
