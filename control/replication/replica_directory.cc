@@ -1,5 +1,6 @@
 #include "control/replication/replica_directory.h"
 
+#include "control/replication/stored_snapshot.h"
 #include "protocol/wire.h"
 
 namespace gpool::replication {
@@ -41,12 +42,7 @@ Result<ReplicaAddress> DecodeReplicaAddress(std::string_view bytes) {
 std::string EncodeSnapshotImage(const SnapshotImage& image) { return wire::PackToString(image); }
 
 Result<SnapshotImage> DecodeSnapshotImage(std::string_view bytes) {
-  // A whole-cluster image can be large; the limits guard against nonsense
-  // lengths, not against big clusters.
-  wire::DecodeLimits limits;
-  limits.max_frame_bytes = size_t{1} << 32;
-  limits.max_string_bytes = size_t{1} << 31;
-  auto decoded = wire::UnpackFromString<SnapshotImage>(bytes, limits);
+  auto decoded = wire::UnpackFromString<SnapshotImage>(bytes, SnapshotDecodeLimits());
   if (!decoded.ok()) return decoded.status().WithContext("raft snapshot image");
   return decoded;
 }

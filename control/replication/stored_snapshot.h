@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "control/raft/entry.h"
+#include "protocol/wire.h"
 #include "protocol/base/status.h"
 
 namespace gpool::replication {
@@ -27,6 +28,10 @@ struct StoredSnapshot {
     v.Required("state", state);
   }
 };
+
+// Decode limits for whole-cluster images: they guard against nonsense
+// lengths, not against big clusters.
+wire::DecodeLimits SnapshotDecodeLimits();
 
 std::string EncodeStoredSnapshot(const StoredSnapshot& snapshot);
 // Malformed when the bytes are not a StoredSnapshot (for example the bare
