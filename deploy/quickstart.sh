@@ -2,10 +2,11 @@
 # Builds gpool, starts a local cluster on 127.0.0.1 (a coordinator of three
 # Raft replicas, four workers each simulating an 8-GPU node), submits sample
 # jobs, shows them running and finishing, kills the leading coordinator to
-# show another take over, then stops everything it started.
+# show another take over, replaces the dead replica with a new one (replica
+# 4, added at run time), then stops everything it started.
 #
 # The replicas must know each other's addresses before they start, so they
-# use fixed ports: 17400-17422 by default (client, worker, peer = base+10*i,
+# use fixed ports: 17400-17432 by default (client, worker, peer = base+10*i,
 # +1, +2); set GPOOL_QUICKSTART_PORT to move them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,7 @@ gpool_bin="$bin/client/gpool"
 
 base=${GPOOL_QUICKSTART_PORT:-17400}
 replicas=3
-for ((r = 0; r < replicas; r++)); do
+for ((r = 0; r <= replicas; r++)); do  # and the replacement replica's
   for port in $((base + 10 * r)) $((base + 10 * r + 1)) $((base + 10 * r + 2)); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "port $port on 127.0.0.1 is in use; set GPOOL_QUICKSTART_PORT to another base port" >&2
@@ -139,4 +140,22 @@ for _ in $(seq 1 100); do
 done
 run status
 run jobs --all
-echo; echo "quickstart finished: every sample job ran to completion, and the cluster survived losing its leader."
+
+echo; echo "== replacing the lost replica: remove it, start replica 4 with --join, add it"
+run admin replica remove "$leader"
+p=$((base + 10 * replicas))
+"$coordinator_bin" --id 4 --join --peers "$peers,4=tcp://127.0.0.1:$((p + 2))" \
+  --peer-clients "$peer_clients,4=tcp://127.0.0.1:$p" --peer-workers "$peer_workers,4=tcp://127.0.0.1:$((p + 1))" \
+  --data-dir "$work/coordinator-4" --client-addr "tcp://127.0.0.1:$p" --worker-addr "tcp://127.0.0.1:$((p + 1))" \
+  --heartbeat-ms 500 --preempt-grace-ms 3000 >"$work/coordinator-4.log" 2>&1 &
+pids+=("$!")
+run admin replica add 4 --peer-addr "tcp://127.0.0.1:$((p + 2))" --client-addr "tcp://127.0.0.1:$p" \
+  --worker-addr "tcp://127.0.0.1:$((p + 1))"
+# Replica 4 catches up from the leader (by snapshot if the log was compacted).
+for _ in $(seq 1 100); do
+  "$gpool_bin" admin replica list | awk '$1 == "4" && $NF == "0" {found = 1} END {exit !found}' && break
+  sleep 0.1
+done
+run admin replica list
+echo; echo "quickstart finished: every sample job ran to completion, the cluster survived losing its leader,"
+echo "and a new replica replaced the lost one."
