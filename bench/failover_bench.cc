@@ -7,7 +7,8 @@
 // Each trial kills the leader with SIGKILL and measures, from the kill:
 //   - first commit: the first submission acknowledged after it;
 //   - first placement: when the job of that submission is seen placed
-//     (bound, running or done; polled every 2 ms);
+//     (bound, running or done; polled every 2 ms by a client with a 100 ms
+//     reply timeout, so a poll lost with the dead leader costs 100 ms);
 // then restarts the killed replica and waits until it has caught up. At the
 // end every acknowledged submission must exist exactly once: the count of
 // lost acknowledgements and of duplicate jobs is reported (both must be 0).
@@ -192,6 +193,10 @@ int main(int argc, char** argv) {
   cluster.StartWorker();
   const std::string endpoints = cluster.Join(cluster.client);
   auto observer = Connect(endpoints, 1000);
+  // Polls for the placement with a short reply timeout, like the load's
+  // clients: a poll in flight to the replica just killed would otherwise add
+  // the observer's own 1 s timeout to the figure.
+  auto prober = Connect(endpoints, 100);
 
   auto leader = [&]() -> int {
     auto status = observer->ClusterStatus();
@@ -263,12 +268,20 @@ int main(int argc, char** argv) {
     // Poll the job of that submission until it is placed.
     if (wait_until(
             [&] {
-              auto job = observer->GetJob(gpool::JobId(first->job));
+              auto job = prober->GetJob(gpool::JobId(first->job));
               return job.ok() && !job->tasks.empty() && !job->tasks[0].node.empty();
             },
             30)) {
       to_placement.push_back(Ms(SteadyClock::now() - killed));
     }
+    // Per trial on stderr (stdout stays JSON), to find the slow ones in the
+    // coordinators' logs (GPOOL_BENCH_KEEP=1 keeps them).
+    std::fprintf(stderr, "trial=%d killed_replica=%d wall_ms=%lld first_commit_ms=%.0f first_placement_ms=%.0f\n", trial,
+                 victim + 1,
+                 static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::system_clock::now().time_since_epoch())
+                                            .count()),
+                 to_commit.back(), to_placement.empty() ? -1.0 : to_placement.back());
     cluster.StartReplica(victim);
     if (!wait_until([&] { return caught_up(victim); }, 30)) ++failed_trials;
   }
@@ -295,7 +308,7 @@ int main(int argc, char** argv) {
 
   auto report = [&](const char* metric, const std::vector<double>& v) {
     std::printf("{\"metric\": \"%s\", \"value\": %.0f, \"unit\": \"ms\", \"params\": {\"p99_ms\": %.0f, \"max_ms\": "
-                "%.0f, \"trials\": %zu, \"replicas\": %d, \"raft_tick_ms\": 25, \"election_ticks\": 12, "
+                "%.0f, \"trials\": %zu, \"replicas\": %d, \"election_timeout_ms\": 300, \"raft_heartbeat_ms\": 20, "
                 "\"client_timeout_ms\": 200}}\n",
                 metric, Percentile(v, 0.5), Percentile(v, 0.99), v.empty() ? 0 : *std::max_element(v.begin(), v.end()),
                 v.size(), kReplicas);
@@ -309,6 +322,10 @@ int main(int argc, char** argv) {
 
   Kill(cluster.worker_pid, SIGTERM);
   for (pid_t pid : cluster.coordinators) Kill(pid, SIGTERM);
-  std::filesystem::remove_all(cluster.dir);
+  if (std::getenv("GPOOL_BENCH_KEEP") == nullptr) {
+    std::filesystem::remove_all(cluster.dir);
+  } else {
+    std::fprintf(stderr, "logs kept in %s\n", cluster.dir.c_str());
+  }
   return lost == 0 && duplicates == 0 && failed_trials == 0 ? 0 : 1;
 }

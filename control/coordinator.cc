@@ -127,6 +127,7 @@ Status Coordinator::OpenLog() {
   raft_options.join = options_.join;
   raft_options.tick_ms = options_.raft_tick_ms;
   raft_options.election_ticks = options_.election_ticks;
+  raft_options.heartbeat_ticks = options_.heartbeat_ticks;
   raft_options.clock = options_.clock;
   GPOOL_ASSIGN_OR_RETURN(std::unique_ptr<replication::RaftLog> raft,
                          replication::RaftLog::Open(raft_options, log_store_.get(), peers_.get()));
@@ -499,7 +500,9 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
   int64_t last_dispatch = 0;
   while (!stop.load()) {
     try {
-      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(options_.schedule_interval_ms));
+      int64_t wait_ms = options_.schedule_interval_ms;
+      if (raft_ != nullptr) wait_ms = std::min(wait_ms, raft_->MsUntilDue());
+      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(wait_ms));
     } catch (const zmq::error_t& e) {
       // A signal (SIGTERM, SIGINT) interrupts the poll; the loop condition
       // then sees the stop flag.

@@ -70,8 +70,13 @@ struct CoordinatorOptions {
   std::map<uint64_t, std::string> peer_workers;  // id -> worker endpoint, for workers' redirects
   std::string peer_endpoint;                     // where to listen for peers; empty: peers[raft_id]
   bool join = false;                             // wait to be added by a running cluster (replica add)
-  int64_t raft_tick_ms = 25;
-  int election_ticks = 12;                       // election timeout: [1, 2) x this many ticks
+  // Election timeout: [1, 2) x election_ticks ticks, 300-600 ms. Millisecond
+  // ticks (with the loop sleeping exactly until the next one that matters)
+  // give the randomized timeout 300 distinct values, so two followers rarely
+  // time out together and split the vote.
+  int64_t raft_tick_ms = 1;
+  int election_ticks = 300;                      // --election-timeout-ms
+  int heartbeat_ticks = 20;                      // --raft-heartbeat-ms
 };
 
 class Coordinator final : public Outbox, public Proposer {

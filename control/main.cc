@@ -54,10 +54,10 @@ int main(int argc, char** argv) {
      "leader's to workers so they go straight to it", cxxopts::value<std::string>())
     ("join", "Replicated mode: start as a new replica outside the cluster's configuration and wait to be added "
      "(gpool admin replica add). --peers lists the running replicas and this one")
-    ("raft-tick-ms", "Replicated mode: one Raft tick; the leader heartbeats every tick",
-     cxxopts::value<int64_t>()->default_value(std::to_string(defaults.raft_tick_ms)))
-    ("election-ticks", "Replicated mode: a follower that hears no leader for 1-2x this many ticks starts an "
-     "election", cxxopts::value<int>()->default_value(std::to_string(defaults.election_ticks)))
+    ("election-timeout-ms", "Replicated mode: a follower that hears no leader for a random 1-2x this long "
+     "starts an election", cxxopts::value<int>()->default_value(std::to_string(defaults.election_ticks)))
+    ("raft-heartbeat-ms", "Replicated mode: how often the leader heartbeats its followers (less than "
+     "--election-timeout-ms)", cxxopts::value<int>()->default_value(std::to_string(defaults.heartbeat_ticks)))
     ("strategy", "Placement strategy: binpack or spread", cxxopts::value<std::string>()->default_value("binpack"))
     ("heartbeat-ms", "Heartbeat interval workers are told to use",
      cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.heartbeat_interval_ms)))
@@ -137,10 +137,12 @@ int main(int argc, char** argv) {
       }
       if (args.count("peer-addr")) options.peer_endpoint = args["peer-addr"].as<std::string>();
       options.join = args.count("join") > 0;
-      options.raft_tick_ms = args["raft-tick-ms"].as<int64_t>();
-      options.election_ticks = args["election-ticks"].as<int>();
-      if (options.raft_tick_ms <= 0 || options.election_ticks < 2) {
-        throw cxxopts::exceptions::exception("--raft-tick-ms must be positive and --election-ticks at least 2");
+      // Raft ticks are milliseconds, so both flags are tick counts.
+      options.election_ticks = args["election-timeout-ms"].as<int>();
+      options.heartbeat_ticks = args["raft-heartbeat-ms"].as<int>();
+      if (options.heartbeat_ticks <= 0 || options.election_ticks <= options.heartbeat_ticks) {
+        throw cxxopts::exceptions::exception(
+            "--raft-heartbeat-ms must be positive and less than --election-timeout-ms");
       }
     } else if (args.count("peer-clients") || args.count("peer-workers") || args.count("peer-addr") ||
                args.count("join")) {

@@ -151,6 +151,12 @@ void Raft::Tick() {
   }
 }
 
+int Raft::TicksUntilDue() const {
+  if (role_ == Role::kLeader) return std::max(1, cfg_.heartbeat_tick - heartbeat_elapsed_);
+  if (!Promotable()) return 1 << 20;
+  return std::max(1, randomized_election_timeout_ - election_elapsed_);
+}
+
 void Raft::TickElection() {
   ++election_elapsed_;
   if (Promotable() && election_elapsed_ >= randomized_election_timeout_) {

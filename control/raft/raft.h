@@ -75,6 +75,11 @@ class Raft {
   Raft& operator=(const Raft&) = delete;
 
   void Tick();
+  // Ticks until the next tick that does something on its own: a follower's
+  // or candidate's election, a leader's heartbeat. Lets the caller sleep
+  // exactly that long instead of waking every tick. A large number when
+  // nothing is due (a node outside the configuration).
+  int TicksUntilDue() const;
   Status Step(const Message& m);
 
   // Appends a command; returns the index it will have if it commits.

@@ -37,6 +37,7 @@ class RawNode {
   static Result<std::unique_ptr<RawNode>> Restart(const Config& config, InitialState state);
 
   void Tick() { raft_->Tick(); }
+  int TicksUntilDue() const { return raft_->TicksUntilDue(); }
   Status Step(const Message& m) { return raft_->Step(m); }
   // NotLeader on a follower (the message names the leader if known): the
   // core never forwards proposals. Returns the index the entry will have.

@@ -171,12 +171,18 @@ void RaftLog::Receive(std::string_view frame) {
   }
 }
 
+int64_t RaftLog::MsUntilDue() const {
+  const int64_t due_at = last_tick_ms_ + int64_t{node_->TicksUntilDue()} * options_.tick_ms;
+  return std::max<int64_t>(1, due_at - options_.clock->MonoMs());
+}
+
 void RaftLog::Tick() {
   const int64_t now = options_.clock->MonoMs();
   int64_t due = (now - last_tick_ms_) / options_.tick_ms;
   if (due <= 0) return;
-  last_tick_ms_ = due > options_.max_catchup_ticks ? now : last_tick_ms_ + due * options_.tick_ms;
-  due = std::min<int64_t>(due, options_.max_catchup_ticks);
+  const int64_t max_catchup_ticks = std::max<int64_t>(1, options_.max_catchup_ms / options_.tick_ms);
+  last_tick_ms_ = due > max_catchup_ticks ? now : last_tick_ms_ + due * options_.tick_ms;
+  due = std::min<int64_t>(due, max_catchup_ticks);
   for (int64_t i = 0; i < due; ++i) node_->Tick();
 }
 

@@ -76,14 +76,15 @@ struct RaftLogOptions {
   // One Raft tick of wall time. A follower that hears no leader for
   // [election_ticks, 2 * election_ticks) ticks starts an election, so the
   // defaults detect a dead leader in 300-600 ms; the leader heartbeats every
-  // heartbeat_ticks ticks (25 ms).
-  int64_t tick_ms = 25;
-  int election_ticks = 12;
-  int heartbeat_ticks = 1;
-  // After a stall (a long fsync, a paused process) at most this many ticks
-  // are replayed at once: time runs slow for a stalled replica rather than
+  // heartbeat_ticks ticks (20 ms). Millisecond ticks give the randomized
+  // timeout 300 distinct values (see MsUntilDue).
+  int64_t tick_ms = 1;
+  int election_ticks = 300;
+  int heartbeat_ticks = 20;
+  // After a stall (a long fsync, a paused process) at most this much time
+  // is replayed at once: time runs slow for a stalled replica rather than
   // making it call an election before it has read what its peers sent.
-  int max_catchup_ticks = 2;
+  int64_t max_catchup_ms = 25;
   uint64_t seed = 0;              // election jitter; 0 = from the clock
   // Inbound frame limits: a snapshot travels as one frame.
   size_t max_frame_bytes = 64 * 1024 * 1024;
@@ -146,6 +147,12 @@ class RaftLog final : public log::CommitLog {
   void Receive(std::string_view frame);
   // Advances Raft time to the clock; call every loop turn.
   void Tick();
+  // Milliseconds until Raft next has something to do on its own (an
+  // election timeout, a heartbeat); at least 1. The loop sleeps no longer, so
+  // an election starts on its randomized millisecond, not on the loop's
+  // next 10 ms wake-up: two followers then rarely start together and split
+  // the vote.
+  int64_t MsUntilDue() const;
   // Asks to become leader now (tests; an operator nudging the cluster).
   Status Campaign() { return node_->Campaign(); }
   // Starts a linearizable read (Raft's ReadIndex); `context` must be unique

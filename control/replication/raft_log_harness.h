@@ -102,6 +102,7 @@ class RaftLogTest : public ::testing::Test {
     options.directory = r.directory;
     options.tick_ms = 10;
     options.election_ticks = 10;
+    options.heartbeat_ticks = 1;
     options.seed = 7 + r.id;
     options.clock = &clock_;
     auto log = RaftLog::Open(options, r.store.get(), r.transport.get());
