@@ -246,18 +246,37 @@ class ReplicatedCoordinatorTest : public ::testing::Test {
     for (int i = 0; i < sent; ++i) created += by_name.count("s-" + std::to_string(i)) ? 1 : 0;
     EXPECT_GE(created, static_cast<int>(acks.size()));
 
-    std::set<std::pair<std::string, uint32_t>> held;
+    // Jobs are read one at a time while work goes on, so a GPU can show up
+    // under a task that has just finished and under the next one. A real
+    // double allocation lasts: every GPU seen twice is read again, and at
+    // most one of its holders may still hold it.
+    auto holds = [&](uint64_t job_id, const std::string& node, uint32_t gpu) {
+      auto job = client_->GetJob(JobId(job_id));
+      if (!job.ok()) return false;
+      for (const auto& task : job->tasks) {
+        if (task.state != "Bound" && task.state != "Running") continue;
+        if (task.node != node) continue;
+        for (uint32_t g : task.gpu_indices) {
+          if (g == gpu) return true;
+        }
+      }
+      return false;
+    };
+    std::map<std::pair<std::string, uint32_t>, std::vector<uint64_t>> held;
     for (const auto& summary : jobs->jobs) {
       if (summary.state != "Running" && summary.state != "Pending") continue;
       auto job = client_->GetJob(JobId(summary.job_id));
       ASSERT_TRUE(job.ok()) << job.status().ToString();
       for (const auto& task : job->tasks) {
         if (task.state != "Bound" && task.state != "Running") continue;
-        for (uint32_t gpu : task.gpu_indices) {
-          EXPECT_TRUE(held.insert({task.node, gpu}).second)
-              << "GPU " << gpu << " of " << task.node << " is held twice (job " << summary.job_id << ")";
-        }
+        for (uint32_t gpu : task.gpu_indices) held[{task.node, gpu}].push_back(summary.job_id);
       }
+    }
+    for (const auto& [where, holders] : held) {
+      if (holders.size() < 2) continue;
+      int still = 0;
+      for (uint64_t job_id : holders) still += holds(job_id, where.first, where.second) ? 1 : 0;
+      EXPECT_LE(still, 1) << "GPU " << where.second << " of " << where.first << " is held by " << still << " jobs";
     }
     auto status = Status();
     ASSERT_TRUE(status.ok());
