@@ -1,5 +1,6 @@
 #include "control/coordinator.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -131,6 +132,14 @@ Status Coordinator::OpenLog() {
   raft_options.clock = options_.clock;
   GPOOL_ASSIGN_OR_RETURN(std::unique_ptr<replication::RaftLog> raft,
                          replication::RaftLog::Open(raft_options, log_store_.get(), peers_.get()));
+  const std::vector<uint64_t> voters = raft->info().voters;
+  if (!options_.join && !voters.empty() && std::find(voters.begin(), voters.end(), options_.raft_id) == voters.end()) {
+    // Its own log says it was removed: serving would only confuse clients.
+    return Status::FailedPrecondition(
+        "replica " + std::to_string(options_.raft_id) +
+        " is not in the configuration its data dir records (it was removed); to bring it back, add it again "
+        "with 'gpool admin replica add' and start it with --join and an empty data dir");
+  }
   raft_ = raft.get();
   log_ = std::move(raft);
   return Status::Ok();

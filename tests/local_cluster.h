@@ -56,7 +56,9 @@ class LocalCluster {
   void KillCoordinator();  // SIGKILL: no chance to clean up
   // One replica of a replicated coordinator. With `join`, it starts outside
   // the configuration (--join), to be added with `gpool admin replica add`.
-  void StartReplica(int index, bool join = false);
+  // With expect_up false it only launches the process (for replicas meant
+  // to refuse to start).
+  void StartReplica(int index, bool join = false, bool expect_up = true);
   // Starts one more replica with --join on fresh ports; returns its index
   // (its replica id is index + 1).
   int StartJoiningReplica();

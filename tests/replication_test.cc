@@ -467,6 +467,11 @@ TEST_F(ReplicatedCoordinatorTest, ReplicasAreAddedAndRemovedWithTheAdminCommands
   auto status = Status();
   ASSERT_TRUE(status.ok()) << status.status().ToString();
   EXPECT_EQ(status->replicas.size(), 2u);
+  // Started again by mistake, a removed replica refuses to serve.
+  cluster_.StartReplica(leader, /*join=*/false, /*expect_up=*/false);
+  ASSERT_TRUE(WaitFor([&] { return !cluster_.coordinator(leader)->Running(); }, 10s));
+  EXPECT_NE(cluster_.coordinator(leader)->Log().find("it was removed"), std::string::npos)
+      << cluster_.coordinator(leader)->Log();
   auto after = client_->Submit(Job("with-two", 1, "true"), "with-two");
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_TRUE(WaitFor(
