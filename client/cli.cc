@@ -457,6 +457,157 @@ int RunAdmin(Session& s, const Invocation& inv) {
   return s.Usage("admin replica: unknown subcommand '" + p[1] + "'; expected add, remove or list");
 }
 
+// --- node -----------------------------------------------------------------------------
+
+constexpr char kNodeCordonUsage[] = "node cordon NAME";
+constexpr char kNodeUncordonUsage[] = "node uncordon NAME";
+constexpr char kNodeLabelUsage[] = "node label NAME KEY=VALUE... KEY-...";
+constexpr char kNodePoolUsage[] = "node pool NAME public|pooled|exclusive";
+constexpr size_t kMaxLabelLength = 63;
+
+bool IsLabelChar(char c, std::string_view extra) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         extra.find(c) != std::string_view::npos;
+}
+
+// 1-63 of [A-Za-z0-9._/-]; the same rule as the coordinator's (ValidateUpdateNode).
+Status CheckLabelKey(const std::string& arg, const std::string& key) {
+  if (key.empty()) return Status::InvalidArgument("node label: '" + arg + "': the label key is empty");
+  if (key.size() > kMaxLabelLength) {
+    return Status::InvalidArgument("node label: label key '" + key + "' is longer than 63 characters");
+  }
+  for (char c : key) {
+    if (!IsLabelChar(c, "._/-")) {
+      return Status::InvalidArgument("node label: label key '" + key +
+                                     "' may only contain letters, digits, '.', '_', '/' and '-'");
+    }
+  }
+  return Status::Ok();
+}
+
+// At most 63 of [A-Za-z0-9._-]; may be empty.
+Status CheckLabelValue(const std::string& key, const std::string& value) {
+  if (value.size() > kMaxLabelLength) {
+    return Status::InvalidArgument("node label: the value of " + key + " is longer than 63 characters");
+  }
+  for (char c : value) {
+    if (!IsLabelChar(c, "._-")) {
+      return Status::InvalidArgument("node label: the value of " + key + " ('" + value +
+                                     "') may only contain letters, digits, '.', '_' and '-'");
+    }
+  }
+  return Status::Ok();
+}
+
+// kubectl style: "team=vision" sets team, "team-" removes it.
+Status ParseLabelArgs(std::span<const std::string> args, gpool::UpdateNode& request) {
+  for (const std::string& arg : args) {
+    const size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      std::string key = arg.substr(0, eq);
+      std::string value = arg.substr(eq + 1);
+      GPOOL_RETURN_IF_ERROR(CheckLabelKey(arg, key));
+      GPOOL_RETURN_IF_ERROR(CheckLabelValue(key, value));
+      auto [it, inserted] = request.labels.emplace(key, value);
+      if (!inserted && it->second != value) {
+        return Status::InvalidArgument("node label: " + key + " is set twice ('" + it->second + "' and '" + value +
+                                       "')");
+      }
+    } else if (!arg.empty() && arg.back() == '-') {
+      std::string key = arg.substr(0, arg.size() - 1);
+      GPOOL_RETURN_IF_ERROR(CheckLabelKey(arg, key));
+      auto& remove = request.remove_labels;
+      if (std::find(remove.begin(), remove.end(), key) == remove.end()) remove.push_back(std::move(key));
+    } else {
+      return Status::InvalidArgument("node label: '" + arg +
+                                     "' is neither KEY=VALUE (set a label) nor KEY- (remove one)");
+    }
+  }
+  for (const auto& key : request.remove_labels) {
+    if (request.labels.count(key)) return Status::InvalidArgument("node label: " + key + " is both set and removed");
+  }
+  return Status::Ok();
+}
+
+std::string JoinLabels(const std::map<std::string, std::string>& labels) {
+  std::string out;
+  for (const auto& [key, value] : labels) {
+    if (!out.empty()) out += ", ";
+    out += key + "=" + value;
+  }
+  return out.empty() ? "none" : out;
+}
+
+int RunNode(Session& s, const Invocation& inv) {
+  const auto& p = inv.positionals;
+  if (p.empty()) return s.Usage("node: expected a subcommand: cordon, uncordon, label or pool");
+  const std::string& op = p[0];
+  const char* usage = nullptr;
+  if (op == "cordon") {
+    usage = kNodeCordonUsage;
+  } else if (op == "uncordon") {
+    usage = kNodeUncordonUsage;
+  } else if (op == "label") {
+    usage = kNodeLabelUsage;
+  } else if (op == "pool") {
+    usage = kNodePoolUsage;
+  } else {
+    return s.Usage("node: unknown subcommand '" + op + "'; expected cordon, uncordon, label or pool");
+  }
+  const std::string usage_hint = " (usage: gpool " + std::string(usage) + ")";
+  if (p.size() < 2) return s.Usage("node " + op + ": missing the node NAME" + usage_hint);
+
+  gpool::UpdateNode request;
+  request.node = p[1];
+  request.op = op;
+  if (op == "cordon" || op == "uncordon") {
+    if (p.size() > 2) return s.Usage("node " + op + ": expected one node NAME, got " + std::to_string(p.size() - 1) +
+                                     " arguments" + usage_hint);
+  } else if (op == "label") {
+    if (p.size() < 3) {
+      return s.Usage("node label: expected at least one KEY=VALUE (set) or KEY- (remove)" + usage_hint);
+    }
+    if (Status parsed = ParseLabelArgs(std::span<const std::string>(p).subspan(2), request); !parsed.ok()) {
+      return s.Fail(parsed);
+    }
+  } else {  // pool
+    if (p.size() != 3) return s.Usage("node pool: expected a node NAME and a POOL" + usage_hint);
+    request.pool = p[2];
+    if (!IsNodePool(request.pool)) {
+      return s.Fail(Status::InvalidArgument("node pool: unknown pool '" + request.pool +
+                                            "'; expected public, pooled or exclusive"));
+    }
+  }
+  // What the coordinator checks too (the node name, the label rules), before anything is sent.
+  if (Status valid = ValidateUpdateNode(request); !valid.ok()) return s.Fail(valid);
+
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->UpdateNode(request);
+  if (!reply.ok()) return s.Fail(reply.status());
+  const NodeSummary& node = reply->node;
+  const std::string name = node.name.empty() ? request.node : node.name;
+  // Operator labels overlay the node's own (its worker's); removing one
+  // brings back the node's value rather than deleting the key.
+  for (const auto& key : request.remove_labels) {
+    auto still = node.labels.find(key);
+    if (still != node.labels.end()) {
+      s.err << "gpool: note: " << key << " is still " << key << "=" << still->second << ": it comes from node "
+            << name << "'s own labels, which 'node label' can override but not remove\n";
+    }
+  }
+  if (s.json) {
+    s.out << ToJson(*reply) << "\n";
+  } else if (op == "cordon" || op == "uncordon") {
+    s.out << "node " << name << (node.cordoned ? " cordoned" : " uncordoned") << "\n";
+  } else if (op == "label") {
+    s.out << "node " << name << " labels: " << JoinLabels(node.labels) << "\n";
+  } else {
+    s.out << "node " << name << " moved to pool " << (node.pool.empty() ? request.pool : node.pool) << "\n";
+  }
+  return kExitOk;
+}
+
 // --- Command table --------------------------------------------------------------------
 
 void NoOptions(cxxopts::Options&) {}
@@ -527,6 +678,14 @@ constexpr CommandForm kAdminForms[] = {
     {"replica list", "replica list", "list the coordinator replicas and how far each lags behind the leader"},
 };
 
+constexpr CommandForm kNodeForms[] = {
+    {"cordon NAME", "cordon NAME", "place no new tasks on a node (running ones keep running)"},
+    {"uncordon NAME", "uncordon NAME", "place tasks on a cordoned node again"},
+    {"label NAME KEY=VALUE... KEY-...", "label NAME KEY=VALUE... KEY-...",
+     "set (KEY=VALUE) or remove (KEY-) operator labels of a node"},
+    {"pool NAME public|pooled|exclusive", "pool NAME POOL", "move a node to pool public, pooled or exclusive"},
+};
+
 struct CommandDef {
   std::string_view name;
   std::string_view synopsis;
@@ -550,7 +709,9 @@ constexpr CommandDef kCommands[] = {
      LogsOptions, RunLogs},
     {"wait", "ID [--timeout S]", "wait for a job to finish; exit 0 if it succeeded, 1 if it failed or was cancelled",
      1, 1, WaitOptions, RunWait},
-    {"nodes", "", "list nodes with their used/total resources", 0, 0, NoOptions, RunNodes},
+    {"nodes", "", "list nodes: state, pool, used/total resources, labels", 0, 0, NoOptions, RunNodes},
+    {"node", "cordon|uncordon|label|pool NAME ...", "cordon, uncordon, label or re-pool a node", 0,
+     std::numeric_limits<size_t>::max(), NoOptions, RunNode, kNodeForms},
     {"status", "", "show the coordinator replicas and cluster totals", 0, 0, NoOptions, RunStatus},
     {"admin", "replica add|remove|list ...", "add, remove or list coordinator replicas", 0, 3, AdminOptions,
      RunAdmin, kAdminForms},
@@ -577,6 +738,14 @@ void GlobalOptions(cxxopts::Options& o) {
 
 bool TakesValue(std::string_view arg) {
   return arg == "-c" || arg == "--coordinator" || arg == "--token" || arg == "--timeout-ms";
+}
+
+// "--token=X" and the like: a global flag with its value attached.
+bool IsLongFlagWithValue(std::string_view arg) {
+  for (std::string_view flag : {"--coordinator=", "--token=", "--timeout-ms=", "--json=", "--help=", "--version="}) {
+    if (arg.rfind(flag, 0) == 0) return true;
+  }
+  return false;
 }
 
 Result<cxxopts::ParseResult> Parse(cxxopts::Options& options, const std::string& program,
@@ -708,6 +877,8 @@ std::string UsageText() {
          "  gpool logs 17.1\n"
          "  gpool wait 17 --timeout 10m\n"
          "  gpool admin replica add 4 --peer-addr tcp://10.0.0.4:7402 --client-addr tcp://10.0.0.4:7400\n"
+         "  gpool node cordon gpu-node-3\n"
+         "  gpool node label gpu-node-3 rack=r1 team=vision old-\n"
          "\n"
          "Exit codes: 0 ok; 1 the job failed or was cancelled (wait); 2 usage error or invalid spec;\n"
          "            3 not found; 4 coordinator unavailable or timed out; 5 any other error.\n";
@@ -820,6 +991,19 @@ int RunCli(std::vector<std::string> args, std::ostream& out, std::ostream& err, 
         ++i;  // a flag's value, not an ID
       } else if (a.size() > 1 && a[0] == '-' && a.find_first_not_of("0123456789", 1) == std::string::npos) {
         return session.Fail(ParseReplicaId(a).status());
+      }
+    }
+  }
+  // A label argument starting with '-' would be taken for a flag ("Option 'x' does not exist").
+  if (name == "node") {
+    for (size_t i = 0; i < rest.size(); ++i) {
+      const std::string& a = rest[i];
+      if (TakesValue(a)) {
+        ++i;  // a flag's value
+      } else if (a.size() > 1 && a[0] == '-' && !IsLongFlagWithValue(a) &&
+                 (a.find('=') != std::string::npos || a.back() == '-')) {
+        return session.Fail(Status::InvalidArgument("node: '" + a + "' is not a flag, and a label key cannot start " +
+                                                    "with '-'"));
       }
     }
   }

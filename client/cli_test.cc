@@ -559,6 +559,294 @@ TEST_F(CliTest, AdminHelp) {
   EXPECT_EQ(clients_made_, 0);
 }
 
+// --- node cordon|uncordon|label|pool ---------------------------------------------------
+
+class NodeCliTest : public CliTest {
+ protected:
+  NodeCliTest() {
+    NodeSummary a;
+    a.name = "node-0";
+    a.state = "Ready";
+    a.pool = "public";
+    a.labels = {{"rack", "r1"}, {"old", "x"}};
+    NodeSummary b;
+    b.name = "node-1";
+    b.state = "NotReady";
+    b.pool = "public";
+    cluster_->nodes.nodes = {a, b};
+  }
+
+  const NodeSummary& Node(size_t i) const { return cluster_->nodes.nodes.at(i); }
+
+  // Runs `args`, expecting a usage error with exactly `message` and no request sent.
+  void ExpectRejected(const std::vector<std::string>& args, const std::string& message, bool usage_hint) {
+    SCOPED_TRACE(::testing::PrintToString(args));
+    EXPECT_EQ(Run(args), kExitUsage);
+    EXPECT_EQ(err_.str(), "gpool: InvalidArgument: " + message + "\n" +
+                              (usage_hint ? "Run 'gpool --help' for usage.\n" : ""));
+    EXPECT_EQ(out_.str(), "");
+    EXPECT_TRUE(cluster_->node_updates.empty());
+    EXPECT_EQ(clients_made_, 0);
+  }
+};
+
+TEST_F(NodeCliTest, CordonAndUncordon) {
+  ASSERT_EQ(Run({"node", "cordon", "node-0"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "node node-0 cordoned\n");
+  EXPECT_EQ(err_.str(), "");
+  ASSERT_EQ(cluster_->node_updates.size(), 1u);
+  EXPECT_EQ(cluster_->node_updates[0].node, "node-0");
+  EXPECT_EQ(cluster_->node_updates[0].op, "cordon");
+  EXPECT_TRUE(cluster_->node_updates[0].labels.empty());
+  EXPECT_TRUE(cluster_->node_updates[0].remove_labels.empty());
+  EXPECT_EQ(cluster_->node_updates[0].pool, "");
+  EXPECT_TRUE(Node(0).cordoned);
+  EXPECT_FALSE(Node(1).cordoned);
+
+  // `nodes` shows the state the coordinator reports.
+  ASSERT_EQ(Run({"nodes"}), kExitOk);
+  EXPECT_NE(out_.str().find("\nnode-0  Ready,Cordoned  public  "), std::string::npos) << out_.str();
+
+  // Cordoning again is harmless.
+  ASSERT_EQ(Run({"node", "cordon", "node-0"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "node node-0 cordoned\n");
+  EXPECT_EQ(Node(0).state, "Ready,Cordoned");
+
+  ASSERT_EQ(Run({"node", "uncordon", "node-0"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "node node-0 uncordoned\n");
+  EXPECT_EQ(cluster_->node_updates.back().op, "uncordon");
+  EXPECT_FALSE(Node(0).cordoned);
+  EXPECT_EQ(Node(0).state, "Ready");
+
+  // A node that is not ready can be cordoned too.
+  ASSERT_EQ(Run({"node", "cordon", "node-1"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "node node-1 cordoned\n");
+  EXPECT_EQ(Node(1).state, "NotReady,Cordoned");
+}
+
+TEST_F(NodeCliTest, LabelSetsAndRemovesAndPrintsAllLabelsSorted) {
+  ASSERT_EQ(Run({"node", "label", "node-0", "team=vision", "old-", "zone="}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "node node-0 labels: rack=r1, team=vision, zone=\n");
+  EXPECT_EQ(err_.str(), "");
+  ASSERT_EQ(cluster_->node_updates.size(), 1u);
+  const UpdateNode& request = cluster_->node_updates[0];
+  EXPECT_EQ(request.node, "node-0");
+  EXPECT_EQ(request.op, "label");
+  EXPECT_EQ(request.labels, (std::map<std::string, std::string>{{"team", "vision"}, {"zone", ""}}));
+  EXPECT_EQ(request.remove_labels, (std::vector<std::string>{"old"}));
+  EXPECT_EQ(request.pool, "");
+  EXPECT_EQ(Node(0).labels,
+            (std::map<std::string, std::string>{{"rack", "r1"}, {"team", "vision"}, {"zone", ""}}));
+
+  // Overwriting a value; a key given twice with the same value is fine; so is removing twice.
+  ASSERT_EQ(Run({"node", "label", "node-0", "team=nlp", "team=nlp", "zone-", "zone-"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "node node-0 labels: rack=r1, team=nlp\n");
+  EXPECT_EQ(cluster_->node_updates.back().labels, (std::map<std::string, std::string>{{"team", "nlp"}}));
+  EXPECT_EQ(cluster_->node_updates.back().remove_labels, (std::vector<std::string>{"zone"}));
+
+  // Every character the rules allow, at the longest lengths.
+  const std::string key = "example.com/gpu_type-" + std::string(42, 'k');
+  const std::string value = "A100_80GB.sxm-" + std::string(49, 'v');
+  ASSERT_EQ(key.size(), 63u);
+  ASSERT_EQ(value.size(), 63u);
+  ASSERT_EQ(Run({"node", "label", "node-0", key + "=" + value}), kExitOk) << err_.str();
+  EXPECT_EQ(Node(0).labels.at(key), value);
+
+  // Removing everything.
+  ASSERT_EQ(Run({"node", "label", "node-0", "rack-", "team-", key + "-"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "node node-0 labels: none\n");
+  EXPECT_TRUE(Node(0).labels.empty());
+
+  // Removing a label the node does not have is not an error (as on the coordinator).
+  ASSERT_EQ(Run({"node", "label", "node-0", "nothere-"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "node node-0 labels: none\n");
+}
+
+TEST_F(NodeCliTest, RemovingALabelFromTheNodesOwnSpecPrintsANote) {
+  cluster_->spec_labels["node-0"] = {{"rack", "r1"}};
+  cluster_->nodes.nodes[0].labels["rack"] = "r9";  // an operator override of the spec's r1
+  ASSERT_EQ(Run({"node", "label", "node-0", "rack-", "old-"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "node node-0 labels: rack=r1\n");
+  EXPECT_EQ(err_.str(), "gpool: note: rack is still rack=r1: it comes from node node-0's own labels, which "
+                        "'node label' can override but not remove\n");
+}
+
+TEST_F(NodeCliTest, Pool) {
+  for (const char* pool : {"exclusive", "pooled", "public"}) {
+    ASSERT_EQ(Run({"node", "pool", "node-1", pool}), kExitOk) << err_.str();
+    EXPECT_EQ(out_.str(), std::string("node node-1 moved to pool ") + pool + "\n");
+    EXPECT_EQ(cluster_->node_updates.back().op, "pool");
+    EXPECT_EQ(cluster_->node_updates.back().pool, pool);
+    EXPECT_EQ(Node(1).pool, pool);
+  }
+  EXPECT_EQ(cluster_->node_updates.size(), 3u);
+  EXPECT_EQ(Node(0).pool, "public");
+}
+
+TEST_F(NodeCliTest, JsonPrintsTheReply) {
+  ASSERT_EQ(Run({"node", "cordon", "node-0", "--json"}), kExitOk) << err_.str();
+  auto cordoned = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(cordoned["node"]["name"], "node-0");
+  EXPECT_EQ(cordoned["node"]["cordoned"], true);
+  EXPECT_EQ(cordoned["node"]["state"], "Ready,Cordoned");
+
+  ASSERT_EQ(Run({"--json", "node", "uncordon", "node-0"}), kExitOk) << err_.str();
+  EXPECT_EQ(nlohmann::json::parse(out_.str())["node"]["cordoned"], false);
+
+  ASSERT_EQ(Run({"node", "label", "--json", "node-0", "team=vision", "old-"}), kExitOk) << err_.str();
+  auto labelled = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(labelled["node"]["labels"], nlohmann::json::parse(R"({"rack":"r1","team":"vision"})"));
+
+  ASSERT_EQ(Run({"node", "pool", "node-0", "pooled", "--json"}), kExitOk) << err_.str();
+  auto pooled = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(pooled["node"]["pool"], "pooled");
+  EXPECT_EQ(pooled.size(), 1u);  // {"node": {...}}, the UpdateNodeReply as is
+}
+
+TEST_F(NodeCliTest, UnknownNodeIsNotFound) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"node", "cordon", "node-9"},
+      {"node", "uncordon", "node-9"},
+      {"node", "label", "node-9", "team=vision"},
+      {"node", "pool", "node-9", "exclusive"},
+      {"node", "pool", "node-9", "exclusive", "--json"},
+  };
+  for (const auto& args : cases) {
+    EXPECT_EQ(Run(args), kExitNotFound) << args[1];
+    EXPECT_EQ(err_.str(), "gpool: NotFound: node node-9 is not registered\n");
+    EXPECT_EQ(out_.str(), "");
+  }
+  EXPECT_EQ(cluster_->node_updates.size(), cases.size());
+  EXPECT_FALSE(Node(0).cordoned);
+}
+
+TEST_F(NodeCliTest, CoordinatorErrorsMapToExitCodes) {
+  cluster_->fail_next = Status::Unavailable("coordinator at tcp://x:1 did not answer within 5 ms");
+  EXPECT_EQ(Run({"node", "cordon", "node-0"}), kExitUnavailable);
+  EXPECT_EQ(err_.str(), "gpool: Unavailable: coordinator at tcp://x:1 did not answer within 5 ms\n");
+  cluster_->fail_next = Status::InvalidArgument("labels: more than 256 changes at once");
+  EXPECT_EQ(Run({"node", "label", "node-0", "a=1"}), kExitUsage);
+  EXPECT_EQ(err_.str(), "gpool: InvalidArgument: labels: more than 256 changes at once\n");
+  cluster_->fail_next = Status::NotLeader("no leader");
+  EXPECT_EQ(Run({"node", "pool", "node-0", "pooled"}), kExitUnavailable);
+  cluster_->fail_next = Status::Unauthenticated("bad token");
+  EXPECT_EQ(Run({"node", "uncordon", "node-0"}), kExitError);
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_FALSE(Node(0).cordoned);
+  EXPECT_EQ(Node(0).pool, "public");
+}
+
+TEST_F(NodeCliTest, GlobalFlagsMayComeAnywhere) {
+  ASSERT_EQ(Run({"node", "label", "-c", "tcp://h:1", "node-0", "--token=a=b-", "team=vision"}), kExitOk)
+      << err_.str();
+  EXPECT_EQ(options_.endpoints, "tcp://h:1");
+  EXPECT_EQ(options_.token, "a=b-");
+  EXPECT_EQ(cluster_->node_updates.back().labels, (std::map<std::string, std::string>{{"team", "vision"}}));
+  ASSERT_EQ(Run({"--coordinator=tcp://h:2", "node", "cordon", "node-1", "--timeout-ms", "100"}), kExitOk)
+      << err_.str();
+  EXPECT_EQ(options_.endpoints, "tcp://h:2");
+  EXPECT_EQ(options_.timeout_ms, 100);
+}
+
+TEST_F(NodeCliTest, UsageErrors) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"node"}, "node: expected a subcommand: cordon, uncordon, label or pool"},
+      {{"node", "drain", "node-0"}, "node: unknown subcommand 'drain'; expected cordon, uncordon, label or pool"},
+      {{"node", "cordon"}, "node cordon: missing the node NAME (usage: gpool node cordon NAME)"},
+      {{"node", "uncordon"}, "node uncordon: missing the node NAME (usage: gpool node uncordon NAME)"},
+      {{"node", "label"}, "node label: missing the node NAME (usage: gpool node label NAME KEY=VALUE... KEY-...)"},
+      {{"node", "pool"}, "node pool: missing the node NAME (usage: gpool node pool NAME public|pooled|exclusive)"},
+      {{"node", "cordon", "node-0", "node-1"},
+       "node cordon: expected one node NAME, got 2 arguments (usage: gpool node cordon NAME)"},
+      {{"node", "uncordon", "node-0", "x"},
+       "node uncordon: expected one node NAME, got 2 arguments (usage: gpool node uncordon NAME)"},
+      {{"node", "label", "node-0"},
+       "node label: expected at least one KEY=VALUE (set) or KEY- (remove) (usage: gpool node label NAME "
+       "KEY=VALUE... KEY-...)"},
+      {{"node", "pool", "node-0"},
+       "node pool: expected a node NAME and a POOL (usage: gpool node pool NAME public|pooled|exclusive)"},
+      {{"node", "pool", "node-0", "public", "pooled"},
+       "node pool: expected a node NAME and a POOL (usage: gpool node pool NAME public|pooled|exclusive)"},
+  };
+  for (const auto& c : cases) ExpectRejected(c.args, c.message, /*usage_hint=*/true);
+  EXPECT_EQ(Run({"node", "cordon", "node-0", "--bogus"}), kExitUsage);
+  EXPECT_EQ(err_.str().rfind("gpool: InvalidArgument: node: ", 0), 0u) << err_.str();
+  EXPECT_TRUE(cluster_->node_updates.empty());
+}
+
+TEST_F(NodeCliTest, BadLabelsAndPoolsAreRejectedBeforeSending) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::string long_key(64, 'k');
+  const std::string long_value(64, 'v');
+  const std::vector<Case> cases = {
+      {{"team"}, "node label: 'team' is neither KEY=VALUE (set a label) nor KEY- (remove one)"},
+      {{"a=1", "team"}, "node label: 'team' is neither KEY=VALUE (set a label) nor KEY- (remove one)"},
+      {{""}, "node label: '' is neither KEY=VALUE (set a label) nor KEY- (remove one)"},
+      {{"=vision"}, "node label: '=vision': the label key is empty"},
+      {{"="}, "node label: '=': the label key is empty"},
+      {{"-"}, "node label: '-': the label key is empty"},
+      {{long_key + "=v"}, "node label: label key '" + long_key + "' is longer than 63 characters"},
+      {{long_key + "-"}, "node label: label key '" + long_key + "' is longer than 63 characters"},
+      {{"te am=x"}, "node label: label key 'te am' may only contain letters, digits, '.', '_', '/' and '-'"},
+      {{"team:x=1"}, "node label: label key 'team:x' may only contain letters, digits, '.', '_', '/' and '-'"},
+      {{"t\xc3\xa9" "am=1"},
+       "node label: label key 't\xc3\xa9" "am' may only contain letters, digits, '.', '_', '/' and '-'"},
+      {{"te*m-"}, "node label: label key 'te*m' may only contain letters, digits, '.', '_', '/' and '-'"},
+      {{"team=" + long_value}, "node label: the value of team is longer than 63 characters"},
+      {{"team=a/b"}, "node label: the value of team ('a/b') may only contain letters, digits, '.', '_' and '-'"},
+      {{"team=a b"}, "node label: the value of team ('a b') may only contain letters, digits, '.', '_' and '-'"},
+      {{"team=a=b"}, "node label: the value of team ('a=b') may only contain letters, digits, '.', '_' and '-'"},
+      {{"team=vision", "team-"}, "node label: team is both set and removed"},
+      {{"team-", "team=vision"}, "node label: team is both set and removed"},
+      {{"team=vision", "team=nlp"}, "node label: team is set twice ('vision' and 'nlp')"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"node", "label", "node-0"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    ExpectRejected(args, c.message, /*usage_hint=*/false);
+  }
+  ExpectRejected({"node", "label", "node-0", "-x=1"},
+                 "node: '-x=1' is not a flag, and a label key cannot start with '-'", false);
+  ExpectRejected({"node", "label", "node-0", "--team-"},
+                 "node: '--team-' is not a flag, and a label key cannot start with '-'", false);
+  ExpectRejected({"node", "pool", "node-0", "shared"},
+                 "node pool: unknown pool 'shared'; expected public, pooled or exclusive", false);
+  ExpectRejected({"node", "pool", "node-0", "Public"},
+                 "node pool: unknown pool 'Public'; expected public, pooled or exclusive", false);
+  ExpectRejected({"node", "pool", "node-0", ""}, "node pool: unknown pool ''; expected public, pooled or exclusive",
+                 false);
+  // The node name follows the coordinator's rules (protocol/validate.h).
+  ExpectRejected({"node", "cordon", ""}, "node: must not be empty", false);
+  ExpectRejected({"node", "cordon", "node/0"}, "node: 'node/0' may only contain letters, digits, '-', '_' and '.'",
+                 false);
+  EXPECT_EQ(Node(0).labels, (std::map<std::string, std::string>{{"rack", "r1"}, {"old", "x"}}));
+}
+
+TEST_F(NodeCliTest, Help) {
+  ASSERT_EQ(Run({"help", "node"}), kExitOk);
+  const std::string help = out_.str();
+  for (const char* form : {"  gpool node cordon NAME\n", "  gpool node uncordon NAME\n",
+                           "  gpool node label NAME KEY=VALUE... KEY-...\n",
+                           "  gpool node pool NAME public|pooled|exclusive\n"}) {
+    EXPECT_NE(help.find(form), std::string::npos) << form << help;
+  }
+  ASSERT_EQ(Run({"node", "label", "--help"}), kExitOk);
+  EXPECT_EQ(out_.str(), help);
+  ASSERT_EQ(Run({"--help"}), kExitOk);
+  for (const char* line : {"\n  node cordon NAME  ", "\n  node uncordon NAME  ", "\n  node label NAME KEY=VALUE... KEY-...  ",
+                           "\n  node pool NAME POOL  "}) {
+    EXPECT_NE(out_.str().find(line), std::string::npos) << line << out_.str();
+  }
+  EXPECT_EQ(clients_made_, 0);
+}
+
 TEST(ExitCodeTest, MapsStatusCodes) {
   EXPECT_EQ(ExitCodeFor(Status::Ok()), 0);
   EXPECT_EQ(ExitCodeFor(Status::InvalidArgument("")), 2);

@@ -83,6 +83,10 @@ class ZmqClient final : public Client {
     return Call<ChangeReplicasReply>(request);
   }
 
+  Result<UpdateNodeReply> UpdateNode(const gpool::UpdateNode& request) override {
+    return Call<UpdateNodeReply>(request);
+  }
+
  private:
   const std::string& endpoint() const { return endpoints_[current_]; }
 

@@ -23,7 +23,8 @@
 // (the coordinator refuses a second add of a voter with AlreadyExists and a
 // second remove with NotFound), but a resend after a lost reply may report
 // that error although the first attempt took effect (or FailedPrecondition
-// while the first is still being committed).
+// while the first is still being committed). UpdateNode is re-sent too; it
+// is idempotent (cordon, uncordon, label and pool each set a state).
 //
 // Connect does not contact the coordinator (ZeroMQ connects lazily); the
 // first request does.
@@ -93,6 +94,11 @@ class Client {
   // fields are not checked here. AlreadyExists when adding a current voter,
   // NotFound when removing one that is not.
   virtual Result<ChangeReplicasReply> ChangeReplicas(const gpool::ChangeReplicas& request) = 0;
+  // Cordons, uncordons, relabels or re-pools one node; answered with the
+  // node as it is once the change is committed. The request goes out as
+  // given. NotFound for an unknown node, InvalidArgument for a bad op, label
+  // or pool. Re-sending is harmless: every op sets state rather than toggling.
+  virtual Result<UpdateNodeReply> UpdateNode(const gpool::UpdateNode& request) = 0;
 };
 
 // Splits and normalizes an endpoint list ("a:1, tcp://b:2" ->

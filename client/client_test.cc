@@ -394,6 +394,49 @@ TEST(ClientTest, ChangeReplicasFollowsNotLeader) {
   EXPECT_EQ(leader.requests()[0].Body<ChangeReplicas>()->replica_id, 2u);
 }
 
+TEST(ClientTest, UpdateNodeSendsTheRequestAndReadsTheReply) {
+  ScriptedServer server([](const Envelope& request, int) -> std::vector<std::string> {
+    auto body = request.Body<UpdateNode>();
+    if (!body.ok()) return {ReplyTo(request, ErrorReply{"Malformed", body.status().message(), ""})};
+    if (body->node != "node-0") {
+      return {ReplyTo(request, ErrorReply{"NotFound", "node " + body->node + " is not registered", ""})};
+    }
+    NodeSummary node;
+    node.name = body->node;
+    node.state = "Ready";
+    node.pool = "public";
+    node.labels = body->labels;
+    return {ReplyTo(request, UpdateNodeReply{node})};
+  });
+  auto client = Connect(server.endpoint());
+  UpdateNode update;
+  update.node = "node-0";
+  update.op = "label";
+  update.labels = {{"team", "vision"}};
+  update.remove_labels = {"old"};
+  auto reply = client->UpdateNode(update);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->node.name, "node-0");
+  EXPECT_EQ(reply->node.pool, "public");
+  EXPECT_EQ(reply->node.labels, (std::map<std::string, std::string>{{"team", "vision"}}));
+
+  update.node = "node-9";
+  auto missing = client->UpdateNode(update);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(), "node node-9 is not registered");
+
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].type(), MessageType::kUpdateNode);
+  auto body = requests[0].Body<UpdateNode>();
+  ASSERT_TRUE(body.ok()) << body.status().ToString();
+  EXPECT_EQ(body->node, "node-0");
+  EXPECT_EQ(body->op, "label");
+  EXPECT_EQ(body->labels, (std::map<std::string, std::string>{{"team", "vision"}}));
+  EXPECT_EQ(body->remove_labels, (std::vector<std::string>{"old"}));
+}
+
 TEST(ClientTest, NotLeaderWithoutRetriesLeftIsReturned) {
   ScriptedServer follower([](const Envelope& request, int) -> std::vector<std::string> {
     return {ReplyTo(request, ErrorReply{"NotLeader", "not the leader", "tcp://127.0.0.1:1"})};

@@ -1,6 +1,7 @@
 #include "client/fake_client.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "protocol/validate.h"
 
@@ -148,6 +149,41 @@ Result<ChangeReplicasReply> FakeClient::ChangeReplicas(const gpool::ChangeReplic
     return Status::InvalidArgument("op: expected \"add\" or \"remove\", got \"" + request.op + "\"");
   }
   return ChangeReplicasReply{++cluster_->status.commit_index, voters};
+}
+
+Result<UpdateNodeReply> FakeClient::UpdateNode(const gpool::UpdateNode& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  cluster_->node_updates.push_back(request);
+  GPOOL_RETURN_IF_ERROR(ValidateUpdateNode(request));
+  auto& nodes = cluster_->nodes.nodes;
+  auto it = std::find_if(nodes.begin(), nodes.end(), [&](const NodeSummary& n) { return n.name == request.node; });
+  if (it == nodes.end()) return Status::NotFound("node " + request.node + " is not registered");
+  NodeSummary& node = *it;
+  if (request.op == "cordon" || request.op == "uncordon") {
+    constexpr std::string_view kSuffix = ",Cordoned";
+    const bool suffixed = node.state.size() >= kSuffix.size() &&
+                          node.state.compare(node.state.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+    node.cordoned = request.op == "cordon";
+    if (node.cordoned && !suffixed) node.state += kSuffix;
+    if (!node.cordoned && suffixed) node.state.resize(node.state.size() - kSuffix.size());
+  } else if (request.op == "pool") {
+    node.pool = request.pool;
+  } else {  // "label"
+    auto spec = cluster_->spec_labels.find(request.node);
+    for (const auto& key : request.remove_labels) {
+      std::optional<std::string> from_spec;
+      if (spec != cluster_->spec_labels.end()) {
+        if (auto label = spec->second.find(key); label != spec->second.end()) from_spec = label->second;
+      }
+      if (from_spec) {
+        node.labels[key] = *from_spec;
+      } else {
+        node.labels.erase(key);
+      }
+    }
+    for (const auto& [key, value] : request.labels) node.labels[key] = value;
+  }
+  return UpdateNodeReply{node};
 }
 
 }  // namespace gpool

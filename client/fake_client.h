@@ -4,6 +4,9 @@
 // GetJob/CancelJob answer NotFound for unknown jobs; CancelJob of a finished
 // job is FailedPrecondition. ChangeReplicas edits `voters` and answers like
 // the coordinator (AlreadyExists / NotFound for a duplicate add / remove).
+// UpdateNode validates the request (ValidateUpdateNode), then edits the node
+// in `nodes` (cordoned and the ",Cordoned" state suffix, labels, pool) and
+// answers with it; NotFound for a node that is not in `nodes`.
 // Nothing ever runs: a test moves jobs along by editing the state (directly,
 // or from `on_get_job` between polls).
 //
@@ -29,7 +32,11 @@ struct FakeCluster {
   // Answers. Submit adds to `jobs`; tests may add or edit entries freely.
   std::map<uint64_t, GetJobReply> jobs;
   std::map<std::pair<uint64_t, uint32_t>, std::string> logs;  // (job, task index) -> log
-  ListNodesReply nodes;
+  ListNodesReply nodes;  // UpdateNode edits these in place
+  // Labels from nodes' own specs, by node name. As on the coordinator,
+  // UpdateNode's removals only take off operator labels: removing a key that
+  // the spec sets brings back the spec's value rather than deleting it.
+  std::map<std::string, std::map<std::string, std::string>> spec_labels;
   ClusterStatusReply status;
   // The Raft voters that ChangeReplicas edits (kept sorted). Each change is
   // committed at a new index: status.commit_index + 1. `status.replicas` is
@@ -49,6 +56,7 @@ struct FakeCluster {
   std::vector<gpool::CancelJob> cancels;
   std::vector<gpool::GetTaskLog> log_requests;
   std::vector<gpool::ChangeReplicas> replica_changes;
+  std::vector<gpool::UpdateNode> node_updates;
   int get_job_calls = 0;
   std::map<std::string, uint64_t> idempotency_keys;
 
@@ -68,6 +76,7 @@ class FakeClient final : public Client {
   Result<GetTaskLogReply> GetTaskLog(JobId job, uint32_t task_index, uint32_t max_bytes) override;
   Result<ClusterStatusReply> ClusterStatus() override;
   Result<ChangeReplicasReply> ChangeReplicas(const gpool::ChangeReplicas& request) override;
+  Result<UpdateNodeReply> UpdateNode(const gpool::UpdateNode& request) override;
 
  private:
   std::optional<Status> TakeFailure();

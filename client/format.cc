@@ -12,6 +12,8 @@ namespace gpool {
 namespace {
 
 constexpr size_t kMaxTextCell = 60;
+// Labels come last in the nodes table; past this, --json shows them all.
+constexpr size_t kMaxLabelsCell = 40;
 
 std::string Dash(const std::string& s) { return s.empty() ? "-" : s; }
 
@@ -269,13 +271,16 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
 
 std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms) {
   if (reply.nodes.empty()) return "No nodes.\n";
-  Table table({"NAME", "STATE", "GPUS", "CPUS", "MEM(GiB)", "MODELS", "TASKS", "LAST SEEN"});
+  Table table({"NAME", "STATE", "POOL", "GPUS", "CPUS", "MEM(GiB)", "MODELS", "TASKS", "LAST SEEN", "LABELS"});
   for (const auto& node : reply.nodes) {
-    table.AddRow({node.name, Dash(node.state), Ratio(std::to_string(node.gpus_used), std::to_string(node.gpus_total)),
+    std::vector<std::string> labels;
+    for (const auto& [key, value] : node.labels) labels.push_back(key + "=" + value);
+    table.AddRow({node.name, Dash(node.state), Dash(node.pool),
+                  Ratio(std::to_string(node.gpus_used), std::to_string(node.gpus_total)),
                   Ratio(FormatCores(node.cpu_milli_used), FormatCores(node.cpu_milli_total)),
                   Ratio(FormatGiB(node.memory_mib_used), FormatGiB(node.memory_mib_total)),
                   Dash(JoinStrings(node.gpu_models, ",")), std::to_string(node.tasks),
-                  FormatAgo(node.last_seen_ms, now_ms)});
+                  FormatAgo(node.last_seen_ms, now_ms), Dash(Shorten(JoinStrings(labels, ","), kMaxLabelsCell))});
   }
   return table.Render();
 }

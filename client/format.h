@@ -27,7 +27,10 @@ std::string FormatJobsTable(const ListJobsReply& reply, int64_t now_ms);
 // A summary block, the task groups, pending reasons as bullets, then a task
 // table: INDEX STATE NODE GPUS PID EXIT STARTED DURATION MESSAGE.
 std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms);
-// NAME STATE GPUS CPUS MEM(GiB) MODELS TASKS LAST-SEEN; used/total each.
+// NAME STATE POOL GPUS CPUS MEM(GiB) MODELS TASKS LAST-SEEN LABELS; used/total
+// for the resources. STATE is the server's ("Ready,Cordoned" for a cordoned
+// node); LABELS is "k=v,k=v" sorted by key, "-" when none, shortened to 40
+// characters ("..."). "No nodes." when empty.
 std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms);
 // The replica this client talked to, cluster totals, and the replica table.
 std::string FormatClusterStatus(const ClusterStatusReply& reply);

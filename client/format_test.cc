@@ -182,15 +182,48 @@ TEST(FormatTest, NodesTable) {
   a.gpu_models = {"H100", "A100"};
   a.tasks = 2;
   a.last_seen_ms = kNow - 1000;
+  a.pool = "public";
   NodeSummary b;
   b.name = "node-b";
   b.state = "NotReady";
   reply.nodes = {a, b};
   EXPECT_EQ(FormatNodesTable(reply, kNow),
-            "NAME    STATE     GPUS  CPUS    MEM(GiB)  MODELS     TASKS  LAST SEEN\n"
-            "node-a  Ready     4/8   4.5/64  1.5/512   H100,A100  2      1s ago\n"
-            "node-b  NotReady  0/0   0/0     0/0       -          0      -\n");
+            "NAME    STATE     POOL    GPUS  CPUS    MEM(GiB)  MODELS     TASKS  LAST SEEN  LABELS\n"
+            "node-a  Ready     public  4/8   4.5/64  1.5/512   H100,A100  2      1s ago     -\n"
+            "node-b  NotReady  -       0/0   0/0     0/0       -          0      -          -\n");
   EXPECT_EQ(FormatNodesTable(ListNodesReply{}, kNow), "No nodes.\n");
+}
+
+TEST(FormatTest, NodesTableShowsCordonPoolAndLabels) {
+  ListNodesReply reply;
+  NodeSummary a;
+  a.name = "node-0";
+  a.state = "Ready,Cordoned";  // as the coordinator sends it
+  a.cordoned = true;
+  a.pool = "exclusive";
+  a.gpus_total = 8;
+  a.labels = {{"team", "vision"}, {"rack", "r1"}, {"zone", ""}};
+  NodeSummary b;
+  b.name = "node-1";
+  b.state = "Ready";
+  b.pool = "pooled";
+  b.gpus_total = 8;
+  b.labels = {{"key-" + std::string(20, 'k'), std::string(30, 'v')}};
+  reply.nodes = {a, b};
+  EXPECT_EQ(FormatNodesTable(reply, kNow),
+            "NAME    STATE           POOL       GPUS  CPUS  MEM(GiB)  MODELS  TASKS  LAST SEEN  LABELS\n"
+            "node-0  Ready,Cordoned  exclusive  0/8   0/0   0/0       -       0      -          rack=r1,team=vision,zone=\n"
+            "node-1  Ready           pooled     0/8   0/0   0/0       -       0      -          key-kkkkkkkkkkkkkkkkkkkk=vvvvvvvvvvvv...\n");
+  // Shortened to 40 columns; the full labels are in --json.
+  const std::string table = FormatNodesTable(reply, kNow);
+  const std::string last = table.substr(table.rfind("key-"));
+  EXPECT_EQ(last.size(), 40u + 1) << last;
+
+  auto json = nlohmann::json::parse(ToJson(reply));
+  EXPECT_EQ(json["nodes"][0]["cordoned"], true);
+  EXPECT_EQ(json["nodes"][0]["pool"], "exclusive");
+  EXPECT_EQ(json["nodes"][0]["labels"]["team"], "vision");
+  EXPECT_EQ(json["nodes"][1]["labels"]["key-" + std::string(20, 'k')], std::string(30, 'v'));
 }
 
 TEST(FormatTest, ClusterStatus) {

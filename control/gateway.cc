@@ -82,6 +82,11 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     }
     case MessageType::kClusterStatus:
       return Reply(peer, MakeFrame(id, epoch, StatusNow()));
+    case MessageType::kUpdateNode: {
+      auto msg = envelope->Body<UpdateNode>();
+      if (!msg.ok()) return fail(msg.status());
+      return OnUpdateNode(peer, id, std::move(msg).value());
+    }
     case MessageType::kChangeReplicas: {
       auto msg = envelope->Body<ChangeReplicas>();
       if (!msg.ok()) return fail(msg.status());
@@ -128,6 +133,24 @@ void Gateway::OnCancel(const std::string& peer, uint64_t request_id, const Cance
     if (!result.status.ok()) return Fail(peer, request_id, result.status);
     spdlog::info("job cancel committed job={} state={}", result.job_id, result.job_state);
     Reply(peer, MakeFrame(request_id, proposer_.epoch(), CancelJobReply{result.job_id, result.job_state}));
+  });
+}
+
+void Gateway::OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateNode msg) {
+  Status valid = ValidateUpdateNode(msg);
+  if (!valid.ok()) return Fail(peer, request_id, valid);
+  if (state_.FindNode(msg.node) == nullptr) {
+    return Fail(peer, request_id, Status::NotFound("node " + msg.node + " is not registered"));
+  }
+  const std::string name = msg.node;
+  const std::string op = msg.op;
+  proposer_.Propose(state::UpdateNodeCmd{std::move(msg)}, [this, peer, request_id, name, op](
+                                                               const state::ApplyResult& result) {
+    if (!result.status.ok()) return Fail(peer, request_id, result.status);
+    const auto* node = state_.FindNode(name);
+    if (node == nullptr) return Fail(peer, request_id, Status::NotFound("node " + name + " is not registered"));
+    spdlog::info("node updated node={} op={} cordoned={} pool={}", name, op, node->cordoned, node->pool);
+    Reply(peer, MakeFrame(request_id, proposer_.epoch(), UpdateNodeReply{ToNodeSummary(*node)}));
   });
 }
 

@@ -65,6 +65,7 @@ class Gateway {
   void OnCancel(const std::string& peer, uint64_t request_id, const CancelJob& msg);
   void OnGetTaskLog(const std::string& peer, uint64_t request_id, const GetTaskLog& msg, int64_t now_ms);
   void OnChangeReplicas(const std::string& peer, uint64_t request_id, const ChangeReplicas& msg);
+  void OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateNode msg);
   ListJobsReply ListJobsNow(const ListJobs& msg) const;
   ClusterStatusReply StatusNow() const;
 

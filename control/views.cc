@@ -79,6 +79,10 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node) {
   s.gpu_models.assign(models.begin(), models.end());
   s.tasks = static_cast<uint32_t>(node.tasks.size());
   s.last_seen_ms = node.last_seen_ms;
+  s.cordoned = node.cordoned;
+  s.pool = node.pool;
+  s.labels = node.spec.labels;
+  for (const auto& [key, value] : node.admin_labels) s.labels[key] = value;
   return s;
 }
 

@@ -6,15 +6,15 @@ namespace gpool {
 namespace {
 
 // Indexed by MessageType; the strings are the wire names.
-constexpr std::array<std::string_view, 27> kTypeNames = {
+constexpr std::array<std::string_view, 29> kTypeNames = {
     "Ack",          "ErrorReply",        "SubmitJob",     "SubmitJobReply", "ListJobs",
     "ListJobsReply", "GetJob",           "GetJobReply",   "CancelJob",      "CancelJobReply",
     "ListNodes",    "ListNodesReply",    "GetTaskLog",    "GetTaskLogReply", "ClusterStatus",
     "ClusterStatusReply", "RegisterNode", "RegisterNodeReply", "Heartbeat",  "BindTask",
     "PreemptTask",  "TaskEvent",         "TaskEventAck",  "FetchLog",       "FetchLogReply",
-    "ChangeReplicas", "ChangeReplicasReply",
+    "ChangeReplicas", "ChangeReplicasReply", "UpdateNode", "UpdateNodeReply",
 };
-static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kChangeReplicasReply) + 1);
+static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kUpdateNodeReply) + 1);
 
 }  // namespace
 

@@ -48,6 +48,8 @@ enum class MessageType : uint8_t {
   // Administration (client -> coordinator, port 7400).
   kChangeReplicas,
   kChangeReplicasReply,
+  kUpdateNode,
+  kUpdateNodeReply,
 };
 
 std::string_view MessageTypeName(MessageType type);
@@ -256,10 +258,16 @@ struct NodeSummary {
   std::vector<std::string> gpu_models;  // distinct models
   uint32_t tasks = 0;
   int64_t last_seen_ms = 0;
+  bool cordoned = false;                      // no new tasks are placed here
+  std::string pool;                           // public, pooled or exclusive
+  std::map<std::string, std::string> labels;  // the spec's, overlaid by the operator's
   template <typename V>
   void Fields(V& v) {
     v.Required("name", name);
     v.Required("state", state);
+    v.Optional("cordoned", cordoned);
+    v.Optional("pool", pool);
+    v.Optional("labels", labels);
     v.Optional("hostname", hostname);
     v.Optional("gpus_total", gpus_total);
     v.Optional("gpus_used", gpus_used);
@@ -388,6 +396,40 @@ struct ChangeReplicasReply {
   void Fields(V& v) {
     v.Required("index", index);
     v.Required("voters", voters);
+  }
+};
+
+// An operator's change to one node. op:
+//   "cordon"   place no new tasks here (running ones keep running)
+//   "uncordon" place tasks here again
+//   "label"    set `labels` and remove the keys in `remove_labels`
+//              (operator labels overlay the node spec's and survive
+//              re-registration)
+//   "pool"     move the node to `pool`: public, pooled or exclusive
+// Answered with the node as it is once the change is committed.
+struct UpdateNode {
+  static constexpr MessageType kType = MessageType::kUpdateNode;
+  std::string node;
+  std::string op;
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> remove_labels;
+  std::string pool;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Required("op", op);
+    v.Optional("labels", labels);
+    v.Optional("remove_labels", remove_labels);
+    v.Optional("pool", pool);
+  }
+};
+
+struct UpdateNodeReply {
+  static constexpr MessageType kType = MessageType::kUpdateNodeReply;
+  NodeSummary node;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
   }
 };
 

@@ -1,5 +1,7 @@
 #include "protocol/validate.h"
 
+#include <algorithm>
+
 #include <set>
 #include <string>
 
@@ -133,6 +135,60 @@ Status ValidateNodeSpec(const NodeSpec& spec) {
                                        std::to_string(peer) + " does not exist on this node");
       }
     }
+  }
+  return Status::Ok();
+}
+
+bool IsNodePool(std::string_view pool) { return pool == "public" || pool == "pooled" || pool == "exclusive"; }
+
+namespace {
+
+bool AllOf(std::string_view s, std::string_view extra) {
+  return std::all_of(s.begin(), s.end(), [&](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           extra.find(c) != std::string_view::npos;
+  });
+}
+
+Status ValidateLabelKey(const std::string& key) {
+  if (key.empty() || key.size() > 63 || !AllOf(key, "._/-")) {
+    return Status::InvalidArgument("label key '" + key.substr(0, 64) +
+                                   "': 1-63 characters of letters, digits, '.', '_', '/' and '-'");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateUpdateNode(const UpdateNode& update) {
+  constexpr size_t kMaxLabelChanges = 256;
+  GPOOL_RETURN_IF_ERROR(ValidateName("node", update.node, 253));
+  if (update.op == "cordon" || update.op == "uncordon") return Status::Ok();
+  if (update.op == "pool") {
+    if (!IsNodePool(update.pool)) {
+      return Status::InvalidArgument("pool: '" + update.pool.substr(0, 64) + "' is not public, pooled or exclusive");
+    }
+    return Status::Ok();
+  }
+  if (update.op != "label") {
+    return Status::InvalidArgument("op: '" + update.op.substr(0, 32) + "' is not cordon, uncordon, label or pool");
+  }
+  if (update.labels.empty() && update.remove_labels.empty()) {
+    return Status::InvalidArgument("labels: nothing to set or remove");
+  }
+  if (update.labels.size() + update.remove_labels.size() > kMaxLabelChanges) {
+    return Status::InvalidArgument("labels: more than " + std::to_string(kMaxLabelChanges) + " changes at once");
+  }
+  for (const auto& [key, value] : update.labels) {
+    GPOOL_RETURN_IF_ERROR(ValidateLabelKey(key));
+    if (value.size() > 63 || !AllOf(value, "._-")) {
+      return Status::InvalidArgument("label " + key + ": value '" + value.substr(0, 64) +
+                                     "' must be at most 63 letters, digits, '.', '_' and '-'");
+    }
+  }
+  for (const auto& key : update.remove_labels) {
+    GPOOL_RETURN_IF_ERROR(ValidateLabelKey(key));
+    if (update.labels.count(key)) return Status::InvalidArgument("label " + key + ": both set and removed");
   }
   return Status::Ok();
 }

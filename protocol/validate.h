@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "protocol/base/status.h"
+#include "protocol/messages.h"
 #include "protocol/types.h"
 
 namespace gpool {
@@ -22,5 +23,10 @@ struct SpecLimits {
 // Errors name the field: "tasks[1].replicas: must be at least 1".
 Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits = {});
 Status ValidateNodeSpec(const NodeSpec& spec);
+// An operator's node change: a known op, a pool of public/pooled/exclusive,
+// label keys of 1-63 characters from [A-Za-z0-9._/-], values of at most 63
+// from [A-Za-z0-9._-], no key both set and removed.
+Status ValidateUpdateNode(const UpdateNode& update);
+bool IsNodePool(std::string_view pool);
 
 }  // namespace gpool

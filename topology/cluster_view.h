@@ -30,6 +30,7 @@ struct NodeView {
   std::string name;
   bool ready = true;
   bool cordoned = false;
+  std::string pool = "public";  // public, pooled or exclusive
   uint64_t cpu_milli_total = 0;
   uint64_t cpu_milli_free = 0;
   uint64_t memory_mib_total = 0;

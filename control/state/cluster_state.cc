@@ -23,6 +23,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, CancelJobCmd>) return ApplyCancelJob(now, body);
         if constexpr (std::is_same_v<T, ApplyPlanCmd>) return ApplyPlan(now, body);
         if constexpr (std::is_same_v<T, TaskEventCmd>) return ApplyTaskEvent(now, body);
+        if constexpr (std::is_same_v<T, UpdateNodeCmd>) return ApplyUpdateNode(now, body);
       },
       command.body);
 }
@@ -161,6 +162,28 @@ ApplyResult ClusterState::ApplySubmitJob(uint64_t index, int64_t now, const Subm
   if (!job.idempotency_key.empty()) idempotency_[job.idempotency_key] = result.job_id;
   pending_.insert(result.job_id);
   jobs_.emplace(result.job_id, std::move(job));
+  return result;
+}
+
+ApplyResult ClusterState::ApplyUpdateNode(int64_t /*now*/, const UpdateNodeCmd& cmd) {
+  ApplyResult result;
+  const UpdateNode& update = cmd.update;
+  result.status = ValidateUpdateNode(update);
+  if (!result.status.ok()) return result;
+  auto it = nodes_.find(update.node);
+  if (it == nodes_.end()) {
+    result.status = Status::NotFound("node " + update.node + " is not registered");
+    return result;
+  }
+  NodeRecord& node = it->second;
+  if (update.op == "cordon" || update.op == "uncordon") {
+    node.cordoned = update.op == "cordon";
+  } else if (update.op == "pool") {
+    node.pool = update.pool;
+  } else {
+    for (const auto& key : update.remove_labels) node.admin_labels.erase(key);
+    for (const auto& [key, value] : update.labels) node.admin_labels[key] = value;
+  }
   return result;
 }
 
@@ -416,6 +439,8 @@ topology::ClusterView ClusterState::BuildView() const {
     nv.memory_mib_total = node.spec.memory_mib;
     nv.memory_mib_free = node.spec.memory_mib - std::min(node.spec.memory_mib, node.memory_mib_used);
     nv.labels = node.spec.labels;
+    for (const auto& [key, value] : node.admin_labels) nv.labels[key] = value;
+    nv.pool = node.pool;
     for (const auto& gpu : node.spec.gpus) {
       nv.gpus.push_back(topology::GpuSlot{gpu.index, gpu.model, gpu.memory_mib, gpu.healthy,
                                           node.gpu_owner.count(gpu.index) > 0});

@@ -61,6 +61,7 @@ class ClusterState {
   ApplyResult ApplyNodeState(int64_t now, const NodeStateCmd& cmd);
   ApplyResult ApplySubmitJob(uint64_t index, int64_t now, const SubmitJobCmd& cmd);
   ApplyResult ApplyCancelJob(int64_t now, const CancelJobCmd& cmd);
+  ApplyResult ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd);
   ApplyResult ApplyPlan(int64_t now, const ApplyPlanCmd& cmd);
   ApplyResult ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd);
 

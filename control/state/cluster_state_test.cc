@@ -229,6 +229,90 @@ TEST_F(ClusterStateTest, CorruptSnapshotIsRejected) {
   EXPECT_EQ(restored.Restore("not a snapshot").code(), StatusCode::kMalformed);
 }
 
+UpdateNode Update(const std::string& node, const std::string& op) {
+  UpdateNode u;
+  u.node = node;
+  u.op = op;
+  return u;
+}
+
+TEST_F(ClusterStateTest, CordonKeepsNewWorkOffANodeAndUncordonLetsItBack) {
+  ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}}).status.ok());
+  ASSERT_TRUE(Do(UpdateNodeCmd{Update("n1", "cordon")}).status.ok());
+  EXPECT_TRUE(state_.FindNode("n1")->cordoned);
+  EXPECT_TRUE(state_.BuildView().nodes.at(0).cordoned);
+  uint64_t job = Submit("train", 1, 1);
+  ApplyResult refused = Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0})}, {}});
+  EXPECT_EQ(refused.binds_applied, 0u) << "a plan made before the cordon must not land on it";
+  // Re-registration (a worker restart) keeps the operator's cordon.
+  ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}}).status.ok());
+  EXPECT_TRUE(state_.FindNode("n1")->cordoned);
+  ASSERT_TRUE(Do(UpdateNodeCmd{Update("n1", "uncordon")}).status.ok());
+  EXPECT_EQ(Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0})}, {}}).binds_applied, 1u);
+}
+
+TEST_F(ClusterStateTest, OperatorLabelsOverlayTheSpecAndPoolsMove) {
+  NodeSpec spec = MakeNode("n1", 8);
+  spec.labels = {{"rack", "r1"}, {"zone", "a"}};
+  ASSERT_TRUE(Do(RegisterNodeCmd{spec, {}}).status.ok());
+  UpdateNode label = Update("n1", "label");
+  label.labels = {{"zone", "b"}, {"team", "vision"}};
+  ASSERT_TRUE(Do(UpdateNodeCmd{label}).status.ok());
+  auto view = state_.BuildView().nodes.at(0);
+  EXPECT_EQ(view.labels, (std::map<std::string, std::string>{{"rack", "r1"}, {"team", "vision"}, {"zone", "b"}}));
+  UpdateNode unlabel = Update("n1", "label");
+  unlabel.remove_labels = {"team"};
+  ASSERT_TRUE(Do(UpdateNodeCmd{unlabel}).status.ok());
+  // Re-registration replaces the spec's labels, not the operator's.
+  spec.labels = {{"rack", "r2"}};
+  ASSERT_TRUE(Do(RegisterNodeCmd{spec, {}}).status.ok());
+  EXPECT_EQ(state_.BuildView().nodes.at(0).labels,
+            (std::map<std::string, std::string>{{"rack", "r2"}, {"zone", "b"}}));
+
+  EXPECT_EQ(state_.FindNode("n1")->pool, "public");
+  UpdateNode pool = Update("n1", "pool");
+  pool.pool = "exclusive";
+  ASSERT_TRUE(Do(UpdateNodeCmd{pool}).status.ok());
+  EXPECT_EQ(state_.BuildView().nodes.at(0).pool, "exclusive");
+
+  // All of it survives a snapshot.
+  ClusterState restored;
+  ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
+  EXPECT_EQ(restored.FindNode("n1")->pool, "exclusive");
+  EXPECT_EQ(restored.FindNode("n1")->admin_labels, (std::map<std::string, std::string>{{"zone", "b"}}));
+}
+
+TEST_F(ClusterStateTest, BadNodeUpdatesAreTypedAndChangeNothing) {
+  ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}}).status.ok());
+  const std::string before = state_.Snapshot();
+  EXPECT_EQ(Do(UpdateNodeCmd{Update("ghost", "cordon")}).status.code(), StatusCode::kNotFound);
+  EXPECT_EQ(Do(UpdateNodeCmd{Update("n1", "drain")}).status.code(), StatusCode::kInvalidArgument);
+  UpdateNode pool = Update("n1", "pool");
+  pool.pool = "shared";
+  EXPECT_EQ(Do(UpdateNodeCmd{pool}).status.code(), StatusCode::kInvalidArgument);
+  UpdateNode empty = Update("n1", "label");
+  EXPECT_EQ(Do(UpdateNodeCmd{empty}).status.code(), StatusCode::kInvalidArgument);
+  UpdateNode bad_key = Update("n1", "label");
+  bad_key.labels = {{"bad key", "x"}};
+  EXPECT_EQ(Do(UpdateNodeCmd{bad_key}).status.code(), StatusCode::kInvalidArgument);
+  UpdateNode bad_value = Update("n1", "label");
+  bad_value.labels = {{"team", "a b"}};
+  EXPECT_EQ(Do(UpdateNodeCmd{bad_value}).status.code(), StatusCode::kInvalidArgument);
+  UpdateNode both = Update("n1", "label");
+  both.labels = {{"team", "x"}};
+  both.remove_labels = {"team"};
+  Status conflict = Do(UpdateNodeCmd{both}).status;
+  EXPECT_EQ(conflict.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(conflict.message().find("both set and removed"), std::string::npos) << conflict.ToString();
+  // Applied index moves (the entries were committed) but the state did not.
+  ClusterState a, b;
+  ASSERT_TRUE(a.Restore(before).ok());
+  ASSERT_TRUE(b.Restore(state_.Snapshot()).ok());
+  EXPECT_EQ(a.FindNode("n1")->cordoned, b.FindNode("n1")->cordoned);
+  EXPECT_EQ(a.FindNode("n1")->pool, b.FindNode("n1")->pool);
+  EXPECT_EQ(a.FindNode("n1")->admin_labels, b.FindNode("n1")->admin_labels);
+}
+
 TEST(CommandsTest, RoundTripAndRejectGarbage) {
   Command command{1234, SubmitJobCmd{MakeJob("x", 2, 1), "key"}};
   auto decoded = DecodeCommand(EncodeCommand(command));
@@ -237,6 +321,17 @@ TEST(CommandsTest, RoundTripAndRejectGarbage) {
   EXPECT_EQ(std::get<SubmitJobCmd>(decoded->body).spec, std::get<SubmitJobCmd>(command.body).spec);
   EXPECT_FALSE(DecodeCommand("\x93\x01").ok());
   EXPECT_EQ(CommandName(command.body), "SubmitJob");
+
+  UpdateNode update = Update("n1", "label");
+  update.labels = {{"team", "vision"}};
+  update.remove_labels = {"old"};
+  auto node_update = DecodeCommand(EncodeCommand(Command{5, UpdateNodeCmd{update}}));
+  ASSERT_TRUE(node_update.ok()) << node_update.status().ToString();
+  const auto& back = std::get<UpdateNodeCmd>(node_update->body).update;
+  EXPECT_EQ(back.node, "n1");
+  EXPECT_EQ(back.op, "label");
+  EXPECT_EQ(back.labels, update.labels);
+  EXPECT_EQ(back.remove_labels, update.remove_labels);
 }
 
 }  // namespace

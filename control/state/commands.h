@@ -102,8 +102,18 @@ struct TaskEventCmd {
   }
 };
 
-using CommandBody =
-    std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd, TaskEventCmd>;
+// An operator's change to a node (UpdateNode on the wire, validated there
+// and again on apply).
+struct UpdateNodeCmd {
+  UpdateNode update;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("update", update);
+  }
+};
+
+using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
+                                 TaskEventCmd, UpdateNodeCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock

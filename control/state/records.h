@@ -96,6 +96,8 @@ struct NodeRecord {
   NodeSpec spec;
   NodeState state = NodeState::kReady;
   bool cordoned = false;
+  std::string pool = "public";                      // public, pooled or exclusive
+  std::map<std::string, std::string> admin_labels;  // the operator's; overlay spec.labels
   int64_t registered_ms = 0;
   int64_t last_seen_ms = 0;  // wall time of the last state change committed for it
   // gpu index -> task holding it; absent means free.
@@ -117,6 +119,8 @@ struct NodeRecord {
     v.Required("spec", spec);
     v.Required("state", state_wire);
     v.Optional("cordoned", cordoned);
+    v.Optional("pool", pool);
+    v.Optional("admin_labels", admin_labels);
     v.Optional("registered_ms", registered_ms);
     v.Optional("last_seen_ms", last_seen_ms);
     v.Optional("owned_gpus", owned_gpus);
