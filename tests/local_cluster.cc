@@ -48,6 +48,18 @@ LocalCluster::LocalCluster(LocalClusterOptions options) : options_(std::move(opt
   }
 }
 
+JobSpec ShellJob(const std::string& name, uint32_t gpus, std::string script, uint32_t replicas) {
+  JobSpec spec;
+  spec.name = name;
+  TaskGroupSpec group;
+  group.name = "main";
+  group.replicas = replicas;
+  group.command = {"sh", "-c", std::move(script)};
+  group.resources = Resources{gpus, 100, 64};
+  spec.tasks.push_back(group);
+  return spec;
+}
+
 LocalCluster::~LocalCluster() {
   // Workers first, gracefully, so they stop their tasks.
   for (auto& worker : workers_) {

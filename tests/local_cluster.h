@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/types.h"
 #include "tests/process.h"
 
 namespace gpool::testing {
@@ -44,6 +45,10 @@ struct LocalClusterOptions {
   std::vector<std::string> coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000",
                                                 "--preempt-grace-ms", "2000"};
 };
+
+// A job of one task group, "main": `replicas` tasks each running `script`
+// under sh and wanting `gpus` GPUs, a tenth of a CPU and 64 MiB.
+JobSpec ShellJob(const std::string& name, uint32_t gpus, std::string script, uint32_t replicas = 1);
 
 class LocalCluster {
  public:

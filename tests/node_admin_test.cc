@@ -27,14 +27,7 @@ class NodeAdminTest : public ::testing::Test {
   }
 
   static JobSpec Job(const std::string& name, uint32_t gpus, std::string script) {
-    JobSpec spec;
-    spec.name = name;
-    TaskGroupSpec group;
-    group.name = "main";
-    group.command = {"sh", "-c", std::move(script)};
-    group.resources = Resources{gpus, 500, 256};
-    spec.tasks.push_back(group);
-    return spec;
+    return ShellJob(name, gpus, std::move(script));
   }
 
   // The node a job's task 0 runs on, once it is Running.

@@ -51,16 +51,7 @@ std::unique_ptr<Client> Connect(const std::string& endpoints, int timeout_ms = 1
   return std::move(client).value();
 }
 
-JobSpec Job(const std::string& name, uint32_t gpus, std::string script) {
-  JobSpec spec;
-  spec.name = name;
-  TaskGroupSpec group;
-  group.name = "main";
-  group.command = {"sh", "-c", std::move(script)};
-  group.resources = Resources{gpus, 100, 64};
-  spec.tasks.push_back(group);
-  return spec;
-}
+JobSpec Job(const std::string& name, uint32_t gpus, std::string script) { return ShellJob(name, gpus, std::move(script)); }
 
 int64_t Ms(SteadyClock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
 
