@@ -404,8 +404,12 @@ TEST_F(ReplicatedCoordinatorTest, FollowerRestartedWithAnEmptyDataDirCatchesUpBy
   }
   cluster_.StartReplica(follower);
   EXPECT_TRUE(CaughtUp(follower)) << "leader log:\n" << cluster_.coordinator(leader)->Log();
-  const std::string log = cluster_.coordinator(follower)->Log();
-  EXPECT_NE(log.find("state replaced by snapshot"), std::string::npos) << log;
+  // The follower acknowledges the snapshot (which is what CaughtUp sees)
+  // before it installs it and logs so: wait for the line.
+  EXPECT_TRUE(WaitFor(
+      [&] { return cluster_.coordinator(follower)->Log().find("state replaced by snapshot") != std::string::npos; },
+      10s))
+      << cluster_.coordinator(follower)->Log();
 
   // With the old leader gone the restored replica and the other one form the
   // quorum; whichever leads has every job.
