@@ -4,6 +4,7 @@
 
 #include "control/frames.h"
 #include "control/node_registry.h"
+#include "control/training_env.h"
 
 namespace gpool::control {
 
@@ -67,7 +68,8 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     bind.job_name = job->spec.name;
     bind.num_tasks = static_cast<uint32_t>(job->tasks.size());
     bind.command = group.command;
-    bind.env = group.env;
+    bind.env = TrainingEnv(state_, *job, task);
+    for (const auto& [key, value] : group.env) bind.env[key] = value;  // the user's own win
     bind.gpu_indices = task.gpu_indices;
     bind.gpu_uuids = state_.GpuUuids(task);
     bind.cpu_milli = task.cpu_milli;

@@ -186,5 +186,35 @@ TEST_F(EndToEndTest, IdempotentSubmissionCreatesOneJob) {
   EXPECT_TRUE(second->duplicate);
 }
 
+TEST_F(EndToEndTest, GangTasksGetDistributedTrainingEnv) {
+  auto client = Connect();
+  auto job = client->Submit(
+      Job("ddp", 2, 4,
+          "echo rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK nodes=$NNODES node_rank=$NODE_RANK "
+          "master=$MASTER_ADDR:$MASTER_PORT hosts=$GPOOL_HOSTS"),
+      "ddp");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  auto done = WaitForState(*client, job->job_id, "Succeeded");
+  ASSERT_TRUE(done.ok() && done->summary.state == "Succeeded") << done.status().ToString();
+  std::string master;
+  for (uint32_t i = 0; i < 2; ++i) {
+    auto log = client->GetTaskLog(JobId(job->job_id), i, 4096);
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    const std::string& text = log->data;
+    // Four GPUs each on two 4-GPU nodes: one task per node.
+    EXPECT_NE(text.find("rank=" + std::to_string(i) + " world=2 local=0 nodes=2 node_rank=" + std::to_string(i)),
+              std::string::npos)
+        << text;
+    const size_t at = text.find("master=");
+    ASSERT_NE(at, std::string::npos) << text;
+    const std::string this_master = text.substr(at, text.find(' ', at) - at);
+    EXPECT_NE(this_master, "master=:") << "MASTER_ADDR/PORT must be set";
+    if (master.empty()) master = this_master;
+    EXPECT_EQ(this_master, master) << "both tasks must agree on the master";
+    // host:slots per node, slots being the job's tasks there (one each).
+    EXPECT_NE(text.find(":1,"), std::string::npos) << "GPOOL_HOSTS lists both nodes with one slot: " << text;
+  }
+}
+
 }  // namespace
 }  // namespace gpool::testing

@@ -1,0 +1,86 @@
+#include "control/training_env.h"
+
+#include <gtest/gtest.h>
+
+namespace gpool::control {
+namespace {
+
+using state::ApplyPlanCmd;
+using state::ClusterState;
+using state::Command;
+using state::PlanBind;
+
+NodeSpec Node(const std::string& name, const std::string& hostname) {
+  NodeSpec node;
+  node.name = name;
+  node.hostname = hostname;
+  node.cpu_milli = 64'000;
+  node.memory_mib = 1 << 20;
+  for (uint32_t i = 0; i < 8; ++i) node.gpus.push_back(GpuInfo{.index = i, .uuid = name + "-" + std::to_string(i)});
+  return node;
+}
+
+class TrainingEnvTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Do(state::RegisterNodeCmd{Node("n1", "host-a.example"), {}});
+    Do(state::RegisterNodeCmd{Node("n2", ""), {}});
+    JobSpec spec;
+    spec.name = "train";
+    TaskGroupSpec group;
+    group.replicas = 4;
+    group.command = {"python3", "train.py"};
+    group.resources = Resources{2, 1000, 1024};
+    spec.tasks.push_back(group);
+    job_ = state_.Apply(++index_, Command{1, state::SubmitJobCmd{spec, ""}}).job_id;
+  }
+
+  state::ApplyResult Do(state::CommandBody body) { return state_.Apply(++index_, Command{1, std::move(body)}); }
+  const state::JobRecord& Job() { return *state_.FindJob(JobId(job_)); }
+  std::map<std::string, std::string> EnvOf(uint32_t index) { return TrainingEnv(state_, Job(), Job().tasks[index]); }
+
+  ClusterState state_;
+  uint64_t index_ = 0;
+  uint64_t job_ = 0;
+};
+
+TEST_F(TrainingEnvTest, GangLayoutGivesRanksNodesAndMaster) {
+  // Tasks 0, 2 and 3 on n2, task 1 on n1: n2 is node rank 0 (it holds task 0).
+  ApplyPlanCmd plan;
+  plan.binds = {PlanBind{job_, 0, "n2", {0, 1}, 1000, 1024}, PlanBind{job_, 1, "n1", {0, 1}, 1000, 1024},
+                PlanBind{job_, 2, "n2", {2, 3}, 1000, 1024}, PlanBind{job_, 3, "n2", {4, 5}, 1000, 1024}};
+  ASSERT_EQ(Do(plan).binds_applied, 4u);
+
+  auto t0 = EnvOf(0);
+  EXPECT_EQ(t0.at("RANK"), "0");
+  EXPECT_EQ(t0.at("WORLD_SIZE"), "4");
+  EXPECT_EQ(t0.at("LOCAL_RANK"), "0");
+  EXPECT_EQ(t0.at("LOCAL_WORLD_SIZE"), "3");
+  EXPECT_EQ(t0.at("NODE_RANK"), "0");
+  EXPECT_EQ(t0.at("NNODES"), "2");
+  EXPECT_EQ(t0.at("MASTER_ADDR"), "n2") << "a node without a hostname is addressed by its name";
+  EXPECT_EQ(t0.at("MASTER_PORT"), std::to_string(29500 + job_ % 10000));
+  EXPECT_EQ(t0.at("GPOOL_HOSTS"), "n2:3,host-a.example:1");
+
+  auto t1 = EnvOf(1);
+  EXPECT_EQ(t1.at("RANK"), "1");
+  EXPECT_EQ(t1.at("LOCAL_RANK"), "0");
+  EXPECT_EQ(t1.at("LOCAL_WORLD_SIZE"), "1");
+  EXPECT_EQ(t1.at("NODE_RANK"), "1");
+  EXPECT_EQ(t1.at("MASTER_ADDR"), "n2") << "every task agrees on the master";
+
+  auto t3 = EnvOf(3);
+  EXPECT_EQ(t3.at("LOCAL_RANK"), "2");
+  EXPECT_EQ(t3.at("NODE_RANK"), "0");
+}
+
+TEST_F(TrainingEnvTest, UnplacedGangMatesLeaveOnlyRankAndWorldSize) {
+  auto env = EnvOf(2);
+  EXPECT_EQ(env.at("RANK"), "2");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "4");
+  EXPECT_EQ(env.count("MASTER_ADDR"), 0u);
+  EXPECT_EQ(env.count("LOCAL_RANK"), 0u);
+}
+
+}  // namespace
+}  // namespace gpool::control
