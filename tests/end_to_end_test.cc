@@ -191,7 +191,7 @@ TEST_F(EndToEndTest, GangTasksGetDistributedTrainingEnv) {
   auto job = client->Submit(
       Job("ddp", 2, 4,
           "echo rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK nodes=$NNODES node_rank=$NODE_RANK "
-          "master=$MASTER_ADDR:$MASTER_PORT hosts=$GPOOL_HOSTS"),
+          "master=$MASTER_ADDR:$MASTER_PORT hosts=$GPOOL_HOSTS; cat \"$GPOOL_HOSTFILE\""),
       "ddp");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   auto done = WaitForState(*client, job->job_id, "Succeeded");
@@ -213,6 +213,7 @@ TEST_F(EndToEndTest, GangTasksGetDistributedTrainingEnv) {
     EXPECT_EQ(this_master, master) << "both tasks must agree on the master";
     // host:slots per node, slots being the job's tasks there (one each).
     EXPECT_NE(text.find(":1,"), std::string::npos) << "GPOOL_HOSTS lists both nodes with one slot: " << text;
+    EXPECT_NE(text.find(" slots=1\n"), std::string::npos) << "the worker wrote the MPI hostfile: " << text;
   }
 }
 

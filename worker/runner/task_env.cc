@@ -120,6 +120,28 @@ std::map<std::string, std::string> ParseEnvList(const char* const* entries) {
   return env;
 }
 
+std::string MpiHostfile(const std::string& hosts) {
+  std::string out;
+  size_t start = 0;
+  while (start < hosts.size()) {
+    size_t comma = hosts.find(',', start);
+    if (comma == std::string::npos) comma = hosts.size();
+    const std::string entry = hosts.substr(start, comma - start);
+    start = comma + 1;
+    const size_t colon = entry.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == entry.size()) return {};
+    const std::string slots = entry.substr(colon + 1);
+    if (slots.find_first_not_of("0123456789") != std::string::npos) return {};
+    out += entry.substr(0, colon) + " slots=" + slots + "\n";
+  }
+  return out;
+}
+
+std::string TaskHostfilePath(const std::string& log_dir, const TaskId& task) {
+  return log_dir + "/" + std::to_string(task.job.value()) + "." + std::to_string(task.index) + "." +
+         std::to_string(task.attempt) + ".hostfile";
+}
+
 std::string TaskLogPath(const std::string& log_dir, const TaskId& task) {
   return log_dir + "/" + std::to_string(task.job.value()) + "." + std::to_string(task.index) + "." +
          std::to_string(task.attempt) + ".log";

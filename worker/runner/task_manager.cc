@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <utility>
 
@@ -149,11 +150,31 @@ void TaskManager::Poll() {
   }
 }
 
+void TaskManager::WriteHostfile(const TaskId& id, const std::string& hosts, std::vector<std::string>& env) {
+  const std::string content = MpiHostfile(hosts);
+  if (content.empty()) {
+    log_->warn("GPOOL_HOSTS is malformed; no hostfile written task={} value={}", id.ToString(), Q(hosts));
+    return;
+  }
+  const std::string path = TaskHostfilePath(options_.log_dir, id);
+  std::ofstream out(path, std::ios::trunc);
+  out << content;
+  if (!out) {
+    log_->warn("cannot write the MPI hostfile task={} path={}", id.ToString(), Q(path));
+    return;
+  }
+  std::erase_if(env, [](const std::string& e) { return e.rfind("GPOOL_HOSTFILE=", 0) == 0; });
+  env.push_back("GPOOL_HOSTFILE=" + path);
+}
+
 void TaskManager::Start(const TaskId& id, Task& task) {
   LaunchRequest request;
   request.argv = task.bind.command;
   request.env = BuildTaskEnv(task.bind, options_.node, options_.base_env);
   request.log_path = TaskLogPath(options_.log_dir, id);
+  if (auto hosts = task.bind.env.find("GPOOL_HOSTS"); hosts != task.bind.env.end()) {
+    WriteHostfile(id, hosts->second, request.env);
+  }
   auto pid = options_.launcher->Launch(request);
   if (!pid.ok()) {
     task.phase = Phase::kFailed;

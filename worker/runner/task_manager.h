@@ -117,6 +117,9 @@ class TaskManager {
   explicit TaskManager(TaskManagerOptions options);
 
   void Start(const TaskId& id, Task& task);
+  // Gang tasks with GPOOL_HOSTS: an MPI hostfile next to the log, named by
+  // GPOOL_HOSTFILE in `env`. A failure is logged; the task starts without it.
+  void WriteHostfile(const TaskId& id, const std::string& hosts, std::vector<std::string>& env);
   void Terminate(const TaskId& id, Task& task, int64_t grace_ms, const std::string& reason);
   void OnExit(const ExitInfo& exit);
   void Expire();

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "worker/runner/fake_process_launcher.h"
+#include "worker/runner/task_env.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {
@@ -74,6 +75,25 @@ class TaskManagerTest : public ::testing::Test {
   testing::CapturedLog log_;
   std::unique_ptr<TaskManager> tm_;
 };
+
+TEST_F(TaskManagerTest, GangTaskGetsAnMpiHostfile) {
+  BindTask bind = MakeBind(18, 1, {0});
+  bind.env["GPOOL_HOSTS"] = "host-a:2,host-b:1";
+  ASSERT_TRUE(tm_->Bind(bind).ok());
+  tm_->Poll();
+  ASSERT_EQ(launcher_.launched().size(), 1u);
+  const LaunchRequest& request = launcher_.launched()[0].request;
+  const std::string path = dir_.path() + "/tasks/18.1.0.hostfile";
+  EXPECT_TRUE(HasEnv(request, "GPOOL_HOSTFILE=" + path));
+  EXPECT_EQ(testing::ReadFile(path), "host-a slots=2\nhost-b slots=1\n");
+}
+
+TEST(TaskEnvTest, MpiHostfileRefusesMalformedHosts) {
+  EXPECT_EQ(MpiHostfile("n1:4"), "n1 slots=4\n");
+  EXPECT_EQ(MpiHostfile("n1"), "");
+  EXPECT_EQ(MpiHostfile("n1:x"), "");
+  EXPECT_EQ(MpiHostfile(":2"), "");
+}
 
 TEST_F(TaskManagerTest, BindStartsOnNextPollWithEnvironmentAndLog) {
   ASSERT_TRUE(tm_->Bind(MakeBind(17, 0, {1, 3})).ok());
