@@ -48,4 +48,14 @@ class RecordingOutbox final : public Outbox {
   std::vector<Sent> sent;
 };
 
+// A small node for component tests: 8 CPUs, 8 GiB, one GPU "<name>-0".
+inline NodeSpec OneGpuNode(const std::string& name) {
+  NodeSpec node;
+  node.name = name;
+  node.cpu_milli = 8000;
+  node.memory_mib = 8192;
+  node.gpus.push_back(GpuInfo{.index = 0, .uuid = name + "-0"});
+  return node;
+}
+
 }  // namespace gpool::control

@@ -51,15 +51,6 @@ class SwitchableProposer final : public Proposer {
   std::string leader_;
 };
 
-NodeSpec Node(const std::string& name) {
-  NodeSpec node;
-  node.name = name;
-  node.cpu_milli = 8000;
-  node.memory_mib = 8192;
-  node.gpus.push_back(GpuInfo{.index = 0, .uuid = name + "-0"});
-  return node;
-}
-
 class LeadershipTest : public ::testing::Test {
  protected:
   LeadershipTest() {
@@ -164,7 +155,7 @@ TEST_F(LeadershipTest, ReplicaWithNoLeaderStillAnswersStatus) {
 
 TEST_F(LeadershipTest, FollowerSendsWorkersOnAndIgnoresTheirReplies) {
   proposer_.Follow("tcp://10.0.0.2:7400");
-  FromWorker("peer-a", RegisterNode{Node("n1"), {}, "test"}, 0, 3);
+  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0, 3);
   auto error = Last().Body<ErrorReply>();
   ASSERT_TRUE(error.ok());
   EXPECT_EQ(error->code, "NotLeader");
@@ -176,7 +167,7 @@ TEST_F(LeadershipTest, FollowerSendsWorkersOnAndIgnoresTheirReplies) {
 }
 
 TEST_F(LeadershipTest, NewLeadershipGivesNodesAFreshWindowBeforeNotReady) {
-  FromWorker("peer-a", RegisterNode{Node("n1"), {}, "test"}, 0);
+  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
   proposer_.proposed.clear();
   // Leadership moves away and back at t=5000 (a new term): connections of
   // the old leadership are gone, and n1 has a full timeout to find us.
@@ -191,7 +182,7 @@ TEST_F(LeadershipTest, NewLeadershipGivesNodesAFreshWindowBeforeNotReady) {
 }
 
 TEST_F(LeadershipTest, DispatcherResetResendsBindsAndFailsLogFetches) {
-  FromWorker("peer-a", RegisterNode{Node("n1"), {}, "test"}, 0);
+  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
   FromClient(SubmitJob{OneGpuJob(), "k"});
   state::ApplyPlanCmd plan;
   plan.binds.push_back(state::PlanBind{1, 0, "n1", {0}, 0, 0});

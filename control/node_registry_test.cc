@@ -10,15 +10,6 @@
 namespace gpool::control {
 namespace {
 
-NodeSpec Node(const std::string& name) {
-  NodeSpec node;
-  node.name = name;
-  node.cpu_milli = 8000;
-  node.memory_mib = 8192;
-  node.gpus.push_back(GpuInfo{.index = 0, .uuid = name + "-0"});
-  return node;
-}
-
 class RegistryTest : public ::testing::Test {
  protected:
   RegistryTest() {
@@ -59,7 +50,7 @@ class RegistryTest : public ::testing::Test {
 };
 
 TEST_F(RegistryTest, RegistrationIsCommittedThenAnswered) {
-  FromWorker("peer-a", RegisterNode{Node("n1"), {}, "test"}, 0, 7);
+  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0, 7);
   ASSERT_NE(state_.FindNode("n1"), nullptr);
   Envelope reply = LastToWorker();
   EXPECT_EQ(reply.type(), MessageType::kRegisterNodeReply);
@@ -69,7 +60,7 @@ TEST_F(RegistryTest, RegistrationIsCommittedThenAnswered) {
 }
 
 TEST_F(RegistryTest, HeartbeatFromAnotherConnectionIsNotFound) {
-  FromWorker("peer-a", RegisterNode{Node("n1"), {}, "test"}, 0);
+  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
   FromWorker("peer-b", Heartbeat{"n1", {}}, 10);
   auto error = LastToWorker().Body<ErrorReply>();
   ASSERT_TRUE(error.ok());
@@ -79,7 +70,7 @@ TEST_F(RegistryTest, HeartbeatFromAnotherConnectionIsNotFound) {
 }
 
 TEST_F(RegistryTest, SilentNodeGoesNotReadyAndComesBack) {
-  FromWorker("peer-a", RegisterNode{Node("n1"), {}, "test"}, 0);
+  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
   registry_->Tick(999);
   EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kReady);
   registry_->Tick(1000);
@@ -94,7 +85,7 @@ TEST_F(RegistryTest, SilentNodeGoesNotReadyAndComesBack) {
 TEST_F(RegistryTest, NodesThatNeverReconnectAfterARestartGoNotReady) {
   // State from before a restart: the node is known and Ready, but no
   // connection exists in this incarnation.
-  proposer_.Propose(state::RegisterNodeCmd{Node("old"), {}}, [](const auto&) {});
+  proposer_.Propose(state::RegisterNodeCmd{OneGpuNode("old"), {}}, [](const auto&) {});
   registry_->Tick(500);
   EXPECT_EQ(state_.FindNode("old")->state, NodeState::kReady);
   registry_->Tick(1000);
@@ -104,7 +95,7 @@ TEST_F(RegistryTest, NodesThatNeverReconnectAfterARestartGoNotReady) {
 
 TEST_F(RegistryTest, BindIsResentUntilAckedAndCarriesTheEpoch) {
   proposer_.set_epoch(4);
-  FromWorker("peer-a", RegisterNode{Node("n1"), {}, "test"}, 0);
+  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
   JobSpec spec;
   spec.name = "j";
   spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
@@ -145,7 +136,7 @@ TEST_F(RegistryTest, BindIsResentUntilAckedAndCarriesTheEpoch) {
 }
 
 TEST_F(RegistryTest, WorkerRefusingABindFailsTheTaskInsteadOfRetryingForever) {
-  FromWorker("peer-a", RegisterNode{Node("n1"), {}, "test"}, 0);
+  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
   JobSpec spec;
   spec.name = "j";
   spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});

@@ -30,15 +30,7 @@ class EndToEndTest : public ::testing::Test {
   }
 
   static JobSpec Job(const std::string& name, uint32_t replicas, uint32_t gpus, std::string script) {
-    JobSpec spec;
-    spec.name = name;
-    TaskGroupSpec group;
-    group.name = "main";
-    group.replicas = replicas;
-    group.command = {"sh", "-c", std::move(script)};
-    group.resources = Resources{gpus, 500, 256};
-    spec.tasks.push_back(group);
-    return spec;
+    return ShellJob(name, gpus, std::move(script), replicas);
   }
 
   Result<GetJobReply> WaitForState(Client& client, uint64_t job, const std::string& state,
