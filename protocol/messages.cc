@@ -6,15 +6,16 @@ namespace gpool {
 namespace {
 
 // Indexed by MessageType; the strings are the wire names.
-constexpr std::array<std::string_view, 29> kTypeNames = {
+constexpr std::array<std::string_view, 35> kTypeNames = {
     "Ack",          "ErrorReply",        "SubmitJob",     "SubmitJobReply", "ListJobs",
     "ListJobsReply", "GetJob",           "GetJobReply",   "CancelJob",      "CancelJobReply",
     "ListNodes",    "ListNodesReply",    "GetTaskLog",    "GetTaskLogReply", "ClusterStatus",
     "ClusterStatusReply", "RegisterNode", "RegisterNodeReply", "Heartbeat",  "BindTask",
     "PreemptTask",  "TaskEvent",         "TaskEventAck",  "FetchLog",       "FetchLogReply",
     "ChangeReplicas", "ChangeReplicasReply", "UpdateNode", "UpdateNodeReply",
+    "UpdateQueue", "UpdateQueueReply", "ListQueues", "ListQueuesReply", "ExplainJob", "ExplainJobReply",
 };
-static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kUpdateNodeReply) + 1);
+static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kExplainJobReply) + 1);
 
 }  // namespace
 

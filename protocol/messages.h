@@ -50,6 +50,12 @@ enum class MessageType : uint8_t {
   kChangeReplicasReply,
   kUpdateNode,
   kUpdateNodeReply,
+  kUpdateQueue,
+  kUpdateQueueReply,
+  kListQueues,
+  kListQueuesReply,
+  kExplainJob,
+  kExplainJobReply,
 };
 
 std::string_view MessageTypeName(MessageType type);
@@ -261,6 +267,7 @@ struct NodeSummary {
   bool cordoned = false;                      // no new tasks are placed here
   std::string pool;                           // public, pooled or exclusive
   std::map<std::string, std::string> labels;  // the spec's, overlaid by the operator's
+  std::map<std::string, std::string> taints;  // key -> value ("" for a bare key)
   template <typename V>
   void Fields(V& v) {
     v.Required("name", name);
@@ -268,6 +275,7 @@ struct NodeSummary {
     v.Optional("cordoned", cordoned);
     v.Optional("pool", pool);
     v.Optional("labels", labels);
+    v.Optional("taints", taints);
     v.Optional("hostname", hostname);
     v.Optional("gpus_total", gpus_total);
     v.Optional("gpus_used", gpus_used);
@@ -406,6 +414,8 @@ struct ChangeReplicasReply {
 //              (operator labels overlay the node spec's and survive
 //              re-registration)
 //   "pool"     move the node to `pool`: public, pooled or exclusive
+//   "taint"    set `taints` and remove the keys in `remove_taints`; only
+//              jobs that tolerate every taint of a node are placed there
 // Answered with the node as it is once the change is committed.
 struct UpdateNode {
   static constexpr MessageType kType = MessageType::kUpdateNode;
@@ -414,6 +424,8 @@ struct UpdateNode {
   std::map<std::string, std::string> labels;
   std::vector<std::string> remove_labels;
   std::string pool;
+  std::map<std::string, std::string> taints;
+  std::vector<std::string> remove_taints;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
@@ -421,6 +433,8 @@ struct UpdateNode {
     v.Optional("labels", labels);
     v.Optional("remove_labels", remove_labels);
     v.Optional("pool", pool);
+    v.Optional("taints", taints);
+    v.Optional("remove_taints", remove_taints);
   }
 };
 
@@ -430,6 +444,90 @@ struct UpdateNodeReply {
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
+  }
+};
+
+// An operator's change to the queue hierarchy. op:
+//   "create"  add `spec` under spec.parent (which must exist)
+//   "update"  replace the quotas of queue spec.name (its parent stays)
+//   "delete"  remove queue spec.name; it must have no children and no
+//             unfinished jobs. "root" and "default" always exist.
+// Answered with the queue as it is once the change is committed (for a
+// delete, as it was).
+struct UpdateQueue {
+  static constexpr MessageType kType = MessageType::kUpdateQueue;
+  std::string op;
+  QueueSpec spec;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("op", op);
+    v.Required("spec", spec);
+  }
+};
+
+struct QueueSummary {
+  QueueSpec spec;
+  Quota allocated;  // held by bound and running tasks of it and its descendants
+  uint32_t jobs_pending = 0;
+  uint32_t jobs_running = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("spec", spec);
+    v.Optional("allocated", allocated);
+    v.Optional("jobs_pending", jobs_pending);
+    v.Optional("jobs_running", jobs_running);
+  }
+};
+
+struct UpdateQueueReply {
+  static constexpr MessageType kType = MessageType::kUpdateQueueReply;
+  QueueSummary queue;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("queue", queue);
+  }
+};
+
+struct ListQueues {
+  static constexpr MessageType kType = MessageType::kListQueues;
+  void Pack(wire::Packer& p) const { p.BeginMap(0); }
+  void Unpack(wire::ObjectReader&) {}
+};
+
+// Parents come before their children; siblings by name.
+struct ListQueuesReply {
+  static constexpr MessageType kType = MessageType::kListQueuesReply;
+  std::vector<QueueSummary> queues;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("queues", queues);
+  }
+};
+
+struct ExplainJob {
+  static constexpr MessageType kType = MessageType::kExplainJob;
+  uint64_t job_id = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job_id", job_id);
+  }
+};
+
+// Why a job is where it is: the scheduler's reasons from its latest cycle,
+// the job's queue and every ancestor with their quotas and usage, and how
+// many jobs of its queue are ahead of it.
+struct ExplainJobReply {
+  static constexpr MessageType kType = MessageType::kExplainJobReply;
+  JobSummary job;
+  std::vector<std::string> reasons;
+  std::vector<QueueSummary> queue_path;  // leaf first, then its parent, up to root
+  uint32_t jobs_ahead = 0;               // pending jobs of the same queue ordered before it
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job", job);
+    v.Optional("reasons", reasons);
+    v.Optional("queue_path", queue_path);
+    v.Optional("jobs_ahead", jobs_ahead);
   }
 };
 

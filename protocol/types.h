@@ -20,12 +20,14 @@ struct Resources {
   uint32_t gpus = 0;
   uint64_t cpu_milli = 0;
   uint64_t memory_mib = 0;
+  std::string gpu_model;  // empty: any model; otherwise every GPU must be this model (e.g. "A100")
 
   template <typename V>
   void Fields(V& v) {
     v.Optional("gpus", gpus);
     v.Optional("cpu_milli", cpu_milli);
     v.Optional("memory_mib", memory_mib);
+    v.Optional("gpu_model", gpu_model);
   }
   bool operator==(const Resources&) const = default;
 };
@@ -37,7 +39,13 @@ struct TaskGroupSpec {
   std::vector<std::string> command;  // argv; command[0] is looked up in PATH
   std::map<std::string, std::string> env;
   Resources resources;
+  // Gang rule of the group: the job starts only when at least this many of
+  // its replicas can start together. 0 means all of them. Fewer than
+  // `replicas` makes the group elastic: the rest grow into idle capacity
+  // and are the first to be taken back.
+  uint32_t min_replicas = 0;
 
+  uint32_t MinReplicas() const { return min_replicas == 0 || min_replicas > replicas ? replicas : min_replicas; }
   template <typename V>
   void Fields(V& v) {
     v.Optional("name", name);
@@ -45,6 +53,7 @@ struct TaskGroupSpec {
     v.Required("command", command);
     v.Optional("env", env);
     v.Optional("resources", resources);
+    v.Optional("min_replicas", min_replicas);
   }
   bool operator==(const TaskGroupSpec&) const = default;
 };
@@ -52,8 +61,16 @@ struct TaskGroupSpec {
 struct JobSpec {
   std::string name;
   std::string queue = "default";
-  int32_t priority = 0;  // higher runs first; FIFO among equal priorities
+  int32_t priority = 0;  // order inside a priority class: higher first, FIFO among equals
   std::vector<TaskGroupSpec> tasks;
+  // high: may preempt low jobs of its queue, never preempted; medium: neither;
+  // low: preemptible.
+  std::string priority_class = "medium";
+  std::string pool = "public";  // the node pool it runs in: public, pooled or exclusive
+  std::string user;             // for fairness between users of a queue; the CLI sends $USER
+  std::map<std::string, std::string> node_selector;  // nodes must carry every one of these labels
+  std::map<std::string, std::string> prefer_labels;  // nodes carrying these score higher
+  std::vector<std::string> tolerations;              // taints it accepts: "key" or "key=value"
 
   uint32_t TotalTasks() const;
   template <typename V>
@@ -62,6 +79,12 @@ struct JobSpec {
     v.Optional("queue", queue);
     v.Optional("priority", priority);
     v.Required("tasks", tasks);
+    v.Optional("priority_class", priority_class);
+    v.Optional("pool", pool);
+    v.Optional("user", user);
+    v.Optional("node_selector", node_selector);
+    v.Optional("prefer_labels", prefer_labels);
+    v.Optional("tolerations", tolerations);
   }
   bool operator==(const JobSpec&) const = default;
 };
@@ -141,6 +164,36 @@ struct NodeSpec {
     v.Optional("labels", labels);
   }
   bool operator==(const NodeSpec&) const = default;
+};
+
+// Queue quotas: resource name -> amount. Names: "gpu" (whole GPUs), "cpu"
+// (milli-CPU), "memory" (MiB) and "gpu/<model>" (GPUs of one model, e.g.
+// "gpu/A100"). A resource a quota does not name is not limited by it.
+using Quota = std::map<std::string, uint64_t>;
+
+// A queue in the hierarchy root -> ... -> leaf. Jobs are submitted to leaves.
+//   capability  hard maximum of what the queue (with its children) holds
+//   deserved    fair share; it may borrow beyond it while others are idle,
+//               and borrowed work is reclaimed when an owner wants it back
+//   guarantee   what it gets back by reclaim even when deserved shares
+//               together exceed the cluster
+// guarantee <= deserved <= capability for every resource named by both.
+struct QueueSpec {
+  std::string name;
+  std::string parent = "root";
+  Quota capability;
+  Quota deserved;
+  Quota guarantee;
+
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("name", name);
+    v.Optional("parent", parent);
+    v.Optional("capability", capability);
+    v.Optional("deserved", deserved);
+    v.Optional("guarantee", guarantee);
+  }
+  bool operator==(const QueueSpec&) const = default;
 };
 
 enum class JobState : uint8_t { kPending, kRunning, kSucceeded, kFailed, kCancelled };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -43,7 +44,53 @@ bool IsDeviceVisibilityVariable(const std::string& name) {
   return kReserved.count(name) > 0;
 }
 
+bool AllOf(std::string_view s, std::string_view extra) {
+  return std::all_of(s.begin(), s.end(), [&](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           extra.find(c) != std::string_view::npos;
+  });
+}
+
+Status ValidateLabelKey(const std::string& key) {
+  if (key.empty() || key.size() > 63 || !AllOf(key, "._/-")) {
+    return Status::InvalidArgument("label key '" + key.substr(0, 64) +
+                                   "': 1-63 characters of letters, digits, '.', '_', '/' and '-'");
+  }
+  return Status::Ok();
+}
+
+Status ValidateLabelValue(const std::string& key, const std::string& value) {
+  if (value.size() > 63 || !AllOf(value, "._-")) {
+    return Status::InvalidArgument("label " + key + ": value '" + value.substr(0, 64) +
+                                   "' must be at most 63 letters, digits, '.', '_' and '-'");
+  }
+  return Status::Ok();
+}
+
+Status ValidateLabelMap(const std::string& field, const std::map<std::string, std::string>& labels) {
+  constexpr size_t kMaxLabels = 64;
+  if (labels.size() > kMaxLabels) {
+    return Status::InvalidArgument(field + ": more than " + std::to_string(kMaxLabels) + " entries");
+  }
+  for (const auto& [key, value] : labels) {
+    Status status = ValidateLabelKey(key);
+    if (status.ok()) status = ValidateLabelValue(key, value);
+    if (!status.ok()) return Status::InvalidArgument(field + ": " + status.message());
+  }
+  return Status::Ok();
+}
+
+Status ValidateModelName(const std::string& field, const std::string& model) {
+  if (model.size() > 63 || !AllOf(model, "._-")) {
+    return Status::InvalidArgument(field + ": '" + model.substr(0, 64) +
+                                   "' must be at most 63 letters, digits, '.', '_' and '-'");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+bool IsPriorityClass(std::string_view name) { return name == "high" || name == "medium" || name == "low"; }
 
 Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
   GPOOL_RETURN_IF_ERROR(ValidateName("name", spec.name, limits.max_name_length));
@@ -80,7 +127,15 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
         return Status::InvalidArgument(prefix + ".env: " + key + " is set by gpool and cannot be overridden");
       }
     }
+    if (group.min_replicas > group.replicas) {
+      return Status::InvalidArgument(prefix + ".min_replicas: " + std::to_string(group.min_replicas) +
+                                     " is more than its " + std::to_string(group.replicas) + " replicas");
+    }
     const auto& res = group.resources;
+    GPOOL_RETURN_IF_ERROR(ValidateModelName(prefix + ".resources.gpu_model", res.gpu_model));
+    if (!res.gpu_model.empty() && res.gpus == 0) {
+      return Status::InvalidArgument(prefix + ".resources.gpu_model: set, but the task asks for no GPUs");
+    }
     if (res.gpus > limits.max_gpus_per_task) {
       return Status::InvalidArgument(prefix + ".resources.gpus: " + std::to_string(res.gpus) +
                                      " exceeds the per-task maximum of " + std::to_string(limits.max_gpus_per_task));
@@ -93,6 +148,24 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
       return Status::InvalidArgument(prefix + ".resources.memory_mib: exceeds the per-task maximum of " +
                                      std::to_string(limits.max_memory_mib_per_task));
     }
+  }
+  if (!IsPriorityClass(spec.priority_class)) {
+    return Status::InvalidArgument("priority_class: '" + spec.priority_class.substr(0, 32) +
+                                   "' is not high, medium or low");
+  }
+  if (!IsNodePool(spec.pool)) {
+    return Status::InvalidArgument("pool: '" + spec.pool.substr(0, 32) + "' is not public, pooled or exclusive");
+  }
+  if (!spec.user.empty()) GPOOL_RETURN_IF_ERROR(ValidateName("user", spec.user, limits.max_name_length));
+  GPOOL_RETURN_IF_ERROR(ValidateLabelMap("node_selector", spec.node_selector));
+  GPOOL_RETURN_IF_ERROR(ValidateLabelMap("prefer_labels", spec.prefer_labels));
+  if (spec.tolerations.size() > 64) return Status::InvalidArgument("tolerations: more than 64 entries");
+  for (const auto& toleration : spec.tolerations) {
+    const auto eq = toleration.find('=');
+    const std::string key = toleration.substr(0, eq);
+    Status status = ValidateLabelKey(key);
+    if (status.ok() && eq != std::string::npos) status = ValidateLabelValue(key, toleration.substr(eq + 1));
+    if (!status.ok()) return Status::InvalidArgument("tolerations: " + status.message());
   }
   if (total > limits.max_tasks_per_job) {
     return Status::InvalidArgument("tasks: " + std::to_string(total) + " replicas in all exceeds the maximum of " +
@@ -141,25 +214,6 @@ Status ValidateNodeSpec(const NodeSpec& spec) {
 
 bool IsNodePool(std::string_view pool) { return pool == "public" || pool == "pooled" || pool == "exclusive"; }
 
-namespace {
-
-bool AllOf(std::string_view s, std::string_view extra) {
-  return std::all_of(s.begin(), s.end(), [&](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           extra.find(c) != std::string_view::npos;
-  });
-}
-
-Status ValidateLabelKey(const std::string& key) {
-  if (key.empty() || key.size() > 63 || !AllOf(key, "._/-")) {
-    return Status::InvalidArgument("label key '" + key.substr(0, 64) +
-                                   "': 1-63 characters of letters, digits, '.', '_', '/' and '-'");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
 Status ValidateUpdateNode(const UpdateNode& update) {
   constexpr size_t kMaxLabelChanges = 256;
   GPOOL_RETURN_IF_ERROR(ValidateName("node", update.node, 253));
@@ -170,8 +224,23 @@ Status ValidateUpdateNode(const UpdateNode& update) {
     }
     return Status::Ok();
   }
+  if (update.op == "taint") {
+    if (update.taints.empty() && update.remove_taints.empty()) {
+      return Status::InvalidArgument("taints: nothing to set or remove");
+    }
+    if (update.taints.size() + update.remove_taints.size() > kMaxLabelChanges) {
+      return Status::InvalidArgument("taints: more than " + std::to_string(kMaxLabelChanges) + " changes at once");
+    }
+    GPOOL_RETURN_IF_ERROR(ValidateLabelMap("taints", update.taints));
+    for (const auto& key : update.remove_taints) {
+      GPOOL_RETURN_IF_ERROR(ValidateLabelKey(key));
+      if (update.taints.count(key)) return Status::InvalidArgument("taint " + key + ": both set and removed");
+    }
+    return Status::Ok();
+  }
   if (update.op != "label") {
-    return Status::InvalidArgument("op: '" + update.op.substr(0, 32) + "' is not cordon, uncordon, label or pool");
+    return Status::InvalidArgument("op: '" + update.op.substr(0, 32) +
+                                   "' is not cordon, uncordon, label, pool or taint");
   }
   if (update.labels.empty() && update.remove_labels.empty()) {
     return Status::InvalidArgument("labels: nothing to set or remove");
@@ -181,16 +250,84 @@ Status ValidateUpdateNode(const UpdateNode& update) {
   }
   for (const auto& [key, value] : update.labels) {
     GPOOL_RETURN_IF_ERROR(ValidateLabelKey(key));
-    if (value.size() > 63 || !AllOf(value, "._-")) {
-      return Status::InvalidArgument("label " + key + ": value '" + value.substr(0, 64) +
-                                     "' must be at most 63 letters, digits, '.', '_' and '-'");
-    }
+    GPOOL_RETURN_IF_ERROR(ValidateLabelValue(key, value));
   }
   for (const auto& key : update.remove_labels) {
     GPOOL_RETURN_IF_ERROR(ValidateLabelKey(key));
     if (update.labels.count(key)) return Status::InvalidArgument("label " + key + ": both set and removed");
   }
   return Status::Ok();
+}
+
+}  // namespace gpool
+
+namespace gpool {
+
+bool IsQuotaResource(std::string_view name) {
+  if (name == "gpu" || name == "cpu" || name == "memory") return true;
+  if (name.rfind("gpu/", 0) != 0 || name.size() == 4 || name.size() > 4 + 63) return false;
+  return AllOf(name.substr(4), "._-");
+}
+
+namespace {
+
+Status ValidateQuota(const std::string& field, const Quota& quota) {
+  if (quota.size() > 64) return Status::InvalidArgument(field + ": more than 64 resources");
+  for (const auto& [name, amount] : quota) {
+    if (!IsQuotaResource(name)) {
+      return Status::InvalidArgument(field + ": unknown resource '" + name.substr(0, 64) +
+                                     "' (expected gpu, cpu, memory or gpu/<model>)");
+    }
+  }
+  return Status::Ok();
+}
+
+// `lower` must not exceed `upper` for a resource both name.
+Status CheckOrdered(const Quota& lower, const char* lower_name, const Quota& upper, const char* upper_name) {
+  for (const auto& [name, amount] : lower) {
+    auto it = upper.find(name);
+    if (it != upper.end() && amount > it->second) {
+      return Status::InvalidArgument(std::string(lower_name) + " " + name + "=" + std::to_string(amount) +
+                                     " is more than " + upper_name + " " + std::to_string(it->second));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateQueueSpec(const QueueSpec& spec) {
+  GPOOL_RETURN_IF_ERROR(ValidateName("queue", spec.name, 128));
+  if (spec.name == "root") {
+    if (!spec.parent.empty() && spec.parent != "root") return Status::InvalidArgument("parent: root has no parent");
+  } else {
+    GPOOL_RETURN_IF_ERROR(ValidateName("parent", spec.parent, 128));
+    if (spec.parent == spec.name) return Status::InvalidArgument("parent: a queue cannot be its own parent");
+  }
+  GPOOL_RETURN_IF_ERROR(ValidateQuota("capability", spec.capability));
+  GPOOL_RETURN_IF_ERROR(ValidateQuota("deserved", spec.deserved));
+  GPOOL_RETURN_IF_ERROR(ValidateQuota("guarantee", spec.guarantee));
+  GPOOL_RETURN_IF_ERROR(CheckOrdered(spec.guarantee, "guarantee", spec.deserved, "deserved"));
+  GPOOL_RETURN_IF_ERROR(CheckOrdered(spec.deserved, "deserved", spec.capability, "capability"));
+  GPOOL_RETURN_IF_ERROR(CheckOrdered(spec.guarantee, "guarantee", spec.capability, "capability"));
+  return Status::Ok();
+}
+
+Status ValidateUpdateQueue(const UpdateQueue& update) {
+  if (update.op != "create" && update.op != "update" && update.op != "delete") {
+    return Status::InvalidArgument("op: '" + update.op.substr(0, 32) + "' is not create, update or delete");
+  }
+  if (update.op == "delete") {
+    GPOOL_RETURN_IF_ERROR(ValidateName("queue", update.spec.name, 128));
+    if (update.spec.name == "root" || update.spec.name == "default") {
+      return Status::FailedPrecondition("queue " + update.spec.name + " always exists and cannot be deleted");
+    }
+    return Status::Ok();
+  }
+  if (update.op == "create" && (update.spec.name == "root" || update.spec.name == "default")) {
+    return Status::AlreadyExists("queue " + update.spec.name + " always exists");
+  }
+  return ValidateQueueSpec(update.spec);
 }
 
 }  // namespace gpool

@@ -28,5 +28,13 @@ Status ValidateNodeSpec(const NodeSpec& spec);
 // from [A-Za-z0-9._-], no key both set and removed.
 Status ValidateUpdateNode(const UpdateNode& update);
 bool IsNodePool(std::string_view pool);
+bool IsPriorityClass(std::string_view name);
+// "gpu", "cpu", "memory" or "gpu/<model>".
+bool IsQuotaResource(std::string_view name);
+// The rules a queue obeys on its own: names, known resources, and
+// guarantee <= deserved <= capability. Rules that need the other queues
+// (parent exists, children within the parent) are the coordinator's.
+Status ValidateQueueSpec(const QueueSpec& spec);
+Status ValidateUpdateQueue(const UpdateQueue& update);
 
 }  // namespace gpool

@@ -15,3 +15,29 @@ uint32_t NodeView::UsableGpus() const {
 }
 
 }  // namespace gpool::topology
+
+namespace gpool::topology {
+
+PriorityClass PriorityClassFromName(std::string_view name) {
+  if (name == "high") return PriorityClass::kHigh;
+  if (name == "low") return PriorityClass::kLow;
+  return PriorityClass::kMedium;
+}
+
+std::string_view PriorityClassName(PriorityClass cls) {
+  switch (cls) {
+    case PriorityClass::kHigh: return "high";
+    case PriorityClass::kLow: return "low";
+    case PriorityClass::kMedium: break;
+  }
+  return "medium";
+}
+
+bool PendingJob::Started() const {
+  for (const auto& group : groups) {
+    if (group.active > 0) return true;
+  }
+  return false;
+}
+
+}  // namespace gpool::topology

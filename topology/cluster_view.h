@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/base/ids.h"
@@ -37,27 +38,84 @@ struct NodeView {
   uint64_t memory_mib_free = 0;
   std::vector<GpuSlot> gpus;
   std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> taints;  // only jobs tolerating every one are placed here
 
   uint32_t FreeGpus() const;
   uint32_t UsableGpus() const;  // healthy GPUs, allocated or not
 };
 
+enum class PriorityClass : uint8_t { kLow, kMedium, kHigh };
+PriorityClass PriorityClassFromName(std::string_view name);  // unknown names are medium
+std::string_view PriorityClassName(PriorityClass cls);
+
 struct PendingTask {
   uint32_t index = 0;
+  uint32_t group = 0;  // index into PendingJob::groups
   Resources resources;
 };
 
+// Gang rule of one task group: at least `min` of its replicas must be bound
+// or running for the job to run; `active` of them already are.
+struct GroupRule {
+  uint32_t min = 1;
+  uint32_t active = 0;
+};
+
+// A job with tasks waiting for placement: a new job (nothing active yet, so
+// every group's minimum must be placed at once), or a running elastic job
+// (or one with evicted tasks) whose remaining tasks may be placed one by one.
 struct PendingJob {
   JobId id;
   int32_t priority = 0;
   uint64_t arrival = 0;  // submission order; lower came first
   std::string queue;
-  std::vector<PendingTask> tasks;  // the tasks still to place; all-or-nothing
+  PriorityClass priority_class = PriorityClass::kMedium;
+  std::string pool = "public";
+  std::string user;
+  std::map<std::string, std::string> node_selector;
+  std::map<std::string, std::string> prefer_labels;
+  std::vector<std::string> tolerations;  // "key" or "key=value"
+  std::vector<GroupRule> groups;         // empty: one group, all tasks required
+  std::vector<PendingTask> tasks;        // the tasks still to place
+  int64_t waiting_ms = 0;                // since it was submitted or last requeued
+
+  bool Started() const;  // some task is already bound or running
+};
+
+// A task holding resources: what preempt and reclaim may choose victims from.
+struct RunningTask {
+  JobId job;
+  uint32_t task_index = 0;
+  uint32_t group = 0;
+  std::string queue;
+  PriorityClass priority_class = PriorityClass::kMedium;
+  int32_t priority = 0;
+  std::string node;
+  uint32_t gpus = 0;
+  std::string gpu_model;  // the model of the GPUs it holds ("" when none)
+  uint64_t cpu_milli = 0;
+  uint64_t memory_mib = 0;
+  int64_t bind_order = 0;   // larger: placed more recently (evicted first among equals)
+  uint32_t group_min = 1;   // its group's gang minimum
+  uint32_t group_active = 1;  // bound or running replicas of its group
+  bool stopping = false;      // already being stopped (cancel, failure or eviction)
+  uint64_t stopping_for = 0;  // the job whose preemption or reclaim stops it; 0: none
+  std::vector<uint64_t> evicted_by;  // jobs that evicted this task before; they never evict it again
+};
+
+struct QueueView {
+  std::string name;
+  std::string parent;  // empty for root
+  Quota capability;
+  Quota deserved;
+  Quota guarantee;
 };
 
 struct ClusterView {
   std::vector<NodeView> nodes;
   std::vector<PendingJob> pending;
+  std::vector<RunningTask> running;
+  std::vector<QueueView> queues;  // empty: one unlimited queue per name used
 };
 
 }  // namespace gpool::topology

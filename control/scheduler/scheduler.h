@@ -4,16 +4,13 @@
 // same plan, so it runs unchanged in the coordinator, the simulator and the
 // benches, and its tests are tables of inputs and expected plans.
 //
-// This first policy places whole GPUs, CPU milli-cores and memory MiB. Jobs
-// are taken by priority (higher first) and, within a priority, in arrival
-// order. Each job is all-or-nothing: either every pending task gets a node or
-// none does, and a job that does not fit does not block the ones behind it.
-// For each task, every node passes a chain of feasibility checks (ready, not
-// cordoned, GPUs, CPU, memory); the first failed check is the node's reason.
-// Feasible nodes are ranked by binpack (fullest first, to keep whole nodes
-// free for large jobs) or spread (emptiest first); ties go to the node listed
-// first in the view. A job left pending carries its reasons aggregated over
-// nodes ("3 nodes: insufficient GPUs"), so users see why.
+// A cycle runs the actions its SchedulerConfig lists (see config.h) over one
+// working copy of the cluster, so each action sees what the ones before it
+// placed or evicted. The plan carries binds (placements to commit), evictions
+// (tasks to stop so a preemptor or reclaiming queue can run; the victims are
+// requeued) and, for every job left waiting, its reasons aggregated over
+// nodes and queues ("12 nodes: insufficient GPUs", "queue team-a at
+// capability for gpu (16 of 16)").
 #pragma once
 
 #include <cstdint>
@@ -22,17 +19,10 @@
 #include <vector>
 
 #include "protocol/base/status.h"
+#include "control/scheduler/config.h"
 #include "topology/cluster_view.h"
 
 namespace gpool::scheduler {
-
-enum class Strategy { kBinpack, kSpread };
-std::string_view StrategyName(Strategy strategy);
-Result<Strategy> StrategyFromName(std::string_view name);
-
-struct SchedulerOptions {
-  Strategy strategy = Strategy::kBinpack;
-};
 
 struct Placement {
   JobId job;
@@ -43,6 +33,15 @@ struct Placement {
   uint64_t memory_mib = 0;
 };
 
+// A task to stop. Its resources go to `for_job` (which keeps its claim on
+// them until it is placed); the victim goes back to pending.
+struct Eviction {
+  JobId job;
+  uint32_t task_index = 0;
+  JobId for_job;
+  std::string reason;  // "preempted by job 7 (high)", "reclaimed by queue team-a for job 7"
+};
+
 struct PendingReasons {
   JobId job;
   std::vector<std::string> reasons;
@@ -50,9 +49,10 @@ struct PendingReasons {
 
 struct Plan {
   std::vector<Placement> binds;
+  std::vector<Eviction> evictions;
   std::vector<PendingReasons> pending;  // every job that was considered and not placed
 };
 
-Plan Schedule(const topology::ClusterView& view, const SchedulerOptions& options);
+Plan Schedule(const topology::ClusterView& view, const SchedulerConfig& config);
 
 }  // namespace gpool::scheduler
