@@ -90,7 +90,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   }
 
   SchedulerDriverOptions scheduler_options;
-  scheduler_options.policy.strategy = options.strategy;
+  scheduler_options.policy = options.scheduler_config;
+  scheduler_options.wall_clock = options.clock;
   scheduler_options.interval_ms = options.schedule_interval_ms;
   c->scheduler_ = std::make_unique<SchedulerDriver>(scheduler_options, c->state_, *c);
   c->FollowLeadership();
@@ -503,6 +504,22 @@ void Coordinator::MaybeSnapshot() {
   spdlog::info("snapshot saved index={}", applied);
 }
 
+void Coordinator::ReloadSchedulerConfig() {
+  if (options_.scheduler_config_path.empty()) {
+    spdlog::warn("scheduler config reload requested but the coordinator was started without --scheduler-config");
+    return;
+  }
+  auto config = scheduler::LoadSchedulerConfig(options_.scheduler_config_path);
+  if (!config.ok()) {
+    spdlog::error("scheduler config reload refused, keeping the running one path={} error=\"{}\"",
+                  options_.scheduler_config_path, config.status().ToString());
+    return;
+  }
+  scheduler_->SetPolicy(*config);
+  spdlog::info("scheduler config reloaded path={} strategy={} actions={}", options_.scheduler_config_path,
+               scheduler::StrategyName(config->node_order.strategy), config->actions.size());
+}
+
 Status Coordinator::Run(const std::atomic<bool>& stop) {
   std::vector<zmq::pollitem_t> items = {{clients_.handle(), 0, ZMQ_POLLIN, 0}, {workers_.handle(), 0, ZMQ_POLLIN, 0}};
   if (peers_) items.push_back({peers_->inbound().handle(), 0, ZMQ_POLLIN, 0});
@@ -528,6 +545,9 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     }
     if (items[0].revents & ZMQ_POLLIN) Drain(clients_, /*from_clients=*/true);
     if (items[1].revents & ZMQ_POLLIN) Drain(workers_, /*from_clients=*/false);
+    if (options_.reload_scheduler_config != nullptr && options_.reload_scheduler_config->exchange(false)) {
+      ReloadSchedulerConfig();
+    }
     int64_t now = options_.clock->MonoMs();
     if (leading_) registry_->Tick(now);
     GPOOL_RETURN_IF_ERROR(CommitAndApply());

@@ -54,7 +54,11 @@ struct CoordinatorOptions {
   std::string worker_endpoint = "tcp://127.0.0.1:7401";  // workers (ROUTER)
   std::string replica_id = "coordinator-1";
   std::string token;                                     // empty: no authentication
-  scheduler::Strategy strategy = scheduler::Strategy::kBinpack;
+  scheduler::SchedulerConfig scheduler_config;
+  // Where scheduler_config came from; re-read when *reload_scheduler_config
+  // is set (SIGHUP). A file that no longer parses leaves the running config.
+  std::string scheduler_config_path;
+  std::atomic<bool>* reload_scheduler_config = nullptr;
   uint32_t heartbeat_interval_ms = 1000;
   int64_t node_timeout_ms = 10'000;
   int64_t schedule_interval_ms = 10;
@@ -86,6 +90,8 @@ class Coordinator final : public Outbox, public Proposer {
 
   // Serves until `stop` becomes true.
   Status Run(const std::atomic<bool>& stop);
+  // Re-reads options.scheduler_config_path; a bad file changes nothing.
+  void ReloadSchedulerConfig();
 
   const std::string& client_endpoint() const { return client_endpoint_; }
   const std::string& worker_endpoint() const { return worker_endpoint_; }

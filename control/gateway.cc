@@ -87,6 +87,22 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
       if (!msg.ok()) return fail(msg.status());
       return OnUpdateNode(peer, id, std::move(msg).value());
     }
+    case MessageType::kUpdateQueue: {
+      auto msg = envelope->Body<UpdateQueue>();
+      if (!msg.ok()) return fail(msg.status());
+      return OnUpdateQueue(peer, id, std::move(msg).value());
+    }
+    case MessageType::kListQueues:
+      return AfterBarrier(peer, id, [this, peer, id] { Reply(peer, MakeFrame(id, proposer_.epoch(), ToQueueList(state_))); });
+    case MessageType::kExplainJob: {
+      auto msg = envelope->Body<ExplainJob>();
+      if (!msg.ok()) return fail(msg.status());
+      return AfterBarrier(peer, id, [this, peer, id, job_id = msg->job_id] {
+        const auto* job = state_.FindJob(JobId(job_id));
+        if (job == nullptr) return Fail(peer, id, Status::NotFound("job " + std::to_string(job_id) + " does not exist"));
+        Reply(peer, MakeFrame(id, proposer_.epoch(), ToExplanation(*job, state_)));
+      });
+    }
     case MessageType::kChangeReplicas: {
       auto msg = envelope->Body<ChangeReplicas>();
       if (!msg.ok()) return fail(msg.status());
@@ -151,6 +167,22 @@ void Gateway::OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateN
     if (node == nullptr) return Fail(peer, request_id, Status::NotFound("node " + name + " is not registered"));
     spdlog::info("node updated node={} op={} cordoned={} pool={}", name, op, node->cordoned, node->pool);
     Reply(peer, MakeFrame(request_id, proposer_.epoch(), UpdateNodeReply{ToNodeSummary(*node)}));
+  });
+}
+
+void Gateway::OnUpdateQueue(const std::string& peer, uint64_t request_id, UpdateQueue msg) {
+  Status valid = ValidateUpdateQueue(msg);
+  if (!valid.ok()) return Fail(peer, request_id, valid);
+  const std::string name = msg.spec.name;
+  const std::string op = msg.op;
+  // A delete answers with the queue as it was.
+  QueueSummary before = ToQueueSummary(state_, name);
+  proposer_.Propose(state::UpdateQueueCmd{std::move(msg)}, [this, peer, request_id, name, op, before](
+                                                               const state::ApplyResult& result) {
+    if (!result.status.ok()) return Fail(peer, request_id, result.status);
+    spdlog::info("queue updated queue={} op={}", name, op);
+    Reply(peer, MakeFrame(request_id, proposer_.epoch(),
+                          UpdateQueueReply{op == "delete" ? before : ToQueueSummary(state_, name)}));
   });
 }
 

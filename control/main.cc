@@ -15,7 +15,10 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
+std::atomic<bool> g_reload_scheduler{false};
+
 void OnSignal(int) { g_stop.store(true); }
+void OnHangup(int) { g_reload_scheduler.store(true); }
 
 gpool::Result<std::string> ReadToken(const std::string& path) {
   std::ifstream in(path);
@@ -58,7 +61,11 @@ int main(int argc, char** argv) {
      "starts an election", cxxopts::value<int>()->default_value(std::to_string(defaults.election_ticks)))
     ("raft-heartbeat-ms", "Replicated mode: how often the leader heartbeats its followers (less than "
      "--election-timeout-ms)", cxxopts::value<int>()->default_value(std::to_string(defaults.heartbeat_ticks)))
-    ("strategy", "Placement strategy: binpack or spread", cxxopts::value<std::string>()->default_value("binpack"))
+    ("strategy", "Placement strategy: binpack or spread (overrides the config file's [nodeorder] strategy)",
+     cxxopts::value<std::string>())
+    ("scheduler-config", "Scheduler config file (actions and plugin settings); re-read on SIGHUP",
+     cxxopts::value<std::string>()->default_value(""))
+    ("print-scheduler-config", "Print the scheduler config in effect (defaults, the file, --strategy) and exit")
     ("heartbeat-ms", "Heartbeat interval workers are told to use",
      cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.heartbeat_interval_ms)))
     ("node-timeout-ms", "Silence after which a node is marked NotReady",
@@ -101,9 +108,22 @@ int main(int argc, char** argv) {
     options.client_endpoint = args["client-addr"].as<std::string>();
     options.worker_endpoint = args["worker-addr"].as<std::string>();
     options.replica_id = args["id"].as<std::string>();
-    auto strategy = gpool::scheduler::StrategyFromName(args["strategy"].as<std::string>());
-    if (!strategy.ok()) throw cxxopts::exceptions::exception(strategy.status().message());
-    options.strategy = *strategy;
+    options.scheduler_config_path = args["scheduler-config"].as<std::string>();
+    if (!options.scheduler_config_path.empty()) {
+      auto config = gpool::scheduler::LoadSchedulerConfig(options.scheduler_config_path);
+      if (!config.ok()) throw cxxopts::exceptions::exception(config.status().message());
+      options.scheduler_config = *config;
+    }
+    if (args.count("strategy")) {
+      auto strategy = gpool::scheduler::StrategyFromName(args["strategy"].as<std::string>());
+      if (!strategy.ok()) throw cxxopts::exceptions::exception(strategy.status().message());
+      options.scheduler_config.node_order.strategy = *strategy;
+    }
+    if (args.count("print-scheduler-config")) {
+      std::cout << gpool::scheduler::RenderSchedulerConfig(options.scheduler_config);
+      return 0;
+    }
+    options.reload_scheduler_config = &g_reload_scheduler;
     options.heartbeat_interval_ms = args["heartbeat-ms"].as<uint32_t>();
     options.node_timeout_ms = args["node-timeout-ms"].as<int64_t>();
     options.preempt_grace_ms = args["preempt-grace-ms"].as<uint32_t>();
@@ -161,6 +181,9 @@ int main(int argc, char** argv) {
   action.sa_handler = OnSignal;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  struct sigaction hangup {};
+  hangup.sa_handler = OnHangup;
+  sigaction(SIGHUP, &hangup, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
   if (!token_file.empty()) {

@@ -13,12 +13,14 @@
 #include <cstdint>
 
 #include "control/ports.h"
+#include "protocol/base/clock.h"
 #include "control/scheduler/scheduler.h"
 
 namespace gpool::control {
 
 struct SchedulerDriverOptions {
-  scheduler::SchedulerOptions policy;
+  scheduler::SchedulerConfig policy;
+  const Clock* wall_clock = nullptr;  // dates how long jobs have waited; null: they never age
   int64_t interval_ms = 10;
   // Pending reasons change whenever capacity does ("3 nodes" becomes "4
   // nodes"); a plan that carries only reasons is committed at most this often
@@ -37,6 +39,11 @@ class SchedulerDriver {
   void Reset() {
     dirty_ = true;
     in_flight_ = false;
+  }
+  // Takes effect from the next cycle.
+  void SetPolicy(const scheduler::SchedulerConfig& policy) {
+    options_.policy = policy;
+    dirty_ = true;
   }
   // Returns true when it proposed a plan.
   bool Tick(int64_t now_ms);

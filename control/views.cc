@@ -1,6 +1,8 @@
 #include "control/views.h"
 
+#include <map>
 #include <set>
+#include <tuple>
 
 namespace gpool::control {
 
@@ -83,7 +85,95 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node) {
   s.pool = node.pool;
   s.labels = node.spec.labels;
   for (const auto& [key, value] : node.admin_labels) s.labels[key] = value;
+  s.taints = node.taints;
   return s;
+}
+
+namespace {
+
+QueueSummary SummariseQueue(const state::ClusterState& state, const state::QueueRecord& queue,
+                            const std::map<std::string, Quota>& allocations) {
+  QueueSummary summary;
+  summary.spec = queue.spec;
+  if (auto it = allocations.find(queue.spec.name); it != allocations.end()) summary.allocated = it->second;
+  for (const auto& [id, job] : state.jobs()) {
+    if (job.spec.queue != queue.spec.name) continue;
+    if (job.state == JobState::kPending) ++summary.jobs_pending;
+    if (job.state == JobState::kRunning) ++summary.jobs_running;
+  }
+  return summary;
+}
+
+}  // namespace
+
+ListQueuesReply ToQueueList(const state::ClusterState& state) {
+  ListQueuesReply reply;
+  const auto allocations = state.QueueAllocations();
+  std::map<std::string, std::vector<const state::QueueRecord*>> children;
+  for (const auto& [name, queue] : state.queues()) {
+    if (!queue.spec.parent.empty()) children[queue.spec.parent].push_back(&queue);
+  }
+  // Depth-first from root; a queue whose parent vanished is listed last.
+  std::set<std::string> listed;
+  std::vector<const state::QueueRecord*> stack;
+  if (const auto* root = state.FindQueue("root")) stack.push_back(root);
+  while (!stack.empty()) {
+    const auto* queue = stack.back();
+    stack.pop_back();
+    if (!listed.insert(queue->spec.name).second) continue;
+    reply.queues.push_back(SummariseQueue(state, *queue, allocations));
+    auto& kids = children[queue->spec.name];
+    for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back(*it);
+  }
+  for (const auto& [name, queue] : state.queues()) {
+    if (!listed.count(name)) reply.queues.push_back(SummariseQueue(state, queue, allocations));
+  }
+  return reply;
+}
+
+QueueSummary ToQueueSummary(const state::ClusterState& state, const std::string& name) {
+  const auto* queue = state.FindQueue(name);
+  if (queue == nullptr) {
+    QueueSummary gone;
+    gone.spec.name = name;
+    return gone;
+  }
+  return SummariseQueue(state, *queue, state.QueueAllocations());
+}
+
+ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterState& state) {
+  ExplainJobReply reply;
+  reply.job = ToJobSummary(job);
+  if (!job.failure.empty()) reply.reasons.push_back(job.failure);
+  reply.reasons.insert(reply.reasons.end(), job.reasons.begin(), job.reasons.end());
+  for (const auto& task : job.tasks) {
+    if (task.stop_requested && !IsTerminal(task.state)) {
+      reply.reasons.push_back("task " + task.id.ToString() + " stopping: " + task.message);
+    }
+  }
+  const auto allocations = state.QueueAllocations();
+  std::string at = job.spec.queue;
+  for (size_t steps = 0; !at.empty() && steps <= state.queues().size(); ++steps) {
+    const auto* queue = state.FindQueue(at);
+    if (queue == nullptr) break;
+    reply.queue_path.push_back(SummariseQueue(state, *queue, allocations));
+    at = queue->spec.parent;
+  }
+  auto rank = [](const state::JobRecord& j) {
+    const std::string& cls = j.spec.priority_class;
+    return std::make_tuple(cls == "high" ? 0 : cls == "medium" ? 1 : 2, -static_cast<int64_t>(j.spec.priority),
+                           j.arrival);
+  };
+  if (job.state == JobState::kPending) {
+    for (uint64_t id : state.pending_jobs()) {
+      const auto* other = state.FindJob(JobId(id));
+      if (other != nullptr && other->id != job.id && other->spec.queue == job.spec.queue &&
+          other->state == JobState::kPending && rank(*other) < rank(job)) {
+        ++reply.jobs_ahead;
+      }
+    }
+  }
+  return reply;
 }
 
 }  // namespace gpool::control

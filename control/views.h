@@ -11,5 +11,9 @@ JobSummary ToJobSummary(const state::JobRecord& job);
 TaskInfo ToTaskInfo(const state::JobRecord& job, const state::TaskRecord& task, const state::ClusterState& state);
 GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& state);
 NodeSummary ToNodeSummary(const state::NodeRecord& node);
+// Every queue, parents before children and siblings by name.
+ListQueuesReply ToQueueList(const state::ClusterState& state);
+QueueSummary ToQueueSummary(const state::ClusterState& state, const std::string& name);
+ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterState& state);
 
 }  // namespace gpool::control

@@ -88,6 +88,7 @@ struct RunningTask {
   uint32_t task_index = 0;
   uint32_t group = 0;
   std::string queue;
+  std::string user;
   PriorityClass priority_class = PriorityClass::kMedium;
   int32_t priority = 0;
   std::string node;

@@ -23,8 +23,14 @@ PendingJob Job(uint64_t id, std::vector<Resources> tasks, int32_t priority = 0, 
   job.id = JobId(id);
   job.priority = priority;
   job.arrival = arrival == 0 ? id : arrival;
-  for (uint32_t i = 0; i < tasks.size(); ++i) job.tasks.push_back({i, tasks[i]});
+  for (uint32_t i = 0; i < tasks.size(); ++i) job.tasks.push_back({i, 0, tasks[i]});
   return job;
+}
+
+SchedulerConfig WithStrategy(Strategy strategy) {
+  SchedulerConfig config;
+  config.node_order.strategy = strategy;
+  return config;
 }
 
 Resources Gpus(uint32_t n, uint64_t cpu = 1000, uint64_t mem = 1024) { return Resources{n, cpu, mem}; }
@@ -33,7 +39,7 @@ TEST(SchedulerTest, BinpackFillsTheFullestNodeFirst) {
   ClusterView view;
   view.nodes = {Node("a", 8, 2), Node("b", 8, 6), Node("c", 8, 0)};
   view.pending = {Job(1, {Gpus(2)})};
-  Plan plan = Schedule(view, {Strategy::kBinpack});
+  Plan plan = Schedule(view, WithStrategy(Strategy::kBinpack));
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_EQ(plan.binds[0].node, "b");
   EXPECT_EQ(plan.binds[0].gpu_indices, (std::vector<uint32_t>{6, 7}));
@@ -43,7 +49,7 @@ TEST(SchedulerTest, SpreadPicksTheEmptiestNode) {
   ClusterView view;
   view.nodes = {Node("a", 8, 2), Node("b", 8, 6), Node("c", 8, 0)};
   view.pending = {Job(1, {Gpus(2)})};
-  Plan plan = Schedule(view, {Strategy::kSpread});
+  Plan plan = Schedule(view, WithStrategy(Strategy::kSpread));
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_EQ(plan.binds[0].node, "c");
 }
@@ -160,7 +166,7 @@ TEST(SchedulerTest, RandomClustersAreNeverOverAllocated) {
       view.pending.push_back(Job(j, tasks, static_cast<int32_t>(next(3))));
     }
     for (Strategy strategy : {Strategy::kBinpack, Strategy::kSpread}) {
-      Plan plan = Schedule(view, {strategy});
+      Plan plan = Schedule(view, WithStrategy(strategy));
       std::map<std::string, std::set<uint32_t>> gpus_taken;
       std::map<std::string, uint64_t> cpu, mem;
       std::map<uint64_t, size_t> per_job;

@@ -24,6 +24,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, ApplyPlanCmd>) return ApplyPlan(now, body);
         if constexpr (std::is_same_v<T, TaskEventCmd>) return ApplyTaskEvent(now, body);
         if constexpr (std::is_same_v<T, UpdateNodeCmd>) return ApplyUpdateNode(now, body);
+        if constexpr (std::is_same_v<T, UpdateQueueCmd>) return ApplyUpdateQueue(body);
       },
       command.body);
 }
@@ -86,8 +87,10 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
       // A bound task the worker has not seen yet is still on its way; the
       // dispatcher resends it. A running one the worker does not know is gone.
       if (task.state == TaskState::kRunning) {
-        task.message = "task was not running when its node re-registered";
-        FinishTask(*job, task, TaskState::kLost, now);
+        if (!RequeueIfEvicted(*job, task, now)) {
+          task.message = "task was not running when its node re-registered";
+          FinishTask(*job, task, TaskState::kLost, now);
+        }
         UpdateJobState(*job, now);
       }
       continue;
@@ -106,7 +109,9 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
     if (terminal && IsTerminal(*terminal)) {
       task.exit_code = report.exit_code;
       task.signal = report.signal;
-      FinishTask(*job, task, task.stop_requested ? TaskState::kCancelled : *terminal, now);
+      if (!RequeueIfEvicted(*job, task, now)) {
+        FinishTask(*job, task, task.stop_requested ? TaskState::kCancelled : *terminal, now);
+      }
       UpdateJobState(*job, now);
     }
   }
@@ -141,6 +146,8 @@ ApplyResult ClusterState::ApplySubmitJob(uint64_t index, int64_t now, const Subm
     }
   }
   result.status = ValidateJobSpec(cmd.spec);
+  if (!result.status.ok()) return result;
+  result.status = CheckSubmitQueue(cmd.spec.queue);
   if (!result.status.ok()) return result;
 
   JobRecord job;
@@ -180,6 +187,9 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t /*now*/, const UpdateNodeCmd& 
     node.cordoned = update.op == "cordon";
   } else if (update.op == "pool") {
     node.pool = update.pool;
+  } else if (update.op == "taint") {
+    for (const auto& key : update.remove_taints) node.taints.erase(key);
+    for (const auto& [key, value] : update.taints) node.taints[key] = value;
   } else {
     for (const auto& key : update.remove_labels) node.admin_labels.erase(key);
     for (const auto& [key, value] : update.labels) node.admin_labels[key] = value;
@@ -253,20 +263,19 @@ Status ClusterState::CheckBind(const JobRecord& job, const PlanBind& bind,
 
 ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
   ApplyResult result;
-  // Group binds by job: a job is placed whole or not at all.
+  // Group binds by job: a job's binds apply whole or not at all, and only if
+  // every task group then has at least its minimum bound or running.
   std::map<uint64_t, std::vector<const PlanBind*>> by_job;
   for (const auto& bind : cmd.binds) by_job[bind.job_id].push_back(&bind);
 
   std::set<std::pair<std::string, uint32_t>> taken;
   for (const auto& [job_id, binds] : by_job) {
     JobRecord* job = MutableJob(job_id);
-    bool ok = job != nullptr && job->state == JobState::kPending && !job->cancel_requested;
+    bool ok = job != nullptr && !IsTerminal(job->state) && !job->cancel_requested && job->failure.empty();
     if (ok) {
-      size_t pending_tasks = std::count_if(job->tasks.begin(), job->tasks.end(),
-                                           [](const TaskRecord& t) { return t.state == TaskState::kPending; });
       std::set<uint32_t> indices;
       for (const auto* bind : binds) indices.insert(bind->task_index);
-      ok = indices.size() == binds.size() && binds.size() == pending_tasks;
+      ok = indices.size() == binds.size() && MeetsGangAfter(*job, indices);
     }
     std::set<std::pair<std::string, uint32_t>> job_taken;
     std::map<std::string, std::pair<uint64_t, uint64_t>> extra;
@@ -301,11 +310,66 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
     job->reasons.clear();
     UpdateJobState(*job, now);
   }
+  for (const auto& eviction : cmd.evictions) ApplyEviction(eviction);
   for (const auto& entry : cmd.reasons) {
     JobRecord* job = MutableJob(entry.job_id);
     if (job != nullptr && job->state == JobState::kPending) job->reasons = entry.reasons;
   }
   return result;
+}
+
+bool ClusterState::MeetsGangAfter(const JobRecord& job, const std::set<uint32_t>& binding) const {
+  std::vector<uint32_t> held(job.spec.tasks.size(), 0);
+  for (const auto& task : job.tasks) {
+    const bool holds = (Occupies(task.state) && !task.stop_requested) || task.state == TaskState::kSucceeded;
+    if (holds || (binding.count(task.id.index) && task.state == TaskState::kPending)) ++held[task.group];
+  }
+  for (uint32_t group = 0; group < job.spec.tasks.size(); ++group) {
+    if (held[group] < job.spec.tasks[group].MinReplicas()) return false;
+  }
+  return true;
+}
+
+void ClusterState::ApplyEviction(const PlanEviction& eviction) {
+  JobRecord* job = MutableJob(eviction.job_id);
+  if (job == nullptr || eviction.task_index >= job->tasks.size() || job->cancel_requested) return;
+  TaskRecord& task = job->tasks[eviction.task_index];
+  if (!Occupies(task.state) || task.stop_requested) return;
+  auto mark = [&](TaskRecord& victim) {
+    victim.stop_requested = true;
+    victim.evicted = true;
+    victim.evicted_for = eviction.for_job;
+    victim.stop_grace_ms = 0;
+    if (std::find(victim.evicted_by.begin(), victim.evicted_by.end(), eviction.for_job) == victim.evicted_by.end()) {
+      victim.evicted_by.push_back(eviction.for_job);
+    }
+    victim.message = eviction.reason.empty() ? "evicted" : eviction.reason.substr(0, 256);
+  };
+  mark(task);
+  // A gang never runs partly: if this leaves the task's group below its
+  // minimum, the whole job goes back to pending.
+  uint32_t staying = 0;
+  for (const auto& other : job->tasks) {
+    if (other.group == task.group && Occupies(other.state) && !other.stop_requested) ++staying;
+  }
+  if (staying < job->spec.tasks[task.group].MinReplicas()) {
+    for (auto& other : job->tasks) {
+      if (Occupies(other.state) && !other.stop_requested) mark(other);
+    }
+  }
+}
+
+bool ClusterState::RequeueIfEvicted(JobRecord& job, TaskRecord& task, int64_t now) {
+  if (!task.evicted || job.cancel_requested || !job.failure.empty()) return false;
+  if (Occupies(task.state)) ReleaseResources(task);
+  TaskRecord next;
+  next.id = TaskId{task.id.job, task.id.index, task.id.attempt + 1};
+  next.group = task.group;
+  next.evicted_by = std::move(task.evicted_by);
+  next.message = "requeued: " + task.message;
+  task = std::move(next);
+  job.requeue_ms = now;
+  return true;
 }
 
 ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
@@ -342,7 +406,7 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
       final_state = TaskState::kSucceeded;
     }
     if (task.start_ms == 0) task.start_ms = when;
-    FinishTask(*job, task, final_state, when);
+    if (!RequeueIfEvicted(*job, task, when)) FinishTask(*job, task, final_state, when);
   } else {
     result.status = Status::InvalidArgument("unknown task event kind '" + event.kind.substr(0, 32) + "'");
     return result;
@@ -394,18 +458,21 @@ void ClusterState::UpdateJobState(JobRecord& job, int64_t now) {
       }
     }
   }
-  bool all_terminal = true, any_active = false, any_cancelled = false, any_started = false;
+  FinishUnneededReplicas(job, now);
+  bool all_terminal = true, any_active = false, any_started = false, any_pending = false;
+  bool any_cancelled_by_user = false;
   for (const auto& task : job.tasks) {
+    any_pending |= task.state == TaskState::kPending;
     all_terminal &= IsTerminal(task.state);
     any_active |= Occupies(task.state);
-    any_cancelled |= task.state == TaskState::kCancelled;
+    any_cancelled_by_user |= task.state == TaskState::kCancelled && task.message.rfind("not needed", 0) != 0;
     any_started |= task.start_ms != 0;
   }
   JobState next = JobState::kPending;
   if (all_terminal) {
     next = !job.failure.empty() ? JobState::kFailed
-           : (any_cancelled || job.cancel_requested) ? JobState::kCancelled
-                                                     : JobState::kSucceeded;
+           : (any_cancelled_by_user || job.cancel_requested) ? JobState::kCancelled
+                                                             : JobState::kSucceeded;
   } else if (any_active) {
     next = JobState::kRunning;
   }
@@ -419,50 +486,34 @@ void ClusterState::UpdateJobState(JobRecord& job, int64_t now) {
   if (IsTerminal(next) && job.finish_ms == 0) job.finish_ms = now;
   if (next != JobState::kPending) job.reasons.clear();
   job.state = next;
-  if (next == JobState::kPending) {
+  // Schedulable: has tasks to place. A running elastic job (or one that lost
+  // replicas to eviction) stays schedulable while it runs.
+  if (!IsTerminal(next) && !job.cancel_requested && any_pending) {
     pending_.insert(job.id.value());
   } else {
     pending_.erase(job.id.value());
   }
 }
 
-topology::ClusterView ClusterState::BuildView() const {
-  topology::ClusterView view;
-  view.nodes.reserve(nodes_.size());
-  for (const auto& [name, node] : nodes_) {
-    topology::NodeView nv;
-    nv.name = name;
-    nv.ready = node.state == NodeState::kReady;
-    nv.cordoned = node.cordoned;
-    nv.cpu_milli_total = node.spec.cpu_milli;
-    nv.cpu_milli_free = node.spec.cpu_milli - std::min(node.spec.cpu_milli, node.cpu_milli_used);
-    nv.memory_mib_total = node.spec.memory_mib;
-    nv.memory_mib_free = node.spec.memory_mib - std::min(node.spec.memory_mib, node.memory_mib_used);
-    nv.labels = node.spec.labels;
-    for (const auto& [key, value] : node.admin_labels) nv.labels[key] = value;
-    nv.pool = node.pool;
-    for (const auto& gpu : node.spec.gpus) {
-      nv.gpus.push_back(topology::GpuSlot{gpu.index, gpu.model, gpu.memory_mib, gpu.healthy,
-                                          node.gpu_owner.count(gpu.index) > 0});
-    }
-    view.nodes.push_back(std::move(nv));
+void ClusterState::FinishUnneededReplicas(JobRecord& job, int64_t now) {
+  // An elastic job whose replicas all finished well is done: replicas beyond
+  // the minimum that never got capacity are not needed any more.
+  std::vector<uint32_t> succeeded(job.spec.tasks.size(), 0);
+  bool any_pending = false;
+  for (const auto& task : job.tasks) {
+    if (Occupies(task.state) || !job.failure.empty() || job.cancel_requested) return;
+    if (task.state == TaskState::kSucceeded) ++succeeded[task.group];
+    any_pending |= task.state == TaskState::kPending;
   }
-  for (uint64_t id : pending_) {
-    const JobRecord& job = jobs_.at(id);
-    if (job.cancel_requested) continue;
-    topology::PendingJob pj;
-    pj.id = job.id;
-    pj.priority = job.spec.priority;
-    pj.arrival = job.arrival;
-    pj.queue = job.spec.queue;
-    for (const auto& task : job.tasks) {
-      if (task.state == TaskState::kPending) {
-        pj.tasks.push_back(topology::PendingTask{task.id.index, job.spec.tasks[task.group].resources});
-      }
-    }
-    if (!pj.tasks.empty()) view.pending.push_back(std::move(pj));
+  if (!any_pending) return;
+  for (uint32_t group = 0; group < job.spec.tasks.size(); ++group) {
+    if (succeeded[group] < job.spec.tasks[group].MinReplicas()) return;
   }
-  return view;
+  for (auto& task : job.tasks) {
+    if (task.state != TaskState::kPending) continue;
+    task.message = "not needed: the job's other replicas finished";
+    FinishTask(job, task, TaskState::kCancelled, now);
+  }
 }
 
 namespace {
@@ -472,12 +523,14 @@ struct SnapshotImage {
   uint64_t next_job_id = 1;
   std::vector<NodeRecord> nodes;
   std::vector<JobRecord> jobs;
+  std::vector<QueueRecord> queues;
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
     v.Required("next_job_id", next_job_id);
     v.Required("nodes", nodes);
     v.Required("jobs", jobs);
+    v.Optional("queues", queues);
   }
 };
 
@@ -489,6 +542,7 @@ std::string ClusterState::Snapshot() const {
   image.next_job_id = next_job_id_;
   for (const auto& [name, node] : nodes_) image.nodes.push_back(node);
   for (const auto& [id, job] : jobs_) image.jobs.push_back(job);
+  for (const auto& [name, queue] : queues_) image.queues.push_back(queue);
   return wire::PackToString(image);
 }
 
@@ -505,6 +559,9 @@ Status ClusterState::Restore(std::string_view snapshot) {
   jobs_.clear();
   for (auto& node : image->nodes) nodes_[node.spec.name] = std::move(node);
   for (auto& job : image->jobs) jobs_[job.id.value()] = std::move(job);
+  queues_.clear();
+  for (auto& queue : image->queues) queues_[queue.spec.name] = std::move(queue);
+  EnsureBuiltinQueues();
   RebuildIndexes();
   return Status::Ok();
 }
@@ -515,10 +572,12 @@ void ClusterState::RebuildIndexes() {
   pending_.clear();
   for (const auto& [id, job] : jobs_) {
     if (!job.idempotency_key.empty()) idempotency_[job.idempotency_key] = id;
-    if (job.state == JobState::kPending) pending_.insert(id);
+    bool any_pending = false;
     for (const auto& task : job.tasks) {
       if (Occupies(task.state)) active_.insert(task.id);
+      any_pending |= task.state == TaskState::kPending;
     }
+    if (!IsTerminal(job.state) && !job.cancel_requested && any_pending) pending_.insert(id);
   }
 }
 

@@ -35,6 +35,7 @@ struct ApplyResult {
 
 class ClusterState {
  public:
+  ClusterState() { EnsureBuiltinQueues(); }
   ApplyResult Apply(uint64_t index, const Command& command);
 
   // Whole-state snapshot; Restore replaces everything with it.
@@ -44,6 +45,11 @@ class ClusterState {
   uint64_t applied_index() const { return applied_index_; }
   const std::map<std::string, NodeRecord>& nodes() const { return nodes_; }
   const std::map<uint64_t, JobRecord>& jobs() const { return jobs_; }
+  // Always holds "root" and "default" (a child of root).
+  const std::map<std::string, QueueRecord>& queues() const { return queues_; }
+  const QueueRecord* FindQueue(std::string_view name) const;
+  // What bound and running tasks hold, per queue, including descendants'.
+  std::map<std::string, Quota> QueueAllocations() const;
   const NodeRecord* FindNode(std::string_view name) const;
   const JobRecord* FindJob(JobId id) const;
   const TaskRecord* FindTask(const TaskId& id) const;
@@ -53,8 +59,10 @@ class ClusterState {
   const std::set<TaskId>& active_tasks() const { return active_; }
   const std::set<uint64_t>& pending_jobs() const { return pending_; }
 
-  // The scheduler's input: free capacity per node and jobs waiting to be placed.
-  topology::ClusterView BuildView() const;
+  // The scheduler's input: free capacity per node, the queue tree, tasks
+  // holding resources (eviction candidates) and jobs with tasks to place.
+  // `now_ms` only dates how long jobs have waited.
+  topology::ClusterView BuildView(int64_t now_ms = 0) const;
 
  private:
   ApplyResult ApplyRegisterNode(int64_t now, const RegisterNodeCmd& cmd);
@@ -64,6 +72,15 @@ class ClusterState {
   ApplyResult ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd);
   ApplyResult ApplyPlan(int64_t now, const ApplyPlanCmd& cmd);
   ApplyResult ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd);
+  ApplyResult ApplyUpdateQueue(const UpdateQueueCmd& cmd);
+  Status CheckQueueAgainstTree(const QueueSpec& spec, bool creating) const;
+  Status CheckSubmitQueue(const std::string& name) const;
+  void EnsureBuiltinQueues();
+  bool MeetsGangAfter(const JobRecord& job, const std::set<uint32_t>& binding) const;
+  void ApplyEviction(const PlanEviction& eviction);
+  // An evicted task that stopped goes back to pending as its next attempt.
+  bool RequeueIfEvicted(JobRecord& job, TaskRecord& task, int64_t now);
+  void FinishUnneededReplicas(JobRecord& job, int64_t now);
 
   Status CheckBind(const JobRecord& job, const PlanBind& bind, const std::set<std::pair<std::string, uint32_t>>& taken,
                    std::map<std::string, std::pair<uint64_t, uint64_t>>& extra) const;
@@ -77,6 +94,7 @@ class ClusterState {
   uint64_t next_job_id_ = 1;
   std::map<std::string, NodeRecord> nodes_;
   std::map<uint64_t, JobRecord> jobs_;
+  std::map<std::string, QueueRecord> queues_;
   std::unordered_map<std::string, uint64_t> idempotency_;
   std::set<TaskId> active_;
   std::set<uint64_t> pending_;

@@ -19,6 +19,8 @@ template <>
 struct Named<TaskEventCmd> { static constexpr std::string_view kName = "TaskEvent"; };
 template <>
 struct Named<UpdateNodeCmd> { static constexpr std::string_view kName = "UpdateNode"; };
+template <>
+struct Named<UpdateQueueCmd> { static constexpr std::string_view kName = "UpdateQueue"; };
 
 template <typename T>
 bool TryDecode(std::string_view name, const msgpack::object& body, Result<CommandBody>* out) {
@@ -69,7 +71,8 @@ Result<Command> DecodeCommand(std::string_view bytes) {
   if (body == nullptr) return Status::Malformed("command.body: required field is missing");
   Result<CommandBody> decoded = Status::UnknownType("unknown command '" + name.substr(0, 64) + "'");
   TryDecode<RegisterNodeCmd>(name, *body, &decoded) || TryDecode<NodeStateCmd>(name, *body, &decoded) ||
-      TryDecode<SubmitJobCmd>(name, *body, &decoded) || TryDecode<CancelJobCmd>(name, *body, &decoded) || TryDecode<UpdateNodeCmd>(name, *body, &decoded) ||
+      TryDecode<SubmitJobCmd>(name, *body, &decoded) || TryDecode<CancelJobCmd>(name, *body, &decoded) ||
+      TryDecode<UpdateNodeCmd>(name, *body, &decoded) || TryDecode<UpdateQueueCmd>(name, *body, &decoded) ||
       TryDecode<ApplyPlanCmd>(name, *body, &decoded) || TryDecode<TaskEventCmd>(name, *body, &decoded);
   if (!decoded.ok()) return decoded.status();
   command.body = std::move(decoded).value();

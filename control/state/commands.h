@@ -84,13 +84,30 @@ struct PlanReasons {
   }
 };
 
+// Stop a running task so `for_job` can run; the task is requeued when it exits.
+struct PlanEviction {
+  uint64_t job_id = 0;
+  uint32_t task_index = 0;
+  uint64_t for_job = 0;
+  std::string reason;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job", job_id);
+    v.Required("task", task_index);
+    v.Required("for", for_job);
+    v.Optional("reason", reason);
+  }
+};
+
 struct ApplyPlanCmd {
   std::vector<PlanBind> binds;
   std::vector<PlanReasons> reasons;
+  std::vector<PlanEviction> evictions;
   template <typename V>
   void Fields(V& v) {
     v.Optional("binds", binds);
     v.Optional("reasons", reasons);
+    v.Optional("evictions", evictions);
   }
 };
 
@@ -112,8 +129,17 @@ struct UpdateNodeCmd {
   }
 };
 
+// An operator's change to the queue tree (UpdateQueue on the wire).
+struct UpdateQueueCmd {
+  UpdateQueue update;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("update", update);
+  }
+};
+
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
-                                 TaskEventCmd, UpdateNodeCmd>;
+                                 TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock

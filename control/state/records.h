@@ -32,6 +32,11 @@ struct TaskRecord {
   int64_t finish_ms = 0;
   bool stop_requested = false;  // cancel or job failure: the dispatcher preempts it
   uint32_t stop_grace_ms = 0;   // 0: the coordinator's default grace
+  // Stopped to make room for job `evicted_for` (preemption or reclaim): when
+  // it exits it goes back to pending as the next attempt, not to Cancelled.
+  bool evicted = false;
+  uint64_t evicted_for = 0;
+  std::vector<uint64_t> evicted_by;  // every job that ever evicted this task; none may again
   std::string message;
 
   template <typename V>
@@ -52,6 +57,9 @@ struct TaskRecord {
     v.Optional("finish_ms", finish_ms);
     v.Optional("stop", stop_requested);
     v.Optional("grace_ms", stop_grace_ms);
+    v.Optional("evicted", evicted);
+    v.Optional("evicted_for", evicted_for);
+    v.Optional("evicted_by", evicted_by);
     v.Optional("msg", message);
     state = static_cast<TaskState>(state_wire <= static_cast<uint32_t>(TaskState::kLost) ? state_wire : 0);
   }
@@ -63,6 +71,7 @@ struct JobRecord {
   JobState state = JobState::kPending;
   uint64_t arrival = 0;  // log index of the submission; orders FIFO
   int64_t submit_ms = 0;
+  int64_t requeue_ms = 0;  // when an eviction last sent its tasks back to pending
   int64_t start_ms = 0;
   int64_t finish_ms = 0;
   std::string idempotency_key;
@@ -80,6 +89,7 @@ struct JobRecord {
     v.Required("state", state_wire);
     v.Optional("arrival", arrival);
     v.Optional("submit_ms", submit_ms);
+    v.Optional("requeue_ms", requeue_ms);
     v.Optional("start_ms", start_ms);
     v.Optional("finish_ms", finish_ms);
     v.Optional("key", idempotency_key);
@@ -92,12 +102,21 @@ struct JobRecord {
   }
 };
 
+struct QueueRecord {
+  QueueSpec spec;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("spec", spec);
+  }
+};
+
 struct NodeRecord {
   NodeSpec spec;
   NodeState state = NodeState::kReady;
   bool cordoned = false;
   std::string pool = "public";                      // public, pooled or exclusive
   std::map<std::string, std::string> admin_labels;  // the operator's; overlay spec.labels
+  std::map<std::string, std::string> taints;
   int64_t registered_ms = 0;
   int64_t last_seen_ms = 0;  // wall time of the last state change committed for it
   // gpu index -> task holding it; absent means free.
@@ -121,6 +140,7 @@ struct NodeRecord {
     v.Optional("cordoned", cordoned);
     v.Optional("pool", pool);
     v.Optional("admin_labels", admin_labels);
+    v.Optional("taints", taints);
     v.Optional("registered_ms", registered_ms);
     v.Optional("last_seen_ms", last_seen_ms);
     v.Optional("owned_gpus", owned_gpus);

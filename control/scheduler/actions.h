@@ -1,0 +1,15 @@
+// The actions of a scheduling cycle (see config.h for what each does). Each
+// reads and changes the session; the order comes from the configuration.
+#pragma once
+
+#include "control/scheduler/session.h"
+
+namespace gpool::scheduler {
+
+void Enqueue(Session& session);
+void Allocate(Session& session);
+void Backfill(Session& session);
+void Preempt(Session& session);
+void Reclaim(Session& session);
+
+}  // namespace gpool::scheduler

@@ -1,0 +1,181 @@
+// enqueue, allocate and backfill: placing work on free capacity.
+#include <algorithm>
+
+#include "control/scheduler/actions.h"
+#include "control/scheduler/job_order.h"
+
+namespace gpool::scheduler {
+namespace {
+
+using topology::PendingTask;
+
+Amounts GangDemand(const Session& session, QueueTree& tree, const WorkJob& job) {
+  (void)session;
+  Amounts demand(tree.resource_count(), 0);
+  for (const PendingTask* task : job.gang) {
+    const Amounts one = tree.Demand(task->resources.gpus, task->resources.cpu_milli, task->resources.memory_mib,
+                                    task->resources.gpu_model);
+    for (size_t r = 0; r < demand.size(); ++r) demand[r] += one[r];
+  }
+  return demand;
+}
+
+// Splits a job's waiting tasks into its gang (what each group still needs to
+// reach its minimum, lowest indices first) and the elastic rest.
+void SplitTasks(WorkJob& job) {
+  std::vector<uint32_t> wanted(job.active.size(), 0);
+  for (uint32_t g = 0; g < job.active.size(); ++g) {
+    const uint32_t min = job.GroupMin(g);
+    wanted[g] = job.active[g] < min ? min - job.active[g] : 0;
+  }
+  job.gang.clear();
+  job.extra.clear();
+  job.min_gpus = 0;
+  for (const auto& task : job.view->tasks) {
+    const uint32_t group = job.view->groups.empty() ? 0 : task.group;
+    if (group < wanted.size() && wanted[group] > 0) {
+      --wanted[group];
+      job.gang.push_back(&task);
+      job.min_gpus += task.resources.gpus;
+    } else {
+      job.extra.push_back(&task);
+    }
+  }
+}
+
+// Holds nodes for a large job that did not fit, so capacity freed by
+// finishing work gathers for it instead of being taken by smaller jobs. The
+// nodes closest to free enough (most free GPUs) are held, just enough of
+// them for its gang; nothing is held if its gang could not fit even on an
+// empty pool.
+void ReserveFor(Session& session, const WorkJob& job) {
+  auto& nodes = session.nodes();
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const WorkNode& node = nodes[i];
+    if (node.reserved_for != 0 || node.claimed_for != 0) continue;
+    if (session.CheckStatic(job, *job.gang.front(), node)) continue;
+    candidates.push_back(i);
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](size_t a, size_t b) { return nodes[a].free_gpus > nodes[b].free_gpus; });
+  std::vector<const PendingTask*> tasks = job.gang;
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const PendingTask* a, const PendingTask* b) { return a->resources.gpus > b->resources.gpus; });
+  std::vector<size_t> chosen;
+  std::vector<uint32_t> room;
+  for (const PendingTask* task : tasks) {
+    bool placed = false;
+    for (size_t c = 0; c < chosen.size() && !placed; ++c) {
+      if (room[c] >= task->resources.gpus) {
+        room[c] -= task->resources.gpus;
+        placed = true;
+      }
+    }
+    while (!placed && !candidates.empty()) {
+      const size_t node = candidates.front();
+      candidates.erase(candidates.begin());
+      if (session.CheckStatic(job, *task, nodes[node])) continue;
+      chosen.push_back(node);
+      room.push_back(nodes[node].usable_gpus - task->resources.gpus);
+      placed = true;
+    }
+    if (!placed) return;
+  }
+  for (size_t node : chosen) session.Reserve(node, job);
+}
+
+}  // namespace
+
+void Enqueue(Session& session) {
+  QueueTree& tree = session.queues();
+  for (auto& job : session.jobs()) {
+    SplitTasks(job);
+    if (job.gang.empty()) {
+      job.admitted = true;  // running already; only its elastic rest waits
+      continue;
+    }
+    const Amounts demand = GangDemand(session, tree, job);
+    if (auto overrun = tree.CheckCapability(job.queue, demand)) {
+      job.reasons.push_back(tree.DescribeOverrun(*overrun, demand));
+      continue;
+    }
+    job.admitted = true;
+  }
+}
+
+void Allocate(Session& session) {
+  auto& jobs = session.jobs();
+  QueueTree& tree = session.queues();
+  const auto& reservation = session.config().reservation;
+  bool reserved_in_pool[3] = {false, false, false};
+
+  auto try_job = [&](WorkJob& job) {
+    const Amounts demand = GangDemand(session, tree, job);
+    if (auto overrun = tree.CheckCapability(job.queue, demand)) {
+      job.reasons = {tree.DescribeOverrun(*overrun, demand)};
+      return false;
+    }
+    if (session.PlaceAll(job, job.gang, session.MayIgnoreReservations(job))) {
+      job.done = true;
+      return true;
+    }
+    return false;
+  };
+
+  // A preemptor whose victims are draining goes first: the capacity they
+  // free is its claim.
+  for (auto& job : jobs) {
+    if (!job.admitted || job.done || !job.has_claim || job.gang.empty()) continue;
+    if (!try_job(job)) {
+      job.done = true;  // keeps its claim; it neither preempts again nor lets others in
+      job.reasons.insert(job.reasons.begin(), "waiting for preempted tasks to stop");
+    }
+  }
+
+  JobOrder order(session, [](const WorkJob& job) { return job.admitted && !job.done && !job.gang.empty(); });
+  for (int next = order.Next(); next >= 0; next = order.Next()) {
+    WorkJob& job = jobs[static_cast<size_t>(next)];
+    if (try_job(job)) {
+      order.Charged(job, GangDemand(session, tree, job));
+      continue;
+    }
+    const bool never_fits = std::any_of(job.reasons.begin(), job.reasons.end(), [](const std::string& reason) {
+      return reason.find("but the largest node has") != std::string::npos;
+    });
+    const int pool = std::clamp(job.pool, 0, 2);
+    if (reservation.enabled && !never_fits && !reserved_in_pool[pool] &&
+        job.view->priority_class != topology::PriorityClass::kLow && job.min_gpus >= reservation.min_gpus &&
+        job.reasons.front().rfind("queue ", 0) != 0) {
+      ReserveFor(session, job);
+      reserved_in_pool[pool] = session.HoldsReservation(job);
+      if (reserved_in_pool[pool]) job.reasons.push_back("nodes are being held for this job as work finishes");
+    }
+  }
+}
+
+void Backfill(Session& session) {
+  QueueTree& tree = session.queues();
+  auto& jobs = session.jobs();
+  JobOrder order(session, [](const WorkJob& job) {
+    return job.admitted && !job.extra.empty() && (job.done || job.gang.empty()) && !job.has_claim;
+  });
+  for (int next = order.Next(); next >= 0; next = order.Next()) {
+    WorkJob& job = jobs[static_cast<size_t>(next)];
+    if (!job.MinimumMet()) continue;
+    std::vector<std::string> ignored;
+    for (const PendingTask* task : job.extra) {
+      const Amounts demand =
+          tree.Demand(task->resources.gpus, task->resources.cpu_milli, task->resources.memory_mib, task->resources.gpu_model);
+      if (tree.CheckCapability(job.queue, demand)) break;
+      auto node = session.FindNode(job, *task, session.MayIgnoreReservations(job), ignored);
+      if (!node) break;
+      session.plan().binds.push_back(session.Place(job, *task, *node));
+      job.placed[static_cast<size_t>(task - job.view->tasks.data())] = true;
+      order.Charged(job, demand);
+    }
+    job.done = true;
+  }
+}
+
+}  // namespace gpool::scheduler

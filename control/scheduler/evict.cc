@@ -1,0 +1,269 @@
+// preempt and reclaim: making room by evicting running work.
+//
+// Both look for nodes where the waiting job's gang fits once some running
+// tasks are gone, choose the fewest and least important such tasks, and
+// evict only those. A task whose loss would break its own job's gang takes
+// its whole job with it (a gang never runs partly), and is counted so. The
+// evicting job then holds a claim on what the victims free; it never evicts
+// again while they drain, and never evicts a task it has evicted before, so
+// preemption cannot loop.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "control/scheduler/actions.h"
+#include "control/scheduler/job_order.h"
+
+namespace gpool::scheduler {
+namespace {
+
+using topology::PendingTask;
+using topology::PriorityClass;
+
+struct Freed {
+  uint32_t gpus = 0;
+  uint64_t cpu = 0;
+  uint64_t memory = 0;
+};
+
+class Evictor {
+ public:
+  using Eligible = std::function<bool(const WorkTask&)>;
+
+  Evictor(Session& session, const WorkJob& job, Eligible eligible)
+      : session_(session), job_(job), eligible_(std::move(eligible)) {
+    auto& running = session.running();
+    for (size_t i = 0; i < running.size(); ++i) by_job_[running[i].view->job.value()].push_back(i);
+  }
+
+  // Chooses victims for every task of the gang; false (and nothing chosen)
+  // when some task fits nowhere even with evictions.
+  bool Plan() {
+    for (const PendingTask* task : job_.gang) {
+      if (!PlaceTask(*task)) return false;
+    }
+    return true;
+  }
+  const std::set<size_t>& victims() const { return chosen_; }
+
+ private:
+  bool Evictable(const WorkTask& task) const {
+    if (task.evicted || chosen_.count(static_cast<size_t>(&task - session_.running().data()))) return false;
+    const auto& before = task.view->evicted_by;
+    if (std::find(before.begin(), before.end(), job_.view->id.value()) != before.end()) return false;
+    return eligible_(task);
+  }
+
+  // Evicting this task alone leaves its group above its minimum.
+  bool Spare(const WorkTask& task) const {
+    uint32_t gone = 0;
+    for (size_t i : by_job_.at(task.view->job.value())) {
+      if (session_.running()[i].view->group == task.view->group && chosen_.count(i)) ++gone;
+    }
+    return task.view->group_active > task.view->group_min + gone;
+  }
+
+  // The tasks that go if `index` goes: itself, or its whole job when the
+  // job's gang would break. Empty when one of them may not be evicted.
+  std::vector<size_t> Closure(size_t index) const {
+    const WorkTask& task = session_.running()[index];
+    if (Spare(task)) return {index};
+    std::vector<size_t> all;
+    for (size_t i : by_job_.at(task.view->job.value())) {
+      const WorkTask& sibling = session_.running()[i];
+      if (sibling.evicted || chosen_.count(i)) continue;
+      if (!Evictable(sibling)) return {};
+      all.push_back(i);
+    }
+    return all;
+  }
+
+  static bool LessImportant(const WorkTask& a, bool a_spare, const WorkTask& b, bool b_spare) {
+    if (a_spare != b_spare) return a_spare;  // elastic replicas above their minimum go first
+    if (a.view->priority_class != b.view->priority_class) return a.view->priority_class < b.view->priority_class;
+    if (a.view->priority != b.view->priority) return a.view->priority < b.view->priority;
+    return a.view->bind_order > b.view->bind_order;  // newest first: it has lost the least work
+  }
+
+  bool Fits(const WorkNode& node, const Freed& freed, const Resources& need) const {
+    const Freed& used = consumed_.count(&node) ? consumed_.at(&node) : Freed{};
+    return node.free_gpus + freed.gpus >= need.gpus + used.gpus && node.cpu_free + freed.cpu >= need.cpu_milli + used.cpu &&
+           node.memory_free + freed.memory >= need.memory_mib + used.memory;
+  }
+
+  Freed FreedOn(int node) const {
+    auto it = freed_.find(node);
+    return it == freed_.end() ? Freed{} : it->second;
+  }
+
+  bool PlaceTask(const PendingTask& task) {
+    auto& nodes = session_.nodes();
+    auto& running = session_.running();
+    int best_node = -1;
+    std::vector<size_t> best_victims;
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      const WorkNode& node = nodes[n];
+      if (session_.CheckStatic(job_, task, node)) continue;
+      if (node.claimed_for != 0 && node.claimed_for != job_.view->id.value()) continue;
+      if (node.pool == 2) continue;  // exclusive nodes are not shared out by eviction
+      Freed freed = FreedOn(static_cast<int>(n));
+      if (Fits(node, freed, task.resources)) {
+        best_node = static_cast<int>(n);
+        best_victims.clear();
+        break;
+      }
+      std::vector<size_t> candidates;
+      for (size_t i : node.running) {
+        if (Evictable(running[i])) candidates.push_back(i);
+      }
+      std::stable_sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
+        return LessImportant(running[a], Spare(running[a]), running[b], Spare(running[b]));
+      });
+      std::vector<size_t> taken;
+      std::set<size_t> seen;
+      bool fits = false;
+      for (size_t i : candidates) {
+        if (seen.count(i)) continue;
+        auto closure = Closure(i);
+        if (closure.empty()) continue;
+        for (size_t c : closure) {
+          if (!seen.insert(c).second) continue;
+          taken.push_back(c);
+          if (running[c].node == static_cast<int>(n)) {
+            freed.gpus += running[c].view->gpus;
+            freed.cpu += running[c].view->cpu_milli;
+            freed.memory += running[c].view->memory_mib;
+          }
+        }
+        if (Fits(node, freed, task.resources)) {
+          fits = true;
+          break;
+        }
+      }
+      if (!fits) continue;
+      if (best_node < 0 || taken.size() < best_victims.size()) {
+        best_node = static_cast<int>(n);
+        best_victims = std::move(taken);
+      }
+    }
+    if (best_node < 0) return false;
+    for (size_t v : best_victims) {
+      chosen_.insert(v);
+      const WorkTask& victim = running[v];
+      if (victim.node < 0) continue;
+      Freed& freed = freed_[victim.node];
+      freed.gpus += victim.view->gpus;
+      freed.cpu += victim.view->cpu_milli;
+      freed.memory += victim.view->memory_mib;
+    }
+    Freed& used = consumed_[&nodes[static_cast<size_t>(best_node)]];
+    used.gpus += task.resources.gpus;
+    used.cpu += task.resources.cpu_milli;
+    used.memory += task.resources.memory_mib;
+    return true;
+  }
+
+  Session& session_;
+  const WorkJob& job_;
+  Eligible eligible_;
+  std::map<uint64_t, std::vector<size_t>> by_job_;
+  std::set<size_t> chosen_;
+  std::map<int, Freed> freed_;
+  std::map<const WorkNode*, Freed> consumed_;
+};
+
+std::string ShapeOf(const WorkJob& job) {
+  std::string key = std::to_string(job.queue) + '|' + job.view->pool;
+  for (const PendingTask* task : job.gang) {
+    key += '|' + std::to_string(task->resources.gpus) + ',' + std::to_string(task->resources.cpu_milli) + ',' +
+           std::to_string(task->resources.memory_mib) + ',' + task->resources.gpu_model;
+  }
+  return key;
+}
+
+// Runs `eligible`-bounded eviction for each job `wants` picks, in fair order.
+void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants,
+              const std::function<Evictor::Eligible(const WorkJob&)>& eligible_for,
+              const std::function<std::string(const WorkJob&)>& reason_for, const char* waiting_reason) {
+  auto& jobs = session.jobs();
+  std::set<std::string> failed_shapes;
+  JobOrder order(session, [&](const WorkJob& job) {
+    return job.admitted && !job.done && !job.has_claim && !job.gang.empty() && wants(job);
+  });
+  for (int next = order.Next(); next >= 0; next = order.Next()) {
+    WorkJob& job = jobs[static_cast<size_t>(next)];
+    if (!wants(job)) continue;
+    const std::string shape = ShapeOf(job);
+    if (failed_shapes.count(shape)) continue;
+    Evictor evictor(session, job, eligible_for(job));
+    if (!evictor.Plan() || evictor.victims().empty()) {
+      failed_shapes.insert(shape);
+      continue;
+    }
+    const std::string reason = reason_for(job);
+    for (size_t victim : evictor.victims()) session.Evict(victim, job, reason);
+    job.done = true;
+    job.has_claim = true;
+    job.reasons = {std::string(waiting_reason) + " (" + std::to_string(evictor.victims().size()) + " tasks)"};
+  }
+}
+
+}  // namespace
+
+void Preempt(Session& session) {
+  EvictFor(
+      session, [](const WorkJob& job) { return job.view->priority_class == PriorityClass::kHigh; },
+      [](const WorkJob& job) {
+        const int queue = job.queue;
+        return Evictor::Eligible([queue](const WorkTask& task) {
+          return task.queue == queue && task.view->priority_class == PriorityClass::kLow;
+        });
+      },
+      [](const WorkJob& job) { return "preempted by job " + std::to_string(job.view->id.value()) + " (high)"; },
+      "preempting lower-priority tasks of its queue");
+}
+
+void Reclaim(Session& session) {
+  QueueTree& tree = session.queues();
+  // The queue on each side just below where the paths of the two leaves meet:
+  // shares are compared between those siblings.
+  auto siblings = [&tree](int a, int b) {
+    const auto path_a = tree.Path(a);
+    const auto path_b = tree.Path(b);
+    size_t k = 0;
+    while (k < path_a.size() && k < path_b.size() && path_a[k] == path_b[k]) ++k;
+    return std::pair<int, int>{k < path_a.size() ? path_a[k] : -1, k < path_b.size() ? path_b[k] : -1};
+  };
+  auto resource_of = [](const WorkJob& job) { return job.min_gpus > 0 ? kGpu : kCpu; };
+  auto demand_of = [](const WorkJob& job, size_t r) {
+    uint64_t total = 0;
+    for (const PendingTask* task : job.gang) total += r == kGpu ? task->resources.gpus : task->resources.cpu_milli;
+    return total;
+  };
+
+  EvictFor(
+      session, [](const WorkJob&) { return true; },
+      [&](const WorkJob& job) {
+        return Evictor::Eligible([&tree, &job, siblings, resource_of, demand_of](const WorkTask& task) {
+          if (task.queue == job.queue) return false;
+          const auto [mine, theirs] = siblings(job.queue, task.queue);
+          if (mine < 0 || theirs < 0) return false;  // one is the other's ancestor
+          const size_t r = resource_of(job);
+          const QueueNode& q = tree.queue(mine);
+          const QueueNode& v = tree.queue(theirs);
+          const uint64_t after = q.used[r] + demand_of(job, r);
+          const bool within_guarantee = after <= q.guarantee[r];
+          const bool within_deserved = q.deserved[r] != kUnlimited && after <= q.deserved[r];
+          if (!within_guarantee && !within_deserved) return false;
+          // Only what the other side holds beyond its own share is lent out.
+          const uint64_t share = within_guarantee ? v.guarantee[r] : v.deserved[r];
+          return share != kUnlimited && v.used[r] > share;
+        });
+      },
+      [&tree](const WorkJob& job) {
+        return "reclaimed by queue " + tree.queue(job.queue).name + " for job " + std::to_string(job.view->id.value());
+      },
+      "reclaiming capacity lent to other queues");
+}
+
+}  // namespace gpool::scheduler

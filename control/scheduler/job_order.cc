@@ -1,0 +1,94 @@
+#include "control/scheduler/job_order.h"
+
+#include <algorithm>
+
+namespace gpool::scheduler {
+
+JobOrder::JobOrder(Session& session, const std::function<bool(const WorkJob&)>& include) : session_(session) {
+  auto& jobs = session.jobs();
+  std::vector<size_t> chosen;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (include(jobs[i])) chosen.push_back(i);
+  }
+  std::stable_sort(chosen.begin(), chosen.end(), [&](size_t a, size_t b) {
+    const auto& x = *jobs[a].view;
+    const auto& y = *jobs[b].view;
+    if (x.priority != y.priority) return x.priority > y.priority;
+    return x.arrival < y.arrival;
+  });
+  for (size_t i : chosen) {
+    const WorkJob& job = jobs[i];
+    auto& queue = queues_[job.queue];
+    queue.by_class[static_cast<size_t>(job.view->priority_class)][job.view->user].push_back(i);
+    ++queue.remaining;
+  }
+  for (const auto& task : session.running()) {
+    if (task.evicted) continue;
+    auto& used = user_used_[{task.queue, task.view->user}];
+    used.resize(3, 0);
+    for (size_t r = 0; r < 3; ++r) used[r] += task.charge[r];
+  }
+}
+
+void JobOrder::Charged(const WorkJob& job, const Amounts& demand) {
+  auto& used = user_used_[{job.queue, job.view->user}];
+  used.resize(3, 0);
+  for (size_t r = 0; r < 3 && r < demand.size(); ++r) used[r] += demand[r];
+}
+
+uint64_t JobOrder::UserShare(int queue, const std::string& user) const {
+  auto it = user_used_.find({queue, user});
+  if (it == user_used_.end()) return 0;
+  const auto& used = session_.queues().queue(queue).used;
+  uint64_t share = 0;
+  for (size_t r = 0; r < 3; ++r) {
+    // Relative to what the whole queue holds: users split their queue.
+    const uint64_t total = std::max<uint64_t>(used[r], 1);
+    share = std::max(share, it->second[r] * 1'000'000 / total);
+  }
+  return share;
+}
+
+int JobOrder::Next() {
+  const bool drf = session_.config().fairness.drf;
+  QueueTree& tree = session_.queues();
+  int best_queue = -1;
+  std::vector<uint64_t> best_key;
+  for (const auto& [queue, jobs] : queues_) {
+    if (jobs.remaining == 0) continue;
+    if (!drf) {
+      if (best_queue < 0 || tree.queue(queue).name < tree.queue(best_queue).name) best_queue = queue;
+      continue;
+    }
+    auto key = tree.ShareKey(queue);
+    if (best_queue < 0 || key < best_key || (key == best_key && tree.queue(queue).name < tree.queue(best_queue).name)) {
+      best_queue = queue;
+      best_key = std::move(key);
+    }
+  }
+  if (best_queue < 0) return -1;
+  QueueJobs& queue = queues_[best_queue];
+  for (size_t cls = queue.by_class.size(); cls-- > 0;) {
+    auto& users = queue.by_class[cls];
+    if (users.empty()) continue;
+    auto pick = users.begin();
+    if (drf) {
+      uint64_t pick_share = UserShare(best_queue, pick->first);
+      for (auto it = std::next(users.begin()); it != users.end(); ++it) {
+        const uint64_t share = UserShare(best_queue, it->first);
+        if (share < pick_share) {
+          pick = it;
+          pick_share = share;
+        }
+      }
+    }
+    const size_t job = pick->second.front();
+    pick->second.pop_front();
+    if (pick->second.empty()) users.erase(pick);
+    --queue.remaining;
+    return static_cast<int>(job);
+  }
+  return -1;
+}
+
+}  // namespace gpool::scheduler

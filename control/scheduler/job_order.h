@@ -1,0 +1,46 @@
+// JobOrder: the order a cycle offers jobs to an action.
+//
+// Across queues, dominant resource fairness: the next job comes from the
+// leaf whose path from the root has the lowest dominant shares (used over
+// deserved, compared level by level), so a queue's share is weighed against
+// its siblings' at every level. Inside a queue: priority class first (high,
+// medium, low), then the user with the lowest dominant share, then that
+// user's jobs by priority and arrival. Shares are read live from the queue
+// tree, so every placement moves the next pick.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "control/scheduler/session.h"
+
+namespace gpool::scheduler {
+
+class JobOrder {
+ public:
+  // Offers the jobs for which `include` is true.
+  JobOrder(Session& session, const std::function<bool(const WorkJob&)>& include);
+
+  // The next job's index in session.jobs(), or -1 when none is left.
+  int Next();
+  // A job's placement moves its user's share inside the queue.
+  void Charged(const WorkJob& job, const Amounts& demand);
+
+ private:
+  struct QueueJobs {
+    // by class (index = PriorityClass), then user -> jobs in order
+    std::array<std::map<std::string, std::deque<size_t>>, 3> by_class;
+    size_t remaining = 0;
+  };
+  uint64_t UserShare(int queue, const std::string& user) const;
+
+  Session& session_;
+  std::map<int, QueueJobs> queues_;
+  std::map<std::pair<int, std::string>, Amounts> user_used_;
+};
+
+}  // namespace gpool::scheduler

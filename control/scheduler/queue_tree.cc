@@ -1,0 +1,182 @@
+#include "control/scheduler/queue_tree.h"
+
+#include <algorithm>
+
+namespace gpool::scheduler {
+
+QueueTree::QueueTree(const std::vector<topology::QueueView>& queues, const std::vector<std::string>& models) {
+  for (const char* base : {"gpu", "cpu", "memory"}) Intern(base);
+  for (const auto& model : models) {
+    if (!model.empty()) Intern("gpu/" + model);
+  }
+  for (const auto& queue : queues) {
+    for (const Quota* quota : {&queue.capability, &queue.deserved, &queue.guarantee}) {
+      for (const auto& [name, amount] : *quota) Intern(name);
+    }
+  }
+  const size_t resources = resource_names_.size();
+  QueueNode root;
+  root.name = "root";
+  root.capability.assign(resources, kUnlimited);
+  root.deserved.assign(resources, kUnlimited);
+  root.guarantee.assign(resources, 0);
+  root.used.assign(resources, 0);
+  for (const auto& queue : queues) {
+    if (queue.name == "root") {
+      root.capability = FromQuota(queue.capability, kUnlimited);
+      root.deserved = FromQuota(queue.deserved, kUnlimited);
+      root.guarantee = FromQuota(queue.guarantee, 0);
+    }
+  }
+  queues_.push_back(std::move(root));
+  by_name_["root"] = 0;
+  for (const auto& queue : queues) {
+    if (queue.name == "root" || by_name_.count(queue.name)) continue;
+    QueueNode node;
+    node.name = queue.name;
+    node.capability = FromQuota(queue.capability, kUnlimited);
+    node.deserved = FromQuota(queue.deserved, kUnlimited);
+    node.guarantee = FromQuota(queue.guarantee, 0);
+    node.used.assign(resources, 0);
+    by_name_[queue.name] = static_cast<int>(queues_.size());
+    queues_.push_back(std::move(node));
+  }
+  // Parents are linked once every queue exists, so the view may list them in
+  // any order; a parent that is missing (or a cycle) hangs the queue off root.
+  for (const auto& queue : queues) {
+    auto self = by_name_.find(queue.name);
+    if (self == by_name_.end() || self->second == 0) continue;
+    auto parent = by_name_.find(queue.parent);
+    queues_[static_cast<size_t>(self->second)].parent = parent == by_name_.end() ? 0 : parent->second;
+  }
+  for (size_t i = 1; i < queues_.size(); ++i) {
+    // Walk up at most size() steps; a longer walk is a cycle.
+    int at = static_cast<int>(i);
+    uint32_t depth = 0;
+    while (at != 0 && depth <= queues_.size()) {
+      at = queues_[static_cast<size_t>(at)].parent;
+      ++depth;
+    }
+    if (at != 0) {
+      queues_[i].parent = 0;
+      depth = 1;
+    }
+    queues_[i].depth = depth;
+  }
+  for (size_t i = 1; i < queues_.size(); ++i) queues_[static_cast<size_t>(queues_[i].parent)].leaf = false;
+  totals_.assign(resources, 0);
+}
+
+size_t QueueTree::Intern(const std::string& name) {
+  auto [it, inserted] = resource_index_.emplace(name, resource_names_.size());
+  if (inserted) resource_names_.push_back(name);
+  return it->second;
+}
+
+Amounts QueueTree::FromQuota(const Quota& quota, uint64_t unset) const {
+  Amounts amounts(resource_names_.size(), unset);
+  for (const auto& [name, amount] : quota) {
+    auto it = resource_index_.find(name);
+    if (it != resource_index_.end()) amounts[it->second] = amount;
+  }
+  return amounts;
+}
+
+int QueueTree::Resolve(const std::string& name) {
+  auto it = by_name_.find(name);
+  if (it != by_name_.end()) return it->second;
+  QueueNode node;
+  node.name = name;
+  node.parent = 0;
+  node.depth = 1;
+  node.capability.assign(resource_names_.size(), kUnlimited);
+  node.deserved.assign(resource_names_.size(), kUnlimited);
+  node.guarantee.assign(resource_names_.size(), 0);
+  node.used.assign(resource_names_.size(), 0);
+  queues_[0].leaf = false;
+  const int index = static_cast<int>(queues_.size());
+  queues_.push_back(std::move(node));
+  by_name_[name] = index;
+  return index;
+}
+
+std::optional<size_t> QueueTree::ModelIndex(const std::string& model) const {
+  if (model.empty()) return std::nullopt;
+  auto it = resource_index_.find("gpu/" + model);
+  if (it == resource_index_.end()) return std::nullopt;
+  return it->second;
+}
+
+Amounts QueueTree::Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model) const {
+  Amounts demand(resource_names_.size(), 0);
+  demand[kGpu] = gpus;
+  demand[kCpu] = cpu_milli;
+  demand[kMemory] = memory_mib;
+  if (gpus > 0) {
+    if (auto index = ModelIndex(model)) demand[*index] = gpus;
+  }
+  return demand;
+}
+
+std::optional<QueueTree::Overrun> QueueTree::CheckCapability(int leaf, const Amounts& demand) const {
+  for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
+    const QueueNode& queue = queues_[static_cast<size_t>(at)];
+    for (size_t r = 0; r < demand.size(); ++r) {
+      if (demand[r] == 0 || queue.capability[r] == kUnlimited) continue;
+      if (queue.used[r] + demand[r] > queue.capability[r]) return Overrun{at, r};
+    }
+  }
+  return std::nullopt;
+}
+
+std::string QueueTree::DescribeOverrun(const Overrun& overrun, const Amounts& demand) const {
+  const QueueNode& queue = queues_[static_cast<size_t>(overrun.queue)];
+  const size_t r = overrun.resource;
+  return "queue " + queue.name + " at capability for " + resource_names_[r] + " (" + std::to_string(queue.used[r]) +
+         " of " + std::to_string(queue.capability[r]) + " in use, needs " + std::to_string(demand[r]) + " more)";
+}
+
+void QueueTree::Charge(int leaf, const Amounts& demand) {
+  for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
+    auto& used = queues_[static_cast<size_t>(at)].used;
+    for (size_t r = 0; r < demand.size(); ++r) used[r] += demand[r];
+  }
+}
+
+void QueueTree::Refund(int leaf, const Amounts& demand) {
+  for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
+    auto& used = queues_[static_cast<size_t>(at)].used;
+    for (size_t r = 0; r < demand.size(); ++r) used[r] -= std::min(used[r], demand[r]);
+  }
+}
+
+uint64_t QueueTree::DominantShare(int index) const {
+  const QueueNode& queue = queues_[static_cast<size_t>(index)];
+  uint64_t share = 0;
+  for (size_t r : {kGpu, kCpu, kMemory}) {
+    const uint64_t weight = queue.deserved[r] != kUnlimited ? queue.deserved[r] : totals_[r];
+    if (queue.used[r] == 0) continue;
+    const uint64_t s = weight == 0 ? kUnlimited / 2
+                                   : static_cast<uint64_t>(static_cast<unsigned __int128>(queue.used[r]) * 1'000'000 /
+                                                           weight);
+    share = std::max(share, s);
+  }
+  return share;
+}
+
+std::vector<int> QueueTree::Path(int leaf) const {
+  std::vector<int> path;
+  for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) path.push_back(at);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+std::vector<uint64_t> QueueTree::ShareKey(int leaf) const {
+  std::vector<uint64_t> key;
+  for (int at : Path(leaf)) {
+    if (at != 0) key.push_back(DominantShare(at));
+  }
+  return key;
+}
+
+}  // namespace gpool::scheduler

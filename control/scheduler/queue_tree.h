@@ -1,0 +1,92 @@
+// QueueTree: the queue hierarchy as one scheduling cycle sees it, with what
+// each queue holds kept current as the cycle places tasks.
+//
+// Quota names ("gpu", "cpu", "memory", "gpu/A100") are interned into dense
+// indices once per cycle so every check is a few array reads: a cycle makes
+// one capability check per placement attempt, hundreds of thousands of them
+// at scale. A queue's usage always includes its descendants', so "never
+// exceed capability" is checked on every queue from the leaf to the root.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/types.h"
+#include "topology/cluster_view.h"
+
+namespace gpool::scheduler {
+
+inline constexpr uint64_t kUnlimited = std::numeric_limits<uint64_t>::max();
+
+// Amounts indexed by interned resource: 0 gpu, 1 cpu, 2 memory, then one per GPU model.
+using Amounts = std::vector<uint64_t>;
+inline constexpr size_t kGpu = 0;
+inline constexpr size_t kCpu = 1;
+inline constexpr size_t kMemory = 2;
+
+struct QueueNode {
+  std::string name;
+  int parent = -1;  // index; -1 for root
+  uint32_t depth = 0;
+  Amounts capability;  // kUnlimited where unset
+  Amounts deserved;    // kUnlimited where unset
+  Amounts guarantee;   // 0 where unset
+  Amounts used;        // bound and running tasks of it and its descendants
+  bool leaf = true;
+};
+
+class QueueTree {
+ public:
+  // `models` are the GPU models seen on nodes; quotas may name others, which
+  // are interned too (so a quota on a model nobody has yet still binds).
+  QueueTree(const std::vector<topology::QueueView>& queues, const std::vector<std::string>& models);
+
+  // The queue a job names, added as an unlimited leaf under root when the
+  // view does not list it (a view built without queues).
+  int Resolve(const std::string& name);
+  size_t resource_count() const { return resource_names_.size(); }
+  const std::string& resource_name(size_t r) const { return resource_names_[r]; }
+  // The model's index, or nullopt for "" or a model nobody quotes or owns.
+  std::optional<size_t> ModelIndex(const std::string& model) const;
+  const QueueNode& queue(int index) const { return queues_[static_cast<size_t>(index)]; }
+  size_t size() const { return queues_.size(); }
+
+  // Demand of a task placed on GPUs of `model`.
+  Amounts Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model) const;
+  // The first queue from `leaf` up that `demand` would take past its
+  // capability, with the resource; nullopt when it fits everywhere.
+  struct Overrun {
+    int queue = -1;
+    size_t resource = 0;
+  };
+  std::optional<Overrun> CheckCapability(int leaf, const Amounts& demand) const;
+  std::string DescribeOverrun(const Overrun& overrun, const Amounts& demand) const;
+  void Charge(int leaf, const Amounts& demand);
+  void Refund(int leaf, const Amounts& demand);
+
+  // Dominant share of a queue: the largest used/deserved over gpu, cpu and
+  // memory (the cluster total where deserved is unset), in millionths.
+  uint64_t DominantShare(int queue) const;
+  // Shares from the top of the tree down to `leaf`: DRF between siblings at
+  // every level compares these lexicographically.
+  std::vector<uint64_t> ShareKey(int leaf) const;
+  void SetClusterTotals(const Amounts& totals) { totals_ = totals; }
+  // Path root..leaf (root first).
+  std::vector<int> Path(int leaf) const;
+
+ private:
+  size_t Intern(const std::string& name);
+  Amounts FromQuota(const Quota& quota, uint64_t unset) const;
+
+  std::vector<std::string> resource_names_;
+  std::map<std::string, size_t> resource_index_;
+  std::vector<QueueNode> queues_;
+  std::map<std::string, int> by_name_;
+  Amounts totals_;
+};
+
+}  // namespace gpool::scheduler

@@ -1,0 +1,422 @@
+#include "control/scheduler/session.h"
+
+#include <algorithm>
+#include <set>
+
+namespace gpool::scheduler {
+
+using topology::PendingTask;
+
+std::string_view RejectText(Reject reject) {
+  switch (reject) {
+    case Reject::kNotReady: return "node not ready";
+    case Reject::kCordoned: return "node cordoned";
+    case Reject::kPool: return "in another pool";
+    case Reject::kSelector: return "node selector does not match";
+    case Reject::kTaint: return "taint not tolerated";
+    case Reject::kGpuModel: return "no GPUs of the requested model";
+    case Reject::kClaimed: return "claimed by a preempting job";
+    case Reject::kReserved: return "held for a large waiting job";
+    case Reject::kExclusiveBusy: return "exclusive node in use";
+    case Reject::kExclusiveWhole: return "exclusive pool takes whole nodes only";
+    case Reject::kGpus: return "insufficient GPUs";
+    case Reject::kModelCapability: return "queue at capability for the node's GPU model";
+    case Reject::kCpu: return "insufficient CPU";
+    case Reject::kCpuKeptForGpus: return "CPU kept for the node's free GPUs";
+    case Reject::kMemory: return "insufficient memory";
+    case Reject::kMemoryKeptForGpus: return "memory kept for the node's free GPUs";
+    case Reject::kCount: break;
+  }
+  return "unknown";
+}
+
+uint32_t WorkJob::GroupMin(uint32_t group) const {
+  if (view->groups.empty()) return static_cast<uint32_t>(view->tasks.size());
+  return group < view->groups.size() ? view->groups[group].min : 0;
+}
+
+bool WorkJob::MinimumMet() const {
+  for (uint32_t g = 0; g < active.size(); ++g) {
+    if (active[g] < GroupMin(g)) return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::vector<std::string> NodeModels(const topology::ClusterView& view) {
+  std::set<std::string> models;
+  for (const auto& node : view.nodes) {
+    for (const auto& gpu : node.gpus) models.insert(gpu.model);
+  }
+  return {models.begin(), models.end()};
+}
+
+bool Tolerates(const std::vector<std::string>& tolerations, const std::string& key, const std::string& value) {
+  for (const auto& toleration : tolerations) {
+    const auto eq = toleration.find('=');
+    if (eq == std::string::npos) {
+      if (toleration == key) return true;
+    } else if (toleration.compare(0, eq, key) == 0 && eq == key.size() && toleration.compare(eq + 1, std::string::npos, value) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+uint64_t Permille(uint64_t used, uint64_t total) { return total == 0 ? 1000 : used * 1000 / total; }
+
+}  // namespace
+
+Session::Session(const topology::ClusterView& view, const SchedulerConfig& config)
+    : config_(config), queues_(view.queues, NodeModels(view)) {
+  pools_ = {"public", "pooled", "exclusive"};
+  Amounts totals(queues_.resource_count(), 0);
+  nodes_.reserve(view.nodes.size());
+  std::map<std::string, size_t> node_index;
+  for (const auto& node_view : view.nodes) {
+    WorkNode node;
+    node.view = &node_view;
+    node.pool = PoolIndex(node_view.pool);
+    node.cpu_free = node_view.cpu_milli_free;
+    node.memory_free = node_view.memory_mib_free;
+    node.gpu_free.reserve(node_view.gpus.size());
+    for (const auto& gpu : node_view.gpus) {
+      node.gpu_free.push_back(gpu.healthy && !gpu.allocated);
+      if (gpu.healthy) ++node.usable_gpus;
+      if (gpu.healthy && !gpu.allocated) ++node.free_gpus;
+    }
+    if (!node_view.gpus.empty()) node.gpu_model = node_view.gpus.front().model;
+    largest_gpus_ = std::max(largest_gpus_, node.usable_gpus);
+    largest_cpu_ = std::max(largest_cpu_, node_view.cpu_milli_total);
+    largest_memory_ = std::max(largest_memory_, node_view.memory_mib_total);
+    if (node_view.ready) {
+      totals[kGpu] += node.usable_gpus;
+      totals[kCpu] += node_view.cpu_milli_total;
+      totals[kMemory] += node_view.memory_mib_total;
+    }
+    node_index.emplace(node_view.name, nodes_.size());
+    nodes_.push_back(std::move(node));
+  }
+  queues_.SetClusterTotals(totals);
+
+  buckets_.assign(pools_.size(), std::vector<std::vector<uint32_t>>(largest_gpus_ + 1));
+  position_.assign(nodes_.size(), 0);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].view->ready && !nodes_[i].view->cordoned) BucketInsert(i);
+  }
+
+  running_.reserve(view.running.size());
+  for (const auto& task : view.running) {
+    WorkTask work;
+    work.view = &task;
+    work.queue = queues_.Resolve(task.queue);
+    auto it = node_index.find(task.node);
+    work.node = it == node_index.end() ? -1 : static_cast<int>(it->second);
+    work.evicted = task.stopping;
+    work.charge = queues_.Demand(task.gpus, task.cpu_milli, task.memory_mib, task.gpu_model);
+    queues_.Charge(work.queue, work.charge);
+    if (work.node >= 0) {
+      nodes_[static_cast<size_t>(work.node)].running.push_back(running_.size());
+      // Victims drain for their preemptor: what they free is its alone.
+      if (task.stopping_for != 0) nodes_[static_cast<size_t>(work.node)].claimed_for = task.stopping_for;
+    }
+    running_.push_back(std::move(work));
+  }
+
+  jobs_.reserve(view.pending.size());
+  for (const auto& job_view : view.pending) {
+    WorkJob job;
+    job.view = &job_view;
+    job.queue = queues_.Resolve(job_view.queue);
+    job.pool = PoolIndex(job_view.pool);
+    const size_t groups = std::max<size_t>(1, job_view.groups.size());
+    job.active.assign(groups, 0);
+    for (size_t g = 0; g < job_view.groups.size(); ++g) job.active[g] = job_view.groups[g].active;
+    job.placed.assign(job_view.tasks.size(), false);
+    jobs_.push_back(std::move(job));
+  }
+  std::set<uint64_t> claimants;
+  for (const auto& task : view.running) {
+    if (task.stopping_for != 0) claimants.insert(task.stopping_for);
+  }
+  for (auto& job : jobs_) job.has_claim = claimants.count(job.view->id.value()) > 0;
+}
+
+int Session::PoolIndex(const std::string& pool) const {
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    if (pools_[i] == pool) return static_cast<int>(i);
+  }
+  return 0;
+}
+
+void Session::BucketInsert(size_t node) {
+  auto& bucket = buckets_[static_cast<size_t>(nodes_[node].pool)][nodes_[node].free_gpus];
+  position_[node] = static_cast<uint32_t>(bucket.size());
+  bucket.push_back(static_cast<uint32_t>(node));
+}
+
+void Session::BucketRemove(size_t node) {
+  auto& bucket = buckets_[static_cast<size_t>(nodes_[node].pool)][nodes_[node].free_gpus];
+  const uint32_t slot = position_[node];
+  bucket[slot] = bucket.back();
+  position_[bucket[slot]] = slot;
+  bucket.pop_back();
+}
+
+std::optional<Reject> Session::CheckStatic(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  const topology::PendingJob& spec = *job.view;
+  if (!node.view->ready) return Reject::kNotReady;
+  if (node.view->cordoned) return Reject::kCordoned;
+  if (node.pool != job.pool) return Reject::kPool;
+  for (const auto& [key, value] : spec.node_selector) {
+    auto it = node.view->labels.find(key);
+    if (it == node.view->labels.end() || it->second != value) return Reject::kSelector;
+  }
+  for (const auto& [key, value] : node.view->taints) {
+    if (!Tolerates(spec.tolerations, key, value)) return Reject::kTaint;
+  }
+  if (!task.resources.gpu_model.empty() && task.resources.gpus > 0) {
+    uint32_t matching = 0;
+    for (const auto& gpu : node.view->gpus) matching += gpu.healthy && gpu.model == task.resources.gpu_model;
+    if (matching < task.resources.gpus) return Reject::kGpuModel;
+  }
+  if (node.pool == 2 && task.resources.gpus != node.usable_gpus) return Reject::kExclusiveWhole;
+  if (task.resources.gpus > node.usable_gpus) return Reject::kGpus;
+  if (task.resources.cpu_milli > node.view->cpu_milli_total) return Reject::kCpu;
+  if (task.resources.memory_mib > node.view->memory_mib_total) return Reject::kMemory;
+  return std::nullopt;
+}
+
+std::optional<Reject> Session::Check(const WorkJob& job, const PendingTask& task, const WorkNode& node,
+                                     bool ignore_reservations) const {
+  if (auto reject = CheckStatic(job, task, node)) return reject;
+  const uint64_t id = job.view->id.value();
+  if (node.claimed_for != 0 && node.claimed_for != id) return Reject::kClaimed;
+  if (node.reserved_for != 0 && node.reserved_for != id && !ignore_reservations) return Reject::kReserved;
+  const Resources& need = task.resources;
+  if (node.pool == 2 && !node.Idle()) return Reject::kExclusiveBusy;
+  if (node.free_gpus < need.gpus) return Reject::kGpus;
+  if (!need.gpu_model.empty() && need.gpus > 0) {
+    uint32_t free_matching = 0;
+    for (size_t g = 0; g < node.gpu_free.size(); ++g) {
+      free_matching += node.gpu_free[g] && node.view->gpus[g].model == need.gpu_model;
+    }
+    if (free_matching < need.gpus) return Reject::kGpus;
+  }
+  if (need.gpus > 0) {
+    if (auto model = queues_.ModelIndex(need.gpu_model.empty() ? node.gpu_model : need.gpu_model)) {
+      Amounts demand(queues_.resource_count(), 0);
+      demand[*model] = need.gpus;
+      if (queues_.CheckCapability(job.queue, demand)) return Reject::kModelCapability;
+    }
+  }
+  if (node.cpu_free < need.cpu_milli) return Reject::kCpu;
+  // CPU-only work must leave every free GPU its share of CPU and memory, or
+  // GPU jobs would find GPUs they cannot use.
+  const bool cpu_only_on_gpu_node = need.gpus == 0 && node.free_gpus > 0;
+  if (cpu_only_on_gpu_node &&
+      node.cpu_free < need.cpu_milli + node.free_gpus * config_.gpu_cpu_ratio.cpu_milli_per_free_gpu) {
+    return Reject::kCpuKeptForGpus;
+  }
+  if (node.memory_free < need.memory_mib) return Reject::kMemory;
+  if (cpu_only_on_gpu_node &&
+      node.memory_free < need.memory_mib + node.free_gpus * config_.gpu_cpu_ratio.memory_mib_per_free_gpu) {
+    return Reject::kMemoryKeptForGpus;
+  }
+  return std::nullopt;
+}
+
+int64_t Session::Score(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  const auto& order = config_.node_order;
+  const Resources& need = task.resources;
+  const uint64_t gpus_used = node.usable_gpus - node.free_gpus + need.gpus;
+  const uint64_t cpu_used = node.view->cpu_milli_total - node.cpu_free + need.cpu_milli;
+  const uint64_t memory_used = node.view->memory_mib_total - node.memory_free + need.memory_mib;
+  const int64_t utilisation = static_cast<int64_t>(order.gpu_weight * Permille(gpus_used, node.usable_gpus) +
+                                                   order.cpu_weight * Permille(cpu_used, node.view->cpu_milli_total) +
+                                                   order.memory_weight *
+                                                       Permille(memory_used, node.view->memory_mib_total));
+  int64_t score = order.strategy == Strategy::kBinpack ? utilisation : -utilisation;
+  for (const auto& [key, value] : job.view->prefer_labels) {
+    auto it = node.view->labels.find(key);
+    if (it != node.view->labels.end() && it->second == value) score += int64_t{order.prefer_label_weight} * 1000;
+  }
+  return score;
+}
+
+std::string Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool ignore_reservations) const {
+  const topology::PendingJob& spec = *job.view;
+  std::string key = spec.pool;
+  key += '|' + std::to_string(task.resources.gpus) + '|' + std::to_string(task.resources.cpu_milli) + '|' +
+         std::to_string(task.resources.memory_mib) + '|' + task.resources.gpu_model + '|' +
+         std::to_string(job.queue) + (ignore_reservations ? "|i" : "|-");
+  for (const auto& [k, v] : spec.node_selector) key += '|' + k + '=' + v;
+  key += '#';
+  for (const auto& t : spec.tolerations) key += '|' + t;
+  return key;
+}
+
+std::vector<std::string> Session::ExplainTask(const WorkJob& job, const PendingTask& task,
+                                              bool ignore_reservations) const {
+  std::vector<std::string> reasons;
+  if (nodes_.empty()) {
+    reasons.push_back("no nodes registered");
+    return reasons;
+  }
+  const Resources& need = task.resources;
+  const std::string prefix = "task " + std::to_string(task.index) + " needs ";
+  if (need.gpus > largest_gpus_) {
+    reasons.push_back(prefix + std::to_string(need.gpus) + " GPUs but the largest node has " +
+                      std::to_string(largest_gpus_));
+  }
+  if (need.cpu_milli > largest_cpu_) {
+    reasons.push_back(prefix + std::to_string(need.cpu_milli) + " milli-CPU but the largest node has " +
+                      std::to_string(largest_cpu_));
+  }
+  if (need.memory_mib > largest_memory_) {
+    reasons.push_back(prefix + std::to_string(need.memory_mib) + " MiB memory but the largest node has " +
+                      std::to_string(largest_memory_));
+  }
+  uint32_t counts[static_cast<size_t>(Reject::kCount)] = {};
+  for (const auto& node : nodes_) {
+    if (auto reject = Check(job, task, node, ignore_reservations)) ++counts[static_cast<size_t>(*reject)];
+  }
+  for (size_t r = 0; r < static_cast<size_t>(Reject::kCount); ++r) {
+    if (counts[r] == 0) continue;
+    reasons.push_back(std::to_string(counts[r]) + (counts[r] == 1 ? " node: " : " nodes: ") +
+                      std::string(RejectText(static_cast<Reject>(r))));
+  }
+  return reasons;
+}
+
+std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& task, bool ignore_reservations,
+                                        std::vector<std::string>& reasons) {
+  // Holders of claims or reservations see nodes nobody else may use, so their
+  // failures say nothing about the shape in general.
+  const bool holder = job.has_claim || HoldsReservation(job);
+  std::string key;
+  if (!holder) {
+    key = ShapeKey(job, task, ignore_reservations);
+    auto cached = failed_shapes_.find(key);
+    if (cached != failed_shapes_.end() && cached->second.first == generation_) {
+      reasons.insert(reasons.end(), cached->second.second.begin(), cached->second.second.end());
+      return std::nullopt;
+    }
+  }
+  const int pool = job.pool;
+  const uint32_t need = task.resources.gpus;
+  std::optional<size_t> best;
+  int64_t best_score = 0;
+  uint32_t found = 0;
+  const uint32_t wanted = std::max<uint32_t>(1, config_.node_order.candidates);
+  const auto& pool_buckets = buckets_[static_cast<size_t>(pool)];
+  const bool binpack = config_.node_order.strategy == Strategy::kBinpack;
+  const int top = static_cast<int>(largest_gpus_);
+  for (int step = 0; step <= top && found < wanted; ++step) {
+    const int b = binpack ? static_cast<int>(need) + step : top - step;
+    if (b < static_cast<int>(need) || b > top) continue;
+    for (uint32_t node_index : pool_buckets[static_cast<size_t>(b)]) {
+      const WorkNode& node = nodes_[node_index];
+      if (Check(job, task, node, ignore_reservations)) continue;
+      const int64_t score = Score(job, task, node);
+      if (!best || score > best_score || (score == best_score && node_index < *best)) {
+        best = node_index;
+        best_score = score;
+      }
+      if (++found >= wanted) break;
+    }
+  }
+  if (best) return best;
+  auto explained = ExplainTask(job, task, ignore_reservations);
+  reasons.insert(reasons.end(), explained.begin(), explained.end());
+  if (!holder) failed_shapes_[key] = {generation_, std::move(explained)};
+  return std::nullopt;
+}
+
+Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_index) {
+  WorkNode& node = nodes_[node_index];
+  const Resources& need = task.resources;
+  const bool indexed = node.view->ready && !node.view->cordoned;
+  if (indexed) BucketRemove(node_index);
+  Placement placement{job.view->id, task.index, node.view->name, {}, need.cpu_milli, need.memory_mib};
+  std::string model;
+  for (size_t g = 0; g < node.gpu_free.size() && placement.gpu_indices.size() < need.gpus; ++g) {
+    const auto& gpu = node.view->gpus[g];
+    if (!node.gpu_free[g] || (!need.gpu_model.empty() && gpu.model != need.gpu_model)) continue;
+    node.gpu_free[g] = false;
+    placement.gpu_indices.push_back(gpu.index);
+    model = gpu.model;
+  }
+  node.free_gpus -= need.gpus;
+  node.cpu_free -= need.cpu_milli;
+  node.memory_free -= need.memory_mib;
+  if (indexed) BucketInsert(node_index);
+  queues_.Charge(job.queue, queues_.Demand(need.gpus, need.cpu_milli, need.memory_mib, model));
+  const uint32_t group = job.view->groups.empty() ? 0 : task.group;
+  if (group < job.active.size()) ++job.active[group];
+  return placement;
+}
+
+void Session::Unplace(WorkJob& job, const PendingTask& task, size_t node_index, const Placement& placement) {
+  WorkNode& node = nodes_[node_index];
+  const bool indexed = node.view->ready && !node.view->cordoned;
+  if (indexed) BucketRemove(node_index);
+  std::string model;
+  for (uint32_t index : placement.gpu_indices) {
+    for (size_t g = 0; g < node.view->gpus.size(); ++g) {
+      if (node.view->gpus[g].index == index) {
+        node.gpu_free[g] = true;
+        model = node.view->gpus[g].model;
+      }
+    }
+  }
+  node.free_gpus += static_cast<uint32_t>(placement.gpu_indices.size());
+  node.cpu_free += placement.cpu_milli;
+  node.memory_free += placement.memory_mib;
+  if (indexed) BucketInsert(node_index);
+  queues_.Refund(job.queue, queues_.Demand(static_cast<uint32_t>(placement.gpu_indices.size()), placement.cpu_milli,
+                                           placement.memory_mib, model));
+  const uint32_t group = job.view->groups.empty() ? 0 : task.group;
+  if (group < job.active.size() && job.active[group] > 0) --job.active[group];
+  NewGeneration();
+}
+
+bool Session::PlaceAll(WorkJob& job, const std::vector<const PendingTask*>& tasks, bool ignore_reservations) {
+  struct Tentative {
+    const PendingTask* task;
+    size_t node;
+    Placement placement;
+  };
+  std::vector<Tentative> placed;
+  placed.reserve(tasks.size());
+  for (const PendingTask* task : tasks) {
+    auto node = FindNode(job, *task, ignore_reservations, job.reasons);
+    if (!node) {
+      for (auto it = placed.rbegin(); it != placed.rend(); ++it) Unplace(job, *it->task, it->node, it->placement);
+      return false;
+    }
+    placed.push_back(Tentative{task, *node, Place(job, *task, *node)});
+  }
+  for (auto& [task, node, placement] : placed) {
+    job.placed[static_cast<size_t>(task - job.view->tasks.data())] = true;
+    plan_.binds.push_back(std::move(placement));
+  }
+  job.reasons.clear();
+  return true;
+}
+
+void Session::Reserve(size_t node, const WorkJob& job) {
+  nodes_[node].reserved_for = job.view->id.value();
+  reservation_holders_.insert(job.view->id.value());
+}
+
+void Session::Evict(size_t running_index, const WorkJob& for_job, const std::string& reason) {
+  WorkTask& task = running_[running_index];
+  task.evicted = true;
+  queues_.Refund(task.queue, task.charge);
+  if (task.node >= 0) nodes_[static_cast<size_t>(task.node)].claimed_for = for_job.view->id.value();
+  plan_.evictions.push_back(Eviction{task.view->job, task.view->task_index, for_job.view->id, reason});
+}
+
+}  // namespace gpool::scheduler

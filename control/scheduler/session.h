@@ -1,0 +1,167 @@
+// Session: the working copy of the cluster one scheduling cycle mutates.
+//
+// Every action reads and changes the same session, so allocate sees what
+// enqueue admitted, and preempt sees what allocate placed. Nodes are indexed
+// by pool and free-GPU count, so finding a node for a task looks at the few
+// buckets that can hold it instead of every node: a 12,500-node cluster is
+// searched in a handful of steps while it has room, and failures are cached
+// per task shape so a full cluster is explained once per shape, not once per
+// job.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "control/scheduler/config.h"
+#include "control/scheduler/queue_tree.h"
+#include "control/scheduler/scheduler.h"
+#include "topology/cluster_view.h"
+
+namespace gpool::scheduler {
+
+struct WorkNode {
+  const topology::NodeView* view = nullptr;
+  int pool = 0;
+  uint32_t usable_gpus = 0;
+  uint32_t free_gpus = 0;
+  uint64_t cpu_free = 0;
+  uint64_t memory_free = 0;
+  std::vector<bool> gpu_free;  // parallel to view->gpus
+  std::string gpu_model;       // of its first GPU; "" without GPUs
+  uint64_t claimed_for = 0;    // a preemptor whose victims drain here; nobody else places here
+  uint64_t reserved_for = 0;   // a starving large job; others only once past the starvation bound
+  std::vector<size_t> running; // indices into Session::running
+  bool Idle() const {
+    return free_gpus == usable_gpus && cpu_free == view->cpu_milli_total && memory_free == view->memory_mib_total;
+  }
+};
+
+// A job as the cycle tracks it.
+struct WorkJob {
+  const topology::PendingJob* view = nullptr;
+  int queue = 0;
+  int pool = 0;
+  std::vector<uint32_t> active;  // per group: bound, running or placed this cycle
+  std::vector<bool> placed;      // parallel to view->tasks: placed this cycle
+  bool admitted = false;         // enqueue let it in
+  bool done = false;             // placed, or its claim is in flight
+  bool has_claim = false;        // victims are draining for it
+  bool evicted = false;          // lost its tasks to an eviction this cycle
+  uint64_t min_gpus = 0;         // GPUs of its gang minimum
+  // Tasks that must be placed together for the job to run (its groups'
+  // minimums less what is active), then the elastic rest.
+  std::vector<const topology::PendingTask*> gang;
+  std::vector<const topology::PendingTask*> extra;
+  std::vector<std::string> reasons;
+
+  uint32_t GroupMin(uint32_t group) const;
+  bool MinimumMet() const;
+};
+
+struct WorkTask {
+  const topology::RunningTask* view = nullptr;
+  int queue = 0;
+  int node = -1;
+  bool evicted = false;  // chosen as a victim this cycle (or already stopping)
+  Amounts charge;        // what it holds in quota terms
+};
+
+// Why a node cannot take a task: the first failed check, in this order.
+enum class Reject : uint8_t {
+  kNotReady,
+  kCordoned,
+  kPool,
+  kSelector,
+  kTaint,
+  kGpuModel,
+  kClaimed,
+  kReserved,
+  kExclusiveBusy,
+  kExclusiveWhole,
+  kGpus,
+  kModelCapability,
+  kCpu,
+  kCpuKeptForGpus,
+  kMemory,
+  kMemoryKeptForGpus,
+  kCount,
+};
+std::string_view RejectText(Reject reject);
+
+class Session {
+ public:
+  Session(const topology::ClusterView& view, const SchedulerConfig& config);
+
+  const SchedulerConfig& config() const { return config_; }
+  QueueTree& queues() { return queues_; }
+  std::vector<WorkNode>& nodes() { return nodes_; }
+  std::vector<WorkJob>& jobs() { return jobs_; }
+  std::vector<WorkTask>& running() { return running_; }
+  Plan& plan() { return plan_; }
+  const std::string& node_model(size_t node) const { return nodes_[node].gpu_model; }
+
+  // The check chain for one task of `job` on `node`; `ignore_reservations`
+  // lets a job past the starvation bound use nodes reserved for another.
+  std::optional<Reject> Check(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node,
+                              bool ignore_reservations) const;
+  // Static checks only (no free capacity): could this node ever run the task?
+  std::optional<Reject> CheckStatic(const WorkJob& job, const topology::PendingTask& task,
+                                    const WorkNode& node) const;
+  int64_t Score(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+
+  // The best node for the task, or nullopt with the task's reasons appended
+  // to `reasons`.
+  std::optional<size_t> FindNode(const WorkJob& job, const topology::PendingTask& task, bool ignore_reservations,
+                                 std::vector<std::string>& reasons);
+  // Places the task (node, GPUs, quota) and returns the placement.
+  Placement Place(WorkJob& job, const topology::PendingTask& task, size_t node);
+  void Unplace(WorkJob& job, const topology::PendingTask& task, size_t node, const Placement& placement);
+  // Holds `node` for a starving large job.
+  void Reserve(size_t node, const WorkJob& job);
+  bool HoldsReservation(const WorkJob& job) const { return reservation_holders_.count(job.view->id.value()) > 0; }
+  // Frees a running task's resources in the working copy and records the eviction.
+  void Evict(size_t running_index, const WorkJob& for_job, const std::string& reason);
+
+  // Tries to place the tasks in `tasks` all together; on failure nothing stays placed.
+  bool PlaceAll(WorkJob& job, const std::vector<const topology::PendingTask*>& tasks, bool ignore_reservations);
+
+  // Past the starvation bound a job may use nodes reserved for a large one.
+  bool MayIgnoreReservations(const WorkJob& job) const {
+    return job.view->waiting_ms >= config_.reservation.small_job_bound_ms;
+  }
+  // A generation ends whenever capacity grows back (a rolled-back gang).
+  void NewGeneration() { ++generation_; }
+  int PoolIndex(const std::string& pool) const;
+
+ private:
+  void BucketRemove(size_t node);
+  void BucketInsert(size_t node);
+  std::string ShapeKey(const WorkJob& job, const topology::PendingTask& task, bool ignore_reservations) const;
+  std::vector<std::string> ExplainTask(const WorkJob& job, const topology::PendingTask& task, bool ignore_reservations) const;
+
+  SchedulerConfig config_;
+  QueueTree queues_;
+  std::vector<WorkNode> nodes_;
+  std::vector<WorkJob> jobs_;
+  std::vector<WorkTask> running_;
+  Plan plan_;
+  std::vector<std::string> pools_;
+  // buckets_[pool][free_gpus] -> node indices; position_[node] its slot.
+  std::vector<std::vector<std::vector<uint32_t>>> buckets_;
+  std::vector<uint32_t> position_;
+  uint32_t largest_gpus_ = 0;
+  uint64_t largest_cpu_ = 0;
+  uint64_t largest_memory_ = 0;
+  // Failed task shapes of this generation; capacity only shrinks between
+  // generations, so a shape that found no node will find none again.
+  uint64_t generation_ = 0;
+  std::unordered_map<std::string, std::pair<uint64_t, std::vector<std::string>>> failed_shapes_;
+  std::set<uint64_t> reservation_holders_;
+};
+
+}  // namespace gpool::scheduler

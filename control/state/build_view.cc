@@ -1,0 +1,119 @@
+// ClusterState::BuildView: the scheduler's picture of the state.
+#include <algorithm>
+
+#include "control/state/cluster_state.h"
+
+namespace gpool::state {
+namespace {
+
+bool Occupies(TaskState s) { return s == TaskState::kBound || s == TaskState::kRunning; }
+
+topology::NodeView ToNodeView(const std::string& name, const NodeRecord& node) {
+  topology::NodeView view;
+  view.name = name;
+  view.ready = node.state == NodeState::kReady;
+  view.cordoned = node.cordoned;
+  view.cpu_milli_total = node.spec.cpu_milli;
+  view.cpu_milli_free = node.spec.cpu_milli - std::min(node.spec.cpu_milli, node.cpu_milli_used);
+  view.memory_mib_total = node.spec.memory_mib;
+  view.memory_mib_free = node.spec.memory_mib - std::min(node.spec.memory_mib, node.memory_mib_used);
+  view.labels = node.spec.labels;
+  for (const auto& [key, value] : node.admin_labels) view.labels[key] = value;
+  view.taints = node.taints;
+  view.pool = node.pool;
+  for (const auto& gpu : node.spec.gpus) {
+    view.gpus.push_back(topology::GpuSlot{gpu.index, gpu.model, gpu.memory_mib, gpu.healthy,
+                                          node.gpu_owner.count(gpu.index) > 0});
+  }
+  return view;
+}
+
+// Per task group: replicas that count toward its gang minimum right now.
+std::vector<uint32_t> ActivePerGroup(const JobRecord& job) {
+  std::vector<uint32_t> active(job.spec.tasks.size(), 0);
+  for (const auto& task : job.tasks) {
+    if ((Occupies(task.state) && !task.stop_requested) || task.state == TaskState::kSucceeded) ++active[task.group];
+  }
+  return active;
+}
+
+}  // namespace
+
+topology::ClusterView ClusterState::BuildView(int64_t now_ms) const {
+  topology::ClusterView view;
+  view.nodes.reserve(nodes_.size());
+  for (const auto& [name, node] : nodes_) view.nodes.push_back(ToNodeView(name, node));
+
+  for (const auto& [name, queue] : queues_) {
+    view.queues.push_back(topology::QueueView{name, queue.spec.parent, queue.spec.capability, queue.spec.deserved,
+                                              queue.spec.guarantee});
+  }
+
+  view.running.reserve(active_.size());
+  const JobRecord* last_job = nullptr;
+  std::vector<uint32_t> active;
+  for (const TaskId& id : active_) {
+    const JobRecord* job = FindJob(id.job);
+    const TaskRecord* task = FindTask(id);
+    if (job == nullptr || task == nullptr) continue;
+    if (job != last_job) {  // active_ is ordered by job, so this runs once per job
+      active = ActivePerGroup(*job);
+      last_job = job;
+    }
+    topology::RunningTask running;
+    running.job = job->id;
+    running.task_index = id.index;
+    running.group = task->group;
+    running.queue = job->spec.queue;
+    running.user = job->spec.user;
+    running.priority_class = topology::PriorityClassFromName(job->spec.priority_class);
+    running.priority = job->spec.priority;
+    running.node = task->node;
+    running.gpus = static_cast<uint32_t>(task->gpu_indices.size());
+    if (const NodeRecord* node = FindNode(task->node); node != nullptr && !task->gpu_indices.empty()) {
+      for (const auto& gpu : node->spec.gpus) {
+        if (gpu.index == task->gpu_indices.front()) running.gpu_model = gpu.model;
+      }
+    }
+    running.cpu_milli = task->cpu_milli;
+    running.memory_mib = task->memory_mib;
+    running.bind_order = task->bind_ms;
+    running.group_min = job->spec.tasks[task->group].MinReplicas();
+    running.group_active = active[task->group];
+    running.stopping = task->stop_requested;
+    running.stopping_for = task->evicted ? task->evicted_for : 0;
+    running.evicted_by = task->evicted_by;
+    view.running.push_back(std::move(running));
+  }
+
+  for (uint64_t id : pending_) {
+    const JobRecord& job = jobs_.at(id);
+    if (job.cancel_requested) continue;
+    topology::PendingJob pj;
+    pj.id = job.id;
+    pj.priority = job.spec.priority;
+    pj.arrival = job.arrival;
+    pj.queue = job.spec.queue;
+    pj.priority_class = topology::PriorityClassFromName(job.spec.priority_class);
+    pj.pool = job.spec.pool;
+    pj.user = job.spec.user;
+    pj.node_selector = job.spec.node_selector;
+    pj.prefer_labels = job.spec.prefer_labels;
+    pj.tolerations = job.spec.tolerations;
+    const auto group_active = ActivePerGroup(job);
+    for (size_t g = 0; g < job.spec.tasks.size(); ++g) {
+      pj.groups.push_back(topology::GroupRule{job.spec.tasks[g].MinReplicas(), group_active[g]});
+    }
+    for (const auto& task : job.tasks) {
+      if (task.state == TaskState::kPending) {
+        pj.tasks.push_back(topology::PendingTask{task.id.index, task.group, job.spec.tasks[task.group].resources});
+      }
+    }
+    const int64_t since = std::max(job.submit_ms, job.requeue_ms);
+    pj.waiting_ms = now_ms > since ? now_ms - since : 0;
+    if (!pj.tasks.empty()) view.pending.push_back(std::move(pj));
+  }
+  return view;
+}
+
+}  // namespace gpool::state

@@ -1,0 +1,187 @@
+// ClusterState: the queue tree (create, update, delete, allocation).
+#include <algorithm>
+
+#include "control/state/cluster_state.h"
+#include "protocol/validate.h"
+
+namespace gpool::state {
+namespace {
+
+// Far beyond any real hierarchy; bounds what one operator can make us store.
+constexpr size_t kMaxQueues = 10'000;
+constexpr uint32_t kMaxDepth = 16;
+
+// `child` may not promise more than `parent` for any resource both name.
+Status CheckWithin(const Quota& child, const Quota& parent, const std::string& what, const std::string& child_name,
+                   const std::string& parent_name) {
+  for (const auto& [resource, amount] : child) {
+    auto it = parent.find(resource);
+    if (it != parent.end() && amount > it->second) {
+      return Status::FailedPrecondition(what + " " + resource + "=" + std::to_string(amount) + " of queue " +
+                                        child_name + " is more than its parent " + parent_name + "'s " +
+                                        std::to_string(it->second));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void ClusterState::EnsureBuiltinQueues() {
+  if (!queues_.count("root")) {
+    QueueRecord root;
+    root.spec.name = "root";
+    root.spec.parent.clear();
+    queues_["root"] = root;
+  }
+  if (!queues_.count("default")) {
+    QueueRecord queue;
+    queue.spec.name = "default";
+    queue.spec.parent = "root";
+    queues_["default"] = queue;
+  }
+}
+
+const QueueRecord* ClusterState::FindQueue(std::string_view name) const {
+  auto it = queues_.find(std::string(name));
+  return it == queues_.end() ? nullptr : &it->second;
+}
+
+Status ClusterState::CheckSubmitQueue(const std::string& name) const {
+  if (!queues_.count(name)) {
+    return Status::NotFound("queue '" + name + "' does not exist (`gpool queue tree` lists the queues)");
+  }
+  for (const auto& [other, queue] : queues_) {
+    if (queue.spec.parent == name) {
+      return Status::InvalidArgument("queue '" + name + "' has child queues; submit to one of its leaves (e.g. '" +
+                                     other + "')");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ClusterState::CheckQueueAgainstTree(const QueueSpec& spec, bool creating) const {
+  const QueueRecord* parent = FindQueue(spec.parent);
+  if (parent == nullptr) return Status::NotFound("parent queue '" + spec.parent + "' does not exist");
+  if (creating) {
+    if (queues_.size() >= kMaxQueues) {
+      return Status::ResourceExhausted("at most " + std::to_string(kMaxQueues) + " queues");
+    }
+    uint32_t depth = 1;
+    for (const QueueRecord* at = parent; at != nullptr && !at->spec.parent.empty(); at = FindQueue(at->spec.parent)) {
+      ++depth;
+    }
+    if (depth >= kMaxDepth) return Status::FailedPrecondition("queues nest at most " + std::to_string(kMaxDepth) + " deep");
+    for (const auto& [id, job] : jobs_) {
+      if (job.spec.queue == spec.parent && !IsTerminal(job.state)) {
+        return Status::FailedPrecondition("queue '" + spec.parent + "' has unfinished jobs (job " + std::to_string(id) +
+                                          "); jobs run only in leaf queues, so it cannot get children yet");
+      }
+    }
+  }
+  const std::string& parent_name = parent->spec.name;
+  GPOOL_RETURN_IF_ERROR(CheckWithin(spec.capability, parent->spec.capability, "capability", spec.name, parent_name));
+  // Guarantees must add up within the parent's.
+  Quota siblings = spec.guarantee;
+  for (const auto& [name, queue] : queues_) {
+    if (name == spec.name || queue.spec.parent != spec.parent) continue;
+    for (const auto& [resource, amount] : queue.spec.guarantee) siblings[resource] += amount;
+  }
+  GPOOL_RETURN_IF_ERROR(
+      CheckWithin(siblings, parent->spec.guarantee, "guarantee (with its siblings')", spec.name, parent_name));
+  // And what the queue's own children already have must still fit in it.
+  Quota children_guarantee;
+  for (const auto& [name, queue] : queues_) {
+    if (queue.spec.parent != spec.name) continue;
+    GPOOL_RETURN_IF_ERROR(CheckWithin(queue.spec.capability, spec.capability, "capability", name, spec.name));
+    for (const auto& [resource, amount] : queue.spec.guarantee) children_guarantee[resource] += amount;
+  }
+  return CheckWithin(children_guarantee, spec.guarantee, "guarantee (of its children together)", spec.name + "'s children",
+                     spec.name);
+}
+
+ApplyResult ClusterState::ApplyUpdateQueue(const UpdateQueueCmd& cmd) {
+  ApplyResult result;
+  const UpdateQueue& update = cmd.update;
+  result.status = ValidateUpdateQueue(update);
+  if (!result.status.ok()) return result;
+  const std::string& name = update.spec.name;
+  auto existing = queues_.find(name);
+  if (update.op == "delete") {
+    if (existing == queues_.end()) {
+      result.status = Status::NotFound("queue '" + name + "' does not exist");
+      return result;
+    }
+    for (const auto& [other, queue] : queues_) {
+      if (queue.spec.parent == name) {
+        result.status = Status::FailedPrecondition("queue '" + name + "' has child queue '" + other + "'; delete it first");
+        return result;
+      }
+    }
+    for (const auto& [id, job] : jobs_) {
+      if (job.spec.queue == name && !IsTerminal(job.state)) {
+        result.status = Status::FailedPrecondition("queue '" + name + "' has unfinished job " + std::to_string(id));
+        return result;
+      }
+    }
+    queues_.erase(existing);
+    return result;
+  }
+  QueueSpec spec = update.spec;
+  if (update.op == "create") {
+    if (existing != queues_.end()) {
+      result.status = Status::AlreadyExists("queue '" + name + "' already exists");
+      return result;
+    }
+    result.status = CheckQueueAgainstTree(spec, true);
+  } else {
+    if (existing == queues_.end()) {
+      result.status = Status::NotFound("queue '" + name + "' does not exist");
+      return result;
+    }
+    spec.parent = existing->second.spec.parent;  // an update never moves a queue
+    if (name == "root") {
+      spec.parent.clear();
+      result.status = Status::Ok();
+      for (const auto& [child, queue] : queues_) {
+        if (queue.spec.parent == "root" && result.status.ok()) {
+          result.status = CheckWithin(queue.spec.capability, spec.capability, "capability", child, "root");
+        }
+      }
+    } else {
+      result.status = CheckQueueAgainstTree(spec, false);
+    }
+  }
+  if (!result.status.ok()) return result;
+  queues_[name] = QueueRecord{spec};
+  return result;
+}
+
+std::map<std::string, Quota> ClusterState::QueueAllocations() const {
+  std::map<std::string, Quota> allocated;
+  for (const TaskId& id : active_) {
+    const JobRecord* job = FindJob(id.job);
+    const TaskRecord* task = FindTask(id);
+    if (job == nullptr || task == nullptr) continue;
+    Quota held;
+    const uint64_t gpus = task->gpu_indices.size();
+    if (gpus > 0) held["gpu"] = gpus;
+    if (task->cpu_milli > 0) held["cpu"] = task->cpu_milli;
+    if (task->memory_mib > 0) held["memory"] = task->memory_mib;
+    if (const NodeRecord* node = FindNode(task->node); node != nullptr && gpus > 0) {
+      for (const auto& gpu : node->spec.gpus) {
+        if (gpu.index == task->gpu_indices.front() && !gpu.model.empty()) held["gpu/" + gpu.model] = gpus;
+      }
+    }
+    // Up the tree; a parent chain longer than the tree is a corrupt one.
+    std::string at = job->spec.queue;
+    for (size_t steps = 0; !at.empty() && steps <= queues_.size(); ++steps) {
+      for (const auto& [resource, amount] : held) allocated[at][resource] += amount;
+      const QueueRecord* queue = FindQueue(at);
+      at = queue == nullptr ? std::string() : queue->spec.parent;
+    }
+  }
+  return allocated;
+}
+
+}  // namespace gpool::state
