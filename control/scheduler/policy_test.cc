@@ -1,0 +1,569 @@
+// Scenario tests of the policy engine: one or more per rule, each a small
+// cluster, queues and jobs with the plan the rule demands. The peers'
+// well-known failure modes have a test named after them.
+#include <gtest/gtest.h>
+
+#include "control/scheduler/scenario.h"
+
+namespace gpool::scheduler {
+namespace {
+
+using namespace testing;  // NOLINT: the scenario builders
+using topology::ClusterView;
+using topology::PriorityClass;
+
+constexpr auto kHigh = PriorityClass::kHigh;
+constexpr auto kLow = PriorityClass::kLow;
+
+SchedulerConfig Default() { return SchedulerConfig{}; }
+
+// --- Resource pools ---------------------------------------------------------
+
+TEST(PoolTest, JobsRunOnlyInTheirPool) {
+  ClusterView view;
+  view.nodes = {MakeNode("pub", 8, "public"), MakeNode("prod", 8, "pooled")};
+  view.pending = {JobBuilder(1, "default", 1, 2).Pool("pooled"), JobBuilder(2, "default", 1, 2)};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 2u);
+  for (const auto& bind : plan.binds) EXPECT_EQ(bind.node, bind.job.value() == 1 ? "prod" : "pub");
+}
+
+TEST(PoolTest, PendingJobSaysNodesAreInAnotherPool) {
+  ClusterView view;
+  view.nodes = {MakeNode("pub", 8, "public")};
+  view.pending = {JobBuilder(1, "default", 1, 1).Pool("pooled")};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.binds.empty());
+  EXPECT_EQ(ReasonsOf(plan, 1), (std::vector<std::string>{"1 node: in another pool"}));
+}
+
+TEST(PoolTest, ExclusiveNodesTakeWholeNodeTasksOnly) {
+  ClusterView view;
+  view.nodes = {MakeNode("x1", 8, "exclusive"), MakeNode("x2", 8, "exclusive")};
+  view.pending = {JobBuilder(1, "default", 1, 4).Pool("exclusive"), JobBuilder(2, "default", 1, 8).Pool("exclusive"),
+                  JobBuilder(3, "default", 1, 8).Pool("exclusive"), JobBuilder(4, "default", 1, 8).Pool("exclusive")};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(BindsOf(plan, 1), 0u);
+  EXPECT_TRUE(AnyReasonContains(plan, 1, "exclusive pool takes whole nodes only"));
+  EXPECT_EQ(BindsOf(plan, 2), 1u);
+  EXPECT_EQ(BindsOf(plan, 3), 1u);
+  EXPECT_EQ(BindsOf(plan, 4), 0u);
+}
+
+TEST(PoolTest, ExclusiveNodeWithAnyTaskIsBusy) {
+  ClusterView view;
+  view.nodes = {MakeNode("x1", 8, "exclusive")};
+  view.nodes[0].cpu_milli_free -= 1000;  // a CPU-only task runs there
+  view.pending = {JobBuilder(1, "default", 1, 8).Pool("exclusive")};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.binds.empty());
+  EXPECT_TRUE(AnyReasonContains(plan, 1, "exclusive node in use"));
+}
+
+// --- Queue capability --------------------------------------------------------
+
+TEST(CapabilityTest, NeverExceededEvenByManySmallJobsInOneCycle) {
+  // The peers' "queue capability overrun": each job fits alone, together they would not.
+  ClusterView view;
+  view.nodes = {MakeNode("a", 8), MakeNode("b", 8)};
+  view.queues = {MakeQueue("team", "root", {{"gpu", 5}})};
+  for (uint64_t id = 1; id <= 10; ++id) view.pending.push_back(JobBuilder(id, "team", 1, 1));
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(plan.binds.size(), 5u);
+  EXPECT_EQ(plan.pending.size(), 5u);
+  EXPECT_TRUE(AnyReasonContains(plan, 10, "queue team at capability for gpu (5 of 5 in use, needs 1 more)"));
+}
+
+TEST(CapabilityTest, ParentCapabilityBindsItsChildren) {
+  ClusterView view;
+  view.nodes = {MakeNode("a", 8)};
+  view.queues = {MakeQueue("org", "root", {{"gpu", 4}}), MakeQueue("p1", "org"), MakeQueue("p2", "org")};
+  view.pending = {JobBuilder(1, "p1", 1, 3), JobBuilder(2, "p2", 1, 3)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(plan.binds.size(), 1u);
+  EXPECT_TRUE(AnyReasonContains(plan, plan.binds[0].job.value() == 1 ? 2 : 1, "queue org at capability for gpu"));
+}
+
+TEST(CapabilityTest, PerModelQuotaLimitsOnlyThatModel) {
+  ClusterView view;
+  view.nodes = {MakeNode("a100", 8, "public", "A100"), MakeNode("h800", 8, "public", "H800")};
+  view.queues = {MakeQueue("team", "root", {{"gpu/A100", 2}})};
+  view.pending = {JobBuilder(1, "team", 1, 2).Model("A100"), JobBuilder(2, "team", 1, 2).Model("A100"),
+                  JobBuilder(3, "team", 1, 4).Model("H800")};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(BindsOf(plan, 1), 1u);
+  EXPECT_EQ(BindsOf(plan, 2), 0u);
+  EXPECT_TRUE(AnyReasonContains(plan, 2, "queue team at capability for gpu/A100"));
+  EXPECT_EQ(BindsOf(plan, 3), 1u);
+}
+
+TEST(CapabilityTest, ModelQuotaAppliesToJobsThatNameNoModel) {
+  ClusterView view;
+  view.nodes = {MakeNode("a100", 8, "public", "A100"), MakeNode("h800", 8, "public", "H800")};
+  view.queues = {MakeQueue("team", "root", {{"gpu/A100", 0}})};
+  view.pending = {JobBuilder(1, "team", 1, 8)};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].node, "h800");
+}
+
+TEST(CapabilityTest, HoldsWhenNodesFailAndRunningWorkMoves) {
+  // Two of three nodes failed: capacity shrank, but the queue already holds
+  // its capability, so nothing more is placed even on the healthy node.
+  ClusterView view;
+  view.nodes = {MakeNode("a", 8), MakeNode("b", 8), MakeNode("c", 8)};
+  view.nodes[1].ready = false;
+  view.nodes[2].ready = false;
+  view.queues = {MakeQueue("team", "root", {{"gpu", 4}})};
+  view.running = {Occupy(view, 9, 0, "b", 4, "team")};
+  view.pending = {JobBuilder(1, "team", 1, 1)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.binds.empty());
+  EXPECT_TRUE(AnyReasonContains(plan, 1, "queue team at capability for gpu (4 of 4"));
+}
+
+// --- Deserved share and reclaim -------------------------------------------------
+
+ClusterView TwoTeams(uint32_t nodes, uint32_t gpus_each, uint64_t deserved_each) {
+  ClusterView view;
+  for (uint32_t n = 0; n < nodes; ++n) view.nodes.push_back(MakeNode("n" + std::to_string(n), gpus_each));
+  view.queues = {MakeQueue("a", "root", {}, {{"gpu", deserved_each}}), MakeQueue("b", "root", {}, {{"gpu", deserved_each}})};
+  return view;
+}
+
+TEST(ReclaimTest, QueueBorrowsIdleCapacityBeyondDeserved) {
+  ClusterView view = TwoTeams(1, 8, 4);
+  view.pending = {JobBuilder(1, "a", 1, 6)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(BindsOf(plan, 1), 1u);
+}
+
+TEST(ReclaimTest, OwnerTakesBackLentCapacityNewestBorrowedFirst) {
+  ClusterView view = TwoTeams(1, 8, 4);
+  view.running = {Occupy(view, 1, 0, "n0", 4, "a", PriorityClass::kMedium, 1),
+                  Occupy(view, 2, 0, "n0", 2, "a", PriorityClass::kMedium, 2),
+                  Occupy(view, 3, 0, "n0", 2, "a", PriorityClass::kMedium, 3)};
+  view.pending = {JobBuilder(4, "b", 1, 2)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.binds.empty());
+  EXPECT_EQ(Evicted(plan), (std::vector<std::pair<uint64_t, uint32_t>>{{3, 0}}));
+  EXPECT_EQ(plan.evictions[0].for_job, JobId(4));
+  EXPECT_NE(plan.evictions[0].reason.find("reclaimed by queue b"), std::string::npos);
+  EXPECT_TRUE(AnyReasonContains(plan, 4, "reclaiming capacity lent to other queues"));
+}
+
+TEST(ReclaimTest, LeastImportantBorrowedWorkGoesFirst) {
+  ClusterView view = TwoTeams(1, 8, 4);
+  view.running = {Occupy(view, 1, 0, "n0", 4, "a", PriorityClass::kMedium, 1),
+                  Occupy(view, 2, 0, "n0", 2, "a", kLow, 1),
+                  Occupy(view, 3, 0, "n0", 2, "a", kHigh, 9)};
+  view.pending = {JobBuilder(4, "b", 1, 2)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(Evicted(plan), (std::vector<std::pair<uint64_t, uint32_t>>{{2, 0}}));
+}
+
+TEST(ReclaimTest, NoReclaimBeyondTheReclaimersDeservedShare) {
+  // b wants 6 but deserves 4: taking from a would just hand the overrun to b.
+  ClusterView view = TwoTeams(1, 8, 4);
+  view.running = {Occupy(view, 1, 0, "n0", 8, "a")};
+  view.pending = {JobBuilder(4, "b", 1, 6)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.evictions.empty());
+}
+
+TEST(ReclaimTest, NothingIsTakenFromAQueueWithinItsShare) {
+  ClusterView view = TwoTeams(1, 8, 4);
+  view.running = {Occupy(view, 1, 0, "n0", 4, "a"), Occupy(view, 2, 0, "n0", 4, "b")};
+  view.pending = {JobBuilder(3, "b", 1, 1)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.evictions.empty());
+}
+
+TEST(ReclaimTest, ElasticReplicasShrinkFirst) {
+  ClusterView view = TwoTeams(1, 8, 4);
+  auto gang = Occupy(view, 1, 0, "n0", 2, "a", PriorityClass::kMedium, 5);
+  auto elastic0 = Occupy(view, 2, 0, "n0", 2, "a", PriorityClass::kMedium, 1);
+  auto elastic1 = Occupy(view, 2, 1, "n0", 2, "a", PriorityClass::kMedium, 1);
+  auto elastic2 = Occupy(view, 2, 2, "n0", 2, "a", PriorityClass::kMedium, 1);
+  for (auto* task : {&elastic0, &elastic1, &elastic2}) {
+    task->group_min = 1;
+    task->group_active = 3;
+  }
+  view.running = {gang, elastic0, elastic1, elastic2};
+  view.pending = {JobBuilder(3, "b", 1, 2)};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.evictions.size(), 1u);
+  EXPECT_EQ(plan.evictions[0].job, JobId(2));
+}
+
+TEST(ReclaimTest, GuaranteeIsRestoredEvenWhenDeservedSharesOvercommit) {
+  // Deserved shares add up to 16 on an 8-GPU cluster; a holds all 8 within
+  // its deserved, but b is below its guarantee of 2 and gets it back.
+  ClusterView view;
+  view.nodes = {MakeNode("n0", 8)};
+  view.queues = {MakeQueue("a", "root", {}, {{"gpu", 8}}, {{"gpu", 2}}),
+                 MakeQueue("b", "root", {}, {{"gpu", 8}}, {{"gpu", 2}})};
+  view.running = {Occupy(view, 1, 0, "n0", 4, "a", PriorityClass::kMedium, 1),
+                  Occupy(view, 2, 0, "n0", 4, "a", PriorityClass::kMedium, 2)};
+  view.pending = {JobBuilder(3, "b", 1, 2)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(Evicted(plan), (std::vector<std::pair<uint64_t, uint32_t>>{{2, 0}}));
+}
+
+TEST(ReclaimTest, SiblingsAreComparedUnderTheirCommonParent) {
+  ClusterView view;
+  view.nodes = {MakeNode("n0", 8)};
+  view.queues = {MakeQueue("org-a", "root", {}, {{"gpu", 4}}), MakeQueue("org-b", "root", {}, {{"gpu", 4}}),
+                 MakeQueue("a1", "org-a"), MakeQueue("a2", "org-a"), MakeQueue("b1", "org-b")};
+  view.running = {Occupy(view, 1, 0, "n0", 4, "a1", PriorityClass::kMedium, 1),
+                  Occupy(view, 2, 0, "n0", 4, "a2", PriorityClass::kMedium, 2)};
+  view.pending = {JobBuilder(3, "b1", 1, 4)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(Evicted(plan), (std::vector<std::pair<uint64_t, uint32_t>>{{2, 0}}));
+}
+
+// --- Priority classes and preemption ---------------------------------------------
+
+TEST(PreemptTest, HighPreemptsLowOfItsQueueOnlyWhereItWillFit) {
+  ClusterView view;
+  view.nodes = {MakeNode("a", 4), MakeNode("b", 4)};
+  // a: one low task of 2 GPUs and 2 free; b: two low tasks. Evicting on a suffices.
+  view.running = {Occupy(view, 1, 0, "a", 2, "default", kLow, 1), Occupy(view, 2, 0, "b", 2, "default", kLow, 2),
+                  Occupy(view, 3, 0, "b", 2, "default", kLow, 3)};
+  view.pending = {JobBuilder(4, "default", 1, 4).Class(kHigh)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.binds.empty());
+  EXPECT_EQ(Evicted(plan), (std::vector<std::pair<uint64_t, uint32_t>>{{1, 0}}));
+  EXPECT_NE(plan.evictions[0].reason.find("preempted by job 4"), std::string::npos);
+}
+
+TEST(PreemptTest, MediumAndHighAreNeverPreempted) {
+  ClusterView view;
+  view.nodes = {MakeNode("a", 4)};
+  view.running = {Occupy(view, 1, 0, "a", 2, "default"), Occupy(view, 2, 0, "a", 2, "default", kHigh)};
+  view.pending = {JobBuilder(3, "default", 1, 2).Class(kHigh)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.evictions.empty());
+  EXPECT_EQ(plan.pending.size(), 1u);
+}
+
+TEST(PreemptTest, OnlyHighPreempts) {
+  ClusterView view;
+  view.nodes = {MakeNode("a", 4)};
+  view.running = {Occupy(view, 1, 0, "a", 4, "default", kLow)};
+  view.pending = {JobBuilder(2, "default", 1, 2), JobBuilder(3, "default", 1, 2).Class(kLow)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.evictions.empty());
+}
+
+TEST(PreemptTest, StaysInsideTheQueue) {
+  ClusterView view;
+  view.nodes = {MakeNode("a", 4)};
+  view.queues = {MakeQueue("x", "root"), MakeQueue("y", "root")};
+  view.running = {Occupy(view, 1, 0, "a", 4, "y", kLow)};
+  view.pending = {JobBuilder(2, "x", 1, 2).Class(kHigh)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.evictions.empty());
+}
+
+TEST(PreemptTest, EvictsOnlyAsMuchAsNeeded) {
+  ClusterView view;
+  view.nodes = {MakeNode("a", 8)};
+  view.running = {Occupy(view, 1, 0, "a", 2, "default", kLow, 1), Occupy(view, 2, 0, "a", 2, "default", kLow, 2),
+                  Occupy(view, 3, 0, "a", 2, "default", kLow, 3), Occupy(view, 4, 0, "a", 2, "default", kLow, 4)};
+  view.pending = {JobBuilder(5, "default", 1, 3).Class(kHigh)};
+  Plan plan = Schedule(view, Default());
+  // 3 GPUs: two 2-GPU victims, the newest ones.
+  EXPECT_EQ(Evicted(plan), (std::vector<std::pair<uint64_t, uint32_t>>{{3, 0}, {4, 0}}));
+}
+
+TEST(PreemptTest, AVictimsGangGoesWhole) {
+  ClusterView view;
+  view.nodes = {MakeNode("a", 4), MakeNode("b", 4)};
+  auto t0 = Occupy(view, 1, 0, "a", 4, "default", kLow);
+  auto t1 = Occupy(view, 1, 1, "b", 4, "default", kLow);
+  t0.group_min = t1.group_min = 2;
+  t0.group_active = t1.group_active = 2;
+  view.running = {t0, t1};
+  view.pending = {JobBuilder(2, "default", 1, 4).Class(kHigh)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(Evicted(plan), (std::vector<std::pair<uint64_t, uint32_t>>{{1, 0}, {1, 1}}));
+}
+
+TEST(PreemptTest, PreemptorKeepsItsClaimWhileVictimsDrain) {
+  // Next cycle: the victim is still stopping for job 2. Job 2 evicts nothing
+  // more, and job 3 may not take the node's remaining GPU.
+  ClusterView view;
+  view.nodes = {MakeNode("a", 4)};
+  auto victim = Occupy(view, 1, 0, "a", 3, "default", kLow);
+  victim.stopping = true;
+  victim.stopping_for = 2;
+  victim.evicted_by = {2};
+  view.running = {victim, Occupy(view, 5, 0, "a", 0, "default", kLow)};
+  view.pending = {JobBuilder(2, "default", 1, 4).Class(kHigh), JobBuilder(3, "default", 1, 1)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.evictions.empty());
+  EXPECT_TRUE(plan.binds.empty());
+  EXPECT_TRUE(AnyReasonContains(plan, 2, "waiting for preempted tasks to stop"));
+  EXPECT_TRUE(AnyReasonContains(plan, 3, "claimed by a preempting job"));
+}
+
+TEST(PreemptTest, NeverLoopsOnAVictimItEvictedBefore) {
+  // The peers' "preemption loops forever": the low job was evicted by job 2,
+  // requeued and placed again; job 2 (still pending) must not evict it again.
+  ClusterView view;
+  view.nodes = {MakeNode("a", 4)};
+  auto victim = Occupy(view, 1, 0, "a", 4, "default", kLow);
+  victim.evicted_by = {2};
+  view.running = {victim};
+  view.pending = {JobBuilder(2, "default", 1, 4).Class(kHigh)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.evictions.empty());
+}
+
+TEST(PreemptTest, FiresWhenOnlyEvictionOnOneNodeHelps) {
+  // The peers' "preemption never fires": capacity is free in pieces on every
+  // node, none big enough, and the low tasks are spread out.
+  ClusterView view;
+  for (int n = 0; n < 4; ++n) {
+    view.nodes.push_back(MakeNode("n" + std::to_string(n), 8));
+    view.running.push_back(Occupy(view, 10 + n, 0, "n" + std::to_string(n), 6, "default", n == 2 ? kLow : PriorityClass::kMedium));
+  }
+  view.pending = {JobBuilder(1, "default", 1, 8).Class(kHigh)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(Evicted(plan), (std::vector<std::pair<uint64_t, uint32_t>>{{12, 0}}));
+}
+
+// --- Gang ----------------------------------------------------------------------
+
+TEST(GangTest, EachSubGroupNeedsItsMinimum) {
+  ClusterView view;
+  view.nodes = {MakeNode("a", 8)};
+  topology::PendingJob job = JobBuilder(1, "default", 0, 0);
+  // group 0: 1 launcher (CPU), group 1: 3 workers of 4 GPUs, at least 2.
+  job.tasks = {{0, 0, Resources{0, 1000, 1024, ""}}, {1, 1, Resources{4, 1000, 1024, ""}},
+               {2, 1, Resources{4, 1000, 1024, ""}}, {3, 1, Resources{4, 1000, 1024, ""}}};
+  job.groups = {topology::GroupRule{1, 0}, topology::GroupRule{2, 0}};
+  view.pending = {job};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(BindsOf(plan, 1), 3u);  // launcher + 2 workers; the third worker is elastic and finds no room
+  view.nodes[0].gpus.resize(4);
+  plan = Schedule(view, Default());
+  EXPECT_EQ(BindsOf(plan, 1), 0u);  // only one worker fits: the gang waits whole
+}
+
+TEST(GangTest, ElasticJobGrowsIntoIdleCapacity) {
+  ClusterView view;
+  view.nodes = {MakeNode("a", 8)};
+  view.pending = {JobBuilder(1, "default", 6, 2).Min(2)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(BindsOf(plan, 1), 4u);
+}
+
+TEST(GangTest, RunningElasticJobGrowsOneReplicaAtATime) {
+  ClusterView view;
+  view.nodes = {MakeNode("a", 3)};
+  topology::PendingJob job = JobBuilder(1, "default", 2, 1).Min(1);
+  job.tasks.erase(job.tasks.begin());  // replica 0 runs already
+  job.groups[0].active = 1;
+  view.running = {Occupy(view, 1, 0, "a", 1, "default")};
+  view.pending = {job};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(BindsOf(plan, 1), 1u);
+  EXPECT_TRUE(plan.pending.empty());
+}
+
+// --- Fairness ----------------------------------------------------------------
+
+TEST(FairnessTest, DrfAlternatesBetweenEqualQueues) {
+  ClusterView view = TwoTeams(1, 4, 2);
+  for (uint64_t id = 1; id <= 4; ++id) view.pending.push_back(JobBuilder(id, "a", 1, 1));
+  for (uint64_t id = 5; id <= 8; ++id) view.pending.push_back(JobBuilder(id, "b", 1, 1));
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 4u);
+  size_t a = 0;
+  for (const auto& bind : plan.binds) a += bind.job.value() <= 4;
+  EXPECT_EQ(a, 2u);
+}
+
+TEST(FairnessTest, DrfIsWeightedByDeserved) {
+  ClusterView view;
+  view.nodes = {MakeNode("n", 8)};
+  view.queues = {MakeQueue("big", "root", {}, {{"gpu", 6}}), MakeQueue("small", "root", {}, {{"gpu", 2}})};
+  for (uint64_t id = 1; id <= 8; ++id) view.pending.push_back(JobBuilder(id, "big", 1, 1));
+  for (uint64_t id = 11; id <= 18; ++id) view.pending.push_back(JobBuilder(id, "small", 1, 1));
+  Plan plan = Schedule(view, Default());
+  size_t big = 0;
+  for (const auto& bind : plan.binds) big += bind.job.value() <= 8;
+  EXPECT_EQ(big, 6u);
+  EXPECT_EQ(plan.binds.size(), 8u);
+}
+
+TEST(FairnessTest, UsersShareTheirQueue) {
+  ClusterView view;
+  view.nodes = {MakeNode("n", 4)};
+  for (uint64_t id = 1; id <= 4; ++id) view.pending.push_back(JobBuilder(id, "default", 1, 1).User("alice"));
+  for (uint64_t id = 5; id <= 8; ++id) view.pending.push_back(JobBuilder(id, "default", 1, 1).User("bob"));
+  Plan plan = Schedule(view, Default());
+  size_t alice = 0;
+  for (const auto& bind : plan.binds) alice += bind.job.value() <= 4;
+  EXPECT_EQ(alice, 2u);
+}
+
+TEST(FairnessTest, ClassesComeBeforeFairnessInsideAQueue) {
+  ClusterView view;
+  view.nodes = {MakeNode("n", 2)};
+  view.pending = {JobBuilder(1, "default", 1, 1).User("alice"), JobBuilder(2, "default", 1, 1).User("alice"),
+                  JobBuilder(3, "default", 1, 1).User("bob").Class(kLow),
+                  JobBuilder(4, "default", 1, 1).User("carol").Class(kLow)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(BindsOf(plan, 1) + BindsOf(plan, 2), 2u);
+}
+
+// --- Large-job anti-starvation ------------------------------------------------------
+
+ClusterView Fragmented() {
+  // 4 nodes of 8 GPUs, each with 2 GPUs busy: 24 free but no two nodes together give 16 on... they do
+  // in sum, but a 2x8 gang needs two whole nodes.
+  ClusterView view;
+  for (int n = 0; n < 4; ++n) {
+    view.nodes.push_back(MakeNode("n" + std::to_string(n), 8));
+    view.running.push_back(Occupy(view, 100 + n, 0, "n" + std::to_string(n), n < 2 ? 2 : 6, "default"));
+  }
+  return view;
+}
+
+TEST(StarvationTest, LargeJobGetsNodesHeldAndSmallJobsGoElsewhere) {
+  // The peers' "big gang starved by small ones".
+  ClusterView view = Fragmented();
+  view.pending = {JobBuilder(1, "default", 2, 8), JobBuilder(2, "default", 1, 2), JobBuilder(3, "default", 1, 1)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(BindsOf(plan, 1), 0u);
+  EXPECT_TRUE(AnyReasonContains(plan, 1, "nodes are being held for this job"));
+  // n0 and n1 (most free GPUs) are held; small jobs land on n2/n3.
+  for (const auto& bind : plan.binds) EXPECT_TRUE(bind.node == "n2" || bind.node == "n3") << bind.node;
+  EXPECT_EQ(plan.binds.size(), 2u);
+}
+
+TEST(StarvationTest, HeldNodesAreBoundedForSmallJobsThatWaitedTooLong) {
+  ClusterView view = Fragmented();
+  view.running[2].gpus = 8;  // n2 and n3 full
+  for (auto& gpu : view.nodes[2].gpus) gpu.allocated = true;
+  for (auto& gpu : view.nodes[3].gpus) gpu.allocated = true;
+  SchedulerConfig config;
+  config.reservation.small_job_bound_ms = 60'000;
+  view.pending = {JobBuilder(1, "default", 2, 8), JobBuilder(2, "default", 1, 2),
+                  JobBuilder(3, "default", 1, 2).Waited(61'000)};
+  Plan plan = Schedule(view, config);
+  EXPECT_EQ(BindsOf(plan, 2), 0u);
+  EXPECT_TRUE(AnyReasonContains(plan, 2, "held for a large waiting job"));
+  EXPECT_EQ(BindsOf(plan, 3), 1u);
+}
+
+TEST(StarvationTest, DisabledReservationLetsSmallJobsIn) {
+  ClusterView view = Fragmented();
+  SchedulerConfig config;
+  config.reservation.enabled = false;
+  config.node_order.strategy = Strategy::kSpread;
+  view.pending = {JobBuilder(1, "default", 2, 8), JobBuilder(2, "default", 1, 2)};
+  Plan plan = Schedule(view, config);
+  ASSERT_EQ(BindsOf(plan, 2), 1u);
+  EXPECT_TRUE(plan.binds[0].node == "n0" || plan.binds[0].node == "n1");
+}
+
+// --- GPU/CPU ratio --------------------------------------------------------------------
+
+TEST(GpuCpuRatioTest, CpuOnlyJobsLeaveCpuForFreeGpus) {
+  ClusterView view;
+  view.nodes = {MakeNode("gpu", 4, "public", "A100", 8000, 64 * 1024)};
+  view.pending = {JobBuilder(1, "default", 1, 0).Cpu(5000, 1024)};
+  Plan plan = Schedule(view, Default());  // 4 free GPUs keep 4 cores: 4 left
+  EXPECT_TRUE(plan.binds.empty());
+  EXPECT_TRUE(AnyReasonContains(plan, 1, "CPU kept for the node's free GPUs"));
+  view.pending = {JobBuilder(1, "default", 1, 0).Cpu(4000, 1024)};
+  EXPECT_EQ(Schedule(view, Default()).binds.size(), 1u);
+}
+
+TEST(GpuCpuRatioTest, GpuJobsMayUseAllCpu) {
+  ClusterView view;
+  view.nodes = {MakeNode("gpu", 4, "public", "A100", 8000, 64 * 1024)};
+  view.pending = {JobBuilder(1, "default", 1, 1).Cpu(8000, 1024)};
+  EXPECT_EQ(Schedule(view, Default()).binds.size(), 1u);
+}
+
+// --- Scoring, labels, taints ----------------------------------------------------------------
+
+TEST(ScoringTest, PreferredLabelsWinOverBinpack) {
+  ClusterView view;
+  view.nodes = {MakeNode("full", 8), MakeNode("ib", 8)};
+  view.nodes[0].gpus[0].allocated = true;
+  view.nodes[1].labels["fabric"] = "ib";
+  topology::PendingJob job = JobBuilder(1, "default", 1, 1);
+  job.prefer_labels["fabric"] = "ib";
+  view.pending = {job};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].node, "ib");
+}
+
+TEST(ScoringTest, SelectorAndTaintsFilterNodes) {
+  ClusterView view;
+  view.nodes = {MakeNode("plain", 8), MakeNode("tainted", 8), MakeNode("labelled", 8)};
+  view.nodes[1].taints["maintenance"] = "";
+  view.nodes[1].labels["zone"] = "z1";
+  view.nodes[2].labels["zone"] = "z1";
+  topology::PendingJob picky = JobBuilder(1, "default", 1, 1);
+  picky.node_selector["zone"] = "z1";
+  topology::PendingJob tolerant = JobBuilder(2, "default", 1, 8);
+  tolerant.tolerations = {"maintenance"};
+  tolerant.node_selector["zone"] = "z1";
+  view.pending = {picky, tolerant};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 2u);
+  for (const auto& bind : plan.binds) EXPECT_EQ(bind.node, bind.job.value() == 1 ? "labelled" : "tainted");
+  view.pending = {JobBuilder(3, "default", 1, 8), JobBuilder(4, "default", 1, 8), JobBuilder(5, "default", 1, 8)};
+  plan = Schedule(view, Default());
+  EXPECT_EQ(plan.binds.size(), 2u);
+  EXPECT_TRUE(AnyReasonContains(plan, 5, "1 node: taint not tolerated"));
+}
+
+TEST(ScoringTest, SpreadPrefersTheEmptiestNode) {
+  ClusterView view;
+  view.nodes = {MakeNode("busy", 8), MakeNode("idle", 8)};
+  view.nodes[0].gpus[0].allocated = true;
+  SchedulerConfig config;
+  config.node_order.strategy = Strategy::kSpread;
+  view.pending = {JobBuilder(1, "default", 1, 1)};
+  Plan plan = Schedule(view, config);
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].node, "idle");
+}
+
+// --- Explanations and configuration ------------------------------------------------------------
+
+TEST(ExplainTest, EveryPendingJobHasAggregatedReasons) {
+  // The peers' "no available node" with no reason.
+  ClusterView view;
+  view.nodes = {MakeNode("a", 8), MakeNode("b", 8), MakeNode("c", 4, "pooled")};
+  view.nodes[0].cordoned = true;
+  view.queues = {MakeQueue("q", "root", {{"gpu", 100}})};
+  view.running = {Occupy(view, 9, 0, "b", 6, "q")};
+  view.pending = {JobBuilder(1, "q", 1, 4)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(ReasonsOf(plan, 1), (std::vector<std::string>{"1 node: node cordoned", "1 node: in another pool",
+                                                           "1 node: insufficient GPUs"}));
+}
+
+TEST(ConfigTest, ActionsCanBeLeftOut) {
+  ClusterView view;
+  view.nodes = {MakeNode("a", 4)};
+  view.running = {Occupy(view, 1, 0, "a", 4, "default", kLow)};
+  view.pending = {JobBuilder(2, "default", 1, 4).Class(kHigh)};
+  SchedulerConfig config;
+  config.actions = {Action::kEnqueue, Action::kAllocate};
+  EXPECT_TRUE(Schedule(view, config).evictions.empty());
+  EXPECT_EQ(Schedule(view, Default()).evictions.size(), 1u);
+}
+
+}  // namespace
+}  // namespace gpool::scheduler
