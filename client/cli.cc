@@ -115,6 +115,90 @@ std::string NameFromCommand(const std::string& program) {
   return name.empty() ? "job" : name;
 }
 
+// --- Labels and taints -------------------------------------------------------------
+
+constexpr size_t kMaxLabelLength = 63;
+
+bool IsLabelChar(char c, std::string_view extra) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         extra.find(c) != std::string_view::npos;
+}
+
+// Labels, taints, node selectors and tolerations share the coordinator's
+// label rules (protocol/validate.h); these checks name the command or flag
+// (`context`, e.g. "node taint" or "--selector") and what the key is for
+// (`kind`: "label" or "taint"), so the message says where to look.
+
+// 1-63 of [A-Za-z0-9._/-].
+Status CheckLabelKey(std::string_view context, std::string_view kind, const std::string& arg,
+                     const std::string& key) {
+  const std::string where = std::string(context) + ": ";
+  if (key.empty()) return Status::InvalidArgument(where + "'" + arg + "': the " + std::string(kind) + " key is empty");
+  if (key.size() > kMaxLabelLength) {
+    return Status::InvalidArgument(where + std::string(kind) + " key '" + key + "' is longer than 63 characters");
+  }
+  for (char c : key) {
+    if (!IsLabelChar(c, "._/-")) {
+      return Status::InvalidArgument(where + std::string(kind) + " key '" + key +
+                                     "' may only contain letters, digits, '.', '_', '/' and '-'");
+    }
+  }
+  return Status::Ok();
+}
+
+// At most 63 of [A-Za-z0-9._-]; may be empty.
+Status CheckLabelValue(std::string_view context, const std::string& key, const std::string& value) {
+  const std::string where = std::string(context) + ": ";
+  if (value.size() > kMaxLabelLength) {
+    return Status::InvalidArgument(where + "the value of " + key + " is longer than 63 characters");
+  }
+  for (char c : value) {
+    if (!IsLabelChar(c, "._-")) {
+      return Status::InvalidArgument(where + "the value of " + key + " ('" + value +
+                                     "') may only contain letters, digits, '.', '_' and '-'");
+    }
+  }
+  return Status::Ok();
+}
+
+// "KEY=VALUE" into `out`; a key given twice must keep its value.
+Status AddKeyValue(std::string_view context, std::string_view kind, const std::string& arg,
+                   std::map<std::string, std::string>& out) {
+  const size_t eq = arg.find('=');
+  std::string key = arg.substr(0, eq);
+  std::string value = arg.substr(eq + 1);
+  GPOOL_RETURN_IF_ERROR(CheckLabelKey(context, kind, arg, key));
+  GPOOL_RETURN_IF_ERROR(CheckLabelValue(context, key, value));
+  auto [it, inserted] = out.emplace(key, value);
+  if (!inserted && it->second != value) {
+    return Status::InvalidArgument(std::string(context) + ": " + key + " is set twice ('" + it->second + "' and '" +
+                                   value + "')");
+  }
+  return Status::Ok();
+}
+
+// kubectl style: "team=vision" sets team, "team-" removes it. `kind` is
+// "label" or "taint"; `context` is "node label" or "node taint".
+Status ParseKeyValueArgs(std::string_view context, std::string_view kind, std::span<const std::string> args,
+                         std::map<std::string, std::string>& set, std::vector<std::string>& remove) {
+  for (const std::string& arg : args) {
+    if (arg.find('=') != std::string::npos) {
+      GPOOL_RETURN_IF_ERROR(AddKeyValue(context, kind, arg, set));
+    } else if (!arg.empty() && arg.back() == '-') {
+      std::string key = arg.substr(0, arg.size() - 1);
+      GPOOL_RETURN_IF_ERROR(CheckLabelKey(context, kind, arg, key));
+      if (std::find(remove.begin(), remove.end(), key) == remove.end()) remove.push_back(std::move(key));
+    } else {
+      return Status::InvalidArgument(std::string(context) + ": '" + arg + "' is neither KEY=VALUE (set a " +
+                                     std::string(kind) + ") nor KEY- (remove one)");
+    }
+  }
+  for (const auto& key : remove) {
+    if (set.count(key)) return Status::InvalidArgument(std::string(context) + ": " + key + " is both set and removed");
+  }
+  return Status::Ok();
+}
+
 // --- One run of the CLI ------------------------------------------------------------
 
 // A parsed command line.
@@ -220,6 +304,21 @@ Result<JobSpec> SpecFromFlags(const Invocation& inv) {
     if (!mem.ok()) return mem.status().WithContext("--mem");
     group.resources.memory_mib = *mem;
   }
+  if (f.count("min-replicas")) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t min_replicas,
+                           ParseUnsignedFlag("--min-replicas", f["min-replicas"].as<std::string>(), UINT32_MAX));
+    if (min_replicas > group.replicas) {
+      return Status::InvalidArgument("--min-replicas: " + std::to_string(min_replicas) + " is more than the " +
+                                     std::to_string(group.replicas) + " replicas (--replicas)");
+    }
+    group.min_replicas = static_cast<uint32_t>(min_replicas);
+  }
+  if (f.count("gpu-model")) {
+    group.resources.gpu_model = f["gpu-model"].as<std::string>();
+    if (group.resources.gpus == 0) {
+      return Status::InvalidArgument("--gpu-model: needs --gpus (the task asks for no GPUs)");
+    }
+  }
   for (const auto& kv : inv.env_flags) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -231,6 +330,83 @@ Result<JobSpec> SpecFromFlags(const Invocation& inv) {
   spec.name = f.count("name") ? f["name"].as<std::string>() : NameFromCommand(group.command[0]);
   spec.tasks.push_back(std::move(group));
   return spec;
+}
+
+// Flags that belong to a task group, so only to 'submit -- CMD'; with a
+// FILE they belong in the file.
+constexpr const char* kGroupFlags[] = {"gpus", "cpus", "mem", "replicas", "min-replicas", "gpu-model"};
+
+// --selector/--prefer: "K=V", repeatable or comma-separated; they add to
+// (and override keys of) what the spec file has.
+Status AddLabelFlags(const Invocation& inv, const char* name, std::map<std::string, std::string>& out) {
+  if (!inv.flags.count(name)) return Status::Ok();
+  const std::string flag = std::string("--") + name;
+  std::map<std::string, std::string> given;
+  for (const auto& item : inv.flags[name].as<std::vector<std::string>>()) {
+    if (item.find('=') == std::string::npos) {
+      return Status::InvalidArgument(flag + ": expected KEY=VALUE, got '" + item + "'");
+    }
+    GPOOL_RETURN_IF_ERROR(AddKeyValue(flag, "label", item, given));
+  }
+  for (auto& [key, value] : given) out[key] = std::move(value);
+  return Status::Ok();
+}
+
+// --toleration: "KEY" or "KEY=VALUE", repeatable or comma-separated; added
+// to the file's tolerations.
+Status AddTolerationFlags(const Invocation& inv, std::vector<std::string>& out) {
+  if (!inv.flags.count("toleration")) return Status::Ok();
+  for (const auto& item : inv.flags["toleration"].as<std::vector<std::string>>()) {
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    GPOOL_RETURN_IF_ERROR(CheckLabelKey("--toleration", "taint", item, key));
+    if (eq != std::string::npos) GPOOL_RETURN_IF_ERROR(CheckLabelValue("--toleration", key, item.substr(eq + 1)));
+    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+  }
+  return Status::Ok();
+}
+
+// The coordinator's rule for JobSpec.user (part of ValidateJobSpec), alone.
+Status CheckUser(const std::string& user) {
+  JobSpec probe;
+  probe.name = "probe";
+  probe.tasks.push_back(TaskGroupSpec{.command = {"true"}});
+  probe.user = user;
+  return ValidateJobSpec(probe);
+}
+
+// The job-level flags, for a spec from flags or from a FILE: class, pool,
+// user, placement. Checked here so that errors name the flag.
+Status ApplyJobFlags(const Invocation& inv, const CliEnv& env, JobSpec& spec) {
+  const auto& f = inv.flags;
+  if (f.count("class")) {
+    spec.priority_class = f["class"].as<std::string>();
+    if (!IsPriorityClass(spec.priority_class)) {
+      return Status::InvalidArgument("--class: '" + spec.priority_class + "' is not high, medium or low");
+    }
+  }
+  if (f.count("pool")) {
+    spec.pool = f["pool"].as<std::string>();
+    if (!IsNodePool(spec.pool)) {
+      return Status::InvalidArgument("--pool: '" + spec.pool + "' is not public, pooled or exclusive");
+    }
+  }
+  GPOOL_RETURN_IF_ERROR(AddLabelFlags(inv, "selector", spec.node_selector));
+  GPOOL_RETURN_IF_ERROR(AddLabelFlags(inv, "prefer", spec.prefer_labels));
+  GPOOL_RETURN_IF_ERROR(AddTolerationFlags(inv, spec.tolerations));
+  if (f.count("user")) {
+    spec.user = f["user"].as<std::string>();
+  } else if (spec.user.empty() && env.getenv) {
+    // Fairness between the users of a queue needs a user; the login name is
+    // the natural one. A name the coordinator would refuse is reported with
+    // the way out rather than sent or silently dropped.
+    spec.user = env.getenv("USER").value_or("");
+    if (Status valid = CheckUser(spec.user); !valid.ok()) {
+      return Status::InvalidArgument("$USER is not a valid gpool user (" + valid.message() +
+                                     "); give one with --user NAME");
+    }
+  }
+  return Status::Ok();
 }
 
 int RunSubmit(Session& s, const Invocation& inv) {
@@ -245,7 +421,7 @@ int RunSubmit(Session& s, const Invocation& inv) {
     spec = std::move(built).value();
   } else {
     if (inv.positionals.size() != 1) return s.Usage("submit: expected a spec FILE, or -- CMD ARGS...");
-    for (const char* flag : {"gpus", "cpus", "mem", "replicas"}) {
+    for (const char* flag : kGroupFlags) {
       if (f.count(flag)) {
         return s.Usage(std::string("--") + flag + " only applies to 'submit -- CMD'; set resources in the spec file");
       }
@@ -271,6 +447,7 @@ int RunSubmit(Session& s, const Invocation& inv) {
     if (!priority.ok()) return s.Fail(priority.status());
     spec.priority = *priority;
   }
+  if (Status applied = ApplyJobFlags(inv, s.env, spec); !applied.ok()) return s.Fail(applied);
   if (Status valid = ValidateJobSpec(spec); !valid.ok()) return s.Fail(valid);
 
   int64_t wait_timeout_ms = 0;
@@ -463,71 +640,7 @@ constexpr char kNodeCordonUsage[] = "node cordon NAME";
 constexpr char kNodeUncordonUsage[] = "node uncordon NAME";
 constexpr char kNodeLabelUsage[] = "node label NAME KEY=VALUE... KEY-...";
 constexpr char kNodePoolUsage[] = "node pool NAME public|pooled|exclusive";
-constexpr size_t kMaxLabelLength = 63;
-
-bool IsLabelChar(char c, std::string_view extra) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         extra.find(c) != std::string_view::npos;
-}
-
-// 1-63 of [A-Za-z0-9._/-]; the same rule as the coordinator's (ValidateUpdateNode).
-Status CheckLabelKey(const std::string& arg, const std::string& key) {
-  if (key.empty()) return Status::InvalidArgument("node label: '" + arg + "': the label key is empty");
-  if (key.size() > kMaxLabelLength) {
-    return Status::InvalidArgument("node label: label key '" + key + "' is longer than 63 characters");
-  }
-  for (char c : key) {
-    if (!IsLabelChar(c, "._/-")) {
-      return Status::InvalidArgument("node label: label key '" + key +
-                                     "' may only contain letters, digits, '.', '_', '/' and '-'");
-    }
-  }
-  return Status::Ok();
-}
-
-// At most 63 of [A-Za-z0-9._-]; may be empty.
-Status CheckLabelValue(const std::string& key, const std::string& value) {
-  if (value.size() > kMaxLabelLength) {
-    return Status::InvalidArgument("node label: the value of " + key + " is longer than 63 characters");
-  }
-  for (char c : value) {
-    if (!IsLabelChar(c, "._-")) {
-      return Status::InvalidArgument("node label: the value of " + key + " ('" + value +
-                                     "') may only contain letters, digits, '.', '_' and '-'");
-    }
-  }
-  return Status::Ok();
-}
-
-// kubectl style: "team=vision" sets team, "team-" removes it.
-Status ParseLabelArgs(std::span<const std::string> args, gpool::UpdateNode& request) {
-  for (const std::string& arg : args) {
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      std::string key = arg.substr(0, eq);
-      std::string value = arg.substr(eq + 1);
-      GPOOL_RETURN_IF_ERROR(CheckLabelKey(arg, key));
-      GPOOL_RETURN_IF_ERROR(CheckLabelValue(key, value));
-      auto [it, inserted] = request.labels.emplace(key, value);
-      if (!inserted && it->second != value) {
-        return Status::InvalidArgument("node label: " + key + " is set twice ('" + it->second + "' and '" + value +
-                                       "')");
-      }
-    } else if (!arg.empty() && arg.back() == '-') {
-      std::string key = arg.substr(0, arg.size() - 1);
-      GPOOL_RETURN_IF_ERROR(CheckLabelKey(arg, key));
-      auto& remove = request.remove_labels;
-      if (std::find(remove.begin(), remove.end(), key) == remove.end()) remove.push_back(std::move(key));
-    } else {
-      return Status::InvalidArgument("node label: '" + arg +
-                                     "' is neither KEY=VALUE (set a label) nor KEY- (remove one)");
-    }
-  }
-  for (const auto& key : request.remove_labels) {
-    if (request.labels.count(key)) return Status::InvalidArgument("node label: " + key + " is both set and removed");
-  }
-  return Status::Ok();
-}
+constexpr char kNodeTaintUsage[] = "node taint NAME KEY=VALUE... KEY-...";
 
 std::string JoinLabels(const std::map<std::string, std::string>& labels) {
   std::string out;
@@ -540,7 +653,7 @@ std::string JoinLabels(const std::map<std::string, std::string>& labels) {
 
 int RunNode(Session& s, const Invocation& inv) {
   const auto& p = inv.positionals;
-  if (p.empty()) return s.Usage("node: expected a subcommand: cordon, uncordon, label or pool");
+  if (p.empty()) return s.Usage("node: expected a subcommand: cordon, uncordon, label, pool or taint");
   const std::string& op = p[0];
   const char* usage = nullptr;
   if (op == "cordon") {
@@ -551,8 +664,10 @@ int RunNode(Session& s, const Invocation& inv) {
     usage = kNodeLabelUsage;
   } else if (op == "pool") {
     usage = kNodePoolUsage;
+  } else if (op == "taint") {
+    usage = kNodeTaintUsage;
   } else {
-    return s.Usage("node: unknown subcommand '" + op + "'; expected cordon, uncordon, label or pool");
+    return s.Usage("node: unknown subcommand '" + op + "'; expected cordon, uncordon, label, pool or taint");
   }
   const std::string usage_hint = " (usage: gpool " + std::string(usage) + ")";
   if (p.size() < 2) return s.Usage("node " + op + ": missing the node NAME" + usage_hint);
@@ -563,13 +678,15 @@ int RunNode(Session& s, const Invocation& inv) {
   if (op == "cordon" || op == "uncordon") {
     if (p.size() > 2) return s.Usage("node " + op + ": expected one node NAME, got " + std::to_string(p.size() - 1) +
                                      " arguments" + usage_hint);
-  } else if (op == "label") {
+  } else if (op == "label" || op == "taint") {
     if (p.size() < 3) {
-      return s.Usage("node label: expected at least one KEY=VALUE (set) or KEY- (remove)" + usage_hint);
+      return s.Usage("node " + op + ": expected at least one KEY=VALUE (set) or KEY- (remove)" + usage_hint);
     }
-    if (Status parsed = ParseLabelArgs(std::span<const std::string>(p).subspan(2), request); !parsed.ok()) {
-      return s.Fail(parsed);
-    }
+    const auto args = std::span<const std::string>(p).subspan(2);
+    Status parsed = op == "label"
+                        ? ParseKeyValueArgs("node label", "label", args, request.labels, request.remove_labels)
+                        : ParseKeyValueArgs("node taint", "taint", args, request.taints, request.remove_taints);
+    if (!parsed.ok()) return s.Fail(parsed);
   } else {  // pool
     if (p.size() != 3) return s.Usage("node pool: expected a node NAME and a POOL" + usage_hint);
     request.pool = p[2];
@@ -602,9 +719,159 @@ int RunNode(Session& s, const Invocation& inv) {
     s.out << "node " << name << (node.cordoned ? " cordoned" : " uncordoned") << "\n";
   } else if (op == "label") {
     s.out << "node " << name << " labels: " << JoinLabels(node.labels) << "\n";
+  } else if (op == "taint") {
+    s.out << "node " << name << " taints: " << JoinLabels(node.taints) << "\n";
   } else {
     s.out << "node " << name << " moved to pool " << (node.pool.empty() ? request.pool : node.pool) << "\n";
   }
+  return kExitOk;
+}
+
+// --- queue ----------------------------------------------------------------------------
+
+constexpr char kQueueCreateUsage[] =
+    "queue create NAME [--parent P] [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA]";
+constexpr char kQueueUpdateUsage[] = "queue update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA]";
+constexpr char kQueueDeleteUsage[] = "queue delete NAME";
+constexpr char kQueueTreeUsage[] = "queue tree";
+constexpr const char* kQuotaFlags[] = {"capability", "deserved", "guarantee"};
+
+// The quota flags given, parsed into `spec`; the others are left as they are.
+Status ApplyQuotaFlags(const Invocation& inv, QueueSpec& spec) {
+  const auto& f = inv.flags;
+  if (f.count("capability")) {
+    GPOOL_ASSIGN_OR_RETURN(spec.capability, ParseQuota("--capability", f["capability"].as<std::string>()));
+  }
+  if (f.count("deserved")) {
+    GPOOL_ASSIGN_OR_RETURN(spec.deserved, ParseQuota("--deserved", f["deserved"].as<std::string>()));
+  }
+  if (f.count("guarantee")) {
+    GPOOL_ASSIGN_OR_RETURN(spec.guarantee, ParseQuota("--guarantee", f["guarantee"].as<std::string>()));
+  }
+  return Status::Ok();
+}
+
+bool AnyQuotaFlag(const Invocation& inv) {
+  return std::any_of(std::begin(kQuotaFlags), std::end(kQuotaFlags),
+                     [&](const char* flag) { return inv.flags.count(flag) > 0; });
+}
+
+// "capability gpu=16,cpu=64; deserved gpu=8; guarantee none"
+std::string QuotasText(const QueueSpec& spec) {
+  return "capability " + FormatQuota(spec.capability) + "; deserved " + FormatQuota(spec.deserved) +
+         "; guarantee " + FormatQuota(spec.guarantee);
+}
+
+// Rejects flags that do not apply to `op` (a usage error, before anything is sent).
+std::optional<std::string> MisplacedQueueFlag(const Invocation& inv, const std::string& op) {
+  if (op != "create" && inv.flags.count("parent")) return "--parent only applies to 'queue create'";
+  if (op == "delete" || op == "tree") {
+    for (const char* flag : kQuotaFlags) {
+      if (inv.flags.count(flag)) return std::string("--") + flag + " only applies to 'queue create' and 'queue update'";
+    }
+  }
+  return std::nullopt;
+}
+
+int RunQueueTree(Session& s) {
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->ListQueues();
+  if (!reply.ok()) return s.Fail(reply.status());
+  s.out << (s.json ? ToJson(*reply) + "\n" : FormatQueueTree(*reply));
+  return kExitOk;
+}
+
+// The queue as it is now, for an update to overlay its flags on.
+Result<QueueSpec> CurrentQueueSpec(Client& client, const std::string& name) {
+  GPOOL_ASSIGN_OR_RETURN(ListQueuesReply queues, client.ListQueues());
+  for (const auto& queue : queues.queues) {
+    if (queue.spec.name == name) return queue.spec;
+  }
+  return Status::NotFound("queue '" + name + "' does not exist");
+}
+
+int RunQueue(Session& s, const Invocation& inv) {
+  const auto& p = inv.positionals;
+  if (p.empty()) return s.Usage("queue: expected a subcommand: create, update, delete or tree");
+  const std::string& op = p[0];
+  const char* usage = nullptr;
+  if (op == "create") {
+    usage = kQueueCreateUsage;
+  } else if (op == "update") {
+    usage = kQueueUpdateUsage;
+  } else if (op == "delete") {
+    usage = kQueueDeleteUsage;
+  } else if (op == "tree") {
+    usage = kQueueTreeUsage;
+  } else {
+    return s.Usage("queue: unknown subcommand '" + op + "'; expected create, update, delete or tree");
+  }
+  const std::string usage_hint = " (usage: gpool " + std::string(usage) + ")";
+  if (auto misplaced = MisplacedQueueFlag(inv, op)) return s.Usage(*misplaced);
+  if (op == "tree") {
+    if (p.size() != 1) return s.Usage("queue tree: takes no arguments" + usage_hint);
+    return RunQueueTree(s);
+  }
+  if (p.size() != 2) {
+    return s.Usage("queue " + op + ": expected one queue NAME, got " + std::to_string(p.size() - 1) + " arguments" +
+                   usage_hint);
+  }
+  if (op == "update" && !AnyQuotaFlag(inv)) {
+    return s.Usage("queue update: nothing to change; give --capability, --deserved or --guarantee" + usage_hint);
+  }
+
+  gpool::UpdateQueue request;
+  request.op = op;
+  request.spec.name = p[1];
+  if (inv.flags.count("parent")) request.spec.parent = inv.flags["parent"].as<std::string>();
+  if (Status parsed = ApplyQuotaFlags(inv, request.spec); !parsed.ok()) return s.Fail(parsed);
+  // What the coordinator checks on its own (names, resources, quota order),
+  // before anything is sent. For an update this covers the flags given; the
+  // queue's other quotas are checked once they are known, below.
+  if (Status valid = ValidateUpdateQueue(request); !valid.ok()) return s.Fail(valid);
+
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  if (op == "update") {
+    // UpdateQueue replaces all three quotas: start from the queue as it is,
+    // so the quotas not named on the command line stay.
+    auto current = CurrentQueueSpec(**client, request.spec.name);
+    if (!current.ok()) return s.Fail(current.status());
+    request.spec = std::move(current).value();
+    // Parsed once already, above; it cannot fail now.
+    if (Status parsed = ApplyQuotaFlags(inv, request.spec); !parsed.ok()) return s.Fail(parsed);
+    if (Status valid = ValidateUpdateQueue(request); !valid.ok()) {
+      return s.Fail(valid.WithContext("queue " + request.spec.name + " with this update"));
+    }
+  }
+  auto reply = (*client)->UpdateQueue(request);
+  if (!reply.ok()) return s.Fail(reply.status());
+  const QueueSpec& spec = reply->queue.spec;
+  const std::string name = spec.name.empty() ? request.spec.name : spec.name;
+  if (s.json) {
+    s.out << ToJson(*reply) << "\n";
+  } else if (op == "create") {
+    s.out << "queue " << name << " created under " << (spec.parent.empty() ? request.spec.parent : spec.parent)
+          << ": " << QuotasText(spec) << "\n";
+  } else if (op == "update") {
+    s.out << "queue " << name << " updated: " << QuotasText(spec) << "\n";
+  } else {
+    s.out << "queue " << name << " deleted\n";
+  }
+  return kExitOk;
+}
+
+// --- explain ------------------------------------------------------------------------
+
+int RunExplain(Session& s, const Invocation& inv) {
+  auto job = ParseJobId(inv.positionals[0]);
+  if (!job.ok()) return s.Fail(job.status());
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->ExplainJob(*job);
+  if (!reply.ok()) return s.Fail(reply.status());
+  s.out << (s.json ? ToJson(*reply) + "\n" : FormatExplain(*reply));
   return kExitOk;
 }
 
@@ -621,7 +888,22 @@ void SubmitOptions(cxxopts::Options& o) {
       ("e,env", "environment variable for the tasks; repeatable", cxxopts::value<std::string>(), "K=V")
       ("name", "job name (default: the program's name, or the spec's name)", cxxopts::value<std::string>(), "NAME")
       ("queue", "queue (default \"default\")", cxxopts::value<std::string>(), "Q")
-      ("priority", "priority; higher runs first (default 0)", cxxopts::value<std::string>(), "P")
+      ("priority", "priority within the class; higher runs first (default 0)", cxxopts::value<std::string>(), "P")
+      ("class", "priority class: high (may preempt low jobs of its queue), medium (default) or low (preemptible)",
+       cxxopts::value<std::string>(), "CLASS")
+      ("pool", "node pool to run in: public (default), pooled or exclusive", cxxopts::value<std::string>(), "POOL")
+      ("user", "user, for fairness inside the queue (default: $USER, or the spec's user)",
+       cxxopts::value<std::string>(), "USER")
+      ("selector", "run only on nodes with this label; repeatable or comma-separated",
+       cxxopts::value<std::vector<std::string>>(), "K=V")
+      ("prefer", "prefer nodes with this label; repeatable or comma-separated",
+       cxxopts::value<std::vector<std::string>>(), "K=V")
+      ("toleration", "accept nodes with this taint; repeatable or comma-separated",
+       cxxopts::value<std::vector<std::string>>(), "KEY[=VALUE]")
+      ("min-replicas", "start once this many tasks fit; the rest grow into idle GPUs (default: all)",
+       cxxopts::value<std::string>(), "N")
+      ("gpu-model", "every GPU of a task must be this model, e.g. A100 (needs --gpus)",
+       cxxopts::value<std::string>(), "MODEL")
       ("wait", "then wait for the job to finish, like 'gpool wait'",
        cxxopts::value<bool>()->default_value("false"))
       ("timeout", "with --wait: give up after this long (90, 90s, 5m, 2h)", cxxopts::value<std::string>(), "S")
@@ -650,6 +932,17 @@ void WaitOptions(cxxopts::Options& o) {
   o.add_options("wait")
       ("timeout", "give up after this long (90, 90s, 5m, 2h); exit 4 (default: no limit)",
        cxxopts::value<std::string>(), "S");
+}
+
+void QueueOptions(cxxopts::Options& o) {
+  o.add_options("queue")
+      ("parent", "create: the parent queue (default root)", cxxopts::value<std::string>(), "P")
+      ("capability", "create, update: the most the queue and its children may hold, e.g. "
+       "gpu=16,gpu/A100=8,cpu=64,memory=256Gi (cpu in cores; memory in Mi/Gi/Ti, a bare number is MiB; "
+       "none: no limit)", cxxopts::value<std::string>(), "QUOTA")
+      ("deserved", "create, update: its fair share; it may borrow beyond it while others are idle",
+       cxxopts::value<std::string>(), "QUOTA")
+      ("guarantee", "create, update: what reclaim always wins back for it", cxxopts::value<std::string>(), "QUOTA");
 }
 
 void AdminOptions(cxxopts::Options& o) {
@@ -684,6 +977,17 @@ constexpr CommandForm kNodeForms[] = {
     {"label NAME KEY=VALUE... KEY-...", "label NAME KEY=VALUE... KEY-...",
      "set (KEY=VALUE) or remove (KEY-) operator labels of a node"},
     {"pool NAME public|pooled|exclusive", "pool NAME POOL", "move a node to pool public, pooled or exclusive"},
+    {"taint NAME KEY=VALUE... KEY-...", "taint NAME KEY=VALUE... KEY-...",
+     "set (KEY=VALUE) or remove (KEY-) taints; only jobs tolerating them run there"},
+};
+
+constexpr CommandForm kQueueForms[] = {
+    {"create NAME [--parent P] [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA]",
+     "create NAME [--parent P] [QUOTAS]", "create a queue (quota flags: 'gpool help queue')"},
+    {"update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA]", "update NAME [QUOTAS]",
+     "replace the quotas given; the others stay"},
+    {"delete NAME", "delete NAME", "delete a queue that has no child queues and no unfinished jobs"},
+    {"tree", "tree", "show the queues: allocated/deserved/guarantee/capability, job counts"},
 };
 
 struct CommandDef {
@@ -709,9 +1013,13 @@ constexpr CommandDef kCommands[] = {
      LogsOptions, RunLogs},
     {"wait", "ID [--timeout S]", "wait for a job to finish; exit 0 if it succeeded, 1 if it failed or was cancelled",
      1, 1, WaitOptions, RunWait},
-    {"nodes", "", "list nodes: state, pool, used/total resources, labels", 0, 0, NoOptions, RunNodes},
-    {"node", "cordon|uncordon|label|pool NAME ...", "cordon, uncordon, label or re-pool a node", 0,
+    {"nodes", "", "list nodes: state, pool, used/total resources, taints, labels", 0, 0, NoOptions, RunNodes},
+    {"node", "cordon|uncordon|label|pool|taint NAME ...", "cordon, uncordon, label, re-pool or taint a node", 0,
      std::numeric_limits<size_t>::max(), NoOptions, RunNode, kNodeForms},
+    {"queue", "create|update|delete|tree ...", "create, update, delete or list queues", 0,
+     std::numeric_limits<size_t>::max(), QueueOptions, RunQueue, kQueueForms},
+    {"explain", "ID", "show why a job is where it is: reasons, queue quotas and usage, jobs ahead", 1, 1,
+     NoOptions, RunExplain},
     {"status", "", "show the coordinator replicas and cluster totals", 0, 0, NoOptions, RunStatus},
     {"admin", "replica add|remove|list ...", "add, remove or list coordinator replicas", 0, 3, AdminOptions,
      RunAdmin, kAdminForms},
@@ -879,6 +1187,8 @@ std::string UsageText() {
          "  gpool admin replica add 4 --peer-addr tcp://10.0.0.4:7402 --client-addr tcp://10.0.0.4:7400\n"
          "  gpool node cordon gpu-node-3\n"
          "  gpool node label gpu-node-3 rack=r1 team=vision old-\n"
+         "  gpool queue create research --capability gpu=16,cpu=64,memory=256Gi --deserved gpu=8\n"
+         "  gpool explain 17\n"
          "\n"
          "Exit codes: 0 ok; 1 the job failed or was cancelled (wait); 2 usage error or invalid spec;\n"
          "            3 not found; 4 coordinator unavailable or timed out; 5 any other error.\n";
@@ -922,6 +1232,43 @@ Result<int64_t> ParseWaitTimeout(std::string_view text) {
   auto v = ParseUnsignedText(text, 1'000'000'000);
   if (!v.ok()) return error;
   return static_cast<int64_t>(*v) * unit_ms;
+}
+
+Result<Quota> ParseQuota(std::string_view flag, std::string_view text) {
+  const std::string where = std::string(flag) + ": ";
+  if (text == "none") return Quota{};
+  if (text.empty()) {
+    return Status::InvalidArgument(where + "expected RESOURCE=AMOUNT,... (e.g. gpu=16,cpu=64,memory=256Gi) or none");
+  }
+  Quota quota;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item(text.substr(start, comma - start));
+    start = comma + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::InvalidArgument(where + "expected RESOURCE=AMOUNT, got '" + item + "'");
+    }
+    const std::string name = item.substr(0, eq);
+    const std::string amount = item.substr(eq + 1);
+    if (!IsQuotaResource(name)) {
+      return Status::InvalidArgument(where + "unknown resource '" + name +
+                                     "' (expected gpu, cpu, memory or gpu/<model>)");
+    }
+    Result<uint64_t> value = Status::Internal("unset");
+    if (name == "cpu") {
+      value = ParseCpuMilli(amount);
+    } else if (name == "memory") {
+      value = ParseMemoryMib(amount);
+    } else {
+      value = ParseUnsignedText(amount, std::numeric_limits<uint64_t>::max());
+      if (!value.ok()) value = Status::InvalidArgument("expected a whole number of GPUs, got '" + amount + "'");
+    }
+    if (!value.ok()) return Status::InvalidArgument(where + name + ": " + value.status().message());
+    if (!quota.emplace(name, *value).second) return Status::InvalidArgument(where + name + " is given twice");
+  }
+  return quota;
 }
 
 int RunCli(std::vector<std::string> args, std::ostream& out, std::ostream& err, const ClientFactory& factory,

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "client/fake_client.h"
+#include "client/format.h"
 
 namespace gpool {
 namespace {
@@ -559,6 +560,557 @@ TEST_F(CliTest, AdminHelp) {
   EXPECT_EQ(clients_made_, 0);
 }
 
+// --- submit: class, pool, user, placement, elastic groups ------------------------------
+
+TEST_F(CliTest, SubmitPolicyFlagsBuildTheSpec) {
+  ASSERT_EQ(Run({"submit", "--class", "high", "--pool", "exclusive", "--user", "bob", "--selector", "rack=r1,zone=a",
+                 "--selector", "gpu=a100", "--prefer", "zone=b", "--toleration", "maint", "--toleration",
+                 "dedicated=ml,spot", "--replicas", "4", "--min-replicas", "2", "--gpus", "2", "--gpu-model",
+                 "A100-SXM4-80GB", "--", "python3", "train.py"}),
+            kExitOk)
+      << err_.str();
+  ASSERT_EQ(cluster_->submits.size(), 1u);
+  const JobSpec& spec = cluster_->submits[0].spec;
+  EXPECT_EQ(spec.priority_class, "high");
+  EXPECT_EQ(spec.pool, "exclusive");
+  EXPECT_EQ(spec.user, "bob");
+  EXPECT_EQ(spec.node_selector,
+            (std::map<std::string, std::string>{{"rack", "r1"}, {"zone", "a"}, {"gpu", "a100"}}));
+  EXPECT_EQ(spec.prefer_labels, (std::map<std::string, std::string>{{"zone", "b"}}));
+  EXPECT_EQ(spec.tolerations, (std::vector<std::string>{"maint", "dedicated=ml", "spot"}));
+  ASSERT_EQ(spec.tasks.size(), 1u);
+  EXPECT_EQ(spec.tasks[0].replicas, 4u);
+  EXPECT_EQ(spec.tasks[0].min_replicas, 2u);
+  EXPECT_EQ(spec.tasks[0].resources, (Resources{2, 0, 0, "A100-SXM4-80GB"}));
+
+  // `gpool job` shows what was asked for.
+  ASSERT_EQ(Run({"job", "1"}), kExitOk) << err_.str();
+  EXPECT_NE(out_.str().find("  Class:          high\n"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("  User:           bob\n"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("  Tolerates:      maint, dedicated=ml, spot\n"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("4 (min 2)  2 GPUs (A100-SXM4-80GB)"), std::string::npos) << out_.str();
+}
+
+TEST_F(CliTest, SubmitDefaultsClassPoolAndUserFromTheEnvironment) {
+  ASSERT_EQ(Run({"submit", "--", "true"}), kExitOk) << err_.str();
+  EXPECT_EQ(cluster_->submits.back().spec.priority_class, "medium");
+  EXPECT_EQ(cluster_->submits.back().spec.pool, "public");
+  EXPECT_EQ(cluster_->submits.back().spec.user, "");  // no $USER: no user
+  EXPECT_EQ(cluster_->submits.back().spec.tasks[0].min_replicas, 0u);
+
+  environment_["USER"] = "alice";
+  ASSERT_EQ(Run({"submit", "--", "true"}), kExitOk) << err_.str();
+  EXPECT_EQ(cluster_->submits.back().spec.user, "alice");
+  ASSERT_EQ(Run({"submit", "--user", "bob", "--", "true"}), kExitOk) << err_.str();
+  EXPECT_EQ(cluster_->submits.back().spec.user, "bob");
+
+  // The spec file's user wins over $USER; --user wins over both.
+  stdin_.str("name: j\nuser: carol\ncommand: x\n");
+  ASSERT_EQ(Run({"submit", "-"}), kExitOk) << err_.str();
+  EXPECT_EQ(cluster_->submits.back().spec.user, "carol");
+  stdin_.clear();
+  stdin_.str("name: j\nuser: carol\ncommand: x\n");
+  ASSERT_EQ(Run({"submit", "-", "--user", "dave"}), kExitOk) << err_.str();
+  EXPECT_EQ(cluster_->submits.back().spec.user, "dave");
+  stdin_.clear();
+  stdin_.str("name: j\ncommand: x\n");
+  ASSERT_EQ(Run({"submit", "-"}), kExitOk) << err_.str();
+  EXPECT_EQ(cluster_->submits.back().spec.user, "alice");
+  EXPECT_EQ(cluster_->submits.size(), 6u);
+
+  // A login name the coordinator would refuse is reported with the way out.
+  environment_["USER"] = "DOMAIN\\alice";
+  EXPECT_EQ(Run({"submit", "--", "true"}), kExitUsage);
+  EXPECT_EQ(err_.str(), "gpool: InvalidArgument: $USER is not a valid gpool user (user: 'DOMAIN\\alice' may only "
+                        "contain letters, digits, '-', '_' and '.'); give one with --user NAME\n");
+  ASSERT_EQ(Run({"submit", "--user", "alice", "--", "true"}), kExitOk) << err_.str();
+  EXPECT_EQ(cluster_->submits.size(), 7u);
+}
+
+TEST_F(CliTest, SubmitFileKeepsItsPolicyFieldsAndFlagsAddToThem) {
+  std::string path = ::testing::TempDir() + "/gpool_cli_policy.yaml";
+  {
+    std::ofstream f(path);
+    f << "name: p\npriority_class: low\npool: pooled\nnode_selector: {rack: r1, zone: a}\n"
+         "prefer_labels: {ssd: 'yes'}\ntolerations: [maint]\nreplicas: 3\nmin_replicas: 1\ncommand: x\n"
+         "resources: {gpus: 1, gpu_model: H100}\n";
+  }
+  ASSERT_EQ(Run({"submit", path}), kExitOk) << err_.str();
+  JobSpec spec = cluster_->submits.back().spec;
+  EXPECT_EQ(spec.priority_class, "low");
+  EXPECT_EQ(spec.pool, "pooled");
+  EXPECT_EQ(spec.node_selector, (std::map<std::string, std::string>{{"rack", "r1"}, {"zone", "a"}}));
+  EXPECT_EQ(spec.prefer_labels, (std::map<std::string, std::string>{{"ssd", "yes"}}));
+  EXPECT_EQ(spec.tolerations, std::vector<std::string>{"maint"});
+  EXPECT_EQ(spec.tasks[0].min_replicas, 1u);
+  EXPECT_EQ(spec.tasks[0].resources.gpu_model, "H100");
+
+  ASSERT_EQ(Run({"submit", path, "--class", "high", "--pool", "public", "--selector", "rack=r2",
+                 "--toleration", "maint,spot"}),
+            kExitOk)
+      << err_.str();
+  spec = cluster_->submits.back().spec;
+  EXPECT_EQ(spec.priority_class, "high");
+  EXPECT_EQ(spec.pool, "public");
+  EXPECT_EQ(spec.node_selector, (std::map<std::string, std::string>{{"rack", "r2"}, {"zone", "a"}}));
+  EXPECT_EQ(spec.tolerations, (std::vector<std::string>{"maint", "spot"}));
+
+  // Group settings belong in the file.
+  for (const char* flag : {"--min-replicas", "--gpu-model"}) {
+    EXPECT_EQ(Run({"submit", path, flag, "1"}), kExitUsage) << flag;
+    EXPECT_EQ(err_.str(), "gpool: InvalidArgument: " + std::string(flag) +
+                              " only applies to 'submit -- CMD'; set resources in the spec file\n"
+                              "Run 'gpool --help' for usage.\n");
+  }
+  EXPECT_EQ(cluster_->submits.size(), 2u);
+  std::remove(path.c_str());
+}
+
+TEST_F(CliTest, BadPolicyFlagsNameTheFlagAndNeverReachTheCoordinator) {
+  struct Case {
+    std::vector<std::string> flags;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--class", "urgent"}, "--class: 'urgent' is not high, medium or low"},
+      {{"--class", "High"}, "--class: 'High' is not high, medium or low"},
+      {{"--pool", "shared"}, "--pool: 'shared' is not public, pooled or exclusive"},
+      {{"--selector", "rack"}, "--selector: expected KEY=VALUE, got 'rack'"},
+      {{"--selector", "rack=r1,zone"}, "--selector: expected KEY=VALUE, got 'zone'"},
+      {{"--selector", "a b=1"}, "--selector: label key 'a b' may only contain letters, digits, '.', '_', '/' and '-'"},
+      {{"--selector", "=r1"}, "--selector: '=r1': the label key is empty"},
+      {{"--selector", "rack=r1", "--selector", "rack=r2"}, "--selector: rack is set twice ('r1' and 'r2')"},
+      {{"--prefer", "zone=a/b"},
+       "--prefer: the value of zone ('a/b') may only contain letters, digits, '.', '_' and '-'"},
+      {{"--toleration", "=x"}, "--toleration: '=x': the taint key is empty"},
+      {{"--toleration", "ma int"}, "--toleration: taint key 'ma int' may only contain letters, digits, '.', '_', '/' "
+                                   "and '-'"},
+      {{"--toleration", "k=a b"}, "--toleration: the value of k ('a b') may only contain letters, digits, '.', '_' "
+                                  "and '-'"},
+      {{"--min-replicas", "two"}, "--min-replicas: expected an integer from 0 to 4294967295, got 'two'"},
+      {{"--replicas", "2", "--min-replicas", "3"}, "--min-replicas: 3 is more than the 2 replicas (--replicas)"},
+      {{"--min-replicas", "2"}, "--min-replicas: 2 is more than the 1 replicas (--replicas)"},
+      {{"--gpu-model", "A100"}, "--gpu-model: needs --gpus (the task asks for no GPUs)"},
+      {{"--gpus", "1", "--gpu-model", "A 100"},
+       "tasks[0].resources.gpu_model: 'A 100' must be at most 63 letters, digits, '.', '_' and '-'"},
+      {{"--user", "a b"}, "user: 'a b' may only contain letters, digits, '-', '_' and '.'"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"submit"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    args.insert(args.end(), {"--", "x"});
+    EXPECT_EQ(Run(args), kExitUsage) << c.message;
+    EXPECT_EQ(err_.str(), "gpool: InvalidArgument: " + c.message + "\n");
+  }
+  EXPECT_TRUE(cluster_->submits.empty());
+  EXPECT_EQ(clients_made_, 0);
+}
+
+// --- queue create|update|delete|tree -------------------------------------------------
+
+TEST(QuotaFlagTest, ParsesEveryResource) {
+  auto quota = ParseQuota("--capability", "gpu=16,gpu/A100=8,cpu=64,memory=256Gi");
+  ASSERT_TRUE(quota.ok()) << quota.status().ToString();
+  EXPECT_EQ(*quota, (Quota{{"gpu", 16}, {"gpu/A100", 8}, {"cpu", 64000}, {"memory", 262144}}));
+  struct Case {
+    std::string text;
+    Quota want;
+  };
+  const std::vector<Case> cases = {
+      {"cpu=0.5", {{"cpu", 500}}},
+      {"cpu=1.25", {{"cpu", 1250}}},
+      {"cpu=250m", {{"cpu", 250}}},
+      {"memory=512", {{"memory", 512}}},  // a bare number is MiB
+      {"memory=512Mi", {{"memory", 512}}},
+      {"memory=1.5Gi", {{"memory", 1536}}},
+      {"memory=2Ti", {{"memory", 2097152}}},
+      {"gpu=0", {{"gpu", 0}}},
+      {"gpu/H100-SXM5_80GB.v2=1", {{"gpu/H100-SXM5_80GB.v2", 1}}},
+      {"none", {}},
+  };
+  for (const auto& c : cases) {
+    auto parsed = ParseQuota("--deserved", c.text);
+    ASSERT_TRUE(parsed.ok()) << c.text << ": " << parsed.status().ToString();
+    EXPECT_EQ(*parsed, c.want) << c.text;
+  }
+  // What the CLI prints reads back as the same quota.
+  for (const Quota& q : {*quota, Quota{{"cpu", 500}, {"memory", 1536}}, Quota{{"memory", 100}}, Quota{}}) {
+    auto again = ParseQuota("--capability", FormatQuota(q));
+    ASSERT_TRUE(again.ok()) << FormatQuota(q);
+    EXPECT_EQ(*again, q) << FormatQuota(q);
+  }
+}
+
+TEST(QuotaFlagTest, ErrorsAreTypedAndNameTheFlag) {
+  struct Case {
+    std::string text;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"", "--guarantee: expected RESOURCE=AMOUNT,... (e.g. gpu=16,cpu=64,memory=256Gi) or none"},
+      {"gpu", "--guarantee: expected RESOURCE=AMOUNT, got 'gpu'"},
+      {"=4", "--guarantee: expected RESOURCE=AMOUNT, got '=4'"},
+      {"gpu=1,", "--guarantee: expected RESOURCE=AMOUNT, got ''"},
+      {"gpu=1,,cpu=1", "--guarantee: expected RESOURCE=AMOUNT, got ''"},
+      {"gpus=4", "--guarantee: unknown resource 'gpus' (expected gpu, cpu, memory or gpu/<model>)"},
+      {"GPU=4", "--guarantee: unknown resource 'GPU' (expected gpu, cpu, memory or gpu/<model>)"},
+      {"gpu/=4", "--guarantee: unknown resource 'gpu/' (expected gpu, cpu, memory or gpu/<model>)"},
+      {"gpu/A 100=4", "--guarantee: unknown resource 'gpu/A 100' (expected gpu, cpu, memory or gpu/<model>)"},
+      {"gpu=1.5", "--guarantee: gpu: expected a whole number of GPUs, got '1.5'"},
+      {"gpu=-1", "--guarantee: gpu: expected a whole number of GPUs, got '-1'"},
+      {"gpu=", "--guarantee: gpu: expected a whole number of GPUs, got ''"},
+      {"gpu/A100=x", "--guarantee: gpu/A100: expected a whole number of GPUs, got 'x'"},
+      {"gpu=18446744073709551616", "--guarantee: gpu: expected a whole number of GPUs, got '18446744073709551616'"},
+      {"cpu=fast", "--guarantee: cpu: expected a number of cores like 2, 0.5 or 500m, got 'fast'"},
+      {"cpu=0.0001", "--guarantee: cpu: '0.0001' is finer than 1/1000 of a core"},
+      {"memory=lots", "--guarantee: memory: expected a size like 512Mi, 4Gi or 4096 (MiB), got 'lots'"},
+      {"gpu=1,gpu=2", "--guarantee: gpu is given twice"},
+  };
+  for (const auto& c : cases) {
+    auto parsed = ParseQuota("--guarantee", c.text);
+    ASSERT_FALSE(parsed.ok()) << c.text;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << c.text;
+    EXPECT_EQ(parsed.status().message(), c.message) << c.text;
+  }
+  auto unit = ParseQuota("--guarantee", "memory=4XB");
+  ASSERT_FALSE(unit.ok());
+  EXPECT_EQ(unit.status().message().rfind("--guarantee: memory: expected a size", 0), 0u) << unit.status().message();
+}
+
+class QueueCliTest : public CliTest {
+ protected:
+  // research (under root) with every quota, and vision under research.
+  void AddResearch() {
+    QueueSummary research;
+    research.spec.name = "research";
+    research.spec.capability = {{"gpu", 16}, {"cpu", 64000}};
+    research.spec.deserved = {{"gpu", 8}};
+    research.spec.guarantee = {{"gpu", 4}};
+    research.allocated = {{"gpu", 6}, {"cpu", 12000}, {"memory", 65536}};
+    research.jobs_pending = 2;
+    research.jobs_running = 1;
+    cluster_->queues["research"] = research;
+    QueueSummary vision;
+    vision.spec.name = "vision";
+    vision.spec.parent = "research";
+    vision.spec.capability = {{"gpu/A100", 8}};
+    cluster_->queues["vision"] = vision;
+  }
+
+  const QueueSpec& Spec(const std::string& name) const { return cluster_->queues.at(name).spec; }
+
+  // Runs `args`, expecting exit `code` with exactly `error` on stderr, and an
+  // UpdateQueue sent (and refused by the coordinator) only when `sent`.
+  void ExpectRejected(const std::vector<std::string>& args, int code, const std::string& error, bool sent = false) {
+    SCOPED_TRACE(::testing::PrintToString(args));
+    const size_t updates = cluster_->queue_updates.size();
+    EXPECT_EQ(Run(args), code);
+    EXPECT_EQ(err_.str(), error);
+    EXPECT_EQ(out_.str(), "");
+    EXPECT_EQ(cluster_->queue_updates.size(), updates + (sent ? 1 : 0));
+  }
+};
+
+TEST_F(QueueCliTest, CreateSendsTheSpecAndPrintsItsQuotas) {
+  ASSERT_EQ(Run({"queue", "create", "research", "--capability", "gpu=16,gpu/A100=8,cpu=64,memory=256Gi",
+                 "--deserved", "gpu=8,cpu=0.5", "--guarantee", "gpu=4"}),
+            kExitOk)
+      << err_.str();
+  EXPECT_EQ(out_.str(), "queue research created under root: capability gpu=16,gpu/A100=8,cpu=64,memory=256Gi; "
+                        "deserved gpu=8,cpu=0.5; guarantee gpu=4\n");
+  EXPECT_EQ(err_.str(), "");
+  ASSERT_EQ(cluster_->queue_updates.size(), 1u);
+  const UpdateQueue& request = cluster_->queue_updates[0];
+  EXPECT_EQ(request.op, "create");
+  EXPECT_EQ(request.spec.name, "research");
+  EXPECT_EQ(request.spec.parent, "root");
+  EXPECT_EQ(request.spec.capability, (Quota{{"gpu", 16}, {"gpu/A100", 8}, {"cpu", 64000}, {"memory", 262144}}));
+  EXPECT_EQ(request.spec.deserved, (Quota{{"gpu", 8}, {"cpu", 500}}));
+  EXPECT_EQ(request.spec.guarantee, (Quota{{"gpu", 4}}));
+  EXPECT_EQ(Spec("research"), request.spec);
+
+  ASSERT_EQ(Run({"queue", "create", "vision", "--parent", "research"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "queue vision created under research: capability none; deserved none; guarantee none\n");
+  EXPECT_EQ(Spec("vision").parent, "research");
+
+  ASSERT_EQ(Run({"queue", "create", "--json", "nlp", "--deserved", "gpu=2"}), kExitOk) << err_.str();
+  auto json = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(json["queue"]["spec"]["name"], "nlp");
+  EXPECT_EQ(json["queue"]["spec"]["parent"], "root");
+  EXPECT_EQ(json["queue"]["spec"]["deserved"]["gpu"], 2);
+}
+
+TEST_F(QueueCliTest, CreateErrors) {
+  AddResearch();
+  ExpectRejected({"queue", "create", "research"}, kExitError, "gpool: AlreadyExists: queue 'research' already exists\n",
+                 /*sent=*/true);
+  ExpectRejected({"queue", "create", "x", "--parent", "nowhere"}, kExitNotFound,
+                 "gpool: NotFound: parent queue 'nowhere' does not exist\n", /*sent=*/true);
+  // The coordinator's rules against the rest of the tree.
+  ExpectRejected({"queue", "create", "x", "--parent", "research", "--capability", "gpu=32"}, kExitError,
+                 "gpool: FailedPrecondition: capability gpu=32 of queue x is more than its parent research's 16\n",
+                 true);
+  uint64_t job = AddJob("j", JobState::kPending);
+  cluster_->jobs[job].spec.queue = "default";
+  ExpectRejected({"queue", "create", "x", "--parent", "default"}, kExitError,
+                 "gpool: FailedPrecondition: queue 'default' has unfinished jobs (job 1); jobs run only in leaf "
+                 "queues\n",
+                 true);
+
+  // Checked before anything is sent.
+  ExpectRejected({"queue", "create", "default"}, kExitError, "gpool: AlreadyExists: queue default always exists\n");
+  ExpectRejected({"queue", "create", "x", "--capability", "gpu=4", "--deserved", "gpu=8"}, kExitUsage,
+                 "gpool: InvalidArgument: deserved gpu=8 is more than capability 4\n");
+  ExpectRejected({"queue", "create", "x", "--deserved", "memory=1Gi", "--guarantee", "memory=2Gi"}, kExitUsage,
+                 "gpool: InvalidArgument: guarantee memory=2048 is more than deserved 1024\n");
+  ExpectRejected({"queue", "create", "x", "--capability", "gpus=4"}, kExitUsage,
+                 "gpool: InvalidArgument: --capability: unknown resource 'gpus' (expected gpu, cpu, memory or "
+                 "gpu/<model>)\n");
+  ExpectRejected({"queue", "create", "x", "--deserved", "cpu=lots"}, kExitUsage,
+                 "gpool: InvalidArgument: --deserved: cpu: expected a number of cores like 2, 0.5 or 500m, got "
+                 "'lots'\n");
+  ExpectRejected({"queue", "create", "a b"}, kExitUsage,
+                 "gpool: InvalidArgument: queue: 'a b' may only contain letters, digits, '-', '_' and '.'\n");
+  ExpectRejected({"queue", "create", "x", "--parent", "x"}, kExitUsage,
+                 "gpool: InvalidArgument: parent: a queue cannot be its own parent\n");
+  EXPECT_EQ(cluster_->queue_updates.size(), 4u);  // only the four the coordinator refused
+}
+
+TEST_F(QueueCliTest, UpdateReplacesOnlyTheQuotasGiven) {
+  AddResearch();
+  ASSERT_EQ(Run({"queue", "update", "research", "--deserved", "gpu=10,cpu=8"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "queue research updated: capability gpu=16,cpu=64; deserved gpu=10,cpu=8; guarantee gpu=4\n");
+  EXPECT_EQ(cluster_->list_queues_calls, 1);
+  ASSERT_EQ(cluster_->queue_updates.size(), 1u);
+  const UpdateQueue& request = cluster_->queue_updates[0];
+  EXPECT_EQ(request.op, "update");
+  EXPECT_EQ(request.spec.name, "research");
+  EXPECT_EQ(request.spec.parent, "root");
+  EXPECT_EQ(request.spec.capability, (Quota{{"gpu", 16}, {"cpu", 64000}}));
+  EXPECT_EQ(request.spec.deserved, (Quota{{"gpu", 10}, {"cpu", 8000}}));
+  EXPECT_EQ(request.spec.guarantee, (Quota{{"gpu", 4}}));
+  EXPECT_EQ(Spec("research"), request.spec);
+
+  // A flag replaces its whole quota; "none" clears it.
+  ASSERT_EQ(Run({"queue", "update", "research", "--capability", "memory=1Ti", "--guarantee", "none"}), kExitOk)
+      << err_.str();
+  EXPECT_EQ(Spec("research").capability, (Quota{{"memory", 1048576}}));
+  EXPECT_EQ(Spec("research").deserved, (Quota{{"gpu", 10}, {"cpu", 8000}}));
+  EXPECT_TRUE(Spec("research").guarantee.empty());
+
+  // A child keeps its parent.
+  ASSERT_EQ(Run({"queue", "update", "vision", "--deserved", "gpu/A100=2", "--json"}), kExitOk) << err_.str();
+  EXPECT_EQ(cluster_->queue_updates.back().spec.parent, "research");
+  EXPECT_EQ(nlohmann::json::parse(out_.str())["queue"]["spec"]["capability"]["gpu/A100"], 8);
+
+  // root and default have quotas too.
+  ASSERT_EQ(Run({"queue", "update", "root", "--capability", "gpu=32"}), kExitOk) << err_.str();
+  EXPECT_EQ(Spec("root").capability, (Quota{{"gpu", 32}}));
+  EXPECT_EQ(Spec("root").parent, "");
+}
+
+TEST_F(QueueCliTest, UpdateChecksTheResultBeforeSending) {
+  AddResearch();
+  // deserved gpu=8 stays, so capability gpu=6 would be below it.
+  ExpectRejected({"queue", "update", "research", "--capability", "gpu=6"}, kExitUsage,
+                 "gpool: InvalidArgument: queue research with this update: deserved gpu=8 is more than capability "
+                 "6\n");
+  EXPECT_EQ(cluster_->list_queues_calls, 1);
+  ExpectRejected({"queue", "update", "nowhere", "--deserved", "gpu=1"}, kExitNotFound,
+                 "gpool: NotFound: queue 'nowhere' does not exist\n");
+  // Bad flags are found without asking the coordinator anything.
+  ExpectRejected({"queue", "update", "research", "--guarantee", "gpu=9", "--deserved", "gpu=8"}, kExitUsage,
+                 "gpool: InvalidArgument: guarantee gpu=9 is more than deserved 8\n");
+  ExpectRejected({"queue", "update", "research", "--capability", "gpu=x"}, kExitUsage,
+                 "gpool: InvalidArgument: --capability: gpu: expected a whole number of GPUs, got 'x'\n");
+  EXPECT_EQ(cluster_->list_queues_calls, 2);
+  EXPECT_TRUE(cluster_->queue_updates.empty());
+  // The coordinator's rules against the rest of the tree: vision may hold 8 A100s.
+  ExpectRejected({"queue", "update", "research", "--capability", "gpu=16,gpu/A100=4"}, kExitError,
+                 "gpool: FailedPrecondition: capability gpu/A100=8 of queue vision is more than its parent "
+                 "research's 4\n",
+                 true);
+  EXPECT_EQ(Spec("research").capability, (Quota{{"gpu", 16}, {"cpu", 64000}}));
+}
+
+TEST_F(QueueCliTest, Delete) {
+  AddResearch();
+  ExpectRejected({"queue", "delete", "research"}, kExitError,
+                 "gpool: FailedPrecondition: queue 'research' has child queue 'vision'; delete it first\n", true);
+  ASSERT_EQ(Run({"queue", "delete", "vision"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "queue vision deleted\n");
+  EXPECT_EQ(cluster_->queue_updates.back().op, "delete");
+  EXPECT_EQ(cluster_->queue_updates.back().spec.name, "vision");
+  EXPECT_FALSE(cluster_->queues.count("vision"));
+
+  // Unfinished jobs keep a queue; finished ones do not.
+  uint64_t job = AddJob("j", JobState::kRunning);
+  cluster_->jobs[job].spec.queue = "research";
+  ExpectRejected({"queue", "delete", "research"}, kExitError,
+                 "gpool: FailedPrecondition: queue 'research' has unfinished job 1\n", true);
+  cluster_->SetJobState(job, JobState::kSucceeded);
+  ASSERT_EQ(Run({"queue", "delete", "research", "--json"}), kExitOk) << err_.str();
+  EXPECT_EQ(nlohmann::json::parse(out_.str())["queue"]["spec"]["name"], "research");
+  EXPECT_FALSE(cluster_->queues.count("research"));
+
+  ExpectRejected({"queue", "delete", "research"}, kExitNotFound,
+                 "gpool: NotFound: queue 'research' does not exist\n", true);
+  const size_t sent = cluster_->queue_updates.size();
+  ExpectRejected({"queue", "delete", "default"}, kExitError,
+                 "gpool: FailedPrecondition: queue default always exists and cannot be deleted\n");
+  ExpectRejected({"queue", "delete", "root"}, kExitError,
+                 "gpool: FailedPrecondition: queue root always exists and cannot be deleted\n");
+  EXPECT_EQ(cluster_->queue_updates.size(), sent);
+  EXPECT_EQ(cluster_->queues.size(), 2u);
+}
+
+TEST_F(QueueCliTest, TreeShowsTheHierarchy) {
+  AddResearch();
+  ASSERT_EQ(Run({"queue", "tree"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(),
+            "QUEUE       GPU       GPU/A100  CPU        MEM(GiB)  PENDING  RUNNING\n"
+            "root        0/-/-/-   0/-/-/-   0/-/-/-    0/-/-/-   0        0\n"
+            "  default   0/-/-/-   0/-/-/-   0/-/-/-    0/-/-/-   0        0\n"
+            "  research  6/8/4/16  0/-/-/-   12/-/-/64  64/-/-/-  2        1\n"
+            "    vision  0/-/-/-   0/-/-/8   0/-/-/-    0/-/-/-   0        0\n"
+            "(each resource: allocated/deserved/guarantee/capability; - = not set)\n");
+  ASSERT_EQ(Run({"queue", "tree", "--json"}), kExitOk) << err_.str();
+  auto json = nlohmann::json::parse(out_.str());
+  ASSERT_EQ(json["queues"].size(), 4u);
+  EXPECT_EQ(json["queues"][0]["spec"]["name"], "root");
+  EXPECT_EQ(json["queues"][1]["spec"]["name"], "default");
+  EXPECT_EQ(json["queues"][2]["spec"]["name"], "research");
+  EXPECT_EQ(json["queues"][3]["spec"]["name"], "vision");
+  EXPECT_EQ(json["queues"][2]["allocated"]["memory"], 65536);
+  EXPECT_TRUE(cluster_->queue_updates.empty());
+}
+
+TEST_F(QueueCliTest, UsageErrors) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::string create = " (usage: gpool queue create NAME [--parent P] [--capability QUOTA] [--deserved QUOTA] "
+                             "[--guarantee QUOTA])";
+  const std::vector<Case> cases = {
+      {{"queue"}, "queue: expected a subcommand: create, update, delete or tree"},
+      {{"queue", "list"}, "queue: unknown subcommand 'list'; expected create, update, delete or tree"},
+      {{"queue", "create"}, "queue create: expected one queue NAME, got 0 arguments" + create},
+      {{"queue", "create", "a", "b"}, "queue create: expected one queue NAME, got 2 arguments" + create},
+      {{"queue", "delete"}, "queue delete: expected one queue NAME, got 0 arguments (usage: gpool queue delete NAME)"},
+      {{"queue", "tree", "x"}, "queue tree: takes no arguments (usage: gpool queue tree)"},
+      {{"queue", "update", "research"},
+       "queue update: nothing to change; give --capability, --deserved or --guarantee (usage: gpool queue update NAME "
+       "[--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA])"},
+      {{"queue", "update", "research", "--parent", "x", "--deserved", "gpu=1"},
+       "--parent only applies to 'queue create'"},
+      {{"queue", "delete", "research", "--capability", "gpu=1"},
+       "--capability only applies to 'queue create' and 'queue update'"},
+      {{"queue", "tree", "--guarantee", "none"}, "--guarantee only applies to 'queue create' and 'queue update'"},
+  };
+  for (const auto& c : cases) {
+    ExpectRejected(c.args, kExitUsage, "gpool: InvalidArgument: " + c.message + "\nRun 'gpool --help' for usage.\n");
+  }
+  EXPECT_EQ(Run({"queue", "tree", "--bogus"}), kExitUsage);
+  EXPECT_EQ(err_.str().rfind("gpool: InvalidArgument: queue: ", 0), 0u) << err_.str();
+  EXPECT_EQ(clients_made_, 0);
+}
+
+TEST_F(QueueCliTest, CoordinatorErrorsMapToExitCodes) {
+  cluster_->fail_next = Status::Unavailable("coordinator at tcp://x:1 did not answer within 5 ms");
+  EXPECT_EQ(Run({"queue", "tree"}), kExitUnavailable);
+  EXPECT_EQ(err_.str(), "gpool: Unavailable: coordinator at tcp://x:1 did not answer within 5 ms\n");
+  cluster_->fail_next = Status::NotLeader("no leader");
+  EXPECT_EQ(Run({"queue", "create", "x"}), kExitUnavailable);
+  cluster_->fail_next = Status::InvalidArgument("capability: children's deserved exceeds the parent's");
+  EXPECT_EQ(Run({"queue", "create", "x"}), kExitUsage);
+  // An update fails at its first call, the ListQueues.
+  cluster_->fail_next = Status::Unauthenticated("bad token");
+  EXPECT_EQ(Run({"queue", "update", "default", "--deserved", "gpu=1"}), kExitError);
+  EXPECT_EQ(err_.str(), "gpool: Unauthenticated: bad token\n");
+  // Injected failures come before the fake records a request: nothing was applied.
+  EXPECT_TRUE(cluster_->queue_updates.empty());
+  EXPECT_EQ(cluster_->list_queues_calls, 0);
+  EXPECT_EQ(cluster_->queues.size(), 2u);
+}
+
+TEST_F(QueueCliTest, Help) {
+  ASSERT_EQ(Run({"help", "queue"}), kExitOk);
+  const std::string help = out_.str();
+  for (const char* line :
+       {"  gpool queue create NAME [--parent P] [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA]\n",
+        "  gpool queue update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA]\n",
+        "  gpool queue delete NAME\n", "  gpool queue tree\n", "--capability QUOTA", "--parent P"}) {
+    EXPECT_NE(help.find(line), std::string::npos) << line << help;
+  }
+  ASSERT_EQ(Run({"queue", "create", "--help"}), kExitOk);
+  EXPECT_EQ(out_.str(), help);
+  ASSERT_EQ(Run({"--help"}), kExitOk);
+  for (const char* line : {"\n  queue create NAME [--parent P] [QUOTAS]  ", "\n  queue update NAME [QUOTAS]  ",
+                           "\n  queue delete NAME  ", "\n  queue tree  ", "\n  explain ID  ",
+                           "\n  node taint NAME KEY=VALUE... KEY-...  "}) {
+    EXPECT_NE(out_.str().find(line), std::string::npos) << line << out_.str();
+  }
+  EXPECT_EQ(clients_made_, 0);
+}
+
+// --- explain ---------------------------------------------------------------------------
+
+TEST_F(QueueCliTest, ExplainShowsReasonsQueuePathAndJobsAhead) {
+  AddResearch();
+  // Three jobs in vision: a high one (ahead whatever its priority), an
+  // earlier medium one of the same priority (ahead), a later one (behind).
+  uint64_t high = AddJob("high", JobState::kPending);
+  uint64_t early = AddJob("early", JobState::kPending);
+  uint64_t target = AddJob("target", JobState::kPending);
+  uint64_t late = AddJob("late", JobState::kPending);
+  uint64_t running = AddJob("running", JobState::kRunning);
+  for (uint64_t id : {high, early, target, late, running}) {
+    cluster_->jobs[id].spec.queue = "vision";
+    cluster_->jobs[id].summary.queue = "vision";
+  }
+  cluster_->jobs[high].spec.priority_class = "high";
+  cluster_->jobs[high].spec.priority = -5;
+  cluster_->jobs[target].reasons = {"queue research: deserved gpu=8 reached", "node-0: cordoned"};
+  cluster_->jobs[target].summary.gpus = 8;
+
+  ASSERT_EQ(Run({"explain", std::to_string(target)}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(),
+            "Job 3 target: Pending in queue vision, priority 0, 8 GPUs\n"
+            "Reasons:\n"
+            "  - queue research: deserved gpu=8 reached\n"
+            "  - node-0: cordoned\n"
+            "Queue path (leaf to root; each resource: allocated/deserved/capability, - = not set):\n"
+            "  QUEUE     GPU     GPU/A100  CPU      MEM(GiB)\n"
+            "  vision    0/-/-   0/-/8     0/-/-    0/-/-\n"
+            "  research  6/8/16  0/-/-     12/-/64  64/-/-\n"
+            "  root      0/-/-   0/-/-     0/-/-    0/-/-\n"
+            "2 jobs ahead in queue vision\n");
+  EXPECT_EQ(cluster_->explain_requests, std::vector<uint64_t>{target});
+
+  ASSERT_EQ(Run({"explain", std::to_string(late), "--json"}), kExitOk) << err_.str();
+  auto json = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(json["job"]["job_id"], late);
+  EXPECT_EQ(json["jobs_ahead"], 3);
+  ASSERT_EQ(json["queue_path"].size(), 3u);
+  EXPECT_EQ(json["queue_path"][0]["spec"]["name"], "vision");
+  EXPECT_EQ(json["queue_path"][2]["spec"]["name"], "root");
+
+  ASSERT_EQ(Run({"explain", std::to_string(high)}), kExitOk) << err_.str();
+  EXPECT_NE(out_.str().find("Reasons: none\n"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("\n0 jobs ahead in queue vision\n"), std::string::npos) << out_.str();
+}
+
+TEST_F(QueueCliTest, ExplainErrors) {
+  EXPECT_EQ(Run({"explain", "99"}), kExitNotFound);
+  EXPECT_EQ(err_.str(), "gpool: NotFound: job 99 does not exist\n");
+  EXPECT_EQ(Run({"explain", "abc"}), kExitUsage);
+  EXPECT_EQ(err_.str(), "gpool: InvalidArgument: expected a job ID (a positive integer), got 'abc'\n");
+  EXPECT_EQ(Run({"explain"}), kExitUsage);
+  EXPECT_EQ(Run({"explain", "1", "2"}), kExitUsage);
+  EXPECT_EQ(cluster_->explain_requests, std::vector<uint64_t>{99});
+}
+
 // --- node cordon|uncordon|label|pool ---------------------------------------------------
 
 class NodeCliTest : public CliTest {
@@ -754,8 +1306,9 @@ TEST_F(NodeCliTest, UsageErrors) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"node"}, "node: expected a subcommand: cordon, uncordon, label or pool"},
-      {{"node", "drain", "node-0"}, "node: unknown subcommand 'drain'; expected cordon, uncordon, label or pool"},
+      {{"node"}, "node: expected a subcommand: cordon, uncordon, label, pool or taint"},
+      {{"node", "drain", "node-0"},
+       "node: unknown subcommand 'drain'; expected cordon, uncordon, label, pool or taint"},
       {{"node", "cordon"}, "node cordon: missing the node NAME (usage: gpool node cordon NAME)"},
       {{"node", "uncordon"}, "node uncordon: missing the node NAME (usage: gpool node uncordon NAME)"},
       {{"node", "label"}, "node label: missing the node NAME (usage: gpool node label NAME KEY=VALUE... KEY-...)"},
@@ -829,12 +1382,72 @@ TEST_F(NodeCliTest, BadLabelsAndPoolsAreRejectedBeforeSending) {
   EXPECT_EQ(Node(0).labels, (std::map<std::string, std::string>{{"rack", "r1"}, {"old", "x"}}));
 }
 
+TEST_F(NodeCliTest, TaintSetsAndRemovesAndPrintsAllTaintsSorted) {
+  ASSERT_EQ(Run({"node", "taint", "node-0", "maint=", "dedicated=ml"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "node node-0 taints: dedicated=ml, maint=\n");
+  EXPECT_EQ(err_.str(), "");
+  ASSERT_EQ(cluster_->node_updates.size(), 1u);
+  const UpdateNode& request = cluster_->node_updates[0];
+  EXPECT_EQ(request.node, "node-0");
+  EXPECT_EQ(request.op, "taint");
+  EXPECT_EQ(request.taints, (std::map<std::string, std::string>{{"dedicated", "ml"}, {"maint", ""}}));
+  EXPECT_TRUE(request.remove_taints.empty());
+  EXPECT_TRUE(request.labels.empty());
+  EXPECT_TRUE(request.remove_labels.empty());
+  EXPECT_EQ(Node(0).labels, (std::map<std::string, std::string>{{"rack", "r1"}, {"old", "x"}}));  // untouched
+
+  // `nodes` shows them in their own column.
+  ASSERT_EQ(Run({"nodes"}), kExitOk);
+  EXPECT_NE(out_.str().find("  dedicated=ml,maint=  old=x,rack=r1\n"), std::string::npos) << out_.str();
+
+  ASSERT_EQ(Run({"node", "taint", "node-0", "maint-", "dedicated=gpu", "nothere-"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "node node-0 taints: dedicated=gpu\n");
+  EXPECT_EQ(cluster_->node_updates.back().remove_taints, (std::vector<std::string>{"maint", "nothere"}));
+
+  ASSERT_EQ(Run({"node", "taint", "node-0", "dedicated-", "--json"}), kExitOk) << err_.str();
+  auto json = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(json["node"]["name"], "node-0");
+  EXPECT_TRUE(!json["node"].contains("taints") || json["node"]["taints"].empty()) << out_.str();
+  ASSERT_EQ(Run({"node", "taint", "node-0", "x-"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "node node-0 taints: none\n");
+  EXPECT_TRUE(Node(0).taints.empty());
+
+  EXPECT_EQ(Run({"node", "taint", "node-9", "maint="}), kExitNotFound);
+  EXPECT_EQ(err_.str(), "gpool: NotFound: node node-9 is not registered\n");
+}
+
+TEST_F(NodeCliTest, BadTaintsAreRejectedBeforeSending) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"maint"}, "node taint: 'maint' is neither KEY=VALUE (set a taint) nor KEY- (remove one)"},
+      {{"=ml"}, "node taint: '=ml': the taint key is empty"},
+      {{"a b=1"}, "node taint: taint key 'a b' may only contain letters, digits, '.', '_', '/' and '-'"},
+      {{"k=a/b"}, "node taint: the value of k ('a/b') may only contain letters, digits, '.', '_' and '-'"},
+      {{"k=1", "k-"}, "node taint: k is both set and removed"},
+      {{"k=1", "k=2"}, "node taint: k is set twice ('1' and '2')"},
+  };
+  for (const auto& [taints, message] : cases) {
+    std::vector<std::string> args = {"node", "taint", "node-0"};
+    args.insert(args.end(), taints.begin(), taints.end());
+    ExpectRejected(args, message, /*usage_hint=*/false);
+  }
+  ExpectRejected({"node", "taint", "node-0", "-k=1"},
+                 "node: '-k=1' is not a flag, and a label key cannot start with '-'", false);
+  ExpectRejected({"node", "taint"},
+                 "node taint: missing the node NAME (usage: gpool node taint NAME KEY=VALUE... KEY-...)", true);
+  ExpectRejected({"node", "taint", "node-0"},
+                 "node taint: expected at least one KEY=VALUE (set) or KEY- (remove) (usage: gpool node taint NAME "
+                 "KEY=VALUE... KEY-...)",
+                 true);
+  EXPECT_TRUE(Node(0).taints.empty());
+}
+
 TEST_F(NodeCliTest, Help) {
   ASSERT_EQ(Run({"help", "node"}), kExitOk);
   const std::string help = out_.str();
   for (const char* form : {"  gpool node cordon NAME\n", "  gpool node uncordon NAME\n",
                            "  gpool node label NAME KEY=VALUE... KEY-...\n",
-                           "  gpool node pool NAME public|pooled|exclusive\n"}) {
+                           "  gpool node pool NAME public|pooled|exclusive\n",
+                           "  gpool node taint NAME KEY=VALUE... KEY-...\n"}) {
     EXPECT_NE(help.find(form), std::string::npos) << form << help;
   }
   ASSERT_EQ(Run({"node", "label", "--help"}), kExitOk);

@@ -87,6 +87,18 @@ class ZmqClient final : public Client {
     return Call<UpdateNodeReply>(request);
   }
 
+  Result<UpdateQueueReply> UpdateQueue(const gpool::UpdateQueue& request) override {
+    return Call<UpdateQueueReply>(request);
+  }
+
+  Result<ListQueuesReply> ListQueues() override { return Call<ListQueuesReply>(gpool::ListQueues{}); }
+
+  Result<ExplainJobReply> ExplainJob(JobId job) override {
+    gpool::ExplainJob request;
+    request.job_id = job.value();
+    return Call<ExplainJobReply>(request);
+  }
+
  private:
   const std::string& endpoint() const { return endpoints_[current_]; }
 

@@ -24,7 +24,11 @@
 // second remove with NotFound), but a resend after a lost reply may report
 // that error although the first attempt took effect (or FailedPrecondition
 // while the first is still being committed). UpdateNode is re-sent too; it
-// is idempotent (cordon, uncordon, label and pool each set a state).
+// is idempotent (cordon, uncordon, label, pool and taint each set a state).
+// UpdateQueue is re-sent like ChangeReplicas: an update sets the quotas and
+// is idempotent, but a resend of a create or delete whose first attempt took
+// effect reports AlreadyExists or NotFound. ListQueues and ExplainJob are
+// reads.
 //
 // Connect does not contact the coordinator (ZeroMQ connects lazily); the
 // first request does.
@@ -94,11 +98,25 @@ class Client {
   // fields are not checked here. AlreadyExists when adding a current voter,
   // NotFound when removing one that is not.
   virtual Result<ChangeReplicasReply> ChangeReplicas(const gpool::ChangeReplicas& request) = 0;
-  // Cordons, uncordons, relabels or re-pools one node; answered with the
-  // node as it is once the change is committed. The request goes out as
-  // given. NotFound for an unknown node, InvalidArgument for a bad op, label
-  // or pool. Re-sending is harmless: every op sets state rather than toggling.
+  // Cordons, uncordons, relabels, re-pools or (un)taints one node; answered
+  // with the node as it is once the change is committed. The request goes out
+  // as given. NotFound for an unknown node, InvalidArgument for a bad op,
+  // label, taint or pool. Re-sending is harmless: every op sets state rather than toggling.
   virtual Result<UpdateNodeReply> UpdateNode(const gpool::UpdateNode& request) = 0;
+  // Creates, updates (replaces the quotas of) or deletes one queue; answered
+  // with the queue once the change is committed (for a delete, as it was).
+  // The request goes out as given. InvalidArgument for a bad name, resource
+  // or quota order; AlreadyExists when creating a queue that exists;
+  // NotFound for an unknown queue or parent; FailedPrecondition when
+  // deleting a queue with children or unfinished jobs, or root or default.
+  virtual Result<UpdateQueueReply> UpdateQueue(const gpool::UpdateQueue& request) = 0;
+  // Every queue with its quotas, usage and job counts; parents before their
+  // children, siblings by name.
+  virtual Result<ListQueuesReply> ListQueues() = 0;
+  // Why a job is where it is: the scheduler's reasons, its queue and every
+  // ancestor, and how many jobs of its queue are ahead of it. NotFound for
+  // an unknown job.
+  virtual Result<ExplainJobReply> ExplainJob(JobId job) = 0;
 };
 
 // Splits and normalizes an endpoint list ("a:1, tcp://b:2" ->

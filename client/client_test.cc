@@ -437,6 +437,102 @@ TEST(ClientTest, UpdateNodeSendsTheRequestAndReadsTheReply) {
   EXPECT_EQ(body->remove_labels, (std::vector<std::string>{"old"}));
 }
 
+TEST(ClientTest, QueueRequestsRoundTrip) {
+  ScriptedServer server([](const Envelope& request, int) -> std::vector<std::string> {
+    switch (request.type()) {
+      case MessageType::kUpdateQueue: {
+        auto body = request.Body<UpdateQueue>();
+        if (!body.ok()) return {ReplyTo(request, ErrorReply{"Malformed", body.status().message(), ""})};
+        if (body->op == "delete") {
+          return {ReplyTo(request, ErrorReply{"FailedPrecondition", "queue research has 1 unfinished job", ""})};
+        }
+        QueueSummary queue;
+        queue.spec = body->spec;
+        queue.allocated = {{"gpu", 3}};
+        return {ReplyTo(request, UpdateQueueReply{queue})};
+      }
+      case MessageType::kListQueues: {
+        ListQueuesReply reply;
+        reply.queues.push_back(QueueSummary{.spec = QueueSpec{.name = "root", .parent = ""}});
+        reply.queues.push_back(QueueSummary{.spec = QueueSpec{.name = "default"}, .jobs_pending = 2});
+        return {ReplyTo(request, reply)};
+      }
+      case MessageType::kExplainJob: {
+        ExplainJobReply reply;
+        reply.job = JobSummary{.job_id = request.Body<ExplainJob>()->job_id, .name = "a", .state = "Pending"};
+        reply.reasons = {"queue default: capability gpu=4 reached"};
+        reply.queue_path.push_back(QueueSummary{.spec = QueueSpec{.name = "default"}});
+        reply.jobs_ahead = 2;
+        return {ReplyTo(request, reply)};
+      }
+      default:
+        return {ReplyTo(request, ErrorReply{"UnknownType", "unexpected", ""})};
+    }
+  });
+  auto client = Connect(server.endpoint());
+  UpdateQueue create;
+  create.op = "create";
+  create.spec.name = "research";
+  create.spec.capability = {{"gpu", 16}, {"gpu/A100", 8}, {"cpu", 64000}, {"memory", 262144}};
+  create.spec.deserved = {{"gpu", 8}};
+  auto created = client->UpdateQueue(create);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->queue.spec, create.spec);
+  EXPECT_EQ(created->queue.allocated, (Quota{{"gpu", 3}}));
+
+  UpdateQueue remove;
+  remove.op = "delete";
+  remove.spec.name = "research";
+  auto removed = client->UpdateQueue(remove);
+  ASSERT_FALSE(removed.ok());
+  EXPECT_EQ(removed.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(removed.status().message(), "queue research has 1 unfinished job");
+
+  auto queues = client->ListQueues();
+  ASSERT_TRUE(queues.ok()) << queues.status().ToString();
+  ASSERT_EQ(queues->queues.size(), 2u);
+  EXPECT_EQ(queues->queues[0].spec.parent, "");
+  EXPECT_EQ(queues->queues[1].spec.parent, "root");
+  EXPECT_EQ(queues->queues[1].jobs_pending, 2u);
+
+  auto explained = client->ExplainJob(JobId(17));
+  ASSERT_TRUE(explained.ok()) << explained.status().ToString();
+  EXPECT_EQ(explained->job.job_id, 17u);
+  EXPECT_EQ(explained->reasons, std::vector<std::string>{"queue default: capability gpu=4 reached"});
+  EXPECT_EQ(explained->queue_path.at(0).spec.name, "default");
+  EXPECT_EQ(explained->jobs_ahead, 2u);
+
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 4u);
+  EXPECT_EQ(requests[0].type(), MessageType::kUpdateQueue);
+  auto body = requests[0].Body<UpdateQueue>();
+  ASSERT_TRUE(body.ok()) << body.status().ToString();
+  EXPECT_EQ(body->op, "create");
+  EXPECT_EQ(body->spec, create.spec);
+  EXPECT_EQ(requests[1].Body<UpdateQueue>()->op, "delete");
+  EXPECT_EQ(requests[2].type(), MessageType::kListQueues);
+  EXPECT_EQ(requests[3].type(), MessageType::kExplainJob);
+  EXPECT_EQ(requests[3].Body<ExplainJob>()->job_id, 17u);
+}
+
+TEST(ClientTest, UpdateQueueIsResentAfterATimeout) {
+  ScriptedServer server([](const Envelope& request, int nth) -> std::vector<std::string> {
+    if (nth == 1) return {};  // the first attempt is lost
+    return {ReplyTo(request, UpdateQueueReply{QueueSummary{.spec = request.Body<UpdateQueue>()->spec}})};
+  });
+  auto client = Connect(server.endpoint(), /*timeout_ms=*/200, /*retries=*/1);
+  UpdateQueue update;
+  update.op = "update";
+  update.spec.name = "default";
+  update.spec.deserved = {{"gpu", 2}};
+  auto reply = client->UpdateQueue(update);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->queue.spec.deserved, (Quota{{"gpu", 2}}));
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].Body<UpdateQueue>()->spec, requests[1].Body<UpdateQueue>()->spec);
+}
+
 TEST(ClientTest, NotLeaderWithoutRetriesLeftIsReturned) {
   ScriptedServer follower([](const Envelope& request, int) -> std::vector<std::string> {
     return {ReplyTo(request, ErrorReply{"NotLeader", "not the leader", "tcp://127.0.0.1:1"})};

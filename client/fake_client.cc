@@ -1,7 +1,9 @@
 #include "client/fake_client.h"
 
 #include <algorithm>
+#include <set>
 #include <string_view>
+#include <tuple>
 
 #include "protocol/validate.h"
 
@@ -25,6 +27,58 @@ void FakeCluster::SetJobState(uint64_t job_id, JobState state, std::string reaso
   job.summary.tasks_running = state == JobState::kRunning ? job.summary.tasks_total : 0;
   job.summary.tasks_finished = IsTerminal(state) ? job.summary.tasks_total : 0;
 }
+
+std::map<std::string, QueueSummary> FakeCluster::DefaultQueues() {
+  QueueSummary root;
+  root.spec.name = "root";
+  root.spec.parent = "";
+  QueueSummary default_queue;
+  default_queue.spec.name = "default";
+  default_queue.spec.parent = "root";
+  return {{"root", root}, {"default", default_queue}};
+}
+
+namespace {
+
+// high before medium before low; unknown classes last.
+int ClassRank(const std::string& priority_class) {
+  if (priority_class == "high") return 0;
+  if (priority_class == "medium") return 1;
+  if (priority_class == "low") return 2;
+  return 3;
+}
+
+bool IsUnfinished(const GetJobReply& job) {
+  auto state = JobStateFromString(job.summary.state);
+  return !state || !IsTerminal(*state);
+}
+
+// A child may not be capable of more than its parent, for any resource both
+// name (one of the coordinator's tree rules; it also checks guarantees).
+Status CapabilityWithin(const QueueSpec& child, const QueueSpec& parent) {
+  for (const auto& [resource, amount] : child.capability) {
+    auto it = parent.capability.find(resource);
+    if (it != parent.capability.end() && amount > it->second) {
+      return Status::FailedPrecondition("capability " + resource + "=" + std::to_string(amount) + " of queue " +
+                                        child.name + " is more than its parent " + parent.name + "'s " +
+                                        std::to_string(it->second));
+    }
+  }
+  return Status::Ok();
+}
+
+// Appends `name` and its descendants, depth first, children by name (the
+// map's order).
+void AppendSubtree(const std::map<std::string, QueueSummary>& queues, const std::string& name,
+                   std::vector<QueueSummary>& out, std::set<std::string>& listed) {
+  if (!listed.insert(name).second) return;
+  out.push_back(queues.at(name));
+  for (const auto& [child, queue] : queues) {
+    if (queue.spec.parent == name && child != name) AppendSubtree(queues, child, out, listed);
+  }
+}
+
+}  // namespace
 
 std::optional<Status> FakeClient::TakeFailure() {
   std::optional<Status> failure;
@@ -168,6 +222,9 @@ Result<UpdateNodeReply> FakeClient::UpdateNode(const gpool::UpdateNode& request)
     if (!node.cordoned && suffixed) node.state.resize(node.state.size() - kSuffix.size());
   } else if (request.op == "pool") {
     node.pool = request.pool;
+  } else if (request.op == "taint") {
+    for (const auto& key : request.remove_taints) node.taints.erase(key);
+    for (const auto& [key, value] : request.taints) node.taints[key] = value;
   } else {  // "label"
     auto spec = cluster_->spec_labels.find(request.node);
     for (const auto& key : request.remove_labels) {
@@ -184,6 +241,97 @@ Result<UpdateNodeReply> FakeClient::UpdateNode(const gpool::UpdateNode& request)
     for (const auto& [key, value] : request.labels) node.labels[key] = value;
   }
   return UpdateNodeReply{node};
+}
+
+Result<UpdateQueueReply> FakeClient::UpdateQueue(const gpool::UpdateQueue& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  cluster_->queue_updates.push_back(request);
+  GPOOL_RETURN_IF_ERROR(ValidateUpdateQueue(request));
+  auto& queues = cluster_->queues;
+  const std::string& name = request.spec.name;
+  auto it = queues.find(name);
+  if (request.op == "create") {
+    if (it != queues.end()) return Status::AlreadyExists("queue '" + name + "' already exists");
+    auto parent = queues.find(request.spec.parent);
+    if (parent == queues.end()) return Status::NotFound("parent queue '" + request.spec.parent + "' does not exist");
+    for (const auto& [id, job] : cluster_->jobs) {
+      if (job.spec.queue == request.spec.parent && IsUnfinished(job)) {
+        return Status::FailedPrecondition("queue '" + request.spec.parent + "' has unfinished jobs (job " +
+                                          std::to_string(id) + "); jobs run only in leaf queues");
+      }
+    }
+    GPOOL_RETURN_IF_ERROR(CapabilityWithin(request.spec, parent->second.spec));
+    QueueSummary queue;
+    queue.spec = request.spec;
+    queues[name] = queue;
+    return UpdateQueueReply{queue};
+  }
+  if (it == queues.end()) return Status::NotFound("queue '" + name + "' does not exist");
+  QueueSummary& queue = it->second;
+  if (request.op == "update") {
+    if (auto parent = queues.find(queue.spec.parent); parent != queues.end()) {
+      GPOOL_RETURN_IF_ERROR(CapabilityWithin(request.spec, parent->second.spec));
+    }
+    for (const auto& [child, summary] : queues) {
+      if (summary.spec.parent == name) GPOOL_RETURN_IF_ERROR(CapabilityWithin(summary.spec, request.spec));
+    }
+    // The parent stays: an update only replaces the quotas.
+    queue.spec.capability = request.spec.capability;
+    queue.spec.deserved = request.spec.deserved;
+    queue.spec.guarantee = request.spec.guarantee;
+    return UpdateQueueReply{queue};
+  }
+  for (const auto& [child, summary] : queues) {
+    if (summary.spec.parent == name) {
+      return Status::FailedPrecondition("queue '" + name + "' has child queue '" + child + "'; delete it first");
+    }
+  }
+  for (const auto& [id, job] : cluster_->jobs) {
+    if (job.spec.queue == name && IsUnfinished(job)) {
+      return Status::FailedPrecondition("queue '" + name + "' has unfinished job " + std::to_string(id));
+    }
+  }
+  UpdateQueueReply reply{queue};
+  queues.erase(it);
+  return reply;
+}
+
+Result<ListQueuesReply> FakeClient::ListQueues() {
+  if (auto failure = TakeFailure()) return *failure;
+  ++cluster_->list_queues_calls;
+  ListQueuesReply reply;
+  std::set<std::string> listed;
+  for (const auto& [name, queue] : cluster_->queues) {
+    if (!cluster_->queues.count(queue.spec.parent)) AppendSubtree(cluster_->queues, name, reply.queues, listed);
+  }
+  return reply;
+}
+
+Result<ExplainJobReply> FakeClient::ExplainJob(JobId job) {
+  if (auto failure = TakeFailure()) return *failure;
+  cluster_->explain_requests.push_back(job.value());
+  auto it = cluster_->jobs.find(job.value());
+  if (it == cluster_->jobs.end()) return Status::NotFound("job " + std::to_string(job.value()) + " does not exist");
+  const GetJobReply& target = it->second;
+  const bool pending = JobStateFromString(target.summary.state) == JobState::kPending;
+  ExplainJobReply reply;
+  reply.job = target.summary;
+  reply.reasons = target.reasons;
+  // Leaf to root; the size bound stops a cycle a test might build by hand.
+  for (auto q = cluster_->queues.find(target.spec.queue);
+       q != cluster_->queues.end() && reply.queue_path.size() <= cluster_->queues.size();
+       q = cluster_->queues.find(q->second.spec.parent)) {
+    reply.queue_path.push_back(q->second);
+  }
+  auto key = [](const GetJobReply& j) {
+    return std::make_tuple(ClassRank(j.spec.priority_class), -static_cast<int64_t>(j.spec.priority), j.summary.job_id);
+  };
+  for (const auto& [id, other] : cluster_->jobs) {
+    if (!pending || id == job.value() || other.spec.queue != target.spec.queue) continue;
+    if (JobStateFromString(other.summary.state) != JobState::kPending) continue;
+    if (key(other) < key(target)) ++reply.jobs_ahead;
+  }
+  return reply;
 }
 
 }  // namespace gpool

@@ -5,8 +5,19 @@
 // job is FailedPrecondition. ChangeReplicas edits `voters` and answers like
 // the coordinator (AlreadyExists / NotFound for a duplicate add / remove).
 // UpdateNode validates the request (ValidateUpdateNode), then edits the node
-// in `nodes` (cordoned and the ",Cordoned" state suffix, labels, pool) and
-// answers with it; NotFound for a node that is not in `nodes`.
+// in `nodes` (cordoned and the ",Cordoned" state suffix, labels, pool,
+// taints) and answers with it; NotFound for a node that is not in `nodes`.
+// UpdateQueue validates the request (ValidateUpdateQueue), then edits
+// `queues` as the coordinator would, with its messages: AlreadyExists for a
+// second create, NotFound for an unknown queue or parent, FailedPrecondition
+// when deleting a queue that has children or unfinished jobs, when creating
+// under a queue with unfinished jobs, and for a capability above the
+// parent's (or below a child's); the coordinator's other tree rules
+// (guarantees adding up, depth, count) are not modelled. ListQueues lists
+// `queues` depth first from root, siblings by name. ExplainJob answers from
+// `jobs` and `queues`: the job's `reasons`, its queue chain up to root, and,
+// for a pending job, the pending jobs of its queue ordered before it (class,
+// then priority, then id).
 // Nothing ever runs: a test moves jobs along by editing the state (directly,
 // or from `on_get_job` between polls).
 //
@@ -42,6 +53,10 @@ struct FakeCluster {
   // committed at a new index: status.commit_index + 1. `status.replicas` is
   // left alone; a test sets it for `status` and `admin replica list`.
   std::vector<uint64_t> voters = {1, 2, 3};
+  // The queue hierarchy, by name; starts as root and default (under root),
+  // as on a new coordinator. `allocated` and the job counts are not kept up
+  // to date: a test sets them where it needs them.
+  std::map<std::string, QueueSummary> queues = DefaultQueues();
   uint64_t next_job_id = 1;
   int64_t now_ms = 1'700'000'000'000;  // submit_ms of new jobs
 
@@ -57,11 +72,17 @@ struct FakeCluster {
   std::vector<gpool::GetTaskLog> log_requests;
   std::vector<gpool::ChangeReplicas> replica_changes;
   std::vector<gpool::UpdateNode> node_updates;
+  std::vector<gpool::UpdateQueue> queue_updates;
+  int list_queues_calls = 0;
+  std::vector<uint64_t> explain_requests;
   int get_job_calls = 0;
   std::map<std::string, uint64_t> idempotency_keys;
 
   // Sets a job's state (summary and every task), as the coordinator would.
   void SetJobState(uint64_t job_id, JobState state, std::string reason = {});
+
+  // root (no parent) and default (under root), with no quotas.
+  static std::map<std::string, QueueSummary> DefaultQueues();
 };
 
 class FakeClient final : public Client {
@@ -77,6 +98,9 @@ class FakeClient final : public Client {
   Result<ClusterStatusReply> ClusterStatus() override;
   Result<ChangeReplicasReply> ChangeReplicas(const gpool::ChangeReplicas& request) override;
   Result<UpdateNodeReply> UpdateNode(const gpool::UpdateNode& request) override;
+  Result<UpdateQueueReply> UpdateQueue(const gpool::UpdateQueue& request) override;
+  Result<ListQueuesReply> ListQueues() override;
+  Result<ExplainJobReply> ExplainJob(JobId job) override;
 
  private:
   std::optional<Status> TakeFailure();

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -12,7 +14,7 @@ namespace gpool {
 namespace {
 
 constexpr size_t kMaxTextCell = 60;
-// Labels come last in the nodes table; past this, --json shows them all.
+// Taints and labels come last in the nodes table; past this, --json shows them all.
 constexpr size_t kMaxLabelsCell = 40;
 
 std::string Dash(const std::string& s) { return s.empty() ? "-" : s; }
@@ -118,10 +120,90 @@ std::string CommandLine(const std::vector<std::string>& argv) {
 
 std::string ResourcesText(const Resources& r) {
   std::vector<std::string> parts;
-  parts.push_back(std::to_string(r.gpus) + (r.gpus == 1 ? " GPU" : " GPUs"));
+  parts.push_back(std::to_string(r.gpus) + (r.gpus == 1 ? " GPU" : " GPUs") +
+                  (r.gpu_model.empty() ? "" : " (" + r.gpu_model + ")"));
   if (r.cpu_milli != 0) parts.push_back(FormatCores(r.cpu_milli) + " CPU");
   if (r.memory_mib != 0) parts.push_back(FormatMemory(r.memory_mib) + " memory");
   return JoinStrings(parts, ", ");
+}
+
+// "4" or, for an elastic group, "4 (min 2)".
+std::string ReplicasText(const TaskGroupSpec& group) {
+  std::string out = std::to_string(group.replicas);
+  if (group.MinReplicas() < group.replicas) out += " (min " + std::to_string(group.MinReplicas()) + ")";
+  return out;
+}
+
+// "k=v,k=v" sorted by key (a std::map's order).
+std::string JoinKeyValues(const std::map<std::string, std::string>& items, std::string_view sep = ",") {
+  std::string out;
+  for (const auto& [key, value] : items) {
+    if (!out.empty()) out += sep;
+    out += key + "=" + value;
+  }
+  return out;
+}
+
+bool IsModelResource(const std::string& name) { return name.rfind("gpu/", 0) == 0; }
+
+// One resource amount for people: GPUs as counts, CPU in cores, memory in GiB.
+std::string QuotaAmount(const std::string& resource, uint64_t amount) {
+  if (resource == "cpu") return FormatCores(amount);
+  if (resource == "memory") return FormatGiB(amount);
+  return std::to_string(amount);
+}
+
+std::string QuotaCell(const Quota& quota, const std::string& resource) {
+  auto it = quota.find(resource);
+  return it == quota.end() ? "-" : QuotaAmount(resource, it->second);
+}
+
+std::string AllocatedCell(const Quota& allocated, const std::string& resource) {
+  auto it = allocated.find(resource);
+  return QuotaAmount(resource, it == allocated.end() ? 0 : it->second);
+}
+
+std::string ResourceHeader(const std::string& resource) {
+  if (resource == "cpu") return "CPU";
+  if (resource == "memory") return "MEM(GiB)";
+  if (IsModelResource(resource)) return "GPU/" + resource.substr(4);
+  std::string out = resource;
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Every quota of the queues in `queues` (their allocation included).
+std::vector<const Quota*> QuotasOf(const std::vector<QueueSummary>& queues) {
+  std::vector<const Quota*> out;
+  for (const auto& q : queues) {
+    for (const Quota* quota : {&q.allocated, &q.spec.capability, &q.spec.deserved, &q.spec.guarantee}) {
+      out.push_back(quota);
+    }
+  }
+  return out;
+}
+
+// Depth-first from the queues whose parent is not listed (root), children in
+// the reply's order (by name), so the tree reads top to bottom whatever order
+// the reply used beyond "parents first".
+void AddTreeRows(const std::vector<QueueSummary>& queues, size_t index, size_t depth,
+                 const std::vector<std::string>& resources, std::vector<bool>& shown, Table& table) {
+  if (shown[index]) return;
+  shown[index] = true;
+  const QueueSummary& q = queues[index];
+  std::vector<std::string> row = {std::string(2 * depth, ' ') + q.spec.name};
+  for (const auto& r : resources) {
+    row.push_back(AllocatedCell(q.allocated, r) + "/" + QuotaCell(q.spec.deserved, r) + "/" +
+                  QuotaCell(q.spec.guarantee, r) + "/" + QuotaCell(q.spec.capability, r));
+  }
+  row.push_back(std::to_string(q.jobs_pending));
+  row.push_back(std::to_string(q.jobs_running));
+  table.AddRow(std::move(row));
+  for (size_t i = 0; i < queues.size(); ++i) {
+    if (queues[i].spec.parent == q.spec.name && queues[i].spec.name != q.spec.name) {
+      AddTreeRows(queues, i, depth + 1, resources, shown, table);
+    }
+  }
 }
 
 }  // namespace
@@ -170,6 +252,37 @@ std::string FormatMemory(uint64_t mib) {
   return std::to_string(mib) + "Mi";
 }
 
+std::vector<std::string> QuotaResources(const std::vector<const Quota*>& quotas) {
+  std::set<std::string> models;
+  std::set<std::string> others;
+  for (const Quota* quota : quotas) {
+    for (const auto& [name, amount] : *quota) {
+      if (name == "gpu" || name == "cpu" || name == "memory") continue;
+      (IsModelResource(name) ? models : others).insert(name);
+    }
+  }
+  std::vector<std::string> out = {"gpu"};
+  out.insert(out.end(), models.begin(), models.end());
+  out.push_back("cpu");
+  out.push_back("memory");
+  out.insert(out.end(), others.begin(), others.end());
+  return out;
+}
+
+std::string FormatQuota(const Quota& quota) {
+  if (quota.empty()) return "none";
+  std::vector<std::string> parts;
+  for (const auto& name : QuotaResources({&quota})) {
+    auto it = quota.find(name);
+    if (it == quota.end()) continue;
+    std::string amount = std::to_string(it->second);
+    if (name == "cpu") amount = FormatCores(it->second);
+    if (name == "memory") amount = FormatMemory(it->second);
+    parts.push_back(name + "=" + amount);
+  }
+  return JoinStrings(parts, ",");
+}
+
 std::string Table::Render(std::string_view indent) const {
   std::vector<std::vector<std::string>> cells;
   std::vector<size_t> widths;
@@ -199,9 +312,10 @@ std::string Table::Render(std::string_view indent) const {
 
 std::string FormatJobsTable(const ListJobsReply& reply, int64_t now_ms) {
   if (reply.jobs.empty()) return "No jobs.\n";
-  Table table({"ID", "NAME", "QUEUE", "PRIO", "STATE", "TASKS", "GPUS", "AGE", "REASON"});
+  Table table({"ID", "NAME", "QUEUE", "CLASS", "PRIO", "STATE", "TASKS", "GPUS", "AGE", "REASON"});
   for (const auto& job : reply.jobs) {
-    table.AddRow({std::to_string(job.job_id), Dash(job.name), Dash(job.queue), std::to_string(job.priority),
+    table.AddRow({std::to_string(job.job_id), Dash(job.name), Dash(job.queue), Dash(job.priority_class),
+                  std::to_string(job.priority),
                   Dash(job.state), std::to_string(job.tasks_running) + "/" + std::to_string(job.tasks_total),
                   std::to_string(job.gpus), job.submit_ms == 0 ? "-" : FormatDuration(now_ms - job.submit_ms),
                   Dash(Shorten(OneLine(job.reason)))});
@@ -216,7 +330,16 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
   Table summary({"State:", Dash(s.state)});
   if (!s.reason.empty()) summary.AddRow({"Reason:", OneLine(s.reason)});
   summary.AddRow({"Queue:", Dash(s.queue)});
+  // The class orders jobs first; priority orders them within a class.
+  summary.AddRow({"Class:", Dash(reply.spec.priority_class)});
   summary.AddRow({"Priority:", std::to_string(s.priority)});
+  summary.AddRow({"Pool:", Dash(reply.spec.pool)});
+  if (!reply.spec.user.empty()) summary.AddRow({"User:", reply.spec.user});
+  if (!reply.spec.node_selector.empty()) {
+    summary.AddRow({"Node selector:", JoinKeyValues(reply.spec.node_selector, ", ")});
+  }
+  if (!reply.spec.prefer_labels.empty()) summary.AddRow({"Prefers:", JoinKeyValues(reply.spec.prefer_labels, ", ")});
+  if (!reply.spec.tolerations.empty()) summary.AddRow({"Tolerates:", JoinStrings(reply.spec.tolerations, ", ")});
   summary.AddRow({"Tasks:", std::to_string(s.tasks_running) + " running, " + std::to_string(s.tasks_finished) +
                                 " finished, " + std::to_string(s.tasks_total) + " total"});
   summary.AddRow({"GPUs:", std::to_string(s.gpus)});
@@ -229,7 +352,7 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
     out << "\nTask groups:\n";
     Table groups({"GROUP", "REPLICAS", "RESOURCES", "COMMAND"});
     for (const auto& group : reply.spec.tasks) {
-      groups.AddRow({group.name, std::to_string(group.replicas), ResourcesText(group.resources),
+      groups.AddRow({group.name, ReplicasText(group), ResourcesText(group.resources),
                      Shorten(CommandLine(group.command), 80)});
     }
     out << groups.Render("  ");
@@ -271,18 +394,75 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
 
 std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms) {
   if (reply.nodes.empty()) return "No nodes.\n";
-  Table table({"NAME", "STATE", "POOL", "GPUS", "CPUS", "MEM(GiB)", "MODELS", "TASKS", "LAST SEEN", "LABELS"});
+  Table table({"NAME", "STATE", "POOL", "GPUS", "CPUS", "MEM(GiB)", "MODELS", "TASKS", "LAST SEEN", "TAINTS",
+               "LABELS"});
   for (const auto& node : reply.nodes) {
-    std::vector<std::string> labels;
-    for (const auto& [key, value] : node.labels) labels.push_back(key + "=" + value);
     table.AddRow({node.name, Dash(node.state), Dash(node.pool),
                   Ratio(std::to_string(node.gpus_used), std::to_string(node.gpus_total)),
                   Ratio(FormatCores(node.cpu_milli_used), FormatCores(node.cpu_milli_total)),
                   Ratio(FormatGiB(node.memory_mib_used), FormatGiB(node.memory_mib_total)),
                   Dash(JoinStrings(node.gpu_models, ",")), std::to_string(node.tasks),
-                  FormatAgo(node.last_seen_ms, now_ms), Dash(Shorten(JoinStrings(labels, ","), kMaxLabelsCell))});
+                  FormatAgo(node.last_seen_ms, now_ms), Dash(Shorten(JoinKeyValues(node.taints), kMaxLabelsCell)),
+                  Dash(Shorten(JoinKeyValues(node.labels), kMaxLabelsCell))});
   }
   return table.Render();
+}
+
+std::string FormatQueueTree(const ListQueuesReply& reply) {
+  if (reply.queues.empty()) return "No queues.\n";
+  const std::vector<std::string> resources = QuotaResources(QuotasOf(reply.queues));
+  std::vector<std::string> header = {"QUEUE"};
+  for (const auto& r : resources) header.push_back(ResourceHeader(r));
+  header.push_back("PENDING");
+  header.push_back("RUNNING");
+  Table table(header);
+  std::vector<bool> shown(reply.queues.size(), false);
+  auto listed = [&](const std::string& name) {
+    return std::any_of(reply.queues.begin(), reply.queues.end(),
+                       [&](const QueueSummary& q) { return q.spec.name == name; });
+  };
+  for (size_t i = 0; i < reply.queues.size(); ++i) {
+    const QueueSummary& q = reply.queues[i];
+    if (q.spec.parent.empty() || q.spec.parent == q.spec.name || !listed(q.spec.parent)) {
+      AddTreeRows(reply.queues, i, 0, resources, shown, table);
+    }
+  }
+  // A queue on a parent cycle has no top to hang from; list it rather than drop it.
+  for (size_t i = 0; i < reply.queues.size(); ++i) AddTreeRows(reply.queues, i, 0, resources, shown, table);
+  return table.Render() + "(each resource: allocated/deserved/guarantee/capability; - = not set)\n";
+}
+
+std::string FormatExplain(const ExplainJobReply& reply) {
+  const JobSummary& job = reply.job;
+  std::ostringstream out;
+  out << "Job " << job.job_id << " " << Dash(job.name) << ": " << Dash(job.state) << " in queue " << Dash(job.queue)
+      << ", priority " << job.priority << ", " << job.gpus << (job.gpus == 1 ? " GPU" : " GPUs") << "\n";
+  if (reply.reasons.empty()) {
+    out << "Reasons: none\n";
+  } else {
+    out << "Reasons:\n";
+    for (const auto& reason : reply.reasons) out << "  - " << OneLine(reason) << "\n";
+  }
+  if (!reply.queue_path.empty()) {
+    const std::vector<std::string> resources = QuotaResources(QuotasOf(reply.queue_path));
+    std::vector<std::string> header = {"QUEUE"};
+    for (const auto& r : resources) header.push_back(ResourceHeader(r));
+    Table table(header);
+    for (const auto& q : reply.queue_path) {
+      std::vector<std::string> row = {q.spec.name};
+      for (const auto& r : resources) {
+        row.push_back(AllocatedCell(q.allocated, r) + "/" + QuotaCell(q.spec.deserved, r) + "/" +
+                      QuotaCell(q.spec.capability, r));
+      }
+      table.AddRow(std::move(row));
+    }
+    out << "Queue path (leaf to root; each resource: allocated/deserved/capability, - = not set):\n"
+        << table.Render("  ");
+  }
+  const std::string queue = reply.queue_path.empty() ? job.queue : reply.queue_path.front().spec.name;
+  out << reply.jobs_ahead << (reply.jobs_ahead == 1 ? " job" : " jobs") << " ahead in queue " << Dash(queue)
+      << "\n";
+  return out.str();
 }
 
 std::string FormatClusterStatus(const ClusterStatusReply& reply) {

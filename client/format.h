@@ -23,15 +23,29 @@
 namespace gpool {
 
 // ID NAME QUEUE PRIO STATE TASKS(running/total) GPUS AGE REASON; "No jobs." when empty.
+// (No class column: JobSummary does not carry the priority class.)
 std::string FormatJobsTable(const ListJobsReply& reply, int64_t now_ms);
-// A summary block, the task groups, pending reasons as bullets, then a task
-// table: INDEX STATE NODE GPUS PID EXIT STARTED DURATION MESSAGE.
+// A summary block (state, queue, class, priority, pool; user, node selector,
+// preferred labels and tolerations when set), the task groups ("4 (min 2)"
+// replicas for an elastic group, "2 GPUs (A100)" for a GPU model), pending
+// reasons as bullets, then a task table: INDEX STATE NODE GPUS PID EXIT
+// STARTED DURATION MESSAGE.
 std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms);
-// NAME STATE POOL GPUS CPUS MEM(GiB) MODELS TASKS LAST-SEEN LABELS; used/total
-// for the resources. STATE is the server's ("Ready,Cordoned" for a cordoned
-// node); LABELS is "k=v,k=v" sorted by key, "-" when none, shortened to 40
-// characters ("..."). "No nodes." when empty.
+// NAME STATE POOL GPUS CPUS MEM(GiB) MODELS TASKS LAST-SEEN TAINTS LABELS;
+// used/total for the resources. STATE is the server's ("Ready,Cordoned" for
+// a cordoned node); TAINTS and LABELS are "k=v,k=v" sorted by key, "-" when
+// none, each shortened to 40 characters ("..."). "No nodes." when empty.
 std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms);
+// The queue hierarchy as an indented tree (children two spaces deeper than
+// their parent): QUEUE, one column per resource (GPU, GPU/<model> for every
+// model any queue names, CPU in cores, MEM(GiB)) holding
+// allocated/deserved/guarantee/capability with "-" for a quota that is not
+// set, then PENDING and RUNNING; a legend line follows. "No queues." when
+// empty.
+std::string FormatQueueTree(const ListQueuesReply& reply);
+// The job's summary line, every reason, the queue path leaf to root with
+// allocated/deserved/capability per resource, and "N jobs ahead in queue Q".
+std::string FormatExplain(const ExplainJobReply& reply);
 // The replica this client talked to, cluster totals, and the replica table.
 std::string FormatClusterStatus(const ClusterStatusReply& reply);
 // The replica table alone: REPLICA ADDRESS ROLE MATCH LAG; "No replicas."
@@ -66,6 +80,14 @@ std::string FormatCores(uint64_t cpu_milli);
 std::string FormatGiB(uint64_t mib);
 // "4Gi" / "512Mi" / "1.5Gi" style, for specs.
 std::string FormatMemory(uint64_t mib);
+// A quota as the CLI's quota flags take it: "gpu=16,gpu/A100=8,cpu=64,memory=256Gi"
+// (gpu, then gpu/<model> by name, cpu in cores, memory; any other name last,
+// as a raw number); "none" when empty. ParseQuota (cli.h) reads it back.
+std::string FormatQuota(const Quota& quota);
+// The resources a set of quotas names, in display order: gpu, gpu/<model>
+// (sorted), cpu, memory, then any others. gpu, cpu and memory are always
+// there.
+std::vector<std::string> QuotaResources(const std::vector<const Quota*>& quotas);
 
 // Left-aligned columns separated by two spaces; no trailing spaces. Cells are
 // flattened to one line (control characters become spaces).

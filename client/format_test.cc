@@ -57,6 +57,7 @@ TEST(FormatTest, JobsTable) {
   ListJobsReply reply;
   JobSummary a = Summary(17, "train", "Running");
   a.priority = 5;
+  a.priority_class = "high";
   a.tasks_total = 2;
   a.tasks_running = 1;
   a.gpus = 8;
@@ -68,9 +69,9 @@ TEST(FormatTest, JobsTable) {
   b.reason = "no node has 9 GPUs";
   reply.jobs = {a, b};
   EXPECT_EQ(FormatJobsTable(reply, kNow),
-            "ID  NAME     QUEUE    PRIO  STATE    TASKS  GPUS  AGE    REASON\n"
-            "17  train    default  5     Running  1/2    8     3m12s  -\n"
-            "18  too-big  default  0     Pending  0/1    9     5s     no node has 9 GPUs\n");
+            "ID  NAME     QUEUE    CLASS  PRIO  STATE    TASKS  GPUS  AGE    REASON\n"
+            "17  train    default  high   5     Running  1/2    8     3m12s  -\n"
+            "18  too-big  default  -      0     Pending  0/1    9     5s     no node has 9 GPUs\n");
   EXPECT_EQ(FormatJobsTable(ListJobsReply{}, kNow), "No jobs.\n");
 }
 
@@ -136,7 +137,9 @@ TEST(FormatTest, JobDetail) {
             "Job 17: train\n"
             "  State:      Running\n"
             "  Queue:      default\n"
+            "  Class:      medium\n"
             "  Priority:   5\n"
+            "  Pool:       public\n"
             "  Tasks:      1 running, 1 finished, 3 total\n"
             "  GPUs:       12\n"
             "  Submitted:  5m00s ago\n"
@@ -188,9 +191,9 @@ TEST(FormatTest, NodesTable) {
   b.state = "NotReady";
   reply.nodes = {a, b};
   EXPECT_EQ(FormatNodesTable(reply, kNow),
-            "NAME    STATE     POOL    GPUS  CPUS    MEM(GiB)  MODELS     TASKS  LAST SEEN  LABELS\n"
-            "node-a  Ready     public  4/8   4.5/64  1.5/512   H100,A100  2      1s ago     -\n"
-            "node-b  NotReady  -       0/0   0/0     0/0       -          0      -          -\n");
+            "NAME    STATE     POOL    GPUS  CPUS    MEM(GiB)  MODELS     TASKS  LAST SEEN  TAINTS  LABELS\n"
+            "node-a  Ready     public  4/8   4.5/64  1.5/512   H100,A100  2      1s ago     -       -\n"
+            "node-b  NotReady  -       0/0   0/0     0/0       -          0      -          -       -\n");
   EXPECT_EQ(FormatNodesTable(ListNodesReply{}, kNow), "No nodes.\n");
 }
 
@@ -211,9 +214,9 @@ TEST(FormatTest, NodesTableShowsCordonPoolAndLabels) {
   b.labels = {{"key-" + std::string(20, 'k'), std::string(30, 'v')}};
   reply.nodes = {a, b};
   EXPECT_EQ(FormatNodesTable(reply, kNow),
-            "NAME    STATE           POOL       GPUS  CPUS  MEM(GiB)  MODELS  TASKS  LAST SEEN  LABELS\n"
-            "node-0  Ready,Cordoned  exclusive  0/8   0/0   0/0       -       0      -          rack=r1,team=vision,zone=\n"
-            "node-1  Ready           pooled     0/8   0/0   0/0       -       0      -          key-kkkkkkkkkkkkkkkkkkkk=vvvvvvvvvvvv...\n");
+            "NAME    STATE           POOL       GPUS  CPUS  MEM(GiB)  MODELS  TASKS  LAST SEEN  TAINTS  LABELS\n"
+            "node-0  Ready,Cordoned  exclusive  0/8   0/0   0/0       -       0      -          -       rack=r1,team=vision,zone=\n"
+            "node-1  Ready           pooled     0/8   0/0   0/0       -       0      -          -       key-kkkkkkkkkkkkkkkkkkkk=vvvvvvvvvvvv...\n");
   // Shortened to 40 columns; the full labels are in --json.
   const std::string table = FormatNodesTable(reply, kNow);
   const std::string last = table.substr(table.rfind("key-"));
@@ -350,6 +353,159 @@ TEST(FormatTest, LogJsonSurvivesBinaryData) {
   EXPECT_EQ(json["size"], 100);
   EXPECT_EQ(json["truncated"], true);
   EXPECT_EQ(json["data"].get<std::string>().substr(0, 3), "ok\n");
+}
+
+// --- Policy fields, taints, queues, explain ---------------------------------------
+
+TEST(FormatTest, JobDetailShowsClassPoolUserPlacementAndElasticGroups) {
+  GetJobReply job = SampleJob();
+  job.spec.priority_class = "high";
+  job.spec.pool = "exclusive";
+  job.spec.user = "alice";
+  job.spec.node_selector = {{"rack", "r1"}, {"gpu", "a100"}};
+  job.spec.prefer_labels = {{"zone", "a"}};
+  job.spec.tolerations = {"maint", "dedicated=ml"};
+  job.spec.tasks[0].replicas = 4;
+  job.spec.tasks[0].min_replicas = 2;
+  job.spec.tasks[0].resources.gpu_model = "A100";
+  const std::string text = FormatJobDetail(job, kNow);
+  EXPECT_NE(text.find("  Queue:          default\n"
+                      "  Class:          high\n"
+                      "  Priority:       5\n"
+                      "  Pool:           exclusive\n"
+                      "  User:           alice\n"
+                      "  Node selector:  gpu=a100, rack=r1\n"
+                      "  Prefers:        zone=a\n"
+                      "  Tolerates:      maint, dedicated=ml\n"
+                      "  Tasks:  "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  worker  4 (min 2)  4 GPUs (A100), 8 CPU, 32Gi memory  python3"), std::string::npos) << text;
+
+  // min_replicas equal to replicas is not elastic: no "(min N)".
+  job.spec.tasks[0].min_replicas = 4;
+  EXPECT_NE(FormatJobDetail(job, kNow).find("  worker  4         4 GPUs (A100)"), std::string::npos);
+}
+
+TEST(FormatTest, NodesTableShowsTaints) {
+  ListNodesReply reply;
+  NodeSummary a;
+  a.name = "node-0";
+  a.state = "Ready";
+  a.taints = {{"maint", ""}, {"dedicated", "ml"}};
+  a.labels = {{"rack", "r1"}};
+  reply.nodes = {a};
+  EXPECT_EQ(FormatNodesTable(reply, kNow),
+            "NAME    STATE  POOL  GPUS  CPUS  MEM(GiB)  MODELS  TASKS  LAST SEEN  TAINTS               LABELS\n"
+            "node-0  Ready  -     0/0   0/0   0/0       -       0      -          dedicated=ml,maint=  rack=r1\n");
+  EXPECT_EQ(nlohmann::json::parse(ToJson(reply))["nodes"][0]["taints"]["dedicated"], "ml");
+}
+
+TEST(FormatTest, QuotasInFlagFormAndDisplayOrder) {
+  EXPECT_EQ(FormatQuota({}), "none");
+  EXPECT_EQ(FormatQuota({{"memory", 262144}, {"cpu", 64000}, {"gpu/H100", 2}, {"gpu", 16}, {"gpu/A100", 8}}),
+            "gpu=16,gpu/A100=8,gpu/H100=2,cpu=64,memory=256Gi");
+  EXPECT_EQ(FormatQuota({{"cpu", 500}, {"memory", 1536}}), "cpu=0.5,memory=1.5Gi");
+  EXPECT_EQ(FormatQuota({{"memory", 100}}), "memory=100Mi");
+  Quota a = {{"gpu/V100", 1}};
+  Quota b = {{"gpu/A100", 1}, {"cpu", 1}};
+  EXPECT_EQ(QuotaResources({&a, &b}), (std::vector<std::string>{"gpu", "gpu/A100", "gpu/V100", "cpu", "memory"}));
+  EXPECT_EQ(QuotaResources({}), (std::vector<std::string>{"gpu", "cpu", "memory"}));
+}
+
+QueueSummary Queue(std::string name, std::string parent) {
+  QueueSummary q;
+  q.spec.name = std::move(name);
+  q.spec.parent = std::move(parent);
+  return q;
+}
+
+TEST(FormatTest, QueueTreeIndentsChildrenAndShowsEveryQuota) {
+  QueueSummary root = Queue("root", "");
+  root.allocated = {{"gpu", 12}, {"gpu/A100", 4}, {"cpu", 96000}, {"memory", 524288}};
+  QueueSummary research = Queue("research", "root");
+  research.spec.capability = {{"gpu", 16}, {"gpu/A100", 8}, {"cpu", 64000}, {"memory", 262144}};
+  research.spec.deserved = {{"gpu", 8}, {"cpu", 32000}};
+  research.spec.guarantee = {{"gpu", 4}};
+  research.allocated = {{"gpu", 12}, {"gpu/A100", 4}, {"cpu", 96000}, {"memory", 524288}};
+  research.jobs_pending = 3;
+  research.jobs_running = 2;
+  QueueSummary vision = Queue("vision", "research");
+  vision.spec.deserved = {{"cpu", 500}};
+  vision.allocated = {{"gpu", 2}, {"memory", 1536}};
+  vision.jobs_running = 1;
+  ListQueuesReply reply;
+  // Parents first, but breadth first: the table still shows vision under research.
+  reply.queues = {root, Queue("default", "root"), research, vision};
+  EXPECT_EQ(FormatQueueTree(reply),
+            "QUEUE       GPU        GPU/A100  CPU         MEM(GiB)     PENDING  RUNNING\n"
+            "root        12/-/-/-   4/-/-/-   96/-/-/-    512/-/-/-    0        0\n"
+            "  default   0/-/-/-    0/-/-/-   0/-/-/-     0/-/-/-      0        0\n"
+            "  research  12/8/4/16  4/-/-/8   96/32/-/64  512/-/-/256  3        2\n"
+            "    vision  2/-/-/-    0/-/-/-   0/0.5/-/-   1.5/-/-/-    0        1\n"
+            "(each resource: allocated/deserved/guarantee/capability; - = not set)\n");
+  EXPECT_EQ(FormatQueueTree(ListQueuesReply{}), "No queues.\n");
+
+  // A queue whose parent is not in the reply is shown at the top rather than dropped.
+  ListQueuesReply orphan;
+  orphan.queues = {Queue("lost", "gone")};
+  EXPECT_EQ(FormatQueueTree(orphan),
+            "QUEUE  GPU      CPU      MEM(GiB)  PENDING  RUNNING\n"
+            "lost   0/-/-/-  0/-/-/-  0/-/-/-   0        0\n"
+            "(each resource: allocated/deserved/guarantee/capability; - = not set)\n");
+}
+
+ExplainJobReply SampleExplain() {
+  ExplainJobReply reply;
+  reply.job = Summary(17, "train", "Pending");
+  reply.job.queue = "vision";
+  reply.job.priority = 5;
+  reply.job.gpus = 8;
+  reply.reasons = {"queue research: capability gpu=16 reached (12 allocated, job asks 8)",
+                   "node-c: 2 free GPUs, need 4"};
+  QueueSummary vision = Queue("vision", "research");
+  vision.spec.deserved = {{"gpu", 4}};
+  vision.allocated = {{"gpu", 4}};
+  QueueSummary research = Queue("research", "root");
+  research.spec.capability = {{"gpu", 16}, {"gpu/A100", 8}};
+  research.spec.deserved = {{"gpu", 8}};
+  research.spec.guarantee = {{"gpu", 4}};  // not shown: explain shows allocated/deserved/capability
+  research.allocated = {{"gpu", 12}, {"cpu", 1500}};
+  QueueSummary root = Queue("root", "");
+  root.allocated = {{"gpu", 12}, {"cpu", 1500}, {"memory", 2048}};
+  reply.queue_path = {vision, research, root};
+  reply.jobs_ahead = 3;
+  return reply;
+}
+
+TEST(FormatTest, ExplainShowsReasonsQueuePathAndJobsAhead) {
+  EXPECT_EQ(FormatExplain(SampleExplain()),
+            "Job 17 train: Pending in queue vision, priority 5, 8 GPUs\n"
+            "Reasons:\n"
+            "  - queue research: capability gpu=16 reached (12 allocated, job asks 8)\n"
+            "  - node-c: 2 free GPUs, need 4\n"
+            "Queue path (leaf to root; each resource: allocated/deserved/capability, - = not set):\n"
+            "  QUEUE     GPU      GPU/A100  CPU      MEM(GiB)\n"
+            "  vision    4/4/-    0/-/-     0/-/-    0/-/-\n"
+            "  research  12/8/16  0/-/8     1.5/-/-  0/-/-\n"
+            "  root      12/-/-   0/-/-     1.5/-/-  2/-/-\n"
+            "3 jobs ahead in queue vision\n");
+}
+
+TEST(FormatTest, ExplainWithoutReasonsOrPath) {
+  ExplainJobReply reply;
+  reply.job = Summary(4, "solo", "Running");
+  reply.job.gpus = 1;
+  reply.jobs_ahead = 1;
+  EXPECT_EQ(FormatExplain(reply),
+            "Job 4 solo: Running in queue default, priority 0, 1 GPU\n"
+            "Reasons: none\n"
+            "1 job ahead in queue default\n");
+  auto json = nlohmann::json::parse(ToJson(SampleExplain()));
+  EXPECT_EQ(json["jobs_ahead"], 3);
+  EXPECT_EQ(json["queue_path"][1]["spec"]["capability"]["gpu/A100"], 8);
+  EXPECT_EQ(json["queue_path"][1]["allocated"]["cpu"], 1500);
+  EXPECT_EQ(json["reasons"].size(), 2u);
 }
 
 }  // namespace

@@ -165,10 +165,16 @@ Result<int32_t> ParseInt32(const YAML::Node& node, const std::string& path) {
 
 // --- Structure ------------------------------------------------------------------
 
-const std::vector<std::string> kJobKeys = {"name",    "queue",    "priority",  "tasks",
-                                           "command", "replicas", "resources", "env"};
-const std::vector<std::string> kGroupKeys = {"name", "replicas", "command", "env", "resources"};
-const std::vector<std::string> kResourceKeys = {"gpus", "cpus", "memory"};
+// The same names as the wire's JobSpec, TaskGroupSpec and Resources
+// (docs/protocol.md 6.1-6.3), except cpus/memory, which take units.
+const std::vector<std::string> kJobKeys = {"name",           "queue",         "priority",    "priority_class",
+                                           "pool",           "user",          "node_selector", "prefer_labels",
+                                           "tolerations",    "tasks",         "command",     "replicas",
+                                           "min_replicas",   "resources",     "env"};
+const std::vector<std::string> kGroupKeys = {"name", "replicas", "min_replicas", "command", "env", "resources"};
+const std::vector<std::string> kResourceKeys = {"gpus", "cpus", "memory", "gpu_model"};
+// Group keys that may sit directly under the job (a one-group job).
+const std::vector<std::string> kShorthandKeys = {"command", "replicas", "min_replicas", "resources", "env"};
 
 Status ReadResources(const YAML::Node& node, const std::string& path, Resources* out) {
   GPOOL_RETURN_IF_ERROR(CheckKeys(node, path, kResourceKeys));
@@ -187,6 +193,9 @@ Status ReadResources(const YAML::Node& node, const std::string& path, Resources*
     auto mem = ParseMemoryMib(n.Scalar());
     if (!mem.ok()) return FieldError(path + ".memory", mem.status().message());
     out->memory_mib = *mem;
+  }
+  if (auto n = node["gpu_model"]) {
+    GPOOL_ASSIGN_OR_RETURN(out->gpu_model, ReadString(n, path + ".gpu_model"));
   }
   return Status::Ok();
 }
@@ -207,15 +216,48 @@ Status ReadCommand(const YAML::Node& node, const std::string& path, std::vector<
   return Status::Ok();
 }
 
-Status ReadEnv(const YAML::Node& node, const std::string& path, std::map<std::string, std::string>* out) {
-  if (!node.IsMap()) return FieldError(path, "expected a map of NAME: value, got " + Quote(node));
+// A map of string to string: env (`what` "NAME"), node_selector and
+// prefer_labels ("KEY"). Values are taken as written (numbers, true).
+Status ReadStringMap(const YAML::Node& node, const std::string& path, const std::string& what,
+                     std::map<std::string, std::string>* out) {
+  if (!node.IsMap()) return FieldError(path, "expected a map of " + what + ": value, got " + Quote(node));
   for (const auto& kv : node) {
-    if (!kv.first.IsScalar()) return FieldError(path, "variable names must be plain strings");
+    if (!kv.first.IsScalar()) return FieldError(path, "keys must be plain strings");
     const std::string& key = kv.first.Scalar();
     if (out->count(key)) return FieldError(path + "." + key, "duplicate key");
     GPOOL_ASSIGN_OR_RETURN(std::string value, ReadString(kv.second, path + "." + key));
     (*out)[key] = std::move(value);
   }
+  return Status::Ok();
+}
+
+Status ReadStringList(const YAML::Node& node, const std::string& path, std::vector<std::string>* out) {
+  if (!node.IsSequence()) return FieldError(path, "expected a list of strings, got " + Quote(node));
+  for (size_t i = 0; i < node.size(); ++i) {
+    GPOOL_ASSIGN_OR_RETURN(std::string item, ReadString(node[i], path + "[" + std::to_string(i) + "]"));
+    out->push_back(std::move(item));
+  }
+  return Status::Ok();
+}
+
+// The job-level fields of the policy engine: class, pool, user, placement.
+Status ReadPolicyFields(const YAML::Node& root, JobSpec* spec) {
+  if (auto n = root["priority_class"]) {
+    GPOOL_ASSIGN_OR_RETURN(spec->priority_class, ReadString(n, "priority_class"));
+  }
+  if (auto n = root["pool"]) {
+    GPOOL_ASSIGN_OR_RETURN(spec->pool, ReadString(n, "pool"));
+  }
+  if (auto n = root["user"]) {
+    GPOOL_ASSIGN_OR_RETURN(spec->user, ReadString(n, "user"));
+  }
+  if (auto n = root["node_selector"]) {
+    GPOOL_RETURN_IF_ERROR(ReadStringMap(n, "node_selector", "KEY", &spec->node_selector));
+  }
+  if (auto n = root["prefer_labels"]) {
+    GPOOL_RETURN_IF_ERROR(ReadStringMap(n, "prefer_labels", "KEY", &spec->prefer_labels));
+  }
+  if (auto n = root["tolerations"]) GPOOL_RETURN_IF_ERROR(ReadStringList(n, "tolerations", &spec->tolerations));
   return Status::Ok();
 }
 
@@ -232,7 +274,12 @@ Status ReadGroupFields(const YAML::Node& node, const std::string& path, TaskGrou
   } else {
     return FieldError(Join(path, "command"), "required");
   }
-  if (auto n = node["env"]) GPOOL_RETURN_IF_ERROR(ReadEnv(n, Join(path, "env"), &group->env));
+  if (auto n = node["min_replicas"]) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t min_replicas,
+                           ParseUnsigned(n, Join(path, "min_replicas"), std::numeric_limits<uint32_t>::max()));
+    group->min_replicas = static_cast<uint32_t>(min_replicas);
+  }
+  if (auto n = node["env"]) GPOOL_RETURN_IF_ERROR(ReadStringMap(n, Join(path, "env"), "NAME", &group->env));
   if (auto n = node["resources"]) GPOOL_RETURN_IF_ERROR(ReadResources(n, Join(path, "resources"), &group->resources));
   return Status::Ok();
 }
@@ -252,13 +299,14 @@ Result<JobSpec> ReadJob(const YAML::Node& root) {
   if (auto n = root["priority"]) {
     GPOOL_ASSIGN_OR_RETURN(spec.priority, ParseInt32(n, "priority"));
   }
+  GPOOL_RETURN_IF_ERROR(ReadPolicyFields(root, &spec));
 
   bool shorthand = false;
-  for (const char* key : {"command", "replicas", "resources", "env"}) {
+  for (const std::string& key : kShorthandKeys) {
     if (root[key]) {
       if (root["tasks"]) {
         return FieldError(key, "cannot be combined with 'tasks'; use either a tasks list or the single-group "
-                               "shorthand (command/replicas/resources/env under the job)");
+                               "shorthand (command/replicas/min_replicas/resources/env under the job)");
       }
       shorthand = true;
     }

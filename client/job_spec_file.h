@@ -4,19 +4,30 @@
 //
 //   name: train                 # required
 //   queue: default              # optional, default "default"
-//   priority: 5                 # optional integer, higher runs first
+//   priority: 5                 # optional integer, higher first within a class
+//   priority_class: high        # optional: high, medium (default) or low
+//   pool: public                # optional: public (default), pooled or exclusive
+//   user: alice                 # optional; the CLI fills in $USER when unset
+//   node_selector: {rack: r1}   # optional: nodes must carry every label
+//   prefer_labels: {zone: a}    # optional: nodes carrying these score higher
+//   tolerations: [maint, dedicated=ml]   # optional: taints it accepts, "key" or "key=value"
 //   tasks:                      # one or more task groups
 //     - name: worker            # optional; "task" (one group) or "task-<i>" (several)
 //       replicas: 2             # optional, default 1
+//       min_replicas: 1         # optional gang minimum, default 0 = all replicas
 //       command: [python3, train.py]   # argv list, or one string run as sh -c STRING
 //       env: {EPOCHS: "3"}      # optional map of strings
 //       resources:              # all optional, default 0
 //         gpus: 4               # whole GPUs
 //         cpus: 0.5             # cores; fractions to 1/1000 ("0.5", "1.25") or "500m"
 //         memory: 16Gi          # see ParseMemoryMib
+//         gpu_model: A100       # optional: every GPU must be this model
 //
-// Shorthand for a job with one task group: put `command`, `replicas`, `env`
-// and `resources` directly under the job instead of `tasks` (the group is
+// The keys are the wire's field names (docs/protocol.md 6.1-6.3), except
+// cpus and memory, which take units.
+//
+// Shorthand for a job with one task group: put `command`, `replicas`,
+// `min_replicas`, `env` and `resources` directly under the job instead of `tasks` (the group is
 // named "task"). Mixing the shorthand with `tasks` is an error.
 //
 // Strictness: an unknown key anywhere is an error naming it (with a "did you

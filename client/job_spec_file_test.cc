@@ -153,11 +153,11 @@ TEST(JobSpecFileTest, MissingAndMisplacedFields) {
 TEST(JobSpecFileTest, UnknownKeysAreErrorsWithHints) {
   EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - command: x\n    replica: 2\n", "job.yaml"),
             "job.yaml: tasks[0].replica: unknown key (did you mean 'replicas'?); allowed keys: name, replicas, "
-            "command, env, resources");
+            "min_replicas, command, env, resources");
   EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {gpu: 1}\n"),
-            "resources.gpu: unknown key (did you mean 'gpus'?); allowed keys: gpus, cpus, memory");
+            "resources.gpu: unknown key (did you mean 'gpus'?); allowed keys: gpus, cpus, memory, gpu_model");
   EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {mem: 1}\n"),
-            "resources.mem: unknown key; allowed keys: gpus, cpus, memory");
+            "resources.mem: unknown key; allowed keys: gpus, cpus, memory, gpu_model");
   std::string top = ErrorOf("name: j\ncommand: x\nprio: 1\n");
   EXPECT_EQ(top.rfind("prio: unknown key", 0), 0u) << top;
   EXPECT_NE(ErrorOf("{\"name\": \"j\", \"command\": \"x\", \"Queue\": \"q\"}").find("Queue: unknown key (did you "
@@ -222,6 +222,120 @@ TEST(JobSpecFileTest, ExampleSpecsParse) {
   ASSERT_TRUE(big.ok()) << big.status().ToString();
   EXPECT_EQ(big->TotalTasks(), 1u);
   EXPECT_EQ(big->tasks[0].resources.gpus, 9u);
+  auto elastic = LoadJobSpecFile(dir + "/elastic.yaml");
+  ASSERT_TRUE(elastic.ok()) << elastic.status().ToString();
+  EXPECT_EQ(elastic->priority_class, "high");
+  EXPECT_EQ(elastic->node_selector.at("rack"), "r1");
+  EXPECT_EQ(elastic->tasks[0].replicas, 4u);
+  EXPECT_EQ(elastic->tasks[0].MinReplicas(), 2u);
+  EXPECT_EQ(elastic->tasks[0].resources.gpu_model, "A100-SXM4-80GB");
+}
+
+// --- Policy fields ------------------------------------------------------------------
+
+TEST(JobSpecFileTest, ParsesPolicyFieldsWithTheWireNames) {
+  auto spec = ParseJobSpec(R"(
+name: train
+priority_class: high
+pool: exclusive
+user: alice
+node_selector: {rack: r1, gpu: true}
+prefer_labels:
+  zone: a
+tolerations: [maint, dedicated=ml]
+tasks:
+  - name: worker
+    replicas: 4
+    min_replicas: 2
+    command: [python3, train.py]
+    resources: {gpus: 2, gpu_model: A100-SXM4-80GB}
+  - name: ps
+    command: [ps.py]
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->priority_class, "high");
+  EXPECT_EQ(spec->pool, "exclusive");
+  EXPECT_EQ(spec->user, "alice");
+  EXPECT_EQ(spec->node_selector, (std::map<std::string, std::string>{{"rack", "r1"}, {"gpu", "true"}}));
+  EXPECT_EQ(spec->prefer_labels, (std::map<std::string, std::string>{{"zone", "a"}}));
+  EXPECT_EQ(spec->tolerations, (std::vector<std::string>{"maint", "dedicated=ml"}));
+  EXPECT_EQ(spec->tasks[0].min_replicas, 2u);
+  EXPECT_EQ(spec->tasks[0].MinReplicas(), 2u);
+  EXPECT_EQ(spec->tasks[0].resources, (Resources{2, 0, 0, "A100-SXM4-80GB"}));
+  EXPECT_EQ(spec->tasks[1].min_replicas, 0u);  // all of its replicas
+  EXPECT_EQ(spec->tasks[1].resources.gpu_model, "");
+}
+
+TEST(JobSpecFileTest, PolicyFieldsDefaultAsOnTheWire) {
+  auto spec = ParseJobSpec("name: j\ncommand: x\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->priority_class, "medium");
+  EXPECT_EQ(spec->pool, "public");
+  EXPECT_EQ(spec->user, "");  // the CLI fills in $USER
+  EXPECT_TRUE(spec->node_selector.empty());
+  EXPECT_TRUE(spec->prefer_labels.empty());
+  EXPECT_TRUE(spec->tolerations.empty());
+  EXPECT_EQ(spec->tasks[0].min_replicas, 0u);
+}
+
+TEST(JobSpecFileTest, PolicyFieldsInJsonAndTheShorthand) {
+  auto spec = ParseJobSpec(R"({"name": "j", "priority_class": "low", "tolerations": ["maint"],
+                               "replicas": 3, "min_replicas": 1, "command": "x",
+                               "resources": {"gpus": 1, "gpu_model": "H100"}})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->priority_class, "low");
+  EXPECT_EQ(spec->tolerations, std::vector<std::string>{"maint"});
+  ASSERT_EQ(spec->tasks.size(), 1u);
+  EXPECT_EQ(spec->tasks[0].replicas, 3u);
+  EXPECT_EQ(spec->tasks[0].min_replicas, 1u);
+  EXPECT_EQ(spec->tasks[0].resources.gpu_model, "H100");
+  EXPECT_NE(ErrorOf("name: j\nmin_replicas: 1\ntasks:\n  - command: x\n")
+                .find("min_replicas: cannot be combined with 'tasks'"),
+            std::string::npos);
+}
+
+TEST(JobSpecFileTest, BadPolicyFieldsNameTheField) {
+  const std::string job = "name: j\ncommand: x\n";
+  EXPECT_EQ(ErrorOf(job + "priority_class: urgent\n", "a.yaml"),
+            "a.yaml: priority_class: 'urgent' is not high, medium or low");
+  EXPECT_EQ(ErrorOf(job + "priority_class: [high]\n"), "priority_class: expected a string, got a list");
+  EXPECT_EQ(ErrorOf(job + "pool: shared\n"), "pool: 'shared' is not public, pooled or exclusive");
+  EXPECT_EQ(ErrorOf(job + "user: 'a b'\n"), "user: 'a b' may only contain letters, digits, '-', '_' and '.'");
+  EXPECT_EQ(ErrorOf(job + "node_selector: [rack]\n"), "node_selector: expected a map of KEY: value, got a list");
+  EXPECT_EQ(ErrorOf(job + "node_selector: {rack: {a: b}}\n"), "node_selector.rack: expected a string, got a map");
+  EXPECT_EQ(ErrorOf(job + "node_selector: {'a b': x}\n"),
+            "node_selector: label key 'a b': 1-63 characters of letters, digits, '.', '_', '/' and '-'");
+  EXPECT_EQ(ErrorOf(job + "prefer_labels: {zone: 'a/b'}\n"),
+            "prefer_labels: label zone: value 'a/b' must be at most 63 letters, digits, '.', '_' and '-'");
+  EXPECT_EQ(ErrorOf(job + "tolerations: maint\n"), "tolerations: expected a list of strings, got 'maint'");
+  EXPECT_EQ(ErrorOf(job + "tolerations: [[maint]]\n"), "tolerations[0]: expected a string, got a list");
+  EXPECT_EQ(ErrorOf(job + "tolerations: ['=x']\n"),
+            "tolerations: label key '': 1-63 characters of letters, digits, '.', '_', '/' and '-'");
+  EXPECT_EQ(ErrorOf(job + "replicas: 2\nmin_replicas: 3\n"), "tasks[0].min_replicas: 3 is more than its 2 replicas");
+  EXPECT_EQ(ErrorOf(job + "min_replicas: -1\n"), "min_replicas: expected a non-negative integer, got '-1'");
+  EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - command: x\n    min_replicas: two\n"),
+            "tasks[0].min_replicas: expected a non-negative integer, got 'two'");
+  EXPECT_EQ(ErrorOf(job + "resources: {gpu_model: A100}\n"),
+            "tasks[0].resources.gpu_model: set, but the task asks for no GPUs");
+  EXPECT_EQ(ErrorOf(job + "resources: {gpus: 1, gpu_model: 'A 100'}\n"),
+            "tasks[0].resources.gpu_model: 'A 100' must be at most 63 letters, digits, '.', '_' and '-'");
+}
+
+TEST(JobSpecFileTest, NearMissPolicyKeysGetHints) {
+  const std::string job = "name: j\ncommand: x\n";
+  EXPECT_EQ(ErrorOf(job + "node_selectors: {a: b}\n").rfind("node_selectors: unknown key (did you mean "
+                                                             "'node_selector'?); allowed keys: ",
+                                                             0),
+            0u);
+  EXPECT_EQ(ErrorOf(job + "toleration: [a]\n").rfind("toleration: unknown key (did you mean 'tolerations'?)", 0), 0u);
+  EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - command: x\n    min_replica: 1\n")
+                .rfind("tasks[0].min_replica: unknown key (did you mean 'min_replicas'?)", 0),
+            0u);
+  EXPECT_EQ(ErrorOf(job + "resources: {gpus: 1, gpu_modle: A100}\n")
+                .rfind("resources.gpu_modle: unknown key (did you mean 'gpu_model'?)", 0),
+            0u);
+  // "class" is the CLI flag's name, not the file's.
+  EXPECT_EQ(ErrorOf(job + "class: high\n").rfind("class: unknown key", 0), 0u);
 }
 
 // --- Units -------------------------------------------------------------------------

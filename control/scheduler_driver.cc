@@ -12,7 +12,7 @@ bool SchedulerDriver::Tick(int64_t now_ms) {
   if (!dirty_ || in_flight_ || now_ms - last_run_ms_ < options_.interval_ms) return false;
   dirty_ = false;
   last_run_ms_ = now_ms;
-  topology::ClusterView view = state_.BuildView();
+  topology::ClusterView view = state_.BuildView(options_.wall_clock != nullptr ? options_.wall_clock->WallMs() : 0);
   if (view.pending.empty()) return false;
   ++cycles_;
   scheduler::Plan plan = scheduler::Schedule(view, options_.policy);
@@ -22,18 +22,25 @@ bool SchedulerDriver::Tick(int64_t now_ms) {
     cmd.binds.push_back(state::PlanBind{bind.job.value(), bind.task_index, std::move(bind.node),
                                         std::move(bind.gpu_indices), bind.cpu_milli, bind.memory_mib});
   }
+  for (auto& eviction : plan.evictions) {
+    spdlog::info("evicting job={} task={} for_job={} reason=\"{}\"", eviction.job.value(), eviction.task_index,
+                 eviction.for_job.value(), eviction.reason);
+    cmd.evictions.push_back(state::PlanEviction{eviction.job.value(), eviction.task_index, eviction.for_job.value(),
+                                                std::move(eviction.reason)});
+  }
   for (auto& pending : plan.pending) {
     const auto* job = state_.FindJob(pending.job);
     if (job != nullptr && job->reasons == pending.reasons) continue;  // nothing new to record
     cmd.reasons.push_back(state::PlanReasons{pending.job.value(), std::move(pending.reasons)});
   }
-  if (cmd.binds.empty() && cmd.reasons.empty()) return false;
-  if (cmd.binds.empty() && now_ms - last_reasons_ms_ < options_.reasons_interval_ms) {
+  if (cmd.binds.empty() && cmd.evictions.empty() && cmd.reasons.empty()) return false;
+  if (cmd.binds.empty() && cmd.evictions.empty() && now_ms - last_reasons_ms_ < options_.reasons_interval_ms) {
     reasons_deferred_ = true;  // run again once the interval has passed
     return false;
   }
   if (!cmd.reasons.empty()) last_reasons_ms_ = now_ms;
-  spdlog::debug("scheduling cycle binds={} pending={}", cmd.binds.size(), plan.pending.size());
+  spdlog::debug("scheduling cycle binds={} evictions={} pending={}", cmd.binds.size(), cmd.evictions.size(),
+                plan.pending.size());
   in_flight_ = true;
   proposer_.Propose(std::move(cmd), [this](const state::ApplyResult& result) {
     in_flight_ = false;

@@ -44,6 +44,26 @@ TEST_F(SchedulerDriverTest, PlacesPendingJobsThroughTheLog) {
   EXPECT_FALSE(driver_.Tick(100));
 }
 
+TEST_F(SchedulerDriverTest, EvictionOnlyPlansReachTheLog) {
+  proposer_.Propose(state::RegisterNodeCmd{Node("n1", 2), {}}, [](const auto&) {});
+  JobSpec low = Job("low", 2);
+  low.priority_class = "low";
+  proposer_.Propose(state::SubmitJobCmd{low, ""}, [](const auto&) {});
+  EXPECT_TRUE(driver_.Tick(0));
+  ASSERT_EQ(state_.FindJob(JobId(1))->state, JobState::kRunning);
+  JobSpec high = Job("high", 2);
+  high.priority_class = "high";
+  proposer_.Propose(state::SubmitJobCmd{high, ""}, [](const auto&) {});
+  proposer_.clear();
+  driver_.MarkDirty();
+  EXPECT_TRUE(driver_.Tick(100));  // no binds, no reasons due yet: the eviction alone is worth an entry
+  EXPECT_EQ(proposer_.proposed(), (std::vector<std::string>{"ApplyPlan"}));
+  const auto& victim = state_.FindJob(JobId(1))->tasks[0];
+  EXPECT_TRUE(victim.stop_requested);
+  EXPECT_TRUE(victim.evicted);
+  EXPECT_EQ(victim.evicted_for, 2u);
+}
+
 TEST_F(SchedulerDriverTest, ReasonOnlyPlansAreCommittedAtMostOncePerInterval) {
   proposer_.Propose(state::RegisterNodeCmd{Node("n1", 8), {}}, [](const auto&) {});
   proposer_.Propose(state::SubmitJobCmd{Job("too-big", 9), ""}, [](const auto&) {});

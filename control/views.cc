@@ -12,6 +12,7 @@ JobSummary ToJobSummary(const state::JobRecord& job) {
   s.name = job.spec.name;
   s.queue = job.spec.queue;
   s.priority = job.spec.priority;
+  s.priority_class = job.spec.priority_class;
   s.state = std::string(ToString(job.state));
   s.tasks_total = static_cast<uint32_t>(job.tasks.size());
   for (const auto& task : job.tasks) {

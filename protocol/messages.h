@@ -136,6 +136,7 @@ struct JobSummary {
   int64_t start_ms = 0;   // 0: not started
   int64_t finish_ms = 0;  // 0: not finished
   std::string reason;     // first pending reason, or the failure reason
+  std::string priority_class;  // high, medium or low
   template <typename V>
   void Fields(V& v) {
     v.Required("job_id", job_id);
@@ -151,6 +152,7 @@ struct JobSummary {
     v.Optional("start_ms", start_ms);
     v.Optional("finish_ms", finish_ms);
     v.Optional("reason", reason);
+    v.Optional("priority_class", priority_class);
   }
 };
 

@@ -78,6 +78,9 @@ struct PendingJob {
   std::vector<GroupRule> groups;         // empty: one group, all tasks required
   std::vector<PendingTask> tasks;        // the tasks still to place
   int64_t waiting_ms = 0;                // since it was submitted or last requeued
+  // Nodes where tasks were evicted for it: nobody else is placed there until
+  // it is (or the claim lapses), so what its victims free stays its own.
+  std::vector<std::string> claimed_nodes;
 
   bool Started() const;  // some task is already bound or running
 };

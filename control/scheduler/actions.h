@@ -6,6 +6,9 @@
 
 namespace gpool::scheduler {
 
+// What the job's gang would hold once placed.
+Amounts GangDemand(const QueueTree& tree, const WorkJob& job);
+
 void Enqueue(Session& session);
 void Allocate(Session& session);
 void Backfill(Session& session);

@@ -9,20 +9,10 @@ namespace {
 
 using topology::PendingTask;
 
-Amounts GangDemand(const Session& session, QueueTree& tree, const WorkJob& job) {
-  (void)session;
-  Amounts demand(tree.resource_count(), 0);
-  for (const PendingTask* task : job.gang) {
-    const Amounts one = tree.Demand(task->resources.gpus, task->resources.cpu_milli, task->resources.memory_mib,
-                                    task->resources.gpu_model);
-    for (size_t r = 0; r < demand.size(); ++r) demand[r] += one[r];
-  }
-  return demand;
-}
-
 // Splits a job's waiting tasks into its gang (what each group still needs to
-// reach its minimum, lowest indices first) and the elastic rest.
-void SplitTasks(WorkJob& job) {
+// reach its minimum, lowest indices first) and the elastic rest. False when
+// the waiting tasks cannot make up the minimum.
+bool SplitTasks(WorkJob& job) {
   std::vector<uint32_t> wanted(job.active.size(), 0);
   for (uint32_t g = 0; g < job.active.size(); ++g) {
     const uint32_t min = job.GroupMin(g);
@@ -41,6 +31,7 @@ void SplitTasks(WorkJob& job) {
       job.extra.push_back(&task);
     }
   }
+  return std::all_of(wanted.begin(), wanted.end(), [](uint32_t left) { return left == 0; });
 }
 
 // Holds nodes for a large job that did not fit, so capacity freed by
@@ -87,20 +78,39 @@ void ReserveFor(Session& session, const WorkJob& job) {
 
 }  // namespace
 
+Amounts GangDemand(const QueueTree& tree, const WorkJob& job) {
+  Amounts demand(tree.resource_count(), 0);
+  for (const PendingTask* task : job.gang) {
+    const Amounts one = tree.Demand(task->resources.gpus, task->resources.cpu_milli, task->resources.memory_mib,
+                                    task->resources.gpu_model);
+    for (size_t r = 0; r < demand.size(); ++r) demand[r] += one[r];
+  }
+  return demand;
+}
+
 void Enqueue(Session& session) {
   QueueTree& tree = session.queues();
   for (auto& job : session.jobs()) {
-    SplitTasks(job);
+    if (!SplitTasks(job)) {
+      // Some of its own tasks are still stopping (evicted): the gang can
+      // only restart whole, once they are back.
+      job.gang.clear();
+      job.extra.clear();
+      job.reasons.push_back("waiting for its evicted tasks to stop before it restarts");
+      job.blocked = true;
+      continue;
+    }
     if (job.gang.empty()) {
       job.admitted = true;  // running already; only its elastic rest waits
       continue;
     }
-    const Amounts demand = GangDemand(session, tree, job);
+    const Amounts demand = GangDemand(tree, job);
     if (auto overrun = tree.CheckCapability(job.queue, demand)) {
       job.reasons.push_back(tree.DescribeOverrun(*overrun, demand));
       continue;
     }
     job.admitted = true;
+    if (job.has_claim) tree.Claim(job.queue, demand);
   }
 }
 
@@ -111,7 +121,7 @@ void Allocate(Session& session) {
   bool reserved_in_pool[3] = {false, false, false};
 
   auto try_job = [&](WorkJob& job) {
-    const Amounts demand = GangDemand(session, tree, job);
+    const Amounts demand = GangDemand(tree, job);
     if (auto overrun = tree.CheckCapability(job.queue, demand)) {
       job.reasons = {tree.DescribeOverrun(*overrun, demand)};
       return false;
@@ -123,13 +133,17 @@ void Allocate(Session& session) {
     return false;
   };
 
-  // A preemptor whose victims are draining goes first: the capacity they
-  // free is its claim.
+  // A job holding a claim goes first: the capacity its victims free is its own.
   for (auto& job : jobs) {
     if (!job.admitted || job.done || !job.has_claim || job.gang.empty()) continue;
-    if (!try_job(job)) {
-      job.done = true;  // keeps its claim; it neither preempts again nor lets others in
-      job.reasons.insert(job.reasons.begin(), "waiting for preempted tasks to stop");
+    if (try_job(job)) continue;
+    if (job.victims_draining) {
+      job.done = true;  // it neither evicts again nor lets others in
+      job.reasons.insert(job.reasons.begin(), "waiting for evicted tasks to stop");
+    } else {
+      // Its victims are gone and it still does not fit (a node failed, say):
+      // it competes again and may evict others (never the same tasks twice).
+      job.has_claim = false;
     }
   }
 
@@ -137,7 +151,7 @@ void Allocate(Session& session) {
   for (int next = order.Next(); next >= 0; next = order.Next()) {
     WorkJob& job = jobs[static_cast<size_t>(next)];
     if (try_job(job)) {
-      order.Charged(job, GangDemand(session, tree, job));
+      order.Charged(job, GangDemand(tree, job));
       continue;
     }
     const bool never_fits = std::any_of(job.reasons.begin(), job.reasons.end(), [](const std::string& reason) {

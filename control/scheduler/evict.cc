@@ -204,6 +204,7 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
     for (size_t victim : evictor.victims()) session.Evict(victim, job, reason);
     job.done = true;
     job.has_claim = true;
+    session.queues().Claim(job.queue, GangDemand(session.queues(), job));
     job.reasons = {std::string(waiting_reason) + " (" + std::to_string(evictor.victims().size()) + " tasks)"};
   }
 }
@@ -251,7 +252,7 @@ void Reclaim(Session& session) {
           const size_t r = resource_of(job);
           const QueueNode& q = tree.queue(mine);
           const QueueNode& v = tree.queue(theirs);
-          const uint64_t after = q.used[r] + demand_of(job, r);
+          const uint64_t after = q.used[r] + q.claimed[r] + demand_of(job, r);
           const bool within_guarantee = after <= q.guarantee[r];
           const bool within_deserved = q.deserved[r] != kUnlimited && after <= q.deserved[r];
           if (!within_guarantee && !within_deserved) return false;

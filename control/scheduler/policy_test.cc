@@ -304,7 +304,7 @@ TEST(PreemptTest, PreemptorKeepsItsClaimWhileVictimsDrain) {
   Plan plan = Schedule(view, Default());
   EXPECT_TRUE(plan.evictions.empty());
   EXPECT_TRUE(plan.binds.empty());
-  EXPECT_TRUE(AnyReasonContains(plan, 2, "waiting for preempted tasks to stop"));
+  EXPECT_TRUE(AnyReasonContains(plan, 2, "waiting for evicted tasks to stop"));
   EXPECT_TRUE(AnyReasonContains(plan, 3, "claimed by a preempting job"));
 }
 

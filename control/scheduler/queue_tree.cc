@@ -21,6 +21,7 @@ QueueTree::QueueTree(const std::vector<topology::QueueView>& queues, const std::
   root.deserved.assign(resources, kUnlimited);
   root.guarantee.assign(resources, 0);
   root.used.assign(resources, 0);
+  root.claimed.assign(resources, 0);
   for (const auto& queue : queues) {
     if (queue.name == "root") {
       root.capability = FromQuota(queue.capability, kUnlimited);
@@ -38,6 +39,7 @@ QueueTree::QueueTree(const std::vector<topology::QueueView>& queues, const std::
     node.deserved = FromQuota(queue.deserved, kUnlimited);
     node.guarantee = FromQuota(queue.guarantee, 0);
     node.used.assign(resources, 0);
+    node.claimed.assign(resources, 0);
     by_name_[queue.name] = static_cast<int>(queues_.size());
     queues_.push_back(std::move(node));
   }
@@ -93,6 +95,7 @@ int QueueTree::Resolve(const std::string& name) {
   node.deserved.assign(resource_names_.size(), kUnlimited);
   node.guarantee.assign(resource_names_.size(), 0);
   node.used.assign(resource_names_.size(), 0);
+  node.claimed.assign(resource_names_.size(), 0);
   queues_[0].leaf = false;
   const int index = static_cast<int>(queues_.size());
   queues_.push_back(std::move(node));
@@ -147,6 +150,13 @@ void QueueTree::Refund(int leaf, const Amounts& demand) {
   for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
     auto& used = queues_[static_cast<size_t>(at)].used;
     for (size_t r = 0; r < demand.size(); ++r) used[r] -= std::min(used[r], demand[r]);
+  }
+}
+
+void QueueTree::Claim(int leaf, const Amounts& demand) {
+  for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
+    auto& claimed = queues_[static_cast<size_t>(at)].claimed;
+    for (size_t r = 0; r < demand.size(); ++r) claimed[r] += demand[r];
   }
 }
 

@@ -36,6 +36,7 @@ struct QueueNode {
   Amounts deserved;    // kUnlimited where unset
   Amounts guarantee;   // 0 where unset
   Amounts used;        // bound and running tasks of it and its descendants
+  Amounts claimed;     // what jobs that evicted for themselves will take once placed
   bool leaf = true;
 };
 
@@ -67,6 +68,7 @@ class QueueTree {
   std::string DescribeOverrun(const Overrun& overrun, const Amounts& demand) const;
   void Charge(int leaf, const Amounts& demand);
   void Refund(int leaf, const Amounts& demand);
+  void Claim(int leaf, const Amounts& demand);
 
   // Dominant share of a queue: the largest used/deserved over gpu, cpu and
   // memory (the cluster total where deserved is unset), in millionths.

@@ -23,7 +23,7 @@ Plan Schedule(const topology::ClusterView& view, const SchedulerConfig& config) 
   std::map<uint64_t, const topology::PendingJob*> by_id;
   for (const auto& job : view.pending) by_id[job.id.value()] = &job;
   for (const auto& job : session.jobs()) {
-    if (job.gang.empty() || (job.done && !job.has_claim)) continue;
+    if ((job.gang.empty() && !job.blocked) || (job.done && !job.has_claim)) continue;
     std::vector<std::string> reasons = job.reasons;
     if (reasons.empty()) reasons.push_back("not considered this cycle (the configured actions skip it)");
     plan.pending.push_back(PendingReasons{job.view->id, std::move(reasons)});

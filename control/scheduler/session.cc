@@ -136,11 +136,18 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     job.placed.assign(job_view.tasks.size(), false);
     jobs_.push_back(std::move(job));
   }
-  std::set<uint64_t> claimants;
+  std::set<uint64_t> draining;
   for (const auto& task : view.running) {
-    if (task.stopping_for != 0) claimants.insert(task.stopping_for);
+    if (task.stopping_for != 0) draining.insert(task.stopping_for);
   }
-  for (auto& job : jobs_) job.has_claim = claimants.count(job.view->id.value()) > 0;
+  for (auto& job : jobs_) {
+    job.victims_draining = draining.count(job.view->id.value()) > 0;
+    for (const auto& name : job.view->claimed_nodes) {
+      auto it = node_index.find(name);
+      if (it != node_index.end()) nodes_[it->second].claimed_for = job.view->id.value();
+    }
+    job.has_claim = job.victims_draining || !job.view->claimed_nodes.empty();
+  }
 }
 
 int Session::PoolIndex(const std::string& pool) const {
@@ -412,6 +419,8 @@ void Session::Reserve(size_t node, const WorkJob& job) {
 }
 
 void Session::Evict(size_t running_index, const WorkJob& for_job, const std::string& reason) {
+  // (The claim on the victim's node is what keeps the freed capacity for
+  // for_job; the state machine persists it on the job until it is placed.)
   WorkTask& task = running_[running_index];
   task.evicted = true;
   queues_.Refund(task.queue, task.charge);

@@ -50,7 +50,9 @@ struct WorkJob {
   std::vector<bool> placed;      // parallel to view->tasks: placed this cycle
   bool admitted = false;         // enqueue let it in
   bool done = false;             // placed, or its claim is in flight
-  bool has_claim = false;        // victims are draining for it
+  bool has_claim = false;        // holds claimed nodes: evicted for, not yet placed
+  bool victims_draining = false; // some of its victims are still stopping
+  bool blocked = false;          // its own evicted tasks are still stopping
   bool evicted = false;          // lost its tasks to an eviction this cycle
   uint64_t min_gpus = 0;         // GPUs of its gang minimum
   // Tasks that must be placed together for the job to run (its groups'

@@ -6,6 +6,11 @@
 namespace gpool::state {
 namespace {
 
+// A claim outlives its victims by this long: enough for the claimant to be
+// placed in the next cycles, short enough that a claimant that can no longer
+// fit (its node failed) does not hold nodes idle for long.
+constexpr int64_t kClaimLapseMs = 60'000;
+
 bool Occupies(TaskState s) { return s == TaskState::kBound || s == TaskState::kRunning; }
 
 topology::NodeView ToNodeView(const std::string& name, const NodeRecord& node) {
@@ -109,6 +114,7 @@ topology::ClusterView ClusterState::BuildView(int64_t now_ms) const {
         pj.tasks.push_back(topology::PendingTask{task.id.index, task.group, job.spec.tasks[task.group].resources});
       }
     }
+    if (now_ms - job.claim_ms < kClaimLapseMs) pj.claimed_nodes = job.claimed_nodes;
     const int64_t since = std::max(job.submit_ms, job.requeue_ms);
     pj.waiting_ms = now_ms > since ? now_ms - since : 0;
     if (!pj.tasks.empty()) view.pending.push_back(std::move(pj));

@@ -308,9 +308,10 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
       ++result.binds_applied;
     }
     job->reasons.clear();
+    job->claimed_nodes.clear();
     UpdateJobState(*job, now);
   }
-  for (const auto& eviction : cmd.evictions) ApplyEviction(eviction);
+  for (const auto& eviction : cmd.evictions) ApplyEviction(now, eviction);
   for (const auto& entry : cmd.reasons) {
     JobRecord* job = MutableJob(entry.job_id);
     if (job != nullptr && job->state == JobState::kPending) job->reasons = entry.reasons;
@@ -330,12 +331,18 @@ bool ClusterState::MeetsGangAfter(const JobRecord& job, const std::set<uint32_t>
   return true;
 }
 
-void ClusterState::ApplyEviction(const PlanEviction& eviction) {
+void ClusterState::ApplyEviction(int64_t now, const PlanEviction& eviction) {
   JobRecord* job = MutableJob(eviction.job_id);
   if (job == nullptr || eviction.task_index >= job->tasks.size() || job->cancel_requested) return;
   TaskRecord& task = job->tasks[eviction.task_index];
   if (!Occupies(task.state) || task.stop_requested) return;
+  JobRecord* claimant = MutableJob(eviction.for_job);
   auto mark = [&](TaskRecord& victim) {
+    if (claimant != nullptr) {
+      auto& nodes = claimant->claimed_nodes;
+      if (std::find(nodes.begin(), nodes.end(), victim.node) == nodes.end()) nodes.push_back(victim.node);
+      claimant->claim_ms = now;
+    }
     victim.stop_requested = true;
     victim.evicted = true;
     victim.evicted_for = eviction.for_job;
@@ -362,6 +369,7 @@ void ClusterState::ApplyEviction(const PlanEviction& eviction) {
 bool ClusterState::RequeueIfEvicted(JobRecord& job, TaskRecord& task, int64_t now) {
   if (!task.evicted || job.cancel_requested || !job.failure.empty()) return false;
   if (Occupies(task.state)) ReleaseResources(task);
+  if (JobRecord* claimant = MutableJob(task.evicted_for)) claimant->claim_ms = now;
   TaskRecord next;
   next.id = TaskId{task.id.job, task.id.index, task.id.attempt + 1};
   next.group = task.group;

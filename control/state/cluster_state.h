@@ -77,7 +77,7 @@ class ClusterState {
   Status CheckSubmitQueue(const std::string& name) const;
   void EnsureBuiltinQueues();
   bool MeetsGangAfter(const JobRecord& job, const std::set<uint32_t>& binding) const;
-  void ApplyEviction(const PlanEviction& eviction);
+  void ApplyEviction(int64_t now, const PlanEviction& eviction);
   // An evicted task that stopped goes back to pending as its next attempt.
   bool RequeueIfEvicted(JobRecord& job, TaskRecord& task, int64_t now);
   void FinishUnneededReplicas(JobRecord& job, int64_t now);

@@ -79,6 +79,11 @@ struct JobRecord {
   std::vector<std::string> reasons;  // why it is pending, from the last scheduling cycle
   std::string failure;               // why it failed, when it did
   bool cancel_requested = false;
+  // Nodes where tasks were evicted for this job; the scheduler keeps them for
+  // it until it is placed, or until claim_ms (the last eviction for it, or
+  // the last of its victims stopping) is long past.
+  std::vector<std::string> claimed_nodes;
+  int64_t claim_ms = 0;
 
   template <typename V>
   void Fields(V& v) {
@@ -97,6 +102,8 @@ struct JobRecord {
     v.Optional("reasons", reasons);
     v.Optional("failure", failure);
     v.Optional("cancel", cancel_requested);
+    v.Optional("claimed_nodes", claimed_nodes);
+    v.Optional("claim_ms", claim_ms);
     id = JobId(id_value);
     state = static_cast<JobState>(state_wire <= static_cast<uint32_t>(JobState::kCancelled) ? state_wire : 0);
   }

@@ -1,0 +1,375 @@
+// Property tests of the scheduler over thousands of random clusters and
+// workloads, run as a multi-cycle simulation: each cycle's plan is checked
+// against the invariants, then applied (binds start, victims stop one cycle
+// later and requeue, some tasks finish). Deterministic: a fixed-seed LCG.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "control/scheduler/scenario.h"
+
+namespace gpool::scheduler {
+namespace {
+
+using topology::ClusterView;
+using topology::PriorityClass;
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed * 2 + 1) {}
+  uint64_t Next(uint64_t mod) {
+    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
+    return mod == 0 ? 0 : (state_ >> 33) % mod;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+struct SimTask {
+  uint32_t index = 0;
+  bool running = false;
+  bool done = false;
+  std::string node;
+  std::vector<uint32_t> gpus;
+  bool stopping = false;
+  uint64_t stopping_for = 0;
+  std::vector<uint64_t> evicted_by;
+  int64_t bind_order = 0;
+};
+
+struct SimJob {
+  uint64_t id = 0;
+  std::string queue;
+  std::string user;
+  PriorityClass cls = PriorityClass::kMedium;
+  uint32_t gpus = 1;  // per task
+  uint32_t min = 1;
+  std::vector<SimTask> tasks;
+  std::set<std::string> claimed_nodes;  // as the state machine keeps them until placed
+};
+
+struct Sim {
+  std::vector<topology::NodeView> nodes;  // capacity only; allocation comes from tasks
+  std::vector<topology::QueueView> queues;
+  std::map<uint64_t, SimJob> jobs;
+  int64_t clock = 0;
+
+  ClusterView View() const {
+    ClusterView view;
+    view.nodes = nodes;
+    view.queues = queues;
+    std::map<std::string, topology::NodeView*> by_name;
+    for (auto& node : view.nodes) by_name[node.name] = &node;
+    for (const auto& [id, job] : jobs) {
+      // Finished replicas count toward the minimum, as in the state machine.
+      uint32_t active = 0;
+      for (const auto& task : job.tasks) active += (task.running && !task.stopping) || task.done;
+      topology::PendingJob pending;
+      pending.id = JobId(id);
+      pending.arrival = id;
+      pending.queue = job.queue;
+      pending.user = job.user;
+      pending.priority_class = job.cls;
+      pending.groups = {topology::GroupRule{job.min, active}};
+      pending.claimed_nodes.assign(job.claimed_nodes.begin(), job.claimed_nodes.end());
+      for (const auto& task : job.tasks) {
+        if (task.running) {
+          topology::RunningTask running;
+          running.job = JobId(id);
+          running.task_index = task.index;
+          running.queue = job.queue;
+          running.user = job.user;
+          running.priority_class = job.cls;
+          running.node = task.node;
+          running.gpus = static_cast<uint32_t>(task.gpus.size());
+          running.gpu_model = "A100";
+          running.cpu_milli = 1000;
+          running.memory_mib = 1024;
+          running.bind_order = task.bind_order;
+          running.group_min = job.min;
+          running.group_active = active;
+          running.stopping = task.stopping;
+          running.stopping_for = task.stopping_for;
+          running.evicted_by = task.evicted_by;
+          view.running.push_back(running);
+          auto* node = by_name.at(task.node);
+          for (uint32_t g : task.gpus) node->gpus[g].allocated = true;
+          node->cpu_milli_free -= 1000;
+          node->memory_mib_free -= 1024;
+        } else if (!task.done) {
+          pending.tasks.push_back({task.index, 0, Resources{job.gpus, 1000, 1024, ""}});
+        }
+      }
+      if (!pending.tasks.empty()) view.pending.push_back(pending);
+    }
+    return view;
+  }
+
+  // Capability of each queue as a map name -> gpu limit (absent: none).
+  std::map<std::string, uint64_t> GpuCapability() const {
+    std::map<std::string, uint64_t> caps;
+    for (const auto& queue : queues) {
+      if (auto it = queue.capability.find("gpu"); it != queue.capability.end()) caps[queue.name] = it->second;
+    }
+    return caps;
+  }
+  std::string Parent(const std::string& queue) const {
+    for (const auto& q : queues) {
+      if (q.name == queue) return q.parent;
+    }
+    return queue == "root" ? "" : "root";
+  }
+  std::map<std::string, uint64_t> GpuUse() const {
+    std::map<std::string, uint64_t> use;
+    for (const auto& [id, job] : jobs) {
+      for (const auto& task : job.tasks) {
+        if (!task.running) continue;
+        for (std::string at = job.queue; !at.empty(); at = Parent(at)) use[at] += task.gpus.size();
+      }
+    }
+    return use;
+  }
+};
+
+// Checks one plan against the view it came from; returns "" or what broke.
+std::string CheckPlan(const Sim& sim, const ClusterView& view, const Plan& plan) {
+  std::map<std::string, const topology::NodeView*> nodes;
+  for (const auto& node : view.nodes) nodes[node.name] = &node;
+  std::set<std::pair<std::string, uint32_t>> taken;
+  std::map<std::string, uint64_t> cpu, memory;
+  std::map<uint64_t, uint32_t> binds_per_job;
+  auto use = sim.GpuUse();
+  for (const auto& bind : plan.binds) {
+    const auto* node = nodes.at(bind.node);
+    for (uint32_t g : bind.gpu_indices) {
+      if (node->gpus[g].allocated || !node->gpus[g].healthy) return "bind onto a busy or broken GPU";
+      if (!taken.insert({bind.node, g}).second) return "GPU handed out twice";
+    }
+    if ((cpu[bind.node] += bind.cpu_milli) > node->cpu_milli_free) return "CPU over-allocated";
+    if ((memory[bind.node] += bind.memory_mib) > node->memory_mib_free) return "memory over-allocated";
+    ++binds_per_job[bind.job.value()];
+    const SimJob& job = sim.jobs.at(bind.job.value());
+    for (std::string at = job.queue; !at.empty(); at = sim.Parent(at)) use[at] += bind.gpu_indices.size();
+  }
+  for (const auto& [queue, cap] : sim.GpuCapability()) {
+    if (use[queue] > cap) return "queue " + queue + " over its capability";
+  }
+  for (const auto& [id, count] : binds_per_job) {
+    const SimJob& job = sim.jobs.at(id);
+    uint32_t active = 0;
+    for (const auto& task : job.tasks) active += (task.running && !task.stopping) || task.done;
+    if (active + count < job.min) return "gang split: job " + std::to_string(id);
+  }
+  for (const auto& eviction : plan.evictions) {
+    const SimJob& victim = sim.jobs.at(eviction.job.value());
+    const SimJob& for_job = sim.jobs.at(eviction.for_job.value());
+    const SimTask& task = victim.tasks.at(eviction.task_index);
+    if (!task.running || task.stopping) return "evicted a task that was not running";
+    for (uint64_t before : task.evicted_by) {
+      if (before == eviction.for_job.value()) return "a job evicted the same task twice";
+    }
+    if (eviction.reason.find("preempted") != std::string::npos) {
+      if (victim.cls != PriorityClass::kLow) return "preempted a high or medium task";
+      if (for_job.cls != PriorityClass::kHigh) return "a non-high job preempted";
+      if (victim.queue != for_job.queue) return "preemption across queues";
+    }
+  }
+  return "";
+}
+
+// Applies a plan: victims chosen last cycle exit now and requeue; this
+// plan's victims start stopping; binds start running.
+void Apply(Sim& sim, const Plan& plan) {
+  ++sim.clock;
+  for (auto& [id, job] : sim.jobs) {
+    for (auto& task : job.tasks) {
+      if (!task.stopping) continue;
+      task.running = false;
+      task.stopping = false;
+      task.stopping_for = 0;
+      task.node.clear();
+      task.gpus.clear();
+    }
+  }
+  for (const auto& eviction : plan.evictions) {
+    SimTask& task = sim.jobs.at(eviction.job.value()).tasks.at(eviction.task_index);
+    sim.jobs.at(eviction.for_job.value()).claimed_nodes.insert(task.node);
+    task.stopping = true;
+    task.stopping_for = eviction.for_job.value();
+    task.evicted_by.push_back(eviction.for_job.value());
+  }
+  // A gang that lost a task below its minimum stops whole (as apply does).
+  for (auto& [id, job] : sim.jobs) {
+    uint32_t staying = 0;
+    bool any_stopping = false;
+    for (const auto& task : job.tasks) {
+      staying += task.running && !task.stopping;
+      any_stopping |= task.stopping;
+    }
+    if (!any_stopping || staying >= job.min) continue;
+    for (auto& task : job.tasks) {
+      if (task.running && !task.stopping) {
+        task.stopping = true;
+        task.stopping_for = plan.evictions.front().for_job.value();
+      }
+    }
+  }
+  for (const auto& bind : plan.binds) {
+    sim.jobs.at(bind.job.value()).claimed_nodes.clear();
+    SimTask& task = sim.jobs.at(bind.job.value()).tasks.at(bind.task_index);
+    task.running = true;
+    task.node = bind.node;
+    task.gpus = bind.gpu_indices;
+    task.bind_order = sim.clock;
+  }
+}
+
+Sim RandomSim(Rng& rng, bool flat_guarantees) {
+  Sim sim;
+  const uint32_t nodes = 1 + static_cast<uint32_t>(rng.Next(6));
+  uint64_t total_gpus = 0;
+  for (uint32_t n = 0; n < nodes; ++n) {
+    const uint32_t gpus = 1 + static_cast<uint32_t>(rng.Next(8));
+    total_gpus += gpus;
+    sim.nodes.push_back(testing::MakeNode("n" + std::to_string(n), gpus, "public", "A100", 64'000, 512 * 1024));
+  }
+  const uint32_t leaves = 2 + static_cast<uint32_t>(rng.Next(3));
+  uint64_t guarantee_left = total_gpus;
+  for (uint32_t q = 0; q < leaves; ++q) {
+    Quota capability, deserved, guarantee;
+    const uint64_t g = flat_guarantees ? rng.Next(guarantee_left / 2 + 1) : 0;
+    guarantee_left -= g;
+    if (g > 0) guarantee["gpu"] = g;
+    const uint64_t d = g + rng.Next(total_gpus);
+    if (d > 0 || g > 0) deserved["gpu"] = std::max(d, g);
+    if (!flat_guarantees && rng.Next(2) == 0) capability["gpu"] = std::max<uint64_t>(deserved["gpu"], 1 + rng.Next(total_gpus));
+    std::string parent = "root";
+    if (!flat_guarantees && q >= 2) parent = "q0";  // some depth: q0 becomes an inner queue
+    sim.queues.push_back(testing::MakeQueue("q" + std::to_string(q), parent, capability, deserved, guarantee));
+  }
+  return sim;
+}
+
+void AddJobs(Sim& sim, Rng& rng, uint64_t& next_id, uint32_t count, bool single_gpu) {
+  std::vector<std::string> leaves;
+  std::set<std::string> parents;
+  for (const auto& q : sim.queues) parents.insert(q.parent);
+  for (const auto& q : sim.queues) {
+    if (!parents.count(q.name)) leaves.push_back(q.name);
+  }
+  for (uint32_t j = 0; j < count; ++j) {
+    SimJob job;
+    job.id = next_id++;
+    job.queue = leaves[rng.Next(leaves.size())];
+    job.user = "u" + std::to_string(rng.Next(3));
+    job.cls = static_cast<PriorityClass>(rng.Next(3));
+    job.gpus = single_gpu ? 1 : static_cast<uint32_t>(rng.Next(5));
+    const uint32_t replicas = single_gpu ? 1 : 1 + static_cast<uint32_t>(rng.Next(3));
+    job.min = 1 + static_cast<uint32_t>(rng.Next(replicas));
+    for (uint32_t t = 0; t < replicas; ++t) job.tasks.push_back(SimTask{t});
+    sim.jobs[job.id] = job;
+  }
+}
+
+std::string DebugState(const Sim& sim) {
+  std::string out = "\n";
+  auto use = sim.GpuUse();
+  for (const auto& q : sim.queues) {
+    out += q.name + " parent=" + q.parent + " use=" + std::to_string(use[q.name]);
+    for (const auto& [k, v] : q.deserved) out += " deserved=" + std::to_string(v);
+    for (const auto& [k, v] : q.guarantee) out += " guarantee=" + std::to_string(v);
+    out += "\n";
+  }
+  for (const auto& node : sim.nodes) out += node.name + " gpus=" + std::to_string(node.gpus.size()) + "\n";
+  for (const auto& [id, job] : sim.jobs) {
+    out += "job " + std::to_string(id) + " " + job.queue + " cls=" + std::to_string(static_cast<int>(job.cls)) +
+           " min=" + std::to_string(job.min) + " gpus=" + std::to_string(job.gpus);
+    for (const auto& t : job.tasks) out += t.running ? (t.stopping ? " S@" : " R@") + t.node : t.done ? " D" : " P";
+    out += "\n";
+  }
+  ClusterView view = sim.View();
+  Plan plan = Schedule(view, SchedulerConfig{});
+ out += "view pending:";
+  for (const auto& j : view.pending) out += " " + std::to_string(j.id.value());
+  out += "\n";
+  for (const auto& b : plan.binds) out += "bind " + std::to_string(b.job.value()) + " on " + b.node + "\n";
+  for (const auto& e : plan.evictions) out += "evict " + std::to_string(e.job.value()) + " for " + std::to_string(e.for_job.value()) + "\n";
+  for (const auto& p : plan.pending) {
+    out += "pending " + std::to_string(p.job.value()) + ":";
+    for (const auto& r : p.reasons) out += " [" + r + "]";
+    out += "\n";
+  }
+  return out;
+}
+
+TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminates) {
+  for (uint64_t seed = 1; seed <= 1500; ++seed) {
+    Rng rng(seed);
+    Sim sim = RandomSim(rng, false);
+    uint64_t next_id = 1;
+    SchedulerConfig config;
+    config.node_order.strategy = rng.Next(2) ? Strategy::kBinpack : Strategy::kSpread;
+    config.reservation.min_gpus = 4;
+    // Busy phase: arrivals and completions.
+    for (int cycle = 0; cycle < 12; ++cycle) {
+      AddJobs(sim, rng, next_id, static_cast<uint32_t>(rng.Next(4)), false);
+      for (auto& [id, job] : sim.jobs) {
+        for (auto& task : job.tasks) {
+          if (task.running && !task.stopping && rng.Next(5) == 0) {
+            task.running = false;
+            task.done = true;
+          }
+        }
+      }
+      ClusterView view = sim.View();
+      Plan plan = Schedule(view, config);
+      ASSERT_EQ(CheckPlan(sim, view, plan), "") << "seed " << seed << " cycle " << cycle << DebugState(sim);
+      Apply(sim, plan);
+    }
+    // Quiet phase: nothing arrives or finishes; evictions must die out.
+    int last_eviction = -1;
+    for (int cycle = 0; cycle < 40; ++cycle) {
+      ClusterView view = sim.View();
+      Plan plan = Schedule(view, config);
+      ASSERT_EQ(CheckPlan(sim, view, plan), "") << "seed " << seed << " quiet cycle " << cycle;
+      if (!plan.evictions.empty()) last_eviction = cycle;
+      Apply(sim, plan);
+    }
+    ASSERT_LT(last_eviction, 30) << "seed " << seed << ": evictions did not stop";
+  }
+}
+
+TEST(SchedulerPropertyTest, ReclaimRestoresGuarantees) {
+  for (uint64_t seed = 1; seed <= 1500; ++seed) {
+    Rng rng(seed);
+    Sim sim = RandomSim(rng, true);
+    uint64_t next_id = 1;
+    SchedulerConfig config;
+    // Whoever comes first fills the cluster; the rest arrive later.
+    AddJobs(sim, rng, next_id, 3 + static_cast<uint32_t>(rng.Next(20)), true);
+    for (int cycle = 0; cycle < 3; ++cycle) Apply(sim, Schedule(sim.View(), config));
+    AddJobs(sim, rng, next_id, 3 + static_cast<uint32_t>(rng.Next(20)), true);
+    for (int cycle = 0; cycle < 30; ++cycle) {
+      ClusterView view = sim.View();
+      Plan plan = Schedule(view, config);
+      ASSERT_EQ(CheckPlan(sim, view, plan), "") << "seed " << seed;
+      Apply(sim, plan);
+    }
+    auto use = sim.GpuUse();
+    for (const auto& queue : sim.queues) {
+      const uint64_t guarantee = queue.guarantee.count("gpu") ? queue.guarantee.at("gpu") : 0;
+      uint64_t demand = 0;
+      for (const auto& [id, job] : sim.jobs) {
+        if (job.queue == queue.name) demand += job.tasks.size();
+      }
+      EXPECT_GE(use[queue.name], std::min(guarantee, demand))
+          << "seed " << seed << " queue " << queue.name << " below its guarantee with work waiting: use "
+          << use[queue.name] << " guarantee " << guarantee << " demand " << demand << DebugState(sim);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpool::scheduler
