@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <memory>
+#include <unordered_map>
 
 #include "control/scheduler/actions.h"
 #include "control/scheduler/job_order.h"
@@ -29,11 +31,39 @@ struct Freed {
 class Evictor {
  public:
   using Eligible = std::function<bool(const WorkTask&)>;
-
-  Evictor(Session& session, const WorkJob& job, Eligible eligible)
-      : session_(session), job_(job), eligible_(std::move(eligible)) {
+  // Built once per action (running tasks do not move during it).
+  struct Index {
+    std::unordered_map<uint64_t, std::vector<size_t>> by_job;
+    std::vector<std::vector<uint32_t>> nodes_by_queue;  // ascending node indices holding a task of the queue
+  };
+  static Index BuildIndex(Session& session) {
+    Index index;
     auto& running = session.running();
-    for (size_t i = 0; i < running.size(); ++i) by_job_[running[i].view->job.value()].push_back(i);
+    for (size_t i = 0; i < running.size(); ++i) index.by_job[running[i].view->job.value()].push_back(i);
+    index.nodes_by_queue.resize(session.queues().size());
+    for (size_t n = 0; n < session.nodes().size(); ++n) {
+      for (size_t i : session.nodes()[n].running) {
+        auto& list = index.nodes_by_queue[static_cast<size_t>(running[i].queue)];
+        if (list.empty() || list.back() != n) list.push_back(static_cast<uint32_t>(n));
+      }
+    }
+    return index;
+  }
+
+  Evictor(Session& session, const WorkJob& job, Eligible eligible, const Index& index,
+          const std::vector<bool>& lending_queues)
+      : session_(session), job_(job), eligible_(std::move(eligible)), by_job_(index.by_job), lending_(lending_queues) {
+    // Only nodes holding a task of a queue that may lend can yield victims.
+    std::vector<uint32_t> merged;
+    for (size_t q = 0; q < lending_.size(); ++q) {
+      if (!lending_[q]) continue;
+      const auto& list = index.nodes_by_queue[q];
+      std::vector<uint32_t> out;
+      std::merge(merged.begin(), merged.end(), list.begin(), list.end(), std::back_inserter(out));
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+      merged.swap(out);
+    }
+    victim_nodes_ = std::move(merged);
   }
 
   // Chooses victims for every task of the gang; false (and nothing chosen)
@@ -51,6 +81,7 @@ class Evictor {
     if (task.evicted || chosen_.count(static_cast<size_t>(&task - session_.running().data()))) return false;
     const auto& before = task.view->evicted_by;
     if (std::find(before.begin(), before.end(), job_.view->id.value()) != before.end()) return false;
+    if (!lending_[static_cast<size_t>(task.queue)]) return false;
     return eligible_(task);
   }
 
@@ -96,38 +127,69 @@ class Evictor {
     return it == freed_.end() ? Freed{} : it->second;
   }
 
+  bool Usable(const PendingTask& task, const WorkNode& node) const {
+    if (session_.CheckStatic(job_, task, node)) return false;
+    if (node.claimed_for != 0 && node.claimed_for != job_.view->id.value()) return false;
+    return node.pool != 2;  // exclusive nodes are not shared out by eviction
+  }
+
   bool PlaceTask(const PendingTask& task) {
     auto& nodes = session_.nodes();
     auto& running = session_.running();
     int best_node = -1;
     std::vector<size_t> best_victims;
-    for (size_t n = 0; n < nodes.size(); ++n) {
+    // Pass 1: the first node (lowest index) where it fits with no eviction
+    // wins outright. Such a node has enough free GPUs already or had some
+    // freed by this gang's earlier victims, so only those are looked at.
+    auto consider = [&](size_t n) {
+      if (best_node >= 0 && static_cast<int>(n) > best_node) return;
       const WorkNode& node = nodes[n];
-      if (session_.CheckStatic(job_, task, node)) continue;
-      if (node.claimed_for != 0 && node.claimed_for != job_.view->id.value()) continue;
-      if (node.pool == 2) continue;  // exclusive nodes are not shared out by eviction
+      if (!Usable(task, node)) return;
+      if (Fits(node, FreedOn(static_cast<int>(n)), task.resources)) best_node = static_cast<int>(n);
+    };
+    for (uint32_t b = task.resources.gpus; b <= session_.largest_gpus(); ++b) {
+      for (uint32_t n : session_.NodesWithFreeGpus(job_.pool, b)) consider(n);
+    }
+    for (const auto& [n, freed] : freed_) {
+      if (n >= 0) consider(static_cast<size_t>(n));
+    }
+    // Pass 2: fewest victims, first node among equals; only nodes holding a
+    // task of a lending queue can have victims, and one victim cannot be beaten.
+    std::vector<std::pair<bool, size_t>> candidates;
+    std::vector<size_t> taken;
+    std::vector<size_t> seen;
+    for (size_t k = 0; best_node < 0 || (best_victims.size() > 1 && k < victim_nodes_.size()); ++k) {
+      if (k >= victim_nodes_.size()) break;
+      const size_t n = victim_nodes_[k];
+      const WorkNode& node = nodes[n];
+      if (!Usable(task, node)) continue;
       Freed freed = FreedOn(static_cast<int>(n));
-      if (Fits(node, freed, task.resources)) {
-        best_node = static_cast<int>(n);
-        best_victims.clear();
-        break;
-      }
-      std::vector<size_t> candidates;
+      candidates.clear();
+      Freed most = freed;  // what evicting every candidate here would free
       for (size_t i : node.running) {
-        if (Evictable(running[i])) candidates.push_back(i);
+        if (!Evictable(running[i])) continue;
+        candidates.emplace_back(false, i);
+        most.gpus += running[i].view->gpus;
+        most.cpu += running[i].view->cpu_milli;
+        most.memory += running[i].view->memory_mib;
       }
-      std::stable_sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
-        return LessImportant(running[a], Spare(running[a]), running[b], Spare(running[b]));
+      // Only tasks on this node free room on it: if all of them are not
+      // enough, no choice of victims is, so skip the sort and closures.
+      if (candidates.empty() || !Fits(node, most, task.resources)) continue;
+      for (auto& [spare, i] : candidates) spare = Spare(running[i]);
+      std::stable_sort(candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
+        return LessImportant(running[a.second], a.first, running[b.second], b.first);
       });
-      std::vector<size_t> taken;
-      std::set<size_t> seen;
+      taken.clear();
+      seen.clear();
       bool fits = false;
-      for (size_t i : candidates) {
-        if (seen.count(i)) continue;
+      for (const auto& [spare, i] : candidates) {
+        if (std::find(seen.begin(), seen.end(), i) != seen.end()) continue;
         auto closure = Closure(i);
         if (closure.empty()) continue;
         for (size_t c : closure) {
-          if (!seen.insert(c).second) continue;
+          if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+          seen.push_back(c);
           taken.push_back(c);
           if (running[c].node == static_cast<int>(n)) {
             freed.gpus += running[c].view->gpus;
@@ -143,7 +205,7 @@ class Evictor {
       if (!fits) continue;
       if (best_node < 0 || taken.size() < best_victims.size()) {
         best_node = static_cast<int>(n);
-        best_victims = std::move(taken);
+        best_victims = taken;
       }
     }
     if (best_node < 0) return false;
@@ -166,7 +228,9 @@ class Evictor {
   Session& session_;
   const WorkJob& job_;
   Eligible eligible_;
-  std::map<uint64_t, std::vector<size_t>> by_job_;
+  const std::unordered_map<uint64_t, std::vector<size_t>>& by_job_;
+  const std::vector<bool>& lending_;
+  std::vector<uint32_t> victim_nodes_;
   std::set<size_t> chosen_;
   std::map<int, Freed> freed_;
   std::map<const WorkNode*, Freed> consumed_;
@@ -183,10 +247,13 @@ std::string ShapeOf(const WorkJob& job) {
 
 // Runs `eligible`-bounded eviction for each job `wants` picks, in fair order.
 void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants,
+              const std::function<bool(const WorkJob&, int)>& lends,
               const std::function<Evictor::Eligible(const WorkJob&)>& eligible_for,
               const std::function<std::string(const WorkJob&)>& reason_for, const char* waiting_reason) {
   auto& jobs = session.jobs();
   std::set<std::string> failed_shapes;
+  const Evictor::Index index = Evictor::BuildIndex(session);
+  std::vector<bool> lending(session.queues().size());
   JobOrder order(session, [&](const WorkJob& job) {
     return job.admitted && !job.done && !job.has_claim && !job.gang.empty() && wants(job);
   });
@@ -195,7 +262,13 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
     if (!wants(job)) continue;
     const std::string shape = ShapeOf(job);
     if (failed_shapes.count(shape)) continue;
-    Evictor evictor(session, job, eligible_for(job));
+    bool any = false;
+    for (size_t q = 0; q < lending.size(); ++q) any |= (lending[q] = lends(job, static_cast<int>(q)));
+    if (!any) {  // nobody may lend to it: the scan below could only fail
+      failed_shapes.insert(shape);
+      continue;
+    }
+    Evictor evictor(session, job, eligible_for(job), index, lending);
     if (!evictor.Plan() || evictor.victims().empty()) {
       failed_shapes.insert(shape);
       continue;
@@ -214,6 +287,7 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
 void Preempt(Session& session) {
   EvictFor(
       session, [](const WorkJob& job) { return job.view->priority_class == PriorityClass::kHigh; },
+      [](const WorkJob& job, int queue) { return queue == job.queue; },
       [](const WorkJob& job) {
         const int queue = job.queue;
         return Evictor::Eligible([queue](const WorkTask& task) {
@@ -242,25 +316,27 @@ void Reclaim(Session& session) {
     return total;
   };
 
+  // Whether `queue` lends to `job` depends on the two queues alone (and on
+  // usage, which is fixed while one job's victims are chosen).
+  auto lends = [&tree, siblings, resource_of, demand_of](const WorkJob& job, int queue) {
+    if (queue == job.queue) return false;
+    const auto [mine, theirs] = siblings(job.queue, queue);
+    if (mine < 0 || theirs < 0) return false;  // one is the other's ancestor
+    const size_t r = resource_of(job);
+    const QueueNode& q = tree.queue(mine);
+    const QueueNode& v = tree.queue(theirs);
+    const uint64_t after = q.used[r] + q.claimed[r] + demand_of(job, r);
+    const bool within_guarantee = after <= q.guarantee[r];
+    const bool within_deserved = q.deserved[r] != kUnlimited && after <= q.deserved[r];
+    if (!within_guarantee && !within_deserved) return false;
+    // Only what the other side holds beyond its own share is lent out.
+    const uint64_t share = within_guarantee ? v.guarantee[r] : v.deserved[r];
+    return share != kUnlimited && v.used[r] > share;
+  };
   EvictFor(
-      session, [](const WorkJob&) { return true; },
-      [&](const WorkJob& job) {
-        return Evictor::Eligible([&tree, &job, siblings, resource_of, demand_of](const WorkTask& task) {
-          if (task.queue == job.queue) return false;
-          const auto [mine, theirs] = siblings(job.queue, task.queue);
-          if (mine < 0 || theirs < 0) return false;  // one is the other's ancestor
-          const size_t r = resource_of(job);
-          const QueueNode& q = tree.queue(mine);
-          const QueueNode& v = tree.queue(theirs);
-          const uint64_t after = q.used[r] + q.claimed[r] + demand_of(job, r);
-          const bool within_guarantee = after <= q.guarantee[r];
-          const bool within_deserved = q.deserved[r] != kUnlimited && after <= q.deserved[r];
-          if (!within_guarantee && !within_deserved) return false;
-          // Only what the other side holds beyond its own share is lent out.
-          const uint64_t share = within_guarantee ? v.guarantee[r] : v.deserved[r];
-          return share != kUnlimited && v.used[r] > share;
-        });
-      },
+      session, [](const WorkJob&) { return true; }, lends,
+      // The per-queue table from `lends` is the whole rule.
+      [](const WorkJob&) { return Evictor::Eligible([](const WorkTask&) { return true; }); },
       [&tree](const WorkJob& job) {
         return "reclaimed by queue " + tree.queue(job.queue).name + " for job " + std::to_string(job.view->id.value());
       },

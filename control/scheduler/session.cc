@@ -87,6 +87,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
       if (gpu.healthy && !gpu.allocated) ++node.free_gpus;
     }
     if (!node_view.gpus.empty()) node.gpu_model = node_view.gpus.front().model;
+    node.model_index = queues_.ModelIndex(node.gpu_model);
     largest_gpus_ = std::max(largest_gpus_, node.usable_gpus);
     largest_cpu_ = std::max(largest_cpu_, node_view.cpu_milli_total);
     largest_memory_ = std::max(largest_memory_, node_view.memory_mib_total);
@@ -212,10 +213,14 @@ std::optional<Reject> Session::Check(const WorkJob& job, const PendingTask& task
     if (free_matching < need.gpus) return Reject::kGpus;
   }
   if (need.gpus > 0) {
-    if (auto model = queues_.ModelIndex(need.gpu_model.empty() ? node.gpu_model : need.gpu_model)) {
-      Amounts demand(queues_.resource_count(), 0);
-      demand[*model] = need.gpus;
-      if (queues_.CheckCapability(job.queue, demand)) return Reject::kModelCapability;
+    // No allocation per node: the demand has this one resource only.
+    if (auto model = need.gpu_model.empty() ? node.model_index : queues_.ModelIndex(need.gpu_model)) {
+      for (int at = job.queue; at >= 0; at = queues_.queue(at).parent) {
+        const QueueNode& queue = queues_.queue(at);
+        if (queue.capability[*model] != kUnlimited && queue.used[*model] + need.gpus > queue.capability[*model]) {
+          return Reject::kModelCapability;
+        }
+      }
     }
   }
   if (node.cpu_free < need.cpu_milli) return Reject::kCpu;
@@ -311,6 +316,12 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
       return std::nullopt;
     }
   }
+  std::vector<bool>* short_nodes = nullptr;
+  if (!holder) {
+    auto& entry = short_nodes_[key];
+    if (entry.first != generation_ || entry.second.size() != nodes_.size()) entry = {generation_, std::vector<bool>(nodes_.size())};
+    short_nodes = &entry.second;
+  }
   const int pool = job.pool;
   const uint32_t need = task.resources.gpus;
   std::optional<size_t> best;
@@ -325,7 +336,11 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
     if (b < static_cast<int>(need) || b > top) continue;
     for (uint32_t node_index : pool_buckets[static_cast<size_t>(b)]) {
       const WorkNode& node = nodes_[node_index];
-      if (Check(job, task, node, ignore_reservations)) continue;
+      if (short_nodes && (*short_nodes)[node_index]) continue;
+      if (auto rj = Check(job, task, node, ignore_reservations)) {
+        if (short_nodes && (*rj == Reject::kCpu || *rj == Reject::kMemory)) (*short_nodes)[node_index] = true;
+        continue;
+      }
       const int64_t score = Score(job, task, node);
       if (!best || score > best_score || (score == best_score && node_index < *best)) {
         best = node_index;

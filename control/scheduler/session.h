@@ -33,6 +33,7 @@ struct WorkNode {
   uint64_t memory_free = 0;
   std::vector<bool> gpu_free;  // parallel to view->gpus
   std::string gpu_model;       // of its first GPU; "" without GPUs
+  std::optional<size_t> model_index;  // queues().ModelIndex(gpu_model), looked up once
   uint64_t claimed_for = 0;    // a preemptor whose victims drain here; nobody else places here
   uint64_t reserved_for = 0;   // a starving large job; others only once past the starvation bound
   std::vector<size_t> running; // indices into Session::running
@@ -139,6 +140,11 @@ class Session {
   // A generation ends whenever capacity grows back (a rolled-back gang).
   void NewGeneration() { ++generation_; }
   int PoolIndex(const std::string& pool) const;
+  // Ready, uncordoned nodes of `pool` with exactly `free_gpus` free GPUs.
+  const std::vector<uint32_t>& NodesWithFreeGpus(int pool, uint32_t free_gpus) const {
+    return buckets_[static_cast<size_t>(pool)][free_gpus];
+  }
+  uint32_t largest_gpus() const { return largest_gpus_; }
 
  private:
   void BucketRemove(size_t node);
@@ -164,6 +170,10 @@ class Session {
   uint64_t generation_ = 0;
   std::unordered_map<std::string, std::pair<uint64_t, std::vector<std::string>>> failed_shapes_;
   std::set<uint64_t> reservation_holders_;
+  // Per task shape and generation: nodes whose free CPU or memory was too
+  // small for it. Free capacity only shrinks within a generation, so they
+  // stay too small and later searches for the shape skip them.
+  std::unordered_map<std::string, std::pair<uint64_t, std::vector<bool>>> short_nodes_;
 };
 
 }  // namespace gpool::scheduler
