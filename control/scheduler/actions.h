@@ -6,8 +6,8 @@
 
 namespace gpool::scheduler {
 
-// What the job's gang would hold once placed.
-Amounts GangDemand(const QueueTree& tree, const WorkJob& job);
+// What the job's gang would hold once placed (computed once, then cached).
+const Amounts& GangDemand(const QueueTree& tree, WorkJob& job);
 
 void Enqueue(Session& session);
 void Allocate(Session& session);

@@ -78,14 +78,16 @@ void ReserveFor(Session& session, const WorkJob& job) {
 
 }  // namespace
 
-Amounts GangDemand(const QueueTree& tree, const WorkJob& job) {
+const Amounts& GangDemand(const QueueTree& tree, WorkJob& job) {
+  if (job.gang_demand.size() == tree.resource_count()) return job.gang_demand;
   Amounts demand(tree.resource_count(), 0);
   for (const PendingTask* task : job.gang) {
     const Amounts one = tree.Demand(task->resources.gpus, task->resources.cpu_milli, task->resources.memory_mib,
                                     task->resources.gpu_model);
     for (size_t r = 0; r < demand.size(); ++r) demand[r] += one[r];
   }
-  return demand;
+  job.gang_demand = std::move(demand);
+  return job.gang_demand;
 }
 
 void Enqueue(Session& session) {
@@ -96,6 +98,7 @@ void Enqueue(Session& session) {
       // only restart whole, once they are back.
       job.gang.clear();
       job.extra.clear();
+      job.gang_demand.clear();
       job.reasons.push_back("waiting for its evicted tasks to stop before it restarts");
       job.blocked = true;
       continue;
@@ -104,7 +107,7 @@ void Enqueue(Session& session) {
       job.admitted = true;  // running already; only its elastic rest waits
       continue;
     }
-    const Amounts demand = GangDemand(tree, job);
+    const Amounts& demand = GangDemand(tree, job);
     if (auto overrun = tree.CheckCapability(job.queue, demand)) {
       job.reasons.push_back(tree.DescribeOverrun(*overrun, demand));
       continue;
@@ -121,7 +124,7 @@ void Allocate(Session& session) {
   bool reserved_in_pool[3] = {false, false, false};
 
   auto try_job = [&](WorkJob& job) {
-    const Amounts demand = GangDemand(tree, job);
+    const Amounts& demand = GangDemand(tree, job);
     if (auto overrun = tree.CheckCapability(job.queue, demand)) {
       job.reasons = {tree.DescribeOverrun(*overrun, demand)};
       return false;

@@ -154,7 +154,12 @@ class Evictor {
       if (n >= 0) consider(static_cast<size_t>(n));
     }
     // Pass 2: fewest victims, first node among equals; only nodes holding a
-    // task of a lending queue can have victims, and one victim cannot be beaten.
+    // task of a lending queue can have victims, and one victim cannot be
+    // beaten. Like scoring, it compares a bounded number of nodes that work
+    // (the configured candidates), so one eviction costs the same on 100 or
+    // 100,000 nodes.
+    const uint32_t wanted = std::max<uint32_t>(1, session_.config().node_order.candidates);
+    uint32_t working = 0;
     std::vector<std::pair<bool, size_t>> candidates;
     std::vector<size_t> taken;
     std::vector<size_t> seen;
@@ -207,6 +212,7 @@ class Evictor {
         best_node = static_cast<int>(n);
         best_victims = taken;
       }
+      if (++working >= wanted) break;
     }
     if (best_node < 0) return false;
     for (size_t v : best_victims) {
@@ -236,13 +242,15 @@ class Evictor {
   std::map<const WorkNode*, Freed> consumed_;
 };
 
-std::string ShapeOf(const WorkJob& job) {
+const std::string& ShapeOf(WorkJob& job) {
+  if (!job.shape.empty()) return job.shape;
   std::string key = std::to_string(job.queue) + '|' + job.view->pool;
   for (const PendingTask* task : job.gang) {
     key += '|' + std::to_string(task->resources.gpus) + ',' + std::to_string(task->resources.cpu_milli) + ',' +
            std::to_string(task->resources.memory_mib) + ',' + task->resources.gpu_model;
   }
-  return key;
+  job.shape = std::move(key);
+  return job.shape;
 }
 
 // Runs `eligible`-bounded eviction for each job `wants` picks, in fair order.
@@ -260,7 +268,7 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
   for (int next = order.Next(); next >= 0; next = order.Next()) {
     WorkJob& job = jobs[static_cast<size_t>(next)];
     if (!wants(job)) continue;
-    const std::string shape = ShapeOf(job);
+    const std::string& shape = ShapeOf(job);
     if (failed_shapes.count(shape)) continue;
     bool any = false;
     for (size_t q = 0; q < lending.size(); ++q) any |= (lending[q] = lends(job, static_cast<int>(q)));
@@ -303,8 +311,8 @@ void Reclaim(Session& session) {
   // The queue on each side just below where the paths of the two leaves meet:
   // shares are compared between those siblings.
   auto siblings = [&tree](int a, int b) {
-    const auto path_a = tree.Path(a);
-    const auto path_b = tree.Path(b);
+    const auto& path_a = tree.Path(a);
+    const auto& path_b = tree.Path(b);
     size_t k = 0;
     while (k < path_a.size() && k < path_b.size() && path_a[k] == path_b[k]) ++k;
     return std::pair<int, int>{k < path_a.size() ? path_a[k] : -1, k < path_b.size() ? path_b[k] : -1};

@@ -52,18 +52,25 @@ uint64_t JobOrder::UserShare(int queue, const std::string& user) const {
 int JobOrder::Next() {
   const bool drf = session_.config().fairness.drf;
   QueueTree& tree = session_.queues();
+  if (drf && keys_version_ != tree.version()) {
+    for (const auto& [queue, jobs] : queues_) {
+      if (jobs.remaining > 0) keys_[queue] = tree.ShareKey(queue);
+    }
+    keys_version_ = tree.version();
+  }
   int best_queue = -1;
-  std::vector<uint64_t> best_key;
+  const std::vector<uint64_t>* best_key = nullptr;
   for (const auto& [queue, jobs] : queues_) {
     if (jobs.remaining == 0) continue;
     if (!drf) {
       if (best_queue < 0 || tree.queue(queue).name < tree.queue(best_queue).name) best_queue = queue;
       continue;
     }
-    auto key = tree.ShareKey(queue);
-    if (best_queue < 0 || key < best_key || (key == best_key && tree.queue(queue).name < tree.queue(best_queue).name)) {
+    const auto& key = keys_[queue];
+    if (best_queue < 0 || key < *best_key ||
+        (key == *best_key && tree.queue(queue).name < tree.queue(best_queue).name)) {
       best_queue = queue;
-      best_key = std::move(key);
+      best_key = &key;
     }
   }
   if (best_queue < 0) return -1;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -41,6 +42,10 @@ class JobOrder {
   Session& session_;
   std::map<int, QueueJobs> queues_;
   std::map<std::pair<int, std::string>, Amounts> user_used_;
+  // Share keys of the queues, valid while the tree's usage is unchanged:
+  // most picks follow a failed placement, which changes nothing.
+  std::map<int, std::vector<uint64_t>> keys_;
+  uint64_t keys_version_ = UINT64_MAX;
 };
 
 }  // namespace gpool::scheduler

@@ -140,6 +140,7 @@ std::string QueueTree::DescribeOverrun(const Overrun& overrun, const Amounts& de
 }
 
 void QueueTree::Charge(int leaf, const Amounts& demand) {
+  ++version_;
   for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
     auto& used = queues_[static_cast<size_t>(at)].used;
     for (size_t r = 0; r < demand.size(); ++r) used[r] += demand[r];
@@ -147,6 +148,7 @@ void QueueTree::Charge(int leaf, const Amounts& demand) {
 }
 
 void QueueTree::Refund(int leaf, const Amounts& demand) {
+  ++version_;
   for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
     auto& used = queues_[static_cast<size_t>(at)].used;
     for (size_t r = 0; r < demand.size(); ++r) used[r] -= std::min(used[r], demand[r]);
@@ -154,6 +156,7 @@ void QueueTree::Refund(int leaf, const Amounts& demand) {
 }
 
 void QueueTree::Claim(int leaf, const Amounts& demand) {
+  ++version_;
   for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
     auto& claimed = queues_[static_cast<size_t>(at)].claimed;
     for (size_t r = 0; r < demand.size(); ++r) claimed[r] += demand[r];
@@ -174,10 +177,13 @@ uint64_t QueueTree::DominantShare(int index) const {
   return share;
 }
 
-std::vector<int> QueueTree::Path(int leaf) const {
-  std::vector<int> path;
-  for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) path.push_back(at);
-  std::reverse(path.begin(), path.end());
+const std::vector<int>& QueueTree::Path(int leaf) const {
+  if (paths_.size() != queues_.size()) paths_.assign(queues_.size(), {});
+  auto& path = paths_[static_cast<size_t>(leaf)];
+  if (path.empty()) {
+    for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) path.push_back(at);
+    std::reverse(path.begin(), path.end());
+  }
   return path;
 }
 

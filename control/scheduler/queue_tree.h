@@ -77,8 +77,10 @@ class QueueTree {
   // every level compares these lexicographically.
   std::vector<uint64_t> ShareKey(int leaf) const;
   void SetClusterTotals(const Amounts& totals) { totals_ = totals; }
-  // Path root..leaf (root first).
-  std::vector<int> Path(int leaf) const;
+  // Bumped by every change of usage, so callers can cache what they derive from it.
+  uint64_t version() const { return version_; }
+  // Path root..leaf (root first); cached, as reclaim asks for it per queue pair.
+  const std::vector<int>& Path(int leaf) const;
 
  private:
   size_t Intern(const std::string& name);
@@ -89,6 +91,8 @@ class QueueTree {
   std::vector<QueueNode> queues_;
   std::map<std::string, int> by_name_;
   Amounts totals_;
+  mutable std::vector<std::vector<int>> paths_;
+  uint64_t version_ = 0;  // by queue index; empty until asked
 };
 
 }  // namespace gpool::scheduler

@@ -60,6 +60,8 @@ struct WorkJob {
   // minimums less what is active), then the elastic rest.
   std::vector<const topology::PendingTask*> gang;
   std::vector<const topology::PendingTask*> extra;
+  Amounts gang_demand;  // what the gang holds once placed
+  std::string shape;    // its gang's shape, for caching failed evictions
   std::vector<std::string> reasons;
 
   uint32_t GroupMin(uint32_t group) const;
