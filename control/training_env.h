@@ -10,9 +10,14 @@
 //                                  job id (29500 + id mod 10000)
 //   GPOOL_HOSTS                    host:slots for every node, in NODE_RANK
 //                                  order (an MPI hostfile's content)
+//   GPOOL_TASK_NAME                <job>-<group>-<replica>: stable across
+//                                  attempts and placements
+//   GPOOL_<GROUP>_HOSTS            each group's hosts in replica order
 //
-// A task whose gang-mates are not all placed yet gets only RANK and
-// WORLD_SIZE. The user's own env wins: a job that sets MASTER_PORT keeps it.
+// An elastic job (a group with fewer min_replicas than replicas) is laid out
+// over the replicas placed so far: RANK and WORLD_SIZE count those. A task
+// whose gang-mates are not all placed yet gets only RANK, WORLD_SIZE and
+// GPOOL_TASK_NAME. The user's own env wins: a job that sets MASTER_PORT keeps it.
 // Pure: reads the state, touches nothing.
 #pragma once
 

@@ -72,6 +72,39 @@ TEST_F(TrainingEnvTest, GangLayoutGivesRanksNodesAndMaster) {
   auto t3 = EnvOf(3);
   EXPECT_EQ(t3.at("LOCAL_RANK"), "2");
   EXPECT_EQ(t3.at("NODE_RANK"), "0");
+  EXPECT_EQ(t3.at("GPOOL_TASK_NAME"), "train-task-3");
+  EXPECT_EQ(t3.at("GPOOL_TASK_HOSTS"), "n2,host-a.example,n2,n2");
+}
+
+TEST(TrainingEnvElasticTest, ElasticJobRanksTheReplicasItHasAndNamesGroupsStably) {
+  ClusterState state;
+  uint64_t index = 0;
+  auto apply = [&](state::CommandBody body) { return state.Apply(++index, Command{1, std::move(body)}); };
+  apply(state::RegisterNodeCmd{Node("n1", "h1"), {}});
+  JobSpec spec;
+  spec.name = "job";
+  TaskGroupSpec ps;
+  ps.name = "ps";
+  ps.command = {"ps"};
+  TaskGroupSpec worker;
+  worker.name = "worker";
+  worker.replicas = 4;
+  worker.min_replicas = 1;
+  worker.command = {"w"};
+  worker.resources.gpus = 1;
+  spec.tasks = {ps, worker};
+  const uint64_t job = apply(state::SubmitJobCmd{spec, ""}).job_id;
+  ApplyPlanCmd plan;
+  plan.binds = {PlanBind{job, 0, "n1", {}, 0, 0}, PlanBind{job, 2, "n1", {0}, 0, 0}};
+  ASSERT_EQ(apply(plan).binds_applied, 2u);
+  const auto& record = *state.FindJob(JobId(job));
+  auto env = TrainingEnv(state, record, record.tasks[2]);
+  EXPECT_EQ(env.at("RANK"), "1");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "2");
+  EXPECT_EQ(env.at("GPOOL_TASK_NAME"), "job-worker-1");
+  EXPECT_EQ(env.at("GPOOL_PS_HOSTS"), "h1");
+  EXPECT_EQ(env.at("GPOOL_WORKER_HOSTS"), "h1");
+  EXPECT_EQ(env.at("MASTER_ADDR"), "h1");
 }
 
 TEST_F(TrainingEnvTest, UnplacedGangMatesLeaveOnlyRankAndWorldSize) {
@@ -80,6 +113,7 @@ TEST_F(TrainingEnvTest, UnplacedGangMatesLeaveOnlyRankAndWorldSize) {
   EXPECT_EQ(env.at("WORLD_SIZE"), "4");
   EXPECT_EQ(env.count("MASTER_ADDR"), 0u);
   EXPECT_EQ(env.count("LOCAL_RANK"), 0u);
+  EXPECT_EQ(env.at("GPOOL_TASK_NAME"), "train-task-2");
 }
 
 }  // namespace
