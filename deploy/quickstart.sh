@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds gpool, starts a local cluster on 127.0.0.1 (a coordinator of three
 # Raft replicas, four workers each simulating an 8-GPU node), submits sample
-# jobs, shows them running and finishing, kills the leading coordinator to
+# jobs, shows them running and finishing, shows queues at work (a high-class
+# job preempting a low one, a queue reclaiming its share), kills the leading
+# coordinator to
 # show another take over, replaces the dead replica with a new one (replica
 # 4, added at run time), then stops everything it started.
 #
@@ -128,6 +130,42 @@ run job "$big"
 run cancel "$big"
 run status
 
+echo; echo "== queues, priority classes, preemption and reclaim"
+run queue create research --deserved gpu=16 --capability gpu=32
+run queue create prod --deserved gpu=16
+# Elastic and low class: starts with one 8-GPU replica, grows into the idle
+# GPUs (borrowing prod's share), and is the first to give them back.
+filler=$("$gpool_bin" submit --json --queue research --class low --name filler --replicas 4 --min-replicas 1 \
+  --gpus 8 --cpus 4 --mem 16Gi -- sleep 600 | sed -E 's/[^0-9]*([0-9]+).*/\1/')
+echo "filler (research, low, 1-4 x 8 GPUs) -> job $filler"
+wait_for() {  # wait_for JOB STATE-REGEX: poll gpool job until its state matches
+  for _ in $(seq 1 150); do
+    "$gpool_bin" job "$1" --json 2>/dev/null | grep -qE "\"state\": *\"$2\"" && return 0
+    sleep 0.2
+  done
+  echo "job $1 did not reach $2" >&2
+  return 1
+}
+for _ in $(seq 1 150); do
+  [ "$("$gpool_bin" jobs --json | grep -c '"tasks_running": *4')" -ge 1 ] && break
+  sleep 0.2
+done
+run queue tree
+urgent=$("$gpool_bin" submit --json --queue research --class high --name urgent --gpus 8 --cpus 4 --mem 16Gi -- \
+  sh -c 'echo "urgent work on $CUDA_VISIBLE_DEVICES"; sleep 2' | sed -E 's/[^0-9]*([0-9]+).*/\1/')
+echo "urgent (research, high, 8 GPUs) -> job $urgent: preempts one filler replica"
+wait_for "$urgent" 'Running|Succeeded'
+serving=$("$gpool_bin" submit --json --queue prod --name serving --replicas 2 --gpus 8 --cpus 4 --mem 16Gi -- \
+  sleep 3 | sed -E 's/[^0-9]*([0-9]+).*/\1/')
+echo "serving (prod, 2 x 8 GPUs) -> job $serving: reclaims prod's deserved GPUs from research"
+run explain "$serving"
+wait_for "$serving" 'Running|Succeeded'
+run queue tree
+run wait "$urgent" --timeout 60
+run wait "$serving" --timeout 60
+run job "$filler"
+run cancel "$filler"
+
 echo; echo "== failover: killing the leading coordinator replica"
 leader=$("$gpool_bin" status | awk '/^Replica:/ {print $2; exit}')
 victim=${coordinator_pids[$((leader - 1))]}
@@ -158,4 +196,5 @@ for _ in $(seq 1 100); do
 done
 run admin replica list
 echo; echo "quickstart finished: every sample job ran to completion, the cluster survived losing its leader,"
-echo "and a new replica replaced the lost one."
+echo "a high-priority job preempted a low one and a queue reclaimed its share, and a new replica replaced"
+echo "the lost one."

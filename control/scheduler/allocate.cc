@@ -110,6 +110,7 @@ void Enqueue(Session& session) {
     const Amounts& demand = GangDemand(tree, job);
     if (auto overrun = tree.CheckCapability(job.queue, demand)) {
       job.reasons.push_back(tree.DescribeOverrun(*overrun, demand));
+      job.capped = true;
       continue;
     }
     job.admitted = true;

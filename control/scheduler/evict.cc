@@ -147,11 +147,15 @@ class Evictor {
       if (!Usable(task, node)) return;
       if (Fits(node, FreedOn(static_cast<int>(n)), task.resources)) best_node = static_cast<int>(n);
     };
-    for (uint32_t b = task.resources.gpus; b <= session_.largest_gpus(); ++b) {
-      for (uint32_t n : session_.NodesWithFreeGpus(job_.pool, b)) consider(n);
-    }
-    for (const auto& [n, freed] : freed_) {
-      if (n >= 0) consider(static_cast<size_t>(n));
+    // A job kept out by its queue's capability needs the victims' quota, not
+    // just room: free capacity alone does not help it.
+    if (!job_.capped) {
+      for (uint32_t b = task.resources.gpus; b <= session_.largest_gpus(); ++b) {
+        for (uint32_t n : session_.NodesWithFreeGpus(job_.pool, b)) consider(n);
+      }
+      for (const auto& [n, freed] : freed_) {
+        if (n >= 0) consider(static_cast<size_t>(n));
+      }
     }
     // Pass 2: fewest victims, first node among equals; only nodes holding a
     // task of a lending queue can have victims, and one victim cannot be
@@ -257,13 +261,16 @@ const std::string& ShapeOf(WorkJob& job) {
 void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants,
               const std::function<bool(const WorkJob&, int)>& lends,
               const std::function<Evictor::Eligible(const WorkJob&)>& eligible_for,
-              const std::function<std::string(const WorkJob&)>& reason_for, const char* waiting_reason) {
+              const std::function<std::string(const WorkJob&)>& reason_for, const char* waiting_reason,
+              bool capped_too) {
   auto& jobs = session.jobs();
+  QueueTree& tree = session.queues();
   std::set<std::string> failed_shapes;
   const Evictor::Index index = Evictor::BuildIndex(session);
   std::vector<bool> lending(session.queues().size());
   JobOrder order(session, [&](const WorkJob& job) {
-    return job.admitted && !job.done && !job.has_claim && !job.gang.empty() && wants(job);
+    return (job.admitted || (capped_too && job.capped)) && !job.done && !job.has_claim && !job.gang.empty() &&
+           wants(job);
   });
   for (int next = order.Next(); next >= 0; next = order.Next()) {
     WorkJob& job = jobs[static_cast<size_t>(next)];
@@ -280,6 +287,14 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
     if (!evictor.Plan() || evictor.victims().empty()) {
       failed_shapes.insert(shape);
       continue;
+    }
+    if (job.capped) {
+      // Its queue is at capability: the victims must also free the quota.
+      auto& running = session.running();
+      for (size_t victim : evictor.victims()) tree.Refund(running[victim].queue, running[victim].charge);
+      const bool fits_quota = !tree.CheckCapability(job.queue, GangDemand(tree, job));
+      for (size_t victim : evictor.victims()) tree.Charge(running[victim].queue, running[victim].charge);
+      if (!fits_quota) continue;
     }
     const std::string reason = reason_for(job);
     for (size_t victim : evictor.victims()) session.Evict(victim, job, reason);
@@ -303,7 +318,7 @@ void Preempt(Session& session) {
         });
       },
       [](const WorkJob& job) { return "preempted by job " + std::to_string(job.view->id.value()) + " (high)"; },
-      "preempting lower-priority tasks of its queue");
+      "preempting lower-priority tasks of its queue", /*capped_too=*/true);
 }
 
 void Reclaim(Session& session) {
@@ -348,7 +363,7 @@ void Reclaim(Session& session) {
       [&tree](const WorkJob& job) {
         return "reclaimed by queue " + tree.queue(job.queue).name + " for job " + std::to_string(job.view->id.value());
       },
-      "reclaiming capacity lent to other queues");
+      "reclaiming capacity lent to other queues", /*capped_too=*/false);
 }
 
 }  // namespace gpool::scheduler

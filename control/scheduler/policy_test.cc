@@ -237,6 +237,27 @@ TEST(PreemptTest, HighPreemptsLowOfItsQueueOnlyWhereItWillFit) {
   EXPECT_NE(plan.evictions[0].reason.find("preempted by job 4"), std::string::npos);
 }
 
+TEST(PreemptTest, MakesRoomInAQueueAtItsCapability) {
+  // The queue holds its whole capability with low work: the high job may
+  // still preempt, since the victims free the quota as well as the GPUs.
+  ClusterView view;
+  view.nodes = {MakeNode("a", 8), MakeNode("b", 8)};
+  view.queues = {MakeQueue("q", "root", {{"gpu", 8}})};
+  view.running = {Occupy(view, 1, 0, "a", 8, "q", kLow)};
+  view.pending = {JobBuilder(2, "q", 1, 4).Class(kHigh)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.binds.empty()) << "node b is free but the queue is at capability";
+  EXPECT_EQ(Evicted(plan), (std::vector<std::pair<uint64_t, uint32_t>>{{1, 0}}));
+  // A victim too small to free the quota is not enough.
+  view = ClusterView{};
+  view.nodes = {MakeNode("a", 8), MakeNode("b", 8)};
+  view.queues = {MakeQueue("q", "root", {{"gpu", 8}})};
+  view.running = {Occupy(view, 1, 0, "a", 2, "q", kLow), Occupy(view, 3, 0, "b", 6, "q")};
+  view.pending = {JobBuilder(2, "q", 1, 4).Class(kHigh)};
+  plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.evictions.empty());
+}
+
 TEST(PreemptTest, MediumAndHighAreNeverPreempted) {
   ClusterView view;
   view.nodes = {MakeNode("a", 4)};

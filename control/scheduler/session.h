@@ -50,6 +50,7 @@ struct WorkJob {
   std::vector<uint32_t> active;  // per group: bound, running or placed this cycle
   std::vector<bool> placed;      // parallel to view->tasks: placed this cycle
   bool admitted = false;         // enqueue let it in
+  bool capped = false;           // kept out only by a queue's capability (preemption may make room)
   bool done = false;             // placed, or its claim is in flight
   bool has_claim = false;        // holds claimed nodes: evicted for, not yet placed
   bool victims_draining = false; // some of its victims are still stopping
