@@ -6,6 +6,7 @@
 
 #include "client/client.h"
 #include "tests/local_cluster.h"
+#include "tests/ready_cluster.h"
 
 namespace gpool::testing {
 namespace {
@@ -14,17 +15,7 @@ using namespace std::chrono_literals;
 
 class NodeAdminTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    cluster_.StartCoordinator();
-    cluster_.StartWorkers();
-    ASSERT_TRUE(WaitFor([&] { return cluster_.AllNodesReady(); }, 30s)) << cluster_.Cli({"nodes"}).out;
-    ClientOptions options;
-    options.endpoints = cluster_.client_endpoint();
-    options.timeout_ms = 3000;
-    auto client = Client::Connect(options);
-    ASSERT_TRUE(client.ok()) << client.status().ToString();
-    client_ = std::move(client).value();
-  }
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartReadyCluster(cluster_, client_)); }
 
   static JobSpec Job(const std::string& name, uint32_t gpus, std::string script) {
     return ShellJob(name, gpus, std::move(script));

@@ -12,6 +12,7 @@
 
 #include "client/client.h"
 #include "tests/local_cluster.h"
+#include "tests/ready_cluster.h"
 
 namespace gpool::testing {
 namespace {
@@ -39,17 +40,7 @@ std::string Join(const std::vector<std::string>& lines) {
 
 class PolicyTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    cluster_.StartCoordinator();
-    cluster_.StartWorkers();
-    ASSERT_TRUE(WaitFor([&] { return cluster_.AllNodesReady(); }, 30s)) << cluster_.Cli({"nodes"}).out;
-    ClientOptions options;
-    options.endpoints = cluster_.client_endpoint();
-    options.timeout_ms = 3000;
-    auto client = Client::Connect(options);
-    ASSERT_TRUE(client.ok()) << client.status().ToString();
-    client_ = std::move(client).value();
-  }
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartReadyCluster(cluster_, client_)); }
 
   uint64_t Submit(JobSpec spec) {
     auto reply = client_->Submit(spec, "");

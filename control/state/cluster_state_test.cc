@@ -1,20 +1,12 @@
 #include "control/state/cluster_state.h"
+#include "control/state/test_specs.h"
 
 #include <gtest/gtest.h>
 
 namespace gpool::state {
 namespace {
 
-NodeSpec MakeNode(const std::string& name, uint32_t gpus) {
-  NodeSpec node;
-  node.name = name;
-  node.cpu_milli = 64'000;
-  node.memory_mib = 256 * 1024;
-  for (uint32_t i = 0; i < gpus; ++i) {
-    node.gpus.push_back(GpuInfo{.index = i, .uuid = "GPU-" + name + "-" + std::to_string(i), .model = "A100"});
-  }
-  return node;
-}
+using testing::MakeNode;
 
 JobSpec MakeJob(const std::string& name, uint32_t replicas, uint32_t gpus) {
   JobSpec spec;

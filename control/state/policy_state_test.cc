@@ -4,20 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "control/state/cluster_state.h"
+#include "control/state/test_specs.h"
 
 namespace gpool::state {
 namespace {
 
-NodeSpec MakeNode(const std::string& name, uint32_t gpus) {
-  NodeSpec node;
-  node.name = name;
-  node.cpu_milli = 64'000;
-  node.memory_mib = 256 * 1024;
-  for (uint32_t i = 0; i < gpus; ++i) {
-    node.gpus.push_back(GpuInfo{.index = i, .uuid = "GPU-" + name + "-" + std::to_string(i), .model = "A100"});
-  }
-  return node;
-}
+using testing::MakeNode;
 
 JobSpec MakeJob(const std::string& queue, uint32_t replicas, uint32_t gpus, uint32_t min = 0,
                 const std::string& cls = "medium") {

@@ -1,0 +1,29 @@
+// Starting a LocalCluster for a test and connecting a client to it.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+
+#include "client/client.h"
+#include "tests/local_cluster.h"
+
+namespace gpool::testing {
+
+// Starts the coordinator and every worker, waits until all nodes are Ready,
+// and connects `client`. Call under ASSERT_NO_FATAL_FAILURE.
+inline void StartReadyCluster(LocalCluster& cluster, std::unique_ptr<Client>& client) {
+  using namespace std::chrono_literals;
+  cluster.StartCoordinator();
+  cluster.StartWorkers();
+  ASSERT_TRUE(WaitFor([&] { return cluster.AllNodesReady(); }, 30s)) << cluster.Cli({"nodes"}).out;
+  ClientOptions options;
+  options.endpoints = cluster.client_endpoint();
+  options.timeout_ms = 3000;
+  auto connected = Client::Connect(options);
+  ASSERT_TRUE(connected.ok()) << connected.status().ToString();
+  client = std::move(connected).value();
+}
+
+}  // namespace gpool::testing
