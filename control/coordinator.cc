@@ -92,6 +92,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   SchedulerDriverOptions scheduler_options;
   scheduler_options.policy = options.scheduler_config;
   scheduler_options.wall_clock = options.clock;
+  scheduler_options.background = true;
   scheduler_options.interval_ms = options.schedule_interval_ms;
   c->scheduler_ = std::make_unique<SchedulerDriver>(scheduler_options, c->state_, *c);
   c->FollowLeadership();

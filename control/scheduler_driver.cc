@@ -2,9 +2,18 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 namespace gpool::control {
 
 bool SchedulerDriver::Tick(int64_t now_ms) {
+  if (computing_.valid()) {
+    // A cycle runs on the scheduling thread; the loop keeps serving meanwhile.
+    if (computing_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+    scheduler::Plan plan = computing_.get();
+    if (computing_generation_ != generation_) return false;  // leadership changed meanwhile
+    return Propose(std::move(plan), now_ms);
+  }
   if (reasons_deferred_ && now_ms - last_reasons_ms_ >= options_.reasons_interval_ms) {
     reasons_deferred_ = false;
     dirty_ = true;
@@ -15,8 +24,19 @@ bool SchedulerDriver::Tick(int64_t now_ms) {
   topology::ClusterView view = state_.BuildView(options_.wall_clock != nullptr ? options_.wall_clock->WallMs() : 0);
   if (view.pending.empty()) return false;
   ++cycles_;
-  scheduler::Plan plan = scheduler::Schedule(view, options_.policy);
+  if (options_.background) {
+    computing_generation_ = generation_;
+    computing_ = std::async(std::launch::async, [view = std::move(view), policy = options_.policy] {
+      return scheduler::Schedule(view, policy);
+    });
+    return false;
+  }
+  return Propose(scheduler::Schedule(view, options_.policy), now_ms);
+}
 
+bool SchedulerDriver::Propose(scheduler::Plan plan, int64_t now_ms) {
+  // The plan may come from a view that has aged (a background cycle); apply
+  // re-validates every bind and eviction, so that is safe.
   state::ApplyPlanCmd cmd;
   for (auto& bind : plan.binds) {
     cmd.binds.push_back(state::PlanBind{bind.job.value(), bind.task_index, std::move(bind.node),

@@ -7,10 +7,17 @@
 // Apply re-validates the plan, so a plan made from a view that went stale in
 // the meantime cannot over-allocate. One plan is in flight at a time.
 //
-// Thread-safety: none; the coordinator's loop thread owns it.
+// With `background`, the pure scheduler runs on its own thread over a copy of
+// the view, so a long cycle (a large cluster with a deep backlog) never holds
+// up the loop that serves clients, workers and Raft heartbeats; the plan is
+// proposed from the loop when it is ready.
+//
+// Thread-safety: none; the coordinator's loop thread owns it (the background
+// cycle touches only its own copy of the view).
 #pragma once
 
 #include <cstdint>
+#include <future>
 
 #include "control/ports.h"
 #include "protocol/base/clock.h"
@@ -21,6 +28,7 @@ namespace gpool::control {
 struct SchedulerDriverOptions {
   scheduler::SchedulerConfig policy;
   const Clock* wall_clock = nullptr;  // dates how long jobs have waited; null: they never age
+  bool background = false;            // run cycles on a scheduling thread
   int64_t interval_ms = 10;
   // Pending reasons change whenever capacity does ("3 nodes" becomes "4
   // nodes"); a plan that carries only reasons is committed at most this often
@@ -39,6 +47,7 @@ class SchedulerDriver {
   void Reset() {
     dirty_ = true;
     in_flight_ = false;
+    ++generation_;  // a background cycle started before is dropped when it ends
   }
   // Takes effect from the next cycle.
   void SetPolicy(const scheduler::SchedulerConfig& policy) {
@@ -51,6 +60,8 @@ class SchedulerDriver {
   uint64_t cycles() const { return cycles_; }
 
  private:
+  bool Propose(scheduler::Plan plan, int64_t now_ms);
+
   SchedulerDriverOptions options_;
   const state::ClusterState& state_;
   Proposer& proposer_;
@@ -60,6 +71,9 @@ class SchedulerDriver {
   int64_t last_reasons_ms_ = INT64_MIN / 2;
   bool reasons_deferred_ = false;
   uint64_t cycles_ = 0;
+  std::future<scheduler::Plan> computing_;
+  uint64_t generation_ = 0;
+  uint64_t computing_generation_ = 0;
 };
 
 }  // namespace gpool::control

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "control/fake_ports.h"
 
 namespace gpool::control {
@@ -42,6 +44,45 @@ TEST_F(SchedulerDriverTest, PlacesPendingJobsThroughTheLog) {
   EXPECT_EQ(state_.FindJob(JobId(1))->state, JobState::kRunning);
   // Nothing changed since: no new cycle, no new entry.
   EXPECT_FALSE(driver_.Tick(100));
+}
+
+TEST(SchedulerDriverBackgroundTest, CyclesRunOffTheLoopAndTheirPlansAreProposedWhenReady) {
+  state::ClusterState state;
+  ImmediateProposer proposer{state};
+  SchedulerDriverOptions options;
+  options.background = true;
+  SchedulerDriver driver{options, state, proposer};
+  proposer.Propose(state::RegisterNodeCmd{Node("n1", 8), {}}, [](const auto&) {});
+  proposer.Propose(state::SubmitJobCmd{Job("a", 4), ""}, [](const auto&) {});
+  proposer.clear();
+  EXPECT_FALSE(driver.Tick(0));  // started, not done: nothing proposed from inside the call
+  EXPECT_EQ(driver.cycles(), 1u);
+  bool proposed = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!proposed && std::chrono::steady_clock::now() < deadline) proposed = driver.Tick(1);
+  ASSERT_TRUE(proposed);
+  EXPECT_EQ(state.FindJob(JobId(1))->state, JobState::kRunning);
+}
+
+TEST(SchedulerDriverBackgroundTest, APlanFromBeforeALeadershipChangeIsDropped) {
+  state::ClusterState state;
+  ImmediateProposer proposer{state};
+  SchedulerDriverOptions options;
+  options.background = true;
+  SchedulerDriver driver{options, state, proposer};
+  proposer.Propose(state::RegisterNodeCmd{Node("n1", 8), {}}, [](const auto&) {});
+  proposer.Propose(state::SubmitJobCmd{Job("a", 4), ""}, [](const auto&) {});
+  proposer.clear();
+  EXPECT_FALSE(driver.Tick(0));
+  driver.Reset();
+  // The old cycle's plan is dropped; the next cycle (started at once, since
+  // Reset marks the state dirty) proposes.
+  bool proposed = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int64_t now = 100; !proposed && std::chrono::steady_clock::now() < deadline; now += 100) proposed = driver.Tick(now);
+  ASSERT_TRUE(proposed);
+  EXPECT_EQ(driver.cycles(), 2u);
+  EXPECT_EQ(proposer.proposed(), (std::vector<std::string>{"ApplyPlan"}));
 }
 
 TEST_F(SchedulerDriverTest, EvictionOnlyPlansReachTheLog) {
