@@ -305,7 +305,7 @@ std::string DebugState(const Sim& sim) {
 }
 
 TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminates) {
-  for (uint64_t seed = 1; seed <= 1500; ++seed) {
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
     Rng rng(seed);
     Sim sim = RandomSim(rng, false);
     uint64_t next_id = 1;
@@ -342,7 +342,7 @@ TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminates) {
 }
 
 TEST(SchedulerPropertyTest, ReclaimRestoresGuarantees) {
-  for (uint64_t seed = 1; seed <= 1500; ++seed) {
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
     Rng rng(seed);
     Sim sim = RandomSim(rng, true);
     uint64_t next_id = 1;
