@@ -337,8 +337,11 @@ void ClusterState::ApplyEviction(int64_t now, const PlanEviction& eviction) {
   TaskRecord& task = job->tasks[eviction.task_index];
   if (!Occupies(task.state) || task.stop_requested) return;
   JobRecord* claimant = MutableJob(eviction.for_job);
+  // A plan can be older than the state it lands on: an eviction for a job
+  // that no longer waits (cancelled, placed, gone) would stop work for nothing.
+  if (claimant == nullptr || !pending_.count(eviction.for_job)) return;
   auto mark = [&](TaskRecord& victim) {
-    if (claimant != nullptr) {
+    {
       auto& nodes = claimant->claimed_nodes;
       if (std::find(nodes.begin(), nodes.end(), victim.node) == nodes.end()) nodes.push_back(victim.node);
       claimant->claim_ms = now;

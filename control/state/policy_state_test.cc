@@ -148,13 +148,28 @@ TEST_F(PolicyStateTest, EvictedTaskRequeuesAsItsNextAttemptAndTheClaimHoldsUntil
   EXPECT_EQ(state_.FindJob(JobId(low))->state, JobState::kSucceeded);
 }
 
+TEST_F(PolicyStateTest, AStaleEvictionForAJobThatNoLongerWaitsIsIgnored) {
+  ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 1), {}}).status.ok());
+  const uint64_t low = Submit(MakeJob("default", 1, 1, 0, "low"));
+  ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{low, 0, "n1", {0}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
+  const uint64_t high = Submit(MakeJob("default", 1, 1, 0, "high"));
+  ASSERT_TRUE(Do(CancelJobCmd{high, 0}).status.ok());
+  ApplyPlanCmd evict;
+  evict.evictions = {PlanEviction{low, 0, high, "preempted"}, PlanEviction{low, 0, 999, "preempted"}};
+  ASSERT_TRUE(Do(evict).status.ok());
+  EXPECT_FALSE(Task(low, 0).stop_requested);
+  EXPECT_EQ(Task(low, 0).state, TaskState::kBound);
+}
+
 TEST_F(PolicyStateTest, CancelDuringEvictionCancelsInsteadOfRequeueing) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 1), {}}).status.ok());
   const uint64_t low = Submit(MakeJob("default", 1, 1, 0, "low"));
   ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{low, 0, "n1", {0}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
+  const uint64_t waiting = Submit(MakeJob("default", 1, 1));
   ApplyPlanCmd evict;
-  evict.evictions = {PlanEviction{low, 0, 99, "reclaimed"}};
+  evict.evictions = {PlanEviction{low, 0, waiting, "reclaimed"}};
   ASSERT_TRUE(Do(evict).status.ok());
+  ASSERT_TRUE(Task(low, 0).stop_requested);
   ASSERT_TRUE(Do(CancelJobCmd{low, 0}).status.ok());
   ASSERT_TRUE(Exit(low, 0, 0, "n1").status.ok());
   EXPECT_EQ(state_.FindJob(JobId(low))->state, JobState::kCancelled);
@@ -166,12 +181,13 @@ TEST_F(PolicyStateTest, EvictingBelowAGangMinimumStopsTheWholeJob) {
   ApplyPlanCmd place;
   for (uint32_t t = 0; t < 3; ++t) place.binds.push_back(PlanBind{job, t, "n1", {t}, 1000, 1024});
   ASSERT_EQ(Do(place).binds_applied, 3u);
+  const uint64_t waiting = Submit(MakeJob("default", 1, 2));
   ApplyPlanCmd one;
-  one.evictions = {PlanEviction{job, 2, 50, "reclaimed"}};
+  one.evictions = {PlanEviction{job, 2, waiting, "reclaimed"}};
   ASSERT_TRUE(Do(one).status.ok());
   EXPECT_FALSE(Task(job, 0).stop_requested);  // 2 of min 2 stay
   ApplyPlanCmd another;
-  another.evictions = {PlanEviction{job, 1, 50, "reclaimed"}};
+  another.evictions = {PlanEviction{job, 1, waiting, "reclaimed"}};
   ASSERT_TRUE(Do(another).status.ok());
   EXPECT_TRUE(Task(job, 0).stop_requested);  // 1 would stay: the gang goes whole
 }
