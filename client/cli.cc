@@ -391,6 +391,12 @@ Status ApplyJobFlags(const Invocation& inv, const CliEnv& env, JobSpec& spec) {
       return Status::InvalidArgument("--pool: '" + spec.pool + "' is not public, pooled or exclusive");
     }
   }
+  if (f.count("numa")) {
+    spec.numa_policy = f["numa"].as<std::string>();
+    if (spec.numa_policy != "none" && spec.numa_policy != "best-effort" && spec.numa_policy != "single-numa-node") {
+      return Status::InvalidArgument("--numa: '" + spec.numa_policy + "' is not none, best-effort or single-numa-node");
+    }
+  }
   GPOOL_RETURN_IF_ERROR(AddLabelFlags(inv, "selector", spec.node_selector));
   GPOOL_RETURN_IF_ERROR(AddLabelFlags(inv, "prefer", spec.prefer_labels));
   GPOOL_RETURN_IF_ERROR(AddTolerationFlags(inv, spec.tolerations));
@@ -892,6 +898,8 @@ void SubmitOptions(cxxopts::Options& o) {
       ("class", "priority class: high (may preempt low jobs of its queue), medium (default) or low (preemptible)",
        cxxopts::value<std::string>(), "CLASS")
       ("pool", "node pool to run in: public (default), pooled or exclusive", cxxopts::value<std::string>(), "POOL")
+      ("numa", "where a task's GPUs sit: none (default), best-effort (one NUMA node if possible) or "
+               "single-numa-node (one NUMA node or not on that node)", cxxopts::value<std::string>(), "POLICY")
       ("user", "user, for fairness inside the queue (default: $USER, or the spec's user)",
        cxxopts::value<std::string>(), "USER")
       ("selector", "run only on nodes with this label; repeatable or comma-separated",

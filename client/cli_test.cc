@@ -566,11 +566,12 @@ TEST_F(CliTest, SubmitPolicyFlagsBuildTheSpec) {
   ASSERT_EQ(Run({"submit", "--class", "high", "--pool", "exclusive", "--user", "bob", "--selector", "rack=r1,zone=a",
                  "--selector", "gpu=a100", "--prefer", "zone=b", "--toleration", "maint", "--toleration",
                  "dedicated=ml,spot", "--replicas", "4", "--min-replicas", "2", "--gpus", "2", "--gpu-model",
-                 "A100-SXM4-80GB", "--", "python3", "train.py"}),
+                 "A100-SXM4-80GB", "--numa", "single-numa-node", "--", "python3", "train.py"}),
             kExitOk)
       << err_.str();
   ASSERT_EQ(cluster_->submits.size(), 1u);
   const JobSpec& spec = cluster_->submits[0].spec;
+  EXPECT_EQ(spec.numa_policy, "single-numa-node");
   EXPECT_EQ(spec.priority_class, "high");
   EXPECT_EQ(spec.pool, "exclusive");
   EXPECT_EQ(spec.user, "bob");
@@ -632,7 +633,7 @@ TEST_F(CliTest, SubmitFileKeepsItsPolicyFieldsAndFlagsAddToThem) {
   {
     std::ofstream f(path);
     f << "name: p\npriority_class: low\npool: pooled\nnode_selector: {rack: r1, zone: a}\n"
-         "prefer_labels: {ssd: 'yes'}\ntolerations: [maint]\nreplicas: 3\nmin_replicas: 1\ncommand: x\n"
+         "prefer_labels: {ssd: 'yes'}\ntolerations: [maint]\nnuma_policy: best-effort\nreplicas: 3\nmin_replicas: 1\ncommand: x\n"
          "resources: {gpus: 1, gpu_model: H100}\n";
   }
   ASSERT_EQ(Run({"submit", path}), kExitOk) << err_.str();
@@ -642,6 +643,7 @@ TEST_F(CliTest, SubmitFileKeepsItsPolicyFieldsAndFlagsAddToThem) {
   EXPECT_EQ(spec.node_selector, (std::map<std::string, std::string>{{"rack", "r1"}, {"zone", "a"}}));
   EXPECT_EQ(spec.prefer_labels, (std::map<std::string, std::string>{{"ssd", "yes"}}));
   EXPECT_EQ(spec.tolerations, std::vector<std::string>{"maint"});
+  EXPECT_EQ(spec.numa_policy, "best-effort");
   EXPECT_EQ(spec.tasks[0].min_replicas, 1u);
   EXPECT_EQ(spec.tasks[0].resources.gpu_model, "H100");
 
@@ -675,6 +677,7 @@ TEST_F(CliTest, BadPolicyFlagsNameTheFlagAndNeverReachTheCoordinator) {
       {{"--class", "urgent"}, "--class: 'urgent' is not high, medium or low"},
       {{"--class", "High"}, "--class: 'High' is not high, medium or low"},
       {{"--pool", "shared"}, "--pool: 'shared' is not public, pooled or exclusive"},
+      {{"--numa", "strict"}, "--numa: 'strict' is not none, best-effort or single-numa-node"},
       {{"--selector", "rack"}, "--selector: expected KEY=VALUE, got 'rack'"},
       {{"--selector", "rack=r1,zone"}, "--selector: expected KEY=VALUE, got 'zone'"},
       {{"--selector", "a b=1"}, "--selector: label key 'a b' may only contain letters, digits, '.', '_', '/' and '-'"},

@@ -169,7 +169,7 @@ Result<int32_t> ParseInt32(const YAML::Node& node, const std::string& path) {
 // (docs/protocol.md 6.1-6.3), except cpus/memory, which take units.
 const std::vector<std::string> kJobKeys = {"name",           "queue",         "priority",    "priority_class",
                                            "pool",           "user",          "node_selector", "prefer_labels",
-                                           "tolerations",    "tasks",         "command",     "replicas",
+                                           "tolerations",    "numa_policy",   "tasks",       "command",     "replicas",
                                            "min_replicas",   "resources",     "env"};
 const std::vector<std::string> kGroupKeys = {"name", "replicas", "min_replicas", "command", "env", "resources"};
 const std::vector<std::string> kResourceKeys = {"gpus", "cpus", "memory", "gpu_model"};
@@ -258,6 +258,9 @@ Status ReadPolicyFields(const YAML::Node& root, JobSpec* spec) {
     GPOOL_RETURN_IF_ERROR(ReadStringMap(n, "prefer_labels", "KEY", &spec->prefer_labels));
   }
   if (auto n = root["tolerations"]) GPOOL_RETURN_IF_ERROR(ReadStringList(n, "tolerations", &spec->tolerations));
+  if (auto n = root["numa_policy"]) {
+    GPOOL_ASSIGN_OR_RETURN(spec->numa_policy, ReadString(n, "numa_policy"));
+  }
   return Status::Ok();
 }
 

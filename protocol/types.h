@@ -71,6 +71,9 @@ struct JobSpec {
   std::map<std::string, std::string> node_selector;  // nodes must carry every one of these labels
   std::map<std::string, std::string> prefer_labels;  // nodes carrying these score higher
   std::vector<std::string> tolerations;              // taints it accepts: "key" or "key=value"
+  // none: GPUs anywhere on the node; best-effort: on one NUMA node when
+  // possible; single-numa-node: on one NUMA node or not on that node at all.
+  std::string numa_policy = "none";
 
   uint32_t TotalTasks() const;
   template <typename V>
@@ -85,6 +88,7 @@ struct JobSpec {
     v.Optional("node_selector", node_selector);
     v.Optional("prefer_labels", prefer_labels);
     v.Optional("tolerations", tolerations);
+    v.Optional("numa_policy", numa_policy);
   }
   bool operator==(const JobSpec&) const = default;
 };

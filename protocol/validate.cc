@@ -157,6 +157,10 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
     return Status::InvalidArgument("pool: '" + spec.pool.substr(0, 32) + "' is not public, pooled or exclusive");
   }
   if (!spec.user.empty()) GPOOL_RETURN_IF_ERROR(ValidateName("user", spec.user, limits.max_name_length));
+  if (spec.numa_policy != "none" && spec.numa_policy != "best-effort" && spec.numa_policy != "single-numa-node") {
+    return Status::InvalidArgument("numa_policy: '" + spec.numa_policy.substr(0, 32) +
+                                   "' is not none, best-effort or single-numa-node");
+  }
   GPOOL_RETURN_IF_ERROR(ValidateLabelMap("node_selector", spec.node_selector));
   GPOOL_RETURN_IF_ERROR(ValidateLabelMap("prefer_labels", spec.prefer_labels));
   if (spec.tolerations.size() > 64) return Status::InvalidArgument("tolerations: more than 64 entries");

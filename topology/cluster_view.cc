@@ -33,6 +33,12 @@ std::string_view PriorityClassName(PriorityClass cls) {
   return "medium";
 }
 
+NumaPolicy NumaPolicyFromName(std::string_view name) {
+  if (name == "best-effort") return NumaPolicy::kBestEffort;
+  if (name == "single-numa-node") return NumaPolicy::kSingleNumaNode;
+  return NumaPolicy::kNone;
+}
+
 bool PendingJob::Started() const {
   for (const auto& group : groups) {
     if (group.active > 0) return true;

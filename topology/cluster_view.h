@@ -25,6 +25,8 @@ struct GpuSlot {
   uint64_t memory_mib = 0;
   bool healthy = true;
   bool allocated = false;
+  int32_t numa = -1;                   // -1: unknown
+  std::vector<uint32_t> nvlink_peers;  // GPU indices it has NVLink to
 };
 
 struct NodeView {
@@ -45,6 +47,10 @@ struct NodeView {
 };
 
 enum class PriorityClass : uint8_t { kLow, kMedium, kHigh };
+// Where a task's GPUs may sit: anywhere, on one NUMA node if possible, or
+// on one NUMA node only.
+enum class NumaPolicy : uint8_t { kNone, kBestEffort, kSingleNumaNode };
+NumaPolicy NumaPolicyFromName(std::string_view name);  // unknown names are none
 PriorityClass PriorityClassFromName(std::string_view name);  // unknown names are medium
 std::string_view PriorityClassName(PriorityClass cls);
 
@@ -75,6 +81,7 @@ struct PendingJob {
   std::map<std::string, std::string> node_selector;
   std::map<std::string, std::string> prefer_labels;
   std::vector<std::string> tolerations;  // "key" or "key=value"
+  NumaPolicy numa_policy = NumaPolicy::kNone;
   std::vector<GroupRule> groups;         // empty: one group, all tasks required
   std::vector<PendingTask> tasks;        // the tasks still to place
   int64_t waiting_ms = 0;                // since it was submitted or last requeued

@@ -560,6 +560,51 @@ TEST(ScoringTest, SpreadPrefersTheEmptiestNode) {
   EXPECT_EQ(plan.binds[0].node, "idle");
 }
 
+// --- Devices and topology inside a node ---------------------------------------------
+
+topology::NodeView TwoNvlinkGroups(std::string name, uint32_t busy_in_first_group) {
+  auto node = MakeNode(std::move(name), 8);
+  for (uint32_t i = 0; i < 8; ++i) {
+    const uint32_t base = i < 4 ? 0 : 4;
+    node.gpus[i].numa = i < 4 ? 0 : 1;
+    for (uint32_t p = base; p < base + 4; ++p) {
+      if (p != i) node.gpus[i].nvlink_peers.push_back(p);
+    }
+    node.gpus[i].allocated = i < busy_in_first_group;
+  }
+  return node;
+}
+
+TEST(TopologyTest, MultiGpuTaskGetsAWholeNvlinkGroup) {
+  ClusterView view;
+  view.nodes = {TwoNvlinkGroups("a", 1)};
+  view.pending = {JobBuilder(1, "default", 1, 4)};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].gpu_indices, (std::vector<uint32_t>{4, 5, 6, 7}));
+}
+
+TEST(TopologyTest, SingleNumaNodePolicyRejectsNodesThatWouldSplitIt) {
+  ClusterView view;
+  // "even" has 3 free GPUs on each NUMA node; "lopsided" has 2 and 4.
+  view.nodes = {TwoNvlinkGroups("even", 1), TwoNvlinkGroups("lopsided", 2)};
+  view.nodes[0].gpus[4].allocated = true;
+  topology::PendingJob job = JobBuilder(1, "default", 1, 4);
+  job.numa_policy = topology::NumaPolicy::kSingleNumaNode;
+  view.pending = {job};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].node, "lopsided");
+  EXPECT_EQ(plan.binds[0].gpu_indices, (std::vector<uint32_t>{4, 5, 6, 7}));
+  view.nodes.pop_back();
+  plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.binds.empty());
+  EXPECT_EQ(ReasonsOf(plan, 1), (std::vector<std::string>{"1 node: NUMA not fit"}));
+  job.numa_policy = topology::NumaPolicy::kBestEffort;  // spans NUMA nodes when it must
+  view.pending = {job};
+  EXPECT_EQ(Schedule(view, Default()).binds.size(), 1u);
+}
+
 // --- Explanations and configuration ------------------------------------------------------------
 
 TEST(ExplainTest, EveryPendingJobHasAggregatedReasons) {

@@ -1,5 +1,7 @@
 #include "control/scheduler/session.h"
 
+#include "control/scheduler/gpu_picker.h"
+
 #include <algorithm>
 #include <set>
 
@@ -15,6 +17,7 @@ std::string_view RejectText(Reject reject) {
     case Reject::kSelector: return "node selector does not match";
     case Reject::kTaint: return "taint not tolerated";
     case Reject::kGpuModel: return "no GPUs of the requested model";
+    case Reject::kNuma: return "NUMA not fit";
     case Reject::kClaimed: return "claimed by a preempting job";
     case Reject::kReserved: return "held for a large waiting job";
     case Reject::kExclusiveBusy: return "exclusive node in use";
@@ -212,6 +215,10 @@ std::optional<Reject> Session::Check(const WorkJob& job, const PendingTask& task
     }
     if (free_matching < need.gpus) return Reject::kGpus;
   }
+  if (need.gpus > 0 && job.view->numa_policy == topology::NumaPolicy::kSingleNumaNode &&
+      !PickGpus(*node.view, node.gpu_free, GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy})) {
+    return Reject::kNuma;
+  }
   if (need.gpus > 0) {
     // No allocation per node: the demand has this one resource only.
     if (auto model = need.gpu_model.empty() ? node.model_index : queues_.ModelIndex(need.gpu_model)) {
@@ -363,9 +370,9 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
   if (indexed) BucketRemove(node_index);
   Placement placement{job.view->id, task.index, node.view->name, {}, need.cpu_milli, need.memory_mib};
   std::string model;
-  for (size_t g = 0; g < node.gpu_free.size() && placement.gpu_indices.size() < need.gpus; ++g) {
+  auto picked = PickGpus(*node.view, node.gpu_free, GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy});
+  for (size_t g : picked.value_or(std::vector<size_t>{})) {
     const auto& gpu = node.view->gpus[g];
-    if (!node.gpu_free[g] || (!need.gpu_model.empty() && gpu.model != need.gpu_model)) continue;
     node.gpu_free[g] = false;
     placement.gpu_indices.push_back(gpu.index);
     model = gpu.model;

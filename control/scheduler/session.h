@@ -85,6 +85,7 @@ enum class Reject : uint8_t {
   kSelector,
   kTaint,
   kGpuModel,
+  kNuma,
   kClaimed,
   kReserved,
   kExclusiveBusy,

@@ -28,7 +28,7 @@ topology::NodeView ToNodeView(const std::string& name, const NodeRecord& node) {
   view.pool = node.pool;
   for (const auto& gpu : node.spec.gpus) {
     view.gpus.push_back(topology::GpuSlot{gpu.index, gpu.model, gpu.memory_mib, gpu.healthy,
-                                          node.gpu_owner.count(gpu.index) > 0});
+                                          node.gpu_owner.count(gpu.index) > 0, gpu.numa, gpu.nvlink_peers});
   }
   return view;
 }
@@ -105,6 +105,7 @@ topology::ClusterView ClusterState::BuildView(int64_t now_ms) const {
     pj.node_selector = job.spec.node_selector;
     pj.prefer_labels = job.spec.prefer_labels;
     pj.tolerations = job.spec.tolerations;
+    pj.numa_policy = topology::NumaPolicyFromName(job.spec.numa_policy);
     const auto group_active = ActivePerGroup(job);
     for (size_t g = 0; g < job.spec.tasks.size(); ++g) {
       pj.groups.push_back(topology::GroupRule{job.spec.tasks[g].MinReplicas(), group_active[g]});
