@@ -169,9 +169,10 @@ Result<int32_t> ParseInt32(const YAML::Node& node, const std::string& path) {
 // (docs/protocol.md 6.1-6.3), except cpus/memory, which take units.
 const std::vector<std::string> kJobKeys = {"name",           "queue",         "priority",    "priority_class",
                                            "pool",           "user",          "node_selector", "prefer_labels",
-                                           "tolerations",    "numa_policy",   "tasks",       "command",     "replicas",
+                                           "tolerations",    "numa_policy",   "network_mode", "network_tier", "tasks",       "command",     "replicas",
                                            "min_replicas",   "resources",     "env"};
-const std::vector<std::string> kGroupKeys = {"name", "replicas", "min_replicas", "command", "env", "resources"};
+const std::vector<std::string> kGroupKeys = {"name", "replicas", "min_replicas", "network_tier", "command", "env",
+                                             "resources"};
 const std::vector<std::string> kResourceKeys = {"gpus", "cpus", "memory", "gpu_model"};
 // Group keys that may sit directly under the job (a one-group job).
 const std::vector<std::string> kShorthandKeys = {"command", "replicas", "min_replicas", "resources", "env"};
@@ -261,6 +262,13 @@ Status ReadPolicyFields(const YAML::Node& root, JobSpec* spec) {
   if (auto n = root["numa_policy"]) {
     GPOOL_ASSIGN_OR_RETURN(spec->numa_policy, ReadString(n, "numa_policy"));
   }
+  if (auto n = root["network_mode"]) {
+    GPOOL_ASSIGN_OR_RETURN(spec->network_mode, ReadString(n, "network_mode"));
+  }
+  if (auto n = root["network_tier"]) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t tier, ParseUnsigned(n, "network_tier", 8));
+    spec->network_tier = static_cast<uint32_t>(tier);
+  }
   return Status::Ok();
 }
 
@@ -281,6 +289,10 @@ Status ReadGroupFields(const YAML::Node& node, const std::string& path, TaskGrou
     GPOOL_ASSIGN_OR_RETURN(uint64_t min_replicas,
                            ParseUnsigned(n, Join(path, "min_replicas"), std::numeric_limits<uint32_t>::max()));
     group->min_replicas = static_cast<uint32_t>(min_replicas);
+  }
+  if (auto n = node["network_tier"]) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t tier, ParseUnsigned(n, Join(path, "network_tier"), 8));
+    group->network_tier = static_cast<uint32_t>(tier);
   }
   if (auto n = node["env"]) GPOOL_RETURN_IF_ERROR(ReadStringMap(n, Join(path, "env"), "NAME", &group->env));
   if (auto n = node["resources"]) GPOOL_RETURN_IF_ERROR(ReadResources(n, Join(path, "resources"), &group->resources));

@@ -1,5 +1,7 @@
 #include "client/job_spec_file.h"
 
+#include "protocol/validate.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -153,7 +155,7 @@ TEST(JobSpecFileTest, MissingAndMisplacedFields) {
 TEST(JobSpecFileTest, UnknownKeysAreErrorsWithHints) {
   EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - command: x\n    replica: 2\n", "job.yaml"),
             "job.yaml: tasks[0].replica: unknown key (did you mean 'replicas'?); allowed keys: name, replicas, "
-            "min_replicas, command, env, resources");
+            "min_replicas, network_tier, command, env, resources");
   EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {gpu: 1}\n"),
             "resources.gpu: unknown key (did you mean 'gpus'?); allowed keys: gpus, cpus, memory, gpu_model");
   EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {mem: 1}\n"),
@@ -229,6 +231,18 @@ TEST(JobSpecFileTest, ExampleSpecsParse) {
   EXPECT_EQ(elastic->tasks[0].replicas, 4u);
   EXPECT_EQ(elastic->tasks[0].MinReplicas(), 2u);
   EXPECT_EQ(elastic->tasks[0].resources.gpu_model, "A100-SXM4-80GB");
+  auto tp = LoadJobSpecFile(dir + "/tensor-parallel.yaml");
+  ASSERT_TRUE(tp.ok()) << tp.status().ToString();
+  EXPECT_EQ(tp->network_mode, "single-switch");
+  EXPECT_EQ(tp->network_tier, 2u);
+  EXPECT_EQ(tp->tasks[1].network_tier, 1u);
+  EXPECT_TRUE(ValidateJobSpec(*tp).ok());
+}
+
+TEST(JobSpecFileTest, NetworkFieldsAreCheckedByName) {
+  auto bad_tier = ParseJobSpec("name: x\nnetwork_mode: single-switch\nnetwork_tier: 9\ncommand: [true]\n");
+  ASSERT_FALSE(bad_tier.ok());
+  EXPECT_NE(bad_tier.status().message().find("network_tier"), std::string::npos) << bad_tier.status().message();
 }
 
 // --- Policy fields ------------------------------------------------------------------

@@ -44,6 +44,10 @@ struct TaskGroupSpec {
   // `replicas` makes the group elastic: the rest grow into idle capacity
   // and are the first to be taken back.
   uint32_t min_replicas = 0;
+  // With a job network_mode: the group's tasks stay under one switch of this
+  // tier or lower (e.g. a tensor-parallel group under one leaf while the job
+  // spans a spine). 0: only the job's rule applies.
+  uint32_t network_tier = 0;
 
   uint32_t MinReplicas() const { return min_replicas == 0 || min_replicas > replicas ? replicas : min_replicas; }
   template <typename V>
@@ -54,6 +58,7 @@ struct TaskGroupSpec {
     v.Optional("env", env);
     v.Optional("resources", resources);
     v.Optional("min_replicas", min_replicas);
+    v.Optional("network_tier", network_tier);
   }
   bool operator==(const TaskGroupSpec&) const = default;
 };
@@ -74,6 +79,13 @@ struct JobSpec {
   // none: GPUs anywhere on the node; best-effort: on one NUMA node when
   // possible; single-numa-node: on one NUMA node or not on that node at all.
   std::string numa_policy = "none";
+  // Network placement over the switch tree (node labels
+  // topology.gpool.io/tier1 = leaf switch, tier2 = spine, ...):
+  // none; best-effort: the lowest tier whose one switch holds the job, else
+  // anywhere; single-switch: under one switch of tier network_tier or lower,
+  // else wait.
+  std::string network_mode = "none";
+  uint32_t network_tier = 1;
 
   uint32_t TotalTasks() const;
   template <typename V>
@@ -89,6 +101,8 @@ struct JobSpec {
     v.Optional("prefer_labels", prefer_labels);
     v.Optional("tolerations", tolerations);
     v.Optional("numa_policy", numa_policy);
+    v.Optional("network_mode", network_mode);
+    v.Optional("network_tier", network_tier);
   }
   bool operator==(const JobSpec&) const = default;
 };

@@ -161,6 +161,24 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
     return Status::InvalidArgument("numa_policy: '" + spec.numa_policy.substr(0, 32) +
                                    "' is not none, best-effort or single-numa-node");
   }
+  if (spec.network_mode != "none" && spec.network_mode != "best-effort" && spec.network_mode != "single-switch") {
+    return Status::InvalidArgument("network_mode: '" + spec.network_mode.substr(0, 32) +
+                                   "' is not none, best-effort or single-switch");
+  }
+  constexpr uint32_t kMaxTier = 8;
+  if (spec.network_tier < 1 || spec.network_tier > kMaxTier) {
+    return Status::InvalidArgument("network_tier: " + std::to_string(spec.network_tier) + " is not 1 to " +
+                                   std::to_string(kMaxTier));
+  }
+  for (size_t i = 0; i < spec.tasks.size(); ++i) {
+    const uint32_t tier = spec.tasks[i].network_tier;
+    if (tier > spec.network_tier || (tier != 0 && spec.network_mode == "none")) {
+      return Status::InvalidArgument("tasks[" + std::to_string(i) + "].network_tier: " + std::to_string(tier) +
+                                     (spec.network_mode == "none" ? " needs a job network_mode"
+                                                                  : " is above the job's network_tier " +
+                                                                        std::to_string(spec.network_tier)));
+    }
+  }
   GPOOL_RETURN_IF_ERROR(ValidateLabelMap("node_selector", spec.node_selector));
   GPOOL_RETURN_IF_ERROR(ValidateLabelMap("prefer_labels", spec.prefer_labels));
   if (spec.tolerations.size() > 64) return Status::InvalidArgument("tolerations: more than 64 entries");

@@ -39,6 +39,14 @@ NumaPolicy NumaPolicyFromName(std::string_view name) {
   return NumaPolicy::kNone;
 }
 
+NetworkMode NetworkModeFromName(std::string_view name) {
+  if (name == "best-effort") return NetworkMode::kBestEffort;
+  if (name == "single-switch") return NetworkMode::kSingleSwitch;
+  return NetworkMode::kNone;
+}
+
+std::string TierLabel(uint32_t tier) { return "topology.gpool.io/tier" + std::to_string(tier); }
+
 bool PendingJob::Started() const {
   for (const auto& group : groups) {
     if (group.active > 0) return true;

@@ -65,7 +65,14 @@ struct PendingTask {
 struct GroupRule {
   uint32_t min = 1;
   uint32_t active = 0;
+  uint32_t network_tier = 0;  // its tasks under one switch of this tier; 0: the job's rule only
 };
+
+// Placement over the switch tree; nodes carry their switches as labels
+// "topology.gpool.io/tier1" (leaf), "topology.gpool.io/tier2" (spine), ...
+enum class NetworkMode : uint8_t { kNone, kBestEffort, kSingleSwitch };
+NetworkMode NetworkModeFromName(std::string_view name);  // unknown names are none
+std::string TierLabel(uint32_t tier);
 
 // A job with tasks waiting for placement: a new job (nothing active yet, so
 // every group's minimum must be placed at once), or a running elastic job
@@ -82,6 +89,8 @@ struct PendingJob {
   std::map<std::string, std::string> prefer_labels;
   std::vector<std::string> tolerations;  // "key" or "key=value"
   NumaPolicy numa_policy = NumaPolicy::kNone;
+  NetworkMode network_mode = NetworkMode::kNone;
+  uint32_t network_tier = 1;
   std::vector<GroupRule> groups;         // empty: one group, all tasks required
   std::vector<PendingTask> tasks;        // the tasks still to place
   int64_t waiting_ms = 0;                // since it was submitted or last requeued

@@ -3,6 +3,7 @@
 
 #include "control/scheduler/actions.h"
 #include "control/scheduler/job_order.h"
+#include "control/scheduler/network.h"
 
 namespace gpool::scheduler {
 namespace {
@@ -130,7 +131,10 @@ void Allocate(Session& session) {
       job.reasons = {tree.DescribeOverrun(*overrun, demand)};
       return false;
     }
-    if (session.PlaceAll(job, job.gang, session.MayIgnoreReservations(job))) {
+    const bool placed = job.view->network_mode == topology::NetworkMode::kNone
+                            ? session.PlaceAll(job, job.gang, session.MayIgnoreReservations(job))
+                            : PlaceWithNetwork(session, job, session.MayIgnoreReservations(job));
+    if (placed) {
       job.done = true;
       return true;
     }
@@ -162,7 +166,10 @@ void Allocate(Session& session) {
       return reason.find("but the largest node has") != std::string::npos;
     });
     const int pool = std::clamp(job.pool, 0, 2);
-    if (reservation.enabled && !never_fits && !reserved_in_pool[pool] &&
+    // Held nodes are chosen without regard to switches, so a job that must
+    // stay under one switch gets none (it would hold nodes it cannot use).
+    const bool switch_bound = job.view->network_mode == topology::NetworkMode::kSingleSwitch;
+    if (reservation.enabled && !never_fits && !switch_bound && !reserved_in_pool[pool] &&
         job.view->priority_class != topology::PriorityClass::kLow && job.min_gpus >= reservation.min_gpus &&
         job.reasons.front().rfind("queue ", 0) != 0) {
       ReserveFor(session, job);

@@ -3,6 +3,9 @@
 // well-known failure modes have a test named after them.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "control/scheduler/scenario.h"
 
 namespace gpool::scheduler {
@@ -603,6 +606,111 @@ TEST(TopologyTest, SingleNumaNodePolicyRejectsNodesThatWouldSplitIt) {
   job.numa_policy = topology::NumaPolicy::kBestEffort;  // spans NUMA nodes when it must
   view.pending = {job};
   EXPECT_EQ(Schedule(view, Default()).binds.size(), 1u);
+}
+
+// --- Network topology ------------------------------------------------------------------
+
+// 2 spines x 2 leaves x 4 nodes of 8 GPUs: leaves l0,l1 under s0; l2,l3 under s1.
+ClusterView SpineLeaf() {
+  ClusterView view;
+  for (int n = 0; n < 16; ++n) {
+    auto node = MakeNode("n" + std::to_string(n), 8);
+    node.labels[topology::TierLabel(1)] = "l" + std::to_string(n / 4);
+    node.labels[topology::TierLabel(2)] = "s" + std::to_string(n / 8);
+    view.nodes.push_back(node);
+  }
+  return view;
+}
+
+topology::PendingJob NetworkJob(uint64_t id, uint32_t tasks, topology::NetworkMode mode, uint32_t tier) {
+  topology::PendingJob job = JobBuilder(id, "default", tasks, 8);
+  job.network_mode = mode;
+  job.network_tier = tier;
+  return job;
+}
+
+std::set<std::string> LeavesOf(const Plan& plan, uint64_t job) {
+  std::set<std::string> leaves;
+  for (const auto& bind : plan.binds) {
+    if (bind.job.value() == job) leaves.insert("l" + std::to_string(std::stoi(bind.node.substr(1)) / 4));
+  }
+  return leaves;
+}
+
+TEST(NetworkTest, SingleSwitchJobsNeverSpanLeaves) {
+  ClusterView view = SpineLeaf();
+  view.nodes[0].gpus[0].allocated = true;  // l0 has 31 free GPUs, the others 32
+  view.pending = {NetworkJob(1, 4, topology::NetworkMode::kSingleSwitch, 1),
+                  NetworkJob(2, 3, topology::NetworkMode::kSingleSwitch, 1)};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(BindsOf(plan, 1), 4u);
+  EXPECT_EQ(LeavesOf(plan, 1).size(), 1u);
+  EXPECT_EQ(LeavesOf(plan, 1).count("l0"), 0u) << "l0 cannot hold 4 whole nodes";
+  ASSERT_EQ(BindsOf(plan, 2), 3u);
+  EXPECT_EQ(LeavesOf(plan, 2), (std::set<std::string>{"l0"})) << "packed into the partly used leaf";
+}
+
+TEST(NetworkTest, TooBigForALeafWaitsWithAReasonOrSpansASpineWhenAllowed) {
+  ClusterView view = SpineLeaf();
+  view.pending = {NetworkJob(1, 5, topology::NetworkMode::kSingleSwitch, 1)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.binds.empty());
+  EXPECT_EQ(ReasonsOf(plan, 1),
+            (std::vector<std::string>{"no tier-1 switch can hold the job's 40 GPUs together (the most free under one: 32)"}));
+  view.pending = {NetworkJob(1, 5, topology::NetworkMode::kSingleSwitch, 2)};
+  plan = Schedule(view, Default());
+  ASSERT_EQ(BindsOf(plan, 1), 5u);
+  std::set<std::string> spines;
+  for (const auto& bind : plan.binds) spines.insert(std::stoi(bind.node.substr(1)) < 8 ? "s0" : "s1");
+  EXPECT_EQ(spines.size(), 1u);
+}
+
+TEST(NetworkTest, BestEffortUsesTheFewestLeavesAndFallsBackToAnywhere) {
+  ClusterView view = SpineLeaf();
+  // Each leaf keeps two free nodes: a 4-node job cannot stay in one leaf.
+  for (int n = 0; n < 16; ++n) {
+    if (n % 4 < 2) {
+      for (auto& gpu : view.nodes[static_cast<size_t>(n)].gpus) gpu.allocated = true;
+    }
+  }
+  view.pending = {NetworkJob(1, 4, topology::NetworkMode::kBestEffort, 1)};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(BindsOf(plan, 1), 4u);
+  EXPECT_EQ(LeavesOf(plan, 1).size(), 2u) << "two leaves under one spine, not four";
+  view.pending = {NetworkJob(1, 10, topology::NetworkMode::kBestEffort, 1)};  // 10 nodes > one spine's 4 free
+  plan = Schedule(view, Default());
+  EXPECT_EQ(BindsOf(plan, 1), 0u) << "only 8 free nodes in all";
+  view.pending = {NetworkJob(1, 6, topology::NetworkMode::kBestEffort, 1)};
+  plan = Schedule(view, Default());
+  EXPECT_EQ(BindsOf(plan, 1), 6u) << "falls back to anywhere";
+}
+
+TEST(NetworkTest, TensorParallelGroupsStayUnderOneLeafWhileTheJobSpansASpine) {
+  ClusterView view = SpineLeaf();
+  // Leaves l0 and l1 have 3 free nodes each.
+  for (auto& gpu : view.nodes[0].gpus) gpu.allocated = true;
+  for (auto& gpu : view.nodes[4].gpus) gpu.allocated = true;
+  topology::PendingJob job = NetworkJob(1, 0, topology::NetworkMode::kSingleSwitch, 2);
+  for (uint32_t t = 0; t < 4; ++t) job.tasks.push_back({t, t / 2, Resources{8, 1000, 1024, ""}});
+  job.groups = {topology::GroupRule{2, 0, 1}, topology::GroupRule{2, 0, 1}};  // two TP groups of 2 nodes
+  view.pending = {job};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(BindsOf(plan, 1), 4u);
+  std::map<uint32_t, std::set<std::string>> leaves_per_group;
+  for (const auto& bind : plan.binds) {
+    leaves_per_group[bind.task_index / 2].insert("l" + std::to_string(std::stoi(bind.node.substr(1)) / 4));
+  }
+  EXPECT_EQ(leaves_per_group[0].size(), 1u);
+  EXPECT_EQ(leaves_per_group[1].size(), 1u);
+}
+
+TEST(NetworkTest, UnlabelledClusterSaysSo) {
+  ClusterView view;
+  view.nodes = {MakeNode("a", 8)};
+  view.pending = {NetworkJob(1, 1, topology::NetworkMode::kSingleSwitch, 1)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(ReasonsOf(plan, 1),
+            (std::vector<std::string>{"no node carries topology.gpool.io/tier1 (the switch tree is not labelled)"}));
 }
 
 // --- Explanations and configuration ------------------------------------------------------------

@@ -373,3 +373,53 @@ TEST(SchedulerPropertyTest, ReclaimRestoresGuarantees) {
 
 }  // namespace
 }  // namespace gpool::scheduler
+
+namespace gpool::scheduler {
+namespace {
+
+// Property: on random spine/leaf clusters, a single-switch job's tasks all
+// sit under one switch of its tier, and best-effort jobs are never refused
+// for the network alone (they fall back to anywhere).
+TEST(SchedulerPropertyTest, SingleSwitchJobsNeverSpanTheirTier) {
+  for (uint64_t seed = 1; seed <= 500; ++seed) {
+    Rng rng(seed);
+    ClusterView view;
+    const uint32_t leaves = 1 + static_cast<uint32_t>(rng.Next(6));
+    for (uint32_t leaf = 0; leaf < leaves; ++leaf) {
+      for (uint32_t n = 0, count = 1 + static_cast<uint32_t>(rng.Next(4)); n < count; ++n) {
+        auto node = testing::MakeNode("l" + std::to_string(leaf) + "n" + std::to_string(n), 8);
+        node.labels[topology::TierLabel(1)] = "leaf" + std::to_string(leaf);
+        node.labels[topology::TierLabel(2)] = "spine" + std::to_string(leaf / 2);
+        for (auto& gpu : node.gpus) gpu.allocated = rng.Next(3) == 0;
+        view.nodes.push_back(node);
+      }
+    }
+    std::map<std::string, std::pair<std::string, std::string>> switches;
+    for (const auto& node : view.nodes) {
+      switches[node.name] = {node.labels.at(topology::TierLabel(1)), node.labels.at(topology::TierLabel(2))};
+    }
+    std::map<uint64_t, uint32_t> tier_of;
+    for (uint64_t id = 1; id <= 6; ++id) {
+      topology::PendingJob job = testing::JobBuilder(id, "default", 1 + static_cast<uint32_t>(rng.Next(4)),
+                                                     1 + static_cast<uint32_t>(rng.Next(8)));
+      job.network_mode = rng.Next(3) == 0 ? topology::NetworkMode::kBestEffort : topology::NetworkMode::kSingleSwitch;
+      job.network_tier = 1 + static_cast<uint32_t>(rng.Next(2));
+      if (job.network_mode == topology::NetworkMode::kSingleSwitch) tier_of[id] = job.network_tier;
+      view.pending.push_back(job);
+    }
+    Plan plan = Schedule(view, SchedulerConfig{});
+    std::map<uint64_t, std::set<std::string>> domains;
+    for (const auto& bind : plan.binds) {
+      auto it = tier_of.find(bind.job.value());
+      if (it == tier_of.end()) continue;
+      const auto& [leaf, spine] = switches.at(bind.node);
+      domains[bind.job.value()].insert(it->second == 1 ? leaf : spine);
+    }
+    for (const auto& [job, used] : domains) {
+      ASSERT_EQ(used.size(), 1u) << "seed " << seed << " job " << job << " spans its tier";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpool::scheduler

@@ -310,10 +310,11 @@ std::vector<std::string> Session::ExplainTask(const WorkJob& job, const PendingT
 }
 
 std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& task, bool ignore_reservations,
-                                        std::vector<std::string>& reasons) {
-  // Holders of claims or reservations see nodes nobody else may use, so their
-  // failures say nothing about the shape in general.
-  const bool holder = job.has_claim || HoldsReservation(job);
+                                        std::vector<std::string>& reasons, const std::vector<bool>* allowed) {
+  // Holders of claims or reservations see nodes nobody else may use, and a
+  // narrowed search sees fewer, so their failures say nothing about the
+  // shape in general.
+  const bool holder = job.has_claim || HoldsReservation(job) || allowed != nullptr;
   std::string key;
   if (!holder) {
     key = ShapeKey(job, task, ignore_reservations);
@@ -343,6 +344,7 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
     if (b < static_cast<int>(need) || b > top) continue;
     for (uint32_t node_index : pool_buckets[static_cast<size_t>(b)]) {
       const WorkNode& node = nodes_[node_index];
+      if (allowed != nullptr && !(*allowed)[node_index]) continue;
       if (short_nodes && (*short_nodes)[node_index]) continue;
       if (auto rj = Check(job, task, node, ignore_reservations)) {
         if (short_nodes && (*rj == Reject::kCpu || *rj == Reject::kMemory)) (*short_nodes)[node_index] = true;
@@ -356,7 +358,7 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
       if (++found >= wanted) break;
     }
   }
-  if (best) return best;
+  if (best || allowed != nullptr) return best;
   auto explained = ExplainTask(job, task, ignore_reservations);
   reasons.insert(reasons.end(), explained.begin(), explained.end());
   if (!holder) failed_shapes_[key] = {generation_, std::move(explained)};
@@ -427,12 +429,14 @@ bool Session::PlaceAll(WorkJob& job, const std::vector<const PendingTask*>& task
     }
     placed.push_back(Tentative{task, *node, Place(job, *task, *node)});
   }
-  for (auto& [task, node, placement] : placed) {
-    job.placed[static_cast<size_t>(task - job.view->tasks.data())] = true;
-    plan_.binds.push_back(std::move(placement));
-  }
+  for (auto& [task, node, placement] : placed) Commit(job, *task, std::move(placement));
   job.reasons.clear();
   return true;
+}
+
+void Session::Commit(WorkJob& job, const PendingTask& task, Placement placement) {
+  job.placed[static_cast<size_t>(&task - job.view->tasks.data())] = true;
+  plan_.binds.push_back(std::move(placement));
 }
 
 void Session::Reserve(size_t node, const WorkJob& job) {

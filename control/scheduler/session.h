@@ -122,9 +122,13 @@ class Session {
   int64_t Score(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
 
   // The best node for the task, or nullopt with the task's reasons appended
-  // to `reasons`.
+  // to `reasons`. With `allowed` (parallel to nodes()), only those nodes are
+  // looked at, and a failure adds no reasons (the caller knows why it
+  // narrowed the search and says so).
   std::optional<size_t> FindNode(const WorkJob& job, const topology::PendingTask& task, bool ignore_reservations,
-                                 std::vector<std::string>& reasons);
+                                 std::vector<std::string>& reasons, const std::vector<bool>* allowed = nullptr);
+  // Binds what was placed tentatively (marks the tasks placed, adds the binds).
+  void Commit(WorkJob& job, const topology::PendingTask& task, Placement placement);
   // Places the task (node, GPUs, quota) and returns the placement.
   Placement Place(WorkJob& job, const topology::PendingTask& task, size_t node);
   void Unplace(WorkJob& job, const topology::PendingTask& task, size_t node, const Placement& placement);

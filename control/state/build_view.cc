@@ -106,9 +106,12 @@ topology::ClusterView ClusterState::BuildView(int64_t now_ms) const {
     pj.prefer_labels = job.spec.prefer_labels;
     pj.tolerations = job.spec.tolerations;
     pj.numa_policy = topology::NumaPolicyFromName(job.spec.numa_policy);
+    pj.network_mode = topology::NetworkModeFromName(job.spec.network_mode);
+    pj.network_tier = job.spec.network_tier;
     const auto group_active = ActivePerGroup(job);
     for (size_t g = 0; g < job.spec.tasks.size(); ++g) {
-      pj.groups.push_back(topology::GroupRule{job.spec.tasks[g].MinReplicas(), group_active[g]});
+      pj.groups.push_back(
+          topology::GroupRule{job.spec.tasks[g].MinReplicas(), group_active[g], job.spec.tasks[g].network_tier});
     }
     for (const auto& task : job.tasks) {
       if (task.state == TaskState::kPending) {
