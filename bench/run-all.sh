@@ -5,9 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./deploy/install-deps.sh
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DGPOOL_BUILD_TESTS=OFF >/dev/null
-cmake --build build-release -j "$(nproc)" --target gpool-bench-scheduler gpool-bench-submit gpool-bench-raft gpool-bench-failover
+cmake --build build-release -j "$(nproc)" --target gpool-bench-scheduler gpool-bench-topology gpool-bench-submit gpool-bench-raft gpool-bench-failover
 mkdir -p bench-results
 ./build-release/bench/gpool-bench-scheduler | tee bench-results/scheduler.json
+./build-release/bench/gpool-bench-topology | tee bench-results/topology.json
 ./build-release/bench/gpool-bench-submit | tee bench-results/submit.json
 ./build-release/bench/gpool-bench-raft | tee bench-results/raft.json
 ./build-release/bench/gpool-bench-failover | tee bench-results/failover.json
