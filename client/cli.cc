@@ -2,6 +2,7 @@
 
 #include <cxxopts.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -397,6 +398,18 @@ Status ApplyJobFlags(const Invocation& inv, const CliEnv& env, JobSpec& spec) {
       return Status::InvalidArgument("--numa: '" + spec.numa_policy + "' is not none, best-effort or single-numa-node");
     }
   }
+  if (f.count("network")) {
+    spec.network_mode = f["network"].as<std::string>();
+    if (spec.network_mode != "none" && spec.network_mode != "best-effort" && spec.network_mode != "single-switch") {
+      return Status::InvalidArgument("--network: '" + spec.network_mode +
+                                     "' is not none, best-effort or single-switch");
+    }
+  }
+  if (f.count("network-tier")) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t tier, ParseUnsignedFlag("--network-tier", f["network-tier"].as<std::string>(), 8));
+    if (tier == 0) return Status::InvalidArgument("--network-tier: tiers count from 1 (the leaf switch)");
+    spec.network_tier = static_cast<uint32_t>(tier);
+  }
   GPOOL_RETURN_IF_ERROR(AddLabelFlags(inv, "selector", spec.node_selector));
   GPOOL_RETURN_IF_ERROR(AddLabelFlags(inv, "prefer", spec.prefer_labels));
   GPOOL_RETURN_IF_ERROR(AddTolerationFlags(inv, spec.tolerations));
@@ -551,12 +564,17 @@ int RunWait(Session& s, const Invocation& inv) {
   return WaitForJob(s, *job, timeout_ms);
 }
 
-int RunNodes(Session& s, const Invocation&) {
+int RunNodes(Session& s, const Invocation& inv) {
   auto client = s.client();
   if (!client.ok()) return s.Fail(client.status());
-  auto reply = (*client)->ListNodes();
+  auto reply = (*client)->ListNodes(inv.flags.count("devices") > 0);
   if (!reply.ok()) return s.Fail(reply.status());
-  s.out << (s.json ? ToJson(*reply) + "\n" : FormatNodesTable(*reply, s.WallMs()));
+  if (s.json) {
+    s.out << ToJson(*reply) << "\n";
+    return kExitOk;
+  }
+  s.out << FormatNodesTable(*reply, s.WallMs());
+  if (inv.flags["devices"].as<bool>()) s.out << FormatNodeDevices(*reply);
   return kExitOk;
 }
 
@@ -642,6 +660,7 @@ int RunAdmin(Session& s, const Invocation& inv) {
 
 // --- node -----------------------------------------------------------------------------
 
+constexpr char kNodeShowUsage[] = "node show NAME";
 constexpr char kNodeCordonUsage[] = "node cordon NAME";
 constexpr char kNodeUncordonUsage[] = "node uncordon NAME";
 constexpr char kNodeLabelUsage[] = "node label NAME KEY=VALUE... KEY-...";
@@ -657,10 +676,32 @@ std::string JoinLabels(const std::map<std::string, std::string>& labels) {
   return out.empty() ? "none" : out;
 }
 
+// `node show NAME`: the node's entry of ListNodes (there is no request for one node).
+int RunNodeShow(Session& s, const Invocation& inv) {
+  const auto& p = inv.positionals;
+  const std::string usage_hint = " (usage: gpool " + std::string(kNodeShowUsage) + ")";
+  if (p.size() < 2) return s.Usage("node show: missing the node NAME" + usage_hint);
+  if (p.size() > 2) {
+    return s.Usage("node show: expected one node NAME, got " + std::to_string(p.size() - 1) + " arguments" +
+                   usage_hint);
+  }
+  const std::string& name = p[1];
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->ListNodes(/*devices=*/true);
+  if (!reply.ok()) return s.Fail(reply.status());
+  auto it = std::find_if(reply->nodes.begin(), reply->nodes.end(),
+                         [&](const NodeSummary& node) { return node.name == name; });
+  if (it == reply->nodes.end()) return s.Fail(Status::NotFound("node " + name + " is not registered"));
+  s.out << (s.json ? ToJson(*it) + "\n" : FormatNodeDetail(*it, s.WallMs()));
+  return kExitOk;
+}
+
 int RunNode(Session& s, const Invocation& inv) {
   const auto& p = inv.positionals;
-  if (p.empty()) return s.Usage("node: expected a subcommand: cordon, uncordon, label, pool or taint");
+  if (p.empty()) return s.Usage("node: expected a subcommand: show, cordon, uncordon, label, pool or taint");
   const std::string& op = p[0];
+  if (op == "show") return RunNodeShow(s, inv);
   const char* usage = nullptr;
   if (op == "cordon") {
     usage = kNodeCordonUsage;
@@ -673,7 +714,7 @@ int RunNode(Session& s, const Invocation& inv) {
   } else if (op == "taint") {
     usage = kNodeTaintUsage;
   } else {
-    return s.Usage("node: unknown subcommand '" + op + "'; expected cordon, uncordon, label, pool or taint");
+    return s.Usage("node: unknown subcommand '" + op + "'; expected show, cordon, uncordon, label, pool or taint");
   }
   const std::string usage_hint = " (usage: gpool " + std::string(usage) + ")";
   if (p.size() < 2) return s.Usage("node " + op + ": missing the node NAME" + usage_hint);
@@ -898,6 +939,10 @@ void SubmitOptions(cxxopts::Options& o) {
       ("class", "priority class: high (may preempt low jobs of its queue), medium (default) or low (preemptible)",
        cxxopts::value<std::string>(), "CLASS")
       ("pool", "node pool to run in: public (default), pooled or exclusive", cxxopts::value<std::string>(), "POOL")
+      ("network", "switch placement: none (default), best-effort (the fewest switches) or single-switch "
+                  "(under one switch of --network-tier, or wait)", cxxopts::value<std::string>(), "MODE")
+      ("network-tier", "with --network: the highest switch tier it may span, 1 = leaf (default 1)",
+       cxxopts::value<std::string>(), "N")
       ("numa", "where a task's GPUs sit: none (default), best-effort (one NUMA node if possible) or "
                "single-numa-node (one NUMA node or not on that node)", cxxopts::value<std::string>(), "POLICY")
       ("user", "user, for fairness inside the queue (default: $USER, or the spec's user)",
@@ -934,6 +979,12 @@ void LogsOptions(cxxopts::Options& o) {
   o.add_options("logs")
       ("bytes", "show at most the last N bytes (max 8388608)",
        cxxopts::value<std::string>()->default_value("65536"), "N");
+}
+
+void NodesOptions(cxxopts::Options& o) {
+  o.add_options("nodes")
+      ("devices", "also list each node's GPUs: UUID, model, memory, NUMA node, NVLink group, health, task",
+       cxxopts::value<bool>()->default_value("false"));
 }
 
 void WaitOptions(cxxopts::Options& o) {
@@ -980,6 +1031,7 @@ constexpr CommandForm kAdminForms[] = {
 };
 
 constexpr CommandForm kNodeForms[] = {
+    {"show NAME", "show NAME", "show a node: resources, labels, taints, NUMA nodes, GPUs and their NVLink groups"},
     {"cordon NAME", "cordon NAME", "place no new tasks on a node (running ones keep running)"},
     {"uncordon NAME", "uncordon NAME", "place tasks on a cordoned node again"},
     {"label NAME KEY=VALUE... KEY-...", "label NAME KEY=VALUE... KEY-...",
@@ -1021,8 +1073,10 @@ constexpr CommandDef kCommands[] = {
      LogsOptions, RunLogs},
     {"wait", "ID [--timeout S]", "wait for a job to finish; exit 0 if it succeeded, 1 if it failed or was cancelled",
      1, 1, WaitOptions, RunWait},
-    {"nodes", "", "list nodes: state, pool, used/total resources, taints, labels", 0, 0, NoOptions, RunNodes},
-    {"node", "cordon|uncordon|label|pool|taint NAME ...", "cordon, uncordon, label, re-pool or taint a node", 0,
+    {"nodes", "[--devices]", "list nodes: state, pool, used/total resources, taints, labels (--devices: GPUs too)",
+     0, 0, NodesOptions, RunNodes},
+    {"node", "show|cordon|uncordon|label|pool|taint NAME ...", "show, cordon, uncordon, label, re-pool or taint a node",
+     0,
      std::numeric_limits<size_t>::max(), NoOptions, RunNode, kNodeForms},
     {"queue", "create|update|delete|tree ...", "create, update, delete or list queues", 0,
      std::numeric_limits<size_t>::max(), QueueOptions, RunQueue, kQueueForms},
@@ -1193,6 +1247,8 @@ std::string UsageText() {
          "  gpool logs 17.1\n"
          "  gpool wait 17 --timeout 10m\n"
          "  gpool admin replica add 4 --peer-addr tcp://10.0.0.4:7402 --client-addr tcp://10.0.0.4:7400\n"
+         "  gpool nodes --devices\n"
+         "  gpool node show gpu-node-3\n"
          "  gpool node cordon gpu-node-3\n"
          "  gpool node label gpu-node-3 rack=r1 team=vision old-\n"
          "  gpool queue create research --capability gpu=16,cpu=64,memory=256Gi --deserved gpu=8\n"

@@ -566,12 +566,15 @@ TEST_F(CliTest, SubmitPolicyFlagsBuildTheSpec) {
   ASSERT_EQ(Run({"submit", "--class", "high", "--pool", "exclusive", "--user", "bob", "--selector", "rack=r1,zone=a",
                  "--selector", "gpu=a100", "--prefer", "zone=b", "--toleration", "maint", "--toleration",
                  "dedicated=ml,spot", "--replicas", "4", "--min-replicas", "2", "--gpus", "2", "--gpu-model",
-                 "A100-SXM4-80GB", "--numa", "single-numa-node", "--", "python3", "train.py"}),
+                 "A100-SXM4-80GB", "--numa", "single-numa-node", "--network", "single-switch", "--network-tier",
+                 "2", "--", "python3", "train.py"}),
             kExitOk)
       << err_.str();
   ASSERT_EQ(cluster_->submits.size(), 1u);
   const JobSpec& spec = cluster_->submits[0].spec;
   EXPECT_EQ(spec.numa_policy, "single-numa-node");
+  EXPECT_EQ(spec.network_mode, "single-switch");
+  EXPECT_EQ(spec.network_tier, 2u);
   EXPECT_EQ(spec.priority_class, "high");
   EXPECT_EQ(spec.pool, "exclusive");
   EXPECT_EQ(spec.user, "bob");
@@ -678,6 +681,9 @@ TEST_F(CliTest, BadPolicyFlagsNameTheFlagAndNeverReachTheCoordinator) {
       {{"--class", "High"}, "--class: 'High' is not high, medium or low"},
       {{"--pool", "shared"}, "--pool: 'shared' is not public, pooled or exclusive"},
       {{"--numa", "strict"}, "--numa: 'strict' is not none, best-effort or single-numa-node"},
+      {{"--network", "leaf"}, "--network: 'leaf' is not none, best-effort or single-switch"},
+      {{"--network", "single-switch", "--network-tier", "0"}, "--network-tier: tiers count from 1 (the leaf switch)"},
+      {{"--network", "single-switch", "--network-tier", "9"}, "--network-tier: expected an integer from 0 to 8, got '9'"},
       {{"--selector", "rack"}, "--selector: expected KEY=VALUE, got 'rack'"},
       {{"--selector", "rack=r1,zone"}, "--selector: expected KEY=VALUE, got 'zone'"},
       {{"--selector", "a b=1"}, "--selector: label key 'a b' may only contain letters, digits, '.', '_', '/' and '-'"},
@@ -1309,9 +1315,12 @@ TEST_F(NodeCliTest, UsageErrors) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"node"}, "node: expected a subcommand: cordon, uncordon, label, pool or taint"},
+      {{"node"}, "node: expected a subcommand: show, cordon, uncordon, label, pool or taint"},
       {{"node", "drain", "node-0"},
-       "node: unknown subcommand 'drain'; expected cordon, uncordon, label, pool or taint"},
+       "node: unknown subcommand 'drain'; expected show, cordon, uncordon, label, pool or taint"},
+      {{"node", "show"}, "node show: missing the node NAME (usage: gpool node show NAME)"},
+      {{"node", "show", "node-0", "node-1"},
+       "node show: expected one node NAME, got 2 arguments (usage: gpool node show NAME)"},
       {{"node", "cordon"}, "node cordon: missing the node NAME (usage: gpool node cordon NAME)"},
       {{"node", "uncordon"}, "node uncordon: missing the node NAME (usage: gpool node uncordon NAME)"},
       {{"node", "label"}, "node label: missing the node NAME (usage: gpool node label NAME KEY=VALUE... KEY-...)"},
@@ -1332,6 +1341,157 @@ TEST_F(NodeCliTest, UsageErrors) {
   EXPECT_EQ(Run({"node", "cordon", "node-0", "--bogus"}), kExitUsage);
   EXPECT_EQ(err_.str().rfind("gpool: InvalidArgument: node: ", 0), 0u) << err_.str();
   EXPECT_TRUE(cluster_->node_updates.empty());
+}
+
+// --- nodes --devices, node show ----------------------------------------------------------
+
+class NodeDevicesCliTest : public CliTest {
+ protected:
+  NodeDevicesCliTest() {
+    // node-0: 8 GPUs in two NVLink groups (0-3 and 4-7), one NUMA node each.
+    NodeSummary a;
+    a.name = "node-0";
+    a.state = "Ready";
+    a.pool = "public";
+    a.gpus_total = 8;
+    a.gpus_used = 1;
+    a.cpu_milli_total = 64000;
+    a.memory_mib_total = 512 * 1024;
+    a.labels = {{"rack", "r1"}};
+    for (uint32_t i = 0; i < 8; ++i) {
+      DeviceSummary d;
+      d.index = i;
+      d.uuid = "GPU-" + std::to_string(i) + "0000000-aaaa-bbbb-cccc-dddddddddddd";
+      d.model = "A100";
+      d.memory_mib = 40 * 1024;
+      d.numa = i < 4 ? 0 : 1;
+      // Each GPU reports only its next neighbour in its group: the group is still all four.
+      if (i % 4 != 3) d.nvlink_peers = {i + 1};
+      a.devices.push_back(d);
+    }
+    a.devices[2].task = "7.1";
+    const auto groups = LinkGroups(a.devices);
+    for (size_t i = 0; i < groups.size(); ++i) a.devices[i].link_group = groups[i];
+    a.numa = {NumaSummary{0, 32000, 256 * 1024, {0, 1, 2, 3}}, NumaSummary{1, 32000, 256 * 1024, {4, 5, 6, 7}}};
+    // node-1: two PCIe GPUs, no links, no NUMA information.
+    NodeSummary b;
+    b.name = "node-1";
+    b.state = "Ready";
+    b.pool = "pooled";
+    b.gpus_total = 2;
+    for (uint32_t i = 0; i < 2; ++i) {
+      DeviceSummary d;
+      d.index = i;
+      d.uuid = "GPU-b" + std::to_string(i);
+      d.model = "T4";
+      d.memory_mib = 16 * 1024;
+      b.devices.push_back(d);
+    }
+    cluster_->nodes.nodes = {a, b};
+  }
+};
+
+TEST_F(NodeDevicesCliTest, NodesListsDevicesOnlyWhenAsked) {
+  ASSERT_EQ(Run({"nodes"}), kExitOk) << err_.str();
+  const std::string plain = out_.str();
+  EXPECT_EQ(plain.find("Node node-0:"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find("INDEX"), std::string::npos) << plain;
+
+  ASSERT_EQ(Run({"nodes", "--devices"}), kExitOk) << err_.str();
+  const std::string text = out_.str();
+  EXPECT_EQ(text.rfind(plain, 0), 0u) << text;  // the nodes table first, unchanged
+  EXPECT_EQ(text.substr(plain.size()),
+            "\n"
+            "Node node-0:\n"
+            "  INDEX  UUID             MODEL  MEM(GiB)  NUMA  LINK GROUP  HEALTH  TASK\n"
+            "  0      GPU-00000000...  A100   40        0     0           ok      -\n"
+            "  1      GPU-10000000...  A100   40        0     0           ok      -\n"
+            "  2      GPU-20000000...  A100   40        0     0           ok      7.1\n"
+            "  3      GPU-30000000...  A100   40        0     0           ok      -\n"
+            "  4      GPU-40000000...  A100   40        1     1           ok      -\n"
+            "  5      GPU-50000000...  A100   40        1     1           ok      -\n"
+            "  6      GPU-60000000...  A100   40        1     1           ok      -\n"
+            "  7      GPU-70000000...  A100   40        1     1           ok      -\n"
+            "\n"
+            "Node node-1:\n"
+            "  INDEX  UUID    MODEL  MEM(GiB)  NUMA  LINK GROUP  HEALTH  TASK\n"
+            "  0      GPU-b0  T4     16        -     -           ok      -\n"
+            "  1      GPU-b1  T4     16        -     -           ok      -\n");
+  EXPECT_EQ(err_.str(), "");
+
+  // --json is the reply as it came; devices only when asked for.
+  ASSERT_EQ(Run({"nodes", "--json"}), kExitOk);
+  EXPECT_EQ(nlohmann::json::parse(out_.str())["nodes"][0].count("devices") == 0 ||
+                nlohmann::json::parse(out_.str())["nodes"][0]["devices"].empty(),
+            true)
+      << out_.str();
+  ASSERT_EQ(Run({"nodes", "--devices", "--json"}), kExitOk);
+  const std::string json = out_.str();
+  auto parsed = nlohmann::json::parse(json);
+  EXPECT_EQ(parsed["nodes"][0]["devices"][6]["link_group"], 1);
+  EXPECT_EQ(parsed["nodes"][1]["devices"][0]["link_group"], -1);
+}
+
+TEST_F(NodeDevicesCliTest, ShowNodeWithTwoLinkGroups) {
+  ASSERT_EQ(Run({"node", "show", "node-0"}), kExitOk) << err_.str();
+  const std::string text = out_.str();
+  EXPECT_EQ(text.rfind("Node node-0\n  State:      Ready\n", 0), 0u) << text;
+  EXPECT_NE(text.find("  Labels:     rack=r1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  GPUs:       1/8 used\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nNUMA nodes:\n"
+                      "  ID  CPUS  MEM(GiB)  GPUS\n"
+                      "  0   32    256       0-3\n"
+                      "  1   32    256       4-7\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  2      GPU-20000000-aaaa-bbbb-cccc-dddddddddddd  A100   40        0     0           ok      7.1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.substr(text.find("\nNVLink groups:")),
+            "\nNVLink groups:\n  group 0: GPUs 0-3 (NVLink)\n  group 1: GPUs 4-7 (NVLink)\n");
+  EXPECT_EQ(err_.str(), "");
+  EXPECT_TRUE(cluster_->node_updates.empty());  // showing changes nothing
+}
+
+TEST_F(NodeDevicesCliTest, ShowNodeWithoutLinks) {
+  ASSERT_EQ(Run({"node", "show", "node-1"}), kExitOk) << err_.str();
+  const std::string text = out_.str();
+  EXPECT_NE(text.find("\nNUMA nodes: none reported\n"), std::string::npos) << text;
+  EXPECT_EQ(text.substr(text.find("\nNVLink groups:")), "\nNVLink groups:\n  no NVLink: GPUs 0-1\n");
+}
+
+TEST_F(NodeDevicesCliTest, ShowNodeAsJson) {
+  ASSERT_EQ(Run({"node", "show", "node-0", "--json"}), kExitOk) << err_.str();
+  auto json = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(json["name"], "node-0");
+  ASSERT_EQ(json["devices"].size(), 8u);
+  EXPECT_EQ(json["devices"][2]["task"], "7.1");
+  EXPECT_EQ(json["devices"][3]["link_group"], 0);
+  EXPECT_EQ(json["devices"][4]["link_group"], 1);
+  EXPECT_EQ(json["numa"][0]["gpus"], (nlohmann::json{0, 1, 2, 3}));
+  // Global flags go before the command too.
+  ASSERT_EQ(Run({"--json", "node", "show", "node-1"}), kExitOk) << err_.str();
+  EXPECT_EQ(nlohmann::json::parse(out_.str())["name"], "node-1");
+}
+
+TEST_F(NodeDevicesCliTest, ShowUnknownNodeIsNotFound) {
+  EXPECT_EQ(Run({"node", "show", "node-9"}), kExitNotFound);
+  EXPECT_EQ(err_.str(), "gpool: NotFound: node node-9 is not registered\n");
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_EQ(Run({"node", "show", "node-9", "--json"}), kExitNotFound);
+  EXPECT_EQ(out_.str(), "");
+
+  cluster_->fail_next = Status::Unavailable("coordinator at tcp://x:1 did not answer within 5 ms");
+  EXPECT_EQ(Run({"node", "show", "node-0"}), kExitUnavailable);
+  EXPECT_EQ(out_.str(), "");
+}
+
+TEST_F(NodeDevicesCliTest, HelpNamesTheNewForms) {
+  ASSERT_EQ(Run({"--help"}), kExitOk);
+  EXPECT_NE(out_.str().find("  nodes [--devices]  "), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("  node show NAME  "), std::string::npos) << out_.str();
+  ASSERT_EQ(Run({"help", "nodes"}), kExitOk);
+  EXPECT_NE(out_.str().find("--devices"), std::string::npos) << out_.str();
 }
 
 TEST_F(NodeCliTest, BadLabelsAndPoolsAreRejectedBeforeSending) {

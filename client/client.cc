@@ -67,7 +67,7 @@ class ZmqClient final : public Client {
     return Call<CancelJobReply>(request);
   }
 
-  Result<ListNodesReply> ListNodes() override { return Call<ListNodesReply>(gpool::ListNodes{}); }
+  Result<ListNodesReply> ListNodes(bool devices) override { return Call<ListNodesReply>(gpool::ListNodes{devices}); }
 
   Result<GetTaskLogReply> GetTaskLog(JobId job, uint32_t task_index, uint32_t max_bytes) override {
     gpool::GetTaskLog request;

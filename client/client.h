@@ -89,7 +89,8 @@ class Client {
   // SIGTERM to the job's tasks, SIGKILL after grace_ms. FailedPrecondition
   // when the job already finished.
   virtual Result<CancelJobReply> CancelJob(JobId job, uint32_t grace_ms) = 0;
-  virtual Result<ListNodesReply> ListNodes() = 0;
+  // `devices`: also each node's devices and NUMA nodes (a larger reply).
+  virtual Result<ListNodesReply> ListNodes(bool devices = false) = 0;
   // The last `max_bytes` of task `task_index`'s log (stdout and stderr).
   virtual Result<GetTaskLogReply> GetTaskLog(JobId job, uint32_t task_index, uint32_t max_bytes) = 0;
   virtual Result<ClusterStatusReply> ClusterStatus() = 0;

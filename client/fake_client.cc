@@ -158,9 +158,16 @@ Result<CancelJobReply> FakeClient::CancelJob(JobId job, uint32_t grace_ms) {
   return CancelJobReply{job.value(), it->second.summary.state};
 }
 
-Result<ListNodesReply> FakeClient::ListNodes() {
+Result<ListNodesReply> FakeClient::ListNodes(bool devices) {
   if (auto failure = TakeFailure()) return *failure;
-  return cluster_->nodes;
+  ListNodesReply reply = cluster_->nodes;
+  if (!devices) {
+    for (auto& node : reply.nodes) {
+      node.devices.clear();
+      node.numa.clear();
+    }
+  }
+  return reply;
 }
 
 Result<GetTaskLogReply> FakeClient::GetTaskLog(JobId job, uint32_t task_index, uint32_t max_bytes) {

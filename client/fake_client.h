@@ -93,7 +93,8 @@ class FakeClient final : public Client {
   Result<ListJobsReply> ListJobs(bool include_finished, uint32_t limit) override;
   Result<GetJobReply> GetJob(JobId job) override;
   Result<CancelJobReply> CancelJob(JobId job, uint32_t grace_ms) override;
-  Result<ListNodesReply> ListNodes() override;
+  // Without `devices`, the nodes' devices and NUMA lists are left out, as the coordinator does.
+  Result<ListNodesReply> ListNodes(bool devices = false) override;
   Result<GetTaskLogReply> GetTaskLog(JobId job, uint32_t task_index, uint32_t max_bytes) override;
   Result<ClusterStatusReply> ClusterStatus() override;
   Result<ChangeReplicasReply> ChangeReplicas(const gpool::ChangeReplicas& request) override;

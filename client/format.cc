@@ -210,6 +210,44 @@ void AddTreeRows(const std::vector<QueueSummary>& queues, size_t index, size_t d
 
 // --- Building blocks ------------------------------------------------------------
 
+std::string ShortUuid(const std::string& uuid) { return uuid.empty() ? "-" : Shorten(uuid, 15); }
+
+std::string FormatIndexRanges(std::vector<uint32_t> indices) {
+  std::sort(indices.begin(), indices.end());
+  indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+  std::string out;
+  for (size_t i = 0; i < indices.size();) {
+    size_t j = i;
+    while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(indices[i]);
+    if (j > i) out += "-" + std::to_string(indices[j]);
+    i = j + 1;
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::vector<std::string> DescribeLinkGroups(const NodeSummary& node) {
+  std::map<int32_t, std::vector<uint32_t>> groups;
+  std::vector<uint32_t> unlinked;
+  for (const auto& d : node.devices) {
+    if (d.link_group < 0) {
+      unlinked.push_back(d.index);
+    } else {
+      groups[d.link_group].push_back(d.index);
+    }
+  }
+  auto gpus = [](const std::vector<uint32_t>& indices) {
+    return (indices.size() == 1 ? "GPU " : "GPUs ") + FormatIndexRanges(indices);
+  };
+  std::vector<std::string> lines;
+  for (const auto& [id, indices] : groups) {
+    lines.push_back("group " + std::to_string(id) + ": " + gpus(indices) + " (NVLink)");
+  }
+  if (!unlinked.empty()) lines.push_back("no NVLink: " + gpus(unlinked));
+  return lines;
+}
+
 std::string FormatDuration(int64_t ms) {
   if (ms < 0) ms = 0;
   int64_t s = ms / 1000;
@@ -406,6 +444,68 @@ std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms) {
                   Dash(Shorten(JoinKeyValues(node.labels), kMaxLabelsCell))});
   }
   return table.Render();
+}
+
+std::string FormatDeviceTable(const NodeSummary& node, bool short_uuids, std::string_view indent) {
+  Table table({"INDEX", "UUID", "MODEL", "MEM(GiB)", "NUMA", "LINK GROUP", "HEALTH", "TASK"});
+  for (const auto& d : node.devices) {
+    table.AddRow({std::to_string(d.index), short_uuids ? ShortUuid(d.uuid) : Dash(d.uuid), Dash(Shorten(d.model)),
+                  d.memory_mib == 0 ? "-" : FormatGiB(d.memory_mib), d.numa < 0 ? "-" : std::to_string(d.numa),
+                  d.link_group < 0 ? "-" : std::to_string(d.link_group), d.healthy ? "ok" : "unhealthy",
+                  Dash(d.task)});
+  }
+  return table.Render(indent);
+}
+
+std::string FormatNodeDevices(const ListNodesReply& reply) {
+  std::string out;
+  for (const auto& node : reply.nodes) {
+    out += "\nNode " + node.name + ":\n";
+    out += node.devices.empty() ? "  No devices.\n" : FormatDeviceTable(node, /*short_uuids=*/true, "  ");
+  }
+  return out;
+}
+
+std::string FormatNodeDetail(const NodeSummary& node, int64_t now_ms) {
+  std::ostringstream out;
+  out << "Node " << node.name << "\n";
+  Table summary({"State:", Dash(node.state)});
+  summary.AddRow({"Hostname:", Dash(node.hostname)});
+  summary.AddRow({"Pool:", Dash(node.pool)});
+  summary.AddRow({"Labels:", node.labels.empty() ? "none" : JoinKeyValues(node.labels, ", ")});
+  summary.AddRow({"Taints:", node.taints.empty() ? "none" : JoinKeyValues(node.taints, ", ")});
+  std::string gpus = Ratio(std::to_string(node.gpus_used), std::to_string(node.gpus_total)) + " used";
+  if (!node.gpu_models.empty()) gpus += " (" + JoinStrings(node.gpu_models, ", ") + ")";
+  const auto unhealthy = std::count_if(node.devices.begin(), node.devices.end(),
+                                       [](const DeviceSummary& d) { return !d.healthy; });
+  if (unhealthy > 0) gpus += "; " + std::to_string(unhealthy) + " unhealthy, not counted";
+  summary.AddRow({"GPUs:", gpus});
+  summary.AddRow({"CPUs:", Ratio(FormatCores(node.cpu_milli_used), FormatCores(node.cpu_milli_total)) + " cores used"});
+  summary.AddRow({"Memory:", Ratio(FormatGiB(node.memory_mib_used), FormatGiB(node.memory_mib_total)) + " GiB used"});
+  summary.AddRow({"Tasks:", std::to_string(node.tasks)});
+  summary.AddRow({"Last seen:", FormatAgo(node.last_seen_ms, now_ms)});
+  out << summary.Render("  ");
+
+  out << "\nNUMA nodes:";
+  if (node.numa.empty()) {
+    out << " none reported\n";
+  } else {
+    Table numa({"ID", "CPUS", "MEM(GiB)", "GPUS"});
+    for (const auto& n : node.numa) {
+      numa.AddRow({std::to_string(n.id), FormatCores(n.cpu_milli), FormatGiB(n.memory_mib), FormatIndexRanges(n.gpus)});
+    }
+    out << "\n" << numa.Render("  ");
+  }
+
+  out << "\nDevices:";
+  if (node.devices.empty()) {
+    out << " none reported\n";
+  } else {
+    out << "\n" << FormatDeviceTable(node, /*short_uuids=*/false, "  ");
+    out << "\nNVLink groups:\n";
+    for (const auto& line : DescribeLinkGroups(node)) out << "  " << line << "\n";
+  }
+  return out.str();
 }
 
 std::string FormatQueueTree(const ListQueuesReply& reply) {

@@ -36,6 +36,20 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms);
 // a cordoned node); TAINTS and LABELS are "k=v,k=v" sorted by key, "-" when
 // none, each shortened to 40 characters ("..."). "No nodes." when empty.
 std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms);
+// `gpool nodes --devices`, after the nodes table: one block per node,
+// "Node NAME:" then its device table (FormatDeviceTable, UUIDs shortened),
+// or "  No devices." for a node without GPUs. "" when there are no nodes.
+std::string FormatNodeDevices(const ListNodesReply& reply);
+// `gpool node show`: a summary block (state, hostname, pool, labels, taints,
+// GPUs/CPUs/memory used/total, tasks, last seen), the NUMA nodes (ID CPUS
+// MEM(GiB) GPUS), the device table with full UUIDs, and the NVLink groups
+// (DescribeLinkGroups). A section with nothing to show says so ("none
+// reported"), so an old coordinator that sends no devices is visible.
+std::string FormatNodeDetail(const NodeSummary& node, int64_t now_ms);
+// INDEX UUID MODEL MEM(GiB) NUMA LINK GROUP HEALTH TASK, one row per
+// device; "-" for an unknown NUMA node, no link group, no memory size, a
+// free GPU. HEALTH is "ok" or "unhealthy". With `short_uuids`, ShortUuid.
+std::string FormatDeviceTable(const NodeSummary& node, bool short_uuids, std::string_view indent = {});
 // The queue hierarchy as an indented tree (children two spaces deeper than
 // their parent): QUEUE, one column per resource (GPU, GPU/<model> for every
 // model any queue names, CPU in cores, MEM(GiB)) holding
@@ -69,6 +83,17 @@ std::string LogToJson(JobId job, uint32_t task_index, const GetTaskLogReply& rep
 // leader tracks its followers) and the replica's match index is known
 // (non-zero, or the replica is the leader itself); nullopt otherwise.
 std::optional<uint64_t> ReplicaLag(const ClusterStatusReply& reply, const ReplicaInfo& replica);
+
+// A GPU UUID short enough for a table: its first 12 characters and "..."
+// ("GPU-8a3f2c1e...") when it is longer than 15; "-" when empty.
+std::string ShortUuid(const std::string& uuid);
+// Sorted, de-duplicated, runs collapsed: {0,1,2,3,6} -> "0-3,6"; "-" when empty.
+std::string FormatIndexRanges(std::vector<uint32_t> indices);
+// The node's NVLink groups from its devices' link_group, one line each,
+// groups in id order: "group 0: GPUs 0-3 (NVLink)", then
+// "no NVLink: GPUs 8-9" for the devices in no group. Empty when the node
+// has no devices.
+std::vector<std::string> DescribeLinkGroups(const NodeSummary& node);
 
 // 45s, 3m12s, 2h05m, 3d04h. Negative counts as 0.
 std::string FormatDuration(int64_t ms);

@@ -197,6 +197,228 @@ TEST(FormatTest, NodesTable) {
   EXPECT_EQ(FormatNodesTable(ListNodesReply{}, kNow), "No nodes.\n");
 }
 
+// Two NVLink islands of four GPUs each (0-3 on NUMA 0, 4-7 on NUMA 1), as
+// the coordinator reports them; GPUs 1 and 5 are busy, GPU 6 is unhealthy.
+NodeSummary EightGpuNode() {
+  NodeSummary node;
+  node.name = "gpu-node-1";
+  node.state = "Ready";
+  node.hostname = "gpu-node-1.lab";
+  node.pool = "public";
+  node.gpus_total = 7;
+  node.gpus_used = 2;
+  node.cpu_milli_total = 64000;
+  node.cpu_milli_used = 8000;
+  node.memory_mib_total = 512 * 1024;
+  node.memory_mib_used = 64 * 1024;
+  node.gpu_models = {"H100"};
+  node.tasks = 2;
+  node.last_seen_ms = kNow - 3000;
+  node.labels = {{"rack", "r1"}};
+  node.taints = {{"maintenance", ""}};
+  for (uint32_t i = 0; i < 8; ++i) {
+    DeviceSummary d;
+    d.index = i;
+    d.uuid = "GPU-" + std::to_string(i) + "a3f2c1e-1111-2222-3333-444455556666";
+    d.vendor = "nvidia";
+    d.model = "H100";
+    d.memory_mib = 80 * 1024;
+    d.numa = i < 4 ? 0 : 1;
+    const uint32_t base = i < 4 ? 0 : 4;
+    for (uint32_t p = base; p < base + 4; ++p) {
+      if (p != i) d.nvlink_peers.push_back(p);
+    }
+    node.devices.push_back(d);
+  }
+  node.devices[1].task = "17.0";
+  node.devices[5].task = "18.2#1";
+  node.devices[6].healthy = false;
+  const auto groups = LinkGroups(node.devices);
+  for (size_t i = 0; i < groups.size(); ++i) node.devices[i].link_group = groups[i];
+  node.numa = {NumaSummary{0, 32000, 256 * 1024, {0, 1, 2, 3}}, NumaSummary{1, 32000, 256 * 1024, {4, 5, 6, 7}}};
+  return node;
+}
+
+DeviceSummary Device(uint32_t index, std::vector<uint32_t> peers) {
+  DeviceSummary d;
+  d.index = index;
+  d.nvlink_peers = std::move(peers);
+  return d;
+}
+
+TEST(FormatTest, LinkGroupsOfTwoNvlinkIslands) {
+  EXPECT_EQ(LinkGroups(EightGpuNode().devices), (std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 1}));
+  // Only GPU 0 names its peers and only GPU 5 names 4: links count from either end.
+  EXPECT_EQ(LinkGroups({Device(0, {1, 2}), Device(1, {}), Device(2, {}), Device(3, {}), Device(4, {}),
+                        Device(5, {4})}),
+            (std::vector<int32_t>{0, 0, 0, -1, 1, 1}));
+  // Chains join transitively; groups are numbered by their lowest GPU index,
+  // whatever the order of the devices.
+  EXPECT_EQ(LinkGroups({Device(7, {6}), Device(6, {}), Device(2, {3}), Device(3, {}), Device(5, {0}), Device(0, {})}),
+            (std::vector<int32_t>{2, 2, 1, 1, 0, 0}));
+  EXPECT_EQ(LinkGroups({Device(0, {1}), Device(1, {2}), Device(2, {})}), (std::vector<int32_t>{0, 0, 0}));
+}
+
+TEST(FormatTest, LinkGroupsWithoutLinks) {
+  EXPECT_EQ(LinkGroups({Device(0, {}), Device(1, {})}), (std::vector<int32_t>{-1, -1}));
+  // Naming itself, or a GPU the node does not have, is no link.
+  EXPECT_EQ(LinkGroups({Device(0, {0, 9}), Device(1, {1})}), (std::vector<int32_t>{-1, -1}));
+  EXPECT_TRUE(LinkGroups({}).empty());
+}
+
+TEST(FormatTest, IndexRangesAndShortUuids) {
+  EXPECT_EQ(FormatIndexRanges({}), "-");
+  EXPECT_EQ(FormatIndexRanges({3}), "3");
+  EXPECT_EQ(FormatIndexRanges({3, 0, 1, 2, 6, 6, 8, 9}), "0-3,6,8-9");
+  EXPECT_EQ(ShortUuid("GPU-8a3f2c1e-1111-2222-3333-444455556666"), "GPU-8a3f2c1e...");
+  EXPECT_EQ(ShortUuid("GPU-8a3f2c1e"), "GPU-8a3f2c1e");
+  EXPECT_EQ(ShortUuid("GPU-8a3f2c1e-11"), "GPU-8a3f2c1e-11");  // 15: short enough
+  EXPECT_EQ(ShortUuid(""), "-");
+}
+
+TEST(FormatTest, DescribeLinkGroups) {
+  EXPECT_EQ(DescribeLinkGroups(EightGpuNode()),
+            (std::vector<std::string>{"group 0: GPUs 0-3 (NVLink)", "group 1: GPUs 4-7 (NVLink)"}));
+  NodeSummary mixed;
+  for (auto [index, group] : std::vector<std::pair<uint32_t, int32_t>>{{0, -1}, {1, 0}, {2, -1}, {3, 0}, {4, -1}}) {
+    DeviceSummary d;
+    d.index = index;
+    d.link_group = group;
+    mixed.devices.push_back(d);
+  }
+  EXPECT_EQ(DescribeLinkGroups(mixed), (std::vector<std::string>{"group 0: GPUs 1,3 (NVLink)", "no NVLink: GPUs 0,2,4"}));
+  mixed.devices.resize(1);
+  EXPECT_EQ(DescribeLinkGroups(mixed), (std::vector<std::string>{"no NVLink: GPU 0"}));
+  EXPECT_TRUE(DescribeLinkGroups(NodeSummary{}).empty());
+}
+
+TEST(FormatTest, NodeDevices) {
+  ListNodesReply reply;
+  NodeSummary cpu_only;
+  cpu_only.name = "cpu-node";
+  cpu_only.state = "Ready";
+  reply.nodes = {EightGpuNode(), cpu_only};
+  EXPECT_EQ(FormatNodeDevices(reply),
+            "\n"
+            "Node gpu-node-1:\n"
+            "  INDEX  UUID             MODEL  MEM(GiB)  NUMA  LINK GROUP  HEALTH     TASK\n"
+            "  0      GPU-0a3f2c1e...  H100   80        0     0           ok         -\n"
+            "  1      GPU-1a3f2c1e...  H100   80        0     0           ok         17.0\n"
+            "  2      GPU-2a3f2c1e...  H100   80        0     0           ok         -\n"
+            "  3      GPU-3a3f2c1e...  H100   80        0     0           ok         -\n"
+            "  4      GPU-4a3f2c1e...  H100   80        1     1           ok         -\n"
+            "  5      GPU-5a3f2c1e...  H100   80        1     1           ok         18.2#1\n"
+            "  6      GPU-6a3f2c1e...  H100   80        1     1           unhealthy  -\n"
+            "  7      GPU-7a3f2c1e...  H100   80        1     1           ok         -\n"
+            "\n"
+            "Node cpu-node:\n"
+            "  No devices.\n");
+  EXPECT_EQ(FormatNodeDevices(ListNodesReply{}), "");
+}
+
+TEST(FormatTest, NodeDetail) {
+  EXPECT_EQ(FormatNodeDetail(EightGpuNode(), kNow),
+            "Node gpu-node-1\n"
+            "  State:      Ready\n"
+            "  Hostname:   gpu-node-1.lab\n"
+            "  Pool:       public\n"
+            "  Labels:     rack=r1\n"
+            "  Taints:     maintenance=\n"
+            "  GPUs:       2/7 used (H100); 1 unhealthy, not counted\n"
+            "  CPUs:       8/64 cores used\n"
+            "  Memory:     64/512 GiB used\n"
+            "  Tasks:      2\n"
+            "  Last seen:  3s ago\n"
+            "\n"
+            "NUMA nodes:\n"
+            "  ID  CPUS  MEM(GiB)  GPUS\n"
+            "  0   32    256       0-3\n"
+            "  1   32    256       4-7\n"
+            "\n"
+            "Devices:\n"
+            "  INDEX  UUID                                      MODEL  MEM(GiB)  NUMA  LINK GROUP  HEALTH     TASK\n"
+            "  0      GPU-0a3f2c1e-1111-2222-3333-444455556666  H100   80        0     0           ok         -\n"
+            "  1      GPU-1a3f2c1e-1111-2222-3333-444455556666  H100   80        0     0           ok         17.0\n"
+            "  2      GPU-2a3f2c1e-1111-2222-3333-444455556666  H100   80        0     0           ok         -\n"
+            "  3      GPU-3a3f2c1e-1111-2222-3333-444455556666  H100   80        0     0           ok         -\n"
+            "  4      GPU-4a3f2c1e-1111-2222-3333-444455556666  H100   80        1     1           ok         -\n"
+            "  5      GPU-5a3f2c1e-1111-2222-3333-444455556666  H100   80        1     1           ok         18.2#1\n"
+            "  6      GPU-6a3f2c1e-1111-2222-3333-444455556666  H100   80        1     1           unhealthy  -\n"
+            "  7      GPU-7a3f2c1e-1111-2222-3333-444455556666  H100   80        1     1           ok         -\n"
+            "\n"
+            "NVLink groups:\n"
+            "  group 0: GPUs 0-3 (NVLink)\n"
+            "  group 1: GPUs 4-7 (NVLink)\n");
+}
+
+TEST(FormatTest, NodeDetailWithoutLinksOrTopology) {
+  NodeSummary node;
+  node.name = "small";
+  node.state = "NotReady";
+  node.gpus_total = 2;
+  for (uint32_t i = 0; i < 2; ++i) {
+    DeviceSummary d;
+    d.index = i;
+    d.uuid = "GPU-" + std::to_string(i);
+    d.model = "T4";
+    node.devices.push_back(d);  // no NUMA node, no memory size, no links
+  }
+  const std::string text = FormatNodeDetail(node, kNow);
+  EXPECT_NE(text.find("  Labels:     none\n  Taints:     none\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  GPUs:       0/2 used\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nNUMA nodes: none reported\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  0      GPU-0  T4     -         -     -           ok      -\n"), std::string::npos) << text;
+  EXPECT_EQ(text.substr(text.find("\nNVLink groups:")), "\nNVLink groups:\n  no NVLink: GPUs 0-1\n");
+
+  // What an older coordinator sends: no devices at all.
+  node.devices.clear();
+  const std::string old = FormatNodeDetail(node, kNow);
+  EXPECT_EQ(old.substr(old.find("\nNUMA nodes:")), "\nNUMA nodes: none reported\n\nDevices: none reported\n");
+}
+
+TEST(FormatTest, NodeDevicesInJson) {
+  ListNodesReply reply;
+  reply.nodes = {EightGpuNode()};
+  auto json = nlohmann::json::parse(ToJson(reply));
+  const auto& gpu5 = json["nodes"][0]["devices"][5];
+  EXPECT_EQ(gpu5["index"], 5);
+  EXPECT_EQ(gpu5["uuid"], "GPU-5a3f2c1e-1111-2222-3333-444455556666");
+  EXPECT_EQ(gpu5["link_group"], 1);
+  EXPECT_EQ(gpu5["numa"], 1);
+  EXPECT_EQ(gpu5["task"], "18.2#1");
+  EXPECT_EQ(gpu5["nvlink_peers"], (nlohmann::json{4, 6, 7}));
+  EXPECT_EQ(json["nodes"][0]["devices"][6]["healthy"], false);
+  EXPECT_EQ(json["nodes"][0]["numa"][1]["gpus"], (nlohmann::json{4, 5, 6, 7}));
+  EXPECT_EQ(json["nodes"][0]["numa"][1]["cpu_milli"], 32000);
+
+  auto back = wire::UnpackFromString<ListNodesReply>(wire::PackToString(reply));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->nodes[0].devices, reply.nodes[0].devices);
+  EXPECT_EQ(back->nodes[0].numa, reply.nodes[0].numa);
+}
+
+// A NodeSummary as a coordinator from before devices and NUMA nodes sends it.
+struct OldNodeSummary {
+  std::string name = "old-node";
+  std::string state = "Ready";
+  uint32_t gpus_total = 4;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("name", name);
+    v.Required("state", state);
+    v.Optional("gpus_total", gpus_total);
+  }
+};
+
+TEST(FormatTest, NodeSummaryFromAnOlderCoordinatorDecodes) {
+  auto node = wire::UnpackFromString<NodeSummary>(wire::PackToString(OldNodeSummary{}));
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  EXPECT_EQ(node->name, "old-node");
+  EXPECT_EQ(node->gpus_total, 4u);
+  EXPECT_TRUE(node->devices.empty());
+  EXPECT_TRUE(node->numa.empty());
+}
+
 TEST(FormatTest, NodesTableShowsCordonPoolAndLabels) {
   ListNodesReply reply;
   NodeSummary a;

@@ -65,16 +65,19 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
         Reply(peer, MakeFrame(id, proposer_.epoch(), ToJobDetail(*job, state_)));
       });
     }
-    case MessageType::kListNodes:
-      return AfterBarrier(peer, id, [this, peer, id] {
+    case MessageType::kListNodes: {
+      auto msg = envelope->Body<ListNodes>();
+      if (!msg.ok()) return fail(msg.status());
+      return AfterBarrier(peer, id, [this, peer, id, devices = msg->devices] {
         ListNodesReply reply;
         for (const auto& [name, node] : state_.nodes()) {
-          reply.nodes.push_back(ToNodeSummary(node));
+          reply.nodes.push_back(ToNodeSummary(node, devices));
           reply.nodes.back().last_seen_ms =
               std::max(reply.nodes.back().last_seen_ms, registry_.LastSeenWallMs(name));
         }
         Reply(peer, MakeFrame(id, proposer_.epoch(), reply));
       });
+    }
     case MessageType::kGetTaskLog: {
       auto msg = envelope->Body<GetTaskLog>();
       if (!msg.ok()) return fail(msg.status());

@@ -1,5 +1,6 @@
 #include "control/views.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
@@ -63,7 +64,7 @@ GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& 
   return reply;
 }
 
-NodeSummary ToNodeSummary(const state::NodeRecord& node) {
+NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices) {
   NodeSummary s;
   s.name = node.spec.name;
   s.state = std::string(ToString(node.state));
@@ -87,6 +88,34 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node) {
   s.labels = node.spec.labels;
   for (const auto& [key, value] : node.admin_labels) s.labels[key] = value;
   s.taints = node.taints;
+  if (!devices) return s;
+  for (const auto& gpu : node.spec.gpus) {
+    DeviceSummary d;
+    d.index = gpu.index;
+    d.uuid = gpu.uuid;
+    d.vendor = gpu.vendor;
+    d.model = gpu.model;
+    d.memory_mib = gpu.memory_mib;
+    d.numa = gpu.numa;
+    d.healthy = gpu.healthy;
+    d.nvlink_peers = gpu.nvlink_peers;
+    if (auto owner = node.gpu_owner.find(gpu.index); owner != node.gpu_owner.end()) d.task = owner->second.ToString();
+    s.devices.push_back(std::move(d));
+  }
+  std::stable_sort(s.devices.begin(), s.devices.end(),
+                   [](const DeviceSummary& a, const DeviceSummary& b) { return a.index < b.index; });
+  const std::vector<int32_t> groups = LinkGroups(s.devices);
+  for (size_t i = 0; i < s.devices.size(); ++i) s.devices[i].link_group = groups[i];
+  for (const auto& numa : node.spec.numa) {
+    NumaSummary n;
+    n.id = numa.id;
+    n.cpu_milli = numa.cpu_milli;
+    n.memory_mib = numa.memory_mib;
+    for (const auto& d : s.devices) {
+      if (d.numa == numa.id) n.gpus.push_back(d.index);
+    }
+    s.numa.push_back(std::move(n));
+  }
   return s;
 }
 

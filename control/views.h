@@ -10,7 +10,8 @@ namespace gpool::control {
 JobSummary ToJobSummary(const state::JobRecord& job);
 TaskInfo ToTaskInfo(const state::JobRecord& job, const state::TaskRecord& task, const state::ClusterState& state);
 GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& state);
-NodeSummary ToNodeSummary(const state::NodeRecord& node);
+// `devices`: also its devices and NUMA nodes.
+NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices = false);
 // Every queue, parents before children and siblings by name.
 ListQueuesReply ToQueueList(const state::ClusterState& state);
 QueueSummary ToQueueSummary(const state::ClusterState& state, const std::string& name);
