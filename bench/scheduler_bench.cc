@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "control/scheduler/scheduler.h"
+#include "topology/lcg.h"
 
 namespace {
 
@@ -82,19 +83,7 @@ constexpr uint32_t kTargetNodes = 12'500;
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // Knuth's MMIX LCG: fixed seed, same sequence on every platform and run.
-class Lcg {
- public:
-  explicit Lcg(uint64_t seed) : state_(seed) {}
-  uint32_t Next() {
-    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<uint32_t>(state_ >> 33);  // the high bits are the good ones
-  }
-  uint32_t Below(uint32_t n) { return Next() % n; }
-  bool Percent(uint32_t p) { return Below(100) < p; }
-
- private:
-  uint64_t state_;
-};
+using gpool::topology::Lcg;
 
 // Queue tree: root -> 3 groups -> 3 projects each. Deserved GPU shares of the
 // groups sum to the cluster (55/35/10%), projects split their group's share

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "control/scheduler/scheduler.h"
+#include "topology/lcg.h"
 
 namespace {
 
@@ -32,17 +33,7 @@ using gpool::topology::NetworkMode;
 using gpool::topology::NodeView;
 using gpool::topology::PendingJob;
 
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next(uint64_t mod) {
-    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (state_ >> 33) % mod;
-  }
-
- private:
-  uint64_t state_;
-};
+using Rng = gpool::topology::Lcg;
 
 constexpr int kSpines = 4;
 constexpr int kLeavesPerSpine = 4;
@@ -118,7 +109,7 @@ Outcome Run(NetworkMode mode, uint64_t seed) {
       job.id = JobId(next_id);
       job.arrival = next_id++;
       job.queue = "default";
-      const uint32_t nodes = 2 + static_cast<uint32_t>(rng.Next(7));  // 2-8 whole nodes
+      const uint32_t nodes = 2 + static_cast<uint32_t>(rng.Below(7));  // 2-8 whole nodes
       for (uint32_t t = 0; t < nodes; ++t) job.tasks.push_back({t, 0, Resources{8, 1000, 1024, ""}});
       job.groups = {gpool::topology::GroupRule{nodes, 0, 0}};
       job.network_mode = mode;
@@ -142,7 +133,7 @@ Outcome Run(NetworkMode mode, uint64_t seed) {
       }
       outcome.worst_hop_sum += static_cast<uint64_t>(worst);
       outcome.cross_spine_jobs += worst == 6 ? 1 : 0;
-      running.push_back(Running{nodes, 1 + static_cast<int>(rng.Next(4))});
+      running.push_back(Running{nodes, 1 + static_cast<int>(rng.Below(4))});
     }
   }
   return outcome;

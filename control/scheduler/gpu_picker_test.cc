@@ -6,6 +6,7 @@
 #include <set>
 
 #include "control/scheduler/scenario.h"
+#include "topology/lcg.h"
 
 namespace gpool::scheduler {
 namespace {
@@ -83,11 +84,8 @@ TEST(GpuPickerTest, HonoursTheModel) {
 // model asked, each once, exactly as many as asked, on one NUMA node when
 // that is required; and it refuses only when that is impossible.
 TEST(GpuPickerTest, RandomLayoutsAreNeverOverCommitted) {
-  uint64_t seed = 7;
-  auto next = [&seed](uint64_t mod) {
-    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (seed >> 33) % mod;
-  };
+  topology::Lcg rng(7);
+  auto next = [&rng](uint64_t mod) { return rng.Below(mod); };
   for (int round = 0; round < 3000; ++round) {
     const uint32_t gpus = 1 + static_cast<uint32_t>(next(16));
     NodeView node = testing::MakeNode("n", gpus);

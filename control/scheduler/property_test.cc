@@ -8,6 +8,7 @@
 #include <set>
 
 #include "control/scheduler/scenario.h"
+#include "topology/lcg.h"
 
 namespace gpool::scheduler {
 namespace {
@@ -15,16 +16,9 @@ namespace {
 using topology::ClusterView;
 using topology::PriorityClass;
 
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed * 2 + 1) {}
-  uint64_t Next(uint64_t mod) {
-    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
-    return mod == 0 ? 0 : (state_ >> 33) % mod;
-  }
-
- private:
-  uint64_t state_;
+// Seeds are spread so neighbouring seeds start far apart.
+struct Rng : topology::Lcg {
+  explicit Rng(uint64_t seed) : topology::Lcg(seed * 2 + 1) {}
 };
 
 struct SimTask {
@@ -228,23 +222,23 @@ void Apply(Sim& sim, const Plan& plan) {
 
 Sim RandomSim(Rng& rng, bool flat_guarantees) {
   Sim sim;
-  const uint32_t nodes = 1 + static_cast<uint32_t>(rng.Next(6));
+  const uint32_t nodes = 1 + static_cast<uint32_t>(rng.Below(6));
   uint64_t total_gpus = 0;
   for (uint32_t n = 0; n < nodes; ++n) {
-    const uint32_t gpus = 1 + static_cast<uint32_t>(rng.Next(8));
+    const uint32_t gpus = 1 + static_cast<uint32_t>(rng.Below(8));
     total_gpus += gpus;
     sim.nodes.push_back(testing::MakeNode("n" + std::to_string(n), gpus, "public", "A100", 64'000, 512 * 1024));
   }
-  const uint32_t leaves = 2 + static_cast<uint32_t>(rng.Next(3));
+  const uint32_t leaves = 2 + static_cast<uint32_t>(rng.Below(3));
   uint64_t guarantee_left = total_gpus;
   for (uint32_t q = 0; q < leaves; ++q) {
     Quota capability, deserved, guarantee;
-    const uint64_t g = flat_guarantees ? rng.Next(guarantee_left / 2 + 1) : 0;
+    const uint64_t g = flat_guarantees ? rng.Below(guarantee_left / 2 + 1) : 0;
     guarantee_left -= g;
     if (g > 0) guarantee["gpu"] = g;
-    const uint64_t d = g + rng.Next(total_gpus);
+    const uint64_t d = g + rng.Below(total_gpus);
     if (d > 0 || g > 0) deserved["gpu"] = std::max(d, g);
-    if (!flat_guarantees && rng.Next(2) == 0) capability["gpu"] = std::max<uint64_t>(deserved["gpu"], 1 + rng.Next(total_gpus));
+    if (!flat_guarantees && rng.Below(2) == 0) capability["gpu"] = std::max<uint64_t>(deserved["gpu"], 1 + rng.Below(total_gpus));
     std::string parent = "root";
     if (!flat_guarantees && q >= 2) parent = "q0";  // some depth: q0 becomes an inner queue
     sim.queues.push_back(testing::MakeQueue("q" + std::to_string(q), parent, capability, deserved, guarantee));
@@ -262,12 +256,12 @@ void AddJobs(Sim& sim, Rng& rng, uint64_t& next_id, uint32_t count, bool single_
   for (uint32_t j = 0; j < count; ++j) {
     SimJob job;
     job.id = next_id++;
-    job.queue = leaves[rng.Next(leaves.size())];
-    job.user = "u" + std::to_string(rng.Next(3));
-    job.cls = static_cast<PriorityClass>(rng.Next(3));
-    job.gpus = single_gpu ? 1 : static_cast<uint32_t>(rng.Next(5));
-    const uint32_t replicas = single_gpu ? 1 : 1 + static_cast<uint32_t>(rng.Next(3));
-    job.min = 1 + static_cast<uint32_t>(rng.Next(replicas));
+    job.queue = leaves[rng.Below(leaves.size())];
+    job.user = "u" + std::to_string(rng.Below(3));
+    job.cls = static_cast<PriorityClass>(rng.Below(3));
+    job.gpus = single_gpu ? 1 : static_cast<uint32_t>(rng.Below(5));
+    const uint32_t replicas = single_gpu ? 1 : 1 + static_cast<uint32_t>(rng.Below(3));
+    job.min = 1 + static_cast<uint32_t>(rng.Below(replicas));
     for (uint32_t t = 0; t < replicas; ++t) job.tasks.push_back(SimTask{t});
     sim.jobs[job.id] = job;
   }
@@ -310,14 +304,14 @@ TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminates) {
     Sim sim = RandomSim(rng, false);
     uint64_t next_id = 1;
     SchedulerConfig config;
-    config.node_order.strategy = rng.Next(2) ? Strategy::kBinpack : Strategy::kSpread;
+    config.node_order.strategy = rng.Below(2) ? Strategy::kBinpack : Strategy::kSpread;
     config.reservation.min_gpus = 4;
     // Busy phase: arrivals and completions.
     for (int cycle = 0; cycle < 12; ++cycle) {
-      AddJobs(sim, rng, next_id, static_cast<uint32_t>(rng.Next(4)), false);
+      AddJobs(sim, rng, next_id, static_cast<uint32_t>(rng.Below(4)), false);
       for (auto& [id, job] : sim.jobs) {
         for (auto& task : job.tasks) {
-          if (task.running && !task.stopping && rng.Next(5) == 0) {
+          if (task.running && !task.stopping && rng.Below(5) == 0) {
             task.running = false;
             task.done = true;
           }
@@ -348,9 +342,9 @@ TEST(SchedulerPropertyTest, ReclaimRestoresGuarantees) {
     uint64_t next_id = 1;
     SchedulerConfig config;
     // Whoever comes first fills the cluster; the rest arrive later.
-    AddJobs(sim, rng, next_id, 3 + static_cast<uint32_t>(rng.Next(20)), true);
+    AddJobs(sim, rng, next_id, 3 + static_cast<uint32_t>(rng.Below(20)), true);
     for (int cycle = 0; cycle < 3; ++cycle) Apply(sim, Schedule(sim.View(), config));
-    AddJobs(sim, rng, next_id, 3 + static_cast<uint32_t>(rng.Next(20)), true);
+    AddJobs(sim, rng, next_id, 3 + static_cast<uint32_t>(rng.Below(20)), true);
     for (int cycle = 0; cycle < 30; ++cycle) {
       ClusterView view = sim.View();
       Plan plan = Schedule(view, config);
@@ -384,13 +378,13 @@ TEST(SchedulerPropertyTest, SingleSwitchJobsNeverSpanTheirTier) {
   for (uint64_t seed = 1; seed <= 500; ++seed) {
     Rng rng(seed);
     ClusterView view;
-    const uint32_t leaves = 1 + static_cast<uint32_t>(rng.Next(6));
+    const uint32_t leaves = 1 + static_cast<uint32_t>(rng.Below(6));
     for (uint32_t leaf = 0; leaf < leaves; ++leaf) {
-      for (uint32_t n = 0, count = 1 + static_cast<uint32_t>(rng.Next(4)); n < count; ++n) {
+      for (uint32_t n = 0, count = 1 + static_cast<uint32_t>(rng.Below(4)); n < count; ++n) {
         auto node = testing::MakeNode("l" + std::to_string(leaf) + "n" + std::to_string(n), 8);
         node.labels[topology::TierLabel(1)] = "leaf" + std::to_string(leaf);
         node.labels[topology::TierLabel(2)] = "spine" + std::to_string(leaf / 2);
-        for (auto& gpu : node.gpus) gpu.allocated = rng.Next(3) == 0;
+        for (auto& gpu : node.gpus) gpu.allocated = rng.Below(3) == 0;
         view.nodes.push_back(node);
       }
     }
@@ -400,10 +394,10 @@ TEST(SchedulerPropertyTest, SingleSwitchJobsNeverSpanTheirTier) {
     }
     std::map<uint64_t, uint32_t> tier_of;
     for (uint64_t id = 1; id <= 6; ++id) {
-      topology::PendingJob job = testing::JobBuilder(id, "default", 1 + static_cast<uint32_t>(rng.Next(4)),
-                                                     1 + static_cast<uint32_t>(rng.Next(8)));
-      job.network_mode = rng.Next(3) == 0 ? topology::NetworkMode::kBestEffort : topology::NetworkMode::kSingleSwitch;
-      job.network_tier = 1 + static_cast<uint32_t>(rng.Next(2));
+      topology::PendingJob job = testing::JobBuilder(id, "default", 1 + static_cast<uint32_t>(rng.Below(4)),
+                                                     1 + static_cast<uint32_t>(rng.Below(8)));
+      job.network_mode = rng.Below(3) == 0 ? topology::NetworkMode::kBestEffort : topology::NetworkMode::kSingleSwitch;
+      job.network_tier = 1 + static_cast<uint32_t>(rng.Below(2));
       if (job.network_mode == topology::NetworkMode::kSingleSwitch) tier_of[id] = job.network_tier;
       view.pending.push_back(job);
     }

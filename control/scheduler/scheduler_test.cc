@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "topology/lcg.h"
+
 namespace gpool::scheduler {
 namespace {
 
@@ -144,11 +146,8 @@ TEST(SchedulerTest, CpuOnlyJobsUseCpuAndMemory) {
 
 // Property: whatever the input, the plan never hands out more than exists.
 TEST(SchedulerTest, RandomClustersAreNeverOverAllocated) {
-  uint64_t seed = 42;
-  auto next = [&seed](uint64_t mod) {
-    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (seed >> 33) % mod;
-  };
+  topology::Lcg rng(42);
+  auto next = [&rng](uint64_t mod) { return rng.Below(mod); };
   for (int round = 0; round < 300; ++round) {
     ClusterView view;
     const int nodes = 1 + static_cast<int>(next(6));
