@@ -46,15 +46,26 @@ TEST_F(SchedulerDriverTest, PlacesPendingJobsThroughTheLog) {
   EXPECT_FALSE(driver_.Tick(100));
 }
 
-TEST(SchedulerDriverBackgroundTest, CyclesRunOffTheLoopAndTheirPlansAreProposedWhenReady) {
+// A driver running cycles in the background, a node and one pending job.
+class SchedulerDriverBackgroundTest : public ::testing::Test {
+ protected:
+  static SchedulerDriverOptions Background() {
+    SchedulerDriverOptions options;
+    options.background = true;
+    return options;
+  }
+  void SetUp() override {
+    proposer.Propose(state::RegisterNodeCmd{Node("n1", 8), {}}, [](const auto&) {});
+    proposer.Propose(state::SubmitJobCmd{Job("a", 4), ""}, [](const auto&) {});
+    proposer.clear();
+  }
+
   state::ClusterState state;
   ImmediateProposer proposer{state};
-  SchedulerDriverOptions options;
-  options.background = true;
-  SchedulerDriver driver{options, state, proposer};
-  proposer.Propose(state::RegisterNodeCmd{Node("n1", 8), {}}, [](const auto&) {});
-  proposer.Propose(state::SubmitJobCmd{Job("a", 4), ""}, [](const auto&) {});
-  proposer.clear();
+  SchedulerDriver driver{Background(), state, proposer};
+};
+
+TEST_F(SchedulerDriverBackgroundTest, CyclesRunOffTheLoopAndTheirPlansAreProposedWhenReady) {
   EXPECT_FALSE(driver.Tick(0));  // started, not done: nothing proposed from inside the call
   EXPECT_EQ(driver.cycles(), 1u);
   bool proposed = false;
@@ -64,15 +75,7 @@ TEST(SchedulerDriverBackgroundTest, CyclesRunOffTheLoopAndTheirPlansAreProposedW
   EXPECT_EQ(state.FindJob(JobId(1))->state, JobState::kRunning);
 }
 
-TEST(SchedulerDriverBackgroundTest, APlanFromBeforeALeadershipChangeIsDropped) {
-  state::ClusterState state;
-  ImmediateProposer proposer{state};
-  SchedulerDriverOptions options;
-  options.background = true;
-  SchedulerDriver driver{options, state, proposer};
-  proposer.Propose(state::RegisterNodeCmd{Node("n1", 8), {}}, [](const auto&) {});
-  proposer.Propose(state::SubmitJobCmd{Job("a", 4), ""}, [](const auto&) {});
-  proposer.clear();
+TEST_F(SchedulerDriverBackgroundTest, APlanFromBeforeALeadershipChangeIsDropped) {
   EXPECT_FALSE(driver.Tick(0));
   driver.Reset();
   // The old cycle's plan is dropped; the next cycle (started at once, since
