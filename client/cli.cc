@@ -282,6 +282,38 @@ int WaitForJob(Session& s, JobId job, int64_t timeout_ms) {
   }
 }
 
+// --gpu-memory SIZE|N%, --gpu-compute PCT, --sharing-qos, --mig PROFILE|auto,
+// --cores N. A share or MIG request without --gpus asks for one GPU.
+Status ReadShareFlags(const cxxopts::ParseResult& f, Resources& res) {
+  if (f.count("gpu-memory")) {
+    const std::string value = f["gpu-memory"].as<std::string>();
+    if (!value.empty() && value.back() == '%') {
+      GPOOL_ASSIGN_OR_RETURN(uint64_t pct, ParseUnsignedFlag("--gpu-memory", value.substr(0, value.size() - 1), 100));
+      if (pct == 0) return Status::InvalidArgument("--gpu-memory: a percentage is 1% to 100%");
+      res.gpu_memory_pct = static_cast<uint32_t>(pct);
+    } else {
+      auto mem = ParseMemoryMib(value);
+      if (!mem.ok()) return mem.status().WithContext("--gpu-memory");
+      res.gpu_memory_mib = *mem;
+    }
+  }
+  if (f.count("gpu-compute")) {
+    std::string value = f["gpu-compute"].as<std::string>();
+    if (!value.empty() && value.back() == '%') value.pop_back();
+    GPOOL_ASSIGN_OR_RETURN(uint64_t pct, ParseUnsignedFlag("--gpu-compute", value, 100));
+    res.gpu_compute_pct = static_cast<uint32_t>(pct);
+  }
+  if (f.count("sharing-qos")) res.sharing_qos = f["sharing-qos"].as<std::string>();
+  if (f.count("mig")) res.mig_profile = f["mig"].as<std::string>();
+  if (f.count("cores")) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t cores, ParseUnsignedFlag("--cores", f["cores"].as<std::string>(), 1024));
+    res.cores = static_cast<uint32_t>(cores);
+  }
+  const bool device_part = f.count("gpu-memory") || f.count("gpu-compute") || f.count("mig");
+  if (device_part && res.gpus == 0) res.gpus = 1;
+  return Status::Ok();
+}
+
 Result<JobSpec> SpecFromFlags(const Invocation& inv) {
   const auto& f = inv.flags;
   TaskGroupSpec group;
@@ -314,6 +346,7 @@ Result<JobSpec> SpecFromFlags(const Invocation& inv) {
     }
     group.min_replicas = static_cast<uint32_t>(min_replicas);
   }
+  GPOOL_RETURN_IF_ERROR(ReadShareFlags(f, group.resources));
   if (f.count("gpu-model")) {
     group.resources.gpu_model = f["gpu-model"].as<std::string>();
     if (group.resources.gpus == 0) {
@@ -335,7 +368,8 @@ Result<JobSpec> SpecFromFlags(const Invocation& inv) {
 
 // Flags that belong to a task group, so only to 'submit -- CMD'; with a
 // FILE they belong in the file.
-constexpr const char* kGroupFlags[] = {"gpus", "cpus", "mem", "replicas", "min-replicas", "gpu-model"};
+constexpr const char* kGroupFlags[] = {"gpus",        "cpus",        "mem", "replicas", "min-replicas", "gpu-model",
+                                       "gpu-memory",  "gpu-compute", "sharing-qos", "mig", "cores"};
 
 // --selector/--prefer: "K=V", repeatable or comma-separated; they add to
 // (and override keys of) what the spec file has.
@@ -413,6 +447,14 @@ Status ApplyJobFlags(const Invocation& inv, const CliEnv& env, JobSpec& spec) {
   GPOOL_RETURN_IF_ERROR(AddLabelFlags(inv, "selector", spec.node_selector));
   GPOOL_RETURN_IF_ERROR(AddLabelFlags(inv, "prefer", spec.prefer_labels));
   GPOOL_RETURN_IF_ERROR(AddTolerationFlags(inv, spec.tolerations));
+  for (const char* name : {"gpu-uuid", "not-gpu-uuid"}) {
+    if (!f.count(name)) continue;
+    auto& list = std::string_view(name) == "gpu-uuid" ? spec.gpu_uuid_allow : spec.gpu_uuid_deny;
+    for (const auto& item : f[name].as<std::vector<std::string>>()) {
+      if (item.empty()) return Status::InvalidArgument(std::string("--") + name + ": empty UUID");
+      if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+    }
+  }
   if (f.count("user")) {
     spec.user = f["user"].as<std::string>();
   } else if (spec.user.empty() && env.getenv) {
@@ -957,6 +999,21 @@ void SubmitOptions(cxxopts::Options& o) {
        cxxopts::value<std::string>(), "N")
       ("gpu-model", "every GPU of a task must be this model, e.g. A100 (needs --gpus)",
        cxxopts::value<std::string>(), "MODEL")
+      ("gpu-memory", "a share of each GPU instead of the whole device: memory as a size (10Gi) or a "
+                     "percentage of the device (25%); --gpus defaults to 1", cxxopts::value<std::string>(), "SIZE|P%")
+      ("gpu-compute", "compute of each GPU share in percent, 1-100 (default: none reserved)",
+       cxxopts::value<std::string>(), "PCT")
+      ("sharing-qos", "how shares of a GPU split compute: best-effort (default), fixed-share (capped at "
+                      "--gpu-compute) or burst-share (guaranteed, may use idle compute)",
+       cxxopts::value<std::string>(), "QOS")
+      ("mig", "a MIG instance: a profile (1g.10gb), or auto (the smallest that holds --gpu-memory/--gpu-compute)",
+       cxxopts::value<std::string>(), "PROFILE")
+      ("cores", "core-level request on devices with addressable cores (AWS NeuronCores), instead of --gpus",
+       cxxopts::value<std::string>(), "N")
+      ("gpu-uuid", "only these devices; repeatable or comma-separated", cxxopts::value<std::vector<std::string>>(),
+       "UUID")
+      ("not-gpu-uuid", "never these devices; repeatable or comma-separated",
+       cxxopts::value<std::vector<std::string>>(), "UUID")
       ("wait", "then wait for the job to finish, like 'gpool wait'",
        cxxopts::value<bool>()->default_value("false"))
       ("timeout", "with --wait: give up after this long (90, 90s, 5m, 2h)", cxxopts::value<std::string>(), "S")

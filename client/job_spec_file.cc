@@ -169,11 +169,13 @@ Result<int32_t> ParseInt32(const YAML::Node& node, const std::string& path) {
 // (docs/protocol.md 6.1-6.3), except cpus/memory, which take units.
 const std::vector<std::string> kJobKeys = {"name",           "queue",         "priority",    "priority_class",
                                            "pool",           "user",          "node_selector", "prefer_labels",
-                                           "tolerations",    "numa_policy",   "network_mode", "network_tier", "tasks",       "command",     "replicas",
+                                           "tolerations",    "numa_policy",   "network_mode", "network_tier", "gpu_uuid_allow", "gpu_uuid_deny", "tasks",       "command",     "replicas",
                                            "min_replicas",   "resources",     "env"};
 const std::vector<std::string> kGroupKeys = {"name", "replicas", "min_replicas", "network_tier", "command", "env",
                                              "resources"};
-const std::vector<std::string> kResourceKeys = {"gpus", "cpus", "memory", "gpu_model"};
+const std::vector<std::string> kResourceKeys = {"gpus",           "cpus",           "memory",      "gpu_model",
+                                                "gpu_memory",     "gpu_memory_pct", "gpu_compute", "sharing_qos",
+                                                "mig_profile",    "cores"};
 // Group keys that may sit directly under the job (a one-group job).
 const std::vector<std::string> kShorthandKeys = {"command", "replicas", "min_replicas", "resources", "env"};
 
@@ -197,6 +199,30 @@ Status ReadResources(const YAML::Node& node, const std::string& path, Resources*
   }
   if (auto n = node["gpu_model"]) {
     GPOOL_ASSIGN_OR_RETURN(out->gpu_model, ReadString(n, path + ".gpu_model"));
+  }
+  if (auto n = node["gpu_memory"]) {
+    if (!n.IsScalar()) return FieldError(path + ".gpu_memory", "expected a size like 10Gi, got " + Quote(n));
+    auto mem = ParseMemoryMib(n.Scalar());
+    if (!mem.ok()) return FieldError(path + ".gpu_memory", mem.status().message());
+    out->gpu_memory_mib = *mem;
+  }
+  if (auto n = node["gpu_memory_pct"]) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t pct, ParseUnsigned(n, path + ".gpu_memory_pct", 100));
+    out->gpu_memory_pct = static_cast<uint32_t>(pct);
+  }
+  if (auto n = node["gpu_compute"]) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t pct, ParseUnsigned(n, path + ".gpu_compute", 100));
+    out->gpu_compute_pct = static_cast<uint32_t>(pct);
+  }
+  if (auto n = node["sharing_qos"]) {
+    GPOOL_ASSIGN_OR_RETURN(out->sharing_qos, ReadString(n, path + ".sharing_qos"));
+  }
+  if (auto n = node["mig_profile"]) {
+    GPOOL_ASSIGN_OR_RETURN(out->mig_profile, ReadString(n, path + ".mig_profile"));
+  }
+  if (auto n = node["cores"]) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t cores, ParseUnsigned(n, path + ".cores", 1024));
+    out->cores = static_cast<uint32_t>(cores);
   }
   return Status::Ok();
 }
@@ -269,6 +295,8 @@ Status ReadPolicyFields(const YAML::Node& root, JobSpec* spec) {
     GPOOL_ASSIGN_OR_RETURN(uint64_t tier, ParseUnsigned(n, "network_tier", 8));
     spec->network_tier = static_cast<uint32_t>(tier);
   }
+  if (auto n = root["gpu_uuid_allow"]) GPOOL_RETURN_IF_ERROR(ReadStringList(n, "gpu_uuid_allow", &spec->gpu_uuid_allow));
+  if (auto n = root["gpu_uuid_deny"]) GPOOL_RETURN_IF_ERROR(ReadStringList(n, "gpu_uuid_deny", &spec->gpu_uuid_deny));
   return Status::Ok();
 }
 

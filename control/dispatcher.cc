@@ -74,6 +74,17 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     bind.gpu_uuids = state_.GpuUuids(task);
     bind.cpu_milli = task.cpu_milli;
     bind.memory_mib = task.memory_mib;
+    if (task.grant.shared) {
+      bind.gpu_memory_mib = task.grant.gpu_memory_mib;
+      bind.gpu_compute_pct = task.grant.gpu_compute_pct;
+      bind.sharing_qos = task.grant.sharing_qos;
+    }
+    if (!task.grant.mig_profile.empty()) {
+      bind.mig_profiles.assign(task.gpu_indices.size(), task.grant.mig_profile);
+      bind.mig_starts.assign(task.gpu_indices.size(), task.grant.mig_start);
+    }
+    bind.cores = task.grant.cores;
+    bind.numa_policy = job->spec.numa_policy;
     frame = MakeFrame(request_id, proposer_.epoch(), bind);
   } else {
     PreemptTask preempt;

@@ -698,6 +698,16 @@ struct BindTask {
   std::vector<std::string> gpu_uuids;
   uint64_t cpu_milli = 0;
   uint64_t memory_mib = 0;
+  // GPU shares: per-GPU memory and compute limits the task's CUDA
+  // interception layer enforces; 0: whole GPUs.
+  uint64_t gpu_memory_mib = 0;
+  uint32_t gpu_compute_pct = 0;
+  std::string sharing_qos;
+  // MIG instances (one per GPU index): the profile and the placement start.
+  std::vector<std::string> mig_profiles;
+  std::vector<uint32_t> mig_starts;
+  std::vector<uint32_t> cores;      // NeuronCores (node-wide numbering) for core-level tasks
+  std::string numa_policy;          // best-effort / single-numa-node: pin to the GPUs' NUMA nodes
   template <typename V>
   void Fields(V& v) {
     v.Required("task", task);
@@ -709,6 +719,13 @@ struct BindTask {
     v.Optional("gpu_uuids", gpu_uuids);
     v.Optional("cpu_milli", cpu_milli);
     v.Optional("memory_mib", memory_mib);
+    v.Optional("gpu_memory_mib", gpu_memory_mib);
+    v.Optional("gpu_compute_pct", gpu_compute_pct);
+    v.Optional("sharing_qos", sharing_qos);
+    v.Optional("mig_profiles", mig_profiles);
+    v.Optional("mig_starts", mig_starts);
+    v.Optional("cores", cores);
+    v.Optional("numa_policy", numa_policy);
   }
 };
 

@@ -39,4 +39,15 @@ bool IsTerminal(TaskState s) {
   return s == TaskState::kSucceeded || s == TaskState::kFailed || s == TaskState::kCancelled || s == TaskState::kLost;
 }
 
+std::string DeviceUuid(const GpuInfo& gpu, const DeviceGrant& grant) {
+  if (grant.mig_profile.empty()) return gpu.uuid;
+  if (gpu.mig_mode == "static") {
+    for (const auto& instance : gpu.mig_instances) {
+      if (instance.profile == grant.mig_profile && instance.start == grant.mig_start) return instance.uuid;
+    }
+    return "";
+  }
+  return "MIG-" + gpu.uuid + "-" + grant.mig_profile + "-" + std::to_string(grant.mig_start);
+}
+
 }  // namespace gpool

@@ -21,6 +21,32 @@ struct Resources {
   uint64_t cpu_milli = 0;
   uint64_t memory_mib = 0;
   std::string gpu_model;  // empty: any model; otherwise every GPU must be this model (e.g. "A100")
+  // GPU sharing: with any of these set, each of the `gpus` GPUs is a share
+  // of a device that other tasks may share too, instead of a whole device.
+  uint64_t gpu_memory_mib = 0;   // memory of each GPU share
+  uint32_t gpu_memory_pct = 0;   // or a percentage of the device's memory, resolved to MiB at placement
+  uint32_t gpu_compute_pct = 0;  // compute of each share in 1 % steps; 0 reserves none (best effort)
+  // How shares of one device divide compute: best-effort (no limit),
+  // fixed-share (capped at gpu_compute_pct), burst-share (guaranteed
+  // gpu_compute_pct, may use idle compute). A device takes only tasks of the
+  // QoS of its first tenant; a task asking for 100 % compute is exempt.
+  std::string sharing_qos;
+  // MIG: "" none; a profile ("1g.10gb") on GPUs with static or dynamic MIG;
+  // "auto": the smallest profile of the GPU model holding gpu_memory_mib and
+  // gpu_compute_pct (dynamic MIG).
+  std::string mig_profile;
+  // Core-level request on devices with addressable cores (AWS NeuronCores):
+  // this many cores instead of `gpus` devices.
+  uint32_t cores = 0;
+
+  // A share of a device rather than whole devices (not MIG, not cores).
+  bool Shared() const {
+    return mig_profile.empty() && cores == 0 &&
+           (gpu_memory_mib > 0 || gpu_memory_pct > 0 || (gpu_compute_pct > 0 && gpu_compute_pct < 100));
+  }
+  bool Mig() const { return !mig_profile.empty(); }
+  // Whole devices only: no share, no MIG instance, no cores.
+  bool Whole() const { return !Shared() && !Mig() && cores == 0; }
 
   template <typename V>
   void Fields(V& v) {
@@ -28,8 +54,39 @@ struct Resources {
     v.Optional("cpu_milli", cpu_milli);
     v.Optional("memory_mib", memory_mib);
     v.Optional("gpu_model", gpu_model);
+    v.Optional("gpu_memory_mib", gpu_memory_mib);
+    v.Optional("gpu_memory_pct", gpu_memory_pct);
+    v.Optional("gpu_compute_pct", gpu_compute_pct);
+    v.Optional("sharing_qos", sharing_qos);
+    v.Optional("mig_profile", mig_profile);
+    v.Optional("cores", cores);
   }
   bool operator==(const Resources&) const = default;
+};
+
+// What a placed task holds of its devices beyond their indices: a share of
+// each (fractional GPUs), a MIG instance, or cores. Empty for whole devices.
+struct DeviceGrant {
+  bool shared = false;           // each GPU is a share of a device other tasks may share
+  uint64_t gpu_memory_mib = 0;   // per GPU share, resolved (percentages become MiB)
+  uint32_t gpu_compute_pct = 0;  // per GPU share; 0: no compute reserved
+  std::string sharing_qos;       // best-effort, fixed-share or burst-share
+  std::string mig_profile;       // the MIG instance (a MIG task has one GPU)
+  uint32_t mig_start = 0;
+  std::vector<uint32_t> cores;   // node-wide core ids (core-level requests)
+
+  bool Empty() const { return !shared && mig_profile.empty() && cores.empty(); }
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("shared", shared);
+    v.Optional("gpu_memory_mib", gpu_memory_mib);
+    v.Optional("gpu_compute_pct", gpu_compute_pct);
+    v.Optional("sharing_qos", sharing_qos);
+    v.Optional("mig_profile", mig_profile);
+    v.Optional("mig_start", mig_start);
+    v.Optional("cores", cores);
+  }
+  bool operator==(const DeviceGrant&) const = default;
 };
 
 // One group of identical tasks (replicas) inside a job.
@@ -86,6 +143,9 @@ struct JobSpec {
   // else wait.
   std::string network_mode = "none";
   uint32_t network_tier = 1;
+  // Device UUIDs the job may use (empty: any) and may not use.
+  std::vector<std::string> gpu_uuid_allow;
+  std::vector<std::string> gpu_uuid_deny;
 
   uint32_t TotalTasks() const;
   template <typename V>
@@ -103,8 +163,25 @@ struct JobSpec {
     v.Optional("numa_policy", numa_policy);
     v.Optional("network_mode", network_mode);
     v.Optional("network_tier", network_tier);
+    v.Optional("gpu_uuid_allow", gpu_uuid_allow);
+    v.Optional("gpu_uuid_deny", gpu_uuid_deny);
   }
   bool operator==(const JobSpec&) const = default;
+};
+
+// A MIG instance that exists on a GPU (static MIG, as discovered).
+struct MigDeviceInfo {
+  std::string profile;  // "1g.10gb"
+  uint32_t start = 0;   // placement start (memory slice)
+  std::string uuid;     // "MIG-..."
+
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("profile", profile);
+    v.Optional("start", start);
+    v.Optional("uuid", uuid);
+  }
+  bool operator==(const MigDeviceInfo&) const = default;
 };
 
 struct GpuInfo {
@@ -116,6 +193,14 @@ struct GpuInfo {
   int32_t numa = -1;  // -1: unknown
   std::vector<uint32_t> nvlink_peers;
   bool healthy = true;
+  uint32_t compute_units = 0;  // SMs / AI cores; 0 unknown
+  int32_t link_group = -1;     // vendor link domain (Ascend HCCS ring, MetaX zone); -1 unknown
+  uint32_t cores = 0;          // addressable cores (AWS NeuronCores); 0: not core-addressable
+  // MIG: "" off; "static": the instances below exist and are handed out as
+  // they are; "dynamic": the scheduler creates instances from the model's
+  // profile table, and switches MIG on or off only while the GPU is idle.
+  std::string mig_mode;
+  std::vector<MigDeviceInfo> mig_instances;
 
   template <typename V>
   void Fields(V& v) {
@@ -127,6 +212,11 @@ struct GpuInfo {
     v.Optional("numa", numa);
     v.Optional("nvlink_peers", nvlink_peers);
     v.Optional("healthy", healthy);
+    v.Optional("compute_units", compute_units);
+    v.Optional("link_group", link_group);
+    v.Optional("cores", cores);
+    v.Optional("mig_mode", mig_mode);
+    v.Optional("mig_instances", mig_instances);
   }
   bool operator==(const GpuInfo&) const = default;
 };
@@ -135,12 +225,14 @@ struct NumaInfo {
   int32_t id = 0;
   uint64_t cpu_milli = 0;
   uint64_t memory_mib = 0;
+  std::string cpus;  // its CPUs as a Linux cpulist ("0-31,64-95"), for pinning tasks
 
   template <typename V>
   void Fields(V& v) {
     v.Required("id", id);
     v.Optional("cpu_milli", cpu_milli);
     v.Optional("memory_mib", memory_mib);
+    v.Optional("cpus", cpus);
   }
   bool operator==(const NumaInfo&) const = default;
 };
@@ -213,6 +305,12 @@ struct QueueSpec {
   }
   bool operator==(const QueueSpec&) const = default;
 };
+
+// The UUID a task sees for one of its devices: the GPU's, or that of its MIG
+// instance (static: as discovered, "" when the layout no longer has it;
+// dynamic: "MIG-<gpu uuid>-<profile>-<start>", named by the worker that
+// creates it).
+std::string DeviceUuid(const GpuInfo& gpu, const DeviceGrant& grant);
 
 enum class JobState : uint8_t { kPending, kRunning, kSucceeded, kFailed, kCancelled };
 enum class TaskState : uint8_t { kPending, kBound, kRunning, kSucceeded, kFailed, kCancelled, kLost };

@@ -88,7 +88,82 @@ Status ValidateModelName(const std::string& field, const std::string& model) {
   return Status::Ok();
 }
 
+constexpr size_t kMaxUuidList = 1024;
+
+bool IsSharingQos(std::string_view qos) {
+  return qos.empty() || qos == "best-effort" || qos == "fixed-share" || qos == "burst-share";
+}
+
+// A MIG profile name: "<n>g.<m>gb" with an optional "+me"-style suffix.
+bool IsMigProfileName(std::string_view name) {
+  if (name == "auto") return true;
+  if (name.empty() || name.size() > 32) return false;
+  const auto g = name.find("g.");
+  if (g == 0 || g == std::string_view::npos) return false;
+  for (char c : name.substr(0, g)) {
+    if (c < '0' || c > '9') return false;
+  }
+  return name.find("gb", g) != std::string_view::npos;
+}
+
+// Shares, MIG and core requests: one kind per task, amounts in range.
+Status ValidateDeviceShare(const std::string& prefix, const Resources& res) {
+  if (res.gpu_memory_pct > 100) {
+    return Status::InvalidArgument(prefix + ".gpu_memory_pct: " + std::to_string(res.gpu_memory_pct) +
+                                   " is not 1 to 100");
+  }
+  if (res.gpu_compute_pct > 100) {
+    return Status::InvalidArgument(prefix + ".gpu_compute_pct: " + std::to_string(res.gpu_compute_pct) +
+                                   " is not 1 to 100");
+  }
+  if (res.gpu_memory_mib > 0 && res.gpu_memory_pct > 0) {
+    return Status::InvalidArgument(prefix + ": gpu_memory_mib and gpu_memory_pct are alternatives; set one");
+  }
+  if (res.gpu_memory_mib > (16ull << 20)) {
+    return Status::InvalidArgument(prefix + ".gpu_memory_mib: more than any device has (16 TiB)");
+  }
+  if (!IsSharingQos(res.sharing_qos)) {
+    return Status::InvalidArgument(prefix + ".sharing_qos: '" + res.sharing_qos.substr(0, 32) +
+                                   "' is not best-effort, fixed-share or burst-share");
+  }
+  const bool wants_device = res.gpu_memory_mib > 0 || res.gpu_memory_pct > 0 || res.gpu_compute_pct > 0 ||
+                            !res.mig_profile.empty();
+  if (wants_device && res.gpus == 0 && res.cores == 0) {
+    return Status::InvalidArgument(prefix + ": a GPU share or MIG profile needs gpus of at least 1");
+  }
+  if (!res.sharing_qos.empty() && !res.Shared()) {
+    return Status::InvalidArgument(prefix + ".sharing_qos: set, but the task asks for no GPU share "
+                                   "(set gpu_memory_mib, gpu_memory_pct or gpu_compute_pct)");
+  }
+  if (!res.mig_profile.empty()) {
+    if (!IsMigProfileName(res.mig_profile)) {
+      return Status::InvalidArgument(prefix + ".mig_profile: '" + res.mig_profile.substr(0, 32) +
+                                     "' is not a MIG profile (like 1g.10gb) or auto");
+    }
+    if (res.mig_profile == "auto" && res.gpu_memory_mib == 0 && res.gpu_memory_pct == 0 && res.gpu_compute_pct == 0) {
+      return Status::InvalidArgument(prefix + ".mig_profile: auto needs gpu_memory_mib, gpu_memory_pct or "
+                                     "gpu_compute_pct to choose a profile");
+    }
+    if (res.mig_profile != "auto" && (res.gpu_memory_mib > 0 || res.gpu_memory_pct > 0 || res.gpu_compute_pct > 0)) {
+      return Status::InvalidArgument(prefix + ".mig_profile: a named profile fixes memory and compute; "
+                                     "drop gpu_memory_*/gpu_compute_pct or use auto");
+    }
+    if (res.gpus != 1) {
+      return Status::InvalidArgument(prefix + ".mig_profile: a task gets one MIG instance; set gpus to 1");
+    }
+  }
+  if (res.cores > 0) {
+    if (res.gpus > 0) return Status::InvalidArgument(prefix + ".cores: core-level requests replace gpus; set one");
+    if (wants_device) {
+      return Status::InvalidArgument(prefix + ".cores: cannot be combined with GPU shares or MIG");
+    }
+    if (res.cores > 1024) return Status::InvalidArgument(prefix + ".cores: more than 1024");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
 
 bool IsPriorityClass(std::string_view name) { return name == "high" || name == "medium" || name == "low"; }
 
@@ -148,6 +223,7 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
       return Status::InvalidArgument(prefix + ".resources.memory_mib: exceeds the per-task maximum of " +
                                      std::to_string(limits.max_memory_mib_per_task));
     }
+    GPOOL_RETURN_IF_ERROR(ValidateDeviceShare(prefix + ".resources", res));
   }
   if (!IsPriorityClass(spec.priority_class)) {
     return Status::InvalidArgument("priority_class: '" + spec.priority_class.substr(0, 32) +
@@ -189,6 +265,17 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
     if (status.ok() && eq != std::string::npos) status = ValidateLabelValue(key, toleration.substr(eq + 1));
     if (!status.ok()) return Status::InvalidArgument("tolerations: " + status.message());
   }
+  for (const auto* list : {&spec.gpu_uuid_allow, &spec.gpu_uuid_deny}) {
+    const char* field = list == &spec.gpu_uuid_allow ? "gpu_uuid_allow" : "gpu_uuid_deny";
+    if (list->size() > kMaxUuidList) {
+      return Status::InvalidArgument(std::string(field) + ": more than " + std::to_string(kMaxUuidList) + " UUIDs");
+    }
+    for (const auto& uuid : *list) {
+      if (uuid.empty() || uuid.size() > 128) {
+        return Status::InvalidArgument(std::string(field) + ": a UUID must have 1 to 128 characters");
+      }
+    }
+  }
   if (total > limits.max_tasks_per_job) {
     return Status::InvalidArgument("tasks: " + std::to_string(total) + " replicas in all exceeds the maximum of " +
                                    std::to_string(limits.max_tasks_per_job) + " per job");
@@ -222,6 +309,21 @@ Status ValidateNodeSpec(const NodeSpec& spec) {
     for (uint32_t peer : gpu.nvlink_peers) {
       if (peer == gpu.index) return Status::InvalidArgument(prefix + ".nvlink_peers: a GPU cannot link to itself");
     }
+    if (gpu.mig_mode != "" && gpu.mig_mode != "static" && gpu.mig_mode != "dynamic") {
+      return Status::InvalidArgument(prefix + ".mig_mode: '" + gpu.mig_mode.substr(0, 32) +
+                                     "' is not static or dynamic");
+    }
+    if (gpu.mig_mode != "static" && !gpu.mig_instances.empty()) {
+      return Status::InvalidArgument(prefix + ".mig_instances: listed, but mig_mode is not static");
+    }
+    if (gpu.mig_instances.size() > 16) return Status::InvalidArgument(prefix + ".mig_instances: more than 16");
+    for (const auto& instance : gpu.mig_instances) {
+      if (!IsMigProfileName(instance.profile) || instance.profile == "auto") {
+        return Status::InvalidArgument(prefix + ".mig_instances: '" + instance.profile.substr(0, 32) +
+                                       "' is not a MIG profile");
+      }
+    }
+    if (gpu.cores > 256) return Status::InvalidArgument(prefix + ".cores: more than 256");
   }
   for (size_t i = 0; i < spec.gpus.size(); ++i) {
     for (uint32_t peer : spec.gpus[i].nvlink_peers) {
@@ -286,7 +388,7 @@ Status ValidateUpdateNode(const UpdateNode& update) {
 namespace gpool {
 
 bool IsQuotaResource(std::string_view name) {
-  if (name == "gpu" || name == "cpu" || name == "memory") return true;
+  if (name == "gpu" || name == "cpu" || name == "memory" || name == "gpu_memory") return true;
   if (name.rfind("gpu/", 0) != 0 || name.size() == 4 || name.size() > 4 + 63) return false;
   return AllOf(name.substr(4), "._-");
 }

@@ -19,14 +19,34 @@
 
 namespace gpool::topology {
 
+// A MIG instance on a GPU: one that exists (static MIG) or one created for
+// a tenant (dynamic MIG).
+struct MigSlot {
+  std::string profile;
+  uint32_t start = 0;
+  bool used = false;
+};
+
 struct GpuSlot {
   uint32_t index = 0;
   std::string model;
   uint64_t memory_mib = 0;
   bool healthy = true;
-  bool allocated = false;
+  bool allocated = false;              // held whole by one task
   int32_t numa = -1;                   // -1: unknown
   std::vector<uint32_t> nvlink_peers;  // GPU indices it has NVLink to
+  std::string vendor = "nvidia";
+  std::string uuid;
+  int32_t link_group = -1;  // vendor link domain (HCCS ring, MetaX zone); -1 unknown
+  uint32_t cores = 0;       // addressable cores (NeuronCores)
+  // What its sharing tenants hold (none while allocated whole).
+  uint32_t tenants = 0;
+  uint64_t memory_used_mib = 0;
+  uint32_t compute_used_pct = 0;
+  std::string qos;                 // of its first tenant asking less than 100 % compute; "" none
+  std::vector<bool> cores_used;    // per core, when cores > 0
+  std::string mig_mode;            // "", "static" or "dynamic"
+  std::vector<MigSlot> mig;        // its MIG instances
 };
 
 struct NodeView {
@@ -91,6 +111,8 @@ struct PendingJob {
   NumaPolicy numa_policy = NumaPolicy::kNone;
   NetworkMode network_mode = NetworkMode::kNone;
   uint32_t network_tier = 1;
+  std::vector<std::string> gpu_uuid_allow;  // empty: any device
+  std::vector<std::string> gpu_uuid_deny;
   std::vector<GroupRule> groups;         // empty: one group, all tasks required
   std::vector<PendingTask> tasks;        // the tasks still to place
   int64_t waiting_ms = 0;                // since it was submitted or last requeued
@@ -113,6 +135,7 @@ struct RunningTask {
   std::string node;
   uint32_t gpus = 0;
   std::string gpu_model;  // the model of the GPUs it holds ("" when none)
+  uint64_t gpu_memory_mib = 0;  // device memory it holds: shares' sizes, or whole devices' memory
   uint64_t cpu_milli = 0;
   uint64_t memory_mib = 0;
   int64_t bind_order = 0;   // larger: placed more recently (evicted first among equals)

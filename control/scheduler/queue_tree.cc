@@ -5,7 +5,7 @@
 namespace gpool::scheduler {
 
 QueueTree::QueueTree(const std::vector<topology::QueueView>& queues, const std::vector<std::string>& models) {
-  for (const char* base : {"gpu", "cpu", "memory"}) Intern(base);
+  for (const char* base : {"gpu", "cpu", "memory", "gpu_memory"}) Intern(base);
   for (const auto& model : models) {
     if (!model.empty()) Intern("gpu/" + model);
   }
@@ -67,6 +67,10 @@ QueueTree::QueueTree(const std::vector<topology::QueueView>& queues, const std::
   }
   for (size_t i = 1; i < queues_.size(); ++i) queues_[static_cast<size_t>(queues_[i].parent)].leaf = false;
   totals_.assign(resources, 0);
+  capped_.assign(resources, false);
+  for (const auto& queue : queues_) {
+    for (size_t r = 0; r < resources; ++r) capped_[r] = capped_[r] || queue.capability[r] != kUnlimited;
+  }
 }
 
 size_t QueueTree::Intern(const std::string& name) {
@@ -110,11 +114,15 @@ std::optional<size_t> QueueTree::ModelIndex(const std::string& model) const {
   return it->second;
 }
 
-Amounts QueueTree::Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model) const {
+bool QueueTree::Capped(size_t resource) const { return resource < capped_.size() && capped_[resource]; }
+
+Amounts QueueTree::Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model,
+                          uint64_t gpu_memory_mib) const {
   Amounts demand(resource_names_.size(), 0);
   demand[kGpu] = gpus;
   demand[kCpu] = cpu_milli;
   demand[kMemory] = memory_mib;
+  demand[kGpuMemory] = gpu_memory_mib;
   if (gpus > 0) {
     if (auto index = ModelIndex(model)) demand[*index] = gpus;
   }

@@ -22,11 +22,15 @@ namespace gpool::scheduler {
 
 inline constexpr uint64_t kUnlimited = std::numeric_limits<uint64_t>::max();
 
-// Amounts indexed by interned resource: 0 gpu, 1 cpu, 2 memory, then one per GPU model.
+// Amounts indexed by interned resource: 0 gpu, 1 cpu, 2 memory, 3 gpu_memory,
+// then one per GPU model. "gpu" counts devices a task uses, whole or shared.
 using Amounts = std::vector<uint64_t>;
 inline constexpr size_t kGpu = 0;
 inline constexpr size_t kCpu = 1;
 inline constexpr size_t kMemory = 2;
+// Device memory in MiB: n shares of m MiB count n x m, whole GPUs their
+// devices' memory; so memory-sized shares can be bounded like whole GPUs.
+inline constexpr size_t kGpuMemory = 3;
 
 struct QueueNode {
   std::string name;
@@ -57,7 +61,10 @@ class QueueTree {
   size_t size() const { return queues_.size(); }
 
   // Demand of a task placed on GPUs of `model`.
-  Amounts Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model) const;
+  Amounts Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model,
+                 uint64_t gpu_memory_mib = 0) const;
+  // Some queue caps the resource (so per-node checks of it are worth making).
+  bool Capped(size_t resource) const;
   // The first queue from `leaf` up that `demand` would take past its
   // capability, with the resource; nullopt when it fits everywhere.
   struct Overrun {
@@ -91,6 +98,7 @@ class QueueTree {
   std::vector<QueueNode> queues_;
   std::map<std::string, int> by_name_;
   Amounts totals_;
+  std::vector<bool> capped_;  // by resource: some queue's capability names it
   mutable std::vector<std::vector<int>> paths_;
   uint64_t version_ = 0;  // by queue index; empty until asked
 };

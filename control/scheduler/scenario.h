@@ -65,6 +65,27 @@ struct JobBuilder {
     for (auto& task : job.tasks) task.resources.gpu_model = model;
     return *this;
   }
+  // Each task takes a share of its GPUs instead of whole devices.
+  JobBuilder& Share(uint64_t memory_mib, uint32_t compute_pct = 0, std::string qos = "", uint32_t memory_pct = 0) {
+    for (auto& task : job.tasks) {
+      task.resources.gpu_memory_mib = memory_mib;
+      task.resources.gpu_memory_pct = memory_pct;
+      task.resources.gpu_compute_pct = compute_pct;
+      task.resources.sharing_qos = qos;
+    }
+    return *this;
+  }
+  JobBuilder& Mig(std::string profile, uint64_t memory_mib = 0) {
+    for (auto& task : job.tasks) {
+      task.resources.mig_profile = profile;
+      task.resources.gpu_memory_mib = memory_mib;
+    }
+    return *this;
+  }
+  JobBuilder& Numa(topology::NumaPolicy policy) {
+    job.numa_policy = policy;
+    return *this;
+  }
   JobBuilder& Waited(int64_t ms) {
     job.waiting_ms = ms;
     return *this;

@@ -31,6 +31,8 @@ struct Placement {
   std::vector<uint32_t> gpu_indices;
   uint64_t cpu_milli = 0;
   uint64_t memory_mib = 0;
+  DeviceGrant grant;            // shares, MIG instance; empty for whole GPUs
+  uint64_t gpu_memory_mib = 0;  // device memory it holds in all (quota "gpu_memory")
 };
 
 // A task to stop. Its resources go to `for_job` (which keeps its claim on

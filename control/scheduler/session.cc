@@ -1,5 +1,6 @@
 #include "control/scheduler/session.h"
 
+#include "control/scheduler/device_pick.h"
 #include "control/scheduler/gpu_picker.h"
 
 #include <algorithm>
@@ -23,7 +24,14 @@ std::string_view RejectText(Reject reject) {
     case Reject::kExclusiveBusy: return "exclusive node in use";
     case Reject::kExclusiveWhole: return "exclusive pool takes whole nodes only";
     case Reject::kGpus: return "insufficient GPUs";
+    case Reject::kGpuUuid: return "GPUs excluded by the job's UUID lists";
+    case Reject::kShareRoom: return "no GPU with room for the share";
+    case Reject::kShareQos: return "GPUs shared under another QoS";
+    case Reject::kShareMode: return "no GPU free to share";
+    case Reject::kMigFit: return "no MIG instance of the profile fits";
+    case Reject::kMigUnsupported: return "no MIG-capable GPU";
     case Reject::kModelCapability: return "queue at capability for the node's GPU model";
+    case Reject::kGpuMemoryCapability: return "queue at capability for gpu_memory";
     case Reject::kCpu: return "insufficient CPU";
     case Reject::kCpuKeptForGpus: return "CPU kept for the node's free GPUs";
     case Reject::kMemory: return "insufficient memory";
@@ -69,6 +77,33 @@ bool Tolerates(const std::vector<std::string>& tolerations, const std::string& k
 
 uint64_t Permille(uint64_t used, uint64_t total) { return total == 0 ? 1000 : used * 1000 / total; }
 
+bool Listed(const std::vector<std::string>& list, const std::string& uuid) {
+  return std::find(list.begin(), list.end(), uuid) != list.end();
+}
+
+bool UuidAllowed(const topology::PendingJob& job, const std::string& uuid) {
+  if (!job.gpu_uuid_allow.empty() && !Listed(job.gpu_uuid_allow, uuid)) return false;
+  return !Listed(job.gpu_uuid_deny, uuid);
+}
+
+// A device some sharing tenant, MIG layout or core holds: its load must be tracked.
+bool HasSharingState(const topology::GpuSlot& gpu) {
+  return gpu.tenants > 0 || !gpu.mig_mode.empty() || gpu.cores > 0;
+}
+
+Reject RejectOf(topology::Misfit misfit) {
+  switch (misfit) {
+    case topology::Misfit::kMemory:
+    case topology::Misfit::kCompute:
+    case topology::Misfit::kTenants:
+    case topology::Misfit::kUnknownMemory: return Reject::kShareRoom;
+    case topology::Misfit::kQos: return Reject::kShareQos;
+    case topology::Misfit::kProfile: return Reject::kMigFit;
+    case topology::Misfit::kNoMigTable: return Reject::kMigUnsupported;
+    default: return Reject::kShareMode;
+  }
+}
+
 }  // namespace
 
 Session::Session(const topology::ClusterView& view, const SchedulerConfig& config)
@@ -85,9 +120,13 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     node.memory_free = node_view.memory_mib_free;
     node.gpu_free.reserve(node_view.gpus.size());
     for (const auto& gpu : node_view.gpus) {
-      node.gpu_free.push_back(gpu.healthy && !gpu.allocated);
-      if (gpu.healthy) ++node.usable_gpus;
-      if (gpu.healthy && !gpu.allocated) ++node.free_gpus;
+      const bool free = gpu.healthy && !gpu.allocated &&
+                        (!HasSharingState(gpu) || topology::WholeFree(gpu, topology::DeviceLoad::Of(gpu)));
+      node.gpu_free.push_back(free);
+      // Static MIG devices never run whole-GPU work.
+      if (gpu.healthy && gpu.mig_mode != "static") ++node.usable_gpus;
+      if (gpu.healthy) ++node.healthy_gpus;
+      if (free) ++node.free_gpus;
     }
     if (!node_view.gpus.empty()) node.gpu_model = node_view.gpus.front().model;
     node.model_index = queues_.ModelIndex(node.gpu_model);
@@ -118,7 +157,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     auto it = node_index.find(task.node);
     work.node = it == node_index.end() ? -1 : static_cast<int>(it->second);
     work.evicted = task.stopping;
-    work.charge = queues_.Demand(task.gpus, task.cpu_milli, task.memory_mib, task.gpu_model);
+    work.charge = queues_.Demand(task.gpus, task.cpu_milli, task.memory_mib, task.gpu_model, task.gpu_memory_mib);
     queues_.Charge(work.queue, work.charge);
     if (work.node >= 0) {
       nodes_[static_cast<size_t>(work.node)].running.push_back(running_.size());
@@ -130,6 +169,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
 
   jobs_.reserve(view.pending.size());
   for (const auto& job_view : view.pending) {
+    uuid_lists_ = uuid_lists_ || !job_view.gpu_uuid_allow.empty() || !job_view.gpu_uuid_deny.empty();
     WorkJob job;
     job.view = &job_view;
     job.queue = queues_.Resolve(job_view.queue);
@@ -193,7 +233,7 @@ std::optional<Reject> Session::CheckStatic(const WorkJob& job, const PendingTask
     if (matching < task.resources.gpus) return Reject::kGpuModel;
   }
   if (node.pool == 2 && task.resources.gpus != node.usable_gpus) return Reject::kExclusiveWhole;
-  if (task.resources.gpus > node.usable_gpus) return Reject::kGpus;
+  if (task.resources.gpus > (task.resources.Whole() ? node.usable_gpus : node.healthy_gpus)) return Reject::kGpus;
   if (task.resources.cpu_milli > node.view->cpu_milli_total) return Reject::kCpu;
   if (task.resources.memory_mib > node.view->memory_mib_total) return Reject::kMemory;
   return std::nullopt;
@@ -207,17 +247,16 @@ std::optional<Reject> Session::Check(const WorkJob& job, const PendingTask& task
   if (node.reserved_for != 0 && node.reserved_for != id && !ignore_reservations) return Reject::kReserved;
   const Resources& need = task.resources;
   if (node.pool == 2 && !node.Idle()) return Reject::kExclusiveBusy;
-  if (node.free_gpus < need.gpus) return Reject::kGpus;
-  if (!need.gpu_model.empty() && need.gpus > 0) {
-    uint32_t free_matching = 0;
-    for (size_t g = 0; g < node.gpu_free.size(); ++g) {
-      free_matching += node.gpu_free[g] && node.view->gpus[g].model == need.gpu_model;
+  uint64_t gpu_memory = 0;
+  if (auto reject = CheckDevices(job, task, node, &gpu_memory)) return reject;
+  if (need.gpus > 0 && queues_.Capped(kGpuMemory)) {
+    for (int at = job.queue; at >= 0; at = queues_.queue(at).parent) {
+      const QueueNode& queue = queues_.queue(at);
+      if (queue.capability[kGpuMemory] != kUnlimited &&
+          queue.used[kGpuMemory] + gpu_memory > queue.capability[kGpuMemory]) {
+        return Reject::kGpuMemoryCapability;
+      }
     }
-    if (free_matching < need.gpus) return Reject::kGpus;
-  }
-  if (need.gpus > 0 && job.view->numa_policy == topology::NumaPolicy::kSingleNumaNode &&
-      !PickGpus(*node.view, node.gpu_free, GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy})) {
-    return Reject::kNuma;
   }
   if (need.gpus > 0) {
     // No allocation per node: the demand has this one resource only.
@@ -246,6 +285,69 @@ std::optional<Reject> Session::Check(const WorkJob& job, const PendingTask& task
   return std::nullopt;
 }
 
+std::vector<bool> Session::DeviceMask(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  const Resources& need = task.resources;
+  const bool whole = need.Whole();
+  std::vector<bool> mask(node.gpu_free.size(), false);
+  for (size_t g = 0; g < mask.size(); ++g) {
+    const auto& gpu = node.view->gpus[g];
+    mask[g] = (whole ? node.gpu_free[g] : gpu.healthy) && (need.gpu_model.empty() || gpu.model == need.gpu_model) &&
+              UuidAllowed(*job.view, gpu.uuid);
+  }
+  return mask;
+}
+
+const std::vector<topology::DeviceLoad>& Session::Loads(const WorkNode& node) const {
+  if (!node.loads.empty()) return node.loads;
+  scratch_loads_.clear();
+  for (const auto& gpu : node.view->gpus) scratch_loads_.push_back(topology::DeviceLoad::Of(gpu));
+  return scratch_loads_;
+}
+
+// GPU checks: enough free devices (of the model, allowed by the job's UUID
+// lists, on one NUMA node when it must be) for whole GPUs, or devices with
+// room for the shares or MIG instance. Sets *gpu_memory to the device memory
+// the task would hold here.
+std::optional<Reject> Session::CheckDevices(const WorkJob& job, const PendingTask& task, const WorkNode& node,
+                                            uint64_t* gpu_memory) const {
+  const Resources& need = task.resources;
+  if (need.gpus == 0) return std::nullopt;
+  if (!need.Whole()) {
+    const auto mask = DeviceMask(job, task, node);
+    const DevicePick pick = PickShared(*node.view, Loads(node), mask, need, job.view->numa_policy);
+    if (!pick.Ok()) return pick.misfit == topology::Misfit::kNone ? Reject::kNuma : RejectOf(pick.misfit);
+    *gpu_memory = pick.grant.gpu_memory_mib * need.gpus;
+    return std::nullopt;
+  }
+  if (node.free_gpus < need.gpus) return Reject::kGpus;
+  const bool filtered = !need.gpu_model.empty() || uuid_lists_;
+  std::vector<bool> mask;
+  if (filtered) {
+    mask = DeviceMask(job, task, node);
+    if (static_cast<uint32_t>(std::count(mask.begin(), mask.end(), true)) < need.gpus) {
+      uint32_t of_model = 0;
+      for (size_t g = 0; g < mask.size(); ++g) {
+        of_model += node.gpu_free[g] && (need.gpu_model.empty() || node.view->gpus[g].model == need.gpu_model);
+      }
+      return of_model >= need.gpus ? Reject::kGpuUuid : Reject::kGpus;
+    }
+  }
+  const std::vector<bool>& free = filtered ? mask : node.gpu_free;
+  if (job.view->numa_policy == topology::NumaPolicy::kSingleNumaNode &&
+      !PickGpus(*node.view, free, GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy})) {
+    return Reject::kNuma;
+  }
+  if (queues_.Capped(kGpuMemory)) {
+    for (size_t g = 0; g < free.size(); ++g) {
+      if (free[g]) {
+        *gpu_memory = node.view->gpus[g].memory_mib * need.gpus;
+        break;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 int64_t Session::Score(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
   const auto& order = config_.node_order;
   const Resources& need = task.resources;
@@ -267,9 +369,17 @@ int64_t Session::Score(const WorkJob& job, const PendingTask& task, const WorkNo
 std::string Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool ignore_reservations) const {
   const topology::PendingJob& spec = *job.view;
   std::string key = spec.pool;
-  key += '|' + std::to_string(task.resources.gpus) + '|' + std::to_string(task.resources.cpu_milli) + '|' +
-         std::to_string(task.resources.memory_mib) + '|' + task.resources.gpu_model + '|' +
-         std::to_string(job.queue) + (ignore_reservations ? "|i" : "|-");
+  const Resources& need = task.resources;
+  key += '|' + std::to_string(need.gpus) + '|' + std::to_string(need.cpu_milli) + '|' +
+         std::to_string(need.memory_mib) + '|' + need.gpu_model + '|' + std::to_string(job.queue) +
+         (ignore_reservations ? "|i" : "|-");
+  if (!need.Whole()) {
+    key += "|s" + std::to_string(need.gpu_memory_mib) + '/' + std::to_string(need.gpu_memory_pct) + '/' +
+           std::to_string(need.gpu_compute_pct) + '/' + need.sharing_qos + '/' + need.mig_profile + '/' +
+           std::to_string(static_cast<int>(spec.numa_policy));
+  }
+  for (const auto& uuid : spec.gpu_uuid_allow) key += "|+" + uuid;
+  for (const auto& uuid : spec.gpu_uuid_deny) key += "|-" + uuid;
   for (const auto& [k, v] : spec.node_selector) key += '|' + k + '=' + v;
   key += '#';
   for (const auto& t : spec.tolerations) key += '|' + t;
@@ -331,7 +441,8 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
     short_nodes = &entry.second;
   }
   const int pool = job.pool;
-  const uint32_t need = task.resources.gpus;
+  // Shares and MIG instances fit on nodes without a whole free GPU too.
+  const uint32_t need = task.resources.Whole() ? task.resources.gpus : 0;
   std::optional<size_t> best;
   int64_t best_score = 0;
   uint32_t found = 0;
@@ -370,20 +481,36 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
   const Resources& need = task.resources;
   const bool indexed = node.view->ready && !node.view->cordoned;
   if (indexed) BucketRemove(node_index);
-  Placement placement{job.view->id, task.index, node.view->name, {}, need.cpu_milli, need.memory_mib};
+  Placement placement{job.view->id, task.index, node.view->name, {}, need.cpu_milli, need.memory_mib, {}, 0};
   std::string model;
-  auto picked = PickGpus(*node.view, node.gpu_free, GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy});
-  for (size_t g : picked.value_or(std::vector<size_t>{})) {
-    const auto& gpu = node.view->gpus[g];
-    node.gpu_free[g] = false;
-    placement.gpu_indices.push_back(gpu.index);
-    model = gpu.model;
+  if (need.Whole()) {
+    const bool filtered = !need.gpu_model.empty() || uuid_lists_;
+    const std::vector<bool> free = filtered ? DeviceMask(job, task, node) : node.gpu_free;
+    auto picked = PickGpus(*node.view, free, GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy});
+    for (size_t g : picked.value_or(std::vector<size_t>{})) {
+      const auto& gpu = node.view->gpus[g];
+      node.gpu_free[g] = false;
+      --node.free_gpus;
+      placement.gpu_indices.push_back(gpu.index);
+      placement.gpu_memory_mib += gpu.memory_mib;
+      model = gpu.model;
+    }
+  } else if (need.gpus > 0) {
+    const DevicePick pick = PickShared(*node.view, Loads(node), DeviceMask(job, task, node), need,
+                                       job.view->numa_policy);
+    placement.grant = pick.grant;
+    for (size_t g : pick.slots) {
+      placement.gpu_indices.push_back(node.view->gpus[g].index);
+      placement.gpu_memory_mib += pick.grant.gpu_memory_mib;
+      model = node.view->gpus[g].model;
+    }
+    MarkDevices(node, placement, true);
   }
-  node.free_gpus -= need.gpus;
   node.cpu_free -= need.cpu_milli;
   node.memory_free -= need.memory_mib;
   if (indexed) BucketInsert(node_index);
-  queues_.Charge(job.queue, queues_.Demand(need.gpus, need.cpu_milli, need.memory_mib, model));
+  queues_.Charge(job.queue, queues_.Demand(static_cast<uint32_t>(placement.gpu_indices.size()), need.cpu_milli,
+                                           need.memory_mib, model, placement.gpu_memory_mib));
   const uint32_t group = job.view->groups.empty() ? 0 : task.group;
   if (group < job.active.size()) ++job.active[group];
   return placement;
@@ -394,23 +521,67 @@ void Session::Unplace(WorkJob& job, const PendingTask& task, size_t node_index, 
   const bool indexed = node.view->ready && !node.view->cordoned;
   if (indexed) BucketRemove(node_index);
   std::string model;
-  for (uint32_t index : placement.gpu_indices) {
-    for (size_t g = 0; g < node.view->gpus.size(); ++g) {
-      if (node.view->gpus[g].index == index) {
-        node.gpu_free[g] = true;
-        model = node.view->gpus[g].model;
+  if (placement.grant.Empty()) {
+    for (uint32_t index : placement.gpu_indices) {
+      for (size_t g = 0; g < node.view->gpus.size(); ++g) {
+        if (node.view->gpus[g].index == index) {
+          node.gpu_free[g] = true;
+          ++node.free_gpus;
+          model = node.view->gpus[g].model;
+        }
       }
     }
+  } else {
+    for (uint32_t index : placement.gpu_indices) {
+      for (const auto& gpu : node.view->gpus) {
+        if (gpu.index == index) model = gpu.model;
+      }
+    }
+    MarkDevices(node, placement, false);
   }
-  node.free_gpus += static_cast<uint32_t>(placement.gpu_indices.size());
   node.cpu_free += placement.cpu_milli;
   node.memory_free += placement.memory_mib;
   if (indexed) BucketInsert(node_index);
   queues_.Refund(job.queue, queues_.Demand(static_cast<uint32_t>(placement.gpu_indices.size()), placement.cpu_milli,
-                                           placement.memory_mib, model));
+                                           placement.memory_mib, model, placement.gpu_memory_mib));
   const uint32_t group = job.view->groups.empty() ? 0 : task.group;
   if (group < job.active.size() && job.active[group] > 0) --job.active[group];
   NewGeneration();
+}
+
+// Adds (or takes back) a placement's shares or MIG instance to the node's
+// device loads, and keeps the node's whole-free GPUs in step.
+void Session::MarkDevices(WorkNode& node, const Placement& placement, bool add) {
+  if (node.loads.empty()) node.loads = Loads(node);
+  for (uint32_t index : placement.gpu_indices) {
+    for (size_t g = 0; g < node.view->gpus.size(); ++g) {
+      const auto& gpu = node.view->gpus[g];
+      if (gpu.index != index) continue;
+      auto& load = node.loads[g];
+      const auto& grant = placement.grant;
+      if (!grant.mig_profile.empty()) {
+        const topology::MigSlot instance{grant.mig_profile, grant.mig_start, true};
+        if (add) {
+          topology::AddMig(load, instance);
+        } else {
+          topology::RemoveMig(load, instance, gpu.mig_mode == "dynamic");
+        }
+      } else if (add) {
+        topology::AddShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct, grant.sharing_qos);
+      } else {
+        topology::RemoveShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct);
+      }
+      const bool free = topology::WholeFree(gpu, load);
+      if (free != node.gpu_free[g]) {
+        node.gpu_free[g] = free;
+        if (free) {
+          ++node.free_gpus;
+        } else {
+          --node.free_gpus;
+        }
+      }
+    }
+  }
 }
 
 bool Session::PlaceAll(WorkJob& job, const std::vector<const PendingTask*>& tasks, bool ignore_reservations) {

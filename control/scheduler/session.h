@@ -21,13 +21,15 @@
 #include "control/scheduler/queue_tree.h"
 #include "control/scheduler/scheduler.h"
 #include "topology/cluster_view.h"
+#include "topology/device_share.h"
 
 namespace gpool::scheduler {
 
 struct WorkNode {
   const topology::NodeView* view = nullptr;
   int pool = 0;
-  uint32_t usable_gpus = 0;
+  uint32_t usable_gpus = 0;   // healthy GPUs that can run whole-GPU work
+  uint32_t healthy_gpus = 0;  // healthy GPUs (shares and MIG instances may use static-MIG ones)
   uint32_t free_gpus = 0;
   uint64_t cpu_free = 0;
   uint64_t memory_free = 0;
@@ -37,6 +39,9 @@ struct WorkNode {
   uint64_t claimed_for = 0;    // a preemptor whose victims drain here; nobody else places here
   uint64_t reserved_for = 0;   // a starving large job; others only once past the starvation bound
   std::vector<size_t> running; // indices into Session::running
+  // Per GPU, what sharing tenants hold; empty until a share or MIG instance
+  // is placed here this cycle (until then the view's figures hold).
+  std::vector<topology::DeviceLoad> loads;
   bool Idle() const {
     return free_gpus == usable_gpus && cpu_free == view->cpu_milli_total && memory_free == view->memory_mib_total;
   }
@@ -91,7 +96,14 @@ enum class Reject : uint8_t {
   kExclusiveBusy,
   kExclusiveWhole,
   kGpus,
+  kGpuUuid,
+  kShareRoom,
+  kShareQos,
+  kShareMode,
+  kMigFit,
+  kMigUnsupported,
   kModelCapability,
+  kGpuMemoryCapability,
   kCpu,
   kCpuKeptForGpus,
   kMemory,
@@ -120,6 +132,11 @@ class Session {
   std::optional<Reject> CheckStatic(const WorkJob& job, const topology::PendingTask& task,
                                     const WorkNode& node) const;
   int64_t Score(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  // Devices the task may take on `node`: whole-free ones (whole requests) or
+  // healthy ones (shares, MIG), of its model and allowed by its UUID lists.
+  std::vector<bool> DeviceMask(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  // What the node's GPUs hold from sharing tenants right now.
+  const std::vector<topology::DeviceLoad>& Loads(const WorkNode& node) const;
 
   // The best node for the task, or nullopt with the task's reasons appended
   // to `reasons`. With `allowed` (parallel to nodes()), only those nodes are
@@ -155,6 +172,9 @@ class Session {
   uint32_t largest_gpus() const { return largest_gpus_; }
 
  private:
+  std::optional<Reject> CheckDevices(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node,
+                                     uint64_t* gpu_memory) const;
+  void MarkDevices(WorkNode& node, const Placement& placement, bool add);
   void BucketRemove(size_t node);
   void BucketInsert(size_t node);
   std::string ShapeKey(const WorkJob& job, const topology::PendingTask& task, bool ignore_reservations) const;
@@ -182,6 +202,8 @@ class Session {
   // small for it. Free capacity only shrinks within a generation, so they
   // stay too small and later searches for the shape skip them.
   std::unordered_map<std::string, std::pair<uint64_t, std::vector<bool>>> short_nodes_;
+  mutable std::vector<topology::DeviceLoad> scratch_loads_;  // Loads() of a node nothing was shared on yet
+  bool uuid_lists_ = false;  // some job restricts devices by UUID
 };
 
 }  // namespace gpool::scheduler

@@ -13,7 +13,9 @@ constexpr int64_t kClaimLapseMs = 60'000;
 
 bool Occupies(TaskState s) { return s == TaskState::kBound || s == TaskState::kRunning; }
 
-topology::NodeView ToNodeView(const std::string& name, const NodeRecord& node) {
+}  // namespace
+
+topology::NodeView ClusterState::ToNodeView(const std::string& name, const NodeRecord& node) const {
   topology::NodeView view;
   view.name = name;
   view.ready = node.state == NodeState::kReady;
@@ -26,12 +28,11 @@ topology::NodeView ToNodeView(const std::string& name, const NodeRecord& node) {
   for (const auto& [key, value] : node.admin_labels) view.labels[key] = value;
   view.taints = node.taints;
   view.pool = node.pool;
-  for (const auto& gpu : node.spec.gpus) {
-    view.gpus.push_back(topology::GpuSlot{gpu.index, gpu.model, gpu.memory_mib, gpu.healthy,
-                                          node.gpu_owner.count(gpu.index) > 0, gpu.numa, gpu.nvlink_peers});
-  }
+  for (const auto& gpu : node.spec.gpus) view.gpus.push_back(GpuSlotOf(node, gpu));
   return view;
 }
+
+namespace {
 
 // Per task group: replicas that count toward its gang minimum right now.
 std::vector<uint32_t> ActivePerGroup(const JobRecord& job) {
@@ -78,7 +79,11 @@ topology::ClusterView ClusterState::BuildView(int64_t now_ms) const {
     if (const NodeRecord* node = FindNode(task->node); node != nullptr && !task->gpu_indices.empty()) {
       for (const auto& gpu : node->spec.gpus) {
         if (gpu.index == task->gpu_indices.front()) running.gpu_model = gpu.model;
+        const bool held = std::find(task->gpu_indices.begin(), task->gpu_indices.end(), gpu.index) !=
+                          task->gpu_indices.end();
+        if (held && task->grant.Empty()) running.gpu_memory_mib += gpu.memory_mib;
       }
+      if (!task->grant.Empty()) running.gpu_memory_mib = task->grant.gpu_memory_mib * task->gpu_indices.size();
     }
     running.cpu_milli = task->cpu_milli;
     running.memory_mib = task->memory_mib;
@@ -108,6 +113,8 @@ topology::ClusterView ClusterState::BuildView(int64_t now_ms) const {
     pj.numa_policy = topology::NumaPolicyFromName(job.spec.numa_policy);
     pj.network_mode = topology::NetworkModeFromName(job.spec.network_mode);
     pj.network_tier = job.spec.network_tier;
+    pj.gpu_uuid_allow = job.spec.gpu_uuid_allow;
+    pj.gpu_uuid_deny = job.spec.gpu_uuid_deny;
     const auto group_active = ActivePerGroup(job);
     for (size_t g = 0; g < job.spec.tasks.size(); ++g) {
       pj.groups.push_back(

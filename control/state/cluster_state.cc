@@ -57,7 +57,7 @@ std::vector<std::string> ClusterState::GpuUuids(const TaskRecord& task) const {
   if (node == nullptr) return uuids;
   for (uint32_t index : task.gpu_indices) {
     for (const auto& gpu : node->spec.gpus) {
-      if (gpu.index == index) uuids.push_back(gpu.uuid);
+      if (gpu.index == index) uuids.push_back(DeviceUuid(gpu, task.grant));
     }
   }
   return uuids;
@@ -234,7 +234,8 @@ ApplyResult ClusterState::ApplyCancelJob(int64_t now, const CancelJobCmd& cmd) {
 
 Status ClusterState::CheckBind(const JobRecord& job, const PlanBind& bind,
                                const std::set<std::pair<std::string, uint32_t>>& taken,
-                               std::map<std::string, std::pair<uint64_t, uint64_t>>& extra) const {
+                               std::map<std::string, std::pair<uint64_t, uint64_t>>& extra,
+                               PlanLoads& loads) const {
   if (bind.task_index >= job.tasks.size()) return Status::InvalidArgument("task index out of range");
   const TaskRecord& task = job.tasks[bind.task_index];
   if (task.state != TaskState::kPending) return Status::FailedPrecondition("task is no longer pending");
@@ -252,7 +253,11 @@ Status ClusterState::CheckBind(const JobRecord& job, const PlanBind& bind,
     if (node->gpu_owner.count(gpu) || taken.count({bind.node, gpu})) {
       return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " on " + bind.node + " is taken");
     }
+    if (need.Whole() && (node->gpu_tenants.count(gpu) || spec_gpu->mig_mode == "static")) {
+      return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " on " + bind.node + " is shared");
+    }
   }
+  GPOOL_RETURN_IF_ERROR(CheckGrant(need, bind, *node, loads));
   auto& [cpu, mem] = extra[bind.node];
   if (node->cpu_milli_used + cpu + bind.cpu_milli > node->spec.cpu_milli) return Status::FailedPrecondition("CPU");
   if (node->memory_mib_used + mem + bind.memory_mib > node->spec.memory_mib) return Status::FailedPrecondition("memory");
@@ -269,6 +274,7 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
   for (const auto& bind : cmd.binds) by_job[bind.job_id].push_back(&bind);
 
   std::set<std::pair<std::string, uint32_t>> taken;
+  PlanLoads plan_loads;
   for (const auto& [job_id, binds] : by_job) {
     JobRecord* job = MutableJob(job_id);
     bool ok = job != nullptr && !IsTerminal(job->state) && !job->cancel_requested && job->failure.empty();
@@ -279,17 +285,21 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
     }
     std::set<std::pair<std::string, uint32_t>> job_taken;
     std::map<std::string, std::pair<uint64_t, uint64_t>> extra;
+    PlanLoads job_loads = plan_loads;
     for (size_t i = 0; ok && i < binds.size(); ++i) {
       auto merged = taken;
       merged.insert(job_taken.begin(), job_taken.end());
-      ok = CheckBind(*job, *binds[i], merged, extra).ok();
-      for (uint32_t gpu : binds[i]->gpu_indices) job_taken.insert({binds[i]->node, gpu});
+      ok = CheckBind(*job, *binds[i], merged, extra, job_loads).ok();
+      if (binds[i]->grant.Empty()) {
+        for (uint32_t gpu : binds[i]->gpu_indices) job_taken.insert({binds[i]->node, gpu});
+      }
     }
     if (!ok) {
       ++result.jobs_rejected;
       continue;
     }
     taken.insert(job_taken.begin(), job_taken.end());
+    plan_loads = std::move(job_loads);
     for (const auto* bind : binds) {
       TaskRecord& task = job->tasks[bind->task_index];
       NodeRecord& node = nodes_[bind->node];
@@ -298,9 +308,10 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
       task.gpu_indices = bind->gpu_indices;
       task.cpu_milli = bind->cpu_milli;
       task.memory_mib = bind->memory_mib;
+      task.grant = bind->grant;
       task.bind_ms = now;
       task.message.clear();
-      for (uint32_t gpu : bind->gpu_indices) node.gpu_owner[gpu] = task.id;
+      HoldDevices(node, task);
       node.cpu_milli_used += bind->cpu_milli;
       node.memory_mib_used += bind->memory_mib;
       node.tasks.insert(task.id);
@@ -430,10 +441,7 @@ void ClusterState::ReleaseResources(TaskRecord& task) {
   auto it = nodes_.find(task.node);
   if (it != nodes_.end()) {
     NodeRecord& node = it->second;
-    for (uint32_t gpu : task.gpu_indices) {
-      auto owner = node.gpu_owner.find(gpu);
-      if (owner != node.gpu_owner.end() && owner->second == task.id) node.gpu_owner.erase(owner);
-    }
+    ReleaseDevices(node, task);
     node.cpu_milli_used -= std::min(node.cpu_milli_used, task.cpu_milli);
     node.memory_mib_used -= std::min(node.memory_mib_used, task.memory_mib);
     node.tasks.erase(task.id);

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "control/state/commands.h"
+#include "topology/device_share.h"
 #include "control/state/records.h"
 #include "topology/cluster_view.h"
 
@@ -82,8 +83,17 @@ class ClusterState {
   bool RequeueIfEvicted(JobRecord& job, TaskRecord& task, int64_t now);
   void FinishUnneededReplicas(JobRecord& job, int64_t now);
 
+  // Device loads a plan's earlier binds add, per (node, GPU index).
+  using PlanLoads = std::map<std::pair<std::string, uint32_t>, topology::DeviceLoad>;
   Status CheckBind(const JobRecord& job, const PlanBind& bind, const std::set<std::pair<std::string, uint32_t>>& taken,
-                   std::map<std::string, std::pair<uint64_t, uint64_t>>& extra) const;
+                   std::map<std::string, std::pair<uint64_t, uint64_t>>& extra, PlanLoads& loads) const;
+  Status CheckGrant(const Resources& need, const PlanBind& bind, const NodeRecord& node, PlanLoads& loads) const;
+  // A GPU as the scheduler sees it: its spec, who holds it whole, and what
+  // its sharing tenants (shares, MIG instances, cores) hold.
+  topology::GpuSlot GpuSlotOf(const NodeRecord& node, const GpuInfo& gpu) const;
+  topology::NodeView ToNodeView(const std::string& name, const NodeRecord& node) const;
+  void HoldDevices(NodeRecord& node, const TaskRecord& task);
+  void ReleaseDevices(NodeRecord& node, const TaskRecord& task);
   void FinishTask(JobRecord& job, TaskRecord& task, TaskState state, int64_t now);
   void ReleaseResources(TaskRecord& task);
   void UpdateJobState(JobRecord& job, int64_t now);

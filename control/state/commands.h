@@ -63,6 +63,7 @@ struct PlanBind {
   std::vector<uint32_t> gpu_indices;
   uint64_t cpu_milli = 0;
   uint64_t memory_mib = 0;
+  DeviceGrant grant;
   template <typename V>
   void Fields(V& v) {
     v.Required("job", job_id);
@@ -71,6 +72,7 @@ struct PlanBind {
     v.Optional("gpus", gpu_indices);
     v.Optional("cpu", cpu_milli);
     v.Optional("mem", memory_mib);
+    v.Optional("grant", grant);
   }
 };
 

@@ -38,6 +38,7 @@ struct TaskRecord {
   uint64_t evicted_for = 0;
   std::vector<uint64_t> evicted_by;  // every job that ever evicted this task; none may again
   std::string message;
+  DeviceGrant grant;  // its share of the GPUs, MIG instance or cores; empty for whole GPUs
 
   template <typename V>
   void Fields(V& v) {
@@ -61,6 +62,7 @@ struct TaskRecord {
     v.Optional("evicted_for", evicted_for);
     v.Optional("evicted_by", evicted_by);
     v.Optional("msg", message);
+    v.Optional("grant", grant);
     state = static_cast<TaskState>(state_wire <= static_cast<uint32_t>(TaskState::kLost) ? state_wire : 0);
   }
 };
@@ -126,8 +128,10 @@ struct NodeRecord {
   std::map<std::string, std::string> taints;
   int64_t registered_ms = 0;
   int64_t last_seen_ms = 0;  // wall time of the last state change committed for it
-  // gpu index -> task holding it; absent means free.
+  // gpu index -> task holding it whole; absent means not held whole.
   std::map<uint32_t, TaskId> gpu_owner;
+  // gpu index -> tasks holding a share, a MIG instance or cores of it.
+  std::map<uint32_t, std::set<TaskId>> gpu_tenants;
   uint64_t cpu_milli_used = 0;
   uint64_t memory_mib_used = 0;
   std::set<TaskId> tasks;  // tasks bound or running here
@@ -142,6 +146,14 @@ struct NodeRecord {
       owners.push_back(task);
     }
     std::vector<TaskId> task_list(tasks.begin(), tasks.end());
+    std::vector<uint32_t> tenant_gpus;
+    std::vector<TaskId> tenants;
+    for (const auto& [gpu, holders] : gpu_tenants) {
+      for (const auto& task : holders) {
+        tenant_gpus.push_back(gpu);
+        tenants.push_back(task);
+      }
+    }
     v.Required("spec", spec);
     v.Required("state", state_wire);
     v.Optional("cordoned", cordoned);
@@ -155,10 +167,14 @@ struct NodeRecord {
     v.Optional("cpu_used", cpu_milli_used);
     v.Optional("mem_used", memory_mib_used);
     v.Optional("tasks", task_list);
+    v.Optional("tenant_gpus", tenant_gpus);
+    v.Optional("tenants", tenants);
     state = state_wire == 1 ? NodeState::kNotReady : NodeState::kReady;
     gpu_owner.clear();
     for (size_t i = 0; i < owned_gpus.size() && i < owners.size(); ++i) gpu_owner[owned_gpus[i]] = owners[i];
     tasks = std::set<TaskId>(task_list.begin(), task_list.end());
+    gpu_tenants.clear();
+    for (size_t i = 0; i < tenant_gpus.size() && i < tenants.size(); ++i) gpu_tenants[tenant_gpus[i]].insert(tenants[i]);
   }
 };
 

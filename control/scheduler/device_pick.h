@@ -1,0 +1,32 @@
+// DevicePick: which devices of a node a task that does not take whole GPUs
+// gets: GPU shares (fractional memory and compute) or a MIG instance.
+//
+// Shares go best fit: onto the devices with the least room left that still
+// hold them, so partly used devices fill up and whole devices stay free for
+// whole-GPU work. A MIG task takes an instance on a device already in MIG
+// mode before switching an idle device to MIG, and the smallest instance
+// that holds it. Both honour the job's NUMA policy. Pure.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "protocol/types.h"
+#include "topology/cluster_view.h"
+#include "topology/device_share.h"
+
+namespace gpool::scheduler {
+
+struct DevicePick {
+  std::vector<size_t> slots;  // positions in node.gpus; empty when nothing fits
+  DeviceGrant grant;
+  topology::Misfit misfit = topology::Misfit::kNone;  // why nothing fits: the most telling device's reason
+  bool Ok() const { return !slots.empty(); }
+};
+
+// `loads` and `allowed` are parallel to node.gpus; `allowed` already
+// excludes unhealthy devices, other models and UUIDs the job may not use.
+DevicePick PickShared(const topology::NodeView& node, const std::vector<topology::DeviceLoad>& loads,
+                      const std::vector<bool>& allowed, const Resources& need, topology::NumaPolicy numa);
+
+}  // namespace gpool::scheduler

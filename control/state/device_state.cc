@@ -1,0 +1,147 @@
+// ClusterState's device sharing: what a node's GPUs hold from tenants (GPU
+// shares, MIG instances, cores), and the re-check of a plan's grants against
+// it before they commit. The rules are topology/device_share.h, the same the
+// scheduler placed by, so a plan built on an older view is refused rather
+// than over-committing a device.
+#include <algorithm>
+
+#include "control/state/cluster_state.h"
+#include "topology/device_share.h"
+#include "topology/mig.h"
+
+namespace gpool::state {
+
+topology::GpuSlot ClusterState::GpuSlotOf(const NodeRecord& node, const GpuInfo& gpu) const {
+  topology::GpuSlot slot{gpu.index, gpu.model, gpu.memory_mib, gpu.healthy, node.gpu_owner.count(gpu.index) > 0,
+                         gpu.numa, gpu.nvlink_peers};
+  slot.vendor = gpu.vendor;
+  slot.uuid = gpu.uuid;
+  slot.link_group = gpu.link_group;
+  slot.cores = gpu.cores;
+  slot.mig_mode = gpu.mig_mode;
+  if (gpu.mig_mode == "static") {
+    for (const auto& instance : gpu.mig_instances) slot.mig.push_back(topology::MigSlot{instance.profile, instance.start, false});
+  }
+  if (gpu.cores > 0) slot.cores_used.assign(gpu.cores, false);
+  auto tenants = node.gpu_tenants.find(gpu.index);
+  if (tenants == node.gpu_tenants.end()) return slot;
+  topology::DeviceLoad load = topology::DeviceLoad::Of(slot);
+  for (const TaskId& id : tenants->second) {
+    const TaskRecord* task = FindTask(id);
+    if (task == nullptr) continue;
+    const DeviceGrant& grant = task->grant;
+    if (!grant.mig_profile.empty()) {
+      topology::AddMig(load, topology::MigSlot{grant.mig_profile, grant.mig_start, true});
+    } else if (grant.shared) {
+      topology::AddShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct, grant.sharing_qos);
+    } else {
+      ++load.tenants;
+    }
+    for (uint32_t core : grant.cores) {
+      const uint32_t first = gpu.index * gpu.cores;
+      if (gpu.cores > 0 && core >= first && core < first + gpu.cores) load.cores_used[core - first] = true;
+    }
+  }
+  slot.tenants = load.tenants;
+  slot.memory_used_mib = load.memory_used_mib;
+  slot.compute_used_pct = load.compute_used_pct;
+  slot.qos = load.qos;
+  slot.mig = load.mig;
+  slot.cores_used = load.cores_used;
+  return slot;
+}
+
+Status ClusterState::CheckGrant(const Resources& need, const PlanBind& bind, const NodeRecord& node,
+                                PlanLoads& loads) const {
+  const DeviceGrant& grant = bind.grant;
+  if (need.Whole()) {
+    if (!grant.Empty()) return Status::InvalidArgument("bind grants a share to a whole-GPU task");
+    for (uint32_t gpu : bind.gpu_indices) {
+      auto it = loads.find({bind.node, gpu});
+      if (it != loads.end() && it->second.tenants > 0) {
+        return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " on " + bind.node + " is shared");
+      }
+    }
+    return Status::Ok();
+  }
+  if (need.Shared() != grant.shared || need.mig_profile.empty() != grant.mig_profile.empty()) {
+    return Status::InvalidArgument("bind's grant does not match the task's request");
+  }
+  if (grant.shared && (grant.gpu_compute_pct != need.gpu_compute_pct ||
+                       grant.sharing_qos != topology::EffectiveQos(need))) {
+    return Status::InvalidArgument("bind's share does not match the task's request");
+  }
+  if (!grant.mig_profile.empty() && need.mig_profile != "auto" && grant.mig_profile != need.mig_profile) {
+    return Status::InvalidArgument("bind's MIG profile is not the requested one");
+  }
+  for (uint32_t index : bind.gpu_indices) {
+    auto spec = std::find_if(node.spec.gpus.begin(), node.spec.gpus.end(),
+                             [index](const GpuInfo& g) { return g.index == index; });
+    if (spec == node.spec.gpus.end() || !spec->healthy) return Status::FailedPrecondition("GPU unusable");
+    const topology::GpuSlot slot = GpuSlotOf(node, *spec);
+    auto [it, fresh] = loads.try_emplace({bind.node, index});
+    if (fresh) it->second = topology::DeviceLoad::Of(slot);
+    topology::DeviceLoad& load = it->second;
+    const std::string where = "GPU " + std::to_string(index) + " on " + bind.node + ": ";
+    if (grant.shared) {
+      if (grant.gpu_memory_mib < topology::ResolveShareMemory(need, spec->memory_mib)) {
+        return Status::InvalidArgument(where + "share smaller than requested");
+      }
+      const auto misfit = topology::CheckShare(slot, load, grant.gpu_memory_mib, grant.gpu_compute_pct, grant.sharing_qos);
+      if (misfit != topology::Misfit::kNone) {
+        return Status::FailedPrecondition(where + std::string(topology::MisfitText(misfit)));
+      }
+      topology::AddShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct, grant.sharing_qos);
+    } else {
+      Resources exact = need;
+      exact.mig_profile = grant.mig_profile;
+      exact.gpu_memory_mib = exact.gpu_memory_pct = exact.gpu_compute_pct = 0;
+      topology::GpuSlot current = slot;
+      current.mig = load.mig;
+      const auto fit = topology::CheckMig(current, load, exact);
+      if (fit.misfit != topology::Misfit::kNone) {
+        return Status::FailedPrecondition(where + std::string(topology::MisfitText(fit.misfit)));
+      }
+      const topology::MigSlot instance{grant.mig_profile, grant.mig_start, true};
+      if (spec->mig_mode == "static") {
+        const bool exists = std::any_of(load.mig.begin(), load.mig.end(), [&](const topology::MigSlot& s) {
+          return !s.used && s.profile == instance.profile && s.start == instance.start;
+        });
+        if (!exists) return Status::FailedPrecondition(where + "MIG instance not free");
+      } else {
+        auto trial = load;
+        topology::AddMig(trial, instance);
+        std::vector<topology::MigInstance> layout;
+        for (const auto& s : trial.mig) layout.push_back(topology::MigInstance{s.profile, s.start});
+        const auto* model = topology::FindMigModel(spec->model, spec->memory_mib);
+        if (model == nullptr) return Status::FailedPrecondition(where + "no MIG profile table");
+        if (auto bad = topology::CheckMigLayout(*model, layout)) return Status::FailedPrecondition(where + *bad);
+      }
+      topology::AddMig(load, instance);
+    }
+  }
+  return Status::Ok();
+}
+
+void ClusterState::HoldDevices(NodeRecord& node, const TaskRecord& task) {
+  for (uint32_t gpu : task.gpu_indices) {
+    if (task.grant.Empty()) {
+      node.gpu_owner[gpu] = task.id;
+    } else {
+      node.gpu_tenants[gpu].insert(task.id);
+    }
+  }
+}
+
+void ClusterState::ReleaseDevices(NodeRecord& node, const TaskRecord& task) {
+  for (uint32_t gpu : task.gpu_indices) {
+    auto owner = node.gpu_owner.find(gpu);
+    if (owner != node.gpu_owner.end() && owner->second == task.id) node.gpu_owner.erase(owner);
+    auto tenants = node.gpu_tenants.find(gpu);
+    if (tenants == node.gpu_tenants.end()) continue;
+    tenants->second.erase(task.id);
+    if (tenants->second.empty()) node.gpu_tenants.erase(tenants);
+  }
+}
+
+}  // namespace gpool::state
