@@ -157,9 +157,9 @@ TEST(JobSpecFileTest, UnknownKeysAreErrorsWithHints) {
             "job.yaml: tasks[0].replica: unknown key (did you mean 'replicas'?); allowed keys: name, replicas, "
             "min_replicas, network_tier, command, env, resources");
   EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {gpu: 1}\n"),
-            "resources.gpu: unknown key (did you mean 'gpus'?); allowed keys: gpus, cpus, memory, gpu_model");
+            "resources.gpu: unknown key (did you mean 'gpus'?); allowed keys: gpus, cpus, memory, gpu_model, gpu_memory, gpu_memory_pct, gpu_compute, sharing_qos, mig_profile, cores");
   EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {mem: 1}\n"),
-            "resources.mem: unknown key; allowed keys: gpus, cpus, memory, gpu_model");
+            "resources.mem: unknown key; allowed keys: gpus, cpus, memory, gpu_model, gpu_memory, gpu_memory_pct, gpu_compute, sharing_qos, mig_profile, cores");
   std::string top = ErrorOf("name: j\ncommand: x\nprio: 1\n");
   EXPECT_EQ(top.rfind("prio: unknown key", 0), 0u) << top;
   EXPECT_NE(ErrorOf("{\"name\": \"j\", \"command\": \"x\", \"Queue\": \"q\"}").find("Queue: unknown key (did you "

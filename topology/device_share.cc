@@ -161,9 +161,13 @@ void RemoveMig(DeviceLoad& load, const MigSlot& instance, bool destroy) {
   }
 }
 
+bool HasTenants(const GpuSlot& gpu, const DeviceLoad& load) {
+  return load.tenants > 0 || gpu.mig_mode == "static" || load.HasMig() ||
+         std::any_of(load.cores_used.begin(), load.cores_used.end(), [](bool used) { return used; });
+}
+
 bool WholeFree(const GpuSlot& gpu, const DeviceLoad& load) {
-  if (!gpu.healthy || gpu.allocated || load.tenants > 0 || gpu.mig_mode == "static" || load.HasMig()) return false;
-  return std::none_of(load.cores_used.begin(), load.cores_used.end(), [](bool used) { return used; });
+  return gpu.healthy && !gpu.allocated && !HasTenants(gpu, load);
 }
 
 }  // namespace gpool::topology

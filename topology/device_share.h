@@ -84,6 +84,9 @@ void AddMig(DeviceLoad& load, const MigSlot& instance);
 // `destroy`: a dynamic instance goes away with its tenant; a static one stays.
 void RemoveMig(DeviceLoad& load, const MigSlot& instance, bool destroy);
 
+// Whether sharing tenants (shares, MIG instances, cores) hold some of it,
+// or it is a static MIG device (which never runs whole-GPU work).
+bool HasTenants(const GpuSlot& gpu, const DeviceLoad& load);
 // Whether the device may be held whole now.
 bool WholeFree(const GpuSlot& gpu, const DeviceLoad& load);
 

@@ -66,6 +66,8 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("token-file", "Read the shared secret from FILE", cxxopts::value<std::string>(), "FILE")
     ("nvml-library", "NVML shared library to probe GPUs with",
      cxxopts::value<std::string>()->default_value(defaults.nvml_library), "PATH")
+    ("cuda-intercept-lib", "CUDA interception library (HAMi-core libvgpu.so) preloaded into GPU-share tasks to "
+     "enforce their limits; without it shares are not enforced", cxxopts::value<std::string>(), "PATH")
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"), "LEVEL")
     ("h,help", "Print this help")
     ("version", "Print the version");
@@ -101,6 +103,7 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     if (result.count("token")) f.token = result["token"].as<std::string>();
     if (result.count("token-file")) f.token_file = result["token-file"].as<std::string>();
     f.nvml_library = result["nvml-library"].as<std::string>();
+    if (result.count("cuda-intercept-lib")) f.cuda_intercept_lib = result["cuda-intercept-lib"].as<std::string>();
     f.log_level = result["log-level"].as<std::string>();
   } catch (const cxxopts::exceptions::exception& e) {
     return Status::InvalidArgument(e.what());
@@ -109,6 +112,12 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
   if (f.data_dir.empty()) return Status::InvalidArgument("--data-dir: must not be empty");
   if (!f.token.empty() && !f.token_file.empty()) {
     return Status::InvalidArgument("--token and --token-file cannot both be given");
+  }
+  // LD_PRELOAD splits its list at ':' and blanks; such a path would preload
+  // something else.
+  if (f.cuda_intercept_lib.find_first_of(": \t\n") != std::string::npos) {
+    return Status::InvalidArgument("--cuda-intercept-lib: '" + f.cuda_intercept_lib +
+                                   "' holds ':' or a blank, which LD_PRELOAD cannot carry");
   }
   static const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
   bool level_ok = false;

@@ -8,6 +8,9 @@
 //   --data-dir DIR           default /var/lib/gpool/worker; task logs in DIR/tasks/
 //   --token T | --token-file F   shared secret put in every message header
 //   --nvml-library PATH      default libnvidia-ml.so.1
+//   --cuda-intercept-lib PATH  CUDA interception library (HAMi-core's
+//                            libvgpu.so) preloaded into GPU-share tasks;
+//                            default none: shares are not enforced
 //   --log-level L            trace|debug|info|warn|error (default info)
 //   --help, --version
 //
@@ -29,6 +32,7 @@ struct WorkerFlags {
   std::string token;
   std::string token_file;
   std::string nvml_library = "libnvidia-ml.so.1";
+  std::string cuda_intercept_lib;  // empty: GPU shares unenforced
   std::string log_level = "info";
 };
 

@@ -21,6 +21,16 @@ TEST(FlagsTest, Defaults) {
   EXPECT_EQ(parsed->flags.log_level, "info");
   EXPECT_TRUE(parsed->flags.node_name.empty());
   EXPECT_TRUE(parsed->flags.spec_path.empty());
+  EXPECT_TRUE(parsed->flags.cuda_intercept_lib.empty()) << "GPU shares unenforced unless asked";
+}
+
+TEST(FlagsTest, CudaInterceptLib) {
+  auto parsed = Parse({"--cuda-intercept-lib", "/usr/local/vgpu/libvgpu.so"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->flags.cuda_intercept_lib, "/usr/local/vgpu/libvgpu.so");
+  auto bad = Parse({"--cuda-intercept-lib", "/a.so:/b.so"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--cuda-intercept-lib"), std::string::npos) << bad.status().message();
 }
 
 TEST(FlagsTest, AllFlags) {

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -42,6 +43,32 @@ void InstallSignalHandlers() {
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   sigaction(SIGPIPE, &ignore, nullptr);
+}
+
+// Says once how GPU shares will be enforced, so an operator sees it at start
+// rather than when a share overruns its memory.
+void LogShareEnforcement(spdlog::logger& log, const std::string& lib) {
+  if (lib.empty()) {
+    log.info("gpu shares are not enforced: no --cuda-intercept-lib; share tasks get their limits as "
+             "environment variables only");
+    return;
+  }
+  std::error_code ec;
+  const bool missing = lib.find('/') != std::string::npos && !std::filesystem::exists(lib, ec);
+  if (missing) {
+    log.warn("cuda intercept library not found; share tasks will run unenforced until it exists lib={}",
+             gpool::worker::Q(lib));
+  }
+  // HAMi-core takes its cross-process locks in /tmp/vgpulock and expects the
+  // directory to exist; every task on the node shares it.
+  const std::filesystem::path lock_dir = "/tmp/vgpulock";
+  std::filesystem::create_directories(lock_dir, ec);
+  if (!ec) std::filesystem::permissions(lock_dir, std::filesystem::perms::all | std::filesystem::perms::sticky_bit, ec);
+  if (ec) {
+    log.warn("cannot prepare HAMi-core's lock directory dir={} error={}", lock_dir.string(),
+             gpool::worker::Q(ec.message()));
+  }
+  if (!missing) log.info("gpu shares enforced by preloading lib={}", gpool::worker::Q(lib));
 }
 
 int Fail(const std::string& what, const gpool::Status& status) {
@@ -91,12 +118,14 @@ int main(int argc, char** argv) {
   auto node = DiscoverNode(discovery);
   if (!node.ok()) return Fail("node discovery failed", node.status());
 
+  LogShareEnforcement(*logger, flags.cuda_intercept_lib);
   SystemClock& clock = SystemClock::Get();
-  PosixProcessLauncher launcher;
+  PosixProcessLauncher launcher(logger);
   TaskManagerOptions task_options;
   task_options.node = *node;
   task_options.log_dir = flags.data_dir + "/tasks";
   task_options.base_env = ParseEnvList(environ);
+  task_options.cuda_intercept_lib = flags.cuda_intercept_lib;
   task_options.launcher = &launcher;
   task_options.clock = &clock;
   auto tasks = TaskManager::Open(std::move(task_options));

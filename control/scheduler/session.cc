@@ -30,6 +30,7 @@ std::string_view RejectText(Reject reject) {
     case Reject::kShareMode: return "no GPU free to share";
     case Reject::kMigFit: return "no MIG instance of the profile fits";
     case Reject::kMigUnsupported: return "no MIG-capable GPU";
+    case Reject::kVendorRule: return "no device set the vendor's placement rule allows";
     case Reject::kModelCapability: return "queue at capability for the node's GPU model";
     case Reject::kGpuMemoryCapability: return "queue at capability for gpu_memory";
     case Reject::kCpu: return "insufficient CPU";
@@ -128,7 +129,10 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
       if (gpu.healthy) ++node.healthy_gpus;
       if (free) ++node.free_gpus;
     }
-    if (!node_view.gpus.empty()) node.gpu_model = node_view.gpus.front().model;
+    if (!node_view.gpus.empty()) {
+      node.gpu_model = node_view.gpus.front().model;
+      node.family = FamilyOf(node_view.gpus.front().vendor, node.gpu_model);
+    }
     node.model_index = queues_.ModelIndex(node.gpu_model);
     largest_gpus_ = std::max(largest_gpus_, node.usable_gpus);
     largest_cpu_ = std::max(largest_cpu_, node_view.cpu_milli_total);
@@ -289,10 +293,13 @@ std::vector<bool> Session::DeviceMask(const WorkJob& job, const PendingTask& tas
   const Resources& need = task.resources;
   const bool whole = need.Whole();
   std::vector<bool> mask(node.gpu_free.size(), false);
+  const std::vector<topology::DeviceLoad>* loads = whole ? nullptr : &Loads(node);
   for (size_t g = 0; g < mask.size(); ++g) {
     const auto& gpu = node.view->gpus[g];
-    mask[g] = (whole ? node.gpu_free[g] : gpu.healthy) && (need.gpu_model.empty() || gpu.model == need.gpu_model) &&
-              UuidAllowed(*job.view, gpu.uuid);
+    // Not whole-free and no tenants: a task took it whole (this cycle or before).
+    const bool held_whole = loads != nullptr && !node.gpu_free[g] && !topology::HasTenants(gpu, (*loads)[g]);
+    mask[g] = (whole ? node.gpu_free[g] : gpu.healthy && !held_whole) &&
+              (need.gpu_model.empty() || gpu.model == need.gpu_model) && UuidAllowed(*job.view, gpu.uuid);
   }
   return mask;
 }
@@ -311,7 +318,19 @@ const std::vector<topology::DeviceLoad>& Session::Loads(const WorkNode& node) co
 std::optional<Reject> Session::CheckDevices(const WorkJob& job, const PendingTask& task, const WorkNode& node,
                                             uint64_t* gpu_memory) const {
   const Resources& need = task.resources;
-  if (need.gpus == 0) return std::nullopt;
+  if (need.gpus == 0 && need.cores == 0) return std::nullopt;
+  if (need.cores > 0 && node.family != DeviceFamily::kNeuron && node.family != DeviceFamily::kNeuronRing) {
+    return Reject::kVendorRule;
+  }
+  if (node.family != DeviceFamily::kGeneric && !need.Mig()) {
+    auto pick = PickByVendorRule(job, task, node);
+    if (!pick) return Reject::kVendorRule;
+    for (size_t g : pick->slots) {
+      const uint64_t each = pick->memory_mib_each > 0 ? pick->memory_mib_each : node.view->gpus[g].memory_mib;
+      *gpu_memory += each;
+    }
+    return std::nullopt;
+  }
   if (!need.Whole()) {
     const auto mask = DeviceMask(job, task, node);
     const DevicePick pick = PickShared(*node.view, Loads(node), mask, need, job.view->numa_policy);
@@ -346,6 +365,47 @@ std::optional<Reject> Session::CheckDevices(const WorkJob& job, const PendingTas
     }
   }
   return std::nullopt;
+}
+
+std::optional<VendorPick> Session::PickByVendorRule(const WorkJob& job, const PendingTask& task,
+                                                   const WorkNode& node) const {
+  const Resources& need = task.resources;
+  const auto mask = DeviceMask(job, task, node);
+  const auto& loads = Loads(node);
+  const std::string qos = topology::EffectiveQos(need);
+  std::vector<VendorDevice> devices;
+  for (size_t g = 0; g < node.view->gpus.size(); ++g) {
+    const auto& gpu = node.view->gpus[g];
+    if (!gpu.healthy) continue;
+    VendorDevice device;
+    device.slot = g;
+    device.index = gpu.index;
+    device.link_group = gpu.link_group;
+    device.memory_mib = gpu.memory_mib;
+    device.memory_used_mib = loads[g].memory_used_mib;
+    device.compute_used_pct = loads[g].compute_used_pct;
+    device.tenants = loads[g].tenants;
+    device.cores = gpu.cores;
+    device.cores_used = loads[g].cores_used;
+    // A device the job may not use stays in the list (rings and blocks are
+    // counted over all of them) but is never free for it.
+    device.free = mask[g] && !gpu.allocated;
+    // Sharing QoS is gpool's rule, not the vendor's: a device shared under
+    // another QoS is not one this task may join.
+    if (!need.Whole() && need.gpu_compute_pct < 100 && !loads[g].qos.empty() && loads[g].qos != qos) {
+      device.free = false;
+    }
+    devices.push_back(std::move(device));
+  }
+  VendorRequest request;
+  request.count = need.gpus;
+  request.memory_mib = need.gpu_memory_mib;
+  request.memory_pct = need.gpu_memory_pct;
+  request.compute_pct = need.gpu_compute_pct;
+  request.cores = need.cores;
+  request.node_devices = static_cast<uint32_t>(node.view->gpus.size());
+  std::string why;
+  return PickVendorDevices(node.family, devices, request, &why);
 }
 
 int64_t Session::Score(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
@@ -483,7 +543,38 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
   if (indexed) BucketRemove(node_index);
   Placement placement{job.view->id, task.index, node.view->name, {}, need.cpu_milli, need.memory_mib, {}, 0};
   std::string model;
-  if (need.Whole()) {
+  if (node.family != DeviceFamily::kGeneric && !need.Mig() && (need.gpus > 0 || need.cores > 0)) {
+    auto pick = PickByVendorRule(job, task, node);
+    const bool whole = pick && pick->memory_mib_each == 0 && pick->share_pct == 0 && pick->cores.empty();
+    if (pick && whole && !need.Whole()) {
+      // The rule rounded the share up to whole devices (a Kunlun share above
+      // half a device): it is still a share, of everything.
+      pick->memory_mib_each = node.view->gpus[pick->slots.front()].memory_mib;
+      pick->share_pct = 100;
+    }
+    const bool held_whole = whole && need.Whole();
+    for (size_t g : pick ? pick->slots : std::vector<size_t>{}) {
+      const auto& gpu = node.view->gpus[g];
+      placement.gpu_indices.push_back(gpu.index);
+      placement.gpu_memory_mib += held_whole ? gpu.memory_mib : pick->memory_mib_each;
+      model = gpu.model;
+      if (held_whole) {
+        node.gpu_free[g] = false;
+        --node.free_gpus;
+      }
+    }
+    if (pick && !held_whole) {
+      if (pick->cores.empty()) {
+        placement.grant.shared = true;
+        placement.grant.gpu_memory_mib = pick->memory_mib_each;
+        placement.grant.gpu_compute_pct = std::max(pick->share_pct, need.gpu_compute_pct);
+        placement.grant.sharing_qos = topology::EffectiveQos(need);
+      } else {
+        placement.grant.cores = pick->cores;
+      }
+      MarkDevices(node, placement, true);
+    }
+  } else if (need.Whole()) {
     const bool filtered = !need.gpu_model.empty() || uuid_lists_;
     const std::vector<bool> free = filtered ? DeviceMask(job, task, node) : node.gpu_free;
     auto picked = PickGpus(*node.view, free, GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy});
@@ -559,7 +650,17 @@ void Session::MarkDevices(WorkNode& node, const Placement& placement, bool add) 
       if (gpu.index != index) continue;
       auto& load = node.loads[g];
       const auto& grant = placement.grant;
-      if (!grant.mig_profile.empty()) {
+      if (!grant.cores.empty()) {
+        const uint32_t first = gpu.index * gpu.cores;
+        for (uint32_t core : grant.cores) {
+          if (gpu.cores > 0 && core >= first && core < first + gpu.cores) load.cores_used[core - first] = add;
+        }
+        if (add) {
+          ++load.tenants;
+        } else if (load.tenants > 0) {
+          --load.tenants;
+        }
+      } else if (!grant.mig_profile.empty()) {
         const topology::MigSlot instance{grant.mig_profile, grant.mig_start, true};
         if (add) {
           topology::AddMig(load, instance);

@@ -20,6 +20,7 @@
 #include "control/scheduler/config.h"
 #include "control/scheduler/queue_tree.h"
 #include "control/scheduler/scheduler.h"
+#include "control/scheduler/vendor_rules.h"
 #include "topology/cluster_view.h"
 #include "topology/device_share.h"
 
@@ -35,6 +36,7 @@ struct WorkNode {
   uint64_t memory_free = 0;
   std::vector<bool> gpu_free;  // parallel to view->gpus
   std::string gpu_model;       // of its first GPU; "" without GPUs
+  DeviceFamily family = DeviceFamily::kGeneric;  // of its first GPU: which vendor rule places on it
   std::optional<size_t> model_index;  // queues().ModelIndex(gpu_model), looked up once
   uint64_t claimed_for = 0;    // a preemptor whose victims drain here; nobody else places here
   uint64_t reserved_for = 0;   // a starving large job; others only once past the starvation bound
@@ -102,6 +104,7 @@ enum class Reject : uint8_t {
   kShareMode,
   kMigFit,
   kMigUnsupported,
+  kVendorRule,
   kModelCapability,
   kGpuMemoryCapability,
   kCpu,
@@ -175,6 +178,9 @@ class Session {
   std::optional<Reject> CheckDevices(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node,
                                      uint64_t* gpu_memory) const;
   void MarkDevices(WorkNode& node, const Placement& placement, bool add);
+  // The vendor rule's choice for the task on `node` (nodes of a family other than generic).
+  std::optional<VendorPick> PickByVendorRule(const WorkJob& job, const topology::PendingTask& task,
+                                             const WorkNode& node) const;
   void BucketRemove(size_t node);
   void BucketInsert(size_t node);
   std::string ShapeKey(const WorkJob& job, const topology::PendingTask& task, bool ignore_reservations) const;

@@ -262,5 +262,71 @@ TEST(GpuMemoryQuotaTest, WholeGpusCountTheirDevicesMemory) {
   EXPECT_TRUE(AnyReasonContains(plan, 2, "gpu_memory"));
 }
 
+// --- Vendor rules in the scheduler ------------------------------------------------------
+
+topology::NodeView VendorNode(std::string name, uint32_t devices, std::string vendor, std::string model,
+                              uint64_t memory_mib = 65536, uint32_t cores = 0) {
+  auto node = MakeNode(std::move(name), devices, "public", model);
+  for (auto& gpu : node.gpus) {
+    gpu.vendor = vendor;
+    gpu.memory_mib = memory_mib;
+    gpu.cores = cores;
+  }
+  return node;
+}
+
+TEST(VendorRuleTest, AscendTwoChipTaskStaysInsideOneHccsRing) {
+  ClusterView view;
+  view.nodes = {VendorNode("a1", 8, "huawei", "Ascend910")};
+  for (uint32_t g : {0u, 1u, 2u}) view.nodes[0].gpus[g].allocated = true;  // ring 0 has one chip left
+  view.pending = {JobBuilder(1, "default", 1, 2)};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  for (uint32_t index : plan.binds[0].gpu_indices) EXPECT_GE(index, 4u);
+}
+
+TEST(VendorRuleTest, AscendCountTheRuleForbidsWaitsWithTheRuleAsReason) {
+  ClusterView view;
+  view.nodes = {VendorNode("a1", 8, "huawei", "Ascend910")};
+  view.pending = {JobBuilder(1, "default", 1, 3)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.binds.empty());
+  EXPECT_EQ(ReasonsOf(plan, 1),
+            (std::vector<std::string>{"1 node: no device set the vendor's placement rule allows"}));
+}
+
+TEST(VendorRuleTest, NeuronCoreRequestGetsContiguousCoresOnOneDevice) {
+  ClusterView view;
+  view.nodes = {VendorNode("trn", 4, "aws", "trainium", 32768, 2)};
+  topology::PendingJob job = JobBuilder(1, "default", 1, 0);
+  job.tasks[0].resources.cores = 2;
+  view.pending = {job};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  ASSERT_EQ(plan.binds[0].grant.cores.size(), 2u);
+  EXPECT_EQ(plan.binds[0].grant.cores[1], plan.binds[0].grant.cores[0] + 1);
+  EXPECT_EQ(plan.binds[0].gpu_indices.size(), 1u);
+}
+
+TEST(VendorRuleTest, KunlunShareRoundsUpToAQuarterDevice) {
+  ClusterView view;
+  view.nodes = {VendorNode("xpu", 8, "kunlunxin", "P800", 98304)};
+  view.pending = {JobBuilder(1, "default", 1, 1).Share(10000)};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_TRUE(plan.binds[0].grant.shared);
+  EXPECT_EQ(plan.binds[0].grant.gpu_memory_mib, 24576u);
+}
+
+TEST(VendorRuleTest, CoreRequestsWaitOnNodesWithoutAddressableCores) {
+  ClusterView view;
+  view.nodes = {MakeNode("n1", 4)};
+  topology::PendingJob job = JobBuilder(1, "default", 1, 0);
+  job.tasks[0].resources.cores = 2;
+  view.pending = {job};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.binds.empty());
+}
+
 }  // namespace
 }  // namespace gpool::scheduler

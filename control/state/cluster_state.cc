@@ -240,7 +240,9 @@ Status ClusterState::CheckBind(const JobRecord& job, const PlanBind& bind,
   const TaskRecord& task = job.tasks[bind.task_index];
   if (task.state != TaskState::kPending) return Status::FailedPrecondition("task is no longer pending");
   const Resources& need = job.spec.tasks[task.group].resources;
-  if (bind.gpu_indices.size() != need.gpus || bind.cpu_milli != need.cpu_milli || bind.memory_mib != need.memory_mib) {
+  const bool devices_match = need.cores > 0 ? bind.grant.cores.size() == need.cores && !bind.gpu_indices.empty()
+                                            : bind.gpu_indices.size() == need.gpus;
+  if (!devices_match || bind.cpu_milli != need.cpu_milli || bind.memory_mib != need.memory_mib) {
     return Status::InvalidArgument("bind does not match the task's request");
   }
   const NodeRecord* node = FindNode(bind.node);

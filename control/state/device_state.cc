@@ -64,10 +64,12 @@ Status ClusterState::CheckGrant(const Resources& need, const PlanBind& bind, con
     }
     return Status::Ok();
   }
-  if (need.Shared() != grant.shared || need.mig_profile.empty() != grant.mig_profile.empty()) {
+  if (need.cores > 0 ? grant.cores.size() != need.cores
+                     : (need.Shared() != grant.shared || need.mig_profile.empty() != grant.mig_profile.empty())) {
     return Status::InvalidArgument("bind's grant does not match the task's request");
   }
-  if (grant.shared && (grant.gpu_compute_pct != need.gpu_compute_pct ||
+  // A vendor rule may round a share up (Kunlun slice sizes, Enflame slices), never down.
+  if (grant.shared && (grant.gpu_compute_pct < need.gpu_compute_pct ||
                        grant.sharing_qos != topology::EffectiveQos(need))) {
     return Status::InvalidArgument("bind's share does not match the task's request");
   }
@@ -83,7 +85,20 @@ Status ClusterState::CheckGrant(const Resources& need, const PlanBind& bind, con
     if (fresh) it->second = topology::DeviceLoad::Of(slot);
     topology::DeviceLoad& load = it->second;
     const std::string where = "GPU " + std::to_string(index) + " on " + bind.node + ": ";
-    if (grant.shared) {
+    if (!grant.cores.empty()) {
+      const uint32_t first = spec->index * spec->cores;
+      bool any = false;
+      for (uint32_t core : grant.cores) {
+        if (spec->cores == 0 || core < first || core >= first + spec->cores) continue;
+        if (load.cores_used.size() <= core - first || load.cores_used[core - first]) {
+          return Status::FailedPrecondition(where + "core " + std::to_string(core) + " is taken");
+        }
+        load.cores_used[core - first] = true;
+        any = true;
+      }
+      if (!any) return Status::InvalidArgument(where + "holds none of the granted cores");
+      ++load.tenants;
+    } else if (grant.shared) {
       if (grant.gpu_memory_mib < topology::ResolveShareMemory(need, spec->memory_mib)) {
         return Status::InvalidArgument(where + "share smaller than requested");
       }

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "worker/cpulist.h"
+
 namespace gpool::worker {
 namespace {
 
@@ -98,6 +100,9 @@ Result<HostInfo> ProbeHost(const HostProbeOptions& options) {
     if (ReadFirstLine(entry.path() / "cpulist", &cpulist)) {
       const int64_t n = CountCpuList(cpulist);
       if (n > 0) numa.cpu_milli = static_cast<uint64_t>(n) * 1000;
+      // Kept for pinning tasks to the node (numa_pinning.h); a list the
+      // worker cannot parse is left out rather than failing discovery.
+      if (auto ids = ParseCpuList(cpulist)) numa.cpus = FormatCpuList(*ids);
     }
     const int64_t mib = ReadMemInfoMib(entry.path() / "meminfo", "MemTotal:");
     if (mib > 0) numa.memory_mib = static_cast<uint64_t>(mib);

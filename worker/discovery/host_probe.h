@@ -4,7 +4,8 @@
 //
 //   CPUs:   <sys>/devices/system/cpu/online ("0-63,128-191"), else sysconf
 //   memory: MemTotal in <proc>/meminfo
-//   NUMA:   <sys>/devices/system/node/node<N>/{cpulist,meminfo}, when present
+//   NUMA:   <sys>/devices/system/node/node<N>/{cpulist,meminfo}, when present;
+//           the cpulist is kept as NumaInfo.cpus for pinning tasks
 //   NICs:   <sys>/class/net/<if> that have a device link (physical), with
 //           speed (Mb/s) rounded down to Gb/s; leaf_switch is unknown here
 //

@@ -22,7 +22,7 @@ TEST(HostProbeTest, ReadsFakeTree) {
   root.Write("proc/meminfo", "MemTotal:       131891436 kB\nMemFree:        1 kB\n");
   root.Write("sys/devices/system/node/node0/cpulist", "0-31\n");
   root.Write("sys/devices/system/node/node0/meminfo", "Node 0 MemTotal:       65945718 kB\n");
-  root.Write("sys/devices/system/node/node1/cpulist", "32-63\n");
+  root.Write("sys/devices/system/node/node1/cpulist", "32-47,96-111\n");
   root.Write("sys/devices/system/node/node1/meminfo", "Node 1 MemTotal:       65945718 kB\n");
   root.Write("sys/devices/system/node/possible", "0-1\n");  // not a node directory
   root.Write("sys/class/net/ib0/device/vendor", "0x15b3\n");
@@ -39,11 +39,31 @@ TEST(HostProbeTest, ReadsFakeTree) {
   EXPECT_EQ(host->numa[0].id, 0);
   EXPECT_EQ(host->numa[1].id, 1);
   EXPECT_EQ(host->numa[1].cpu_milli, 32000u);
+  EXPECT_EQ(host->numa[0].cpus, "0-31");
+  EXPECT_EQ(host->numa[1].cpus, "32-47,96-111");
   EXPECT_EQ(host->numa[1].memory_mib, 65945718u / 1024);
   ASSERT_EQ(host->nics.size(), 1u);
   EXPECT_EQ(host->nics[0].name, "ib0");
   EXPECT_EQ(host->nics[0].speed_gbps, 200u);
   EXPECT_FALSE(host->hostname.empty());
+}
+
+TEST(HostProbeTest, NumaNodeWithoutCpusOrWithABadListHasNoCpus) {
+  testing::TempDir root;
+  root.Write("sys/devices/system/cpu/online", "0-3\n");
+  root.Write("proc/meminfo", "MemTotal:       1048576 kB\n");
+  root.Write("sys/devices/system/node/node0/cpulist", "0-3\n");
+  root.Write("sys/devices/system/node/node1/cpulist", "\n");  // memory-only node (CXL, HBM)
+  root.Write("sys/devices/system/node/node2/cpulist", "3-1\n");
+  HostProbeOptions options;
+  options.proc_root = root.path() + "/proc";
+  options.sys_root = root.path() + "/sys";
+  auto host = ProbeHost(options);
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
+  ASSERT_EQ(host->numa.size(), 3u);
+  EXPECT_EQ(host->numa[0].cpus, "0-3");
+  EXPECT_EQ(host->numa[1].cpus, "");
+  EXPECT_EQ(host->numa[2].cpus, "");
 }
 
 TEST(HostProbeTest, MissingMeminfoIsAnError) {

@@ -12,12 +12,16 @@
 #include <yaml-cpp/yaml.h>
 
 #include "protocol/validate.h"
+#include "worker/cpulist.h"
 #include "worker/discovery/quantity.h"
 
 namespace gpool::worker {
 namespace {
 
 constexpr uint32_t kMaxGpuCount = 4096;
+constexpr uint64_t kMaxComputeUnits = 1 << 20;
+constexpr uint64_t kMaxCoresPerDevice = 256;
+constexpr uint64_t kMaxMigStart = 64;
 constexpr size_t kMaxEchoedValue = 64;
 
 std::string Clip(const std::string& s) {
@@ -72,6 +76,10 @@ class SpecParser {
   Status ParseLabels(const YAML::Node& n, NodeSpec* spec) const;
   Status ParseNuma(const YAML::Node& n, NodeSpec* spec) const;
   Status ParseGpuList(const YAML::Node& n, NodeSpec* spec) const;
+  // compute_units, link_group, cores, mig_mode: shared by a list entry and the shorthand.
+  Status ParseGpuExtras(const YAML::Node& item, const std::string& field, GpuInfo* gpu) const;
+  Status ParseMigMode(const YAML::Node& item, const std::string& field, GpuInfo* gpu) const;
+  Status ParseMigInstances(const YAML::Node& n, const std::string& field, GpuInfo* gpu) const;
   Status ParseGpuCount(const YAML::Node& n, NodeSpec* spec) const;
   Status ParseNics(const YAML::Node& n, NodeSpec* spec) const;
 
@@ -183,7 +191,7 @@ Status SpecParser::ParseNuma(const YAML::Node& n, NodeSpec* spec) const {
   for (size_t i = 0; i < n.size(); ++i) {
     const YAML::Node item = n[i];
     const std::string field = Index("numa", i);
-    GPOOL_RETURN_IF_ERROR(CheckMap(item, field, {"id", "cpus", "cpu_milli", "memory", "memory_mib"}));
+    GPOOL_RETURN_IF_ERROR(CheckMap(item, field, {"id", "cpus", "cpu_milli", "cpulist", "memory", "memory_mib"}));
     NumaInfo numa;
     numa.id = static_cast<int32_t>(i);
     if (Has(item, "id")) {
@@ -192,6 +200,16 @@ Status SpecParser::ParseNuma(const YAML::Node& n, NodeSpec* spec) const {
     }
     if (!ids.insert(numa.id).second) return Fail(field + ".id", std::to_string(numa.id) + " is used twice");
     GPOOL_ASSIGN_OR_RETURN(numa.cpu_milli, Cpu(item, field, "cpus", "cpu_milli"));
+    if (Has(item, "cpulist")) {
+      GPOOL_ASSIGN_OR_RETURN(std::string list, Scalar(Get(item, "cpulist"), field + ".cpulist"));
+      auto ids = ParseCpuList(list);
+      if (!ids) {
+        return Fail(field + ".cpulist", "'" + Clip(list) + "' is not a Linux cpulist (like 0-31,64-95)");
+      }
+      numa.cpus = FormatCpuList(*ids);
+      // The CPUs are the allocatable amount unless cpus/cpu_milli says less.
+      if (!Has(item, "cpus") && !Has(item, "cpu_milli")) numa.cpu_milli = ids->size() * 1000;
+    }
     GPOOL_ASSIGN_OR_RETURN(numa.memory_mib, Memory(item, field, "memory", "memory_mib"));
     spec->numa.push_back(numa);
   }
@@ -204,7 +222,8 @@ Status SpecParser::ParseGpuList(const YAML::Node& n, NodeSpec* spec) const {
     const std::string field = Index("gpus", i);
     GPOOL_RETURN_IF_ERROR(CheckMap(
         item, field,
-        {"index", "uuid", "model", "vendor", "memory", "memory_mib", "numa", "nvlink_peers", "healthy"}));
+        {"index", "uuid", "model", "vendor", "memory", "memory_mib", "numa", "nvlink_peers", "healthy",
+         "compute_units", "link_group", "cores", "mig_mode", "mig_instances"}));
     GpuInfo gpu;
     gpu.index = static_cast<uint32_t>(i);
     if (Has(item, "index")) {
@@ -235,14 +254,81 @@ Status SpecParser::ParseGpuList(const YAML::Node& n, NodeSpec* spec) const {
         gpu.nvlink_peers.push_back(static_cast<uint32_t>(peer));
       }
     }
+    GPOOL_RETURN_IF_ERROR(ParseGpuExtras(item, field, &gpu));
+    if (Has(item, "mig_instances")) {
+      // Listing instances is what static MIG is; saying so is optional.
+      if (!Has(item, "mig_mode")) gpu.mig_mode = "static";
+      if (gpu.mig_mode != "static") {
+        return Fail(field + ".mig_instances", "listed, but mig_mode is " + gpu.mig_mode +
+                                                  " (instances exist only with static MIG)");
+      }
+      GPOOL_RETURN_IF_ERROR(ParseMigInstances(Get(item, "mig_instances"), field + ".mig_instances", &gpu));
+    }
     spec->gpus.push_back(std::move(gpu));
+  }
+  return Status::Ok();
+}
+
+Status SpecParser::ParseGpuExtras(const YAML::Node& item, const std::string& field, GpuInfo* gpu) const {
+  if (Has(item, "compute_units")) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t units,
+                           Uint(Get(item, "compute_units"), field + ".compute_units", kMaxComputeUnits));
+    gpu->compute_units = static_cast<uint32_t>(units);
+  }
+  if (Has(item, "link_group")) {
+    GPOOL_ASSIGN_OR_RETURN(int64_t group, Int(Get(item, "link_group"), field + ".link_group", -1, kMaxGpuCount - 1));
+    gpu->link_group = static_cast<int32_t>(group);
+  }
+  if (Has(item, "cores")) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t cores, Uint(Get(item, "cores"), field + ".cores", kMaxCoresPerDevice));
+    gpu->cores = static_cast<uint32_t>(cores);
+  }
+  return ParseMigMode(item, field, gpu);
+}
+
+Status SpecParser::ParseMigMode(const YAML::Node& item, const std::string& field, GpuInfo* gpu) const {
+  if (!Has(item, "mig_mode")) return Status::Ok();
+  GPOOL_ASSIGN_OR_RETURN(std::string mode, Scalar(Get(item, "mig_mode"), field + ".mig_mode"));
+  if (mode == "none" || mode == "off") mode.clear();
+  if (!mode.empty() && mode != "static" && mode != "dynamic") {
+    return Fail(field + ".mig_mode", "'" + Clip(mode) + "' is not static, dynamic or none");
+  }
+  gpu->mig_mode = mode;
+  return Status::Ok();
+}
+
+Status SpecParser::ParseMigInstances(const YAML::Node& n, const std::string& field, GpuInfo* gpu) const {
+  if (!n.IsSequence()) return Fail(field, "expected a list of {profile, start, uuid}, got " + KindName(n));
+  std::set<uint32_t> starts;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node item = n[i];
+    const std::string at = Index(field, i);
+    GPOOL_RETURN_IF_ERROR(CheckMap(item, at, {"profile", "start", "uuid"}));
+    MigDeviceInfo instance;
+    if (!Has(item, "profile")) return Fail(at + ".profile", "is required (like 1g.10gb)");
+    GPOOL_ASSIGN_OR_RETURN(instance.profile, Scalar(Get(item, "profile"), at + ".profile"));
+    if (Has(item, "start")) {
+      GPOOL_ASSIGN_OR_RETURN(uint64_t start, Uint(Get(item, "start"), at + ".start", kMaxMigStart));
+      instance.start = static_cast<uint32_t>(start);
+    }
+    if (!starts.insert(instance.start).second) {
+      return Fail(at + ".start", std::to_string(instance.start) + " is used twice on this GPU");
+    }
+    if (Has(item, "uuid")) {
+      GPOOL_ASSIGN_OR_RETURN(instance.uuid, Scalar(Get(item, "uuid"), at + ".uuid"));
+    } else {
+      // Simulated nodes need no real uuids; the same form as dynamic MIG's.
+      instance.uuid = "MIG-" + gpu->uuid + "-" + instance.profile + "-" + std::to_string(instance.start);
+    }
+    gpu->mig_instances.push_back(std::move(instance));
   }
   return Status::Ok();
 }
 
 Status SpecParser::ParseGpuCount(const YAML::Node& n, NodeSpec* spec) const {
   GPOOL_RETURN_IF_ERROR(
-      CheckMap(n, "gpus", {"count", "model", "vendor", "memory", "memory_mib", "nvlink", "numa_split"}));
+      CheckMap(n, "gpus", {"count", "model", "vendor", "memory", "memory_mib", "nvlink", "numa_split", "link_groups",
+                           "compute_units", "cores", "mig_mode"}));
   if (!Has(n, "count")) return Fail("gpus.count", "is required (or give gpus as a list)");
   GPOOL_ASSIGN_OR_RETURN(uint64_t count, Uint(Get(n, "count"), "gpus.count", kMaxGpuCount));
   GpuInfo proto;
@@ -253,6 +339,17 @@ Status SpecParser::ParseGpuCount(const YAML::Node& n, NodeSpec* spec) const {
     GPOOL_ASSIGN_OR_RETURN(proto.vendor, Scalar(Get(n, "vendor"), "gpus.vendor"));
   }
   GPOOL_ASSIGN_OR_RETURN(proto.memory_mib, Memory(n, "gpus", "memory", "memory_mib"));
+  GPOOL_RETURN_IF_ERROR(ParseGpuExtras(n, "gpus", &proto));
+  if (proto.mig_mode == "static") {
+    return Fail("gpus.mig_mode", "static MIG needs each GPU's mig_instances; list the GPUs under gpus instead "
+                                 "of the count shorthand (or use dynamic)");
+  }
+  uint64_t link_groups = 0;
+  if (Has(n, "link_groups")) {
+    GPOOL_ASSIGN_OR_RETURN(link_groups, Uint(Get(n, "link_groups"), "gpus.link_groups", kMaxGpuCount));
+    if (link_groups == 0) return Fail("gpus.link_groups", "must be at least 1");
+    if (count > 0 && link_groups > count) return Fail("gpus.link_groups", "is larger than gpus.count");
+  }
   bool nvlink_all = false;
   if (Has(n, "nvlink")) {
     GPOOL_ASSIGN_OR_RETURN(std::string mode, Scalar(Get(n, "nvlink"), "gpus.nvlink"));
@@ -283,6 +380,7 @@ Status SpecParser::ParseGpuCount(const YAML::Node& n, NodeSpec* spec) const {
     gpu.index = i;
     gpu.uuid = "GPU-" + spec->name + "-" + std::to_string(i);
     if (split > 0) gpu.numa = numa_ids[i * split / count];
+    if (link_groups > 0) gpu.link_group = static_cast<int32_t>(i * link_groups / count);
     if (nvlink_all) {
       for (uint32_t p = 0; p < count; ++p) {
         if (p != i) gpu.nvlink_peers.push_back(p);

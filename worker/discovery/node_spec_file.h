@@ -9,20 +9,33 @@
 //   cpus: 128                     # cores, may be fractional (7.5); or cpu_milli: 128000
 //   memory: 1024Gi                # "512Gi", "64Mi", or an integer number of MiB; or memory_mib
 //   numa:                         # optional; node totals default to the sum over NUMA nodes
-//     - {id: 0, cpus: 64, memory: 512Gi}
-//     - {id: 1, cpus: 64, memory: 512Gi}
+//     - {id: 0, cpus: 64, memory: 512Gi, cpulist: "0-31,64-95"}
+//     - {id: 1, cpus: 64, memory: 512Gi, cpulist: "32-63,96-127"}
 //   gpus:                         # a list ...
 //     - {index: 0, uuid: GPU-..., model: A100-SXM4-80GB, vendor: nvidia, memory: 80Gi,
-//        numa: 0, nvlink_peers: [1, 2, 3]}
+//        numa: 0, nvlink_peers: [1, 2, 3], compute_units: 108, link_group: 0,
+//        mig_mode: static, mig_instances: [{profile: 3g.40gb, start: 4, uuid: MIG-...}]}
+//     - {index: 1, uuid: ..., vendor: aws, model: trn1, cores: 2}
 //   gpus:                         # ... or the shorthand for simulated nodes
-//     {count: 8, model: A100-SXM4-80GB, memory: 80Gi, nvlink: all, numa_split: 2}
+//     {count: 8, model: A100-SXM4-80GB, memory: 80Gi, nvlink: all, numa_split: 2,
+//      link_groups: 2, compute_units: 108, cores: 0, vendor: nvidia, mig_mode: dynamic}
 //   nics:
 //     - {name: ib0, leaf_switch: leaf-3, speed_gbps: 200}
 //
+// numa[].cpus is a CPU count, as at the top level, so the NUMA node's CPUs
+// as a Linux cpulist (NumaInfo.cpus, used to pin tasks) are `cpulist`; with
+// no cpus/cpu_milli the cpulist's size is the count. mig_mode is static,
+// dynamic or none; mig_instances (static MIG: the instances that exist)
+// implies static, each {profile (required), start (default 0), uuid
+// (default "MIG-<gpu uuid>-<profile>-<start>")}, starts unique per GPU.
+//
 // The shorthand generates uuids "GPU-<node name>-<i>"; nvlink is all|none
 // (default none); numa_split N puts GPU i on NUMA node i*N/count (default:
-// split over the numa list, or -1 when there is none). vendor defaults to
-// nvidia. Unknown fields are errors, so a typo does not silently vanish.
+// split over the numa list, or -1 when there is none); link_groups N puts
+// GPU i in link group i*N/count. compute_units, cores and mig_mode apply to
+// every GPU; mig_mode static is refused there, since static layouts list
+// their instances per GPU. vendor defaults to nvidia. Unknown fields are
+// errors, so a typo does not silently vanish.
 //
 // Every error names the file and the field:
 //   "spec.yaml: gpus[2].memory: '80Q' is not a memory size (...)".

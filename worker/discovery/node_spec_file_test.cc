@@ -74,6 +74,7 @@ TEST(NodeSpecFileTest, ExampleFilesAgree) {
   EXPECT_EQ(yaml->nics.size(), 2u);
   EXPECT_EQ(yaml->gpus[5].nvlink_peers.size(), 7u);
   EXPECT_EQ(yaml->gpus[5].numa, 1);
+  EXPECT_EQ(yaml->numa[1].cpus, "32-63,96-127");
 }
 
 TEST(NodeSpecFileTest, CountShorthand) {
@@ -115,6 +116,63 @@ gpus: {count: 4, nvlink: none}
   EXPECT_EQ(spec->gpus[1].numa, 0);
   EXPECT_EQ(spec->gpus[2].numa, 1);
   EXPECT_TRUE(spec->gpus[0].nvlink_peers.empty());
+}
+
+TEST(NodeSpecFileTest, DeviceFieldsAndNumaCpulist) {
+  auto spec = ParseNodeSpec(R"(
+name: mig-1
+memory: 64Gi
+numa:
+  - {id: 0, cpulist: "0-3,8-11", memory: 32Gi}
+  - {id: 1, cpus: 2, cpulist: "4-7", memory: 32Gi}
+gpus:
+  - {uuid: GPU-a, numa: 0, compute_units: 108, link_group: 1, mig_mode: static,
+     mig_instances: [{profile: 3g.40gb, start: 4, uuid: MIG-real}, {profile: 1g.10gb}]}
+  - {uuid: GPU-b, numa: 1, mig_mode: dynamic}
+  - {uuid: NC-c, vendor: aws, cores: 2, mig_mode: none}
+  - {uuid: GPU-d, mig_instances: [{profile: 7g.80gb}]}
+)",
+                            "spec.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->numa[0].cpus, "0-3,8-11");
+  EXPECT_EQ(spec->numa[0].cpu_milli, 8000u) << "counted from the cpulist";
+  EXPECT_EQ(spec->numa[1].cpus, "4-7");
+  EXPECT_EQ(spec->numa[1].cpu_milli, 2000u) << "cpus given: the allocatable amount";
+  EXPECT_EQ(spec->cpu_milli, 10000u);
+  const auto& a = spec->gpus[0];
+  EXPECT_EQ(a.compute_units, 108u);
+  EXPECT_EQ(a.link_group, 1);
+  EXPECT_EQ(a.mig_mode, "static");
+  ASSERT_EQ(a.mig_instances.size(), 2u);
+  EXPECT_EQ(a.mig_instances[0], (MigDeviceInfo{"3g.40gb", 4, "MIG-real"}));
+  EXPECT_EQ(a.mig_instances[1], (MigDeviceInfo{"1g.10gb", 0, "MIG-GPU-a-1g.10gb-0"}));
+  EXPECT_EQ(spec->gpus[1].mig_mode, "dynamic");
+  EXPECT_EQ(spec->gpus[1].link_group, -1);
+  EXPECT_EQ(spec->gpus[2].cores, 2u);
+  EXPECT_EQ(spec->gpus[2].vendor, "aws");
+  EXPECT_EQ(spec->gpus[2].mig_mode, "");
+  EXPECT_EQ(spec->gpus[3].mig_mode, "static") << "instances imply static MIG";
+}
+
+TEST(NodeSpecFileTest, CountShorthandDeviceFields) {
+  auto spec = ParseNodeSpec(R"(
+name: sim-9
+cpus: 32
+memory: 256Gi
+gpus: {count: 8, vendor: huawei, model: Ascend910B, link_groups: 2, compute_units: 30, mig_mode: dynamic}
+)",
+                            "sim.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  for (uint32_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(spec->gpus[i].vendor, "huawei");
+    EXPECT_EQ(spec->gpus[i].link_group, i < 4 ? 0 : 1) << i;
+    EXPECT_EQ(spec->gpus[i].compute_units, 30u);
+    EXPECT_EQ(spec->gpus[i].mig_mode, "dynamic");
+  }
+  auto neuron = ParseNodeSpec("name: trn\ncpus: 8\nmemory: 8Gi\ngpus: {count: 2, vendor: aws, cores: 2}\n", "t.yaml");
+  ASSERT_TRUE(neuron.ok()) << neuron.status().ToString();
+  EXPECT_EQ(neuron->gpus[1].cores, 2u);
+  EXPECT_EQ(neuron->gpus[1].link_group, -1);
 }
 
 TEST(NodeSpecFileTest, NameDefaultsToHostname) {
@@ -161,6 +219,32 @@ TEST(NodeSpecFileTest, ErrorsNameTheFileAndField) {
       {"name: n\ncpus: 1\nmemory: 1Gi\nnuma: [{id: 0}]\ngpus:\n  - {uuid: a, numa: 3}\n",
        "spec.yaml: gpus[0].numa: NUMA node 3 is not listed"},
       {"name: n\ncpus: 1\nmemory: 1Gi\nnics: [{leaf_switch: x}]\n", "spec.yaml: nics[0].name: is required"},
+      {"name: n\ncpus: 1\nmemory: 1Gi\nnuma: [{id: 0, cpulist: 3-1}]\n",
+       "spec.yaml: numa[0].cpulist: '3-1' is not a Linux cpulist"},
+      {"name: n\ncpus: 1\nmemory: 1Gi\ngpus:\n  - {uuid: a, mig_mode: always}\n",
+       "spec.yaml: gpus[0].mig_mode: 'always' is not static, dynamic or none"},
+      {"name: n\ncpus: 1\nmemory: 1Gi\ngpus:\n  - {uuid: a, mig_mode: dynamic, mig_instances: [{profile: 1g.10gb}]}\n",
+       "spec.yaml: gpus[0].mig_instances: listed, but mig_mode is dynamic"},
+      {"name: n\ncpus: 1\nmemory: 1Gi\ngpus:\n  - {uuid: a, mig_instances: [{start: 0}]}\n",
+       "spec.yaml: gpus[0].mig_instances[0].profile: is required"},
+      {"name: n\ncpus: 1\nmemory: 1Gi\ngpus:\n  - {uuid: a, mig_instances: [{profile: 1g.10gb, size: 1}]}\n",
+       "spec.yaml: gpus[0].mig_instances[0].size: unknown field"},
+      {"name: n\ncpus: 1\nmemory: 1Gi\ngpus:\n  - {uuid: a, mig_instances: [{profile: 1g.10gb}, {profile: 1g.10gb}]}\n",
+       "spec.yaml: gpus[0].mig_instances[1].start: 0 is used twice"},
+      {"name: n\ncpus: 1\nmemory: 1Gi\ngpus:\n  - {uuid: a, mig_instances: {profile: 1g.10gb}}\n",
+       "spec.yaml: gpus[0].mig_instances: expected a list"},
+      {"name: n\ncpus: 1\nmemory: 1Gi\ngpus:\n  - {uuid: a, mig_instances: [{profile: big}]}\n",
+       "spec.yaml: node.gpus[0].mig_instances: 'big' is not a MIG profile"},
+      {"name: n\ncpus: 1\nmemory: 1Gi\ngpus:\n  - {uuid: a, link_group: -2}\n",
+       "spec.yaml: gpus[0].link_group: -2 is outside"},
+      {"name: n\ncpus: 1\nmemory: 1Gi\ngpus:\n  - {uuid: a, cores: 999}\n",
+       "spec.yaml: gpus[0].cores: 999 is larger than 256"},
+      {"name: n\ncpus: 1\nmemory: 1Gi\ngpus: {count: 2, mig_mode: static}\n",
+       "spec.yaml: gpus.mig_mode: static MIG needs each GPU's mig_instances"},
+      {"name: n\ncpus: 1\nmemory: 1Gi\ngpus: {count: 2, link_groups: 3}\n",
+       "spec.yaml: gpus.link_groups: is larger than gpus.count"},
+      {"name: n\ncpus: 1\nmemory: 1Gi\ngpus: {count: 2, link_groups: 0}\n",
+       "spec.yaml: gpus.link_groups: must be at least 1"},
       {"name: n\ncpus: 1\nmemory: 1Gi\nnics: [{name: ib0, speed_gbps: fast}]\n",
        "spec.yaml: nics[0].speed_gbps: 'fast' is not a non-negative integer"},
       {"name: 'bad name'\ncpus: 1\nmemory: 1Gi\n", "spec.yaml: node.name:"},

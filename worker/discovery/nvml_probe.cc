@@ -9,42 +9,14 @@
 #include <map>
 #include <set>
 
+#include "worker/discovery/nvml_api.h"
+#include "worker/discovery/nvml_mig.h"
+
 namespace gpool::worker {
 namespace {
 
-// The few NVML declarations we need (from nvml.h; the ABI is stable).
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st*;
-constexpr nvmlReturn_t kNvmlSuccess = 0;
-constexpr int kNvmlFeatureEnabled = 1;
-constexpr unsigned kNvmlMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS in recent drivers
-
-struct nvmlMemory_t {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-
-struct nvmlPciInfo_t {
-  char busIdLegacy[16];
-  unsigned int domain;
-  unsigned int bus;
-  unsigned int device;
-  unsigned int pciDeviceId;
-  unsigned int pciSubSystemId;
-  char busId[32];
-};
-
-using InitFn = nvmlReturn_t (*)();
-using ShutdownFn = nvmlReturn_t (*)();
-using ErrorStringFn = const char* (*)(nvmlReturn_t);
-using GetCountFn = nvmlReturn_t (*)(unsigned int*);
-using GetHandleFn = nvmlReturn_t (*)(unsigned int, nvmlDevice_t*);
-using GetStringFn = nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned int);
-using GetMemoryFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*);
-using GetPciFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t*);
-using GetLinkStateFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, int*);
-using GetRemotePciFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlPciInfo_t*);
+using nvml::Device;
+using nvml::PciInfo;
 
 // Closes the library on every return path.
 class Library {
@@ -66,7 +38,7 @@ class Library {
 
 // NVML bus ids look like "00000000:3B:00.0"; sysfs names the device
 // "0000:3b:00.0" (four-digit domain, lower case).
-std::string SysfsBusId(const nvmlPciInfo_t& pci) {
+std::string SysfsBusId(const PciInfo& pci) {
   std::string id(pci.busId, strnlen(pci.busId, sizeof(pci.busId)));
   if (id.empty()) id.assign(pci.busIdLegacy, strnlen(pci.busIdLegacy, sizeof(pci.busIdLegacy)));
   std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -94,41 +66,51 @@ Result<std::vector<GpuInfo>> ProbeNvmlGpus(const NvmlProbeOptions& options) {
     return Status::NotFound("NVML library " + options.library + " not loadable: " + (err ? err : "unknown error"));
   }
   Library lib(handle);
-  auto init = lib.Symbol<InitFn>("nvmlInit_v2");
-  auto shutdown = lib.Symbol<ShutdownFn>("nvmlShutdown");
-  auto get_count = lib.Symbol<GetCountFn>("nvmlDeviceGetCount_v2");
-  auto get_handle = lib.Symbol<GetHandleFn>("nvmlDeviceGetHandleByIndex_v2");
+  auto init = lib.Symbol<nvml::InitFn>("nvmlInit_v2");
+  auto shutdown = lib.Symbol<nvml::ShutdownFn>("nvmlShutdown");
+  auto get_count = lib.Symbol<nvml::GetCountFn>("nvmlDeviceGetCount_v2");
+  auto get_handle = lib.Symbol<nvml::GetHandleFn>("nvmlDeviceGetHandleByIndex_v2");
   if (init == nullptr || shutdown == nullptr || get_count == nullptr || get_handle == nullptr) {
     return Status::Unavailable("NVML library " + options.library + " lacks nvmlInit_v2/nvmlDeviceGetCount_v2");
   }
-  auto error_string = lib.Symbol<ErrorStringFn>("nvmlErrorString");
-  auto describe = [&](nvmlReturn_t rc) {
+  auto error_string = lib.Symbol<nvml::ErrorStringFn>("nvmlErrorString");
+  auto describe = [&](nvml::Return rc) {
     const char* text = error_string != nullptr ? error_string(rc) : nullptr;
     return std::string(text != nullptr ? text : "NVML error") + " (" + std::to_string(rc) + ")";
   };
-  auto get_name = lib.Symbol<GetStringFn>("nvmlDeviceGetName");
-  auto get_uuid = lib.Symbol<GetStringFn>("nvmlDeviceGetUUID");
-  auto get_memory = lib.Symbol<GetMemoryFn>("nvmlDeviceGetMemoryInfo");
-  auto get_pci = lib.Symbol<GetPciFn>("nvmlDeviceGetPciInfo_v3");
-  auto get_link_state = lib.Symbol<GetLinkStateFn>("nvmlDeviceGetNvLinkState");
-  auto get_remote_pci = lib.Symbol<GetRemotePciFn>("nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  auto get_name = lib.Symbol<nvml::GetStringFn>("nvmlDeviceGetName");
+  auto get_uuid = lib.Symbol<nvml::GetStringFn>("nvmlDeviceGetUUID");
+  auto get_memory = lib.Symbol<nvml::GetMemoryFn>("nvmlDeviceGetMemoryInfo");
+  auto get_pci = lib.Symbol<nvml::GetPciFn>("nvmlDeviceGetPciInfo_v3");
+  auto get_link_state = lib.Symbol<nvml::GetLinkStateFn>("nvmlDeviceGetNvLinkState");
+  auto get_remote_pci = lib.Symbol<nvml::GetRemotePciFn>("nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  nvml::MigApi mig;
+  mig.get_uuid = get_uuid;
+  mig.get_mig_mode = lib.Symbol<nvml::GetMigModeFn>("nvmlDeviceGetMigMode");
+  mig.get_max_mig_count = lib.Symbol<nvml::GetUintFn>("nvmlDeviceGetMaxMigDeviceCount");
+  mig.get_mig_handle = lib.Symbol<nvml::GetMigHandleFn>("nvmlDeviceGetMigDeviceHandleByIndex");
+  mig.get_attributes = lib.Symbol<nvml::GetAttributesFn>("nvmlDeviceGetAttributes_v2");
+  mig.get_gpu_instance_id = lib.Symbol<nvml::GetUintFn>("nvmlDeviceGetGpuInstanceId");
+  mig.get_gpu_instance = lib.Symbol<nvml::GetGpuInstanceByIdFn>("nvmlDeviceGetGpuInstanceById");
+  mig.get_gpu_instance_info = lib.Symbol<nvml::GpuInstanceGetInfoFn>("nvmlGpuInstanceGetInfo");
+  mig.get_profile_info = lib.Symbol<nvml::GetProfileInfoVFn>("nvmlDeviceGetGpuInstanceProfileInfoV");
 
-  nvmlReturn_t rc = init();
-  if (rc != kNvmlSuccess) return Status::Unavailable("nvmlInit failed: " + describe(rc));
+  nvml::Return rc = init();
+  if (rc != nvml::kSuccess) return Status::Unavailable("nvmlInit failed: " + describe(rc));
 
   std::vector<GpuInfo> gpus;
   Status status;
   unsigned int count = 0;
   rc = get_count(&count);
-  if (rc != kNvmlSuccess) status = Status::Unavailable("nvmlDeviceGetCount failed: " + describe(rc));
+  if (rc != nvml::kSuccess) status = Status::Unavailable("nvmlDeviceGetCount failed: " + describe(rc));
   count = std::min(count, 1024u);
 
-  std::vector<nvmlDevice_t> devices;
+  std::vector<Device> devices;
   std::vector<std::string> bus_ids;
   for (unsigned int i = 0; status.ok() && i < count; ++i) {
-    nvmlDevice_t device = nullptr;
+    Device device = nullptr;
     rc = get_handle(i, &device);
-    if (rc != kNvmlSuccess) {
+    if (rc != nvml::kSuccess) {
       status = Status::Unavailable("nvmlDeviceGetHandleByIndex(" + std::to_string(i) + ") failed: " + describe(rc));
       break;
     }
@@ -136,27 +118,34 @@ Result<std::vector<GpuInfo>> ProbeNvmlGpus(const NvmlProbeOptions& options) {
     gpu.index = i;
     gpu.vendor = "nvidia";
     char buffer[128] = {};
-    if (get_uuid != nullptr && get_uuid(device, buffer, sizeof(buffer)) == kNvmlSuccess) {
+    if (get_uuid != nullptr && get_uuid(device, buffer, sizeof(buffer)) == nvml::kSuccess) {
       gpu.uuid = CString(buffer, sizeof(buffer));
     }
     if (gpu.uuid.empty()) gpu.uuid = "GPU-index-" + std::to_string(i);
     char name[128] = {};
-    if (get_name != nullptr && get_name(device, name, sizeof(name)) == kNvmlSuccess) {
+    if (get_name != nullptr && get_name(device, name, sizeof(name)) == nvml::kSuccess) {
       gpu.model = CString(name, sizeof(name));
       // Model names carry spaces ("NVIDIA A100-SXM4-80GB"); labels and
       // selectors want one token.
       std::replace(gpu.model.begin(), gpu.model.end(), ' ', '-');
     }
-    nvmlMemory_t memory{};
-    if (get_memory != nullptr && get_memory(device, &memory) == kNvmlSuccess) {
+    nvml::Memory memory{};
+    if (get_memory != nullptr && get_memory(device, &memory) == nvml::kSuccess) {
       gpu.memory_mib = memory.total / (1024 * 1024);
     }
     std::string bus_id;
-    nvmlPciInfo_t pci{};
-    if (get_pci != nullptr && get_pci(device, &pci) == kNvmlSuccess) {
+    PciInfo pci{};
+    if (get_pci != nullptr && get_pci(device, &pci) == nvml::kSuccess) {
       bus_id = SysfsBusId(pci);
       gpu.numa = ReadNumaNode(options.sys_root, bus_id);
     }
+    // SMs, when the driver reports attributes for a whole GPU (many do only
+    // for MIG devices). nvmlDeviceGetNumGpuCores counts CUDA cores, not SMs.
+    nvml::DeviceAttributes attributes{};
+    if (mig.get_attributes != nullptr && mig.get_attributes(device, &attributes) == nvml::kSuccess) {
+      gpu.compute_units = attributes.multiprocessorCount;
+    }
+    ProbeMig(mig, device, &gpu);
     devices.push_back(device);
     bus_ids.push_back(bus_id);
     gpus.push_back(std::move(gpu));
@@ -171,12 +160,12 @@ Result<std::vector<GpuInfo>> ProbeNvmlGpus(const NvmlProbeOptions& options) {
     std::set<uint32_t> on_switch;
     for (size_t i = 0; i < devices.size(); ++i) {
       std::set<uint32_t> peers;
-      for (unsigned link = 0; link < kNvmlMaxLinks; ++link) {
+      for (unsigned link = 0; link < nvml::kMaxLinks; ++link) {
         int active = 0;
-        if (get_link_state(devices[i], link, &active) != kNvmlSuccess) continue;
-        if (active != kNvmlFeatureEnabled) continue;
-        nvmlPciInfo_t remote{};
-        if (get_remote_pci(devices[i], link, &remote) != kNvmlSuccess) continue;
+        if (get_link_state(devices[i], link, &active) != nvml::kSuccess) continue;
+        if (active != nvml::kFeatureEnabled) continue;
+        PciInfo remote{};
+        if (get_remote_pci(devices[i], link, &remote) != nvml::kSuccess) continue;
         auto it = gpu_by_bus.find(SysfsBusId(remote));
         if (it != gpu_by_bus.end()) {
           if (it->second != i) peers.insert(it->second);

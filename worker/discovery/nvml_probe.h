@@ -3,9 +3,11 @@
 // CPU-only machines.
 //
 // What it reports per GPU: index, UUID, model name, memory, NUMA node (from
-// /sys/bus/pci/devices/<bus id>/numa_node) and NVLink peers (best effort:
+// /sys/bus/pci/devices/<bus id>/numa_node), NVLink peers (best effort:
 // links to another GPU make it a peer; links to an NVSwitch join the GPU to
-// the switch fabric, whose members are all peers of each other). Symbols an
+// the switch fabric, whose members are all peers of each other), SM count
+// as compute_units when the driver gives attributes for whole GPUs, and MIG
+// (nvml_mig.h: mode "static" with the instances that exist). Symbols an
 // older driver lacks are skipped, never fatal.
 //
 // A missing library is Status NotFound with a one-line message; any NVML

@@ -2,7 +2,9 @@
 // are created; pids count up from 1000. A test makes a "process" exit with
 // Exit(pid, code); SIGKILL always ends a fake process, other signals end it
 // unless the test called IgnoreSignal(sig) (to model a task that traps
-// SIGTERM). FailNextLaunch makes the next Launch return an error.
+// SIGTERM). FailNextLaunch makes the next Launch return an error. Each
+// LaunchRequest is kept whole (env, NUMA pinning included) for tests to
+// inspect; nothing is applied.
 //
 // Thread-safety: one thread, like the real one.
 #pragma once

@@ -11,22 +11,31 @@
 #include <climits>
 #include <cstring>
 
+#include "worker/log.h"
+#include "worker/runner/numa_apply.h"
+
 namespace gpool::worker {
 namespace {
 
-// What the child reports through the pipe when it cannot exec.
-enum class Stage : int32_t { kOpenLog = 1, kRedirect = 2, kExec = 3 };
+// What the child reports through the pipe: why it cannot exec (fatal,
+// the child exits), or a pinning call that failed (it goes on to exec).
+enum class Stage : int32_t { kOpenLog = 1, kRedirect = 2, kExec = 3, kPinCpus = 4, kPinMemory = 5 };
 struct ChildError {
   Stage stage;
   int32_t err;
 };
+bool IsWarning(Stage stage) { return stage == Stage::kPinCpus || stage == Stage::kPinMemory; }
 
 // Only async-signal-safe calls from here on: the worker has other threads
 // (ZeroMQ's) whose locks may be held at fork time.
-[[noreturn]] void ChildFail(int fd, Stage stage, int err) {
+void ChildReport(int fd, Stage stage, int err) {
   ChildError e{stage, err};
   ssize_t ignored = write(fd, &e, sizeof(e));
   (void)ignored;
+}
+
+[[noreturn]] void ChildFail(int fd, Stage stage, int err) {
+  ChildReport(fd, stage, err);
   _exit(127);
 }
 
@@ -42,7 +51,8 @@ void CloseFdsFrom(unsigned first, unsigned last) {
   for (unsigned fd = first; fd <= last && fd < max; ++fd) close(static_cast<int>(fd));
 }
 
-[[noreturn]] void RunChild(int err_fd, pid_t parent, char* const* argv, char* const* envp, const char* log_path) {
+[[noreturn]] void RunChild(int err_fd, pid_t parent, char* const* argv, char* const* envp, const char* log_path,
+                           const PreparedPinning& pinning) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);  // the worker died before prctl took effect
@@ -63,6 +73,8 @@ void CloseFdsFrom(unsigned first, unsigned last) {
       dup2(log_fd, STDERR_FILENO) < 0) {
     ChildFail(err_fd, Stage::kRedirect, errno);
   }
+  if (int err = pinning.ApplyCpus(); err != 0) ChildReport(err_fd, Stage::kPinCpus, err);
+  if (int err = pinning.ApplyMemory(); err != 0) ChildReport(err_fd, Stage::kPinMemory, err);
   const unsigned keep = static_cast<unsigned>(err_fd);
   CloseFdsFrom(3, keep - 1);
   CloseFdsFrom(keep + 1, UINT_MAX);
@@ -92,6 +104,9 @@ void AppendLine(const std::string& path, const std::string& line) {
 
 }  // namespace
 
+PosixProcessLauncher::PosixProcessLauncher(std::shared_ptr<spdlog::logger> logger)
+    : log_(OrDefault(std::move(logger))) {}
+
 Result<int64_t> PosixProcessLauncher::Launch(const LaunchRequest& request) {
   if (request.argv.empty() || request.argv[0].empty()) return Status::InvalidArgument("command: empty");
   for (const auto& s : request.argv) {
@@ -105,6 +120,9 @@ Result<int64_t> PosixProcessLauncher::Launch(const LaunchRequest& request) {
   // Everything the child needs is built before fork: no allocation after.
   std::vector<char*> argv = CStrings(request.argv);
   std::vector<char*> envp = CStrings(request.env);
+  std::vector<std::string> notes;
+  const PreparedPinning pinning = PreparedPinning::Prepare(request.numa, &notes);
+  for (const auto& note : notes) log_->info("numa pinning adjusted log={} note={}", Q(request.log_path), Q(note));
 
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return Status::IoError(std::string("pipe2: ") + std::strerror(errno));
@@ -118,19 +136,31 @@ Result<int64_t> PosixProcessLauncher::Launch(const LaunchRequest& request) {
   }
   if (pid == 0) {
     close(fds[0]);
-    RunChild(fds[1], parent, argv.data(), envp.data(), request.log_path.c_str());
+    RunChild(fds[1], parent, argv.data(), envp.data(), request.log_path.c_str(), pinning);
   }
 
   close(fds[1]);
   setpgid(pid, pid);  // also in the parent, so Signal cannot race the child's own setpgid
+  // Records until EOF (the exec closed the pipe) or a fatal one.
   ChildError error{};
-  ssize_t n;
-  do {
-    n = read(fds[0], &error, sizeof(error));
-  } while (n < 0 && errno == EINTR);
+  std::vector<ChildError> warnings;
+  bool failed = false;
+  for (;;) {
+    ssize_t n;
+    do {
+      n = read(fds[0], &error, sizeof(error));
+    } while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(sizeof(error))) break;
+    if (!IsWarning(error.stage)) {
+      failed = true;
+      break;
+    }
+    warnings.push_back(error);
+  }
   close(fds[0]);
-  if (n != static_cast<ssize_t>(sizeof(error))) {
+  if (!failed) {
     children_.insert(pid);
+    for (const ChildError& w : warnings) ReportPinningFailure(pid, request, pinning, w.stage == Stage::kPinCpus, w.err);
     return static_cast<int64_t>(pid);
   }
 
@@ -145,6 +175,8 @@ Result<int64_t> PosixProcessLauncher::Launch(const LaunchRequest& request) {
     case Stage::kRedirect:
       return Status::IoError("cannot redirect output to " + request.log_path + ": " + reason);
     case Stage::kExec:
+    case Stage::kPinCpus:
+    case Stage::kPinMemory:
       break;
   }
   const std::string message = "cannot run '" + request.argv[0] + "': " + reason;
@@ -152,6 +184,17 @@ Result<int64_t> PosixProcessLauncher::Launch(const LaunchRequest& request) {
   if (error.err == ENOENT) return Status::NotFound(message);
   if (error.err == EACCES || error.err == EPERM) return Status::FailedPrecondition(message);
   return Status::Internal(message);
+}
+
+void PosixProcessLauncher::ReportPinningFailure(int64_t pid, const LaunchRequest& request,
+                                                const PreparedPinning& pinning, bool cpus, int err) {
+  const std::string what = cpus ? "CPU affinity " + pinning.cpu_list()
+                                : std::string("memory policy ") + pinning.mode_name() + " to NUMA nodes " +
+                                      pinning.node_list();
+  const std::string reason = std::strerror(err);
+  log_->warn("task numa pinning failed, running without it pid={} what={} error={} log={}", pid, Q(what), Q(reason),
+             Q(request.log_path));
+  AppendLine(request.log_path, "gpool-worker: could not set " + what + ": " + reason + "; the task runs without it\n");
 }
 
 Status PosixProcessLauncher::Signal(int64_t pid, int signal) {

@@ -9,6 +9,25 @@
 // from "could not start" (errno arrives); the child then exits 127, Launch
 // reaps it and appends a line saying why to the task's log.
 //
+// NUMA pinning (LaunchRequest.numa), prepared before fork and applied by
+// the child after the redirect: sched_setaffinity to the requested CPUs
+// that this worker may use itself (none of them: the spec does not describe
+// this machine, e.g. a simulated node, and the task is not pinned), then
+// set_mempolicy through syscall(2) (no libnuma): MPOL_BIND to the nodes for
+// single-numa-node, MPOL_PREFERRED for best-effort on one node. best-effort
+// over several nodes sets no memory policy: the kernel's default, local
+// allocation, already follows the CPU pinning, and MPOL_PREFERRED takes one
+// node only. Nodes this worker may not allocate from are left out.
+//
+// A pinning call that fails is not fatal, for single-numa-node either: the
+// scheduler already kept the task's GPUs on one NUMA node, which is what
+// the policy promises; the CPU and memory binding on top is an
+// optimisation whose failures come from the host (containers whose seccomp
+// profile refuses set_mempolicy, cpusets, simulated specs), and failing the
+// task would fail every retry of a correctly placed task on this node. The
+// child reports the failure through the pipe and execs anyway; Launch logs
+// a warning and adds a line to the task's log.
+//
 // Reap uses waitpid(pid, WNOHANG) on the pids it launched only, so it never
 // steals children that other parts of the process started.
 //
@@ -17,15 +36,20 @@
 // worker (the agent's).
 #pragma once
 
+#include <memory>
 #include <set>
 
+#include <spdlog/logger.h>
+
+#include "worker/runner/numa_apply.h"
 #include "worker/runner/process_launcher.h"
 
 namespace gpool::worker {
 
 class PosixProcessLauncher final : public ProcessLauncher {
  public:
-  PosixProcessLauncher() = default;
+  // `logger`: nullptr for spdlog's default.
+  explicit PosixProcessLauncher(std::shared_ptr<spdlog::logger> logger = nullptr);
   PosixProcessLauncher(const PosixProcessLauncher&) = delete;
   PosixProcessLauncher& operator=(const PosixProcessLauncher&) = delete;
 
@@ -34,6 +58,10 @@ class PosixProcessLauncher final : public ProcessLauncher {
   std::vector<ExitInfo> Reap() override;
 
  private:
+  void ReportPinningFailure(int64_t pid, const LaunchRequest& request, const PreparedPinning& pinning, bool cpus,
+                            int err);
+
+  std::shared_ptr<spdlog::logger> log_;
   std::set<int64_t> children_;  // launched and not yet reaped
 };
 

@@ -3,8 +3,10 @@
 #include "worker/runner/posix_process_launcher.h"
 
 #include <poll.h>
+#include <sched.h>
 
 #include <csignal>
+#include <filesystem>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -93,6 +95,96 @@ TEST(PosixProcessLauncherTest, UnwritableLogIsAnError) {
   auto pid = launcher.Launch({{"true"}, TestEnv(), "/nonexistent-dir/t.log"});
   ASSERT_FALSE(pid.ok());
   EXPECT_EQ(pid.status().code(), StatusCode::kIoError);
+}
+
+bool Cpu0Usable() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_ISSET(0, &set);
+}
+
+TEST(PosixProcessLauncherTest, SingleNumaNodeBindsCpusAndMemory) {
+  if (!Cpu0Usable()) GTEST_SKIP() << "CPU 0 is not usable by this test process";
+  testing::TempDir dir;
+  testing::CapturedLog log;
+  PosixProcessLauncher launcher(log.logger());
+  const std::string path = dir.path() + "/t.log";
+  NumaPinning numa;
+  numa.cpus = {0};
+  numa.nodes = {0};
+  numa.strict = true;
+  auto pid = launcher.Launch(
+      {{"sh", "-c", "grep Cpus_allowed_list /proc/self/status; head -1 /proc/self/numa_maps"}, TestEnv(), path, numa});
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  ASSERT_TRUE(WaitForExit(launcher, *pid).has_value());
+  const std::string out = testing::ReadFile(path);
+  EXPECT_NE(out.find("Cpus_allowed_list:\t0\n"), std::string::npos) << out;
+  // Hosts whose seccomp profile refuses set_mempolicy run the task without
+  // the memory policy, and say so in the worker's log and the task's.
+  if (std::filesystem::exists("/proc/self/numa_maps") && !log.Contains("numa pinning failed")) {
+    EXPECT_NE(out.find(" bind:0 "), std::string::npos) << out;
+  } else {
+    EXPECT_NE(out.find("gpool-worker: could not set memory policy"), std::string::npos) << out << log.text();
+  }
+}
+
+TEST(PosixProcessLauncherTest, PinningToCpusAbsentHereRunsUnpinned) {
+  testing::TempDir dir;
+  testing::CapturedLog log;
+  PosixProcessLauncher launcher(log.logger());
+  const std::string path = dir.path() + "/t.log";
+  NumaPinning numa;
+  numa.cpus = {60000};  // a simulated node's CPU
+  numa.nodes = {3000};
+  numa.strict = true;
+  auto pid = launcher.Launch({{"sh", "-c", "echo ran"}, TestEnv(), path, numa});
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  auto exit = WaitForExit(launcher, *pid);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(testing::ReadFile(path), "ran\n");
+  EXPECT_TRUE(log.Contains("the task is not pinned")) << log.text();
+}
+
+// A task of a best-effort NUMA job through the TaskManager: its GPU is on
+// NUMA node 0, whose spec lists CPU 0, so the child runs on CPU 0 only.
+TEST(PosixProcessLauncherTest, TaskOfNumaJobRunsOnItsGpusNumaNode) {
+  if (!Cpu0Usable()) GTEST_SKIP() << "CPU 0 is not usable by this test process";
+  testing::TempDir dir;
+  testing::CapturedLog log;
+  PosixProcessLauncher launcher(log.logger());
+  TaskManagerOptions options;
+  options.node.name = "pin";
+  options.node.cpu_milli = 1000;
+  options.node.memory_mib = 1024;
+  options.node.numa = {{0, 1000, 1024, "0"}};
+  GpuInfo gpu;
+  gpu.uuid = "GPU-pin-0";
+  gpu.numa = 0;
+  options.node.gpus = {gpu};
+  options.log_dir = dir.path() + "/tasks";
+  options.base_env = {{"PATH", "/usr/bin:/bin"}};
+  options.launcher = &launcher;
+  options.clock = &SystemClock::Get();
+  options.logger = log.logger();
+  auto tm = std::move(TaskManager::Open(std::move(options)).value());
+  BindTask bind;
+  bind.task = TaskId{JobId(9), 0, 0};
+  bind.command = {"sh", "-c", "grep Cpus_allowed_list /proc/self/status"};
+  bind.gpu_indices = {0};
+  bind.numa_policy = "best-effort";
+  ASSERT_TRUE(tm->Bind(bind).ok());
+  const int64_t deadline = SystemClock::Get().MonoMs() + 10'000;
+  bool exited = false;
+  while (!exited && SystemClock::Get().MonoMs() < deadline) {
+    tm->Poll();
+    for (const auto& [seq, event] : tm->Outbox()) exited = exited || event.kind == "exited";
+    poll(nullptr, 0, 5);
+  }
+  ASSERT_TRUE(exited) << log.text();
+  const std::string out = testing::ReadFile(dir.path() + "/tasks/9.0.0.log");
+  EXPECT_EQ(out.rfind("Cpus_allowed_list:\t0\n", 0), 0u) << out << log.text();
+  EXPECT_TRUE(log.Contains("numa_cpus=0")) << log.text();
 }
 
 // The TaskManager over real processes: the three scenarios of the brief.

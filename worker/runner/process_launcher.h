@@ -6,7 +6,8 @@
 // Contract:
 //   - Launch starts argv[0] (looked up in PATH) with exactly `env` as its
 //     environment, stdout and stderr appended to `log_path`, in a new process
-//     group whose id is the returned pid. It returns only once the program
+//     group whose id is the returned pid, pinned as `numa` says (best effort:
+//     a pinning that fails is logged and the task runs unpinned). It returns only once the program
 //     was exec'd; when it could not be (no such command, log file not
 //     writable), it returns a Status whose message says why and no process
 //     is left behind.
@@ -25,10 +26,25 @@
 
 namespace gpool::worker {
 
+// CPU and memory locality for a task whose job asked for a numa_policy
+// (task_env.h PlanNumaPinning decides it from the node spec). Applied by the
+// child itself between fork and exec, so it holds from the first instruction.
+struct NumaPinning {
+  std::vector<uint32_t> cpus;  // sched_setaffinity to these CPUs; empty: no pinning at all
+  std::vector<int32_t> nodes;  // the NUMA nodes the CPUs belong to, for the memory policy
+  // single-numa-node: MPOL_BIND (memory only from `nodes`); best-effort:
+  // MPOL_PREFERRED (prefer it, fall back elsewhere).
+  bool strict = false;
+
+  bool empty() const { return cpus.empty(); }
+  bool operator==(const NumaPinning&) const = default;
+};
+
 struct LaunchRequest {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH
   std::vector<std::string> env;   // "KEY=value", the child's whole environment
   std::string log_path;           // stdout+stderr, opened O_APPEND|O_CREAT
+  NumaPinning numa;               // empty: the child inherits the worker's affinity and policy
 };
 
 struct ExitInfo {

@@ -14,18 +14,73 @@ const GpuInfo* FindGpu(const NodeSpec& node, uint32_t index) {
   return nullptr;
 }
 
-template <typename T>
-std::string Join(const std::vector<T>& items) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += ',';
-    if constexpr (std::is_same_v<T, std::string>) {
-      out += item;
-    } else {
-      out += std::to_string(item);
+uint32_t TotalCores(const NodeSpec& node) {
+  uint32_t total = 0;
+  for (const auto& gpu : node.gpus) total += gpu.cores;
+  return total;
+}
+
+Status ValidateMig(const BindTask& bind) {
+  if (bind.mig_profiles.empty()) {
+    if (!bind.mig_starts.empty()) return Status::InvalidArgument("mig_starts: given without mig_profiles");
+    return Status::Ok();
+  }
+  if (bind.mig_profiles.size() != bind.gpu_indices.size()) {
+    return Status::InvalidArgument("mig_profiles: " + std::to_string(bind.mig_profiles.size()) + " profiles for " +
+                                   std::to_string(bind.gpu_indices.size()) + " gpu_indices");
+  }
+  if (bind.mig_starts.size() != bind.mig_profiles.size()) {
+    return Status::InvalidArgument("mig_starts: " + std::to_string(bind.mig_starts.size()) + " starts for " +
+                                   std::to_string(bind.mig_profiles.size()) + " mig_profiles");
+  }
+  for (size_t i = 0; i < bind.mig_profiles.size(); ++i) {
+    const std::string& profile = bind.mig_profiles[i];
+    if (HasNul(profile) || profile.size() > 64 || profile.find(',') != std::string::npos) {
+      return Status::InvalidArgument("mig_profiles[" + std::to_string(i) + "]: '" + profile.substr(0, 64) +
+                                     "' is not a MIG profile");
     }
   }
-  return out;
+  if (!bind.mig_profiles.empty() && IsGpuShare(bind)) {
+    return Status::InvalidArgument("mig_profiles: a MIG instance cannot also be a GPU share");
+  }
+  return Status::Ok();
+}
+
+Status ValidateCores(const BindTask& bind, const NodeSpec& node) {
+  const uint32_t total = TotalCores(node);
+  std::set<uint32_t> seen;
+  for (size_t i = 0; i < bind.cores.size(); ++i) {
+    const uint32_t core = bind.cores[i];
+    const std::string field = "cores[" + std::to_string(i) + "]";
+    if (core >= total) {
+      return Status::InvalidArgument(field + ": core " + std::to_string(core) + " does not exist on node " +
+                                     node.name + " (it has " + std::to_string(total) + ")");
+    }
+    if (!seen.insert(core).second) {
+      return Status::InvalidArgument(field + ": core " + std::to_string(core) + " is listed twice");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateShareAndPolicy(const BindTask& bind) {
+  const std::string& qos = bind.sharing_qos;
+  if (!qos.empty() && qos != "best-effort" && qos != "fixed-share" && qos != "burst-share") {
+    return Status::InvalidArgument("sharing_qos: '" + qos.substr(0, 32) +
+                                   "' is not best-effort, fixed-share or burst-share");
+  }
+  if (bind.gpu_compute_pct > 100) {
+    return Status::InvalidArgument("gpu_compute_pct: " + std::to_string(bind.gpu_compute_pct) + " is above 100");
+  }
+  if (IsGpuShare(bind) && bind.gpu_indices.empty()) {
+    return Status::InvalidArgument("gpu_memory_mib/gpu_compute_pct: a GPU share needs gpu_indices");
+  }
+  const std::string& numa = bind.numa_policy;
+  if (!numa.empty() && numa != "none" && numa != "best-effort" && numa != "single-numa-node") {
+    return Status::InvalidArgument("numa_policy: '" + numa.substr(0, 32) +
+                                   "' is not none, best-effort or single-numa-node");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -69,31 +124,17 @@ Status ValidateBind(const BindTask& bind, const NodeSpec& node) {
       }
     }
   }
-  return Status::Ok();
+  GPOOL_RETURN_IF_ERROR(ValidateMig(bind));
+  GPOOL_RETURN_IF_ERROR(ValidateCores(bind, node));
+  return ValidateShareAndPolicy(bind);
 }
 
-std::vector<std::string> BoundGpuUuids(const BindTask& bind, const NodeSpec& node) {
-  std::vector<std::string> uuids;
-  for (uint32_t index : bind.gpu_indices) {
-    const GpuInfo* gpu = FindGpu(node, index);
-    uuids.push_back(gpu != nullptr ? gpu->uuid : std::string());
-  }
-  return uuids;
-}
-
-std::vector<std::string> BuildTaskEnv(const BindTask& bind, const NodeSpec& node,
-                                      const std::map<std::string, std::string>& base_env) {
+Result<std::vector<std::string>> BuildTaskEnv(const BindTask& bind, const NodeSpec& node,
+                                              const std::map<std::string, std::string>& base_env,
+                                              const TaskEnvOptions& options) {
   std::map<std::string, std::string> env = base_env;
   for (const auto& [key, value] : bind.env) env[key] = value;
-
-  const std::string indices = Join(bind.gpu_indices);
-  const std::vector<std::string> uuids = BoundGpuUuids(bind, node);
-  env["CUDA_VISIBLE_DEVICES"] = indices;
-  env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : Join(uuids);
-  std::set<std::string> vendors;
-  for (const auto& gpu : node.gpus) vendors.insert(gpu.vendor);
-  if (vendors.count("amd")) env["HIP_VISIBLE_DEVICES"] = indices;
-  if (vendors.count("huawei") || vendors.count("ascend")) env["ASCEND_RT_VISIBLE_DEVICES"] = indices;
+  GPOOL_RETURN_IF_ERROR(AddDeviceEnv(bind, node, options, env));
 
   env["GPOOL_JOB_ID"] = std::to_string(bind.task.job.value());
   env["GPOOL_JOB_NAME"] = bind.job_name;
@@ -101,7 +142,6 @@ std::vector<std::string> BuildTaskEnv(const BindTask& bind, const NodeSpec& node
   env["GPOOL_NUM_TASKS"] = std::to_string(bind.num_tasks);
   env["GPOOL_TASK_ATTEMPT"] = std::to_string(bind.task.attempt);
   env["GPOOL_NODE_NAME"] = node.name;
-  env["GPOOL_GPU_UUIDS"] = Join(uuids);
 
   std::vector<std::string> out;
   out.reserve(env.size());
@@ -140,6 +180,11 @@ std::string MpiHostfile(const std::string& hosts) {
 std::string TaskHostfilePath(const std::string& log_dir, const TaskId& task) {
   return log_dir + "/" + std::to_string(task.job.value()) + "." + std::to_string(task.index) + "." +
          std::to_string(task.attempt) + ".hostfile";
+}
+
+std::string TaskShareCachePath(const std::string& log_dir, const TaskId& task) {
+  return log_dir + "/" + std::to_string(task.job.value()) + "." + std::to_string(task.index) + "." +
+         std::to_string(task.attempt) + ".vgpu.cache";
 }
 
 std::string TaskLogPath(const std::string& log_dir, const TaskId& task) {

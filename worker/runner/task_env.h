@@ -2,16 +2,21 @@
 // BindTask and what this node has. Pure; the rules live in one place:
 //
 //   base env (the worker's own, when inherited) < BindTask.env < gpool's vars
-//   CUDA_VISIBLE_DEVICES    comma-separated GPU indices ("" when no GPUs)
-//   NVIDIA_VISIBLE_DEVICES  comma-separated GPU uuids, or "void"
+//   CUDA_VISIBLE_DEVICES    comma-separated GPU indices ("" when no GPUs), or
+//                           the MIG instance uuids of a MIG task
+//   NVIDIA_VISIBLE_DEVICES  comma-separated GPU (or MIG instance) uuids, or "void"
 //   HIP_VISIBLE_DEVICES     indices, when the node has vendor "amd" GPUs
 //   ASCEND_RT_VISIBLE_DEVICES indices, when it has "huawei"/"ascend" NPUs
 //   GPOOL_JOB_ID GPOOL_JOB_NAME GPOOL_TASK_INDEX GPOOL_NUM_TASKS
 //   GPOOL_TASK_ATTEMPT GPOOL_NODE_NAME GPOOL_GPU_UUIDS
+//   GPU shares, MIG and NeuronCores: see device_env.h.
 //
 // ValidateBind checks a BindTask against the node: every gpu index exists
-// and is used once, gpu_uuids (when given) match those indices, the command
-// is not empty, and no string holds a NUL byte. Errors name the field.
+// and is used once, gpu_uuids (when given) match those indices, MIG
+// profiles and starts come one per GPU, cores exist and are used once, the
+// share, QoS and NUMA policy are ones this worker knows, the command is not
+// empty, and no string holds a NUL byte. Errors name the field. Whether a
+// MIG instance still exists is checked when the task starts (BuildTaskEnv).
 #pragma once
 
 #include <map>
@@ -21,17 +26,18 @@
 #include "protocol/base/status.h"
 #include "protocol/messages.h"
 #include "protocol/types.h"
+#include "worker/runner/device_env.h"
 
 namespace gpool::worker {
 
 Status ValidateBind(const BindTask& bind, const NodeSpec& node);
 
-// The uuids of the bound GPUs, in bind order (from the node spec).
-std::vector<std::string> BoundGpuUuids(const BindTask& bind, const NodeSpec& node);
-
-// "KEY=value" entries, sorted by key, each key once.
-std::vector<std::string> BuildTaskEnv(const BindTask& bind, const NodeSpec& node,
-                                      const std::map<std::string, std::string>& base_env);
+// "KEY=value" entries, sorted by key, each key once. FailedPrecondition
+// when a MIG instance of the bind is not on the node (the task must not
+// start on another device).
+Result<std::vector<std::string>> BuildTaskEnv(const BindTask& bind, const NodeSpec& node,
+                                              const std::map<std::string, std::string>& base_env,
+                                              const TaskEnvOptions& options = {});
 
 // Parses "KEY=value" strings (e.g. environ) into a map; entries without '='
 // are skipped.
@@ -47,5 +53,8 @@ std::string TaskLogPath(const std::string& log_dir, const TaskId& task);
 std::string MpiHostfile(const std::string& hosts);
 // <log_dir>/<job>.<index>.<attempt>.hostfile
 std::string TaskHostfilePath(const std::string& log_dir, const TaskId& task);
+// <log_dir>/<job>.<index>.<attempt>.vgpu.cache: HAMi-core's accounting file
+// for a GPU share (CUDA_DEVICE_MEMORY_SHARED_CACHE).
+std::string TaskShareCachePath(const std::string& log_dir, const TaskId& task);
 
 }  // namespace gpool::worker

@@ -31,7 +31,10 @@ BindTask Bind(std::vector<uint32_t> gpus) {
   return bind;
 }
 
-std::map<std::string, std::string> AsMap(const std::vector<std::string>& env) {
+std::map<std::string, std::string> AsMap(const Result<std::vector<std::string>>& built) {
+  EXPECT_TRUE(built.ok()) << built.status().ToString();
+  if (!built.ok()) return {};
+  const std::vector<std::string>& env = *built;
   std::map<std::string, std::string> out;
   for (const auto& e : env) {
     const size_t eq = e.find('=');
@@ -107,8 +110,56 @@ TEST(TaskEnvTest, ValidateBind) {
   EXPECT_FALSE(ValidateBind(nul, node).ok());
 }
 
+TEST(TaskEnvTest, ValidateBindDeviceFields) {
+  NodeSpec node = Node("nvidia", 2);
+  BindTask mig = Bind({1});
+  mig.mig_profiles = {"1g.10gb"};
+  mig.mig_starts = {0};
+  EXPECT_TRUE(ValidateBind(mig, node).ok());
+  mig.mig_starts.clear();
+  EXPECT_NE(ValidateBind(mig, node).message().find("mig_starts: 0 starts for 1 mig_profiles"), std::string::npos);
+  mig.mig_profiles = {"1g.10gb", "1g.10gb"};
+  mig.mig_starts = {0, 1};
+  EXPECT_NE(ValidateBind(mig, node).message().find("mig_profiles: 2 profiles for 1 gpu_indices"), std::string::npos);
+  BindTask starts_only = Bind({0});
+  starts_only.mig_starts = {0};
+  EXPECT_FALSE(ValidateBind(starts_only, node).ok());
+
+  BindTask share = Bind({0});
+  share.gpu_memory_mib = 1024;
+  share.sharing_qos = "fixed-share";
+  EXPECT_TRUE(ValidateBind(share, node).ok());
+  share.sharing_qos = "greedy";
+  EXPECT_NE(ValidateBind(share, node).message().find("sharing_qos: 'greedy'"), std::string::npos);
+  share.sharing_qos = "";
+  share.gpu_compute_pct = 101;
+  EXPECT_NE(ValidateBind(share, node).message().find("gpu_compute_pct"), std::string::npos);
+  BindTask share_without_gpu = Bind({});
+  share_without_gpu.gpu_memory_mib = 1024;
+  EXPECT_NE(ValidateBind(share_without_gpu, node).message().find("needs gpu_indices"), std::string::npos);
+  BindTask numa = Bind({0});
+  numa.numa_policy = "single-numa-node";
+  EXPECT_TRUE(ValidateBind(numa, node).ok());
+  numa.numa_policy = "nearest";
+  EXPECT_NE(ValidateBind(numa, node).message().find("numa_policy: 'nearest'"), std::string::npos);
+
+  NodeSpec neuron = Node("aws", 2);
+  for (auto& gpu : neuron.gpus) gpu.cores = 2;
+  BindTask cores = Bind({});
+  cores.cores = {0, 3};
+  EXPECT_TRUE(ValidateBind(cores, neuron).ok());
+  cores.cores = {4};
+  EXPECT_NE(ValidateBind(cores, neuron).message().find("cores[0]: core 4 does not exist on node n1 (it has 4)"),
+            std::string::npos);
+  cores.cores = {1, 1};
+  EXPECT_NE(ValidateBind(cores, neuron).message().find("listed twice"), std::string::npos);
+  cores.cores = {0};
+  EXPECT_FALSE(ValidateBind(cores, node).ok()) << "a node without addressable cores";
+}
+
 TEST(TaskEnvTest, LogPathAndEnvList) {
   EXPECT_EQ(TaskLogPath("/d/tasks", TaskId{JobId(17), 0, 2}), "/d/tasks/17.0.2.log");
+  EXPECT_EQ(TaskShareCachePath("/d/tasks", TaskId{JobId(17), 0, 2}), "/d/tasks/17.0.2.vgpu.cache");
   const char* entries[] = {"A=1", "B=x=y", "novalue", "=bad", nullptr};
   auto env = ParseEnvList(entries);
   EXPECT_EQ(env.size(), 2u);

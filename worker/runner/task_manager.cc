@@ -6,8 +6,10 @@
 #include <limits>
 #include <utility>
 
+#include "worker/cpulist.h"
 #include "worker/log.h"
 #include "worker/runner/log_tail.h"
+#include "worker/runner/numa_pinning.h"
 #include "worker/runner/task_env.h"
 
 namespace gpool::worker {
@@ -167,28 +169,42 @@ void TaskManager::WriteHostfile(const TaskId& id, const std::string& hosts, std:
   env.push_back("GPOOL_HOSTFILE=" + path);
 }
 
+void TaskManager::FailStart(const TaskId& id, Task& task, const Status& status) {
+  task.phase = Phase::kFailed;
+  task.exit_code = 127;
+  task.finished_mono_ms = options_.clock->MonoMs();
+  task.exit_seq = Emit(id, "failed", 0, 127, 0, status.message());
+  log_->warn("task failed to start task={} exit_code=127 error={}", id.ToString(), Q(status.ToString()));
+}
+
 void TaskManager::Start(const TaskId& id, Task& task) {
+  TaskEnvOptions env_options;
+  env_options.cuda_intercept_lib = options_.cuda_intercept_lib;
+  if (IsGpuShare(task.bind)) env_options.share_cache_path = TaskShareCachePath(options_.log_dir, id);
+  auto env = BuildTaskEnv(task.bind, options_.node, options_.base_env, env_options);
+  if (!env.ok()) {
+    // The log is where users look first (FetchLog); say there why it never ran.
+    std::ofstream(TaskLogPath(options_.log_dir, id), std::ios::app)
+        << "gpool-worker: task not started: " << env.status().message() << "\n";
+    return FailStart(id, task, env.status());
+  }
+
   LaunchRequest request;
   request.argv = task.bind.command;
-  request.env = BuildTaskEnv(task.bind, options_.node, options_.base_env);
+  request.env = std::move(env.value());
   request.log_path = TaskLogPath(options_.log_dir, id);
+  request.numa = PlanNumaPinning(task.bind, options_.node);
   if (auto hosts = task.bind.env.find("GPOOL_HOSTS"); hosts != task.bind.env.end()) {
     WriteHostfile(id, hosts->second, request.env);
   }
   auto pid = options_.launcher->Launch(request);
-  if (!pid.ok()) {
-    task.phase = Phase::kFailed;
-    task.exit_code = 127;
-    task.finished_mono_ms = options_.clock->MonoMs();
-    task.exit_seq = Emit(id, "failed", 0, 127, 0, pid.status().message());
-    log_->warn("task failed to start task={} exit_code=127 error={}", id.ToString(), Q(pid.status().ToString()));
-    return;
-  }
+  if (!pid.ok()) return FailStart(id, task, pid.status());
   task.phase = Phase::kRunning;
   task.pid = *pid;
   by_pid_[*pid] = id;
   Emit(id, "started", *pid, 0, 0, "");
-  log_->info("task started task={} pid={} gpus={} log={}", id.ToString(), *pid, JoinIndices(task.bind.gpu_indices),
+  log_->info("task started task={} pid={} gpus={} numa_cpus={} log={}", id.ToString(), *pid,
+             JoinIndices(task.bind.gpu_indices), request.numa.empty() ? "none" : FormatCpuList(request.numa.cpus),
              Q(request.log_path));
 }
 
@@ -206,6 +222,11 @@ void TaskManager::OnExit(const ExitInfo& exit) {
   task.signal = exit.signal;
   task.kill_at_ms = 0;
   task.finished_mono_ms = options_.clock->MonoMs();
+  if (IsGpuShare(task.bind)) {
+    // HAMi-core's accounting file is the task's own and dies with it.
+    std::error_code ec;
+    std::filesystem::remove(TaskShareCachePath(options_.log_dir, id), ec);
+  }
   const std::string message = task.preempted ? "stopped by the worker: " + task.stop_reason : "";
   task.exit_seq = Emit(id, "exited", exit.pid, exit.exit_code, exit.signal, message);
   log_->info("task exited task={} pid={} exit_code={} signal={} state={}", id.ToString(), exit.pid, exit.exit_code,

@@ -7,7 +7,8 @@
 //   Bind ──> pending ──Poll──> running ──exit──> exited
 //              │                  │ Preempt: SIGTERM now, SIGKILL at now+grace
 //              │                  └────────────────────────────────> exited
-//              ├──Poll, launch fails──> failed (exit_code 127)
+//              ├──Poll, cannot start──> failed (exit_code 127): launch error,
+//              │                         or its MIG instance is gone
 //              └──Preempt before start──> cancelled (never started)
 //   Preempt of an unknown task ──> cancelled: a tombstone, so a late Bind
 //   for it is accepted (Acked) but never run.
@@ -50,6 +51,9 @@ struct TaskManagerOptions {
   NodeSpec node;                               // what this node has (GPU indices, vendors, name)
   std::string log_dir;                         // <data-dir>/tasks; created by Open
   std::map<std::string, std::string> base_env;  // inherited by every task (the worker's environ)
+  // LD_PRELOAD for GPU-share tasks (HAMi-core's libvgpu.so); empty: shares
+  // get their limits as variables only, unenforced (device_env.h).
+  std::string cuda_intercept_lib;
   ProcessLauncher* launcher = nullptr;         // required
   const Clock* clock = nullptr;                // required
   std::shared_ptr<spdlog::logger> logger;      // nullptr: spdlog's default
@@ -117,6 +121,8 @@ class TaskManager {
   explicit TaskManager(TaskManagerOptions options);
 
   void Start(const TaskId& id, Task& task);
+  // Records a start that did not happen: "failed" event, exit_code 127.
+  void FailStart(const TaskId& id, Task& task, const Status& status);
   // Gang tasks with GPOOL_HOSTS: an MPI hostfile next to the log, named by
   // GPOOL_HOSTFILE in `env`. A failure is logged; the task starts without it.
   void WriteHostfile(const TaskId& id, const std::string& hosts, std::vector<std::string>& env);

@@ -1,6 +1,8 @@
 #include "worker/runner/task_manager.h"
 
+#include <algorithm>
 #include <csignal>
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
@@ -125,6 +127,83 @@ TEST_F(TaskManagerTest, BindStartsOnNextPollWithEnvironmentAndLog) {
   EXPECT_EQ(events[0].time_ms, clock_.WallMs());
   EXPECT_EQ(tm_->Running(), std::vector<TaskId>{(TaskId{JobId(17), 0, 0})});
   EXPECT_TRUE(log_.Contains("task started task=17.0"));
+}
+
+TEST_F(TaskManagerTest, GoneMigInstanceFailsTheStartWithAMessage) {
+  // The fixture's GPUs have MIG off; a bind for a MIG instance on GPU 2
+  // must not start on the whole GPU (or anything else).
+  BindTask bind = MakeBind(21, 0, {2});
+  bind.mig_profiles = {"1g.10gb"};
+  bind.mig_starts = {0};
+  ASSERT_TRUE(tm_->Bind(bind).ok());
+  tm_->Poll();
+  EXPECT_TRUE(launcher_.launched().empty());
+  auto events = Events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, "failed");
+  EXPECT_EQ(events[0].exit_code, 127);
+  EXPECT_NE(events[0].message.find("GPU 2 (GPU-n1-2) has MIG off"), std::string::npos) << events[0].message;
+  EXPECT_NE(testing::ReadFile(dir_.path() + "/tasks/21.0.0.log").find("gpool-worker: task not started: GPU 2"),
+            std::string::npos);
+  EXPECT_EQ(tm_->Reports().at(0).state, "Failed");
+  EXPECT_TRUE(tm_->Idle());
+  EXPECT_TRUE(log_.Contains("task failed to start task=21.0"));
+}
+
+TEST_F(TaskManagerTest, ShareTaskGetsItsOwnAccountingFile) {
+  BindTask bind = MakeBind(22, 1, {0});
+  bind.gpu_memory_mib = 4096;
+  ASSERT_TRUE(tm_->Bind(bind).ok());
+  tm_->Poll();
+  ASSERT_EQ(launcher_.launched().size(), 1u);
+  const LaunchRequest& request = launcher_.launched()[0].request;
+  const std::string cache = dir_.path() + "/tasks/22.1.0.vgpu.cache";
+  EXPECT_TRUE(HasEnv(request, "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + cache));
+  EXPECT_TRUE(HasEnv(request, "CUDA_DEVICE_MEMORY_LIMIT_0=4096m"));
+  EXPECT_TRUE(request.numa.empty()) << "no numa_policy";
+  dir_.Write("tasks/22.1.0.vgpu.cache", "region");  // as HAMi-core would have made it
+  launcher_.Exit(launcher_.launched()[0].pid, 0);
+  tm_->Poll();
+  EXPECT_FALSE(std::filesystem::exists(cache)) << "removed with the task";
+}
+
+TEST(TaskManagerOptionsTest, InterceptLibraryAndNumaPinningReachTheLauncher) {
+  testing::TempDir dir;
+  FakeClock clock;
+  FakeProcessLauncher launcher;
+  TaskManagerOptions options;
+  options.node.name = "n2";
+  options.node.cpu_milli = 8000;
+  options.node.memory_mib = 8192;
+  options.node.numa = {{0, 4000, 4096, "0-3"}, {1, 4000, 4096, "4-7"}};
+  GpuInfo gpu;
+  gpu.index = 0;
+  gpu.uuid = "GPU-n2-0";
+  gpu.numa = 1;
+  options.node.gpus = {gpu};
+  options.log_dir = dir.path() + "/tasks";
+  options.cuda_intercept_lib = "/opt/vgpu/libvgpu.so";
+  options.launcher = &launcher;
+  options.clock = &clock;
+  testing::CapturedLog log;
+  options.logger = log.logger();
+  auto tm = std::move(TaskManager::Open(std::move(options)).value());
+  BindTask bind;
+  bind.task = TaskId{JobId(3), 0, 0};
+  bind.command = {"train"};
+  bind.gpu_indices = {0};
+  bind.gpu_compute_pct = 50;
+  bind.sharing_qos = "fixed-share";
+  bind.numa_policy = "single-numa-node";
+  ASSERT_TRUE(tm->Bind(bind).ok());
+  tm->Poll();
+  ASSERT_EQ(launcher.launched().size(), 1u);
+  const LaunchRequest& request = launcher.launched()[0].request;
+  EXPECT_NE(std::find(request.env.begin(), request.env.end(), "LD_PRELOAD=/opt/vgpu/libvgpu.so"), request.env.end());
+  EXPECT_EQ(request.numa.cpus, (std::vector<uint32_t>{4, 5, 6, 7}));
+  EXPECT_EQ(request.numa.nodes, std::vector<int32_t>{1});
+  EXPECT_TRUE(request.numa.strict);
+  EXPECT_TRUE(log.Contains("numa_cpus=4-7")) << log.text();
 }
 
 TEST_F(TaskManagerTest, RebindIsIdempotentInEveryState) {

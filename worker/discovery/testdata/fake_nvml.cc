@@ -2,6 +2,20 @@
 // GPUs 0 and 1 are linked directly; GPUs 2 and 3 each link to an NVSwitch
 // (a PCI device that is not a GPU). Setting FAKE_NVML_INIT_FAIL makes
 // nvmlInit_v2 fail like a machine without a driver.
+//
+// MIG (left out when built with FAKE_NVML_OLD_DRIVER, like a driver before
+// MIG): GPUs 0 and 1 are A100-80GB with MIG capability, off unless
+// FAKE_NVML_MIG is set, which turns it on for GPU 0 with these MIG devices
+// (slot: profile, GPU instance id, placement start):
+//   0: 3g.40gb  GI 1   start 4
+//   1: empty
+//   2: 1g.10gb  GI 9   start 0
+//   3: 1g.10gb  GI 10  start 1
+//   4: a compute instance with 1 of GI 2's 2 slices (left out by the probe)
+// GPUs 2 and 3 do not support MIG. FAKE_NVML_MIG_NO_PLACEMENT makes
+// nvmlDeviceGetGpuInstanceById fail with NO_PERMISSION, as for non-root on
+// some drivers; FAKE_NVML_MIG_NO_PROFILES makes the profile table
+// unreadable. Whole GPUs report 108 SMs through nvmlDeviceGetAttributes_v2.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +49,87 @@ void FillPci(PciInfo* pci, const char* bus_id) {
   std::snprintf(pci->busId, sizeof(pci->busId), "%s", bus_id);
 }
 
+#ifndef FAKE_NVML_OLD_DRIVER
+constexpr int kNotSupported = 3;
+constexpr int kNoPermission = 4;
+constexpr int kNotFound = 6;
+constexpr unsigned long kMigBase = 0x1000;  // MIG handles: kMigBase + slot (all on GPU 0)
+
+struct Attributes {
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+  unsigned int gpuInstanceSliceCount;
+  unsigned int computeInstanceSliceCount;
+  unsigned long long memorySizeMB;
+};
+
+struct GpuInstanceInfo {
+  void* device;
+  unsigned int id;
+  unsigned int profileId;
+  unsigned int start;
+  unsigned int size;
+};
+
+struct ProfileInfoV2 {
+  unsigned int version;
+  unsigned int id;
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[96];
+};
+
+// A100-80GB's GPU instance profiles by index (NVML_GPU_INSTANCE_PROFILE_*).
+struct Profile {
+  unsigned index, id, slices;
+  unsigned long long memory_mb;
+  unsigned media;  // decoders, JPEG and OFA engines
+  const char* name;
+};
+constexpr Profile kProfiles[] = {
+    {0, 19, 1, 9728, 0, "MIG 1g.10gb"},  {1, 14, 2, 19968, 1, "MIG 2g.20gb"}, {2, 9, 3, 40192, 2, "MIG 3g.40gb"},
+    {3, 5, 4, 40192, 2, "MIG 4g.40gb"},  {4, 0, 7, 80896, 5, "MIG 7g.80gb"},  {6, 20, 1, 9728, 1, "MIG 1g.10gb+me"},
+    {7, 15, 1, 19968, 1, "MIG 1g.20gb"},
+};
+
+struct MigSlot {
+  bool present;
+  unsigned gi_id, profile_id, start, slices, ci_slices;
+  unsigned long long memory_mb;
+  unsigned media;
+};
+constexpr MigSlot kMigSlots[] = {
+    {true, 1, 9, 4, 3, 3, 40192, 2},  {false, 0, 0, 0, 0, 0, 0, 0},    {true, 9, 19, 0, 1, 1, 9728, 0},
+    {true, 10, 19, 1, 1, 1, 9728, 0}, {true, 2, 14, 2, 2, 1, 19968, 1},
+};
+constexpr unsigned kMaxMig = 7;
+
+bool MigOn() { return std::getenv("FAKE_NVML_MIG") != nullptr; }
+bool IsMig(void* device) { return reinterpret_cast<unsigned long>(device) >= kMigBase; }
+const MigSlot* SlotOf(void* device) {
+  const unsigned long slot = reinterpret_cast<unsigned long>(device) - kMigBase;
+  return slot < sizeof(kMigSlots) / sizeof(kMigSlots[0]) ? &kMigSlots[slot] : nullptr;
+}
+const MigSlot* SlotByGi(unsigned gi) {
+  for (const MigSlot& s : kMigSlots) {
+    if (s.present && s.gi_id == gi) return &s;
+  }
+  return nullptr;
+}
+#endif
+
 }  // namespace
 
 extern "C" {
@@ -60,6 +155,12 @@ int nvmlDeviceGetName(void* device, char* name, unsigned int length) {
 }
 
 int nvmlDeviceGetUUID(void* device, char* uuid, unsigned int length) {
+#ifndef FAKE_NVML_OLD_DRIVER
+  if (IsMig(device)) {
+    std::snprintf(uuid, length, "MIG-fake-0-%lu", reinterpret_cast<unsigned long>(device) - kMigBase);
+    return 0;
+  }
+#endif
   std::snprintf(uuid, length, "GPU-fake-%u", IndexOf(device));
   return 0;
 }
@@ -93,5 +194,82 @@ int nvmlDeviceGetNvLinkRemotePciInfo_v2(void* device, unsigned int link, PciInfo
   }
   return 0;
 }
+
+#ifndef FAKE_NVML_OLD_DRIVER
+int nvmlDeviceGetMigMode(void* device, unsigned int* current, unsigned int* pending) {
+  const unsigned index = IndexOf(device);
+  if (index >= 2) return kNotSupported;
+  *current = *pending = (index == 0 && MigOn()) ? 1 : 0;
+  return 0;
+}
+
+int nvmlDeviceGetMaxMigDeviceCount(void* device, unsigned int* count) {
+  *count = IndexOf(device) < 2 ? kMaxMig : 0;
+  return 0;
+}
+
+int nvmlDeviceGetMigDeviceHandleByIndex(void* device, unsigned int index, void** mig) {
+  if (IndexOf(device) != 0 || !MigOn() || index >= kMaxMig) return kNotFound;
+  const MigSlot* slot = SlotOf(reinterpret_cast<void*>(kMigBase + index));
+  if (slot == nullptr || !slot->present) return kNotFound;
+  *mig = reinterpret_cast<void*>(kMigBase + index);
+  return 0;
+}
+
+int nvmlDeviceGetAttributes_v2(void* device, Attributes* attributes) {
+  std::memset(attributes, 0, sizeof(*attributes));
+  if (!IsMig(device)) {
+    attributes->multiprocessorCount = 108;
+    return 0;
+  }
+  const MigSlot* slot = SlotOf(device);
+  attributes->gpuInstanceSliceCount = slot->slices;
+  attributes->computeInstanceSliceCount = slot->ci_slices;
+  attributes->multiprocessorCount = 14 * slot->ci_slices;
+  attributes->memorySizeMB = slot->memory_mb;
+  attributes->sharedDecoderCount = attributes->sharedJpegCount = attributes->sharedOfaCount = slot->media;
+  return 0;
+}
+
+int nvmlDeviceGetGpuInstanceId(void* device, unsigned int* id) {
+  if (!IsMig(device)) return kNotSupported;
+  *id = SlotOf(device)->gi_id;
+  return 0;
+}
+
+int nvmlDeviceGetGpuInstanceById(void* device, unsigned int id, void** instance) {
+  if (std::getenv("FAKE_NVML_MIG_NO_PLACEMENT") != nullptr) return kNoPermission;
+  if (IndexOf(device) != 0 || SlotByGi(id) == nullptr) return kNotFound;
+  *instance = reinterpret_cast<void*>(static_cast<unsigned long>(id) + 1);
+  return 0;
+}
+
+int nvmlGpuInstanceGetInfo(void* instance, GpuInstanceInfo* info) {
+  const MigSlot* slot = SlotByGi(static_cast<unsigned>(reinterpret_cast<unsigned long>(instance) - 1));
+  if (slot == nullptr) return kNotFound;
+  info->device = reinterpret_cast<void*>(1UL);
+  info->id = slot->gi_id;
+  info->profileId = slot->profile_id;
+  info->start = slot->start;
+  info->size = slot->slices;
+  return 0;
+}
+
+int nvmlDeviceGetGpuInstanceProfileInfoV(void* device, unsigned int index, ProfileInfoV2* info) {
+  if (std::getenv("FAKE_NVML_MIG_NO_PROFILES") != nullptr || IndexOf(device) >= 2) return kNotSupported;
+  if (info->version != (sizeof(ProfileInfoV2) | (2u << 24))) return 25;  // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+  for (const Profile& p : kProfiles) {
+    if (p.index != index) continue;
+    std::memset(info, 0, sizeof(*info));
+    info->id = p.id;
+    info->sliceCount = p.slices;
+    info->memorySizeMB = p.memory_mb;
+    info->decoderCount = info->jpegCount = info->ofaCount = p.media;
+    std::snprintf(info->name, sizeof(info->name), "%s", p.name);
+    return 0;
+  }
+  return 2;  // NVML_ERROR_INVALID_ARGUMENT: no such profile on this GPU
+}
+#endif
 
 }  // extern "C"

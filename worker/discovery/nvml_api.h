@@ -1,0 +1,114 @@
+// The part of NVML's C API the probe uses, declared here from nvml.h (the
+// ABI is stable) so the worker builds without NVML headers and loads the
+// library with dlopen. Private to discovery/nvml_*.cc.
+#pragma once
+
+namespace gpool::worker::nvml {
+
+using Return = int;
+using Device = struct nvmlDevice_st*;
+using GpuInstance = struct nvmlGpuInstance_st*;
+
+constexpr Return kSuccess = 0;
+constexpr int kFeatureEnabled = 1;   // NVML_FEATURE_ENABLED
+constexpr unsigned kMigEnabled = 1;  // NVML_DEVICE_MIG_ENABLE
+constexpr unsigned kMaxLinks = 18;   // NVML_NVLINK_MAX_LINKS in recent drivers
+// Profile indices are small enums (NVML_GPU_INSTANCE_PROFILE_*, 0..14 in
+// current drivers); the probe tries this many and skips the unknown ones.
+constexpr unsigned kMaxGpuInstanceProfiles = 32;
+constexpr unsigned kNameV2BufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+
+struct Memory {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+
+struct PciInfo {
+  char busIdLegacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[32];
+};
+
+// nvmlDeviceAttributes_t: filled for MIG devices (and, on some drivers,
+// for whole GPUs).
+struct DeviceAttributes {
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+  unsigned int gpuInstanceSliceCount;
+  unsigned int computeInstanceSliceCount;
+  unsigned long long memorySizeMB;
+};
+
+struct GpuInstancePlacement {
+  unsigned int start;
+  unsigned int size;
+};
+
+struct GpuInstanceInfo {
+  Device device;
+  unsigned int id;
+  unsigned int profileId;
+  GpuInstancePlacement placement;
+};
+
+// nvmlGpuInstanceProfileInfo_v2_t; `version` must be kGpuInstanceProfileInfoV2.
+struct GpuInstanceProfileInfoV2 {
+  unsigned int version;
+  unsigned int id;
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[kNameV2BufferSize];
+};
+// NVML_STRUCT_VERSION(GpuInstanceProfileInfo, 2).
+constexpr unsigned int kGpuInstanceProfileInfoV2 = sizeof(GpuInstanceProfileInfoV2) | (2u << 24);
+
+using InitFn = Return (*)();
+using ShutdownFn = Return (*)();
+using ErrorStringFn = const char* (*)(Return);
+using GetCountFn = Return (*)(unsigned int*);
+using GetHandleFn = Return (*)(unsigned int, Device*);
+using GetStringFn = Return (*)(Device, char*, unsigned int);
+using GetMemoryFn = Return (*)(Device, Memory*);
+using GetPciFn = Return (*)(Device, PciInfo*);
+using GetLinkStateFn = Return (*)(Device, unsigned int, int*);
+using GetRemotePciFn = Return (*)(Device, unsigned int, PciInfo*);
+using GetAttributesFn = Return (*)(Device, DeviceAttributes*);
+using GetMigModeFn = Return (*)(Device, unsigned int* current, unsigned int* pending);
+using GetUintFn = Return (*)(Device, unsigned int*);
+using GetMigHandleFn = Return (*)(Device, unsigned int, Device*);
+using GetGpuInstanceByIdFn = Return (*)(Device, unsigned int, GpuInstance*);
+using GpuInstanceGetInfoFn = Return (*)(GpuInstance, GpuInstanceInfo*);
+using GetProfileInfoVFn = Return (*)(Device, unsigned int, GpuInstanceProfileInfoV2*);
+
+// The MIG entry points, resolved one by one: drivers before R450 (and
+// non-MIG builds) lack some or all, and any of these may be null.
+struct MigApi {
+  GetStringFn get_uuid = nullptr;                     // nvmlDeviceGetUUID
+  GetMigModeFn get_mig_mode = nullptr;                // nvmlDeviceGetMigMode
+  GetUintFn get_max_mig_count = nullptr;              // nvmlDeviceGetMaxMigDeviceCount
+  GetMigHandleFn get_mig_handle = nullptr;            // nvmlDeviceGetMigDeviceHandleByIndex
+  GetAttributesFn get_attributes = nullptr;           // nvmlDeviceGetAttributes_v2
+  GetUintFn get_gpu_instance_id = nullptr;            // nvmlDeviceGetGpuInstanceId
+  GetGpuInstanceByIdFn get_gpu_instance = nullptr;    // nvmlDeviceGetGpuInstanceById
+  GpuInstanceGetInfoFn get_gpu_instance_info = nullptr;  // nvmlGpuInstanceGetInfo
+  GetProfileInfoVFn get_profile_info = nullptr;       // nvmlDeviceGetGpuInstanceProfileInfoV
+};
+
+}  // namespace gpool::worker::nvml
