@@ -135,12 +135,46 @@ uint64_t GangGpus(const WorkJob& job) {
   return gpus;
 }
 
+// Nodes where the job's tasks already run (a started job replacing a task
+// lost with its node, or an evicted one).
+std::vector<size_t> RunningNodes(Session& session, const WorkJob& job) {
+  std::vector<size_t> nodes;
+  for (const auto& task : session.running()) {
+    if (task.view->job == job.view->id && !task.evicted && task.node >= 0) nodes.push_back(static_cast<size_t>(task.node));
+  }
+  return nodes;
+}
+
+// Whether every one of `anchors` hangs under switch `name` of `tier`.
+bool HoldsAll(Session& session, uint32_t tier, const std::string& name, const std::vector<size_t>& anchors) {
+  const std::string label = topology::TierLabel(tier);
+  for (size_t n : anchors) {
+    const auto& labels = session.nodes()[n].view->labels;
+    auto it = labels.find(label);
+    if (it == labels.end() || it->second != name) return false;
+  }
+  return true;
+}
+
 // Tries the domains of each tier from `lowest` to `highest`; true on success.
-bool TryTiers(Session& session, WorkJob& job, bool ignore, uint32_t lowest, uint32_t highest, std::string& why) {
+// With `anchors` (the nodes its running tasks hold), only domains that hold
+// them all: a replacement goes into the lowest common domain that still
+// satisfies the job, so a lost node does not scatter a placed job.
+bool TryTiers(Session& session, WorkJob& job, bool ignore, uint32_t lowest, uint32_t highest, std::string& why,
+              const std::vector<size_t>& anchors = {}) {
   const uint64_t gpus = GangGpus(job);
   Placer placer(session, job, ignore);
   for (uint32_t tier = lowest; tier <= highest; ++tier) {
     auto domains = Domains(session, job, tier, nullptr);
+    if (!anchors.empty()) {
+      domains.erase(std::remove_if(domains.begin(), domains.end(),
+                                   [&](const Domain& d) { return !HoldsAll(session, tier, d.name, anchors); }),
+                    domains.end());
+      if (domains.empty()) {
+        why = "no tier-" + std::to_string(tier) + " switch holds the job's running tasks and room for the rest";
+        continue;
+      }
+    }
     if (domains.empty()) {
       why = "no node carries " + topology::TierLabel(tier) + " (the switch tree is not labelled)";
       continue;
@@ -165,8 +199,9 @@ bool TryTiers(Session& session, WorkJob& job, bool ignore, uint32_t lowest, uint
 bool PlaceWithNetwork(Session& session, WorkJob& job, bool ignore_reservations) {
   const auto& view = *job.view;
   std::string why;
+  const auto anchors = RunningNodes(session, job);
   if (view.network_mode == NetworkMode::kSingleSwitch) {
-    if (TryTiers(session, job, ignore_reservations, 1, view.network_tier, why)) {
+    if (TryTiers(session, job, ignore_reservations, 1, view.network_tier, why, anchors)) {
       job.reasons.clear();
       return true;
     }
@@ -175,7 +210,7 @@ bool PlaceWithNetwork(Session& session, WorkJob& job, bool ignore_reservations) 
   }
   // best-effort: the tightest domain that holds it, else anywhere.
   const uint32_t highest = std::max<uint32_t>(view.network_tier, 8);
-  if (TryTiers(session, job, ignore_reservations, 1, highest, why)) {
+  if (TryTiers(session, job, ignore_reservations, 1, highest, why, anchors)) {
     job.reasons.clear();
     return true;
   }

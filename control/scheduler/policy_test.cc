@@ -704,6 +704,37 @@ TEST(NetworkTest, TensorParallelGroupsStayUnderOneLeafWhileTheJobSpansASpine) {
   EXPECT_EQ(leaves_per_group[1].size(), 1u);
 }
 
+TEST(NetworkTest, ReplacementGoesIntoTheLowestCommonDomainOfTheRunningTasks) {
+  // Job 1 runs tasks on n0 and n1 (leaf l0, spine s0); its third task was
+  // lost with its node. Packing alone would take n12 (4 free, fullest).
+  ClusterView view = SpineLeaf();
+  view.running = {Occupy(view, 1, 0, "n0", 8, "default"), Occupy(view, 1, 1, "n1", 8, "default"),
+                  Occupy(view, 9, 0, "n2", 2, "default"), Occupy(view, 9, 1, "n3", 2, "default"),
+                  Occupy(view, 9, 2, "n12", 4, "default")};
+  topology::PendingJob job = NetworkJob(1, 1, topology::NetworkMode::kBestEffort, 1);
+  job.tasks[0].index = 2;
+  job.tasks[0].resources.gpus = 4;
+  job.groups = {topology::GroupRule{3, 2}};
+  view.pending = {job};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_TRUE(plan.binds[0].node == "n2" || plan.binds[0].node == "n3") << plan.binds[0].node;
+
+  // Leaf l0 full: the spine above it, not the other spine.
+  view.running.push_back(Occupy(view, 9, 3, "n2", 6, "default"));
+  view.running.push_back(Occupy(view, 9, 4, "n3", 6, "default"));
+  plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  const int node = std::stoi(plan.binds[0].node.substr(1));
+  EXPECT_TRUE(node >= 4 && node < 8) << plan.binds[0].node;
+
+  // Single-switch at tier 1: the leaf or nothing.
+  view.pending[0].network_mode = topology::NetworkMode::kSingleSwitch;
+  plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.binds.empty());
+  EXPECT_EQ(ReasonsOf(plan, 1).size(), 1u);
+}
+
 TEST(NetworkTest, UnlabelledClusterSaysSo) {
   ClusterView view;
   view.nodes = {MakeNode("a", 8)};
