@@ -1375,7 +1375,7 @@ Result<Quota> ParseQuota(std::string_view flag, std::string_view text) {
     const std::string amount = item.substr(eq + 1);
     if (!IsQuotaResource(name)) {
       return Status::InvalidArgument(where + "unknown resource '" + name +
-                                     "' (expected gpu, cpu, memory or gpu/<model>)");
+                                     "' (expected gpu, cpu, memory, gpu_memory or gpu/<model>)");
     }
     Result<uint64_t> value = Status::Internal("unset");
     if (name == "cpu") {

@@ -761,10 +761,10 @@ TEST(QuotaFlagTest, ErrorsAreTypedAndNameTheFlag) {
       {"=4", "--guarantee: expected RESOURCE=AMOUNT, got '=4'"},
       {"gpu=1,", "--guarantee: expected RESOURCE=AMOUNT, got ''"},
       {"gpu=1,,cpu=1", "--guarantee: expected RESOURCE=AMOUNT, got ''"},
-      {"gpus=4", "--guarantee: unknown resource 'gpus' (expected gpu, cpu, memory or gpu/<model>)"},
-      {"GPU=4", "--guarantee: unknown resource 'GPU' (expected gpu, cpu, memory or gpu/<model>)"},
-      {"gpu/=4", "--guarantee: unknown resource 'gpu/' (expected gpu, cpu, memory or gpu/<model>)"},
-      {"gpu/A 100=4", "--guarantee: unknown resource 'gpu/A 100' (expected gpu, cpu, memory or gpu/<model>)"},
+      {"gpus=4", "--guarantee: unknown resource 'gpus' (expected gpu, cpu, memory, gpu_memory or gpu/<model>)"},
+      {"GPU=4", "--guarantee: unknown resource 'GPU' (expected gpu, cpu, memory, gpu_memory or gpu/<model>)"},
+      {"gpu/=4", "--guarantee: unknown resource 'gpu/' (expected gpu, cpu, memory, gpu_memory or gpu/<model>)"},
+      {"gpu/A 100=4", "--guarantee: unknown resource 'gpu/A 100' (expected gpu, cpu, memory, gpu_memory or gpu/<model>)"},
       {"gpu=1.5", "--guarantee: gpu: expected a whole number of GPUs, got '1.5'"},
       {"gpu=-1", "--guarantee: gpu: expected a whole number of GPUs, got '-1'"},
       {"gpu=", "--guarantee: gpu: expected a whole number of GPUs, got ''"},
@@ -1403,20 +1403,20 @@ TEST_F(NodeDevicesCliTest, NodesListsDevicesOnlyWhenAsked) {
   EXPECT_EQ(text.substr(plain.size()),
             "\n"
             "Node node-0:\n"
-            "  INDEX  UUID             MODEL  MEM(GiB)  NUMA  LINK GROUP  HEALTH  TASK\n"
-            "  0      GPU-00000000...  A100   40        0     0           ok      -\n"
-            "  1      GPU-10000000...  A100   40        0     0           ok      -\n"
-            "  2      GPU-20000000...  A100   40        0     0           ok      7.1\n"
-            "  3      GPU-30000000...  A100   40        0     0           ok      -\n"
-            "  4      GPU-40000000...  A100   40        1     1           ok      -\n"
-            "  5      GPU-50000000...  A100   40        1     1           ok      -\n"
-            "  6      GPU-60000000...  A100   40        1     1           ok      -\n"
-            "  7      GPU-70000000...  A100   40        1     1           ok      -\n"
+            "  INDEX  UUID             MODEL  MEM(GiB)  NUMA  LINK GROUP  HEALTH  SHARING  TASK\n"
+            "  0      GPU-00000000...  A100   40        0     0           ok      -        -\n"
+            "  1      GPU-10000000...  A100   40        0     0           ok      -        -\n"
+            "  2      GPU-20000000...  A100   40        0     0           ok      -        7.1\n"
+            "  3      GPU-30000000...  A100   40        0     0           ok      -        -\n"
+            "  4      GPU-40000000...  A100   40        1     1           ok      -        -\n"
+            "  5      GPU-50000000...  A100   40        1     1           ok      -        -\n"
+            "  6      GPU-60000000...  A100   40        1     1           ok      -        -\n"
+            "  7      GPU-70000000...  A100   40        1     1           ok      -        -\n"
             "\n"
             "Node node-1:\n"
-            "  INDEX  UUID    MODEL  MEM(GiB)  NUMA  LINK GROUP  HEALTH  TASK\n"
-            "  0      GPU-b0  T4     16        -     -           ok      -\n"
-            "  1      GPU-b1  T4     16        -     -           ok      -\n");
+            "  INDEX  UUID    MODEL  MEM(GiB)  NUMA  LINK GROUP  HEALTH  SHARING  TASK\n"
+            "  0      GPU-b0  T4     16        -     -           ok      -        -\n"
+            "  1      GPU-b1  T4     16        -     -           ok      -        -\n");
   EXPECT_EQ(err_.str(), "");
 
   // --json is the reply as it came; devices only when asked for.
@@ -1444,7 +1444,7 @@ TEST_F(NodeDevicesCliTest, ShowNodeWithTwoLinkGroups) {
                       "  1   32    256       4-7\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("  2      GPU-20000000-aaaa-bbbb-cccc-dddddddddddd  A100   40        0     0           ok      7.1\n"),
+  EXPECT_NE(text.find("  2      GPU-20000000-aaaa-bbbb-cccc-dddddddddddd  A100   40        0     0           ok      -        7.1\n"),
             std::string::npos)
       << text;
   EXPECT_EQ(text.substr(text.find("\nNVLink groups:")),

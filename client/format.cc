@@ -446,13 +446,61 @@ std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms) {
   return table.Render();
 }
 
+// What tenants hold of a device: "2 shares 30/80 GiB 50% fixed-share",
+// "MIG dynamic 1g.10gb@0 3g.40gb@4 (+2g.20gb@4 free)", "cores 0-1", or "-".
+std::string SharingCell(const DeviceSummary& d) {
+  std::vector<std::string> mig;
+  uint64_t memory = 0;
+  uint32_t compute = 0;
+  uint32_t shares = 0;
+  std::set<std::string> qos;
+  std::vector<std::string> cores;
+  for (const auto& tenant : d.tenants) {
+    const DeviceGrant& g = tenant.grant;
+    if (!g.mig_profile.empty()) {
+      mig.push_back(g.mig_profile + "@" + std::to_string(g.mig_start));
+    } else if (g.shared) {
+      ++shares;
+      memory += g.gpu_memory_mib;
+      compute += g.gpu_compute_pct;
+      qos.insert(g.sharing_qos);
+    }
+    for (uint32_t core : g.cores) cores.push_back(std::to_string(core));
+  }
+  std::vector<std::string> parts;
+  if (!d.mig_mode.empty()) {
+    std::string text = "MIG " + d.mig_mode;
+    for (const auto& instance : mig) text += " " + instance;
+    if (!d.mig_free.empty()) {
+      std::vector<std::string> free;
+      for (const auto& instance : d.mig_free) free.push_back(instance.profile + "@" + std::to_string(instance.start));
+      text += " (free " + JoinStrings(free, " ") + ")";
+    }
+    parts.push_back(text);
+  }
+  if (shares > 0) {
+    parts.push_back(std::to_string(shares) + (shares == 1 ? " share " : " shares ") + FormatGiB(memory) + "/" +
+                    FormatGiB(d.memory_mib) + " GiB " + std::to_string(compute) + "% " +
+                    JoinStrings(std::vector<std::string>(qos.begin(), qos.end()), ","));
+  }
+  if (!cores.empty()) parts.push_back("cores " + JoinStrings(cores, ","));
+  return parts.empty() ? "-" : JoinStrings(parts, "; ");
+}
+
+std::string DeviceHolders(const DeviceSummary& d) {
+  if (!d.task.empty()) return d.task;
+  std::vector<std::string> tasks;
+  for (const auto& tenant : d.tenants) tasks.push_back(tenant.task);
+  return tasks.empty() ? "-" : JoinStrings(tasks, ",");
+}
+
 std::string FormatDeviceTable(const NodeSummary& node, bool short_uuids, std::string_view indent) {
-  Table table({"INDEX", "UUID", "MODEL", "MEM(GiB)", "NUMA", "LINK GROUP", "HEALTH", "TASK"});
+  Table table({"INDEX", "UUID", "MODEL", "MEM(GiB)", "NUMA", "LINK GROUP", "HEALTH", "SHARING", "TASK"});
   for (const auto& d : node.devices) {
     table.AddRow({std::to_string(d.index), short_uuids ? ShortUuid(d.uuid) : Dash(d.uuid), Dash(Shorten(d.model)),
                   d.memory_mib == 0 ? "-" : FormatGiB(d.memory_mib), d.numa < 0 ? "-" : std::to_string(d.numa),
                   d.link_group < 0 ? "-" : std::to_string(d.link_group), d.healthy ? "ok" : "unhealthy",
-                  Dash(d.task)});
+                  SharingCell(d), DeviceHolders(d)});
   }
   return table.Render(indent);
 }

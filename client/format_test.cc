@@ -301,15 +301,15 @@ TEST(FormatTest, NodeDevices) {
   EXPECT_EQ(FormatNodeDevices(reply),
             "\n"
             "Node gpu-node-1:\n"
-            "  INDEX  UUID             MODEL  MEM(GiB)  NUMA  LINK GROUP  HEALTH     TASK\n"
-            "  0      GPU-0a3f2c1e...  H100   80        0     0           ok         -\n"
-            "  1      GPU-1a3f2c1e...  H100   80        0     0           ok         17.0\n"
-            "  2      GPU-2a3f2c1e...  H100   80        0     0           ok         -\n"
-            "  3      GPU-3a3f2c1e...  H100   80        0     0           ok         -\n"
-            "  4      GPU-4a3f2c1e...  H100   80        1     1           ok         -\n"
-            "  5      GPU-5a3f2c1e...  H100   80        1     1           ok         18.2#1\n"
-            "  6      GPU-6a3f2c1e...  H100   80        1     1           unhealthy  -\n"
-            "  7      GPU-7a3f2c1e...  H100   80        1     1           ok         -\n"
+            "  INDEX  UUID             MODEL  MEM(GiB)  NUMA  LINK GROUP  HEALTH     SHARING  TASK\n"
+            "  0      GPU-0a3f2c1e...  H100   80        0     0           ok         -        -\n"
+            "  1      GPU-1a3f2c1e...  H100   80        0     0           ok         -        17.0\n"
+            "  2      GPU-2a3f2c1e...  H100   80        0     0           ok         -        -\n"
+            "  3      GPU-3a3f2c1e...  H100   80        0     0           ok         -        -\n"
+            "  4      GPU-4a3f2c1e...  H100   80        1     1           ok         -        -\n"
+            "  5      GPU-5a3f2c1e...  H100   80        1     1           ok         -        18.2#1\n"
+            "  6      GPU-6a3f2c1e...  H100   80        1     1           unhealthy  -        -\n"
+            "  7      GPU-7a3f2c1e...  H100   80        1     1           ok         -        -\n"
             "\n"
             "Node cpu-node:\n"
             "  No devices.\n");
@@ -336,15 +336,15 @@ TEST(FormatTest, NodeDetail) {
             "  1   32    256       4-7\n"
             "\n"
             "Devices:\n"
-            "  INDEX  UUID                                      MODEL  MEM(GiB)  NUMA  LINK GROUP  HEALTH     TASK\n"
-            "  0      GPU-0a3f2c1e-1111-2222-3333-444455556666  H100   80        0     0           ok         -\n"
-            "  1      GPU-1a3f2c1e-1111-2222-3333-444455556666  H100   80        0     0           ok         17.0\n"
-            "  2      GPU-2a3f2c1e-1111-2222-3333-444455556666  H100   80        0     0           ok         -\n"
-            "  3      GPU-3a3f2c1e-1111-2222-3333-444455556666  H100   80        0     0           ok         -\n"
-            "  4      GPU-4a3f2c1e-1111-2222-3333-444455556666  H100   80        1     1           ok         -\n"
-            "  5      GPU-5a3f2c1e-1111-2222-3333-444455556666  H100   80        1     1           ok         18.2#1\n"
-            "  6      GPU-6a3f2c1e-1111-2222-3333-444455556666  H100   80        1     1           unhealthy  -\n"
-            "  7      GPU-7a3f2c1e-1111-2222-3333-444455556666  H100   80        1     1           ok         -\n"
+            "  INDEX  UUID                                      MODEL  MEM(GiB)  NUMA  LINK GROUP  HEALTH     SHARING  TASK\n"
+            "  0      GPU-0a3f2c1e-1111-2222-3333-444455556666  H100   80        0     0           ok         -        -\n"
+            "  1      GPU-1a3f2c1e-1111-2222-3333-444455556666  H100   80        0     0           ok         -        17.0\n"
+            "  2      GPU-2a3f2c1e-1111-2222-3333-444455556666  H100   80        0     0           ok         -        -\n"
+            "  3      GPU-3a3f2c1e-1111-2222-3333-444455556666  H100   80        0     0           ok         -        -\n"
+            "  4      GPU-4a3f2c1e-1111-2222-3333-444455556666  H100   80        1     1           ok         -        -\n"
+            "  5      GPU-5a3f2c1e-1111-2222-3333-444455556666  H100   80        1     1           ok         -        18.2#1\n"
+            "  6      GPU-6a3f2c1e-1111-2222-3333-444455556666  H100   80        1     1           unhealthy  -        -\n"
+            "  7      GPU-7a3f2c1e-1111-2222-3333-444455556666  H100   80        1     1           ok         -        -\n"
             "\n"
             "NVLink groups:\n"
             "  group 0: GPUs 0-3 (NVLink)\n"
@@ -367,7 +367,7 @@ TEST(FormatTest, NodeDetailWithoutLinksOrTopology) {
   EXPECT_NE(text.find("  Labels:     none\n  Taints:     none\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  GPUs:       0/2 used\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nNUMA nodes: none reported\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("  0      GPU-0  T4     -         -     -           ok      -\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  0      GPU-0  T4     -         -     -           ok      -        -\n"), std::string::npos) << text;
   EXPECT_EQ(text.substr(text.find("\nNVLink groups:")), "\nNVLink groups:\n  no NVLink: GPUs 0-1\n");
 
   // What an older coordinator sends: no devices at all.

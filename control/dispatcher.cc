@@ -71,7 +71,7 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     bind.env = TrainingEnv(state_, *job, task);
     for (const auto& [key, value] : group.env) bind.env[key] = value;  // the user's own win
     bind.gpu_indices = task.gpu_indices;
-    bind.gpu_uuids = state_.GpuUuids(task);
+    bind.gpu_uuids = state_.GpuUuids(task, /*mig_instances=*/false);
     bind.cpu_milli = task.cpu_milli;
     bind.memory_mib = task.memory_mib;
     if (task.grant.shared) {

@@ -71,7 +71,7 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
       return AfterBarrier(peer, id, [this, peer, id, devices = msg->devices] {
         ListNodesReply reply;
         for (const auto& [name, node] : state_.nodes()) {
-          reply.nodes.push_back(ToNodeSummary(node, devices));
+          reply.nodes.push_back(ToNodeSummary(node, devices, &state_));
           reply.nodes.back().last_seen_ms =
               std::max(reply.nodes.back().last_seen_ms, registry_.LastSeenWallMs(name));
         }

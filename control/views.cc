@@ -64,7 +64,7 @@ GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& 
   return reply;
 }
 
-NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices) {
+NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices, const state::ClusterState* state) {
   NodeSummary s;
   s.name = node.spec.name;
   s.state = std::string(ToString(node.state));
@@ -75,7 +75,11 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices) {
     if (gpu.healthy) ++s.gpus_total;
     models.insert(gpu.model);
   }
-  s.gpus_used = static_cast<uint32_t>(node.gpu_owner.size());
+  // A device counts as used when held whole or by any tenant.
+  std::set<uint32_t> used;
+  for (const auto& [index, owner] : node.gpu_owner) used.insert(index);
+  for (const auto& [index, tenants] : node.gpu_tenants) used.insert(index);
+  s.gpus_used = static_cast<uint32_t>(used.size());
   s.cpu_milli_total = node.spec.cpu_milli;
   s.cpu_milli_used = node.cpu_milli_used;
   s.memory_mib_total = node.spec.memory_mib;
@@ -100,6 +104,19 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices) {
     d.healthy = gpu.healthy;
     d.nvlink_peers = gpu.nvlink_peers;
     if (auto owner = node.gpu_owner.find(gpu.index); owner != node.gpu_owner.end()) d.task = owner->second.ToString();
+    d.mig_mode = gpu.mig_mode;
+    auto tenants = node.gpu_tenants.find(gpu.index);
+    if (state != nullptr && tenants != node.gpu_tenants.end()) {
+      for (const TaskId& id : tenants->second) {
+        if (const auto* task = state->FindTask(id)) d.tenants.push_back(DeviceGrantSummary{id.ToString(), task->grant});
+      }
+    }
+    for (const auto& instance : gpu.mig_instances) {
+      const bool held = std::any_of(d.tenants.begin(), d.tenants.end(), [&](const DeviceGrantSummary& t) {
+        return t.grant.mig_profile == instance.profile && t.grant.mig_start == instance.start;
+      });
+      if (!held) d.mig_free.push_back(instance);
+    }
     s.devices.push_back(std::move(d));
   }
   std::stable_sort(s.devices.begin(), s.devices.end(),

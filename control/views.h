@@ -11,7 +11,10 @@ JobSummary ToJobSummary(const state::JobRecord& job);
 TaskInfo ToTaskInfo(const state::JobRecord& job, const state::TaskRecord& task, const state::ClusterState& state);
 GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& state);
 // `devices`: also its devices and NUMA nodes.
-NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices = false);
+// With `devices`, the node's devices too; `state` (when given) supplies the
+// shares, MIG instances and cores tenants hold.
+NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices = false,
+                          const state::ClusterState* state = nullptr);
 // Every queue, parents before children and siblings by name.
 ListQueuesReply ToQueueList(const state::ClusterState& state);
 QueueSummary ToQueueSummary(const state::ClusterState& state, const std::string& name);

@@ -262,6 +262,18 @@ struct ListNodes {
 // it. Built from the node's spec (GpuInfo) and who holds the GPU. Room to
 // grow: slices (MIG instances, shares of a GPU) will come as an optional
 // list on the device, so a device row keeps its meaning when they do.
+// A task's part of a shared device.
+struct DeviceGrantSummary {
+  std::string task;  // "17.0"
+  DeviceGrant grant;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("task", task);
+    v.Optional("grant", grant);
+  }
+  bool operator==(const DeviceGrantSummary&) const = default;
+};
+
 struct DeviceSummary {
   uint32_t index = 0;  // as CUDA_VISIBLE_DEVICES counts
   std::string uuid;
@@ -274,7 +286,10 @@ struct DeviceSummary {
   // has no NVLink to another GPU of the node.
   int32_t link_group = -1;
   std::vector<uint32_t> nvlink_peers;  // as the worker reported them
-  std::string task;                    // the task holding it ("17.0", "17.0#2"); "" when free
+  std::string task;                    // the task holding it whole ("17.0", "17.0#2"); "" when not
+  std::string mig_mode;                // "", "static" or "dynamic"
+  std::vector<DeviceGrantSummary> tenants;  // tasks holding a share, MIG instance or cores of it
+  std::vector<MigDeviceInfo> mig_free;      // static MIG instances nobody holds
   template <typename V>
   void Fields(V& v) {
     v.Required("index", index);
@@ -287,6 +302,9 @@ struct DeviceSummary {
     v.Optional("link_group", link_group);
     v.Optional("nvlink_peers", nvlink_peers);
     v.Optional("task", task);
+    v.Optional("mig_mode", mig_mode);
+    v.Optional("tenants", tenants);
+    v.Optional("mig_free", mig_free);
   }
   bool operator==(const DeviceSummary&) const = default;
 };

@@ -400,7 +400,7 @@ Status ValidateQuota(const std::string& field, const Quota& quota) {
   for (const auto& [name, amount] : quota) {
     if (!IsQuotaResource(name)) {
       return Status::InvalidArgument(field + ": unknown resource '" + name.substr(0, 64) +
-                                     "' (expected gpu, cpu, memory or gpu/<model>)");
+                                     "' (expected gpu, cpu, memory, gpu_memory or gpu/<model>)");
     }
   }
   return Status::Ok();

@@ -29,7 +29,7 @@ Status ValidateNodeSpec(const NodeSpec& spec);
 Status ValidateUpdateNode(const UpdateNode& update);
 bool IsNodePool(std::string_view pool);
 bool IsPriorityClass(std::string_view name);
-// "gpu", "cpu", "memory" or "gpu/<model>".
+// "gpu", "cpu", "memory", "gpu_memory" or "gpu/<model>".
 bool IsQuotaResource(std::string_view name);
 // The rules a queue obeys on its own: names, known resources, and
 // guarantee <= deserved <= capability. Rules that need the other queues

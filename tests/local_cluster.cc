@@ -154,7 +154,8 @@ void LocalCluster::StartWorker(int index) {
   const std::string name = NodeName(index);
   const std::string spec_path = dir_.Join(name + ".yaml");
   WriteFile(spec_path, "name: " + name + "\ncpus: 32\nmemory: 256Gi\ngpus:\n  count: " +
-                           std::to_string(options_.gpus_per_worker) + "\n  model: A100-SXM4-80GB\n  memory: 80Gi\n");
+                           std::to_string(options_.gpus_per_worker) + "\n  model: A100-SXM4-80GB\n  memory: 80Gi\n" +
+                           (options_.gpu_mig_mode.empty() ? "" : "  mig_mode: " + options_.gpu_mig_mode + "\n"));
   std::vector<std::string> argv = {GPOOL_WORKER_BIN, "--coordinator", worker_endpoint(), "--spec", spec_path,
                                    "--data-dir", WorkerDataDir(index)};
   workers_.at(index) = std::make_unique<Process>(name, argv, dir_.Join(name + ".log"));

@@ -42,6 +42,7 @@ struct LocalClusterOptions {
   int coordinators = 1;  // more than 1: replicated (--peers)
   int workers = 2;
   int gpus_per_worker = 4;
+  std::string gpu_mig_mode;  // "", "dynamic": the workers' simulated GPUs' MIG mode
   std::vector<std::string> coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000",
                                                 "--preempt-grace-ms", "2000"};
 };

@@ -51,13 +51,13 @@ const TaskRecord* ClusterState::FindTask(const TaskId& id) const {
   return task.id == id ? &task : nullptr;
 }
 
-std::vector<std::string> ClusterState::GpuUuids(const TaskRecord& task) const {
+std::vector<std::string> ClusterState::GpuUuids(const TaskRecord& task, bool mig_instances) const {
   std::vector<std::string> uuids;
   const NodeRecord* node = FindNode(task.node);
   if (node == nullptr) return uuids;
   for (uint32_t index : task.gpu_indices) {
     for (const auto& gpu : node->spec.gpus) {
-      if (gpu.index == index) uuids.push_back(DeviceUuid(gpu, task.grant));
+      if (gpu.index == index) uuids.push_back(mig_instances ? DeviceUuid(gpu, task.grant) : gpu.uuid);
     }
   }
   return uuids;

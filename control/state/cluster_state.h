@@ -55,7 +55,9 @@ class ClusterState {
   const JobRecord* FindJob(JobId id) const;
   const TaskRecord* FindTask(const TaskId& id) const;
   // The UUIDs of the GPUs a task holds, in the order of its gpu_indices.
-  std::vector<std::string> GpuUuids(const TaskRecord& task) const;
+  // With `mig_instances`, a MIG task's instance UUIDs instead of its GPUs'
+  // (the worker resolves instances itself, so binds carry the GPUs').
+  std::vector<std::string> GpuUuids(const TaskRecord& task, bool mig_instances = true) const;
   // Tasks bound or running: those the dispatcher must keep in step with workers.
   const std::set<TaskId>& active_tasks() const { return active_; }
   const std::set<uint64_t>& pending_jobs() const { return pending_; }

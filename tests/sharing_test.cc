@@ -1,0 +1,129 @@
+// Device sharing on a real cluster: two tasks share one simulated GPU at the
+// same time, each told its memory and compute limits in the environment a
+// CUDA interception layer (HAMi-core) reads, while a whole-GPU job waits
+// with a reason; a dynamic-MIG GPU gets the smallest instance that holds a
+// request; bad share requests are refused with typed errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "client/client.h"
+#include "tests/local_cluster.h"
+#include "tests/ready_cluster.h"
+
+namespace gpool::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+class SharingTest : public ::testing::Test {
+ protected:
+  void Start(LocalClusterOptions options) {
+    cluster_ = std::make_unique<LocalCluster>(std::move(options));
+    ASSERT_NO_FATAL_FAILURE(StartReadyCluster(*cluster_, client_));
+  }
+
+  uint64_t Submit(JobSpec spec) {
+    auto reply = client_->Submit(spec, "");
+    EXPECT_TRUE(reply.ok()) << spec.name << ": " << reply.status().ToString();
+    return reply.ok() ? reply->job_id : 0;
+  }
+
+  std::string StateOf(uint64_t job) {
+    auto reply = client_->GetJob(JobId(job));
+    return reply.ok() ? reply->summary.state : reply.status().ToString();
+  }
+
+  std::unique_ptr<LocalCluster> cluster_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(SharingTest, TwoSharesRunTogetherOnOneGpuWithTheirLimits) {
+  LocalClusterOptions options;
+  options.workers = 1;
+  options.gpus_per_worker = 1;
+  ASSERT_NO_FATAL_FAILURE(Start(options));
+  const std::string dir = cluster_->dir();
+  // Each task records its environment, then holds its share until the test
+  // releases it: both env files existing means both ran on the one GPU at once.
+  auto share_job = [&](const std::string& me) {
+    JobSpec spec = ShellJob(me, 1,
+                            "env | grep -E '^(CUDA_VISIBLE_DEVICES|CUDA_DEVICE_MEMORY_LIMIT_0|CUDA_DEVICE_SM_LIMIT|"
+                            "GPU_CORE_UTILIZATION_POLICY|GPOOL_SHARING_QOS|GPOOL_GPU_MEMORY_MIB)=' | sort > " +
+                                dir + "/" + me + ".env; i=0; while [ ! -e " + dir + "/release ] && [ $i -lt 300 ]; do "
+                                "sleep 0.1; i=$((i+1)); done; [ -e " + dir + "/release ]");
+    spec.tasks[0].resources.gpu_memory_mib = 30 * 1024;
+    spec.tasks[0].resources.gpu_compute_pct = 40;
+    spec.tasks[0].resources.sharing_qos = "fixed-share";
+    return spec;
+  };
+  const uint64_t a = Submit(share_job("share-a"));
+  const uint64_t b = Submit(share_job("share-b"));
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(dir + "/share-a.env") &&
+                                   std::filesystem::exists(dir + "/share-b.env"); }, 20s))
+      << cluster_->Cli({"job", std::to_string(a)}).out << cluster_->Cli({"job", std::to_string(b)}).out;
+
+  // While both hold the GPU a whole-GPU job waits with a reason, and the
+  // node shows the two shares.
+  const uint64_t whole = Submit(ShellJob("whole", 1, "true"));
+  EXPECT_TRUE(WaitFor([&] { return Contains(cluster_->Cli({"job", std::to_string(whole)}).out, "insufficient GPUs"); },
+                      10s))
+      << cluster_->Cli({"job", std::to_string(whole)}).out;
+  const std::string devices = cluster_->Cli({"nodes", "--devices"}).out;
+  EXPECT_TRUE(Contains(devices, "2 shares 60/80 GiB 80% fixed-share")) << devices;
+  std::ofstream(dir + "/release").put('\n');
+  ASSERT_TRUE(WaitFor([&] { return StateOf(a) == "Succeeded" && StateOf(b) == "Succeeded"; }, 30s))
+      << StateOf(a) << " " << StateOf(b);
+  for (const char* name : {"share-a", "share-b"}) {
+    const std::string env = ReadAll(dir + "/" + name + ".env");
+    EXPECT_TRUE(Contains(env, "CUDA_VISIBLE_DEVICES=0\n")) << env;
+    EXPECT_TRUE(Contains(env, "CUDA_DEVICE_MEMORY_LIMIT_0=30720m\n")) << env;
+    EXPECT_TRUE(Contains(env, "CUDA_DEVICE_SM_LIMIT=40\n")) << env;
+    EXPECT_TRUE(Contains(env, "GPU_CORE_UTILIZATION_POLICY=force\n")) << env;
+    EXPECT_TRUE(Contains(env, "GPOOL_SHARING_QOS=fixed-share\n")) << env;
+  }
+  // Once the shares are gone the whole-GPU job runs.
+  EXPECT_TRUE(WaitFor([&] { return StateOf(whole) == "Succeeded"; }, 30s)) << StateOf(whole);
+}
+
+TEST_F(SharingTest, DynamicMigGivesTheSmallestInstanceThatHoldsTheRequest) {
+  LocalClusterOptions options;
+  options.workers = 1;
+  options.gpus_per_worker = 1;
+  options.gpu_mig_mode = "dynamic";
+  ASSERT_NO_FATAL_FAILURE(Start(options));
+  const std::string out = cluster_->dir() + "/mig.env";
+  const auto submitted = cluster_->Cli({"submit", "--mig", "auto", "--gpu-memory", "9Gi", "--wait", "--timeout", "30s",
+                                        "--", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES $GPOOL_MIG_PROFILES > " + out});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
+  const std::string env = ReadAll(out);
+  EXPECT_TRUE(Contains(env, "MIG-GPU-node-0-0-1g.10gb-0 1g.10gb")) << env;
+}
+
+TEST_F(SharingTest, BadShareRequestsAreRefusedWithTypedErrors) {
+  LocalClusterOptions options;
+  options.workers = 1;
+  options.gpus_per_worker = 1;
+  ASSERT_NO_FATAL_FAILURE(Start(options));
+  JobSpec compute = ShellJob("bad", 1, "true");
+  compute.tasks[0].resources.gpu_compute_pct = 150;
+  auto reply = client_->Submit(compute, "");
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(reply.status().message(), "gpu_compute_pct: 150 is not 1 to 100")) << reply.status().ToString();
+  const auto bad_mig = cluster_->Cli({"submit", "--mig", "huge", "--", "true"});
+  EXPECT_NE(bad_mig.exit_code, 0);
+  EXPECT_TRUE(Contains(bad_mig.err, "is not a MIG profile")) << bad_mig.err;
+  EXPECT_TRUE(Contains(cluster_->Cli({"jobs"}).out, "No jobs")) << cluster_->Cli({"jobs"}).out;
+}
+
+}  // namespace
+}  // namespace gpool::testing
