@@ -873,7 +873,7 @@ TEST_F(QueueCliTest, CreateErrors) {
   ExpectRejected({"queue", "create", "x", "--deserved", "memory=1Gi", "--guarantee", "memory=2Gi"}, kExitUsage,
                  "gpool: InvalidArgument: guarantee memory=2048 is more than deserved 1024\n");
   ExpectRejected({"queue", "create", "x", "--capability", "gpus=4"}, kExitUsage,
-                 "gpool: InvalidArgument: --capability: unknown resource 'gpus' (expected gpu, cpu, memory or "
+                 "gpool: InvalidArgument: --capability: unknown resource 'gpus' (expected gpu, cpu, memory, gpu_memory or "
                  "gpu/<model>)\n");
   ExpectRejected({"queue", "create", "x", "--deserved", "cpu=lots"}, kExitUsage,
                  "gpool: InvalidArgument: --deserved: cpu: expected a number of cores like 2, 0.5 or 500m, got "
