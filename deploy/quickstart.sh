@@ -79,14 +79,16 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-echo "== starting 4 workers, each simulating an 8-GPU node"
+echo "== starting 4 workers, each simulating an 8-GPU node (node-4's GPUs do dynamic MIG)"
 for i in 1 2 3 4; do
+  mig=""
+  [ "$i" = 4 ] && mig=", mig_mode: dynamic"
   cat >"$work/node-$i.yaml" <<SPEC
 name: node-$i
 cpus: 64
 memory: 512Gi
 labels: {rack: r$(((i + 1) / 2))}
-gpus: {count: 8, model: A100-SXM4-80GB, memory: 80Gi, nvlink: all, numa_split: 2}
+gpus: {count: 8, model: A100-SXM4-80GB, memory: 80Gi, nvlink: all, numa_split: 2$mig}
 SPEC
   "$worker_bin" --coordinator "$worker_ep" --spec "$work/node-$i.yaml" --data-dir "$work/worker-$i" \
     >"$work/worker-$i.log" 2>&1 &
@@ -166,6 +168,29 @@ run wait "$serving" --timeout 60
 run job "$filler"
 run cancel "$filler"
 
+echo; echo "== sharing GPUs: notebooks on shares of one GPU, a MIG instance, and the switch tree"
+run topology apply client/examples/topology.yaml
+run topology show
+share_job() {  # share_job NAME FLAGS...: a short job printing the limits its share got
+  local name=$1; shift
+  "$gpool_bin" submit --json --name "$name" "$@" -- sh -c 'echo "GPU $CUDA_VISIBLE_DEVICES: memory limit ${CUDA_DEVICE_MEMORY_LIMIT_0:-none}, compute ${CUDA_DEVICE_SM_LIMIT:-unlimited} (${GPOOL_SHARING_QOS:-MIG $GPOOL_MIG_PROFILES})"; sleep 4' |
+    sed -E 's/[^0-9]*([0-9]+).*/\1/'
+}
+nb1=$(share_job notebook-a --gpu-memory 20Gi --gpu-compute 30 --sharing-qos fixed-share --selector rack=r1)
+nb2=$(share_job notebook-b --gpu-memory 25% --gpu-compute 30 --sharing-qos fixed-share --selector rack=r1)
+mig=$(share_job small-inference --mig auto --gpu-memory 9Gi)
+echo "notebook-a (20 GiB, 30 %) -> job $nb1, notebook-b (25 % of 80 GiB, 30 %) -> job $nb2: one GPU shared"
+echo "small-inference (--mig auto, 9 GiB) -> job $mig: the smallest MIG instance that holds it"
+wait_for "$nb2" 'Running|Succeeded'
+wait_for "$mig" 'Running|Succeeded'
+run nodes --devices
+run wait "$nb1" --timeout 60
+run wait "$nb2" --timeout 60
+run wait "$mig" --timeout 60
+run logs "$nb1.0"
+run logs "$nb2.0"
+run logs "$mig.0"
+
 echo; echo "== failover: killing the leading coordinator replica"
 leader=$("$gpool_bin" status | awk '/^Replica:/ {print $2; exit}')
 victim=${coordinator_pids[$((leader - 1))]}
@@ -196,5 +221,5 @@ for _ in $(seq 1 100); do
 done
 run admin replica list
 echo; echo "quickstart finished: every sample job ran to completion, the cluster survived losing its leader,"
-echo "a high-priority job preempted a low one and a queue reclaimed its share, and a new replica replaced"
-echo "the lost one."
+echo "a high-priority job preempted a low one and a queue reclaimed its share, two notebooks shared one GPU"
+echo "and a MIG instance was carved for a small job, and a new replica replaced the lost one."

@@ -129,6 +129,9 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
       if (gpu.healthy) ++node.healthy_gpus;
       if (free) ++node.free_gpus;
     }
+    node.uniform_model = std::all_of(node_view.gpus.begin(), node_view.gpus.end(), [&](const topology::GpuSlot& gpu) {
+      return gpu.model == node_view.gpus.front().model;
+    });
     if (!node_view.gpus.empty()) {
       node.gpu_model = node_view.gpus.front().model;
       node.family = FamilyOf(node_view.gpus.front().vendor, node.gpu_model);
@@ -232,12 +235,21 @@ std::optional<Reject> Session::CheckStatic(const WorkJob& job, const PendingTask
     if (!Tolerates(spec.tolerations, key, value)) return Reject::kTaint;
   }
   if (!task.resources.gpu_model.empty() && task.resources.gpus > 0) {
+    // Nodes of one model (the norm) answer without walking their GPUs: this
+    // check runs for every candidate node of every eviction search.
     uint32_t matching = 0;
-    for (const auto& gpu : node.view->gpus) matching += gpu.healthy && gpu.model == task.resources.gpu_model;
+    if (node.uniform_model) {
+      matching = node.gpu_model == task.resources.gpu_model ? node.healthy_gpus : 0;
+    } else {
+      for (const auto& gpu : node.view->gpus) matching += gpu.healthy && gpu.model == task.resources.gpu_model;
+    }
     if (matching < task.resources.gpus) return Reject::kGpuModel;
   }
   if (node.pool == 2 && task.resources.gpus != node.usable_gpus) return Reject::kExclusiveWhole;
-  if (task.resources.gpus > (task.resources.Whole() ? node.usable_gpus : node.healthy_gpus)) return Reject::kGpus;
+  if (task.resources.gpus > node.usable_gpus &&
+      (task.resources.Whole() || task.resources.gpus > node.healthy_gpus)) {
+    return Reject::kGpus;
+  }
   if (task.resources.cpu_milli > node.view->cpu_milli_total) return Reject::kCpu;
   if (task.resources.memory_mib > node.view->memory_mib_total) return Reject::kMemory;
   return std::nullopt;

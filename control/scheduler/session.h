@@ -37,6 +37,7 @@ struct WorkNode {
   std::vector<bool> gpu_free;  // parallel to view->gpus
   std::string gpu_model;       // of its first GPU; "" without GPUs
   DeviceFamily family = DeviceFamily::kGeneric;  // of its first GPU: which vendor rule places on it
+  bool uniform_model = true;                     // every GPU is gpu_model
   std::optional<size_t> model_index;  // queues().ModelIndex(gpu_model), looked up once
   uint64_t claimed_for = 0;    // a preemptor whose victims drain here; nobody else places here
   uint64_t reserved_for = 0;   // a starving large job; others only once past the starvation bound
