@@ -4,43 +4,20 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <sstream>
 
 #include "client/fake_client.h"
 #include "client/format.h"
+#include "client/test_support.h"
 
 namespace gpool {
 namespace {
 
-// Runs the CLI against a FakeCluster with a fake clock; sleeping advances it.
-class CliTest : public ::testing::Test {
+using client::testing::FakeCliTest;
+using client::testing::WriteFile;
+
+class CliTest : public FakeCliTest {
  protected:
-  CliTest() : cluster_(std::make_shared<FakeCluster>()), clock_(FakeCluster{}.now_ms) {
-    env_.getenv = [this](const std::string& name) -> std::optional<std::string> {
-      auto it = environment_.find(name);
-      if (it == environment_.end()) return std::nullopt;
-      return it->second;
-    };
-    env_.sleep_ms = [this](int64_t ms) {
-      sleeps_.push_back(ms);
-      clock_.Advance(ms);
-    };
-    env_.clock = &clock_;
-    env_.in = &stdin_;
-  }
-
-  int Run(std::vector<std::string> args) {
-    out_.str("");
-    err_.str("");
-    ClientFactory factory = [this](const ClientOptions& options) -> Result<std::unique_ptr<Client>> {
-      options_ = options;
-      ++clients_made_;
-      return std::unique_ptr<Client>(new FakeClient(cluster_));
-    };
-    return RunCli(std::move(args), out_, err_, factory, env_);
-  }
-
   uint64_t AddJob(const std::string& name, JobState state) {
     JobSpec spec;
     spec.name = name;
@@ -55,17 +32,6 @@ class CliTest : public ::testing::Test {
     cluster_->submits.clear();
     return reply->job_id;
   }
-
-  std::shared_ptr<FakeCluster> cluster_;
-  FakeClock clock_;
-  CliEnv env_;
-  std::map<std::string, std::string> environment_;
-  std::istringstream stdin_;
-  std::vector<int64_t> sleeps_;
-  std::ostringstream out_;
-  std::ostringstream err_;
-  ClientOptions options_;
-  int clients_made_ = 0;
 };
 
 TEST_F(CliTest, SubmitFromFlagsBuildsTheSpec) {
@@ -105,11 +71,8 @@ TEST_F(CliTest, SubmitJsonAndGlobalFlagsAfterTheCommand) {
 }
 
 TEST_F(CliTest, SubmitFromFileAndOverrides) {
-  std::string path = ::testing::TempDir() + "/gpool_cli_test.yaml";
-  {
-    std::ofstream f(path);
-    f << "name: fromfile\ncommand: [echo, hi]\nresources: {gpus: 1}\n";
-  }
+  const std::string path = ::testing::TempDir() + "/gpool_cli_test.yaml";
+  WriteFile(path, "name: fromfile\ncommand: [echo, hi]\nresources: {gpus: 1}\n");
   ASSERT_EQ(Run({"submit", path, "--priority", "9", "--idempotency-key", "k1"}), 0) << err_.str();
   ASSERT_EQ(cluster_->submits.size(), 1u);
   EXPECT_EQ(cluster_->submits[0].spec.name, "fromfile");
@@ -632,13 +595,11 @@ TEST_F(CliTest, SubmitDefaultsClassPoolAndUserFromTheEnvironment) {
 }
 
 TEST_F(CliTest, SubmitFileKeepsItsPolicyFieldsAndFlagsAddToThem) {
-  std::string path = ::testing::TempDir() + "/gpool_cli_policy.yaml";
-  {
-    std::ofstream f(path);
-    f << "name: p\npriority_class: low\npool: pooled\nnode_selector: {rack: r1, zone: a}\n"
-         "prefer_labels: {ssd: 'yes'}\ntolerations: [maint]\nnuma_policy: best-effort\nreplicas: 3\nmin_replicas: 1\ncommand: x\n"
-         "resources: {gpus: 1, gpu_model: H100}\n";
-  }
+  const std::string path = ::testing::TempDir() + "/gpool_cli_policy.yaml";
+  WriteFile(path,
+            "name: p\npriority_class: low\npool: pooled\nnode_selector: {rack: r1, zone: a}\n"
+            "prefer_labels: {ssd: 'yes'}\ntolerations: [maint]\nnuma_policy: best-effort\nreplicas: 3\n"
+            "min_replicas: 1\ncommand: x\nresources: {gpus: 1, gpu_model: H100}\n");
   ASSERT_EQ(Run({"submit", path}), kExitOk) << err_.str();
   JobSpec spec = cluster_->submits.back().spec;
   EXPECT_EQ(spec.priority_class, "low");

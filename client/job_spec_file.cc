@@ -2,14 +2,11 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <limits>
-#include <set>
-#include <sstream>
 #include <vector>
 
+#include "client/yaml_fields.h"
 #include "protocol/validate.h"
 
 namespace gpool {
@@ -64,60 +61,20 @@ u128 Pow10(uint32_t n) {
 
 // --- Paths and errors ---------------------------------------------------------
 
-std::string Quote(const YAML::Node& node) {
-  if (node.IsScalar()) return "'" + node.Scalar() + "'";
-  if (node.IsSequence()) return "a list";
-  if (node.IsMap()) return "a map";
-  return "nothing";
-}
+using yaml_fields::FieldError;
+using yaml_fields::Join;
+using yaml_fields::Quote;
 
-Status FieldError(const std::string& path, const std::string& message) {
-  return Status::InvalidArgument(path + ": " + message);
+// Keys are matched case-insensitively for the hint ("GPUS" suggests "gpus"),
+// and even a short key gets one when it is within 2 edits.
+std::string JobKeyHint(std::string_view key, const std::vector<std::string>& allowed) {
+  return yaml_fields::NearestOf(Lower(key), allowed, 3);
 }
-
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t subst = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, subst});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-std::string Join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
 // Checks that `node` is a map whose keys are all scalars, unique and in
 // `allowed`. `path` names the map ("" for the top level).
 Status CheckKeys(const YAML::Node& node, const std::string& path, const std::vector<std::string>& allowed) {
-  const std::string where = path.empty() ? "job spec" : path;
-  if (!node.IsMap()) return FieldError(where, "expected a map, got " + Quote(node));
-  std::set<std::string> seen;
-  for (const auto& kv : node) {
-    if (!kv.first.IsScalar()) return FieldError(where, "keys must be plain strings");
-    const std::string& key = kv.first.Scalar();
-    if (!seen.insert(key).second) return FieldError(Join(path, key), "duplicate key");
-    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    std::string hint;
-    size_t best = 3;
-    for (const auto& candidate : allowed) {
-      size_t d = EditDistance(Lower(key), candidate);
-      if (d < best) {
-        best = d;
-        hint = candidate;
-      }
-    }
-    std::string message = "unknown key";
-    if (!hint.empty()) message += " (did you mean '" + hint + "'?)";
-    std::string known;
-    for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
-    return FieldError(Join(path, key), message + "; allowed keys: " + known);
-  }
-  return Status::Ok();
+  return yaml_fields::CheckKeys(node, path, allowed, "job spec", JobKeyHint);
 }
 
 // --- Scalar readers -------------------------------------------------------------
@@ -163,6 +120,17 @@ Result<int32_t> ParseInt32(const YAML::Node& node, const std::string& path) {
   return static_cast<int32_t>(v);
 }
 
+// A quantity with units (cpus, memory). The unit parsers' errors do not
+// name the field, so they get `path` here; `expected` says what a list or a
+// map should have been.
+Result<uint64_t> ReadQuantity(const YAML::Node& node, const std::string& path, const std::string& expected,
+                              Result<uint64_t> (*parse)(std::string_view)) {
+  if (!node.IsScalar()) return FieldError(path, "expected " + expected + ", got " + Quote(node));
+  auto value = parse(node.Scalar());
+  if (!value.ok()) return FieldError(path, value.status().message());
+  return value;
+}
+
 // --- Structure ------------------------------------------------------------------
 
 // The same names as the wire's JobSpec, TaskGroupSpec and Resources
@@ -186,25 +154,17 @@ Status ReadResources(const YAML::Node& node, const std::string& path, Resources*
     out->gpus = static_cast<uint32_t>(gpus);
   }
   if (auto n = node["cpus"]) {
-    if (!n.IsScalar()) return FieldError(path + ".cpus", "expected a number of cores, got " + Quote(n));
-    auto cpu = ParseCpuMilli(n.Scalar());
-    if (!cpu.ok()) return FieldError(path + ".cpus", cpu.status().message());
-    out->cpu_milli = *cpu;
+    GPOOL_ASSIGN_OR_RETURN(out->cpu_milli, ReadQuantity(n, path + ".cpus", "a number of cores", ParseCpuMilli));
   }
   if (auto n = node["memory"]) {
-    if (!n.IsScalar()) return FieldError(path + ".memory", "expected a size like 4Gi, got " + Quote(n));
-    auto mem = ParseMemoryMib(n.Scalar());
-    if (!mem.ok()) return FieldError(path + ".memory", mem.status().message());
-    out->memory_mib = *mem;
+    GPOOL_ASSIGN_OR_RETURN(out->memory_mib, ReadQuantity(n, path + ".memory", "a size like 4Gi", ParseMemoryMib));
   }
   if (auto n = node["gpu_model"]) {
     GPOOL_ASSIGN_OR_RETURN(out->gpu_model, ReadString(n, path + ".gpu_model"));
   }
   if (auto n = node["gpu_memory"]) {
-    if (!n.IsScalar()) return FieldError(path + ".gpu_memory", "expected a size like 10Gi, got " + Quote(n));
-    auto mem = ParseMemoryMib(n.Scalar());
-    if (!mem.ok()) return FieldError(path + ".gpu_memory", mem.status().message());
-    out->gpu_memory_mib = *mem;
+    GPOOL_ASSIGN_OR_RETURN(out->gpu_memory_mib,
+                           ReadQuantity(n, path + ".gpu_memory", "a size like 10Gi", ParseMemoryMib));
   }
   if (auto n = node["gpu_memory_pct"]) {
     GPOOL_ASSIGN_OR_RETURN(uint64_t pct, ParseUnsigned(n, path + ".gpu_memory_pct", 100));
@@ -380,40 +340,22 @@ Result<JobSpec> ReadJob(const YAML::Node& root) {
   return spec;
 }
 
-}  // namespace
-
-Result<JobSpec> ParseJobSpec(std::string_view text, std::string_view source) {
-  const std::string prefix = source.empty() ? std::string() : std::string(source);
-  auto with_source = [&](const Status& s) { return prefix.empty() ? s : s.WithContext(prefix); };
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    // e.mark is 0-based; people count lines from 1.
-    std::string where = prefix.empty() ? "line " : prefix + ":";
-    where += std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
-    return Status::InvalidArgument(where + ": not valid YAML or JSON: " + e.msg);
-  }
-  Result<JobSpec> spec = Status::Internal("unset");
-  try {
-    spec = ReadJob(root);
-  } catch (const YAML::Exception& e) {
-    // Defensive: the readers check node kinds first, so this should not happen.
-    return with_source(Status::InvalidArgument(std::string("unexpected YAML structure: ") + e.what()));
-  }
-  if (!spec.ok()) return with_source(spec.status());
-  Status valid = ValidateJobSpec(*spec);
-  if (!valid.ok()) return with_source(valid);
+// ValidateJobSpec's errors get the same source prefix as the parser's.
+Result<JobSpec> ReadValidJob(const YAML::Node& root) {
+  GPOOL_ASSIGN_OR_RETURN(JobSpec spec, ReadJob(root));
+  GPOOL_RETURN_IF_ERROR(ValidateJobSpec(spec));
   return spec;
 }
 
+}  // namespace
+
+Result<JobSpec> ParseJobSpec(std::string_view text, std::string_view source) {
+  return yaml_fields::ReadYamlDocument(text, source, ReadValidJob);
+}
+
 Result<JobSpec> LoadJobSpecFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::InvalidArgument(path + ": cannot open the job spec file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::InvalidArgument(path + ": cannot read the job spec file");
-  return ParseJobSpec(text.str(), path);
+  GPOOL_ASSIGN_OR_RETURN(const std::string text, yaml_fields::ReadUserFile(path, "job spec file"));
+  return ParseJobSpec(text, path);
 }
 
 Result<uint64_t> ParseMemoryMib(std::string_view text) {

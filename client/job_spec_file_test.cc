@@ -5,18 +5,19 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <fstream>
 #include <string>
+
+#include "client/test_support.h"
 
 namespace gpool {
 namespace {
 
+using client::testing::InvalidArgumentMessage;
+using client::testing::WriteFile;
+
 // The error message of a spec that must fail, or "" when it parsed.
 std::string ErrorOf(const std::string& text, std::string_view source = {}) {
-  auto spec = ParseJobSpec(text, source);
-  if (spec.ok()) return "";
-  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument) << spec.status().ToString();
-  return spec.status().message();
+  return InvalidArgumentMessage(ParseJobSpec(text, source));
 }
 
 TEST(JobSpecFileTest, ParsesFullYaml) {
@@ -187,18 +188,12 @@ TEST(JobSpecFileTest, ValidatorErrorsGetTheFileName) {
 }
 
 TEST(JobSpecFileTest, LoadsFilesAndReportsMissingOnes) {
-  std::string path = ::testing::TempDir() + "/gpool_spec_test.yaml";
-  {
-    std::ofstream f(path);
-    f << "name: filejob\ncommand: [true]\nresources: {gpus: x}\n";
-  }
+  const std::string path = ::testing::TempDir() + "/gpool_spec_test.yaml";
+  WriteFile(path, "name: filejob\ncommand: [true]\nresources: {gpus: x}\n");
   auto spec = LoadJobSpecFile(path);
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().message(), path + ": resources.gpus: expected a non-negative integer, got 'x'");
-  {
-    std::ofstream f(path);
-    f << "name: filejob\ncommand: [\"true\"]\n";
-  }
+  WriteFile(path, "name: filejob\ncommand: [\"true\"]\n");
   spec = LoadJobSpecFile(path);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->tasks[0].command, std::vector<std::string>{"true"});
@@ -350,6 +345,10 @@ TEST(JobSpecFileTest, NearMissPolicyKeysGetHints) {
             0u);
   // "class" is the CLI flag's name, not the file's.
   EXPECT_EQ(ErrorOf(job + "class: high\n").rfind("class: unknown key", 0), 0u);
+  // Unlike the topology file's, the hint ignores case and reaches short keys.
+  EXPECT_EQ(ErrorOf(job + "resources: {GPUS: 1}\n").rfind("resources.GPUS: unknown key (did you mean 'gpus'?)", 0),
+            0u);
+  EXPECT_EQ(ErrorOf(job + "e: {A: b}\n").rfind("e: unknown key (did you mean 'env'?)", 0), 0u);
 }
 
 // --- Units -------------------------------------------------------------------------

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "client/format.h"
+#include "client/yaml_fields.h"
 
 namespace gpool {
 namespace {
@@ -17,67 +17,19 @@ namespace {
 constexpr size_t kMaxLabelValue = 63;
 constexpr size_t kMaxNodeName = 253;
 
-// --- Errors (the same shape as job spec errors: "FIELD: message") ---------------------
-
-Status FieldError(const std::string& path, const std::string& message) {
-  return Status::InvalidArgument(path + ": " + message);
-}
-
-std::string Quote(const YAML::Node& node) {
-  if (node.IsScalar()) return "'" + node.Scalar() + "'";
-  if (node.IsSequence()) return "a list";
-  if (node.IsMap()) return "a map";
-  return "nothing";
-}
-
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t subst = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, subst});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
+using yaml_fields::FieldError;
+using yaml_fields::Join;
+using yaml_fields::Quote;
 
 // The candidate nearest `word` when it is a likely typo (at most 2 edits, and
 // fewer than the word's length, so 's' does not suggest 'l'), else "".
 std::string NearestOf(std::string_view word, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_distance = std::min<size_t>(3, word.size());
-  for (const auto& candidate : candidates) {
-    const size_t d = EditDistance(word, candidate);
-    if (d < best_distance) {
-      best_distance = d;
-      best = candidate;
-    }
-  }
-  return best;
+  return yaml_fields::NearestOf(word, candidates, std::min<size_t>(3, word.size()));
 }
-
-std::string Join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
 // `node` is a map whose keys are plain, unique and in `allowed`.
 Status CheckKeys(const YAML::Node& node, const std::string& path, const std::vector<std::string>& allowed) {
-  const std::string where = path.empty() ? "topology file" : path;
-  if (!node.IsMap()) return FieldError(where, "expected a map, got " + Quote(node));
-  std::set<std::string> seen;
-  for (const auto& kv : node) {
-    if (!kv.first.IsScalar()) return FieldError(where, "keys must be plain strings");
-    const std::string& key = kv.first.Scalar();
-    if (!seen.insert(key).second) return FieldError(Join(path, key), "duplicate key");
-    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    std::string message = "unknown key";
-    if (std::string hint = NearestOf(key, allowed); !hint.empty()) message += " (did you mean '" + hint + "'?)";
-    std::string known;
-    for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
-    return FieldError(Join(path, key), message + "; allowed keys: " + known);
-  }
-  return Status::Ok();
+  return yaml_fields::CheckKeys(node, path, allowed, "topology file", NearestOf);
 }
 
 bool IsNameChar(char c) {
@@ -217,35 +169,12 @@ std::string YamlName(const std::string& name) {
 }  // namespace
 
 Result<Topology> ParseTopologyFile(std::string_view text, std::string_view source) {
-  const std::string prefix(source);
-  auto with_source = [&](const Status& s) { return prefix.empty() ? s : s.WithContext(prefix); };
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    // e.mark is 0-based; people count lines from 1.
-    std::string where = prefix.empty() ? "line " : prefix + ":";
-    where += std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
-    return Status::InvalidArgument(where + ": not valid YAML or JSON: " + e.msg);
-  }
-  Result<Topology> topology = Status::Internal("unset");
-  try {
-    topology = ReadTopology(root);
-  } catch (const YAML::Exception& e) {
-    // Defensive: the readers check node kinds first, so this should not happen.
-    return with_source(Status::InvalidArgument(std::string("unexpected YAML structure: ") + e.what()));
-  }
-  if (!topology.ok()) return with_source(topology.status());
-  return topology;
+  return yaml_fields::ReadYamlDocument(text, source, ReadTopology);
 }
 
 Result<Topology> LoadTopologyFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::InvalidArgument(path + ": cannot open the topology file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::InvalidArgument(path + ": cannot read the topology file");
-  return ParseTopologyFile(text.str(), path);
+  GPOOL_ASSIGN_OR_RETURN(const std::string text, yaml_fields::ReadUserFile(path, "topology file"));
+  return ParseTopologyFile(text, path);
 }
 
 std::string TopologyTierLabel(uint32_t tier) { return std::string(kTierLabelPrefix) + std::to_string(tier); }

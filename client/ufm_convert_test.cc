@@ -3,23 +3,19 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "client/cli.h"
 #include "client/fake_client.h"
+#include "client/test_support.h"
 
 namespace gpool {
 namespace {
 
-const std::string kTestdata = GPOOL_CLIENT_TESTDATA_DIR;
+using client::testing::FakeCliTest;
+using client::testing::InvalidArgumentMessage;
+using client::testing::ReadFile;
+using client::testing::RejectCase;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+const std::string kTestdata = GPOOL_CLIENT_TESTDATA_DIR;
 
 Result<UfmConversion> ConvertFixture(const std::string& name) {
   return ConvertUfmExport(ReadFile(kTestdata + "/" + name), name);
@@ -42,12 +38,55 @@ constexpr char kTwoPodsTree[] =
     "  - {name: sw-leaf-07, tier: 1, parent: MF0-sw-spine-02-MQM9700-U1, nodes: [gpu-013, gpu-014]}\n"
     "  - {name: sw-leaf-08, tier: 1, parent: MF0-sw-spine-02-MQM9700-U1, nodes: [gpu-015, gpu-016]}\n";
 
-TEST(UfmConvertTest, TwoSpinesFourLeavesEachTwoHostsEach) {
+// A fixture under testdata/ and the file and notes it converts to.
+struct FixtureCase {
+  std::string fixture;
+  std::string tree;
+  std::vector<std::string> notes;
+};
+
+TEST(UfmConvertTest, FixturesConvertToTheirTreesWithNotes) {
+  const std::vector<FixtureCase> cases = {
+      {"ufm-two-pods.json",
+       kTwoPodsTree,
+       {"left out 1 system of type gateway (only switches and hosts go in the tree)"}},
+      // A dual-homed leaf takes the spine with most links, then the first name.
+      {"ufm-dual-homed.json",
+       "switches:\n"
+       "  - {name: core-1, tier: 3}\n"
+       "  - {name: spine-a, tier: 2, parent: core-1}\n"
+       "  - {name: spine-b, tier: 2, parent: core-1}\n"
+       "  - {name: leaf-1, tier: 1, parent: spine-a, nodes: [node-10, node-11]}\n"
+       "  - {name: leaf-2, tier: 1, parent: spine-b, nodes: [node-20, node-21]}\n"
+       "  - {name: leaf-3, tier: 1, parent: spine-a, nodes: [node-30, node-31]}\n"
+       "  - {name: leaf-4, tier: 1, parent: spine-b, nodes: [node-40, node-41]}\n",
+       {"leaf-2 is linked to several tier-2 switches: spine-b (2 links), spine-a (1 link); chose spine-b "
+        "(most links, then name)",
+        "leaf-3 is linked to several tier-2 switches: spine-a (1 link), spine-b (1 link); chose spine-a "
+        "(most links, then name)"}},
+      // A host on two leaves goes under the one with most links, then the first name.
+      {"ufm-multi-leaf-host.json",
+       "switches:\n"
+       "  - {name: spine, tier: 2}\n"
+       "  - {name: rail-0, tier: 1, parent: spine, nodes: [gpu-a]}\n"
+       "  - {name: rail-1, tier: 1, parent: spine, nodes: [gpu-b]}\n",
+       {"gpu-a is linked to several leaves: rail-0 (1 link), rail-1 (1 link); chose rail-0 (most links, then "
+        "name)",
+        "gpu-b is linked to several leaves: rail-1 (2 links), rail-0 (1 link); chose rail-1 (most links, then "
+        "name)"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.fixture);
+    auto converted = ConvertFixture(c.fixture);
+    ASSERT_TRUE(converted.ok()) << converted.status().ToString();
+    EXPECT_EQ(FormatTopologyFile(converted->topology), c.tree);
+    EXPECT_EQ(converted->notes, c.notes);
+  }
+}
+
+TEST(UfmConvertTest, TwoPodsLabelEveryHostUpToItsSpine) {
   auto converted = ConvertFixture("ufm-two-pods.json");
   ASSERT_TRUE(converted.ok()) << converted.status().ToString();
-  EXPECT_EQ(FormatTopologyFile(converted->topology), kTwoPodsTree);
-  EXPECT_EQ(converted->notes,
-            (std::vector<std::string>{"left out 1 system of type gateway (only switches and hosts go in the tree)"}));
   const auto labels = NodeLabels(converted->topology);
   EXPECT_EQ(labels.size(), 16u);
   EXPECT_EQ(labels.at("gpu-016"), (std::map<std::string, std::string>{
@@ -55,54 +94,10 @@ TEST(UfmConvertTest, TwoSpinesFourLeavesEachTwoHostsEach) {
                                       {"topology.gpool.io/tier2", "MF0-sw-spine-02-MQM9700-U1"}}));
 }
 
-TEST(UfmConvertTest, ADualHomedLeafTakesTheSpineWithMostLinksThenTheFirstName) {
-  auto converted = ConvertFixture("ufm-dual-homed.json");
-  ASSERT_TRUE(converted.ok()) << converted.status().ToString();
-  EXPECT_EQ(FormatTopologyFile(converted->topology),
-            "switches:\n"
-            "  - {name: core-1, tier: 3}\n"
-            "  - {name: spine-a, tier: 2, parent: core-1}\n"
-            "  - {name: spine-b, tier: 2, parent: core-1}\n"
-            "  - {name: leaf-1, tier: 1, parent: spine-a, nodes: [node-10, node-11]}\n"
-            "  - {name: leaf-2, tier: 1, parent: spine-b, nodes: [node-20, node-21]}\n"
-            "  - {name: leaf-3, tier: 1, parent: spine-a, nodes: [node-30, node-31]}\n"
-            "  - {name: leaf-4, tier: 1, parent: spine-b, nodes: [node-40, node-41]}\n");
-  EXPECT_EQ(converted->notes,
-            (std::vector<std::string>{
-                "leaf-2 is linked to several tier-2 switches: spine-b (2 links), spine-a (1 link); chose spine-b "
-                "(most links, then name)",
-                "leaf-3 is linked to several tier-2 switches: spine-a (1 link), spine-b (1 link); chose spine-a "
-                "(most links, then name)"}));
-}
-
-TEST(UfmConvertTest, AHostOnTwoLeavesGoesUnderTheOneWithMostLinksThenTheFirstName) {
-  auto converted = ConvertFixture("ufm-multi-leaf-host.json");
-  ASSERT_TRUE(converted.ok()) << converted.status().ToString();
-  EXPECT_EQ(FormatTopologyFile(converted->topology),
-            "switches:\n"
-            "  - {name: spine, tier: 2}\n"
-            "  - {name: rail-0, tier: 1, parent: spine, nodes: [gpu-a]}\n"
-            "  - {name: rail-1, tier: 1, parent: spine, nodes: [gpu-b]}\n");
-  EXPECT_EQ(converted->notes,
-            (std::vector<std::string>{
-                "gpu-a is linked to several leaves: rail-0 (1 link), rail-1 (1 link); chose rail-0 (most links, then "
-                "name)",
-                "gpu-b is linked to several leaves: rail-1 (2 links), rail-0 (1 link); chose rail-1 (most links, then "
-                "name)"}));
-}
-
 TEST(UfmConvertTest, MalformedJsonIsAnInvalidArgumentNamingTheFile) {
-  auto converted = ConvertFixture("ufm-malformed.json");
-  ASSERT_FALSE(converted.ok());
-  EXPECT_EQ(converted.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(converted.status().message(),
+  EXPECT_THAT(InvalidArgumentMessage(ConvertFixture("ufm-malformed.json")),
               ::testing::StartsWith("ufm-malformed.json: not valid JSON: parse error at line 4, column 3"));
 }
-
-struct BadExport {
-  std::string json;
-  std::string error;
-};
 
 TEST(UfmConvertTest, RejectsWithErrorsNamingTheField) {
   // Nine switches in a chain above one host: the ninth would be tier 9.
@@ -119,7 +114,7 @@ TEST(UfmConvertTest, RejectsWithErrorsNamingTheField) {
   chain += "], " + chain_links + "]}";
 
   const std::string sw = R"({"guid": "0x0A", "type": "switch", "system_name": "leaf"})";
-  const std::vector<BadExport> cases = {
+  const std::vector<RejectCase> cases = {
       {"[]", "u.json: export: expected an object with 'systems' and 'links' lists, got a list"},
       {"{}", "u.json: systems: required"},
       {R"({"systems": []})", "u.json: links: required"},
@@ -154,10 +149,7 @@ TEST(UfmConvertTest, RejectsWithErrorsNamingTheField) {
       {chain, "u.json: systems[9]: switch s9 would be tier 9; gpool labels at most 8 tiers"},
   };
   for (const auto& c : cases) {
-    auto converted = ConvertUfmExport(c.json, "u.json");
-    ASSERT_FALSE(converted.ok()) << c.json;
-    EXPECT_EQ(converted.status().code(), StatusCode::kInvalidArgument) << c.json;
-    EXPECT_EQ(converted.status().message(), c.error) << c.json;
+    EXPECT_EQ(InvalidArgumentMessage(ConvertUfmExport(c.input, "u.json")), c.error) << c.input;
   }
 }
 
@@ -242,33 +234,7 @@ TEST(UfmConvertTest, HostNameFromDescription) {
 
 // --- gpool topology convert -----------------------------------------------------------------
 
-class ConvertCliTest : public ::testing::Test {
- protected:
-  ConvertCliTest() : cluster_(std::make_shared<FakeCluster>()), clock_(FakeCluster{}.now_ms) {
-    env_.getenv = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-    env_.sleep_ms = [](int64_t) {};
-    env_.clock = &clock_;
-    env_.in = &stdin_;
-  }
-
-  int Run(std::vector<std::string> args) {
-    out_.str("");
-    err_.str("");
-    ClientFactory factory = [this](const ClientOptions&) -> Result<std::unique_ptr<Client>> {
-      ++clients_made_;
-      return std::unique_ptr<Client>(new FakeClient(cluster_));
-    };
-    return RunCli(std::move(args), out_, err_, factory, env_);
-  }
-
-  std::shared_ptr<FakeCluster> cluster_;
-  FakeClock clock_;
-  CliEnv env_;
-  std::istringstream stdin_;
-  std::ostringstream out_;
-  std::ostringstream err_;
-  int clients_made_ = 0;
-};
+using ConvertCliTest = FakeCliTest;
 
 TEST_F(ConvertCliTest, PrintsTheTopologyFileWithItsNotesAsComments) {
   const std::string fixture = kTestdata + "/ufm-two-pods.json";

@@ -85,6 +85,7 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     }
     bind.cores = task.grant.cores;
     bind.numa_policy = job->spec.numa_policy;
+    bind.numa_node = task.numa_node;
     frame = MakeFrame(request_id, proposer_.epoch(), bind);
   } else {
     PreemptTask preempt;

@@ -41,7 +41,7 @@ bool SchedulerDriver::Propose(scheduler::Plan plan, int64_t now_ms) {
   for (auto& bind : plan.binds) {
     cmd.binds.push_back(state::PlanBind{bind.job.value(), bind.task_index, std::move(bind.node),
                                         std::move(bind.gpu_indices), bind.cpu_milli, bind.memory_mib,
-                                        std::move(bind.grant)});
+                                        std::move(bind.grant), bind.numa_node});
   }
   for (auto& eviction : plan.evictions) {
     spdlog::info("evicting job={} task={} for_job={} reason=\"{}\"", eviction.job.value(), eviction.task_index,

@@ -726,6 +726,7 @@ struct BindTask {
   std::vector<uint32_t> mig_starts;
   std::vector<uint32_t> cores;      // NeuronCores (node-wide numbering) for core-level tasks
   std::string numa_policy;          // best-effort / single-numa-node: pin to the GPUs' NUMA nodes
+  int32_t numa_node = -1;           // the NUMA node its CPU and memory were placed on; -1: none
   template <typename V>
   void Fields(V& v) {
     v.Required("task", task);
@@ -744,6 +745,7 @@ struct BindTask {
     v.Optional("mig_starts", mig_starts);
     v.Optional("cores", cores);
     v.Optional("numa_policy", numa_policy);
+    v.Optional("numa_node", numa_node);
   }
 };
 

@@ -49,6 +49,15 @@ struct GpuSlot {
   std::vector<MigSlot> mig;        // its MIG instances
 };
 
+// One NUMA node of a node: what its CPUs and memory hold free.
+struct NumaSlot {
+  int32_t id = 0;
+  uint64_t cpu_milli_total = 0;
+  uint64_t cpu_milli_free = 0;
+  uint64_t memory_mib_total = 0;
+  uint64_t memory_mib_free = 0;
+};
+
 struct NodeView {
   std::string name;
   bool ready = true;
@@ -59,6 +68,7 @@ struct NodeView {
   uint64_t memory_mib_total = 0;
   uint64_t memory_mib_free = 0;
   std::vector<GpuSlot> gpus;
+  std::vector<NumaSlot> numa;  // empty: the node reported no NUMA layout
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> taints;  // only jobs tolerating every one are placed here
 

@@ -33,6 +33,7 @@ struct Placement {
   uint64_t memory_mib = 0;
   DeviceGrant grant;            // shares, MIG instance; empty for whole GPUs
   uint64_t gpu_memory_mib = 0;  // device memory it holds in all (quota "gpu_memory")
+  int32_t numa_node = -1;       // NUMA node its CPU and memory go on (NUMA policies); -1: none
 };
 
 // A task to stop. Its resources go to `for_job` (which keeps its claim on

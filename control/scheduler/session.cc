@@ -298,7 +298,53 @@ std::optional<Reject> Session::Check(const WorkJob& job, const PendingTask& task
       node.memory_free < need.memory_mib + node.free_gpus * config_.gpu_cpu_ratio.memory_mib_per_free_gpu) {
     return Reject::kMemoryKeptForGpus;
   }
+  if (job.view->numa_policy == topology::NumaPolicy::kSingleNumaNode && !node.view->numa.empty() &&
+      !ChooseNuma(job, task, node, PlannedDevices(job, task, node))) {
+    return Reject::kNuma;
+  }
   return std::nullopt;
+}
+
+std::vector<size_t> Session::PlannedDevices(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  const Resources& need = task.resources;
+  if (node.family != DeviceFamily::kGeneric && !need.Mig() && (need.gpus > 0 || need.cores > 0)) {
+    auto pick = PickByVendorRule(job, task, node);
+    return pick ? pick->slots : std::vector<size_t>{};
+  }
+  if (need.gpus == 0) return {};
+  if (!need.Whole()) return PickShared(*node.view, Loads(node), DeviceMask(job, task, node), need, job.view->numa_policy).slots;
+  const bool filtered = !need.gpu_model.empty() || uuid_lists_ || NumaFilters(job, node);
+  auto picked = PickGpus(*node.view, filtered ? DeviceMask(job, task, node) : node.gpu_free,
+                         GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy});
+  return picked.value_or(std::vector<size_t>{});
+}
+
+std::optional<int32_t> Session::ChooseNuma(const WorkJob& job, const PendingTask& task, const WorkNode& node,
+                                           const std::vector<size_t>& gpu_slots) const {
+  const auto policy = job.view->numa_policy;
+  if (policy == topology::NumaPolicy::kNone || node.view->numa.empty()) return -1;
+  const auto& numa = node.numa.empty() ? node.view->numa : node.numa;
+  const Resources& need = task.resources;
+  auto fits = [&](const topology::NumaSlot& slot) {
+    return slot.cpu_milli_free >= need.cpu_milli && slot.memory_mib_free >= need.memory_mib;
+  };
+  const bool single = policy == topology::NumaPolicy::kSingleNumaNode;
+  if (!gpu_slots.empty()) {
+    const int32_t id = node.view->gpus[gpu_slots.front()].numa;
+    const bool together = std::all_of(gpu_slots.begin(), gpu_slots.end(),
+                                      [&](size_t g) { return node.view->gpus[g].numa == id; });
+    for (const auto& slot : numa) {
+      if (together && slot.id == id && fits(slot)) return id;
+    }
+    return single ? std::nullopt : std::optional<int32_t>(-1);
+  }
+  if (need.gpus > 0 || need.cores > 0) return single ? std::nullopt : std::optional<int32_t>(-1);  // no devices fit
+  const topology::NumaSlot* best = nullptr;
+  for (const auto& slot : numa) {
+    if (fits(slot) && (best == nullptr || slot.cpu_milli_free < best->cpu_milli_free)) best = &slot;
+  }
+  if (best != nullptr) return best->id;
+  return single ? std::nullopt : std::optional<int32_t>(-1);
 }
 
 std::vector<bool> Session::DeviceMask(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
@@ -313,7 +359,31 @@ std::vector<bool> Session::DeviceMask(const WorkJob& job, const PendingTask& tas
     mask[g] = (whole ? node.gpu_free[g] : gpu.healthy && !held_whole) &&
               (need.gpu_model.empty() || gpu.model == need.gpu_model) && UuidAllowed(*job.view, gpu.uuid);
   }
+  if (NumaFilters(job, node)) {
+    // Devices whose NUMA node has no room for the task's CPU and memory are
+    // out under single-numa-node, and a last resort under best-effort.
+    const auto& numa = node.numa.empty() ? node.view->numa : node.numa;
+    auto room = [&](int32_t id) {
+      for (const auto& slot : numa) {
+        if (slot.id == id) return slot.cpu_milli_free >= need.cpu_milli && slot.memory_mib_free >= need.memory_mib;
+      }
+      return false;
+    };
+    std::vector<bool> roomy = mask;
+    uint32_t left = 0;
+    for (size_t g = 0; g < roomy.size(); ++g) {
+      roomy[g] = roomy[g] && room(node.view->gpus[g].numa);
+      left += roomy[g];
+    }
+    if (job.view->numa_policy == topology::NumaPolicy::kSingleNumaNode || left >= std::max<uint32_t>(1, need.gpus)) {
+      return roomy;
+    }
+  }
   return mask;
+}
+
+bool Session::NumaFilters(const WorkJob& job, const WorkNode& node) const {
+  return job.view->numa_policy != topology::NumaPolicy::kNone && !node.view->numa.empty();
 }
 
 const std::vector<topology::DeviceLoad>& Session::Loads(const WorkNode& node) const {
@@ -351,7 +421,7 @@ std::optional<Reject> Session::CheckDevices(const WorkJob& job, const PendingTas
     return std::nullopt;
   }
   if (node.free_gpus < need.gpus) return Reject::kGpus;
-  const bool filtered = !need.gpu_model.empty() || uuid_lists_;
+  const bool filtered = !need.gpu_model.empty() || uuid_lists_ || NumaFilters(job, node);
   std::vector<bool> mask;
   if (filtered) {
     mask = DeviceMask(job, task, node);
@@ -587,7 +657,7 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
       MarkDevices(node, placement, true);
     }
   } else if (need.Whole()) {
-    const bool filtered = !need.gpu_model.empty() || uuid_lists_;
+    const bool filtered = !need.gpu_model.empty() || uuid_lists_ || NumaFilters(job, node);
     const std::vector<bool> free = filtered ? DeviceMask(job, task, node) : node.gpu_free;
     auto picked = PickGpus(*node.view, free, GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy});
     for (size_t g : picked.value_or(std::vector<size_t>{})) {
@@ -611,6 +681,23 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
   }
   node.cpu_free -= need.cpu_milli;
   node.memory_free -= need.memory_mib;
+  if (job.view->numa_policy != topology::NumaPolicy::kNone && !node.view->numa.empty()) {
+    std::vector<size_t> slots;
+    for (uint32_t index : placement.gpu_indices) {
+      for (size_t g = 0; g < node.view->gpus.size(); ++g) {
+        if (node.view->gpus[g].index == index) slots.push_back(g);
+      }
+    }
+    placement.numa_node = ChooseNuma(job, task, node, slots).value_or(-1);
+    if (placement.numa_node >= 0) {
+      if (node.numa.empty()) node.numa = node.view->numa;
+      for (auto& slot : node.numa) {
+        if (slot.id != placement.numa_node) continue;
+        slot.cpu_milli_free -= std::min(slot.cpu_milli_free, need.cpu_milli);
+        slot.memory_mib_free -= std::min(slot.memory_mib_free, need.memory_mib);
+      }
+    }
+  }
   if (indexed) BucketInsert(node_index);
   queues_.Charge(job.queue, queues_.Demand(static_cast<uint32_t>(placement.gpu_indices.size()), need.cpu_milli,
                                            need.memory_mib, model, placement.gpu_memory_mib));
@@ -643,6 +730,13 @@ void Session::Unplace(WorkJob& job, const PendingTask& task, size_t node_index, 
     MarkDevices(node, placement, false);
   }
   node.cpu_free += placement.cpu_milli;
+  if (placement.numa_node >= 0 && !node.numa.empty()) {
+    for (auto& slot : node.numa) {
+      if (slot.id != placement.numa_node) continue;
+      slot.cpu_milli_free += placement.cpu_milli;
+      slot.memory_mib_free += placement.memory_mib;
+    }
+  }
   node.memory_free += placement.memory_mib;
   if (indexed) BucketInsert(node_index);
   queues_.Refund(job.queue, queues_.Demand(static_cast<uint32_t>(placement.gpu_indices.size()), placement.cpu_milli,

@@ -45,6 +45,9 @@ struct WorkNode {
   // Per GPU, what sharing tenants hold; empty until a share or MIG instance
   // is placed here this cycle (until then the view's figures hold).
   std::vector<topology::DeviceLoad> loads;
+  // Per NUMA node, what is free; empty until a NUMA-placed task lands here
+  // this cycle (until then the view's figures hold).
+  std::vector<topology::NumaSlot> numa;
   bool Idle() const {
     return free_gpus == usable_gpus && cpu_free == view->cpu_milli_total && memory_free == view->memory_mib_total;
   }
@@ -139,6 +142,8 @@ class Session {
   // Devices the task may take on `node`: whole-free ones (whole requests) or
   // healthy ones (shares, MIG), of its model and allowed by its UUID lists.
   std::vector<bool> DeviceMask(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  // The job has a NUMA policy and the node a NUMA layout to apply it to.
+  bool NumaFilters(const WorkJob& job, const WorkNode& node) const;
   // What the node's GPUs hold from sharing tenants right now.
   const std::vector<topology::DeviceLoad>& Loads(const WorkNode& node) const;
 
@@ -179,6 +184,16 @@ class Session {
   std::optional<Reject> CheckDevices(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node,
                                      uint64_t* gpu_memory) const;
   void MarkDevices(WorkNode& node, const Placement& placement, bool add);
+  // The NUMA node a task's CPU and memory go on under its job's NUMA policy:
+  // -1 for none (no policy, no NUMA layout, or best-effort that does not
+  // fit one), nullopt when single-numa-node cannot be met. `gpu_slots` are
+  // the devices it would get (their NUMA node decides; CPU-only tasks take
+  // the fullest NUMA node that holds them).
+  std::optional<int32_t> ChooseNuma(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node,
+                                    const std::vector<size_t>& gpu_slots) const;
+  // The devices Place would give the task on `node` (slots into its gpus).
+  std::vector<size_t> PlannedDevices(const WorkJob& job, const topology::PendingTask& task,
+                                     const WorkNode& node) const;
   // The vendor rule's choice for the task on `node` (nodes of a family other than generic).
   std::optional<VendorPick> PickByVendorRule(const WorkJob& job, const topology::PendingTask& task,
                                              const WorkNode& node) const;

@@ -328,5 +328,47 @@ TEST(VendorRuleTest, CoreRequestsWaitOnNodesWithoutAddressableCores) {
   EXPECT_TRUE(plan.binds.empty());
 }
 
+// --- NUMA fit of CPU and memory -----------------------------------------------------------
+
+topology::NodeView TwoNumaNode(std::string name, uint32_t gpus) {
+  auto node = MakeNode(std::move(name), gpus, "public", "A100", 64'000, 512 * 1024);
+  for (uint32_t g = 0; g < gpus; ++g) node.gpus[g].numa = g < gpus / 2 ? 0 : 1;
+  node.numa = {{0, 32'000, 32'000, 256 * 1024, 256 * 1024}, {1, 32'000, 32'000, 256 * 1024, 256 * 1024}};
+  return node;
+}
+
+TEST(NumaFitTest, CpuTaskFitsOneNumaNodeOrWaitsUnderSingleNumaNode) {
+  ClusterView view;
+  view.nodes = {TwoNumaNode("n1", 0)};
+  view.nodes[0].numa[1].cpu_milli_free = 20'000;
+  view.pending = {JobBuilder(1, "default", 1, 0).Cpu(40'000, 1024).Numa(topology::NumaPolicy::kSingleNumaNode),
+                  JobBuilder(2, "default", 1, 0).Cpu(16'000, 1024).Numa(topology::NumaPolicy::kSingleNumaNode)};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].job.value(), 2u);
+  EXPECT_EQ(plan.binds[0].numa_node, 1) << "the fullest NUMA node that holds it";
+  EXPECT_EQ(ReasonsOf(plan, 1), (std::vector<std::string>{"1 node: NUMA not fit"}));
+}
+
+TEST(NumaFitTest, GpusComeFromTheNumaNodeWithCpuRoom) {
+  ClusterView view;
+  view.nodes = {TwoNumaNode("n1", 4)};
+  view.nodes[0].numa[0].cpu_milli_free = 1'000;  // NUMA 0's CPUs are taken
+  view.pending = {JobBuilder(1, "default", 1, 2).Cpu(8'000, 1024).Numa(topology::NumaPolicy::kSingleNumaNode)};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].gpu_indices, (std::vector<uint32_t>{2, 3}));
+  EXPECT_EQ(plan.binds[0].numa_node, 1);
+}
+
+TEST(NumaFitTest, NoPolicyRecordsNoNumaNode) {
+  ClusterView view;
+  view.nodes = {TwoNumaNode("n1", 4)};
+  view.pending = {JobBuilder(1, "default", 1, 2)};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].numa_node, -1);
+}
+
 }  // namespace
 }  // namespace gpool::scheduler

@@ -29,6 +29,11 @@ topology::NodeView ClusterState::ToNodeView(const std::string& name, const NodeR
   view.taints = node.taints;
   view.pool = node.pool;
   for (const auto& gpu : node.spec.gpus) view.gpus.push_back(GpuSlotOf(node, gpu));
+  for (const auto& numa : node.spec.numa) {
+    const auto [cpu, memory] = NumaUsed(node, numa.id);
+    view.numa.push_back(topology::NumaSlot{numa.id, numa.cpu_milli, numa.cpu_milli - std::min(numa.cpu_milli, cpu),
+                                           numa.memory_mib, numa.memory_mib - std::min(numa.memory_mib, memory)});
+  }
   return view;
 }
 

@@ -260,6 +260,17 @@ Status ClusterState::CheckBind(const JobRecord& job, const PlanBind& bind,
     }
   }
   GPOOL_RETURN_IF_ERROR(CheckGrant(need, bind, *node, loads));
+  if (bind.numa_node >= 0) {
+    auto numa = std::find_if(node->spec.numa.begin(), node->spec.numa.end(),
+                             [&](const NumaInfo& n) { return n.id == bind.numa_node; });
+    if (numa == node->spec.numa.end()) return Status::InvalidArgument("NUMA node not on the node");
+    const auto [numa_cpu, numa_mem] = NumaUsed(*node, bind.numa_node);
+    auto& [plan_cpu, plan_mem] = extra[bind.node + "#numa" + std::to_string(bind.numa_node)];
+    if (numa_cpu + plan_cpu + bind.cpu_milli > numa->cpu_milli) return Status::FailedPrecondition("NUMA CPU");
+    if (numa_mem + plan_mem + bind.memory_mib > numa->memory_mib) return Status::FailedPrecondition("NUMA memory");
+    plan_cpu += bind.cpu_milli;
+    plan_mem += bind.memory_mib;
+  }
   auto& [cpu, mem] = extra[bind.node];
   if (node->cpu_milli_used + cpu + bind.cpu_milli > node->spec.cpu_milli) return Status::FailedPrecondition("CPU");
   if (node->memory_mib_used + mem + bind.memory_mib > node->spec.memory_mib) return Status::FailedPrecondition("memory");
@@ -311,6 +322,7 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
       task.cpu_milli = bind->cpu_milli;
       task.memory_mib = bind->memory_mib;
       task.grant = bind->grant;
+      task.numa_node = bind->numa_node;
       task.bind_ms = now;
       task.message.clear();
       HoldDevices(node, task);

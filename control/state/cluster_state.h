@@ -94,6 +94,8 @@ class ClusterState {
   // its sharing tenants (shares, MIG instances, cores) hold.
   topology::GpuSlot GpuSlotOf(const NodeRecord& node, const GpuInfo& gpu) const;
   topology::NodeView ToNodeView(const std::string& name, const NodeRecord& node) const;
+  // CPU and memory of the node's tasks charged to NUMA node `id`.
+  std::pair<uint64_t, uint64_t> NumaUsed(const NodeRecord& node, int32_t id) const;
   void HoldDevices(NodeRecord& node, const TaskRecord& task);
   void ReleaseDevices(NodeRecord& node, const TaskRecord& task);
   void FinishTask(JobRecord& job, TaskRecord& task, TaskState state, int64_t now);

@@ -64,6 +64,7 @@ struct PlanBind {
   uint64_t cpu_milli = 0;
   uint64_t memory_mib = 0;
   DeviceGrant grant;
+  int32_t numa_node = -1;
   template <typename V>
   void Fields(V& v) {
     v.Required("job", job_id);
@@ -73,6 +74,7 @@ struct PlanBind {
     v.Optional("cpu", cpu_milli);
     v.Optional("mem", memory_mib);
     v.Optional("grant", grant);
+    v.Optional("numa", numa_node);
   }
 };
 

@@ -138,6 +138,19 @@ Status ClusterState::CheckGrant(const Resources& need, const PlanBind& bind, con
   return Status::Ok();
 }
 
+std::pair<uint64_t, uint64_t> ClusterState::NumaUsed(const NodeRecord& node, int32_t id) const {
+  uint64_t cpu = 0;
+  uint64_t memory = 0;
+  for (const TaskId& task_id : node.tasks) {
+    const TaskRecord* task = FindTask(task_id);
+    if (task != nullptr && task->numa_node == id) {
+      cpu += task->cpu_milli;
+      memory += task->memory_mib;
+    }
+  }
+  return {cpu, memory};
+}
+
 void ClusterState::HoldDevices(NodeRecord& node, const TaskRecord& task) {
   for (uint32_t gpu : task.gpu_indices) {
     if (task.grant.Empty()) {

@@ -39,6 +39,7 @@ struct TaskRecord {
   std::vector<uint64_t> evicted_by;  // every job that ever evicted this task; none may again
   std::string message;
   DeviceGrant grant;  // its share of the GPUs, MIG instance or cores; empty for whole GPUs
+  int32_t numa_node = -1;  // the NUMA node its CPU and memory are charged to; -1: none
 
   template <typename V>
   void Fields(V& v) {
@@ -63,6 +64,7 @@ struct TaskRecord {
     v.Optional("evicted_by", evicted_by);
     v.Optional("msg", message);
     v.Optional("grant", grant);
+    v.Optional("numa", numa_node);
     state = static_cast<TaskState>(state_wire <= static_cast<uint32_t>(TaskState::kLost) ? state_wire : 0);
   }
 };

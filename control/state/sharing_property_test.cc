@@ -42,8 +42,10 @@ NodeSpec Node(const std::string& name, uint32_t kind) {
       gpu.model = "P800";
       gpu.memory_mib = 98304;
     }
+    gpu.numa = static_cast<int32_t>(i * 2 / gpus);
     node.gpus.push_back(gpu);
   }
+  node.numa = {NumaInfo{0, 128'000, 1 << 19, "0-63"}, NumaInfo{1, 128'000, 1 << 19, "64-127"}};
   return node;
 }
 
@@ -55,9 +57,11 @@ JobSpec RandomJob(topology::Lcg& rng, uint32_t n) {
   group.command = {"true"};
   Resources& res = group.resources;
   res.gpus = 1;
-  res.cpu_milli = 100;
+  res.cpu_milli = 1000 * (1 + rng.Below(40));
+  const char* numa[] = {"none", "best-effort", "single-numa-node"};
+  spec.numa_policy = numa[rng.Below(3)];
   const char* qos[] = {"", "best-effort", "fixed-share", "burst-share"};
-  switch (rng.Below(5)) {
+  switch (rng.Below(6)) {
     case 0:  // whole GPUs
       res.gpus = 1 + static_cast<uint32_t>(rng.Below(2));
       break;
@@ -75,6 +79,9 @@ JobSpec RandomJob(topology::Lcg& rng, uint32_t n) {
     case 3:  // MIG, best fit
       res.mig_profile = "auto";
       res.gpu_memory_mib = 1024 * (1 + rng.Below(40));
+      break;
+    case 4:  // CPU only
+      res.gpus = 0;
       break;
     default: {  // MIG, a named profile
       const char* profiles[] = {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb"};
@@ -97,9 +104,16 @@ struct Holding {
 // Checks every device from the task records alone; returns the first violation.
 std::string Violation(const ClusterState& state, const std::vector<NodeSpec>& nodes) {
   std::map<std::pair<std::string, uint32_t>, Holding> held;
+  std::map<std::pair<std::string, int32_t>, uint64_t> numa_cpu;
   for (const auto& [id, job] : state.jobs()) {
     for (const auto& task : job.tasks) {
       if (task.state != TaskState::kBound && task.state != TaskState::kRunning) continue;
+      if (task.numa_node >= 0) numa_cpu[{task.node, task.numa_node}] += task.cpu_milli;
+      if (job.spec.numa_policy == "single-numa-node" && task.numa_node < 0) {
+        const auto& r = job.spec.tasks[0].resources;
+        return "single-numa-node task without NUMA on " + task.node + " gpus=" + std::to_string(r.gpus) + " mig=" + r.mig_profile +
+               " mem=" + std::to_string(r.gpu_memory_mib) + " cpu=" + std::to_string(r.cpu_milli) + " n=" + std::to_string(task.gpu_indices.size());
+      }
       for (uint32_t gpu : task.gpu_indices) {
         Holding& h = held[{task.node, gpu}];
         if (task.grant.Empty()) {
@@ -115,6 +129,9 @@ std::string Violation(const ClusterState& state, const std::vector<NodeSpec>& no
     }
   }
   for (const auto& node : nodes) {
+    for (const auto& numa : node.numa) {
+      if (numa_cpu[{node.name, numa.id}] > numa.cpu_milli) return node.name + ": NUMA " + std::to_string(numa.id) + " CPU over-committed";
+    }
     for (const auto& gpu : node.gpus) {
       const Holding& h = held[{node.name, gpu.index}];
       const std::string where = node.name + "/" + std::to_string(gpu.index) + ": ";
@@ -169,7 +186,7 @@ TEST(SharingPropertyTest, PlansApplyInFullAndNoDeviceIsEverOverCommitted) {
       ApplyPlanCmd cmd;
       for (const auto& bind : plan.binds) {
         cmd.binds.push_back(PlanBind{bind.job.value(), bind.task_index, bind.node, bind.gpu_indices, bind.cpu_milli,
-                                     bind.memory_mib, bind.grant});
+                                     bind.memory_mib, bind.grant, bind.numa_node});
       }
       const ApplyResult result = apply(cmd);
       ASSERT_EQ(result.jobs_rejected, 0u) << "seed " << seed << " cycle " << cycle;

@@ -36,6 +36,9 @@ NumaPinning PlanNumaPinning(const BindTask& bind, const NodeSpec& node) {
   for (const auto& gpu : node.gpus) {
     if (devices.count(gpu.index) && gpu.numa >= 0) numa_ids.insert(gpu.numa);
   }
+  // The scheduler placed its CPU and memory on this NUMA node (CPU-only
+  // tasks have no devices to go by).
+  if (bind.numa_node >= 0) numa_ids.insert(bind.numa_node);
   std::vector<uint32_t> cpus;
   for (const auto& numa : node.numa) {
     if (!numa_ids.count(numa.id)) continue;
