@@ -66,6 +66,7 @@ std::vector<std::string> ClusterState::GpuUuids(const TaskRecord& task, bool mig
 ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& cmd) {
   ApplyResult result;
   result.status = ValidateNodeSpec(cmd.node);
+  if (result.status.ok()) result.status = CheckMigLayouts(cmd.node);
   if (!result.status.ok()) return result;
   NodeRecord& node = nodes_[cmd.node.name];
   if (node.registered_ms == 0) node.registered_ms = now;

@@ -97,6 +97,9 @@ class ClusterState {
   // CPU and memory of the node's tasks charged to NUMA node `id`.
   std::pair<uint64_t, uint64_t> NumaUsed(const NodeRecord& node, int32_t id) const;
   void HoldDevices(NodeRecord& node, const TaskRecord& task);
+  // Static MIG layouts must be ones the hardware allows (for models with a
+  // profile table), or the scheduler would hand out instances that overlap.
+  static Status CheckMigLayouts(const NodeSpec& node);
   void ReleaseDevices(NodeRecord& node, const TaskRecord& task);
   void FinishTask(JobRecord& job, TaskRecord& task, TaskState state, int64_t now);
   void ReleaseResources(TaskRecord& task);

@@ -70,6 +70,21 @@ TEST_F(ClusterStateTest, JobRunsToSuccessAndFreesItsGpus) {
   EXPECT_TRUE(state_.active_tasks().empty());
 }
 
+TEST_F(ClusterStateTest, StaticMigLayoutTheHardwareForbidsIsRefused) {
+  NodeSpec node = MakeNode("n1", 1);
+  node.gpus[0].model = "A100-SXM4-80GB";
+  node.gpus[0].memory_mib = 81920;
+  node.gpus[0].mig_mode = "static";
+  node.gpus[0].mig_instances = {{"3g.40gb", 0, "MIG-a"}, {"4g.40gb", 0, "MIG-b"}};  // overlap
+  const ApplyResult bad = Do(RegisterNodeCmd{node, {}});
+  EXPECT_EQ(bad.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status.message().find("node.gpus[0].mig_instances: instance 1 (4g.40gb at 0)"), std::string::npos)
+      << bad.status.ToString();
+  EXPECT_EQ(state_.FindNode("n1"), nullptr);
+  node.gpus[0].mig_instances = {{"3g.40gb", 4, "MIG-a"}, {"4g.40gb", 0, "MIG-b"}};
+  EXPECT_TRUE(Do(RegisterNodeCmd{node, {}}).status.ok());
+}
+
 TEST_F(ClusterStateTest, PlanThatDoubleBooksAGpuIsRejectedWhole) {
   Do(RegisterNodeCmd{MakeNode("n1", 4), {}});
   uint64_t a = Submit("a", 1, 2);

@@ -151,6 +151,21 @@ std::pair<uint64_t, uint64_t> ClusterState::NumaUsed(const NodeRecord& node, int
   return {cpu, memory};
 }
 
+Status ClusterState::CheckMigLayouts(const NodeSpec& node) {
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    const GpuInfo& gpu = node.gpus[i];
+    if (gpu.mig_mode != "static") continue;
+    const auto* model = topology::FindMigModel(gpu.model, gpu.memory_mib);
+    if (model == nullptr) continue;  // no table: the instances are taken as reported
+    std::vector<topology::MigInstance> layout;
+    for (const auto& instance : gpu.mig_instances) layout.push_back({instance.profile, instance.start});
+    if (auto bad = topology::CheckMigLayout(*model, layout)) {
+      return Status::InvalidArgument("node.gpus[" + std::to_string(i) + "].mig_instances: " + *bad);
+    }
+  }
+  return Status::Ok();
+}
+
 void ClusterState::HoldDevices(NodeRecord& node, const TaskRecord& task) {
   for (uint32_t gpu : task.gpu_indices) {
     if (task.grant.Empty()) {

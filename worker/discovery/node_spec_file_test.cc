@@ -77,6 +77,32 @@ TEST(NodeSpecFileTest, ExampleFilesAgree) {
   EXPECT_EQ(yaml->numa[1].cpus, "32-63,96-127");
 }
 
+TEST(NodeSpecFileTest, EveryVendorExampleLoads) {
+  const std::string dir = GPOOL_WORKER_EXAMPLES_DIR;
+  struct Example {
+    const char* file;
+    const char* vendor;
+    size_t gpus;
+  };
+  for (const Example& e : {Example{"node-ascend910b.yaml", "huawei", 8}, Example{"node-kunlun-p800.yaml", "kunlunxin", 8},
+                           Example{"node-trn1.yaml", "aws", 16}, Example{"node-metax-c500.yaml", "metax", 8},
+                           Example{"node-enflame-s60.yaml", "enflame", 8},
+                           Example{"node-h100-mig-dynamic.yaml", "nvidia", 8},
+                           Example{"node-a100-mig-static.yaml", "nvidia", 2}}) {
+    auto spec = LoadNodeSpecFile(dir + "/" + e.file);
+    ASSERT_TRUE(spec.ok()) << e.file << ": " << spec.status().ToString();
+    ASSERT_EQ(spec->gpus.size(), e.gpus) << e.file;
+    EXPECT_EQ(spec->gpus[0].vendor, e.vendor) << e.file;
+  }
+  auto trn = LoadNodeSpecFile(dir + "/node-trn1.yaml");
+  EXPECT_EQ(trn->gpus[3].cores, 2u);
+  auto metax = LoadNodeSpecFile(dir + "/node-metax-c500.yaml");
+  EXPECT_EQ(metax->gpus[5].link_group, 1);
+  auto mig = LoadNodeSpecFile(dir + "/node-a100-mig-static.yaml");
+  EXPECT_EQ(mig->gpus[0].mig_instances.size(), 4u);
+  EXPECT_EQ(LoadNodeSpecFile(dir + "/node-h100-mig-dynamic.yaml")->gpus[7].mig_mode, "dynamic");
+}
+
 TEST(NodeSpecFileTest, CountShorthand) {
   auto spec = ParseNodeSpec(R"(
 name: sim-7
