@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "worker/test_util.h"
+
 #include "worker/runner/task_env.h"
 
 namespace gpool::worker {
@@ -10,20 +12,7 @@ namespace {
 
 using Env = std::map<std::string, std::string>;
 
-NodeSpec Node(uint32_t gpus, const std::string& vendor = "nvidia") {
-  NodeSpec node;
-  node.name = "n1";
-  node.cpu_milli = 8000;
-  node.memory_mib = 8192;
-  for (uint32_t i = 0; i < gpus; ++i) {
-    GpuInfo gpu;
-    gpu.index = i;
-    gpu.uuid = "GPU-" + std::to_string(i);
-    gpu.vendor = vendor;
-    node.gpus.push_back(gpu);
-  }
-  return node;
-}
+NodeSpec Node(uint32_t gpus, const std::string& vendor = "nvidia") { return testing::MakeGpuNode(gpus, vendor); }
 
 BindTask Bind(std::vector<uint32_t> gpus) {
   BindTask bind;

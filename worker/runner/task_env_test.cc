@@ -2,23 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "worker/test_util.h"
+
 namespace gpool::worker {
 namespace {
 
-NodeSpec Node(const std::string& vendor, uint32_t gpus) {
-  NodeSpec node;
-  node.name = "n1";
-  node.cpu_milli = 8000;
-  node.memory_mib = 8192;
-  for (uint32_t i = 0; i < gpus; ++i) {
-    GpuInfo gpu;
-    gpu.index = i;
-    gpu.uuid = "GPU-" + std::to_string(i);
-    gpu.vendor = vendor;
-    node.gpus.push_back(gpu);
-  }
-  return node;
-}
+NodeSpec Node(const std::string& vendor, uint32_t gpus) { return testing::MakeGpuNode(gpus, vendor); }
 
 BindTask Bind(std::vector<uint32_t> gpus) {
   BindTask bind;
