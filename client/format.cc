@@ -361,6 +361,22 @@ std::string FormatJobsTable(const ListJobsReply& reply, int64_t now_ms) {
   return table.Render();
 }
 
+// A task's part of its devices: "20/GPU 30% fixed-share", "MIG 1g.10gb", "cores 0,1", or "whole".
+std::string GrantCell(const DeviceGrant& g) {
+  if (!g.mig_profile.empty()) return "MIG " + g.mig_profile;
+  if (!g.cores.empty()) {
+    std::vector<std::string> cores;
+    for (uint32_t core : g.cores) cores.push_back(std::to_string(core));
+    return "cores " + JoinStrings(cores, ",");
+  }
+  if (!g.shared) return "whole";
+  return FormatGiB(g.gpu_memory_mib) + " GiB/GPU " + std::to_string(g.gpu_compute_pct) + "% " + g.sharing_qos;
+}
+
+std::string UsedCell(int64_t used_mib) {
+  return used_mib < 0 ? "-" : FormatGiB(static_cast<uint64_t>(used_mib)) + " GiB";
+}
+
 std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
   const JobSummary& s = reply.summary;
   std::ostringstream out;
@@ -406,8 +422,13 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
     std::set<std::string> group_names;
     for (const auto& task : reply.tasks) group_names.insert(task.group);
     const bool show_group = group_names.size() > 1;
+    // Device columns only when some task shares a device or has measured usage.
+    const bool show_devices = std::any_of(reply.tasks.begin(), reply.tasks.end(), [](const TaskInfo& t) {
+      return !t.grant.Empty() || t.gpu_memory_used_mib >= 0;
+    });
     std::vector<std::string> header = {"INDEX", "STATE", "NODE", "GPUS", "PID", "EXIT", "STARTED", "DURATION",
                                        "MESSAGE"};
+    if (show_devices) header.insert(header.begin() + 4, {"GPU SHARE", "GPU MEM USED"});
     if (show_group) header.insert(header.begin() + 1, "GROUP");
     Table tasks(header);
     for (const auto& task : reply.tasks) {
@@ -422,6 +443,7 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
                                       FormatAgo(task.start_ms, now_ms),
                                       TaskDuration(task, now_ms),
                                       Dash(Shorten(OneLine(task.message)))};
+      if (show_devices) row.insert(row.begin() + 4, {GrantCell(task.grant), UsedCell(task.gpu_memory_used_mib)});
       if (show_group) row.insert(row.begin() + 1, Dash(task.group));
       tasks.AddRow(std::move(row));
     }

@@ -730,5 +730,34 @@ TEST(FormatTest, ExplainWithoutReasonsOrPath) {
   EXPECT_EQ(json["reasons"].size(), 2u);
 }
 
+TEST(FormatTest, JobDetailShowsSharesAndMeasuredGpuMemory) {
+  GetJobReply reply;
+  reply.summary.job_id = 9;
+  reply.summary.name = "nb";
+  reply.summary.state = "Running";
+  TaskInfo share;
+  share.index = 0;
+  share.state = "Running";
+  share.node = "n1";
+  share.gpu_indices = {0};
+  share.grant.shared = true;
+  share.grant.gpu_memory_mib = 20480;
+  share.grant.gpu_compute_pct = 30;
+  share.grant.sharing_qos = "fixed-share";
+  share.gpu_memory_used_mib = 5120;
+  TaskInfo mig = share;
+  mig.index = 1;
+  mig.grant = DeviceGrant{};
+  mig.grant.mig_profile = "1g.10gb";
+  mig.gpu_memory_used_mib = -1;
+  reply.tasks = {share, mig};
+  const std::string text = FormatJobDetail(reply, 0);
+  EXPECT_NE(text.find("GPU SHARE"), std::string::npos) << text;
+  EXPECT_NE(text.find("20 GiB/GPU 30% fixed-share  5 GiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("MIG 1g.10gb"), std::string::npos) << text;
+  reply.tasks = {TaskInfo{.index = 0, .state = "Pending"}};
+  EXPECT_EQ(FormatJobDetail(reply, 0).find("GPU SHARE"), std::string::npos) << "no device columns for whole GPUs";
+}
+
 }  // namespace
 }  // namespace gpool

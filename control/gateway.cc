@@ -62,7 +62,11 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
       return AfterBarrier(peer, id, [this, peer, id, job_id = msg->job_id] {
         const auto* job = state_.FindJob(JobId(job_id));
         if (job == nullptr) return Fail(peer, id, Status::NotFound("job " + std::to_string(job_id) + " does not exist"));
-        Reply(peer, MakeFrame(id, proposer_.epoch(), ToJobDetail(*job, state_)));
+        GetJobReply reply = ToJobDetail(*job, state_);
+        for (auto& task : reply.tasks) {
+          task.gpu_memory_used_mib = registry_.GpuMemoryUsed(TaskId{job->id, task.index, task.attempt});
+        }
+        Reply(peer, MakeFrame(id, proposer_.epoch(), reply));
       });
     }
     case MessageType::kListNodes: {

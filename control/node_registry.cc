@@ -114,6 +114,34 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                     });
 }
 
+int64_t NodeRegistry::GpuMemoryUsed(const TaskId& task) const {
+  const state::TaskRecord* record = state_.FindTask(task);
+  if (record == nullptr) return -1;
+  auto link = links_.find(record->node);
+  if (link == links_.end()) return -1;
+  auto used = link->second.gpu_memory_used.find(task);
+  return used == link->second.gpu_memory_used.end() ? -1 : static_cast<int64_t>(used->second);
+}
+
+void NodeRegistry::RecordUsage(Link& link, const Heartbeat& msg) {
+  constexpr size_t kMaxReported = 100'000;  // a worker tracks at most this many tasks
+  link.gpu_memory_used.clear();
+  for (size_t i = 0; i < msg.usage.size() && i < kMaxReported; ++i) {
+    const TaskUsage& usage = msg.usage[i];
+    link.gpu_memory_used[usage.task] = usage.gpu_memory_used_mib;
+    // A share's limit is enforced by the interception layer, if the node
+    // has one; a task above it says the node runs without (or it leaks).
+    const state::TaskRecord* task = state_.FindTask(usage.task);
+    if (task == nullptr || !task->grant.shared || task->grant.gpu_memory_mib == 0) continue;
+    const uint64_t share = task->grant.gpu_memory_mib * task->gpu_indices.size();
+    if (usage.gpu_memory_used_mib > share && link.warned_over_share.insert(usage.task).second) {
+      spdlog::warn("task above its GPU memory share task={} node={} used_mib={} share_mib={}",
+                   usage.task.ToString(), msg.node, usage.gpu_memory_used_mib, share);
+    }
+  }
+  std::erase_if(link.warned_over_share, [&](const TaskId& id) { return !link.gpu_memory_used.count(id); });
+}
+
 void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms) {
   const uint64_t epoch = proposer_.epoch();
   Link* link = Authenticate(peer, msg.node);
@@ -125,6 +153,7 @@ void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, co
   }
   link->last_seen_ms = now_ms;
   link->last_seen_wall_ms = options_.clock->WallMs();
+  RecordUsage(*link, msg);
   const state::NodeRecord* record = state_.FindNode(msg.node);
   if (record != nullptr && record->state == NodeState::kNotReady && link->not_ready_proposed) {
     link->not_ready_proposed = false;

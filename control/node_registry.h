@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 #include "control/ports.h"
@@ -55,6 +56,10 @@ class NodeRegistry {
   // Wall time of the last frame from the node (heartbeats are not committed,
   // so the state machine's last_seen only moves on state changes); 0 if none.
   int64_t LastSeenWallMs(const std::string& node) const;
+  // GPU memory the task used at its worker's last heartbeat; -1 unknown
+  // (not running, or its node cannot measure it). Soft state: only the
+  // replica the worker talks to has it.
+  int64_t GpuMemoryUsed(const TaskId& task) const;
   size_t connected() const { return links_.size(); }
 
  private:
@@ -63,12 +68,15 @@ class NodeRegistry {
     int64_t last_seen_ms = 0;  // monotonic
     int64_t last_seen_wall_ms = 0;
     bool not_ready_proposed = false;
+    std::map<TaskId, uint64_t> gpu_memory_used;  // from the last heartbeat
+    std::set<TaskId> warned_over_share;          // told once that it uses more than its share
   };
 
   void OnRegister(const std::string& peer, const Header& header, RegisterNode msg, int64_t now_ms);
   void OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms);
   void OnTaskEvent(const std::string& peer, const Header& header, TaskEvent msg, int64_t now_ms);
   void ProposeNotReady(const std::string& node);
+  void RecordUsage(Link& link, const Heartbeat& msg);
   // The node this peer registered as, if it matches `claimed`.
   Link* Authenticate(const std::string& peer, const std::string& claimed);
   void Reply(const std::string& peer, std::string frame) { outbox_.ToWorker(peer, std::move(frame)); }

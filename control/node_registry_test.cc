@@ -93,6 +93,24 @@ TEST_F(RegistryTest, NodesThatNeverReconnectAfterARestartGoNotReady) {
   EXPECT_EQ(registry_->PeerFor("old"), nullptr);
 }
 
+TEST_F(RegistryTest, HeartbeatUsageIsKeptUntilTheNextHeartbeat) {
+  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
+  JobSpec spec;
+  spec.name = "j";
+  spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
+  proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 100, 100}}, {}}, [](const auto&) {});
+  const TaskId task{JobId(1), 0, 0};
+  EXPECT_EQ(registry_->GpuMemoryUsed(task), -1);
+  Heartbeat beat{"n1", {task}, {TaskUsage{task, 1234}}};
+  FromWorker("peer-a", beat, 10);
+  EXPECT_EQ(registry_->GpuMemoryUsed(task), 1234);
+  FromWorker("peer-a", Heartbeat{"n1", {task}, {}}, 20);  // the node stopped measuring it
+  EXPECT_EQ(registry_->GpuMemoryUsed(task), -1);
+  FromWorker("peer-b", beat, 30);  // another connection's claim is refused and changes nothing
+  EXPECT_EQ(registry_->GpuMemoryUsed(task), -1);
+}
+
 TEST_F(RegistryTest, BindIsResentUntilAckedAndCarriesTheEpoch) {
   proposer_.set_epoch(4);
   FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);

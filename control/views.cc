@@ -51,6 +51,7 @@ TaskInfo ToTaskInfo(const state::JobRecord& job, const state::TaskRecord& task, 
   t.start_ms = task.start_ms;
   t.finish_ms = task.finish_ms;
   t.message = task.message;
+  t.grant = task.grant;
   return t;
 }
 

@@ -190,6 +190,8 @@ struct TaskInfo {
   int64_t start_ms = 0;
   int64_t finish_ms = 0;
   std::string message;
+  DeviceGrant grant;                 // its share of the GPUs, MIG instance or cores; empty: whole GPUs
+  int64_t gpu_memory_used_mib = -1;  // as its worker last measured it; -1 unknown
   template <typename V>
   void Fields(V& v) {
     v.Required("index", index);
@@ -205,6 +207,8 @@ struct TaskInfo {
     v.Optional("exit_code", exit_code);
     v.Optional("signal", signal);
     v.Optional("start_ms", start_ms);
+    v.Optional("grant", grant);
+    v.Optional("gpu_memory_used_mib", gpu_memory_used_mib);
     v.Optional("finish_ms", finish_ms);
     v.Optional("message", message);
   }
@@ -694,14 +698,30 @@ struct RegisterNodeReply {
   }
 };
 
+// What a running task uses of its devices, as the worker measured it.
+struct TaskUsage {
+  TaskId task;
+  uint64_t gpu_memory_used_mib = 0;  // summed over its GPUs and processes
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("task", task);
+    v.Optional("gpu_memory_used_mib", gpu_memory_used_mib);
+  }
+  bool operator==(const TaskUsage&) const = default;
+};
+
 struct Heartbeat {
   static constexpr MessageType kType = MessageType::kHeartbeat;
   std::string node;
   std::vector<TaskId> running;
+  // Device usage of running tasks, where the node can measure it (NVML);
+  // empty on simulated nodes and nodes without a driver.
+  std::vector<TaskUsage> usage;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
     v.Optional("running", running);
+    v.Optional("usage", usage);
   }
 };
 

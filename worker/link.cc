@@ -4,6 +4,7 @@
 #include <random>
 
 #include "worker/log.h"
+#include "worker/runner/task_usage.h"
 
 namespace gpool::worker {
 namespace {
@@ -159,6 +160,11 @@ void Link::SendHeartbeat() {
   Heartbeat hb;
   hb.node = options_.tasks->node().name;
   hb.running = options_.tasks->Running();
+  const auto& pids = options_.tasks->RunningPids();
+  // No task process, nothing to attribute: skip the NVML queries.
+  if (options_.gpu_usage != nullptr && !pids.empty()) {
+    hb.usage = UsageByTask(options_.gpu_usage->Sample(), pids, ProcStatLookup(options_.proc_root));
+  }
   Send(hb, next_request_id_++);
 }
 

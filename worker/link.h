@@ -11,7 +11,7 @@
 //     │       next endpoint; NotLeader does the same at the next retry
 //     │       (to the leader's endpoint instead when the reply names it).
 //     ▼
-//   registered: Heartbeat{running} every heartbeat_interval_ms; task events
+//   registered: Heartbeat{running, usage} every heartbeat_interval_ms; task events
 //     sent as they appear and resent every second until TaskEventAck.
 //     Silence for 3 intervals -> reconnect to the next endpoint, register.
 //     ErrorReply NotFound (the coordinator lost this node) -> register now.
@@ -26,8 +26,13 @@
 // id and the frame is not a reply, it is answered with ErrorReply carrying
 // the decode error's code (Malformed, UnknownType, UnsupportedVersion).
 //
+// Usage: with a GpuUsageSampler, each heartbeat samples it once (only while
+// some task runs) and carries each running task's GPU memory (task_usage.h
+// maps processes to tasks). Without one, as on simulated nodes, usage is
+// empty.
+//
 // Ownership and threads: owned by the Agent; one thread. The TaskManager,
-// clock and logger are not owned and must outlive the Link.
+// sampler, clock and logger are not owned and must outlive the Link.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +49,7 @@
 #include "protocol/base/clock.h"
 #include "protocol/envelope.h"
 #include "worker/backoff.h"
+#include "worker/runner/gpu_usage_sampler.h"
 #include "worker/runner/task_manager.h"
 
 namespace gpool::worker {
@@ -53,6 +59,8 @@ struct LinkOptions {
   std::string token;                   // put in header.token of every frame
   std::string worker_version;          // reported in RegisterNode
   TaskManager* tasks = nullptr;        // required
+  GpuUsageSampler* gpu_usage = nullptr;  // nullptr: heartbeats carry no usage
+  std::string proc_root = "/proc";     // where processes are traced to tasks; tests use a fake tree
   const Clock* clock = nullptr;        // required
   std::function<double()> random;      // uniform in [0, 1) for jitter; nullptr: a seeded mt19937
   std::shared_ptr<spdlog::logger> logger;  // nullptr: spdlog's default

@@ -31,6 +31,10 @@ class LinkTest : public ::testing::Test {
     tm_options.logger = log_.logger();
     tm_ = std::move(TaskManager::Open(std::move(tm_options)).value());
 
+    link_ = std::move(Link::Open(MakeOptions()).value());
+  }
+
+  LinkOptions MakeOptions() {
     LinkOptions options;
     options.endpoints = {"tcp://c1:7401", "tcp://c2:7401"};
     options.token = "tok";
@@ -39,7 +43,7 @@ class LinkTest : public ::testing::Test {
     options.clock = &clock_;
     options.random = [this] { return random_; };
     options.logger = log_.logger();
-    link_ = std::move(Link::Open(std::move(options)).value());
+    return options;
   }
 
   // Sends the actions since the last call through a fake "wire": connects
@@ -199,6 +203,65 @@ TEST_F(LinkTest, HeartbeatsAtTheCoordinatorsInterval) {
   ASSERT_TRUE(hb.ok());
   EXPECT_EQ(hb->node, "n1");
   EXPECT_EQ(hb->running, std::vector<TaskId>{(TaskId{JobId(7), 0, 0})});
+  EXPECT_TRUE(hb->usage.empty()) << "no sampler, no usage";
+}
+
+// A sampler that returns what the test says and counts its calls.
+class FakeGpuUsageSampler final : public GpuUsageSampler {
+ public:
+  std::map<int64_t, uint64_t> Sample() override {
+    ++calls;
+    return mib_by_pid;
+  }
+  std::map<int64_t, uint64_t> mib_by_pid;
+  int calls = 0;
+};
+
+TEST_F(LinkTest, HeartbeatCarriesEachRunningTasksGpuMemory) {
+  FakeGpuUsageSampler sampler;
+  testing::TempDir proc;
+  LinkOptions options = MakeOptions();
+  options.gpu_usage = &sampler;
+  options.proc_root = proc.path();
+  link_ = std::move(Link::Open(std::move(options)).value());
+  Register(500);
+
+  // Nothing runs yet: the heartbeat goes out without asking the sampler.
+  clock_.Advance(500);
+  Turn();
+  ASSERT_EQ(Take().Count(MessageType::kHeartbeat), 1u);
+  EXPECT_EQ(sampler.calls, 0);
+
+  ASSERT_TRUE(tm_->Bind(MakeBind(7)).ok());
+  ASSERT_TRUE(tm_->Bind(MakeBind(8)).ok());
+  Turn();  // starts them: pids 1000 (job 7) and 1001 (job 8), each its own group
+  ASSERT_EQ(tm_->RunningPids().size(), 2u);
+  proc.Write("1500/stat", "1500 (python) S 1001 1001 1 0\n");  // job 8's child
+  proc.Write("1600/stat", "1600 (other) S 1 1600 1600 0\n");   // not a task's
+  sampler.mib_by_pid = {{1000, 512}, {1500, 100}, {1600, 50}, {4242, 9}};
+
+  clock_.Advance(499);
+  Turn();
+  Turn();
+  EXPECT_EQ(sampler.calls, 0) << "sampled only for a heartbeat";
+  clock_.Advance(1);
+  Turn();
+  Out out = Take();
+  ASSERT_EQ(out.Count(MessageType::kHeartbeat), 1u);
+  EXPECT_EQ(sampler.calls, 1);
+  auto hb = out.First(MessageType::kHeartbeat)->Body<Heartbeat>();
+  ASSERT_TRUE(hb.ok()) << hb.status().ToString();
+  EXPECT_EQ(hb->usage, (std::vector<TaskUsage>{{TaskId{JobId(7), 0, 0}, 512}, {TaskId{JobId(8), 0, 0}, 100}}));
+  Deliver(Ack{}, 0, 1);  // the coordinator is alive
+
+  // Job 7 exits: its usage is gone from the next heartbeat.
+  launcher_.Exit(1000, 0);
+  clock_.Advance(500);
+  Turn();
+  hb = Take().First(MessageType::kHeartbeat)->Body<Heartbeat>();
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ(hb->usage, (std::vector<TaskUsage>{{TaskId{JobId(8), 0, 0}, 100}}));
+  EXPECT_EQ(sampler.calls, 2);
 }
 
 TEST_F(LinkTest, SilenceForThreeIntervalsReconnectsAndRegisters) {

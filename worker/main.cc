@@ -1,6 +1,7 @@
 // gpool-worker: the per-node agent. Composition root: parses flags,
-// discovers the node, builds the launcher, TaskManager, Link and Agent, and
-// runs until SIGTERM/SIGINT (then stops the tasks and exits 0).
+// discovers the node, builds the launcher, TaskManager, GPU usage sampler,
+// Link and Agent, and runs until SIGTERM/SIGINT (then stops the tasks and
+// exits 0).
 //
 // Exit codes: 0 normal stop, 1 startup failure (bad spec, unwritable data
 // dir), 2 bad command line.
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -18,6 +20,7 @@
 #include "protocol/base/clock.h"
 #include "worker/agent.h"
 #include "worker/discovery/discover.h"
+#include "worker/discovery/nvml_usage_sampler.h"
 #include "worker/flags.h"
 #include "worker/link.h"
 #include "worker/log.h"
@@ -69,6 +72,24 @@ void LogShareEnforcement(spdlog::logger& log, const std::string& lib) {
              gpool::worker::Q(ec.message()));
   }
   if (!missing) log.info("gpu shares enforced by preloading lib={}", gpool::worker::Q(lib));
+}
+
+// GPU memory per process, only where the GPUs are real and NVML's: a
+// --spec node's GPUs may be simulated (no driver, or not the GPUs NVML
+// sees), and without a --spec every GPU came from NVML (discover.h).
+std::unique_ptr<gpool::worker::NvmlUsageSampler> OpenUsageSampler(const gpool::worker::WorkerFlags& flags,
+                                                                   const gpool::NodeSpec& node,
+                                                                   std::shared_ptr<spdlog::logger> logger) {
+  if (!flags.spec_path.empty() || node.gpus.empty()) return nullptr;
+  gpool::worker::NvmlUsageSamplerOptions options;
+  options.library = flags.nvml_library;
+  options.logger = logger;
+  auto sampler = gpool::worker::NvmlUsageSampler::Open(std::move(options));
+  if (!sampler.ok()) {
+    logger->warn("gpu usage will not be reported error={}", gpool::worker::Q(sampler.status().ToString()));
+    return nullptr;
+  }
+  return std::move(sampler.value());
 }
 
 int Fail(const std::string& what, const gpool::Status& status) {
@@ -131,11 +152,13 @@ int main(int argc, char** argv) {
   auto tasks = TaskManager::Open(std::move(task_options));
   if (!tasks.ok()) return Fail("cannot open the task manager", tasks.status());
 
+  auto gpu_usage = OpenUsageSampler(flags, *node, logger);
   LinkOptions link_options;
   link_options.endpoints = flags.coordinators;
   link_options.token = flags.token;
   link_options.worker_version = kWorkerVersion;
   link_options.tasks = tasks->get();
+  link_options.gpu_usage = gpu_usage.get();
   link_options.clock = &clock;
   auto link = Link::Open(std::move(link_options));
   if (!link.ok()) return Fail("cannot open the coordinator link", link.status());

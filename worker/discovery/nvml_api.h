@@ -1,6 +1,6 @@
-// The part of NVML's C API the probe uses, declared here from nvml.h (the
+// The part of NVML's C API the worker uses, declared here from nvml.h (the
 // ABI is stable) so the worker builds without NVML headers and loads the
-// library with dlopen. Private to discovery/nvml_*.cc.
+// library with dlopen. Private to discovery/nvml_*.{h,cc}.
 #pragma once
 
 namespace gpool::worker::nvml {
@@ -10,6 +10,10 @@ using Device = struct nvmlDevice_st*;
 using GpuInstance = struct nvmlGpuInstance_st*;
 
 constexpr Return kSuccess = 0;
+constexpr Return kErrorInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+// NVML_VALUE_NOT_AVAILABLE: what usedGpuMemory holds when NVML may not say
+// (another user's or container's process, for an unprivileged caller).
+constexpr unsigned long long kValueNotAvailable = ~0ULL;
 constexpr int kFeatureEnabled = 1;   // NVML_FEATURE_ENABLED
 constexpr unsigned kMigEnabled = 1;  // NVML_DEVICE_MIG_ENABLE
 constexpr unsigned kMaxLinks = 18;   // NVML_NVLINK_MAX_LINKS in recent drivers
@@ -79,6 +83,24 @@ struct GpuInstanceProfileInfoV2 {
 // NVML_STRUCT_VERSION(GpuInstanceProfileInfo, 2).
 constexpr unsigned int kGpuInstanceProfileInfoV2 = sizeof(GpuInstanceProfileInfoV2) | (2u << 24);
 
+// nvmlProcessInfo_v1_t: what nvmlDeviceGetComputeRunningProcesses (no
+// suffix) fills.
+struct ProcessInfoV1 {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+};
+static_assert(sizeof(ProcessInfoV1) == 16);
+
+// nvmlProcessInfo_v2_t (nvml.h's nvmlProcessInfo_t since R470): what the
+// _v2 and _v3 entry points fill. The ids are 0xFFFFFFFF without MIG.
+struct ProcessInfoV2 {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+static_assert(sizeof(ProcessInfoV2) == 24);
+
 using InitFn = Return (*)();
 using ShutdownFn = Return (*)();
 using ErrorStringFn = const char* (*)(Return);
@@ -96,6 +118,8 @@ using GetMigHandleFn = Return (*)(Device, unsigned int, Device*);
 using GetGpuInstanceByIdFn = Return (*)(Device, unsigned int, GpuInstance*);
 using GpuInstanceGetInfoFn = Return (*)(GpuInstance, GpuInstanceInfo*);
 using GetProfileInfoVFn = Return (*)(Device, unsigned int, GpuInstanceProfileInfoV2*);
+using GetProcessesV1Fn = Return (*)(Device, unsigned int* count, ProcessInfoV1*);
+using GetProcessesV2Fn = Return (*)(Device, unsigned int* count, ProcessInfoV2*);
 
 // The MIG entry points, resolved one by one: drivers before R450 (and
 // non-MIG builds) lack some or all, and any of these may be null.

@@ -1,7 +1,5 @@
 #include "worker/discovery/nvml_probe.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -10,6 +8,7 @@
 #include <set>
 
 #include "worker/discovery/nvml_api.h"
+#include "worker/discovery/nvml_library.h"
 #include "worker/discovery/nvml_mig.h"
 
 namespace gpool::worker {
@@ -17,24 +16,6 @@ namespace {
 
 using nvml::Device;
 using nvml::PciInfo;
-
-// Closes the library on every return path.
-class Library {
- public:
-  explicit Library(void* handle) : handle_(handle) {}
-  ~Library() {
-    if (handle_ != nullptr) dlclose(handle_);
-  }
-  Library(const Library&) = delete;
-  Library& operator=(const Library&) = delete;
-  template <typename Fn>
-  Fn Symbol(const char* name) const {
-    return reinterpret_cast<Fn>(dlsym(handle_, name));
-  }
-
- private:
-  void* handle_;
-};
 
 // NVML bus ids look like "00000000:3B:00.0"; sysfs names the device
 // "0000:3b:00.0" (four-digit domain, lower case).
@@ -59,25 +40,12 @@ std::string CString(const char* buffer, size_t size) { return std::string(buffer
 }  // namespace
 
 Result<std::vector<GpuInfo>> ProbeNvmlGpus(const NvmlProbeOptions& options) {
-  dlerror();
-  void* handle = dlopen(options.library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* err = dlerror();
-    return Status::NotFound("NVML library " + options.library + " not loadable: " + (err ? err : "unknown error"));
-  }
-  Library lib(handle);
-  auto init = lib.Symbol<nvml::InitFn>("nvmlInit_v2");
-  auto shutdown = lib.Symbol<nvml::ShutdownFn>("nvmlShutdown");
-  auto get_count = lib.Symbol<nvml::GetCountFn>("nvmlDeviceGetCount_v2");
-  auto get_handle = lib.Symbol<nvml::GetHandleFn>("nvmlDeviceGetHandleByIndex_v2");
-  if (init == nullptr || shutdown == nullptr || get_count == nullptr || get_handle == nullptr) {
-    return Status::Unavailable("NVML library " + options.library + " lacks nvmlInit_v2/nvmlDeviceGetCount_v2");
-  }
-  auto error_string = lib.Symbol<nvml::ErrorStringFn>("nvmlErrorString");
-  auto describe = [&](nvml::Return rc) {
-    const char* text = error_string != nullptr ? error_string(rc) : nullptr;
-    return std::string(text != nullptr ? text : "NVML error") + " (" + std::to_string(rc) + ")";
-  };
+  auto opened = NvmlLibrary::Open(options.library);
+  if (!opened.ok()) return opened.status();
+  const NvmlLibrary& lib = **opened;
+  auto describe = [&](nvml::Return rc) { return lib.Describe(rc); };
+  auto get_count = lib.get_count();
+  auto get_handle = lib.get_handle();
   auto get_name = lib.Symbol<nvml::GetStringFn>("nvmlDeviceGetName");
   auto get_uuid = lib.Symbol<nvml::GetStringFn>("nvmlDeviceGetUUID");
   auto get_memory = lib.Symbol<nvml::GetMemoryFn>("nvmlDeviceGetMemoryInfo");
@@ -95,13 +63,10 @@ Result<std::vector<GpuInfo>> ProbeNvmlGpus(const NvmlProbeOptions& options) {
   mig.get_gpu_instance_info = lib.Symbol<nvml::GpuInstanceGetInfoFn>("nvmlGpuInstanceGetInfo");
   mig.get_profile_info = lib.Symbol<nvml::GetProfileInfoVFn>("nvmlDeviceGetGpuInstanceProfileInfoV");
 
-  nvml::Return rc = init();
-  if (rc != nvml::kSuccess) return Status::Unavailable("nvmlInit failed: " + describe(rc));
-
   std::vector<GpuInfo> gpus;
   Status status;
   unsigned int count = 0;
-  rc = get_count(&count);
+  nvml::Return rc = get_count(&count);
   if (rc != nvml::kSuccess) status = Status::Unavailable("nvmlDeviceGetCount failed: " + describe(rc));
   count = std::min(count, 1024u);
 
@@ -184,7 +149,6 @@ Result<std::vector<GpuInfo>> ProbeNvmlGpus(const NvmlProbeOptions& options) {
     }
   }
 
-  shutdown();
   if (!status.ok()) return status;
   return gpus;
 }

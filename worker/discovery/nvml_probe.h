@@ -11,7 +11,8 @@
 // older driver lacks are skipped, never fatal.
 //
 // A missing library is Status NotFound with a one-line message; any NVML
-// error is a Status, never a crash. The library is unloaded before return.
+// error is a Status, never a crash. The library is unloaded before return
+// (loading and initialising: nvml_library.h).
 //
 // Thread-safety: ProbeNvmlGpus may be called from any one thread at a time
 // (NVML init/shutdown is reference-counted but not ours to interleave).

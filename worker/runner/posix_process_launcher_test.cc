@@ -14,6 +14,7 @@
 #include "protocol/base/clock.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager.h"
+#include "worker/runner/task_usage.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {
@@ -62,6 +63,43 @@ TEST(PosixProcessLauncherTest, ChildIsItsOwnProcessGroupWithoutInheritedFds) {
   std::vector<int> fds;
   for (int fd; out >> fd;) fds.push_back(fd);
   EXPECT_LE(fds.size(), 4u) << testing::ReadFile(log);
+}
+
+
+// The launcher's process groups are what task_usage.h relies on: a task's
+// child is found by its group, a child that left with setsid by its parent;
+// this process (the "worker") belongs to no task.
+TEST(PosixProcessLauncherTest, TaskProcessesAreAttributedToTheTask) {
+  testing::TempDir dir;
+  PosixProcessLauncher launcher;
+  const std::string kids = dir.path() + "/kids";
+  auto pid = launcher.Launch({{"sh", "-c", "sleep 30 & echo $! > " + kids + "; setsid sleep 30 & echo $! >> " + kids +
+                                               "; wait"},
+                              TestEnv(), dir.path() + "/t.log"});
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  int64_t in_group = 0;
+  int64_t own_session = 0;
+  const int64_t deadline = SystemClock::Get().MonoMs() + 10'000;
+  while (SystemClock::Get().MonoMs() < deadline) {
+    std::istringstream in(testing::ReadFile(kids));
+    if (in >> in_group >> own_session) {
+      auto stat = ReadProcStat("/proc", own_session);
+      if (stat && stat->pgrp == own_session) break;  // setsid has run
+    }
+    poll(nullptr, 0, 5);
+  }
+  ASSERT_NE(own_session, 0);
+  EXPECT_EQ(ReadProcStat("/proc", in_group).value_or(ProcStat{}).pgrp, *pid);
+  EXPECT_NE(ReadProcStat("/proc", own_session).value_or(ProcStat{}).pgrp, *pid);
+
+  const TaskId task{JobId(5), 0, 0};
+  auto usage = UsageByTask({{in_group, 10}, {own_session, 20}, {getpid(), 40}}, {{*pid, task}},
+                           ProcStatLookup("/proc"));
+  EXPECT_EQ(usage, (std::vector<TaskUsage>{{task, 30}}));
+
+  kill(static_cast<pid_t>(own_session), SIGKILL);  // outside the group the launcher kills
+  ASSERT_TRUE(launcher.Signal(*pid, SIGKILL).ok());
+  ASSERT_TRUE(WaitForExit(launcher, *pid).has_value());
 }
 
 TEST(PosixProcessLauncherTest, SignalStopsTheWholeGroup) {

@@ -87,6 +87,9 @@ class TaskManager {
   bool Idle() const;
 
   std::vector<TaskId> Running() const;
+  // The processes of started, not yet reaped tasks: pid (also their process
+  // group id) -> task. What task_usage.h attributes GPU processes to.
+  const std::map<int64_t, TaskId>& RunningPids() const { return by_pid_; }
   std::vector<TaskReport> Reports() const;
 
   // Unacknowledged events by seq.

@@ -16,6 +16,18 @@
 // nvmlDeviceGetGpuInstanceById fail with NO_PERMISSION, as for non-root on
 // some drivers; FAKE_NVML_MIG_NO_PROFILES makes the profile table
 // unreadable. Whole GPUs report 108 SMs through nvmlDeviceGetAttributes_v2.
+//
+// Processes (nvmlDeviceGetComputeRunningProcesses{,_v2,_v3}; the old driver
+// exports none of them unless built with FAKE_NVML_V1_PROCESSES, which adds
+// the unsuffixed v1 one): FAKE_NVML_PROCESSES lists them, read at every
+// call so a test may change it between samples, as comma-separated
+// "<gpu>:<pid>:<bytes>" entries ("na" for bytes: NVML_VALUE_NOT_AVAILABLE).
+// A call whose buffer is too small answers INSUFFICIENT_SIZE with the count
+// needed, like NVML. FAKE_NVML_PROCESSES_RACE makes the sizing answer (no
+// buffer) one short, as if a process started right after it, so the next
+// call is too small again; FAKE_NVML_PROCESSES_ENDLESS makes every answer
+// one more than the caller's buffer holds (a list that never fits);
+// FAKE_NVML_PROCESSES_FAIL=<gpu> makes that GPU's query fail (UNKNOWN).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,6 +60,80 @@ void FillPci(PciInfo* pci, const char* bus_id) {
   std::memset(pci, 0, sizeof(*pci));
   std::snprintf(pci->busId, sizeof(pci->busId), "%s", bus_id);
 }
+
+#if !defined(FAKE_NVML_OLD_DRIVER) || defined(FAKE_NVML_V1_PROCESSES)
+constexpr int kInsufficientSize = 7;
+constexpr int kUnknownError = 999;
+constexpr unsigned kMaxProcesses = 64;
+
+struct ProcessInfoV1 {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+};
+struct ProcessInfoV2 {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+
+struct FakeProcess {
+  unsigned pid;
+  unsigned long long bytes;
+};
+
+// The entries of FAKE_NVML_PROCESSES on `gpu`, at most kMaxProcesses.
+unsigned ProcessesOn(unsigned gpu, FakeProcess* out) {
+  const char* text = std::getenv("FAKE_NVML_PROCESSES");
+  unsigned n = 0;
+  while (text != nullptr && *text != '\0' && n < kMaxProcesses) {
+    char* end = nullptr;
+    const unsigned long entry_gpu = std::strtoul(text, &end, 10);
+    if (*end != ':') break;
+    const unsigned long pid = std::strtoul(end + 1, &end, 10);
+    if (*end != ':') break;
+    unsigned long long bytes = ~0ULL;  // NVML_VALUE_NOT_AVAILABLE
+    if (std::strncmp(end + 1, "na", 2) == 0) {
+      end += 3;
+    } else {
+      bytes = std::strtoull(end + 1, &end, 10);
+    }
+    if (entry_gpu == gpu) out[n++] = {static_cast<unsigned>(pid), bytes};
+    text = *end == ',' ? end + 1 : end;
+  }
+  return n;
+}
+
+template <typename Info>
+int RunningProcesses(void* device, unsigned int* count, Info* infos) {
+  const unsigned gpu = IndexOf(device);
+  if (gpu >= kCount) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  const char* fail = std::getenv("FAKE_NVML_PROCESSES_FAIL");
+  if (fail != nullptr && std::strtoul(fail, nullptr, 10) == gpu) return kUnknownError;
+  FakeProcess processes[kMaxProcesses];
+  const unsigned n = ProcessesOn(gpu, processes);
+  if (std::getenv("FAKE_NVML_PROCESSES_ENDLESS") != nullptr) {
+    *count += 1;
+    return kInsufficientSize;
+  }
+  if (*count < n || infos == nullptr) {
+    if (n == 0) {
+      *count = 0;
+      return 0;
+    }
+    const bool race = infos == nullptr && std::getenv("FAKE_NVML_PROCESSES_RACE") != nullptr && n > 1;
+    *count = race ? n - 1 : n;
+    return kInsufficientSize;
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    std::memset(&infos[i], 0xff, sizeof(infos[i]));  // MIG ids: 0xFFFFFFFF, no MIG
+    infos[i].pid = processes[i].pid;
+    infos[i].usedGpuMemory = processes[i].bytes;
+  }
+  *count = n;
+  return 0;
+}
+#endif
 
 #ifndef FAKE_NVML_OLD_DRIVER
 constexpr int kNotSupported = 3;
@@ -195,7 +281,21 @@ int nvmlDeviceGetNvLinkRemotePciInfo_v2(void* device, unsigned int link, PciInfo
   return 0;
 }
 
+#if !defined(FAKE_NVML_OLD_DRIVER) || defined(FAKE_NVML_V1_PROCESSES)
+int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned int* count, ProcessInfoV1* infos) {
+  return RunningProcesses(device, count, infos);
+}
+#endif
+
 #ifndef FAKE_NVML_OLD_DRIVER
+int nvmlDeviceGetComputeRunningProcesses_v2(void* device, unsigned int* count, ProcessInfoV2* infos) {
+  return RunningProcesses(device, count, infos);
+}
+
+int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count, ProcessInfoV2* infos) {
+  return RunningProcesses(device, count, infos);
+}
+
 int nvmlDeviceGetMigMode(void* device, unsigned int* current, unsigned int* pending) {
   const unsigned index = IndexOf(device);
   if (index >= 2) return kNotSupported;
