@@ -13,6 +13,8 @@
 namespace gpool {
 namespace {
 
+using client::testing::UniqueTempPath;
+
 using client::testing::FakeCliTest;
 using client::testing::WriteFile;
 
@@ -71,7 +73,7 @@ TEST_F(CliTest, SubmitJsonAndGlobalFlagsAfterTheCommand) {
 }
 
 TEST_F(CliTest, SubmitFromFileAndOverrides) {
-  const std::string path = ::testing::TempDir() + "/gpool_cli_test.yaml";
+  const std::string path = UniqueTempPath("gpool_cli_test");
   WriteFile(path, "name: fromfile\ncommand: [echo, hi]\nresources: {gpus: 1}\n");
   ASSERT_EQ(Run({"submit", path, "--priority", "9", "--idempotency-key", "k1"}), 0) << err_.str();
   ASSERT_EQ(cluster_->submits.size(), 1u);
@@ -595,7 +597,7 @@ TEST_F(CliTest, SubmitDefaultsClassPoolAndUserFromTheEnvironment) {
 }
 
 TEST_F(CliTest, SubmitFileKeepsItsPolicyFieldsAndFlagsAddToThem) {
-  const std::string path = ::testing::TempDir() + "/gpool_cli_policy.yaml";
+  const std::string path = UniqueTempPath("gpool_cli_policy");
   WriteFile(path,
             "name: p\npriority_class: low\npool: pooled\nnode_selector: {rack: r1, zone: a}\n"
             "prefer_labels: {ssd: 'yes'}\ntolerations: [maint]\nnuma_policy: best-effort\nreplicas: 3\n"

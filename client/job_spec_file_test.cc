@@ -12,6 +12,8 @@
 namespace gpool {
 namespace {
 
+using client::testing::UniqueTempPath;
+
 using client::testing::InvalidArgumentMessage;
 using client::testing::WriteFile;
 
@@ -188,7 +190,7 @@ TEST(JobSpecFileTest, ValidatorErrorsGetTheFileName) {
 }
 
 TEST(JobSpecFileTest, LoadsFilesAndReportsMissingOnes) {
-  const std::string path = ::testing::TempDir() + "/gpool_spec_test.yaml";
+  const std::string path = UniqueTempPath("gpool_spec_test");
   WriteFile(path, "name: filejob\ncommand: [true]\nresources: {gpus: x}\n");
   auto spec = LoadJobSpecFile(path);
   ASSERT_FALSE(spec.ok());

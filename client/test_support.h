@@ -2,6 +2,8 @@
 // disk, rejected inputs, and the CLI run against a FakeCluster.
 #pragma once
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -47,6 +49,15 @@ std::string InvalidArgumentMessage(const Result<T>& result) {
 
 // Runs the CLI against a FakeCluster with a fake clock; sleeping advances it,
 // and the environment is `environment_`.
+// A path under the test temp dir that no other test (ctest runs them in
+// parallel, one process each) writes: named after the running test and pid.
+inline std::string UniqueTempPath(const std::string& stem) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = stem;
+  if (info != nullptr) name += std::string("-") + info->test_suite_name() + "." + info->name();
+  return ::testing::TempDir() + "/" + name + "-" + std::to_string(::getpid()) + ".yaml";
+}
+
 class FakeCliTest : public ::testing::Test {
  protected:
   FakeCliTest() : cluster_(std::make_shared<FakeCluster>()), clock_(FakeCluster{}.now_ms) {

@@ -11,6 +11,8 @@
 namespace gpool {
 namespace {
 
+using client::testing::UniqueTempPath;
+
 using client::testing::FakeCliTest;
 using client::testing::InvalidArgumentMessage;
 using client::testing::RejectCase;
@@ -345,7 +347,7 @@ class TopologyCliTest : public FakeCliTest {
     cluster_->nodes.nodes = {MakeNode("gpu-001", {{"rack", "r1"}}, 8, 2),
                              MakeNode("gpu-002", {{kT1, "leaf-9"}, {kT2, "spine-a"}, {kT3, "core"}}),
                              MakeNode("gpu-010", {{kT1, "leaf-7"}})};
-    path_ = ::testing::TempDir() + "/gpool_topology_cli_test.yaml";
+    path_ = UniqueTempPath("gpool_topology_cli_test");
     WriteFile(path_,
               "switches:\n"
               "  - {name: spine-a, tier: 2}\n"

@@ -10,6 +10,8 @@
 namespace gpool {
 namespace {
 
+using client::testing::UniqueTempPath;
+
 using client::testing::FakeCliTest;
 using client::testing::InvalidArgumentMessage;
 using client::testing::ReadFile;
@@ -250,7 +252,7 @@ TEST_F(ConvertCliTest, PrintsTheTopologyFileWithItsNotesAsComments) {
 }
 
 TEST_F(ConvertCliTest, OutWritesAFileThatApplies) {
-  const std::string out = ::testing::TempDir() + "/gpool_convert_test.yaml";
+  const std::string out = UniqueTempPath("gpool_convert_test");
   ASSERT_EQ(Run({"topology", "convert", kTestdata + "/ufm-dual-homed.json", "--out", out}), kExitOk) << err_.str();
   EXPECT_EQ(out_.str(), "wrote " + out + ": 1 tier-3 switch, 2 tier-2 switches, 4 tier-1 switches, 8 nodes\n");
   EXPECT_EQ(err_.str(),

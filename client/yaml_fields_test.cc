@@ -9,6 +9,8 @@
 namespace gpool::yaml_fields {
 namespace {
 
+using client::testing::UniqueTempPath;
+
 using client::testing::InvalidArgumentMessage;
 
 TEST(YamlFieldsTest, NearestOfTakesTheFirstClosestCandidateUnderTheBound) {
@@ -57,7 +59,7 @@ TEST(YamlFieldsTest, ReadYamlDocumentPrefixesTheSourceOnEveryError) {
 TEST(YamlFieldsTest, ReadUserFileNamesTheFileAndWhatItWasFor) {
   EXPECT_EQ(InvalidArgumentMessage(ReadUserFile("/nonexistent/x.yaml", "thing file")),
             "/nonexistent/x.yaml: cannot open the thing file");
-  const std::string path = ::testing::TempDir() + "/gpool_yaml_fields_test.yaml";
+  const std::string path = UniqueTempPath("gpool_yaml_fields_test");
   client::testing::WriteFile(path, "a: 1\n");
   auto text = ReadUserFile(path, "thing file");
   ASSERT_TRUE(text.ok()) << text.status().ToString();

@@ -68,6 +68,8 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
      cxxopts::value<std::string>()->default_value(defaults.nvml_library), "PATH")
     ("cuda-intercept-lib", "CUDA interception library (HAMi-core libvgpu.so) preloaded into GPU-share tasks to "
      "enforce their limits; without it shares are not enforced", cxxopts::value<std::string>(), "PATH")
+    ("mig-dynamic", "Offer MIG-enabled GPUs without instances for dynamic MIG: the scheduler picks instances and "
+     "the worker creates and destroys them (needs root or CAP_SYS_ADMIN)")
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"), "LEVEL")
     ("h,help", "Print this help")
     ("version", "Print the version");
@@ -105,6 +107,7 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     f.nvml_library = result["nvml-library"].as<std::string>();
     if (result.count("cuda-intercept-lib")) f.cuda_intercept_lib = result["cuda-intercept-lib"].as<std::string>();
     f.log_level = result["log-level"].as<std::string>();
+    f.mig_dynamic = result.count("mig-dynamic") > 0;
   } catch (const cxxopts::exceptions::exception& e) {
     return Status::InvalidArgument(e.what());
   }

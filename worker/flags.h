@@ -33,6 +33,7 @@ struct WorkerFlags {
   std::string token_file;
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string cuda_intercept_lib;  // empty: GPU shares unenforced
+  bool mig_dynamic = false;        // --mig-dynamic: empty MIG-enabled GPUs become dynamic MIG
   std::string log_level = "info";
 };
 

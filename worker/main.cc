@@ -20,11 +20,13 @@
 #include "protocol/base/clock.h"
 #include "worker/agent.h"
 #include "worker/discovery/discover.h"
+#include "worker/discovery/nvml_mig_manager.h"
 #include "worker/discovery/nvml_usage_sampler.h"
 #include "worker/flags.h"
 #include "worker/link.h"
 #include "worker/log.h"
 #include "worker/runner/posix_process_launcher.h"
+#include "worker/runner/simulated_mig_manager.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager.h"
 #include "worker/version.h"
@@ -92,6 +94,21 @@ std::unique_ptr<gpool::worker::NvmlUsageSampler> OpenUsageSampler(const gpool::w
   return std::move(sampler.value());
 }
 
+// Dynamic MIG instances are made through NVML only where the GPUs came from
+// NVML; a --spec node's are simulated, whatever the host has.
+std::unique_ptr<gpool::worker::MigManager> OpenMigManager(const gpool::worker::WorkerFlags& flags,
+                                                          const gpool::NodeSpec& node,
+                                                          std::shared_ptr<spdlog::logger> logger) {
+  if (!flags.spec_path.empty()) return std::make_unique<gpool::worker::SimulatedMigManager>(node);
+  if (node.gpus.empty()) return nullptr;
+  auto manager = gpool::worker::NvmlMigManager::Open(flags.nvml_library);
+  if (!manager.ok()) {
+    logger->warn("dynamic MIG instances cannot be created error={}", gpool::worker::Q(manager.status().ToString()));
+    return nullptr;
+  }
+  return std::move(manager.value());
+}
+
 int Fail(const std::string& what, const gpool::Status& status) {
   spdlog::error("{} error={}", what, gpool::worker::Q(status.ToString(), 1024));
   return 1;
@@ -136,18 +153,21 @@ int main(int argc, char** argv) {
   discovery.spec_path = flags.spec_path;
   discovery.node_name = flags.node_name;
   discovery.nvml.library = flags.nvml_library;
+  discovery.mig_dynamic = flags.mig_dynamic;
   auto node = DiscoverNode(discovery);
   if (!node.ok()) return Fail("node discovery failed", node.status());
 
   LogShareEnforcement(*logger, flags.cuda_intercept_lib);
   SystemClock& clock = SystemClock::Get();
   PosixProcessLauncher launcher(logger);
+  std::unique_ptr<MigManager> mig = OpenMigManager(flags, *node, logger);
   TaskManagerOptions task_options;
   task_options.node = *node;
   task_options.log_dir = flags.data_dir + "/tasks";
   task_options.base_env = ParseEnvList(environ);
   task_options.cuda_intercept_lib = flags.cuda_intercept_lib;
   task_options.launcher = &launcher;
+  task_options.mig = mig.get();
   task_options.clock = &clock;
   auto tasks = TaskManager::Open(std::move(task_options));
   if (!tasks.ok()) return Fail("cannot open the task manager", tasks.status());

@@ -36,6 +36,14 @@ Result<NodeSpec> DiscoverNode(const DiscoveryOptions& options) {
   if (gpus.ok()) {
     spec.gpus = std::move(gpus.value());
     log->info("nvml probe ok gpus={}", spec.gpus.size());
+    if (options.mig_dynamic) {
+      for (auto& gpu : spec.gpus) {
+        if (gpu.mig_mode == "static" && gpu.mig_instances.empty()) {
+          gpu.mig_mode = "dynamic";
+          log->info("gpu offered for dynamic MIG index={} model={}", gpu.index, Q(gpu.model));
+        }
+      }
+    }
   } else if (gpus.status().code() == StatusCode::kNotFound) {
     log->info("no NVIDIA GPUs, running as a CPU-only node reason={}", Q(gpus.status().message()));
   } else {

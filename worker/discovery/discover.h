@@ -26,6 +26,10 @@ struct DiscoveryOptions {
   std::string spec_path;   // --spec; empty: probe the host
   std::string node_name;   // --node-name; empty: the spec's name or the hostname
   NvmlProbeOptions nvml;
+  // MIG-enabled GPUs with no instances are offered as dynamic MIG (the
+  // scheduler chooses instances, the worker creates them); GPUs with
+  // instances stay static, since the scheduler does not own those.
+  bool mig_dynamic = false;
   HostProbeOptions host;
   std::shared_ptr<spdlog::logger> logger;  // nullptr: spdlog's default
 };

@@ -52,5 +52,21 @@ TEST(DiscoverTest, NvmlGpusJoinTheHostProbe) {
   EXPECT_GT(node->memory_mib, 0u);
 }
 
+TEST(DiscoverTest, MigDynamicOffersOnlyEmptyMigGpus) {
+  ::setenv("FAKE_NVML_MIG_DYNAMIC", "1", 1);  // GPU 1: MIG on, no instances
+  DiscoveryOptions options;
+  options.node_name = "gpu-node";
+  options.nvml.library = GPOOL_FAKE_NVML_PATH;
+  auto plain = DiscoverNode(options);
+  options.mig_dynamic = true;
+  auto dynamic = DiscoverNode(options);
+  ::unsetenv("FAKE_NVML_MIG_DYNAMIC");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  ASSERT_TRUE(dynamic.ok()) << dynamic.status().ToString();
+  EXPECT_EQ(plain->gpus[1].mig_mode, "static");
+  EXPECT_EQ(dynamic->gpus[1].mig_mode, "dynamic");
+  EXPECT_EQ(dynamic->gpus[0].mig_mode, plain->gpus[0].mig_mode) << "GPUs without MIG or with instances stay";
+}
+
 }  // namespace
 }  // namespace gpool::worker

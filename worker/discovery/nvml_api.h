@@ -8,9 +8,11 @@ namespace gpool::worker::nvml {
 using Return = int;
 using Device = struct nvmlDevice_st*;
 using GpuInstance = struct nvmlGpuInstance_st*;
+using ComputeInstance = struct nvmlComputeInstance_st*;
 
 constexpr Return kSuccess = 0;
 constexpr Return kErrorInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+constexpr Return kErrorNotFound = 6;          // NVML_ERROR_NOT_FOUND
 // NVML_VALUE_NOT_AVAILABLE: what usedGpuMemory holds when NVML may not say
 // (another user's or container's process, for an unprivileged caller).
 constexpr unsigned long long kValueNotAvailable = ~0ULL;
@@ -20,6 +22,11 @@ constexpr unsigned kMaxLinks = 18;   // NVML_NVLINK_MAX_LINKS in recent drivers
 // Profile indices are small enums (NVML_GPU_INSTANCE_PROFILE_*, 0..14 in
 // current drivers); the probe tries this many and skips the unknown ones.
 constexpr unsigned kMaxGpuInstanceProfiles = 32;
+// NVML_COMPUTE_INSTANCE_PROFILE_* (0..9 in current drivers), tried the same way.
+constexpr unsigned kMaxComputeInstanceProfiles = 16;
+constexpr unsigned kComputeInstanceEngineProfileShared = 0;  // NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED
+// More instances than any GPU holds (A100/H100: 7 per GPU).
+constexpr unsigned kMaxInstances = 32;
 constexpr unsigned kNameV2BufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 
 struct Memory {
@@ -83,6 +90,19 @@ struct GpuInstanceProfileInfoV2 {
 // NVML_STRUCT_VERSION(GpuInstanceProfileInfo, 2).
 constexpr unsigned int kGpuInstanceProfileInfoV2 = sizeof(GpuInstanceProfileInfoV2) | (2u << 24);
 
+// nvmlComputeInstanceProfileInfo_t (v1).
+struct ComputeInstanceProfileInfo {
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+};
+
 // nvmlProcessInfo_v1_t: what nvmlDeviceGetComputeRunningProcesses (no
 // suffix) fills.
 struct ProcessInfoV1 {
@@ -120,6 +140,15 @@ using GpuInstanceGetInfoFn = Return (*)(GpuInstance, GpuInstanceInfo*);
 using GetProfileInfoVFn = Return (*)(Device, unsigned int, GpuInstanceProfileInfoV2*);
 using GetProcessesV1Fn = Return (*)(Device, unsigned int* count, ProcessInfoV1*);
 using GetProcessesV2Fn = Return (*)(Device, unsigned int* count, ProcessInfoV2*);
+using CreateGpuInstanceFn = Return (*)(Device, unsigned int profile_id, const GpuInstancePlacement*, GpuInstance*);
+using GetPlacementsFn = Return (*)(Device, unsigned int profile_id, GpuInstancePlacement*, unsigned int* count);
+using GetGpuInstancesFn = Return (*)(Device, unsigned int profile_id, GpuInstance*, unsigned int* count);
+using GetCiProfileInfoFn = Return (*)(GpuInstance, unsigned int profile, unsigned int eng_profile,
+                                      ComputeInstanceProfileInfo*);
+using CreateComputeInstanceFn = Return (*)(GpuInstance, unsigned int profile_id, ComputeInstance*);
+using GetComputeInstancesFn = Return (*)(GpuInstance, unsigned int profile_id, ComputeInstance*, unsigned int* count);
+using DestroyComputeInstanceFn = Return (*)(ComputeInstance);
+using DestroyGpuInstanceFn = Return (*)(GpuInstance);
 
 // The MIG entry points, resolved one by one: drivers before R450 (and
 // non-MIG builds) lack some or all, and any of these may be null.
@@ -133,6 +162,22 @@ struct MigApi {
   GetGpuInstanceByIdFn get_gpu_instance = nullptr;    // nvmlDeviceGetGpuInstanceById
   GpuInstanceGetInfoFn get_gpu_instance_info = nullptr;  // nvmlGpuInstanceGetInfo
   GetProfileInfoVFn get_profile_info = nullptr;       // nvmlDeviceGetGpuInstanceProfileInfoV
+};
+
+// What creating and destroying MIG instances needs beyond MigApi; resolved
+// the same way (nvml_mig_manager.h).
+struct MigControlApi {
+  CreateGpuInstanceFn create_gpu_instance = nullptr;  // nvmlDeviceCreateGpuInstanceWithPlacement
+  // nvmlDeviceGetGpuInstancePossiblePlacements_v2 (or its unsuffixed
+  // predecessor): a placement's size is not always the profile's slice
+  // count (A100's 3g and 7g profiles span 4 and 8 memory slices).
+  GetPlacementsFn get_placements = nullptr;
+  GetGpuInstancesFn get_gpu_instances = nullptr;      // nvmlDeviceGetGpuInstances
+  GetCiProfileInfoFn get_ci_profile_info = nullptr;   // nvmlGpuInstanceGetComputeInstanceProfileInfo
+  CreateComputeInstanceFn create_compute_instance = nullptr;  // nvmlGpuInstanceCreateComputeInstance
+  GetComputeInstancesFn get_compute_instances = nullptr;      // nvmlGpuInstanceGetComputeInstances
+  DestroyComputeInstanceFn destroy_compute_instance = nullptr;  // nvmlComputeInstanceDestroy
+  DestroyGpuInstanceFn destroy_gpu_instance = nullptr;          // nvmlGpuInstanceDestroy
 };
 
 }  // namespace gpool::worker::nvml

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "worker/cpulist.h"
+#include "worker/runner/simulated_mig_manager.h"
 
 namespace gpool::worker {
 namespace {
@@ -72,10 +73,14 @@ std::string DescribeInstances(const GpuInfo& gpu) {
   return out.empty() ? "none" : out;
 }
 
-Result<std::string> MigInstanceId(const GpuInfo& gpu, const std::string& profile, uint32_t start) {
+Result<std::string> MigInstanceId(const GpuInfo& gpu, const std::string& profile, uint32_t start,
+                                  const std::map<uint32_t, std::string>& mig_uuids) {
   const std::string instance = "MIG instance " + profile + " at start " + std::to_string(start);
   const std::string where = "GPU " + std::to_string(gpu.index) + " (" + gpu.uuid + ")";
-  if (gpu.mig_mode == "dynamic") return "MIG-" + gpu.uuid + "-" + profile + "-" + std::to_string(start);
+  if (gpu.mig_mode == "dynamic") {
+    auto created = mig_uuids.find(gpu.index);
+    return created != mig_uuids.end() ? created->second : SimulatedMigUuid(gpu.uuid, profile, start);
+  }
   if (gpu.mig_mode != "static") {
     return Status::FailedPrecondition(where + " has MIG off, but the task was placed on its " + instance);
   }
@@ -137,7 +142,8 @@ std::vector<std::string> BoundGpuUuids(const BindTask& bind, const NodeSpec& nod
   return uuids;
 }
 
-Result<std::vector<std::string>> VisibleDeviceIds(const BindTask& bind, const NodeSpec& node) {
+Result<std::vector<std::string>> VisibleDeviceIds(const BindTask& bind, const NodeSpec& node,
+                                                  const std::map<uint32_t, std::string>& mig_uuids) {
   std::vector<std::string> ids;
   for (size_t i = 0; i < bind.gpu_indices.size(); ++i) {
     const GpuInfo* gpu = FindGpu(node, bind.gpu_indices[i]);
@@ -151,7 +157,7 @@ Result<std::vector<std::string>> VisibleDeviceIds(const BindTask& bind, const No
       continue;
     }
     const uint32_t start = i < bind.mig_starts.size() ? bind.mig_starts[i] : 0;
-    auto id = MigInstanceId(*gpu, profile, start);
+    auto id = MigInstanceId(*gpu, profile, start, mig_uuids);
     if (!id.ok()) return id.status();
     ids.push_back(std::move(*id));
   }
@@ -182,7 +188,7 @@ Status AddDeviceEnv(const BindTask& bind, const NodeSpec& node, const TaskEnvOpt
                     std::map<std::string, std::string>& env) {
   const bool share = IsGpuShare(bind);
   std::erase_if(env, [share](const auto& entry) { return WorkerOwns(entry.first, share); });
-  GPOOL_ASSIGN_OR_RETURN(std::vector<std::string> ids, VisibleDeviceIds(bind, node));
+  GPOOL_ASSIGN_OR_RETURN(std::vector<std::string> ids, VisibleDeviceIds(bind, node, options.mig_uuids));
 
   const std::string indices = Join(bind.gpu_indices);
   const bool mig = HasMig(bind);

@@ -8,9 +8,10 @@
 //                profile and start. None: FailedPrecondition, and the task
 //                fails to start; the layout changed since the coordinator
 //                placed it, and running on some other instance is worse.
-//   dynamic MIG  "MIG-<gpu uuid>-<profile>-<start>". The worker creates no
-//                MIG instances, so this is for simulated nodes (--spec): the
-//                id is stable and names the instance the scheduler chose.
+//   dynamic MIG  the uuid the task manager's MigManager returned when it
+//                created the instance (TaskEnvOptions.mig_uuids); without
+//                one, "MIG-<gpu uuid>-<profile>-<start>", the id a simulated
+//                node's instance goes by (simulated_mig_manager.h).
 // With a MIG instance, CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES list
 // these ids (CUDA takes MIG uuids there); otherwise indices and uuids.
 //
@@ -61,6 +62,8 @@ struct TaskEnvOptions {
   std::string cuda_intercept_lib;
   // CUDA_DEVICE_MEMORY_SHARED_CACHE for a share: unique to the task.
   std::string share_cache_path;
+  // Dynamic MIG: the uuid of the instance created for the task, by GPU index.
+  std::map<uint32_t, std::string> mig_uuids;
 };
 
 // The sharing QoS a bind asks for: best-effort when unset.
@@ -73,7 +76,9 @@ bool IsGpuShare(const BindTask& bind);
 std::vector<std::string> BoundGpuUuids(const BindTask& bind, const NodeSpec& node);
 
 // The ids the task's devices go by, in bind order (see above).
-Result<std::vector<std::string>> VisibleDeviceIds(const BindTask& bind, const NodeSpec& node);
+// `mig_uuids`: as TaskEnvOptions.mig_uuids.
+Result<std::vector<std::string>> VisibleDeviceIds(const BindTask& bind, const NodeSpec& node,
+                                                  const std::map<uint32_t, std::string>& mig_uuids = {});
 
 // The NeuronCores the task may use, node-wide ids, sorted: bind.cores, else
 // the cores of its whole core-addressable devices; empty when none.

@@ -170,6 +170,7 @@ void TaskManager::WriteHostfile(const TaskId& id, const std::string& hosts, std:
 }
 
 void TaskManager::FailStart(const TaskId& id, Task& task, const Status& status) {
+  ReleaseMigInstances(id, task);
   task.phase = Phase::kFailed;
   task.exit_code = 127;
   task.finished_mono_ms = options_.clock->MonoMs();
@@ -181,7 +182,9 @@ void TaskManager::Start(const TaskId& id, Task& task) {
   TaskEnvOptions env_options;
   env_options.cuda_intercept_lib = options_.cuda_intercept_lib;
   if (IsGpuShare(task.bind)) env_options.share_cache_path = TaskShareCachePath(options_.log_dir, id);
-  auto env = BuildTaskEnv(task.bind, options_.node, options_.base_env, env_options);
+  Status mig = CreateMigInstances(id, task, env_options.mig_uuids);
+  auto env = mig.ok() ? BuildTaskEnv(task.bind, options_.node, options_.base_env, env_options)
+                      : Result<std::vector<std::string>>(mig);
   if (!env.ok()) {
     // The log is where users look first (FetchLog); say there why it never ran.
     std::ofstream(TaskLogPath(options_.log_dir, id), std::ios::app)
@@ -208,6 +211,40 @@ void TaskManager::Start(const TaskId& id, Task& task) {
              Q(request.log_path));
 }
 
+Status TaskManager::CreateMigInstances(const TaskId& id, Task& task, std::map<uint32_t, std::string>& uuids) {
+  if (options_.mig == nullptr) return Status::Ok();
+  const BindTask& bind = task.bind;
+  for (size_t i = 0; i < bind.gpu_indices.size() && i < bind.mig_profiles.size(); ++i) {
+    const uint32_t index = bind.gpu_indices[i];
+    const std::string& profile = bind.mig_profiles[i];
+    const uint32_t start = i < bind.mig_starts.size() ? bind.mig_starts[i] : 0;
+    bool dynamic = false;
+    for (const auto& gpu : options_.node.gpus) dynamic = dynamic || (gpu.index == index && gpu.mig_mode == "dynamic");
+    if (profile.empty() || !dynamic) continue;
+    auto uuid = options_.mig->Create(index, profile, start);
+    if (!uuid.ok()) return uuid.status();
+    task.mig_created.push_back({index, profile, start});
+    uuids[index] = *uuid;
+    log_->info("mig instance ready task={} gpu={} profile={} start={} uuid={}", id.ToString(), index, Q(profile),
+               start, Q(*uuid));
+  }
+  return Status::Ok();
+}
+
+void TaskManager::ReleaseMigInstances(const TaskId& id, Task& task) {
+  for (const MigInstance& m : std::exchange(task.mig_created, {})) {
+    Status s = options_.mig->Destroy(m.gpu_index, m.profile, m.start);
+    if (s.ok()) {
+      log_->info("mig instance destroyed task={} gpu={} profile={} start={}", id.ToString(), m.gpu_index,
+                 Q(m.profile), m.start);
+    } else {
+      log_->warn("mig instance not destroyed; it keeps its placement until removed task={} gpu={} profile={} "
+                 "start={} error={}",
+                 id.ToString(), m.gpu_index, Q(m.profile), m.start, Q(s.ToString()));
+    }
+  }
+}
+
 void TaskManager::OnExit(const ExitInfo& exit) {
   auto at = by_pid_.find(exit.pid);
   if (at == by_pid_.end()) {
@@ -227,6 +264,7 @@ void TaskManager::OnExit(const ExitInfo& exit) {
     std::error_code ec;
     std::filesystem::remove(TaskShareCachePath(options_.log_dir, id), ec);
   }
+  ReleaseMigInstances(id, task);
   const std::string message = task.preempted ? "stopped by the worker: " + task.stop_reason : "";
   task.exit_seq = Emit(id, "exited", exit.pid, exit.exit_code, exit.signal, message);
   log_->info("task exited task={} pid={} exit_code={} signal={} state={}", id.ToString(), exit.pid, exit.exit_code,

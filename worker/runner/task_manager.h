@@ -8,7 +8,8 @@
 //              │                  │ Preempt: SIGTERM now, SIGKILL at now+grace
 //              │                  └────────────────────────────────> exited
 //              ├──Poll, cannot start──> failed (exit_code 127): launch error,
-//              │                         or its MIG instance is gone
+//              │                         its MIG instance is gone, or its
+//              │                         dynamic MIG instance cannot be made
 //              └──Preempt before start──> cancelled (never started)
 //   Preempt of an unknown task ──> cancelled: a tombstone, so a late Bind
 //   for it is accepted (Acked) but never run.
@@ -21,6 +22,16 @@
 // resends them. Reports() is what RegisterNode carries: running tasks as
 // "Running" and finished ones whose exit event is not yet acknowledged with
 // their terminal state (Succeeded, Failed, Cancelled).
+//
+// Dynamic MIG (a bind's MIG profile on a GPU with mig_mode "dynamic"): with
+// a MigManager, Start creates the instance before the launch and gives the
+// task its uuid; the instance is destroyed when the process is reaped
+// (whatever ended it: exit, preemption, shutdown) or when the start fails
+// after creating it. A failed Destroy is logged and not retried: the
+// instance then blocks its placement until an operator removes it, which
+// is better than killing the worker. Instances of tasks that outlive the
+// worker are left alone (nothing here destroys on startup); a resent bind
+// reuses them (MigManager::Create is idempotent).
 //
 // Finished records are kept for `finished_retention_ms` after their exit is
 // acknowledged (so a duplicate Bind is still recognised), then dropped; logs
@@ -43,6 +54,7 @@
 #include "protocol/base/status.h"
 #include "protocol/messages.h"
 #include "protocol/types.h"
+#include "worker/runner/mig_manager.h"
 #include "worker/runner/process_launcher.h"
 
 namespace gpool::worker {
@@ -55,6 +67,9 @@ struct TaskManagerOptions {
   // get their limits as variables only, unenforced (device_env.h).
   std::string cuda_intercept_lib;
   ProcessLauncher* launcher = nullptr;         // required
+  // Creates dynamic MIG instances; not owned. nullptr: none are created and
+  // tasks get the simulated id (device_env.h).
+  MigManager* mig = nullptr;
   const Clock* clock = nullptr;                // required
   std::shared_ptr<spdlog::logger> logger;      // nullptr: spdlog's default
   int64_t finished_retention_ms = 3'600'000;   // keep acknowledged finished tasks this long
@@ -106,6 +121,12 @@ class TaskManager {
  private:
   enum class Phase { kPending, kRunning, kExited, kFailed, kCancelled };
 
+  struct MigInstance {
+    uint32_t gpu_index = 0;
+    std::string profile;
+    uint32_t start = 0;
+  };
+
   struct Task {
     BindTask bind;          // empty for tombstones
     bool bound = false;     // false for tombstones
@@ -119,11 +140,17 @@ class TaskManager {
     uint64_t exit_seq = 0;   // seq of the terminal event; 0 before
     bool exit_acked = false;
     int64_t finished_mono_ms = 0;
+    std::vector<MigInstance> mig_created;  // dynamic MIG instances to destroy when it ends
   };
 
   explicit TaskManager(TaskManagerOptions options);
 
   void Start(const TaskId& id, Task& task);
+  // Creates the task's dynamic MIG instances (recorded in task.mig_created
+  // as they are made) and fills `uuids` by GPU index.
+  Status CreateMigInstances(const TaskId& id, Task& task, std::map<uint32_t, std::string>& uuids);
+  // Destroys task.mig_created; failures are logged.
+  void ReleaseMigInstances(const TaskId& id, Task& task);
   // Records a start that did not happen: "failed" event, exit_code 127.
   void FailStart(const TaskId& id, Task& task, const Status& status);
   // Gang tasks with GPOOL_HOSTS: an MPI hostfile next to the log, named by

@@ -28,6 +28,17 @@
 // call is too small again; FAKE_NVML_PROCESSES_ENDLESS makes every answer
 // one more than the caller's buffer holds (a list that never fits);
 // FAKE_NVML_PROCESSES_FAIL=<gpu> makes that GPU's query fail (UNKNOWN).
+//
+// Dynamic MIG (also left out of the old driver): FAKE_NVML_MIG_DYNAMIC
+// turns MIG on for GPU 1 with no instances; nvmlDeviceCreateGpuInstance-
+// WithPlacement, nvmlGpuInstanceCreateComputeInstance and the destroy calls
+// change its layout, which nvmlDeviceGetGpuInstances, ...GetComputeInstances
+// and the MIG device handles (uuid "MIG-fake-1-<GI id>") then report, as
+// the probe's queries do. Placements follow A100's (3g spans 4 slices, 7g
+// 8); one that overlaps an existing instance fails with
+// INSUFFICIENT_RESOURCES. FAKE_NVML_MIG_NO_PERMISSION makes creation fail
+// with NO_PERMISSION (not root). The layout is forgotten at the last
+// nvmlShutdown.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -214,14 +225,67 @@ const MigSlot* SlotByGi(unsigned gi) {
   }
   return nullptr;
 }
+
+// GPU 1's dynamic layout. Handles: GPU instances kDynGiBase + GI id, compute
+// instances kDynCiBase + GI id, MIG devices kDynMigBase + slot.
+constexpr unsigned long kDynMigBase = 0x2000;
+constexpr unsigned long kDynGiBase = 0x3000;
+constexpr unsigned long kDynCiBase = 0x4000;
+constexpr int kInvalidArgument = 2;
+constexpr int kInsufficientResources = 23;
+constexpr int kInUse = 19;
+
+struct DynInstance {
+  bool used;
+  unsigned gi_id, profile_id, start, size, slices;
+  bool ci;
+};
+DynInstance g_dyn[kMaxMig];
+unsigned g_next_gi = 1;
+int g_inits = 0;
+
+bool DynOn() { return std::getenv("FAKE_NVML_MIG_DYNAMIC") != nullptr; }
+bool IsDynMig(void* device) {
+  const unsigned long h = reinterpret_cast<unsigned long>(device);
+  return h >= kDynMigBase && h < kDynMigBase + kMaxMig;
+}
+DynInstance* DynByHandle(void* handle, unsigned long base) {
+  const unsigned long gi = reinterpret_cast<unsigned long>(handle) - base;
+  for (DynInstance& d : g_dyn) {
+    if (d.used && d.gi_id == gi) return &d;
+  }
+  return nullptr;
+}
+const Profile* ProfileById(unsigned id) {
+  for (const Profile& p : kProfiles) {
+    if (p.id == id) return &p;
+  }
+  return nullptr;
+}
+// A100's placement size for a profile of `slices`.
+unsigned PlacementSize(unsigned slices) { return slices == 3 ? 4 : slices == 7 ? 8 : slices; }
 #endif
 
 }  // namespace
 
 extern "C" {
 
-int nvmlInit_v2() { return std::getenv("FAKE_NVML_INIT_FAIL") != nullptr ? 9 : 0; }
-int nvmlShutdown() { return 0; }
+int nvmlInit_v2() {
+  if (std::getenv("FAKE_NVML_INIT_FAIL") != nullptr) return 9;
+#ifndef FAKE_NVML_OLD_DRIVER
+  ++g_inits;
+#endif
+  return 0;
+}
+int nvmlShutdown() {
+#ifndef FAKE_NVML_OLD_DRIVER
+  if (g_inits > 0 && --g_inits == 0) {
+    std::memset(g_dyn, 0, sizeof(g_dyn));
+    g_next_gi = 1;
+  }
+#endif
+  return 0;
+}
 const char* nvmlErrorString(int rc) { return rc == 9 ? "Driver Not Loaded" : "Unknown Error"; }
 
 int nvmlDeviceGetCount_v2(unsigned int* count) {
@@ -242,6 +306,10 @@ int nvmlDeviceGetName(void* device, char* name, unsigned int length) {
 
 int nvmlDeviceGetUUID(void* device, char* uuid, unsigned int length) {
 #ifndef FAKE_NVML_OLD_DRIVER
+  if (IsDynMig(device)) {
+    std::snprintf(uuid, length, "MIG-fake-1-%u", g_dyn[reinterpret_cast<unsigned long>(device) - kDynMigBase].gi_id);
+    return 0;
+  }
   if (IsMig(device)) {
     std::snprintf(uuid, length, "MIG-fake-0-%lu", reinterpret_cast<unsigned long>(device) - kMigBase);
     return 0;
@@ -299,7 +367,7 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count, P
 int nvmlDeviceGetMigMode(void* device, unsigned int* current, unsigned int* pending) {
   const unsigned index = IndexOf(device);
   if (index >= 2) return kNotSupported;
-  *current = *pending = (index == 0 && MigOn()) ? 1 : 0;
+  *current = *pending = ((index == 0 && MigOn()) || (index == 1 && DynOn())) ? 1 : 0;
   return 0;
 }
 
@@ -309,6 +377,11 @@ int nvmlDeviceGetMaxMigDeviceCount(void* device, unsigned int* count) {
 }
 
 int nvmlDeviceGetMigDeviceHandleByIndex(void* device, unsigned int index, void** mig) {
+  if (IndexOf(device) == 1 && DynOn() && index < kMaxMig) {
+    if (!g_dyn[index].used || !g_dyn[index].ci) return kNotFound;
+    *mig = reinterpret_cast<void*>(kDynMigBase + index);
+    return 0;
+  }
   if (IndexOf(device) != 0 || !MigOn() || index >= kMaxMig) return kNotFound;
   const MigSlot* slot = SlotOf(reinterpret_cast<void*>(kMigBase + index));
   if (slot == nullptr || !slot->present) return kNotFound;
@@ -322,6 +395,15 @@ int nvmlDeviceGetAttributes_v2(void* device, Attributes* attributes) {
     attributes->multiprocessorCount = 108;
     return 0;
   }
+  if (IsDynMig(device)) {
+    const DynInstance& d = g_dyn[reinterpret_cast<unsigned long>(device) - kDynMigBase];
+    const Profile* p = ProfileById(d.profile_id);
+    attributes->gpuInstanceSliceCount = attributes->computeInstanceSliceCount = d.slices;
+    attributes->multiprocessorCount = 14 * d.slices;
+    attributes->memorySizeMB = p->memory_mb;
+    attributes->sharedDecoderCount = attributes->sharedJpegCount = attributes->sharedOfaCount = p->media;
+    return 0;
+  }
   const MigSlot* slot = SlotOf(device);
   attributes->gpuInstanceSliceCount = slot->slices;
   attributes->computeInstanceSliceCount = slot->ci_slices;
@@ -333,18 +415,38 @@ int nvmlDeviceGetAttributes_v2(void* device, Attributes* attributes) {
 
 int nvmlDeviceGetGpuInstanceId(void* device, unsigned int* id) {
   if (!IsMig(device)) return kNotSupported;
+  if (IsDynMig(device)) {
+    *id = g_dyn[reinterpret_cast<unsigned long>(device) - kDynMigBase].gi_id;
+    return 0;
+  }
   *id = SlotOf(device)->gi_id;
   return 0;
 }
 
 int nvmlDeviceGetGpuInstanceById(void* device, unsigned int id, void** instance) {
   if (std::getenv("FAKE_NVML_MIG_NO_PLACEMENT") != nullptr) return kNoPermission;
+  if (IndexOf(device) == 1) {
+    void* handle = reinterpret_cast<void*>(kDynGiBase + id);
+    if (!DynOn() || DynByHandle(handle, kDynGiBase) == nullptr) return kNotFound;
+    *instance = handle;
+    return 0;
+  }
   if (IndexOf(device) != 0 || SlotByGi(id) == nullptr) return kNotFound;
   *instance = reinterpret_cast<void*>(static_cast<unsigned long>(id) + 1);
   return 0;
 }
 
 int nvmlGpuInstanceGetInfo(void* instance, GpuInstanceInfo* info) {
+  if (reinterpret_cast<unsigned long>(instance) >= kDynGiBase) {
+    const DynInstance* d = DynByHandle(instance, kDynGiBase);
+    if (d == nullptr) return kNotFound;
+    info->device = reinterpret_cast<void*>(2UL);
+    info->id = d->gi_id;
+    info->profileId = d->profile_id;
+    info->start = d->start;
+    info->size = d->size;
+    return 0;
+  }
   const MigSlot* slot = SlotByGi(static_cast<unsigned>(reinterpret_cast<unsigned long>(instance) - 1));
   if (slot == nullptr) return kNotFound;
   info->device = reinterpret_cast<void*>(1UL);
@@ -369,6 +471,119 @@ int nvmlDeviceGetGpuInstanceProfileInfoV(void* device, unsigned int index, Profi
     return 0;
   }
   return 2;  // NVML_ERROR_INVALID_ARGUMENT: no such profile on this GPU
+}
+
+struct Placement {
+  unsigned int start;
+  unsigned int size;
+};
+
+struct CiProfileInfo {
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+};
+
+int nvmlDeviceGetGpuInstancePossiblePlacements_v2(void* device, unsigned int profile_id, Placement* out,
+                                                  unsigned int* count) {
+  const Profile* p = ProfileById(profile_id);
+  if (IndexOf(device) != 1 || p == nullptr) return kInvalidArgument;
+  const unsigned size = PlacementSize(p->slices);
+  unsigned n = 0;
+  for (unsigned start = 0; start + size <= 8 && start < kMaxMig; start += size) {
+    if (n < *count) out[n] = {start, size};
+    ++n;
+  }
+  const bool fits = n <= *count;
+  *count = n;
+  return fits ? 0 : kInsufficientSize;
+}
+
+int nvmlDeviceCreateGpuInstanceWithPlacement(void* device, unsigned int profile_id, const Placement* placement,
+                                             void** instance) {
+  if (IndexOf(device) != 1 || !DynOn()) return kNotSupported;
+  if (std::getenv("FAKE_NVML_MIG_NO_PERMISSION") != nullptr) return kNoPermission;
+  const Profile* p = ProfileById(profile_id);
+  if (p == nullptr || placement->size != PlacementSize(p->slices)) return kInvalidArgument;
+  for (const DynInstance& d : g_dyn) {
+    if (d.used && placement->start < d.start + d.size && d.start < placement->start + placement->size) {
+      return kInsufficientResources;
+    }
+  }
+  for (DynInstance& d : g_dyn) {
+    if (d.used) continue;
+    d = {true, g_next_gi++, profile_id, placement->start, placement->size, p->slices, false};
+    *instance = reinterpret_cast<void*>(kDynGiBase + d.gi_id);
+    return 0;
+  }
+  return kInsufficientResources;
+}
+
+int nvmlDeviceGetGpuInstances(void* device, unsigned int profile_id, void** instances, unsigned int* count) {
+  unsigned n = 0;
+  if (IndexOf(device) == 1 && DynOn()) {
+    for (const DynInstance& d : g_dyn) {
+      if (d.used && d.profile_id == profile_id) instances[n++] = reinterpret_cast<void*>(kDynGiBase + d.gi_id);
+    }
+  }
+  *count = n;
+  return 0;
+}
+
+// One compute instance profile per slice count, as A100's
+// NVML_COMPUTE_INSTANCE_PROFILE_{1,2,3,4,7}_SLICE (indices 0..4, ids alike).
+int nvmlGpuInstanceGetComputeInstanceProfileInfo(void* instance, unsigned int profile, unsigned int,
+                                                 CiProfileInfo* info) {
+  const DynInstance* d = DynByHandle(instance, kDynGiBase);
+  constexpr unsigned kSlices[] = {1, 2, 3, 4, 7};
+  if (d == nullptr || profile >= 5 || kSlices[profile] > d->slices) return kNotSupported;
+  std::memset(info, 0, sizeof(*info));
+  info->id = profile;
+  info->sliceCount = kSlices[profile];
+  info->instanceCount = d->slices / kSlices[profile];
+  return 0;
+}
+
+int nvmlGpuInstanceCreateComputeInstance(void* instance, unsigned int profile_id, void** ci) {
+  DynInstance* d = DynByHandle(instance, kDynGiBase);
+  if (d == nullptr) return kInvalidArgument;
+  if (d->ci || profile_id >= 5) return kInsufficientResources;
+  d->ci = true;
+  *ci = reinterpret_cast<void*>(kDynCiBase + d->gi_id);
+  return 0;
+}
+
+int nvmlGpuInstanceGetComputeInstances(void* instance, unsigned int profile_id, void** cis, unsigned int* count) {
+  const DynInstance* d = DynByHandle(instance, kDynGiBase);
+  if (d == nullptr) return kInvalidArgument;
+  constexpr unsigned kSlices[] = {1, 2, 3, 4, 7};
+  *count = 0;
+  if (d->ci && profile_id < 5 && kSlices[profile_id] == d->slices) {
+    cis[0] = reinterpret_cast<void*>(kDynCiBase + d->gi_id);
+    *count = 1;
+  }
+  return 0;
+}
+
+int nvmlComputeInstanceDestroy(void* ci) {
+  DynInstance* d = DynByHandle(ci, kDynCiBase);
+  if (d == nullptr || !d->ci) return kInvalidArgument;
+  d->ci = false;
+  return 0;
+}
+
+int nvmlGpuInstanceDestroy(void* instance) {
+  DynInstance* d = DynByHandle(instance, kDynGiBase);
+  if (d == nullptr) return kInvalidArgument;
+  if (d->ci) return kInUse;  // NVML: compute instances must go first
+  d->used = false;
+  return 0;
 }
 #endif
 
