@@ -45,6 +45,16 @@ class RegistryTest : public ::testing::Test {
   state::ClusterState state_;
   ImmediateProposer proposer_{state_};
   RecordingOutbox outbox_;
+  // Node n1 (one GPU) registered from peer-a, and job 1's one task bound to its GPU 0.
+  void RegisterAndBindOneTask() {
+    FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
+    JobSpec spec;
+    spec.name = "j";
+    spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
+    proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
+    proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 100, 100}}, {}}, [](const auto&) {});
+  }
+
   std::unique_ptr<NodeRegistry> registry_;
   std::unique_ptr<Dispatcher> dispatcher_;
 };
@@ -94,12 +104,7 @@ TEST_F(RegistryTest, NodesThatNeverReconnectAfterARestartGoNotReady) {
 }
 
 TEST_F(RegistryTest, HeartbeatUsageIsKeptUntilTheNextHeartbeat) {
-  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
-  JobSpec spec;
-  spec.name = "j";
-  spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
-  proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
-  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 100, 100}}, {}}, [](const auto&) {});
+  RegisterAndBindOneTask();
   const TaskId task{JobId(1), 0, 0};
   EXPECT_EQ(registry_->GpuMemoryUsed(task), -1);
   Heartbeat beat{"n1", {task}, {TaskUsage{task, 1234}}};
@@ -113,12 +118,7 @@ TEST_F(RegistryTest, HeartbeatUsageIsKeptUntilTheNextHeartbeat) {
 
 TEST_F(RegistryTest, BindIsResentUntilAckedAndCarriesTheEpoch) {
   proposer_.set_epoch(4);
-  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
-  JobSpec spec;
-  spec.name = "j";
-  spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
-  proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
-  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 100, 100}}, {}}, [](const auto&) {});
+  RegisterAndBindOneTask();
 
   dispatcher_->Tick(0);
   auto binds = WorkerFrames(MessageType::kBindTask);
@@ -154,12 +154,7 @@ TEST_F(RegistryTest, BindIsResentUntilAckedAndCarriesTheEpoch) {
 }
 
 TEST_F(RegistryTest, WorkerRefusingABindFailsTheTaskInsteadOfRetryingForever) {
-  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
-  JobSpec spec;
-  spec.name = "j";
-  spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
-  proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
-  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 100, 100}}, {}}, [](const auto&) {});
+  RegisterAndBindOneTask();
   dispatcher_->Tick(0);
   auto bind = WorkerFrames(MessageType::kBindTask).at(0);
   FromWorker("peer-a", ErrorReply::FromStatus(Status::InvalidArgument("GPU 0 does not exist")), 10,
