@@ -1,5 +1,6 @@
 // Helpers shared by the worker's tests (not part of the library): a
-// self-deleting temporary directory and a logger that captures its lines.
+// self-deleting temporary directory, a scoped environment variable and a
+// logger that captures its lines.
 #pragma once
 
 #include <stdlib.h>
@@ -32,6 +33,20 @@ inline NodeSpec MakeGpuNode(uint32_t gpus, const std::string& vendor = "nvidia")
   }
   return node;
 }
+
+// Sets an environment variable (the fake NVML's controls) for one scope.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const char* name, const std::string& value = "1") : name_(name) {
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
 
 class TempDir {
  public:

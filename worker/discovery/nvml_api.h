@@ -1,6 +1,7 @@
 // The part of NVML's C API the worker uses, declared here from nvml.h (the
 // ABI is stable) so the worker builds without NVML headers and loads the
-// library with dlopen. Private to discovery/nvml_*.{h,cc}.
+// library with dlopen. Private to discovery/nvml_*.{h,cc} and the test
+// stand-in discovery/testdata/fake_nvml.cc, which implements it.
 #pragma once
 
 namespace gpool::worker::nvml {
@@ -11,8 +12,16 @@ using GpuInstance = struct nvmlGpuInstance_st*;
 using ComputeInstance = struct nvmlComputeInstance_st*;
 
 constexpr Return kSuccess = 0;
-constexpr Return kErrorInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
-constexpr Return kErrorNotFound = 6;          // NVML_ERROR_NOT_FOUND
+constexpr Return kErrorInvalidArgument = 2;           // NVML_ERROR_INVALID_ARGUMENT
+constexpr Return kErrorNotSupported = 3;              // NVML_ERROR_NOT_SUPPORTED
+constexpr Return kErrorNoPermission = 4;              // NVML_ERROR_NO_PERMISSION
+constexpr Return kErrorNotFound = 6;                  // NVML_ERROR_NOT_FOUND
+constexpr Return kErrorInsufficientSize = 7;          // NVML_ERROR_INSUFFICIENT_SIZE
+constexpr Return kErrorDriverNotLoaded = 9;           // NVML_ERROR_DRIVER_NOT_LOADED
+constexpr Return kErrorInUse = 19;                    // NVML_ERROR_IN_USE
+constexpr Return kErrorInsufficientResources = 23;    // NVML_ERROR_INSUFFICIENT_RESOURCES
+constexpr Return kErrorArgumentVersionMismatch = 25;  // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+constexpr Return kErrorUnknown = 999;                 // NVML_ERROR_UNKNOWN
 // NVML_VALUE_NOT_AVAILABLE: what usedGpuMemory holds when NVML may not say
 // (another user's or container's process, for an unprivileged caller).
 constexpr unsigned long long kValueNotAvailable = ~0ULL;

@@ -32,6 +32,20 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Open(const std::string& path) 
   return lib;
 }
 
+nvml::MigApi NvmlLibrary::ResolveMigApi() const {
+  nvml::MigApi mig;
+  mig.get_uuid = Symbol<nvml::GetStringFn>("nvmlDeviceGetUUID");
+  mig.get_mig_mode = Symbol<nvml::GetMigModeFn>("nvmlDeviceGetMigMode");
+  mig.get_max_mig_count = Symbol<nvml::GetUintFn>("nvmlDeviceGetMaxMigDeviceCount");
+  mig.get_mig_handle = Symbol<nvml::GetMigHandleFn>("nvmlDeviceGetMigDeviceHandleByIndex");
+  mig.get_attributes = Symbol<nvml::GetAttributesFn>("nvmlDeviceGetAttributes_v2");
+  mig.get_gpu_instance_id = Symbol<nvml::GetUintFn>("nvmlDeviceGetGpuInstanceId");
+  mig.get_gpu_instance = Symbol<nvml::GetGpuInstanceByIdFn>("nvmlDeviceGetGpuInstanceById");
+  mig.get_gpu_instance_info = Symbol<nvml::GpuInstanceGetInfoFn>("nvmlGpuInstanceGetInfo");
+  mig.get_profile_info = Symbol<nvml::GetProfileInfoVFn>("nvmlDeviceGetGpuInstanceProfileInfoV");
+  return mig;
+}
+
 std::string NvmlLibrary::Describe(nvml::Return rc) const {
   const char* text = error_string_ != nullptr ? error_string_(rc) : nullptr;
   return std::string(text != nullptr ? text : "NVML error") + " (" + std::to_string(rc) + ")";

@@ -37,6 +37,9 @@ class NvmlLibrary {
     return reinterpret_cast<Fn>(dlsym(handle_, name));
   }
 
+  // The MIG entry points (nvml::MigApi), each null where the driver lacks it.
+  nvml::MigApi ResolveMigApi() const;
+
   // "Driver Not Loaded (9)": nvmlErrorString's text and the code.
   std::string Describe(nvml::Return rc) const;
 

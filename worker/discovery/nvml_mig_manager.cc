@@ -7,9 +7,6 @@
 namespace gpool::worker {
 namespace {
 
-constexpr nvml::Return kErrorNoPermission = 4;              // NVML_ERROR_NO_PERMISSION
-constexpr nvml::Return kErrorInsufficientResources = 23;    // NVML_ERROR_INSUFFICIENT_RESOURCES
-
 std::string Where(uint32_t gpu_index) { return "GPU " + std::to_string(gpu_index); }
 
 std::string Instance(const std::string& profile, uint32_t start) {
@@ -20,13 +17,7 @@ std::string Instance(const std::string& profile, uint32_t start) {
 
 NvmlMigManager::NvmlMigManager(std::unique_ptr<NvmlLibrary> lib) : lib_(std::move(lib)) {
   const NvmlLibrary& l = *lib_;
-  mig_.get_uuid = l.Symbol<nvml::GetStringFn>("nvmlDeviceGetUUID");
-  mig_.get_mig_mode = l.Symbol<nvml::GetMigModeFn>("nvmlDeviceGetMigMode");
-  mig_.get_max_mig_count = l.Symbol<nvml::GetUintFn>("nvmlDeviceGetMaxMigDeviceCount");
-  mig_.get_mig_handle = l.Symbol<nvml::GetMigHandleFn>("nvmlDeviceGetMigDeviceHandleByIndex");
-  mig_.get_gpu_instance_id = l.Symbol<nvml::GetUintFn>("nvmlDeviceGetGpuInstanceId");
-  mig_.get_gpu_instance_info = l.Symbol<nvml::GpuInstanceGetInfoFn>("nvmlGpuInstanceGetInfo");
-  mig_.get_profile_info = l.Symbol<nvml::GetProfileInfoVFn>("nvmlDeviceGetGpuInstanceProfileInfoV");
+  mig_ = l.ResolveMigApi();
   control_.create_gpu_instance = l.Symbol<nvml::CreateGpuInstanceFn>("nvmlDeviceCreateGpuInstanceWithPlacement");
   control_.get_placements = l.Symbol<nvml::GetPlacementsFn>("nvmlDeviceGetGpuInstancePossiblePlacements_v2");
   if (control_.get_placements == nullptr) {
@@ -76,8 +67,8 @@ Status NvmlMigManager::RequireSymbols() const {
 
 Status NvmlMigManager::Error(const char* call, nvml::Return rc) const {
   const std::string text = std::string(call) + " failed: " + lib_->Describe(rc);
-  if (rc == kErrorInsufficientResources) return Status::ResourceExhausted(text);
-  if (rc == kErrorNoPermission) {
+  if (rc == nvml::kErrorInsufficientResources) return Status::ResourceExhausted(text);
+  if (rc == nvml::kErrorNoPermission) {
     return Status::FailedPrecondition(text + "; managing MIG instances needs root or CAP_SYS_ADMIN");
   }
   return Status::Internal(text);

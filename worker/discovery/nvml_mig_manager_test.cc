@@ -5,19 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "worker/discovery/nvml_probe.h"
+#include "worker/test_util.h"
 
 namespace gpool::worker {
 namespace {
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  explicit ScopedEnv(const char* name) : name_(name) { setenv(name, "1", 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using testing::ScopedEnv;
 
 std::unique_ptr<NvmlMigManager> OpenFake(const char* path = GPOOL_FAKE_NVML_PATH) {
   auto manager = NvmlMigManager::Open(path);

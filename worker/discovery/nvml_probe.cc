@@ -47,21 +47,12 @@ Result<std::vector<GpuInfo>> ProbeNvmlGpus(const NvmlProbeOptions& options) {
   auto get_count = lib.get_count();
   auto get_handle = lib.get_handle();
   auto get_name = lib.Symbol<nvml::GetStringFn>("nvmlDeviceGetName");
-  auto get_uuid = lib.Symbol<nvml::GetStringFn>("nvmlDeviceGetUUID");
   auto get_memory = lib.Symbol<nvml::GetMemoryFn>("nvmlDeviceGetMemoryInfo");
   auto get_pci = lib.Symbol<nvml::GetPciFn>("nvmlDeviceGetPciInfo_v3");
   auto get_link_state = lib.Symbol<nvml::GetLinkStateFn>("nvmlDeviceGetNvLinkState");
   auto get_remote_pci = lib.Symbol<nvml::GetRemotePciFn>("nvmlDeviceGetNvLinkRemotePciInfo_v2");
-  nvml::MigApi mig;
-  mig.get_uuid = get_uuid;
-  mig.get_mig_mode = lib.Symbol<nvml::GetMigModeFn>("nvmlDeviceGetMigMode");
-  mig.get_max_mig_count = lib.Symbol<nvml::GetUintFn>("nvmlDeviceGetMaxMigDeviceCount");
-  mig.get_mig_handle = lib.Symbol<nvml::GetMigHandleFn>("nvmlDeviceGetMigDeviceHandleByIndex");
-  mig.get_attributes = lib.Symbol<nvml::GetAttributesFn>("nvmlDeviceGetAttributes_v2");
-  mig.get_gpu_instance_id = lib.Symbol<nvml::GetUintFn>("nvmlDeviceGetGpuInstanceId");
-  mig.get_gpu_instance = lib.Symbol<nvml::GetGpuInstanceByIdFn>("nvmlDeviceGetGpuInstanceById");
-  mig.get_gpu_instance_info = lib.Symbol<nvml::GpuInstanceGetInfoFn>("nvmlGpuInstanceGetInfo");
-  mig.get_profile_info = lib.Symbol<nvml::GetProfileInfoVFn>("nvmlDeviceGetGpuInstanceProfileInfoV");
+  const nvml::MigApi mig = lib.ResolveMigApi();
+  const auto get_uuid = mig.get_uuid;
 
   std::vector<GpuInfo> gpus;
   Status status;

@@ -9,6 +9,8 @@
 namespace gpool::worker {
 namespace {
 
+using testing::ScopedEnv;
+
 TEST(NvmlProbeTest, MissingLibraryIsNotFound) {
   NvmlProbeOptions options;
   options.library = "libnvidia-ml-does-not-exist.so.1";
@@ -57,16 +59,6 @@ TEST(NvmlProbeTest, ReadsGpusNumaAndNvlinkFromFakeLibrary) {
     EXPECT_EQ(gpu.compute_units, 108u);
   }
 }
-
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  explicit ScopedEnv(const char* name) : name_(name) { setenv(name, "1", 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 Result<std::vector<GpuInfo>> ProbeFake() {
   NvmlProbeOptions options;

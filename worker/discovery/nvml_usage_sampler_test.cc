@@ -9,19 +9,9 @@
 namespace gpool::worker {
 namespace {
 
+using testing::ScopedEnv;
+
 constexpr uint64_t kMiB = 1024 * 1024;
-
-// Sets an environment variable (the fake NVML's controls) for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
 
 class NvmlUsageSamplerTest : public ::testing::Test {
  protected:

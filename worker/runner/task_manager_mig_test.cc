@@ -6,10 +6,13 @@
 #include "worker/runner/mig_manager.h"
 #include "worker/runner/simulated_mig_manager.h"
 #include "worker/runner/task_manager.h"
+#include "worker/runner/task_manager_test_util.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {
 namespace {
+
+using testing::HasEnv;
 
 class FakeMigManager final : public MigManager {
  public:
@@ -35,22 +38,8 @@ class FakeMigManager final : public MigManager {
 class TaskManagerMigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    node_.name = "n1";
-    node_.cpu_milli = 64000;
-    node_.memory_mib = 512 * 1024;
-    for (uint32_t i = 0; i < 2; ++i) {
-      GpuInfo gpu;
-      gpu.index = i;
-      gpu.uuid = "GPU-n1-" + std::to_string(i);
-      gpu.mig_mode = "dynamic";
-      node_.gpus.push_back(gpu);
-    }
-    TaskManagerOptions options;
-    options.node = node_;
-    options.log_dir = dir_.path() + "/tasks";
-    options.launcher = &launcher_;
-    options.clock = &clock_;
-    options.logger = log_.logger();
+    node_ = testing::TaskManagerNode(2, "dynamic");
+    TaskManagerOptions options = testing::TaskManagerTestOptions(node_, dir_, &launcher_, &clock_, log_);
     options.mig = &mig_;
     auto tm = TaskManager::Open(std::move(options));
     ASSERT_TRUE(tm.ok()) << tm.status().ToString();
@@ -67,13 +56,6 @@ class TaskManagerMigTest : public ::testing::Test {
     bind.mig_profiles = {"1g.10gb"};
     bind.mig_starts = {3};
     return bind;
-  }
-
-  static bool HasEnv(const LaunchRequest& request, const std::string& entry) {
-    for (const auto& e : request.env) {
-      if (e == entry) return true;
-    }
-    return false;
   }
 
   NodeSpec node_;

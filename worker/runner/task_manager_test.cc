@@ -8,30 +8,20 @@
 
 #include "worker/runner/fake_process_launcher.h"
 #include "worker/runner/task_env.h"
+#include "worker/runner/task_manager_test_util.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {
 namespace {
 
+using testing::HasEnv;
+
 class TaskManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    node_.name = "n1";
-    node_.cpu_milli = 64000;
-    node_.memory_mib = 512 * 1024;
-    for (uint32_t i = 0; i < 4; ++i) {
-      GpuInfo gpu;
-      gpu.index = i;
-      gpu.uuid = "GPU-n1-" + std::to_string(i);
-      node_.gpus.push_back(gpu);
-    }
-    TaskManagerOptions options;
-    options.node = node_;
-    options.log_dir = dir_.path() + "/tasks";
+    node_ = testing::TaskManagerNode(4);
+    TaskManagerOptions options = testing::TaskManagerTestOptions(node_, dir_, &launcher_, &clock_, log_);
     options.base_env = {{"PATH", "/usr/bin:/bin"}};
-    options.launcher = &launcher_;
-    options.clock = &clock_;
-    options.logger = log_.logger();
     options.finished_retention_ms = 60'000;
     auto tm = TaskManager::Open(std::move(options));
     ASSERT_TRUE(tm.ok()) << tm.status().ToString();
@@ -61,13 +51,6 @@ class TaskManagerTest : public ::testing::Test {
     std::vector<TaskEvent> out;
     for (const auto& [seq, event] : tm_->Outbox()) out.push_back(event);
     return out;
-  }
-
-  static bool HasEnv(const LaunchRequest& request, const std::string& entry) {
-    for (const auto& e : request.env) {
-      if (e == entry) return true;
-    }
-    return false;
   }
 
   NodeSpec node_;

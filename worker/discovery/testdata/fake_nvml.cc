@@ -43,50 +43,27 @@
 #include <cstdlib>
 #include <cstring>
 
+// The types and constants are the worker's own declarations of NVML's ABI,
+// so the fake and the code under test cannot drift apart.
+#include "worker/discovery/nvml_api.h"
+
 namespace {
+
+namespace nvml = gpool::worker::nvml;
 
 constexpr unsigned kCount = 4;
 const char* const kBusIds[kCount] = {"00000000:3B:00.0", "00000000:3C:00.0", "00000000:5D:00.0", "00000000:5E:00.0"};
 const char* const kSwitchBusId = "00000000:AA:00.0";
 
-struct PciInfo {
-  char busIdLegacy[16];
-  unsigned int domain;
-  unsigned int bus;
-  unsigned int device;
-  unsigned int pciDeviceId;
-  unsigned int pciSubSystemId;
-  char busId[32];
-};
-
-struct Memory {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-
 unsigned IndexOf(void* device) { return static_cast<unsigned>(reinterpret_cast<unsigned long>(device) - 1); }
 
-void FillPci(PciInfo* pci, const char* bus_id) {
+void FillPci(nvml::PciInfo* pci, const char* bus_id) {
   std::memset(pci, 0, sizeof(*pci));
   std::snprintf(pci->busId, sizeof(pci->busId), "%s", bus_id);
 }
 
 #if !defined(FAKE_NVML_OLD_DRIVER) || defined(FAKE_NVML_V1_PROCESSES)
-constexpr int kInsufficientSize = 7;
-constexpr int kUnknownError = 999;
 constexpr unsigned kMaxProcesses = 64;
-
-struct ProcessInfoV1 {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-};
-struct ProcessInfoV2 {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
-};
 
 struct FakeProcess {
   unsigned pid;
@@ -103,7 +80,7 @@ unsigned ProcessesOn(unsigned gpu, FakeProcess* out) {
     if (*end != ':') break;
     const unsigned long pid = std::strtoul(end + 1, &end, 10);
     if (*end != ':') break;
-    unsigned long long bytes = ~0ULL;  // NVML_VALUE_NOT_AVAILABLE
+    unsigned long long bytes = nvml::kValueNotAvailable;
     if (std::strncmp(end + 1, "na", 2) == 0) {
       end += 3;
     } else {
@@ -118,14 +95,14 @@ unsigned ProcessesOn(unsigned gpu, FakeProcess* out) {
 template <typename Info>
 int RunningProcesses(void* device, unsigned int* count, Info* infos) {
   const unsigned gpu = IndexOf(device);
-  if (gpu >= kCount) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  if (gpu >= kCount) return nvml::kErrorInvalidArgument;
   const char* fail = std::getenv("FAKE_NVML_PROCESSES_FAIL");
-  if (fail != nullptr && std::strtoul(fail, nullptr, 10) == gpu) return kUnknownError;
+  if (fail != nullptr && std::strtoul(fail, nullptr, 10) == gpu) return nvml::kErrorUnknown;
   FakeProcess processes[kMaxProcesses];
   const unsigned n = ProcessesOn(gpu, processes);
   if (std::getenv("FAKE_NVML_PROCESSES_ENDLESS") != nullptr) {
     *count += 1;
-    return kInsufficientSize;
+    return nvml::kErrorInsufficientSize;
   }
   if (*count < n || infos == nullptr) {
     if (n == 0) {
@@ -134,7 +111,7 @@ int RunningProcesses(void* device, unsigned int* count, Info* infos) {
     }
     const bool race = infos == nullptr && std::getenv("FAKE_NVML_PROCESSES_RACE") != nullptr && n > 1;
     *count = race ? n - 1 : n;
-    return kInsufficientSize;
+    return nvml::kErrorInsufficientSize;
   }
   for (unsigned i = 0; i < n; ++i) {
     std::memset(&infos[i], 0xff, sizeof(infos[i]));  // MIG ids: 0xFFFFFFFF, no MIG
@@ -147,46 +124,7 @@ int RunningProcesses(void* device, unsigned int* count, Info* infos) {
 #endif
 
 #ifndef FAKE_NVML_OLD_DRIVER
-constexpr int kNotSupported = 3;
-constexpr int kNoPermission = 4;
-constexpr int kNotFound = 6;
 constexpr unsigned long kMigBase = 0x1000;  // MIG handles: kMigBase + slot (all on GPU 0)
-
-struct Attributes {
-  unsigned int multiprocessorCount;
-  unsigned int sharedCopyEngineCount;
-  unsigned int sharedDecoderCount;
-  unsigned int sharedEncoderCount;
-  unsigned int sharedJpegCount;
-  unsigned int sharedOfaCount;
-  unsigned int gpuInstanceSliceCount;
-  unsigned int computeInstanceSliceCount;
-  unsigned long long memorySizeMB;
-};
-
-struct GpuInstanceInfo {
-  void* device;
-  unsigned int id;
-  unsigned int profileId;
-  unsigned int start;
-  unsigned int size;
-};
-
-struct ProfileInfoV2 {
-  unsigned int version;
-  unsigned int id;
-  unsigned int isP2pSupported;
-  unsigned int sliceCount;
-  unsigned int instanceCount;
-  unsigned int multiprocessorCount;
-  unsigned int copyEngineCount;
-  unsigned int decoderCount;
-  unsigned int encoderCount;
-  unsigned int jpegCount;
-  unsigned int ofaCount;
-  unsigned long long memorySizeMB;
-  char name[96];
-};
 
 // A100-80GB's GPU instance profiles by index (NVML_GPU_INSTANCE_PROFILE_*).
 struct Profile {
@@ -231,9 +169,6 @@ const MigSlot* SlotByGi(unsigned gi) {
 constexpr unsigned long kDynMigBase = 0x2000;
 constexpr unsigned long kDynGiBase = 0x3000;
 constexpr unsigned long kDynCiBase = 0x4000;
-constexpr int kInvalidArgument = 2;
-constexpr int kInsufficientResources = 23;
-constexpr int kInUse = 19;
 
 struct DynInstance {
   bool used;
@@ -249,6 +184,7 @@ bool IsDynMig(void* device) {
   const unsigned long h = reinterpret_cast<unsigned long>(device);
   return h >= kDynMigBase && h < kDynMigBase + kMaxMig;
 }
+DynInstance& DynMig(void* device) { return g_dyn[reinterpret_cast<unsigned long>(device) - kDynMigBase]; }
 DynInstance* DynByHandle(void* handle, unsigned long base) {
   const unsigned long gi = reinterpret_cast<unsigned long>(handle) - base;
   for (DynInstance& d : g_dyn) {
@@ -264,6 +200,30 @@ const Profile* ProfileById(unsigned id) {
 }
 // A100's placement size for a profile of `slices`.
 unsigned PlacementSize(unsigned slices) { return slices == 3 ? 4 : slices == 7 ? 8 : slices; }
+// Slices of A100's NVML_COMPUTE_INSTANCE_PROFILE_{1,2,3,4,7}_SLICE (indices
+// 0..4, ids alike): one compute instance profile per slice count.
+constexpr unsigned kCiSlices[] = {1, 2, 3, 4, 7};
+constexpr unsigned kCiProfiles = sizeof(kCiSlices) / sizeof(kCiSlices[0]);
+
+// A MIG device's attributes: 14 SMs per compute instance slice.
+void FillMigAttributes(nvml::DeviceAttributes* attributes, unsigned gi_slices, unsigned ci_slices,
+                       unsigned long long memory_mb, unsigned media) {
+  attributes->gpuInstanceSliceCount = gi_slices;
+  attributes->computeInstanceSliceCount = ci_slices;
+  attributes->multiprocessorCount = 14 * ci_slices;
+  attributes->memorySizeMB = memory_mb;
+  attributes->sharedDecoderCount = attributes->sharedJpegCount = attributes->sharedOfaCount = media;
+}
+
+// A GPU instance on GPU `gpu` (whose handle is gpu + 1).
+void FillGpuInstanceInfo(nvml::GpuInstanceInfo* info, unsigned long gpu, unsigned gi_id, unsigned profile_id,
+                         unsigned start, unsigned size) {
+  info->device = reinterpret_cast<nvml::Device>(gpu + 1);
+  info->id = gi_id;
+  info->profileId = profile_id;
+  info->placement.start = start;
+  info->placement.size = size;
+}
 #endif
 
 }  // namespace
@@ -271,7 +231,7 @@ unsigned PlacementSize(unsigned slices) { return slices == 3 ? 4 : slices == 7 ?
 extern "C" {
 
 int nvmlInit_v2() {
-  if (std::getenv("FAKE_NVML_INIT_FAIL") != nullptr) return 9;
+  if (std::getenv("FAKE_NVML_INIT_FAIL") != nullptr) return nvml::kErrorDriverNotLoaded;
 #ifndef FAKE_NVML_OLD_DRIVER
   ++g_inits;
 #endif
@@ -286,7 +246,7 @@ int nvmlShutdown() {
 #endif
   return 0;
 }
-const char* nvmlErrorString(int rc) { return rc == 9 ? "Driver Not Loaded" : "Unknown Error"; }
+const char* nvmlErrorString(int rc) { return rc == nvml::kErrorDriverNotLoaded ? "Driver Not Loaded" : "Unknown Error"; }
 
 int nvmlDeviceGetCount_v2(unsigned int* count) {
   *count = kCount;
@@ -294,7 +254,7 @@ int nvmlDeviceGetCount_v2(unsigned int* count) {
 }
 
 int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void** device) {
-  if (index >= kCount) return 2;
+  if (index >= kCount) return nvml::kErrorInvalidArgument;
   *device = reinterpret_cast<void*>(static_cast<unsigned long>(index) + 1);
   return 0;
 }
@@ -307,7 +267,7 @@ int nvmlDeviceGetName(void* device, char* name, unsigned int length) {
 int nvmlDeviceGetUUID(void* device, char* uuid, unsigned int length) {
 #ifndef FAKE_NVML_OLD_DRIVER
   if (IsDynMig(device)) {
-    std::snprintf(uuid, length, "MIG-fake-1-%u", g_dyn[reinterpret_cast<unsigned long>(device) - kDynMigBase].gi_id);
+    std::snprintf(uuid, length, "MIG-fake-1-%u", DynMig(device).gi_id);
     return 0;
   }
   if (IsMig(device)) {
@@ -319,26 +279,26 @@ int nvmlDeviceGetUUID(void* device, char* uuid, unsigned int length) {
   return 0;
 }
 
-int nvmlDeviceGetMemoryInfo(void*, Memory* memory) {
+int nvmlDeviceGetMemoryInfo(void*, nvml::Memory* memory) {
   memory->total = 80ull * 1024 * 1024 * 1024;
   memory->free = memory->total;
   memory->used = 0;
   return 0;
 }
 
-int nvmlDeviceGetPciInfo_v3(void* device, PciInfo* pci) {
+int nvmlDeviceGetPciInfo_v3(void* device, nvml::PciInfo* pci) {
   FillPci(pci, kBusIds[IndexOf(device)]);
   return 0;
 }
 
 int nvmlDeviceGetNvLinkState(void* device, unsigned int link, int* active) {
-  if (link >= 12) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  if (link >= 12) return nvml::kErrorInvalidArgument;
   const unsigned index = IndexOf(device);
   *active = (link == 0 || (index >= 2 && link == 1)) ? 1 : 0;
   return 0;
 }
 
-int nvmlDeviceGetNvLinkRemotePciInfo_v2(void* device, unsigned int link, PciInfo* pci) {
+int nvmlDeviceGetNvLinkRemotePciInfo_v2(void* device, unsigned int link, nvml::PciInfo* pci) {
   const unsigned index = IndexOf(device);
   if (index < 2) {
     FillPci(pci, kBusIds[1 - index]);
@@ -350,23 +310,23 @@ int nvmlDeviceGetNvLinkRemotePciInfo_v2(void* device, unsigned int link, PciInfo
 }
 
 #if !defined(FAKE_NVML_OLD_DRIVER) || defined(FAKE_NVML_V1_PROCESSES)
-int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned int* count, ProcessInfoV1* infos) {
+int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned int* count, nvml::ProcessInfoV1* infos) {
   return RunningProcesses(device, count, infos);
 }
 #endif
 
 #ifndef FAKE_NVML_OLD_DRIVER
-int nvmlDeviceGetComputeRunningProcesses_v2(void* device, unsigned int* count, ProcessInfoV2* infos) {
+int nvmlDeviceGetComputeRunningProcesses_v2(void* device, unsigned int* count, nvml::ProcessInfoV2* infos) {
   return RunningProcesses(device, count, infos);
 }
 
-int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count, ProcessInfoV2* infos) {
+int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count, nvml::ProcessInfoV2* infos) {
   return RunningProcesses(device, count, infos);
 }
 
 int nvmlDeviceGetMigMode(void* device, unsigned int* current, unsigned int* pending) {
   const unsigned index = IndexOf(device);
-  if (index >= 2) return kNotSupported;
+  if (index >= 2) return nvml::kErrorNotSupported;
   *current = *pending = ((index == 0 && MigOn()) || (index == 1 && DynOn())) ? 1 : 0;
   return 0;
 }
@@ -378,45 +338,38 @@ int nvmlDeviceGetMaxMigDeviceCount(void* device, unsigned int* count) {
 
 int nvmlDeviceGetMigDeviceHandleByIndex(void* device, unsigned int index, void** mig) {
   if (IndexOf(device) == 1 && DynOn() && index < kMaxMig) {
-    if (!g_dyn[index].used || !g_dyn[index].ci) return kNotFound;
+    if (!g_dyn[index].used || !g_dyn[index].ci) return nvml::kErrorNotFound;
     *mig = reinterpret_cast<void*>(kDynMigBase + index);
     return 0;
   }
-  if (IndexOf(device) != 0 || !MigOn() || index >= kMaxMig) return kNotFound;
+  if (IndexOf(device) != 0 || !MigOn() || index >= kMaxMig) return nvml::kErrorNotFound;
   const MigSlot* slot = SlotOf(reinterpret_cast<void*>(kMigBase + index));
-  if (slot == nullptr || !slot->present) return kNotFound;
+  if (slot == nullptr || !slot->present) return nvml::kErrorNotFound;
   *mig = reinterpret_cast<void*>(kMigBase + index);
   return 0;
 }
 
-int nvmlDeviceGetAttributes_v2(void* device, Attributes* attributes) {
+int nvmlDeviceGetAttributes_v2(void* device, nvml::DeviceAttributes* attributes) {
   std::memset(attributes, 0, sizeof(*attributes));
   if (!IsMig(device)) {
     attributes->multiprocessorCount = 108;
     return 0;
   }
   if (IsDynMig(device)) {
-    const DynInstance& d = g_dyn[reinterpret_cast<unsigned long>(device) - kDynMigBase];
+    const DynInstance& d = DynMig(device);
     const Profile* p = ProfileById(d.profile_id);
-    attributes->gpuInstanceSliceCount = attributes->computeInstanceSliceCount = d.slices;
-    attributes->multiprocessorCount = 14 * d.slices;
-    attributes->memorySizeMB = p->memory_mb;
-    attributes->sharedDecoderCount = attributes->sharedJpegCount = attributes->sharedOfaCount = p->media;
+    FillMigAttributes(attributes, d.slices, d.slices, p->memory_mb, p->media);
     return 0;
   }
   const MigSlot* slot = SlotOf(device);
-  attributes->gpuInstanceSliceCount = slot->slices;
-  attributes->computeInstanceSliceCount = slot->ci_slices;
-  attributes->multiprocessorCount = 14 * slot->ci_slices;
-  attributes->memorySizeMB = slot->memory_mb;
-  attributes->sharedDecoderCount = attributes->sharedJpegCount = attributes->sharedOfaCount = slot->media;
+  FillMigAttributes(attributes, slot->slices, slot->ci_slices, slot->memory_mb, slot->media);
   return 0;
 }
 
 int nvmlDeviceGetGpuInstanceId(void* device, unsigned int* id) {
-  if (!IsMig(device)) return kNotSupported;
+  if (!IsMig(device)) return nvml::kErrorNotSupported;
   if (IsDynMig(device)) {
-    *id = g_dyn[reinterpret_cast<unsigned long>(device) - kDynMigBase].gi_id;
+    *id = DynMig(device).gi_id;
     return 0;
   }
   *id = SlotOf(device)->gi_id;
@@ -424,42 +377,34 @@ int nvmlDeviceGetGpuInstanceId(void* device, unsigned int* id) {
 }
 
 int nvmlDeviceGetGpuInstanceById(void* device, unsigned int id, void** instance) {
-  if (std::getenv("FAKE_NVML_MIG_NO_PLACEMENT") != nullptr) return kNoPermission;
+  if (std::getenv("FAKE_NVML_MIG_NO_PLACEMENT") != nullptr) return nvml::kErrorNoPermission;
   if (IndexOf(device) == 1) {
     void* handle = reinterpret_cast<void*>(kDynGiBase + id);
-    if (!DynOn() || DynByHandle(handle, kDynGiBase) == nullptr) return kNotFound;
+    if (!DynOn() || DynByHandle(handle, kDynGiBase) == nullptr) return nvml::kErrorNotFound;
     *instance = handle;
     return 0;
   }
-  if (IndexOf(device) != 0 || SlotByGi(id) == nullptr) return kNotFound;
+  if (IndexOf(device) != 0 || SlotByGi(id) == nullptr) return nvml::kErrorNotFound;
   *instance = reinterpret_cast<void*>(static_cast<unsigned long>(id) + 1);
   return 0;
 }
 
-int nvmlGpuInstanceGetInfo(void* instance, GpuInstanceInfo* info) {
+int nvmlGpuInstanceGetInfo(void* instance, nvml::GpuInstanceInfo* info) {
   if (reinterpret_cast<unsigned long>(instance) >= kDynGiBase) {
     const DynInstance* d = DynByHandle(instance, kDynGiBase);
-    if (d == nullptr) return kNotFound;
-    info->device = reinterpret_cast<void*>(2UL);
-    info->id = d->gi_id;
-    info->profileId = d->profile_id;
-    info->start = d->start;
-    info->size = d->size;
+    if (d == nullptr) return nvml::kErrorNotFound;
+    FillGpuInstanceInfo(info, 1, d->gi_id, d->profile_id, d->start, d->size);
     return 0;
   }
   const MigSlot* slot = SlotByGi(static_cast<unsigned>(reinterpret_cast<unsigned long>(instance) - 1));
-  if (slot == nullptr) return kNotFound;
-  info->device = reinterpret_cast<void*>(1UL);
-  info->id = slot->gi_id;
-  info->profileId = slot->profile_id;
-  info->start = slot->start;
-  info->size = slot->slices;
+  if (slot == nullptr) return nvml::kErrorNotFound;
+  FillGpuInstanceInfo(info, 0, slot->gi_id, slot->profile_id, slot->start, slot->slices);
   return 0;
 }
 
-int nvmlDeviceGetGpuInstanceProfileInfoV(void* device, unsigned int index, ProfileInfoV2* info) {
-  if (std::getenv("FAKE_NVML_MIG_NO_PROFILES") != nullptr || IndexOf(device) >= 2) return kNotSupported;
-  if (info->version != (sizeof(ProfileInfoV2) | (2u << 24))) return 25;  // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+int nvmlDeviceGetGpuInstanceProfileInfoV(void* device, unsigned int index, nvml::GpuInstanceProfileInfoV2* info) {
+  if (std::getenv("FAKE_NVML_MIG_NO_PROFILES") != nullptr || IndexOf(device) >= 2) return nvml::kErrorNotSupported;
+  if (info->version != nvml::kGpuInstanceProfileInfoV2) return nvml::kErrorArgumentVersionMismatch;
   for (const Profile& p : kProfiles) {
     if (p.index != index) continue;
     std::memset(info, 0, sizeof(*info));
@@ -470,30 +415,13 @@ int nvmlDeviceGetGpuInstanceProfileInfoV(void* device, unsigned int index, Profi
     std::snprintf(info->name, sizeof(info->name), "%s", p.name);
     return 0;
   }
-  return 2;  // NVML_ERROR_INVALID_ARGUMENT: no such profile on this GPU
+  return nvml::kErrorInvalidArgument;  // no such profile on this GPU
 }
 
-struct Placement {
-  unsigned int start;
-  unsigned int size;
-};
-
-struct CiProfileInfo {
-  unsigned int id;
-  unsigned int sliceCount;
-  unsigned int instanceCount;
-  unsigned int multiprocessorCount;
-  unsigned int sharedCopyEngineCount;
-  unsigned int sharedDecoderCount;
-  unsigned int sharedEncoderCount;
-  unsigned int sharedJpegCount;
-  unsigned int sharedOfaCount;
-};
-
-int nvmlDeviceGetGpuInstancePossiblePlacements_v2(void* device, unsigned int profile_id, Placement* out,
+int nvmlDeviceGetGpuInstancePossiblePlacements_v2(void* device, unsigned int profile_id, nvml::GpuInstancePlacement* out,
                                                   unsigned int* count) {
   const Profile* p = ProfileById(profile_id);
-  if (IndexOf(device) != 1 || p == nullptr) return kInvalidArgument;
+  if (IndexOf(device) != 1 || p == nullptr) return nvml::kErrorInvalidArgument;
   const unsigned size = PlacementSize(p->slices);
   unsigned n = 0;
   for (unsigned start = 0; start + size <= 8 && start < kMaxMig; start += size) {
@@ -502,18 +430,18 @@ int nvmlDeviceGetGpuInstancePossiblePlacements_v2(void* device, unsigned int pro
   }
   const bool fits = n <= *count;
   *count = n;
-  return fits ? 0 : kInsufficientSize;
+  return fits ? 0 : nvml::kErrorInsufficientSize;
 }
 
-int nvmlDeviceCreateGpuInstanceWithPlacement(void* device, unsigned int profile_id, const Placement* placement,
+int nvmlDeviceCreateGpuInstanceWithPlacement(void* device, unsigned int profile_id, const nvml::GpuInstancePlacement* placement,
                                              void** instance) {
-  if (IndexOf(device) != 1 || !DynOn()) return kNotSupported;
-  if (std::getenv("FAKE_NVML_MIG_NO_PERMISSION") != nullptr) return kNoPermission;
+  if (IndexOf(device) != 1 || !DynOn()) return nvml::kErrorNotSupported;
+  if (std::getenv("FAKE_NVML_MIG_NO_PERMISSION") != nullptr) return nvml::kErrorNoPermission;
   const Profile* p = ProfileById(profile_id);
-  if (p == nullptr || placement->size != PlacementSize(p->slices)) return kInvalidArgument;
+  if (p == nullptr || placement->size != PlacementSize(p->slices)) return nvml::kErrorInvalidArgument;
   for (const DynInstance& d : g_dyn) {
     if (d.used && placement->start < d.start + d.size && d.start < placement->start + placement->size) {
-      return kInsufficientResources;
+      return nvml::kErrorInsufficientResources;
     }
   }
   for (DynInstance& d : g_dyn) {
@@ -522,7 +450,7 @@ int nvmlDeviceCreateGpuInstanceWithPlacement(void* device, unsigned int profile_
     *instance = reinterpret_cast<void*>(kDynGiBase + d.gi_id);
     return 0;
   }
-  return kInsufficientResources;
+  return nvml::kErrorInsufficientResources;
 }
 
 int nvmlDeviceGetGpuInstances(void* device, unsigned int profile_id, void** instances, unsigned int* count) {
@@ -536,24 +464,22 @@ int nvmlDeviceGetGpuInstances(void* device, unsigned int profile_id, void** inst
   return 0;
 }
 
-// One compute instance profile per slice count, as A100's
-// NVML_COMPUTE_INSTANCE_PROFILE_{1,2,3,4,7}_SLICE (indices 0..4, ids alike).
+// The compute instance profiles of kCiSlices that fit the GPU instance.
 int nvmlGpuInstanceGetComputeInstanceProfileInfo(void* instance, unsigned int profile, unsigned int,
-                                                 CiProfileInfo* info) {
+                                                 nvml::ComputeInstanceProfileInfo* info) {
   const DynInstance* d = DynByHandle(instance, kDynGiBase);
-  constexpr unsigned kSlices[] = {1, 2, 3, 4, 7};
-  if (d == nullptr || profile >= 5 || kSlices[profile] > d->slices) return kNotSupported;
+  if (d == nullptr || profile >= kCiProfiles || kCiSlices[profile] > d->slices) return nvml::kErrorNotSupported;
   std::memset(info, 0, sizeof(*info));
   info->id = profile;
-  info->sliceCount = kSlices[profile];
-  info->instanceCount = d->slices / kSlices[profile];
+  info->sliceCount = kCiSlices[profile];
+  info->instanceCount = d->slices / kCiSlices[profile];
   return 0;
 }
 
 int nvmlGpuInstanceCreateComputeInstance(void* instance, unsigned int profile_id, void** ci) {
   DynInstance* d = DynByHandle(instance, kDynGiBase);
-  if (d == nullptr) return kInvalidArgument;
-  if (d->ci || profile_id >= 5) return kInsufficientResources;
+  if (d == nullptr) return nvml::kErrorInvalidArgument;
+  if (d->ci || profile_id >= kCiProfiles) return nvml::kErrorInsufficientResources;
   d->ci = true;
   *ci = reinterpret_cast<void*>(kDynCiBase + d->gi_id);
   return 0;
@@ -561,10 +487,9 @@ int nvmlGpuInstanceCreateComputeInstance(void* instance, unsigned int profile_id
 
 int nvmlGpuInstanceGetComputeInstances(void* instance, unsigned int profile_id, void** cis, unsigned int* count) {
   const DynInstance* d = DynByHandle(instance, kDynGiBase);
-  if (d == nullptr) return kInvalidArgument;
-  constexpr unsigned kSlices[] = {1, 2, 3, 4, 7};
+  if (d == nullptr) return nvml::kErrorInvalidArgument;
   *count = 0;
-  if (d->ci && profile_id < 5 && kSlices[profile_id] == d->slices) {
+  if (d->ci && profile_id < kCiProfiles && kCiSlices[profile_id] == d->slices) {
     cis[0] = reinterpret_cast<void*>(kDynCiBase + d->gi_id);
     *count = 1;
   }
@@ -573,15 +498,15 @@ int nvmlGpuInstanceGetComputeInstances(void* instance, unsigned int profile_id, 
 
 int nvmlComputeInstanceDestroy(void* ci) {
   DynInstance* d = DynByHandle(ci, kDynCiBase);
-  if (d == nullptr || !d->ci) return kInvalidArgument;
+  if (d == nullptr || !d->ci) return nvml::kErrorInvalidArgument;
   d->ci = false;
   return 0;
 }
 
 int nvmlGpuInstanceDestroy(void* instance) {
   DynInstance* d = DynByHandle(instance, kDynGiBase);
-  if (d == nullptr) return kInvalidArgument;
-  if (d->ci) return kInUse;  // NVML: compute instances must go first
+  if (d == nullptr) return nvml::kErrorInvalidArgument;
+  if (d->ci) return nvml::kErrorInUse;  // NVML: compute instances must go first
   d->used = false;
   return 0;
 }
