@@ -201,6 +201,9 @@ struct GpuInfo {
   // profile table, and switches MIG on or off only while the GPU is idle.
   std::string mig_mode;
   std::vector<MigDeviceInfo> mig_instances;
+  // MIG mode is on right now, so only MIG instances run on it (a real GPU
+  // offered for dynamic MIG; simulated dynamic GPUs switch modes when idle).
+  bool mig_enabled = false;
 
   template <typename V>
   void Fields(V& v) {
@@ -217,6 +220,7 @@ struct GpuInfo {
     v.Optional("cores", cores);
     v.Optional("mig_mode", mig_mode);
     v.Optional("mig_instances", mig_instances);
+    v.Optional("mig_enabled", mig_enabled);
   }
   bool operator==(const GpuInfo&) const = default;
 };

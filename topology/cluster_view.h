@@ -46,6 +46,7 @@ struct GpuSlot {
   std::string qos;                 // of its first tenant asking less than 100 % compute; "" none
   std::vector<bool> cores_used;    // per core, when cores > 0
   std::string mig_mode;            // "", "static" or "dynamic"
+  bool mig_enabled = false;        // MIG mode on now: only MIG instances run on it
   std::vector<MigSlot> mig;        // its MIG instances
 };
 

@@ -51,7 +51,7 @@ uint64_t ResolveShareMemory(const Resources& need, uint64_t device_mib) {
 Misfit CheckShare(const GpuSlot& gpu, const DeviceLoad& load, uint64_t memory_mib, uint32_t compute_pct,
                   std::string_view qos) {
   if (gpu.allocated) return Misfit::kHeldWhole;
-  if (gpu.mig_mode == "static" || load.HasMig()) return Misfit::kMigMode;
+  if (MigOnly(gpu) || load.HasMig()) return Misfit::kMigMode;
   if (load.tenants >= kMaxTenantsPerDevice) return Misfit::kTenants;
   if (memory_mib > 0 && gpu.memory_mib == 0) return Misfit::kUnknownMemory;
   if (load.memory_used_mib + memory_mib > gpu.memory_mib) return Misfit::kMemory;
@@ -161,8 +161,10 @@ void RemoveMig(DeviceLoad& load, const MigSlot& instance, bool destroy) {
   }
 }
 
+bool MigOnly(const GpuSlot& gpu) { return gpu.mig_mode == "static" || gpu.mig_enabled; }
+
 bool HasTenants(const GpuSlot& gpu, const DeviceLoad& load) {
-  return load.tenants > 0 || gpu.mig_mode == "static" || load.HasMig() ||
+  return load.tenants > 0 || MigOnly(gpu) || load.HasMig() ||
          std::any_of(load.cores_used.begin(), load.cores_used.end(), [](bool used) { return used; });
 }
 

@@ -84,6 +84,8 @@ void AddMig(DeviceLoad& load, const MigSlot& instance);
 // `destroy`: a dynamic instance goes away with its tenant; a static one stays.
 void RemoveMig(DeviceLoad& load, const MigSlot& instance, bool destroy);
 
+// Only MIG instances run on it: static MIG, or MIG mode on right now.
+bool MigOnly(const GpuSlot& gpu);
 // Whether sharing tenants (shares, MIG instances, cores) hold some of it,
 // or it is a static MIG device (which never runs whole-GPU work).
 bool HasTenants(const GpuSlot& gpu, const DeviceLoad& load);

@@ -125,7 +125,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
                         (!HasSharingState(gpu) || topology::WholeFree(gpu, topology::DeviceLoad::Of(gpu)));
       node.gpu_free.push_back(free);
       // Static MIG devices never run whole-GPU work.
-      if (gpu.healthy && gpu.mig_mode != "static") ++node.usable_gpus;
+      if (gpu.healthy && !topology::MigOnly(gpu)) ++node.usable_gpus;
       if (gpu.healthy) ++node.healthy_gpus;
       if (free) ++node.free_gpus;
     }
@@ -537,7 +537,7 @@ std::vector<std::string> Session::ExplainTask(const WorkJob& job, const PendingT
   }
   const Resources& need = task.resources;
   const std::string prefix = "task " + std::to_string(task.index) + " needs ";
-  if (need.gpus > largest_gpus_) {
+  if (need.Whole() && need.gpus > largest_gpus_) {  // shares and MIG may use static-MIG GPUs too
     reasons.push_back(prefix + std::to_string(need.gpus) + " GPUs but the largest node has " +
                       std::to_string(largest_gpus_));
   }

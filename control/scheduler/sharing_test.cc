@@ -166,6 +166,21 @@ TEST(MigTest, DynamicPacksOntoAGpuAlreadyInMigModeBeforeSwitchingAnIdleOne) {
   EXPECT_EQ(BindOf(plan, 2)->gpu_indices, std::vector<uint32_t>{0});  // the idle GPU stays whole
 }
 
+TEST(MigTest, GpuInMigModeRunsOnlyMigInstances) {
+  // A real GPU offered for dynamic MIG is in MIG mode: whole-GPU and share
+  // tasks cannot use it even while it is empty.
+  ClusterView view;
+  view.nodes = {MigNode("n1", 1, "dynamic")};
+  view.nodes[0].gpus[0].mig_enabled = true;
+  view.pending = {JobBuilder(1, "default", 1, 1), JobBuilder(2, "default", 1, 1).Share(1024),
+                  JobBuilder(3, "default", 1, 1).Mig("1g.10gb")};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].job.value(), 3u);
+  EXPECT_FALSE(ReasonsOf(plan, 1).empty());
+  EXPECT_EQ(ReasonsOf(plan, 2), (std::vector<std::string>{"1 node: no GPU free to share"}));
+}
+
 TEST(MigTest, DynamicLayoutFullMeansWait) {
   ClusterView view;
   view.nodes = {MigNode("n1", 1, "dynamic")};

@@ -256,7 +256,7 @@ Status ClusterState::CheckBind(const JobRecord& job, const PlanBind& bind,
     if (node->gpu_owner.count(gpu) || taken.count({bind.node, gpu})) {
       return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " on " + bind.node + " is taken");
     }
-    if (need.Whole() && (node->gpu_tenants.count(gpu) || spec_gpu->mig_mode == "static")) {
+    if (need.Whole() && (node->gpu_tenants.count(gpu) || spec_gpu->mig_mode == "static" || spec_gpu->mig_enabled)) {
       return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " on " + bind.node + " is shared");
     }
   }

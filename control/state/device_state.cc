@@ -19,6 +19,7 @@ topology::GpuSlot ClusterState::GpuSlotOf(const NodeRecord& node, const GpuInfo&
   slot.link_group = gpu.link_group;
   slot.cores = gpu.cores;
   slot.mig_mode = gpu.mig_mode;
+  slot.mig_enabled = gpu.mig_enabled;
   if (gpu.mig_mode == "static") {
     for (const auto& instance : gpu.mig_instances) slot.mig.push_back(topology::MigSlot{instance.profile, instance.start, false});
   }

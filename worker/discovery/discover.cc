@@ -40,6 +40,7 @@ Result<NodeSpec> DiscoverNode(const DiscoveryOptions& options) {
       for (auto& gpu : spec.gpus) {
         if (gpu.mig_mode == "static" && gpu.mig_instances.empty()) {
           gpu.mig_mode = "dynamic";
+          gpu.mig_enabled = true;  // a real GPU cannot leave MIG mode without a reset
           log->info("gpu offered for dynamic MIG index={} model={}", gpu.index, Q(gpu.model));
         }
       }

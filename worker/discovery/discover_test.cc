@@ -65,6 +65,7 @@ TEST(DiscoverTest, MigDynamicOffersOnlyEmptyMigGpus) {
   ASSERT_TRUE(dynamic.ok()) << dynamic.status().ToString();
   EXPECT_EQ(plain->gpus[1].mig_mode, "static");
   EXPECT_EQ(dynamic->gpus[1].mig_mode, "dynamic");
+  EXPECT_TRUE(dynamic->gpus[1].mig_enabled);
   EXPECT_EQ(dynamic->gpus[0].mig_mode, plain->gpus[0].mig_mode) << "GPUs without MIG or with instances stay";
 }
 
