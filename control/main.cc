@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
      "starts an election", cxxopts::value<int>()->default_value(std::to_string(defaults.election_ticks)))
     ("raft-heartbeat-ms", "Replicated mode: how often the leader heartbeats its followers (less than "
      "--election-timeout-ms)", cxxopts::value<int>()->default_value(std::to_string(defaults.heartbeat_ticks)))
-    ("strategy", "Placement strategy: binpack or spread (overrides the config file's [nodeorder] strategy)",
+    ("strategy", "Placement strategy: binpack, spread or fragmentation (overrides the config file's [nodeorder] strategy)",
      cxxopts::value<std::string>())
     ("scheduler-config", "Scheduler config file (actions and plugin settings); re-read on SIGHUP",
      cxxopts::value<std::string>()->default_value(""))

@@ -15,6 +15,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   procps
+  gnuplot-nox
 )
 
 missing=()

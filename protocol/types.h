@@ -20,7 +20,9 @@ struct Resources {
   uint32_t gpus = 0;
   uint64_t cpu_milli = 0;
   uint64_t memory_mib = 0;
-  std::string gpu_model;  // empty: any model; otherwise every GPU must be this model (e.g. "A100")
+  // Empty: any model; otherwise every GPU must be of one of the models
+  // listed, separated by '|' ("A100" or "V100M16|V100M32").
+  std::string gpu_model;
   // GPU sharing: with any of these set, each of the `gpus` GPUs is a share
   // of a device that other tasks may share too, instead of a whole device.
   uint64_t gpu_memory_mib = 0;   // memory of each GPU share
@@ -63,6 +65,18 @@ struct Resources {
   }
   bool operator==(const Resources&) const = default;
 };
+
+// Whether a GPU of `model` satisfies a Resources::gpu_model request
+// (empty: any; else one of its '|'-separated models).
+inline bool GpuModelAllowed(std::string_view allowed, std::string_view model) {
+  if (allowed.empty()) return true;
+  while (true) {
+    const size_t bar = allowed.find('|');
+    if (allowed.substr(0, bar) == model) return true;
+    if (bar == std::string_view::npos) return false;
+    allowed.remove_prefix(bar + 1);
+  }
+}
 
 // What a placed task holds of its devices beyond their indices: a share of
 // each (fractional GPUs), a MIG instance, or cores. Empty for whole devices.

@@ -88,6 +88,21 @@ Status ValidateModelName(const std::string& field, const std::string& model) {
   return Status::Ok();
 }
 
+// A gpu_model request: one model, or several separated by '|' (any of them).
+Status ValidateModelList(const std::string& field, const std::string& models) {
+  if (models.size() > 255) return Status::InvalidArgument(field + ": longer than 255 characters");
+  if (models.empty()) return Status::Ok();
+  size_t start = 0;
+  while (true) {
+    const size_t bar = models.find('|', start);
+    const std::string model = models.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
+    if (model.empty()) return Status::InvalidArgument(field + ": '" + models + "' has an empty model between '|'");
+    GPOOL_RETURN_IF_ERROR(ValidateModelName(field, model));
+    if (bar == std::string::npos) return Status::Ok();
+    start = bar + 1;
+  }
+}
+
 constexpr size_t kMaxUuidList = 1024;
 
 bool IsSharingQos(std::string_view qos) {
@@ -207,7 +222,7 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
                                      " is more than its " + std::to_string(group.replicas) + " replicas");
     }
     const auto& res = group.resources;
-    GPOOL_RETURN_IF_ERROR(ValidateModelName(prefix + ".resources.gpu_model", res.gpu_model));
+    GPOOL_RETURN_IF_ERROR(ValidateModelList(prefix + ".resources.gpu_model", res.gpu_model));
     if (!res.gpu_model.empty() && res.gpus == 0) {
       return Status::InvalidArgument(prefix + ".resources.gpu_model: set, but the task asks for no GPUs");
     }

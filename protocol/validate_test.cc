@@ -39,6 +39,18 @@ TEST(ValidateJobSpecTest, EachProblemNamesItsField) {
        "tasks[1].name: 'task' is used by another task group"},
       {"too many replicas", [](JobSpec& s) { s.tasks[0].replicas = 20000; },
        "tasks: 20000 replicas in all exceeds the maximum of 10000 per job"},
+      {"empty model in a list",
+       [](JobSpec& s) {
+         s.tasks[0].resources.gpus = 1;
+         s.tasks[0].resources.gpu_model = "A100||H100";
+       },
+       "tasks[0].resources.gpu_model: 'A100||H100' has an empty model between '|'"},
+      {"bad model in a list",
+       [](JobSpec& s) {
+         s.tasks[0].resources.gpus = 1;
+         s.tasks[0].resources.gpu_model = "A100|H 100";
+       },
+       "tasks[0].resources.gpu_model: 'H 100' must be at most 63 letters, digits, '.', '_' and '-'"},
   };
   for (const auto& c : cases) {
     JobSpec spec = ValidSpec();
@@ -47,6 +59,17 @@ TEST(ValidateJobSpecTest, EachProblemNamesItsField) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.label;
     EXPECT_EQ(s.message(), c.expected_message) << c.label;
   }
+}
+
+TEST(ValidateJobSpecTest, AcceptsAnyOfGpuModels) {
+  JobSpec spec = ValidSpec();
+  spec.tasks[0].resources.gpus = 1;
+  spec.tasks[0].resources.gpu_model = "V100M16|V100M32";
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+  EXPECT_TRUE(GpuModelAllowed("V100M16|V100M32", "V100M32"));
+  EXPECT_TRUE(GpuModelAllowed("", "T4"));
+  EXPECT_FALSE(GpuModelAllowed("V100M16|V100M32", "V100M3"));
+  EXPECT_FALSE(GpuModelAllowed("A100", "A100|H100"));
 }
 
 TEST(ValidateNodeSpecTest, RejectsDuplicateAndDanglingGpus) {

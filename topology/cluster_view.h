@@ -165,11 +165,24 @@ struct QueueView {
   Quota guarantee;
 };
 
+// A task shape the cluster expects to see, with how often it comes: the
+// "target workload" fragmentation-aware placement keeps room for.
+struct WorkloadShape {
+  uint32_t gpus = 0;           // 0: CPU-only
+  uint32_t gpu_milli = 1000;   // per GPU, in thousandths of a device; 1000: whole GPUs
+  uint64_t cpu_milli = 0;
+  std::string gpu_model;       // as Resources::gpu_model: "" any, or models separated by '|'
+  double weight = 0;           // its share of tasks; the shapes' weights sum to at most 1
+};
+
 struct ClusterView {
   std::vector<NodeView> nodes;
   std::vector<PendingJob> pending;
   std::vector<RunningTask> running;
   std::vector<QueueView> queues;  // empty: one unlimited queue per name used
+  // Empty: fragmentation-aware placement takes the shapes of the running
+  // and pending tasks (see scheduler/fragmentation.h).
+  std::vector<WorkloadShape> workload;
 };
 
 }  // namespace gpool::topology

@@ -306,12 +306,32 @@ std::string JoinActions(const std::vector<Action>& actions) {
 
 }  // namespace
 
-std::string_view StrategyName(Strategy strategy) { return strategy == Strategy::kBinpack ? "binpack" : "spread"; }
+constexpr std::pair<Strategy, std::string_view> kStrategyNames[] = {
+    {Strategy::kBinpack, "binpack"},
+    {Strategy::kSpread, "spread"},
+    {Strategy::kFragmentation, "fragmentation"},
+    {Strategy::kFgd, "fgd"},
+    {Strategy::kRandom, "random"},
+    {Strategy::kDotProduct, "dot-product"},
+    {Strategy::kGpuPacking, "gpu-packing"},
+    {Strategy::kGpuClustering, "gpu-clustering"},
+    {Strategy::kBestFit, "best-fit"},
+};
+
+std::string_view StrategyName(Strategy strategy) {
+  for (const auto& [value, name] : kStrategyNames) {
+    if (value == strategy) return name;
+  }
+  return "unknown";
+}
 
 Result<Strategy> StrategyFromName(std::string_view name) {
-  if (name == "binpack") return Strategy::kBinpack;
-  if (name == "spread") return Strategy::kSpread;
-  return Status::InvalidArgument("unknown placement strategy '" + Clip(name) + "' (expected binpack or spread)");
+  std::string known;
+  for (const auto& [value, candidate] : kStrategyNames) {
+    if (candidate == name) return value;
+    known += (known.empty() ? "" : ", ") + std::string(candidate);
+  }
+  return Status::InvalidArgument("unknown placement strategy '" + Clip(name) + "' (expected one of " + known + ")");
 }
 
 std::string_view ActionName(Action action) {

@@ -9,7 +9,7 @@
 //   actions = enqueue, allocate, backfill, preempt, reclaim
 //
 //   [nodeorder]
-//   strategy = binpack            # or spread
+//   strategy = binpack            # spread, fragmentation, ... (see Strategy)
 //   gpu_weight = 10
 //   cpu_weight = 1
 //   memory_weight = 1
@@ -38,7 +38,24 @@
 
 namespace gpool::scheduler {
 
-enum class Strategy { kBinpack, kSpread };
+// How candidate nodes are scored (control/scheduler/node_score.cc):
+//   binpack / spread   fullest / emptiest node by weighted GPU, CPU, memory use
+//   fragmentation      the node (and devices) whose free GPU share the
+//                      workload can least use grows the least, ties to the
+//                      fullest node (FGD's measure, see fragmentation.h)
+// and, to compare with (the ATC'23 FGD paper's baselines, for gpool-sim):
+//   fgd, random, dot-product, gpu-packing, gpu-clustering, best-fit
+enum class Strategy {
+  kBinpack,
+  kSpread,
+  kFragmentation,
+  kFgd,
+  kRandom,
+  kDotProduct,
+  kGpuPacking,
+  kGpuClustering,
+  kBestFit,
+};
 std::string_view StrategyName(Strategy strategy);
 Result<Strategy> StrategyFromName(std::string_view name);
 
@@ -89,7 +106,7 @@ struct SchedulerConfig {
 };
 
 // Errors name the line: "line 7: [nodeorder] strategy: unknown placement
-// strategy 'fastest' (expected binpack or spread)".
+// strategy 'fastest' (expected one of binpack, spread, fragmentation, fgd, random, dot-product, gpu-packing, gpu-clustering, best-fit)".
 Result<SchedulerConfig> ParseSchedulerConfig(std::string_view text);
 Result<SchedulerConfig> LoadSchedulerConfig(const std::string& path);
 // The configuration in the file format; parsing it gives the same config.

@@ -61,7 +61,9 @@ void WriteFile(const std::filesystem::path& path, const std::string& text) {
 }
 
 TEST(StrategyTest, NamesRoundTrip) {
-  for (Strategy strategy : {Strategy::kBinpack, Strategy::kSpread}) {
+  for (Strategy strategy : {Strategy::kBinpack, Strategy::kSpread, Strategy::kFragmentation, Strategy::kFgd,
+                            Strategy::kRandom, Strategy::kDotProduct, Strategy::kGpuPacking,
+                            Strategy::kGpuClustering, Strategy::kBestFit}) {
     auto back = StrategyFromName(StrategyName(strategy));
     ASSERT_TRUE(back.ok()) << back.status().ToString();
     EXPECT_EQ(*back, strategy);
@@ -74,7 +76,9 @@ TEST(StrategyTest, UnknownNameIsRefused) {
   auto strategy = StrategyFromName("Binpack");
   ASSERT_FALSE(strategy.ok());
   EXPECT_EQ(strategy.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(strategy.status().message(), "unknown placement strategy 'Binpack' (expected binpack or spread)");
+  EXPECT_EQ(strategy.status().message(),
+            "unknown placement strategy 'Binpack' (expected one of binpack, spread, fragmentation, fgd, random, "
+            "dot-product, gpu-packing, gpu-clustering, best-fit)");
 }
 
 TEST(ActionTest, NamesRoundTrip) {
@@ -253,7 +257,7 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"BooleanCapitalised", "[reservation]\nenabled = True\n",
                   "line 2: [reservation] enabled: 'True' is not true or false"},
         ErrorCase{"UnknownStrategy", "\n\n\n\n\n[nodeorder]\nstrategy = fastest\n",
-                  "line 7: [nodeorder] strategy: unknown placement strategy 'fastest' (expected binpack or spread)"},
+                  "line 7: [nodeorder] strategy: unknown placement strategy 'fastest' (expected one of binpack, spread, fragmentation, fgd, random, dot-product, gpu-packing, gpu-clustering, best-fit)"},
         // Action lists.
         ErrorCase{"EmptyActionEntry", "actions = enqueue,, allocate\n", "line 1: actions: entry 2 is empty"},
         ErrorCase{"TrailingComma", "actions = allocate,\n", "line 1: actions: entry 2 is empty"},

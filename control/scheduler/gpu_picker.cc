@@ -114,7 +114,7 @@ std::optional<std::vector<size_t>> PickGpus(const NodeView& node, const std::vec
                                             const GpuRequest& request) {
   std::vector<size_t> candidates;
   for (size_t s = 0; s < node.gpus.size() && s < free.size(); ++s) {
-    if (free[s] && (request.model.empty() || node.gpus[s].model == request.model)) candidates.push_back(s);
+    if (free[s] && GpuModelAllowed(request.model, node.gpus[s].model)) candidates.push_back(s);
   }
   if (candidates.size() < request.count) return std::nullopt;
   if (request.count == 0) return std::vector<size_t>{};

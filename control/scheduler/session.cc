@@ -57,9 +57,16 @@ bool WorkJob::MinimumMet() const {
 namespace {
 
 std::vector<std::string> NodeModels(const topology::ClusterView& view) {
+  // Nodes rarely mix models and clusters hold few, so comparing with the
+  // last one seen skips nearly every set lookup.
   std::set<std::string> models;
+  const std::string* last = nullptr;
   for (const auto& node : view.nodes) {
-    for (const auto& gpu : node.gpus) models.insert(gpu.model);
+    for (const auto& gpu : node.gpus) {
+      if (last != nullptr && *last == gpu.model) continue;
+      models.insert(gpu.model);
+      last = &gpu.model;
+    }
   }
   return {models.begin(), models.end()};
 }
@@ -75,8 +82,6 @@ bool Tolerates(const std::vector<std::string>& tolerations, const std::string& k
   }
   return false;
 }
-
-uint64_t Permille(uint64_t used, uint64_t total) { return total == 0 ? 1000 : used * 1000 / total; }
 
 bool Listed(const std::vector<std::string>& list, const std::string& uuid) {
   return std::find(list.begin(), list.end(), uuid) != list.end();
@@ -112,7 +117,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
   pools_ = {"public", "pooled", "exclusive"};
   Amounts totals(queues_.resource_count(), 0);
   nodes_.reserve(view.nodes.size());
-  std::map<std::string, size_t> node_index;
+  std::unordered_map<std::string_view, size_t> node_index;
   for (const auto& node_view : view.nodes) {
     WorkNode node;
     node.view = &node_view;
@@ -136,7 +141,11 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
       node.gpu_model = node_view.gpus.front().model;
       node.family = FamilyOf(node_view.gpus.front().vendor, node.gpu_model);
     }
-    node.model_index = queues_.ModelIndex(node.gpu_model);
+    if (nodes_.empty() || nodes_.back().gpu_model != node.gpu_model) {
+      node.model_index = queues_.ModelIndex(node.gpu_model);
+    } else {
+      node.model_index = nodes_.back().model_index;
+    }
     largest_gpus_ = std::max(largest_gpus_, node.usable_gpus);
     largest_cpu_ = std::max(largest_cpu_, node_view.cpu_milli_total);
     largest_memory_ = std::max(largest_memory_, node_view.memory_mib_total);
@@ -199,6 +208,45 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     }
     job.has_claim = job.victims_draining || !job.view->claimed_nodes.empty();
   }
+  if (FragmentationAware()) {
+    workload_ = view.workload.empty() ? ObservedWorkload(view) : view.workload;
+  }
+}
+
+// Without a workload given, the tasks running and waiting now are the best
+// guess of what will come. Shares count in thousandths of the GPU they run
+// on (waiting ones: of the cluster's commonest GPU).
+std::vector<topology::WorkloadShape> Session::ObservedWorkload(const topology::ClusterView& view) const {
+  std::map<uint64_t, size_t> sizes;
+  std::unordered_map<std::string, const topology::NodeView*> by_name;
+  for (const auto& node : view.nodes) {
+    by_name.emplace(node.name, &node);
+    for (const auto& gpu : node.gpus) ++sizes[gpu.memory_mib];
+  }
+  topology::GpuSlot common;
+  size_t most = 0;
+  for (const auto& [memory, count] : sizes) {
+    if (count > most) std::tie(common.memory_mib, most) = std::tie(memory, count);
+  }
+  std::vector<topology::WorkloadShape> samples;
+  samples.reserve(view.running.size() + view.pending.size());
+  for (const auto& task : view.running) {
+    topology::WorkloadShape shape{task.gpus, 1000, task.cpu_milli, "", 0};
+    auto node = by_name.find(task.node);
+    if (task.gpus > 0 && node != by_name.end() && !node->second->gpus.empty()) {
+      const uint64_t device = node->second->gpus.front().memory_mib;
+      const uint64_t each = task.gpu_memory_mib / task.gpus;
+      if (device > 0 && each < device) shape.gpu_milli = static_cast<uint32_t>((each * 1000 + device - 1) / device);
+    }
+    samples.push_back(std::move(shape));
+  }
+  for (const auto& job : view.pending) {
+    for (const auto& task : job.tasks) {
+      const Resources& need = task.resources;
+      samples.push_back({need.gpus, need.gpus > 0 ? ShareMilli(need, common) : 1000, need.cpu_milli, need.gpu_model, 0});
+    }
+  }
+  return TargetWorkload(samples);
 }
 
 int Session::PoolIndex(const std::string& pool) const {
@@ -239,9 +287,11 @@ std::optional<Reject> Session::CheckStatic(const WorkJob& job, const PendingTask
     // check runs for every candidate node of every eviction search.
     uint32_t matching = 0;
     if (node.uniform_model) {
-      matching = node.gpu_model == task.resources.gpu_model ? node.healthy_gpus : 0;
+      matching = GpuModelAllowed(task.resources.gpu_model, node.gpu_model) ? node.healthy_gpus : 0;
     } else {
-      for (const auto& gpu : node.view->gpus) matching += gpu.healthy && gpu.model == task.resources.gpu_model;
+      for (const auto& gpu : node.view->gpus) {
+        matching += gpu.healthy && GpuModelAllowed(task.resources.gpu_model, gpu.model);
+      }
     }
     if (matching < task.resources.gpus) return Reject::kGpuModel;
   }
@@ -276,7 +326,9 @@ std::optional<Reject> Session::Check(const WorkJob& job, const PendingTask& task
   }
   if (need.gpus > 0) {
     // No allocation per node: the demand has this one resource only.
-    if (auto model = need.gpu_model.empty() ? node.model_index : queues_.ModelIndex(need.gpu_model)) {
+    // An any-of request is charged to the model of the node it lands on.
+    const bool any_of = need.gpu_model.empty() || need.gpu_model.find('|') != std::string::npos;
+    if (auto model = any_of ? node.model_index : queues_.ModelIndex(need.gpu_model)) {
       for (int at = job.queue; at >= 0; at = queues_.queue(at).parent) {
         const QueueNode& queue = queues_.queue(at);
         if (queue.capability[*model] != kUnlimited && queue.used[*model] + need.gpus > queue.capability[*model]) {
@@ -312,7 +364,7 @@ std::vector<size_t> Session::PlannedDevices(const WorkJob& job, const PendingTas
     return pick ? pick->slots : std::vector<size_t>{};
   }
   if (need.gpus == 0) return {};
-  if (!need.Whole()) return PickShared(*node.view, Loads(node), DeviceMask(job, task, node), need, job.view->numa_policy).slots;
+  if (!need.Whole()) return PickShared(*node.view, Loads(node), ShareMask(job, task, node), need, job.view->numa_policy).slots;
   const bool filtered = !need.gpu_model.empty() || uuid_lists_ || NumaFilters(job, node);
   auto picked = PickGpus(*node.view, filtered ? DeviceMask(job, task, node) : node.gpu_free,
                          GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy});
@@ -357,7 +409,7 @@ std::vector<bool> Session::DeviceMask(const WorkJob& job, const PendingTask& tas
     // Not whole-free and no tenants: a task took it whole (this cycle or before).
     const bool held_whole = loads != nullptr && !node.gpu_free[g] && !topology::HasTenants(gpu, (*loads)[g]);
     mask[g] = (whole ? node.gpu_free[g] : gpu.healthy && !held_whole) &&
-              (need.gpu_model.empty() || gpu.model == need.gpu_model) && UuidAllowed(*job.view, gpu.uuid);
+              GpuModelAllowed(need.gpu_model, gpu.model) && UuidAllowed(*job.view, gpu.uuid);
   }
   if (NumaFilters(job, node)) {
     // Devices whose NUMA node has no room for the task's CPU and memory are
@@ -428,7 +480,7 @@ std::optional<Reject> Session::CheckDevices(const WorkJob& job, const PendingTas
     if (static_cast<uint32_t>(std::count(mask.begin(), mask.end(), true)) < need.gpus) {
       uint32_t of_model = 0;
       for (size_t g = 0; g < mask.size(); ++g) {
-        of_model += node.gpu_free[g] && (need.gpu_model.empty() || node.view->gpus[g].model == need.gpu_model);
+        of_model += node.gpu_free[g] && GpuModelAllowed(need.gpu_model, node.view->gpus[g].model);
       }
       return of_model >= need.gpus ? Reject::kGpuUuid : Reject::kGpus;
     }
@@ -488,24 +540,6 @@ std::optional<VendorPick> Session::PickByVendorRule(const WorkJob& job, const Pe
   request.node_devices = static_cast<uint32_t>(node.view->gpus.size());
   std::string why;
   return PickVendorDevices(node.family, devices, request, &why);
-}
-
-int64_t Session::Score(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
-  const auto& order = config_.node_order;
-  const Resources& need = task.resources;
-  const uint64_t gpus_used = node.usable_gpus - node.free_gpus + need.gpus;
-  const uint64_t cpu_used = node.view->cpu_milli_total - node.cpu_free + need.cpu_milli;
-  const uint64_t memory_used = node.view->memory_mib_total - node.memory_free + need.memory_mib;
-  const int64_t utilisation = static_cast<int64_t>(order.gpu_weight * Permille(gpus_used, node.usable_gpus) +
-                                                   order.cpu_weight * Permille(cpu_used, node.view->cpu_milli_total) +
-                                                   order.memory_weight *
-                                                       Permille(memory_used, node.view->memory_mib_total));
-  int64_t score = order.strategy == Strategy::kBinpack ? utilisation : -utilisation;
-  for (const auto& [key, value] : job.view->prefer_labels) {
-    auto it = node.view->labels.find(key);
-    if (it != node.view->labels.end() && it->second == value) score += int64_t{order.prefer_label_weight} * 1000;
-  }
-  return score;
 }
 
 std::string Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool ignore_reservations) const {
@@ -590,7 +624,9 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
   uint32_t found = 0;
   const uint32_t wanted = std::max<uint32_t>(1, config_.node_order.candidates);
   const auto& pool_buckets = buckets_[static_cast<size_t>(pool)];
-  const bool binpack = config_.node_order.strategy == Strategy::kBinpack;
+  // Every strategy but spread looks at the fullest nodes first: with a
+  // candidate limit, those are the ones worth scoring.
+  const bool binpack = config_.node_order.strategy != Strategy::kSpread;
   const int top = static_cast<int>(largest_gpus_);
   for (int step = 0; step <= top && found < wanted; ++step) {
     const int b = binpack ? static_cast<int>(need) + step : top - step;
@@ -669,7 +705,7 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
       model = gpu.model;
     }
   } else if (need.gpus > 0) {
-    const DevicePick pick = PickShared(*node.view, Loads(node), DeviceMask(job, task, node), need,
+    const DevicePick pick = PickShared(*node.view, Loads(node), ShareMask(job, task, node), need,
                                        job.view->numa_policy);
     placement.grant = pick.grant;
     for (size_t g : pick.slots) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "control/scheduler/config.h"
+#include "control/scheduler/fragmentation.h"
 #include "control/scheduler/queue_tree.h"
 #include "control/scheduler/scheduler.h"
 #include "control/scheduler/vendor_rules.h"
@@ -181,6 +182,28 @@ class Session {
   uint32_t largest_gpus() const { return largest_gpus_; }
 
  private:
+  std::vector<topology::WorkloadShape> ObservedWorkload(const topology::ClusterView& view) const;
+  // node_score.cc: the strategies' scores and what they need.
+  // How much the node's fragmentation grows if the task goes there (in
+  // millionths of a GPU), and for a one-GPU share the device that grows it least.
+  struct FragChoice {
+    int64_t delta = 0;
+    std::optional<size_t> slot;
+  };
+  bool FragmentationAware() const;
+  FragChoice BestFragmentation(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  // DeviceMask, narrowed for fragmentation-aware strategies to the device a share should take.
+  std::vector<bool> ShareMask(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  int64_t DotProductScore(const topology::PendingTask& task, const WorkNode& node) const;
+  int64_t GpuPackingScore(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  int64_t GpuClusteringScore(const topology::PendingTask& task, const WorkNode& node) const;
+  int64_t BestFitScore(const topology::PendingTask& task, const WorkNode& node) const;
+  // A share's size on `gpu` in thousandths of the device (1000 for whole GPUs).
+  uint32_t ShareMilli(const Resources& need, const topology::GpuSlot& gpu) const;
+  // What the node has free for fragmentation; `slots` gets the position in
+  // view->gpus of each GPU listed.
+  NodeFree FreeOf(const WorkNode& node, std::vector<size_t>* slots) const;
+
   std::optional<Reject> CheckDevices(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node,
                                      uint64_t* gpu_memory) const;
   void MarkDevices(WorkNode& node, const Placement& placement, bool add);
@@ -226,6 +249,8 @@ class Session {
   std::unordered_map<std::string, std::pair<uint64_t, std::vector<bool>>> short_nodes_;
   mutable std::vector<topology::DeviceLoad> scratch_loads_;  // Loads() of a node nothing was shared on yet
   bool uuid_lists_ = false;  // some job restricts devices by UUID
+  // The target workload of fragmentation-aware strategies.
+  std::vector<topology::WorkloadShape> workload_;
 };
 
 }  // namespace gpool::scheduler

@@ -1,0 +1,137 @@
+#include "control/scheduler/fragmentation.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "protocol/types.h"
+
+namespace gpool::scheduler {
+
+namespace {
+
+// The node's free shares, largest first, with running sums, so each shape
+// reads how many devices could take one of its GPUs and what the others
+// strand in a few steps.
+struct SortedFree {
+  uint32_t count = 0;
+  uint32_t milli[64] = {};
+  double prefix[65] = {};  // prefix[k]: the k largest together
+  double total() const { return prefix[count]; }
+};
+
+SortedFree Sort(const NodeFree& node) {
+  SortedFree sorted;
+  sorted.count = static_cast<uint32_t>(std::min<size_t>(node.gpu_milli.size(), 64));
+  std::copy_n(node.gpu_milli.begin(), sorted.count, sorted.milli);
+  std::sort(sorted.milli, sorted.milli + sorted.count, std::greater<>());
+  for (uint32_t i = 0; i < sorted.count; ++i) sorted.prefix[i + 1] = sorted.prefix[i] + sorted.milli[i];
+  return sorted;
+}
+
+// The GPU share stranded on `node` for one shape.
+double Fragment(const NodeFree& node, const SortedFree& sorted, const topology::WorkloadShape& shape) {
+  if (shape.gpus == 0 || shape.cpu_milli > node.cpu_milli || !GpuModelAllowed(shape.gpu_model, node.model)) {
+    return sorted.total();
+  }
+  uint32_t fitting = 0;
+  const uint32_t need = std::max<uint32_t>(shape.gpu_milli, 1);
+  while (fitting < sorted.count && sorted.milli[fitting] >= need) ++fitting;
+  return fitting >= shape.gpus ? sorted.total() - sorted.prefix[fitting] : sorted.total();
+}
+
+// What stays free on the node for one shape once as many tasks of it as
+// the node holds are packed on (the node's CPU bounds them too).
+double PackedFragment(const NodeFree& node, const SortedFree& sorted, const topology::WorkloadShape& shape) {
+  if (shape.gpus == 0 || shape.cpu_milli > node.cpu_milli || !GpuModelAllowed(shape.gpu_model, node.model)) {
+    return sorted.total();
+  }
+  const uint32_t size = std::max<uint32_t>(shape.gpu_milli, 1);
+  uint64_t tasks = 0;
+  if (size >= 1000) {
+    uint32_t idle = 0;
+    while (idle < sorted.count && sorted.milli[idle] >= 1000) ++idle;
+    tasks = idle / shape.gpus;
+  } else {
+    for (uint32_t i = 0; i < sorted.count; ++i) tasks += sorted.milli[i] / size;
+  }
+  if (shape.cpu_milli > 0) tasks = std::min<uint64_t>(tasks, node.cpu_milli / shape.cpu_milli);
+  const double used = static_cast<double>(tasks) * shape.gpus * size;
+  return std::max(0.0, sorted.total() - used);
+}
+
+}  // namespace
+
+double PackedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
+  const SortedFree sorted = Sort(node);
+  if (sorted.total() == 0) return 0;
+  double fragmentation = 0;
+  for (const auto& shape : workload) fragmentation += shape.weight * PackedFragment(node, sorted, shape);
+  return fragmentation;
+}
+
+uint32_t FreeMilli(const topology::GpuSlot& gpu, const topology::DeviceLoad& load, bool whole_free) {
+  if (whole_free) return 1000;
+  if (gpu.allocated || load.tenants == 0 || load.HasMig() || gpu.memory_mib == 0) return 0;
+  const uint64_t memory_free = gpu.memory_mib - std::min(gpu.memory_mib, load.memory_used_mib);
+  return static_cast<uint32_t>(
+      std::min<uint64_t>(memory_free * 1000 / gpu.memory_mib, (100 - std::min(100u, load.compute_used_pct)) * 10));
+}
+
+NodeFree FreeOf(const topology::NodeView& node) {
+  NodeFree free;
+  free.cpu_milli = node.cpu_milli_free;
+  if (!node.gpus.empty()) free.model = node.gpus.front().model;
+  for (const auto& gpu : node.gpus) {
+    if (!gpu.healthy || topology::MigOnly(gpu)) continue;
+    const auto load = topology::DeviceLoad::Of(gpu);
+    free.gpu_milli.push_back(FreeMilli(gpu, load, !gpu.allocated && topology::WholeFree(gpu, load)));
+  }
+  return free;
+}
+
+double NodeFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
+  const SortedFree sorted = Sort(node);
+  if (sorted.total() == 0) return 0;
+  double fragmentation = 0;
+  for (const auto& shape : workload) fragmentation += shape.weight * Fragment(node, sorted, shape);
+  return fragmentation;
+}
+
+std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::WorkloadShape>& samples,
+                                                    double coverage) {
+  using Key = std::tuple<uint64_t, uint32_t, uint32_t, std::string>;
+  std::map<Key, size_t> counts;
+  for (const auto& s : samples) ++counts[Key{s.cpu_milli, s.gpus, s.gpus == 0 ? 0 : s.gpu_milli, s.gpu_model}];
+  std::vector<std::pair<size_t, Key>> ranked;
+  ranked.reserve(counts.size());
+  for (const auto& [key, count] : counts) ranked.emplace_back(count, key);
+  // Most frequent first; ties in key order so the result does not depend on hashing.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<topology::WorkloadShape> kept;
+  size_t covered = 0;
+  for (const auto& [count, key] : ranked) {
+    if (static_cast<double>(covered) >= coverage * static_cast<double>(samples.size())) break;
+    topology::WorkloadShape shape;
+    std::tie(shape.cpu_milli, shape.gpus, shape.gpu_milli, shape.gpu_model) = key;
+    shape.weight = static_cast<double>(count);
+    kept.push_back(std::move(shape));
+    covered += count;
+  }
+  for (auto& shape : kept) shape.weight /= static_cast<double>(covered);
+  return kept;
+}
+
+std::vector<topology::WorkloadShape> DemandWeighted(std::vector<topology::WorkloadShape> workload) {
+  double total = 0;
+  for (auto& shape : workload) {
+    shape.weight *= static_cast<double>(shape.gpus) * shape.gpu_milli;
+    total += shape.weight;
+  }
+  if (total > 0) {
+    for (auto& shape : workload) shape.weight /= total;
+  }
+  return workload;
+}
+
+}  // namespace gpool::scheduler

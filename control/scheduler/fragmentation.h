@@ -1,0 +1,54 @@
+// GPU fragmentation of a node for a target workload (FGD's measure, Weng et
+// al., ATC'23; ../shared/data/alibaba-gpu-v2023/README.md states it).
+//
+// For each shape m of the workload, weighted by its frequency p_m: if m
+// fits on the node, the GPU share on devices too full to take one of m's
+// GPUs is stranded for it; if m cannot run there at all (CPU, GPU count,
+// model, or m is CPU-only) every free GPU share of the node is. F_n is the
+// weighted sum. A placement that raises F the least keeps the most room for
+// the tasks that will come. Pure.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "topology/cluster_view.h"
+#include "topology/device_share.h"
+
+namespace gpool::scheduler {
+
+// What a node holds free, as the measure sees it.
+struct NodeFree {
+  uint64_t cpu_milli = 0;
+  std::string_view model;  // its GPUs' model
+  // Per GPU that can take work: free thousandths of the device (1000 idle).
+  std::vector<uint32_t> gpu_milli;
+};
+
+// A device's free thousandths given what its tenants hold: 1000 idle, 0
+// held whole or running MIG instances, else what its shares leave (memory
+// and compute, the scarcer).
+uint32_t FreeMilli(const topology::GpuSlot& gpu, const topology::DeviceLoad& load, bool whole_free);
+// The view's figures for a node.
+NodeFree FreeOf(const topology::NodeView& node);
+
+// F_n in thousandths of a GPU.
+double NodeFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload);
+
+// A finer measure: for each shape, the free GPU share left over once as
+// many of its tasks as fit (by device room and CPU) are packed on the node.
+// It sees the remainder FGD's measure counts as usable (a 300 share on a
+// device with 800 free leaves 200 that no such task can take).
+double PackedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload);
+
+// The most frequent shapes of `samples` (their weights ignored) that cover
+// `coverage` of them, each weighted by its frequency among those kept.
+std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::WorkloadShape>& samples,
+                                                    double coverage = 0.95);
+
+// The same shapes weighted by the GPU share they ask for (frequency x GPUs x
+// share): a fragment counts by how much GPU demand it turns away.
+std::vector<topology::WorkloadShape> DemandWeighted(std::vector<topology::WorkloadShape> workload);
+
+}  // namespace gpool::scheduler

@@ -1,0 +1,172 @@
+// The fragmentation measure (hand-computed cases), the target workload,
+// and the node-order strategies that use it or compare with it.
+#include "control/scheduler/fragmentation.h"
+
+#include <gtest/gtest.h>
+
+#include "control/scheduler/scenario.h"
+#include "control/scheduler/session.h"
+
+namespace gpool::scheduler {
+namespace {
+
+using namespace testing;  // NOLINT: the scenario builders
+using topology::ClusterView;
+using topology::WorkloadShape;
+
+NodeFree Free(uint64_t cpu, std::vector<uint32_t> gpus, std::string_view model = "A100") {
+  return NodeFree{cpu, model, std::move(gpus)};
+}
+
+TEST(FragmentationTest, FittingShapeStrandsOnlyDevicesTooFullForIt) {
+  // A half-GPU shape fits (one device has 800 free); the 300 left on the other is stranded.
+  const std::vector<WorkloadShape> half = {{1, 500, 1000, "", 1.0}};
+  EXPECT_DOUBLE_EQ(NodeFragmentation(Free(8000, {800, 300}), half), 300);
+  // A whole-GPU shape on the same node does not fit: everything free is stranded.
+  const std::vector<WorkloadShape> whole = {{1, 1000, 1000, "", 1.0}};
+  EXPECT_DOUBLE_EQ(NodeFragmentation(Free(8000, {800, 300}), whole), 1100);
+  // With an idle device it fits; the partial ones are stranded.
+  EXPECT_DOUBLE_EQ(NodeFragmentation(Free(8000, {1000, 800, 300}), whole), 1100);
+}
+
+TEST(FragmentationTest, ShapesThatCannotRunStrandEverythingFree) {
+  const double all = 1000 + 1000;
+  EXPECT_DOUBLE_EQ(NodeFragmentation(Free(8000, {1000, 1000}), {{0, 1000, 1000, "", 1.0}}), all);  // CPU-only
+  EXPECT_DOUBLE_EQ(NodeFragmentation(Free(8000, {1000, 1000}), {{4, 1000, 1000, "", 1.0}}), all);  // too many GPUs
+  EXPECT_DOUBLE_EQ(NodeFragmentation(Free(500, {1000, 1000}), {{1, 1000, 1000, "", 1.0}}), all);   // CPU short
+  EXPECT_DOUBLE_EQ(NodeFragmentation(Free(8000, {1000, 1000}), {{1, 1000, 1000, "T4|V100", 1.0}}), all);  // model
+  EXPECT_DOUBLE_EQ(NodeFragmentation(Free(8000, {1000, 1000}), {{1, 1000, 1000, "T4|A100", 1.0}}), 0);
+}
+
+TEST(FragmentationTest, WeightsMixShapes) {
+  const std::vector<WorkloadShape> mix = {{1, 500, 0, "", 0.75}, {2, 1000, 0, "", 0.25}};
+  // Half shape: 300 stranded; two whole GPUs: do not fit, 1100 stranded.
+  EXPECT_DOUBLE_EQ(NodeFragmentation(Free(8000, {800, 300}), mix), 0.75 * 300 + 0.25 * 1100);
+  EXPECT_DOUBLE_EQ(NodeFragmentation(Free(8000, {0, 0}), mix), 0);
+}
+
+TEST(FragmentationTest, TargetWorkloadKeepsTheShapesCoveringMostTasks) {
+  std::vector<WorkloadShape> samples;
+  for (int i = 0; i < 90; ++i) samples.push_back({1, 1000, 4000, "", 0});
+  for (int i = 0; i < 6; ++i) samples.push_back({1, 500, 2000, "", 0});
+  for (int i = 0; i < 4; ++i) samples.push_back({8, 1000, 64000, "", 0});
+  const auto kept = TargetWorkload(samples, 0.95);
+  ASSERT_EQ(kept.size(), 2u);  // 90 + 6 cover 96 %; the 8-GPU shape is left out
+  EXPECT_EQ(kept[0].gpus, 1u);
+  EXPECT_EQ(kept[0].gpu_milli, 1000u);
+  EXPECT_DOUBLE_EQ(kept[0].weight, 90.0 / 96.0);
+  EXPECT_DOUBLE_EQ(kept[1].weight, 6.0 / 96.0);
+  const auto demand = DemandWeighted(kept);
+  EXPECT_DOUBLE_EQ(demand[0].weight, 90.0 * 1000 / (90.0 * 1000 + 6.0 * 500));
+}
+
+TEST(FragmentationTest, FreeMilliFollowsTheDeviceLoad) {
+  topology::GpuSlot gpu{0, "A100", 1000, true, false};
+  topology::DeviceLoad load;
+  EXPECT_EQ(FreeMilli(gpu, load, true), 1000u);
+  load.tenants = 2;
+  load.memory_used_mib = 700;
+  EXPECT_EQ(FreeMilli(gpu, load, false), 300u);
+  load.compute_used_pct = 80;  // compute is scarcer than memory now
+  EXPECT_EQ(FreeMilli(gpu, load, false), 200u);
+  gpu.allocated = true;
+  EXPECT_EQ(FreeMilli(gpu, load, false), 0u);
+}
+
+SchedulerConfig With(Strategy strategy) {
+  SchedulerConfig config;
+  config.node_order.strategy = strategy;
+  config.node_order.candidates = 1000;
+  return config;
+}
+
+// One 8-GPU node with one GPU taken and an idle one: the workload has
+// 8-GPU tasks, so a 1-GPU task goes to the used node (the idle node stays
+// whole for them), where binpack would do the same but spread would not.
+TEST(FragmentationStrategyTest, KeepsWholeNodesForTheLargeShapes) {
+  ClusterView view;
+  view.nodes = {MakeNode("idle", 8), MakeNode("used", 8)};
+  view.running = {Occupy(view, 9, 0, "used", 1, "default")};
+  view.workload = {{1, 1000, 1000, "", 0.5}, {8, 1000, 1000, "", 0.5}};
+  view.pending = {JobBuilder(1, "default", 1, 1).job};
+  for (Strategy strategy : {Strategy::kFragmentation, Strategy::kFgd}) {
+    const Plan plan = Schedule(view, With(strategy));
+    ASSERT_EQ(plan.binds.size(), 1u) << StrategyName(strategy);
+    EXPECT_EQ(plan.binds[0].node, "used") << StrategyName(strategy);
+  }
+  EXPECT_EQ(Schedule(view, With(Strategy::kSpread)).binds[0].node, "idle");
+}
+
+// A share goes on the device where it strands the least: with 600 and 400
+// left, a 400 share fills the 400 device exactly (nothing stranded), which
+// best fit also does, but a 300 share goes to the 600 device when the
+// workload's shares are 300 (600 - 300 = 300 still takes one; 400 - 300 = 100 would not).
+TEST(FragmentationStrategyTest, ShareTakesTheDeviceThatStrandsLeast) {
+  ClusterView view;
+  view.nodes = {MakeNode("n1", 2)};
+  for (auto& gpu : view.nodes[0].gpus) gpu.memory_mib = 1000;
+  view.nodes[0].gpus[0].tenants = 1;
+  view.nodes[0].gpus[0].memory_used_mib = 400;  // 600 free
+  view.nodes[0].gpus[1].tenants = 1;
+  view.nodes[0].gpus[1].memory_used_mib = 600;  // 400 free
+  view.workload = {{1, 300, 1000, "", 1.0}};
+  view.pending = {JobBuilder(1, "default", 1, 1).Share(300).job};
+  const Plan fragmentation = Schedule(view, With(Strategy::kFragmentation));
+  ASSERT_EQ(fragmentation.binds.size(), 1u);
+  EXPECT_EQ(fragmentation.binds[0].gpu_indices, std::vector<uint32_t>{0});
+  const Plan best_fit = Schedule(view, SchedulerConfig{});
+  ASSERT_EQ(best_fit.binds.size(), 1u);
+  EXPECT_EQ(best_fit.binds[0].gpu_indices, std::vector<uint32_t>{1});
+}
+
+// Without a workload in the view, the running and waiting tasks are it.
+TEST(FragmentationStrategyTest, ObservedWorkloadComesFromRunningTasks) {
+  ClusterView view;
+  view.nodes = {MakeNode("idle", 8), MakeNode("used", 8)};
+  view.running = {Occupy(view, 7, 0, "used", 1, "default")};
+  for (int i = 0; i < 3; ++i) view.running.push_back(Occupy(view, 10 + i, 0, "idle2", 8, "default"));
+  view.pending = {JobBuilder(1, "default", 1, 1).job};
+  const Plan plan = Schedule(view, With(Strategy::kFragmentation));
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].node, "used");
+}
+
+TEST(StrategyScoresTest, BaselinesPlaceWhereTheirRuleSays) {
+  ClusterView view;
+  view.nodes = {MakeNode("idle", 8), MakeNode("used", 8), MakeNode("small", 2)};
+  view.running = {Occupy(view, 9, 0, "used", 6, "default")};
+  view.pending = {JobBuilder(1, "default", 1, 1).job};
+  // Packing and best fit fill the used node; dot product prefers the node
+  // whose free resources align least with the demand.
+  EXPECT_EQ(Schedule(view, With(Strategy::kGpuPacking)).binds[0].node, "used");
+  EXPECT_EQ(Schedule(view, With(Strategy::kBestFit)).binds[0].node, "used");
+  // Clustering keeps requests of one shape together: the used node runs a
+  // 6-GPU task, so a 1-GPU task goes to the idle one, and a 6-GPU task next to its like.
+  EXPECT_EQ(Schedule(view, With(Strategy::kGpuClustering)).binds[0].node, "idle");
+  view.nodes = {MakeNode("idle", 8), MakeNode("used", 8)};
+  view.running = {Occupy(view, 9, 0, "used", 1, "default")};
+  view.pending = {JobBuilder(3, "default", 1, 1).job};
+  EXPECT_EQ(Schedule(view, With(Strategy::kGpuClustering)).binds[0].node, "used");
+  view.pending = {JobBuilder(1, "default", 1, 1).job};
+  // Random placement is a pure function of the job and node: the same plan twice.
+  const Plan once = Schedule(view, With(Strategy::kRandom));
+  const Plan again = Schedule(view, With(Strategy::kRandom));
+  ASSERT_EQ(once.binds.size(), 1u);
+  EXPECT_EQ(once.binds[0].node, again.binds[0].node);
+}
+
+TEST(StrategyScoresTest, AnyOfModelsPlacesOnEitherAndChargesTheNodesModel) {
+  ClusterView view;
+  view.nodes = {MakeNode("t4", 2, "public", "T4"), MakeNode("v100", 2, "public", "V100M32")};
+  view.pending = {JobBuilder(1, "default", 1, 2).Model("P100|V100M32").job};
+  const Plan plan = Schedule(view, SchedulerConfig{});
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].node, "v100");
+  view.pending = {JobBuilder(2, "default", 1, 1).Model("P100|A10").job};
+  const Plan none = Schedule(view, SchedulerConfig{});
+  EXPECT_TRUE(none.binds.empty());
+  EXPECT_TRUE(AnyReasonContains(none, 2, "requested model"));
+}
+
+}  // namespace
+}  // namespace gpool::scheduler

@@ -1,0 +1,255 @@
+// Node scoring: which feasible node a task goes to (Session::Score).
+//
+// binpack and spread weigh GPU, CPU and memory use. fragmentation keeps
+// room for the workload the cluster runs: it picks the node whose GPU
+// fragmentation (fragmentation.h) grows the least, then the fullest. The
+// others are the ATC'23 FGD paper's policies, kept so gpool-sim can compare
+// against them on the same code path; their definitions follow the paper's
+// descriptions, scaled to integers.
+#include <algorithm>
+#include <cmath>
+
+#include "control/scheduler/fragmentation.h"
+#include "control/scheduler/session.h"
+#include "topology/device_share.h"
+
+namespace gpool::scheduler {
+
+using topology::PendingTask;
+
+namespace {
+
+constexpr uint32_t kWholeMilli = 1000;
+
+uint64_t Permille(uint64_t used, uint64_t total) { return total == 0 ? 1000 : used * 1000 / total; }
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+constexpr int64_t kTieRange = int64_t{1} << 24;
+
+// A pseudo-random number per job, task and node: the scheduler stays a
+// pure function, and a job's draws differ from the next job's.
+uint64_t RandomDraw(const WorkJob& job, const PendingTask& task, const WorkNode& node) {
+  return SplitMix(job.view->id.value() * 0x100000001B3ull ^ SplitMix(task.index) ^
+                  SplitMix(std::hash<std::string>{}(node.view->name)));
+}
+
+double FreeTotal(const NodeFree& free) {
+  double total = 0;
+  for (uint32_t milli : free.gpu_milli) total += milli;
+  return total;
+}
+
+}  // namespace
+
+uint32_t Session::ShareMilli(const Resources& need, const topology::GpuSlot& gpu) const {
+  if (need.Whole()) return kWholeMilli;
+  uint64_t milli = uint64_t{need.gpu_compute_pct} * 10;
+  if (gpu.memory_mib > 0) {
+    const uint64_t memory = topology::ResolveShareMemory(need, gpu.memory_mib);
+    milli = std::max(milli, (memory * kWholeMilli + gpu.memory_mib - 1) / gpu.memory_mib);
+  }
+  return static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(milli, 1), kWholeMilli));
+}
+
+NodeFree Session::FreeOf(const WorkNode& node, std::vector<size_t>* slots) const {
+  NodeFree free;
+  free.cpu_milli = node.cpu_free;
+  free.model = node.gpu_model;
+  const auto& gpus = node.view->gpus;
+  const std::vector<topology::DeviceLoad>* loads = nullptr;
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    const auto& gpu = gpus[g];
+    if (!gpu.healthy || topology::MigOnly(gpu)) continue;
+    uint32_t milli = 1000;
+    if (!node.gpu_free[g]) {
+      if (loads == nullptr) loads = &Loads(node);
+      milli = FreeMilli(gpu, (*loads)[g], false);
+    }
+    if (slots != nullptr) slots->push_back(g);
+    free.gpu_milli.push_back(milli);
+  }
+  return free;
+}
+
+bool Session::FragmentationAware() const {
+  const auto strategy = config_.node_order.strategy;
+  return strategy == Strategy::kFragmentation || strategy == Strategy::kFgd;
+}
+
+Session::FragChoice Session::BestFragmentation(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  std::vector<size_t> slots;
+  NodeFree free = FreeOf(node, &slots);
+  auto measure = config_.node_order.strategy == Strategy::kFgd ? NodeFragmentation : PackedFragmentation;
+  const double before = measure(free, workload_);
+  const Resources& need = task.resources;
+  free.cpu_milli -= std::min(free.cpu_milli, need.cpu_milli);
+  FragChoice choice;
+  // Micro-GPUs: fine enough that distinct fragmentations never tie.
+  auto micro = [&](double after) { return std::llround((after - before) * 1000.0); };
+  if (need.Shared() && need.gpus == 1 && node.family == DeviceFamily::kGeneric) {
+    // A share may go on any device with room: take the one that strands the least.
+    const std::vector<bool> mask = DeviceMask(job, task, node);
+    const auto& loads = Loads(node);
+    const std::string qos = topology::EffectiveQos(need);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const size_t g = slots[i];
+      const auto& gpu = node.view->gpus[g];
+      if (!mask[g] || topology::CheckShare(gpu, loads[g], topology::ResolveShareMemory(need, gpu.memory_mib),
+                                           need.gpu_compute_pct, qos) != topology::Misfit::kNone) {
+        continue;
+      }
+      const uint32_t was = free.gpu_milli[i];
+      free.gpu_milli[i] -= std::min(was, ShareMilli(need, gpu));
+      const int64_t delta = micro(measure(free, workload_));
+      free.gpu_milli[i] = was;
+      if (!choice.slot || delta < choice.delta) choice = FragChoice{delta, g};
+    }
+    return choice;
+  }
+  for (size_t g : need.gpus > 0 ? PlannedDevices(job, task, node) : std::vector<size_t>{}) {
+    auto at = std::find(slots.begin(), slots.end(), g);
+    if (at == slots.end()) continue;
+    uint32_t& milli = free.gpu_milli[static_cast<size_t>(at - slots.begin())];
+    milli -= std::min(milli, ShareMilli(need, node.view->gpus[g]));
+  }
+  choice.delta = micro(measure(free, workload_));
+  return choice;
+}
+
+std::vector<bool> Session::ShareMask(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  std::vector<bool> mask = DeviceMask(job, task, node);
+  if (FragmentationAware() && task.resources.Shared() && task.resources.gpus == 1) {
+    if (auto slot = BestFragmentation(job, task, node).slot) {
+      mask.assign(mask.size(), false);
+      mask[*slot] = true;
+    }
+  }
+  return mask;
+}
+
+int64_t Session::Score(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  const auto& order = config_.node_order;
+  const Resources& need = task.resources;
+  const uint64_t gpus_used = node.usable_gpus - node.free_gpus + need.gpus;
+  const uint64_t cpu_used = node.view->cpu_milli_total - node.cpu_free + need.cpu_milli;
+  const uint64_t memory_used = node.view->memory_mib_total - node.memory_free + need.memory_mib;
+  const int64_t utilisation = static_cast<int64_t>(order.gpu_weight * Permille(gpus_used, node.usable_gpus) +
+                                                   order.cpu_weight * Permille(cpu_used, node.view->cpu_milli_total) +
+                                                   order.memory_weight *
+                                                       Permille(memory_used, node.view->memory_mib_total));
+  int64_t score = 0;
+  switch (order.strategy) {
+    case Strategy::kBinpack: score = utilisation; break;
+    case Strategy::kSpread: score = -utilisation; break;
+    case Strategy::kFragmentation:
+      // Utilisation stays below 2^24, so it only breaks ties of the delta.
+      score = -BestFragmentation(job, task, node).delta * kTieRange + utilisation;
+      break;
+    case Strategy::kFgd: score = -BestFragmentation(job, task, node).delta; break;
+    case Strategy::kRandom: score = static_cast<int64_t>(RandomDraw(job, task, node) >> 2); break;
+    case Strategy::kDotProduct: score = DotProductScore(task, node); break;
+    case Strategy::kGpuPacking: score = GpuPackingScore(job, task, node); break;
+    case Strategy::kGpuClustering: score = GpuClusteringScore(task, node); break;
+    case Strategy::kBestFit: score = BestFitScore(task, node); break;
+  }
+  for (const auto& [key, value] : job.view->prefer_labels) {
+    auto it = node.view->labels.find(key);
+    if (it != node.view->labels.end() && it->second == value) score += int64_t{order.prefer_label_weight} * 1000;
+  }
+  return score;
+}
+
+// Tetris: the task's demand and the node's free resources, each as a
+// fraction of the node's capacity (CPU, GPU share); the smaller their dot
+// product, the better the node.
+int64_t Session::DotProductScore(const PendingTask& task, const WorkNode& node) const {
+  const NodeFree free = FreeOf(node, nullptr);
+  const double gpu_capacity = static_cast<double>(free.gpu_milli.size()) * kWholeMilli;
+  const double cpu_capacity = static_cast<double>(node.view->cpu_milli_total);
+  const Resources& need = task.resources;
+  double gpu_demand = 0;
+  if (need.gpus > 0 && !node.view->gpus.empty()) {
+    gpu_demand = static_cast<double>(need.gpus) * ShareMilli(need, node.view->gpus.front());
+  }
+  double dot = 0;
+  if (cpu_capacity > 0) {
+    dot += (static_cast<double>(need.cpu_milli) / cpu_capacity) * (static_cast<double>(free.cpu_milli) / cpu_capacity);
+  }
+  if (gpu_capacity > 0) dot += (gpu_demand / gpu_capacity) * (FreeTotal(free) / gpu_capacity);
+  return -std::llround(dot * 1e9);
+}
+
+// GPU packing: shares onto partly used GPUs first (the fuller the better),
+// then free GPUs of a partly used node (the fewer the better), then an idle
+// node (the fewer GPUs the better).
+int64_t Session::GpuPackingScore(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  const Resources& need = task.resources;
+  if (need.gpus == 0) return 0;
+  std::vector<size_t> slots;
+  const NodeFree free = FreeOf(node, &slots);
+  const auto idle = static_cast<uint32_t>(std::count(free.gpu_milli.begin(), free.gpu_milli.end(), kWholeMilli));
+  if (idle == free.gpu_milli.size()) return 1'000'000 - idle;
+  uint32_t whole_used = 0;
+  uint64_t left_on_used = 0;
+  for (size_t g : PlannedDevices(job, task, node)) {
+    auto at = std::find(slots.begin(), slots.end(), g);
+    if (at == slots.end()) continue;
+    const uint32_t milli = free.gpu_milli[static_cast<size_t>(at - slots.begin())];
+    if (milli == kWholeMilli) {
+      ++whole_used;
+    } else {
+      left_on_used += milli;
+    }
+  }
+  if (whole_used > 0) return 2'000'000 - whole_used;
+  return 4'000'000 - static_cast<int64_t>(left_on_used);
+}
+
+// GPU clustering: tasks of one GPU request together. Nodes running only
+// tasks of the same request first, then ones running it among others, then
+// idle ones, then the rest; within each, the node with less GPU share free.
+int64_t Session::GpuClusteringScore(const PendingTask& task, const WorkNode& node) const {
+  const Resources& need = task.resources;
+  if (need.gpus == 0 || node.view->gpus.empty()) return 0;
+  const uint64_t want_memory = need.Whole() ? 0 : topology::ResolveShareMemory(need, node.view->gpus.front().memory_mib);
+  bool same = false;
+  bool other = false;
+  for (size_t r : node.running) {
+    const auto& running = *running_[r].view;
+    if (running.gpus == 0) continue;
+    // Tasks with no device memory on record hold whole GPUs.
+    const bool whole = running.gpu_memory_mib == 0 ||
+                       running.gpu_memory_mib >= uint64_t{running.gpus} * node.view->gpus.front().memory_mib;
+    const bool match = running.gpus == need.gpus &&
+                       (need.Whole() ? whole : !whole && running.gpu_memory_mib == want_memory * running.gpus);
+    (match ? same : other) = true;
+  }
+  const NodeFree free = FreeOf(node, nullptr);
+  const int64_t fuller = static_cast<int64_t>(free.gpu_milli.size() * kWholeMilli - FreeTotal(free));
+  const int64_t tier = same && !other ? 3 : same ? 2 : !other ? 1 : 0;
+  return tier * 100'000'000 + fuller;
+}
+
+// Best fit: the node with the least left over, CPU and GPU share weighed
+// equally, each against the largest node's.
+int64_t Session::BestFitScore(const PendingTask& task, const WorkNode& node) const {
+  const Resources& need = task.resources;
+  const NodeFree free = FreeOf(node, nullptr);
+  double gpu_left = FreeTotal(free);
+  if (need.gpus > 0 && !node.view->gpus.empty()) {
+    gpu_left -= static_cast<double>(need.gpus) * ShareMilli(need, node.view->gpus.front());
+  }
+  const double cpu_left = static_cast<double>(node.cpu_free) - static_cast<double>(need.cpu_milli);
+  const double gpu_max = static_cast<double>(largest_gpus_) * kWholeMilli;
+  const double cpu_max = static_cast<double>(largest_cpu_);
+  const double left = 0.5 * (cpu_max > 0 ? cpu_left / cpu_max : 0) + 0.5 * (gpu_max > 0 ? gpu_left / gpu_max : 0);
+  return -std::llround(left * 1e9);
+}
+
+}  // namespace gpool::scheduler

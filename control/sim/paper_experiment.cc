@@ -1,0 +1,115 @@
+#include "control/sim/paper_experiment.h"
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "control/scheduler/scheduler.h"
+#include "control/sim/sim_cluster.h"
+#include "control/sim/workload.h"
+
+namespace gpool::sim {
+
+namespace {
+
+SeedResult RunSeed(const std::vector<TraceNode>& nodes, const std::vector<SimJob>& jobs,
+                   const std::vector<topology::WorkloadShape>& workload, const scheduler::SchedulerConfig& config,
+                   uint64_t seed, uint32_t arrival_pct) {
+  SeedResult result;
+  result.seed = seed;
+  SimCluster cluster = SimCluster::FromTrace(nodes);
+  cluster.view().workload = workload;
+  const double capacity = static_cast<double>(cluster.gpu_capacity_milli());
+  const double target = capacity * arrival_pct / 100.0;
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, jobs.size() - 1);
+  double arrived = 0;
+  uint32_t next_pct = 0;
+  auto record = [&] {
+    while (next_pct <= arrival_pct && arrived >= capacity * next_pct / 100.0) {
+      result.alloc_pct.push_back(100.0 * static_cast<double>(cluster.allocated_gpu_milli()) / capacity);
+      if (next_pct == 100) {
+        const double frag = cluster.Fragmentation(workload);
+        const double idle = static_cast<double>(cluster.free_gpu_milli());
+        result.frag_pct_at_100 = 100.0 * frag / capacity;
+        result.frag_idle_pct_at_100 = idle > 0 ? 100.0 * frag / idle : 0;
+      }
+      ++next_pct;
+    }
+  };
+  record();
+  bool has_gpu_demand = false;
+  for (const auto& job : jobs) has_gpu_demand = has_gpu_demand || job.gpu_milli > 0;
+  while (has_gpu_demand && arrived < target) {
+    const SimJob& drawn = jobs[pick(rng)];
+    topology::PendingJob job = drawn.job;
+    job.id = JobId(++result.pods);
+    job.arrival = result.pods;
+    cluster.view().pending.assign(1, job);
+    const scheduler::Plan plan = scheduler::Schedule(cluster.view(), config);
+    for (const auto& bind : plan.binds) {
+      if (cluster.Bind(bind, cluster.view().pending.front(), static_cast<int64_t>(result.pods))) ++result.placed;
+    }
+    arrived += static_cast<double>(drawn.gpu_milli);
+    record();
+  }
+  cluster.view().pending.clear();
+  return result;
+}
+
+double Mean(const std::vector<SeedResult>& seeds, double (*of)(const SeedResult&)) {
+  if (seeds.empty()) return 0;
+  double sum = 0;
+  for (const auto& seed : seeds) sum += of(seed);
+  return sum / static_cast<double>(seeds.size());
+}
+
+}  // namespace
+
+double PolicyResult::MeanAllocAt(uint32_t pct) const {
+  if (seeds.empty()) return 0;
+  double sum = 0;
+  for (const auto& seed : seeds) sum += pct < seed.alloc_pct.size() ? seed.alloc_pct[pct] : seed.alloc_pct.back();
+  return sum / static_cast<double>(seeds.size());
+}
+
+double PolicyResult::MeanFragAt100() const {
+  return Mean(seeds, [](const SeedResult& s) { return s.frag_pct_at_100; });
+}
+
+double PolicyResult::MeanFragIdleAt100() const {
+  return Mean(seeds, [](const SeedResult& s) { return s.frag_idle_pct_at_100; });
+}
+
+PolicyResult RunPaperExperiment(const std::vector<TraceNode>& nodes, const std::vector<TracePod>& pods,
+                                const std::string& policy, const scheduler::SchedulerConfig& config,
+                                const PaperOptions& options) {
+  PolicyResult result;
+  result.policy = policy;
+  result.seeds.resize(options.seeds);
+  if (pods.empty() || options.seeds == 0) return result;
+  const std::vector<SimJob> jobs = JobsFromTrace(pods);
+  const auto workload = TraceWorkload(pods);
+  const uint32_t threads = std::max<uint32_t>(
+      1, std::min<uint32_t>(options.seeds, options.threads ? options.threads : std::thread::hardware_concurrency()));
+  std::atomic<uint32_t> next{0};
+  auto worker = [&] {
+    for (uint32_t i = next++; i < options.seeds; i = next++) {
+      result.seeds[i] = RunSeed(nodes, jobs, workload, config, options.first_seed + i, options.arrival_pct);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (uint32_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& thread : pool) thread.join();
+  return result;
+}
+
+double EmptyClusterFragPct(const std::vector<TraceNode>& nodes, const std::vector<TracePod>& pods) {
+  SimCluster cluster = SimCluster::FromTrace(nodes);
+  const double capacity = static_cast<double>(cluster.gpu_capacity_milli());
+  return capacity > 0 ? 100.0 * cluster.Fragmentation(TraceWorkload(pods)) / capacity : 0;
+}
+
+}  // namespace gpool::sim

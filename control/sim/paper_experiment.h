@@ -1,0 +1,51 @@
+// The FGD paper's experiment (../shared/data/alibaba-gpu-v2023/README.md):
+// per seed, draw pods from the pod list with replacement until the GPU
+// demand that arrived reaches arrival_pct % of the cluster's GPUs, place
+// them one at a time in that order through the production scheduler (no
+// retries, no departures), and record the GPU allocation ratio at every
+// whole percent of arrived demand and the fragmentation when it reaches
+// 100 %. Seeds run in parallel threads; the scheduler is a pure function,
+// so results do not depend on the thread count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "control/scheduler/config.h"
+#include "control/sim/trace.h"
+
+namespace gpool::sim {
+
+struct PaperOptions {
+  uint32_t seeds = 10;
+  uint64_t first_seed = 1;
+  uint32_t arrival_pct = 130;
+  uint32_t threads = 0;  // 0: one per hardware thread
+};
+
+struct SeedResult {
+  uint64_t seed = 0;
+  std::vector<double> alloc_pct;  // [p]: allocated GPU share, % of capacity, once p % of demand arrived
+  double frag_pct_at_100 = 0;       // fragmentation, % of total GPU capacity
+  double frag_idle_pct_at_100 = 0;  // fragmentation, % of idle GPU capacity
+  uint64_t pods = 0;
+  uint64_t placed = 0;
+};
+
+struct PolicyResult {
+  std::string policy;
+  std::vector<SeedResult> seeds;
+  double MeanAllocAt(uint32_t pct) const;
+  double MeanFragAt100() const;
+  double MeanFragIdleAt100() const;
+};
+
+PolicyResult RunPaperExperiment(const std::vector<TraceNode>& nodes, const std::vector<TracePod>& pods,
+                                const std::string& policy, const scheduler::SchedulerConfig& config,
+                                const PaperOptions& options);
+
+// Fragmentation of the empty cluster for the pod list's workload, % of GPU capacity.
+double EmptyClusterFragPct(const std::vector<TraceNode>& nodes, const std::vector<TracePod>& pods);
+
+}  // namespace gpool::sim

@@ -1,0 +1,85 @@
+#include "control/sim/paper_report.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "control/sim/published.h"
+
+namespace gpool::sim {
+
+namespace {
+
+std::string Fixed(double value, int digits = 2) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+}  // namespace
+
+nlohmann::json PolicyJson(const PaperRunInfo& info, const PolicyResult& result, double seconds) {
+  const uint32_t arrival = info.options.arrival_pct;
+  nlohmann::json out;
+  out["policy"] = result.policy;
+  out["nodes_file"] = info.nodes_path;
+  out["pods_file"] = info.pods_path;
+  out["nodes"] = info.nodes;
+  out["pod_specs"] = info.pods;
+  out["seeds"] = info.options.seeds;
+  out["first_seed"] = info.options.first_seed;
+  out["arrival_pct"] = arrival;
+  out["alloc_pct_at_" + std::to_string(arrival)] = result.MeanAllocAt(arrival);
+  if (arrival >= 130) out["alloc_pct_at_130"] = result.MeanAllocAt(130);
+  out["alloc_pct_at_100"] = result.MeanAllocAt(100);
+  out["frag_pct_at_100"] = result.MeanFragAt100();
+  out["frag_idle_pct_at_100"] = result.MeanFragIdleAt100();
+  out["empty_cluster_frag_pct"] = info.empty_frag_pct;
+  nlohmann::json per_seed = nlohmann::json::array();
+  for (const auto& seed : result.seeds) {
+    per_seed.push_back({{"seed", seed.seed},
+                        {"alloc_pct_at_end", seed.alloc_pct.empty() ? 0.0 : seed.alloc_pct.back()},
+                        {"frag_pct_at_100", seed.frag_pct_at_100},
+                        {"pods", seed.pods},
+                        {"placed", seed.placed}});
+  }
+  out["per_seed"] = per_seed;
+  const auto published = PublishedAllocPct(VariantOfPodFile(info.pods_path), result.policy);
+  out["published_alloc_pct_at_130"] = published ? nlohmann::json(*published) : nlohmann::json(nullptr);
+  out["seconds"] = seconds;
+  return out;
+}
+
+std::string ComparisonTable(const PaperRunInfo& info, const std::vector<PolicyResult>& results) {
+  const std::string_view variant = VariantOfPodFile(info.pods_path);
+  const uint32_t arrival = info.options.arrival_pct;
+  std::ostringstream out;
+  out << "pods: " << info.pods_path << " (" << info.pods << " specs), nodes: " << info.nodes_path << " (" << info.nodes
+      << "), " << info.options.seeds << " seeds, arrival " << arrival << " %, empty-cluster fragmentation "
+      << Fixed(info.empty_frag_pct) << " %\n\n";
+  out << "| policy | alloc % at " << arrival << " | published | diff | frag % at 100 (of total / of idle) |\n";
+  out << "|---|---|---|---|---|\n";
+  for (const auto& result : results) {
+    const double alloc = result.MeanAllocAt(arrival);
+    const auto known = arrival == 130 ? PublishedAllocPct(variant, result.policy) : std::nullopt;
+    const double published = known.value_or(0);
+    out << "| " << result.policy << " | " << Fixed(alloc) << " | " << (known ? Fixed(published) : "-") << " | "
+        << (known ? (alloc >= published ? "+" : "") + Fixed(alloc - published) : "-") << " | "
+        << Fixed(result.MeanFragAt100()) << " / " << Fixed(result.MeanFragIdleAt100()) << " |\n";
+  }
+  return out.str();
+}
+
+std::string ArrivalCurveCsv(const std::vector<PolicyResult>& results, uint32_t arrival_pct) {
+  std::ostringstream out;
+  out << "arrival_pct";
+  for (const auto& result : results) out << ",alloc_pct_" << result.policy;
+  out << "\n";
+  for (uint32_t pct = 0; pct <= arrival_pct; ++pct) {
+    out << pct;
+    for (const auto& result : results) out << "," << Fixed(result.MeanAllocAt(pct), 3);
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace gpool::sim

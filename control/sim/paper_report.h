@@ -1,0 +1,33 @@
+// gpool-sim's output for the paper experiment: one JSON object per run
+// (the stable interface scripts read) and a comparison table beside the
+// published figures.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "control/sim/paper_experiment.h"
+
+namespace gpool::sim {
+
+struct PaperRunInfo {
+  std::string nodes_path;
+  std::string pods_path;
+  size_t nodes = 0;
+  size_t pods = 0;
+  PaperOptions options;
+  double empty_frag_pct = 0;
+};
+
+// Keys: policy, alloc_pct_at_<arrival> (and alloc_pct_at_130 whenever the
+// arrival reaches it), frag_pct_at_100, frag_idle_pct_at_100, per-seed
+// values, the published figure (null when the paper has none), seconds.
+nlohmann::json PolicyJson(const PaperRunInfo& info, const PolicyResult& result, double seconds);
+// The markdown comparison table.
+std::string ComparisonTable(const PaperRunInfo& info, const std::vector<PolicyResult>& results);
+// CSV: arrival_pct, then one allocation column per policy (mean over seeds).
+std::string ArrivalCurveCsv(const std::vector<PolicyResult>& results, uint32_t arrival_pct);
+
+}  // namespace gpool::sim

@@ -1,0 +1,197 @@
+// The simulator's cluster, workloads and the paper experiment, on small
+// hand-made traces whose outcomes can be worked out by hand.
+#include <gtest/gtest.h>
+
+#include "control/sim/paper_experiment.h"
+#include "control/sim/paper_report.h"
+#include "control/sim/plot.h"
+#include "control/sim/policies.h"
+#include "control/sim/published.h"
+#include "control/sim/sim_cluster.h"
+#include "control/sim/workload.h"
+
+namespace gpool::sim {
+namespace {
+
+std::vector<TraceNode> TwoNodes() {
+  return {TraceNode{"n0", 32000, 65536, 2, "T4"}, TraceNode{"n1", 64000, 131072, 4, "V100M32"}};
+}
+
+TracePod Pod(uint32_t gpus, uint32_t milli, uint64_t cpu = 1000, std::vector<std::string> spec = {}) {
+  TracePod pod;
+  pod.name = "p";
+  pod.cpu_milli = cpu;
+  pod.memory_mib = 1024;
+  pod.num_gpu = gpus;
+  pod.gpu_milli = milli;
+  pod.gpu_spec = std::move(spec);
+  return pod;
+}
+
+TEST(SimClusterTest, BindAndReleaseRestoreTheNode) {
+  SimCluster cluster = SimCluster::FromTrace(TwoNodes());
+  EXPECT_EQ(cluster.gpu_capacity_milli(), 6000u);
+  const SimJob share = JobFromTracePod(Pod(1, 250), 1);
+  cluster.view().pending = {share.job};
+  const auto plan = scheduler::Schedule(cluster.view(), *PolicyConfig("fragmentation"));
+  ASSERT_EQ(plan.binds.size(), 1u);
+  ASSERT_TRUE(cluster.Bind(plan.binds[0], share.job, 1));
+  EXPECT_EQ(cluster.allocated_gpu_milli(), 250u);
+  EXPECT_EQ(cluster.view().running.size(), 1u);
+  EXPECT_EQ(cluster.free_gpu_milli(), 5750u);
+  ASSERT_TRUE(cluster.Release(share.job.id, 0));
+  EXPECT_EQ(cluster.allocated_gpu_milli(), 0u);
+  EXPECT_EQ(cluster.free_gpu_milli(), 6000u);
+  EXPECT_TRUE(cluster.view().running.empty());
+  for (const auto& node : cluster.view().nodes) {
+    EXPECT_EQ(node.cpu_milli_free, node.cpu_milli_total);
+    for (const auto& gpu : node.gpus) EXPECT_EQ(gpu.tenants, 0u);
+  }
+  EXPECT_FALSE(cluster.Release(share.job.id, 0));
+  scheduler::Placement unknown;
+  unknown.node = "nowhere";
+  EXPECT_FALSE(cluster.Bind(unknown, share.job, 2));
+}
+
+TEST(SimWorkloadTest, TracePodsBecomeJobs) {
+  const SimJob share = JobFromTracePod(Pod(1, 460, 6000, {"V100M16", "V100M32"}), 7);
+  const Resources& need = share.job.tasks.at(0).resources;
+  EXPECT_EQ(share.job.id, JobId(7));
+  EXPECT_EQ(need.gpus, 1u);
+  EXPECT_EQ(need.gpu_memory_mib, 460u);  // of kTraceGpuUnits per device
+  EXPECT_EQ(need.gpu_model, "V100M16|V100M32");
+  EXPECT_EQ(share.gpu_milli, 460u);
+  const SimJob whole = JobFromTracePod(Pod(8, 1000), 8);
+  EXPECT_TRUE(whole.job.tasks.at(0).resources.Whole());
+  EXPECT_EQ(whole.gpu_milli, 8000u);
+  EXPECT_EQ(JobFromTracePod(Pod(0, 0), 9).gpu_milli, 0u);
+}
+
+TEST(SimWorkloadTest, JsonlJobsAndTheirErrors) {
+  auto jobs = ParseJsonlWorkload(
+      "# a comment\n"
+      "{\"name\": \"train\", \"arrival_s\": 2, \"duration_s\": 60, \"replicas\": 2, \"gpus\": 4, "
+      "\"priority_class\": \"high\"}\n\n"
+      "{\"arrival_s\": 5, \"cpu_milli\": 2000}\n",
+      "jobs.jsonl");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].arrival_ms, 2000);
+  EXPECT_EQ((*jobs)[0].duration_ms, 60000);
+  EXPECT_EQ((*jobs)[0].job.tasks.size(), 2u);
+  EXPECT_EQ((*jobs)[0].job.priority_class, topology::PriorityClass::kHigh);
+  EXPECT_EQ((*jobs)[0].gpu_milli, 8000u);
+  EXPECT_EQ((*jobs)[1].duration_ms, -1);
+  struct Case {
+    const char* line;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"not json", "w.jsonl:1: not a JSON object"},
+      {"{\"arrival_s\": 1, \"gpus\": 1, \"colour\": 2}", "w.jsonl:1: unknown field 'colour'"},
+      {"{\"gpus\": 1}", "w.jsonl:1: arrival_s: required"},
+      {"{\"arrival_s\": \"soon\", \"gpus\": 1}", "w.jsonl:1: arrival_s: not a number"},
+      {"{\"arrival_s\": 1, \"gpus\": 65}", "w.jsonl:1: gpus: 65 is outside 0.000000..64.000000"},
+      {"{\"arrival_s\": 1}", "w.jsonl:1: the job asks for neither GPUs nor CPU"},
+      {"{\"arrival_s\": 1, \"gpus\": 1, \"priority_class\": \"urgent\"}",
+       "w.jsonl:1: priority_class: 'urgent' is not low, medium or high"},
+  };
+  for (const auto& c : cases) {
+    auto bad = ParseJsonlWorkload(c.line, "w.jsonl");
+    ASSERT_FALSE(bad.ok()) << c.line;
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << c.line;
+    EXPECT_EQ(bad.status().message(), c.message);
+  }
+  EXPECT_EQ(LoadJsonlWorkload("/nonexistent/jobs.jsonl").status().code(), StatusCode::kNotFound);
+}
+
+TEST(PoliciesTest, EveryPaperPolicyIsAStrategyOfTheProductionScheduler) {
+  for (const auto& name : PaperPolicies()) {
+    auto config = PolicyConfig(name);
+    ASSERT_TRUE(config.ok()) << name;
+    EXPECT_EQ(scheduler::StrategyName(config->node_order.strategy), name);
+  }
+  auto fallback = PolicyConfig("default");
+  ASSERT_TRUE(fallback.ok());
+  EXPECT_EQ(scheduler::RenderSchedulerConfig(*fallback), scheduler::RenderSchedulerConfig(scheduler::SchedulerConfig{}));
+  EXPECT_EQ(PolicyConfig("tetris").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(PublishedTest, TableLookups) {
+  EXPECT_DOUBLE_EQ(*PublishedAllocPct("default", "fgd"), 95.39);
+  EXPECT_DOUBLE_EQ(*PublishedAllocPct("multigpu40", "random"), 90.09);
+  EXPECT_FALSE(PublishedAllocPct("default", "fragmentation").has_value());
+  EXPECT_FALSE(PublishedAllocPct("gpushare99", "fgd").has_value());
+  EXPECT_EQ(VariantOfPodFile("/a/b/openb_pod_list_gpuspec25.csv"), "gpuspec25");
+  EXPECT_EQ(VariantOfPodFile("pods.csv"), "");
+}
+
+// Two nodes (2 + 4 GPUs) and whole 1-GPU pods: every pod fits until the
+// GPUs run out, so allocation follows arrival up to 100 % and stays there.
+TEST(PaperExperimentTest, AllocationFollowsArrivalUntilTheClusterIsFull) {
+  PaperOptions options;
+  options.seeds = 3;
+  options.arrival_pct = 150;
+  const auto result = RunPaperExperiment(TwoNodes(), {Pod(1, 1000)}, "fragmentation",
+                                         *PolicyConfig("fragmentation"), options);
+  ASSERT_EQ(result.seeds.size(), 3u);
+  for (const auto& seed : result.seeds) {
+    EXPECT_EQ(seed.pods, 9u);  // 9 x 1000 = 150 % of 6000
+    EXPECT_EQ(seed.placed, 6u);
+    ASSERT_EQ(seed.alloc_pct.size(), 151u);
+    EXPECT_NEAR(seed.alloc_pct[50], 50.0, 1e-9);
+    EXPECT_NEAR(seed.alloc_pct[150], 100.0, 1e-9);
+    EXPECT_NEAR(seed.frag_pct_at_100, 0.0, 1e-9);
+  }
+  EXPECT_NEAR(result.MeanAllocAt(130), 100.0, 1e-9);
+}
+
+// Shares that leave 400 of each device: a 700 share never fits next to a
+// 300 one, so what is left is fragmentation for the workload.
+TEST(PaperExperimentTest, SeedsAreReproducibleAndThreadCountDoesNotMatter) {
+  const std::vector<TracePod> pods = {Pod(1, 300), Pod(1, 700), Pod(2, 1000), Pod(0, 0, 4000)};
+  PaperOptions one;
+  one.seeds = 4;
+  one.threads = 1;
+  PaperOptions two = one;
+  two.threads = 2;
+  for (const auto& policy : PaperPolicies()) {
+    const auto a = RunPaperExperiment(TwoNodes(), pods, policy, *PolicyConfig(policy), one);
+    const auto b = RunPaperExperiment(TwoNodes(), pods, policy, *PolicyConfig(policy), two);
+    for (size_t s = 0; s < a.seeds.size(); ++s) {
+      EXPECT_EQ(a.seeds[s].alloc_pct, b.seeds[s].alloc_pct) << policy;
+      EXPECT_EQ(a.seeds[s].placed, b.seeds[s].placed) << policy;
+      for (double pct : a.seeds[s].alloc_pct) EXPECT_LE(pct, 100.0 + 1e-9) << policy;
+    }
+    EXPECT_GT(a.MeanAllocAt(130), 50.0) << policy;
+  }
+}
+
+TEST(PaperExperimentTest, EmptyClusterFragmentation) {
+  // Half the pods are CPU-only (they strand every free GPU), half 4-GPU
+  // (they strand the 2-GPU node): 0.5 x 6000 + 0.5 x 2000 of 6000.
+  const std::vector<TracePod> pods = {Pod(0, 0), Pod(4, 1000)};
+  EXPECT_NEAR(EmptyClusterFragPct(TwoNodes(), pods), 100.0 * (0.5 * 6000 + 0.5 * 2000) / 6000, 1e-9);
+}
+
+TEST(PaperReportTest, JsonCarriesTheStableKeysAndTheTableThePublishedColumn) {
+  PaperOptions options;
+  options.seeds = 2;
+  const auto result = RunPaperExperiment(TwoNodes(), {Pod(1, 1000)}, "fgd", *PolicyConfig("fgd"), options);
+  PaperRunInfo info{"nodes.csv", "dir/openb_pod_list_default.csv", 2, 1, options, 0};
+  const auto json = PolicyJson(info, result, 1.5);
+  EXPECT_DOUBLE_EQ(json.at("alloc_pct_at_130").get<double>(), 100.0);
+  EXPECT_TRUE(json.contains("frag_pct_at_100"));
+  EXPECT_EQ(json.at("per_seed").size(), 2u);
+  EXPECT_DOUBLE_EQ(json.at("published_alloc_pct_at_130").get<double>(), 95.39);
+  const std::string table = ComparisonTable(info, {result});
+  EXPECT_NE(table.find("| fgd | 100.00 | 95.39 | +4.61 |"), std::string::npos) << table;
+  const std::string csv = ArrivalCurveCsv({result}, 130);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "arrival_pct,alloc_pct_fgd");
+  const std::string script = ArrivalCurvesScript({result}, 130, "out's.png");
+  EXPECT_NE(script.find("set output 'out''s.png'"), std::string::npos);
+  EXPECT_NE(script.find("title 'fgd'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpool::sim
