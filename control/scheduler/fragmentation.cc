@@ -40,33 +40,48 @@ double Fragment(const NodeFree& node, const SortedFree& sorted, const topology::
   return fitting >= shape.gpus ? sorted.total() - sorted.prefix[fitting] : sorted.total();
 }
 
-// What stays free on the node for one shape once as many tasks of it as
-// the node holds are packed on (the node's CPU bounds them too).
-double PackedFragment(const NodeFree& node, const SortedFree& sorted, const topology::WorkloadShape& shape) {
-  if (shape.gpus == 0 || shape.cpu_milli > node.cpu_milli || !GpuModelAllowed(shape.gpu_model, node.model)) {
-    return sorted.total();
-  }
-  const uint32_t size = std::max<uint32_t>(shape.gpu_milli, 1);
-  uint64_t tasks = 0;
-  if (size >= 1000) {
-    uint32_t idle = 0;
-    while (idle < sorted.count && sorted.milli[idle] >= 1000) ++idle;
-    tasks = idle / shape.gpus;
-  } else {
-    for (uint32_t i = 0; i < sorted.count; ++i) tasks += sorted.milli[i] / size;
-  }
-  if (shape.cpu_milli > 0) tasks = std::min<uint64_t>(tasks, node.cpu_milli / shape.cpu_milli);
-  const double used = static_cast<double>(tasks) * shape.gpus * size;
-  return std::max(0.0, sorted.total() - used);
-}
-
 }  // namespace
 
 double PackedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
-  const SortedFree sorted = Sort(node);
-  if (sorted.total() == 0) return 0;
+  double total = 0;
+  uint32_t idle = 0;
+  for (uint32_t free : node.gpu_milli) {
+    total += free;
+    idle += free >= 1000;
+  }
+  if (total == 0) return 0;
+  // Tasks of one share size that fit by device room, per size: workloads
+  // have a handful of sizes and many shapes, so each size is counted once.
+  struct Fit {
+    uint32_t size;
+    uint64_t tasks;
+  };
+  Fit fits[16];
+  size_t known = 0;
   double fragmentation = 0;
-  for (const auto& shape : workload) fragmentation += shape.weight * PackedFragment(node, sorted, shape);
+  for (const auto& shape : workload) {
+    if (shape.gpus == 0 || shape.cpu_milli > node.cpu_milli || !GpuModelAllowed(shape.gpu_model, node.model)) {
+      fragmentation += shape.weight * total;
+      continue;
+    }
+    const uint32_t size = std::max<uint32_t>(shape.gpu_milli, 1);
+    uint64_t tasks = 0;
+    if (size >= 1000) {
+      tasks = idle / shape.gpus;
+    } else {
+      const Fit* fit = std::find_if(fits, fits + known, [&](const Fit& f) { return f.size == size; });
+      if (fit == fits + known) {
+        uint64_t count = 0;
+        for (uint32_t free : node.gpu_milli) count += free / size;
+        if (known < std::size(fits)) fits[known++] = Fit{size, count};
+        tasks = count;
+      } else {
+        tasks = fit->tasks;
+      }
+    }
+    if (shape.cpu_milli > 0) tasks = std::min<uint64_t>(tasks, node.cpu_milli / shape.cpu_milli);
+    fragmentation += shape.weight * std::max(0.0, total - static_cast<double>(tasks) * shape.gpus * size);
+  }
   return fragmentation;
 }
 

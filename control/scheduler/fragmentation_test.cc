@@ -45,6 +45,22 @@ TEST(FragmentationTest, WeightsMixShapes) {
   EXPECT_DOUBLE_EQ(NodeFragmentation(Free(8000, {0, 0}), mix), 0);
 }
 
+TEST(PackedFragmentationTest, CountsWhatIsLeftAfterPackingEachShape) {
+  // 300 shares: 800 takes two (200 left), 300 takes one: 200 stranded.
+  const std::vector<WorkloadShape> share = {{1, 300, 1000, "", 1.0}};
+  EXPECT_DOUBLE_EQ(PackedFragmentation(Free(8000, {800, 300}), share), 200);
+  // FGD's measure sees none stranded: both devices take one.
+  EXPECT_DOUBLE_EQ(NodeFragmentation(Free(8000, {800, 300}), share), 0);
+  // CPU bounds the count: 1500 milli-CPU runs one task of 1000.
+  EXPECT_DOUBLE_EQ(PackedFragmentation(Free(1500, {800, 300}), share), 1100 - 300);
+  // Whole 2-GPU tasks on three idle devices and a partial one: one fits.
+  EXPECT_DOUBLE_EQ(PackedFragmentation(Free(8000, {1000, 1000, 1000, 500}), {{2, 1000, 0, "", 1.0}}), 1500);
+  // Shapes that cannot run strand everything, as in FGD's measure.
+  EXPECT_DOUBLE_EQ(PackedFragmentation(Free(8000, {1000, 1000}), {{0, 1000, 1000, "", 1.0}}), 2000);
+  EXPECT_DOUBLE_EQ(PackedFragmentation(Free(8000, {1000, 1000}), {{1, 1000, 1000, "T4", 1.0}}), 2000);
+  EXPECT_DOUBLE_EQ(PackedFragmentation(Free(8000, {0, 0}), share), 0);
+}
+
 TEST(FragmentationTest, TargetWorkloadKeepsTheShapesCoveringMostTasks) {
   std::vector<WorkloadShape> samples;
   for (int i = 0; i < 90; ++i) samples.push_back({1, 1000, 4000, "", 0});
