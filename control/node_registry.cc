@@ -1,5 +1,7 @@
 #include "control/node_registry.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "control/dispatcher.h"
@@ -119,16 +121,28 @@ int64_t NodeRegistry::GpuMemoryUsed(const TaskId& task) const {
   if (record == nullptr) return -1;
   auto link = links_.find(record->node);
   if (link == links_.end()) return -1;
-  auto used = link->second.gpu_memory_used.find(task);
-  return used == link->second.gpu_memory_used.end() ? -1 : static_cast<int64_t>(used->second);
+  const TaskUsage* used = FindUsage(link->second, task);
+  return used == nullptr ? -1 : static_cast<int64_t>(used->gpu_memory_used_mib);
+}
+
+const TaskUsage* NodeRegistry::FindUsage(const Link& link, const TaskId& task) {
+  auto it = std::lower_bound(link.gpu_memory_used.begin(), link.gpu_memory_used.end(), task,
+                             [](const TaskUsage& usage, const TaskId& id) { return usage.task < id; });
+  return it != link.gpu_memory_used.end() && it->task == task ? &*it : nullptr;
 }
 
 void NodeRegistry::RecordUsage(Link& link, const Heartbeat& msg) {
   constexpr size_t kMaxReported = 100'000;  // a worker tracks at most this many tasks
-  link.gpu_memory_used.clear();
-  for (size_t i = 0; i < msg.usage.size() && i < kMaxReported; ++i) {
+  const size_t reported = std::min(msg.usage.size(), kMaxReported);
+  link.gpu_memory_used.assign(msg.usage.begin(), msg.usage.begin() + static_cast<ptrdiff_t>(reported));
+  // A task reported twice keeps its last value, as a map assignment would.
+  std::stable_sort(link.gpu_memory_used.begin(), link.gpu_memory_used.end(),
+                   [](const TaskUsage& a, const TaskUsage& b) { return a.task < b.task; });
+  auto last = std::unique(link.gpu_memory_used.rbegin(), link.gpu_memory_used.rend(),
+                          [](const TaskUsage& a, const TaskUsage& b) { return a.task == b.task; });
+  link.gpu_memory_used.erase(link.gpu_memory_used.begin(), last.base());
+  for (size_t i = 0; i < reported; ++i) {
     const TaskUsage& usage = msg.usage[i];
-    link.gpu_memory_used[usage.task] = usage.gpu_memory_used_mib;
     // A share's limit is enforced by the interception layer, if the node
     // has one; a task above it says the node runs without (or it leaks).
     const state::TaskRecord* task = state_.FindTask(usage.task);
@@ -139,7 +153,7 @@ void NodeRegistry::RecordUsage(Link& link, const Heartbeat& msg) {
                    usage.task.ToString(), msg.node, usage.gpu_memory_used_mib, share);
     }
   }
-  std::erase_if(link.warned_over_share, [&](const TaskId& id) { return !link.gpu_memory_used.count(id); });
+  std::erase_if(link.warned_over_share, [&](const TaskId& id) { return FindUsage(link, id) == nullptr; });
 }
 
 void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms) {

@@ -116,6 +116,14 @@ TEST_F(RegistryTest, HeartbeatUsageIsKeptUntilTheNextHeartbeat) {
   EXPECT_EQ(registry_->GpuMemoryUsed(task), -1);
 }
 
+TEST_F(RegistryTest, UsageInAnyOrderIsFoundAndARepeatKeepsItsLastValue) {
+  RegisterAndBindOneTask();
+  const TaskId task{JobId(1), 0, 0};
+  const TaskId other{JobId(9), 0, 0};
+  FromWorker("peer-a", Heartbeat{"n1", {task}, {TaskUsage{other, 5}, TaskUsage{task, 1}, TaskUsage{task, 777}}}, 10);
+  EXPECT_EQ(registry_->GpuMemoryUsed(task), 777);
+}
+
 TEST_F(RegistryTest, BindIsResentUntilAckedAndCarriesTheEpoch) {
   proposer_.set_epoch(4);
   RegisterAndBindOneTask();

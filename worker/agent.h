@@ -3,16 +3,14 @@
 //
 //   poll the socket (poll_ms) -> Link::Receive each frame
 //   TaskManager::Poll (start, reap, SIGKILL at deadlines)
-//   Link::Tick -> perform its actions: connect (close the socket, open a new
-//   one to the endpoint: ZMQ_LINGER 0, bounded HWMs) and send (non-blocking;
-//   a frame that cannot be queued is dropped and logged, the Link resends
-//   what matters)
+//   Link::Tick -> perform its actions through the NodeSocket (node_socket.h:
+//   connect, and non-blocking sends)
 //
 // When `stop` becomes true the Agent stops the tasks (SIGTERM, grace,
 // SIGKILL), keeps the loop turning until they are reaped so their exit
 // events can still go out, and returns.
 //
-// Ownership and threads: owns the ZeroMQ context and socket; the TaskManager
+// Ownership and threads: owns the ZeroMQ context and the NodeSocket; the TaskManager
 // and Link are the caller's and must outlive the Agent. Run on one thread,
 // which must live as long as the tasks (PR_SET_PDEATHSIG follows the forking
 // thread).
@@ -21,7 +19,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <optional>
 
 #include <spdlog/logger.h>
 #include <zmq.hpp>
@@ -29,6 +26,7 @@
 #include "protocol/base/clock.h"
 #include "protocol/base/status.h"
 #include "worker/link.h"
+#include "worker/node_socket.h"
 #include "worker/runner/task_manager.h"
 
 namespace gpool::worker {
@@ -58,15 +56,12 @@ class Agent {
   explicit Agent(AgentOptions options);
 
   void Turn(int poll_ms);
-  void ApplyActions();
-  void Connect(const std::string& endpoint);
-  void ReceiveFrames();
 
   AgentOptions options_;
   std::shared_ptr<spdlog::logger> log_;
   zmq::context_t context_;
-  std::optional<zmq::socket_t> socket_;
-  uint64_t dropped_sends_ = 0;
+  // Declared after the context it uses, so it closes first.
+  NodeSocket socket_;
 };
 
 }  // namespace gpool::worker

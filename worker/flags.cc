@@ -19,6 +19,20 @@ std::string Trim(const std::string& s) {
   return s.substr(begin, s.find_last_not_of(ws) - begin + 1);
 }
 
+// --simulate N, parsed here rather than by cxxopts so a bad value gets a
+// message that says what is allowed.
+Result<uint32_t> ParseSimulate(const std::string& text) {
+  const std::string range = "a number of nodes from 1 to " + std::to_string(kMaxSimulatedNodes);
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) {
+    return Status::InvalidArgument("--simulate: '" + text + "' is not " + range);
+  }
+  const unsigned long n = std::stoul(text);
+  if (n == 0 || n > kMaxSimulatedNodes) {
+    return Status::InvalidArgument("--simulate: " + text + " is out of range: expected " + range);
+  }
+  return static_cast<uint32_t>(n);
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> ParseEndpoints(const std::string& list) {
@@ -71,6 +85,8 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("mig-dynamic", "Offer MIG-enabled GPUs without instances for dynamic MIG: the scheduler picks instances and "
      "the worker creates and destroys them (needs root or CAP_SYS_ADMIN)")
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"), "LEVEL")
+    ("simulate", "Fleet mode: run N simulated nodes (1 to 10000) from --spec in this process, each with its own "
+     "connection, named <name>-0001...; tasks are simulated, no program runs", cxxopts::value<std::string>(), "N")
     ("h,help", "Print this help")
     ("version", "Print the version");
   // clang-format on
@@ -108,6 +124,9 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     if (result.count("cuda-intercept-lib")) f.cuda_intercept_lib = result["cuda-intercept-lib"].as<std::string>();
     f.log_level = result["log-level"].as<std::string>();
     f.mig_dynamic = result.count("mig-dynamic") > 0;
+    if (result.count("simulate")) {
+      GPOOL_ASSIGN_OR_RETURN(f.simulate, ParseSimulate(result["simulate"].as<std::string>()));
+    }
   } catch (const cxxopts::exceptions::exception& e) {
     return Status::InvalidArgument(e.what());
   }
@@ -121,6 +140,9 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
   if (f.cuda_intercept_lib.find_first_of(": \t\n") != std::string::npos) {
     return Status::InvalidArgument("--cuda-intercept-lib: '" + f.cuda_intercept_lib +
                                    "' holds ':' or a blank, which LD_PRELOAD cannot carry");
+  }
+  if (f.simulate > 0 && f.spec_path.empty()) {
+    return Status::InvalidArgument("--simulate needs --spec FILE: the simulated nodes' devices come from it");
   }
   static const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
   bool level_ok = false;

@@ -12,11 +12,15 @@
 //                            libvgpu.so) preloaded into GPU-share tasks;
 //                            default none: shares are not enforced
 //   --log-level L            trace|debug|info|warn|error (default info)
+//   --simulate N             fleet mode: N simulated nodes (1..10000) from
+//                            --spec in this one process, each with its own
+//                            connection; tasks are simulated (fleet.h)
 //   --help, --version
 //
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,7 +39,13 @@ struct WorkerFlags {
   std::string cuda_intercept_lib;  // empty: GPU shares unenforced
   bool mig_dynamic = false;        // --mig-dynamic: empty MIG-enabled GPUs become dynamic MIG
   std::string log_level = "info";
+  uint32_t simulate = 0;           // --simulate N: fleet of N simulated nodes; 0: one real node
 };
+
+// The most nodes --simulate accepts: each costs two file descriptors and a
+// socket of one ZeroMQ context, and a fleet beyond this is better split
+// over several processes.
+inline constexpr uint32_t kMaxSimulatedNodes = 10'000;
 
 struct ParsedFlags {
   enum class Action { kRun, kHelp, kVersion };

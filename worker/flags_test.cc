@@ -75,6 +75,40 @@ TEST(FlagsTest, BadInputIsInvalidArgument) {
   }
 }
 
+TEST(FlagsTest, Simulate) {
+  auto plain = Parse({});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->flags.simulate, 0u) << "one real node unless asked";
+  auto fleet = Parse({"--simulate", "1000", "--spec", "node.yaml"});
+  ASSERT_TRUE(fleet.ok()) << fleet.status().ToString();
+  EXPECT_EQ(fleet->flags.simulate, 1000u);
+  auto most = Parse({"--simulate", "10000", "--spec", "node.yaml"});
+  ASSERT_TRUE(most.ok()) << most.status().ToString();
+  EXPECT_EQ(most->flags.simulate, kMaxSimulatedNodes);
+}
+
+TEST(FlagsTest, BadSimulateSaysWhy) {
+  struct Case {
+    std::vector<const char*> args;
+    std::string says;
+  };
+  for (const auto& c : std::vector<Case>{
+           {{"--simulate", "0", "--spec", "s.yaml"}, "out of range"},
+           {{"--simulate", "10001", "--spec", "s.yaml"}, "out of range"},
+           {{"--simulate", "99999999999", "--spec", "s.yaml"}, "is not a number of nodes"},
+           {{"--simulate", "-3", "--spec", "s.yaml"}, "is not a number of nodes"},
+           {{"--simulate", "ten", "--spec", "s.yaml"}, "is not a number of nodes"},
+           {{"--simulate", "", "--spec", "s.yaml"}, "is not a number of nodes"},
+           {{"--simulate", "20"}, "needs --spec"},
+       }) {
+    auto parsed = Parse(c.args);
+    ASSERT_FALSE(parsed.ok()) << c.args[1];
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << parsed.status().ToString();
+    EXPECT_NE(parsed.status().message().find(c.says), std::string::npos) << parsed.status().message();
+    EXPECT_NE(parsed.status().message().find("--simulate"), std::string::npos) << parsed.status().message();
+  }
+}
+
 TEST(FlagsTest, TokenFileIsTrimmed) {
   testing::TempDir dir;
   EXPECT_EQ(*ReadTokenFile(dir.Write("token", "  s3cret\n")), "s3cret");

@@ -3,8 +3,11 @@
 // Link and Agent, and runs until SIGTERM/SIGINT (then stops the tasks and
 // exits 0).
 //
+// With --simulate N it is instead the composition root of a fleet of N
+// simulated nodes in this one process (fleet.h).
+//
 // Exit codes: 0 normal stop, 1 startup failure (bad spec, unwritable data
-// dir), 2 bad command line.
+// dir, too few file descriptors for the fleet), 2 bad command line.
 #include <signal.h>
 #include <unistd.h>
 
@@ -22,6 +25,8 @@
 #include "worker/discovery/discover.h"
 #include "worker/discovery/nvml_mig_manager.h"
 #include "worker/discovery/nvml_usage_sampler.h"
+#include "worker/fleet.h"
+#include "worker/fleet_nodes.h"
 #include "worker/flags.h"
 #include "worker/link.h"
 #include "worker/log.h"
@@ -114,6 +119,47 @@ int Fail(const std::string& what, const gpool::Status& status) {
   return 1;
 }
 
+// Fleet mode: the spec is read once and copied into N distinct nodes. Each
+// node logs through its own logger, named by the node, over one shared sink,
+// so every line says which node it is about.
+int RunFleet(const gpool::worker::WorkerFlags& flags, std::shared_ptr<spdlog::logger> logger) {
+  using namespace gpool;
+  using namespace gpool::worker;
+  DiscoveryOptions discovery;
+  discovery.spec_path = flags.spec_path;
+  discovery.node_name = flags.node_name;
+  discovery.logger = logger;
+  auto spec = DiscoverNode(discovery);
+  if (!spec.ok()) return Fail("node discovery failed", spec.status());
+  auto nodes = MakeFleetNodes(*spec, flags.node_name, flags.simulate);
+  if (!nodes.ok()) return Fail("cannot derive the simulated nodes", nodes.status());
+
+  auto node_sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  node_sink->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ node=%n %v");
+  const spdlog::level::level_enum level = logger->level();
+  FleetOptions options;
+  options.nodes = std::move(nodes).value();
+  options.endpoints = flags.coordinators;
+  options.token = flags.token;
+  options.worker_version = kWorkerVersion;
+  options.data_dir = flags.data_dir;
+  options.base_env = ParseEnvList(environ);
+  options.clock = &SystemClock::Get();
+  options.logger = logger;
+  options.node_logger = [node_sink, level](const std::string& node) {
+    auto node_logger = std::make_shared<spdlog::logger>(node, node_sink);
+    node_logger->set_level(level);
+    node_logger->flush_on(spdlog::level::warn);
+    return node_logger;
+  };
+  auto fleet = Fleet::Open(std::move(options));
+  if (!fleet.ok()) return Fail("cannot start the simulated fleet", fleet.status());
+  Status run = (*fleet)->Run(g_stop);
+  if (!run.ok()) logger->warn("shutdown incomplete error={}", Q(run.ToString()));
+  logger->info("gpool-worker exiting");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -146,8 +192,10 @@ int main(int argc, char** argv) {
 
   std::string endpoints;
   for (const auto& e : flags.coordinators) endpoints += (endpoints.empty() ? "" : ",") + e;
-  logger->info("gpool-worker starting version={} pid={} coordinators={} data_dir={}", kWorkerVersion, getpid(),
-               endpoints, Q(flags.data_dir));
+  logger->info("gpool-worker starting version={} pid={} coordinators={} data_dir={} simulate={}", kWorkerVersion,
+               getpid(), endpoints, Q(flags.data_dir), flags.simulate);
+
+  if (flags.simulate > 0) return RunFleet(flags, logger);
 
   DiscoveryOptions discovery;
   discovery.spec_path = flags.spec_path;

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
       ("csv", "write the time series (event mode) or arrival curves (paper mode) here", cxxopts::value<std::string>())
       ("plot", "also draw the series as a PNG chart here (needs gnuplot)", cxxopts::value<std::string>())
       ("json", "print JSON instead of a table")
+      ("bench-json", "paper mode: print benchmark lines {metric, value, unit, params} (bench/run-all.sh)")
       ("h,help", "this help");
   cxxopts::ParseResult args;
   try {
@@ -161,8 +162,13 @@ int main(int argc, char** argv) {
     results.push_back(gpool::sim::RunPaperExperiment(*nodes, *pods, policies[p], configs[p], options));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (json) std::cout << gpool::sim::PolicyJson(info, results.back(), seconds).dump() << std::endl;
+    if (args.count("bench-json")) {
+      for (const auto& line : gpool::sim::BenchLines(gpool::sim::PolicyJson(info, results.back(), seconds))) {
+        std::cout << line << std::endl;
+      }
+    }
   }
-  if (!json) std::cout << gpool::sim::ComparisonTable(info, results);
+  if (!json && !args.count("bench-json")) std::cout << gpool::sim::ComparisonTable(info, results);
   if (args.count("csv")) {
     const std::string path = args["csv"].as<std::string>();
     if (!WriteFile(path, gpool::sim::ArrivalCurveCsv(results, options.arrival_pct))) return Fail(1, path + ": cannot write");

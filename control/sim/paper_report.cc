@@ -49,6 +49,24 @@ nlohmann::json PolicyJson(const PaperRunInfo& info, const PolicyResult& result, 
   return out;
 }
 
+std::vector<std::string> BenchLines(const nlohmann::json& policy_json) {
+  const std::string arrival = std::to_string(policy_json.at("arrival_pct").get<uint32_t>());
+  nlohmann::json params = {{"policy", policy_json.at("policy")},
+                           {"variant", std::string(VariantOfPodFile(policy_json.at("pods_file").get<std::string>()))},
+                           {"seeds", policy_json.at("seeds")},
+                           {"published_fgd_alloc_pct_at_130", nullptr}};
+  const auto published = PublishedAllocPct(params["variant"].get<std::string>(), "fgd");
+  if (published) params["published_fgd_alloc_pct_at_130"] = *published;
+  auto line = [&](const std::string& metric, const nlohmann::json& value, const char* unit) {
+    // The field order and spacing of every gpool benchmark line.
+    return "{\"metric\": " + nlohmann::json(metric).dump() + ", \"value\": " + value.dump() + ", \"unit\": \"" +
+           unit + "\", \"params\": " + params.dump() + "}";
+  };
+  return {line("sim_alloc_pct_at_" + arrival, policy_json.at("alloc_pct_at_" + arrival), "%"),
+          line("sim_frag_pct_at_100", policy_json.at("frag_pct_at_100"), "%"),
+          line("sim_run_seconds", policy_json.at("seconds"), "s")};
+}
+
 std::string ComparisonTable(const PaperRunInfo& info, const std::vector<PolicyResult>& results) {
   const std::string_view variant = VariantOfPodFile(info.pods_path);
   const uint32_t arrival = info.options.arrival_pct;

@@ -25,6 +25,10 @@ struct PaperRunInfo {
 // arrival reaches it), frag_pct_at_100, frag_idle_pct_at_100, per-seed
 // values, the published figure (null when the paper has none), seconds.
 nlohmann::json PolicyJson(const PaperRunInfo& info, const PolicyResult& result, double seconds);
+// The benchmark suite's lines ({"metric", "value", "unit", "params"}) for
+// one policy's JSON: allocation at the arrival, fragmentation at 100 %, and
+// the run's wall time, with the published figure among the params.
+std::vector<std::string> BenchLines(const nlohmann::json& policy_json);
 // The markdown comparison table.
 std::string ComparisonTable(const PaperRunInfo& info, const std::vector<PolicyResult>& results);
 // CSV: arrival_pct, then one allocation column per policy (mean over seeds).

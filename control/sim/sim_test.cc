@@ -184,6 +184,11 @@ TEST(PaperReportTest, JsonCarriesTheStableKeysAndTheTableThePublishedColumn) {
   EXPECT_TRUE(json.contains("frag_pct_at_100"));
   EXPECT_EQ(json.at("per_seed").size(), 2u);
   EXPECT_DOUBLE_EQ(json.at("published_alloc_pct_at_130").get<double>(), 95.39);
+  const auto lines = BenchLines(json);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].rfind("{\"metric\": \"sim_alloc_pct_at_130\", \"value\": 100.0, \"unit\": \"%\", \"params\": {", 0), 0u)
+      << lines[0];
+  EXPECT_NE(lines[0].find("\"published_fgd_alloc_pct_at_130\":95.39"), std::string::npos) << lines[0];
   const std::string table = ComparisonTable(info, {result});
   EXPECT_NE(table.find("| fgd | 100.00 | 95.39 | +4.61 |"), std::string::npos) << table;
   const std::string csv = ArrivalCurveCsv({result}, 130);

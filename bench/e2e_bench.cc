@@ -1,0 +1,411 @@
+// gpool-bench-e2e: the whole control plane end to end on this machine.
+//
+// Three real gpool-coordinator replicas (Raft, fsync) and ONE gpool-worker
+// in fleet mode (`--simulate N --spec worker/examples/node-8gpu.yaml`: N
+// simulated 8-GPU nodes, each with its own connection; tasks are simulated,
+// so no process is forked per task), all on 127.0.0.1 with ports reserved
+// up front. Once all N nodes are Ready it measures, in this order:
+//
+//   baseline   a raw ZeroMQ DEALER/ROUTER round trip on loopback (p50);
+//   latency    submit-to-running on an idle cluster: one 1-GPU job at a
+//              time, from the Submit call until GetJob shows its task
+//              Running (or already Succeeded: it ran). GetJob is polled
+//              back to back; there is no watch in the client API. Reported
+//              as p50 and p99, and p50 over the ZeroMQ round trip;
+//   submit     submissions/s accepted: `clients` threads submit small
+//              one-task jobs (0 GPUs, `true`) without pause for `seconds`;
+//   placement  placements/s bound: once the cluster is idle again, `jobs`
+//              jobs of `tasks_per_job` 1-GPU tasks (`sleep 3600`) are
+//              submitted at once from one thread each; from the first
+//              submit until ClusterStatus counts every task's GPU used
+//              (bound: the placement is committed) and until ListJobs
+//              counts every task running (the workers reported them started
+//              and that is committed).
+//
+// Usage: gpool-bench-e2e [nodes=1000] [seconds=5] [latency_samples=200]
+// Prints JSON lines {"metric", "value", "unit", "params"}; progress goes to
+// stderr. Every process started is killed on exit, failures included
+// (children also die with the bench: PR_SET_PDEATHSIG). GPOOL_BENCH_KEEP=1
+// keeps the logs.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "client/client.h"
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+constexpr int kReplicas = 3;
+
+double Ms(SteadyClock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+int ReservePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::perror("reserving a port");
+    std::exit(1);
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log_path) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(log, 1);
+    dup2(log, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+bool WaitUntil(const std::function<bool()>& done, double seconds, int poll_ms = 5) {
+  const auto end = SteadyClock::now() + std::chrono::duration<double>(seconds);
+  while (SteadyClock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+  }
+  return false;
+}
+
+// The processes of one run; the destructor stops them whatever happened.
+struct Cluster {
+  std::string dir;
+  std::vector<std::string> client, worker, peer;
+  std::vector<pid_t> pids;
+
+  ~Cluster() {
+    for (pid_t pid : pids) kill(pid, SIGTERM);
+    for (pid_t pid : pids) {
+      // A bounded wait, then SIGKILL: a stuck process must not hang the bench.
+      bool gone = false;
+      for (int i = 0; i < 500 && !gone; ++i) {
+        gone = waitpid(pid, nullptr, WNOHANG) == pid;
+        if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (!gone) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    }
+    if (std::getenv("GPOOL_BENCH_KEEP") == nullptr) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    } else {
+      std::fprintf(stderr, "logs kept in %s\n", dir.c_str());
+    }
+  }
+
+  static std::string Join(const std::vector<std::string>& eps) {
+    std::string out;
+    for (const auto& e : eps) out += (out.empty() ? "" : ",") + e;
+    return out;
+  }
+
+  void StartReplicas() {
+    std::string peers, clients, workers;
+    for (int r = 0; r < kReplicas; ++r) {
+      const std::string id = std::to_string(r + 1);
+      peers += (r ? "," : "") + id + "=" + peer[r];
+      clients += (r ? "," : "") + id + "=" + client[r];
+      workers += (r ? "," : "") + id + "=" + worker[r];
+    }
+    for (int i = 0; i < kReplicas; ++i) {
+      const std::string name = dir + "/c" + std::to_string(i + 1);
+      pids.push_back(Spawn({GPOOL_COORDINATOR_BIN, "--id", std::to_string(i + 1), "--peers", peers, "--peer-clients",
+                            clients, "--peer-workers", workers, "--data-dir", name, "--client-addr", client[i],
+                            "--worker-addr", worker[i], "--heartbeat-ms", "1000", "--node-timeout-ms", "10000",
+                            "--log-level", "warn"},
+                           name + ".log"));
+    }
+  }
+
+  void StartFleet(int nodes, const std::string& spec) {
+    pids.push_back(Spawn({GPOOL_WORKER_BIN, "--simulate", std::to_string(nodes), "--spec", spec, "--coordinator",
+                          Join(worker), "--data-dir", dir + "/fleet", "--log-level", "warn"},
+                         dir + "/fleet.log"));
+  }
+};
+
+std::unique_ptr<gpool::Client> Connect(const std::string& endpoints, int timeout_ms = 5000) {
+  gpool::ClientOptions options;
+  options.endpoints = endpoints;
+  options.timeout_ms = timeout_ms;
+  options.retries = 10;
+  auto client = gpool::Client::Connect(options);
+  if (!client.ok()) {
+    std::fprintf(stderr, "%s\n", client.status().ToString().c_str());
+    std::exit(1);
+  }
+  return std::move(client).value();
+}
+
+gpool::JobSpec Job(const std::string& name, uint32_t replicas, uint32_t gpus, std::vector<std::string> command) {
+  gpool::JobSpec spec;
+  spec.name = name;
+  gpool::TaskGroupSpec group;
+  group.name = "main";
+  group.replicas = replicas;
+  group.command = std::move(command);
+  group.resources = gpool::Resources{gpus, 100, 64};
+  spec.tasks.push_back(group);
+  return spec;
+}
+
+std::vector<double> ZmqRoundTripUs(double seconds) {
+  std::vector<double> us;
+  zmq::context_t context;
+  zmq::socket_t router(context, zmq::socket_type::router);
+  router.bind("tcp://127.0.0.1:*");
+  const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
+  std::atomic<bool> stop{false};
+  std::thread echo([&] {
+    zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
+    while (!stop) {
+      if (zmq::poll(&item, 1, std::chrono::milliseconds(50)) == 0) continue;
+      std::vector<zmq::message_t> parts;
+      if (!zmq::recv_multipart(router, std::back_inserter(parts))) continue;
+      zmq::send_multipart(router, parts);
+    }
+  });
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(endpoint);
+  std::string payload(200, 'x');
+  const auto end = SteadyClock::now() + std::chrono::duration<double>(seconds);
+  while (SteadyClock::now() < end) {
+    const auto start = SteadyClock::now();
+    dealer.send(zmq::buffer(payload), zmq::send_flags::none);
+    zmq::message_t reply;
+    if (!dealer.recv(reply)) break;
+    us.push_back(Ms(SteadyClock::now() - start) * 1000.0);
+  }
+  stop = true;
+  echo.join();
+  return us;
+}
+
+// Nothing pending, running or holding a GPU.
+bool Idle(gpool::Client& client) {
+  auto status = client.ClusterStatus();
+  return status.ok() && status->role == "leader" && status->jobs_pending == 0 && status->jobs_running == 0 &&
+         status->gpus_used == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int nodes = argc > 1 ? std::atoi(argv[1]) : 1000;
+  const double seconds = argc > 2 ? std::atof(argv[2]) : 5.0;
+  const int samples = argc > 3 ? std::atoi(argv[3]) : 200;
+  if (nodes <= 0 || nodes > 10000 || seconds <= 0 || samples <= 0) {
+    std::fprintf(stderr, "usage: gpool-bench-e2e [nodes=1000 (1-10000)] [seconds=5] [latency_samples=200]\n");
+    return 2;
+  }
+  // 80 % of the cluster's GPUs, in jobs of 100 tasks, for the placement run.
+  const int tasks_per_job = 100;
+  const int placement_jobs = std::max(1, nodes * 8 * 8 / 10 / tasks_per_job);
+  const int clients = 64;  // closed-loop clients: enough that commit latency, not their number, limits the rate
+
+  Cluster cluster;
+  cluster.dir = (std::filesystem::temp_directory_path() / ("gpool-bench-e2e-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(cluster.dir);
+  for (int i = 0; i < kReplicas; ++i) {
+    cluster.client.push_back("tcp://127.0.0.1:" + std::to_string(ReservePort()));
+    cluster.worker.push_back("tcp://127.0.0.1:" + std::to_string(ReservePort()));
+    cluster.peer.push_back("tcp://127.0.0.1:" + std::to_string(ReservePort()));
+  }
+  const std::string spec = std::string(GPOOL_WORKER_EXAMPLES_DIR) + "/node-8gpu.yaml";
+  const auto cluster_start = SteadyClock::now();
+  cluster.StartReplicas();
+  cluster.StartFleet(nodes, spec);
+  const std::string endpoints = Cluster::Join(cluster.client);
+  auto observer = Connect(endpoints);
+
+  uint32_t ready = 0;
+  if (!WaitUntil(
+          [&] {
+            auto status = observer->ClusterStatus();
+            ready = status.ok() ? status->nodes_ready : 0;
+            return status.ok() && status->role == "leader" && ready == static_cast<uint32_t>(nodes);
+          },
+          180, 50)) {
+    std::fprintf(stderr, "only %u of %d nodes became ready; logs in %s (GPOOL_BENCH_KEEP=1 keeps them)\n", ready,
+                 nodes, cluster.dir.c_str());
+    return 1;
+  }
+  const double registration_s = Ms(SteadyClock::now() - cluster_start) / 1000.0;
+  std::printf("{\"metric\": \"fleet_ready_s\", \"value\": %.2f, \"unit\": \"s\", \"params\": {\"nodes\": %d, "
+              "\"gpus_per_node\": 8, \"replicas\": %d, \"worker_processes\": 1, \"heartbeat_ms\": 1000}}\n",
+              registration_s, nodes, kReplicas);
+  std::fflush(stdout);
+
+  // Baseline.
+  const std::vector<double> rtt = ZmqRoundTripUs(1.0);
+  const double rtt_p50_us = Percentile(rtt, 0.5);
+  std::printf("{\"metric\": \"zmq_round_trip_p50\", \"value\": %.1f, \"unit\": \"us\", \"params\": {\"p99_us\": %.1f}}\n",
+              rtt_p50_us, Percentile(rtt, 0.99));
+  std::fflush(stdout);
+
+  // Submit-to-running on an idle cluster, one job at a time.
+  std::vector<double> latency_ms;
+  uint64_t latency_errors = 0;
+  {
+    auto client = Connect(endpoints);
+    const gpool::JobSpec job = Job("latency", 1, 1, {"true"});
+    for (int i = 0; i < samples; ++i) {
+      if (!WaitUntil([&] { return Idle(*observer); }, 30, 2)) {
+        ++latency_errors;
+        continue;
+      }
+      const auto start = SteadyClock::now();
+      auto submitted = client->Submit(job, "");
+      if (!submitted.ok()) {
+        ++latency_errors;
+        continue;
+      }
+      bool running = false;
+      const auto deadline = start + std::chrono::seconds(30);
+      while (!running && SteadyClock::now() < deadline) {
+        auto got = client->GetJob(gpool::JobId(submitted->job_id));
+        running = got.ok() && !got->tasks.empty() &&
+                  (got->tasks[0].state == "Running" || got->tasks[0].state == "Succeeded");
+      }
+      if (!running) {
+        ++latency_errors;
+        continue;
+      }
+      latency_ms.push_back(Ms(SteadyClock::now() - start));
+    }
+  }
+  const double p50 = Percentile(latency_ms, 0.5);
+  const double p99 = Percentile(latency_ms, 0.99);
+  std::printf("{\"metric\": \"submit_to_running_p50\", \"value\": %.2f, \"unit\": \"ms\", \"params\": {\"nodes\": %d, "
+              "\"replicas\": %d, \"samples\": %zu, \"errors\": %llu, \"signal\": \"GetJob polled back to back\", "
+              "\"zmq_round_trip_p50_us\": %.1f, \"ratio_to_zmq_round_trip\": %.1f}}\n",
+              p50, nodes, kReplicas, latency_ms.size(), static_cast<unsigned long long>(latency_errors), rtt_p50_us,
+              p50 * 1000.0 / std::max(1.0, rtt_p50_us));
+  std::printf("{\"metric\": \"submit_to_running_p99\", \"value\": %.2f, \"unit\": \"ms\", \"params\": {\"nodes\": %d, "
+              "\"replicas\": %d, \"samples\": %zu, \"max_ms\": %.2f, \"target_ms\": 50}}\n",
+              p99, nodes, kReplicas, latency_ms.size(),
+              latency_ms.empty() ? 0.0 : *std::max_element(latency_ms.begin(), latency_ms.end()));
+  std::fflush(stdout);
+
+  // Submissions per second, many clients, small jobs.
+  {
+    std::atomic<uint64_t> accepted{0}, errors{0};
+    std::vector<std::thread> threads;
+    const auto start = SteadyClock::now();
+    const auto end = start + std::chrono::duration<double>(seconds);
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&] {
+        auto client = Connect(endpoints);
+        const gpool::JobSpec job = Job("small", 1, 0, {"true"});
+        while (SteadyClock::now() < end) {
+          auto reply = client->Submit(job, "");
+          reply.ok() ? ++accepted : ++errors;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    const double elapsed_s = Ms(SteadyClock::now() - start) / 1000.0;
+    std::printf("{\"metric\": \"submissions_per_s\", \"value\": %.0f, \"unit\": \"submissions/s\", \"params\": "
+                "{\"clients\": %d, \"accepted\": %llu, \"errors\": %llu, \"seconds\": %.1f, \"nodes\": %d, "
+                "\"replicas\": %d, \"job\": \"1 task, 0 GPUs, true\"}}\n",
+                static_cast<double>(accepted.load()) / elapsed_s, clients,
+                static_cast<unsigned long long>(accepted.load()), static_cast<unsigned long long>(errors.load()),
+                elapsed_s, nodes, kReplicas);
+    std::fflush(stdout);
+  }
+  const auto drain_start = SteadyClock::now();
+  if (!WaitUntil([&] { return Idle(*observer); }, 300, 20)) {
+    std::fprintf(stderr, "the small jobs did not drain in 300 s; logs in %s\n", cluster.dir.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "small jobs drained in %.1f s\n", Ms(SteadyClock::now() - drain_start) / 1000.0);
+
+  // Placements per second: many tasks at once on an idle cluster.
+  {
+    const uint32_t total = static_cast<uint32_t>(placement_jobs * tasks_per_job);
+    std::atomic<uint64_t> errors{0};
+    std::vector<std::thread> threads;
+    const auto start = SteadyClock::now();
+    for (int j = 0; j < placement_jobs; ++j) {
+      threads.emplace_back([&, j] {
+        auto client = Connect(endpoints);
+        auto reply = client->Submit(Job("wide-" + std::to_string(j), tasks_per_job, 1, {"sleep", "3600"}), "");
+        if (!reply.ok()) ++errors;
+      });
+    }
+    double submitted_ms = 0, bound_ms = 0, running_ms = 0;
+    uint32_t bound = 0, running = 0;
+    const bool all_bound = WaitUntil(
+        [&] {
+          auto status = observer->ClusterStatus();
+          bound = status.ok() ? status->gpus_used : bound;
+          return bound >= total;
+        },
+        120, 2);
+    bound_ms = Ms(SteadyClock::now() - start);
+    for (auto& t : threads) t.join();
+    submitted_ms = Ms(SteadyClock::now() - start);
+    const bool all_running = all_bound && WaitUntil(
+                                              [&] {
+                                                auto jobs = observer->ListJobs(false, 0);
+                                                if (!jobs.ok()) return false;
+                                                running = 0;
+                                                for (const auto& job : jobs->jobs) running += job.tasks_running;
+                                                return running >= total;
+                                              },
+                                              120, 2);
+    running_ms = Ms(SteadyClock::now() - start);
+    std::printf("{\"metric\": \"placements_bound_per_s\", \"value\": %.0f, \"unit\": \"tasks/s\", \"params\": "
+                "{\"tasks\": %u, \"bound\": %u, \"jobs\": %d, \"tasks_per_job\": %d, \"gpus_per_task\": 1, "
+                "\"gpu_fill_pct\": 80, \"bound_ms\": %.0f, \"submit_calls_done_ms\": %.0f, \"submit_errors\": %llu, "
+                "\"nodes\": %d, \"replicas\": %d, \"target\": 10000}}\n",
+                all_bound ? total / (bound_ms / 1000.0) : 0.0, total, bound, placement_jobs, tasks_per_job, bound_ms,
+                submitted_ms, static_cast<unsigned long long>(errors.load()), nodes, kReplicas);
+    std::printf("{\"metric\": \"placements_running_per_s\", \"value\": %.0f, \"unit\": \"tasks/s\", \"params\": "
+                "{\"tasks\": %u, \"running\": %u, \"running_ms\": %.0f, \"nodes\": %d, \"replicas\": %d}}\n",
+                all_running ? total / (running_ms / 1000.0) : 0.0, total, running, running_ms, nodes, kReplicas);
+    std::fflush(stdout);
+  }
+  return 0;
+}
