@@ -50,51 +50,13 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "bench/bench_process.h"
 #include "client/client.h"
 
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
+using namespace gpool::bench;  // NOLINT: the shared bench helpers
 constexpr int kReplicas = 3;
-
-double Ms(SteadyClock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
-
-int ReservePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    std::perror("reserving a port");
-    std::exit(1);
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& log_path) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(log, 1);
-    dup2(log, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  return pid;
-}
 
 bool WaitUntil(const std::function<bool()>& done, double seconds, int poll_ms = 5) {
   const auto end = SteadyClock::now() + std::chrono::duration<double>(seconds);
