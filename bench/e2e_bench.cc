@@ -51,6 +51,7 @@
 #include <zmq_addon.hpp>
 
 #include "bench/bench_process.h"
+#include "bench/zmq_baseline.h"
 #include "client/client.h"
 
 namespace {
@@ -149,39 +150,6 @@ gpool::JobSpec Job(const std::string& name, uint32_t replicas, uint32_t gpus, st
   group.resources = gpool::Resources{gpus, 100, 64};
   spec.tasks.push_back(group);
   return spec;
-}
-
-std::vector<double> ZmqRoundTripUs(double seconds) {
-  std::vector<double> us;
-  zmq::context_t context;
-  zmq::socket_t router(context, zmq::socket_type::router);
-  router.bind("tcp://127.0.0.1:*");
-  const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
-  std::atomic<bool> stop{false};
-  std::thread echo([&] {
-    zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
-    while (!stop) {
-      if (zmq::poll(&item, 1, std::chrono::milliseconds(50)) == 0) continue;
-      std::vector<zmq::message_t> parts;
-      if (!zmq::recv_multipart(router, std::back_inserter(parts))) continue;
-      zmq::send_multipart(router, parts);
-    }
-  });
-  zmq::socket_t dealer(context, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.connect(endpoint);
-  std::string payload(200, 'x');
-  const auto end = SteadyClock::now() + std::chrono::duration<double>(seconds);
-  while (SteadyClock::now() < end) {
-    const auto start = SteadyClock::now();
-    dealer.send(zmq::buffer(payload), zmq::send_flags::none);
-    zmq::message_t reply;
-    if (!dealer.recv(reply)) break;
-    us.push_back(Ms(SteadyClock::now() - start) * 1000.0);
-  }
-  stop = true;
-  echo.join();
-  return us;
 }
 
 // Nothing pending, running or holding a GPU.

@@ -22,6 +22,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "bench/zmq_baseline.h"
 #include "client/client.h"
 
 namespace {
@@ -57,38 +58,7 @@ Latencies FsyncBaseline(const std::string& dir, double seconds) {
   return lat;
 }
 
-Latencies ZmqRoundTripBaseline(double seconds) {
-  Latencies lat;
-  zmq::context_t context;
-  zmq::socket_t router(context, zmq::socket_type::router);
-  router.bind("tcp://127.0.0.1:*");
-  const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
-  std::atomic<bool> stop{false};
-  std::thread echo([&] {
-    zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
-    while (!stop) {
-      if (zmq::poll(&item, 1, std::chrono::milliseconds(50)) == 0) continue;
-      std::vector<zmq::message_t> parts;
-      if (!zmq::recv_multipart(router, std::back_inserter(parts))) continue;
-      zmq::send_multipart(router, parts);
-    }
-  });
-  zmq::socket_t dealer(context, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.connect(endpoint);
-  std::string payload(200, 'x');
-  auto end = SteadyClock::now() + std::chrono::duration<double>(seconds);
-  while (SteadyClock::now() < end) {
-    auto start = SteadyClock::now();
-    dealer.send(zmq::buffer(payload), zmq::send_flags::none);
-    zmq::message_t reply;
-    if (!dealer.recv(reply)) break;
-    lat.us.push_back(Seconds(SteadyClock::now() - start) * 1e6);
-  }
-  stop = true;
-  echo.join();
-  return lat;
-}
+Latencies ZmqRoundTripBaseline(double seconds) { return Latencies{gpool::bench::ZmqRoundTripUs(seconds)}; }
 
 pid_t StartCoordinator(const std::string& bin, const std::string& data_dir) {
   pid_t pid = fork();
