@@ -1,6 +1,7 @@
 // gpool-sim as a user runs it: the stable paper-experiment command line on
 // small trace files, the comparison table, the event mode with its CSV and
-// chart, and bad input refused with a message and exit code.
+// chart, a cluster from a gpool node spec file, and bad input refused with
+// a message and exit code.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -94,6 +95,52 @@ TEST_F(SimCliTest, BadInputIsRefusedWithAMessage) {
                                Path("openb_pod_list_default.csv"), "--seeds", "0"});
   EXPECT_EQ(zero_seeds.exit_code, 2);
   EXPECT_NE(zero_seeds.err.find("--seeds must be 1..1000"), std::string::npos);
+}
+
+TEST_F(SimCliTest, NodeSpecFileClusterInBothModes) {
+  Write("g2.yaml", "# an 8-GPU node, as gpool-worker --spec reads it\n"
+                   "name: g2\ncpus: 64\nmemory: 256Gi\n"
+                   "numa: [{cpus: 32, memory: 128Gi}, {cpus: 32, memory: 128Gi}]\n"
+                   "gpus: {count: 8, model: G2, memory: 80Gi, nvlink: all}\n");
+  const auto paper = Sim({"--nodes", Path("g2.yaml"), "--node-count", "3", "--pods", Path("openb_pod_list_default.csv"),
+                          "--policy", "fragmentation", "--seeds", "2", "--json"});
+  ASSERT_EQ(paper.exit_code, 0) << paper.err;
+  const auto json = nlohmann::json::parse(paper.out);
+  EXPECT_EQ(json.at("nodes"), 3);
+  EXPECT_GT(json.at("alloc_pct_at_130").get<double>(), 50.0);
+  EXPECT_TRUE(json.at("published_alloc_pct_at_130").is_null()) << "the paper's figures are for its own cluster";
+
+  Write("jobs.jsonl", "{\"arrival_s\": 0, \"duration_s\": 30, \"gpus\": 8}\n"
+                      "{\"arrival_s\": 0, \"duration_s\": 30, \"gpus\": 1, \"gpu_memory_mib\": 40960}\n"
+                      "{\"arrival_s\": 0, \"duration_s\": 30, \"gpus\": 1, \"gpu_memory_mib\": 40960}\n");
+  const auto events = Sim({"--mode", "events", "--nodes", Path("g2.yaml"), "--node-count", "2", "--workload",
+                           Path("jobs.jsonl"), "--json"});
+  ASSERT_EQ(events.exit_code, 0) << events.err;
+  const auto summary = nlohmann::json::parse(events.out);
+  EXPECT_EQ(summary.at("jobs"), 3);
+  EXPECT_EQ(summary.at("started"), 3);
+}
+
+TEST_F(SimCliTest, BadNodeSpecInputIsRefusedWithAMessage) {
+  Write("bad.yaml", "name: n\ncpus: 8\nmemory: 64Gi\ngpus: {count: 2, memory: 80Q}\n");
+  const auto bad_spec = Sim({"--nodes", Path("bad.yaml"), "--pods", Path("openb_pod_list_default.csv")});
+  EXPECT_EQ(bad_spec.exit_code, 1);
+  EXPECT_NE(bad_spec.err.find("bad.yaml: gpus.memory: '80Q' is not a memory size"), std::string::npos) << bad_spec.err;
+  Write("cpu.yaml", "name: c\ncpus: 8\nmemory: 64Gi\n");
+  const auto no_gpus = Sim({"--nodes", Path("cpu.yaml"), "--pods", Path("openb_pod_list_default.csv")});
+  EXPECT_EQ(no_gpus.exit_code, 1);
+  EXPECT_NE(no_gpus.err.find("cpu.yaml: the cluster has no GPUs"), std::string::npos) << no_gpus.err;
+  const auto count_for_trace = Sim({"--nodes", Path("openb_node_list_gpu_node.csv"), "--node-count", "4", "--pods",
+                                    Path("openb_pod_list_default.csv")});
+  EXPECT_EQ(count_for_trace.exit_code, 2);
+  EXPECT_NE(count_for_trace.err.find("--node-count is for node spec files"), std::string::npos) << count_for_trace.err;
+  const auto zero =
+      Sim({"--nodes", Path("cpu.yaml"), "--node-count", "0", "--pods", Path("openb_pod_list_default.csv")});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.err.find("--node-count must be 1..10000"), std::string::npos) << zero.err;
+  const auto missing = Sim({"--nodes", Path("missing.yaml"), "--pods", Path("openb_pod_list_default.csv")});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("missing.yaml: cannot open"), std::string::npos) << missing.err;
 }
 
 }  // namespace

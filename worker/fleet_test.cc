@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <zmq_addon.hpp>
 
-#include "worker/fleet_nodes.h"
+#include "topology/fleet_nodes.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {
@@ -98,7 +98,7 @@ TEST(FleetTest, EveryNodeRegistersOnItsOwnConnectionAndRunsTasks) {
   NodeSpec spec = testing::MakeGpuNode(2);
   spec.name = "sim";
   FleetOptions options;
-  options.nodes = std::move(MakeFleetNodes(spec, "", kNodes).value());
+  options.nodes = std::move(topology::MakeFleetNodes(spec, "", kNodes).value());
   options.endpoints = {coordinator.endpoint()};
   options.data_dir = dir.path();
   options.clock = &SystemClock::Get();

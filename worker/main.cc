@@ -26,7 +26,7 @@
 #include "worker/discovery/nvml_mig_manager.h"
 #include "worker/discovery/nvml_usage_sampler.h"
 #include "worker/fleet.h"
-#include "worker/fleet_nodes.h"
+#include "topology/fleet_nodes.h"
 #include "worker/flags.h"
 #include "worker/link.h"
 #include "worker/log.h"
@@ -131,7 +131,7 @@ int RunFleet(const gpool::worker::WorkerFlags& flags, std::shared_ptr<spdlog::lo
   discovery.logger = logger;
   auto spec = DiscoverNode(discovery);
   if (!spec.ok()) return Fail("node discovery failed", spec.status());
-  auto nodes = MakeFleetNodes(*spec, flags.node_name, flags.simulate);
+  auto nodes = topology::MakeFleetNodes(*spec, flags.node_name, flags.simulate);
   if (!nodes.ok()) return Fail("cannot derive the simulated nodes", nodes.status());
 
   auto node_sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();

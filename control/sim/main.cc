@@ -2,6 +2,8 @@
 //
 //   Paper experiment (the FGD paper's, see paper_experiment.h):
 //     gpool-sim --nodes NODES.csv --pods PODS.csv --policy NAME --seeds K --arrival-pct 130 --json
+//   The cluster is the trace's node list, or N copies of a gpool node spec
+//   file: --nodes node.yaml --node-count N (node_file.h).
 //   --policy all runs every policy of the comparison and prints the table
 //   beside the published figures (--json: one object per policy, one per line).
 //
@@ -18,6 +20,7 @@
 
 #include "control/scheduler/config.h"
 #include "control/sim/event_sim.h"
+#include "control/sim/node_file.h"
 #include "control/sim/paper_experiment.h"
 #include "control/sim/paper_report.h"
 #include "control/sim/plot.h"
@@ -45,7 +48,10 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   cxxopts::Options cli("gpool-sim", "gpool's scheduler on a simulated cluster, on a simulated clock");
   cli.add_options()
-      ("nodes", "cluster: the trace's node list CSV", cxxopts::value<std::string>())
+      ("nodes", "cluster: the trace's node list CSV, or a gpool node spec file (YAML or JSON, as gpool-worker "
+       "--spec reads)", cxxopts::value<std::string>())
+      ("node-count", "with a node spec file: how many nodes of that spec (1 to 10000; default 1)",
+       cxxopts::value<uint32_t>())
       ("pods", "workload: the trace's pod list CSV", cxxopts::value<std::string>())
       ("workload", "workload: gpool JSONL jobs (event mode)", cxxopts::value<std::string>())
       ("mode", "paper (one-by-one placement, the FGD paper's experiment) or events",
@@ -99,7 +105,21 @@ int main(int argc, char** argv) {
     }
   }
 
-  auto nodes = gpool::sim::LoadTraceNodes(args["nodes"].as<std::string>());
+  const std::string nodes_path = args["nodes"].as<std::string>();
+  auto kind = gpool::sim::DetectNodeFile(nodes_path);
+  if (!kind.ok()) return Fail(1, kind.status().message());
+  const bool spec_cluster = *kind == gpool::sim::NodeFileKind::kSpec;
+  gpool::sim::NodeFileOptions node_options;
+  if (args.count("node-count")) {
+    if (!spec_cluster) return Fail(2, "--node-count is for node spec files; " + nodes_path + " is a trace node list");
+    node_options.count = args["node-count"].as<uint32_t>();
+    if (node_options.count == 0 || node_options.count > gpool::sim::kMaxSpecNodes) {
+      return Fail(2, "--node-count must be 1.." + std::to_string(gpool::sim::kMaxSpecNodes));
+    }
+  }
+  // Trace pods ask for shares in thousandths of a GPU; JSONL jobs in MiB.
+  node_options.trace_gpu_units = !(mode == "events" && args.count("workload"));
+  auto nodes = gpool::sim::LoadNodeFile(nodes_path, node_options);
   if (!nodes.ok()) return Fail(1, nodes.status().message());
 
   if (mode == "events") {
@@ -147,6 +167,11 @@ int main(int argc, char** argv) {
   if (!args.count("pods")) return Fail(2, "--mode paper needs --pods");
   auto pods = gpool::sim::LoadTracePods(args["pods"].as<std::string>());
   if (!pods.ok()) return Fail(1, pods.status().message());
+  uint64_t gpus = 0;
+  for (const auto& node : *nodes) gpus += node.gpus;
+  if (gpus == 0) {
+    return Fail(1, nodes_path + ": the cluster has no GPUs (the paper experiment measures GPU allocation)");
+  }
   PaperOptions options;
   options.seeds = args["seeds"].as<uint32_t>();
   options.first_seed = args["first-seed"].as<uint64_t>();
@@ -154,16 +179,19 @@ int main(int argc, char** argv) {
   options.threads = args["threads"].as<uint32_t>();
   if (options.seeds == 0 || options.seeds > 1000) return Fail(2, "--seeds must be 1..1000");
   if (options.arrival_pct == 0 || options.arrival_pct > 1000) return Fail(2, "--arrival-pct must be 1..1000");
-  gpool::sim::PaperRunInfo info{args["nodes"].as<std::string>(), args["pods"].as<std::string>(), nodes->size(),
+  gpool::sim::PaperRunInfo info{nodes_path, args["pods"].as<std::string>(), nodes->size(),
                                 pods->size(), options, gpool::sim::EmptyClusterFragPct(*nodes, *pods)};
   std::vector<gpool::sim::PolicyResult> results;
   for (size_t p = 0; p < policies.size(); ++p) {
     const auto start = std::chrono::steady_clock::now();
     results.push_back(gpool::sim::RunPaperExperiment(*nodes, *pods, policies[p], configs[p], options));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (json) std::cout << gpool::sim::PolicyJson(info, results.back(), seconds).dump() << std::endl;
+    nlohmann::json policy_json = gpool::sim::PolicyJson(info, results.back(), seconds);
+    // The published figures are for the trace's cluster, not this one.
+    if (spec_cluster) policy_json["published_alloc_pct_at_130"] = nullptr;
+    if (json) std::cout << policy_json.dump() << std::endl;
     if (args.count("bench-json")) {
-      for (const auto& line : gpool::sim::BenchLines(gpool::sim::PolicyJson(info, results.back(), seconds))) {
+      for (const auto& line : gpool::sim::BenchLines(policy_json)) {
         std::cout << line << std::endl;
       }
     }

@@ -25,6 +25,10 @@ SimCluster SimCluster::FromTrace(const std::vector<TraceNode>& nodes) {
   std::vector<topology::NodeView> views;
   views.reserve(nodes.size());
   for (const auto& trace : nodes) {
+    if (trace.view != nullptr) {
+      views.push_back(*trace.view);
+      continue;
+    }
     topology::NodeView node;
     node.name = trace.name;
     node.cpu_milli_total = node.cpu_milli_free = trace.cpu_milli;

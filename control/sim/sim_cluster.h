@@ -5,7 +5,8 @@
 //
 // Trace nodes carry no GPU memory; their GPUs get kTraceGpuUnits "MiB" each,
 // so a trace pod's gpu_milli share is a share of exactly that many units
-// (the trace's gpu_milli is a share of both compute and memory).
+// (the trace's gpu_milli is a share of both compute and memory). Nodes from
+// a spec file (TraceNode::view) are taken as they are (node_file.h).
 #pragma once
 
 #include <cstdint>

@@ -10,11 +10,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "protocol/base/status.h"
+#include "topology/cluster_view.h"
 
 namespace gpool::sim {
 
@@ -24,6 +26,11 @@ struct TraceNode {
   uint64_t memory_mib = 0;
   uint32_t gpus = 0;
   std::string model;  // "" for CPU-only nodes
+  // Set for a node from a gpool node spec file (node_file.h) instead of a
+  // trace line: the node whole, as the scheduler sees it (GPU memory, NUMA,
+  // links, MIG, labels); the fields above summarize it. SimCluster takes it
+  // as it is. Shared: the experiments build a cluster per seed from it.
+  std::shared_ptr<const topology::NodeView> view;
 };
 
 struct TracePod {

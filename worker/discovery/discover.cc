@@ -1,7 +1,7 @@
 #include "worker/discovery/discover.h"
 
 #include "protocol/validate.h"
-#include "worker/discovery/node_spec_file.h"
+#include "topology/node_spec_file.h"
 #include "worker/log.h"
 
 namespace gpool::worker {
@@ -10,11 +10,11 @@ Result<NodeSpec> DiscoverNode(const DiscoveryOptions& options) {
   auto log = OrDefault(options.logger);
   const std::string hostname = LocalHostname();
   if (!options.spec_path.empty()) {
-    NodeSpecFileOptions file_options;
+    topology::NodeSpecFileOptions file_options;
     file_options.name_override = options.node_name;
     file_options.default_name = hostname;
     file_options.default_hostname = hostname;
-    auto spec = LoadNodeSpecFile(options.spec_path, file_options);
+    auto spec = topology::LoadNodeSpecFile(options.spec_path, file_options);
     if (spec.ok()) {
       log->info("node spec loaded source={} node={} gpus={} cpu_milli={} memory_mib={}", Q(options.spec_path),
                 spec->name, spec->gpus.size(), spec->cpu_milli, spec->memory_mib);

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "worker/cpulist.h"
+#include "topology/cpulist.h"
 
 namespace gpool::worker {
 namespace {
@@ -102,7 +102,7 @@ Result<HostInfo> ProbeHost(const HostProbeOptions& options) {
       if (n > 0) numa.cpu_milli = static_cast<uint64_t>(n) * 1000;
       // Kept for pinning tasks to the node (numa_pinning.h); a list the
       // worker cannot parse is left out rather than failing discovery.
-      if (auto ids = ParseCpuList(cpulist)) numa.cpus = FormatCpuList(*ids);
+      if (auto ids = topology::ParseCpuList(cpulist)) numa.cpus = topology::FormatCpuList(*ids);
     }
     const int64_t mib = ReadMemInfoMib(entry.path() / "meminfo", "MemTotal:");
     if (mib > 0) numa.memory_mib = static_cast<uint64_t>(mib);

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "worker/cpulist.h"
+#include "topology/cpulist.h"
 #include "worker/runner/simulated_mig_manager.h"
 
 namespace gpool::worker {
@@ -203,7 +203,7 @@ Status AddDeviceEnv(const BindTask& bind, const NodeSpec& node, const TaskEnvOpt
   if (share) AddShareEnv(bind, ids.size(), options, env);
   const std::vector<uint32_t> cores = VisibleCores(bind, node);
   if (!cores.empty()) {
-    env["NEURON_RT_VISIBLE_CORES"] = FormatCpuList(cores);
+    env["NEURON_RT_VISIBLE_CORES"] = topology::FormatCpuList(cores);
     env["GPOOL_CORES"] = Join(cores);
   }
   return Status::Ok();

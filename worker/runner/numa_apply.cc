@@ -8,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "worker/cpulist.h"
+#include "topology/cpulist.h"
 
 namespace gpool::worker {
 namespace {
@@ -19,7 +19,7 @@ constexpr int kMpolBind = 2;
 constexpr unsigned long kMpolFMemsAllowed = 1 << 2;
 
 constexpr size_t kBitsPerWord = sizeof(unsigned long) * CHAR_BIT;
-constexpr size_t kCpuSetBits = kMaxCpuId + 1;
+constexpr size_t kCpuSetBits = topology::kMaxCpuId + 1;
 
 // The nodes this process may allocate from; empty when the kernel will not
 // say (seccomp, no NUMA support), and then nothing is filtered.
@@ -59,19 +59,20 @@ PreparedPinning PreparedPinning::Prepare(const NumaPinning& pinning, std::vector
   }
   CPU_FREE(allowed);
   if (usable.empty()) {
-    notes->push_back("none of the CPUs " + FormatCpuList(pinning.cpus) + " of NUMA nodes " + JoinNodes(pinning.nodes) +
+    notes->push_back("none of the CPUs " + topology::FormatCpuList(pinning.cpus) + " of NUMA nodes " +
+                     JoinNodes(pinning.nodes) +
                      " is usable on this machine (a simulated node spec?); the task is not pinned");
     return p;
   }
   if (usable.size() < pinning.cpus.size()) {
-    notes->push_back("CPUs " + FormatCpuList(pinning.cpus) + " of NUMA nodes " + JoinNodes(pinning.nodes) +
-                     " are only partly usable here; pinning to " + FormatCpuList(usable));
+    notes->push_back("CPUs " + topology::FormatCpuList(pinning.cpus) + " of NUMA nodes " + JoinNodes(pinning.nodes) +
+                     " are only partly usable here; pinning to " + topology::FormatCpuList(usable));
   }
   p.cpus_ = CPU_ALLOC(kCpuSetBits);
   p.cpus_bytes_ = bytes;
   CPU_ZERO_S(bytes, p.cpus_);
   for (uint32_t cpu : usable) CPU_SET_S(cpu, bytes, p.cpus_);
-  p.cpu_list_ = FormatCpuList(usable);
+  p.cpu_list_ = topology::FormatCpuList(usable);
 
   const std::vector<unsigned long> mems = AllowedNodes();
   std::vector<int32_t> nodes;

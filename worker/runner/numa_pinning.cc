@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "worker/cpulist.h"
+#include "topology/cpulist.h"
 
 namespace gpool::worker {
 namespace {
@@ -42,7 +42,7 @@ NumaPinning PlanNumaPinning(const BindTask& bind, const NodeSpec& node) {
   std::vector<uint32_t> cpus;
   for (const auto& numa : node.numa) {
     if (!numa_ids.count(numa.id)) continue;
-    auto list = ParseCpuList(numa.cpus);
+    auto list = topology::ParseCpuList(numa.cpus);
     if (!list || list->empty()) continue;  // no cpulist (older spec, or probed without sysfs)
     cpus.insert(cpus.end(), list->begin(), list->end());
     pinning.nodes.push_back(numa.id);

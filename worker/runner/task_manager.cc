@@ -6,7 +6,7 @@
 #include <limits>
 #include <utility>
 
-#include "worker/cpulist.h"
+#include "topology/cpulist.h"
 #include "worker/log.h"
 #include "worker/runner/log_tail.h"
 #include "worker/runner/numa_pinning.h"
@@ -207,8 +207,8 @@ void TaskManager::Start(const TaskId& id, Task& task) {
   by_pid_[*pid] = id;
   Emit(id, "started", *pid, 0, 0, "");
   log_->info("task started task={} pid={} gpus={} numa_cpus={} log={}", id.ToString(), *pid,
-             JoinIndices(task.bind.gpu_indices), request.numa.empty() ? "none" : FormatCpuList(request.numa.cpus),
-             Q(request.log_path));
+             JoinIndices(task.bind.gpu_indices),
+             request.numa.empty() ? "none" : topology::FormatCpuList(request.numa.cpus), Q(request.log_path));
 }
 
 Status TaskManager::CreateMigInstances(const TaskId& id, Task& task, std::map<uint32_t, std::string>& uuids) {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace gpool::worker {
+namespace gpool::topology {
 
 // Ids above this are refused: a typo like "0-4000000000" must not allocate
 // billions of entries. Linux supports at most 8192 CPUs (CONFIG_NR_CPUS).
@@ -28,4 +28,4 @@ std::optional<std::vector<uint32_t>> ParseCpuList(std::string_view list);
 // {3, 0, 1, 2, 8} -> "0-3,8".
 std::string FormatCpuList(std::vector<uint32_t> ids);
 
-}  // namespace gpool::worker
+}  // namespace gpool::topology

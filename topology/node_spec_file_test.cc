@@ -1,11 +1,22 @@
-#include "worker/discovery/node_spec_file.h"
+#include "topology/node_spec_file.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
-#include "worker/test_util.h"
 
-namespace gpool::worker {
+namespace gpool::topology {
 namespace {
+
+// Writes `content` to a fresh file under gtest's temporary directory.
+std::string WriteTempFile(const std::string& name, const std::string& content) {
+  const std::string path = ::testing::TempDir() + "gpool-node-spec-" + std::to_string(getpid()) + "-" + name;
+  std::ofstream(path) << content;
+  return path;
+}
 
 constexpr const char* kYaml = R"(
 name: n1
@@ -63,7 +74,7 @@ TEST(NodeSpecFileTest, ParsesJson) {
 }
 
 TEST(NodeSpecFileTest, ExampleFilesAgree) {
-  const std::string dir = GPOOL_WORKER_EXAMPLES_DIR;
+  const std::string dir = GPOOL_NODE_SPEC_EXAMPLES_DIR;
   auto yaml = LoadNodeSpecFile(dir + "/node-8gpu.yaml");
   auto json = LoadNodeSpecFile(dir + "/node-8gpu.json");
   ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
@@ -78,7 +89,7 @@ TEST(NodeSpecFileTest, ExampleFilesAgree) {
 }
 
 TEST(NodeSpecFileTest, EveryVendorExampleLoads) {
-  const std::string dir = GPOOL_WORKER_EXAMPLES_DIR;
+  const std::string dir = GPOOL_NODE_SPEC_EXAMPLES_DIR;
   struct Example {
     const char* file;
     const char* vendor;
@@ -296,15 +307,15 @@ TEST(NodeSpecFileTest, MissingFileIsNotFound) {
 }
 
 TEST(NodeSpecFileTest, LoadsFromFileAndOverridesName) {
-  testing::TempDir dir;
-  const std::string path = dir.Write("n.yaml", "name: a\ncpus: 2\nmemory: 2048\n");
+  const std::string path = WriteTempFile("n.yaml", "name: a\ncpus: 2\nmemory: 2048\n");
   NodeSpecFileOptions options;
   options.name_override = "b";
   auto spec = LoadNodeSpecFile(path, options);
+  std::filesystem::remove(path);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->name, "b");
   EXPECT_EQ(spec->memory_mib, 2048u);
 }
 
 }  // namespace
-}  // namespace gpool::worker
+}  // namespace gpool::topology

@@ -1,8 +1,8 @@
-#include "worker/discovery/quantity.h"
+#include "topology/quantity.h"
 
 #include <gtest/gtest.h>
 
-namespace gpool::worker {
+namespace gpool::topology {
 namespace {
 
 TEST(QuantityTest, CpuMilli) {
@@ -30,4 +30,4 @@ TEST(QuantityTest, MemoryMib) {
 }
 
 }  // namespace
-}  // namespace gpool::worker
+}  // namespace gpool::topology

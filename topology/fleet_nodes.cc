@@ -1,10 +1,10 @@
-#include "worker/fleet_nodes.h"
+#include "topology/fleet_nodes.h"
 
 #include <algorithm>
 
 #include "protocol/validate.h"
 
-namespace gpool::worker {
+namespace gpool::topology {
 
 std::string FleetNodeNumber(uint32_t index, uint32_t count) {
   const size_t width = std::max<size_t>(4, std::to_string(count).size());
@@ -34,4 +34,4 @@ Result<std::vector<NodeSpec>> MakeFleetNodes(const NodeSpec& spec, const std::st
   return nodes;
 }
 
-}  // namespace gpool::worker
+}  // namespace gpool::topology

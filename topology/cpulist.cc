@@ -1,9 +1,9 @@
-#include "worker/cpulist.h"
+#include "topology/cpulist.h"
 
 #include <algorithm>
 #include <charconv>
 
-namespace gpool::worker {
+namespace gpool::topology {
 namespace {
 
 bool ParseId(std::string_view text, uint32_t* out) {
@@ -52,4 +52,4 @@ std::string FormatCpuList(std::vector<uint32_t> ids) {
   return out;
 }
 
-}  // namespace gpool::worker
+}  // namespace gpool::topology

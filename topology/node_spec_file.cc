@@ -1,4 +1,4 @@
-#include "worker/discovery/node_spec_file.h"
+#include "topology/node_spec_file.h"
 
 #include <cerrno>
 #include <charconv>
@@ -12,10 +12,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include "protocol/validate.h"
-#include "worker/cpulist.h"
-#include "worker/discovery/quantity.h"
+#include "topology/cpulist.h"
+#include "topology/quantity.h"
 
-namespace gpool::worker {
+namespace gpool::topology {
 namespace {
 
 constexpr uint32_t kMaxGpuCount = 4096;
@@ -499,4 +499,4 @@ Result<NodeSpec> LoadNodeSpecFile(const std::string& path, const NodeSpecFileOpt
   return ParseNodeSpec(buffer.str(), path, options);
 }
 
-}  // namespace gpool::worker
+}  // namespace gpool::topology

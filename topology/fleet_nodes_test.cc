@@ -1,13 +1,26 @@
-#include "worker/fleet_nodes.h"
+#include "topology/fleet_nodes.h"
 
 #include <set>
 
 #include <gtest/gtest.h>
 
-#include "worker/test_util.h"
-
-namespace gpool::worker {
+namespace gpool::topology {
 namespace {
+
+// A node "n1" with 8 cores, 8 GiB and `gpus` GPUs (uuids GPU-<i>).
+NodeSpec MakeGpuNode(uint32_t gpus) {
+  NodeSpec node;
+  node.name = "n1";
+  node.cpu_milli = 8000;
+  node.memory_mib = 8192;
+  for (uint32_t i = 0; i < gpus; ++i) {
+    GpuInfo gpu;
+    gpu.index = i;
+    gpu.uuid = "GPU-" + std::to_string(i);
+    node.gpus.push_back(gpu);
+  }
+  return node;
+}
 
 TEST(FleetNodesTest, NumbersArePaddedToSortInNodeOrder) {
   EXPECT_EQ(FleetNodeNumber(0, 20), "0001");
@@ -17,7 +30,7 @@ TEST(FleetNodesTest, NumbersArePaddedToSortInNodeOrder) {
 }
 
 TEST(FleetNodesTest, EveryNodeAndDeviceIsDistinct) {
-  NodeSpec spec = testing::MakeGpuNode(2);
+  NodeSpec spec = MakeGpuNode(2);
   spec.name = "gpu-a01";
   spec.hostname = "gpu-a01.dc1";
   spec.labels = {{"pool", "public"}};
@@ -45,17 +58,17 @@ TEST(FleetNodesTest, EveryNodeAndDeviceIsDistinct) {
 }
 
 TEST(FleetNodesTest, BaseNameOverridesTheSpecs) {
-  auto nodes = MakeFleetNodes(testing::MakeGpuNode(0), "sim", 1);
+  auto nodes = MakeFleetNodes(MakeGpuNode(0), "sim", 1);
   ASSERT_TRUE(nodes.ok());
   EXPECT_EQ((*nodes)[0].name, "sim-0001");
 }
 
 TEST(FleetNodesTest, NameTooLongForTheSuffixIsInvalidArgument) {
-  auto nodes = MakeFleetNodes(testing::MakeGpuNode(0), std::string(252, 'n'), 2);
+  auto nodes = MakeFleetNodes(MakeGpuNode(0), std::string(252, 'n'), 2);
   ASSERT_FALSE(nodes.ok());
   EXPECT_EQ(nodes.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(nodes.status().message().find("simulated node"), std::string::npos) << nodes.status().message();
 }
 
 }  // namespace
-}  // namespace gpool::worker
+}  // namespace gpool::topology

@@ -1,9 +1,11 @@
-// The nodes of a simulated fleet (--simulate N): N copies of one node spec,
-// each made distinct the way N real machines are.
+// The nodes of a simulated fleet: N copies of one node spec, each made
+// distinct the way N real machines are. gpool-worker --simulate N registers
+// these nodes, and gpool-sim --nodes SPEC --node-count N simulates the same
+// ones, so both model one cluster.
 //
 //   name      "<base>-0001" ... "<base>-NNNN": four digits, more when N needs
-//             them, so names sort in node order; <base> is --node-name, else
-//             the spec's name;
+//             them, so names sort in node order; <base> is the worker's
+//             --node-name, else the spec's name;
 //   hostname  the node's name (each simulated node is its own host);
 //   uuids     every GPU and MIG instance uuid gets "-<digits>" appended, the
 //             node's number, so no two devices in the cluster share an id
@@ -21,7 +23,7 @@
 #include "protocol/base/status.h"
 #include "protocol/types.h"
 
-namespace gpool::worker {
+namespace gpool::topology {
 
 // The number of simulated node `index` (0-based) of `count`, zero-padded:
 // "0001" for index 0.
@@ -32,4 +34,4 @@ std::string FleetNodeNumber(uint32_t index, uint32_t count);
 // long for the suffix).
 Result<std::vector<NodeSpec>> MakeFleetNodes(const NodeSpec& spec, const std::string& base, uint32_t count);
 
-}  // namespace gpool::worker
+}  // namespace gpool::topology

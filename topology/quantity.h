@@ -10,7 +10,7 @@
 
 #include "protocol/base/status.h"
 
-namespace gpool::worker {
+namespace gpool::topology {
 
 // "8" -> 8000, "7.5" -> 7500, "0.25" -> 250. At most three decimals;
 // returns InvalidArgument naming the problem (the caller adds the field).
@@ -21,4 +21,4 @@ Result<uint64_t> ParseCpuMilli(std::string_view text);
 // Sizes that are not a whole number of MiB are rounded down.
 Result<uint64_t> ParseMemoryMib(std::string_view text);
 
-}  // namespace gpool::worker
+}  // namespace gpool::topology

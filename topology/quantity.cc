@@ -1,8 +1,8 @@
-#include "worker/discovery/quantity.h"
+#include "topology/quantity.h"
 
 #include <string>
 
-namespace gpool::worker {
+namespace gpool::topology {
 namespace {
 
 // A non-negative decimal "123" or "1.25" as mantissa / 10^scale.
@@ -91,4 +91,4 @@ Result<uint64_t> ParseMemoryMib(std::string_view text) {
   return static_cast<uint64_t>(mib);
 }
 
-}  // namespace gpool::worker
+}  // namespace gpool::topology

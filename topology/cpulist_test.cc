@@ -1,8 +1,8 @@
-#include "worker/cpulist.h"
+#include "topology/cpulist.h"
 
 #include <gtest/gtest.h>
 
-namespace gpool::worker {
+namespace gpool::topology {
 namespace {
 
 using Ids = std::vector<uint32_t>;
@@ -29,4 +29,4 @@ TEST(CpuListTest, Formats) {
 }
 
 }  // namespace
-}  // namespace gpool::worker
+}  // namespace gpool::topology

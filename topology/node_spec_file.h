@@ -1,5 +1,7 @@
 // Loads a node description from a YAML or JSON file (yaml-cpp reads both),
-// for nodes whose devices cannot be probed and for simulated nodes.
+// for nodes whose devices cannot be probed and for simulated nodes: the
+// worker's --spec (real nodes and the --simulate fleet) and gpool-sim's
+// --nodes read the same format through this one parser.
 //
 // Format (see worker/README.md and worker/examples/node-8gpu.yaml):
 //
@@ -50,12 +52,13 @@
 #include "protocol/base/status.h"
 #include "protocol/types.h"
 
-namespace gpool::worker {
+namespace gpool::topology {
 
 struct NodeSpecFileOptions {
-  // When non-empty, replaces the file's `name` (the --node-name flag).
+  // When non-empty, replaces the file's `name` (the worker's --node-name).
   std::string name_override;
-  // The name when neither the override nor the file gives one (the hostname).
+  // The name when neither the override nor the file gives one (the worker:
+  // the hostname; gpool-sim: the file's name without its extension).
   std::string default_name;
   // The hostname when the file gives none.
   std::string default_hostname;
@@ -69,4 +72,4 @@ Result<NodeSpec> LoadNodeSpecFile(const std::string& path, const NodeSpecFileOpt
 Result<NodeSpec> ParseNodeSpec(std::string_view text, const std::string& source,
                                const NodeSpecFileOptions& options = {});
 
-}  // namespace gpool::worker
+}  // namespace gpool::topology
