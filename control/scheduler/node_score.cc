@@ -77,6 +77,22 @@ NodeFree Session::FreeOf(const WorkNode& node, std::vector<size_t>* slots) const
   return free;
 }
 
+const std::vector<topology::WorkloadShape>& Session::WorkloadFor(const std::string& model) const {
+  auto [at, added] = workload_by_model_.try_emplace(model);
+  if (!added) return at->second;
+  topology::WorkloadShape never;
+  for (const auto& shape : workload_) {
+    if (shape.gpus > 0 && GpuModelAllowed(shape.gpu_model, model)) {
+      at->second.push_back(shape);
+      at->second.back().gpu_model.clear();
+    } else {
+      never.weight += shape.weight;
+    }
+  }
+  if (never.weight > 0) at->second.push_back(never);
+  return at->second;
+}
+
 bool Session::FragmentationAware() const {
   const auto strategy = config_.node_order.strategy;
   return strategy == Strategy::kFragmentation || strategy == Strategy::kFgd;
@@ -86,7 +102,8 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
   std::vector<size_t> slots;
   NodeFree free = FreeOf(node, &slots);
   auto measure = config_.node_order.strategy == Strategy::kFgd ? NodeFragmentation : PackedFragmentation;
-  const double before = measure(free, workload_);
+  const auto& workload = WorkloadFor(node.gpu_model);
+  const double before = measure(free, workload);
   const Resources& need = task.resources;
   free.cpu_milli -= std::min(free.cpu_milli, need.cpu_milli);
   FragChoice choice;
@@ -106,7 +123,7 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
       }
       const uint32_t was = free.gpu_milli[i];
       free.gpu_milli[i] -= std::min(was, ShareMilli(need, gpu));
-      const int64_t delta = micro(measure(free, workload_));
+      const int64_t delta = micro(measure(free, workload));
       free.gpu_milli[i] = was;
       if (!choice.slot || delta < choice.delta) choice = FragChoice{delta, g};
     }
@@ -118,7 +135,7 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
     uint32_t& milli = free.gpu_milli[static_cast<size_t>(at - slots.begin())];
     milli -= std::min(milli, ShareMilli(need, node.view->gpus[g]));
   }
-  choice.delta = micro(measure(free, workload_));
+  choice.delta = micro(measure(free, workload));
   return choice;
 }
 

@@ -251,6 +251,11 @@ class Session {
   bool uuid_lists_ = false;  // some job restricts devices by UUID
   // The target workload of fragmentation-aware strategies.
   std::vector<topology::WorkloadShape> workload_;
+  // workload_ as a node of one GPU model sees it: the shapes that may run
+  // there, and one CPU-only shape carrying the weight of all that may not
+  // (both strand every free GPU share), so the measures skip model checks.
+  const std::vector<topology::WorkloadShape>& WorkloadFor(const std::string& model) const;
+  mutable std::unordered_map<std::string, std::vector<topology::WorkloadShape>> workload_by_model_;
 };
 
 }  // namespace gpool::scheduler

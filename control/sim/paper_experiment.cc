@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "control/scheduler/fragmentation.h"
 #include "control/scheduler/scheduler.h"
 #include "control/sim/sim_cluster.h"
 #include "control/sim/workload.h"
@@ -12,6 +13,22 @@
 namespace gpool::sim {
 
 namespace {
+
+void RecordLeftover(const SimCluster& cluster, const std::vector<topology::WorkloadShape>& workload, double capacity,
+                    SeedResult& result) {
+  for (const auto& node : cluster.view().nodes) {
+    const scheduler::NodeFree free = scheduler::FreeOf(node);
+    const bool cpu_fits = std::any_of(workload.begin(), workload.end(), [&](const topology::WorkloadShape& shape) {
+      return shape.gpus > 0 && shape.cpu_milli <= free.cpu_milli && GpuModelAllowed(shape.gpu_model, free.model);
+    });
+    for (uint32_t milli : free.gpu_milli) {
+      double& bucket = !cpu_fits ? result.left_cpu_bound_pct
+                       : milli >= 1000 ? result.left_idle_gpus_pct
+                                       : result.left_partial_gpus_pct;
+      bucket += 100.0 * milli / capacity;
+    }
+  }
+}
 
 SeedResult RunSeed(const std::vector<TraceNode>& nodes, const std::vector<SimJob>& jobs,
                    const std::vector<topology::WorkloadShape>& workload, const scheduler::SchedulerConfig& config,
@@ -48,21 +65,22 @@ SeedResult RunSeed(const std::vector<TraceNode>& nodes, const std::vector<SimJob
     job.arrival = result.pods;
     cluster.view().pending.assign(1, job);
     const scheduler::Plan plan = scheduler::Schedule(cluster.view(), config);
+    bool placed = false;
     for (const auto& bind : plan.binds) {
-      if (cluster.Bind(bind, cluster.view().pending.front(), static_cast<int64_t>(result.pods))) ++result.placed;
+      placed = cluster.Bind(bind, cluster.view().pending.front(), static_cast<int64_t>(result.pods)) || placed;
+    }
+    if (placed) {
+      ++result.placed;
+    } else if (drawn.gpu_milli > 0) {
+      const auto& task = drawn.job.tasks.front().resources;
+      result.failed_pct_by_gpus[task.Whole() ? task.gpus : 0] += 100.0 * static_cast<double>(drawn.gpu_milli) / capacity;
     }
     arrived += static_cast<double>(drawn.gpu_milli);
     record();
   }
   cluster.view().pending.clear();
+  RecordLeftover(cluster, workload, capacity, result);
   return result;
-}
-
-double Mean(const std::vector<SeedResult>& seeds, double (*of)(const SeedResult&)) {
-  if (seeds.empty()) return 0;
-  double sum = 0;
-  for (const auto& seed : seeds) sum += of(seed);
-  return sum / static_cast<double>(seeds.size());
 }
 
 }  // namespace
@@ -74,12 +92,19 @@ double PolicyResult::MeanAllocAt(uint32_t pct) const {
   return sum / static_cast<double>(seeds.size());
 }
 
+double PolicyResult::Mean(double SeedResult::*field) const {
+  if (seeds.empty()) return 0;
+  double sum = 0;
+  for (const auto& seed : seeds) sum += seed.*field;
+  return sum / static_cast<double>(seeds.size());
+}
+
 double PolicyResult::MeanFragAt100() const {
-  return Mean(seeds, [](const SeedResult& s) { return s.frag_pct_at_100; });
+  return Mean(&SeedResult::frag_pct_at_100);
 }
 
 double PolicyResult::MeanFragIdleAt100() const {
-  return Mean(seeds, [](const SeedResult& s) { return s.frag_idle_pct_at_100; });
+  return Mean(&SeedResult::frag_idle_pct_at_100);
 }
 
 PolicyResult RunPaperExperiment(const std::vector<TraceNode>& nodes, const std::vector<TracePod>& pods,

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,15 @@ struct SeedResult {
   double frag_idle_pct_at_100 = 0;  // fragmentation, % of idle GPU capacity
   uint64_t pods = 0;
   uint64_t placed = 0;
+  // Where the unallocated GPU share sits when arrivals stop, % of capacity:
+  // on nodes whose CPU no GPU shape of the workload fits in, on whole idle
+  // GPUs elsewhere, and on partly used GPUs elsewhere.
+  double left_cpu_bound_pct = 0;
+  double left_idle_gpus_pct = 0;
+  double left_partial_gpus_pct = 0;
+  // GPU demand that found no node, % of capacity, by the pod's GPU count
+  // (0: a share of one GPU).
+  std::map<uint32_t, double> failed_pct_by_gpus;
 };
 
 struct PolicyResult {
@@ -39,6 +49,7 @@ struct PolicyResult {
   double MeanAllocAt(uint32_t pct) const;
   double MeanFragAt100() const;
   double MeanFragIdleAt100() const;
+  double Mean(double SeedResult::*field) const;
 };
 
 PolicyResult RunPaperExperiment(const std::vector<TraceNode>& nodes, const std::vector<TracePod>& pods,

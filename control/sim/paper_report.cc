@@ -1,6 +1,7 @@
 #include "control/sim/paper_report.h"
 
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "control/sim/published.h"
@@ -34,6 +35,16 @@ nlohmann::json PolicyJson(const PaperRunInfo& info, const PolicyResult& result, 
   out["frag_pct_at_100"] = result.MeanFragAt100();
   out["frag_idle_pct_at_100"] = result.MeanFragIdleAt100();
   out["empty_cluster_frag_pct"] = info.empty_frag_pct;
+  out["unallocated_at_end_pct"] = {{"cpu_bound_nodes", result.Mean(&SeedResult::left_cpu_bound_pct)},
+                                   {"idle_gpus", result.Mean(&SeedResult::left_idle_gpus_pct)},
+                                   {"partly_used_gpus", result.Mean(&SeedResult::left_partial_gpus_pct)}};
+  std::map<uint32_t, double> failed;
+  for (const auto& seed : result.seeds) {
+    for (const auto& [gpus, pct] : seed.failed_pct_by_gpus) failed[gpus] += pct / static_cast<double>(result.seeds.size());
+  }
+  nlohmann::json failed_json = nlohmann::json::object();
+  for (const auto& [gpus, pct] : failed) failed_json[gpus == 0 ? "share" : std::to_string(gpus) + "_gpu"] = pct;
+  out["failed_demand_pct_by_gpus"] = failed_json;
   nlohmann::json per_seed = nlohmann::json::array();
   for (const auto& seed : result.seeds) {
     per_seed.push_back({{"seed", seed.seed},

@@ -146,6 +146,34 @@ TEST(PaperExperimentTest, AllocationFollowsArrivalUntilTheClusterIsFull) {
   EXPECT_NEAR(result.MeanAllocAt(130), 100.0, 1e-9);
 }
 
+// Where the unallocated share sits once arrivals stop, and which demand was
+// turned away: n0 (2 GPUs, 4 CPUs) takes one 4-CPU pod and strands its other
+// GPU for want of CPU; n1 (4 GPUs, 64 CPUs) takes 700 shares, one per device,
+// leaving 300 of each; the pods that arrive after those find no room.
+TEST(PaperExperimentTest, LeftoverAndFailedDemandAreBrokenDown) {
+  const std::vector<TraceNode> nodes = {TraceNode{"n0", 4000, 65536, 2, "T4"},
+                                        TraceNode{"n1", 64000, 131072, 4, "V100M32"}};
+  PaperOptions options;
+  options.seeds = 1;
+  options.arrival_pct = 200;
+  const std::vector<TracePod> pods = {Pod(1, 1000, 4000, {"T4"}), Pod(1, 700, 1000, {"V100M32"})};
+  const auto result = RunPaperExperiment(nodes, pods, "fragmentation", *PolicyConfig("fragmentation"), options);
+  const SeedResult& seed = result.seeds.front();
+  EXPECT_NEAR(seed.left_cpu_bound_pct, 100.0 * 1000 / 6000, 1e-9);
+  EXPECT_NEAR(seed.left_partial_gpus_pct, 100.0 * 1200 / 6000, 1e-9);
+  EXPECT_NEAR(seed.left_idle_gpus_pct, 0.0, 1e-9);
+  EXPECT_NEAR(seed.alloc_pct.back(), 100.0 - (1000 + 1200) * 100.0 / 6000, 1e-9);
+  double failed = 0;
+  for (const auto& [gpus, pct] : seed.failed_pct_by_gpus) failed += pct;
+  EXPECT_GT(failed, 0);
+
+  PaperRunInfo info;
+  info.options = options;
+  const nlohmann::json json = PolicyJson(info, result, 0);
+  EXPECT_NEAR(json.at("unallocated_at_end_pct").at("cpu_bound_nodes").get<double>(), 100.0 * 1000 / 6000, 1e-9);
+  EXPECT_TRUE(json.at("failed_demand_pct_by_gpus").is_object());
+}
+
 // Shares that leave 400 of each device: a 700 share never fits next to a
 // 300 one, so what is left is fragmentation for the workload.
 TEST(PaperExperimentTest, SeedsAreReproducibleAndThreadCountDoesNotMatter) {
