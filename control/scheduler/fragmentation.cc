@@ -113,6 +113,10 @@ double NodeFragmentation(const NodeFree& node, const std::vector<topology::Workl
   return fragmentation;
 }
 
+double CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
+  return PackedFragmentation(node, workload) + NodeFragmentation(node, workload);
+}
+
 std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::WorkloadShape>& samples,
                                                     double coverage) {
   using Key = std::tuple<uint64_t, uint32_t, uint32_t, std::string>;
@@ -135,18 +139,6 @@ std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::
   }
   for (auto& shape : kept) shape.weight /= static_cast<double>(covered);
   return kept;
-}
-
-std::vector<topology::WorkloadShape> DemandWeighted(std::vector<topology::WorkloadShape> workload) {
-  double total = 0;
-  for (auto& shape : workload) {
-    shape.weight *= static_cast<double>(shape.gpus) * shape.gpu_milli;
-    total += shape.weight;
-  }
-  if (total > 0) {
-    for (auto& shape : workload) shape.weight /= total;
-  }
-  return workload;
 }
 
 }  // namespace gpool::scheduler

@@ -42,13 +42,16 @@ double NodeFragmentation(const NodeFree& node, const std::vector<topology::Workl
 // device with 800 free leaves 200 that no such task can take).
 double PackedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload);
 
+// gpool's measure (the `fragmentation` strategy): the two together. FGD's
+// counts share stranded on devices too full for a shape's per-GPU need;
+// the packed one counts what cannot complete one more task. Each misses
+// what the other sees, and on the trace's variants their sum placed more
+// than either alone (gpool-sim, docs/simulator.md).
+double CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload);
+
 // The most frequent shapes of `samples` (their weights ignored) that cover
 // `coverage` of them, each weighted by its frequency among those kept.
 std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::WorkloadShape>& samples,
                                                     double coverage = 0.95);
-
-// The same shapes weighted by the GPU share they ask for (frequency x GPUs x
-// share): a fragment counts by how much GPU demand it turns away.
-std::vector<topology::WorkloadShape> DemandWeighted(std::vector<topology::WorkloadShape> workload);
 
 }  // namespace gpool::scheduler

@@ -101,7 +101,7 @@ bool Session::FragmentationAware() const {
 Session::FragChoice Session::BestFragmentation(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
   std::vector<size_t> slots;
   NodeFree free = FreeOf(node, &slots);
-  auto measure = config_.node_order.strategy == Strategy::kFgd ? NodeFragmentation : PackedFragmentation;
+  auto measure = config_.node_order.strategy == Strategy::kFgd ? NodeFragmentation : CombinedFragmentation;
   const auto& workload = WorkloadFor(node.gpu_model);
   const double before = measure(free, workload);
   const Resources& need = task.resources;
