@@ -115,7 +115,7 @@ struct Cluster {
       pids.push_back(Spawn({GPOOL_COORDINATOR_BIN, "--id", std::to_string(i + 1), "--peers", peers, "--peer-clients",
                             clients, "--peer-workers", workers, "--data-dir", name, "--client-addr", client[i],
                             "--worker-addr", worker[i], "--heartbeat-ms", "1000", "--node-timeout-ms", "10000",
-                            "--log-level", (std::getenv("GPOOL_BENCH_LOG") ? std::getenv("GPOOL_BENCH_LOG") : "warn")},
+                            "--log-level", "warn"},
                            name + ".log"));
     }
   }

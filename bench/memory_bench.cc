@@ -399,7 +399,7 @@ Status Drive(InProcessCoordinator& c, FakeClock& clock, std::vector<std::pair<st
     const size_t queued = workers.size();
     AnswerWorkerFrames(c.TakeWorkerFrames(), clock.WallMs(), seq, workers);
     const bool quiet = client_turn.empty() && worker_turn.empty() && workers.size() == queued;
-    idle = quiet && c.state().active_task_count() >= live_goal ? idle + 1 : 0;
+    idle = quiet && c.state().active_tasks().size() >= live_goal ? idle + 1 : 0;
     if (quiet && clock.MonoMs() > 60'000) return Status::Internal("placement stalled");
   }
   return Status::Ok();
@@ -528,7 +528,7 @@ int main(int argc, char** argv) {
   status = Drive(c, clock, std::move(submits), {}, seq, args.tasks);
   if (status.ok()) status = Drive(c, clock, {}, Heartbeats(c, args.nodes, seq), seq, args.tasks);
   size_t running = 0;
-  for (const TaskId& id : c.state().ActiveTasks()) {
+  for (const TaskId& id : c.state().active_tasks()) {
     const state::TaskRecord* task = c.state().FindTask(id);
     running += task != nullptr && task->state == TaskState::kRunning;
   }

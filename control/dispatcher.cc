@@ -2,9 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <utility>
-
 #include "control/frames.h"
 #include "control/node_registry.h"
 #include "control/training_env.h"
@@ -15,18 +12,38 @@ Dispatcher::Dispatcher(const DispatcherOptions& options, const state::ClusterSta
                        const NodeRegistry& registry, Outbox& outbox, Proposer& proposer)
     : options_(options), state_(state), registry_(registry), outbox_(outbox), proposer_(proposer) {}
 
+bool Dispatcher::Due(const Sent* sent, Kind kind, int64_t now_ms) const {
+  if (sent == nullptr || sent->kind != kind) return true;
+  const int64_t wait = sent->acked ? options_.reconfirm_ms : options_.ack_timeout_ms;
+  return now_ms - sent->sent_ms >= wait;
+}
+
 void Dispatcher::Tick(int64_t now_ms) {
-  // Commands that became due since the last tick (new binds, new stops).
-  const auto& order = state_.commands_due_order();
-  for (auto it = order.lower_bound({seen_seq_ + 1, TaskId{}}); it != order.end(); ++it) Consider(it->second, now_ms);
-  seen_seq_ = state_.command_seq();
-  // Nodes that (re)connected get everything due for them again.
-  for (const TaskId& id : std::exchange(recheck_, {})) Consider(id, now_ms);
-  // Timers: resends, and records of tasks that settled meanwhile.
-  while (!timers_.empty() && timers_.begin()->first <= now_ms) Consider(timers_.begin()->second, now_ms);
-  if (now_ms >= next_sweep_ms_) {
-    next_sweep_ms_ = now_ms + options_.sweep_ms;
-    Sweep();
+  // Drop bookkeeping for tasks that finished.
+  for (auto it = commands_.begin(); it != commands_.end();) {
+    if (!state_.active_tasks().count(it->first)) {
+      by_request_.erase(it->second.request_id);
+      it = commands_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const TaskId& id : state_.active_tasks()) {
+    const state::TaskRecord* task = state_.FindTask(id);
+    if (task == nullptr) continue;
+    Kind kind;
+    if (task->stop_requested) {
+      kind = Kind::kPreempt;
+    } else if (task->state == TaskState::kBound) {
+      kind = Kind::kBind;
+    } else {
+      continue;  // running and wanted: nothing to say
+    }
+    const std::string* peer = registry_.PeerFor(task->node);
+    if (peer == nullptr) continue;  // node not connected; resent when it registers
+    auto it = commands_.find(id);
+    if (!Due(it == commands_.end() ? nullptr : &it->second, kind, now_ms)) continue;
+    Send(*task, kind, *peer, now_ms);
   }
   for (auto it = log_fetches_.begin(); it != log_fetches_.end();) {
     if (now_ms >= it->second.deadline_ms) {
@@ -36,50 +53,6 @@ void Dispatcher::Tick(int64_t now_ms) {
     } else {
       ++it;
     }
-  }
-}
-
-void Dispatcher::Consider(const TaskId& id, int64_t now_ms) {
-  auto record = commands_.find(id);
-  auto due = state_.commands_due().find(id);
-  if (due == state_.commands_due().end()) {
-    if (record != commands_.end()) Drop(record);
-    return;
-  }
-  const Kind kind = due->second.stop ? Kind::kPreempt : Kind::kBind;
-  if (record != commands_.end() && record->second.kind == kind && now_ms < record->second.recheck_ms) return;
-  const state::TaskRecord* task = state_.FindTask(id);
-  const std::string* peer = task == nullptr ? nullptr : registry_.PeerFor(task->node);
-  if (peer == nullptr) {
-    // Not connected: sent when its node registers (ForgetNode).
-    if (record != commands_.end()) Drop(record);
-    return;
-  }
-  Send(*task, kind, *peer, now_ms);
-}
-
-void Dispatcher::TaskSettled(const TaskId& task) {
-  auto record = commands_.find(task);
-  if (record != commands_.end() && !state_.commands_due().count(task)) Drop(record);
-}
-
-void Dispatcher::Arm(const TaskId& id, Sent& sent, int64_t at_ms) {
-  timers_.erase({sent.recheck_ms, id});
-  sent.recheck_ms = at_ms;
-  timers_.insert({at_ms, id});
-}
-
-void Dispatcher::Drop(std::map<TaskId, Sent>::iterator it) {
-  timers_.erase({it->second.recheck_ms, it->first});
-  by_request_.erase(it->second.request_id);
-  commands_.erase(it);
-}
-
-void Dispatcher::Sweep() {
-  for (auto it = commands_.begin(); it != commands_.end();) {
-    auto next = std::next(it);
-    if (!state_.commands_due().count(it->first)) Drop(it);
-    it = next;
   }
 }
 
@@ -121,15 +94,9 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     preempt.reason = task.message;
     frame = MakeFrame(request_id, proposer_.epoch(), preempt);
   }
-  auto [it, fresh] = commands_.try_emplace(task.id);
-  Sent& sent = it->second;
-  if (!fresh) {
-    by_request_.erase(sent.request_id);
-    timers_.erase({sent.recheck_ms, task.id});
-  }
-  // At least a millisecond: Tick's timer loop relies on a resend moving the timer forward.
-  sent = Sent{kind, task.node, request_id, now_ms, now_ms + std::max<int64_t>(1, options_.ack_timeout_ms), false};
-  timers_.insert({sent.recheck_ms, task.id});
+  auto& sent = commands_[task.id];
+  by_request_.erase(sent.request_id);
+  sent = Sent{kind, task.node, request_id, now_ms, false};
   by_request_[request_id] = task.id;
   spdlog::debug("dispatch command={} task={} node={} request={}", kind == Kind::kBind ? "bind" : "preempt",
                 task.id.ToString(), task.node, request_id);
@@ -155,9 +122,7 @@ void Dispatcher::OnWorkerReply(const Envelope& envelope) {
   auto cmd = commands_.find(task_id);
   if (cmd == commands_.end()) return;
   if (envelope.type() == MessageType::kAck) {
-    if (!state_.commands_due().count(task_id)) return Drop(cmd);  // it took effect already
     cmd->second.acked = true;
-    Arm(task_id, cmd->second, cmd->second.sent_ms + options_.reconfirm_ms);
     return;
   }
   auto error = envelope.Body<ErrorReply>();
@@ -190,23 +155,19 @@ void Dispatcher::FetchLog(const std::string& node, const TaskId& task, uint32_t 
 }
 
 void Dispatcher::ForgetNode(const std::string& node) {
-  // Its tasks' commands go out again at the next tick; records of tasks that
-  // left the node meanwhile go at the sweep.
-  const state::NodeRecord* record = state_.FindNode(node);
-  if (record == nullptr) return;
-  for (const TaskId& id : record->tasks) {
-    auto it = commands_.find(id);
-    if (it != commands_.end() && it->second.node == node) Drop(it);
-    recheck_.push_back(id);
+  for (auto it = commands_.begin(); it != commands_.end();) {
+    if (it->second.node == node) {
+      by_request_.erase(it->second.request_id);
+      it = commands_.erase(it);
+    } else {
+      ++it;
+    }
   }
 }
 
 void Dispatcher::Reset(const Status& why) {
   commands_.clear();
   by_request_.clear();
-  timers_.clear();
-  recheck_.clear();
-  seen_seq_ = 0;  // everything due is considered again
   auto fetches = std::move(log_fetches_);
   log_fetches_.clear();
   for (auto& [id, fetch] : fetches) fetch.done(why);

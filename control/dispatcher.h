@@ -10,23 +10,12 @@
 // predecessor's acknowledgements are not known here).
 // Resources are never freed here: only a committed TaskEvent frees them.
 //
-// Work is proportional to what changed, not to the cluster: the state keeps
-// an index of the tasks that need a command (ClusterState::commands_due),
-// ordered by a sequence number, so a Tick reads only the entries added since
-// the last one; commands sent wait on a deadline-ordered timer set for their
-// resend; and a record is kept only while its command is in flight: it goes
-// when the task's event commits (TaskSettled, from the node registry), when
-// its timer finds the task no longer due, or at the latest at the next sweep.
-// A cluster whose tasks all run holds nothing here.
-//
 // Thread-safety: none; the coordinator's loop thread owns it.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <set>
-#include <vector>
 #include <string>
 
 #include "control/ports.h"
@@ -39,7 +28,6 @@ class NodeRegistry;
 struct DispatcherOptions {
   int64_t ack_timeout_ms = 2000;   // resend an unacknowledged command after this long
   int64_t reconfirm_ms = 10'000;   // resend an acknowledged one that has not taken effect
-  int64_t sweep_ms = 1000;         // drop records of tasks that settled by a path nobody reported
   int64_t log_fetch_timeout_ms = 3000;  // below the client's default 5 s, so it gets an answer
   uint32_t preempt_grace_ms = 10'000;
 };
@@ -53,9 +41,6 @@ class Dispatcher {
 
   // Sends what is due. Call after every apply and periodically.
   void Tick(int64_t now_ms);
-  // A task's event committed (it started, exited or failed): if no command
-  // is due for it any more, its record goes now rather than at its timer.
-  void TaskSettled(const TaskId& task);
   // A reply from a worker (Ack, ErrorReply, FetchLogReply) to one of our commands.
   void OnWorkerReply(const Envelope& envelope);
   void FetchLog(const std::string& node, const TaskId& task, uint32_t max_bytes, int64_t now_ms, LogCallback done);
@@ -64,7 +49,6 @@ class Dispatcher {
   // Forget everything sent; pending log fetches fail with `why`.
   void Reset(const Status& why);
 
-  // Commands sent and not yet settled.
   size_t in_flight() const { return commands_.size(); }
 
  private:
@@ -74,7 +58,6 @@ class Dispatcher {
     std::string node;
     uint64_t request_id = 0;
     int64_t sent_ms = 0;
-    int64_t recheck_ms = 0;  // its key in timers_
     bool acked = false;
   };
   struct LogFetch {
@@ -82,13 +65,8 @@ class Dispatcher {
     LogCallback done;
   };
 
-  // Sends the task's due command if it was never sent, changed kind, or
-  // its timer ran out; drops the record of a task with nothing due.
-  void Consider(const TaskId& id, int64_t now_ms);
+  bool Due(const Sent* sent, Kind kind, int64_t now_ms) const;
   void Send(const state::TaskRecord& task, Kind kind, const std::string& peer, int64_t now_ms);
-  void Arm(const TaskId& id, Sent& sent, int64_t at_ms);
-  void Drop(std::map<TaskId, Sent>::iterator it);
-  void Sweep();
 
   DispatcherOptions options_;
   const state::ClusterState& state_;
@@ -98,10 +76,6 @@ class Dispatcher {
   uint64_t next_request_id_ = 1;
   std::map<TaskId, Sent> commands_;
   std::map<uint64_t, TaskId> by_request_;
-  std::set<std::pair<int64_t, TaskId>> timers_;  // (recheck_ms, task) of every record
-  uint64_t seen_seq_ = 0;                        // commands_due entries up to this seq were considered
-  std::vector<TaskId> recheck_;                  // tasks of nodes that (re)connected
-  int64_t next_sweep_ms_ = 0;
   std::map<uint64_t, LogFetch> log_fetches_;
 };
 

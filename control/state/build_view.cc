@@ -52,52 +52,22 @@ std::vector<uint32_t> ActivePerGroup(const JobRecord& job) {
 
 topology::ClusterView ClusterState::BuildView(int64_t now_ms) const {
   topology::ClusterView view;
-  ViewCursor cursor;
-  RefreshView(view, cursor, now_ms);
-  return view;
-}
+  view.nodes.reserve(nodes_.size());
+  for (const auto& [name, node] : nodes_) view.nodes.push_back(ToNodeView(name, node));
 
-void ClusterState::RefreshView(topology::ClusterView& view, ViewCursor& cursor, int64_t now_ms) const {
-  // Nodes are never removed, so the same count means the same nodes in the
-  // same (name) order; a name that does not match says otherwise anyway.
-  bool rebuilt = cursor.generation == generation_ && view.nodes.size() == nodes_.size();
-  if (rebuilt) {
-    size_t i = 0;
-    for (const auto& [name, node] : nodes_) {
-      topology::NodeView& slot = view.nodes[i++];
-      if (slot.name != name) {
-        rebuilt = false;
-        break;
-      }
-      if (node.view_version > cursor.version) slot = ToNodeView(name, node);
-    }
-  }
-  if (!rebuilt) {
-    view.nodes.clear();
-    view.nodes.reserve(nodes_.size());
-    for (const auto& [name, node] : nodes_) view.nodes.push_back(ToNodeView(name, node));
-  }
-  cursor = ViewCursor{generation_, version_};
-
-  view.queues.clear();
   for (const auto& [name, queue] : queues_) {
     view.queues.push_back(topology::QueueView{name, queue.spec.parent, queue.spec.capability, queue.spec.deserved,
                                               queue.spec.guarantee});
   }
-  BuildRunning(view);
-  BuildPending(view, now_ms);
-}
 
-void ClusterState::BuildRunning(topology::ClusterView& view) const {
-  view.running.clear();
-  view.running.reserve(active_count_);
+  view.running.reserve(active_.size());
   const JobRecord* last_job = nullptr;
   std::vector<uint32_t> active;
-  for (const TaskId& id : ActiveTasks()) {
+  for (const TaskId& id : active_) {
     const JobRecord* job = FindJob(id.job);
     const TaskRecord* task = FindTask(id);
     if (job == nullptr || task == nullptr) continue;
-    if (job != last_job) {  // ActiveTasks() is ordered by job, so this runs once per job
+    if (job != last_job) {  // active_ is ordered by job, so this runs once per job
       active = ActivePerGroup(*job);
       last_job = job;
     }
@@ -130,10 +100,7 @@ void ClusterState::BuildRunning(topology::ClusterView& view) const {
     running.evicted_by = task->evicted_by;
     view.running.push_back(std::move(running));
   }
-}
 
-void ClusterState::BuildPending(topology::ClusterView& view, int64_t now_ms) const {
-  view.pending.clear();
   for (uint64_t id : pending_) {
     const JobRecord& job = jobs_.at(id);
     if (job.cancel_requested) continue;
@@ -168,6 +135,7 @@ void ClusterState::BuildPending(topology::ClusterView& view, int64_t now_ms) con
     pj.waiting_ms = now_ms > since ? now_ms - since : 0;
     if (!pj.tasks.empty()) view.pending.push_back(std::move(pj));
   }
+  return view;
 }
 
 }  // namespace gpool::state

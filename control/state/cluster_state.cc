@@ -84,13 +84,12 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
   node.spec = cmd.node;
   node.state = NodeState::kReady;
   node.last_seen_ms = now;
-  Touch(node);
 
   std::map<TaskId, const TaskReport*> reported;
   for (const auto& report : cmd.tasks) reported[report.task] = &report;
 
   // Reconcile: the worker is the authority on which processes exist.
-  const std::vector<TaskId> here(node.tasks.begin(), node.tasks.end());
+  const std::set<TaskId> here = node.tasks;
   for (const TaskId& id : here) {
     JobRecord* job = MutableJob(id.job.value());
     if (job == nullptr || id.index >= job->tasks.size()) continue;
@@ -114,7 +113,6 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
         task.state = TaskState::kRunning;
         task.pid = report.pid;
         if (task.start_ms == 0) task.start_ms = now;
-        TrackCommand(task);
         UpdateJobState(*job, now);
       }
       continue;
@@ -146,7 +144,6 @@ ApplyResult ClusterState::ApplyNodeState(int64_t now, const NodeStateCmd& cmd) {
   }
   it->second.state = *state;
   it->second.last_seen_ms = now;
-  Touch(it->second);
   return result;
 }
 
@@ -182,7 +179,6 @@ ApplyResult ClusterState::ApplySubmitJob(uint64_t index, int64_t now, const Subm
   result.job_id = job.id.value();
   if (!job.idempotency_key.empty()) idempotency_.emplace(KeyHash(job.idempotency_key), result.job_id);
   pending_.insert(result.job_id);
-  ++job_states_[static_cast<size_t>(JobState::kPending)];
   jobs_.emplace(result.job_id, std::move(job));
   return result;
 }
@@ -198,7 +194,6 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t /*now*/, const UpdateNodeCmd& 
     return result;
   }
   NodeRecord& node = it->second;
-  Touch(node);
   if (update.op == "cordon" || update.op == "uncordon") {
     node.cordoned = update.op == "cordon";
   } else if (update.op == "pool") {
@@ -241,7 +236,6 @@ ApplyResult ClusterState::ApplyCancelJob(int64_t now, const CancelJobCmd& cmd) {
       task.stop_requested = true;
       task.stop_grace_ms = cmd.grace_ms;
       task.message = "cancel requested";
-      TrackCommand(task);
     }
   }
   UpdateJobState(*job, now);
@@ -250,7 +244,7 @@ ApplyResult ClusterState::ApplyCancelJob(int64_t now, const CancelJobCmd& cmd) {
 }
 
 Status ClusterState::CheckBind(const JobRecord& job, const PlanBind& bind,
-                               const std::set<std::pair<std::string_view, uint32_t>>& taken,
+                               const std::set<std::pair<std::string, uint32_t>>& taken,
                                std::map<std::string, std::pair<uint64_t, uint64_t>>& extra,
                                PlanLoads& loads) const {
   if (bind.task_index >= job.tasks.size()) return Status::InvalidArgument("task index out of range");
@@ -303,11 +297,8 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
   std::map<uint64_t, std::vector<const PlanBind*>> by_job;
   for (const auto& bind : cmd.binds) by_job[bind.job_id].push_back(&bind);
 
-  // Each job is checked against the state as the plan's earlier jobs left
-  // it: their binds are applied (GPU owners, tenants, CPU and memory) before
-  // the next job is checked, so only what the job's own binds add up to needs
-  // tracking on the side. That keeps a plan linear in its binds: a plan of
-  // thousands of placements (a burst of wide jobs) applies in milliseconds.
+  std::set<std::pair<std::string, uint32_t>> taken;
+  PlanLoads plan_loads;
   for (const auto& [job_id, binds] : by_job) {
     JobRecord* job = MutableJob(job_id);
     bool ok = job != nullptr && !IsTerminal(job->state) && !job->cancel_requested && job->failure.empty();
@@ -316,11 +307,13 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
       for (const auto* bind : binds) indices.insert(bind->task_index);
       ok = indices.size() == binds.size() && MeetsGangAfter(*job, indices);
     }
-    std::set<std::pair<std::string_view, uint32_t>> job_taken;  // whole GPUs this job's binds take
-    std::map<std::string, std::pair<uint64_t, uint64_t>> extra;  // CPU and memory they add, per node (and NUMA)
-    PlanLoads job_loads;                                        // device loads they add
+    std::set<std::pair<std::string, uint32_t>> job_taken;
+    std::map<std::string, std::pair<uint64_t, uint64_t>> extra;
+    PlanLoads job_loads = plan_loads;
     for (size_t i = 0; ok && i < binds.size(); ++i) {
-      ok = CheckBind(*job, *binds[i], job_taken, extra, job_loads).ok();
+      auto merged = taken;
+      merged.insert(job_taken.begin(), job_taken.end());
+      ok = CheckBind(*job, *binds[i], merged, extra, job_loads).ok();
       if (binds[i]->grant.Empty()) {
         for (uint32_t gpu : binds[i]->gpu_indices) job_taken.insert({binds[i]->node, gpu});
       }
@@ -329,6 +322,8 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
       ++result.jobs_rejected;
       continue;
     }
+    taken.insert(job_taken.begin(), job_taken.end());
+    plan_loads = std::move(job_loads);
     for (const auto* bind : binds) {
       TaskRecord& task = job->tasks[bind->task_index];
       NodeRecord& node = nodes_[bind->node];
@@ -345,9 +340,7 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
       node.cpu_milli_used += bind->cpu_milli;
       node.memory_mib_used += bind->memory_mib;
       node.tasks.insert(task.id);
-      Touch(node);
-      ++active_count_;
-      TrackCommand(task);
+      active_.insert(task.id);
       ++result.binds_applied;
     }
     job->reasons.clear();
@@ -397,7 +390,6 @@ void ClusterState::ApplyEviction(int64_t now, const PlanEviction& eviction) {
       victim.evicted_by.push_back(eviction.for_job);
     }
     victim.message = eviction.reason.empty() ? "evicted" : eviction.reason.substr(0, 256);
-    TrackCommand(victim);
   };
   mark(task);
   // A gang never runs partly: if this leaves the task's group below its
@@ -449,7 +441,6 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
       task.state = TaskState::kRunning;
       task.pid = event.pid;
       task.start_ms = when;
-      TrackCommand(task);
     }
   } else if (event.kind == "exited" || event.kind == "failed") {
     task.exit_code = event.exit_code;
@@ -478,10 +469,9 @@ void ClusterState::ReleaseResources(TaskRecord& task) {
     ReleaseDevices(node, task);
     node.cpu_milli_used -= std::min(node.cpu_milli_used, task.cpu_milli);
     node.memory_mib_used -= std::min(node.memory_mib_used, task.memory_mib);
-    if (node.tasks.erase(task.id) != 0) --active_count_;
-    Touch(node);
+    node.tasks.erase(task.id);
   }
-  UntrackCommand(task.id);
+  active_.erase(task.id);
 }
 
 void ClusterState::FinishTask(JobRecord& job, TaskRecord& task, TaskState state, int64_t now) {
@@ -509,7 +499,6 @@ void ClusterState::UpdateJobState(JobRecord& job, int64_t now) {
       } else if (Occupies(task.state) && !task.stop_requested) {
         task.stop_requested = true;
         task.message = "stopping: another task of the job failed";
-        TrackCommand(task);
       }
     }
   }
@@ -540,7 +529,7 @@ void ClusterState::UpdateJobState(JobRecord& job, int64_t now) {
   }
   if (IsTerminal(next) && job.finish_ms == 0) job.finish_ms = now;
   if (next != JobState::kPending) job.reasons.clear();
-  SetJobState(job, next);
+  job.state = next;
   // Schedulable: has tasks to place. A running elastic job (or one that lost
   // replicas to eviction) stays schedulable while it runs.
   if (!IsTerminal(next) && !job.cancel_requested && any_pending) {
@@ -629,7 +618,6 @@ Status ClusterState::Restore(std::string_view snapshot) {
   if (!image.ok()) return image.status().WithContext("restoring snapshot");
   applied_index_ = image->applied_index;
   next_job_id_ = image->next_job_id;
-  ++generation_;  // every cached view is stale
   nodes_.clear();
   jobs_.clear();
   for (auto& node : image->nodes) nodes_[node.spec.name] = std::move(node);
@@ -643,54 +631,17 @@ Status ClusterState::Restore(std::string_view snapshot) {
 
 void ClusterState::RebuildIndexes() {
   idempotency_.clear();
+  active_.clear();
   pending_.clear();
-  due_.clear();
-  due_order_.clear();
-  job_states_ = {};
-  active_count_ = 0;
-  for (const auto& [name, node] : nodes_) active_count_ += node.tasks.size();
   for (const auto& [id, job] : jobs_) {
     if (!job.idempotency_key.empty()) idempotency_.emplace(KeyHash(job.idempotency_key), id);
-    ++job_states_[static_cast<size_t>(job.state)];
     bool any_pending = false;
     for (const auto& task : job.tasks) {
-      if (Occupies(task.state)) TrackCommand(task);
+      if (Occupies(task.state)) active_.insert(task.id);
       any_pending |= task.state == TaskState::kPending;
     }
     if (!IsTerminal(job.state) && !job.cancel_requested && any_pending) pending_.insert(id);
   }
-}
-
-std::vector<TaskId> ClusterState::ActiveTasks() const {
-  std::vector<TaskId> ids;
-  ids.reserve(active_count_);
-  for (const auto& [name, node] : nodes_) ids.insert(ids.end(), node.tasks.begin(), node.tasks.end());
-  std::sort(ids.begin(), ids.end());
-  return ids;
-}
-
-void ClusterState::TrackCommand(const TaskRecord& task) {
-  const bool due = Occupies(task.state) && (task.stop_requested || task.state == TaskState::kBound);
-  if (!due) return UntrackCommand(task.id);
-  auto [it, fresh] = due_.try_emplace(task.id);
-  if (!fresh && it->second.stop == task.stop_requested) return;  // the same command is still due
-  if (!fresh) due_order_.erase({it->second.seq, task.id});
-  it->second = CommandDue{++due_seq_, task.stop_requested};
-  due_order_.insert({it->second.seq, task.id});
-}
-
-void ClusterState::UntrackCommand(const TaskId& id) {
-  auto it = due_.find(id);
-  if (it == due_.end()) return;
-  due_order_.erase({it->second.seq, id});
-  due_.erase(it);
-}
-
-void ClusterState::SetJobState(JobRecord& job, JobState state) {
-  if (job.state == state) return;
-  --job_states_[static_cast<size_t>(job.state)];
-  ++job_states_[static_cast<size_t>(state)];
-  job.state = state;
 }
 
 }  // namespace gpool::state

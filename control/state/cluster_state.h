@@ -10,7 +10,6 @@
 // Thread-safety: none. One owner thread applies and reads.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -59,48 +58,14 @@ class ClusterState {
   // With `mig_instances`, a MIG task's instance UUIDs instead of its GPUs'
   // (the worker resolves instances itself, so binds carry the GPUs').
   std::vector<std::string> GpuUuids(const TaskRecord& task, bool mig_instances = true) const;
-  // Tasks bound or running (holding resources), in id order. Built on each
-  // call from the nodes' task sets: no cluster-wide index is kept for them,
-  // at 64 bytes a task it would be a tenth of what a live task costs.
-  std::vector<TaskId> ActiveTasks() const;
-  size_t active_task_count() const { return active_count_; }
+  // Tasks bound or running: those the dispatcher must keep in step with workers.
+  const std::set<TaskId>& active_tasks() const { return active_; }
   const std::set<uint64_t>& pending_jobs() const { return pending_; }
-  // Jobs currently in `state` (a counter kept on every change, for status pages).
-  uint32_t jobs_in_state(JobState state) const { return job_states_[static_cast<size_t>(state)]; }
-
-  // Tasks whose worker must still be told something: bound and not yet
-  // running (a bind), or holding resources with a stop requested (a
-  // preempt). The index holds only tasks in that transition, so a cluster
-  // whose tasks all run keeps nothing here. Each entry carries a sequence
-  // number, new whenever a task enters the index or turns from bind to
-  // preempt; commands_due_order() lists (seq, task) in seq order, so the
-  // dispatcher reads only what changed since the last seq it saw. Sequence
-  // numbers only grow, also across Restore.
-  struct CommandDue {
-    uint64_t seq = 0;
-    bool stop = false;  // a preempt; otherwise a bind
-  };
-  const std::map<TaskId, CommandDue>& commands_due() const { return due_; }
-  const std::set<std::pair<uint64_t, TaskId>>& commands_due_order() const { return due_order_; }
-  uint64_t command_seq() const { return due_seq_; }
 
   // The scheduler's input: free capacity per node, the queue tree, tasks
   // holding resources (eviction candidates) and jobs with tasks to place.
   // `now_ms` only dates how long jobs have waited.
   topology::ClusterView BuildView(int64_t now_ms = 0) const;
-  // What a view was last refreshed from; starts empty (the first refresh
-  // builds everything).
-  struct ViewCursor {
-    uint64_t generation = 0;  // ClusterState's generation; 0: never refreshed
-    uint64_t version = 0;     // node changes up to this one are in the view
-  };
-  // Brings `view` up to date for a scheduling cycle, as BuildView would
-  // build it: a node's view is rebuilt only if the node changed since
-  // `cursor` (all of them the first time, after a Restore, or when nodes
-  // were added); the queues, running tasks and pending jobs are rebuilt.
-  // The node views are the bulk of a view (a thousand nodes of eight GPUs
-  // each), while a cycle typically follows a change to a few nodes.
-  void RefreshView(topology::ClusterView& view, ViewCursor& cursor, int64_t now_ms) const;
 
  private:
   ApplyResult ApplyRegisterNode(int64_t now, const RegisterNodeCmd& cmd);
@@ -122,8 +87,7 @@ class ClusterState {
 
   // Device loads a plan's earlier binds add, per (node, GPU index).
   using PlanLoads = std::map<std::pair<std::string, uint32_t>, topology::DeviceLoad>;
-  Status CheckBind(const JobRecord& job, const PlanBind& bind,
-                   const std::set<std::pair<std::string_view, uint32_t>>& taken,
+  Status CheckBind(const JobRecord& job, const PlanBind& bind, const std::set<std::pair<std::string, uint32_t>>& taken,
                    std::map<std::string, std::pair<uint64_t, uint64_t>>& extra, PlanLoads& loads) const;
   Status CheckGrant(const Resources& need, const PlanBind& bind, const NodeRecord& node, PlanLoads& loads) const;
   // A GPU as the scheduler sees it: its spec, who holds it whole, and what
@@ -142,15 +106,6 @@ class ClusterState {
   void UpdateJobState(JobRecord& job, int64_t now);
   JobRecord* MutableJob(uint64_t id);
   void RebuildIndexes();
-  // Marks the node's view stale (RefreshView rebuilds it).
-  void Touch(NodeRecord& node) { node.view_version = ++version_; }
-  // Puts the task into, or takes it out of, the commands-due index after a
-  // change to its state or stop request.
-  void TrackCommand(const TaskRecord& task);
-  void UntrackCommand(const TaskId& id);
-  void SetJobState(JobRecord& job, JobState state);
-  void BuildRunning(topology::ClusterView& view) const;
-  void BuildPending(topology::ClusterView& view, int64_t now_ms) const;
   // The job submitted with this idempotency key; 0 if none.
   uint64_t FindIdempotent(std::string_view key) const;
 
@@ -163,15 +118,8 @@ class ClusterState {
   // the key its JobRecord keeps: a second copy of every 32-character key
   // would cost about 80 bytes a job more. Rebuilt on Restore.
   std::unordered_multimap<uint64_t, uint64_t> idempotency_;
+  std::set<TaskId> active_;
   std::set<uint64_t> pending_;
-  size_t active_count_ = 0;
-  std::array<uint32_t, static_cast<size_t>(JobState::kCancelled) + 1> job_states_{};
-  std::map<TaskId, CommandDue> due_;
-  std::set<std::pair<uint64_t, TaskId>> due_order_;
-  uint64_t due_seq_ = 0;
-  // View bookkeeping (not state: a Restore starts a new generation).
-  uint64_t version_ = 0;
-  uint64_t generation_ = 1;
 };
 
 }  // namespace gpool::state

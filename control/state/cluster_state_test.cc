@@ -56,7 +56,7 @@ TEST_F(ClusterStateTest, JobRunsToSuccessAndFreesItsGpus) {
   EXPECT_EQ(plan.binds_applied, 2u);
   EXPECT_EQ(state_.FindJob(JobId(job))->state, JobState::kRunning);
   EXPECT_EQ(state_.FindNode("n1")->gpu_owner.size(), 4u);
-  EXPECT_EQ(state_.active_task_count(), 2u);
+  EXPECT_EQ(state_.active_tasks().size(), 2u);
 
   EXPECT_TRUE(Event(job, 0, "n1", "started").status.ok());
   EXPECT_EQ(state_.FindJob(JobId(job))->tasks[0].state, TaskState::kRunning);
@@ -67,7 +67,7 @@ TEST_F(ClusterStateTest, JobRunsToSuccessAndFreesItsGpus) {
   EXPECT_EQ(state_.FindJob(JobId(job))->state, JobState::kSucceeded);
   EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
   EXPECT_EQ(state_.FindNode("n1")->cpu_milli_used, 0u);
-  EXPECT_EQ(state_.active_task_count(), 0u);
+  EXPECT_TRUE(state_.active_tasks().empty());
 }
 
 TEST_F(ClusterStateTest, StaticMigLayoutTheHardwareForbidsIsRefused) {
@@ -221,8 +221,7 @@ TEST_F(ClusterStateTest, SnapshotRestoresEverythingIncludingIndexes) {
   ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
   EXPECT_EQ(restored.Snapshot(), state_.Snapshot());
   EXPECT_EQ(restored.applied_index(), state_.applied_index());
-  EXPECT_EQ(restored.ActiveTasks(), state_.ActiveTasks());
-  EXPECT_EQ(restored.active_task_count(), state_.active_task_count());
+  EXPECT_EQ(restored.active_tasks(), state_.active_tasks());
   EXPECT_EQ(restored.pending_jobs(), state_.pending_jobs());
   EXPECT_EQ(restored.FindNode("n1")->gpu_owner, state_.FindNode("n1")->gpu_owner);
   // The next job id and idempotency keys survive too.

@@ -11,15 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "control/state/flat_set.h"
 #include "protocol/base/ids.h"
 #include "protocol/types.h"
 
 namespace gpool::state {
 
 struct TaskRecord {
-  // Fields are ordered to leave no padding: a live task's record is most of
-  // what it costs the coordinator (bench/memory_bench.cc).
   TaskId id;
   uint32_t group = 0;  // index into the job spec's task groups
   TaskState state = TaskState::kPending;
@@ -33,9 +30,8 @@ struct TaskRecord {
   int64_t bind_ms = 0;
   int64_t start_ms = 0;
   int64_t finish_ms = 0;
-  uint32_t stop_grace_ms = 0;   // 0: the coordinator's default grace
-  int32_t numa_node = -1;  // the NUMA node its CPU and memory are charged to; -1: none
   bool stop_requested = false;  // cancel or job failure: the dispatcher preempts it
+  uint32_t stop_grace_ms = 0;   // 0: the coordinator's default grace
   // Stopped to make room for job `evicted_for` (preemption or reclaim): when
   // it exits it goes back to pending as the next attempt, not to Cancelled.
   bool evicted = false;
@@ -43,6 +39,7 @@ struct TaskRecord {
   std::vector<uint64_t> evicted_by;  // every job that ever evicted this task; none may again
   std::string message;
   DeviceGrant grant;  // its share of the GPUs, MIG instance or cores; empty for whole GPUs
+  int32_t numa_node = -1;  // the NUMA node its CPU and memory are charged to; -1: none
 
   template <typename V>
   void Fields(V& v) {
@@ -76,7 +73,6 @@ struct JobRecord {
   JobId id;
   JobSpec spec;
   JobState state = JobState::kPending;
-  bool cancel_requested = false;
   uint64_t arrival = 0;  // log index of the submission; orders FIFO
   int64_t submit_ms = 0;
   int64_t requeue_ms = 0;  // when an eviction last sent its tasks back to pending
@@ -86,6 +82,7 @@ struct JobRecord {
   std::vector<TaskRecord> tasks;
   std::vector<std::string> reasons;  // why it is pending, from the last scheduling cycle
   std::string failure;               // why it failed, when it did
+  bool cancel_requested = false;
   // Nodes where tasks were evicted for this job; the scheduler keeps them for
   // it until it is placed, or until claim_ms (the last eviction for it, or
   // the last of its victims stopping) is long past.
@@ -134,15 +131,12 @@ struct NodeRecord {
   int64_t registered_ms = 0;
   int64_t last_seen_ms = 0;  // wall time of the last state change committed for it
   // gpu index -> task holding it whole; absent means not held whole.
-  FlatMap<uint32_t, TaskId> gpu_owner;
+  std::map<uint32_t, TaskId> gpu_owner;
   // gpu index -> tasks holding a share, a MIG instance or cores of it.
   std::map<uint32_t, std::set<TaskId>> gpu_tenants;
   uint64_t cpu_milli_used = 0;
   uint64_t memory_mib_used = 0;
-  FlatSet<TaskId> tasks;  // tasks bound or running here
-  // Not persisted: ClusterState's change counter when anything the scheduler's
-  // view of this node shows last changed (ClusterState::RefreshView).
-  uint64_t view_version = 0;
+  std::set<TaskId> tasks;  // tasks bound or running here
 
   template <typename V>
   void Fields(V& v) {
@@ -180,7 +174,7 @@ struct NodeRecord {
     state = state_wire == 1 ? NodeState::kNotReady : NodeState::kReady;
     gpu_owner.clear();
     for (size_t i = 0; i < owned_gpus.size() && i < owners.size(); ++i) gpu_owner[owned_gpus[i]] = owners[i];
-    tasks = FlatSet<TaskId>(task_list.begin(), task_list.end());
+    tasks = std::set<TaskId>(task_list.begin(), task_list.end());
     gpu_tenants.clear();
     for (size_t i = 0; i < tenant_gpus.size() && i < tenants.size(); ++i) gpu_tenants[tenant_gpus[i]].insert(tenants[i]);
   }
