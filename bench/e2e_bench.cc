@@ -4,7 +4,8 @@
 // in fleet mode (`--simulate N --spec worker/examples/node-8gpu.yaml`: N
 // simulated 8-GPU nodes, each with its own connection; tasks are simulated,
 // so no process is forked per task), all on 127.0.0.1 with ports reserved
-// up front. Once all N nodes are Ready it measures, in this order:
+// up front. The coordinators' data dirs are in the temp dir (their fsyncs
+// count); the fleet's (task logs) is on tmpfs where there is one (FleetDir). Once all N nodes are Ready it measures, in this order:
 //
 //   baseline   a raw ZeroMQ DEALER/ROUTER round trip on loopback (p50);
 //   latency    submit-to-running on an idle cluster: one 1-GPU job at a
@@ -22,11 +23,16 @@
 //              counts every task running (the workers reported them started
 //              and that is committed).
 //
+// Every phase reports the Raft terms it started and ended in
+// ("term_changes"): a leader change inside a measurement (an overloaded
+// leader missing its heartbeats) shows there rather than as a slow number.
+//
 // Usage: gpool-bench-e2e [nodes=1000] [seconds=5] [latency_samples=200]
 // Prints JSON lines {"metric", "value", "unit", "params"}; progress goes to
 // stderr. Every process started is killed on exit, failures included
 // (children also die with the bench: PR_SET_PDEATHSIG). GPOOL_BENCH_KEEP=1
-// keeps the logs.
+// keeps the logs; GPOOL_BENCH_LOG=info (or debug) sets the coordinators'
+// log level (default warn).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -71,6 +77,7 @@ bool WaitUntil(const std::function<bool()>& done, double seconds, int poll_ms = 
 // The processes of one run; the destructor stops them whatever happened.
 struct Cluster {
   std::string dir;
+  std::string fleet_dir;  // the fleet's data dir (its nodes' task logs)
   std::vector<std::string> client, worker, peer;
   std::vector<pid_t> pids;
 
@@ -91,6 +98,7 @@ struct Cluster {
     if (std::getenv("GPOOL_BENCH_KEEP") == nullptr) {
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
+      std::filesystem::remove_all(fleet_dir, ec);
     } else {
       std::fprintf(stderr, "logs kept in %s\n", dir.c_str());
     }
@@ -115,14 +123,14 @@ struct Cluster {
       pids.push_back(Spawn({GPOOL_COORDINATOR_BIN, "--id", std::to_string(i + 1), "--peers", peers, "--peer-clients",
                             clients, "--peer-workers", workers, "--data-dir", name, "--client-addr", client[i],
                             "--worker-addr", worker[i], "--heartbeat-ms", "1000", "--node-timeout-ms", "10000",
-                            "--log-level", "warn"},
+                            "--log-level", (std::getenv("GPOOL_BENCH_LOG") ? std::getenv("GPOOL_BENCH_LOG") : "warn")},
                            name + ".log"));
     }
   }
 
   void StartFleet(int nodes, const std::string& spec) {
     pids.push_back(Spawn({GPOOL_WORKER_BIN, "--simulate", std::to_string(nodes), "--spec", spec, "--coordinator",
-                          Join(worker), "--data-dir", dir + "/fleet", "--log-level", "warn"},
+                          Join(worker), "--data-dir", fleet_dir, "--log-level", "warn"},
                          dir + "/fleet.log"));
   }
 };
@@ -152,6 +160,28 @@ gpool::JobSpec Job(const std::string& name, uint32_t replicas, uint32_t gpus, st
   return spec;
 }
 
+// Where the fleet keeps its nodes' task logs: GPOOL_BENCH_FLEET_DIR, else
+// tmpfs (/dev/shm) when there is one, else the temp dir. The fleet stands for
+// a thousand machines, each writing its own tasks' logs to its own disk; on
+// one shared ext4 file system those thousands of file creations in a burst
+// were serialized behind its inode allocator (perf: 78 % of the fleet's time
+// in __ext4_new_inode), and the fleet fell seconds behind the coordinators
+// it is there to load. The coordinators' data dirs stay in the temp dir:
+// their fsyncs are part of what is measured.
+std::string FleetDir() {
+  const std::string leaf = "gpool-bench-e2e-fleet-" + std::to_string(getpid());
+  if (const char* dir = std::getenv("GPOOL_BENCH_FLEET_DIR")) return (std::filesystem::path(dir) / leaf).string();
+  std::error_code ec;
+  if (std::filesystem::is_directory("/dev/shm", ec) && access("/dev/shm", W_OK) == 0) return "/dev/shm/" + leaf;
+  return (std::filesystem::temp_directory_path() / leaf).string();
+}
+
+// The leader's Raft term as the cluster reports it; 0 if it cannot tell.
+uint64_t Term(gpool::Client& client) {
+  auto status = client.ClusterStatus();
+  return status.ok() ? status->term : 0;
+}
+
 // Nothing pending, running or holding a GPU.
 bool Idle(gpool::Client& client) {
   auto status = client.ClusterStatus();
@@ -176,6 +206,7 @@ int main(int argc, char** argv) {
 
   Cluster cluster;
   cluster.dir = (std::filesystem::temp_directory_path() / ("gpool-bench-e2e-" + std::to_string(getpid()))).string();
+  cluster.fleet_dir = FleetDir();
   std::filesystem::create_directories(cluster.dir);
   for (int i = 0; i < kReplicas; ++i) {
     cluster.client.push_back("tcp://127.0.0.1:" + std::to_string(ReservePort()));
@@ -203,8 +234,10 @@ int main(int argc, char** argv) {
   }
   const double registration_s = Ms(SteadyClock::now() - cluster_start) / 1000.0;
   std::printf("{\"metric\": \"fleet_ready_s\", \"value\": %.2f, \"unit\": \"s\", \"params\": {\"nodes\": %d, "
-              "\"gpus_per_node\": 8, \"replicas\": %d, \"worker_processes\": 1, \"heartbeat_ms\": 1000}}\n",
-              registration_s, nodes, kReplicas);
+              "\"gpus_per_node\": 8, \"replicas\": %d, \"worker_processes\": 1, \"heartbeat_ms\": 1000, "
+              "\"fleet_data_dir\": \"%s\", \"coordinator_data_dir\": \"%s\"}}\n",
+              registration_s, nodes, kReplicas, std::filesystem::path(cluster.fleet_dir).parent_path().c_str(),
+              std::filesystem::path(cluster.dir).parent_path().c_str());
   std::fflush(stdout);
 
   // Baseline.
@@ -217,6 +250,7 @@ int main(int argc, char** argv) {
   // Submit-to-running on an idle cluster, one job at a time.
   std::vector<double> latency_ms;
   uint64_t latency_errors = 0;
+  const uint64_t latency_term = Term(*observer);
   {
     auto client = Connect(endpoints);
     const gpool::JobSpec job = Job("latency", 1, 1, {"true"});
@@ -247,19 +281,23 @@ int main(int argc, char** argv) {
   }
   const double p50 = Percentile(latency_ms, 0.5);
   const double p99 = Percentile(latency_ms, 0.99);
+  const uint64_t latency_term_changes = Term(*observer) - latency_term;
   std::printf("{\"metric\": \"submit_to_running_p50\", \"value\": %.2f, \"unit\": \"ms\", \"params\": {\"nodes\": %d, "
               "\"replicas\": %d, \"samples\": %zu, \"errors\": %llu, \"signal\": \"GetJob polled back to back\", "
               "\"zmq_round_trip_p50_us\": %.1f, \"ratio_to_zmq_round_trip\": %.1f}}\n",
               p50, nodes, kReplicas, latency_ms.size(), static_cast<unsigned long long>(latency_errors), rtt_p50_us,
               p50 * 1000.0 / std::max(1.0, rtt_p50_us));
   std::printf("{\"metric\": \"submit_to_running_p99\", \"value\": %.2f, \"unit\": \"ms\", \"params\": {\"nodes\": %d, "
-              "\"replicas\": %d, \"samples\": %zu, \"max_ms\": %.2f, \"target_ms\": 50}}\n",
+              "\"replicas\": %d, \"samples\": %zu, \"max_ms\": %.2f, \"target_ms\": 50, \"job\": \"1 task, 1 GPU\", "
+              "\"term_changes\": %llu}}\n",
               p99, nodes, kReplicas, latency_ms.size(),
-              latency_ms.empty() ? 0.0 : *std::max_element(latency_ms.begin(), latency_ms.end()));
+              latency_ms.empty() ? 0.0 : *std::max_element(latency_ms.begin(), latency_ms.end()),
+              static_cast<unsigned long long>(latency_term_changes));
   std::fflush(stdout);
 
   // Submissions per second, many clients, small jobs.
   {
+    const uint64_t term = Term(*observer);
     std::atomic<uint64_t> accepted{0}, errors{0};
     std::vector<std::thread> threads;
     const auto start = SteadyClock::now();
@@ -278,10 +316,10 @@ int main(int argc, char** argv) {
     const double elapsed_s = Ms(SteadyClock::now() - start) / 1000.0;
     std::printf("{\"metric\": \"submissions_per_s\", \"value\": %.0f, \"unit\": \"submissions/s\", \"params\": "
                 "{\"clients\": %d, \"accepted\": %llu, \"errors\": %llu, \"seconds\": %.1f, \"nodes\": %d, "
-                "\"replicas\": %d, \"job\": \"1 task, 0 GPUs, true\"}}\n",
+                "\"replicas\": %d, \"job\": \"1 task, 0 GPUs, true\", \"term_changes\": %llu}}\n",
                 static_cast<double>(accepted.load()) / elapsed_s, clients,
                 static_cast<unsigned long long>(accepted.load()), static_cast<unsigned long long>(errors.load()),
-                elapsed_s, nodes, kReplicas);
+                elapsed_s, nodes, kReplicas, static_cast<unsigned long long>(Term(*observer) - term));
     std::fflush(stdout);
   }
   const auto drain_start = SteadyClock::now();
@@ -294,6 +332,7 @@ int main(int argc, char** argv) {
   // Placements per second: many tasks at once on an idle cluster.
   {
     const uint32_t total = static_cast<uint32_t>(placement_jobs * tasks_per_job);
+    const uint64_t term = Term(*observer);
     std::atomic<uint64_t> errors{0};
     std::vector<std::thread> threads;
     const auto start = SteadyClock::now();
@@ -326,15 +365,18 @@ int main(int argc, char** argv) {
                                               },
                                               120, 2);
     running_ms = Ms(SteadyClock::now() - start);
+    const unsigned long long term_changes = Term(*observer) - term;
     std::printf("{\"metric\": \"placements_bound_per_s\", \"value\": %.0f, \"unit\": \"tasks/s\", \"params\": "
                 "{\"tasks\": %u, \"bound\": %u, \"jobs\": %d, \"tasks_per_job\": %d, \"gpus_per_task\": 1, "
                 "\"gpu_fill_pct\": 80, \"bound_ms\": %.0f, \"submit_calls_done_ms\": %.0f, \"submit_errors\": %llu, "
-                "\"nodes\": %d, \"replicas\": %d, \"target\": 10000}}\n",
+                "\"nodes\": %d, \"replicas\": %d, \"target\": 10000, \"term_changes\": %llu}}\n",
                 all_bound ? total / (bound_ms / 1000.0) : 0.0, total, bound, placement_jobs, tasks_per_job, bound_ms,
-                submitted_ms, static_cast<unsigned long long>(errors.load()), nodes, kReplicas);
+                submitted_ms, static_cast<unsigned long long>(errors.load()), nodes, kReplicas, term_changes);
     std::printf("{\"metric\": \"placements_running_per_s\", \"value\": %.0f, \"unit\": \"tasks/s\", \"params\": "
-                "{\"tasks\": %u, \"running\": %u, \"running_ms\": %.0f, \"nodes\": %d, \"replicas\": %d}}\n",
-                all_running ? total / (running_ms / 1000.0) : 0.0, total, running, running_ms, nodes, kReplicas);
+                "{\"tasks\": %u, \"running\": %u, \"running_ms\": %.0f, \"nodes\": %d, \"replicas\": %d, "
+                "\"term_changes\": %llu}}\n",
+                all_running ? total / (running_ms / 1000.0) : 0.0, total, running, running_ms, nodes, kReplicas,
+                term_changes);
     std::fflush(stdout);
   }
   return 0;

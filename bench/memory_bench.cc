@@ -24,16 +24,23 @@
 // glibc still holds is not counted) is read after opening (baseline), after
 // phase 1 (per device = delta / GPUs) and after phase 2 (per task = delta /
 // live tasks). The bench's own data (frame queues) is empty at each reading.
+// Each reading first waits for LevelDB to come to rest (SettleStore: the
+// memtable the last state snapshot went through is flushed, and resident
+// memory is steady; the wait is printed): the snapshot is the whole state as
+// one value, resident until the background flush ends a moment later, and a
+// reading taken inside that window measured LevelDB's timing rather than
+// the coordinator's structures.
 //
 // Counted: everything those components keep, LevelDB's memtables and block
 // cache included. Not counted in the per-unit numbers: ZeroMQ's per-connection
 // buffers (measured separately below: a ROUTER with 12,500 connected DEALERs
 // from a child process, bytes per connection) and the scheduler's view, which
-// the driver builds for each cycle and drops after (printed as its own
-// transient number, with the process's peak RSS). The heap in use (mallinfo2)
-// is printed beside RSS: it is what the structures themselves take; a
-// breakdown line splits the per-task heap into dispatcher, node registry and
-// the rest (the replicated state), by emptying the first two at the end.
+// the driver keeps while jobs wait and drops once none does (so it is gone
+// at the readings; printed as its own transient number, with the process's
+// peak RSS). The heap in use (mallinfo2) is printed beside RSS: it is what
+// the structures themselves take; a breakdown line splits the per-task heap
+// into dispatcher, node registry and the rest (the replicated state), by
+// emptying the first two at the end.
 // memory_target_met checks both per-unit targets; its params also say whether
 // the total stays within devices x 1 KiB + tasks x 2 KiB.
 //
@@ -57,6 +64,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -264,6 +272,7 @@ class InProcessCoordinator final : public control::Outbox, public control::Propo
   std::vector<std::pair<std::string, std::string>> TakeWorkerFrames() { return std::exchange(to_workers_, {}); }
   const state::ClusterState& state() const { return state_; }
   uint64_t snapshots() const { return snapshots_; }
+  uint64_t store_memory() const { return kv_->ApproximateMemoryUsage(); }
 
  private:
   explicit InProcessCoordinator(const Clock* clock) : clock_(clock) {}
@@ -381,6 +390,31 @@ Args ParseArgs(int argc, char** argv) {
   return args;
 }
 
+// Waits for LevelDB to come to rest before a reading: the last state
+// snapshot, the whole state as one value, stays resident in the memtable
+// until the background flush ends, and a compaction that moves it between
+// levels reads it back into memory for a moment; a running coordinator holds
+// either only that long. So a reading waits (up to 30 s) until LevelDB is
+// back to its fixed buffers (block cache and write buffer) and resident
+// memory has stopped moving (three readings 50 ms apart within 1 MB).
+// Returns the milliseconds waited.
+double SettleStore(const InProcessCoordinator& c) {
+  const uint64_t fixed = storage::LevelDbOptions{}.block_cache_bytes + 2 * storage::LevelDbOptions{}.write_buffer_bytes;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::seconds(30);
+  while (c.store_memory() > fixed && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  size_t last = ResidentBytes();
+  for (int steady = 0; steady < 3 && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const size_t now = ResidentBytes();
+    steady = (now > last ? now - last : last - now) < (size_t{1} << 20) ? steady + 1 : 0;
+    last = now;
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Runs turns until the queued frames are delivered and the coordinator has
 // nothing more to say; fake workers answer what it sends.
 Status Drive(InProcessCoordinator& c, FakeClock& clock, std::vector<std::pair<std::string, std::string>> clients,
@@ -399,7 +433,7 @@ Status Drive(InProcessCoordinator& c, FakeClock& clock, std::vector<std::pair<st
     const size_t queued = workers.size();
     AnswerWorkerFrames(c.TakeWorkerFrames(), clock.WallMs(), seq, workers);
     const bool quiet = client_turn.empty() && worker_turn.empty() && workers.size() == queued;
-    idle = quiet && c.state().active_tasks().size() >= live_goal ? idle + 1 : 0;
+    idle = quiet && c.state().active_task_count() >= live_goal ? idle + 1 : 0;
     if (quiet && clock.MonoMs() > 60'000) return Status::Internal("placement stalled");
   }
   return Status::Ok();
@@ -480,7 +514,7 @@ double BytesPerConnection(int64_t connections) {
                  static_cast<long long>(connections));
     return 0;
   }
-  return static_cast<double>(after.rss - before.rss) / static_cast<double>(connections);
+  return (static_cast<double>(after.rss) - static_cast<double>(before.rss)) / static_cast<double>(connections);
 }
 
 }  // namespace
@@ -502,6 +536,7 @@ int main(int argc, char** argv) {
   }
   InProcessCoordinator& c = **opened;
   uint64_t seq = 0;
+  SettleStore(c);
   const Reading baseline = Read();
 
   // Phase 1: the fleet registers and heartbeats.
@@ -518,6 +553,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "registration: %s nodes=%zu\n", status.ToString().c_str(), c.state().nodes().size());
     return 1;
   }
+  SettleStore(c);
   const Reading fleet = Read();
 
   // Phase 2: jobs arrive, are placed, bound and started; heartbeats report usage.
@@ -528,7 +564,7 @@ int main(int argc, char** argv) {
   status = Drive(c, clock, std::move(submits), {}, seq, args.tasks);
   if (status.ok()) status = Drive(c, clock, {}, Heartbeats(c, args.nodes, seq), seq, args.tasks);
   size_t running = 0;
-  for (const TaskId& id : c.state().active_tasks()) {
+  for (const TaskId& id : c.state().ActiveTasks()) {
     const state::TaskRecord* task = c.state().FindTask(id);
     running += task != nullptr && task->state == TaskState::kRunning;
   }
@@ -537,14 +573,15 @@ int main(int argc, char** argv) {
                  static_cast<unsigned long long>(args.tasks));
     return 1;
   }
+  const double loaded_settle_ms = SettleStore(c);
   const Reading loaded = Read();
 
-  // The view the scheduler driver builds for every cycle, held as a
-  // background cycle holds its copy.
-  size_t view_bytes = 0;
+  // The view the scheduler driver holds while jobs wait.
+  int64_t view_bytes = 0;
+  SettleStore(c);
   {
     topology::ClusterView view = c.state().BuildView(clock.WallMs());
-    view_bytes = Read().rss - loaded.rss;
+    view_bytes = static_cast<int64_t>(Read().rss) - static_cast<int64_t>(loaded.rss);
   }
   const size_t peak = PeakResidentBytes();
   const auto [dispatcher_heap, registry_heap] = c.EmptyComponents();
@@ -570,8 +607,8 @@ int main(int argc, char** argv) {
               "\"heap_bytes_per_device\": %.0f, \"target\": %.0f}}\n",
               per_device, params, heap_per_device, kTargetBytesPerDevice);
   std::printf("{\"metric\": \"bytes_per_live_task\", \"value\": %.0f, \"unit\": \"bytes\", \"params\": {%s, "
-              "\"heap_bytes_per_task\": %.0f, \"target\": %.0f}}\n",
-              per_task, params, heap_per_task, kTargetBytesPerTask);
+              "\"heap_bytes_per_task\": %.0f, \"target\": %.0f, \"store_settle_ms\": %.0f}}\n",
+              per_task, params, heap_per_task, kTargetBytesPerTask, loaded_settle_ms);
   // Where the per-task bytes go: what is not the dispatcher's or the
   // registry's is the replicated state (plus LevelDB's bounded buffers).
   std::printf("{\"metric\": \"heap_breakdown_per_live_task\", \"value\": %.0f, \"unit\": \"bytes\", "
@@ -580,10 +617,11 @@ int main(int argc, char** argv) {
               heap_per_task, params, static_cast<double>(dispatcher_heap) / static_cast<double>(args.tasks),
               static_cast<double>(registry_heap) / static_cast<double>(args.tasks),
               heap_per_task - static_cast<double>(dispatcher_heap + registry_heap) / static_cast<double>(args.tasks));
-  std::printf("{\"metric\": \"scheduler_view_bytes\", \"value\": %zu, \"unit\": \"bytes\", \"params\": {%s, "
-              "\"note\": \"transient, per scheduling cycle\"}}\n",
-              view_bytes, params);
+  std::printf("{\"metric\": \"scheduler_view_bytes\", \"value\": %lld, \"unit\": \"bytes\", \"params\": {%s, "
+              "\"note\": \"transient: held while jobs wait, dropped once none does\"}}\n",
+              static_cast<long long>(view_bytes), params);
   if (args.connections > 0) {
+    SettleStore(c);
     std::printf("{\"metric\": \"zmq_bytes_per_worker_connection\", \"value\": %.0f, \"unit\": \"bytes\", "
                 "\"params\": {\"connections\": %lld, \"note\": \"ROUTER side, not in bytes_per_device\"}}\n",
                 BytesPerConnection(args.connections), static_cast<long long>(args.connections));

@@ -1,5 +1,8 @@
 #include "control/coordinator.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -41,11 +44,13 @@ Status WriteFileAtomically(const std::filesystem::path& path, const std::string&
 
 Coordinator::Coordinator(const CoordinatorOptions& options)
     : options_(options), context_(1), clients_(context_, zmq::socket_type::router),
-      workers_(context_, zmq::socket_type::router) {}
+      workers_(context_, zmq::socket_type::router), wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
 
 Coordinator::~Coordinator() {
+  scheduler_.reset();  // joins a running background cycle, which may still signal wake_fd_
   clients_.close();
   workers_.close();
+  if (wake_fd_ >= 0) close(wake_fd_);
 }
 
 Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions& options) {
@@ -94,6 +99,12 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   scheduler_options.wall_clock = options.clock;
   scheduler_options.background = true;
   scheduler_options.interval_ms = options.schedule_interval_ms;
+  if (c->wake_fd_ >= 0) {
+    scheduler_options.on_cycle_done = [fd = c->wake_fd_] {
+      const uint64_t one = 1;
+      (void)!write(fd, &one, sizeof(one));
+    };
+  }
   c->scheduler_ = std::make_unique<SchedulerDriver>(scheduler_options, c->state_, *c);
   c->FollowLeadership();
 
@@ -523,6 +534,8 @@ void Coordinator::ReloadSchedulerConfig() {
 
 Status Coordinator::Run(const std::atomic<bool>& stop) {
   std::vector<zmq::pollitem_t> items = {{clients_.handle(), 0, ZMQ_POLLIN, 0}, {workers_.handle(), 0, ZMQ_POLLIN, 0}};
+  const size_t wake_item = items.size();
+  if (wake_fd_ >= 0) items.push_back({nullptr, wake_fd_, ZMQ_POLLIN, 0});
   if (peers_) items.push_back({peers_->inbound().handle(), 0, ZMQ_POLLIN, 0});
   int64_t last_dispatch = 0;
   while (!stop.load()) {
@@ -535,6 +548,10 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       // then sees the stop flag.
       if (e.num() == EINTR) continue;
       return Status::Internal(std::string("polling sockets: ") + e.what());
+    }
+    if (wake_fd_ >= 0 && (items[wake_item].revents & ZMQ_POLLIN)) {
+      uint64_t count = 0;
+      (void)!read(wake_fd_, &count, sizeof(count));  // the scheduler's Tick below collects the cycle
     }
     if (raft_ != nullptr) {
       // Peers first: a turn that also ticks should see what arrived before

@@ -9,6 +9,9 @@
 // The loop: poll sockets -> hand frames to components -> tick timers ->
 // group-commit every proposal of this turn with one fsync -> apply committed
 // entries in order -> run the callbacks that reply to clients and workers.
+// The poll also watches an eventfd that the scheduling thread signals when a
+// background cycle has its plan, so the plan is proposed at once rather than
+// at the next timeout.
 //
 // Open() recovers the full state from the data dir (snapshot + log replay).
 //
@@ -176,6 +179,10 @@ class Coordinator final : public Outbox, public Proposer {
   std::vector<ReadCallback> unissued_reads_;
   std::map<std::string, ReadBatch> reads_;  // ReadIndex context -> reads waiting for it
   uint64_t next_read_ = 0;
+
+  // Written by the scheduling thread when a background cycle has its plan,
+  // so the loop wakes for it instead of at its next timeout.
+  int wake_fd_ = -1;
 
   std::unique_ptr<NodeRegistry> registry_;
   std::unique_ptr<Dispatcher> dispatcher_;

@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <functional>
+#include <utility>
+
 #include "control/frames.h"
 #include "control/node_registry.h"
 #include "control/training_env.h"
@@ -12,39 +16,44 @@ Dispatcher::Dispatcher(const DispatcherOptions& options, const state::ClusterSta
                        const NodeRegistry& registry, Outbox& outbox, Proposer& proposer)
     : options_(options), state_(state), registry_(registry), outbox_(outbox), proposer_(proposer) {}
 
-bool Dispatcher::Due(const Sent* sent, Kind kind, int64_t now_ms) const {
-  if (sent == nullptr || sent->kind != kind) return true;
-  const int64_t wait = sent->acked ? options_.reconfirm_ms : options_.ack_timeout_ms;
-  return now_ms - sent->sent_ms >= wait;
+const TrainingLayout& Dispatcher::LayoutFor(const state::JobRecord& job, const state::TaskRecord& task) {
+  auto it = layouts_.find(job.id.value());
+  if (it == layouts_.end() || !it->second.Covers(task)) {
+    it = layouts_.insert_or_assign(job.id.value(), TrainingLayout(state_, job, task)).first;
+  }
+  return it->second;
 }
 
 void Dispatcher::Tick(int64_t now_ms) {
-  // Drop bookkeeping for tasks that finished.
-  for (auto it = commands_.begin(); it != commands_.end();) {
-    if (!state_.active_tasks().count(it->first)) {
-      by_request_.erase(it->second.request_id);
-      it = commands_.erase(it);
-    } else {
-      ++it;
+  // Layouts are valid while the state does not change: within this call.
+  struct ClearLayouts {
+    std::unordered_map<uint64_t, TrainingLayout>& layouts;
+    ~ClearLayouts() { layouts.clear(); }
+  } clear_layouts{layouts_};
+  // Commands that became due since the last tick (new binds, new stops).
+  state_.ForEachCommandDueAfter(seen_seq_, [&](const state::TaskRecord& task, const state::ClusterState::CommandDue&) {
+    Consider(task.id, now_ms);
+  });
+  seen_seq_ = state_.command_seq();
+  // Nodes that (re)connected get everything due for them again.
+  for (const TaskId& id : std::exchange(recheck_, {})) Consider(id, now_ms);
+  // Timers: resends, and records of tasks that settled meanwhile.
+  while (!timers_.empty() && timers_.front().at_ms <= now_ms) {
+    std::pop_heap(timers_.begin(), timers_.end(), std::greater<Timer>{});
+    const Timer timer = timers_.back();
+    timers_.pop_back();
+    auto record = commands_.find(timer.task);
+    if (record == commands_.end() || record->second.request_id != timer.request_id ||
+        record->second.recheck_ms != timer.at_ms) {
+      continue;  // stale: the command was resent, acknowledged or dropped since
     }
+    Consider(timer.task, now_ms);
   }
-  for (const TaskId& id : state_.active_tasks()) {
-    const state::TaskRecord* task = state_.FindTask(id);
-    if (task == nullptr) continue;
-    Kind kind;
-    if (task->stop_requested) {
-      kind = Kind::kPreempt;
-    } else if (task->state == TaskState::kBound) {
-      kind = Kind::kBind;
-    } else {
-      continue;  // running and wanted: nothing to say
-    }
-    const std::string* peer = registry_.PeerFor(task->node);
-    if (peer == nullptr) continue;  // node not connected; resent when it registers
-    auto it = commands_.find(id);
-    if (!Due(it == commands_.end() ? nullptr : &it->second, kind, now_ms)) continue;
-    Send(*task, kind, *peer, now_ms);
+  if (now_ms >= next_sweep_ms_) {
+    next_sweep_ms_ = now_ms + options_.sweep_ms;
+    Sweep();
   }
+  Compact();
   for (auto it = log_fetches_.begin(); it != log_fetches_.end();) {
     if (now_ms >= it->second.deadline_ms) {
       auto done = std::move(it->second.done);
@@ -54,6 +63,77 @@ void Dispatcher::Tick(int64_t now_ms) {
       ++it;
     }
   }
+}
+
+void Dispatcher::Consider(const TaskId& id, int64_t now_ms) {
+  auto record = commands_.find(id);
+  const auto due = state_.command_due(id);
+  if (!due) {
+    if (record != commands_.end()) Drop(record);
+    return;
+  }
+  const Kind kind = due->stop ? Kind::kPreempt : Kind::kBind;
+  if (record != commands_.end() && record->second.kind == kind && now_ms < record->second.recheck_ms) return;
+  const state::TaskRecord* task = state_.FindTask(id);
+  const std::string* peer = task == nullptr ? nullptr : registry_.PeerFor(task->node);
+  if (peer == nullptr) {
+    // Not connected: sent when its node registers (ForgetNode).
+    if (record != commands_.end()) Drop(record);
+    return;
+  }
+  Send(*task, kind, *peer, now_ms);
+}
+
+void Dispatcher::TaskSettled(const TaskId& task) {
+  auto record = commands_.find(task);
+  if (record != commands_.end() && !state_.command_due(task)) Drop(record);
+}
+
+void Dispatcher::Arm(const TaskId& id, Sent& sent, int64_t at_ms) {
+  sent.recheck_ms = at_ms;
+  timers_.push_back(Timer{at_ms, sent.request_id, id});
+  std::push_heap(timers_.begin(), timers_.end(), std::greater<Timer>{});
+}
+
+void Dispatcher::Drop(std::map<TaskId, Sent>::iterator it) {
+  commands_.erase(it);  // its timer and request entries go stale
+  if (commands_.empty()) {
+    timers_ = {};
+    by_request_ = {};
+  }
+}
+
+void Dispatcher::Sweep() {
+  for (auto it = commands_.begin(); it != commands_.end();) {
+    auto next = std::next(it);
+    if (!state_.command_due(it->first)) Drop(it);
+    it = next;
+  }
+}
+
+void Dispatcher::Compact() {
+  const size_t live = commands_.size();
+  if (timers_.size() > 2 * live + 1024) {
+    std::vector<Timer> timers;
+    timers.reserve(live);
+    for (const auto& [task, sent] : commands_) timers.push_back(Timer{sent.recheck_ms, sent.request_id, task});
+    std::make_heap(timers.begin(), timers.end(), std::greater<Timer>{});
+    timers_ = std::move(timers);
+  }
+  if (by_request_.size() > 2 * live + 1024) {
+    std::erase_if(by_request_, [&](const std::pair<uint64_t, TaskId>& entry) {
+      auto record = commands_.find(entry.second);
+      return record == commands_.end() || record->second.request_id != entry.first;
+    });
+  }
+}
+
+std::map<TaskId, Dispatcher::Sent>::iterator Dispatcher::FindRequest(uint64_t request_id) {
+  auto it = std::lower_bound(by_request_.begin(), by_request_.end(), request_id,
+                             [](const std::pair<uint64_t, TaskId>& entry, uint64_t id) { return entry.first < id; });
+  if (it == by_request_.end() || it->first != request_id) return commands_.end();
+  auto record = commands_.find(it->second);
+  return record != commands_.end() && record->second.request_id == request_id ? record : commands_.end();
 }
 
 void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::string& peer, int64_t now_ms) {
@@ -68,22 +148,23 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     bind.job_name = job->spec.name;
     bind.num_tasks = static_cast<uint32_t>(job->tasks.size());
     bind.command = group.command;
-    bind.env = TrainingEnv(state_, *job, task);
+    bind.env = LayoutFor(*job, task).EnvFor(task);
     for (const auto& [key, value] : group.env) bind.env[key] = value;  // the user's own win
     bind.gpu_indices = task.gpu_indices;
     bind.gpu_uuids = state_.GpuUuids(task, /*mig_instances=*/false);
     bind.cpu_milli = task.cpu_milli;
     bind.memory_mib = task.memory_mib;
-    if (task.grant.shared) {
-      bind.gpu_memory_mib = task.grant.gpu_memory_mib;
-      bind.gpu_compute_pct = task.grant.gpu_compute_pct;
-      bind.sharing_qos = task.grant.sharing_qos;
+    const DeviceGrant& grant = task.grant();
+    if (grant.shared) {
+      bind.gpu_memory_mib = grant.gpu_memory_mib;
+      bind.gpu_compute_pct = grant.gpu_compute_pct;
+      bind.sharing_qos = grant.sharing_qos;
     }
-    if (!task.grant.mig_profile.empty()) {
-      bind.mig_profiles.assign(task.gpu_indices.size(), task.grant.mig_profile);
-      bind.mig_starts.assign(task.gpu_indices.size(), task.grant.mig_start);
+    if (!grant.mig_profile.empty()) {
+      bind.mig_profiles.assign(task.gpu_indices.size(), grant.mig_profile);
+      bind.mig_starts.assign(task.gpu_indices.size(), grant.mig_start);
     }
-    bind.cores = task.grant.cores;
+    bind.cores = grant.cores;
     bind.numa_policy = job->spec.numa_policy;
     bind.numa_node = task.numa_node;
     frame = MakeFrame(request_id, proposer_.epoch(), bind);
@@ -91,13 +172,14 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     PreemptTask preempt;
     preempt.task = task.id;
     preempt.grace_ms = task.stop_grace_ms != 0 ? task.stop_grace_ms : options_.preempt_grace_ms;
-    preempt.reason = task.message;
+    preempt.reason = task.message();
     frame = MakeFrame(request_id, proposer_.epoch(), preempt);
   }
-  auto& sent = commands_[task.id];
-  by_request_.erase(sent.request_id);
-  sent = Sent{kind, task.node, request_id, now_ms, false};
-  by_request_[request_id] = task.id;
+  Sent& sent = commands_[task.id];
+  sent = Sent{request_id, now_ms, 0, kind, false};
+  // At least a millisecond: Tick's timer loop relies on a resend moving the timer forward.
+  Arm(task.id, sent, now_ms + std::max<int64_t>(1, options_.ack_timeout_ms));
+  by_request_.emplace_back(request_id, task.id);
   spdlog::debug("dispatch command={} task={} node={} request={}", kind == Kind::kBind ? "bind" : "preempt",
                 task.id.ToString(), task.node, request_id);
   outbox_.ToWorker(peer, std::move(frame));
@@ -116,24 +198,25 @@ void Dispatcher::OnWorkerReply(const Envelope& envelope) {
     }
     return;
   }
-  auto it = by_request_.find(request_id);
-  if (it == by_request_.end()) return;  // a reply to a command we have since replaced
-  const TaskId task_id = it->second;
-  auto cmd = commands_.find(task_id);
-  if (cmd == commands_.end()) return;
+  auto cmd = FindRequest(request_id);
+  if (cmd == commands_.end()) return;  // a reply to a command we have since replaced or dropped
+  const TaskId task_id = cmd->first;
   if (envelope.type() == MessageType::kAck) {
+    if (!state_.command_due(task_id)) return Drop(cmd);  // it took effect already
     cmd->second.acked = true;
+    Arm(task_id, cmd->second, cmd->second.sent_ms + options_.reconfirm_ms);
     return;
   }
+  const state::TaskRecord* task = state_.FindTask(task_id);
+  const std::string node = task != nullptr ? task->node : std::string();
   auto error = envelope.Body<ErrorReply>();
   Status status = error.ok() ? error->ToStatus() : error.status();
-  spdlog::warn("worker refused command task={} node={} error=\"{}\"", task_id.ToString(), cmd->second.node,
-               status.ToString());
-  if (cmd->second.kind == Kind::kBind && status.code() == StatusCode::kInvalidArgument) {
+  spdlog::warn("worker refused command task={} node={} error=\"{}\"", task_id.ToString(), node, status.ToString());
+  if (cmd->second.kind == Kind::kBind && status.code() == StatusCode::kInvalidArgument && !node.empty()) {
     // The node cannot run it as placed (e.g. its GPUs changed): fail the task
     // rather than resending forever.
     TaskEvent event;
-    event.node = cmd->second.node;
+    event.node = node;
     event.task = task_id;
     event.kind = "failed";
     event.exit_code = 127;
@@ -155,19 +238,23 @@ void Dispatcher::FetchLog(const std::string& node, const TaskId& task, uint32_t 
 }
 
 void Dispatcher::ForgetNode(const std::string& node) {
-  for (auto it = commands_.begin(); it != commands_.end();) {
-    if (it->second.node == node) {
-      by_request_.erase(it->second.request_id);
-      it = commands_.erase(it);
-    } else {
-      ++it;
-    }
+  // Its tasks' commands go out again at the next tick; records of tasks that
+  // left the node meanwhile go at the sweep.
+  const state::NodeRecord* record = state_.FindNode(node);
+  if (record == nullptr) return;
+  for (const TaskId& id : record->tasks) {
+    auto it = commands_.find(id);
+    if (it != commands_.end()) Drop(it);  // a task on this node: its command went to the old connection
+    recheck_.push_back(id);
   }
 }
 
 void Dispatcher::Reset(const Status& why) {
   commands_.clear();
-  by_request_.clear();
+  by_request_ = {};
+  timers_ = {};
+  recheck_.clear();
+  seen_seq_ = 0;  // everything due is considered again
   auto fetches = std::move(log_fetches_);
   log_fetches_.clear();
   for (auto& [id, fetch] : fetches) fetch.done(why);

@@ -10,6 +10,20 @@
 // predecessor's acknowledgements are not known here).
 // Resources are never freed here: only a committed TaskEvent frees them.
 //
+// Work is proportional to what changed, not to the cluster: the state keeps
+// an index of the tasks that need a command (ClusterState::
+// ForEachCommandDueAfter), ordered by a sequence number, so a Tick reads only
+// the entries added since the last one; commands sent wait on a timer heap
+// for their resend; and a record is kept only while its command is in
+// flight: it goes when the task's event commits (TaskSettled, from the node
+// registry), when its timer finds the task no longer due, or at the latest at
+// the next sweep. A cluster whose tasks all run holds nothing here. Apart
+// from the one map entry per command in flight, the bookkeeping is in
+// vectors (timers, reply lookup) that are compacted lazily and released
+// when nothing is in flight: per-task tree nodes that come and go within a
+// second would otherwise be left as holes between the long-lived records of
+// the state, and the heap would stay larger than what it holds.
+//
 // Thread-safety: none; the coordinator's loop thread owns it.
 #pragma once
 
@@ -17,8 +31,11 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "control/ports.h"
+#include "control/training_env.h"
 #include "protocol/envelope.h"
 
 namespace gpool::control {
@@ -28,6 +45,7 @@ class NodeRegistry;
 struct DispatcherOptions {
   int64_t ack_timeout_ms = 2000;   // resend an unacknowledged command after this long
   int64_t reconfirm_ms = 10'000;   // resend an acknowledged one that has not taken effect
+  int64_t sweep_ms = 1000;         // drop records of tasks that settled by a path nobody reported
   int64_t log_fetch_timeout_ms = 3000;  // below the client's default 5 s, so it gets an answer
   uint32_t preempt_grace_ms = 10'000;
 };
@@ -41,6 +59,9 @@ class Dispatcher {
 
   // Sends what is due. Call after every apply and periodically.
   void Tick(int64_t now_ms);
+  // A task's event committed (it started, exited or failed): if no command
+  // is due for it any more, its record goes now rather than at its timer.
+  void TaskSettled(const TaskId& task);
   // A reply from a worker (Ack, ErrorReply, FetchLogReply) to one of our commands.
   void OnWorkerReply(const Envelope& envelope);
   void FetchLog(const std::string& node, const TaskId& task, uint32_t max_bytes, int64_t now_ms, LogCallback done);
@@ -49,24 +70,43 @@ class Dispatcher {
   // Forget everything sent; pending log fetches fail with `why`.
   void Reset(const Status& why);
 
+  // Commands sent and not yet settled.
   size_t in_flight() const { return commands_.size(); }
 
  private:
   enum class Kind { kBind, kPreempt };
   struct Sent {
-    Kind kind = Kind::kBind;
-    std::string node;
     uint64_t request_id = 0;
     int64_t sent_ms = 0;
+    int64_t recheck_ms = 0;  // when its timer runs out
+    Kind kind = Kind::kBind;
     bool acked = false;
+  };
+  // A timer: valid while the task's record still has this request and time.
+  struct Timer {
+    int64_t at_ms = 0;
+    uint64_t request_id = 0;
+    TaskId task;
+    bool operator>(const Timer& other) const { return at_ms > other.at_ms; }
   };
   struct LogFetch {
     int64_t deadline_ms = 0;
     LogCallback done;
   };
 
-  bool Due(const Sent* sent, Kind kind, int64_t now_ms) const;
+  // Sends the task's due command if it was never sent, changed kind, or
+  // its timer ran out; drops the record of a task with nothing due.
+  void Consider(const TaskId& id, int64_t now_ms);
   void Send(const state::TaskRecord& task, Kind kind, const std::string& peer, int64_t now_ms);
+  void Arm(const TaskId& id, Sent& sent, int64_t at_ms);
+  void Drop(std::map<TaskId, Sent>::iterator it);
+  void Sweep();
+  // The record a reply's request id belongs to, if it is still current.
+  std::map<TaskId, Sent>::iterator FindRequest(uint64_t request_id);
+  // Drops stale timers and request entries once they outnumber the records.
+  void Compact();
+  // A job's training layout, computed once per tick for all its tasks.
+  const TrainingLayout& LayoutFor(const state::JobRecord& job, const state::TaskRecord& task);
 
   DispatcherOptions options_;
   const state::ClusterState& state_;
@@ -75,8 +115,15 @@ class Dispatcher {
   Proposer& proposer_;
   uint64_t next_request_id_ = 1;
   std::map<TaskId, Sent> commands_;
-  std::map<uint64_t, TaskId> by_request_;
+  // (request id, task) in request-id order (ids only grow); an entry is
+  // current while its task's record carries that request id.
+  std::vector<std::pair<uint64_t, TaskId>> by_request_;
+  std::vector<Timer> timers_;  // a min-heap on at_ms; stale entries skipped
+  uint64_t seen_seq_ = 0;      // commands due up to this seq were considered
+  std::vector<TaskId> recheck_;                  // tasks of nodes that (re)connected
+  int64_t next_sweep_ms_ = 0;
   std::map<uint64_t, LogFetch> log_fetches_;
+  std::unordered_map<uint64_t, TrainingLayout> layouts_;  // by job; only during Tick
 };
 
 }  // namespace gpool::control

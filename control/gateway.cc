@@ -287,7 +287,7 @@ ClusterStatusReply Gateway::StatusNow() const {
     reply.gpus_used += static_cast<uint32_t>(node.gpu_owner.size());
   }
   reply.jobs_pending = static_cast<uint32_t>(state_.pending_jobs().size());
-  for (const auto& [id, job] : state_.jobs()) reply.jobs_running += job.state == JobState::kRunning ? 1 : 0;
+  reply.jobs_running = state_.jobs_in_state(JobState::kRunning);
   return reply;
 }
 

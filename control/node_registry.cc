@@ -9,10 +9,20 @@
 #include "protocol/validate.h"
 
 namespace gpool::control {
+namespace {
+
+constexpr int64_t kRecheckSilentMs = 100;
+
+}  // namespace
 
 NodeRegistry::NodeRegistry(const NodeRegistryOptions& options, const state::ClusterState& state, Outbox& outbox,
                            Proposer& proposer, int64_t start_ms)
-    : options_(options), state_(state), outbox_(outbox), proposer_(proposer), start_ms_(start_ms) {}
+    : options_(options), state_(state), outbox_(outbox), proposer_(proposer), start_ms_(start_ms),
+      next_silence_check_ms_(INT64_MAX), next_orphan_scan_ms_(start_ms + options.node_timeout_ms) {}
+
+void NodeRegistry::Watch(const Link& link) {
+  next_silence_check_ms_ = std::min(next_silence_check_ms_, link.last_seen_ms + options_.node_timeout_ms);
+}
 
 int64_t NodeRegistry::LastSeenWallMs(const std::string& node) const {
   auto it = links_.find(node);
@@ -105,7 +115,9 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                       if (auto old = links_.find(node); old != links_.end() && old->second.peer != peer) {
                         by_peer_.erase(old->second.peer);
                       }
-                      links_[node] = Link{peer, now_ms, options_.clock->WallMs(), false};
+                      Link& link = links_[node];
+                      link = Link{peer, now_ms, options_.clock->WallMs(), false};
+                      Watch(link);
                       by_peer_[peer] = node;
                       if (dispatcher_ != nullptr) dispatcher_->ForgetNode(node);
                       spdlog::info("node registered node={} epoch={}", node, epoch);
@@ -146,8 +158,8 @@ void NodeRegistry::RecordUsage(Link& link, const Heartbeat& msg) {
     // A share's limit is enforced by the interception layer, if the node
     // has one; a task above it says the node runs without (or it leaks).
     const state::TaskRecord* task = state_.FindTask(usage.task);
-    if (task == nullptr || !task->grant.shared || task->grant.gpu_memory_mib == 0) continue;
-    const uint64_t share = task->grant.gpu_memory_mib * task->gpu_indices.size();
+    if (task == nullptr || !task->grant().shared || task->grant().gpu_memory_mib == 0) continue;
+    const uint64_t share = task->grant().gpu_memory_mib * task->gpu_indices.size();
     if (usage.gpu_memory_used_mib > share && link.warned_over_share.insert(usage.task).second) {
       spdlog::warn("task above its GPU memory share task={} node={} used_mib={} share_mib={}",
                    usage.task.ToString(), msg.node, usage.gpu_memory_used_mib, share);
@@ -171,6 +183,7 @@ void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, co
   const state::NodeRecord* record = state_.FindNode(msg.node);
   if (record != nullptr && record->state == NodeState::kNotReady && link->not_ready_proposed) {
     link->not_ready_proposed = false;
+    Watch(*link);
     spdlog::info("node back node={}", msg.node);
     proposer_.Propose(state::NodeStateCmd{msg.node, std::string(ToString(NodeState::kReady))},
                       [](const state::ApplyResult&) {});
@@ -189,9 +202,10 @@ void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, Ta
   link->last_seen_ms = now_ms;
   link->last_seen_wall_ms = options_.clock->WallMs();
   const uint64_t seq = msg.seq;
+  const TaskId task_id = msg.task;
   const std::string task = msg.task.ToString();
   proposer_.Propose(state::TaskEventCmd{std::move(msg)},
-                    [this, peer, seq, task, request_id = header.request_id](const state::ApplyResult& result) {
+                    [this, peer, seq, task, task_id, request_id = header.request_id](const state::ApplyResult& result) {
                       if (!result.committed) {
                         // Not durable: no ack, so the worker sends it again.
                         spdlog::warn("task event not committed task={} error=\"{}\"", task,
@@ -203,6 +217,7 @@ void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, Ta
                         // apply would loop forever.
                         spdlog::warn("task event ignored task={} error=\"{}\"", task, result.status.ToString());
                       }
+                      if (dispatcher_ != nullptr) dispatcher_->TaskSettled(task_id);
                       Reply(peer, MakeFrame(request_id, proposer_.epoch(), TaskEventAck{seq}));
                     });
 }
@@ -215,7 +230,9 @@ void NodeRegistry::ProposeNotReady(const std::string& node) {
                       // again, a full timeout after the node was last seen. Only
                       // a flag changes, so this is safe inside Tick's loops.
                       auto it = links_.find(node);
-                      if (it != links_.end()) it->second.not_ready_proposed = false;
+                      if (it == links_.end()) return;
+                      it->second.not_ready_proposed = false;
+                      Watch(it->second);
                     });
 }
 
@@ -223,19 +240,37 @@ void NodeRegistry::Reset(int64_t now_ms) {
   links_.clear();
   by_peer_.clear();
   start_ms_ = now_ms;
+  next_silence_check_ms_ = INT64_MAX;
+  next_orphan_scan_ms_ = now_ms + options_.node_timeout_ms;
 }
 
 void NodeRegistry::Tick(int64_t now_ms) {
-  for (auto& [node, link] : links_) {
-    if (link.not_ready_proposed || now_ms - link.last_seen_ms < options_.node_timeout_ms) continue;
-    const state::NodeRecord* record = state_.FindNode(node);
-    if (record == nullptr || record->state != NodeState::kReady) continue;
-    link.not_ready_proposed = true;
-    spdlog::warn("node silent node={} silent_ms={}", node, now_ms - link.last_seen_ms);
-    ProposeNotReady(node);
+  if (now_ms >= next_silence_check_ms_) {
+    next_silence_check_ms_ = INT64_MAX;
+    for (auto& [node, link] : links_) {
+      if (link.not_ready_proposed) continue;  // watched again once it is cleared
+      if (now_ms - link.last_seen_ms < options_.node_timeout_ms) {
+        Watch(link);
+        continue;
+      }
+      const state::NodeRecord* record = state_.FindNode(node);
+      if (record == nullptr || record->state != NodeState::kReady) {
+        // Silent but nothing to propose now; look again shortly, as its
+        // state may still change.
+        next_silence_check_ms_ = std::min(next_silence_check_ms_, now_ms + kRecheckSilentMs);
+        continue;
+      }
+      link.not_ready_proposed = true;
+      spdlog::warn("node silent node={} silent_ms={}", node, now_ms - link.last_seen_ms);
+      ProposeNotReady(node);
+    }
   }
-  // Nodes the state knows that have not reconnected since this coordinator started.
-  if (now_ms - start_ms_ < options_.node_timeout_ms) return;
+  // Nodes the state knows that have not reconnected since this leadership
+  // began: first once they had a full timeout to find us, then once per
+  // timeout (an entry of an earlier leadership can still commit a node
+  // registered with another replica).
+  if (now_ms < next_orphan_scan_ms_) return;
+  next_orphan_scan_ms_ = now_ms + std::max<int64_t>(1, options_.node_timeout_ms);
   for (const auto& [name, record] : state_.nodes()) {
     if (record.state != NodeState::kReady || links_.count(name)) continue;
     Link& link = links_[name];  // a placeholder with no peer until it registers

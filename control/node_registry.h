@@ -80,6 +80,8 @@ class NodeRegistry {
   void OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms);
   void OnTaskEvent(const std::string& peer, const Header& header, TaskEvent msg, int64_t now_ms);
   void ProposeNotReady(const std::string& node);
+  // Makes sure Tick looks at the link once its timeout can have run out.
+  void Watch(const Link& link);
   void RecordUsage(Link& link, const Heartbeat& msg);
   static const TaskUsage* FindUsage(const Link& link, const TaskId& task);
   // The node this peer registered as, if it matches `claimed`.
@@ -92,6 +94,11 @@ class NodeRegistry {
   Proposer& proposer_;
   Dispatcher* dispatcher_ = nullptr;
   int64_t start_ms_;
+  // Tick scans the links only from this time on: no link can have been
+  // silent for the timeout before it (last_seen only moves forward), so the
+  // loop does not walk a thousand links on every turn.
+  int64_t next_silence_check_ms_ = 0;
+  int64_t next_orphan_scan_ms_ = 0;  // when to look for nodes that never reconnected
   std::map<std::string, Link> links_;          // node -> link
   std::map<std::string, std::string> by_peer_;  // peer -> node
 };

@@ -171,5 +171,92 @@ TEST_F(RegistryTest, WorkerRefusingABindFailsTheTaskInsteadOfRetryingForever) {
   EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
 }
 
+// The dispatcher keeps a record only while a command is in flight: once the
+// task's start is committed, nothing about it is held any more.
+TEST_F(RegistryTest, DispatcherForgetsATaskOnceItRuns) {
+  RegisterAndBindOneTask();
+  dispatcher_->Tick(0);
+  EXPECT_EQ(dispatcher_->in_flight(), 1u);
+  auto bind = WorkerFrames(MessageType::kBindTask).at(0);
+  FromWorker("peer-a", Ack{}, 5, bind.header().request_id);
+  EXPECT_EQ(dispatcher_->in_flight(), 1u) << "acknowledged, not yet started";
+  TaskEvent started;
+  started.node = "n1";
+  started.seq = 1;
+  started.task = TaskId{JobId(1), 0, 0};
+  started.kind = "started";
+  FromWorker("peer-a", started, 10);
+  EXPECT_EQ(dispatcher_->in_flight(), 0u);
+  dispatcher_->Tick(20'000);  // long past every timer: nothing is resent for a running task
+  EXPECT_EQ(WorkerFrames(MessageType::kBindTask).size(), 1u);
+}
+
+// Each tick sends only what became due since the last one; commands already
+// out wait for their own timers.
+TEST_F(RegistryTest, DispatcherSendsOnlyNewCommandsEachTick) {
+  NodeSpec node = OneGpuNode("n1");
+  node.gpus.push_back(GpuInfo{.index = 1, .uuid = "n1-1"});
+  node.gpus.push_back(GpuInfo{.index = 2, .uuid = "n1-2"});
+  FromWorker("peer-a", RegisterNode{node, {}, "test"}, 0);
+  JobSpec spec;
+  spec.name = "j";
+  spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
+  for (int i = 0; i < 3; ++i) proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 100, 100},
+                                         state::PlanBind{2, 0, "n1", {1}, 100, 100}}, {}},
+                    [](const auto&) {});
+  dispatcher_->Tick(0);
+  EXPECT_EQ(WorkerFrames(MessageType::kBindTask).size(), 2u);
+  dispatcher_->Tick(10);
+  EXPECT_EQ(WorkerFrames(MessageType::kBindTask).size(), 2u);
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{3, 0, "n1", {2}, 100, 100}}, {}}, [](const auto&) {});
+  dispatcher_->Tick(20);
+  auto binds = WorkerFrames(MessageType::kBindTask);
+  ASSERT_EQ(binds.size(), 3u);
+  EXPECT_EQ(binds[2].Body<BindTask>()->task, (TaskId{JobId(3), 0, 0}));
+  EXPECT_EQ(dispatcher_->in_flight(), 3u);
+  dispatcher_->Tick(2000);  // the first two time out; the third was sent at 20
+  EXPECT_EQ(WorkerFrames(MessageType::kBindTask).size(), 5u);
+}
+
+// A bound task cancelled before it started gets its preempt at once, and a
+// node that reconnects gets everything due for it again without waiting.
+TEST_F(RegistryTest, DispatcherPreemptsAtOnceAndResendsToAReconnectedNode) {
+  RegisterAndBindOneTask();
+  dispatcher_->Tick(0);
+  ASSERT_EQ(WorkerFrames(MessageType::kBindTask).size(), 1u);
+  FromWorker("peer-b", RegisterNode{OneGpuNode("n1"), {}, "test"}, 100);  // the worker came back on a new connection
+  dispatcher_->Tick(110);
+  auto binds = WorkerFrames(MessageType::kBindTask);
+  ASSERT_EQ(binds.size(), 2u);
+  EXPECT_EQ(outbox_.sent.back().peer, "peer-b");
+  proposer_.Propose(state::CancelJobCmd{1, 300}, [](const auto&) {});
+  dispatcher_->Tick(120);
+  ASSERT_EQ(WorkerFrames(MessageType::kPreemptTask).size(), 1u);
+  EXPECT_EQ(dispatcher_->in_flight(), 1u) << "the preempt replaced the bind";
+}
+
+// Silence is found for links added after the registry last looked, and a
+// node committed Ready by an earlier leadership's entry (no connection here)
+// still goes NotReady at the next scan for nodes that never reconnected.
+TEST_F(RegistryTest, LateLinksAndLateNodesAreStillWatched) {
+  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
+  registry_->Tick(500);
+  FromWorker("peer-b", RegisterNode{OneGpuNode("n2"), {}, "test"}, 600);
+  registry_->Tick(1000);
+  EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kNotReady);
+  EXPECT_EQ(state_.FindNode("n2")->state, NodeState::kReady);
+  registry_->Tick(1599);
+  EXPECT_EQ(state_.FindNode("n2")->state, NodeState::kReady);
+  registry_->Tick(1600);
+  EXPECT_EQ(state_.FindNode("n2")->state, NodeState::kNotReady);
+
+  proposer_.Propose(state::RegisterNodeCmd{OneGpuNode("n3"), {}}, [](const auto&) {});
+  registry_->Tick(1700);
+  EXPECT_EQ(state_.FindNode("n3")->state, NodeState::kReady) << "the next scan is one timeout after the last";
+  registry_->Tick(2000);
+  EXPECT_EQ(state_.FindNode("n3")->state, NodeState::kNotReady);
+}
+
 }  // namespace
 }  // namespace gpool::control

@@ -6,11 +6,21 @@
 
 namespace gpool::control {
 
+SchedulerDriver::~SchedulerDriver() {
+  if (cycle_thread_.joinable()) cycle_thread_.join();  // the cycle reads view_
+}
+
+void SchedulerDriver::DropView() {
+  view_ = topology::ClusterView{};
+  view_cursor_ = state::ClusterState::ViewCursor{};
+}
+
 bool SchedulerDriver::Tick(int64_t now_ms) {
   if (computing_.valid()) {
     // A cycle runs on the scheduling thread; the loop keeps serving meanwhile.
     if (computing_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
     scheduler::Plan plan = computing_.get();
+    cycle_thread_.join();  // it has set the plan; at most on_cycle_done is left to run
     if (computing_generation_ != generation_) return false;  // leadership changed meanwhile
     return Propose(std::move(plan), now_ms);
   }
@@ -18,20 +28,36 @@ bool SchedulerDriver::Tick(int64_t now_ms) {
     reasons_deferred_ = false;
     dirty_ = true;
   }
+  if (state_.pending_jobs().empty()) {
+    // Nothing to place: no cycle, and after a while no view either.
+    if (holds_view() && now_ms - last_pending_ms_ >= options_.keep_view_ms) DropView();
+    return false;
+  }
+  last_pending_ms_ = now_ms;
   if (!dirty_ || in_flight_ || now_ms - last_run_ms_ < options_.interval_ms) return false;
   dirty_ = false;
   last_run_ms_ = now_ms;
-  topology::ClusterView view = state_.BuildView(options_.wall_clock != nullptr ? options_.wall_clock->WallMs() : 0);
-  if (view.pending.empty()) return false;
+  state_.RefreshView(view_, view_cursor_, options_.wall_clock != nullptr ? options_.wall_clock->WallMs() : 0);
+  if (view_.pending.empty()) return false;
   ++cycles_;
   if (options_.background) {
     computing_generation_ = generation_;
-    computing_ = std::async(std::launch::async, [view = std::move(view), policy = options_.policy] {
-      return scheduler::Schedule(view, policy);
+    std::promise<scheduler::Plan> result;
+    computing_ = result.get_future();
+    // The plan is set before on_cycle_done runs, so a loop woken by it finds
+    // the cycle finished.
+    cycle_thread_ = std::thread([view = &view_, policy = options_.policy, done = options_.on_cycle_done,
+                                 result = std::move(result)]() mutable {
+      try {
+        result.set_value(scheduler::Schedule(*view, policy));
+      } catch (...) {
+        result.set_exception(std::current_exception());  // rethrown by get() on the loop, as before
+      }
+      if (done) done();
     });
     return false;
   }
-  return Propose(scheduler::Schedule(view, options_.policy), now_ms);
+  return Propose(scheduler::Schedule(view_, options_.policy), now_ms);
 }
 
 bool SchedulerDriver::Propose(scheduler::Plan plan, int64_t now_ms) {
@@ -51,7 +77,7 @@ bool SchedulerDriver::Propose(scheduler::Plan plan, int64_t now_ms) {
   }
   for (auto& pending : plan.pending) {
     const auto* job = state_.FindJob(pending.job);
-    if (job != nullptr && job->reasons == pending.reasons) continue;  // nothing new to record
+    if (job != nullptr && job->reasons() == pending.reasons) continue;  // nothing new to record
     cmd.reasons.push_back(state::PlanReasons{pending.job.value(), std::move(pending.reasons)});
   }
   if (cmd.binds.empty() && cmd.evictions.empty() && cmd.reasons.empty()) return false;

@@ -7,17 +7,32 @@
 // Apply re-validates the plan, so a plan made from a view that went stale in
 // the meantime cannot over-allocate. One plan is in flight at a time.
 //
-// With `background`, the pure scheduler runs on its own thread over a copy of
-// the view, so a long cycle (a large cluster with a deep backlog) never holds
-// up the loop that serves clients, workers and Raft heartbeats; the plan is
-// proposed from the loop when it is ready.
+// The view is kept between cycles while jobs wait and refreshed in place
+// (ClusterState::RefreshView): a node whose tasks changed has its free
+// capacity updated without reallocating anything, and only nodes whose spec,
+// state, labels or pool changed are rebuilt. On a thousand-node cluster a
+// full build was most of what a cycle cost the loop; rebuilding in place
+// also keeps the heap from fragmenting (nodes rebuilt cycle after cycle
+// scatter their allocations between the job records). The view is dropped
+// once no job has been pending for `keep_view_ms` (0: at once), so an idle
+// coordinator holds no copy of its cluster. A cycle starts only when some
+// job is pending.
 //
-// Thread-safety: none; the coordinator's loop thread owns it (the background
-// cycle touches only its own copy of the view).
+// With `background`, the pure scheduler runs on its own thread over the
+// view, so a long cycle (a large cluster with a deep backlog) never holds up
+// the loop that serves clients, workers and Raft heartbeats; the plan is
+// proposed from the loop when it is ready, and `on_cycle_done` (called on
+// the scheduling thread) lets the loop wake for it at once.
+//
+// Thread-safety: none; the coordinator's loop thread owns it. While a
+// background cycle runs, the view belongs to it: the loop refreshes the view
+// only after collecting the cycle's result.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <future>
+#include <thread>
 
 #include "control/ports.h"
 #include "protocol/base/clock.h"
@@ -34,12 +49,17 @@ struct SchedulerDriverOptions {
   // nodes"); a plan that carries only reasons is committed at most this often
   // so explanations stay current without flooding the log.
   int64_t reasons_interval_ms = 1000;
+  // How long the view is kept once no job is pending (0: dropped at once).
+  int64_t keep_view_ms = 0;
+  // Called on the scheduling thread when a background cycle has its plan.
+  std::function<void()> on_cycle_done;
 };
 
 class SchedulerDriver {
  public:
   SchedulerDriver(const SchedulerDriverOptions& options, const state::ClusterState& state, Proposer& proposer)
       : options_(options), state_(state), proposer_(proposer) {}
+  ~SchedulerDriver();
 
   void MarkDirty() { dirty_ = true; }
   // Leadership changed: the plan in flight (if any) will never report back
@@ -58,9 +78,12 @@ class SchedulerDriver {
   bool Tick(int64_t now_ms);
 
   uint64_t cycles() const { return cycles_; }
+  // Whether a view is kept between cycles (tests; memory accounting).
+  bool holds_view() const { return view_cursor_.generation != 0; }
 
  private:
   bool Propose(scheduler::Plan plan, int64_t now_ms);
+  void DropView();
 
   SchedulerDriverOptions options_;
   const state::ClusterState& state_;
@@ -71,7 +94,13 @@ class SchedulerDriver {
   int64_t last_reasons_ms_ = INT64_MIN / 2;
   bool reasons_deferred_ = false;
   uint64_t cycles_ = 0;
+  int64_t last_pending_ms_ = 0;
+  // Declared before computing_: a running background cycle reads it, and
+  // members are destroyed in reverse order.
+  topology::ClusterView view_;
+  state::ClusterState::ViewCursor view_cursor_;
   std::future<scheduler::Plan> computing_;
+  std::thread cycle_thread_;
   uint64_t generation_ = 0;
   uint64_t computing_generation_ = 0;
 };

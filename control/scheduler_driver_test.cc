@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "control/fake_ports.h"
 
@@ -105,7 +107,7 @@ TEST_F(SchedulerDriverTest, EvictionOnlyPlansReachTheLog) {
   const auto& victim = state_.FindJob(JobId(1))->tasks[0];
   EXPECT_TRUE(victim.stop_requested);
   EXPECT_TRUE(victim.evicted);
-  EXPECT_EQ(victim.evicted_for, 2u);
+  EXPECT_EQ(victim.evicted_for(), 2u);
 }
 
 TEST_F(SchedulerDriverTest, ReasonOnlyPlansAreCommittedAtMostOncePerInterval) {
@@ -113,8 +115,8 @@ TEST_F(SchedulerDriverTest, ReasonOnlyPlansAreCommittedAtMostOncePerInterval) {
   proposer_.Propose(state::SubmitJobCmd{Job("too-big", 9), ""}, [](const auto&) {});
   proposer_.clear();
   EXPECT_TRUE(driver_.Tick(0));
-  ASSERT_FALSE(state_.FindJob(JobId(1))->reasons.empty());
-  const auto first = state_.FindJob(JobId(1))->reasons;
+  ASSERT_FALSE(state_.FindJob(JobId(1))->reasons().empty());
+  const auto first = state_.FindJob(JobId(1))->reasons();
 
   // Capacity changes, so the reasons would change ("1 node" -> "2 nodes").
   proposer_.Propose(state::RegisterNodeCmd{Node("n2", 8), {}}, [](const auto&) {});
@@ -122,10 +124,10 @@ TEST_F(SchedulerDriverTest, ReasonOnlyPlansAreCommittedAtMostOncePerInterval) {
   driver_.MarkDirty();
   EXPECT_FALSE(driver_.Tick(200));  // too soon: deferred
   EXPECT_TRUE(proposer_.proposed().empty());
-  EXPECT_EQ(state_.FindJob(JobId(1))->reasons, first);
+  EXPECT_EQ(state_.FindJob(JobId(1))->reasons(), first);
   EXPECT_FALSE(driver_.Tick(900));
   EXPECT_TRUE(driver_.Tick(1000));  // the interval passed: the new reasons land
-  EXPECT_NE(state_.FindJob(JobId(1))->reasons, first);
+  EXPECT_NE(state_.FindJob(JobId(1))->reasons(), first);
 }
 
 TEST_F(SchedulerDriverTest, BindsAreNeverDeferredByTheReasonsInterval) {
@@ -135,6 +137,78 @@ TEST_F(SchedulerDriverTest, BindsAreNeverDeferredByTheReasonsInterval) {
   driver_.MarkDirty();
   EXPECT_TRUE(driver_.Tick(20));
   EXPECT_EQ(state_.FindJob(JobId(1))->state, JobState::kRunning);
+}
+
+// The view is refreshed between cycles, not rebuilt: a node whose GPUs were
+// freed since the last cycle is seen as free in the next one.
+TEST_F(SchedulerDriverTest, RefreshedViewSeesCapacityFreedBetweenCycles) {
+  proposer_.Propose(state::RegisterNodeCmd{Node("n1", 8), {}}, [](const auto&) {});
+  proposer_.Propose(state::SubmitJobCmd{Job("a", 8), ""}, [](const auto&) {});
+  EXPECT_TRUE(driver_.Tick(0));
+  proposer_.Propose(state::SubmitJobCmd{Job("b", 4), ""}, [](const auto&) {});
+  driver_.MarkDirty();
+  EXPECT_TRUE(driver_.Tick(100));  // b cannot fit: its reasons are recorded
+  EXPECT_EQ(state_.FindJob(JobId(2))->state, JobState::kPending);
+  EXPECT_TRUE(driver_.holds_view());
+  TaskEvent exited;
+  exited.node = "n1";
+  exited.task = TaskId{JobId(1), 0, 0};
+  exited.kind = "exited";
+  proposer_.Propose(state::TaskEventCmd{exited}, [](const auto&) {});
+  driver_.MarkDirty();
+  EXPECT_TRUE(driver_.Tick(200));
+  EXPECT_EQ(state_.FindJob(JobId(2))->state, JobState::kRunning);
+  EXPECT_EQ(state_.FindJob(JobId(2))->tasks[0].node, "n1");
+}
+
+// No cycle runs while nothing is pending, and the view goes once the
+// cluster has had nothing to place for keep_view_ms (by default at once).
+TEST_F(SchedulerDriverTest, NoCycleWithoutPendingJobsAndTheViewIsDroppedWhenIdle) {
+  SchedulerDriverOptions options;
+  options.keep_view_ms = 1000;
+  SchedulerDriver keeping(options, state_, proposer_);
+  proposer_.Propose(state::RegisterNodeCmd{Node("n1", 8), {}}, [](const auto&) {});
+  EXPECT_FALSE(keeping.Tick(0));
+  EXPECT_EQ(keeping.cycles(), 0u);
+  EXPECT_FALSE(keeping.holds_view());
+  proposer_.Propose(state::SubmitJobCmd{Job("a", 1), ""}, [](const auto&) {});
+  keeping.MarkDirty();
+  EXPECT_TRUE(keeping.Tick(100));
+  EXPECT_EQ(keeping.cycles(), 1u);
+  keeping.MarkDirty();
+  EXPECT_FALSE(keeping.Tick(200));  // a is placed: nothing pending, no cycle
+  EXPECT_EQ(keeping.cycles(), 1u);
+  EXPECT_TRUE(keeping.holds_view()) << "kept for the next job for a while";
+  EXPECT_FALSE(keeping.Tick(1100));
+  EXPECT_FALSE(keeping.holds_view());
+  proposer_.Propose(state::SubmitJobCmd{Job("b", 1), ""}, [](const auto&) {});
+  keeping.MarkDirty();
+  EXPECT_TRUE(keeping.Tick(5000));  // built afresh
+  EXPECT_EQ(state_.FindJob(JobId(2))->state, JobState::kRunning);
+
+  // The default keeps nothing once nothing waits: an idle coordinator holds
+  // no copy of its cluster.
+  proposer_.Propose(state::SubmitJobCmd{Job("c", 1), ""}, [](const auto&) {});
+  driver_.MarkDirty();
+  EXPECT_TRUE(driver_.Tick(6000));
+  EXPECT_TRUE(driver_.holds_view());
+  EXPECT_FALSE(driver_.Tick(6100));
+  EXPECT_FALSE(driver_.holds_view());
+}
+
+// A background cycle calls on_cycle_done once its plan can be collected, so
+// the loop can wake for it rather than poll.
+TEST_F(SchedulerDriverBackgroundTest, FinishedCycleSignalsAndIsCollectedAtOnce) {
+  std::atomic<int> signals{0};
+  SchedulerDriverOptions options = Background();
+  options.on_cycle_done = [&signals] { ++signals; };
+  SchedulerDriver signalling(options, state, proposer);
+  EXPECT_FALSE(signalling.Tick(0));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (signals.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  ASSERT_EQ(signals.load(), 1);
+  EXPECT_TRUE(signalling.Tick(1)) << "signalled means ready: the first tick after proposes";
+  EXPECT_EQ(state.FindJob(JobId(1))->state, JobState::kRunning);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "control/training_env.h"
 
+#include <string_view>
 #include <vector>
 
 namespace gpool::control {
@@ -34,64 +35,93 @@ bool IsElastic(const JobSpec& spec) {
 
 }  // namespace
 
-std::map<std::string, std::string> TrainingEnv(const state::ClusterState& state, const state::JobRecord& job,
-                                               const state::TaskRecord& task) {
-  std::map<std::string, std::string> env;
-  // Stable across attempts and placements: the job's name, the task's group
-  // and its replica number inside the group.
-  uint32_t replica = 0;
-  for (const auto& t : job.tasks) {
-    if (t.id.index == task.id.index) break;
-    if (t.group == task.group) ++replica;
-  }
-  env["GPOOL_TASK_NAME"] = job.spec.name + "-" + job.spec.tasks[task.group].name + "-" + std::to_string(replica);
-  // An elastic job runs with the replicas it has: ranks count those. A gang
-  // job is placed whole, so every task is in the layout.
-  const bool elastic = IsElastic(job.spec);
+TrainingLayout::TrainingLayout(const state::ClusterState& state, const state::JobRecord& job,
+                               const state::TaskRecord& task)
+    : job_(&job), elastic_(IsElastic(job.spec)), built_for_(task.id.index) {
+  const size_t n = job.tasks.size();
+  replica_.assign(n, 0);
+  member_.assign(n, -1);
+  std::vector<uint32_t> per_group(job.spec.tasks.size(), 0);
   std::vector<const state::TaskRecord*> members;
-  for (const auto& t : job.tasks) {
-    if (!elastic || Holds(t) || t.id.index == task.id.index) members.push_back(&t);
+  for (size_t i = 0; i < n; ++i) {
+    const state::TaskRecord& t = job.tasks[i];
+    if (t.group < per_group.size()) replica_[i] = per_group[t.group]++;
+    if (!elastic_ || Holds(t) || t.id.index == task.id.index) {
+      member_[i] = static_cast<int64_t>(members.size());
+      members.push_back(&t);
+    }
   }
-  uint32_t rank = 0;
-  while (rank < members.size() && members[rank]->id.index != task.id.index) ++rank;
-  env["RANK"] = std::to_string(rank);
-  env["WORLD_SIZE"] = std::to_string(members.size());
+  members_ = static_cast<uint32_t>(members.size());
   // Nodes in order of their lowest task index; tasks per node in index order.
-  std::vector<std::string> nodes;
-  std::map<std::string, uint32_t> slots;
+  std::map<std::string_view, uint32_t> rank_of;
+  std::vector<std::string_view> nodes;
+  node_of_.reserve(members.size());
+  local_rank_.reserve(members.size());
   for (const auto* t : members) {
-    if (t->node.empty()) return env;  // not all placed: no layout to describe
-    if (slots[t->node]++ == 0) nodes.push_back(t->node);
+    if (t->node.empty()) return;  // not all placed: no layout to describe
+    auto [it, fresh] = rank_of.try_emplace(t->node, static_cast<uint32_t>(nodes.size()));
+    if (fresh) {
+      nodes.push_back(t->node);
+      slots_.push_back(0);
+    }
+    node_of_.push_back(it->second);
+    local_rank_.push_back(slots_[it->second]++);
   }
-  uint32_t local_rank = 0;
-  for (const auto* t : members) {
-    if (t->id.index == task.id.index) break;
-    if (t->node == task.node) ++local_rank;
+  placed_ = !members.empty();
+  if (!placed_) return;
+  std::vector<std::string> host_of;
+  host_of.reserve(nodes.size());
+  for (std::string_view node : nodes) host_of.push_back(HostOf(state, std::string(node)));
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    hosts_ += (hosts_.empty() ? "" : ",") + host_of[r] + ":" + std::to_string(slots_[r]);
   }
-  uint32_t node_rank = 0;
-  while (node_rank < nodes.size() && nodes[node_rank] != task.node) ++node_rank;
-  std::string hosts;
-  for (const auto& node : nodes) {
-    hosts += (hosts.empty() ? "" : ",") + HostOf(state, node) + ":" + std::to_string(slots[node]);
-  }
-  env["LOCAL_RANK"] = std::to_string(local_rank);
-  env["LOCAL_WORLD_SIZE"] = std::to_string(slots[task.node]);
-  env["NODE_RANK"] = std::to_string(node_rank);
-  env["NNODES"] = std::to_string(nodes.size());
-  env["MASTER_ADDR"] = HostOf(state, members.front()->node);
-  env["MASTER_PORT"] = std::to_string(29500 + job.id.value() % 10000);
-  env["GPOOL_HOSTS"] = hosts;
+  master_ = host_of[node_of_.front()];
   // Per group, the hosts of its replicas in replica order: what a parameter
   // server or launcher needs to find the others.
   std::map<uint32_t, std::string> group_hosts;
-  for (const auto* t : members) {
-    auto& list = group_hosts[t->group];
-    list += (list.empty() ? "" : ",") + HostOf(state, t->node);
+  for (size_t m = 0; m < members.size(); ++m) {
+    auto& list = group_hosts[members[m]->group];
+    list += (list.empty() ? "" : ",") + host_of[node_of_[m]];
   }
-  for (const auto& [group, list] : group_hosts) {
-    env["GPOOL_" + EnvWord(job.spec.tasks[group].name) + "_HOSTS"] = list;
+  for (auto& [group, list] : group_hosts) {
+    group_hosts_["GPOOL_" + EnvWord(job.spec.tasks[group].name) + "_HOSTS"] = std::move(list);
   }
+}
+
+bool TrainingLayout::Covers(const state::TaskRecord& task) const {
+  return !elastic_ || task.id.index == built_for_ ||
+         (task.id.index < member_.size() && member_[task.id.index] >= 0 && Holds(task));
+}
+
+std::map<std::string, std::string> TrainingLayout::EnvFor(const state::TaskRecord& task) const {
+  const state::JobRecord& job = *job_;
+  std::map<std::string, std::string> env;
+  // Stable across attempts and placements: the job's name, the task's group
+  // and its replica number inside the group.
+  const uint32_t index = task.id.index;
+  env["GPOOL_TASK_NAME"] = job.spec.name + "-" + job.spec.tasks[task.group].name + "-" +
+                           std::to_string(index < replica_.size() ? replica_[index] : 0);
+  // An elastic job runs with the replicas it has: ranks count those. A gang
+  // job is placed whole, so every task is in the layout.
+  const int64_t member = index < member_.size() ? member_[index] : -1;
+  env["RANK"] = std::to_string(member >= 0 ? member : members_);
+  env["WORLD_SIZE"] = std::to_string(members_);
+  if (!placed_ || member < 0) return env;
+  const uint32_t node = node_of_[member];
+  env["LOCAL_RANK"] = std::to_string(local_rank_[member]);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(slots_[node]);
+  env["NODE_RANK"] = std::to_string(node);
+  env["NNODES"] = std::to_string(slots_.size());
+  env["MASTER_ADDR"] = master_;
+  env["MASTER_PORT"] = std::to_string(29500 + job.id.value() % 10000);
+  env["GPOOL_HOSTS"] = hosts_;
+  for (const auto& [key, value] : group_hosts_) env[key] = value;
   return env;
+}
+
+std::map<std::string, std::string> TrainingEnv(const state::ClusterState& state, const state::JobRecord& job,
+                                               const state::TaskRecord& task) {
+  return TrainingLayout(state, job, task).EnvFor(task);
 }
 
 }  // namespace gpool::control

@@ -19,14 +19,51 @@
 // whose gang-mates are not all placed yet gets only RANK, WORLD_SIZE and
 // GPOOL_TASK_NAME. The user's own env wins: a job that sets MASTER_PORT keeps it.
 // Pure: reads the state, touches nothing.
+//
+// TrainingLayout computes a job's layout once, so that binding all the
+// tasks of a wide job costs linear work rather than a pass over the job per
+// task (a thousand-task job meant a million steps); TrainingEnv is the
+// one-task shorthand. A layout is only valid while the state it was built
+// from does not change.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "control/state/cluster_state.h"
 
 namespace gpool::control {
+
+class TrainingLayout {
+ public:
+  // The layout of `job` as `task` sees it: an elastic job is laid out over
+  // the replicas holding resources, with `task` among them.
+  TrainingLayout(const state::ClusterState& state, const state::JobRecord& job, const state::TaskRecord& task);
+
+  // Whether `task` of the same job sees this same layout (any task of a gang
+  // job; a task of an elastic job that holds resources or was the one the
+  // layout was built for).
+  bool Covers(const state::TaskRecord& task) const;
+  // The environment of `task`; Covers(task) must hold.
+  std::map<std::string, std::string> EnvFor(const state::TaskRecord& task) const;
+
+ private:
+  const state::JobRecord* job_;
+  bool elastic_ = false;
+  uint32_t built_for_ = 0;                // the task index the layout was built with
+  std::vector<uint32_t> replica_;         // per task index: its replica number in its group
+  std::vector<int64_t> member_;           // per task index: its position among the members, -1 if none
+  uint32_t members_ = 0;
+  bool placed_ = false;                   // every member has a node
+  std::vector<uint32_t> node_of_;         // per member: its node's rank
+  std::vector<uint32_t> local_rank_;      // per member: its rank among the members on its node
+  std::vector<uint32_t> slots_;           // per node rank: members there
+  std::string hosts_;                     // GPOOL_HOSTS
+  std::string master_;                    // MASTER_ADDR
+  std::map<std::string, std::string> group_hosts_;  // GPOOL_<GROUP>_HOSTS -> value
+};
 
 std::map<std::string, std::string> TrainingEnv(const state::ClusterState& state, const state::JobRecord& job,
                                                const state::TaskRecord& task);

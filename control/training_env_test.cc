@@ -107,6 +107,46 @@ TEST(TrainingEnvElasticTest, ElasticJobRanksTheReplicasItHasAndNamesGroupsStably
   EXPECT_EQ(env.at("MASTER_ADDR"), "h1");
 }
 
+// The dispatcher builds one layout per job and reads every task's
+// environment from it: that must be what each task would get on its own.
+TEST_F(TrainingEnvTest, OneLayoutServesEveryTaskOfAGang) {
+  ApplyPlanCmd plan;
+  plan.binds = {PlanBind{job_, 0, "n2", {0, 1}, 1000, 1024}, PlanBind{job_, 1, "n1", {0, 1}, 1000, 1024},
+                PlanBind{job_, 2, "n2", {2, 3}, 1000, 1024}, PlanBind{job_, 3, "n1", {4, 5}, 1000, 1024}};
+  ASSERT_EQ(Do(plan).binds_applied, 4u);
+  const TrainingLayout layout(state_, Job(), Job().tasks[2]);
+  for (uint32_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(layout.Covers(Job().tasks[i]));
+    EXPECT_EQ(layout.EnvFor(Job().tasks[i]), EnvOf(i)) << "task " << i;
+  }
+}
+
+TEST(TrainingEnvElasticTest, ALayoutCoversOnlyTheReplicasItCounts) {
+  ClusterState state;
+  uint64_t index = 0;
+  auto apply = [&](state::CommandBody body) { return state.Apply(++index, Command{1, std::move(body)}); };
+  apply(state::RegisterNodeCmd{Node("n1", "h1"), {}});
+  JobSpec spec;
+  spec.name = "job";
+  TaskGroupSpec worker;
+  worker.name = "worker";
+  worker.replicas = 4;
+  worker.min_replicas = 1;
+  worker.command = {"w"};
+  worker.resources.gpus = 1;
+  spec.tasks = {worker};
+  const uint64_t job = apply(state::SubmitJobCmd{spec, ""}).job_id;
+  ApplyPlanCmd plan;
+  plan.binds = {PlanBind{job, 1, "n1", {0}, 0, 0}, PlanBind{job, 3, "n1", {1}, 0, 0}};
+  ASSERT_EQ(apply(plan).binds_applied, 2u);
+  const auto& record = *state.FindJob(JobId(job));
+  const TrainingLayout layout(state, record, record.tasks[1]);
+  EXPECT_TRUE(layout.Covers(record.tasks[3]));
+  EXPECT_FALSE(layout.Covers(record.tasks[0])) << "a waiting replica is laid out with itself counted";
+  EXPECT_EQ(layout.EnvFor(record.tasks[3]), TrainingEnv(state, record, record.tasks[3]));
+  EXPECT_EQ(TrainingEnv(state, record, record.tasks[0]).at("WORLD_SIZE"), "3");
+}
+
 TEST_F(TrainingEnvTest, UnplacedGangMatesLeaveOnlyRankAndWorldSize) {
   auto env = EnvOf(2);
   EXPECT_EQ(env.at("RANK"), "2");

@@ -24,10 +24,10 @@ JobSummary ToJobSummary(const state::JobRecord& job) {
   s.submit_ms = job.submit_ms;
   s.start_ms = job.start_ms;
   s.finish_ms = job.finish_ms;
-  if (!job.failure.empty()) {
-    s.reason = job.failure;
-  } else if (!job.reasons.empty()) {
-    s.reason = job.reasons.front();
+  if (!job.failure().empty()) {
+    s.reason = job.failure();
+  } else if (!job.reasons().empty()) {
+    s.reason = job.reasons().front();
   } else if (job.cancel_requested && !IsTerminal(job.state)) {
     s.reason = "cancelling";
   }
@@ -50,8 +50,8 @@ TaskInfo ToTaskInfo(const state::JobRecord& job, const state::TaskRecord& task, 
   t.signal = task.signal;
   t.start_ms = task.start_ms;
   t.finish_ms = task.finish_ms;
-  t.message = task.message;
-  t.grant = task.grant;
+  t.message = task.message();
+  t.grant = task.grant();
   return t;
 }
 
@@ -60,8 +60,8 @@ GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& 
   reply.summary = ToJobSummary(job);
   reply.spec = job.spec;
   for (const auto& task : job.tasks) reply.tasks.push_back(ToTaskInfo(job, task, state));
-  reply.reasons = job.reasons;
-  if (!job.failure.empty()) reply.reasons.insert(reply.reasons.begin(), job.failure);
+  reply.reasons = job.reasons();
+  if (!job.failure().empty()) reply.reasons.insert(reply.reasons.begin(), job.failure());
   return reply;
 }
 
@@ -109,7 +109,7 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices, const sta
     auto tenants = node.gpu_tenants.find(gpu.index);
     if (state != nullptr && tenants != node.gpu_tenants.end()) {
       for (const TaskId& id : tenants->second) {
-        if (const auto* task = state->FindTask(id)) d.tenants.push_back(DeviceGrantSummary{id.ToString(), task->grant});
+        if (const auto* task = state->FindTask(id)) d.tenants.push_back(DeviceGrantSummary{id.ToString(), task->grant()});
       }
     }
     for (const auto& instance : gpu.mig_instances) {
@@ -192,11 +192,11 @@ QueueSummary ToQueueSummary(const state::ClusterState& state, const std::string&
 ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterState& state) {
   ExplainJobReply reply;
   reply.job = ToJobSummary(job);
-  if (!job.failure.empty()) reply.reasons.push_back(job.failure);
-  reply.reasons.insert(reply.reasons.end(), job.reasons.begin(), job.reasons.end());
+  if (!job.failure().empty()) reply.reasons.push_back(job.failure());
+  reply.reasons.insert(reply.reasons.end(), job.reasons().begin(), job.reasons().end());
   for (const auto& task : job.tasks) {
     if (task.stop_requested && !IsTerminal(task.state)) {
-      reply.reasons.push_back("task " + task.id.ToString() + " stopping: " + task.message);
+      reply.reasons.push_back("task " + task.id.ToString() + " stopping: " + task.message());
     }
   }
   const auto allocations = state.QueueAllocations();

@@ -1,5 +1,7 @@
 #include "storage/leveldb_store.h"
 
+#include <cstdlib>
+
 #include <leveldb/cache.h>
 #include <leveldb/db.h>
 #include <leveldb/filter_policy.h>
@@ -98,6 +100,12 @@ Result<std::optional<std::string>> LevelDbStore::Get(std::string_view key) {
   if (s.IsNotFound()) return std::optional<std::string>();
   GPOOL_RETURN_IF_ERROR(FromLevelDb(s, path_, "get"));
   return std::optional<std::string>(std::move(value));
+}
+
+uint64_t LevelDbStore::ApproximateMemoryUsage() const {
+  std::string value;
+  if (!db_->GetProperty("leveldb.approximate-memory-usage", &value)) return 0;
+  return std::strtoull(value.c_str(), nullptr, 10);
 }
 
 Status LevelDbStore::Write(const WriteBatch& batch, const WriteOptions& opts) {

@@ -59,6 +59,11 @@ class LevelDbStore final : public KvStore {
   std::unique_ptr<KvIterator> NewIterator() override;
 
   const std::string& path() const { return path_; }
+  // Bytes LevelDB holds in memory: its memtables (the one being written and
+  // one being flushed, if any) and the block cache ("leveldb.approximate-
+  // memory-usage"). A large value written recently (a state snapshot) stays
+  // resident until the background flush of its memtable finishes.
+  uint64_t ApproximateMemoryUsage() const;
 
  private:
   LevelDbStore(std::string path, std::unique_ptr<leveldb::Cache> cache,

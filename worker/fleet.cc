@@ -184,7 +184,12 @@ void Fleet::Step(size_t index, bool receive) {
   // that arrived meanwhile: after sending, look again (bounded, so one busy
   // node cannot starve the rest).
   for (int round = 0; round < 4; ++round) {
-    if (receive || round > 0) node.socket->ReceiveFrames();
+    // A sweep steps nodes without reading their sockets (a syscall each);
+    // one about to give up on the coordinator reads first: after this
+    // thread was busy (a burst of thousands of binds to start), its
+    // coordinator's answers may be waiting unread, and giving up on a
+    // coordinator that did answer would set off a reconnect storm.
+    if (receive || round > 0 || node.link->SilenceDue()) node.socket->ReceiveFrames();
     node.tasks->Poll();
     node.link->Tick();
     const size_t actions = node.socket->ApplyActions();

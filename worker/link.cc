@@ -132,6 +132,7 @@ void Link::ReconnectNext(const char* why) {
 
 void Link::Start() {
   if (phase_ != Phase::kIdle) return;
+  last_tick_ms_ = Now();  // starting counts as the first turn
   Connect(0);
   BeginRegistration();
 }
@@ -187,6 +188,10 @@ void Link::SendEvents() {
 
 void Link::Tick() {
   const int64_t now = Now();
+  if (last_tick_ms_ != INT64_MIN && now - last_tick_ms_ > interval_ms_) {
+    last_heard_ms_ += now - last_tick_ms_ - interval_ms_;  // our own stall, not the coordinator's silence
+  }
+  last_tick_ms_ = now;
   switch (phase_) {
     case Phase::kIdle:
       return;

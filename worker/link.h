@@ -98,11 +98,21 @@ class Link {
   // One frame from the coordinator.
   void Receive(std::string_view frame);
   // Registration retries, heartbeats, the liveness countdown, event sends.
+  // Time in which this link was not ticked for longer than a heartbeat
+  // interval (its thread busy elsewhere, the process paused) does not count
+  // toward the coordinator's silence: the coordinator answers heartbeats, and
+  // none were sent meanwhile.
   void Tick();
   // The actions produced since the last call, in order.
   std::vector<LinkAction> TakeActions() { return std::exchange(actions_, {}); }
 
   bool registered() const { return phase_ == Phase::kRegistered; }
+  // Whether the next Tick would give up on the coordinator for silence. A
+  // caller that reads sockets lazily (the fleet) reads this link's socket
+  // first, so frames that arrived while it was busy elsewhere count.
+  bool SilenceDue() const {
+    return phase_ != Phase::kIdle && Now() - last_heard_ms_ >= LivenessMs();
+  }
   uint64_t epoch() const { return max_epoch_; }
   const std::string& endpoint() const { return options_.endpoints[endpoint_index_]; }
   int64_t heartbeat_interval_ms() const { return interval_ms_; }
@@ -148,6 +158,7 @@ class Link {
   bool rotate_on_retry_ = false;
   std::string redirect_;  // the leader's endpoint from the last NotLeader, if it named one
   int64_t last_heard_ms_ = 0;
+  int64_t last_tick_ms_ = INT64_MIN;  // INT64_MIN: not started
   int64_t next_register_ms_ = 0;
   int64_t next_heartbeat_ms_ = 0;
   int64_t interval_ms_;

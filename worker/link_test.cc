@@ -97,6 +97,17 @@ class LinkTest : public ::testing::Test {
     tm_->Poll();
     link_->Tick();
   }
+  // Lets `ms` pass the way a running loop does, turning every 10 ms (a long
+  // jump between turns would be a stall, which the link does not count as
+  // the coordinator's silence).
+  void Run(int64_t ms) {
+    for (; ms > 10; ms -= 10) {
+      clock_.Advance(10);
+      Turn();
+    }
+    clock_.Advance(ms);
+    Turn();
+  }
 
   void Register(uint32_t interval_ms = 1000, uint64_t epoch = 1) {
     link_->Start();
@@ -158,8 +169,7 @@ TEST_F(LinkTest, RegistrationBacksOffAndRotatesEndpointsWhenSilent) {
   };
   int64_t now = 0;
   for (const auto& e : expected) {
-    clock_.Advance(e.at_ms - 1 - now);
-    link_->Tick();
+    Run(e.at_ms - 1 - now);
     EXPECT_TRUE(Take().actions.empty()) << "nothing before " << e.at_ms;
     clock_.Advance(1);
     now = e.at_ms;
@@ -273,8 +283,7 @@ TEST_F(LinkTest, SilenceForThreeIntervalsReconnectsAndRegisters) {
     Deliver(Ack{}, 0, 1);
   }
   Take();
-  clock_.Advance(1499);
-  Turn();
+  Run(1499);
   EXPECT_TRUE(Take().connects.empty());
   clock_.Advance(1);
   Turn();
@@ -287,6 +296,40 @@ TEST_F(LinkTest, SilenceForThreeIntervalsReconnectsAndRegisters) {
   clock_.Advance(100);
   Turn();
   EXPECT_EQ(Take().Count(MessageType::kRegisterNode), 1u);
+}
+
+// A fleet thread busy for seconds with a burst of binds, or a paused
+// process, must not take its own silence for the coordinator's: it sent no
+// heartbeats meanwhile, so there was nothing to answer.
+TEST_F(LinkTest, AStallOfThisProcessIsNotTheCoordinatorsSilence) {
+  Register(500);
+  clock_.Advance(5000);  // no turns for ten intervals
+  Turn();
+  Out out = Take();
+  EXPECT_TRUE(out.connects.empty());
+  EXPECT_TRUE(link_->registered());
+  EXPECT_EQ(out.Count(MessageType::kHeartbeat), 1u) << "it heartbeats at once instead";
+  // Of the stall, one interval counts (as between two ordinary turns): still
+  // unanswered 900 ms later is 1,400 ms of silence, short of three intervals.
+  Run(900);
+  EXPECT_TRUE(Take().connects.empty());
+  Run(200);
+  EXPECT_EQ(Take().connects, std::vector<std::string>{"tcp://c2:7401"}) << "real silence still counts";
+}
+
+TEST_F(LinkTest, SilenceDueSaysWhenTheNextTickWouldGiveUp) {
+  EXPECT_FALSE(link_->SilenceDue()) << "not started";
+  Register(500);
+  EXPECT_FALSE(link_->SilenceDue());
+  clock_.Advance(1499);
+  EXPECT_FALSE(link_->SilenceDue());
+  clock_.Advance(1);
+  EXPECT_TRUE(link_->SilenceDue());
+  Deliver(Ack{}, 0, 1);  // a frame read late still counts
+  EXPECT_FALSE(link_->SilenceDue());
+  Turn();
+  EXPECT_TRUE(Take().connects.empty());
+  EXPECT_TRUE(link_->registered());
 }
 
 TEST_F(LinkTest, NotFoundRegistersAgainAtOnce) {
@@ -416,7 +459,9 @@ TEST_F(LinkTest, EventsWaitForRegistrationAndReportsCarryUnackedTasks) {
   Turn();
   Take();
   launcher_.Exit(launcher_.launched()[1].pid, 2);
-  clock_.Advance(1500);  // silence: re-register on c2
+  Run(1490);
+  Take();
+  clock_.Advance(10);  // three intervals without a word: re-register on c2
   Turn();
   Out out = Take();
   ASSERT_EQ(out.Count(MessageType::kRegisterNode), 1u);

@@ -37,6 +37,20 @@ topology::NodeView ClusterState::ToNodeView(const std::string& name, const NodeR
   return view;
 }
 
+void ClusterState::FillNodeLoad(topology::NodeView& view, const NodeRecord& node) const {
+  view.cpu_milli_free = node.spec.cpu_milli - std::min(node.spec.cpu_milli, node.cpu_milli_used);
+  view.memory_mib_free = node.spec.memory_mib - std::min(node.spec.memory_mib, node.memory_mib_used);
+  for (size_t i = 0; i < node.spec.gpus.size() && i < view.gpus.size(); ++i) {
+    FillGpuLoad(view.gpus[i], node, node.spec.gpus[i]);
+  }
+  for (size_t i = 0; i < node.spec.numa.size() && i < view.numa.size(); ++i) {
+    const NumaInfo& numa = node.spec.numa[i];
+    const auto [cpu, memory] = NumaUsed(node, numa.id);
+    view.numa[i].cpu_milli_free = numa.cpu_milli - std::min(numa.cpu_milli, cpu);
+    view.numa[i].memory_mib_free = numa.memory_mib - std::min(numa.memory_mib, memory);
+  }
+}
+
 namespace {
 
 // Per task group: replicas that count toward its gang minimum right now.
@@ -52,22 +66,56 @@ std::vector<uint32_t> ActivePerGroup(const JobRecord& job) {
 
 topology::ClusterView ClusterState::BuildView(int64_t now_ms) const {
   topology::ClusterView view;
-  view.nodes.reserve(nodes_.size());
-  for (const auto& [name, node] : nodes_) view.nodes.push_back(ToNodeView(name, node));
+  ViewCursor cursor;
+  RefreshView(view, cursor, now_ms);
+  return view;
+}
 
+void ClusterState::RefreshView(topology::ClusterView& view, ViewCursor& cursor, int64_t now_ms) const {
+  // Nodes are never removed, so the same count means the same nodes in the
+  // same (name) order; a name that does not match says otherwise anyway.
+  bool incremental = cursor.generation == generation_ && view.nodes.size() == nodes_.size();
+  if (incremental) {
+    size_t i = 0;
+    for (const auto& [name, node] : nodes_) {
+      topology::NodeView& slot = view.nodes[i++];
+      if (slot.name != name) {
+        incremental = false;
+        break;
+      }
+      if (node.spec_version > cursor.version) {
+        slot = ToNodeView(name, node);
+      } else if (node.view_version > cursor.version) {
+        FillNodeLoad(slot, node);  // the common change: tasks bound or gone
+      }
+    }
+  }
+  if (!incremental) {
+    view.nodes.clear();
+    view.nodes.reserve(nodes_.size());
+    for (const auto& [name, node] : nodes_) view.nodes.push_back(ToNodeView(name, node));
+  }
+  cursor = ViewCursor{generation_, version_};
+
+  view.queues.clear();
   for (const auto& [name, queue] : queues_) {
     view.queues.push_back(topology::QueueView{name, queue.spec.parent, queue.spec.capability, queue.spec.deserved,
                                               queue.spec.guarantee});
   }
+  BuildRunning(view);
+  BuildPending(view, now_ms);
+}
 
-  view.running.reserve(active_.size());
+void ClusterState::BuildRunning(topology::ClusterView& view) const {
+  view.running.clear();
+  view.running.reserve(active_count_);
   const JobRecord* last_job = nullptr;
   std::vector<uint32_t> active;
-  for (const TaskId& id : active_) {
+  for (const TaskId& id : ActiveTasks()) {
     const JobRecord* job = FindJob(id.job);
     const TaskRecord* task = FindTask(id);
     if (job == nullptr || task == nullptr) continue;
-    if (job != last_job) {  // active_ is ordered by job, so this runs once per job
+    if (job != last_job) {  // ActiveTasks() is ordered by job, so this runs once per job
       active = ActivePerGroup(*job);
       last_job = job;
     }
@@ -86,9 +134,9 @@ topology::ClusterView ClusterState::BuildView(int64_t now_ms) const {
         if (gpu.index == task->gpu_indices.front()) running.gpu_model = gpu.model;
         const bool held = std::find(task->gpu_indices.begin(), task->gpu_indices.end(), gpu.index) !=
                           task->gpu_indices.end();
-        if (held && task->grant.Empty()) running.gpu_memory_mib += gpu.memory_mib;
+        if (held && task->grant().Empty()) running.gpu_memory_mib += gpu.memory_mib;
       }
-      if (!task->grant.Empty()) running.gpu_memory_mib = task->grant.gpu_memory_mib * task->gpu_indices.size();
+      if (!task->grant().Empty()) running.gpu_memory_mib = task->grant().gpu_memory_mib * task->gpu_indices.size();
     }
     running.cpu_milli = task->cpu_milli;
     running.memory_mib = task->memory_mib;
@@ -96,11 +144,14 @@ topology::ClusterView ClusterState::BuildView(int64_t now_ms) const {
     running.group_min = job->spec.tasks[task->group].MinReplicas();
     running.group_active = active[task->group];
     running.stopping = task->stop_requested;
-    running.stopping_for = task->evicted ? task->evicted_for : 0;
-    running.evicted_by = task->evicted_by;
+    running.stopping_for = task->evicted ? task->evicted_for() : 0;
+    running.evicted_by = task->evicted_by();
     view.running.push_back(std::move(running));
   }
+}
 
+void ClusterState::BuildPending(topology::ClusterView& view, int64_t now_ms) const {
+  view.pending.clear();
   for (uint64_t id : pending_) {
     const JobRecord& job = jobs_.at(id);
     if (job.cancel_requested) continue;
@@ -130,12 +181,11 @@ topology::ClusterView ClusterState::BuildView(int64_t now_ms) const {
         pj.tasks.push_back(topology::PendingTask{task.id.index, task.group, job.spec.tasks[task.group].resources});
       }
     }
-    if (now_ms - job.claim_ms < kClaimLapseMs) pj.claimed_nodes = job.claimed_nodes;
-    const int64_t since = std::max(job.submit_ms, job.requeue_ms);
+    if (now_ms - job.claim_ms() < kClaimLapseMs) pj.claimed_nodes = job.claimed_nodes();
+    const int64_t since = std::max(job.submit_ms, job.requeue_ms());
     pj.waiting_ms = now_ms > since ? now_ms - since : 0;
     if (!pj.tasks.empty()) view.pending.push_back(std::move(pj));
   }
-  return view;
 }
 
 }  // namespace gpool::state

@@ -1,6 +1,7 @@
 #include "control/state/cluster_state.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "protocol/validate.h"
 
@@ -68,7 +69,7 @@ std::vector<std::string> ClusterState::GpuUuids(const TaskRecord& task, bool mig
   if (node == nullptr) return uuids;
   for (uint32_t index : task.gpu_indices) {
     for (const auto& gpu : node->spec.gpus) {
-      if (gpu.index == index) uuids.push_back(mig_instances ? DeviceUuid(gpu, task.grant) : gpu.uuid);
+      if (gpu.index == index) uuids.push_back(mig_instances ? DeviceUuid(gpu, task.grant()) : gpu.uuid);
     }
   }
   return uuids;
@@ -84,12 +85,13 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
   node.spec = cmd.node;
   node.state = NodeState::kReady;
   node.last_seen_ms = now;
+  TouchSpec(node);
 
   std::map<TaskId, const TaskReport*> reported;
   for (const auto& report : cmd.tasks) reported[report.task] = &report;
 
   // Reconcile: the worker is the authority on which processes exist.
-  const std::set<TaskId> here = node.tasks;
+  const std::vector<TaskId> here(node.tasks.begin(), node.tasks.end());
   for (const TaskId& id : here) {
     JobRecord* job = MutableJob(id.job.value());
     if (job == nullptr || id.index >= job->tasks.size()) continue;
@@ -100,7 +102,7 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
       // dispatcher resends it. A running one the worker does not know is gone.
       if (task.state == TaskState::kRunning) {
         if (!RequeueIfEvicted(*job, task, now)) {
-          task.message = "task was not running when its node re-registered";
+          task.set_message("task was not running when its node re-registered");
           FinishTask(*job, task, TaskState::kLost, now);
         }
         UpdateJobState(*job, now);
@@ -113,6 +115,7 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
         task.state = TaskState::kRunning;
         task.pid = report.pid;
         if (task.start_ms == 0) task.start_ms = now;
+        TrackCommand(task);
         UpdateJobState(*job, now);
       }
       continue;
@@ -144,6 +147,7 @@ ApplyResult ClusterState::ApplyNodeState(int64_t now, const NodeStateCmd& cmd) {
   }
   it->second.state = *state;
   it->second.last_seen_ms = now;
+  TouchSpec(it->second);
   return result;
 }
 
@@ -179,6 +183,7 @@ ApplyResult ClusterState::ApplySubmitJob(uint64_t index, int64_t now, const Subm
   result.job_id = job.id.value();
   if (!job.idempotency_key.empty()) idempotency_.emplace(KeyHash(job.idempotency_key), result.job_id);
   pending_.insert(result.job_id);
+  ++job_states_[static_cast<size_t>(JobState::kPending)];
   jobs_.emplace(result.job_id, std::move(job));
   return result;
 }
@@ -194,6 +199,7 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t /*now*/, const UpdateNodeCmd& 
     return result;
   }
   NodeRecord& node = it->second;
+  TouchSpec(node);
   if (update.op == "cordon" || update.op == "uncordon") {
     node.cordoned = update.op == "cordon";
   } else if (update.op == "pool") {
@@ -230,12 +236,13 @@ ApplyResult ClusterState::ApplyCancelJob(int64_t now, const CancelJobCmd& cmd) {
   job->cancel_requested = true;
   for (auto& task : job->tasks) {
     if (task.state == TaskState::kPending) {
-      task.message = "cancelled before it was placed";
+      task.set_message("cancelled before it was placed");
       FinishTask(*job, task, TaskState::kCancelled, now);
     } else if (Occupies(task.state)) {
       task.stop_requested = true;
       task.stop_grace_ms = cmd.grace_ms;
-      task.message = "cancel requested";
+      task.set_message("cancel requested");
+      TrackCommand(task);
     }
   }
   UpdateJobState(*job, now);
@@ -244,7 +251,7 @@ ApplyResult ClusterState::ApplyCancelJob(int64_t now, const CancelJobCmd& cmd) {
 }
 
 Status ClusterState::CheckBind(const JobRecord& job, const PlanBind& bind,
-                               const std::set<std::pair<std::string, uint32_t>>& taken,
+                               const std::set<std::pair<std::string_view, uint32_t>>& taken,
                                std::map<std::string, std::pair<uint64_t, uint64_t>>& extra,
                                PlanLoads& loads) const {
   if (bind.task_index >= job.tasks.size()) return Status::InvalidArgument("task index out of range");
@@ -297,23 +304,24 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
   std::map<uint64_t, std::vector<const PlanBind*>> by_job;
   for (const auto& bind : cmd.binds) by_job[bind.job_id].push_back(&bind);
 
-  std::set<std::pair<std::string, uint32_t>> taken;
-  PlanLoads plan_loads;
+  // Each job is checked against the state as the plan's earlier jobs left
+  // it: their binds are applied (GPU owners, tenants, CPU and memory) before
+  // the next job is checked, so only what the job's own binds add up to needs
+  // tracking on the side. That keeps a plan linear in its binds: a plan of
+  // thousands of placements (a burst of wide jobs) applies in milliseconds.
   for (const auto& [job_id, binds] : by_job) {
     JobRecord* job = MutableJob(job_id);
-    bool ok = job != nullptr && !IsTerminal(job->state) && !job->cancel_requested && job->failure.empty();
+    bool ok = job != nullptr && !IsTerminal(job->state) && !job->cancel_requested && job->failure().empty();
     if (ok) {
       std::set<uint32_t> indices;
       for (const auto* bind : binds) indices.insert(bind->task_index);
       ok = indices.size() == binds.size() && MeetsGangAfter(*job, indices);
     }
-    std::set<std::pair<std::string, uint32_t>> job_taken;
-    std::map<std::string, std::pair<uint64_t, uint64_t>> extra;
-    PlanLoads job_loads = plan_loads;
+    std::set<std::pair<std::string_view, uint32_t>> job_taken;  // whole GPUs this job's binds take
+    std::map<std::string, std::pair<uint64_t, uint64_t>> extra;  // CPU and memory they add, per node (and NUMA)
+    PlanLoads job_loads;                                        // device loads they add
     for (size_t i = 0; ok && i < binds.size(); ++i) {
-      auto merged = taken;
-      merged.insert(job_taken.begin(), job_taken.end());
-      ok = CheckBind(*job, *binds[i], merged, extra, job_loads).ok();
+      ok = CheckBind(*job, *binds[i], job_taken, extra, job_loads).ok();
       if (binds[i]->grant.Empty()) {
         for (uint32_t gpu : binds[i]->gpu_indices) job_taken.insert({binds[i]->node, gpu});
       }
@@ -322,8 +330,6 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
       ++result.jobs_rejected;
       continue;
     }
-    taken.insert(job_taken.begin(), job_taken.end());
-    plan_loads = std::move(job_loads);
     for (const auto* bind : binds) {
       TaskRecord& task = job->tasks[bind->task_index];
       NodeRecord& node = nodes_[bind->node];
@@ -332,25 +338,35 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
       task.gpu_indices = bind->gpu_indices;
       task.cpu_milli = bind->cpu_milli;
       task.memory_mib = bind->memory_mib;
-      task.grant = bind->grant;
+      task.set_grant(bind->grant);
       task.numa_node = bind->numa_node;
       task.bind_ms = now;
-      task.message.clear();
+      task.set_message("");
+      // A node's first task sizes its sets for a full node, so they do not
+      // grow (and leave freed buffers behind) one task at a time.
+      if (node.tasks.empty()) node.tasks.reserve(std::max<size_t>(1, node.spec.gpus.size()));
+      if (node.gpu_owner.empty() && task.grant().Empty()) node.gpu_owner.reserve(node.spec.gpus.size());
       HoldDevices(node, task);
       node.cpu_milli_used += bind->cpu_milli;
       node.memory_mib_used += bind->memory_mib;
       node.tasks.insert(task.id);
-      active_.insert(task.id);
+      Touch(node);
+      ++active_count_;
+      TrackCommand(task);
       ++result.binds_applied;
     }
-    job->reasons.clear();
-    job->claimed_nodes.clear();
+    job->UpdateExtras([](JobRecord::Extras& e) {
+      e.reasons.clear();
+      e.claimed_nodes.clear();
+    });
     UpdateJobState(*job, now);
   }
   for (const auto& eviction : cmd.evictions) ApplyEviction(now, eviction);
   for (const auto& entry : cmd.reasons) {
     JobRecord* job = MutableJob(entry.job_id);
-    if (job != nullptr && job->state == JobState::kPending) job->reasons = entry.reasons;
+    if (job != nullptr && job->state == JobState::kPending) {
+      job->UpdateExtras([&](JobRecord::Extras& e) { e.reasons = entry.reasons; });
+    }
   }
   return result;
 }
@@ -377,19 +393,23 @@ void ClusterState::ApplyEviction(int64_t now, const PlanEviction& eviction) {
   // that no longer waits (cancelled, placed, gone) would stop work for nothing.
   if (claimant == nullptr || !pending_.count(eviction.for_job)) return;
   auto mark = [&](TaskRecord& victim) {
-    {
-      auto& nodes = claimant->claimed_nodes;
-      if (std::find(nodes.begin(), nodes.end(), victim.node) == nodes.end()) nodes.push_back(victim.node);
-      claimant->claim_ms = now;
-    }
+    claimant->UpdateExtras([&](JobRecord::Extras& e) {
+      if (std::find(e.claimed_nodes.begin(), e.claimed_nodes.end(), victim.node) == e.claimed_nodes.end()) {
+        e.claimed_nodes.push_back(victim.node);
+      }
+      e.claim_ms = now;
+    });
     victim.stop_requested = true;
     victim.evicted = true;
-    victim.evicted_for = eviction.for_job;
     victim.stop_grace_ms = 0;
-    if (std::find(victim.evicted_by.begin(), victim.evicted_by.end(), eviction.for_job) == victim.evicted_by.end()) {
-      victim.evicted_by.push_back(eviction.for_job);
-    }
-    victim.message = eviction.reason.empty() ? "evicted" : eviction.reason.substr(0, 256);
+    victim.UpdateExtras([&](TaskRecord::Extras& e) {
+      e.evicted_for = eviction.for_job;
+      if (std::find(e.evicted_by.begin(), e.evicted_by.end(), eviction.for_job) == e.evicted_by.end()) {
+        e.evicted_by.push_back(eviction.for_job);
+      }
+      e.message = eviction.reason.empty() ? "evicted" : eviction.reason.substr(0, 256);
+    });
+    TrackCommand(victim);
   };
   mark(task);
   // A gang never runs partly: if this leaves the task's group below its
@@ -406,16 +426,20 @@ void ClusterState::ApplyEviction(int64_t now, const PlanEviction& eviction) {
 }
 
 bool ClusterState::RequeueIfEvicted(JobRecord& job, TaskRecord& task, int64_t now) {
-  if (!task.evicted || job.cancel_requested || !job.failure.empty()) return false;
+  if (!task.evicted || job.cancel_requested || !job.failure().empty()) return false;
   if (Occupies(task.state)) ReleaseResources(task);
-  if (JobRecord* claimant = MutableJob(task.evicted_for)) claimant->claim_ms = now;
+  if (JobRecord* claimant = MutableJob(task.evicted_for())) {
+    claimant->UpdateExtras([&](JobRecord::Extras& e) { e.claim_ms = now; });
+  }
   TaskRecord next;
   next.id = TaskId{task.id.job, task.id.index, task.id.attempt + 1};
   next.group = task.group;
-  next.evicted_by = std::move(task.evicted_by);
-  next.message = "requeued: " + task.message;
+  next.UpdateExtras([&](TaskRecord::Extras& e) {
+    e.evicted_by = task.evicted_by();
+    e.message = "requeued: " + task.message();
+  });
   task = std::move(next);
-  job.requeue_ms = now;
+  job.UpdateExtras([&](JobRecord::Extras& e) { e.requeue_ms = now; });
   return true;
 }
 
@@ -441,11 +465,12 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
       task.state = TaskState::kRunning;
       task.pid = event.pid;
       task.start_ms = when;
+      TrackCommand(task);
     }
   } else if (event.kind == "exited" || event.kind == "failed") {
     task.exit_code = event.exit_code;
     task.signal = event.signal;
-    if (!event.message.empty()) task.message = event.message;
+    if (!event.message.empty()) task.set_message(event.message);
     TaskState final_state = TaskState::kFailed;
     if (task.stop_requested) {
       final_state = TaskState::kCancelled;
@@ -469,36 +494,38 @@ void ClusterState::ReleaseResources(TaskRecord& task) {
     ReleaseDevices(node, task);
     node.cpu_milli_used -= std::min(node.cpu_milli_used, task.cpu_milli);
     node.memory_mib_used -= std::min(node.memory_mib_used, task.memory_mib);
-    node.tasks.erase(task.id);
+    if (node.tasks.erase(task.id) != 0) --active_count_;
+    Touch(node);
   }
-  active_.erase(task.id);
+  UntrackCommand(task);
 }
 
 void ClusterState::FinishTask(JobRecord& job, TaskRecord& task, TaskState state, int64_t now) {
   if (Occupies(task.state)) ReleaseResources(task);
   task.state = state;
   task.finish_ms = now;
-  if ((state == TaskState::kFailed || state == TaskState::kLost) && job.failure.empty()) {
-    job.failure = "task " + std::to_string(task.id.index) +
-                  (state == TaskState::kLost ? " was lost" : " failed");
+  if ((state == TaskState::kFailed || state == TaskState::kLost) && job.failure().empty()) {
+    std::string failure = "task " + std::to_string(task.id.index) + (state == TaskState::kLost ? " was lost" : " failed");
     if (state == TaskState::kFailed) {
-      job.failure += task.signal != 0 ? " (killed by signal " + std::to_string(task.signal) + ")"
-                                      : " (exit code " + std::to_string(task.exit_code) + ")";
+      failure += task.signal != 0 ? " (killed by signal " + std::to_string(task.signal) + ")"
+                                  : " (exit code " + std::to_string(task.exit_code) + ")";
     }
-    if (!task.message.empty()) job.failure += ": " + task.message;
+    if (!task.message().empty()) failure += ": " + task.message();
+    job.UpdateExtras([&](JobRecord::Extras& e) { e.failure = std::move(failure); });
   }
 }
 
 void ClusterState::UpdateJobState(JobRecord& job, int64_t now) {
   // One failed task fails a gang job: stop the rest.
-  if (!job.failure.empty()) {
+  if (!job.failure().empty()) {
     for (auto& task : job.tasks) {
       if (task.state == TaskState::kPending) {
-        task.message = "job failed before this task was placed";
+        task.set_message("job failed before this task was placed");
         FinishTask(job, task, TaskState::kCancelled, now);
       } else if (Occupies(task.state) && !task.stop_requested) {
         task.stop_requested = true;
-        task.message = "stopping: another task of the job failed";
+        task.set_message("stopping: another task of the job failed");
+        TrackCommand(task);
       }
     }
   }
@@ -509,12 +536,12 @@ void ClusterState::UpdateJobState(JobRecord& job, int64_t now) {
     any_pending |= task.state == TaskState::kPending;
     all_terminal &= IsTerminal(task.state);
     any_active |= Occupies(task.state);
-    any_cancelled_by_user |= task.state == TaskState::kCancelled && task.message.rfind("not needed", 0) != 0;
+    any_cancelled_by_user |= task.state == TaskState::kCancelled && task.message().rfind("not needed", 0) != 0;
     any_started |= task.start_ms != 0;
   }
   JobState next = JobState::kPending;
   if (all_terminal) {
-    next = !job.failure.empty() ? JobState::kFailed
+    next = !job.failure().empty() ? JobState::kFailed
            : (any_cancelled_by_user || job.cancel_requested) ? JobState::kCancelled
                                                              : JobState::kSucceeded;
   } else if (any_active) {
@@ -528,8 +555,10 @@ void ClusterState::UpdateJobState(JobRecord& job, int64_t now) {
     job.start_ms = first;
   }
   if (IsTerminal(next) && job.finish_ms == 0) job.finish_ms = now;
-  if (next != JobState::kPending) job.reasons.clear();
-  job.state = next;
+  if (next != JobState::kPending && !job.reasons().empty()) {
+    job.UpdateExtras([](JobRecord::Extras& e) { e.reasons.clear(); });
+  }
+  SetJobState(job, next);
   // Schedulable: has tasks to place. A running elastic job (or one that lost
   // replicas to eviction) stays schedulable while it runs.
   if (!IsTerminal(next) && !job.cancel_requested && any_pending) {
@@ -545,7 +574,7 @@ void ClusterState::FinishUnneededReplicas(JobRecord& job, int64_t now) {
   std::vector<uint32_t> succeeded(job.spec.tasks.size(), 0);
   bool any_pending = false;
   for (const auto& task : job.tasks) {
-    if (Occupies(task.state) || !job.failure.empty() || job.cancel_requested) return;
+    if (Occupies(task.state) || !job.failure().empty() || job.cancel_requested) return;
     if (task.state == TaskState::kSucceeded) ++succeeded[task.group];
     any_pending |= task.state == TaskState::kPending;
   }
@@ -555,7 +584,7 @@ void ClusterState::FinishUnneededReplicas(JobRecord& job, int64_t now) {
   }
   for (auto& task : job.tasks) {
     if (task.state != TaskState::kPending) continue;
-    task.message = "not needed: the job's other replicas finished";
+    task.set_message("not needed: the job's other replicas finished");
     FinishTask(job, task, TaskState::kCancelled, now);
   }
 }
@@ -618,6 +647,7 @@ Status ClusterState::Restore(std::string_view snapshot) {
   if (!image.ok()) return image.status().WithContext("restoring snapshot");
   applied_index_ = image->applied_index;
   next_job_id_ = image->next_job_id;
+  generation_ = NextGeneration();  // every cached view is stale
   nodes_.clear();
   jobs_.clear();
   for (auto& node : image->nodes) nodes_[node.spec.name] = std::move(node);
@@ -631,17 +661,75 @@ Status ClusterState::Restore(std::string_view snapshot) {
 
 void ClusterState::RebuildIndexes() {
   idempotency_.clear();
-  active_.clear();
   pending_.clear();
-  for (const auto& [id, job] : jobs_) {
+  due_log_ = {};
+  due_count_ = 0;
+  job_states_ = {};
+  active_count_ = 0;
+  for (const auto& [name, node] : nodes_) active_count_ += node.tasks.size();
+  for (auto& [id, job] : jobs_) {
     if (!job.idempotency_key.empty()) idempotency_.emplace(KeyHash(job.idempotency_key), id);
+    ++job_states_[static_cast<size_t>(job.state)];
     bool any_pending = false;
-    for (const auto& task : job.tasks) {
-      if (Occupies(task.state)) active_.insert(task.id);
+    for (auto& task : job.tasks) {
+      task.command_seq = 0;
+      if (Occupies(task.state)) TrackCommand(task);
       any_pending |= task.state == TaskState::kPending;
     }
     if (!IsTerminal(job.state) && !job.cancel_requested && any_pending) pending_.insert(id);
   }
+}
+
+uint64_t ClusterState::NextGeneration() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
+std::vector<TaskId> ClusterState::ActiveTasks() const {
+  std::vector<TaskId> ids;
+  ids.reserve(active_count_);
+  for (const auto& [name, node] : nodes_) ids.insert(ids.end(), node.tasks.begin(), node.tasks.end());
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+std::optional<ClusterState::CommandDue> ClusterState::command_due(const TaskId& id) const {
+  const TaskRecord* task = FindTask(id);
+  if (task == nullptr || task->command_seq == 0) return std::nullopt;
+  return CommandDue{task->command_seq, task->command_stop};
+}
+
+void ClusterState::TrackCommand(TaskRecord& task) {
+  const bool due = Occupies(task.state) && (task.stop_requested || task.state == TaskState::kBound);
+  if (!due) return UntrackCommand(task);
+  if (task.command_seq != 0 && task.command_stop == task.stop_requested) return;  // the same command is still due
+  if (task.command_seq == 0) ++due_count_;
+  task.command_seq = ++due_seq_;
+  task.command_stop = task.stop_requested;
+  due_log_.emplace_back(task.command_seq, task.id);
+}
+
+void ClusterState::UntrackCommand(TaskRecord& task) {
+  if (task.command_seq == 0) return;
+  task.command_seq = 0;
+  --due_count_;
+  if (due_count_ == 0) {
+    due_log_ = {};  // every task runs: hold nothing
+  } else if (due_log_.size() > 2 * due_count_ + 1024) {
+    // Mostly stale: keep the live entries (amortized, each entry is copied
+    // at most once per halving).
+    std::erase_if(due_log_, [&](const std::pair<uint64_t, TaskId>& entry) {
+      const TaskRecord* t = FindTask(entry.second);
+      return t == nullptr || t->command_seq != entry.first;
+    });
+  }
+}
+
+void ClusterState::SetJobState(JobRecord& job, JobState state) {
+  if (job.state == state) return;
+  --job_states_[static_cast<size_t>(job.state)];
+  ++job_states_[static_cast<size_t>(state)];
+  job.state = state;
 }
 
 }  // namespace gpool::state

@@ -10,8 +10,11 @@
 // Thread-safety: none. One owner thread applies and reads.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -36,7 +39,7 @@ struct ApplyResult {
 
 class ClusterState {
  public:
-  ClusterState() { EnsureBuiltinQueues(); }
+  ClusterState() : generation_(NextGeneration()) { EnsureBuiltinQueues(); }
   ApplyResult Apply(uint64_t index, const Command& command);
 
   // Whole-state snapshot; Restore replaces everything with it.
@@ -58,14 +61,60 @@ class ClusterState {
   // With `mig_instances`, a MIG task's instance UUIDs instead of its GPUs'
   // (the worker resolves instances itself, so binds carry the GPUs').
   std::vector<std::string> GpuUuids(const TaskRecord& task, bool mig_instances = true) const;
-  // Tasks bound or running: those the dispatcher must keep in step with workers.
-  const std::set<TaskId>& active_tasks() const { return active_; }
+  // Tasks bound or running (holding resources), in id order. Built on each
+  // call from the nodes' task sets: no cluster-wide index is kept for them,
+  // at 64 bytes a task it would be a tenth of what a live task costs.
+  std::vector<TaskId> ActiveTasks() const;
+  size_t active_task_count() const { return active_count_; }
   const std::set<uint64_t>& pending_jobs() const { return pending_; }
+  // Jobs currently in `state` (a counter kept on every change, for status pages).
+  uint32_t jobs_in_state(JobState state) const { return job_states_[static_cast<size_t>(state)]; }
+
+  // Tasks whose worker must still be told something: bound and not yet
+  // running (a bind), or holding resources with a stop requested (a
+  // preempt). Each such task carries a sequence number (TaskRecord::
+  // command_seq), new whenever it enters the index or turns from bind to
+  // preempt, and a log of (seq, task) in seq order lets the dispatcher read
+  // only what changed since the last seq it saw. Nothing is allocated per
+  // task: the log is one vector, compacted as tasks leave it, and empty
+  // (released) once every task runs. Sequence numbers only grow, also
+  // across Restore.
+  struct CommandDue {
+    uint64_t seq = 0;
+    bool stop = false;  // a preempt; otherwise a bind
+  };
+  std::optional<CommandDue> command_due(const TaskId& id) const;
+  size_t commands_due_count() const { return due_count_; }
+  uint64_t command_seq() const { return due_seq_; }
+  // Calls f(task, due) for each task whose current command became due after
+  // `seq`, in seq order.
+  template <typename F>
+  void ForEachCommandDueAfter(uint64_t seq, F&& f) const {
+    auto it = std::upper_bound(due_log_.begin(), due_log_.end(), seq,
+                               [](uint64_t s, const std::pair<uint64_t, TaskId>& entry) { return s < entry.first; });
+    for (; it != due_log_.end(); ++it) {
+      const TaskRecord* task = FindTask(it->second);
+      if (task != nullptr && task->command_seq == it->first) f(*task, CommandDue{task->command_seq, task->command_stop});
+    }
+  }
 
   // The scheduler's input: free capacity per node, the queue tree, tasks
   // holding resources (eviction candidates) and jobs with tasks to place.
   // `now_ms` only dates how long jobs have waited.
   topology::ClusterView BuildView(int64_t now_ms = 0) const;
+  // What a view was last refreshed from; starts empty (the first refresh
+  // builds everything).
+  struct ViewCursor {
+    uint64_t generation = 0;  // ClusterState's generation; 0: never refreshed
+    uint64_t version = 0;     // node changes up to this one are in the view
+  };
+  // Brings `view` up to date for a scheduling cycle, as BuildView would
+  // build it: a node's view is rebuilt only if the node changed since
+  // `cursor` (all of them the first time, after a Restore, or when nodes
+  // were added); the queues, running tasks and pending jobs are rebuilt.
+  // The node views are the bulk of a view (a thousand nodes of eight GPUs
+  // each), while a cycle typically follows a change to a few nodes.
+  void RefreshView(topology::ClusterView& view, ViewCursor& cursor, int64_t now_ms) const;
 
  private:
   ApplyResult ApplyRegisterNode(int64_t now, const RegisterNodeCmd& cmd);
@@ -87,13 +136,19 @@ class ClusterState {
 
   // Device loads a plan's earlier binds add, per (node, GPU index).
   using PlanLoads = std::map<std::pair<std::string, uint32_t>, topology::DeviceLoad>;
-  Status CheckBind(const JobRecord& job, const PlanBind& bind, const std::set<std::pair<std::string, uint32_t>>& taken,
+  Status CheckBind(const JobRecord& job, const PlanBind& bind,
+                   const std::set<std::pair<std::string_view, uint32_t>>& taken,
                    std::map<std::string, std::pair<uint64_t, uint64_t>>& extra, PlanLoads& loads) const;
   Status CheckGrant(const Resources& need, const PlanBind& bind, const NodeRecord& node, PlanLoads& loads) const;
   // A GPU as the scheduler sees it: its spec, who holds it whole, and what
   // its sharing tenants (shares, MIG instances, cores) hold.
   topology::GpuSlot GpuSlotOf(const NodeRecord& node, const GpuInfo& gpu) const;
+  // The part of a GPU slot that tasks change (who holds it, tenants' loads).
+  void FillGpuLoad(topology::GpuSlot& slot, const NodeRecord& node, const GpuInfo& gpu) const;
   topology::NodeView ToNodeView(const std::string& name, const NodeRecord& node) const;
+  // Updates what tasks change in a view built by ToNodeView from the same
+  // spec (free CPU, memory, GPUs, NUMA), reusing its buffers.
+  void FillNodeLoad(topology::NodeView& view, const NodeRecord& node) const;
   // CPU and memory of the node's tasks charged to NUMA node `id`.
   std::pair<uint64_t, uint64_t> NumaUsed(const NodeRecord& node, int32_t id) const;
   void HoldDevices(NodeRecord& node, const TaskRecord& task);
@@ -106,6 +161,18 @@ class ClusterState {
   void UpdateJobState(JobRecord& job, int64_t now);
   JobRecord* MutableJob(uint64_t id);
   void RebuildIndexes();
+  // Marks what the scheduler's view shows of the node stale: its load
+  // (tasks bound or released), or also its spec, state, labels, taints or
+  // pool. RefreshView updates the first in place and rebuilds for the second.
+  void Touch(NodeRecord& node) { node.view_version = ++version_; }
+  void TouchSpec(NodeRecord& node) { node.spec_version = node.view_version = ++version_; }
+  // Puts the task into, or takes it out of, the commands-due index after a
+  // change to its state or stop request.
+  void TrackCommand(TaskRecord& task);
+  void UntrackCommand(TaskRecord& task);
+  void SetJobState(JobRecord& job, JobState state);
+  void BuildRunning(topology::ClusterView& view) const;
+  void BuildPending(topology::ClusterView& view, int64_t now_ms) const;
   // The job submitted with this idempotency key; 0 if none.
   uint64_t FindIdempotent(std::string_view key) const;
 
@@ -118,8 +185,17 @@ class ClusterState {
   // the key its JobRecord keeps: a second copy of every 32-character key
   // would cost about 80 bytes a job more. Rebuilt on Restore.
   std::unordered_multimap<uint64_t, uint64_t> idempotency_;
-  std::set<TaskId> active_;
   std::set<uint64_t> pending_;
+  size_t active_count_ = 0;
+  std::array<uint32_t, static_cast<size_t>(JobState::kCancelled) + 1> job_states_{};
+  std::vector<std::pair<uint64_t, TaskId>> due_log_;  // (seq, task) by seq; stale entries until compacted
+  size_t due_count_ = 0;
+  uint64_t due_seq_ = 0;
+  // View bookkeeping (not state). Generations are unique in the process, so
+  // a cursor never matches another ClusterState, or this one after a Restore.
+  static uint64_t NextGeneration();
+  uint64_t version_ = 0;
+  uint64_t generation_;
 };
 
 }  // namespace gpool::state

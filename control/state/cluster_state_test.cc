@@ -56,7 +56,7 @@ TEST_F(ClusterStateTest, JobRunsToSuccessAndFreesItsGpus) {
   EXPECT_EQ(plan.binds_applied, 2u);
   EXPECT_EQ(state_.FindJob(JobId(job))->state, JobState::kRunning);
   EXPECT_EQ(state_.FindNode("n1")->gpu_owner.size(), 4u);
-  EXPECT_EQ(state_.active_tasks().size(), 2u);
+  EXPECT_EQ(state_.active_task_count(), 2u);
 
   EXPECT_TRUE(Event(job, 0, "n1", "started").status.ok());
   EXPECT_EQ(state_.FindJob(JobId(job))->tasks[0].state, TaskState::kRunning);
@@ -67,7 +67,7 @@ TEST_F(ClusterStateTest, JobRunsToSuccessAndFreesItsGpus) {
   EXPECT_EQ(state_.FindJob(JobId(job))->state, JobState::kSucceeded);
   EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
   EXPECT_EQ(state_.FindNode("n1")->cpu_milli_used, 0u);
-  EXPECT_TRUE(state_.active_tasks().empty());
+  EXPECT_EQ(state_.active_task_count(), 0u);
 }
 
 TEST_F(ClusterStateTest, StaticMigLayoutTheHardwareForbidsIsRefused) {
@@ -168,7 +168,7 @@ TEST_F(ClusterStateTest, OneFailedTaskFailsTheGangAndStopsTheRest) {
   EXPECT_TRUE(record->tasks[1].stop_requested);
   Event(job, 1, "n1", "exited", 143);
   EXPECT_EQ(record->state, JobState::kFailed);
-  EXPECT_EQ(record->failure, "task 0 failed (exit code 3)");
+  EXPECT_EQ(record->failure(), "task 0 failed (exit code 3)");
 }
 
 TEST_F(ClusterStateTest, EventFromWrongNodeIsRefused) {
@@ -207,7 +207,7 @@ TEST_F(ClusterStateTest, ReRegistrationReconcilesTasks) {
 TEST_F(ClusterStateTest, ReasonsAreRecordedForPendingJobsOnly) {
   uint64_t job = Submit("big", 1, 9);
   Do(ApplyPlanCmd{{}, {PlanReasons{job, {"3 nodes: insufficient GPUs"}}}});
-  EXPECT_EQ(state_.FindJob(JobId(job))->reasons, (std::vector<std::string>{"3 nodes: insufficient GPUs"}));
+  EXPECT_EQ(state_.FindJob(JobId(job))->reasons(), (std::vector<std::string>{"3 nodes: insufficient GPUs"}));
 }
 
 TEST_F(ClusterStateTest, SnapshotRestoresEverythingIncludingIndexes) {
@@ -221,7 +221,8 @@ TEST_F(ClusterStateTest, SnapshotRestoresEverythingIncludingIndexes) {
   ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
   EXPECT_EQ(restored.Snapshot(), state_.Snapshot());
   EXPECT_EQ(restored.applied_index(), state_.applied_index());
-  EXPECT_EQ(restored.active_tasks(), state_.active_tasks());
+  EXPECT_EQ(restored.ActiveTasks(), state_.ActiveTasks());
+  EXPECT_EQ(restored.active_task_count(), state_.active_task_count());
   EXPECT_EQ(restored.pending_jobs(), state_.pending_jobs());
   EXPECT_EQ(restored.FindNode("n1")->gpu_owner, state_.FindNode("n1")->gpu_owner);
   // The next job id and idempotency keys survive too.
@@ -364,6 +365,213 @@ TEST_F(ClusterStateTest, BadNodeUpdatesAreTypedAndChangeNothing) {
   EXPECT_EQ(a.FindNode("n1")->cordoned, b.FindNode("n1")->cordoned);
   EXPECT_EQ(a.FindNode("n1")->pool, b.FindNode("n1")->pool);
   EXPECT_EQ(a.FindNode("n1")->admin_labels, b.FindNode("n1")->admin_labels);
+}
+
+// One plan carries a whole scheduling cycle: many jobs on many nodes. Each
+// job is checked against the state its predecessors in the plan left, so a
+// job colliding with an earlier one's GPU (or with itself) is dropped whole
+// while every other job lands.
+TEST_F(ClusterStateTest, LargePlanAppliesEveryJobThatFitsAndDropsOnlyCollidingOnes) {
+  constexpr uint32_t kNodes = 40;
+  for (uint32_t n = 0; n < kNodes; ++n) Do(RegisterNodeCmd{MakeNode("n" + std::to_string(n), 8), {}});
+  ApplyPlanCmd plan;
+  std::vector<uint64_t> jobs;
+  for (uint32_t j = 0; j < kNodes; ++j) {  // a job of 8 one-GPU tasks per node
+    const uint64_t job = Submit("wide-" + std::to_string(j), 8, 1);
+    jobs.push_back(job);
+    for (uint32_t t = 0; t < 8; ++t) plan.binds.push_back(Bind(job, t, "n" + std::to_string(j), {t}));
+  }
+  const uint64_t late = Submit("late", 2, 1);    // wants a GPU an earlier job of the plan took
+  plan.binds.push_back(Bind(late, 0, "n0", {3}));
+  plan.binds.push_back(Bind(late, 1, "n1", {9}));
+  const uint64_t twice = Submit("twice", 2, 1);  // books one GPU for both its tasks
+  Do(RegisterNodeCmd{MakeNode("spare", 2), {}});
+  plan.binds.push_back(Bind(twice, 0, "spare", {0}));
+  plan.binds.push_back(Bind(twice, 1, "spare", {0}));
+  const ApplyResult r = Do(plan);
+  EXPECT_EQ(r.binds_applied, kNodes * 8);
+  EXPECT_EQ(r.jobs_rejected, 2u);
+  EXPECT_EQ(state_.active_task_count(), kNodes * 8);
+  for (uint32_t n = 0; n < kNodes; ++n) EXPECT_EQ(state_.FindNode("n" + std::to_string(n))->gpu_owner.size(), 8u);
+  EXPECT_TRUE(state_.FindNode("spare")->gpu_owner.empty());
+  EXPECT_EQ(state_.FindJob(JobId(late))->state, JobState::kPending);
+  EXPECT_EQ(state_.FindJob(JobId(twice))->state, JobState::kPending);
+  EXPECT_EQ(state_.jobs_in_state(JobState::kRunning), kNodes);
+  EXPECT_EQ(state_.jobs_in_state(JobState::kPending), 2u);
+  // The node a rejected job named is untouched: CPU and memory too.
+  EXPECT_EQ(state_.FindNode("spare")->cpu_milli_used, 0u);
+}
+
+// A plan that over-asks a node's CPU across two jobs: the second job is
+// checked against what the first one already holds.
+TEST_F(ClusterStateTest, LaterJobsOfAPlanSeeTheCpuEarlierOnesTook) {
+  NodeSpec node = MakeNode("n1", 4);
+  node.cpu_milli = 1500;  // one task's 1000 fits, two do not
+  Do(RegisterNodeCmd{node, {}});
+  const uint64_t a = Submit("a", 1, 1);
+  const uint64_t b = Submit("b", 1, 1);
+  const ApplyResult r = Do(ApplyPlanCmd{{Bind(a, 0, "n1", {0}), Bind(b, 0, "n1", {1})}, {}});
+  EXPECT_EQ(r.binds_applied, 1u);
+  EXPECT_EQ(r.jobs_rejected, 1u);
+  EXPECT_EQ(state_.FindNode("n1")->cpu_milli_used, 1000u);
+}
+
+// The dispatcher's index: a task is in it exactly while a command to its
+// worker is due, and every change of what is due gets a newer sequence number.
+TEST_F(ClusterStateTest, CommandsDueFollowTheTaskLifecycle) {
+  Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
+  const uint64_t a = Submit("a", 1, 1);
+  const uint64_t b = Submit("b", 1, 1);
+  EXPECT_EQ(state_.commands_due_count(), 0u);
+  Do(ApplyPlanCmd{{Bind(a, 0, "n1", {0}), Bind(b, 0, "n1", {1})}, {}});
+  const TaskId ta{JobId(a), 0, 0};
+  const TaskId tb{JobId(b), 0, 0};
+  ASSERT_EQ(state_.commands_due_count(), 2u);
+  ASSERT_TRUE(state_.command_due(ta).has_value());
+  EXPECT_FALSE(state_.command_due(ta)->stop);
+  const uint64_t bind_seq = state_.command_due(tb)->seq;
+  EXPECT_EQ(state_.command_seq(), bind_seq);
+  auto due_after = [&](uint64_t seq) {
+    std::vector<TaskId> ids;
+    state_.ForEachCommandDueAfter(seq, [&](const TaskRecord& task, const ClusterState::CommandDue&) {
+      ids.push_back(task.id);
+    });
+    return ids;
+  };
+  EXPECT_EQ(due_after(0), (std::vector<TaskId>{ta, tb}));
+  EXPECT_EQ(due_after(bind_seq), std::vector<TaskId>{});
+
+  Event(a, 0, "n1", "started");  // a runs: nothing to say to its worker
+  EXPECT_FALSE(state_.command_due(ta).has_value());
+  Do(CancelJobCmd{b, 0});  // b is cancelled before it started: a preempt replaces its bind
+  ASSERT_TRUE(state_.command_due(tb).has_value());
+  EXPECT_TRUE(state_.command_due(tb)->stop);
+  EXPECT_GT(state_.command_due(tb)->seq, bind_seq);
+  EXPECT_EQ(due_after(bind_seq), std::vector<TaskId>{tb}) << "only the change since is new";
+  Do(CancelJobCmd{a, 0});  // a running task asked to stop
+  EXPECT_TRUE(state_.command_due(ta)->stop);
+  EXPECT_EQ(due_after(0), (std::vector<TaskId>{tb, ta})) << "in the order the commands became due";
+
+  ClusterState restored;
+  ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
+  ASSERT_EQ(restored.commands_due_count(), 2u);
+  EXPECT_TRUE(restored.command_due(ta)->stop);
+  EXPECT_TRUE(restored.command_due(tb)->stop);
+
+  Event(a, 0, "n1", "exited", 0);
+  Event(b, 0, "n1", "exited", 0);
+  EXPECT_EQ(state_.commands_due_count(), 0u);
+  EXPECT_EQ(due_after(0), std::vector<TaskId>{});
+  EXPECT_EQ(state_.jobs_in_state(JobState::kCancelled), 2u);
+  EXPECT_EQ(state_.jobs_in_state(JobState::kRunning), 0u);
+}
+
+// Many tasks coming and going: the index stays exact while its log is
+// compacted behind it.
+TEST_F(ClusterStateTest, CommandsDueStayExactThroughManyBindsAndStarts) {
+  for (int n = 0; n < 50; ++n) Do(RegisterNodeCmd{MakeNode("n" + std::to_string(n), 8), {}});
+  std::vector<uint64_t> jobs;
+  for (int round = 0; round < 10; ++round) {
+    ApplyPlanCmd plan;
+    std::vector<uint64_t> bound;
+    for (int n = 0; n < 50; ++n) {
+      const uint64_t job = Submit("j", 8, 1);
+      for (uint32_t t = 0; t < 8; ++t) plan.binds.push_back(Bind(job, t, "n" + std::to_string(n), {t}));
+      bound.push_back(job);
+    }
+    ASSERT_EQ(Do(plan).binds_applied, 400u);
+    EXPECT_EQ(state_.commands_due_count(), 400u);
+    for (uint64_t job : bound) {
+      for (uint32_t t = 0; t < 8; ++t) Event(job, t, "n" + std::to_string((job - 1) % 50), "started");
+    }
+    EXPECT_EQ(state_.commands_due_count(), 0u);
+    size_t seen = 0;
+    state_.ForEachCommandDueAfter(0, [&](const TaskRecord&, const ClusterState::CommandDue&) { ++seen; });
+    EXPECT_EQ(seen, 0u);
+    for (uint64_t job : bound) {
+      for (uint32_t t = 0; t < 8; ++t) Event(job, t, "n" + std::to_string((job - 1) % 50), "exited", 0);
+    }
+  }
+}
+
+// Scheduler views refreshed incrementally must always equal a view built
+// from scratch.
+void ExpectSameView(const topology::ClusterView& a, const topology::ClusterView& b) {
+  ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const auto& x = a.nodes[i];
+    const auto& y = b.nodes[i];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.ready, y.ready) << x.name;
+    EXPECT_EQ(x.cordoned, y.cordoned) << x.name;
+    EXPECT_EQ(x.cpu_milli_free, y.cpu_milli_free) << x.name;
+    EXPECT_EQ(x.memory_mib_free, y.memory_mib_free) << x.name;
+    EXPECT_EQ(x.labels, y.labels) << x.name;
+    EXPECT_EQ(x.FreeGpus(), y.FreeGpus()) << x.name;
+    ASSERT_EQ(x.gpus.size(), y.gpus.size());
+    for (size_t g = 0; g < x.gpus.size(); ++g) {
+      EXPECT_EQ(x.gpus[g].allocated, y.gpus[g].allocated) << x.name;
+      EXPECT_EQ(x.gpus[g].tenants, y.gpus[g].tenants) << x.name;
+      EXPECT_EQ(x.gpus[g].uuid, y.gpus[g].uuid) << x.name;
+    }
+    ASSERT_EQ(x.numa.size(), y.numa.size());
+    for (size_t n = 0; n < x.numa.size(); ++n) {
+      EXPECT_EQ(x.numa[n].cpu_milli_free, y.numa[n].cpu_milli_free) << x.name;
+      EXPECT_EQ(x.numa[n].memory_mib_free, y.numa[n].memory_mib_free) << x.name;
+    }
+  }
+  ASSERT_EQ(a.running.size(), b.running.size());
+  for (size_t i = 0; i < a.running.size(); ++i) {
+    EXPECT_EQ(a.running[i].job, b.running[i].job);
+    EXPECT_EQ(a.running[i].task_index, b.running[i].task_index);
+    EXPECT_EQ(a.running[i].node, b.running[i].node);
+    EXPECT_EQ(a.running[i].stopping, b.running[i].stopping);
+  }
+  ASSERT_EQ(a.pending.size(), b.pending.size());
+  for (size_t i = 0; i < a.pending.size(); ++i) {
+    EXPECT_EQ(a.pending[i].id, b.pending[i].id);
+    EXPECT_EQ(a.pending[i].tasks.size(), b.pending[i].tasks.size());
+  }
+  EXPECT_EQ(a.queues.size(), b.queues.size());
+}
+
+TEST_F(ClusterStateTest, RefreshedViewMatchesAFreshlyBuiltOne) {
+  NodeSpec with_numa = MakeNode("n1", 4);
+  with_numa.numa = {NumaInfo{0, 32'000, 128 * 1024, "0-31"}, NumaInfo{1, 32'000, 128 * 1024, "32-63"}};
+  Do(RegisterNodeCmd{with_numa, {}});
+  Do(RegisterNodeCmd{MakeNode("n2", 4), {}});
+  topology::ClusterView view;
+  ClusterState::ViewCursor cursor;
+  state_.RefreshView(view, cursor, 0);
+  ExpectSameView(view, state_.BuildView(0));
+
+  const uint64_t a = Submit("a", 2, 1);
+  Submit("b", 1, 4);
+  PlanBind on_numa = Bind(a, 1, "n1", {1});
+  on_numa.numa_node = 1;
+  Do(ApplyPlanCmd{{Bind(a, 0, "n1", {0}), on_numa}, {}});  // n1's load changes
+  state_.RefreshView(view, cursor, 0);
+  ExpectSameView(view, state_.BuildView(0));
+  EXPECT_EQ(view.nodes[0].FreeGpus(), 2u);
+  EXPECT_EQ(view.nodes[0].numa[1].cpu_milli_free, 31'000u);
+
+  Do(UpdateNodeCmd{UpdateNode{.node = "n2", .op = "cordon"}});  // n2 changes
+  Event(a, 0, "n1", "started");
+  state_.RefreshView(view, cursor, 0);
+  ExpectSameView(view, state_.BuildView(0));
+  EXPECT_TRUE(view.nodes[1].cordoned);
+
+  Do(RegisterNodeCmd{MakeNode("n0", 8), {}});  // a new node sorts first: every position moves
+  Event(a, 0, "n1", "exited", 0);
+  state_.RefreshView(view, cursor, 0);
+  ExpectSameView(view, state_.BuildView(0));
+  EXPECT_EQ(view.nodes[0].name, "n0");
+
+  // A restored state is a new generation: nothing of the old view is trusted.
+  ClusterState restored;
+  ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
+  restored.RefreshView(view, cursor, 0);
+  ExpectSameView(view, restored.BuildView(0));
 }
 
 TEST(CommandsTest, RoundTripAndRejectGarbage) {

@@ -12,25 +12,41 @@
 namespace gpool::state {
 
 topology::GpuSlot ClusterState::GpuSlotOf(const NodeRecord& node, const GpuInfo& gpu) const {
-  topology::GpuSlot slot{gpu.index, gpu.model, gpu.memory_mib, gpu.healthy, node.gpu_owner.count(gpu.index) > 0,
-                         gpu.numa, gpu.nvlink_peers};
+  topology::GpuSlot slot{gpu.index, gpu.model, gpu.memory_mib, gpu.healthy, false, gpu.numa, gpu.nvlink_peers};
   slot.vendor = gpu.vendor;
   slot.uuid = gpu.uuid;
   slot.link_group = gpu.link_group;
   slot.cores = gpu.cores;
   slot.mig_mode = gpu.mig_mode;
   slot.mig_enabled = gpu.mig_enabled;
+  FillGpuLoad(slot, node, gpu);
+  return slot;
+}
+
+void ClusterState::FillGpuLoad(topology::GpuSlot& slot, const NodeRecord& node, const GpuInfo& gpu) const {
+  // Assignments that keep the slot's buffers: refreshing a view in place
+  // must not churn the heap (see RefreshView).
+  slot.allocated = node.gpu_owner.count(gpu.index) > 0;
+  slot.tenants = 0;
+  slot.memory_used_mib = 0;
+  slot.compute_used_pct = 0;
+  slot.qos.clear();
+  slot.mig.clear();
   if (gpu.mig_mode == "static") {
     for (const auto& instance : gpu.mig_instances) slot.mig.push_back(topology::MigSlot{instance.profile, instance.start, false});
   }
-  if (gpu.cores > 0) slot.cores_used.assign(gpu.cores, false);
+  if (gpu.cores > 0) {
+    slot.cores_used.assign(gpu.cores, false);
+  } else {
+    slot.cores_used.clear();
+  }
   auto tenants = node.gpu_tenants.find(gpu.index);
-  if (tenants == node.gpu_tenants.end()) return slot;
+  if (tenants == node.gpu_tenants.end()) return;
   topology::DeviceLoad load = topology::DeviceLoad::Of(slot);
   for (const TaskId& id : tenants->second) {
     const TaskRecord* task = FindTask(id);
     if (task == nullptr) continue;
-    const DeviceGrant& grant = task->grant;
+    const DeviceGrant& grant = task->grant();
     if (!grant.mig_profile.empty()) {
       topology::AddMig(load, topology::MigSlot{grant.mig_profile, grant.mig_start, true});
     } else if (grant.shared) {
@@ -49,7 +65,6 @@ topology::GpuSlot ClusterState::GpuSlotOf(const NodeRecord& node, const GpuInfo&
   slot.qos = load.qos;
   slot.mig = load.mig;
   slot.cores_used = load.cores_used;
-  return slot;
 }
 
 Status ClusterState::CheckGrant(const Resources& need, const PlanBind& bind, const NodeRecord& node,
@@ -169,7 +184,7 @@ Status ClusterState::CheckMigLayouts(const NodeSpec& node) {
 
 void ClusterState::HoldDevices(NodeRecord& node, const TaskRecord& task) {
   for (uint32_t gpu : task.gpu_indices) {
-    if (task.grant.Empty()) {
+    if (task.grant().Empty()) {
       node.gpu_owner[gpu] = task.id;
     } else {
       node.gpu_tenants[gpu].insert(task.id);

@@ -117,7 +117,7 @@ TEST_F(PolicyStateTest, EvictedTaskRequeuesAsItsNextAttemptAndTheClaimHoldsUntil
   ASSERT_TRUE(Do(evict).status.ok());
   EXPECT_TRUE(Task(low, 0).stop_requested);
   EXPECT_TRUE(Task(low, 0).evicted);
-  EXPECT_EQ(state_.FindJob(JobId(high))->claimed_nodes, (std::vector<std::string>{"n1"}));
+  EXPECT_EQ(state_.FindJob(JobId(high))->claimed_nodes(), (std::vector<std::string>{"n1"}));
   auto view = state_.BuildView(index_ * 1000);
   ASSERT_EQ(view.running.size(), 1u);
   EXPECT_EQ(view.running[0].stopping_for, high);
@@ -126,8 +126,8 @@ TEST_F(PolicyStateTest, EvictedTaskRequeuesAsItsNextAttemptAndTheClaimHoldsUntil
   const TaskRecord& requeued = Task(low, 0);
   EXPECT_EQ(requeued.state, TaskState::kPending);
   EXPECT_EQ(requeued.id.attempt, 1u);
-  EXPECT_EQ(requeued.evicted_by, (std::vector<uint64_t>{high}));
-  EXPECT_NE(requeued.message.find("preempted by job 2"), std::string::npos);
+  EXPECT_EQ(requeued.evicted_by(), (std::vector<uint64_t>{high}));
+  EXPECT_NE(requeued.message().find("preempted by job 2"), std::string::npos);
   EXPECT_EQ(state_.FindJob(JobId(low))->state, JobState::kPending);
   EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
   // The claim outlives the victim so the freed GPUs stay the preemptor's.
@@ -140,7 +140,7 @@ TEST_F(PolicyStateTest, EvictedTaskRequeuesAsItsNextAttemptAndTheClaimHoldsUntil
   }
   EXPECT_TRUE(seen);
   ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{high, 0, "n1", {0, 1}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
-  EXPECT_TRUE(state_.FindJob(JobId(high))->claimed_nodes.empty());
+  EXPECT_TRUE(state_.FindJob(JobId(high))->claimed_nodes().empty());
   // The victim runs again later as attempt 1 and finishes.
   ASSERT_TRUE(Exit(high, 0, 0, "n1", 0).status.ok());
   ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{low, 0, "n1", {0, 1}, 1000, 1024}}, {}, {}}).binds_applied, 1u);

@@ -159,7 +159,7 @@ ApplyResult ClusterState::ApplyUpdateQueue(const UpdateQueueCmd& cmd) {
 
 std::map<std::string, Quota> ClusterState::QueueAllocations() const {
   std::map<std::string, Quota> allocated;
-  for (const TaskId& id : active_) {
+  for (const TaskId& id : ActiveTasks()) {
     const JobRecord* job = FindJob(id.job);
     const TaskRecord* task = FindTask(id);
     if (job == nullptr || task == nullptr) continue;

@@ -7,16 +7,43 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "control/state/flat_set.h"
 #include "protocol/base/ids.h"
 #include "protocol/types.h"
 
 namespace gpool::state {
 
+// A value held out of line, for fields most records leave empty: null when
+// absent, copied deeply.
+template <typename T>
+class Boxed {
+ public:
+  Boxed() = default;
+  Boxed(const Boxed& other) : value_(other.value_ ? std::make_unique<T>(*other.value_) : nullptr) {}
+  Boxed(Boxed&&) noexcept = default;
+  Boxed& operator=(const Boxed& other) {
+    if (this != &other) value_ = other.value_ ? std::make_unique<T>(*other.value_) : nullptr;
+    return *this;
+  }
+  Boxed& operator=(Boxed&&) noexcept = default;
+  const T* get() const { return value_.get(); }
+  void reset(std::unique_ptr<T> value) { value_ = std::move(value); }
+
+ private:
+  std::unique_ptr<T> value_;
+};
+
+inline const DeviceGrant kNoGrant{};
+
 struct TaskRecord {
+  // Fields are ordered to leave no padding, and what most tasks leave empty
+  // is held out of line: a live task's record is a large part of what it
+  // costs the coordinator (bench/memory_bench.cc).
   TaskId id;
   uint32_t group = 0;  // index into the job spec's task groups
   TaskState state = TaskState::kPending;
@@ -30,16 +57,48 @@ struct TaskRecord {
   int64_t bind_ms = 0;
   int64_t start_ms = 0;
   int64_t finish_ms = 0;
-  bool stop_requested = false;  // cancel or job failure: the dispatcher preempts it
   uint32_t stop_grace_ms = 0;   // 0: the coordinator's default grace
+  int32_t numa_node = -1;  // the NUMA node its CPU and memory are charged to; -1: none
+  bool stop_requested = false;  // cancel or job failure: the dispatcher preempts it
   // Stopped to make room for job `evicted_for` (preemption or reclaim): when
   // it exits it goes back to pending as the next attempt, not to Cancelled.
   bool evicted = false;
-  uint64_t evicted_for = 0;
-  std::vector<uint64_t> evicted_by;  // every job that ever evicted this task; none may again
-  std::string message;
-  DeviceGrant grant;  // its share of the GPUs, MIG instance or cores; empty for whole GPUs
-  int32_t numa_node = -1;  // the NUMA node its CPU and memory are charged to; -1: none
+  // Not persisted: ClusterState's commands-due index (see commands_due_count).
+  // Nonzero while a command to its worker is due: the sequence number of the
+  // change that made it due, and whether it is a preempt (else a bind).
+  bool command_stop = false;
+  uint64_t command_seq = 0;
+
+  // What only a stopped, evicted or failed task has, held out of line: a
+  // running task has none of it.
+  struct Extras {
+    uint64_t evicted_for = 0;          // see `evicted`
+    std::vector<uint64_t> evicted_by;  // every job that ever evicted this task; none may again
+    std::string message;               // why it stopped or failed, for users
+    bool Empty() const { return evicted_for == 0 && evicted_by.empty() && message.empty(); }
+    bool operator==(const Extras&) const = default;
+  };
+  uint64_t evicted_for() const { return extras().evicted_for; }
+  const std::vector<uint64_t>& evicted_by() const { return extras().evicted_by; }
+  const std::string& message() const { return extras().message; }
+  void set_message(std::string message) {
+    if (message.empty() && this->message().empty()) return;
+    UpdateExtras([&](Extras& e) { e.message = std::move(message); });
+  }
+  template <typename F>
+  void UpdateExtras(F&& change) {
+    Extras next = extras();
+    change(next);
+    extras_.reset(next.Empty() ? nullptr : std::make_unique<Extras>(std::move(next)));
+  }
+
+  // Its share of the GPUs, MIG instance or cores; empty for whole GPUs. Held
+  // out of line: most tasks take whole GPUs, and an empty grant inline was
+  // 120 bytes of every task record.
+  const DeviceGrant& grant() const { return grant_.get() != nullptr ? *grant_.get() : kNoGrant; }
+  void set_grant(const DeviceGrant& grant) {
+    grant_.reset(grant.Empty() ? nullptr : std::make_unique<DeviceGrant>(grant));
+  }
 
   template <typename V>
   void Fields(V& v) {
@@ -59,58 +118,104 @@ struct TaskRecord {
     v.Optional("finish_ms", finish_ms);
     v.Optional("stop", stop_requested);
     v.Optional("grace_ms", stop_grace_ms);
+    Extras extras_wire = extras();
     v.Optional("evicted", evicted);
-    v.Optional("evicted_for", evicted_for);
-    v.Optional("evicted_by", evicted_by);
-    v.Optional("msg", message);
-    v.Optional("grant", grant);
+    v.Optional("evicted_for", extras_wire.evicted_for);
+    v.Optional("evicted_by", extras_wire.evicted_by);
+    v.Optional("msg", extras_wire.message);
+    DeviceGrant grant_wire = grant();
+    v.Optional("grant", grant_wire);
+    // Reading keeps what was read; packing changes nothing.
+    if (!(grant_wire == grant())) set_grant(grant_wire);
+    if (!(extras_wire == extras())) UpdateExtras([&](Extras& e) { e = std::move(extras_wire); });
     v.Optional("numa", numa_node);
     state = static_cast<TaskState>(state_wire <= static_cast<uint32_t>(TaskState::kLost) ? state_wire : 0);
   }
+
+ private:
+  const Extras& extras() const {
+    static const Extras none;
+    return extras_.get() != nullptr ? *extras_.get() : none;
+  }
+  Boxed<DeviceGrant> grant_;
+  Boxed<Extras> extras_;
 };
 
 struct JobRecord {
   JobId id;
   JobSpec spec;
   JobState state = JobState::kPending;
+  bool cancel_requested = false;
   uint64_t arrival = 0;  // log index of the submission; orders FIFO
   int64_t submit_ms = 0;
-  int64_t requeue_ms = 0;  // when an eviction last sent its tasks back to pending
   int64_t start_ms = 0;
   int64_t finish_ms = 0;
   std::string idempotency_key;
   std::vector<TaskRecord> tasks;
-  std::vector<std::string> reasons;  // why it is pending, from the last scheduling cycle
-  std::string failure;               // why it failed, when it did
-  bool cancel_requested = false;
-  // Nodes where tasks were evicted for this job; the scheduler keeps them for
-  // it until it is placed, or until claim_ms (the last eviction for it, or
-  // the last of its victims stopping) is long past.
-  std::vector<std::string> claimed_nodes;
-  int64_t claim_ms = 0;
+
+  // What only a waiting, failed or preempting job has, held out of line: a
+  // running job has none of it, and inline it was 96 bytes of every job.
+  struct Extras {
+    std::vector<std::string> reasons;  // why it is pending, from the last scheduling cycle
+    std::string failure;               // why it failed, when it did
+    // Nodes where tasks were evicted for this job; the scheduler keeps them
+    // for it until it is placed, or until claim_ms (the last eviction for
+    // it, or the last of its victims stopping) is long past.
+    std::vector<std::string> claimed_nodes;
+    int64_t claim_ms = 0;
+    int64_t requeue_ms = 0;  // when an eviction last sent its tasks back to pending
+    bool Empty() const {
+      return reasons.empty() && failure.empty() && claimed_nodes.empty() && claim_ms == 0 && requeue_ms == 0;
+    }
+    bool operator==(const Extras&) const = default;
+  };
+  const std::vector<std::string>& reasons() const { return extras().reasons; }
+  const std::string& failure() const { return extras().failure; }
+  const std::vector<std::string>& claimed_nodes() const { return extras().claimed_nodes; }
+  int64_t claim_ms() const { return extras().claim_ms; }
+  int64_t requeue_ms() const { return extras().requeue_ms; }
+  // Changes them; the box goes away again once they are all empty.
+  template <typename F>
+  void UpdateExtras(F&& change) {
+    Extras next = extras();
+    change(next);
+    extras_.reset(next.Empty() ? nullptr : std::make_unique<Extras>(std::move(next)));
+  }
 
   template <typename V>
   void Fields(V& v) {
     uint64_t id_value = id.value();
     uint32_t state_wire = static_cast<uint32_t>(state);
+    Extras wire = extras();
     v.Required("id", id_value);
     v.Required("spec", spec);
     v.Required("state", state_wire);
     v.Optional("arrival", arrival);
     v.Optional("submit_ms", submit_ms);
-    v.Optional("requeue_ms", requeue_ms);
+    v.Optional("requeue_ms", wire.requeue_ms);
     v.Optional("start_ms", start_ms);
     v.Optional("finish_ms", finish_ms);
     v.Optional("key", idempotency_key);
     v.Optional("tasks", tasks);
-    v.Optional("reasons", reasons);
-    v.Optional("failure", failure);
+    v.Optional("reasons", wire.reasons);
+    v.Optional("failure", wire.failure);
     v.Optional("cancel", cancel_requested);
-    v.Optional("claimed_nodes", claimed_nodes);
-    v.Optional("claim_ms", claim_ms);
+    v.Optional("claimed_nodes", wire.claimed_nodes);
+    v.Optional("claim_ms", wire.claim_ms);
     id = JobId(id_value);
     state = static_cast<JobState>(state_wire <= static_cast<uint32_t>(JobState::kCancelled) ? state_wire : 0);
+    if (!(wire == extras())) {  // reading: keep what was read; packing changes nothing
+      UpdateExtras([&](Extras& e) { e = std::move(wire); });
+    }
   }
+
+ private:
+  static const Extras& NoExtras() {
+    static const Extras none;
+    return none;
+  }
+  const Extras& extras() const { return extras_.get() != nullptr ? *extras_.get() : NoExtras(); }
+  Boxed<Extras> extras_;
 };
 
 struct QueueRecord {
@@ -131,12 +236,17 @@ struct NodeRecord {
   int64_t registered_ms = 0;
   int64_t last_seen_ms = 0;  // wall time of the last state change committed for it
   // gpu index -> task holding it whole; absent means not held whole.
-  std::map<uint32_t, TaskId> gpu_owner;
+  FlatMap<uint32_t, TaskId> gpu_owner;
   // gpu index -> tasks holding a share, a MIG instance or cores of it.
   std::map<uint32_t, std::set<TaskId>> gpu_tenants;
   uint64_t cpu_milli_used = 0;
   uint64_t memory_mib_used = 0;
-  std::set<TaskId> tasks;  // tasks bound or running here
+  FlatSet<TaskId> tasks;  // tasks bound or running here
+  // Not persisted: ClusterState's change counter when anything the scheduler's
+  // view of this node shows last changed, and when anything but its load
+  // (tasks' holdings) last changed (ClusterState::RefreshView).
+  uint64_t view_version = 0;
+  uint64_t spec_version = 0;
 
   template <typename V>
   void Fields(V& v) {
@@ -174,7 +284,7 @@ struct NodeRecord {
     state = state_wire == 1 ? NodeState::kNotReady : NodeState::kReady;
     gpu_owner.clear();
     for (size_t i = 0; i < owned_gpus.size() && i < owners.size(); ++i) gpu_owner[owned_gpus[i]] = owners[i];
-    tasks = std::set<TaskId>(task_list.begin(), task_list.end());
+    tasks = FlatSet<TaskId>(task_list.begin(), task_list.end());
     gpu_tenants.clear();
     for (size_t i = 0; i < tenant_gpus.size() && i < tenants.size(); ++i) gpu_tenants[tenant_gpus[i]].insert(tenants[i]);
   }

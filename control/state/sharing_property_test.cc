@@ -116,15 +116,15 @@ std::string Violation(const ClusterState& state, const std::vector<NodeSpec>& no
       }
       for (uint32_t gpu : task.gpu_indices) {
         Holding& h = held[{task.node, gpu}];
-        if (task.grant.Empty()) {
+        if (task.grant().Empty()) {
           ++h.whole;
           continue;
         }
         ++h.tenants;
-        h.memory += task.grant.mig_profile.empty() ? task.grant.gpu_memory_mib : 0;
-        h.compute += task.grant.gpu_compute_pct;
-        if (task.grant.shared && task.grant.gpu_compute_pct < 100) h.qos.insert(task.grant.sharing_qos);
-        if (!task.grant.mig_profile.empty()) h.mig.push_back({task.grant.mig_profile, task.grant.mig_start});
+        h.memory += task.grant().mig_profile.empty() ? task.grant().gpu_memory_mib : 0;
+        h.compute += task.grant().gpu_compute_pct;
+        if (task.grant().shared && task.grant().gpu_compute_pct < 100) h.qos.insert(task.grant().sharing_qos);
+        if (!task.grant().mig_profile.empty()) h.mig.push_back({task.grant().mig_profile, task.grant().mig_start});
       }
     }
   }
