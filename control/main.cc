@@ -10,6 +10,7 @@
 
 #include "control/coordinator.h"
 #include "control/replication/peer_list.h"
+#include "protocol/base/fd_limit.h"
 
 namespace {
 
@@ -32,6 +33,24 @@ gpool::Result<std::string> ReadToken(const std::string& path) {
 }
 
 }  // namespace
+
+// Each worker and client connection holds a descriptor: take what the hard
+// limit allows (no privilege needed) instead of the usual soft 1,024, and
+// say so when that still caps how many nodes this replica can serve.
+static void RaiseDescriptorLimit() {
+  constexpr uint64_t kWanted = 1 << 16;
+  constexpr uint64_t kFewest = 4096;
+  auto limit = gpool::RaiseOpenFileLimit(kWanted);
+  if (!limit.ok()) {
+    spdlog::warn("cannot read the open file limit error=\"{}\"", limit.status().ToString());
+  } else if (limit->now < kFewest) {
+    spdlog::warn("open file limit is low limit={} hard_limit={}: each worker and client connection needs one; "
+                 "raise the hard limit (LimitNOFILE= in the systemd unit, or ulimit -Hn) for clusters of thousands "
+                 "of nodes", limit->now, limit->hard);
+  } else if (limit->now > limit->before) {
+    spdlog::info("raised the open file limit from={} to={}", limit->before, limit->now);
+  }
+}
 
 int main(int argc, char** argv) {
   cxxopts::Options cli("gpool-coordinator", "gpool control plane: admits, schedules and dispatches jobs");
@@ -186,6 +205,7 @@ int main(int argc, char** argv) {
   sigaction(SIGHUP, &hangup, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  RaiseDescriptorLimit();
   if (!token_file.empty()) {
     auto token = ReadToken(token_file);
     if (!token.ok()) {

@@ -1,13 +1,13 @@
 #include "worker/fleet.h"
 
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "protocol/base/fd_limit.h"
 #include "worker/log.h"
 
 namespace gpool::worker {
@@ -15,30 +15,21 @@ namespace {
 
 // Descriptors besides the nodes': stdio, ZeroMQ's context and I/O threads,
 // task log files opened one at a time, the odd library.
-constexpr rlim_t kSpareDescriptors = 64;  // also covers the epoll instance
+constexpr uint64_t kSpareDescriptors = 64;  // also covers the epoll instance
 // Each node's socket: its mailbox and its TCP connection (a reconnect closes
 // one before it opens the next).
-constexpr rlim_t kDescriptorsPerNode = 2;
+constexpr uint64_t kDescriptorsPerNode = 2;
 
 Status EnsureDescriptors(size_t nodes, spdlog::logger& log) {
-  const rlim_t needed = kSpareDescriptors + kDescriptorsPerNode * nodes;
-  struct rlimit limit {};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    return Status::Internal(std::string("getrlimit(RLIMIT_NOFILE): ") + std::strerror(errno));
-  }
-  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < needed) {
-    const rlim_t before = limit.rlim_cur;
-    limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? needed : std::min(needed, limit.rlim_max);
-    if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
-      log.info("raised the open file limit for the fleet from={} to={}", before, limit.rlim_cur);
-    }
-    getrlimit(RLIMIT_NOFILE, &limit);
-  }
-  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < needed) {
+  const uint64_t needed = kSpareDescriptors + kDescriptorsPerNode * nodes;
+  auto limit = RaiseOpenFileLimit(needed);
+  if (!limit.ok()) return limit.status();
+  if (limit->now > limit->before) log.info("raised the open file limit for the fleet from={} to={}", limit->before, limit->now);
+  if (limit->now < needed) {
     return Status::ResourceExhausted("a fleet of " + std::to_string(nodes) + " nodes needs about " +
                                      std::to_string(needed) + " open files, but the limit is " +
-                                     std::to_string(limit.rlim_cur) + " (hard limit " +
-                                     std::to_string(limit.rlim_max) + "); raise it (ulimit -n) or simulate fewer nodes");
+                                     std::to_string(limit->now) + " (hard limit " + std::to_string(limit->hard) +
+                                     "); raise it (ulimit -n) or simulate fewer nodes");
   }
   return Status::Ok();
 }
