@@ -109,6 +109,13 @@ TEST_F(SimCliTest, NodeSpecFileClusterInBothModes) {
   EXPECT_EQ(json.at("nodes"), 3);
   EXPECT_GT(json.at("alloc_pct_at_130").get<double>(), 50.0);
   EXPECT_TRUE(json.at("published_alloc_pct_at_130").is_null()) << "the paper's figures are for its own cluster";
+  EXPECT_FALSE(json.at("paper_cluster").get<bool>());
+  const auto table = Sim({"--nodes", Path("g2.yaml"), "--node-count", "3", "--pods", Path("openb_pod_list_default.csv"),
+                          "--policy", "fgd", "--seeds", "1"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("| fgd | "), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("95.39"), std::string::npos) << "no published column on a spec cluster:\n" << table.out;
+  EXPECT_NE(table.out.find("no published figures"), std::string::npos) << table.out;
 
   Write("jobs.jsonl", "{\"arrival_s\": 0, \"duration_s\": 30, \"gpus\": 8}\n"
                       "{\"arrival_s\": 0, \"duration_s\": 30, \"gpus\": 1, \"gpu_memory_mib\": 40960}\n"

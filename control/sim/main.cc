@@ -180,15 +180,14 @@ int main(int argc, char** argv) {
   if (options.seeds == 0 || options.seeds > 1000) return Fail(2, "--seeds must be 1..1000");
   if (options.arrival_pct == 0 || options.arrival_pct > 1000) return Fail(2, "--arrival-pct must be 1..1000");
   gpool::sim::PaperRunInfo info{nodes_path, args["pods"].as<std::string>(), nodes->size(),
-                                pods->size(), options, gpool::sim::EmptyClusterFragPct(*nodes, *pods)};
+                                pods->size(), options, gpool::sim::EmptyClusterFragPct(*nodes, *pods),
+                                !spec_cluster};
   std::vector<gpool::sim::PolicyResult> results;
   for (size_t p = 0; p < policies.size(); ++p) {
     const auto start = std::chrono::steady_clock::now();
     results.push_back(gpool::sim::RunPaperExperiment(*nodes, *pods, policies[p], configs[p], options));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     nlohmann::json policy_json = gpool::sim::PolicyJson(info, results.back(), seconds);
-    // The published figures are for the trace's cluster, not this one.
-    if (spec_cluster) policy_json["published_alloc_pct_at_130"] = nullptr;
     if (json) std::cout << policy_json.dump() << std::endl;
     if (args.count("bench-json")) {
       for (const auto& line : gpool::sim::BenchLines(policy_json)) {

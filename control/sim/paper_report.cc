@@ -54,7 +54,9 @@ nlohmann::json PolicyJson(const PaperRunInfo& info, const PolicyResult& result, 
                         {"placed", seed.placed}});
   }
   out["per_seed"] = per_seed;
-  const auto published = PublishedAllocPct(VariantOfPodFile(info.pods_path), result.policy);
+  const auto published =
+      info.paper_cluster ? PublishedAllocPct(VariantOfPodFile(info.pods_path), result.policy) : std::nullopt;
+  out["paper_cluster"] = info.paper_cluster;
   out["published_alloc_pct_at_130"] = published ? nlohmann::json(*published) : nlohmann::json(nullptr);
   out["seconds"] = seconds;
   return out;
@@ -66,7 +68,9 @@ std::vector<std::string> BenchLines(const nlohmann::json& policy_json) {
                            {"variant", std::string(VariantOfPodFile(policy_json.at("pods_file").get<std::string>()))},
                            {"seeds", policy_json.at("seeds")},
                            {"published_fgd_alloc_pct_at_130", nullptr}};
-  const auto published = PublishedAllocPct(params["variant"].get<std::string>(), "fgd");
+  const auto published = policy_json.value("paper_cluster", true)
+                              ? PublishedAllocPct(params["variant"].get<std::string>(), "fgd")
+                              : std::nullopt;
   if (published) params["published_fgd_alloc_pct_at_130"] = *published;
   auto line = [&](const std::string& metric, const nlohmann::json& value, const char* unit) {
     // The field order and spacing of every gpool benchmark line.
@@ -89,12 +93,14 @@ std::string ComparisonTable(const PaperRunInfo& info, const std::vector<PolicyRe
   out << "|---|---|---|---|---|\n";
   for (const auto& result : results) {
     const double alloc = result.MeanAllocAt(arrival);
-    const auto known = arrival == 130 ? PublishedAllocPct(variant, result.policy) : std::nullopt;
+    const auto known =
+        arrival == 130 && info.paper_cluster ? PublishedAllocPct(variant, result.policy) : std::nullopt;
     const double published = known.value_or(0);
     out << "| " << result.policy << " | " << Fixed(alloc) << " | " << (known ? Fixed(published) : "-") << " | "
         << (known ? (alloc >= published ? "+" : "") + Fixed(alloc - published) : "-") << " | "
         << Fixed(result.MeanFragAt100()) << " / " << Fixed(result.MeanFragIdleAt100()) << " |\n";
   }
+  if (!info.paper_cluster) out << "\n(no published figures: the paper measured the trace's own cluster)\n";
   return out.str();
 }
 

@@ -19,11 +19,16 @@ struct PaperRunInfo {
   size_t pods = 0;
   PaperOptions options;
   double empty_frag_pct = 0;
+  // Whether the cluster is a trace node list, the kind of cluster the
+  // paper's figures were measured on. On a gpool spec cluster they compare
+  // with nothing, so the JSON, bench lines and table leave them out.
+  bool paper_cluster = true;
 };
 
 // Keys: policy, alloc_pct_at_<arrival> (and alloc_pct_at_130 whenever the
 // arrival reaches it), frag_pct_at_100, frag_idle_pct_at_100, per-seed
-// values, the published figure (null when the paper has none), seconds.
+// values, the published figure (null when the paper has none or the
+// cluster is not a trace node list), paper_cluster, seconds.
 nlohmann::json PolicyJson(const PaperRunInfo& info, const PolicyResult& result, double seconds);
 // The benchmark suite's lines ({"metric", "value", "unit", "params"}) for
 // one policy's JSON: allocation at the arrival, fragmentation at 100 %, and

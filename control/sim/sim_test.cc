@@ -219,6 +219,15 @@ TEST(PaperReportTest, JsonCarriesTheStableKeysAndTheTableThePublishedColumn) {
   EXPECT_NE(lines[0].find("\"published_fgd_alloc_pct_at_130\":95.39"), std::string::npos) << lines[0];
   const std::string table = ComparisonTable(info, {result});
   EXPECT_NE(table.find("| fgd | 100.00 | 95.39 | +4.61 |"), std::string::npos) << table;
+  EXPECT_TRUE(json.at("paper_cluster").get<bool>());
+
+  PaperRunInfo spec = info;
+  spec.paper_cluster = false;  // a gpool spec cluster: the paper's figures compare with nothing
+  const auto spec_json = PolicyJson(spec, result, 1.5);
+  EXPECT_TRUE(spec_json.at("published_alloc_pct_at_130").is_null());
+  EXPECT_NE(BenchLines(spec_json)[0].find("\"published_fgd_alloc_pct_at_130\":null"), std::string::npos);
+  const std::string spec_table = ComparisonTable(spec, {result});
+  EXPECT_NE(spec_table.find("| fgd | 100.00 | - | - |"), std::string::npos) << spec_table;
   const std::string csv = ArrivalCurveCsv({result}, 130);
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "arrival_pct,alloc_pct_fgd");
   const std::string script = ArrivalCurvesScript({result}, 130, "out's.png");
