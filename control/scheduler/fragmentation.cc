@@ -113,8 +113,23 @@ double NodeFragmentation(const NodeFree& node, const std::vector<topology::Workl
   return fragmentation;
 }
 
+double CpuStrandedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
+  double gpu_demand = 0;
+  double cpu_demand = 0;
+  for (const auto& shape : workload) {
+    if (shape.gpus == 0) continue;
+    gpu_demand += shape.weight * shape.gpus * std::max<uint32_t>(shape.gpu_milli, 1);
+    cpu_demand += shape.weight * static_cast<double>(shape.cpu_milli);
+  }
+  if (cpu_demand <= 0) return 0;
+  double total = 0;
+  for (uint32_t free : node.gpu_milli) total += free;
+  return std::max(0.0, total - static_cast<double>(node.cpu_milli) * gpu_demand / cpu_demand);
+}
+
 double CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
-  return PackedFragmentation(node, workload) + NodeFragmentation(node, workload);
+  return PackedFragmentation(node, workload) + NodeFragmentation(node, workload) +
+         CpuStrandedFragmentation(node, workload);
 }
 
 std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::WorkloadShape>& samples,

@@ -71,6 +71,24 @@ TEST(CombinedFragmentationTest, AddsWhatEachMeasureSees) {
   EXPECT_DOUBLE_EQ(CombinedFragmentation(Free(8000, {0, 0}), big), 0);
 }
 
+TEST(CpuStrandedFragmentationTest, StrandsTheGpuShareTheFreeCpuCannotFeed) {
+  // Half the tasks take a GPU and 10 cores, half a 500 share and 2 cores:
+  // 750 of GPU share for every 6 cores, so 16 free cores feed 2000.
+  const std::vector<WorkloadShape> workload = {{1, 1000, 10000, "", 0.5}, {1, 500, 2000, "", 0.5}};
+  EXPECT_DOUBLE_EQ(CpuStrandedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload), 2000);
+  EXPECT_DOUBLE_EQ(CpuStrandedFragmentation(Free(40000, {1000, 1000, 1000, 1000}), workload), 0);
+  EXPECT_DOUBLE_EQ(CpuStrandedFragmentation(Free(0, {1000, 300}), workload), 1300);
+  // CPU-only tasks do not change the ratio; a workload asking no CPU strands nothing.
+  auto with_cpu_only = workload;
+  with_cpu_only.push_back({0, 1000, 64000, "", 0.5});
+  EXPECT_DOUBLE_EQ(CpuStrandedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), with_cpu_only), 2000);
+  EXPECT_DOUBLE_EQ(CpuStrandedFragmentation(Free(0, {1000}), {{1, 1000, 0, "", 1.0}}), 0);
+  // It is part of the strategy's measure.
+  EXPECT_DOUBLE_EQ(CombinedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload),
+                   PackedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload) +
+                       NodeFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload) + 2000);
+}
+
 TEST(FragmentationTest, TargetWorkloadKeepsTheShapesCoveringMostTasks) {
   std::vector<WorkloadShape> samples;
   for (int i = 0; i < 90; ++i) samples.push_back({1, 1000, 4000, "", 0});
