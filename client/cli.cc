@@ -19,6 +19,7 @@
 #include "protocol/envelope.h"
 #include "protocol/types.h"
 #include "protocol/validate.h"
+#include "topology/quantity.h"
 
 #ifndef GPOOL_VERSION
 #define GPOOL_VERSION "0.0.0"
@@ -295,7 +296,7 @@ Status ReadShareFlags(const cxxopts::ParseResult& f, Resources& res) {
       if (pct == 0) return Status::InvalidArgument("--gpu-memory: a percentage is 1% to 100%");
       res.gpu_memory_pct = static_cast<uint32_t>(pct);
     } else {
-      auto mem = ParseMemoryMib(value);
+      auto mem = topology::ParseMemoryMib(value, topology::Rounding::kUp);
       if (!mem.ok()) return mem.status().WithContext("--gpu-memory");
       res.gpu_memory_mib = *mem;
     }
@@ -331,12 +332,12 @@ Result<JobSpec> SpecFromFlags(const Invocation& inv) {
     group.resources.gpus = static_cast<uint32_t>(gpus);
   }
   if (f.count("cpus")) {
-    auto cpu = ParseCpuMilli(f["cpus"].as<std::string>());
+    auto cpu = topology::ParseCpuMilli(f["cpus"].as<std::string>());
     if (!cpu.ok()) return cpu.status().WithContext("--cpus");
     group.resources.cpu_milli = *cpu;
   }
   if (f.count("mem")) {
-    auto mem = ParseMemoryMib(f["mem"].as<std::string>());
+    auto mem = topology::ParseMemoryMib(f["mem"].as<std::string>(), topology::Rounding::kUp);
     if (!mem.ok()) return mem.status().WithContext("--mem");
     group.resources.memory_mib = *mem;
   }
@@ -1556,9 +1557,9 @@ Result<Quota> ParseQuota(std::string_view flag, std::string_view text) {
     }
     Result<uint64_t> value = Status::Internal("unset");
     if (name == "cpu") {
-      value = ParseCpuMilli(amount);
+      value = topology::ParseCpuMilli(amount);
     } else if (name == "memory") {
-      value = ParseMemoryMib(amount);
+      value = topology::ParseMemoryMib(amount, topology::Rounding::kUp);
     } else {
       value = ParseUnsignedText(amount, std::numeric_limits<uint64_t>::max());
       if (!value.ok()) value = Status::InvalidArgument("expected a whole number of GPUs, got '" + amount + "'");

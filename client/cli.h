@@ -80,7 +80,7 @@ Result<int64_t> ParseWaitTimeout(std::string_view text);
 // A queue quota flag (`queue create --capability ...`), "RESOURCE=AMOUNT,...":
 //   gpu=16, gpu/A100=8   whole GPUs (of one model)
 //   cpu=64, cpu=0.5      cores, to 1/1000 (or "500m"); stored as milli-CPU
-//   memory=256Gi         Mi, Gi, Ti (or the other units of ParseMemoryMib); a bare number is MiB
+//   memory=256Gi         Mi, Gi, Ti (or the other units of topology/quantity.h); a bare number is MiB
 // "none" is the empty quota (no limits). Errors are InvalidArgument and
 // start with `flag`: "--capability: gpu: expected a whole number of GPUs, got '1.5'".
 Result<Quota> ParseQuota(std::string_view flag, std::string_view text);

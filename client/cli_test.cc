@@ -101,7 +101,7 @@ TEST_F(CliTest, InvalidSpecsAreUsageErrorsAndNeverReachTheCoordinator) {
   EXPECT_EQ(Run({"submit", "--gpus", "two", "--", "x"}), kExitUsage);
   EXPECT_EQ(err_.str(), "gpool: InvalidArgument: --gpus: expected an integer from 0 to 4294967295, got 'two'\n");
   EXPECT_EQ(Run({"submit", "--mem", "lots", "--", "x"}), kExitUsage);
-  EXPECT_EQ(err_.str().rfind("gpool: InvalidArgument: --mem: expected a size", 0), 0u) << err_.str();
+  EXPECT_EQ(err_.str().rfind("gpool: InvalidArgument: --mem: 'lots' is not a memory size (", 0), 0u) << err_.str();
   EXPECT_EQ(Run({"submit", "--env", "NOEQUALS", "--", "x"}), kExitUsage);
   EXPECT_EQ(err_.str(), "gpool: InvalidArgument: --env: expected NAME=VALUE, got 'NOEQUALS'\n");
   EXPECT_EQ(Run({"submit", "--replicas", "0", "--", "x"}), kExitUsage);
@@ -733,9 +733,10 @@ TEST(QuotaFlagTest, ErrorsAreTypedAndNameTheFlag) {
       {"gpu=", "--guarantee: gpu: expected a whole number of GPUs, got ''"},
       {"gpu/A100=x", "--guarantee: gpu/A100: expected a whole number of GPUs, got 'x'"},
       {"gpu=18446744073709551616", "--guarantee: gpu: expected a whole number of GPUs, got '18446744073709551616'"},
-      {"cpu=fast", "--guarantee: cpu: expected a number of cores like 2, 0.5 or 500m, got 'fast'"},
+      {"cpu=fast", "--guarantee: cpu: 'fast' is not a CPU count (use cores such as 2 or 0.5, or milli-cores such as 500m)"},
       {"cpu=0.0001", "--guarantee: cpu: '0.0001' is finer than 1/1000 of a core"},
-      {"memory=lots", "--guarantee: memory: expected a size like 512Mi, 4Gi or 4096 (MiB), got 'lots'"},
+      {"memory=lots", "--guarantee: memory: 'lots' is not a memory size (use MiB such as 4096, or a number with Ki, Mi, Gi, Ti, "
+                     "Pi or K, M, G, T, P such as 80Gi)"},
       {"gpu=1,gpu=2", "--guarantee: gpu is given twice"},
   };
   for (const auto& c : cases) {
@@ -746,7 +747,7 @@ TEST(QuotaFlagTest, ErrorsAreTypedAndNameTheFlag) {
   }
   auto unit = ParseQuota("--guarantee", "memory=4XB");
   ASSERT_FALSE(unit.ok());
-  EXPECT_EQ(unit.status().message().rfind("--guarantee: memory: expected a size", 0), 0u) << unit.status().message();
+  EXPECT_EQ(unit.status().message().rfind("--guarantee: memory: '4XB' is not a memory size", 0), 0u) << unit.status().message();
 }
 
 class QueueCliTest : public CliTest {
@@ -839,8 +840,8 @@ TEST_F(QueueCliTest, CreateErrors) {
                  "gpool: InvalidArgument: --capability: unknown resource 'gpus' (expected gpu, cpu, memory, gpu_memory or "
                  "gpu/<model>)\n");
   ExpectRejected({"queue", "create", "x", "--deserved", "cpu=lots"}, kExitUsage,
-                 "gpool: InvalidArgument: --deserved: cpu: expected a number of cores like 2, 0.5 or 500m, got "
-                 "'lots'\n");
+                 "gpool: InvalidArgument: --deserved: cpu: 'lots' is not a CPU count (use cores such as 2 or 0.5, or "
+                 "milli-cores such as 500m)\n");
   ExpectRejected({"queue", "create", "a b"}, kExitUsage,
                  "gpool: InvalidArgument: queue: 'a b' may only contain letters, digits, '-', '_' and '.'\n");
   ExpectRejected({"queue", "create", "x", "--parent", "x"}, kExitUsage,

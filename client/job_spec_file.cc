@@ -8,6 +8,7 @@
 
 #include "client/yaml_fields.h"
 #include "protocol/validate.h"
+#include "topology/quantity.h"
 
 namespace gpool {
 namespace {
@@ -24,39 +25,6 @@ std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-// A non-negative decimal number "12", "0.5", ".5", "3." as numerator / 10^scale,
-// exactly. Returns the number of characters consumed, 0 when there is no number.
-struct Decimal {
-  u128 numerator = 0;
-  uint32_t scale = 0;  // digits after the point
-};
-
-size_t ParseDecimalPrefix(std::string_view s, Decimal* out) {
-  size_t i = 0;
-  size_t digits = 0;
-  bool point = false;
-  *out = Decimal{};
-  for (; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '.' && !point) {
-      point = true;
-      continue;
-    }
-    if (c < '0' || c > '9') break;
-    // 24 digits times a 2^40 unit multiplier still fit in 128 bits.
-    if (++digits > 24) return 0;
-    out->numerator = out->numerator * 10 + static_cast<unsigned>(c - '0');
-    if (point) ++out->scale;
-  }
-  return digits == 0 ? 0 : i;
-}
-
-u128 Pow10(uint32_t n) {
-  u128 v = 1;
-  while (n-- > 0) v *= 10;
-  return v;
 }
 
 // --- Paths and errors ---------------------------------------------------------
@@ -123,6 +91,10 @@ Result<int32_t> ParseInt32(const YAML::Node& node, const std::string& path) {
 // A quantity with units (cpus, memory). The unit parsers' errors do not
 // name the field, so they get `path` here; `expected` says what a list or a
 // map should have been.
+// A request's sizes round up: a task gets at least what it asked for.
+Result<uint64_t> RequestMib(std::string_view text) { return topology::ParseMemoryMib(text, topology::Rounding::kUp); }
+Result<uint64_t> CpuMilli(std::string_view text) { return topology::ParseCpuMilli(text); }
+
 Result<uint64_t> ReadQuantity(const YAML::Node& node, const std::string& path, const std::string& expected,
                               Result<uint64_t> (*parse)(std::string_view)) {
   if (!node.IsScalar()) return FieldError(path, "expected " + expected + ", got " + Quote(node));
@@ -154,17 +126,17 @@ Status ReadResources(const YAML::Node& node, const std::string& path, Resources*
     out->gpus = static_cast<uint32_t>(gpus);
   }
   if (auto n = node["cpus"]) {
-    GPOOL_ASSIGN_OR_RETURN(out->cpu_milli, ReadQuantity(n, path + ".cpus", "a number of cores", ParseCpuMilli));
+    GPOOL_ASSIGN_OR_RETURN(out->cpu_milli, ReadQuantity(n, path + ".cpus", "a number of cores", CpuMilli));
   }
   if (auto n = node["memory"]) {
-    GPOOL_ASSIGN_OR_RETURN(out->memory_mib, ReadQuantity(n, path + ".memory", "a size like 4Gi", ParseMemoryMib));
+    GPOOL_ASSIGN_OR_RETURN(out->memory_mib, ReadQuantity(n, path + ".memory", "a size like 4Gi", RequestMib));
   }
   if (auto n = node["gpu_model"]) {
     GPOOL_ASSIGN_OR_RETURN(out->gpu_model, ReadString(n, path + ".gpu_model"));
   }
   if (auto n = node["gpu_memory"]) {
     GPOOL_ASSIGN_OR_RETURN(out->gpu_memory_mib,
-                           ReadQuantity(n, path + ".gpu_memory", "a size like 10Gi", ParseMemoryMib));
+                           ReadQuantity(n, path + ".gpu_memory", "a size like 10Gi", RequestMib));
   }
   if (auto n = node["gpu_memory_pct"]) {
     GPOOL_ASSIGN_OR_RETURN(uint64_t pct, ParseUnsigned(n, path + ".gpu_memory_pct", 100));
@@ -356,65 +328,6 @@ Result<JobSpec> ParseJobSpec(std::string_view text, std::string_view source) {
 Result<JobSpec> LoadJobSpecFile(const std::string& path) {
   GPOOL_ASSIGN_OR_RETURN(const std::string text, yaml_fields::ReadUserFile(path, "job spec file"));
   return ParseJobSpec(text, path);
-}
-
-Result<uint64_t> ParseMemoryMib(std::string_view text) {
-  const std::string error = "expected a size like 512Mi, 4Gi or 4096 (MiB), got '" + std::string(text) + "'";
-  std::string_view s = Trim(text);
-  Decimal number;
-  size_t used = ParseDecimalPrefix(s, &number);
-  if (used == 0) return Status::InvalidArgument(error);
-  std::string unit = Lower(Trim(s.substr(used)));
-  if (unit.size() > 1 && unit.back() == 'b') unit.pop_back();  // "GiB", "GB"
-  struct Unit {
-    const char* name;
-    u128 bytes;
-  };
-  static const Unit kUnits[] = {
-      {"", u128{1} << 20},  {"ki", u128{1} << 10}, {"mi", u128{1} << 20}, {"gi", u128{1} << 30},
-      {"ti", u128{1} << 40}, {"k", Pow10(3)},       {"m", Pow10(6)},       {"g", Pow10(9)},
-      {"t", Pow10(12)},
-  };
-  const Unit* match = nullptr;
-  for (const auto& u : kUnits) {
-    if (unit == u.name) match = &u;
-  }
-  if (match == nullptr) return Status::InvalidArgument(error + ": unknown unit; use Ki, Mi, Gi, Ti, K, M, G or T");
-  const u128 mib = u128{1} << 20;
-  const u128 denominator = Pow10(number.scale) * mib;
-  const u128 value = (number.numerator * match->bytes + denominator - 1) / denominator;  // round up
-  if (value > std::numeric_limits<uint64_t>::max()) {
-    return Status::InvalidArgument("'" + std::string(text) + "' is too large");
-  }
-  return static_cast<uint64_t>(value);
-}
-
-Result<uint64_t> ParseCpuMilli(std::string_view text) {
-  const std::string error = "expected a number of cores like 2, 0.5 or 500m, got '" + std::string(text) + "'";
-  std::string_view s = Trim(text);
-  Decimal number;
-  size_t used = ParseDecimalPrefix(s, &number);
-  if (used == 0) return Status::InvalidArgument(error);
-  std::string_view unit = Trim(s.substr(used));
-  u128 milli;
-  if (unit.empty()) {
-    // cores -> milli: numerator * 1000 / 10^scale, which must be exact.
-    const u128 scaled = number.numerator * 1000;
-    const u128 denominator = Pow10(number.scale);
-    if (scaled % denominator != 0) {
-      return Status::InvalidArgument("'" + std::string(text) + "' is finer than 1/1000 of a core");
-    }
-    milli = scaled / denominator;
-  } else if (unit == "m") {
-    if (number.scale != 0) return Status::InvalidArgument(error + ": milli-CPUs must be a whole number");
-    milli = number.numerator;
-  } else {
-    return Status::InvalidArgument(error);
-  }
-  if (milli > std::numeric_limits<uint64_t>::max()) {
-    return Status::InvalidArgument("'" + std::string(text) + "' is too large");
-  }
-  return static_cast<uint64_t>(milli);
 }
 
 }  // namespace gpool

@@ -20,7 +20,7 @@
 //       resources:              # all optional, default 0
 //         gpus: 4               # whole GPUs
 //         cpus: 0.5             # cores; fractions to 1/1000 ("0.5", "1.25") or "500m"
-//         memory: 16Gi          # see ParseMemoryMib
+//         memory: 16Gi          # see topology/quantity.h
 //         gpu_model: A100       # optional: every GPU must be this model
 //
 // The keys are the wire's field names (docs/protocol.md 6.1-6.3), except
@@ -57,19 +57,5 @@ Result<JobSpec> ParseJobSpec(std::string_view text, std::string_view source = {}
 // Reads `path` and parses it; errors are prefixed with `path`. A missing or
 // unreadable file is InvalidArgument too (it is the user's argument).
 Result<JobSpec> LoadJobSpecFile(const std::string& path);
-
-// Memory quantity -> MiB, rounded up to a whole MiB.
-//   "4096"  -> 4096   a plain number is MiB
-//   "512Mi" -> 512    Ki, Mi, Gi, Ti: binary (powers of 1024)
-//   "4Gi"   -> 4096
-//   "1.5Gi" -> 1536   fractions are exact (no floating point)
-//   "1G"    -> 954    K, M, G, T: decimal (SI, as in Kubernetes): 1G = 10^9 bytes
-// Units are case-insensitive and may end in "B" ("4GiB", "4GB"); a space may
-// separate number and unit. The error message does not name the field.
-Result<uint64_t> ParseMemoryMib(std::string_view text);
-
-// CPU quantity -> milli-CPUs: "2" -> 2000, "0.5" -> 500, "1.25" -> 1250,
-// "250m" -> 250. Finer than 1/1000 of a core is an error.
-Result<uint64_t> ParseCpuMilli(std::string_view text);
 
 }  // namespace gpool

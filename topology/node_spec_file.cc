@@ -153,7 +153,7 @@ Result<uint64_t> SpecParser::Cpu(const YAML::Node& map, const std::string& prefi
   const std::string field = Member(prefix, cores_key);
   GPOOL_ASSIGN_OR_RETURN(std::string text, Scalar(Get(map, cores_key), field));
   auto milli = ParseCpuMilli(text);
-  if (!milli.ok()) return Fail(field, "'" + Clip(text) + "' " + milli.status().message());
+  if (!milli.ok()) return Fail(field, milli.status().message());
   return *milli;
 }
 
@@ -169,8 +169,9 @@ Result<uint64_t> SpecParser::Memory(const YAML::Node& map, const std::string& pr
   if (!has_size) return uint64_t{0};
   const std::string field = Member(prefix, size_key);
   GPOOL_ASSIGN_OR_RETURN(std::string text, Scalar(Get(map, size_key), field));
-  auto mib = ParseMemoryMib(text);
-  if (!mib.ok()) return Fail(field, "'" + Clip(text) + "' " + mib.status().message());
+  // A machine's memory: never claim more than it has.
+  auto mib = ParseMemoryMib(text, Rounding::kDown);
+  if (!mib.ok()) return Fail(field, mib.status().message());
   return *mib;
 }
 

@@ -1,93 +1,123 @@
 #include "topology/quantity.h"
 
+#include <cctype>
 #include <string>
 
 namespace gpool::topology {
 namespace {
 
-// A non-negative decimal "123" or "1.25" as mantissa / 10^scale.
-struct Decimal {
-  unsigned __int128 mantissa = 0;
-  uint32_t scale = 0;
-};
+using u128 = unsigned __int128;
 
-constexpr uint32_t kMaxDecimals = 3;
-constexpr uint64_t kMaxCpuMilli = 1ull << 40;
-constexpr uint64_t kMaxMemoryMib = 1ull << 40;  // 1 EiB
-
-bool ParseDecimal(std::string_view text, Decimal* out) {
-  if (text.empty() || text.size() > 24) return false;
-  bool seen_dot = false;
-  bool seen_digit = false;
-  Decimal d;
-  for (char c : text) {
-    if (c == '.') {
-      if (seen_dot) return false;
-      seen_dot = true;
-      continue;
-    }
-    if (c < '0' || c > '9') return false;
-    seen_digit = true;
-    if (seen_dot) {
-      if (d.scale == kMaxDecimals) return false;
-      ++d.scale;
-    }
-    d.mantissa = d.mantissa * 10 + static_cast<unsigned>(c - '0');
-  }
-  if (!seen_digit || text.back() == '.' || text.front() == '.') return false;
-  *out = d;
-  return true;
-}
-
-unsigned __int128 Pow10(uint32_t n) {
-  unsigned __int128 v = 1;
-  for (uint32_t i = 0; i < n; ++i) v *= 10;
-  return v;
-}
+// Past these a number is a typo, not a machine: a billion cores, an EiB.
+constexpr uint64_t kMaxCpuMilli = uint64_t{1} << 40;
+constexpr uint64_t kMaxMemoryMib = uint64_t{1} << 40;
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The text as errors quote it, cut short so a pasted blob stays readable.
+std::string Quoted(std::string_view text) {
+  constexpr size_t kMax = 40;
+  return "'" + std::string(text.substr(0, kMax)) + (text.size() > kMax ? "...'" : "'");
+}
+
+// A non-negative decimal number "12", "0.5", ".5", "3." as numerator / 10^scale.
+struct Decimal {
+  u128 numerator = 0;
+  uint32_t scale = 0;  // digits after the point
+};
+
+// The number at the start of `s`; returns the characters it took, 0 when
+// there is none.
+size_t ParseDecimalPrefix(std::string_view s, Decimal* out) {
+  size_t i = 0;
+  size_t digits = 0;
+  bool point = false;
+  *out = Decimal{};
+  for (; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '.' && !point) {
+      point = true;
+      continue;
+    }
+    if (c < '0' || c > '9') break;
+    // 24 digits times a 2^50 unit still fit in 128 bits.
+    if (++digits > 24) return 0;
+    out->numerator = out->numerator * 10 + static_cast<unsigned>(c - '0');
+    if (point) ++out->scale;
+  }
+  return digits == 0 ? 0 : i;
+}
+
+u128 Pow10(uint32_t n) {
+  u128 v = 1;
+  while (n-- > 0) v *= 10;
+  return v;
 }
 
 }  // namespace
 
 Result<uint64_t> ParseCpuMilli(std::string_view text) {
-  Decimal d;
-  if (!ParseDecimal(Trim(text), &d)) {
-    return Status::InvalidArgument("is not a CPU count (use a number of cores such as 64 or 7.5)");
+  const Status bad =
+      Status::InvalidArgument(Quoted(text) + " is not a CPU count (use cores such as 2 or 0.5, or milli-cores such as 500m)");
+  const std::string_view s = Trim(text);
+  Decimal number;
+  const size_t used = ParseDecimalPrefix(s, &number);
+  if (used == 0) return bad;
+  const std::string_view unit = Trim(s.substr(used));
+  u128 milli = 0;
+  if (unit.empty()) {
+    const u128 scaled = number.numerator * 1000;
+    const u128 denominator = Pow10(number.scale);
+    if (scaled % denominator != 0) return Status::InvalidArgument(Quoted(text) + " is finer than 1/1000 of a core");
+    milli = scaled / denominator;
+  } else if (unit == "m") {
+    if (number.scale != 0) return Status::InvalidArgument(Quoted(text) + " is not a CPU count (milli-cores are whole)");
+    milli = number.numerator;
+  } else {
+    return bad;
   }
-  unsigned __int128 milli = d.mantissa * 1000 / Pow10(d.scale);
-  if (milli > kMaxCpuMilli) return Status::InvalidArgument("is too large");
+  if (milli > kMaxCpuMilli) return Status::InvalidArgument(Quoted(text) + " is too large");
   return static_cast<uint64_t>(milli);
 }
 
-Result<uint64_t> ParseMemoryMib(std::string_view text) {
+Result<uint64_t> ParseMemoryMib(std::string_view text, Rounding rounding) {
   const Status bad = Status::InvalidArgument(
-      "is not a memory size (use an integer number of MiB, or a number with Ki, Mi, Gi, Ti or Pi such as 80Gi)");
-  std::string_view t = Trim(text);
-  // Unit in KiB so "Ki" stays exact.
-  unsigned __int128 unit_kib = 1024;  // plain number: MiB
-  bool plain = true;
-  if (t.size() >= 2 && t.back() == 'i') {
-    switch (t[t.size() - 2]) {
-      case 'K': unit_kib = 1; break;
-      case 'M': unit_kib = 1024; break;
-      case 'G': unit_kib = 1024ull * 1024; break;
-      case 'T': unit_kib = 1024ull * 1024 * 1024; break;
-      case 'P': unit_kib = 1024ull * 1024 * 1024 * 1024; break;
-      default: return bad;
-    }
-    t.remove_suffix(2);
-    t = Trim(t);
-    plain = false;
+      Quoted(text) + " is not a memory size (use MiB such as 4096, or a number with Ki, Mi, Gi, Ti, Pi or K, M, G, "
+                     "T, P such as 80Gi)");
+  const std::string_view s = Trim(text);
+  Decimal number;
+  const size_t used = ParseDecimalPrefix(s, &number);
+  if (used == 0) return bad;
+  std::string unit = Lower(Trim(s.substr(used)));
+  if (unit.size() > 1 && unit.back() == 'b') unit.pop_back();  // "GiB", "GB"
+  struct Unit {
+    const char* name;
+    u128 bytes;
+  };
+  static const Unit kUnits[] = {
+      {"", u128{1} << 20},   {"ki", u128{1} << 10}, {"mi", u128{1} << 20}, {"gi", u128{1} << 30},
+      {"ti", u128{1} << 40}, {"pi", u128{1} << 50}, {"k", Pow10(3)},       {"m", Pow10(6)},
+      {"g", Pow10(9)},       {"t", Pow10(12)},      {"p", Pow10(15)},
+  };
+  const Unit* match = nullptr;
+  for (const auto& u : kUnits) {
+    if (unit == u.name) match = &u;
   }
-  Decimal d;
-  if (!ParseDecimal(t, &d)) return bad;
-  if (plain && d.scale != 0) return bad;
-  unsigned __int128 mib = d.mantissa * unit_kib / Pow10(d.scale) / 1024;
-  if (mib > kMaxMemoryMib) return Status::InvalidArgument("is too large");
+  if (match == nullptr) return bad;
+  const u128 bytes = number.numerator * match->bytes;
+  const u128 denominator = Pow10(number.scale) * (u128{1} << 20);
+  const u128 mib = rounding == Rounding::kUp ? (bytes + denominator - 1) / denominator : bytes / denominator;
+  if (mib > kMaxMemoryMib) return Status::InvalidArgument(Quoted(text) + " is too large");
   return static_cast<uint64_t>(mib);
 }
 
