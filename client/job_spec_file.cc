@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "client/yaml_fields.h"
+#include "protocol/base/text.h"
 #include "protocol/validate.h"
 #include "topology/quantity.h"
 
@@ -14,18 +15,6 @@ namespace gpool {
 namespace {
 
 using u128 = unsigned __int128;
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // --- Paths and errors ---------------------------------------------------------
 
@@ -36,7 +25,7 @@ using yaml_fields::Quote;
 // Keys are matched case-insensitively for the hint ("GPUS" suggests "gpus"),
 // and even a short key gets one when it is within 2 edits.
 std::string JobKeyHint(std::string_view key, const std::vector<std::string>& allowed) {
-  return yaml_fields::NearestOf(Lower(key), allowed, 3);
+  return yaml_fields::NearestOf(AsciiLower(key), allowed, 3);
 }
 
 // Checks that `node` is a map whose keys are all scalars, unique and in
@@ -55,7 +44,7 @@ Result<std::string> ReadString(const YAML::Node& node, const std::string& path) 
 Result<uint64_t> ParseUnsigned(const YAML::Node& node, const std::string& path, uint64_t max) {
   std::string error = "expected a non-negative integer, got " + Quote(node);
   if (!node.IsScalar()) return FieldError(path, error);
-  std::string_view s = Trim(node.Scalar());
+  std::string_view s = TrimSpace(node.Scalar());
   if (s.empty() || s.size() > 20) return FieldError(path, error);
   u128 v = 0;
   for (char c : s) {
@@ -69,7 +58,7 @@ Result<uint64_t> ParseUnsigned(const YAML::Node& node, const std::string& path, 
 Result<int32_t> ParseInt32(const YAML::Node& node, const std::string& path) {
   std::string error = "expected an integer, got " + Quote(node);
   if (!node.IsScalar()) return FieldError(path, error);
-  std::string_view s = Trim(node.Scalar());
+  std::string_view s = TrimSpace(node.Scalar());
   bool negative = false;
   if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
     negative = s[0] == '-';
@@ -162,7 +151,7 @@ Status ReadResources(const YAML::Node& node, const std::string& path, Resources*
 Status ReadCommand(const YAML::Node& node, const std::string& path, std::vector<std::string>* out) {
   out->clear();
   if (node.IsScalar()) {
-    if (Trim(node.Scalar()).empty()) return FieldError(path, "must not be empty");
+    if (TrimSpace(node.Scalar()).empty()) return FieldError(path, "must not be empty");
     *out = {"sh", "-c", node.Scalar()};
     return Status::Ok();
   }

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "protocol/base/text.h"
+
 namespace gpool {
 namespace {
 
@@ -38,15 +40,9 @@ bool IsNameChar(char c) {
          c == '.';
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // "0x98039B03..." and "98039b03..." are the same GUID.
 std::string NormalizeGuid(std::string_view guid) {
-  std::string out = Lower(guid);
+  std::string out = AsciiLower(guid);
   if (out.rfind("0x", 0) == 0) out.erase(0, 2);
   return out;
 }
@@ -149,7 +145,7 @@ Result<std::vector<System>> ReadSystems(const Json& list, std::map<std::string, 
     GPOOL_ASSIGN_OR_RETURN(std::string type, StringField(item, path, "type", true));
     GPOOL_ASSIGN_OR_RETURN(sys.raw_name, StringField(item, path, "system_name", false));
     GPOOL_ASSIGN_OR_RETURN(std::string system_guid, StringField(item, path, "system_guid", false));
-    type = Lower(type);
+    type = AsciiLower(type);
     if (type == "switch") {
       sys.kind = Kind::kSwitch;
     } else if (type == "host" || type == "server") {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "protocol/base/text.h"
+
 namespace gpool::topology {
 
 namespace {
@@ -223,18 +225,6 @@ const MigModel* ModelByName(std::string_view name) {
 // ---------------------------------------------------------------------------
 // Layout
 
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
-  return text;
-}
-
 // What instances already take on a GPU.
 struct Occupancy {
   std::vector<bool> slice_used;  // per memory slice
@@ -344,11 +334,11 @@ const MigModel* FindMigModel(std::string_view gpu_model, uint64_t memory_mib) {
 }
 
 const MigProfile* FindProfile(const MigModel& model, std::string_view profile_name) {
-  std::string name = Lower(Trim(profile_name));
-  if (name.starts_with("mig ") || name.starts_with("mig-")) name = std::string(Trim(std::string_view(name).substr(4)));
+  std::string name = AsciiLower(TrimSpace(profile_name));
+  if (name.starts_with("mig ") || name.starts_with("mig-")) name = std::string(TrimSpace(std::string_view(name).substr(4)));
   if (name.empty()) return nullptr;
   for (const auto& profile : model.profiles) {
-    if (Lower(profile.name) == name) return &profile;
+    if (AsciiLower(profile.name) == name) return &profile;
   }
   return nullptr;
 }

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <string>
 
+#include "protocol/base/text.h"
+
 namespace gpool::topology {
 namespace {
 
@@ -11,18 +13,6 @@ using u128 = unsigned __int128;
 // Past these a number is a typo, not a machine: a billion cores, an EiB.
 constexpr uint64_t kMaxCpuMilli = uint64_t{1} << 40;
 constexpr uint64_t kMaxMemoryMib = uint64_t{1} << 40;
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // The text as errors quote it, cut short so a pasted blob stays readable.
 std::string Quoted(std::string_view text) {
@@ -69,11 +59,11 @@ u128 Pow10(uint32_t n) {
 Result<uint64_t> ParseCpuMilli(std::string_view text) {
   const Status bad =
       Status::InvalidArgument(Quoted(text) + " is not a CPU count (use cores such as 2 or 0.5, or milli-cores such as 500m)");
-  const std::string_view s = Trim(text);
+  const std::string_view s = TrimSpace(text);
   Decimal number;
   const size_t used = ParseDecimalPrefix(s, &number);
   if (used == 0) return bad;
-  const std::string_view unit = Trim(s.substr(used));
+  const std::string_view unit = TrimSpace(s.substr(used));
   u128 milli = 0;
   if (unit.empty()) {
     const u128 scaled = number.numerator * 1000;
@@ -94,11 +84,11 @@ Result<uint64_t> ParseMemoryMib(std::string_view text, Rounding rounding) {
   const Status bad = Status::InvalidArgument(
       Quoted(text) + " is not a memory size (use MiB such as 4096, or a number with Ki, Mi, Gi, Ti, Pi or K, M, G, "
                      "T, P such as 80Gi)");
-  const std::string_view s = Trim(text);
+  const std::string_view s = TrimSpace(text);
   Decimal number;
   const size_t used = ParseDecimalPrefix(s, &number);
   if (used == 0) return bad;
-  std::string unit = Lower(Trim(s.substr(used)));
+  std::string unit = AsciiLower(TrimSpace(s.substr(used)));
   if (unit.size() > 1 && unit.back() == 'b') unit.pop_back();  // "GiB", "GB"
   struct Unit {
     const char* name;

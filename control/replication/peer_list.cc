@@ -3,14 +3,10 @@
 #include <algorithm>
 #include <charconv>
 
+#include "protocol/base/text.h"
+
 namespace gpool::replication {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 bool ValidEndpoint(std::string_view e) {
   if (e.rfind("ipc://", 0) == 0 || e.rfind("inproc://", 0) == 0) return e.size() > e.find("//") + 2;
@@ -32,7 +28,7 @@ Status ValidateReplicaEndpoint(std::string_view endpoint, std::string_view what)
 }
 
 Result<uint64_t> ParseReplicaId(std::string_view text) {
-  text = Trim(text);
+  text = TrimSpace(text);
   uint64_t id = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || id == 0) {
@@ -49,7 +45,7 @@ Result<std::map<uint64_t, std::string>> ParsePeerList(std::string_view text, std
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
     if (comma == std::string_view::npos) comma = text.size();
-    std::string_view entry = Trim(text.substr(start, comma - start));
+    std::string_view entry = TrimSpace(text.substr(start, comma - start));
     start = comma + 1;
     if (entry.empty()) continue;
     const size_t eq = entry.find('=');
@@ -58,7 +54,7 @@ Result<std::map<uint64_t, std::string>> ParsePeerList(std::string_view text, std
     }
     auto id = ParseReplicaId(entry.substr(0, eq));
     if (!id.ok()) return id.status().WithContext(std::string(flag));
-    std::string endpoint(Trim(entry.substr(eq + 1)));
+    std::string endpoint(TrimSpace(entry.substr(eq + 1)));
     GPOOL_RETURN_IF_ERROR(ValidateReplicaEndpoint(endpoint, prefix + "replica " + std::to_string(*id)));
     if (!peers.emplace(*id, std::move(endpoint)).second) {
       return Status::InvalidArgument(prefix + "replica " + std::to_string(*id) + " is listed twice");

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <utility>
 
+#include "protocol/base/text.h"
+
 namespace gpool::scheduler {
 namespace {
 
@@ -40,13 +42,6 @@ constexpr std::array<std::pair<Action, std::string_view>, 5> kActionNames = {{
 
 std::string Clip(std::string_view s) {
   return s.size() <= kMaxEchoed ? std::string(s) : std::string(s.substr(0, kMaxEchoed)) + "...";
-}
-
-std::string_view Trim(std::string_view s) {
-  constexpr std::string_view kSpace = " \t\r";
-  const size_t first = s.find_first_not_of(kSpace);
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
 }
 
 Status LineError(size_t line, std::string_view section, std::string_view why) {
@@ -113,7 +108,7 @@ Status SetActions(const Entry& e, std::vector<Action>* out) {
   std::string_view rest = e.value;
   for (size_t index = 1;; ++index) {
     const size_t comma = rest.find(',');
-    const std::string_view name = Trim(rest.substr(0, comma));
+    const std::string_view name = TrimSpace(rest.substr(0, comma));
     if (name.empty()) return Fail(e, "entry " + std::to_string(index) + " is empty");
     auto action = ActionFromName(name);
     if (!action.ok()) return Fail(e, action.status().message());
@@ -238,7 +233,7 @@ class Parser {
 };
 
 Status Parser::Line(size_t number, std::string_view text) {
-  text = Trim(text.substr(0, text.find('#')));
+  text = TrimSpace(text.substr(0, text.find('#')));
   if (text.empty()) return Status::Ok();
   if (text.front() == '[') return Header(number, text);
   return Assignment(number, text);
@@ -246,7 +241,7 @@ Status Parser::Line(size_t number, std::string_view text) {
 
 Status Parser::Header(size_t number, std::string_view text) {
   if (text.back() != ']') return LineError(number, "", "'" + Clip(text) + "': a section header ends with ]");
-  const std::string_view name = Trim(text.substr(1, text.size() - 2));
+  const std::string_view name = TrimSpace(text.substr(1, text.size() - 2));
   const Section* section = name.empty() ? nullptr : FindSection(name);
   if (section == nullptr) {
     return LineError(number, "", "[" + Clip(name) + "]: unknown section (known: " + KnownSections() + ")");
@@ -265,7 +260,7 @@ Status Parser::Assignment(size_t number, std::string_view text) {
   if (eq == std::string_view::npos) {
     return LineError(number, section_->name, "'" + Clip(text) + "': expected key = value");
   }
-  Entry e{number, section_->name, Trim(text.substr(0, eq)), Trim(text.substr(eq + 1))};
+  Entry e{number, section_->name, TrimSpace(text.substr(0, eq)), TrimSpace(text.substr(eq + 1))};
   if (e.key.empty()) return LineError(number, section_->name, "'" + Clip(text) + "': missing key before =");
   GPOOL_ASSIGN_OR_RETURN(const Key* key, FindKey(*section_, e));
   const auto [it, fresh] = seen_keys_.emplace(std::string(e.section) + "." + std::string(e.key), number);

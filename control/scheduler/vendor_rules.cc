@@ -5,6 +5,8 @@
 #include <tuple>
 #include <utility>
 
+#include "protocol/base/text.h"
+
 namespace gpool::scheduler {
 namespace {
 
@@ -18,14 +20,6 @@ constexpr uint64_t kP800MemoryMib = 98304;  // HAMi's Kunlun vXPU default (96 Gi
 constexpr int64_t kMetaxPairScore = 10;     // HAMi metax DirectLinkScore
 
 // ---------------------------------------------------------------- helpers --
-
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
 
 bool Has(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
@@ -733,8 +727,8 @@ std::optional<std::string> CheckShares(const VendorRequest& r) {
 }  // namespace
 
 DeviceFamily FamilyOf(std::string_view vendor_in, std::string_view model_in) {
-  const std::string vendor = Lower(vendor_in);
-  const std::string model = Lower(model_in);
+  const std::string vendor = AsciiLower(vendor_in);
+  const std::string model = AsciiLower(model_in);
   if (Has(vendor, "huawei") || Has(vendor, "ascend") || Has(model, "ascend")) {
     if (Has(model, "910c") || Has(model, "910_93") || Has(model, "91093")) return DeviceFamily::kAscend910C;
     if (Has(model, "910b")) return DeviceFamily::kAscend910B;
