@@ -173,6 +173,7 @@ struct WorkloadShape {
   uint64_t cpu_milli = 0;
   std::string gpu_model;       // as Resources::gpu_model: "" any, or models separated by '|'
   double weight = 0;           // its share of tasks; the shapes' weights sum to at most 1
+  uint64_t memory_mib = 0;     // host memory (the mean over the tasks of this shape)
 };
 
 struct ClusterView {

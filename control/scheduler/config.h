@@ -43,7 +43,7 @@ namespace gpool::scheduler {
 //   fragmentation      the node (and devices) whose free GPU share the
 //                      workload can least use grows the least, ties to the
 //                      fullest node (FGD's measure plus gpool's packed and
-//                      CPU measures, see fragmentation.h)
+//                      host measures, see fragmentation.h)
 // and, to compare with (the ATC'23 FGD paper's baselines, for gpool-sim):
 //   fgd, random, dot-product, gpu-packing, gpu-clustering, best-fit
 enum class Strategy {

@@ -1,6 +1,7 @@
 #include "control/scheduler/fragmentation.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -96,6 +97,7 @@ uint32_t FreeMilli(const topology::GpuSlot& gpu, const topology::DeviceLoad& loa
 NodeFree FreeOf(const topology::NodeView& node) {
   NodeFree free;
   free.cpu_milli = node.cpu_milli_free;
+  free.memory_mib = node.memory_mib_free;
   if (!node.gpus.empty()) free.model = node.gpus.front().model;
   for (const auto& gpu : node.gpus) {
     if (!gpu.healthy || topology::MigOnly(gpu)) continue;
@@ -113,30 +115,40 @@ double NodeFragmentation(const NodeFree& node, const std::vector<topology::Workl
   return fragmentation;
 }
 
-double CpuStrandedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
+double HostStrandedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
   double gpu_demand = 0;
   double cpu_demand = 0;
+  double memory_demand = 0;
   for (const auto& shape : workload) {
     if (shape.gpus == 0) continue;
     gpu_demand += shape.weight * shape.gpus * std::max<uint32_t>(shape.gpu_milli, 1);
     cpu_demand += shape.weight * static_cast<double>(shape.cpu_milli);
+    memory_demand += shape.weight * static_cast<double>(shape.memory_mib);
   }
-  if (cpu_demand <= 0) return 0;
+  double fed = std::numeric_limits<double>::infinity();
+  if (cpu_demand > 0) fed = std::min(fed, static_cast<double>(node.cpu_milli) * gpu_demand / cpu_demand);
+  if (memory_demand > 0) fed = std::min(fed, static_cast<double>(node.memory_mib) * gpu_demand / memory_demand);
+  if (fed == std::numeric_limits<double>::infinity()) return 0;
   double total = 0;
   for (uint32_t free : node.gpu_milli) total += free;
-  return std::max(0.0, total - static_cast<double>(node.cpu_milli) * gpu_demand / cpu_demand);
+  return std::max(0.0, total - fed);
 }
 
 double CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
   return PackedFragmentation(node, workload) + NodeFragmentation(node, workload) +
-         CpuStrandedFragmentation(node, workload);
+         HostStrandedFragmentation(node, workload);
 }
 
 std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::WorkloadShape>& samples,
                                                     double coverage) {
   using Key = std::tuple<uint64_t, uint32_t, uint32_t, std::string>;
   std::map<Key, size_t> counts;
-  for (const auto& s : samples) ++counts[Key{s.cpu_milli, s.gpus, s.gpus == 0 ? 0 : s.gpu_milli, s.gpu_model}];
+  std::map<Key, double> memory;  // summed, then the mean: shapes are not told apart by memory
+  for (const auto& s : samples) {
+    const Key key{s.cpu_milli, s.gpus, s.gpus == 0 ? 0 : s.gpu_milli, s.gpu_model};
+    ++counts[key];
+    memory[key] += static_cast<double>(s.memory_mib);
+  }
   std::vector<std::pair<size_t, Key>> ranked;
   ranked.reserve(counts.size());
   for (const auto& [key, count] : counts) ranked.emplace_back(count, key);
@@ -149,6 +161,7 @@ std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::
     topology::WorkloadShape shape;
     std::tie(shape.cpu_milli, shape.gpus, shape.gpu_milli, shape.gpu_model) = key;
     shape.weight = static_cast<double>(count);
+    shape.memory_mib = static_cast<uint64_t>(memory[key] / static_cast<double>(count) + 0.5);
     kept.push_back(std::move(shape));
     covered += count;
   }

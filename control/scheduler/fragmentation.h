@@ -24,6 +24,7 @@ struct NodeFree {
   std::string_view model;  // its GPUs' model
   // Per GPU that can take work: free thousandths of the device (1000 idle).
   std::vector<uint32_t> gpu_milli;
+  uint64_t memory_mib = 0;  // host memory
 };
 
 // A device's free thousandths given what its tenants hold: 1000 idle, 0
@@ -42,18 +43,20 @@ double NodeFragmentation(const NodeFree& node, const std::vector<topology::Workl
 // device with 800 free leaves 200 that no such task can take).
 double PackedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload);
 
-// GPU share the node's free CPU cannot feed: what is left of its free GPU
-// share once its free CPU is handed out at the workload's CPU per unit of
-// GPU share (the GPU shapes' demand, weighted by frequency). A node whose
-// CPU went to CPU-heavy tasks strands its GPUs for every shape at once; the
-// per-shape measures see that only for a shape that stops fitting outright
-// or that would fill the node alone.
-double CpuStrandedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload);
+// GPU share the node's free CPU or host memory cannot feed: what is left of
+// its free GPU share once the scarcer of the two is handed out at the
+// workload's CPU (memory) per unit of GPU share (the GPU shapes' demand,
+// weighted by frequency). A node whose CPU or memory went to hungry tasks
+// strands its GPUs for every shape at once; the per-shape measures see that
+// only for a shape that stops fitting outright or that would fill the node
+// alone.
+double HostStrandedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload);
 
 // gpool's measure (the `fragmentation` strategy): the three together, each
 // in thousandths of a GPU stranded. FGD's counts share stranded on devices
 // too full for a shape's per-GPU need; the packed one counts what cannot
-// complete one more task; the CPU one what the node's CPU cannot feed.
+// complete one more task; the host one what the node's CPU or memory cannot
+// feed.
 // Each misses what the others see, and on the trace's variants their plain
 // sum placed more than any of them alone or two together (gpool-sim,
 // docs/simulator.md).

@@ -14,8 +14,8 @@ using namespace testing;  // NOLINT: the scenario builders
 using topology::ClusterView;
 using topology::WorkloadShape;
 
-NodeFree Free(uint64_t cpu, std::vector<uint32_t> gpus, std::string_view model = "A100") {
-  return NodeFree{cpu, model, std::move(gpus)};
+NodeFree Free(uint64_t cpu, std::vector<uint32_t> gpus, std::string_view model = "A100", uint64_t memory_mib = 0) {
+  return NodeFree{cpu, model, std::move(gpus), memory_mib};
 }
 
 TEST(FragmentationTest, FittingShapeStrandsOnlyDevicesTooFullForIt) {
@@ -71,27 +71,40 @@ TEST(CombinedFragmentationTest, AddsWhatEachMeasureSees) {
   EXPECT_DOUBLE_EQ(CombinedFragmentation(Free(8000, {0, 0}), big), 0);
 }
 
-TEST(CpuStrandedFragmentationTest, StrandsTheGpuShareTheFreeCpuCannotFeed) {
+TEST(HostStrandedFragmentationTest, StrandsTheGpuShareTheFreeCpuCannotFeed) {
   // Half the tasks take a GPU and 10 cores, half a 500 share and 2 cores:
   // 750 of GPU share for every 6 cores, so 16 free cores feed 2000.
   const std::vector<WorkloadShape> workload = {{1, 1000, 10000, "", 0.5}, {1, 500, 2000, "", 0.5}};
-  EXPECT_DOUBLE_EQ(CpuStrandedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload), 2000);
-  EXPECT_DOUBLE_EQ(CpuStrandedFragmentation(Free(40000, {1000, 1000, 1000, 1000}), workload), 0);
-  EXPECT_DOUBLE_EQ(CpuStrandedFragmentation(Free(0, {1000, 300}), workload), 1300);
+  EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload), 2000);
+  EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(40000, {1000, 1000, 1000, 1000}), workload), 0);
+  EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(0, {1000, 300}), workload), 1300);
   // CPU-only tasks do not change the ratio; a workload asking no CPU strands nothing.
   auto with_cpu_only = workload;
   with_cpu_only.push_back({0, 1000, 64000, "", 0.5});
-  EXPECT_DOUBLE_EQ(CpuStrandedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), with_cpu_only), 2000);
-  EXPECT_DOUBLE_EQ(CpuStrandedFragmentation(Free(0, {1000}), {{1, 1000, 0, "", 1.0}}), 0);
+  EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), with_cpu_only), 2000);
+  EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(0, {1000}), {{1, 1000, 0, "", 1.0}}), 0);
   // It is part of the strategy's measure.
   EXPECT_DOUBLE_EQ(CombinedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload),
                    PackedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload) +
                        NodeFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload) + 2000);
 }
 
+TEST(HostStrandedFragmentationTest, TheScarcerOfCpuAndMemoryDecides) {
+  // 1000 of GPU share for every 10 cores and 40 GiB of memory.
+  const std::vector<WorkloadShape> workload = {{1, 1000, 10000, "", 1.0, 40960}};
+  const std::vector<uint32_t> four = {1000, 1000, 1000, 1000};
+  // 40 cores feed all four GPUs; 80 GiB feeds two.
+  EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(40000, four, "A100", 81920), workload), 2000);
+  // 20 cores feed two, 160 GiB four: CPU decides.
+  EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(20000, four, "A100", 163840), workload), 2000);
+  EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(40000, four, "A100", 163840), workload), 0);
+  // A workload that names no memory is fed by CPU alone.
+  EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(40000, four), {{1, 1000, 10000, "", 1.0}}), 0);
+}
+
 TEST(FragmentationTest, TargetWorkloadKeepsTheShapesCoveringMostTasks) {
   std::vector<WorkloadShape> samples;
-  for (int i = 0; i < 90; ++i) samples.push_back({1, 1000, 4000, "", 0});
+  for (int i = 0; i < 90; ++i) samples.push_back({1, 1000, 4000, "", 0, i < 45 ? 1000u : 3000u});
   for (int i = 0; i < 6; ++i) samples.push_back({1, 500, 2000, "", 0});
   for (int i = 0; i < 4; ++i) samples.push_back({8, 1000, 64000, "", 0});
   const auto kept = TargetWorkload(samples, 0.95);
@@ -99,6 +112,7 @@ TEST(FragmentationTest, TargetWorkloadKeepsTheShapesCoveringMostTasks) {
   EXPECT_EQ(kept[0].gpus, 1u);
   EXPECT_EQ(kept[0].gpu_milli, 1000u);
   EXPECT_DOUBLE_EQ(kept[0].weight, 90.0 / 96.0);
+  EXPECT_EQ(kept[0].memory_mib, 2000u);  // memory does not split a shape: the mean
   EXPECT_DOUBLE_EQ(kept[1].weight, 6.0 / 96.0);
 }
 

@@ -60,6 +60,7 @@ uint32_t Session::ShareMilli(const Resources& need, const topology::GpuSlot& gpu
 NodeFree Session::FreeOf(const WorkNode& node, std::vector<size_t>* slots) const {
   NodeFree free;
   free.cpu_milli = node.cpu_free;
+  free.memory_mib = node.memory_free;
   free.model = node.gpu_model;
   const auto& gpus = node.view->gpus;
   const std::vector<topology::DeviceLoad>* loads = nullptr;
@@ -106,6 +107,7 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
   const double before = measure(free, workload);
   const Resources& need = task.resources;
   free.cpu_milli -= std::min(free.cpu_milli, need.cpu_milli);
+  free.memory_mib -= std::min(free.memory_mib, need.memory_mib);
   FragChoice choice;
   // Micro-GPUs: fine enough that distinct fragmentations never tie.
   auto micro = [&](double after) { return std::llround((after - before) * 1000.0); };

@@ -231,7 +231,7 @@ std::vector<topology::WorkloadShape> Session::ObservedWorkload(const topology::C
   std::vector<topology::WorkloadShape> samples;
   samples.reserve(view.running.size() + view.pending.size());
   for (const auto& task : view.running) {
-    topology::WorkloadShape shape{task.gpus, 1000, task.cpu_milli, "", 0};
+    topology::WorkloadShape shape{task.gpus, 1000, task.cpu_milli, "", 0, task.memory_mib};
     auto node = by_name.find(task.node);
     if (task.gpus > 0 && node != by_name.end() && !node->second->gpus.empty()) {
       const uint64_t device = node->second->gpus.front().memory_mib;
@@ -243,7 +243,8 @@ std::vector<topology::WorkloadShape> Session::ObservedWorkload(const topology::C
   for (const auto& job : view.pending) {
     for (const auto& task : job.tasks) {
       const Resources& need = task.resources;
-      samples.push_back({need.gpus, need.gpus > 0 ? ShareMilli(need, common) : 1000, need.cpu_milli, need.gpu_model, 0});
+      samples.push_back(
+          {need.gpus, need.gpus > 0 ? ShareMilli(need, common) : 1000, need.cpu_milli, need.gpu_model, 0, need.memory_mib});
     }
   }
   return TargetWorkload(samples);

@@ -67,7 +67,7 @@ std::vector<topology::WorkloadShape> TraceWorkload(const std::vector<TracePod>& 
   samples.reserve(pods.size());
   for (const auto& pod : pods) {
     samples.push_back({pod.num_gpu, pod.num_gpu > 0 ? std::min<uint32_t>(pod.gpu_milli, 1000) : 1000, pod.cpu_milli,
-                       pod.num_gpu > 0 ? JoinModels(pod.gpu_spec) : "", 0});
+                       pod.num_gpu > 0 ? JoinModels(pod.gpu_spec) : "", 0, pod.memory_mib});
   }
   return scheduler::TargetWorkload(samples);
 }
