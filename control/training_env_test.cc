@@ -76,29 +76,39 @@ TEST_F(TrainingEnvTest, GangLayoutGivesRanksNodesAndMaster) {
   EXPECT_EQ(t3.at("GPOOL_TASK_HOSTS"), "n2,host-a.example,n2,n2");
 }
 
-TEST(TrainingEnvElasticTest, ElasticJobRanksTheReplicasItHasAndNamesGroupsStably) {
-  ClusterState state;
-  uint64_t index = 0;
-  auto apply = [&](state::CommandBody body) { return state.Apply(++index, Command{1, std::move(body)}); };
-  apply(state::RegisterNodeCmd{Node("n1", "h1"), {}});
-  JobSpec spec;
-  spec.name = "job";
+// A cluster of one node "n1" (host "h1") and an elastic job: `groups` first
+// (a ps, say), then 4 workers of 1 GPU each that may run with 1.
+class TrainingEnvElasticTest : public ::testing::Test {
+ protected:
+  state::ApplyResult Apply(state::CommandBody body) { return state_.Apply(++index_, Command{1, std::move(body)}); }
+  uint64_t Submit(std::vector<TaskGroupSpec> groups) {
+    Apply(state::RegisterNodeCmd{Node("n1", "h1"), {}});
+    JobSpec spec;
+    spec.name = "job";
+    TaskGroupSpec worker;
+    worker.name = "worker";
+    worker.replicas = 4;
+    worker.min_replicas = 1;
+    worker.command = {"w"};
+    worker.resources.gpus = 1;
+    groups.push_back(worker);
+    spec.tasks = std::move(groups);
+    return Apply(state::SubmitJobCmd{spec, ""}).job_id;
+  }
+  ClusterState state_;
+  uint64_t index_ = 0;
+};
+
+TEST_F(TrainingEnvElasticTest, ElasticJobRanksTheReplicasItHasAndNamesGroupsStably) {
   TaskGroupSpec ps;
   ps.name = "ps";
   ps.command = {"ps"};
-  TaskGroupSpec worker;
-  worker.name = "worker";
-  worker.replicas = 4;
-  worker.min_replicas = 1;
-  worker.command = {"w"};
-  worker.resources.gpus = 1;
-  spec.tasks = {ps, worker};
-  const uint64_t job = apply(state::SubmitJobCmd{spec, ""}).job_id;
+  const uint64_t job = Submit({ps});
   ApplyPlanCmd plan;
   plan.binds = {PlanBind{job, 0, "n1", {}, 0, 0}, PlanBind{job, 2, "n1", {0}, 0, 0}};
-  ASSERT_EQ(apply(plan).binds_applied, 2u);
-  const auto& record = *state.FindJob(JobId(job));
-  auto env = TrainingEnv(state, record, record.tasks[2]);
+  ASSERT_EQ(Apply(plan).binds_applied, 2u);
+  const auto& record = *state_.FindJob(JobId(job));
+  auto env = TrainingEnv(state_, record, record.tasks[2]);
   EXPECT_EQ(env.at("RANK"), "1");
   EXPECT_EQ(env.at("WORLD_SIZE"), "2");
   EXPECT_EQ(env.at("GPOOL_TASK_NAME"), "job-worker-1");
@@ -121,30 +131,17 @@ TEST_F(TrainingEnvTest, OneLayoutServesEveryTaskOfAGang) {
   }
 }
 
-TEST(TrainingEnvElasticTest, ALayoutCoversOnlyTheReplicasItCounts) {
-  ClusterState state;
-  uint64_t index = 0;
-  auto apply = [&](state::CommandBody body) { return state.Apply(++index, Command{1, std::move(body)}); };
-  apply(state::RegisterNodeCmd{Node("n1", "h1"), {}});
-  JobSpec spec;
-  spec.name = "job";
-  TaskGroupSpec worker;
-  worker.name = "worker";
-  worker.replicas = 4;
-  worker.min_replicas = 1;
-  worker.command = {"w"};
-  worker.resources.gpus = 1;
-  spec.tasks = {worker};
-  const uint64_t job = apply(state::SubmitJobCmd{spec, ""}).job_id;
+TEST_F(TrainingEnvElasticTest, ALayoutCoversOnlyTheReplicasItCounts) {
+  const uint64_t job = Submit({});
   ApplyPlanCmd plan;
   plan.binds = {PlanBind{job, 1, "n1", {0}, 0, 0}, PlanBind{job, 3, "n1", {1}, 0, 0}};
-  ASSERT_EQ(apply(plan).binds_applied, 2u);
-  const auto& record = *state.FindJob(JobId(job));
-  const TrainingLayout layout(state, record, record.tasks[1]);
+  ASSERT_EQ(Apply(plan).binds_applied, 2u);
+  const auto& record = *state_.FindJob(JobId(job));
+  const TrainingLayout layout(state_, record, record.tasks[1]);
   EXPECT_TRUE(layout.Covers(record.tasks[3]));
   EXPECT_FALSE(layout.Covers(record.tasks[0])) << "a waiting replica is laid out with itself counted";
-  EXPECT_EQ(layout.EnvFor(record.tasks[3]), TrainingEnv(state, record, record.tasks[3]));
-  EXPECT_EQ(TrainingEnv(state, record, record.tasks[0]).at("WORLD_SIZE"), "3");
+  EXPECT_EQ(layout.EnvFor(record.tasks[3]), TrainingEnv(state_, record, record.tasks[3]));
+  EXPECT_EQ(TrainingEnv(state_, record, record.tasks[0]).at("WORLD_SIZE"), "3");
 }
 
 TEST_F(TrainingEnvTest, UnplacedGangMatesLeaveOnlyRankAndWorldSize) {

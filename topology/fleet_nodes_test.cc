@@ -4,23 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "topology/test_nodes.h"
+
 namespace gpool::topology {
 namespace {
 
-// A node "n1" with 8 cores, 8 GiB and `gpus` GPUs (uuids GPU-<i>).
-NodeSpec MakeGpuNode(uint32_t gpus) {
-  NodeSpec node;
-  node.name = "n1";
-  node.cpu_milli = 8000;
-  node.memory_mib = 8192;
-  for (uint32_t i = 0; i < gpus; ++i) {
-    GpuInfo gpu;
-    gpu.index = i;
-    gpu.uuid = "GPU-" + std::to_string(i);
-    node.gpus.push_back(gpu);
-  }
-  return node;
-}
+using testing::MakeGpuNode;
 
 TEST(FleetNodesTest, NumbersArePaddedToSortInNodeOrder) {
   EXPECT_EQ(FleetNodeNumber(0, 20), "0001");
