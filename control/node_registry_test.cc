@@ -46,6 +46,15 @@ class RegistryTest : public ::testing::Test {
   ImmediateProposer proposer_{state_};
   RecordingOutbox outbox_;
   // Node n1 (one GPU) registered from peer-a, and job 1's one task bound to its GPU 0.
+  // n1's first event: the task RegisterAndBindOneTask bound has started.
+  static TaskEvent FirstTaskStarted() {
+    TaskEvent started;
+    started.node = "n1";
+    started.seq = 1;
+    started.task = TaskId{JobId(1), 0, 0};
+    started.kind = "started";
+    return started;
+  }
   void RegisterAndBindOneTask() {
     FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
     JobSpec spec;
@@ -147,11 +156,7 @@ TEST_F(RegistryTest, BindIsResentUntilAckedAndCarriesTheEpoch) {
   EXPECT_EQ(WorkerFrames(MessageType::kBindTask).size(), 2u);
 
   // Started: nothing more to send. Cancelled: a preempt goes out.
-  TaskEvent started;
-  started.node = "n1";
-  started.seq = 1;
-  started.task = TaskId{JobId(1), 0, 0};
-  started.kind = "started";
+  const TaskEvent started = FirstTaskStarted();
   FromWorker("peer-a", started, 4600);
   EXPECT_EQ(LastToWorker().type(), MessageType::kTaskEventAck);
   proposer_.Propose(state::CancelJobCmd{1, 250}, [](const auto&) {});
@@ -180,11 +185,7 @@ TEST_F(RegistryTest, DispatcherForgetsATaskOnceItRuns) {
   auto bind = WorkerFrames(MessageType::kBindTask).at(0);
   FromWorker("peer-a", Ack{}, 5, bind.header().request_id);
   EXPECT_EQ(dispatcher_->in_flight(), 1u) << "acknowledged, not yet started";
-  TaskEvent started;
-  started.node = "n1";
-  started.seq = 1;
-  started.task = TaskId{JobId(1), 0, 0};
-  started.kind = "started";
+  const TaskEvent started = FirstTaskStarted();
   FromWorker("peer-a", started, 10);
   EXPECT_EQ(dispatcher_->in_flight(), 0u);
   dispatcher_->Tick(20'000);  // long past every timer: nothing is resent for a running task
