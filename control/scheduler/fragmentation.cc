@@ -139,8 +139,7 @@ double CombinedFragmentation(const NodeFree& node, const std::vector<topology::W
          HostStrandedFragmentation(node, workload);
 }
 
-std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::WorkloadShape>& samples,
-                                                    double coverage) {
+std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::WorkloadShape>& samples) {
   using Key = std::tuple<uint64_t, uint32_t, uint32_t, std::string>;
   std::map<Key, size_t> counts;
   std::map<Key, double> memory;  // summed, then the mean: shapes are not told apart by memory
@@ -149,23 +148,35 @@ std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::
     ++counts[key];
     memory[key] += static_cast<double>(s.memory_mib);
   }
-  std::vector<std::pair<size_t, Key>> ranked;
-  ranked.reserve(counts.size());
-  for (const auto& [key, count] : counts) ranked.emplace_back(count, key);
-  // Most frequent first; ties in key order so the result does not depend on hashing.
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<topology::WorkloadShape> kept;
-  size_t covered = 0;
-  for (const auto& [count, key] : ranked) {
-    if (static_cast<double>(covered) >= coverage * static_cast<double>(samples.size())) break;
+  std::vector<topology::WorkloadShape> shapes;
+  shapes.reserve(counts.size());
+  for (const auto& [key, count] : counts) {
     topology::WorkloadShape shape;
     std::tie(shape.cpu_milli, shape.gpus, shape.gpu_milli, shape.gpu_model) = key;
-    shape.weight = static_cast<double>(count);
+    shape.weight = static_cast<double>(count) / static_cast<double>(samples.size());
     shape.memory_mib = static_cast<uint64_t>(memory[key] / static_cast<double>(count) + 0.5);
-    kept.push_back(std::move(shape));
-    covered += count;
+    shapes.push_back(std::move(shape));
   }
-  for (auto& shape : kept) shape.weight /= static_cast<double>(covered);
+  // Most frequent first; ties in key order so the result does not depend on hashing.
+  std::stable_sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) { return a.weight > b.weight; });
+  return shapes;
+}
+
+std::vector<topology::WorkloadShape> CommonestShapes(const std::vector<topology::WorkloadShape>& workload,
+                                                     double coverage) {
+  std::vector<topology::WorkloadShape> ranked = workload;
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.weight > b.weight; });
+  double total = 0;
+  for (const auto& shape : ranked) total += shape.weight;
+  std::vector<topology::WorkloadShape> kept;
+  double covered = 0;
+  for (auto& shape : ranked) {
+    // A hair of slack so weights that sum to the cut in floating point still stop there.
+    if (covered >= coverage * total - 1e-9) break;
+    covered += shape.weight;
+    kept.push_back(std::move(shape));
+  }
+  for (auto& shape : kept) shape.weight /= covered;
   return kept;
 }
 

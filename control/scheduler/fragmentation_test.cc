@@ -102,18 +102,30 @@ TEST(HostStrandedFragmentationTest, TheScarcerOfCpuAndMemoryDecides) {
   EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(40000, four), {{1, 1000, 10000, "", 1.0}}), 0);
 }
 
-TEST(FragmentationTest, TargetWorkloadKeepsTheShapesCoveringMostTasks) {
+TEST(FragmentationTest, TargetWorkloadWeighsEveryShapeAndFgdKeepsTheCommonest) {
   std::vector<WorkloadShape> samples;
+  for (int i = 0; i < 4; ++i) samples.push_back({8, 1000, 64000, "", 0});
   for (int i = 0; i < 90; ++i) samples.push_back({1, 1000, 4000, "", 0, i < 45 ? 1000u : 3000u});
   for (int i = 0; i < 6; ++i) samples.push_back({1, 500, 2000, "", 0});
-  for (int i = 0; i < 4; ++i) samples.push_back({8, 1000, 64000, "", 0});
-  const auto kept = TargetWorkload(samples, 0.95);
+  const auto all = TargetWorkload(samples);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].gpus, 1u);  // most frequent first
+  EXPECT_EQ(all[0].gpu_milli, 1000u);
+  EXPECT_DOUBLE_EQ(all[0].weight, 0.90);
+  EXPECT_EQ(all[0].memory_mib, 2000u);  // memory does not split a shape: the mean
+  EXPECT_EQ(all[1].gpu_milli, 500u);
+  EXPECT_DOUBLE_EQ(all[1].weight, 0.06);
+  EXPECT_EQ(all[2].gpus, 8u);
+  EXPECT_DOUBLE_EQ(all[2].weight, 0.04);
+
+  const auto kept = CommonestShapes(all, kFgdCoverage);
   ASSERT_EQ(kept.size(), 2u);  // 90 + 6 cover 96 %; the 8-GPU shape is left out
-  EXPECT_EQ(kept[0].gpus, 1u);
-  EXPECT_EQ(kept[0].gpu_milli, 1000u);
   EXPECT_DOUBLE_EQ(kept[0].weight, 90.0 / 96.0);
-  EXPECT_EQ(kept[0].memory_mib, 2000u);  // memory does not split a shape: the mean
   EXPECT_DOUBLE_EQ(kept[1].weight, 6.0 / 96.0);
+  // A cut the first shapes meet exactly stops there.
+  EXPECT_EQ(CommonestShapes(all, 0.96).size(), 2u);
+  EXPECT_EQ(CommonestShapes(all, 1.0).size(), 3u);
+  EXPECT_TRUE(CommonestShapes({}, kFgdCoverage).empty());
 }
 
 TEST(FragmentationTest, FreeMilliFollowsTheDeviceLoad) {
@@ -173,6 +185,26 @@ TEST(FragmentationStrategyTest, ShareTakesTheDeviceThatStrandsLeast) {
   const Plan best_fit = Schedule(view, SchedulerConfig{});
   ASSERT_EQ(best_fit.binds.size(), 1u);
   EXPECT_EQ(best_fit.binds[0].gpu_indices, std::vector<uint32_t>{1});
+}
+
+// A CPU-only task fits on both nodes, and the shapes that make up 96 % of
+// tasks fit on both afterwards: only a rare one (4 %, under FGD's cut) needs
+// the 8 CPUs the smaller node would lose. The strategy weighs every shape,
+// so it keeps them; without that shape nothing is stranded either way and
+// the tie goes to the fuller node.
+TEST(FragmentationStrategyTest, RareShapesCount) {
+  ClusterView view;
+  view.nodes = {MakeNode("roomy", 2, "public", "A100", 12'000), MakeNode("tight", 2, "public", "A100", 9'000)};
+  view.pending = {JobBuilder(1, "default", 1, 0).job};
+  view.pending[0].tasks[0].resources.cpu_milli = 2'000;
+  view.workload = {{1, 1000, 1000, "", 0.96}, {1, 1000, 8000, "", 0.04}};
+  const Plan plan = Schedule(view, With(Strategy::kFragmentation));
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].node, "roomy");
+  view.workload = {{1, 1000, 1000, "", 1.0}};
+  const Plan common_only = Schedule(view, With(Strategy::kFragmentation));
+  ASSERT_EQ(common_only.binds.size(), 1u);
+  EXPECT_EQ(common_only.binds[0].node, "tight");
 }
 
 // Without a workload in the view, the running and waiting tasks are it.

@@ -210,6 +210,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
   }
   if (FragmentationAware()) {
     workload_ = view.workload.empty() ? ObservedWorkload(view) : view.workload;
+    if (config_.node_order.strategy == Strategy::kFgd) workload_ = CommonestShapes(workload_, kFgdCoverage);
   }
 }
 

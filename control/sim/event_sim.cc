@@ -8,6 +8,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "control/scheduler/fragmentation.h"
 #include "control/scheduler/scheduler.h"
 #include "control/sim/sim_cluster.h"
 
@@ -38,7 +39,10 @@ class EventLoop {
   EventLoop(const std::vector<TraceNode>& nodes, const std::vector<SimJob>& jobs,
             const std::vector<topology::WorkloadShape>& workload, const scheduler::SchedulerConfig& config,
             const EventOptions& options)
-      : cluster_(SimCluster::FromTrace(nodes)), workload_(workload), config_(config), options_(options) {
+      : cluster_(SimCluster::FromTrace(nodes)),
+        workload_(scheduler::CommonestShapes(workload, scheduler::kFgdCoverage)),
+        config_(config),
+        options_(options) {
     cluster_.view().workload = workload;
     for (const auto& job : jobs) order_.push_back(&job);
     std::stable_sort(order_.begin(), order_.end(),
@@ -187,7 +191,7 @@ class EventLoop {
   }
 
   SimCluster cluster_;
-  std::vector<topology::WorkloadShape> workload_;
+  std::vector<topology::WorkloadShape> workload_;  // FGD's target: what the fragmentation series reports
   scheduler::SchedulerConfig config_;
   EventOptions options_;
   std::vector<const SimJob*> order_;

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <random>
 #include <thread>
 
 #include "control/scheduler/fragmentation.h"
 #include "control/scheduler/scheduler.h"
+#include "control/sim/arrivals.h"
 #include "control/sim/sim_cluster.h"
 #include "control/sim/workload.h"
 
@@ -37,17 +37,17 @@ SeedResult RunSeed(const std::vector<TraceNode>& nodes, const std::vector<SimJob
   result.seed = seed;
   SimCluster cluster = SimCluster::FromTrace(nodes);
   cluster.view().workload = workload;
+  const auto fgd_target = scheduler::CommonestShapes(workload, scheduler::kFgdCoverage);  // what the paper reports
   const double capacity = static_cast<double>(cluster.gpu_capacity_milli());
   const double target = capacity * arrival_pct / 100.0;
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<size_t> pick(0, jobs.size() - 1);
+  ArrivalStream arrivals(jobs.size(), seed);
   double arrived = 0;
   uint32_t next_pct = 0;
   auto record = [&] {
     while (next_pct <= arrival_pct && arrived >= capacity * next_pct / 100.0) {
       result.alloc_pct.push_back(100.0 * static_cast<double>(cluster.allocated_gpu_milli()) / capacity);
       if (next_pct == 100) {
-        const double frag = cluster.Fragmentation(workload);
+        const double frag = cluster.Fragmentation(fgd_target);
         const double idle = static_cast<double>(cluster.free_gpu_milli());
         result.frag_pct_at_100 = 100.0 * frag / capacity;
         result.frag_idle_pct_at_100 = idle > 0 ? 100.0 * frag / idle : 0;
@@ -59,7 +59,7 @@ SeedResult RunSeed(const std::vector<TraceNode>& nodes, const std::vector<SimJob
   bool has_gpu_demand = false;
   for (const auto& job : jobs) has_gpu_demand = has_gpu_demand || job.gpu_milli > 0;
   while (has_gpu_demand && arrived < target) {
-    const SimJob& drawn = jobs[pick(rng)];
+    const SimJob& drawn = jobs[arrivals.Next()];
     topology::PendingJob job = drawn.job;
     job.id = JobId(++result.pods);
     job.arrival = result.pods;
@@ -134,7 +134,8 @@ PolicyResult RunPaperExperiment(const std::vector<TraceNode>& nodes, const std::
 double EmptyClusterFragPct(const std::vector<TraceNode>& nodes, const std::vector<TracePod>& pods) {
   SimCluster cluster = SimCluster::FromTrace(nodes);
   const double capacity = static_cast<double>(cluster.gpu_capacity_milli());
-  return capacity > 0 ? 100.0 * cluster.Fragmentation(TraceWorkload(pods)) / capacity : 0;
+  const auto fgd_target = scheduler::CommonestShapes(TraceWorkload(pods), scheduler::kFgdCoverage);
+  return capacity > 0 ? 100.0 * cluster.Fragmentation(fgd_target) / capacity : 0;
 }
 
 }  // namespace gpool::sim

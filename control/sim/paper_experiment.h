@@ -1,7 +1,8 @@
 // The FGD paper's experiment (../shared/data/alibaba-gpu-v2023/README.md):
-// per seed, draw pods from the pod list with replacement until the GPU
-// demand that arrived reaches arrival_pct % of the cluster's GPUs, place
-// them one at a time in that order through the production scheduler (no
+// per seed, every pod of the list once in shuffled order, then copies drawn
+// with replacement (arrivals.h), until the GPU demand that arrived reaches
+// arrival_pct % of the cluster's GPUs; place them one at a time in that
+// order through the production scheduler (no
 // retries, no departures), and record the GPU allocation ratio at every
 // whole percent of arrived demand and the fragmentation when it reaches
 // 100 %. Seeds run in parallel threads; the scheduler is a pure function,

@@ -2,6 +2,10 @@
 // hand-made traces whose outcomes can be worked out by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
+#include "control/sim/arrivals.h"
 #include "control/sim/paper_experiment.h"
 #include "control/sim/paper_report.h"
 #include "control/sim/plot.h"
@@ -124,6 +128,37 @@ TEST(PublishedTest, TableLookups) {
   EXPECT_FALSE(PublishedAllocPct("gpushare99", "fgd").has_value());
   EXPECT_EQ(VariantOfPodFile("/a/b/openb_pod_list_gpuspec25.csv"), "gpuspec25");
   EXPECT_EQ(VariantOfPodFile("pods.csv"), "");
+}
+
+// As the FGD artifact builds its workload: the whole list once, shuffled by
+// the seed, and only then copies drawn with replacement.
+TEST(ArrivalStreamTest, EveryPodArrivesOnceBeforeAnyCopy) {
+  constexpr size_t kPods = 50;
+  ArrivalStream stream(kPods, 7);
+  std::vector<size_t> first;
+  for (size_t i = 0; i < kPods; ++i) first.push_back(stream.Next());
+  std::vector<size_t> sorted = first;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < kPods; ++i) EXPECT_EQ(sorted[i], i);
+  EXPECT_FALSE(std::is_sorted(first.begin(), first.end())) << "the list arrives shuffled";
+  std::set<size_t> copies;
+  for (size_t i = 0; i < 1000; ++i) {
+    const size_t index = stream.Next();
+    ASSERT_LT(index, kPods);
+    copies.insert(index);
+  }
+  EXPECT_GT(copies.size(), kPods / 2) << "copies are drawn from the whole list";
+
+  ArrivalStream again(kPods, 7);
+  ArrivalStream other(kPods, 8);
+  std::vector<size_t> replay;
+  std::vector<size_t> reseeded;
+  for (size_t i = 0; i < kPods; ++i) {
+    replay.push_back(again.Next());
+    reseeded.push_back(other.Next());
+  }
+  EXPECT_EQ(replay, first);
+  EXPECT_NE(reseeded, first);
 }
 
 // Two nodes (2 + 4 GPUs) and whole 1-GPU pods: every pod fits until the
