@@ -34,8 +34,8 @@ struct SimJob {
 
 SimJob JobFromTracePod(const TracePod& pod, uint64_t id);
 std::vector<SimJob> JobsFromTrace(const std::vector<TracePod>& pods);
-// The trace's target workload (its pod shapes covering 95 % of pods), as
-// the FGD paper defines it.
+// The trace's workload: every pod shape, weighted by its frequency (FGD's
+// target workload is the part covering 95 %: scheduler::CommonestShapes).
 std::vector<topology::WorkloadShape> TraceWorkload(const std::vector<TracePod>& pods);
 
 Result<std::vector<SimJob>> ParseJsonlWorkload(const std::string& text, const std::string& source);
