@@ -45,11 +45,7 @@ double Fragment(const NodeFree& node, const SortedFree& sorted, const topology::
 
 double PackedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
   double total = 0;
-  uint32_t idle = 0;
-  for (uint32_t free : node.gpu_milli) {
-    total += free;
-    idle += free >= 1000;
-  }
+  for (uint32_t free : node.gpu_milli) total += free;
   if (total == 0) return 0;
   // Tasks of one share size that fit by device room, per size: workloads
   // have a handful of sizes and many shapes, so each size is counted once.
@@ -65,23 +61,21 @@ double PackedFragmentation(const NodeFree& node, const std::vector<topology::Wor
       fragmentation += shape.weight * total;
       continue;
     }
+    // What a whole-GPU shape strands once it fits is the share on devices
+    // that are not idle, which FGD's measure counts already; counting it
+    // here too weighed whole and multi-GPU shapes twice.
+    if (shape.gpu_milli >= 1000) continue;
     const uint32_t size = std::max<uint32_t>(shape.gpu_milli, 1);
     uint64_t tasks = 0;
-    if (size >= 1000) {
-      tasks = idle / shape.gpus;
+    const Fit* fit = std::find_if(fits, fits + known, [&](const Fit& f) { return f.size == size; });
+    if (fit == fits + known) {
+      for (uint32_t free : node.gpu_milli) tasks += free / size;
+      if (known < std::size(fits)) fits[known++] = Fit{size, tasks};
     } else {
-      const Fit* fit = std::find_if(fits, fits + known, [&](const Fit& f) { return f.size == size; });
-      if (fit == fits + known) {
-        uint64_t count = 0;
-        for (uint32_t free : node.gpu_milli) count += free / size;
-        if (known < std::size(fits)) fits[known++] = Fit{size, count};
-        tasks = count;
-      } else {
-        tasks = fit->tasks;
-      }
+      tasks = fit->tasks;
     }
     if (shape.cpu_milli > 0) tasks = std::min<uint64_t>(tasks, node.cpu_milli / shape.cpu_milli);
-    fragmentation += shape.weight * std::max(0.0, total - static_cast<double>(tasks) * shape.gpus * size);
+    fragmentation += shape.weight * std::max(0.0, total - static_cast<double>(tasks) * size);
   }
   return fragmentation;
 }
@@ -163,7 +157,7 @@ std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::
 }
 
 std::vector<topology::WorkloadShape> CommonestShapes(const std::vector<topology::WorkloadShape>& workload,
-                                                     double coverage) {
+                                                     double coverage, size_t max_shapes) {
   std::vector<topology::WorkloadShape> ranked = workload;
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.weight > b.weight; });
   double total = 0;
@@ -172,7 +166,7 @@ std::vector<topology::WorkloadShape> CommonestShapes(const std::vector<topology:
   double covered = 0;
   for (auto& shape : ranked) {
     // A hair of slack so weights that sum to the cut in floating point still stop there.
-    if (covered >= coverage * total - 1e-9) break;
+    if (covered >= coverage * total - 1e-9 || kept.size() >= max_shapes) break;
     covered += shape.weight;
     kept.push_back(std::move(shape));
   }

@@ -9,6 +9,7 @@
 // the tasks that will come. Pure.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -37,10 +38,14 @@ NodeFree FreeOf(const topology::NodeView& node);
 // F_n in thousandths of a GPU.
 double NodeFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload);
 
-// A finer measure: for each shape, the free GPU share left over once as
-// many of its tasks as fit (by device room and CPU) are packed on the node.
-// It sees the remainder FGD's measure counts as usable (a 300 share on a
-// device with 800 free leaves 200 that no such task can take).
+// A finer measure for shares: for each shape asking a fraction of one GPU,
+// the free GPU share left over once as many of its tasks as fit (by device
+// room and CPU) are packed on the node. It sees the remainder FGD's measure
+// counts as usable (a 300 share on a device with 800 free leaves 200 that
+// no such task can take). A shape that cannot run on the node strands all
+// of it; a whole-GPU shape that can is left to FGD's measure, which counts
+// the same partial devices (counted twice, whole and multi-GPU shapes
+// outweighed the shares).
 double PackedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload);
 
 // GPU share the node's free CPU or host memory cannot feed: what is left of
@@ -69,13 +74,19 @@ std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::
 // FGD's target workload: the shapes that cover 95 % of tasks.
 inline constexpr double kFgdCoverage = 0.95;
 
+// Scoring reads every shape for every candidate node. A cluster whose tasks
+// ask for thousands of distinct CPU and memory sizes would pay for each, so
+// the fragmentation strategy scores with at most this many, most frequent
+// first (the trace's variants have under 100).
+inline constexpr size_t kMaxScoredShapes = 256;
+
 // The most frequent of `workload`'s shapes that together cover `coverage` of
-// its weight, reweighted to sum to 1. The `fgd` strategy and the reported
+// its weight, at most `max_shapes` of them, reweighted to sum to 1. The `fgd` strategy and the reported
 // fragmentation use FGD's cut; the `fragmentation` strategy keeps every
 // shape: a rare small share is what fills the remnants the common ones
 // leave, and a measure blind to it strands them (on the trace's variants,
 // all shapes placed more than FGD's 95 %; docs/simulator.md).
 std::vector<topology::WorkloadShape> CommonestShapes(const std::vector<topology::WorkloadShape>& workload,
-                                                     double coverage);
+                                                     double coverage, size_t max_shapes = SIZE_MAX);
 
 }  // namespace gpool::scheduler

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "control/scheduler/scenario.h"
 #include "control/scheduler/session.h"
 
@@ -53,8 +55,13 @@ TEST(PackedFragmentationTest, CountsWhatIsLeftAfterPackingEachShape) {
   EXPECT_DOUBLE_EQ(NodeFragmentation(Free(8000, {800, 300}), share), 0);
   // CPU bounds the count: 1500 milli-CPU runs one task of 1000.
   EXPECT_DOUBLE_EQ(PackedFragmentation(Free(1500, {800, 300}), share), 1100 - 300);
-  // Whole 2-GPU tasks on three idle devices and a partial one: one fits.
-  EXPECT_DOUBLE_EQ(PackedFragmentation(Free(8000, {1000, 1000, 1000, 500}), {{2, 1000, 0, "", 1.0}}), 1500);
+  // A whole-GPU shape that fits is left to FGD's measure, which already
+  // counts the partial device it strands; counted here too it weighed twice.
+  const std::vector<WorkloadShape> pair = {{2, 1000, 0, "", 1.0}};
+  EXPECT_DOUBLE_EQ(PackedFragmentation(Free(8000, {1000, 1000, 1000, 500}), pair), 0);
+  EXPECT_DOUBLE_EQ(NodeFragmentation(Free(8000, {1000, 1000, 1000, 500}), pair), 500);
+  // One that cannot run (CPU) strands everything here as well.
+  EXPECT_DOUBLE_EQ(PackedFragmentation(Free(8000, {1000, 1000}), {{2, 1000, 9000, "", 1.0}}), 2000);
   // Shapes that cannot run strand everything, as in FGD's measure.
   EXPECT_DOUBLE_EQ(PackedFragmentation(Free(8000, {1000, 1000}), {{0, 1000, 1000, "", 1.0}}), 2000);
   EXPECT_DOUBLE_EQ(PackedFragmentation(Free(8000, {1000, 1000}), {{1, 1000, 1000, "T4", 1.0}}), 2000);
@@ -126,6 +133,26 @@ TEST(FragmentationTest, TargetWorkloadWeighsEveryShapeAndFgdKeepsTheCommonest) {
   EXPECT_EQ(CommonestShapes(all, 0.96).size(), 2u);
   EXPECT_EQ(CommonestShapes(all, 1.0).size(), 3u);
   EXPECT_TRUE(CommonestShapes({}, kFgdCoverage).empty());
+}
+
+TEST(FragmentationTest, ScoredShapesAreCappedMostFrequentFirst) {
+  std::vector<WorkloadShape> samples;
+  // 300 distinct CPU sizes, the first ten twice as common as the rest.
+  for (uint64_t cpu = 1; cpu <= 300; ++cpu) {
+    for (int copy = 0; copy < (cpu <= 10 ? 2 : 1); ++copy) samples.push_back({1, 1000, cpu * 100, "", 0});
+  }
+  const auto all = TargetWorkload(samples);
+  ASSERT_EQ(all.size(), 300u);
+  const auto kept = CommonestShapes(all, 1.0, kMaxScoredShapes);
+  ASSERT_EQ(kept.size(), kMaxScoredShapes);
+  for (uint64_t cpu = 1; cpu <= 10; ++cpu) {
+    EXPECT_TRUE(std::any_of(kept.begin(), kept.end(), [&](const auto& s) { return s.cpu_milli == cpu * 100; }));
+  }
+  double sum = 0;
+  for (const auto& shape : kept) sum += shape.weight;
+  EXPECT_NEAR(sum, 1.0, 1e-9);
+  EXPECT_DOUBLE_EQ(kept[0].weight / kept.back().weight, 2.0);
+  EXPECT_EQ(CommonestShapes(all, 1.0, 1).size(), 1u);
 }
 
 TEST(FragmentationTest, FreeMilliFollowsTheDeviceLoad) {

@@ -210,7 +210,8 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
   }
   if (FragmentationAware()) {
     workload_ = view.workload.empty() ? ObservedWorkload(view) : view.workload;
-    if (config_.node_order.strategy == Strategy::kFgd) workload_ = CommonestShapes(workload_, kFgdCoverage);
+    workload_ = config_.node_order.strategy == Strategy::kFgd ? CommonestShapes(workload_, kFgdCoverage)
+                                                              : CommonestShapes(workload_, 1.0, kMaxScoredShapes);
   }
 }
 
