@@ -16,6 +16,7 @@ PACKAGES=(
   libbenchmark-dev
   procps
   gnuplot-nox
+  python3-minimal
 )
 
 missing=()
