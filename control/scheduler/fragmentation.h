@@ -81,9 +81,10 @@ inline constexpr double kFgdCoverage = 0.95;
 inline constexpr size_t kMaxScoredShapes = 256;
 
 // The most frequent of `workload`'s shapes that together cover `coverage` of
-// its weight, at most `max_shapes` of them, reweighted to sum to 1. The `fgd` strategy and the reported
-// fragmentation use FGD's cut; the `fragmentation` strategy keeps every
-// shape: a rare small share is what fills the remnants the common ones
+// its weight, at most `max_shapes` of them, reweighted to sum to 1. The
+// `fgd` strategy and the reported fragmentation use FGD's cut; the
+// `fragmentation` strategy keeps every shape up to kMaxScoredShapes: a rare
+// small share is what fills the remnants the common ones
 // leave, and a measure blind to it strands them (on the trace's variants,
 // all shapes placed more than FGD's 95 %; docs/simulator.md).
 std::vector<topology::WorkloadShape> CommonestShapes(const std::vector<topology::WorkloadShape>& workload,
