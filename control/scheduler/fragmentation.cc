@@ -1,6 +1,7 @@
 #include "control/scheduler/fragmentation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -131,6 +132,10 @@ double HostStrandedFragmentation(const NodeFree& node, const std::vector<topolog
 double CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
   return PackedFragmentation(node, workload) + NodeFragmentation(node, workload) +
          HostStrandedFragmentation(node, workload);
+}
+
+int64_t FgdScore(double growth) {
+  return static_cast<int64_t>(100.0 / (1.0 + std::exp(growth / 1000.0)));
 }
 
 std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::WorkloadShape>& samples) {

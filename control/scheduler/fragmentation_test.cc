@@ -214,6 +214,56 @@ TEST(FragmentationStrategyTest, ShareTakesTheDeviceThatStrandsLeast) {
   EXPECT_EQ(best_fit.binds[0].gpu_indices, std::vector<uint32_t>{1});
 }
 
+// The artifact's integer score: 50 for no change, and growths a few
+// hundredths of a GPU apart land on the same value.
+TEST(FgdScoreTest, IsTheArtifactsKubernetesScore) {
+  EXPECT_EQ(FgdScore(0), 50);
+  EXPECT_EQ(FgdScore(-25.5), 50);
+  EXPECT_EQ(FgdScore(10), 49);
+  EXPECT_EQ(FgdScore(-1000), 73);
+  EXPECT_EQ(FgdScore(1000), 26);
+  EXPECT_EQ(FgdScore(-1e9), 100);
+  EXPECT_EQ(FgdScore(1e9), 0);
+}
+
+// A 300 share lowers F by 25.5 on "b" (its 305 device strands less for the
+// 10 % of 310 shares once filled) and by nothing on "a" (idle). Both score
+// 50, so fgd takes the first node and, within a node, the first device, as
+// the artifact's scheduler does; the fragmentation strategy takes the
+// lower growth.
+TEST(FragmentationStrategyTest, FgdGivesNearTiesToTheFirstNodeAndDevice) {
+  auto device_with_free = [](topology::NodeView& node, size_t gpu, uint64_t free) {
+    node.gpus[gpu].memory_mib = 1000;
+    node.gpus[gpu].tenants = free < 1000 ? 1 : 0;
+    node.gpus[gpu].memory_used_mib = 1000 - free;
+  };
+  ClusterView view;
+  view.nodes = {MakeNode("a", 1), MakeNode("b", 1)};
+  device_with_free(view.nodes[0], 0, 1000);
+  device_with_free(view.nodes[1], 0, 305);
+  view.workload = {{1, 300, 1000, "", 0.9}, {1, 310, 1000, "", 0.1}};
+  view.pending = {JobBuilder(1, "default", 1, 1).Share(300).job};
+  const Plan fgd = Schedule(view, With(Strategy::kFgd));
+  ASSERT_EQ(fgd.binds.size(), 1u);
+  EXPECT_EQ(fgd.binds[0].node, "a");
+  const Plan fragmentation = Schedule(view, With(Strategy::kFragmentation));
+  ASSERT_EQ(fragmentation.binds.size(), 1u);
+  EXPECT_EQ(fragmentation.binds[0].node, "b");
+
+  ClusterView one;
+  one.nodes = {MakeNode("n", 2)};
+  device_with_free(one.nodes[0], 0, 1000);
+  device_with_free(one.nodes[0], 1, 305);
+  one.workload = view.workload;
+  one.pending = view.pending;
+  const Plan device = Schedule(one, With(Strategy::kFgd));
+  ASSERT_EQ(device.binds.size(), 1u);
+  EXPECT_EQ(device.binds[0].gpu_indices, std::vector<uint32_t>{0});
+  const Plan tighter = Schedule(one, With(Strategy::kFragmentation));
+  ASSERT_EQ(tighter.binds.size(), 1u);
+  EXPECT_EQ(tighter.binds[0].gpu_indices, std::vector<uint32_t>{1});
+}
+
 // A CPU-only task fits on both nodes, and the shapes that make up 96 % of
 // tasks fit on both afterwards: only a rare one (4 %, under FGD's cut) needs
 // the 8 CPUs the smaller node would lose. The strategy weighs every shape,

@@ -102,7 +102,8 @@ bool Session::FragmentationAware() const {
 Session::FragChoice Session::BestFragmentation(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
   std::vector<size_t> slots;
   NodeFree free = FreeOf(node, &slots);
-  auto measure = config_.node_order.strategy == Strategy::kFgd ? NodeFragmentation : CombinedFragmentation;
+  const bool fgd = config_.node_order.strategy == Strategy::kFgd;
+  auto measure = fgd ? NodeFragmentation : CombinedFragmentation;
   const auto& workload = WorkloadFor(node.gpu_model);
   const double before = measure(free, workload);
   const Resources& need = task.resources;
@@ -127,7 +128,10 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
       free.gpu_milli[i] -= std::min(was, ShareMilli(need, gpu));
       const int64_t delta = micro(measure(free, workload));
       free.gpu_milli[i] = was;
-      if (!choice.slot || delta < choice.delta) choice = FragChoice{delta, g};
+      const bool better = fgd ? FgdScore(static_cast<double>(delta) / 1000.0) >
+                                    FgdScore(static_cast<double>(choice.delta) / 1000.0)
+                              : delta < choice.delta;
+      if (!choice.slot || better) choice = FragChoice{delta, g};
     }
     return choice;
   }
@@ -170,7 +174,7 @@ int64_t Session::Score(const WorkJob& job, const PendingTask& task, const WorkNo
       // Utilisation stays below 2^24, so it only breaks ties of the delta.
       score = -BestFragmentation(job, task, node).delta * kTieRange + utilisation;
       break;
-    case Strategy::kFgd: score = -BestFragmentation(job, task, node).delta; break;
+    case Strategy::kFgd: score = FgdScore(static_cast<double>(BestFragmentation(job, task, node).delta) / 1000.0); break;
     case Strategy::kRandom: score = static_cast<int64_t>(RandomDraw(job, task, node) >> 2); break;
     case Strategy::kDotProduct: score = DotProductScore(task, node); break;
     case Strategy::kGpuPacking: score = GpuPackingScore(job, task, node); break;
