@@ -117,6 +117,9 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
     const std::vector<bool> mask = DeviceMask(job, task, node);
     const auto& loads = Loads(node);
     const std::string qos = topology::EffectiveQos(need);
+    // fgd compares devices by the artifact's integer score, first device on ties.
+    auto rank = [&](int64_t delta) { return fgd ? -FgdScore(static_cast<double>(delta) / 1000.0) : delta; };
+    int64_t best_rank = 0;
     for (size_t i = 0; i < slots.size(); ++i) {
       const size_t g = slots[i];
       const auto& gpu = node.view->gpus[g];
@@ -128,10 +131,10 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
       free.gpu_milli[i] -= std::min(was, ShareMilli(need, gpu));
       const int64_t delta = micro(measure(free, workload));
       free.gpu_milli[i] = was;
-      const bool better = fgd ? FgdScore(static_cast<double>(delta) / 1000.0) >
-                                    FgdScore(static_cast<double>(choice.delta) / 1000.0)
-                              : delta < choice.delta;
-      if (!choice.slot || better) choice = FragChoice{delta, g};
+      if (!choice.slot || rank(delta) < best_rank) {
+        choice = FragChoice{delta, g};
+        best_rank = rank(delta);
+      }
     }
     return choice;
   }
