@@ -306,8 +306,9 @@ TEST(StrategyScoresTest, BaselinesPlaceWhereTheirRuleSays) {
   EXPECT_EQ(Schedule(view, With(Strategy::kGpuPacking)).binds[0].node, "used");
   EXPECT_EQ(Schedule(view, With(Strategy::kBestFit)).binds[0].node, "used");
   // Clustering keeps requests of one shape together: the used node runs a
-  // 6-GPU task, so a 1-GPU task goes to the idle one, and a 6-GPU task next to its like.
-  EXPECT_EQ(Schedule(view, With(Strategy::kGpuClustering)).binds[0].node, "idle");
+  // 6-GPU task, so a 1-GPU task goes to a node with no GPU task, the one
+  // with the least GPU free (the 2-GPU node), and a 6-GPU task next to its like.
+  EXPECT_EQ(Schedule(view, With(Strategy::kGpuClustering)).binds[0].node, "small");
   view.nodes = {MakeNode("idle", 8), MakeNode("used", 8)};
   view.running = {Occupy(view, 9, 0, "used", 1, "default")};
   view.pending = {JobBuilder(3, "default", 1, 1).job};
@@ -318,6 +319,50 @@ TEST(StrategyScoresTest, BaselinesPlaceWhereTheirRuleSays) {
   const Plan again = Schedule(view, With(Strategy::kRandom));
   ASSERT_EQ(once.binds.size(), 1u);
   EXPECT_EQ(once.binds[0].node, again.binds[0].node);
+}
+
+// The artifact's clustering groups every fraction of a GPU as one request,
+// "a share": a 0.5 share joins a node running a 0.25 share rather than open
+// an idle one, while a whole GPU keeps off it.
+TEST(StrategyScoresTest, ClusteringTreatsAllSharesAsOneRequest) {
+  ClusterView view;
+  view.nodes = {MakeNode("idle", 2), MakeNode("shares", 2)};
+  topology::RunningTask quarter = Occupy(view, 9, 0, "shares", 0, "default");
+  quarter.gpus = 1;
+  quarter.gpu_memory_mib = 81920 / 4;
+  view.nodes[1].gpus[0].tenants = 1;
+  view.nodes[1].gpus[0].memory_used_mib = 81920 / 4;
+  view.running = {quarter};
+  view.pending = {JobBuilder(1, "default", 1, 1).Share(81920 / 2).job};
+  const Plan share = Schedule(view, With(Strategy::kGpuClustering));
+  ASSERT_EQ(share.binds.size(), 1u);
+  EXPECT_EQ(share.binds[0].node, "shares");
+  view.pending = {JobBuilder(2, "default", 1, 1).job};
+  const Plan whole = Schedule(view, With(Strategy::kGpuClustering));
+  ASSERT_EQ(whole.binds.size(), 1u);
+  EXPECT_EQ(whole.binds[0].node, "idle");
+}
+
+// Dot product scores in whole hundredths as the artifact does: two nodes a
+// few GPU-thousandths apart tie, and the first takes the task; further
+// apart, the one whose free resources align least with the demand does.
+TEST(StrategyScoresTest, DotProductGivesNearTiesToTheFirstNode) {
+  ClusterView view;
+  view.nodes = {MakeNode("a", 8), MakeNode("b", 8), MakeNode("big", 8)};
+  view.nodes[0].cpu_milli_total = 128'000;
+  view.nodes[0].cpu_milli_free = 40'000;
+  view.nodes[1].cpu_milli_free = 39'000;
+  view.nodes[2].cpu_milli_total = 128'000;
+  view.nodes[2].cpu_milli_free = 128'000;
+  view.pending = {JobBuilder(1, "default", 1, 1).job};
+  view.pending[0].tasks[0].resources.cpu_milli = 8'000;
+  const Plan near = Schedule(view, With(Strategy::kDotProduct));
+  ASSERT_EQ(near.binds.size(), 1u);
+  EXPECT_EQ(near.binds[0].node, "a");
+  view.nodes[0].cpu_milli_free = 100'000;
+  const Plan apart = Schedule(view, With(Strategy::kDotProduct));
+  ASSERT_EQ(apart.binds.size(), 1u);
+  EXPECT_EQ(apart.binds[0].node, "b");
 }
 
 TEST(StrategyScoresTest, AnyOfModelsPlacesOnEitherAndChargesTheNodesModel) {
