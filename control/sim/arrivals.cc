@@ -16,4 +16,13 @@ size_t ArrivalStream::Next() {
   return draw_(rng_);
 }
 
+std::vector<size_t> NodeOrder(size_t nodes, uint64_t seed) {
+  std::vector<size_t> order(nodes);
+  std::iota(order.begin(), order.end(), size_t{0});
+  // A stream apart from the arrivals', so the pods arrive as before.
+  std::mt19937_64 rng(seed ^ 0x6E6F64652D6F7264ull);
+  std::shuffle(order.begin(), order.end(), rng);
+  return order;
+}
+
 }  // namespace gpool::sim

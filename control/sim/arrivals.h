@@ -26,4 +26,13 @@ class ArrivalStream {
   std::uniform_int_distribution<size_t> draw_;
 };
 
+// The order the nodes take for the seed. The artifact also prefixes every
+// node's name with a random permutation index before the run, so its
+// scheduler's ties (to the first node by name) go to a node drawn anew per
+// seed, not to the first in the node list; gpool's ties go to the first node
+// in the cluster's order, so the experiment shuffles that order instead.
+// Kept in trace order, every policy's ties piled onto the list's first
+// nodes, the 2-GPU P100s.
+std::vector<size_t> NodeOrder(size_t nodes, uint64_t seed);
+
 }  // namespace gpool::sim

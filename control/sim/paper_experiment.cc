@@ -35,7 +35,10 @@ SeedResult RunSeed(const std::vector<TraceNode>& nodes, const std::vector<SimJob
                    uint64_t seed, uint32_t arrival_pct) {
   SeedResult result;
   result.seed = seed;
-  SimCluster cluster = SimCluster::FromTrace(nodes);
+  std::vector<TraceNode> ordered;
+  ordered.reserve(nodes.size());
+  for (size_t i : NodeOrder(nodes.size(), seed)) ordered.push_back(nodes[i]);
+  SimCluster cluster = SimCluster::FromTrace(ordered);
   cluster.view().workload = workload;
   const auto fgd_target = scheduler::CommonestShapes(workload, scheduler::kFgdCoverage);  // what the paper reports
   const double capacity = static_cast<double>(cluster.gpu_capacity_milli());

@@ -161,6 +161,23 @@ TEST(ArrivalStreamTest, EveryPodArrivesOnceBeforeAnyCopy) {
   EXPECT_NE(reseeded, first);
 }
 
+TEST(NodeOrderTest, EachSeedDrawsItsOwnPermutation) {
+  constexpr size_t kNodes = 40;
+  const std::vector<size_t> order = NodeOrder(kNodes, 7);
+  std::vector<size_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < kNodes; ++i) EXPECT_EQ(sorted[i], i);
+  EXPECT_FALSE(std::is_sorted(order.begin(), order.end())) << "ties must not go to the list's first node";
+  EXPECT_EQ(NodeOrder(kNodes, 7), order);
+  EXPECT_NE(NodeOrder(kNodes, 8), order);
+  // Drawn apart from the arrivals, which stay as they were.
+  ArrivalStream arrivals(kNodes, 7);
+  std::vector<size_t> arrived;
+  for (size_t i = 0; i < kNodes; ++i) arrived.push_back(arrivals.Next());
+  EXPECT_NE(arrived, order);
+  EXPECT_TRUE(NodeOrder(0, 7).empty());
+}
+
 // Two nodes (2 + 4 GPUs) and whole 1-GPU pods: every pod fits until the
 // GPUs run out, so allocation follows arrival up to 100 % and stays there.
 TEST(PaperExperimentTest, AllocationFollowsArrivalUntilTheClusterIsFull) {
