@@ -321,6 +321,13 @@ TEST(StrategyScoresTest, BaselinesPlaceWhereTheirRuleSays) {
   EXPECT_EQ(once.binds[0].node, again.binds[0].node);
 }
 
+// The node the one pending task of `view` goes to under `strategy`, or ""
+// when nothing is placed.
+std::string PlacedOn(const ClusterView& view, Strategy strategy) {
+  const Plan plan = Schedule(view, With(strategy));
+  return plan.binds.size() == 1 ? plan.binds[0].node : "";
+}
+
 // The artifact's clustering groups every fraction of a GPU as one request,
 // "a share": a 0.5 share joins a node running a 0.25 share rather than open
 // an idle one, while a whole GPU keeps off it.
@@ -334,13 +341,9 @@ TEST(StrategyScoresTest, ClusteringTreatsAllSharesAsOneRequest) {
   view.nodes[1].gpus[0].memory_used_mib = 81920 / 4;
   view.running = {quarter};
   view.pending = {JobBuilder(1, "default", 1, 1).Share(81920 / 2).job};
-  const Plan share = Schedule(view, With(Strategy::kGpuClustering));
-  ASSERT_EQ(share.binds.size(), 1u);
-  EXPECT_EQ(share.binds[0].node, "shares");
+  EXPECT_EQ(PlacedOn(view, Strategy::kGpuClustering), "shares");
   view.pending = {JobBuilder(2, "default", 1, 1).job};
-  const Plan whole = Schedule(view, With(Strategy::kGpuClustering));
-  ASSERT_EQ(whole.binds.size(), 1u);
-  EXPECT_EQ(whole.binds[0].node, "idle");
+  EXPECT_EQ(PlacedOn(view, Strategy::kGpuClustering), "idle");
 }
 
 // Dot product scores in whole hundredths as the artifact does: two nodes a
@@ -356,13 +359,9 @@ TEST(StrategyScoresTest, DotProductGivesNearTiesToTheFirstNode) {
   view.nodes[2].cpu_milli_free = 128'000;
   view.pending = {JobBuilder(1, "default", 1, 1).job};
   view.pending[0].tasks[0].resources.cpu_milli = 8'000;
-  const Plan near = Schedule(view, With(Strategy::kDotProduct));
-  ASSERT_EQ(near.binds.size(), 1u);
-  EXPECT_EQ(near.binds[0].node, "a");
+  EXPECT_EQ(PlacedOn(view, Strategy::kDotProduct), "a");
   view.nodes[0].cpu_milli_free = 100'000;
-  const Plan apart = Schedule(view, With(Strategy::kDotProduct));
-  ASSERT_EQ(apart.binds.size(), 1u);
-  EXPECT_EQ(apart.binds[0].node, "b");
+  EXPECT_EQ(PlacedOn(view, Strategy::kDotProduct), "b");
 }
 
 TEST(StrategyScoresTest, AnyOfModelsPlacesOnEitherAndChargesTheNodesModel) {
