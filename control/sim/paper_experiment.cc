@@ -7,6 +7,7 @@
 #include "control/scheduler/fragmentation.h"
 #include "control/scheduler/scheduler.h"
 #include "control/sim/arrivals.h"
+#include "control/sim/share_packing.h"
 #include "control/sim/sim_cluster.h"
 #include "control/sim/workload.h"
 
@@ -17,6 +18,12 @@ namespace {
 void RecordLeftover(const SimCluster& cluster, const std::vector<topology::WorkloadShape>& workload, double capacity,
                     SeedResult& result) {
   for (const auto& node : cluster.view().nodes) {
+    for (const auto& gpu : node.gpus) {
+      const auto load = topology::DeviceLoad::Of(gpu);
+      if (gpu.allocated || load.tenants == 0) continue;
+      result.share_devices += 1;
+      result.share_free_pct += 100.0 * scheduler::FreeMilli(gpu, load, false) / capacity;
+    }
     const scheduler::NodeFree free = scheduler::FreeOf(node);
     const bool cpu_fits = std::any_of(workload.begin(), workload.end(), [&](const topology::WorkloadShape& shape) {
       return shape.gpus > 0 && shape.cpu_milli <= free.cpu_milli && GpuModelAllowed(shape.gpu_model, free.model);
@@ -59,6 +66,7 @@ SeedResult RunSeed(const std::vector<TraceNode>& nodes, const std::vector<SimJob
     }
   };
   record();
+  std::vector<uint32_t> shares_placed;  // thousandths of a GPU, one per placed share
   bool has_gpu_demand = false;
   for (const auto& job : jobs) has_gpu_demand = has_gpu_demand || job.gpu_milli > 0;
   while (has_gpu_demand && arrived < target) {
@@ -72,17 +80,21 @@ SeedResult RunSeed(const std::vector<TraceNode>& nodes, const std::vector<SimJob
     for (const auto& bind : plan.binds) {
       placed = cluster.Bind(bind, cluster.view().pending.front(), static_cast<int64_t>(result.pods)) || placed;
     }
+    const auto& asked = drawn.job.tasks.front().resources;
     if (placed) {
       ++result.placed;
+      if (asked.Shared() && asked.gpus == 1) shares_placed.push_back(static_cast<uint32_t>(drawn.gpu_milli));
     } else if (drawn.gpu_milli > 0) {
-      const auto& task = drawn.job.tasks.front().resources;
-      result.failed_pct_by_gpus[task.Whole() ? task.gpus : 0] += 100.0 * static_cast<double>(drawn.gpu_milli) / capacity;
+      result.failed_pct_by_gpus[asked.Whole() ? asked.gpus : 0] += 100.0 * static_cast<double>(drawn.gpu_milli) / capacity;
     }
     arrived += static_cast<double>(drawn.gpu_milli);
     record();
   }
   cluster.view().pending.clear();
   RecordLeftover(cluster, workload, capacity, result);
+  const SharePacking offline = FirstFitDecreasing(std::move(shares_placed));
+  result.ffd_share_devices = static_cast<double>(offline.devices);
+  result.ffd_share_free_pct = 100.0 * static_cast<double>(offline.free_milli) / capacity;
   return result;
 }
 

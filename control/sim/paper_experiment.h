@@ -39,6 +39,13 @@ struct SeedResult {
   double left_cpu_bound_pct = 0;
   double left_idle_gpus_pct = 0;
   double left_partial_gpus_pct = 0;
+  // The devices holding shares when arrivals stop and the share left free
+  // on them (% of capacity), and the same for an offline first-fit-
+  // decreasing packing of the shares placed (share_packing.h).
+  double share_devices = 0;
+  double share_free_pct = 0;
+  double ffd_share_devices = 0;
+  double ffd_share_free_pct = 0;
   // GPU demand that found no node, % of capacity, by the pod's GPU count
   // (0: a share of one GPU).
   std::map<uint32_t, double> failed_pct_by_gpus;

@@ -38,6 +38,10 @@ nlohmann::json PolicyJson(const PaperRunInfo& info, const PolicyResult& result, 
   out["unallocated_at_end_pct"] = {{"cpu_bound_nodes", result.Mean(&SeedResult::left_cpu_bound_pct)},
                                    {"idle_gpus", result.Mean(&SeedResult::left_idle_gpus_pct)},
                                    {"partly_used_gpus", result.Mean(&SeedResult::left_partial_gpus_pct)}};
+  out["share_packing"] = {{"devices", result.Mean(&SeedResult::share_devices)},
+                          {"free_pct", result.Mean(&SeedResult::share_free_pct)},
+                          {"offline_ffd_devices", result.Mean(&SeedResult::ffd_share_devices)},
+                          {"offline_ffd_free_pct", result.Mean(&SeedResult::ffd_share_free_pct)}};
   std::map<uint32_t, double> failed;
   for (const auto& seed : result.seeds) {
     for (const auto& [gpus, pct] : seed.failed_pct_by_gpus) failed[gpus] += pct / static_cast<double>(result.seeds.size());

@@ -11,6 +11,7 @@
 #include "control/sim/plot.h"
 #include "control/sim/policies.h"
 #include "control/sim/published.h"
+#include "control/sim/share_packing.h"
 #include "control/sim/sim_cluster.h"
 #include "control/sim/workload.h"
 
@@ -224,6 +225,27 @@ TEST(PaperExperimentTest, LeftoverAndFailedDemandAreBrokenDown) {
   const nlohmann::json json = PolicyJson(info, result, 0);
   EXPECT_NEAR(json.at("unallocated_at_end_pct").at("cpu_bound_nodes").get<double>(), 100.0 * 1000 / 6000, 1e-9);
   EXPECT_TRUE(json.at("failed_demand_pct_by_gpus").is_object());
+
+  // The four 700 shares sit one per device, as an offline packer would put them too.
+  EXPECT_EQ(seed.share_devices, 4.0);
+  EXPECT_NEAR(seed.share_free_pct, 100.0 * 1200 / 6000, 1e-9);
+  EXPECT_EQ(seed.ffd_share_devices, 4.0);
+  EXPECT_NEAR(seed.ffd_share_free_pct, 100.0 * 1200 / 6000, 1e-9);
+  EXPECT_NEAR(json.at("share_packing").at("offline_ffd_free_pct").get<double>(), 100.0 * 1200 / 6000, 1e-9);
+}
+
+// An online policy that pairs shares as they come can end with more devices
+// than an offline packer that sorts them first: 200, 300, 400, 500, 600
+// pack into two full devices, largest first.
+TEST(SharePackingTest, FirstFitDecreasingPacksLargestFirst) {
+  const SharePacking exact = FirstFitDecreasing({200, 600, 300, 400, 500});
+  EXPECT_EQ(exact.devices, 2u);
+  EXPECT_EQ(exact.free_milli, 0u);
+  // Two 810s cannot share a device; the 160 fills the first one's remnant.
+  const SharePacking lone = FirstFitDecreasing({160, 810, 810});
+  EXPECT_EQ(lone.devices, 2u);
+  EXPECT_EQ(lone.free_milli, 30u + 190u);
+  EXPECT_EQ(FirstFitDecreasing({}).devices, 0u);
 }
 
 // Shares that leave 400 of each device: a 700 share never fits next to a
