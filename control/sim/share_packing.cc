@@ -8,8 +8,8 @@ namespace gpool::sim {
 SharePacking FirstFitDecreasing(std::vector<uint32_t> shares) {
   constexpr uint32_t kWhole = 1000;
   std::sort(shares.begin(), shares.end(), std::greater<>());
-  // Room left per device, in opening order. Shares are placed runs' worth
-  // (thousands), so the linear first-fit scan stays in milliseconds.
+  // Room left per device, in opening order. A run places thousands of
+  // shares, so a linear first-fit scan stays within milliseconds.
   std::vector<uint32_t> room;
   for (uint32_t share : shares) {
     share = std::clamp<uint32_t>(share, 1, kWhole);
