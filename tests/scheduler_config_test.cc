@@ -34,7 +34,14 @@ TEST(SchedulerConfigTest, SighupReloadsThePolicyAndABadFileChangesNothing) {
   auto low = client->Submit(ClassJob("low", "low"), "");
   ASSERT_TRUE(low.ok()) << low.status().ToString();
   auto job_of = [&](uint64_t id) { return client->GetJob(JobId(id)); };
-  ASSERT_TRUE(WaitFor([&] { auto j = job_of(low->job_id); return j.ok() && j->summary.state == "Running"; }, 20s));
+  // The job reads Running as soon as it is bound; its task reads Running only
+  // once the worker reports the process started, which is what we check below.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto j = job_of(low->job_id);
+        return j.ok() && j->summary.state == "Running" && !j->tasks.empty() && j->tasks[0].state == "Running";
+      },
+      20s));
   auto high = client->Submit(ClassJob("high", "high"), "");
   ASSERT_TRUE(high.ok()) << high.status().ToString();
   // A cycle has run (the high job has its reasons) and, without the preempt
