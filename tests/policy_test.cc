@@ -124,12 +124,12 @@ TEST_F(PolicyTest, HighPriorityJobPreemptsALowOneWhichRequeuesAndFinishesLater) 
   const std::string marker = cluster_.dir() + "/low-sigterm";
   const std::string release = cluster_.dir() + "/release-high";
 
-  // Attempt 0 traps SIGTERM, records it, takes 1 s (well inside the 2 s
-  // grace) to "checkpoint", records that too and exits. Were it SIGKILLed
+  // Attempt 0 traps SIGTERM, records it, takes 0.2 s (well inside the 2 s
+  // grace, with room for a loaded box) to "checkpoint", records that too and exits. Were it SIGKILLed
   // at once, "done" would never be written. Attempt 1 just finishes.
   JobSpec low = ShellJob("low", 2,
                          "if [ \"$GPOOL_TASK_ATTEMPT\" = 0 ]; then\n"
-                         "  trap 'echo term >> \"$POLICY_MARKER\"; sleep 1; "
+                         "  trap 'echo term >> \"$POLICY_MARKER\"; sleep 0.2; "
                          "echo done >> \"$POLICY_MARKER\"; exit 0' TERM\n"
                          "  echo ready > \"$POLICY_READY\"\n"
                          "  sleep 600 &\n"

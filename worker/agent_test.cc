@@ -136,6 +136,10 @@ TEST(AgentTest, RegistersRunsTasksFollowsARestartedCoordinatorAndStops) {
   link_options.tasks = tasks.get();
   link_options.clock = &SystemClock::Get();
   link_options.logger = log.logger();
+  // 20 x 50 ms = 1 s of silence before the worker gives the coordinator up:
+  // this fake one answers only while the test thread waits in ReceiveType,
+  // and on a loaded box that thread can be off the CPU for longer than 3 x 50.
+  link_options.liveness_intervals = 20;
   auto link = std::move(Link::Open(std::move(link_options)).value());
 
   AgentOptions agent_options;
@@ -185,7 +189,7 @@ TEST(AgentTest, RegistersRunsTasksFollowsARestartedCoordinatorAndStops) {
   EXPECT_EQ(logs->Body<FetchLogReply>()->data, "hi\n");
 
   // A long task, then the coordinator "restarts" and does not answer: the
-  // worker notices the silence (3 x 50 ms), reconnects and registers again,
+  // worker notices the silence (20 x 50 ms), reconnects and registers again,
   // reporting the task.
   bind.task = TaskId{JobId(2), 0, 0};
   bind.command = {"sleep", "30"};

@@ -45,7 +45,10 @@ class ScriptedCoordinator {
           const std::string node = env->Body<RegisterNode>()->node.name;
           peers_[node] = peer;
           RegisterNodeReply reply;
-          reply.heartbeat_interval_ms = 100;
+          // 500 ms: a node that hears nothing for 3 intervals reconnects, and
+          // this coordinator only answers inside Serve(); on a loaded box the
+          // test thread can be off the CPU for a few hundred ms.
+          reply.heartbeat_interval_ms = 500;
           Send(peer, reply, id);
           break;
         }
