@@ -110,16 +110,57 @@ double NodeFragmentation(const NodeFree& node, const std::vector<topology::Workl
   return fragmentation;
 }
 
-double HostStrandedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
-  double gpu_demand = 0;
-  double cpu_demand = 0;
-  double memory_demand = 0;
+namespace {
+
+// Per task of the workload, on average: the GPU share the GPU tasks ask for,
+// their CPU and memory, and the CPU and memory of the CPU-only tasks.
+struct HostDemand {
+  double gpu = 0;
+  double cpu = 0;
+  double memory = 0;
+  double cpu_only_cpu = 0;
+  double cpu_only_memory = 0;
+};
+
+HostDemand DemandOf(const std::vector<topology::WorkloadShape>& workload) {
+  HostDemand demand;
   for (const auto& shape : workload) {
-    if (shape.gpus == 0) continue;
-    gpu_demand += shape.weight * shape.gpus * std::max<uint32_t>(shape.gpu_milli, 1);
-    cpu_demand += shape.weight * static_cast<double>(shape.cpu_milli);
-    memory_demand += shape.weight * static_cast<double>(shape.memory_mib);
+    const double cpu = shape.weight * static_cast<double>(shape.cpu_milli);
+    const double memory = shape.weight * static_cast<double>(shape.memory_mib);
+    if (shape.gpus == 0) {
+      demand.cpu_only_cpu += cpu;
+      demand.cpu_only_memory += memory;
+      continue;
+    }
+    demand.gpu += shape.weight * shape.gpus * std::max<uint32_t>(shape.gpu_milli, 1);
+    demand.cpu += cpu;
+    demand.memory += memory;
   }
+  return demand;
+}
+
+// The part of `asked` that `spare` cannot hold, as a fraction of it.
+double Unheld(double asked, double spare) {
+  if (asked <= 0) return 0;
+  return std::clamp((asked - spare) / asked, 0.0, 1.0);
+}
+
+}  // namespace
+
+CpuOnlyClaim CpuOnlyClaimOf(const std::vector<topology::WorkloadShape>& workload, const ClusterFree& free) {
+  const HostDemand demand = DemandOf(workload);
+  if (demand.gpu <= 0 || free.gpu_milli <= 0) return {};
+  const double tasks = free.gpu_milli / demand.gpu;  // tasks of the workload until the free GPU share is gone
+  return CpuOnlyClaim{Unheld(tasks * demand.cpu_only_cpu, free.cpu_milli - tasks * demand.cpu),
+                      Unheld(tasks * demand.cpu_only_memory, free.memory_mib - tasks * demand.memory)};
+}
+
+double HostStrandedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
+                                 const CpuOnlyClaim& claim) {
+  const HostDemand demand = DemandOf(workload);
+  const double gpu_demand = demand.gpu;
+  const double cpu_demand = demand.cpu + claim.cpu * demand.cpu_only_cpu;
+  const double memory_demand = demand.memory + claim.memory * demand.cpu_only_memory;
   double fed = std::numeric_limits<double>::infinity();
   if (cpu_demand > 0) fed = std::min(fed, static_cast<double>(node.cpu_milli) * gpu_demand / cpu_demand);
   if (memory_demand > 0) fed = std::min(fed, static_cast<double>(node.memory_mib) * gpu_demand / memory_demand);
@@ -129,9 +170,10 @@ double HostStrandedFragmentation(const NodeFree& node, const std::vector<topolog
   return std::max(0.0, total - fed);
 }
 
-double CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
+double CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
+                             const CpuOnlyClaim& claim) {
   return PackedFragmentation(node, workload) + NodeFragmentation(node, workload) +
-         HostStrandedFragmentation(node, workload);
+         HostStrandedFragmentation(node, workload, claim);
 }
 
 int64_t FgdScore(double growth) {

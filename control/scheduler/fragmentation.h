@@ -48,14 +48,40 @@ double NodeFragmentation(const NodeFree& node, const std::vector<topology::Workl
 // outweighed the shares).
 double PackedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload);
 
+// How much of what CPU-only tasks will ask for must come out of the CPU
+// (host memory) that feeds free GPUs, from 0 to 1. While the cluster's free
+// GPU share fills, CPU-only tasks arrive beside the GPU tasks and ask for
+// free GPU share x (their CPU per unit of GPU share in the workload). The
+// cluster's spare CPU, what is free beyond what the GPU tasks themselves
+// need, holds that without starving a GPU: then the claim is 0 and CPU-only
+// tasks do not count against any node's GPUs. Whatever the spare cannot
+// hold is the claim; 1 when there is no spare at all. Without it, a cluster
+// short of CPU placed GPU tasks as if CPU-only tasks would never take the
+// CPU beside idle GPUs (held-out cpu300: 1.9 points less; docs/simulator.md).
+struct CpuOnlyClaim {
+  double cpu = 0;
+  double memory = 0;
+};
+
+// Free resources summed over a cluster's nodes.
+struct ClusterFree {
+  double cpu_milli = 0;
+  double memory_mib = 0;
+  double gpu_milli = 0;
+};
+
+CpuOnlyClaim CpuOnlyClaimOf(const std::vector<topology::WorkloadShape>& workload, const ClusterFree& free);
+
 // GPU share the node's free CPU or host memory cannot feed: what is left of
 // its free GPU share once the scarcer of the two is handed out at the
 // workload's CPU (memory) per unit of GPU share (the GPU shapes' demand,
-// weighted by frequency). A node whose CPU or memory went to hungry tasks
+// weighted by frequency, plus the CPU-only shapes' share `claim` says must
+// come from here). A node whose CPU or memory went to hungry tasks
 // strands its GPUs for every shape at once; the per-shape measures see that
 // only for a shape that stops fitting outright or that would fill the node
 // alone.
-double HostStrandedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload);
+double HostStrandedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
+                                 const CpuOnlyClaim& claim = {});
 
 // gpool's measure (the `fragmentation` strategy): the three together, each
 // in thousandths of a GPU stranded. FGD's counts share stranded on devices
@@ -65,7 +91,8 @@ double HostStrandedFragmentation(const NodeFree& node, const std::vector<topolog
 // Each misses what the others see, and on the trace's variants their plain
 // sum placed more than any of them alone or two together (gpool-sim,
 // docs/simulator.md).
-double CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload);
+double CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
+                             const CpuOnlyClaim& claim = {});
 
 // The `fgd` strategy's node score for a placement that grows F_n by
 // `growth` thousandths of a GPU, as the paper's artifact scores it: a

@@ -85,7 +85,7 @@ TEST(HostStrandedFragmentationTest, StrandsTheGpuShareTheFreeCpuCannotFeed) {
   EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload), 2000);
   EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(40000, {1000, 1000, 1000, 1000}), workload), 0);
   EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(0, {1000, 300}), workload), 1300);
-  // CPU-only tasks do not change the ratio; a workload asking no CPU strands nothing.
+  // CPU-only tasks do not change the ratio unless claimed (below); a workload asking no CPU strands nothing.
   auto with_cpu_only = workload;
   with_cpu_only.push_back({0, 1000, 64000, "", 0.5});
   EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), with_cpu_only), 2000);
@@ -94,6 +94,37 @@ TEST(HostStrandedFragmentationTest, StrandsTheGpuShareTheFreeCpuCannotFeed) {
   EXPECT_DOUBLE_EQ(CombinedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload),
                    PackedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload) +
                        NodeFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload) + 2000);
+}
+
+TEST(HostStrandedFragmentationTest, ChargesTheClaimedPartOfTheCpuOnlyTasks) {
+  // Half the tasks take a GPU and 10 cores, half are CPU-only with 20: per
+  // task, 500 of GPU share, 5 cores for it and 10 for CPU-only work.
+  const std::vector<WorkloadShape> workload = {{1, 1000, 10000, "", 0.5}, {0, 1000, 20000, "", 0.5}};
+  const NodeFree node = Free(40000, {1000, 1000, 1000, 1000});
+  // Unclaimed, 40 cores feed 4000.
+  EXPECT_DOUBLE_EQ(HostStrandedFragmentation(node, workload), 0);
+  // Half claimed: 10 cores per 500, so 40 cores feed 2000.
+  EXPECT_DOUBLE_EQ(HostStrandedFragmentation(node, workload, CpuOnlyClaim{0.5, 0}), 2000);
+  // All claimed: 15 cores per 500, so 40 cores feed 1333.3.
+  EXPECT_NEAR(HostStrandedFragmentation(node, workload, CpuOnlyClaim{1, 0}), 4000 - 40000.0 / 30, 1e-9);
+  EXPECT_NEAR(CombinedFragmentation(node, workload, CpuOnlyClaim{1, 0}) - CombinedFragmentation(node, workload),
+              4000 - 40000.0 / 30, 1e-9);
+}
+
+TEST(CpuOnlyClaimTest, IsWhatTheSpareCpuCannotHold) {
+  // Per task: 500 of GPU share, 5 cores for it, 10 cores of CPU-only work;
+  // memory likewise, 1 GiB and 2 GiB.
+  const std::vector<WorkloadShape> workload = {{1, 1000, 10000, "", 0.5, 2048}, {0, 1000, 20000, "", 0.5, 4096}};
+  // 4000 free share is 8 tasks: 40 cores for them and 80 for CPU-only work.
+  EXPECT_DOUBLE_EQ(CpuOnlyClaimOf(workload, {120000, 1e9, 4000}).cpu, 0);   // 80 spare: all held
+  EXPECT_DOUBLE_EQ(CpuOnlyClaimOf(workload, {80000, 1e9, 4000}).cpu, 0.5);  // 40 spare: half
+  EXPECT_DOUBLE_EQ(CpuOnlyClaimOf(workload, {30000, 1e9, 4000}).cpu, 1);    // none spare
+  EXPECT_DOUBLE_EQ(CpuOnlyClaimOf(workload, {30000, 1e9, 4000}).memory, 0);
+  // 8 GiB for them, 16 GiB for CPU-only work: 12 GiB free leaves 4 spare.
+  EXPECT_DOUBLE_EQ(CpuOnlyClaimOf(workload, {1e9, 12288, 4000}).memory, 0.75);
+  // No free GPU share, or no CPU-only work: nothing to claim.
+  EXPECT_DOUBLE_EQ(CpuOnlyClaimOf(workload, {0, 0, 0}).cpu, 0);
+  EXPECT_DOUBLE_EQ(CpuOnlyClaimOf({{1, 1000, 10000, "", 1.0}}, {0, 0, 4000}).cpu, 0);
 }
 
 TEST(HostStrandedFragmentationTest, TheScarcerOfCpuAndMemoryDecides) {
@@ -282,6 +313,27 @@ TEST(FragmentationStrategyTest, RareShapesCount) {
   const Plan common_only = Schedule(view, With(Strategy::kFragmentation));
   ASSERT_EQ(common_only.binds.size(), 1u);
   EXPECT_EQ(common_only.binds[0].node, "tight");
+}
+
+// A 10-core GPU task between a 1-GPU node with 12 cores and a 2-GPU node
+// with 30: either keeps the rest fed at 5 cores per 500 of GPU share, so
+// the tie goes to the fuller node. Without spare CPU in the cluster, the
+// CPU-only tasks (20 cores per 500 of GPU share arriving) will take CPU
+// beside the GPUs too, and the 2-GPU node is where the task leaves less
+// GPU share unfed. A CPU-only node with 200 free cores is that spare.
+TEST(FragmentationStrategyTest, CpuOnlyTasksCountAgainstTheGpusFeedOnlyWithoutSpareCpu) {
+  ClusterView view;
+  view.nodes = {MakeNode("small", 1, "public", "A100", 12'000), MakeNode("large", 2, "public", "A100", 30'000)};
+  view.workload = {{1, 1000, 10'000, "", 0.5}, {0, 1000, 20'000, "", 0.5}};
+  view.pending = {JobBuilder(1, "default", 1, 1).job};
+  view.pending[0].tasks[0].resources.cpu_milli = 10'000;
+  const Plan short_of_cpu = Schedule(view, With(Strategy::kFragmentation));
+  ASSERT_EQ(short_of_cpu.binds.size(), 1u);
+  EXPECT_EQ(short_of_cpu.binds[0].node, "large");
+  view.nodes.push_back(MakeNode("cpu", 0, "public", "A100", 200'000));
+  const Plan with_spare = Schedule(view, With(Strategy::kFragmentation));
+  ASSERT_EQ(with_spare.binds.size(), 1u);
+  EXPECT_EQ(with_spare.binds[0].node, "small");
 }
 
 // Without a workload in the view, the running and waiting tasks are it.

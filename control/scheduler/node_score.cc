@@ -81,14 +81,29 @@ NodeFree Session::FreeOf(const WorkNode& node, std::vector<size_t>* slots) const
 const std::vector<topology::WorkloadShape>& Session::WorkloadFor(const std::string& model) const {
   auto [at, added] = workload_by_model_.try_emplace(model);
   if (!added) return at->second;
+  // Shapes that never run here count as one that fits nowhere; CPU-only
+  // ones as one too, but with their mean CPU and memory, which the host
+  // measure may charge to this node's GPUs.
   topology::WorkloadShape never;
+  topology::WorkloadShape cpu_only;
+  double cpu_only_cpu = 0;
+  double cpu_only_memory = 0;
   for (const auto& shape : workload_) {
     if (shape.gpus > 0 && GpuModelAllowed(shape.gpu_model, model)) {
       at->second.push_back(shape);
       at->second.back().gpu_model.clear();
+    } else if (shape.gpus == 0) {
+      cpu_only.weight += shape.weight;
+      cpu_only_cpu += shape.weight * static_cast<double>(shape.cpu_milli);
+      cpu_only_memory += shape.weight * static_cast<double>(shape.memory_mib);
     } else {
       never.weight += shape.weight;
     }
+  }
+  if (cpu_only.weight > 0) {
+    cpu_only.cpu_milli = static_cast<uint64_t>(cpu_only_cpu / cpu_only.weight + 0.5);
+    cpu_only.memory_mib = static_cast<uint64_t>(cpu_only_memory / cpu_only.weight + 0.5);
+    at->second.push_back(cpu_only);
   }
   if (never.weight > 0) at->second.push_back(never);
   return at->second;
@@ -103,7 +118,9 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
   std::vector<size_t> slots;
   NodeFree free = FreeOf(node, &slots);
   const bool fgd = config_.node_order.strategy == Strategy::kFgd;
-  auto measure = fgd ? NodeFragmentation : CombinedFragmentation;
+  auto measure = [&](const NodeFree& node_free, const std::vector<topology::WorkloadShape>& shapes) {
+    return fgd ? NodeFragmentation(node_free, shapes) : CombinedFragmentation(node_free, shapes, cpu_only_claim_);
+  };
   const auto& workload = WorkloadFor(node.gpu_model);
   const double before = measure(free, workload);
   const Resources& need = task.resources;
