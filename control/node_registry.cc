@@ -180,13 +180,22 @@ void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, co
   link->last_seen_ms = now_ms;
   link->last_seen_wall_ms = options_.clock->WallMs();
   RecordUsage(*link, msg);
+  // A node heartbeating on the connection it registered is up, whoever made
+  // it NotReady: not only this leadership's silence check but an earlier
+  // leadership's entry, or this one's scan for nodes that had not reconnected
+  // committing just after the node registered again (which reset the link),
+  // leave it NotReady with no proposal of ours to undo.
   const state::NodeRecord* record = state_.FindNode(msg.node);
-  if (record != nullptr && record->state == NodeState::kNotReady && link->not_ready_proposed) {
+  if (record != nullptr && record->state == NodeState::kNotReady && !link->ready_proposed) {
     link->not_ready_proposed = false;
+    link->ready_proposed = true;
     Watch(*link);
     spdlog::info("node back node={}", msg.node);
     proposer_.Propose(state::NodeStateCmd{msg.node, std::string(ToString(NodeState::kReady))},
-                      [](const state::ApplyResult&) {});
+                      [this, node = msg.node](const state::ApplyResult&) {
+                        // Committed or not, the next heartbeat looks again.
+                        if (auto it = links_.find(node); it != links_.end()) it->second.ready_proposed = false;
+                      });
   }
   Reply(peer, MakeFrame(header.request_id, epoch, Ack{}));
 }

@@ -69,6 +69,7 @@ class NodeRegistry {
     int64_t last_seen_ms = 0;  // monotonic
     int64_t last_seen_wall_ms = 0;
     bool not_ready_proposed = false;
+    bool ready_proposed = false;  // a Ready proposal for it is in flight
     // From the last heartbeat, sorted by task. A flat vector, not a map: it
     // is replaced whole on every heartbeat, and at 24 bytes a task rather
     // than a map node's 64 it keeps the registry small at 100,000 tasks.

@@ -101,6 +101,29 @@ TEST_F(RegistryTest, SilentNodeGoesNotReadyAndComesBack) {
   EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kReady);
 }
 
+// NotReady can commit after the node registered again, from an earlier
+// leadership's entry or this one's scan for nodes that had not reconnected
+// (proposed while the registration was in flight). The node's heartbeats
+// bring it back all the same; before, only a NotReady this registry had
+// itself proposed on the current link was undone, and the node stayed
+// NotReady while it heartbeated.
+TEST_F(RegistryTest, NotReadyCommittedAfterARegistrationIsUndoneByTheNextHeartbeat) {
+  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
+  proposer_.Propose(state::NodeStateCmd{"n1", std::string(ToString(NodeState::kNotReady))}, [](const auto&) {});
+  ASSERT_EQ(state_.FindNode("n1")->state, NodeState::kNotReady);
+  FromWorker("peer-a", Heartbeat{"n1", {}}, 100);
+  EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kReady);
+  EXPECT_EQ(LastToWorker().type(), MessageType::kAck);
+  // It is watched again: silence makes it NotReady once more.
+  registry_->Tick(1100);
+  EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kNotReady);
+  // A heartbeat from another connection is refused and changes nothing.
+  FromWorker("peer-b", Heartbeat{"n1", {}}, 1200);
+  EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kNotReady);
+  FromWorker("peer-a", Heartbeat{"n1", {}}, 1300);
+  EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kReady);
+}
+
 TEST_F(RegistryTest, NodesThatNeverReconnectAfterARestartGoNotReady) {
   // State from before a restart: the node is known and Ready, but no
   // connection exists in this incarnation.
