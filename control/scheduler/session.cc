@@ -212,13 +212,15 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     workload_ = view.workload.empty() ? ObservedWorkload(view) : view.workload;
     workload_ = config_.node_order.strategy == Strategy::kFgd ? CommonestShapes(workload_, kFgdCoverage)
                                                               : CommonestShapes(workload_, 1.0, kMaxScoredShapes);
-    ClusterFree free;
-    for (const auto& node : nodes_) {
-      free.cpu_milli += static_cast<double>(node.cpu_free);
-      free.memory_mib += static_cast<double>(node.memory_free);
-      for (uint32_t milli : scheduler::FreeOf(*node.view).gpu_milli) free.gpu_milli += milli;
+    if (config_.node_order.strategy == Strategy::kFragmentation) {  // fgd's measure has no host part
+      ClusterFree free;
+      for (const auto& node : nodes_) {
+        free.cpu_milli += static_cast<double>(node.cpu_free);
+        free.memory_mib += static_cast<double>(node.memory_free);
+        for (uint32_t milli : scheduler::FreeOf(*node.view).gpu_milli) free.gpu_milli += milli;
+      }
+      cpu_only_claim_ = CpuOnlyClaimOf(workload_, free);
     }
-    cpu_only_claim_ = CpuOnlyClaimOf(workload_, free);
   }
 }
 
