@@ -109,6 +109,12 @@ const std::vector<topology::WorkloadShape>& Session::WorkloadFor(const std::stri
   return at->second;
 }
 
+const EventualResidue& Session::ResidueFor(const std::string& model) const {
+  auto it = residue_by_model_.find(model);
+  if (it == residue_by_model_.end()) it = residue_by_model_.emplace(model, EventualResidue(WorkloadFor(model))).first;
+  return it->second;
+}
+
 bool Session::FragmentationAware() const {
   const auto strategy = config_.node_order.strategy;
   return strategy == Strategy::kFragmentation || strategy == Strategy::kFgd;
@@ -118,10 +124,11 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
   std::vector<size_t> slots;
   NodeFree free = FreeOf(node, &slots);
   const bool fgd = config_.node_order.strategy == Strategy::kFgd;
-  auto measure = [&](const NodeFree& node_free, const std::vector<topology::WorkloadShape>& shapes) {
-    return fgd ? NodeFragmentation(node_free, shapes) : CombinedFragmentation(node_free, shapes, cpu_only_claim_);
-  };
   const auto& workload = WorkloadFor(node.gpu_model);
+  const EventualResidue* residue = fgd ? nullptr : &ResidueFor(node.gpu_model);
+  auto measure = [&](const NodeFree& node_free, const std::vector<topology::WorkloadShape>& shapes) {
+    return fgd ? NodeFragmentation(node_free, shapes) : CombinedFragmentation(node_free, shapes, cpu_only_claim_, *residue);
+  };
   const double before = measure(free, workload);
   const Resources& need = task.resources;
   free.cpu_milli -= std::min(free.cpu_milli, need.cpu_milli);
