@@ -89,6 +89,8 @@ TEST_F(SimCliTest, BadInputIsRefusedWithAMessage) {
                                Path("openb_pod_list_default.csv"), "--policy", "tetris"});
   EXPECT_EQ(bad_policy.exit_code, 2);
   EXPECT_NE(bad_policy.err.find("unknown placement strategy 'tetris'"), std::string::npos) << bad_policy.err;
+  EXPECT_NE(bad_policy.err.find("or default (the coordinator's configuration) or all"), std::string::npos)
+      << bad_policy.err;
   const auto no_nodes = Sim({"--pods", Path("openb_pod_list_default.csv")});
   EXPECT_EQ(no_nodes.exit_code, 2);
   const auto zero_seeds = Sim({"--nodes", Path("openb_node_list_gpu_node.csv"), "--pods",

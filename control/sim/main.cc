@@ -99,7 +99,9 @@ int main(int argc, char** argv) {
     const auto names = policy == "all" ? gpool::sim::PaperPolicies() : std::vector<std::string>{policy};
     for (const auto& name : names) {
       auto config = gpool::sim::PolicyConfig(name);
-      if (!config.ok()) return Fail(2, "--policy: " + config.status().message());
+      if (!config.ok()) {
+        return Fail(2, "--policy: " + config.status().message() + "; or default (the coordinator's configuration) or all");
+      }
       policies.push_back(name);
       configs.push_back(*config);
     }
