@@ -179,53 +179,25 @@ uint32_t DeviceMilli(const topology::WorkloadShape& shape) {
 
 }  // namespace
 
-EventualResidue::EventualResidue(const std::vector<topology::WorkloadShape>& workload) : residue_(1001) {
-  std::map<uint32_t, double> weight_by_size;
-  for (const auto& shape : workload) {
-    if (shape.gpus > 0) weight_by_size[DeviceMilli(shape)] += shape.weight;
-  }
-  for (uint32_t free = 0; free <= 1000; ++free) {
-    double fitting = 0;
-    double left = 0;
-    for (const auto& [size, weight] : weight_by_size) {
-      if (size > free) break;
-      fitting += weight;
-      left += weight * residue_[free - size];
-    }
-    residue_[free] = fitting > 0 ? left / fitting : free;
-  }
-}
-
-double EventualResidue::Of(uint32_t free_milli) const {
-  return residue_.empty() ? free_milli : residue_[std::min<uint32_t>(free_milli, 1000)];
-}
-
-double EventualFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
-                             const EventualResidue& residue) {
+double PricedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
+                           const SharePrices& prices) {
   double fragmentation = 0;
   for (uint32_t free : node.gpu_milli) {
     if (free == 0) continue;
-    double fitting = 0;
-    double left = 0;
-    for (const auto& shape : workload) {
-      const uint32_t size = DeviceMilli(shape);
-      if (shape.gpus == 0 || size > free || shape.cpu_milli > node.cpu_milli || shape.memory_mib > node.memory_mib ||
-          !GpuModelAllowed(shape.gpu_model, node.model)) {
-        continue;
-      }
-      fitting += shape.weight;
-      left += shape.weight * residue.Of(free - size);
-    }
-    fragmentation += fitting > 0 ? left / fitting : free;
+    const bool fed = std::any_of(workload.begin(), workload.end(), [&](const topology::WorkloadShape& shape) {
+      return shape.gpus > 0 && DeviceMilli(shape) <= free && shape.cpu_milli <= node.cpu_milli &&
+             shape.memory_mib <= node.memory_mib && GpuModelAllowed(shape.gpu_model, node.model);
+    });
+    fragmentation += fed ? prices.Stranded(free) : free;
   }
   return fragmentation;
 }
 
 double CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
-                             const CpuOnlyClaim& claim, const EventualResidue& residue) {
+                             const CpuOnlyClaim& claim, const SharePrices& prices) {
   const double short_of_cpu = std::max(claim.cpu, claim.memory);
   double shares = 0;
-  if (short_of_cpu < 1) shares += (1 - short_of_cpu) * EventualFragmentation(node, workload, residue);
+  if (short_of_cpu < 1) shares += (1 - short_of_cpu) * PricedFragmentation(node, workload, prices);
   if (short_of_cpu > 0) shares += short_of_cpu * PackedFragmentation(node, workload);
   return NodeFragmentation(node, workload) + HostStrandedFragmentation(node, workload, claim) + shares;
 }

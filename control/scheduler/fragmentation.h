@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "control/scheduler/share_prices.h"
 #include "topology/cluster_view.h"
 #include "topology/device_share.h"
 
@@ -83,42 +84,28 @@ CpuOnlyClaim CpuOnlyClaimOf(const std::vector<topology::WorkloadShape>& workload
 double HostStrandedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
                                  const CpuOnlyClaim& claim = {});
 
-// The share of one device expected to stay free for good: tasks drawn by
-// frequency from the workload's shapes that fit what is left fill it one
-// after another until none fits. A shape too large for a remnant does not
-// count against it. Per free thousandths of a device; multi-GPU shapes take
-// a device whole.
-class EventualResidue {
- public:
-  EventualResidue() = default;  // no shapes: whatever is free stays free
-  explicit EventualResidue(const std::vector<topology::WorkloadShape>& workload);
-  double Of(uint32_t free_milli) const;
-
- private:
-  std::vector<double> residue_;  // by free thousandths, 0 to 1000
-};
-
-// The eventual residue of the node's devices, each filled by the shapes that
-// fit its room and the node's free CPU and host memory (of what they leave,
-// EventualResidue's mean).
-double EventualFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
-                             const EventualResidue& residue);
+// What the node's devices strand for the shares to come (SharePrices: the
+// room an optimal packing of the workload's shares would leave unused), a
+// device no GPU shape can use by the node's free CPU, host memory or model
+// stranding all its room.
+double PricedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
+                           const SharePrices& prices);
 
 // gpool's measure (the `fragmentation` strategy), in thousandths of a GPU
 // stranded: FGD's measure, the host one, and for what shares leave, the
-// eventual residue while the cluster has spare CPU, turning into the packed
+// priced measure while the cluster has spare CPU, turning into the packed
 // measure as `claim` says CPU (host memory) runs short. FGD's counts share
 // stranded on devices too full for a shape's per-GPU need; the host one
 // what the node's CPU or memory cannot feed. The packed measure counts a
 // shape too large for a remnant as stranding all of it, so shrinking any
 // remnant looks good to every large shape: it paired 650 with 230 (120 left,
 // which only the rare small shares fill) where 650 with 320 leaves 30. The
-// residue does not; but the packed measure counts tasks by each shape's own
-// CPU, which keeps GPUs fed once CPU-only tasks compete for the CPU beside
-// them. Each misses what the others see; no weights (gpool-sim,
+// priced one does not; but the packed measure counts tasks by each shape's
+// own CPU, which keeps GPUs fed once CPU-only tasks compete for the CPU
+// beside them. Each misses what the others see; no weights (gpool-sim,
 // docs/simulator.md).
 double CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
-                             const CpuOnlyClaim& claim, const EventualResidue& residue);
+                             const CpuOnlyClaim& claim, const SharePrices& prices);
 
 // The `fgd` strategy's node score for a placement that grows F_n by
 // `growth` thousandths of a GPU, as the paper's artifact scores it: a

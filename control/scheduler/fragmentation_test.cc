@@ -70,75 +70,54 @@ TEST(PackedFragmentationTest, CountsWhatIsLeftAfterPackingEachShape) {
 
 TEST(CombinedFragmentationTest, AddsWhatEachMeasureSees) {
   const std::vector<WorkloadShape> share = {{1, 300, 1000, "", 1.0}};
-  // 300s fill the 800 device until 200 is left; FGD's measure sees none stranded.
-  EXPECT_DOUBLE_EQ(CombinedFragmentation(Free(8000, {800, 300}), share, {}, EventualResidue(share)), 200 + 0);
-  // A 700 share: FGD's measure strands the 300 device; 100 stays of the 800, all of the 300.
+  // FGD's measure sees none stranded. Priced, a 300 costs a third of a device:
+  // the 800 takes two (800 - 667), the 300 one (300 - 333).
+  EXPECT_NEAR(CombinedFragmentation(Free(8000, {800, 300}), share, {}, SharePrices(share)), 0 + 100, 1e-9);
+  // A 700 share costs a device: the 800 takes one (800 - 1000), the 300 none,
+  // and FGD's measure strands the 300 device too.
   const std::vector<WorkloadShape> big = {{1, 700, 1000, "", 1.0}};
-  EXPECT_DOUBLE_EQ(CombinedFragmentation(Free(8000, {800, 300}), big, {}, EventualResidue(big)), 300 + 400);
-  EXPECT_DOUBLE_EQ(CombinedFragmentation(Free(8000, {0, 0}), big, {}, EventualResidue(big)), 0);
+  EXPECT_NEAR(CombinedFragmentation(Free(8000, {800, 300}), big, {}, SharePrices(big)), 300 + (-200 + 300), 1e-9);
+  EXPECT_DOUBLE_EQ(CombinedFragmentation(Free(8000, {0, 0}), big, {}, SharePrices(big)), 0);
 }
 
-TEST(EventualResidueTest, FillsWithTheShapesThatFitUntilNoneDoes) {
-  const std::vector<WorkloadShape> workload = {{1, 300, 1000, "", 0.5}, {1, 500, 1000, "", 0.5}};
-  const EventualResidue residue(workload);
-  EXPECT_DOUBLE_EQ(residue.Of(0), 0);
-  EXPECT_DOUBLE_EQ(residue.Of(299), 299);  // nothing fits
-  EXPECT_DOUBLE_EQ(residue.Of(300), 0);
-  EXPECT_DOUBLE_EQ(residue.Of(400), 100);  // only a 300 fits: 100 stays
-  EXPECT_DOUBLE_EQ(residue.Of(500), 100);  // a 300 leaves 200, a 500 nothing
-  EXPECT_DOUBLE_EQ(residue.Of(600), 50);   // a 300 leaves 300 (then nothing), a 500 leaves 100
-  // 1000: a 300 leaves 700 (a 300 leaves 400 -> 100, a 500 leaves 200: 150), a 500 leaves 500 (100).
-  EXPECT_DOUBLE_EQ(residue.Of(1000), 0.5 * 150 + 0.5 * 100);
-  // CPU-only shapes fill nothing; a multi-GPU shape takes a device whole.
-  const EventualResidue whole({{0, 1000, 1000, "", 0.5}, {4, 1000, 1000, "", 0.5}});
-  EXPECT_DOUBLE_EQ(whole.Of(1000), 0);
-  EXPECT_DOUBLE_EQ(whole.Of(999), 999);
-  EXPECT_DOUBLE_EQ(EventualResidue().Of(700), 700);
+// A 320 share for a node with 530 free on one device (beside a 470) and 350
+// on another (beside a 650), with 470s, 320s and 650s to come. The packing
+// pairs 470s, 650s with 320s, and the 320s left over go three to a device:
+// the 350 is a 320's room, the 530 a 470's.
+TEST(PricedFragmentationTest, CountsTheRoomAnOptimalPackingUses) {
+  const std::vector<WorkloadShape> workload = {{1, 470, 1000, "", 0.4}, {1, 320, 1000, "", 0.4}, {1, 650, 1000, "", 0.2}};
+  const SharePrices prices(workload);
+  ASSERT_NEAR(prices.PriceOf(470), 0.5, 1e-9);
+  ASSERT_NEAR(prices.PriceOf(320), 1.0 / 3, 1e-9);
+  ASSERT_NEAR(prices.PriceOf(650), 2.0 / 3, 1e-9);
+  const double into_530 = PricedFragmentation(Free(8000, {210, 350}), workload, prices);
+  const double into_350 = PricedFragmentation(Free(8000, {530, 30}), workload, prices);
+  EXPECT_NEAR(into_530, 210 + (350 - 1000.0 / 3), 1e-9);
+  EXPECT_NEAR(into_350, (530 - 500) + 30, 1e-9);
+  EXPECT_LT(into_350, into_530);
+  // A device no shape can use by the node's CPU, host memory or model strands all its room.
+  EXPECT_DOUBLE_EQ(PricedFragmentation(Free(500, {350}), workload, prices), 350);
+  EXPECT_DOUBLE_EQ(PricedFragmentation(Free(8000, {1000}), {{1, 1000, 1000, "T4", 1.0}}, prices), 1000);
+  EXPECT_DOUBLE_EQ(PricedFragmentation(Free(8000, {1000, 0}), workload, prices), 0);
 }
 
-// A 230 share between a device with 350 free (beside a 650) and one with 450
-// (beside a 550), with 320, 230 and 220 shares to come. FGD's measure
-// prefers the first: 120 is left, too small for any of them, where 220 is
-// too small for two. Packing each shape counts both the same. What the
-// shapes that fit a remnant leave says: the 220 left beside the 550 takes a
-// 220 exactly, the 120 left beside the 650 takes nothing.
-TEST(EventualFragmentationTest, CountsOnlyTheShapesThatFitARemnant) {
-  const std::vector<WorkloadShape> workload = {
-      {1, 320, 1000, "", 0.4}, {1, 230, 1000, "", 0.3}, {1, 220, 1000, "", 0.3}};
-  const EventualResidue residue(workload);
-  const NodeFree beside_650 = Free(8000, {120, 450});
-  const NodeFree beside_550 = Free(8000, {350, 220});
-  EXPECT_LT(NodeFragmentation(beside_650, workload), NodeFragmentation(beside_550, workload));
-  EXPECT_DOUBLE_EQ(PackedFragmentation(beside_650, workload), PackedFragmentation(beside_550, workload));
-  // 120 stays. Of 450, a 320 leaves 130; a 230 leaves 220, which a 220 fills;
-  // a 220 leaves 230, which a 230 fills or a 220 leaves 10 of (5 on average).
-  EXPECT_DOUBLE_EQ(EventualFragmentation(beside_650, workload, residue), 120 + 0.4 * 130 + 0.3 * 0 + 0.3 * 5);
-  // 350 leaves 30, 120 or 130; the 220 takes a 220.
-  EXPECT_DOUBLE_EQ(EventualFragmentation(beside_550, workload, residue), 0.4 * 30 + 0.3 * 120 + 0.3 * 130);
-  EXPECT_LT(CombinedFragmentation(beside_550, workload, {}, residue),
-            CombinedFragmentation(beside_650, workload, {}, residue));
-  // A shape the node's CPU or host memory cannot run fills nothing.
-  EXPECT_DOUBLE_EQ(EventualFragmentation(Free(500, {220}), workload, residue), 220);
-  EXPECT_DOUBLE_EQ(EventualFragmentation(Free(8000, {1000}), {{1, 1000, 1000, "T4", 1.0}}, residue), 1000);
-}
-
-TEST(CombinedFragmentationTest, TurnsFromResidueToPackedAsCpuRunsShort) {
+TEST(CombinedFragmentationTest, TurnsFromPricedToPackedAsCpuRunsShort) {
   const std::vector<WorkloadShape> workload = {{1, 300, 1000, "", 0.5}, {0, 1000, 4000, "", 0.5}};
-  const EventualResidue residue(workload);
+  const SharePrices prices(workload);
   const NodeFree node = Free(64000, {800, 1000});
   const double fgd = NodeFragmentation(node, workload);
   const double packed = PackedFragmentation(node, workload);
-  const double eventual = EventualFragmentation(node, workload, residue);
-  ASSERT_NE(packed, eventual);
+  const double priced = PricedFragmentation(node, workload, prices);
+  ASSERT_NE(packed, priced);
   for (const double claimed : {0.0, 0.25, 1.0}) {
     const CpuOnlyClaim claim{claimed, 0};
-    EXPECT_DOUBLE_EQ(CombinedFragmentation(node, workload, claim, residue),
-                     fgd + HostStrandedFragmentation(node, workload, claim) + (1 - claimed) * eventual +
+    EXPECT_DOUBLE_EQ(CombinedFragmentation(node, workload, claim, prices),
+                     fgd + HostStrandedFragmentation(node, workload, claim) + (1 - claimed) * priced +
                          claimed * packed)
         << claimed;
   }
   // Host memory short counts as well: the scarcer decides.
-  EXPECT_DOUBLE_EQ(CombinedFragmentation(node, workload, CpuOnlyClaim{0, 1}, residue),
+  EXPECT_DOUBLE_EQ(CombinedFragmentation(node, workload, CpuOnlyClaim{0, 1}, prices),
                    fgd + HostStrandedFragmentation(node, workload, CpuOnlyClaim{0, 1}) + packed);
 }
 
@@ -155,9 +134,9 @@ TEST(HostStrandedFragmentationTest, StrandsTheGpuShareTheFreeCpuCannotFeed) {
   EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), with_cpu_only), 2000);
   EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(0, {1000}), {{1, 1000, 0, "", 1.0}}), 0);
   // It is part of the strategy's measure.
-  const EventualResidue residue(workload);
-  EXPECT_DOUBLE_EQ(CombinedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload, {}, residue),
-                   EventualFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload, residue) +
+  const SharePrices prices(workload);
+  EXPECT_DOUBLE_EQ(CombinedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload, {}, prices),
+                   PricedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload, prices) +
                        NodeFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload) + 2000);
 }
 

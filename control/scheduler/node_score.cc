@@ -109,10 +109,10 @@ const std::vector<topology::WorkloadShape>& Session::WorkloadFor(const std::stri
   return at->second;
 }
 
-const EventualResidue& Session::ResidueFor(const std::string& model) const {
-  auto it = residue_by_model_.find(model);
-  if (it == residue_by_model_.end()) it = residue_by_model_.emplace(model, EventualResidue(WorkloadFor(model))).first;
-  return it->second;
+const SharePrices& Session::SharePricesOf(const std::string& model) const {
+  auto it = share_prices_by_model_.find(model);
+  if (it == share_prices_by_model_.end()) it = share_prices_by_model_.emplace(model, SharePricesFor(WorkloadFor(model))).first;
+  return *it->second;
 }
 
 bool Session::FragmentationAware() const {
@@ -125,9 +125,9 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
   NodeFree free = FreeOf(node, &slots);
   const bool fgd = config_.node_order.strategy == Strategy::kFgd;
   const auto& workload = WorkloadFor(node.gpu_model);
-  const EventualResidue* residue = fgd ? nullptr : &ResidueFor(node.gpu_model);
+  const SharePrices* prices = fgd ? nullptr : &SharePricesOf(node.gpu_model);
   auto measure = [&](const NodeFree& node_free, const std::vector<topology::WorkloadShape>& shapes) {
-    return fgd ? NodeFragmentation(node_free, shapes) : CombinedFragmentation(node_free, shapes, cpu_only_claim_, *residue);
+    return fgd ? NodeFragmentation(node_free, shapes) : CombinedFragmentation(node_free, shapes, cpu_only_claim_, *prices);
   };
   const double before = measure(free, workload);
   const Resources& need = task.resources;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -256,9 +257,9 @@ class Session {
   // (both strand every free GPU share), so the measures skip model checks.
   const std::vector<topology::WorkloadShape>& WorkloadFor(const std::string& model) const;
   mutable std::unordered_map<std::string, std::vector<topology::WorkloadShape>> workload_by_model_;
-  // The eventual residue of WorkloadFor(model)'s shapes, built on first use.
-  const EventualResidue& ResidueFor(const std::string& model) const;
-  mutable std::unordered_map<std::string, EventualResidue> residue_by_model_;
+  // The share prices of WorkloadFor(model)'s shapes (solved once per mix), on first use.
+  const SharePrices& SharePricesOf(const std::string& model) const;
+  mutable std::unordered_map<std::string, std::shared_ptr<const SharePrices>> share_prices_by_model_;
   // The part of CPU-only tasks' CPU and memory the fragmentation measure
   // charges to nodes with free GPUs (fragmentation.h), set once per session.
   CpuOnlyClaim cpu_only_claim_;
