@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "control/scheduler/unit_lp.h"
@@ -100,6 +101,28 @@ TEST(SharePricesTest, ARoomIsWorthItsBestFilling) {
   // Beside a 470 (530 free) the room is a 470's; a 320 there spoils it.
   EXPECT_NEAR(prices.Stranded(210) - prices.Stranded(530), 180, 1e-6);
   EXPECT_NEAR(prices.Stranded(60) - prices.Stranded(530), 30, 1e-6);
+}
+
+// Random mixes of as many sizes as the LP prices: the prices are feasible
+// (no filling of a device collects more than one device) and at least as
+// good as pricing each share by its size, which is feasible too.
+TEST(SharePricesTest, RandomMixesPriceFeasiblyAndAtLeastBySize) {
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<WorkloadShape> workload;
+    std::uniform_int_distribution<uint32_t> size(1, 999);
+    std::uniform_real_distribution<double> weight(0.01, 1.0);
+    for (size_t i = 0; i < kMaxPricedShareSizes; ++i) workload.push_back({1, size(random), 1000, "", weight(random)});
+    const SharePrices prices(workload);
+    double by_size = 0;
+    double priced = 0;
+    for (const auto& shape : workload) {
+      by_size += shape.weight * shape.gpu_milli / 1000.0;
+      priced += shape.weight * prices.PriceOf(shape.gpu_milli);
+    }
+    EXPECT_GE(priced, by_size - 1e-9) << trial;
+    for (uint32_t room = 0; room < 1000; ++room) ASSERT_GE(prices.Stranded(room), room - 1000.0 - 1e-6) << trial;
+  }
 }
 
 TEST(SharePricesTest, OneSolvePerMix) {
