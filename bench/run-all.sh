@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./deploy/install-deps.sh
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DGPOOL_BUILD_TESTS=OFF >/dev/null
-cmake --build build-release -j "$(nproc)" --target gpool-bench-scheduler gpool-bench-topology gpool-bench-submit \
+cmake --build build-release -j "$(nproc)" --target gpool-bench-scheduler gpool-bench-share-prices gpool-bench-topology gpool-bench-submit \
   gpool-bench-raft gpool-bench-failover gpool-bench-memory gpool-bench-e2e gpool-sim
 mkdir -p bench-results
 rm -f bench-results/*.json
@@ -20,6 +20,8 @@ quick="${GPOOL_BENCH_QUICK:-0}"
 
 # Scheduler decisions/s at 1,250 and 12,500 nodes (100,000 pending tasks).
 for nodes in 1250 12500; do "$bin/gpool-bench-scheduler" --nodes "$nodes"; done | tee bench-results/scheduler.json
+# The fragmentation strategy's share-packing LP, cold against remembered.
+"$bin/gpool-bench-share-prices" | tee bench-results/share_prices.json
 "$bin/gpool-bench-topology" | tee bench-results/topology.json
 "$bin/gpool-bench-submit" | tee bench-results/submit.json
 # Raft commits/s and latency, failover time.
