@@ -193,13 +193,14 @@ double PricedFragmentation(const NodeFree& node, const std::vector<topology::Wor
   return fragmentation;
 }
 
-double CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
-                             const CpuOnlyClaim& claim, const SharePrices& prices) {
+FragmentationParts CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
+                                         const CpuOnlyClaim& claim, const SharePrices& prices) {
   const double short_of_cpu = std::max(claim.cpu, claim.memory);
-  double shares = 0;
-  if (short_of_cpu < 1) shares += (1 - short_of_cpu) * PricedFragmentation(node, workload, prices);
-  if (short_of_cpu > 0) shares += short_of_cpu * PackedFragmentation(node, workload);
-  return NodeFragmentation(node, workload) + HostStrandedFragmentation(node, workload, claim) + shares;
+  FragmentationParts parts;
+  if (short_of_cpu < 1) parts.eventual += (1 - short_of_cpu) * PricedFragmentation(node, workload, prices);
+  if (short_of_cpu > 0) parts.eventual += short_of_cpu * PackedFragmentation(node, workload);
+  parts.now = NodeFragmentation(node, workload) + HostStrandedFragmentation(node, workload, claim);
+  return parts;
 }
 
 int64_t FgdScore(double growth) {

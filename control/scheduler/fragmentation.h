@@ -92,20 +92,32 @@ double PricedFragmentation(const NodeFree& node, const std::vector<topology::Wor
                            const SharePrices& prices);
 
 // gpool's measure (the `fragmentation` strategy), in thousandths of a GPU
-// stranded: FGD's measure, the host one, and for what shares leave, the
-// priced measure while the cluster has spare CPU, turning into the packed
-// measure as `claim` says CPU (host memory) runs short. FGD's counts share
-// stranded on devices too full for a shape's per-GPU need; the host one
-// what the node's CPU or memory cannot feed. The packed measure counts a
+// stranded, in two parts that placements compare in order.
+//
+// `eventual` is what the shares to come will leave unused: the priced
+// measure while the cluster has spare CPU, turning into the packed measure
+// as `claim` says CPU (host memory) runs short. The packed measure counts a
 // shape too large for a remnant as stranding all of it, so shrinking any
 // remnant looks good to every large shape: it paired 650 with 230 (120 left,
 // which only the rare small shares fill) where 650 with 320 leaves 30. The
 // priced one does not; but the packed measure counts tasks by each shape's
 // own CPU, which keeps GPUs fed once CPU-only tasks compete for the CPU
-// beside them. Each misses what the others see; no weights (gpool-sim,
-// docs/simulator.md).
-double CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
-                             const CpuOnlyClaim& claim, const SharePrices& prices);
+// beside them.
+//
+// `now` is what the node strands today: FGD's measure (share on devices too
+// full for a shape's per-GPU need) and the host one (what the node's CPU or
+// memory cannot feed). It decides among placements that waste the same in
+// the end. Added to the eventual part instead, it outweighed it: FGD's
+// measure counts a share's fresh device as stranded for every whole-GPU
+// shape, so a 320 took the room beside a 470 (wasting 210 for good) rather
+// than open a device a 650 would complete (docs/simulator.md).
+struct FragmentationParts {
+  double eventual = 0;
+  double now = 0;
+};
+
+FragmentationParts CombinedFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload,
+                                         const CpuOnlyClaim& claim, const SharePrices& prices);
 
 // The `fgd` strategy's node score for a placement that grows F_n by
 // `growth` thousandths of a GPU, as the paper's artifact scores it: a

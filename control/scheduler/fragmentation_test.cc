@@ -72,12 +72,18 @@ TEST(CombinedFragmentationTest, AddsWhatEachMeasureSees) {
   const std::vector<WorkloadShape> share = {{1, 300, 1000, "", 1.0}};
   // FGD's measure sees none stranded. Priced, a 300 costs a third of a device:
   // the 800 takes two (800 - 667), the 300 one (300 - 333).
-  EXPECT_NEAR(CombinedFragmentation(Free(8000, {800, 300}), share, {}, SharePrices(share)), 0 + 100, 1e-9);
+  const FragmentationParts small = CombinedFragmentation(Free(8000, {800, 300}), share, {}, SharePrices(share));
+  EXPECT_NEAR(small.now, 0, 1e-9);
+  EXPECT_NEAR(small.eventual, 100, 1e-9);
   // A 700 share costs a device: the 800 takes one (800 - 1000), the 300 none,
   // and FGD's measure strands the 300 device too.
   const std::vector<WorkloadShape> big = {{1, 700, 1000, "", 1.0}};
-  EXPECT_NEAR(CombinedFragmentation(Free(8000, {800, 300}), big, {}, SharePrices(big)), 300 + (-200 + 300), 1e-9);
-  EXPECT_DOUBLE_EQ(CombinedFragmentation(Free(8000, {0, 0}), big, {}, SharePrices(big)), 0);
+  const FragmentationParts large = CombinedFragmentation(Free(8000, {800, 300}), big, {}, SharePrices(big));
+  EXPECT_NEAR(large.now, 300, 1e-9);
+  EXPECT_NEAR(large.eventual, -200 + 300, 1e-9);
+  const FragmentationParts full = CombinedFragmentation(Free(8000, {0, 0}), big, {}, SharePrices(big));
+  EXPECT_DOUBLE_EQ(full.now, 0);
+  EXPECT_DOUBLE_EQ(full.eventual, 0);
 }
 
 // A 320 share for a node with 530 free on one device (beside a 470) and 350
@@ -111,14 +117,14 @@ TEST(CombinedFragmentationTest, TurnsFromPricedToPackedAsCpuRunsShort) {
   ASSERT_NE(packed, priced);
   for (const double claimed : {0.0, 0.25, 1.0}) {
     const CpuOnlyClaim claim{claimed, 0};
-    EXPECT_DOUBLE_EQ(CombinedFragmentation(node, workload, claim, prices),
-                     fgd + HostStrandedFragmentation(node, workload, claim) + (1 - claimed) * priced +
-                         claimed * packed)
-        << claimed;
+    const FragmentationParts parts = CombinedFragmentation(node, workload, claim, prices);
+    EXPECT_DOUBLE_EQ(parts.eventual, (1 - claimed) * priced + claimed * packed) << claimed;
+    EXPECT_DOUBLE_EQ(parts.now, fgd + HostStrandedFragmentation(node, workload, claim)) << claimed;
   }
   // Host memory short counts as well: the scarcer decides.
-  EXPECT_DOUBLE_EQ(CombinedFragmentation(node, workload, CpuOnlyClaim{0, 1}, prices),
-                   fgd + HostStrandedFragmentation(node, workload, CpuOnlyClaim{0, 1}) + packed);
+  const FragmentationParts memory_short = CombinedFragmentation(node, workload, CpuOnlyClaim{0, 1}, prices);
+  EXPECT_DOUBLE_EQ(memory_short.eventual, packed);
+  EXPECT_DOUBLE_EQ(memory_short.now, fgd + HostStrandedFragmentation(node, workload, CpuOnlyClaim{0, 1}));
 }
 
 TEST(HostStrandedFragmentationTest, StrandsTheGpuShareTheFreeCpuCannotFeed) {
@@ -135,9 +141,9 @@ TEST(HostStrandedFragmentationTest, StrandsTheGpuShareTheFreeCpuCannotFeed) {
   EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(0, {1000}), {{1, 1000, 0, "", 1.0}}), 0);
   // It is part of the strategy's measure.
   const SharePrices prices(workload);
-  EXPECT_DOUBLE_EQ(CombinedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload, {}, prices),
-                   PricedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload, prices) +
-                       NodeFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload) + 2000);
+  const FragmentationParts parts = CombinedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload, {}, prices);
+  EXPECT_DOUBLE_EQ(parts.now, NodeFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload) + 2000);
+  EXPECT_DOUBLE_EQ(parts.eventual, PricedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload, prices));
 }
 
 TEST(HostStrandedFragmentationTest, ChargesTheClaimedPartOfTheCpuOnlyTasks) {
@@ -309,6 +315,43 @@ TEST(FragmentationStrategyTest, ShareLeavesARemnantTheWorkloadFills) {
   const Plan fgd = Schedule(view, With(Strategy::kFgd));
   ASSERT_EQ(fgd.binds.size(), 1u);
   EXPECT_EQ(fgd.binds[0].gpu_indices, std::vector<uint32_t>{0});
+}
+
+// A 320 share where one node has 530 free beside a 470 and another an idle
+// device, with 470s, 320s and 650s to come beside whole-GPU tasks. The
+// packing puts a 650 with each 320 and 470s in pairs, so the room beside
+// the 470 is a 470's: a 320 there leaves 210 that nothing fills. FGD's
+// measure sees the opposite: the idle device would be stranded for every
+// whole-GPU task now. What is wasted for good decides; what is stranded now
+// only among placements that waste the same.
+TEST(FragmentationStrategyTest, ShareOpensADeviceRatherThanSpoilARoom) {
+  const std::vector<WorkloadShape> workload = {
+      {1, 470, 1000, "", 0.24}, {1, 320, 1000, "", 0.24}, {1, 650, 1000, "", 0.12}, {1, 1000, 1000, "", 0.4}};
+  const SharePrices prices(workload);
+  const FragmentationParts before = CombinedFragmentation(Free(64000, {530, 1000}), workload, {}, prices);
+  const FragmentationParts beside_470 = CombinedFragmentation(Free(64000, {210, 1000}), workload, {}, prices);
+  const FragmentationParts on_idle = CombinedFragmentation(Free(64000, {530, 680}), workload, {}, prices);
+  EXPECT_NEAR(beside_470.eventual - before.eventual, 180, 1e-6);
+  EXPECT_NEAR(on_idle.eventual - before.eventual, 680 - 2000.0 / 3, 1e-6);
+  ASSERT_LT(beside_470.now, on_idle.now);
+  // Summed, FGD's part would win.
+  ASSERT_LT(beside_470.eventual + beside_470.now, on_idle.eventual + on_idle.now);
+
+  ClusterView view;
+  view.nodes = {MakeNode("room", 1), MakeNode("idle", 1)};
+  for (auto& node : view.nodes) node.gpus[0].memory_mib = 1000;
+  view.nodes[0].gpus[0].tenants = 1;
+  view.nodes[0].gpus[0].memory_used_mib = 470;
+  view.workload = workload;
+  view.pending = {JobBuilder(1, "default", 1, 1).Share(320).job};
+  const Plan plan = Schedule(view, With(Strategy::kFragmentation));
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].node, "idle");
+  // A 470 still takes the room: both waste the same in the end, and there it strands less now.
+  view.pending = {JobBuilder(1, "default", 1, 1).Share(470).job};
+  const Plan pair = Schedule(view, With(Strategy::kFragmentation));
+  ASSERT_EQ(pair.binds.size(), 1u);
+  EXPECT_EQ(pair.binds[0].node, "room");
 }
 
 // The artifact's integer score: 50 for no change, and growths a few

@@ -2,7 +2,8 @@
 //
 // binpack and spread weigh GPU, CPU and memory use. fragmentation keeps
 // room for the workload the cluster runs: it picks the node whose GPU
-// fragmentation (fragmentation.h) grows the least, then the fullest. The
+// fragmentation (fragmentation.h) grows the least, the part wasted for good
+// first, then the part stranded now, then the fullest. The
 // others are the ATC'23 FGD paper's policies, kept so gpool-sim can compare
 // against them on the same code path; their definitions follow the paper's
 // descriptions, scaled to integers.
@@ -127,23 +128,30 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
   const auto& workload = WorkloadFor(node.gpu_model);
   const SharePrices* prices = fgd ? nullptr : &SharePricesOf(node.gpu_model);
   auto measure = [&](const NodeFree& node_free, const std::vector<topology::WorkloadShape>& shapes) {
-    return fgd ? NodeFragmentation(node_free, shapes) : CombinedFragmentation(node_free, shapes, cpu_only_claim_, *prices);
+    return fgd ? FragmentationParts{0, NodeFragmentation(node_free, shapes)}
+               : CombinedFragmentation(node_free, shapes, cpu_only_claim_, *prices);
   };
-  const double before = measure(free, workload);
+  const FragmentationParts before = measure(free, workload);
   const Resources& need = task.resources;
   free.cpu_milli -= std::min(free.cpu_milli, need.cpu_milli);
   free.memory_mib -= std::min(free.memory_mib, need.memory_mib);
   FragChoice choice;
-  // Micro-GPUs: fine enough that distinct fragmentations never tie.
-  auto micro = [&](double after) { return std::llround((after - before) * 1000.0); };
+  // Micro-GPUs: fine enough that distinct fragmentations never tie, coarse
+  // enough that eventual parts equal but for rounding do.
+  auto growth = [&](const FragmentationParts& after) {
+    return FragChoice{std::llround((after.eventual - before.eventual) * 1000.0),
+                      std::llround((after.now - before.now) * 1000.0), std::nullopt};
+  };
   if (need.Shared() && need.gpus == 1 && node.family == DeviceFamily::kGeneric) {
     // A share may go on any device with room: take the one that strands the least.
     const std::vector<bool> mask = DeviceMask(job, task, node);
     const auto& loads = Loads(node);
     const std::string qos = topology::EffectiveQos(need);
     // fgd compares devices by the artifact's integer score, first device on ties.
-    auto rank = [&](int64_t delta) { return fgd ? -FgdScore(static_cast<double>(delta) / 1000.0) : delta; };
-    int64_t best_rank = 0;
+    auto rank = [&](const FragChoice& grown) {
+      return std::pair{grown.eventual_delta, fgd ? -FgdScore(static_cast<double>(grown.delta) / 1000.0) : grown.delta};
+    };
+    std::pair<int64_t, int64_t> best_rank;
     for (size_t i = 0; i < slots.size(); ++i) {
       const size_t g = slots[i];
       const auto& gpu = node.view->gpus[g];
@@ -153,11 +161,12 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
       }
       const uint32_t was = free.gpu_milli[i];
       free.gpu_milli[i] -= std::min(was, ShareMilli(need, gpu));
-      const int64_t delta = micro(measure(free, workload));
+      FragChoice grown = growth(measure(free, workload));
       free.gpu_milli[i] = was;
-      if (!choice.slot || rank(delta) < best_rank) {
-        choice = FragChoice{delta, g};
-        best_rank = rank(delta);
+      if (!choice.slot || rank(grown) < best_rank) {
+        best_rank = rank(grown);
+        choice = grown;
+        choice.slot = g;
       }
     }
     return choice;
@@ -168,8 +177,7 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
     uint32_t& milli = free.gpu_milli[static_cast<size_t>(at - slots.begin())];
     milli -= std::min(milli, ShareMilli(need, node.view->gpus[g]));
   }
-  choice.delta = micro(measure(free, workload));
-  return choice;
+  return growth(measure(free, workload));
 }
 
 std::vector<bool> Session::ShareMask(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
@@ -183,7 +191,7 @@ std::vector<bool> Session::ShareMask(const WorkJob& job, const PendingTask& task
   return mask;
 }
 
-int64_t Session::Score(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+Session::NodeScore Session::Score(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
   const auto& order = config_.node_order;
   const Resources& need = task.resources;
   const uint64_t gpus_used = node.usable_gpus - node.free_gpus + need.gpus;
@@ -194,13 +202,17 @@ int64_t Session::Score(const WorkJob& job, const PendingTask& task, const WorkNo
                                                    order.memory_weight *
                                                        Permille(memory_used, node.view->memory_mib_total));
   int64_t score = 0;
+  int64_t eventual = 0;
   switch (order.strategy) {
     case Strategy::kBinpack: score = utilisation; break;
     case Strategy::kSpread: score = -utilisation; break;
-    case Strategy::kFragmentation:
+    case Strategy::kFragmentation: {
+      const FragChoice grown = BestFragmentation(job, task, node);
+      eventual = -grown.eventual_delta;
       // Utilisation stays below 2^24, so it only breaks ties of the delta.
-      score = -BestFragmentation(job, task, node).delta * kTieRange + utilisation;
+      score = -grown.delta * kTieRange + utilisation;
       break;
+    }
     case Strategy::kFgd: score = FgdScore(static_cast<double>(BestFragmentation(job, task, node).delta) / 1000.0); break;
     case Strategy::kRandom: score = static_cast<int64_t>(RandomDraw(job, task, node) >> 2); break;
     case Strategy::kDotProduct: score = DotProductScore(task, node); break;
@@ -212,7 +224,7 @@ int64_t Session::Score(const WorkJob& job, const PendingTask& task, const WorkNo
     auto it = node.view->labels.find(key);
     if (it != node.view->labels.end() && it->second == value) score += int64_t{order.prefer_label_weight} * 1000;
   }
-  return score;
+  return NodeScore{eventual, score};
 }
 
 // Tetris, as the paper's artifact scores it: the task's CPU and GPU-share

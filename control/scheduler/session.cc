@@ -632,7 +632,7 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
   // Shares and MIG instances fit on nodes without a whole free GPU too.
   const uint32_t need = task.resources.Whole() ? task.resources.gpus : 0;
   std::optional<size_t> best;
-  int64_t best_score = 0;
+  NodeScore best_score;
   uint32_t found = 0;
   const uint32_t wanted = std::max<uint32_t>(1, config_.node_order.candidates);
   const auto& pool_buckets = buckets_[static_cast<size_t>(pool)];
@@ -651,7 +651,7 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
         if (short_nodes && (*rj == Reject::kCpu || *rj == Reject::kMemory)) (*short_nodes)[node_index] = true;
         continue;
       }
-      const int64_t score = Score(job, task, node);
+      const NodeScore score = Score(job, task, node);
       if (!best || score > best_score || (score == best_score && node_index < *best)) {
         best = node_index;
         best_score = score;

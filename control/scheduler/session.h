@@ -140,7 +140,15 @@ class Session {
   // Static checks only (no free capacity): could this node ever run the task?
   std::optional<Reject> CheckStatic(const WorkJob& job, const topology::PendingTask& task,
                                     const WorkNode& node) const;
-  int64_t Score(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  // A node's score for a task, the higher the better: `first`, then `then`
+  // on ties (the fragmentation strategy's eventual waste, then what it
+  // strands now; every other strategy scores in `then` alone).
+  struct NodeScore {
+    int64_t first = 0;
+    int64_t then = 0;
+    auto operator<=>(const NodeScore&) const = default;
+  };
+  NodeScore Score(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
   // Devices the task may take on `node`: whole-free ones (whole requests) or
   // healthy ones (shares, MIG), of its model and allowed by its UUID lists.
   std::vector<bool> DeviceMask(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
@@ -186,8 +194,11 @@ class Session {
   std::vector<topology::WorkloadShape> ObservedWorkload(const topology::ClusterView& view) const;
   // node_score.cc: the strategies' scores and what they need.
   // How much the node's fragmentation grows if the task goes there (in
-  // millionths of a GPU), and for a one-GPU share the device that grows it least.
+  // millionths of a GPU: the eventual part, then the part stranded now;
+  // FGD's measure is all now), and for a one-GPU share the device that
+  // grows it least.
   struct FragChoice {
+    int64_t eventual_delta = 0;
     int64_t delta = 0;
     std::optional<size_t> slot;
   };
