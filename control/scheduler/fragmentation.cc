@@ -199,7 +199,8 @@ FragmentationParts CombinedFragmentation(const NodeFree& node, const std::vector
   FragmentationParts parts;
   if (short_of_cpu < 1) parts.eventual += (1 - short_of_cpu) * PricedFragmentation(node, workload, prices);
   if (short_of_cpu > 0) parts.eventual += short_of_cpu * PackedFragmentation(node, workload);
-  parts.now = NodeFragmentation(node, workload) + HostStrandedFragmentation(node, workload, claim);
+  parts.eventual += HostStrandedFragmentation(node, workload, claim);
+  parts.now = NodeFragmentation(node, workload);
   return parts;
 }
 

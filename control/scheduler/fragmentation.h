@@ -94,23 +94,23 @@ double PricedFragmentation(const NodeFree& node, const std::vector<topology::Wor
 // gpool's measure (the `fragmentation` strategy), in thousandths of a GPU
 // stranded, in two parts that placements compare in order.
 //
-// `eventual` is what the shares to come will leave unused: the priced
-// measure while the cluster has spare CPU, turning into the packed measure
-// as `claim` says CPU (host memory) runs short. The packed measure counts a
-// shape too large for a remnant as stranding all of it, so shrinking any
-// remnant looks good to every large shape: it paired 650 with 230 (120 left,
-// which only the rare small shares fill) where 650 with 320 leaves 30. The
-// priced one does not; but the packed measure counts tasks by each shape's
-// own CPU, which keeps GPUs fed once CPU-only tasks compete for the CPU
-// beside them.
+// `eventual` is what is wasted for good (no task gives back what it holds
+// before the cluster fills). The host measure: GPU share the node's CPU or
+// memory cannot feed. For what shares leave, the priced measure while the
+// cluster has spare CPU, turning into the packed measure as `claim` says CPU
+// (host memory) runs short. The packed measure counts a shape too large for
+// a remnant as stranding all of it, so shrinking any remnant looks good to
+// every large shape: it paired 650 with 230 (120 left, which only the rare
+// small shares fill) where 650 with 320 leaves 30. The priced one does not;
+// but the packed measure counts tasks by each shape's own CPU, which keeps
+// GPUs fed once CPU-only tasks compete for the CPU beside them.
 //
-// `now` is what the node strands today: FGD's measure (share on devices too
-// full for a shape's per-GPU need) and the host one (what the node's CPU or
-// memory cannot feed). It decides among placements that waste the same in
-// the end. Added to the eventual part instead, it outweighed it: FGD's
-// measure counts a share's fresh device as stranded for every whole-GPU
-// shape, so a 320 took the room beside a 470 (wasting 210 for good) rather
-// than open a device a 650 would complete (docs/simulator.md).
+// `now` is FGD's measure: share on devices too full for a shape's per-GPU
+// need today, though shares to come may fill them. It decides among
+// placements that waste the same for good. Added to the eventual part
+// instead, it outweighed it: it counts a share's fresh device as stranded
+// for every whole-GPU shape, so a 320 took the room beside a 470 (wasting
+// 210) rather than open a device a 650 would complete (docs/simulator.md).
 struct FragmentationParts {
   double eventual = 0;
   double now = 0;

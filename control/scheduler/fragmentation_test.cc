@@ -118,13 +118,15 @@ TEST(CombinedFragmentationTest, TurnsFromPricedToPackedAsCpuRunsShort) {
   for (const double claimed : {0.0, 0.25, 1.0}) {
     const CpuOnlyClaim claim{claimed, 0};
     const FragmentationParts parts = CombinedFragmentation(node, workload, claim, prices);
-    EXPECT_DOUBLE_EQ(parts.eventual, (1 - claimed) * priced + claimed * packed) << claimed;
-    EXPECT_DOUBLE_EQ(parts.now, fgd + HostStrandedFragmentation(node, workload, claim)) << claimed;
+    EXPECT_DOUBLE_EQ(parts.eventual,
+                     HostStrandedFragmentation(node, workload, claim) + (1 - claimed) * priced + claimed * packed)
+        << claimed;
+    EXPECT_DOUBLE_EQ(parts.now, fgd) << claimed;
   }
   // Host memory short counts as well: the scarcer decides.
   const FragmentationParts memory_short = CombinedFragmentation(node, workload, CpuOnlyClaim{0, 1}, prices);
-  EXPECT_DOUBLE_EQ(memory_short.eventual, packed);
-  EXPECT_DOUBLE_EQ(memory_short.now, fgd + HostStrandedFragmentation(node, workload, CpuOnlyClaim{0, 1}));
+  EXPECT_DOUBLE_EQ(memory_short.eventual, HostStrandedFragmentation(node, workload, CpuOnlyClaim{0, 1}) + packed);
+  EXPECT_DOUBLE_EQ(memory_short.now, fgd);
 }
 
 TEST(HostStrandedFragmentationTest, StrandsTheGpuShareTheFreeCpuCannotFeed) {
@@ -139,11 +141,11 @@ TEST(HostStrandedFragmentationTest, StrandsTheGpuShareTheFreeCpuCannotFeed) {
   with_cpu_only.push_back({0, 1000, 64000, "", 0.5});
   EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), with_cpu_only), 2000);
   EXPECT_DOUBLE_EQ(HostStrandedFragmentation(Free(0, {1000}), {{1, 1000, 0, "", 1.0}}), 0);
-  // It is part of the strategy's measure.
+  // It is part of the strategy's measure, wasted for good: nothing gives the CPU back.
   const SharePrices prices(workload);
   const FragmentationParts parts = CombinedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload, {}, prices);
-  EXPECT_DOUBLE_EQ(parts.now, NodeFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload) + 2000);
-  EXPECT_DOUBLE_EQ(parts.eventual, PricedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload, prices));
+  EXPECT_DOUBLE_EQ(parts.now, NodeFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload));
+  EXPECT_DOUBLE_EQ(parts.eventual, PricedFragmentation(Free(16000, {1000, 1000, 1000, 1000}), workload, prices) + 2000);
 }
 
 TEST(HostStrandedFragmentationTest, ChargesTheClaimedPartOfTheCpuOnlyTasks) {
