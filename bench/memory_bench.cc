@@ -215,13 +215,15 @@ class InProcessCoordinator final : public control::Outbox, public control::Propo
     GPOOL_ASSIGN_OR_RETURN(c->log_, log::LocalLog::Open(c->log_store_.get()));
     control::NodeRegistryOptions registry_options;
     registry_options.clock = clock;
-    c->registry_ =
-        std::make_unique<control::NodeRegistry>(registry_options, c->state_, *c, *c, clock->MonoMs());
-    c->dispatcher_ = std::make_unique<control::Dispatcher>(control::DispatcherOptions{}, c->state_, *c->registry_,
-                                                          *c, *c);
-    c->registry_->set_dispatcher(c->dispatcher_.get());
-    c->gateway_ = std::make_unique<control::Gateway>(control::GatewayOptions{}, c->state_, *c, *c, *c->dispatcher_,
-                                                     *c->registry_);
+    c->registry_ = std::make_unique<control::NodeRegistry>(registry_options, c->state_, c->workers_, *c, *c,
+                                                           clock->MonoMs());
+    c->dispatcher_ = std::make_unique<control::Dispatcher>(control::DispatcherOptions{}, c->state_, c->workers_,
+                                                          c->request_ids_, *c, *c);
+    c->relay_ = std::make_unique<control::LogRelay>(control::LogRelayOptions{}, c->workers_, c->request_ids_, *c, *c);
+    c->registry_->Subscribe(c->dispatcher_.get());
+    c->registry_->Subscribe(c->relay_.get());
+    c->gateway_ =
+        std::make_unique<control::Gateway>(control::GatewayOptions{}, c->state_, c->workers_, *c->relay_, *c, *c);
     control::SchedulerDriverOptions scheduler_options;
     scheduler_options.wall_clock = clock;
     c->scheduler_ = std::make_unique<control::SchedulerDriver>(scheduler_options, c->state_, *c);
@@ -263,7 +265,7 @@ class InProcessCoordinator final : public control::Outbox, public control::Propo
   // change of leader does); call only after the last reading.
   std::pair<size_t, size_t> EmptyComponents() {
     const size_t before = HeapInUse();
-    dispatcher_->Reset(Status::Unavailable("measured"));
+    dispatcher_->Reset();
     const size_t without_dispatcher = HeapInUse();
     registry_->Reset(clock_->MonoMs());
     return {before - without_dispatcher, without_dispatcher - HeapInUse()};
@@ -319,8 +321,11 @@ class InProcessCoordinator final : public control::Outbox, public control::Propo
   uint64_t last_snapshot_index_ = 0;
   uint64_t snapshots_ = 0;
   std::vector<std::pair<std::string, std::string>> to_workers_;
+  control::WorkerTable workers_;
+  control::RequestIds request_ids_;
   std::unique_ptr<control::NodeRegistry> registry_;
   std::unique_ptr<control::Dispatcher> dispatcher_;
+  std::unique_ptr<control::LogRelay> relay_;
   std::unique_ptr<control::Gateway> gateway_;
   std::unique_ptr<control::SchedulerDriver> scheduler_;
 };

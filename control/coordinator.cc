@@ -11,20 +11,14 @@
 
 #include "control/frames.h"
 #include "control/log/local_log.h"
+#include "control/replication/raft_log.h"
+#include "protocol/base/endpoint.h"
 
 namespace gpool::control {
 namespace {
 
 constexpr int kMaxFramesPerDrain = 1000;
 constexpr int64_t kRemovedDrainMs = 1000;
-
-// ZeroMQ spells "any free port" as '*'; accept the familiar ':0' too.
-std::string NormalizeEndpoint(std::string endpoint) {
-  if (endpoint.size() > 2 && endpoint.compare(endpoint.size() - 2, 2, ":0") == 0) {
-    endpoint.replace(endpoint.size() - 1, 1, "*");
-  }
-  return endpoint;
-}
 
 Status WriteFileAtomically(const std::filesystem::path& path, const std::string& content) {
   std::filesystem::path tmp = path;
@@ -68,44 +62,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   GPOOL_RETURN_IF_ERROR(c->Recover());
   GPOOL_RETURN_IF_ERROR(c->WriteEndpoints());
 
-  const int64_t now = options.clock->MonoMs();
-  NodeRegistryOptions registry_options;
-  registry_options.heartbeat_interval_ms = options.heartbeat_interval_ms;
-  registry_options.node_timeout_ms = options.node_timeout_ms;
-  registry_options.token = options.token;
-  registry_options.coordinator_id = options.replica_id;
-  registry_options.limits.max_frame_bytes = options.max_frame_bytes;
-  registry_options.clock = options.clock;
-  c->registry_ = std::make_unique<NodeRegistry>(registry_options, c->state_, *c, *c, now);
-
-  DispatcherOptions dispatcher_options;
-  dispatcher_options.preempt_grace_ms = options.preempt_grace_ms;
-  c->dispatcher_ = std::make_unique<Dispatcher>(dispatcher_options, c->state_, *c->registry_, *c, *c);
-  c->registry_->set_dispatcher(c->dispatcher_.get());
-
-  GatewayOptions gateway_options;
-  gateway_options.token = options.token;
-  gateway_options.replica_id = options.replica_id;
-  gateway_options.client_address = c->client_endpoint_;
-  gateway_options.limits.max_frame_bytes = options.max_frame_bytes;
-  c->gateway_ = std::make_unique<Gateway>(gateway_options, c->state_, *c, *c, *c->dispatcher_, *c->registry_);
-  if (c->raft_ != nullptr) {
-    Coordinator* self = c.get();
-    c->gateway_->set_status_source([self](ClusterStatusReply& reply) { self->FillStatus(reply); });
-  }
-
-  SchedulerDriverOptions scheduler_options;
-  scheduler_options.policy = options.scheduler_config;
-  scheduler_options.wall_clock = options.clock;
-  scheduler_options.background = true;
-  scheduler_options.interval_ms = options.schedule_interval_ms;
-  if (c->wake_fd_ >= 0) {
-    scheduler_options.on_cycle_done = [fd = c->wake_fd_] {
-      const uint64_t one = 1;
-      (void)!write(fd, &one, sizeof(one));
-    };
-  }
-  c->scheduler_ = std::make_unique<SchedulerDriver>(scheduler_options, c->state_, *c);
+  c->Wire();
   c->FollowLeadership();
 
   spdlog::info("coordinator ready replica={} epoch={} client={} worker={} peer={} jobs={} nodes={} applied={}",
@@ -113,6 +70,51 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
                c->peers_ ? c->peers_->listen_endpoint() : "-", c->state_.jobs().size(), c->state_.nodes().size(),
                c->state_.applied_index());
   return c;
+}
+
+void Coordinator::Wire() {
+  ProposalTrackerOptions tracker_options;
+  tracker_options.clock = options_.clock;
+  tracker_ = std::make_unique<ProposalTracker>(tracker_options, *log_);
+
+  NodeRegistryOptions registry_options;
+  registry_options.heartbeat_interval_ms = options_.heartbeat_interval_ms;
+  registry_options.node_timeout_ms = options_.node_timeout_ms;
+  registry_options.token = options_.token;
+  registry_options.coordinator_id = options_.replica_id;
+  registry_options.limits.max_frame_bytes = options_.max_frame_bytes;
+  registry_options.clock = options_.clock;
+  registry_ = std::make_unique<NodeRegistry>(registry_options, state_, connections_, *this, *tracker_,
+                                             options_.clock->MonoMs());
+
+  DispatcherOptions dispatcher_options;
+  dispatcher_options.preempt_grace_ms = options_.preempt_grace_ms;
+  dispatcher_ =
+      std::make_unique<Dispatcher>(dispatcher_options, state_, connections_, request_ids_, *this, *tracker_);
+  log_relay_ = std::make_unique<LogRelay>(LogRelayOptions{}, connections_, request_ids_, *this, *tracker_);
+  // The registry tells; the dispatcher and the relay listen. Neither calls it.
+  registry_->Subscribe(dispatcher_.get());
+  registry_->Subscribe(log_relay_.get());
+
+  GatewayOptions gateway_options;
+  gateway_options.token = options_.token;
+  gateway_options.replica_id = options_.replica_id;
+  gateway_options.client_address = client_endpoint_;
+  gateway_options.limits.max_frame_bytes = options_.max_frame_bytes;
+  gateway_ = std::make_unique<Gateway>(gateway_options, state_, connections_, *log_relay_, *this, *tracker_);
+
+  SchedulerDriverOptions scheduler_options;
+  scheduler_options.policy = options_.scheduler_config;
+  scheduler_options.wall_clock = options_.clock;
+  scheduler_options.background = true;
+  scheduler_options.interval_ms = options_.schedule_interval_ms;
+  if (wake_fd_ >= 0) {
+    scheduler_options.on_cycle_done = [fd = wake_fd_] {
+      const uint64_t one = 1;
+      (void)!write(fd, &one, sizeof(one));
+    };
+  }
+  scheduler_ = std::make_unique<SchedulerDriver>(scheduler_options, state_, *tracker_);
 }
 
 Status Coordinator::OpenLog() {
@@ -153,7 +155,6 @@ Status Coordinator::OpenLog() {
         " is not in the configuration its data dir records (it was removed); to bring it back, add it again "
         "with 'gpool admin replica add' and start it with --join and an empty data dir");
   }
-  raft_ = raft.get();
   log_ = std::move(raft);
   return Status::Ok();
 }
@@ -189,8 +190,8 @@ Status Coordinator::Bind() {
     socket->set(zmq::sockopt::rcvhwm, 100'000);
   }
   try {
-    clients_.bind(NormalizeEndpoint(options_.client_endpoint));
-    workers_.bind(NormalizeEndpoint(options_.worker_endpoint));
+    clients_.bind(BindableEndpoint(options_.client_endpoint));
+    workers_.bind(BindableEndpoint(options_.worker_endpoint));
   } catch (const zmq::error_t& e) {
     return Status::Unavailable(std::string("cannot bind: ") + e.what() + " (client " + options_.client_endpoint +
                                ", worker " + options_.worker_endpoint + ")");
@@ -207,22 +208,6 @@ Status Coordinator::WriteEndpoints() {
   return WriteFileAtomically(std::filesystem::path(options_.data_dir) / "endpoints", content);
 }
 
-std::string Coordinator::leader_client_address() const {
-  if (raft_ == nullptr || leading_) return {};
-  const uint64_t leader = raft_->leader();
-  // A leader still catching up with its term answers NotLeader with no
-  // address: the client backs off briefly instead of bouncing back here.
-  if (leader == 0 || leader == options_.raft_id) return {};
-  return raft_->directory().ClientOf(leader);
-}
-
-std::string Coordinator::leader_worker_address() const {
-  if (raft_ == nullptr || leading_) return {};
-  const uint64_t leader = raft_->leader();
-  if (leader == 0 || leader == options_.raft_id) return {};
-  return raft_->directory().WorkerOf(leader);
-}
-
 void Coordinator::ToClient(const std::string& peer, std::string frame) {
   clients_.send(zmq::buffer(peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
   clients_.send(zmq::buffer(frame), zmq::send_flags::dontwait);
@@ -231,64 +216,6 @@ void Coordinator::ToClient(const std::string& peer, std::string frame) {
 void Coordinator::ToWorker(const std::string& peer, std::string frame) {
   workers_.send(zmq::buffer(peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
   workers_.send(zmq::buffer(frame), zmq::send_flags::dontwait);
-}
-
-void Coordinator::Propose(state::CommandBody body, ApplyCallback done) {
-  auto fail = [&](const Status& status) {
-    state::ApplyResult failed;
-    failed.status = status;
-    failed.committed = false;
-    done(failed);
-  };
-  if (!leading_) return fail(NotLeaderStatus(leader_client_address()));
-  state::Command command{options_.clock->WallMs(), std::move(body)};
-  const uint64_t term = log_->term();
-  auto index = log_->Propose(state::EncodeCommand(command));
-  if (!index.ok()) {
-    // Unavailable: a leadership transfer is under way. To a client that is
-    // "not the leader, retry shortly", which it knows how to do.
-    if (index.status().code() == StatusCode::kUnavailable) {
-      return fail(Status::NotLeader("leadership is being handed to another replica; retry"));
-    }
-    return fail(index.status());
-  }
-  callbacks_[*index] = Pending{term, std::move(done)};
-}
-
-void Coordinator::ChangeMembership(const ChangeReplicas& request, MembershipCallback done) {
-  if (raft_ == nullptr) return Proposer::ChangeMembership(request, std::move(done));
-  if (!leading_) return done(NotLeaderStatus(leader_client_address()));
-  const auto type = request.op == "add" ? raft::ConfChangeType::kAddVoter : raft::ConfChangeType::kRemoveVoter;
-  auto index = raft_->ProposeMembership(
-      type, replication::ReplicaAddress{request.replica_id, request.peer_address, request.client_address,
-                                        request.worker_address});
-  if (!index.ok()) return done(index.status());
-  membership_waiters_[*index] = PendingMembership{log_->term(), std::move(done)};
-}
-
-void Coordinator::ResolveMembership() {
-  for (auto& change : raft_->TakeCommittedConfChanges()) {
-    if (change.change.type == raft::ConfChangeType::kRemoveVoter && change.change.node_id == options_.raft_id) {
-      spdlog::warn("this replica was removed from the replica set index={}; it stops serving and exits",
-                   change.index);
-      removed_ = true;
-    }
-    auto it = membership_waiters_.find(change.index);
-    if (it == membership_waiters_.end()) continue;
-    PendingMembership waiter = std::move(it->second);
-    membership_waiters_.erase(it);
-    if (waiter.term != change.term) {
-      waiter.done(NotLeaderStatus(leader_client_address()));
-      continue;
-    }
-    waiter.done(ChangeReplicasReply{change.index, change.voters});
-  }
-}
-
-void Coordinator::FailMembership(const Status& why) {
-  auto waiters = std::move(membership_waiters_);
-  membership_waiters_.clear();
-  for (auto& [index, waiter] : waiters) waiter.done(why);
 }
 
 void Coordinator::Drain(zmq::socket_t& socket, bool from_clients) {
@@ -304,7 +231,7 @@ void Coordinator::Drain(zmq::socket_t& socket, bool from_clients) {
     }
     const int64_t now = options_.clock->MonoMs();
     if (parts.size() != 1) {
-      std::string error = MakeError(0, epoch(), Status::Malformed("expected exactly one frame per message, got " +
+      std::string error = MakeError(0, tracker_->epoch(), Status::Malformed("expected exactly one frame per message, got " +
                                                                   std::to_string(parts.size())));
       from_clients ? ToClient(peer, std::move(error)) : ToWorker(peer, std::move(error));
       continue;
@@ -318,82 +245,26 @@ void Coordinator::Drain(zmq::socket_t& socket, bool from_clients) {
   }
 }
 
-void Coordinator::ReadBarrier(ReadCallback done) {
-  if (raft_ == nullptr) return done(Status::Ok());
-  if (!leading_) return done(NotLeaderStatus(leader_client_address()));
-  unissued_reads_.push_back(std::move(done));
-}
-
-void Coordinator::IssueReads() {
-  if (unissued_reads_.empty()) return;
-  auto waiting = std::move(unissued_reads_);
-  unissued_reads_.clear();
-  std::string context = "r" + std::to_string(options_.raft_id) + "-" + std::to_string(++next_read_);
-  Status status = leading_ ? raft_->ReadIndex(context) : NotLeaderStatus(leader_client_address());
-  if (!status.ok()) {
-    for (auto& done : waiting) done(NotLeaderStatus(leader_client_address()));
-    return;
-  }
-  reads_[std::move(context)] = ReadBatch{options_.clock->MonoMs(), std::move(waiting)};
-}
-
-void Coordinator::ServeReads() {
-  if (raft_ == nullptr) return;
-  for (const auto& context : raft_->TakeReadyReads()) {
-    auto it = reads_.find(context);
-    if (it == reads_.end()) continue;  // failed meanwhile, or another replica's
-    auto waiting = std::move(it->second.waiting);
-    reads_.erase(it);
-    for (auto& done : waiting) done(Status::Ok());
-  }
-}
-
-void Coordinator::FailReads(const Status& why) {
-  auto unissued = std::move(unissued_reads_);
-  unissued_reads_.clear();
-  auto reads = std::move(reads_);
-  reads_.clear();
-  for (auto& done : unissued) done(why);
-  for (auto& [context, batch] : reads) {
-    for (auto& done : batch.waiting) done(why);
-  }
-}
-
-void Coordinator::ExpireReads(int64_t now_ms) {
-  // A read whose confirmation was lost (a dropped heartbeat answer) would
-  // wait forever; the client has long retried by then.
-  for (auto it = reads_.begin(); it != reads_.end();) {
-    if (now_ms - it->second.issued_ms < 5000) {
-      ++it;
-      continue;
-    }
-    auto waiting = std::move(it->second.waiting);
-    it = reads_.erase(it);
-    for (auto& done : waiting) done(Status::Unavailable("the leader could not confirm the read in time; retry"));
-  }
-}
-
 Status Coordinator::CommitAndApply() {
   bool applied_any = false;
-  if (raft_ != nullptr) IssueReads();
+  tracker_->IssueReads();
+  tracker_->AfterSync();  // a single replica's reads are ready at once
   while (log_->HasUnsynced()) {
     auto committed = log_->Sync();
     if (!committed.ok()) {
       spdlog::error("commit failed error=\"{}\"", committed.status().ToString());
       // Whatever is pending now may or may not be durable; the client's retry
       // (same idempotency key) settles it either way.
-      FailPending(Status::Unavailable("the coordinator could not persist the request: " +
-                                      committed.status().message()),
-                  /*keep_term=*/0);
+      tracker_->FailProposals(Status::Unavailable("the coordinator could not persist the request: " +
+                                                  committed.status().message()));
       return committed.status();
     }
     applied_any = applied_any || !committed->empty();
     GPOOL_RETURN_IF_ERROR(Apply(std::move(committed).value()));
-    ServeReads();
-    if (raft_ != nullptr) ResolveMembership();
+    tracker_->AfterSync();
   }
   FollowLeadership();
-  if (applied_any && leading_) {
+  if (applied_any && tracker_->leading()) {
     scheduler_->MarkDirty();
     dispatcher_->Tick(options_.clock->MonoMs());
   }
@@ -427,81 +298,18 @@ void Coordinator::ApplyEntry(const storage::LogEntry& entry) {
   } else {
     result.status = command.status();
   }
-  auto it = callbacks_.find(entry.index);
-  if (it == callbacks_.end()) return;
-  Pending pending = std::move(it->second);
-  callbacks_.erase(it);
-  if (pending.term != entry.term) {
-    // Another leader's entry took the index our proposal had.
-    state::ApplyResult lost;
-    lost.status = NotLeaderStatus(leader_client_address());
-    lost.committed = false;
-    pending.done(lost);
-    return;
-  }
-  pending.done(result);
-}
-
-void Coordinator::FailPending(const Status& why, uint64_t keep_term) {
-  for (auto it = callbacks_.begin(); it != callbacks_.end();) {
-    if (keep_term != 0 && it->second.term == keep_term) {
-      ++it;
-      continue;
-    }
-    auto done = std::move(it->second.done);
-    it = callbacks_.erase(it);
-    state::ApplyResult failed;
-    failed.status = why;
-    failed.committed = false;
-    done(failed);
-  }
+  tracker_->Settle(entry.index, entry.term, result);
 }
 
 void Coordinator::FollowLeadership() {
-  const bool leading = log_->LeaderCaughtUp();
-  const uint64_t term = log_->term();
-  if (leading == leading_ && (!leading || term == leading_term_)) return;
-  const int64_t now = options_.clock->MonoMs();
-  const bool was_leading = leading_;
-  leading_ = leading;
-  leading_term_ = leading ? term : 0;
-  // Proposals of an earlier leadership may still commit (a later leader
-  // commits what it finds in its log) or may be overwritten; either way this
-  // replica no longer learns which in time, so their clients retry.
-  FailPending(NotLeaderStatus(leader_client_address()), /*keep_term=*/leading ? term : 0);
-  FailReads(NotLeaderStatus(leader_client_address()));
-  // A change proposed in an earlier leadership may still commit, but this
-  // replica cannot tell the client which; `replica list` can.
-  FailMembership(NotLeaderStatus(leader_client_address()));
-  registry_->Reset(now);
-  dispatcher_->Reset(Status::Unavailable("the coordinator leader changed; retry"));
+  if (!tracker_->FollowLeadership()) return;
+  // Connections, commands in flight and a plan in flight belong to one
+  // leadership: a new leader re-sends every due bind and preempt once nodes
+  // register, and gives every node a fresh liveness window.
+  registry_->Reset(options_.clock->MonoMs());
+  dispatcher_->Reset();
+  log_relay_->Reset(Status::Unavailable("the coordinator leader changed; retry"));
   scheduler_->Reset();
-  if (raft_ == nullptr) return;  // a single replica leads from the start; nothing to say
-  if (leading) {
-    spdlog::info("leading term={} applied={} commit={}", term, state_.applied_index(), log_->commit_index());
-  } else if (was_leading) {
-    spdlog::info("stepped down term={} leader={}", term, raft_->leader());
-  }
-}
-
-void Coordinator::FillStatus(ClusterStatusReply& reply) const {
-  const raft::NodeInfo info = raft_->info();
-  reply.role = leading_ ? "leader" : info.role == raft::Role::kLeader ? "leader (catching up)"
-               : info.role == raft::Role::kFollower                 ? "follower"
-                                                                     : "candidate";
-  reply.term = info.term;
-  reply.commit_index = info.commit;
-  // Raft's own entries (a new leader's no-op) are applied too, just not by
-  // the state machine: report the log position, so applied can reach commit.
-  reply.applied_index = info.applied;
-  for (const auto& r : raft_->Replicas()) {
-    ReplicaInfo replica;
-    replica.id = std::to_string(r.id);
-    replica.address = r.id == options_.raft_id ? client_endpoint_ : raft_->directory().ClientOf(r.id);
-    replica.role = r.role;
-    replica.match_index = r.match;
-    reply.replicas.push_back(std::move(replica));
-  }
 }
 
 void Coordinator::MaybeSnapshot() {
@@ -540,8 +348,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
   int64_t last_dispatch = 0;
   while (!stop.load()) {
     try {
-      int64_t wait_ms = options_.schedule_interval_ms;
-      if (raft_ != nullptr) wait_ms = std::min(wait_ms, raft_->MsUntilDue());
+      const int64_t wait_ms = std::min(options_.schedule_interval_ms, log_->MsUntilDue());
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(wait_ms));
     } catch (const zmq::error_t& e) {
       // A signal (SIGTERM, SIGINT) interrupts the poll; the loop condition
@@ -553,31 +360,29 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       uint64_t count = 0;
       (void)!read(wake_fd_, &count, sizeof(count));  // the scheduler's Tick below collects the cycle
     }
-    if (raft_ != nullptr) {
-      // Peers first: a turn that also ticks should see what arrived before
-      // deciding the leader went quiet.
-      for (const auto& frame : peers_->Drain()) raft_->Receive(frame);
-      raft_->Tick();
-      // Leadership may have moved: settle it before serving this turn's frames.
-      GPOOL_RETURN_IF_ERROR(CommitAndApply());
-    }
+    // Peers first: a turn that also ticks should see what arrived before
+    // deciding the leader went quiet. Leadership may then have moved: settle
+    // it before serving this turn's frames.
+    log_->Pump();
+    GPOOL_RETURN_IF_ERROR(CommitAndApply());
     if (items[0].revents & ZMQ_POLLIN) Drain(clients_, /*from_clients=*/true);
     if (items[1].revents & ZMQ_POLLIN) Drain(workers_, /*from_clients=*/false);
     if (options_.reload_scheduler_config != nullptr && options_.reload_scheduler_config->exchange(false)) {
       ReloadSchedulerConfig();
     }
-    int64_t now = options_.clock->MonoMs();
-    if (leading_) registry_->Tick(now);
+    const int64_t now = options_.clock->MonoMs();
+    const bool leading = tracker_->leading();
+    if (leading) registry_->Tick(now);
     GPOOL_RETURN_IF_ERROR(CommitAndApply());
-    if (leading_ && scheduler_->Tick(now)) GPOOL_RETURN_IF_ERROR(CommitAndApply());
-    if (leading_ && now - last_dispatch >= 200) {
+    if (leading && scheduler_->Tick(now)) GPOOL_RETURN_IF_ERROR(CommitAndApply());
+    if (leading && now - last_dispatch >= 200) {
       dispatcher_->Tick(now);
       last_dispatch = now;
     }
-    gateway_->set_log_position(Gateway::LogPosition{log_->commit_index()});
-    if (!reads_.empty()) ExpireReads(now);
+    log_relay_->Tick(now);
+    tracker_->ExpireReads(now);
     MaybeSnapshot();
-    if (removed_) {
+    if (tracker_->removed()) {
       // Keep the loop turning a little longer so the replies already queued
       // (the removal's own among them) go out: closing a ROUTER with linger
       // was seen to drop them. Meanwhile this replica only redirects.

@@ -1,10 +1,12 @@
 // Coordinator: the composition root of gpool-coordinator.
 //
-// Owns the storage, the commit log, the state machine and the components
-// (Gateway, NodeRegistry, Dispatcher, SchedulerDriver), and runs them on one
-// event-loop thread over two ZeroMQ ROUTER sockets. Components talk to each
-// other and to the outside only through messages (Outbox, Proposer), so each
-// can later move onto its own thread without changing its logic.
+// Owns the storage, the commit log, the proposal tracker, the state machine,
+// the worker table and the managers (Gateway, NodeRegistry, Dispatcher,
+// LogRelay, SchedulerDriver), and runs them on one event-loop thread over two
+// ZeroMQ ROUTER sockets. Managers reach the outside only through ports
+// (Outbox, Proposer) and hear of each other only through events
+// (WorkerEvents) wired in Open, so each is tested alone on fakes and can
+// later move onto its own thread without changing its logic.
 //
 // The loop: poll sockets -> hand frames to components -> tick timers ->
 // group-commit every proposal of this turn with one fsync -> apply committed
@@ -16,8 +18,8 @@
 // Open() recovers the full state from the data dir (snapshot + log replay).
 //
 // Replication: with no peers the log is a LocalLog (one replica, commit =
-// fsync). With peers it is a RaftLog over a PeerTransport, polled on the same
-// loop; only the serving leader (leader, caught up with its term) schedules,
+// fsync). With peers it is a RaftLog over a PeerTransport, pumped on the same
+// loop; the coordinator sees either only as a CommitLog; only the serving leader (leader, caught up with its term) schedules,
 // dispatches, watches node liveness and answers clients and workers, and every
 // other replica redirects them (NotLeader). When leadership changes, proposals
 // that can no longer commit as proposed are failed with NotLeader (clients
@@ -41,9 +43,10 @@
 #include "control/dispatcher.h"
 #include "control/gateway.h"
 #include "control/log/commit_log.h"
+#include "control/log_relay.h"
 #include "control/node_registry.h"
+#include "control/proposal_tracker.h"
 #include "control/replication/peer_transport.h"
-#include "control/replication/raft_log.h"
 #include "control/scheduler_driver.h"
 #include "protocol/base/clock.h"
 #include "storage/leveldb_store.h"
@@ -86,7 +89,7 @@ struct CoordinatorOptions {
   int heartbeat_ticks = 20;                      // --raft-heartbeat-ms
 };
 
-class Coordinator final : public Outbox, public Proposer {
+class Coordinator final : public Outbox {
  public:
   static Result<std::unique_ptr<Coordinator>> Open(const CoordinatorOptions& options);
   ~Coordinator() override;
@@ -103,61 +106,32 @@ class Coordinator final : public Outbox, public Proposer {
   // Outbox
   void ToClient(const std::string& peer, std::string frame) override;
   void ToWorker(const std::string& peer, std::string frame) override;
-  // Proposer
-  void Propose(state::CommandBody body, ApplyCallback done) override;
-  // Only the leader stamps its term: a follower's replies must not raise the
-  // epoch a worker fences with.
-  uint64_t epoch() const override { return log_->IsLeader() ? log_->term() : 0; }
-  bool leading() const override { return leading_; }
-  std::string leader_client_address() const override;
-  std::string leader_worker_address() const override;
-  void ReadBarrier(ReadCallback done) override;
-  void ChangeMembership(const ChangeReplicas& request, MembershipCallback done) override;
 
   // True once this replica's own removal from the replica set has committed:
   // Run() then returns and the process exits.
-  bool removed() const { return removed_; }
+  bool removed() const { return tracker_->removed(); }
 
  private:
-  // A proposal waiting for its entry; `term` tells our entry from another
-  // leader's entry at the same index.
-  struct Pending {
-    uint64_t term = 0;
-    ApplyCallback done;
-  };
-
   explicit Coordinator(const CoordinatorOptions& options);
   Status OpenLog();
   Status Recover();
   Status Bind();
   Status WriteEndpoints();
+  // Builds the managers and subscribes them to each other's events: the only
+  // place that knows who talks to whom.
+  void Wire();
   void Drain(zmq::socket_t& socket, bool from_clients);
   Status CommitAndApply();
   Status Apply(log::Committed committed);
   void ApplyEntry(const storage::LogEntry& entry);
-  void FailPending(const Status& why, uint64_t keep_term);
-  void ResolveMembership();
-  void FailMembership(const Status& why);
-  // Read barriers: batched into one ReadIndex per loop turn.
-  void IssueReads();
-  void ServeReads();
-  void FailReads(const Status& why);
-  void ExpireReads(int64_t now_ms);
+  // Resets the managers when the tracker says leadership changed.
   void FollowLeadership();
-  void FillStatus(ClusterStatusReply& reply) const;
   void MaybeSnapshot();
 
   CoordinatorOptions options_;
   std::unique_ptr<storage::LevelDbStore> kv_;
   std::unique_ptr<storage::LogStore> log_store_;
   state::ClusterState state_;
-  std::map<uint64_t, Pending> callbacks_;
-  struct PendingMembership {
-    uint64_t term = 0;
-    MembershipCallback done;
-  };
-  std::map<uint64_t, PendingMembership> membership_waiters_;  // by log index
-  bool removed_ = false;
   int64_t removed_at_ms_ = -1;
   uint64_t last_snapshot_index_ = 0;
 
@@ -169,23 +143,17 @@ class Coordinator final : public Outbox, public Proposer {
   // Declared after the context they use, so they close before it.
   std::unique_ptr<replication::PeerTransport> peers_;  // null for a single replica
   std::unique_ptr<log::CommitLog> log_;
-  replication::RaftLog* raft_ = nullptr;               // log_, when replicated
-  bool leading_ = false;
-  uint64_t leading_term_ = 0;
-  struct ReadBatch {
-    int64_t issued_ms = 0;
-    std::vector<ReadCallback> waiting;
-  };
-  std::vector<ReadCallback> unissued_reads_;
-  std::map<std::string, ReadBatch> reads_;  // ReadIndex context -> reads waiting for it
-  uint64_t next_read_ = 0;
+  std::unique_ptr<ProposalTracker> tracker_;
 
   // Written by the scheduling thread when a background cycle has its plan,
   // so the loop wakes for it instead of at its next timeout.
   int wake_fd_ = -1;
 
+  WorkerTable connections_;
+  RequestIds request_ids_;
   std::unique_ptr<NodeRegistry> registry_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<LogRelay> log_relay_;
   std::unique_ptr<Gateway> gateway_;
   std::unique_ptr<SchedulerDriver> scheduler_;
 };

@@ -7,14 +7,14 @@
 #include <utility>
 
 #include "control/frames.h"
-#include "control/node_registry.h"
 #include "control/training_env.h"
 
 namespace gpool::control {
 
 Dispatcher::Dispatcher(const DispatcherOptions& options, const state::ClusterState& state,
-                       const NodeRegistry& registry, Outbox& outbox, Proposer& proposer)
-    : options_(options), state_(state), registry_(registry), outbox_(outbox), proposer_(proposer) {}
+                       const WorkerTable& workers, RequestIds& request_ids, Outbox& outbox, Proposer& proposer)
+    : options_(options), state_(state), workers_(workers), request_ids_(request_ids), outbox_(outbox),
+      proposer_(proposer) {}
 
 const TrainingLayout& Dispatcher::LayoutFor(const state::JobRecord& job, const state::TaskRecord& task) {
   auto it = layouts_.find(job.id.value());
@@ -54,15 +54,6 @@ void Dispatcher::Tick(int64_t now_ms) {
     Sweep();
   }
   Compact();
-  for (auto it = log_fetches_.begin(); it != log_fetches_.end();) {
-    if (now_ms >= it->second.deadline_ms) {
-      auto done = std::move(it->second.done);
-      it = log_fetches_.erase(it);
-      done(Status::Unavailable("the node did not answer the log request in time"));
-    } else {
-      ++it;
-    }
-  }
 }
 
 void Dispatcher::Consider(const TaskId& id, int64_t now_ms) {
@@ -75,9 +66,9 @@ void Dispatcher::Consider(const TaskId& id, int64_t now_ms) {
   const Kind kind = due->stop ? Kind::kPreempt : Kind::kBind;
   if (record != commands_.end() && record->second.kind == kind && now_ms < record->second.recheck_ms) return;
   const state::TaskRecord* task = state_.FindTask(id);
-  const std::string* peer = task == nullptr ? nullptr : registry_.PeerFor(task->node);
+  const std::string* peer = task == nullptr ? nullptr : workers_.PeerFor(task->node);
   if (peer == nullptr) {
-    // Not connected: sent when its node registers (ForgetNode).
+    // Not connected: sent when its node registers (NodeConnected).
     if (record != commands_.end()) Drop(record);
     return;
   }
@@ -139,7 +130,7 @@ std::map<TaskId, Dispatcher::Sent>::iterator Dispatcher::FindRequest(uint64_t re
 void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::string& peer, int64_t now_ms) {
   const state::JobRecord* job = state_.FindJob(task.id.job);
   if (job == nullptr) return;
-  const uint64_t request_id = next_request_id_++;
+  const uint64_t request_id = request_ids_.Next();
   std::string frame;
   if (kind == Kind::kBind) {
     const TaskGroupSpec& group = job->spec.tasks[task.group];
@@ -185,34 +176,24 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
   outbox_.ToWorker(peer, std::move(frame));
 }
 
-void Dispatcher::OnWorkerReply(const Envelope& envelope) {
+void Dispatcher::WorkerReplied(const std::string& node, const Envelope& envelope) {
+  if (envelope.type() != MessageType::kAck && envelope.type() != MessageType::kErrorReply) return;
   const uint64_t request_id = envelope.header().request_id;
-  if (auto fetch = log_fetches_.find(request_id); fetch != log_fetches_.end()) {
-    auto done = std::move(fetch->second.done);
-    log_fetches_.erase(fetch);
-    if (envelope.type() == MessageType::kErrorReply) {
-      auto error = envelope.Body<ErrorReply>();
-      done(error.ok() ? error->ToStatus() : error.status());
-    } else {
-      done(envelope.Body<FetchLogReply>());
-    }
-    return;
-  }
   auto cmd = FindRequest(request_id);
   if (cmd == commands_.end()) return;  // a reply to a command we have since replaced or dropped
   const TaskId task_id = cmd->first;
+  const state::TaskRecord* task = state_.FindTask(task_id);
+  if (task == nullptr || task->node != node) return;  // only the node it was sent to answers for it
   if (envelope.type() == MessageType::kAck) {
     if (!state_.command_due(task_id)) return Drop(cmd);  // it took effect already
     cmd->second.acked = true;
     Arm(task_id, cmd->second, cmd->second.sent_ms + options_.reconfirm_ms);
     return;
   }
-  const state::TaskRecord* task = state_.FindTask(task_id);
-  const std::string node = task != nullptr ? task->node : std::string();
   auto error = envelope.Body<ErrorReply>();
   Status status = error.ok() ? error->ToStatus() : error.status();
   spdlog::warn("worker refused command task={} node={} error=\"{}\"", task_id.ToString(), node, status.ToString());
-  if (cmd->second.kind == Kind::kBind && status.code() == StatusCode::kInvalidArgument && !node.empty()) {
+  if (cmd->second.kind == Kind::kBind && status.code() == StatusCode::kInvalidArgument) {
     // The node cannot run it as placed (e.g. its GPUs changed): fail the task
     // rather than resending forever.
     TaskEvent event;
@@ -225,19 +206,7 @@ void Dispatcher::OnWorkerReply(const Envelope& envelope) {
   }
 }
 
-void Dispatcher::FetchLog(const std::string& node, const TaskId& task, uint32_t max_bytes, int64_t now_ms,
-                          LogCallback done) {
-  const std::string* peer = registry_.PeerFor(node);
-  if (peer == nullptr) {
-    done(Status::Unavailable("node " + node + " is not connected"));
-    return;
-  }
-  const uint64_t request_id = next_request_id_++;
-  log_fetches_[request_id] = LogFetch{now_ms + options_.log_fetch_timeout_ms, std::move(done)};
-  outbox_.ToWorker(*peer, MakeFrame(request_id, proposer_.epoch(), gpool::FetchLog{task, max_bytes}));
-}
-
-void Dispatcher::ForgetNode(const std::string& node) {
+void Dispatcher::NodeConnected(const std::string& node) {
   // Its tasks' commands go out again at the next tick; records of tasks that
   // left the node meanwhile go at the sweep.
   const state::NodeRecord* record = state_.FindNode(node);
@@ -249,15 +218,12 @@ void Dispatcher::ForgetNode(const std::string& node) {
   }
 }
 
-void Dispatcher::Reset(const Status& why) {
+void Dispatcher::Reset() {
   commands_.clear();
   by_request_ = {};
   timers_ = {};
   recheck_.clear();
   seen_seq_ = 0;  // everything due is considered again
-  auto fetches = std::move(log_fetches_);
-  log_fetches_.clear();
-  for (auto& [id, fetch] : fetches) fetch.done(why);
 }
 
 }  // namespace gpool::control

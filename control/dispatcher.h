@@ -4,7 +4,9 @@
 // task's node until the worker acknowledges; for every task whose stop was
 // requested (cancel, job failure) it sends PreemptTask likewise. Commands are
 // idempotent on the worker, so resending after a lost ack, a reconnect or a
-// coordinator restart is safe. It also relays log fetches to workers.
+// coordinator restart is safe. It reads where nodes are connected from the
+// WorkerTable and hears of connections, settled tasks and worker replies as
+// WorkerEvents from the NodeRegistry; it never calls the registry.
 // Only the serving leader ticks it; Reset() empties it when leadership
 // changes, so a new leader re-sends every bind and preempt that is due (its
 // predecessor's acknowledgements are not known here).
@@ -16,7 +18,7 @@
 // the entries added since the last one; commands sent wait on a timer heap
 // for their resend; and a record is kept only while its command is in
 // flight: it goes when the task's event commits (TaskSettled, from the node
-// registry), when its timer finds the task no longer due, or at the latest at
+// registry's TaskSettled), when its timer finds the task no longer due, or at the latest at
 // the next sweep. A cluster whose tasks all run holds nothing here. Apart
 // from the one map entry per command in flight, the bookkeeping is in
 // vectors (timers, reply lookup) that are compacted lazily and released
@@ -36,39 +38,38 @@
 
 #include "control/ports.h"
 #include "control/training_env.h"
+#include "control/worker_table.h"
 #include "protocol/envelope.h"
 
 namespace gpool::control {
-
-class NodeRegistry;
 
 struct DispatcherOptions {
   int64_t ack_timeout_ms = 2000;   // resend an unacknowledged command after this long
   int64_t reconfirm_ms = 10'000;   // resend an acknowledged one that has not taken effect
   int64_t sweep_ms = 1000;         // drop records of tasks that settled by a path nobody reported
-  int64_t log_fetch_timeout_ms = 3000;  // below the client's default 5 s, so it gets an answer
   uint32_t preempt_grace_ms = 10'000;
 };
 
-class Dispatcher {
+class Dispatcher final : public WorkerEvents {
  public:
-  using LogCallback = std::function<void(Result<FetchLogReply>)>;
-
-  Dispatcher(const DispatcherOptions& options, const state::ClusterState& state, const NodeRegistry& registry,
-             Outbox& outbox, Proposer& proposer);
+  Dispatcher(const DispatcherOptions& options, const state::ClusterState& state, const WorkerTable& workers,
+             RequestIds& request_ids, Outbox& outbox, Proposer& proposer);
 
   // Sends what is due. Call after every apply and periodically.
   void Tick(int64_t now_ms);
+  // WorkerEvents.
   // A task's event committed (it started, exited or failed): if no command
   // is due for it any more, its record goes now rather than at its timer.
-  void TaskSettled(const TaskId& task);
-  // A reply from a worker (Ack, ErrorReply, FetchLogReply) to one of our commands.
-  void OnWorkerReply(const Envelope& envelope);
-  void FetchLog(const std::string& node, const TaskId& task, uint32_t max_bytes, int64_t now_ms, LogCallback done);
+  void TaskSettled(const TaskId& task) override;
+  // A reply from a worker (Ack, ErrorReply) to one of our commands; replies
+  // to others' requests, or from another node than the command went to,
+  // are ignored.
+  void WorkerReplied(const std::string& node, const Envelope& envelope) override;
   // Forget what was sent to a node: it reconnected and must get everything again.
-  void ForgetNode(const std::string& node);
-  // Forget everything sent; pending log fetches fail with `why`.
-  void Reset(const Status& why);
+  void NodeConnected(const std::string& node) override;
+
+  // Forget everything sent.
+  void Reset();
 
   // Commands sent and not yet settled.
   size_t in_flight() const { return commands_.size(); }
@@ -89,10 +90,6 @@ class Dispatcher {
     TaskId task;
     bool operator>(const Timer& other) const { return at_ms > other.at_ms; }
   };
-  struct LogFetch {
-    int64_t deadline_ms = 0;
-    LogCallback done;
-  };
 
   // Sends the task's due command if it was never sent, changed kind, or
   // its timer ran out; drops the record of a task with nothing due.
@@ -110,10 +107,10 @@ class Dispatcher {
 
   DispatcherOptions options_;
   const state::ClusterState& state_;
-  const NodeRegistry& registry_;
+  const WorkerTable& workers_;
+  RequestIds& request_ids_;
   Outbox& outbox_;
   Proposer& proposer_;
-  uint64_t next_request_id_ = 1;
   std::map<TaskId, Sent> commands_;
   // (request id, task) in request-id order (ids only grow); an entry is
   // current while its task's record carries that request id.
@@ -122,7 +119,6 @@ class Dispatcher {
   uint64_t seen_seq_ = 0;      // commands due up to this seq were considered
   std::vector<TaskId> recheck_;                  // tasks of nodes that (re)connected
   int64_t next_sweep_ms_ = 0;
-  std::map<uint64_t, LogFetch> log_fetches_;
   std::unordered_map<uint64_t, TrainingLayout> layouts_;  // by job; only during Tick
 };
 

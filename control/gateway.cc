@@ -4,18 +4,15 @@
 
 #include <spdlog/spdlog.h>
 
-#include "control/dispatcher.h"
-#include "control/node_registry.h"
 #include "control/replication/peer_list.h"
 #include "control/frames.h"
 #include "control/views.h"
 
 namespace gpool::control {
 
-Gateway::Gateway(const GatewayOptions& options, const state::ClusterState& state, Outbox& outbox,
-                 Proposer& proposer, Dispatcher& dispatcher, const NodeRegistry& registry)
-    : options_(options), state_(state), outbox_(outbox), proposer_(proposer), dispatcher_(dispatcher),
-      registry_(registry) {}
+Gateway::Gateway(const GatewayOptions& options, const state::ClusterState& state, const WorkerTable& workers,
+                 LogRelay& logs, Outbox& outbox, Proposer& proposer)
+    : options_(options), state_(state), workers_(workers), logs_(logs), outbox_(outbox), proposer_(proposer) {}
 
 void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms) {
   const uint64_t epoch = proposer_.epoch();
@@ -64,7 +61,8 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
         if (job == nullptr) return Fail(peer, id, Status::NotFound("job " + std::to_string(job_id) + " does not exist"));
         GetJobReply reply = ToJobDetail(*job, state_);
         for (auto& task : reply.tasks) {
-          task.gpu_memory_used_mib = registry_.GpuMemoryUsed(TaskId{job->id, task.index, task.attempt});
+          const state::TaskRecord* record = state_.FindTask(TaskId{job->id, task.index, task.attempt});
+          task.gpu_memory_used_mib = record == nullptr ? -1 : workers_.GpuMemoryUsed(record->node, record->id);
         }
         Reply(peer, MakeFrame(id, proposer_.epoch(), reply));
       });
@@ -77,7 +75,7 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
         for (const auto& [name, node] : state_.nodes()) {
           reply.nodes.push_back(ToNodeSummary(node, devices, &state_));
           reply.nodes.back().last_seen_ms =
-              std::max(reply.nodes.back().last_seen_ms, registry_.LastSeenWallMs(name));
+              std::max(reply.nodes.back().last_seen_ms, workers_.LastSeenWallMs(name));
         }
         Reply(peer, MakeFrame(id, proposer_.epoch(), reply));
       });
@@ -247,8 +245,8 @@ void Gateway::OnGetTaskLog(const std::string& peer, uint64_t request_id, const G
   // Leave room for the envelope so the worker's reply always fits a frame.
   const size_t frame_room = options_.limits.max_frame_bytes > 4096 ? options_.limits.max_frame_bytes - 4096 : 1024;
   const uint32_t max_bytes = static_cast<uint32_t>(std::min<size_t>(msg.max_bytes, frame_room));
-  dispatcher_.FetchLog(task.node, task.id, max_bytes, now_ms,
-                       [this, peer, request_id](Result<FetchLogReply> result) {
+  logs_.Fetch(task.node, task.id, max_bytes, now_ms,
+              [this, peer, request_id](Result<FetchLogReply> result) {
                          if (!result.ok()) {
                            Reply(peer, MakeError(request_id, proposer_.epoch(), result.status()));
                            return;
@@ -271,14 +269,32 @@ ListJobsReply Gateway::ListJobsNow(const ListJobs& msg) const {
 ClusterStatusReply Gateway::StatusNow() const {
   ClusterStatusReply reply;
   reply.replica_id = options_.replica_id;
-  reply.commit_index = position_.commit_index;
+  const log::ReplicationReport replication = proposer_.Replication();
+  reply.commit_index = replication.commit_index;
   reply.applied_index = state_.applied_index();
-  if (status_source_) {
-    status_source_(reply);
-  } else {
+  reply.term = replication.term;
+  if (!replication.replicated) {
     reply.role = "leader";
-    reply.term = proposer_.epoch();
-    reply.replicas.push_back(ReplicaInfo{options_.replica_id, options_.client_address, "leader", position_.commit_index});
+    reply.replicas.push_back(ReplicaInfo{options_.replica_id, options_.client_address, "leader",
+                                         replication.commit_index});
+  } else {
+    reply.role = proposer_.leading()             ? "leader"
+                 : replication.role == "leader"   ? "leader (catching up)"
+                 : replication.role == "follower" ? "follower"
+                                                  : "candidate";
+    // Raft's own entries (a new leader's no-op) are applied too, just not by
+    // the state machine: report the log position, so applied can reach commit.
+    reply.applied_index = replication.applied_index;
+    for (const auto& r : replication.replicas) {
+      ReplicaInfo replica;
+      replica.id = std::to_string(r.id);
+      // This replica's directory entry may be the address it was asked to
+      // bind (an ephemeral port); report where it really listens.
+      replica.address = r.id == replication.self_id ? options_.client_address : r.client_address;
+      replica.role = r.role;
+      replica.match_index = r.match;
+      reply.replicas.push_back(std::move(replica));
+    }
   }
   for (const auto& [name, node] : state_.nodes()) {
     ++reply.nodes_total;

@@ -15,20 +15,23 @@
 // so a leader that was deposed without noticing cannot answer from a stale
 // state; ClusterStatus, a report on this replica, does not wait.
 //
+// Worker facts (last seen, GPU memory used) come from the WorkerTable, task
+// logs through the LogRelay, and replication facts from Proposer::Replication;
+// the Gateway calls no other manager.
+//
 // Thread-safety: none; the coordinator's loop thread owns it.
 #pragma once
 
 #include <functional>
 #include <string>
 
+#include "control/log_relay.h"
 #include "control/ports.h"
+#include "control/worker_table.h"
 #include "protocol/envelope.h"
 #include "protocol/validate.h"
 
 namespace gpool::control {
-
-class Dispatcher;
-class NodeRegistry;
 
 struct GatewayOptions {
   std::string token;  // empty: no authentication
@@ -40,20 +43,10 @@ struct GatewayOptions {
 
 class Gateway {
  public:
-  Gateway(const GatewayOptions& options, const state::ClusterState& state, Outbox& outbox, Proposer& proposer,
-          Dispatcher& dispatcher, const NodeRegistry& registry);
+  Gateway(const GatewayOptions& options, const state::ClusterState& state, const WorkerTable& workers,
+          LogRelay& logs, Outbox& outbox, Proposer& proposer);
 
   void OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms);
-
-  // Filled in by the coordinator for ClusterStatus.
-  struct LogPosition {
-    uint64_t commit_index = 0;
-  };
-  void set_log_position(LogPosition position) { position_ = position; }
-  // Fills the replication part of ClusterStatus (role, term, replicas). The
-  // default describes a single replica that always leads.
-  using StatusSource = std::function<void(ClusterStatusReply&)>;
-  void set_status_source(StatusSource source) { status_source_ = std::move(source); }
 
  private:
   void Reply(const std::string& peer, std::string frame) { outbox_.ToClient(peer, std::move(frame)); }
@@ -72,12 +65,10 @@ class Gateway {
 
   GatewayOptions options_;
   const state::ClusterState& state_;
+  const WorkerTable& workers_;
+  LogRelay& logs_;
   Outbox& outbox_;
   Proposer& proposer_;
-  Dispatcher& dispatcher_;
-  const NodeRegistry& registry_;
-  LogPosition position_;
-  StatusSource status_source_;
 };
 
 }  // namespace gpool::control

@@ -56,10 +56,13 @@ class LeadershipTest : public ::testing::Test {
   LeadershipTest() {
     NodeRegistryOptions options;
     options.node_timeout_ms = 1000;
-    registry_ = std::make_unique<NodeRegistry>(options, state_, outbox_, proposer_, /*start_ms=*/0);
-    dispatcher_ = std::make_unique<Dispatcher>(DispatcherOptions{}, state_, *registry_, outbox_, proposer_);
-    registry_->set_dispatcher(dispatcher_.get());
-    gateway_ = std::make_unique<Gateway>(GatewayOptions{}, state_, outbox_, proposer_, *dispatcher_, *registry_);
+    registry_ = std::make_unique<NodeRegistry>(options, state_, workers_, outbox_, proposer_, /*start_ms=*/0);
+    dispatcher_ =
+        std::make_unique<Dispatcher>(DispatcherOptions{}, state_, workers_, request_ids_, outbox_, proposer_);
+    relay_ = std::make_unique<LogRelay>(LogRelayOptions{}, workers_, request_ids_, outbox_, proposer_);
+    registry_->Subscribe(dispatcher_.get());
+    registry_->Subscribe(relay_.get());
+    gateway_ = std::make_unique<Gateway>(GatewayOptions{}, state_, workers_, *relay_, outbox_, proposer_);
   }
 
   template <typename T>
@@ -89,10 +92,13 @@ class LeadershipTest : public ::testing::Test {
   }
 
   state::ClusterState state_;
+  WorkerTable workers_;
+  RequestIds request_ids_;
   SwitchableProposer proposer_{state_};
   RecordingOutbox outbox_;
   std::unique_ptr<NodeRegistry> registry_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<LogRelay> relay_;
   std::unique_ptr<Gateway> gateway_;
 };
 
@@ -172,7 +178,7 @@ TEST_F(LeadershipTest, NewLeadershipGivesNodesAFreshWindowBeforeNotReady) {
   // Leadership moves away and back at t=5000 (a new term): connections of
   // the old leadership are gone, and n1 has a full timeout to find us.
   registry_->Reset(5000);
-  EXPECT_EQ(registry_->PeerFor("n1"), nullptr);
+  EXPECT_EQ(workers_.PeerFor("n1"), nullptr);
   registry_->Tick(5999);
   EXPECT_TRUE(proposer_.proposed.empty());
   registry_->Tick(6000);
@@ -200,9 +206,9 @@ TEST_F(LeadershipTest, DispatcherResetResendsBindsAndFailsLogFetches) {
   dispatcher_->Tick(200);
   EXPECT_EQ(binds(), 1) << "not due again yet";
   Status fetch_status;
-  dispatcher_->FetchLog("n1", TaskId{JobId(1), 0, 0}, 100, 200,
-                        [&](Result<FetchLogReply> r) { fetch_status = r.status(); });
-  dispatcher_->Reset(Status::Unavailable("leader changed"));
+  relay_->Fetch("n1", TaskId{JobId(1), 0, 0}, 100, 200, [&](Result<FetchLogReply> r) { fetch_status = r.status(); });
+  dispatcher_->Reset();
+  relay_->Reset(Status::Unavailable("leader changed"));
   EXPECT_EQ(fetch_status.code(), StatusCode::kUnavailable);
   dispatcher_->Tick(300);
   EXPECT_EQ(binds(), 2) << "a new leadership re-sends what it cannot know was delivered";

@@ -4,7 +4,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "control/dispatcher.h"
 #include "control/frames.h"
 #include "protocol/validate.h"
 
@@ -15,30 +14,24 @@ constexpr int64_t kRecheckSilentMs = 100;
 
 }  // namespace
 
-NodeRegistry::NodeRegistry(const NodeRegistryOptions& options, const state::ClusterState& state, Outbox& outbox,
-                           Proposer& proposer, int64_t start_ms)
-    : options_(options), state_(state), outbox_(outbox), proposer_(proposer), start_ms_(start_ms),
-      next_silence_check_ms_(INT64_MAX), next_orphan_scan_ms_(start_ms + options.node_timeout_ms) {}
+NodeRegistry::NodeRegistry(const NodeRegistryOptions& options, const state::ClusterState& state,
+                           WorkerTable& workers, Outbox& outbox, Proposer& proposer, int64_t start_ms)
+    : options_(options), state_(state), workers_(workers), outbox_(outbox), proposer_(proposer),
+      start_ms_(start_ms), next_silence_check_ms_(INT64_MAX),
+      next_orphan_scan_ms_(start_ms + options.node_timeout_ms) {}
 
-void NodeRegistry::Watch(const Link& link) {
-  next_silence_check_ms_ = std::min(next_silence_check_ms_, link.last_seen_ms + options_.node_timeout_ms);
+void NodeRegistry::Recheck(int64_t last_seen_ms) {
+  next_silence_check_ms_ = std::min(next_silence_check_ms_, last_seen_ms + options_.node_timeout_ms);
 }
 
-int64_t NodeRegistry::LastSeenWallMs(const std::string& node) const {
-  auto it = links_.find(node);
-  return it == links_.end() ? 0 : it->second.last_seen_wall_ms;
+int64_t NodeRegistry::LastSeen(const std::string& node, const Watch& watch) const {
+  const WorkerConnection* connection = workers_.Find(node);
+  return connection == nullptr ? watch.since_ms : connection->last_seen_ms;
 }
 
-const std::string* NodeRegistry::PeerFor(const std::string& node) const {
-  auto it = links_.find(node);
-  if (it == links_.end() || it->second.peer.empty()) return nullptr;
-  return &it->second.peer;
-}
-
-NodeRegistry::Link* NodeRegistry::Authenticate(const std::string& peer, const std::string& claimed) {
-  auto it = by_peer_.find(peer);
-  if (it == by_peer_.end() || it->second != claimed) return nullptr;
-  return &links_[claimed];
+bool NodeRegistry::Authenticate(const std::string& peer, const std::string& claimed) const {
+  const std::string* node = workers_.NodeAt(peer);
+  return node != nullptr && *node == claimed;
 }
 
 void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms) {
@@ -82,12 +75,13 @@ void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int6
     case MessageType::kAck:
     case MessageType::kErrorReply:
     case MessageType::kFetchLogReply: {
-      auto node = by_peer_.find(peer);
-      if (node != by_peer_.end()) {
-        links_[node->second].last_seen_ms = now_ms;
-        links_[node->second].last_seen_wall_ms = options_.clock->WallMs();
-      }
-      if (dispatcher_ != nullptr) dispatcher_->OnWorkerReply(*envelope);
+      // Only a registered connection's replies count: a command's reply is
+      // taken only from the node it was sent to.
+      const std::string* node = workers_.NodeAt(peer);
+      if (node == nullptr) return;
+      const std::string name = *node;
+      Touch(name, now_ms);
+      for (WorkerEvents* listener : listeners_) listener->WorkerReplied(name, *envelope);
       return;
     }
     default:
@@ -112,14 +106,10 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                         return;
                       }
                       // A re-registration replaces the old connection.
-                      if (auto old = links_.find(node); old != links_.end() && old->second.peer != peer) {
-                        by_peer_.erase(old->second.peer);
-                      }
-                      Link& link = links_[node];
-                      link = Link{peer, now_ms, options_.clock->WallMs(), false};
-                      Watch(link);
-                      by_peer_[peer] = node;
-                      if (dispatcher_ != nullptr) dispatcher_->ForgetNode(node);
+                      workers_.Connect(node, peer, now_ms, options_.clock->WallMs());
+                      watches_[node] = Watch{now_ms};
+                      Recheck(now_ms);
+                      for (WorkerEvents* listener : listeners_) listener->NodeConnected(node);
                       spdlog::info("node registered node={} epoch={}", node, epoch);
                       RegisterNodeReply reply;
                       reply.heartbeat_interval_ms = options_.heartbeat_interval_ms;
@@ -128,88 +118,64 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                     });
 }
 
-int64_t NodeRegistry::GpuMemoryUsed(const TaskId& task) const {
-  const state::TaskRecord* record = state_.FindTask(task);
-  if (record == nullptr) return -1;
-  auto link = links_.find(record->node);
-  if (link == links_.end()) return -1;
-  const TaskUsage* used = FindUsage(link->second, task);
-  return used == nullptr ? -1 : static_cast<int64_t>(used->gpu_memory_used_mib);
-}
-
-const TaskUsage* NodeRegistry::FindUsage(const Link& link, const TaskId& task) {
-  auto it = std::lower_bound(link.gpu_memory_used.begin(), link.gpu_memory_used.end(), task,
-                             [](const TaskUsage& usage, const TaskId& id) { return usage.task < id; });
-  return it != link.gpu_memory_used.end() && it->task == task ? &*it : nullptr;
-}
-
-void NodeRegistry::RecordUsage(Link& link, const Heartbeat& msg) {
-  constexpr size_t kMaxReported = 100'000;  // a worker tracks at most this many tasks
-  const size_t reported = std::min(msg.usage.size(), kMaxReported);
-  link.gpu_memory_used.assign(msg.usage.begin(), msg.usage.begin() + static_cast<ptrdiff_t>(reported));
-  // A task reported twice keeps its last value, as a map assignment would.
-  std::stable_sort(link.gpu_memory_used.begin(), link.gpu_memory_used.end(),
-                   [](const TaskUsage& a, const TaskUsage& b) { return a.task < b.task; });
-  auto last = std::unique(link.gpu_memory_used.rbegin(), link.gpu_memory_used.rend(),
-                          [](const TaskUsage& a, const TaskUsage& b) { return a.task == b.task; });
-  link.gpu_memory_used.erase(link.gpu_memory_used.begin(), last.base());
-  for (size_t i = 0; i < reported; ++i) {
-    const TaskUsage& usage = msg.usage[i];
+void NodeRegistry::WarnOverShare(const std::string& node, Watch& watch) {
+  const WorkerConnection* connection = workers_.Find(node);
+  if (connection == nullptr) return;
+  for (const TaskUsage& usage : connection->usage) {
     // A share's limit is enforced by the interception layer, if the node
     // has one; a task above it says the node runs without (or it leaks).
     const state::TaskRecord* task = state_.FindTask(usage.task);
     if (task == nullptr || !task->grant().shared || task->grant().gpu_memory_mib == 0) continue;
     const uint64_t share = task->grant().gpu_memory_mib * task->gpu_indices.size();
-    if (usage.gpu_memory_used_mib > share && link.warned_over_share.insert(usage.task).second) {
+    if (usage.gpu_memory_used_mib > share && watch.warned_over_share.insert(usage.task).second) {
       spdlog::warn("task above its GPU memory share task={} node={} used_mib={} share_mib={}",
-                   usage.task.ToString(), msg.node, usage.gpu_memory_used_mib, share);
+                   usage.task.ToString(), node, usage.gpu_memory_used_mib, share);
     }
   }
-  std::erase_if(link.warned_over_share, [&](const TaskId& id) { return FindUsage(link, id) == nullptr; });
+  std::erase_if(watch.warned_over_share,
+                [&](const TaskId& id) { return workers_.GpuMemoryUsed(node, id) < 0; });
 }
 
 void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms) {
   const uint64_t epoch = proposer_.epoch();
-  Link* link = Authenticate(peer, msg.node);
-  if (link == nullptr) {
+  if (!Authenticate(peer, msg.node)) {
     Reply(peer, MakeError(header.request_id, epoch,
                           Status::NotFound("node '" + msg.node.substr(0, 253) + "' is not registered on this "
                                            "connection; register again")));
     return;
   }
-  link->last_seen_ms = now_ms;
-  link->last_seen_wall_ms = options_.clock->WallMs();
-  RecordUsage(*link, msg);
+  Touch(msg.node, now_ms);
+  workers_.RecordUsage(msg.node, msg.usage);
+  Watch& watch = watches_[msg.node];
+  WarnOverShare(msg.node, watch);
   // A node heartbeating on the connection it registered is up, whoever made
   // it NotReady: not only this leadership's silence check but an earlier
   // leadership's entry, or this one's scan for nodes that had not reconnected
   // committing just after the node registered again (which reset the link),
   // leave it NotReady with no proposal of ours to undo.
   const state::NodeRecord* record = state_.FindNode(msg.node);
-  if (record != nullptr && record->state == NodeState::kNotReady && !link->ready_proposed) {
-    link->not_ready_proposed = false;
-    link->ready_proposed = true;
-    Watch(*link);
+  if (record != nullptr && record->state == NodeState::kNotReady && !watch.ready_proposed) {
+    watch.not_ready_proposed = false;
+    watch.ready_proposed = true;
+    Recheck(now_ms);
     spdlog::info("node back node={}", msg.node);
     proposer_.Propose(state::NodeStateCmd{msg.node, std::string(ToString(NodeState::kReady))},
                       [this, node = msg.node](const state::ApplyResult&) {
                         // Committed or not, the next heartbeat looks again.
-                        if (auto it = links_.find(node); it != links_.end()) it->second.ready_proposed = false;
+                        if (auto it = watches_.find(node); it != watches_.end()) it->second.ready_proposed = false;
                       });
   }
   Reply(peer, MakeFrame(header.request_id, epoch, Ack{}));
 }
 
 void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, TaskEvent msg, int64_t now_ms) {
-  Link* link = Authenticate(peer, msg.node);
-  if (link == nullptr) {
+  if (!Authenticate(peer, msg.node)) {
     Reply(peer, MakeError(header.request_id, proposer_.epoch(),
                           Status::NotFound("node '" + msg.node.substr(0, 253) + "' is not registered on this "
                                            "connection; register again")));
     return;
   }
-  link->last_seen_ms = now_ms;
-  link->last_seen_wall_ms = options_.clock->WallMs();
+  Touch(msg.node, now_ms);
   const uint64_t seq = msg.seq;
   const TaskId task_id = msg.task;
   const std::string task = msg.task.ToString();
@@ -226,7 +192,7 @@ void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, Ta
                         // apply would loop forever.
                         spdlog::warn("task event ignored task={} error=\"{}\"", task, result.status.ToString());
                       }
-                      if (dispatcher_ != nullptr) dispatcher_->TaskSettled(task_id);
+                      for (WorkerEvents* listener : listeners_) listener->TaskSettled(task_id);
                       Reply(peer, MakeFrame(request_id, proposer_.epoch(), TaskEventAck{seq}));
                     });
 }
@@ -238,16 +204,16 @@ void NodeRegistry::ProposeNotReady(const std::string& node) {
                       // Not durable (leadership is moving): a later tick tries
                       // again, a full timeout after the node was last seen. Only
                       // a flag changes, so this is safe inside Tick's loops.
-                      auto it = links_.find(node);
-                      if (it == links_.end()) return;
+                      auto it = watches_.find(node);
+                      if (it == watches_.end()) return;
                       it->second.not_ready_proposed = false;
-                      Watch(it->second);
+                      Recheck(LastSeen(node, it->second));
                     });
 }
 
 void NodeRegistry::Reset(int64_t now_ms) {
-  links_.clear();
-  by_peer_.clear();
+  workers_.Clear();
+  watches_.clear();
   start_ms_ = now_ms;
   next_silence_check_ms_ = INT64_MAX;
   next_orphan_scan_ms_ = now_ms + options_.node_timeout_ms;
@@ -256,10 +222,11 @@ void NodeRegistry::Reset(int64_t now_ms) {
 void NodeRegistry::Tick(int64_t now_ms) {
   if (now_ms >= next_silence_check_ms_) {
     next_silence_check_ms_ = INT64_MAX;
-    for (auto& [node, link] : links_) {
-      if (link.not_ready_proposed) continue;  // watched again once it is cleared
-      if (now_ms - link.last_seen_ms < options_.node_timeout_ms) {
-        Watch(link);
+    for (auto& [node, watch] : watches_) {
+      if (watch.not_ready_proposed) continue;  // watched again once it is cleared
+      const int64_t last_seen_ms = LastSeen(node, watch);
+      if (now_ms - last_seen_ms < options_.node_timeout_ms) {
+        Recheck(last_seen_ms);
         continue;
       }
       const state::NodeRecord* record = state_.FindNode(node);
@@ -269,8 +236,8 @@ void NodeRegistry::Tick(int64_t now_ms) {
         next_silence_check_ms_ = std::min(next_silence_check_ms_, now_ms + kRecheckSilentMs);
         continue;
       }
-      link.not_ready_proposed = true;
-      spdlog::warn("node silent node={} silent_ms={}", node, now_ms - link.last_seen_ms);
+      watch.not_ready_proposed = true;
+      spdlog::warn("node silent node={} silent_ms={}", node, now_ms - last_seen_ms);
       ProposeNotReady(node);
     }
   }
@@ -281,10 +248,10 @@ void NodeRegistry::Tick(int64_t now_ms) {
   if (now_ms < next_orphan_scan_ms_) return;
   next_orphan_scan_ms_ = now_ms + std::max<int64_t>(1, options_.node_timeout_ms);
   for (const auto& [name, record] : state_.nodes()) {
-    if (record.state != NodeState::kReady || links_.count(name)) continue;
-    Link& link = links_[name];  // a placeholder with no peer until it registers
-    link.not_ready_proposed = true;
-    link.last_seen_ms = now_ms;
+    if (record.state != NodeState::kReady || watches_.count(name)) continue;
+    Watch& watch = watches_[name];  // no connection until it registers
+    watch.not_ready_proposed = true;
+    watch.since_ms = now_ms;
     spdlog::warn("node did not reconnect node={}", name);
     ProposeNotReady(name);
   }

@@ -15,6 +15,11 @@
 // leading, and a new leader gives every node a full timeout window to find
 // it before proposing anything NotReady.
 //
+// The registry is the only writer of the WorkerTable (who is connected
+// where, last seen, usage) and tells the components that act on workers what
+// happened through WorkerEvents (node connected, task settled, worker reply);
+// it knows none of them.
+//
 // Thread-safety: none; the coordinator's loop thread owns it.
 #pragma once
 
@@ -25,12 +30,11 @@
 #include <vector>
 
 #include "control/ports.h"
+#include "control/worker_table.h"
 #include "protocol/base/clock.h"
 #include "protocol/envelope.h"
 
 namespace gpool::control {
-
-class Dispatcher;
 
 struct NodeRegistryOptions {
   uint32_t heartbeat_interval_ms = 1000;
@@ -43,65 +47,57 @@ struct NodeRegistryOptions {
 
 class NodeRegistry {
  public:
-  NodeRegistry(const NodeRegistryOptions& options, const state::ClusterState& state, Outbox& outbox,
-               Proposer& proposer, int64_t start_ms);
-  void set_dispatcher(Dispatcher* dispatcher) { dispatcher_ = dispatcher; }
+  NodeRegistry(const NodeRegistryOptions& options, const state::ClusterState& state, WorkerTable& workers,
+               Outbox& outbox, Proposer& proposer, int64_t start_ms);
+  // `listener` hears every WorkerEvents from now on; it outlives the registry.
+  void Subscribe(WorkerEvents* listener) { listeners_.push_back(listener); }
 
   void OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms);
   void Tick(int64_t now_ms);
   // Forgets every connection and restarts the liveness window at now_ms.
   void Reset(int64_t now_ms);
 
-  // The connection a node is reachable on, or null when it is not connected.
-  const std::string* PeerFor(const std::string& node) const;
-  // Wall time of the last frame from the node (heartbeats are not committed,
-  // so the state machine's last_seen only moves on state changes); 0 if none.
-  int64_t LastSeenWallMs(const std::string& node) const;
-  // GPU memory the task used at its worker's last heartbeat; -1 unknown
-  // (not running, or its node cannot measure it). Soft state: only the
-  // replica the worker talks to has it.
-  int64_t GpuMemoryUsed(const TaskId& task) const;
-  size_t connected() const { return links_.size(); }
+  size_t connected() const { return workers_.size(); }
 
  private:
-  struct Link {
-    std::string peer;
-    int64_t last_seen_ms = 0;  // monotonic
-    int64_t last_seen_wall_ms = 0;
+  // What the registry watches per node, beside its connection in the table.
+  // A node the state knows that has not reconnected in this leadership has
+  // a watch but no connection.
+  struct Watch {
+    int64_t since_ms = 0;  // monotonic: when the watch began, for a node with no connection
     bool not_ready_proposed = false;
-    bool ready_proposed = false;  // a Ready proposal for it is in flight
-    // From the last heartbeat, sorted by task. A flat vector, not a map: it
-    // is replaced whole on every heartbeat, and at 24 bytes a task rather
-    // than a map node's 64 it keeps the registry small at 100,000 tasks.
-    std::vector<TaskUsage> gpu_memory_used;
-    std::set<TaskId> warned_over_share;          // told once that it uses more than its share
+    bool ready_proposed = false;           // a Ready proposal for it is in flight
+    std::set<TaskId> warned_over_share;    // told once that it uses more than its share
   };
 
   void OnRegister(const std::string& peer, const Header& header, RegisterNode msg, int64_t now_ms);
   void OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms);
   void OnTaskEvent(const std::string& peer, const Header& header, TaskEvent msg, int64_t now_ms);
   void ProposeNotReady(const std::string& node);
-  // Makes sure Tick looks at the link once its timeout can have run out.
-  void Watch(const Link& link);
-  void RecordUsage(Link& link, const Heartbeat& msg);
-  static const TaskUsage* FindUsage(const Link& link, const TaskId& task);
-  // The node this peer registered as, if it matches `claimed`.
-  Link* Authenticate(const std::string& peer, const std::string& claimed);
+  // When the node was last heard from: its connection's last frame, or the
+  // start of its watch when it has none.
+  int64_t LastSeen(const std::string& node, const Watch& watch) const;
+  // Makes sure Tick looks at the node once its timeout can have run out.
+  void Recheck(int64_t last_seen_ms);
+  void WarnOverShare(const std::string& node, Watch& watch);
+  // Whether this peer registered as `claimed`.
+  bool Authenticate(const std::string& peer, const std::string& claimed) const;
+  void Touch(const std::string& node, int64_t now_ms) { workers_.Touch(node, now_ms, options_.clock->WallMs()); }
   void Reply(const std::string& peer, std::string frame) { outbox_.ToWorker(peer, std::move(frame)); }
 
   NodeRegistryOptions options_;
   const state::ClusterState& state_;
+  WorkerTable& workers_;
   Outbox& outbox_;
   Proposer& proposer_;
-  Dispatcher* dispatcher_ = nullptr;
+  std::vector<WorkerEvents*> listeners_;
   int64_t start_ms_;
   // Tick scans the links only from this time on: no link can have been
   // silent for the timeout before it (last_seen only moves forward), so the
   // loop does not walk a thousand links on every turn.
   int64_t next_silence_check_ms_ = 0;
   int64_t next_orphan_scan_ms_ = 0;  // when to look for nodes that never reconnected
-  std::map<std::string, Link> links_;          // node -> link
-  std::map<std::string, std::string> by_peer_;  // peer -> node
+  std::map<std::string, Watch> watches_;  // node -> watch
 };
 
 }  // namespace gpool::control

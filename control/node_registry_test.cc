@@ -15,9 +15,10 @@ class RegistryTest : public ::testing::Test {
   RegistryTest() {
     NodeRegistryOptions options;
     options.node_timeout_ms = 1000;
-    registry_ = std::make_unique<NodeRegistry>(options, state_, outbox_, proposer_, /*start_ms=*/0);
-    dispatcher_ = std::make_unique<Dispatcher>(DispatcherOptions{}, state_, *registry_, outbox_, proposer_);
-    registry_->set_dispatcher(dispatcher_.get());
+    registry_ = std::make_unique<NodeRegistry>(options, state_, workers_, outbox_, proposer_, /*start_ms=*/0);
+    dispatcher_ =
+        std::make_unique<Dispatcher>(DispatcherOptions{}, state_, workers_, request_ids_, outbox_, proposer_);
+    registry_->Subscribe(dispatcher_.get());
   }
 
   template <typename T>
@@ -43,6 +44,8 @@ class RegistryTest : public ::testing::Test {
   }
 
   state::ClusterState state_;
+  WorkerTable workers_;
+  RequestIds request_ids_;
   ImmediateProposer proposer_{state_};
   RecordingOutbox outbox_;
   // Node n1 (one GPU) registered from peer-a, and job 1's one task bound to its GPU 0.
@@ -74,8 +77,8 @@ TEST_F(RegistryTest, RegistrationIsCommittedThenAnswered) {
   Envelope reply = LastToWorker();
   EXPECT_EQ(reply.type(), MessageType::kRegisterNodeReply);
   EXPECT_EQ(reply.header().request_id, 7u);
-  ASSERT_NE(registry_->PeerFor("n1"), nullptr);
-  EXPECT_EQ(*registry_->PeerFor("n1"), "peer-a");
+  ASSERT_NE(workers_.PeerFor("n1"), nullptr);
+  EXPECT_EQ(*workers_.PeerFor("n1"), "peer-a");
 }
 
 TEST_F(RegistryTest, HeartbeatFromAnotherConnectionIsNotFound) {
@@ -132,20 +135,20 @@ TEST_F(RegistryTest, NodesThatNeverReconnectAfterARestartGoNotReady) {
   EXPECT_EQ(state_.FindNode("old")->state, NodeState::kReady);
   registry_->Tick(1000);
   EXPECT_EQ(state_.FindNode("old")->state, NodeState::kNotReady);
-  EXPECT_EQ(registry_->PeerFor("old"), nullptr);
+  EXPECT_EQ(workers_.PeerFor("old"), nullptr);
 }
 
 TEST_F(RegistryTest, HeartbeatUsageIsKeptUntilTheNextHeartbeat) {
   RegisterAndBindOneTask();
   const TaskId task{JobId(1), 0, 0};
-  EXPECT_EQ(registry_->GpuMemoryUsed(task), -1);
+  EXPECT_EQ(workers_.GpuMemoryUsed("n1", task), -1);
   Heartbeat beat{"n1", {task}, {TaskUsage{task, 1234}}};
   FromWorker("peer-a", beat, 10);
-  EXPECT_EQ(registry_->GpuMemoryUsed(task), 1234);
+  EXPECT_EQ(workers_.GpuMemoryUsed("n1", task), 1234);
   FromWorker("peer-a", Heartbeat{"n1", {task}, {}}, 20);  // the node stopped measuring it
-  EXPECT_EQ(registry_->GpuMemoryUsed(task), -1);
+  EXPECT_EQ(workers_.GpuMemoryUsed("n1", task), -1);
   FromWorker("peer-b", beat, 30);  // another connection's claim is refused and changes nothing
-  EXPECT_EQ(registry_->GpuMemoryUsed(task), -1);
+  EXPECT_EQ(workers_.GpuMemoryUsed("n1", task), -1);
 }
 
 TEST_F(RegistryTest, UsageInAnyOrderIsFoundAndARepeatKeepsItsLastValue) {
@@ -153,7 +156,7 @@ TEST_F(RegistryTest, UsageInAnyOrderIsFoundAndARepeatKeepsItsLastValue) {
   const TaskId task{JobId(1), 0, 0};
   const TaskId other{JobId(9), 0, 0};
   FromWorker("peer-a", Heartbeat{"n1", {task}, {TaskUsage{other, 5}, TaskUsage{task, 1}, TaskUsage{task, 777}}}, 10);
-  EXPECT_EQ(registry_->GpuMemoryUsed(task), 777);
+  EXPECT_EQ(workers_.GpuMemoryUsed("n1", task), 777);
 }
 
 TEST_F(RegistryTest, BindIsResentUntilAckedAndCarriesTheEpoch) {

@@ -1,15 +1,18 @@
 // The interfaces coordinator components use to reach the outside world.
 //
-// Components (Gateway, NodeRegistry, Dispatcher, SchedulerDriver) never touch
-// sockets or the log directly: they send frames through Outbox and change
-// state only by proposing commands through Proposer. The Coordinator
-// implements both over ZeroMQ and the CommitLog; tests implement them with
-// plain vectors. All calls happen on the coordinator's loop thread.
+// Components (Gateway, NodeRegistry, Dispatcher, LogRelay, SchedulerDriver)
+// never touch sockets or the log directly: they send frames through Outbox
+// and change state only by proposing commands through Proposer. The
+// Coordinator implements Outbox over ZeroMQ and ProposalTracker implements
+// Proposer over the CommitLog; tests implement them with plain vectors
+// (fake_ports.h). All calls happen on the coordinator's loop thread.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
+#include "control/log/commit_log.h"
 #include "control/state/cluster_state.h"
 #include "protocol/messages.h"
 
@@ -54,6 +57,25 @@ class Proposer {
     done(Status::FailedPrecondition("this coordinator runs as a single replica (started without --peers); "
                                     "its replica set cannot change"));
   }
+  // What this replica knows of replication, for ClusterStatus. The default
+  // describes a single replica that always leads.
+  virtual log::ReplicationReport Replication() const {
+    log::ReplicationReport report;
+    report.role = "leader";
+    report.term = epoch();
+    return report;
+  }
+};
+
+// Request ids for commands the coordinator sends to workers. The Dispatcher
+// and the LogRelay draw from one source, so a worker's reply names exactly
+// one of them.
+class RequestIds {
+ public:
+  uint64_t Next() { return next_++; }
+
+ private:
+  uint64_t next_ = 1;
 };
 
 }  // namespace gpool::control

@@ -1,15 +1,23 @@
-// CommitLog: the seam between the coordinator and replication.
+// CommitLog: the whole seam between the coordinator and replication.
 //
 // The coordinator proposes encoded commands and applies whatever the log says
 // is committed, in order. LocalLog (one replica, commit = fsync) and RaftLog
 // (control/replication/raft_log.h: a majority of replicas, commit = fsynced on
-// a quorum) implement it; neither the state machine nor the components that
-// propose know which one runs. term() is the leader epoch that fences workers.
+// a quorum) implement it; neither the state machine, the proposal tracker nor
+// the components that propose know which one runs. term() is the leader epoch
+// that fences workers.
+//
+// Besides proposals, everything the coordinator needs to know about the
+// replica set goes through here: linearizable reads (ReadIndex), membership
+// changes, where the leader is, and a status report. LocalLog implements each
+// trivially: its reads are current at once, it is always the leader, and its
+// replica set cannot change.
 //
 // Thread-safety: none; the coordinator's loop thread owns it.
 #pragma once
 
 #include <cstdint>
+#include <climits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +45,43 @@ struct Committed {
   std::vector<storage::LogEntry> entries;
 
   bool empty() const { return !snapshot && entries.empty(); }
+};
+
+// A replica to add (its addresses) or remove, as the client asked.
+struct MembershipChange {
+  bool add = true;  // false: remove
+  uint64_t replica_id = 0;
+  std::string peer_address;
+  std::string client_address;
+  std::string worker_address;
+};
+
+// A membership change that committed.
+struct CommittedMembership {
+  uint64_t index = 0;
+  uint64_t term = 0;
+  bool add = true;
+  uint64_t replica_id = 0;
+  std::vector<uint64_t> voters;  // the configuration it put in force
+};
+
+// One replica as this one sees it, for status reports.
+struct ReplicaReport {
+  uint64_t id = 0;
+  std::string client_address;  // empty: unknown
+  std::string role;            // "leader", "follower", "candidate", "precandidate" or "unknown"
+  uint64_t match = 0;          // last index known to be replicated there
+};
+
+// What this replica knows of replication, for ClusterStatus.
+struct ReplicationReport {
+  bool replicated = false;     // false: a single replica that always leads
+  uint64_t self_id = 0;        // this replica's id in `replicas`
+  std::string role;            // this replica's Raft role: "leader", "follower", "candidate", ...
+  uint64_t term = 0;
+  uint64_t commit_index = 0;
+  uint64_t applied_index = 0;  // log position applied, Raft's own entries included
+  std::vector<ReplicaReport> replicas;  // empty for a single replica
 };
 
 class CommitLog {
@@ -67,6 +112,36 @@ class CommitLog {
   // The state machine has reached `index` and serialised itself as `data`:
   // replaces the log up to `index` with it.
   virtual Status SaveSnapshot(uint64_t index, std::string_view data) = 0;
+
+  // Replication's own work, once per loop turn: take in what peers sent and
+  // advance its clock (elections, heartbeats). Nothing for a single replica.
+  virtual void Pump() {}
+  // Milliseconds until Pump() has work of its own to do; the loop sleeps no
+  // longer.
+  virtual int64_t MsUntilDue() const { return INT64_MAX; }
+
+  // Starts a linearizable read (Raft's ReadIndex); `context` is unique across
+  // the cluster. Once the read may be served, its context comes out of
+  // TakeReadyReads() (for a single replica: at once). NotLeader when this
+  // replica cannot confirm its leadership.
+  virtual Status ReadIndex(std::string context) = 0;
+  virtual std::vector<std::string> TakeReadyReads() = 0;
+
+  // Proposes adding or removing one replica (single-server change); returns
+  // the index of its entry. FailedPrecondition on a single replica.
+  virtual Result<uint64_t> ProposeMembership(const MembershipChange& change) = 0;
+  // Membership changes committed by the Sync() calls since the last call.
+  virtual std::vector<CommittedMembership> TakeCommittedMembership() { return {}; }
+  // This replica's id in the replica set; 0 for a single replica.
+  virtual uint64_t replica_id() const { return 0; }
+
+  // The current leader's client and worker endpoints, for NotLeader
+  // redirects; empty while none is known or this replica is the leader.
+  virtual std::string LeaderClientAddress() const { return {}; }
+  virtual std::string LeaderWorkerAddress() const { return {}; }
+  // The leader's replica id, 0 if none is known; for logs.
+  virtual uint64_t leader_id() const { return 0; }
+  virtual ReplicationReport Report() const = 0;
 };
 
 }  // namespace gpool::log

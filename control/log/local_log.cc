@@ -66,4 +66,18 @@ Status LocalLog::SaveSnapshot(uint64_t index, std::string_view data) {
   return store_->SaveSnapshot(storage::SnapshotMeta{index, *term}, data, /*sync=*/true);
 }
 
+Result<uint64_t> LocalLog::ProposeMembership(const MembershipChange&) {
+  return Status::FailedPrecondition(
+      "this coordinator runs as a single replica (started without --peers); its replica set cannot change");
+}
+
+ReplicationReport LocalLog::Report() const {
+  ReplicationReport report;
+  report.role = "leader";
+  report.term = term_;
+  report.commit_index = commit_index_;
+  report.applied_index = commit_index_;
+  return report;
+}
+
 }  // namespace gpool::log

@@ -8,6 +8,9 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "control/log/commit_log.h"
 
@@ -29,6 +32,15 @@ class LocalLog final : public CommitLog {
   uint64_t commit_index() const override { return commit_index_; }
   Status SaveSnapshot(uint64_t index, std::string_view data) override;
 
+  // A single replica's state is always current: a read is ready at once.
+  Status ReadIndex(std::string context) override {
+    ready_reads_.push_back(std::move(context));
+    return Status::Ok();
+  }
+  std::vector<std::string> TakeReadyReads() override { return std::exchange(ready_reads_, {}); }
+  Result<uint64_t> ProposeMembership(const MembershipChange& change) override;
+  ReplicationReport Report() const override;
+
  private:
   explicit LocalLog(storage::LogStore* store) : store_(store) {}
 
@@ -37,6 +49,7 @@ class LocalLog final : public CommitLog {
   uint64_t commit_index_ = 0;
   uint64_t next_index_ = 1;
   std::vector<storage::LogEntry> unsynced_;
+  std::vector<std::string> ready_reads_;
 };
 
 }  // namespace gpool::log

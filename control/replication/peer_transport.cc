@@ -2,15 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "protocol/base/endpoint.h"
+
 namespace gpool::replication {
 namespace {
-
-std::string NormalizeEndpoint(std::string endpoint) {
-  if (endpoint.size() > 2 && endpoint.compare(endpoint.size() - 2, 2, ":0") == 0) {
-    endpoint.replace(endpoint.size() - 1, 1, "*");
-  }
-  return endpoint;
-}
 
 // Comparison time does not depend on where the tokens differ.
 bool TokensEqual(std::string_view a, std::string_view b) {
@@ -37,7 +32,7 @@ Result<std::unique_ptr<PeerTransport>> PeerTransport::Open(zmq::context_t& conte
     transport->inbound_.set(zmq::sockopt::linger, 0);
     transport->inbound_.set(zmq::sockopt::rcvhwm, 100'000);
     transport->inbound_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_frame_bytes));
-    transport->inbound_.bind(NormalizeEndpoint(options.listen_endpoint));
+    transport->inbound_.bind(BindableEndpoint(options.listen_endpoint));
     transport->listen_endpoint_ = transport->inbound_.get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
     return Status::Unavailable("cannot listen for peers on " + options.listen_endpoint + ": " + e.what());

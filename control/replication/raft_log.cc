@@ -121,6 +121,57 @@ Result<uint64_t> RaftLog::ProposeMembership(raft::ConfChangeType type, const Rep
   return node_->ProposeConfChange(change);
 }
 
+Result<uint64_t> RaftLog::ProposeMembership(const log::MembershipChange& change) {
+  return ProposeMembership(change.add ? raft::ConfChangeType::kAddVoter : raft::ConfChangeType::kRemoveVoter,
+                           ReplicaAddress{change.replica_id, change.peer_address, change.client_address,
+                                          change.worker_address});
+}
+
+std::vector<log::CommittedMembership> RaftLog::TakeCommittedMembership() {
+  std::vector<log::CommittedMembership> out;
+  for (auto& c : TakeCommittedConfChanges()) {
+    out.push_back(log::CommittedMembership{c.index, c.term, c.change.type == raft::ConfChangeType::kAddVoter,
+                                           c.change.node_id, std::move(c.voters)});
+  }
+  return out;
+}
+
+void RaftLog::Pump() {
+  for (const auto& frame : transport_->Drain()) Receive(frame);
+  Tick();
+}
+
+std::string RaftLog::LeaderClientAddress() const {
+  const uint64_t lead = leader();
+  // A leader still catching up with its term answers NotLeader with no
+  // address: the client backs off briefly instead of bouncing back here.
+  if (lead == 0 || lead == options_.id) return {};
+  return directory_.ClientOf(lead);
+}
+
+std::string RaftLog::LeaderWorkerAddress() const {
+  const uint64_t lead = leader();
+  if (lead == 0 || lead == options_.id) return {};
+  return directory_.WorkerOf(lead);
+}
+
+log::ReplicationReport RaftLog::Report() const {
+  const raft::NodeInfo info = node_->info();
+  log::ReplicationReport report;
+  report.replicated = true;
+  report.self_id = options_.id;
+  report.role = RoleText(info.role);
+  report.term = info.term;
+  report.commit_index = info.commit;
+  // Raft's own entries (a new leader's no-op) are applied too, just not by
+  // the state machine: report the log position, so applied can reach commit.
+  report.applied_index = info.applied;
+  for (const auto& r : Replicas()) {
+    report.replicas.push_back(log::ReplicaReport{r.id, directory_.ClientOf(r.id), r.role, r.match});
+  }
+  return report;
+}
+
 Status RaftLog::Connect(const ReplicaAddress& address) {
   if (address.id == options_.id || address.peer.empty()) return Status::Ok();
   return transport_->AddPeer(address.id, address.peer);

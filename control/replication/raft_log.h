@@ -139,30 +139,37 @@ class RaftLog final : public log::CommitLog {
   // core refuses a second change while one is uncommitted, adding a voter
   // twice (AlreadyExists) and removing a non-voter or the last one.
   Result<uint64_t> ProposeMembership(raft::ConfChangeType type, const ReplicaAddress& address);
+  Result<uint64_t> ProposeMembership(const log::MembershipChange& change) override;
   // Configuration changes committed by the Sync() calls since the last call.
   std::vector<CommittedConfChange> TakeCommittedConfChanges() { return std::exchange(committed_changes_, {}); }
+  std::vector<log::CommittedMembership> TakeCommittedMembership() override;
   const ReplicaDirectory& directory() const { return directory_; }
-
   // One frame from a peer (PeerTransport::Drain).
   void Receive(std::string_view frame);
   // Advances Raft time to the clock; call every loop turn.
   void Tick();
+  // Receive() every frame the transport holds, then Tick().
+  void Pump() override;
   // Milliseconds until Raft next has something to do on its own (an
   // election timeout, a heartbeat); at least 1. The loop sleeps no longer, so
   // an election starts on its randomized millisecond, not on the loop's
   // next 10 ms wake-up: two followers then rarely start together and split
   // the vote.
-  int64_t MsUntilDue() const;
+  int64_t MsUntilDue() const override;
   // Asks to become leader now (tests; an operator nudging the cluster).
   Status Campaign() { return node_->Campaign(); }
   // Starts a linearizable read (Raft's ReadIndex); `context` must be unique
   // across the cluster. Once confirmed, the context comes out of
   // TakeReadyReads() after the Sync() whose entries bring the state machine
   // up to the read's index. NotLeader when no leader is known.
-  Status ReadIndex(std::string context) { return node_->ReadIndex(std::move(context)); }
+  Status ReadIndex(std::string context) override { return node_->ReadIndex(std::move(context)); }
   // Reads that may be served now that the last Sync()'s output is applied.
-  std::vector<std::string> TakeReadyReads() { return std::exchange(ready_reads_, {}); }
-
+  std::vector<std::string> TakeReadyReads() override { return std::exchange(ready_reads_, {}); }
+  uint64_t replica_id() const override { return options_.id; }
+  std::string LeaderClientAddress() const override;
+  std::string LeaderWorkerAddress() const override;
+  uint64_t leader_id() const override { return leader(); }
+  log::ReplicationReport Report() const override;
   uint64_t id() const { return options_.id; }
   uint64_t leader() const { return node_->soft_state().lead; }
   raft::Role role() const { return node_->soft_state().role; }

@@ -1,0 +1,104 @@
+// ProposalTracker: the coordinator's Proposer over a CommitLog.
+//
+// It remembers who waits for what: a callback per proposed command (by log
+// index and term), a waiter per membership change, and the linearizable reads
+// waiting for a ReadIndex confirmation, batched into one ReadIndex per loop
+// turn. It also decides whether this replica serves (leading()): it is the
+// leader and has applied an entry of its own term.
+//
+// The coordinator drives it: IssueReads() before syncing the log, Settle()
+// for every entry it applies, AfterSync() after each Sync(), and
+// FollowLeadership() once per turn, which fails every waiter that can no
+// longer be answered truthfully (their clients retry with the same
+// idempotency key) and tells the coordinator to reset its components.
+//
+// Thread-safety: none; the coordinator's loop thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "control/log/commit_log.h"
+#include "control/ports.h"
+#include "protocol/base/clock.h"
+
+namespace gpool::control {
+
+struct ProposalTrackerOptions {
+  // A read whose confirmation was lost (a dropped heartbeat answer) fails
+  // after this long; the client has long retried by then.
+  int64_t read_timeout_ms = 5000;
+  const Clock* clock = &SystemClock::Get();
+};
+
+class ProposalTracker final : public Proposer {
+ public:
+  ProposalTracker(const ProposalTrackerOptions& options, log::CommitLog& log);
+
+  // Proposer
+  void Propose(state::CommandBody body, ApplyCallback done) override;
+  // Only the leader stamps its term: a follower's replies must not raise the
+  // epoch a worker fences with.
+  uint64_t epoch() const override { return log_.IsLeader() ? log_.term() : 0; }
+  bool leading() const override { return leading_; }
+  std::string leader_client_address() const override;
+  std::string leader_worker_address() const override;
+  void ReadBarrier(ReadCallback done) override;
+  void ChangeMembership(const ChangeReplicas& request, MembershipCallback done) override;
+  log::ReplicationReport Replication() const override { return log_.Report(); }
+
+  // Starts one ReadIndex for every read that arrived since the last call.
+  void IssueReads();
+  // After each Sync() and the apply of what it returned: serves the reads
+  // now current and answers committed membership changes.
+  void AfterSync();
+  // The entry at `index`, proposed in `term`, applied with `result`: runs
+  // its callback (or fails it when another leader's entry took the index).
+  void Settle(uint64_t index, uint64_t term, const state::ApplyResult& result);
+  // Fails every proposal callback with `why` (the log could not persist).
+  void FailProposals(const Status& why);
+  // Fails reads waiting longer than the read timeout.
+  void ExpireReads(int64_t now_ms);
+  // Re-reads leadership from the log. True when it changed (started or
+  // stopped serving, or a new term): every waiter of the old leadership has
+  // been failed and the caller resets its components.
+  bool FollowLeadership();
+  // True once this replica's own removal from the replica set has committed.
+  bool removed() const { return removed_; }
+
+ private:
+  // A waiter remembers its term to tell our entry from another leader's
+  // entry at the same index.
+  struct Pending {
+    uint64_t term = 0;
+    ApplyCallback done;
+  };
+  struct PendingMembership {
+    uint64_t term = 0;
+    MembershipCallback done;
+  };
+  struct ReadBatch {
+    int64_t issued_ms = 0;
+    std::vector<ReadCallback> waiting;
+  };
+
+  void FailPending(const Status& why, uint64_t keep_term);
+  void FailReads(const Status& why);
+  void FailMembership(const Status& why);
+  Status NotLeader() const;
+
+  ProposalTrackerOptions options_;
+  log::CommitLog& log_;
+  std::map<uint64_t, Pending> callbacks_;                    // by log index
+  std::map<uint64_t, PendingMembership> membership_waiters_;  // by log index
+  std::vector<ReadCallback> unissued_reads_;
+  std::map<std::string, ReadBatch> reads_;  // ReadIndex context -> reads waiting for it
+  uint64_t next_read_ = 0;
+  bool leading_ = false;
+  uint64_t leading_term_ = 0;
+  bool removed_ = false;
+};
+
+}  // namespace gpool::control

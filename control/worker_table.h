@@ -1,0 +1,87 @@
+// WorkerTable: the worker connections of this leadership, in one owned table,
+// and WorkerEvents, what the NodeRegistry tells the components that act on
+// workers.
+//
+// The NodeRegistry is the table's only writer: it connects a node when its
+// registration commits, touches it on every frame and records its usage on
+// every heartbeat, and clears the table when leadership changes. The
+// Dispatcher, the LogRelay and the Gateway only read it (const&), so who may
+// change a connection is visible in the types. Connections are soft state:
+// only the replica a worker talks to has them, and none of it is committed.
+//
+// Thread-safety: none; the coordinator's loop thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "protocol/envelope.h"
+#include "protocol/messages.h"
+
+namespace gpool::control {
+
+struct WorkerConnection {
+  std::string peer;               // the ROUTER identity the worker registered on
+  int64_t last_seen_ms = 0;       // monotonic, last frame of any kind
+  int64_t last_seen_wall_ms = 0;  // the same on the wall clock, for users
+  // GPU memory per task at the last heartbeat, sorted by task. A flat vector,
+  // not a map: it is replaced whole on every heartbeat, and at 24 bytes a
+  // task rather than a map node's 64 it stays small at 100,000 tasks.
+  std::vector<TaskUsage> usage;
+};
+
+class WorkerTable {
+ public:
+  // Readers.
+  const WorkerConnection* Find(const std::string& node) const;
+  // The connection a node is reachable on, or null when it is not connected.
+  const std::string* PeerFor(const std::string& node) const;
+  // The node that registered on `peer`, or null.
+  const std::string* NodeAt(const std::string& peer) const;
+  // Wall time of the node's last frame (heartbeats are not committed, so the
+  // state machine's last_seen only moves on state changes); 0 if none.
+  int64_t LastSeenWallMs(const std::string& node) const;
+  // GPU memory `task` on `node` used at the node's last heartbeat; -1 when
+  // unknown (not running there, or the node cannot measure it).
+  int64_t GpuMemoryUsed(const std::string& node, const TaskId& task) const;
+  size_t size() const { return by_node_.size(); }
+
+  // Writers (the NodeRegistry).
+  // `node` is now reachable on `peer`; a connection it had before is
+  // replaced, usage included.
+  WorkerConnection& Connect(const std::string& node, const std::string& peer, int64_t now_ms, int64_t wall_ms);
+  // A frame arrived from `node`.
+  void Touch(const std::string& node, int64_t now_ms, int64_t wall_ms);
+  // Replaces the node's usage with a heartbeat's (at most kMaxUsage entries;
+  // a task reported twice keeps its last value).
+  void RecordUsage(const std::string& node, const std::vector<TaskUsage>& usage);
+  void Clear();
+
+  static constexpr size_t kMaxUsage = 100'000;  // a worker tracks at most this many tasks
+
+ private:
+  std::map<std::string, WorkerConnection> by_node_;
+  std::map<std::string, std::string> by_peer_;  // peer -> node
+};
+
+// What the NodeRegistry raises. Listeners are subscribed in Coordinator::Open.
+class WorkerEvents {
+ public:
+  virtual ~WorkerEvents() = default;
+  // `node` (re)registered on a new connection: whatever was sent to its old
+  // one may be lost.
+  virtual void NodeConnected(const std::string& node) { (void)node; }
+  // A task event from a worker committed (it started, exited or failed).
+  virtual void TaskSettled(const TaskId& task) { (void)task; }
+  // A reply (Ack, ErrorReply, FetchLogReply) from the worker registered as
+  // `node` to a command the coordinator sent; the listener that issued its
+  // request id takes it.
+  virtual void WorkerReplied(const std::string& node, const Envelope& reply) {
+    (void)node;
+    (void)reply;
+  }
+};
+
+}  // namespace gpool::control
