@@ -10,12 +10,11 @@
 
 #include "client/format.h"
 #include "client/yaml_fields.h"
+#include "protocol/validate.h"
 
 namespace gpool {
 namespace {
 
-constexpr size_t kMaxLabelValue = 63;
-constexpr size_t kMaxNodeName = 253;
 
 using yaml_fields::FieldError;
 using yaml_fields::Join;
@@ -28,13 +27,8 @@ std::string NearestOf(std::string_view word, const std::vector<std::string>& can
 }
 
 // `node` is a map whose keys are plain, unique and in `allowed`.
-Status CheckKeys(const YAML::Node& node, const std::string& path, const std::vector<std::string>& allowed) {
+Status CheckTopologyKeys(const YAML::Node& node, const std::string& path, const std::vector<std::string>& allowed) {
   return yaml_fields::CheckKeys(node, path, allowed, "topology file", NearestOf);
-}
-
-bool IsNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-         c == '.';
 }
 
 // A switch name becomes a label value; a node name must be one the
@@ -76,21 +70,21 @@ const std::vector<std::string> kSwitchKeys = {"name", "tier", "parent", "nodes"}
 
 // One switch's own fields; parents and nodes are checked once every name is known.
 Result<TopologySwitch> ReadSwitch(const YAML::Node& node, const std::string& path) {
-  GPOOL_RETURN_IF_ERROR(CheckKeys(node, path, kSwitchKeys));
+  GPOOL_RETURN_IF_ERROR(CheckTopologyKeys(node, path, kSwitchKeys));
   TopologySwitch sw;
   if (!node["name"]) return FieldError(Join(path, "name"), "required");
-  GPOOL_ASSIGN_OR_RETURN(sw.name, ReadName(node["name"], Join(path, "name"), kMaxLabelValue));
+  GPOOL_ASSIGN_OR_RETURN(sw.name, ReadName(node["name"], Join(path, "name"), kMaxLabelValueLength));
   if (!node["tier"]) return FieldError(Join(path, "tier"), "required");
   GPOOL_ASSIGN_OR_RETURN(sw.tier, ReadTier(node["tier"], Join(path, "tier")));
   if (auto parent = node["parent"]) {
-    GPOOL_ASSIGN_OR_RETURN(sw.parent, ReadName(parent, Join(path, "parent"), kMaxLabelValue));
+    GPOOL_ASSIGN_OR_RETURN(sw.parent, ReadName(parent, Join(path, "parent"), kMaxLabelValueLength));
   }
   if (auto nodes = node["nodes"]) {
     const std::string nodes_path = Join(path, "nodes");
     if (!nodes.IsSequence()) return FieldError(nodes_path, "expected a list of node names, got " + Quote(nodes));
     for (size_t i = 0; i < nodes.size(); ++i) {
       GPOOL_ASSIGN_OR_RETURN(std::string name,
-                             ReadName(nodes[i], nodes_path + "[" + std::to_string(i) + "]", kMaxNodeName));
+                             ReadName(nodes[i], nodes_path + "[" + std::to_string(i) + "]", kMaxNodeNameLength));
       sw.nodes.push_back(std::move(name));
     }
   }
@@ -144,7 +138,7 @@ Status CheckTree(const Topology& topology) {
 
 Result<Topology> ReadTopology(const YAML::Node& root) {
   if (!root || root.IsNull()) return FieldError("topology file", "empty; expected a map with a 'switches' list");
-  GPOOL_RETURN_IF_ERROR(CheckKeys(root, "", kTopKeys));
+  GPOOL_RETURN_IF_ERROR(CheckTopologyKeys(root, "", kTopKeys));
   const YAML::Node switches = root["switches"];
   if (!switches) return FieldError("switches", "required");
   if (!switches.IsSequence()) return FieldError("switches", "expected a list of switches, got " + Quote(switches));

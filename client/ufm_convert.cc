@@ -8,15 +8,15 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "client/yaml_fields.h"
 #include "protocol/base/text.h"
+#include "protocol/validate.h"
 
 namespace gpool {
 namespace {
 
 using Json = nlohmann::json;
 
-constexpr size_t kMaxLabelValue = 63;
-constexpr size_t kMaxNodeName = 253;
 
 enum class Kind { kSwitch, kHost, kOther };
 
@@ -30,15 +30,6 @@ struct System {
   std::map<size_t, uint32_t> links;
   uint32_t tier = 0;  // switches: 0 until reached from a host
 };
-
-Status FieldError(const std::string& path, const std::string& message) {
-  return Status::InvalidArgument(path + ": " + message);
-}
-
-bool IsNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-         c == '.';
-}
 
 // "0x98039B03..." and "98039b03..." are the same GUID.
 std::string NormalizeGuid(std::string_view guid) {
@@ -59,11 +50,11 @@ std::string Describe(const Json& value) {
 Result<std::string> StringField(const Json& object, const std::string& path, const char* key, bool required) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) {
-    if (required) return FieldError(path + "." + key, "required");
+    if (required) return yaml_fields::FieldError(path + "." + key, "required");
     return std::string();
   }
   // GUIDs above 2^53 do not survive as JSON numbers, so only strings are taken.
-  if (!it->is_string()) return FieldError(path + "." + key, "expected a string, got " + Describe(*it));
+  if (!it->is_string()) return yaml_fields::FieldError(path + "." + key, "expected a string, got " + Describe(*it));
   return it->get<std::string>();
 }
 
@@ -90,11 +81,11 @@ std::string TrimDashes(std::string s) {
 }
 
 Status CheckNodeName(const std::string& path, const std::string& name) {
-  if (name.empty()) return FieldError(path, "no node name (system_name is empty and no link names the host)");
-  if (name.size() > kMaxNodeName) return FieldError(path, "'" + name + "' is longer than 253 characters");
+  if (name.empty()) return yaml_fields::FieldError(path, "no node name (system_name is empty and no link names the host)");
+  if (name.size() > kMaxNodeNameLength) return yaml_fields::FieldError(path, "'" + name + "' is longer than 253 characters");
   for (char c : name) {
     if (!IsNameChar(c)) {
-      return FieldError(path, "'" + name + "' is not a valid node name (letters, digits, '.', '_' and '-')");
+      return yaml_fields::FieldError(path, "'" + name + "' is not a valid node name (letters, digits, '.', '_' and '-')");
     }
   }
   return Status::Ok();
@@ -136,12 +127,12 @@ Result<std::vector<System>> ReadSystems(const Json& list, std::map<std::string, 
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string path = "systems[" + std::to_string(i) + "]";
     const Json& item = list[i];
-    if (!item.is_object()) return FieldError(path, "expected an object, got " + Describe(item));
+    if (!item.is_object()) return yaml_fields::FieldError(path, "expected an object, got " + Describe(item));
     System sys;
     sys.path = path;
     GPOOL_ASSIGN_OR_RETURN(std::string guid, StringField(item, path, "guid", true));
     sys.guid = NormalizeGuid(guid);
-    if (sys.guid.empty()) return FieldError(path + ".guid", "must not be empty");
+    if (sys.guid.empty()) return yaml_fields::FieldError(path + ".guid", "must not be empty");
     GPOOL_ASSIGN_OR_RETURN(std::string type, StringField(item, path, "type", true));
     GPOOL_ASSIGN_OR_RETURN(sys.raw_name, StringField(item, path, "system_name", false));
     GPOOL_ASSIGN_OR_RETURN(std::string system_guid, StringField(item, path, "system_guid", false));
@@ -155,7 +146,7 @@ Result<std::vector<System>> ReadSystems(const Json& list, std::map<std::string, 
     }
     auto [it, inserted] = by_guid.emplace(sys.guid, systems.size());
     if (!inserted && systems[it->second].guid == sys.guid) {
-      return FieldError(path + ".guid", "GUID " + guid + " is already " + systems[it->second].path + "'s");
+      return yaml_fields::FieldError(path + ".guid", "GUID " + guid + " is already " + systems[it->second].path + "'s");
     }
     if (!inserted) it->second = systems.size();  // a guid wins over another system's system_guid alias
     // system_guid is only an alias: it never takes a GUID from another system.
@@ -173,7 +164,7 @@ Status ReadLinks(const Json& list, const std::map<std::string, size_t>& by_guid,
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string path = "links[" + std::to_string(i) + "]";
     const Json& item = list[i];
-    if (!item.is_object()) return FieldError(path, "expected an object, got " + Describe(item));
+    if (!item.is_object()) return yaml_fields::FieldError(path, "expected an object, got " + Describe(item));
     size_t ends[2];
     std::string descriptions[2];
     const char* guid_keys[2] = {"source_guid", "destination_guid"};
@@ -181,7 +172,7 @@ Status ReadLinks(const Json& list, const std::map<std::string, size_t>& by_guid,
     for (int e = 0; e < 2; ++e) {
       GPOOL_ASSIGN_OR_RETURN(std::string guid, StringField(item, path, guid_keys[e], true));
       auto it = by_guid.find(NormalizeGuid(guid));
-      if (it == by_guid.end()) return FieldError(path + "." + guid_keys[e], "no system has GUID " + guid);
+      if (it == by_guid.end()) return yaml_fields::FieldError(path + "." + guid_keys[e], "no system has GUID " + guid);
       ends[e] = it->second;
       GPOOL_ASSIGN_OR_RETURN(descriptions[e], StringField(item, path, description_keys[e], false));
     }
@@ -217,7 +208,7 @@ void NameSwitches(std::vector<System>& systems) {
     if (indices.size() < 2) continue;
     for (size_t i : indices) {
       const std::string suffix = "-" + SanitizeSwitchName(systems[i].guid);
-      std::string base = name.substr(0, kMaxLabelValue - std::min(suffix.size(), kMaxLabelValue));
+      std::string base = name.substr(0, kMaxLabelValueLength - std::min(suffix.size(), kMaxLabelValueLength));
       systems[i].name = SanitizeSwitchName(TrimDashes(base) + suffix);
     }
   }
@@ -243,7 +234,7 @@ Status AssignTiers(std::vector<System>& systems) {
       if (neighbour.kind != Kind::kSwitch || neighbour.tier != 0) continue;
       neighbour.tier = systems[at].tier + 1;
       if (neighbour.tier > kMaxTopologyTier) {
-        return FieldError(neighbour.path, "switch " + neighbour.name + " would be tier " +
+        return yaml_fields::FieldError(neighbour.path, "switch " + neighbour.name + " would be tier " +
                                               std::to_string(neighbour.tier) + "; gpool labels at most " +
                                               std::to_string(kMaxTopologyTier) + " tiers");
       }
@@ -255,12 +246,12 @@ Status AssignTiers(std::vector<System>& systems) {
 
 Result<UfmConversion> Convert(const Json& root) {
   if (!root.is_object()) {
-    return FieldError("export", "expected an object with 'systems' and 'links' lists, got " + Describe(root));
+    return yaml_fields::FieldError("export", "expected an object with 'systems' and 'links' lists, got " + Describe(root));
   }
   for (const char* key : {"systems", "links"}) {
     auto it = root.find(key);
-    if (it == root.end()) return FieldError(key, "required");
-    if (!it->is_array()) return FieldError(key, "expected a list, got " + Describe(*it));
+    if (it == root.end()) return yaml_fields::FieldError(key, "required");
+    if (!it->is_array()) return yaml_fields::FieldError(key, "expected a list, got " + Describe(*it));
   }
   UfmConversion result;
   std::map<std::string, size_t> by_guid;
@@ -308,7 +299,7 @@ Result<UfmConversion> Convert(const Json& root) {
     GPOOL_RETURN_IF_ERROR(CheckNodeName(host.path + ".system_name", host.name));
     auto [it, inserted] = hosts.emplace(host.name, i);
     if (!inserted) {
-      return FieldError(host.path + ".system_name",
+      return yaml_fields::FieldError(host.path + ".system_name",
                         "node name " + host.name + " is already " + systems[it->second].path + "'s");
     }
   }
@@ -346,7 +337,7 @@ Result<UfmConversion> Convert(const Json& root) {
     for (const auto& name : unlinked) list += (list.empty() ? "" : ", ") + name;
     result.notes.push_back("left out hosts linked to no switch: " + list);
   }
-  if (out.empty()) return FieldError("export", "no switch is linked to a host; there is no tree to write");
+  if (out.empty()) return yaml_fields::FieldError("export", "no switch is linked to a host; there is no tree to write");
   for (auto& [name, sw] : out) result.topology.switches.push_back(std::move(sw));
   return result;
 }
@@ -366,8 +357,8 @@ std::string SanitizeSwitchName(std::string_view raw) {
     }
   }
   out = TrimDashes(std::move(out));
-  if (out.size() > kMaxLabelValue) {
-    out = TrimDashes(out.substr(0, kMaxLabelValue - 9)) + "-" + Hex8(Fnv1a(raw));
+  if (out.size() > kMaxLabelValueLength) {
+    out = TrimDashes(out.substr(0, kMaxLabelValueLength - 9)) + "-" + Hex8(Fnv1a(raw));
   }
   return out;
 }

@@ -10,7 +10,7 @@ using state::ClusterState;
 using state::Command;
 using state::PlanBind;
 
-NodeSpec Node(const std::string& name, const std::string& hostname) {
+NodeSpec HostNode(const std::string& name, const std::string& hostname) {
   NodeSpec node;
   node.name = name;
   node.hostname = hostname;
@@ -23,8 +23,8 @@ NodeSpec Node(const std::string& name, const std::string& hostname) {
 class TrainingEnvTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Do(state::RegisterNodeCmd{Node("n1", "host-a.example"), {}});
-    Do(state::RegisterNodeCmd{Node("n2", ""), {}});
+    Do(state::RegisterNodeCmd{HostNode("n1", "host-a.example"), {}});
+    Do(state::RegisterNodeCmd{HostNode("n2", ""), {}});
     JobSpec spec;
     spec.name = "train";
     TaskGroupSpec group;
@@ -82,7 +82,7 @@ class TrainingEnvElasticTest : public ::testing::Test {
  protected:
   state::ApplyResult Apply(state::CommandBody body) { return state_.Apply(++index_, Command{1, std::move(body)}); }
   uint64_t Submit(std::vector<TaskGroupSpec> groups) {
-    Apply(state::RegisterNodeCmd{Node("n1", "h1"), {}});
+    Apply(state::RegisterNodeCmd{HostNode("n1", "h1"), {}});
     JobSpec spec;
     spec.name = "job";
     TaskGroupSpec worker;

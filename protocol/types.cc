@@ -50,4 +50,11 @@ std::string DeviceUuid(const GpuInfo& gpu, const DeviceGrant& grant) {
   return "MIG-" + gpu.uuid + "-" + grant.mig_profile + "-" + std::to_string(grant.mig_start);
 }
 
+const GpuInfo* FindGpu(const NodeSpec& node, uint32_t index) {
+  for (const auto& gpu : node.gpus) {
+    if (gpu.index == index) return &gpu;
+  }
+  return nullptr;
+}
+
 }  // namespace gpool

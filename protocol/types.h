@@ -343,4 +343,7 @@ std::optional<NodeState> NodeStateFromString(std::string_view s);
 bool IsTerminal(JobState s);
 bool IsTerminal(TaskState s);
 
+// The node's GPU with this index, or null.
+const GpuInfo* FindGpu(const NodeSpec& node, uint32_t index);
+
 }  // namespace gpool

@@ -7,12 +7,13 @@
 #include <string>
 
 namespace gpool {
-namespace {
 
 bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
          c == '.';
 }
+
+namespace {
 
 Status ValidateName(const std::string& field, const std::string& name, uint32_t max_length) {
   if (name.empty()) return Status::InvalidArgument(field + ": must not be empty");
@@ -302,7 +303,7 @@ Status ValidateNodeSpec(const NodeSpec& spec) {
   // Far above any real node; bounds what one registration can make us store.
   constexpr size_t kMaxDevices = 1024;
   constexpr size_t kMaxLabels = 256;
-  GPOOL_RETURN_IF_ERROR(ValidateName("node.name", spec.name, 253));
+  GPOOL_RETURN_IF_ERROR(ValidateName("node.name", spec.name, kMaxNodeNameLength));
   if (spec.gpus.size() > kMaxDevices) {
     return Status::InvalidArgument("node.gpus: " + std::to_string(spec.gpus.size()) + " devices exceeds the maximum of " +
                                    std::to_string(kMaxDevices));
@@ -355,7 +356,7 @@ bool IsNodePool(std::string_view pool) { return pool == "public" || pool == "poo
 
 Status ValidateUpdateNode(const UpdateNode& update) {
   constexpr size_t kMaxLabelChanges = 256;
-  GPOOL_RETURN_IF_ERROR(ValidateName("node", update.node, 253));
+  GPOOL_RETURN_IF_ERROR(ValidateName("node", update.node, kMaxNodeNameLength));
   if (update.op == "cordon" || update.op == "uncordon") return Status::Ok();
   if (update.op == "pool") {
     if (!IsNodePool(update.pool)) {

@@ -2,7 +2,9 @@
 // the coordinator (authoritative). Decoding checks types; this checks meaning.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "protocol/base/status.h"
 #include "protocol/messages.h"
@@ -19,6 +21,11 @@ struct SpecLimits {
   uint64_t max_cpu_milli_per_task = 1'024'000;   // 1024 cores
   uint64_t max_memory_mib_per_task = 64ull << 20;  // 64 TiB
 };
+
+// Names (nodes, jobs, queues, label values) use [A-Za-z0-9._-].
+bool IsNameChar(char c);
+inline constexpr size_t kMaxNodeNameLength = 253;  // a DNS name
+inline constexpr size_t kMaxLabelValueLength = 63;
 
 // Errors name the field: "tasks[1].replicas: must be at least 1".
 Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits = {});

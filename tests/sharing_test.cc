@@ -22,7 +22,7 @@ std::string ReadAll(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool Says(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 class SharingTest : public ::testing::Test {
  protected:
@@ -74,21 +74,21 @@ TEST_F(SharingTest, TwoSharesRunTogetherOnOneGpuWithTheirLimits) {
   // While both hold the GPU a whole-GPU job waits with a reason, and the
   // node shows the two shares.
   const uint64_t whole = Submit(ShellJob("whole", 1, "true"));
-  EXPECT_TRUE(WaitFor([&] { return Contains(cluster_->Cli({"job", std::to_string(whole)}).out, "insufficient GPUs"); },
+  EXPECT_TRUE(WaitFor([&] { return Says(cluster_->Cli({"job", std::to_string(whole)}).out, "insufficient GPUs"); },
                       10s))
       << cluster_->Cli({"job", std::to_string(whole)}).out;
   const std::string devices = cluster_->Cli({"nodes", "--devices"}).out;
-  EXPECT_TRUE(Contains(devices, "2 shares 60/80 GiB 80% fixed-share")) << devices;
+  EXPECT_TRUE(Says(devices, "2 shares 60/80 GiB 80% fixed-share")) << devices;
   std::ofstream(dir + "/release").put('\n');
   ASSERT_TRUE(WaitFor([&] { return StateOf(a) == "Succeeded" && StateOf(b) == "Succeeded"; }, 30s))
       << StateOf(a) << " " << StateOf(b);
   for (const char* name : {"share-a", "share-b"}) {
     const std::string env = ReadAll(dir + "/" + name + ".env");
-    EXPECT_TRUE(Contains(env, "CUDA_VISIBLE_DEVICES=0\n")) << env;
-    EXPECT_TRUE(Contains(env, "CUDA_DEVICE_MEMORY_LIMIT_0=30720m\n")) << env;
-    EXPECT_TRUE(Contains(env, "CUDA_DEVICE_SM_LIMIT=40\n")) << env;
-    EXPECT_TRUE(Contains(env, "GPU_CORE_UTILIZATION_POLICY=force\n")) << env;
-    EXPECT_TRUE(Contains(env, "GPOOL_SHARING_QOS=fixed-share\n")) << env;
+    EXPECT_TRUE(Says(env, "CUDA_VISIBLE_DEVICES=0\n")) << env;
+    EXPECT_TRUE(Says(env, "CUDA_DEVICE_MEMORY_LIMIT_0=30720m\n")) << env;
+    EXPECT_TRUE(Says(env, "CUDA_DEVICE_SM_LIMIT=40\n")) << env;
+    EXPECT_TRUE(Says(env, "GPU_CORE_UTILIZATION_POLICY=force\n")) << env;
+    EXPECT_TRUE(Says(env, "GPOOL_SHARING_QOS=fixed-share\n")) << env;
   }
   // Once the shares are gone the whole-GPU job runs.
   EXPECT_TRUE(WaitFor([&] { return StateOf(whole) == "Succeeded"; }, 30s)) << StateOf(whole);
@@ -105,7 +105,7 @@ TEST_F(SharingTest, DynamicMigGivesTheSmallestInstanceThatHoldsTheRequest) {
                                         "--", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES $GPOOL_MIG_PROFILES > " + out});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
   const std::string env = ReadAll(out);
-  EXPECT_TRUE(Contains(env, "MIG-GPU-node-0-0-1g.10gb-0 1g.10gb")) << env;
+  EXPECT_TRUE(Says(env, "MIG-GPU-node-0-0-1g.10gb-0 1g.10gb")) << env;
 }
 
 TEST_F(SharingTest, BadShareRequestsAreRefusedWithTypedErrors) {
@@ -118,11 +118,11 @@ TEST_F(SharingTest, BadShareRequestsAreRefusedWithTypedErrors) {
   auto reply = client_->Submit(compute, "");
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(reply.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_TRUE(Contains(reply.status().message(), "gpu_compute_pct: 150 is not 1 to 100")) << reply.status().ToString();
+  EXPECT_TRUE(Says(reply.status().message(), "gpu_compute_pct: 150 is not 1 to 100")) << reply.status().ToString();
   const auto bad_mig = cluster_->Cli({"submit", "--mig", "huge", "--", "true"});
   EXPECT_NE(bad_mig.exit_code, 0);
-  EXPECT_TRUE(Contains(bad_mig.err, "is not a MIG profile")) << bad_mig.err;
-  EXPECT_TRUE(Contains(cluster_->Cli({"jobs"}).out, "No jobs")) << cluster_->Cli({"jobs"}).out;
+  EXPECT_TRUE(Says(bad_mig.err, "is not a MIG profile")) << bad_mig.err;
+  EXPECT_TRUE(Says(cluster_->Cli({"jobs"}).out, "No jobs")) << cluster_->Cli({"jobs"}).out;
 }
 
 }  // namespace

@@ -30,14 +30,14 @@ NodeView TwoGroups(const std::set<uint32_t>& busy) {
   return node;
 }
 
-std::vector<bool> Free(const NodeView& node) {
+std::vector<bool> FreeGpus(const NodeView& node) {
   std::vector<bool> free;
   for (const auto& gpu : node.gpus) free.push_back(gpu.healthy && !gpu.allocated);
   return free;
 }
 
 std::vector<size_t> Pick(const NodeView& node, uint32_t count, NumaPolicy numa = NumaPolicy::kNone) {
-  auto picked = PickGpus(node, Free(node), GpuRequest{count, "", numa});
+  auto picked = PickGpus(node, FreeGpus(node), GpuRequest{count, "", numa});
   return picked.value_or(std::vector<size_t>{99});
 }
 
@@ -74,10 +74,10 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(GpuPickerTest, HonoursTheModel) {
   NodeView node = testing::MakeNode("n", 4);
   node.gpus[2].model = node.gpus[3].model = "H100";
-  auto picked = PickGpus(node, Free(node), GpuRequest{2, "H100", NumaPolicy::kNone});
+  auto picked = PickGpus(node, FreeGpus(node), GpuRequest{2, "H100", NumaPolicy::kNone});
   ASSERT_TRUE(picked);
   EXPECT_EQ(*picked, (std::vector<size_t>{2, 3}));
-  EXPECT_FALSE(PickGpus(node, Free(node), GpuRequest{3, "H100", NumaPolicy::kNone}));
+  EXPECT_FALSE(PickGpus(node, FreeGpus(node), GpuRequest{3, "H100", NumaPolicy::kNone}));
 }
 
 // Property: over random layouts the picker only hands out free GPUs of the
@@ -98,7 +98,7 @@ TEST(GpuPickerTest, RandomLayoutsAreNeverOverCommitted) {
         if (p != gpu.index && next(3) == 0) gpu.nvlink_peers.push_back(p);
       }
     }
-    const auto free = Free(node);
+    const auto free = FreeGpus(node);
     const GpuRequest request{static_cast<uint32_t>(next(6)), next(3) == 0 ? "H100" : "",
                              static_cast<NumaPolicy>(next(3))};
     auto picked = PickGpus(node, free, request);

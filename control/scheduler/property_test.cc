@@ -298,8 +298,10 @@ std::string DebugState(const Sim& sim) {
   return out;
 }
 
-TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminates) {
-  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+// The property loops are sharded over seeds (like the Raft simulation), so
+// ctest spreads them over the cores and no single test runs for a minute.
+void InvariantsHoldAndPreemptionTerminates(uint64_t first_seed, uint64_t last_seed) {
+  for (uint64_t seed = first_seed; seed <= last_seed; ++seed) {
     Rng rng(seed);
     Sim sim = RandomSim(rng, false);
     uint64_t next_id = 1;
@@ -335,8 +337,21 @@ TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminates) {
   }
 }
 
-TEST(SchedulerPropertyTest, ReclaimRestoresGuarantees) {
-  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminatesSeeds1To250) {
+  InvariantsHoldAndPreemptionTerminates(1, 250);
+}
+TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminatesSeeds251To500) {
+  InvariantsHoldAndPreemptionTerminates(251, 500);
+}
+TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminatesSeeds501To750) {
+  InvariantsHoldAndPreemptionTerminates(501, 750);
+}
+TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminatesSeeds751To1000) {
+  InvariantsHoldAndPreemptionTerminates(751, 1000);
+}
+
+void ReclaimRestoresGuarantees(uint64_t first_seed, uint64_t last_seed) {
+  for (uint64_t seed = first_seed; seed <= last_seed; ++seed) {
     Rng rng(seed);
     Sim sim = RandomSim(rng, true);
     uint64_t next_id = 1;
@@ -364,6 +379,11 @@ TEST(SchedulerPropertyTest, ReclaimRestoresGuarantees) {
     }
   }
 }
+
+TEST(SchedulerPropertyTest, ReclaimRestoresGuaranteesSeeds1To250) { ReclaimRestoresGuarantees(1, 250); }
+TEST(SchedulerPropertyTest, ReclaimRestoresGuaranteesSeeds251To500) { ReclaimRestoresGuarantees(251, 500); }
+TEST(SchedulerPropertyTest, ReclaimRestoresGuaranteesSeeds501To750) { ReclaimRestoresGuarantees(501, 750); }
+TEST(SchedulerPropertyTest, ReclaimRestoresGuaranteesSeeds751To1000) { ReclaimRestoresGuarantees(751, 1000); }
 
 }  // namespace
 }  // namespace gpool::scheduler

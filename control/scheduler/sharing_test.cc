@@ -12,7 +12,7 @@ namespace {
 using namespace testing;  // NOLINT: the scenario builders
 using topology::ClusterView;
 
-SchedulerConfig Default() { return SchedulerConfig{}; }
+SchedulerConfig DefaultConfig() { return SchedulerConfig{}; }
 
 const Placement* BindOf(const Plan& plan, uint64_t job) {
   for (const auto& bind : plan.binds) {
@@ -39,7 +39,7 @@ TEST(ShareTest, TwoHalfMemorySharesFillOneGpuAndTheThirdWaits) {
   view.nodes = {MakeNode("n1", 1)};
   view.pending = {JobBuilder(1, "default", 1, 1).Share(40960), JobBuilder(2, "default", 1, 1).Share(40960),
                   JobBuilder(3, "default", 1, 1).Share(40960)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 2u);
   for (const auto& bind : plan.binds) {
     EXPECT_EQ(bind.gpu_indices, std::vector<uint32_t>{0});
@@ -54,7 +54,7 @@ TEST(ShareTest, PercentageResolvesToMibOfTheDevice) {
   ClusterView view;
   view.nodes = {MakeNode("n1", 1)};  // 81920 MiB GPUs
   view.pending = {JobBuilder(1, "default", 1, 1).Share(0, 0, "", 25)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_EQ(plan.binds[0].grant.gpu_memory_mib, 20480u);
   EXPECT_EQ(plan.binds[0].gpu_memory_mib, 20480u);
@@ -65,7 +65,7 @@ TEST(ShareTest, SharesPackOntoUsedGpusSoWholeGpusStayFree) {
   view.nodes = {MakeNode("n1", 2)};
   Share(view, "n1", 1, 20480, 0);
   view.pending = {JobBuilder(1, "default", 1, 1).Share(20480), JobBuilder(2, "default", 1, 1)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 2u);
   EXPECT_EQ(BindOf(plan, 1)->gpu_indices, std::vector<uint32_t>{1});
   EXPECT_EQ(BindOf(plan, 2)->gpu_indices, std::vector<uint32_t>{0});
@@ -75,7 +75,7 @@ TEST(ShareTest, ComputeAddsUpToAtMostOneHundredPercent) {
   ClusterView view;
   view.nodes = {MakeNode("n1", 2)};
   view.pending = {JobBuilder(1, "default", 1, 1).Share(1024, 60), JobBuilder(2, "default", 1, 1).Share(1024, 50)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 2u);
   EXPECT_NE(BindOf(plan, 1)->gpu_indices, BindOf(plan, 2)->gpu_indices);
 }
@@ -85,7 +85,7 @@ TEST(ShareTest, WholeGpuTaskNeverLandsOnASharedGpu) {
   view.nodes = {MakeNode("n1", 1)};
   Share(view, "n1", 0, 1024, 10);
   view.pending = {JobBuilder(1, "default", 1, 1)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   EXPECT_TRUE(plan.binds.empty());
   EXPECT_EQ(ReasonsOf(plan, 1), (std::vector<std::string>{"1 node: insufficient GPUs"}));
 }
@@ -95,7 +95,7 @@ TEST(ShareTest, ShareNeverLandsOnAGpuHeldWhole) {
   view.nodes = {MakeNode("n1", 1)};
   view.nodes[0].gpus[0].allocated = true;
   view.pending = {JobBuilder(1, "default", 1, 1).Share(1024)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   EXPECT_TRUE(plan.binds.empty());
   EXPECT_EQ(ReasonsOf(plan, 1), (std::vector<std::string>{"1 node: no GPU free to share"}));
 }
@@ -106,7 +106,7 @@ TEST(ShareTest, MultiGpuShareTakesDistinctDevicesOnOneNumaNode) {
   for (uint32_t g = 0; g < 4; ++g) view.nodes[0].gpus[g].numa = g < 2 ? 0 : 1;
   Share(view, "n1", 0, 70000, 0);  // NUMA 0 has one GPU with room
   view.pending = {JobBuilder(1, "default", 1, 2).Share(20480).Numa(topology::NumaPolicy::kSingleNumaNode)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_EQ(plan.binds[0].gpu_indices, (std::vector<uint32_t>{2, 3}));
 }
@@ -119,7 +119,7 @@ TEST(QosTest, SharedGpuTakesOnlyItsFirstTenantsQos) {
   Share(view, "n1", 0, 1024, 30, "fixed-share");
   view.pending = {JobBuilder(1, "default", 1, 1).Share(1024, 30, "burst-share"),
                   JobBuilder(2, "default", 1, 1).Share(1024, 30, "fixed-share")};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_EQ(plan.binds[0].job.value(), 2u);
   EXPECT_EQ(ReasonsOf(plan, 1), (std::vector<std::string>{"1 node: GPUs shared under another QoS"}));
@@ -130,7 +130,7 @@ TEST(QosTest, FullComputeTaskIsExemptFromQos) {
   view.nodes = {MakeNode("n1", 1)};
   Share(view, "n1", 0, 1024, 0, "fixed-share");
   view.pending = {JobBuilder(1, "default", 1, 1).Share(1024, 100, "burst-share")};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
 }
 
@@ -146,7 +146,7 @@ TEST(MigTest, DynamicAutoChoosesTheSmallestProfileThatHoldsTheRequest) {
   ClusterView view;
   view.nodes = {MigNode("n1", 1, "dynamic")};
   view.pending = {JobBuilder(1, "default", 1, 1).Mig("auto", 9000), JobBuilder(2, "default", 1, 1).Mig("auto", 15000)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 2u);
   EXPECT_EQ(BindOf(plan, 1)->grant.mig_profile, "1g.10gb");
   EXPECT_EQ(BindOf(plan, 2)->grant.mig_profile, "1g.20gb");
@@ -159,7 +159,7 @@ TEST(MigTest, DynamicPacksOntoAGpuAlreadyInMigModeBeforeSwitchingAnIdleOne) {
   view.nodes[0].gpus[1].mig = {{"3g.40gb", 4, true}};
   view.nodes[0].gpus[1].tenants = 1;
   view.pending = {JobBuilder(1, "default", 1, 1).Mig("3g.40gb"), JobBuilder(2, "default", 1, 1)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 2u);
   EXPECT_EQ(BindOf(plan, 1)->gpu_indices, std::vector<uint32_t>{1});
   EXPECT_EQ(BindOf(plan, 1)->grant.mig_start, 0u);
@@ -174,7 +174,7 @@ TEST(MigTest, GpuInMigModeRunsOnlyMigInstances) {
   view.nodes[0].gpus[0].mig_enabled = true;
   view.pending = {JobBuilder(1, "default", 1, 1), JobBuilder(2, "default", 1, 1).Share(1024),
                   JobBuilder(3, "default", 1, 1).Mig("1g.10gb")};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_EQ(plan.binds[0].job.value(), 3u);
   EXPECT_FALSE(ReasonsOf(plan, 1).empty());
@@ -187,7 +187,7 @@ TEST(MigTest, DynamicLayoutFullMeansWait) {
   view.nodes[0].gpus[0].mig = {{"4g.40gb", 0, true}};
   view.nodes[0].gpus[0].tenants = 1;
   view.pending = {JobBuilder(1, "default", 1, 1).Mig("4g.40gb"), JobBuilder(2, "default", 1, 1).Mig("3g.40gb")};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_EQ(plan.binds[0].job.value(), 2u);
   EXPECT_EQ(plan.binds[0].grant.mig_start, 4u);
@@ -199,7 +199,7 @@ TEST(MigTest, StaticHandsOutTheInstancesThatExistAndNeverTheWholeGpu) {
   view.nodes = {MigNode("n1", 1, "static")};
   view.nodes[0].gpus[0].mig = {{"3g.40gb", 0, false}, {"2g.20gb", 4, false}, {"1g.10gb", 6, false}};
   view.pending = {JobBuilder(1, "default", 1, 1).Mig("auto", 12000), JobBuilder(2, "default", 1, 1)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_EQ(plan.binds[0].grant.mig_profile, "2g.20gb");
   EXPECT_EQ(plan.binds[0].grant.mig_start, 4u);
@@ -211,7 +211,7 @@ TEST(MigTest, ModelWithoutMigTableSaysSo) {
   view.nodes = {MakeNode("n1", 1, "public", "L40S")};
   view.nodes[0].gpus[0].mig_mode = "dynamic";
   view.pending = {JobBuilder(1, "default", 1, 1).Mig("1g.10gb")};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   EXPECT_EQ(ReasonsOf(plan, 1), (std::vector<std::string>{"1 node: no MIG-capable GPU"}));
 }
 
@@ -220,7 +220,7 @@ TEST(MigTest, SharesAndMigNeverMixOnOneGpu) {
   view.nodes = {MigNode("n1", 1, "dynamic")};
   Share(view, "n1", 0, 1024, 0);
   view.pending = {JobBuilder(1, "default", 1, 1).Mig("1g.10gb")};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   EXPECT_TRUE(plan.binds.empty());
 }
 
@@ -235,7 +235,7 @@ TEST(UuidTest, AllowAndDenyListsNarrowTheDevices) {
   topology::PendingJob deny = JobBuilder(2, "default", 1, 1);
   deny.gpu_uuid_deny = {"GPU-0"};
   view.pending = {allow, deny};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 2u);
   EXPECT_EQ(BindOf(plan, 1)->gpu_indices, (std::vector<uint32_t>{1, 3}));
   EXPECT_EQ(BindOf(plan, 2)->gpu_indices, std::vector<uint32_t>{2});
@@ -248,7 +248,7 @@ TEST(UuidTest, DeniedDevicesAreNamedAsTheReason) {
   topology::PendingJob job = JobBuilder(1, "default", 1, 1);
   job.gpu_uuid_deny = {"GPU-0"};
   view.pending = {job};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   EXPECT_EQ(ReasonsOf(plan, 1), (std::vector<std::string>{"1 node: GPUs excluded by the job's UUID lists"}));
 }
 
@@ -260,7 +260,7 @@ TEST(GpuMemoryQuotaTest, SharesCountCountTimesSizeAgainstTheQueue) {
   view.queues = {MakeQueue("root", ""), MakeQueue("team", "root", {{"gpu_memory", 3 * 20480}})};
   // 2 GPUs x 20 GiB = 40 GiB fits; a second such job would make 80 GiB.
   view.pending = {JobBuilder(1, "team", 1, 2).Share(20480), JobBuilder(2, "team", 1, 2).Share(20480)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_EQ(plan.binds[0].gpu_memory_mib, 2u * 20480);
   EXPECT_TRUE(AnyReasonContains(plan, 2, "gpu_memory"));
@@ -271,7 +271,7 @@ TEST(GpuMemoryQuotaTest, WholeGpusCountTheirDevicesMemory) {
   view.nodes = {MakeNode("n1", 4)};
   view.queues = {MakeQueue("root", ""), MakeQueue("team", "root", {{"gpu_memory", 2 * 81920}})};
   view.pending = {JobBuilder(1, "team", 1, 2), JobBuilder(2, "team", 1, 1)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_EQ(plan.binds[0].gpu_memory_mib, 2u * 81920);
   EXPECT_TRUE(AnyReasonContains(plan, 2, "gpu_memory"));
@@ -295,7 +295,7 @@ TEST(VendorRuleTest, AscendTwoChipTaskStaysInsideOneHccsRing) {
   view.nodes = {VendorNode("a1", 8, "huawei", "Ascend910")};
   for (uint32_t g : {0u, 1u, 2u}) view.nodes[0].gpus[g].allocated = true;  // ring 0 has one chip left
   view.pending = {JobBuilder(1, "default", 1, 2)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   for (uint32_t index : plan.binds[0].gpu_indices) EXPECT_GE(index, 4u);
 }
@@ -304,7 +304,7 @@ TEST(VendorRuleTest, AscendCountTheRuleForbidsWaitsWithTheRuleAsReason) {
   ClusterView view;
   view.nodes = {VendorNode("a1", 8, "huawei", "Ascend910")};
   view.pending = {JobBuilder(1, "default", 1, 3)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   EXPECT_TRUE(plan.binds.empty());
   EXPECT_EQ(ReasonsOf(plan, 1),
             (std::vector<std::string>{"1 node: no device set the vendor's placement rule allows"}));
@@ -316,7 +316,7 @@ TEST(VendorRuleTest, NeuronCoreRequestGetsContiguousCoresOnOneDevice) {
   topology::PendingJob job = JobBuilder(1, "default", 1, 0);
   job.tasks[0].resources.cores = 2;
   view.pending = {job};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   ASSERT_EQ(plan.binds[0].grant.cores.size(), 2u);
   EXPECT_EQ(plan.binds[0].grant.cores[1], plan.binds[0].grant.cores[0] + 1);
@@ -327,7 +327,7 @@ TEST(VendorRuleTest, KunlunShareRoundsUpToAQuarterDevice) {
   ClusterView view;
   view.nodes = {VendorNode("xpu", 8, "kunlunxin", "P800", 98304)};
   view.pending = {JobBuilder(1, "default", 1, 1).Share(10000)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_TRUE(plan.binds[0].grant.shared);
   EXPECT_EQ(plan.binds[0].grant.gpu_memory_mib, 24576u);
@@ -339,7 +339,7 @@ TEST(VendorRuleTest, CoreRequestsWaitOnNodesWithoutAddressableCores) {
   topology::PendingJob job = JobBuilder(1, "default", 1, 0);
   job.tasks[0].resources.cores = 2;
   view.pending = {job};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   EXPECT_TRUE(plan.binds.empty());
 }
 
@@ -358,7 +358,7 @@ TEST(NumaFitTest, CpuTaskFitsOneNumaNodeOrWaitsUnderSingleNumaNode) {
   view.nodes[0].numa[1].cpu_milli_free = 20'000;
   view.pending = {JobBuilder(1, "default", 1, 0).Cpu(40'000, 1024).Numa(topology::NumaPolicy::kSingleNumaNode),
                   JobBuilder(2, "default", 1, 0).Cpu(16'000, 1024).Numa(topology::NumaPolicy::kSingleNumaNode)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_EQ(plan.binds[0].job.value(), 2u);
   EXPECT_EQ(plan.binds[0].numa_node, 1) << "the fullest NUMA node that holds it";
@@ -370,7 +370,7 @@ TEST(NumaFitTest, GpusComeFromTheNumaNodeWithCpuRoom) {
   view.nodes = {TwoNumaNode("n1", 4)};
   view.nodes[0].numa[0].cpu_milli_free = 1'000;  // NUMA 0's CPUs are taken
   view.pending = {JobBuilder(1, "default", 1, 2).Cpu(8'000, 1024).Numa(topology::NumaPolicy::kSingleNumaNode)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_EQ(plan.binds[0].gpu_indices, (std::vector<uint32_t>{2, 3}));
   EXPECT_EQ(plan.binds[0].numa_node, 1);
@@ -380,7 +380,7 @@ TEST(NumaFitTest, NoPolicyRecordsNoNumaNode) {
   ClusterView view;
   view.nodes = {TwoNumaNode("n1", 4)};
   view.pending = {JobBuilder(1, "default", 1, 2)};
-  Plan plan = Schedule(view, Default());
+  Plan plan = Schedule(view, DefaultConfig());
   ASSERT_EQ(plan.binds.size(), 1u);
   EXPECT_EQ(plan.binds[0].numa_node, -1);
 }

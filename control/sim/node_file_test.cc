@@ -179,7 +179,7 @@ TEST_F(NodeFileTest, BadInputNamesTheFileAndTheField) {
             StatusCode::kInvalidArgument);
 }
 
-TracePod Pod(uint32_t gpus, uint32_t milli) {
+TracePod NodeFilePod(uint32_t gpus, uint32_t milli) {
   TracePod pod;
   pod.name = "p";
   pod.cpu_milli = 1000;
@@ -202,7 +202,7 @@ TEST_F(NodeFileTest, PaperExperimentOnASpecCluster) {
   options.threads = 1;
   options.arrival_pct = 130;
   const PolicyResult result =
-      RunPaperExperiment(*nodes, {Pod(1, 500), Pod(2, 1000)}, "fragmentation", *PolicyConfig("fragmentation"), options);
+      RunPaperExperiment(*nodes, {NodeFilePod(1, 500), NodeFilePod(2, 1000)}, "fragmentation", *PolicyConfig("fragmentation"), options);
   ASSERT_EQ(result.seeds.size(), 2u);
   for (const SeedResult& seed : result.seeds) {
     EXPECT_GT(seed.placed, 0u);
@@ -210,9 +210,9 @@ TEST_F(NodeFileTest, PaperExperimentOnASpecCluster) {
     EXPECT_LE(seed.alloc_pct.back(), 100.0);
   }
   const PolicyResult halves =
-      RunPaperExperiment(*nodes, {Pod(1, 500)}, "best-fit", *PolicyConfig("best-fit"), options);
+      RunPaperExperiment(*nodes, {NodeFilePod(1, 500)}, "best-fit", *PolicyConfig("best-fit"), options);
   EXPECT_DOUBLE_EQ(halves.MeanAllocAt(100), 100.0);
-  EXPECT_DOUBLE_EQ(EmptyClusterFragPct(*nodes, {Pod(1, 500)}), 0.0);
+  EXPECT_DOUBLE_EQ(EmptyClusterFragPct(*nodes, {NodeFilePod(1, 500)}), 0.0);
 }
 
 // JSONL jobs ask in MiB, so the spec's GPU memory stays: two 40 GiB shares

@@ -11,7 +11,6 @@ namespace {
 // fit (its node failed) does not hold nodes idle for long.
 constexpr int64_t kClaimLapseMs = 60'000;
 
-bool Occupies(TaskState s) { return s == TaskState::kBound || s == TaskState::kRunning; }
 
 }  // namespace
 
@@ -57,7 +56,7 @@ namespace {
 std::vector<uint32_t> ActivePerGroup(const JobRecord& job) {
   std::vector<uint32_t> active(job.spec.tasks.size(), 0);
   for (const auto& task : job.tasks) {
-    if ((Occupies(task.state) && !task.stop_requested) || task.state == TaskState::kSucceeded) ++active[task.group];
+    if ((HoldsResources(task.state) && !task.stop_requested) || task.state == TaskState::kSucceeded) ++active[task.group];
   }
   return active;
 }

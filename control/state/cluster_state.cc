@@ -8,7 +8,6 @@
 namespace gpool::state {
 namespace {
 
-bool Occupies(TaskState s) { return s == TaskState::kBound || s == TaskState::kRunning; }
 
 uint64_t KeyHash(std::string_view key) { return std::hash<std::string_view>{}(key); }
 
@@ -238,7 +237,7 @@ ApplyResult ClusterState::ApplyCancelJob(int64_t now, const CancelJobCmd& cmd) {
     if (task.state == TaskState::kPending) {
       task.set_message("cancelled before it was placed");
       FinishTask(*job, task, TaskState::kCancelled, now);
-    } else if (Occupies(task.state)) {
+    } else if (HoldsResources(task.state)) {
       task.stop_requested = true;
       task.stop_grace_ms = cmd.grace_ms;
       task.set_message("cancel requested");
@@ -374,7 +373,7 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
 bool ClusterState::MeetsGangAfter(const JobRecord& job, const std::set<uint32_t>& binding) const {
   std::vector<uint32_t> held(job.spec.tasks.size(), 0);
   for (const auto& task : job.tasks) {
-    const bool holds = (Occupies(task.state) && !task.stop_requested) || task.state == TaskState::kSucceeded;
+    const bool holds = (HoldsResources(task.state) && !task.stop_requested) || task.state == TaskState::kSucceeded;
     if (holds || (binding.count(task.id.index) && task.state == TaskState::kPending)) ++held[task.group];
   }
   for (uint32_t group = 0; group < job.spec.tasks.size(); ++group) {
@@ -387,7 +386,7 @@ void ClusterState::ApplyEviction(int64_t now, const PlanEviction& eviction) {
   JobRecord* job = MutableJob(eviction.job_id);
   if (job == nullptr || eviction.task_index >= job->tasks.size() || job->cancel_requested) return;
   TaskRecord& task = job->tasks[eviction.task_index];
-  if (!Occupies(task.state) || task.stop_requested) return;
+  if (!HoldsResources(task.state) || task.stop_requested) return;
   JobRecord* claimant = MutableJob(eviction.for_job);
   // A plan can be older than the state it lands on: an eviction for a job
   // that no longer waits (cancelled, placed, gone) would stop work for nothing.
@@ -416,18 +415,18 @@ void ClusterState::ApplyEviction(int64_t now, const PlanEviction& eviction) {
   // minimum, the whole job goes back to pending.
   uint32_t staying = 0;
   for (const auto& other : job->tasks) {
-    if (other.group == task.group && Occupies(other.state) && !other.stop_requested) ++staying;
+    if (other.group == task.group && HoldsResources(other.state) && !other.stop_requested) ++staying;
   }
   if (staying < job->spec.tasks[task.group].MinReplicas()) {
     for (auto& other : job->tasks) {
-      if (Occupies(other.state) && !other.stop_requested) mark(other);
+      if (HoldsResources(other.state) && !other.stop_requested) mark(other);
     }
   }
 }
 
 bool ClusterState::RequeueIfEvicted(JobRecord& job, TaskRecord& task, int64_t now) {
   if (!task.evicted || job.cancel_requested || !job.failure().empty()) return false;
-  if (Occupies(task.state)) ReleaseResources(task);
+  if (HoldsResources(task.state)) ReleaseResources(task);
   if (JobRecord* claimant = MutableJob(task.evicted_for())) {
     claimant->UpdateExtras([&](JobRecord::Extras& e) { e.claim_ms = now; });
   }
@@ -458,7 +457,7 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
     return result;
   }
   // Events are redelivered until acked; a repeat must change nothing.
-  if (!Occupies(task.state)) return result;
+  if (!HoldsResources(task.state)) return result;
   const int64_t when = event.time_ms != 0 ? event.time_ms : now;
   if (event.kind == "started") {
     if (task.state == TaskState::kBound) {
@@ -501,7 +500,7 @@ void ClusterState::ReleaseResources(TaskRecord& task) {
 }
 
 void ClusterState::FinishTask(JobRecord& job, TaskRecord& task, TaskState state, int64_t now) {
-  if (Occupies(task.state)) ReleaseResources(task);
+  if (HoldsResources(task.state)) ReleaseResources(task);
   task.state = state;
   task.finish_ms = now;
   if ((state == TaskState::kFailed || state == TaskState::kLost) && job.failure().empty()) {
@@ -522,7 +521,7 @@ void ClusterState::UpdateJobState(JobRecord& job, int64_t now) {
       if (task.state == TaskState::kPending) {
         task.set_message("job failed before this task was placed");
         FinishTask(job, task, TaskState::kCancelled, now);
-      } else if (Occupies(task.state) && !task.stop_requested) {
+      } else if (HoldsResources(task.state) && !task.stop_requested) {
         task.stop_requested = true;
         task.set_message("stopping: another task of the job failed");
         TrackCommand(task);
@@ -535,7 +534,7 @@ void ClusterState::UpdateJobState(JobRecord& job, int64_t now) {
   for (const auto& task : job.tasks) {
     any_pending |= task.state == TaskState::kPending;
     all_terminal &= IsTerminal(task.state);
-    any_active |= Occupies(task.state);
+    any_active |= HoldsResources(task.state);
     any_cancelled_by_user |= task.state == TaskState::kCancelled && task.message().rfind("not needed", 0) != 0;
     any_started |= task.start_ms != 0;
   }
@@ -574,7 +573,7 @@ void ClusterState::FinishUnneededReplicas(JobRecord& job, int64_t now) {
   std::vector<uint32_t> succeeded(job.spec.tasks.size(), 0);
   bool any_pending = false;
   for (const auto& task : job.tasks) {
-    if (Occupies(task.state) || !job.failure().empty() || job.cancel_requested) return;
+    if (HoldsResources(task.state) || !job.failure().empty() || job.cancel_requested) return;
     if (task.state == TaskState::kSucceeded) ++succeeded[task.group];
     any_pending |= task.state == TaskState::kPending;
   }
@@ -673,7 +672,7 @@ void ClusterState::RebuildIndexes() {
     bool any_pending = false;
     for (auto& task : job.tasks) {
       task.command_seq = 0;
-      if (Occupies(task.state)) TrackCommand(task);
+      if (HoldsResources(task.state)) TrackCommand(task);
       any_pending |= task.state == TaskState::kPending;
     }
     if (!IsTerminal(job.state) && !job.cancel_requested && any_pending) pending_.insert(id);
@@ -700,7 +699,7 @@ std::optional<ClusterState::CommandDue> ClusterState::command_due(const TaskId& 
 }
 
 void ClusterState::TrackCommand(TaskRecord& task) {
-  const bool due = Occupies(task.state) && (task.stop_requested || task.state == TaskState::kBound);
+  const bool due = HoldsResources(task.state) && (task.stop_requested || task.state == TaskState::kBound);
   if (!due) return UntrackCommand(task);
   if (task.command_seq != 0 && task.command_stop == task.stop_requested) return;  // the same command is still due
   if (task.command_seq == 0) ++due_count_;

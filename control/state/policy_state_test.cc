@@ -11,7 +11,7 @@ namespace {
 
 using testing::MakeNode;
 
-JobSpec MakeJob(const std::string& queue, uint32_t replicas, uint32_t gpus, uint32_t min = 0,
+JobSpec QueueJob(const std::string& queue, uint32_t replicas, uint32_t gpus, uint32_t min = 0,
                 const std::string& cls = "medium") {
   JobSpec spec;
   spec.name = "job";
@@ -89,9 +89,9 @@ TEST_F(PolicyStateTest, QueueTreeRulesAreEnforcedAndBadChangesChangeNothing) {
 TEST_F(PolicyStateTest, JobsGoToExistingLeafQueuesOnly) {
   ASSERT_TRUE(QueueOp("create", Queue("org", "root")).status.ok());
   ASSERT_TRUE(QueueOp("create", Queue("p1", "org")).status.ok());
-  EXPECT_EQ(Do(SubmitJobCmd{MakeJob("nope", 1, 1), ""}).status.code(), StatusCode::kNotFound);
-  EXPECT_EQ(Do(SubmitJobCmd{MakeJob("org", 1, 1), ""}).status.code(), StatusCode::kInvalidArgument);
-  const uint64_t job = Submit(MakeJob("p1", 1, 1));
+  EXPECT_EQ(Do(SubmitJobCmd{QueueJob("nope", 1, 1), ""}).status.code(), StatusCode::kNotFound);
+  EXPECT_EQ(Do(SubmitJobCmd{QueueJob("org", 1, 1), ""}).status.code(), StatusCode::kInvalidArgument);
+  const uint64_t job = Submit(QueueJob("p1", 1, 1));
   EXPECT_EQ(QueueOp("delete", Queue("p1", "org")).status.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(QueueOp("create", Queue("sub", "p1")).status.code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(Do(CancelJobCmd{job, 0}).status.ok());
@@ -108,9 +108,9 @@ TEST_F(PolicyStateTest, QueuesSurviveASnapshot) {
 
 TEST_F(PolicyStateTest, EvictedTaskRequeuesAsItsNextAttemptAndTheClaimHoldsUntilThePreemptorRuns) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 2), {}}).status.ok());
-  const uint64_t low = Submit(MakeJob("default", 1, 2, 0, "low"));
+  const uint64_t low = Submit(QueueJob("default", 1, 2, 0, "low"));
   ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{low, 0, "n1", {0, 1}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
-  const uint64_t high = Submit(MakeJob("default", 1, 2, 0, "high"));
+  const uint64_t high = Submit(QueueJob("default", 1, 2, 0, "high"));
 
   ApplyPlanCmd evict;
   evict.evictions = {PlanEviction{low, 0, high, "preempted by job 2 (high)"}};
@@ -150,9 +150,9 @@ TEST_F(PolicyStateTest, EvictedTaskRequeuesAsItsNextAttemptAndTheClaimHoldsUntil
 
 TEST_F(PolicyStateTest, AStaleEvictionForAJobThatNoLongerWaitsIsIgnored) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 1), {}}).status.ok());
-  const uint64_t low = Submit(MakeJob("default", 1, 1, 0, "low"));
+  const uint64_t low = Submit(QueueJob("default", 1, 1, 0, "low"));
   ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{low, 0, "n1", {0}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
-  const uint64_t high = Submit(MakeJob("default", 1, 1, 0, "high"));
+  const uint64_t high = Submit(QueueJob("default", 1, 1, 0, "high"));
   ASSERT_TRUE(Do(CancelJobCmd{high, 0}).status.ok());
   ApplyPlanCmd evict;
   evict.evictions = {PlanEviction{low, 0, high, "preempted"}, PlanEviction{low, 0, 999, "preempted"}};
@@ -163,9 +163,9 @@ TEST_F(PolicyStateTest, AStaleEvictionForAJobThatNoLongerWaitsIsIgnored) {
 
 TEST_F(PolicyStateTest, CancelDuringEvictionCancelsInsteadOfRequeueing) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 1), {}}).status.ok());
-  const uint64_t low = Submit(MakeJob("default", 1, 1, 0, "low"));
+  const uint64_t low = Submit(QueueJob("default", 1, 1, 0, "low"));
   ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{low, 0, "n1", {0}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
-  const uint64_t waiting = Submit(MakeJob("default", 1, 1));
+  const uint64_t waiting = Submit(QueueJob("default", 1, 1));
   ApplyPlanCmd evict;
   evict.evictions = {PlanEviction{low, 0, waiting, "reclaimed"}};
   ASSERT_TRUE(Do(evict).status.ok());
@@ -177,11 +177,11 @@ TEST_F(PolicyStateTest, CancelDuringEvictionCancelsInsteadOfRequeueing) {
 
 TEST_F(PolicyStateTest, EvictingBelowAGangMinimumStopsTheWholeJob) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 4), {}}).status.ok());
-  const uint64_t job = Submit(MakeJob("default", 3, 1, 2, "low"));
+  const uint64_t job = Submit(QueueJob("default", 3, 1, 2, "low"));
   ApplyPlanCmd place;
   for (uint32_t t = 0; t < 3; ++t) place.binds.push_back(PlanBind{job, t, "n1", {t}, 1000, 1024});
   ASSERT_EQ(Do(place).binds_applied, 3u);
-  const uint64_t waiting = Submit(MakeJob("default", 1, 2));
+  const uint64_t waiting = Submit(QueueJob("default", 1, 2));
   ApplyPlanCmd one;
   one.evictions = {PlanEviction{job, 2, waiting, "reclaimed"}};
   ASSERT_TRUE(Do(one).status.ok());
@@ -194,7 +194,7 @@ TEST_F(PolicyStateTest, EvictingBelowAGangMinimumStopsTheWholeJob) {
 
 TEST_F(PolicyStateTest, ApplyRefusesBindsThatBreakAGroupMinimum) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 4), {}}).status.ok());
-  const uint64_t job = Submit(MakeJob("default", 4, 1, 3));
+  const uint64_t job = Submit(QueueJob("default", 4, 1, 3));
   ApplyPlanCmd two;
   two.binds = {PlanBind{job, 0, "n1", {0}, 1000, 1024}, PlanBind{job, 1, "n1", {1}, 1000, 1024}};
   EXPECT_EQ(Do(two).jobs_rejected, 1u);
@@ -209,7 +209,7 @@ TEST_F(PolicyStateTest, ApplyRefusesBindsThatBreakAGroupMinimum) {
 
 TEST_F(PolicyStateTest, ElasticJobSucceedsWithoutReplicasThatNeverGotCapacity) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 1), {}}).status.ok());
-  const uint64_t job = Submit(MakeJob("default", 3, 1, 1));
+  const uint64_t job = Submit(QueueJob("default", 3, 1, 1));
   ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{job, 0, "n1", {0}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
   EXPECT_EQ(state_.pending_jobs().count(job), 1u);  // still schedulable: it may grow
   ASSERT_TRUE(Exit(job, 0, 0, "n1", 0).status.ok());
@@ -221,7 +221,7 @@ TEST_F(PolicyStateTest, ElasticJobSucceedsWithoutReplicasThatNeverGotCapacity) {
 TEST_F(PolicyStateTest, ViewCarriesQueuesRunningTasksAndGangRules) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 4), {}}).status.ok());
   ASSERT_TRUE(QueueOp("create", Queue("team", "root", {{"gpu", 3}})).status.ok());
-  const uint64_t job = Submit(MakeJob("team", 3, 1, 2, "low"));
+  const uint64_t job = Submit(QueueJob("team", 3, 1, 2, "low"));
   ApplyPlanCmd place;
   place.binds = {PlanBind{job, 0, "n1", {0}, 1000, 1024}, PlanBind{job, 1, "n1", {1}, 1000, 1024}};
   ASSERT_EQ(Do(place).binds_applied, 2u);

@@ -18,6 +18,9 @@
 
 namespace gpool::state {
 
+// A task in these states holds its node's resources (GPUs, CPU, memory).
+inline bool HoldsResources(TaskState s) { return s == TaskState::kBound || s == TaskState::kRunning; }
+
 // A value held out of line, for fields most records leave empty: null when
 // absent, copied deeply.
 template <typename T>

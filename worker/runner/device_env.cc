@@ -39,13 +39,6 @@ bool WorkerOwns(const std::string& key, bool share) {
   return false;
 }
 
-const GpuInfo* FindGpu(const NodeSpec& node, uint32_t index) {
-  for (const auto& gpu : node.gpus) {
-    if (gpu.index == index) return &gpu;
-  }
-  return nullptr;
-}
-
 template <typename T>
 std::string Join(const std::vector<T>& items) {
   std::string out;

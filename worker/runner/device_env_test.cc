@@ -14,7 +14,7 @@ using Env = std::map<std::string, std::string>;
 
 NodeSpec Node(uint32_t gpus, const std::string& vendor = "nvidia") { return testing::MakeGpuNode(gpus, vendor); }
 
-BindTask Bind(std::vector<uint32_t> gpus) {
+BindTask DeviceBind(std::vector<uint32_t> gpus) {
   BindTask bind;
   bind.task = TaskId{JobId(5), 0, 0};
   bind.command = {"python"};
@@ -42,7 +42,7 @@ TaskEnvOptions Enforced() {
 }
 
 TEST(DeviceEnvTest, FixedShareSetsHamiCoreLimits) {
-  BindTask bind = Bind({2, 0});
+  BindTask bind = DeviceBind({2, 0});
   bind.gpu_memory_mib = 10240;
   bind.gpu_compute_pct = 30;
   bind.sharing_qos = "fixed-share";
@@ -62,7 +62,7 @@ TEST(DeviceEnvTest, FixedShareSetsHamiCoreLimits) {
 }
 
 TEST(DeviceEnvTest, QosMapsToUtilizationPolicy) {
-  BindTask bind = Bind({0});
+  BindTask bind = DeviceBind({0});
   bind.gpu_compute_pct = 40;
   bind.sharing_qos = "burst-share";
   Env burst = Build(bind, Node(1), {}, Enforced());
@@ -80,7 +80,7 @@ TEST(DeviceEnvTest, QosMapsToUtilizationPolicy) {
 }
 
 TEST(DeviceEnvTest, ShareWithoutInterceptLibraryIsUnenforced) {
-  BindTask bind = Bind({0});
+  BindTask bind = DeviceBind({0});
   bind.gpu_memory_mib = 2048;
   Env env = Build(bind, Node(1));
   EXPECT_FALSE(env.count("LD_PRELOAD"));
@@ -91,7 +91,7 @@ TEST(DeviceEnvTest, ShareWithoutInterceptLibraryIsUnenforced) {
 }
 
 TEST(DeviceEnvTest, TaskCannotLiftItsShareLimits) {
-  BindTask bind = Bind({0});
+  BindTask bind = DeviceBind({0});
   bind.gpu_memory_mib = 2048;
   bind.gpu_compute_pct = 25;
   bind.sharing_qos = "fixed-share";
@@ -116,7 +116,7 @@ TEST(DeviceEnvTest, TaskCannotLiftItsShareLimits) {
 }
 
 TEST(DeviceEnvTest, WholeGpuTaskGetsNoShareVariables) {
-  BindTask bind = Bind({1});
+  BindTask bind = DeviceBind({1});
   bind.env = {{"GPOOL_GPU_MEMORY_MIB", "1"}, {"GPOOL_CORES", "0-7"}, {"NEURON_RT_VISIBLE_CORES", "0-7"},
               {"GPOOL_MIG_PROFILES", "7g.80gb"}, {"CUDA_DEVICE_SM_LIMIT", "50"}};
   Env env = Build(bind, Node(2), {}, Enforced());
@@ -139,7 +139,7 @@ NodeSpec MigNode(const std::string& mode) {
 }
 
 BindTask MigBind(const std::string& profile, uint32_t start) {
-  BindTask bind = Bind({1});
+  BindTask bind = DeviceBind({1});
   bind.mig_profiles = {profile};
   bind.mig_starts = {start};
   return bind;
@@ -176,7 +176,7 @@ TEST(DeviceEnvTest, MissingMigInstanceFailsTheStart) {
 TEST(DeviceEnvTest, NeuronCores) {
   NodeSpec node = Node(2, "aws");
   for (auto& gpu : node.gpus) gpu.cores = 4;
-  BindTask bind = Bind({});
+  BindTask bind = DeviceBind({});
   bind.cores = {5, 2, 3, 4};
   Env env = Build(bind, node);
   EXPECT_EQ(env.at("NEURON_RT_VISIBLE_CORES"), "2-5");
@@ -186,7 +186,7 @@ TEST(DeviceEnvTest, NeuronCores) {
   bind.cores = {0, 1, 6};
   EXPECT_EQ(Build(bind, node).at("NEURON_RT_VISIBLE_CORES"), "0-1,6");
 
-  Env whole = Build(Bind({1}), node);
+  Env whole = Build(DeviceBind({1}), node);
   EXPECT_EQ(whole.at("NEURON_RT_VISIBLE_CORES"), "4-7") << "device 1's cores follow device 0's";
   EXPECT_EQ(whole.at("GPOOL_CORES"), "4,5,6,7");
 }

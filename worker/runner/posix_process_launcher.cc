@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstring>
 
+#include "protocol/base/text.h"
 #include "worker/log.h"
 #include "worker/runner/numa_apply.h"
 
@@ -91,8 +92,6 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   out.push_back(nullptr);
   return out;
 }
-
-bool HasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
 void AppendLine(const std::string& path, const std::string& line) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "protocol/base/text.h"
+
 namespace gpool::worker {
 namespace {
 
@@ -24,12 +26,6 @@ std::vector<std::string> SplitWords(const std::string& script) {
     words.push_back(word);
   }
   return words;
-}
-
-std::string CommandLine(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& arg : argv) out += (out.empty() ? "" : " ") + arg;
-  return out;
 }
 
 }  // namespace
@@ -70,7 +66,7 @@ Result<int64_t> SimulatedProcessLauncher::Launch(const LaunchRequest& request) {
   {
     std::ofstream log(request.log_path, std::ios::app);
     if (!log) return Status::IoError("cannot open the task log " + request.log_path);
-    log << "gpool-worker: simulated node, no program runs; simulating: " << CommandLine(request.argv) << "\n";
+    log << "gpool-worker: simulated node, no program runs; simulating: " << JoinWords(request.argv) << "\n";
   }
   const SimulatedRun run = SimulateCommand(request.argv);
   const int64_t pid = next_pid_++;

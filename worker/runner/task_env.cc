@@ -2,17 +2,10 @@
 
 #include <set>
 
+#include "protocol/base/text.h"
+
 namespace gpool::worker {
 namespace {
-
-bool HasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
-
-const GpuInfo* FindGpu(const NodeSpec& node, uint32_t index) {
-  for (const auto& gpu : node.gpus) {
-    if (gpu.index == index) return &gpu;
-  }
-  return nullptr;
-}
 
 uint32_t TotalCores(const NodeSpec& node) {
   uint32_t total = 0;

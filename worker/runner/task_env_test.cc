@@ -7,7 +7,7 @@
 namespace gpool::worker {
 namespace {
 
-NodeSpec Node(const std::string& vendor, uint32_t gpus) { return testing::MakeGpuNode(gpus, vendor); }
+NodeSpec VendorNode(const std::string& vendor, uint32_t gpus) { return testing::MakeGpuNode(gpus, vendor); }
 
 BindTask Bind(std::vector<uint32_t> gpus) {
   BindTask bind;
@@ -33,7 +33,7 @@ std::map<std::string, std::string> AsMap(const Result<std::vector<std::string>>&
 }
 
 TEST(TaskEnvTest, NvidiaEnvironment) {
-  auto env = AsMap(BuildTaskEnv(Bind({3, 1}), Node("nvidia", 4), {{"PATH", "/usr/bin"}, {"HOME", "/root"}}));
+  auto env = AsMap(BuildTaskEnv(Bind({3, 1}), VendorNode("nvidia", 4), {{"PATH", "/usr/bin"}, {"HOME", "/root"}}));
   EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "3,1");
   EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), "GPU-3,GPU-1");
   EXPECT_EQ(env.at("GPOOL_GPU_UUIDS"), "GPU-3,GPU-1");
@@ -51,19 +51,19 @@ TEST(TaskEnvTest, NvidiaEnvironment) {
 }
 
 TEST(TaskEnvTest, NoGpus) {
-  auto env = AsMap(BuildTaskEnv(Bind({}), Node("nvidia", 2), {}));
+  auto env = AsMap(BuildTaskEnv(Bind({}), VendorNode("nvidia", 2), {}));
   EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "");
   EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), "void");
   EXPECT_EQ(env.at("GPOOL_GPU_UUIDS"), "");
 }
 
 TEST(TaskEnvTest, VendorVariables) {
-  auto amd = AsMap(BuildTaskEnv(Bind({0}), Node("amd", 2), {}));
+  auto amd = AsMap(BuildTaskEnv(Bind({0}), VendorNode("amd", 2), {}));
   EXPECT_EQ(amd.at("HIP_VISIBLE_DEVICES"), "0");
   EXPECT_EQ(amd.at("CUDA_VISIBLE_DEVICES"), "0");
-  auto ascend = AsMap(BuildTaskEnv(Bind({1}), Node("huawei", 2), {}));
+  auto ascend = AsMap(BuildTaskEnv(Bind({1}), VendorNode("huawei", 2), {}));
   EXPECT_EQ(ascend.at("ASCEND_RT_VISIBLE_DEVICES"), "1");
-  auto ascend2 = AsMap(BuildTaskEnv(Bind({}), Node("ascend", 2), {}));
+  auto ascend2 = AsMap(BuildTaskEnv(Bind({}), VendorNode("ascend", 2), {}));
   EXPECT_EQ(ascend2.at("ASCEND_RT_VISIBLE_DEVICES"), "");
 }
 
@@ -71,13 +71,13 @@ TEST(TaskEnvTest, GpuVariablesCannotBeOverriddenBySpecEnv) {
   BindTask bind = Bind({0});
   bind.env["CUDA_VISIBLE_DEVICES"] = "0,1,2,3";
   bind.env["GPOOL_NODE_NAME"] = "evil";
-  auto env = AsMap(BuildTaskEnv(bind, Node("nvidia", 4), {}));
+  auto env = AsMap(BuildTaskEnv(bind, VendorNode("nvidia", 4), {}));
   EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "0");
   EXPECT_EQ(env.at("GPOOL_NODE_NAME"), "n1");
 }
 
 TEST(TaskEnvTest, ValidateBind) {
-  const NodeSpec node = Node("nvidia", 2);
+  const NodeSpec node = VendorNode("nvidia", 2);
   EXPECT_TRUE(ValidateBind(Bind({0, 1}), node).ok());
   auto missing = ValidateBind(Bind({2}), node);
   EXPECT_EQ(missing.code(), StatusCode::kInvalidArgument);
@@ -100,7 +100,7 @@ TEST(TaskEnvTest, ValidateBind) {
 }
 
 TEST(TaskEnvTest, ValidateBindDeviceFields) {
-  NodeSpec node = Node("nvidia", 2);
+  NodeSpec node = VendorNode("nvidia", 2);
   BindTask mig = Bind({1});
   mig.mig_profiles = {"1g.10gb"};
   mig.mig_starts = {0};
@@ -132,7 +132,7 @@ TEST(TaskEnvTest, ValidateBindDeviceFields) {
   numa.numa_policy = "nearest";
   EXPECT_NE(ValidateBind(numa, node).message().find("numa_policy: 'nearest'"), std::string::npos);
 
-  NodeSpec neuron = Node("aws", 2);
+  NodeSpec neuron = VendorNode("aws", 2);
   for (auto& gpu : neuron.gpus) gpu.cores = 2;
   BindTask cores = Bind({});
   cores.cores = {0, 3};

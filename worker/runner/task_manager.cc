@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "protocol/base/text.h"
 #include "topology/cpulist.h"
 #include "worker/log.h"
 #include "worker/runner/log_tail.h"
@@ -21,12 +22,6 @@ std::string JoinIndices(const std::vector<uint32_t>& indices) {
   std::string out;
   for (uint32_t i : indices) out += (out.empty() ? "" : ",") + std::to_string(i);
   return out.empty() ? "none" : out;
-}
-
-std::string CommandLine(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& arg : argv) out += (out.empty() ? "" : " ") + arg;
-  return out;
 }
 
 }  // namespace
@@ -64,7 +59,7 @@ Status TaskManager::Bind(const BindTask& bind) {
   to_start_.push_back(id);
   log_->info("task accepted task={} job_name={} gpus={} cpu_milli={} memory_mib={} command={}", id.ToString(),
              Q(bind.job_name), JoinIndices(bind.gpu_indices), bind.cpu_milli, bind.memory_mib,
-             Q(CommandLine(bind.command)));
+             Q(JoinWords(bind.command)));
   return Status::Ok();
 }
 

@@ -6,10 +6,10 @@
 namespace gpool::raft::sim {
 namespace {
 
-std::string N(uint64_t v) { return std::to_string(v); }
+std::string Id(uint64_t v) { return std::to_string(v); }
 
 // The simulated state machine's snapshot: "applied chain".
-std::string EncodeState(uint64_t applied, uint64_t chain) { return N(applied) + " " + N(chain); }
+std::string EncodeState(uint64_t applied, uint64_t chain) { return Id(applied) + " " + Id(chain); }
 bool DecodeState(const std::string& data, uint64_t* applied, uint64_t* chain) {
   std::istringstream in(data);
   return static_cast<bool>(in >> *applied >> *chain);
@@ -163,7 +163,7 @@ Status SimCluster::ChaosStep() {
       Node* n = rng_.Chance(800) ? Leader() : RandomLiveNode();
       if (n == nullptr) return Status::Ok();
       uint64_t index = 0;
-      return Propose(*n, "s" + N(opts_.seed) + "-" + N(++next_request_), &index);
+      return Propose(*n, "s" + Id(opts_.seed) + "-" + Id(++next_request_), &index);
     }
     case Op::kRead:
       if (Node* n = RandomLiveNode()) IssueRead(*n);
@@ -213,7 +213,7 @@ Status SimCluster::DeliverOne() {
   Trace('D', m->to, 0, 0, &*m);
   ++stats_.delivered;
   Status s = to.raw->Step(*m);
-  if (!s.ok()) return Status::Internal("node " + N(to.id) + " failed to step " + m->DebugString() + ": " + s.ToString());
+  if (!s.ok()) return Status::Internal("node " + Id(to.id) + " failed to step " + m->DebugString() + ": " + s.ToString());
   return Status::Ok();
 }
 
@@ -230,11 +230,11 @@ Status SimCluster::HandleReady(Node& n) {
   if (rd.snapshot.has_value()) {
     uint64_t applied = 0, chain = 0;
     if (!DecodeState(rd.snapshot->data, &applied, &chain) || applied != rd.snapshot->index) {
-      return Status::Internal("node " + N(n.id) + " received a snapshot whose data does not match its index");
+      return Status::Internal("node " + Id(n.id) + " received a snapshot whose data does not match its index");
     }
     if (applied < n.applied) {
-      return Status::Internal("monotonic: node " + N(n.id) + " installed a snapshot at " + N(applied) +
-                              " after applying " + N(n.applied));
+      return Status::Internal("monotonic: node " + Id(n.id) + " installed a snapshot at " + Id(applied) +
+                              " after applying " + Id(n.applied));
     }
     GPOOL_RETURN_IF_ERROR(checker_.OnRestore(n.id, applied, chain));
     n.applied = applied;
@@ -278,13 +278,13 @@ Status SimCluster::Propose(Node& n, const std::string& data, uint64_t* index) {
   }
   const StatusCode code = r.status().code();
   if (code != StatusCode::kNotLeader && code != StatusCode::kUnavailable) {
-    return Status::Internal("node " + N(n.id) + " refused a proposal unexpectedly: " + r.status().ToString());
+    return Status::Internal("node " + Id(n.id) + " refused a proposal unexpectedly: " + r.status().ToString());
   }
   return Status::Ok();
 }
 
 void SimCluster::IssueRead(Node& n) {
-  const std::string ctx = "r" + N(++next_request_);
+  const std::string ctx = "r" + Id(++next_request_);
   checker_.OnReadIssued(ctx);
   Status s = n.raw->ReadIndex(ctx);
   Trace('Q', n.id, next_request_, static_cast<uint64_t>(s.code()));
@@ -299,7 +299,7 @@ void SimCluster::Crash(Node& n) {
 
 Status SimCluster::Restart(Node& n) {
   auto raw = RawNode::Restart(n.config, n.durable.ToInitialState());
-  if (!raw.ok()) return Status::Internal("node " + N(n.id) + " failed to restart: " + raw.status().ToString());
+  if (!raw.ok()) return Status::Internal("node " + Id(n.id) + " failed to restart: " + raw.status().ToString());
   n.raw = std::move(raw).value();
   Trace('S', n.id, n.durable.snapshot().index, n.durable.hard_state().commit);
   // The state machine restarts from the durable snapshot; the committed
@@ -309,7 +309,7 @@ Status SimCluster::Restart(Node& n) {
   const Snapshot& snap = n.durable.snapshot();
   if (!snap.empty()) {
     if (!DecodeState(snap.data, &n.applied, &n.chain) || n.applied != snap.index) {
-      return Status::Internal("node " + N(n.id) + " has a durable snapshot that does not decode");
+      return Status::Internal("node " + Id(n.id) + " has a durable snapshot that does not decode");
     }
     GPOOL_RETURN_IF_ERROR(checker_.OnRestore(n.id, n.applied, n.chain));
   }
@@ -390,7 +390,7 @@ Status SimCluster::Settle() {
       ++stats_.delivered;
       Status s = to.raw->Step(*m);
       if (!s.ok()) {
-        return Status::Internal("node " + N(to.id) + " failed to step " + m->DebugString() + ": " + s.ToString());
+        return Status::Internal("node " + Id(to.id) + " failed to step " + m->DebugString() + ": " + s.ToString());
       }
       GPOOL_RETURN_IF_ERROR(CheckAll());
       moved = true;
@@ -446,7 +446,7 @@ Status SimCluster::LivenessPhase() {
       }
     }
     if (usable && stable_ticks >= 3 && proposals.size() < static_cast<size_t>(opts_.healed_proposals)) {
-      const std::string data = "healed-" + N(proposals.size());
+      const std::string data = "healed-" + Id(proposals.size());
       uint64_t index = 0;
       GPOOL_RETURN_IF_ERROR(Propose(*leader, data, &index));
       if (index != 0) proposals.push_back({index, HashBytes(EncodeNormal(data))});
@@ -468,9 +468,9 @@ Status SimCluster::LivenessPhase() {
   }
   size_t committed = 0;
   for (const auto& [index, hash] : proposals) committed += checker_.IsCommitted(index, hash);
-  return Status::Internal("liveness: after " + N(static_cast<uint64_t>(opts_.liveness_ticks)) +
-                          " healed ticks, " + (stable_leader == 0 ? "no stable leader" : "leader " + N(stable_leader)) +
-                          "; " + N(proposals.size()) + " proposals accepted, " + N(committed) + " committed");
+  return Status::Internal("liveness: after " + Id(static_cast<uint64_t>(opts_.liveness_ticks)) +
+                          " healed ticks, " + (stable_leader == 0 ? "no stable leader" : "leader " + Id(stable_leader)) +
+                          "; " + Id(proposals.size()) + " proposals accepted, " + Id(committed) + " committed");
 }
 
 // --- Helpers -------------------------------------------------------------------
@@ -525,7 +525,7 @@ std::string SimCluster::FormatEvent(const Event& e) const {
     case 'R': os << "node " << e.node << " ready: persist " << e.a << ", apply " << e.b; break;
     case 'T': os << "tick all"; break;
     case 't': os << "tick node " << e.node; break;
-    case 'P': os << "propose at " << e.node << " -> " << (e.a ? "index " + N(e.a) : "refused"); break;
+    case 'P': os << "propose at " << e.node << " -> " << (e.a ? "index " + Id(e.a) : "refused"); break;
     case 'Q': os << "read r" << e.a << " at " << e.node << (e.b == 0 ? "" : " refused"); break;
     case 'C': os << "crash node " << e.node; break;
     case 'S': os << "restart node " << e.node << " (snapshot " << e.a << ", commit " << e.b << ")"; break;

@@ -1,0 +1,2 @@
+#include "control/sim/x.h"
+#include "control/state/x.h"

@@ -1,0 +1,2 @@
+#include <zmq.hpp>
+#include "storage/log_store.h"

@@ -1,0 +1,1 @@
+#include "control/scheduler/x.h"

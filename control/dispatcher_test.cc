@@ -1,0 +1,135 @@
+// The Dispatcher alone, over the fake ports: the WorkerTable is filled by
+// hand and the registry's events are called directly, so what the dispatcher
+// does with each is visible without a NodeRegistry.
+#include "control/dispatcher.h"
+
+#include <gtest/gtest.h>
+
+#include "control/fake_ports.h"
+
+namespace gpool::control {
+namespace {
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  DispatcherTest() {
+    proposer_.Propose(state::RegisterNodeCmd{OneGpuNode("n1"), {}}, [](const auto&) {});
+    proposer_.Propose(state::RegisterNodeCmd{OneGpuNode("n2"), {}}, [](const auto&) {});
+    JobSpec spec;
+    spec.name = "j";
+    spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
+    proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
+    proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 100, 100}}, {}},
+                      [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
+  }
+
+  std::vector<RecordingOutbox::Sent> Sent(MessageType type) const {
+    std::vector<RecordingOutbox::Sent> out;
+    for (const auto& sent : outbox_.sent) {
+      auto env = DecodeEnvelope(sent.frame);
+      if (sent.to_worker && env.ok() && env->type() == type) out.push_back(sent);
+    }
+    return out;
+  }
+  static uint64_t RequestOf(const RecordingOutbox::Sent& sent) {
+    return DecodeEnvelope(sent.frame).value().header().request_id;
+  }
+  template <typename T>
+  static Envelope Reply(uint64_t request_id, const T& body) {
+    return DecodeEnvelope(EncodeEnvelope(Header{.request_id = request_id}, body)).value();
+  }
+
+  const TaskId task_{JobId(1), 0, 0};
+  state::ClusterState state_;
+  WorkerTable workers_;
+  RequestIds request_ids_;
+  ImmediateProposer proposer_{state_};
+  RecordingOutbox outbox_;
+  Dispatcher dispatcher_{DispatcherOptions{}, state_, workers_, request_ids_, outbox_, proposer_};
+};
+
+TEST_F(DispatcherTest, NothingGoesToANodeWithNoConnectionUntilItConnects) {
+  dispatcher_.Tick(0);
+  EXPECT_TRUE(outbox_.sent.empty());
+  EXPECT_EQ(dispatcher_.in_flight(), 0u);
+  workers_.Connect("n1", "peer-1", 10, 10);
+  dispatcher_.NodeConnected("n1");
+  dispatcher_.Tick(10);
+  auto binds = Sent(MessageType::kBindTask);
+  ASSERT_EQ(binds.size(), 1u);
+  EXPECT_EQ(binds[0].peer, "peer-1");
+}
+
+TEST_F(DispatcherTest, OnlyTheNodeTheCommandWentToCanAcknowledgeIt) {
+  workers_.Connect("n1", "peer-1", 0, 0);
+  workers_.Connect("n2", "peer-2", 0, 0);
+  dispatcher_.Tick(0);
+  const uint64_t request = RequestOf(Sent(MessageType::kBindTask).at(0));
+  dispatcher_.WorkerReplied("n2", Reply(request, Ack{}));  // not n2's command
+  dispatcher_.Tick(2000);
+  EXPECT_EQ(Sent(MessageType::kBindTask).size(), 2u) << "unacknowledged, so resent";
+  const uint64_t resent = RequestOf(Sent(MessageType::kBindTask).at(1));
+  dispatcher_.WorkerReplied("n1", Reply(request, Ack{}));  // the first, superseded request
+  dispatcher_.WorkerReplied("n1", Reply(resent, Ack{}));
+  dispatcher_.Tick(4000);
+  EXPECT_EQ(Sent(MessageType::kBindTask).size(), 2u) << "acknowledged: waits for the reconfirm interval";
+  dispatcher_.Tick(12'000);
+  EXPECT_EQ(Sent(MessageType::kBindTask).size(), 3u) << "acknowledged but never started: confirmed again";
+}
+
+TEST_F(DispatcherTest, ARefusalFromAnotherNodeFailsNothing) {
+  workers_.Connect("n1", "peer-1", 0, 0);
+  dispatcher_.Tick(0);
+  const uint64_t request = RequestOf(Sent(MessageType::kBindTask).at(0));
+  dispatcher_.WorkerReplied("n2", Reply(request, ErrorReply::FromStatus(Status::InvalidArgument("no GPU 0"))));
+  EXPECT_NE(state_.FindJob(JobId(1))->state, JobState::kFailed);
+  dispatcher_.WorkerReplied("n1", Reply(request, ErrorReply::FromStatus(Status::InvalidArgument("no GPU 0"))));
+  EXPECT_EQ(state_.FindJob(JobId(1))->state, JobState::kFailed);
+  EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
+}
+
+TEST_F(DispatcherTest, ASettledTaskIsForgottenAndResetSendsEverythingAgain) {
+  workers_.Connect("n1", "peer-1", 0, 0);
+  dispatcher_.Tick(0);
+  EXPECT_EQ(dispatcher_.in_flight(), 1u);
+  dispatcher_.TaskSettled(task_);
+  EXPECT_EQ(dispatcher_.in_flight(), 1u) << "still due: the task has not started";
+  dispatcher_.Reset();
+  EXPECT_EQ(dispatcher_.in_flight(), 0u);
+  dispatcher_.Tick(1);
+  EXPECT_EQ(Sent(MessageType::kBindTask).size(), 2u) << "a new leadership re-sends what it cannot know arrived";
+  TaskEvent started{.node = "n1", .seq = 1, .task = task_, .kind = "started"};
+  proposer_.Propose(state::TaskEventCmd{started}, [](const auto&) {});
+  dispatcher_.TaskSettled(task_);
+  EXPECT_EQ(dispatcher_.in_flight(), 0u);
+}
+
+TEST_F(DispatcherTest, RequestIdsAreSharedSoNoReplyIsTakenTwice) {
+  workers_.Connect("n1", "peer-1", 0, 0);
+  const uint64_t taken = request_ids_.Next();  // as the log relay would draw one
+  dispatcher_.Tick(0);
+  EXPECT_GT(RequestOf(Sent(MessageType::kBindTask).at(0)), taken);
+  dispatcher_.WorkerReplied("n1", Reply(taken, Ack{}));  // someone else's request
+  dispatcher_.Tick(2000);
+  EXPECT_EQ(Sent(MessageType::kBindTask).size(), 2u);
+}
+
+TEST_F(DispatcherTest, AReconnectedNodeGetsItsCommandsOnTheNewConnection) {
+  workers_.Connect("n1", "peer-1", 0, 0);
+  dispatcher_.Tick(0);
+  workers_.Connect("n1", "peer-1b", 100, 100);
+  dispatcher_.NodeConnected("n1");
+  dispatcher_.Tick(100);
+  auto binds = Sent(MessageType::kBindTask);
+  ASSERT_EQ(binds.size(), 2u);
+  EXPECT_EQ(binds[1].peer, "peer-1b");
+  proposer_.Propose(state::CancelJobCmd{1, 300}, [](const auto&) {});
+  dispatcher_.Tick(110);
+  auto preempts = Sent(MessageType::kPreemptTask);
+  ASSERT_EQ(preempts.size(), 1u);
+  EXPECT_EQ(preempts[0].peer, "peer-1b");
+  EXPECT_EQ(dispatcher_.in_flight(), 1u) << "the preempt replaced the bind";
+}
+
+}  // namespace
+}  // namespace gpool::control

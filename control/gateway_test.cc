@@ -1,0 +1,298 @@
+// The Gateway alone, over the fake ports: every client request, its reply and
+// its typed errors, without sockets, a log or a worker. The client API's
+// behaviour is covered here; the multi-process tests only check that the
+// pieces are wired.
+#include "control/gateway.h"
+
+#include <gtest/gtest.h>
+
+#include "control/fake_ports.h"
+
+namespace gpool::control {
+namespace {
+
+class GatewayTest : public ::testing::Test {
+ protected:
+  GatewayTest() { Rebuild(GatewayOptions{.replica_id = "c-1", .client_address = "tcp://127.0.0.1:7400"}); }
+
+  void Rebuild(GatewayOptions options) {
+    gateway_ = std::make_unique<Gateway>(options, state_, workers_, relay_, outbox_, proposer_);
+  }
+
+  template <typename T>
+  void Send(const T& body, uint64_t request_id = 1, std::string token = {}) {
+    Header header{.request_id = request_id};
+    header.token = std::move(token);
+    gateway_->OnFrame("client", EncodeEnvelope(header, body), now_ms_);
+  }
+
+  Envelope Last() {
+    EXPECT_FALSE(outbox_.sent.empty());
+    if (outbox_.sent.empty()) return Envelope{};
+    auto env = DecodeEnvelope(outbox_.sent.back().frame);
+    EXPECT_TRUE(env.ok()) << env.status().ToString();
+    return std::move(env).value();
+  }
+  template <typename T>
+  T LastAs() {
+    Envelope env = Last();
+    EXPECT_EQ(env.type(), T::kType) << MessageTypeName(env.type()) << " " << ErrorOf(env);
+    auto body = env.Body<T>();
+    EXPECT_TRUE(body.ok()) << body.status().ToString();
+    return body.ok() ? std::move(body).value() : T{};
+  }
+  static wire::Bytes Bytes(std::string_view text) {
+    wire::Bytes bytes;
+    bytes.assign(text);
+    return bytes;
+  }
+  // A worker's reply to request `request_id`, as the registry hands it on.
+  template <typename T>
+  static Envelope Reply(uint64_t request_id, const T& body) {
+    return DecodeEnvelope(EncodeEnvelope(Header{.request_id = request_id}, body)).value();
+  }
+  static std::string ErrorOf(const Envelope& env) {
+    if (env.type() != MessageType::kErrorReply) return {};
+    auto error = env.Body<ErrorReply>();
+    return error.ok() ? error->code + ": " + error->message : error.status().ToString();
+  }
+  // The code of the last reply, which must be an error.
+  std::string LastError() {
+    Envelope env = Last();
+    EXPECT_EQ(env.type(), MessageType::kErrorReply);
+    auto error = env.Body<ErrorReply>();
+    return error.ok() ? error->code : "undecodable";
+  }
+
+  static JobSpec OneGpuJob(std::string name = "j") {
+    JobSpec spec;
+    spec.name = std::move(name);
+    TaskGroupSpec group;
+    group.command = {"true"};
+    group.resources.gpus = 1;
+    spec.tasks.push_back(group);
+    return spec;
+  }
+  // Node n1 registered on peer-n1, and job 1's task bound to its GPU.
+  void RunOneTaskOnN1() {
+    proposer_.Propose(state::RegisterNodeCmd{OneGpuNode("n1"), {}}, [](const auto&) {});
+    workers_.Connect("n1", "peer-n1", now_ms_, 2'000'000);  // later than any committed sighting
+    Send(SubmitJob{OneGpuJob(), ""});
+    proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 0, 0}}, {}},
+                      [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
+  }
+
+  state::ClusterState state_;
+  WorkerTable workers_;
+  RequestIds request_ids_;
+  ImmediateProposer proposer_{state_};
+  RecordingOutbox outbox_;
+  LogRelay relay_{LogRelayOptions{.timeout_ms = 1000}, workers_, request_ids_, outbox_, proposer_};
+  std::unique_ptr<Gateway> gateway_;
+  int64_t now_ms_ = 100;
+};
+
+TEST_F(GatewayTest, SubmitAnswersOnlyAfterCommitWithTheJobId) {
+  Send(SubmitJob{OneGpuJob(), "key-1"}, 9);
+  EXPECT_EQ(Last().header().request_id, 9u);
+  auto reply = LastAs<SubmitJobReply>();
+  EXPECT_EQ(reply.job_id, 1u);
+  EXPECT_FALSE(reply.duplicate);
+  ASSERT_NE(state_.FindJob(JobId(1)), nullptr);
+  EXPECT_EQ(proposer_.proposed(), std::vector<std::string>{"SubmitJob"});
+}
+
+TEST_F(GatewayTest, ARetriedSubmitWithTheSameKeyIsTheSameJob) {
+  Send(SubmitJob{OneGpuJob(), "key-1"});
+  Send(SubmitJob{OneGpuJob(), "key-1"});
+  auto reply = LastAs<SubmitJobReply>();
+  EXPECT_EQ(reply.job_id, 1u);
+  EXPECT_TRUE(reply.duplicate);
+  EXPECT_EQ(state_.jobs().size(), 1u);
+}
+
+TEST_F(GatewayTest, AnInvalidSpecIsRefusedBeforeAnythingIsProposed) {
+  JobSpec spec = OneGpuJob();
+  spec.tasks.clear();
+  Send(SubmitJob{spec, ""});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  Send(SubmitJob{OneGpuJob(), std::string(257, 'k')});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  EXPECT_TRUE(proposer_.proposed().empty());
+  EXPECT_TRUE(state_.jobs().empty());
+}
+
+TEST_F(GatewayTest, GarbageWrongTokensAndUnknownTypesGetTypedErrors) {
+  gateway_->OnFrame("client", "not msgpack at all", now_ms_);
+  EXPECT_EQ(LastError(), "Malformed");
+  Send(RegisterNode{OneGpuNode("n1"), {}, "test"});  // a worker's message on the client port
+  EXPECT_EQ(LastError(), "UnknownType");
+  Rebuild(GatewayOptions{.token = "secret"});
+  Send(ListJobs{}, 3);
+  EXPECT_EQ(LastError(), "Unauthenticated");
+  EXPECT_EQ(Last().header().request_id, 3u);
+  Send(ListJobs{}, 4, "secret");
+  LastAs<ListJobsReply>();
+  EXPECT_TRUE(proposer_.proposed().empty());
+}
+
+TEST_F(GatewayTest, CancelCommitsAndUnknownJobsAreNotFound) {
+  Send(CancelJob{42, 0});
+  EXPECT_EQ(LastError(), "NotFound");
+  Send(SubmitJob{OneGpuJob(), ""});
+  Send(CancelJob{1, 0});
+  auto reply = LastAs<CancelJobReply>();
+  EXPECT_EQ(reply.job_id, 1u);
+  EXPECT_EQ(reply.state, "Cancelled");
+}
+
+TEST_F(GatewayTest, ListJobsIsNewestFirstWithinTheLimitAndCanHideFinished) {
+  for (int i = 0; i < 3; ++i) Send(SubmitJob{OneGpuJob("j" + std::to_string(i)), ""});
+  Send(CancelJob{1, 0});
+  Send(ListJobs{.include_finished = true, .limit = 2});
+  auto two = LastAs<ListJobsReply>();
+  ASSERT_EQ(two.jobs.size(), 2u);
+  EXPECT_EQ(two.jobs[0].job_id, 3u);
+  EXPECT_EQ(two.jobs[1].job_id, 2u);
+  Send(ListJobs{.include_finished = false, .limit = 0});
+  auto live = LastAs<ListJobsReply>();
+  ASSERT_EQ(live.jobs.size(), 2u);
+  EXPECT_EQ(live.jobs[1].job_id, 2u) << "the cancelled job 1 is left out";
+}
+
+TEST_F(GatewayTest, GetJobShowsTheWorkersLastMeasuredUsage) {
+  Send(GetJob{7});
+  EXPECT_EQ(LastError(), "NotFound");
+  RunOneTaskOnN1();
+  Send(GetJob{1});
+  auto before = LastAs<GetJobReply>();
+  ASSERT_EQ(before.tasks.size(), 1u);
+  EXPECT_EQ(before.tasks[0].node, "n1");
+  EXPECT_EQ(before.tasks[0].gpu_memory_used_mib, -1) << "not measured yet";
+  workers_.RecordUsage("n1", {TaskUsage{TaskId{JobId(1), 0, 0}, 2048}});
+  Send(GetJob{1});
+  EXPECT_EQ(LastAs<GetJobReply>().tasks[0].gpu_memory_used_mib, 2048);
+}
+
+TEST_F(GatewayTest, ListNodesTakesLastSeenFromTheConnectionAndDevicesOnRequest) {
+  RunOneTaskOnN1();
+  Send(ListNodes{});
+  auto plain = LastAs<ListNodesReply>();
+  ASSERT_EQ(plain.nodes.size(), 1u);
+  EXPECT_EQ(plain.nodes[0].last_seen_ms, 2'000'000);
+  EXPECT_EQ(plain.nodes[0].gpus_used, 1u);
+  EXPECT_TRUE(plain.nodes[0].devices.empty());
+  Send(ListNodes{.devices = true});
+  EXPECT_EQ(LastAs<ListNodesReply>().nodes[0].devices.size(), 1u);
+}
+
+TEST_F(GatewayTest, TaskLogIsRelayedFromTheTasksNodeOnly) {
+  Send(GetTaskLog{.job_id = 1});
+  EXPECT_EQ(LastError(), "NotFound") << "no such job";
+  Send(SubmitJob{OneGpuJob(), ""});
+  Send(GetTaskLog{.job_id = 1, .task_index = 3});
+  EXPECT_EQ(LastError(), "NotFound") << "no such task";
+  Send(GetTaskLog{.job_id = 1});
+  EXPECT_EQ(LastError(), "NotFound") << "not run yet";
+
+  outbox_.sent.clear();
+  proposer_.Propose(state::RegisterNodeCmd{OneGpuNode("n1"), {}}, [](const auto&) {});
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 0, 0}}, {}}, [](const auto&) {});
+  Send(GetTaskLog{.job_id = 1}, 5);
+  EXPECT_EQ(LastError(), "Unavailable") << "n1 is not connected";
+
+  workers_.Connect("n1", "peer-n1", now_ms_, now_ms_);
+  workers_.Connect("n2", "peer-n2", now_ms_, now_ms_);
+  Send(GetTaskLog{.job_id = 1, .max_bytes = 100}, 6);
+  ASSERT_TRUE(outbox_.sent.back().to_worker);
+  EXPECT_EQ(outbox_.sent.back().peer, "peer-n1");
+  Envelope fetch = Last();
+  ASSERT_EQ(fetch.type(), MessageType::kFetchLog);
+  EXPECT_EQ(fetch.Body<FetchLog>()->max_bytes, 100u);
+  const uint64_t request = fetch.header().request_id;
+
+  // Another node answering the request is not taken for n1's answer.
+  const size_t sent = outbox_.sent.size();
+  relay_.WorkerReplied("n2", Reply(request, FetchLogReply{Bytes("forged"), 6, false}));
+  EXPECT_EQ(outbox_.sent.size(), sent);
+  relay_.WorkerReplied("n1", Reply(request, FetchLogReply{Bytes("ok"), 2, true}));
+  auto reply = LastAs<GetTaskLogReply>();
+  EXPECT_EQ(Last().header().request_id, 6u);
+  EXPECT_EQ(std::string(reply.data.begin(), reply.data.end()), "ok");
+  EXPECT_EQ(reply.size, 2u);
+  EXPECT_TRUE(reply.truncated);
+}
+
+TEST_F(GatewayTest, ALogTheNodeDoesNotSendInTimeIsUnavailable) {
+  RunOneTaskOnN1();
+  Send(GetTaskLog{.job_id = 1}, 8);
+  EXPECT_EQ(relay_.in_flight(), 1u);
+  relay_.Tick(now_ms_ + 999);
+  EXPECT_EQ(Last().type(), MessageType::kFetchLog);
+  relay_.Tick(now_ms_ + 1000);
+  EXPECT_EQ(LastError(), "Unavailable");
+  EXPECT_EQ(Last().header().request_id, 8u);
+  EXPECT_EQ(relay_.in_flight(), 0u);
+}
+
+TEST_F(GatewayTest, StatusOfASingleReplicaCountsNodesGpusAndJobs) {
+  RunOneTaskOnN1();
+  Send(SubmitJob{OneGpuJob("waits"), ""});
+  Send(ClusterStatus{});
+  auto status = LastAs<ClusterStatusReply>();
+  EXPECT_EQ(status.replica_id, "c-1");
+  EXPECT_EQ(status.role, "leader");
+  EXPECT_EQ(status.term, proposer_.epoch());
+  ASSERT_EQ(status.replicas.size(), 1u);
+  EXPECT_EQ(status.replicas[0].address, "tcp://127.0.0.1:7400");
+  EXPECT_EQ(status.nodes_total, 1u);
+  EXPECT_EQ(status.nodes_ready, 1u);
+  EXPECT_EQ(status.gpus_total, 1u);
+  EXPECT_EQ(status.gpus_used, 1u);
+  EXPECT_EQ(status.jobs_pending, 1u);
+}
+
+TEST_F(GatewayTest, NodeUpdatesAreValidatedThenCommitted) {
+  Send(UpdateNode{.node = "n1", .op = "cordon"});
+  EXPECT_EQ(LastError(), "NotFound");
+  RunOneTaskOnN1();
+  Send(UpdateNode{.node = "n1", .op = "explode"});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  Send(UpdateNode{.node = "n1", .op = "cordon"});
+  EXPECT_TRUE(LastAs<UpdateNodeReply>().node.cordoned);
+  EXPECT_TRUE(state_.FindNode("n1")->cordoned);
+}
+
+TEST_F(GatewayTest, QueuesAreCreatedListedAndExplained) {
+  QueueSpec team;
+  team.name = "team-a";
+  Send(UpdateQueue{.op = "create", .spec = team});
+  EXPECT_EQ(LastAs<UpdateQueueReply>().queue.spec.name, "team-a");
+  Send(ListQueues{});
+  bool listed = false;
+  for (const auto& q : LastAs<ListQueuesReply>().queues) listed = listed || q.spec.name == "team-a";
+  EXPECT_TRUE(listed);
+  Send(ExplainJob{5});
+  EXPECT_EQ(LastError(), "NotFound");
+  JobSpec spec = OneGpuJob();
+  spec.queue = "team-a";
+  Send(SubmitJob{spec, ""});
+  Send(ExplainJob{1});
+  auto explained = LastAs<ExplainJobReply>();
+  ASSERT_FALSE(explained.queue_path.empty());
+  EXPECT_EQ(explained.queue_path.front().spec.name, "team-a");
+}
+
+TEST_F(GatewayTest, ReplicaChangesAreValidatedAndASingleReplicaRefusesThem) {
+  Send(ChangeReplicas{.op = "grow", .replica_id = 2});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  Send(ChangeReplicas{.op = "add", .replica_id = 0, .peer_address = "tcp://h:7402"});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  Send(ChangeReplicas{.op = "add", .replica_id = 2, .peer_address = "h:7402"});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  Send(ChangeReplicas{.op = "add", .replica_id = 2, .peer_address = "tcp://h:7402"});
+  EXPECT_EQ(LastError(), "FailedPrecondition");
+}
+
+}  // namespace
+}  // namespace gpool::control
