@@ -11,17 +11,11 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "protocol/base/endpoint.h"
 #include "protocol/envelope.h"
 
 namespace gpool {
 namespace {
-
-std::string TrimCopy(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return {};
-  size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
 
 std::string NormalizeEndpoint(const std::string& endpoint) {
   return endpoint.find("://") == std::string::npos ? "tcp://" + endpoint : endpoint;
@@ -248,29 +242,7 @@ class ZmqClient final : public Client {
 }  // namespace
 
 Result<std::vector<std::string>> ParseEndpoints(const std::string& endpoints) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= endpoints.size()) {
-    size_t comma = endpoints.find(',', start);
-    if (comma == std::string::npos) comma = endpoints.size();
-    std::string entry = TrimCopy(endpoints.substr(start, comma - start));
-    start = comma + 1;
-    if (entry.empty()) continue;
-    entry = NormalizeEndpoint(entry);
-    if (entry.rfind("tcp://", 0) == 0) {
-      std::string rest = entry.substr(6);
-      size_t colon = rest.rfind(':');
-      bool port_ok = colon != std::string::npos && colon > 0 && colon + 1 < rest.size() &&
-                     std::all_of(rest.begin() + static_cast<long>(colon) + 1, rest.end(),
-                                 [](char c) { return c >= '0' && c <= '9'; });
-      if (!port_ok) {
-        return Status::InvalidArgument("coordinator endpoint '" + entry + "': expected tcp://HOST:PORT");
-      }
-    }
-    out.push_back(std::move(entry));
-  }
-  if (out.empty()) return Status::InvalidArgument("no coordinator endpoint given");
-  return out;
+  return ParseEndpointList(endpoints, "coordinator endpoint", /*default_tcp=*/true);
 }
 
 Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {

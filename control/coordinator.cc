@@ -10,8 +10,6 @@
 #include <spdlog/spdlog.h>
 
 #include "control/frames.h"
-#include "control/log/local_log.h"
-#include "control/replication/raft_log.h"
 #include "protocol/base/endpoint.h"
 
 namespace gpool::control {
@@ -118,44 +116,13 @@ void Coordinator::Wire() {
 }
 
 Status Coordinator::OpenLog() {
-  if (options_.peers.empty()) {
-    GPOOL_ASSIGN_OR_RETURN(log_, log::LocalLog::Open(log_store_.get()));
-    return Status::Ok();
-  }
-  auto self = options_.peers.find(options_.raft_id);
-  if (self == options_.peers.end()) {
-    return Status::InvalidArgument("replica id " + std::to_string(options_.raft_id) + " is not in the peer list");
-  }
-  replication::PeerTransportOptions transport_options;
-  transport_options.listen_endpoint = options_.peer_endpoint.empty() ? self->second : options_.peer_endpoint;
-  transport_options.token = options_.token;
-  replication::RaftLogOptions raft_options;
-  for (const auto& [id, endpoint] : options_.peers) {
-    raft_options.voters.push_back(id);
-    auto client = options_.peer_clients.find(id);
-    auto worker = options_.peer_workers.find(id);
-    raft_options.directory.push_back(
-        replication::ReplicaAddress{id, endpoint, client == options_.peer_clients.end() ? "" : client->second,
-                                    worker == options_.peer_workers.end() ? "" : worker->second});
-  }
-  GPOOL_ASSIGN_OR_RETURN(peers_, replication::PeerTransport::Open(context_, transport_options));
-  raft_options.id = options_.raft_id;
-  raft_options.join = options_.join;
-  raft_options.tick_ms = options_.raft_tick_ms;
-  raft_options.election_ticks = options_.election_ticks;
-  raft_options.heartbeat_ticks = options_.heartbeat_ticks;
-  raft_options.clock = options_.clock;
-  GPOOL_ASSIGN_OR_RETURN(std::unique_ptr<replication::RaftLog> raft,
-                         replication::RaftLog::Open(raft_options, log_store_.get(), peers_.get()));
-  const std::vector<uint64_t> voters = raft->info().voters;
-  if (!options_.join && !voters.empty() && std::find(voters.begin(), voters.end(), options_.raft_id) == voters.end()) {
-    // Its own log says it was removed: serving would only confuse clients.
-    return Status::FailedPrecondition(
-        "replica " + std::to_string(options_.raft_id) +
-        " is not in the configuration its data dir records (it was removed); to bring it back, add it again "
-        "with 'gpool admin replica add' and start it with --join and an empty data dir");
-  }
-  log_ = std::move(raft);
+  replication::ReplicaSetOptions replicas = options_.replicas;
+  replicas.token = options_.token;
+  replicas.clock = options_.clock;
+  GPOOL_ASSIGN_OR_RETURN(replication::ReplicaSet set,
+                         replication::OpenReplicaSet(replicas, log_store_.get(), context_));
+  peers_ = std::move(set.transport);
+  log_ = std::move(set.log);
   return Status::Ok();
 }
 

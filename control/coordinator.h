@@ -47,6 +47,7 @@
 #include "control/node_registry.h"
 #include "control/proposal_tracker.h"
 #include "control/replication/peer_transport.h"
+#include "control/replication/replica_set.h"
 #include "control/scheduler_driver.h"
 #include "protocol/base/clock.h"
 #include "storage/leveldb_store.h"
@@ -73,20 +74,9 @@ struct CoordinatorOptions {
   size_t max_frame_bytes = 4 * 1024 * 1024;
   const Clock* clock = &SystemClock::Get();
 
-  // Replication. Empty `peers`: a single replica (LocalLog), as before.
-  uint64_t raft_id = 0;                          // this replica's id, a key of `peers`
-  std::map<uint64_t, std::string> peers;         // id -> peer endpoint, every replica
-  std::map<uint64_t, std::string> peer_clients;  // id -> client endpoint, for redirects
-  std::map<uint64_t, std::string> peer_workers;  // id -> worker endpoint, for workers' redirects
-  std::string peer_endpoint;                     // where to listen for peers; empty: peers[raft_id]
-  bool join = false;                             // wait to be added by a running cluster (replica add)
-  // Election timeout: [1, 2) x election_ticks ticks, 300-600 ms. Millisecond
-  // ticks (with the loop sleeping exactly until the next one that matters)
-  // give the randomized timeout 300 distinct values, so two followers rarely
-  // time out together and split the vote.
-  int64_t raft_tick_ms = 1;
-  int election_ticks = 300;                      // --election-timeout-ms
-  int heartbeat_ticks = 20;                      // --raft-heartbeat-ms
+  // Replication: empty `replicas.peers` runs a single replica (LocalLog).
+  // replicas.token and replicas.clock are taken from `token` and `clock`.
+  replication::ReplicaSetOptions replicas;
 };
 
 class Coordinator final : public Outbox {

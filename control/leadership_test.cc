@@ -23,6 +23,7 @@ class SwitchableProposer final : public Proposer {
   uint64_t epoch() const override { return leading_ ? 7 : 0; }
   bool leading() const override { return leading_; }
   std::string leader_client_address() const override { return leader_; }
+  std::string leader_worker_address() const override { return leader_worker_; }
   void ReadBarrier(ReadCallback done) override {
     if (defer_reads) {
       barriers.push_back(std::move(done));
@@ -31,9 +32,10 @@ class SwitchableProposer final : public Proposer {
     }
   }
 
-  void Follow(std::string leader) {
+  void Follow(std::string leader, std::string leader_worker = {}) {
     leading_ = false;
     leader_ = std::move(leader);
+    leader_worker_ = std::move(leader_worker);
   }
   void Lead() {
     leading_ = true;
@@ -49,6 +51,7 @@ class SwitchableProposer final : public Proposer {
   uint64_t index_ = 0;
   bool leading_ = true;
   std::string leader_;
+  std::string leader_worker_;
 };
 
 class LeadershipTest : public ::testing::Test {
@@ -160,11 +163,12 @@ TEST_F(LeadershipTest, ReplicaWithNoLeaderStillAnswersStatus) {
 }
 
 TEST_F(LeadershipTest, FollowerSendsWorkersOnAndIgnoresTheirReplies) {
-  proposer_.Follow("tcp://10.0.0.2:7400");
+  proposer_.Follow("tcp://10.0.0.2:7400", "tcp://10.0.0.2:7401");
   FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0, 3);
   auto error = Last().Body<ErrorReply>();
   ASSERT_TRUE(error.ok());
   EXPECT_EQ(error->code, "NotLeader");
+  EXPECT_EQ(error->leader, "tcp://10.0.0.2:7401") << "the worker goes straight to the leader's worker endpoint";
   EXPECT_EQ(state_.FindNode("n1"), nullptr);
   const size_t sent = outbox_.sent.size();
   FromWorker("peer-a", Ack{}, 0, 4);  // an answer to an earlier leader's command

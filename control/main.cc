@@ -77,9 +77,11 @@ int main(int argc, char** argv) {
     ("join", "Replicated mode: start as a new replica outside the cluster's configuration and wait to be added "
      "(gpool admin replica add). --peers lists the running replicas and this one")
     ("election-timeout-ms", "Replicated mode: a follower that hears no leader for a random 1-2x this long "
-     "starts an election", cxxopts::value<int>()->default_value(std::to_string(defaults.election_ticks)))
+     "starts an election",
+     cxxopts::value<int>()->default_value(std::to_string(defaults.replicas.election_ticks)))
     ("raft-heartbeat-ms", "Replicated mode: how often the leader heartbeats its followers (less than "
-     "--election-timeout-ms)", cxxopts::value<int>()->default_value(std::to_string(defaults.heartbeat_ticks)))
+     "--election-timeout-ms)",
+     cxxopts::value<int>()->default_value(std::to_string(defaults.replicas.heartbeat_ticks)))
     ("strategy", "Placement strategy: binpack, spread or fragmentation (overrides the config file's [nodeorder] strategy)",
      cxxopts::value<std::string>())
     ("scheduler-config", "Scheduler config file (actions and plugin settings); re-read on SIGHUP",
@@ -157,29 +159,29 @@ int main(int argc, char** argv) {
     if (args.count("peers")) {
       auto peers = gpool::replication::ParsePeerList(args["peers"].as<std::string>(), "--peers");
       if (!peers.ok()) throw cxxopts::exceptions::exception(peers.status().message());
-      options.peers = std::move(peers).value();
+      options.replicas.peers = std::move(peers).value();
       auto id = gpool::replication::ParseReplicaId(options.replica_id);
       if (!id.ok()) throw cxxopts::exceptions::exception("--id: with --peers, " + id.status().message());
-      if (!options.peers.count(*id)) {
+      if (!options.replicas.peers.count(*id)) {
         throw cxxopts::exceptions::exception("--id " + std::to_string(*id) + " is not one of the --peers");
       }
-      options.raft_id = *id;
+      options.replicas.id = *id;
       if (args.count("peer-clients")) {
         auto clients = gpool::replication::ParsePeerList(args["peer-clients"].as<std::string>(), "--peer-clients");
         if (!clients.ok()) throw cxxopts::exceptions::exception(clients.status().message());
-        options.peer_clients = std::move(clients).value();
+        options.replicas.peer_clients = std::move(clients).value();
       }
       if (args.count("peer-workers")) {
         auto workers = gpool::replication::ParsePeerList(args["peer-workers"].as<std::string>(), "--peer-workers");
         if (!workers.ok()) throw cxxopts::exceptions::exception(workers.status().message());
-        options.peer_workers = std::move(workers).value();
+        options.replicas.peer_workers = std::move(workers).value();
       }
-      if (args.count("peer-addr")) options.peer_endpoint = args["peer-addr"].as<std::string>();
-      options.join = args.count("join") > 0;
+      if (args.count("peer-addr")) options.replicas.listen_endpoint = args["peer-addr"].as<std::string>();
+      options.replicas.join = args.count("join") > 0;
       // Raft ticks are milliseconds, so both flags are tick counts.
-      options.election_ticks = args["election-timeout-ms"].as<int>();
-      options.heartbeat_ticks = args["raft-heartbeat-ms"].as<int>();
-      if (options.heartbeat_ticks <= 0 || options.election_ticks <= options.heartbeat_ticks) {
+      options.replicas.election_ticks = args["election-timeout-ms"].as<int>();
+      options.replicas.heartbeat_ticks = args["raft-heartbeat-ms"].as<int>();
+      if (options.replicas.heartbeat_ticks <= 0 || options.replicas.election_ticks <= options.replicas.heartbeat_ticks) {
         throw cxxopts::exceptions::exception(
             "--raft-heartbeat-ms must be positive and less than --election-timeout-ms");
       }

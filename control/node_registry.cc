@@ -54,7 +54,9 @@ void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int6
     // are sent on to the next endpoint.
     const MessageType type = envelope->type();
     if (type == MessageType::kAck || type == MessageType::kErrorReply || type == MessageType::kFetchLogReply) return;
-    return fail(NotLeaderStatus(proposer_.leader_worker_address()));
+    // Name the leader's worker endpoint, so the worker goes straight there.
+    const std::string leader = proposer_.leader_worker_address();
+    return Reply(peer, MakeError(header.request_id, epoch, NotLeaderStatus(leader), leader));
   }
   switch (envelope->type()) {
     case MessageType::kRegisterNode: {

@@ -16,7 +16,7 @@ PACKAGES=(
   libbenchmark-dev
   procps
   gnuplot-nox
-  python3-minimal
+  python3-minimal python3-zmq python3-msgpack
 )
 
 missing=()

@@ -1,3 +1,4 @@
+#include "protocol/base/endpoint.h"
 #include "worker/flags.h"
 
 #include <cerrno>
@@ -36,22 +37,8 @@ Result<uint32_t> ParseSimulate(const std::string& text) {
 }  // namespace
 
 Result<std::vector<std::string>> ParseEndpoints(const std::string& list) {
-  std::vector<std::string> endpoints;
-  std::stringstream in(list);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    item = Trim(item);
-    if (item.empty()) continue;
-    if (item.rfind("tcp://", 0) != 0 && item.rfind("ipc://", 0) != 0 && item.rfind("inproc://", 0) != 0) {
-      return Status::InvalidArgument("--coordinator: '" + item + "' is not an endpoint like tcp://host:7401");
-    }
-    if (item.find_first_of(" \t") != std::string::npos) {
-      return Status::InvalidArgument("--coordinator: '" + item + "' holds a space");
-    }
-    endpoints.push_back(item);
-  }
-  if (endpoints.empty()) return Status::InvalidArgument("--coordinator: at least one endpoint is required");
-  return endpoints;
+  // A worker connects: no ':*' port, and a scheme is required (tcp://, ipc://, inproc://).
+  return ParseEndpointList(list, "--coordinator", /*default_tcp=*/false);
 }
 
 Result<std::string> ReadTokenFile(const std::string& path) {

@@ -3,28 +3,12 @@
 #include <algorithm>
 #include <charconv>
 
+#include "protocol/base/endpoint.h"
 #include "protocol/base/text.h"
 
 namespace gpool::replication {
-namespace {
-
-bool ValidEndpoint(std::string_view e) {
-  if (e.rfind("ipc://", 0) == 0 || e.rfind("inproc://", 0) == 0) return e.size() > e.find("//") + 2;
-  if (e.rfind("tcp://", 0) != 0) return false;
-  std::string_view rest = e.substr(6);
-  const size_t colon = rest.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 >= rest.size()) return false;
-  std::string_view port = rest.substr(colon + 1);
-  if (port == "*") return true;
-  return std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-}  // namespace
-
 Status ValidateReplicaEndpoint(std::string_view endpoint, std::string_view what) {
-  if (ValidEndpoint(endpoint)) return Status::Ok();
-  return Status::InvalidArgument(std::string(what) + ": '" + std::string(endpoint.substr(0, 128)) +
-                                 "' is not a tcp://HOST:PORT, ipc:// or inproc:// endpoint");
+  return ValidateEndpoint(endpoint, what);
 }
 
 Result<uint64_t> ParseReplicaId(std::string_view text) {

@@ -1,0 +1,52 @@
+// OpenReplicaSet: the one place that decides which CommitLog a coordinator
+// runs. No peers: a LocalLog (one replica, commit = fsync). Peers: a RaftLog
+// over a PeerTransport listening for the other replicas. The coordinator sees
+// either only as a CommitLog.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "control/log/commit_log.h"
+#include "control/replication/peer_transport.h"
+#include "protocol/base/clock.h"
+#include "storage/log_store.h"
+
+namespace gpool::replication {
+
+struct ReplicaSetOptions {
+  // Empty `peers`: a single replica (LocalLog).
+  uint64_t id = 0;                               // this replica's id, a key of `peers`
+  std::map<uint64_t, std::string> peers;         // id -> peer endpoint, every replica
+  std::map<uint64_t, std::string> peer_clients;  // id -> client endpoint, for redirects
+  std::map<uint64_t, std::string> peer_workers;  // id -> worker endpoint, for workers' redirects
+  std::string listen_endpoint;                   // where to listen for peers; empty: peers[id]
+  bool join = false;                             // wait to be added by a running cluster (replica add)
+  // Election timeout: [1, 2) x election_ticks ticks, 300-600 ms. Millisecond
+  // ticks (with the loop sleeping exactly until the next one that matters)
+  // give the randomized timeout 300 distinct values, so two followers rarely
+  // time out together and split the vote.
+  int64_t tick_ms = 1;
+  int election_ticks = 300;   // --election-timeout-ms
+  int heartbeat_ticks = 20;   // --raft-heartbeat-ms
+  std::string token;          // carried on peer messages; empty: none
+  const Clock* clock = &SystemClock::Get();
+};
+
+struct ReplicaSet {
+  // Null for a single replica. Destroy the log first: it sends through it.
+  std::unique_ptr<PeerTransport> transport;
+  std::unique_ptr<log::CommitLog> log;
+};
+
+// `store` and `context` outlive the result. A replica whose own data dir
+// says it was removed from the replica set is refused (FailedPrecondition):
+// serving would only confuse clients.
+Result<ReplicaSet> OpenReplicaSet(const ReplicaSetOptions& options, storage::LogStore* store,
+                                  zmq::context_t& context);
+
+}  // namespace gpool::replication
