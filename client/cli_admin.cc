@@ -1,0 +1,193 @@
+// The coordinator's own commands: `status` (replicas and cluster totals) and
+// `admin replica add|remove|list` (Raft membership changes).
+#include "client/cli_internal.h"
+
+#include <limits>
+
+#include "client/format.h"
+#include "protocol/types.h"
+
+namespace gpool::cli {
+namespace {
+
+// A replica id: a positive decimal integer.
+Result<uint64_t> ParseReplicaId(std::string_view text) {
+  auto v = ParseUnsignedText(text, std::numeric_limits<uint64_t>::max());
+  if (!v.ok() || *v == 0) {
+    return Status::InvalidArgument("expected a replica ID (a positive integer), got '" + std::string(text) + "'");
+  }
+  return v;
+}
+
+// An endpoint other replicas or clients connect to: tcp://HOST:PORT (PORT
+// 1-65535; not the bind-only wildcard host '*'), ipc://PATH or inproc://NAME.
+Status CheckEndpoint(std::string_view flag, const std::string& text) {
+  const Status error = Status::InvalidArgument(std::string(flag) +
+                                               ": expected tcp://HOST:PORT, ipc://PATH or inproc://NAME, got '" +
+                                               text + "'");
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return error;
+  }
+  for (std::string_view scheme : {"ipc://", "inproc://"}) {
+    if (text.rfind(scheme, 0) == 0) return text.size() > scheme.size() ? Status::Ok() : error;
+  }
+  if (text.rfind("tcp://", 0) != 0) return error;
+  std::string_view rest = std::string_view(text).substr(6);
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return error;
+  auto port = ParseUnsignedText(rest.substr(colon + 1), 65535);
+  if (!port.ok() || *port == 0) return error;
+  if (rest.substr(0, colon) == "*") {
+    return Status::InvalidArgument(std::string(flag) + ": '" + text +
+                                   "' is a bind address; give one that others can connect to");
+  }
+  return Status::Ok();
+}
+
+std::string JoinIds(const std::vector<uint64_t>& ids) {
+  std::string out;
+  for (uint64_t id : ids) {
+    if (!out.empty()) out += ", ";
+    out += std::to_string(id);
+  }
+  return out.empty() ? "none" : out;
+}
+
+int RunStatus(Session& s, const Invocation&) {
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->ClusterStatus();
+  if (!reply.ok()) return s.Fail(reply.status());
+  s.out << (s.json ? ToJson(*reply) + "\n" : FormatClusterStatus(*reply));
+  return kExitOk;
+}
+
+constexpr char kReplicaAddUsage[] =
+    "admin replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT] [--worker-addr ENDPOINT]";
+constexpr char kReplicaRemoveUsage[] = "admin replica remove ID";
+constexpr char kReplicaListUsage[] = "admin replica list";
+
+int RunReplicaChange(Session& s, const Invocation& inv, const std::string& op) {
+  const auto& f = inv.flags;
+  const bool add = op == "add";
+  if (inv.positionals.size() != 3) {
+    return s.Usage("usage: gpool " + std::string(add ? kReplicaAddUsage : kReplicaRemoveUsage));
+  }
+  if (!add) {
+    for (const char* flag : {"peer-addr", "client-addr", "worker-addr"}) {
+      if (f.count(flag)) return s.Usage(std::string("--") + flag + " only applies to 'admin replica add'");
+    }
+  } else if (!f.count("peer-addr")) {
+    return s.Usage("admin replica add: --peer-addr is required (usage: gpool " + std::string(kReplicaAddUsage) + ")");
+  }
+  auto id = ParseReplicaId(inv.positionals[2]);
+  if (!id.ok()) return s.Fail(id.status());
+  gpool::ChangeReplicas request;
+  request.op = op;
+  request.replica_id = *id;
+  if (add) {
+    request.peer_address = f["peer-addr"].as<std::string>();
+    if (Status valid = CheckEndpoint("--peer-addr", request.peer_address); !valid.ok()) return s.Fail(valid);
+    if (f.count("client-addr")) {
+      request.client_address = f["client-addr"].as<std::string>();
+      if (Status valid = CheckEndpoint("--client-addr", request.client_address); !valid.ok()) return s.Fail(valid);
+    }
+    if (f.count("worker-addr")) {
+      request.worker_address = f["worker-addr"].as<std::string>();
+      if (Status valid = CheckEndpoint("--worker-addr", request.worker_address); !valid.ok()) return s.Fail(valid);
+    }
+  }
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->ChangeReplicas(request);
+  if (!reply.ok()) return s.Fail(reply.status());
+  if (s.json) {
+    s.out << ToJson(*reply) << "\n";
+  } else {
+    s.out << "replica " << *id << (add ? " added" : " removed") << "; voters now " << JoinIds(reply->voters)
+          << " (committed at index " << reply->index << ")\n";
+  }
+  return kExitOk;
+}
+
+int RunReplicaList(Session& s, const Invocation& inv) {
+  if (inv.positionals.size() != 2) return s.Usage("usage: gpool " + std::string(kReplicaListUsage));
+  for (const char* flag : {"peer-addr", "client-addr", "worker-addr"}) {
+    if (inv.flags.count(flag)) return s.Usage(std::string("--") + flag + " only applies to 'admin replica add'");
+  }
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->ClusterStatus();
+  if (!reply.ok()) return s.Fail(reply.status());
+  s.out << (s.json ? ToJson(*reply) + "\n" : FormatReplicasTable(*reply));
+  return kExitOk;
+}
+
+int RunAdmin(Session& s, const Invocation& inv) {
+  const auto& p = inv.positionals;
+  if (p.empty()) return s.Usage("admin: expected a subcommand: replica add|remove|list");
+  if (p[0] != "replica") return s.Usage("admin: unknown subcommand '" + p[0] + "'; expected 'replica'");
+  if (p.size() < 2) return s.Usage("admin replica: expected add, remove or list");
+  if (p[1] == "add" || p[1] == "remove") return RunReplicaChange(s, inv, p[1]);
+  if (p[1] == "list") return RunReplicaList(s, inv);
+  return s.Usage("admin replica: unknown subcommand '" + p[1] + "'; expected add, remove or list");
+}
+
+void AdminOptions(cxxopts::Options& o) {
+  o.add_options("admin")
+      ("peer-addr", "replica add: where the new replica listens for its peers (required)",
+       cxxopts::value<std::string>(), "ENDPOINT")
+      ("client-addr", "replica add: its client endpoint, which followers name in redirects (default: none)",
+       cxxopts::value<std::string>(), "ENDPOINT")
+      ("worker-addr", "replica add: its worker endpoint, which followers name to workers when it leads "
+       "(default: none; workers then find it only if it is in their --coordinator list)",
+       cxxopts::value<std::string>(), "ENDPOINT");
+}
+
+constexpr CommandForm kAdminForms[] = {
+    {"replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT] [--worker-addr ENDPOINT]",
+     "replica add ID --peer-addr ENDPOINT",
+     "add a running coordinator replica as a Raft voter (flags: 'gpool help admin')"},
+    {"replica remove ID", "replica remove ID", "remove a coordinator replica from the Raft voters"},
+    {"replica list", "replica list", "list the coordinator replicas and how far each lags behind the leader"},
+};
+
+// cxxopts would take a negative replica ID for a flag ("Option '3' does not
+// exist"); refuse it as the ID it was meant to be.
+std::optional<int> PrepareAdmin(Session& s, Invocation&, std::vector<std::string>& rest) {
+  for (size_t i = 0; i < rest.size(); ++i) {
+    const std::string& a = rest[i];
+    if (TakesValue(a) || a == "--peer-addr" || a == "--client-addr" || a == "--worker-addr") {
+      ++i;  // a flag's value, not an ID
+    } else if (a.size() > 1 && a[0] == '-' && a.find_first_not_of("0123456789", 1) == std::string::npos) {
+      return s.Fail(ParseReplicaId(a).status());
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const CommandDef kStatusCommand = {
+    .name = "status",
+    .synopsis = "",
+    .summary = "show the coordinator replicas and cluster totals",
+    .min_args = 0,
+    .max_args = 0,
+    .add_options = NoOptions,
+    .run = RunStatus,
+};
+
+const CommandDef kAdminCommand = {
+    .name = "admin",
+    .synopsis = "replica add|remove|list ...",
+    .summary = "add, remove or list coordinator replicas",
+    .min_args = 0,
+    .max_args = 3,
+    .add_options = AdminOptions,
+    .run = RunAdmin,
+    .forms = kAdminForms,
+    .prepare = PrepareAdmin,
+};
+
+}  // namespace gpool::cli

@@ -1,0 +1,182 @@
+// `gpool queue create|update|delete|tree`: queue quotas from flags, checked as
+// the coordinator would before UpdateQueue is sent.
+#include "client/cli_internal.h"
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+
+#include "client/format.h"
+#include "protocol/types.h"
+#include "protocol/validate.h"
+
+namespace gpool::cli {
+namespace {
+
+constexpr char kQueueCreateUsage[] =
+    "queue create NAME [--parent P] [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA]";
+constexpr char kQueueUpdateUsage[] = "queue update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA]";
+constexpr char kQueueDeleteUsage[] = "queue delete NAME";
+constexpr char kQueueTreeUsage[] = "queue tree";
+constexpr const char* kQuotaFlags[] = {"capability", "deserved", "guarantee"};
+
+// The quota flags given, parsed into `spec`; the others are left as they are.
+Status ApplyQuotaFlags(const Invocation& inv, QueueSpec& spec) {
+  const auto& f = inv.flags;
+  if (f.count("capability")) {
+    GPOOL_ASSIGN_OR_RETURN(spec.capability, ParseQuota("--capability", f["capability"].as<std::string>()));
+  }
+  if (f.count("deserved")) {
+    GPOOL_ASSIGN_OR_RETURN(spec.deserved, ParseQuota("--deserved", f["deserved"].as<std::string>()));
+  }
+  if (f.count("guarantee")) {
+    GPOOL_ASSIGN_OR_RETURN(spec.guarantee, ParseQuota("--guarantee", f["guarantee"].as<std::string>()));
+  }
+  return Status::Ok();
+}
+
+bool AnyQuotaFlag(const Invocation& inv) {
+  return std::any_of(std::begin(kQuotaFlags), std::end(kQuotaFlags),
+                     [&](const char* flag) { return inv.flags.count(flag) > 0; });
+}
+
+// "capability gpu=16,cpu=64; deserved gpu=8; guarantee none"
+std::string QuotasText(const QueueSpec& spec) {
+  return "capability " + FormatQuota(spec.capability) + "; deserved " + FormatQuota(spec.deserved) +
+         "; guarantee " + FormatQuota(spec.guarantee);
+}
+
+// Rejects flags that do not apply to `op` (a usage error, before anything is sent).
+std::optional<std::string> MisplacedQueueFlag(const Invocation& inv, const std::string& op) {
+  if (op != "create" && inv.flags.count("parent")) return "--parent only applies to 'queue create'";
+  if (op == "delete" || op == "tree") {
+    for (const char* flag : kQuotaFlags) {
+      if (inv.flags.count(flag)) return std::string("--") + flag + " only applies to 'queue create' and 'queue update'";
+    }
+  }
+  return std::nullopt;
+}
+
+int RunQueueTree(Session& s) {
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->ListQueues();
+  if (!reply.ok()) return s.Fail(reply.status());
+  s.out << (s.json ? ToJson(*reply) + "\n" : FormatQueueTree(*reply));
+  return kExitOk;
+}
+
+// The queue as it is now, for an update to overlay its flags on.
+Result<QueueSpec> CurrentQueueSpec(Client& client, const std::string& name) {
+  GPOOL_ASSIGN_OR_RETURN(ListQueuesReply queues, client.ListQueues());
+  for (const auto& queue : queues.queues) {
+    if (queue.spec.name == name) return queue.spec;
+  }
+  return Status::NotFound("queue '" + name + "' does not exist");
+}
+
+int RunQueue(Session& s, const Invocation& inv) {
+  const auto& p = inv.positionals;
+  if (p.empty()) return s.Usage("queue: expected a subcommand: create, update, delete or tree");
+  const std::string& op = p[0];
+  const char* usage = nullptr;
+  if (op == "create") {
+    usage = kQueueCreateUsage;
+  } else if (op == "update") {
+    usage = kQueueUpdateUsage;
+  } else if (op == "delete") {
+    usage = kQueueDeleteUsage;
+  } else if (op == "tree") {
+    usage = kQueueTreeUsage;
+  } else {
+    return s.Usage("queue: unknown subcommand '" + op + "'; expected create, update, delete or tree");
+  }
+  const std::string usage_hint = " (usage: gpool " + std::string(usage) + ")";
+  if (auto misplaced = MisplacedQueueFlag(inv, op)) return s.Usage(*misplaced);
+  if (op == "tree") {
+    if (p.size() != 1) return s.Usage("queue tree: takes no arguments" + usage_hint);
+    return RunQueueTree(s);
+  }
+  if (p.size() != 2) {
+    return s.Usage("queue " + op + ": expected one queue NAME, got " + std::to_string(p.size() - 1) + " arguments" +
+                   usage_hint);
+  }
+  if (op == "update" && !AnyQuotaFlag(inv)) {
+    return s.Usage("queue update: nothing to change; give --capability, --deserved or --guarantee" + usage_hint);
+  }
+
+  gpool::UpdateQueue request;
+  request.op = op;
+  request.spec.name = p[1];
+  if (inv.flags.count("parent")) request.spec.parent = inv.flags["parent"].as<std::string>();
+  if (Status parsed = ApplyQuotaFlags(inv, request.spec); !parsed.ok()) return s.Fail(parsed);
+  // What the coordinator checks on its own (names, resources, quota order),
+  // before anything is sent. For an update this covers the flags given; the
+  // queue's other quotas are checked once they are known, below.
+  if (Status valid = ValidateUpdateQueue(request); !valid.ok()) return s.Fail(valid);
+
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  if (op == "update") {
+    // UpdateQueue replaces all three quotas: start from the queue as it is,
+    // so the quotas not named on the command line stay.
+    auto current = CurrentQueueSpec(**client, request.spec.name);
+    if (!current.ok()) return s.Fail(current.status());
+    request.spec = std::move(current).value();
+    // Parsed once already, above; it cannot fail now.
+    if (Status parsed = ApplyQuotaFlags(inv, request.spec); !parsed.ok()) return s.Fail(parsed);
+    if (Status valid = ValidateUpdateQueue(request); !valid.ok()) {
+      return s.Fail(valid.WithContext("queue " + request.spec.name + " with this update"));
+    }
+  }
+  auto reply = (*client)->UpdateQueue(request);
+  if (!reply.ok()) return s.Fail(reply.status());
+  const QueueSpec& spec = reply->queue.spec;
+  const std::string name = spec.name.empty() ? request.spec.name : spec.name;
+  if (s.json) {
+    s.out << ToJson(*reply) << "\n";
+  } else if (op == "create") {
+    s.out << "queue " << name << " created under " << (spec.parent.empty() ? request.spec.parent : spec.parent)
+          << ": " << QuotasText(spec) << "\n";
+  } else if (op == "update") {
+    s.out << "queue " << name << " updated: " << QuotasText(spec) << "\n";
+  } else {
+    s.out << "queue " << name << " deleted\n";
+  }
+  return kExitOk;
+}
+
+void QueueOptions(cxxopts::Options& o) {
+  o.add_options("queue")
+      ("parent", "create: the parent queue (default root)", cxxopts::value<std::string>(), "P")
+      ("capability", "create, update: the most the queue and its children may hold, e.g. "
+       "gpu=16,gpu/A100=8,cpu=64,memory=256Gi (cpu in cores; memory in Mi/Gi/Ti, a bare number is MiB; "
+       "none: no limit)", cxxopts::value<std::string>(), "QUOTA")
+      ("deserved", "create, update: its fair share; it may borrow beyond it while others are idle",
+       cxxopts::value<std::string>(), "QUOTA")
+      ("guarantee", "create, update: what reclaim always wins back for it", cxxopts::value<std::string>(), "QUOTA");
+}
+
+constexpr CommandForm kQueueForms[] = {
+    {"create NAME [--parent P] [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA]",
+     "create NAME [--parent P] [QUOTAS]", "create a queue (quota flags: 'gpool help queue')"},
+    {"update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA]", "update NAME [QUOTAS]",
+     "replace the quotas given; the others stay"},
+    {"delete NAME", "delete NAME", "delete a queue that has no child queues and no unfinished jobs"},
+    {"tree", "tree", "show the queues: allocated/deserved/guarantee/capability, job counts"},
+};
+
+}  // namespace
+
+const CommandDef kQueueCommand = {
+    .name = "queue",
+    .synopsis = "create|update|delete|tree ...",
+    .summary = "create, update, delete or list queues",
+    .min_args = 0,
+    .max_args = std::numeric_limits<size_t>::max(),
+    .add_options = QueueOptions,
+    .run = RunQueue,
+    .forms = kQueueForms,
+};
+
+}  // namespace gpool::cli
