@@ -13,6 +13,7 @@ uint32_t JobSpec::TotalTasks() const {
 namespace {
 
 constexpr std::array<std::string_view, 5> kJobStates = {"Pending", "Running", "Succeeded", "Failed", "Cancelled"};
+constexpr std::array<std::string_view, kNodePoolCount> kNodePools = {"public", "pooled", "exclusive"};
 constexpr std::array<std::string_view, 7> kTaskStates = {"Pending",   "Bound",     "Running", "Succeeded",
                                                          "Failed",    "Cancelled", "Lost"};
 constexpr std::array<std::string_view, 2> kNodeStates = {"Ready", "NotReady"};
@@ -33,6 +34,8 @@ std::string_view ToString(NodeState s) { return kNodeStates[static_cast<size_t>(
 std::optional<JobState> JobStateFromString(std::string_view s) { return FromName<JobState>(kJobStates, s); }
 std::optional<TaskState> TaskStateFromString(std::string_view s) { return FromName<TaskState>(kTaskStates, s); }
 std::optional<NodeState> NodeStateFromString(std::string_view s) { return FromName<NodeState>(kNodeStates, s); }
+std::string_view ToString(NodePool p) { return kNodePools[static_cast<size_t>(p)]; }
+std::optional<NodePool> NodePoolFromString(std::string_view s) { return FromName<NodePool>(kNodePools, s); }
 
 bool IsTerminal(JobState s) { return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled; }
 bool IsTerminal(TaskState s) {

@@ -333,6 +333,11 @@ std::string DeviceUuid(const GpuInfo& gpu, const DeviceGrant& grant);
 enum class JobState : uint8_t { kPending, kRunning, kSucceeded, kFailed, kCancelled };
 enum class TaskState : uint8_t { kPending, kBound, kRunning, kSucceeded, kFailed, kCancelled, kLost };
 enum class NodeState : uint8_t { kReady, kNotReady };
+// Where a node belongs: public nodes take whole-device work of anyone, pooled
+// nodes are where sharing (fractional GPUs, MIG) is allowed, exclusive nodes
+// are taken whole. On the wire and in files: "public", "pooled", "exclusive".
+enum class NodePool : uint8_t { kPublic, kPooled, kExclusive };
+inline constexpr size_t kNodePoolCount = 3;
 
 std::string_view ToString(JobState s);
 std::string_view ToString(TaskState s);
@@ -340,6 +345,8 @@ std::string_view ToString(NodeState s);
 std::optional<JobState> JobStateFromString(std::string_view s);
 std::optional<TaskState> TaskStateFromString(std::string_view s);
 std::optional<NodeState> NodeStateFromString(std::string_view s);
+std::string_view ToString(NodePool p);
+std::optional<NodePool> NodePoolFromString(std::string_view s);
 bool IsTerminal(JobState s);
 bool IsTerminal(TaskState s);
 

@@ -352,7 +352,7 @@ Status ValidateNodeSpec(const NodeSpec& spec) {
   return Status::Ok();
 }
 
-bool IsNodePool(std::string_view pool) { return pool == "public" || pool == "pooled" || pool == "exclusive"; }
+bool IsNodePool(std::string_view pool) { return NodePoolFromString(pool).has_value(); }
 
 Status ValidateUpdateNode(const UpdateNode& update) {
   constexpr size_t kMaxLabelChanges = 256;

@@ -123,7 +123,7 @@ void Allocate(Session& session) {
   auto& jobs = session.jobs();
   QueueTree& tree = session.queues();
   const auto& reservation = session.config().reservation;
-  bool reserved_in_pool[3] = {false, false, false};
+  bool reserved_in_pool[kNodePoolCount] = {false, false, false};
 
   auto try_job = [&](WorkJob& job) {
     const Amounts& demand = GangDemand(tree, job);
@@ -165,7 +165,7 @@ void Allocate(Session& session) {
     const bool never_fits = std::any_of(job.reasons.begin(), job.reasons.end(), [](const std::string& reason) {
       return reason.find("but the largest node has") != std::string::npos;
     });
-    const int pool = std::clamp(job.pool, 0, 2);
+    const size_t pool = static_cast<size_t>(job.pool);
     // Held nodes are chosen without regard to switches, so a job that must
     // stay under one switch gets none (it would hold nodes it cannot use).
     const bool switch_bound = job.view->network_mode == topology::NetworkMode::kSingleSwitch;

@@ -130,7 +130,7 @@ class Evictor {
   bool Usable(const PendingTask& task, const WorkNode& node) const {
     if (session_.CheckStatic(job_, task, node)) return false;
     if (node.claimed_for != 0 && node.claimed_for != job_.view->id.value()) return false;
-    return node.pool != 2;  // exclusive nodes are not shared out by eviction
+    return node.pool != NodePool::kExclusive;  // exclusive nodes are not shared out by eviction
   }
 
   bool PlaceTask(const PendingTask& task) {

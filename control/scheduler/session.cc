@@ -52,14 +52,13 @@ bool HasSharingState(const topology::GpuSlot& gpu) {
 
 Session::Session(const topology::ClusterView& view, const SchedulerConfig& config)
     : config_(config), queues_(view.queues, NodeModels(view)) {
-  pools_ = {"public", "pooled", "exclusive"};
   Amounts totals(queues_.resource_count(), 0);
   nodes_.reserve(view.nodes.size());
   std::unordered_map<std::string_view, size_t> node_index;
   for (const auto& node_view : view.nodes) {
     WorkNode node;
     node.view = &node_view;
-    node.pool = PoolIndex(node_view.pool);
+    node.pool = PoolOf(node_view.pool);
     node.cpu_free = node_view.cpu_milli_free;
     node.memory_free = node_view.memory_mib_free;
     node.gpu_free.reserve(node_view.gpus.size());
@@ -97,7 +96,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
   }
   queues_.SetClusterTotals(totals);
 
-  buckets_.assign(pools_.size(), std::vector<std::vector<uint32_t>>(largest_gpus_ + 1));
+  buckets_.assign(kNodePoolCount, std::vector<std::vector<uint32_t>>(largest_gpus_ + 1));
   position_.assign(nodes_.size(), 0);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].view->ready && !nodes_[i].view->cordoned) BucketInsert(i);
@@ -127,7 +126,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     WorkJob job;
     job.view = &job_view;
     job.queue = queues_.Resolve(job_view.queue);
-    job.pool = PoolIndex(job_view.pool);
+    job.pool = PoolOf(job_view.pool);
     const size_t groups = std::max<size_t>(1, job_view.groups.size());
     job.active.assign(groups, 0);
     for (size_t g = 0; g < job_view.groups.size(); ++g) job.active[g] = job_view.groups[g].active;
@@ -199,13 +198,6 @@ std::vector<topology::WorkloadShape> Session::ObservedWorkload(const topology::C
   return TargetWorkload(samples);
 }
 
-int Session::PoolIndex(const std::string& pool) const {
-  for (size_t i = 0; i < pools_.size(); ++i) {
-    if (pools_[i] == pool) return static_cast<int>(i);
-  }
-  return 0;
-}
-
 void Session::BucketInsert(size_t node) {
   auto& bucket = buckets_[static_cast<size_t>(nodes_[node].pool)][nodes_[node].free_gpus];
   position_[node] = static_cast<uint32_t>(bucket.size());
@@ -243,7 +235,7 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
     }
     short_nodes = &entry.second;
   }
-  const int pool = job.pool;
+  const NodePool pool = job.pool;
   // Shares and MIG instances fit on nodes without a whole free GPU too.
   const uint32_t need = task.resources.Whole() ? task.resources.gpus : 0;
   std::optional<size_t> best;

@@ -30,7 +30,7 @@ namespace gpool::scheduler {
 
 struct WorkNode {
   const topology::NodeView* view = nullptr;
-  int pool = 0;
+  NodePool pool = NodePool::kPublic;
   uint32_t usable_gpus = 0;   // healthy GPUs that can run whole-GPU work
   uint32_t healthy_gpus = 0;  // healthy GPUs (shares and MIG instances may use static-MIG ones)
   uint32_t free_gpus = 0;
@@ -59,7 +59,7 @@ struct WorkNode {
 struct WorkJob {
   const topology::PendingJob* view = nullptr;
   int queue = 0;
-  int pool = 0;
+  NodePool pool = NodePool::kPublic;
   std::vector<uint32_t> active;  // per group: bound, running or placed this cycle
   std::vector<bool> placed;      // parallel to view->tasks: placed this cycle
   bool admitted = false;         // enqueue let it in
@@ -183,9 +183,10 @@ class Session {
   }
   // A generation ends whenever capacity grows back (a rolled-back gang).
   void NewGeneration() { ++generation_; }
-  int PoolIndex(const std::string& pool) const;
+  // An unknown pool name (validation refuses them) counts as public.
+  static NodePool PoolOf(const std::string& pool) { return NodePoolFromString(pool).value_or(NodePool::kPublic); }
   // Ready, uncordoned nodes of `pool` with exactly `free_gpus` free GPUs.
-  const std::vector<uint32_t>& NodesWithFreeGpus(int pool, uint32_t free_gpus) const {
+  const std::vector<uint32_t>& NodesWithFreeGpus(NodePool pool, uint32_t free_gpus) const {
     return buckets_[static_cast<size_t>(pool)][free_gpus];
   }
   uint32_t largest_gpus() const { return largest_gpus_; }
@@ -243,7 +244,6 @@ class Session {
   std::vector<WorkJob> jobs_;
   std::vector<WorkTask> running_;
   Plan plan_;
-  std::vector<std::string> pools_;
   // buckets_[pool][free_gpus] -> node indices; position_[node] its slot.
   std::vector<std::vector<std::vector<uint32_t>>> buckets_;
   std::vector<uint32_t> position_;

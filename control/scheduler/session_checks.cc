@@ -68,7 +68,7 @@ std::optional<Reject> Session::CheckStatic(const WorkJob& job, const PendingTask
     }
     if (matching < task.resources.gpus) return Reject::kGpuModel;
   }
-  if (node.pool == 2 && task.resources.gpus != node.usable_gpus) return Reject::kExclusiveWhole;
+  if (node.pool == NodePool::kExclusive && task.resources.gpus != node.usable_gpus) return Reject::kExclusiveWhole;
   if (task.resources.gpus > node.usable_gpus &&
       (task.resources.Whole() || task.resources.gpus > node.healthy_gpus)) {
     return Reject::kGpus;
@@ -85,7 +85,7 @@ std::optional<Reject> Session::Check(const WorkJob& job, const PendingTask& task
   if (node.claimed_for != 0 && node.claimed_for != id) return Reject::kClaimed;
   if (node.reserved_for != 0 && node.reserved_for != id && !ignore_reservations) return Reject::kReserved;
   const Resources& need = task.resources;
-  if (node.pool == 2 && !node.Idle()) return Reject::kExclusiveBusy;
+  if (node.pool == NodePool::kExclusive && !node.Idle()) return Reject::kExclusiveBusy;
   uint64_t gpu_memory = 0;
   if (auto reject = CheckDevices(job, task, node, &gpu_memory)) return reject;
   if (need.gpus > 0 && queues_.Capped(kGpuMemory)) {
