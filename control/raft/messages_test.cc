@@ -9,13 +9,24 @@
 namespace gpool::raft {
 namespace {
 
+// Built member by member: a braced ConfChangeEntry (with its std::string
+// context) trips GCC 12's -Wmaybe-uninitialized at -O2 and above.
+ConfChangeEntry ConfEntry(ConfChangeType type, uint64_t node, std::string context, std::vector<uint64_t> voters) {
+  ConfChangeEntry cc;
+  cc.change.type = type;
+  cc.change.node_id = node;
+  cc.change.context = std::move(context);
+  cc.result.voters = std::move(voters);
+  return cc;
+}
+
 std::vector<Message> Samples() {
   std::string binary("\x00\xff\x01\x80 bin", 9);
   std::vector<Message> out;
   Message append{.type = MessageType::kAppend, .from = 1, .to = 2, .term = 7, .log_term = 6, .index = 41};
   append.entries = {{42, 7, EncodeNormal(binary)},
                     {43, 7, ""},
-                    {44, 7, EncodeConfChange({{ConfChangeType::kAddVoter, 4, "host:1"}, ConfState{{1, 2, 3, 4}}})}};
+                    {44, 7, EncodeConfChange(ConfEntry(ConfChangeType::kAddVoter, 4, "host:1", {1, 2, 3, 4}))}};
   append.commit = 40;
   out.push_back(append);
   out.push_back({.type = MessageType::kAppendResponse, .from = 2, .to = 1, .term = 7, .log_term = 5, .index = 41,
@@ -92,7 +103,7 @@ TEST(EntryTest, TagsDistinguishKinds) {
   EXPECT_EQ(TypeOf(normal), EntryType::kNormal);
   EXPECT_EQ(NormalPayload(normal), "cmd");
   EXPECT_EQ(TypeOf(LogEntry{1, 1, "zzz"}), EntryType::kUnknown);
-  ConfChangeEntry cc{{ConfChangeType::kRemoveVoter, 3, "ctx"}, ConfState{{1, 2}}};
+  const ConfChangeEntry cc = ConfEntry(ConfChangeType::kRemoveVoter, 3, "ctx", {1, 2});
   LogEntry conf{2, 1, EncodeConfChange(cc)};
   EXPECT_EQ(TypeOf(conf), EntryType::kConfChange);
   auto decoded = DecodeConfChange(conf);

@@ -44,7 +44,7 @@
 #include "control/raft/config.h"
 #include "control/raft/messages.h"
 #include "control/raft/progress.h"
-#include "control/raft/raft_log.h"
+#include "control/raft/entry_log.h"
 #include "control/raft/read_only.h"
 #include "control/raft/state.h"
 #include "storage/log_types.h"

@@ -1,5 +1,7 @@
 // RaftLog: the core's view of its log: the latest snapshot, the live entries
-// after it, and how far they are durable, committed and applied.
+// after it, and how far they are durable, committed and applied. (Not to be
+// confused with control/replication/raft_log.h, the CommitLog actor around
+// the whole core.)
 //
 // The core keeps the whole live log in memory: the actor hands it the durable
 // entries at restart (InitialState) and the application bounds memory by

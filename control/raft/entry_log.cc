@@ -1,4 +1,4 @@
-#include "control/raft/raft_log.h"
+#include "control/raft/entry_log.h"
 
 #include <algorithm>
 #include <string>

@@ -1,0 +1,15 @@
+// Helpers shared by the cluster_state*.cc files that implement ClusterState;
+// not part of its interface. Kept out of anonymous namespaces so that a unity
+// build, which compiles those files as one translation unit, sees each once.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+namespace gpool::state::internal {
+
+// The idempotency index's hash of a job's idempotency key.
+inline uint64_t KeyHash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+
+}  // namespace gpool::state::internal

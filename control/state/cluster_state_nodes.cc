@@ -1,0 +1,115 @@
+// ClusterState: the node commands: RegisterNode (with the reconcile of the
+// tasks a worker reports against what the state thinks runs there),
+// NodeState and UpdateNode (cordon, pool, taints, labels).
+#include "control/state/cluster_state.h"
+
+#include <map>
+#include <vector>
+
+#include "protocol/validate.h"
+
+namespace gpool::state {
+
+ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& cmd) {
+  ApplyResult result;
+  result.status = ValidateNodeSpec(cmd.node);
+  if (result.status.ok()) result.status = CheckMigLayouts(cmd.node);
+  if (!result.status.ok()) return result;
+  NodeRecord& node = nodes_[cmd.node.name];
+  if (node.registered_ms == 0) node.registered_ms = now;
+  node.spec = cmd.node;
+  node.state = NodeState::kReady;
+  node.last_seen_ms = now;
+  TouchSpec(node);
+
+  std::map<TaskId, const TaskReport*> reported;
+  for (const auto& report : cmd.tasks) reported[report.task] = &report;
+
+  // Reconcile: the worker is the authority on which processes exist.
+  const std::vector<TaskId> here(node.tasks.begin(), node.tasks.end());
+  for (const TaskId& id : here) {
+    JobRecord* job = MutableJob(id.job.value());
+    if (job == nullptr || id.index >= job->tasks.size()) continue;
+    TaskRecord& task = job->tasks[id.index];
+    auto it = reported.find(id);
+    if (it == reported.end()) {
+      // A bound task the worker has not seen yet is still on its way; the
+      // dispatcher resends it. A running one the worker does not know is gone.
+      if (task.state == TaskState::kRunning) {
+        if (!RequeueIfEvicted(*job, task, now)) {
+          task.set_message("task was not running when its node re-registered");
+          FinishTask(*job, task, TaskState::kLost, now);
+        }
+        UpdateJobState(*job, now);
+      }
+      continue;
+    }
+    const TaskReport& report = *it->second;
+    if (report.state == "Running") {
+      if (task.state == TaskState::kBound) {
+        task.state = TaskState::kRunning;
+        task.pid = report.pid;
+        if (task.start_ms == 0) task.start_ms = now;
+        TrackCommand(task);
+        UpdateJobState(*job, now);
+      }
+      continue;
+    }
+    auto terminal = TaskStateFromString(report.state);
+    if (terminal && IsTerminal(*terminal)) {
+      task.exit_code = report.exit_code;
+      task.signal = report.signal;
+      if (!RequeueIfEvicted(*job, task, now)) {
+        FinishTask(*job, task, task.stop_requested ? TaskState::kCancelled : *terminal, now);
+      }
+      UpdateJobState(*job, now);
+    }
+  }
+  return result;
+}
+
+ApplyResult ClusterState::ApplyNodeState(int64_t now, const NodeStateCmd& cmd) {
+  ApplyResult result;
+  auto it = nodes_.find(cmd.node);
+  if (it == nodes_.end()) {
+    result.status = Status::NotFound("node '" + cmd.node + "' is not registered");
+    return result;
+  }
+  auto state = NodeStateFromString(cmd.state);
+  if (!state) {
+    result.status = Status::InvalidArgument("unknown node state '" + cmd.state + "'");
+    return result;
+  }
+  it->second.state = *state;
+  it->second.last_seen_ms = now;
+  TouchSpec(it->second);
+  return result;
+}
+
+ApplyResult ClusterState::ApplyUpdateNode(int64_t /*now*/, const UpdateNodeCmd& cmd) {
+  ApplyResult result;
+  const UpdateNode& update = cmd.update;
+  result.status = ValidateUpdateNode(update);
+  if (!result.status.ok()) return result;
+  auto it = nodes_.find(update.node);
+  if (it == nodes_.end()) {
+    result.status = Status::NotFound("node " + update.node + " is not registered");
+    return result;
+  }
+  NodeRecord& node = it->second;
+  TouchSpec(node);
+  if (update.op == "cordon" || update.op == "uncordon") {
+    node.cordoned = update.op == "cordon";
+  } else if (update.op == "pool") {
+    node.pool = update.pool;
+  } else if (update.op == "taint") {
+    for (const auto& key : update.remove_taints) node.taints.erase(key);
+    for (const auto& [key, value] : update.taints) node.taints[key] = value;
+  } else {
+    for (const auto& key : update.remove_labels) node.admin_labels.erase(key);
+    for (const auto& [key, value] : update.labels) node.admin_labels[key] = value;
+  }
+  return result;
+}
+
+}  // namespace gpool::state

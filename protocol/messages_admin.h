@@ -1,0 +1,187 @@
+// Administration and status messages (client -> coordinator, port 7400): the
+// cluster's status and its coordinator replicas, the queue hierarchy, and why a
+// job waits (ExplainJob).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
+#include "protocol/types.h"
+
+namespace gpool {
+
+// --- Cluster status and replicas -------------------------------------------
+
+struct ClusterStatus {
+  static constexpr MessageType kType = MessageType::kClusterStatus;
+  void Pack(wire::Packer& p) const { p.BeginMap(0); }
+  void Unpack(wire::ObjectReader&) {}
+};
+
+struct ReplicaInfo {
+  std::string id;
+  std::string address;
+  std::string role;  // "leader" or "follower"
+  uint64_t match_index = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("id", id);
+    v.Optional("address", address);
+    v.Optional("role", role);
+    v.Optional("match_index", match_index);
+  }
+};
+
+struct ClusterStatusReply {
+  static constexpr MessageType kType = MessageType::kClusterStatusReply;
+  std::string replica_id;
+  std::string role;
+  uint64_t term = 0;
+  uint64_t commit_index = 0;
+  uint64_t applied_index = 0;
+  std::vector<ReplicaInfo> replicas;
+  uint32_t nodes_ready = 0;
+  uint32_t nodes_total = 0;
+  uint32_t jobs_pending = 0;
+  uint32_t jobs_running = 0;
+  uint32_t gpus_total = 0;
+  uint32_t gpus_used = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("replica_id", replica_id);
+    v.Required("role", role);
+    v.Optional("term", term);
+    v.Optional("commit_index", commit_index);
+    v.Optional("applied_index", applied_index);
+    v.Optional("replicas", replicas);
+    v.Optional("nodes_ready", nodes_ready);
+    v.Optional("nodes_total", nodes_total);
+    v.Optional("jobs_pending", jobs_pending);
+    v.Optional("jobs_running", jobs_running);
+    v.Optional("gpus_total", gpus_total);
+    v.Optional("gpus_used", gpus_used);
+  }
+};
+
+// Adds or removes one coordinator replica (a Raft voter). Answered once the
+// new configuration is committed. Start an added replica (with --join)
+// before adding it: until it answers, the cluster needs one more replica
+// for a majority.
+struct ChangeReplicas {
+  static constexpr MessageType kType = MessageType::kChangeReplicas;
+  std::string op;              // "add" or "remove"
+  uint64_t replica_id = 0;     // positive
+  std::string peer_address;    // add: where the replica listens for peers, e.g. tcp://10.0.0.4:7402
+  std::string client_address;  // add: its client endpoint, for redirects; may be empty
+  std::string worker_address;  // add: its worker endpoint, for workers' redirects; may be empty
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("op", op);
+    v.Required("replica_id", replica_id);
+    v.Optional("peer_address", peer_address);
+    v.Optional("client_address", client_address);
+    v.Optional("worker_address", worker_address);
+  }
+};
+
+struct ChangeReplicasReply {
+  static constexpr MessageType kType = MessageType::kChangeReplicasReply;
+  uint64_t index = 0;             // log index of the committed change
+  std::vector<uint64_t> voters;   // the configuration it put in force
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("index", index);
+    v.Required("voters", voters);
+  }
+};
+
+// --- Queues and explanations -----------------------------------------------
+
+// An operator's change to the queue hierarchy. op:
+//   "create"  add `spec` under spec.parent (which must exist)
+//   "update"  replace the quotas of queue spec.name (its parent stays)
+//   "delete"  remove queue spec.name; it must have no children and no
+//             unfinished jobs. "root" and "default" always exist.
+// Answered with the queue as it is once the change is committed (for a
+// delete, as it was).
+struct UpdateQueue {
+  static constexpr MessageType kType = MessageType::kUpdateQueue;
+  std::string op;
+  QueueSpec spec;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("op", op);
+    v.Required("spec", spec);
+  }
+};
+
+struct QueueSummary {
+  QueueSpec spec;
+  Quota allocated;  // held by bound and running tasks of it and its descendants
+  uint32_t jobs_pending = 0;
+  uint32_t jobs_running = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("spec", spec);
+    v.Optional("allocated", allocated);
+    v.Optional("jobs_pending", jobs_pending);
+    v.Optional("jobs_running", jobs_running);
+  }
+};
+
+struct UpdateQueueReply {
+  static constexpr MessageType kType = MessageType::kUpdateQueueReply;
+  QueueSummary queue;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("queue", queue);
+  }
+};
+
+struct ListQueues {
+  static constexpr MessageType kType = MessageType::kListQueues;
+  void Pack(wire::Packer& p) const { p.BeginMap(0); }
+  void Unpack(wire::ObjectReader&) {}
+};
+
+// Parents come before their children; siblings by name.
+struct ListQueuesReply {
+  static constexpr MessageType kType = MessageType::kListQueuesReply;
+  std::vector<QueueSummary> queues;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("queues", queues);
+  }
+};
+
+struct ExplainJob {
+  static constexpr MessageType kType = MessageType::kExplainJob;
+  uint64_t job_id = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job_id", job_id);
+  }
+};
+
+// Why a job is where it is: the scheduler's reasons from its latest cycle,
+// the job's queue and every ancestor with their quotas and usage, and how
+// many jobs of its queue are ahead of it.
+struct ExplainJobReply {
+  static constexpr MessageType kType = MessageType::kExplainJobReply;
+  JobSummary job;
+  std::vector<std::string> reasons;
+  std::vector<QueueSummary> queue_path;  // leaf first, then its parent, up to root
+  uint32_t jobs_ahead = 0;               // pending jobs of the same queue ordered before it
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job", job);
+    v.Optional("reasons", reasons);
+    v.Optional("queue_path", queue_path);
+    v.Optional("jobs_ahead", jobs_ahead);
+  }
+};
+
+}  // namespace gpool

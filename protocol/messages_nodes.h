@@ -1,0 +1,230 @@
+// Messages about nodes (client -> coordinator, port 7400): ListNodes with the
+// node, device and NUMA summaries it returns (shared by other replies), and
+// an operator's UpdateNode.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "protocol/messages_common.h"
+#include "protocol/types.h"
+
+namespace gpool {
+
+// --- Listing nodes ---------------------------------------------------------
+
+struct ListNodes {
+  static constexpr MessageType kType = MessageType::kListNodes;
+  // Also fill each node's devices and NUMA nodes (about 200 bytes per GPU:
+  // off by default so listing 10,000 nodes stays well inside a frame).
+  bool devices = false;
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("devices", devices);
+  }
+};
+
+// One GPU of a node, as `gpool nodes --devices` and `gpool node show` list
+// it. Built from the node's spec (GpuInfo) and who holds the GPU. Room to
+// grow: slices (MIG instances, shares of a GPU) will come as an optional
+// list on the device, so a device row keeps its meaning when they do.
+// A task's part of a shared device.
+struct DeviceGrantSummary {
+  std::string task;  // "17.0"
+  DeviceGrant grant;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("task", task);
+    v.Optional("grant", grant);
+  }
+  bool operator==(const DeviceGrantSummary&) const = default;
+};
+
+struct DeviceSummary {
+  uint32_t index = 0;  // as CUDA_VISIBLE_DEVICES counts
+  std::string uuid;
+  std::string vendor;
+  std::string model;
+  uint64_t memory_mib = 0;
+  int32_t numa = -1;  // -1: unknown
+  bool healthy = true;
+  // The NVLink-connected group this GPU is in (LinkGroups below); -1 when it
+  // has no NVLink to another GPU of the node.
+  int32_t link_group = -1;
+  std::vector<uint32_t> nvlink_peers;  // as the worker reported them
+  std::string task;                    // the task holding it whole ("17.0", "17.0#2"); "" when not
+  std::string mig_mode;                // "", "static" or "dynamic"
+  std::vector<DeviceGrantSummary> tenants;  // tasks holding a share, MIG instance or cores of it
+  std::vector<MigDeviceInfo> mig_free;      // static MIG instances nobody holds
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("index", index);
+    v.Optional("uuid", uuid);
+    v.Optional("vendor", vendor);
+    v.Optional("model", model);
+    v.Optional("memory_mib", memory_mib);
+    v.Optional("numa", numa);
+    v.Optional("healthy", healthy);
+    v.Optional("link_group", link_group);
+    v.Optional("nvlink_peers", nvlink_peers);
+    v.Optional("task", task);
+    v.Optional("mig_mode", mig_mode);
+    v.Optional("tenants", tenants);
+    v.Optional("mig_free", mig_free);
+  }
+  bool operator==(const DeviceSummary&) const = default;
+};
+
+// One NUMA node of a node: its allocatable CPU and memory, and the GPUs
+// (indices) attached to it.
+struct NumaSummary {
+  int32_t id = 0;
+  uint64_t cpu_milli = 0;
+  uint64_t memory_mib = 0;
+  std::vector<uint32_t> gpus;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("id", id);
+    v.Optional("cpu_milli", cpu_milli);
+    v.Optional("memory_mib", memory_mib);
+    v.Optional("gpus", gpus);
+  }
+  bool operator==(const NumaSummary&) const = default;
+};
+
+// The NVLink group of each device, in the order given: GPUs a and b are
+// linked when either lists the other in nvlink_peers (a link counts from
+// either end, so a one-sided report still joins them), and a group is what
+// links connect, transitively. Groups are numbered from 0 in the order of
+// their lowest GPU index; a GPU with no link to another GPU of the node gets
+// -1. Peers that are not GPUs of the node, and a GPU naming itself, are
+// ignored.
+inline std::vector<int32_t> LinkGroups(const std::vector<DeviceSummary>& devices) {
+  const size_t n = devices.size();
+  std::map<uint32_t, size_t> position;  // GPU index -> first device with it
+  for (size_t i = 0; i < n; ++i) position.emplace(devices[i].index, i);
+  std::vector<size_t> parent(n);
+  for (size_t i = 0; i < n; ++i) parent[i] = i;
+  auto find = [&](size_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  std::vector<bool> linked(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    for (uint32_t peer : devices[i].nvlink_peers) {
+      auto it = position.find(peer);
+      if (it == position.end() || it->second == i || peer == devices[i].index) continue;
+      linked[i] = linked[it->second] = true;
+      parent[find(i)] = find(it->second);
+    }
+  }
+  // Number the groups by their lowest GPU index.
+  std::map<uint32_t, size_t> by_index;  // GPU index -> device, for the linked ones
+  for (size_t i = 0; i < n; ++i) {
+    if (linked[i]) by_index.emplace(devices[i].index, i);
+  }
+  std::map<size_t, int32_t> group_of_root;
+  for (const auto& [index, i] : by_index) group_of_root.emplace(find(i), static_cast<int32_t>(group_of_root.size()));
+  std::vector<int32_t> groups(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    if (linked[i]) groups[i] = group_of_root.at(find(i));
+  }
+  return groups;
+}
+
+struct NodeSummary {
+  std::string name;
+  std::string state;  // NodeState name
+  std::string hostname;
+  uint32_t gpus_total = 0;
+  uint32_t gpus_used = 0;
+  uint64_t cpu_milli_total = 0;
+  uint64_t cpu_milli_used = 0;
+  uint64_t memory_mib_total = 0;
+  uint64_t memory_mib_used = 0;
+  std::vector<std::string> gpu_models;  // distinct models
+  uint32_t tasks = 0;
+  int64_t last_seen_ms = 0;
+  bool cordoned = false;                      // no new tasks are placed here
+  std::string pool;                           // public, pooled or exclusive
+  std::map<std::string, std::string> labels;  // the spec's, overlaid by the operator's
+  std::map<std::string, std::string> taints;  // key -> value ("" for a bare key)
+  std::vector<DeviceSummary> devices;         // every GPU, healthy or not, by index
+  std::vector<NumaSummary> numa;              // the node's NUMA nodes, as its spec lists them
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("name", name);
+    v.Required("state", state);
+    v.Optional("cordoned", cordoned);
+    v.Optional("pool", pool);
+    v.Optional("labels", labels);
+    v.Optional("taints", taints);
+    v.Optional("hostname", hostname);
+    v.Optional("gpus_total", gpus_total);
+    v.Optional("gpus_used", gpus_used);
+    v.Optional("cpu_milli_total", cpu_milli_total);
+    v.Optional("cpu_milli_used", cpu_milli_used);
+    v.Optional("memory_mib_total", memory_mib_total);
+    v.Optional("memory_mib_used", memory_mib_used);
+    v.Optional("gpu_models", gpu_models);
+    v.Optional("tasks", tasks);
+    v.Optional("last_seen_ms", last_seen_ms);
+    v.Optional("devices", devices);
+    v.Optional("numa", numa);
+  }
+};
+
+struct ListNodesReply {
+  static constexpr MessageType kType = MessageType::kListNodesReply;
+  std::vector<NodeSummary> nodes;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("nodes", nodes);
+  }
+};
+
+// --- Administration of nodes -----------------------------------------------
+
+// An operator's change to one node. op:
+//   "cordon"   place no new tasks here (running ones keep running)
+//   "uncordon" place tasks here again
+//   "label"    set `labels` and remove the keys in `remove_labels`
+//              (operator labels overlay the node spec's and survive
+//              re-registration)
+//   "pool"     move the node to `pool`: public, pooled or exclusive
+//   "taint"    set `taints` and remove the keys in `remove_taints`; only
+//              jobs that tolerate every taint of a node are placed there
+// Answered with the node as it is once the change is committed.
+struct UpdateNode {
+  static constexpr MessageType kType = MessageType::kUpdateNode;
+  std::string node;
+  std::string op;
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> remove_labels;
+  std::string pool;
+  std::map<std::string, std::string> taints;
+  std::vector<std::string> remove_taints;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Required("op", op);
+    v.Optional("labels", labels);
+    v.Optional("remove_labels", remove_labels);
+    v.Optional("pool", pool);
+    v.Optional("taints", taints);
+    v.Optional("remove_taints", remove_taints);
+  }
+};
+
+struct UpdateNodeReply {
+  static constexpr MessageType kType = MessageType::kUpdateNodeReply;
+  NodeSummary node;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+  }
+};
+
+}  // namespace gpool

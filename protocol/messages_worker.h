@@ -1,0 +1,219 @@
+// Worker channel messages (worker <-> coordinator, port 7401): registration,
+// heartbeats, task binds and preemptions, task events and log fetches.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "protocol/messages_common.h"
+#include "protocol/types.h"
+
+namespace gpool {
+
+// --- Worker channel --------------------------------------------------------
+
+// What a worker knows about one of its tasks; sent on registration so a
+// restarted coordinator (or a restarted worker) can reconcile.
+struct TaskReport {
+  TaskId task;
+  std::string state;  // "Running" or a terminal TaskState name
+  int64_t pid = 0;
+  int32_t exit_code = 0;
+  int32_t signal = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("task", task);
+    v.Required("state", state);
+    v.Optional("pid", pid);
+    v.Optional("exit_code", exit_code);
+    v.Optional("signal", signal);
+  }
+};
+
+struct RegisterNode {
+  static constexpr MessageType kType = MessageType::kRegisterNode;
+  NodeSpec node;
+  std::vector<TaskReport> tasks;
+  std::string worker_version;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Optional("tasks", tasks);
+    v.Optional("worker_version", worker_version);
+  }
+};
+
+struct RegisterNodeReply {
+  static constexpr MessageType kType = MessageType::kRegisterNodeReply;
+  uint32_t heartbeat_interval_ms = 1000;
+  std::string coordinator_id;
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("heartbeat_interval_ms", heartbeat_interval_ms);
+    v.Optional("coordinator_id", coordinator_id);
+  }
+};
+
+// What a running task uses of its devices, as the worker measured it.
+struct TaskUsage {
+  TaskId task;
+  uint64_t gpu_memory_used_mib = 0;  // summed over its GPUs and processes
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("task", task);
+    v.Optional("gpu_memory_used_mib", gpu_memory_used_mib);
+  }
+  bool operator==(const TaskUsage&) const = default;
+};
+
+struct Heartbeat {
+  static constexpr MessageType kType = MessageType::kHeartbeat;
+  std::string node;
+  std::vector<TaskId> running;
+  // Device usage of running tasks, where the node can measure it (NVML);
+  // empty on simulated nodes and nodes without a driver.
+  std::vector<TaskUsage> usage;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Optional("running", running);
+    v.Optional("usage", usage);
+  }
+};
+
+// One node of a gang and how many of the job's tasks it runs: a line of an MPI
+// hostfile, sent structured so the worker never parses it back out of text.
+struct HostSlots {
+  std::string host;
+  uint32_t slots = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("host", host);
+    v.Required("slots", slots);
+  }
+};
+
+struct BindTask {
+  static constexpr MessageType kType = MessageType::kBindTask;
+  TaskId task;
+  std::string job_name;
+  uint32_t num_tasks = 1;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::vector<uint32_t> gpu_indices;
+  std::vector<std::string> gpu_uuids;
+  uint64_t cpu_milli = 0;
+  uint64_t memory_mib = 0;
+  // GPU shares: per-GPU memory and compute limits the task's CUDA
+  // interception layer enforces; 0: whole GPUs.
+  uint64_t gpu_memory_mib = 0;
+  uint32_t gpu_compute_pct = 0;
+  std::string sharing_qos;
+  // MIG instances (one per GPU index): the profile and the placement start.
+  std::vector<std::string> mig_profiles;
+  std::vector<uint32_t> mig_starts;
+  std::vector<uint32_t> cores;      // NeuronCores (node-wide numbering) for core-level tasks
+  std::string numa_policy;          // best-effort / single-numa-node: pin to the GPUs' NUMA nodes
+  int32_t numa_node = -1;           // the NUMA node its CPU and memory were placed on; -1: none
+  // A placed gang's nodes with their task counts, in NODE_RANK order (what
+  // GPOOL_HOSTS spells as text); the worker writes the MPI hostfile from it.
+  std::vector<HostSlots> hosts;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("task", task);
+    v.Optional("job_name", job_name);
+    v.Required("num_tasks", num_tasks);
+    v.Required("command", command);
+    v.Optional("env", env);
+    v.Optional("gpu_indices", gpu_indices);
+    v.Optional("gpu_uuids", gpu_uuids);
+    v.Optional("cpu_milli", cpu_milli);
+    v.Optional("memory_mib", memory_mib);
+    v.Optional("gpu_memory_mib", gpu_memory_mib);
+    v.Optional("gpu_compute_pct", gpu_compute_pct);
+    v.Optional("sharing_qos", sharing_qos);
+    v.Optional("mig_profiles", mig_profiles);
+    v.Optional("mig_starts", mig_starts);
+    v.Optional("cores", cores);
+    v.Optional("numa_policy", numa_policy);
+    v.Optional("numa_node", numa_node);
+    v.Optional("hosts", hosts);
+  }
+};
+
+struct PreemptTask {
+  static constexpr MessageType kType = MessageType::kPreemptTask;
+  TaskId task;
+  uint32_t grace_ms = 10'000;
+  std::string reason;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("task", task);
+    v.Optional("grace_ms", grace_ms);
+    v.Optional("reason", reason);
+  }
+};
+
+// Worker -> coordinator: a task started, exited or could not start. Sent
+// until acknowledged with TaskEventAck carrying the same seq.
+struct TaskEvent {
+  static constexpr MessageType kType = MessageType::kTaskEvent;
+  std::string node;
+  uint64_t seq = 0;  // per worker process, increasing
+  TaskId task;
+  std::string kind;  // "started" | "exited" | "failed"
+  int64_t pid = 0;
+  int32_t exit_code = 0;
+  int32_t signal = 0;
+  int64_t time_ms = 0;
+  std::string message;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Required("seq", seq);
+    v.Required("task", task);
+    v.Required("kind", kind);
+    v.Optional("pid", pid);
+    v.Optional("exit_code", exit_code);
+    v.Optional("signal", signal);
+    v.Optional("time_ms", time_ms);
+    v.Optional("message", message);
+  }
+};
+
+struct TaskEventAck {
+  static constexpr MessageType kType = MessageType::kTaskEventAck;
+  uint64_t seq = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("seq", seq);
+  }
+};
+
+struct FetchLog {
+  static constexpr MessageType kType = MessageType::kFetchLog;
+  TaskId task;
+  uint32_t max_bytes = 64 * 1024;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("task", task);
+    v.Optional("max_bytes", max_bytes);
+  }
+};
+
+struct FetchLogReply {
+  static constexpr MessageType kType = MessageType::kFetchLogReply;
+  wire::Bytes data;  // raw bytes (msgpack bin)
+  uint64_t size = 0;
+  bool truncated = false;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("data", data);
+    v.Optional("size", size);
+    v.Optional("truncated", truncated);
+  }
+};
+
+}  // namespace gpool
