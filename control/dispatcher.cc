@@ -139,7 +139,9 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     bind.job_name = job->spec.name;
     bind.num_tasks = static_cast<uint32_t>(job->tasks.size());
     bind.command = group.command;
-    bind.env = LayoutFor(*job, task).EnvFor(task);
+    const TrainingLayout& layout = LayoutFor(*job, task);
+    bind.env = layout.EnvFor(task);
+    bind.hosts = layout.HostsFor(task);
     for (const auto& [key, value] : group.env) bind.env[key] = value;  // the user's own win
     bind.gpu_indices = task.gpu_indices;
     bind.gpu_uuids = state_.GpuUuids(task, /*mig_instances=*/false);

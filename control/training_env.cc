@@ -72,9 +72,7 @@ TrainingLayout::TrainingLayout(const state::ClusterState& state, const state::Jo
   std::vector<std::string> host_of;
   host_of.reserve(nodes.size());
   for (std::string_view node : nodes) host_of.push_back(HostOf(state, std::string(node)));
-  for (size_t r = 0; r < nodes.size(); ++r) {
-    hosts_ += (hosts_.empty() ? "" : ",") + host_of[r] + ":" + std::to_string(slots_[r]);
-  }
+  for (size_t r = 0; r < nodes.size(); ++r) hosts_.push_back(HostSlots{host_of[r], slots_[r]});
   master_ = host_of[node_of_.front()];
   // Per group, the hosts of its replicas in replica order: what a parameter
   // server or launcher needs to find the others.
@@ -114,9 +112,17 @@ std::map<std::string, std::string> TrainingLayout::EnvFor(const state::TaskRecor
   env["NNODES"] = std::to_string(slots_.size());
   env["MASTER_ADDR"] = master_;
   env["MASTER_PORT"] = std::to_string(29500 + job.id.value() % 10000);
-  env["GPOOL_HOSTS"] = hosts_;
+  std::string hosts;
+  for (const HostSlots& h : hosts_) hosts += (hosts.empty() ? "" : ",") + h.host + ":" + std::to_string(h.slots);
+  env["GPOOL_HOSTS"] = std::move(hosts);
   for (const auto& [key, value] : group_hosts_) env[key] = value;
   return env;
+}
+
+std::vector<HostSlots> TrainingLayout::HostsFor(const state::TaskRecord& task) const {
+  const uint32_t index = task.id.index;
+  const bool member = index < member_.size() && member_[index] >= 0;
+  return placed_ && member ? hosts_ : std::vector<HostSlots>{};
 }
 
 std::map<std::string, std::string> TrainingEnv(const state::ClusterState& state, const state::JobRecord& job,

@@ -48,6 +48,10 @@ class TrainingLayout {
   bool Covers(const state::TaskRecord& task) const;
   // The environment of `task`; Covers(task) must hold.
   std::map<std::string, std::string> EnvFor(const state::TaskRecord& task) const;
+  // Every node of the layout with its task count, in NODE_RANK order, for
+  // `task`'s bind (the worker writes the MPI hostfile from it); empty where
+  // EnvFor has no GPOOL_HOSTS.
+  std::vector<HostSlots> HostsFor(const state::TaskRecord& task) const;
 
  private:
   const state::JobRecord* job_;
@@ -60,7 +64,7 @@ class TrainingLayout {
   std::vector<uint32_t> node_of_;         // per member: its node's rank
   std::vector<uint32_t> local_rank_;      // per member: its rank among the members on its node
   std::vector<uint32_t> slots_;           // per node rank: members there
-  std::string hosts_;                     // GPOOL_HOSTS
+  std::vector<HostSlots> hosts_;          // what GPOOL_HOSTS spells as host:slots,...
   std::string master_;                    // MASTER_ADDR
   std::map<std::string, std::string> group_hosts_;  // GPOOL_<GROUP>_HOSTS -> value
 };

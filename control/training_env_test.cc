@@ -61,6 +61,13 @@ TEST_F(TrainingEnvTest, GangLayoutGivesRanksNodesAndMaster) {
   EXPECT_EQ(t0.at("MASTER_ADDR"), "n2") << "a node without a hostname is addressed by its name";
   EXPECT_EQ(t0.at("MASTER_PORT"), std::to_string(29500 + job_ % 10000));
   EXPECT_EQ(t0.at("GPOOL_HOSTS"), "n2:3,host-a.example:1");
+  // The bind carries the same list structured, for the worker's MPI hostfile.
+  const std::vector<HostSlots> hosts = TrainingLayout(state_, Job(), Job().tasks[0]).HostsFor(Job().tasks[0]);
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(hosts[0].host, "n2");
+  EXPECT_EQ(hosts[0].slots, 3u);
+  EXPECT_EQ(hosts[1].host, "host-a.example");
+  EXPECT_EQ(hosts[1].slots, 1u);
 
   auto t1 = EnvOf(1);
   EXPECT_EQ(t1.at("RANK"), "1");
@@ -151,6 +158,7 @@ TEST_F(TrainingEnvTest, UnplacedGangMatesLeaveOnlyRankAndWorldSize) {
   EXPECT_EQ(env.count("MASTER_ADDR"), 0u);
   EXPECT_EQ(env.count("LOCAL_RANK"), 0u);
   EXPECT_EQ(env.at("GPOOL_TASK_NAME"), "train-task-2");
+  EXPECT_TRUE(TrainingLayout(state_, Job(), Job().tasks[2]).HostsFor(Job().tasks[2]).empty());
 }
 
 }  // namespace

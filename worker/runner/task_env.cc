@@ -153,19 +153,13 @@ std::map<std::string, std::string> ParseEnvList(const char* const* entries) {
   return env;
 }
 
-std::string MpiHostfile(const std::string& hosts) {
+std::string MpiHostfile(const std::vector<HostSlots>& hosts) {
   std::string out;
-  size_t start = 0;
-  while (start < hosts.size()) {
-    size_t comma = hosts.find(',', start);
-    if (comma == std::string::npos) comma = hosts.size();
-    const std::string entry = hosts.substr(start, comma - start);
-    start = comma + 1;
-    const size_t colon = entry.rfind(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == entry.size()) return {};
-    const std::string slots = entry.substr(colon + 1);
-    if (slots.find_first_not_of("0123456789") != std::string::npos) return {};
-    out += entry.substr(0, colon) + " slots=" + slots + "\n";
+  for (const HostSlots& h : hosts) {
+    const bool usable = !h.host.empty() && h.host.size() <= 253 && h.slots > 0 &&
+                        h.host.find_first_of(" \t\r\n#=\0", 0, 7) == std::string::npos;
+    if (!usable) return {};
+    out += h.host + " slots=" + std::to_string(h.slots) + "\n";
   }
   return out;
 }

@@ -46,11 +46,11 @@ std::map<std::string, std::string> ParseEnvList(const char* const* entries);
 // <log_dir>/<job>.<index>.<attempt>.log
 std::string TaskLogPath(const std::string& log_dir, const TaskId& task);
 
-// An MPI hostfile ("host slots=N" per line) from GPOOL_HOSTS ("host:N,..."),
-// which the coordinator sets for gang tasks; empty when the value is
-// malformed. The worker writes it next to the task's log and points
-// GPOOL_HOSTFILE at it.
-std::string MpiHostfile(const std::string& hosts);
+// An MPI hostfile ("host slots=N" per line) from the host list a gang task's
+// bind carries; empty when an entry is unusable (no host, a host with
+// whitespace or a character a hostfile would misread, or no slots). The
+// worker writes it next to the task's log and points GPOOL_HOSTFILE at it.
+std::string MpiHostfile(const std::vector<HostSlots>& hosts);
 // <log_dir>/<job>.<index>.<attempt>.hostfile
 std::string TaskHostfilePath(const std::string& log_dir, const TaskId& task);
 // <log_dir>/<job>.<index>.<attempt>.vgpu.cache: HAMi-core's accounting file

@@ -147,10 +147,12 @@ void TaskManager::Poll() {
   }
 }
 
-void TaskManager::WriteHostfile(const TaskId& id, const std::string& hosts, std::vector<std::string>& env) {
+void TaskManager::WriteHostfile(const TaskId& id, const std::vector<HostSlots>& hosts,
+                                std::vector<std::string>& env) {
   const std::string content = MpiHostfile(hosts);
   if (content.empty()) {
-    log_->warn("GPOOL_HOSTS is malformed; no hostfile written task={} value={}", id.ToString(), Q(hosts));
+    log_->warn("the bind's host list is malformed; no hostfile written task={} hosts={}", id.ToString(),
+               hosts.size());
     return;
   }
   const std::string path = TaskHostfilePath(options_.log_dir, id);
@@ -192,9 +194,7 @@ void TaskManager::Start(const TaskId& id, Task& task) {
   request.env = std::move(env.value());
   request.log_path = TaskLogPath(options_.log_dir, id);
   request.numa = PlanNumaPinning(task.bind, options_.node);
-  if (auto hosts = task.bind.env.find("GPOOL_HOSTS"); hosts != task.bind.env.end()) {
-    WriteHostfile(id, hosts->second, request.env);
-  }
+  if (!task.bind.hosts.empty()) WriteHostfile(id, task.bind.hosts, request.env);
   auto pid = options_.launcher->Launch(request);
   if (!pid.ok()) return FailStart(id, task, pid.status());
   task.phase = Phase::kRunning;

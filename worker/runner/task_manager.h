@@ -155,7 +155,7 @@ class TaskManager {
   void FailStart(const TaskId& id, Task& task, const Status& status);
   // Gang tasks with GPOOL_HOSTS: an MPI hostfile next to the log, named by
   // GPOOL_HOSTFILE in `env`. A failure is logged; the task starts without it.
-  void WriteHostfile(const TaskId& id, const std::string& hosts, std::vector<std::string>& env);
+  void WriteHostfile(const TaskId& id, const std::vector<HostSlots>& hosts, std::vector<std::string>& env);
   void Terminate(const TaskId& id, Task& task, int64_t grace_ms, const std::string& reason);
   void OnExit(const ExitInfo& exit);
   void Expire();

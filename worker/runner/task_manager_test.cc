@@ -63,7 +63,8 @@ class TaskManagerTest : public ::testing::Test {
 
 TEST_F(TaskManagerTest, GangTaskGetsAnMpiHostfile) {
   BindTask bind = MakeBind(18, 1, {0});
-  bind.env["GPOOL_HOSTS"] = "host-a:2,host-b:1";
+  bind.env["GPOOL_HOSTS"] = "host-a:2,host-b:1";  // what the task sees; the hostfile comes from `hosts`
+  bind.hosts = {HostSlots{"host-a", 2}, HostSlots{"host-b", 1}};
   ASSERT_TRUE(tm_->Bind(bind).ok());
   tm_->Poll();
   ASSERT_EQ(launcher_.launched().size(), 1u);
@@ -73,11 +74,21 @@ TEST_F(TaskManagerTest, GangTaskGetsAnMpiHostfile) {
   EXPECT_EQ(testing::ReadFile(path), "host-a slots=2\nhost-b slots=1\n");
 }
 
+TEST_F(TaskManagerTest, ATaskWithoutAHostListGetsNoHostfileWhateverItsEnvSays) {
+  BindTask bind = MakeBind(19, 0, {0});
+  bind.env["GPOOL_HOSTS"] = "host-a:2";  // a user's own variable is not parsed
+  ASSERT_TRUE(tm_->Bind(bind).ok());
+  tm_->Poll();
+  ASSERT_EQ(launcher_.launched().size(), 1u);
+  for (const auto& e : launcher_.launched()[0].request.env) EXPECT_NE(e.rfind("GPOOL_HOSTFILE=", 0), 0u) << e;
+}
+
 TEST(TaskEnvTest, MpiHostfileRefusesMalformedHosts) {
-  EXPECT_EQ(MpiHostfile("n1:4"), "n1 slots=4\n");
-  EXPECT_EQ(MpiHostfile("n1"), "");
-  EXPECT_EQ(MpiHostfile("n1:x"), "");
-  EXPECT_EQ(MpiHostfile(":2"), "");
+  EXPECT_EQ(MpiHostfile({HostSlots{"n1", 4}}), "n1 slots=4\n");
+  EXPECT_EQ(MpiHostfile({HostSlots{"n1", 0}}), "");
+  EXPECT_EQ(MpiHostfile({HostSlots{"", 2}}), "");
+  EXPECT_EQ(MpiHostfile({HostSlots{"n1 slots=99\nevil", 2}}), "") << "a host cannot add lines";
+  EXPECT_EQ(MpiHostfile({HostSlots{"n1", 1}, HostSlots{"n2#x", 1}}), "");
 }
 
 TEST_F(TaskManagerTest, BindStartsOnNextPollWithEnvironmentAndLog) {
