@@ -4,19 +4,19 @@
 #   unit         pure, in one process (the default label)
 #   socket       real ZeroMQ sockets on 127.0.0.1 or real child processes, in one test process
 #   integration  real, sanitized coordinator, worker and CLI processes on 127.0.0.1, ephemeral ports
-# Then it compiles the plain Release configuration with -Werror too (no tests
-# run there): GCC reports some warnings only when optimising, and a user's
-# `cmake -DCMAKE_BUILD_TYPE=Release` build must never be the first to see them.
-# At the end it prints the ten slowest tests.
+# At the end it prints the ten slowest tests. CI (.ci/run) then also compiles
+# the Release configuration with -Werror (deploy/release-check.sh).
 #
-# Both builds are unity builds (CMAKE_UNITY_BUILD: sixteen sources compiled as
+# The build is a unity build (CMAKE_UNITY_BUILD: sixteen sources compiled as
 # one), which roughly halves the compile time on two cores; a developer's
-# incremental build is not one unless asked for.
+# incremental build is not one unless asked for. Debug info is line tables
+# only (-g1): enough for the sanitizers' stack traces, much cheaper to build.
+# Benchmarks are not built here (they are not tests); the Release check
+# builds them.
 #
 # Opt-in long runs (soak, fuzz, scale, the 100,000-seed Raft simulation) are
 # not part of this script.
 #   GPOOL_CTEST_JOBS=N     tests in parallel (default: 2)
-#   GPOOL_SKIP_RELEASE=1   skip the Release compile (a quicker local run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,8 +30,8 @@ unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
 start=$(date +%s)
 
 echo "== build (Debug, ASan+UBSan, -Werror)"
-cmake -S . -B build-asan "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DGPOOL_SANITIZE=ON -DGPOOL_WERROR=ON \
-  "${unity[@]}" >/dev/null
+cmake -S . -B build-asan "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+  -DGPOOL_SANITIZE=ON -DGPOOL_WERROR=ON -DGPOOL_BUILD_BENCH=OFF "${unity[@]}" >/dev/null
 cmake --build build-asan -j "$jobs"
 echo "== build done in $(( $(date +%s) - start )) s"
 
@@ -48,10 +48,4 @@ grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' "$log" |
 echo "== tests done in $(( $(date +%s) - start )) s since the start"
 if [ "$status" -ne 0 ]; then exit "$status"; fi
 
-if [ "${GPOOL_SKIP_RELEASE:-0}" != 1 ]; then
-  echo "== compile (Release, -Werror)"
-  cmake -S . -B build-release-check "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGPOOL_WERROR=ON \
-    "${unity[@]}" >/dev/null
-  cmake --build build-release-check -j "$jobs"
-fi
 echo "== all done in $(( $(date +%s) - start )) s"
