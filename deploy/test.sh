@@ -44,7 +44,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 echo "== the ten slowest tests"
 grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' "$log" |
   sed -E 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/' |
-  sort -rn | head -10 | awk '{printf "  %8.2f s  %s\n", $1, $2}'
+  sort -rn | awk 'NR <= 10 {printf "  %8.2f s  %s\n", $1, $2}'  # awk reads it all: no SIGPIPE under pipefail
 echo "== tests done in $(( $(date +%s) - start )) s since the start"
 if [ "$status" -ne 0 ]; then exit "$status"; fi
 
