@@ -11,6 +11,7 @@
 #include "control/coordinator.h"
 #include "control/replication/peer_list.h"
 #include "protocol/base/fd_limit.h"
+#include "protocol/base/token_file.h"
 
 namespace {
 
@@ -20,17 +21,6 @@ std::atomic<bool> g_reload_scheduler{false};
 
 void OnSignal(int) { g_stop.store(true); }
 void OnHangup(int) { g_reload_scheduler.store(true); }
-
-gpool::Result<std::string> ReadToken(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return gpool::Status::NotFound("cannot read token file " + path);
-  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto first = token.find_first_not_of(" \t\r\n");
-  const auto last = token.find_last_not_of(" \t\r\n");
-  token = first == std::string::npos ? "" : token.substr(first, last - first + 1);
-  if (token.empty()) return gpool::Status::InvalidArgument("token file " + path + " is empty");
-  return token;
-}
 
 }  // namespace
 
@@ -209,7 +199,7 @@ int main(int argc, char** argv) {
 
   RaiseDescriptorLimit();
   if (!token_file.empty()) {
-    auto token = ReadToken(token_file);
+    auto token = gpool::ReadTokenFile(token_file);
     if (!token.ok()) {
       spdlog::critical("cannot start error=\"{}\"", token.status().ToString());
       return 1;

@@ -13,13 +13,6 @@
 namespace gpool::worker {
 namespace {
 
-std::string Trim(const std::string& s) {
-  const char* ws = " \t\r\n";
-  const size_t begin = s.find_first_not_of(ws);
-  if (begin == std::string::npos) return "";
-  return s.substr(begin, s.find_last_not_of(ws) - begin + 1);
-}
-
 // --simulate N, parsed here rather than by cxxopts so a bad value gets a
 // message that says what is allowed.
 Result<uint32_t> ParseSimulate(const std::string& text) {
@@ -39,16 +32,6 @@ Result<uint32_t> ParseSimulate(const std::string& text) {
 Result<std::vector<std::string>> ParseEndpoints(const std::string& list) {
   // A worker connects: no ':*' port, and a scheme is required (tcp://, ipc://, inproc://).
   return ParseEndpointList(list, "--coordinator", /*default_tcp=*/false);
-}
-
-Result<std::string> ReadTokenFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("--token-file: cannot open " + path + ": " + std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  std::string token = Trim(buffer.str());
-  if (token.empty()) return Status::InvalidArgument("--token-file: " + path + " is empty");
-  return token;
 }
 
 Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "protocol/base/status.h"
+#include "protocol/base/token_file.h"
 
 namespace gpool::worker {
 
@@ -60,9 +61,5 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv);
 
 // Splits "tcp://a:7401, tcp://b:7401" and checks each endpoint's scheme.
 Result<std::vector<std::string>> ParseEndpoints(const std::string& list);
-
-// Reads a token file: its content without surrounding whitespace. Fails when
-// the file is unreadable or empty.
-Result<std::string> ReadTokenFile(const std::string& path);
 
 }  // namespace gpool::worker
