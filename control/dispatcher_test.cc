@@ -34,10 +34,6 @@ class DispatcherTest : public ::testing::Test {
   static uint64_t RequestOf(const RecordingOutbox::Sent& sent) {
     return DecodeEnvelope(sent.frame).value().header().request_id;
   }
-  template <typename T>
-  static Envelope Reply(uint64_t request_id, const T& body) {
-    return DecodeEnvelope(EncodeEnvelope(Header{.request_id = request_id}, body)).value();
-  }
 
   const TaskId task_{JobId(1), 0, 0};
   state::ClusterState state_;
@@ -65,12 +61,12 @@ TEST_F(DispatcherTest, OnlyTheNodeTheCommandWentToCanAcknowledgeIt) {
   workers_.Connect("n2", "peer-2", 0, 0);
   dispatcher_.Tick(0);
   const uint64_t request = RequestOf(Sent(MessageType::kBindTask).at(0));
-  dispatcher_.WorkerReplied("n2", Reply(request, Ack{}));  // not n2's command
+  dispatcher_.WorkerReplied("n2", WorkerReply(request, Ack{}));  // not n2's command
   dispatcher_.Tick(2000);
   EXPECT_EQ(Sent(MessageType::kBindTask).size(), 2u) << "unacknowledged, so resent";
   const uint64_t resent = RequestOf(Sent(MessageType::kBindTask).at(1));
-  dispatcher_.WorkerReplied("n1", Reply(request, Ack{}));  // the first, superseded request
-  dispatcher_.WorkerReplied("n1", Reply(resent, Ack{}));
+  dispatcher_.WorkerReplied("n1", WorkerReply(request, Ack{}));  // the first, superseded request
+  dispatcher_.WorkerReplied("n1", WorkerReply(resent, Ack{}));
   dispatcher_.Tick(4000);
   EXPECT_EQ(Sent(MessageType::kBindTask).size(), 2u) << "acknowledged: waits for the reconfirm interval";
   dispatcher_.Tick(12'000);
@@ -81,9 +77,9 @@ TEST_F(DispatcherTest, ARefusalFromAnotherNodeFailsNothing) {
   workers_.Connect("n1", "peer-1", 0, 0);
   dispatcher_.Tick(0);
   const uint64_t request = RequestOf(Sent(MessageType::kBindTask).at(0));
-  dispatcher_.WorkerReplied("n2", Reply(request, ErrorReply::FromStatus(Status::InvalidArgument("no GPU 0"))));
+  dispatcher_.WorkerReplied("n2", WorkerReply(request, ErrorReply::FromStatus(Status::InvalidArgument("no GPU 0"))));
   EXPECT_NE(state_.FindJob(JobId(1))->state, JobState::kFailed);
-  dispatcher_.WorkerReplied("n1", Reply(request, ErrorReply::FromStatus(Status::InvalidArgument("no GPU 0"))));
+  dispatcher_.WorkerReplied("n1", WorkerReply(request, ErrorReply::FromStatus(Status::InvalidArgument("no GPU 0"))));
   EXPECT_EQ(state_.FindJob(JobId(1))->state, JobState::kFailed);
   EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
 }
@@ -109,7 +105,7 @@ TEST_F(DispatcherTest, RequestIdsAreSharedSoNoReplyIsTakenTwice) {
   const uint64_t taken = request_ids_.Next();  // as the log relay would draw one
   dispatcher_.Tick(0);
   EXPECT_GT(RequestOf(Sent(MessageType::kBindTask).at(0)), taken);
-  dispatcher_.WorkerReplied("n1", Reply(taken, Ack{}));  // someone else's request
+  dispatcher_.WorkerReplied("n1", WorkerReply(taken, Ack{}));  // someone else's request
   dispatcher_.Tick(2000);
   EXPECT_EQ(Sent(MessageType::kBindTask).size(), 2u);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "control/ports.h"
+#include "protocol/envelope.h"
 
 namespace gpool::control {
 
@@ -47,6 +48,13 @@ class RecordingOutbox final : public Outbox {
   void ToWorker(const std::string& peer, std::string frame) override { sent.push_back({true, peer, std::move(frame)}); }
   std::vector<Sent> sent;
 };
+
+// A worker's reply to the coordinator's request `request_id`, decoded as the
+// NodeRegistry hands it to WorkerEvents listeners.
+template <typename T>
+Envelope WorkerReply(uint64_t request_id, const T& body) {
+  return DecodeEnvelope(EncodeEnvelope(Header{.request_id = request_id}, body)).value();
+}
 
 // A small node for component tests: 8 CPUs, 8 GiB, one GPU "<name>-0".
 inline NodeSpec OneGpuNode(const std::string& name) {

@@ -46,11 +46,6 @@ class GatewayTest : public ::testing::Test {
     bytes.assign(text);
     return bytes;
   }
-  // A worker's reply to request `request_id`, as the registry hands it on.
-  template <typename T>
-  static Envelope Reply(uint64_t request_id, const T& body) {
-    return DecodeEnvelope(EncodeEnvelope(Header{.request_id = request_id}, body)).value();
-  }
   static std::string ErrorOf(const Envelope& env) {
     if (env.type() != MessageType::kErrorReply) return {};
     auto error = env.Body<ErrorReply>();
@@ -213,9 +208,9 @@ TEST_F(GatewayTest, TaskLogIsRelayedFromTheTasksNodeOnly) {
 
   // Another node answering the request is not taken for n1's answer.
   const size_t sent = outbox_.sent.size();
-  relay_.WorkerReplied("n2", Reply(request, FetchLogReply{Bytes("forged"), 6, false}));
+  relay_.WorkerReplied("n2", WorkerReply(request, FetchLogReply{Bytes("forged"), 6, false}));
   EXPECT_EQ(outbox_.sent.size(), sent);
-  relay_.WorkerReplied("n1", Reply(request, FetchLogReply{Bytes("ok"), 2, true}));
+  relay_.WorkerReplied("n1", WorkerReply(request, FetchLogReply{Bytes("ok"), 2, true}));
   auto reply = LastAs<GetTaskLogReply>();
   EXPECT_EQ(Last().header().request_id, 6u);
   EXPECT_EQ(std::string(reply.data.begin(), reply.data.end()), "ok");
