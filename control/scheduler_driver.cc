@@ -77,8 +77,10 @@ bool SchedulerDriver::Propose(scheduler::Plan plan, int64_t now_ms) {
   }
   for (auto& pending : plan.pending) {
     const auto* job = state_.FindJob(pending.job);
-    if (job != nullptr && job->reasons() == pending.reasons) continue;  // nothing new to record
-    cmd.reasons.push_back(state::PlanReasons{pending.job.value(), std::move(pending.reasons)});
+    if (job != nullptr && job->reasons() == pending.reasons && job->legacy_reasons().empty()) {
+      continue;  // nothing new to record
+    }
+    cmd.reasons.push_back(state::PlanReasons{pending.job.value(), std::move(pending.reasons), {}});
   }
   if (cmd.binds.empty() && cmd.evictions.empty() && cmd.reasons.empty()) return false;
   if (cmd.binds.empty() && cmd.evictions.empty() && now_ms - last_reasons_ms_ < options_.reasons_interval_ms) {

@@ -7,6 +7,12 @@
 
 namespace gpool::control {
 
+std::vector<std::string> PendingTexts(const state::JobRecord& job) {
+  std::vector<std::string> texts = job.legacy_reasons();
+  for (const auto& reason : job.reasons()) texts.push_back(topology::RenderPendingReason(reason));
+  return texts;
+}
+
 JobSummary ToJobSummary(const state::JobRecord& job) {
   JobSummary s;
   s.job_id = job.id.value();
@@ -27,7 +33,9 @@ JobSummary ToJobSummary(const state::JobRecord& job) {
   if (!job.failure().empty()) {
     s.reason = job.failure();
   } else if (!job.reasons().empty()) {
-    s.reason = job.reasons().front();
+    s.reason = topology::RenderPendingReason(job.reasons().front());
+  } else if (!job.legacy_reasons().empty()) {
+    s.reason = job.legacy_reasons().front();
   } else if (job.cancel_requested && !IsTerminal(job.state)) {
     s.reason = "cancelling";
   }
@@ -60,7 +68,7 @@ GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& 
   reply.summary = ToJobSummary(job);
   reply.spec = job.spec;
   for (const auto& task : job.tasks) reply.tasks.push_back(ToTaskInfo(job, task, state));
-  reply.reasons = job.reasons();
+  reply.reasons = PendingTexts(job);
   if (!job.failure().empty()) reply.reasons.insert(reply.reasons.begin(), job.failure());
   return reply;
 }
@@ -193,7 +201,8 @@ ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterS
   ExplainJobReply reply;
   reply.job = ToJobSummary(job);
   if (!job.failure().empty()) reply.reasons.push_back(job.failure());
-  reply.reasons.insert(reply.reasons.end(), job.reasons().begin(), job.reasons().end());
+  const auto pending = PendingTexts(job);
+  reply.reasons.insert(reply.reasons.end(), pending.begin(), pending.end());
   for (const auto& task : job.tasks) {
     if (task.stop_requested && !IsTerminal(task.state)) {
       reply.reasons.push_back("task " + task.id.ToString() + " stopping: " + task.message());

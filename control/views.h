@@ -8,6 +8,9 @@
 namespace gpool::control {
 
 JobSummary ToJobSummary(const state::JobRecord& job);
+// Why the job is pending, as text: its reason codes rendered here, at the
+// edge (state written before codes holds text, passed through).
+std::vector<std::string> PendingTexts(const state::JobRecord& job);
 TaskInfo ToTaskInfo(const state::JobRecord& job, const state::TaskRecord& task, const state::ClusterState& state);
 GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& state);
 // `devices`: also its devices and NUMA nodes.

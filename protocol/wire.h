@@ -15,6 +15,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <msgpack.hpp>
@@ -84,6 +85,12 @@ class Packer {
   void Value(int64_t v) { pk_.pack_int64(v); }
   void Value(int32_t v) { pk_.pack_int32(v); }
   void Nil() { pk_.pack_nil(); }
+  // Enums travel as their number: stored codes must keep their values.
+  template <typename E>
+    requires std::is_enum_v<E>
+  void Value(E v) {
+    Value(static_cast<uint32_t>(v));
+  }
 
   // Task ids travel as {"job": u64, "index": u32, "attempt": u32}.
   void Value(const TaskId& id) {
@@ -204,6 +211,17 @@ class ObjectReader {
 
   template <Readable T>
   static Status Read(const msgpack::object& o, const FieldPath& path, T* out);
+
+  // Any number that fits: an enum read back may hold a value this build does
+  // not name (written by a newer one), and its users say so.
+  template <typename E>
+    requires std::is_enum_v<E>
+  static Status Read(const msgpack::object& o, const FieldPath& path, E* out) {
+    uint32_t v = 0;
+    Status s = Read(o, path, &v);
+    if (s.ok()) *out = static_cast<E>(v);
+    return s;
+  }
 
   template <typename T>
   static Status Read(const msgpack::object& o, const FieldPath& path, std::vector<T>* out) {

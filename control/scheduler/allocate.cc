@@ -8,6 +8,8 @@
 namespace gpool::scheduler {
 namespace {
 
+using topology::PendingCode;
+using topology::PendingReason;
 using topology::PendingTask;
 
 // Splits a job's waiting tasks into its gang (what each group still needs to
@@ -100,7 +102,7 @@ void Enqueue(Session& session) {
       job.gang.clear();
       job.extra.clear();
       job.gang_demand.clear();
-      job.reasons.push_back("waiting for its evicted tasks to stop before it restarts");
+      job.reasons.push_back(PendingReason::Of(PendingCode::kOwnTasksStopping));
       job.blocked = true;
       continue;
     }
@@ -147,7 +149,7 @@ void Allocate(Session& session) {
     if (try_job(job)) continue;
     if (job.victims_draining) {
       job.done = true;  // it neither evicts again nor lets others in
-      job.reasons.insert(job.reasons.begin(), "waiting for evicted tasks to stop");
+      job.reasons.insert(job.reasons.begin(), PendingReason::Of(PendingCode::kVictimsStopping));
     } else {
       // Its victims are gone and it still does not fit (a node failed, say):
       // it competes again and may evict others (never the same tasks twice).
@@ -162,19 +164,17 @@ void Allocate(Session& session) {
       order.Charged(job, GangDemand(tree, job));
       continue;
     }
-    const bool never_fits = std::any_of(job.reasons.begin(), job.reasons.end(), [](const std::string& reason) {
-      return reason.find("but the largest node has") != std::string::npos;
-    });
+    const bool never_fits = std::any_of(job.reasons.begin(), job.reasons.end(), topology::NeverFits);
     const size_t pool = static_cast<size_t>(job.pool);
     // Held nodes are chosen without regard to switches, so a job that must
     // stay under one switch gets none (it would hold nodes it cannot use).
     const bool switch_bound = job.view->network_mode == topology::NetworkMode::kSingleSwitch;
     if (reservation.enabled && !never_fits && !switch_bound && !reserved_in_pool[pool] &&
         job.view->priority_class != topology::PriorityClass::kLow && job.min_gpus >= reservation.min_gpus &&
-        job.reasons.front().rfind("queue ", 0) != 0) {
+        (job.reasons.empty() || job.reasons.front().code != PendingCode::kQueueAtCapability)) {
       ReserveFor(session, job);
       reserved_in_pool[pool] = session.HoldsReservation(job);
-      if (reserved_in_pool[pool]) job.reasons.push_back("nodes are being held for this job as work finishes");
+      if (reserved_in_pool[pool]) job.reasons.push_back(PendingReason::Of(PendingCode::kNodesHeld));
     }
   }
 }
@@ -188,7 +188,7 @@ void Backfill(Session& session) {
   for (int next = order.Next(); next >= 0; next = order.Next()) {
     WorkJob& job = jobs[static_cast<size_t>(next)];
     if (!job.MinimumMet()) continue;
-    std::vector<std::string> ignored;
+    std::vector<PendingReason> ignored;
     for (const PendingTask* task : job.extra) {
       const Amounts demand =
           tree.Demand(task->resources.gpus, task->resources.cpu_milli, task->resources.memory_mib, task->resources.gpu_model);

@@ -261,7 +261,7 @@ const std::string& ShapeOf(WorkJob& job) {
 void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants,
               const std::function<bool(const WorkJob&, int)>& lends,
               const std::function<Evictor::Eligible(const WorkJob&)>& eligible_for,
-              const std::function<std::string(const WorkJob&)>& reason_for, const char* waiting_reason,
+              const std::function<std::string(const WorkJob&)>& reason_for, topology::PendingCode waiting_reason,
               bool capped_too) {
   auto& jobs = session.jobs();
   QueueTree& tree = session.queues();
@@ -301,7 +301,7 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
     job.done = true;
     job.has_claim = true;
     session.queues().Claim(job.queue, GangDemand(session.queues(), job));
-    job.reasons = {std::string(waiting_reason) + " (" + std::to_string(evictor.victims().size()) + " tasks)"};
+    job.reasons = {topology::PendingReason::Nodes(waiting_reason, static_cast<uint32_t>(evictor.victims().size()))};
   }
 }
 
@@ -318,7 +318,7 @@ void Preempt(Session& session) {
         });
       },
       [](const WorkJob& job) { return "preempted by job " + std::to_string(job.view->id.value()) + " (high)"; },
-      "preempting lower-priority tasks of its queue", /*capped_too=*/true);
+      topology::PendingCode::kPreempting, /*capped_too=*/true);
 }
 
 void Reclaim(Session& session) {
@@ -363,7 +363,7 @@ void Reclaim(Session& session) {
       [&tree](const WorkJob& job) {
         return "reclaimed by queue " + tree.queue(job.queue).name + " for job " + std::to_string(job.view->id.value());
       },
-      "reclaiming capacity lent to other queues", /*capped_too=*/false);
+      topology::PendingCode::kReclaiming, /*capped_too=*/false);
 }
 
 }  // namespace gpool::scheduler

@@ -7,6 +7,8 @@ namespace gpool::scheduler {
 namespace {
 
 using topology::NetworkMode;
+using topology::PendingCode;
+using topology::PendingReason;
 using topology::PendingTask;
 
 struct Domain {
@@ -87,7 +89,7 @@ class Placer {
   };
 
   bool PlaceTasks(const std::vector<const PendingTask*>& tasks, const std::vector<bool>* mask) {
-    std::vector<std::string> ignored;
+    std::vector<PendingReason> ignored;
     for (const PendingTask* task : tasks) {
       auto node = session_.FindNode(job_, *task, ignore_, ignored, mask);
       if (!node) return false;
@@ -160,7 +162,8 @@ bool HoldsAll(Session& session, uint32_t tier, const std::string& name, const st
 // With `anchors` (the nodes its running tasks hold), only domains that hold
 // them all: a replacement goes into the lowest common domain that still
 // satisfies the job, so a lost node does not scatter a placed job.
-bool TryTiers(Session& session, WorkJob& job, bool ignore, uint32_t lowest, uint32_t highest, std::string& why,
+bool TryTiers(Session& session, WorkJob& job, bool ignore, uint32_t lowest, uint32_t highest,
+              topology::PendingReason& why,
               const std::vector<size_t>& anchors = {}) {
   const uint64_t gpus = GangGpus(job);
   Placer placer(session, job, ignore);
@@ -171,12 +174,12 @@ bool TryTiers(Session& session, WorkJob& job, bool ignore, uint32_t lowest, uint
                                    [&](const Domain& d) { return !HoldsAll(session, tier, d.name, anchors); }),
                     domains.end());
       if (domains.empty()) {
-        why = "no tier-" + std::to_string(tier) + " switch holds the job's running tasks and room for the rest";
+        why = PendingReason{.code = PendingCode::kSwitchMissesRunningTasks, .tier = tier};
         continue;
       }
     }
     if (domains.empty()) {
-      why = "no node carries " + topology::TierLabel(tier) + " (the switch tree is not labelled)";
+      why = PendingReason{.code = PendingCode::kTierNotLabelled, .tier = tier};
       continue;
     }
     uint64_t most = 0;
@@ -186,10 +189,8 @@ bool TryTiers(Session& session, WorkJob& job, bool ignore, uint32_t lowest, uint
       const auto mask = Mask(session.nodes().size(), domain.nodes);
       if (placer.TryIn(&mask)) return true;
     }
-    why = domains.empty() ? "no tier-" + std::to_string(tier) + " switch can hold the job's " + std::to_string(gpus) +
-                                " GPUs together (the most free under one: " + std::to_string(most) + ")"
-                          : "no tier-" + std::to_string(tier) +
-                                " switch with enough free GPUs fits the job's tasks on its nodes";
+    why = domains.empty() ? PendingReason{.code = PendingCode::kSwitchTooSmall, .tier = tier, .need = gpus, .have = most}
+                          : PendingReason{.code = PendingCode::kSwitchTasksDoNotFit, .tier = tier};
   }
   return false;
 }
@@ -198,7 +199,7 @@ bool TryTiers(Session& session, WorkJob& job, bool ignore, uint32_t lowest, uint
 
 bool PlaceWithNetwork(Session& session, WorkJob& job, bool ignore_reservations) {
   const auto& view = *job.view;
-  std::string why;
+  topology::PendingReason why;
   const auto anchors = RunningNodes(session, job);
   if (view.network_mode == NetworkMode::kSingleSwitch) {
     if (TryTiers(session, job, ignore_reservations, 1, view.network_tier, why, anchors)) {

@@ -292,7 +292,7 @@ std::string DebugState(const Sim& sim) {
   for (const auto& e : plan.evictions) out += "evict " + std::to_string(e.job.value()) + " for " + std::to_string(e.for_job.value()) + "\n";
   for (const auto& p : plan.pending) {
     out += "pending " + std::to_string(p.job.value()) + ":";
-    for (const auto& r : p.reasons) out += " [" + r + "]";
+    for (const auto& r : p.reasons) out += " [" + topology::RenderPendingReason(r) + "]";
     out += "\n";
   }
   return out;

@@ -140,11 +140,15 @@ std::optional<QueueTree::Overrun> QueueTree::CheckCapability(int leaf, const Amo
   return std::nullopt;
 }
 
-std::string QueueTree::DescribeOverrun(const Overrun& overrun, const Amounts& demand) const {
+topology::PendingReason QueueTree::DescribeOverrun(const Overrun& overrun, const Amounts& demand) const {
   const QueueNode& queue = queues_[static_cast<size_t>(overrun.queue)];
   const size_t r = overrun.resource;
-  return "queue " + queue.name + " at capability for " + resource_names_[r] + " (" + std::to_string(queue.used[r]) +
-         " of " + std::to_string(queue.capability[r]) + " in use, needs " + std::to_string(demand[r]) + " more)";
+  return topology::PendingReason{.code = topology::PendingCode::kQueueAtCapability,
+                                 .need = demand[r],
+                                 .have = queue.used[r],
+                                 .limit = queue.capability[r],
+                                 .queue = queue.name,
+                                 .resource = resource_names_[r]};
 }
 
 void QueueTree::Charge(int leaf, const Amounts& demand) {

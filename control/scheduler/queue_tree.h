@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "topology/pending_reason.h"
 #include "protocol/types.h"
 #include "topology/cluster_view.h"
 
@@ -72,7 +73,7 @@ class QueueTree {
     size_t resource = 0;
   };
   std::optional<Overrun> CheckCapability(int leaf, const Amounts& demand) const;
-  std::string DescribeOverrun(const Overrun& overrun, const Amounts& demand) const;
+  topology::PendingReason DescribeOverrun(const Overrun& overrun, const Amounts& demand) const;
   void Charge(int leaf, const Amounts& demand);
   void Refund(int leaf, const Amounts& demand);
   void Claim(int leaf, const Amounts& demand);

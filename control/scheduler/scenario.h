@@ -139,7 +139,7 @@ inline std::vector<std::pair<uint64_t, uint32_t>> Evicted(const Plan& plan) {
 
 inline std::vector<std::string> ReasonsOf(const Plan& plan, uint64_t job) {
   for (const auto& pending : plan.pending) {
-    if (pending.job.value() == job) return pending.reasons;
+    if (pending.job.value() == job) return topology::RenderPendingReasons(pending.reasons);
   }
   return {};
 }

@@ -34,7 +34,7 @@ Plan Schedule(const topology::ClusterView& view, const SchedulerConfig& config) 
   });
   plan.pending.reserve(waiting.size());
   for (WorkJob* job : waiting) {
-    if (job->reasons.empty()) job->reasons.push_back("not considered this cycle (the configured actions skip it)");
+    if (job->reasons.empty()) job->reasons.push_back(topology::PendingReason::Of(topology::PendingCode::kNotConsidered));
     plan.pending.push_back(PendingReasons{job->view->id, std::move(job->reasons)});
   }
   return std::move(plan);

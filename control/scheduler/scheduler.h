@@ -21,6 +21,7 @@
 #include "protocol/base/status.h"
 #include "control/scheduler/config.h"
 #include "topology/cluster_view.h"
+#include "topology/pending_reason.h"
 
 namespace gpool::scheduler {
 
@@ -47,7 +48,7 @@ struct Eviction {
 
 struct PendingReasons {
   JobId job;
-  std::vector<std::string> reasons;
+  std::vector<topology::PendingReason> reasons;  // codes; rendered to text at the edge
 };
 
 struct Plan {

@@ -98,7 +98,7 @@ TEST(SchedulerTest, ImpossibleJobExplainsWhy) {
   Plan plan = Schedule(view, {});
   EXPECT_TRUE(plan.binds.empty());
   ASSERT_EQ(plan.pending.size(), 1u);
-  EXPECT_EQ(plan.pending[0].reasons,
+  EXPECT_EQ(topology::RenderPendingReasons(plan.pending[0].reasons),
             (std::vector<std::string>{"task 0 needs 9 GPUs but the largest node has 8", "3 nodes: insufficient GPUs"}));
 }
 
@@ -111,7 +111,7 @@ TEST(SchedulerTest, ReasonsCountEachRejectionKind) {
   view.pending = {Job(1, {Gpus(1, 1000)})};
   Plan plan = Schedule(view, {});
   ASSERT_EQ(plan.pending.size(), 1u);
-  EXPECT_EQ(plan.pending[0].reasons,
+  EXPECT_EQ(topology::RenderPendingReasons(plan.pending[0].reasons),
             (std::vector<std::string>{"1 node: node not ready", "1 node: node cordoned", "1 node: insufficient GPUs",
                                       "1 node: insufficient CPU"}));
 }
@@ -121,7 +121,7 @@ TEST(SchedulerTest, NoNodesIsExplained) {
   view.pending = {Job(1, {Gpus(1)})};
   Plan plan = Schedule(view, {});
   ASSERT_EQ(plan.pending.size(), 1u);
-  EXPECT_EQ(plan.pending[0].reasons, (std::vector<std::string>{"no nodes registered"}));
+  EXPECT_EQ(topology::RenderPendingReasons(plan.pending[0].reasons), (std::vector<std::string>{"no nodes registered"}));
 }
 
 TEST(SchedulerTest, UnhealthyGpusAreNeverPlaced) {
@@ -141,7 +141,7 @@ TEST(SchedulerTest, CpuOnlyJobsUseCpuAndMemory) {
   Plan plan = Schedule(view, {});
   ASSERT_EQ(plan.binds.size(), 1u);
   ASSERT_EQ(plan.pending.size(), 1u);
-  EXPECT_EQ(plan.pending[0].reasons, (std::vector<std::string>{"1 node: insufficient CPU"}));
+  EXPECT_EQ(topology::RenderPendingReasons(plan.pending[0].reasons), (std::vector<std::string>{"1 node: insufficient CPU"}));
 }
 
 // Property: whatever the input, the plan never hands out more than exists.

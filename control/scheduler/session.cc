@@ -12,6 +12,7 @@
 
 namespace gpool::scheduler {
 
+using topology::PendingReason;
 using topology::PendingTask;
 
 uint32_t WorkJob::GroupMin(uint32_t group) const {
@@ -99,7 +100,16 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
   buckets_.assign(kNodePoolCount, std::vector<std::vector<uint32_t>>(largest_gpus_ + 1));
   position_.assign(nodes_.size(), 0);
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    if (nodes_[i].view->ready && !nodes_[i].view->cordoned) BucketInsert(i);
+    const topology::NodeView& node_view = *nodes_[i].view;
+    if (!node_view.ready) {
+      ++not_ready_nodes_;
+    } else if (node_view.cordoned) {
+      ++cordoned_nodes_;
+    } else {
+      ++schedulable_nodes_;
+      ++schedulable_in_pool_[static_cast<size_t>(nodes_[i].pool)];
+      BucketInsert(i);
+    }
   }
 
   running_.reserve(view.running.size());
@@ -213,7 +223,7 @@ void Session::BucketRemove(size_t node) {
 }
 
 std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& task, bool ignore_reservations,
-                                        std::vector<std::string>& reasons, const std::vector<bool>* allowed) {
+                                        std::vector<PendingReason>& reasons, const std::vector<bool>* allowed) {
   // Holders of claims or reservations see nodes nobody else may use, and a
   // narrowed search sees fewer, so their failures say nothing about the
   // shape in general.
@@ -227,14 +237,30 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
       return std::nullopt;
     }
   }
-  std::vector<bool>* short_nodes = nullptr;
+  std::vector<uint8_t>* short_nodes = nullptr;
   if (!holder) {
     auto& entry = short_nodes_[key];
     if (entry.first != generation_ || entry.second.size() != nodes_.size()) {
-      entry = {generation_, std::vector<bool>(nodes_.size())};
+      entry = {generation_, std::vector<uint8_t>(nodes_.size())};
     }
     short_nodes = &entry.second;
   }
+  // Every rejection is counted as it happens, so a task that finds no node
+  // is explained from this one search.
+  RejectCounts counts{};
+  auto check = [&](uint32_t node_index) {
+    if (short_nodes && (*short_nodes)[node_index] != 0) {
+      ++counts[(*short_nodes)[node_index] - 1];
+      return false;
+    }
+    auto reject = Check(job, task, nodes_[node_index], ignore_reservations);
+    if (!reject) return true;
+    ++counts[static_cast<size_t>(*reject)];
+    if (short_nodes && (*reject == Reject::kCpu || *reject == Reject::kMemory)) {
+      (*short_nodes)[node_index] = static_cast<uint8_t>(static_cast<size_t>(*reject) + 1);
+    }
+    return false;
+  };
   const NodePool pool = job.pool;
   // Shares and MIG instances fit on nodes without a whole free GPU too.
   const uint32_t need = task.resources.Whole() ? task.resources.gpus : 0;
@@ -251,14 +277,9 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
     const int b = binpack ? static_cast<int>(need) + step : top - step;
     if (b < static_cast<int>(need) || b > top) continue;
     for (uint32_t node_index : pool_buckets[static_cast<size_t>(b)]) {
-      const WorkNode& node = nodes_[node_index];
       if (allowed != nullptr && !(*allowed)[node_index]) continue;
-      if (short_nodes && (*short_nodes)[node_index]) continue;
-      if (auto rj = Check(job, task, node, ignore_reservations)) {
-        if (short_nodes && (*rj == Reject::kCpu || *rj == Reject::kMemory)) (*short_nodes)[node_index] = true;
-        continue;
-      }
-      const NodeScore score = Score(job, task, node);
+      if (!check(node_index)) continue;
+      const NodeScore score = Score(job, task, nodes_[node_index]);
       if (!best || score > best_score || (score == best_score && node_index < *best)) {
         best = node_index;
         best_score = score;
@@ -267,7 +288,18 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
     }
   }
   if (best || allowed != nullptr) return best;
-  auto explained = ExplainTask(job, task, ignore_reservations);
+  // Nothing fits: every node of the pool with enough free GPUs was checked.
+  // The rest were not searched: those with fewer free GPUs are checked now
+  // for the record, and the unschedulable or other-pool ones are counted
+  // under the checks that come first in the chain (not ready, cordoned,
+  // another pool) without looking at them.
+  for (int b = 0; b < static_cast<int>(need) && b <= top; ++b) {
+    for (uint32_t node_index : pool_buckets[static_cast<size_t>(b)]) check(node_index);
+  }
+  counts[static_cast<size_t>(Reject::kNotReady)] += not_ready_nodes_;
+  counts[static_cast<size_t>(Reject::kCordoned)] += cordoned_nodes_;
+  counts[static_cast<size_t>(Reject::kPool)] += schedulable_nodes_ - schedulable_in_pool_[static_cast<size_t>(pool)];
+  auto explained = Explain(task, counts);
   reasons.insert(reasons.end(), explained.begin(), explained.end());
   if (!holder) failed_shapes_[key] = {generation_, std::move(explained)};
   return std::nullopt;

@@ -9,6 +9,7 @@
 // job.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -25,6 +26,7 @@
 #include "control/scheduler/vendor_rules.h"
 #include "topology/cluster_view.h"
 #include "topology/device_share.h"
+#include "topology/pending_reason.h"
 
 namespace gpool::scheduler {
 
@@ -76,7 +78,7 @@ struct WorkJob {
   std::vector<const topology::PendingTask*> extra;
   Amounts gang_demand;  // what the gang holds once placed
   std::string shape;    // its gang's shape, for caching failed evictions
-  std::vector<std::string> reasons;
+  std::vector<topology::PendingReason> reasons;
 
   uint32_t GroupMin(uint32_t group) const;
   bool MinimumMet() const;
@@ -119,7 +121,10 @@ enum class Reject : uint8_t {
   kMemoryKeptForGpus,
   kCount,
 };
-std::string_view RejectText(Reject reject);
+// The stored code of a rejection (its text is rendered at the edge).
+topology::PendingCode CodeOf(Reject reject);
+// Per Reject, how many nodes it rejected.
+using RejectCounts = std::array<uint32_t, static_cast<size_t>(Reject::kCount)>;
 
 class Session {
  public:
@@ -158,11 +163,12 @@ class Session {
   const std::vector<topology::DeviceLoad>& Loads(const WorkNode& node) const;
 
   // The best node for the task, or nullopt with the task's reasons appended
-  // to `reasons`. With `allowed` (parallel to nodes()), only those nodes are
+  // to `reasons` (counted while searching; no second pass over the nodes). With `allowed` (parallel to nodes()), only those nodes are
   // looked at, and a failure adds no reasons (the caller knows why it
   // narrowed the search and says so).
   std::optional<size_t> FindNode(const WorkJob& job, const topology::PendingTask& task, bool ignore_reservations,
-                                 std::vector<std::string>& reasons, const std::vector<bool>* allowed = nullptr);
+                                 std::vector<topology::PendingReason>& reasons,
+                                 const std::vector<bool>* allowed = nullptr);
   // Binds what was placed tentatively (marks the tasks placed, adds the binds).
   void Commit(WorkJob& job, const topology::PendingTask& task, Placement placement);
   // Places the task (node, GPUs, quota) and returns the placement.
@@ -192,6 +198,7 @@ class Session {
   uint32_t largest_gpus() const { return largest_gpus_; }
 
  private:
+  friend struct NodeChecks;  // the check chain (session_checks.cc)
   std::vector<topology::WorkloadShape> ObservedWorkload(const topology::ClusterView& view) const;
   // node_score.cc: the strategies' scores and what they need.
   // How much the node's fragmentation grows if the task goes there (in
@@ -236,7 +243,9 @@ class Session {
   void BucketRemove(size_t node);
   void BucketInsert(size_t node);
   std::string ShapeKey(const WorkJob& job, const topology::PendingTask& task, bool ignore_reservations) const;
-  std::vector<std::string> ExplainTask(const WorkJob& job, const topology::PendingTask& task, bool ignore_reservations) const;
+  // Why the task found no node: what no node is large enough for, then the
+  // nodes counted under each rejection.
+  std::vector<topology::PendingReason> Explain(const topology::PendingTask& task, const RejectCounts& counts) const;
 
   SchedulerConfig config_;
   QueueTree queues_;
@@ -250,15 +259,22 @@ class Session {
   uint32_t largest_gpus_ = 0;
   uint64_t largest_cpu_ = 0;
   uint64_t largest_memory_ = 0;
+  // Nodes no search visits (not in buckets_), counted once: a failed search
+  // counts them under the checks they fail first.
+  uint32_t not_ready_nodes_ = 0;
+  uint32_t cordoned_nodes_ = 0;
+  uint32_t schedulable_nodes_ = 0;
+  std::array<uint32_t, kNodePoolCount> schedulable_in_pool_{};
   // Failed task shapes of this generation; capacity only shrinks between
   // generations, so a shape that found no node will find none again.
   uint64_t generation_ = 0;
-  std::unordered_map<std::string, std::pair<uint64_t, std::vector<std::string>>> failed_shapes_;
+  std::unordered_map<std::string, std::pair<uint64_t, std::vector<topology::PendingReason>>> failed_shapes_;
   std::set<uint64_t> reservation_holders_;
   // Per task shape and generation: nodes whose free CPU or memory was too
   // small for it. Free capacity only shrinks within a generation, so they
-  // stay too small and later searches for the shape skip them.
-  std::unordered_map<std::string, std::pair<uint64_t, std::vector<bool>>> short_nodes_;
+  // stay too small and later searches for the shape skip them. Per node:
+  // 0, or 1 + the Reject it failed with.
+  std::unordered_map<std::string, std::pair<uint64_t, std::vector<uint8_t>>> short_nodes_;
   mutable std::vector<topology::DeviceLoad> scratch_loads_;  // Loads() of a node nothing was shared on yet
   bool uuid_lists_ = false;  // some job restricts devices by UUID
   // The target workload of fragmentation-aware strategies.

@@ -1,7 +1,8 @@
-// Session's feasibility checks: can this node take this task now (Check), or
-// ever (CheckStatic), and do its devices hold it (CheckDevices). The first
-// check that fails is the reason the node is counted under when a task is
-// explained, so the order of the checks is part of what users read.
+// Session's feasibility checks as two chains of named checks: can this node
+// take this task now (Check), or ever (CheckStatic); CheckDevices is the
+// devices' link of the chain. The first check that fails is the reason the
+// node is counted under when a task is explained, so the order of the
+// chains (NodeChecks::Static and NodeChecks::Now) is part of what users read.
 #include "control/scheduler/session.h"
 
 #include <algorithm>
@@ -43,91 +44,172 @@ Reject RejectOf(topology::Misfit misfit) {
 
 }  // namespace
 
-std::optional<Reject> Session::CheckStatic(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
-  const topology::PendingJob& spec = *job.view;
-  if (!node.view->ready) return Reject::kNotReady;
-  if (node.view->cordoned) return Reject::kCordoned;
-  if (node.pool != job.pool) return Reject::kPool;
-  for (const auto& [key, value] : spec.node_selector) {
-    auto it = node.view->labels.find(key);
-    if (it == node.view->labels.end() || it->second != value) return Reject::kSelector;
+// What every check of one node for one task reads. DevicesFit leaves the
+// device memory the task would hold here for the capability check after it.
+struct NodeChecks {
+  struct Input {
+    const Session& session;
+    const WorkJob& job;
+    const PendingTask& task;
+    const WorkNode& node;
+    bool ignore_reservations = false;
+    uint64_t gpu_memory = 0;
+  };
+  using Result = std::optional<Reject>;
+
+  // A chain of checks run in order; the first failure is the rejection.
+  // Each check is a template argument, so the chain compiles to the same
+  // straight-line code as one function of inline ifs.
+  template <Result (*... Checks)(Input&)>
+  static Result Chain(Input& in) {
+    Result reject;
+    (void)(... || (reject = Checks(in)).has_value());
+    return reject;
   }
-  for (const auto& [key, value] : node.view->taints) {
-    if (!Tolerates(spec.tolerations, key, value)) return Reject::kTaint;
+
+  // Whether the node could ever run the task (nothing about free capacity).
+  static Result Ready(Input& in) { return in.node.view->ready ? Result() : Reject::kNotReady; }
+  static Result NotCordoned(Input& in) { return in.node.view->cordoned ? Reject::kCordoned : Result(); }
+  static Result InJobPool(Input& in) { return in.node.pool != in.job.pool ? Reject::kPool : Result(); }
+  static Result SelectorMatches(Input& in) {
+    for (const auto& [key, value] : in.job.view->node_selector) {
+      auto it = in.node.view->labels.find(key);
+      if (it == in.node.view->labels.end() || it->second != value) return Reject::kSelector;
+    }
+    return std::nullopt;
   }
-  if (!task.resources.gpu_model.empty() && task.resources.gpus > 0) {
+  static Result TaintsTolerated(Input& in) {
+    for (const auto& [key, value] : in.node.view->taints) {
+      if (!Tolerates(in.job.view->tolerations, key, value)) return Reject::kTaint;
+    }
+    return std::nullopt;
+  }
+  static Result HasGpuModel(Input& in) {
+    const Resources& need = in.task.resources;
+    if (need.gpu_model.empty() || need.gpus == 0) return std::nullopt;
     // Nodes of one model (the norm) answer without walking their GPUs: this
     // check runs for every candidate node of every eviction search.
+    const WorkNode& node = in.node;
     uint32_t matching = 0;
     if (node.uniform_model) {
-      matching = GpuModelAllowed(task.resources.gpu_model, node.gpu_model) ? node.healthy_gpus : 0;
+      matching = GpuModelAllowed(need.gpu_model, node.gpu_model) ? node.healthy_gpus : 0;
     } else {
-      for (const auto& gpu : node.view->gpus) {
-        matching += gpu.healthy && GpuModelAllowed(task.resources.gpu_model, gpu.model);
+      for (const auto& gpu : node.view->gpus) matching += gpu.healthy && GpuModelAllowed(need.gpu_model, gpu.model);
+    }
+    return matching < need.gpus ? Reject::kGpuModel : Result();
+  }
+  static Result ExclusiveTakesWhole(Input& in) {
+    return in.node.pool == NodePool::kExclusive && in.task.resources.gpus != in.node.usable_gpus
+               ? Reject::kExclusiveWhole
+               : Result();
+  }
+  static Result GpusEver(Input& in) {
+    const Resources& need = in.task.resources;
+    return need.gpus > in.node.usable_gpus && (need.Whole() || need.gpus > in.node.healthy_gpus) ? Reject::kGpus
+                                                                                                  : Result();
+  }
+  static Result CpuEver(Input& in) {
+    return in.task.resources.cpu_milli > in.node.view->cpu_milli_total ? Reject::kCpu : Result();
+  }
+  static Result MemoryEver(Input& in) {
+    return in.task.resources.memory_mib > in.node.view->memory_mib_total ? Reject::kMemory : Result();
+  }
+
+  // Whether it can run the task now.
+  static Result NotClaimed(Input& in) {
+    const uint64_t id = in.job.view->id.value();
+    return in.node.claimed_for != 0 && in.node.claimed_for != id ? Reject::kClaimed : Result();
+  }
+  static Result NotReserved(Input& in) {
+    const uint64_t id = in.job.view->id.value();
+    return in.node.reserved_for != 0 && in.node.reserved_for != id && !in.ignore_reservations ? Reject::kReserved
+                                                                                               : Result();
+  }
+  static Result ExclusiveIdle(Input& in) {
+    return in.node.pool == NodePool::kExclusive && !in.node.Idle() ? Reject::kExclusiveBusy : Result();
+  }
+  static Result DevicesFit(Input& in) { return in.session.CheckDevices(in.job, in.task, in.node, &in.gpu_memory); }
+  static Result GpuMemoryCapability(Input& in) {
+    const QueueTree& queues = in.session.queues_;
+    if (in.task.resources.gpus == 0 || !queues.Capped(kGpuMemory)) return std::nullopt;
+    for (int at = in.job.queue; at >= 0; at = queues.queue(at).parent) {
+      const QueueNode& queue = queues.queue(at);
+      if (queue.capability[kGpuMemory] != kUnlimited &&
+          queue.used[kGpuMemory] + in.gpu_memory > queue.capability[kGpuMemory]) {
+        return Reject::kGpuMemoryCapability;
       }
     }
-    if (matching < task.resources.gpus) return Reject::kGpuModel;
+    return std::nullopt;
   }
-  if (node.pool == NodePool::kExclusive && task.resources.gpus != node.usable_gpus) return Reject::kExclusiveWhole;
-  if (task.resources.gpus > node.usable_gpus &&
-      (task.resources.Whole() || task.resources.gpus > node.healthy_gpus)) {
-    return Reject::kGpus;
+  static Result ModelCapability(Input& in) {
+    const Resources& need = in.task.resources;
+    if (need.gpus == 0) return std::nullopt;
+    const QueueTree& queues = in.session.queues_;
+    // No allocation per node: the demand has this one resource only.
+    // An any-of request is charged to the model of the node it lands on.
+    const bool any_of = need.gpu_model.empty() || need.gpu_model.find('|') != std::string::npos;
+    auto model = any_of ? in.node.model_index : queues.ModelIndex(need.gpu_model);
+    if (!model) return std::nullopt;
+    for (int at = in.job.queue; at >= 0; at = queues.queue(at).parent) {
+      const QueueNode& queue = queues.queue(at);
+      if (queue.capability[*model] != kUnlimited && queue.used[*model] + need.gpus > queue.capability[*model]) {
+        return Reject::kModelCapability;
+      }
+    }
+    return std::nullopt;
   }
-  if (task.resources.cpu_milli > node.view->cpu_milli_total) return Reject::kCpu;
-  if (task.resources.memory_mib > node.view->memory_mib_total) return Reject::kMemory;
-  return std::nullopt;
+  static Result CpuFree(Input& in) { return in.node.cpu_free < in.task.resources.cpu_milli ? Reject::kCpu : Result(); }
+  // CPU-only work must leave every free GPU its share of CPU and memory, or
+  // GPU jobs would find GPUs they cannot use.
+  static bool CpuOnlyOnGpuNode(const Input& in) { return in.task.resources.gpus == 0 && in.node.free_gpus > 0; }
+  static Result CpuKeptForGpus(Input& in) {
+    const auto& ratio = in.session.config_.gpu_cpu_ratio;
+    return CpuOnlyOnGpuNode(in) &&
+                   in.node.cpu_free < in.task.resources.cpu_milli + in.node.free_gpus * ratio.cpu_milli_per_free_gpu
+               ? Reject::kCpuKeptForGpus
+               : Result();
+  }
+  static Result MemoryFree(Input& in) {
+    return in.node.memory_free < in.task.resources.memory_mib ? Reject::kMemory : Result();
+  }
+  static Result MemoryKeptForGpus(Input& in) {
+    const auto& ratio = in.session.config_.gpu_cpu_ratio;
+    return CpuOnlyOnGpuNode(in) &&
+                   in.node.memory_free < in.task.resources.memory_mib + in.node.free_gpus * ratio.memory_mib_per_free_gpu
+               ? Reject::kMemoryKeptForGpus
+               : Result();
+  }
+  static Result NumaFits(Input& in) {
+    if (in.job.view->numa_policy != topology::NumaPolicy::kSingleNumaNode || in.node.view->numa.empty()) {
+      return std::nullopt;
+    }
+    const Session& s = in.session;
+    return s.ChooseNuma(in.job, in.task, in.node, s.PlannedDevices(in.job, in.task, in.node)) ? Result()
+                                                                                              : Reject::kNuma;
+  }
+
+  // The chains, in the order a pending job's explanation reads: each node is
+  // counted under the first check it fails, so the cheap, static reasons a
+  // user can act on (pool, selector, taint, model) come before capacity.
+  static Result Static(Input& in) {
+    return Chain<Ready, NotCordoned, InJobPool, SelectorMatches, TaintsTolerated, HasGpuModel, ExclusiveTakesWhole,
+                 GpusEver, CpuEver, MemoryEver>(in);
+  }
+  static Result Now(Input& in) {
+    return Chain<Static, NotClaimed, NotReserved, ExclusiveIdle, DevicesFit, GpuMemoryCapability, ModelCapability,
+                 CpuFree, CpuKeptForGpus, MemoryFree, MemoryKeptForGpus, NumaFits>(in);
+  }
+};
+
+std::optional<Reject> Session::CheckStatic(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  NodeChecks::Input in{*this, job, task, node};
+  return NodeChecks::Static(in);
 }
 
 std::optional<Reject> Session::Check(const WorkJob& job, const PendingTask& task, const WorkNode& node,
                                      bool ignore_reservations) const {
-  if (auto reject = CheckStatic(job, task, node)) return reject;
-  const uint64_t id = job.view->id.value();
-  if (node.claimed_for != 0 && node.claimed_for != id) return Reject::kClaimed;
-  if (node.reserved_for != 0 && node.reserved_for != id && !ignore_reservations) return Reject::kReserved;
-  const Resources& need = task.resources;
-  if (node.pool == NodePool::kExclusive && !node.Idle()) return Reject::kExclusiveBusy;
-  uint64_t gpu_memory = 0;
-  if (auto reject = CheckDevices(job, task, node, &gpu_memory)) return reject;
-  if (need.gpus > 0 && queues_.Capped(kGpuMemory)) {
-    for (int at = job.queue; at >= 0; at = queues_.queue(at).parent) {
-      const QueueNode& queue = queues_.queue(at);
-      if (queue.capability[kGpuMemory] != kUnlimited &&
-          queue.used[kGpuMemory] + gpu_memory > queue.capability[kGpuMemory]) {
-        return Reject::kGpuMemoryCapability;
-      }
-    }
-  }
-  if (need.gpus > 0) {
-    // No allocation per node: the demand has this one resource only.
-    // An any-of request is charged to the model of the node it lands on.
-    const bool any_of = need.gpu_model.empty() || need.gpu_model.find('|') != std::string::npos;
-    if (auto model = any_of ? node.model_index : queues_.ModelIndex(need.gpu_model)) {
-      for (int at = job.queue; at >= 0; at = queues_.queue(at).parent) {
-        const QueueNode& queue = queues_.queue(at);
-        if (queue.capability[*model] != kUnlimited && queue.used[*model] + need.gpus > queue.capability[*model]) {
-          return Reject::kModelCapability;
-        }
-      }
-    }
-  }
-  if (node.cpu_free < need.cpu_milli) return Reject::kCpu;
-  // CPU-only work must leave every free GPU its share of CPU and memory, or
-  // GPU jobs would find GPUs they cannot use.
-  const bool cpu_only_on_gpu_node = need.gpus == 0 && node.free_gpus > 0;
-  if (cpu_only_on_gpu_node &&
-      node.cpu_free < need.cpu_milli + node.free_gpus * config_.gpu_cpu_ratio.cpu_milli_per_free_gpu) {
-    return Reject::kCpuKeptForGpus;
-  }
-  if (node.memory_free < need.memory_mib) return Reject::kMemory;
-  if (cpu_only_on_gpu_node &&
-      node.memory_free < need.memory_mib + node.free_gpus * config_.gpu_cpu_ratio.memory_mib_per_free_gpu) {
-    return Reject::kMemoryKeptForGpus;
-  }
-  if (job.view->numa_policy == topology::NumaPolicy::kSingleNumaNode && !node.view->numa.empty() &&
-      !ChooseNuma(job, task, node, PlannedDevices(job, task, node))) {
-    return Reject::kNuma;
-  }
-  return std::nullopt;
+  NodeChecks::Input in{*this, job, task, node, ignore_reservations};
+  return NodeChecks::Now(in);
 }
 
 // GPU checks: enough free devices (of the model, allowed by the job's UUID

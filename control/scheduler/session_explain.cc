@@ -1,6 +1,7 @@
-// Why a task finds no node: the text of each rejection, the per-node counts
-// ExplainTask reports, and the task-shape key FindNode caches those reasons
-// under, so a full cluster is explained once per shape, not once per job.
+// Why a task finds no node: the stored code of each rejection, the reasons
+// Explain builds from the counts FindNode gathered while searching, and the
+// task-shape key FindNode caches them under, so a full cluster is explained
+// once per shape, not once per job.
 #include "control/scheduler/session.h"
 
 #include <string>
@@ -9,36 +10,37 @@ namespace gpool::scheduler {
 
 using topology::PendingTask;
 
-std::string_view RejectText(Reject reject) {
+topology::PendingCode CodeOf(Reject reject) {
+  using topology::PendingCode;
   switch (reject) {
-    case Reject::kNotReady: return "node not ready";
-    case Reject::kCordoned: return "node cordoned";
-    case Reject::kPool: return "in another pool";
-    case Reject::kSelector: return "node selector does not match";
-    case Reject::kTaint: return "taint not tolerated";
-    case Reject::kGpuModel: return "no GPUs of the requested model";
-    case Reject::kNuma: return "NUMA not fit";
-    case Reject::kClaimed: return "claimed by a preempting job";
-    case Reject::kReserved: return "held for a large waiting job";
-    case Reject::kExclusiveBusy: return "exclusive node in use";
-    case Reject::kExclusiveWhole: return "exclusive pool takes whole nodes only";
-    case Reject::kGpus: return "insufficient GPUs";
-    case Reject::kGpuUuid: return "GPUs excluded by the job's UUID lists";
-    case Reject::kShareRoom: return "no GPU with room for the share";
-    case Reject::kShareQos: return "GPUs shared under another QoS";
-    case Reject::kShareMode: return "no GPU free to share";
-    case Reject::kMigFit: return "no MIG instance of the profile fits";
-    case Reject::kMigUnsupported: return "no MIG-capable GPU";
-    case Reject::kVendorRule: return "no device set the vendor's placement rule allows";
-    case Reject::kModelCapability: return "queue at capability for the node's GPU model";
-    case Reject::kGpuMemoryCapability: return "queue at capability for gpu_memory";
-    case Reject::kCpu: return "insufficient CPU";
-    case Reject::kCpuKeptForGpus: return "CPU kept for the node's free GPUs";
-    case Reject::kMemory: return "insufficient memory";
-    case Reject::kMemoryKeptForGpus: return "memory kept for the node's free GPUs";
+    case Reject::kNotReady: return PendingCode::kNodeNotReady;
+    case Reject::kCordoned: return PendingCode::kNodeCordoned;
+    case Reject::kPool: return PendingCode::kNodeInAnotherPool;
+    case Reject::kSelector: return PendingCode::kNodeSelector;
+    case Reject::kTaint: return PendingCode::kNodeTaint;
+    case Reject::kGpuModel: return PendingCode::kNodeGpuModel;
+    case Reject::kNuma: return PendingCode::kNodeNuma;
+    case Reject::kClaimed: return PendingCode::kNodeClaimed;
+    case Reject::kReserved: return PendingCode::kNodeReserved;
+    case Reject::kExclusiveBusy: return PendingCode::kNodeExclusiveBusy;
+    case Reject::kExclusiveWhole: return PendingCode::kNodeExclusiveWhole;
+    case Reject::kGpus: return PendingCode::kNodeGpus;
+    case Reject::kGpuUuid: return PendingCode::kNodeGpuUuid;
+    case Reject::kShareRoom: return PendingCode::kNodeShareRoom;
+    case Reject::kShareQos: return PendingCode::kNodeShareQos;
+    case Reject::kShareMode: return PendingCode::kNodeShareMode;
+    case Reject::kMigFit: return PendingCode::kNodeMigFit;
+    case Reject::kMigUnsupported: return PendingCode::kNodeMigUnsupported;
+    case Reject::kVendorRule: return PendingCode::kNodeVendorRule;
+    case Reject::kModelCapability: return PendingCode::kNodeModelCapability;
+    case Reject::kGpuMemoryCapability: return PendingCode::kNodeGpuMemoryCapability;
+    case Reject::kCpu: return PendingCode::kNodeCpu;
+    case Reject::kCpuKeptForGpus: return PendingCode::kNodeCpuKeptForGpus;
+    case Reject::kMemory: return PendingCode::kNodeMemory;
+    case Reject::kMemoryKeptForGpus: return PendingCode::kNodeMemoryKeptForGpus;
     case Reject::kCount: break;
   }
-  return "unknown";
+  return PendingCode::kUnknown;
 }
 
 std::string Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool ignore_reservations) const {
@@ -61,35 +63,24 @@ std::string Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool 
   return key;
 }
 
-std::vector<std::string> Session::ExplainTask(const WorkJob& job, const PendingTask& task,
-                                              bool ignore_reservations) const {
-  std::vector<std::string> reasons;
-  if (nodes_.empty()) {
-    reasons.push_back("no nodes registered");
-    return reasons;
-  }
+std::vector<topology::PendingReason> Session::Explain(const PendingTask& task, const RejectCounts& counts) const {
+  using topology::PendingCode;
+  using topology::PendingReason;
+  std::vector<PendingReason> reasons;
+  if (nodes_.empty()) return {PendingReason::Of(PendingCode::kNoNodes)};
   const Resources& need = task.resources;
-  const std::string prefix = "task " + std::to_string(task.index) + " needs ";
+  auto over_largest = [&](PendingCode code, uint64_t needed, uint64_t largest) {
+    reasons.push_back(PendingReason{.code = code, .task = task.index, .need = needed, .have = largest});
+  };
   if (need.Whole() && need.gpus > largest_gpus_) {  // shares and MIG may use static-MIG GPUs too
-    reasons.push_back(prefix + std::to_string(need.gpus) + " GPUs but the largest node has " +
-                      std::to_string(largest_gpus_));
+    over_largest(PendingCode::kTaskGpusOverLargest, need.gpus, largest_gpus_);
   }
-  if (need.cpu_milli > largest_cpu_) {
-    reasons.push_back(prefix + std::to_string(need.cpu_milli) + " milli-CPU but the largest node has " +
-                      std::to_string(largest_cpu_));
-  }
+  if (need.cpu_milli > largest_cpu_) over_largest(PendingCode::kTaskCpuOverLargest, need.cpu_milli, largest_cpu_);
   if (need.memory_mib > largest_memory_) {
-    reasons.push_back(prefix + std::to_string(need.memory_mib) + " MiB memory but the largest node has " +
-                      std::to_string(largest_memory_));
+    over_largest(PendingCode::kTaskMemoryOverLargest, need.memory_mib, largest_memory_);
   }
-  uint32_t counts[static_cast<size_t>(Reject::kCount)] = {};
-  for (const auto& node : nodes_) {
-    if (auto reject = Check(job, task, node, ignore_reservations)) ++counts[static_cast<size_t>(*reject)];
-  }
-  for (size_t r = 0; r < static_cast<size_t>(Reject::kCount); ++r) {
-    if (counts[r] == 0) continue;
-    reasons.push_back(std::to_string(counts[r]) + (counts[r] == 1 ? " node: " : " nodes: ") +
-                      std::string(RejectText(static_cast<Reject>(r))));
+  for (size_t r = 0; r < counts.size(); ++r) {
+    if (counts[r] != 0) reasons.push_back(PendingReason::Nodes(CodeOf(static_cast<Reject>(r)), counts[r]));
   }
   return reasons;
 }

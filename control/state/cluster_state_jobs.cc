@@ -215,8 +215,11 @@ void ClusterState::UpdateJobState(JobRecord& job, int64_t now) {
     job.start_ms = first;
   }
   if (IsTerminal(next) && job.finish_ms == 0) job.finish_ms = now;
-  if (next != JobState::kPending && !job.reasons().empty()) {
-    job.UpdateExtras([](JobRecord::Extras& e) { e.reasons.clear(); });
+  if (next != JobState::kPending && job.waiting_reasons()) {
+    job.UpdateExtras([](JobRecord::Extras& e) {
+      e.pending.clear();
+      e.legacy_reasons.clear();
+    });
   }
   SetJobState(job, next);
   // Schedulable: has tasks to place. A running elastic job (or one that lost

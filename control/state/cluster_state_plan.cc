@@ -113,7 +113,8 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
       ++result.binds_applied;
     }
     job->UpdateExtras([](JobRecord::Extras& e) {
-      e.reasons.clear();
+      e.pending.clear();
+      e.legacy_reasons.clear();
       e.claimed_nodes.clear();
     });
     UpdateJobState(*job, now);
@@ -122,7 +123,10 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
   for (const auto& entry : cmd.reasons) {
     JobRecord* job = MutableJob(entry.job_id);
     if (job != nullptr && job->state == JobState::kPending) {
-      job->UpdateExtras([&](JobRecord::Extras& e) { e.reasons = entry.reasons; });
+      job->UpdateExtras([&](JobRecord::Extras& e) {
+        e.pending = entry.reasons;
+        e.legacy_reasons = entry.legacy_reasons;
+      });
     }
   }
   return result;

@@ -1,5 +1,6 @@
 #include "control/state/cluster_state.h"
 #include "control/state/test_specs.h"
+#include "protocol/wire.h"
 
 #include <gtest/gtest.h>
 
@@ -206,8 +207,49 @@ TEST_F(ClusterStateTest, ReRegistrationReconcilesTasks) {
 
 TEST_F(ClusterStateTest, ReasonsAreRecordedForPendingJobsOnly) {
   uint64_t job = Submit("big", 1, 9);
-  Do(ApplyPlanCmd{{}, {PlanReasons{job, {"3 nodes: insufficient GPUs"}}}});
-  EXPECT_EQ(state_.FindJob(JobId(job))->reasons(), (std::vector<std::string>{"3 nodes: insufficient GPUs"}));
+  const topology::PendingReason three = topology::PendingReason::Nodes(topology::PendingCode::kNodeGpus, 3);
+  Do(ApplyPlanCmd{{}, {PlanReasons{job, {three}, {}}}});
+  EXPECT_EQ(state_.FindJob(JobId(job))->reasons(), (std::vector<topology::PendingReason>{three}));
+  EXPECT_EQ(topology::RenderPendingReasons(state_.FindJob(JobId(job))->reasons()),
+            (std::vector<std::string>{"3 nodes: insufficient GPUs"}));
+}
+
+// The log entry as coordinators wrote it before reasons were codes.
+struct TextReasons {
+  uint64_t job_id = 0;
+  std::vector<std::string> reasons;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job", job_id);
+    v.Required("reasons", reasons);
+  }
+};
+struct TextReasonsPlan {
+  std::vector<TextReasons> reasons;
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("reasons", reasons);
+  }
+};
+
+TEST_F(ClusterStateTest, ReasonsWrittenAsTextBeforeCodesStillReplay) {
+  uint64_t job = Submit("big", 1, 9);
+  msgpack::sbuffer buffer;
+  wire::Packer p(buffer);
+  p.BeginMap(3);
+  p.Field("cmd", "ApplyPlan");
+  p.Field("t", int64_t{5000});
+  p.Field("body", TextReasonsPlan{{TextReasons{job, {"3 nodes: insufficient GPUs"}}}});
+  auto command = DecodeCommand(std::string_view(buffer.data(), buffer.size()));
+  ASSERT_TRUE(command.ok()) << command.status().ToString();
+  ASSERT_TRUE(state_.Apply(++index_, std::move(command).value()).status.ok());
+  const JobRecord& record = *state_.FindJob(JobId(job));
+  EXPECT_TRUE(record.reasons().empty());
+  EXPECT_EQ(record.legacy_reasons(), (std::vector<std::string>{"3 nodes: insufficient GPUs"}));
+  // Once placed, neither kind is kept.
+  ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 9), {}}).status.ok());
+  ASSERT_EQ(Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0, 1, 2, 3, 4, 5, 6, 7, 8})}, {}}).binds_applied, 1u);
+  EXPECT_FALSE(state_.FindJob(JobId(job))->waiting_reasons());
 }
 
 TEST_F(ClusterStateTest, SnapshotRestoresEverythingIncludingIndexes) {

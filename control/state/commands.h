@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "protocol/messages.h"
+#include "topology/pending_reason.h"
 
 namespace gpool::state {
 
@@ -78,13 +79,17 @@ struct PlanBind {
   }
 };
 
+// Why a job is still pending. Entries written before reason codes carry
+// text in "reasons"; they still replay (as text), new ones carry codes.
 struct PlanReasons {
   uint64_t job_id = 0;
-  std::vector<std::string> reasons;
+  std::vector<topology::PendingReason> reasons;
+  std::vector<std::string> legacy_reasons;
   template <typename V>
   void Fields(V& v) {
     v.Required("job", job_id);
-    v.Required("reasons", reasons);
+    v.Optional("why", reasons);
+    v.Optional("reasons", legacy_reasons);
   }
 };
 

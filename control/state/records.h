@@ -15,6 +15,7 @@
 #include "control/state/flat_set.h"
 #include "protocol/base/ids.h"
 #include "protocol/types.h"
+#include "topology/pending_reason.h"
 
 namespace gpool::state {
 
@@ -159,7 +160,10 @@ struct JobRecord {
   // What only a waiting, failed or preempting job has, held out of line: a
   // running job has none of it, and inline it was 96 bytes of every job.
   struct Extras {
-    std::vector<std::string> reasons;  // why it is pending, from the last scheduling cycle
+    // Why it is pending, from the last scheduling cycle: codes (rendered to
+    // text when a client asks), or text in state written before codes.
+    std::vector<topology::PendingReason> pending;
+    std::vector<std::string> legacy_reasons;
     std::string failure;               // why it failed, when it did
     // Nodes where tasks were evicted for this job; the scheduler keeps them
     // for it until it is placed, or until claim_ms (the last eviction for
@@ -168,11 +172,13 @@ struct JobRecord {
     int64_t claim_ms = 0;
     int64_t requeue_ms = 0;  // when an eviction last sent its tasks back to pending
     bool Empty() const {
-      return reasons.empty() && failure.empty() && claimed_nodes.empty() && claim_ms == 0 && requeue_ms == 0;
+      return pending.empty() && legacy_reasons.empty() && failure.empty() && claimed_nodes.empty() && claim_ms == 0 && requeue_ms == 0;
     }
     bool operator==(const Extras&) const = default;
   };
-  const std::vector<std::string>& reasons() const { return extras().reasons; }
+  const std::vector<topology::PendingReason>& reasons() const { return extras().pending; }
+  const std::vector<std::string>& legacy_reasons() const { return extras().legacy_reasons; }
+  bool waiting_reasons() const { return !extras().pending.empty() || !extras().legacy_reasons.empty(); }
   const std::string& failure() const { return extras().failure; }
   const std::vector<std::string>& claimed_nodes() const { return extras().claimed_nodes; }
   int64_t claim_ms() const { return extras().claim_ms; }
@@ -200,7 +206,8 @@ struct JobRecord {
     v.Optional("finish_ms", finish_ms);
     v.Optional("key", idempotency_key);
     v.Optional("tasks", tasks);
-    v.Optional("reasons", wire.reasons);
+    v.Optional("reasons", wire.legacy_reasons);
+    v.Optional("why", wire.pending);
     v.Optional("failure", wire.failure);
     v.Optional("cancel", cancel_requested);
     v.Optional("claimed_nodes", wire.claimed_nodes);

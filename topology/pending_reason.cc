@@ -1,0 +1,98 @@
+#include "topology/pending_reason.h"
+
+#include <string_view>
+
+#include "topology/cluster_view.h"
+
+namespace gpool::topology {
+
+namespace {
+
+// The node checks' texts; empty for codes that are not node checks.
+std::string_view NodeCheckText(PendingCode code) {
+  switch (code) {
+    case PendingCode::kNodeNotReady: return "node not ready";
+    case PendingCode::kNodeCordoned: return "node cordoned";
+    case PendingCode::kNodeInAnotherPool: return "in another pool";
+    case PendingCode::kNodeSelector: return "node selector does not match";
+    case PendingCode::kNodeTaint: return "taint not tolerated";
+    case PendingCode::kNodeGpuModel: return "no GPUs of the requested model";
+    case PendingCode::kNodeNuma: return "NUMA not fit";
+    case PendingCode::kNodeClaimed: return "claimed by a preempting job";
+    case PendingCode::kNodeReserved: return "held for a large waiting job";
+    case PendingCode::kNodeExclusiveBusy: return "exclusive node in use";
+    case PendingCode::kNodeExclusiveWhole: return "exclusive pool takes whole nodes only";
+    case PendingCode::kNodeGpus: return "insufficient GPUs";
+    case PendingCode::kNodeGpuUuid: return "GPUs excluded by the job's UUID lists";
+    case PendingCode::kNodeShareRoom: return "no GPU with room for the share";
+    case PendingCode::kNodeShareQos: return "GPUs shared under another QoS";
+    case PendingCode::kNodeShareMode: return "no GPU free to share";
+    case PendingCode::kNodeMigFit: return "no MIG instance of the profile fits";
+    case PendingCode::kNodeMigUnsupported: return "no MIG-capable GPU";
+    case PendingCode::kNodeVendorRule: return "no device set the vendor's placement rule allows";
+    case PendingCode::kNodeModelCapability: return "queue at capability for the node's GPU model";
+    case PendingCode::kNodeGpuMemoryCapability: return "queue at capability for gpu_memory";
+    case PendingCode::kNodeCpu: return "insufficient CPU";
+    case PendingCode::kNodeCpuKeptForGpus: return "CPU kept for the node's free GPUs";
+    case PendingCode::kNodeMemory: return "insufficient memory";
+    case PendingCode::kNodeMemoryKeptForGpus: return "memory kept for the node's free GPUs";
+    default: return {};
+  }
+}
+
+std::string TaskOverLargest(const PendingReason& r, std::string_view unit) {
+  return "task " + std::to_string(r.task) + " needs " + std::to_string(r.need) + std::string(unit) +
+         " but the largest node has " + std::to_string(r.have);
+}
+
+std::string Tier(const PendingReason& r) { return "no tier-" + std::to_string(r.tier) + " switch "; }
+
+}  // namespace
+
+std::string RenderPendingReason(const PendingReason& r) {
+  if (auto text = NodeCheckText(r.code); !text.empty()) {
+    return std::to_string(r.count) + (r.count == 1 ? " node: " : " nodes: ") + std::string(text);
+  }
+  switch (r.code) {
+    case PendingCode::kNoNodes: return "no nodes registered";
+    case PendingCode::kTaskGpusOverLargest: return TaskOverLargest(r, " GPUs");
+    case PendingCode::kTaskCpuOverLargest: return TaskOverLargest(r, " milli-CPU");
+    case PendingCode::kTaskMemoryOverLargest: return TaskOverLargest(r, " MiB memory");
+    case PendingCode::kQueueAtCapability:
+      return "queue " + r.queue + " at capability for " + r.resource + " (" + std::to_string(r.have) + " of " +
+             std::to_string(r.limit) + " in use, needs " + std::to_string(r.need) + " more)";
+    case PendingCode::kOwnTasksStopping: return "waiting for its evicted tasks to stop before it restarts";
+    case PendingCode::kVictimsStopping: return "waiting for evicted tasks to stop";
+    case PendingCode::kPreempting:
+      return "preempting lower-priority tasks of its queue (" + std::to_string(r.count) + " tasks)";
+    case PendingCode::kReclaiming:
+      return "reclaiming capacity lent to other queues (" + std::to_string(r.count) + " tasks)";
+    case PendingCode::kNodesHeld: return "nodes are being held for this job as work finishes";
+    case PendingCode::kNotConsidered: return "not considered this cycle (the configured actions skip it)";
+    case PendingCode::kSwitchMissesRunningTasks:
+      return Tier(r) + "holds the job's running tasks and room for the rest";
+    case PendingCode::kTierNotLabelled:
+      return "no node carries " + TierLabel(r.tier) + " (the switch tree is not labelled)";
+    case PendingCode::kSwitchTooSmall:
+      return Tier(r) + "can hold the job's " + std::to_string(r.need) + " GPUs together (the most free under one: " +
+             std::to_string(r.have) + ")";
+    case PendingCode::kSwitchTasksDoNotFit: return Tier(r) + "with enough free GPUs fits the job's tasks on its nodes";
+    default: break;
+  }
+  // Written by a newer coordinator: say so rather than guess.
+  return "pending (reason code " + std::to_string(static_cast<uint32_t>(r.code)) + ")";
+}
+
+std::vector<std::string> RenderPendingReasons(const std::vector<PendingReason>& reasons) {
+  std::vector<std::string> out;
+  out.reserve(reasons.size());
+  for (const auto& reason : reasons) out.push_back(RenderPendingReason(reason));
+  return out;
+}
+
+bool NeverFits(const PendingReason& reason) {
+  return reason.code == PendingCode::kTaskGpusOverLargest || reason.code == PendingCode::kTaskCpuOverLargest ||
+         reason.code == PendingCode::kTaskMemoryOverLargest;
+}
+
+}  // namespace gpool::topology
