@@ -5,44 +5,11 @@
 #include <limits>
 
 #include "client/format.h"
+#include "protocol/base/endpoint.h"
 #include "protocol/types.h"
 
 namespace gpool::cli {
 namespace {
-
-// A replica id: a positive decimal integer.
-Result<uint64_t> ParseReplicaId(std::string_view text) {
-  auto v = ParseUnsignedText(text, std::numeric_limits<uint64_t>::max());
-  if (!v.ok() || *v == 0) {
-    return Status::InvalidArgument("expected a replica ID (a positive integer), got '" + std::string(text) + "'");
-  }
-  return v;
-}
-
-// An endpoint other replicas or clients connect to: tcp://HOST:PORT (PORT
-// 1-65535; not the bind-only wildcard host '*'), ipc://PATH or inproc://NAME.
-Status CheckEndpoint(std::string_view flag, const std::string& text) {
-  const Status error = Status::InvalidArgument(std::string(flag) +
-                                               ": expected tcp://HOST:PORT, ipc://PATH or inproc://NAME, got '" +
-                                               text + "'");
-  for (char c : text) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return error;
-  }
-  for (std::string_view scheme : {"ipc://", "inproc://"}) {
-    if (text.rfind(scheme, 0) == 0) return text.size() > scheme.size() ? Status::Ok() : error;
-  }
-  if (text.rfind("tcp://", 0) != 0) return error;
-  std::string_view rest = std::string_view(text).substr(6);
-  const size_t colon = rest.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) return error;
-  auto port = ParseUnsignedText(rest.substr(colon + 1), 65535);
-  if (!port.ok() || *port == 0) return error;
-  if (rest.substr(0, colon) == "*") {
-    return Status::InvalidArgument(std::string(flag) + ": '" + text +
-                                   "' is a bind address; give one that others can connect to");
-  }
-  return Status::Ok();
-}
 
 std::string JoinIds(const std::vector<uint64_t>& ids) {
   std::string out;
@@ -87,14 +54,14 @@ int RunReplicaChange(Session& s, const Invocation& inv, const std::string& op) {
   request.replica_id = *id;
   if (add) {
     request.peer_address = f["peer-addr"].as<std::string>();
-    if (Status valid = CheckEndpoint("--peer-addr", request.peer_address); !valid.ok()) return s.Fail(valid);
+    if (Status valid = ValidateConnectEndpoint(request.peer_address, "--peer-addr"); !valid.ok()) return s.Fail(valid);
     if (f.count("client-addr")) {
       request.client_address = f["client-addr"].as<std::string>();
-      if (Status valid = CheckEndpoint("--client-addr", request.client_address); !valid.ok()) return s.Fail(valid);
+      if (Status valid = ValidateConnectEndpoint(request.client_address, "--client-addr"); !valid.ok()) return s.Fail(valid);
     }
     if (f.count("worker-addr")) {
       request.worker_address = f["worker-addr"].as<std::string>();
-      if (Status valid = CheckEndpoint("--worker-addr", request.worker_address); !valid.ok()) return s.Fail(valid);
+      if (Status valid = ValidateConnectEndpoint(request.worker_address, "--worker-addr"); !valid.ok()) return s.Fail(valid);
     }
   }
   auto client = s.client();

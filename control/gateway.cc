@@ -4,9 +4,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "control/replication/peer_list.h"
 #include "control/frames.h"
 #include "control/views.h"
+#include "protocol/base/endpoint.h"
 
 namespace gpool::control {
 
@@ -198,12 +198,12 @@ void Gateway::OnChangeReplicas(const std::string& peer, uint64_t request_id, con
     }
     if (msg.replica_id == 0) return Status::InvalidArgument("replica_id: must be a positive integer");
     if (msg.op == "remove") return Status::Ok();
-    GPOOL_RETURN_IF_ERROR(replication::ValidateReplicaEndpoint(msg.peer_address, "peer_address"));
+    GPOOL_RETURN_IF_ERROR(ValidateConnectEndpoint(msg.peer_address, "peer_address"));
     if (!msg.client_address.empty()) {
-      GPOOL_RETURN_IF_ERROR(replication::ValidateReplicaEndpoint(msg.client_address, "client_address"));
+      GPOOL_RETURN_IF_ERROR(ValidateConnectEndpoint(msg.client_address, "client_address"));
     }
     if (!msg.worker_address.empty()) {
-      GPOOL_RETURN_IF_ERROR(replication::ValidateReplicaEndpoint(msg.worker_address, "worker_address"));
+      GPOOL_RETURN_IF_ERROR(ValidateConnectEndpoint(msg.worker_address, "worker_address"));
     }
     return Status::Ok();
   }();

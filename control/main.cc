@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
       auto peers = gpool::replication::ParsePeerList(args["peers"].as<std::string>(), "--peers");
       if (!peers.ok()) throw cxxopts::exceptions::exception(peers.status().message());
       options.replicas.peers = std::move(peers).value();
-      auto id = gpool::replication::ParseReplicaId(options.replica_id);
+      auto id = gpool::ParseReplicaId(options.replica_id);
       if (!id.ok()) throw cxxopts::exceptions::exception("--id: with --peers, " + id.status().message());
       if (!options.replicas.peers.count(*id)) {
         throw cxxopts::exceptions::exception("--id " + std::to_string(*id) + " is not one of the --peers");

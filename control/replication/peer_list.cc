@@ -7,21 +7,6 @@
 #include "protocol/base/text.h"
 
 namespace gpool::replication {
-Status ValidateReplicaEndpoint(std::string_view endpoint, std::string_view what) {
-  return ValidateEndpoint(endpoint, what);
-}
-
-Result<uint64_t> ParseReplicaId(std::string_view text) {
-  text = TrimSpace(text);
-  uint64_t id = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || id == 0) {
-    return Status::InvalidArgument("replica id '" + std::string(text.substr(0, 64)) +
-                                   "': expected a positive integer");
-  }
-  return id;
-}
-
 Result<std::map<uint64_t, std::string>> ParsePeerList(std::string_view text, std::string_view flag) {
   const std::string prefix = std::string(flag) + ": ";
   std::map<uint64_t, std::string> peers;
@@ -39,7 +24,7 @@ Result<std::map<uint64_t, std::string>> ParsePeerList(std::string_view text, std
     auto id = ParseReplicaId(entry.substr(0, eq));
     if (!id.ok()) return id.status().WithContext(std::string(flag));
     std::string endpoint(TrimSpace(entry.substr(eq + 1)));
-    GPOOL_RETURN_IF_ERROR(ValidateReplicaEndpoint(endpoint, prefix + "replica " + std::to_string(*id)));
+    GPOOL_RETURN_IF_ERROR(ValidateConnectEndpoint(endpoint, prefix + "replica " + std::to_string(*id)));
     if (!peers.emplace(*id, std::move(endpoint)).second) {
       return Status::InvalidArgument(prefix + "replica " + std::to_string(*id) + " is listed twice");
     }

@@ -2,8 +2,8 @@
 //
 // The coordinator takes two of them: the replicas' peer endpoints (--peers)
 // and their client endpoints (--peer-clients, used to point clients at the
-// leader). Every id is a positive integer and appears once; every endpoint
-// is a ZeroMQ tcp://HOST:PORT, ipc:// or inproc:// address.
+// leader). Every id is a replica id (ParseReplicaId) and appears once; every
+// endpoint one others can connect to (ValidateConnectEndpoint).
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -13,16 +13,11 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/base/endpoint.h"
 #include "protocol/base/status.h"
 
 namespace gpool::replication {
 
 // InvalidArgument naming the offending entry; `flag` prefixes the message.
 Result<std::map<uint64_t, std::string>> ParsePeerList(std::string_view text, std::string_view flag);
-// A ZeroMQ endpoint a replica can be reached at: tcp://HOST:PORT, ipc://PATH
-// or inproc://NAME. InvalidArgument starting with `what` otherwise.
-Status ValidateReplicaEndpoint(std::string_view endpoint, std::string_view what);
-// A replica id: a positive decimal integer.
-Result<uint64_t> ParseReplicaId(std::string_view text);
-
 }  // namespace gpool::replication

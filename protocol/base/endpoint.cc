@@ -1,6 +1,7 @@
 #include "protocol/base/endpoint.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "protocol/base/text.h"
 
@@ -25,6 +26,39 @@ Status ValidateEndpoint(std::string_view endpoint, std::string_view what) {
   if (ValidForm(endpoint)) return Status::Ok();
   return Status::InvalidArgument(std::string(what) + ": '" + std::string(endpoint.substr(0, 128)) +
                                  "' is not a tcp://HOST:PORT, ipc:// or inproc:// endpoint");
+}
+
+Status ValidateConnectEndpoint(std::string_view endpoint, std::string_view what) {
+  const std::string text(endpoint.substr(0, 128));
+  const Status error = Status::InvalidArgument(std::string(what) +
+                                               ": expected tcp://HOST:PORT, ipc://PATH or inproc://NAME, got '" +
+                                               text + "'");
+  for (char c : endpoint) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return error;
+  }
+  if (!ValidForm(endpoint)) return error;
+  if (endpoint.rfind("tcp://", 0) != 0) return Status::Ok();
+  std::string_view rest = endpoint.substr(6);
+  const size_t colon = rest.rfind(':');
+  uint64_t port = 0;
+  auto [end, ec] = std::from_chars(rest.data() + colon + 1, rest.data() + rest.size(), port);
+  if (ec != std::errc() || end != rest.data() + rest.size() || port == 0 || port > 65535) return error;
+  if (rest.substr(0, colon) == "*") {
+    return Status::InvalidArgument(std::string(what) + ": '" + text +
+                                   "' is a bind address; give one that others can connect to");
+  }
+  return Status::Ok();
+}
+
+Result<uint64_t> ParseReplicaId(std::string_view text) {
+  text = TrimSpace(text);
+  uint64_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || id == 0) {
+    return Status::InvalidArgument("expected a replica ID (a positive integer), got '" +
+                                   std::string(text.substr(0, 64)) + "'");
+  }
+  return id;
 }
 
 std::string BindableEndpoint(std::string endpoint) {

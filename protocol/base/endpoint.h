@@ -17,6 +17,14 @@ namespace gpool {
 // InvalidArgument naming `what` unless `endpoint` is one of the forms above.
 Status ValidateEndpoint(std::string_view endpoint, std::string_view what);
 
+// Stricter, for an endpoint others connect to (a peer's, a replica's
+// advertised addresses, a client's target): also no control characters, a
+// port of 1-65535, and not the bind-only wildcard host '*'.
+Status ValidateConnectEndpoint(std::string_view endpoint, std::string_view what);
+
+// A replica id: a positive decimal integer (spaces around it ignored).
+Result<uint64_t> ParseReplicaId(std::string_view text);
+
 // The endpoint to bind: ZeroMQ spells "any free port" as '*'; the familiar
 // ':0' is accepted too.
 std::string BindableEndpoint(std::string endpoint);
