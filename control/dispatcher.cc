@@ -198,13 +198,7 @@ void Dispatcher::WorkerReplied(const std::string& node, const Envelope& envelope
   if (cmd->second.kind == Kind::kBind && status.code() == StatusCode::kInvalidArgument) {
     // The node cannot run it as placed (e.g. its GPUs changed): fail the task
     // rather than resending forever.
-    TaskEvent event;
-    event.node = node;
-    event.task = task_id;
-    event.kind = "failed";
-    event.exit_code = 127;
-    event.message = "worker refused the task: " + status.message();
-    proposer_.Propose(state::TaskEventCmd{event}, [](const state::ApplyResult&) {});
+    proposer_.Propose(state::RefuseBindCmd{task_id, node, status.message()}, [](const state::ApplyResult&) {});
   }
 }
 

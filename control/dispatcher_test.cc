@@ -79,9 +79,15 @@ TEST_F(DispatcherTest, ARefusalFromAnotherNodeFailsNothing) {
   const uint64_t request = RequestOf(Sent(MessageType::kBindTask).at(0));
   dispatcher_.WorkerReplied("n2", WorkerReply(request, ErrorReply::FromStatus(Status::InvalidArgument("no GPU 0"))));
   EXPECT_NE(state_.FindJob(JobId(1))->state, JobState::kFailed);
+  proposer_.clear();
   dispatcher_.WorkerReplied("n1", WorkerReply(request, ErrorReply::FromStatus(Status::InvalidArgument("no GPU 0"))));
   EXPECT_EQ(state_.FindJob(JobId(1))->state, JobState::kFailed);
   EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
+  // The coordinator's own decision, logged as such, not an event in the node's name.
+  EXPECT_EQ(proposer_.proposed(), (std::vector<std::string>{"RefuseBind"}));
+  const state::TaskRecord& task = state_.FindJob(JobId(1))->tasks.at(0);
+  EXPECT_EQ(task.exit_code, 127);
+  EXPECT_EQ(task.message(), "worker refused the task: no GPU 0");
 }
 
 TEST_F(DispatcherTest, ASettledTaskIsForgottenAndResetSendsEverythingAgain) {

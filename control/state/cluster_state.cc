@@ -27,6 +27,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, TaskEventCmd>) return ApplyTaskEvent(now, body);
         if constexpr (std::is_same_v<T, UpdateNodeCmd>) return ApplyUpdateNode(now, body);
         if constexpr (std::is_same_v<T, UpdateQueueCmd>) return ApplyUpdateQueue(body);
+        if constexpr (std::is_same_v<T, RefuseBindCmd>) return ApplyRefuseBind(now, body);
       },
       command.body);
 }

@@ -124,6 +124,10 @@ class ClusterState {
   ApplyResult ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd);
   ApplyResult ApplyPlan(int64_t now, const ApplyPlanCmd& cmd);
   ApplyResult ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd);
+  ApplyResult ApplyRefuseBind(int64_t now, const RefuseBindCmd& cmd);
+  // The task ended (exited, failed, or refused): it is requeued if it was
+  // evicted, else finished as `ended` (cancelled if a stop was asked for).
+  void EndTask(JobRecord& job, TaskRecord& task, TaskState ended, int64_t when);
   ApplyResult ApplyUpdateQueue(const UpdateQueueCmd& cmd);
   Status CheckQueueAgainstTree(const QueueSpec& spec, bool creating) const;
   Status CheckSubmitQueue(const std::string& name) const;

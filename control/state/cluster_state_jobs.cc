@@ -113,18 +113,36 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
     task.exit_code = event.exit_code;
     task.signal = event.signal;
     if (!event.message.empty()) task.set_message(event.message);
-    TaskState final_state = TaskState::kFailed;
-    if (task.stop_requested) {
-      final_state = TaskState::kCancelled;
-    } else if (event.kind == "exited" && event.exit_code == 0 && event.signal == 0) {
-      final_state = TaskState::kSucceeded;
-    }
-    if (task.start_ms == 0) task.start_ms = when;
-    if (!RequeueIfEvicted(*job, task, when)) FinishTask(*job, task, final_state, when);
+    const bool clean = event.kind == "exited" && event.exit_code == 0 && event.signal == 0;
+    EndTask(*job, task, clean ? TaskState::kSucceeded : TaskState::kFailed, when);
   } else {
     result.status = Status::InvalidArgument("unknown task event kind '" + event.kind.substr(0, 32) + "'");
     return result;
   }
+  UpdateJobState(*job, now);
+  return result;
+}
+
+void ClusterState::EndTask(JobRecord& job, TaskRecord& task, TaskState ended, int64_t when) {
+  if (task.stop_requested) ended = TaskState::kCancelled;
+  if (task.start_ms == 0) task.start_ms = when;
+  if (!RequeueIfEvicted(job, task, when)) FinishTask(job, task, ended, when);
+}
+
+ApplyResult ClusterState::ApplyRefuseBind(int64_t now, const RefuseBindCmd& cmd) {
+  ApplyResult result;
+  JobRecord* job = MutableJob(cmd.task.job.value());
+  TaskRecord* task = job != nullptr && cmd.task.index < job->tasks.size() ? &job->tasks[cmd.task.index] : nullptr;
+  if (task == nullptr || task->id != cmd.task || task->node != cmd.node) {
+    result.status = Status::FailedPrecondition("task " + cmd.task.ToString() + " is no longer placed on node " +
+                                               cmd.node);
+    return result;
+  }
+  // Redelivered refusals, or one for a task that ended meanwhile, change nothing.
+  if (!HoldsResources(task->state)) return result;
+  task->exit_code = 127;  // as a shell reports a command it could not run
+  task->set_message("worker refused the task: " + cmd.message);
+  EndTask(*job, *task, TaskState::kFailed, now);
   UpdateJobState(*job, now);
   return result;
 }

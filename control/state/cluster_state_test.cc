@@ -205,6 +205,27 @@ TEST_F(ClusterStateTest, ReRegistrationReconcilesTasks) {
   EXPECT_TRUE(record->tasks[2].stop_requested);
 }
 
+TEST_F(ClusterStateTest, ARefusedBindFailsTheTaskOnceAndOnlyWhereItWasSent) {
+  ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}}).status.ok());
+  uint64_t job = Submit("train", 1, 2);
+  ASSERT_EQ(Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0, 1})}, {}}).binds_applied, 1u);
+  const TaskId task{JobId(job), 0, 0};
+  EXPECT_EQ(Do(RefuseBindCmd{task, "n2", "no GPU 0"}).status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Do(RefuseBindCmd{TaskId{JobId(job), 0, 1}, "n1", "no GPU 0"}).status.code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_.FindJob(JobId(job))->state, JobState::kRunning);
+  ASSERT_TRUE(Do(RefuseBindCmd{task, "n1", "no GPU 0"}).status.ok());
+  EXPECT_EQ(state_.FindJob(JobId(job))->state, JobState::kFailed);
+  EXPECT_EQ(state_.FindJob(JobId(job))->tasks[0].message(), "worker refused the task: no GPU 0");
+  EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
+  ASSERT_TRUE(Do(RefuseBindCmd{task, "n1", "again"}).status.ok());
+  EXPECT_EQ(state_.FindJob(JobId(job))->tasks[0].message(), "worker refused the task: no GPU 0");
+  // It travels through the log like every command.
+  auto decoded = DecodeCommand(EncodeCommand(Command{7, RefuseBindCmd{task, "n1", "x"}}));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(std::get<RefuseBindCmd>(decoded->body).message, "x");
+}
+
 TEST_F(ClusterStateTest, ReasonsAreRecordedForPendingJobsOnly) {
   uint64_t job = Submit("big", 1, 9);
   const topology::PendingReason three = topology::PendingReason::Nodes(topology::PendingCode::kNodeGpus, 3);

@@ -21,6 +21,8 @@ template <>
 struct Named<UpdateNodeCmd> { static constexpr std::string_view kName = "UpdateNode"; };
 template <>
 struct Named<UpdateQueueCmd> { static constexpr std::string_view kName = "UpdateQueue"; };
+template <>
+struct Named<RefuseBindCmd> { static constexpr std::string_view kName = "RefuseBind"; };
 
 template <typename T>
 bool TryDecode(std::string_view name, const msgpack::object& body, Result<CommandBody>* out) {
@@ -73,7 +75,8 @@ Result<Command> DecodeCommand(std::string_view bytes) {
   TryDecode<RegisterNodeCmd>(name, *body, &decoded) || TryDecode<NodeStateCmd>(name, *body, &decoded) ||
       TryDecode<SubmitJobCmd>(name, *body, &decoded) || TryDecode<CancelJobCmd>(name, *body, &decoded) ||
       TryDecode<UpdateNodeCmd>(name, *body, &decoded) || TryDecode<UpdateQueueCmd>(name, *body, &decoded) ||
-      TryDecode<ApplyPlanCmd>(name, *body, &decoded) || TryDecode<TaskEventCmd>(name, *body, &decoded);
+      TryDecode<ApplyPlanCmd>(name, *body, &decoded) || TryDecode<TaskEventCmd>(name, *body, &decoded) ||
+      TryDecode<RefuseBindCmd>(name, *body, &decoded);
   if (!decoded.ok()) return decoded.status();
   command.body = std::move(decoded).value();
   return command;

@@ -128,6 +128,22 @@ struct TaskEventCmd {
   }
 };
 
+// The coordinator's own decision that a bind cannot run as placed: the node
+// it went to refused it (its GPUs changed, say). The task fails rather than
+// the bind being resent forever. Not a task event: the worker said no such
+// thing, and the log says who decided.
+struct RefuseBindCmd {
+  TaskId task;
+  std::string node;
+  std::string message;  // the worker's error
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("task", task);
+    v.Required("node", node);
+    v.Optional("message", message);
+  }
+};
+
 // An operator's change to a node (UpdateNode on the wire, validated there
 // and again on apply).
 struct UpdateNodeCmd {
@@ -148,7 +164,7 @@ struct UpdateQueueCmd {
 };
 
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
-                                 TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd>;
+                                 TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock
