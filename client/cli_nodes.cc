@@ -103,9 +103,9 @@ int RunNode(Session& s, const Invocation& inv) {
   } else {  // pool
     if (p.size() != 3) return s.Usage("node pool: expected a node NAME and a POOL" + usage_hint);
     request.pool = p[2];
-    if (!IsNodePool(request.pool)) {
-      return s.Fail(Status::InvalidArgument("node pool: unknown pool '" + request.pool +
-                                            "'; expected public, pooled or exclusive"));
+    if (!NodePoolFromString(request.pool)) {
+      return s.Fail(Status::InvalidArgument("node pool: unknown pool '" + request.pool + "'; expected " +
+                                            Choices<NodePool>()));
     }
   }
   // What the coordinator checks too (the node name, the label rules), before anything is sent.

@@ -161,28 +161,19 @@ Status ApplyJobFlags(const Invocation& inv, const CliEnv& env, JobSpec& spec) {
   const auto& f = inv.flags;
   if (f.count("class")) {
     spec.priority_class = f["class"].as<std::string>();
-    if (!IsPriorityClass(spec.priority_class)) {
-      return Status::InvalidArgument("--class: '" + spec.priority_class + "' is not high, medium or low");
-    }
+    if (!PriorityClassFromString(spec.priority_class)) return NotOneOf<PriorityClass>("--class", spec.priority_class);
   }
   if (f.count("pool")) {
     spec.pool = f["pool"].as<std::string>();
-    if (!IsNodePool(spec.pool)) {
-      return Status::InvalidArgument("--pool: '" + spec.pool + "' is not public, pooled or exclusive");
-    }
+    if (!NodePoolFromString(spec.pool)) return NotOneOf<NodePool>("--pool", spec.pool);
   }
   if (f.count("numa")) {
     spec.numa_policy = f["numa"].as<std::string>();
-    if (spec.numa_policy != "none" && spec.numa_policy != "best-effort" && spec.numa_policy != "single-numa-node") {
-      return Status::InvalidArgument("--numa: '" + spec.numa_policy + "' is not none, best-effort or single-numa-node");
-    }
+    if (!NumaPolicyFromString(spec.numa_policy)) return NotOneOf<NumaPolicy>("--numa", spec.numa_policy);
   }
   if (f.count("network")) {
     spec.network_mode = f["network"].as<std::string>();
-    if (spec.network_mode != "none" && spec.network_mode != "best-effort" && spec.network_mode != "single-switch") {
-      return Status::InvalidArgument("--network: '" + spec.network_mode +
-                                     "' is not none, best-effort or single-switch");
-    }
+    if (!NetworkModeFromString(spec.network_mode)) return NotOneOf<NetworkMode>("--network", spec.network_mode);
   }
   if (f.count("network-tier")) {
     GPOOL_ASSIGN_OR_RETURN(uint64_t tier, ParseUnsignedFlag("--network-tier", f["network-tier"].as<std::string>(), 8));

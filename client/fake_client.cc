@@ -42,10 +42,8 @@ namespace {
 
 // high before medium before low; unknown classes last.
 int ClassRank(const std::string& priority_class) {
-  if (priority_class == "high") return 0;
-  if (priority_class == "medium") return 1;
-  if (priority_class == "low") return 2;
-  return 3;
+  auto cls = PriorityClassFromString(priority_class);
+  return cls ? 2 - static_cast<int>(*cls) : 3;
 }
 
 bool IsUnfinished(const GetJobReply& job) {

@@ -178,6 +178,12 @@ void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, Ta
     return;
   }
   Touch(msg.node, now_ms);
+  if (!TaskEventKindFromString(msg.kind)) {
+    // Checked here, at the edge: an event that can never apply is refused
+    // before it reaches the log.
+    Reply(peer, MakeError(header.request_id, proposer_.epoch(), NotOneOf<TaskEventKind>("kind", msg.kind)));
+    return;
+  }
   const uint64_t seq = msg.seq;
   const TaskId task_id = msg.task;
   const std::string task = msg.task.ToString();

@@ -202,6 +202,19 @@ TEST_F(RegistryTest, WorkerRefusingABindFailsTheTaskInsteadOfRetryingForever) {
   EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
 }
 
+TEST_F(RegistryTest, AnEventOfAnUnknownKindIsRefusedBeforeTheLog) {
+  RegisterAndBindOneTask();
+  proposer_.clear();
+  TaskEvent event = FirstTaskStarted();
+  event.kind = "exploded";
+  FromWorker("peer-a", event, 10, /*request_id=*/77);
+  EXPECT_TRUE(proposer_.proposed().empty());
+  Envelope reply = LastToWorker();
+  ASSERT_EQ(reply.type(), MessageType::kErrorReply);
+  EXPECT_EQ(reply.header().request_id, 77u);
+  EXPECT_EQ(reply.Body<ErrorReply>()->ToStatus().message(), "kind: 'exploded' is not started, exited or failed");
+}
+
 // The dispatcher keeps a record only while a command is in flight: once the
 // task's start is committed, nothing about it is held any more.
 TEST_F(RegistryTest, DispatcherForgetsATaskOnceItRuns) {

@@ -217,9 +217,8 @@ ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterS
     at = queue->spec.parent;
   }
   auto rank = [](const state::JobRecord& j) {
-    const std::string& cls = j.spec.priority_class;
-    return std::make_tuple(cls == "high" ? 0 : cls == "medium" ? 1 : 2, -static_cast<int64_t>(j.spec.priority),
-                           j.arrival);
+    const PriorityClass cls = PriorityClassFromString(j.spec.priority_class).value_or(PriorityClass::kMedium);
+    return std::make_tuple(-static_cast<int>(cls), -static_cast<int64_t>(j.spec.priority), j.arrival);
   };
   if (job.state == JobState::kPending) {
     for (uint64_t id : state.pending_jobs()) {

@@ -17,6 +17,11 @@ constexpr std::array<std::string_view, kNodePoolCount> kNodePools = {"public", "
 constexpr std::array<std::string_view, 7> kTaskStates = {"Pending",   "Bound",     "Running", "Succeeded",
                                                          "Failed",    "Cancelled", "Lost"};
 constexpr std::array<std::string_view, 2> kNodeStates = {"Ready", "NotReady"};
+constexpr std::array<std::string_view, 3> kPriorityClasses = {"low", "medium", "high"};
+constexpr std::array<std::string_view, 3> kNumaPolicies = {"none", "best-effort", "single-numa-node"};
+constexpr std::array<std::string_view, 3> kNetworkModes = {"none", "best-effort", "single-switch"};
+constexpr std::array<std::string_view, 3> kSharingQos = {"best-effort", "fixed-share", "burst-share"};
+constexpr std::array<std::string_view, 3> kTaskEventKinds = {"started", "exited", "failed"};
 
 template <typename E, size_t N>
 std::optional<E> FromName(const std::array<std::string_view, N>& names, std::string_view s) {
@@ -24,6 +29,16 @@ std::optional<E> FromName(const std::array<std::string_view, N>& names, std::str
     if (names[i] == s) return static_cast<E>(i);
   }
   return std::nullopt;
+}
+
+template <size_t N>
+std::string ChoicesOf(const std::array<std::string_view, N>& names) {
+  std::string out;
+  for (size_t i = 0; i < N; ++i) {
+    if (i > 0) out += i + 1 == N ? " or " : ", ";
+    out += names[i];
+  }
+  return out;
 }
 
 }  // namespace
@@ -36,6 +51,36 @@ std::optional<TaskState> TaskStateFromString(std::string_view s) { return FromNa
 std::optional<NodeState> NodeStateFromString(std::string_view s) { return FromName<NodeState>(kNodeStates, s); }
 std::string_view ToString(NodePool p) { return kNodePools[static_cast<size_t>(p)]; }
 std::optional<NodePool> NodePoolFromString(std::string_view s) { return FromName<NodePool>(kNodePools, s); }
+std::string_view ToString(PriorityClass c) { return kPriorityClasses[static_cast<size_t>(c)]; }
+std::optional<PriorityClass> PriorityClassFromString(std::string_view s) {
+  return FromName<PriorityClass>(kPriorityClasses, s);
+}
+std::string_view ToString(NumaPolicy p) { return kNumaPolicies[static_cast<size_t>(p)]; }
+std::optional<NumaPolicy> NumaPolicyFromString(std::string_view s) { return FromName<NumaPolicy>(kNumaPolicies, s); }
+std::string_view ToString(NetworkMode m) { return kNetworkModes[static_cast<size_t>(m)]; }
+std::optional<NetworkMode> NetworkModeFromString(std::string_view s) {
+  return FromName<NetworkMode>(kNetworkModes, s);
+}
+std::string_view ToString(SharingQos q) { return kSharingQos[static_cast<size_t>(q)]; }
+std::optional<SharingQos> SharingQosFromString(std::string_view s) { return FromName<SharingQos>(kSharingQos, s); }
+std::string_view ToString(TaskEventKind k) { return kTaskEventKinds[static_cast<size_t>(k)]; }
+std::optional<TaskEventKind> TaskEventKindFromString(std::string_view s) {
+  return FromName<TaskEventKind>(kTaskEventKinds, s);
+}
+template <>
+std::string Choices<NodePool>() { return ChoicesOf(kNodePools); }
+template <>
+std::string Choices<PriorityClass>() {  // highest first, as users rank them
+  return ChoicesOf(std::array<std::string_view, 3>{"high", "medium", "low"});
+}
+template <>
+std::string Choices<NumaPolicy>() { return ChoicesOf(kNumaPolicies); }
+template <>
+std::string Choices<NetworkMode>() { return ChoicesOf(kNetworkModes); }
+template <>
+std::string Choices<SharingQos>() { return ChoicesOf(kSharingQos); }
+template <>
+std::string Choices<TaskEventKind>() { return ChoicesOf(kTaskEventKinds); }
 
 bool IsTerminal(JobState s) { return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled; }
 bool IsTerminal(TaskState s) {

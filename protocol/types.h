@@ -338,6 +338,21 @@ enum class NodeState : uint8_t { kReady, kNotReady };
 // are taken whole. On the wire and in files: "public", "pooled", "exclusive".
 enum class NodePool : uint8_t { kPublic, kPooled, kExclusive };
 inline constexpr size_t kNodePoolCount = 3;
+// A job's priority class: "low", "medium", "high" (ordered: a higher class
+// compares greater).
+enum class PriorityClass : uint8_t { kLow, kMedium, kHigh };
+// Where a task's GPUs may sit: "none" (anywhere), "best-effort" (one NUMA
+// node if possible), "single-numa-node" (one NUMA node only).
+enum class NumaPolicy : uint8_t { kNone, kBestEffort, kSingleNumaNode };
+// Placement over the switch tree: "none", "best-effort" (the fewest
+// switches), "single-switch" (under one switch of the job's tier).
+enum class NetworkMode : uint8_t { kNone, kBestEffort, kSingleSwitch };
+// How shares of a GPU split compute: "best-effort", "fixed-share" (capped at
+// the share), "burst-share" (guaranteed, may use idle compute).
+enum class SharingQos : uint8_t { kBestEffort, kFixedShare, kBurstShare };
+// What a worker reports of a task: "started", "exited", "failed" (could not
+// be started or lost its process).
+enum class TaskEventKind : uint8_t { kStarted, kExited, kFailed };
 
 std::string_view ToString(JobState s);
 std::string_view ToString(TaskState s);
@@ -347,6 +362,38 @@ std::optional<TaskState> TaskStateFromString(std::string_view s);
 std::optional<NodeState> NodeStateFromString(std::string_view s);
 std::string_view ToString(NodePool p);
 std::optional<NodePool> NodePoolFromString(std::string_view s);
+std::string_view ToString(PriorityClass c);
+std::optional<PriorityClass> PriorityClassFromString(std::string_view s);
+std::string_view ToString(NumaPolicy p);
+std::optional<NumaPolicy> NumaPolicyFromString(std::string_view s);
+std::string_view ToString(NetworkMode m);
+std::optional<NetworkMode> NetworkModeFromString(std::string_view s);
+std::string_view ToString(SharingQos q);
+std::optional<SharingQos> SharingQosFromString(std::string_view s);
+std::string_view ToString(TaskEventKind k);
+std::optional<TaskEventKind> TaskEventKindFromString(std::string_view s);
+// The names an enum's values go by, for messages: "none, best-effort or
+// single-numa-node". Defined for the enums above.
+template <typename E>
+std::string Choices();
+template <>
+std::string Choices<NodePool>();
+template <>
+std::string Choices<PriorityClass>();
+template <>
+std::string Choices<NumaPolicy>();
+template <>
+std::string Choices<NetworkMode>();
+template <>
+std::string Choices<SharingQos>();
+template <>
+std::string Choices<TaskEventKind>();
+// InvalidArgument "FIELD: 'VALUE' is not A, B or C" for a value of no name of E.
+template <typename E>
+Status NotOneOf(std::string_view field, std::string_view value) {
+  return Status::InvalidArgument(std::string(field) + ": '" + std::string(value.substr(0, 32)) + "' is not " +
+                                 Choices<E>());
+}
 bool IsTerminal(JobState s);
 bool IsTerminal(TaskState s);
 

@@ -106,10 +106,6 @@ Status ValidateModelList(const std::string& field, const std::string& models) {
 
 constexpr size_t kMaxUuidList = 1024;
 
-bool IsSharingQos(std::string_view qos) {
-  return qos.empty() || qos == "best-effort" || qos == "fixed-share" || qos == "burst-share";
-}
-
 // A MIG profile name: "<n>g.<m>gb" with an optional "+me"-style suffix.
 bool IsMigProfileName(std::string_view name) {
   if (name == "auto") return true;
@@ -138,9 +134,8 @@ Status ValidateDeviceShare(const std::string& prefix, const Resources& res) {
   if (res.gpu_memory_mib > (16ull << 20)) {
     return Status::InvalidArgument(prefix + ".gpu_memory_mib: more than any device has (16 TiB)");
   }
-  if (!IsSharingQos(res.sharing_qos)) {
-    return Status::InvalidArgument(prefix + ".sharing_qos: '" + res.sharing_qos.substr(0, 32) +
-                                   "' is not best-effort, fixed-share or burst-share");
+  if (!res.sharing_qos.empty() && !SharingQosFromString(res.sharing_qos)) {
+    return NotOneOf<SharingQos>(prefix + ".sharing_qos", res.sharing_qos);
   }
   const bool wants_device = res.gpu_memory_mib > 0 || res.gpu_memory_pct > 0 || res.gpu_compute_pct > 0 ||
                             !res.mig_profile.empty();
@@ -181,7 +176,6 @@ Status ValidateDeviceShare(const std::string& prefix, const Resources& res) {
 }  // namespace
 
 
-bool IsPriorityClass(std::string_view name) { return name == "high" || name == "medium" || name == "low"; }
 
 Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
   GPOOL_RETURN_IF_ERROR(ValidateName("name", spec.name, limits.max_name_length));
@@ -241,22 +235,13 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
     }
     GPOOL_RETURN_IF_ERROR(ValidateDeviceShare(prefix + ".resources", res));
   }
-  if (!IsPriorityClass(spec.priority_class)) {
-    return Status::InvalidArgument("priority_class: '" + spec.priority_class.substr(0, 32) +
-                                   "' is not high, medium or low");
+  if (!PriorityClassFromString(spec.priority_class)) {
+    return NotOneOf<PriorityClass>("priority_class", spec.priority_class);
   }
-  if (!IsNodePool(spec.pool)) {
-    return Status::InvalidArgument("pool: '" + spec.pool.substr(0, 32) + "' is not public, pooled or exclusive");
-  }
+  if (!NodePoolFromString(spec.pool)) return NotOneOf<NodePool>("pool", spec.pool);
   if (!spec.user.empty()) GPOOL_RETURN_IF_ERROR(ValidateName("user", spec.user, limits.max_name_length));
-  if (spec.numa_policy != "none" && spec.numa_policy != "best-effort" && spec.numa_policy != "single-numa-node") {
-    return Status::InvalidArgument("numa_policy: '" + spec.numa_policy.substr(0, 32) +
-                                   "' is not none, best-effort or single-numa-node");
-  }
-  if (spec.network_mode != "none" && spec.network_mode != "best-effort" && spec.network_mode != "single-switch") {
-    return Status::InvalidArgument("network_mode: '" + spec.network_mode.substr(0, 32) +
-                                   "' is not none, best-effort or single-switch");
-  }
+  if (!NumaPolicyFromString(spec.numa_policy)) return NotOneOf<NumaPolicy>("numa_policy", spec.numa_policy);
+  if (!NetworkModeFromString(spec.network_mode)) return NotOneOf<NetworkMode>("network_mode", spec.network_mode);
   constexpr uint32_t kMaxTier = 8;
   if (spec.network_tier < 1 || spec.network_tier > kMaxTier) {
     return Status::InvalidArgument("network_tier: " + std::to_string(spec.network_tier) + " is not 1 to " +
@@ -352,16 +337,13 @@ Status ValidateNodeSpec(const NodeSpec& spec) {
   return Status::Ok();
 }
 
-bool IsNodePool(std::string_view pool) { return NodePoolFromString(pool).has_value(); }
 
 Status ValidateUpdateNode(const UpdateNode& update) {
   constexpr size_t kMaxLabelChanges = 256;
   GPOOL_RETURN_IF_ERROR(ValidateName("node", update.node, kMaxNodeNameLength));
   if (update.op == "cordon" || update.op == "uncordon") return Status::Ok();
   if (update.op == "pool") {
-    if (!IsNodePool(update.pool)) {
-      return Status::InvalidArgument("pool: '" + update.pool.substr(0, 64) + "' is not public, pooled or exclusive");
-    }
+    if (!NodePoolFromString(update.pool)) return NotOneOf<NodePool>("pool", update.pool);
     return Status::Ok();
   }
   if (update.op == "taint") {

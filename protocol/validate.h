@@ -34,8 +34,6 @@ Status ValidateNodeSpec(const NodeSpec& spec);
 // label keys of 1-63 characters from [A-Za-z0-9._/-], values of at most 63
 // from [A-Za-z0-9._-], no key both set and removed.
 Status ValidateUpdateNode(const UpdateNode& update);
-bool IsNodePool(std::string_view pool);
-bool IsPriorityClass(std::string_view name);
 // "gpu", "cpu", "memory", "gpu_memory" or "gpu/<model>".
 bool IsQuotaResource(std::string_view name);
 // The rules a queue obeys on its own: names, known resources, and

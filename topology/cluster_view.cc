@@ -18,33 +18,6 @@ uint32_t NodeView::UsableGpus() const {
 
 namespace gpool::topology {
 
-PriorityClass PriorityClassFromName(std::string_view name) {
-  if (name == "high") return PriorityClass::kHigh;
-  if (name == "low") return PriorityClass::kLow;
-  return PriorityClass::kMedium;
-}
-
-std::string_view PriorityClassName(PriorityClass cls) {
-  switch (cls) {
-    case PriorityClass::kHigh: return "high";
-    case PriorityClass::kLow: return "low";
-    case PriorityClass::kMedium: break;
-  }
-  return "medium";
-}
-
-NumaPolicy NumaPolicyFromName(std::string_view name) {
-  if (name == "best-effort") return NumaPolicy::kBestEffort;
-  if (name == "single-numa-node") return NumaPolicy::kSingleNumaNode;
-  return NumaPolicy::kNone;
-}
-
-NetworkMode NetworkModeFromName(std::string_view name) {
-  if (name == "best-effort") return NetworkMode::kBestEffort;
-  if (name == "single-switch") return NetworkMode::kSingleSwitch;
-  return NetworkMode::kNone;
-}
-
 std::string TierLabel(uint32_t tier) { return "topology.gpool.io/tier" + std::to_string(tier); }
 
 bool PendingJob::Started() const {

@@ -77,13 +77,10 @@ struct NodeView {
   uint32_t UsableGpus() const;  // healthy GPUs, allocated or not
 };
 
-enum class PriorityClass : uint8_t { kLow, kMedium, kHigh };
-// Where a task's GPUs may sit: anywhere, on one NUMA node if possible, or
-// on one NUMA node only.
-enum class NumaPolicy : uint8_t { kNone, kBestEffort, kSingleNumaNode };
-NumaPolicy NumaPolicyFromName(std::string_view name);  // unknown names are none
-PriorityClass PriorityClassFromName(std::string_view name);  // unknown names are medium
-std::string_view PriorityClassName(PriorityClass cls);
+// The vocabulary is protocol's (names to and from strings there).
+using gpool::NetworkMode;
+using gpool::NumaPolicy;
+using gpool::PriorityClass;
 
 struct PendingTask {
   uint32_t index = 0;
@@ -99,10 +96,9 @@ struct GroupRule {
   uint32_t network_tier = 0;  // its tasks under one switch of this tier; 0: the job's rule only
 };
 
-// Placement over the switch tree; nodes carry their switches as labels
-// "topology.gpool.io/tier1" (leaf), "topology.gpool.io/tier2" (spine), ...
-enum class NetworkMode : uint8_t { kNone, kBestEffort, kSingleSwitch };
-NetworkMode NetworkModeFromName(std::string_view name);  // unknown names are none
+// Placement over the switch tree (NetworkMode): nodes carry their switches
+// as labels "topology.gpool.io/tier1" (leaf), "topology.gpool.io/tier2"
+// (spine), ...
 std::string TierLabel(uint32_t tier);
 
 // A job with tasks waiting for placement: a new job (nothing active yet, so

@@ -39,7 +39,7 @@ std::string_view MisfitText(Misfit misfit) {
 }
 
 std::string EffectiveQos(const Resources& need) {
-  return need.sharing_qos.empty() ? std::string("best-effort") : need.sharing_qos;
+  return need.sharing_qos.empty() ? std::string(ToString(SharingQos::kBestEffort)) : need.sharing_qos;
 }
 
 uint64_t ResolveShareMemory(const Resources& need, uint64_t device_mib) {

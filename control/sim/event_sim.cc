@@ -234,12 +234,12 @@ nlohmann::json EventSummaryJson(const EventRun& run) {
   double peak = 0;
   for (const auto& point : run.series) peak = std::max(peak, point.alloc_pct);
   out["peak_alloc_pct"] = peak;
-  static constexpr const char* kClasses[] = {"low", "medium", "high"};
   for (size_t c = 0; c < 3; ++c) {
+    const std::string cls(ToString(static_cast<PriorityClass>(c)));
     const auto& waits = run.waits_s[c];
     double sum = 0;
     for (double w : waits) sum += w;
-    out["wait_s"][kClasses[c]] = {{"started", waits.size()},
+    out["wait_s"][cls] = {{"started", waits.size()},
                                  {"mean", waits.empty() ? 0.0 : sum / static_cast<double>(waits.size())},
                                  {"p50", Percentile(waits, 0.5)},
                                  {"p99", Percentile(waits, 0.99)}};

@@ -117,9 +117,7 @@ Result<std::vector<SimJob>> ParseJsonlWorkload(const std::string& text, const st
     GPOOL_ASSIGN_OR_RETURN(const double gpu_memory, number_of("gpu_memory_mib", 0, 0, 1e7));
     GPOOL_ASSIGN_OR_RETURN(const double compute, number_of("gpu_compute_pct", 0, 0, 100));
     GPOOL_ASSIGN_OR_RETURN(std::string cls, string_of("priority_class", "medium"));
-    if (cls != "low" && cls != "medium" && cls != "high") {
-      return Status::InvalidArgument(where + "priority_class: '" + cls + "' is not low, medium or high");
-    }
+    if (!PriorityClassFromString(cls)) return NotOneOf<PriorityClass>(where + "priority_class", cls);
     if (gpus == 0 && cpu == 0) return Status::InvalidArgument(where + "the job asks for neither GPUs nor CPU");
     sim.arrival_ms = static_cast<int64_t>(arrival * 1000);
     sim.duration_ms = duration < 0 ? -1 : static_cast<int64_t>(duration * 1000);
@@ -127,7 +125,7 @@ Result<std::vector<SimJob>> ParseJsonlWorkload(const std::string& text, const st
     job.id = JobId(jobs.size() + 1);
     GPOOL_ASSIGN_OR_RETURN(job.queue, string_of("queue", "default"));
     GPOOL_ASSIGN_OR_RETURN(job.user, string_of("name", "job-" + std::to_string(jobs.size() + 1)));
-    job.priority_class = topology::PriorityClassFromName(cls);
+    job.priority_class = *PriorityClassFromString(cls);
     Resources need;
     need.gpus = static_cast<uint32_t>(gpus);
     need.cpu_milli = static_cast<uint64_t>(cpu);

@@ -124,7 +124,7 @@ void ClusterState::BuildRunning(topology::ClusterView& view) const {
     running.group = task->group;
     running.queue = job->spec.queue;
     running.user = job->spec.user;
-    running.priority_class = topology::PriorityClassFromName(job->spec.priority_class);
+    running.priority_class = PriorityClassFromString(job->spec.priority_class).value_or(PriorityClass::kMedium);
     running.priority = job->spec.priority;
     running.node = task->node;
     running.gpus = static_cast<uint32_t>(task->gpu_indices.size());
@@ -159,14 +159,14 @@ void ClusterState::BuildPending(topology::ClusterView& view, int64_t now_ms) con
     pj.priority = job.spec.priority;
     pj.arrival = job.arrival;
     pj.queue = job.spec.queue;
-    pj.priority_class = topology::PriorityClassFromName(job.spec.priority_class);
+    pj.priority_class = PriorityClassFromString(job.spec.priority_class).value_or(PriorityClass::kMedium);
     pj.pool = job.spec.pool;
     pj.user = job.spec.user;
     pj.node_selector = job.spec.node_selector;
     pj.prefer_labels = job.spec.prefer_labels;
     pj.tolerations = job.spec.tolerations;
-    pj.numa_policy = topology::NumaPolicyFromName(job.spec.numa_policy);
-    pj.network_mode = topology::NetworkModeFromName(job.spec.network_mode);
+    pj.numa_policy = NumaPolicyFromString(job.spec.numa_policy).value_or(NumaPolicy::kNone);
+    pj.network_mode = NetworkModeFromString(job.spec.network_mode).value_or(NetworkMode::kNone);
     pj.network_tier = job.spec.network_tier;
     pj.gpu_uuid_allow = job.spec.gpu_uuid_allow;
     pj.gpu_uuid_deny = job.spec.gpu_uuid_deny;

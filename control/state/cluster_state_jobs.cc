@@ -102,22 +102,24 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
   // Events are redelivered until acked; a repeat must change nothing.
   if (!HoldsResources(task.state)) return result;
   const int64_t when = event.time_ms != 0 ? event.time_ms : now;
-  if (event.kind == "started") {
+  const auto kind = TaskEventKindFromString(event.kind);
+  if (!kind) {
+    result.status = NotOneOf<TaskEventKind>("task event kind", event.kind);
+    return result;
+  }
+  if (*kind == TaskEventKind::kStarted) {
     if (task.state == TaskState::kBound) {
       task.state = TaskState::kRunning;
       task.pid = event.pid;
       task.start_ms = when;
       TrackCommand(task);
     }
-  } else if (event.kind == "exited" || event.kind == "failed") {
+  } else {
     task.exit_code = event.exit_code;
     task.signal = event.signal;
     if (!event.message.empty()) task.set_message(event.message);
-    const bool clean = event.kind == "exited" && event.exit_code == 0 && event.signal == 0;
+    const bool clean = *kind == TaskEventKind::kExited && event.exit_code == 0 && event.signal == 0;
     EndTask(*job, task, clean ? TaskState::kSucceeded : TaskState::kFailed, when);
-  } else {
-    result.status = Status::InvalidArgument("unknown task event kind '" + event.kind.substr(0, 32) + "'");
-    return result;
   }
   UpdateJobState(*job, now);
   return result;

@@ -98,16 +98,19 @@ std::string Preload(const std::string& lib, const std::string& existing) {
 
 void AddShareEnv(const BindTask& bind, size_t devices, const TaskEnvOptions& options,
                  std::map<std::string, std::string>& env) {
-  const std::string qos = EffectiveSharingQos(bind);
+  // Validated before the task starts (task_env.cc); an unknown name is best-effort.
+  const SharingQos qos = SharingQosFromString(EffectiveSharingQos(bind)).value_or(SharingQos::kBestEffort);
   if (bind.gpu_memory_mib > 0) {
     const std::string limit = std::to_string(bind.gpu_memory_mib) + "m";  // HAMi-core: m = MiB
     env["CUDA_DEVICE_MEMORY_LIMIT"] = limit;
     for (size_t i = 0; i < devices; ++i) env["CUDA_DEVICE_MEMORY_LIMIT_" + std::to_string(i)] = limit;
   }
-  if (bind.gpu_compute_pct > 0 && qos != "best-effort") {
+  if (bind.gpu_compute_pct > 0 && qos != SharingQos::kBestEffort) {
     env["CUDA_DEVICE_SM_LIMIT"] = std::to_string(bind.gpu_compute_pct);
   }
-  env["GPU_CORE_UTILIZATION_POLICY"] = qos == "fixed-share" ? "force" : qos == "burst-share" ? "default" : "disable";
+  env["GPU_CORE_UTILIZATION_POLICY"] = qos == SharingQos::kFixedShare   ? "force"
+                                       : qos == SharingQos::kBurstShare ? "default"
+                                                                        : "disable";
   if (!options.share_cache_path.empty()) env["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = options.share_cache_path;
   if (!options.cuda_intercept_lib.empty()) {
     auto it = env.find("LD_PRELOAD");
@@ -115,13 +118,13 @@ void AddShareEnv(const BindTask& bind, size_t devices, const TaskEnvOptions& opt
   }
   env["GPOOL_GPU_MEMORY_MIB"] = std::to_string(bind.gpu_memory_mib);
   env["GPOOL_GPU_COMPUTE_PCT"] = std::to_string(bind.gpu_compute_pct);
-  env["GPOOL_SHARING_QOS"] = qos;
+  env["GPOOL_SHARING_QOS"] = std::string(ToString(qos));
 }
 
 }  // namespace
 
 std::string EffectiveSharingQos(const BindTask& bind) {
-  return bind.sharing_qos.empty() ? std::string("best-effort") : bind.sharing_qos;
+  return bind.sharing_qos.empty() ? std::string(ToString(SharingQos::kBestEffort)) : bind.sharing_qos;
 }
 
 bool IsGpuShare(const BindTask& bind) { return bind.gpu_memory_mib > 0 || bind.gpu_compute_pct > 0; }

@@ -30,7 +30,8 @@ std::set<uint32_t> BoundDevices(const BindTask& bind, const NodeSpec& node) {
 
 NumaPinning PlanNumaPinning(const BindTask& bind, const NodeSpec& node) {
   NumaPinning pinning;
-  if (bind.numa_policy != "best-effort" && bind.numa_policy != "single-numa-node") return pinning;
+  const NumaPolicy policy = NumaPolicyFromString(bind.numa_policy).value_or(NumaPolicy::kNone);
+  if (policy == NumaPolicy::kNone) return pinning;
   const std::set<uint32_t> devices = BoundDevices(bind, node);
   std::set<int32_t> numa_ids;
   for (const auto& gpu : node.gpus) {
@@ -52,7 +53,7 @@ NumaPinning PlanNumaPinning(const BindTask& bind, const NodeSpec& node) {
   cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
   std::sort(pinning.nodes.begin(), pinning.nodes.end());
   pinning.cpus = std::move(cpus);
-  pinning.strict = bind.numa_policy == "single-numa-node";
+  pinning.strict = policy == NumaPolicy::kSingleNumaNode;
   return pinning;
 }
 

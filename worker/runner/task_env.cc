@@ -58,10 +58,7 @@ Status ValidateCores(const BindTask& bind, const NodeSpec& node) {
 
 Status ValidateShareAndPolicy(const BindTask& bind) {
   const std::string& qos = bind.sharing_qos;
-  if (!qos.empty() && qos != "best-effort" && qos != "fixed-share" && qos != "burst-share") {
-    return Status::InvalidArgument("sharing_qos: '" + qos.substr(0, 32) +
-                                   "' is not best-effort, fixed-share or burst-share");
-  }
+  if (!qos.empty() && !SharingQosFromString(qos)) return NotOneOf<SharingQos>("sharing_qos", qos);
   if (bind.gpu_compute_pct > 100) {
     return Status::InvalidArgument("gpu_compute_pct: " + std::to_string(bind.gpu_compute_pct) + " is above 100");
   }
@@ -69,10 +66,7 @@ Status ValidateShareAndPolicy(const BindTask& bind) {
     return Status::InvalidArgument("gpu_memory_mib/gpu_compute_pct: a GPU share needs gpu_indices");
   }
   const std::string& numa = bind.numa_policy;
-  if (!numa.empty() && numa != "none" && numa != "best-effort" && numa != "single-numa-node") {
-    return Status::InvalidArgument("numa_policy: '" + numa.substr(0, 32) +
-                                   "' is not none, best-effort or single-numa-node");
-  }
+  if (!numa.empty() && !NumaPolicyFromString(numa)) return NotOneOf<NumaPolicy>("numa_policy", numa);
   return Status::Ok();
 }
 

@@ -74,7 +74,7 @@ void TaskManager::Preempt(const PreemptTask& preempt) {
     tomb.exit_code = 128 + SIGTERM;
     tomb.finished_mono_ms = options_.clock->MonoMs();
     auto& placed = tasks_.emplace(preempt.task, std::move(tomb)).first->second;
-    placed.exit_seq = Emit(preempt.task, "exited", 0, 128 + SIGTERM, SIGTERM,
+    placed.exit_seq = Emit(preempt.task, TaskEventKind::kExited, 0, 128 + SIGTERM, SIGTERM,
                            "preempted before it was bound on this node: " + preempt.reason);
     log_->info("preempt for an unknown task, tombstone recorded task={} reason={}", preempt.task.ToString(),
                Q(preempt.reason));
@@ -101,7 +101,7 @@ void TaskManager::Terminate(const TaskId& id, Task& task, int64_t grace_ms, cons
       task.signal = SIGTERM;
       task.exit_code = 128 + SIGTERM;
       task.finished_mono_ms = now;
-      task.exit_seq = Emit(id, "exited", 0, task.exit_code, task.signal, "cancelled before start: " + reason);
+      task.exit_seq = Emit(id, TaskEventKind::kExited, 0, task.exit_code, task.signal, "cancelled before start: " + reason);
       log_->info("task cancelled before start task={} reason={}", id.ToString(), Q(reason));
       return;
     case Phase::kRunning: {
@@ -171,7 +171,7 @@ void TaskManager::FailStart(const TaskId& id, Task& task, const Status& status) 
   task.phase = Phase::kFailed;
   task.exit_code = 127;
   task.finished_mono_ms = options_.clock->MonoMs();
-  task.exit_seq = Emit(id, "failed", 0, 127, 0, status.message());
+  task.exit_seq = Emit(id, TaskEventKind::kFailed, 0, 127, 0, status.message());
   log_->warn("task failed to start task={} exit_code=127 error={}", id.ToString(), Q(status.ToString()));
 }
 
@@ -200,7 +200,7 @@ void TaskManager::Start(const TaskId& id, Task& task) {
   task.phase = Phase::kRunning;
   task.pid = *pid;
   by_pid_[*pid] = id;
-  Emit(id, "started", *pid, 0, 0, "");
+  Emit(id, TaskEventKind::kStarted, *pid, 0, 0, "");
   log_->info("task started task={} pid={} gpus={} numa_cpus={} log={}", id.ToString(), *pid,
              JoinIndices(task.bind.gpu_indices),
              request.numa.empty() ? "none" : topology::FormatCpuList(request.numa.cpus), Q(request.log_path));
@@ -261,7 +261,7 @@ void TaskManager::OnExit(const ExitInfo& exit) {
   }
   ReleaseMigInstances(id, task);
   const std::string message = task.preempted ? "stopped by the worker: " + task.stop_reason : "";
-  task.exit_seq = Emit(id, "exited", exit.pid, exit.exit_code, exit.signal, message);
+  task.exit_seq = Emit(id, TaskEventKind::kExited, exit.pid, exit.exit_code, exit.signal, message);
   log_->info("task exited task={} pid={} exit_code={} signal={} state={}", id.ToString(), exit.pid, exit.exit_code,
              exit.signal, TerminalState(task));
 }
@@ -279,13 +279,13 @@ void TaskManager::Expire() {
   }
 }
 
-uint64_t TaskManager::Emit(const TaskId& id, std::string kind, int64_t pid, int32_t exit_code, int32_t signal,
+uint64_t TaskManager::Emit(const TaskId& id, TaskEventKind kind, int64_t pid, int32_t exit_code, int32_t signal,
                            std::string message) {
   TaskEvent event;
   event.node = options_.node.name;
   event.seq = next_seq_++;
   event.task = id;
-  event.kind = std::move(kind);
+  event.kind = std::string(ToString(kind));
   event.pid = pid;
   event.exit_code = exit_code;
   event.signal = signal;

@@ -159,7 +159,7 @@ class TaskManager {
   void Terminate(const TaskId& id, Task& task, int64_t grace_ms, const std::string& reason);
   void OnExit(const ExitInfo& exit);
   void Expire();
-  uint64_t Emit(const TaskId& id, std::string kind, int64_t pid, int32_t exit_code, int32_t signal,
+  uint64_t Emit(const TaskId& id, TaskEventKind kind, int64_t pid, int32_t exit_code, int32_t signal,
                 std::string message);
   std::string TerminalState(const Task& task) const;
 
