@@ -18,6 +18,15 @@ DeviceLoad DeviceLoad::Of(const GpuSlot& gpu) {
   return load;
 }
 
+void DeviceLoad::WriteTo(GpuSlot& gpu) const {
+  gpu.tenants = tenants;
+  gpu.memory_used_mib = memory_used_mib;
+  gpu.compute_used_pct = compute_used_pct;
+  gpu.qos = qos;
+  gpu.mig = mig;
+  gpu.cores_used = cores_used;
+}
+
 bool DeviceLoad::HasMig() const {
   return std::any_of(mig.begin(), mig.end(), [](const MigSlot& slot) { return slot.used; });
 }
@@ -157,6 +166,28 @@ void RemoveMig(DeviceLoad& load, const MigSlot& instance, bool destroy) {
         it->used = false;
       }
       return;
+    }
+  }
+}
+
+void ApplyGrant(DeviceLoad& load, const GpuSlot& gpu, const DeviceGrant& grant, bool add) {
+  if (!grant.mig_profile.empty()) {
+    const MigSlot instance{grant.mig_profile, grant.mig_start, true};
+    add ? AddMig(load, instance) : RemoveMig(load, instance, gpu.mig_mode == "dynamic");
+  } else if (grant.shared) {
+    add ? AddShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct, grant.sharing_qos)
+        : RemoveShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct);
+  } else if (!grant.cores.empty()) {
+    const uint32_t first = gpu.index * gpu.cores;
+    for (uint32_t core : grant.cores) {
+      if (gpu.cores == 0 || core < first || core >= first + gpu.cores) continue;
+      if (load.cores_used.size() < gpu.cores) load.cores_used.resize(gpu.cores, false);
+      load.cores_used[core - first] = add;
+    }
+    if (add) {
+      ++load.tenants;
+    } else if (load.tenants > 0) {
+      --load.tenants;
     }
   }
 }

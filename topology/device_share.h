@@ -41,6 +41,7 @@ struct DeviceLoad {
   std::vector<bool> cores_used;  // per core
 
   static DeviceLoad Of(const GpuSlot& gpu);
+  void WriteTo(GpuSlot& gpu) const;  // the inverse of Of
   bool HasMig() const;  // an instance is in use
 };
 
@@ -83,6 +84,14 @@ MigFit CheckMig(const GpuSlot& gpu, const DeviceLoad& load, const Resources& nee
 void AddMig(DeviceLoad& load, const MigSlot& instance);
 // `destroy`: a dynamic instance goes away with its tenant; a static one stays.
 void RemoveMig(DeviceLoad& load, const MigSlot& instance, bool destroy);
+
+// What one grant holds on one device, added to (`add`) or taken from its
+// load: its cores (node-wide core ids; those of other devices are skipped),
+// its MIG instance (a dynamic one goes with its tenant) or its share. Each
+// is one tenant. The one rule the scheduler's session, the simulator and the
+// state machine apply grants by; a whole device held by one task is not a
+// load (GpuSlot::allocated) and an empty grant changes nothing.
+void ApplyGrant(DeviceLoad& load, const GpuSlot& gpu, const DeviceGrant& grant, bool add);
 
 // Only MIG instances run on it: static MIG, or MIG mode on right now.
 bool MigOnly(const GpuSlot& gpu);

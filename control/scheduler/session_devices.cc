@@ -295,29 +295,7 @@ void Session::MarkDevices(WorkNode& node, const Placement& placement, bool add) 
       const auto& gpu = node.view->gpus[g];
       if (gpu.index != index) continue;
       auto& load = node.loads[g];
-      const auto& grant = placement.grant;
-      if (!grant.cores.empty()) {
-        const uint32_t first = gpu.index * gpu.cores;
-        for (uint32_t core : grant.cores) {
-          if (gpu.cores > 0 && core >= first && core < first + gpu.cores) load.cores_used[core - first] = add;
-        }
-        if (add) {
-          ++load.tenants;
-        } else if (load.tenants > 0) {
-          --load.tenants;
-        }
-      } else if (!grant.mig_profile.empty()) {
-        const topology::MigSlot instance{grant.mig_profile, grant.mig_start, true};
-        if (add) {
-          topology::AddMig(load, instance);
-        } else {
-          topology::RemoveMig(load, instance, gpu.mig_mode == "dynamic");
-        }
-      } else if (add) {
-        topology::AddShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct, grant.sharing_qos);
-      } else {
-        topology::RemoveShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct);
-      }
+      topology::ApplyGrant(load, gpu, placement.grant, add);
       const bool free = topology::WholeFree(gpu, load);
       if (free != node.gpu_free[g]) {
         node.gpu_free[g] = free;

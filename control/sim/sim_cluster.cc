@@ -67,43 +67,16 @@ void SimCluster::Apply(size_t node_index, const scheduler::Placement& placement,
     auto gpu = std::find_if(node.gpus.begin(), node.gpus.end(), [&](const auto& g) { return g.index == index; });
     if (gpu == node.gpus.end()) continue;
     const uint64_t milli = GpuMilli(*gpu, placement);
-    if (!grant.mig_profile.empty()) {
-      if (add) {
-        auto slot = std::find_if(gpu->mig.begin(), gpu->mig.end(), [&](const auto& m) {
-          return m.profile == grant.mig_profile && m.start == grant.mig_start;
-        });
-        if (slot == gpu->mig.end()) {
-          gpu->mig.push_back({grant.mig_profile, grant.mig_start, true});
-        } else {
-          slot->used = true;
-        }
-      } else {
-        for (auto& slot : gpu->mig) {
-          if (slot.profile == grant.mig_profile && slot.start == grant.mig_start) slot.used = false;
-        }
-        // Dynamic instances go with their task.
-        if (gpu->mig_mode == "dynamic") {
-          std::erase_if(gpu->mig, [](const auto& m) { return !m.used; });
-        }
-      }
-      continue;
-    }
-    if (grant.shared) {
-      topology::DeviceLoad load = topology::DeviceLoad::Of(*gpu);
-      if (add) {
-        topology::AddShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct, grant.sharing_qos);
-      } else {
-        topology::RemoveShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct);
-      }
-      gpu->tenants = load.tenants;
-      gpu->memory_used_mib = load.memory_used_mib;
-      gpu->compute_used_pct = load.compute_used_pct;
-      gpu->qos = load.qos;
-    } else if (!grant.cores.empty()) {
-      continue;  // core grants do not change what whole-device checks see
-    } else {
+    if (grant.Empty()) {
       gpu->allocated = add;
+    } else {
+      topology::DeviceLoad load = topology::DeviceLoad::Of(*gpu);
+      topology::ApplyGrant(load, *gpu, grant, add);
+      load.WriteTo(*gpu);
     }
+    // The allocation figure counts whole devices and shares (as the trace
+    // does); MIG instances and cores are placed but not counted.
+    if (!grant.mig_profile.empty() || !grant.cores.empty()) continue;
     if (add) {
       allocated_gpu_milli_ += milli;
     } else {

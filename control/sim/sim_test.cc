@@ -14,6 +14,7 @@
 #include "control/sim/share_packing.h"
 #include "control/sim/sim_cluster.h"
 #include "control/sim/workload.h"
+#include "topology/device_share.h"
 
 namespace gpool::sim {
 namespace {
@@ -56,6 +57,40 @@ TEST(SimClusterTest, BindAndReleaseRestoreTheNode) {
   scheduler::Placement unknown;
   unknown.node = "nowhere";
   EXPECT_FALSE(cluster.Bind(unknown, share.job, 2));
+}
+
+// A core grant holds its device as the state machine sees it (so the next
+// cycle cannot hand the device out whole), and its release frees it.
+TEST(SimClusterTest, ACoreGrantHoldsItsDeviceUntilReleased) {
+  topology::NodeView node;
+  node.name = "trn";
+  node.cpu_milli_total = node.cpu_milli_free = 64000;
+  node.memory_mib_total = node.memory_mib_free = 65536;
+  for (uint32_t g = 0; g < 2; ++g) {
+    topology::GpuSlot gpu;
+    gpu.index = g;
+    gpu.model = "trainium";
+    gpu.vendor = "aws";
+    gpu.cores = 2;
+    gpu.cores_used.assign(2, false);
+    node.gpus.push_back(gpu);
+  }
+  SimCluster cluster({node});
+  scheduler::Placement placement;
+  placement.job = JobId(1);
+  placement.node = "trn";
+  placement.gpu_indices = {1};
+  placement.grant.cores = {2};  // node-wide: device 1's first core
+  topology::PendingJob job;
+  job.id = JobId(1);
+  ASSERT_TRUE(cluster.Bind(placement, job, 1));
+  const topology::GpuSlot& held = cluster.view().nodes[0].gpus[1];
+  EXPECT_EQ(held.cores_used, (std::vector<bool>{true, false}));
+  EXPECT_EQ(held.tenants, 1u);
+  EXPECT_FALSE(topology::WholeFree(held, topology::DeviceLoad::Of(held)));
+  ASSERT_TRUE(cluster.Release(JobId(1), 0));
+  const topology::GpuSlot& freed = cluster.view().nodes[0].gpus[1];
+  EXPECT_TRUE(topology::WholeFree(freed, topology::DeviceLoad::Of(freed)));
 }
 
 TEST(SimWorkloadTest, TracePodsBecomeJobs) {

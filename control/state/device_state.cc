@@ -46,25 +46,9 @@ void ClusterState::FillGpuLoad(topology::GpuSlot& slot, const NodeRecord& node, 
   for (const TaskId& id : tenants->second) {
     const TaskRecord* task = FindTask(id);
     if (task == nullptr) continue;
-    const DeviceGrant& grant = task->grant();
-    if (!grant.mig_profile.empty()) {
-      topology::AddMig(load, topology::MigSlot{grant.mig_profile, grant.mig_start, true});
-    } else if (grant.shared) {
-      topology::AddShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct, grant.sharing_qos);
-    } else {
-      ++load.tenants;
-    }
-    for (uint32_t core : grant.cores) {
-      const uint32_t first = gpu.index * gpu.cores;
-      if (gpu.cores > 0 && core >= first && core < first + gpu.cores) load.cores_used[core - first] = true;
-    }
+    topology::ApplyGrant(load, slot, task->grant(), /*add=*/true);
   }
-  slot.tenants = load.tenants;
-  slot.memory_used_mib = load.memory_used_mib;
-  slot.compute_used_pct = load.compute_used_pct;
-  slot.qos = load.qos;
-  slot.mig = load.mig;
-  slot.cores_used = load.cores_used;
+  load.WriteTo(slot);
 }
 
 Status ClusterState::CheckGrant(const Resources& need, const PlanBind& bind, const NodeRecord& node,
@@ -104,16 +88,17 @@ Status ClusterState::CheckGrant(const Resources& need, const PlanBind& bind, con
     if (!grant.cores.empty()) {
       const uint32_t first = spec->index * spec->cores;
       bool any = false;
+      std::vector<bool> taken = load.cores_used;  // a core granted twice is taken the second time
       for (uint32_t core : grant.cores) {
         if (spec->cores == 0 || core < first || core >= first + spec->cores) continue;
-        if (load.cores_used.size() <= core - first || load.cores_used[core - first]) {
+        if (taken.size() <= core - first || taken[core - first]) {
           return Status::FailedPrecondition(where + "core " + std::to_string(core) + " is taken");
         }
-        load.cores_used[core - first] = true;
+        taken[core - first] = true;
         any = true;
       }
       if (!any) return Status::InvalidArgument(where + "holds none of the granted cores");
-      ++load.tenants;
+      topology::ApplyGrant(load, slot, grant, /*add=*/true);
     } else if (grant.shared) {
       if (grant.gpu_memory_mib < topology::ResolveShareMemory(need, spec->memory_mib)) {
         return Status::InvalidArgument(where + "share smaller than requested");
@@ -122,7 +107,7 @@ Status ClusterState::CheckGrant(const Resources& need, const PlanBind& bind, con
       if (misfit != topology::Misfit::kNone) {
         return Status::FailedPrecondition(where + std::string(topology::MisfitText(misfit)));
       }
-      topology::AddShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct, grant.sharing_qos);
+      topology::ApplyGrant(load, slot, grant, /*add=*/true);
     } else {
       Resources exact = need;
       exact.mig_profile = grant.mig_profile;
@@ -148,7 +133,7 @@ Status ClusterState::CheckGrant(const Resources& need, const PlanBind& bind, con
         if (model == nullptr) return Status::FailedPrecondition(where + "no MIG profile table");
         if (auto bad = topology::CheckMigLayout(*model, layout)) return Status::FailedPrecondition(where + *bad);
       }
-      topology::AddMig(load, instance);
+      topology::ApplyGrant(load, slot, grant, /*add=*/true);
     }
   }
   return Status::Ok();
