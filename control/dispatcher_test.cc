@@ -19,7 +19,7 @@ class DispatcherTest : public ::testing::Test {
     spec.name = "j";
     spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
     proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
-    proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 100, 100}}, {}},
+    proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(1), 0, "n1", {0}, 100, 100}}, {}},
                       [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
   }
 

@@ -73,7 +73,7 @@ class GatewayTest : public ::testing::Test {
     proposer_.Propose(state::RegisterNodeCmd{OneGpuNode("n1"), {}}, [](const auto&) {});
     workers_.Connect("n1", "peer-n1", now_ms_, 2'000'000);  // later than any committed sighting
     Send(SubmitJob{OneGpuJob(), ""});
-    proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 0, 0}}, {}},
+    proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(1), 0, "n1", {0}, 0, 0}}, {}},
                       [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
   }
 
@@ -192,7 +192,7 @@ TEST_F(GatewayTest, TaskLogIsRelayedFromTheTasksNodeOnly) {
 
   outbox_.sent.clear();
   proposer_.Propose(state::RegisterNodeCmd{OneGpuNode("n1"), {}}, [](const auto&) {});
-  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 0, 0}}, {}}, [](const auto&) {});
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(1), 0, "n1", {0}, 0, 0}}, {}}, [](const auto&) {});
   Send(GetTaskLog{.job_id = 1}, 5);
   EXPECT_EQ(LastError(), "Unavailable") << "n1 is not connected";
 

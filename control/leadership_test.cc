@@ -195,7 +195,7 @@ TEST_F(LeadershipTest, DispatcherResetResendsBindsAndFailsLogFetches) {
   FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
   FromClient(SubmitJob{OneGpuJob(), "k"});
   state::ApplyPlanCmd plan;
-  plan.binds.push_back(state::PlanBind{1, 0, "n1", {0}, 0, 0});
+  plan.binds.push_back(state::PlanBind{JobId(1), 0, "n1", {0}, 0, 0});
   proposer_.Propose(plan, [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
   dispatcher_->Tick(100);
   auto binds = [&] {

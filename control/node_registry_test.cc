@@ -64,7 +64,7 @@ class RegistryTest : public ::testing::Test {
     spec.name = "j";
     spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
     proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
-    proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 100, 100}}, {}}, [](const auto&) {});
+    proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(1), 0, "n1", {0}, 100, 100}}, {}}, [](const auto&) {});
   }
 
   std::unique_ptr<NodeRegistry> registry_;
@@ -242,14 +242,14 @@ TEST_F(RegistryTest, DispatcherSendsOnlyNewCommandsEachTick) {
   spec.name = "j";
   spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
   for (int i = 0; i < 3; ++i) proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
-  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{1, 0, "n1", {0}, 100, 100},
-                                         state::PlanBind{2, 0, "n1", {1}, 100, 100}}, {}},
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(1), 0, "n1", {0}, 100, 100},
+                                         state::PlanBind{JobId(2), 0, "n1", {1}, 100, 100}}, {}},
                     [](const auto&) {});
   dispatcher_->Tick(0);
   EXPECT_EQ(WorkerFrames(MessageType::kBindTask).size(), 2u);
   dispatcher_->Tick(10);
   EXPECT_EQ(WorkerFrames(MessageType::kBindTask).size(), 2u);
-  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{3, 0, "n1", {2}, 100, 100}}, {}}, [](const auto&) {});
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(3), 0, "n1", {2}, 100, 100}}, {}}, [](const auto&) {});
   dispatcher_->Tick(20);
   auto binds = WorkerFrames(MessageType::kBindTask);
   ASSERT_EQ(binds.size(), 3u);

@@ -63,35 +63,25 @@ bool SchedulerDriver::Tick(int64_t now_ms) {
 bool SchedulerDriver::Propose(scheduler::Plan plan, int64_t now_ms) {
   // The plan may come from a view that has aged (a background cycle); apply
   // re-validates every bind and eviction, so that is safe.
-  state::ApplyPlanCmd cmd;
-  for (auto& bind : plan.binds) {
-    cmd.binds.push_back(state::PlanBind{bind.job.value(), bind.task_index, std::move(bind.node),
-                                        std::move(bind.gpu_indices), bind.cpu_milli, bind.memory_mib,
-                                        std::move(bind.grant), bind.numa_node});
-  }
-  for (auto& eviction : plan.evictions) {
+  for (const auto& eviction : plan.evictions) {
     spdlog::info("evicting job={} task={} for_job={} reason=\"{}\"", eviction.job.value(), eviction.task_index,
                  eviction.for_job.value(), eviction.reason);
-    cmd.evictions.push_back(state::PlanEviction{eviction.job.value(), eviction.task_index, eviction.for_job.value(),
-                                                std::move(eviction.reason)});
   }
-  for (auto& pending : plan.pending) {
+  const size_t considered = plan.pending.size();
+  std::erase_if(plan.pending, [this](const scheduler::PendingReasons& pending) {
     const auto* job = state_.FindJob(pending.job);
-    if (job != nullptr && job->reasons() == pending.reasons && job->legacy_reasons().empty()) {
-      continue;  // nothing new to record
-    }
-    cmd.reasons.push_back(state::PlanReasons{pending.job.value(), std::move(pending.reasons), {}});
-  }
-  if (cmd.binds.empty() && cmd.evictions.empty() && cmd.reasons.empty()) return false;
-  if (cmd.binds.empty() && cmd.evictions.empty() && now_ms - last_reasons_ms_ < options_.reasons_interval_ms) {
+    return job != nullptr && job->reasons() == pending.reasons && job->legacy_reasons().empty();  // nothing new
+  });
+  if (plan.binds.empty() && plan.evictions.empty() && plan.pending.empty()) return false;
+  if (plan.binds.empty() && plan.evictions.empty() && now_ms - last_reasons_ms_ < options_.reasons_interval_ms) {
     reasons_deferred_ = true;  // run again once the interval has passed
     return false;
   }
-  if (!cmd.reasons.empty()) last_reasons_ms_ = now_ms;
-  spdlog::debug("scheduling cycle binds={} evictions={} pending={}", cmd.binds.size(), cmd.evictions.size(),
-                plan.pending.size());
+  if (!plan.pending.empty()) last_reasons_ms_ = now_ms;
+  spdlog::debug("scheduling cycle binds={} evictions={} pending={}", plan.binds.size(), plan.evictions.size(),
+                considered);
   in_flight_ = true;
-  proposer_.Propose(std::move(cmd), [this](const state::ApplyResult& result) {
+  proposer_.Propose(std::move(plan)  /* the plan is the ApplyPlan command */, [this](const state::ApplyResult& result) {
     in_flight_ = false;
     if (result.jobs_rejected > 0) {
       spdlog::info("plan partly stale binds_applied={} jobs_rejected={}", result.binds_applied, result.jobs_rejected);

@@ -47,8 +47,8 @@ class TrainingEnvTest : public ::testing::Test {
 TEST_F(TrainingEnvTest, GangLayoutGivesRanksNodesAndMaster) {
   // Tasks 0, 2 and 3 on n2, task 1 on n1: n2 is node rank 0 (it holds task 0).
   ApplyPlanCmd plan;
-  plan.binds = {PlanBind{job_, 0, "n2", {0, 1}, 1000, 1024}, PlanBind{job_, 1, "n1", {0, 1}, 1000, 1024},
-                PlanBind{job_, 2, "n2", {2, 3}, 1000, 1024}, PlanBind{job_, 3, "n2", {4, 5}, 1000, 1024}};
+  plan.binds = {PlanBind{JobId(job_), 0, "n2", {0, 1}, 1000, 1024}, PlanBind{JobId(job_), 1, "n1", {0, 1}, 1000, 1024},
+                PlanBind{JobId(job_), 2, "n2", {2, 3}, 1000, 1024}, PlanBind{JobId(job_), 3, "n2", {4, 5}, 1000, 1024}};
   ASSERT_EQ(Do(plan).binds_applied, 4u);
 
   auto t0 = EnvOf(0);
@@ -112,7 +112,7 @@ TEST_F(TrainingEnvElasticTest, ElasticJobRanksTheReplicasItHasAndNamesGroupsStab
   ps.command = {"ps"};
   const uint64_t job = Submit({ps});
   ApplyPlanCmd plan;
-  plan.binds = {PlanBind{job, 0, "n1", {}, 0, 0}, PlanBind{job, 2, "n1", {0}, 0, 0}};
+  plan.binds = {PlanBind{JobId(job), 0, "n1", {}, 0, 0}, PlanBind{JobId(job), 2, "n1", {0}, 0, 0}};
   ASSERT_EQ(Apply(plan).binds_applied, 2u);
   const auto& record = *state_.FindJob(JobId(job));
   auto env = TrainingEnv(state_, record, record.tasks[2]);
@@ -128,8 +128,8 @@ TEST_F(TrainingEnvElasticTest, ElasticJobRanksTheReplicasItHasAndNamesGroupsStab
 // environment from it: that must be what each task would get on its own.
 TEST_F(TrainingEnvTest, OneLayoutServesEveryTaskOfAGang) {
   ApplyPlanCmd plan;
-  plan.binds = {PlanBind{job_, 0, "n2", {0, 1}, 1000, 1024}, PlanBind{job_, 1, "n1", {0, 1}, 1000, 1024},
-                PlanBind{job_, 2, "n2", {2, 3}, 1000, 1024}, PlanBind{job_, 3, "n1", {4, 5}, 1000, 1024}};
+  plan.binds = {PlanBind{JobId(job_), 0, "n2", {0, 1}, 1000, 1024}, PlanBind{JobId(job_), 1, "n1", {0, 1}, 1000, 1024},
+                PlanBind{JobId(job_), 2, "n2", {2, 3}, 1000, 1024}, PlanBind{JobId(job_), 3, "n1", {4, 5}, 1000, 1024}};
   ASSERT_EQ(Do(plan).binds_applied, 4u);
   const TrainingLayout layout(state_, Job(), Job().tasks[2]);
   for (uint32_t i = 0; i < 4; ++i) {
@@ -141,7 +141,7 @@ TEST_F(TrainingEnvTest, OneLayoutServesEveryTaskOfAGang) {
 TEST_F(TrainingEnvElasticTest, ALayoutCoversOnlyTheReplicasItCounts) {
   const uint64_t job = Submit({});
   ApplyPlanCmd plan;
-  plan.binds = {PlanBind{job, 1, "n1", {0}, 0, 0}, PlanBind{job, 3, "n1", {1}, 0, 0}};
+  plan.binds = {PlanBind{JobId(job), 1, "n1", {0}, 0, 0}, PlanBind{JobId(job), 3, "n1", {1}, 0, 0}};
   ASSERT_EQ(Apply(plan).binds_applied, 2u);
   const auto& record = *state_.FindJob(JobId(job));
   const TrainingLayout layout(state_, record, record.tasks[1]);

@@ -85,6 +85,11 @@ class Packer {
   void Value(int64_t v) { pk_.pack_int64(v); }
   void Value(int32_t v) { pk_.pack_int32(v); }
   void Nil() { pk_.pack_nil(); }
+  // Strong ids travel as their value.
+  template <typename Tag, typename Rep>
+  void Value(const StrongId<Tag, Rep>& id) {
+    Value(id.value());
+  }
   // Enums travel as their number: stored codes must keep their values.
   template <typename E>
     requires std::is_enum_v<E>
@@ -211,6 +216,14 @@ class ObjectReader {
 
   template <Readable T>
   static Status Read(const msgpack::object& o, const FieldPath& path, T* out);
+
+  template <typename Tag, typename Rep>
+  static Status Read(const msgpack::object& o, const FieldPath& path, StrongId<Tag, Rep>* out) {
+    Rep v{};
+    Status s = Read(o, path, &v);
+    if (s.ok()) *out = StrongId<Tag, Rep>(std::move(v));
+    return s;
+  }
 
   // Any number that fits: an enum read back may hold a value this build does
   // not name (written by a newer one), and its users say so.

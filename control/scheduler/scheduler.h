@@ -22,40 +22,15 @@
 #include "control/scheduler/config.h"
 #include "topology/cluster_view.h"
 #include "topology/pending_reason.h"
+#include "topology/plan.h"
 
 namespace gpool::scheduler {
 
-struct Placement {
-  JobId job;
-  uint32_t task_index = 0;
-  std::string node;
-  std::vector<uint32_t> gpu_indices;
-  uint64_t cpu_milli = 0;
-  uint64_t memory_mib = 0;
-  DeviceGrant grant;            // shares, MIG instance; empty for whole GPUs
-  uint64_t gpu_memory_mib = 0;  // device memory it holds in all (quota "gpu_memory")
-  int32_t numa_node = -1;       // NUMA node its CPU and memory go on (NUMA policies); -1: none
-};
-
-// A task to stop. Its resources go to `for_job` (which keeps its claim on
-// them until it is placed); the victim goes back to pending.
-struct Eviction {
-  JobId job;
-  uint32_t task_index = 0;
-  JobId for_job;
-  std::string reason;  // "preempted by job 7 (high)", "reclaimed by queue team-a for job 7"
-};
-
-struct PendingReasons {
-  JobId job;
-  std::vector<topology::PendingReason> reasons;  // codes; rendered to text at the edge
-};
-
-struct Plan {
-  std::vector<Placement> binds;
-  std::vector<Eviction> evictions;
-  std::vector<PendingReasons> pending;  // every job that was considered and not placed
-};
+// The plan types are topology's: one type from here to the Raft log.
+using topology::Eviction;
+using topology::PendingReasons;
+using topology::Placement;
+using topology::Plan;
 
 Plan Schedule(const topology::ClusterView& view, const SchedulerConfig& config);
 

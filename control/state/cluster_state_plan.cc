@@ -59,7 +59,7 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
   // Group binds by job: a job's binds apply whole or not at all, and only if
   // every task group then has at least its minimum bound or running.
   std::map<uint64_t, std::vector<const PlanBind*>> by_job;
-  for (const auto& bind : cmd.binds) by_job[bind.job_id].push_back(&bind);
+  for (const auto& bind : cmd.binds) by_job[bind.job.value()].push_back(&bind);
 
   // Each job is checked against the state as the plan's earlier jobs left
   // it: their binds are applied (GPU owners, tenants, CPU and memory) before
@@ -120,8 +120,8 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
     UpdateJobState(*job, now);
   }
   for (const auto& eviction : cmd.evictions) ApplyEviction(now, eviction);
-  for (const auto& entry : cmd.reasons) {
-    JobRecord* job = MutableJob(entry.job_id);
+  for (const auto& entry : cmd.pending) {
+    JobRecord* job = MutableJob(entry.job.value());
     if (job != nullptr && job->state == JobState::kPending) {
       job->UpdateExtras([&](JobRecord::Extras& e) {
         e.pending = entry.reasons;
@@ -145,14 +145,14 @@ bool ClusterState::MeetsGangAfter(const JobRecord& job, const std::set<uint32_t>
 }
 
 void ClusterState::ApplyEviction(int64_t now, const PlanEviction& eviction) {
-  JobRecord* job = MutableJob(eviction.job_id);
+  JobRecord* job = MutableJob(eviction.job.value());
   if (job == nullptr || eviction.task_index >= job->tasks.size() || job->cancel_requested) return;
   TaskRecord& task = job->tasks[eviction.task_index];
   if (!HoldsResources(task.state) || task.stop_requested) return;
-  JobRecord* claimant = MutableJob(eviction.for_job);
+  JobRecord* claimant = MutableJob(eviction.for_job.value());
   // A plan can be older than the state it lands on: an eviction for a job
   // that no longer waits (cancelled, placed, gone) would stop work for nothing.
-  if (claimant == nullptr || !pending_.count(eviction.for_job)) return;
+  if (claimant == nullptr || !pending_.count(eviction.for_job.value())) return;
   auto mark = [&](TaskRecord& victim) {
     claimant->UpdateExtras([&](JobRecord::Extras& e) {
       if (std::find(e.claimed_nodes.begin(), e.claimed_nodes.end(), victim.node) == e.claimed_nodes.end()) {
@@ -164,9 +164,9 @@ void ClusterState::ApplyEviction(int64_t now, const PlanEviction& eviction) {
     victim.evicted = true;
     victim.stop_grace_ms = 0;
     victim.UpdateExtras([&](TaskRecord::Extras& e) {
-      e.evicted_for = eviction.for_job;
-      if (std::find(e.evicted_by.begin(), e.evicted_by.end(), eviction.for_job) == e.evicted_by.end()) {
-        e.evicted_by.push_back(eviction.for_job);
+      e.evicted_for = eviction.for_job.value();
+      if (std::find(e.evicted_by.begin(), e.evicted_by.end(), eviction.for_job.value()) == e.evicted_by.end()) {
+        e.evicted_by.push_back(eviction.for_job.value());
       }
       e.message = eviction.reason.empty() ? "evicted" : eviction.reason.substr(0, 256);
     });

@@ -31,7 +31,7 @@ class ClusterStateTest : public ::testing::Test {
   }
 
   PlanBind Bind(uint64_t job, uint32_t task, const std::string& node, std::vector<uint32_t> gpus) {
-    return PlanBind{job, task, node, std::move(gpus), 1000, 1024};
+    return PlanBind{JobId(job), task, node, std::move(gpus), 1000, 1024};
   }
 
   ApplyResult Event(uint64_t job, uint32_t task, const std::string& node, const std::string& kind, int32_t code = 0) {
@@ -152,7 +152,7 @@ TEST_F(ClusterStateTest, CancelStopsRunningTasksAndFinishesWhenTheyExit) {
   EXPECT_EQ(again.job_state, "Cancelled");
   EXPECT_EQ(Do(CancelJobCmd{999}).status.code(), StatusCode::kNotFound);
   uint64_t done = Submit("b", 1, 0);
-  Do(ApplyPlanCmd{{PlanBind{done, 0, "n1", {}, 1000, 1024}}, {}});
+  Do(ApplyPlanCmd{{PlanBind{JobId(done), 0, "n1", {}, 1000, 1024}}, {}});
   Event(done, 0, "n1", "exited", 0);
   EXPECT_EQ(Do(CancelJobCmd{done}).status.code(), StatusCode::kFailedPrecondition);
 }
@@ -229,10 +229,36 @@ TEST_F(ClusterStateTest, ARefusedBindFailsTheTaskOnceAndOnlyWhereItWasSent) {
 TEST_F(ClusterStateTest, ReasonsAreRecordedForPendingJobsOnly) {
   uint64_t job = Submit("big", 1, 9);
   const topology::PendingReason three = topology::PendingReason::Nodes(topology::PendingCode::kNodeGpus, 3);
-  Do(ApplyPlanCmd{{}, {PlanReasons{job, {three}, {}}}});
+  Do(ApplyPlanCmd{.pending = {PlanReasons{JobId(job), {three}, {}}}});
   EXPECT_EQ(state_.FindJob(JobId(job))->reasons(), (std::vector<topology::PendingReason>{three}));
   EXPECT_EQ(topology::RenderPendingReasons(state_.FindJob(JobId(job))->reasons()),
             (std::vector<std::string>{"3 nodes: insufficient GPUs"}));
+}
+
+// The scheduler's plan is the command: what it returns is what the log holds.
+TEST(ApplyPlanCommandTest, APlanTravelsThroughTheLogUnchanged) {
+  ApplyPlanCmd plan;
+  PlanBind bind{JobId(4), 2, "n1", {0, 3}, 1500, 2048};
+  bind.grant = DeviceGrant{.shared = true, .gpu_memory_mib = 1024, .gpu_compute_pct = 20, .sharing_qos = "burst-share"};
+  bind.numa_node = 1;
+  plan.binds = {bind};
+  plan.evictions = {PlanEviction{JobId(3), 1, JobId(4), "preempted by job 4 (high)"}};
+  plan.pending = {PlanReasons{JobId(5), {topology::PendingReason::Nodes(topology::PendingCode::kNodeGpus, 7)}, {}}};
+  auto decoded = DecodeCommand(EncodeCommand(Command{9, plan}));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  const auto& back = std::get<ApplyPlanCmd>(decoded->body);
+  ASSERT_EQ(back.binds.size(), 1u);
+  EXPECT_EQ(back.binds[0].job, JobId(4));
+  EXPECT_EQ(back.binds[0].task_index, 2u);
+  EXPECT_EQ(back.binds[0].gpu_indices, (std::vector<uint32_t>{0, 3}));
+  EXPECT_EQ(back.binds[0].cpu_milli, 1500u);
+  EXPECT_EQ(back.binds[0].grant, bind.grant);
+  EXPECT_EQ(back.binds[0].numa_node, 1);
+  ASSERT_EQ(back.evictions.size(), 1u);
+  EXPECT_EQ(back.evictions[0].for_job, JobId(4));
+  EXPECT_EQ(back.evictions[0].reason, "preempted by job 4 (high)");
+  ASSERT_EQ(back.pending.size(), 1u);
+  EXPECT_EQ(back.pending[0].reasons, plan.pending[0].reasons);
 }
 
 // The log entry as coordinators wrote it before reasons were codes.

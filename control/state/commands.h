@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "protocol/messages.h"
-#include "topology/pending_reason.h"
+#include "topology/plan.h"
 
 namespace gpool::state {
 
@@ -57,68 +57,12 @@ struct CancelJobCmd {
   }
 };
 
-struct PlanBind {
-  uint64_t job_id = 0;
-  uint32_t task_index = 0;
-  std::string node;
-  std::vector<uint32_t> gpu_indices;
-  uint64_t cpu_milli = 0;
-  uint64_t memory_mib = 0;
-  DeviceGrant grant;
-  int32_t numa_node = -1;
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("job", job_id);
-    v.Required("task", task_index);
-    v.Required("node", node);
-    v.Optional("gpus", gpu_indices);
-    v.Optional("cpu", cpu_milli);
-    v.Optional("mem", memory_mib);
-    v.Optional("grant", grant);
-    v.Optional("numa", numa_node);
-  }
-};
-
-// Why a job is still pending. Entries written before reason codes carry
-// text in "reasons"; they still replay (as text), new ones carry codes.
-struct PlanReasons {
-  uint64_t job_id = 0;
-  std::vector<topology::PendingReason> reasons;
-  std::vector<std::string> legacy_reasons;
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("job", job_id);
-    v.Optional("why", reasons);
-    v.Optional("reasons", legacy_reasons);
-  }
-};
-
-// Stop a running task so `for_job` can run; the task is requeued when it exits.
-struct PlanEviction {
-  uint64_t job_id = 0;
-  uint32_t task_index = 0;
-  uint64_t for_job = 0;
-  std::string reason;
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("job", job_id);
-    v.Required("task", task_index);
-    v.Required("for", for_job);
-    v.Optional("reason", reason);
-  }
-};
-
-struct ApplyPlanCmd {
-  std::vector<PlanBind> binds;
-  std::vector<PlanReasons> reasons;
-  std::vector<PlanEviction> evictions;
-  template <typename V>
-  void Fields(V& v) {
-    v.Optional("binds", binds);
-    v.Optional("reasons", reasons);
-    v.Optional("evictions", evictions);
-  }
-};
+// The scheduler's plan, proposed as it is (topology/plan.h): binds,
+// evictions and pending reasons. Apply re-validates every bind.
+using ApplyPlanCmd = topology::Plan;
+using PlanBind = topology::Placement;
+using PlanEviction = topology::Eviction;
+using PlanReasons = topology::PendingReasons;
 
 struct TaskEventCmd {
   TaskEvent event;

@@ -109,11 +109,11 @@ TEST_F(PolicyStateTest, QueuesSurviveASnapshot) {
 TEST_F(PolicyStateTest, EvictedTaskRequeuesAsItsNextAttemptAndTheClaimHoldsUntilThePreemptorRuns) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 2), {}}).status.ok());
   const uint64_t low = Submit(QueueJob("default", 1, 2, 0, "low"));
-  ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{low, 0, "n1", {0, 1}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
+  ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{JobId(low), 0, "n1", {0, 1}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
   const uint64_t high = Submit(QueueJob("default", 1, 2, 0, "high"));
 
   ApplyPlanCmd evict;
-  evict.evictions = {PlanEviction{low, 0, high, "preempted by job 2 (high)"}};
+  evict.evictions = {PlanEviction{JobId(low), 0, JobId(high), "preempted by job 2 (high)"}};
   ASSERT_TRUE(Do(evict).status.ok());
   EXPECT_TRUE(Task(low, 0).stop_requested);
   EXPECT_TRUE(Task(low, 0).evicted);
@@ -139,11 +139,11 @@ TEST_F(PolicyStateTest, EvictedTaskRequeuesAsItsNextAttemptAndTheClaimHoldsUntil
     EXPECT_EQ(job.claimed_nodes, (std::vector<std::string>{"n1"}));
   }
   EXPECT_TRUE(seen);
-  ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{high, 0, "n1", {0, 1}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
+  ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{JobId(high), 0, "n1", {0, 1}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
   EXPECT_TRUE(state_.FindJob(JobId(high))->claimed_nodes().empty());
   // The victim runs again later as attempt 1 and finishes.
   ASSERT_TRUE(Exit(high, 0, 0, "n1", 0).status.ok());
-  ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{low, 0, "n1", {0, 1}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
+  ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{JobId(low), 0, "n1", {0, 1}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
   ASSERT_TRUE(Exit(low, 0, 1, "n1", 0).status.ok());
   EXPECT_EQ(state_.FindJob(JobId(low))->state, JobState::kSucceeded);
 }
@@ -151,11 +151,11 @@ TEST_F(PolicyStateTest, EvictedTaskRequeuesAsItsNextAttemptAndTheClaimHoldsUntil
 TEST_F(PolicyStateTest, AStaleEvictionForAJobThatNoLongerWaitsIsIgnored) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 1), {}}).status.ok());
   const uint64_t low = Submit(QueueJob("default", 1, 1, 0, "low"));
-  ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{low, 0, "n1", {0}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
+  ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{JobId(low), 0, "n1", {0}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
   const uint64_t high = Submit(QueueJob("default", 1, 1, 0, "high"));
   ASSERT_TRUE(Do(CancelJobCmd{high, 0}).status.ok());
   ApplyPlanCmd evict;
-  evict.evictions = {PlanEviction{low, 0, high, "preempted"}, PlanEviction{low, 0, 999, "preempted"}};
+  evict.evictions = {PlanEviction{JobId(low), 0, JobId(high), "preempted"}, PlanEviction{JobId(low), 0, JobId(999), "preempted"}};
   ASSERT_TRUE(Do(evict).status.ok());
   EXPECT_FALSE(Task(low, 0).stop_requested);
   EXPECT_EQ(Task(low, 0).state, TaskState::kBound);
@@ -164,10 +164,10 @@ TEST_F(PolicyStateTest, AStaleEvictionForAJobThatNoLongerWaitsIsIgnored) {
 TEST_F(PolicyStateTest, CancelDuringEvictionCancelsInsteadOfRequeueing) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 1), {}}).status.ok());
   const uint64_t low = Submit(QueueJob("default", 1, 1, 0, "low"));
-  ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{low, 0, "n1", {0}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
+  ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{JobId(low), 0, "n1", {0}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
   const uint64_t waiting = Submit(QueueJob("default", 1, 1));
   ApplyPlanCmd evict;
-  evict.evictions = {PlanEviction{low, 0, waiting, "reclaimed"}};
+  evict.evictions = {PlanEviction{JobId(low), 0, JobId(waiting), "reclaimed"}};
   ASSERT_TRUE(Do(evict).status.ok());
   ASSERT_TRUE(Task(low, 0).stop_requested);
   ASSERT_TRUE(Do(CancelJobCmd{low, 0}).status.ok());
@@ -179,15 +179,15 @@ TEST_F(PolicyStateTest, EvictingBelowAGangMinimumStopsTheWholeJob) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 4), {}}).status.ok());
   const uint64_t job = Submit(QueueJob("default", 3, 1, 2, "low"));
   ApplyPlanCmd place;
-  for (uint32_t t = 0; t < 3; ++t) place.binds.push_back(PlanBind{job, t, "n1", {t}, 1000, 1024});
+  for (uint32_t t = 0; t < 3; ++t) place.binds.push_back(PlanBind{JobId(job), t, "n1", {t}, 1000, 1024});
   ASSERT_EQ(Do(place).binds_applied, 3u);
   const uint64_t waiting = Submit(QueueJob("default", 1, 2));
   ApplyPlanCmd one;
-  one.evictions = {PlanEviction{job, 2, waiting, "reclaimed"}};
+  one.evictions = {PlanEviction{JobId(job), 2, JobId(waiting), "reclaimed"}};
   ASSERT_TRUE(Do(one).status.ok());
   EXPECT_FALSE(Task(job, 0).stop_requested);  // 2 of min 2 stay
   ApplyPlanCmd another;
-  another.evictions = {PlanEviction{job, 1, waiting, "reclaimed"}};
+  another.evictions = {PlanEviction{JobId(job), 1, JobId(waiting), "reclaimed"}};
   ASSERT_TRUE(Do(another).status.ok());
   EXPECT_TRUE(Task(job, 0).stop_requested);  // 1 would stay: the gang goes whole
 }
@@ -196,21 +196,21 @@ TEST_F(PolicyStateTest, ApplyRefusesBindsThatBreakAGroupMinimum) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 4), {}}).status.ok());
   const uint64_t job = Submit(QueueJob("default", 4, 1, 3));
   ApplyPlanCmd two;
-  two.binds = {PlanBind{job, 0, "n1", {0}, 1000, 1024}, PlanBind{job, 1, "n1", {1}, 1000, 1024}};
+  two.binds = {PlanBind{JobId(job), 0, "n1", {0}, 1000, 1024}, PlanBind{JobId(job), 1, "n1", {1}, 1000, 1024}};
   EXPECT_EQ(Do(two).jobs_rejected, 1u);
   ApplyPlanCmd three = two;
-  three.binds.push_back(PlanBind{job, 2, "n1", {2}, 1000, 1024});
+  three.binds.push_back(PlanBind{JobId(job), 2, "n1", {2}, 1000, 1024});
   EXPECT_EQ(Do(three).binds_applied, 3u);
   // Running now: the elastic fourth replica may join alone.
   ApplyPlanCmd grow;
-  grow.binds = {PlanBind{job, 3, "n1", {3}, 1000, 1024}};
+  grow.binds = {PlanBind{JobId(job), 3, "n1", {3}, 1000, 1024}};
   EXPECT_EQ(Do(grow).binds_applied, 1u);
 }
 
 TEST_F(PolicyStateTest, ElasticJobSucceedsWithoutReplicasThatNeverGotCapacity) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 1), {}}).status.ok());
   const uint64_t job = Submit(QueueJob("default", 3, 1, 1));
-  ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{job, 0, "n1", {0}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
+  ASSERT_EQ(Do(ApplyPlanCmd{{PlanBind{JobId(job), 0, "n1", {0}, 1000, 1024}}, {}, {}}).binds_applied, 1u);
   EXPECT_EQ(state_.pending_jobs().count(job), 1u);  // still schedulable: it may grow
   ASSERT_TRUE(Exit(job, 0, 0, "n1", 0).status.ok());
   EXPECT_EQ(state_.FindJob(JobId(job))->state, JobState::kSucceeded);
@@ -223,7 +223,7 @@ TEST_F(PolicyStateTest, ViewCarriesQueuesRunningTasksAndGangRules) {
   ASSERT_TRUE(QueueOp("create", Queue("team", "root", {{"gpu", 3}})).status.ok());
   const uint64_t job = Submit(QueueJob("team", 3, 1, 2, "low"));
   ApplyPlanCmd place;
-  place.binds = {PlanBind{job, 0, "n1", {0}, 1000, 1024}, PlanBind{job, 1, "n1", {1}, 1000, 1024}};
+  place.binds = {PlanBind{JobId(job), 0, "n1", {0}, 1000, 1024}, PlanBind{JobId(job), 1, "n1", {1}, 1000, 1024}};
   ASSERT_EQ(Do(place).binds_applied, 2u);
   auto view = state_.BuildView(index_ * 1000);
   EXPECT_EQ(view.queues.size(), 3u);

@@ -184,10 +184,7 @@ TEST(SharingPropertyTest, PlansApplyInFullAndNoDeviceIsEverOverCommitted) {
       const auto view = state.BuildView(static_cast<int64_t>(1000 * index));
       const scheduler::Plan plan = scheduler::Schedule(view, scheduler::SchedulerConfig{});
       ApplyPlanCmd cmd;
-      for (const auto& bind : plan.binds) {
-        cmd.binds.push_back(PlanBind{bind.job.value(), bind.task_index, bind.node, bind.gpu_indices, bind.cpu_milli,
-                                     bind.memory_mib, bind.grant, bind.numa_node});
-      }
+      cmd.binds = plan.binds;  // the plan is the command
       const ApplyResult result = apply(cmd);
       ASSERT_EQ(result.jobs_rejected, 0u) << "seed " << seed << " cycle " << cycle;
       ASSERT_EQ(result.binds_applied, plan.binds.size()) << "seed " << seed << " cycle " << cycle;
