@@ -258,6 +258,53 @@ TEST_F(GatewayTest, NodeUpdatesAreValidatedThenCommitted) {
   EXPECT_TRUE(state_.FindNode("n1")->cordoned);
 }
 
+// The rules for node updates, queue specs and job specs are the edge's:
+// each bad request is refused here, before anything reaches the log.
+TEST_F(GatewayTest, BadNodeUpdatesAreRefusedBeforeTheLog) {
+  RunOneTaskOnN1();
+  proposer_.clear();
+  UpdateNode pool{.node = "n1", .op = "pool", .pool = "shared"};
+  UpdateNode empty{.node = "n1", .op = "label"};
+  UpdateNode bad_key{.node = "n1", .op = "label", .labels = {{"bad key", "x"}}};
+  UpdateNode bad_value{.node = "n1", .op = "label", .labels = {{"team", "a b"}}};
+  UpdateNode both{.node = "n1", .op = "label", .labels = {{"team", "x"}}, .remove_labels = {"team"}};
+  for (const UpdateNode& bad : {pool, empty, bad_key, bad_value, both}) {
+    Send(bad);
+    EXPECT_EQ(LastError(), "InvalidArgument") << bad.op;
+  }
+  EXPECT_TRUE(proposer_.proposed().empty());
+  EXPECT_EQ(state_.FindNode("n1")->pool, "public");
+}
+
+TEST_F(GatewayTest, BadQueueSpecsAreRefusedBeforeTheLog) {
+  QueueSpec capped_below_deserved;
+  capped_below_deserved.name = "p4";
+  capped_below_deserved.capability = {{"gpu", 1}};
+  capped_below_deserved.deserved = {{"gpu", 2}};
+  QueueSpec unknown_resource;
+  unknown_resource.name = "p5";
+  unknown_resource.capability = {{"tpu", 1}};
+  for (const QueueSpec& bad : {capped_below_deserved, unknown_resource}) {
+    Send(UpdateQueue{.op = "create", .spec = bad});
+    EXPECT_EQ(LastError(), "InvalidArgument") << bad.name;
+  }
+  EXPECT_TRUE(proposer_.proposed().empty());
+  EXPECT_EQ(state_.FindQueue("p4"), nullptr);
+}
+
+// The gateway's configured limits are the only ones: apply does not veto
+// what they admit with defaults of its own.
+TEST_F(GatewayTest, AJobWithinRaisedLimitsIsCommitted) {
+  GatewayOptions options{.replica_id = "c-1", .client_address = "tcp://127.0.0.1:7400"};
+  options.spec_limits.max_tasks_per_job = 20'000;
+  Rebuild(options);
+  JobSpec wide = OneGpuJob("wide");
+  wide.tasks[0].replicas = 15'000;
+  Send(SubmitJob{wide, ""});
+  ASSERT_TRUE(state_.FindJob(JobId(LastAs<SubmitJobReply>().job_id)) != nullptr);
+  EXPECT_EQ(state_.FindJob(JobId(1))->tasks.size(), 15'000u);
+}
+
 TEST_F(GatewayTest, QueuesAreCreatedListedAndExplained) {
   QueueSpec team;
   team.name = "team-a";

@@ -95,6 +95,7 @@ void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int6
 void NodeRegistry::OnRegister(const std::string& peer, const Header& header, RegisterNode msg, int64_t now_ms) {
   const uint64_t epoch = proposer_.epoch();
   Status valid = ValidateNodeSpec(msg.node);
+  if (valid.ok()) valid = state::ClusterState::CheckMigLayouts(msg.node);
   if (!valid.ok()) {
     Reply(peer, MakeError(header.request_id, epoch, valid));
     return;

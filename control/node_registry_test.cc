@@ -202,6 +202,20 @@ TEST_F(RegistryTest, WorkerRefusingABindFailsTheTaskInsteadOfRetryingForever) {
   EXPECT_TRUE(state_.FindNode("n1")->gpu_owner.empty());
 }
 
+TEST_F(RegistryTest, AStaticMigLayoutTheHardwareForbidsIsRefusedBeforeTheLog) {
+  NodeSpec node = OneGpuNode("n1");
+  node.gpus[0].model = "A100-SXM4-80GB";
+  node.gpus[0].memory_mib = 81920;
+  node.gpus[0].mig_mode = "static";
+  node.gpus[0].mig_instances = {{"3g.40gb", 0, "MIG-a"}, {"4g.40gb", 0, "MIG-b"}};  // overlap
+  FromWorker("peer-a", RegisterNode{node, {}, "test"}, 0, /*request_id=*/5);
+  EXPECT_TRUE(proposer_.proposed().empty());
+  Envelope reply = LastToWorker();
+  ASSERT_EQ(reply.type(), MessageType::kErrorReply);
+  EXPECT_EQ(reply.Body<ErrorReply>()->ToStatus().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(state_.FindNode("n1"), nullptr);
+}
+
 TEST_F(RegistryTest, AnEventOfAnUnknownKindIsRefusedBeforeTheLog) {
   RegisterAndBindOneTask();
   proposer_.clear();

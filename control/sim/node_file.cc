@@ -8,6 +8,7 @@
 
 #include "control/sim/sim_cluster.h"
 #include "control/state/cluster_state.h"
+#include "protocol/validate.h"
 #include "topology/fleet_nodes.h"
 #include "topology/node_spec_file.h"
 
@@ -56,6 +57,10 @@ Result<std::vector<TraceNode>> NodesFromSpec(const NodeSpec& spec, const std::st
   state::ClusterState cluster;
   uint64_t index = 0;
   for (NodeSpec& node : *copies) {
+    // Validated as the coordinator's node registry does, before the log.
+    Status valid = ValidateNodeSpec(node);
+    if (valid.ok()) valid = state::ClusterState::CheckMigLayouts(node);
+    if (!valid.ok()) return valid.WithContext(source);
     const auto applied = cluster.Apply(++index, state::Command{0, state::RegisterNodeCmd{std::move(node), {}}});
     if (!applied.status.ok()) return applied.status.WithContext(source);
   }

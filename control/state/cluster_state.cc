@@ -6,12 +6,38 @@
 
 #include <algorithm>
 #include <atomic>
+#include <set>
 
 #include "control/state/cluster_state_internal.h"
 
 namespace gpool::state {
 
 using internal::KeyHash;
+
+Status ClusterState::CheckJobShape(const JobSpec& spec) {
+  if (spec.tasks.empty()) return Status::InvalidArgument("tasks: at least one task group is required");
+  uint64_t total = 0;
+  for (const auto& group : spec.tasks) {
+    if (group.replicas == 0) return Status::InvalidArgument("tasks: every group needs at least one replica");
+    total += group.replicas;
+  }
+  if (total > kMaxTasksPerJob) {
+    return Status::ResourceExhausted("tasks: " + std::to_string(total) + " is more than the " +
+                                     std::to_string(kMaxTasksPerJob) + " a job may hold");
+  }
+  return Status::Ok();
+}
+
+Status ClusterState::CheckNodeShape(const NodeSpec& node) {
+  if (node.name.empty()) return Status::InvalidArgument("node: a name is required");
+  std::set<uint32_t> indices;
+  for (const auto& gpu : node.gpus) {
+    if (!indices.insert(gpu.index).second) {
+      return Status::InvalidArgument("node.gpus: index " + std::to_string(gpu.index) + " is listed twice");
+    }
+  }
+  return Status::Ok();
+}
 
 ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
   applied_index_ = std::max(applied_index_, index);

@@ -116,6 +116,19 @@ class ClusterState {
   // each), while a cycle typically follows a change to a few nodes.
   void RefreshView(topology::ClusterView& view, ViewCursor& cursor, int64_t now_ms) const;
 
+  // Static MIG layouts must be ones the hardware allows (for models with a
+  // profile table), or the scheduler would hand out instances that overlap.
+  // A rule of the edge: the node registry (and the simulator's node files)
+  // check it before a registration reaches the log.
+  static Status CheckMigLayouts(const NodeSpec& node);
+  // What apply needs of a job or a node, whatever rules the edge that
+  // admitted it had (ValidateJobSpec, ValidateNodeSpec): a job has tasks,
+  // at most kMaxTasksPerJob of them (records are made per task); a node has
+  // a name and GPU indices that name one GPU each.
+  static constexpr uint64_t kMaxTasksPerJob = 1'000'000;
+  static Status CheckJobShape(const JobSpec& spec);
+  static Status CheckNodeShape(const NodeSpec& node);
+
  private:
   ApplyResult ApplyRegisterNode(int64_t now, const RegisterNodeCmd& cmd);
   ApplyResult ApplyNodeState(int64_t now, const NodeStateCmd& cmd);
@@ -156,9 +169,6 @@ class ClusterState {
   // CPU and memory of the node's tasks charged to NUMA node `id`.
   std::pair<uint64_t, uint64_t> NumaUsed(const NodeRecord& node, int32_t id) const;
   void HoldDevices(NodeRecord& node, const TaskRecord& task);
-  // Static MIG layouts must be ones the hardware allows (for models with a
-  // profile table), or the scheduler would hand out instances that overlap.
-  static Status CheckMigLayouts(const NodeSpec& node);
   void ReleaseDevices(NodeRecord& node, const TaskRecord& task);
   void FinishTask(JobRecord& job, TaskRecord& task, TaskState state, int64_t now);
   void ReleaseResources(TaskRecord& task);

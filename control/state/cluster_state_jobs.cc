@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "control/state/cluster_state_internal.h"
-#include "protocol/validate.h"
 
 namespace gpool::state {
 
@@ -21,7 +20,10 @@ ApplyResult ClusterState::ApplySubmitJob(uint64_t index, int64_t now, const Subm
       return result;
     }
   }
-  result.status = ValidateJobSpec(cmd.spec);
+  // The spec was validated at the edge (the gateway, under its configured
+  // limits); apply checks only what the state needs of it, so a log written
+  // under other rules replays the same.
+  result.status = CheckJobShape(cmd.spec);
   if (!result.status.ok()) return result;
   result.status = CheckSubmitQueue(cmd.spec.queue);
   if (!result.status.ok()) return result;

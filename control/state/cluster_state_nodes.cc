@@ -3,17 +3,16 @@
 // NodeState and UpdateNode (cordon, pool, taints, labels).
 #include "control/state/cluster_state.h"
 
+#include <algorithm>
 #include <map>
 #include <vector>
-
-#include "protocol/validate.h"
 
 namespace gpool::state {
 
 ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& cmd) {
   ApplyResult result;
-  result.status = ValidateNodeSpec(cmd.node);
-  if (result.status.ok()) result.status = CheckMigLayouts(cmd.node);
+  // Validated at the edge (the node registry); see ApplySubmitJob.
+  result.status = CheckNodeShape(cmd.node);
   if (!result.status.ok()) return result;
   NodeRecord& node = nodes_[cmd.node.name];
   if (node.registered_ms == 0) node.registered_ms = now;
@@ -89,8 +88,12 @@ ApplyResult ClusterState::ApplyNodeState(int64_t now, const NodeStateCmd& cmd) {
 ApplyResult ClusterState::ApplyUpdateNode(int64_t /*now*/, const UpdateNodeCmd& cmd) {
   ApplyResult result;
   const UpdateNode& update = cmd.update;
-  result.status = ValidateUpdateNode(update);
-  if (!result.status.ok()) return result;
+  // Validated at the edge (the gateway); apply needs only a known op.
+  static constexpr std::string_view kOps[] = {"cordon", "uncordon", "pool", "taint", "label"};
+  if (std::find(std::begin(kOps), std::end(kOps), update.op) == std::end(kOps)) {
+    result.status = Status::InvalidArgument("unknown node update '" + update.op.substr(0, 32) + "'");
+    return result;
+  }
   auto it = nodes_.find(update.node);
   if (it == nodes_.end()) {
     result.status = Status::NotFound("node " + update.node + " is not registered");
@@ -105,7 +108,7 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t /*now*/, const UpdateNodeCmd& 
   } else if (update.op == "taint") {
     for (const auto& key : update.remove_taints) node.taints.erase(key);
     for (const auto& [key, value] : update.taints) node.taints[key] = value;
-  } else {
+  } else {  // label
     for (const auto& key : update.remove_labels) node.admin_labels.erase(key);
     for (const auto& [key, value] : update.labels) node.admin_labels[key] = value;
   }

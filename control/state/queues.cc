@@ -103,11 +103,25 @@ Status ClusterState::CheckQueueAgainstTree(const QueueSpec& spec, bool creating)
 ApplyResult ClusterState::ApplyUpdateQueue(const UpdateQueueCmd& cmd) {
   ApplyResult result;
   const UpdateQueue& update = cmd.update;
-  result.status = ValidateUpdateQueue(update);
-  if (!result.status.ok()) return result;
+  // Validated at the edge (the gateway); apply needs a known op and a name,
+  // and checks the tree's own rules below.
+  if (update.op != "create" && update.op != "update" && update.op != "delete") {
+    result.status = Status::InvalidArgument("unknown queue update '" + update.op.substr(0, 32) + "'");
+    return result;
+  }
+  if (update.spec.name.empty()) {
+    result.status = Status::InvalidArgument("queue update without a queue name");
+    return result;
+  }
   const std::string& name = update.spec.name;
   auto existing = queues_.find(name);
   if (update.op == "delete") {
+    // An invariant of the state, not a rule of the edge: every job's queue
+    // chain ends at root, and submissions without a queue go to default.
+    if (name == "root" || name == "default") {
+      result.status = Status::FailedPrecondition("queue " + name + " always exists and cannot be deleted");
+      return result;
+    }
     if (existing == queues_.end()) {
       result.status = Status::NotFound("queue '" + name + "' does not exist");
       return result;
