@@ -52,6 +52,9 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
      cxxopts::value<std::string>()->default_value(defaults.nvml_library), "PATH")
     ("cuda-intercept-lib", "CUDA interception library (HAMi-core libvgpu.so) preloaded into GPU-share tasks to "
      "enforce their limits; without it shares are not enforced", cxxopts::value<std::string>(), "PATH")
+    ("cgroup-root", "Where the cgroup hierarchies are mounted (v2, or v1 with a freezer): each task runs in a "
+     "cgroup of its own that holds its whole process tree and its CPU and memory limits; 'none' tracks tasks by "
+     "process group only", cxxopts::value<std::string>()->default_value(defaults.cgroup_root), "DIR")
     ("mig-dynamic", "Offer MIG-enabled GPUs without instances for dynamic MIG: the scheduler picks instances and "
      "the worker creates and destroys them (needs root or CAP_SYS_ADMIN)")
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"), "LEVEL")
@@ -94,6 +97,7 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     if (result.count("cuda-intercept-lib")) f.cuda_intercept_lib = result["cuda-intercept-lib"].as<std::string>();
     f.log_level = result["log-level"].as<std::string>();
     f.mig_dynamic = result.count("mig-dynamic") > 0;
+    f.cgroup_root = result["cgroup-root"].as<std::string>();
     if (result.count("simulate")) {
       GPOOL_ASSIGN_OR_RETURN(f.simulate, ParseSimulate(result["simulate"].as<std::string>()));
     }

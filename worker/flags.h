@@ -38,6 +38,9 @@ struct WorkerFlags {
   std::string token_file;
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string cuda_intercept_lib;  // empty: GPU shares unenforced
+  // Where the cgroup hierarchies are mounted; "none": tasks are tracked by
+  // process group only (their children may escape).
+  std::string cgroup_root = "/sys/fs/cgroup";
   bool mig_dynamic = false;        // --mig-dynamic: empty MIG-enabled GPUs become dynamic MIG
   std::string log_level = "info";
   uint32_t simulate = 0;           // --simulate N: fleet of N simulated nodes; 0: one real node

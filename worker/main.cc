@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -53,6 +54,36 @@ void InstallSignalHandlers() {
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   sigaction(SIGPIPE, &ignore, nullptr);
+}
+
+// The cgroups tasks run in, or nullptr (tasks tracked by process group only,
+// said once at start). The scope is the node name and a hash of the data
+// dir, so two workers on one host never share a subtree and a restarted
+// worker finds its own. What a worker process that died left running there
+// is killed now: its tasks are reported lost when this one registers.
+std::unique_ptr<gpool::worker::CgroupTree> OpenCgroups(const gpool::worker::WorkerFlags& flags,
+                                                       const std::string& node, spdlog::logger& log) {
+  using gpool::worker::Q;
+  if (flags.cgroup_root == "none") {
+    log.warn("task cgroups off (--cgroup-root none): a task's children that leave its process group are not "
+             "tracked or killed");
+    return nullptr;
+  }
+  std::error_code ec;
+  const std::string data_dir = std::filesystem::absolute(flags.data_dir, ec).lexically_normal().string();
+  std::string scope;
+  for (char c : node) scope += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
+  scope += "." + std::to_string(std::hash<std::string>{}(data_dir) % 1'000'000'007ull);
+  auto tree = gpool::worker::CgroupTree::Open(flags.cgroup_root, scope);
+  if (!tree.ok()) {
+    log.warn("task cgroups unavailable, tasks tracked by process group only error={}", Q(tree.status().ToString()));
+    return nullptr;
+  }
+  for (const auto& [name, processes] : (*tree)->KillLeftovers()) {
+    log.warn("killed what a previous worker process left running cgroup={} processes={}", name, processes);
+  }
+  log.info("task cgroups layout={}", Q((*tree)->Describe()));
+  return std::move(tree).value();
 }
 
 // Says once how GPU shares will be enforced, so an operator sees it at start
@@ -207,7 +238,8 @@ int main(int argc, char** argv) {
 
   LogShareEnforcement(*logger, flags.cuda_intercept_lib);
   SystemClock& clock = SystemClock::Get();
-  PosixProcessLauncher launcher(logger);
+  std::unique_ptr<CgroupTree> cgroups = OpenCgroups(flags, node->name, *logger);
+  PosixProcessLauncher launcher(logger, cgroups.get());
   std::unique_ptr<MigManager> mig = OpenMigManager(flags, *node, logger);
   TaskManagerOptions task_options;
   task_options.node = *node;

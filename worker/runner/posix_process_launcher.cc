@@ -20,7 +20,7 @@ namespace {
 
 // What the child reports through the pipe: why it cannot exec (fatal,
 // the child exits), or a pinning call that failed (it goes on to exec).
-enum class Stage : int32_t { kOpenLog = 1, kRedirect = 2, kExec = 3, kPinCpus = 4, kPinMemory = 5 };
+enum class Stage : int32_t { kOpenLog = 1, kRedirect = 2, kExec = 3, kPinCpus = 4, kPinMemory = 5, kCgroup = 6 };
 struct ChildError {
   Stage stage;
   int32_t err;
@@ -53,7 +53,11 @@ void CloseFdsFrom(unsigned first, unsigned last) {
 }
 
 [[noreturn]] void RunChild(int err_fd, pid_t parent, char* const* argv, char* const* envp, const char* log_path,
-                           const PreparedPinning& pinning) {
+                           const PreparedPinning& pinning, const std::vector<int>& cgroup_fds) {
+  // Into the task's cgroup before anything else, so nothing it starts escapes.
+  for (int fd : cgroup_fds) {
+    if (write(fd, "0", 1) != 1) ChildFail(err_fd, Stage::kCgroup, errno);
+  }
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);  // the worker died before prctl took effect
@@ -103,8 +107,24 @@ void AppendLine(const std::string& path, const std::string& line) {
 
 }  // namespace
 
-PosixProcessLauncher::PosixProcessLauncher(std::shared_ptr<spdlog::logger> logger)
-    : log_(OrDefault(std::move(logger))) {}
+PosixProcessLauncher::PosixProcessLauncher(std::shared_ptr<spdlog::logger> logger, CgroupTree* cgroups)
+    : log_(OrDefault(std::move(logger))), cgroups_(cgroups) {}
+
+Result<std::unique_ptr<TaskCgroup>> PosixProcessLauncher::NewCgroup(const LaunchRequest& request) {
+  auto cgroup = cgroups_->Create(request.cgroup, request.limits);
+  if (cgroup.ok() || cgroup.status().code() != StatusCode::kAlreadyExists) return cgroup;
+  // Left by a worker process that died: whatever still runs there is an
+  // old copy of this task and must not run beside the new one.
+  auto old = cgroups_->Adopt(request.cgroup);
+  const size_t left = old->Pids().size();
+  for (int round = 0; round < 1000 && !old->Empty(); ++round) {
+    old->KillAll();
+    usleep(5000);
+  }
+  log_->warn("task cgroup left by a previous worker emptied cgroup={} processes_killed={}", request.cgroup, left);
+  GPOOL_RETURN_IF_ERROR(old->Remove());
+  return cgroups_->Create(request.cgroup, request.limits);
+}
 
 Result<int64_t> PosixProcessLauncher::Launch(const LaunchRequest& request) {
   if (request.argv.empty() || request.argv[0].empty()) return Status::InvalidArgument("command: empty");
@@ -121,6 +141,14 @@ Result<int64_t> PosixProcessLauncher::Launch(const LaunchRequest& request) {
   std::vector<char*> envp = CStrings(request.env);
   std::vector<std::string> notes;
   const PreparedPinning pinning = PreparedPinning::Prepare(request.numa, &notes);
+  std::unique_ptr<TaskCgroup> cgroup;
+  if (cgroups_ != nullptr && !request.cgroup.empty()) {
+    auto made = NewCgroup(request);
+    if (!made.ok()) return made.status().WithContext("task cgroup");
+    cgroup = std::move(made).value();
+  }
+  static const std::vector<int> kNoCgroup;
+  const std::vector<int>& cgroup_fds = cgroup ? cgroup->JoinFds() : kNoCgroup;
   for (const auto& note : notes) log_->info("numa pinning adjusted log={} note={}", Q(request.log_path), Q(note));
 
   int fds[2];
@@ -135,10 +163,11 @@ Result<int64_t> PosixProcessLauncher::Launch(const LaunchRequest& request) {
   }
   if (pid == 0) {
     close(fds[0]);
-    RunChild(fds[1], parent, argv.data(), envp.data(), request.log_path.c_str(), pinning);
+    RunChild(fds[1], parent, argv.data(), envp.data(), request.log_path.c_str(), pinning, cgroup_fds);
   }
 
   close(fds[1]);
+  if (cgroup) cgroup->CloseJoinFds();
   setpgid(pid, pid);  // also in the parent, so Signal cannot race the child's own setpgid
   // Records until EOF (the exec closed the pipe) or a fatal one.
   ChildError error{};
@@ -159,6 +188,7 @@ Result<int64_t> PosixProcessLauncher::Launch(const LaunchRequest& request) {
   close(fds[0]);
   if (!failed) {
     children_.insert(pid);
+    if (cgroup) task_cgroups_[pid] = std::move(cgroup);
     for (const ChildError& w : warnings) ReportPinningFailure(pid, request, pinning, w.stage == Stage::kPinCpus, w.err);
     return static_cast<int64_t>(pid);
   }
@@ -167,12 +197,15 @@ Result<int64_t> PosixProcessLauncher::Launch(const LaunchRequest& request) {
   int wstatus = 0;
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
+  if (cgroup) (void)cgroup->Remove();  // empty: its only process was reaped above
   const std::string reason = std::strerror(error.err);
   switch (error.stage) {
     case Stage::kOpenLog:
       return Status::IoError("cannot open log file " + request.log_path + ": " + reason);
     case Stage::kRedirect:
       return Status::IoError("cannot redirect output to " + request.log_path + ": " + reason);
+    case Stage::kCgroup:
+      return Status::Unavailable("cannot join the task's cgroup " + request.cgroup + ": " + reason);
     case Stage::kExec:
     case Stage::kPinCpus:
     case Stage::kPinMemory:
@@ -197,7 +230,12 @@ void PosixProcessLauncher::ReportPinningFailure(int64_t pid, const LaunchRequest
 }
 
 Status PosixProcessLauncher::Signal(int64_t pid, int signal) {
-  if (!children_.count(pid)) return Status::NotFound("pid " + std::to_string(pid) + " is not a running task");
+  if (!children_.count(pid) && !draining_.count(pid)) {
+    return Status::NotFound("pid " + std::to_string(pid) + " is not a running task");
+  }
+  // Every process of the task, wherever it moved (setsid, setpgid, re-parented).
+  if (auto it = task_cgroups_.find(pid); it != task_cgroups_.end()) it->second->SignalAll(signal);
+  if (!children_.count(pid)) return Status::Ok();  // its first process is gone; the rest were signalled
   const auto p = static_cast<pid_t>(pid);
   if (kill(-p, signal) == 0) return Status::Ok();
   if (errno == ESRCH && kill(p, signal) == 0) return Status::Ok();
@@ -224,10 +262,31 @@ std::vector<ExitInfo> PosixProcessLauncher::Reap() {
       info.signal = WTERMSIG(wstatus);
       info.exit_code = 128 + info.signal;
     }
-    // A task ends with its leader: stragglers left in its group are killed.
+    // A task ends with its leader: stragglers left in its group (and, with a
+    // cgroup, anywhere in its tree) are killed; it is reported once none runs.
     kill(-pid, SIGKILL);
-    exited.push_back(info);
+    auto cgroup = task_cgroups_.find(pid);
+    if (cgroup == task_cgroups_.end()) {
+      exited.push_back(info);
+    } else {
+      cgroup->second->KillAll();
+      draining_[pid] = info;
+    }
     it = children_.erase(it);
+  }
+  for (auto it = draining_.begin(); it != draining_.end();) {
+    auto cgroup = task_cgroups_.find(it->first);
+    if (!cgroup->second->Empty()) {
+      cgroup->second->KillAll();  // anything forked while the first kill was under way
+      ++it;
+      continue;
+    }
+    if (Status removed = cgroup->second->Remove(); !removed.ok()) {
+      log_->warn("task cgroup not removed pid={} error={}", it->first, Q(removed.ToString()));
+    }
+    task_cgroups_.erase(cgroup);
+    exited.push_back(it->second);
+    it = draining_.erase(it);
   }
   return exited;
 }

@@ -28,6 +28,13 @@
 // child reports the failure through the pipe and execs anyway; Launch logs
 // a warning and adds a line to the task's log.
 //
+// With a CgroupTree, a task with a cgroup name runs in a cgroup of its own:
+// the child joins it first thing after fork (through descriptors opened
+// before fork), Signal reaches every process in it, and Reap reports the
+// task only once the cgroup is empty, killing what its first process left
+// behind. A cgroup of the same name left by a previous worker process (one
+// that died) is emptied and replaced.
+//
 // Reap uses waitpid(pid, WNOHANG) on the pids it launched only, so it never
 // steals children that other parts of the process started.
 //
@@ -36,6 +43,7 @@
 // worker (the agent's).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <set>
 
@@ -49,7 +57,8 @@ namespace gpool::worker {
 class PosixProcessLauncher final : public ProcessLauncher {
  public:
   // `logger`: nullptr for spdlog's default.
-  explicit PosixProcessLauncher(std::shared_ptr<spdlog::logger> logger = nullptr);
+  // `cgroups`: nullptr to track tasks by process group only.
+  explicit PosixProcessLauncher(std::shared_ptr<spdlog::logger> logger = nullptr, CgroupTree* cgroups = nullptr);
   PosixProcessLauncher(const PosixProcessLauncher&) = delete;
   PosixProcessLauncher& operator=(const PosixProcessLauncher&) = delete;
 
@@ -60,9 +69,17 @@ class PosixProcessLauncher final : public ProcessLauncher {
  private:
   void ReportPinningFailure(int64_t pid, const LaunchRequest& request, const PreparedPinning& pinning, bool cpus,
                             int err);
+  // A new cgroup for the request; one of that name (a task of a worker
+  // process that died) is emptied and removed first.
+  Result<std::unique_ptr<TaskCgroup>> NewCgroup(const LaunchRequest& request);
 
   std::shared_ptr<spdlog::logger> log_;
+  CgroupTree* cgroups_ = nullptr;
   std::set<int64_t> children_;  // launched and not yet reaped
+  std::map<int64_t, std::unique_ptr<TaskCgroup>> task_cgroups_;  // by the task's first pid
+  // Tasks whose first process ended while others remain in their cgroup:
+  // reported once the cgroup is empty.
+  std::map<int64_t, ExitInfo> draining_;
 };
 
 }  // namespace gpool::worker

@@ -11,9 +11,15 @@
 //     was exec'd; when it could not be (no such command, log file not
 //     writable), it returns a Status whose message says why and no process
 //     is left behind.
-//   - Signal sends `sig` to the whole process group of a launched pid.
+//   - With a cgroup name (and a launcher given a CgroupTree), the task runs
+//     in a cgroup of its own from before exec, with its CPU and memory
+//     requests as limits (task_cgroup.h).
+//   - Signal sends `sig` to the whole process group of a launched pid, and
+//     to every process in its cgroup.
 //   - Reap never blocks; it returns each launched child that has ended since
-//     the last call, exactly once.
+//     the last call, exactly once, and only once nothing of it runs any more:
+//     with a cgroup, once the cgroup is empty (what remains is killed when
+//     its first process ends).
 //
 // Thread-safety: an implementation belongs to one thread (the runner's).
 #pragma once
@@ -23,6 +29,7 @@
 #include <vector>
 
 #include "protocol/base/status.h"
+#include "worker/runner/task_cgroup.h"
 
 namespace gpool::worker {
 
@@ -45,6 +52,8 @@ struct LaunchRequest {
   std::vector<std::string> env;   // "KEY=value", the child's whole environment
   std::string log_path;           // stdout+stderr, opened O_APPEND|O_CREAT
   NumaPinning numa;               // empty: the child inherits the worker's affinity and policy
+  std::string cgroup;             // the task's cgroup name (a file name); empty: none
+  CgroupLimits limits;            // its CPU and memory requests, as the cgroup's limits
 };
 
 struct ExitInfo {

@@ -168,6 +168,11 @@ std::string TaskShareCachePath(const std::string& log_dir, const TaskId& task) {
          std::to_string(task.attempt) + ".vgpu.cache";
 }
 
+std::string TaskCgroupName(const TaskId& task) {
+  return "task-" + std::to_string(task.job.value()) + "." + std::to_string(task.index) + "." +
+         std::to_string(task.attempt);
+}
+
 std::string TaskLogPath(const std::string& log_dir, const TaskId& task) {
   return log_dir + "/" + std::to_string(task.job.value()) + "." + std::to_string(task.index) + "." +
          std::to_string(task.attempt) + ".log";

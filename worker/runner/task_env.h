@@ -45,6 +45,8 @@ std::map<std::string, std::string> ParseEnvList(const char* const* entries);
 
 // <log_dir>/<job>.<index>.<attempt>.log
 std::string TaskLogPath(const std::string& log_dir, const TaskId& task);
+// The name of the task's cgroup: "task-<job>.<index>.<attempt>".
+std::string TaskCgroupName(const TaskId& task);
 
 // An MPI hostfile ("host slots=N" per line) from the host list a gang task's
 // bind carries; empty when an entry is unusable (no host, a host with

@@ -194,6 +194,8 @@ void TaskManager::Start(const TaskId& id, Task& task) {
   request.env = std::move(env.value());
   request.log_path = TaskLogPath(options_.log_dir, id);
   request.numa = PlanNumaPinning(task.bind, options_.node);
+  request.cgroup = TaskCgroupName(id);
+  request.limits = CgroupLimits{.cpu_milli = task.bind.cpu_milli, .memory_mib = task.bind.memory_mib};
   if (!task.bind.hosts.empty()) WriteHostfile(id, task.bind.hosts, request.env);
   auto pid = options_.launcher->Launch(request);
   if (!pid.ok()) return FailStart(id, task, pid.status());

@@ -1,0 +1,271 @@
+#include "worker/runner/task_cgroup.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace gpool::worker {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool WriteFile(const std::string& path, const std::string& value) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = write(fd, value.data(), value.size());
+  close(fd);
+  return n == static_cast<ssize_t>(value.size());
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+bool HasWord(const std::string& text, std::string_view word) {
+  std::istringstream words(text);
+  std::string w;
+  while (words >> w) {
+    if (w == word) return true;
+  }
+  return false;
+}
+
+Status MakeDirs(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) return Status::Unavailable("cannot create " + path + ": " + ec.message());
+  return Status::Ok();
+}
+
+// The v2 hierarchy under `mount_root`: the root itself (a pure v2 host) or
+// its "unified" mount (a hybrid host), when it holds our controllers.
+std::string FindV2(const std::string& mount_root, std::string* why) {
+  for (const std::string& dir : {mount_root, mount_root + "/unified"}) {
+    const std::string controllers = ReadFile(dir + "/cgroup.controllers");
+    if (controllers.empty() && !fs::exists(dir + "/cgroup.controllers")) continue;
+    for (std::string_view need : {"memory", "cpu", "pids"}) {
+      if (!HasWord(controllers, need)) {
+        *why = "the v2 hierarchy at " + dir + " lacks the " + std::string(need) + " controller";
+        return "";
+      }
+    }
+    return dir;
+  }
+  *why = "no v2 hierarchy under " + mount_root;
+  return "";
+}
+
+constexpr uint64_t kCpuPeriodUs = 100'000;
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> CgroupLimitFiles(CgroupLayout layout, const CgroupLimits& limits) {
+  std::vector<std::pair<std::string, std::string>> files;
+  const uint64_t quota_us = limits.cpu_milli * kCpuPeriodUs / 1000;
+  if (layout == CgroupLayout::kV2) {
+    if (limits.memory_mib > 0) files.emplace_back("memory.max", std::to_string(limits.memory_mib << 20));
+    if (limits.cpu_milli > 0) files.emplace_back("cpu.max", std::to_string(quota_us) + " " + std::to_string(kCpuPeriodUs));
+  } else {
+    if (limits.memory_mib > 0) files.emplace_back("memory/memory.limit_in_bytes", std::to_string(limits.memory_mib << 20));
+    if (limits.cpu_milli > 0) {
+      files.emplace_back("cpu/cpu.cfs_period_us", std::to_string(kCpuPeriodUs));
+      files.emplace_back("cpu/cpu.cfs_quota_us", std::to_string(quota_us));
+    }
+  }
+  return files;
+}
+
+TaskCgroup::TaskCgroup(std::string name, CgroupLayout layout, std::vector<std::string> dirs, std::string tracker)
+    : name_(std::move(name)), layout_(layout), dirs_(std::move(dirs)), tracker_(std::move(tracker)) {}
+
+TaskCgroup::~TaskCgroup() { CloseJoinFds(); }
+
+void TaskCgroup::CloseJoinFds() {
+  for (int fd : join_fds_) close(fd);
+  join_fds_.clear();
+}
+
+std::vector<int64_t> TaskCgroup::Pids() const {
+  std::vector<int64_t> pids;
+  std::istringstream in(ReadFile(tracker_ + "/cgroup.procs"));
+  int64_t pid = 0;
+  while (in >> pid) pids.push_back(pid);
+  return pids;
+}
+
+void TaskCgroup::SignalAll(int signal) const {
+  for (int64_t pid : Pids()) kill(static_cast<pid_t>(pid), signal);
+}
+
+void TaskCgroup::KillAll() const {
+  if (layout_ == CgroupLayout::kV2 && WriteFile(tracker_ + "/cgroup.kill", "1")) return;
+  // Frozen, no process can fork a child that the kill loop would miss.
+  const bool v2 = layout_ == CgroupLayout::kV2;
+  const std::string freeze = tracker_ + (v2 ? "/cgroup.freeze" : "/freezer.state");
+  const bool frozen = WriteFile(freeze, v2 ? "1" : "FROZEN");
+  if (frozen && !v2) {
+    // v1 freezes asynchronously: FREEZING until every task has stopped.
+    for (int i = 0; i < 200 && ReadFile(freeze).rfind("FROZEN", 0) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  SignalAll(SIGKILL);
+  if (frozen) WriteFile(freeze, v2 ? "0" : "THAWED");  // killed processes die as they thaw
+}
+
+Status TaskCgroup::Remove() {
+  CloseJoinFds();
+  for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
+    if (rmdir(it->c_str()) != 0 && errno != ENOENT) {
+      return Status::FailedPrecondition("cannot remove cgroup " + *it + ": " + std::strerror(errno));
+    }
+  }
+  return Status::Ok();
+}
+
+CgroupTree::CgroupTree(CgroupLayout layout, std::string mount_root, std::vector<std::string> bases,
+                       std::string tracker_base)
+    : layout_(layout),
+      mount_root_(std::move(mount_root)),
+      bases_(std::move(bases)),
+      tracker_base_(std::move(tracker_base)) {}
+
+CgroupTree::~CgroupTree() {
+  for (const auto& base : bases_) rmdir(base.c_str());  // fails, harmlessly, while task cgroups remain
+}
+
+Result<std::unique_ptr<CgroupTree>> CgroupTree::Open(const std::string& mount_root, const std::string& scope) {
+  const std::string sub = "/gpool/" + scope;
+  std::string why_not_v2;
+  if (const std::string v2 = FindV2(mount_root, &why_not_v2); !v2.empty()) {
+    // Controllers are enabled level by level down to the tasks' parent.
+    std::string at = v2;
+    for (const std::string& level : {std::string("/gpool"), "/" + scope}) {
+      WriteFile(at + "/cgroup.subtree_control", "+memory +cpu +pids");
+      at += level;
+      GPOOL_RETURN_IF_ERROR(MakeDirs(at));
+    }
+    if (!WriteFile(at + "/cgroup.subtree_control", "+memory +cpu +pids") && !fs::exists(at)) {
+      return Status::Unavailable("cannot enable controllers under " + at);
+    }
+    return std::unique_ptr<CgroupTree>(new CgroupTree(CgroupLayout::kV2, mount_root, {at}, at));
+  }
+  const std::string freezer = mount_root + "/freezer";
+  if (!fs::exists(freezer + "/cgroup.procs")) {
+    return Status::Unavailable(why_not_v2 + ", and no v1 freezer hierarchy at " + freezer);
+  }
+  if (access(freezer.c_str(), W_OK) != 0) return Status::Unavailable(freezer + " is not writable (run as root)");
+  std::vector<std::string> bases = {freezer + sub};
+  for (const char* controller : {"pids", "memory", "cpu"}) {
+    const std::string root = mount_root + "/" + controller;
+    if (fs::exists(root + "/cgroup.procs") && access(root.c_str(), W_OK) == 0) bases.push_back(root + sub);
+  }
+  for (const auto& base : bases) GPOOL_RETURN_IF_ERROR(MakeDirs(base));
+  return std::unique_ptr<CgroupTree>(new CgroupTree(CgroupLayout::kV1, mount_root, bases, bases.front()));
+}
+
+std::string CgroupTree::Describe() const {
+  if (layout_ == CgroupLayout::kV2) return "v2 under " + tracker_base_;
+  std::string controllers;
+  for (const auto& base : bases_) {
+    const std::string rest = base.substr(mount_root_.size() + 1);
+    controllers += (controllers.empty() ? "" : ", ") + rest.substr(0, rest.find('/'));
+  }
+  return "v1 (" + controllers + ") under " + mount_root_;
+}
+
+Result<std::unique_ptr<TaskCgroup>> CgroupTree::Create(const std::string& name, const CgroupLimits& limits) {
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+    return Status::InvalidArgument("cgroup name '" + name + "' is not a file name");
+  }
+  if (fs::exists(tracker_base_ + "/" + name)) return Status::AlreadyExists("cgroup " + name + " exists");
+  std::vector<std::string> dirs;
+  for (const auto& base : bases_) dirs.push_back(base + "/" + name);
+  auto cgroup = std::unique_ptr<TaskCgroup>(new TaskCgroup(name, layout_, dirs, dirs.front()));
+  for (const auto& dir : dirs) {
+    if (mkdir(dir.c_str(), 0755) != 0) {
+      const int err = errno;
+      (void)cgroup->Remove();  // best effort: the error below is what the caller needs
+      return Status::Unavailable("cannot create cgroup " + dir + ": " + std::strerror(err));
+    }
+  }
+  for (const auto& [file, value] : CgroupLimitFiles(layout_, limits)) {
+    // v1 files name their hierarchy ("memory/..."); it may not be mounted.
+    std::string path;
+    if (layout_ == CgroupLayout::kV2) {
+      path = dirs.front() + "/" + file;
+    } else {
+      const std::string hierarchy = file.substr(0, file.find('/'));
+      for (const auto& dir : dirs) {
+        if (dir.rfind(mount_root_ + "/" + hierarchy + "/", 0) == 0) path = dir + file.substr(file.find('/'));
+      }
+      if (path.empty()) continue;
+    }
+    if (!WriteFile(path, value)) {
+      const int err = errno;
+      (void)cgroup->Remove();  // best effort: the error below is what the caller needs
+      return Status::Unavailable("cannot set " + path + " to " + value + ": " + std::strerror(err));
+    }
+  }
+  for (const auto& dir : dirs) {
+    const int fd = open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const int err = errno;
+      (void)cgroup->Remove();  // best effort: the error below is what the caller needs
+      return Status::Unavailable("cannot open " + dir + "/cgroup.procs: " + std::strerror(err));
+    }
+    cgroup->join_fds_.push_back(fd);
+  }
+  return cgroup;
+}
+
+std::unique_ptr<TaskCgroup> CgroupTree::Adopt(const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos || !fs::is_directory(tracker_base_ + "/" + name)) {
+    return nullptr;
+  }
+  std::vector<std::string> dirs;
+  for (const auto& base : bases_) {
+    if (fs::is_directory(base + "/" + name)) dirs.push_back(base + "/" + name);
+  }
+  return std::unique_ptr<TaskCgroup>(new TaskCgroup(name, layout_, dirs, tracker_base_ + "/" + name));
+}
+
+std::vector<std::pair<std::string, size_t>> CgroupTree::KillLeftovers() {
+  std::vector<std::pair<std::string, size_t>> emptied;
+  for (const auto& name : List()) {
+    auto cgroup = Adopt(name);
+    if (cgroup == nullptr) continue;
+    const size_t left = cgroup->Pids().size();
+    for (int round = 0; round < 1000 && !cgroup->Empty(); ++round) {
+      cgroup->KillAll();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    (void)cgroup->Remove();  // a cgroup still busy is found again at the next start
+    emptied.emplace_back(name, left);
+  }
+  return emptied;
+}
+
+std::vector<std::string> CgroupTree::List() const {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(tracker_base_, ec)) {
+    if (entry.is_directory(ec)) names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace gpool::worker

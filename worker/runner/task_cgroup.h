@@ -1,0 +1,116 @@
+// Cgroups for tasks: every task runs in a cgroup of its own, so the worker
+// tracks and kills its whole process tree. Children that double-fork, call
+// setsid or setpgid, or are re-parented to init stay in the task's cgroup,
+// where a process group or PR_SET_PDEATHSIG cannot follow them. A task's CPU
+// and memory requests become the cgroup's limits.
+//
+// Both layouts the kernel offers:
+//   - v2: one unified hierarchy. Used when it holds the controllers we need
+//     (memory, cpu, pids; the freezer is built in). Kill is cgroup.kill
+//     where the kernel has it (5.14), else freeze, SIGKILL each pid, thaw.
+//   - v1: one hierarchy per controller. The freezer hierarchy tracks the
+//     tree (freeze, SIGKILL each pid, thaw); pids, memory and cpu carry the
+//     limits where they are mounted.
+// Production machines mostly run v2; this machine and CI have v1 writable
+// and an empty unified hierarchy, so both paths are exercised.
+//
+// Layout on disk: <hierarchy>/gpool/<scope>/<task>, where scope names the
+// worker (its node), so two workers on one host never share a subtree.
+//
+// A process joins a task's cgroup by writing "0" to cgroup.procs, which the
+// child does between fork and exec through descriptors opened before fork
+// (JoinFds), so the task is inside from its first instruction and nothing
+// it starts can escape.
+//
+// Thread-safety: none; one thread (the runner's).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "protocol/base/status.h"
+
+namespace gpool::worker {
+
+struct CgroupLimits {
+  uint64_t cpu_milli = 0;   // 0: no CPU limit
+  uint64_t memory_mib = 0;  // 0: no memory limit
+};
+
+enum class CgroupLayout : uint8_t { kV1, kV2 };
+
+// The files (relative to the task's directory; v1: "<hierarchy>/<file>")
+// and values that carry `limits`: memory in bytes, CPU as a CFS quota per
+// 100 ms period (1000 milli-CPU = one CPU).
+std::vector<std::pair<std::string, std::string>> CgroupLimitFiles(CgroupLayout layout, const CgroupLimits& limits);
+
+class TaskCgroup {
+ public:
+  TaskCgroup(const TaskCgroup&) = delete;
+  TaskCgroup& operator=(const TaskCgroup&) = delete;
+  ~TaskCgroup();  // closes the join descriptors; the directories stay until Remove
+
+  const std::string& name() const { return name_; }
+  // Descriptors on cgroup.procs of each directory the task belongs in,
+  // O_WRONLY|O_CLOEXEC: the child writes "0" to each before exec.
+  const std::vector<int>& JoinFds() const { return join_fds_; }
+  void CloseJoinFds();
+  // The processes in the task's cgroup now.
+  std::vector<int64_t> Pids() const;
+  bool Empty() const { return Pids().empty(); }
+  // Sends `signal` to every process in the cgroup.
+  void SignalAll(int signal) const;
+  // Kills every process in it, frozen first so none can fork meanwhile.
+  // Returns once SIGKILL was sent to all; they are gone when Empty().
+  void KillAll() const;
+  // Removes the directories; FailedPrecondition while processes remain.
+  Status Remove();
+
+ private:
+  friend class CgroupTree;
+  TaskCgroup(std::string name, CgroupLayout layout, std::vector<std::string> dirs, std::string tracker);
+
+  std::string name_;
+  CgroupLayout layout_;
+  std::vector<std::string> dirs_;  // every directory of this task (v2: one)
+  std::string tracker_;            // the directory whose cgroup.procs lists the tree (v2 dir, v1 freezer)
+  std::vector<int> join_fds_;
+};
+
+class CgroupTree {
+ public:
+  ~CgroupTree();  // removes this worker's subtree when no task cgroup is left in it
+  // Finds the layout under `mount_root` (normally /sys/fs/cgroup) and makes
+  // this worker's subtree gpool/<scope> in it. Unavailable, saying why,
+  // when neither layout is usable (not root, no freezer, read-only).
+  static Result<std::unique_ptr<CgroupTree>> Open(const std::string& mount_root, const std::string& scope);
+
+  CgroupLayout layout() const { return layout_; }
+  std::string Describe() const;  // "v1 (freezer, pids, memory, cpu) under /sys/fs/cgroup"
+  // A new cgroup for task `name` (a file name: [A-Za-z0-9._-]) with these
+  // limits; AlreadyExists when one of that name is there (a task of a
+  // previous worker, see Adopt).
+  Result<std::unique_ptr<TaskCgroup>> Create(const std::string& name, const CgroupLimits& limits);
+  // The cgroup of a task a previous worker process started, if it exists.
+  std::unique_ptr<TaskCgroup> Adopt(const std::string& name);
+  // Names of the task cgroups in this worker's subtree.
+  std::vector<std::string> List() const;
+  // Empties and removes every task cgroup here: at start, what a worker
+  // process that died left running (its tasks are reported lost, so nothing
+  // of them may run on). Returns the names emptied, with the number of
+  // processes each still had.
+  std::vector<std::pair<std::string, size_t>> KillLeftovers();
+
+ private:
+  CgroupTree(CgroupLayout layout, std::string mount_root, std::vector<std::string> bases, std::string tracker_base);
+
+  CgroupLayout layout_;
+  std::string mount_root_;
+  std::vector<std::string> bases_;  // gpool/<scope> in each hierarchy used
+  std::string tracker_base_;       // the one whose task dirs track the tree
+};
+
+}  // namespace gpool::worker
