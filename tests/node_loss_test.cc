@@ -1,6 +1,11 @@
 // A worker that dies is marked NotReady after the node timeout; when it comes
 // back without its task, the task is Lost, the job fails, and the GPUs it held
 // are free again. Another job then runs on the same node.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "client/client.h"
@@ -84,6 +89,73 @@ TEST(NodeLossTest, DeadWorkerGoesNotReadyAndItsTaskIsLostWhenItReturns) {
   EXPECT_TRUE(WaitFor(
       [&] {
         auto detail = (*client)->GetJob(JobId(after->job_id));
+        return detail.ok() && detail->summary.state == "Succeeded";
+      },
+      20s));
+}
+
+// Running, not a zombie waiting for its new parent to reap it.
+bool Running(int64_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  const size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
+
+// The reproduction: a task's grandchild outlives its worker's
+// kill -9 (only the task's first process dies with the worker). The task
+// ran in a cgroup, so the restarted worker kills what is left before it
+// registers, and the GPUs go to the next job only with nothing of the old
+// task running.
+TEST(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegisters) {
+  if (geteuid() != 0 || (!std::filesystem::exists("/sys/fs/cgroup/freezer/cgroup.procs") &&
+                         !std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"))) {
+    GTEST_SKIP() << "task cgroups need root and a cgroup hierarchy";
+  }
+  LocalClusterOptions options;
+  options.workers = 1;
+  LocalCluster cluster(options);
+  cluster.StartCoordinator();
+  cluster.StartWorkers();
+  ASSERT_TRUE(WaitFor([&] { return cluster.AllNodesReady(); }, 30s));
+  ClientOptions client_options;
+  client_options.endpoints = cluster.client_endpoint();
+  auto client = Client::Connect(client_options);
+  ASSERT_TRUE(client.ok());
+
+  const std::string pid_file = cluster.dir() + "/grandchild.pid";
+  JobSpec spec;
+  spec.name = "escapes";
+  TaskGroupSpec group;
+  group.command = {"sh", "-c", "sh -c 'echo $$ > " + pid_file + "; while :; do sleep 1; done'; echo x"};
+  group.resources.gpus = 2;
+  spec.tasks.push_back(group);
+  auto job = (*client)->Submit(spec, "");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  int64_t grandchild = 0;
+  ASSERT_TRUE(WaitFor([&] { return static_cast<bool>(std::ifstream(pid_file) >> grandchild); }, 20s));
+
+  cluster.worker(0)->Kill();
+  EXPECT_TRUE(Running(grandchild)) << "the parent-death signal reaches the first process only";
+  cluster.StartWorker(0);
+  // The task is Lost once the new worker has registered, which it does only
+  // after emptying what the old one left.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto detail = (*client)->GetJob(JobId(job->job_id));
+        return detail.ok() && detail->summary.state == "Failed" && detail->tasks[0].state == "Lost";
+      },
+      30s));
+  EXPECT_FALSE(Running(grandchild)) << "grandchild " << grandchild << " of the lost task still runs";
+
+  spec.name = "next";
+  spec.tasks[0].command = {"true"};
+  auto next = (*client)->Submit(spec, "");
+  ASSERT_TRUE(next.ok());
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto detail = (*client)->GetJob(JobId(next->job_id));
         return detail.ok() && detail->summary.state == "Succeeded";
       },
       20s));
