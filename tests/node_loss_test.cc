@@ -29,30 +29,40 @@ std::string NodeState(LocalCluster& cluster, const std::string& node) {
   return "";
 }
 
-TEST(NodeLossTest, DeadWorkerGoesNotReadyAndItsTaskIsLostWhenItReturns) {
-  LocalClusterOptions options;
-  options.workers = 1;
-  LocalCluster cluster(options);
-  cluster.StartCoordinator();
-  cluster.StartWorkers();
-  ASSERT_TRUE(WaitFor([&] { return cluster.AllNodesReady(); }, 30s));
+class NodeLossTest : public ::testing::Test {
+ protected:
+  // One coordinator, one worker and a client of them.
+  void StartOneNode() {
+    LocalClusterOptions options;
+    options.workers = 1;
+    cluster_ = std::make_unique<LocalCluster>(options);
+    cluster_->StartCoordinator();
+    cluster_->StartWorkers();
+    ASSERT_TRUE(WaitFor([&] { return cluster_->AllNodesReady(); }, 30s));
+    ClientOptions client_options;
+    client_options.endpoints = cluster_->client_endpoint();
+    auto client = Client::Connect(client_options);
+    ASSERT_TRUE(client.ok());
+    client_ = std::move(client).value();
+  }
+  std::unique_ptr<LocalCluster> cluster_;
+  std::unique_ptr<Client> client_;
+};
 
-  ClientOptions client_options;
-  client_options.endpoints = cluster.client_endpoint();
-  auto client = Client::Connect(client_options);
-  ASSERT_TRUE(client.ok());
+TEST_F(NodeLossTest, DeadWorkerGoesNotReadyAndItsTaskIsLostWhenItReturns) {
+  ASSERT_NO_FATAL_FAILURE(StartOneNode());
   JobSpec spec;
   spec.name = "long";
   TaskGroupSpec group;
   group.command = {"sleep", "300"};
   group.resources.gpus = 2;
   spec.tasks.push_back(group);
-  auto job = (*client)->Submit(spec, "");
+  auto job = client_->Submit(spec, "");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   int64_t pid = 0;
   ASSERT_TRUE(WaitFor(
       [&] {
-        auto detail = (*client)->GetJob(JobId(job->job_id));
+        auto detail = client_->GetJob(JobId(job->job_id));
         if (!detail.ok() || detail->tasks[0].state != "Running") return false;
         pid = detail->tasks[0].pid;
         return true;
@@ -60,20 +70,20 @@ TEST(NodeLossTest, DeadWorkerGoesNotReadyAndItsTaskIsLostWhenItReturns) {
       20s));
 
   // SIGKILL the worker: its task dies with it (parent-death signal).
-  cluster.worker(0)->Kill();
+  cluster_->worker(0)->Kill();
   EXPECT_TRUE(WaitFor([&] { return !PidAlive(static_cast<pid_t>(pid)); }, 10s));
-  ASSERT_TRUE(WaitFor([&] { return NodeState(cluster, cluster.NodeName(0)) == "NotReady"; }, 15s));
+  ASSERT_TRUE(WaitFor([&] { return NodeState(*cluster_, cluster_->NodeName(0)) == "NotReady"; }, 15s));
   // Until the node reports back, the coordinator cannot know the task is gone.
-  auto while_down = (*client)->GetJob(JobId(job->job_id));
+  auto while_down = client_->GetJob(JobId(job->job_id));
   ASSERT_TRUE(while_down.ok());
   EXPECT_EQ(while_down->tasks[0].state, "Running");
 
-  cluster.StartWorker(0);
-  ASSERT_TRUE(WaitFor([&] { return NodeState(cluster, cluster.NodeName(0)) == "Ready"; }, 20s));
-  auto failed = (*client)->GetJob(JobId(job->job_id));
+  cluster_->StartWorker(0);
+  ASSERT_TRUE(WaitFor([&] { return NodeState(*cluster_, cluster_->NodeName(0)) == "Ready"; }, 20s));
+  auto failed = client_->GetJob(JobId(job->job_id));
   ASSERT_TRUE(WaitFor(
       [&] {
-        failed = (*client)->GetJob(JobId(job->job_id));
+        failed = client_->GetJob(JobId(job->job_id));
         return failed.ok() && failed->summary.state == "Failed";
       },
       10s));
@@ -84,11 +94,11 @@ TEST(NodeLossTest, DeadWorkerGoesNotReadyAndItsTaskIsLostWhenItReturns) {
   spec.name = "after";
   spec.tasks[0].command = {"true"};
   spec.tasks[0].resources.gpus = 4;
-  auto after = (*client)->Submit(spec, "");
+  auto after = client_->Submit(spec, "");
   ASSERT_TRUE(after.ok());
   EXPECT_TRUE(WaitFor(
       [&] {
-        auto detail = (*client)->GetJob(JobId(after->job_id));
+        auto detail = client_->GetJob(JobId(after->job_id));
         return detail.ok() && detail->summary.state == "Succeeded";
       },
       20s));
@@ -108,42 +118,33 @@ bool Running(int64_t pid) {
 // ran in a cgroup, so the restarted worker kills what is left before it
 // registers, and the GPUs go to the next job only with nothing of the old
 // task running.
-TEST(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegisters) {
+TEST_F(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegisters) {
   if (geteuid() != 0 || (!std::filesystem::exists("/sys/fs/cgroup/freezer/cgroup.procs") &&
                          !std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"))) {
     GTEST_SKIP() << "task cgroups need root and a cgroup hierarchy";
   }
-  LocalClusterOptions options;
-  options.workers = 1;
-  LocalCluster cluster(options);
-  cluster.StartCoordinator();
-  cluster.StartWorkers();
-  ASSERT_TRUE(WaitFor([&] { return cluster.AllNodesReady(); }, 30s));
-  ClientOptions client_options;
-  client_options.endpoints = cluster.client_endpoint();
-  auto client = Client::Connect(client_options);
-  ASSERT_TRUE(client.ok());
+  ASSERT_NO_FATAL_FAILURE(StartOneNode());
 
-  const std::string pid_file = cluster.dir() + "/grandchild.pid";
+  const std::string pid_file = cluster_->dir() + "/grandchild.pid";
   JobSpec spec;
   spec.name = "escapes";
   TaskGroupSpec group;
   group.command = {"sh", "-c", "sh -c 'echo $$ > " + pid_file + "; while :; do sleep 1; done'; echo x"};
   group.resources.gpus = 2;
   spec.tasks.push_back(group);
-  auto job = (*client)->Submit(spec, "");
+  auto job = client_->Submit(spec, "");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   int64_t grandchild = 0;
   ASSERT_TRUE(WaitFor([&] { return static_cast<bool>(std::ifstream(pid_file) >> grandchild); }, 20s));
 
-  cluster.worker(0)->Kill();
+  cluster_->worker(0)->Kill();
   EXPECT_TRUE(Running(grandchild)) << "the parent-death signal reaches the first process only";
-  cluster.StartWorker(0);
+  cluster_->StartWorker(0);
   // The task is Lost once the new worker has registered, which it does only
   // after emptying what the old one left.
   ASSERT_TRUE(WaitFor(
       [&] {
-        auto detail = (*client)->GetJob(JobId(job->job_id));
+        auto detail = client_->GetJob(JobId(job->job_id));
         return detail.ok() && detail->summary.state == "Failed" && detail->tasks[0].state == "Lost";
       },
       30s));
@@ -151,11 +152,11 @@ TEST(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegisters
 
   spec.name = "next";
   spec.tasks[0].command = {"true"};
-  auto next = (*client)->Submit(spec, "");
+  auto next = client_->Submit(spec, "");
   ASSERT_TRUE(next.ok());
   EXPECT_TRUE(WaitFor(
       [&] {
-        auto detail = (*client)->GetJob(JobId(next->job_id));
+        auto detail = client_->GetJob(JobId(next->job_id));
         return detail.ok() && detail->summary.state == "Succeeded";
       },
       20s));

@@ -2,6 +2,8 @@
 // counts each rejection as it checks). These properties hold that account to
 // the one a separate pass of the check chain over every node would give, on
 // random clusters of every node state, pool, label, taint and load.
+#include <memory>
+
 #include <gtest/gtest.h>
 
 #include "control/scheduler/scenario.h"
@@ -68,12 +70,23 @@ std::vector<PendingReason> CountEveryNode(const Session& session, std::vector<Wo
   return out;
 }
 
+// A random cluster with one pending job, and a session over it (which
+// points into the view, so both stay where they are).
+struct RandomCase {
+  explicit RandomCase(uint64_t seed) : rng(seed * 2 + 1), view(RandomCluster(rng)) {
+    view.pending = {RandomJob(rng)};
+    session = std::make_unique<Session>(view, SchedulerConfig{});
+  }
+  topology::Lcg rng;
+  ClusterView view;
+  std::unique_ptr<Session> session;
+};
+
 TEST(ExplainTest, TheSearchCountsEveryNodeUnderTheCheckItFailsFirst) {
   for (uint64_t seed = 1; seed <= 3000; ++seed) {
-    topology::Lcg rng(seed * 2 + 1);
-    ClusterView view = RandomCluster(rng);
-    view.pending = {RandomJob(rng)};
-    Session session(view, SchedulerConfig{});
+    RandomCase c(seed);
+    const ClusterView& view = c.view;
+    Session& session = *c.session;
     WorkJob& job = session.jobs().front();
     std::vector<PendingReason> reasons;
     auto node = session.FindNode(job, job.view->tasks[0], false, reasons);
@@ -98,10 +111,8 @@ TEST(ExplainTest, TheSearchCountsEveryNodeUnderTheCheckItFailsFirst) {
 
 TEST(ExplainTest, ASecondSearchOfTheSameShapeGivesTheSameAccount) {
   for (uint64_t seed = 1; seed <= 500; ++seed) {
-    topology::Lcg rng(seed * 2 + 1);
-    ClusterView view = RandomCluster(rng);
-    view.pending = {RandomJob(rng)};
-    Session session(view, SchedulerConfig{});
+    RandomCase c(seed);
+    Session& session = *c.session;
     WorkJob& job = session.jobs().front();
     std::vector<PendingReason> first, second;
     auto a = session.FindNode(job, job.view->tasks[0], false, first);
