@@ -69,6 +69,10 @@ int RunLogs(Session& s, const Invocation& inv) {
     s.err << "(showing the last " << reply->data.size() << " of " << reply->size
           << " bytes; --bytes N shows more)\n";
   }
+  if (reply->dropped > 0) {
+    s.err << "(the log is capped on its node: " << reply->dropped
+          << " earlier bytes were moved out)\n";
+  }
   return kExitOk;
 }
 

@@ -674,6 +674,7 @@ std::string LogToJson(JobId job, uint32_t task_index, const GetTaskLogReply& rep
                          {"task_index", task_index},
                          {"size", reply.size},
                          {"truncated", reply.truncated},
+                         {"dropped", reply.dropped},
                          {"data", reply.data}};
   return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -252,7 +252,7 @@ void Gateway::OnGetTaskLog(const std::string& peer, uint64_t request_id, const G
                            return;
                          }
                          Reply(peer, MakeFrame(request_id, proposer_.epoch(),
-                                               GetTaskLogReply{result->data, result->size, result->truncated}));
+                                               GetTaskLogReply{result->data, result->size, result->truncated, result->dropped}));
                        });
 }
 

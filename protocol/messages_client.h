@@ -195,11 +195,13 @@ struct GetTaskLogReply {
   wire::Bytes data;  // the tail of the task's stdout+stderr, raw bytes (msgpack bin)
   uint64_t size = 0;  // full size of the log file
   bool truncated = false;
+  uint64_t dropped = 0;  // bytes the node's log cap moved out of the file before `data`
   template <typename V>
   void Fields(V& v) {
     v.Required("data", data);
     v.Optional("size", size);
     v.Optional("truncated", truncated);
+    v.Optional("dropped", dropped);
   }
 };
 

@@ -208,11 +208,13 @@ struct FetchLogReply {
   wire::Bytes data;  // raw bytes (msgpack bin)
   uint64_t size = 0;
   bool truncated = false;
+  uint64_t dropped = 0;  // bytes the node's log cap moved out of the file
   template <typename V>
   void Fields(V& v) {
     v.Required("data", data);
     v.Optional("size", size);
     v.Optional("truncated", truncated);
+    v.Optional("dropped", dropped);
   }
 };
 

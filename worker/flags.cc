@@ -15,16 +15,16 @@ namespace {
 
 // --simulate N, parsed here rather than by cxxopts so a bad value gets a
 // message that says what is allowed.
-Result<uint32_t> ParseSimulate(const std::string& text) {
-  const std::string range = "a number of nodes from 1 to " + std::to_string(kMaxSimulatedNodes);
+// A whole number from 1 to `max` for `flag`; `what` names it in messages
+// ("a number of nodes").
+Result<uint64_t> ParseCount(const std::string& flag, const std::string& text, uint64_t max, const std::string& what) {
+  const std::string range = what + " from 1 to " + std::to_string(max);
   if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) {
-    return Status::InvalidArgument("--simulate: '" + text + "' is not " + range);
+    return Status::InvalidArgument(flag + ": '" + text + "' is not " + range);
   }
   const unsigned long n = std::stoul(text);
-  if (n == 0 || n > kMaxSimulatedNodes) {
-    return Status::InvalidArgument("--simulate: " + text + " is out of range: expected " + range);
-  }
-  return static_cast<uint32_t>(n);
+  if (n == 0 || n > max) return Status::InvalidArgument(flag + ": " + text + " is out of range: expected " + range);
+  return static_cast<uint64_t>(n);
 }
 
 }  // namespace
@@ -55,6 +55,9 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("cgroup-root", "Where the cgroup hierarchies are mounted (v2, or v1 with a freezer): each task runs in a "
      "cgroup of its own that holds its whole process tree and its CPU and memory limits; 'none' tracks tasks by "
      "process group only", cxxopts::value<std::string>()->default_value(defaults.cgroup_root), "DIR")
+    ("task-log-max-mib", "Cap on each task's log on disk (MiB, 1 to 1048576): past it the last half moves to "
+     "<log>.1 and the log starts again with a line saying so",
+     cxxopts::value<std::string>()->default_value(std::to_string(defaults.task_log_max_mib)), "MIB")
     ("mig-dynamic", "Offer MIG-enabled GPUs without instances for dynamic MIG: the scheduler picks instances and "
      "the worker creates and destroys them (needs root or CAP_SYS_ADMIN)")
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"), "LEVEL")
@@ -98,8 +101,13 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     f.log_level = result["log-level"].as<std::string>();
     f.mig_dynamic = result.count("mig-dynamic") > 0;
     f.cgroup_root = result["cgroup-root"].as<std::string>();
+    GPOOL_ASSIGN_OR_RETURN(f.task_log_max_mib, ParseCount("--task-log-max-mib",
+                                                           result["task-log-max-mib"].as<std::string>(), 1u << 20,
+                                                           "a size in MiB"));
     if (result.count("simulate")) {
-      GPOOL_ASSIGN_OR_RETURN(f.simulate, ParseSimulate(result["simulate"].as<std::string>()));
+      GPOOL_ASSIGN_OR_RETURN(const uint64_t nodes, ParseCount("--simulate", result["simulate"].as<std::string>(),
+                                                              kMaxSimulatedNodes, "a number of nodes"));
+      f.simulate = static_cast<uint32_t>(nodes);
     }
   } catch (const cxxopts::exceptions::exception& e) {
     return Status::InvalidArgument(e.what());

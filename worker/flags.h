@@ -41,6 +41,7 @@ struct WorkerFlags {
   // Where the cgroup hierarchies are mounted; "none": tasks are tracked by
   // process group only (their children may escape).
   std::string cgroup_root = "/sys/fs/cgroup";
+  uint64_t task_log_max_mib = 256;  // each task's log on disk; older output moves to <log>.1
   bool mig_dynamic = false;        // --mig-dynamic: empty MIG-enabled GPUs become dynamic MIG
   std::string log_level = "info";
   uint32_t simulate = 0;           // --simulate N: fleet of N simulated nodes; 0: one real node

@@ -246,6 +246,7 @@ int main(int argc, char** argv) {
   task_options.log_dir = flags.data_dir + "/tasks";
   task_options.base_env = ParseEnvList(environ);
   task_options.cuda_intercept_lib = flags.cuda_intercept_lib;
+  task_options.log_max_bytes = flags.task_log_max_mib << 20;
   task_options.launcher = &launcher;
   task_options.mig = mig.get();
   task_options.clock = &clock;

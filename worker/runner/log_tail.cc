@@ -1,5 +1,7 @@
 #include "worker/runner/log_tail.h"
 
+#include "worker/runner/log_cap.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,6 +45,7 @@ Result<LogTail> ReadLogTail(const std::string& path, uint64_t max_bytes) {
   close(fd);
   tail.data.resize(done);
   tail.truncated = tail.data.size() < tail.size;
+  tail.dropped = DroppedLogBytes(path);
   return tail;
 }
 

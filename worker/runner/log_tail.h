@@ -17,6 +17,7 @@ struct LogTail {
   std::string data;      // the last min(max_bytes, 4 MiB, size) bytes
   uint64_t size = 0;     // the whole file's size
   bool truncated = false;  // data is not the whole file
+  uint64_t dropped = 0;    // bytes the log cap moved out of the file (log_cap.h)
 };
 
 // NotFound when the file does not exist; IoError on other failures.

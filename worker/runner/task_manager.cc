@@ -131,6 +131,7 @@ void TaskManager::Poll() {
     if (it != tasks_.end() && it->second.phase == Phase::kPending) Start(id, it->second);
   }
   for (const ExitInfo& exit : options_.launcher->Reap()) OnExit(exit);
+  for (const auto& [pid, id] : by_pid_) CapLog(id);
   const int64_t now = options_.clock->MonoMs();
   for (const auto& [pid, id] : by_pid_) {
     Task& task = tasks_.at(id);
@@ -250,6 +251,7 @@ void TaskManager::OnExit(const ExitInfo& exit) {
   }
   const TaskId id = at->second;
   by_pid_.erase(at);
+  CapLog(id, /*finished=*/true);  // what it wrote since the last turn
   Task& task = tasks_.at(id);
   task.phase = Phase::kExited;
   task.exit_code = exit.exit_code;
@@ -369,7 +371,17 @@ Result<FetchLogReply> TaskManager::TailLog(const TaskId& task, uint64_t max_byte
   reply.data = std::move(tail->data);
   reply.size = tail->size;
   reply.truncated = tail->truncated;
+  reply.dropped = tail->dropped;
   return reply;
+}
+
+void TaskManager::CapLog(const TaskId& id, bool finished) {
+  auto capped = CapTaskLog(TaskLogPath(options_.log_dir, id), options_.log_max_bytes, finished);
+  if (!capped.ok() && capped.status().code() != StatusCode::kNotFound) {
+    log_->warn("task log not capped task={} error={}", id.ToString(), Q(capped.status().ToString()));
+  } else if (capped.ok() && *capped) {
+    log_->info("task log capped task={} max_bytes={}", id.ToString(), options_.log_max_bytes);
+  }
 }
 
 }  // namespace gpool::worker

@@ -54,6 +54,7 @@
 #include "protocol/base/status.h"
 #include "protocol/messages.h"
 #include "protocol/types.h"
+#include "worker/runner/log_cap.h"
 #include "worker/runner/mig_manager.h"
 #include "worker/runner/process_launcher.h"
 
@@ -74,6 +75,7 @@ struct TaskManagerOptions {
   std::shared_ptr<spdlog::logger> logger;      // nullptr: spdlog's default
   int64_t finished_retention_ms = 3'600'000;   // keep acknowledged finished tasks this long
   size_t max_tasks = 100'000;                  // records of all kinds; Bind beyond: ResourceExhausted
+  uint64_t log_max_bytes = kDefaultTaskLogMaxBytes;  // each task's log on disk (log_cap.h)
 };
 
 class TaskManager {
@@ -119,6 +121,8 @@ class TaskManager {
   const NodeSpec& node() const { return options_.node; }
 
  private:
+  // Holds the task's log to options_.log_max_bytes (log_cap.h).
+  void CapLog(const TaskId& id, bool finished = false);
   enum class Phase { kPending, kRunning, kExited, kFailed, kCancelled };
 
   struct MigInstance {

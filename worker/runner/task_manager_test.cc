@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -23,6 +24,7 @@ class TaskManagerTest : public ::testing::Test {
     TaskManagerOptions options = testing::TaskManagerTestOptions(node_, dir_, &launcher_, &clock_, log_);
     options.base_env = {{"PATH", "/usr/bin:/bin"}};
     options.finished_retention_ms = 60'000;
+    options.log_max_bytes = 1 << 20;
     auto tm = TaskManager::Open(std::move(options));
     ASSERT_TRUE(tm.ok()) << tm.status().ToString();
     tm_ = std::move(tm.value());
@@ -423,6 +425,24 @@ TEST(TaskManagerOpenTest, RequiresLauncherAndClock) {
   TaskManagerOptions options;
   options.log_dir = "/tmp";
   EXPECT_EQ(TaskManager::Open(options).status().code(), StatusCode::kInvalidArgument);
+}
+
+// A task's log is held to the cap while it runs: the next turn after it
+// overflows, the log starts again and FetchLog says how much moved out.
+TEST_F(TaskManagerTest, ARunningTasksLogIsHeldToItsCapAndTheTailSaysSo) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(21, 0)).ok());
+  tm_->Poll();
+  ASSERT_EQ(launcher_.launched().size(), 1u);
+  const std::string log = launcher_.launched()[0].request.log_path;
+  const std::string flood((1 << 20) + 1, 'x');  // the fixture caps logs at 1 MiB
+  std::ofstream(log, std::ios::app) << flood;
+  tm_->Poll();
+  auto tail = tm_->TailLog(TaskId{JobId(21), 0, 0}, 1 << 20);
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  EXPECT_GE(tail->dropped, flood.size());
+  EXPECT_LT(tail->size, 1024u) << "the live log starts again";
+  EXPECT_NE(std::string(tail->data).find("this log is capped"), std::string::npos);
+  EXPECT_TRUE(log_.Contains("task log capped task=21.0"));
 }
 
 }  // namespace
