@@ -207,7 +207,8 @@ void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, Ta
 }
 
 void NodeRegistry::ProposeNotReady(const std::string& node) {
-  proposer_.Propose(state::NodeStateCmd{node, std::string(ToString(NodeState::kNotReady))},
+  proposer_.Propose(state::NodeStateCmd{node, std::string(ToString(NodeState::kNotReady)),
+                                        workers_.LastSeenWallMs(node)},
                     [this, node](const state::ApplyResult& result) {
                       if (result.committed) return;
                       // Not durable (leadership is moving): a later tick tries

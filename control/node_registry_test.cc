@@ -93,10 +93,14 @@ TEST_F(RegistryTest, HeartbeatFromAnotherConnectionIsNotFound) {
 
 TEST_F(RegistryTest, SilentNodeGoesNotReadyAndComesBack) {
   FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
+  const int64_t heard_ms = workers_.LastSeenWallMs("n1");
+  ASSERT_GT(heard_ms, 0);
   registry_->Tick(999);
   EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kReady);
   registry_->Tick(1000);
   EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kNotReady);
+  // LAST SEEN stays at the last message, not the moment it was found silent.
+  EXPECT_EQ(state_.FindNode("n1")->last_seen_ms, heard_ms);
   proposer_.clear();
   registry_->Tick(5000);  // proposed once, not every tick
   EXPECT_TRUE(proposer_.proposed().empty());

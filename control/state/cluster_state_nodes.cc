@@ -80,7 +80,13 @@ ApplyResult ClusterState::ApplyNodeState(int64_t now, const NodeStateCmd& cmd) {
     return result;
   }
   it->second.state = *state;
-  it->second.last_seen_ms = now;
+  // LAST SEEN is when the node was last heard from, not when it was found
+  // silent: a node dead for 45 s must not show 36 s.
+  if (cmd.last_seen_ms > 0) {
+    it->second.last_seen_ms = std::max(it->second.last_seen_ms, cmd.last_seen_ms);
+  } else if (*state == NodeState::kReady) {
+    it->second.last_seen_ms = now;
+  }
   TouchSpec(it->second);
   return result;
 }

@@ -30,10 +30,15 @@ struct RegisterNodeCmd {
 struct NodeStateCmd {
   std::string node;
   std::string state;  // NodeState name
+  // Wall time of the last message the coordinator had from the node (what
+  // `gpool nodes` shows as LAST SEEN); 0: unknown, the change's own time
+  // for Ready and the last known one for NotReady.
+  int64_t last_seen_ms = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
     v.Required("state", state);
+    v.Optional("last_seen_ms", last_seen_ms);
   }
 };
 
