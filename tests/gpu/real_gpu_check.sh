@@ -504,6 +504,21 @@ if [[ -n $J3 ]]; then
     G nodes --devices
     section "while job $J3 runs: gpool node show $NODE"
     G node show "$NODE"
+    section "while job $J3 runs: its cgroup"
+    # Every task runs in a cgroup of its own (worker/runner/task_cgroup.h);
+    # this machine is the first v2 host the check runs on.
+    grep -E 'task cgroups' "$WORK/worker.log" | tail -2
+    PID3=$(G --json job "$J3" 2>/dev/null | py_json "d['tasks'][0].get('pid', 0)")
+    if [[ -n $PID3 && $PID3 -gt 0 && -r /proc/$PID3/cgroup ]] 2>/dev/null; then
+      echo "task pid $PID3: $(tr '\n' ' ' </proc/$PID3/cgroup)"
+      if grep -q 'gpool/.*task-' "/proc/$PID3/cgroup"; then
+        result task_cgroup PASS "$(grep -m1 'gpool/' /proc/$PID3/cgroup)"
+      else
+        result task_cgroup FAIL "task $PID3 is not in a gpool task cgroup"
+      fi
+    else
+      result task_cgroup FAIL "no pid for job $J3"
+    fi
     section "while job $J3 runs: nvidia-smi"
     timeout -k 2 20 nvidia-smi || log "nvidia-smi failed"
     if [[ -n $USED && $USED -gt 0 ]] 2>/dev/null; then
