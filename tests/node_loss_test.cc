@@ -1,6 +1,7 @@
 // A worker that dies is marked NotReady after the node timeout; when it comes
 // back without its task, the task is Lost, the job fails, and the GPUs it held
 // are free again. Another job then runs on the same node.
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -45,8 +46,14 @@ class NodeLossTest : public ::testing::Test {
     ASSERT_TRUE(client.ok());
     client_ = std::move(client).value();
   }
+  // Processes a test saw outlive their task: killed by PID at the end,
+  // should the test stop before its restarted worker did it.
+  void TearDown() override {
+    for (int64_t pid : survivors_) kill(static_cast<pid_t>(pid), SIGKILL);
+  }
   std::unique_ptr<LocalCluster> cluster_;
   std::unique_ptr<Client> client_;
+  std::vector<int64_t> survivors_;
 };
 
 TEST_F(NodeLossTest, DeadWorkerGoesNotReadyAndItsTaskIsLostWhenItReturns) {
@@ -136,6 +143,7 @@ TEST_F(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegiste
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   int64_t grandchild = 0;
   ASSERT_TRUE(WaitFor([&] { return static_cast<bool>(std::ifstream(pid_file) >> grandchild); }, 20s));
+  survivors_.push_back(grandchild);
 
   cluster_->worker(0)->Kill();
   EXPECT_TRUE(Running(grandchild)) << "the parent-death signal reaches the first process only";
@@ -160,6 +168,59 @@ TEST_F(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegiste
         return detail.ok() && detail->summary.state == "Succeeded";
       },
       20s));
+}
+
+// A task that kills its own worker (kill -9 $PPID) leaves its GPUs held,
+// not given out twice: while the node is away the coordinator keeps them
+// the task's, and a job that needs them waits; the restarted worker kills
+// what is left of the task before it registers, and only then do they go
+// to the waiting job.
+TEST_F(NodeLossTest, ATaskThatKillsItsWorkerNeverHasItsGpusGivenOutTwice) {
+  if (geteuid() != 0 || (!std::filesystem::exists("/sys/fs/cgroup/freezer/cgroup.procs") &&
+                         !std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"))) {
+    GTEST_SKIP() << "task cgroups need root and a cgroup hierarchy";
+  }
+  ASSERT_NO_FATAL_FAILURE(StartOneNode());
+  const std::string pid_file = cluster_->dir() + "/survivor.pid";
+  JobSpec killer;
+  killer.name = "kills-its-worker";
+  TaskGroupSpec group;
+  group.command = {"sh", "-c",
+                   "sh -c 'echo $$ > " + pid_file + "; while :; do sleep 1; done' & "
+                   "while [ ! -s " + pid_file + " ]; do sleep 0.1; done; kill -9 $PPID; exec sleep 1000"};
+  group.resources.gpus = 2;
+  killer.tasks.push_back(group);
+  auto first = client_->Submit(killer, "");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  int64_t survivor = 0;
+  ASSERT_TRUE(WaitFor([&] { return static_cast<bool>(std::ifstream(pid_file) >> survivor); }, 20s));
+  survivors_.push_back(survivor);
+  ASSERT_TRUE(WaitFor([&] { return !cluster_->worker(0)->Running(); }, 10s)) << "the task killed its worker";
+
+  JobSpec whole_node;
+  whole_node.name = "needs-every-gpu";
+  group.command = {"true"};
+  group.resources.gpus = 4;
+  whole_node.tasks.push_back(group);
+  auto second = client_->Submit(whole_node, "");
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE(WaitFor([&] { return NodeState(*cluster_, cluster_->NodeName(0)) == "NotReady"; }, 15s));
+  auto waiting = client_->GetJob(JobId(second->job_id));
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_EQ(waiting->summary.state, "Pending") << "the lost task's GPUs went out while it may still run";
+  EXPECT_TRUE(Running(survivor));
+
+  cluster_->StartWorker(0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto detail = client_->GetJob(JobId(second->job_id));
+        return detail.ok() && detail->summary.state == "Succeeded";
+      },
+      30s));
+  EXPECT_FALSE(Running(survivor)) << "the killer's child " << survivor << " ran beside the next job";
+  auto lost = client_->GetJob(JobId(first->job_id));
+  ASSERT_TRUE(lost.ok());
+  EXPECT_EQ(lost->tasks[0].state, "Lost");
 }
 
 }  // namespace
