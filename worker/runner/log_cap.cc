@@ -55,6 +55,12 @@ uint64_t DroppedLogBytes(const std::string& path) {
 }
 
 Result<bool> CapTaskLog(const std::string& path, uint64_t max_bytes, bool finished) {
+  struct stat quick {};
+  if (stat(path.c_str(), &quick) != 0) {
+    if (errno == ENOENT) return Status::NotFound("no log at " + path);
+    return Errno("stat " + path);
+  }
+  if (static_cast<uint64_t>(quick.st_size) <= max_bytes) return false;  // the usual case: one syscall
   const int fd = open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return Status::NotFound("no log at " + path);

@@ -1,6 +1,6 @@
 // Task logs are capped on disk: a task that writes without end (1 GiB in two
 // seconds) must not fill the node's disk. The worker checks the size of each
-// running task's log every turn of its loop, and at the task's exit; over the
+// running task's log four times a second, and at the task's exit; over the
 // cap, it keeps the last half of the cap in "<log>.1" (replacing the one
 // before), empties the live file in place (the task's descriptor is
 // O_APPEND, so its next write lands at the new end: logrotate's

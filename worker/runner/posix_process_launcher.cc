@@ -117,12 +117,8 @@ Result<std::unique_ptr<TaskCgroup>> PosixProcessLauncher::NewCgroup(const Launch
   // old copy of this task and must not run beside the new one.
   auto old = cgroups_->Adopt(request.cgroup);
   const size_t left = old->Pids().size();
-  for (int round = 0; round < 1000 && !old->Empty(); ++round) {
-    old->KillAll();
-    usleep(5000);
-  }
+  GPOOL_RETURN_IF_ERROR(old->Drain());
   log_->warn("task cgroup left by a previous worker emptied cgroup={} processes_killed={}", request.cgroup, left);
-  GPOOL_RETURN_IF_ERROR(old->Remove());
   return cgroups_->Create(request.cgroup, request.limits);
 }
 

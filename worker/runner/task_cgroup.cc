@@ -135,6 +135,14 @@ Status TaskCgroup::Remove() {
   return Status::Ok();
 }
 
+Status TaskCgroup::Drain() {
+  for (int round = 0; round < 1000 && !Empty(); ++round) {
+    KillAll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return Remove();
+}
+
 CgroupTree::CgroupTree(CgroupLayout layout, std::string mount_root, std::vector<std::string> bases,
                        std::string tracker_base)
     : layout_(layout),
@@ -248,11 +256,7 @@ std::vector<std::pair<std::string, size_t>> CgroupTree::KillLeftovers() {
     auto cgroup = Adopt(name);
     if (cgroup == nullptr) continue;
     const size_t left = cgroup->Pids().size();
-    for (int round = 0; round < 1000 && !cgroup->Empty(); ++round) {
-      cgroup->KillAll();
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    (void)cgroup->Remove();  // a cgroup still busy is found again at the next start
+    (void)cgroup->Drain();  // a cgroup still busy is found again at the next start
     emptied.emplace_back(name, left);
   }
   return emptied;

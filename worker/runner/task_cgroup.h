@@ -68,6 +68,10 @@ class TaskCgroup {
   void KillAll() const;
   // Removes the directories; FailedPrecondition while processes remain.
   Status Remove();
+  // Kills until empty (up to about 5 s, for processes slow to die), then
+  // removes: for a cgroup whose task is over. FailedPrecondition when
+  // something would not die in time.
+  Status Drain();
 
  private:
   friend class CgroupTree;

@@ -94,10 +94,7 @@ class RealCgroups : public ::testing::Test {
   void TearDown() override {
     if (tree_ == nullptr) return;
     for (const auto& name : tree_->List()) {
-      auto cgroup = tree_->Adopt(name);
-      cgroup->KillAll();
-      WaitFor([&] { return cgroup->Empty(); });
-      EXPECT_TRUE(cgroup->Remove().ok());
+      EXPECT_TRUE(tree_->Adopt(name)->Drain().ok());
     }
     fs::remove_all(dir_);
   }

@@ -131,8 +131,11 @@ void TaskManager::Poll() {
     if (it != tasks_.end() && it->second.phase == Phase::kPending) Start(id, it->second);
   }
   for (const ExitInfo& exit : options_.launcher->Reap()) OnExit(exit);
-  for (const auto& [pid, id] : by_pid_) CapLog(id);
   const int64_t now = options_.clock->MonoMs();
+  if (now >= next_log_cap_ms_) {  // a stat per running task, four times a second
+    next_log_cap_ms_ = now + kLogCapIntervalMs;
+    for (const auto& [pid, id] : by_pid_) CapLog(id);
+  }
   for (const auto& [pid, id] : by_pid_) {
     Task& task = tasks_.at(id);
     if (task.kill_at_ms != 0 && now >= task.kill_at_ms) {

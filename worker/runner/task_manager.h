@@ -176,6 +176,9 @@ class TaskManager {
   uint64_t next_seq_ = 1;
   bool stopping_ = false;
   int64_t next_expire_ms_ = 0;
+  // Logs of running tasks are checked against their cap this often.
+  static constexpr int64_t kLogCapIntervalMs = 250;
+  int64_t next_log_cap_ms_ = 0;
 };
 
 }  // namespace gpool::worker

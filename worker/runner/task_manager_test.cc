@@ -436,6 +436,7 @@ TEST_F(TaskManagerTest, ARunningTasksLogIsHeldToItsCapAndTheTailSaysSo) {
   const std::string log = launcher_.launched()[0].request.log_path;
   const std::string flood((1 << 20) + 1, 'x');  // the fixture caps logs at 1 MiB
   std::ofstream(log, std::ios::app) << flood;
+  clock_.Advance(250);  // logs are checked four times a second
   tm_->Poll();
   auto tail = tm_->TailLog(TaskId{JobId(21), 0, 0}, 1 << 20);
   ASSERT_TRUE(tail.ok()) << tail.status().ToString();
