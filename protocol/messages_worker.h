@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/health.h"
 #include "protocol/messages_common.h"
 #include "protocol/types.h"
 
@@ -37,11 +38,14 @@ struct RegisterNode {
   NodeSpec node;
   std::vector<TaskReport> tasks;
   std::string worker_version;
+  // The node's health conditions now (health.h); empty: healthy.
+  std::vector<HealthCondition> health;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
     v.Optional("tasks", tasks);
     v.Optional("worker_version", worker_version);
+    v.Optional("health", health);
   }
 };
 
@@ -75,11 +79,19 @@ struct Heartbeat {
   // Device usage of running tasks, where the node can measure it (NVML);
   // empty on simulated nodes and nodes without a driver.
   std::vector<TaskUsage> usage;
+  // Health: the whole list of conditions, carried when it changed (a
+  // condition raised or cleared, a severity, count or XID changed) until a
+  // heartbeat carrying it is acknowledged; health_version then counts the
+  // changes (per worker process, from 1). 0: no health in this heartbeat.
+  uint64_t health_version = 0;
+  std::vector<HealthCondition> health;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
     v.Optional("running", running);
     v.Optional("usage", usage);
+    v.Optional("health_version", health_version);
+    v.Optional("health", health);
   }
 };
 
