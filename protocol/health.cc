@@ -1,4 +1,5 @@
 #include "protocol/health.h"
+#include "protocol/event.h"
 
 #include <array>
 #include <charconv>
@@ -20,7 +21,20 @@ constexpr size_t kMaxConditions = 512;
 constexpr size_t kMaxDevice = 128;
 constexpr size_t kMaxMessage = 1024;
 
+constexpr std::array<std::string_view, kEventKindCount> kEventKinds = {
+    "health-raised", "health-cleared", "node-cordoned", "node-uncordoned", "node-not-ready",
+    "node-ready",    "node-lost",      "task-lost",     "task-requeued",   "task-preempted",
+    "task-reclaimed", "health-breaker-open", "health-breaker-closed"};
+
 }  // namespace
+
+std::string_view ToString(EventKind k) { return kEventKinds[static_cast<size_t>(k)]; }
+std::optional<EventKind> EventKindFromString(std::string_view s) {
+  for (size_t i = 0; i < kEventKinds.size(); ++i) {
+    if (kEventKinds[i] == s) return static_cast<EventKind>(i);
+  }
+  return std::nullopt;
+}
 
 std::string_view ToString(HealthKind k) { return kKinds[static_cast<size_t>(k)]; }
 std::optional<HealthKind> HealthKindFromString(std::string_view s) {
