@@ -46,6 +46,7 @@ struct RegisterNode {
     v.Optional("tasks", tasks);
     v.Optional("worker_version", worker_version);
     v.Optional("health", health);
+    v.Optional("health_rounds", health_rounds);
   }
 };
 
@@ -85,6 +86,9 @@ struct Heartbeat {
   // changes (per worker process, from 1). 0: no health in this heartbeat.
   uint64_t health_version = 0;
   std::vector<HealthCondition> health;
+  // Completed rounds of the node's health checks (every check ran once), so
+  // the coordinator can count clear rounds before it uncordons a node.
+  uint64_t health_rounds = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
