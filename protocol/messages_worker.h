@@ -46,7 +46,6 @@ struct RegisterNode {
     v.Optional("tasks", tasks);
     v.Optional("worker_version", worker_version);
     v.Optional("health", health);
-    v.Optional("health_rounds", health_rounds);
   }
 };
 
@@ -96,6 +95,7 @@ struct Heartbeat {
     v.Optional("usage", usage);
     v.Optional("health_version", health_version);
     v.Optional("health", health);
+    v.Optional("health_rounds", health_rounds);
   }
 };
 
