@@ -32,7 +32,8 @@ constexpr char kDefaultCoordinator[] = "tcp://127.0.0.1:7400";
 // Every command, in the order `gpool --help` lists them.
 constexpr const CommandDef* kCommands[] = {
     &kSubmitCommand, &kJobsCommand, &kJobCommand, &kCancelCommand, &kLogsCommand, &kWaitCommand, &kNodesCommand,
-    &kNodeCommand, &kQueueCommand, &kTopologyCommand, &kExplainCommand, &kStatusCommand, &kAdminCommand,
+    &kNodeCommand, &kEventsCommand, &kQueueCommand, &kTopologyCommand, &kExplainCommand, &kStatusCommand,
+    &kAdminCommand,
 };
 
 const CommandDef* FindCommand(std::string_view name) {

@@ -135,6 +135,7 @@ extern const CommandDef kQueueCommand;     // cli_queues.cc
 extern const CommandDef kTopologyCommand;  // cli_topology.cc
 extern const CommandDef kStatusCommand;    // cli_admin.cc
 extern const CommandDef kAdminCommand;     // cli_admin.cc
+extern const CommandDef kEventsCommand;    // cli_events.cc
 
 // --- Global flags (cli.cc) -----------------------------------------------------------
 

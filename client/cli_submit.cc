@@ -180,6 +180,15 @@ Status ApplyJobFlags(const Invocation& inv, const CliEnv& env, JobSpec& spec) {
     if (tier == 0) return Status::InvalidArgument("--network-tier: tiers count from 1 (the leaf switch)");
     spec.network_tier = static_cast<uint32_t>(tier);
   }
+  if (f.count("restart")) {
+    spec.restart.policy = f["restart"].as<std::string>();
+    if (!RestartPolicyFromString(spec.restart.policy)) return NotOneOf<RestartPolicy>("--restart", spec.restart.policy);
+  }
+  if (f.count("max-attempts")) {
+    GPOOL_ASSIGN_OR_RETURN(uint64_t attempts,
+                           ParseUnsignedFlag("--max-attempts", f["max-attempts"].as<std::string>(), 100));
+    spec.restart.max_attempts = static_cast<uint32_t>(attempts);
+  }
   GPOOL_RETURN_IF_ERROR(AddLabelFlags(inv, "selector", spec.node_selector));
   GPOOL_RETURN_IF_ERROR(AddLabelFlags(inv, "prefer", spec.prefer_labels));
   GPOOL_RETURN_IF_ERROR(AddTolerationFlags(inv, spec.tolerations));
@@ -285,6 +294,10 @@ void SubmitOptions(cxxopts::Options& o) {
       ("class", "priority class: high (may preempt low jobs of its queue), medium (default) or low (preemptible)",
        cxxopts::value<std::string>(), "CLASS")
       ("pool", "node pool to run in: public (default), pooled or exclusive", cxxopts::value<std::string>(), "POOL")
+      ("restart", "when to requeue: on-node-loss (default: tasks lost with their node), on-failure (also "
+                  "non-zero exits) or never", cxxopts::value<std::string>(), "POLICY")
+      ("max-attempts", "requeues allowed by --restart before the job fails (default 3, at most 100)",
+       cxxopts::value<std::string>(), "N")
       ("network", "switch placement: none (default), best-effort (the fewest switches) or single-switch "
                   "(under one switch of --network-tier, or wait)", cxxopts::value<std::string>(), "MODE")
       ("network-tier", "with --network: the highest switch tier it may span, 1 = leaf (default 1)",

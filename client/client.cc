@@ -87,6 +87,9 @@ class ZmqClient final : public Client {
 
   Result<ListQueuesReply> ListQueues() override { return Call<ListQueuesReply>(gpool::ListQueues{}); }
 
+  Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) override {
+    return Call<ListEventsReply>(request);
+  }
   Result<ExplainJobReply> ExplainJob(JobId job) override {
     gpool::ExplainJob request;
     request.job_id = job.value();

@@ -118,6 +118,8 @@ class Client {
   // ancestor, and how many jobs of its queue are ahead of it. NotFound for
   // an unknown job.
   virtual Result<ExplainJobReply> ExplainJob(JobId job) = 0;
+  // The committed event stream after request.after_seq (ListEvents).
+  virtual Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) = 0;
 };
 
 // Splits and normalizes an endpoint list ("a:1, tcp://b:2" ->

@@ -312,6 +312,21 @@ Result<ListQueuesReply> FakeClient::ListQueues() {
   return reply;
 }
 
+Result<ListEventsReply> FakeClient::ListEvents(const gpool::ListEvents& request) {
+  ListEventsReply reply;
+  reply.last_seq = request.after_seq;
+  for (const auto& event : events) {
+    if (event.seq <= request.after_seq) continue;
+    if (reply.events.size() == request.limit) break;
+    reply.last_seq = event.seq;
+    if ((!request.node.empty() && event.node != request.node) || (request.job != 0 && event.job != request.job)) {
+      continue;
+    }
+    reply.events.push_back(event);
+  }
+  return reply;
+}
+
 Result<ExplainJobReply> FakeClient::ExplainJob(JobId job) {
   if (auto failure = TakeFailure()) return *failure;
   cluster_->explain_requests.push_back(job.value());

@@ -102,6 +102,9 @@ class FakeClient final : public Client {
   Result<UpdateQueueReply> UpdateQueue(const gpool::UpdateQueue& request) override;
   Result<ListQueuesReply> ListQueues() override;
   Result<ExplainJobReply> ExplainJob(JobId job) override;
+  // Answers from `events` (set by tests), as the coordinator filters them.
+  Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) override;
+  std::vector<ClusterEvent> events;
 
  private:
   std::optional<Status> TakeFailure();

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/format_health.h"
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -388,6 +390,7 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
   summary.AddRow({"Class:", Dash(reply.spec.priority_class)});
   summary.AddRow({"Priority:", std::to_string(s.priority)});
   summary.AddRow({"Pool:", Dash(reply.spec.pool)});
+  summary.AddRow({"Restarts:", RestartText(s, reply.spec.restart)});
   if (!reply.spec.user.empty()) summary.AddRow({"User:", reply.spec.user});
   if (!reply.spec.node_selector.empty()) {
     summary.AddRow({"Node selector:", JoinKeyValues(reply.spec.node_selector, ", ")});
@@ -454,10 +457,10 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
 
 std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms) {
   if (reply.nodes.empty()) return "No nodes.\n";
-  Table table({"NAME", "STATE", "POOL", "GPUS", "CPUS", "MEM(GiB)", "MODELS", "TASKS", "LAST SEEN", "TAINTS",
-               "LABELS"});
+  Table table({"NAME", "STATE", "HEALTH", "POOL", "GPUS", "CPUS", "MEM(GiB)", "MODELS", "TASKS", "LAST SEEN",
+               "TAINTS", "LABELS"});
   for (const auto& node : reply.nodes) {
-    table.AddRow({node.name, Dash(node.state), Dash(node.pool),
+    table.AddRow({node.name, Dash(node.state), Shorten(HealthCell(node.health), 40), Dash(node.pool),
                   Ratio(std::to_string(node.gpus_used), std::to_string(node.gpus_total)),
                   Ratio(FormatCores(node.cpu_milli_used), FormatCores(node.cpu_milli_total)),
                   Ratio(FormatGiB(node.memory_mib_used), FormatGiB(node.memory_mib_total)),
@@ -554,7 +557,11 @@ std::string FormatNodeDetail(const NodeSummary& node, int64_t now_ms) {
   summary.AddRow({"Memory:", Ratio(FormatGiB(node.memory_mib_used), FormatGiB(node.memory_mib_total)) + " GiB used"});
   summary.AddRow({"Tasks:", std::to_string(node.tasks)});
   summary.AddRow({"Last seen:", FormatAgo(node.last_seen_ms, now_ms)});
+  if (node.cordoned) summary.AddRow({"Cordoned by:", Dash(node.cordon_reason)});
+  summary.AddRow({"Health:", HealthCell(node.health)});
   out << summary.Render("  ");
+
+  out << "\nConditions:\n" << FormatConditions(node.health, now_ms);
 
   out << "\nNUMA nodes:";
   if (node.numa.empty()) {

@@ -98,7 +98,7 @@ Result<uint64_t> ReadQuantity(const YAML::Node& node, const std::string& path, c
 // (docs/protocol.md 6.1-6.3), except cpus/memory, which take units.
 const std::vector<std::string> kJobKeys = {"name",           "queue",         "priority",    "priority_class",
                                            "pool",           "user",          "node_selector", "prefer_labels",
-                                           "tolerations",    "numa_policy",   "network_mode", "network_tier", "gpu_uuid_allow", "gpu_uuid_deny", "tasks",       "command",     "replicas",
+                                           "tolerations",    "numa_policy",   "network_mode", "network_tier", "gpu_uuid_allow", "gpu_uuid_deny", "restart", "tasks",       "command",     "replicas",
                                            "min_replicas",   "resources",     "env"};
 const std::vector<std::string> kGroupKeys = {"name", "replicas", "min_replicas", "network_tier", "command", "env",
                                              "resources"};
@@ -218,6 +218,16 @@ Status ReadPolicyFields(const YAML::Node& root, JobSpec* spec) {
   }
   if (auto n = root["gpu_uuid_allow"]) GPOOL_RETURN_IF_ERROR(ReadStringList(n, "gpu_uuid_allow", &spec->gpu_uuid_allow));
   if (auto n = root["gpu_uuid_deny"]) GPOOL_RETURN_IF_ERROR(ReadStringList(n, "gpu_uuid_deny", &spec->gpu_uuid_deny));
+  if (auto n = root["restart"]) {
+    GPOOL_RETURN_IF_ERROR(CheckKeys(n, "restart", {"policy", "max_attempts"}));
+    if (auto p = n["policy"]) {
+      GPOOL_ASSIGN_OR_RETURN(spec->restart.policy, ReadString(p, "restart.policy"));
+    }
+    if (auto m = n["max_attempts"]) {
+      GPOOL_ASSIGN_OR_RETURN(uint64_t attempts, ParseUnsigned(m, "restart.max_attempts", 100));
+      spec->restart.max_attempts = static_cast<uint32_t>(attempts);
+    }
+  }
   return Status::Ok();
 }
 

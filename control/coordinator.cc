@@ -78,6 +78,8 @@ void Coordinator::Wire() {
   NodeRegistryOptions registry_options;
   registry_options.heartbeat_interval_ms = options_.heartbeat_interval_ms;
   registry_options.node_timeout_ms = options_.node_timeout_ms;
+  registry_options.node_lost_ms = options_.node_lost_ms;
+  registry_options.lease_ms = options_.node_lease_ms;
   registry_options.token = options_.token;
   registry_options.coordinator_id = options_.replica_id;
   registry_options.limits.max_frame_bytes = options_.max_frame_bytes;

@@ -68,6 +68,8 @@ struct CoordinatorOptions {
   std::atomic<bool>* reload_scheduler_config = nullptr;
   uint32_t heartbeat_interval_ms = 1000;
   int64_t node_timeout_ms = 10'000;
+  int64_t node_lost_ms = 60'000;   // silence after which a node's tasks are lost and requeued
+  uint32_t node_lease_ms = 20'000;  // how long a worker's tasks run without an acknowledged heartbeat
   int64_t schedule_interval_ms = 10;
   uint32_t preempt_grace_ms = 10'000;
   uint64_t snapshot_every = 10'000;                      // entries between snapshots

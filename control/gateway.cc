@@ -108,6 +108,13 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
         Reply(peer, MakeFrame(id, proposer_.epoch(), ToExplanation(*job, state_)));
       });
     }
+    case MessageType::kListEvents: {
+      auto msg = envelope->Body<ListEvents>();
+      if (!msg.ok()) return fail(msg.status());
+      return AfterBarrier(peer, id, [this, peer, id, msg = *msg] {
+        Reply(peer, MakeFrame(id, proposer_.epoch(), ToEventList(state_, msg)));
+      });
+    }
     case MessageType::kChangeReplicas: {
       auto msg = envelope->Body<ChangeReplicas>();
       if (!msg.ok()) return fail(msg.status());

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/coordinator.h"
+#include "control/node_registry.h"
 #include "control/replication/peer_list.h"
 #include "protocol/base/fd_limit.h"
 #include "protocol/base/token_file.h"
@@ -81,6 +82,12 @@ int main(int argc, char** argv) {
      cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.heartbeat_interval_ms)))
     ("node-timeout-ms", "Silence after which a node is marked NotReady",
      cxxopts::value<int64_t>()->default_value(std::to_string(defaults.node_timeout_ms)))
+    ("node-lost-ms", "Silence after which a node is Lost: its tasks are lost and requeued by their restart policy "
+                     "(at least --node-lease-ms + 5000)",
+     cxxopts::value<int64_t>()->default_value(std::to_string(defaults.node_lost_ms)))
+    ("node-lease-ms", "How long a worker's tasks keep running without an acknowledged heartbeat; past it the node "
+                      "kills them itself",
+     cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.node_lease_ms)))
     ("preempt-grace-ms", "Time between SIGTERM and SIGKILL when stopping tasks",
      cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.preempt_grace_ms)))
     ("snapshot-every", "Log entries between state snapshots",
@@ -137,6 +144,8 @@ int main(int argc, char** argv) {
     options.reload_scheduler_config = &g_reload_scheduler;
     options.heartbeat_interval_ms = args["heartbeat-ms"].as<uint32_t>();
     options.node_timeout_ms = args["node-timeout-ms"].as<int64_t>();
+    options.node_lost_ms = args["node-lost-ms"].as<int64_t>();
+    options.node_lease_ms = args["node-lease-ms"].as<uint32_t>();
     options.preempt_grace_ms = args["preempt-grace-ms"].as<uint32_t>();
     options.snapshot_every = args["snapshot-every"].as<uint64_t>();
     options.max_frame_bytes = args["max-frame-bytes"].as<size_t>();
@@ -144,6 +153,11 @@ int main(int argc, char** argv) {
         options.max_frame_bytes < 1024) {
       throw cxxopts::exceptions::exception(
           "--heartbeat-ms, --node-timeout-ms and --snapshot-every must be positive, --max-frame-bytes >= 1024");
+    }
+    if (auto times = gpool::control::CheckNodeLossTimes(options.node_timeout_ms, options.node_lost_ms,
+                                                        options.node_lease_ms);
+        !times.ok()) {
+      throw cxxopts::exceptions::exception(times.message());
     }
     if (args.count("token-file")) token_file = args["token-file"].as<std::string>();
     if (args.count("peers")) {

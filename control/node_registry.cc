@@ -11,8 +11,41 @@ namespace gpool::control {
 namespace {
 
 constexpr int64_t kRecheckSilentMs = 100;
+// The least the node-loss grace must exceed the lease by: a supervisor's
+// check interval, the kill and its verification, an old leader that still
+// acknowledges heartbeats until it steps down, and clock-rate drift.
+constexpr int64_t kMinLeaseMarginMs = 5'000;
+
+// What of a condition is news: a refresh (last seen, a repeat count of a
+// lasting state) is not committed; a new XID is.
+bool SameHealth(const std::vector<HealthCondition>& a, const std::vector<HealthCondition>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const HealthCondition& x = a[i];
+    const HealthCondition& y = b[i];
+    if (x.kind != y.kind || x.device != y.device || x.severity != y.severity || x.xid != y.xid ||
+        x.message != y.message || x.first_seen_ms != y.first_seen_ms || (x.kind == "xid" && x.count != y.count)) {
+      return false;
+    }
+  }
+  return true;
+}
 
 }  // namespace
+
+Status CheckNodeLossTimes(int64_t node_timeout_ms, int64_t node_lost_ms, int64_t lease_ms) {
+  if (node_lost_ms <= node_timeout_ms) {
+    return Status::InvalidArgument("--node-lost-ms (" + std::to_string(node_lost_ms) +
+                                   ") must be longer than --node-timeout-ms (" + std::to_string(node_timeout_ms) + ")");
+  }
+  if (lease_ms <= 0) return Status::InvalidArgument("--node-lease-ms must be positive");
+  if (node_lost_ms < lease_ms + kMinLeaseMarginMs) {
+    return Status::InvalidArgument("--node-lost-ms (" + std::to_string(node_lost_ms) + ") must be at least --node-lease-ms (" +
+                                   std::to_string(lease_ms) + ") plus " + std::to_string(kMinLeaseMarginMs) +
+                                   " ms, so a lost node's tasks are dead before they are requeued");
+  }
+  return Status::Ok();
+}
 
 NodeRegistry::NodeRegistry(const NodeRegistryOptions& options, const state::ClusterState& state,
                            WorkerTable& workers, Outbox& outbox, Proposer& proposer, int64_t start_ms)
@@ -96,13 +129,19 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
   const uint64_t epoch = proposer_.epoch();
   Status valid = ValidateNodeSpec(msg.node);
   if (valid.ok()) valid = state::ClusterState::CheckMigLayouts(msg.node);
+  if (const std::string bad = CheckHealthConditions(msg.health); valid.ok() && !bad.empty()) {
+    valid = Status::InvalidArgument(bad);
+  }
   if (!valid.ok()) {
     Reply(peer, MakeError(header.request_id, epoch, valid));
     return;
   }
   const std::string node = msg.node.name;
-  proposer_.Propose(state::RegisterNodeCmd{std::move(msg.node), std::move(msg.tasks)},
-                    [this, peer, node, request_id = header.request_id, now_ms](const state::ApplyResult& result) {
+  std::vector<TaskReport> reports = msg.tasks;
+  std::vector<HealthCondition> health = msg.health;
+  proposer_.Propose(state::RegisterNodeCmd{std::move(msg.node), std::move(msg.tasks), std::move(msg.health)},
+                    [this, peer, node, request_id = header.request_id, now_ms, reports = std::move(reports),
+                     health = std::move(health)](const state::ApplyResult& result) {
                       const uint64_t epoch = proposer_.epoch();
                       if (!result.status.ok()) {
                         Reply(peer, MakeError(request_id, epoch, result.status));
@@ -110,6 +149,7 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                       }
                       // A re-registration replaces the old connection.
                       workers_.Connect(node, peer, now_ms, options_.clock->WallMs());
+                      workers_.RecordHealth(node, 1, health, 0);
                       watches_[node] = Watch{now_ms};
                       Recheck(now_ms);
                       for (WorkerEvents* listener : listeners_) listener->NodeConnected(node);
@@ -117,7 +157,9 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                       RegisterNodeReply reply;
                       reply.heartbeat_interval_ms = options_.heartbeat_interval_ms;
                       reply.coordinator_id = options_.coordinator_id;
+                      reply.lease_ms = options_.lease_ms;
                       Reply(peer, MakeFrame(request_id, epoch, reply));
+                      StopStrays(peer, node, reports);
                     });
 }
 
@@ -149,16 +191,25 @@ void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, co
   }
   Touch(msg.node, now_ms);
   workers_.RecordUsage(msg.node, msg.usage);
+  if (msg.health_version != 0) {
+    if (const std::string bad = CheckHealthConditions(msg.health); !bad.empty()) {
+      Reply(peer, MakeError(header.request_id, epoch, Status::InvalidArgument(bad)));
+      return;
+    }
+  }
+  workers_.RecordHealth(msg.node, msg.health_version, msg.health, msg.health_rounds);
   Watch& watch = watches_[msg.node];
   WarnOverShare(msg.node, watch);
+  SyncHealth(msg.node, watch);
   // A node heartbeating on the connection it registered is up, whoever made
   // it NotReady: not only this leadership's silence check but an earlier
   // leadership's entry, or this one's scan for nodes that had not reconnected
   // committing just after the node registered again (which reset the link),
   // leave it NotReady with no proposal of ours to undo.
   const state::NodeRecord* record = state_.FindNode(msg.node);
-  if (record != nullptr && record->state == NodeState::kNotReady && !watch.ready_proposed) {
+  if (record != nullptr && record->state != NodeState::kReady && !watch.ready_proposed) {
     watch.not_ready_proposed = false;
+    watch.lost_proposed = false;
     watch.ready_proposed = true;
     Recheck(now_ms);
     spdlog::info("node back node={}", msg.node);
@@ -221,6 +272,49 @@ void NodeRegistry::ProposeNotReady(const std::string& node) {
                     });
 }
 
+void NodeRegistry::ProposeLost(const std::string& node) {
+  proposer_.Propose(state::NodeLostCmd{node, workers_.LastSeenWallMs(node)},
+                    [this, node](const state::ApplyResult& result) {
+                      if (result.committed) return;
+                      auto it = watches_.find(node);
+                      if (it == watches_.end()) return;
+                      it->second.lost_proposed = false;  // not durable: a later tick tries again
+                      Recheck(LastSeen(node, it->second));
+                    });
+}
+
+void NodeRegistry::SyncHealth(const std::string& node, Watch& watch) {
+  const WorkerConnection* connection = workers_.Find(node);
+  const state::NodeRecord* record = state_.FindNode(node);
+  if (connection == nullptr || record == nullptr || watch.health_proposed) return;
+  if (SameHealth(connection->health, record->health)) return;
+  watch.health_proposed = true;
+  spdlog::info("node health changed node={} conditions={}", node, connection->health.size());
+  proposer_.Propose(state::NodeHealthCmd{node, connection->health}, [this, node](const state::ApplyResult&) {
+    // Committed or not, the next heartbeat compares again.
+    if (auto it = watches_.find(node); it != watches_.end()) it->second.health_proposed = false;
+  });
+}
+
+void NodeRegistry::StopStrays(const std::string& peer, const std::string& node,
+                              const std::vector<TaskReport>& reports) {
+  for (const TaskReport& report : reports) {
+    if (report.state != ToString(TaskState::kRunning)) continue;
+    const state::TaskRecord* task = state_.FindTask(report.task);
+    if (task != nullptr && state::HoldsResources(task->state) && task->node == node) continue;
+    // Fenced by attempt: an attempt the state no longer places here (lost,
+    // requeued elsewhere, cancelled while the node was away) must not run.
+    spdlog::warn("stopping a task not placed on its node node={} task={} pid={}", node, report.task.ToString(),
+                 report.pid);
+    PreemptTask preempt;
+    preempt.task = report.task;
+    preempt.grace_ms = 0;
+    preempt.reason = "not placed on node " + node + " any more (lost, requeued or cancelled while it was away)";
+    // Request id 0: its reply matches nothing; the next registration resends it.
+    Reply(peer, MakeFrame(0, proposer_.epoch(), preempt));
+  }
+}
+
 void NodeRegistry::Reset(int64_t now_ms) {
   workers_.Clear();
   watches_.clear();
@@ -233,13 +327,25 @@ void NodeRegistry::Tick(int64_t now_ms) {
   if (now_ms >= next_silence_check_ms_) {
     next_silence_check_ms_ = INT64_MAX;
     for (auto& [node, watch] : watches_) {
-      if (watch.not_ready_proposed) continue;  // watched again once it is cleared
       const int64_t last_seen_ms = LastSeen(node, watch);
+      const state::NodeRecord* record = state_.FindNode(node);
+      if (record != nullptr && record->state == NodeState::kNotReady) {
+        // NotReady: Lost once silent past the longer grace.
+        if (watch.lost_proposed) continue;
+        if (now_ms - last_seen_ms < options_.node_lost_ms) {
+          next_silence_check_ms_ = std::min(next_silence_check_ms_, last_seen_ms + options_.node_lost_ms);
+          continue;
+        }
+        watch.lost_proposed = true;
+        spdlog::warn("node lost node={} silent_ms={}", node, now_ms - last_seen_ms);
+        ProposeLost(node);
+        continue;
+      }
+      if (watch.not_ready_proposed) continue;  // watched again once it is cleared or committed
       if (now_ms - last_seen_ms < options_.node_timeout_ms) {
         Recheck(last_seen_ms);
         continue;
       }
-      const state::NodeRecord* record = state_.FindNode(node);
       if (record == nullptr || record->state != NodeState::kReady) {
         // Silent but nothing to propose now; look again shortly, as its
         // state may still change.
@@ -247,6 +353,8 @@ void NodeRegistry::Tick(int64_t now_ms) {
         continue;
       }
       watch.not_ready_proposed = true;
+      // Looked at again when the grace can have run out (NotReady by then).
+      next_silence_check_ms_ = std::min(next_silence_check_ms_, last_seen_ms + options_.node_lost_ms);
       spdlog::warn("node silent node={} silent_ms={}", node, now_ms - last_seen_ms);
       ProposeNotReady(node);
     }
@@ -254,14 +362,20 @@ void NodeRegistry::Tick(int64_t now_ms) {
   // Nodes the state knows that have not reconnected since this leadership
   // began: first once they had a full timeout to find us, then once per
   // timeout (an entry of an earlier leadership can still commit a node
-  // registered with another replica).
+  // registered with another replica). NotReady ones are watched too, so they
+  // become Lost a full grace after this leadership began.
   if (now_ms < next_orphan_scan_ms_) return;
   next_orphan_scan_ms_ = now_ms + std::max<int64_t>(1, options_.node_timeout_ms);
   for (const auto& [name, record] : state_.nodes()) {
-    if (record.state != NodeState::kReady || watches_.count(name)) continue;
+    if (record.state == NodeState::kLost || watches_.count(name)) continue;
     Watch& watch = watches_[name];  // no connection until it registers
-    watch.not_ready_proposed = true;
     watch.since_ms = now_ms;
+    if (record.state == NodeState::kNotReady) {
+      next_silence_check_ms_ = std::min(next_silence_check_ms_, now_ms + options_.node_lost_ms);
+      continue;
+    }
+    watch.not_ready_proposed = true;
+    next_silence_check_ms_ = std::min(next_silence_check_ms_, now_ms + options_.node_lost_ms);
     spdlog::warn("node did not reconnect node={}", name);
     ProposeNotReady(name);
   }

@@ -39,11 +39,20 @@ namespace gpool::control {
 struct NodeRegistryOptions {
   uint32_t heartbeat_interval_ms = 1000;
   int64_t node_timeout_ms = 10'000;
+  // A node silent this long is Lost: its tasks are lost and requeued. Must
+  // exceed lease_ms by a margin (CheckNodeLossTimes): the node's own
+  // supervisors have killed its tasks by then.
+  int64_t node_lost_ms = 60'000;
+  uint32_t lease_ms = 20'000;  // the node lease workers are given (RegisterNodeReply)
   std::string token;  // empty: no authentication
   std::string coordinator_id = "coordinator";
   wire::DecodeLimits limits;
   const Clock* clock = &SystemClock::Get();
 };
+
+// The node-loss grace must leave the lease a margin (docs/architecture.md):
+// an InvalidArgument naming the flags otherwise.
+Status CheckNodeLossTimes(int64_t node_timeout_ms, int64_t node_lost_ms, int64_t lease_ms);
 
 class NodeRegistry {
  public:
@@ -67,6 +76,8 @@ class NodeRegistry {
     int64_t since_ms = 0;  // monotonic: when the watch began, for a node with no connection
     bool not_ready_proposed = false;
     bool ready_proposed = false;           // a Ready proposal for it is in flight
+    bool lost_proposed = false;            // a NodeLost proposal for it is in flight or committed
+    bool health_proposed = false;          // a NodeHealth proposal for it is in flight
     std::set<TaskId> warned_over_share;    // told once that it uses more than its share
   };
 
@@ -74,6 +85,12 @@ class NodeRegistry {
   void OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms);
   void OnTaskEvent(const std::string& peer, const Header& header, TaskEvent msg, int64_t now_ms);
   void ProposeNotReady(const std::string& node);
+  void ProposeLost(const std::string& node);
+  // Commits the node's reported health when it differs from the state's.
+  void SyncHealth(const std::string& node, Watch& watch);
+  // Tells the worker on `peer` to stop tasks it reports running that are not
+  // placed on `node` (lost, requeued or cancelled while it was away).
+  void StopStrays(const std::string& peer, const std::string& node, const std::vector<TaskReport>& reports);
   // When the node was last heard from: its connection's last frame, or the
   // start of its watch when it has none.
   int64_t LastSeen(const std::string& node, const Watch& watch) const;

@@ -20,6 +20,8 @@ JobSummary ToJobSummary(const state::JobRecord& job) {
   s.queue = job.spec.queue;
   s.priority = job.spec.priority;
   s.priority_class = job.spec.priority_class;
+  s.restarts = job.restarts();
+  s.restart_reason = job.restart_reason();
   s.state = std::string(ToString(job.state));
   s.tasks_total = static_cast<uint32_t>(job.tasks.size());
   for (const auto& task : job.tasks) {
@@ -81,7 +83,7 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices, const sta
   s.hostname = node.spec.hostname;
   std::set<std::string> models;
   for (const auto& gpu : node.spec.gpus) {
-    if (gpu.healthy) ++s.gpus_total;
+    if (node.GpuUsable(gpu)) ++s.gpus_total;
     models.insert(gpu.model);
   }
   // A device counts as used when held whole or by any tenant.
@@ -101,6 +103,8 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices, const sta
   s.labels = node.spec.labels;
   for (const auto& [key, value] : node.admin_labels) s.labels[key] = value;
   s.taints = node.taints;
+  s.cordon_reason = node.cordon_reason;
+  s.health = node.health;
   if (!devices) return s;
   for (const auto& gpu : node.spec.gpus) {
     DeviceSummary d;
@@ -110,7 +114,7 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices, const sta
     d.model = gpu.model;
     d.memory_mib = gpu.memory_mib;
     d.numa = gpu.numa;
-    d.healthy = gpu.healthy;
+    d.healthy = node.GpuUsable(gpu);
     d.nvlink_peers = gpu.nvlink_peers;
     if (auto owner = node.gpu_owner.find(gpu.index); owner != node.gpu_owner.end()) d.task = owner->second.ToString();
     d.mig_mode = gpu.mig_mode;
@@ -228,6 +232,28 @@ ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterS
         ++reply.jobs_ahead;
       }
     }
+  }
+  return reply;
+}
+
+ListEventsReply ToEventList(const state::ClusterState& state, const ListEvents& request) {
+  ListEventsReply reply;
+  const auto& events = state.events();
+  reply.first_kept_seq = events.empty() ? 0 : events.front().seq;
+  reply.last_seq = std::max(request.after_seq, state.last_event_seq());
+  const uint32_t limit = std::clamp<uint32_t>(request.limit, 1, kMaxEventsPerReply);
+  const uint64_t first = events.empty() ? 0 : events.front().seq;
+  const size_t start = request.after_seq < first ? 0 : static_cast<size_t>(request.after_seq - first + 1);
+  for (size_t i = start; i < events.size(); ++i) {
+    const ClusterEvent& event = events[i];
+    if ((!request.node.empty() && event.node != request.node) || (request.job != 0 && event.job != request.job)) {
+      continue;
+    }
+    if (reply.events.size() == limit) {
+      reply.last_seq = events[i - 1].seq;  // the next request continues here
+      break;
+    }
+    reply.events.push_back(event);
   }
   return reply;
 }

@@ -22,5 +22,9 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices = false,
 ListQueuesReply ToQueueList(const state::ClusterState& state);
 QueueSummary ToQueueSummary(const state::ClusterState& state, const std::string& name);
 ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterState& state);
+// The stream's events after request.after_seq that match its node and job,
+// at most request.limit (capped at kMaxEventsPerReply).
+inline constexpr uint32_t kMaxEventsPerReply = 1000;
+ListEventsReply ToEventList(const state::ClusterState& state, const ListEvents& request);
 
 }  // namespace gpool::control

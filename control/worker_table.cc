@@ -72,4 +72,19 @@ void WorkerTable::Clear() {
   by_peer_.clear();
 }
 
+void WorkerTable::RecordHealth(const std::string& node, uint64_t version, const std::vector<HealthCondition>& health,
+                               uint64_t rounds) {
+  auto it = by_node_.find(node);
+  if (it == by_node_.end()) return;
+  WorkerConnection& connection = it->second;
+  if (version > connection.health_version) {
+    connection.health_version = version;
+    const bool was_clear = connection.health.empty();
+    connection.health = health;
+    if (!health.empty()) connection.clear_since_rounds = 0;
+    if (health.empty() && !was_clear) connection.clear_since_rounds = rounds;
+  }
+  connection.health_rounds = std::max(connection.health_rounds, rounds);
+}
+
 }  // namespace gpool::control

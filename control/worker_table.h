@@ -30,6 +30,14 @@ struct WorkerConnection {
   // not a map: it is replaced whole on every heartbeat, and at 24 bytes a
   // task rather than a map node's 64 it stays small at 100,000 tasks.
   std::vector<TaskUsage> usage;
+  // Health as the worker last reported it (heartbeats carry the list only
+  // when it changed), its completed check rounds, and the round count at
+  // which its list was last seen empty after not being so (0: never clear
+  // since it connected), so the health policy can count clear rounds.
+  std::vector<HealthCondition> health;
+  uint64_t health_version = 0;
+  uint64_t health_rounds = 0;
+  uint64_t clear_since_rounds = 0;
 };
 
 class WorkerTable {
@@ -57,6 +65,10 @@ class WorkerTable {
   // Replaces the node's usage with a heartbeat's (at most kMaxUsage entries;
   // a task reported twice keeps its last value).
   void RecordUsage(const std::string& node, const std::vector<TaskUsage>& usage);
+  // Records a heartbeat's (or a registration's) health: the list when
+  // `version` is newer than the last one recorded, and the rounds.
+  void RecordHealth(const std::string& node, uint64_t version, const std::vector<HealthCondition>& health,
+                    uint64_t rounds);
   void Clear();
 
   static constexpr size_t kMaxUsage = 100'000;  // a worker tracks at most this many tasks

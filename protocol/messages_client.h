@@ -63,6 +63,8 @@ struct JobSummary {
   int64_t finish_ms = 0;  // 0: not finished
   std::string reason;     // first pending reason, or the failure reason
   std::string priority_class;  // high, medium or low
+  uint32_t restarts = 0;       // requeues under its restart policy so far
+  std::string restart_reason;  // why the last one happened
   template <typename V>
   void Fields(V& v) {
     v.Required("job_id", job_id);
@@ -79,6 +81,8 @@ struct JobSummary {
     v.Optional("finish_ms", finish_ms);
     v.Optional("reason", reason);
     v.Optional("priority_class", priority_class);
+    v.Optional("restarts", restarts);
+    v.Optional("restart_reason", restart_reason);
   }
 };
 

@@ -52,6 +52,8 @@ enum class MessageType : uint8_t {
   kListQueuesReply,
   kExplainJob,
   kExplainJobReply,
+  kListEvents,
+  kListEventsReply,
 };
 
 std::string_view MessageTypeName(MessageType type);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "protocol/event.h"
+#include "protocol/health.h"
 #include "protocol/messages_common.h"
 #include "protocol/types.h"
 
@@ -153,6 +155,9 @@ struct NodeSummary {
   std::map<std::string, std::string> taints;  // key -> value ("" for a bare key)
   std::vector<DeviceSummary> devices;         // every GPU, healthy or not, by index
   std::vector<NumaSummary> numa;              // the node's NUMA nodes, as its spec lists them
+  // Who cordoned it: "operator" or "health" (the health policy lifts only its own).
+  std::string cordon_reason;
+  std::vector<HealthCondition> health;  // its worker's last reported conditions; empty: healthy
   template <typename V>
   void Fields(V& v) {
     v.Required("name", name);
@@ -173,6 +178,8 @@ struct NodeSummary {
     v.Optional("last_seen_ms", last_seen_ms);
     v.Optional("devices", devices);
     v.Optional("numa", numa);
+    v.Optional("cordon_reason", cordon_reason);
+    v.Optional("health", health);
   }
 };
 
@@ -224,6 +231,42 @@ struct UpdateNodeReply {
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
+  }
+};
+
+// --- Events ----------------------------------------------------------------
+
+// The committed event stream (protocol/event.h), oldest first: events after
+// `after_seq` (0: from the oldest kept), of one node or one job when given,
+// at most `limit` (the coordinator caps it at 1000). A reader that follows
+// asks again with the reply's last_seq.
+struct ListEvents {
+  static constexpr MessageType kType = MessageType::kListEvents;
+  uint64_t after_seq = 0;
+  std::string node;
+  uint64_t job = 0;
+  uint32_t limit = 100;
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("after_seq", after_seq);
+    v.Optional("node", node);
+    v.Optional("job", job);
+    v.Optional("limit", limit);
+  }
+};
+
+struct ListEventsReply {
+  static constexpr MessageType kType = MessageType::kListEventsReply;
+  std::vector<ClusterEvent> events;
+  // The seq of the last event examined (matching or not): where the next
+  // request continues; the stream's last seq when nothing is left.
+  uint64_t last_seq = 0;
+  uint64_t first_kept_seq = 0;  // older events were dropped (kMaxEvents)
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("events", events);
+    v.Optional("last_seq", last_seq);
+    v.Optional("first_kept_seq", first_kept_seq);
   }
 };
 

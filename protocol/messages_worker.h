@@ -53,10 +53,16 @@ struct RegisterNodeReply {
   static constexpr MessageType kType = MessageType::kRegisterNodeReply;
   uint32_t heartbeat_interval_ms = 1000;
   std::string coordinator_id;
+  // The node's lease: the worker's tasks may run only until lease_ms after
+  // it sent the last heartbeat the coordinator acknowledged; past that its
+  // task supervisors kill them (docs/architecture.md, "At most one copy").
+  // 0: no lease (an older coordinator).
+  uint32_t lease_ms = 0;
   template <typename V>
   void Fields(V& v) {
     v.Optional("heartbeat_interval_ms", heartbeat_interval_ms);
     v.Optional("coordinator_id", coordinator_id);
+    v.Optional("lease_ms", lease_ms);
   }
 };
 

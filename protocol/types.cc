@@ -16,7 +16,8 @@ constexpr std::array<std::string_view, 5> kJobStates = {"Pending", "Running", "S
 constexpr std::array<std::string_view, kNodePoolCount> kNodePools = {"public", "pooled", "exclusive"};
 constexpr std::array<std::string_view, 7> kTaskStates = {"Pending",   "Bound",     "Running", "Succeeded",
                                                          "Failed",    "Cancelled", "Lost"};
-constexpr std::array<std::string_view, 2> kNodeStates = {"Ready", "NotReady"};
+constexpr std::array<std::string_view, 3> kNodeStates = {"Ready", "NotReady", "Lost"};
+constexpr std::array<std::string_view, 3> kRestartPolicies = {"never", "on-failure", "on-node-loss"};
 constexpr std::array<std::string_view, 3> kPriorityClasses = {"low", "medium", "high"};
 constexpr std::array<std::string_view, 3> kNumaPolicies = {"none", "best-effort", "single-numa-node"};
 constexpr std::array<std::string_view, 3> kNetworkModes = {"none", "best-effort", "single-switch"};
@@ -81,6 +82,12 @@ template <>
 std::string Choices<SharingQos>() { return ChoicesOf(kSharingQos); }
 template <>
 std::string Choices<TaskEventKind>() { return ChoicesOf(kTaskEventKinds); }
+template <>
+std::string Choices<RestartPolicy>() { return ChoicesOf(kRestartPolicies); }
+std::string_view ToString(RestartPolicy p) { return kRestartPolicies[static_cast<size_t>(p)]; }
+std::optional<RestartPolicy> RestartPolicyFromString(std::string_view s) {
+  return FromName<RestartPolicy>(kRestartPolicies, s);
+}
 
 bool IsTerminal(JobState s) { return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled; }
 bool IsTerminal(TaskState s) {

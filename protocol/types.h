@@ -134,6 +134,22 @@ struct TaskGroupSpec {
   bool operator==(const TaskGroupSpec&) const = default;
 };
 
+// A job's restart policy: "never" (a lost or failed task fails the job),
+// "on-node-loss" (the default: tasks lost with their node are requeued as
+// their next attempt), "on-failure" (also tasks that exit non-zero). At most
+// `max_attempts` requeues per job; a gang is requeued whole, an elastic job
+// above its minimum requeues only the lost replicas and keeps running.
+struct RestartSpec {
+  std::string policy = "on-node-loss";
+  uint32_t max_attempts = 3;
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("policy", policy);
+    v.Optional("max_attempts", max_attempts);
+  }
+  bool operator==(const RestartSpec&) const = default;
+};
+
 struct JobSpec {
   std::string name;
   std::string queue = "default";
@@ -160,6 +176,8 @@ struct JobSpec {
   // Device UUIDs the job may use (empty: any) and may not use.
   std::vector<std::string> gpu_uuid_allow;
   std::vector<std::string> gpu_uuid_deny;
+  // What happens when a task is lost with its node or fails (RestartSpec).
+  RestartSpec restart;
 
   uint32_t TotalTasks() const;
   template <typename V>
@@ -179,6 +197,7 @@ struct JobSpec {
     v.Optional("network_tier", network_tier);
     v.Optional("gpu_uuid_allow", gpu_uuid_allow);
     v.Optional("gpu_uuid_deny", gpu_uuid_deny);
+    v.Optional("restart", restart);
   }
   bool operator==(const JobSpec&) const = default;
 };
@@ -332,7 +351,10 @@ std::string DeviceUuid(const GpuInfo& gpu, const DeviceGrant& grant);
 
 enum class JobState : uint8_t { kPending, kRunning, kSucceeded, kFailed, kCancelled };
 enum class TaskState : uint8_t { kPending, kBound, kRunning, kSucceeded, kFailed, kCancelled, kLost };
-enum class NodeState : uint8_t { kReady, kNotReady };
+// Ready; NotReady (silent past the node timeout, its tasks still counted as
+// running); Lost (silent past the longer grace: its tasks are lost and
+// requeued, its devices free) until it registers again.
+enum class NodeState : uint8_t { kReady, kNotReady, kLost };
 // Where a node belongs: public nodes take whole-device work of anyone, pooled
 // nodes are where sharing (fractional GPUs, MIG) is allowed, exclusive nodes
 // are taken whole. On the wire and in files: "public", "pooled", "exclusive".
@@ -353,6 +375,8 @@ enum class SharingQos : uint8_t { kBestEffort, kFixedShare, kBurstShare };
 // What a worker reports of a task: "started", "exited", "failed" (could not
 // be started or lost its process).
 enum class TaskEventKind : uint8_t { kStarted, kExited, kFailed };
+// RestartSpec.policy: "never", "on-failure", "on-node-loss".
+enum class RestartPolicy : uint8_t { kNever, kOnFailure, kOnNodeLoss };
 
 std::string_view ToString(JobState s);
 std::string_view ToString(TaskState s);
@@ -372,6 +396,8 @@ std::string_view ToString(SharingQos q);
 std::optional<SharingQos> SharingQosFromString(std::string_view s);
 std::string_view ToString(TaskEventKind k);
 std::optional<TaskEventKind> TaskEventKindFromString(std::string_view s);
+std::string_view ToString(RestartPolicy p);
+std::optional<RestartPolicy> RestartPolicyFromString(std::string_view s);
 // The names an enum's values go by, for messages: "none, best-effort or
 // single-numa-node". Defined for the enums above.
 template <typename E>
@@ -388,6 +414,8 @@ template <>
 std::string Choices<SharingQos>();
 template <>
 std::string Choices<TaskEventKind>();
+template <>
+std::string Choices<RestartPolicy>();
 // InvalidArgument "FIELD: 'VALUE' is not A, B or C" for a value of no name of E.
 template <typename E>
 Status NotOneOf(std::string_view field, std::string_view value) {

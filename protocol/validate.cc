@@ -239,6 +239,15 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
     return NotOneOf<PriorityClass>("priority_class", spec.priority_class);
   }
   if (!NodePoolFromString(spec.pool)) return NotOneOf<NodePool>("pool", spec.pool);
+  if (!RestartPolicyFromString(spec.restart.policy)) {
+    return NotOneOf<RestartPolicy>("restart.policy", spec.restart.policy);
+  }
+  // More requeues than this is a job that fails the same way every time.
+  constexpr uint32_t kMaxRestartAttempts = 100;
+  if (spec.restart.max_attempts > kMaxRestartAttempts) {
+    return Status::InvalidArgument("restart.max_attempts: at most " + std::to_string(kMaxRestartAttempts) + ", not " +
+                                   std::to_string(spec.restart.max_attempts));
+  }
   if (!spec.user.empty()) GPOOL_RETURN_IF_ERROR(ValidateName("user", spec.user, limits.max_name_length));
   if (!NumaPolicyFromString(spec.numa_policy)) return NotOneOf<NumaPolicy>("numa_policy", spec.numa_policy);
   if (!NetworkModeFromString(spec.network_mode)) return NotOneOf<NetworkMode>("network_mode", spec.network_mode);

@@ -54,6 +54,10 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, UpdateNodeCmd>) return ApplyUpdateNode(now, body);
         if constexpr (std::is_same_v<T, UpdateQueueCmd>) return ApplyUpdateQueue(body);
         if constexpr (std::is_same_v<T, RefuseBindCmd>) return ApplyRefuseBind(now, body);
+        if constexpr (std::is_same_v<T, NodeLostCmd>) return ApplyNodeLost(now, body);
+        if constexpr (std::is_same_v<T, NodeHealthCmd>) return ApplyNodeHealth(now, body);
+        if constexpr (std::is_same_v<T, HealthFenceCmd>) return ApplyHealthFence(now, body);
+        if constexpr (std::is_same_v<T, SinkCursorCmd>) return ApplySinkCursor(body);
       },
       command.body);
 }
@@ -109,6 +113,11 @@ struct SnapshotImage {
   std::vector<NodeRecord> nodes;
   std::vector<JobRecord> jobs;
   std::vector<QueueRecord> queues;
+  std::vector<ClusterEvent> events;
+  uint64_t next_event_seq = 1;
+  std::map<std::string, uint64_t> sink_cursors;
+  bool breaker_open = false;
+  int64_t breaker_opened_ms = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -116,6 +125,11 @@ struct SnapshotImage {
     v.Required("nodes", nodes);
     v.Required("jobs", jobs);
     v.Optional("queues", queues);
+    v.Optional("events", events);
+    v.Optional("next_event_seq", next_event_seq);
+    v.Optional("sink_cursors", sink_cursors);
+    v.Optional("breaker_open", breaker_open);
+    v.Optional("breaker_opened_ms", breaker_opened_ms);
   }
 };
 
@@ -147,6 +161,17 @@ std::string ClusterState::Snapshot() const {
   packer.Key("queues");
   packer.BeginArray(static_cast<uint32_t>(queues_.size()));
   for (const auto& [name, queue] : queues_) packer.Value(queue);
+  packer.Key("events");
+  packer.BeginArray(static_cast<uint32_t>(events_.size()));
+  for (const auto& event : events_) {
+    ClusterEvent copy = event;
+    packer.Value(copy);
+  }
+  packer.Field("next_event_seq", next_event_seq_);
+  auto cursors = sink_cursors_;
+  packer.Field("sink_cursors", cursors);
+  packer.Field("breaker_open", breaker_open_);
+  packer.Field("breaker_opened_ms", breaker_opened_ms_);
   return std::string(buffer.data(), buffer.size());
 }
 
@@ -166,6 +191,11 @@ Status ClusterState::Restore(std::string_view snapshot) {
   for (auto& job : image->jobs) jobs_[job.id.value()] = std::move(job);
   queues_.clear();
   for (auto& queue : image->queues) queues_[queue.spec.name] = std::move(queue);
+  events_.assign(image->events.begin(), image->events.end());
+  next_event_seq_ = std::max<uint64_t>(image->next_event_seq, events_.empty() ? 1 : events_.back().seq + 1);
+  sink_cursors_ = std::move(image->sink_cursors);
+  breaker_open_ = image->breaker_open;
+  breaker_opened_ms_ = image->breaker_opened_ms;
   EnsureBuiltinQueues();
   RebuildIndexes();
   return Status::Ok();

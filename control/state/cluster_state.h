@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -21,6 +22,7 @@
 #include <unordered_map>
 
 #include "control/state/commands.h"
+#include "protocol/event.h"
 #include "topology/device_share.h"
 #include "control/state/records.h"
 #include "topology/cluster_view.h"
@@ -98,6 +100,17 @@ class ClusterState {
     }
   }
 
+  // The committed event stream (protocol/event.h): the newest kMaxEvents,
+  // seq from 1 without gaps. events_after(seq) is everything kept after seq.
+  static constexpr size_t kMaxEvents = 10'000;
+  const std::deque<ClusterEvent>& events() const { return events_; }
+  std::vector<ClusterEvent> EventsAfter(uint64_t seq, size_t limit) const;
+  uint64_t last_event_seq() const { return next_event_seq_ - 1; }
+  // Webhook sinks' committed delivery cursors (SinkCursorCmd).
+  const std::map<std::string, uint64_t>& sink_cursors() const { return sink_cursors_; }
+  // Whether the fencing circuit breaker is open (HealthFenceCmd).
+  bool health_breaker_open() const { return breaker_open_; }
+
   // The scheduler's input: free capacity per node, the queue tree, tasks
   // holding resources (eviction candidates) and jobs with tasks to place.
   // `now_ms` only dates how long jobs have waited.
@@ -138,6 +151,28 @@ class ClusterState {
   ApplyResult ApplyPlan(int64_t now, const ApplyPlanCmd& cmd);
   ApplyResult ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd);
   ApplyResult ApplyRefuseBind(int64_t now, const RefuseBindCmd& cmd);
+  ApplyResult ApplyNodeLost(int64_t now, const NodeLostCmd& cmd);
+  // Ready again (registered, or heard from): a node-ready event if it was not.
+  void MarkReady(NodeRecord& node, const std::string& name, int64_t now);
+  ApplyResult ApplyNodeHealth(int64_t now, const NodeHealthCmd& cmd);
+  ApplyResult ApplyHealthFence(int64_t now, const HealthFenceCmd& cmd);
+  ApplyResult ApplySinkCursor(const SinkCursorCmd& cmd);
+  // Appends to the event stream, dropping the oldest past kMaxEvents.
+  void Emit(int64_t now, EventKind kind, ClusterEvent event);
+  void EmitTask(int64_t now, EventKind kind, const TaskRecord& task, std::string message);
+  void EmitNodeEvent(int64_t now, EventKind kind, const std::string& node, std::string reason, std::string actor,
+                     std::string message, std::string dedupe_key);
+  // Requeues `lost` (ended by node loss or a failure) as its next attempt if
+  // the job's restart policy allows it for `cause`; a gang left below its
+  // minimum is requeued whole (its other tasks stopped as evicted). Counts
+  // one restart per job per call of StartRestart. False: the policy does not
+  // allow it (or no attempts are left) and nothing changed.
+  bool RestartAllowed(const JobRecord& job, RestartPolicy cause) const;
+  void CountRestart(JobRecord& job, const std::string& reason);
+  void RequeueForRestart(JobRecord& job, TaskRecord& task, const std::string& reason, int64_t now);
+  // Stops (as evicted, so they requeue when they end) the job's running tasks
+  // when a group is below its minimum: a gang never runs partly.
+  void RequeueGangIfBroken(JobRecord& job, const std::string& reason);
   // The task ended (exited, failed, or refused): it is requeued if it was
   // evicted, else finished as `ended` (cancelled if a stop was asked for).
   void EndTask(JobRecord& job, TaskRecord& task, TaskState ended, int64_t when);
@@ -192,6 +227,11 @@ class ClusterState {
 
   uint64_t applied_index_ = 0;
   uint64_t next_job_id_ = 1;
+  std::deque<ClusterEvent> events_;
+  uint64_t next_event_seq_ = 1;
+  std::map<std::string, uint64_t> sink_cursors_;
+  bool breaker_open_ = false;
+  int64_t breaker_opened_ms_ = 0;
   std::map<std::string, NodeRecord> nodes_;
   std::map<uint64_t, JobRecord> jobs_;
   std::map<std::string, QueueRecord> queues_;

@@ -72,9 +72,18 @@ ApplyResult ClusterState::ApplyCancelJob(int64_t now, const CancelJobCmd& cmd) {
   }
   job->cancel_requested = true;
   for (auto& task : job->tasks) {
+    const NodeRecord* node = HoldsResources(task.state) ? FindNode(task.node) : nullptr;
     if (task.state == TaskState::kPending) {
       task.set_message("cancelled before it was placed");
       FinishTask(*job, task, TaskState::kCancelled, now);
+    } else if (node != nullptr && node->state != NodeState::kReady) {
+      // Its node is unreachable: no one can stop the task or hear that it
+      // did, so the cancel completes now. The node's lease stops the process
+      // if the node never returns; a node that returns is told to stop it
+      // (a task it reports that is not placed there).
+      task.set_message("cancelled while node " + task.node + " was unreachable; marked lost");
+      EmitTask(now, EventKind::kTaskLost, task, task.message());
+      FinishTask(*job, task, TaskState::kLost, now);
     } else if (HoldsResources(task.state)) {
       task.stop_requested = true;
       task.stop_grace_ms = cmd.grace_ms;
@@ -130,7 +139,17 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
 void ClusterState::EndTask(JobRecord& job, TaskRecord& task, TaskState ended, int64_t when) {
   if (task.stop_requested) ended = TaskState::kCancelled;
   if (task.start_ms == 0) task.start_ms = when;
-  if (!RequeueIfEvicted(job, task, when)) FinishTask(job, task, ended, when);
+  if (RequeueIfEvicted(job, task, when)) return;
+  if (ended == TaskState::kFailed && RestartAllowed(job, RestartPolicy::kOnFailure)) {
+    const std::string why = "task " + std::to_string(task.id.index) + " failed" +
+                            (task.signal != 0 ? " (killed by signal " + std::to_string(task.signal) + ")"
+                                              : " (exit code " + std::to_string(task.exit_code) + ")");
+    CountRestart(job, why);
+    RequeueForRestart(job, task, why, when);
+    RequeueGangIfBroken(job, why);
+    return;
+  }
+  FinishTask(job, task, ended, when);
 }
 
 ApplyResult ClusterState::ApplyRefuseBind(int64_t now, const RefuseBindCmd& cmd) {
@@ -186,7 +205,9 @@ void ClusterState::FinishTask(JobRecord& job, TaskRecord& task, TaskState state,
   if (HoldsResources(task.state)) ReleaseResources(task);
   task.state = state;
   task.finish_ms = now;
-  if ((state == TaskState::kFailed || state == TaskState::kLost) && job.failure().empty()) {
+  // A task lost while its job was being cancelled ends the cancel, not the job.
+  const bool failing = state == TaskState::kFailed || (state == TaskState::kLost && !job.cancel_requested);
+  if (failing && job.failure().empty()) {
     std::string failure = "task " + std::to_string(task.id.index) + (state == TaskState::kLost ? " was lost" : " failed");
     if (state == TaskState::kFailed) {
       failure += task.signal != 0 ? " (killed by signal " + std::to_string(task.signal) + ")"

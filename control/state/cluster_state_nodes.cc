@@ -17,8 +17,9 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
   NodeRecord& node = nodes_[cmd.node.name];
   if (node.registered_ms == 0) node.registered_ms = now;
   node.spec = cmd.node;
-  node.state = NodeState::kReady;
+  MarkReady(node, cmd.node.name, now);
   node.last_seen_ms = now;
+  node.health = cmd.health;
   TouchSpec(node);
 
   std::map<TaskId, const TaskReport*> reported;
@@ -67,6 +68,15 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
   return result;
 }
 
+void ClusterState::MarkReady(NodeRecord& node, const std::string& name, int64_t now) {
+  if (node.state != NodeState::kReady) {
+    EmitNodeEvent(now, EventKind::kNodeReady, name, "heard from again", "coordinator", "node " + name + " is ready",
+                  "node-down:" + name + ":" + std::to_string(node.down_since_ms));
+  }
+  node.state = NodeState::kReady;
+  node.down_since_ms = 0;
+}
+
 ApplyResult ClusterState::ApplyNodeState(int64_t now, const NodeStateCmd& cmd) {
   ApplyResult result;
   auto it = nodes_.find(cmd.node);
@@ -78,6 +88,13 @@ ApplyResult ClusterState::ApplyNodeState(int64_t now, const NodeStateCmd& cmd) {
   if (!state) {
     result.status = Status::InvalidArgument("unknown node state '" + cmd.state + "'");
     return result;
+  }
+  if (*state == NodeState::kReady) {
+    MarkReady(it->second, cmd.node, now);
+  } else if (it->second.state == NodeState::kReady) {
+    it->second.down_since_ms = now;
+    EmitNodeEvent(now, EventKind::kNodeNotReady, cmd.node, "silent past the node timeout", "coordinator",
+                  "node " + cmd.node + " is not ready", "node-down:" + cmd.node + ":" + std::to_string(now));
   }
   it->second.state = *state;
   // LAST SEEN is when the node was last heard from, not when it was found
@@ -91,7 +108,7 @@ ApplyResult ClusterState::ApplyNodeState(int64_t now, const NodeStateCmd& cmd) {
   return result;
 }
 
-ApplyResult ClusterState::ApplyUpdateNode(int64_t /*now*/, const UpdateNodeCmd& cmd) {
+ApplyResult ClusterState::ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd) {
   ApplyResult result;
   const UpdateNode& update = cmd.update;
   // Validated at the edge (the gateway); apply needs only a known op.
@@ -108,7 +125,17 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t /*now*/, const UpdateNodeCmd& 
   NodeRecord& node = it->second;
   TouchSpec(node);
   if (update.op == "cordon" || update.op == "uncordon") {
-    node.cordoned = update.op == "cordon";
+    const bool cordon = update.op == "cordon";
+    if (node.cordoned != cordon || (cordon && node.cordon_reason != "operator")) {
+      // An operator's cordon takes over a health cordon: the policy must
+      // not lift what an operator asked for.
+      if (cordon && !node.cordoned) node.cordon_ms = now;
+      EmitNodeEvent(now, cordon ? EventKind::kNodeCordoned : EventKind::kNodeUncordoned, update.node, "operator",
+                    "operator", "node " + update.node + (cordon ? " cordoned" : " uncordoned") + " by an operator",
+                    "cordon:" + update.node + ":" + std::to_string(node.cordon_ms));
+    }
+    node.cordoned = cordon;
+    node.cordon_reason = cordon ? "operator" : "";
   } else if (update.op == "pool") {
     node.pool = update.pool;
   } else if (update.op == "taint") {

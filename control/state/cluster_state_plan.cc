@@ -26,7 +26,7 @@ Status ClusterState::CheckBind(const JobRecord& job, const PlanBind& bind,
   for (uint32_t gpu : bind.gpu_indices) {
     auto spec_gpu = std::find_if(node->spec.gpus.begin(), node->spec.gpus.end(),
                                  [gpu](const GpuInfo& g) { return g.index == gpu; });
-    if (spec_gpu == node->spec.gpus.end() || !spec_gpu->healthy) return Status::FailedPrecondition("GPU unusable");
+    if (spec_gpu == node->spec.gpus.end() || !node->GpuUsable(*spec_gpu)) return Status::FailedPrecondition("GPU unusable");
     if (node->gpu_owner.count(gpu) || taken.count({bind.node, gpu})) {
       return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " on " + bind.node + " is taken");
     }
@@ -171,6 +171,8 @@ void ClusterState::ApplyEviction(int64_t now, const PlanEviction& eviction) {
       e.message = eviction.reason.empty() ? "evicted" : eviction.reason.substr(0, 256);
     });
     TrackCommand(victim);
+    const bool reclaim = eviction.reason.rfind("reclaim", 0) == 0;
+    EmitTask(now, reclaim ? EventKind::kTaskReclaimed : EventKind::kTaskPreempted, victim, victim.message());
   };
   mark(task);
   // A gang never runs partly: if this leaves the task's group below its

@@ -23,6 +23,14 @@ template <>
 struct Named<UpdateQueueCmd> { static constexpr std::string_view kName = "UpdateQueue"; };
 template <>
 struct Named<RefuseBindCmd> { static constexpr std::string_view kName = "RefuseBind"; };
+template <>
+struct Named<NodeLostCmd> { static constexpr std::string_view kName = "NodeLost"; };
+template <>
+struct Named<NodeHealthCmd> { static constexpr std::string_view kName = "NodeHealth"; };
+template <>
+struct Named<HealthFenceCmd> { static constexpr std::string_view kName = "HealthFence"; };
+template <>
+struct Named<SinkCursorCmd> { static constexpr std::string_view kName = "SinkCursor"; };
 
 template <typename T>
 bool TryDecode(std::string_view name, const msgpack::object& body, Result<CommandBody>* out) {
@@ -76,7 +84,9 @@ Result<Command> DecodeCommand(std::string_view bytes) {
       TryDecode<SubmitJobCmd>(name, *body, &decoded) || TryDecode<CancelJobCmd>(name, *body, &decoded) ||
       TryDecode<UpdateNodeCmd>(name, *body, &decoded) || TryDecode<UpdateQueueCmd>(name, *body, &decoded) ||
       TryDecode<ApplyPlanCmd>(name, *body, &decoded) || TryDecode<TaskEventCmd>(name, *body, &decoded) ||
-      TryDecode<RefuseBindCmd>(name, *body, &decoded);
+      TryDecode<RefuseBindCmd>(name, *body, &decoded) || TryDecode<NodeLostCmd>(name, *body, &decoded) ||
+      TryDecode<NodeHealthCmd>(name, *body, &decoded) || TryDecode<HealthFenceCmd>(name, *body, &decoded) ||
+      TryDecode<SinkCursorCmd>(name, *body, &decoded);
   if (!decoded.ok()) return decoded.status();
   command.body = std::move(decoded).value();
   return command;

@@ -20,10 +20,12 @@ namespace gpool::state {
 struct RegisterNodeCmd {
   NodeSpec node;
   std::vector<TaskReport> tasks;
+  std::vector<HealthCondition> health;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
     v.Optional("tasks", tasks);
+    v.Optional("health", health);
   }
 };
 
@@ -112,8 +114,70 @@ struct UpdateQueueCmd {
   }
 };
 
+// The node has been silent past the node-loss grace (longer than its
+// worker's lease plus a margin, docs/architecture.md "At most one copy"): its
+// tasks are lost, their devices freed and their jobs requeued by their
+// restart policy.
+struct NodeLostCmd {
+  std::string node;
+  int64_t last_seen_ms = 0;  // wall time the coordinator last heard from it
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Optional("last_seen_ms", last_seen_ms);
+  }
+};
+
+// A node's health conditions changed (its worker reported a new list).
+struct NodeHealthCmd {
+  std::string node;
+  std::vector<HealthCondition> health;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Optional("health", health);
+  }
+};
+
+// A decision of the health policy (control/health/policy.h), committed so
+// every replica and the event stream agree on it. action:
+//   "cordon" | "drain" | "uncordon"   the node (drain also stops its tasks
+//                                     with `grace_ms`, requeued as evicted)
+//   "gpu-unhealthy" | "gpu-healthy"   GPU `gpu` of the node
+//   "breaker-open" | "breaker-close"  the fencing circuit breaker (node "")
+//   "suppressed"                      a fence the policy held back (exempt
+//                                     node, breaker open): an event only
+struct HealthFenceCmd {
+  std::string node;
+  std::string action;
+  uint32_t gpu = 0;
+  uint32_t grace_ms = 0;
+  std::string reason;
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("node", node);
+    v.Required("action", action);
+    v.Optional("gpu", gpu);
+    v.Optional("grace_ms", grace_ms);
+    v.Optional("reason", reason);
+  }
+};
+
+// How far a webhook sink has delivered the event stream, so a new leader
+// resumes after it (at-least-once: it may resend what was delivered since).
+struct SinkCursorCmd {
+  std::string sink;
+  uint64_t seq = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("sink", sink);
+    v.Required("seq", seq);
+  }
+};
+
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
-                                 TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd>;
+                                 TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd, NodeLostCmd,
+                                 NodeHealthCmd, HealthFenceCmd, SinkCursorCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock

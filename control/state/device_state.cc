@@ -12,7 +12,7 @@
 namespace gpool::state {
 
 topology::GpuSlot ClusterState::GpuSlotOf(const NodeRecord& node, const GpuInfo& gpu) const {
-  topology::GpuSlot slot{gpu.index, gpu.model, gpu.memory_mib, gpu.healthy, false, gpu.numa, gpu.nvlink_peers};
+  topology::GpuSlot slot{gpu.index, gpu.model, gpu.memory_mib, node.GpuUsable(gpu), false, gpu.numa, gpu.nvlink_peers};
   slot.vendor = gpu.vendor;
   slot.uuid = gpu.uuid;
   slot.link_group = gpu.link_group;
@@ -79,7 +79,7 @@ Status ClusterState::CheckGrant(const Resources& need, const PlanBind& bind, con
   for (uint32_t index : bind.gpu_indices) {
     auto spec = std::find_if(node.spec.gpus.begin(), node.spec.gpus.end(),
                              [index](const GpuInfo& g) { return g.index == index; });
-    if (spec == node.spec.gpus.end() || !spec->healthy) return Status::FailedPrecondition("GPU unusable");
+    if (spec == node.spec.gpus.end() || !node.GpuUsable(*spec)) return Status::FailedPrecondition("GPU unusable");
     const topology::GpuSlot slot = GpuSlotOf(node, *spec);
     auto [it, fresh] = loads.try_emplace({bind.node, index});
     if (fresh) it->second = topology::DeviceLoad::Of(slot);

@@ -5,6 +5,7 @@
 // restore them with the same code that the wire protocol uses.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include "control/state/flat_set.h"
 #include "protocol/base/ids.h"
+#include "protocol/health.h"
 #include "protocol/types.h"
 #include "topology/pending_reason.h"
 
@@ -171,8 +173,13 @@ struct JobRecord {
     std::vector<std::string> claimed_nodes;
     int64_t claim_ms = 0;
     int64_t requeue_ms = 0;  // when an eviction last sent its tasks back to pending
+    // Requeues under the job's restart policy (RestartSpec) so far, and why
+    // the last one happened.
+    uint32_t restarts = 0;
+    std::string restart_reason;
     bool Empty() const {
-      return pending.empty() && legacy_reasons.empty() && failure.empty() && claimed_nodes.empty() && claim_ms == 0 && requeue_ms == 0;
+      return pending.empty() && legacy_reasons.empty() && failure.empty() && claimed_nodes.empty() && claim_ms == 0 &&
+             requeue_ms == 0 && restarts == 0 && restart_reason.empty();
     }
     bool operator==(const Extras&) const = default;
   };
@@ -183,6 +190,8 @@ struct JobRecord {
   const std::vector<std::string>& claimed_nodes() const { return extras().claimed_nodes; }
   int64_t claim_ms() const { return extras().claim_ms; }
   int64_t requeue_ms() const { return extras().requeue_ms; }
+  uint32_t restarts() const { return extras().restarts; }
+  const std::string& restart_reason() const { return extras().restart_reason; }
   // Changes them; the box goes away again once they are all empty.
   template <typename F>
   void UpdateExtras(F&& change) {
@@ -212,6 +221,8 @@ struct JobRecord {
     v.Optional("cancel", cancel_requested);
     v.Optional("claimed_nodes", wire.claimed_nodes);
     v.Optional("claim_ms", wire.claim_ms);
+    v.Optional("restarts", wire.restarts);
+    v.Optional("restart_reason", wire.restart_reason);
     id = JobId(id_value);
     state = static_cast<JobState>(state_wire <= static_cast<uint32_t>(JobState::kCancelled) ? state_wire : 0);
     if (!(wire == extras())) {  // reading: keep what was read; packing changes nothing
@@ -245,6 +256,20 @@ struct NodeRecord {
   std::map<std::string, std::string> taints;
   int64_t registered_ms = 0;
   int64_t last_seen_ms = 0;  // wall time of the last state change committed for it
+  int64_t down_since_ms = 0;  // when it last left Ready (NotReady); 0 while Ready
+  // Health: the conditions its worker reported last (protocol/health.h),
+  // GPUs the health policy fenced (overlaying spec.gpus[].healthy), and who
+  // cordoned it: "operator" or "health" (only health cordons are lifted by
+  // the policy), with when.
+  std::vector<HealthCondition> health;
+  std::vector<uint32_t> unhealthy_gpus;  // sorted
+  // A GPU takes work only when its worker reports it healthy and the health
+  // policy has not fenced it.
+  bool GpuUsable(const GpuInfo& gpu) const {
+    return gpu.healthy && !std::binary_search(unhealthy_gpus.begin(), unhealthy_gpus.end(), gpu.index);
+  }
+  std::string cordon_reason;
+  int64_t cordon_ms = 0;
   // gpu index -> task holding it whole; absent means not held whole.
   FlatMap<uint32_t, TaskId> gpu_owner;
   // gpu index -> tasks holding a share, a MIG instance or cores of it.
@@ -291,7 +316,12 @@ struct NodeRecord {
     v.Optional("tasks", task_list);
     v.Optional("tenant_gpus", tenant_gpus);
     v.Optional("tenants", tenants);
-    state = state_wire == 1 ? NodeState::kNotReady : NodeState::kReady;
+    v.Optional("down_since_ms", down_since_ms);
+    v.Optional("health", health);
+    v.Optional("unhealthy_gpus", unhealthy_gpus);
+    v.Optional("cordon_reason", cordon_reason);
+    v.Optional("cordon_ms", cordon_ms);
+    state = state_wire <= static_cast<uint32_t>(NodeState::kLost) ? static_cast<NodeState>(state_wire) : NodeState::kReady;
     gpu_owner.clear();
     for (size_t i = 0; i < owned_gpus.size() && i < owners.size(); ++i) gpu_owner[owned_gpus[i]] = owners[i];
     tasks = FlatSet<TaskId>(task_list.begin(), task_list.end());
