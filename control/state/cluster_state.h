@@ -173,6 +173,12 @@ class ClusterState {
   // Stops (as evicted, so they requeue when they end) the job's running tasks
   // when a group is below its minimum: a gang never runs partly.
   void RequeueGangIfBroken(JobRecord& job, const std::string& reason);
+  // A task that holds resources is gone with its node (lost, or unknown to
+  // its re-registered worker): requeued by the restart policy (once per job
+  // per loss: `restarted` collects the jobs that counted one), else Lost.
+  // The caller runs RequeueGangIfBroken for `restarted` and UpdateJobState.
+  void LoseTask(JobRecord& job, TaskRecord& task, const std::string& why, int64_t now,
+                std::set<uint64_t>& restarted);
   // The task ended (exited, failed, or refused): it is requeued if it was
   // evicted, else finished as `ended` (cancelled if a stop was asked for).
   void EndTask(JobRecord& job, TaskRecord& task, TaskState ended, int64_t when);

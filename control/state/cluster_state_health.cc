@@ -114,6 +114,25 @@ void ClusterState::RequeueGangIfBroken(JobRecord& job, const std::string& reason
 
 // --- Node loss ----------------------------------------------------------------
 
+void ClusterState::LoseTask(JobRecord& job, TaskRecord& task, const std::string& why, int64_t now,
+                            std::set<uint64_t>& restarted) {
+  EmitTask(now, EventKind::kTaskLost, task, why);
+  if (task.evicted) {  // it was being stopped to be requeued anyway
+    RequeueIfEvicted(job, task, now);
+    return;
+  }
+  const uint64_t id = job.id.value();
+  const bool restart =
+      !task.stop_requested && (restarted.count(id) != 0 || RestartAllowed(job, RestartPolicy::kOnNodeLoss));
+  if (restart) {
+    if (restarted.insert(id).second) CountRestart(job, why);
+    RequeueForRestart(job, task, why, now);
+  } else {
+    task.set_message(why);
+    FinishTask(job, task, TaskState::kLost, now);
+  }
+}
+
 ApplyResult ClusterState::ApplyNodeLost(int64_t now, const NodeLostCmd& cmd) {
   ApplyResult result;
   auto it = nodes_.find(cmd.node);
@@ -144,20 +163,7 @@ ApplyResult ClusterState::ApplyNodeLost(int64_t now, const NodeLostCmd& cmd) {
     TaskRecord& task = job->tasks[id.index];
     if (!HoldsResources(task.state)) continue;
     touched.insert(job->id.value());
-    EmitTask(now, EventKind::kTaskLost, task, why);
-    if (task.evicted) {  // it was being stopped to be requeued anyway
-      RequeueIfEvicted(*job, task, now);
-      continue;
-    }
-    const bool restart = !task.stop_requested && (restarted.count(job->id.value()) != 0 ||
-                                                  RestartAllowed(*job, RestartPolicy::kOnNodeLoss));
-    if (restart) {
-      if (restarted.insert(job->id.value()).second) CountRestart(*job, why);
-      RequeueForRestart(*job, task, why, now);
-    } else {
-      task.set_message(why);
-      FinishTask(*job, task, TaskState::kLost, now);
-    }
+    LoseTask(*job, task, why, now, restarted);
   }
   for (uint64_t id : touched) {
     JobRecord* job = MutableJob(id);

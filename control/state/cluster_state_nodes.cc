@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace gpool::state {
@@ -27,6 +28,7 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
 
   // Reconcile: the worker is the authority on which processes exist.
   const std::vector<TaskId> here(node.tasks.begin(), node.tasks.end());
+  std::set<uint64_t> restarted;
   for (const TaskId& id : here) {
     JobRecord* job = MutableJob(id.job.value());
     if (job == nullptr || id.index >= job->tasks.size()) continue;
@@ -34,12 +36,12 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
     auto it = reported.find(id);
     if (it == reported.end()) {
       // A bound task the worker has not seen yet is still on its way; the
-      // dispatcher resends it. A running one the worker does not know is gone.
+      // dispatcher resends it. A running one the worker does not know is gone
+      // (the node rebooted, or its supervisor died with it): lost, and
+      // requeued if its restart policy allows.
       if (task.state == TaskState::kRunning) {
-        if (!RequeueIfEvicted(*job, task, now)) {
-          task.set_message("task was not running when its node re-registered");
-          FinishTask(*job, task, TaskState::kLost, now);
-        }
+        LoseTask(*job, task, "task was not running when its node re-registered", now, restarted);
+        if (restarted.count(job->id.value())) RequeueGangIfBroken(*job, "a task was lost with its node");
         UpdateJobState(*job, now);
       }
       continue;

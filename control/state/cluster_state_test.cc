@@ -201,7 +201,9 @@ TEST_F(ClusterStateTest, EventFromWrongNodeIsRefused) {
 
 TEST_F(ClusterStateTest, ReRegistrationReconcilesTasks) {
   Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
-  uint64_t job = Submit("a", 3, 1);
+  JobSpec spec = MakeJob("a", 3, 1);
+  spec.restart.policy = "never";  // requeues on loss: node_loss_state_test.cc
+  const uint64_t job = Do(SubmitJobCmd{spec, ""}).job_id;
   Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0}), Bind(job, 1, "n1", {1}), Bind(job, 2, "n1", {2})}, {}});
   Event(job, 0, "n1", "started");
   Event(job, 1, "n1", "started");
@@ -339,15 +341,21 @@ TEST_F(ClusterStateTest, SnapshotRestoresEverythingIncludingIndexes) {
   EXPECT_EQ(next.job_id, 3u);
 }
 
-// The snapshot format as it was first written: one map whose lists hold
-// every record. Snapshot() now packs record by record and must still write
-// these exact bytes, so older snapshots and newer replicas agree.
-struct SnapshotImageV1 {
+// The snapshot format: one map whose lists hold every record (and, since
+// the event stream, the events and sink cursors after them, all optional so
+// older snapshots still restore). Snapshot() packs record by record and must
+// write these exact bytes.
+struct SnapshotImageV2 {
   uint64_t applied_index = 0;
   uint64_t next_job_id = 1;
   std::vector<NodeRecord> nodes;
   std::vector<JobRecord> jobs;
   std::vector<QueueRecord> queues;
+  std::vector<ClusterEvent> events;
+  uint64_t next_event_seq = 1;
+  std::map<std::string, uint64_t> sink_cursors;
+  bool breaker_open = false;
+  int64_t breaker_opened_ms = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -355,6 +363,11 @@ struct SnapshotImageV1 {
     v.Required("nodes", nodes);
     v.Required("jobs", jobs);
     v.Optional("queues", queues);
+    v.Optional("events", events);
+    v.Optional("next_event_seq", next_event_seq);
+    v.Optional("sink_cursors", sink_cursors);
+    v.Optional("breaker_open", breaker_open);
+    v.Optional("breaker_opened_ms", breaker_opened_ms);
   }
 };
 
@@ -366,9 +379,11 @@ TEST_F(ClusterStateTest, SnapshotBytesMatchTheImageFormat) {
   Do(ApplyPlanCmd{{Bind(a, 0, "n1", {0}), Bind(a, 1, "n2", {3})}, {}});
   Event(a, 0, "n1", "started");
 
-  SnapshotImageV1 image;
+  SnapshotImageV2 image;
   image.applied_index = state_.applied_index();
   image.next_job_id = 3;
+  image.events.assign(state_.events().begin(), state_.events().end());
+  image.next_event_seq = state_.last_event_seq() + 1;
   for (const auto& [name, node] : state_.nodes()) image.nodes.push_back(node);
   for (const auto& [id, job] : state_.jobs()) image.jobs.push_back(job);
   for (const auto& [name, queue] : state_.queues()) image.queues.push_back(queue);
