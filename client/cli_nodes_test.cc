@@ -60,7 +60,7 @@ TEST_F(NodeCliTest, CordonAndUncordon) {
 
   // `nodes` shows the state the coordinator reports.
   ASSERT_EQ(Run({"nodes"}), kExitOk);
-  EXPECT_NE(out_.str().find("\nnode-0  Ready,Cordoned  public  "), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("\nnode-0  Ready,Cordoned  ok      public  "), std::string::npos) << out_.str();
 
   // Cordoning again is harmless.
   ASSERT_EQ(Run({"node", "cordon", "node-0"}), kExitOk) << err_.str();

@@ -259,3 +259,17 @@ TEST_F(CliTest, BadPolicyFlagsNameTheFlagAndNeverReachTheCoordinator) {
 
 }  // namespace
 }  // namespace gpool
+
+namespace gpool {
+namespace {
+
+TEST_F(CliTest, SubmitRestartFlagsSetThePolicy) {
+  ASSERT_EQ(Run({"submit", "--restart", "on-failure", "--max-attempts", "2", "--", "true"}), 0) << err_.str();
+  ASSERT_EQ(cluster_->submits.size(), 1u);
+  EXPECT_EQ(cluster_->submits[0].spec.restart, (RestartSpec{"on-failure", 2}));
+  EXPECT_NE(Run({"submit", "--restart", "always", "--", "true"}), 0);
+  EXPECT_NE(err_.str().find("--restart"), std::string::npos) << err_.str();
+}
+
+}  // namespace
+}  // namespace gpool

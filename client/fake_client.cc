@@ -315,7 +315,7 @@ Result<ListQueuesReply> FakeClient::ListQueues() {
 Result<ListEventsReply> FakeClient::ListEvents(const gpool::ListEvents& request) {
   ListEventsReply reply;
   reply.last_seq = request.after_seq;
-  for (const auto& event : events) {
+  for (const auto& event : cluster_->events) {
     if (event.seq <= request.after_seq) continue;
     if (reply.events.size() == request.limit) break;
     reply.last_seq = event.seq;

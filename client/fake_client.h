@@ -49,6 +49,7 @@ struct FakeCluster {
   // the spec sets brings back the spec's value rather than deleting it.
   std::map<std::string, std::map<std::string, std::string>> spec_labels;
   ClusterStatusReply status;
+  std::vector<ClusterEvent> events;  // the event stream, oldest first; tests append
   // The Raft voters that ChangeReplicas edits (kept sorted). Each change is
   // committed at a new index: status.commit_index + 1. `status.replicas` is
   // left alone; a test sets it for `status` and `admin replica list`.
@@ -102,9 +103,8 @@ class FakeClient final : public Client {
   Result<UpdateQueueReply> UpdateQueue(const gpool::UpdateQueue& request) override;
   Result<ListQueuesReply> ListQueues() override;
   Result<ExplainJobReply> ExplainJob(JobId job) override;
-  // Answers from `events` (set by tests), as the coordinator filters them.
+  // Answers from cluster.events, filtered as the coordinator does.
   Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) override;
-  std::vector<ClusterEvent> events;
 
  private:
   std::optional<Status> TakeFailure();

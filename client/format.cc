@@ -390,7 +390,9 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
   summary.AddRow({"Class:", Dash(reply.spec.priority_class)});
   summary.AddRow({"Priority:", std::to_string(s.priority)});
   summary.AddRow({"Pool:", Dash(reply.spec.pool)});
-  summary.AddRow({"Restarts:", RestartText(s, reply.spec.restart)});
+  if (s.restarts > 0 || !(reply.spec.restart == RestartSpec{})) {
+    summary.AddRow({"Restarts:", RestartText(s, reply.spec.restart)});
+  }
   if (!reply.spec.user.empty()) summary.AddRow({"User:", reply.spec.user});
   if (!reply.spec.node_selector.empty()) {
     summary.AddRow({"Node selector:", JoinKeyValues(reply.spec.node_selector, ", ")});
@@ -460,7 +462,10 @@ std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms) {
   Table table({"NAME", "STATE", "HEALTH", "POOL", "GPUS", "CPUS", "MEM(GiB)", "MODELS", "TASKS", "LAST SEEN",
                "TAINTS", "LABELS"});
   for (const auto& node : reply.nodes) {
-    table.AddRow({node.name, Dash(node.state), Shorten(HealthCell(node.health), 40), Dash(node.pool),
+    // A node not heard from has no current health, only its last report.
+    const bool heard = node.state.rfind("Ready", 0) == 0;
+    const std::string health = heard || !node.health.empty() ? HealthCell(node.health) : "-";
+    table.AddRow({node.name, Dash(node.state), Shorten(health, 40), Dash(node.pool),
                   Ratio(std::to_string(node.gpus_used), std::to_string(node.gpus_total)),
                   Ratio(FormatCores(node.cpu_milli_used), FormatCores(node.cpu_milli_total)),
                   Ratio(FormatGiB(node.memory_mib_used), FormatGiB(node.memory_mib_total)),

@@ -191,9 +191,9 @@ TEST(FormatTest, NodesTable) {
   b.state = "NotReady";
   reply.nodes = {a, b};
   EXPECT_EQ(FormatNodesTable(reply, kNow),
-            "NAME    STATE     POOL    GPUS  CPUS    MEM(GiB)  MODELS     TASKS  LAST SEEN  TAINTS  LABELS\n"
-            "node-a  Ready     public  4/8   4.5/64  1.5/512   H100,A100  2      1s ago     -       -\n"
-            "node-b  NotReady  -       0/0   0/0     0/0       -          0      -          -       -\n");
+            "NAME    STATE     HEALTH  POOL    GPUS  CPUS    MEM(GiB)  MODELS     TASKS  LAST SEEN  TAINTS  LABELS\n"
+            "node-a  Ready     ok      public  4/8   4.5/64  1.5/512   H100,A100  2      1s ago     -       -\n"
+            "node-b  NotReady  -       -       0/0   0/0     0/0       -          0      -          -       -\n");
   EXPECT_EQ(FormatNodesTable(ListNodesReply{}, kNow), "No nodes.\n");
 }
 
@@ -329,6 +329,10 @@ TEST(FormatTest, NodeDetail) {
             "  Memory:     64/512 GiB used\n"
             "  Tasks:      2\n"
             "  Last seen:  3s ago\n"
+            "  Health:     ok\n"
+            "\n"
+            "Conditions:\n"
+            "  none\n"
             "\n"
             "NUMA nodes:\n"
             "  ID  CPUS  MEM(GiB)  GPUS\n"
@@ -436,9 +440,9 @@ TEST(FormatTest, NodesTableShowsCordonPoolAndLabels) {
   b.labels = {{"key-" + std::string(20, 'k'), std::string(30, 'v')}};
   reply.nodes = {a, b};
   EXPECT_EQ(FormatNodesTable(reply, kNow),
-            "NAME    STATE           POOL       GPUS  CPUS  MEM(GiB)  MODELS  TASKS  LAST SEEN  TAINTS  LABELS\n"
-            "node-0  Ready,Cordoned  exclusive  0/8   0/0   0/0       -       0      -          -       rack=r1,team=vision,zone=\n"
-            "node-1  Ready           pooled     0/8   0/0   0/0       -       0      -          -       key-kkkkkkkkkkkkkkkkkkkk=vvvvvvvvvvvv...\n");
+            "NAME    STATE           HEALTH  POOL       GPUS  CPUS  MEM(GiB)  MODELS  TASKS  LAST SEEN  TAINTS  LABELS\n"
+            "node-0  Ready,Cordoned  ok      exclusive  0/8   0/0   0/0       -       0      -          -       rack=r1,team=vision,zone=\n"
+            "node-1  Ready           ok      pooled     0/8   0/0   0/0       -       0      -          -       key-kkkkkkkkkkkkkkkkkkkk=vvvvvvvvvvvv...\n");
   // Shortened to 40 columns; the full labels are in --json.
   const std::string table = FormatNodesTable(reply, kNow);
   const std::string last = table.substr(table.rfind("key-"));
@@ -618,8 +622,8 @@ TEST(FormatTest, NodesTableShowsTaints) {
   a.labels = {{"rack", "r1"}};
   reply.nodes = {a};
   EXPECT_EQ(FormatNodesTable(reply, kNow),
-            "NAME    STATE  POOL  GPUS  CPUS  MEM(GiB)  MODELS  TASKS  LAST SEEN  TAINTS               LABELS\n"
-            "node-0  Ready  -     0/0   0/0   0/0       -       0      -          dedicated=ml,maint=  rack=r1\n");
+            "NAME    STATE  HEALTH  POOL  GPUS  CPUS  MEM(GiB)  MODELS  TASKS  LAST SEEN  TAINTS               LABELS\n"
+            "node-0  Ready  ok      -     0/0   0/0   0/0       -       0      -          dedicated=ml,maint=  rack=r1\n");
   EXPECT_EQ(nlohmann::json::parse(ToJson(reply))["nodes"][0]["taints"]["dedicated"], "ml");
 }
 

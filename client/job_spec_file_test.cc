@@ -355,3 +355,21 @@ TEST(JobSpecFileTest, NearMissPolicyKeysGetHints) {
 
 }  // namespace
 }  // namespace gpool
+
+namespace gpool {
+namespace {
+
+TEST(JobSpecFileRestartTest, RestartPolicyIsReadAndCheckedByKey) {
+  auto spec = ParseJobSpec("name: t\ncommand: [true]\nrestart: {policy: on-failure, max_attempts: 5}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->restart, (RestartSpec{"on-failure", 5}));
+  auto plain = ParseJobSpec("name: t\ncommand: [true]\n");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->restart, RestartSpec{});
+  EXPECT_FALSE(ParseJobSpec("name: t\ncommand: [true]\nrestart: {policy: sometimes}\n").ok());
+  EXPECT_FALSE(ParseJobSpec("name: t\ncommand: [true]\nrestart: {max_attempts: 1000}\n").ok());
+  EXPECT_FALSE(ParseJobSpec("name: t\ncommand: [true]\nrestart: {retries: 2}\n").ok());
+}
+
+}  // namespace
+}  // namespace gpool
