@@ -6,11 +6,17 @@
 // LaunchRequest is kept whole (env, NUMA pinning included) for tests to
 // inspect; nothing is applied.
 //
+// Adoption is scripted too: Adoptable(state_dir, result) says what Adopt
+// finds there (a running result makes its pid a running fake process);
+// Adopt of a directory nothing was scripted for finds a task lost with its
+// supervisor, as the real launcher does where no supervisor left a trace.
+//
 // Thread-safety: one thread, like the real one.
 #pragma once
 
 #include <map>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -28,9 +34,14 @@ class FakeProcessLauncher final : public ProcessLauncher {
   Result<int64_t> Launch(const LaunchRequest& request) override;
   Status Signal(int64_t pid, int signal) override;
   std::vector<ExitInfo> Reap() override;
+  Result<AdoptedProcess> Adopt(const std::string& state_dir) override;
 
   // Test controls.
   void Exit(int64_t pid, int32_t exit_code);
+  // An end with a reason, as a supervisor records it (lease expiry).
+  void ExitWithReason(int64_t pid, int32_t exit_code, int32_t signal, std::string reason);
+  void Adoptable(const std::string& state_dir, AdoptedProcess result) { adoptable_[state_dir] = std::move(result); }
+  const std::vector<std::string>& adopted() const { return adopted_; }
   void IgnoreSignal(int signal) { ignored_.insert(signal); }
   void FailNextLaunch(Status status) { fail_next_ = std::move(status); }
 
@@ -46,6 +57,8 @@ class FakeProcessLauncher final : public ProcessLauncher {
   std::vector<Launched> launched_;
   std::vector<std::pair<int64_t, int>> signals_;
   std::vector<ExitInfo> pending_exits_;
+  std::map<std::string, AdoptedProcess> adoptable_;
+  std::vector<std::string> adopted_;  // state dirs Adopt was asked about, in order
 };
 
 }  // namespace gpool::worker

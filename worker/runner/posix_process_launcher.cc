@@ -1,67 +1,54 @@
 #include "worker/runner/posix_process_launcher.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <filesystem>
 
+#include "protocol/base/clock.h"
 #include "protocol/base/text.h"
+#include "protocol/wire.h"
 #include "worker/log.h"
-#include "worker/runner/numa_apply.h"
+#include "worker/runner/atomic_file.h"
+#include "worker/runner/lease_file.h"
+#include "worker/runner/task_exec.h"
 
 namespace gpool::worker {
 namespace {
 
-// What the child reports through the pipe: why it cannot exec (fatal,
-// the child exits), or a pinning call that failed (it goes on to exec).
-enum class Stage : int32_t { kOpenLog = 1, kRedirect = 2, kExec = 3, kPinCpus = 4, kPinMemory = 5, kCgroup = 6 };
-struct ChildError {
-  Stage stage;
-  int32_t err;
-};
-bool IsWarning(Stage stage) { return stage == Stage::kPinCpus || stage == Stage::kPinMemory; }
+constexpr char kLostReason[] = "lost with its supervisor: gpool-task-supervisor died without recording the task's exit";
 
-// Only async-signal-safe calls from here on: the worker has other threads
-// (ZeroMQ's) whose locks may be held at fork time.
-void ChildReport(int fd, Stage stage, int err) {
-  ChildError e{stage, err};
-  ssize_t ignored = write(fd, &e, sizeof(e));
-  (void)ignored;
+std::vector<char*> ArgvOf(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
 }
 
-[[noreturn]] void ChildFail(int fd, Stage stage, int err) {
-  ChildReport(fd, stage, err);
-  _exit(127);
-}
-
-void CloseFdsFrom(unsigned first, unsigned last) {
-  if (first > last) return;
-  if (close_range(first, last, 0) == 0) return;
-  // Kernels before 5.9: close one by one up to the descriptor limit.
-  struct rlimit limit {};
-  unsigned max = 65536;
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < max) {
-    max = static_cast<unsigned>(limit.rlim_cur);
+// The supervisor's process, between the launcher's fork and its exec: a
+// session of its own, a second fork so that init (not the worker) is its
+// parent, the status pipe as fd 3, stdin /dev/null, stdout+stderr onto its
+// log, nothing else open. Async-signal-safe calls only.
+[[noreturn]] void ExecSupervisor(char* const* argv, int status_fd, int null_fd, int log_fd) {
+  setsid();
+  const pid_t pid = fork();
+  if (pid != 0) _exit(pid < 0 ? 1 : 0);
+  // Out of the way of 0..3 first, so the dup2s below cannot clobber each other.
+  const int status = fcntl(status_fd, F_DUPFD, 10);
+  const int in = fcntl(null_fd, F_DUPFD, 10);
+  const int out = fcntl(log_fd, F_DUPFD, 10);
+  if (status < 0 || in < 0 || out < 0) _exit(127);
+  if (dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0 ||
+      dup2(status, 3) < 0) {
+    _exit(127);
   }
-  for (unsigned fd = first; fd <= last && fd < max; ++fd) close(static_cast<int>(fd));
-}
-
-[[noreturn]] void RunChild(int err_fd, pid_t parent, char* const* argv, char* const* envp, const char* log_path,
-                           const PreparedPinning& pinning, const std::vector<int>& cgroup_fds) {
-  // Into the task's cgroup before anything else, so nothing it starts escapes.
-  for (int fd : cgroup_fds) {
-    if (write(fd, "0", 1) != 1) ChildFail(err_fd, Stage::kCgroup, errno);
-  }
-  setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(127);  // the worker died before prctl took effect
-
+  close_range(4, UINT_MAX, 0);
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
@@ -69,177 +56,182 @@ void CloseFdsFrom(unsigned first, unsigned last) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-
-  // /dev/null first, so that if fd 0 is free it goes there and not to the log.
-  int null_fd = open("/dev/null", O_RDONLY);
-  int log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (log_fd < 0) ChildFail(err_fd, Stage::kOpenLog, errno);
-  if ((null_fd >= 0 && dup2(null_fd, STDIN_FILENO) < 0) || dup2(log_fd, STDOUT_FILENO) < 0 ||
-      dup2(log_fd, STDERR_FILENO) < 0) {
-    ChildFail(err_fd, Stage::kRedirect, errno);
-  }
-  if (int err = pinning.ApplyCpus(); err != 0) ChildReport(err_fd, Stage::kPinCpus, err);
-  if (int err = pinning.ApplyMemory(); err != 0) ChildReport(err_fd, Stage::kPinMemory, err);
-  const unsigned keep = static_cast<unsigned>(err_fd);
-  CloseFdsFrom(3, keep - 1);
-  CloseFdsFrom(keep + 1, UINT_MAX);
-
-  ::environ = const_cast<char**>(envp);  // execvp searches the task's PATH
-  execvp(argv[0], argv);
-  ChildFail(err_fd, Stage::kExec, errno);
+  execv(argv[0], argv);
+  _exit(127);
 }
 
-std::vector<char*> CStrings(const std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
-void AppendLine(const std::string& path, const std::string& line) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  ssize_t ignored = write(fd, line.data(), line.size());
-  (void)ignored;
-  close(fd);
+// The last lines of the supervisor's log, for an error that says why it
+// did not start the task.
+std::string LogTail(const std::string& path) {
+  auto text = ReadWholeFile(path);
+  if (!text.ok() || text->empty()) return "";
+  std::string tail = text->size() > 512 ? text->substr(text->size() - 512) : *text;
+  while (!tail.empty() && tail.back() == '\n') tail.pop_back();
+  return tail;
 }
 
 }  // namespace
 
-PosixProcessLauncher::PosixProcessLauncher(std::shared_ptr<spdlog::logger> logger, CgroupTree* cgroups)
-    : log_(OrDefault(std::move(logger))), cgroups_(cgroups) {}
+PosixProcessLauncher::PosixProcessLauncher(PosixProcessLauncherOptions options)
+    : options_(std::move(options)), log_(OrDefault(options_.logger)), cgroups_(options_.cgroups) {}
 
-Result<std::unique_ptr<TaskCgroup>> PosixProcessLauncher::NewCgroup(const LaunchRequest& request) {
-  auto cgroup = cgroups_->Create(request.cgroup, request.limits);
-  if (cgroup.ok() || cgroup.status().code() != StatusCode::kAlreadyExists) return cgroup;
-  // Left by a worker process that died: whatever still runs there is an
-  // old copy of this task and must not run beside the new one.
-  auto old = cgroups_->Adopt(request.cgroup);
-  const size_t left = old->Pids().size();
-  GPOOL_RETURN_IF_ERROR(old->Drain());
-  log_->warn("task cgroup left by a previous worker emptied cgroup={} processes_killed={}", request.cgroup, left);
-  return cgroups_->Create(request.cgroup, request.limits);
-}
+PosixProcessLauncher::PosixProcessLauncher(std::shared_ptr<spdlog::logger> logger, CgroupTree* cgroups)
+    : PosixProcessLauncher(PosixProcessLauncherOptions{.logger = std::move(logger), .cgroups = cgroups}) {}
 
 Result<int64_t> PosixProcessLauncher::Launch(const LaunchRequest& request) {
-  if (request.argv.empty() || request.argv[0].empty()) return Status::InvalidArgument("command: empty");
-  for (const auto& s : request.argv) {
-    if (HasNul(s)) return Status::InvalidArgument("command: an argument holds a NUL byte");
-  }
-  for (const auto& s : request.env) {
-    if (HasNul(s) || s.find('=') == std::string::npos) {
-      return Status::InvalidArgument("env: entries must be KEY=value without NUL bytes");
-    }
-  }
-  // Everything the child needs is built before fork: no allocation after.
-  std::vector<char*> argv = CStrings(request.argv);
-  std::vector<char*> envp = CStrings(request.env);
+  if (!options_.supervisor.empty() && !request.state_dir.empty()) return LaunchSupervised(request);
+  return LaunchDirect(request);
+}
+
+Result<int64_t> PosixProcessLauncher::LaunchDirect(const LaunchRequest& request) {
+  GPOOL_RETURN_IF_ERROR(ValidateLaunch(request));
   std::vector<std::string> notes;
   const PreparedPinning pinning = PreparedPinning::Prepare(request.numa, &notes);
   std::unique_ptr<TaskCgroup> cgroup;
   if (cgroups_ != nullptr && !request.cgroup.empty()) {
-    auto made = NewCgroup(request);
+    size_t killed = 0;
+    auto made = cgroups_->CreateReplacing(request.cgroup, request.limits, &killed);
     if (!made.ok()) return made.status().WithContext("task cgroup");
+    if (killed > 0) {
+      log_->warn("task cgroup left by a previous worker emptied cgroup={} processes_killed={}", request.cgroup,
+                 killed);
+    }
     cgroup = std::move(made).value();
   }
   static const std::vector<int> kNoCgroup;
-  const std::vector<int>& cgroup_fds = cgroup ? cgroup->JoinFds() : kNoCgroup;
   for (const auto& note : notes) log_->info("numa pinning adjusted log={} note={}", Q(request.log_path), Q(note));
-
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return Status::IoError(std::string("pipe2: ") + std::strerror(errno));
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    const int err = errno;
-    close(fds[0]);
-    close(fds[1]);
-    return Status::ResourceExhausted(std::string("fork: ") + std::strerror(err));
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    RunChild(fds[1], parent, argv.data(), envp.data(), request.log_path.c_str(), pinning, cgroup_fds);
-  }
-
-  close(fds[1]);
+  auto forked = ForkTask(request, pinning, cgroup ? cgroup->JoinFds() : kNoCgroup);
   if (cgroup) cgroup->CloseJoinFds();
-  setpgid(pid, pid);  // also in the parent, so Signal cannot race the child's own setpgid
-  // Records until EOF (the exec closed the pipe) or a fatal one.
-  ChildError error{};
-  std::vector<ChildError> warnings;
-  bool failed = false;
-  for (;;) {
-    ssize_t n;
-    do {
-      n = read(fds[0], &error, sizeof(error));
-    } while (n < 0 && errno == EINTR);
-    if (n != static_cast<ssize_t>(sizeof(error))) break;
-    if (!IsWarning(error.stage)) {
-      failed = true;
-      break;
-    }
-    warnings.push_back(error);
+  if (!forked.ok()) {
+    if (cgroup) (void)cgroup->Remove();  // empty: its only process was reaped
+    return forked.status();
   }
-  close(fds[0]);
-  if (!failed) {
-    children_.insert(pid);
-    if (cgroup) task_cgroups_[pid] = std::move(cgroup);
-    for (const ChildError& w : warnings) ReportPinningFailure(pid, request, pinning, w.stage == Stage::kPinCpus, w.err);
-    return static_cast<int64_t>(pid);
+  const int64_t pid = forked->pid;
+  children_.insert(pid);
+  if (cgroup) task_cgroups_[pid] = std::move(cgroup);
+  for (const PinningFailure& failure : forked->pinning_failures) {
+    log_->warn("task numa pinning failed, running without it pid={} what={} error={} log={}", pid,
+               Q(PinningFailureWhat(pinning, failure)), Q(std::strerror(failure.err)), Q(request.log_path));
+    AppendLine(request.log_path, PinningFailureLogLine(pinning, failure));
   }
-
-  // The child could not exec and has exited 127; collect it.
-  int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  if (cgroup) (void)cgroup->Remove();  // empty: its only process was reaped above
-  const std::string reason = std::strerror(error.err);
-  switch (error.stage) {
-    case Stage::kOpenLog:
-      return Status::IoError("cannot open log file " + request.log_path + ": " + reason);
-    case Stage::kRedirect:
-      return Status::IoError("cannot redirect output to " + request.log_path + ": " + reason);
-    case Stage::kCgroup:
-      return Status::Unavailable("cannot join the task's cgroup " + request.cgroup + ": " + reason);
-    case Stage::kExec:
-    case Stage::kPinCpus:
-    case Stage::kPinMemory:
-      break;
-  }
-  const std::string message = "cannot run '" + request.argv[0] + "': " + reason;
-  AppendLine(request.log_path, "gpool-worker: " + message + "\n");
-  if (error.err == ENOENT) return Status::NotFound(message);
-  if (error.err == EACCES || error.err == EPERM) return Status::FailedPrecondition(message);
-  return Status::Internal(message);
+  return pid;
 }
 
-void PosixProcessLauncher::ReportPinningFailure(int64_t pid, const LaunchRequest& request,
-                                                const PreparedPinning& pinning, bool cpus, int err) {
-  const std::string what = cpus ? "CPU affinity " + pinning.cpu_list()
-                                : std::string("memory policy ") + pinning.mode_name() + " to NUMA nodes " +
-                                      pinning.node_list();
-  const std::string reason = std::strerror(err);
-  log_->warn("task numa pinning failed, running without it pid={} what={} error={} log={}", pid, Q(what), Q(reason),
-             Q(request.log_path));
-  AppendLine(request.log_path, "gpool-worker: could not set " + what + ": " + reason + "; the task runs without it\n");
+Result<int64_t> PosixProcessLauncher::LaunchSupervised(const LaunchRequest& request) {
+  GPOOL_RETURN_IF_ERROR(ValidateLaunch(request));
+  if (!options_.lease_path.empty()) {
+    Status lease = CheckLease(options_.lease_path, MonotonicNowMs());
+    if (!lease.ok()) return Status::FailedPrecondition("not started, the node holds no lease: " + lease.message());
+  }
+  const std::string& dir = request.state_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IoError("cannot create task state directory " + dir + ": " + ec.message());
+  if (SupervisorAlive(dir)) return Status::AlreadyExists("a supervisor already runs for " + dir);
+  // Records of an earlier start of this directory would read as this one's.
+  std::filesystem::remove(StartRecordPath(dir), ec);
+  std::filesystem::remove(ExitRecordPath(dir), ec);
+  SupervisorSpec spec;
+  spec.request = request;
+  if (cgroups_ != nullptr && !request.cgroup.empty()) {
+    spec.cgroup_root = cgroups_->mount_root();
+    spec.cgroup_scope = cgroups_->scope();
+  } else {
+    spec.request.cgroup.clear();
+  }
+  GPOOL_RETURN_IF_ERROR(WriteSupervisorSpec(dir, spec));
+  if (access(options_.supervisor.c_str(), X_OK) != 0) {
+    return Status::FailedPrecondition("cannot run the task supervisor " + options_.supervisor + ": " +
+                                      std::strerror(errno));
+  }
+
+  // Everything the child needs is made before fork: no allocation after.
+  std::vector<std::string> args = {options_.supervisor, "--state-dir", dir, "--status-fd", "3"};
+  if (!options_.lease_path.empty()) {
+    args.push_back("--lease");
+    args.push_back(options_.lease_path);
+  }
+  std::vector<char*> argv = ArgvOf(args);
+  const std::string log_path = SupervisorLogPath(dir);
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return Status::IoError("cannot open " + log_path + ": " + std::strerror(errno));
+  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int fds[2];
+  if (null_fd < 0 || pipe2(fds, O_CLOEXEC) != 0) {
+    const int err = errno;
+    close(log_fd);
+    if (null_fd >= 0) close(null_fd);
+    return Status::IoError(std::string("cannot prepare the supervisor's descriptors: ") + std::strerror(err));
+  }
+  const pid_t intermediate = fork();
+  if (intermediate == 0) ExecSupervisor(argv.data(), fds[1], null_fd, log_fd);
+  const int fork_err = errno;
+  close(fds[1]);
+  close(log_fd);
+  close(null_fd);
+  if (intermediate < 0) {
+    close(fds[0]);
+    return Status::ResourceExhausted(std::string("fork: ") + std::strerror(fork_err));
+  }
+  int wstatus = 0;
+  while (waitpid(intermediate, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  // The supervisor answers once the task has exec'd or could not start.
+  std::string reply;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = read(fds[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    reply.append(buffer, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  auto hello = wire::UnpackFromString<SupervisorHello>(reply);
+  if (!hello.ok()) {
+    const std::string tail = LogTail(log_path);
+    return Status::Internal("gpool-task-supervisor did not start the task" +
+                            (tail.empty() ? std::string(" (see ") + log_path + ")" : ": " + tail));
+  }
+  if (!hello->ok) return Status(static_cast<StatusCode>(hello->code), hello->message);
+  const int64_t pid = hello->pid;
+  supervised_[pid] = Supervised{.state_dir = dir,
+                                .cgroup = spec.request.cgroup,
+                                .next_liveness_check_ms = MonotonicNowMs() + options_.liveness_check_ms};
+  for (const std::string& warning : hello->warnings) {
+    log_->warn("task numa pinning failed, running without it pid={} error={} log={}", pid, Q(warning),
+               Q(request.log_path));
+  }
+  return pid;
 }
 
 Status PosixProcessLauncher::Signal(int64_t pid, int signal) {
-  if (!children_.count(pid) && !draining_.count(pid)) {
+  const auto supervised = supervised_.find(pid);
+  if (!children_.count(pid) && !draining_.count(pid) && supervised == supervised_.end()) {
     return Status::NotFound("pid " + std::to_string(pid) + " is not a running task");
   }
   // Every process of the task, wherever it moved (setsid, setpgid, re-parented).
   if (auto it = task_cgroups_.find(pid); it != task_cgroups_.end()) it->second->SignalAll(signal);
-  if (!children_.count(pid)) return Status::Ok();  // its first process is gone; the rest were signalled
+  if (supervised != supervised_.end() && cgroups_ != nullptr && !supervised->second.cgroup.empty()) {
+    if (auto cgroup = cgroups_->Adopt(supervised->second.cgroup)) cgroup->SignalAll(signal);
+  }
+  if (draining_.count(pid)) return Status::Ok();  // its first process is gone; the rest were signalled
   const auto p = static_cast<pid_t>(pid);
   if (kill(-p, signal) == 0) return Status::Ok();
   if (errno == ESRCH && kill(p, signal) == 0) return Status::Ok();
+  // A supervised task whose first process just ended: its supervisor is
+  // emptying the cgroup and Reap reports it soon.
+  if (errno == ESRCH && supervised != supervised_.end()) return Status::Ok();
   return Status::Internal("kill(" + std::to_string(pid) + ", " + std::to_string(signal) + "): " + std::strerror(errno));
 }
 
 std::vector<ExitInfo> PosixProcessLauncher::Reap() {
   std::vector<ExitInfo> exited;
+  ReapDirect(exited);
+  ReapSupervised(exited);
+  return exited;
+}
+
+void PosixProcessLauncher::ReapDirect(std::vector<ExitInfo>& exited) {
   for (auto it = children_.begin(); it != children_.end();) {
     const auto pid = static_cast<pid_t>(*it);
     int wstatus = 0;
@@ -284,7 +276,109 @@ std::vector<ExitInfo> PosixProcessLauncher::Reap() {
     exited.push_back(it->second);
     it = draining_.erase(it);
   }
-  return exited;
+}
+
+ExitInfo PosixProcessLauncher::FromRecord(const ExitRecord& record) {
+  ExitInfo info;
+  info.pid = record.pid;
+  info.exit_code = record.exit_code;
+  info.signal = record.signal;
+  if (record.reason != kExitReasonExited) info.reason = record.reason;
+  return info;
+}
+
+void PosixProcessLauncher::ReapSupervised(std::vector<ExitInfo>& exited) {
+  const int64_t now = MonotonicNowMs();
+  for (auto it = supervised_.begin(); it != supervised_.end();) {
+    Supervised& task = it->second;
+    auto record = ReadExitRecord(task.state_dir);
+    if (!record.ok() && now >= task.next_liveness_check_ms) {
+      task.next_liveness_check_ms = now + options_.liveness_check_ms;
+      // Read again after the check: it may have written the record and exited in between.
+      if (!SupervisorAlive(task.state_dir)) {
+        record = ReadExitRecord(task.state_dir);
+        if (!record.ok()) {
+          exited.push_back(Lost(it->first, task.state_dir, task.cgroup));
+          it = supervised_.erase(it);
+          continue;
+        }
+      }
+    }
+    if (!record.ok()) {
+      ++it;
+      continue;
+    }
+    ExitInfo info = FromRecord(*record);
+    info.pid = it->first;
+    exited.push_back(std::move(info));
+    it = supervised_.erase(it);
+  }
+}
+
+ExitInfo PosixProcessLauncher::Lost(int64_t pid, const std::string& state_dir, const std::string& cgroup) {
+  // Its first process died with the supervisor (parent-death signal). Only
+  // the cgroup says reliably what else is left: the process group id may by
+  // now belong to someone else.
+  size_t killed = 0;
+  if (cgroups_ != nullptr && !cgroup.empty()) {
+    if (auto left = cgroups_->Adopt(cgroup)) {
+      killed = left->Pids().size();
+      if (Status drained = left->Drain(); !drained.ok()) {
+        log_->error("cannot empty the cgroup of a task lost with its supervisor cgroup={} error={}", cgroup,
+                    Q(drained.ToString()));
+      }
+    }
+  }
+  ExitRecord record;
+  record.pid = pid;
+  record.exit_code = 255;
+  record.end_time_ms = SystemClock::Get().WallMs();
+  record.reason = kLostReason;
+  if (Status written = WriteExitRecord(state_dir, record); !written.ok()) {
+    log_->warn("cannot record a lost task's end state_dir={} error={}", Q(state_dir), Q(written.ToString()));
+  }
+  log_->warn("task lost with its supervisor pid={} state_dir={} processes_killed={}", pid, Q(state_dir), killed);
+  return FromRecord(record);
+}
+
+Result<AdoptedProcess> PosixProcessLauncher::Adopt(const std::string& state_dir) {
+  AdoptedProcess adopted;
+  auto started = ReadStartRecord(state_dir);
+  // A supervisor still starting its task (the worker died during Launch)
+  // records the pid within moments.
+  const int64_t deadline = MonotonicNowMs() + 2'000;
+  while (!started.ok() && SupervisorAlive(state_dir) && MonotonicNowMs() < deadline) {
+    poll(nullptr, 0, 10);
+    started = ReadStartRecord(state_dir);
+  }
+  if (started.ok()) adopted.pid = started->pid;
+  auto spec = ReadSupervisorSpec(state_dir);
+  const std::string cgroup = spec.ok() ? spec->request.cgroup : "";
+  // The record first: a supervisor holds its lock for a moment after writing it.
+  if (auto record = ReadExitRecord(state_dir); record.ok()) {
+    adopted.exit = FromRecord(*record);
+    if (adopted.pid == 0) adopted.pid = record->pid;
+    adopted.exit.pid = adopted.pid;
+    return adopted;
+  }
+  if (started.ok() && SupervisorAlive(state_dir)) {
+    if (supervised_.count(adopted.pid)) {
+      return Status::AlreadyExists("pid " + std::to_string(adopted.pid) + " is already tracked");
+    }
+    supervised_[adopted.pid] = Supervised{.state_dir = state_dir,
+                                          .cgroup = cgroup,
+                                          .next_liveness_check_ms = MonotonicNowMs() + options_.liveness_check_ms};
+    adopted.running = true;
+    return adopted;
+  }
+  // Dead without a record, unless it wrote one just before dying.
+  if (auto record = ReadExitRecord(state_dir); record.ok()) {
+    adopted.exit = FromRecord(*record);
+    adopted.exit.pid = adopted.pid;
+    return adopted;
+  }
+  adopted.exit = Lost(adopted.pid, state_dir, cgroup);
+  return adopted;
 }
 
 }  // namespace gpool::worker

@@ -1,13 +1,27 @@
-// The real ProcessLauncher: fork + execvp.
+// The real ProcessLauncher. Two ways to start a task:
 //
-// In the child, before exec: its own process group (setpgid(0,0)), death
-// with the worker (PR_SET_PDEATHSIG SIGKILL, and exit at once if the worker
-// is already gone), default signal dispositions and an empty signal mask,
-// stdout+stderr onto the log file (O_APPEND|O_CREAT, 0644), every other fd
-// closed. A failure before or at exec is written to the parent through a
-// close-on-exec pipe, so Launch can tell "exec'd" (pipe closed, no data)
-// from "could not start" (errno arrives); the child then exits 127, Launch
-// reaps it and appends a line saying why to the task's log.
+// Supervised (options.supervisor set and the request has a state_dir): the
+// task outlives this process. Launch writes the request to the task's state
+// directory (supervisor_state.h) and starts a gpool-task-supervisor for it,
+// detached from the worker: double-forked (its parent is init, not the
+// worker), in a session of its own, outside the task's cgroup, with no
+// parent-death signal. The supervisor starts the task exactly as below
+// (task_exec.h), records its pid, tells Launch through a pipe that the task
+// exec'd (or why not), and stays to wait for it. When the task's first
+// process ends it empties the task's cgroup, writes the exit record, and
+// exits; with options.lease_path it also kills the task when the node lease
+// (lease_file.h) runs out. Reap learns of an end from that record, not from
+// waitpid, so it works the same for a task this process launched and one it
+// adopted from a previous worker process (Adopt). A supervisor that dies
+// without a record (noticed within liveness_check_ms through its lock) has
+// lost its task: what is left in the task's cgroup is killed and the task
+// reported with exit code 255 and a reason saying so.
+//
+// Direct (no supervisor, or no state_dir): fork + execvp from this process
+// (task_exec.h): the task's first process dies with the worker
+// (PR_SET_PDEATHSIG), and Reap uses waitpid(pid, WNOHANG) on the pids it
+// launched only, so it never steals children that other parts of the
+// process started.
 //
 // NUMA pinning (LaunchRequest.numa), prepared before fork and applied by
 // the child after the redirect: sched_setaffinity to the requested CPUs
@@ -25,18 +39,15 @@
 // optimisation whose failures come from the host (containers whose seccomp
 // profile refuses set_mempolicy, cpusets, simulated specs), and failing the
 // task would fail every retry of a correctly placed task on this node. The
-// child reports the failure through the pipe and execs anyway; Launch logs
-// a warning and adds a line to the task's log.
+// child reports the failure and execs anyway; Launch logs a warning and a
+// line goes into the task's log.
 //
 // With a CgroupTree, a task with a cgroup name runs in a cgroup of its own:
 // the child joins it first thing after fork (through descriptors opened
 // before fork), Signal reaches every process in it, and Reap reports the
-// task only once the cgroup is empty, killing what its first process left
-// behind. A cgroup of the same name left by a previous worker process (one
-// that died) is emptied and replaced.
-//
-// Reap uses waitpid(pid, WNOHANG) on the pids it launched only, so it never
-// steals children that other parts of the process started.
+// task only once the cgroup is empty, what its first process left behind
+// having been killed. A cgroup of the same name left by a previous worker
+// process (one that died) is emptied and replaced.
 //
 // Thread-safety: one thread. PR_SET_PDEATHSIG fires when the *thread* that
 // forked exits, so call Launch from a thread that lives as long as the
@@ -51,11 +62,27 @@
 
 #include "worker/runner/numa_apply.h"
 #include "worker/runner/process_launcher.h"
+#include "worker/runner/supervisor_state.h"
 
 namespace gpool::worker {
 
+struct PosixProcessLauncherOptions {
+  std::shared_ptr<spdlog::logger> logger;  // nullptr: spdlog's default
+  CgroupTree* cgroups = nullptr;           // not owned; nullptr: tasks tracked by process group only
+  // The gpool-task-supervisor executable; empty: every task is started
+  // directly and dies with this process.
+  std::string supervisor;
+  // The node lease each supervisor enforces (--lease, lease_file.h); empty:
+  // none. With one, Launch also refuses (FailedPrecondition) while the
+  // lease does not allow running.
+  std::string lease_path;
+  // How often Reap checks that each supervisor still lives.
+  int64_t liveness_check_ms = 250;
+};
+
 class PosixProcessLauncher final : public ProcessLauncher {
  public:
+  explicit PosixProcessLauncher(PosixProcessLauncherOptions options);
   // `logger`: nullptr for spdlog's default.
   // `cgroups`: nullptr to track tasks by process group only.
   explicit PosixProcessLauncher(std::shared_ptr<spdlog::logger> logger = nullptr, CgroupTree* cgroups = nullptr);
@@ -65,21 +92,34 @@ class PosixProcessLauncher final : public ProcessLauncher {
   Result<int64_t> Launch(const LaunchRequest& request) override;
   Status Signal(int64_t pid, int signal) override;
   std::vector<ExitInfo> Reap() override;
+  Result<AdoptedProcess> Adopt(const std::string& state_dir) override;
 
  private:
-  void ReportPinningFailure(int64_t pid, const LaunchRequest& request, const PreparedPinning& pinning, bool cpus,
-                            int err);
-  // A new cgroup for the request; one of that name (a task of a worker
-  // process that died) is emptied and removed first.
-  Result<std::unique_ptr<TaskCgroup>> NewCgroup(const LaunchRequest& request);
+  // A task under a supervisor, launched or adopted.
+  struct Supervised {
+    std::string state_dir;
+    std::string cgroup;  // its cgroup's name; empty: none
+    int64_t next_liveness_check_ms = 0;
+  };
 
+  Result<int64_t> LaunchDirect(const LaunchRequest& request);
+  Result<int64_t> LaunchSupervised(const LaunchRequest& request);
+  void ReapDirect(std::vector<ExitInfo>& exited);
+  void ReapSupervised(std::vector<ExitInfo>& exited);
+  // A supervised task whose supervisor died without an exit record: kills
+  // what is left in its cgroup, records the loss, returns its ExitInfo.
+  ExitInfo Lost(int64_t pid, const std::string& state_dir, const std::string& cgroup);
+  static ExitInfo FromRecord(const ExitRecord& record);
+
+  PosixProcessLauncherOptions options_;
   std::shared_ptr<spdlog::logger> log_;
   CgroupTree* cgroups_ = nullptr;
-  std::set<int64_t> children_;  // launched and not yet reaped
-  std::map<int64_t, std::unique_ptr<TaskCgroup>> task_cgroups_;  // by the task's first pid
-  // Tasks whose first process ended while others remain in their cgroup:
-  // reported once the cgroup is empty.
+  std::set<int64_t> children_;  // launched directly and not yet reaped
+  std::map<int64_t, std::unique_ptr<TaskCgroup>> task_cgroups_;  // direct: by the task's first pid
+  // Direct tasks whose first process ended while others remain in their
+  // cgroup: reported once the cgroup is empty.
   std::map<int64_t, ExitInfo> draining_;
+  std::map<int64_t, Supervised> supervised_;  // by the task's first pid
 };
 
 }  // namespace gpool::worker

@@ -16,10 +16,23 @@
 //     requests as limits (task_cgroup.h).
 //   - Signal sends `sig` to the whole process group of a launched pid, and
 //     to every process in its cgroup.
-//   - Reap never blocks; it returns each launched child that has ended since
-//     the last call, exactly once, and only once nothing of it runs any more:
-//     with a cgroup, once the cgroup is empty (what remains is killed when
-//     its first process ends).
+//   - Reap never blocks; it returns each launched or adopted task that has
+//     ended since the last call, exactly once, and only once nothing of it
+//     runs any more: with a cgroup, once the cgroup is empty (what remains
+//     is killed when its first process ends).
+//   - With a state_dir (and a launcher that supervises: PosixProcessLauncher
+//     given a supervisor), the task outlives the launcher's process: it runs
+//     under a gpool-task-supervisor of its own that records its pid and its
+//     exit in state_dir (supervisor_state.h). A later launcher, in a
+//     restarted worker, takes such a task over with Adopt; from then on
+//     Signal and Reap work on it as on one it launched itself, and Reap
+//     learns of its end from the supervisor's exit record (or from the
+//     supervisor's death, reported with a reason saying the task was lost).
+//   - Adopt never blocks for long; it says whether the task still runs
+//     (pid), ended while no launcher watched (its ExitInfo, reason
+//     included), or was lost with its supervisor (ExitInfo with exit_code
+//     255 and a reason saying so; what was left of it has been killed).
+//     Launchers that cannot adopt return FailedPrecondition.
 //
 // Thread-safety: an implementation belongs to one thread (the runner's).
 #pragma once
@@ -54,12 +67,26 @@ struct LaunchRequest {
   NumaPinning numa;               // empty: the child inherits the worker's affinity and policy
   std::string cgroup;             // the task's cgroup name (a file name); empty: none
   CgroupLimits limits;            // its CPU and memory requests, as the cgroup's limits
+  // A directory of the task's own where a supervising launcher keeps what a
+  // restarted worker needs to adopt it (created if missing); empty: the
+  // task is not meant to outlive this process.
+  std::string state_dir;
 };
 
 struct ExitInfo {
   int64_t pid = 0;
   int32_t exit_code = 0;  // 128+signal when killed by a signal
   int32_t signal = 0;     // 0 unless killed by a signal
+  // Why it ended, when the launcher knows more than the status says:
+  // "node lease expired", "lost with its supervisor: ...". Empty otherwise.
+  std::string reason;
+};
+
+// What Adopt found of a task a previous launcher started.
+struct AdoptedProcess {
+  int64_t pid = 0;       // the task's first process (0 when it never started)
+  bool running = false;  // true: Signal and Reap now work on pid
+  ExitInfo exit;         // when !running: how it ended
 };
 
 class ProcessLauncher {
@@ -68,6 +95,9 @@ class ProcessLauncher {
   virtual Result<int64_t> Launch(const LaunchRequest& request) = 0;
   virtual Status Signal(int64_t pid, int signal) = 0;
   virtual std::vector<ExitInfo> Reap() = 0;
+  virtual Result<AdoptedProcess> Adopt(const std::string& state_dir) {
+    return Status(StatusCode::kFailedPrecondition, "this launcher cannot adopt tasks (" + state_dir + ")");
+  }
 };
 
 }  // namespace gpool::worker

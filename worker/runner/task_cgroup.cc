@@ -143,14 +143,16 @@ Status TaskCgroup::Drain() {
   return Remove();
 }
 
-CgroupTree::CgroupTree(CgroupLayout layout, std::string mount_root, std::vector<std::string> bases,
+CgroupTree::CgroupTree(CgroupLayout layout, std::string mount_root, std::string scope, std::vector<std::string> bases,
                        std::string tracker_base)
     : layout_(layout),
       mount_root_(std::move(mount_root)),
+      scope_(std::move(scope)),
       bases_(std::move(bases)),
       tracker_base_(std::move(tracker_base)) {}
 
 CgroupTree::~CgroupTree() {
+  if (keep_subtree_) return;
   for (const auto& base : bases_) rmdir(base.c_str());  // fails, harmlessly, while task cgroups remain
 }
 
@@ -168,7 +170,7 @@ Result<std::unique_ptr<CgroupTree>> CgroupTree::Open(const std::string& mount_ro
     if (!WriteFile(at + "/cgroup.subtree_control", "+memory +cpu +pids") && !fs::exists(at)) {
       return Status::Unavailable("cannot enable controllers under " + at);
     }
-    return std::unique_ptr<CgroupTree>(new CgroupTree(CgroupLayout::kV2, mount_root, {at}, at));
+    return std::unique_ptr<CgroupTree>(new CgroupTree(CgroupLayout::kV2, mount_root, scope, {at}, at));
   }
   const std::string freezer = mount_root + "/freezer";
   if (!fs::exists(freezer + "/cgroup.procs")) {
@@ -181,7 +183,7 @@ Result<std::unique_ptr<CgroupTree>> CgroupTree::Open(const std::string& mount_ro
     if (fs::exists(root + "/cgroup.procs") && access(root.c_str(), W_OK) == 0) bases.push_back(root + sub);
   }
   for (const auto& base : bases) GPOOL_RETURN_IF_ERROR(MakeDirs(base));
-  return std::unique_ptr<CgroupTree>(new CgroupTree(CgroupLayout::kV1, mount_root, bases, bases.front()));
+  return std::unique_ptr<CgroupTree>(new CgroupTree(CgroupLayout::kV1, mount_root, scope, bases, bases.front()));
 }
 
 std::string CgroupTree::Describe() const {
@@ -239,6 +241,19 @@ Result<std::unique_ptr<TaskCgroup>> CgroupTree::Create(const std::string& name, 
   return cgroup;
 }
 
+Result<std::unique_ptr<TaskCgroup>> CgroupTree::CreateReplacing(const std::string& name, const CgroupLimits& limits,
+                                                                size_t* killed) {
+  *killed = 0;
+  auto cgroup = Create(name, limits);
+  if (cgroup.ok() || cgroup.status().code() != StatusCode::kAlreadyExists) return cgroup;
+  auto old = Adopt(name);
+  if (old != nullptr) {
+    *killed = old->Pids().size();
+    GPOOL_RETURN_IF_ERROR(old->Drain());
+  }
+  return Create(name, limits);
+}
+
 std::unique_ptr<TaskCgroup> CgroupTree::Adopt(const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos || !fs::is_directory(tracker_base_ + "/" + name)) {
     return nullptr;
@@ -250,9 +265,11 @@ std::unique_ptr<TaskCgroup> CgroupTree::Adopt(const std::string& name) {
   return std::unique_ptr<TaskCgroup>(new TaskCgroup(name, layout_, dirs, tracker_base_ + "/" + name));
 }
 
-std::vector<std::pair<std::string, size_t>> CgroupTree::KillLeftovers() {
+std::vector<std::pair<std::string, size_t>> CgroupTree::KillLeftovers(
+    const std::function<bool(const std::string& name)>& keep) {
   std::vector<std::pair<std::string, size_t>> emptied;
   for (const auto& name : List()) {
+    if (keep && keep(name)) continue;
     auto cgroup = Adopt(name);
     if (cgroup == nullptr) continue;
     const size_t left = cgroup->Pids().size();

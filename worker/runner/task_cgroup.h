@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -93,26 +94,43 @@ class CgroupTree {
   static Result<std::unique_ptr<CgroupTree>> Open(const std::string& mount_root, const std::string& scope);
 
   CgroupLayout layout() const { return layout_; }
-  std::string Describe() const;  // "v1 (freezer, pids, memory, cpu) under /sys/fs/cgroup"
+  const std::string& mount_root() const { return mount_root_; }
+  const std::string& scope() const { return scope_; }
+  std::string Describe() const;
+  // Leaves this worker's subtree in place when destroyed: for a
+  // gpool-task-supervisor, whose tree is one of many over the same subtree.
+  void KeepSubtree() { keep_subtree_ = true; }  // "v1 (freezer, pids, memory, cpu) under /sys/fs/cgroup"
   // A new cgroup for task `name` (a file name: [A-Za-z0-9._-]) with these
   // limits; AlreadyExists when one of that name is there (a task of a
   // previous worker, see Adopt).
   Result<std::unique_ptr<TaskCgroup>> Create(const std::string& name, const CgroupLimits& limits);
+  // Create, but a cgroup of that name already there (left by a task of a
+  // worker or supervisor that died: an old copy of this task, which must not
+  // run beside the new one) is emptied and replaced first; `killed` gets how
+  // many processes it still had.
+  Result<std::unique_ptr<TaskCgroup>> CreateReplacing(const std::string& name, const CgroupLimits& limits,
+                                                      size_t* killed);
   // The cgroup of a task a previous worker process started, if it exists.
   std::unique_ptr<TaskCgroup> Adopt(const std::string& name);
   // Names of the task cgroups in this worker's subtree.
   std::vector<std::string> List() const;
-  // Empties and removes every task cgroup here: at start, what a worker
-  // process that died left running (its tasks are reported lost, so nothing
-  // of them may run on). Returns the names emptied, with the number of
-  // processes each still had.
-  std::vector<std::pair<std::string, size_t>> KillLeftovers();
+  // Empties and removes every task cgroup here but those `keep` names (the
+  // tasks a live gpool-task-supervisor still holds, which a restarted worker
+  // adopts): at start, what a worker process that died left running with no
+  // one watching it (its tasks are reported lost, so nothing of them may run
+  // on). Returns the names emptied, with the number of processes each still
+  // had.
+  std::vector<std::pair<std::string, size_t>> KillLeftovers(
+      const std::function<bool(const std::string& name)>& keep = nullptr);
 
  private:
-  CgroupTree(CgroupLayout layout, std::string mount_root, std::vector<std::string> bases, std::string tracker_base);
+  CgroupTree(CgroupLayout layout, std::string mount_root, std::string scope, std::vector<std::string> bases,
+             std::string tracker_base);
 
   CgroupLayout layout_;
   std::string mount_root_;
+  std::string scope_;
+  bool keep_subtree_ = false;
   std::vector<std::string> bases_;  // gpool/<scope> in each hierarchy used
   std::string tracker_base_;       // the one whose task dirs track the tree
 };

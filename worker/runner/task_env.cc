@@ -173,6 +173,11 @@ std::string TaskCgroupName(const TaskId& task) {
          std::to_string(task.attempt);
 }
 
+std::string TaskStateDir(const std::string& log_dir, const TaskId& task) {
+  return log_dir + "/" + std::to_string(task.job.value()) + "." + std::to_string(task.index) + "." +
+         std::to_string(task.attempt) + ".state";
+}
+
 std::string TaskLogPath(const std::string& log_dir, const TaskId& task) {
   return log_dir + "/" + std::to_string(task.job.value()) + "." + std::to_string(task.index) + "." +
          std::to_string(task.attempt) + ".log";

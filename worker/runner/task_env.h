@@ -45,6 +45,9 @@ std::map<std::string, std::string> ParseEnvList(const char* const* entries);
 
 // <log_dir>/<job>.<index>.<attempt>.log
 std::string TaskLogPath(const std::string& log_dir, const TaskId& task);
+// <log_dir>/<job>.<index>.<attempt>.state: the task's records for a
+// restarted worker and its supervisor's (supervisor_state.h, task_manager.h).
+std::string TaskStateDir(const std::string& log_dir, const TaskId& task);
 // The name of the task's cgroup: "task-<job>.<index>.<attempt>".
 std::string TaskCgroupName(const TaskId& task);
 

@@ -1,5 +1,6 @@
 #include "worker/runner/task_manager.h"
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -7,8 +8,10 @@
 #include <utility>
 
 #include "protocol/base/text.h"
+#include "protocol/wire.h"
 #include "topology/cpulist.h"
 #include "worker/log.h"
+#include "worker/runner/atomic_file.h"
 #include "worker/runner/log_tail.h"
 #include "worker/runner/numa_pinning.h"
 #include "worker/runner/task_env.h"
@@ -17,6 +20,11 @@ namespace gpool::worker {
 namespace {
 
 constexpr int64_t kExpireEveryMs = 10'000;
+
+// TaskManager's own records in a task's state directory (task_manager.h).
+std::string BindPath(const std::string& state_dir) { return state_dir + "/bind"; }
+std::string StopPath(const std::string& state_dir) { return state_dir + "/stop"; }
+std::string AckedPath(const std::string& state_dir) { return state_dir + "/acked"; }
 
 std::string JoinIndices(const std::vector<uint32_t>& indices) {
   std::string out;
@@ -33,7 +41,87 @@ Result<std::unique_ptr<TaskManager>> TaskManager::Open(TaskManagerOptions option
   std::error_code ec;
   std::filesystem::create_directories(options.log_dir, ec);
   if (ec) return Status::IoError("cannot create task log directory " + options.log_dir + ": " + ec.message());
-  return std::unique_ptr<TaskManager>(new TaskManager(std::move(options)));
+  auto manager = std::unique_ptr<TaskManager>(new TaskManager(std::move(options)));
+  if (manager->options_.adopt_tasks) manager->AdoptLeftTasks();
+  return manager;
+}
+
+void TaskManager::AdoptLeftTasks() {
+  std::vector<std::string> dirs;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.log_dir, ec)) {
+    if (entry.path().extension() == ".state" && entry.is_directory(ec)) dirs.push_back(entry.path().string());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  for (const std::string& dir : dirs) AdoptTask(dir);
+}
+
+void TaskManager::AdoptTask(const std::string& state_dir) {
+  auto bytes = ReadWholeFile(BindPath(state_dir));
+  auto bind = bytes.ok() ? wire::UnpackFromString<BindTask>(*bytes) : Result<BindTask>(bytes.status());
+  if (!bind.ok()) {
+    // The bind is written before anything starts: without it nothing ran.
+    log_->warn("task state without a readable bind removed dir={} error={}", Q(state_dir),
+               Q(bind.status().ToString()));
+    std::error_code ec;
+    std::filesystem::remove_all(state_dir, ec);
+    return;
+  }
+  const TaskId id = bind->task;
+  if (tasks_.count(id) || state_dir != TaskStateDir(options_.log_dir, id)) {
+    log_->warn("task state ignored, it does not match its directory task={} dir={}", id.ToString(), Q(state_dir));
+    return;
+  }
+  auto adopted = options_.launcher->Adopt(state_dir);
+  if (!adopted.ok()) {
+    log_->error("task left by a previous worker cannot be adopted task={} error={}", id.ToString(),
+                Q(adopted.status().ToString()));
+    return;
+  }
+  Task task;
+  task.bind = std::move(bind).value();
+  task.bound = true;
+  task.phase = Phase::kRunning;
+  task.pid = adopted->pid;
+  if (auto stop = ReadWholeFile(StopPath(state_dir)); stop.ok()) {
+    task.preempted = true;
+    task.stop_reason = *stop;
+  }
+  task.mig_created = DynamicMigInstances(task.bind);
+  Task& placed = tasks_.emplace(id, std::move(task)).first->second;
+  if (adopted->running) {
+    by_pid_[placed.pid] = id;
+    log_->info("task adopted from a previous worker process, still running task={} pid={}", id.ToString(),
+               placed.pid);
+    return;
+  }
+  const bool acked = std::filesystem::exists(AckedPath(state_dir));
+  log_->info("task of a previous worker process found ended task={} pid={} exit_code={} signal={} reason={} "
+             "acknowledged={}",
+             id.ToString(), placed.pid, adopted->exit.exit_code, adopted->exit.signal, Q(adopted->exit.reason), acked);
+  Finish(id, placed, adopted->exit, acked);
+}
+
+std::vector<TaskManager::MigInstance> TaskManager::DynamicMigInstances(const BindTask& bind) const {
+  std::vector<MigInstance> out;
+  if (options_.mig == nullptr) return out;
+  for (size_t i = 0; i < bind.gpu_indices.size() && i < bind.mig_profiles.size(); ++i) {
+    const uint32_t index = bind.gpu_indices[i];
+    bool dynamic = false;
+    for (const auto& gpu : options_.node.gpus) dynamic = dynamic || (gpu.index == index && gpu.mig_mode == "dynamic");
+    if (bind.mig_profiles[i].empty() || !dynamic) continue;
+    out.push_back({index, bind.mig_profiles[i], i < bind.mig_starts.size() ? bind.mig_starts[i] : 0});
+  }
+  return out;
+}
+
+Result<std::string> TaskManager::PersistBind(const TaskId& id, const BindTask& bind) {
+  const std::string dir = TaskStateDir(options_.log_dir, id);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IoError("cannot create task state directory " + dir + ": " + ec.message());
+  GPOOL_RETURN_IF_ERROR(WriteFileAtomic(BindPath(dir), wire::PackToString(bind)));
+  return dir;
 }
 
 TaskManager::TaskManager(TaskManagerOptions options)
@@ -110,6 +198,11 @@ void TaskManager::Terminate(const TaskId& id, Task& task, int64_t grace_ms, cons
       const bool first = !task.preempted;
       task.preempted = true;
       if (first) task.stop_reason = reason;
+      if (first && options_.adopt_tasks) {
+        // A restarted worker reports its end as a stop, not a failure.
+        Status kept = WriteFileAtomic(StopPath(TaskStateDir(options_.log_dir, id)), reason);
+        if (!kept.ok()) log_->warn("task stop not recorded task={} error={}", id.ToString(), Q(kept.ToString()));
+      }
       if (first) {
         Status s = options_.launcher->Signal(task.pid, SIGTERM);
         log_->info("task terminating task={} pid={} signal=SIGTERM grace_ms={} reason={}{}", id.ToString(), task.pid,
@@ -201,6 +294,12 @@ void TaskManager::Start(const TaskId& id, Task& task) {
   request.cgroup = TaskCgroupName(id);
   request.limits = CgroupLimits{.cpu_milli = task.bind.cpu_milli, .memory_mib = task.bind.memory_mib};
   if (!task.bind.hosts.empty()) WriteHostfile(id, task.bind.hosts, request.env);
+  if (options_.adopt_tasks) {
+    // Before the launch: a task nothing on disk names could not be adopted.
+    auto dir = PersistBind(id, task.bind);
+    if (!dir.ok()) return FailStart(id, task, dir.status());
+    request.state_dir = *dir;
+  }
   auto pid = options_.launcher->Launch(request);
   if (!pid.ok()) return FailStart(id, task, pid.status());
   task.phase = Phase::kRunning;
@@ -254,8 +353,11 @@ void TaskManager::OnExit(const ExitInfo& exit) {
   }
   const TaskId id = at->second;
   by_pid_.erase(at);
+  Finish(id, tasks_.at(id), exit, /*acked=*/false);
+}
+
+void TaskManager::Finish(const TaskId& id, Task& task, const ExitInfo& exit, bool acked) {
   CapLog(id, /*finished=*/true);  // what it wrote since the last turn
-  Task& task = tasks_.at(id);
   task.phase = Phase::kExited;
   task.exit_code = exit.exit_code;
   task.signal = exit.signal;
@@ -267,10 +369,15 @@ void TaskManager::OnExit(const ExitInfo& exit) {
     std::filesystem::remove(TaskShareCachePath(options_.log_dir, id), ec);
   }
   ReleaseMigInstances(id, task);
-  const std::string message = task.preempted ? "stopped by the worker: " + task.stop_reason : "";
-  task.exit_seq = Emit(id, TaskEventKind::kExited, exit.pid, exit.exit_code, exit.signal, message);
-  log_->info("task exited task={} pid={} exit_code={} signal={} state={}", id.ToString(), exit.pid, exit.exit_code,
-             exit.signal, TerminalState(task));
+  std::string message = exit.reason;
+  if (task.preempted) message += (message.empty() ? "" : "; ") + std::string("stopped by the worker: ") + task.stop_reason;
+  if (acked) {
+    task.exit_acked = true;
+  } else {
+    task.exit_seq = Emit(id, TaskEventKind::kExited, exit.pid, exit.exit_code, exit.signal, message);
+  }
+  log_->info("task exited task={} pid={} exit_code={} signal={} state={}{}", id.ToString(), exit.pid, exit.exit_code,
+             exit.signal, TerminalState(task), exit.reason.empty() ? "" : " reason=" + Q(exit.reason));
 }
 
 void TaskManager::Expire() {
@@ -279,6 +386,10 @@ void TaskManager::Expire() {
     const Task& task = it->second;
     const bool finished = task.phase != Phase::kPending && task.phase != Phase::kRunning;
     if (finished && task.exit_acked && now - task.finished_mono_ms >= options_.finished_retention_ms) {
+      if (options_.adopt_tasks && task.bound) {
+        std::error_code ec;
+        std::filesystem::remove_all(TaskStateDir(options_.log_dir, it->first), ec);
+      }
       it = tasks_.erase(it);
     } else {
       ++it;
@@ -308,6 +419,11 @@ void TaskManager::AckEvent(uint64_t seq) {
   if (it == outbox_.end()) return;
   if (auto task = tasks_.find(it->second.task); task != tasks_.end() && task->second.exit_seq == seq) {
     task->second.exit_acked = true;
+    if (options_.adopt_tasks && task->second.bound) {
+      // A worker restarted within the retention must not report it again.
+      const std::string dir = TaskStateDir(options_.log_dir, task->first);
+      if (std::filesystem::is_directory(dir)) (void)WriteFileAtomic(AckedPath(dir), "");
+    }
   }
   outbox_.erase(it);
 }

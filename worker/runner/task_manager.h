@@ -37,6 +37,31 @@
 // acknowledged (so a duplicate Bind is still recognised), then dropped; logs
 // stay on disk and FetchLog finds them by name.
 //
+// Tasks that outlive the worker (options.adopt_tasks, with a launcher that
+// supervises): before a task starts, its BindTask is written to its state
+// directory (TaskStateDir: <log_dir>/<job>.<index>.<attempt>.state/bind),
+// which the launcher's supervisor then shares (supervisor_state.h); a
+// preempt's reason goes to `stop`, and an acknowledged exit leaves `acked`.
+// Open reads every such directory a previous worker process left and asks
+// the launcher to Adopt its task:
+//   - still running: tracked as running with the same pid (Reports() says
+//     "Running"; Preempt, signals and the grace SIGKILL reach it; its exit
+//     is reported when its supervisor records it);
+//   - ended while no worker watched, exit not yet acknowledged: an "exited"
+//     event whose message gives the supervisor's reason ("node lease
+//     expired"), and its terminal state in Reports();
+//   - lost (its supervisor died without recording an exit): what was left
+//     of it is killed, and it is reported as exited with code 255 and a
+//     message saying it was lost with its supervisor (state Failed);
+//   - acknowledged before: kept as finished and acknowledged.
+// The directory is removed with the record, after the retention.
+// Event seqs start at 1 in every worker process. A previous process's
+// unacknowledged events are not resent as such: what they said is in the
+// tasks' Reports() and in the events this process emits for them. An ack
+// meant for a previous process cannot reach this one: the coordinator
+// answers on the connection the event came on, and every worker process
+// (every reconnect, too) has a connection of its own (protocol.md).
+//
 // Ownership and threads: owned by the Agent, used by one thread (the
 // agent's loop); not thread-safe. Launcher, clock and logger are not owned
 // and must outlive it.
@@ -76,11 +101,16 @@ struct TaskManagerOptions {
   int64_t finished_retention_ms = 3'600'000;   // keep acknowledged finished tasks this long
   size_t max_tasks = 100'000;                  // records of all kinds; Bind beyond: ResourceExhausted
   uint64_t log_max_bytes = kDefaultTaskLogMaxBytes;  // each task's log on disk (log_cap.h)
+  // Tasks outlive this process and a restarted one adopts them (above);
+  // needs a launcher that can Adopt. false: nothing is kept on disk.
+  bool adopt_tasks = false;
 };
 
 class TaskManager {
  public:
-  // Checks the options and creates log_dir (with parents).
+  // Checks the options and creates log_dir (with parents). With
+  // adopt_tasks, adopts the tasks a previous worker process left (above)
+  // before it returns, so the first RegisterNode reports them.
   static Result<std::unique_ptr<TaskManager>> Open(TaskManagerOptions options);
 
   // Accepts a task; the process starts on the next Poll. A TaskId already
@@ -162,6 +192,17 @@ class TaskManager {
   void WriteHostfile(const TaskId& id, const std::vector<HostSlots>& hosts, std::vector<std::string>& env);
   void Terminate(const TaskId& id, Task& task, int64_t grace_ms, const std::string& reason);
   void OnExit(const ExitInfo& exit);
+  // Records the end of a started task (reaped, or found ended at adoption):
+  // the terminal event unless `acked`, the cleanup its end calls for.
+  void Finish(const TaskId& id, Task& task, const ExitInfo& exit, bool acked);
+  // Open's adoption of what a previous worker process left in log_dir.
+  void AdoptLeftTasks();
+  void AdoptTask(const std::string& state_dir);
+  // The dynamic MIG instances a bind would have made, for a task adopted
+  // from a previous worker process (destroyed when it ends).
+  std::vector<MigInstance> DynamicMigInstances(const BindTask& bind) const;
+  // Writes the task's bind to its state directory; the directory's path.
+  Result<std::string> PersistBind(const TaskId& id, const BindTask& bind);
   void Expire();
   uint64_t Emit(const TaskId& id, TaskEventKind kind, int64_t pid, int32_t exit_code, int32_t signal,
                 std::string message);

@@ -1,0 +1,54 @@
+// The node lease on disk: the moment until which this node may run its
+// tasks, written by the worker each time the coordinator confirms it (an
+// acknowledged heartbeat, a registration) and read by every task's
+// gpool-task-supervisor, which kills its task once the lease has passed,
+// whether or not the worker is still alive. It is how a node that has lost
+// the coordinator stops its own tasks before the coordinator places them
+// elsewhere (the at-most-one-copy rule, docs/architecture.md).
+//
+// File: <data-dir>/lease, one line of text, replaced atomically
+// (atomic_file.h):
+//
+//   gpool-lease v1 deadline_mono_ms=<N> boot_id=<kernel boot id>
+//
+// N is CLOCK_MONOTONIC in milliseconds: system-wide, so the worker and the
+// supervisors compare the same clock, and never stepped by NTP or an
+// operator. The boot id (/proc/sys/kernel/random/boot_id) ties the deadline
+// to the boot whose clock it counts in: after a reboot the clock starts
+// again near zero and an old file would otherwise look valid for as long as
+// the machine had been up. CLOCK_MONOTONIC does not count time suspended;
+// servers do not suspend.
+//
+// Readers fail safe: a lease that is absent, unreadable, malformed, of
+// another boot or past its deadline does not allow running (CheckLease).
+//
+// Thread-safety: reentrant.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "protocol/base/status.h"
+
+namespace gpool::worker {
+
+// <data_dir>/lease.
+std::string LeasePath(const std::string& data_dir);
+
+// CLOCK_MONOTONIC now, in milliseconds: the clock a lease deadline counts in.
+int64_t MonotonicNowMs();
+
+// Replaces the lease with one that runs until `deadline_mono_ms`
+// (CLOCK_MONOTONIC). IoError when it cannot be written; the previous lease
+// then stands and runs out.
+Status WriteLease(const std::string& path, int64_t deadline_mono_ms);
+
+// The deadline in the file. NotFound (no file), IoError (unreadable),
+// Malformed (not a lease), FailedPrecondition (written in another boot).
+Result<int64_t> ReadLease(const std::string& path);
+
+// Ok while the lease at `path` allows running at `now_mono_ms`; otherwise
+// why not (ReadLease's errors, or FailedPrecondition "node lease expired").
+Status CheckLease(const std::string& path, int64_t now_mono_ms);
+
+}  // namespace gpool::worker

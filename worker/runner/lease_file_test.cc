@@ -1,0 +1,50 @@
+#include "worker/runner/lease_file.h"
+
+#include <gtest/gtest.h>
+
+#include "worker/runner/atomic_file.h"
+#include "worker/test_util.h"
+
+namespace gpool::worker {
+namespace {
+
+TEST(LeaseFileTest, AWrittenDeadlineReadsBackAndAllowsRunningUntilIt) {
+  testing::TempDir dir;
+  const std::string path = LeasePath(dir.path());
+  EXPECT_EQ(path, dir.path() + "/lease");
+  const int64_t now = MonotonicNowMs();
+  ASSERT_TRUE(WriteLease(path, now + 5'000).ok());
+  auto deadline = ReadLease(path);
+  ASSERT_TRUE(deadline.ok()) << deadline.status().ToString();
+  EXPECT_EQ(*deadline, now + 5'000);
+  EXPECT_TRUE(CheckLease(path, now).ok());
+  EXPECT_TRUE(CheckLease(path, now + 4'999).ok());
+  Status expired = CheckLease(path, now + 5'000);
+  EXPECT_EQ(expired.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(expired.message().find("node lease expired"), std::string::npos) << expired.ToString();
+  // A renewal replaces the deadline.
+  ASSERT_TRUE(WriteLease(path, now + 10'000).ok());
+  EXPECT_TRUE(CheckLease(path, now + 5'000).ok());
+}
+
+TEST(LeaseFileTest, AbsentOrMalformedLeasesDoNotAllowRunning) {
+  testing::TempDir dir;
+  const std::string path = LeasePath(dir.path());
+  EXPECT_EQ(CheckLease(path, MonotonicNowMs()).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(WriteFileAtomic(path, "deadline_mono_ms=99999999999\n").ok());
+  EXPECT_EQ(CheckLease(path, MonotonicNowMs()).code(), StatusCode::kMalformed);
+  ASSERT_TRUE(WriteFileAtomic(path, "gpool-lease v1 deadline_mono_ms=12x\n").ok());
+  EXPECT_EQ(CheckLease(path, MonotonicNowMs()).code(), StatusCode::kMalformed);
+}
+
+TEST(LeaseFileTest, ALeaseOfAnotherBootDoesNotAllowRunning) {
+  testing::TempDir dir;
+  const std::string path = LeasePath(dir.path());
+  ASSERT_TRUE(WriteFileAtomic(path, "gpool-lease v1 deadline_mono_ms=" + std::to_string(MonotonicNowMs() + 60'000) +
+                                        " boot_id=00000000-0000-0000-0000-000000000000\n")
+                  .ok());
+  EXPECT_EQ(CheckLease(path, MonotonicNowMs()).code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace gpool::worker
