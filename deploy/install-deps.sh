@@ -12,6 +12,7 @@ PACKAGES=(
   libspdlog-dev libfmt-dev
   libcxxopts-dev
   libyaml-cpp-dev nlohmann-json3-dev
+  libcpp-httplib-dev
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   procps
