@@ -228,6 +228,7 @@ class Parser {
 
   SchedulerConfig config_;
   const Section* section_ = &kSections[0];
+  bool skipping_ = false;  // inside a [health...] section
   std::map<std::string, size_t, std::less<>> seen_sections_;
   std::map<std::string, size_t, std::less<>> seen_keys_;  // "section.key" -> line
 };
@@ -242,6 +243,10 @@ Status Parser::Line(size_t number, std::string_view text) {
 Status Parser::Header(size_t number, std::string_view text) {
   if (text.back() != ']') return LineError(number, "", "'" + Clip(text) + "': a section header ends with ]");
   const std::string_view name = TrimSpace(text.substr(1, text.size() - 2));
+  // [health], [health.xid], [health.webhook.<name>]: the health policy's, parsed
+  // and validated by control/health/policy_config.h from the same file.
+  skipping_ = name == "health" || name.substr(0, 7) == "health.";
+  if (skipping_) return Status::Ok();
   const Section* section = name.empty() ? nullptr : FindSection(name);
   if (section == nullptr) {
     return LineError(number, "", "[" + Clip(name) + "]: unknown section (known: " + KnownSections() + ")");
@@ -256,6 +261,7 @@ Status Parser::Header(size_t number, std::string_view text) {
 }
 
 Status Parser::Assignment(size_t number, std::string_view text) {
+  if (skipping_) return Status::Ok();
   const size_t eq = text.find('=');
   if (eq == std::string_view::npos) {
     return LineError(number, section_->name, "'" + Clip(text) + "': expected key = value");

@@ -27,6 +27,9 @@
 //   enabled = true
 //   min_gpus = 16                 # jobs this large get freed nodes held for them
 //   small_job_bound_ms = 600000   # jobs waiting longer than this may use held nodes anyway
+//
+// Sections named [health] or [health.*] belong to the health policy and are
+// skipped here (control/health/policy_config.h reads them from the same file).
 #pragma once
 
 #include <cstdint>
