@@ -18,6 +18,7 @@ set(RULES
   "control/scheduler/|protocol/ topology/ control/scheduler/|zmq|leveldb|spdlog|yaml-cpp|nlohmann"
   "control/state/|protocol/ topology/ control/state/|zmq|leveldb|spdlog|yaml-cpp|nlohmann"
   "control/sim/|protocol/ topology/ control/scheduler/ control/state/ control/sim/|zmq|leveldb"
+  "control/health/|protocol/ topology/ control/health/|zmq|leveldb|yaml-cpp"
   "control/log/|protocol/ storage/ control/log/|zmq|yaml-cpp|nlohmann"
   "control/replication/|protocol/ storage/ control/raft/ control/log/ control/replication/|leveldb|yaml-cpp|nlohmann"
   "control/|protocol/ storage/ topology/ control/raft/ control/log/ control/replication/ control/scheduler/ control/state/ control/|leveldb|yaml-cpp"
