@@ -87,6 +87,9 @@ class ZmqClient final : public Client {
 
   Result<ListQueuesReply> ListQueues() override { return Call<ListQueuesReply>(gpool::ListQueues{}); }
 
+  Result<ReportProbeReply> ReportProbe(const gpool::ReportProbe& request) override {
+    return Call<ReportProbeReply>(request);
+  }
   Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) override {
     return Call<ListEventsReply>(request);
   }

@@ -120,6 +120,8 @@ class Client {
   virtual Result<ExplainJobReply> ExplainJob(JobId job) = 0;
   // The committed event stream after request.after_seq (ListEvents).
   virtual Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) = 0;
+  // Commits a probe's results: slow conditions raised and cleared (ReportProbe).
+  virtual Result<ReportProbeReply> ReportProbe(const gpool::ReportProbe& request) = 0;
 };
 
 // Splits and normalizes an endpoint list ("a:1, tcp://b:2" ->

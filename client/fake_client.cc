@@ -312,6 +312,13 @@ Result<ListQueuesReply> FakeClient::ListQueues() {
   return reply;
 }
 
+Result<ReportProbeReply> FakeClient::ReportProbe(const gpool::ReportProbe& request) {
+  cluster_->probe_reports.push_back(request);
+  ReportProbeReply reply;
+  for (const auto& r : request.results) reply.flagged += r.slow ? 1 : 0;
+  return reply;
+}
+
 Result<ListEventsReply> FakeClient::ListEvents(const gpool::ListEvents& request) {
   ListEventsReply reply;
   reply.last_seq = request.after_seq;

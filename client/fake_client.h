@@ -50,6 +50,7 @@ struct FakeCluster {
   std::map<std::string, std::map<std::string, std::string>> spec_labels;
   ClusterStatusReply status;
   std::vector<ClusterEvent> events;  // the event stream, oldest first; tests append
+  std::vector<gpool::ReportProbe> probe_reports;
   // The Raft voters that ChangeReplicas edits (kept sorted). Each change is
   // committed at a new index: status.commit_index + 1. `status.replicas` is
   // left alone; a test sets it for `status` and `admin replica list`.
@@ -105,6 +106,8 @@ class FakeClient final : public Client {
   Result<ExplainJobReply> ExplainJob(JobId job) override;
   // Answers from cluster.events, filtered as the coordinator does.
   Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) override;
+  // Records the request in cluster.probe_reports; flagged counts its slow results.
+  Result<ReportProbeReply> ReportProbe(const gpool::ReportProbe& request) override;
 
  private:
   std::optional<Status> TakeFailure();

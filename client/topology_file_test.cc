@@ -458,6 +458,7 @@ class FailUpdateOf final : public Client {
   Result<ListQueuesReply> ListQueues() override { return fake_.ListQueues(); }
   Result<ExplainJobReply> ExplainJob(JobId job) override { return fake_.ExplainJob(job); }
   Result<ListEventsReply> ListEvents(const gpool::ListEvents& r) override { return fake_.ListEvents(r); }
+  Result<ReportProbeReply> ReportProbe(const gpool::ReportProbe& r) override { return fake_.ReportProbe(r); }
 
  private:
   FakeClient fake_;

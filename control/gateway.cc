@@ -115,6 +115,11 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
         Reply(peer, MakeFrame(id, proposer_.epoch(), ToEventList(state_, msg)));
       });
     }
+    case MessageType::kReportProbe: {
+      auto msg = envelope->Body<ReportProbe>();
+      if (!msg.ok()) return fail(msg.status());
+      return OnReportProbe(peer, id, std::move(msg).value());
+    }
     case MessageType::kChangeReplicas: {
       auto msg = envelope->Body<ChangeReplicas>();
       if (!msg.ok()) return fail(msg.status());
@@ -180,6 +185,34 @@ void Gateway::OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateN
     spdlog::info("node updated node={} op={} cordoned={} pool={}", name, op, node->cordoned, node->pool);
     Reply(peer, MakeFrame(request_id, proposer_.epoch(), UpdateNodeReply{ToNodeSummary(*node)}));
   });
+}
+
+void Gateway::OnReportProbe(const std::string& peer, uint64_t request_id, ReportProbe msg) {
+  // Checked here, at the edge: apply takes what it is given.
+  constexpr size_t kMaxResults = 100'000;
+  if (msg.kind != "network" && msg.kind != "gpu") {
+    return Fail(peer, request_id, Status::InvalidArgument("kind: '" + msg.kind.substr(0, 32) + "' is not network or gpu"));
+  }
+  if (msg.results.size() > kMaxResults) {
+    return Fail(peer, request_id, Status::ResourceExhausted("results: at most 100000 nodes per probe"));
+  }
+  for (auto& r : msg.results) {
+    if (r.node.empty() || r.node.size() > 253) {
+      return Fail(peer, request_id, Status::InvalidArgument("results: every result names a node (at most 253 bytes)"));
+    }
+    if (r.message.size() > 1024) r.message.resize(1024);
+  }
+  const std::string kind = msg.kind;
+  proposer_.Propose(state::ProbeResultCmd{std::move(msg.kind), std::move(msg.results)},
+                    [this, peer, request_id, kind](const state::ApplyResult& result) {
+                      if (!result.status.ok()) return Fail(peer, request_id, result.status);
+                      ReportProbeReply reply;
+                      for (const auto& [name, node] : state_.nodes()) {
+                        for (const auto& c : node.probe_health) reply.flagged += c.device == "probe/" + kind ? 1 : 0;
+                      }
+                      spdlog::info("probe results committed kind={} flagged={}", kind, reply.flagged);
+                      Reply(peer, MakeFrame(request_id, proposer_.epoch(), reply));
+                    });
 }
 
 void Gateway::OnUpdateQueue(const std::string& peer, uint64_t request_id, UpdateQueue msg) {

@@ -59,6 +59,7 @@ class Gateway {
   void OnGetTaskLog(const std::string& peer, uint64_t request_id, const GetTaskLog& msg, int64_t now_ms);
   void OnChangeReplicas(const std::string& peer, uint64_t request_id, const ChangeReplicas& msg);
   void OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateNode msg);
+  void OnReportProbe(const std::string& peer, uint64_t request_id, ReportProbe msg);
   void OnUpdateQueue(const std::string& peer, uint64_t request_id, UpdateQueue msg);
   ListJobsReply ListJobsNow(const ListJobs& msg) const;
   ClusterStatusReply StatusNow() const;

@@ -104,7 +104,7 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices, const sta
   for (const auto& [key, value] : node.admin_labels) s.labels[key] = value;
   s.taints = node.taints;
   s.cordon_reason = node.cordon_reason;
-  s.health = node.health;
+  s.health = node.AllHealth();
   if (!devices) return s;
   for (const auto& gpu : node.spec.gpus) {
     DeviceSummary d;

@@ -16,7 +16,9 @@ namespace gpool {
 
 // "health-raised", "health-cleared", "node-cordoned", "node-uncordoned",
 // "node-not-ready", "node-ready", "node-lost", "task-lost", "task-requeued",
-// "task-preempted", "task-reclaimed", "health-breaker-open", "health-breaker-closed".
+// "task-preempted", "task-reclaimed", "health-breaker-open", "health-breaker-closed",
+// "health-fence-suppressed" (a fence the health policy held back: exempt
+// node, breaker open).
 enum class EventKind : uint8_t {
   kHealthRaised,
   kHealthCleared,
@@ -31,8 +33,9 @@ enum class EventKind : uint8_t {
   kTaskReclaimed,
   kHealthBreakerOpen,
   kHealthBreakerClosed,
+  kHealthFenceSuppressed,
 };
-inline constexpr size_t kEventKindCount = 13;
+inline constexpr size_t kEventKindCount = 14;
 std::string_view ToString(EventKind k);
 std::optional<EventKind> EventKindFromString(std::string_view s);
 

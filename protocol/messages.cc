@@ -6,7 +6,7 @@ namespace gpool {
 namespace {
 
 // Indexed by MessageType; the strings are the wire names.
-constexpr std::array<std::string_view, 37> kTypeNames = {
+constexpr std::array<std::string_view, 39> kTypeNames = {
     "Ack",          "ErrorReply",        "SubmitJob",     "SubmitJobReply", "ListJobs",
     "ListJobsReply", "GetJob",           "GetJobReply",   "CancelJob",      "CancelJobReply",
     "ListNodes",    "ListNodesReply",    "GetTaskLog",    "GetTaskLogReply", "ClusterStatus",
@@ -14,9 +14,9 @@ constexpr std::array<std::string_view, 37> kTypeNames = {
     "PreemptTask",  "TaskEvent",         "TaskEventAck",  "FetchLog",       "FetchLogReply",
     "ChangeReplicas", "ChangeReplicasReply", "UpdateNode", "UpdateNodeReply",
     "UpdateQueue", "UpdateQueueReply", "ListQueues", "ListQueuesReply", "ExplainJob", "ExplainJobReply",
-    "ListEvents", "ListEventsReply",
+    "ListEvents", "ListEventsReply", "ReportProbe", "ReportProbeReply",
 };
-static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kListEventsReply) + 1);
+static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kReportProbeReply) + 1);
 
 }  // namespace
 

@@ -54,6 +54,8 @@ enum class MessageType : uint8_t {
   kExplainJobReply,
   kListEvents,
   kListEventsReply,
+  kReportProbe,
+  kReportProbeReply,
 };
 
 std::string_view MessageTypeName(MessageType type);

@@ -270,4 +270,51 @@ struct ListEventsReply {
   }
 };
 
+// --- Slow-node probes ------------------------------------------------------
+
+// One node's result of a probe run by `gpool probe` (network: TCP to its
+// ring neighbour; gpu: host-device copy bandwidth), and whether the run's
+// outlier rule (below median - k x MAD) flagged it.
+struct ProbeResult {
+  std::string node;
+  // Integers on the wire (the protocol has no floats): KiB/s and microseconds.
+  uint64_t bandwidth_kib_s = 0;  // the node's measured bandwidth
+  uint64_t latency_us = 0;       // network: median round trip; 0 for gpu
+  bool slow = false;
+  std::string message;         // how it compares, for people ("312 MiB/s, median 2,950, MAD 40")
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Optional("bandwidth_kib_s", bandwidth_kib_s);
+    v.Optional("latency_us", latency_us);
+    v.Optional("slow", slow);
+    v.Optional("message", message);
+  }
+  bool operator==(const ProbeResult&) const = default;
+};
+
+// An operator's probe results: the coordinator commits them, raising a
+// `slow` condition (device "probe/<kind>", degraded) on every node flagged and
+// clearing it on every node measured and not flagged. Nodes not in the
+// results keep what they had.
+struct ReportProbe {
+  static constexpr MessageType kType = MessageType::kReportProbe;
+  std::string kind;  // "network" or "gpu"
+  std::vector<ProbeResult> results;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("kind", kind);
+    v.Required("results", results);
+  }
+};
+
+struct ReportProbeReply {
+  static constexpr MessageType kType = MessageType::kReportProbeReply;
+  uint32_t flagged = 0;  // nodes now carrying a slow condition from this kind of probe
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("flagged", flagged);
+  }
+};
+
 }  // namespace gpool

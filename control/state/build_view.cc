@@ -25,6 +25,9 @@ topology::NodeView ClusterState::ToNodeView(const std::string& name, const NodeR
   view.memory_mib_free = node.spec.memory_mib - std::min(node.spec.memory_mib, node.memory_mib_used);
   view.labels = node.spec.labels;
   for (const auto& [key, value] : node.admin_labels) view.labels[key] = value;
+  // Every node answers to its name, so a job can be pinned to one
+  // (`--selector gpool.io/node=NAME`; gpool probe runs one task per node so).
+  view.labels["gpool.io/node"] = name;
   view.taints = node.taints;
   view.pool = node.pool;
   for (const auto& gpu : node.spec.gpus) view.gpus.push_back(GpuSlotOf(node, gpu));

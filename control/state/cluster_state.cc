@@ -58,6 +58,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, NodeHealthCmd>) return ApplyNodeHealth(now, body);
         if constexpr (std::is_same_v<T, HealthFenceCmd>) return ApplyHealthFence(now, body);
         if constexpr (std::is_same_v<T, SinkCursorCmd>) return ApplySinkCursor(body);
+        if constexpr (std::is_same_v<T, ProbeResultCmd>) return ApplyProbeResult(now, body);
       },
       command.body);
 }

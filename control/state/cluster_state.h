@@ -157,6 +157,7 @@ class ClusterState {
   ApplyResult ApplyNodeHealth(int64_t now, const NodeHealthCmd& cmd);
   ApplyResult ApplyHealthFence(int64_t now, const HealthFenceCmd& cmd);
   ApplyResult ApplySinkCursor(const SinkCursorCmd& cmd);
+  ApplyResult ApplyProbeResult(int64_t now, const ProbeResultCmd& cmd);
   // Appends to the event stream, dropping the oldest past kMaxEvents.
   void Emit(int64_t now, EventKind kind, ClusterEvent event);
   void EmitTask(int64_t now, EventKind kind, const TaskRecord& task, std::string message);

@@ -233,6 +233,14 @@ ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cm
                   "health-policy", cmd.reason, "breaker:" + std::to_string(breaker_opened_ms_));
     return result;
   }
+  if (action == "suppressed") {
+    // An alert only: the reason starts with the occurrence's dedupe key.
+    const size_t space = cmd.reason.find(' ');
+    EmitNodeEvent(now, EventKind::kHealthFenceSuppressed, cmd.node, cmd.reason, "health-policy",
+                  space == std::string::npos ? cmd.reason : cmd.reason.substr(space + 1),
+                  cmd.reason.substr(0, space));
+    return result;
+  }
   auto it = nodes_.find(cmd.node);
   if (it == nodes_.end()) {
     result.status = Status::NotFound("node '" + cmd.node + "' is not registered");
@@ -287,6 +295,46 @@ ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cm
     return result;
   }
   result.status = Status::InvalidArgument("unknown health action '" + action.substr(0, 32) + "'");
+  return result;
+}
+
+ApplyResult ClusterState::ApplyProbeResult(int64_t now, const ProbeResultCmd& cmd) {
+  ApplyResult result;
+  const std::string device = "probe/" + cmd.kind;
+  for (const ProbeResult& probe : cmd.results) {
+    auto it = nodes_.find(probe.node);
+    if (it == nodes_.end()) continue;  // a node that left since the probe ran
+    auto& list = it->second.probe_health;
+    auto at = std::find_if(list.begin(), list.end(), [&](const HealthCondition& c) { return c.device == device; });
+    if (probe.slow && at != list.end()) {
+      at->last_seen_ms = now;
+      ++at->count;
+      at->message = probe.message;
+    } else if (probe.slow) {
+      HealthCondition slow{.kind = std::string(ToString(HealthKind::kSlow)), .device = device,
+                           .severity = std::string(ToString(HealthSeverity::kDegraded)), .first_seen_ms = now,
+                           .last_seen_ms = now, .count = 1, .message = probe.message};
+      ClusterEvent event;
+      event.node = probe.node;
+      event.severity = slow.severity;
+      event.reason = slow.Key();
+      event.actor = "probe";
+      event.message = probe.message;
+      event.dedupe_key = "health:" + probe.node + ":" + slow.Key() + ":" + std::to_string(now);
+      Emit(now, EventKind::kHealthRaised, std::move(event));
+      list.push_back(std::move(slow));
+    } else if (at != list.end()) {
+      ClusterEvent event;
+      event.node = probe.node;
+      event.severity = at->severity;
+      event.reason = at->Key();
+      event.actor = "probe";
+      event.message = "cleared: " + probe.message;
+      event.dedupe_key = "health:" + probe.node + ":" + at->Key() + ":" + std::to_string(at->first_seen_ms);
+      Emit(now, EventKind::kHealthCleared, std::move(event));
+      list.erase(at);
+    }
+  }
   return result;
 }
 

@@ -435,7 +435,7 @@ TEST_F(ClusterStateTest, OperatorLabelsOverlayTheSpecAndPoolsMove) {
   label.labels = {{"zone", "b"}, {"team", "vision"}};
   ASSERT_TRUE(Do(UpdateNodeCmd{label}).status.ok());
   auto view = state_.BuildView().nodes.at(0);
-  EXPECT_EQ(view.labels, (std::map<std::string, std::string>{{"rack", "r1"}, {"team", "vision"}, {"zone", "b"}}));
+  EXPECT_EQ(view.labels, (std::map<std::string, std::string>{{"gpool.io/node", "n1"}, {"rack", "r1"}, {"team", "vision"}, {"zone", "b"}}));
   UpdateNode unlabel = Update("n1", "label");
   unlabel.remove_labels = {"team"};
   ASSERT_TRUE(Do(UpdateNodeCmd{unlabel}).status.ok());
@@ -443,7 +443,7 @@ TEST_F(ClusterStateTest, OperatorLabelsOverlayTheSpecAndPoolsMove) {
   spec.labels = {{"rack", "r2"}};
   ASSERT_TRUE(Do(RegisterNodeCmd{spec, {}}).status.ok());
   EXPECT_EQ(state_.BuildView().nodes.at(0).labels,
-            (std::map<std::string, std::string>{{"rack", "r2"}, {"zone", "b"}}));
+            (std::map<std::string, std::string>{{"gpool.io/node", "n1"}, {"rack", "r2"}, {"zone", "b"}}));
 
   EXPECT_EQ(state_.FindNode("n1")->pool, "public");
   UpdateNode pool = Update("n1", "pool");

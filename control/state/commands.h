@@ -146,7 +146,8 @@ struct NodeHealthCmd {
 //   "gpu-unhealthy" | "gpu-healthy"   GPU `gpu` of the node
 //   "breaker-open" | "breaker-close"  the fencing circuit breaker (node "")
 //   "suppressed"                      a fence the policy held back (exempt
-//                                     node, breaker open): an event only
+//                                     node, breaker open): an event only;
+//                                     `reason` is "<dedupe key> <text>"
 struct HealthFenceCmd {
   std::string node;
   std::string action;
@@ -175,9 +176,22 @@ struct SinkCursorCmd {
   }
 };
 
+// Results of a `gpool probe` run (ReportProbe on the wire): a slow
+// condition raised on each node flagged, cleared on each node measured and
+// not flagged.
+struct ProbeResultCmd {
+  std::string kind;  // "network" or "gpu"
+  std::vector<ProbeResult> results;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("kind", kind);
+    v.Optional("results", results);
+  }
+};
+
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
                                  TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd, NodeLostCmd,
-                                 NodeHealthCmd, HealthFenceCmd, SinkCursorCmd>;
+                                 NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock

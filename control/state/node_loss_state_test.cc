@@ -312,3 +312,30 @@ TEST_F(NodeLossStateTest, TheEventStreamIsBoundedAndSurvivesASnapshot) {
 
 }  // namespace
 }  // namespace gpool::state
+
+namespace gpool::state {
+namespace {
+
+TEST_F(NodeLossStateTest, ProbeResultsRaiseAndClearASlowConditionApartFromTheWorkers) {
+  Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
+  Do(RegisterNodeCmd{MakeNode("n2", 8), {}});
+  ProbeResult slow{.node = "n1", .bandwidth_kib_s = 20 * 1024, .slow = true, .message = "20 MiB/s, median 900"};
+  ProbeResult fine{.node = "n2", .bandwidth_kib_s = 900 * 1024, .slow = false};
+  Do(ProbeResultCmd{"network", {slow, fine, ProbeResult{.node = "gone", .slow = true}}});
+  ASSERT_EQ(state_.FindNode("n1")->probe_health.size(), 1u);
+  EXPECT_EQ(state_.FindNode("n1")->probe_health[0].kind, "slow");
+  EXPECT_EQ(state_.FindNode("n1")->probe_health[0].device, "probe/network");
+  EXPECT_TRUE(state_.FindNode("n2")->probe_health.empty());
+  // The worker's own report does not wipe it.
+  Do(NodeHealthCmd{"n1", {}});
+  EXPECT_EQ(state_.FindNode("n1")->AllHealth().size(), 1u);
+  slow.slow = false;
+  Do(ProbeResultCmd{"network", {slow}});
+  EXPECT_TRUE(state_.FindNode("n1")->probe_health.empty());
+  const auto kinds = EventKinds();
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "health-raised"), 1);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "health-cleared"), 1);
+}
+
+}  // namespace
+}  // namespace gpool::state

@@ -262,9 +262,18 @@ struct NodeRecord {
   // cordoned it: "operator" or "health" (only health cordons are lifted by
   // the policy), with when.
   std::vector<HealthCondition> health;
+  // `slow` conditions from `gpool probe` runs (ProbeResultCmd), kept apart
+  // from the worker's own list, which replaces `health` whole.
+  std::vector<HealthCondition> probe_health;
   std::vector<uint32_t> unhealthy_gpus;  // sorted
   // A GPU takes work only when its worker reports it healthy and the health
   // policy has not fenced it.
+  // Everything known to be wrong with it: its worker's conditions and the probes'.
+  std::vector<HealthCondition> AllHealth() const {
+    std::vector<HealthCondition> all = health;
+    all.insert(all.end(), probe_health.begin(), probe_health.end());
+    return all;
+  }
   bool GpuUsable(const GpuInfo& gpu) const {
     return gpu.healthy && !std::binary_search(unhealthy_gpus.begin(), unhealthy_gpus.end(), gpu.index);
   }
@@ -318,6 +327,7 @@ struct NodeRecord {
     v.Optional("tenants", tenants);
     v.Optional("down_since_ms", down_since_ms);
     v.Optional("health", health);
+    v.Optional("probe_health", probe_health);
     v.Optional("unhealthy_gpus", unhealthy_gpus);
     v.Optional("cordon_reason", cordon_reason);
     v.Optional("cordon_ms", cordon_ms);
