@@ -102,6 +102,9 @@ std::vector<Finding> FindingsOf(const NodeHealthInput& node, const HealthPolicyC
     const std::string where = c.device.empty() ? "" : " on " + c.device;
     if (!kind || NeverFences(config, *kind)) {
       f.scope = FenceScope::kNone;
+    } else if (node.operator_uncordon_ms > 0 && c.first_seen_ms <= node.operator_uncordon_ms) {
+      f.scope = FenceScope::kNone;
+      f.reason = c.kind + where + " (overridden by the operator's uncordon)";
     } else if (*kind == HealthKind::kXid) {
       const bool pending = gpu.has_value() && Contains(remap_pending, *gpu);
       const XidClass cls = catalogue.Classify(c.xid, pending);

@@ -15,6 +15,8 @@
 //       severity the worker gave them; reset-gpu, reboot-node and fatal XIDs
 //       fence their GPU. XIDs 63/64 fence only with a remap pending on that GPU.
 //     - a kind listed in never_fence never fences.
+//     - a condition first seen at or before the operator's last uncordon of
+//       the node (operator_uncordon_ms) never fences: the operator overrode it.
 //     - `slow` (gpool probe) fences the node by slow_action.
 //     - any other condition at least fence_min_severity: on "gpu/<i>" it marks
 //       GPU i unhealthy and fences the node by device_action; elsewhere (NIC,
@@ -77,6 +79,11 @@ struct NodeHealthInput {
   // clear now, or not seen clear yet). Keep the latter with UpdateClearSince.
   uint64_t health_rounds = 0;
   std::optional<uint64_t> clear_since_rounds;
+  // Wall clock of the operator's last uncordon of this node (0: none). The
+  // operator has seen the conditions raised before it and put the node back:
+  // those no longer fence (a manual uncordon ends the automation for them);
+  // a condition raised after it fences as usual.
+  int64_t operator_uncordon_ms = 0;
 };
 
 // A health fence made at some time: a node cordoned or drained, or one of its

@@ -251,6 +251,19 @@ TEST(HealthPolicyTest, AnOperatorCordonStaysButThePolicysGpuMarkIsLifted) {
   EXPECT_EQ(std::get<SetDeviceHealth>(actions[0]), (SetDeviceHealth{"a", 1, true, "clear for 6 health-check rounds"}));
 }
 
+TEST(HealthPolicyTest, AnOperatorUncordonOverridesTheConditionsItSaw) {
+  HealthPolicyInput input;
+  input.nodes = {Node("a", {Cond("xid", "gpu/0", "fatal", 48, 1000)})};
+  input.nodes[0].operator_uncordon_ms = 2000;  // after the XID was raised
+  EXPECT_THAT(Eval(input), IsEmpty());
+  EXPECT_TRUE(NodeIsClear(input.nodes[0], kDefaults, kCatalogue));
+  // A condition raised after the uncordon fences again.
+  input.nodes[0].conditions.push_back(Cond("ib-port-down", "ib/mlx5_0/1", "fatal", 0, 3000));
+  const auto actions = Eval(input);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(std::get<Cordon>(actions[0]), (Cordon{"a", "ib-port-down on ib/mlx5_0/1 (fatal)"}));
+}
+
 TEST(HealthPolicyTest, ClearSinceRestartsWithTheWorkersRoundCount) {
   EXPECT_EQ(UpdateClearSince(std::nullopt, false, 5), std::nullopt);
   EXPECT_EQ(UpdateClearSince(4, false, 5), std::nullopt);
@@ -323,6 +336,7 @@ World RandomWorld(std::mt19937_64& rng) {
       n.cordoned = true;
       n.cordon_reason = "operator";
     }
+    if (rng() % 8 == 0) n.operator_uncordon_ms = w.input.now_ms + static_cast<int64_t>(rng() % 20'000);
     w.input.nodes.push_back(std::move(n));
   }
   return w;
