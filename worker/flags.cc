@@ -55,6 +55,8 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("cgroup-root", "Where the cgroup hierarchies are mounted (v2, or v1 with a freezer): each task runs in a "
      "cgroup of its own that holds its whole process tree and its CPU and memory limits; 'none' tracks tasks by "
      "process group only", cxxopts::value<std::string>()->default_value(defaults.cgroup_root), "DIR")
+    ("supervisor", "The gpool-task-supervisor executable each task runs under (default: the one next to "
+     "gpool-worker)", cxxopts::value<std::string>(), "PATH")
     ("task-log-max-mib", "Cap on each task's log on disk (MiB, 1 to 1048576): past it the last half moves to "
      "<log>.1 and the log starts again with a line saying so",
      cxxopts::value<std::string>()->default_value(std::to_string(defaults.task_log_max_mib)), "MIB")
@@ -101,6 +103,10 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     f.log_level = result["log-level"].as<std::string>();
     f.mig_dynamic = result.count("mig-dynamic") > 0;
     f.cgroup_root = result["cgroup-root"].as<std::string>();
+    if (result.count("supervisor")) {
+      f.supervisor = result["supervisor"].as<std::string>();
+      if (f.supervisor.empty()) return Status::InvalidArgument("--supervisor: must not be empty");
+    }
     GPOOL_ASSIGN_OR_RETURN(f.task_log_max_mib, ParseCount("--task-log-max-mib",
                                                            result["task-log-max-mib"].as<std::string>(), 1u << 20,
                                                            "a size in MiB"));

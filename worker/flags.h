@@ -11,6 +11,7 @@
 //   --cuda-intercept-lib PATH  CUDA interception library (HAMi-core's
 //                            libvgpu.so) preloaded into GPU-share tasks;
 //                            default none: shares are not enforced
+//   --supervisor PATH        gpool-task-supervisor (default: next to gpool-worker)
 //   --log-level L            trace|debug|info|warn|error (default info)
 //   --simulate N             fleet mode: N simulated nodes (1..10000) from
 //                            --spec in this one process, each with its own
@@ -41,6 +42,9 @@ struct WorkerFlags {
   // Where the cgroup hierarchies are mounted; "none": tasks are tracked by
   // process group only (their children may escape).
   std::string cgroup_root = "/sys/fs/cgroup";
+  // gpool-task-supervisor, which every task runs under; empty: the one in
+  // gpool-worker's own directory.
+  std::string supervisor;
   uint64_t task_log_max_mib = 256;  // each task's log on disk; older output moves to <log>.1
   bool mig_dynamic = false;        // --mig-dynamic: empty MIG-enabled GPUs become dynamic MIG
   std::string log_level = "info";

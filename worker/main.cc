@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -32,6 +34,7 @@
 #include "worker/link.h"
 #include "worker/log.h"
 #include "worker/runner/posix_process_launcher.h"
+#include "worker/runner/supervisor_state.h"
 #include "worker/runner/simulated_mig_manager.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager.h"
@@ -56,11 +59,31 @@ void InstallSignalHandlers() {
   sigaction(SIGPIPE, &ignore, nullptr);
 }
 
+// gpool-task-supervisor: --supervisor, else the one next to this binary
+// (/proc/self/exe, else argv[0]). NotFound, saying where it looked, when it
+// is not there: every task runs under it.
+gpool::Result<std::string> FindSupervisor(const gpool::worker::WorkerFlags& flags, const char* argv0) {
+  namespace fs = std::filesystem;
+  std::string path = flags.supervisor;
+  if (path.empty()) {
+    std::error_code ec;
+    fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) self = fs::absolute(argv0, ec);
+    path = (self.parent_path() / "gpool-task-supervisor").string();
+  }
+  if (access(path.c_str(), X_OK) != 0) {
+    return gpool::Status::NotFound("gpool-task-supervisor not found at " + path + " (" + std::strerror(errno) +
+                                   "): install it next to gpool-worker or pass --supervisor PATH");
+  }
+  return path;
+}
+
 // The cgroups tasks run in, or nullptr (tasks tracked by process group only,
 // said once at start). The scope is the node name and a hash of the data
 // dir, so two workers on one host never share a subtree and a restarted
 // worker finds its own. What a worker process that died left running there
-// is killed now: its tasks are reported lost when this one registers.
+// with no live supervisor holding it is killed now: its tasks are reported
+// lost when this one registers. Tasks whose supervisor lives are adopted.
 std::unique_ptr<gpool::worker::CgroupTree> OpenCgroups(const gpool::worker::WorkerFlags& flags,
                                                        const std::string& node, spdlog::logger& log) {
   using gpool::worker::Q;
@@ -79,7 +102,9 @@ std::unique_ptr<gpool::worker::CgroupTree> OpenCgroups(const gpool::worker::Work
     log.warn("task cgroups unavailable, tasks tracked by process group only error={}", Q(tree.status().ToString()));
     return nullptr;
   }
-  for (const auto& [name, processes] : (*tree)->KillLeftovers()) {
+  const std::set<std::string> supervised = gpool::worker::LiveSupervisedCgroups(flags.data_dir + "/tasks");
+  auto keep = [&supervised](const std::string& name) { return supervised.count(name) > 0; };
+  for (const auto& [name, processes] : (*tree)->KillLeftovers(keep)) {
     log.warn("killed what a previous worker process left running cgroup={} processes={}", name, processes);
   }
   log.info("task cgroups layout={}", Q((*tree)->Describe()));
@@ -238,8 +263,16 @@ int main(int argc, char** argv) {
 
   LogShareEnforcement(*logger, flags.cuda_intercept_lib);
   SystemClock& clock = SystemClock::Get();
+  auto supervisor = FindSupervisor(flags, argv[0]);
+  if (!supervisor.ok()) return Fail("cannot run tasks", supervisor.status());
   std::unique_ptr<CgroupTree> cgroups = OpenCgroups(flags, node->name, *logger);
-  PosixProcessLauncher launcher(logger, cgroups.get());
+  PosixProcessLauncherOptions launcher_options;
+  launcher_options.logger = logger;
+  launcher_options.cgroups = cgroups.get();
+  launcher_options.supervisor = *supervisor;
+  // The node lease (lease_file.h) is enforced once the agent renews it on
+  // acknowledged heartbeats: then lease_path = LeasePath(flags.data_dir).
+  PosixProcessLauncher launcher(std::move(launcher_options));
   std::unique_ptr<MigManager> mig = OpenMigManager(flags, *node, logger);
   TaskManagerOptions task_options;
   task_options.node = *node;
@@ -248,6 +281,7 @@ int main(int argc, char** argv) {
   task_options.cuda_intercept_lib = flags.cuda_intercept_lib;
   task_options.log_max_bytes = flags.task_log_max_mib << 20;
   task_options.launcher = &launcher;
+  task_options.adopt_tasks = true;  // tasks outlive this process; adopt what a previous one left
   task_options.mig = mig.get();
   task_options.clock = &clock;
   auto tasks = TaskManager::Open(std::move(task_options));
