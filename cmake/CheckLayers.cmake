@@ -21,7 +21,7 @@ set(RULES
   "control/health/|protocol/ topology/ control/health/|zmq|leveldb|yaml-cpp"
   "control/log/|protocol/ storage/ control/log/|zmq|yaml-cpp|nlohmann"
   "control/replication/|protocol/ storage/ control/raft/ control/log/ control/replication/|leveldb|yaml-cpp|nlohmann"
-  "control/|protocol/ storage/ topology/ control/raft/ control/log/ control/replication/ control/scheduler/ control/state/ control/|leveldb|yaml-cpp"
+  "control/|protocol/ storage/ topology/ control/raft/ control/log/ control/replication/ control/scheduler/ control/state/ control/health/ control/|leveldb|yaml-cpp"
   "worker/|protocol/ topology/ worker/|leveldb"
   "client/|protocol/ topology/ client/|leveldb|spdlog"
 )
