@@ -34,6 +34,7 @@ constexpr const CommandDef* kCommands[] = {
     &kSubmitCommand, &kJobsCommand, &kJobCommand, &kCancelCommand, &kLogsCommand, &kWaitCommand, &kNodesCommand,
     &kNodeCommand, &kEventsCommand, &kQueueCommand, &kTopologyCommand, &kExplainCommand, &kStatusCommand,
     &kAdminCommand,
+    &kProbeCommand,
 };
 
 const CommandDef* FindCommand(std::string_view name) {

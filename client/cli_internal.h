@@ -136,6 +136,7 @@ extern const CommandDef kTopologyCommand;  // cli_topology.cc
 extern const CommandDef kStatusCommand;    // cli_admin.cc
 extern const CommandDef kAdminCommand;     // cli_admin.cc
 extern const CommandDef kEventsCommand;    // cli_events.cc
+extern const CommandDef kProbeCommand;     // cli_probe.cc
 
 // --- Global flags (cli.cc) -----------------------------------------------------------
 
