@@ -115,6 +115,7 @@ void Coordinator::Wire() {
     };
   }
   scheduler_ = std::make_unique<SchedulerDriver>(scheduler_options, state_, *tracker_);
+  health_ = std::make_unique<HealthDriver>(options_.health_config, state_, connections_, *tracker_, options_.clock);
 }
 
 Status Coordinator::OpenLog() {
@@ -279,6 +280,7 @@ void Coordinator::FollowLeadership() {
   dispatcher_->Reset();
   log_relay_->Reset(Status::Unavailable("the coordinator leader changed; retry"));
   scheduler_->Reset();
+  health_->Reset();
 }
 
 void Coordinator::MaybeSnapshot() {
@@ -305,6 +307,13 @@ void Coordinator::ReloadSchedulerConfig() {
     return;
   }
   scheduler_->SetPolicy(*config);
+  auto health = health::LoadHealthPolicyConfig(options_.scheduler_config_path);
+  if (health.ok()) {
+    health_->Reconfigure(*health);
+  } else {
+    spdlog::error("health policy reload refused, keeping the running one path={} error=\"{}\"",
+                  options_.scheduler_config_path, health.status().ToString());
+  }
   spdlog::info("scheduler config reloaded path={} strategy={} actions={}", options_.scheduler_config_path,
                scheduler::StrategyName(config->node_order.strategy), config->actions.size());
 }
@@ -344,6 +353,10 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     if (leading) registry_->Tick(now);
     GPOOL_RETURN_IF_ERROR(CommitAndApply());
     if (leading && scheduler_->Tick(now)) GPOOL_RETURN_IF_ERROR(CommitAndApply());
+    if (leading) {
+      health_->Tick(now);
+      GPOOL_RETURN_IF_ERROR(CommitAndApply());
+    }
     if (leading && now - last_dispatch >= 200) {
       dispatcher_->Tick(now);
       last_dispatch = now;

@@ -42,6 +42,8 @@
 
 #include "control/dispatcher.h"
 #include "control/gateway.h"
+#include "control/health/policy_config.h"
+#include "control/health_driver.h"
 #include "control/log/commit_log.h"
 #include "control/log_relay.h"
 #include "control/node_registry.h"
@@ -62,6 +64,8 @@ struct CoordinatorOptions {
   std::string replica_id = "coordinator-1";
   std::string token;                                     // empty: no authentication
   scheduler::SchedulerConfig scheduler_config;
+  // The health policy and webhook sinks ([health] sections of the same file).
+  health::HealthPolicyConfig health_config;
   // Where scheduler_config came from; re-read when *reload_scheduler_config
   // is set (SIGHUP). A file that no longer parses leaves the running config.
   std::string scheduler_config_path;
@@ -148,6 +152,7 @@ class Coordinator final : public Outbox {
   std::unique_ptr<LogRelay> log_relay_;
   std::unique_ptr<Gateway> gateway_;
   std::unique_ptr<SchedulerDriver> scheduler_;
+  std::unique_ptr<HealthDriver> health_;
 };
 
 }  // namespace gpool::control

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/coordinator.h"
+#include "control/health/policy_config.h"
 #include "control/node_registry.h"
 #include "control/replication/peer_list.h"
 #include "protocol/base/fd_limit.h"
@@ -131,6 +132,12 @@ int main(int argc, char** argv) {
       auto config = gpool::scheduler::LoadSchedulerConfig(options.scheduler_config_path);
       if (!config.ok()) throw cxxopts::exceptions::exception(config.status().message());
       options.scheduler_config = *config;
+      // The [health] sections of the same file (absent: the defaults).
+      auto health = gpool::health::LoadHealthPolicyConfig(options.scheduler_config_path);
+      if (!health.ok() && health.status().code() != gpool::StatusCode::kNotFound) {
+        throw cxxopts::exceptions::exception(health.status().message());
+      }
+      if (health.ok()) options.health_config = *health;
     }
     if (args.count("strategy")) {
       auto strategy = gpool::scheduler::StrategyFromName(args["strategy"].as<std::string>());
@@ -138,7 +145,8 @@ int main(int argc, char** argv) {
       options.scheduler_config.node_order.strategy = *strategy;
     }
     if (args.count("print-scheduler-config")) {
-      std::cout << gpool::scheduler::RenderSchedulerConfig(options.scheduler_config);
+      std::cout << gpool::scheduler::RenderSchedulerConfig(options.scheduler_config)
+                << gpool::health::RenderHealthPolicyConfig(options.health_config);
       return 0;
     }
     options.reload_scheduler_config = &g_reload_scheduler;

@@ -138,6 +138,7 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd)
     }
     node.cordoned = cordon;
     node.cordon_reason = cordon ? "operator" : "";
+    if (!cordon) node.operator_uncordon_ms = now;
   } else if (update.op == "pool") {
     node.pool = update.pool;
   } else if (update.op == "taint") {

@@ -279,6 +279,9 @@ struct NodeRecord {
   }
   std::string cordon_reason;
   int64_t cordon_ms = 0;
+  // When an operator last uncordoned it: conditions seen before then no
+  // longer fence (the operator overrode them).
+  int64_t operator_uncordon_ms = 0;
   // gpu index -> task holding it whole; absent means not held whole.
   FlatMap<uint32_t, TaskId> gpu_owner;
   // gpu index -> tasks holding a share, a MIG instance or cores of it.
@@ -331,6 +334,7 @@ struct NodeRecord {
     v.Optional("unhealthy_gpus", unhealthy_gpus);
     v.Optional("cordon_reason", cordon_reason);
     v.Optional("cordon_ms", cordon_ms);
+    v.Optional("operator_uncordon_ms", operator_uncordon_ms);
     state = state_wire <= static_cast<uint32_t>(NodeState::kLost) ? static_cast<NodeState>(state_wire) : NodeState::kReady;
     gpu_owner.clear();
     for (size_t i = 0; i < owned_gpus.size() && i < owners.size(); ++i) gpu_owner[owned_gpus[i]] = owners[i];

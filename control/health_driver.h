@@ -1,0 +1,83 @@
+// HealthDriver: the leader's health loop. It turns committed node health into
+// fences (the health policy, control/health/policy.h) and the committed event
+// stream into webhook notices (control/health/webhook_sink.h).
+//
+// Tick, on the leader, at most every kEvaluateEveryMs:
+//  - builds the policy's input from the committed state (conditions, cordons,
+//    GPUs fenced, the breaker, fences and suppressed alerts in the event
+//    stream) and the worker table (each node's completed health-check
+//    rounds, counted into clear rounds here), evaluates the policy, and
+//    proposes each action as a HealthFenceCmd. While any of them is in flight
+//    it does not evaluate again, so no action is proposed twice; the policy
+//    is idempotent over committed state, so a new leader repeats nothing that
+//    already committed.
+//  - keeps one WebhookSink per configured receiver, opened from the sink's
+//    committed cursor, offers it what the stream holds past what it took, and
+//    commits its cursor (SinkCursorCmd) when it moved, at most every
+//    kCursorEveryMs. A new leader resumes from the committed cursors: a
+//    notice may be sent again (same dedupe key), none is skipped.
+// Reset (leadership lost or gained) stops the sinks and forgets what was in
+// flight. Reconfigure swaps the policy config (SIGHUP); sinks whose config
+// changed are reopened from their committed cursor.
+//
+// Thread-safety: the coordinator's loop thread owns it. Sinks call back on
+// their own threads only to record a cursor (under a mutex).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "control/health/policy.h"
+#include "control/health/webhook_sink.h"
+#include "control/ports.h"
+#include "control/state/cluster_state.h"
+#include "control/worker_table.h"
+#include "protocol/base/clock.h"
+
+namespace gpool::control {
+
+class HealthDriver {
+ public:
+  static constexpr int64_t kEvaluateEveryMs = 100;
+  static constexpr int64_t kCursorEveryMs = 500;
+
+  HealthDriver(health::HealthPolicyConfig config, const state::ClusterState& state, const WorkerTable& workers,
+               Proposer& proposer, const Clock* clock);
+  ~HealthDriver();
+
+  // Leader only.
+  void Tick(int64_t now_ms);
+  void Reset();
+  void Reconfigure(health::HealthPolicyConfig config);
+
+  // For tests and status: delivery stats per sink name.
+  std::map<std::string, health::WebhookSinkStats> SinkStats() const;
+
+ private:
+  health::HealthPolicyInput BuildInput(int64_t wall_ms);
+  void Evaluate(int64_t wall_ms);
+  void RunSinks(int64_t now_ms);
+
+  health::HealthPolicyConfig config_;
+  health::XidCatalogue catalogue_;
+  const state::ClusterState& state_;
+  const WorkerTable& workers_;
+  Proposer& proposer_;
+  const Clock* clock_;
+  int64_t next_evaluate_ms_ = 0;
+  int64_t next_cursor_ms_ = 0;
+  uint32_t in_flight_ = 0;  // proposals of this driver not yet settled
+  // Per node: the health_rounds at which it was last seen clear (policy rule 4).
+  std::map<std::string, std::optional<uint64_t>> clear_since_;
+  struct Sink {
+    std::unique_ptr<health::WebhookSink> sink;
+    uint64_t committed = 0;  // the cursor last proposed
+  };
+  std::map<std::string, Sink> sinks_;
+};
+
+}  // namespace gpool::control
