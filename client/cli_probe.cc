@@ -1,6 +1,6 @@
 // `gpool probe network|gpu`: runs gpool-probe (client/probe/) as one job per
 // node, reads each task's JSON line from its log, flags the slow nodes with
-// the median - k x MAD rule (client/probe/outliers.h), prints a table, and
+// the median - k x MAD rule on log bandwidth (client/probe/outliers.h), prints a table, and
 // commits the results with ReportProbe so the coordinator raises (or clears)
 // each node's `slow` condition, device "probe/<kind>".
 //
@@ -140,6 +140,12 @@ Result<double> ParseK(const std::string& text) {
 std::string OneDecimal(double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), "%.1f", value);
+  return buffer;
+}
+
+std::string TwoDecimals(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.2f", value);
   return buffer;
 }
 
@@ -367,8 +373,8 @@ int RunProbe(Session& s, const Invocation& inv) {
     r.bandwidth_kib_s = static_cast<uint64_t>(std::llround(m.bandwidth_mib_s * 1024));
     r.latency_us = static_cast<uint64_t>(std::llround(m.latency_us));
     r.slow = verdict.slow[i];
-    r.message = OneDecimal(m.bandwidth_mib_s) + " MiB/s, median " + OneDecimal(verdict.median) + ", MAD " +
-                OneDecimal(verdict.mad) + (r.slow ? ", below " + OneDecimal(verdict.threshold) : "");
+    r.message = OneDecimal(m.bandwidth_mib_s) + " MiB/s, median " + OneDecimal(verdict.median) + ", MAD x" +
+                TwoDecimals(verdict.spread) + (r.slow ? ", below " + OneDecimal(verdict.threshold) : "");
     report.results.push_back(std::move(r));
   }
   std::optional<ReportProbeReply> committed;
@@ -405,9 +411,10 @@ int RunProbe(Session& s, const Invocation& inv) {
     } else {
       size_t flagged = 0;
       for (bool b : verdict.slow) flagged += b ? 1 : 0;
-      s.out << "median " << OneDecimal(verdict.median) << " MiB/s, MAD " << OneDecimal(verdict.mad) << ", slow below "
-            << OneDecimal(verdict.threshold)
-            << (verdict.rule == "mad" ? " (median - k x MAD, at most 90% of the median)" : " (MAD 0: half the median)")
+      // The MAD is of the logarithms: shown as the factor it stands for.
+      s.out << "median " << OneDecimal(verdict.median) << " MiB/s, MAD x" << TwoDecimals(verdict.spread)
+            << ", slow below " << OneDecimal(verdict.threshold)
+            << (verdict.rule == "mad" ? " (median / MAD^k, at most 90% of the median)" : " (MAD x1: half the median)")
             << "; " << flagged << " of " << measured.size() << " flagged\n";
     }
   }

@@ -104,11 +104,11 @@ TEST_F(ProbeCliTest, NetworkRingFlagsTheSlowNodeAndReportsEveryMeasuredNode) {
     EXPECT_EQ(r.latency_us, 40u);
   }
   EXPECT_EQ(report.results[3].bandwidth_kib_s, 20u * 1024);
-  EXPECT_EQ(report.results[3].message, "20.0 MiB/s, median 995.0, MAD 14.8, below 895.5");
+  EXPECT_EQ(report.results[3].message, "20.0 MiB/s, median 995.0, MAD x1.01, below 895.5");
 
   EXPECT_EQ(Row("node-3"), "node-3  20.0              40.0         yes   to peer:1");
   EXPECT_EQ(Row("node-0"), "node-0  1000.0            40.0         no    to peer:1");
-  EXPECT_NE(out_.str().find("median 995.0 MiB/s, MAD 14.8, slow below 895.5"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("median 995.0 MiB/s, MAD x1.01, slow below 895.5"), std::string::npos) << out_.str();
   EXPECT_NE(out_.str().find("1 of 4 flagged"), std::string::npos) << out_.str();
   EXPECT_EQ(Row("down"), "");
   EXPECT_EQ(Row("fenced"), "");

@@ -155,9 +155,16 @@ void LocalCluster::StartWorker(int index) {
   const std::string spec_path = dir_.Join(name + ".yaml");
   WriteFile(spec_path, "name: " + name + "\ncpus: 32\nmemory: 256Gi\ngpus:\n  count: " +
                            std::to_string(options_.gpus_per_worker) + "\n  model: A100-SXM4-80GB\n  memory: 80Gi\n" +
-                           (options_.gpu_mig_mode.empty() ? "" : "  mig_mode: " + options_.gpu_mig_mode + "\n"));
+                           (options_.gpu_mig_mode.empty() ? "" : "  mig_mode: " + options_.gpu_mig_mode + "\n") +
+                           (options_.worker_hostname.empty() ? "" : "hostname: " + options_.worker_hostname + "\n"));
   std::vector<std::string> argv = {GPOOL_WORKER_BIN, "--coordinator", worker_endpoint(), "--spec", spec_path,
                                    "--data-dir", WorkerDataDir(index)};
+  // env(1) sets the extra variables and execs the worker: same pid.
+  if (auto env = options_.worker_env.find(index); env != options_.worker_env.end() && !env->second.empty()) {
+    std::vector<std::string> prefix = {"env"};
+    for (const auto& [key, value] : env->second) prefix.push_back(key + "=" + value);
+    argv.insert(argv.begin(), prefix.begin(), prefix.end());
+  }
   workers_.at(index) = std::make_unique<Process>(name, argv, dir_.Join(name + ".log"));
 }
 

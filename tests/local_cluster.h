@@ -8,6 +8,7 @@
 // it starts. Workers and the CLI are given every replica's endpoint.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ struct LocalClusterOptions {
   int workers = 2;
   int gpus_per_worker = 4;
   std::string gpu_mig_mode;  // "", "dynamic": the workers' simulated GPUs' MIG mode
+  // Extra environment of one worker process, by worker index (its tasks
+  // inherit it): e.g. {3, {{"GPOOL_PROBE_THROTTLE_MIB_S", "20"}}}.
+  std::map<int, std::map<std::string, std::string>> worker_env;
+  // The hostname in every worker's node spec; "": the machine's.
+  std::string worker_hostname;
   std::vector<std::string> coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000",
                                                 "--preempt-grace-ms", "2000"};
 };

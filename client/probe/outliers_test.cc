@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 namespace gpool::probe {
@@ -21,30 +22,41 @@ TEST(FlagSlowTest, OneOutlierAmongSimilarNodes) {
   const std::vector<double> values = {1000, 1010, 990, 1005, 200};
   OutlierVerdict v = FlagSlow(values);
   EXPECT_EQ(v.rule, "mad");
-  EXPECT_EQ(v.median, 1000);
-  EXPECT_NEAR(v.mad, 14.826, 1e-9);  // median |x - 1000| = 10, scaled
-  // 1000 - 3 x 14.8 = 955.5, capped at 90% of the median.
+  EXPECT_NEAR(v.median, 1000, 1e-9);
+  // median |ln x - ln 1000| = ln(1010/1000), scaled; exp(-3 MAD) x 1000 is about 957,
+  // and the threshold is at most 90% of the median.
+  EXPECT_NEAR(v.spread, std::exp(1.4826 * std::log(1010.0 / 1000)), 1e-12);
   EXPECT_NEAR(v.threshold, 900, 1e-9);
   EXPECT_EQ(v.slow, (std::vector<bool>{false, false, false, false, true}));
 }
 
-TEST(FlagSlowTest, TheThresholdIsMedianMinusKMadsWhenThatIsLower) {
-  // Spread out: median 900, |x - M| = 100, 200, 0, 100, 600 -> MAD 100 x 1.4826.
+TEST(FlagSlowTest, TheThresholdIsMedianMinusKMadsOnTheLogScale) {
+  // Spread out: median 900; |ln x - ln 900| sorted: 0, ln(1000/900), ln(900/800), ...
   const std::vector<double> values = {1000, 1100, 900, 800, 300};
   OutlierVerdict v = FlagSlow(values);
   EXPECT_EQ(v.rule, "mad");
-  EXPECT_EQ(v.median, 900);
-  EXPECT_NEAR(v.threshold, 900 - 3 * 148.26, 1e-9);
+  EXPECT_NEAR(v.median, 900, 1e-9);
+  const double mad = 1.4826 * std::log(900.0 / 800);
+  EXPECT_NEAR(v.threshold, 900 * std::exp(-3 * mad), 1e-9);  // about 533
   EXPECT_EQ(v.slow, (std::vector<bool>{false, false, false, false, true}));
-  // A larger k flags nothing.
-  EXPECT_EQ(Slow(values, {.k = 5}), (std::vector<bool>(5, false)));
+  // A larger k flags nothing: 900 x exp(-8 MAD) is about 223.
+  EXPECT_EQ(Slow(values, {.k = 8}), (std::vector<bool>(5, false)));
+}
+
+TEST(FlagSlowTest, HealthyNodesAFactorApartDoNotHideAVerySlowOne) {
+  // Four nodes on a busy machine: the healthy ones 2.3x apart. In MiB/s the
+  // MAD (about 2,300) would put the threshold below zero.
+  EXPECT_EQ(Slow({2376.7, 5465.5, 3137.7, 20}), (std::vector<bool>{false, false, false, true}));
+  EXPECT_EQ(Slow({3861.8, 6113.7, 2797.6, 20}), (std::vector<bool>{false, false, false, true}));
+  // Nor, with five nodes, does a very fast one as well.
+  EXPECT_EQ(Slow({1000, 1100, 1050, 50000, 20}), (std::vector<bool>{false, false, false, false, true}));
 }
 
 TEST(FlagSlowTest, AllEqualFallsBackToTheRelativeFloorAndFlagsNothing) {
   OutlierVerdict v = FlagSlow(std::vector<double>{500, 500, 500, 500});
   EXPECT_EQ(v.rule, "relative");
-  EXPECT_EQ(v.mad, 0);
-  EXPECT_EQ(v.threshold, 250);
+  EXPECT_EQ(v.spread, 1);
+  EXPECT_NEAR(v.threshold, 250, 1e-9);
   EXPECT_EQ(v.slow, (std::vector<bool>(4, false)));
 }
 
