@@ -56,7 +56,9 @@ void ProbeOptions(cxxopts::Options& o) {
        cxxopts::value<std::string>(), "PATH")
       ("port-base", "network: node i listens on PORT+i (default: ports free on this machine)",
        cxxopts::value<std::string>(), "PORT")
-      ("queue", "the queue the probe jobs go to (default \"default\")", cxxopts::value<std::string>(), "Q");
+      ("queue", "the queue the probe jobs go to (default \"default\")", cxxopts::value<std::string>(), "Q")
+      ("idle", "without --nodes: only nodes running no tasks (for periodic probes: busy nodes measure their load)",
+       cxxopts::value<bool>()->default_value("false"));
 }
 
 // One node under probe.
@@ -152,7 +154,7 @@ std::string TwoDecimals(double value) {
 // The nodes to probe: the named ones (each must exist and be able to take
 // the job), else every Ready, uncordoned node (with GPUs, for gpu).
 Result<std::vector<ProbeTarget>> ChooseTargets(Client& client, const std::string& kind,
-                                               const std::optional<std::string>& names) {
+                                               const std::optional<std::string>& names, bool idle_only) {
   GPOOL_ASSIGN_OR_RETURN(ListNodesReply nodes, client.ListNodes());
   std::vector<ProbeTarget> targets;
   auto usable = [&](const NodeSummary& n) { return n.state == "Ready" && !n.cordoned; };
@@ -182,7 +184,7 @@ Result<std::vector<ProbeTarget>> ChooseTargets(Client& client, const std::string
     }
   } else {
     for (const auto& n : nodes.nodes) {
-      if (!usable(n) || (kind == "gpu" && n.gpus_total == 0)) continue;
+      if (!usable(n) || (kind == "gpu" && n.gpus_total == 0) || (idle_only && n.tasks > 0)) continue;
       targets.push_back({.node = n});
     }
     std::sort(targets.begin(), targets.end(),
@@ -261,10 +263,18 @@ int RunProbe(Session& s, const Invocation& inv) {
   auto client = s.client();
   if (!client.ok()) return s.Fail(client.status());
   auto chosen = ChooseTargets(**client, kind,
-                              f.count("nodes") ? std::optional(f["nodes"].as<std::string>()) : std::nullopt);
+                              f.count("nodes") ? std::optional(f["nodes"].as<std::string>()) : std::nullopt,
+                              f["idle"].as<bool>());
   if (!chosen.ok()) return s.Fail(chosen.status());
   std::vector<ProbeTarget> targets = std::move(chosen).value();
-  if (targets.empty()) return s.Fail(Status::FailedPrecondition("no node to probe (none is Ready and uncordoned)"));
+  if (targets.empty()) {
+    if (f["idle"].as<bool>()) {
+      // Nothing idle is not a failure of a periodic probe: there is just nothing to measure now.
+      s.err << "gpool: no idle node to probe\n";
+      return kExitOk;
+    }
+    return s.Fail(Status::FailedPrecondition("no node to probe (none is Ready and uncordoned)"));
+  }
 
   // The ring: every node's host and port, in the order of `targets`.
   std::string ring;
@@ -443,10 +453,10 @@ std::optional<int> PrepareProbe(Session&, Invocation&, std::vector<std::string>&
 }
 
 constexpr CommandForm kProbeForms[] = {
-    {"network [--nodes A,B,C] [--k K] [--timeout S] [--bytes N] [--port-base PORT] [--probe-bin PATH]",
+    {"network [--nodes A,B,C | --idle] [--k K] [--timeout S] [--bytes N] [--port-base PORT] [--probe-bin PATH]",
      "network [--nodes A,B] [--k K]",
      "TCP bandwidth and latency, each node to the next in a ring; flag slow nodes"},
-    {"gpu [--nodes A,B,C] [--k K] [--timeout S] [--bytes N] [--probe-bin PATH]",
+    {"gpu [--nodes A,B,C | --idle] [--k K] [--timeout S] [--bytes N] [--probe-bin PATH]",
      "gpu [--nodes A,B] [--k K]", "host<->GPU copy bandwidth of each node; flag slow nodes"},
 };
 

@@ -188,6 +188,19 @@ TEST_F(ProbeCliTest, JsonPrintsTheReport) {
   EXPECT_EQ(err_.str(), "");
 }
 
+TEST_F(ProbeCliTest, IdleProbesOnlyNodesWithoutTasks) {
+  for (int i = 0; i < 4; ++i) Network("node-" + std::to_string(i), 1000);
+  cluster_->nodes.nodes[0].tasks = 2;
+  ASSERT_EQ(Run({"probe", "network", "--idle"}), kExitOk) << err_.str();
+  ASSERT_EQ(cluster_->submits.size(), 3u);
+  EXPECT_EQ(Row("node-0"), "");
+  // Nothing idle: nothing to do, and no error for a timer to report.
+  for (auto& n : cluster_->nodes.nodes) n.tasks = 1;
+  EXPECT_EQ(Run({"probe", "network", "--idle"}), kExitOk);
+  EXPECT_EQ(err_.str(), "gpool: no idle node to probe\n");
+  EXPECT_EQ(cluster_->submits.size(), 3u);
+}
+
 TEST_F(ProbeCliTest, BadRequestsAreRefusedBeforeAnythingIsSubmitted) {
   EXPECT_EQ(Run({"probe", "disk"}), kExitUsage);
   EXPECT_EQ(err_.str(), "gpool: InvalidArgument: probe: expected network or gpu, got 'disk'\nRun 'gpool --help' for usage.\n");
