@@ -5,10 +5,38 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <filesystem>
 #include <stdexcept>
 
+#include "worker/runner/supervisor_state.h"
+
 namespace gpool::testing {
+namespace {
+
+// Kills, by the pids their supervisors recorded, the tasks still running
+// under `data_dir`: each task's process group first (its supervisor then
+// empties its cgroup and exits), then any supervisor that does not.
+void KillSupervisedTasks(const std::string& data_dir) {
+  std::vector<std::pair<std::string, int64_t>> live;  // state dir, supervisor pid
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(data_dir + "/tasks", ec)) {
+    const std::string dir = entry.path().string();
+    if (entry.path().extension() != ".state" || !worker::SupervisorAlive(dir)) continue;
+    auto started = worker::ReadStartRecord(dir);
+    if (!started.ok()) continue;
+    kill(-static_cast<pid_t>(started->pid), SIGKILL);
+    live.emplace_back(dir, started->supervisor_pid);
+  }
+  for (const auto& [dir, supervisor] : live) {
+    if (!WaitFor([&dir = dir] { return !worker::SupervisorAlive(dir); }, std::chrono::seconds(10))) {
+      kill(static_cast<pid_t>(supervisor), SIGKILL);
+    }
+  }
+}
+
+}  // namespace
 
 ReservedPort::ReservedPort() {
   // CLOEXEC: the processes the tests start need not hold it too.
@@ -65,6 +93,9 @@ LocalCluster::~LocalCluster() {
   for (auto& worker : workers_) {
     if (worker) worker->Stop(15, std::chrono::seconds(10));
   }
+  // Tasks outlive a worker killed with SIGKILL (each runs under its own
+  // supervisor); those no restarted worker stopped are killed here.
+  for (size_t i = 0; i < workers_.size(); ++i) KillSupervisedTasks(WorkerDataDir(static_cast<int>(i)));
   for (auto& coordinator : coordinators_) {
     if (coordinator) coordinator->Stop(15, std::chrono::seconds(5));
   }

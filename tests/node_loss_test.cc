@@ -11,6 +11,7 @@
 
 #include "client/client.h"
 #include "tests/local_cluster.h"
+#include "worker/runner/supervisor_state.h"
 
 namespace gpool::testing {
 namespace {
@@ -51,6 +52,13 @@ class NodeLossTest : public ::testing::Test {
   void TearDown() override {
     for (int64_t pid : survivors_) kill(static_cast<pid_t>(pid), SIGKILL);
   }
+  // Tasks outlive their worker under their supervisors (worker_restart_test.cc);
+  // a task is lost with its node when its supervisor goes too, as on a reboot.
+  void KillSupervisor(uint64_t job) {
+    auto started = worker::ReadStartRecord(cluster_->WorkerDataDir(0) + "/tasks/" + std::to_string(job) + ".0.0.state");
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    ASSERT_EQ(kill(static_cast<pid_t>(started->supervisor_pid), SIGKILL), 0);
+  }
   std::unique_ptr<LocalCluster> cluster_;
   std::unique_ptr<Client> client_;
   std::vector<int64_t> survivors_;
@@ -76,8 +84,10 @@ TEST_F(NodeLossTest, DeadWorkerGoesNotReadyAndItsTaskIsLostWhenItReturns) {
       },
       20s));
 
-  // SIGKILL the worker: its task dies with it (parent-death signal).
+  // SIGKILL the worker and the task's supervisor: the task dies with the
+  // supervisor (parent-death signal).
   cluster_->worker(0)->Kill();
+  ASSERT_NO_FATAL_FAILURE(KillSupervisor(job->job_id));
   EXPECT_TRUE(WaitFor([&] { return !PidAlive(static_cast<pid_t>(pid)); }, 10s));
   ASSERT_TRUE(WaitFor([&] { return NodeState(*cluster_, cluster_->NodeName(0)) == "NotReady"; }, 15s));
   // Until the node reports back, the coordinator cannot know the task is gone.
@@ -94,8 +104,10 @@ TEST_F(NodeLossTest, DeadWorkerGoesNotReadyAndItsTaskIsLostWhenItReturns) {
         return failed.ok() && failed->summary.state == "Failed";
       },
       10s));
-  EXPECT_EQ(failed->tasks[0].state, "Lost");
-  EXPECT_NE(failed->summary.reason.find("lost"), std::string::npos) << failed->summary.reason;
+  // The returning worker reports what it found: lost with its supervisor
+  // (exit code 255; its RegisterNode report carries no message).
+  EXPECT_EQ(failed->tasks[0].state, "Failed");
+  EXPECT_EQ(failed->tasks[0].exit_code, 255);
 
   // The node's GPUs are free again and new work runs there.
   spec.name = "after";
@@ -146,14 +158,15 @@ TEST_F(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegiste
   survivors_.push_back(grandchild);
 
   cluster_->worker(0)->Kill();
+  ASSERT_NO_FATAL_FAILURE(KillSupervisor(job->job_id));
   EXPECT_TRUE(Running(grandchild)) << "the parent-death signal reaches the first process only";
   cluster_->StartWorker(0);
-  // The task is Lost once the new worker has registered, which it does only
-  // after emptying what the old one left.
+  // The task is reported failed once the new worker has registered, which it
+  // does only after emptying what the old one left.
   ASSERT_TRUE(WaitFor(
       [&] {
         auto detail = client_->GetJob(JobId(job->job_id));
-        return detail.ok() && detail->summary.state == "Failed" && detail->tasks[0].state == "Lost";
+        return detail.ok() && detail->summary.state == "Failed" && detail->tasks[0].state == "Failed";
       },
       30s));
   EXPECT_FALSE(Running(grandchild)) << "grandchild " << grandchild << " of the lost task still runs";
@@ -170,12 +183,12 @@ TEST_F(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegiste
       20s));
 }
 
-// A task that kills its own worker (kill -9 $PPID) leaves its GPUs held,
-// not given out twice: while the node is away the coordinator keeps them
-// the task's, and a job that needs them waits; the restarted worker kills
-// what is left of the task before it registers, and only then do they go
-// to the waiting job.
-TEST_F(NodeLossTest, ATaskThatKillsItsWorkerNeverHasItsGpusGivenOutTwice) {
+// A task that kills what started it (kill -9 $PPID: its supervisor, which
+// stands between the worker and the task) leaves its GPUs held, not given out
+// twice: the worker notices the supervisor's death, kills what is left of the
+// task through its cgroup, and reports it failed only then; a job that needs
+// the GPUs gets them after that.
+TEST_F(NodeLossTest, ATaskThatKillsItsSupervisorNeverHasItsGpusGivenOutTwice) {
   if (geteuid() != 0 || (!std::filesystem::exists("/sys/fs/cgroup/freezer/cgroup.procs") &&
                          !std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"))) {
     GTEST_SKIP() << "task cgroups need root and a cgroup hierarchy";
@@ -183,7 +196,8 @@ TEST_F(NodeLossTest, ATaskThatKillsItsWorkerNeverHasItsGpusGivenOutTwice) {
   ASSERT_NO_FATAL_FAILURE(StartOneNode());
   const std::string pid_file = cluster_->dir() + "/survivor.pid";
   JobSpec killer;
-  killer.name = "kills-its-worker";
+  killer.name = "kills-its-supervisor";
+  killer.restart.policy = "never";
   TaskGroupSpec group;
   group.command = {"sh", "-c",
                    "sh -c 'echo $$ > " + pid_file + "; while :; do sleep 1; done' & "
@@ -195,7 +209,6 @@ TEST_F(NodeLossTest, ATaskThatKillsItsWorkerNeverHasItsGpusGivenOutTwice) {
   int64_t survivor = 0;
   ASSERT_TRUE(WaitFor([&] { return static_cast<bool>(std::ifstream(pid_file) >> survivor); }, 20s));
   survivors_.push_back(survivor);
-  ASSERT_TRUE(WaitFor([&] { return !cluster_->worker(0)->Running(); }, 10s)) << "the task killed its worker";
 
   JobSpec whole_node;
   whole_node.name = "needs-every-gpu";
@@ -204,23 +217,23 @@ TEST_F(NodeLossTest, ATaskThatKillsItsWorkerNeverHasItsGpusGivenOutTwice) {
   whole_node.tasks.push_back(group);
   auto second = client_->Submit(whole_node, "");
   ASSERT_TRUE(second.ok());
-  ASSERT_TRUE(WaitFor([&] { return NodeState(*cluster_, cluster_->NodeName(0)) == "NotReady"; }, 15s));
-  auto waiting = client_->GetJob(JobId(second->job_id));
-  ASSERT_TRUE(waiting.ok());
-  EXPECT_EQ(waiting->summary.state, "Pending") << "the lost task's GPUs went out while it may still run";
-  EXPECT_TRUE(Running(survivor));
-
-  cluster_->StartWorker(0);
   ASSERT_TRUE(WaitFor(
+      [&] {
+        auto detail = client_->GetJob(JobId(first->job_id));
+        return detail.ok() && detail->summary.state == "Failed";
+      },
+      20s));
+  EXPECT_FALSE(Running(survivor)) << "the killer's child " << survivor << " ran on after its task was reported ended";
+  auto lost = client_->GetJob(JobId(first->job_id));
+  ASSERT_TRUE(lost.ok());
+  EXPECT_NE(lost->tasks[0].message.find("lost with its supervisor"), std::string::npos) << lost->tasks[0].message;
+  EXPECT_TRUE(WaitFor(
       [&] {
         auto detail = client_->GetJob(JobId(second->job_id));
         return detail.ok() && detail->summary.state == "Succeeded";
       },
       30s));
-  EXPECT_FALSE(Running(survivor)) << "the killer's child " << survivor << " ran beside the next job";
-  auto lost = client_->GetJob(JobId(first->job_id));
-  ASSERT_TRUE(lost.ok());
-  EXPECT_EQ(lost->tasks[0].state, "Lost");
+  EXPECT_TRUE(cluster_->worker(0)->Running()) << "the worker is not the task's parent any more";
 }
 
 }  // namespace

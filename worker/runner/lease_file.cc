@@ -51,6 +51,13 @@ Status WriteLease(const std::string& path, int64_t deadline_mono_ms) {
   return WriteFileAtomic(path, line + "\n");
 }
 
+Result<int64_t> RenewLease(const std::string& path, int64_t sent_mono_ms, int64_t lease_ms) {
+  const int64_t deadline = sent_mono_ms + lease_ms;
+  if (auto current = ReadLease(path); current.ok() && *current >= deadline) return *current;
+  GPOOL_RETURN_IF_ERROR(WriteLease(path, deadline));
+  return deadline;
+}
+
 Result<int64_t> ReadLease(const std::string& path) {
   auto text = ReadWholeFile(path);
   if (!text.ok()) return text.status();

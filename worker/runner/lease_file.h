@@ -43,6 +43,17 @@ int64_t MonotonicNowMs();
 // then stands and runs out.
 Status WriteLease(const std::string& path, int64_t deadline_mono_ms);
 
+// How the worker renews it: note MonotonicNowMs() when it sends a
+// heartbeat (or RegisterNode); when the coordinator acknowledges that
+// message, call RenewLease(path, sent_mono_ms, lease_ms) with the lease the
+// coordinator grants. Counting from the send, not the acknowledgement, keeps
+// the node's deadline at or before the coordinator's own for the same
+// message (the coordinator counts from when it received it), so the node's
+// tasks stop before the coordinator may place them elsewhere. A late
+// acknowledgement never moves the deadline back: RenewLease only extends.
+// Returns the deadline now in force.
+Result<int64_t> RenewLease(const std::string& path, int64_t sent_mono_ms, int64_t lease_ms);
+
 // The deadline in the file. NotFound (no file), IoError (unreadable),
 // Malformed (not a lease), FailedPrecondition (written in another boot).
 Result<int64_t> ReadLease(const std::string& path);

@@ -27,6 +27,23 @@ TEST(LeaseFileTest, AWrittenDeadlineReadsBackAndAllowsRunningUntilIt) {
   EXPECT_TRUE(CheckLease(path, now + 5'000).ok());
 }
 
+TEST(LeaseFileTest, ARenewalCountsFromTheSendAndNeverMovesTheDeadlineBack) {
+  testing::TempDir dir;
+  const std::string path = LeasePath(dir.path());
+  const int64_t sent = MonotonicNowMs();
+  auto first = RenewLease(path, sent, 10'000);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(*first, sent + 10'000);
+  // The acknowledgement of an older heartbeat arrives late.
+  auto late = RenewLease(path, sent - 5'000, 10'000);
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(*late, sent + 10'000);
+  EXPECT_EQ(*ReadLease(path), sent + 10'000);
+  auto next = RenewLease(path, sent + 1'000, 10'000);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(*ReadLease(path), sent + 11'000);
+}
+
 TEST(LeaseFileTest, AbsentOrMalformedLeasesDoNotAllowRunning) {
   testing::TempDir dir;
   const std::string path = LeasePath(dir.path());
