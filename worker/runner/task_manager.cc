@@ -218,11 +218,44 @@ void TaskManager::Terminate(const TaskId& id, Task& task, int64_t grace_ms, cons
   }
 }
 
+const TaskId* TaskManager::WholeGpuHolder(const TaskId& id, const Task& task) const {
+  const bool whole = !IsGpuShare(task.bind) && task.bind.mig_profiles.empty() && task.bind.cores.empty();
+  for (const auto& [pid, other_id] : by_pid_) {
+    if (other_id == id) continue;
+    const BindTask& other = tasks_.at(other_id).bind;
+    const bool other_whole = !IsGpuShare(other) && other.mig_profiles.empty() && other.cores.empty();
+    if (!whole && !other_whole) continue;  // tenants of a shared GPU may run side by side
+    for (uint32_t gpu : task.bind.gpu_indices) {
+      if (std::find(other.gpu_indices.begin(), other.gpu_indices.end(), gpu) != other.gpu_indices.end()) {
+        return &other_id;
+      }
+    }
+  }
+  return nullptr;
+}
+
 void TaskManager::Poll() {
+  std::vector<TaskId> waiting;
   for (const TaskId& id : std::exchange(to_start_, {})) {
     auto it = tasks_.find(id);
-    if (it != tasks_.end() && it->second.phase == Phase::kPending) Start(id, it->second);
+    if (it == tasks_.end() || it->second.phase != Phase::kPending) continue;
+    // The node's own guard against two jobs on one GPU: a task whose GPUs a
+    // process of another task still holds (one the coordinator has moved on
+    // from: lost, requeued, cancelled while the node was away, being
+    // stopped) starts only once that task is gone, whatever the
+    // coordinator's view.
+    if (const TaskId* holder = WholeGpuHolder(id, it->second)) {
+      if (!it->second.waiting_logged) {
+        it->second.waiting_logged = true;
+        log_->warn("task waits for its GPUs: another task's processes still hold them task={} holder={}",
+                   id.ToString(), holder->ToString());
+      }
+      waiting.push_back(id);
+      continue;
+    }
+    Start(id, it->second);
   }
+  to_start_.insert(to_start_.begin(), waiting.begin(), waiting.end());
   for (const ExitInfo& exit : options_.launcher->Reap()) OnExit(exit);
   const int64_t now = options_.clock->MonoMs();
   if (now >= next_log_cap_ms_) {  // a stat per running task, four times a second

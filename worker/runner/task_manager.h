@@ -175,11 +175,15 @@ class TaskManager {
     bool exit_acked = false;
     int64_t finished_mono_ms = 0;
     std::vector<MigInstance> mig_created;  // dynamic MIG instances to destroy when it ends
+    bool waiting_logged = false;  // told once that it waits for its GPUs (WholeGpuHolder)
   };
 
   explicit TaskManager(TaskManagerOptions options);
 
   void Start(const TaskId& id, Task& task);
+  // A running task (not yet reaped) that holds one of `task`'s GPUs where
+  // either holds it whole; nullptr when none.
+  const TaskId* WholeGpuHolder(const TaskId& id, const Task& task) const;
   // Creates the task's dynamic MIG instances (recorded in task.mig_created
   // as they are made) and fills `uuids` by GPU index.
   Status CreateMigInstances(const TaskId& id, Task& task, std::map<uint32_t, std::string>& uuids);

@@ -448,3 +448,35 @@ TEST_F(TaskManagerTest, ARunningTasksLogIsHeldToItsCapAndTheTailSaysSo) {
 
 }  // namespace
 }  // namespace gpool::worker
+
+namespace gpool::worker {
+namespace {
+
+// The node's own guard: a bind for GPUs whose whole-GPU holder still runs
+// (the coordinator moved on from it: lost, requeued, being stopped) waits
+// until that holder's processes are gone.
+TEST_F(TaskManagerTest, ATaskWaitsForItsGpusUntilTheirOldHolderIsGone) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(1, 0, {0, 1})).ok());
+  tm_->Poll();
+  ASSERT_EQ(launcher_.launched().size(), 1u);
+  const int64_t old_pid = launcher_.launched()[0].pid;
+  launcher_.IgnoreSignal(SIGTERM);  // it takes its time to stop
+  tm_->Preempt(MakePreempt(1, 0, 60'000));
+  ASSERT_TRUE(tm_->Bind(MakeBind(2, 0, {1, 2})).ok());
+  ASSERT_TRUE(tm_->Bind(MakeBind(3, 0, {3})).ok());
+  tm_->Poll();
+  ASSERT_EQ(launcher_.launched().size(), 2u) << "job 3's GPU is free; job 2's GPU 1 is still held";
+  EXPECT_EQ(launcher_.launched()[1].request.log_path, dir_.path() + "/tasks/3.0.0.log");
+  EXPECT_FALSE(tm_->Idle());
+  EXPECT_TRUE(log_.Contains("task waits for its GPUs"));
+  tm_->Poll();
+  EXPECT_EQ(launcher_.launched().size(), 2u);
+  launcher_.Exit(old_pid, 143);
+  tm_->Poll();  // reaped
+  tm_->Poll();  // started
+  ASSERT_EQ(launcher_.launched().size(), 3u);
+  EXPECT_EQ(launcher_.launched()[2].request.log_path, dir_.path() + "/tasks/2.0.0.log");
+}
+
+}  // namespace
+}  // namespace gpool::worker
