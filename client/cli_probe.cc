@@ -42,7 +42,7 @@ constexpr int64_t kProbeDefaultTimeoutMs = 120'000;
 // them to print and exit before it cancels them.
 constexpr int64_t kProbeGraceMs = 15'000;
 constexpr uint32_t kProbeLogBytes = 64 * 1024;
-constexpr char kNodeLabel[] = "gpool.io/node";
+constexpr char kProbeNodeLabel[] = "gpool.io/node";
 
 void ProbeOptions(cxxopts::Options& o) {
   o.add_options("probe")
@@ -139,13 +139,13 @@ Result<double> ParseK(const std::string& text) {
   return k;
 }
 
-std::string OneDecimal(double value) {
+std::string ProbeOneDecimal(double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), "%.1f", value);
   return buffer;
 }
 
-std::string TwoDecimals(double value) {
+std::string ProbeTwoDecimals(double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), "%.2f", value);
   return buffer;
@@ -202,7 +202,7 @@ JobSpec ProbeJob(const std::string& kind, const ProbeTarget& target, std::vector
   spec.queue = queue;
   spec.user = user;
   if (!target.node.pool.empty()) spec.pool = target.node.pool;
-  spec.node_selector[kNodeLabel] = target.node.name;
+  spec.node_selector[kProbeNodeLabel] = target.node.name;
   for (const auto& [key, value] : target.node.taints) spec.tolerations.push_back(value.empty() ? key : key + "=" + value);
   spec.restart.policy = "never";
   TaskGroupSpec group;
@@ -383,8 +383,8 @@ int RunProbe(Session& s, const Invocation& inv) {
     r.bandwidth_kib_s = static_cast<uint64_t>(std::llround(m.bandwidth_mib_s * 1024));
     r.latency_us = static_cast<uint64_t>(std::llround(m.latency_us));
     r.slow = verdict.slow[i];
-    r.message = OneDecimal(m.bandwidth_mib_s) + " MiB/s, median " + OneDecimal(verdict.median) + ", MAD x" +
-                TwoDecimals(verdict.spread) + (r.slow ? ", below " + OneDecimal(verdict.threshold) : "");
+    r.message = ProbeOneDecimal(m.bandwidth_mib_s) + " MiB/s, median " + ProbeOneDecimal(verdict.median) + ", MAD x" +
+                ProbeTwoDecimals(verdict.spread) + (r.slow ? ", below " + ProbeOneDecimal(verdict.threshold) : "");
     report.results.push_back(std::move(r));
   }
   std::optional<ReportProbeReply> committed;
@@ -407,8 +407,8 @@ int RunProbe(Session& s, const Invocation& inv) {
     for (auto& t : targets) {
       if (t.measured) {
         const bool slow = report.results[next++].slow;
-        table.AddRow({t.node.name, OneDecimal(t.measured->bandwidth_mib_s),
-                      kind == "network" ? OneDecimal(t.measured->latency_us) : "-", slow ? "yes" : "no",
+        table.AddRow({t.node.name, ProbeOneDecimal(t.measured->bandwidth_mib_s),
+                      kind == "network" ? ProbeOneDecimal(t.measured->latency_us) : "-", slow ? "yes" : "no",
                       kind == "network" ? "to " + t.measured->detail : t.measured->detail});
       } else {
         table.AddRow({t.node.name, "-", "-", "-", "not measured: " + t.problem});
@@ -422,8 +422,8 @@ int RunProbe(Session& s, const Invocation& inv) {
       size_t flagged = 0;
       for (bool b : verdict.slow) flagged += b ? 1 : 0;
       // The MAD is of the logarithms: shown as the factor it stands for.
-      s.out << "median " << OneDecimal(verdict.median) << " MiB/s, MAD x" << TwoDecimals(verdict.spread)
-            << ", slow below " << OneDecimal(verdict.threshold)
+      s.out << "median " << ProbeOneDecimal(verdict.median) << " MiB/s, MAD x" << ProbeTwoDecimals(verdict.spread)
+            << ", slow below " << ProbeOneDecimal(verdict.threshold)
             << (verdict.rule == "mad" ? " (median / MAD^k, at most 90% of the median)" : " (MAD x1: half the median)")
             << "; " << flagged << " of " << measured.size() << " flagged\n";
     }
