@@ -22,7 +22,7 @@ constexpr std::array<std::string_view, 3> kPriorityClasses = {"low", "medium", "
 constexpr std::array<std::string_view, 3> kNumaPolicies = {"none", "best-effort", "single-numa-node"};
 constexpr std::array<std::string_view, 3> kNetworkModes = {"none", "best-effort", "single-switch"};
 constexpr std::array<std::string_view, 3> kSharingQos = {"best-effort", "fixed-share", "burst-share"};
-constexpr std::array<std::string_view, 3> kTaskEventKinds = {"started", "exited", "failed"};
+constexpr std::array<std::string_view, 4> kTaskEventKinds = {"started", "exited", "failed", "lost"};
 
 template <typename E, size_t N>
 std::optional<E> FromName(const std::array<std::string_view, N>& names, std::string_view s) {

@@ -373,8 +373,9 @@ enum class NetworkMode : uint8_t { kNone, kBestEffort, kSingleSwitch };
 // the share), "burst-share" (guaranteed, may use idle compute).
 enum class SharingQos : uint8_t { kBestEffort, kFixedShare, kBurstShare };
 // What a worker reports of a task: "started", "exited", "failed" (could not
-// be started or lost its process).
-enum class TaskEventKind : uint8_t { kStarted, kExited, kFailed };
+// be started), "lost" (the node ended it: its lease expired or its
+// supervisor died; requeued by the job's restart policy like a node loss).
+enum class TaskEventKind : uint8_t { kStarted, kExited, kFailed, kLost };
 // RestartSpec.policy: "never", "on-failure", "on-node-loss".
 enum class RestartPolicy : uint8_t { kNever, kOnFailure, kOnNodeLoss };
 

@@ -64,7 +64,7 @@ class NodeLossTest : public ::testing::Test {
   std::vector<int64_t> survivors_;
 };
 
-TEST_F(NodeLossTest, DeadWorkerGoesNotReadyAndItsTaskIsLostWhenItReturns) {
+TEST_F(NodeLossTest, ATaskLostWithItsNodeRunsAgainAsItsNextAttemptWhenTheNodeReturns) {
   ASSERT_NO_FATAL_FAILURE(StartOneNode());
   JobSpec spec;
   spec.name = "long";
@@ -97,18 +97,26 @@ TEST_F(NodeLossTest, DeadWorkerGoesNotReadyAndItsTaskIsLostWhenItReturns) {
 
   cluster_->StartWorker(0);
   ASSERT_TRUE(WaitFor([&] { return NodeState(*cluster_, cluster_->NodeName(0)) == "Ready"; }, 20s));
-  auto failed = client_->GetJob(JobId(job->job_id));
+  // The returning worker reports what it found (lost with its supervisor):
+  // the default restart policy requeues it, and it runs again as attempt 1.
+  auto again = client_->GetJob(JobId(job->job_id));
   ASSERT_TRUE(WaitFor(
       [&] {
-        failed = client_->GetJob(JobId(job->job_id));
-        return failed.ok() && failed->summary.state == "Failed";
+        again = client_->GetJob(JobId(job->job_id));
+        return again.ok() && again->tasks[0].attempt == 1 && again->tasks[0].state == "Running";
       },
-      10s));
-  // The returning worker reports what it found: lost with its supervisor
-  // (exit code 255; its RegisterNode report carries no message).
-  EXPECT_EQ(failed->tasks[0].state, "Failed");
-  EXPECT_EQ(failed->tasks[0].exit_code, 255);
-
+      20s));
+  EXPECT_EQ(again->summary.restarts, 1u);
+  EXPECT_NE(again->summary.restart_reason.find("lost"), std::string::npos) << again->summary.restart_reason;
+  EXPECT_NE(again->tasks[0].pid, pid);
+  auto cancelled = client_->CancelJob(JobId(job->job_id), 0);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto detail = client_->GetJob(JobId(job->job_id));
+        return detail.ok() && detail->summary.state == "Cancelled";
+      },
+      20s));
   // The node's GPUs are free again and new work runs there.
   spec.name = "after";
   spec.tasks[0].command = {"true"};
@@ -151,6 +159,7 @@ TEST_F(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegiste
   group.command = {"sh", "-c", "sh -c 'echo $$ > " + pid_file + "; while :; do sleep 1; done'; echo x"};
   group.resources.gpus = 2;
   spec.tasks.push_back(group);
+  spec.restart.policy = "never";  // the lost task stays lost: the next job can take its GPUs
   auto job = client_->Submit(spec, "");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   int64_t grandchild = 0;
@@ -161,12 +170,12 @@ TEST_F(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegiste
   ASSERT_NO_FATAL_FAILURE(KillSupervisor(job->job_id));
   EXPECT_TRUE(Running(grandchild)) << "the parent-death signal reaches the first process only";
   cluster_->StartWorker(0);
-  // The task is reported failed once the new worker has registered, which it
+  // The task is reported lost once the new worker has registered, which it
   // does only after emptying what the old one left.
   ASSERT_TRUE(WaitFor(
       [&] {
         auto detail = client_->GetJob(JobId(job->job_id));
-        return detail.ok() && detail->summary.state == "Failed" && detail->tasks[0].state == "Failed";
+        return detail.ok() && detail->summary.state == "Failed" && detail->tasks[0].state == "Lost";
       },
       30s));
   EXPECT_FALSE(Running(grandchild)) << "grandchild " << grandchild << " of the lost task still runs";

@@ -160,7 +160,8 @@ TEST_F(WorkerRestartTest, ATaskWhoseSupervisorIsKilledIsReportedLostNotSilentlyG
       },
       20s));
   auto failed = Job(job);
-  EXPECT_EQ(failed->tasks[0].state, "Failed");
+  // Lost, not failed: the node ended it (restart never, so the job fails).
+  EXPECT_EQ(failed->tasks[0].state, "Lost");
   EXPECT_NE(failed->tasks[0].message.find("lost with its supervisor"), std::string::npos)
       << failed->tasks[0].message;
   EXPECT_FALSE(StillRunning(pid));
@@ -186,9 +187,9 @@ TEST_F(WorkerRestartTest, ASupervisorThatDiesWhileTheWorkerIsDownIsReportedWhenI
         return detail.ok() && detail->summary.state == "Failed";
       },
       30s));
-  // RegisterNode's task reports carry no message (the "exited" event that
-  // does arrives after them): the loss shows as exit code 255.
-  EXPECT_EQ(Job(job)->tasks[0].state, "Failed");
+  // RegisterNode's task report says Lost (its message comes with the "lost"
+  // event after it); restart never, so the job fails.
+  EXPECT_EQ(Job(job)->tasks[0].state, "Lost");
   EXPECT_EQ(Job(job)->tasks[0].exit_code, 255);
   EXPECT_FALSE(StillRunning(background)) << "the task's child " << background << " outlived its reported end";
 }

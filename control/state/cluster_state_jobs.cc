@@ -4,6 +4,7 @@
 #include "control/state/cluster_state.h"
 
 #include <algorithm>
+#include <set>
 
 #include "control/state/cluster_state_internal.h"
 
@@ -125,6 +126,13 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
       task.start_ms = when;
       TrackCommand(task);
     }
+  } else if (*kind == TaskEventKind::kLost) {
+    task.exit_code = event.exit_code;
+    task.signal = event.signal;
+    if (task.start_ms == 0) task.start_ms = when;
+    std::set<uint64_t> restarted;
+    LoseTask(*job, task, event.message.empty() ? "lost on node " + event.node : event.message, when, restarted);
+    if (!restarted.empty()) RequeueGangIfBroken(*job, "a task was lost on node " + event.node);
   } else {
     task.exit_code = event.exit_code;
     task.signal = event.signal;

@@ -58,6 +58,15 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
       continue;
     }
     auto terminal = TaskStateFromString(report.state);
+    if (terminal == TaskState::kLost) {
+      // The node ended it (lease, supervisor): like a loss of the node.
+      task.exit_code = report.exit_code;
+      task.signal = report.signal;
+      LoseTask(*job, task, "lost on node " + cmd.node.name + " while its worker was away", now, restarted);
+      if (restarted.count(job->id.value())) RequeueGangIfBroken(*job, "a task was lost with its node");
+      UpdateJobState(*job, now);
+      continue;
+    }
     if (terminal && IsTerminal(*terminal)) {
       task.exit_code = report.exit_code;
       task.signal = report.signal;

@@ -80,6 +80,11 @@ struct ExitInfo {
   // Why it ended, when the launcher knows more than the status says:
   // "node lease expired", "lost with its supervisor: ...". Empty otherwise.
   std::string reason;
+  // The node, not the task, ended it (lease expired, supervisor gone): the
+  // task is reported lost, so its job's restart policy can requeue it.
+  bool LostByNode() const {
+    return reason.rfind("node lease expired", 0) == 0 || reason.rfind("lost with its supervisor", 0) == 0;
+  }
 };
 
 // What Adopt found of a task a previous launcher started.

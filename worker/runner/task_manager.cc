@@ -394,6 +394,7 @@ void TaskManager::Finish(const TaskId& id, Task& task, const ExitInfo& exit, boo
   task.phase = Phase::kExited;
   task.exit_code = exit.exit_code;
   task.signal = exit.signal;
+  task.lost = exit.LostByNode() && !task.preempted;
   task.kill_at_ms = 0;
   task.finished_mono_ms = options_.clock->MonoMs();
   if (IsGpuShare(task.bind)) {
@@ -407,7 +408,8 @@ void TaskManager::Finish(const TaskId& id, Task& task, const ExitInfo& exit, boo
   if (acked) {
     task.exit_acked = true;
   } else {
-    task.exit_seq = Emit(id, TaskEventKind::kExited, exit.pid, exit.exit_code, exit.signal, message);
+    task.exit_seq = Emit(id, task.lost ? TaskEventKind::kLost : TaskEventKind::kExited, exit.pid, exit.exit_code,
+                         exit.signal, message);
   }
   log_->info("task exited task={} pid={} exit_code={} signal={} state={}{}", id.ToString(), exit.pid, exit.exit_code,
              exit.signal, TerminalState(task), exit.reason.empty() ? "" : " reason=" + Q(exit.reason));
@@ -468,6 +470,7 @@ std::string TaskManager::TerminalState(const Task& task) const {
       return std::string(ToString(TaskState::kRunning));
     case Phase::kExited:
       if (task.preempted) return std::string(ToString(TaskState::kCancelled));
+      if (task.lost) return std::string(ToString(TaskState::kLost));
       return std::string(ToString(task.exit_code == 0 && task.signal == 0 ? TaskState::kSucceeded
                                                                           : TaskState::kFailed));
     case Phase::kFailed:

@@ -175,6 +175,7 @@ class TaskManager {
     bool exit_acked = false;
     int64_t finished_mono_ms = 0;
     std::vector<MigInstance> mig_created;  // dynamic MIG instances to destroy when it ends
+    bool lost = false;  // ended by the node (lease, supervisor), not by itself: reported "lost"
     bool waiting_logged = false;  // told once that it waits for its GPUs (WholeGpuHolder)
   };
 

@@ -146,26 +146,27 @@ TEST_F(TaskManagerAdoptTest, AnExitWhileTheWorkerWasAwayIsReportedWithItsReason)
   auto tm = Open(&restarted);
   auto reports = tm->Reports();
   ASSERT_EQ(reports.size(), 1u);
-  EXPECT_EQ(reports[0].state, "Failed");
+  EXPECT_EQ(reports[0].state, "Lost");  // the node ended it, not the task
   EXPECT_EQ(reports[0].exit_code, 137);
   EXPECT_EQ(reports[0].signal, SIGKILL);
   auto events = Events(*tm);
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "exited");
+  EXPECT_EQ(events[0].kind, "lost");
   EXPECT_NE(events[0].message.find("node lease expired"), std::string::npos) << events[0].message;
   EXPECT_TRUE(tm->Idle());
 }
 
-TEST_F(TaskManagerAdoptTest, ATaskLostWithItsSupervisorIsReportedFailedNotSilentlyGone) {
+TEST_F(TaskManagerAdoptTest, ATaskLostWithItsSupervisorIsReportedLostNotSilentlyGone) {
   int64_t pid = 0;
   StartedByAPreviousWorker(10, &pid);
   FakeProcessLauncher restarted;  // nothing scripted: no supervisor, no record
   auto tm = Open(&restarted);
   auto reports = tm->Reports();
   ASSERT_EQ(reports.size(), 1u);
-  EXPECT_EQ(reports[0].state, "Failed");
+  EXPECT_EQ(reports[0].state, "Lost");
   auto events = Events(*tm);
   ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, "lost");
   EXPECT_EQ(events[0].exit_code, 255);
   EXPECT_NE(events[0].message.find("lost with its supervisor"), std::string::npos) << events[0].message;
 }
