@@ -149,6 +149,7 @@ void Link::SendRegister() {
   reg.tasks = options_.tasks->Reports();
   reg.worker_version = options_.worker_version;
   register_request_id_ = next_request_id_++;
+  register_sent_ms_ = Now();
   ++stats_.register_attempts;
   const int64_t delay = backoff_.Next();
   next_register_ms_ = Now() + delay;
@@ -166,7 +167,12 @@ void Link::SendHeartbeat() {
   if (options_.gpu_usage != nullptr && !pids.empty()) {
     hb.usage = UsageByTask(options_.gpu_usage->Sample(), pids, ProcStatLookup(options_.proc_root));
   }
-  Send(hb, next_request_id_++);
+  const uint64_t id = next_request_id_++;
+  heartbeat_sent_ms_[id] = Now();
+  // Acks lost for longer than this many intervals renew nothing anyway.
+  constexpr size_t kMaxUnacknowledged = 64;
+  while (heartbeat_sent_ms_.size() > kMaxUnacknowledged) heartbeat_sent_ms_.erase(heartbeat_sent_ms_.begin());
+  Send(hb, id);
 }
 
 void Link::SendEvents() {
@@ -238,6 +244,7 @@ void Link::Receive(std::string_view frame) {
       OnRegisterReply(*env);
       return;
     case MessageType::kAck:
+      OnAck(*env);
       return;
     case MessageType::kTaskEventAck:
       OnTaskEventAck(*env);
@@ -302,6 +309,8 @@ void Link::OnRegisterReply(const Envelope& env) {
     return;
   }
   phase_ = Phase::kRegistered;
+  lease_ms_ = reply->lease_ms;
+  RenewLease(register_sent_ms_);
   rotate_on_retry_ = false;
   backoff_.Reset();
   ++stats_.registrations;
@@ -311,6 +320,19 @@ void Link::OnRegisterReply(const Envelope& env) {
              options_.tasks->node().name, endpoint(), Q(reply->coordinator_id), interval_ms_, max_epoch_,
              options_.tasks->Outbox().size());
   SendEvents();
+}
+
+void Link::OnAck(const Envelope& env) {
+  auto it = heartbeat_sent_ms_.find(env.header().request_id);
+  if (it == heartbeat_sent_ms_.end()) return;
+  const int64_t sent = it->second;
+  heartbeat_sent_ms_.erase(heartbeat_sent_ms_.begin(), std::next(it));  // older ones renew less
+  RenewLease(sent);
+}
+
+void Link::RenewLease(int64_t sent_ms) {
+  if (!options_.renew_lease) return;
+  options_.renew_lease(sent_ms, lease_ms_ > 0 ? lease_ms_ : options_.lease_when_none_ms);
 }
 
 void Link::OnErrorReply(const Envelope& env) {

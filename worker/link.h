@@ -71,6 +71,13 @@ struct LinkOptions {
   int64_t max_heartbeat_ms = 60'000;
   int64_t event_resend_ms = 1000;      // resend an unacknowledged TaskEvent this often
   wire::DecodeLimits limits;
+  // The node lease (docs/architecture.md, "Node loss"): called when the
+  // coordinator acknowledges a RegisterNode or a Heartbeat, with the time
+  // (this link's clock) that message was sent and the lease it grants, so
+  // the node's deadline counts from the send. nullptr: no lease kept.
+  std::function<void(int64_t sent_ms, int64_t lease_ms)> renew_lease;
+  // The lease assumed when the coordinator grants none (an older one).
+  int64_t lease_when_none_ms = 24LL * 3600 * 1000;
 };
 
 struct LinkAction {
@@ -143,6 +150,9 @@ class Link {
   void OnRegisterReply(const Envelope& env);
   void OnErrorReply(const Envelope& env);
   void OnTaskEventAck(const Envelope& env);
+  // An Ack: when it answers one of our heartbeats, the lease is renewed.
+  void OnAck(const Envelope& env);
+  void RenewLease(int64_t sent_ms);
   void OnBind(const Envelope& env, uint64_t epoch_before);
   void OnPreempt(const Envelope& env, uint64_t epoch_before);
   void OnFetchLog(const Envelope& env);
@@ -165,6 +175,10 @@ class Link {
   uint64_t max_epoch_ = 0;
   uint64_t next_request_id_ = 1;
   uint64_t register_request_id_ = 0;
+  int64_t register_sent_ms_ = 0;
+  int64_t lease_ms_ = 0;  // as RegisterNodeReply granted it; 0: none
+  // Heartbeats sent and not yet acknowledged: request id -> when (bounded).
+  std::map<uint64_t, int64_t> heartbeat_sent_ms_;
   std::map<uint64_t, int64_t> event_sent_ms_;  // seq -> when last sent
 
   int64_t decode_log_window_ms_ = 0;

@@ -654,3 +654,64 @@ TEST(LinkOpenTest, RequiresEndpointsTasksAndClock) {
 
 }  // namespace
 }  // namespace gpool::worker
+
+namespace gpool::worker {
+namespace {
+
+// The node lease is renewed from the send time of what the coordinator
+// acknowledges: the registration, then each acknowledged heartbeat; an
+// unanswered heartbeat renews nothing, and an old heartbeat's late ack
+// passes the send time of that old heartbeat, never a later one.
+TEST_F(LinkTest, TheLeaseIsRenewedFromTheSendTimeOfWhatTheCoordinatorAcknowledged) {
+  std::vector<std::pair<int64_t, int64_t>> renewals;  // (sent_ms, lease_ms)
+  LinkOptions options = MakeOptions();
+  options.renew_lease = [&](int64_t sent, int64_t lease) { renewals.emplace_back(sent, lease); };
+  link_ = std::move(Link::Open(std::move(options)).value());
+  link_->Start();
+  const int64_t register_sent = clock_.MonoMs();
+  clock_.Advance(30);  // the reply takes a while
+  RegisterNodeReply reply;
+  reply.heartbeat_interval_ms = 100;
+  reply.lease_ms = 5000;
+  Deliver(reply, 1, 1);
+  ASSERT_EQ(renewals.size(), 1u);
+  EXPECT_EQ(renewals[0], (std::pair<int64_t, int64_t>{register_sent, 5000}));
+  Take();
+
+  Run(100);  // the first heartbeat
+  Out first = Take();
+  ASSERT_EQ(first.Count(MessageType::kHeartbeat), 1u);
+  const uint64_t first_id = first.First(MessageType::kHeartbeat)->header().request_id;
+  const int64_t first_sent = clock_.MonoMs();
+  Run(100);  // the second, unanswered so far
+  Out second = Take();
+  ASSERT_EQ(second.Count(MessageType::kHeartbeat), 1u);
+  const uint64_t second_id = second.First(MessageType::kHeartbeat)->header().request_id;
+  const int64_t second_sent = clock_.MonoMs();
+  EXPECT_EQ(renewals.size(), 1u) << "no ack, no renewal";
+
+  Deliver(Ack{}, first_id, 1);
+  ASSERT_EQ(renewals.size(), 2u);
+  EXPECT_EQ(renewals[1].first, first_sent);
+  Deliver(Ack{}, 424242, 1);  // an ack for nothing we sent
+  EXPECT_EQ(renewals.size(), 2u);
+  Deliver(Ack{}, second_id, 1);
+  ASSERT_EQ(renewals.size(), 3u);
+  EXPECT_EQ(renewals[2].first, second_sent);
+  Deliver(Ack{}, first_id, 1);  // a repeat renews nothing
+  EXPECT_EQ(renewals.size(), 3u);
+}
+
+TEST_F(LinkTest, ACoordinatorThatGrantsNoLeaseGetsTheLongDefault) {
+  std::vector<int64_t> leases;
+  LinkOptions options = MakeOptions();
+  options.renew_lease = [&](int64_t, int64_t lease) { leases.push_back(lease); };
+  options.lease_when_none_ms = 99'000;
+  link_ = std::move(Link::Open(std::move(options)).value());
+  Register();
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0], 99'000);
+}
+
+}  // namespace
+}  // namespace gpool::worker

@@ -33,6 +33,7 @@
 #include "worker/flags.h"
 #include "worker/link.h"
 #include "worker/log.h"
+#include "worker/runner/lease_file.h"
 #include "worker/runner/posix_process_launcher.h"
 #include "worker/runner/supervisor_state.h"
 #include "worker/runner/simulated_mig_manager.h"
@@ -270,8 +271,10 @@ int main(int argc, char** argv) {
   launcher_options.logger = logger;
   launcher_options.cgroups = cgroups.get();
   launcher_options.supervisor = *supervisor;
-  // The node lease (lease_file.h) is enforced once the agent renews it on
-  // acknowledged heartbeats: then lease_path = LeasePath(flags.data_dir).
+  // The node lease (lease_file.h): renewed below on every acknowledged
+  // heartbeat, enforced by each task's supervisor.
+  const std::string lease_path = LeasePath(flags.data_dir);
+  launcher_options.lease_path = lease_path;
   PosixProcessLauncher launcher(std::move(launcher_options));
   std::unique_ptr<MigManager> mig = OpenMigManager(flags, *node, logger);
   TaskManagerOptions task_options;
@@ -295,6 +298,15 @@ int main(int argc, char** argv) {
   link_options.tasks = tasks->get();
   link_options.gpu_usage = gpu_usage.get();
   link_options.clock = &clock;
+  link_options.renew_lease = [&clock, lease_path, logger](int64_t sent_ms, int64_t lease_ms) {
+    // The link's clock is steady_clock; the lease counts in CLOCK_MONOTONIC
+    // (the same clock on Linux; the offset keeps it right if not).
+    const int64_t sent_mono = sent_ms + (MonotonicNowMs() - clock.MonoMs());
+    auto renewed = RenewLease(lease_path, sent_mono, lease_ms);
+    if (!renewed.ok()) {
+      logger->warn("node lease not renewed path={} error={}", lease_path, renewed.status().ToString());
+    }
+  };
   auto link = Link::Open(std::move(link_options));
   if (!link.ok()) return Fail("cannot open the coordinator link", link.status());
 
