@@ -190,6 +190,9 @@ void LocalCluster::StartWorker(int index) {
                            (options_.worker_hostname.empty() ? "" : "hostname: " + options_.worker_hostname + "\n"));
   std::vector<std::string> argv = {GPOOL_WORKER_BIN, "--coordinator", worker_endpoint(), "--spec", spec_path,
                                    "--data-dir", WorkerDataDir(index)};
+  if (auto flags = options_.worker_flags.find(index); flags != options_.worker_flags.end()) {
+    argv.insert(argv.end(), flags->second.begin(), flags->second.end());
+  }
   // env(1) sets the extra variables and execs the worker: same pid.
   if (auto env = options_.worker_env.find(index); env != options_.worker_env.end() && !env->second.empty()) {
     std::vector<std::string> prefix = {"env"};

@@ -47,6 +47,9 @@ struct LocalClusterOptions {
   // Extra environment of one worker process, by worker index (its tasks
   // inherit it): e.g. {3, {{"GPOOL_PROBE_THROTTLE_MIB_S", "20"}}}.
   std::map<int, std::map<std::string, std::string>> worker_env;
+  // Extra flags of one worker process, by worker index (e.g. a fake NVML
+  // library for its health checks).
+  std::map<int, std::vector<std::string>> worker_flags;
   // The hostname in every worker's node spec; "": the machine's.
   std::string worker_hostname;
   std::vector<std::string> coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000",

@@ -1,5 +1,8 @@
 #include "tests/process.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -113,6 +116,11 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
+  // GPOOL_KEEP_TEST_DIRS keeps every process's log and data for a post-mortem.
+  if (std::getenv("GPOOL_KEEP_TEST_DIRS") != nullptr) {
+    std::fprintf(stderr, "kept %s\n", path_.c_str());
+    return;
+  }
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
 }

@@ -34,6 +34,7 @@ namespace gpool::worker {
 struct AgentOptions {
   TaskManager* tasks = nullptr;             // required
   Link* link = nullptr;                     // required
+  HealthMonitor* health = nullptr;          // polled every turn, before the link; nullptr: none
   const Clock* clock = nullptr;             // required
   int poll_ms = 20;                         // socket poll timeout per loop turn (10-50)
   int64_t shutdown_grace_ms = 5000;         // SIGTERM -> SIGKILL on shutdown

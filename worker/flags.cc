@@ -62,6 +62,19 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
      cxxopts::value<std::string>()->default_value(std::to_string(defaults.task_log_max_mib)), "MIB")
     ("mig-dynamic", "Offer MIG-enabled GPUs without instances for dynamic MIG: the scheduler picks instances and "
      "the worker creates and destroys them (needs root or CAP_SYS_ADMIN)")
+    ("health", "Health monitor: on or off (GPU XID/ECC/remap/NVLink/lost, NIC, fabric manager, peermem, disk, "
+     "coordinator reachability)", cxxopts::value<std::string>()->default_value("on"), "on|off")
+    ("health-xid-hold-ms", "How long an XID condition stays raised after the GPU's last XID event",
+     cxxopts::value<std::string>()->default_value(std::to_string(defaults.health.xid_hold_ms)), "MS")
+    ("health-gpu-max-temp-c", "GPU temperature that raises a thermal condition (0: off)",
+     cxxopts::value<std::string>()->default_value("0"), "C")
+    ("health-sysfs-root", "Where sysfs is mounted, for the NIC checks",
+     cxxopts::value<std::string>()->default_value(defaults.health.sysfs_root), "DIR")
+    ("health-disk-min-free-mib", "Free space in --data-dir below which the node reports disk-low",
+     cxxopts::value<std::string>()->default_value(std::to_string(defaults.health.disk_min_free_mib)), "MIB")
+    ("health-peermem", "Require the nvidia_peermem module: auto (when the node has NVIDIA GPUs and InfiniBand), "
+     "required or off", cxxopts::value<std::string>()->default_value(defaults.health.peermem), "MODE")
+    ("health-peermem-reload", "Run 'modprobe nvidia_peermem' when it is missing (at most every 10 minutes)")
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"), "LEVEL")
     ("simulate", "Fleet mode: run N simulated nodes (1 to 10000) from --spec in this process, each with its own "
      "connection, named <name>-0001...; tasks are simulated, no program runs", cxxopts::value<std::string>(), "N")
@@ -99,6 +112,30 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     if (result.count("token")) f.token = result["token"].as<std::string>();
     if (result.count("token-file")) f.token_file = result["token-file"].as<std::string>();
     f.nvml_library = result["nvml-library"].as<std::string>();
+    f.nvml_library_given = result.count("nvml-library") > 0;
+    const std::string health = result["health"].as<std::string>();
+    if (health != "on" && health != "off") return Status::InvalidArgument("--health: '" + health + "' is not on or off");
+    f.health.enabled = health == "on";
+    GPOOL_ASSIGN_OR_RETURN(const uint64_t hold, ParseCount("--health-xid-hold-ms",
+                                                           result["health-xid-hold-ms"].as<std::string>(),
+                                                           7ULL * 24 * 3600 * 1000, "a time in ms"));
+    f.health.xid_hold_ms = static_cast<int64_t>(hold);
+    if (result["health-gpu-max-temp-c"].as<std::string>() != "0") {
+      GPOOL_ASSIGN_OR_RETURN(const uint64_t temp, ParseCount("--health-gpu-max-temp-c",
+                                                             result["health-gpu-max-temp-c"].as<std::string>(), 200,
+                                                             "degrees Celsius"));
+      f.health.gpu_max_temp_c = static_cast<uint32_t>(temp);
+    }
+    f.health.sysfs_root = result["health-sysfs-root"].as<std::string>();
+    if (f.health.sysfs_root.empty()) return Status::InvalidArgument("--health-sysfs-root: must not be empty");
+    GPOOL_ASSIGN_OR_RETURN(f.health.disk_min_free_mib,
+                           ParseCount("--health-disk-min-free-mib", result["health-disk-min-free-mib"].as<std::string>(),
+                                      1ULL << 30, "a size in MiB"));
+    f.health.peermem = result["health-peermem"].as<std::string>();
+    if (f.health.peermem != "auto" && f.health.peermem != "required" && f.health.peermem != "off") {
+      return Status::InvalidArgument("--health-peermem: '" + f.health.peermem + "' is not auto, required or off");
+    }
+    f.health.peermem_reload = result.count("health-peermem-reload") > 0;
     if (result.count("cuda-intercept-lib")) f.cuda_intercept_lib = result["cuda-intercept-lib"].as<std::string>();
     f.log_level = result["log-level"].as<std::string>();
     f.mig_dynamic = result.count("mig-dynamic") > 0;

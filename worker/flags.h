@@ -49,6 +49,19 @@ struct WorkerFlags {
   bool mig_dynamic = false;        // --mig-dynamic: empty MIG-enabled GPUs become dynamic MIG
   std::string log_level = "info";
   uint32_t simulate = 0;           // --simulate N: fleet of N simulated nodes; 0: one real node
+  // --nvml-library was given: a simulated node (--spec) then watches that
+  // library's GPUs for health (how tests inject faults into a fake NVML).
+  bool nvml_library_given = false;
+  // The health monitor (worker/health/): --health off turns it off.
+  struct Health {
+    bool enabled = true;
+    int64_t xid_hold_ms = 300'000;      // an XID condition lasts this long after the GPU's last XID
+    uint32_t gpu_max_temp_c = 0;        // 0: no thermal check
+    std::string sysfs_root = "/sys";    // NIC state (InfiniBand, Ethernet)
+    uint64_t disk_min_free_mib = 1024;  // free space in --data-dir below this: disk-low
+    std::string peermem = "auto";       // nvidia_peermem: auto, required or off
+    bool peermem_reload = false;        // modprobe it when missing (at most every 10 minutes)
+  } health;
 };
 
 // The most nodes --simulate accepts: each costs two file descriptors and a

@@ -11,6 +11,7 @@ namespace {
 
 constexpr int64_t kDecodeLogWindowMs = 10'000;
 constexpr uint32_t kDecodeLogsPerWindow = 10;
+constexpr int64_t kHealthSendMinGapMs = 50;
 
 bool IsReply(MessageType type) {
   switch (type) {
@@ -148,6 +149,10 @@ void Link::SendRegister() {
   reg.node = options_.tasks->node();
   reg.tasks = options_.tasks->Reports();
   reg.worker_version = options_.worker_version;
+  if (options_.health != nullptr) {
+    reg.health = options_.health->conditions();
+    register_health_version_ = options_.health->version();
+  }
   register_request_id_ = next_request_id_++;
   register_sent_ms_ = Now();
   ++stats_.register_attempts;
@@ -168,7 +173,16 @@ void Link::SendHeartbeat() {
     hb.usage = UsageByTask(options_.gpu_usage->Sample(), pids, ProcStatLookup(options_.proc_root));
   }
   const uint64_t id = next_request_id_++;
-  heartbeat_sent_ms_[id] = Now();
+  SentHeartbeat sent{Now(), 0};
+  if (options_.health != nullptr) {
+    hb.health_rounds = options_.health->rounds();
+    if (options_.health->version() > acked_health_version_) {
+      hb.health_version = sent.health_version = sent_health_version_ = options_.health->version();
+      hb.health = options_.health->conditions();
+      last_health_send_ms_ = sent.sent_ms;
+    }
+  }
+  heartbeat_sent_ms_[id] = sent;
   // Acks lost for longer than this many intervals renew nothing anyway.
   constexpr size_t kMaxUnacknowledged = 64;
   while (heartbeat_sent_ms_.size() > kMaxUnacknowledged) heartbeat_sent_ms_.erase(heartbeat_sent_ms_.begin());
@@ -216,7 +230,11 @@ void Link::Tick() {
         BeginRegistration();
         return;
       }
-      if (now >= next_heartbeat_ms_) {
+      // A health change goes out at once (at most every 50 ms), not at the
+      // next interval: detection time is what it is for.
+      if (now >= next_heartbeat_ms_ ||
+          (options_.health != nullptr && options_.health->version() > sent_health_version_ &&
+           now - last_health_send_ms_ >= kHealthSendMinGapMs)) {
         next_heartbeat_ms_ = now + interval_ms_;
         SendHeartbeat();
       }
@@ -309,6 +327,7 @@ void Link::OnRegisterReply(const Envelope& env) {
     return;
   }
   phase_ = Phase::kRegistered;
+  acked_health_version_ = sent_health_version_ = register_health_version_;
   lease_ms_ = reply->lease_ms;
   RenewLease(register_sent_ms_);
   rotate_on_retry_ = false;
@@ -325,9 +344,10 @@ void Link::OnRegisterReply(const Envelope& env) {
 void Link::OnAck(const Envelope& env) {
   auto it = heartbeat_sent_ms_.find(env.header().request_id);
   if (it == heartbeat_sent_ms_.end()) return;
-  const int64_t sent = it->second;
+  const SentHeartbeat sent = it->second;
   heartbeat_sent_ms_.erase(heartbeat_sent_ms_.begin(), std::next(it));  // older ones renew less
-  RenewLease(sent);
+  acked_health_version_ = std::max(acked_health_version_, sent.health_version);
+  RenewLease(sent.sent_ms);
 }
 
 void Link::RenewLease(int64_t sent_ms) {

@@ -49,6 +49,7 @@
 #include "protocol/base/clock.h"
 #include "protocol/envelope.h"
 #include "worker/backoff.h"
+#include "worker/health/health_monitor.h"
 #include "worker/runner/gpu_usage_sampler.h"
 #include "worker/runner/task_manager.h"
 
@@ -60,6 +61,11 @@ struct LinkOptions {
   std::string worker_version;          // reported in RegisterNode
   TaskManager* tasks = nullptr;        // required
   GpuUsageSampler* gpu_usage = nullptr;  // nullptr: heartbeats carry no usage
+  // The node's health (health_monitor.h): RegisterNode carries the list; a
+  // heartbeat carries it whenever it changed since the last one the
+  // coordinator acknowledged, and a change is sent at once rather than at the
+  // next interval. nullptr: no health reported.
+  const HealthMonitor* health = nullptr;
   std::string proc_root = "/proc";     // where processes are traced to tasks; tests use a fake tree
   const Clock* clock = nullptr;        // required
   std::function<double()> random;      // uniform in [0, 1) for jitter; nullptr: a seeded mt19937
@@ -124,6 +130,9 @@ class Link {
   const std::string& endpoint() const { return options_.endpoints[endpoint_index_]; }
   int64_t heartbeat_interval_ms() const { return interval_ms_; }
   const LinkStats& stats() const { return stats_; }
+  // How long since the coordinator last said anything (health: coordinator
+  // reachability); -1 before the link started.
+  int64_t silent_ms() const { return phase_ == Phase::kIdle ? -1 : Now() - last_heard_ms_; }
 
  private:
   enum class Phase { kIdle, kRegistering, kRegistered };
@@ -177,8 +186,17 @@ class Link {
   uint64_t register_request_id_ = 0;
   int64_t register_sent_ms_ = 0;
   int64_t lease_ms_ = 0;  // as RegisterNodeReply granted it; 0: none
-  // Heartbeats sent and not yet acknowledged: request id -> when (bounded).
-  std::map<uint64_t, int64_t> heartbeat_sent_ms_;
+  // Heartbeats sent and not yet acknowledged: request id -> when, and the
+  // health version it carried (0: none). Bounded.
+  struct SentHeartbeat {
+    int64_t sent_ms = 0;
+    uint64_t health_version = 0;
+  };
+  std::map<uint64_t, SentHeartbeat> heartbeat_sent_ms_;
+  uint64_t register_health_version_ = 0;
+  uint64_t acked_health_version_ = 0;  // the coordinator has this version of the list
+  uint64_t sent_health_version_ = 0;   // the last version put on the wire
+  int64_t last_health_send_ms_ = 0;
   std::map<uint64_t, int64_t> event_sent_ms_;  // seq -> when last sent
 
   int64_t decode_log_window_ms_ = 0;

@@ -29,6 +29,7 @@
 #include "worker/discovery/nvml_mig_manager.h"
 #include "worker/discovery/nvml_usage_sampler.h"
 #include "worker/fleet.h"
+#include "worker/health/build_monitor.h"
 #include "topology/fleet_nodes.h"
 #include "worker/flags.h"
 #include "worker/link.h"
@@ -291,6 +292,11 @@ int main(int argc, char** argv) {
   if (!tasks.ok()) return Fail("cannot open the task manager", tasks.status());
 
   auto gpu_usage = OpenUsageSampler(flags, *node, logger);
+  // Health: the link reports it; its silence is one of the checks.
+  Link* link_for_health = nullptr;
+  std::unique_ptr<HealthMonitor> health = BuildHealthMonitor(
+      flags, *node, &clock, [&link_for_health] { return link_for_health ? link_for_health->silent_ms() : -1; },
+      logger);
   LinkOptions link_options;
   link_options.endpoints = flags.coordinators;
   link_options.token = flags.token;
@@ -298,6 +304,7 @@ int main(int argc, char** argv) {
   link_options.tasks = tasks->get();
   link_options.gpu_usage = gpu_usage.get();
   link_options.clock = &clock;
+  link_options.health = health.get();
   link_options.renew_lease = [&clock, lease_path, logger](int64_t sent_ms, int64_t lease_ms) {
     // The link's clock is steady_clock; the lease counts in CLOCK_MONOTONIC
     // (the same clock on Linux; the offset keeps it right if not).
@@ -309,11 +316,13 @@ int main(int argc, char** argv) {
   };
   auto link = Link::Open(std::move(link_options));
   if (!link.ok()) return Fail("cannot open the coordinator link", link.status());
+  link_for_health = link->get();
 
   AgentOptions agent_options;
   agent_options.tasks = tasks->get();
   agent_options.link = link->get();
   agent_options.clock = &clock;
+  agent_options.health = health.get();
   auto agent = Agent::Open(std::move(agent_options));
   if (!agent.ok()) return Fail("cannot start the agent", agent.status());
 

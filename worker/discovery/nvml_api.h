@@ -18,6 +18,8 @@ constexpr Return kErrorNoPermission = 4;              // NVML_ERROR_NO_PERMISSIO
 constexpr Return kErrorNotFound = 6;                  // NVML_ERROR_NOT_FOUND
 constexpr Return kErrorInsufficientSize = 7;          // NVML_ERROR_INSUFFICIENT_SIZE
 constexpr Return kErrorDriverNotLoaded = 9;           // NVML_ERROR_DRIVER_NOT_LOADED
+constexpr Return kErrorTimeout = 10;                  // NVML_ERROR_TIMEOUT
+constexpr Return kErrorGpuIsLost = 15;                // NVML_ERROR_GPU_IS_LOST
 constexpr Return kErrorInUse = 19;                    // NVML_ERROR_IN_USE
 constexpr Return kErrorInsufficientResources = 23;    // NVML_ERROR_INSUFFICIENT_RESOURCES
 constexpr Return kErrorArgumentVersionMismatch = 25;  // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
@@ -158,6 +160,29 @@ using CreateComputeInstanceFn = Return (*)(GpuInstance, unsigned int profile_id,
 using GetComputeInstancesFn = Return (*)(GpuInstance, unsigned int profile_id, ComputeInstance*, unsigned int* count);
 using DestroyComputeInstanceFn = Return (*)(ComputeInstance);
 using DestroyGpuInstanceFn = Return (*)(GpuInstance);
+
+// Health (worker/health/gpu_checks.h). nvmlEventData_t:
+struct EventData {
+  Device device;
+  unsigned long long eventType;
+  unsigned long long eventData;  // the XID code for XID events
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+using EventSet = struct nvmlEventSet_st*;
+constexpr unsigned long long kEventTypeXidCriticalError = 0x8;  // nvmlEventTypeXidCriticalError
+constexpr int kMemoryErrorUncorrected = 1;                        // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+constexpr int kVolatileEcc = 0;                                   // NVML_VOLATILE_ECC
+constexpr unsigned kTemperatureGpu = 0;                           // NVML_TEMPERATURE_GPU
+using EventSetCreateFn = Return (*)(EventSet*);
+using RegisterEventsFn = Return (*)(Device, unsigned long long, EventSet);
+using EventSetWaitFn = Return (*)(EventSet, EventData*, unsigned int timeout_ms);
+using EventSetFreeFn = Return (*)(EventSet);
+using GetTotalEccFn = Return (*)(Device, int error_type, int counter_type, unsigned long long*);
+using GetRetiredPendingFn = Return (*)(Device, int* pending);
+using GetRemappedRowsFn = Return (*)(Device, unsigned int* corrected, unsigned int* uncorrected,
+                                     unsigned int* pending, unsigned int* failure);
+using GetTemperatureFn = Return (*)(Device, unsigned int sensor, unsigned int*);
 
 // The MIG entry points, resolved one by one: drivers before R450 (and
 // non-MIG builds) lack some or all, and any of these may be null.

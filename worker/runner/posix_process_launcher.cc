@@ -62,7 +62,7 @@ std::vector<char*> ArgvOf(std::vector<std::string>& strings) {
 
 // The last lines of the supervisor's log, for an error that says why it
 // did not start the task.
-std::string LogTail(const std::string& path) {
+std::string StartupLogTail(const std::string& path) {
   auto text = ReadWholeFile(path);
   if (!text.ok() || text->empty()) return "";
   std::string tail = text->size() > 512 ? text->substr(text->size() - 512) : *text;
@@ -188,7 +188,7 @@ Result<int64_t> PosixProcessLauncher::LaunchSupervised(const LaunchRequest& requ
   close(fds[0]);
   auto hello = wire::UnpackFromString<SupervisorHello>(reply);
   if (!hello.ok()) {
-    const std::string tail = LogTail(log_path);
+    const std::string tail = StartupLogTail(log_path);
     return Status::Internal("gpool-task-supervisor did not start the task" +
                             (tail.empty() ? std::string(" (see ") + log_path + ")" : ": " + tail));
   }

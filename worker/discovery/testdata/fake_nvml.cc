@@ -39,9 +39,22 @@
 // INSUFFICIENT_RESOURCES. FAKE_NVML_MIG_NO_PERMISSION makes creation fail
 // with NO_PERMISSION (not root). The layout is forgotten at the last
 // nvmlShutdown.
+//
+// Health (worker/health/gpu_checks.h): FAKE_NVML_HEALTH_FILE names a file
+// re-read at every health call, one fault per line:
+//   xid <gpu> <code>        an XID event, delivered once through nvmlEventSetWait
+//   ecc <gpu> <count>       volatile uncorrectable ECC errors
+//   retired-pending <gpu>   retired pages pending
+//   remap-pending <gpu>     row remap pending
+//   remap-failure <gpu>     row remap failure
+//   nvlink-down <gpu> <link>
+//   lost <gpu>              every query of it fails with GPU_IS_LOST
+//   temp <gpu> <celsius>
+// Removing a line clears the fault (an XID already delivered stays delivered).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 // The types and constants are the worker's own declarations of NVML's ABI,
 // so the fake and the code under test cannot drift apart.
@@ -226,6 +239,61 @@ void FillGpuInstanceInfo(nvml::GpuInstanceInfo* info, unsigned long gpu, unsigne
 }
 #endif
 
+struct FakeHealth {
+  unsigned long long ecc[kCount] = {};
+  bool retired_pending[kCount] = {};
+  bool remap_pending[kCount] = {};
+  bool remap_failure[kCount] = {};
+  bool lost[kCount] = {};
+  unsigned temp[kCount] = {};
+  bool nvlink_down[kCount][12] = {};
+  unsigned xid_gpu[256] = {};
+  unsigned long long xid_code[256] = {};
+  unsigned xids = 0;
+};
+
+FakeHealth ReadHealth() {
+  FakeHealth h;
+  for (unsigned i = 0; i < kCount; ++i) h.temp[i] = 40;
+  const char* path = std::getenv("FAKE_NVML_HEALTH_FILE");
+  if (path == nullptr) return h;
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return h;
+  char what[32];
+  unsigned gpu = 0;
+  unsigned long long value = 0;
+  char line[128];
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    const int n = std::sscanf(line, "%31s %u %llu", what, &gpu, &value);
+    if (n < 2 || gpu >= kCount) continue;
+    const std::string_view w(what);
+    if (w == "xid" && n == 3 && h.xids < 256) {
+      h.xid_gpu[h.xids] = gpu;
+      h.xid_code[h.xids++] = value;
+    } else if (w == "ecc" && n == 3) {
+      h.ecc[gpu] = value;
+    } else if (w == "retired-pending") {
+      h.retired_pending[gpu] = true;
+    } else if (w == "remap-pending") {
+      h.remap_pending[gpu] = true;
+    } else if (w == "remap-failure") {
+      h.remap_failure[gpu] = true;
+    } else if (w == "lost") {
+      h.lost[gpu] = true;
+    } else if (w == "temp" && n == 3) {
+      h.temp[gpu] = static_cast<unsigned>(value);
+    } else if (w == "nvlink-down" && n == 3 && value < 12) {
+      h.nvlink_down[gpu][value] = true;
+    }
+  }
+  std::fclose(f);
+  return h;
+}
+
+unsigned g_xids_delivered = 0;  // XID lines already handed out, in file order
+
+bool Lost(void* device) { return IndexOf(device) < kCount && ReadHealth().lost[IndexOf(device)]; }
+
 }  // namespace
 
 extern "C" {
@@ -242,6 +310,7 @@ int nvmlShutdown() {
   if (g_inits > 0 && --g_inits == 0) {
     std::memset(g_dyn, 0, sizeof(g_dyn));
     g_next_gi = 1;
+    g_xids_delivered = 0;  // a new session reads the fault file from its start
   }
 #endif
   return 0;
@@ -255,6 +324,7 @@ int nvmlDeviceGetCount_v2(unsigned int* count) {
 
 int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void** device) {
   if (index >= kCount) return nvml::kErrorInvalidArgument;
+  if (ReadHealth().lost[index]) return nvml::kErrorGpuIsLost;
   *device = reinterpret_cast<void*>(static_cast<unsigned long>(index) + 1);
   return 0;
 }
@@ -294,7 +364,54 @@ int nvmlDeviceGetPciInfo_v3(void* device, nvml::PciInfo* pci) {
 int nvmlDeviceGetNvLinkState(void* device, unsigned int link, int* active) {
   if (link >= 12) return nvml::kErrorInvalidArgument;
   const unsigned index = IndexOf(device);
+  const FakeHealth health = ReadHealth();
+  if (index < kCount && health.lost[index]) return nvml::kErrorGpuIsLost;
   *active = (link == 0 || (index >= 2 && link == 1)) ? 1 : 0;
+  if (index < kCount && health.nvlink_down[index][link]) *active = 0;
+  return 0;
+}
+
+int nvmlEventSetCreate(void** set) {
+  *set = reinterpret_cast<void*>(0x5e7);
+  return 0;
+}
+int nvmlEventSetFree(void*) { return 0; }
+int nvmlDeviceRegisterEvents(void* device, unsigned long long, void*) {
+  return Lost(device) ? nvml::kErrorGpuIsLost : 0;
+}
+int nvmlEventSetWait_v2(void*, nvml::EventData* data, unsigned int) {
+  const FakeHealth health = ReadHealth();
+  if (g_xids_delivered >= health.xids) return nvml::kErrorTimeout;
+  const unsigned i = g_xids_delivered++;
+  std::memset(data, 0, sizeof(*data));
+  data->device = reinterpret_cast<nvml::Device>(static_cast<unsigned long>(health.xid_gpu[i]) + 1);
+  data->eventType = nvml::kEventTypeXidCriticalError;
+  data->eventData = health.xid_code[i];
+  return 0;
+}
+int nvmlDeviceGetTotalEccErrors(void* device, int, int, unsigned long long* count) {
+  if (Lost(device)) return nvml::kErrorGpuIsLost;
+  *count = ReadHealth().ecc[IndexOf(device)];
+  return 0;
+}
+int nvmlDeviceGetRetiredPagesPendingStatus(void* device, int* pending) {
+  if (Lost(device)) return nvml::kErrorGpuIsLost;
+  *pending = ReadHealth().retired_pending[IndexOf(device)] ? 1 : 0;
+  return 0;
+}
+int nvmlDeviceGetRemappedRows(void* device, unsigned int* corrected, unsigned int* uncorrected, unsigned int* pending,
+                              unsigned int* failure) {
+  if (Lost(device)) return nvml::kErrorGpuIsLost;
+  const FakeHealth health = ReadHealth();
+  *corrected = 0;
+  *uncorrected = 0;
+  *pending = health.remap_pending[IndexOf(device)] ? 1 : 0;
+  *failure = health.remap_failure[IndexOf(device)] ? 1 : 0;
+  return 0;
+}
+int nvmlDeviceGetTemperature(void* device, unsigned int, unsigned int* temp) {
+  if (Lost(device)) return nvml::kErrorGpuIsLost;
+  *temp = ReadHealth().temp[IndexOf(device)];
   return 0;
 }
 

@@ -1,0 +1,68 @@
+#include "worker/health/build_monitor.h"
+
+#include <algorithm>
+
+#include "protocol/base/text.h"
+#include "worker/discovery/nvml_library.h"
+#include "worker/health/gpu_checks.h"
+#include "worker/health/nic_check.h"
+#include "worker/health/service_check.h"
+
+namespace gpool::worker {
+namespace {
+
+void AddGpuChecks(HealthMonitor& monitor, const WorkerFlags& flags, const NodeSpec& node,
+                  const std::shared_ptr<spdlog::logger>& logger) {
+  std::vector<uint32_t> nvidia;
+  for (const auto& gpu : node.gpus) {
+    if (gpu.vendor.empty() || gpu.vendor == "nvidia") nvidia.push_back(gpu.index);
+  }
+  if (nvidia.empty()) return;
+  // A simulated node's GPUs are not the host's, unless a library was named.
+  if (!flags.spec_path.empty() && !flags.nvml_library_given) return;
+  auto nvml = NvmlLibrary::Open(flags.nvml_library);
+  if (!nvml.ok()) {
+    logger->warn("GPU health is not watched: NVML unavailable library={} error={}", Q(flags.nvml_library),
+                 Q(nvml.status().ToString()));
+    return;
+  }
+  GpuCheckOptions options;
+  options.gpu_indices = nvidia;
+  options.xid_hold_ms = flags.health.xid_hold_ms;
+  options.max_temp_c = flags.health.gpu_max_temp_c;
+  for (auto& check : MakeGpuChecks(std::shared_ptr<NvmlLibrary>(std::move(nvml).value()), options, logger)) {
+    monitor.Add(std::move(check));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<HealthMonitor> BuildHealthMonitor(const WorkerFlags& flags, const NodeSpec& node, const Clock* clock,
+                                                  std::function<int64_t()> coordinator_silent_ms,
+                                                  std::shared_ptr<spdlog::logger> logger) {
+  if (!flags.health.enabled) return nullptr;
+  auto monitor = std::make_unique<HealthMonitor>(clock, logger);
+  AddGpuChecks(*monitor, flags, node, logger);
+  monitor->Add(std::make_unique<NicCheck>(NicCheckOptions{.sysfs_root = flags.health.sysfs_root}));
+  ServiceCheckOptions services;
+  services.sysfs_root = flags.health.sysfs_root;
+  services.peermem = PeermemModeFromString(flags.health.peermem).value_or(PeermemMode::kAuto);
+  services.peermem_reload = flags.health.peermem_reload;
+  services.has_nvidia_gpus = std::any_of(node.gpus.begin(), node.gpus.end(), [](const GpuInfo& g) {
+    return g.vendor.empty() || g.vendor == "nvidia";
+  });
+  // A simulated node's GPUs are not the host's: no host services are required for them.
+  if (!flags.spec_path.empty()) {
+    services.nvswitch = NvswitchMode::kNo;
+    services.peermem = PeermemMode::kOff;
+  }
+  services.data_dir = flags.data_dir;
+  services.disk_min_free_mib = static_cast<int64_t>(flags.health.disk_min_free_mib);
+  services.coordinator_silent_ms = std::move(coordinator_silent_ms);
+  services.clock = clock;
+  services.logger = logger;
+  monitor->Add(std::make_unique<ServiceCheck>(std::move(services)));
+  return monitor;
+}
+
+}  // namespace gpool::worker

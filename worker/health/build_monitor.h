@@ -1,0 +1,27 @@
+// The health monitor gpool-worker runs, assembled from its flags: GPU checks
+// through NVML where the GPUs came from NVML (or, on a --spec node, from an
+// explicitly given --nvml-library: how tests inject faults), NIC checks over
+// sysfs, and the node-service checks (fabric manager, nvidia_peermem, free
+// disk in the data dir, coordinator reachability).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include <spdlog/logger.h>
+
+#include "protocol/base/clock.h"
+#include "protocol/types.h"
+#include "worker/flags.h"
+#include "worker/health/health_monitor.h"
+
+namespace gpool::worker {
+
+// nullptr when --health off. `coordinator_silent_ms` says how long the
+// coordinator has been silent (-1: unknown); it is called from the monitor.
+std::unique_ptr<HealthMonitor> BuildHealthMonitor(const WorkerFlags& flags, const NodeSpec& node, const Clock* clock,
+                                                  std::function<int64_t()> coordinator_silent_ms,
+                                                  std::shared_ptr<spdlog::logger> logger);
+
+}  // namespace gpool::worker
