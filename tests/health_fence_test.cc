@@ -1,0 +1,217 @@
+// Health end to end, over a real coordinator and workers on 127.0.0.1 whose
+// simulated GPUs are watched through the fake NVML (FAKE_NVML_HEALTH_FILE):
+// an injected fatal XID marks the GPU unhealthy and cordons the node, and once
+// it has cleared for the policy's clear rounds the node is uncordoned; an
+// exempt node is only alerted about; a webhook receiver on loopback gets every
+// raise and its recovery, across a leader kill, with stable dedupe keys.
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "client/client.h"
+#include "tests/local_cluster.h"
+
+namespace gpool::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class HealthFenceTest : public ::testing::Test {
+ protected:
+  // `workers` nodes, each watched through the fake NVML with its own fault file.
+  void Start(int workers, int coordinators = 1, std::vector<std::string> extra_coordinator_flags = {}) {
+    LocalClusterOptions options;
+    options.workers = workers;
+    options.coordinators = coordinators;
+    options.coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000", "--preempt-grace-ms", "1000"};
+    options.coordinator_flags.insert(options.coordinator_flags.end(), extra_coordinator_flags.begin(),
+                                     extra_coordinator_flags.end());
+    dir_ = std::make_unique<TempDir>();
+    for (int i = 0; i < workers; ++i) {
+      const std::string faults = dir_->Join("faults-" + std::to_string(i));
+      WriteFile(faults, "");
+      options.worker_env[i] = {{"FAKE_NVML_HEALTH_FILE", faults}};
+      options.worker_flags[i] = {"--nvml-library", GPOOL_FAKE_NVML_LIB, "--health-xid-hold-ms", "300"};
+    }
+    cluster_ = std::make_unique<LocalCluster>(options);
+    cluster_->StartCoordinator();
+    cluster_->StartWorkers();
+    ASSERT_TRUE(WaitFor([&] { return cluster_->AllNodesReady(); }, 30s));
+    ClientOptions client_options;
+    client_options.endpoints = cluster_->client_endpoint();
+    auto client = Client::Connect(client_options);
+    ASSERT_TRUE(client.ok());
+    client_ = std::move(client).value();
+  }
+  void Inject(int worker, const std::string& line) {
+    std::ofstream(dir_->Join("faults-" + std::to_string(worker)), std::ios::app) << line << "\n";
+  }
+  std::optional<NodeSummary> Node(int worker) {
+    auto nodes = client_->ListNodes(/*devices=*/true);
+    if (!nodes.ok()) return std::nullopt;
+    for (const auto& n : nodes->nodes) {
+      if (n.name == cluster_->NodeName(worker)) return n;
+    }
+    return std::nullopt;
+  }
+  bool Cordoned(int worker) {
+    auto node = Node(worker);
+    return node && node->cordoned;
+  }
+
+  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<LocalCluster> cluster_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(HealthFenceTest, AFatalXidCordonsTheNodeAndItIsUncordonedOnceClear) {
+  ASSERT_NO_FATAL_FAILURE(Start(2));
+  Inject(0, "xid 1 79");
+  ASSERT_TRUE(WaitFor([&] { return Cordoned(0); }, 20s));
+  auto node = Node(0);
+  ASSERT_TRUE(node.has_value());
+  EXPECT_EQ(node->cordon_reason, "health");
+  ASSERT_GE(node->devices.size(), 2u);
+  EXPECT_FALSE(node->devices[1].healthy) << "the GPU with the XID is fenced";
+  EXPECT_TRUE(node->devices[0].healthy);
+  bool saw_xid = false;
+  for (const auto& c : node->health) saw_xid |= c.kind == "xid" && c.xid == 79 && c.device == "gpu/1";
+  EXPECT_TRUE(saw_xid);
+  EXPECT_FALSE(Cordoned(1));
+  // `gpool nodes` shows it.
+  auto nodes = cluster_->Cli({"nodes"});
+  EXPECT_NE(nodes.out.find("fatal: xid 79 gpu/1"), std::string::npos) << nodes.out;
+
+  // The XID is held 300 ms, then clears; three clear rounds later the node
+  // is back in service with all its GPUs.
+  ASSERT_TRUE(WaitFor([&] { return !Cordoned(0); }, 30s));
+  node = Node(0);
+  ASSERT_TRUE(node.has_value());
+  EXPECT_TRUE(node->devices[1].healthy);
+  EXPECT_TRUE(node->health.empty());
+  auto events = cluster_->Cli({"events", "--node", cluster_->NodeName(0)});
+  EXPECT_NE(events.out.find("health-raised"), std::string::npos) << events.out;
+  EXPECT_NE(events.out.find("node-cordoned"), std::string::npos) << events.out;
+  EXPECT_NE(events.out.find("health-cleared"), std::string::npos) << events.out;
+  EXPECT_NE(events.out.find("node-uncordoned"), std::string::npos) << events.out;
+}
+
+TEST_F(HealthFenceTest, AnApplicationXidAndAnExemptNodeAreRecordedButNotFenced) {
+  ASSERT_NO_FATAL_FAILURE(Start(2));
+  ASSERT_EQ(cluster_->Cli({"node", "label", cluster_->NodeName(1), "health.gpool.io/exempt=true"}).exit_code, 0);
+  Inject(0, "xid 0 13");  // a program's fault
+  Inject(1, "xid 0 79");  // fatal, but the node is exempt
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto a = Node(0);
+        auto b = Node(1);
+        return a && b && !a->health.empty() && !b->health.empty();
+      },
+      20s));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        ListEvents request;
+        request.node = cluster_->NodeName(1);
+        auto events = client_->ListEvents(request);
+        if (!events.ok()) return false;
+        for (const auto& e : events->events) {
+          if (e.kind == "health-fence-suppressed") return true;
+        }
+        return false;
+      },
+      20s));
+  EXPECT_FALSE(Cordoned(0));
+  EXPECT_FALSE(Cordoned(1));
+  auto exempt = Node(1);
+  ASSERT_TRUE(exempt.has_value());
+  EXPECT_TRUE(exempt->devices[0].healthy);
+}
+
+// A webhook receiver on loopback: records every POST.
+class Receiver {
+ public:
+  Receiver() {
+    server_.Post("/hook", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      posts_.push_back(nlohmann::json::parse(req.body));
+      res.status = 200;
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~Receiver() {
+    server_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  std::vector<nlohmann::json> posts() {
+    std::lock_guard lock(mu_);
+    return posts_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<nlohmann::json> posts_;
+};
+
+TEST_F(HealthFenceTest, AWebhookGetsEveryRaiseAndRecoveryAcrossALeaderKill) {
+  Receiver receiver;
+  TempDir config_dir;
+  const std::string config = config_dir.Join("scheduler.conf");
+  WriteFile(config, "[health.webhook.ops]\nurl = http://127.0.0.1:" + std::to_string(receiver.port()) +
+                        "/hook\nbackoff_initial_ms = 50\nbackoff_max_ms = 200\n");
+  ASSERT_NO_FATAL_FAILURE(Start(2, 3, {"--scheduler-config", config}));
+  Inject(0, "xid 1 79");
+  // The raise reaches the receiver.
+  auto has = [&](const std::string& kind, const std::string& node) {
+    for (const auto& post : receiver.posts()) {
+      if (post.value("kind", "") == kind && post.value("node", "") == node) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(WaitFor([&] { return has("health-raised", cluster_->NodeName(0)); }, 30s));
+  // Kill the leader; the recovery notices come from the next one.
+  int leader = -1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto status = client_->ClusterStatus();  // the client follows redirects to the leader
+        if (!status.ok() || status->role != "leader") return false;
+        leader = std::stoi(status->replica_id) - 1;
+        return true;
+      },
+      20s));
+  cluster_->KillReplica(leader);
+  Inject(1, "xid 2 48");
+  ASSERT_TRUE(WaitFor([&] { return has("health-raised", cluster_->NodeName(1)); }, 60s));
+  ASSERT_TRUE(WaitFor([&] { return has("health-cleared", cluster_->NodeName(0)); }, 60s));
+  ASSERT_TRUE(WaitFor([&] { return has("health-cleared", cluster_->NodeName(1)); }, 60s));
+  // Every notice about one occurrence carries one dedupe key: each raise has
+  // a clear with its key, and a repeat (a new leader resending) has the same
+  // key and kind as the first.
+  std::map<std::string, std::set<std::string>> kinds_by_key;
+  for (const auto& post : receiver.posts()) {
+    const std::string kind = post.value("kind", "");
+    if (kind != "health-raised" && kind != "health-cleared") continue;
+    kinds_by_key[post.value("dedupe_key", "")].insert(kind);
+  }
+  ASSERT_GE(kinds_by_key.size(), 2u);
+  for (const auto& [key, kinds] : kinds_by_key) {
+    EXPECT_FALSE(key.empty());
+    EXPECT_EQ(kinds, (std::set<std::string>{"health-raised", "health-cleared"})) << key;
+  }
+}
+
+}  // namespace
+}  // namespace gpool::testing
