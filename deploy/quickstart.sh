@@ -2,8 +2,10 @@
 # Builds gpool, starts a local cluster on 127.0.0.1 (a coordinator of three
 # Raft replicas, four workers each simulating an 8-GPU node), submits sample
 # jobs, shows them running and finishing, shows queues at work (a high-class
-# job preempting a low one, a queue reclaiming its share), kills the leading
-# coordinator to
+# job preempting a low one, a queue reclaiming its share), kills a worker
+# under a running task (the task outlives it and is adopted; killed for good,
+# the node's lease stops the task and the job runs again elsewhere), kills the
+# leading coordinator to
 # show another take over, replaces the dead replica with a new one (replica
 # 4, added at run time), then stops everything it started.
 #
@@ -18,7 +20,7 @@ root=$(pwd)
 
 echo "== building"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j "$(nproc)" --target gpool-coordinator gpool-worker gpool
+cmake --build build -j "$(nproc)" --target gpool-coordinator gpool-worker gpool-task-supervisor gpool
 
 bin="$root/build"
 coordinator_bin="$bin/control/gpool-coordinator"
@@ -65,7 +67,8 @@ for ((r = 0; r < replicas; r++)); do
   "$coordinator_bin" --id "$id" --peers "$peers" --peer-clients "$peer_clients" --peer-workers "$peer_workers" \
     --data-dir "$work/coordinator-$id" \
     --client-addr "tcp://127.0.0.1:$p" --worker-addr "tcp://127.0.0.1:$((p + 1))" \
-    --heartbeat-ms 500 --preempt-grace-ms 3000 >"$work/coordinator-$id.log" 2>&1 &
+    --heartbeat-ms 500 --preempt-grace-ms 3000 --node-timeout-ms 2000 --node-lease-ms 3000 --node-lost-ms 9000 \
+    >"$work/coordinator-$id.log" 2>&1 &
   coordinator_pids+=("$!")
 done
 pids=("${coordinator_pids[@]}")
@@ -79,6 +82,13 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
+declare -A worker_pids
+start_worker() {  # start_worker I: (re)starts node-I's worker
+  "$worker_bin" --coordinator "$worker_ep" --spec "$work/node-$1.yaml" --data-dir "$work/worker-$1" \
+    >>"$work/worker-$1.log" 2>&1 &
+  worker_pids[$1]=$!
+  pids+=("$!")
+}
 echo "== starting 4 workers, each simulating an 8-GPU node (node-4's GPUs do dynamic MIG)"
 for i in 1 2 3 4; do
   mig=""
@@ -90,9 +100,7 @@ memory: 512Gi
 labels: {rack: r$(((i + 1) / 2))}
 gpus: {count: 8, model: A100-SXM4-80GB, memory: 80Gi, nvlink: all, numa_split: 2$mig}
 SPEC
-  "$worker_bin" --coordinator "$worker_ep" --spec "$work/node-$i.yaml" --data-dir "$work/worker-$i" \
-    >"$work/worker-$i.log" 2>&1 &
-  pids+=("$!")
+  start_worker "$i"
 done
 
 for _ in $(seq 1 100); do
@@ -191,6 +199,30 @@ run logs "$nb1.0"
 run logs "$nb2.0"
 run logs "$mig.0"
 
+echo; echo "== healing: a task outlives its worker; a lost node's job is requeued elsewhere"
+survivor=$("$gpool_bin" submit --json --name survivor --gpus 8 -- sleep 600 | sed -E 's/[^0-9]*([0-9]+).*/\1/')
+wait_for "$survivor" Running
+field() { "$gpool_bin" job "$survivor" --json | grep -o "\"$1\": *[^,}]*" | head -1 | sed -E 's/.*: *"?([^"]*)"?/\1/'; }
+node=$(field node) pid=$(field pid)
+n=${node#node-}
+echo "survivor (job $survivor) runs on $node as pid $pid; kill -9 its worker and start it again"
+{ kill -KILL "${worker_pids[$n]}"; wait "${worker_pids[$n]}"; } 2>/dev/null || true
+kill -0 "$pid" && echo "pid $pid still runs under its supervisor while the worker is down"
+start_worker "$n"
+sleep 2
+echo "after the restart: pid $(field pid) (adopted, not restarted)"
+echo "now kill -9 it for good: the lease (3 s) stops the task, the grace (9 s) requeues the job"
+{ kill -KILL "${worker_pids[$n]}"; wait "${worker_pids[$n]}"; } 2>/dev/null || true
+for _ in $(seq 1 150); do
+  "$gpool_bin" job "$survivor" --json | grep -q '"attempt": *1' && [ "$(field state)" = Running ] && break
+  sleep 0.2
+done
+kill -0 "$pid" 2>/dev/null && echo "pid $pid still alive (unexpected)" || echo "pid $pid is gone (the lease killed it)"
+run job "$survivor"
+run events --job "$survivor"
+run cancel "$survivor"
+start_worker "$n"
+
 echo; echo "== failover: killing the leading coordinator replica"
 leader=$("$gpool_bin" status | awk '/^Replica:/ {print $2; exit}')
 victim=${coordinator_pids[$((leader - 1))]}
@@ -222,4 +254,5 @@ done
 run admin replica list
 echo; echo "quickstart finished: every sample job ran to completion, the cluster survived losing its leader,"
 echo "a high-priority job preempted a low one and a queue reclaimed its share, two notebooks shared one GPU"
-echo "and a MIG instance was carved for a small job, and a new replica replaced the lost one."
+echo "and a MIG instance was carved for a small job, a task outlived its worker and a lost node's job ran"
+echo "again elsewhere, and a new replica replaced the lost one."
