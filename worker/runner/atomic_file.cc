@@ -15,7 +15,7 @@ Status Errno(const std::string& what, const std::string& path, int err) {
 
 }  // namespace
 
-Status WriteFileAtomic(const std::string& path, const std::string& content) {
+Status WriteFileAtomic(const std::string& path, const std::string& content, bool sync) {
   // Unique per process, so two writers never share a temporary file.
   const std::string temp = path + ".tmp." + std::to_string(getpid());
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -32,7 +32,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& content) {
     }
     done += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0) {
+  if (sync && fsync(fd) != 0) {
     const int err = errno;
     close(fd);
     unlink(temp.c_str());

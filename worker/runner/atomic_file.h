@@ -15,7 +15,12 @@
 namespace gpool::worker {
 
 // Writes `content` to `path` atomically (mode 0644). IoError saying why.
-Status WriteFileAtomic(const std::string& path, const std::string& content);
+// With `sync` false the data is not fsynced before the rename: readers on
+// this machine still see the old content or the new, but a power loss may
+// leave either. For what only matters within one boot (the node lease,
+// rewritten on every heartbeat: an fsync there stalls the agent's loop
+// whenever the disk is busy).
+Status WriteFileAtomic(const std::string& path, const std::string& content, bool sync = true);
 
 // The whole file. NotFound when it does not exist, IoError otherwise.
 Result<std::string> ReadWholeFile(const std::string& path);

@@ -48,7 +48,9 @@ int64_t MonotonicNowMs() {
 Status WriteLease(const std::string& path, int64_t deadline_mono_ms) {
   std::string line = std::string(kMagic) + " deadline_mono_ms=" + std::to_string(deadline_mono_ms);
   if (!BootId().empty()) line += " boot_id=" + BootId();
-  return WriteFileAtomic(path, line + "\n");
+  // Not synced: a deadline counts only within this boot (the boot id says
+  // which), and an fsync per heartbeat would stall the worker on a busy disk.
+  return WriteFileAtomic(path, line + "\n", /*sync=*/false);
 }
 
 Result<int64_t> RenewLease(const std::string& path, int64_t sent_mono_ms, int64_t lease_ms) {

@@ -289,6 +289,11 @@ ExitInfo PosixProcessLauncher::FromRecord(const ExitRecord& record) {
 
 void PosixProcessLauncher::ReapSupervised(std::vector<ExitInfo>& exited) {
   const int64_t now = MonotonicNowMs();
+  // An exit record is looked for every kReapScanMs, not every loop turn: a
+  // node with hundreds of tasks would otherwise open hundreds of files 50
+  // times a second.
+  if (now < next_supervised_scan_ms_) return;
+  next_supervised_scan_ms_ = now + kReapScanMs;
   for (auto it = supervised_.begin(); it != supervised_.end();) {
     Supervised& task = it->second;
     auto record = ReadExitRecord(task.state_dir);

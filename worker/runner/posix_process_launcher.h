@@ -120,6 +120,8 @@ class PosixProcessLauncher final : public ProcessLauncher {
   // cgroup: reported once the cgroup is empty.
   std::map<int64_t, ExitInfo> draining_;
   std::map<int64_t, Supervised> supervised_;  // by the task's first pid
+  static constexpr int64_t kReapScanMs = 50;
+  int64_t next_supervised_scan_ms_ = 0;  // CLOCK_MONOTONIC
 };
 
 }  // namespace gpool::worker
