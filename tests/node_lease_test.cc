@@ -25,13 +25,6 @@ namespace {
 using namespace std::chrono_literals;
 using SteadyClock = std::chrono::steady_clock;
 
-bool StillRunning(int64_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(stat, text)) return false;
-  const size_t paren = text.rfind(')');
-  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
-}
 
 constexpr int64_t kLeaseMs = 2000;
 constexpr int64_t kLostMs = 7000;
@@ -39,8 +32,7 @@ constexpr int64_t kLostMs = 7000;
 class NodeLeaseTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0 || (!std::filesystem::exists("/sys/fs/cgroup/freezer/cgroup.procs") &&
-                           !std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"))) {
+    if (!TaskCgroupsAvailable()) {
       GTEST_SKIP() << "task cgroups need root and a cgroup hierarchy";
     }
     LocalClusterOptions options;

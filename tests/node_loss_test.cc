@@ -131,14 +131,6 @@ TEST_F(NodeLossTest, ATaskLostWithItsNodeRunsAgainAsItsNextAttemptWhenTheNodeRet
       20s));
 }
 
-// Running, not a zombie waiting for its new parent to reap it.
-bool Running(int64_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(stat, text)) return false;
-  const size_t paren = text.rfind(')');
-  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
-}
 
 // The reproduction: a task's grandchild outlives its worker's
 // kill -9 (only the task's first process dies with the worker). The task
@@ -146,8 +138,7 @@ bool Running(int64_t pid) {
 // registers, and the GPUs go to the next job only with nothing of the old
 // task running.
 TEST_F(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegisters) {
-  if (geteuid() != 0 || (!std::filesystem::exists("/sys/fs/cgroup/freezer/cgroup.procs") &&
-                         !std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"))) {
+  if (!TaskCgroupsAvailable()) {
     GTEST_SKIP() << "task cgroups need root and a cgroup hierarchy";
   }
   ASSERT_NO_FATAL_FAILURE(StartOneNode());
@@ -168,7 +159,7 @@ TEST_F(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegiste
 
   cluster_->worker(0)->Kill();
   ASSERT_NO_FATAL_FAILURE(KillSupervisor(job->job_id));
-  EXPECT_TRUE(Running(grandchild)) << "the parent-death signal reaches the first process only";
+  EXPECT_TRUE(StillRunning(grandchild)) << "the parent-death signal reaches the first process only";
   cluster_->StartWorker(0);
   // The task is reported lost once the new worker has registered, which it
   // does only after emptying what the old one left.
@@ -178,7 +169,7 @@ TEST_F(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegiste
         return detail.ok() && detail->summary.state == "Failed" && detail->tasks[0].state == "Lost";
       },
       30s));
-  EXPECT_FALSE(Running(grandchild)) << "grandchild " << grandchild << " of the lost task still runs";
+  EXPECT_FALSE(StillRunning(grandchild)) << "grandchild " << grandchild << " of the lost task still runs";
 
   spec.name = "next";
   spec.tasks[0].command = {"true"};
@@ -198,8 +189,7 @@ TEST_F(NodeLossTest, WhatATaskLeftRunningIsKilledBeforeItsRestartedWorkerRegiste
 // task through its cgroup, and reports it failed only then; a job that needs
 // the GPUs gets them after that.
 TEST_F(NodeLossTest, ATaskThatKillsItsSupervisorNeverHasItsGpusGivenOutTwice) {
-  if (geteuid() != 0 || (!std::filesystem::exists("/sys/fs/cgroup/freezer/cgroup.procs") &&
-                         !std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"))) {
+  if (!TaskCgroupsAvailable()) {
     GTEST_SKIP() << "task cgroups need root and a cgroup hierarchy";
   }
   ASSERT_NO_FATAL_FAILURE(StartOneNode());
@@ -232,7 +222,7 @@ TEST_F(NodeLossTest, ATaskThatKillsItsSupervisorNeverHasItsGpusGivenOutTwice) {
         return detail.ok() && detail->summary.state == "Failed";
       },
       20s));
-  EXPECT_FALSE(Running(survivor)) << "the killer's child " << survivor << " ran on after its task was reported ended";
+  EXPECT_FALSE(StillRunning(survivor)) << "the killer's child " << survivor << " ran on after its task was reported ended";
   auto lost = client_->GetJob(JobId(first->job_id));
   ASSERT_TRUE(lost.ok());
   EXPECT_NE(lost->tasks[0].message.find("lost with its supervisor"), std::string::npos) << lost->tasks[0].message;

@@ -147,4 +147,17 @@ std::map<std::string, std::string> ReadEndpoints(const std::string& data_dir) {
 
 bool PidAlive(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
 
+bool StillRunning(int64_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  const size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
+
+bool TaskCgroupsAvailable() {
+  return geteuid() == 0 && (std::filesystem::exists("/sys/fs/cgroup/freezer/cgroup.procs") ||
+                            std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"));
+}
+
 }  // namespace gpool::testing

@@ -72,5 +72,10 @@ void WriteFile(const std::string& path, const std::string& content);
 // Reads "client tcp://..." / "worker tcp://..." from a coordinator's endpoints file.
 std::map<std::string, std::string> ReadEndpoints(const std::string& data_dir);
 bool PidAlive(pid_t pid);
+// Running, not a zombie waiting for its new parent to reap it (a task's
+// process whose supervisor died is reparented to init and may linger so).
+bool StillRunning(int64_t pid);
+// Task cgroups need root and a cgroup hierarchy; tests that rely on them skip otherwise.
+bool TaskCgroupsAvailable();
 
 }  // namespace gpool::testing
