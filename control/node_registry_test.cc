@@ -230,7 +230,7 @@ TEST_F(RegistryTest, AnEventOfAnUnknownKindIsRefusedBeforeTheLog) {
   Envelope reply = LastToWorker();
   ASSERT_EQ(reply.type(), MessageType::kErrorReply);
   EXPECT_EQ(reply.header().request_id, 77u);
-  EXPECT_EQ(reply.Body<ErrorReply>()->ToStatus().message(), "kind: 'exploded' is not started, exited or failed");
+  EXPECT_EQ(reply.Body<ErrorReply>()->ToStatus().message(), "kind: 'exploded' is not started, exited, failed or lost");
 }
 
 // The dispatcher keeps a record only while a command is in flight: once the
