@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include <cxxopts.hpp>
 
@@ -75,6 +76,15 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("health-peermem", "Require the nvidia_peermem module: auto (when the node has NVIDIA GPUs and InfiniBand), "
      "required or off", cxxopts::value<std::string>()->default_value(defaults.health.peermem), "MODE")
     ("health-peermem-reload", "Run 'modprobe nvidia_peermem' when it is missing (at most every 10 minutes)")
+    ("health-xid-interval-ms", "How often XID events are read",
+     cxxopts::value<std::string>()->default_value(std::to_string(defaults.health.xid_interval_ms)), "MS")
+    ("health-gpu-interval-ms", "How often GPU state is checked (ECC, retired pages, row remap, NVLink, lost, thermal)",
+     cxxopts::value<std::string>()->default_value(std::to_string(defaults.health.gpu_interval_ms)), "MS")
+    ("health-nic-interval-ms", "How often InfiniBand and Ethernet ports are checked",
+     cxxopts::value<std::string>()->default_value(std::to_string(defaults.health.nic_interval_ms)), "MS")
+    ("health-service-interval-ms", "How often the fabric manager, nvidia_peermem, free disk and the coordinator's "
+     "reachability are checked",
+     cxxopts::value<std::string>()->default_value(std::to_string(defaults.health.service_interval_ms)), "MS")
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"), "LEVEL")
     ("simulate", "Fleet mode: run N simulated nodes (1 to 10000) from --spec in this process, each with its own "
      "connection, named <name>-0001...; tasks are simulated, no program runs", cxxopts::value<std::string>(), "N")
@@ -136,6 +146,14 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
       return Status::InvalidArgument("--health-peermem: '" + f.health.peermem + "' is not auto, required or off");
     }
     f.health.peermem_reload = result.count("health-peermem-reload") > 0;
+    for (auto [flag, field] : {std::pair{"health-xid-interval-ms", &f.health.xid_interval_ms},
+                               std::pair{"health-gpu-interval-ms", &f.health.gpu_interval_ms},
+                               std::pair{"health-nic-interval-ms", &f.health.nic_interval_ms},
+                               std::pair{"health-service-interval-ms", &f.health.service_interval_ms}}) {
+      GPOOL_ASSIGN_OR_RETURN(const uint64_t ms, ParseCount(std::string("--") + flag, result[flag].as<std::string>(),
+                                                           3'600'000, "a time in ms"));
+      *field = static_cast<int64_t>(ms);
+    }
     if (result.count("cuda-intercept-lib")) f.cuda_intercept_lib = result["cuda-intercept-lib"].as<std::string>();
     f.log_level = result["log-level"].as<std::string>();
     f.mig_dynamic = result.count("mig-dynamic") > 0;

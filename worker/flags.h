@@ -61,6 +61,12 @@ struct WorkerFlags {
     uint64_t disk_min_free_mib = 1024;  // free space in --data-dir below this: disk-low
     std::string peermem = "auto";       // nvidia_peermem: auto, required or off
     bool peermem_reload = false;        // modprobe it when missing (at most every 10 minutes)
+    // How often each check runs (--health-<check>-interval-ms). XID events
+    // are polled often so a fault is reported well within 2 s.
+    int64_t xid_interval_ms = 100;
+    int64_t gpu_interval_ms = 2000;       // ECC, retired pages, row remap, NVLink, lost, thermal
+    int64_t nic_interval_ms = 2000;       // InfiniBand and Ethernet ports
+    int64_t service_interval_ms = 10000;  // fabric manager, peermem, disk, coordinator
   } health;
 };
 

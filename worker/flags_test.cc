@@ -116,5 +116,67 @@ TEST(FlagsTest, TokenFileIsTrimmed) {
   EXPECT_EQ(ReadTokenFile(dir.path() + "/missing").status().code(), StatusCode::kNotFound);
 }
 
+TEST(FlagsTest, HealthDefaults) {
+  auto parsed = Parse({});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const WorkerFlags::Health& h = parsed->flags.health;
+  EXPECT_TRUE(h.enabled) << "on unless turned off";
+  EXPECT_EQ(h.xid_hold_ms, 300'000);
+  EXPECT_EQ(h.gpu_max_temp_c, 0u) << "no thermal check unless asked";
+  EXPECT_EQ(h.sysfs_root, "/sys");
+  EXPECT_EQ(h.disk_min_free_mib, 1024u);
+  EXPECT_EQ(h.peermem, "auto");
+  EXPECT_FALSE(h.peermem_reload);
+  EXPECT_EQ(h.xid_interval_ms, 100);
+  EXPECT_EQ(h.gpu_interval_ms, 2000);
+  EXPECT_EQ(h.nic_interval_ms, 2000);
+  EXPECT_EQ(h.service_interval_ms, 10000);
+  EXPECT_FALSE(parsed->flags.nvml_library_given);
+}
+
+TEST(FlagsTest, HealthFlags) {
+  auto parsed = Parse({"--health", "off", "--health-xid-hold-ms", "60000", "--health-gpu-max-temp-c", "90",
+                       "--health-sysfs-root", "/tmp/sys", "--health-disk-min-free-mib", "512", "--health-peermem",
+                       "required", "--health-peermem-reload", "--health-xid-interval-ms", "50",
+                       "--health-gpu-interval-ms", "1000", "--health-nic-interval-ms", "3000",
+                       "--health-service-interval-ms", "30000", "--nvml-library", "/opt/fake/libnvidia-ml.so"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const WorkerFlags::Health& h = parsed->flags.health;
+  EXPECT_FALSE(h.enabled);
+  EXPECT_EQ(h.xid_hold_ms, 60000);
+  EXPECT_EQ(h.gpu_max_temp_c, 90u);
+  EXPECT_EQ(h.sysfs_root, "/tmp/sys");
+  EXPECT_EQ(h.disk_min_free_mib, 512u);
+  EXPECT_EQ(h.peermem, "required");
+  EXPECT_TRUE(h.peermem_reload);
+  EXPECT_EQ(h.xid_interval_ms, 50);
+  EXPECT_EQ(h.gpu_interval_ms, 1000);
+  EXPECT_EQ(h.nic_interval_ms, 3000);
+  EXPECT_EQ(h.service_interval_ms, 30000);
+  EXPECT_TRUE(parsed->flags.nvml_library_given) << "a --spec node then watches this library's GPUs";
+}
+
+TEST(FlagsTest, BadHealthFlagsSayWhich) {
+  const std::vector<std::pair<std::vector<const char*>, std::string>> cases = {
+      {{"--health", "maybe"}, "--health: 'maybe' is not on or off"},
+      {{"--health-xid-hold-ms", "0"}, "--health-xid-hold-ms: 0 is out of range"},
+      {{"--health-xid-hold-ms", "5s"}, "--health-xid-hold-ms: '5s' is not a time in ms"},
+      {{"--health-gpu-max-temp-c", "400"}, "--health-gpu-max-temp-c: 400 is out of range"},
+      {{"--health-sysfs-root", ""}, "--health-sysfs-root: must not be empty"},
+      {{"--health-disk-min-free-mib", "-1"}, "--health-disk-min-free-mib: '-1' is not a size in MiB"},
+      {{"--health-peermem", "sometimes"}, "--health-peermem: 'sometimes' is not auto, required or off"},
+      {{"--health-xid-interval-ms", "0"}, "--health-xid-interval-ms: 0 is out of range"},
+      {{"--health-gpu-interval-ms", "fast"}, "--health-gpu-interval-ms: 'fast' is not a time in ms"},
+      {{"--health-nic-interval-ms", "3600001"}, "--health-nic-interval-ms: 3600001 is out of range"},
+      {{"--health-service-interval-ms", ""}, "--health-service-interval-ms: '' is not a time in ms"},
+  };
+  for (const auto& [args, expected] : cases) {
+    auto parsed = Parse(args);
+    ASSERT_FALSE(parsed.ok()) << expected;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(parsed.status().message().find(expected), std::string::npos) << parsed.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace gpool::worker

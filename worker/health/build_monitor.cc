@@ -30,6 +30,8 @@ void AddGpuChecks(HealthMonitor& monitor, const WorkerFlags& flags, const NodeSp
   options.gpu_indices = nvidia;
   options.xid_hold_ms = flags.health.xid_hold_ms;
   options.max_temp_c = flags.health.gpu_max_temp_c;
+  options.xid_interval_ms = flags.health.xid_interval_ms;
+  options.state_interval_ms = flags.health.gpu_interval_ms;
   for (auto& check : MakeGpuChecks(std::shared_ptr<NvmlLibrary>(std::move(nvml).value()), options, logger)) {
     monitor.Add(std::move(check));
   }
@@ -43,8 +45,10 @@ std::unique_ptr<HealthMonitor> BuildHealthMonitor(const WorkerFlags& flags, cons
   if (!flags.health.enabled) return nullptr;
   auto monitor = std::make_unique<HealthMonitor>(clock, logger);
   AddGpuChecks(*monitor, flags, node, logger);
-  monitor->Add(std::make_unique<NicCheck>(NicCheckOptions{.sysfs_root = flags.health.sysfs_root}));
+  monitor->Add(std::make_unique<NicCheck>(
+      NicCheckOptions{.sysfs_root = flags.health.sysfs_root, .interval_ms = flags.health.nic_interval_ms}));
   ServiceCheckOptions services;
+  services.interval_ms = flags.health.service_interval_ms;
   services.sysfs_root = flags.health.sysfs_root;
   services.peermem = PeermemModeFromString(flags.health.peermem).value_or(PeermemMode::kAuto);
   services.peermem_reload = flags.health.peermem_reload;
