@@ -4,7 +4,6 @@
 #include <set>
 
 #include "protocol/base/text.h"
-#include "protocol/base/text.h"
 #include "worker/log.h"
 
 namespace gpool::worker {

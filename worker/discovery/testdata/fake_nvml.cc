@@ -50,7 +50,11 @@
 //   nvlink-down <gpu> <link>
 //   lost <gpu>              every query of it fails with GPU_IS_LOST
 //   temp <gpu> <celsius>
+//   count <n>               nvmlDeviceGetCount reports n GPUs (fewer than 4: the rest fell off)
 // Removing a line clears the fault (an XID already delivered stays delivered).
+// Built with FAKE_NVML_OLD_DRIVER it lacks the event API and
+// nvmlDeviceGetRemappedRows (drivers before R450/R460), which the health
+// checks must do without.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -250,6 +254,7 @@ struct FakeHealth {
   unsigned xid_gpu[256] = {};
   unsigned long long xid_code[256] = {};
   unsigned xids = 0;
+  unsigned count = kCount;
 };
 
 FakeHealth ReadHealth() {
@@ -265,8 +270,12 @@ FakeHealth ReadHealth() {
   char line[128];
   while (std::fgets(line, sizeof(line), f) != nullptr) {
     const int n = std::sscanf(line, "%31s %u %llu", what, &gpu, &value);
-    if (n < 2 || gpu >= kCount) continue;
     const std::string_view w(what);
+    if (w == "count" && n == 2) {
+      h.count = gpu < kCount ? gpu : kCount;
+      continue;
+    }
+    if (n < 2 || gpu >= kCount) continue;
     if (w == "xid" && n == 3 && h.xids < 256) {
       h.xid_gpu[h.xids] = gpu;
       h.xid_code[h.xids++] = value;
@@ -290,7 +299,9 @@ FakeHealth ReadHealth() {
   return h;
 }
 
+#ifndef FAKE_NVML_OLD_DRIVER
 unsigned g_xids_delivered = 0;  // XID lines already handed out, in file order
+#endif
 
 bool Lost(void* device) { return IndexOf(device) < kCount && ReadHealth().lost[IndexOf(device)]; }
 
@@ -318,7 +329,7 @@ int nvmlShutdown() {
 const char* nvmlErrorString(int rc) { return rc == nvml::kErrorDriverNotLoaded ? "Driver Not Loaded" : "Unknown Error"; }
 
 int nvmlDeviceGetCount_v2(unsigned int* count) {
-  *count = kCount;
+  *count = ReadHealth().count;
   return 0;
 }
 
@@ -371,6 +382,7 @@ int nvmlDeviceGetNvLinkState(void* device, unsigned int link, int* active) {
   return 0;
 }
 
+#ifndef FAKE_NVML_OLD_DRIVER
 int nvmlEventSetCreate(void** set) {
   *set = reinterpret_cast<void*>(0x5e7);
   return 0;
@@ -389,6 +401,7 @@ int nvmlEventSetWait_v2(void*, nvml::EventData* data, unsigned int) {
   data->eventData = health.xid_code[i];
   return 0;
 }
+#endif
 int nvmlDeviceGetTotalEccErrors(void* device, int, int, unsigned long long* count) {
   if (Lost(device)) return nvml::kErrorGpuIsLost;
   *count = ReadHealth().ecc[IndexOf(device)];
@@ -399,6 +412,7 @@ int nvmlDeviceGetRetiredPagesPendingStatus(void* device, int* pending) {
   *pending = ReadHealth().retired_pending[IndexOf(device)] ? 1 : 0;
   return 0;
 }
+#ifndef FAKE_NVML_OLD_DRIVER
 int nvmlDeviceGetRemappedRows(void* device, unsigned int* corrected, unsigned int* uncorrected, unsigned int* pending,
                               unsigned int* failure) {
   if (Lost(device)) return nvml::kErrorGpuIsLost;
@@ -409,6 +423,7 @@ int nvmlDeviceGetRemappedRows(void* device, unsigned int* corrected, unsigned in
   *failure = health.remap_failure[IndexOf(device)] ? 1 : 0;
   return 0;
 }
+#endif
 int nvmlDeviceGetTemperature(void* device, unsigned int, unsigned int* temp) {
   if (Lost(device)) return nvml::kErrorGpuIsLost;
   *temp = ReadHealth().temp[IndexOf(device)];

@@ -1,0 +1,93 @@
+// Which checks gpool-worker runs for which node (build_monitor.h): GPU checks
+// on a --spec node only with an explicit --nvml-library, NVML device i then
+// being the spec's i-th GPU; none at all with --health off.
+#include "worker/health/build_monitor.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "worker/test_util.h"
+
+namespace gpool::worker {
+namespace {
+
+class BuildMonitorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (uint32_t i = 0; i < 2; ++i) {
+      GpuInfo gpu;
+      gpu.index = 10 + i;  // not NVML's numbering: the spec's
+      gpu.uuid = "GPU-sim-" + std::to_string(i);
+      node_.gpus.push_back(gpu);
+    }
+    node_.name = "sim";
+    flags_.spec_path = dir_.path() + "/node.yaml";
+    flags_.data_dir = dir_.path();
+    flags_.health.sysfs_root = dir_.path() + "/sys";  // empty: no NICs
+    flags_.health.disk_min_free_mib = 1;              // whatever the test machine has free
+    faults_ = dir_.path() + "/faults";
+    std::ofstream(faults_) << "";
+  }
+  std::unique_ptr<HealthMonitor> Build() {
+    return BuildHealthMonitor(flags_, node_, &clock_, [] { return int64_t{0}; }, log_.logger());
+  }
+
+  testing::TempDir dir_;
+  std::string faults_;
+  NodeSpec node_;
+  WorkerFlags flags_;
+  FakeClock clock_;
+  testing::CapturedLog log_;
+};
+
+TEST_F(BuildMonitorTest, OffBuildsNothing) {
+  flags_.health.enabled = false;
+  EXPECT_EQ(Build(), nullptr);
+}
+
+TEST_F(BuildMonitorTest, ASpecNodesGpusAreNotTheHostsUnlessALibraryIsNamed) {
+  flags_.nvml_library = GPOOL_FAKE_NVML_PATH;
+  flags_.nvml_library_given = false;  // the default library, not named
+  auto monitor = Build();
+  ASSERT_NE(monitor, nullptr);
+  EXPECT_EQ(monitor->checks(), 2u) << "NIC and node services only";
+}
+
+TEST_F(BuildMonitorTest, ANamedLibraryWatchesTheSpecsGpusInOrder) {
+  testing::ScopedEnv env("FAKE_NVML_HEALTH_FILE", faults_);
+  flags_.nvml_library = GPOOL_FAKE_NVML_PATH;
+  flags_.nvml_library_given = true;
+  flags_.health.xid_interval_ms = 50;
+  auto monitor = Build();
+  ASSERT_NE(monitor, nullptr);
+  EXPECT_EQ(monitor->checks(), 4u);
+  monitor->Poll();
+  std::ofstream(faults_, std::ios::app) << "xid 1 79\n";
+  clock_.Advance(50);
+  monitor->Poll();
+  ASSERT_EQ(monitor->conditions().size(), 1u);
+  EXPECT_EQ(monitor->conditions()[0].device, "gpu/11") << "NVML device 1 is the spec's second GPU";
+  EXPECT_EQ(monitor->conditions()[0].severity, "fatal");
+}
+
+TEST_F(BuildMonitorTest, ALibraryThatDoesNotLoadLeavesTheOtherChecks) {
+  flags_.nvml_library = dir_.path() + "/no-such-libnvidia-ml.so";
+  flags_.nvml_library_given = true;
+  auto monitor = Build();
+  ASSERT_NE(monitor, nullptr);
+  EXPECT_EQ(monitor->checks(), 2u);
+  EXPECT_TRUE(log_.Contains("GPU health is not watched"));
+}
+
+TEST_F(BuildMonitorTest, ANodeWithoutNvidiaGpusHasNoGpuChecks) {
+  for (auto& gpu : node_.gpus) gpu.vendor = "amd";
+  flags_.nvml_library = GPOOL_FAKE_NVML_PATH;
+  flags_.nvml_library_given = true;
+  auto monitor = Build();
+  ASSERT_NE(monitor, nullptr);
+  EXPECT_EQ(monitor->checks(), 2u);
+}
+
+}  // namespace
+}  // namespace gpool::worker
