@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -196,7 +197,9 @@ class Link {
   uint64_t register_health_version_ = 0;
   uint64_t acked_health_version_ = 0;  // the coordinator has this version of the list
   uint64_t sent_health_version_ = 0;   // the last version put on the wire
-  int64_t last_health_send_ms_ = 0;
+  // When a heartbeat last carried health; "long ago" at first, so the first
+  // change goes out at once whatever the clock reads.
+  int64_t last_health_send_ms_ = std::numeric_limits<int64_t>::min() / 2;
   std::map<uint64_t, int64_t> event_sent_ms_;  // seq -> when last sent
 
   int64_t decode_log_window_ms_ = 0;

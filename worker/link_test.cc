@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "worker/health/scripted_check.h"
 #include "worker/runner/fake_process_launcher.h"
 #include "worker/test_util.h"
 
@@ -711,6 +712,158 @@ TEST_F(LinkTest, ACoordinatorThatGrantsNoLeaseGetsTheLongDefault) {
   Register();
   ASSERT_EQ(leases.size(), 1u);
   EXPECT_EQ(leases[0], 99'000);
+}
+
+}  // namespace
+}  // namespace gpool::worker
+
+namespace gpool::worker {
+namespace {
+
+// Health on the link (messages_worker.h): RegisterNode carries the list; a
+// heartbeat carries it (with its version) whenever the monitor's version is
+// newer than the last one the coordinator acknowledged, and sends a change
+// at once; health_rounds rides on every heartbeat.
+class LinkHealthTest : public LinkTest {
+ protected:
+  void SetUp() override {
+    LinkTest::SetUp();
+    monitor_ = std::make_unique<HealthMonitor>(&clock_, log_.logger());
+    monitor_->Add(std::make_unique<testing::ScriptedCheck>(
+        "disk", 10, std::vector<HealthKind>{HealthKind::kDiskLow}, &findings_));
+    LinkOptions options = MakeOptions();
+    options.health = monitor_.get();
+    link_ = std::move(Link::Open(std::move(options)).value());
+  }
+  void Find(std::string message = "12 MiB free") {
+    findings_ = {HealthFinding{HealthKind::kDiskLow, "disk", HealthSeverity::kDegraded, std::move(message)}};
+  }
+  // The agent's turn: the monitor before the link.
+  void HealthTurn(int64_t ms) {
+    clock_.Advance(ms);
+    monitor_->Poll();
+    tm_->Poll();
+    link_->Tick();
+  }
+  // The heartbeats sent since the last Take().
+  std::vector<std::pair<uint64_t, Heartbeat>> Heartbeats() {
+    std::vector<std::pair<uint64_t, Heartbeat>> out;
+    for (const Envelope& env : Take().frames) {
+      if (env.type() != MessageType::kHeartbeat) continue;
+      auto hb = env.Body<Heartbeat>();
+      EXPECT_TRUE(hb.ok()) << hb.status().ToString();
+      if (hb.ok()) out.emplace_back(env.header().request_id, std::move(hb.value()));
+    }
+    return out;
+  }
+
+  std::vector<HealthFinding> findings_;
+  std::unique_ptr<HealthMonitor> monitor_;
+};
+
+TEST_F(LinkHealthTest, RegistrationCarriesTheConditionsFoundBeforeIt) {
+  Find();
+  monitor_->Poll();
+  link_->Start();
+  const Out out = Take();
+  const Envelope* env = out.First(MessageType::kRegisterNode);
+  ASSERT_NE(env, nullptr);
+  auto reg = env->Body<RegisterNode>();
+  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
+  ASSERT_EQ(reg->health.size(), 1u);
+  EXPECT_EQ(reg->health[0].kind, "disk-low");
+  EXPECT_EQ(reg->health[0].message, "12 MiB free");
+}
+
+TEST_F(LinkHealthTest, AHeartbeatCarriesTheListOnlyWhenItChangedAndUntilAcknowledged) {
+  monitor_->Poll();
+  Register(/*interval_ms=*/1000);
+  for (int i = 0; i < 100; ++i) HealthTurn(10);
+  auto beats = Heartbeats();
+  ASSERT_EQ(beats.size(), 1u);
+  EXPECT_EQ(beats[0].second.health_version, 0u) << "nothing changed since the registration";
+  EXPECT_TRUE(beats[0].second.health.empty());
+  EXPECT_EQ(beats[0].second.health_rounds, monitor_->rounds()) << "rounds ride on every heartbeat";
+  EXPECT_GT(beats[0].second.health_rounds, 0u);
+  Deliver(Ack{}, beats[0].first, 1);
+
+  Find();  // raised: goes out at once, not at the next interval
+  HealthTurn(10);
+  beats = Heartbeats();
+  ASSERT_EQ(beats.size(), 1u);
+  const uint64_t raised = monitor_->version();
+  EXPECT_EQ(beats[0].second.health_version, raised);
+  ASSERT_EQ(beats[0].second.health.size(), 1u);
+  EXPECT_EQ(beats[0].second.health[0].kind, "disk-low");
+
+  // Not acknowledged (lost): the next heartbeats carry it again.
+  for (int i = 0; i < 100; ++i) HealthTurn(10);
+  beats = Heartbeats();
+  ASSERT_EQ(beats.size(), 1u);
+  EXPECT_EQ(beats[0].second.health_version, raised);
+  EXPECT_EQ(beats[0].second.health.size(), 1u);
+  Deliver(Ack{}, beats[0].first, 1);
+
+  // Acknowledged, and found again with only last_seen moving: not carried.
+  for (int beat = 0; beat < 3; ++beat) {
+    for (int i = 0; i < 100; ++i) HealthTurn(10);
+    beats = Heartbeats();
+    ASSERT_EQ(beats.size(), 1u);
+    EXPECT_EQ(beats[0].second.health_version, 0u);
+    EXPECT_TRUE(beats[0].second.health.empty());
+    Deliver(Ack{}, beats[0].first, 1);
+  }
+  EXPECT_EQ(monitor_->version(), raised);
+
+  // Cleared: an empty list with a version, so the coordinator drops it.
+  findings_.clear();
+  HealthTurn(10);
+  beats = Heartbeats();
+  ASSERT_EQ(beats.size(), 1u);
+  EXPECT_GT(beats[0].second.health_version, raised);
+  EXPECT_TRUE(beats[0].second.health.empty());
+}
+
+TEST_F(LinkHealthTest, AnAckOfAnOlderHeartbeatDoesNotAcknowledgeANewerList) {
+  monitor_->Poll();
+  Register(/*interval_ms=*/1000);
+  for (int i = 0; i < 100; ++i) HealthTurn(10);
+  auto before = Heartbeats();
+  ASSERT_EQ(before.size(), 1u);  // carried no health
+  Find();
+  HealthTurn(10);
+  ASSERT_EQ(Heartbeats().size(), 1u);  // carried the raise
+  Deliver(Ack{}, before[0].first, 1);  // the older one's ack arrives late
+  for (int i = 0; i < 100; ++i) HealthTurn(10);
+  auto after = Heartbeats();
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].second.health_version, monitor_->version()) << "still unacknowledged";
+}
+
+TEST_F(LinkHealthTest, ChangesInQuickSuccessionAreSentAtMostEvery50Ms) {
+  monitor_->Poll();
+  Register(/*interval_ms=*/1000);
+  Find("1");
+  HealthTurn(10);
+  ASSERT_EQ(Heartbeats().size(), 1u);
+  Find("2");
+  HealthTurn(10);
+  EXPECT_TRUE(Heartbeats().empty()) << "10 ms after the last one";
+  for (int i = 0; i < 4; ++i) HealthTurn(10);
+  auto beats = Heartbeats();
+  ASSERT_EQ(beats.size(), 1u);
+  ASSERT_EQ(beats[0].second.health.size(), 1u);
+  EXPECT_EQ(beats[0].second.health[0].message, "2");
+}
+
+TEST_F(LinkHealthTest, ARegistrationThatCarriedTheListCountsAsItsAcknowledgement) {
+  Find();
+  monitor_->Poll();
+  Register(/*interval_ms=*/1000);  // the registration carried it and was answered
+  for (int i = 0; i < 100; ++i) HealthTurn(10);
+  auto beats = Heartbeats();
+  ASSERT_EQ(beats.size(), 1u);
+  EXPECT_EQ(beats[0].second.health_version, 0u);
 }
 
 }  // namespace
