@@ -43,6 +43,9 @@ void Agent::Turn(int poll_ms) {
 }
 
 Status Agent::Run(const std::atomic<bool>& stop) {
+  // One round of health checks first, so the registration carries what
+  // they find at start rather than a heartbeat after it.
+  if (options_.health != nullptr) options_.health->Poll();
   options_.link->Start();
   socket_.ApplyActions();
   while (!stop.load()) Turn(options_.poll_ms);
