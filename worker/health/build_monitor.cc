@@ -26,6 +26,15 @@ void AddGpuChecks(HealthMonitor& monitor, const WorkerFlags& flags, const NodeSp
                  Q(nvml.status().ToString()));
     return;
   }
+  // A simulated node may list more GPUs than the named library has: those
+  // past its count are not watched (rather than all reported lost at once).
+  unsigned count = 0;
+  if (!flags.spec_path.empty() && (*nvml)->get_count()(&count) == nvml::kSuccess && count < nvidia.size()) {
+    logger->warn("GPU health watches only the first GPUs of the spec: the NVML library has fewer library={} "
+                 "spec_gpus={} nvml_gpus={}",
+                 Q(flags.nvml_library), nvidia.size(), count);
+    nvidia.resize(count);
+  }
   GpuCheckOptions options;
   options.gpu_indices = nvidia;
   options.xid_hold_ms = flags.health.xid_hold_ms;

@@ -71,6 +71,29 @@ TEST_F(BuildMonitorTest, ANamedLibraryWatchesTheSpecsGpusInOrder) {
   EXPECT_EQ(monitor->conditions()[0].severity, "fatal");
 }
 
+TEST_F(BuildMonitorTest, SpecGpusPastTheLibrarysCountAreNotWatched) {
+  testing::ScopedEnv env("FAKE_NVML_HEALTH_FILE", faults_);
+  for (uint32_t i = 2; i < 8; ++i) {  // 8 GPUs; the fake has 4
+    GpuInfo gpu;
+    gpu.index = 10 + i;
+    gpu.uuid = "GPU-sim-" + std::to_string(i);
+    node_.gpus.push_back(gpu);
+  }
+  flags_.nvml_library = GPOOL_FAKE_NVML_PATH;
+  flags_.nvml_library_given = true;
+  auto monitor = Build();
+  ASSERT_NE(monitor, nullptr);
+  monitor->Poll();
+  EXPECT_TRUE(monitor->conditions().empty()) << "not lost: never there";
+  EXPECT_TRUE(log_.Contains("GPU health watches only the first GPUs of the spec"));
+  std::ofstream(faults_, std::ios::app) << "lost 3\n";
+  clock_.Advance(flags_.health.gpu_interval_ms);
+  monitor->Poll();
+  ASSERT_EQ(monitor->conditions().size(), 1u);
+  EXPECT_EQ(monitor->conditions()[0].device, "gpu/13");
+  EXPECT_EQ(monitor->conditions()[0].kind, "gpu-lost");
+}
+
 TEST_F(BuildMonitorTest, ALibraryThatDoesNotLoadLeavesTheOtherChecks) {
   flags_.nvml_library = dir_.path() + "/no-such-libnvidia-ml.so";
   flags_.nvml_library_given = true;
