@@ -236,7 +236,16 @@ const TaskId* TaskManager::WholeGpuHolder(const TaskId& id, const Task& task) co
 
 void TaskManager::Poll() {
   std::vector<TaskId> waiting;
-  for (const TaskId& id : std::exchange(to_start_, {})) {
+  // A start execs a supervisor and waits for it to exec the task: under a
+  // flood of binds, starting them all in one turn kept the agent's loop from
+  // heartbeats (and from renewing the node lease) for seconds. The rest wait
+  // for the next turns.
+  std::vector<TaskId> due = std::exchange(to_start_, {});
+  if (due.size() > kMaxStartsPerPoll) {
+    to_start_.assign(due.begin() + kMaxStartsPerPoll, due.end());
+    due.resize(kMaxStartsPerPoll);
+  }
+  for (const TaskId& id : due) {
     auto it = tasks_.find(id);
     if (it == tasks_.end() || it->second.phase != Phase::kPending) continue;
     // The node's own guard against two jobs on one GPU: a task whose GPUs a
@@ -255,7 +264,7 @@ void TaskManager::Poll() {
     }
     Start(id, it->second);
   }
-  to_start_.insert(to_start_.begin(), waiting.begin(), waiting.end());
+  to_start_.insert(to_start_.end(), waiting.begin(), waiting.end());
   for (const ExitInfo& exit : options_.launcher->Reap()) OnExit(exit);
   const int64_t now = options_.clock->MonoMs();
   if (now >= next_log_cap_ms_) {  // a stat per running task, four times a second

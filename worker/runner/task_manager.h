@@ -224,6 +224,8 @@ class TaskManager {
   int64_t next_expire_ms_ = 0;
   // Logs of running tasks are checked against their cap this often.
   static constexpr int64_t kLogCapIntervalMs = 250;
+  // Tasks started per Poll at most (Poll).
+  static constexpr size_t kMaxStartsPerPoll = 8;
   int64_t next_log_cap_ms_ = 0;
 };
 
