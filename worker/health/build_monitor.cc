@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "protocol/base/text.h"
+#include "worker/log.h"
 #include "worker/discovery/nvml_library.h"
 #include "worker/health/gpu_checks.h"
 #include "worker/health/nic_check.h"
