@@ -14,6 +14,7 @@ namespace gpool::scheduler {
 namespace {
 
 using testing::MakeNode;
+using testing::JobBuilder;
 using testing::MakeQueue;
 using topology::ClusterView;
 using topology::PendingReason;
