@@ -162,7 +162,9 @@ class ClusterState {
   void Emit(int64_t now, EventKind kind, ClusterEvent event);
   void EmitTask(int64_t now, EventKind kind, const TaskRecord& task, std::string message);
   void EmitNodeEvent(int64_t now, EventKind kind, const std::string& node, std::string reason, std::string actor,
-                     std::string message, std::string dedupe_key);
+                     std::string message, std::string dedupe_key, std::string severity = {});
+  // One key per occurrence of a condition, shared by its raise and its clear.
+  static std::string HealthDedupeKey(const std::string& node, const HealthCondition& condition);
   // Requeues `lost` (ended by node loss or a failure) as its next attempt if
   // the job's restart policy allows it for `cause`; a gang left below its
   // minimum is requeued whole (its other tasks stopped as evicted). Counts

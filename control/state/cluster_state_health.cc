@@ -42,14 +42,20 @@ void ClusterState::EmitTask(int64_t now, EventKind kind, const TaskRecord& task,
 }
 
 void ClusterState::EmitNodeEvent(int64_t now, EventKind kind, const std::string& node, std::string reason,
-                                 std::string actor, std::string message, std::string dedupe_key) {
+                                 std::string actor, std::string message, std::string dedupe_key,
+                                 std::string severity) {
   ClusterEvent event;
   event.node = node;
+  event.severity = std::move(severity);
   event.reason = std::move(reason);
   event.actor = std::move(actor);
   event.message = std::move(message);
   event.dedupe_key = std::move(dedupe_key);
   Emit(now, kind, std::move(event));
+}
+
+std::string ClusterState::HealthDedupeKey(const std::string& node, const HealthCondition& condition) {
+  return "health:" + node + ":" + condition.Key() + ":" + std::to_string(condition.first_seen_ms);
 }
 
 // --- Restart policy -----------------------------------------------------------
@@ -186,9 +192,6 @@ ApplyResult ClusterState::ApplyNodeHealth(int64_t now, const NodeHealthCmd& cmd)
   std::map<std::string, const HealthCondition*> before, after;
   for (const auto& c : node.health) before[c.Key()] = &c;
   for (const auto& c : cmd.health) after[c.Key()] = &c;
-  auto key_of = [&](const HealthCondition& c) {
-    return "health:" + cmd.node + ":" + c.Key() + ":" + std::to_string(c.first_seen_ms);
-  };
   for (const auto& [key, c] : after) {
     auto old = before.find(key);
     // New, or worse than it was: tell. A repeat of the same condition is not news.
@@ -196,25 +199,15 @@ ApplyResult ClusterState::ApplyNodeHealth(int64_t now, const NodeHealthCmd& cmd)
                                                   HealthSeverityFromString(old->second->severity);
     const bool new_xid = old != before.end() && c->kind == "xid" && c->xid != old->second->xid;
     if (old != before.end() && !worse && !new_xid) continue;
-    ClusterEvent event;
-    event.node = cmd.node;
-    event.severity = c->severity;
-    event.reason = key;
-    event.actor = "worker";
-    event.message = c->message;
-    event.dedupe_key = key_of(*c) + (worse || new_xid ? ":" + c->severity + ":" + std::to_string(c->xid) : "");
-    Emit(now, EventKind::kHealthRaised, std::move(event));
+    EmitNodeEvent(now, EventKind::kHealthRaised, cmd.node, key, "worker", c->message,
+                  HealthDedupeKey(cmd.node, *c) + (worse || new_xid ? ":" + c->severity + ":" + std::to_string(c->xid) : ""),
+                  c->severity);
   }
   for (const auto& [key, c] : before) {
     if (after.count(key)) continue;
-    ClusterEvent event;
-    event.node = cmd.node;
-    event.severity = c->severity;
-    event.reason = key;
-    event.actor = "worker";
-    event.message = "cleared: " + c->message;
-    event.dedupe_key = key_of(*c);  // the raise's key: a receiver pairs them
-    Emit(now, EventKind::kHealthCleared, std::move(event));
+    // The raise's key: a receiver pairs them.
+    EmitNodeEvent(now, EventKind::kHealthCleared, cmd.node, key, "worker", "cleared: " + c->message,
+                  HealthDedupeKey(cmd.node, *c), c->severity);
   }
   node.health = cmd.health;
   return result;
@@ -314,24 +307,12 @@ ApplyResult ClusterState::ApplyProbeResult(int64_t now, const ProbeResultCmd& cm
       HealthCondition slow{.kind = std::string(ToString(HealthKind::kSlow)), .device = device,
                            .severity = std::string(ToString(HealthSeverity::kDegraded)), .first_seen_ms = now,
                            .last_seen_ms = now, .count = 1, .message = probe.message};
-      ClusterEvent event;
-      event.node = probe.node;
-      event.severity = slow.severity;
-      event.reason = slow.Key();
-      event.actor = "probe";
-      event.message = probe.message;
-      event.dedupe_key = "health:" + probe.node + ":" + slow.Key() + ":" + std::to_string(now);
-      Emit(now, EventKind::kHealthRaised, std::move(event));
+      EmitNodeEvent(now, EventKind::kHealthRaised, probe.node, slow.Key(), "probe", probe.message,
+                    HealthDedupeKey(probe.node, slow), slow.severity);
       list.push_back(std::move(slow));
     } else if (at != list.end()) {
-      ClusterEvent event;
-      event.node = probe.node;
-      event.severity = at->severity;
-      event.reason = at->Key();
-      event.actor = "probe";
-      event.message = "cleared: " + probe.message;
-      event.dedupe_key = "health:" + probe.node + ":" + at->Key() + ":" + std::to_string(at->first_seen_ms);
-      Emit(now, EventKind::kHealthCleared, std::move(event));
+      EmitNodeEvent(now, EventKind::kHealthCleared, probe.node, at->Key(), "probe", "cleared: " + probe.message,
+                    HealthDedupeKey(probe.node, *at), at->severity);
       list.erase(at);
     }
   }
