@@ -209,14 +209,20 @@ Status PosixProcessLauncher::Signal(int64_t pid, int signal) {
   if (!children_.count(pid) && !draining_.count(pid) && supervised == supervised_.end()) {
     return Status::NotFound("pid " + std::to_string(pid) + " is not a running task");
   }
-  // Every process of the task, wherever it moved (setsid, setpgid, re-parented).
-  if (auto it = task_cgroups_.find(pid); it != task_cgroups_.end()) it->second->SignalAll(signal);
-  if (supervised != supervised_.end() && cgroups_ != nullptr && !supervised->second.cgroup.empty()) {
-    if (auto cgroup = cgroups_->Adopt(supervised->second.cgroup)) cgroup->SignalAll(signal);
-  }
-  if (draining_.count(pid)) return Status::Ok();  // its first process is gone; the rest were signalled
+  // The task's process group first, then, through the cgroup, every process
+  // that left it (setsid, setpgid, re-parented); each process is signalled
+  // once, so a task that traps SIGTERM runs its handler once.
   const auto p = static_cast<pid_t>(pid);
-  if (kill(-p, signal) == 0) return Status::Ok();
+  const bool draining = draining_.count(pid) > 0;  // its first process is gone
+  const bool group_signalled = !draining && kill(-p, signal) == 0;
+  const int group_errno = errno;
+  const int64_t skip_group = group_signalled ? pid : 0;
+  if (auto it = task_cgroups_.find(pid); it != task_cgroups_.end()) it->second->SignalAll(signal, skip_group);
+  if (supervised != supervised_.end() && cgroups_ != nullptr && !supervised->second.cgroup.empty()) {
+    if (auto cgroup = cgroups_->Adopt(supervised->second.cgroup)) cgroup->SignalAll(signal, skip_group);
+  }
+  if (draining || group_signalled) return Status::Ok();
+  errno = group_errno;
   if (errno == ESRCH && kill(p, signal) == 0) return Status::Ok();
   // A supervised task whose first process just ended: its supervisor is
   // emptying the cgroup and Reap reports it soon.

@@ -105,8 +105,12 @@ std::vector<int64_t> TaskCgroup::Pids() const {
   return pids;
 }
 
-void TaskCgroup::SignalAll(int signal) const {
-  for (int64_t pid : Pids()) kill(static_cast<pid_t>(pid), signal);
+void TaskCgroup::SignalAll(int signal, int64_t already_signalled_group) const {
+  for (int64_t pid : Pids()) {
+    const auto p = static_cast<pid_t>(pid);
+    if (already_signalled_group != 0 && getpgid(p) == static_cast<pid_t>(already_signalled_group)) continue;
+    kill(p, signal);
+  }
 }
 
 void TaskCgroup::KillAll() const {

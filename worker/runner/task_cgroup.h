@@ -62,8 +62,10 @@ class TaskCgroup {
   // The processes in the task's cgroup now.
   std::vector<int64_t> Pids() const;
   bool Empty() const { return Pids().empty(); }
-  // Sends `signal` to every process in the cgroup.
-  void SignalAll(int signal) const;
+  // Sends `signal` to every process in the cgroup, except members of
+  // process group `already_signalled_group` (when not 0): the caller has
+  // signalled that group, and a second SIGTERM would run a task's trap twice.
+  void SignalAll(int signal, int64_t already_signalled_group = 0) const;
   // Kills every process in it, frozen first so none can fork meanwhile.
   // Returns once SIGKILL was sent to all; they are gone when Empty().
   void KillAll() const;

@@ -176,6 +176,23 @@ TEST_F(RealCgroups, ASetsidChildDiesWithItsTasksCancel) {
   EXPECT_TRUE(Ended(detached)) << "a setsid child " << detached << " escaped its task";
 }
 
+// A task that traps SIGTERM must see it once: the launcher signals the
+// task's process group, and the cgroup pass reaches only those that left
+// it (a second SIGTERM arriving inside the trap ran the trap twice).
+TEST_F(RealCgroups, TheCgroupPassSkipsTheGroupAlreadySignalled) {
+  const int64_t pid = Launch("once", "setsid sh -c 'echo $$ > " + (dir_ / "left.pid").string() +
+                                         "; exec sleep 1000' & exec sleep 1000");
+  const int64_t left = PidIn("left.pid");
+  ASSERT_GT(left, 0);
+  auto cgroup = tree_->Adopt("once");
+  ASSERT_NE(cgroup, nullptr);
+  cgroup->SignalAll(SIGKILL, pid);
+  EXPECT_TRUE(WaitFor([&] { return Ended(left); })) << "the process that left the group was not signalled";
+  EXPECT_FALSE(Ended(pid)) << "a member of the group already signalled was signalled again";
+  ASSERT_TRUE(launcher_->Signal(pid, SIGKILL).ok());
+  ASSERT_TRUE(ReapUntilReported(pid).has_value());
+}
+
 TEST_F(RealCgroups, RequestsAreTheCgroupsLimits) {
   const int64_t pid = Launch("limited", "exec sleep 1000", CgroupLimits{.cpu_milli = 500, .memory_mib = 64});
   auto cgroup = tree_->Adopt("limited");
