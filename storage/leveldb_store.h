@@ -6,6 +6,18 @@
 // Every LevelDB failure becomes Status::IoError naming the path and carrying
 // LevelDB's own message.
 //
+// A full disk (docs/operations.md, "A full disk"): LevelDB writes at open (a
+// new MANIFEST, the old log flushed to a table), so on a full disk Open
+// fails. With `read_only_fallback` set, Open then loads a copy of the data
+// dir into memory (LevelDB's MemEnv) and opens that instead: reads work,
+// every Write is refused with an IoError carrying the disk's error, nothing
+// is written to the disk, and the data dir's LOCK is still held. Reopen()
+// later moves back onto the disk. After a failed write the database must
+// also be reopened before writing again: LevelDB refuses every write after a
+// failed sync or compaction until then, and a log record cut short by ENOSPC
+// must stay the last one in its file, or the records written after it could
+// be dropped when the log is replayed.
+//
 // Ownership: Open returns the sole owner; destroying it closes the database
 // and releases the lock. Iterators must be destroyed first.
 //
@@ -24,6 +36,8 @@
 namespace leveldb {
 class Cache;
 class DB;
+class Env;
+class FileLock;
 class FilterPolicy;
 }  // namespace leveldb
 
@@ -44,6 +58,9 @@ struct LevelDbOptions {
   // Bloom filter bits per key, so a Get for an absent key rarely reads a
   // block; 0 disables the filter. Default 10 (about 1% false positives).
   int bloom_bits_per_key = 10;
+  // When the disk refuses the writes LevelDB makes at open, serve a
+  // read-only copy in memory instead of failing (see above). Default false.
+  bool read_only_fallback = false;
 };
 
 class LevelDbStore final : public KvStore {
@@ -59,6 +76,15 @@ class LevelDbStore final : public KvStore {
   std::unique_ptr<KvIterator> NewIterator() override;
 
   const std::string& path() const { return path_; }
+  // True while this is the read-only copy in memory.
+  bool read_only() const { return lock_ != nullptr; }
+  // Why the disk could not be opened, while read_only().
+  const Status& disk_error() const { return disk_error_; }
+  // Closes the database and opens it on the disk again (see above). On
+  // failure, and with read_only_fallback, the store is the read-only copy
+  // afterwards; the disk's error is returned either way. Iterators must be
+  // destroyed first.
+  Status Reopen();
   // Bytes LevelDB holds in memory: its memtables (the one being written and
   // one being flushed, if any) and the block cache ("leveldb.approximate-
   // memory-usage"). A large value written recently (a state snapshot) stays
@@ -66,14 +92,22 @@ class LevelDbStore final : public KvStore {
   uint64_t ApproximateMemoryUsage() const;
 
  private:
-  LevelDbStore(std::string path, std::unique_ptr<leveldb::Cache> cache,
-               std::unique_ptr<const leveldb::FilterPolicy> filter);
+  explicit LevelDbStore(const LevelDbOptions& options);
+  // Opens db_ on the disk; on failure (with the fallback) on a copy in memory.
+  Status OpenDb();
+  Status OpenMemoryCopy();
+  void Close();
+  Status Closed() const;
 
+  LevelDbOptions options_;
   std::string path_;
-  // Declared before db_ so they are destroyed after it: the DB uses both.
+  // Declared before db_ so they are destroyed after it: the DB uses them.
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
-  std::unique_ptr<leveldb::DB> db_;
+  std::unique_ptr<leveldb::Env> memory_env_;  // the read-only copy's files; null on disk
+  leveldb::FileLock* lock_ = nullptr;         // the data dir's LOCK, held for the copy
+  Status disk_error_;
+  std::unique_ptr<leveldb::DB> db_;           // null only when both opens failed in Reopen
 };
 
 }  // namespace gpool::storage

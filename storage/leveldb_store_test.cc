@@ -111,5 +111,22 @@ TEST(LevelDbStoreTest, TempDirIsRemoved) {
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
+TEST(LevelDbStoreTest, ReopenKeepsTheDataAndAllowsWritesAgain) {
+  TempDir dir;
+  auto opened = LevelDbStore::Open(LevelDbOptions{.path = dir.Sub("db"), .read_only_fallback = true});
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  LevelDbStore& store = **opened;
+  EXPECT_FALSE(store.read_only());
+  WriteBatch batch;
+  batch.Put("a", "1");
+  ASSERT_TRUE(store.Write(batch, WriteOptions{.sync = true}).ok());
+  ASSERT_TRUE(store.Reopen().ok());
+  EXPECT_FALSE(store.read_only());
+  EXPECT_EQ(store.Get("a").value().value_or(""), "1");
+  batch.Put("b", "2");
+  ASSERT_TRUE(store.Write(batch, WriteOptions{.sync = true}).ok());
+  EXPECT_EQ(store.Get("b").value().value_or(""), "2");
+}
+
 }  // namespace
 }  // namespace gpool::storage

@@ -38,34 +38,59 @@ Status Compacted(uint64_t index, uint64_t first) {
 
 }  // namespace
 
-Result<std::unique_ptr<LogStore>> LogStore::Open(KvStore* kv) {
-  if (kv == nullptr) return Status::InvalidArgument("log store: kv is null");
-
-  HardState hard_state;
-  GPOOL_ASSIGN_OR_RETURN(std::optional<std::string> hs_value, kv->Get(log_codec::kHardStateKey));
+Result<LogStore::Positions> LogStore::Load(KvStore& kv) {
+  Positions p;
+  GPOOL_ASSIGN_OR_RETURN(std::optional<std::string> hs_value, kv.Get(log_codec::kHardStateKey));
   if (hs_value) {
-    GPOOL_ASSIGN_OR_RETURN(hard_state, log_codec::DecodeHardState(*hs_value));
+    GPOOL_ASSIGN_OR_RETURN(p.hard_state, log_codec::DecodeHardState(*hs_value));
   }
-
-  SnapshotMeta truncated;
-  GPOOL_ASSIGN_OR_RETURN(std::optional<std::string> tr_value, kv->Get(log_codec::kTruncatedKey));
+  GPOOL_ASSIGN_OR_RETURN(std::optional<std::string> tr_value, kv.Get(log_codec::kTruncatedKey));
   if (tr_value) {
-    GPOOL_ASSIGN_OR_RETURN(truncated, log_codec::DecodePosition(*tr_value, "raft truncated state"));
+    GPOOL_ASSIGN_OR_RETURN(p.truncated, log_codec::DecodePosition(*tr_value, "raft truncated state"));
   }
 
   // Every write keeps the live entries contiguous from truncated.index+1, so a
   // log that starts elsewhere was written by something else or damaged.
-  uint64_t last_index = truncated.index;
-  GPOOL_ASSIGN_OR_RETURN(std::optional<uint64_t> first, EdgeLogIndex(*kv, /*last=*/false));
+  p.last_index = p.truncated.index;
+  GPOOL_ASSIGN_OR_RETURN(std::optional<uint64_t> first, EdgeLogIndex(kv, /*last=*/false));
   if (first) {
-    if (*first != truncated.index + 1) {
+    if (*first != p.truncated.index + 1) {
       return Status::Malformed("raft log starts at index " + std::to_string(*first) +
-                               ", expected " + std::to_string(truncated.index + 1));
+                               ", expected " + std::to_string(p.truncated.index + 1));
     }
-    GPOOL_ASSIGN_OR_RETURN(std::optional<uint64_t> last, EdgeLogIndex(*kv, /*last=*/true));
-    last_index = last.value_or(truncated.index);
+    GPOOL_ASSIGN_OR_RETURN(std::optional<uint64_t> last, EdgeLogIndex(kv, /*last=*/true));
+    p.last_index = last.value_or(p.truncated.index);
   }
-  return std::unique_ptr<LogStore>(new LogStore(kv, truncated, last_index, hard_state));
+  return p;
+}
+
+Result<std::unique_ptr<LogStore>> LogStore::Open(KvStore* kv) {
+  if (kv == nullptr) return Status::InvalidArgument("log store: kv is null");
+  GPOOL_ASSIGN_OR_RETURN(Positions p, Load(*kv));
+  return std::unique_ptr<LogStore>(new LogStore(kv, p.truncated, p.last_index, p.hard_state));
+}
+
+Status LogStore::Reload() {
+  std::lock_guard lock(mu_);
+  GPOOL_ASSIGN_OR_RETURN(Positions p, Load(*kv_));
+  truncated_ = p.truncated;
+  last_index_ = p.last_index;
+  hard_state_ = p.hard_state;
+  return Status::Ok();
+}
+
+Status LogStore::TruncateAfter(uint64_t index) {
+  std::lock_guard lock(mu_);
+  if (index >= last_index_) return Status::Ok();
+  if (index < truncated_.index) {
+    return Status::FailedPrecondition("raft log truncate after " + std::to_string(index) +
+                                      ": below the compacted index " + std::to_string(truncated_.index));
+  }
+  WriteBatch batch;
+  StageDeleteRange(index + 1, last_index_, &batch);
+  GPOOL_RETURN_IF_ERROR(kv_->Write(batch, WriteOptions{.sync = true}));
+  last_index_ = index;
+  return Status::Ok();
 }
 
 LogStore::LogStore(KvStore* kv, SnapshotMeta truncated, uint64_t last_index, HardState hard_state)

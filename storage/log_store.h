@@ -92,7 +92,23 @@ class LogStore {
   // neither the entries it lacks nor a snapshot that covers them.
   Status Compact(uint64_t up_to);
 
+  // Drops every entry after `index` (>= FirstIndex()-1), synced. A single
+  // replica uses it after a failed write: a batch LevelDB refused can still
+  // be found in its log when the database is reopened, and an entry nobody
+  // was told is committed must not be replayed as if it were.
+  Status TruncateAfter(uint64_t index);
+  // Re-reads the first and last index and the hard state from the KvStore,
+  // which was reopened underneath (LevelDbStore::Reopen after a failed write).
+  Status Reload();
+
  private:
+  struct Positions {
+    SnapshotMeta truncated;
+    uint64_t last_index = 0;
+    HardState hard_state;
+  };
+  static Result<Positions> Load(KvStore& kv);
+
   LogStore(KvStore* kv, SnapshotMeta truncated, uint64_t last_index, HardState hard_state);
 
   // All require mu_.

@@ -377,5 +377,28 @@ TEST(LogStoreFaultTest, OnlySyncedWritesSurviveACrash) {
   EXPECT_EQ(after->hard_state(), (HardState{1, 1, 0}));
 }
 
+TYPED_TEST(LogStoreTest, TruncateAfterDropsTheTailDurably) {
+  ASSERT_TRUE(this->log().Append(MakeRun(1, 5, 1), false).ok());
+  ASSERT_TRUE(this->log().TruncateAfter(7).ok());  // past the end: nothing to do
+  EXPECT_EQ(this->log().LastIndex(), 5u);
+  ASSERT_TRUE(this->log().TruncateAfter(3).ok());
+  EXPECT_EQ(this->log().LastIndex(), 3u);
+  EXPECT_EQ(this->StoredLogKeys(), 3u);
+  ASSERT_TRUE(this->log().Append({LogEntry{4, 2, "again"}}, true).ok());
+  this->Restart();
+  EXPECT_EQ(this->log().LastIndex(), 4u);
+  EXPECT_EQ(this->TermOf(4), 2u);
+}
+
+TYPED_TEST(LogStoreTest, ReloadReadsWhatTheKvStoreHoldsNow) {
+  ASSERT_TRUE(this->log().Append(MakeRun(1, 2, 1), true).ok());
+  // Written behind the LogStore's back, as a LevelDB reopen can surface a
+  // batch whose write had failed.
+  ASSERT_TRUE(LogStore::Open(&this->kv()).value()->Append(MakeRun(3, 4, 1), true).ok());
+  EXPECT_EQ(this->log().LastIndex(), 2u);
+  ASSERT_TRUE(this->log().Reload().ok());
+  EXPECT_EQ(this->log().LastIndex(), 4u);
+}
+
 }  // namespace
 }  // namespace gpool::storage
