@@ -239,7 +239,8 @@ int RunSubmit(Session& s, const Invocation& inv) {
       if (s.env.in == nullptr) return s.Usage("submit: no standard input to read the spec from");
       std::ostringstream text;
       text << s.env.in->rdbuf();
-      loaded = ParseJobSpec(text.str(), "<stdin>");
+      Status size = CheckSpecFileSize(text.str().size(), "<stdin>");
+      loaded = size.ok() ? ParseJobSpec(text.str(), "<stdin>") : Result<JobSpec>(size);
     } else {
       loaded = LoadJobSpecFile(file);
     }

@@ -3,6 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <filesystem>
+#include <system_error>
 #include <limits>
 #include <vector>
 
@@ -324,7 +326,19 @@ Result<JobSpec> ParseJobSpec(std::string_view text, std::string_view source) {
   return yaml_fields::ReadYamlDocument(text, source, ReadValidJob);
 }
 
+Status CheckSpecFileSize(uint64_t bytes, std::string_view source) {
+  if (bytes <= kMaxSpecFileBytes) return Status::Ok();
+  return Status::ResourceExhausted(std::string(source) + ": the job spec is " + std::to_string(bytes) +
+                                   " bytes; spec files are limited to " + std::to_string(kMaxSpecFileBytes) +
+                                   " bytes (the coordinator accepts specs of up to --max-spec-bytes, 1048576 by "
+                                   "default)");
+}
+
 Result<JobSpec> LoadJobSpecFile(const std::string& path) {
+  // Refused before reading: parsing a 16 MiB file alone takes seconds.
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec) GPOOL_RETURN_IF_ERROR(CheckSpecFileSize(size, path));
   GPOOL_ASSIGN_OR_RETURN(const std::string text, yaml_fields::ReadUserFile(path, "job spec file"));
   return ParseJobSpec(text, path);
 }

@@ -41,6 +41,7 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -50,12 +51,25 @@
 
 namespace gpool {
 
+// The largest spec file the CLI reads. A spec travels in one request, and
+// the coordinator refuses specs over its --max-spec-bytes (1 MiB encoded by
+// default) and requests over its --max-frame-bytes (4 MiB by default); a
+// file this large could only be refused, after seconds of parsing, so it is
+// refused unread.
+inline constexpr size_t kMaxSpecFileBytes = 4u << 20;
+
+// ResourceExhausted "SOURCE: the job spec is N bytes; spec files are limited
+// to 4194304 bytes ..." when `bytes` is over kMaxSpecFileBytes.
+Status CheckSpecFileSize(uint64_t bytes, std::string_view source);
+
 // Parses and validates a job spec. `source` (a file name, "<stdin>") prefixes
-// error messages; empty: no prefix.
+// error messages; empty: no prefix. A document whose YAML aliases expand it
+// past topology::YamlBudget is ResourceExhausted, refused before it is read.
 Result<JobSpec> ParseJobSpec(std::string_view text, std::string_view source = {});
 
 // Reads `path` and parses it; errors are prefixed with `path`. A missing or
-// unreadable file is InvalidArgument too (it is the user's argument).
+// unreadable file is InvalidArgument too (it is the user's argument); one
+// over kMaxSpecFileBytes is ResourceExhausted, refused before it is read.
 Result<JobSpec> LoadJobSpecFile(const std::string& path);
 
 }  // namespace gpool

@@ -371,5 +371,53 @@ TEST(JobSpecFileRestartTest, RestartPolicyIsReadAndCheckedByKey) {
   EXPECT_FALSE(ParseJobSpec("name: t\ncommand: [true]\nrestart: {retries: 2}\n").ok());
 }
 
+
+// A 1 MB document whose aliases ask for 19 GB once copied into the spec's
+// strings (the CLI used to abort with std::bad_alloc after 3 GB), and the
+// classic nested "billion laughs" from the test data: both are refused
+// before any field is read.
+TEST(JobSpecFileTest, AliasBombsAreRefusedUnread) {
+  std::string wide = "name: bomb\nenv: {A: &a \"" + std::string(64 * 1024, 'x') + "\"}\ncommand: [";
+  for (int i = 0; i < 300'000; ++i) wide += i == 0 ? "*a" : ",*a";
+  wide += "]\n";
+  auto parsed = ParseJobSpec(wide, "wide.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), StatusCode::kResourceExhausted) << parsed.status().ToString();
+  EXPECT_NE(parsed.status().message().find("wide.yaml: with its YAML aliases expanded"), std::string::npos)
+      << parsed.status().message();
+
+  const std::string bomb = std::string(GPOOL_CLIENT_TESTDATA_DIR) + "/alias-bomb.yaml";
+  auto loaded = LoadJobSpecFile(bomb);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kResourceExhausted) << loaded.status().ToString();
+  EXPECT_NE(loaded.status().message().find("more than 1000000 nodes"), std::string::npos)
+      << loaded.status().message();
+}
+
+TEST(JobSpecFileTest, AnchorsSharedBetweenGroupsStillWork) {
+  auto spec = ParseJobSpec(R"(
+name: shared
+tasks:
+  - {name: a, command: [run, a], env: &env {EPOCHS: "3", MODE: fast}}
+  - {name: b, command: [run, b], env: *env}
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->tasks[1].env.at("MODE"), "fast");
+}
+
+TEST(JobSpecFileTest, AnOversizeSpecFileIsRefusedUnread) {
+  const std::string path = UniqueTempPath("big-spec.yaml");
+  WriteFile(path, "name: big\ncommand: [echo, \"" + std::string(kMaxSpecFileBytes, 'x') + "\"]\n");
+  auto loaded = LoadJobSpecFile(path);
+  std::remove(path.c_str());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(loaded.status().message().find(path + ": the job spec is " + std::to_string(kMaxSpecFileBytes + 30) +
+                                           " bytes; spec files are limited to 4194304 bytes"),
+            std::string::npos)
+      << loaded.status().message();
+  EXPECT_TRUE(CheckSpecFileSize(kMaxSpecFileBytes, "f").ok());
+}
+
 }  // namespace
 }  // namespace gpool

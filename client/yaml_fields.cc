@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "topology/yaml_budget.h"
+
 namespace gpool::yaml_fields {
 
 Status FieldError(const std::string& path, const std::string& message) {
@@ -73,6 +75,9 @@ Status WithSource(const Status& status, std::string_view source) {
 
 Result<YAML::Node> LoadYaml(std::string_view text, std::string_view source) {
   try {
+    // Before loading, and before any reader copies an alias once per use
+    // (topology/yaml_budget.h).
+    GPOOL_RETURN_IF_ERROR(topology::CheckYamlBudget(text, topology::YamlBudget::ForText(text.size()), source));
     return YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     // e.mark is 0-based; people count lines from 1.

@@ -50,7 +50,8 @@ Status WithSource(const Status& status, std::string_view source);
 
 // Parses `text`. A syntax error is InvalidArgument naming where it is, as
 // editors count: "SOURCE:LINE:COLUMN: not valid YAML or JSON: ..." ("line
-// LINE:COLUMN: ..." without a source).
+// LINE:COLUMN: ..." without a source). A document that its aliases expand
+// past topology::YamlBudget::ForText(text) is ResourceExhausted.
 Result<YAML::Node> LoadYaml(std::string_view text, std::string_view source);
 
 // LoadYaml, then `read` on the root; errors from `read` get WithSource.

@@ -14,6 +14,7 @@
 #include "protocol/validate.h"
 #include "topology/cpulist.h"
 #include "topology/quantity.h"
+#include "topology/yaml_budget.h"
 
 namespace gpool::topology {
 namespace {
@@ -472,6 +473,9 @@ Result<NodeSpec> SpecParser::Parse(const YAML::Node& root) {
 Result<NodeSpec> ParseNodeSpec(std::string_view text, const std::string& source, const NodeSpecFileOptions& options) {
   YAML::Node root;
   try {
+    // Before loading, and before the parser copies an alias once per use
+    // (topology/yaml_budget.h).
+    GPOOL_RETURN_IF_ERROR(CheckYamlBudget(text, YamlBudget::ForText(text.size()), source));
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     // e.mark is 0-based; people count lines from 1.

@@ -317,5 +317,23 @@ TEST(NodeSpecFileTest, LoadsFromFileAndOverridesName) {
   EXPECT_EQ(spec->memory_mib, 2048u);
 }
 
+
+// The worker reads its node spec with the same alias budget as the CLI.
+TEST(NodeSpecFileTest, AnAliasBombIsRefusedUnread) {
+  std::string text = "name: n1\nlabels: {a: &l0 x}\ngpus:\n";
+  std::string prev = "*l0";
+  for (int level = 1; level <= 9; ++level) {
+    text += "  - &l" + std::to_string(level) + " [";
+    for (int i = 0; i < 10; ++i) text += (i == 0 ? "" : ",") + prev;
+    text += "]\n";
+    prev = "*l" + std::to_string(level);
+  }
+  auto spec = ParseNodeSpec(text, "bomb.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), StatusCode::kResourceExhausted) << spec.status().ToString();
+  EXPECT_NE(spec.status().message().find("bomb.yaml: with its YAML aliases expanded"), std::string::npos)
+      << spec.status().message();
+}
+
 }  // namespace
 }  // namespace gpool::topology
