@@ -15,6 +15,18 @@
 
 namespace gpool::raft {
 
+// Bounds on the numbers a peer may send. No honest cluster gets near them
+// (a term grows by one per election, an index by one per entry), so a
+// message beyond them is forged or corrupt and is refused before it can
+// push a term to where incrementing it would wrap to 0 (which wedged a
+// cluster for good: candidates campaigned in term 0 and no one voted).
+inline constexpr uint64_t kMaxTerm = uint64_t{1} << 62;
+inline constexpr uint64_t kMaxIndex = uint64_t{1} << 62;
+// The most a message's term may exceed ours. Real gaps are one per missed
+// election; a forged message cannot advance a term by more than this at a
+// time, so reaching kMaxTerm would take 2^30 accepted forgeries.
+inline constexpr uint64_t kMaxTermJump = uint64_t{1} << 32;
+
 struct Config {
   // This node's id. Nonzero and unique in the cluster; 0 means "nobody".
   uint64_t id = 0;

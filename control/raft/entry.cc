@@ -26,12 +26,16 @@ struct WireConfChange {
 void ConfState::Normalize() {
   std::sort(voters.begin(), voters.end());
   voters.erase(std::unique(voters.begin(), voters.end()), voters.end());
+  std::sort(learners.begin(), learners.end());
+  learners.erase(std::unique(learners.begin(), learners.end()), learners.end());
+  std::erase_if(learners, [this](uint64_t id) { return Contains(id); });
 }
 
 std::string_view ConfChangeTypeName(ConfChangeType type) {
   switch (type) {
     case ConfChangeType::kAddVoter: return "AddVoter";
     case ConfChangeType::kRemoveVoter: return "RemoveVoter";
+    case ConfChangeType::kAddLearner: return "AddLearner";
   }
   return "Unknown";
 }
@@ -70,7 +74,8 @@ Result<ConfChangeEntry> DecodeConfChange(const LogEntry& entry) {
   auto w = wire::UnpackFromString<WireConfChange>(std::string_view(entry.data).substr(1));
   if (!w.ok()) return w.status().WithContext("entry " + std::to_string(entry.index));
   if (w->type != static_cast<uint32_t>(ConfChangeType::kAddVoter) &&
-      w->type != static_cast<uint32_t>(ConfChangeType::kRemoveVoter)) {
+      w->type != static_cast<uint32_t>(ConfChangeType::kRemoveVoter) &&
+      w->type != static_cast<uint32_t>(ConfChangeType::kAddLearner)) {
     return Status::Malformed("entry " + std::to_string(entry.index) + ": unknown change type " +
                              std::to_string(w->type));
   }

@@ -28,22 +28,34 @@ namespace gpool::raft {
 
 using storage::LogEntry;
 
-// The voters of one configuration, sorted and unique.
+// The members of one configuration: voters, and learners (thesis 4.2.1,
+// etcd's learners), which receive the log but neither vote nor count toward
+// a quorum, so a replica that has not caught up (or never answers) cannot
+// cost the cluster its majority. Each list sorted and unique; no id in both.
 struct ConfState {
   std::vector<uint64_t> voters;
+  std::vector<uint64_t> learners;
 
+  // A voter (the word predates learners; every quorum counts only voters).
   bool Contains(uint64_t id) const { return std::binary_search(voters.begin(), voters.end(), id); }
-  // Sorts and removes duplicates; every constructor of a ConfState calls it.
+  bool IsLearner(uint64_t id) const { return std::binary_search(learners.begin(), learners.end(), id); }
+  bool IsMember(uint64_t id) const { return Contains(id) || IsLearner(id); }
+  bool empty() const { return voters.empty() && learners.empty(); }
+  // Sorts and removes duplicates (a voter is never also a learner); every
+  // constructor of a ConfState calls it.
   void Normalize();
   template <typename V>
   void Fields(V& v) {
     v.Required("voters", voters);
+    v.Optional("learners", learners);
   }
   bool operator==(const ConfState&) const = default;
 };
 
-// Single-server changes only (thesis 4.1): one voter in or out per entry.
-enum class ConfChangeType : uint8_t { kAddVoter = 1, kRemoveVoter = 2 };
+// Single-server changes only (thesis 4.1): one member in or out per entry.
+// kAddVoter of a learner promotes it; kRemoveVoter removes a voter or a
+// learner. The numbers are stored in the log; never renumber.
+enum class ConfChangeType : uint8_t { kAddVoter = 1, kRemoveVoter = 2, kAddLearner = 3 };
 std::string_view ConfChangeTypeName(ConfChangeType type);
 
 // What the application asks for.

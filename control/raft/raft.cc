@@ -104,6 +104,7 @@ bool Raft::Promotable() const { return conf().Contains(id_) && !log_.pending_sna
 
 void Raft::StartElection(ElectionKind kind, bool transfer) {
   if (!Promotable()) return;
+  if (term_ >= kMaxTerm) return;  // unreachable honestly; never wrap to term 0
   MessageType type;
   uint64_t term;
   if (kind == ElectionKind::kPreElection) {
@@ -218,6 +219,20 @@ Status Raft::ValidateMessage(const Message& m) const {
                                    std::to_string(id_));
   }
   if (m.from == 0) return Status::InvalidArgument("raft: message without a sender");
+  const auto beyond = [&](const char* field, uint64_t value, uint64_t bound) {
+    return Status::InvalidArgument("raft: " + std::string(MessageTypeName(m.type)) + " from " +
+                                   std::to_string(m.from) + " refused: " + field + " " + std::to_string(value) +
+                                   " is beyond " + std::to_string(bound));
+  };
+  if (m.term > kMaxTerm) return beyond("term", m.term, kMaxTerm);
+  if (m.term > term_ && m.term - term_ > kMaxTermJump) return beyond("term", m.term, term_ + kMaxTermJump);
+  if (m.log_term > kMaxTerm) return beyond("log_term", m.log_term, kMaxTerm);
+  if (m.snapshot.term > kMaxTerm) return beyond("snapshot term", m.snapshot.term, kMaxTerm);
+  if (m.index > kMaxIndex) return beyond("index", m.index, kMaxIndex);
+  if (m.commit > kMaxIndex) return beyond("commit", m.commit, kMaxIndex);
+  if (m.reject_hint > kMaxIndex) return beyond("reject_hint", m.reject_hint, kMaxIndex);
+  if (m.snapshot.index > kMaxIndex) return beyond("snapshot index", m.snapshot.index, kMaxIndex);
+  if (m.entries.size() > kMaxIndex - m.index) return beyond("last entry index", m.index + m.entries.size(), kMaxIndex);
   if (m.type == MessageType::kAppend) {
     uint64_t prev_term = m.log_term;
     for (size_t i = 0; i < m.entries.size(); ++i) {
@@ -237,17 +252,29 @@ Status Raft::ValidateMessage(const Message& m) const {
 
 Status Raft::Step(const Message& m) {
   GPOOL_RETURN_IF_ERROR(ValidateMessage(m));
+  if (FromOutsider(m)) {
+    ++dropped_messages_;
+    return Status::Ok();
+  }
   if (m.type == MessageType::kReadIndex || m.type == MessageType::kReadIndexResponse) {
     return StepReadIndexMessage(m);
   }
   if (m.term > term_) {
-    if (m.type == MessageType::kVote || m.type == MessageType::kPreVote) {
-      // The leader lease: a node that heard from a leader within the minimum
-      // election timeout ignores candidates, so a node that was cut off (or
-      // removed) cannot depose a working leader. A transfer is exempt.
-      const bool forced = m.context == kTransferContext;
-      const bool in_lease = cfg_.check_quorum && lead_ != 0 && election_elapsed_ < cfg_.election_tick;
-      if (!forced && in_lease) return Status::Ok();
+    // The leader lease: a node that heard from a leader within the minimum
+    // election timeout ignores candidates and would-be leaders of higher
+    // terms, so a node that was cut off or removed, or a forged message,
+    // cannot depose a working leader. Ignoring a message is always safe in
+    // Raft. A real new leader is heard once the old one's lease runs out:
+    // it had a quorum of votes, so some voter of that quorum answers the old
+    // leader with the higher term (answers are not ignored), and it steps
+    // down. A transfer (the leader itself asked) is exempt.
+    const bool request = m.type == MessageType::kVote || m.type == MessageType::kPreVote;
+    const bool from_a_leader =
+        m.type == MessageType::kAppend || m.type == MessageType::kHeartbeat || m.type == MessageType::kSnapshot;
+    const bool forced = request && m.context == kTransferContext;
+    if (((request && !forced) || (from_a_leader && m.from != lead_)) && InLeaderLease()) {
+      ++dropped_messages_;
+      return Status::Ok();
     }
     if (m.type == MessageType::kPreVote) {
       // Answering a pre-vote never changes our term.
@@ -284,6 +311,20 @@ Status Raft::Step(const Message& m) {
     case Role::kFollower: return StepFollower(m);
   }
   return Status::Ok();
+}
+
+bool Raft::InLeaderLease() const {
+  return cfg_.check_quorum && lead_ != 0 && election_elapsed_ < cfg_.election_tick;
+}
+
+bool Raft::FromOutsider(const Message& m) const {
+  // A node that has no configuration yet (one joining) must listen to the
+  // leader that adds it, whoever that is.
+  if (conf().empty()) return false;
+  if (conf().IsMember(m.from) || m.from == lead_ || prs_.count(m.from) > 0) return false;
+  // A member of the committed configuration that the latest (uncommitted)
+  // one drops may still be needed to settle the change.
+  return !log_.conf().At(log_.committed()).IsMember(m.from);
 }
 
 Status Raft::HandleVoteRequest(const Message& m) {
@@ -372,6 +413,8 @@ NodeInfo Raft::info() const {
   n.last_index = log_.last_index();
   n.snapshot_index = log_.snapshot().index;
   n.voters = conf().voters;
+  n.learners = conf().learners;
+  n.dropped_messages = dropped_messages_;
   n.lead_transferee = lead_transferee_;
   for (const auto& [peer, pr] : prs_) {
     n.progress[peer] = {pr.match, pr.next, pr.state, pr.inflights.Count(), pr.recent_active};

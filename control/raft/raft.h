@@ -147,6 +147,8 @@ class Raft {
   Status HandleHeartbeatResponse(const Message& m);
   Status StepReadIndexMessage(const Message& m);
   Status ValidateMessage(const Message& m) const;
+  bool FromOutsider(const Message& m) const;
+  bool InLeaderLease() const;
 
   // Leader replication.
   Status AppendEntries(std::vector<LogEntry> entries);
@@ -205,6 +207,7 @@ class Raft {
 
   std::vector<Message> msgs_;
   std::vector<ReadState> read_states_;
+  uint64_t dropped_messages_ = 0;
 };
 
 }  // namespace gpool::raft

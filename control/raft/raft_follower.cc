@@ -47,6 +47,14 @@ Status Raft::StepCandidate(const Message& m) {
 }
 
 Status Raft::StepFollower(const Message& m) {
+  const bool from_a_leader =
+      m.type == MessageType::kAppend || m.type == MessageType::kHeartbeat || m.type == MessageType::kSnapshot;
+  if (from_a_leader && lead_ != 0 && m.from != lead_) {
+    // One leader per term: a second one is forged (or a bug). Following it
+    // could let it overwrite entries the real leader counted as replicated.
+    return Status::Internal("raft: node " + std::to_string(m.from) + " claims leadership of term " +
+                            std::to_string(term_) + ", which node " + std::to_string(lead_) + " leads");
+  }
   switch (m.type) {
     case MessageType::kAppend:
       election_elapsed_ = 0;

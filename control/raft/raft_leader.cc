@@ -191,7 +191,7 @@ void Raft::StepDownAfterRemoval() {
   BcastAppend();
   uint64_t best = 0;
   for (const auto& [peer, pr] : prs_) {
-    if (peer != id_ && pr.match == log_.last_index()) {
+    if (peer != id_ && conf().Contains(peer) && pr.match == log_.last_index()) {
       best = peer;
       break;
     }
@@ -213,12 +213,11 @@ void Raft::OnLogChanged() {
 }
 
 void Raft::SyncProgress() {
-  const auto& voters = conf().voters;
   // A removed node keeps getting appends until its removal commits, so it
   // learns it was removed (and stops campaigning) rather than time out.
   if (log_.conf().LatestIndex() <= log_.committed()) {
     for (auto it = prs_.begin(); it != prs_.end();) {
-      if (conf().Contains(it->first)) {
+      if (conf().IsMember(it->first)) {
         ++it;
         continue;
       }
@@ -237,10 +236,13 @@ void Raft::SyncProgress() {
       it = prs_.erase(it);
     }
   }
-  for (uint64_t v : voters) {
-    if (prs_.count(v)) continue;
-    auto [it, inserted] = prs_.emplace(v, Progress(log_.last_index() + 1, cfg_.max_inflight));
-    if (v == id_) it->second.match = log_.last_index();
+  // Learners get the log like voters; only the quorum counts leave them out.
+  for (const auto* members : {&conf().voters, &conf().learners}) {
+    for (uint64_t v : *members) {
+      if (prs_.count(v)) continue;
+      auto [it, inserted] = prs_.emplace(v, Progress(log_.last_index() + 1, cfg_.max_inflight));
+      if (v == id_) it->second.match = log_.last_index();
+    }
   }
 }
 
@@ -280,12 +282,22 @@ Result<uint64_t> Raft::ProposeConfChange(const ConfChange& change) {
   ConfState next = conf();
   const std::string who = "node " + std::to_string(change.node_id);
   switch (change.type) {
-    case ConfChangeType::kAddVoter:
+    case ConfChangeType::kAddVoter:  // a new voter, or a learner's promotion
       if (next.Contains(change.node_id)) return Status::AlreadyExists(who + " is already a voter");
+      std::erase(next.learners, change.node_id);
       next.voters.push_back(change.node_id);
       break;
+    case ConfChangeType::kAddLearner:
+      if (next.Contains(change.node_id)) return Status::AlreadyExists(who + " is already a voter");
+      if (next.IsLearner(change.node_id)) return Status::AlreadyExists(who + " is already a learner");
+      next.learners.push_back(change.node_id);
+      break;
     case ConfChangeType::kRemoveVoter:
-      if (!next.Contains(change.node_id)) return Status::NotFound(who + " is not a voter");
+      if (next.IsLearner(change.node_id)) {
+        std::erase(next.learners, change.node_id);
+        break;
+      }
+      if (!next.Contains(change.node_id)) return Status::NotFound(who + " is neither a voter nor a learner");
       if (next.voters.size() == 1) return Status::FailedPrecondition("cannot remove the last voter");
       std::erase(next.voters, change.node_id);
       break;

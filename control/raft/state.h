@@ -55,9 +55,13 @@ struct NodeInfo {
   uint64_t first_index = 0;     // first live entry; earlier ones are compacted
   uint64_t last_index = 0;
   uint64_t snapshot_index = 0;
-  std::vector<uint64_t> voters;  // the configuration in force (latest in the log)
+  std::vector<uint64_t> voters;    // the configuration in force (latest in the log)
+  std::vector<uint64_t> learners;  // members that replicate but do not vote
   uint64_t lead_transferee = 0;  // leader only: a transfer in progress
-  std::map<uint64_t, ProgressInfo> progress;  // leader only, one per voter
+  std::map<uint64_t, ProgressInfo> progress;  // leader only, one per voter and learner
+  // Messages ignored since start: from outside the configuration, or with a
+  // higher term from someone other than a live leader (see Raft::Step).
+  uint64_t dropped_messages = 0;
 
   std::string ToString() const;
 };

@@ -1,5 +1,7 @@
 #include "control/raft/sim/checker.h"
 
+#include "control/raft/config.h"
+
 #include <algorithm>
 #include <string>
 
@@ -32,6 +34,9 @@ Status Checker::CheckNode(uint64_t id, const RawNode& node) {
   const SoftState soft = node.soft_state();
   const HardState hard = node.hard_state();
   const RaftLog& log = node.log();
+  if (hard.term > kMaxTerm) {
+    return Status::Internal("term bound: node " + N(id) + " is in term " + N(hard.term) + ", beyond " + N(kMaxTerm));
+  }
   if (soft.role == Role::kLeader) {
     auto [it, inserted] = leaders_.emplace(hard.term, id);
     if (!inserted && it->second != id) {

@@ -72,6 +72,7 @@ SimCluster::SimCluster(SimOptions options) : opts_(options), rng_(options.seed),
     nodes_.push_back(std::move(n));
   }
   net_.set_faults({.drop_per_mille = 50, .duplicate_per_mille = 20, .max_delay_ticks = 2});
+  rogue_ = rng_.Chance(opts_.rogue_per_mille);
   trace_.reserve(opts_.keep_full_trace ? 4096 : 64);
 }
 
@@ -102,7 +103,7 @@ namespace {
 
 // One chaos step picks one of these, by weight.
 enum class Op { kDeliver, kReady, kTickAll, kTickOne, kPropose, kRead, kCrash, kRestart, kPartition, kHeal,
-                kCompact, kMembership, kTransfer };
+                kCompact, kMembership, kTransfer, kForge };
 struct Weighted {
   Op op;
   uint64_t weight;
@@ -115,23 +116,24 @@ struct Weighted {
 constexpr Weighted kOps[] = {
     {Op::kDeliver, 380},  {Op::kReady, 230},    {Op::kTickAll, 200},  {Op::kTickOne, 15},   {Op::kPropose, 100},
     {Op::kRead, 20},      {Op::kCrash, 6},      {Op::kRestart, 25},   {Op::kPartition, 7},  {Op::kHeal, 9},
-    {Op::kCompact, 20},   {Op::kMembership, 8}, {Op::kTransfer, 8},
+    {Op::kCompact, 20},   {Op::kMembership, 8}, {Op::kTransfer, 8},  {Op::kForge, 30},
 };
 
 // Crashes and restarts scale with the cluster size, so a 5-node cluster
 // also loses two nodes at once now and then.
-uint64_t WeightOf(const Weighted& w, int nodes) {
+uint64_t WeightOf(const Weighted& w, int nodes, bool rogue) {
+  if (w.op == Op::kForge && !rogue) return 0;
   if (w.op == Op::kCrash || w.op == Op::kRestart) return w.weight * static_cast<uint64_t>(nodes) / 3;
   return w.weight;
 }
 
-Op PickOp(Rng& rng, int nodes) {
+Op PickOp(Rng& rng, int nodes, bool rogue) {
   uint64_t total = 0;
-  for (const auto& w : kOps) total += WeightOf(w, nodes);
+  for (const auto& w : kOps) total += WeightOf(w, nodes, rogue);
   uint64_t roll = rng.Uniform(total);
   for (const auto& w : kOps) {
-    if (roll < WeightOf(w, nodes)) return w.op;
-    roll -= WeightOf(w, nodes);
+    if (roll < WeightOf(w, nodes, rogue)) return w.op;
+    roll -= WeightOf(w, nodes, rogue);
   }
   return Op::kDeliver;
 }
@@ -139,7 +141,7 @@ Op PickOp(Rng& rng, int nodes) {
 }  // namespace
 
 Status SimCluster::ChaosStep() {
-  switch (PickOp(rng_, opts_.nodes)) {
+  switch (PickOp(rng_, opts_.nodes, rogue_)) {
     case Op::kDeliver:
       // A short burst, so traffic keeps up with what the ticks produce.
       for (uint64_t i = 0, burst = 1 + rng_.Uniform(6); i < burst; ++i) GPOOL_RETURN_IF_ERROR(DeliverOne());
@@ -196,6 +198,8 @@ Status SimCluster::ChaosStep() {
     case Op::kTransfer:
       TransferLeadership();
       return Status::Ok();
+    case Op::kForge:
+      return Forge();
   }
   return Status::Ok();
 }
@@ -212,6 +216,7 @@ Status SimCluster::DeliverOne() {
   }
   Trace('D', m->to, 0, 0, &*m);
   ++stats_.delivered;
+  if (rogue_) Remember(*m);
   Status s = to.raw->Step(*m);
   if (!s.ok()) return Status::Internal("node " + Id(to.id) + " failed to step " + m->DebugString() + ": " + s.ToString());
   return Status::Ok();
@@ -225,7 +230,11 @@ Status SimCluster::HandleReady(Node& n) {
   GPOOL_RETURN_IF_ERROR(checker_.OnPersist(n.id, rd.entries, n.durable));
   // 2. Send.
   stats_.sent += rd.messages.size();
-  for (auto& m : rd.messages) net_.Send(std::move(m), now_);
+  for (auto& m : rd.messages) {
+    // Answers to the rogue's outsider id go nowhere.
+    if (m.to == 0 || m.to > nodes_.size()) continue;
+    net_.Send(std::move(m), now_);
+  }
   // 3. Apply the snapshot, then the committed entries.
   if (rd.snapshot.has_value()) {
     uint64_t applied = 0, chain = 0;
@@ -348,23 +357,34 @@ void SimCluster::ChangeMembership() {
   if (!nodes_[0]->config.check_quorum) return;
   Node* leader = Leader();
   if (leader == nullptr) return;
-  const std::vector<uint64_t> voters = leader->raw->info().voters;
+  const NodeInfo info = leader->raw->info();
+  const std::vector<uint64_t>& voters = info.voters;
+  const std::vector<uint64_t>& learners = info.learners;
   std::vector<uint64_t> outside;
   for (auto& n : nodes_) {
-    if (!std::binary_search(voters.begin(), voters.end(), n->id)) outside.push_back(n->id);
+    const bool member = std::binary_search(voters.begin(), voters.end(), n->id) ||
+                        std::binary_search(learners.begin(), learners.end(), n->id);
+    if (!member) outside.push_back(n->id);
   }
   // Keep at least nodes-1 voters so a majority can usually be found.
   const bool can_remove = voters.size() > static_cast<size_t>(std::max(1, opts_.nodes - 1));
   ConfChange cc;
-  if (can_remove && (outside.empty() || rng_.Chance(500))) {
+  if (!learners.empty() && rng_.Chance(600)) {
+    // Promote a learner, or (less often) drop it.
+    const uint64_t learner = learners[rng_.Uniform(learners.size())];
+    cc = {rng_.Chance(800) ? ConfChangeType::kAddVoter : ConfChangeType::kRemoveVoter, learner, ""};
+  } else if (can_remove && (outside.empty() || rng_.Chance(500))) {
     cc = {ConfChangeType::kRemoveVoter, voters[rng_.Uniform(voters.size())], ""};
   } else if (!outside.empty()) {
-    cc = {ConfChangeType::kAddVoter, outside[rng_.Uniform(outside.size())], ""};
+    // Mostly the way a replica joins in production (a learner first), now
+    // and then straight in as a voter.
+    cc = {rng_.Chance(750) ? ConfChangeType::kAddLearner : ConfChangeType::kAddVoter,
+          outside[rng_.Uniform(outside.size())], ""};
   } else {
     return;
   }
   auto r = leader->raw->ProposeConfChange(cc);
-  Trace('M', leader->id, cc.node_id, cc.type == ConfChangeType::kAddVoter ? 1 : 2);
+  Trace('M', leader->id, cc.node_id, static_cast<uint64_t>(cc.type));
   if (r.ok()) ++stats_.conf_changes;
 }
 
@@ -532,8 +552,13 @@ std::string SimCluster::FormatEvent(const Event& e) const {
     case 'X': os << "partition, group 1 mask=" << e.a; break;
     case 'H': os << (e.a ? "heal for liveness phase" : "heal"); break;
     case 'K': os << "compact node " << e.node << " at " << e.a << (e.b ? "" : " (refused)"); break;
-    case 'M': os << "leader " << e.node << (e.b == 1 ? " adds " : " removes ") << e.a; break;
+    case 'M':
+      os << "leader " << e.node << " proposes " << ConfChangeTypeName(static_cast<ConfChangeType>(e.b)) << " "
+         << e.a;
+      break;
     case 'L': os << "leader " << e.node << " transfers to " << e.a; break;
+    case 'F': os << "rogue steps into node " << e.node << " " << e.message.DebugString() << (e.a ? " (refused)" : ""); break;
+    case 'r': os << "rogue replays " << e.message.DebugString(); break;
     default: os << "?"; break;
   }
   return os.str();

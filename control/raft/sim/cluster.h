@@ -39,6 +39,9 @@ struct SimOptions {
   int liveness_ticks = 300; // bound for a leader and the healed-phase commits
   int healed_proposals = 5;
   bool keep_full_trace = false;  // keep every event (for replays), not just the tail
+  // Seeds (per mille) with a rogue peer that injects forged and replayed
+  // messages during the chaos phase (rogue.cc); 0 = never, 1000 = always.
+  uint32_t rogue_per_mille = 250;
 };
 
 struct SimStats {
@@ -55,6 +58,8 @@ struct SimStats {
   uint64_t sent = 0;
   uint64_t dropped = 0;          // by faults or partitions
   uint64_t leader_steps = 0;     // chaos steps during which some node was leader
+  uint64_t forged = 0;           // rogue messages stepped into nodes
+  uint64_t replayed = 0;         // old honest messages delivered again by the rogue
 };
 
 class SimCluster {
@@ -90,6 +95,13 @@ class SimCluster {
   void ChangeMembership();
   void TransferLeadership();
   void IssueRead(Node& n);
+  // The rogue peer (rogue.cc): one forged or replayed message.
+  Status Forge();
+  Status ForgeBeyondBounds(Node& target);
+  Status ForgePreVote(Node& target);
+  Status ForgeFromOutsider(Node& target);
+  Status Replay();
+  void Remember(const Message& m);
   // Delivers messages and handles Readys until nothing moves (healed phase).
   Status Settle();
 
@@ -110,6 +122,8 @@ class SimCluster {
   SimStats stats_;
   std::vector<Event> trace_;  // ring buffer unless keep_full_trace
   size_t trace_next_ = 0;
+  bool rogue_ = false;
+  std::vector<Message> delivered_;  // rogue: a sample of delivered messages to replay much later
 };
 
 }  // namespace gpool::raft::sim

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
       ("nodes", "voters: 3 or 5", cxxopts::value<int>()->default_value("3"))                   //
       ("steps", "chaos steps per seed", cxxopts::value<int>()->default_value("3000"))          //
       ("show", "failing seeds to report in full", cxxopts::value<int>()->default_value("3"))   //
+      ("rogue", "per mille of seeds with a rogue peer forging and replaying messages",          //
+       cxxopts::value<uint32_t>()->default_value("250"))                                        //
       ("trace", "keep and print the whole trace of failing seeds")                            //
       ("verbose", "print each seed's statistics")                                             //
       ("h,help", "show this help");
@@ -40,8 +42,9 @@ int main(int argc, char** argv) {
   const int show = args["show"].as<int>();
   const bool trace = args.count("trace") > 0;
   const bool verbose = args.count("verbose") > 0;
-  if (nodes < 1 || nodes > 9 || steps < 0) {
-    std::cerr << "--nodes must be in [1, 9] and --steps >= 0\n";
+  const uint32_t rogue = args["rogue"].as<uint32_t>();
+  if (nodes < 1 || nodes > 9 || steps < 0 || rogue > 1000) {
+    std::cerr << "--nodes must be in [1, 9], --steps >= 0 and --rogue in [0, 1000]\n";
     return 2;
   }
 
@@ -50,14 +53,16 @@ int main(int argc, char** argv) {
   std::vector<uint64_t> failing;
   std::vector<std::string> reports;
   for (uint64_t seed = start; seed < start + seeds; ++seed) {
-    gpool::raft::sim::SimCluster cluster({.seed = seed, .nodes = nodes, .steps = steps, .keep_full_trace = trace});
+    gpool::raft::sim::SimCluster cluster(
+        {.seed = seed, .nodes = nodes, .steps = steps, .keep_full_trace = trace, .rogue_per_mille = rogue});
     gpool::Status s = cluster.Run();
     ++ran;
     if (verbose) {
       const auto& st = cluster.stats();
       std::printf(
           "seed %llu: %s ticks=%llu delivered=%llu leaders=%llu commit=%llu proposals=%llu crashes=%llu "
-          "snapshots=%llu conf_changes=%llu transfers=%llu reads=%llu sent=%llu dropped=%llu leader_steps=%llu\n",
+          "snapshots=%llu conf_changes=%llu transfers=%llu reads=%llu sent=%llu dropped=%llu leader_steps=%llu "
+          "forged=%llu replayed=%llu\n",
           static_cast<unsigned long long>(seed), s.ok() ? "ok" : "FAILED",
           static_cast<unsigned long long>(st.ticks), static_cast<unsigned long long>(st.delivered),
           static_cast<unsigned long long>(st.leaders), static_cast<unsigned long long>(st.max_commit),
@@ -65,7 +70,8 @@ int main(int argc, char** argv) {
           static_cast<unsigned long long>(st.snapshots_installed), static_cast<unsigned long long>(st.conf_changes),
           static_cast<unsigned long long>(st.transfers), static_cast<unsigned long long>(st.reads),
           static_cast<unsigned long long>(st.sent), static_cast<unsigned long long>(st.dropped),
-          static_cast<unsigned long long>(st.leader_steps));
+          static_cast<unsigned long long>(st.leader_steps), static_cast<unsigned long long>(st.forged),
+          static_cast<unsigned long long>(st.replayed));
     }
     if (s.ok()) {
       // A single traced seed prints its run even when it passes.
@@ -79,9 +85,9 @@ int main(int argc, char** argv) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
       "{\"metric\": \"raft_sim_seeds\", \"value\": %llu, \"unit\": \"seeds\", \"params\": {\"failed\": %llu, "
-      "\"nodes\": %d, \"steps\": %d, \"start\": %llu, \"seconds\": %.2f}}\n",
+      "\"nodes\": %d, \"steps\": %d, \"start\": %llu, \"rogue_per_mille\": %u, \"seconds\": %.2f}}\n",
       static_cast<unsigned long long>(ran), static_cast<unsigned long long>(failed), nodes, steps,
-      static_cast<unsigned long long>(start), seconds);
+      static_cast<unsigned long long>(start), rogue, seconds);
   if (!failing.empty()) {
     std::printf("first failing seeds:");
     for (uint64_t s : failing) std::printf(" %llu", static_cast<unsigned long long>(s));

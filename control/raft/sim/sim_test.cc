@@ -13,6 +13,7 @@ struct Slice {
   uint64_t first_seed;
   int seeds;
   int steps;
+  uint32_t rogue_per_mille = 250;
 };
 
 void RunSlice(const Slice& slice) {
@@ -20,7 +21,7 @@ void RunSlice(const Slice& slice) {
   SimStats total;
   for (int i = 0; i < slice.seeds; ++i) {
     SimCluster cluster({.seed = slice.first_seed + static_cast<uint64_t>(i), .nodes = slice.nodes,
-                        .steps = slice.steps});
+                        .steps = slice.steps, .rogue_per_mille = slice.rogue_per_mille});
     Status s = cluster.Run();
     if (!s.ok()) {
       ++failed;
@@ -33,6 +34,8 @@ void RunSlice(const Slice& slice) {
     total.conf_changes += cluster.stats().conf_changes;
     total.crashes += cluster.stats().crashes;
     total.reads += cluster.stats().reads;
+    total.forged += cluster.stats().forged;
+    total.replayed += cluster.stats().replayed;
   }
   // The runs must actually exercise the protocol, not idle.
   EXPECT_GT(total.leaders, static_cast<uint64_t>(slice.seeds)) << "elections";
@@ -41,6 +44,10 @@ void RunSlice(const Slice& slice) {
   EXPECT_GT(total.conf_changes, 0u);
   EXPECT_GT(total.crashes, 0u);
   EXPECT_GT(total.reads, 0u);
+  if (slice.rogue_per_mille > 0) {
+    EXPECT_GT(total.forged, 0u) << "the rogue never spoke";
+    EXPECT_GT(total.replayed, 0u) << "the rogue never replayed";
+  }
 }
 
 // 300 seeds of 2000 steps in four shards, so ctest can run them side by
@@ -49,6 +56,13 @@ TEST(SimTest, ThreeNodesSeeds1To100) { RunSlice({.nodes = 3, .first_seed = 1, .s
 TEST(SimTest, ThreeNodesSeeds101To200) { RunSlice({.nodes = 3, .first_seed = 101, .seeds = 100, .steps = 2000}); }
 TEST(SimTest, FiveNodesSeeds1001To1050) { RunSlice({.nodes = 5, .first_seed = 1001, .seeds = 50, .steps = 2000}); }
 TEST(SimTest, FiveNodesSeeds1051To1100) { RunSlice({.nodes = 5, .first_seed = 1051, .seeds = 50, .steps = 2000}); }
+
+// Every seed has the rogue peer: maximal and random terms, outsiders,
+// replays. Safety holds throughout, and the healed cluster (rogue silent)
+// still elects a leader and commits.
+TEST(SimTest, ARoguePeerBreaksNoSafetyCheckAndALeaderIsElectedAfterSeeds3001To3060) {
+  RunSlice({.nodes = 3, .first_seed = 3001, .seeds = 60, .steps = 2000, .rogue_per_mille = 1000});
+}
 
 TEST(SimTest, SameSeedSameRun) {
   SimCluster a({.seed = 7, .nodes = 3, .steps = 1500});
