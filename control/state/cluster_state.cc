@@ -59,6 +59,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, HealthFenceCmd>) return ApplyHealthFence(now, body);
         if constexpr (std::is_same_v<T, SinkCursorCmd>) return ApplySinkCursor(body);
         if constexpr (std::is_same_v<T, ProbeResultCmd>) return ApplyProbeResult(now, body);
+        if constexpr (std::is_same_v<T, ForgetJobsCmd>) return ApplyForgetJobs(body);
       },
       command.body);
 }
@@ -119,6 +120,9 @@ struct SnapshotImage {
   std::map<std::string, uint64_t> sink_cursors;
   bool breaker_open = false;
   int64_t breaker_opened_ms = 0;
+  std::vector<JobSummary> forgotten;
+  uint64_t forgotten_count = 0;
+  std::vector<UsageTotal> usage;
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -131,6 +135,9 @@ struct SnapshotImage {
     v.Optional("sink_cursors", sink_cursors);
     v.Optional("breaker_open", breaker_open);
     v.Optional("breaker_opened_ms", breaker_opened_ms);
+    v.Optional("forgotten", forgotten);
+    v.Optional("forgotten_count", forgotten_count);
+    v.Optional("usage", usage);
   }
 };
 
@@ -173,6 +180,13 @@ std::string ClusterState::Snapshot() const {
   packer.Field("sink_cursors", cursors);
   packer.Field("breaker_open", breaker_open_);
   packer.Field("breaker_opened_ms", breaker_opened_ms_);
+  packer.Key("forgotten");
+  packer.BeginArray(static_cast<uint32_t>(forgotten_.size()));
+  for (const auto& summary : forgotten_) packer.Value(summary);
+  packer.Field("forgotten_count", forgotten_count_);
+  packer.Key("usage");
+  packer.BeginArray(static_cast<uint32_t>(usage_.size()));
+  for (const auto& [key, total] : usage_) packer.Value(total);
   return std::string(buffer.data(), buffer.size());
 }
 
@@ -197,6 +211,10 @@ Status ClusterState::Restore(std::string_view snapshot) {
   sink_cursors_ = std::move(image->sink_cursors);
   breaker_open_ = image->breaker_open;
   breaker_opened_ms_ = image->breaker_opened_ms;
+  forgotten_.assign(image->forgotten.begin(), image->forgotten.end());
+  forgotten_count_ = image->forgotten_count;
+  usage_.clear();
+  for (auto& total : image->usage) usage_[{total.queue, total.user}] = std::move(total);
   EnsureBuiltinQueues();
   RebuildIndexes();
   return Status::Ok();

@@ -20,11 +20,14 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "control/state/commands.h"
 #include "protocol/event.h"
 #include "topology/device_share.h"
 #include "control/state/records.h"
+#include "control/state/retention.h"
 #include "topology/cluster_view.h"
 
 namespace gpool::state {
@@ -37,6 +40,7 @@ struct ApplyResult {
   std::string job_state;   // CancelJob: the state after the cancel
   uint32_t binds_applied = 0;   // ApplyPlan
   uint32_t jobs_rejected = 0;   // ApplyPlan: jobs whose binds no longer fit
+  uint64_t jobs_forgotten = 0;  // ForgetJobs
 };
 
 class ClusterState {
@@ -111,6 +115,21 @@ class ClusterState {
   // Whether the fencing circuit breaker is open (HealthFenceCmd).
   bool health_breaker_open() const { return breaker_open_; }
 
+  // Retention (retention.h). How many finished jobs a ForgetJobsCmd with
+  // these numbers would forget now: the leader proposes one only when some.
+  size_t CountForgettable(int64_t finished_before_ms, uint64_t keep_newest) const;
+  // Whether `id` was admitted and has been forgotten since (ids are handed
+  // out in order and only retention removes a job).
+  bool WasForgotten(JobId id) const;
+  // The summary of a forgotten job while it is among the newest
+  // kMaxSummaries forgotten; null otherwise.
+  static constexpr size_t kMaxSummaries = 10'000;
+  const JobSummary* FindForgotten(JobId id) const;
+  const std::deque<JobSummary>& forgotten() const { return forgotten_; }
+  uint64_t forgotten_count() const { return forgotten_count_; }
+  // Every forgotten job summed per (queue, user).
+  const std::map<std::pair<std::string, std::string>, UsageTotal>& usage_totals() const { return usage_; }
+
   // The scheduler's input: free capacity per node, the queue tree, tasks
   // holding resources (eviction candidates) and jobs with tasks to place.
   // `now_ms` only dates how long jobs have waited.
@@ -158,6 +177,10 @@ class ClusterState {
   ApplyResult ApplyHealthFence(int64_t now, const HealthFenceCmd& cmd);
   ApplyResult ApplySinkCursor(const SinkCursorCmd& cmd);
   ApplyResult ApplyProbeResult(int64_t now, const ProbeResultCmd& cmd);
+  ApplyResult ApplyForgetJobs(const ForgetJobsCmd& cmd);
+  // The ids ForgetJobsCmd would forget, oldest finished first.
+  std::vector<uint64_t> Forgettable(int64_t finished_before_ms, uint64_t keep_newest) const;
+  void Forget(const JobRecord& job);
   // Appends to the event stream, dropping the oldest past kMaxEvents.
   void Emit(int64_t now, EventKind kind, ClusterEvent event);
   void EmitTask(int64_t now, EventKind kind, const TaskRecord& task, std::string message);
@@ -244,6 +267,11 @@ class ClusterState {
   std::map<std::string, NodeRecord> nodes_;
   std::map<uint64_t, JobRecord> jobs_;
   std::map<std::string, QueueRecord> queues_;
+  // Retention: the newest forgotten jobs' summaries (oldest first), how many
+  // were ever forgotten, and every forgotten job's usage per (queue, user).
+  std::deque<JobSummary> forgotten_;
+  uint64_t forgotten_count_ = 0;
+  std::map<std::pair<std::string, std::string>, UsageTotal> usage_;
   // Idempotency key -> job, as hash(key) -> job ids, each checked against
   // the key its JobRecord keeps: a second copy of every 32-character key
   // would cost about 80 bytes a job more. Rebuilt on Restore.

@@ -342,8 +342,9 @@ TEST_F(ClusterStateTest, SnapshotRestoresEverythingIncludingIndexes) {
 }
 
 // The snapshot format: one map whose lists hold every record (and, since
-// the event stream, the events and sink cursors after them, all optional so
-// older snapshots still restore). Snapshot() packs record by record and must
+// the event stream, the events and sink cursors after them, and since
+// retention what is left of forgotten jobs, all optional so older snapshots
+// still restore). Snapshot() packs record by record and must
 // write these exact bytes.
 struct SnapshotImageV2 {
   uint64_t applied_index = 0;
@@ -356,6 +357,9 @@ struct SnapshotImageV2 {
   std::map<std::string, uint64_t> sink_cursors;
   bool breaker_open = false;
   int64_t breaker_opened_ms = 0;
+  std::vector<JobSummary> forgotten;  // retention (retention.h)
+  uint64_t forgotten_count = 0;
+  std::vector<UsageTotal> usage;
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -368,6 +372,9 @@ struct SnapshotImageV2 {
     v.Optional("sink_cursors", sink_cursors);
     v.Optional("breaker_open", breaker_open);
     v.Optional("breaker_opened_ms", breaker_opened_ms);
+    v.Optional("forgotten", forgotten);
+    v.Optional("forgotten_count", forgotten_count);
+    v.Optional("usage", usage);
   }
 };
 

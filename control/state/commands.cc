@@ -33,6 +33,8 @@ template <>
 struct Named<SinkCursorCmd> { static constexpr std::string_view kName = "SinkCursor"; };
 template <>
 struct Named<ProbeResultCmd> { static constexpr std::string_view kName = "ProbeResult"; };
+template <>
+struct Named<ForgetJobsCmd> { static constexpr std::string_view kName = "ForgetJobs"; };
 
 template <typename T>
 bool TryDecode(std::string_view name, const msgpack::object& body, Result<CommandBody>* out) {
@@ -88,7 +90,8 @@ Result<Command> DecodeCommand(std::string_view bytes) {
       TryDecode<ApplyPlanCmd>(name, *body, &decoded) || TryDecode<TaskEventCmd>(name, *body, &decoded) ||
       TryDecode<RefuseBindCmd>(name, *body, &decoded) || TryDecode<NodeLostCmd>(name, *body, &decoded) ||
       TryDecode<NodeHealthCmd>(name, *body, &decoded) || TryDecode<HealthFenceCmd>(name, *body, &decoded) ||
-      TryDecode<SinkCursorCmd>(name, *body, &decoded) || TryDecode<ProbeResultCmd>(name, *body, &decoded);
+      TryDecode<SinkCursorCmd>(name, *body, &decoded) || TryDecode<ProbeResultCmd>(name, *body, &decoded) ||
+      TryDecode<ForgetJobsCmd>(name, *body, &decoded);
   if (!decoded.ok()) return decoded.status();
   command.body = std::move(decoded).value();
   return command;

@@ -189,9 +189,23 @@ struct ProbeResultCmd {
   }
 };
 
+// Retention (retention.h): forget the finished jobs that finished before
+// `finished_before_ms`, and then the oldest finished ones (by finish time,
+// then id) beyond the newest `keep_newest`. Both numbers are the leader's,
+// so every replica forgets the same jobs.
+struct ForgetJobsCmd {
+  int64_t finished_before_ms = 0;
+  uint64_t keep_newest = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("before_ms", finished_before_ms);
+    v.Required("keep", keep_newest);
+  }
+};
+
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
                                  TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd, NodeLostCmd,
-                                 NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd>;
+                                 NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd, ForgetJobsCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock
