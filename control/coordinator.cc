@@ -53,12 +53,22 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
 
   storage::LevelDbOptions db_options;
   db_options.path = (std::filesystem::path(options.data_dir) / "db").string();
+  // A disk too full for LevelDB's open serves a read-only copy (full-disk mode).
+  db_options.read_only_fallback = true;
   GPOOL_ASSIGN_OR_RETURN(c->kv_, storage::LevelDbStore::Open(db_options));
   GPOOL_ASSIGN_OR_RETURN(c->log_store_, storage::LogStore::Open(c->kv_.get()));
+  DiskGuardOptions disk_options;
+  disk_options.path = options.data_dir;
+  disk_options.reserve_bytes = options.disk_reserve_bytes;
+  disk_options.retry_interval_ms = options.disk_retry_ms;
+  disk_options.clock = options.clock;
+  c->disk_ = std::make_unique<DiskFullMode>(disk_options, *c->kv_, *c->log_store_);
+  if (c->kv_->read_only()) (void)c->disk_->WriteFailed(c->kv_->disk_error(), "opening the store");
   GPOOL_RETURN_IF_ERROR(c->Bind());
   GPOOL_RETURN_IF_ERROR(c->OpenLog());
+  c->disk_->Attach(c->log_.get());
   GPOOL_RETURN_IF_ERROR(c->Recover());
-  GPOOL_RETURN_IF_ERROR(c->WriteEndpoints());
+  c->WriteEndpoints();
 
   c->Wire();
   c->FollowLeadership();
@@ -73,6 +83,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
 void Coordinator::Wire() {
   ProposalTrackerOptions tracker_options;
   tracker_options.clock = options_.clock;
+  tracker_options.disk = disk_.get();
   tracker_ = std::make_unique<ProposalTracker>(tracker_options, *log_);
 
   NodeRegistryOptions registry_options;
@@ -171,11 +182,18 @@ Status Coordinator::Bind() {
   return Status::Ok();
 }
 
-Status Coordinator::WriteEndpoints() {
-  // Tests and scripts that ask for ephemeral ports read them from here.
+void Coordinator::WriteEndpoints() {
+  // Tests and scripts that ask for ephemeral ports read them from here. A
+  // full disk must not stop the coordinator: the file is written again once
+  // the data dir takes writes.
   std::string content = "client " + client_endpoint_ + "\nworker " + worker_endpoint_ + "\n";
   if (peers_) content += "peer " + peers_->listen_endpoint() + "\n";
-  return WriteFileAtomically(std::filesystem::path(options_.data_dir) / "endpoints", content);
+  Status written = WriteFileAtomically(std::filesystem::path(options_.data_dir) / "endpoints", content);
+  endpoints_written_ = written.ok();
+  if (!written.ok()) {
+    spdlog::warn("endpoints file not written; retried once the data dir takes writes error=\"{}\"",
+                 written.ToString());
+  }
 }
 
 void Coordinator::ToClient(const std::string& peer, std::string frame) {
@@ -219,15 +237,17 @@ Status Coordinator::CommitAndApply() {
   bool applied_any = false;
   tracker_->IssueReads();
   tracker_->AfterSync();  // a single replica's reads are ready at once
-  while (log_->HasUnsynced()) {
+  // A data dir that refuses writes is a mode, not an error (disk_full_mode.h):
+  // nothing is written until it takes writes again, and the loop goes on
+  // serving reads.
+  while (log_->HasUnsynced() && disk_->CheckWrite().ok()) {
     auto committed = log_->Sync();
     if (!committed.ok()) {
-      spdlog::error("commit failed error=\"{}\"", committed.status().ToString());
-      // Whatever is pending now may or may not be durable; the client's retry
-      // (same idempotency key) settles it either way.
-      tracker_->FailProposals(Status::Unavailable("the coordinator could not persist the request: " +
-                                                  committed.status().message()));
-      return committed.status();
+      // LocalLog: nothing of this Sync is durable (ResumeWrites drops what
+      // LevelDB might still replay), so its proposals fail with the refusal.
+      const Status refusal = disk_->WriteFailed(committed.status(), "committing proposals");
+      tracker_->FailProposals(refusal);
+      break;
     }
     applied_any = applied_any || !committed->empty();
     GPOOL_RETURN_IF_ERROR(Apply(std::move(committed).value()));
@@ -236,6 +256,12 @@ Status Coordinator::CommitAndApply() {
   FollowLeadership();
   if (applied_any && tracker_->leading()) {
     scheduler_->MarkDirty();
+    if (Status held = log_->write_error(); !held.ok()) {
+      // RaftLog: the Ready it could not persist waits, unsent and unapplied;
+      // its proposals wait too (failed with NotLeader if leadership moves).
+      (void)disk_->WriteFailed(held, "persisting raft state");
+      break;
+    }
     dispatcher_->Tick(options_.clock->MonoMs());
   }
   return Status::Ok();
@@ -291,9 +317,12 @@ void Coordinator::MaybeSnapshot() {
     spdlog::warn("snapshot failed index={} error=\"{}\"", applied, status.ToString());
     return;
   }
+  if (!disk_->CheckWrite().ok()) return;
   last_snapshot_index_ = applied;
   spdlog::info("snapshot saved index={}", applied);
 }
+    // A failed write leaves LevelDB to be reopened before the next one.
+    if (status.code() == StatusCode::kIoError) (void)disk_->WriteFailed(status, "saving a snapshot");
 
 void Coordinator::ReloadSchedulerConfig() {
   if (options_.scheduler_config_path.empty()) {
@@ -326,7 +355,10 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
   int64_t last_dispatch = 0;
   while (!stop.load()) {
     try {
-      const int64_t wait_ms = std::min(options_.schedule_interval_ms, log_->MsUntilDue());
+      // A replica paused by a full disk (below) has no Raft timers to keep.
+      const bool paused = disk_->full() && !log_->IsLeader();
+      const int64_t wait_ms =
+          paused ? options_.schedule_interval_ms : std::min(options_.schedule_interval_ms, log_->MsUntilDue());
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(wait_ms));
     } catch (const zmq::error_t& e) {
       // A signal (SIGTERM, SIGINT) interrupts the poll; the loop condition
@@ -341,7 +373,18 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     // Peers first: a turn that also ticks should see what arrived before
     // deciding the leader went quiet. Leadership may then have moved: settle
     // it before serving this turn's frames.
-    log_->Pump();
+    // A replica that cannot write does not take part in Raft once it has
+    // stepped down (it would only pile up what it cannot persist); as leader
+    // it listens until it hears of the leader the others elected.
+    // Its peers' frames are dropped meanwhile (to Raft, lost messages), so
+    // they neither pile up nor keep the poll awake.
+    if (!disk_->full() || log_->IsLeader()) {
+      log_->Pump();
+    } else if (peers_) {
+      (void)peers_->Drain();
+    }
+    disk_->Tick();
+    if (!endpoints_written_ && !disk_->full()) WriteEndpoints();
     GPOOL_RETURN_IF_ERROR(CommitAndApply());
     if (items[0].revents & ZMQ_POLLIN) Drain(clients_, /*from_clients=*/true);
     if (items[1].revents & ZMQ_POLLIN) Drain(workers_, /*from_clients=*/false);

@@ -17,6 +17,11 @@
 //
 // Open() recovers the full state from the data dir (snapshot + log replay).
 //
+// A full data dir is a mode, not a crash (disk_full_mode.h): writes are
+// refused with a typed error, reads and status are served, and writes resume
+// by themselves once space returns; a coordinator started on a full disk
+// comes up in that mode from a read-only copy of its store.
+//
 // Replication: with no peers the log is a LocalLog (one replica, commit =
 // fsync). With peers it is a RaftLog over a PeerTransport, pumped on the same
 // loop; the coordinator sees either only as a CommitLog; only the serving leader (leader, caught up with its term) schedules,
@@ -40,6 +45,7 @@
 
 #include <zmq.hpp>
 
+#include "control/disk_full_mode.h"
 #include "control/dispatcher.h"
 #include "control/gateway.h"
 #include "control/health/policy_config.h"
@@ -79,6 +85,11 @@ struct CoordinatorOptions {
   uint64_t snapshot_every = 10'000;                      // entries between snapshots
   size_t max_frame_bytes = 4 * 1024 * 1024;
   const Clock* clock = &SystemClock::Get();
+  // A full disk (disk_full_mode.h): at or below this much free space on the
+  // data dir's file system, writes are refused until space returns; a full
+  // data dir is looked at again every disk_retry_ms.
+  uint64_t disk_reserve_bytes = 64ull << 20;
+  int64_t disk_retry_ms = 1000;
 
   // Replication: empty `replicas.peers` runs a single replica (LocalLog).
   // replicas.token and replicas.clock are taken from `token` and `clock`.
@@ -112,7 +123,7 @@ class Coordinator final : public Outbox {
   Status OpenLog();
   Status Recover();
   Status Bind();
-  Status WriteEndpoints();
+  void WriteEndpoints();
   // Builds the managers and subscribes them to each other's events: the only
   // place that knows who talks to whom.
   void Wire();
@@ -130,6 +141,8 @@ class Coordinator final : public Outbox {
   state::ClusterState state_;
   int64_t removed_at_ms_ = -1;
   uint64_t last_snapshot_index_ = 0;
+  std::unique_ptr<DiskFullMode> disk_;
+  bool endpoints_written_ = false;
 
   zmq::context_t context_;
   zmq::socket_t clients_;

@@ -15,6 +15,14 @@
 #include "protocol/base/fd_limit.h"
 #include "protocol/base/token_file.h"
 
+// Exit codes (docs/operations.md; deploy/systemd/gpool-coordinator.service
+// restarts on 1 and not on 2 or 3): 0 stopped by a signal or removed from the
+// replica set; 1 failed in a way a restart may fix; 2 bad command line or
+// config file; 3 the data dir or token file cannot be used as it is.
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitPermanent = 3;
+
 namespace {
 
 std::atomic<bool> g_stop{false};
@@ -95,6 +103,11 @@ int main(int argc, char** argv) {
      cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.snapshot_every)))
     ("max-frame-bytes", "Largest accepted message in bytes",
      cxxopts::value<size_t>()->default_value(std::to_string(defaults.max_frame_bytes)))
+    ("disk-reserve-bytes", "At or below this much free space on the data dir's file system the coordinator "
+     "refuses writes (Unavailable: disk full), keeps serving reads and status, and resumes by itself once space "
+     "returns", cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.disk_reserve_bytes)))
+    ("disk-retry-ms", "How often a full data dir is looked at again",
+     cxxopts::value<int64_t>()->default_value(std::to_string(defaults.disk_retry_ms)))
     ("token-file", "File holding the shared token clients, workers and the other replicas must send "
      "(surrounding whitespace ignored)",
      cxxopts::value<std::string>())
@@ -166,6 +179,9 @@ int main(int argc, char** argv) {
                                                         options.node_lease_ms);
         !times.ok()) {
       throw cxxopts::exceptions::exception(times.message());
+    options.disk_reserve_bytes = args["disk-reserve-bytes"].as<uint64_t>();
+    options.disk_retry_ms = args["disk-retry-ms"].as<int64_t>();
+    if (options.disk_retry_ms <= 0) throw cxxopts::exceptions::exception("--disk-retry-ms must be positive");
     }
     if (args.count("token-file")) token_file = args["token-file"].as<std::string>();
     if (args.count("peers")) {
@@ -203,7 +219,7 @@ int main(int argc, char** argv) {
     }
   } catch (const std::exception& e) {
     std::cerr << "gpool-coordinator: " << e.what() << "\n(see --help)\n";
-    return 2;
+    return kExitUsage;
   }
 
   // Logs go to stderr, like the worker's, so stdout stays free for tooling.
@@ -224,19 +240,24 @@ int main(int argc, char** argv) {
     auto token = gpool::ReadTokenFile(token_file);
     if (!token.ok()) {
       spdlog::critical("cannot start error=\"{}\"", token.status().ToString());
-      return 1;
+      return kExitPermanent;
     }
     options.token = *token;
   }
   auto coordinator = gpool::control::Coordinator::Open(options);
   if (!coordinator.ok()) {
-    spdlog::critical("cannot start error=\"{}\"", coordinator.status().ToString());
-    return 1;
+    // A port in use may free itself; a locked, damaged or foreign data dir or
+    // a removed replica will not, and a restart loop would only hide it. A
+    // full disk is not a failure here: Open comes up in full-disk mode.
+    const bool transient = coordinator.status().code() == gpool::StatusCode::kUnavailable;
+    spdlog::critical("cannot start exit_code={} error=\"{}\"", transient ? kExitFailure : kExitPermanent,
+                     coordinator.status().ToString());
+    return transient ? kExitFailure : kExitPermanent;
   }
   gpool::Status status = (*coordinator)->Run(g_stop);
   if (!status.ok()) {
-    spdlog::critical("stopped on error error=\"{}\"", status.ToString());
-    return 1;
+    spdlog::critical("stopped on error exit_code={} error=\"{}\"", kExitFailure, status.ToString());
+    return kExitFailure;
   }
   if ((*coordinator)->removed()) spdlog::info("exiting: this replica is no longer a member of the cluster");
   return 0;
