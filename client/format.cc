@@ -657,6 +657,10 @@ std::string FormatClusterStatus(const ClusterStatusReply& reply) {
   summary.AddRow({"GPUs:", std::to_string(reply.gpus_used) + " used of " + std::to_string(reply.gpus_total)});
   summary.AddRow({"Jobs:", std::to_string(reply.jobs_pending) + " pending, " + std::to_string(reply.jobs_running) +
                                " running"});
+  // Shown only while it matters: writes are refused until space returns.
+  if (reply.disk_full) {
+    summary.AddRow({"Disk:", "FULL, writes refused, reads served: " + Dash(reply.disk_error)});
+  }
   out << summary.Render();
   if (!reply.replicas.empty()) out << "\n" << FormatReplicasTable(reply);
   return out.str();

@@ -482,6 +482,22 @@ TEST(FormatTest, ClusterStatus) {
             "c2       tcp://10.0.0.2:7400  follower  118    2\n");
 }
 
+TEST(FormatTest, ClusterStatusShowsAFullDisk) {
+  ClusterStatusReply s;
+  s.replica_id = "c1";
+  s.role = "leader";
+  s.term = 3;
+  s.disk_full = true;
+  s.disk_error = "disk full (/var/lib/gpool/coordinator, 4096 bytes free)";
+  EXPECT_EQ(FormatClusterStatus(s),
+            "Replica:  c1 (leader, term 3)\n"
+            "Log:      commit 0, applied 0\n"
+            "Nodes:    0 ready of 0\n"
+            "GPUs:     0 used of 0\n"
+            "Jobs:     0 pending, 0 running\n"
+            "Disk:     FULL, writes refused, reads served: disk full (/var/lib/gpool/coordinator, 4096 bytes free)\n");
+}
+
 // A three-replica status as the given replica sees it.
 ClusterStatusReply ThreeReplicas(std::string role) {
   ClusterStatusReply s;

@@ -313,6 +313,9 @@ ClusterStatusReply Gateway::StatusNow() const {
   reply.commit_index = replication.commit_index;
   reply.applied_index = state_.applied_index();
   reply.term = replication.term;
+  reply.disk_full = replication.disk.full;
+  reply.disk_error = replication.disk.error;
+  reply.disk_free_bytes = replication.disk.free_bytes;
   if (!replication.replicated) {
     reply.role = "leader";
     reply.replicas.push_back(ReplicaInfo{options_.replica_id, options_.client_address, "leader",

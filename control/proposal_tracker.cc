@@ -29,8 +29,19 @@ std::string ProposalTracker::leader_worker_address() const {
   return leading_ ? std::string() : log_.LeaderWorkerAddress();
 }
 
+log::ReplicationReport ProposalTracker::Replication() const {
+  log::ReplicationReport report = log_.Report();
+  if (options_.disk != nullptr) report.disk = options_.disk->Report();
+  return report;
+}
+
 void ProposalTracker::Propose(state::CommandBody body, ApplyCallback done) {
   if (!leading_) return done(NotCommitted(NotLeader()));
+  // A full disk: refused here, typed, rather than queued for a Sync that
+  // cannot write (a single replica would otherwise fail it a turn later).
+  if (options_.disk != nullptr) {
+    if (Status refused = options_.disk->CheckWrite(); !refused.ok()) return done(NotCommitted(refused));
+  }
   state::Command command{options_.clock->WallMs(), std::move(body)};
   const uint64_t term = log_.term();
   auto index = log_.Propose(state::EncodeCommand(command));
@@ -71,6 +82,9 @@ void ProposalTracker::FailPending(const Status& why, uint64_t keep_term) {
 
 void ProposalTracker::ChangeMembership(const ChangeReplicas& request, MembershipCallback done) {
   if (!leading_) return done(NotLeader());
+  if (options_.disk != nullptr) {
+    if (Status refused = options_.disk->CheckWrite(); !refused.ok()) return done(refused);
+  }
   auto index = log_.ProposeMembership(log::MembershipChange{request.op == "add", request.replica_id,
                                                             request.peer_address, request.client_address,
                                                             request.worker_address});

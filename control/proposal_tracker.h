@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "control/disk_full_mode.h"
 #include "control/log/commit_log.h"
 #include "control/ports.h"
 #include "protocol/base/clock.h"
@@ -31,6 +32,10 @@ struct ProposalTrackerOptions {
   // after this long; the client has long retried by then.
   int64_t read_timeout_ms = 5000;
   const Clock* clock = &SystemClock::Get();
+  // When set, a leader whose data dir refuses writes refuses proposals and
+  // membership changes with its typed error (disk_full_mode.h), and
+  // Replication() reports the condition. Null: always writable.
+  DiskFullMode* disk = nullptr;
 };
 
 class ProposalTracker final : public Proposer {
@@ -47,7 +52,7 @@ class ProposalTracker final : public Proposer {
   std::string leader_worker_address() const override;
   void ReadBarrier(ReadCallback done) override;
   void ChangeMembership(const ChangeReplicas& request, MembershipCallback done) override;
-  log::ReplicationReport Replication() const override { return log_.Report(); }
+  log::ReplicationReport Replication() const override;
 
   // Starts one ReadIndex for every read that arrived since the last call.
   void IssueReads();

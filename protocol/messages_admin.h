@@ -49,6 +49,12 @@ struct ClusterStatusReply {
   uint32_t jobs_running = 0;
   uint32_t gpus_total = 0;
   uint32_t gpus_used = 0;
+  // This replica's data dir refuses writes (a full disk): it answers writes
+  // with Unavailable `disk_error` ("disk full (<path>, <free> bytes free)"),
+  // keeps serving reads, and resumes by itself once space returns.
+  bool disk_full = false;
+  std::string disk_error;
+  uint64_t disk_free_bytes = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("replica_id", replica_id);
@@ -63,6 +69,9 @@ struct ClusterStatusReply {
     v.Optional("jobs_running", jobs_running);
     v.Optional("gpus_total", gpus_total);
     v.Optional("gpus_used", gpus_used);
+    v.Optional("disk_full", disk_full);
+    v.Optional("disk_error", disk_error);
+    v.Optional("disk_free_bytes", disk_free_bytes);
   }
 };
 

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/base/disk_guard.h"
 #include "protocol/base/status.h"
 #include "storage/log_store.h"
 
@@ -82,6 +83,7 @@ struct ReplicationReport {
   uint64_t commit_index = 0;
   uint64_t applied_index = 0;  // log position applied, Raft's own entries included
   std::vector<ReplicaReport> replicas;  // empty for a single replica
+  DiskReport disk;             // this replica's data dir: full (refusing writes) or not
 };
 
 class CommitLog {
@@ -112,6 +114,16 @@ class CommitLog {
   // The state machine has reached `index` and serialised itself as `data`:
   // replaces the log up to `index` with it.
   virtual Status SaveSnapshot(uint64_t index, std::string_view data) = 0;
+
+  // A full disk (docs/operations.md, "A full disk"). A Sync() whose write
+  // fails either fails (LocalLog: its queued proposals were not committed
+  // and are dropped) or keeps what it could not persist and reports it here
+  // (RaftLog: the Ready waits, unsent and unapplied, to be persisted again).
+  // Either way the coordinator stops calling Sync() until its data dir takes
+  // writes again, reopens the store, and calls ResumeWrites(), which brings
+  // the log back in step with what the disk holds; Ok: Sync() may go on.
+  virtual Status write_error() const { return Status::Ok(); }
+  virtual Status ResumeWrites() { return Status::Ok(); }
 
   // Replication's own work, once per loop turn: take in what peers sent and
   // advance its clock (elections, heartbeats). Nothing for a single replica.

@@ -4,15 +4,30 @@ namespace gpool::log {
 
 Result<std::unique_ptr<LocalLog>> LocalLog::Open(storage::LogStore* store) {
   std::unique_ptr<LocalLog> log(new LocalLog(store));
-  storage::HardState hard = store->hard_state();
-  hard.term += 1;
-  hard.vote = 0;
-  hard.commit = store->LastIndex();
-  GPOOL_RETURN_IF_ERROR(store->SaveHardState(hard, /*sync=*/true));
-  log->term_ = hard.term;
+  log->term_ = store->hard_state().term + 1;
   log->commit_index_ = store->LastIndex();
   log->next_index_ = store->LastIndex() + 1;
+  // A disk that refuses the new term (full) leaves it owed to the first
+  // Sync() that can write; see the header.
+  log->owes_term_ = !log->SaveTerm().ok();
   return log;
+}
+
+Status LocalLog::SaveTerm() {
+  storage::HardState hard;
+  hard.term = term_;
+  hard.vote = 0;
+  hard.commit = commit_index_;
+  return store_->SaveHardState(hard, /*sync=*/true);
+}
+
+Status LocalLog::ResumeWrites() {
+  GPOOL_RETURN_IF_ERROR(store_->TruncateAfter(commit_index_));
+  next_index_ = commit_index_ + 1;
+  unsynced_.clear();
+  GPOOL_RETURN_IF_ERROR(SaveTerm());
+  owes_term_ = false;
+  return Status::Ok();
 }
 
 Result<uint64_t> LocalLog::Propose(std::string data) {
@@ -47,11 +62,15 @@ Result<Committed> LocalLog::Recover() {
 
 Result<Committed> LocalLog::Sync() {
   Committed committed;
-  if (unsynced_.empty()) return committed;
-  Status status = store_->Append(unsynced_, /*sync=*/true);
+  Status status;
+  // The term goes first: no entry of it may be durable before it is.
+  if (owes_term_) status = SaveTerm();
+  if (status.ok()) owes_term_ = false;
+  if (status.ok() && unsynced_.empty()) return committed;
+  if (status.ok()) status = store_->Append(unsynced_, /*sync=*/true);
   if (!status.ok()) {
     // Nothing was committed; the indexes are handed out again.
-    next_index_ = unsynced_.front().index;
+    if (!unsynced_.empty()) next_index_ = unsynced_.front().index;
     unsynced_.clear();
     return status;
   }

@@ -4,7 +4,16 @@
 //
 // Every Open() starts a new term and persists it before returning, so a
 // restarted coordinator's commands always carry a higher epoch than anything
-// its previous incarnation sent. Thread-safety: none (one owner thread).
+// its previous incarnation sent. On a full disk the new term cannot be
+// written: Open() still succeeds, and the term is owed, written by the first
+// Sync() that can (HasUnsynced() says so), so a coordinator started on a full
+// disk comes up and serves reads.
+//
+// A failed Sync() commits nothing: its proposals are dropped and their
+// indexes handed out again. LevelDB may still find the refused batch in its
+// own log when the store is reopened, so ResumeWrites() drops every entry
+// past the commit index before anything else is written.
+// Thread-safety: none (one owner thread).
 #pragma once
 
 #include <memory>
@@ -26,7 +35,7 @@ class LocalLog final : public CommitLog {
   Result<Committed> Recover() override;
   Result<uint64_t> Propose(std::string data) override;
   Result<Committed> Sync() override;
-  bool HasUnsynced() const override { return !unsynced_.empty(); }
+  bool HasUnsynced() const override { return owes_term_ || !unsynced_.empty(); }
   bool IsLeader() const override { return true; }
   uint64_t term() const override { return term_; }
   uint64_t commit_index() const override { return commit_index_; }
@@ -40,14 +49,17 @@ class LocalLog final : public CommitLog {
   std::vector<std::string> TakeReadyReads() override { return std::exchange(ready_reads_, {}); }
   Result<uint64_t> ProposeMembership(const MembershipChange& change) override;
   ReplicationReport Report() const override;
+  Status ResumeWrites() override;
 
  private:
   explicit LocalLog(storage::LogStore* store) : store_(store) {}
+  Status SaveTerm();
 
   storage::LogStore* store_;
   uint64_t term_ = 0;
   uint64_t commit_index_ = 0;
   uint64_t next_index_ = 1;
+  bool owes_term_ = false;  // term_ is not yet on disk
   std::vector<storage::LogEntry> unsynced_;
   std::vector<std::string> ready_reads_;
 };

@@ -288,35 +288,51 @@ Status RaftLog::Collect(const raft::Ready& rd, log::Committed& out) {
 
 Result<log::Committed> RaftLog::Sync() {
   log::Committed out;
-  while (node_->HasReady()) {
-    raft::Ready rd = node_->GetReady();
-    ++stats_.readies;
-    if (rd.soft_state.has_value()) {
-      if (rd.soft_state->lead != soft_.lead) ++stats_.leader_changes;
-      spdlog::info("raft role changed id={} role={} leader={} term={}", options_.id, RoleText(rd.soft_state->role),
-                   rd.soft_state->lead, term());
-      soft_ = *rd.soft_state;
+  while (write_error_.ok() && (held_.has_value() || node_->HasReady())) {
+    // A Ready whose persistence failed is held and persisted again, unsent
+    // and unapplied, once the disk takes writes (ResumeWrites): for Raft that
+    // is only a very slow fsync, so nothing it promises is lost or broken.
+    // Tick and Step may go on meanwhile (raw_node.h); their effects come in
+    // the next Ready.
+    const bool fresh = !held_.has_value();
+    raft::Ready rd = fresh ? node_->GetReady() : std::move(*held_);
+    held_.reset();
+    bool early = held_sent_early_;
+    if (fresh) {
+      ++stats_.readies;
+      if (rd.soft_state.has_value()) {
+        if (rd.soft_state->lead != soft_.lead) ++stats_.leader_changes;
+        spdlog::info("raft role changed id={} role={} leader={} term={}", options_.id,
+                     RoleText(rd.soft_state->role), rd.soft_state->lead, term());
+        soft_ = *rd.soft_state;
+      }
+      // A leader may send its appends before its own fsync (Raft thesis
+      // 10.2.1; etcd does the same), so the followers' disks work in parallel
+      // with its own: it counts itself toward a commit only in a later Ready,
+      // after this one is durable. Everyone else sends only what is durable,
+      // and so does a leader whose term or vote is not yet on disk.
+      // New replicas must be reachable before this Ready's appends go out.
+      for (const auto& entry : rd.entries) {
+        Status learned = Learn(entry, /*committed=*/false);
+        if (!learned.ok()) spdlog::warn("configuration entry not understood index={} error=\"{}\"", entry.index,
+                                        learned.ToString());
+      }
+      const storage::HardState durable = store_->hard_state();
+      early = soft_.role == raft::Role::kLeader &&
+              (!rd.hard_state || (rd.hard_state->term == durable.term && rd.hard_state->vote == durable.vote));
+      if (early) Send(rd.messages);
     }
-    // The Ready is taken: a persistence failure leaves the core ahead of the
-    // disk, which only a restart (reloading the disk) can repair. The caller
-    // stops on this error.
-    // A leader may send its appends before its own fsync (Raft thesis
-    // 10.2.1; etcd does the same), so the followers' disks work in parallel
-    // with its own: it counts itself toward a commit only in a later Ready,
-    // after this one is durable. Everyone else sends only what is durable,
-    // and so does a leader whose term or vote is not yet on disk.
-    // New replicas must be reachable before this Ready's appends go out.
-    for (const auto& entry : rd.entries) {
-      Status learned = Learn(entry, /*committed=*/false);
-      if (!learned.ok()) spdlog::warn("configuration entry not understood index={} error=\"{}\"", entry.index,
-                                      learned.ToString());
-    }
-    const storage::HardState durable = store_->hard_state();
-    const bool early = soft_.role == raft::Role::kLeader &&
-                       (!rd.hard_state || (rd.hard_state->term == durable.term && rd.hard_state->vote == durable.vote));
-    if (early) Send(rd.messages);
     Status persisted = Persist(rd);
-    if (!persisted.ok()) return persisted.WithContext("persisting raft state");
+    if (!persisted.ok()) {
+      // A full disk (control/disk_full_mode.h): keep the Ready and report;
+      // the caller stops syncing until the disk takes writes again.
+      write_error_ = persisted.WithContext("persisting raft state");
+      held_sent_early_ = early;
+      held_ = std::move(rd);
+      spdlog::error("raft state not persisted; the Ready waits for the disk id={} term={} error=\"{}\"",
+                    options_.id, term(), write_error_.ToString());
+      break;
+    }
     if (!early) Send(rd.messages);
     Status collected = Collect(rd, out);
     if (!collected.ok()) return collected.WithContext("applying raft output");
@@ -327,6 +343,11 @@ Result<log::Committed> RaftLog::Sync() {
     if (rd.snapshot.has_value()) break;
   }
   return out;
+}
+
+Status RaftLog::ResumeWrites() {
+  write_error_ = Status::Ok();
+  return Status::Ok();
 }
 
 Status RaftLog::SaveSnapshot(uint64_t index, std::string_view data) {

@@ -49,6 +49,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -126,7 +127,7 @@ class RaftLog final : public log::CommitLog {
   Result<log::Committed> Recover() override;
   Result<uint64_t> Propose(std::string data) override;
   Result<log::Committed> Sync() override;
-  bool HasUnsynced() const override { return node_->HasReady(); }
+  bool HasUnsynced() const override { return held_.has_value() || node_->HasReady(); }
   bool IsLeader() const override { return node_->soft_state().role == raft::Role::kLeader; }
   bool LeaderCaughtUp() const override {
     return IsLeader() && node_->log().Term(node_->log().applied()) == term();
@@ -134,6 +135,11 @@ class RaftLog final : public log::CommitLog {
   uint64_t term() const override { return node_->hard_state().term; }
   uint64_t commit_index() const override { return node_->hard_state().commit; }
   Status SaveSnapshot(uint64_t index, std::string_view data) override;
+  // A Ready that could not be persisted is held, not sent, applied or
+  // advanced past, and persisted again by the first Sync() after
+  // ResumeWrites() (control/disk_full_mode.h).
+  Status write_error() const override { return write_error_; }
+  Status ResumeWrites() override;
 
   // Adds or removes one voter (single-server change). The leader only; the
   // core refuses a second change while one is uncommitted, adding a voter
@@ -203,6 +209,11 @@ class RaftLog final : public log::CommitLog {
   ReplicaDirectory directory_;
   std::vector<CommittedConfChange> committed_changes_;
   RaftLogStats stats_;
+  // The Ready whose persistence failed, waiting for the disk; whether its
+  // messages already went out (a leader's early appends).
+  std::optional<raft::Ready> held_;
+  bool held_sent_early_ = false;
+  Status write_error_;
 };
 
 }  // namespace gpool::replication
