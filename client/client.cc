@@ -187,6 +187,13 @@ class ZmqClient final : public Client {
       header.sender = options_.sender;
       header.token = options_.token;
       std::string frame = EncodeEnvelope(header, request);
+      if (frame.size() > kMinReadableFrameBytes) {
+        // A coordinator may drop a frame this large unanswered (envelope.h).
+        return Status::ResourceExhausted("the request is " + std::to_string(frame.size()) +
+                                         " bytes; no coordinator reads requests over " +
+                                         std::to_string(kMinReadableFrameBytes) +
+                                         " bytes (and each refuses those over its --max-frame-bytes)");
+      }
       // Blocks at most connect_timeout_ms (ZMQ_SNDTIMEO with ZMQ_IMMEDIATE).
       bool sent = socket_->send(zmq::buffer(frame), zmq::send_flags::none).has_value();
       if (!sent) {

@@ -16,7 +16,11 @@
 //     endpoint when it names none) and resends, within the same retry budget;
 //   - any other ErrorReply becomes its Status (ErrorReply::ToStatus);
 //   - a reply that does not decode, or has the wrong type, is
-//     Status::Malformed; nothing the coordinator sends can crash the client.
+//     Status::Malformed; nothing the coordinator sends can crash the client;
+//   - a request over kMinReadableFrameBytes (protocol/envelope.h) is not sent:
+//     Status::ResourceExhausted at once (a coordinator might drop it
+//     unanswered); one within it but over the coordinator's --max-frame-bytes
+//     gets the coordinator's ResourceExhausted, as fast.
 // Because requests are re-sent, Submit always carries an idempotency key
 // (a random one when the caller gives none), so a retry can never create a
 // second job. ChangeReplicas is re-sent the same way: it cannot apply twice

@@ -260,6 +260,27 @@ TEST(ClientTest, NoReplyIsUnavailableAfterTheTimeout) {
   EXPECT_LT(elapsed, std::chrono::milliseconds(5000));
 }
 
+// A request no coordinator reads whole is refused before it is sent: sent,
+// it would be dropped with the connection and end in "did not answer".
+TEST(ClientTest, ARequestPastWhatCoordinatorsReadIsRefusedUnsent) {
+  ScriptedServer server([](const Envelope& request, int) -> std::vector<std::string> {
+    return {ReplyTo(request, SubmitJobReply{1, false})};
+  });
+  auto client = Connect(server.endpoint(), /*timeout_ms=*/5000, /*retries=*/3);
+  JobSpec spec = Spec();
+  spec.tasks[0].command = {"echo", std::string(kMinReadableFrameBytes, 'x')};
+  auto reply = client->Submit(spec, "");
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), StatusCode::kResourceExhausted) << reply.status().ToString();
+  EXPECT_NE(reply.status().message().find("no coordinator reads requests over 67108864 bytes"), std::string::npos)
+      << reply.status().message();
+  EXPECT_TRUE(server.requests().empty());
+  // A large request within it goes out.
+  spec.tasks[0].command = {"echo", std::string(size_t{8} << 20, 'x')};
+  EXPECT_TRUE(client->Submit(spec, "").ok());
+  EXPECT_EQ(server.requests().size(), 1u);
+}
+
 // Where an attempt is lost on purpose, the one after it must be answered
 // within the timeout, or the request count is off: 1 s, not 200 ms, so the
 // server thread may be off the CPU a while on a loaded box.

@@ -112,6 +112,7 @@ void Coordinator::Wire() {
   gateway_options.replica_id = options_.replica_id;
   gateway_options.client_address = client_endpoint_;
   gateway_options.limits.max_frame_bytes = options_.max_frame_bytes;
+  gateway_options.max_spec_bytes = options_.max_spec_bytes;
   gateway_ = std::make_unique<Gateway>(gateway_options, state_, connections_, *log_relay_, *this, *tracker_);
 
   SchedulerDriverOptions scheduler_options;
@@ -127,6 +128,7 @@ void Coordinator::Wire() {
   }
   scheduler_ = std::make_unique<SchedulerDriver>(scheduler_options, state_, *tracker_);
   health_ = std::make_unique<HealthDriver>(options_.health_config, state_, connections_, *tracker_, options_.clock);
+  retention_ = std::make_unique<RetentionDriver>(options_.retention, state_, *tracker_, options_.clock);
 }
 
 Status Coordinator::OpenLog() {
@@ -161,11 +163,13 @@ Status Coordinator::Recover() {
 }
 
 Status Coordinator::Bind() {
-  const int64_t max_message = static_cast<int64_t>(options_.max_frame_bytes) * 4;
+  // Frames past the decode limit get a typed error; frames far past it are
+  // not even buffered (the peer is disconnected instead, without a word), so
+  // the cut is never below what clients may send (kMinReadableFrameBytes).
+  const int64_t max_message = static_cast<int64_t>(
+      std::max<size_t>(options_.max_frame_bytes * 4, kMinReadableFrameBytes + 64 * 1024));
   for (auto* socket : {&clients_, &workers_}) {
     socket->set(zmq::sockopt::linger, 0);
-    // Frames past the decode limit get a typed error; frames far past it are
-    // not even buffered (the peer is disconnected instead).
     socket->set(zmq::sockopt::maxmsgsize, max_message);
     socket->set(zmq::sockopt::sndhwm, 100'000);
     socket->set(zmq::sockopt::rcvhwm, 100'000);
@@ -307,6 +311,7 @@ void Coordinator::FollowLeadership() {
   log_relay_->Reset(Status::Unavailable("the coordinator leader changed; retry"));
   scheduler_->Reset();
   health_->Reset();
+  retention_->Reset();
 }
 
 void Coordinator::MaybeSnapshot() {
@@ -398,6 +403,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     if (leading && scheduler_->Tick(now)) GPOOL_RETURN_IF_ERROR(CommitAndApply());
     if (leading) {
       health_->Tick(now);
+      retention_->Tick(now);
       GPOOL_RETURN_IF_ERROR(CommitAndApply());
     }
     if (leading && now - last_dispatch >= 200) {

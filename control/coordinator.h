@@ -50,6 +50,7 @@
 #include "control/gateway.h"
 #include "control/health/policy_config.h"
 #include "control/health_driver.h"
+#include "control/retention_driver.h"
 #include "control/log/commit_log.h"
 #include "control/log_relay.h"
 #include "control/node_registry.h"
@@ -84,6 +85,8 @@ struct CoordinatorOptions {
   uint32_t preempt_grace_ms = 10'000;
   uint64_t snapshot_every = 10'000;                      // entries between snapshots
   size_t max_frame_bytes = 4 * 1024 * 1024;
+  uint64_t max_spec_bytes = kDefaultMaxSpecBytes;  // encoded; larger specs are ResourceExhausted
+  state::RetentionPolicy retention;               // finished jobs kept (control/state/retention.h)
   const Clock* clock = &SystemClock::Get();
   // A full disk (disk_full_mode.h): at or below this much free space on the
   // data dir's file system, writes are refused until space returns; a full
@@ -166,6 +169,7 @@ class Coordinator final : public Outbox {
   std::unique_ptr<Gateway> gateway_;
   std::unique_ptr<SchedulerDriver> scheduler_;
   std::unique_ptr<HealthDriver> health_;
+  std::unique_ptr<RetentionDriver> retention_;
 };
 
 }  // namespace gpool::control

@@ -58,7 +58,7 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
       if (!msg.ok()) return fail(msg.status());
       return AfterBarrier(peer, id, [this, peer, id, job_id = msg->job_id] {
         const auto* job = state_.FindJob(JobId(job_id));
-        if (job == nullptr) return Fail(peer, id, Status::NotFound("job " + std::to_string(job_id) + " does not exist"));
+        if (job == nullptr) return Fail(peer, id, JobNotFound(state_, job_id));
         GetJobReply reply = ToJobDetail(*job, state_);
         for (auto& task : reply.tasks) {
           const state::TaskRecord* record = state_.FindTask(TaskId{job->id, task.index, task.attempt});
@@ -104,7 +104,7 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
       if (!msg.ok()) return fail(msg.status());
       return AfterBarrier(peer, id, [this, peer, id, job_id = msg->job_id] {
         const auto* job = state_.FindJob(JobId(job_id));
-        if (job == nullptr) return Fail(peer, id, Status::NotFound("job " + std::to_string(job_id) + " does not exist"));
+        if (job == nullptr) return Fail(peer, id, JobNotFound(state_, job_id));
         Reply(peer, MakeFrame(id, proposer_.epoch(), ToExplanation(*job, state_)));
       });
     }
@@ -142,7 +142,8 @@ void Gateway::AfterBarrier(const std::string& peer, uint64_t request_id, std::fu
 }
 
 void Gateway::OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob msg) {
-  Status valid = ValidateJobSpec(msg.spec, options_.spec_limits);
+  Status valid = CheckJobSpecSize(msg.spec, options_.max_spec_bytes);
+  if (valid.ok()) valid = ValidateJobSpec(msg.spec, options_.spec_limits);
   if (!valid.ok()) {
     Reply(peer, MakeError(request_id, proposer_.epoch(), valid.WithContext("spec")));
     return;
@@ -266,7 +267,7 @@ void Gateway::OnGetTaskLog(const std::string& peer, uint64_t request_id, const G
   const uint64_t epoch = proposer_.epoch();
   const auto* job = state_.FindJob(JobId(msg.job_id));
   if (job == nullptr) {
-    Reply(peer, MakeError(request_id, epoch, Status::NotFound("job " + std::to_string(msg.job_id) + " does not exist")));
+    Reply(peer, MakeError(request_id, epoch, JobNotFound(state_, msg.job_id)));
     return;
   }
   if (msg.task_index >= job->tasks.size()) {

@@ -39,6 +39,7 @@ struct GatewayOptions {
   std::string client_address;
   wire::DecodeLimits limits;
   SpecLimits spec_limits;
+  uint64_t max_spec_bytes = kDefaultMaxSpecBytes;  // encoded; larger specs are ResourceExhausted
 };
 
 class Gateway {

@@ -117,6 +117,26 @@ TEST_F(GatewayTest, AnInvalidSpecIsRefusedBeforeAnythingIsProposed) {
   EXPECT_TRUE(state_.jobs().empty());
 }
 
+// Every spec stays in memory and in snapshots while its job is kept, so its
+// size is bounded before it reaches the log, with the limit in the message.
+TEST_F(GatewayTest, AnOversizeSpecIsResourceExhaustedBeforeAnythingIsProposed) {
+  JobSpec big = OneGpuJob("big");
+  big.tasks[0].command = {"echo", std::string(kDefaultMaxSpecBytes, 'x')};
+  Send(SubmitJob{big, ""});
+  Envelope reply = Last();
+  EXPECT_EQ(ErrorOf(reply).rfind("ResourceExhausted: spec: ", 0), 0u) << ErrorOf(reply);
+  EXPECT_NE(ErrorOf(reply).find(" bytes encoded, over the limit of 1048576 bytes (the coordinator's --max-spec-bytes)"),
+            std::string::npos)
+      << ErrorOf(reply);
+  EXPECT_TRUE(proposer_.proposed().empty());
+
+  GatewayOptions options{.replica_id = "c-1", .client_address = "tcp://127.0.0.1:7400"};
+  options.max_spec_bytes = 2 * kDefaultMaxSpecBytes;
+  Rebuild(options);
+  Send(SubmitJob{big, ""});
+  EXPECT_EQ(state_.FindJob(JobId(LastAs<SubmitJobReply>().job_id))->spec.name, "big");
+}
+
 TEST_F(GatewayTest, GarbageWrongTokensAndUnknownTypesGetTypedErrors) {
   gateway_->OnFrame("client", "not msgpack at all", now_ms_);
   EXPECT_EQ(LastError(), "Malformed");

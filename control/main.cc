@@ -103,6 +103,15 @@ int main(int argc, char** argv) {
      cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.snapshot_every)))
     ("max-frame-bytes", "Largest accepted message in bytes",
      cxxopts::value<size_t>()->default_value(std::to_string(defaults.max_frame_bytes)))
+    ("max-spec-bytes", "Largest accepted job spec in bytes (msgpack-encoded); larger ones are ResourceExhausted",
+     cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.max_spec_bytes)))
+    ("retain-finished-ms", "How long a finished job stays in the coordinator's state after it finished; then it "
+     "is forgotten (gpool job N: NotFound, compacted) and only its usage summary stays",
+     cxxopts::value<int64_t>()->default_value(std::to_string(defaults.retention.keep_ms)))
+    ("retain-finished-jobs", "At most this many finished jobs are kept (the newest); older ones are forgotten",
+     cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.retention.keep_jobs)))
+    ("retention-check-ms", "How often the leader looks for finished jobs past --retain-finished-ms or "
+     "--retain-finished-jobs", cxxopts::value<int64_t>()->default_value(std::to_string(defaults.retention.check_every_ms)))
     ("disk-reserve-bytes", "At or below this much free space on the data dir's file system the coordinator "
      "refuses writes (Unavailable: disk full), keeps serving reads and status, and resumes by itself once space "
      "returns", cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.disk_reserve_bytes)))
@@ -170,6 +179,13 @@ int main(int argc, char** argv) {
     options.preempt_grace_ms = args["preempt-grace-ms"].as<uint32_t>();
     options.snapshot_every = args["snapshot-every"].as<uint64_t>();
     options.max_frame_bytes = args["max-frame-bytes"].as<size_t>();
+    options.max_spec_bytes = args["max-spec-bytes"].as<uint64_t>();
+    options.retention.keep_ms = args["retain-finished-ms"].as<int64_t>();
+    options.retention.keep_jobs = args["retain-finished-jobs"].as<uint64_t>();
+    options.retention.check_every_ms = args["retention-check-ms"].as<int64_t>();
+    if (options.retention.keep_ms < 0 || options.retention.check_every_ms <= 0) {
+      throw cxxopts::exceptions::exception("--retain-finished-ms must be >= 0, --retention-check-ms positive");
+    }
     if (options.heartbeat_interval_ms == 0 || options.node_timeout_ms <= 0 || options.snapshot_every == 0 ||
         options.max_frame_bytes < 1024) {
       throw cxxopts::exceptions::exception(

@@ -1,8 +1,10 @@
 #include "control/views.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
+#include <string>
 #include <tuple>
 
 namespace gpool::control {
@@ -256,6 +258,20 @@ ListEventsReply ToEventList(const state::ClusterState& state, const ListEvents& 
     reply.events.push_back(event);
   }
   return reply;
+}
+
+Status JobNotFound(const state::ClusterState& state, uint64_t job_id) {
+  const std::string job = "job " + std::to_string(job_id);
+  if (!state.WasForgotten(JobId(job_id))) return Status::NotFound(job + " does not exist");
+  std::string what = "finished";
+  if (const state::ForgottenJob* summary = state.FindForgotten(JobId(job_id)); summary != nullptr) {
+    char hours[32];
+    std::snprintf(hours, sizeof(hours), "%.1f", static_cast<double>(summary->gpu_ms) / 3'600'000.0);
+    what += " (" + std::string(ToString(static_cast<JobState>(summary->state))) + ", " + hours + " GPU-hours)";
+  }
+  return Status::NotFound(job + " " + what +
+                          " and was compacted away by the coordinator's retention of finished jobs "
+                          "(--retain-finished-ms, --retain-finished-jobs); its usage stays in the accounting totals");
 }
 
 }  // namespace gpool::control

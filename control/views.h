@@ -26,5 +26,10 @@ ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterS
 // at most request.limit (capped at kMaxEventsPerReply).
 inline constexpr uint32_t kMaxEventsPerReply = 1000;
 ListEventsReply ToEventList(const state::ClusterState& state, const ListEvents& request);
+// NotFound for a job id the state does not hold. One that retention forgot
+// says so, with what its summary kept: "job 17 finished (Succeeded, 2.0
+// GPU-hours) and was compacted away by the coordinator's retention ...";
+// any other "job N does not exist".
+Status JobNotFound(const state::ClusterState& state, uint64_t job_id);
 
 }  // namespace gpool::control

@@ -55,6 +55,16 @@ class Envelope {
 
 Result<Envelope> DecodeEnvelope(std::string_view bytes, const wire::DecodeLimits& limits = {});
 
+// The smallest frame every gpool endpoint reads whole. An endpoint answers a
+// frame over its own limit (--max-frame-bytes) with a typed
+// ResourceExhausted, which it can only do for a frame it has read; a frame
+// past the socket's ZMQ_MAXMSGSIZE is dropped by ZeroMQ with the connection,
+// without a word, and its sender sees nothing but a time-out (a 16 MiB spec
+// used to wait out every retry, 23-30 s, for "did not answer"). So endpoints
+// never set ZMQ_MAXMSGSIZE below this, and clients never send a larger frame
+// (they refuse it themselves, with ResourceExhausted).
+inline constexpr size_t kMinReadableFrameBytes = size_t{64} << 20;
+
 // Encodes `body` with `header`; header.type is taken from T.
 template <typename T>
 std::string EncodeEnvelope(Header header, const T& body) {

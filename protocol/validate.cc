@@ -6,6 +6,8 @@
 #include <set>
 #include <string>
 
+#include "protocol/wire.h"
+
 namespace gpool {
 
 bool IsNameChar(char c) {
@@ -176,6 +178,13 @@ Status ValidateDeviceShare(const std::string& prefix, const Resources& res) {
 }  // namespace
 
 
+
+Status CheckJobSpecSize(const JobSpec& spec, uint64_t max_bytes) {
+  const size_t bytes = wire::PackToString(spec).size();
+  if (bytes <= max_bytes) return Status::Ok();
+  return Status::ResourceExhausted(std::to_string(bytes) + " bytes encoded, over the limit of " +
+                                   std::to_string(max_bytes) + " bytes (the coordinator's --max-spec-bytes)");
+}
 
 Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
   GPOOL_RETURN_IF_ERROR(ValidateName("name", spec.name, limits.max_name_length));

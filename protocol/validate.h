@@ -22,6 +22,19 @@ struct SpecLimits {
   uint64_t max_memory_mib_per_task = 64ull << 20;  // 64 TiB
 };
 
+// The coordinator's default for the largest job spec it admits, counted as
+// the spec's msgpack encoding (--max-spec-bytes). Every spec stays in the
+// coordinator's memory, in every snapshot and in the log until it is
+// compacted, for as long as its job is kept (retention): a few MB a spec
+// times a hundred thousand kept jobs would not fit. A spec's strings
+// (command arguments, env values) are bounded by this total rather than one
+// by one.
+inline constexpr uint64_t kDefaultMaxSpecBytes = uint64_t{1} << 20;
+
+// ResourceExhausted "N bytes encoded, over the limit of M bytes ..." when
+// the encoded `spec` is larger than `max_bytes`.
+Status CheckJobSpecSize(const JobSpec& spec, uint64_t max_bytes);
+
 // Names (nodes, jobs, queues, label values) use [A-Za-z0-9._-].
 bool IsNameChar(char c);
 inline constexpr size_t kMaxNodeNameLength = 253;  // a DNS name

@@ -120,7 +120,7 @@ struct SnapshotImage {
   std::map<std::string, uint64_t> sink_cursors;
   bool breaker_open = false;
   int64_t breaker_opened_ms = 0;
-  std::vector<JobSummary> forgotten;
+  std::vector<ForgottenJob> forgotten;
   uint64_t forgotten_count = 0;
   std::vector<UsageTotal> usage;
   template <typename V>

@@ -115,17 +115,18 @@ class ClusterState {
   // Whether the fencing circuit breaker is open (HealthFenceCmd).
   bool health_breaker_open() const { return breaker_open_; }
 
-  // Retention (retention.h). How many finished jobs a ForgetJobsCmd with
-  // these numbers would forget now: the leader proposes one only when some.
-  size_t CountForgettable(int64_t finished_before_ms, uint64_t keep_newest) const;
+  // Retention (retention.h). Whether a ForgetJobsCmd with these numbers
+  // would forget any job now: the leader proposes one only then. One pass
+  // over the jobs, without allocating (the leader asks once a minute).
+  bool AnyForgettable(int64_t finished_before_ms, uint64_t keep_newest) const;
   // Whether `id` was admitted and has been forgotten since (ids are handed
   // out in order and only retention removes a job).
   bool WasForgotten(JobId id) const;
   // The summary of a forgotten job while it is among the newest
   // kMaxSummaries forgotten; null otherwise.
   static constexpr size_t kMaxSummaries = 10'000;
-  const JobSummary* FindForgotten(JobId id) const;
-  const std::deque<JobSummary>& forgotten() const { return forgotten_; }
+  const ForgottenJob* FindForgotten(JobId id) const;
+  const std::deque<ForgottenJob>& forgotten() const { return forgotten_; }
   uint64_t forgotten_count() const { return forgotten_count_; }
   // Every forgotten job summed per (queue, user).
   const std::map<std::pair<std::string, std::string>, UsageTotal>& usage_totals() const { return usage_; }
@@ -269,7 +270,7 @@ class ClusterState {
   std::map<std::string, QueueRecord> queues_;
   // Retention: the newest forgotten jobs' summaries (oldest first), how many
   // were ever forgotten, and every forgotten job's usage per (queue, user).
-  std::deque<JobSummary> forgotten_;
+  std::deque<ForgottenJob> forgotten_;
   uint64_t forgotten_count_ = 0;
   std::map<std::pair<std::string, std::string>, UsageTotal> usage_;
   // Idempotency key -> job, as hash(key) -> job ids, each checked against

@@ -51,8 +51,13 @@ std::vector<uint64_t> ClusterState::Forgettable(int64_t finished_before_ms, uint
   return ids;
 }
 
-size_t ClusterState::CountForgettable(int64_t finished_before_ms, uint64_t keep_newest) const {
-  return Forgettable(finished_before_ms, keep_newest).size();
+bool ClusterState::AnyForgettable(int64_t finished_before_ms, uint64_t keep_newest) const {
+  uint64_t finished = 0;
+  for (const auto& [id, job] : jobs_) {
+    if (!RetainedJobIsDone(job)) continue;
+    if (job.finish_ms < finished_before_ms || ++finished > keep_newest) return true;
+  }
+  return false;
 }
 
 ApplyResult ClusterState::ApplyForgetJobs(const ForgetJobsCmd& cmd) {
@@ -67,7 +72,7 @@ ApplyResult ClusterState::ApplyForgetJobs(const ForgetJobsCmd& cmd) {
 }
 
 void ClusterState::Forget(const JobRecord& job) {
-  JobSummary summary;
+  ForgottenJob summary;
   summary.id = job.id.value();
   summary.user = job.spec.user;
   summary.queue = job.spec.queue;
@@ -108,7 +113,7 @@ bool ClusterState::WasForgotten(JobId id) const {
   return id.value() != 0 && id.value() < next_job_id_ && FindJob(id) == nullptr;
 }
 
-const JobSummary* ClusterState::FindForgotten(JobId id) const {
+const ForgottenJob* ClusterState::FindForgotten(JobId id) const {
   // Forgotten in (finish time, id) order, which is not quite id order: a
   // short scan of the ring, only ever for a `gpool job N` of a forgotten job.
   for (auto it = forgotten_.rbegin(); it != forgotten_.rend(); ++it) {

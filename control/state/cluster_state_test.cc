@@ -357,7 +357,7 @@ struct SnapshotImageV2 {
   std::map<std::string, uint64_t> sink_cursors;
   bool breaker_open = false;
   int64_t breaker_opened_ms = 0;
-  std::vector<JobSummary> forgotten;  // retention (retention.h)
+  std::vector<ForgottenJob> forgotten;  // retention (retention.h)
   uint64_t forgotten_count = 0;
   std::vector<UsageTotal> usage;
   template <typename V>

@@ -7,7 +7,7 @@
 // is kept for RetentionPolicy::keep_ms after it finished and among the
 // newest keep_jobs finished jobs, and then forgotten: its record leaves the
 // state (and so the next snapshot, and the restart after it), and a
-// JobSummary of it is kept instead (a bounded ring of the newest, for `gpool
+// ForgottenJob of it is kept instead (a bounded ring of the newest, for `gpool
 // job N`) along with running per-(queue, user) UsageTotals, which are what
 // accounting reads until the observability work exports per-job records.
 //
@@ -41,7 +41,7 @@ struct RetentionPolicy {
 };
 
 // What is left of a forgotten job.
-struct JobSummary {
+struct ForgottenJob {
   uint64_t id = 0;
   std::string user;
   std::string queue;

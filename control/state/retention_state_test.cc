@@ -74,7 +74,10 @@ TEST_F(RetentionStateTest, FinishedJobsBeforeTheCutoffAreForgottenAndTheirUsageK
   const uint64_t pending = Submit(40, "", "bob");
   ASSERT_EQ(state_.FindJob(JobId(done))->state, JobState::kSucceeded);
   ASSERT_EQ(state_.FindJob(JobId(failed))->state, JobState::kFailed);
-  EXPECT_EQ(state_.CountForgettable(100'000, 100), 2u);
+  EXPECT_TRUE(state_.AnyForgettable(100'000, 100));
+  EXPECT_FALSE(state_.AnyForgettable(50'000, 100));
+  EXPECT_TRUE(state_.AnyForgettable(50'000, 2));
+  EXPECT_FALSE(state_.AnyForgettable(50'000, 3));
 
   ApplyResult r = Do(ForgetJobsCmd{.finished_before_ms = 100'000, .keep_newest = 100}, 300'000);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
@@ -87,7 +90,7 @@ TEST_F(RetentionStateTest, FinishedJobsBeforeTheCutoffAreForgottenAndTheirUsageK
   EXPECT_EQ(state_.jobs_in_state(JobState::kFailed), 0u);
   EXPECT_EQ(state_.forgotten_count(), 2u);
 
-  const JobSummary* summary = state_.FindForgotten(JobId(done));
+  const ForgottenJob* summary = state_.FindForgotten(JobId(done));
   ASSERT_NE(summary, nullptr);
   EXPECT_EQ(summary->user, "alice");
   EXPECT_EQ(summary->queue, "default");
@@ -104,7 +107,7 @@ TEST_F(RetentionStateTest, FinishedJobsBeforeTheCutoffAreForgottenAndTheirUsageK
   EXPECT_EQ(usage.last_finish_ms, 80'000);
 
   // Nothing left to forget by that cutoff: the same command changes nothing.
-  EXPECT_EQ(state_.CountForgettable(100'000, 100), 0u);
+  EXPECT_FALSE(state_.AnyForgettable(100'000, 100));
   EXPECT_EQ(Do(ForgetJobsCmd{100'000, 100}, 300'001).jobs_forgotten, 0u);
 }
 
