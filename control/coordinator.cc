@@ -256,16 +256,16 @@ Status Coordinator::CommitAndApply() {
     applied_any = applied_any || !committed->empty();
     GPOOL_RETURN_IF_ERROR(Apply(std::move(committed).value()));
     tracker_->AfterSync();
-  }
-  FollowLeadership();
-  if (applied_any && tracker_->leading()) {
-    scheduler_->MarkDirty();
     if (Status held = log_->write_error(); !held.ok()) {
       // RaftLog: the Ready it could not persist waits, unsent and unapplied;
       // its proposals wait too (failed with NotLeader if leadership moves).
       (void)disk_->WriteFailed(held, "persisting raft state");
       break;
     }
+  }
+  FollowLeadership();
+  if (applied_any && tracker_->leading()) {
+    scheduler_->MarkDirty();
     dispatcher_->Tick(options_.clock->MonoMs());
   }
   return Status::Ok();
@@ -317,17 +317,17 @@ void Coordinator::FollowLeadership() {
 void Coordinator::MaybeSnapshot() {
   const uint64_t applied = state_.applied_index();
   if (applied < last_snapshot_index_ + options_.snapshot_every) return;
+  if (!disk_->CheckWrite().ok()) return;
   Status status = log_->SaveSnapshot(applied, state_.Snapshot());
   if (!status.ok()) {
     spdlog::warn("snapshot failed index={} error=\"{}\"", applied, status.ToString());
+    // A failed write leaves LevelDB to be reopened before the next one.
+    if (status.code() == StatusCode::kIoError) (void)disk_->WriteFailed(status, "saving a snapshot");
     return;
   }
-  if (!disk_->CheckWrite().ok()) return;
   last_snapshot_index_ = applied;
   spdlog::info("snapshot saved index={}", applied);
 }
-    // A failed write leaves LevelDB to be reopened before the next one.
-    if (status.code() == StatusCode::kIoError) (void)disk_->WriteFailed(status, "saving a snapshot");
 
 void Coordinator::ReloadSchedulerConfig() {
   if (options_.scheduler_config_path.empty()) {

@@ -87,12 +87,12 @@ struct CoordinatorOptions {
   size_t max_frame_bytes = 4 * 1024 * 1024;
   uint64_t max_spec_bytes = kDefaultMaxSpecBytes;  // encoded; larger specs are ResourceExhausted
   state::RetentionPolicy retention;               // finished jobs kept (control/state/retention.h)
-  const Clock* clock = &SystemClock::Get();
   // A full disk (disk_full_mode.h): at or below this much free space on the
   // data dir's file system, writes are refused until space returns; a full
   // data dir is looked at again every disk_retry_ms.
   uint64_t disk_reserve_bytes = 64ull << 20;
   int64_t disk_retry_ms = 1000;
+  const Clock* clock = &SystemClock::Get();
 
   // Replication: empty `replicas.peers` runs a single replica (LocalLog).
   // replicas.token and replicas.clock are taken from `token` and `clock`.
@@ -141,11 +141,11 @@ class Coordinator final : public Outbox {
   CoordinatorOptions options_;
   std::unique_ptr<storage::LevelDbStore> kv_;
   std::unique_ptr<storage::LogStore> log_store_;
+  std::unique_ptr<DiskFullMode> disk_;
+  bool endpoints_written_ = false;
   state::ClusterState state_;
   int64_t removed_at_ms_ = -1;
   uint64_t last_snapshot_index_ = 0;
-  std::unique_ptr<DiskFullMode> disk_;
-  bool endpoints_written_ = false;
 
   zmq::context_t context_;
   zmq::socket_t clients_;

@@ -186,6 +186,9 @@ int main(int argc, char** argv) {
     if (options.retention.keep_ms < 0 || options.retention.check_every_ms <= 0) {
       throw cxxopts::exceptions::exception("--retain-finished-ms must be >= 0, --retention-check-ms positive");
     }
+    options.disk_reserve_bytes = args["disk-reserve-bytes"].as<uint64_t>();
+    options.disk_retry_ms = args["disk-retry-ms"].as<int64_t>();
+    if (options.disk_retry_ms <= 0) throw cxxopts::exceptions::exception("--disk-retry-ms must be positive");
     if (options.heartbeat_interval_ms == 0 || options.node_timeout_ms <= 0 || options.snapshot_every == 0 ||
         options.max_frame_bytes < 1024) {
       throw cxxopts::exceptions::exception(
@@ -195,9 +198,6 @@ int main(int argc, char** argv) {
                                                         options.node_lease_ms);
         !times.ok()) {
       throw cxxopts::exceptions::exception(times.message());
-    options.disk_reserve_bytes = args["disk-reserve-bytes"].as<uint64_t>();
-    options.disk_retry_ms = args["disk-retry-ms"].as<int64_t>();
-    if (options.disk_retry_ms <= 0) throw cxxopts::exceptions::exception("--disk-retry-ms must be positive");
     }
     if (args.count("token-file")) token_file = args["token-file"].as<std::string>();
     if (args.count("peers")) {
