@@ -61,6 +61,9 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("task-log-max-mib", "Cap on each task's log on disk (MiB, 1 to 1048576): past it the last half moves to "
      "<log>.1 and the log starts again with a line saying so",
      cxxopts::value<std::string>()->default_value(std::to_string(defaults.task_log_max_mib)), "MIB")
+    ("disk-reserve-mib", "Free space in --data-dir at or below which binds are refused (Unavailable: disk full); "
+     "running tasks keep running and binds are accepted again once space returns (MiB, 1 to 1048576)",
+     cxxopts::value<std::string>()->default_value(std::to_string(defaults.disk_reserve_mib)), "MIB")
     ("mig-dynamic", "Offer MIG-enabled GPUs without instances for dynamic MIG: the scheduler picks instances and "
      "the worker creates and destroys them (needs root or CAP_SYS_ADMIN)")
     ("health", "Health monitor: on or off (GPU XID/ECC/remap/NVLink/lost, NIC, fabric manager, peermem, disk, "
@@ -164,6 +167,9 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     }
     GPOOL_ASSIGN_OR_RETURN(f.task_log_max_mib, ParseCount("--task-log-max-mib",
                                                            result["task-log-max-mib"].as<std::string>(), 1u << 20,
+                                                           "a size in MiB"));
+    GPOOL_ASSIGN_OR_RETURN(f.disk_reserve_mib, ParseCount("--disk-reserve-mib",
+                                                           result["disk-reserve-mib"].as<std::string>(), 1u << 20,
                                                            "a size in MiB"));
     if (result.count("simulate")) {
       GPOOL_ASSIGN_OR_RETURN(const uint64_t nodes, ParseCount("--simulate", result["simulate"].as<std::string>(),

@@ -46,6 +46,9 @@ struct WorkerFlags {
   // gpool-worker's own directory.
   std::string supervisor;
   uint64_t task_log_max_mib = 256;  // each task's log on disk; older output moves to <log>.1
+  // Free space in --data-dir at or below which new tasks are refused (a full
+  // disk, docs/operations.md 6.4); running ones keep running.
+  uint64_t disk_reserve_mib = 64;
   bool mig_dynamic = false;        // --mig-dynamic: empty MIG-enabled GPUs become dynamic MIG
   std::string log_level = "info";
   uint32_t simulate = 0;           // --simulate N: fleet of N simulated nodes; 0: one real node

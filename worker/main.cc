@@ -24,6 +24,7 @@
 #include <spdlog/spdlog.h>
 
 #include "protocol/base/clock.h"
+#include "protocol/base/disk_guard.h"
 #include "worker/agent.h"
 #include "worker/discovery/discover.h"
 #include "worker/discovery/nvml_mig_manager.h"
@@ -286,6 +287,11 @@ int main(int argc, char** argv) {
   task_options.log_max_bytes = flags.task_log_max_mib << 20;
   task_options.launcher = &launcher;
   task_options.adopt_tasks = true;  // tasks outlive this process; adopt what a previous one left
+  gpool::DiskGuardOptions disk_options;
+  disk_options.path = flags.data_dir;
+  disk_options.reserve_bytes = flags.disk_reserve_mib << 20;
+  auto disk = std::make_unique<gpool::DiskGuard>(disk_options);
+  task_options.disk = disk.get();
   task_options.mig = mig.get();
   task_options.clock = &clock;
   auto tasks = TaskManager::Open(std::move(task_options));

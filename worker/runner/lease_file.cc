@@ -1,8 +1,12 @@
 #include "worker/runner/lease_file.h"
 
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -45,12 +49,42 @@ int64_t MonotonicNowMs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
+namespace {
+
+// Every lease is padded to this size, so rewriting one in place never needs
+// a new block (below).
+constexpr size_t kLeaseBytes = 128;
+
+// Overwrites the existing file's bytes: on a full disk (no block for a new
+// file) the lease's own block still takes them, so the node's running tasks
+// keep their lease. Not atomic; ReadLease reads until two reads agree.
+Status OverwriteInPlace(const std::string& path, const std::string& content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IoError("cannot open " + path + ": " + std::strerror(errno));
+  const ssize_t n = ::pwrite(fd, content.data(), content.size(), 0);
+  const int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(content.size())) {
+    return Status::IoError("cannot overwrite " + path + ": " + std::strerror(n < 0 ? err : ENOSPC));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status WriteLease(const std::string& path, int64_t deadline_mono_ms) {
   std::string line = std::string(kMagic) + " deadline_mono_ms=" + std::to_string(deadline_mono_ms);
   if (!BootId().empty()) line += " boot_id=" + BootId();
+  if (line.size() + 1 < kLeaseBytes) line.append(kLeaseBytes - 1 - line.size(), ' ');
+  line += "\n";
   // Not synced: a deadline counts only within this boot (the boot id says
   // which), and an fsync per heartbeat would stall the worker on a busy disk.
-  return WriteFileAtomic(path, line + "\n", /*sync=*/false);
+  Status replaced = WriteFileAtomic(path, line, /*sync=*/false);
+  if (replaced.ok()) return replaced;
+  // A full data dir (docs/operations.md 6.4): the worker keeps its tasks, so
+  // their lease must still be renewed.
+  Status overwritten = OverwriteInPlace(path, line);
+  return overwritten.ok() ? Status::Ok() : replaced;
 }
 
 Result<int64_t> RenewLease(const std::string& path, int64_t sent_mono_ms, int64_t lease_ms) {
@@ -62,6 +96,13 @@ Result<int64_t> RenewLease(const std::string& path, int64_t sent_mono_ms, int64_
 
 Result<int64_t> ReadLease(const std::string& path) {
   auto text = ReadWholeFile(path);
+  // A lease rewritten in place (WriteLease on a full disk) could be read
+  // half-written: read until two reads agree.
+  for (int i = 0; i < 3 && text.ok(); ++i) {
+    auto again = ReadWholeFile(path);
+    if (!again.ok() || *again == *text) break;
+    text = std::move(again);
+  }
   if (!text.ok()) return text.status();
   if (text->compare(0, kMagic.size(), kMagic) != 0) return Status::Malformed(path + " is not a gpool lease");
   const std::string deadline = Field(*text, "deadline_mono_ms");

@@ -1,6 +1,9 @@
 #include "worker/runner/lease_file.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "worker/runner/atomic_file.h"
 #include "worker/test_util.h"
@@ -25,6 +28,20 @@ TEST(LeaseFileTest, AWrittenDeadlineReadsBackAndAllowsRunningUntilIt) {
   // A renewal replaces the deadline.
   ASSERT_TRUE(WriteLease(path, now + 10'000).ok());
   EXPECT_TRUE(CheckLease(path, now + 5'000).ok());
+}
+
+TEST(LeaseFileTest, ALeaseIsStillRenewedWhenNoNewFileCanBeWritten) {
+  testing::TempDir dir;
+  const std::string path = LeasePath(dir.path());
+  const int64_t now = MonotonicNowMs();
+  ASSERT_TRUE(WriteLease(path, now + 5'000).ok());
+  // The atomic replace cannot create its temp file (as on a full disk).
+  std::filesystem::create_directory(path + ".tmp." + std::to_string(getpid()));
+  ASSERT_TRUE(WriteLease(path, now + 123'456'789).ok());
+  EXPECT_EQ(ReadLease(path).value(), now + 123'456'789);
+  ASSERT_TRUE(WriteLease(path, now + 7'000).ok());  // shorter: the padding keeps the size
+  EXPECT_EQ(ReadLease(path).value(), now + 7'000);
+  EXPECT_EQ(std::filesystem::file_size(path), 128u);
 }
 
 TEST(LeaseFileTest, ARenewalCountsFromTheSendAndNeverMovesTheDeadlineBack) {

@@ -135,6 +135,7 @@ Status TaskManager::Bind(const BindTask& bind) {
     return Status::Ok();
   }
   if (stopping_) return Status::Unavailable("node " + options_.node.name + " is shutting down");
+  GPOOL_RETURN_IF_ERROR(CheckDisk(id));
   if (tasks_.size() >= options_.max_tasks) {
     return Status::ResourceExhausted("node " + options_.node.name + " already tracks " +
                                      std::to_string(tasks_.size()) + " tasks");
@@ -149,6 +150,23 @@ Status TaskManager::Bind(const BindTask& bind) {
              Q(bind.job_name), JoinIndices(bind.gpu_indices), bind.cpu_milli, bind.memory_mib,
              Q(JoinWords(bind.command)));
   return Status::Ok();
+}
+
+Status TaskManager::CheckDisk(const TaskId& id) {
+  DiskGuard* disk = options_.disk;
+  if (disk == nullptr) return Status::Ok();
+  // Binds keep coming (the coordinator resends them every few seconds), so
+  // looking again here is enough to resume by itself.
+  if (disk->full() && disk->ResumeDue()) {
+    disk->Resumed();
+    log_->info("data dir takes writes again: binds accepted path={}", Q(disk->path()));
+  }
+  Status refused = disk->CheckWrite();
+  if (!refused.ok() && disk->ShouldLog()) {
+    log_->warn("bind refused, data dir full; running tasks keep running task={} error={}", id.ToString(),
+               Q(refused.ToString()));
+  }
+  return refused;
 }
 
 void TaskManager::Preempt(const PreemptTask& preempt) {

@@ -76,6 +76,7 @@
 #include <spdlog/logger.h>
 
 #include "protocol/base/clock.h"
+#include "protocol/base/disk_guard.h"
 #include "protocol/base/status.h"
 #include "protocol/messages.h"
 #include "protocol/types.h"
@@ -104,6 +105,11 @@ struct TaskManagerOptions {
   // Tasks outlive this process and a restarted one adopts them (above);
   // needs a launcher that can Adopt. false: nothing is kept on disk.
   bool adopt_tasks = false;
+  // The data dir's guard; not owned. When its disk is full (at or below the
+  // reserve, disk_guard.h) Bind refuses new tasks with Unavailable "disk
+  // full (...)" (the coordinator resends the bind, so the task starts once
+  // space returns); running tasks are not touched. nullptr: never refused.
+  DiskGuard* disk = nullptr;
 };
 
 class TaskManager {
@@ -151,6 +157,8 @@ class TaskManager {
   const NodeSpec& node() const { return options_.node; }
 
  private:
+  // Ok, or the full data dir's refusal of a new task (options_.disk).
+  Status CheckDisk(const TaskId& id);
   // Holds the task's log to options_.log_max_bytes (log_cap.h).
   void CapLog(const TaskId& id, bool finished = false);
   enum class Phase { kPending, kRunning, kExited, kFailed, kCancelled };

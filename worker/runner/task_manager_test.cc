@@ -25,6 +25,14 @@ class TaskManagerTest : public ::testing::Test {
     options.base_env = {{"PATH", "/usr/bin:/bin"}};
     options.finished_retention_ms = 60'000;
     options.log_max_bytes = 1 << 20;
+    DiskGuardOptions disk;
+    disk.path = "/data/worker";
+    disk.reserve_bytes = 1000;
+    disk.clock = &clock_;
+    disk.stat = [this](const std::string&) -> Result<DiskSpace> { return DiskSpace{free_bytes_, 1 << 30}; };
+    disk.probe = [](const std::string&) { return Status::Ok(); };
+    disk_ = std::make_unique<DiskGuard>(disk);
+    options.disk = disk_.get();
     auto tm = TaskManager::Open(std::move(options));
     ASSERT_TRUE(tm.ok()) << tm.status().ToString();
     tm_ = std::move(tm.value());
@@ -57,6 +65,8 @@ class TaskManagerTest : public ::testing::Test {
 
   NodeSpec node_;
   FakeClock clock_;
+  uint64_t free_bytes_ = 1 << 30;
+  std::unique_ptr<DiskGuard> disk_;
   FakeProcessLauncher launcher_;
   testing::TempDir dir_;
   testing::CapturedLog log_;
@@ -367,6 +377,26 @@ TEST_F(TaskManagerTest, LaunchFailureIsAFailedEvent) {
   ASSERT_EQ(tm_->Reports().size(), 1u);
   EXPECT_EQ(tm_->Reports()[0].state, "Failed");
   EXPECT_TRUE(tm_->Idle());
+}
+
+TEST_F(TaskManagerTest, AFullDataDirRefusesNewTasksKeepsRunningOnesAndResumesByItself) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(10, 0)).ok());
+  tm_->Poll();
+  ASSERT_EQ(launcher_.launched().size(), 1u);
+  free_bytes_ = 0;
+  clock_.Advance(100);  // past the guard's cached look at the disk
+  Status refused = tm_->Bind(MakeBind(11, 0));
+  EXPECT_EQ(refused, Status::Unavailable("disk full (/data/worker, 0 bytes free)"));
+  EXPECT_TRUE(tm_->Bind(MakeBind(10, 0)).ok()) << "a known task's bind is still answered";
+  tm_->Poll();
+  EXPECT_EQ(launcher_.launched().size(), 1u);
+  EXPECT_TRUE(launcher_.signals().empty()) << "the running task is left alone";
+  free_bytes_ = 1 << 30;
+  EXPECT_EQ(tm_->Bind(MakeBind(11, 0)).code(), StatusCode::kUnavailable) << "looked at again once per second";
+  clock_.Advance(1000);
+  EXPECT_TRUE(tm_->Bind(MakeBind(11, 0)).ok());
+  tm_->Poll();
+  EXPECT_EQ(launcher_.launched().size(), 2u);
 }
 
 TEST_F(TaskManagerTest, StopAllTerminatesEverythingAndRefusesNewBinds) {
