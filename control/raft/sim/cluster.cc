@@ -17,16 +17,6 @@ bool DecodeState(const std::string& data, uint64_t* applied, uint64_t* chain) {
 
 }  // namespace
 
-struct SimCluster::Node {
-  uint64_t id = 0;
-  Config config;
-  std::unique_ptr<RawNode> raw;  // null while crashed
-  MemoryLog durable;
-  uint64_t applied = 0;  // the state machine: applied index and hash chain
-  uint64_t chain = 0;
-  bool up() const { return raw != nullptr; }
-};
-
 // One line of the trace. kind: D deliver, R ready, T tick all, t tick one,
 // P propose, Q read, C crash, S restart, X partition, H heal, K compact,
 // M membership change, L leader transfer, x dropped (node down).

@@ -126,4 +126,15 @@ class SimCluster {
   std::vector<Message> delivered_;  // rogue: a sample of delivered messages to replay much later
 };
 
+// One simulated replica (defined here for rogue.cc as well as cluster.cc).
+struct SimCluster::Node {
+  uint64_t id = 0;
+  Config config;
+  std::unique_ptr<RawNode> raw;  // null while crashed
+  MemoryLog durable;
+  uint64_t applied = 0;  // the state machine: applied index and hash chain
+  uint64_t chain = 0;
+  bool up() const { return raw != nullptr; }
+};
+
 }  // namespace gpool::raft::sim
