@@ -212,5 +212,77 @@ TEST_F(DiskFullTest, ServesReadsRefusesWritesSurvivesARestartAndResumesWithEvery
   EXPECT_EQ(JobIds(), acknowledged);
 }
 
+// Three replicas, each data dir on its own tmpfs; the leader's fills. It
+// stops persisting and so stops answering its peers: the others elect a new
+// leader and keep accepting writes (the submission in flight is retried there
+// with its idempotency key), the full one stays up, and once its space is
+// freed it resumes and catches up.
+TEST(DiskFullReplicatedTest, AFullLeaderStepsDownTheOthersKeepServingWritesAndItCatchesUp) {
+  LocalClusterOptions options;
+  options.coordinators = 3;
+  options.workers = 0;
+  options.coordinator_flags = {"--disk-reserve-bytes", "0", "--disk-retry-ms", "100"};
+  LocalCluster cluster(options);
+  std::vector<std::unique_ptr<SmallTmpfs>> disks;
+  for (int i = 0; i < 3; ++i) {
+    disks.push_back(std::make_unique<SmallTmpfs>(cluster.ReplicaDataDir(i), "4m"));
+    if (!disks.back()->mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << disks.back()->why();
+  }
+  cluster.StartCoordinator();
+  ClientOptions client_options;
+  client_options.endpoints = cluster.client_endpoint();
+  client_options.timeout_ms = 3000;
+  auto client = std::move(Client::Connect(client_options).value());
+  auto leader = [&]() -> std::string {
+    auto status = client->ClusterStatus();
+    return status.ok() && status->role == "leader" ? status->replica_id : "";
+  };
+  std::string first;
+  ASSERT_TRUE(WaitFor([&] { return !(first = leader()).empty(); }, 20s));
+
+  std::set<uint64_t> acknowledged;
+  auto submit = [&](int i) {
+    JobSpec spec = ShellJob("r-" + std::to_string(i), 1, "true");
+    spec.tasks[0].env["PAYLOAD"] = std::string(32 << 10, 'x');
+    auto submitted = client->Submit(spec, "r-key-" + std::to_string(i));
+    if (submitted.ok()) acknowledged.insert(submitted->job_id);
+    return submitted.status();
+  };
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(submit(i).ok());
+
+  const int full = std::stoi(first) - 1;
+  Fill(cluster.ReplicaDataDir(full) + "/filler", 8 << 10);
+  // Keep writing: every submission is acknowledged (by the old leader before
+  // its disk refuses, by the new one after), none is refused for good.
+  for (int i = 10; i < 25; ++i) EXPECT_TRUE(submit(i).ok()) << "submission " << i;
+  std::string second;
+  ASSERT_TRUE(WaitFor([&] { return !(second = leader()).empty() && second != first; }, 20s))
+      << cluster.coordinator(full)->Log();
+  EXPECT_TRUE(cluster.coordinator(full)->Running());
+  EXPECT_NE(cluster.coordinator(full)->Log().find("data dir refuses writes"), std::string::npos);
+  for (int i = 30; i < 35; ++i) EXPECT_TRUE(submit(i).ok()) << "submission " << i;
+
+  // Space returns: the full replica resumes and catches up with the leader.
+  std::filesystem::remove(cluster.ReplicaDataDir(full) + "/filler");
+  ASSERT_TRUE(WaitFor([&] { return cluster.coordinator(full)->Log().find("writes resumed") != std::string::npos; },
+                      20s))
+      << cluster.coordinator(full)->Log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto status = client->ClusterStatus();
+        if (!status.ok() || status->role != "leader") return false;
+        for (const auto& r : status->replicas) {
+          if (r.id == first) return r.match_index >= status->commit_index;
+        }
+        return false;
+      },
+      20s));
+  std::set<uint64_t> present;
+  auto jobs = client->ListJobs(true, 0);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  for (const auto& job : jobs->jobs) present.insert(job.job_id);
+  EXPECT_EQ(present, acknowledged);
+}
+
 }  // namespace
 }  // namespace gpool::testing
