@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 ./deploy/install-deps.sh
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DGPOOL_BUILD_TESTS=OFF >/dev/null
 cmake --build build-release -j "$(nproc)" --target gpool-bench-scheduler gpool-bench-share-prices gpool-bench-topology gpool-bench-submit \
-  gpool-bench-raft gpool-bench-failover gpool-bench-memory gpool-bench-e2e gpool-sim
+  gpool-bench-raft gpool-bench-failover gpool-bench-memory gpool-bench-retention gpool-bench-e2e gpool-sim
 mkdir -p bench-results
 rm -f bench-results/*.json
 bin=./build-release/bench
@@ -31,6 +31,8 @@ for nodes in 1250 12500; do "$bin/gpool-bench-scheduler" --nodes "$nodes"; done 
 "$bin/gpool-bench-e2e" 1000 5 300 | tee bench-results/e2e.json
 # Coordinator memory at 100,000 GPUs and 100,000 live tasks.
 "$bin/gpool-bench-memory" | tee bench-results/memory.json
+# State memory and restart time after a month of 1,000,000 finished jobs (retention defaults; baseline without).
+"$bin/gpool-bench-retention" | tee bench-results/retention.json
 
 # Placement quality on the Alibaba GPU-sharing trace (the FGD paper's experiment).
 trace=../shared/data/alibaba-gpu-v2023
