@@ -127,7 +127,8 @@ class RaftLog final : public log::CommitLog {
   Result<log::Committed> Recover() override;
   Result<uint64_t> Propose(std::string data) override;
   Result<log::Committed> Sync() override;
-  bool HasUnsynced() const override { return held_.has_value() || node_->HasReady(); }
+  // False while a write error waits for ResumeWrites(): Sync() would do nothing.
+  bool HasUnsynced() const override { return write_error_.ok() && (held_.has_value() || node_->HasReady()); }
   bool IsLeader() const override { return node_->soft_state().role == raft::Role::kLeader; }
   bool LeaderCaughtUp() const override {
     return IsLeader() && node_->log().Term(node_->log().applied()) == term();
