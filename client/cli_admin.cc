@@ -2,6 +2,7 @@
 // `admin replica add|remove|list` (Raft membership changes).
 #include "client/cli_internal.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "client/format.h"
@@ -31,7 +32,7 @@ int RunStatus(Session& s, const Invocation&) {
 
 constexpr char kReplicaAddUsage[] =
     "admin replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT] [--worker-addr ENDPOINT]";
-constexpr char kReplicaRemoveUsage[] = "admin replica remove ID";
+constexpr char kReplicaRemoveUsage[] = "admin replica remove ID [--force]";
 constexpr char kReplicaListUsage[] = "admin replica list";
 
 int RunReplicaChange(Session& s, const Invocation& inv, const std::string& op) {
@@ -44,6 +45,8 @@ int RunReplicaChange(Session& s, const Invocation& inv, const std::string& op) {
     for (const char* flag : {"peer-addr", "client-addr", "worker-addr"}) {
       if (f.count(flag)) return s.Usage(std::string("--") + flag + " only applies to 'admin replica add'");
     }
+  } else if (f.count("force")) {
+    return s.Usage("--force only applies to 'admin replica remove'");
   } else if (!f.count("peer-addr")) {
     return s.Usage("admin replica add: --peer-addr is required (usage: gpool " + std::string(kReplicaAddUsage) + ")");
   }
@@ -52,6 +55,7 @@ int RunReplicaChange(Session& s, const Invocation& inv, const std::string& op) {
   gpool::ChangeReplicas request;
   request.op = op;
   request.replica_id = *id;
+  request.force = f.count("force") > 0;
   if (add) {
     request.peer_address = f["peer-addr"].as<std::string>();
     if (Status valid = ValidateConnectEndpoint(request.peer_address, "--peer-addr"); !valid.ok()) return s.Fail(valid);
@@ -71,8 +75,12 @@ int RunReplicaChange(Session& s, const Invocation& inv, const std::string& op) {
   if (s.json) {
     s.out << ToJson(*reply) << "\n";
   } else {
-    s.out << "replica " << *id << (add ? " added" : " removed") << "; voters now " << JoinIds(reply->voters)
-          << " (committed at index " << reply->index << ")\n";
+    const bool learner = std::find(reply->learners.begin(), reply->learners.end(), *id) != reply->learners.end();
+    s.out << "replica " << *id << (add ? " added" : " removed")
+          << (learner ? " as a learner; it becomes a voter by itself once it has caught up" : "") << "; voters now "
+          << JoinIds(reply->voters);
+    if (!reply->learners.empty()) s.out << ", learners " << JoinIds(reply->learners);
+    s.out << " (committed at index " << reply->index << ")\n";
   }
   return kExitOk;
 }
@@ -82,6 +90,7 @@ int RunReplicaList(Session& s, const Invocation& inv) {
   for (const char* flag : {"peer-addr", "client-addr", "worker-addr"}) {
     if (inv.flags.count(flag)) return s.Usage(std::string("--") + flag + " only applies to 'admin replica add'");
   }
+  if (inv.flags.count("force")) return s.Usage("--force only applies to 'admin replica remove'");
   auto client = s.client();
   if (!client.ok()) return s.Fail(client.status());
   auto reply = (*client)->ClusterStatus();
@@ -108,14 +117,16 @@ void AdminOptions(cxxopts::Options& o) {
        cxxopts::value<std::string>(), "ENDPOINT")
       ("worker-addr", "replica add: its worker endpoint, which followers name to workers when it leads "
        "(default: none; workers then find it only if it is in their --coordinator list)",
-       cxxopts::value<std::string>(), "ENDPOINT");
+       cxxopts::value<std::string>(), "ENDPOINT")
+      ("force", "replica remove: remove it even if fewer live voters than a quorum would remain");
 }
 
 constexpr CommandForm kAdminForms[] = {
     {"replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT] [--worker-addr ENDPOINT]",
      "replica add ID --peer-addr ENDPOINT",
-     "add a running coordinator replica as a Raft voter (flags: 'gpool help admin')"},
-    {"replica remove ID", "replica remove ID", "remove a coordinator replica from the Raft voters"},
+     "add a running coordinator replica: a learner first, a voter once caught up (flags: 'gpool help admin')"},
+    {"replica remove ID [--force]", "replica remove ID",
+     "remove a coordinator replica; refused if too few live voters would remain, unless --force"},
     {"replica list", "replica list", "list the coordinator replicas and how far each lags behind the leader"},
 };
 

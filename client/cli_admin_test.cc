@@ -20,7 +20,9 @@ TEST_F(CliTest, AdminReplicaAddSendsTheRequestAndPrintsTheVoters) {
                  "tcp://10.0.0.4:7400", "--worker-addr", "tcp://10.0.0.4:7401"}),
             kExitOk)
       << err_.str();
-  EXPECT_EQ(out_.str(), "replica 4 added; voters now 1, 2, 3, 4 (committed at index 57)\n");
+  EXPECT_EQ(out_.str(),
+            "replica 4 added as a learner; it becomes a voter by itself once it has caught up; voters now 1, 2, 3, "
+            "learners 4 (committed at index 57)\n");
   EXPECT_EQ(err_.str(), "");
   ASSERT_EQ(cluster_->replica_changes.size(), 1u);
   const ChangeReplicas& request = cluster_->replica_changes[0];
@@ -44,7 +46,9 @@ TEST_F(CliTest, AdminReplicaAddWithoutClientAddrAndOtherTransports) {
   EXPECT_EQ(cluster_->replica_changes.back().replica_id, 10u);
   EXPECT_EQ(cluster_->replica_changes.back().peer_address, "inproc://r10");
   EXPECT_EQ(cluster_->replica_changes.back().client_address, "tcp://[::1]:7400");
-  EXPECT_EQ(out_.str(), "replica 10 added; voters now 1, 2, 3, 9, 10 (committed at index 2)\n");
+  EXPECT_EQ(out_.str(),
+            "replica 10 added as a learner; it becomes a voter by itself once it has caught up; voters now 1, 2, 3, "
+            "learners 9, 10 (committed at index 2)\n");
 }
 
 TEST_F(CliTest, AdminReplicaRemove) {
@@ -57,6 +61,11 @@ TEST_F(CliTest, AdminReplicaRemove) {
   EXPECT_EQ(cluster_->replica_changes[0].peer_address, "");
   EXPECT_EQ(cluster_->replica_changes[0].client_address, "");
   EXPECT_EQ(cluster_->voters, (std::vector<uint64_t>{1, 3}));
+  EXPECT_FALSE(cluster_->replica_changes[0].force);
+  ASSERT_EQ(Run({"admin", "replica", "remove", "3", "--force"}), kExitOk) << err_.str();
+  EXPECT_TRUE(cluster_->replica_changes.back().force) << "--force reaches the coordinator";
+  EXPECT_EQ(Run({"admin", "replica", "add", "5", "--peer-addr", "tcp://h:1", "--force"}), kExitUsage);
+  EXPECT_NE(err_.str().find("--force only applies to 'admin replica remove'"), std::string::npos) << err_.str();
 }
 
 TEST_F(CliTest, AdminReplicaJson) {
@@ -64,11 +73,12 @@ TEST_F(CliTest, AdminReplicaJson) {
   ASSERT_EQ(Run({"admin", "replica", "add", "4", "--peer-addr", "tcp://h4:7402", "--json"}), kExitOk) << err_.str();
   auto added = nlohmann::json::parse(out_.str());
   EXPECT_EQ(added["index"], 11);
-  EXPECT_EQ(added["voters"], nlohmann::json::parse("[1,2,3,4]"));
+  EXPECT_EQ(added["voters"], nlohmann::json::parse("[1,2,3]"));
+  EXPECT_EQ(added["learners"], nlohmann::json::parse("[4]"));
   ASSERT_EQ(Run({"--json", "admin", "replica", "remove", "1"}), kExitOk) << err_.str();
   auto removed = nlohmann::json::parse(out_.str());
   EXPECT_EQ(removed["index"], 12);
-  EXPECT_EQ(removed["voters"], nlohmann::json::parse("[2,3,4]"));
+  EXPECT_EQ(removed["voters"], nlohmann::json::parse("[2,3]"));
 }
 
 TEST_F(CliTest, AdminReplicaBadIdsAreUsageErrors) {
@@ -144,7 +154,7 @@ TEST_F(CliTest, AdminReplicaUsageErrors) {
       {{"admin", "replica", "delete", "4"}, "admin replica: unknown subcommand 'delete'; expected add, remove or list"},
       {{"admin", "replica", "add", "--peer-addr", "tcp://h:1"},
        "usage: gpool admin replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT] [--worker-addr ENDPOINT]"},
-      {{"admin", "replica", "remove"}, "usage: gpool admin replica remove ID"},
+      {{"admin", "replica", "remove"}, "usage: gpool admin replica remove ID [--force]"},
       {{"admin", "replica", "list", "4"}, "usage: gpool admin replica list"},
       {{"admin", "replica", "remove", "4", "--peer-addr", "tcp://h:1"},
        "--peer-addr only applies to 'admin replica add'"},
@@ -166,7 +176,7 @@ TEST_F(CliTest, AdminReplicaCoordinatorErrorsMapToExitCodes) {
   EXPECT_EQ(err_.str(), "gpool: AlreadyExists: replica 3 is already a voter\n");
   EXPECT_EQ(out_.str(), "");
   EXPECT_EQ(Run({"admin", "replica", "remove", "7"}), kExitNotFound);
-  EXPECT_EQ(err_.str(), "gpool: NotFound: replica 7 is not a voter\n");
+  EXPECT_EQ(err_.str(), "gpool: NotFound: replica 7 is neither a voter nor a learner\n");
   cluster_->fail_next = Status::Unavailable("coordinator at tcp://x:1 did not answer within 5 ms");
   EXPECT_EQ(Run({"admin", "replica", "add", "4", "--peer-addr", "tcp://h4:7402"}), kExitUnavailable);
   EXPECT_EQ(err_.str(), "gpool: Unavailable: coordinator at tcp://x:1 did not answer within 5 ms\n");
@@ -222,7 +232,7 @@ TEST_F(CliTest, AdminHelp) {
   EXPECT_NE(help.find("  gpool admin replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT] [--worker-addr ENDPOINT]\n"),
             std::string::npos)
       << help;
-  EXPECT_NE(help.find("  gpool admin replica remove ID\n"), std::string::npos) << help;
+  EXPECT_NE(help.find("  gpool admin replica remove ID [--force]\n"), std::string::npos) << help;
   EXPECT_NE(help.find("  gpool admin replica list\n"), std::string::npos) << help;
   EXPECT_NE(help.find("--client-addr ENDPOINT"), std::string::npos) << help;
   ASSERT_EQ(Run({"admin", "replica", "add", "--help"}), kExitOk);

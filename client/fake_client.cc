@@ -195,19 +195,27 @@ Result<ChangeReplicasReply> FakeClient::ChangeReplicas(const gpool::ChangeReplic
   const std::string name = "replica " + std::to_string(request.replica_id);
   if (request.replica_id == 0) return Status::InvalidArgument("replica_id: must be positive");
   std::vector<uint64_t>& voters = cluster_->voters;
+  std::vector<uint64_t>& learners = cluster_->learners;
   auto it = std::find(voters.begin(), voters.end(), request.replica_id);
+  auto learner = std::find(learners.begin(), learners.end(), request.replica_id);
   if (request.op == "add") {
     if (request.peer_address.empty()) return Status::InvalidArgument("peer_address: required for add");
     if (it != voters.end()) return Status::AlreadyExists(name + " is already a voter");
-    voters.push_back(request.replica_id);
-    std::sort(voters.begin(), voters.end());
+    if (learner != learners.end()) return Status::AlreadyExists(name + " is already a learner");
+    learners.push_back(request.replica_id);
+    std::sort(learners.begin(), learners.end());
   } else if (request.op == "remove") {
-    if (it == voters.end()) return Status::NotFound(name + " is not a voter");
-    voters.erase(it);
+    if (learner != learners.end()) {
+      learners.erase(learner);
+    } else if (it == voters.end()) {
+      return Status::NotFound(name + " is neither a voter nor a learner");
+    } else {
+      voters.erase(it);
+    }
   } else {
     return Status::InvalidArgument("op: expected \"add\" or \"remove\", got \"" + request.op + "\"");
   }
-  return ChangeReplicasReply{++cluster_->status.commit_index, voters};
+  return ChangeReplicasReply{++cluster_->status.commit_index, voters, learners};
 }
 
 Result<UpdateNodeReply> FakeClient::UpdateNode(const gpool::UpdateNode& request) {

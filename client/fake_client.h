@@ -2,8 +2,10 @@
 // client API (the CLI, scripts' drivers). It behaves like a tiny coordinator:
 // Submit validates the spec, honours idempotency keys and adds a Pending job;
 // GetJob/CancelJob answer NotFound for unknown jobs; CancelJob of a finished
-// job is FailedPrecondition. ChangeReplicas edits `voters` and answers like
-// the coordinator (AlreadyExists / NotFound for a duplicate add / remove).
+// job is FailedPrecondition. ChangeReplicas edits `voters` and `learners` and
+// answers like the coordinator: an added replica is a learner (its promotion
+// happens later, in the coordinator; a test edits the lists for it),
+// AlreadyExists / NotFound for a duplicate add / remove.
 // UpdateNode validates the request (ValidateUpdateNode), then edits the node
 // in `nodes` (cordoned and the ",Cordoned" state suffix, labels, pool,
 // taints) and answers with it; NotFound for a node that is not in `nodes`.
@@ -55,6 +57,7 @@ struct FakeCluster {
   // committed at a new index: status.commit_index + 1. `status.replicas` is
   // left alone; a test sets it for `status` and `admin replica list`.
   std::vector<uint64_t> voters = {1, 2, 3};
+  std::vector<uint64_t> learners;
   // The queue hierarchy, by name; starts as root and default (under root),
   // as on a new coordinator. `allocated` and the job counts are not kept up
   // to date: a test sets them where it needs them.

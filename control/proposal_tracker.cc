@@ -85,14 +85,50 @@ void ProposalTracker::ChangeMembership(const ChangeReplicas& request, Membership
   if (options_.disk != nullptr) {
     if (Status refused = options_.disk->CheckWrite(); !refused.ok()) return done(refused);
   }
-  auto index = log_.ProposeMembership(log::MembershipChange{request.op == "add", request.replica_id,
-                                                            request.peer_address, request.client_address,
-                                                            request.worker_address});
+  log::MembershipChange change{request.op == "add", request.replica_id, request.peer_address,
+                              request.client_address, request.worker_address, request.force};
+  if (change.add && log_.replica_id() != 0) {
+    // Only a replica whose peer address answers is added; the proposal
+    // waits for the probe's verdict (ProposeProbedAdds, every loop turn).
+    probing_.push_back(ProbingAdd{
+        replication::PeerProbe(request.peer_address, options_.clock->MonoMs(), options_.peer_probe_timeout_ms),
+        std::move(change), std::move(done)});
+    return;
+  }
+  ProposeMembership(change, std::move(done));
+}
+
+void ProposalTracker::ProposeMembership(const log::MembershipChange& change, MembershipCallback done) {
+  auto index = log_.ProposeMembership(change);
   if (!index.ok()) return done(index.status());
   membership_waiters_[*index] = PendingMembership{log_.term(), std::move(done)};
 }
 
+void ProposalTracker::ProposeProbedAdds() {
+  const int64_t now = options_.clock->MonoMs();
+  for (auto it = probing_.begin(); it != probing_.end();) {
+    auto verdict = it->probe.Poll(now);
+    if (!verdict.has_value()) {
+      ++it;
+      continue;
+    }
+    ProbingAdd add = std::move(*it);
+    it = probing_.erase(it);
+    if (!verdict->ok()) {
+      add.done(Status::Unavailable("replica " + std::to_string(add.change.replica_id) + " not added: " +
+                                   verdict->message() + "; start it with --join first; nothing was changed"));
+    } else if (!leading_) {
+      add.done(NotLeader());
+    } else {
+      ProposeMembership(add.change, std::move(add.done));
+    }
+  }
+}
+
 void ProposalTracker::FailMembership(const Status& why) {
+  auto probing = std::move(probing_);
+  probing_.clear();
+  for (auto& add : probing) add.done(why);
   auto waiters = std::move(membership_waiters_);
   membership_waiters_.clear();
   for (auto& [index, waiter] : waiters) waiter.done(why);
@@ -117,6 +153,7 @@ void ProposalTracker::IssueReads() {
 }
 
 void ProposalTracker::AfterSync() {
+  ProposeProbedAdds();
   for (const auto& context : log_.TakeReadyReads()) {
     auto it = reads_.find(context);
     if (it == reads_.end()) continue;  // failed meanwhile, or another replica's
@@ -138,7 +175,7 @@ void ProposalTracker::AfterSync() {
       waiter.done(NotLeader());
       continue;
     }
-    waiter.done(ChangeReplicasReply{change.index, change.voters});
+    waiter.done(ChangeReplicasReply{change.index, change.voters, change.learners});
   }
 }
 

@@ -23,6 +23,7 @@
 #include "control/disk_full_mode.h"
 #include "control/log/commit_log.h"
 #include "control/ports.h"
+#include "control/replication/peer_probe.h"
 #include "protocol/base/clock.h"
 
 namespace gpool::control {
@@ -36,6 +37,8 @@ struct ProposalTrackerOptions {
   // membership changes with its typed error (disk_full_mode.h), and
   // Replication() reports the condition. Null: always writable.
   DiskFullMode* disk = nullptr;
+  // How long an added replica's peer address has to answer.
+  int64_t peer_probe_timeout_ms = 3000;
 };
 
 class ProposalTracker final : public Proposer {
@@ -84,6 +87,11 @@ class ProposalTracker final : public Proposer {
     uint64_t term = 0;
     MembershipCallback done;
   };
+  struct ProbingAdd {
+    replication::PeerProbe probe;
+    log::MembershipChange change;
+    MembershipCallback done;
+  };
   struct ReadBatch {
     int64_t issued_ms = 0;
     std::vector<ReadCallback> waiting;
@@ -92,12 +100,15 @@ class ProposalTracker final : public Proposer {
   void FailPending(const Status& why, uint64_t keep_term);
   void FailReads(const Status& why);
   void FailMembership(const Status& why);
+  void ProposeMembership(const log::MembershipChange& change, MembershipCallback done);
+  void ProposeProbedAdds();
   Status NotLeader() const;
 
   ProposalTrackerOptions options_;
   log::CommitLog& log_;
   std::map<uint64_t, Pending> callbacks_;                    // by log index
   std::map<uint64_t, PendingMembership> membership_waiters_;  // by log index
+  std::vector<ProbingAdd> probing_;                           // adds waiting for their address to answer
   std::vector<ReadCallback> unissued_reads_;
   std::map<std::string, ReadBatch> reads_;  // ReadIndex context -> reads waiting for it
   uint64_t next_read_ = 0;

@@ -24,7 +24,7 @@ struct ClusterStatus {
 struct ReplicaInfo {
   std::string id;
   std::string address;
-  std::string role;  // "leader" or "follower"
+  std::string role;  // "leader", "follower", "learner" (not yet a voter), "candidate", "unknown"
   uint64_t match_index = 0;
   template <typename V>
   void Fields(V& v) {
@@ -75,10 +75,13 @@ struct ClusterStatusReply {
   }
 };
 
-// Adds or removes one coordinator replica (a Raft voter). Answered once the
-// new configuration is committed. Start an added replica (with --join)
-// before adding it: until it answers, the cluster needs one more replica
-// for a majority.
+// Adds or removes one coordinator replica. Answered once the new
+// configuration is committed. Start an added replica (with --join) first:
+// the leader checks that its peer address answers (Unavailable, nothing
+// changed, if not), adds it as a learner, which replicates the log without
+// a vote, and promotes it to voter by itself once it has caught up. A
+// remove that would leave fewer live voters than a quorum is refused
+// (FailedPrecondition) unless `force`.
 struct ChangeReplicas {
   static constexpr MessageType kType = MessageType::kChangeReplicas;
   std::string op;              // "add" or "remove"
@@ -86,6 +89,7 @@ struct ChangeReplicas {
   std::string peer_address;    // add: where the replica listens for peers, e.g. tcp://10.0.0.4:7402
   std::string client_address;  // add: its client endpoint, for redirects; may be empty
   std::string worker_address;  // add: its worker endpoint, for workers' redirects; may be empty
+  bool force = false;          // remove: even if fewer live voters than a quorum would remain
   template <typename V>
   void Fields(V& v) {
     v.Required("op", op);
@@ -93,6 +97,7 @@ struct ChangeReplicas {
     v.Optional("peer_address", peer_address);
     v.Optional("client_address", client_address);
     v.Optional("worker_address", worker_address);
+    v.Optional("force", force);
   }
 };
 
@@ -100,10 +105,12 @@ struct ChangeReplicasReply {
   static constexpr MessageType kType = MessageType::kChangeReplicasReply;
   uint64_t index = 0;             // log index of the committed change
   std::vector<uint64_t> voters;   // the configuration it put in force
+  std::vector<uint64_t> learners; // members not yet promoted to voter
   template <typename V>
   void Fields(V& v) {
     v.Required("index", index);
     v.Required("voters", voters);
+    v.Optional("learners", learners);
   }
 };
 

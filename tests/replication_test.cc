@@ -458,14 +458,27 @@ TEST_F(ReplicatedCoordinatorTest, FollowerRestartedWithAnEmptyDataDirCatchesUpBy
 
 TEST_F(ReplicatedCoordinatorTest, ReplicasAreAddedAndRemovedWithTheAdminCommands) {
   // A fourth replica, started with --join, is added by the CLI as an
-  // operator would, catches up and counts in the quorum.
+  // operator would: a learner first, promoted to voter by the leader once it
+  // has caught up, and then it counts in the quorum.
   const int fourth = cluster_.StartJoiningReplica();
   CommandResult added = cluster_.Cli({"admin", "replica", "add", "4", "--peer-addr", cluster_.peer_endpoint(fourth),
                                       "--client-addr", cluster_.client_endpoint(fourth), "--worker-addr",
                                       cluster_.worker_endpoint(fourth)});
   ASSERT_EQ(added.exit_code, 0) << added.out << added.err;
-  EXPECT_NE(added.out.find("voters now 1, 2, 3, 4"), std::string::npos) << added.out;
+  EXPECT_NE(added.out.find("added as a learner"), std::string::npos) << added.out;
+  EXPECT_NE(added.out.find("voters now 1, 2, 3, learners 4"), std::string::npos) << added.out;
   EXPECT_TRUE(CaughtUp(fourth)) << cluster_.coordinator(fourth)->Log();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto status = Status();
+        if (!status.ok()) return false;
+        for (const auto& r : status->replicas) {
+          if (r.id == "4") return r.role == "follower";
+        }
+        return false;
+      },
+      20s))
+      << "the learner was never promoted\n" << cluster_.Cli({"admin", "replica", "list"}).out;
   CommandResult again = cluster_.Cli({"admin", "replica", "add", "4", "--peer-addr", cluster_.peer_endpoint(fourth)});
   EXPECT_NE(again.exit_code, 0);
   EXPECT_NE(again.err.find("already a voter"), std::string::npos) << again.err;

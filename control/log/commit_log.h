@@ -49,21 +49,25 @@ struct Committed {
 };
 
 // A replica to add (its addresses) or remove, as the client asked.
+// An added replica joins as a learner and is promoted to voter once caught
+// up (replication/membership_guard.h).
 struct MembershipChange {
   bool add = true;  // false: remove
   uint64_t replica_id = 0;
   std::string peer_address;
   std::string client_address;
   std::string worker_address;
+  bool force = false;  // remove even if fewer live voters than a quorum would remain
 };
 
 // A membership change that committed.
 struct CommittedMembership {
   uint64_t index = 0;
   uint64_t term = 0;
-  bool add = true;
+  bool add = true;                 // added (as a learner) or promoted; false: removed
   uint64_t replica_id = 0;
-  std::vector<uint64_t> voters;  // the configuration it put in force
+  std::vector<uint64_t> voters;    // the configuration it put in force
+  std::vector<uint64_t> learners;
 };
 
 // One replica as this one sees it, for status reports.

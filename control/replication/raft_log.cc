@@ -29,7 +29,11 @@ storage::LogEntry Unwrap(const raft::LogEntry& entry) {
 }  // namespace
 
 RaftLog::RaftLog(const RaftLogOptions& options, storage::LogStore* store, PeerTransport* transport)
-    : options_(options), store_(store), transport_(transport) {
+    : options_(options),
+      store_(store),
+      transport_(transport),
+      // Live: heard within one election timeout.
+      guard_(options.tick_ms * options.election_ticks) {
   limits_.max_frame_bytes = options.max_frame_bytes;
   limits_.max_string_bytes = options.max_frame_bytes;
 }
@@ -117,21 +121,38 @@ Result<uint64_t> RaftLog::Propose(std::string data) { return node_->Propose(data
 
 Result<uint64_t> RaftLog::ProposeMembership(raft::ConfChangeType type, const ReplicaAddress& address) {
   raft::ConfChange change{type, address.id, {}};
-  if (type == raft::ConfChangeType::kAddVoter) change.context = EncodeReplicaAddress(address);
+  if (type != raft::ConfChangeType::kRemoveVoter) change.context = EncodeReplicaAddress(address);
   return node_->ProposeConfChange(change);
 }
 
 Result<uint64_t> RaftLog::ProposeMembership(const log::MembershipChange& change) {
-  return ProposeMembership(change.add ? raft::ConfChangeType::kAddVoter : raft::ConfChangeType::kRemoveVoter,
+  if (!change.add) {
+    GPOOL_RETURN_IF_ERROR(
+        guard_.CheckRemoval(node_->info(), change.replica_id, change.force, options_.clock->MonoMs()));
+  }
+  return ProposeMembership(change.add ? raft::ConfChangeType::kAddLearner : raft::ConfChangeType::kRemoveVoter,
                            ReplicaAddress{change.replica_id, change.peer_address, change.client_address,
                                           change.worker_address});
+}
+
+void RaftLog::MaybePromoteLearner() {
+  const raft::NodeInfo info = node_->info();
+  if (info.role != raft::Role::kLeader || info.learners.empty()) return;
+  const auto learner = guard_.LearnerToPromote(info, options_.clock->MonoMs());
+  if (!learner.has_value()) return;
+  // The address came with the learner's entry; the promotion needs none.
+  auto index = node_->ProposeConfChange(raft::ConfChange{raft::ConfChangeType::kAddVoter, *learner, {}});
+  if (index.ok()) {
+    spdlog::info("replica caught up, promoting it from learner to voter replica={} index={}", *learner, *index);
+  }
+  // Otherwise a change is still pending (or leadership moved): next turn.
 }
 
 std::vector<log::CommittedMembership> RaftLog::TakeCommittedMembership() {
   std::vector<log::CommittedMembership> out;
   for (auto& c : TakeCommittedConfChanges()) {
-    out.push_back(log::CommittedMembership{c.index, c.term, c.change.type == raft::ConfChangeType::kAddVoter,
-                                           c.change.node_id, std::move(c.voters)});
+    out.push_back(log::CommittedMembership{c.index, c.term, c.change.type != raft::ConfChangeType::kRemoveVoter,
+                                           c.change.node_id, std::move(c.voters), std::move(c.learners)});
   }
   return out;
 }
@@ -139,6 +160,7 @@ std::vector<log::CommittedMembership> RaftLog::TakeCommittedMembership() {
 void RaftLog::Pump() {
   for (const auto& frame : transport_->Drain()) Receive(frame);
   Tick();
+  MaybePromoteLearner();
 }
 
 std::string RaftLog::LeaderClientAddress() const {
@@ -187,8 +209,9 @@ Status RaftLog::Learn(const raft::LogEntry& entry, bool committed) {
   if (raft::TypeOf(entry) != raft::EntryType::kConfChange) return Status::Ok();
   GPOOL_ASSIGN_OR_RETURN(raft::ConfChangeEntry cc, raft::DecodeConfChange(entry));
   const uint64_t id = cc.change.node_id;
-  if (cc.change.type == raft::ConfChangeType::kAddVoter) {
-    if (cc.change.context.empty()) return Status::Ok();  // added by id alone: the flags must say where
+  if (cc.change.type != raft::ConfChangeType::kRemoveVoter) {
+    // Added by id alone (or promoted): the flags or the earlier entry say where.
+    if (cc.change.context.empty()) return Status::Ok();
     GPOOL_ASSIGN_OR_RETURN(ReplicaAddress address, DecodeReplicaAddress(cc.change.context));
     address.id = id;
     return LearnDirectory({address});
@@ -213,6 +236,7 @@ void RaftLog::Receive(std::string_view frame) {
     ++stats_.frames_misaddressed;
     return;
   }
+  guard_.Heard(message->from, options_.clock->MonoMs());
   Status status = node_->Step(*message);
   if (!status.ok()) {
     if (stats_.step_errors++ % 1000 == 0) {
@@ -275,7 +299,8 @@ Status RaftLog::Collect(const raft::Ready& rd, log::Committed& out) {
         GPOOL_RETURN_IF_ERROR(Learn(entry, /*committed=*/true));
         spdlog::info("raft configuration committed index={} change={} replica={} voters={}", entry.index,
                      raft::ConfChangeTypeName(cc.change.type), cc.change.node_id, cc.result.voters.size());
-        committed_changes_.push_back(CommittedConfChange{entry.index, entry.term, cc.change, cc.result.voters});
+        committed_changes_.push_back(
+            CommittedConfChange{entry.index, entry.term, cc.change, cc.result.voters, cc.result.learners});
         break;
       }
       case raft::EntryType::kUnknown:
@@ -362,10 +387,18 @@ Status RaftLog::SaveSnapshot(uint64_t index, std::string_view data) {
 std::vector<ReplicaProgress> RaftLog::Replicas() const {
   raft::NodeInfo info = node_->info();
   std::vector<ReplicaProgress> replicas;
-  for (uint64_t voter : info.voters) {
+  std::vector<uint64_t> members = info.voters;
+  members.insert(members.end(), info.learners.begin(), info.learners.end());
+  for (uint64_t voter : members) {
     ReplicaProgress r;
     r.id = voter;
-    if (info.role == raft::Role::kLeader) {
+    const bool learner = std::binary_search(info.learners.begin(), info.learners.end(), voter);
+    if (learner) {
+      r.role = "learner";
+      auto it = info.progress.find(voter);
+      if (it != info.progress.end()) r.match = it->second.match;
+      if (voter == options_.id) r.match = info.last_index;
+    } else if (info.role == raft::Role::kLeader) {
       r.role = voter == options_.id ? "leader" : "follower";
       auto it = info.progress.find(voter);
       if (it != info.progress.end()) r.match = it->second.match;

@@ -57,6 +57,7 @@
 
 #include "control/log/commit_log.h"
 #include "control/raft/raw_node.h"
+#include "control/replication/membership_guard.h"
 #include "control/replication/peer_transport.h"
 #include "control/replication/replica_directory.h"
 #include "protocol/base/clock.h"
@@ -109,12 +110,13 @@ struct CommittedConfChange {
   uint64_t term = 0;
   raft::ConfChange change;
   std::vector<uint64_t> voters;  // the configuration it put in force
+  std::vector<uint64_t> learners;
 };
 
 // One replica as this one sees it, for status pages.
 struct ReplicaProgress {
   uint64_t id = 0;
-  std::string role;    // "leader", "follower", or "unknown" when this replica is not the leader
+  std::string role;    // "leader", "follower", "learner", or "unknown" when this replica is not the leader
   uint64_t match = 0;  // last index known to be replicated there (leader only)
 };
 
@@ -142,9 +144,11 @@ class RaftLog final : public log::CommitLog {
   Status write_error() const override { return write_error_; }
   Status ResumeWrites() override;
 
-  // Adds or removes one voter (single-server change). The leader only; the
-  // core refuses a second change while one is uncommitted, adding a voter
-  // twice (AlreadyExists) and removing a non-voter or the last one.
+  // Adds or removes one member (single-server change). The leader only; the
+  // core refuses a second change while one is uncommitted, adding a member
+  // twice (AlreadyExists) and removing a non-member or the last voter. The
+  // log::MembershipChange form adds a learner (promoted by Tick once caught
+  // up) and refuses a removal that would leave too few live voters.
   Result<uint64_t> ProposeMembership(raft::ConfChangeType type, const ReplicaAddress& address);
   Result<uint64_t> ProposeMembership(const log::MembershipChange& change) override;
   // Configuration changes committed by the Sync() calls since the last call.
@@ -215,6 +219,9 @@ class RaftLog final : public log::CommitLog {
   std::optional<raft::Ready> held_;
   bool held_sent_early_ = false;
   Status write_error_;
+  // Judges replica changes and promotes caught-up learners (leader only).
+  MembershipGuard guard_;
+  void MaybePromoteLearner();
 };
 
 }  // namespace gpool::replication
