@@ -30,8 +30,9 @@ namespace gpool::state {
 struct RetentionPolicy {
   // Sized for a 10,000-GPU cluster: at a typical 20,000-50,000 finished
   // jobs a day, seven days is 140,000-350,000 jobs, so the count binds
-  // first and bounds memory (about 2.5 KB a finished one-task job in the
-  // live state, so about 250 MB at 100,000; bench/retention_bench.cc),
+  // first and bounds memory (about 2.6 KB a finished one-task job in the
+  // live state: 298 MiB after a month of 1,000,000 jobs, 156 MiB after a
+  // restart; bench/retention_bench.cc, docs/operations.md 6.5),
   // while a week covers the questions users ask of a finished job (what
   // did it exit with, where did it run) and every client retry window for
   // idempotency keys, which go with their jobs.
