@@ -376,7 +376,9 @@ Result<UfmConversion> ConvertUfmExport(std::string_view json_text, std::string_v
   Json root;
   try {
     root = Json::parse(json_text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
+    // Not only parse_error: a number too large for a double ("1e999") is
+    // out_of_range, and it used to escape and abort the CLI (found by fuzz/ufm).
     // what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ..."; the tag means nothing here.
     std::string message = e.what();
     if (size_t tag_end = message.find("] "); message.rfind("[json.exception", 0) == 0 && tag_end != std::string::npos) {

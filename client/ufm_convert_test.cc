@@ -101,6 +101,15 @@ TEST(UfmConvertTest, MalformedJsonIsAnInvalidArgumentNamingTheFile) {
               ::testing::StartsWith("ufm-malformed.json: not valid JSON: parse error at line 4, column 3"));
 }
 
+// Found by fuzz/ufm: nlohmann::json throws out_of_range, not parse_error, for
+// a number no double holds, and it escaped ConvertUfmExport and aborted the CLI.
+TEST(UfmConvertTest, ANumberTooLargeForADoubleIsInvalidArgument) {
+  auto result = ConvertUfmExport(R"({"systems": [], "links": [], "x": 3333333333e33333333})", "ufm.json");
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), ::testing::HasSubstr("not valid JSON: number overflow"));
+}
+
 TEST(UfmConvertTest, RejectsWithErrorsNamingTheField) {
   // Nine switches in a chain above one host: the ninth would be tier 9.
   std::string chain = R"({"systems": [{"guid": "h", "type": "host", "system_name": "h"})";
