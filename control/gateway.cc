@@ -337,6 +337,7 @@ ClusterStatusReply Gateway::StatusNow() const {
       replica.address = r.id == replication.self_id ? options_.client_address : r.client_address;
       replica.role = r.role;
       replica.match_index = r.match;
+      replica.heard_ms_ago = r.heard_ms_ago;
       reply.replicas.push_back(std::move(replica));
     }
   }

@@ -32,12 +32,10 @@
 #include <string>
 #include <vector>
 
-#if defined(__has_include)
-#if __has_include(<sanitizer/common_interface_defs.h>)
-#include <sanitizer/common_interface_defs.h>
-#define GPOOL_HAVE_SANITIZER_CALLBACK 1
-#endif
-#endif
+// Weak: present only when a sanitizer runtime is linked (the header alone,
+// which every GCC install has, does not make it so; a plain Release build
+// failed to link when it was called unconditionally).
+extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -84,10 +82,8 @@ void OnFatalSignal(int sig) {
 void InstallCrashHandlers() {
   std::snprintf(g_crash_path, sizeof(g_crash_path), "replay-crash-%d", static_cast<int>(::getpid()));
   for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, OnFatalSignal);
-#ifdef GPOOL_HAVE_SANITIZER_CALLBACK
   // Without abort_on_error a sanitizer exits instead of raising SIGABRT.
-  __sanitizer_set_death_callback(SaveCurrentInput);
-#endif
+  if (__sanitizer_set_death_callback != nullptr) __sanitizer_set_death_callback(SaveCurrentInput);
 }
 
 // splitmix64: small, fast and the same sequence everywhere, so a failing

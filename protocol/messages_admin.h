@@ -26,12 +26,17 @@ struct ReplicaInfo {
   std::string address;
   std::string role;  // "leader", "follower", "learner" (not yet a voter), "candidate", "unknown"
   uint64_t match_index = 0;
+  // Leader only: milliseconds since it last heard from that replica (-1:
+  // never, or not known here). Removals and promotions count a replica as
+  // live when this is within an election timeout.
+  int64_t heard_ms_ago = -1;
   template <typename V>
   void Fields(V& v) {
     v.Required("id", id);
     v.Optional("address", address);
     v.Optional("role", role);
     v.Optional("match_index", match_index);
+    v.Optional("heard_ms_ago", heard_ms_ago);
   }
 };
 

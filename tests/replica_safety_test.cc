@@ -169,6 +169,19 @@ TEST_F(ReplicaSafetyTest, AddingUnreachableReplicasIsRefusedAndTheQuorumKept) {
   const int other = (leader + 2) % kSafetyReplicas;
   cluster_.KillReplica(down);
   EXPECT_EQ(SubmitMany("one-down-", 3), 3) << "two of three still commit";
+  // Until an election timeout has passed without a word from it, the leader
+  // still counts the killed replica as live.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto s = Status();
+        if (!s.ok() || s->replica_id != std::to_string(leader + 1)) return false;
+        for (const auto& r : s->replicas) {
+          if (r.id == std::to_string(down + 1)) return r.heard_ms_ago > 1500;
+        }
+        return false;
+      },
+      20s))
+      << "the leader never noticed replica " << down + 1 << " was gone (or leadership moved)";
   CommandResult removed = cluster_.Cli({"admin", "replica", "remove", std::to_string(other + 1)});
   EXPECT_NE(removed.exit_code, 0) << removed.out;
   EXPECT_NE(removed.err.find("fewer than the quorum"), std::string::npos) << removed.err;

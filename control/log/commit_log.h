@@ -76,6 +76,7 @@ struct ReplicaReport {
   std::string client_address;  // empty: unknown
   std::string role;            // "leader", "follower", "candidate", "precandidate" or "unknown"
   uint64_t match = 0;          // last index known to be replicated there
+  int64_t heard_ms_ago = -1;   // leader only: since its last message; -1 never / unknown
 };
 
 // What this replica knows of replication, for ClusterStatus.

@@ -12,6 +12,11 @@ bool MembershipGuard::Live(uint64_t replica, uint64_t self, int64_t now_ms) cons
   return it != heard_ms_.end() && now_ms - it->second <= window_ms_;
 }
 
+int64_t MembershipGuard::HeardMsAgo(uint64_t replica, int64_t now_ms) const {
+  auto it = heard_ms_.find(replica);
+  return it == heard_ms_.end() ? -1 : now_ms - it->second;
+}
+
 std::optional<uint64_t> MembershipGuard::LearnerToPromote(const raft::NodeInfo& leader, int64_t now_ms) const {
   if (leader.role != raft::Role::kLeader) return std::nullopt;
   for (uint64_t learner : leader.learners) {

@@ -35,6 +35,8 @@ class MembershipGuard {
 
   void Heard(uint64_t replica, int64_t now_ms) { heard_ms_[replica] = now_ms; }
   bool Live(uint64_t replica, uint64_t self, int64_t now_ms) const;
+  // Milliseconds since `replica` was last heard; -1 if never.
+  int64_t HeardMsAgo(uint64_t replica, int64_t now_ms) const;
 
   // A learner the leader may promote now, if any (the lowest id first).
   std::optional<uint64_t> LearnerToPromote(const raft::NodeInfo& leader, int64_t now_ms) const;

@@ -189,7 +189,10 @@ log::ReplicationReport RaftLog::Report() const {
   // the state machine: report the log position, so applied can reach commit.
   report.applied_index = info.applied;
   for (const auto& r : Replicas()) {
-    report.replicas.push_back(log::ReplicaReport{r.id, directory_.ClientOf(r.id), r.role, r.match});
+    const bool leading = info.role == raft::Role::kLeader && r.id != options_.id;
+    report.replicas.push_back(log::ReplicaReport{
+        r.id, directory_.ClientOf(r.id), r.role, r.match,
+        leading ? guard_.HeardMsAgo(r.id, options_.clock->MonoMs()) : int64_t{-1}});
   }
   return report;
 }
