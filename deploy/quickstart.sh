@@ -244,6 +244,11 @@ p=$((base + 10 * replicas))
   --data-dir "$work/coordinator-4" --client-addr "tcp://127.0.0.1:$p" --worker-addr "tcp://127.0.0.1:$((p + 1))" \
   --heartbeat-ms 500 --preempt-grace-ms 3000 >"$work/coordinator-4.log" 2>&1 &
 pids+=("$!")
+# The leader adds only a replica whose peer port answers: wait until it listens.
+for _ in $(seq 1 100); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$((p + 2))") 2>/dev/null && break
+  sleep 0.1
+done
 run admin replica add 4 --peer-addr "tcp://127.0.0.1:$((p + 2))" --client-addr "tcp://127.0.0.1:$p" \
   --worker-addr "tcp://127.0.0.1:$((p + 1))"
 # Replica 4 catches up from the leader (by snapshot if the log was compacted).
