@@ -16,6 +16,8 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "client/client.h"
@@ -329,6 +331,32 @@ class ReplicatedCoordinatorTest : public ::testing::Test {
       EXPECT_EQ(job->summary.state, "Running") << "job " << id;
       EXPECT_EQ(after[id], pid) << "job " << id << " was restarted";
       EXPECT_TRUE(PidAlive(static_cast<pid_t>(pid))) << "job " << id << " pid " << pid;
+      if (after[id] != pid) ExplainRestart(id);
+    }
+  }
+
+  // What a CI log needs to tell why a long task was restarted: the job, its
+  // events, its first attempt's log (the supervisor writes why it killed a
+  // task there) and the workers' lines about it.
+  void ExplainRestart(uint64_t id) {
+    const std::string job = std::to_string(id);
+    std::cout << "== job " << job << "\n" << cluster_.Cli({"job", job}).out;
+    std::cout << "== events of job " << job << "\n" << cluster_.Cli({"events", "--job", job}).out;
+    std::cout << "== log of task " << job << ".0\n" << cluster_.Cli({"logs", job}).out;
+    const std::string marker = "task=" + job + ".";
+    for (int w = 0; w < 2; ++w) {
+      std::istringstream lines(cluster_.worker(w)->Log());
+      for (std::string line; std::getline(lines, line);) {
+        if (line.find(marker) != std::string::npos) std::cout << "worker " << w << ": " << line << "\n";
+      }
+    }
+    for (int r = 0; r < kReplicas; ++r) {
+      std::istringstream lines(cluster_.coordinator(r)->Log());
+      for (std::string line; std::getline(lines, line);) {
+        if (line.find(marker) != std::string::npos || line.find("node=node-") != std::string::npos) {
+          std::cout << "replica " << r + 1 << ": " << line << "\n";
+        }
+      }
     }
   }
 

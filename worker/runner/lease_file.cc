@@ -118,6 +118,15 @@ Result<int64_t> ReadLease(const std::string& path) {
   return value;
 }
 
+Status CheckLeaseKeepingLast(const std::string& path, int64_t now_mono_ms, int64_t* known_deadline) {
+  auto read = ReadLease(path);
+  if (read.ok()) *known_deadline = *read;  // a deadline moved back (by hand) counts
+  if (now_mono_ms < *known_deadline) return Status::Ok();
+  if (!read.ok()) return read.status();
+  return Status::FailedPrecondition("node lease expired " + std::to_string(now_mono_ms - *known_deadline) +
+                                    " ms ago");
+}
+
 Status CheckLease(const std::string& path, int64_t now_mono_ms) {
   auto deadline = ReadLease(path);
   if (!deadline.ok()) return deadline.status();

@@ -20,7 +20,11 @@
 // servers do not suspend.
 //
 // Readers fail safe: a lease that is absent, unreadable, malformed, of
-// another boot or past its deadline does not allow running (CheckLease).
+// another boot or past its deadline does not allow running (CheckLease). A
+// reader that keeps checking (a task's supervisor) runs on the deadline it
+// last read while the file cannot be read (CheckLeaseKeepingLast): that
+// deadline was granted, so it is no less safe, and a transient read error
+// does not kill every task of the node.
 //
 // Thread-safety: reentrant.
 #pragma once
@@ -61,5 +65,14 @@ Result<int64_t> ReadLease(const std::string& path);
 // Ok while the lease at `path` allows running at `now_mono_ms`; otherwise
 // why not (ReadLease's errors, or FailedPrecondition "node lease expired").
 Status CheckLease(const std::string& path, int64_t now_mono_ms);
+
+// CheckLease for a reader that keeps checking (a task's supervisor):
+// `*known_deadline` holds the deadline it last read (0: none) and is updated
+// on every good read (to what the file says, even if earlier). A read that fails (a transient I/O error, a file an
+// operator moved) falls back on it: running until a deadline already read
+// is still within what the coordinator granted, so it is as safe as the
+// file and kills no task for a hiccup. Expired once `now_mono_ms` passes the
+// deadline in force; the error then names the failed read, if any.
+Status CheckLeaseKeepingLast(const std::string& path, int64_t now_mono_ms, int64_t* known_deadline);
 
 }  // namespace gpool::worker

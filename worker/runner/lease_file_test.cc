@@ -30,6 +30,29 @@ TEST(LeaseFileTest, AWrittenDeadlineReadsBackAndAllowsRunningUntilIt) {
   EXPECT_TRUE(CheckLease(path, now + 5'000).ok());
 }
 
+TEST(LeaseFileTest, AKeepingReaderRunsOnTheLastDeadlineItReadWhenTheFileCannotBeRead) {
+  testing::TempDir dir;
+  const std::string path = LeasePath(dir.path());
+  const int64_t now = MonotonicNowMs();
+  int64_t known = 0;
+  EXPECT_EQ(CheckLeaseKeepingLast(path, now, &known).code(), StatusCode::kNotFound);  // none read yet
+  ASSERT_TRUE(WriteLease(path, now + 5'000).ok());
+  EXPECT_TRUE(CheckLeaseKeepingLast(path, now, &known).ok());
+  EXPECT_EQ(known, now + 5'000);
+  // Unreadable for a moment: the deadline already read still holds...
+  ASSERT_TRUE(WriteFileAtomic(path, "garbage\n", /*sync=*/false).ok());
+  EXPECT_TRUE(CheckLeaseKeepingLast(path, now + 4'999, &known).ok());
+  // ...and runs out like the file would have, naming what went wrong.
+  Status expired = CheckLeaseKeepingLast(path, now + 5'000, &known);
+  EXPECT_EQ(expired.code(), StatusCode::kMalformed) << expired.ToString();
+  // A renewal read later extends it; an expiry reads as one.
+  ASSERT_TRUE(WriteLease(path, now + 9'000).ok());
+  EXPECT_TRUE(CheckLeaseKeepingLast(path, now + 8'999, &known).ok());
+  Status passed = CheckLeaseKeepingLast(path, now + 9'000, &known);
+  EXPECT_EQ(passed.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(passed.message().find("node lease expired"), std::string::npos) << passed.ToString();
+}
+
 TEST(LeaseFileTest, ALeaseIsStillRenewedWhenNoNewFileCanBeWritten) {
   testing::TempDir dir;
   const std::string path = LeasePath(dir.path());

@@ -122,11 +122,16 @@ int RunSupervisor(const SupervisorOptions& options) {
   auto spec = ReadSupervisorSpec(dir);
   if (!spec.ok()) return FailStart(options.status_fd, spec.status());
   const LaunchRequest& request = spec->request;
+  // The lease deadline last read; a read that fails later (the worker
+  // replacing the file, a disk error) falls back on it rather than killing a
+  // task whose node still holds its lease.
+  int64_t lease_deadline = 0;
   if (!options.lease_path.empty()) {
     if (Status lease = CheckLease(options.lease_path, MonotonicNowMs()); !lease.ok()) {
       return FailStart(options.status_fd,
                        Status::FailedPrecondition("not started, the node holds no lease: " + lease.message()));
     }
+    (void)CheckLeaseKeepingLast(options.lease_path, MonotonicNowMs(), &lease_deadline);
   }
 
   std::unique_ptr<CgroupTree> tree;
@@ -184,7 +189,8 @@ int RunSupervisor(const SupervisorOptions& options) {
       const int64_t now = MonotonicNowMs();
       if (now >= next_lease_check) {
         next_lease_check = now + options.lease_check_ms;
-        if (Status lease = CheckLease(options.lease_path, now); !lease.ok()) {
+        Status lease = CheckLeaseKeepingLast(options.lease_path, now, &lease_deadline);
+        if (!lease.ok()) {
           Say("killing the task: %s", lease.ToString().c_str());
           reason = std::string(kExitReasonLeaseExpired) + ": " + lease.message();
           if (cgroup) cgroup->KillAll();  // frozen first: nothing forks past the kill
