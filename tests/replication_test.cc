@@ -40,8 +40,13 @@ LocalClusterOptions ReplicatedOptions() {
   // Elections after 1-2 s of silence rather than the default 0.3-0.6 s: on a
   // loaded CI box a leader's fsync or a descheduled loop can stall that long,
   // and an election nobody asked for moves the leader under the test.
+  // The node lease is 60 s rather than 20 s: what is tested is that a leader
+  // change keeps tasks running, and on a CI box slowed several times over a
+  // worker's re-registration can approach 20 s (stop 38's CI run saw the
+  // long tasks restarted once; the lease is the one thing that kills them).
   options.coordinator_flags = {"--heartbeat-ms",   "200", "--node-timeout-ms",     "3000", "--preempt-grace-ms", "2000",
-                               "--snapshot-every", "40",  "--election-timeout-ms", "1000"};
+                               "--snapshot-every", "40",  "--election-timeout-ms", "1000", "--node-lease-ms",    "60000",
+                               "--node-lost-ms",   "90000"};
   return options;
 }
 
