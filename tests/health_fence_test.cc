@@ -41,7 +41,10 @@ class HealthFenceTest : public ::testing::Test {
       const std::string faults = dir_->Join("faults-" + std::to_string(i));
       WriteFile(faults, "");
       options.worker_env[i] = {{"FAKE_NVML_HEALTH_FILE", faults}};
-      options.worker_flags[i] = {"--nvml-library", GPOOL_FAKE_NVML_LIB, "--health-xid-hold-ms", xid_hold_ms};
+      // A health round ends when the slowest check has run (the service
+      // check, 10 s by default): 1 s keeps "three clear rounds" short.
+      options.worker_flags[i] = {"--nvml-library", GPOOL_FAKE_NVML_LIB, "--health-xid-hold-ms", xid_hold_ms,
+                                 "--health-service-interval-ms", "1000"};
     }
     cluster_ = std::make_unique<LocalCluster>(options);
     cluster_->StartCoordinator();
