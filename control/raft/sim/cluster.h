@@ -60,6 +60,7 @@ struct SimStats {
   uint64_t leader_steps = 0;     // chaos steps during which some node was leader
   uint64_t forged = 0;           // rogue messages stepped into nodes
   uint64_t replayed = 0;         // old honest messages delivered again by the rogue
+  uint64_t refused = 0;          // honest messages beyond a receiver's term bound (a forged term lift)
 };
 
 class SimCluster {
@@ -84,6 +85,9 @@ class SimCluster {
 
   // Events.
   Status DeliverOne();
+  // Steps an honest (delivered) message into `to`; a failure is a finding,
+  // except a bounds refusal in a seed with a rogue (StepHonest in cluster.cc).
+  Status StepHonest(Node& to, const Message& m);
   Status HandleReady(Node& n);
   void TickNode(Node& n);
   Status TickAll();

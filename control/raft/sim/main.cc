@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
       std::printf(
           "seed %llu: %s ticks=%llu delivered=%llu leaders=%llu commit=%llu proposals=%llu crashes=%llu "
           "snapshots=%llu conf_changes=%llu transfers=%llu reads=%llu sent=%llu dropped=%llu leader_steps=%llu "
-          "forged=%llu replayed=%llu\n",
+          "forged=%llu replayed=%llu refused=%llu\n",
           static_cast<unsigned long long>(seed), s.ok() ? "ok" : "FAILED",
           static_cast<unsigned long long>(st.ticks), static_cast<unsigned long long>(st.delivered),
           static_cast<unsigned long long>(st.leaders), static_cast<unsigned long long>(st.max_commit),
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
           static_cast<unsigned long long>(st.transfers), static_cast<unsigned long long>(st.reads),
           static_cast<unsigned long long>(st.sent), static_cast<unsigned long long>(st.dropped),
           static_cast<unsigned long long>(st.leader_steps), static_cast<unsigned long long>(st.forged),
-          static_cast<unsigned long long>(st.replayed));
+          static_cast<unsigned long long>(st.replayed), static_cast<unsigned long long>(st.refused));
     }
     if (s.ok()) {
       // A single traced seed prints its run even when it passes.

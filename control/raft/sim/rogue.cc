@@ -8,18 +8,23 @@
 //   - pre-vote requests and pre-vote answers with random terms and logs,
 //     under members' ids: a pre-vote binds nothing, so at worst they make
 //     someone start a real election, whose votes are checked for real;
-//   - every message type, random terms and contents, from an id outside the
-//     configuration: dropped, and nothing changes;
+//   - answers, TimeoutNow and reads with random terms and contents from an
+//     id outside the configuration: dropped, and nothing changes (requests
+//     from outsiders are not sent with plausible numbers: they get through,
+//     since a node that missed configuration changes must hear a leader or
+//     candidate it does not know; see "what it does not send");
 //   - honest messages captured earlier, delivered again verbatim long after
 //     (old terms, old indexes, stale snapshots): handled as Raft handles any
 //     duplicate, without an error.
 // What it does not send: state-carrying messages (appends, heartbeats,
-// votes, vote grants) under a member's id with plausible numbers. Raft has
+// votes, vote grants) with plausible numbers, under a member's id or (for
+// requests) any other. Raft has
 // no defence against a peer that lies with a valid identity; authenticated
 // peer channels are that defence. A node with no configuration yet (one
 // waiting to be added) is not targeted by the outsider either: it must
 // follow whichever leader adds it.
 #include <cstdint>
+#include <iterator>
 #include <string>
 
 #include "control/raft/config.h"
@@ -120,7 +125,11 @@ Status SimCluster::ForgeFromOutsider(Node& target) {
   const NodeInfo info = target.raw->info();
   if (info.voters.empty() && info.learners.empty()) return Status::Ok();
   Message m;
-  m.type = AnyType(rng_);
+  static constexpr MessageType kOutsiderTypes[] = {
+      MessageType::kAppendResponse,  MessageType::kVoteResponse, MessageType::kPreVoteResponse,
+      MessageType::kHeartbeatResponse, MessageType::kTimeoutNow, MessageType::kReadIndex,
+      MessageType::kReadIndexResponse};
+  m.type = kOutsiderTypes[rng_.Uniform(std::size(kOutsiderTypes))];
   m.to = target.id;
   m.from = nodes_.size() + 1;  // never a member: the spare is nodes_.size()
   m.term = info.term + rng_.Uniform(3);
@@ -128,10 +137,6 @@ Status SimCluster::ForgeFromOutsider(Node& target) {
   m.index = rng_.Uniform(info.last_index + 3);
   m.commit = rng_.Uniform(info.last_index + 3);
   m.reject = rng_.Chance(500);
-  if (m.type == MessageType::kAppend) {
-    for (uint64_t i = 0, n = rng_.Uniform(3); i < n; ++i) m.entries.push_back(LogEntry{m.index + 1 + i, m.term, "forged"});
-  }
-  if (m.type == MessageType::kSnapshot) m.snapshot = Snapshot{m.index + 1, m.log_term, ConfState{{m.from}}, "0 0"};
   const Observable before = Observe(*target.raw);
   Status s = target.raw->Step(m);
   ++stats_.forged;

@@ -13,9 +13,7 @@ struct Slice {
   uint64_t first_seed;
   int seeds;
   int steps;
-  // The rogue has its own shard: its replays can set off long probe
-  // exchanges (see the closing note of issue 29) that would make these
-  // shards several times slower under ASan.
+  // The rogue has its own shard, so a failure says which kind of run.
   uint32_t rogue_per_mille = 0;
 };
 
@@ -63,8 +61,27 @@ TEST(SimTest, FiveNodesSeeds1051To1100) { RunSlice({.nodes = 5, .first_seed = 10
 // Every seed has the rogue peer: maximal and random terms, outsiders,
 // replays. Safety holds throughout, and the healed cluster (rogue silent)
 // still elects a leader and commits.
-TEST(SimTest, ARoguePeerBreaksNoSafetyCheckAndALeaderIsElectedAfterSeeds3001To3025) {
-  RunSlice({.nodes = 3, .first_seed = 3001, .seeds = 25, .steps = 2000, .rogue_per_mille = 1000});
+TEST(SimTest, ARoguePeerBreaksNoSafetyCheckAndALeaderIsElectedAfterSeeds3001To3060) {
+  RunSlice({.nodes = 3, .first_seed = 3001, .seeds = 60, .steps = 2000, .rogue_per_mille = 1000});
+}
+
+// Seeds of the full run (3 nodes, 3000 steps, rogue in 1 of 4) that once
+// failed or stormed, as gpool-raft-sim --start N --seeds 1 runs them:
+//   130  a leader's pipelined appends, reordered without end after the heal,
+//        each a reject and a resend of the window (95,000 messages in 2000
+//        steps; now the healed network keeps each link in order);
+//   417, 708  a node that missed configuration changes dropped its new
+//        leader's heartbeats, or the candidate it had to vote for, as
+//        outsiders: no leader after the heal;
+//   914  a node whose term a forged pre-vote answer lifted sent an honest
+//        answer beyond another's term bound, refused as any would be.
+TEST(SimTest, SeedsThatOnceFailedOrStormedPass) {
+  for (uint64_t seed : {130, 417, 708, 914}) {
+    SimCluster cluster({.seed = seed, .nodes = 3, .steps = 3000, .rogue_per_mille = 250});
+    Status s = cluster.Run();
+    EXPECT_TRUE(s.ok()) << cluster.Report(s);
+    EXPECT_LT(cluster.stats().delivered, 20'000u) << "seed " << seed << " stormed";
+  }
 }
 
 TEST(SimTest, SameSeedSameRun) {
