@@ -325,18 +325,19 @@ bool Raft::FromOutsider(const Message& m) const {
   // A member of the committed configuration that the latest (uncommitted)
   // one drops may still be needed to settle the change.
   if (log_.conf().At(log_.committed()).IsMember(m.from)) return false;
+  // A node that follows a live leader needs no one else.
+  if (lead_ != 0 && election_elapsed_ < cfg_.election_tick) return true;
   switch (m.type) {
     case MessageType::kVote:
     case MessageType::kPreVote:
     case MessageType::kAppend:
     case MessageType::kHeartbeat:
     case MessageType::kSnapshot:
-      // Requests get through. A node that missed configuration changes (cut
-      // off, or removed and added again) can be asked for its vote, or led,
-      // by a replica it has never heard of, and may be a voter that replica
-      // cannot win without: dropping them left such nodes stuck for good
-      // (the simulator found both). Raft's defence against a disruptive
-      // peer is the leader lease in Step, which applies to these as to any.
+      // Without a live leader, requests get through. A node that missed
+      // configuration changes (cut off, or removed and added again) can be
+      // asked for its vote, or led, by a replica it has never heard of, and
+      // may be a voter that replica cannot win without: dropping them left
+      // such nodes stuck for good (the simulator found both).
       return false;
     default:
       // Answers, TimeoutNow and reads come only from peers this node
