@@ -39,6 +39,10 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 std::string NearestOf(std::string_view word, const std::vector<std::string>& candidates, size_t below) {
   std::string best;
   for (const auto& candidate : candidates) {
+    // At least the difference in length apart: a long key (a paste, a
+    // hostile file) costs nothing instead of a full table per candidate.
+    const size_t gap = word.size() > candidate.size() ? word.size() - candidate.size() : candidate.size() - word.size();
+    if (gap >= below) continue;
     const size_t d = EditDistance(word, candidate);
     if (d < below) {
       below = d;
