@@ -338,22 +338,22 @@ void InvariantsHoldAndPreemptionTerminates(uint64_t first_seed, uint64_t last_se
   }
 }
 
-TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminatesSeeds1To250) {
-  InvariantsHoldAndPreemptionTerminates(1, 250);
+TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminatesSeeds1To150) {
+  InvariantsHoldAndPreemptionTerminates(1, 150);
 }
-TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminatesSeeds251To500) {
-  InvariantsHoldAndPreemptionTerminates(251, 500);
+TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminatesSeeds151To300) {
+  InvariantsHoldAndPreemptionTerminates(151, 300);
 }
-// Seeds past 500 run when asked: GPOOL_PROPERTY_SEEDS=N runs seeds 501..N
+// Seeds past 300 run when asked: GPOOL_PROPERTY_SEEDS=N runs seeds 301..N
 // (the default suite runs under ASan within CI's time budget; a deeper run
 // is for a change to the scheduler's rules).
 uint64_t ExtraSeedsUpTo() {
   const char* env = std::getenv("GPOOL_PROPERTY_SEEDS");
   return env == nullptr ? 0 : std::strtoull(env, nullptr, 10);
 }
-TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminatesSeedsFrom501WhenAsked) {
-  if (ExtraSeedsUpTo() <= 500) GTEST_SKIP() << "GPOOL_PROPERTY_SEEDS=N runs seeds 501..N";
-  InvariantsHoldAndPreemptionTerminates(501, ExtraSeedsUpTo());
+TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminatesSeedsFrom301WhenAsked) {
+  if (ExtraSeedsUpTo() <= 300) GTEST_SKIP() << "GPOOL_PROPERTY_SEEDS=N runs seeds 301..N";
+  InvariantsHoldAndPreemptionTerminates(301, ExtraSeedsUpTo());
 }
 
 void ReclaimRestoresGuarantees(uint64_t first_seed, uint64_t last_seed) {
@@ -386,11 +386,11 @@ void ReclaimRestoresGuarantees(uint64_t first_seed, uint64_t last_seed) {
   }
 }
 
-TEST(SchedulerPropertyTest, ReclaimRestoresGuaranteesSeeds1To250) { ReclaimRestoresGuarantees(1, 250); }
-TEST(SchedulerPropertyTest, ReclaimRestoresGuaranteesSeeds251To500) { ReclaimRestoresGuarantees(251, 500); }
-TEST(SchedulerPropertyTest, ReclaimRestoresGuaranteesSeedsFrom501WhenAsked) {
-  if (ExtraSeedsUpTo() <= 500) GTEST_SKIP() << "GPOOL_PROPERTY_SEEDS=N runs seeds 501..N";
-  ReclaimRestoresGuarantees(501, ExtraSeedsUpTo());
+TEST(SchedulerPropertyTest, ReclaimRestoresGuaranteesSeeds1To150) { ReclaimRestoresGuarantees(1, 150); }
+TEST(SchedulerPropertyTest, ReclaimRestoresGuaranteesSeeds151To300) { ReclaimRestoresGuarantees(151, 300); }
+TEST(SchedulerPropertyTest, ReclaimRestoresGuaranteesSeedsFrom301WhenAsked) {
+  if (ExtraSeedsUpTo() <= 300) GTEST_SKIP() << "GPOOL_PROPERTY_SEEDS=N runs seeds 301..N";
+  ReclaimRestoresGuarantees(301, ExtraSeedsUpTo());
 }
 
 }  // namespace
