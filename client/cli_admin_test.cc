@@ -200,14 +200,14 @@ TEST_F(CliTest, AdminReplicaListShowsTheReplicaTable) {
   cluster_->status.role = "leader";
   cluster_->status.commit_index = 120;
   cluster_->status.replicas = {ReplicaInfo{"1", "tcp://10.0.0.1:7400", "leader", 121},
-                               ReplicaInfo{"2", "tcp://10.0.0.2:7400", "follower", 117},
-                               ReplicaInfo{"3", "", "follower", 0}};
+                               ReplicaInfo{"2", "tcp://10.0.0.2:7400", "follower", 117, 300},
+                               ReplicaInfo{"3", "", "follower", 0, 4'200}};
   ASSERT_EQ(Run({"admin", "replica", "list"}), kExitOk) << err_.str();
   const std::string table =
-      "REPLICA  ADDRESS              ROLE      MATCH  LAG\n"
-      "1        tcp://10.0.0.1:7400  leader    121    0\n"
-      "2        tcp://10.0.0.2:7400  follower  117    3\n"
-      "3        -                    follower  0      -\n";
+      "REPLICA  ADDRESS              ROLE      MATCH  LAG  HEARD\n"
+      "1        tcp://10.0.0.1:7400  leader    121    0    -\n"
+      "2        tcp://10.0.0.2:7400  follower  117    3    0.3s ago\n"
+      "3        -                    follower  0      -    4.2s ago\n";
   EXPECT_EQ(out_.str(), table);
   EXPECT_TRUE(cluster_->replica_changes.empty());
   // The same table ends `gpool status`.

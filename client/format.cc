@@ -274,6 +274,16 @@ std::string FormatAgo(int64_t since_ms, int64_t now_ms) {
   return FormatDuration(now_ms - since_ms) + " ago";
 }
 
+std::string FormatHeard(int64_t heard_ms_ago) {
+  if (heard_ms_ago < 0) return "-";
+  if (heard_ms_ago >= 60'000) return FormatDuration(heard_ms_ago) + " ago";
+  // Tenths of a second: liveness windows are a second or two.
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%lld.%llds ago", static_cast<long long>(heard_ms_ago / 1000),
+                static_cast<long long>(heard_ms_ago % 1000 / 100));
+  return buffer;
+}
+
 std::optional<uint64_t> ReplicaLag(const ClusterStatusReply& reply, const ReplicaInfo& replica) {
   if (reply.role != "leader") return std::nullopt;
   const bool is_leader = replica.role == "leader" || replica.id == reply.replica_id;
@@ -668,11 +678,13 @@ std::string FormatClusterStatus(const ClusterStatusReply& reply) {
 
 std::string FormatReplicasTable(const ClusterStatusReply& reply) {
   if (reply.replicas.empty()) return "No replicas.\n";
-  Table table({"REPLICA", "ADDRESS", "ROLE", "MATCH", "LAG"});
+  // HEARD: when the leader last heard from each replica, what removals and
+  // promotions judge liveness by (within an election timeout: live).
+  Table table({"REPLICA", "ADDRESS", "ROLE", "MATCH", "LAG", "HEARD"});
   for (const auto& r : reply.replicas) {
     std::optional<uint64_t> lag = ReplicaLag(reply, r);
     table.AddRow({Dash(r.id), Dash(r.address), Dash(r.role), std::to_string(r.match_index),
-                  lag ? std::to_string(*lag) : "-"});
+                  lag ? std::to_string(*lag) : "-", FormatHeard(r.heard_ms_ago)});
   }
   return table.Render();
 }

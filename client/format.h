@@ -99,6 +99,9 @@ std::vector<std::string> DescribeLinkGroups(const NodeSummary& node);
 std::string FormatDuration(int64_t ms);
 // "5m12s ago"; "-" when `since_ms` is 0 (never happened).
 std::string FormatAgo(int64_t since_ms, int64_t now_ms);
+// A replica's heard_ms_ago: "-" (never, or not the leader's view),
+// "1.4s ago" under a minute, else as FormatDuration.
+std::string FormatHeard(int64_t heard_ms_ago);
 // Milli-CPUs as cores: 4500 -> "4.5", 64000 -> "64", 250 -> "0.25".
 std::string FormatCores(uint64_t cpu_milli);
 // MiB as GiB with at most one decimal: 1536 -> "1.5", 16384 -> "16".
