@@ -19,7 +19,6 @@ constexpr size_t kMaxTextCell = 60;
 // Taints and labels come last in the nodes table; past this, --json shows them all.
 constexpr size_t kMaxLabelsCell = 40;
 
-std::string Dash(const std::string& s) { return s.empty() ? "-" : s; }
 
 std::string OneLine(std::string_view s) {
   std::string out(s);
@@ -269,27 +268,11 @@ std::string FormatDuration(int64_t ms) {
   return buffer;
 }
 
+std::string Dash(const std::string& s) { return s.empty() ? "-" : s; }
+
 std::string FormatAgo(int64_t since_ms, int64_t now_ms) {
   if (since_ms == 0) return "-";
   return FormatDuration(now_ms - since_ms) + " ago";
-}
-
-std::string FormatHeard(int64_t heard_ms_ago) {
-  if (heard_ms_ago < 0) return "-";
-  if (heard_ms_ago >= 60'000) return FormatDuration(heard_ms_ago) + " ago";
-  // Tenths of a second: liveness windows are a second or two.
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%lld.%llds ago", static_cast<long long>(heard_ms_ago / 1000),
-                static_cast<long long>(heard_ms_ago % 1000 / 100));
-  return buffer;
-}
-
-std::optional<uint64_t> ReplicaLag(const ClusterStatusReply& reply, const ReplicaInfo& replica) {
-  if (reply.role != "leader") return std::nullopt;
-  const bool is_leader = replica.role == "leader" || replica.id == reply.replica_id;
-  if (replica.match_index == 0 && !is_leader) return std::nullopt;
-  if (replica.match_index >= reply.commit_index) return 0;
-  return reply.commit_index - replica.match_index;
 }
 
 std::string FormatCores(uint64_t cpu_milli) { return FixedPoint(cpu_milli, 1000, 3); }
@@ -655,38 +638,6 @@ std::string FormatExplain(const ExplainJobReply& reply) {
   out << reply.jobs_ahead << (reply.jobs_ahead == 1 ? " job" : " jobs") << " ahead in queue " << Dash(queue)
       << "\n";
   return out.str();
-}
-
-std::string FormatClusterStatus(const ClusterStatusReply& reply) {
-  std::ostringstream out;
-  Table summary({"Replica:", Dash(reply.replica_id) + " (" + Dash(reply.role) + ", term " +
-                                 std::to_string(reply.term) + ")"});
-  summary.AddRow({"Log:", "commit " + std::to_string(reply.commit_index) + ", applied " +
-                              std::to_string(reply.applied_index)});
-  summary.AddRow({"Nodes:", std::to_string(reply.nodes_ready) + " ready of " + std::to_string(reply.nodes_total)});
-  summary.AddRow({"GPUs:", std::to_string(reply.gpus_used) + " used of " + std::to_string(reply.gpus_total)});
-  summary.AddRow({"Jobs:", std::to_string(reply.jobs_pending) + " pending, " + std::to_string(reply.jobs_running) +
-                               " running"});
-  // Shown only while it matters: writes are refused until space returns.
-  if (reply.disk_full) {
-    summary.AddRow({"Disk:", "FULL, writes refused, reads served: " + Dash(reply.disk_error)});
-  }
-  out << summary.Render();
-  if (!reply.replicas.empty()) out << "\n" << FormatReplicasTable(reply);
-  return out.str();
-}
-
-std::string FormatReplicasTable(const ClusterStatusReply& reply) {
-  if (reply.replicas.empty()) return "No replicas.\n";
-  // HEARD: when the leader last heard from each replica, what removals and
-  // promotions judge liveness by (within an election timeout: live).
-  Table table({"REPLICA", "ADDRESS", "ROLE", "MATCH", "LAG", "HEARD"});
-  for (const auto& r : reply.replicas) {
-    std::optional<uint64_t> lag = ReplicaLag(reply, r);
-    table.AddRow({Dash(r.id), Dash(r.address), Dash(r.role), std::to_string(r.match_index),
-                  lag ? std::to_string(*lag) : "-", FormatHeard(r.heard_ms_ago)});
-  }
-  return table.Render();
 }
 
 // --- JSON -------------------------------------------------------------------------

@@ -99,6 +99,8 @@ std::vector<std::string> DescribeLinkGroups(const NodeSummary& node);
 std::string FormatDuration(int64_t ms);
 // "5m12s ago"; "-" when `since_ms` is 0 (never happened).
 std::string FormatAgo(int64_t since_ms, int64_t now_ms);
+// `s`, or "-" when it is empty.
+std::string Dash(const std::string& s);
 // A replica's heard_ms_ago: "-" (never, or not the leader's view),
 // "1.4s ago" under a minute, else as FormatDuration.
 std::string FormatHeard(int64_t heard_ms_ago);

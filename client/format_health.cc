@@ -8,8 +8,6 @@
 namespace gpool {
 namespace {
 
-std::string DashIfEmpty(const std::string& s) { return s.empty() ? "-" : s; }
-
 std::string ConditionShort(const HealthCondition& c) {
   std::string what = c.kind == "xid" ? "xid " + std::to_string(c.xid) : c.kind;
   return c.device.empty() ? what : what + " " + c.device;
@@ -31,9 +29,9 @@ std::string FormatConditions(const std::vector<HealthCondition>& conditions, int
   if (conditions.empty()) return "  none\n";
   Table table({"SEVERITY", "KIND", "DEVICE", "COUNT", "FIRST SEEN", "LAST SEEN", "MESSAGE"});
   for (const auto& c : conditions) {
-    table.AddRow({c.severity, c.kind == "xid" ? "xid " + std::to_string(c.xid) : c.kind, DashIfEmpty(c.device),
+    table.AddRow({c.severity, c.kind == "xid" ? "xid " + std::to_string(c.xid) : c.kind, Dash(c.device),
                   std::to_string(c.count), FormatAgo(c.first_seen_ms, now_ms), FormatAgo(c.last_seen_ms, now_ms),
-                  DashIfEmpty(c.message)});
+                  Dash(c.message)});
   }
   return table.Render("  ");
 }
@@ -52,8 +50,8 @@ std::string FormatEventsTable(const std::vector<ClusterEvent>& events, int64_t n
   for (const auto& e : events) {
     std::string task = "-";
     if (e.job != 0) task = std::to_string(e.job) + "." + std::to_string(e.task) + (e.attempt ? "#" + std::to_string(e.attempt) : "");
-    table.AddRow({std::to_string(e.seq), FormatAgo(e.time_ms, now_ms), e.kind, DashIfEmpty(e.node), task,
-                  DashIfEmpty(e.severity), DashIfEmpty(e.actor), DashIfEmpty(e.message)});
+    table.AddRow({std::to_string(e.seq), FormatAgo(e.time_ms, now_ms), e.kind, Dash(e.node), task,
+                  Dash(e.severity), Dash(e.actor), Dash(e.message)});
   }
   return table.Render();
 }
