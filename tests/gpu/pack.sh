@@ -12,7 +12,7 @@ BUILD=${GPUCHECK_BUILD:-$ROOT/build-gpucheck}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 OUT=$ROOT/.gpucarry
 MAX_MIB=40
-BINS=(control/gpool-coordinator worker/gpool-worker client/gpool)
+BINS=(control/gpool-coordinator worker/gpool-worker worker/gpool-task-supervisor client/gpool client/gpool-probe)
 
 # Always (re)build: an incremental build is quick, and stale binaries would
 # check code other than the commit the MANIFEST names.
@@ -20,7 +20,7 @@ if [[ ! -f $BUILD/CMakeCache.txt ]]; then
   nice -n 10 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPOOL_BUILD_TESTS=OFF -DGPOOL_BUILD_BENCH=OFF >/dev/null
 fi
 echo "pack: building into $BUILD (Release, no tests, no benchmarks)"
-nice -n 10 cmake --build "$BUILD" -j2 --target gpool-coordinator gpool-worker gpool
+nice -n 10 cmake --build "$BUILD" -j2 --target gpool-coordinator gpool-worker gpool-task-supervisor gpool gpool-probe
 
 # glibc's own libraries: the target machine has its own (the binaries need GLIBC_2.34 at most; the
 # carried libstdc++ may need 2.36, which real_gpu_check.sh works around by falling back to the
@@ -70,7 +70,13 @@ for b in "$OUT"/bin/*; do
       bad=1
     fi
   done < <(LD_LIBRARY_PATH=$OUT/lib ldd "$b" | awk '$2 == "=>"')
-  LD_LIBRARY_PATH=$OUT/lib "$b" --version >/dev/null || { echo "pack: $b --version failed" >&2; bad=1; }
+  # gpool-probe and gpool-task-supervisor have no --version: their usage (exit 0 or 2) shows that they load.
+  if [[ $(basename "$b") == gpool-probe || $(basename "$b") == gpool-task-supervisor ]]; then
+    LD_LIBRARY_PATH=$OUT/lib "$b" --help >/dev/null 2>&1
+    (($? <= 2)) || { echo "pack: $b does not start" >&2; bad=1; }
+  else
+    LD_LIBRARY_PATH=$OUT/lib "$b" --version >/dev/null || { echo "pack: $b --version failed" >&2; bad=1; }
+  fi
 done
 ((bad == 0)) || exit 1
 

@@ -15,7 +15,7 @@
 #   GPUCHECK_VGPU_LIB     HAMi-core libvgpu.so to pass as --cuda-intercept-lib (shares are advisory without)
 #   GPUCHECK_ARTIFACTS    directory to copy the coordinator, worker and task logs into (default $OUT if set)
 #   GPUCHECK_KEEP=1       keep the temporary directory
-#   GPUCHECK_BUDGET_S     seconds for the steps (default 170); the watchdog fires 20 s after it
+#   GPUCHECK_BUDGET_S     seconds for the steps (default 240); the watchdog fires 20 s after it
 #   GPUCHECK_WORKER_SPEC  test the script itself without a GPU: the worker reads this node spec instead of
 #                         probing NVML (e.g. worker/examples/node-8gpu.yaml); with PYTHONPATH=tests/gpu/fake_torch
 #                         the jobs run to the end. nvml_discovery then always FAILs, so rc is never 0.
@@ -25,7 +25,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 1
 T0=$SECONDS
-BUDGET=${GPUCHECK_BUDGET_S:-170}
+BUDGET=${GPUCHECK_BUDGET_S:-240}
 HARD=${GPUCHECK_WATCHDOG_S:-$((BUDGET + 20))}
 NODE=gpucheck-node
 ORIG_LDLP=${LD_LIBRARY_PATH:-}
@@ -540,6 +540,115 @@ if [[ -n $J3 ]]; then
   fi
 else
   result matmul_job FAIL "submit failed"
+fi
+
+# ---------- health: the monitor on real NVML, a real XID, the GPU probe ----------
+
+# A real application XID: a kernel that stores to an unmapped address (PTX JIT-compiled by the driver,
+# launched through ctypes, so no CUDA toolkit is needed). The driver reports Xid 31 (MMU fault) or 13;
+# both are application XIDs: recorded as a warning condition, never fenced.
+cat >"$WORK/xid.py" <<'EOF'
+import ctypes
+cu = ctypes.CDLL("libcuda.so.1")
+def name(r):
+    s = ctypes.c_char_p()
+    cu.cuGetErrorName(r, ctypes.byref(s))
+    return s.value.decode() if s.value else "?"
+def ck(r, what):
+    print("%s: %d %s" % (what, r, name(r) if r else "ok"))
+    if r:
+        raise SystemExit(2)
+ck(cu.cuInit(0), "cuInit")
+dev = ctypes.c_int()
+ck(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+ctx = ctypes.c_void_p()
+ck(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+ck(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+ptx = b""".version 7.0
+.target sm_80
+.address_size 64
+.visible .entry bad(.param .u64 p)
+{
+  .reg .b64 %rd<2>;
+  .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [p];
+  mov.u32 %r1, 42;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+"""
+mod = ctypes.c_void_p()
+ck(cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(ptx)), "cuModuleLoadData")
+fn = ctypes.c_void_p()
+ck(cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"bad"), "cuModuleGetFunction")
+addr = ctypes.c_uint64(0x7ead00000000)
+params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(addr), ctypes.c_void_p))
+ck(cu.cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, None, params, None), "cuLaunchKernel")
+r = cu.cuCtxSynchronize()
+print("XID_TRIGGER cuCtxSynchronize=%d %s" % (r, name(r)))
+EOF
+node_field() { # node_field EXPR: EXPR over n = this node in `gpool --json node show`
+  G --json node show "$NODE" 2>/dev/null | py_json "(lambda n: $1)(d.get('node', d))"
+}
+
+section "health: the monitor on real NVML"
+grep -E 'XID events|GPU health|health condition|health check' "$WORK/worker.log" | head -20
+if ((GPUS == 0)) || [[ -n $SPEC ]]; then
+  result health_monitor SKIP "no NVML GPU"
+elif grep -qE 'XID events unavailable|XID events not registered|GPU health is not watched' "$WORK/worker.log"; then
+  result health_monitor FAIL "$(grep -m1 -E 'XID events unavailable|XID events not registered|GPU health is not watched' "$WORK/worker.log")"
+else
+  result health_monitor PASS "XID events registered on $GPUS GPU(s); conditions now: $(node_field "[(c['kind'], c['device'], c['severity']) for c in n.get('health', [])]")"
+fi
+section "gpool node show $NODE (health)"
+G node show "$NODE"
+
+section "health: a real application XID (a kernel storing to an unmapped address)"
+if ((GPUS > 0)) && [[ -z $SPEC ]]; then
+  JX=$(submit --name xid --gpus 1 -- python3 "$WORK/xid.py")
+  if [[ -n $JX ]]; then
+    wait_job "$JX" 30
+    show_job "$JX"
+    XC=""
+    deadline=$((SECONDS + $(cap 20)))
+    while ((SECONDS < deadline)); do
+      XC=$(node_field "[(c['xid'], c['severity'], c['device'], bool(n.get('cordoned'))) for c in n.get('health', []) if c['kind'] == 'xid']")
+      [[ -n $XC && $XC != "[]" ]] && break
+      sleep 0.5
+    done
+    log "xid conditions: ${XC:-none}"
+    (dmesg 2>/dev/null || journalctl -k --no-pager 2>/dev/null) | grep -i xid | tail -5 || log "(kernel log not readable)"
+    grep -E 'XID event|health condition' "$WORK/worker.log" | tail -5
+    if [[ -n $XC && $XC != "[]" && $XC == *warning*False* ]]; then
+      result real_xid PASS "condition (xid, severity, device, cordoned) = $XC"
+    elif [[ -n $XC && $XC != "[]" ]]; then
+      result real_xid FAIL "an application XID fenced or was not a warning: $XC"
+    else
+      result real_xid FAIL "no xid condition on $NODE within 20 s of the faulting kernel"
+    fi
+    section "gpool node show $NODE (after the XID)"
+    G node show "$NODE"
+    section "gpool events --node $NODE"
+    G events --node "$NODE" | tail -10
+  else
+    result real_xid FAIL "submit failed"
+  fi
+else
+  result real_xid SKIP "no NVML GPU"
+fi
+
+section "health: gpool probe gpu (copy bandwidth through the CUDA driver)"
+if [[ -x $BIN/gpool-probe ]] && ((GPUS > 0)); then
+  PROBE_OUT=$(GT=$(cap 60) G probe gpu --nodes "$NODE" --probe-bin "$BIN/gpool-probe" --timeout 40s 2>&1)
+  prc=$?
+  echo "$PROBE_OUT"
+  if ((prc == 0)) && grep -q "^$NODE " <<<"$PROBE_OUT" && ! grep -q "not measured" <<<"$PROBE_OUT"; then
+    result probe_gpu PASS "$(grep "^$NODE " <<<"$PROBE_OUT" | tr -s ' ' | head -1)"
+  else
+    result probe_gpu FAIL "rc=$prc"
+  fi
+else
+  result probe_gpu SKIP "no gpool-probe in $BIN or no GPU"
 fi
 
 section "gpool jobs --all"
