@@ -18,7 +18,7 @@ constexpr std::array<std::string_view, 7> kTaskStates = {"Pending",   "Bound",  
                                                          "Failed",    "Cancelled", "Lost"};
 constexpr std::array<std::string_view, 3> kNodeStates = {"Ready", "NotReady", "Lost"};
 constexpr std::array<std::string_view, 3> kRestartPolicies = {"never", "on-failure", "on-node-loss"};
-constexpr std::array<std::string_view, 3> kPriorityClasses = {"low", "medium", "high"};
+constexpr std::array<std::string_view, kPriorityClassCount> kPriorityClasses = {"low", "medium", "high", "system"};
 constexpr std::array<std::string_view, 3> kNumaPolicies = {"none", "best-effort", "single-numa-node"};
 constexpr std::array<std::string_view, 3> kNetworkModes = {"none", "best-effort", "single-switch"};
 constexpr std::array<std::string_view, 3> kSharingQos = {"best-effort", "fixed-share", "burst-share"};
@@ -72,7 +72,7 @@ template <>
 std::string Choices<NodePool>() { return ChoicesOf(kNodePools); }
 template <>
 std::string Choices<PriorityClass>() {  // highest first, as users rank them
-  return ChoicesOf(std::array<std::string_view, 3>{"high", "medium", "low"});
+  return ChoicesOf(std::array<std::string_view, kPriorityClassCount>{"system", "high", "medium", "low"});
 }
 template <>
 std::string Choices<NumaPolicy>() { return ChoicesOf(kNumaPolicies); }

@@ -360,9 +360,14 @@ enum class NodeState : uint8_t { kReady, kNotReady, kLost };
 // are taken whole. On the wire and in files: "public", "pooled", "exclusive".
 enum class NodePool : uint8_t { kPublic, kPooled, kExclusive };
 inline constexpr size_t kNodePoolCount = 3;
-// A job's priority class: "low", "medium", "high" (ordered: a higher class
-// compares greater).
-enum class PriorityClass : uint8_t { kLow, kMedium, kHigh };
+// A job's priority class: "low", "medium", "high", "system" (ordered: a
+// higher class compares greater). The rule (control/scheduler/class_rules.h):
+// high and system may preempt low; low is the only class that may run on
+// capacity borrowed beyond its queue's deserved share, so it is the only one
+// reclaim and preemption take (with elastic replicas above a minimum);
+// system work is placed first and no eviction path touches it.
+enum class PriorityClass : uint8_t { kLow, kMedium, kHigh, kSystem };
+inline constexpr size_t kPriorityClassCount = 4;
 // Where a task's GPUs may sit: "none" (anywhere), "best-effort" (one NUMA
 // node if possible), "single-numa-node" (one NUMA node only).
 enum class NumaPolicy : uint8_t { kNone, kBestEffort, kSingleNumaNode };

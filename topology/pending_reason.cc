@@ -36,6 +36,10 @@ std::string_view NodeCheckText(PendingCode code) {
     case PendingCode::kNodeCpuKeptForGpus: return "CPU kept for the node's free GPUs";
     case PendingCode::kNodeMemory: return "insufficient memory";
     case PendingCode::kNodeMemoryKeptForGpus: return "memory kept for the node's free GPUs";
+    case PendingCode::kNodeModelDeserved:
+      return "queue holds its deserved share of the node's GPU model (only low-class work may borrow)";
+    case PendingCode::kNodeGpuMemoryDeserved:
+      return "queue holds its deserved gpu_memory (only low-class work may borrow)";
     default: return {};
   }
 }
@@ -61,6 +65,10 @@ std::string RenderPendingReason(const PendingReason& r) {
     case PendingCode::kQueueAtCapability:
       return "queue " + r.queue + " at capability for " + r.resource + " (" + std::to_string(r.have) + " of " +
              std::to_string(r.limit) + " in use, needs " + std::to_string(r.need) + " more)";
+    case PendingCode::kQueueAtDeserved:
+      return "queue " + r.queue + " holds its deserved " + r.resource + " (" + std::to_string(r.have) + " of " +
+             std::to_string(r.limit) + " in use, needs " + std::to_string(r.need) +
+             " more): only low-class work may borrow beyond it";
     case PendingCode::kOwnTasksStopping: return "waiting for its evicted tasks to stop before it restarts";
     case PendingCode::kVictimsStopping: return "waiting for evicted tasks to stop";
     case PendingCode::kPreempting:

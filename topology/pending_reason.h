@@ -42,6 +42,8 @@ enum class PendingCode : uint32_t {
   kNodeCpuKeptForGpus = 23,
   kNodeMemory = 24,
   kNodeMemoryKeptForGpus = 25,
+  kNodeModelDeserved = 26,
+  kNodeGpuMemoryDeserved = 27,
   // The cluster as a whole: no node at all, or task `task` needs `need` of a
   // resource the largest node has only `have` of.
   kNoNodes = 100,
@@ -51,6 +53,9 @@ enum class PendingCode : uint32_t {
   // Queue `queue` is at its capability for `resource`: `have` of `limit` in
   // use, the job needs `need` more.
   kQueueAtCapability = 200,
+  // Queue `queue` holds its deserved share of `resource` (`have` of `limit`),
+  // and the job (`need` more) is of a class that may not borrow beyond it.
+  kQueueAtDeserved = 201,
   // Waiting on evictions: its own evicted tasks (to restart whole), its
   // victims (`count` of them while it evicts, else unknown), or nodes held
   // for it as work finishes.

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "control/scheduler/actions.h"
+#include "control/scheduler/class_rules.h"
 #include "control/scheduler/job_order.h"
 #include "control/scheduler/network.h"
 
@@ -110,8 +111,9 @@ void Enqueue(Session& session) {
       job.admitted = true;  // running already; only its elastic rest waits
       continue;
     }
+    job.within_deserved = !GangMayBorrow(job.view->priority_class);
     const Amounts& demand = GangDemand(tree, job);
-    if (auto overrun = tree.CheckCapability(job.queue, demand)) {
+    if (auto overrun = tree.CheckCapability(job.queue, demand, job.within_deserved)) {
       job.reasons.push_back(tree.DescribeOverrun(*overrun, demand));
       job.capped = true;
       continue;
@@ -129,7 +131,7 @@ void Allocate(Session& session) {
 
   auto try_job = [&](WorkJob& job) {
     const Amounts& demand = GangDemand(tree, job);
-    if (auto overrun = tree.CheckCapability(job.queue, demand)) {
+    if (auto overrun = tree.CheckCapability(job.queue, demand, job.within_deserved)) {
       job.reasons = {tree.DescribeOverrun(*overrun, demand)};
       return false;
     }
@@ -171,7 +173,8 @@ void Allocate(Session& session) {
     const bool switch_bound = job.view->network_mode == topology::NetworkMode::kSingleSwitch;
     if (reservation.enabled && !never_fits && !switch_bound && !reserved_in_pool[pool] &&
         job.view->priority_class != topology::PriorityClass::kLow && job.min_gpus >= reservation.min_gpus &&
-        (job.reasons.empty() || job.reasons.front().code != PendingCode::kQueueAtCapability)) {
+        (job.reasons.empty() || (job.reasons.front().code != PendingCode::kQueueAtCapability &&
+                                 job.reasons.front().code != PendingCode::kQueueAtDeserved))) {
       ReserveFor(session, job);
       reserved_in_pool[pool] = session.HoldsReservation(job);
       if (reserved_in_pool[pool]) job.reasons.push_back(PendingReason::Of(PendingCode::kNodesHeld));
@@ -189,10 +192,11 @@ void Backfill(Session& session) {
     WorkJob& job = jobs[static_cast<size_t>(next)];
     if (!job.MinimumMet()) continue;
     std::vector<PendingReason> ignored;
+    job.within_deserved = !SpareMayBorrow(job.view->priority_class);
     for (const PendingTask* task : job.extra) {
       const Amounts demand =
           tree.Demand(task->resources.gpus, task->resources.cpu_milli, task->resources.memory_mib, task->resources.gpu_model);
-      if (tree.CheckCapability(job.queue, demand)) break;
+      if (tree.CheckCapability(job.queue, demand, job.within_deserved)) break;
       auto node = session.FindNode(job, *task, session.MayIgnoreReservations(job), ignored);
       if (!node) break;
       session.plan().binds.push_back(session.Place(job, *task, *node));

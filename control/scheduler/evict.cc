@@ -6,7 +6,9 @@
 // its whole job with it (a gang never runs partly), and is counted so. The
 // evicting job then holds a claim on what the victims free; it never evicts
 // again while they drain, and never evicts a task it has evicted before, so
-// preemption cannot loop.
+// preemption cannot loop. Which classes may be taken, whole or as spare
+// elastic replicas, is class_rules.h's rule; each path narrows it further
+// (preemption to its own queue, reclaim to queues that lend).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -14,6 +16,7 @@
 #include <unordered_map>
 
 #include "control/scheduler/actions.h"
+#include "control/scheduler/class_rules.h"
 #include "control/scheduler/job_order.h"
 
 namespace gpool::scheduler {
@@ -30,6 +33,8 @@ struct Freed {
 
 class Evictor {
  public:
+  // Which running tasks the evicting path may take at all (beyond the class
+  // rule, which Evictor applies itself).
   using Eligible = std::function<bool(const WorkTask&)>;
   // Built once per action (running tasks do not move during it).
   struct Index {
@@ -76,29 +81,69 @@ class Evictor {
   }
   const std::set<size_t>& victims() const { return chosen_; }
 
+  // For a job kept out by its queue's quota (capability, or deserved for a
+  // class that may not borrow): adds the least important evictable tasks
+  // anywhere until `fits` (asked after each one's quota is refunded through
+  // `refund`) holds. False, and the added ones stay chosen, when even all of
+  // them are not enough (the caller then drops the whole plan).
+  bool FreeQuota(const std::function<void(size_t)>& refund, const std::function<bool()>& fits) {
+    if (fits()) return true;
+    auto& running = session_.running();
+    std::vector<std::pair<bool, size_t>> candidates;
+    for (uint32_t n : victim_nodes_) {
+      for (size_t i : session_.nodes()[n].running) {
+        if (Evictable(running[i])) candidates.emplace_back(Spare(running[i], {}), i);
+      }
+    }
+    std::stable_sort(candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
+      return LessImportant(running[a.second], a.first, running[b.second], b.first);
+    });
+    for (const auto& [spare, i] : candidates) {
+      if (chosen_.count(i)) continue;
+      for (size_t c : Closure(i, {})) {
+        chosen_.insert(c);
+        refund(c);
+      }
+      if (fits()) return true;
+    }
+    return false;
+  }
+
  private:
   bool Evictable(const WorkTask& task) const {
     if (task.evicted || chosen_.count(static_cast<size_t>(&task - session_.running().data()))) return false;
+    const PriorityClass cls = task.view->priority_class;
+    if (!EvictableWhole(cls) && !EvictableSpare(cls)) return false;
     const auto& before = task.view->evicted_by;
     if (std::find(before.begin(), before.end(), job_.view->id.value()) != before.end()) return false;
     if (!lending_[static_cast<size_t>(task.queue)]) return false;
     return eligible_(task);
   }
 
-  // Evicting this task alone leaves its group above its minimum.
-  bool Spare(const WorkTask& task) const {
+  // Evicting this task alone leaves its group above its minimum, counting
+  // the tasks other jobs evicted this cycle, those already chosen and those
+  // `taken` on the node being weighed (group_active already leaves out the
+  // ones that were stopping before the cycle).
+  bool Spare(const WorkTask& task, const std::vector<size_t>& taken) const {
     uint32_t gone = 0;
     for (size_t i : by_job_.at(task.view->job.value())) {
-      if (session_.running()[i].view->group == task.view->group && chosen_.count(i)) ++gone;
+      const WorkTask& sibling = session_.running()[i];
+      if (sibling.view->group != task.view->group) continue;
+      if ((sibling.evicted && !sibling.view->stopping) || chosen_.count(i) ||
+          std::find(taken.begin(), taken.end(), i) != taken.end()) {
+        ++gone;
+      }
     }
     return task.view->group_active > task.view->group_min + gone;
   }
 
-  // The tasks that go if `index` goes: itself, or its whole job when the
-  // job's gang would break. Empty when one of them may not be evicted.
-  std::vector<size_t> Closure(size_t index) const {
+  // The tasks that go if `index` goes: itself when it is a spare replica its
+  // class lets go alone, else its whole job (the gang would break), which
+  // only a class evictable whole allows. Empty when it may not go.
+  std::vector<size_t> Closure(size_t index, const std::vector<size_t>& taken) const {
     const WorkTask& task = session_.running()[index];
-    if (Spare(task)) return {index};
+    if (EvictableSpare(task.view->priority_class) && Spare(task, taken)) return {index};
+    if (!EvictableWhole(task.view->priority_class)) return {};
     std::vector<size_t> all;
     for (size_t i : by_job_.at(task.view->job.value())) {
       const WorkTask& sibling = session_.running()[i];
@@ -185,7 +230,7 @@ class Evictor {
       // Only tasks on this node free room on it: if all of them are not
       // enough, no choice of victims is, so skip the sort and closures.
       if (candidates.empty() || !Fits(node, most, task.resources)) continue;
-      for (auto& [spare, i] : candidates) spare = Spare(running[i]);
+      for (auto& [spare, i] : candidates) spare = Spare(running[i], {});
       std::stable_sort(candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
         return LessImportant(running[a.second], a.first, running[b.second], b.first);
       });
@@ -194,7 +239,7 @@ class Evictor {
       bool fits = false;
       for (const auto& [spare, i] : candidates) {
         if (std::find(seen.begin(), seen.end(), i) != seen.end()) continue;
-        auto closure = Closure(i);
+        auto closure = Closure(i, taken);
         if (closure.empty()) continue;
         for (size_t c : closure) {
           if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
@@ -289,10 +334,15 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
       continue;
     }
     if (job.capped) {
-      // Its queue is at capability: the victims must also free the quota.
+      // Its queue is at capability (or at deserved, for a class that may not
+      // borrow): the victims must also free the quota, and more of them are
+      // taken where the room alone is not enough.
       auto& running = session.running();
-      for (size_t victim : evictor.victims()) tree.Refund(running[victim].queue, running[victim].charge);
-      const bool fits_quota = !tree.CheckCapability(job.queue, GangDemand(tree, job));
+      auto refund = [&](size_t victim) { tree.Refund(running[victim].queue, running[victim].charge); };
+      for (size_t victim : evictor.victims()) refund(victim);
+      const bool fits_quota = evictor.FreeQuota(refund, [&] {
+        return !tree.CheckCapability(job.queue, GangDemand(tree, job), !GangMayBorrow(job.view->priority_class));
+      });
       for (size_t victim : evictor.victims()) tree.Charge(running[victim].queue, running[victim].charge);
       if (!fits_quota) continue;
     }
@@ -309,15 +359,16 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
 
 void Preempt(Session& session) {
   EvictFor(
-      session, [](const WorkJob& job) { return job.view->priority_class == PriorityClass::kHigh; },
+      session, [](const WorkJob& job) { return MayPreempt(job.view->priority_class); },
       [](const WorkJob& job, int queue) { return queue == job.queue; },
       [](const WorkJob& job) {
         const int queue = job.queue;
-        return Evictor::Eligible([queue](const WorkTask& task) {
-          return task.queue == queue && task.view->priority_class == PriorityClass::kLow;
-        });
+        return Evictor::Eligible([queue](const WorkTask& task) { return task.queue == queue; });
       },
-      [](const WorkJob& job) { return "preempted by job " + std::to_string(job.view->id.value()) + " (high)"; },
+      [](const WorkJob& job) {
+        return "preempted by job " + std::to_string(job.view->id.value()) + " (" +
+               std::string(ToString(job.view->priority_class)) + ")";
+      },
       topology::PendingCode::kPreempting, /*capped_too=*/true);
 }
 
@@ -358,7 +409,7 @@ void Reclaim(Session& session) {
   };
   EvictFor(
       session, [](const WorkJob&) { return true; }, lends,
-      // The per-queue table from `lends` is the whole rule.
+      // The per-queue table from `lends` and the class rule are the whole rule.
       [](const WorkJob&) { return Evictor::Eligible([](const WorkTask&) { return true; }); },
       [&tree](const WorkJob& job) {
         return "reclaimed by queue " + tree.queue(job.queue).name + " for job " + std::to_string(job.view->id.value());

@@ -21,6 +21,7 @@ JobOrder::JobOrder(Session& session, const std::function<bool(const WorkJob&)>& 
     auto& queue = queues_[job.queue];
     queue.by_class[static_cast<size_t>(job.view->priority_class)][job.view->user].push_back(i);
     ++queue.remaining;
+    if (job.view->priority_class == PriorityClass::kSystem) ++system_remaining_;
   }
   for (const auto& task : session.running()) {
     if (task.evicted) continue;
@@ -60,8 +61,11 @@ int JobOrder::Next() {
   }
   int best_queue = -1;
   const std::vector<uint64_t>* best_key = nullptr;
+  // System work goes first, whatever the queues' shares.
+  const bool system_first = system_remaining_ > 0;
   for (const auto& [queue, jobs] : queues_) {
     if (jobs.remaining == 0) continue;
+    if (system_first && jobs.by_class[static_cast<size_t>(PriorityClass::kSystem)].empty()) continue;
     if (!drf) {
       if (best_queue < 0 || tree.queue(queue).name < tree.queue(best_queue).name) best_queue = queue;
       continue;
@@ -93,6 +97,7 @@ int JobOrder::Next() {
     pick->second.pop_front();
     if (pick->second.empty()) users.erase(pick);
     --queue.remaining;
+    if (cls == static_cast<size_t>(PriorityClass::kSystem)) --system_remaining_;
     return static_cast<int>(job);
   }
   return -1;

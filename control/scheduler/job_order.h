@@ -34,13 +34,14 @@ class JobOrder {
  private:
   struct QueueJobs {
     // by class (index = PriorityClass), then user -> jobs in order
-    std::array<std::map<std::string, std::deque<size_t>>, 3> by_class;
+    std::array<std::map<std::string, std::deque<size_t>>, kPriorityClassCount> by_class;
     size_t remaining = 0;
   };
   uint64_t UserShare(int queue, const std::string& user) const;
 
   Session& session_;
   std::map<int, QueueJobs> queues_;
+  size_t system_remaining_ = 0;  // system-class jobs not yet offered: they go first
   std::map<std::pair<int, std::string>, Amounts> user_used_;
   // Share keys of the queues, valid while the tree's usage is unchanged:
   // most picks follow a failed placement, which changes nothing.

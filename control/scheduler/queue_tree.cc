@@ -68,8 +68,12 @@ QueueTree::QueueTree(const std::vector<topology::QueueView>& queues, const std::
   for (size_t i = 1; i < queues_.size(); ++i) queues_[static_cast<size_t>(queues_[i].parent)].leaf = false;
   totals_.assign(resources, 0);
   capped_.assign(resources, false);
+  deserved_set_.assign(resources, false);
   for (const auto& queue : queues_) {
-    for (size_t r = 0; r < resources; ++r) capped_[r] = capped_[r] || queue.capability[r] != kUnlimited;
+    for (size_t r = 0; r < resources; ++r) {
+      capped_[r] = capped_[r] || queue.capability[r] != kUnlimited;
+      deserved_set_[r] = deserved_set_[r] || queue.deserved[r] != kUnlimited;
+    }
   }
 }
 
@@ -129,12 +133,18 @@ Amounts QueueTree::Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib
   return demand;
 }
 
-std::optional<QueueTree::Overrun> QueueTree::CheckCapability(int leaf, const Amounts& demand) const {
+std::optional<QueueTree::Overrun> QueueTree::CheckCapability(int leaf, const Amounts& demand,
+                                                             bool within_deserved) const {
   for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
     const QueueNode& queue = queues_[static_cast<size_t>(at)];
     for (size_t r = 0; r < demand.size(); ++r) {
-      if (demand[r] == 0 || queue.capability[r] == kUnlimited) continue;
-      if (queue.used[r] + demand[r] > queue.capability[r]) return Overrun{at, r};
+      if (demand[r] == 0) continue;
+      if (queue.capability[r] != kUnlimited && queue.used[r] + demand[r] > queue.capability[r]) {
+        return Overrun{at, r, false};
+      }
+      if (within_deserved && queue.deserved[r] != kUnlimited && queue.used[r] + demand[r] > queue.deserved[r]) {
+        return Overrun{at, r, true};
+      }
     }
   }
   return std::nullopt;
@@ -143,10 +153,11 @@ std::optional<QueueTree::Overrun> QueueTree::CheckCapability(int leaf, const Amo
 topology::PendingReason QueueTree::DescribeOverrun(const Overrun& overrun, const Amounts& demand) const {
   const QueueNode& queue = queues_[static_cast<size_t>(overrun.queue)];
   const size_t r = overrun.resource;
-  return topology::PendingReason{.code = topology::PendingCode::kQueueAtCapability,
+  return topology::PendingReason{.code = overrun.deserved ? topology::PendingCode::kQueueAtDeserved
+                                                          : topology::PendingCode::kQueueAtCapability,
                                  .need = demand[r],
                                  .have = queue.used[r],
-                                 .limit = queue.capability[r],
+                                 .limit = overrun.deserved ? queue.deserved[r] : queue.capability[r],
                                  .queue = queue.name,
                                  .resource = resource_names_[r]};
 }

@@ -66,13 +66,17 @@ class QueueTree {
                  uint64_t gpu_memory_mib = 0) const;
   // Some queue caps the resource (so per-node checks of it are worth making).
   bool Capped(size_t resource) const;
+  // Some queue has a deserved share of the resource.
+  bool DeservedSet(size_t resource) const { return resource < deserved_set_.size() && deserved_set_[resource]; }
   // The first queue from `leaf` up that `demand` would take past its
-  // capability, with the resource; nullopt when it fits everywhere.
+  // capability (or, `within_deserved`, past its deserved share where one is
+  // set), with the resource; nullopt when it fits everywhere.
   struct Overrun {
     int queue = -1;
     size_t resource = 0;
+    bool deserved = false;  // the deserved share, not the capability, is what it would pass
   };
-  std::optional<Overrun> CheckCapability(int leaf, const Amounts& demand) const;
+  std::optional<Overrun> CheckCapability(int leaf, const Amounts& demand, bool within_deserved = false) const;
   topology::PendingReason DescribeOverrun(const Overrun& overrun, const Amounts& demand) const;
   void Charge(int leaf, const Amounts& demand);
   void Refund(int leaf, const Amounts& demand);
@@ -100,6 +104,7 @@ class QueueTree {
   std::map<std::string, int> by_name_;
   Amounts totals_;
   std::vector<bool> capped_;  // by resource: some queue's capability names it
+  std::vector<bool> deserved_set_;  // by resource: some queue's deserved names it
   mutable std::vector<std::vector<int>> paths_;
   uint64_t version_ = 0;  // by queue index; empty until asked
 };

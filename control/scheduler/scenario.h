@@ -10,6 +10,10 @@
 
 namespace gpool::scheduler::testing {
 
+inline constexpr auto kHigh = topology::PriorityClass::kHigh;
+inline constexpr auto kLow = topology::PriorityClass::kLow;
+inline SchedulerConfig Default() { return SchedulerConfig{}; }
+
 inline topology::NodeView MakeNode(std::string name, uint32_t gpus, std::string pool = "public",
                                    std::string model = "A100", uint64_t cpu = 64'000, uint64_t memory = 512 * 1024) {
   topology::NodeView node;
@@ -149,6 +153,15 @@ inline bool AnyReasonContains(const Plan& plan, uint64_t job, const std::string&
     if (reason.find(text) != std::string::npos) return true;
   }
   return false;
+}
+
+// Two queues "a" and "b" deserving `deserved_each` GPUs each, on `nodes` nodes.
+inline topology::ClusterView TwoTeams(uint32_t nodes, uint32_t gpus_each, uint64_t deserved_each) {
+  topology::ClusterView view;
+  for (uint32_t n = 0; n < nodes; ++n) view.nodes.push_back(MakeNode("n" + std::to_string(n), gpus_each));
+  view.queues = {MakeQueue("a", "root", {}, {{"gpu", deserved_each}}),
+                 MakeQueue("b", "root", {}, {{"gpu", deserved_each}})};
+  return view;
 }
 
 }  // namespace gpool::scheduler::testing

@@ -71,6 +71,9 @@ struct WorkJob {
   bool victims_draining = false; // some of its victims are still stopping
   bool blocked = false;          // its own evicted tasks are still stopping
   bool evicted = false;          // lost its tasks to an eviction this cycle
+  // What is being placed for it may not borrow beyond its queue chain's
+  // deserved shares (class_rules.h); set by the action placing it.
+  bool within_deserved = false;
   uint64_t min_gpus = 0;         // GPUs of its gang minimum
   // Tasks that must be placed together for the job to run (its groups'
   // minimums less what is active), then the elastic rest.
@@ -115,6 +118,8 @@ enum class Reject : uint8_t {
   kVendorRule,
   kModelCapability,
   kGpuMemoryCapability,
+  kModelDeserved,
+  kGpuMemoryDeserved,
   kCpu,
   kCpuKeptForGpus,
   kMemory,

@@ -129,17 +129,27 @@ struct NodeChecks {
     return in.node.pool == NodePool::kExclusive && !in.node.Idle() ? Reject::kExclusiveBusy : Result();
   }
   static Result DevicesFit(Input& in) { return in.session.CheckDevices(in.job, in.task, in.node, &in.gpu_memory); }
-  static Result GpuMemoryCapability(Input& in) {
+  // Per-node quota checks of a resource the gang's demand cannot know in
+  // advance (the node decides the model and the device memory): capability
+  // always, deserved when the job may not borrow.
+  static Result NodeQuota(Input& in, size_t resource, uint64_t need, Reject over_capability, Reject over_deserved) {
     const QueueTree& queues = in.session.queues_;
-    if (in.task.resources.gpus == 0 || !queues.Capped(kGpuMemory)) return std::nullopt;
+    const bool deserved = in.job.within_deserved && queues.DeservedSet(resource);
+    if (!queues.Capped(resource) && !deserved) return std::nullopt;
     for (int at = in.job.queue; at >= 0; at = queues.queue(at).parent) {
       const QueueNode& queue = queues.queue(at);
-      if (queue.capability[kGpuMemory] != kUnlimited &&
-          queue.used[kGpuMemory] + in.gpu_memory > queue.capability[kGpuMemory]) {
-        return Reject::kGpuMemoryCapability;
+      if (queue.capability[resource] != kUnlimited && queue.used[resource] + need > queue.capability[resource]) {
+        return over_capability;
+      }
+      if (deserved && queue.deserved[resource] != kUnlimited && queue.used[resource] + need > queue.deserved[resource]) {
+        return over_deserved;
       }
     }
     return std::nullopt;
+  }
+  static Result GpuMemoryCapability(Input& in) {
+    if (in.task.resources.gpus == 0) return std::nullopt;
+    return NodeQuota(in, kGpuMemory, in.gpu_memory, Reject::kGpuMemoryCapability, Reject::kGpuMemoryDeserved);
   }
   static Result ModelCapability(Input& in) {
     const Resources& need = in.task.resources;
@@ -150,13 +160,7 @@ struct NodeChecks {
     const bool any_of = need.gpu_model.empty() || need.gpu_model.find('|') != std::string::npos;
     auto model = any_of ? in.node.model_index : queues.ModelIndex(need.gpu_model);
     if (!model) return std::nullopt;
-    for (int at = in.job.queue; at >= 0; at = queues.queue(at).parent) {
-      const QueueNode& queue = queues.queue(at);
-      if (queue.capability[*model] != kUnlimited && queue.used[*model] + need.gpus > queue.capability[*model]) {
-        return Reject::kModelCapability;
-      }
-    }
-    return std::nullopt;
+    return NodeQuota(in, *model, need.gpus, Reject::kModelCapability, Reject::kModelDeserved);
   }
   static Result CpuFree(Input& in) { return in.node.cpu_free < in.task.resources.cpu_milli ? Reject::kCpu : Result(); }
   // CPU-only work must leave every free GPU its share of CPU and memory, or

@@ -34,6 +34,8 @@ topology::PendingCode CodeOf(Reject reject) {
     case Reject::kVendorRule: return PendingCode::kNodeVendorRule;
     case Reject::kModelCapability: return PendingCode::kNodeModelCapability;
     case Reject::kGpuMemoryCapability: return PendingCode::kNodeGpuMemoryCapability;
+    case Reject::kModelDeserved: return PendingCode::kNodeModelDeserved;
+    case Reject::kGpuMemoryDeserved: return PendingCode::kNodeGpuMemoryDeserved;
     case Reject::kCpu: return PendingCode::kNodeCpu;
     case Reject::kCpuKeptForGpus: return PendingCode::kNodeCpuKeptForGpus;
     case Reject::kMemory: return PendingCode::kNodeMemory;
@@ -49,7 +51,7 @@ std::string Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool 
   const Resources& need = task.resources;
   key += '|' + std::to_string(need.gpus) + '|' + std::to_string(need.cpu_milli) + '|' +
          std::to_string(need.memory_mib) + '|' + need.gpu_model + '|' + std::to_string(job.queue) +
-         (ignore_reservations ? "|i" : "|-");
+         (ignore_reservations ? "|i" : "|-") + (job.within_deserved ? "d" : "-");
   if (!need.Whole()) {
     key += "|s" + std::to_string(need.gpu_memory_mib) + '/' + std::to_string(need.gpu_memory_pct) + '/' +
            std::to_string(need.gpu_compute_pct) + '/' + need.sharing_qos + '/' + need.mig_profile + '/' +
