@@ -219,8 +219,8 @@ TEST_F(CliTest, BadPolicyFlagsNameTheFlagAndNeverReachTheCoordinator) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"--class", "urgent"}, "--class: 'urgent' is not high, medium or low"},
-      {{"--class", "High"}, "--class: 'High' is not high, medium or low"},
+      {{"--class", "urgent"}, "--class: 'urgent' is not system, high, medium or low"},
+      {{"--class", "High"}, "--class: 'High' is not system, high, medium or low"},
       {{"--pool", "shared"}, "--pool: 'shared' is not public, pooled or exclusive"},
       {{"--numa", "strict"}, "--numa: 'strict' is not none, best-effort or single-numa-node"},
       {{"--network", "leaf"}, "--network: 'leaf' is not none, best-effort or single-switch"},

@@ -308,7 +308,7 @@ TEST(JobSpecFileTest, PolicyFieldsInJsonAndTheShorthand) {
 TEST(JobSpecFileTest, BadPolicyFieldsNameTheField) {
   const std::string job = "name: j\ncommand: x\n";
   EXPECT_EQ(ErrorOf(job + "priority_class: urgent\n", "a.yaml"),
-            "a.yaml: priority_class: 'urgent' is not high, medium or low");
+            "a.yaml: priority_class: 'urgent' is not system, high, medium or low");
   EXPECT_EQ(ErrorOf(job + "priority_class: [high]\n"), "priority_class: expected a string, got a list");
   EXPECT_EQ(ErrorOf(job + "pool: shared\n"), "pool: 'shared' is not public, pooled or exclusive");
   EXPECT_EQ(ErrorOf(job + "user: 'a b'\n"), "user: 'a b' may only contain letters, digits, '-', '_' and '.'");

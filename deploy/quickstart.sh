@@ -163,7 +163,8 @@ done
 run queue tree
 urgent=$("$gpool_bin" submit --json --queue research --class high --name urgent --gpus 8 --cpus 4 --mem 16Gi -- \
   sh -c 'echo "urgent work on $CUDA_VISIBLE_DEVICES"; sleep 2' | sed -E 's/[^0-9]*([0-9]+).*/\1/')
-echo "urgent (research, high, 8 GPUs) -> job $urgent: preempts one filler replica"
+echo "urgent (research, high, 8 GPUs) -> job $urgent: only low work may borrow beyond research's deserved 16 GPUs,"
+echo "  so it preempts filler replicas until research fits within them"
 wait_for "$urgent" 'Running|Succeeded'
 serving=$("$gpool_bin" submit --json --queue prod --name serving --replicas 2 --gpus 8 --cpus 4 --mem 16Gi -- \
   sleep 3 | sed -E 's/[^0-9]*([0-9]+).*/\1/')

@@ -226,17 +226,30 @@ TEST_F(PolicyTest, ReclaimReturnsALentGpuToItsOwningQueue) {
   ASSERT_TRUE(CreateQueue("team-a", "root", {{"gpu", 1}}).ok());
   ASSERT_TRUE(CreateQueue("team-b", "root", {{"gpu", 1}}).ok());
 
-  auto sleeper = [](const std::string& name, const std::string& queue) {
+  auto sleeper = [](const std::string& name, const std::string& queue, const std::string& cls = "medium") {
     JobSpec spec = ShellJob(name, 1, "exec sleep 600");
     spec.queue = queue;
+    spec.priority_class = cls;
     return spec;
   };
-  // team-a takes its own GPU, then borrows team-b's idle one.
+  // team-a takes its own GPU, then borrows team-b's idle one: only low-class
+  // work may borrow (the only kind reclaim may take back), so a medium job
+  // beyond the share waits and says why.
   const uint64_t a1 = Submit(sleeper("a1", "team-a"));
   ASSERT_NE(a1, 0u);
   auto a1_running = WaitForRunningTask(a1);
   ASSERT_TRUE(a1_running.ok() && a1_running->summary.state == "Running") << Describe(a1);
-  const uint64_t a2 = Submit(sleeper("a2", "team-a"));
+  const uint64_t medium = Submit(sleeper("a-medium", "team-a"));
+  ASSERT_NE(medium, 0u);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto job = client_->GetJob(JobId(medium));
+        return job.ok() && Contains(job->summary.reason, "only low-class work may borrow");
+      },
+      10s))
+      << Describe(medium);
+  ASSERT_TRUE(client_->CancelJob(JobId(medium), 0).ok());
+  const uint64_t a2 = Submit(sleeper("a2", "team-a", "low"));
   ASSERT_NE(a2, 0u);
   auto a2_running = WaitForRunningTask(a2);
   ASSERT_TRUE(a2_running.ok() && a2_running->summary.state == "Running")

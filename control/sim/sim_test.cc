@@ -134,7 +134,7 @@ TEST(SimWorkloadTest, JsonlJobsAndTheirErrors) {
       {"{\"arrival_s\": 1, \"gpus\": 65}", "w.jsonl:1: gpus: 65 is outside 0.000000..64.000000"},
       {"{\"arrival_s\": 1}", "w.jsonl:1: the job asks for neither GPUs nor CPU"},
       {"{\"arrival_s\": 1, \"gpus\": 1, \"priority_class\": \"urgent\"}",
-       "w.jsonl:1: priority_class: 'urgent' is not high, medium or low"},
+       "w.jsonl:1: priority_class: 'urgent' is not system, high, medium or low"},
   };
   for (const auto& c : cases) {
     auto bad = ParseJsonlWorkload(c.line, "w.jsonl");
