@@ -86,8 +86,12 @@ const Amounts& GangDemand(const QueueTree& tree, WorkJob& job) {
   if (job.gang_demand.size() == tree.resource_count()) return job.gang_demand;
   Amounts demand(tree.resource_count(), 0);
   for (const PendingTask* task : job.gang) {
-    const Amounts one = tree.Demand(task->resources.gpus, task->resources.cpu_milli, task->resources.memory_mib,
-                                    task->resources.gpu_model);
+    // A share's device memory is known before placement when given in MiB
+    // (a percentage is resolved per device, and whole GPUs hold their
+    // device's memory: the node checks charge those).
+    const Resources& need = task->resources;
+    const uint64_t share_memory = need.Whole() ? 0 : uint64_t{need.gpus} * need.gpu_memory_mib;
+    const Amounts one = tree.Demand(need.gpus, need.cpu_milli, need.memory_mib, need.gpu_model, share_memory);
     for (size_t r = 0; r < demand.size(); ++r) demand[r] += one[r];
   }
   job.gang_demand = std::move(demand);

@@ -304,7 +304,7 @@ const std::string& ShapeOf(WorkJob& job) {
 
 // Runs `eligible`-bounded eviction for each job `wants` picks, in fair order.
 void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants,
-              const std::function<bool(const WorkJob&, int)>& lends,
+              const std::function<bool(WorkJob&, int)>& lends,
               const std::function<Evictor::Eligible(const WorkJob&)>& eligible_for,
               const std::function<std::string(const WorkJob&)>& reason_for, topology::PendingCode waiting_reason,
               bool capped_too) {
@@ -360,7 +360,7 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
 void Preempt(Session& session) {
   EvictFor(
       session, [](const WorkJob& job) { return MayPreempt(job.view->priority_class); },
-      [](const WorkJob& job, int queue) { return queue == job.queue; },
+      [](WorkJob& job, int queue) { return queue == job.queue; },
       [](const WorkJob& job) {
         const int queue = job.queue;
         return Evictor::Eligible([queue](const WorkTask& task) { return task.queue == queue; });
@@ -383,29 +383,34 @@ void Reclaim(Session& session) {
     while (k < path_a.size() && k < path_b.size() && path_a[k] == path_b[k]) ++k;
     return std::pair<int, int>{k < path_a.size() ? path_a[k] : -1, k < path_b.size() ? path_b[k] : -1};
   };
-  auto resource_of = [](const WorkJob& job) { return job.min_gpus > 0 ? kGpu : kCpu; };
-  auto demand_of = [](const WorkJob& job, size_t r) {
-    uint64_t total = 0;
-    for (const PendingTask* task : job.gang) total += r == kGpu ? task->resources.gpus : task->resources.cpu_milli;
-    return total;
-  };
-
   // Whether `queue` lends to `job` depends on the two queues alone (and on
-  // usage, which is fixed while one job's victims are chosen).
-  auto lends = [&tree, siblings, resource_of, demand_of](const WorkJob& job, int queue) {
+  // usage, which is fixed while one job's victims are chosen). Every
+  // resource the gang asks for that the reclaiming side has a share of is
+  // weighed: GPUs (or CPU for CPU-only work), the GPU model it names,
+  // device memory of shares. The reclaiming side must stay within its share
+  // of each, and the other side must hold more than its own share of one.
+  auto lends = [&tree, siblings](WorkJob& job, int queue) {
     if (queue == job.queue) return false;
     const auto [mine, theirs] = siblings(job.queue, queue);
     if (mine < 0 || theirs < 0) return false;  // one is the other's ancestor
-    const size_t r = resource_of(job);
     const QueueNode& q = tree.queue(mine);
     const QueueNode& v = tree.queue(theirs);
-    const uint64_t after = q.used[r] + q.claimed[r] + demand_of(job, r);
-    const bool within_guarantee = after <= q.guarantee[r];
-    const bool within_deserved = q.deserved[r] != kUnlimited && after <= q.deserved[r];
-    if (!within_guarantee && !within_deserved) return false;
-    // Only what the other side holds beyond its own share is lent out.
-    const uint64_t share = within_guarantee ? v.guarantee[r] : v.deserved[r];
-    return share != kUnlimited && v.used[r] > share;
+    const Amounts& demand = GangDemand(tree, job);
+    bool weighed = false;
+    bool borrowed = false;
+    for (size_t r = 0; r < demand.size(); ++r) {
+      if (demand[r] == 0 || r == kMemory || (r == kCpu && job.min_gpus > 0)) continue;
+      if (q.guarantee[r] == 0 && q.deserved[r] == kUnlimited) continue;  // no share of it to claim
+      const uint64_t after = q.used[r] + q.claimed[r] + demand[r];
+      const bool within_guarantee = after <= q.guarantee[r];
+      const bool within_deserved = q.deserved[r] != kUnlimited && after <= q.deserved[r];
+      if (!within_guarantee && !within_deserved) return false;
+      weighed = true;
+      // Only what the other side holds beyond its own share is lent out.
+      const uint64_t share = within_guarantee ? v.guarantee[r] : v.deserved[r];
+      borrowed = borrowed || (share != kUnlimited && v.used[r] > share);
+    }
+    return weighed && borrowed;
   };
   EvictFor(
       session, [](const WorkJob&) { return true; }, lends,

@@ -189,9 +189,13 @@ void QueueTree::Claim(int leaf, const Amounts& demand) {
 uint64_t QueueTree::DominantShare(int index) const {
   const QueueNode& queue = queues_[static_cast<size_t>(index)];
   uint64_t share = 0;
-  for (size_t r : {kGpu, kCpu, kMemory}) {
-    const uint64_t weight = queue.deserved[r] != kUnlimited ? queue.deserved[r] : totals_[r];
+  for (size_t r = 0; r < queue.used.size(); ++r) {
     if (queue.used[r] == 0) continue;
+    // GPUs, CPU, memory and device memory weigh against the deserved share
+    // or the cluster's total; a GPU model only where a deserved share names
+    // it (a queue on the only H100s is not dominant for holding them).
+    if (r > kGpuMemory && queue.deserved[r] == kUnlimited) continue;
+    const uint64_t weight = queue.deserved[r] != kUnlimited ? queue.deserved[r] : totals_[r];
     const uint64_t s = weight == 0 ? kUnlimited / 2
                                    : static_cast<uint64_t>(static_cast<unsigned __int128>(queue.used[r]) * 1'000'000 /
                                                            weight);

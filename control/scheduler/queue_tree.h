@@ -82,8 +82,9 @@ class QueueTree {
   void Refund(int leaf, const Amounts& demand);
   void Claim(int leaf, const Amounts& demand);
 
-  // Dominant share of a queue: the largest used/deserved over gpu, cpu and
-  // memory (the cluster total where deserved is unset), in millionths.
+  // Dominant share of a queue: the largest used/deserved over gpu, cpu,
+  // memory and gpu_memory (the cluster total where deserved is unset) and
+  // the GPU models its deserved share names, in millionths.
   uint64_t DominantShare(int queue) const;
   // Shares from the top of the tree down to `leaf`: DRF between siblings at
   // every level compares these lexicographically.

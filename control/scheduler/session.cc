@@ -91,6 +91,12 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
       totals[kGpu] += node.usable_gpus;
       totals[kCpu] += node_view.cpu_milli_total;
       totals[kMemory] += node_view.memory_mib_total;
+      for (const auto& gpu : node_view.gpus) {
+        if (!gpu.healthy) continue;
+        totals[kGpuMemory] += gpu.memory_mib;
+        const auto model = node.uniform_model ? node.model_index : queues_.ModelIndex(gpu.model);
+        if (model) ++totals[*model];
+      }
     }
     node_index.emplace(node_view.name, nodes_.size());
     nodes_.push_back(std::move(node));
