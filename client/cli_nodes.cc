@@ -30,7 +30,7 @@ constexpr char kNodeShowUsage[] = "node show NAME";
 constexpr char kNodeCordonUsage[] = "node cordon NAME";
 constexpr char kNodeUncordonUsage[] = "node uncordon NAME";
 constexpr char kNodeLabelUsage[] = "node label NAME KEY=VALUE... KEY-...";
-constexpr char kNodePoolUsage[] = "node pool NAME public|pooled|exclusive";
+constexpr char kNodePoolUsage[] = "node pool NAME public|pooled|exclusive [--queue Q]";
 constexpr char kNodeTaintUsage[] = "node taint NAME KEY=VALUE... KEY-...";
 
 std::string JoinLabels(const std::map<std::string, std::string>& labels) {
@@ -61,6 +61,11 @@ int RunNodeShow(Session& s, const Invocation& inv) {
   if (it == reply->nodes.end()) return s.Fail(Status::NotFound("node " + name + " is not registered"));
   s.out << (s.json ? ToJson(*it) + "\n" : FormatNodeDetail(*it, s.WallMs()));
   return kExitOk;
+}
+
+void NodeOptions(cxxopts::Options& o) {
+  o.add_options("node")("queue", "pool exclusive: the queue that owns the node (only its jobs run there)",
+                        cxxopts::value<std::string>(), "Q");
 }
 
 int RunNode(Session& s, const Invocation& inv) {
@@ -107,6 +112,10 @@ int RunNode(Session& s, const Invocation& inv) {
       return s.Fail(Status::InvalidArgument("node pool: unknown pool '" + request.pool + "'; expected " +
                                             Choices<NodePool>()));
     }
+    if (inv.flags.count("queue")) request.queue = inv.flags["queue"].as<std::string>();
+  }
+  if (op != "pool" && inv.flags.count("queue")) {
+    return s.Usage("node " + op + ": --queue belongs to 'node pool NAME exclusive --queue Q'" + usage_hint);
   }
   // What the coordinator checks too (the node name, the label rules), before anything is sent.
   if (Status valid = ValidateUpdateNode(request); !valid.ok()) return s.Fail(valid);
@@ -135,7 +144,8 @@ int RunNode(Session& s, const Invocation& inv) {
   } else if (op == "taint") {
     s.out << "node " << name << " taints: " << JoinLabels(node.taints) << "\n";
   } else {
-    s.out << "node " << name << " moved to pool " << (node.pool.empty() ? request.pool : node.pool) << "\n";
+    s.out << "node " << name << " moved to pool " << (node.pool.empty() ? request.pool : node.pool)
+          << (node.pool_queue.empty() ? "" : " (owned by queue " + node.pool_queue + ")") << "\n";
   }
   return kExitOk;
 }
@@ -152,7 +162,8 @@ constexpr CommandForm kNodeForms[] = {
     {"uncordon NAME", "uncordon NAME", "place tasks on a cordoned node again"},
     {"label NAME KEY=VALUE... KEY-...", "label NAME KEY=VALUE... KEY-...",
      "set (KEY=VALUE) or remove (KEY-) operator labels of a node"},
-    {"pool NAME public|pooled|exclusive", "pool NAME POOL", "move a node to pool public, pooled or exclusive"},
+    {"pool NAME public|pooled|exclusive [--queue Q]", "pool NAME POOL [--queue Q]",
+     "move a node to pool public, pooled or exclusive; an exclusive node may belong to queue Q"},
     {"taint NAME KEY=VALUE... KEY-...", "taint NAME KEY=VALUE... KEY-...",
      "set (KEY=VALUE) or remove (KEY-) taints; only jobs tolerating them run there"},
 };
@@ -191,7 +202,7 @@ const CommandDef kNodeCommand = {
     .summary = "show, cordon, uncordon, label, re-pool or taint a node",
     .min_args = 0,
     .max_args = std::numeric_limits<size_t>::max(),
-    .add_options = NoOptions,
+    .add_options = NodeOptions,
     .run = RunNode,
     .forms = kNodeForms,
     .prepare = PrepareNode,

@@ -450,6 +450,13 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
   return out.str();
 }
 
+namespace {
+// The pool, with the owning queue of an exclusive node: "exclusive:vision".
+std::string PoolCell(const NodeSummary& node) {
+  return node.pool_queue.empty() ? Dash(node.pool) : node.pool + ":" + node.pool_queue;
+}
+}  // namespace
+
 std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms) {
   if (reply.nodes.empty()) return "No nodes.\n";
   Table table({"NAME", "STATE", "HEALTH", "POOL", "GPUS", "CPUS", "MEM(GiB)", "MODELS", "TASKS", "LAST SEEN",
@@ -458,7 +465,7 @@ std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms) {
     // A node not heard from has no current health, only its last report.
     const bool heard = node.state.rfind("Ready", 0) == 0;
     const std::string health = heard || !node.health.empty() ? HealthCell(node.health) : "-";
-    table.AddRow({node.name, Dash(node.state), Shorten(health, 40), Dash(node.pool),
+    table.AddRow({node.name, Dash(node.state), Shorten(health, 40), PoolCell(node),
                   Ratio(std::to_string(node.gpus_used), std::to_string(node.gpus_total)),
                   Ratio(FormatCores(node.cpu_milli_used), FormatCores(node.cpu_milli_total)),
                   Ratio(FormatGiB(node.memory_mib_used), FormatGiB(node.memory_mib_total)),
@@ -542,7 +549,8 @@ std::string FormatNodeDetail(const NodeSummary& node, int64_t now_ms) {
   out << "Node " << node.name << "\n";
   Table summary({"State:", Dash(node.state)});
   summary.AddRow({"Hostname:", Dash(node.hostname)});
-  summary.AddRow({"Pool:", Dash(node.pool)});
+  summary.AddRow({"Pool:", node.pool_queue.empty() ? Dash(node.pool) : node.pool + " (owned by queue " +
+                                                                               node.pool_queue + ")"});
   summary.AddRow({"Labels:", node.labels.empty() ? "none" : JoinKeyValues(node.labels, ", ")});
   summary.AddRow({"Taints:", node.taints.empty() ? "none" : JoinKeyValues(node.taints, ", ")});
   std::string gpus = Ratio(std::to_string(node.gpus_used), std::to_string(node.gpus_total)) + " used";

@@ -148,6 +148,11 @@ void Gateway::OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob m
     Reply(peer, MakeError(request_id, proposer_.epoch(), valid.WithContext("spec")));
     return;
   }
+  // Checked at the edge against the nodes as they are now (apply does not:
+  // a log replays the same whatever the nodes were).
+  if (Status pool = state_.CheckSubmitPool(msg.spec.queue, msg.spec.pool); !pool.ok()) {
+    return Fail(peer, request_id, pool);
+  }
   if (msg.idempotency_key.size() > 256) {
     Reply(peer, MakeError(request_id, proposer_.epoch(),
                           Status::InvalidArgument("idempotency_key: longer than 256 bytes")));
@@ -176,6 +181,10 @@ void Gateway::OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateN
   if (state_.FindNode(msg.node) == nullptr) {
     return Fail(peer, request_id, Status::NotFound("node " + msg.node + " is not registered"));
   }
+  if (!msg.queue.empty() && state_.FindQueue(msg.queue) == nullptr) {
+    return Fail(peer, request_id,
+                Status::NotFound("queue '" + msg.queue + "' does not exist (`gpool queue tree` lists the queues)"));
+  }
   const std::string name = msg.node;
   const std::string op = msg.op;
   proposer_.Propose(state::UpdateNodeCmd{std::move(msg)}, [this, peer, request_id, name, op](
@@ -183,7 +192,8 @@ void Gateway::OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateN
     if (!result.status.ok()) return Fail(peer, request_id, result.status);
     const auto* node = state_.FindNode(name);
     if (node == nullptr) return Fail(peer, request_id, Status::NotFound("node " + name + " is not registered"));
-    spdlog::info("node updated node={} op={} cordoned={} pool={}", name, op, node->cordoned, node->pool);
+    spdlog::info("node updated node={} op={} cordoned={} pool={} pool_queue={}", name, op, node->cordoned, node->pool,
+                 node->pool_queue);
     Reply(peer, MakeFrame(request_id, proposer_.epoch(), UpdateNodeReply{ToNodeSummary(*node)}));
   });
 }

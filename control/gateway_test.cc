@@ -296,6 +296,28 @@ TEST_F(GatewayTest, BadNodeUpdatesAreRefusedBeforeTheLog) {
   EXPECT_EQ(state_.FindNode("n1")->pool, "public");
 }
 
+// Exclusive nodes belong to a queue: a job naming the exclusive pool for a
+// queue that owns none is refused at once, typed, with the command to fix it.
+TEST_F(GatewayTest, AnExclusiveJobOfAQueueOwningNoExclusiveNodeIsRefused) {
+  RunOneTaskOnN1();
+  JobSpec exclusive = OneGpuJob("x");
+  exclusive.pool = "exclusive";
+  proposer_.clear();
+  Send(SubmitJob{exclusive, ""});
+  EXPECT_EQ(ErrorOf(Last()), "FailedPrecondition: queue 'default' owns no exclusive nodes (an operator assigns them "
+                             "with `gpool node pool NAME exclusive --queue default`)");
+  EXPECT_TRUE(proposer_.proposed().empty());
+  // Owned by an unknown queue: refused; by another queue: still refused.
+  Send(UpdateNode{.node = "n1", .op = "pool", .pool = "exclusive", .queue = "nobody"});
+  EXPECT_EQ(LastError(), "NotFound");
+  Send(UpdateNode{.node = "n1", .op = "pool", .pool = "public", .queue = "default"});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  Send(UpdateNode{.node = "n1", .op = "pool", .pool = "exclusive", .queue = "default"});
+  EXPECT_EQ(LastAs<UpdateNodeReply>().node.pool_queue, "default");
+  Send(SubmitJob{exclusive, ""});
+  EXPECT_EQ(state_.FindJob(JobId(LastAs<SubmitJobReply>().job_id))->spec.pool, "exclusive");
+}
+
 TEST_F(GatewayTest, BadQueueSpecsAreRefusedBeforeTheLog) {
   QueueSpec capped_below_deserved;
   capped_below_deserved.name = "p4";

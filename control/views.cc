@@ -102,6 +102,7 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices, const sta
   s.last_seen_ms = node.last_seen_ms;
   s.cordoned = node.cordoned;
   s.pool = node.pool;
+  s.pool_queue = node.pool_queue;
   s.labels = node.spec.labels;
   for (const auto& [key, value] : node.admin_labels) s.labels[key] = value;
   s.taints = node.taints;

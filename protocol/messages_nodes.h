@@ -151,6 +151,7 @@ struct NodeSummary {
   int64_t last_seen_ms = 0;
   bool cordoned = false;                      // no new tasks are placed here
   std::string pool;                           // public, pooled or exclusive
+  std::string pool_queue;                     // the queue owning it (exclusive nodes; "" for none)
   std::map<std::string, std::string> labels;  // the spec's, overlaid by the operator's
   std::map<std::string, std::string> taints;  // key -> value ("" for a bare key)
   std::vector<DeviceSummary> devices;         // every GPU, healthy or not, by index
@@ -164,6 +165,7 @@ struct NodeSummary {
     v.Required("state", state);
     v.Optional("cordoned", cordoned);
     v.Optional("pool", pool);
+    v.Optional("pool_queue", pool_queue);
     v.Optional("labels", labels);
     v.Optional("taints", taints);
     v.Optional("hostname", hostname);
@@ -200,7 +202,9 @@ struct ListNodesReply {
 //   "label"    set `labels` and remove the keys in `remove_labels`
 //              (operator labels overlay the node spec's and survive
 //              re-registration)
-//   "pool"     move the node to `pool`: public, pooled or exclusive
+//   "pool"     move the node to `pool`: public, pooled or exclusive; an
+//              exclusive node may belong to `queue` (only its jobs, and
+//              other queues' low jobs while it is idle, are placed there)
 //   "taint"    set `taints` and remove the keys in `remove_taints`; only
 //              jobs that tolerate every taint of a node are placed there
 // Answered with the node as it is once the change is committed.
@@ -211,6 +215,7 @@ struct UpdateNode {
   std::map<std::string, std::string> labels;
   std::vector<std::string> remove_labels;
   std::string pool;
+  std::string queue;
   std::map<std::string, std::string> taints;
   std::vector<std::string> remove_taints;
   template <typename V>
@@ -220,6 +225,7 @@ struct UpdateNode {
     v.Optional("labels", labels);
     v.Optional("remove_labels", remove_labels);
     v.Optional("pool", pool);
+    v.Optional("queue", queue);
     v.Optional("taints", taints);
     v.Optional("remove_taints", remove_taints);
   }

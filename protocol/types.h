@@ -298,6 +298,12 @@ struct NodeSpec {
   std::vector<NumaInfo> numa;
   std::vector<NicInfo> nics;
   std::map<std::string, std::string> labels;
+  // The pool the node's spec file asks for ("" leaves it to the operator):
+  // applied when the node first registers and whenever the file's pool
+  // changes; an operator's `gpool node pool` holds until then. pool_queue:
+  // the queue that owns it, for an exclusive node.
+  std::string pool;
+  std::string pool_queue;
 
   template <typename V>
   void Fields(V& v) {
@@ -309,6 +315,8 @@ struct NodeSpec {
     v.Optional("numa", numa);
     v.Optional("nics", nics);
     v.Optional("labels", labels);
+    v.Optional("pool", pool);
+    v.Optional("pool_queue", pool_queue);
   }
   bool operator==(const NodeSpec&) const = default;
 };

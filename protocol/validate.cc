@@ -302,11 +302,24 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
   return Status::Ok();
 }
 
+// A pool, and the queue owning it: only an exclusive node belongs to a queue.
+Status ValidatePoolOwner(const std::string& field, const std::string& pool, const std::string& queue,
+                         bool pool_optional) {
+  if (!(pool_optional && pool.empty()) && !NodePoolFromString(pool)) return NotOneOf<NodePool>(field, pool);
+  if (queue.empty()) return Status::Ok();
+  if (pool != "exclusive") {
+    return Status::InvalidArgument(field + ": only an exclusive node belongs to a queue (queue '" +
+                                   queue.substr(0, 128) + "' given for pool '" + pool.substr(0, 32) + "')");
+  }
+  return ValidateName("queue", queue, 128);
+}
+
 Status ValidateNodeSpec(const NodeSpec& spec) {
   // Far above any real node; bounds what one registration can make us store.
   constexpr size_t kMaxDevices = 1024;
   constexpr size_t kMaxLabels = 256;
   GPOOL_RETURN_IF_ERROR(ValidateName("node.name", spec.name, kMaxNodeNameLength));
+  GPOOL_RETURN_IF_ERROR(ValidatePoolOwner("node.pool", spec.pool, spec.pool_queue, /*pool_optional=*/true));
   if (spec.gpus.size() > kMaxDevices) {
     return Status::InvalidArgument("node.gpus: " + std::to_string(spec.gpus.size()) + " devices exceeds the maximum of " +
                                    std::to_string(kMaxDevices));
@@ -360,10 +373,7 @@ Status ValidateUpdateNode(const UpdateNode& update) {
   constexpr size_t kMaxLabelChanges = 256;
   GPOOL_RETURN_IF_ERROR(ValidateName("node", update.node, kMaxNodeNameLength));
   if (update.op == "cordon" || update.op == "uncordon") return Status::Ok();
-  if (update.op == "pool") {
-    if (!NodePoolFromString(update.pool)) return NotOneOf<NodePool>("pool", update.pool);
-    return Status::Ok();
-  }
+  if (update.op == "pool") return ValidatePoolOwner("pool", update.pool, update.queue, /*pool_optional=*/false);
   if (update.op == "taint") {
     if (update.taints.empty() && update.remove_taints.empty()) {
       return Status::InvalidArgument("taints: nothing to set or remove");

@@ -64,6 +64,7 @@ struct NodeView {
   bool ready = true;
   bool cordoned = false;
   std::string pool = "public";  // public, pooled or exclusive
+  std::string pool_queue;       // the queue owning an exclusive node ("" for none)
   uint64_t cpu_milli_total = 0;
   uint64_t cpu_milli_free = 0;
   uint64_t memory_mib_total = 0;

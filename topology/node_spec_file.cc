@@ -417,7 +417,7 @@ Status SpecParser::ParseNics(const YAML::Node& n, NodeSpec* spec) const {
 Result<NodeSpec> SpecParser::Parse(const YAML::Node& root) {
   if (!root.IsDefined() || root.IsNull()) return Status::InvalidArgument(source_ + ": the file is empty");
   GPOOL_RETURN_IF_ERROR(CheckMap(root, "", {"name", "hostname", "labels", "cpus", "cpu_milli", "memory",
-                                            "memory_mib", "numa", "gpus", "nics"}));
+                                            "memory_mib", "numa", "gpus", "nics", "pool", "pool_queue"}));
   NodeSpec spec;
   if (!options_.name_override.empty()) {
     spec.name = options_.name_override;
@@ -433,6 +433,12 @@ Result<NodeSpec> SpecParser::Parse(const YAML::Node& root) {
     spec.hostname = options_.default_hostname.empty() ? spec.name : options_.default_hostname;
   }
   if (Has(root, "labels")) GPOOL_RETURN_IF_ERROR(ParseLabels(Get(root, "labels"), &spec));
+  if (Has(root, "pool")) {
+    GPOOL_ASSIGN_OR_RETURN(spec.pool, Scalar(Get(root, "pool"), "pool"));
+  }
+  if (Has(root, "pool_queue")) {
+    GPOOL_ASSIGN_OR_RETURN(spec.pool_queue, Scalar(Get(root, "pool_queue"), "pool_queue"));
+  }
   if (Has(root, "numa")) GPOOL_RETURN_IF_ERROR(ParseNuma(Get(root, "numa"), &spec));
   GPOOL_ASSIGN_OR_RETURN(spec.cpu_milli, Cpu(root, "", "cpus", "cpu_milli"));
   GPOOL_ASSIGN_OR_RETURN(spec.memory_mib, Memory(root, "", "memory", "memory_mib"));

@@ -38,6 +38,7 @@ std::string_view NodeCheckText(PendingCode code) {
     case PendingCode::kNodeMemoryKeptForGpus: return "memory kept for the node's free GPUs";
     case PendingCode::kNodeModelDeserved:
       return "queue holds its deserved share of the node's GPU model (only low-class work may borrow)";
+    case PendingCode::kNodeOwnedByAnotherQueue: return "exclusive node of another queue";
     case PendingCode::kNodeGpuMemoryDeserved:
       return "queue holds its deserved gpu_memory (only low-class work may borrow)";
     default: return {};

@@ -44,6 +44,7 @@ enum class PendingCode : uint32_t {
   kNodeMemoryKeptForGpus = 25,
   kNodeModelDeserved = 26,
   kNodeGpuMemoryDeserved = 27,
+  kNodeOwnedByAnotherQueue = 28,
   // The cluster as a whole: no node at all, or task `task` needs `need` of a
   // resource the largest node has only `have` of.
   kNoNodes = 100,

@@ -59,6 +59,27 @@ TEST(PoolTest, ExclusiveNodeWithAnyTaskIsBusy) {
   EXPECT_TRUE(AnyReasonContains(plan, 1, "exclusive node in use"));
 }
 
+TEST(PoolTest, AnExclusiveNodeOfAQueueTakesOnlyThatQueuesJobs) {
+  ClusterView view;
+  view.nodes = {MakeNode("mine", 8, "exclusive"), MakeNode("open", 8, "exclusive")};
+  view.nodes[0].pool_queue = "vision";
+  view.queues = {MakeQueue("research", "root"), MakeQueue("vision", "research"), MakeQueue("nlp", "research")};
+  view.pending = {JobBuilder(1, "nlp", 1, 8).Pool("exclusive"), JobBuilder(2, "vision", 1, 8).Pool("exclusive")};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 2u);
+  for (const auto& bind : plan.binds) EXPECT_EQ(bind.node, bind.job.value() == 2 ? "mine" : "open");
+  // With the open node taken, nlp's job waits and says whose node is left.
+  view.pending = {JobBuilder(1, "nlp", 1, 8).Pool("exclusive")};
+  view.running = {Occupy(view, 3, 0, "open", 8, "vision")};
+  plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.binds.empty());
+  EXPECT_TRUE(AnyReasonContains(plan, 1, "1 node: exclusive node of another queue"));
+  // A node owned by a queue that does not exist takes nobody's jobs.
+  view.nodes[0].pool_queue = "gone";
+  view.pending = {JobBuilder(2, "vision", 1, 8).Pool("exclusive")};
+  EXPECT_TRUE(Schedule(view, Default()).binds.empty());
+}
+
 // --- Queue capability --------------------------------------------------------
 
 TEST(CapabilityTest, NeverExceededEvenByManySmallJobsInOneCycle) {

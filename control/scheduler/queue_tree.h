@@ -92,6 +92,18 @@ class QueueTree {
   void SetClusterTotals(const Amounts& totals) { totals_ = totals; }
   // Bumped by every change of usage, so callers can cache what they derive from it.
   uint64_t version() const { return version_; }
+  // The queue's index, or nullopt when no queue has this name.
+  std::optional<int> Find(const std::string& name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? std::nullopt : std::optional<int>(it->second);
+  }
+  // `queue` is `ancestor` or lies below it.
+  bool InSubtree(int queue, int ancestor) const {
+    for (int at = queue; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
+      if (at == ancestor) return true;
+    }
+    return false;
+  }
   // Path root..leaf (root first); cached, as reclaim asks for it per queue pair.
   const std::vector<int>& Path(int leaf) const;
 

@@ -60,6 +60,9 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     WorkNode node;
     node.view = &node_view;
     node.pool = PoolOf(node_view.pool);
+    if (!node_view.pool_queue.empty() && node.pool == NodePool::kExclusive) {
+      node.owner = queues_.Find(node_view.pool_queue).value_or(WorkNode::kUnknownOwner);
+    }
     node.cpu_free = node_view.cpu_milli_free;
     node.memory_free = node_view.memory_mib_free;
     node.gpu_free.reserve(node_view.gpus.size());

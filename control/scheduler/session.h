@@ -33,6 +33,11 @@ namespace gpool::scheduler {
 struct WorkNode {
   const topology::NodeView* view = nullptr;
   NodePool pool = NodePool::kPublic;
+  // The queue owning an exclusive node (index in queues()): kNoOwner for
+  // none, kUnknownOwner when it names a queue that does not exist.
+  static constexpr int kNoOwner = -1;
+  static constexpr int kUnknownOwner = -2;
+  int owner = kNoOwner;
   uint32_t usable_gpus = 0;   // healthy GPUs that can run whole-GPU work
   uint32_t healthy_gpus = 0;  // healthy GPUs (shares and MIG instances may use static-MIG ones)
   uint32_t free_gpus = 0;
@@ -100,6 +105,7 @@ enum class Reject : uint8_t {
   kNotReady,
   kCordoned,
   kPool,
+  kPoolOwner,
   kSelector,
   kTaint,
   kGpuModel,

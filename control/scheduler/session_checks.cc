@@ -71,6 +71,14 @@ struct NodeChecks {
   static Result Ready(Input& in) { return in.node.view->ready ? Result() : Reject::kNotReady; }
   static Result NotCordoned(Input& in) { return in.node.view->cordoned ? Reject::kCordoned : Result(); }
   static Result InJobPool(Input& in) { return in.node.pool != in.job.pool ? Reject::kPool : Result(); }
+  // An exclusive node that belongs to a queue takes only that queue's jobs
+  // (and its descendants').
+  static Result OwnedByJobQueue(Input& in) {
+    const int owner = in.node.owner;
+    if (owner == WorkNode::kNoOwner) return std::nullopt;
+    return owner != WorkNode::kUnknownOwner && in.session.queues_.InSubtree(in.job.queue, owner) ? Result()
+                                                                                                : Reject::kPoolOwner;
+  }
   static Result SelectorMatches(Input& in) {
     for (const auto& [key, value] : in.job.view->node_selector) {
       auto it = in.node.view->labels.find(key);
@@ -196,8 +204,8 @@ struct NodeChecks {
   // counted under the first check it fails, so the cheap, static reasons a
   // user can act on (pool, selector, taint, model) come before capacity.
   static Result Static(Input& in) {
-    return Chain<Ready, NotCordoned, InJobPool, SelectorMatches, TaintsTolerated, HasGpuModel, ExclusiveTakesWhole,
-                 GpusEver, CpuEver, MemoryEver>(in);
+    return Chain<Ready, NotCordoned, InJobPool, OwnedByJobQueue, SelectorMatches, TaintsTolerated, HasGpuModel,
+                 ExclusiveTakesWhole, GpusEver, CpuEver, MemoryEver>(in);
   }
   static Result Now(Input& in) {
     return Chain<Static, NotClaimed, NotReserved, ExclusiveIdle, DevicesFit, GpuMemoryCapability, ModelCapability,

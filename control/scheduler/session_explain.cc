@@ -16,6 +16,7 @@ topology::PendingCode CodeOf(Reject reject) {
     case Reject::kNotReady: return PendingCode::kNodeNotReady;
     case Reject::kCordoned: return PendingCode::kNodeCordoned;
     case Reject::kPool: return PendingCode::kNodeInAnotherPool;
+    case Reject::kPoolOwner: return PendingCode::kNodeOwnedByAnotherQueue;
     case Reject::kSelector: return PendingCode::kNodeSelector;
     case Reject::kTaint: return PendingCode::kNodeTaint;
     case Reject::kGpuModel: return PendingCode::kNodeGpuModel;

@@ -30,6 +30,7 @@ topology::NodeView ClusterState::ToNodeView(const std::string& name, const NodeR
   view.labels["gpool.io/node"] = name;
   view.taints = node.taints;
   view.pool = node.pool;
+  view.pool_queue = node.pool_queue;
   for (const auto& gpu : node.spec.gpus) view.gpus.push_back(GpuSlotOf(node, gpu));
   for (const auto& numa : node.spec.numa) {
     const auto [cpu, memory] = NumaUsed(node, numa.id);

@@ -57,6 +57,9 @@ class ClusterState {
   const std::map<uint64_t, JobRecord>& jobs() const { return jobs_; }
   // Always holds "root" and "default" (a child of root).
   const std::map<std::string, QueueRecord>& queues() const { return queues_; }
+  // A job naming the exclusive pool needs an exclusive node its queue may
+  // use: one owned by the queue or an ancestor, or owned by nobody.
+  Status CheckSubmitPool(const std::string& queue, const std::string& pool) const;
   const QueueRecord* FindQueue(std::string_view name) const;
   // What bound and running tasks hold, per queue, including descendants'.
   std::map<std::string, Quota> QueueAllocations() const;

@@ -16,6 +16,15 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
   result.status = CheckNodeShape(cmd.node);
   if (!result.status.ok()) return result;
   NodeRecord& node = nodes_[cmd.node.name];
+  // The spec file's pool applies on first registration and when the file's
+  // pool changes; an operator's `gpool node pool` holds until then.
+  const bool first = node.spec.name.empty();
+  const bool spec_pool_changed = first || cmd.node.pool != node.spec.pool ||
+                                 cmd.node.pool_queue != node.spec.pool_queue;
+  if (!cmd.node.pool.empty() && spec_pool_changed) {
+    node.pool = cmd.node.pool;
+    node.pool_queue = cmd.node.pool_queue;
+  }
   if (node.registered_ms == 0) node.registered_ms = now;
   node.spec = cmd.node;
   MarkReady(node, cmd.node.name, now);
@@ -150,6 +159,7 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd)
     if (!cordon) node.operator_uncordon_ms = now;
   } else if (update.op == "pool") {
     node.pool = update.pool;
+    node.pool_queue = update.pool == "exclusive" ? update.queue : "";
   } else if (update.op == "taint") {
     for (const auto& key : update.remove_taints) node.taints.erase(key);
     for (const auto& [key, value] : update.taints) node.taints[key] = value;

@@ -243,12 +243,32 @@ TEST_F(PolicyStateTest, ViewCarriesQueuesRunningTasksAndGangRules) {
   EXPECT_EQ(allocated["root"]["gpu"], 2u);
 }
 
+// The spec file's pool applies on first registration and when the file
+// changes it; an operator's move holds across re-registrations until then.
+TEST_F(PolicyStateTest, TheSpecFilesPoolAppliesUntilAnOperatorMovesTheNode) {
+  NodeSpec spec = MakeNode("n1", 1);
+  spec.pool = "exclusive";
+  spec.pool_queue = "default";
+  ASSERT_TRUE(Do(RegisterNodeCmd{spec, {}}).status.ok());
+  EXPECT_EQ(state_.FindNode("n1")->pool, "exclusive");
+  EXPECT_EQ(state_.BuildView().nodes[0].pool_queue, "default");
+  UpdateNode move{.node = "n1", .op = "pool", .pool = "pooled"};
+  ASSERT_TRUE(Do(UpdateNodeCmd{move}).status.ok());
+  ASSERT_TRUE(Do(RegisterNodeCmd{spec, {}}).status.ok());
+  EXPECT_EQ(state_.FindNode("n1")->pool, "pooled") << "a restarted worker undid the operator's move";
+  EXPECT_EQ(state_.FindNode("n1")->pool_queue, "");
+  spec.pool = "public";
+  spec.pool_queue.clear();
+  ASSERT_TRUE(Do(RegisterNodeCmd{spec, {}}).status.ok());
+  EXPECT_EQ(state_.FindNode("n1")->pool, "public") << "the spec file's new pool applies";
+}
+
 TEST_F(PolicyStateTest, TaintsAreSetAndRemoved) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 1), {}}).status.ok());
-  UpdateNode taint{"n1", "taint", {}, {}, "", {{"maintenance", "true"}}, {}};
+  UpdateNode taint{.node = "n1", .op = "taint", .taints = {{"maintenance", "true"}}};
   ASSERT_TRUE(Do(UpdateNodeCmd{taint}).status.ok());
   EXPECT_EQ(state_.BuildView().nodes[0].taints.at("maintenance"), "true");
-  UpdateNode untaint{"n1", "taint", {}, {}, "", {}, {"maintenance"}};
+  UpdateNode untaint{.node = "n1", .op = "taint", .remove_taints = {"maintenance"}};
   ASSERT_TRUE(Do(UpdateNodeCmd{untaint}).status.ok());
   EXPECT_TRUE(state_.BuildView().nodes[0].taints.empty());
 }

@@ -1,5 +1,6 @@
 // ClusterState: the queue tree (create, update, delete, allocation).
 #include <algorithm>
+#include <set>
 
 #include "control/state/cluster_state.h"
 #include "protocol/validate.h"
@@ -45,6 +46,21 @@ void ClusterState::EnsureBuiltinQueues() {
 const QueueRecord* ClusterState::FindQueue(std::string_view name) const {
   auto it = queues_.find(std::string(name));
   return it == queues_.end() ? nullptr : &it->second;
+}
+
+Status ClusterState::CheckSubmitPool(const std::string& queue, const std::string& pool) const {
+  if (pool != "exclusive") return Status::Ok();
+  // The queue and its ancestors (bounded: a tree of queues_.size() levels at most).
+  std::set<std::string> chain;
+  for (std::string at = queue; !at.empty() && chain.size() <= queues_.size() && chain.insert(at).second;) {
+    const QueueRecord* record = FindQueue(at);
+    at = record == nullptr || at == "root" ? "" : record->spec.parent;
+  }
+  for (const auto& [name, node] : nodes_) {
+    if (node.pool == "exclusive" && (node.pool_queue.empty() || chain.count(node.pool_queue))) return Status::Ok();
+  }
+  return Status::FailedPrecondition("queue '" + queue + "' owns no exclusive nodes (an operator assigns them with "
+                                    "`gpool node pool NAME exclusive --queue " + queue + "`)");
 }
 
 Status ClusterState::CheckSubmitQueue(const std::string& name) const {

@@ -252,6 +252,7 @@ struct NodeRecord {
   NodeState state = NodeState::kReady;
   bool cordoned = false;
   std::string pool = "public";                      // public, pooled or exclusive
+  std::string pool_queue;                           // the queue owning it (exclusive only; "" for none)
   std::map<std::string, std::string> admin_labels;  // the operator's; overlay spec.labels
   std::map<std::string, std::string> taints;
   int64_t registered_ms = 0;
@@ -317,6 +318,7 @@ struct NodeRecord {
     v.Required("state", state_wire);
     v.Optional("cordoned", cordoned);
     v.Optional("pool", pool);
+    v.Optional("pool_queue", pool_queue);
     v.Optional("admin_labels", admin_labels);
     v.Optional("taints", taints);
     v.Optional("registered_ms", registered_ms);
