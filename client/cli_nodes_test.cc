@@ -79,6 +79,23 @@ TEST_F(NodeCliTest, CordonAndUncordon) {
   EXPECT_EQ(Node(1).state, "NotReady,Cordoned");
 }
 
+TEST_F(NodeCliTest, AnExclusiveNodeMayBelongToAQueue) {
+  ASSERT_EQ(Run({"node", "pool", "node-0", "exclusive", "--queue", "vision"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "node node-0 moved to pool exclusive (owned by queue vision)\n");
+  EXPECT_EQ(cluster_->node_updates.back().queue, "vision");
+  ASSERT_EQ(Run({"nodes"}), kExitOk);
+  EXPECT_NE(out_.str().find("\nnode-0  Ready     ok      exclusive:vision  "), std::string::npos) << out_.str();
+  ASSERT_EQ(Run({"node", "show", "node-0"}), kExitOk);
+  EXPECT_NE(out_.str().find("Pool:       exclusive (owned by queue vision)\n"), std::string::npos) << out_.str();
+  cluster_->node_updates.clear();
+  clients_made_ = 0;
+  ExpectRejected({"node", "pool", "node-0", "public", "--queue", "vision"},
+                 "pool: only an exclusive node belongs to a queue (queue 'vision' given for pool 'public')", false);
+  ExpectRejected({"node", "cordon", "node-0", "--queue", "vision"},
+                 "node cordon: --queue belongs to 'node pool NAME exclusive --queue Q' (usage: gpool node cordon NAME)",
+                 true);
+}
+
 TEST_F(NodeCliTest, LabelSetsAndRemovesAndPrintsAllLabelsSorted) {
   ASSERT_EQ(Run({"node", "label", "node-0", "team=vision", "old-", "zone="}), kExitOk) << err_.str();
   EXPECT_EQ(out_.str(), "node node-0 labels: rack=r1, team=vision, zone=\n");
@@ -218,7 +235,7 @@ TEST_F(NodeCliTest, UsageErrors) {
       {{"node", "cordon"}, "node cordon: missing the node NAME (usage: gpool node cordon NAME)"},
       {{"node", "uncordon"}, "node uncordon: missing the node NAME (usage: gpool node uncordon NAME)"},
       {{"node", "label"}, "node label: missing the node NAME (usage: gpool node label NAME KEY=VALUE... KEY-...)"},
-      {{"node", "pool"}, "node pool: missing the node NAME (usage: gpool node pool NAME public|pooled|exclusive)"},
+      {{"node", "pool"}, "node pool: missing the node NAME (usage: gpool node pool NAME public|pooled|exclusive [--queue Q])"},
       {{"node", "cordon", "node-0", "node-1"},
        "node cordon: expected one node NAME, got 2 arguments (usage: gpool node cordon NAME)"},
       {{"node", "uncordon", "node-0", "x"},
@@ -227,9 +244,9 @@ TEST_F(NodeCliTest, UsageErrors) {
        "node label: expected at least one KEY=VALUE (set) or KEY- (remove) (usage: gpool node label NAME "
        "KEY=VALUE... KEY-...)"},
       {{"node", "pool", "node-0"},
-       "node pool: expected a node NAME and a POOL (usage: gpool node pool NAME public|pooled|exclusive)"},
+       "node pool: expected a node NAME and a POOL (usage: gpool node pool NAME public|pooled|exclusive [--queue Q])"},
       {{"node", "pool", "node-0", "public", "pooled"},
-       "node pool: expected a node NAME and a POOL (usage: gpool node pool NAME public|pooled|exclusive)"},
+       "node pool: expected a node NAME and a POOL (usage: gpool node pool NAME public|pooled|exclusive [--queue Q])"},
   };
   for (const auto& c : cases) ExpectRejected(c.args, c.message, /*usage_hint=*/true);
   EXPECT_EQ(Run({"node", "cordon", "node-0", "--bogus"}), kExitUsage);
@@ -503,7 +520,7 @@ TEST_F(NodeCliTest, Help) {
   const std::string help = out_.str();
   for (const char* form : {"  gpool node cordon NAME\n", "  gpool node uncordon NAME\n",
                            "  gpool node label NAME KEY=VALUE... KEY-...\n",
-                           "  gpool node pool NAME public|pooled|exclusive\n",
+                           "  gpool node pool NAME public|pooled|exclusive [--queue Q]\n",
                            "  gpool node taint NAME KEY=VALUE... KEY-...\n"}) {
     EXPECT_NE(help.find(form), std::string::npos) << form << help;
   }
@@ -511,7 +528,7 @@ TEST_F(NodeCliTest, Help) {
   EXPECT_EQ(out_.str(), help);
   ASSERT_EQ(Run({"--help"}), kExitOk);
   for (const char* line : {"\n  node cordon NAME  ", "\n  node uncordon NAME  ", "\n  node label NAME KEY=VALUE... KEY-...  ",
-                           "\n  node pool NAME POOL  "}) {
+                           "\n  node pool NAME POOL [--queue Q]  "}) {
     EXPECT_NE(out_.str().find(line), std::string::npos) << line << out_.str();
   }
   EXPECT_EQ(clients_made_, 0);

@@ -235,6 +235,7 @@ Result<UpdateNodeReply> FakeClient::UpdateNode(const gpool::UpdateNode& request)
     if (!node.cordoned && suffixed) node.state.resize(node.state.size() - kSuffix.size());
   } else if (request.op == "pool") {
     node.pool = request.pool;
+    node.pool_queue = request.queue;
   } else if (request.op == "taint") {
     for (const auto& key : request.remove_taints) node.taints.erase(key);
     for (const auto& [key, value] : request.taints) node.taints[key] = value;
