@@ -163,10 +163,33 @@ void Allocate(Session& session) {
     }
   }
 
+  // A low job that found no room in its pool may borrow idle exclusive
+  // nodes another queue owns; the owner takes them back by reclaim.
+  auto try_borrow = [&](WorkJob& job) {
+    if (!session.lendable_exclusive() || !GangMayBorrow(job.view->priority_class) ||
+        job.pool == NodePool::kExclusive || job.view->network_mode != topology::NetworkMode::kNone) {
+      return false;
+    }
+    std::vector<PendingReason> own_reasons = std::move(job.reasons);
+    const NodePool own_pool = job.pool;
+    job.pool = NodePool::kExclusive;
+    job.borrowing = true;
+    job.reasons.clear();
+    const bool placed = session.PlaceAll(job, job.gang, session.MayIgnoreReservations(job));
+    job.pool = own_pool;
+    job.borrowing = false;
+    job.reasons = std::move(own_reasons);  // why it waits is its own pool's story
+    if (placed) {
+      job.reasons.clear();
+      job.done = true;
+    }
+    return placed;
+  };
+
   JobOrder order(session, [](const WorkJob& job) { return job.admitted && !job.done && !job.gang.empty(); });
   for (int next = order.Next(); next >= 0; next = order.Next()) {
     WorkJob& job = jobs[static_cast<size_t>(next)];
-    if (try_job(job)) {
+    if (try_job(job) || try_borrow(job)) {
       order.Charged(job, GangDemand(tree, job));
       continue;
     }

@@ -355,6 +355,68 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
   }
 }
 
+// An owner's exclusive job takes back owned nodes lent to other queues' low
+// work: for each task of its gang, the owned node (that could ever run it,
+// holds nothing of the owner and only borrowers) with the fewest borrowed
+// tasks; every borrower there goes, with its whole job when that breaks its
+// gang (borrowers are low, so the class rule allows it).
+void ReclaimExclusiveNodes(Session& session) {
+  if (!session.lendable_exclusive()) return;
+  auto& nodes = session.nodes();
+  auto& running = session.running();
+  QueueTree& tree = session.queues();
+  const Evictor::Index index = Evictor::BuildIndex(session);
+  std::vector<size_t> lent;  // owned nodes holding borrowed work only
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (nodes[n].owner >= 0 && !nodes[n].owner_busy && !nodes[n].running.empty()) lent.push_back(n);
+  }
+  if (lent.empty()) return;
+  JobOrder order(session, [](const WorkJob& job) {
+    return job.admitted && !job.done && !job.has_claim && !job.gang.empty() && job.pool == NodePool::kExclusive;
+  });
+  for (int next = order.Next(); next >= 0; next = order.Next()) {
+    WorkJob& job = session.jobs()[static_cast<size_t>(next)];
+    std::vector<size_t> chosen_nodes;
+    std::set<size_t> victims;
+    for (const PendingTask* task : job.gang) {
+      int best = -1;
+      size_t best_count = 0;
+      for (size_t n : lent) {
+        const WorkNode& node = nodes[n];
+        if (node.owner_busy || !tree.InSubtree(job.queue, node.owner)) continue;
+        if (node.claimed_for != 0 || std::find(chosen_nodes.begin(), chosen_nodes.end(), n) != chosen_nodes.end()) {
+          continue;
+        }
+        if (session.CheckStatic(job, *task, node)) continue;
+        const bool all_lent = std::all_of(node.running.begin(), node.running.end(), [&](size_t i) {
+          return !running[i].evicted && EvictableWhole(running[i].view->priority_class) &&
+                 !tree.InSubtree(running[i].queue, node.owner);
+        });
+        if (!all_lent) continue;
+        if (best < 0 || node.running.size() < best_count) {
+          best = static_cast<int>(n);
+          best_count = node.running.size();
+        }
+      }
+      if (best < 0) break;
+      chosen_nodes.push_back(static_cast<size_t>(best));
+      for (size_t i : nodes[static_cast<size_t>(best)].running) {
+        for (size_t sibling : index.by_job.at(running[i].view->job.value())) {
+          if (!running[sibling].evicted) victims.insert(sibling);
+        }
+      }
+    }
+    if (chosen_nodes.size() != job.gang.size() || victims.empty()) continue;
+    const std::string reason = "reclaimed by queue " + tree.queue(job.queue).name + " (its exclusive nodes) for job " +
+                               std::to_string(job.view->id.value());
+    for (size_t victim : victims) session.Evict(victim, job, reason);
+    job.done = true;
+    job.has_claim = true;
+    tree.Claim(job.queue, GangDemand(tree, job));
+    job.reasons = {topology::PendingReason::Nodes(topology::PendingCode::kReclaiming, static_cast<uint32_t>(victims.size()))};
+  }
+}
+
 }  // namespace
 
 void Preempt(Session& session) {
@@ -373,6 +435,7 @@ void Preempt(Session& session) {
 }
 
 void Reclaim(Session& session) {
+  ReclaimExclusiveNodes(session);
   QueueTree& tree = session.queues();
   // The queue on each side just below where the paths of the two leaves meet:
   // shares are compared between those siblings.

@@ -80,6 +80,40 @@ TEST(PoolTest, AnExclusiveNodeOfAQueueTakesOnlyThatQueuesJobs) {
   EXPECT_TRUE(Schedule(view, Default()).binds.empty());
 }
 
+TEST(PoolTest, IdleExclusiveNodesAreLentToOtherQueuesLowWorkAndTakenBack) {
+  // vision owns "x"; nlp's public node is full. nlp's low job borrows x
+  // (any size: the whole-node rule is the owner's); a medium one may not.
+  ClusterView view;
+  view.nodes = {MakeNode("pub", 8), MakeNode("x", 8, "exclusive")};
+  view.nodes[1].pool_queue = "vision";
+  view.queues = {MakeQueue("vision", "root"), MakeQueue("nlp", "root")};
+  view.running = {Occupy(view, 1, 0, "pub", 8, "nlp")};
+  view.pending = {JobBuilder(2, "nlp", 1, 2).Class(kLow), JobBuilder(3, "nlp", 1, 2)};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].job, JobId(2));
+  EXPECT_EQ(plan.binds[0].node, "x");
+  EXPECT_TRUE(AnyReasonContains(plan, 3, "insufficient GPUs")) << "the medium job waits for its own pool";
+
+  // vision wants its node: the borrower is evicted for it, and nothing else.
+  view.running.push_back(Occupy(view, 2, 0, "x", 2, "nlp", kLow, 5));
+  view.pending = {JobBuilder(4, "vision", 1, 8).Pool("exclusive")};
+  plan = Schedule(view, Default());
+  ASSERT_EQ(Evicted(plan), (std::vector<std::pair<uint64_t, uint32_t>>{{2, 0}}));
+  EXPECT_NE(plan.evictions[0].reason.find("reclaimed by queue vision (its exclusive nodes) for job 4"),
+            std::string::npos);
+  EXPECT_TRUE(AnyReasonContains(plan, 4, "reclaiming capacity lent to other queues (1 tasks)"));
+
+  // A node holding work of its owner is not lent.
+  view = ClusterView{};
+  view.nodes = {MakeNode("pub", 8), MakeNode("x", 8, "exclusive")};
+  view.nodes[1].pool_queue = "vision";
+  view.queues = {MakeQueue("vision", "root"), MakeQueue("nlp", "root")};
+  view.running = {Occupy(view, 1, 0, "pub", 8, "nlp"), Occupy(view, 5, 0, "x", 0, "vision")};
+  view.pending = {JobBuilder(2, "nlp", 1, 2).Class(kLow)};
+  EXPECT_TRUE(Schedule(view, Default()).binds.empty());
+}
+
 // --- Queue capability --------------------------------------------------------
 
 TEST(CapabilityTest, NeverExceededEvenByManySmallJobsInOneCycle) {

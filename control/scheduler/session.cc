@@ -62,6 +62,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     node.pool = PoolOf(node_view.pool);
     if (!node_view.pool_queue.empty() && node.pool == NodePool::kExclusive) {
       node.owner = queues_.Find(node_view.pool_queue).value_or(WorkNode::kUnknownOwner);
+      lendable_exclusive_ = lendable_exclusive_ || node.owner >= 0;
     }
     node.cpu_free = node_view.cpu_milli_free;
     node.memory_free = node_view.memory_mib_free;
@@ -132,6 +133,8 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     work.charge = queues_.Demand(task.gpus, task.cpu_milli, task.memory_mib, task.gpu_model, task.gpu_memory_mib);
     queues_.Charge(work.queue, work.charge);
     if (work.node >= 0) {
+      WorkNode& node = nodes_[static_cast<size_t>(work.node)];
+      node.owner_busy = node.owner_busy || (node.owner >= 0 && queues_.InSubtree(work.queue, node.owner));
       nodes_[static_cast<size_t>(work.node)].running.push_back(running_.size());
       // Victims drain for their preemptor: what they free is its alone.
       if (task.stopping_for != 0) nodes_[static_cast<size_t>(work.node)].claimed_for = task.stopping_for;

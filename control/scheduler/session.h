@@ -38,6 +38,7 @@ struct WorkNode {
   static constexpr int kNoOwner = -1;
   static constexpr int kUnknownOwner = -2;
   int owner = kNoOwner;
+  bool owner_busy = false;  // holds work of its owning queue: not lent out
   uint32_t usable_gpus = 0;   // healthy GPUs that can run whole-GPU work
   uint32_t healthy_gpus = 0;  // healthy GPUs (shares and MIG instances may use static-MIG ones)
   uint32_t free_gpus = 0;
@@ -79,6 +80,9 @@ struct WorkJob {
   // What is being placed for it may not borrow beyond its queue chain's
   // deserved shares (class_rules.h); set by the action placing it.
   bool within_deserved = false;
+  // A low job of another queue trying idle exclusive nodes that belong to a
+  // queue (their owner takes them back by reclaim); pool is then exclusive.
+  bool borrowing = false;
   uint64_t min_gpus = 0;         // GPUs of its gang minimum
   // Tasks that must be placed together for the job to run (its groups'
   // minimums less what is active), then the elastic rest.
@@ -207,6 +211,8 @@ class Session {
     return buckets_[static_cast<size_t>(pool)][free_gpus];
   }
   uint32_t largest_gpus() const { return largest_gpus_; }
+  // Some exclusive node belongs to a queue: idle ones may be lent to low work.
+  bool lendable_exclusive() const { return lendable_exclusive_; }
 
  private:
   friend struct NodeChecks;  // the check chain (session_checks.cc)
@@ -288,6 +294,7 @@ class Session {
   std::unordered_map<std::string, std::pair<uint64_t, std::vector<uint8_t>>> short_nodes_;
   mutable std::vector<topology::DeviceLoad> scratch_loads_;  // Loads() of a node nothing was shared on yet
   bool uuid_lists_ = false;  // some job restricts devices by UUID
+  bool lendable_exclusive_ = false;
   // The target workload of fragmentation-aware strategies.
   std::vector<topology::WorkloadShape> workload_;
   // workload_ as a node of one GPU model sees it: the shapes that may run

@@ -75,6 +75,12 @@ struct NodeChecks {
   // (and its descendants').
   static Result OwnedByJobQueue(Input& in) {
     const int owner = in.node.owner;
+    // A borrower takes only nodes some other queue owns, while the owner has nothing there.
+    if (in.job.borrowing) {
+      return owner >= 0 && !in.session.queues_.InSubtree(in.job.queue, owner) && !in.node.owner_busy
+                 ? Result()
+                 : Reject::kPoolOwner;
+    }
     if (owner == WorkNode::kNoOwner) return std::nullopt;
     return owner != WorkNode::kUnknownOwner && in.session.queues_.InSubtree(in.job.queue, owner) ? Result()
                                                                                                 : Reject::kPoolOwner;
@@ -107,7 +113,7 @@ struct NodeChecks {
     return matching < need.gpus ? Reject::kGpuModel : Result();
   }
   static Result ExclusiveTakesWhole(Input& in) {
-    return in.node.pool == NodePool::kExclusive && in.task.resources.gpus != in.node.usable_gpus
+    return in.node.pool == NodePool::kExclusive && !in.job.borrowing && in.task.resources.gpus != in.node.usable_gpus
                ? Reject::kExclusiveWhole
                : Result();
   }
@@ -134,7 +140,8 @@ struct NodeChecks {
                                                                                                : Result();
   }
   static Result ExclusiveIdle(Input& in) {
-    return in.node.pool == NodePool::kExclusive && !in.node.Idle() ? Reject::kExclusiveBusy : Result();
+    return in.node.pool == NodePool::kExclusive && !in.job.borrowing && !in.node.Idle() ? Reject::kExclusiveBusy
+                                                                                        : Result();
   }
   static Result DevicesFit(Input& in) { return in.session.CheckDevices(in.job, in.task, in.node, &in.gpu_memory); }
   // Per-node quota checks of a resource the gang's demand cannot know in

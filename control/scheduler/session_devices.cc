@@ -160,6 +160,7 @@ std::optional<VendorPick> Session::PickByVendorRule(const WorkJob& job, const Pe
 
 Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_index) {
   WorkNode& node = nodes_[node_index];
+  if (node.owner >= 0 && !job.borrowing) node.owner_busy = true;
   const Resources& need = task.resources;
   const bool indexed = node.view->ready && !node.view->cordoned;
   if (indexed) BucketRemove(node_index);

@@ -52,7 +52,7 @@ std::string Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool 
   const Resources& need = task.resources;
   key += '|' + std::to_string(need.gpus) + '|' + std::to_string(need.cpu_milli) + '|' +
          std::to_string(need.memory_mib) + '|' + need.gpu_model + '|' + std::to_string(job.queue) +
-         (ignore_reservations ? "|i" : "|-") + (job.within_deserved ? "d" : "-");
+         (ignore_reservations ? "|i" : "|-") + (job.within_deserved ? "d" : "-") + (job.borrowing ? "b" : "-");
   if (!need.Whole()) {
     key += "|s" + std::to_string(need.gpu_memory_mib) + '/' + std::to_string(need.gpu_memory_pct) + '/' +
            std::to_string(need.gpu_compute_pct) + '/' + need.sharing_qos + '/' + need.mig_profile + '/' +
