@@ -167,7 +167,8 @@ void Allocate(Session& session) {
   // nodes another queue owns; the owner takes them back by reclaim.
   auto try_borrow = [&](WorkJob& job) {
     if (!session.lendable_exclusive() || !GangMayBorrow(job.view->priority_class) ||
-        job.pool == NodePool::kExclusive || job.view->network_mode != topology::NetworkMode::kNone) {
+        job.pool == NodePool::kExclusive || job.view->network_mode != topology::NetworkMode::kNone ||
+        tree.CheckCapability(job.queue, GangDemand(tree, job), job.within_deserved)) {
       return false;
     }
     std::vector<PendingReason> own_reasons = std::move(job.reasons);

@@ -39,6 +39,7 @@ struct SimJob {
   std::string queue;
   std::string user;
   PriorityClass cls = PriorityClass::kMedium;
+  std::string pool = "public";
   uint32_t gpus = 1;  // per task
   uint32_t min = 1;
   std::vector<SimTask> tasks;
@@ -67,6 +68,7 @@ struct Sim {
       pending.queue = job.queue;
       pending.user = job.user;
       pending.priority_class = job.cls;
+      pending.pool = job.pool;
       pending.groups = {topology::GroupRule{job.min, active}};
       pending.claimed_nodes.assign(job.claimed_nodes.begin(), job.claimed_nodes.end());
       for (const auto& task : job.tasks) {
@@ -110,6 +112,12 @@ struct Sim {
     }
     return caps;
   }
+  bool InSubtree(const std::string& queue, const std::string& ancestor) const {
+    for (std::string at = queue; !at.empty(); at = Parent(at)) {
+      if (at == ancestor) return true;
+    }
+    return false;
+  }
   std::string Parent(const std::string& queue) const {
     for (const auto& q : queues) {
       if (q.name == queue) return q.parent;
@@ -146,6 +154,18 @@ std::string CheckPlan(const Sim& sim, const ClusterView& view, const Plan& plan)
     if ((memory[bind.node] += bind.memory_mib) > node->memory_mib_free) return "memory over-allocated";
     ++binds_per_job[bind.job.value()];
     const SimJob& job = sim.jobs.at(bind.job.value());
+    // An owned exclusive node takes its owner's jobs, and other queues' low
+    // work only while the owner has nothing there.
+    if (!node->pool_queue.empty() && !sim.InSubtree(job.queue, node->pool_queue)) {
+      if (job.cls != PriorityClass::kLow) return "a non-low job of another queue placed on an owned exclusive node";
+      for (const auto& [id, other] : sim.jobs) {
+        for (const auto& t : other.tasks) {
+          if (t.running && t.node == bind.node && sim.InSubtree(other.queue, node->pool_queue)) {
+            return "lent an exclusive node its owner was using";
+          }
+        }
+      }
+    }
     for (std::string at = job.queue; !at.empty(); at = sim.Parent(at)) use[at] += bind.gpu_indices.size();
   }
   for (const auto& [queue, cap] : sim.GpuCapability()) {
@@ -265,6 +285,12 @@ Sim RandomSim(Rng& rng, bool flat_guarantees, bool deserved_fit = false) {
     if (!flat_guarantees && q >= 2) parent = "q0";  // some depth: q0 becomes an inner queue
     sim.queues.push_back(testing::MakeQueue("q" + std::to_string(q), parent, capability, deserved, guarantee));
   }
+  // Sometimes an exclusive node owned by a leaf queue (lent to others' low work).
+  if (!flat_guarantees && rng.Below(3) == 0) {
+    auto node = testing::MakeNode("x0", 4, "exclusive", "A100", 64'000, 512 * 1024);
+    node.pool_queue = "q" + std::to_string(1 + rng.Below(leaves - 1));
+    sim.nodes.push_back(node);
+  }
   return sim;
 }
 
@@ -284,6 +310,13 @@ void AddJobs(Sim& sim, Rng& rng, uint64_t& next_id, uint32_t count, bool single_
     job.gpus = single_gpu ? 1 : static_cast<uint32_t>(rng.Below(5));
     const uint32_t replicas = single_gpu ? 1 : 1 + static_cast<uint32_t>(rng.Below(3));
     job.min = 1 + static_cast<uint32_t>(rng.Below(replicas));
+    // Now and then a whole-node job for an owned exclusive node of its queue.
+    for (const auto& node : sim.nodes) {
+      if (!node.pool_queue.empty() && sim.InSubtree(job.queue, node.pool_queue) && rng.Below(3) == 0) {
+        job.pool = "exclusive";
+        job.gpus = static_cast<uint32_t>(node.gpus.size());
+      }
+    }
     for (uint32_t t = 0; t < replicas; ++t) job.tasks.push_back(SimTask{t});
     sim.jobs[job.id] = job;
   }
