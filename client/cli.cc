@@ -332,19 +332,11 @@ Result<TaskRef> ParseTaskRef(std::string_view text) {
 }
 
 Result<int64_t> ParseWaitTimeout(std::string_view text) {
-  const Status error =
-      Status::InvalidArgument("expected a duration like 90, 90s, 5m or 2h, got '" + std::string(text) + "'");
-  if (text.empty()) return error;
-  int64_t unit_ms = 1000;
-  switch (text.back()) {
-    case 's': unit_ms = 1000; text.remove_suffix(1); break;
-    case 'm': unit_ms = 60'000; text.remove_suffix(1); break;
-    case 'h': unit_ms = 3'600'000; text.remove_suffix(1); break;
-    default: break;
+  auto ms = topology::ParseDurationMs(text);
+  if (!ms.ok()) {
+    return Status::InvalidArgument("expected a duration like 90, 90s, 5m or 2h, got '" + std::string(text) + "'");
   }
-  auto v = cli::ParseUnsignedText(text, 1'000'000'000);
-  if (!v.ok()) return error;
-  return static_cast<int64_t>(*v) * unit_ms;
+  return static_cast<int64_t>(*ms);
 }
 
 Result<Quota> ParseQuota(std::string_view flag, std::string_view text) {

@@ -167,6 +167,12 @@ Status ApplyJobFlags(const Invocation& inv, const CliEnv& env, JobSpec& spec) {
     spec.pool = f["pool"].as<std::string>();
     if (!NodePoolFromString(spec.pool)) return NotOneOf<NodePool>("--pool", spec.pool);
   }
+  if (f.count("grace-period")) {
+    auto ms = ParseWaitTimeout(f["grace-period"].as<std::string>());
+    if (!ms.ok()) return ms.status().WithContext("--grace-period");
+    if (*ms > UINT32_MAX) return Status::InvalidArgument("--grace-period: too long");
+    spec.grace_period_ms = static_cast<uint32_t>(*ms);
+  }
   if (f.count("numa")) {
     spec.numa_policy = f["numa"].as<std::string>();
     if (!NumaPolicyFromString(spec.numa_policy)) return NotOneOf<NumaPolicy>("--numa", spec.numa_policy);
@@ -295,6 +301,8 @@ void SubmitOptions(cxxopts::Options& o) {
       ("class", "priority class: high (may preempt low jobs of its queue), medium (default) or low (preemptible)",
        cxxopts::value<std::string>(), "CLASS")
       ("pool", "node pool to run in: public (default), pooled or exclusive", cxxopts::value<std::string>(), "POOL")
+      ("grace-period", "SIGTERM to SIGKILL when the coordinator stops its tasks (eviction, drain): 30s, 5m "
+       "(default: the coordinator's --preempt-grace-ms)", cxxopts::value<std::string>(), "S")
       ("restart", "when to requeue: on-node-loss (default: tasks lost with their node), on-failure (also "
                   "non-zero exits) or never", cxxopts::value<std::string>(), "POLICY")
       ("max-attempts", "requeues allowed by --restart before the job fails (default 3, at most 100)",

@@ -359,6 +359,22 @@ TEST(JobSpecFileTest, NearMissPolicyKeysGetHints) {
 namespace gpool {
 namespace {
 
+TEST(JobSpecFileRestartTest, GracePeriodIsADuration) {
+  auto spec = ParseJobSpec("name: t\ncommand: [true]\ngrace_period: 45s\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->grace_period_ms, 45'000u);
+  auto bad = ParseJobSpec("name: t\ncommand: [true]\ngrace_period: soon\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("grace_period: 'soon' is not a duration"), std::string::npos)
+      << bad.status().ToString();
+  // Longer than the coordinator allows: refused by the shared validation, named.
+  auto long_one = ParseJobSpec("name: t\ncommand: [true]\ngrace_period: 2h\n");
+  ASSERT_FALSE(long_one.ok());
+  EXPECT_NE(long_one.status().message().find("grace_period_ms: 7200000 is over the coordinator's maximum of 3600000"),
+            std::string::npos)
+      << long_one.status().ToString();
+}
+
 TEST(JobSpecFileRestartTest, RestartPolicyIsReadAndCheckedByKey) {
   auto spec = ParseJobSpec("name: t\ncommand: [true]\nrestart: {policy: on-failure, max_attempts: 5}\n");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();

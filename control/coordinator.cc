@@ -113,6 +113,7 @@ void Coordinator::Wire() {
   gateway_options.client_address = client_endpoint_;
   gateway_options.limits.max_frame_bytes = options_.max_frame_bytes;
   gateway_options.max_spec_bytes = options_.max_spec_bytes;
+  gateway_options.spec_limits.max_grace_period_ms = options_.max_grace_period_ms;
   gateway_ = std::make_unique<Gateway>(gateway_options, state_, connections_, *log_relay_, *this, *tracker_);
 
   SchedulerDriverOptions scheduler_options;

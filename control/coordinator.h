@@ -86,6 +86,7 @@ struct CoordinatorOptions {
   uint64_t snapshot_every = 10'000;                      // entries between snapshots
   size_t max_frame_bytes = 4 * 1024 * 1024;
   uint64_t max_spec_bytes = kDefaultMaxSpecBytes;  // encoded; larger specs are ResourceExhausted
+  uint32_t max_grace_period_ms = SpecLimits{}.max_grace_period_ms;  // a job's grace_period_ms at most
   state::RetentionPolicy retention;               // finished jobs kept (control/state/retention.h)
   // A full disk (disk_full_mode.h): at or below this much free space on the
   // data dir's file system, writes are refused until space returns; a full

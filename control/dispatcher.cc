@@ -164,7 +164,10 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
   } else {
     PreemptTask preempt;
     preempt.task = task.id;
-    preempt.grace_ms = task.stop_grace_ms != 0 ? task.stop_grace_ms : options_.preempt_grace_ms;
+    // The stop's own grace (a cancel's), else the job's, else the coordinator's.
+    preempt.grace_ms = task.stop_grace_ms != 0           ? task.stop_grace_ms
+                       : job->spec.grace_period_ms != 0 ? job->spec.grace_period_ms
+                                                        : options_.preempt_grace_ms;
     preempt.reason = task.message();
     frame = MakeFrame(request_id, proposer_.epoch(), preempt);
   }

@@ -133,5 +133,34 @@ TEST_F(DispatcherTest, AReconnectedNodeGetsItsCommandsOnTheNewConnection) {
   EXPECT_EQ(dispatcher_.in_flight(), 1u) << "the preempt replaced the bind";
 }
 
+// An evicted task gets its job's grace_period; a job without one, the
+// coordinator's; a cancel's own grace wins over both.
+TEST_F(DispatcherTest, AStopUsesTheJobsGracePeriodWhereItNamesNoneOfItsOwn) {
+  JobSpec patient;
+  patient.name = "patient";
+  patient.grace_period_ms = 30'000;
+  patient.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
+  proposer_.Propose(state::SubmitJobCmd{patient, ""}, [](const auto&) {});
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(2), 0, "n2", {0}, 100, 100}}, {}},
+                    [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
+  JobSpec urgent = patient;
+  urgent.name = "urgent";
+  urgent.grace_period_ms = 0;
+  proposer_.Propose(state::SubmitJobCmd{urgent, ""}, [](const auto&) {});  // job 3, pending
+  workers_.Connect("n1", "peer-1", 0, 0);
+  workers_.Connect("n2", "peer-2", 0, 0);
+  dispatcher_.Tick(0);
+  proposer_.Propose(state::ApplyPlanCmd{{}, {topology::Eviction{JobId(2), 0, JobId(3), "preempted by job 3 (high)"},
+                                             topology::Eviction{JobId(1), 0, JobId(3), "preempted by job 3 (high)"}}},
+                    [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
+  dispatcher_.Tick(10);
+  std::map<std::string, uint32_t> grace;
+  for (const auto& sent : Sent(MessageType::kPreemptTask)) {
+    grace[sent.peer] = DecodeEnvelope(sent.frame).value().Body<PreemptTask>().value().grace_ms;
+  }
+  EXPECT_EQ(grace, (std::map<std::string, uint32_t>{{"peer-1", DispatcherOptions{}.preempt_grace_ms},
+                                                    {"peer-2", 30'000}}));
+}
+
 }  // namespace
 }  // namespace gpool::control

@@ -105,6 +105,9 @@ int main(int argc, char** argv) {
      cxxopts::value<size_t>()->default_value(std::to_string(defaults.max_frame_bytes)))
     ("max-spec-bytes", "Largest accepted job spec in bytes (msgpack-encoded); larger ones are ResourceExhausted",
      cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.max_spec_bytes)))
+    ("max-grace-period-ms", "Longest grace_period a job may ask for (SIGTERM to SIGKILL when its tasks are "
+     "stopped); longer ones are refused at submit",
+     cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.max_grace_period_ms)))
     ("retain-finished-ms", "How long a finished job stays in the coordinator's state after it finished; then it "
      "is forgotten (gpool job N: NotFound, compacted) and only its usage summary stays",
      cxxopts::value<int64_t>()->default_value(std::to_string(defaults.retention.keep_ms)))
@@ -180,6 +183,7 @@ int main(int argc, char** argv) {
     options.snapshot_every = args["snapshot-every"].as<uint64_t>();
     options.max_frame_bytes = args["max-frame-bytes"].as<size_t>();
     options.max_spec_bytes = args["max-spec-bytes"].as<uint64_t>();
+    options.max_grace_period_ms = args["max-grace-period-ms"].as<uint32_t>();
     options.retention.keep_ms = args["retain-finished-ms"].as<int64_t>();
     options.retention.keep_jobs = args["retain-finished-jobs"].as<uint64_t>();
     options.retention.check_every_ms = args["retention-check-ms"].as<int64_t>();

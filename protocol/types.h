@@ -176,6 +176,11 @@ struct JobSpec {
   // Device UUIDs the job may use (empty: any) and may not use.
   std::vector<std::string> gpu_uuid_allow;
   std::vector<std::string> gpu_uuid_deny;
+  // SIGTERM to SIGKILL when the coordinator stops its tasks without a grace
+  // of its own (eviction, health drain, a cancel with grace 0, the rest of a
+  // failed gang); 0: the coordinator's --preempt-grace-ms. At most the
+  // coordinator's --max-grace-period-ms.
+  uint32_t grace_period_ms = 0;
   // What happens when a task is lost with its node or fails (RestartSpec).
   RestartSpec restart;
 
@@ -198,6 +203,7 @@ struct JobSpec {
     v.Optional("gpu_uuid_allow", gpu_uuid_allow);
     v.Optional("gpu_uuid_deny", gpu_uuid_deny);
     v.Optional("restart", restart);
+    v.Optional("grace_period_ms", grace_period_ms);
   }
   bool operator==(const JobSpec&) const = default;
 };

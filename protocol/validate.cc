@@ -274,6 +274,11 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
                                                                         std::to_string(spec.network_tier)));
     }
   }
+  if (spec.grace_period_ms > limits.max_grace_period_ms) {
+    return Status::InvalidArgument("grace_period_ms: " + std::to_string(spec.grace_period_ms) +
+                                   " is over the coordinator's maximum of " +
+                                   std::to_string(limits.max_grace_period_ms) + " (--max-grace-period-ms)");
+  }
   GPOOL_RETURN_IF_ERROR(ValidateLabelMap("node_selector", spec.node_selector));
   GPOOL_RETURN_IF_ERROR(ValidateLabelMap("prefer_labels", spec.prefer_labels));
   if (spec.tolerations.size() > 64) return Status::InvalidArgument("tolerations: more than 64 entries");

@@ -20,6 +20,7 @@ struct SpecLimits {
   uint32_t max_name_length = 128;
   uint64_t max_cpu_milli_per_task = 1'024'000;   // 1024 cores
   uint64_t max_memory_mib_per_task = 64ull << 20;  // 64 TiB
+  uint32_t max_grace_period_ms = 3'600'000;         // a job's own SIGTERM-to-SIGKILL time
 };
 
 // The coordinator's default for the largest job spec it admits, counted as

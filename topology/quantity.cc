@@ -111,4 +111,25 @@ Result<uint64_t> ParseMemoryMib(std::string_view text, Rounding rounding) {
   return static_cast<uint64_t>(mib);
 }
 
+Result<uint64_t> ParseDurationMs(std::string_view text) {
+  const Status error =
+      Status::InvalidArgument("'" + std::string(text.substr(0, 64)) + "' is not a duration (like 90, 90s, 5m, 2h or 250ms)");
+  uint64_t unit_ms = 1000;
+  auto strip = [&](std::string_view suffix, uint64_t ms) {
+    if (text.size() <= suffix.size() || text.substr(text.size() - suffix.size()) != suffix) return false;
+    text.remove_suffix(suffix.size());
+    unit_ms = ms;
+    return true;
+  };
+  strip("ms", 1) || strip("s", 1000) || strip("m", 60'000) || strip("h", 3'600'000);
+  if (text.empty() || text.size() > 10) return error;
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return error;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (value > 1'000'000'000) return error;
+  return value * unit_ms;
+}
+
 }  // namespace gpool::topology

@@ -32,4 +32,8 @@ enum class Rounding { kUp, kDown };
 // may separate number and unit.
 Result<uint64_t> ParseMemoryMib(std::string_view text, Rounding rounding);
 
+// Duration -> milliseconds: "90" and "90s" -> 90000, "5m", "2h", "250ms".
+// Whole numbers only, at most 10^9 of the unit.
+Result<uint64_t> ParseDurationMs(std::string_view text);
+
 }  // namespace gpool::topology

@@ -24,6 +24,17 @@ TEST(QuantityTest, CpuMilli) {
   EXPECT_EQ(ParseCpuMilli("0.0001").status().message(), "'0.0001' is finer than 1/1000 of a core");
 }
 
+TEST(QuantityTest, DurationMs) {
+  EXPECT_EQ(ParseDurationMs("90").value(), 90'000u);
+  EXPECT_EQ(ParseDurationMs("90s").value(), 90'000u);
+  EXPECT_EQ(ParseDurationMs("5m").value(), 300'000u);
+  EXPECT_EQ(ParseDurationMs("2h").value(), 7'200'000u);
+  EXPECT_EQ(ParseDurationMs("250ms").value(), 250u);
+  for (const char* bad : {"", "s", "ms", "-5s", "1.5m", "5d", "12345678901s", "5 s"}) {
+    EXPECT_FALSE(ParseDurationMs(bad).ok()) << bad;
+  }
+}
+
 TEST(QuantityTest, MemoryMib) {
   struct Case {
     const char* text;
