@@ -131,7 +131,7 @@ void Allocate(Session& session) {
   auto& jobs = session.jobs();
   QueueTree& tree = session.queues();
   const auto& reservation = session.config().reservation;
-  bool reserved_in_pool[kNodePoolCount] = {false, false, false};
+  uint32_t reserved_in_pool[kNodePoolCount] = {0, 0, 0};
 
   auto try_job = [&](WorkJob& job) {
     const Amounts& demand = GangDemand(tree, job);
@@ -199,13 +199,18 @@ void Allocate(Session& session) {
     // Held nodes are chosen without regard to switches, so a job that must
     // stay under one switch gets none (it would hold nodes it cannot use).
     const bool switch_bound = job.view->network_mode == topology::NetworkMode::kSingleSwitch;
-    if (reservation.enabled && !never_fits && !switch_bound && !reserved_in_pool[pool] &&
-        job.view->priority_class != topology::PriorityClass::kLow && job.min_gpus >= reservation.min_gpus &&
+    // Starving: large, waited past starve_after_ms, and able to fit the
+    // cluster at all (held nodes would otherwise idle for nothing).
+    const bool starving = job.min_gpus >= reservation.min_gpus && job.view->waiting_ms >= reservation.starve_after_ms;
+    if (reservation.enabled && starving && !never_fits && !switch_bound &&
+        reserved_in_pool[pool] < reservation.max_per_pool && job.view->priority_class != topology::PriorityClass::kLow &&
         (job.reasons.empty() || (job.reasons.front().code != PendingCode::kQueueAtCapability &&
                                  job.reasons.front().code != PendingCode::kQueueAtDeserved))) {
       ReserveFor(session, job);
-      reserved_in_pool[pool] = session.HoldsReservation(job);
-      if (reserved_in_pool[pool]) job.reasons.push_back(PendingReason::Of(PendingCode::kNodesHeld));
+      if (session.HoldsReservation(job)) {
+        ++reserved_in_pool[pool];
+        job.reasons.push_back(PendingReason::Of(PendingCode::kNodesHeld));
+      }
     }
   }
 }

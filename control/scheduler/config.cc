@@ -167,6 +167,10 @@ constexpr Key kReservationKeys[] = {
     {"min_gpus", [](const Entry& e, SchedulerConfig* c) { return SetInt(e, 1, kMaxMinGpus, &c->reservation.min_gpus); }},
     {"small_job_bound_ms",
      [](const Entry& e, SchedulerConfig* c) { return SetInt(e, 0, kMaxDuration, &c->reservation.small_job_bound_ms); }},
+    {"starve_after_ms",
+     [](const Entry& e, SchedulerConfig* c) { return SetInt(e, 0, kMaxDuration, &c->reservation.starve_after_ms); }},
+    {"max_per_pool",
+     [](const Entry& e, SchedulerConfig* c) { return SetInt(e, 1, kMaxMinGpus, &c->reservation.max_per_pool); }},
 };
 
 struct Section {
@@ -391,7 +395,9 @@ std::string RenderSchedulerConfig(const SchedulerConfig& config) {
       << "\n[reservation]\n"
       << "enabled = " << (config.reservation.enabled ? "true" : "false") << "\n"
       << "min_gpus = " << config.reservation.min_gpus << "\n"
-      << "small_job_bound_ms = " << config.reservation.small_job_bound_ms << "\n";
+      << "small_job_bound_ms = " << config.reservation.small_job_bound_ms << "\n"
+      << "starve_after_ms = " << config.reservation.starve_after_ms << "\n"
+      << "max_per_pool = " << config.reservation.max_per_pool << "\n";
   return out.str();
 }
 

@@ -27,6 +27,8 @@
 //   enabled = true
 //   min_gpus = 16                 # jobs this large get freed nodes held for them
 //   small_job_bound_ms = 600000   # jobs waiting longer than this may use held nodes anyway
+//   starve_after_ms = 600000      # a large job is starving (nodes held) only after waiting this long
+//   max_per_pool = 2              # starving jobs holding nodes at once, per pool
 //
 // Sections named [health] or [health.*] belong to the health policy and are
 // skipped here (control/health/policy_config.h reads them from the same file).
@@ -98,6 +100,10 @@ struct ReservationConfig {
   bool enabled = true;
   uint32_t min_gpus = 16;
   int64_t small_job_bound_ms = 600'000;
+  // A large job is starving, and has nodes held for it, only once it has
+  // waited this long (a job that will fit in a minute must not idle nodes).
+  int64_t starve_after_ms = 600'000;
+  uint32_t max_per_pool = 2;  // starving jobs holding nodes at once, per pool
 };
 
 struct SchedulerConfig {

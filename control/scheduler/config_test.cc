@@ -219,7 +219,8 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"UnknownKeyInSection", "[fairness]\n\ndrf = true\nfifo = true\n",
                   "line 4: [fairness] fifo: unknown key (known: drf)"},
         ErrorCase{"KeyOfAnotherSection", "[reservation]\ncandidates = 3\n",
-                  "line 2: [reservation] candidates: unknown key (known: enabled, min_gpus, small_job_bound_ms)"},
+                  "line 2: [reservation] candidates: unknown key (known: enabled, min_gpus, small_job_bound_ms, starve_after_ms, "
+     "max_per_pool)"},
         ErrorCase{"ActionsInsideASection", "[nodeorder]\nactions = allocate\n",
                   "line 2: [nodeorder] actions: only valid at the top of the file, before any [section]"},
         ErrorCase{"DuplicateKey", "[nodeorder]\ncpu_weight = 1\ngpu_weight = 2\ncpu_weight = 1\n",
@@ -321,7 +322,9 @@ TEST(RenderSchedulerConfigTest, WritesTheDocumentedFormat) {
             "\n[reservation]\n"
             "enabled = true\n"
             "min_gpus = 16\n"
-            "small_job_bound_ms = 600000\n");
+            "small_job_bound_ms = 600000\n"
+            "starve_after_ms = 600000\n"
+            "max_per_pool = 2\n");
 }
 
 TEST(LoadSchedulerConfigTest, MissingFileIsNotFound) {

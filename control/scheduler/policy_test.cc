@@ -275,10 +275,13 @@ ClusterView Fragmented() {
   return view;
 }
 
+constexpr int64_t kStarving = 11 * 60'000;  // past the default starve_after_ms of 10 minutes
+
 TEST(StarvationTest, LargeJobGetsNodesHeldAndSmallJobsGoElsewhere) {
   // The peers' "big gang starved by small ones".
   ClusterView view = Fragmented();
-  view.pending = {JobBuilder(1, "default", 2, 8), JobBuilder(2, "default", 1, 2), JobBuilder(3, "default", 1, 1)};
+  view.pending = {JobBuilder(1, "default", 2, 8).Waited(kStarving), JobBuilder(2, "default", 1, 2),
+                  JobBuilder(3, "default", 1, 1)};
   Plan plan = Schedule(view, Default());
   EXPECT_EQ(BindsOf(plan, 1), 0u);
   EXPECT_TRUE(AnyReasonContains(plan, 1, "nodes are being held for this job"));
@@ -294,12 +297,42 @@ TEST(StarvationTest, HeldNodesAreBoundedForSmallJobsThatWaitedTooLong) {
   for (auto& gpu : view.nodes[3].gpus) gpu.allocated = true;
   SchedulerConfig config;
   config.reservation.small_job_bound_ms = 60'000;
-  view.pending = {JobBuilder(1, "default", 2, 8), JobBuilder(2, "default", 1, 2),
+  view.pending = {JobBuilder(1, "default", 2, 8).Waited(kStarving), JobBuilder(2, "default", 1, 2),
                   JobBuilder(3, "default", 1, 2).Waited(61'000)};
   Plan plan = Schedule(view, config);
   EXPECT_EQ(BindsOf(plan, 2), 0u);
   EXPECT_TRUE(AnyReasonContains(plan, 2, "held for a large waiting job"));
   EXPECT_EQ(BindsOf(plan, 3), 1u);
+}
+
+TEST(StarvationTest, ALargeJobIsStarvingOnlyAfterItHasWaitedLongEnough) {
+  // Five minutes in, nothing is held: the small jobs run where they fit best.
+  ClusterView view = Fragmented();
+  view.pending = {JobBuilder(1, "default", 2, 8).Waited(5 * 60'000), JobBuilder(2, "default", 1, 2)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_FALSE(AnyReasonContains(plan, 1, "nodes are being held for this job"));
+  EXPECT_EQ(BindsOf(plan, 2), 1u);
+  SchedulerConfig config;
+  config.reservation.starve_after_ms = 4 * 60'000;
+  EXPECT_TRUE(AnyReasonContains(Schedule(view, config), 1, "nodes are being held for this job"));
+}
+
+TEST(StarvationTest, SeveralStarvingJobsHoldNodesUpToTheBoundPerPool) {
+  ClusterView view;
+  for (int n = 0; n < 6; ++n) {
+    view.nodes.push_back(MakeNode("n" + std::to_string(n), 8));
+    view.running.push_back(Occupy(view, 100 + n, 0, "n" + std::to_string(n), 2, "default"));
+  }
+  view.pending = {JobBuilder(1, "default", 2, 8).Waited(kStarving), JobBuilder(2, "default", 2, 8).Waited(kStarving),
+                  JobBuilder(3, "default", 2, 8).Waited(kStarving)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(AnyReasonContains(plan, 1, "nodes are being held for this job"));
+  EXPECT_TRUE(AnyReasonContains(plan, 2, "nodes are being held for this job"));
+  EXPECT_FALSE(AnyReasonContains(plan, 3, "nodes are being held for this job")) << "max_per_pool is 2";
+  SchedulerConfig one;
+  one.reservation.max_per_pool = 1;
+  plan = Schedule(view, one);
+  EXPECT_FALSE(AnyReasonContains(plan, 2, "nodes are being held for this job"));
 }
 
 TEST(StarvationTest, DisabledReservationLetsSmallJobsIn) {
