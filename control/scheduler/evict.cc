@@ -39,8 +39,16 @@ class Evictor {
   // Built once per action (running tasks do not move during it).
   struct Index {
     std::unordered_map<uint64_t, std::vector<size_t>> by_job;
-    std::vector<std::vector<uint32_t>> nodes_by_queue;  // ascending node indices holding a task of the queue
+    // Ascending node indices holding a task of the queue that the class
+    // rule could ever let go (low work, or a replica above its minimum):
+    // most running work is not, and a search must not walk its nodes.
+    std::vector<std::vector<uint32_t>> nodes_by_queue;
   };
+  static bool MayEverGo(const WorkTask& task) {
+    const PriorityClass cls = task.view->priority_class;
+    return !task.evicted && (EvictableWhole(cls) ||
+                             (EvictableSpare(cls) && task.view->group_active > task.view->group_min));
+  }
   static Index BuildIndex(Session& session) {
     Index index;
     auto& running = session.running();
@@ -48,6 +56,7 @@ class Evictor {
     index.nodes_by_queue.resize(session.queues().size());
     for (size_t n = 0; n < session.nodes().size(); ++n) {
       for (size_t i : session.nodes()[n].running) {
+        if (!MayEverGo(running[i])) continue;
         auto& list = index.nodes_by_queue[static_cast<size_t>(running[i].queue)];
         if (list.empty() || list.back() != n) list.push_back(static_cast<uint32_t>(n));
       }
@@ -216,7 +225,6 @@ class Evictor {
       if (k >= victim_nodes_.size()) break;
       const size_t n = victim_nodes_[k];
       const WorkNode& node = nodes[n];
-      if (!Usable(task, node)) continue;
       Freed freed = FreedOn(static_cast<int>(n));
       candidates.clear();
       Freed most = freed;  // what evicting every candidate here would free
@@ -228,8 +236,9 @@ class Evictor {
         most.memory += running[i].view->memory_mib;
       }
       // Only tasks on this node free room on it: if all of them are not
-      // enough, no choice of victims is, so skip the sort and closures.
-      if (candidates.empty() || !Fits(node, most, task.resources)) continue;
+      // enough, no choice of victims is, so skip the sort and closures (and
+      // the node's static checks, the dearer test, which come after).
+      if (candidates.empty() || !Fits(node, most, task.resources) || !Usable(task, node)) continue;
       for (auto& [spare, i] : candidates) spare = Spare(running[i], {});
       std::stable_sort(candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
         return LessImportant(running[a.second], a.first, running[b.second], b.first);
@@ -313,6 +322,29 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
   std::set<std::string> failed_shapes;
   const Evictor::Index index = Evictor::BuildIndex(session);
   std::vector<bool> lending(session.queues().size());
+  // What each queue holds that the class rule could let go: a job kept out
+  // by its quota that could not fit even with all of it gone is not worth a
+  // search (most high jobs waiting at their deserved share are).
+  std::vector<Amounts> evictable(tree.size());
+  if (capped_too) {
+    for (const WorkTask& task : session.running()) {
+      if (!Evictor::MayEverGo(task)) continue;
+      Amounts& held = evictable[static_cast<size_t>(task.queue)];
+      if (held.empty()) held.assign(tree.resource_count(), 0);
+      for (size_t r = 0; r < held.size() && r < task.charge.size(); ++r) held[r] += task.charge[r];
+    }
+  }
+  auto quota_could_fit = [&](WorkJob& job) {
+    for (size_t q = 0; q < lending.size(); ++q) {
+      if (lending[q] && !evictable[q].empty()) tree.Refund(static_cast<int>(q), evictable[q]);
+    }
+    const bool fits =
+        !tree.CheckCapability(job.queue, GangDemand(tree, job), !GangMayBorrow(job.view->priority_class));
+    for (size_t q = 0; q < lending.size(); ++q) {
+      if (lending[q] && !evictable[q].empty()) tree.Charge(static_cast<int>(q), evictable[q]);
+    }
+    return fits;
+  };
   JobOrder order(session, [&](const WorkJob& job) {
     return (job.admitted || (capped_too && job.capped)) && !job.done && !job.has_claim && !job.gang.empty() &&
            wants(job);
@@ -324,7 +356,7 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
     if (failed_shapes.count(shape)) continue;
     bool any = false;
     for (size_t q = 0; q < lending.size(); ++q) any |= (lending[q] = lends(job, static_cast<int>(q)));
-    if (!any) {  // nobody may lend to it: the scan below could only fail
+    if (!any || (job.capped && !quota_could_fit(job))) {  // the scan below could only fail
       failed_shapes.insert(shape);
       continue;
     }
@@ -344,7 +376,13 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
         return !tree.CheckCapability(job.queue, GangDemand(tree, job), !GangMayBorrow(job.view->priority_class));
       });
       for (size_t victim : evictor.victims()) tree.Charge(running[victim].queue, running[victim].charge);
-      if (!fits_quota) continue;
+      if (!fits_quota) {
+        // Usage only falls as the cycle evicts for others, but a shape that
+        // could not free its quota now is not worth a second full search
+        // in this cycle (the next one starts over).
+        failed_shapes.insert(shape);
+        continue;
+      }
     }
     const std::string reason = reason_for(job);
     for (size_t victim : evictor.victims()) session.Evict(victim, job, reason);
