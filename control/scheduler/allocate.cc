@@ -179,10 +179,10 @@ void Allocate(Session& session) {
     const bool placed = session.PlaceAll(job, job.gang, session.MayIgnoreReservations(job));
     job.pool = own_pool;
     job.borrowing = false;
-    job.reasons = std::move(own_reasons);  // why it waits is its own pool's story
     if (placed) {
-      job.reasons.clear();
-      job.done = true;
+      job.done = true;  // PlaceAll cleared its reasons
+    } else {
+      job.reasons = std::move(own_reasons);  // why it waits is its own pool's story
     }
     return placed;
   };
