@@ -43,6 +43,38 @@ class Evictor {
     // rule could ever let go (low work, or a replica above its minimum):
     // most running work is not, and a search must not walk its nodes.
     std::vector<std::vector<uint32_t>> nodes_by_queue;
+    // Per node, per queue with such work there: how many of those tasks are
+    // left and all they hold, an upper bound on what evicting can free. A
+    // search reads it before the node's tasks (scattered in memory), and
+    // EvictFor takes each victim off it, so a node whose evictable work is
+    // gone or too small costs one look.
+    struct Hold {
+      int queue = 0;
+      uint32_t tasks = 0;
+      Freed most;
+    };
+    std::vector<std::vector<Hold>> holds;
+
+    void Add(const WorkTask& task) {
+      auto& here = holds[static_cast<size_t>(task.node)];
+      auto it = std::find_if(here.begin(), here.end(), [&](const Hold& h) { return h.queue == task.queue; });
+      if (it == here.end()) it = here.insert(here.end(), Hold{task.queue, 0, {}});
+      ++it->tasks;
+      it->most.gpus += task.view->gpus;
+      it->most.cpu += task.view->cpu_milli;
+      it->most.memory += task.view->memory_mib;
+    }
+    // A task chosen as a victim can free nothing more for anyone else.
+    void Forget(const WorkTask& task) {
+      if (task.node < 0) return;
+      auto& here = holds[static_cast<size_t>(task.node)];
+      auto it = std::find_if(here.begin(), here.end(), [&](const Hold& h) { return h.queue == task.queue; });
+      if (it == here.end() || it->tasks == 0) return;  // not work the index counted
+      --it->tasks;
+      it->most.gpus -= std::min<uint32_t>(it->most.gpus, task.view->gpus);
+      it->most.cpu -= std::min<uint64_t>(it->most.cpu, task.view->cpu_milli);
+      it->most.memory -= std::min<uint64_t>(it->most.memory, task.view->memory_mib);
+    }
   };
   static bool MayEverGo(const WorkTask& task) {
     const PriorityClass cls = task.view->priority_class;
@@ -54,31 +86,42 @@ class Evictor {
     auto& running = session.running();
     for (size_t i = 0; i < running.size(); ++i) index.by_job[running[i].view->job.value()].push_back(i);
     index.nodes_by_queue.resize(session.queues().size());
+    index.holds.resize(session.nodes().size());
     for (size_t n = 0; n < session.nodes().size(); ++n) {
       for (size_t i : session.nodes()[n].running) {
-        if (!MayEverGo(running[i])) continue;
+        if (!MayEverGo(running[i]) || running[i].node != static_cast<int>(n)) continue;
         auto& list = index.nodes_by_queue[static_cast<size_t>(running[i].queue)];
         if (list.empty() || list.back() != n) list.push_back(static_cast<uint32_t>(n));
+        index.Add(running[i]);
       }
     }
     return index;
   }
 
-  Evictor(Session& session, const WorkJob& job, Eligible eligible, const Index& index,
-          const std::vector<bool>& lending_queues)
-      : session_(session), job_(job), eligible_(std::move(eligible)), by_job_(index.by_job), lending_(lending_queues) {
-    // Only nodes holding a task of a queue that may lend can yield victims.
+  // The nodes holding a task of a lending queue that could ever go: only
+  // they can yield victims. Ascending.
+  static std::vector<uint32_t> VictimNodes(const Index& index, const std::vector<bool>& lending_queues) {
     std::vector<uint32_t> merged;
-    for (size_t q = 0; q < lending_.size(); ++q) {
-      if (!lending_[q]) continue;
+    for (size_t q = 0; q < lending_queues.size(); ++q) {
+      if (!lending_queues[q]) continue;
       const auto& list = index.nodes_by_queue[q];
       std::vector<uint32_t> out;
       std::merge(merged.begin(), merged.end(), list.begin(), list.end(), std::back_inserter(out));
       out.erase(std::unique(out.begin(), out.end()), out.end());
       merged.swap(out);
     }
-    victim_nodes_ = std::move(merged);
+    return merged;
   }
+
+  Evictor(Session& session, const WorkJob& job, Eligible eligible, const Index& index,
+          const std::vector<bool>& lending_queues, const std::vector<uint32_t>& victim_nodes)
+      : session_(session),
+        job_(job),
+        eligible_(std::move(eligible)),
+        by_job_(index.by_job),
+        holds_(index.holds),
+        lending_(lending_queues),
+        victim_nodes_(victim_nodes) {}
 
   // Chooses victims for every task of the gang; false (and nothing chosen)
   // when some task fits nowhere even with evictions.
@@ -182,8 +225,8 @@ class Evictor {
   }
 
   bool Usable(const PendingTask& task, const WorkNode& node) const {
-    if (session_.CheckStatic(job_, task, node)) return false;
     if (node.claimed_for != 0 && node.claimed_for != job_.view->id.value()) return false;
+    if (session_.CheckStatic(job_, task, node)) return false;
     return node.pool != NodePool::kExclusive;  // exclusive nodes are not shared out by eviction
   }
 
@@ -198,8 +241,7 @@ class Evictor {
     auto consider = [&](size_t n) {
       if (best_node >= 0 && static_cast<int>(n) > best_node) return;
       const WorkNode& node = nodes[n];
-      if (!Usable(task, node)) return;
-      if (Fits(node, FreedOn(static_cast<int>(n)), task.resources)) best_node = static_cast<int>(n);
+      if (Fits(node, FreedOn(static_cast<int>(n)), task.resources) && Usable(task, node)) best_node = static_cast<int>(n);
     };
     // A job kept out by its queue's capability needs the victims' quota, not
     // just room: free capacity alone does not help it.
@@ -225,7 +267,16 @@ class Evictor {
       if (k >= victim_nodes_.size()) break;
       const size_t n = victim_nodes_[k];
       const WorkNode& node = nodes[n];
+      if (node.claimed_for != 0 && node.claimed_for != job_.view->id.value()) continue;
       Freed freed = FreedOn(static_cast<int>(n));
+      Freed bound = freed;  // what evicting every lending queue's work here could free, at most
+      for (const Index::Hold& hold : holds_[n]) {
+        if (hold.tasks == 0 || !lending_[static_cast<size_t>(hold.queue)]) continue;
+        bound.gpus += hold.most.gpus;
+        bound.cpu += hold.most.cpu;
+        bound.memory += hold.most.memory;
+      }
+      if (!Fits(node, bound, task.resources)) continue;
       candidates.clear();
       Freed most = freed;  // what evicting every candidate here would free
       for (size_t i : node.running) {
@@ -293,8 +344,9 @@ class Evictor {
   const WorkJob& job_;
   Eligible eligible_;
   const std::unordered_map<uint64_t, std::vector<size_t>>& by_job_;
+  const std::vector<std::vector<Index::Hold>>& holds_;
   const std::vector<bool>& lending_;
-  std::vector<uint32_t> victim_nodes_;
+  const std::vector<uint32_t>& victim_nodes_;
   std::set<size_t> chosen_;
   std::map<int, Freed> freed_;
   std::map<const WorkNode*, Freed> consumed_;
@@ -320,7 +372,9 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
   auto& jobs = session.jobs();
   QueueTree& tree = session.queues();
   std::set<std::string> failed_shapes;
-  const Evictor::Index index = Evictor::BuildIndex(session);
+  Evictor::Index index = Evictor::BuildIndex(session);
+  // Most jobs see one of a few lending sets (their queue decides it).
+  std::map<std::vector<bool>, std::vector<uint32_t>> victim_nodes;
   std::vector<bool> lending(session.queues().size());
   // What each queue holds that the class rule could let go: a job kept out
   // by its quota that could not fit even with all of it gone is not worth a
@@ -360,7 +414,11 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
       failed_shapes.insert(shape);
       continue;
     }
-    Evictor evictor(session, job, eligible_for(job), index, lending);
+    auto nodes_it = victim_nodes.find(lending);
+    if (nodes_it == victim_nodes.end()) {
+      nodes_it = victim_nodes.emplace(lending, Evictor::VictimNodes(index, lending)).first;
+    }
+    Evictor evictor(session, job, eligible_for(job), index, lending, nodes_it->second);
     if (!evictor.Plan() || evictor.victims().empty()) {
       failed_shapes.insert(shape);
       continue;
@@ -385,7 +443,10 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
       }
     }
     const std::string reason = reason_for(job);
-    for (size_t victim : evictor.victims()) session.Evict(victim, job, reason);
+    for (size_t victim : evictor.victims()) {
+      session.Evict(victim, job, reason);
+      index.Forget(session.running()[victim]);
+    }
     job.done = true;
     job.has_claim = true;
     session.queues().Claim(job.queue, GangDemand(session.queues(), job));
