@@ -173,6 +173,11 @@ Status ApplyJobFlags(const Invocation& inv, const CliEnv& env, JobSpec& spec) {
     if (*ms > UINT32_MAX) return Status::InvalidArgument("--grace-period: too long");
     spec.grace_period_ms = static_cast<uint32_t>(*ms);
   }
+  if (f.count("max-runtime")) {
+    auto ms = ParseWaitTimeout(f["max-runtime"].as<std::string>());
+    if (!ms.ok()) return ms.status().WithContext("--max-runtime");
+    spec.max_runtime_ms = *ms;
+  }
   if (f.count("numa")) {
     spec.numa_policy = f["numa"].as<std::string>();
     if (!NumaPolicyFromString(spec.numa_policy)) return NotOneOf<NumaPolicy>("--numa", spec.numa_policy);
@@ -303,6 +308,9 @@ void SubmitOptions(cxxopts::Options& o) {
       ("pool", "node pool to run in: public (default), pooled or exclusive", cxxopts::value<std::string>(), "POOL")
       ("grace-period", "SIGTERM to SIGKILL when the coordinator stops its tasks (eviction, drain): 30s, 5m "
        "(default: the coordinator's --preempt-grace-ms)", cxxopts::value<std::string>(), "S")
+      ("max-runtime", "stop each task once it has run this long (SIGTERM, the grace period, SIGKILL; reason "
+       "\"time limit\"): 90m, 2h; a job with one may run on nodes held for a starving job when it ends first",
+       cxxopts::value<std::string>(), "D")
       ("restart", "when to requeue: on-node-loss (default: tasks lost with their node), on-failure (also "
                   "non-zero exits) or never", cxxopts::value<std::string>(), "POLICY")
       ("max-attempts", "requeues allowed by --restart before the job fails (default 3, at most 100)",

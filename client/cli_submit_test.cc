@@ -111,12 +111,13 @@ TEST_F(CliTest, SubmitPolicyFlagsBuildTheSpec) {
                  "--selector", "gpu=a100", "--prefer", "zone=b", "--toleration", "maint", "--toleration",
                  "dedicated=ml,spot", "--replicas", "4", "--min-replicas", "2", "--gpus", "2", "--gpu-model",
                  "A100-SXM4-80GB", "--numa", "single-numa-node", "--network", "single-switch", "--network-tier",
-                 "2", "--grace-period", "2m", "--", "python3", "train.py"}),
+                 "2", "--grace-period", "2m", "--max-runtime", "3h", "--", "python3", "train.py"}),
             kExitOk)
       << err_.str();
   ASSERT_EQ(cluster_->submits.size(), 1u);
   const JobSpec& spec = cluster_->submits[0].spec;
   EXPECT_EQ(spec.grace_period_ms, 120'000u);
+  EXPECT_EQ(spec.max_runtime_ms, 10'800'000u);
   EXPECT_EQ(spec.numa_policy, "single-numa-node");
   EXPECT_EQ(spec.network_mode, "single-switch");
   EXPECT_EQ(spec.network_tier, 2u);

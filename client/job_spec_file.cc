@@ -100,7 +100,7 @@ Result<uint64_t> ReadQuantity(const YAML::Node& node, const std::string& path, c
 // (docs/protocol.md 6.1-6.3), except cpus/memory, which take units.
 const std::vector<std::string> kJobKeys = {"name",           "queue",         "priority",    "priority_class",
                                            "pool",           "user",          "node_selector", "prefer_labels",
-                                           "tolerations",    "numa_policy",   "network_mode", "network_tier", "gpu_uuid_allow", "gpu_uuid_deny", "restart", "grace_period", "tasks",       "command",     "replicas",
+                                           "tolerations",    "numa_policy",   "network_mode", "network_tier", "gpu_uuid_allow", "gpu_uuid_deny", "restart", "grace_period", "max_runtime", "tasks",       "command",     "replicas",
                                            "min_replicas",   "resources",     "env"};
 const std::vector<std::string> kGroupKeys = {"name", "replicas", "min_replicas", "network_tier", "command", "env",
                                              "resources"};
@@ -227,6 +227,12 @@ Status ReadPolicyFields(const YAML::Node& root, JobSpec* spec) {
       return Status::InvalidArgument("grace_period: " + (ms.ok() ? "'" + text + "' is too long" : ms.status().message()));
     }
     spec->grace_period_ms = static_cast<uint32_t>(*ms);
+  }
+  if (auto n = root["max_runtime"]) {
+    GPOOL_ASSIGN_OR_RETURN(std::string text, ReadString(n, "max_runtime"));
+    auto ms = topology::ParseDurationMs(text);
+    if (!ms.ok()) return Status::InvalidArgument("max_runtime: " + ms.status().message());
+    spec->max_runtime_ms = *ms;
   }
   if (auto n = root["restart"]) {
     GPOOL_RETURN_IF_ERROR(CheckKeys(n, "restart", {"policy", "max_attempts"}));

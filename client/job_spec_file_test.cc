@@ -375,6 +375,20 @@ TEST(JobSpecFileRestartTest, GracePeriodIsADuration) {
       << long_one.status().ToString();
 }
 
+TEST(JobSpecFileRestartTest, MaxRuntimeIsADurationOfAtMostAYear) {
+  auto spec = ParseJobSpec("name: t\ncommand: [true]\nmax_runtime: 90m\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->max_runtime_ms, 5'400'000u);
+  auto bad = ParseJobSpec("name: t\ncommand: [true]\nmax_runtime: forever\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("max_runtime: 'forever' is not a duration"), std::string::npos)
+      << bad.status().ToString();
+  auto too_long = ParseJobSpec("name: t\ncommand: [true]\nmax_runtime: 9000h\n");
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.status().message().find("max_runtime_ms: 32400000000 is over a year"), std::string::npos)
+      << too_long.status().ToString();
+}
+
 TEST(JobSpecFileRestartTest, RestartPolicyIsReadAndCheckedByKey) {
   auto spec = ParseJobSpec("name: t\ncommand: [true]\nrestart: {policy: on-failure, max_attempts: 5}\n");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();

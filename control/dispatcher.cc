@@ -160,6 +160,8 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     bind.cores = grant.cores;
     bind.numa_policy = job->spec.numa_policy;
     bind.numa_node = task.numa_node;
+    bind.max_runtime_ms = job->spec.max_runtime_ms;
+    bind.time_limit_grace_ms = job->spec.grace_period_ms != 0 ? job->spec.grace_period_ms : options_.preempt_grace_ms;
     frame = MakeFrame(request_id, proposer_.epoch(), bind);
   } else {
     PreemptTask preempt;

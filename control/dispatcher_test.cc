@@ -162,5 +162,29 @@ TEST_F(DispatcherTest, AStopUsesTheJobsGracePeriodWhereItNamesNoneOfItsOwn) {
                                                     {"peer-2", 30'000}}));
 }
 
+// The worker enforces max_runtime: the bind carries it with the grace the
+// job's own stops would get.
+TEST_F(DispatcherTest, ABindCarriesTheJobsMaxRuntimeAndGrace) {
+  JobSpec limited;
+  limited.name = "limited";
+  limited.max_runtime_ms = 5'400'000;
+  limited.grace_period_ms = 20'000;
+  limited.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 100, 100}});
+  proposer_.Propose(state::SubmitJobCmd{limited, ""}, [](const auto&) {});
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(2), 0, "n2", {0}, 100, 100}}, {}},
+                    [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
+  workers_.Connect("n2", "peer-2", 0, 0);
+  dispatcher_.Tick(0);
+  bool seen = false;
+  for (const auto& sent : Sent(MessageType::kBindTask)) {
+    const BindTask bind = DecodeEnvelope(sent.frame).value().Body<BindTask>().value();
+    if (bind.task.job != JobId(2)) continue;
+    seen = true;
+    EXPECT_EQ(bind.max_runtime_ms, 5'400'000u);
+    EXPECT_EQ(bind.time_limit_grace_ms, 20'000u);
+  }
+  EXPECT_TRUE(seen);
+}
+
 }  // namespace
 }  // namespace gpool::control

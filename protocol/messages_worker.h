@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/health.h"
@@ -142,6 +143,10 @@ struct BindTask {
   // A placed gang's nodes with their task counts, in NODE_RANK order (what
   // GPOOL_HOSTS spells as text); the worker writes the MPI hostfile from it.
   std::vector<HostSlots> hosts;
+  // The job's max_runtime (0: none): the worker stops the task once it has
+  // run this long, SIGTERM then SIGKILL after time_limit_grace_ms.
+  uint64_t max_runtime_ms = 0;
+  uint32_t time_limit_grace_ms = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("task", task);
@@ -162,8 +167,18 @@ struct BindTask {
     v.Optional("numa_policy", numa_policy);
     v.Optional("numa_node", numa_node);
     v.Optional("hosts", hosts);
+    v.Optional("max_runtime_ms", max_runtime_ms);
+    v.Optional("time_limit_grace_ms", time_limit_grace_ms);
   }
 };
+
+// Why a worker stopped a task that reached its max_runtime_ms; the task's
+// exit event says "stopped by the worker: time limit".
+inline constexpr char kTimeLimitReason[] = "time limit";
+inline bool StoppedForTimeLimit(std::string_view exit_message) {
+  constexpr std::string_view kSuffix = "stopped by the worker: time limit";
+  return exit_message.size() >= kSuffix.size() && exit_message.substr(exit_message.size() - kSuffix.size()) == kSuffix;
+}
 
 struct PreemptTask {
   static constexpr MessageType kType = MessageType::kPreemptTask;

@@ -181,6 +181,11 @@ struct JobSpec {
   // failed gang); 0: the coordinator's --preempt-grace-ms. At most the
   // coordinator's --max-grace-period-ms.
   uint32_t grace_period_ms = 0;
+  // How long each task may run; 0: no limit. The worker stops a task that
+  // reaches it (SIGTERM, the grace above, SIGKILL; reason "time limit"), and
+  // the scheduler lets a job with one run on nodes held for a starving job
+  // when it ends before they are expected to be free (backfill).
+  uint64_t max_runtime_ms = 0;
   // What happens when a task is lost with its node or fails (RestartSpec).
   RestartSpec restart;
 
@@ -204,6 +209,7 @@ struct JobSpec {
     v.Optional("gpu_uuid_deny", gpu_uuid_deny);
     v.Optional("restart", restart);
     v.Optional("grace_period_ms", grace_period_ms);
+    v.Optional("max_runtime_ms", max_runtime_ms);
   }
   bool operator==(const JobSpec&) const = default;
 };

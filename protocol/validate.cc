@@ -279,6 +279,12 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
                                    " is over the coordinator's maximum of " +
                                    std::to_string(limits.max_grace_period_ms) + " (--max-grace-period-ms)");
   }
+  // A year is past any sensible limit and keeps start + limit far from overflow.
+  constexpr uint64_t kMaxRuntimeMs = 366ull * 24 * 3'600'000;
+  if (spec.max_runtime_ms > kMaxRuntimeMs) {
+    return Status::InvalidArgument("max_runtime_ms: " + std::to_string(spec.max_runtime_ms) +
+                                   " is over a year; use 0 for no limit");
+  }
   GPOOL_RETURN_IF_ERROR(ValidateLabelMap("node_selector", spec.node_selector));
   GPOOL_RETURN_IF_ERROR(ValidateLabelMap("prefer_labels", spec.prefer_labels));
   if (spec.tolerations.size() > 64) return Status::InvalidArgument("tolerations: more than 64 entries");

@@ -405,5 +405,24 @@ TEST_F(PolicyTest, BadQueueRequestsAreRefusedAndChangeNothing) {
   EXPECT_TRUE(done.ok() && done->summary.state == "Succeeded") << Describe(fine->job_id);
 }
 
+// A task past its max_runtime is stopped by its worker (SIGTERM, which this
+// one ignores, then SIGKILL after the job's grace), fails with "time limit"
+// and is not restarted although its policy restarts failures.
+TEST_F(PolicyTest, ATaskPastItsMaxRuntimeIsStoppedAndFailsWithTimeLimit) {
+  JobSpec limited = ShellJob("limited", 1, "trap '' TERM\nsleep 600 &\nwhile :; do wait; done\n");
+  limited.max_runtime_ms = 1'000;
+  limited.grace_period_ms = 500;
+  limited.restart = RestartSpec{"on-failure", 3};
+  const uint64_t job = Submit(limited);
+  ASSERT_NE(job, 0u);
+  auto failed = WaitForState(job, "Failed");
+  ASSERT_TRUE(failed.ok() && failed->summary.state == "Failed") << Describe(job);
+  ASSERT_EQ(failed->tasks.size(), 1u);
+  EXPECT_EQ(failed->tasks[0].attempt, 0u) << "not restarted: " << Describe(job);
+  EXPECT_EQ(failed->tasks[0].signal, 9) << Describe(job);
+  EXPECT_TRUE(Contains(failed->tasks[0].message, "time limit")) << Describe(job);
+  EXPECT_TRUE(Contains(Describe(job), "time limit")) << Describe(job);
+}
+
 }  // namespace
 }  // namespace gpool::testing

@@ -124,6 +124,7 @@ struct PendingJob {
   std::vector<GroupRule> groups;         // empty: one group, all tasks required
   std::vector<PendingTask> tasks;        // the tasks still to place
   int64_t waiting_ms = 0;                // since it was submitted or last requeued
+  int64_t max_runtime_ms = 0;            // how long each task may run; 0: no limit
   // Nodes where tasks were evicted for it: nobody else is placed there until
   // it is (or the claim lapses), so what its victims free stays its own.
   std::vector<std::string> claimed_nodes;
@@ -152,6 +153,7 @@ struct RunningTask {
   bool stopping = false;      // already being stopped (cancel, failure or eviction)
   uint64_t stopping_for = 0;  // the job whose preemption or reclaim stops it; 0: none
   std::vector<uint64_t> evicted_by;  // jobs that evicted this task before; they never evict it again
+  int64_t remaining_ms = -1;  // until its job's max_runtime stops it; -1: no limit (its end is unknown)
 };
 
 struct QueueView {

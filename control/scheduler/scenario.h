@@ -90,6 +90,10 @@ struct JobBuilder {
     job.numa_policy = policy;
     return *this;
   }
+  JobBuilder& MaxRuntime(int64_t ms) {
+    job.max_runtime_ms = ms;
+    return *this;
+  }
   JobBuilder& Waited(int64_t ms) {
     job.waiting_ms = ms;
     return *this;

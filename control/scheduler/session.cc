@@ -6,6 +6,7 @@
 #include "control/scheduler/session.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -346,6 +347,13 @@ void Session::Commit(WorkJob& job, const PendingTask& task, Placement placement)
 void Session::Reserve(size_t node, const WorkJob& job) {
   nodes_[node].reserved_for = job.view->id.value();
   reservation_holders_.insert(job.view->id.value());
+  int64_t& start = reservation_start_ms_[job.view->id.value()];
+  for (size_t i : nodes_[node].running) {
+    const WorkTask& task = running_[i];
+    if (task.evicted) continue;  // already going
+    const int64_t left = task.view->remaining_ms;
+    start = std::max(start, left < 0 ? std::numeric_limits<int64_t>::max() : left);
+  }
 }
 
 void Session::Evict(size_t running_index, const WorkJob& for_job, const std::string& reason) {

@@ -202,6 +202,17 @@ class Session {
   bool MayIgnoreReservations(const WorkJob& job) const {
     return job.view->waiting_ms >= config_.reservation.small_job_bound_ms;
   }
+  // Backfill that knows time (Slurm's): `job` may run on nodes held for
+  // `holder` when its max_runtime ends before they are expected to be free
+  // for it, which is when the last task running on them reaches its own
+  // max_runtime. A task there without one makes that time unknown, which no
+  // declared runtime can delay (Slurm's reading); a job without one never
+  // backfills.
+  bool EndsBeforeReservation(const WorkJob& job, uint64_t holder) const {
+    if (job.view->max_runtime_ms <= 0) return false;
+    auto it = reservation_start_ms_.find(holder);
+    return it != reservation_start_ms_.end() && job.view->max_runtime_ms <= it->second;
+  }
   // A generation ends whenever capacity grows back (a rolled-back gang).
   void NewGeneration() { ++generation_; }
   // An unknown pool name (validation refuses them) counts as public.
@@ -287,6 +298,8 @@ class Session {
   uint64_t generation_ = 0;
   std::unordered_map<std::string, std::pair<uint64_t, std::vector<topology::PendingReason>>> failed_shapes_;
   std::set<uint64_t> reservation_holders_;
+  // Per holder: in how long its held nodes are expected free (max int64: unknown).
+  std::map<uint64_t, int64_t> reservation_start_ms_;
   // Per task shape and generation: nodes whose free CPU or memory was too
   // small for it. Free capacity only shrinks within a generation, so they
   // stay too small and later searches for the shape skip them. Per node:

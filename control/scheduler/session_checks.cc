@@ -136,8 +136,8 @@ struct NodeChecks {
   }
   static Result NotReserved(Input& in) {
     const uint64_t id = in.job.view->id.value();
-    return in.node.reserved_for != 0 && in.node.reserved_for != id && !in.ignore_reservations ? Reject::kReserved
-                                                                                               : Result();
+    if (in.node.reserved_for == 0 || in.node.reserved_for == id || in.ignore_reservations) return Result();
+    return in.session.EndsBeforeReservation(in.job, in.node.reserved_for) ? Result() : Reject::kReserved;
   }
   static Result ExclusiveIdle(Input& in) {
     return in.node.pool == NodePool::kExclusive && !in.job.borrowing && !in.node.Idle() ? Reject::kExclusiveBusy

@@ -53,6 +53,8 @@ std::string Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool 
   key += '|' + std::to_string(need.gpus) + '|' + std::to_string(need.cpu_milli) + '|' +
          std::to_string(need.memory_mib) + '|' + need.gpu_model + '|' + std::to_string(job.queue) +
          (ignore_reservations ? "|i" : "|-") + (job.within_deserved ? "d" : "-") + (job.borrowing ? "b" : "-");
+  // Held nodes take a job whose max_runtime ends before they are needed.
+  if (spec.max_runtime_ms > 0 && !reservation_start_ms_.empty()) key += "|t" + std::to_string(spec.max_runtime_ms);
   if (!need.Whole()) {
     key += "|s" + std::to_string(need.gpu_memory_mib) + '/' + std::to_string(need.gpu_memory_pct) + '/' +
            std::to_string(need.gpu_compute_pct) + '/' + need.sharing_qos + '/' + need.mig_profile + '/' +

@@ -105,11 +105,11 @@ void ClusterState::RefreshView(topology::ClusterView& view, ViewCursor& cursor, 
     view.queues.push_back(topology::QueueView{name, queue.spec.parent, queue.spec.capability, queue.spec.deserved,
                                               queue.spec.guarantee});
   }
-  BuildRunning(view);
+  BuildRunning(view, now_ms);
   BuildPending(view, now_ms);
 }
 
-void ClusterState::BuildRunning(topology::ClusterView& view) const {
+void ClusterState::BuildRunning(topology::ClusterView& view, int64_t now_ms) const {
   view.running.clear();
   view.running.reserve(active_count_);
   const JobRecord* last_job = nullptr;
@@ -149,6 +149,12 @@ void ClusterState::BuildRunning(topology::ClusterView& view) const {
     running.stopping = task->stop_requested;
     running.stopping_for = task->evicted ? task->evicted_for() : 0;
     running.evicted_by = task->evicted_by();
+    if (job->spec.max_runtime_ms != 0) {
+      // A task bound but not started yet starts no earlier than now.
+      const int64_t start = task->start_ms != 0 ? task->start_ms : now_ms;
+      const int64_t ends = start + static_cast<int64_t>(job->spec.max_runtime_ms);
+      running.remaining_ms = std::max<int64_t>(ends - now_ms, 0);
+    }
     view.running.push_back(std::move(running));
   }
 }
@@ -187,6 +193,7 @@ void ClusterState::BuildPending(topology::ClusterView& view, int64_t now_ms) con
     if (now_ms - job.claim_ms() < kClaimLapseMs) pj.claimed_nodes = job.claimed_nodes();
     const int64_t since = std::max(job.submit_ms, job.requeue_ms());
     pj.waiting_ms = now_ms > since ? now_ms - since : 0;
+    pj.max_runtime_ms = static_cast<int64_t>(job.spec.max_runtime_ms);
     if (!pj.tasks.empty()) view.pending.push_back(std::move(pj));
   }
 }

@@ -211,7 +211,8 @@ class ClusterState {
                 std::set<uint64_t>& restarted);
   // The task ended (exited, failed, or refused): it is requeued if it was
   // evicted, else finished as `ended` (cancelled if a stop was asked for).
-  void EndTask(JobRecord& job, TaskRecord& task, TaskState ended, int64_t when);
+  // `timed_out`: the worker stopped it at its max_runtime; never restarted.
+  void EndTask(JobRecord& job, TaskRecord& task, TaskState ended, int64_t when, bool timed_out = false);
   ApplyResult ApplyUpdateQueue(const UpdateQueueCmd& cmd);
   Status CheckQueueAgainstTree(const QueueSpec& spec, bool creating) const;
   Status CheckSubmitQueue(const std::string& name) const;
@@ -256,7 +257,7 @@ class ClusterState {
   void TrackCommand(TaskRecord& task);
   void UntrackCommand(TaskRecord& task);
   void SetJobState(JobRecord& job, JobState state);
-  void BuildRunning(topology::ClusterView& view) const;
+  void BuildRunning(topology::ClusterView& view, int64_t now_ms) const;
   void BuildPending(topology::ClusterView& view, int64_t now_ms) const;
   // The job submitted with this idempotency key; 0 if none.
   uint64_t FindIdempotent(std::string_view key) const;

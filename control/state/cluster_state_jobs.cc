@@ -138,17 +138,21 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
     task.signal = event.signal;
     if (!event.message.empty()) task.set_message(event.message);
     const bool clean = *kind == TaskEventKind::kExited && event.exit_code == 0 && event.signal == 0;
-    EndTask(*job, task, clean ? TaskState::kSucceeded : TaskState::kFailed, when);
+    // A task stopped at its max_runtime would reach it again: it is not
+    // restarted, whatever the restart policy.
+    const bool timed_out = !clean && StoppedForTimeLimit(event.message);
+    if (timed_out) task.set_message("time limit: stopped after its max_runtime of " + std::to_string(job->spec.max_runtime_ms / 1000) + " s");
+    EndTask(*job, task, clean ? TaskState::kSucceeded : TaskState::kFailed, when, timed_out);
   }
   UpdateJobState(*job, now);
   return result;
 }
 
-void ClusterState::EndTask(JobRecord& job, TaskRecord& task, TaskState ended, int64_t when) {
+void ClusterState::EndTask(JobRecord& job, TaskRecord& task, TaskState ended, int64_t when, bool timed_out) {
   if (task.stop_requested) ended = TaskState::kCancelled;
   if (task.start_ms == 0) task.start_ms = when;
   if (RequeueIfEvicted(job, task, when)) return;
-  if (ended == TaskState::kFailed && RestartAllowed(job, RestartPolicy::kOnFailure)) {
+  if (ended == TaskState::kFailed && !timed_out && RestartAllowed(job, RestartPolicy::kOnFailure)) {
     const std::string why = "task " + std::to_string(task.id.index) + " failed" +
                             (task.signal != 0 ? " (killed by signal " + std::to_string(task.signal) + ")"
                                               : " (exit code " + std::to_string(task.exit_code) + ")");

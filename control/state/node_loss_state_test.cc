@@ -19,7 +19,8 @@ class NodeLossStateTest : public ::testing::Test {
     return state_.Apply(++index_, Command{static_cast<int64_t>(1000 * index_), std::move(body)});
   }
 
-  uint64_t Submit(uint32_t replicas, uint32_t gpus, RestartSpec restart = {}, uint32_t min_replicas = 0) {
+  uint64_t Submit(uint32_t replicas, uint32_t gpus, RestartSpec restart = {}, uint32_t min_replicas = 0,
+                  uint64_t max_runtime_ms = 0) {
     JobSpec spec;
     spec.name = "train";
     TaskGroupSpec group;
@@ -29,6 +30,7 @@ class NodeLossStateTest : public ::testing::Test {
     group.resources = Resources{gpus, 1000, 1024};
     spec.tasks.push_back(group);
     spec.restart = restart;
+    spec.max_runtime_ms = max_runtime_ms;
     ApplyResult r = Do(SubmitJobCmd{spec, ""});
     EXPECT_TRUE(r.status.ok()) << r.status.ToString();
     return r.job_id;
@@ -212,6 +214,29 @@ TEST_F(NodeLossStateTest, OnFailureRequeuesAFailedTaskButOnNodeLossDoesNot) {
   Place(retried, 0, "n1", {0}, 1);
   Event(retried, 0, "n1", "exited", 2, 1);
   EXPECT_EQ(Job(retried).state, JobState::kFailed);
+}
+
+TEST_F(NodeLossStateTest, ATaskStoppedAtItsTimeLimitFailsAndIsNotRestarted) {
+  Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
+  const uint64_t job = Submit(1, 1, RestartSpec{"on-failure", 3}, 0, 3'600'000);
+  Place(job, 0, "n1", {0});
+  // The scheduler sees how long it has left: an hour from its start.
+  const int64_t started = Job(job).tasks[0].start_ms;
+  ASSERT_GT(started, 0);
+  const topology::ClusterView view = state_.BuildView(started + 600'000);
+  ASSERT_EQ(view.running.size(), 1u);
+  EXPECT_EQ(view.running[0].remaining_ms, 3'000'000);
+  TaskEvent event;
+  event.node = "n1";
+  event.task = TaskId{JobId(job), 0, 0};
+  event.kind = "exited";
+  event.signal = 15;
+  event.exit_code = 143;
+  event.message = std::string("stopped by the worker: ") + kTimeLimitReason;
+  ASSERT_TRUE(Do(TaskEventCmd{event}).status.ok());
+  EXPECT_EQ(Job(job).state, JobState::kFailed);
+  EXPECT_EQ(Job(job).restarts(), 0u) << "it would only reach its limit again";
+  EXPECT_NE(Job(job).tasks[0].message().find("time limit"), std::string::npos) << Job(job).tasks[0].message();
 }
 
 TEST_F(NodeLossStateTest, ATaskAReRegisteredWorkerDoesNotKnowIsRequeued) {

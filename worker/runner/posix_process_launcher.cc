@@ -362,7 +362,10 @@ Result<AdoptedProcess> PosixProcessLauncher::Adopt(const std::string& state_dir)
     poll(nullptr, 0, 10);
     started = ReadStartRecord(state_dir);
   }
-  if (started.ok()) adopted.pid = started->pid;
+  if (started.ok()) {
+    adopted.pid = started->pid;
+    adopted.start_wall_ms = started->start_time_ms;
+  }
   auto spec = ReadSupervisorSpec(state_dir);
   const std::string cgroup = spec.ok() ? spec->request.cgroup : "";
   // The record first: a supervisor holds its lock for a moment after writing it.

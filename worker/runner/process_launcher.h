@@ -91,6 +91,7 @@ struct ExitInfo {
 struct AdoptedProcess {
   int64_t pid = 0;       // the task's first process (0 when it never started)
   bool running = false;  // true: Signal and Reap now work on pid
+  int64_t start_wall_ms = 0;  // when the task started (wall clock); 0: unknown
   ExitInfo exit;         // when !running: how it ended
 };
 

@@ -83,6 +83,10 @@ void TaskManager::AdoptTask(const std::string& state_dir) {
   task.bound = true;
   task.phase = Phase::kRunning;
   task.pid = adopted->pid;
+  // Its time limit counts from its real start, across worker restarts; an
+  // unknown start counts from now (the task gets more time, never less).
+  const int64_t ran_ms = adopted->start_wall_ms > 0 ? options_.clock->WallMs() - adopted->start_wall_ms : 0;
+  task.started_mono_ms = options_.clock->MonoMs() - std::max<int64_t>(ran_ms, 0);
   if (auto stop = ReadWholeFile(StopPath(state_dir)); stop.ok()) {
     task.preempted = true;
     task.stop_reason = *stop;
@@ -198,6 +202,16 @@ void TaskManager::StopAll(int64_t grace_ms) {
   }
 }
 
+void TaskManager::EnforceTimeLimits(int64_t now_ms) {
+  for (const auto& [pid, id] : by_pid_) {
+    Task& task = tasks_.at(id);
+    const uint64_t limit = task.bind.max_runtime_ms;
+    if (limit == 0 || task.preempted || now_ms - task.started_mono_ms < static_cast<int64_t>(limit)) continue;
+    log_->info("task reached its max_runtime task={} pid={} max_runtime_ms={}", id.ToString(), pid, limit);
+    Terminate(id, task, task.bind.time_limit_grace_ms, std::string(kTimeLimitReason));
+  }
+}
+
 void TaskManager::Terminate(const TaskId& id, Task& task, int64_t grace_ms, const std::string& reason) {
   const int64_t now = options_.clock->MonoMs();
   switch (task.phase) {
@@ -289,6 +303,7 @@ void TaskManager::Poll() {
     next_log_cap_ms_ = now + kLogCapIntervalMs;
     for (const auto& [pid, id] : by_pid_) CapLog(id);
   }
+  EnforceTimeLimits(now);
   for (const auto& [pid, id] : by_pid_) {
     Task& task = tasks_.at(id);
     if (task.kill_at_ms != 0 && now >= task.kill_at_ms) {
@@ -364,6 +379,7 @@ void TaskManager::Start(const TaskId& id, Task& task) {
   if (!pid.ok()) return FailStart(id, task, pid.status());
   task.phase = Phase::kRunning;
   task.pid = *pid;
+  task.started_mono_ms = options_.clock->MonoMs();
   by_pid_[*pid] = id;
   Emit(id, TaskEventKind::kStarted, *pid, 0, 0, "");
   log_->info("task started task={} pid={} gpus={} numa_cpus={} log={}", id.ToString(), *pid,

@@ -177,6 +177,7 @@ class TaskManager {
     bool preempted = false;
     std::string stop_reason;  // why it was preempted or stopped
     int64_t kill_at_ms = 0;  // monotonic; 0: no SIGKILL scheduled
+    int64_t started_mono_ms = 0;  // when it started; what its bind's max_runtime_ms counts from
     int32_t exit_code = 0;
     int32_t signal = 0;
     uint64_t exit_seq = 0;   // seq of the terminal event; 0 before
@@ -204,6 +205,8 @@ class TaskManager {
   // GPOOL_HOSTFILE in `env`. A failure is logged; the task starts without it.
   void WriteHostfile(const TaskId& id, const std::vector<HostSlots>& hosts, std::vector<std::string>& env);
   void Terminate(const TaskId& id, Task& task, int64_t grace_ms, const std::string& reason);
+  // Stops running tasks that reached their bind's max_runtime_ms.
+  void EnforceTimeLimits(int64_t now_ms);
   void OnExit(const ExitInfo& exit);
   // Records the end of a started task (reaped, or found ended at adoption):
   // the terminal event unless `acked`, the cleanup its end calls for.
