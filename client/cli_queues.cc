@@ -14,11 +14,12 @@ namespace gpool::cli {
 namespace {
 
 constexpr char kQueueCreateUsage[] =
-    "queue create NAME [--parent P] [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA]";
-constexpr char kQueueUpdateUsage[] = "queue update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA]";
+    "queue create NAME [--parent P] [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA] [--pools POOLS]";
+constexpr char kQueueUpdateUsage[] =
+    "queue update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA] [--pools POOLS]";
 constexpr char kQueueDeleteUsage[] = "queue delete NAME";
 constexpr char kQueueTreeUsage[] = "queue tree";
-constexpr const char* kQuotaFlags[] = {"capability", "deserved", "guarantee"};
+constexpr const char* kQuotaFlags[] = {"capability", "deserved", "guarantee", "pools"};
 
 // The quota flags given, parsed into `spec`; the others are left as they are.
 Status ApplyQuotaFlags(const Invocation& inv, QueueSpec& spec) {
@@ -32,6 +33,14 @@ Status ApplyQuotaFlags(const Invocation& inv, QueueSpec& spec) {
   if (f.count("guarantee")) {
     GPOOL_ASSIGN_OR_RETURN(spec.guarantee, ParseQuota("--guarantee", f["guarantee"].as<std::string>()));
   }
+  if (f.count("pools")) {
+    spec.pools.clear();
+    for (const std::string& pool : f["pools"].as<std::vector<std::string>>()) {
+      if (pool == "any") continue;
+      if (!NodePoolFromString(pool)) return NotOneOf<NodePool>("--pools", pool);
+      if (std::find(spec.pools.begin(), spec.pools.end(), pool) == spec.pools.end()) spec.pools.push_back(pool);
+    }
+  }
   return Status::Ok();
 }
 
@@ -40,10 +49,17 @@ bool AnyQuotaFlag(const Invocation& inv) {
                      [&](const char* flag) { return inv.flags.count(flag) > 0; });
 }
 
-// "capability gpu=16,cpu=64; deserved gpu=8; guarantee none"
+// "public,pooled".
+std::string PoolsText(const std::vector<std::string>& pools) {
+  std::string out;
+  for (const auto& pool : pools) out += (out.empty() ? "" : ",") + pool;
+  return out;
+}
+
+// "capability gpu=16,cpu=64; deserved gpu=8; guarantee none[; pools public,pooled]"
 std::string QuotasText(const QueueSpec& spec) {
   return "capability " + FormatQuota(spec.capability) + "; deserved " + FormatQuota(spec.deserved) +
-         "; guarantee " + FormatQuota(spec.guarantee);
+         "; guarantee " + FormatQuota(spec.guarantee) + (spec.pools.empty() ? "" : "; pools " + PoolsText(spec.pools));
 }
 
 // Rejects flags that do not apply to `op` (a usage error, before anything is sent).
@@ -102,7 +118,8 @@ int RunQueue(Session& s, const Invocation& inv) {
                    usage_hint);
   }
   if (op == "update" && !AnyQuotaFlag(inv)) {
-    return s.Usage("queue update: nothing to change; give --capability, --deserved or --guarantee" + usage_hint);
+    return s.Usage("queue update: nothing to change; give --capability, --deserved, --guarantee or --pools" +
+                   usage_hint);
   }
 
   gpool::UpdateQueue request;
@@ -154,7 +171,9 @@ void QueueOptions(cxxopts::Options& o) {
        "none: no limit)", cxxopts::value<std::string>(), "QUOTA")
       ("deserved", "create, update: its fair share; it may borrow beyond it while others are idle",
        cxxopts::value<std::string>(), "QUOTA")
-      ("guarantee", "create, update: what reclaim always wins back for it", cxxopts::value<std::string>(), "QUOTA");
+      ("guarantee", "create, update: what reclaim always wins back for it", cxxopts::value<std::string>(), "QUOTA")
+      ("pools", "create, update: the node pools its jobs may run in, e.g. public,pooled (any: no restriction)",
+       cxxopts::value<std::vector<std::string>>(), "POOLS");
 }
 
 constexpr CommandForm kQueueForms[] = {

@@ -183,6 +183,23 @@ TEST_F(QueueCliTest, UpdateReplacesOnlyTheQuotasGiven) {
   EXPECT_EQ(Spec("root").parent, "");
 }
 
+TEST_F(QueueCliTest, PoolsRestrictAQueueAndAnyLiftsIt) {
+  AddResearch();
+  ASSERT_EQ(Run({"queue", "create", "serving", "--pools", "public,pooled"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "queue serving created under root: capability none; deserved none; guarantee none; pools "
+                        "public,pooled\n");
+  EXPECT_EQ(Spec("serving").pools, (std::vector<std::string>{"public", "pooled"}));
+  // An update of a quota keeps the pools; --pools any lifts them.
+  ASSERT_EQ(Run({"queue", "update", "serving", "--deserved", "gpu=2"}), kExitOk) << err_.str();
+  EXPECT_EQ(Spec("serving").pools, (std::vector<std::string>{"public", "pooled"}));
+  ASSERT_EQ(Run({"queue", "update", "serving", "--pools", "any"}), kExitOk) << err_.str();
+  EXPECT_TRUE(Spec("serving").pools.empty());
+  const size_t sent = cluster_->queue_updates.size();
+  ExpectRejected({"queue", "create", "x", "--pools", "gold"}, kExitUsage,
+                 "gpool: InvalidArgument: --pools: 'gold' is not public, pooled or exclusive\n");
+  EXPECT_EQ(cluster_->queue_updates.size(), sent);
+}
+
 TEST_F(QueueCliTest, UpdateChecksTheResultBeforeSending) {
   AddResearch();
   // deserved gpu=8 stays, so capability gpu=6 would be below it.
@@ -265,7 +282,7 @@ TEST_F(QueueCliTest, UsageErrors) {
     std::string message;
   };
   const std::string create = " (usage: gpool queue create NAME [--parent P] [--capability QUOTA] [--deserved QUOTA] "
-                             "[--guarantee QUOTA])";
+                             "[--guarantee QUOTA] [--pools POOLS])";
   const std::vector<Case> cases = {
       {{"queue"}, "queue: expected a subcommand: create, update, delete or tree"},
       {{"queue", "list"}, "queue: unknown subcommand 'list'; expected create, update, delete or tree"},
@@ -274,8 +291,8 @@ TEST_F(QueueCliTest, UsageErrors) {
       {{"queue", "delete"}, "queue delete: expected one queue NAME, got 0 arguments (usage: gpool queue delete NAME)"},
       {{"queue", "tree", "x"}, "queue tree: takes no arguments (usage: gpool queue tree)"},
       {{"queue", "update", "research"},
-       "queue update: nothing to change; give --capability, --deserved or --guarantee (usage: gpool queue update NAME "
-       "[--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA])"},
+       "queue update: nothing to change; give --capability, --deserved, --guarantee or --pools (usage: gpool queue "
+       "update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA] [--pools POOLS])"},
       {{"queue", "update", "research", "--parent", "x", "--deserved", "gpu=1"},
        "--parent only applies to 'queue create'"},
       {{"queue", "delete", "research", "--capability", "gpu=1"},

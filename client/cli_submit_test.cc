@@ -144,7 +144,7 @@ TEST_F(CliTest, SubmitPolicyFlagsBuildTheSpec) {
 TEST_F(CliTest, SubmitDefaultsClassPoolAndUserFromTheEnvironment) {
   ASSERT_EQ(Run({"submit", "--", "true"}), kExitOk) << err_.str();
   EXPECT_EQ(cluster_->submits.back().spec.priority_class, "medium");
-  EXPECT_EQ(cluster_->submits.back().spec.pool, "public");
+  EXPECT_EQ(cluster_->submits.back().spec.pool, "");  // the coordinator chooses at submit
   EXPECT_EQ(cluster_->submits.back().spec.user, "");  // no $USER: no user
   EXPECT_EQ(cluster_->submits.back().spec.tasks[0].min_replicas, 0u);
 

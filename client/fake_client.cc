@@ -293,6 +293,7 @@ Result<UpdateQueueReply> FakeClient::UpdateQueue(const gpool::UpdateQueue& reque
     queue.spec.capability = request.spec.capability;
     queue.spec.deserved = request.spec.deserved;
     queue.spec.guarantee = request.spec.guarantee;
+    queue.spec.pools = request.spec.pools;
     return UpdateQueueReply{queue};
   }
   for (const auto& [child, summary] : queues) {

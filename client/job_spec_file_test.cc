@@ -281,7 +281,7 @@ TEST(JobSpecFileTest, PolicyFieldsDefaultAsOnTheWire) {
   auto spec = ParseJobSpec("name: j\ncommand: x\n");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->priority_class, "medium");
-  EXPECT_EQ(spec->pool, "public");
+  EXPECT_EQ(spec->pool, "");  // the coordinator chooses at submit
   EXPECT_EQ(spec->user, "");  // the CLI fills in $USER
   EXPECT_TRUE(spec->node_selector.empty());
   EXPECT_TRUE(spec->prefer_labels.empty());

@@ -150,6 +150,7 @@ void Gateway::OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob m
   }
   // Checked at the edge against the nodes as they are now (apply does not:
   // a log replays the same whatever the nodes were).
+  if (Status resolved = state_.ResolveSubmitPool(msg.spec); !resolved.ok()) return Fail(peer, request_id, resolved);
   if (Status pool = state_.CheckSubmitPool(msg.spec.queue, msg.spec.pool); !pool.ok()) {
     return Fail(peer, request_id, pool);
   }

@@ -347,6 +347,62 @@ TEST_F(GatewayTest, AJobWithinRaisedLimitsIsCommitted) {
   EXPECT_EQ(state_.FindJob(JobId(1))->tasks.size(), 15'000u);
 }
 
+// Sharing belongs on pooled nodes: a sharing job naming no pool goes there
+// once the cluster has some (public before), and naming public is refused.
+TEST_F(GatewayTest, ASharingJobDefaultsToThePooledPoolOnceThereIsOne) {
+  RunOneTaskOnN1();
+  JobSpec share = OneGpuJob("share");
+  share.tasks[0].resources.gpu_memory_mib = 4096;
+  Send(SubmitJob{share, ""});
+  EXPECT_EQ(state_.FindJob(JobId(LastAs<SubmitJobReply>().job_id))->spec.pool, "public") << "no pooled node yet";
+  Send(SubmitJob{OneGpuJob("whole"), ""});
+  EXPECT_EQ(state_.FindJob(JobId(LastAs<SubmitJobReply>().job_id))->spec.pool, "public");
+  Send(UpdateNode{.node = "n1", .op = "pool", .pool = "pooled"});
+  ASSERT_EQ(LastAs<UpdateNodeReply>().node.pool, "pooled");
+  share.name = "share-2";
+  Send(SubmitJob{share, ""});
+  EXPECT_EQ(state_.FindJob(JobId(LastAs<SubmitJobReply>().job_id))->spec.pool, "pooled");
+  Send(SubmitJob{OneGpuJob("whole-2"), ""});
+  EXPECT_EQ(state_.FindJob(JobId(LastAs<SubmitJobReply>().job_id))->spec.pool, "public") << "whole devices: public";
+  share.pool = "public";
+  proposer_.clear();
+  Send(SubmitJob{share, ""});
+  EXPECT_NE(ErrorOf(Last()).find("FailedPrecondition: GPU shares and MIG instances run on pooled nodes"),
+            std::string::npos)
+      << ErrorOf(Last());
+  EXPECT_TRUE(proposer_.proposed().empty());
+}
+
+TEST_F(GatewayTest, AQueueRestrictedToPoolsRefusesJobsForOtherPools) {
+  QueueSpec team;
+  team.name = "team";
+  team.pools = {"pooled"};
+  Send(UpdateQueue{.op = "create", .spec = team});
+  ASSERT_EQ(LastAs<UpdateQueueReply>().queue.spec.pools, (std::vector<std::string>{"pooled"}));
+  QueueSpec dev;
+  dev.name = "team-dev";
+  dev.parent = "team";
+  Send(UpdateQueue{.op = "create", .spec = dev});
+  JobSpec job = OneGpuJob();
+  job.queue = "team-dev";
+  proposer_.clear();
+  Send(SubmitJob{job, ""});  // whole devices: public by default, which team does not allow
+  EXPECT_EQ(ErrorOf(Last()), "FailedPrecondition: queue 'team' runs jobs only in the pools pooled, not 'public' "
+                             "(queue 'team-dev' is under it)");
+  EXPECT_TRUE(proposer_.proposed().empty());
+  job.pool = "pooled";
+  Send(SubmitJob{job, ""});
+  EXPECT_EQ(state_.FindJob(JobId(LastAs<SubmitJobReply>().job_id))->spec.pool, "pooled");
+  QueueSpec bad = team;
+  bad.name = "twice";
+  bad.pools = {"pooled", "pooled"};
+  Send(UpdateQueue{.op = "create", .spec = bad});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  bad.pools = {"gold"};
+  Send(UpdateQueue{.op = "create", .spec = bad});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+}
+
 TEST_F(GatewayTest, QueuesAreCreatedListedAndExplained) {
   QueueSpec team;
   team.name = "team-a";

@@ -158,7 +158,10 @@ struct JobSpec {
   // high: may preempt low jobs of its queue, never preempted; medium: neither;
   // low: preemptible.
   std::string priority_class = "medium";
-  std::string pool = "public";  // the node pool it runs in: public, pooled or exclusive
+  // The node pool it runs in: public, pooled or exclusive. Empty: chosen at
+  // submit, pooled for a job asking for GPU shares or MIG instances when the
+  // cluster has pooled nodes (where sharing belongs), else public.
+  std::string pool;
   std::string user;             // for fairness between users of a queue; the CLI sends $USER
   std::map<std::string, std::string> node_selector;  // nodes must carry every one of these labels
   std::map<std::string, std::string> prefer_labels;  // nodes carrying these score higher
@@ -351,6 +354,8 @@ struct QueueSpec {
   Quota capability;
   Quota deserved;
   Quota guarantee;
+  // The node pools its jobs (and its descendants') may run in; empty: any.
+  std::vector<std::string> pools;
 
   template <typename V>
   void Fields(V& v) {
@@ -359,6 +364,7 @@ struct QueueSpec {
     v.Optional("capability", capability);
     v.Optional("deserved", deserved);
     v.Optional("guarantee", guarantee);
+    v.Optional("pools", pools);
   }
   bool operator==(const QueueSpec&) const = default;
 };

@@ -247,7 +247,7 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
   if (!PriorityClassFromString(spec.priority_class)) {
     return NotOneOf<PriorityClass>("priority_class", spec.priority_class);
   }
-  if (!NodePoolFromString(spec.pool)) return NotOneOf<NodePool>("pool", spec.pool);
+  if (!spec.pool.empty() && !NodePoolFromString(spec.pool)) return NotOneOf<NodePool>("pool", spec.pool);
   if (!RestartPolicyFromString(spec.restart.policy)) {
     return NotOneOf<RestartPolicy>("restart.policy", spec.restart.policy);
   }
@@ -471,6 +471,14 @@ Status ValidateQueueSpec(const QueueSpec& spec) {
   GPOOL_RETURN_IF_ERROR(CheckOrdered(spec.guarantee, "guarantee", spec.deserved, "deserved"));
   GPOOL_RETURN_IF_ERROR(CheckOrdered(spec.deserved, "deserved", spec.capability, "capability"));
   GPOOL_RETURN_IF_ERROR(CheckOrdered(spec.guarantee, "guarantee", spec.capability, "capability"));
+  if (spec.pools.size() > kNodePoolCount) return Status::InvalidArgument("pools: more entries than there are pools");
+  for (size_t i = 0; i < spec.pools.size(); ++i) {
+    if (!NodePoolFromString(spec.pools[i])) return NotOneOf<NodePool>("pools", spec.pools[i]);
+    if (std::find(spec.pools.begin(), spec.pools.begin() + static_cast<std::ptrdiff_t>(i), spec.pools[i]) !=
+        spec.pools.begin() + static_cast<std::ptrdiff_t>(i)) {
+      return Status::InvalidArgument("pools: '" + spec.pools[i] + "' is listed twice");
+    }
+  }
   return Status::Ok();
 }
 

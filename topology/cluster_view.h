@@ -162,6 +162,7 @@ struct QueueView {
   Quota capability;
   Quota deserved;
   Quota guarantee;
+  std::vector<std::string> pools;  // node pools its jobs may run in; empty: any
 };
 
 // A task shape the cluster expects to see, with how often it comes: the

@@ -36,6 +36,21 @@ TEST(PoolTest, PendingJobSaysNodesAreInAnotherPool) {
   EXPECT_EQ(ReasonsOf(plan, 1), (std::vector<std::string>{"1 node: in another pool"}));
 }
 
+TEST(PoolTest, AQueueRestrictedToPoolsKeepsItsJobsAndItsChildrensThere) {
+  ClusterView view;
+  view.nodes = {MakeNode("pub", 8, "public"), MakeNode("shared", 8, "pooled")};
+  topology::QueueView team{"team", "root", {}, {}, {}, {"public"}};
+  topology::QueueView child{"team-dev", "team", {}, {}, {}, {}};
+  view.queues = {team, child};
+  view.pending = {JobBuilder(1, "team-dev", 1, 2).Pool("pooled"), JobBuilder(2, "team-dev", 1, 2)};
+  Plan plan = Schedule(view, Default());
+  EXPECT_EQ(BindsOf(plan, 1), 0u) << "its parent allows only public";
+  EXPECT_EQ(ReasonsOf(plan, 1), (std::vector<std::string>{"2 nodes: in another pool"}));
+  ASSERT_EQ(BindsOf(plan, 2), 1u);
+  view.queues[0].pools = {"public", "pooled"};
+  EXPECT_EQ(BindsOf(Schedule(view, Default()), 1), 1u);
+}
+
 TEST(PoolTest, ExclusiveNodesTakeWholeNodeTasksOnly) {
   ClusterView view;
   view.nodes = {MakeNode("x1", 8, "exclusive"), MakeNode("x2", 8, "exclusive")};

@@ -66,6 +66,24 @@ QueueTree::QueueTree(const std::vector<topology::QueueView>& queues, const std::
     queues_[i].depth = depth;
   }
   for (size_t i = 1; i < queues_.size(); ++i) queues_[static_cast<size_t>(queues_[i].parent)].leaf = false;
+  std::vector<uint8_t> own(queues_.size(), 0xFF);
+  for (const auto& queue : queues) {
+    auto self = by_name_.find(queue.name);
+    if (self == by_name_.end() || queue.pools.empty()) continue;
+    uint8_t mask = 0;
+    for (const auto& pool : queue.pools) {
+      if (auto p = NodePoolFromString(pool)) mask |= static_cast<uint8_t>(1u << static_cast<unsigned>(*p));
+    }
+    own[static_cast<size_t>(self->second)] = mask;
+  }
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    uint8_t mask = own[i];
+    // Parents are acyclic by now, so the walk ends at root.
+    for (int at = queues_[i].parent; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
+      mask &= own[static_cast<size_t>(at)];
+    }
+    queues_[i].pools = mask;
+  }
   totals_.assign(resources, 0);
   capped_.assign(resources, false);
   deserved_set_.assign(resources, false);

@@ -43,6 +43,10 @@ struct QueueNode {
   Amounts used;        // bound and running tasks of it and its descendants
   Amounts claimed;     // what jobs that evicted for themselves will take once placed
   bool leaf = true;
+  // Bit p set: its jobs may run in NodePool p; its own list (all pools when
+  // empty) narrowed by every ancestor's.
+  uint8_t pools = 0xFF;
+  bool AllowsPool(NodePool pool) const { return (pools >> static_cast<unsigned>(pool)) & 1u; }
 };
 
 class QueueTree {

@@ -147,6 +147,7 @@ class Session {
 
   const SchedulerConfig& config() const { return config_; }
   QueueTree& queues() { return queues_; }
+  const QueueTree& queues() const { return queues_; }
   std::vector<WorkNode>& nodes() { return nodes_; }
   std::vector<WorkJob>& jobs() { return jobs_; }
   std::vector<WorkTask>& running() { return running_; }

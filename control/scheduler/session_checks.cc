@@ -70,7 +70,13 @@ struct NodeChecks {
   // Whether the node could ever run the task (nothing about free capacity).
   static Result Ready(Input& in) { return in.node.view->ready ? Result() : Reject::kNotReady; }
   static Result NotCordoned(Input& in) { return in.node.view->cordoned ? Reject::kCordoned : Result(); }
-  static Result InJobPool(Input& in) { return in.node.pool != in.job.pool ? Reject::kPool : Result(); }
+  // Its pool, and one its queue may use (a queue restricted to pools keeps
+  // its jobs there, borrowed exclusive nodes included).
+  static Result InJobPool(Input& in) {
+    return in.node.pool != in.job.pool || !in.session.queues().queue(in.job.queue).AllowsPool(in.node.pool)
+               ? Reject::kPool
+               : Result();
+  }
   // An exclusive node that belongs to a queue takes only that queue's jobs
   // (and its descendants').
   static Result OwnedByJobQueue(Input& in) {

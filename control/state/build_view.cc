@@ -103,7 +103,7 @@ void ClusterState::RefreshView(topology::ClusterView& view, ViewCursor& cursor, 
   view.queues.clear();
   for (const auto& [name, queue] : queues_) {
     view.queues.push_back(topology::QueueView{name, queue.spec.parent, queue.spec.capability, queue.spec.deserved,
-                                              queue.spec.guarantee});
+                                              queue.spec.guarantee, queue.spec.pools});
   }
   BuildRunning(view, now_ms);
   BuildPending(view, now_ms);

@@ -57,8 +57,14 @@ class ClusterState {
   const std::map<uint64_t, JobRecord>& jobs() const { return jobs_; }
   // Always holds "root" and "default" (a child of root).
   const std::map<std::string, QueueRecord>& queues() const { return queues_; }
-  // A job naming the exclusive pool needs an exclusive node its queue may
-  // use: one owned by the queue or an ancestor, or owned by nobody.
+  // A job's pool where it names none: pooled for one asking for GPU shares
+  // or MIG instances when the cluster has pooled nodes (sharing belongs
+  // there), else public. A sharing job naming public in such a cluster is
+  // refused (FailedPrecondition): public nodes take whole devices.
+  Status ResolveSubmitPool(JobSpec& spec) const;
+  // The job's queue and every ancestor must allow its pool (QueueSpec.pools);
+  // a job naming the exclusive pool also needs an exclusive node its queue
+  // may use: one owned by the queue or an ancestor, or owned by nobody.
   Status CheckSubmitPool(const std::string& queue, const std::string& pool) const;
   const QueueRecord* FindQueue(std::string_view name) const;
   // What bound and running tasks hold, per queue, including descendants'.

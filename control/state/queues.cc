@@ -48,14 +48,41 @@ const QueueRecord* ClusterState::FindQueue(std::string_view name) const {
   return it == queues_.end() ? nullptr : &it->second;
 }
 
+Status ClusterState::ResolveSubmitPool(JobSpec& spec) const {
+  const bool shares = std::any_of(spec.tasks.begin(), spec.tasks.end(), [](const TaskGroupSpec& group) {
+    return group.resources.Shared() || group.resources.Mig();
+  });
+  if (!shares) {
+    if (spec.pool.empty()) spec.pool = "public";
+    return Status::Ok();
+  }
+  const bool pooled_nodes =
+      std::any_of(nodes_.begin(), nodes_.end(), [](const auto& entry) { return entry.second.pool == "pooled"; });
+  if (spec.pool.empty()) {
+    spec.pool = pooled_nodes ? "pooled" : "public";
+  } else if (spec.pool == "public" && pooled_nodes) {
+    return Status::FailedPrecondition(
+        "GPU shares and MIG instances run on pooled nodes, and this cluster has some; public nodes take whole "
+        "devices (submit without --pool, or with --pool pooled)");
+  }
+  return Status::Ok();
+}
+
 Status ClusterState::CheckSubmitPool(const std::string& queue, const std::string& pool) const {
-  if (pool != "exclusive") return Status::Ok();
   // The queue and its ancestors (bounded: a tree of queues_.size() levels at most).
   std::set<std::string> chain;
   for (std::string at = queue; !at.empty() && chain.size() <= queues_.size() && chain.insert(at).second;) {
     const QueueRecord* record = FindQueue(at);
+    if (record != nullptr && !record->spec.pools.empty() &&
+        std::find(record->spec.pools.begin(), record->spec.pools.end(), pool) == record->spec.pools.end()) {
+      std::string allowed;
+      for (const auto& p : record->spec.pools) allowed += (allowed.empty() ? "" : ", ") + p;
+      return Status::FailedPrecondition("queue '" + at + "' runs jobs only in the pools " + allowed + ", not '" +
+                                        pool + "'" + (at == queue ? "" : " (queue '" + queue + "' is under it)"));
+    }
     at = record == nullptr || at == "root" ? "" : record->spec.parent;
   }
+  if (pool != "exclusive") return Status::Ok();
   for (const auto& [name, node] : nodes_) {
     if (node.pool == "exclusive" && (node.pool_queue.empty() || chain.count(node.pool_queue))) return Status::Ok();
   }
