@@ -382,7 +382,8 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
   // The class orders jobs first; priority orders them within a class.
   summary.AddRow({"Class:", Dash(reply.spec.priority_class)});
   summary.AddRow({"Priority:", std::to_string(s.priority)});
-  summary.AddRow({"Pool:", Dash(reply.spec.pool)});
+  // A spec stored before the coordinator chose pools at submit may have none: it ran in public.
+  summary.AddRow({"Pool:", reply.spec.pool.empty() ? "public" : reply.spec.pool});
   if (s.restarts > 0 || !(reply.spec.restart == RestartSpec{})) {
     summary.AddRow({"Restarts:", RestartText(s, reply.spec.restart)});
   }
