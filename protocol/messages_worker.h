@@ -117,6 +117,22 @@ struct HostSlots {
   }
 };
 
+// One task of a gang by its stable name (GPOOL_TASK_NAME) and the host of
+// the node running it: a line of the job's hosts file (hosts(5)), which the
+// worker writes after resolving `host` to an address.
+struct TaskHost {
+  std::string name;
+  std::string host;
+  uint32_t slots = 1;  // its line in the MPI hostfile: the group's whole GPUs, at least 1
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("name", name);
+    v.Required("host", host);
+    v.Optional("slots", slots);
+  }
+  bool operator==(const TaskHost&) const = default;
+};
+
 struct BindTask {
   static constexpr MessageType kType = MessageType::kBindTask;
   TaskId task;
@@ -142,6 +158,10 @@ struct BindTask {
   // A placed gang's nodes with their task counts, in NODE_RANK order (what
   // GPOOL_HOSTS spells as text); the worker writes the MPI hostfile from it.
   std::vector<HostSlots> hosts;
+  // Every task of the gang by stable name with its node's host, in task
+  // index order (the worker writes <tasks dir>/<job>.hosts and the MPI
+  // hostfile by name from it); empty where `hosts` is.
+  std::vector<TaskHost> task_hosts;
   template <typename V>
   void Fields(V& v) {
     v.Required("task", task);
@@ -162,6 +182,7 @@ struct BindTask {
     v.Optional("numa_policy", numa_policy);
     v.Optional("numa_node", numa_node);
     v.Optional("hosts", hosts);
+    v.Optional("task_hosts", task_hosts);
   }
 };
 
