@@ -54,9 +54,20 @@ std::string JobHostsPath(const std::string& log_dir, const TaskId& task);
 // What makes mpirun in a task start its ranks in the sibling tasks through
 // `gpool exec` (no sshd): Open MPI's and MPICH/Hydra's remote agent set to
 // `rsh_agent` (a `gpool-rsh`, the CLI in its exec-rsh mode) and Open MPI's
-// default hostfile. Entries the task's env already has are left out: a
-// job's own settings win.
+// default hostfile. Several tasks may share a machine (and its hostname and
+// /tmp), which Open MPI otherwise gets wrong, so also:
+//   OMPI_MCA_if_base_do_not_resolve=1  a task name that resolves to this
+//       machine stays a node of its own (Open MPI merges every name that
+//       resolves to a local address into one node, and refuses a hostfile
+//       that then gives it slots twice);
+//   OMPI_MCA_orte_tmpdir_base=`tmpdir`  each task's daemons keep their
+//       session directory apart (daemons of one job on one machine race to
+//       create the same one);
+//   PMIX_MCA_gds=hash  no shared-memory store that such daemons would share.
+// Entries the task's env already has are left out: a job's own settings win.
 std::map<std::string, std::string> MpiLauncherEnv(const std::string& rsh_agent, const std::string& hostfile,
-                                                  const std::vector<std::string>& env);
+                                                  const std::string& tmpdir, const std::vector<std::string>& env);
+// <log_dir>/<job>.<index>.<attempt>.mpi: the task's MPI session directory base.
+std::string TaskMpiTmpDir(const std::string& log_dir, const TaskId& task);
 
 }  // namespace gpool::worker
