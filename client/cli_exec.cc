@@ -116,9 +116,20 @@ std::optional<int> PrepareExecRsh(Session& s, Invocation& inv, std::vector<std::
   return std::nullopt;
 }
 
+// The remote shell line: `words` as ssh would run them, in a session
+// directory of its own for Open MPI's daemon. Several tasks (and mpirun
+// itself) may share a machine and its /tmp, and Open MPI's daemons of one job
+// on one machine race to create the same session directory. A per-task
+// setting in the tasks' env would not do: mpirun copies the MCA settings of
+// its own env onto every daemon's command line, which wins over the env.
+std::string RshShellLine(const std::vector<std::string>& words) {
+  return "gpool_rsh_dir=\"${TMPDIR:-/tmp}/gpool-rsh.$$\"; "
+         "mkdir -p \"$gpool_rsh_dir\" && export OMPI_MCA_orte_tmpdir_base=\"$gpool_rsh_dir\"; " +
+         JoinWords(words) + "; gpool_rsh_rc=$?; rm -rf \"$gpool_rsh_dir\"; exit $gpool_rsh_rc";
+}
+
 int RunExecRsh(Session& s, const Invocation& inv) {
-  // As ssh does: the remote side runs the words as one shell command line.
-  return RunExecLoop(s, ScopeExec(s, inv, inv.positionals[0], true), {"/bin/sh", "-c", JoinWords(inv.trailing)});
+  return RunExecLoop(s, ScopeExec(s, inv, inv.positionals[0], true), {"/bin/sh", "-c", RshShellLine(inv.trailing)});
 }
 
 }  // namespace

@@ -91,17 +91,11 @@ std::string JobHostsPath(const std::string& log_dir, const TaskId& task) {
   return log_dir + "/" + std::to_string(task.job.value()) + ".hosts";
 }
 
-std::string TaskMpiTmpDir(const std::string& log_dir, const TaskId& task) {
-  return log_dir + "/" + std::to_string(task.job.value()) + "." + std::to_string(task.index) + "." +
-         std::to_string(task.attempt) + ".mpi";
-}
-
 std::map<std::string, std::string> MpiLauncherEnv(const std::string& rsh_agent, const std::string& hostfile,
-                                                  const std::string& tmpdir, const std::vector<std::string>& env) {
+                                                  const std::vector<std::string>& env) {
   std::map<std::string, std::string> wanted;
   wanted["OMPI_MCA_if_base_do_not_resolve"] = "1";
   wanted["PMIX_MCA_gds"] = "hash";
-  if (!tmpdir.empty()) wanted["OMPI_MCA_orte_tmpdir_base"] = tmpdir;
   if (!rsh_agent.empty()) {
     wanted["OMPI_MCA_plm_rsh_agent"] = rsh_agent;
     wanted["HYDRA_LAUNCHER"] = "ssh";  // Hydra runs HYDRA_LAUNCHER_EXEC as if it were ssh

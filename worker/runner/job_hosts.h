@@ -60,14 +60,11 @@ std::string JobHostsPath(const std::string& log_dir, const TaskId& task);
 //       machine stays a node of its own (Open MPI merges every name that
 //       resolves to a local address into one node, and refuses a hostfile
 //       that then gives it slots twice);
-//   OMPI_MCA_orte_tmpdir_base=`tmpdir`  each task's daemons keep their
-//       session directory apart (daemons of one job on one machine race to
-//       create the same one);
 //   PMIX_MCA_gds=hash  no shared-memory store that such daemons would share.
+// (Their session directories are kept apart by `gpool exec-rsh` itself,
+// cli_exec.cc says why.)
 // Entries the task's env already has are left out: a job's own settings win.
 std::map<std::string, std::string> MpiLauncherEnv(const std::string& rsh_agent, const std::string& hostfile,
-                                                  const std::string& tmpdir, const std::vector<std::string>& env);
-// <log_dir>/<job>.<index>.<attempt>.mpi: the task's MPI session directory base.
-std::string TaskMpiTmpDir(const std::string& log_dir, const TaskId& task);
+                                                  const std::vector<std::string>& env);
 
 }  // namespace gpool::worker

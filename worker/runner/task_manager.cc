@@ -348,10 +348,7 @@ void TaskManager::WriteJobNames(const TaskId& id, const BindTask& bind, LaunchRe
   });
   request.env.push_back("GPOOL_HOSTFILE=" + hostfile_path);
   request.env.push_back("GPOOL_HOSTS_FILE=" + hosts_path);
-  const std::string tmpdir = TaskMpiTmpDir(options_.log_dir, id);
-  std::error_code ec;
-  std::filesystem::create_directories(tmpdir, ec);
-  for (const auto& [key, value] : MpiLauncherEnv(options_.rsh_agent, hostfile_path, ec ? "" : tmpdir, request.env)) {
+  for (const auto& [key, value] : MpiLauncherEnv(options_.rsh_agent, hostfile_path, request.env)) {
     request.env.push_back(key + "=" + value);
   }
   std::sort(request.env.begin(), request.env.end());
