@@ -54,7 +54,7 @@ struct ExecStart {
 struct ExecStartReply {
   static constexpr MessageType kType = MessageType::kExecStartReply;
   uint64_t exec_id = 0;  // per worker process; names the command in polls and signals
-  std::string task;      // the resolved TaskId, "JOB.INDEX.ATTEMPT" (filled by the coordinator)
+  std::string task;      // the resolved TaskId as text, "JOB.INDEX" (filled by the coordinator)
   std::string node;      // where it runs (filled by the coordinator)
   int64_t pid = 0;
   template <typename V>
