@@ -286,7 +286,7 @@ void ExecManager::Tick() {
       Close(session.out);  // something escaped its process group and holds the pipe
       Close(session.err);
     }
-    if (session.Done() && now - session.last_poll_ms > session.lease_ms) {
+    if (session.Done() && now - std::max(session.last_poll_ms, session.reaped_ms) > session.lease_ms) {
       log_->debug("exec forgotten task={} exec_id={}", session.task.ToString(), id);
       it = sessions_.erase(it);
       continue;

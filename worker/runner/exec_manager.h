@@ -16,7 +16,8 @@
 // and both pipes are drained, the reply that empties the buffers says
 // exited, with the exit status. A command nobody polls (or signals) for its
 // lease is killed, and so is every command of a task that stops running;
-// a finished command is forgotten one lease after its last poll.
+// a finished command is forgotten one lease after its end or its last poll,
+// whichever came later (so its client can still collect the exit).
 //
 // Thread-safety: one thread (the agent's loop). The task lookup, clock and
 // logger are not owned and must outlive it.
