@@ -119,5 +119,23 @@ TEST_F(MpiTest, MpirunInTaskZeroStartsRanksInSiblingTasksThroughGpoolExec) {
   ASSERT_EQ(cluster_->Cli({"cancel", id, "--grace", "1"}).exit_code, 0);
 }
 
+// The example in client/examples/mpi.yaml runs as its comments say: every
+// rank's line in task 0's log, and the whole job Succeeded once task 0 has
+// told its siblings (through gpool-rsh) that the run is over.
+TEST_F(MpiTest, TheMpiExampleJobSucceeds) {
+  CommandResult submitted = cluster_->Cli({"submit", "--json", std::string(GPOOL_CLIENT_EXAMPLES_DIR) + "/mpi.yaml"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const size_t digits = submitted.out.find_first_of("0123456789");
+  ASSERT_NE(digits, std::string::npos) << submitted.out;
+  const std::string id = submitted.out.substr(digits, submitted.out.find_first_not_of("0123456789", digits) - digits);
+  CommandResult waited = cluster_->Cli({"wait", id, "--timeout", "20"});
+  CommandResult log = cluster_->Cli({"logs", id + ".0"});
+  EXPECT_EQ(waited.exit_code, 0) << waited.out << waited.err << log.out << WorkerLogs();
+  for (int i = 0; i < 4; ++i) {
+    const std::string line = "rank " + std::to_string(i) + " of 4 in mpi-worker-" + std::to_string(i) + ", GPUs ";
+    EXPECT_NE(log.out.find(line), std::string::npos) << "missing '" << line << "' in\n" << log.out;
+  }
+}
+
 }  // namespace
 }  // namespace gpool::testing
