@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <optional>
+#include <random>
 
 #include "client/cli_internal.h"
 #include "protocol/base/text.h"
@@ -24,6 +25,19 @@ constexpr int64_t kExecIdlePollMs = 50;  // between polls that found nothing new
 constexpr uint32_t kExecLeaseMs = 15'000;
 
 std::atomic<int> g_exec_signal{0};
+
+// A random key per start, so the client's own retry of it cannot start the
+// command twice (messages_exec.h).
+std::string ExecStartKey() {
+  std::random_device random;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string key;
+  for (int i = 0; i < 4; ++i) {
+    uint32_t word = random();
+    for (int nibble = 0; nibble < 8; ++nibble, word >>= 4) key += kHex[word & 0xf];
+  }
+  return key;
+}
 
 void OnExecSignal(int signal) { g_exec_signal.store(signal); }
 
@@ -57,6 +71,7 @@ int RunExecLoop(Session& s, const ExecTarget& target, std::vector<std::string> c
   start.job_id = target.job_id;
   start.command = std::move(command);
   start.lease_ms = kExecLeaseMs;
+  start.key = ExecStartKey();
   if (Status valid = ValidateExecCommand(start.command, start.lease_ms); !valid.ok()) return s.Fail(valid);
   auto started = client->ExecStart(start);
   if (!started.ok()) return s.Fail(started.status());

@@ -33,6 +33,7 @@ TEST_F(CliTest, ExecStreamsOutputAndExitsWithTheCommandsCode) {
   EXPECT_EQ(cluster_->exec_starts[0].task, "train-worker-1");
   EXPECT_EQ(cluster_->exec_starts[0].job_id, 0u);
   EXPECT_EQ(cluster_->exec_starts[0].command, (std::vector<std::string>{"sh", "-c", "echo hi; exit 3"}));
+  EXPECT_EQ(cluster_->exec_starts[0].key.size(), 32u) << "a retry of the start is the same command";
   // Each poll asks from what it already has; an empty one waits a moment.
   ASSERT_EQ(cluster_->exec_poll_requests.size(), 4u);
   EXPECT_EQ(cluster_->exec_poll_requests[1].stdout_offset, 6u);

@@ -65,7 +65,9 @@ void Gateway::OnExec(const std::string& peer, const Envelope& envelope, bool adm
 
 void Gateway::OnExecStart(const std::string& peer, uint64_t request_id, const ExecStart& msg,
                           const std::string& token, bool admin, int64_t now_ms) {
-  if (Status valid = ValidateExecCommand(msg.command, msg.lease_ms); !valid.ok()) return Fail(peer, request_id, valid);
+  Status valid = ValidateExecCommand(msg.command, msg.lease_ms);
+  if (valid.ok()) valid = ValidateExecKey(msg.key);
+  if (!valid.ok()) return Fail(peer, request_id, valid);
   auto target = ExecTarget(msg.task, msg.job_id, token, admin);
   if (!target.ok()) {
     spdlog::info("exec refused task={} error=\"{}\"", msg.task.substr(0, 128), target.status().ToString());
@@ -77,7 +79,7 @@ void Gateway::OnExecStart(const std::string& peer, uint64_t request_id, const Ex
   spdlog::info("exec start task={} name={} node={} argv0={} by={}", task_id, msg.task.substr(0, 128), node,
                msg.command[0].substr(0, 128), admin ? "cluster-token" : "job-token");
   relay_.Ask<TaskExecStart, ExecStartReply>(
-      node, TaskExecStart{task.id, msg.command, msg.lease_ms}, now_ms,
+      node, TaskExecStart{task.id, msg.command, msg.lease_ms, msg.key}, now_ms,
       [this, peer, request_id, node, task_id](Result<ExecStartReply> reply) {
         if (!reply.ok()) return Fail(peer, request_id, reply.status());
         reply->task = task_id;

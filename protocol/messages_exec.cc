@@ -26,6 +26,11 @@ Status ValidateExecCommand(const std::vector<std::string>& command, uint32_t lea
   return Status::Ok();
 }
 
+Status ValidateExecKey(const std::string& key) {
+  if (key.size() > 128) return Status::InvalidArgument("key: longer than 128 bytes");
+  return Status::Ok();
+}
+
 Status ValidateExecSignal(int32_t signal) {
   if (signal == SIGINT || signal == SIGTERM || signal == SIGKILL || signal == SIGHUP) return Status::Ok();
   return Status::InvalidArgument("signal: " + std::to_string(signal) + " is not SIGINT, SIGTERM, SIGKILL or SIGHUP");

@@ -42,12 +42,17 @@ struct ExecStart {
   uint64_t job_id = 0;               // scopes a stable name to one job; 0: any job
   std::vector<std::string> command;  // argv; command[0] is looked up in the task's PATH
   uint32_t lease_ms = 10'000;        // killed when not polled for this long
+  // Makes a retried start (the client resends after a timeout) the same
+  // command: the node answers a start whose key it has seen for the task
+  // with that command's exec id. Empty: no retry protection.
+  std::string key;
   template <typename V>
   void Fields(V& v) {
     v.Required("task", task);
     v.Optional("job_id", job_id);
     v.Required("command", command);
     v.Optional("lease_ms", lease_ms);
+    v.Optional("key", key);
   }
 };
 
@@ -129,11 +134,13 @@ struct TaskExecStart {
   TaskId task;
   std::vector<std::string> command;
   uint32_t lease_ms = 10'000;
+  std::string key;  // ExecStart.key
   template <typename V>
   void Fields(V& v) {
     v.Required("task", task);
     v.Required("command", command);
     v.Optional("lease_ms", lease_ms);
+    v.Optional("key", key);
   }
 };
 
@@ -172,6 +179,8 @@ struct TaskExecSignal {
 // ResourceExhausted for more than kMaxExecArgs arguments or
 // kMaxExecCommandBytes bytes.
 Status ValidateExecCommand(const std::vector<std::string>& command, uint32_t lease_ms);
+// InvalidArgument for a start key longer than 128 bytes.
+Status ValidateExecKey(const std::string& key);
 // Whether `signal` is one exec forwards (SIGINT, SIGTERM, SIGKILL, SIGHUP).
 Status ValidateExecSignal(int32_t signal);
 

@@ -129,6 +129,20 @@ size_t ExecManager::live() const {
 
 Result<ExecStartReply> ExecManager::Start(const TaskExecStart& request) {
   GPOOL_RETURN_IF_ERROR(ValidateExecCommand(request.command, request.lease_ms));
+  GPOOL_RETURN_IF_ERROR(ValidateExecKey(request.key));
+  if (!request.key.empty()) {
+    // A client's retry of a start that did run: the same command.
+    for (auto& [id, session] : sessions_) {
+      if (session.key == request.key && session.task == request.task) {
+        session.last_poll_ms = options_.clock->MonoMs();
+        log_->info("exec start repeated, same command task={} exec_id={}", request.task.ToString(), id);
+        ExecStartReply reply;
+        reply.exec_id = id;
+        reply.pid = session.pid;
+        return reply;
+      }
+    }
+  }
   auto pid = options_.task_pid(request.task);
   if (!pid.ok()) return pid.status();
   if (sessions_.size() >= options_.max_commands) {
@@ -169,6 +183,7 @@ Result<ExecStartReply> ExecManager::Start(const TaskExecStart& request) {
   session.out.fd = out_pipe[0];
   session.err.fd = err_pipe[0];
   session.lease_ms = request.lease_ms;
+  session.key = request.key;
   session.last_poll_ms = options_.clock->MonoMs();
   log_->info("exec started task={} exec_id={} pid={} argv0={} args={} lease_ms={} cgroup={} own_mount_ns={}",
              request.task.ToString(), id, forked->pid, Q(Argv0(request.command)), request.command.size(),

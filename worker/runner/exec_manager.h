@@ -58,7 +58,8 @@ class ExecManager {
   ExecManager(const ExecManager&) = delete;
   ExecManager& operator=(const ExecManager&) = delete;
 
-  // Starts `request.command` in the task's context. FailedPrecondition /
+  // Starts `request.command` in the task's context; a start whose key a
+  // command of the task already has is answered with that command. FailedPrecondition /
   // NotFound when the task is not running here, InvalidArgument /
   // ResourceExhausted for a bad command or too many, the launch's error
   // when it cannot exec (e.g. NotFound: no such command).
@@ -94,6 +95,7 @@ class ExecManager {
     int32_t signal = 0;
     std::string message;
     uint32_t lease_ms = 0;
+    std::string key;  // TaskExecStart.key: a retried start finds this command
     int64_t last_poll_ms = 0;
     int64_t reaped_ms = 0;
     bool Done() const { return reaped && out.eof() && err.eof(); }

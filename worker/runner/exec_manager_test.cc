@@ -231,3 +231,23 @@ TEST_F(ExecManagerTest, TooManyCommandsAreResourceExhausted) {
 
 }  // namespace
 }  // namespace gpool::worker
+
+namespace gpool::worker {
+namespace {
+
+TEST_F(ExecManagerTest, ARetriedStartWithTheSameKeyIsTheSameCommand) {
+  auto first = exec_->Start(TaskExecStart{kTask, {"sleep", "60"}, 10'000, "k1"});
+  ASSERT_TRUE(first.ok());
+  auto again = exec_->Start(TaskExecStart{kTask, {"sleep", "60"}, 10'000, "k1"});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->exec_id, first->exec_id);
+  EXPECT_EQ(exec_->size(), 1u);
+  auto other = exec_->Start(TaskExecStart{kTask, {"sleep", "60"}, 10'000, "k2"});
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->exec_id, first->exec_id);
+  EXPECT_EQ(exec_->Start(TaskExecStart{kTask, {"true"}, 10'000, std::string(129, 'k')}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gpool::worker
