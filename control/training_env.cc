@@ -1,6 +1,5 @@
 #include "control/training_env.h"
 
-#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -76,9 +75,10 @@ TrainingLayout::TrainingLayout(const state::ClusterState& state, const state::Jo
   for (size_t r = 0; r < nodes.size(); ++r) hosts_.push_back(HostSlots{host_of[r], slots_[r]});
   master_ = host_of[node_of_.front()];
   task_hosts_.reserve(members.size());
+  // One slot per task, as the hostfile by node gave one per task there:
+  // `mpirun -np $GPOOL_NUM_TASKS` runs one rank in each task.
   for (size_t m = 0; m < members.size(); ++m) {
-    const uint32_t gpus = job.spec.tasks[members[m]->group].resources.gpus;
-    task_hosts_.push_back(TaskHost{TaskName(*members[m]), host_of[node_of_[m]], std::max<uint32_t>(gpus, 1)});
+    task_hosts_.push_back(TaskHost{TaskName(*members[m]), host_of[node_of_[m]], 1});
   }
   // Per group, the hosts of its replicas in replica order: what a parameter
   // server or launcher needs to find the others.

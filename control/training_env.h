@@ -53,7 +53,7 @@ class TrainingLayout {
   // EnvFor has no GPOOL_HOSTS.
   std::vector<HostSlots> HostsFor(const state::TaskRecord& task) const;
   // Every member task by its stable name (GPOOL_TASK_NAME) with its node's
-  // host and its MPI slots, in task index order, for `task`'s bind (the
+  // host and its MPI slots (one), in task index order, for `task`'s bind (the
   // worker writes the job's hosts file and the hostfile by name from it);
   // empty where HostsFor is.
   std::vector<TaskHost> TaskHostsFor(const state::TaskRecord& task) const;

@@ -167,7 +167,7 @@ TEST_F(TrainingEnvTest, UnplacedGangMatesLeaveOnlyRankAndWorldSize) {
 namespace gpool::control {
 namespace {
 
-TEST_F(TrainingEnvTest, TaskHostsNameEveryTaskWithItsNodesHostAndOneSlotPerGpu) {
+TEST_F(TrainingEnvTest, TaskHostsNameEveryTaskWithItsNodesHostAndOneSlot) {
   EXPECT_TRUE(TrainingLayout(state_, Job(), Job().tasks[0]).TaskHostsFor(Job().tasks[0]).empty())
       << "not placed yet: no names to resolve";
   ApplyPlanCmd plan;
@@ -176,10 +176,10 @@ TEST_F(TrainingEnvTest, TaskHostsNameEveryTaskWithItsNodesHostAndOneSlotPerGpu) 
   ASSERT_EQ(Do(plan).binds_applied, 4u);
   const TrainingLayout layout(state_, Job(), Job().tasks[2]);
   EXPECT_EQ(layout.TaskHostsFor(Job().tasks[2]),
-            (std::vector<TaskHost>{{"train-task-0", "n2", 2},
-                                   {"train-task-1", "host-a.example", 2},
-                                   {"train-task-2", "n2", 2},
-                                   {"train-task-3", "n2", 2}}));
+            (std::vector<TaskHost>{{"train-task-0", "n2", 1},
+                                   {"train-task-1", "host-a.example", 1},
+                                   {"train-task-2", "n2", 1},
+                                   {"train-task-3", "n2", 1}}));
   EXPECT_EQ(layout.TaskName(Job().tasks[3]), "train-task-3");
   EXPECT_EQ(EnvOf(3).at("GPOOL_TASK_NAME"), "train-task-3");
 }

@@ -123,7 +123,7 @@ struct HostSlots {
 struct TaskHost {
   std::string name;
   std::string host;
-  uint32_t slots = 1;  // its line in the MPI hostfile: the group's whole GPUs, at least 1
+  uint32_t slots = 1;  // its line in the MPI hostfile (the coordinator sends 1: one rank per task)
   template <typename V>
   void Fields(V& v) {
     v.Required("name", name);
