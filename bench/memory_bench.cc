@@ -219,7 +219,7 @@ class InProcessCoordinator final : public control::Outbox, public control::Propo
                                                            clock->MonoMs());
     c->dispatcher_ = std::make_unique<control::Dispatcher>(control::DispatcherOptions{}, c->state_, c->workers_,
                                                           c->request_ids_, *c, *c);
-    c->relay_ = std::make_unique<control::LogRelay>(control::LogRelayOptions{}, c->workers_, c->request_ids_, *c, *c);
+    c->relay_ = std::make_unique<control::WorkerRelay>(control::WorkerRelayOptions{}, c->workers_, c->request_ids_, *c, *c);
     c->registry_->Subscribe(c->dispatcher_.get());
     c->registry_->Subscribe(c->relay_.get());
     c->gateway_ =
@@ -325,7 +325,7 @@ class InProcessCoordinator final : public control::Outbox, public control::Propo
   control::RequestIds request_ids_;
   std::unique_ptr<control::NodeRegistry> registry_;
   std::unique_ptr<control::Dispatcher> dispatcher_;
-  std::unique_ptr<control::LogRelay> relay_;
+  std::unique_ptr<control::WorkerRelay> relay_;
   std::unique_ptr<control::Gateway> gateway_;
   std::unique_ptr<control::SchedulerDriver> scheduler_;
 };

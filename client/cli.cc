@@ -34,7 +34,7 @@ constexpr const CommandDef* kCommands[] = {
     &kSubmitCommand, &kJobsCommand, &kJobCommand, &kCancelCommand, &kLogsCommand, &kWaitCommand, &kNodesCommand,
     &kNodeCommand, &kEventsCommand, &kQueueCommand, &kTopologyCommand, &kExplainCommand, &kStatusCommand,
     &kAdminCommand,
-    &kProbeCommand,
+    &kProbeCommand, &kExecCommand, &kExecRshCommand,
 };
 
 const CommandDef* FindCommand(std::string_view name) {
@@ -269,6 +269,8 @@ CliEnv CliEnv::System() {
   env.sleep_ms = [](int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); };
   env.clock = &SystemClock::Get();
   env.in = &std::cin;
+  env.watch_signals = cli::WatchExecSignals;
+  env.take_signal = cli::TakeExecSignal;
   return env;
 }
 

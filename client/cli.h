@@ -51,6 +51,11 @@ struct CliEnv {
   const Clock* clock = nullptr;
   // Read by `submit -`.
   std::istream* in = nullptr;
+  // `exec`: starts catching SIGINT, SIGTERM and SIGHUP (to forward them to
+  // the remote command), and takes the one caught since the last call (0:
+  // none). nullptr: nothing is caught.
+  std::function<void()> watch_signals;
+  std::function<int()> take_signal;
 
   // The real process environment, SystemClock, std::cin and a real sleep.
   static CliEnv System();

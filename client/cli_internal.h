@@ -137,6 +137,12 @@ extern const CommandDef kStatusCommand;    // cli_admin.cc
 extern const CommandDef kAdminCommand;     // cli_admin.cc
 extern const CommandDef kEventsCommand;    // cli_events.cc
 extern const CommandDef kProbeCommand;     // cli_probe.cc
+extern const CommandDef kExecCommand;      // cli_exec.cc
+extern const CommandDef kExecRshCommand;   // cli_exec.cc
+
+// The real CliEnv's exec signal hooks (cli_exec.cc).
+void WatchExecSignals();
+int TakeExecSignal();
 
 // --- Global flags (cli.cc) -----------------------------------------------------------
 

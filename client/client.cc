@@ -73,6 +73,12 @@ class ZmqClient final : public Client {
 
   Result<ClusterStatusReply> ClusterStatus() override { return Call<ClusterStatusReply>(gpool::ClusterStatus{}); }
 
+  Result<ExecStartReply> ExecStart(const gpool::ExecStart& request) override {
+    return Call<ExecStartReply>(request);
+  }
+  Result<ExecPollReply> ExecPoll(const gpool::ExecPoll& request) override { return Call<ExecPollReply>(request); }
+  Status ExecSignal(const gpool::ExecSignal& request) override { return Call<Ack>(request).status(); }
+
   Result<ChangeReplicasReply> ChangeReplicas(const gpool::ChangeReplicas& request) override {
     return Call<ChangeReplicasReply>(request);
   }

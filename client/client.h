@@ -126,6 +126,11 @@ class Client {
   virtual Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) = 0;
   // Commits a probe's results: slow conditions raised and cleared (ReportProbe).
   virtual Result<ReportProbeReply> ReportProbe(const gpool::ReportProbe& request) = 0;
+  // `gpool exec` (messages_exec.h): start a command in a running task, poll
+  // its output and exit, signal it.
+  virtual Result<ExecStartReply> ExecStart(const gpool::ExecStart& request) = 0;
+  virtual Result<ExecPollReply> ExecPoll(const gpool::ExecPoll& request) = 0;
+  virtual Status ExecSignal(const gpool::ExecSignal& request) = 0;
 };
 
 // Splits and normalizes an endpoint list ("a:1, tcp://b:2" ->

@@ -371,4 +371,28 @@ Result<ExplainJobReply> FakeClient::ExplainJob(JobId job) {
   return reply;
 }
 
+Result<ExecStartReply> FakeClient::ExecStart(const gpool::ExecStart& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  cluster_->exec_starts.push_back(request);
+  if (cluster_->exec_start_error) return *cluster_->exec_start_error;
+  return cluster_->exec_reply;
+}
+
+Result<ExecPollReply> FakeClient::ExecPoll(const gpool::ExecPoll& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  const size_t n = cluster_->exec_poll_requests.size();
+  cluster_->exec_poll_requests.push_back(request);
+  if (cluster_->exec_polls.empty()) return Status::NotFound("no exec scripted");
+  ExecPollReply reply = cluster_->exec_polls[std::min(n, cluster_->exec_polls.size() - 1)];
+  reply.stdout_offset = request.stdout_offset;
+  reply.stderr_offset = request.stderr_offset;
+  return reply;
+}
+
+Status FakeClient::ExecSignal(const gpool::ExecSignal& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  cluster_->exec_signals.push_back(request);
+  return Status::Ok();
+}
+
 }  // namespace gpool

@@ -83,6 +83,16 @@ struct FakeCluster {
   int get_job_calls = 0;
   std::map<std::string, uint64_t> idempotency_keys;
 
+  // Exec: ExecStart answers exec_reply (or fails with exec_start_error);
+  // each ExecPoll answers the next of exec_polls (the last one again once
+  // they run out). What was asked is kept.
+  ExecStartReply exec_reply{.exec_id = 7, .task = "1.0.0", .node = "n1", .pid = 42};
+  std::optional<Status> exec_start_error;
+  std::vector<ExecPollReply> exec_polls;
+  std::vector<gpool::ExecStart> exec_starts;
+  std::vector<gpool::ExecPoll> exec_poll_requests;
+  std::vector<gpool::ExecSignal> exec_signals;
+
   // Sets a job's state (summary and every task), as the coordinator would.
   void SetJobState(uint64_t job_id, JobState state, std::string reason = {});
 
@@ -111,6 +121,9 @@ class FakeClient final : public Client {
   Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) override;
   // Records the request in cluster.probe_reports; flagged counts its slow results.
   Result<ReportProbeReply> ReportProbe(const gpool::ReportProbe& request) override;
+  Result<ExecStartReply> ExecStart(const gpool::ExecStart& request) override;
+  Result<ExecPollReply> ExecPoll(const gpool::ExecPoll& request) override;
+  Status ExecSignal(const gpool::ExecSignal& request) override;
 
  private:
   std::optional<Status> TakeFailure();

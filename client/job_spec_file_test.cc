@@ -217,6 +217,12 @@ TEST(JobSpecFileTest, ExampleSpecsParse) {
   ASSERT_TRUE(train.ok()) << train.status().ToString();
   EXPECT_EQ(train->TotalTasks(), 2u);
   EXPECT_EQ(train->tasks[0].resources.gpus, 4u);
+  auto mpi = LoadJobSpecFile(dir + "/mpi.yaml");
+  ASSERT_TRUE(mpi.ok()) << mpi.status().ToString();
+  EXPECT_EQ(mpi->name, "mpi");
+  EXPECT_EQ(mpi->TotalTasks(), 4u);
+  EXPECT_EQ(mpi->tasks[0].name, "worker");
+  EXPECT_EQ(mpi->tasks[0].env.at("OMPI_ALLOW_RUN_AS_ROOT"), "1");
   auto big = LoadJobSpecFile(dir + "/too-big.yaml");
   ASSERT_TRUE(big.ok()) << big.status().ToString();
   EXPECT_EQ(big->TotalTasks(), 1u);

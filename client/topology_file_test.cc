@@ -458,6 +458,9 @@ class FailUpdateOf final : public Client {
   Result<ListQueuesReply> ListQueues() override { return fake_.ListQueues(); }
   Result<ExplainJobReply> ExplainJob(JobId job) override { return fake_.ExplainJob(job); }
   Result<ListEventsReply> ListEvents(const gpool::ListEvents& r) override { return fake_.ListEvents(r); }
+  Result<ExecStartReply> ExecStart(const gpool::ExecStart& r) override { return fake_.ExecStart(r); }
+  Result<ExecPollReply> ExecPoll(const gpool::ExecPoll& r) override { return fake_.ExecPoll(r); }
+  Status ExecSignal(const gpool::ExecSignal& r) override { return fake_.ExecSignal(r); }
   Result<ReportProbeReply> ReportProbe(const gpool::ReportProbe& r) override { return fake_.ReportProbe(r); }
 
  private:

@@ -32,6 +32,20 @@ Status WriteFileAtomically(const std::filesystem::path& path, const std::string&
   return Status::Ok();
 }
 
+// Where tasks on other machines can reach a client endpoint: a wildcard
+// bind (tcp://0.0.0.0:7400, tcp://*:7400, tcp://[::]:7400) names this
+// machine by its hostname instead.
+std::string ReachableEndpoint(const std::string& endpoint) {
+  for (const char* wildcard : {"tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"}) {
+    const std::string prefix = wildcard;
+    if (endpoint.rfind(prefix, 0) != 0) continue;
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') return endpoint;
+    return "tcp://" + std::string(host) + ":" + endpoint.substr(prefix.size());
+  }
+  return endpoint;
+}
+
 }  // namespace
 
 Coordinator::Coordinator(const CoordinatorOptions& options)
@@ -100,12 +114,13 @@ void Coordinator::Wire() {
 
   DispatcherOptions dispatcher_options;
   dispatcher_options.preempt_grace_ms = options_.preempt_grace_ms;
+  dispatcher_options.client_endpoints = ReachableEndpoint(client_endpoint_);
   dispatcher_ =
       std::make_unique<Dispatcher>(dispatcher_options, state_, connections_, request_ids_, *this, *tracker_);
-  log_relay_ = std::make_unique<LogRelay>(LogRelayOptions{}, connections_, request_ids_, *this, *tracker_);
+  worker_relay_ = std::make_unique<WorkerRelay>(WorkerRelayOptions{}, connections_, request_ids_, *this, *tracker_);
   // The registry tells; the dispatcher and the relay listen. Neither calls it.
   registry_->Subscribe(dispatcher_.get());
-  registry_->Subscribe(log_relay_.get());
+  registry_->Subscribe(worker_relay_.get());
 
   GatewayOptions gateway_options;
   gateway_options.token = options_.token;
@@ -114,7 +129,7 @@ void Coordinator::Wire() {
   gateway_options.limits.max_frame_bytes = options_.max_frame_bytes;
   gateway_options.max_spec_bytes = options_.max_spec_bytes;
   gateway_options.spec_limits.max_grace_period_ms = options_.max_grace_period_ms;
-  gateway_ = std::make_unique<Gateway>(gateway_options, state_, connections_, *log_relay_, *this, *tracker_);
+  gateway_ = std::make_unique<Gateway>(gateway_options, state_, connections_, *worker_relay_, *this, *tracker_);
 
   SchedulerDriverOptions scheduler_options;
   scheduler_options.policy = options_.scheduler_config;
@@ -309,7 +324,7 @@ void Coordinator::FollowLeadership() {
   // register, and gives every node a fresh liveness window.
   registry_->Reset(options_.clock->MonoMs());
   dispatcher_->Reset();
-  log_relay_->Reset(Status::Unavailable("the coordinator leader changed; retry"));
+  worker_relay_->Reset(Status::Unavailable("the coordinator leader changed; retry"));
   scheduler_->Reset();
   health_->Reset();
   retention_->Reset();
@@ -411,7 +426,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       dispatcher_->Tick(now);
       last_dispatch = now;
     }
-    log_relay_->Tick(now);
+    worker_relay_->Tick(now);
     tracker_->ExpireReads(now);
     MaybeSnapshot();
     if (tracker_->removed()) {

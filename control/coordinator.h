@@ -2,7 +2,7 @@
 //
 // Owns the storage, the commit log, the proposal tracker, the state machine,
 // the worker table and the managers (Gateway, NodeRegistry, Dispatcher,
-// LogRelay, SchedulerDriver), and runs them on one event-loop thread over two
+// WorkerRelay, SchedulerDriver), and runs them on one event-loop thread over two
 // ZeroMQ ROUTER sockets. Managers reach the outside only through ports
 // (Outbox, Proposer) and hear of each other only through events
 // (WorkerEvents) wired in Open, so each is tested alone on fakes and can
@@ -52,7 +52,7 @@
 #include "control/health_driver.h"
 #include "control/retention_driver.h"
 #include "control/log/commit_log.h"
-#include "control/log_relay.h"
+#include "control/worker_relay.h"
 #include "control/node_registry.h"
 #include "control/proposal_tracker.h"
 #include "control/replication/peer_transport.h"
@@ -166,7 +166,7 @@ class Coordinator final : public Outbox {
   RequestIds request_ids_;
   std::unique_ptr<NodeRegistry> registry_;
   std::unique_ptr<Dispatcher> dispatcher_;
-  std::unique_ptr<LogRelay> log_relay_;
+  std::unique_ptr<WorkerRelay> worker_relay_;
   std::unique_ptr<Gateway> gateway_;
   std::unique_ptr<SchedulerDriver> scheduler_;
   std::unique_ptr<HealthDriver> health_;

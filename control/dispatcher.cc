@@ -142,7 +142,12 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     const TrainingLayout& layout = LayoutFor(*job, task);
     bind.env = layout.EnvFor(task);
     bind.hosts = layout.HostsFor(task);
+    bind.task_hosts = layout.TaskHostsFor(task);
+    if (!options_.client_endpoints.empty()) bind.env["GPOOL_COORDINATOR"] = options_.client_endpoints;
     for (const auto& [key, value] : group.env) bind.env[key] = value;  // the user's own win
+    // The job's own exec credential (JobRecord::exec_token): `gpool exec`
+    // (and mpirun through `gpool exec-rsh`) into this job's tasks only.
+    if (!job->exec_token.empty()) bind.env["GPOOL_EXEC_TOKEN"] = job->exec_token;
     bind.gpu_indices = task.gpu_indices;
     bind.gpu_uuids = state_.GpuUuids(task, /*mig_instances=*/false);
     bind.cpu_milli = task.cpu_milli;

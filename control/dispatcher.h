@@ -48,6 +48,9 @@ struct DispatcherOptions {
   int64_t reconfirm_ms = 10'000;   // resend an acknowledged one that has not taken effect
   int64_t sweep_ms = 1000;         // drop records of tasks that settled by a path nobody reported
   uint32_t preempt_grace_ms = 10'000;
+  // The client endpoint(s) tasks reach the coordinator on (GPOOL_COORDINATOR
+  // in every bind, so `gpool exec` works inside a task); empty: not set.
+  std::string client_endpoints;
 };
 
 class Dispatcher final : public WorkerEvents {

@@ -188,3 +188,46 @@ TEST_F(DispatcherTest, ABindCarriesTheJobsMaxRuntimeAndGrace) {
 
 }  // namespace
 }  // namespace gpool::control
+
+namespace gpool::control {
+namespace {
+
+// What a task needs to call `gpool exec` itself (issue 30): where the
+// coordinator is and its job's own exec token; and its gang by stable name.
+TEST(DispatcherExecEnvTest, BindsCarryTheCoordinatorTheJobsExecTokenAndTaskNames) {
+  state::ClusterState state;
+  WorkerTable workers;
+  RequestIds request_ids;
+  ImmediateProposer proposer{state};
+  RecordingOutbox outbox;
+  Dispatcher dispatcher{DispatcherOptions{.client_endpoints = "tcp://coord:7400"}, state, workers, request_ids,
+                        outbox, proposer};
+  proposer.Propose(state::RegisterNodeCmd{OneGpuNode("n1"), {}}, [](const auto&) {});
+  proposer.Propose(state::RegisterNodeCmd{OneGpuNode("n2"), {}}, [](const auto&) {});
+  JobSpec spec;
+  spec.name = "mpi";
+  spec.tasks.push_back(TaskGroupSpec{.name = "w", .replicas = 2, .command = {"true"}, .resources = Resources{1, 100, 100}});
+  proposer.Propose(state::SubmitJobCmd{spec, "", "secret-1"}, [](const auto&) {});
+  proposer.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(1), 0, "n1", {0}, 100, 100},
+                                        state::PlanBind{JobId(1), 1, "n2", {0}, 100, 100}},
+                                       {}},
+                   [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
+  workers.Connect("n2", "peer-2", 0, 0);
+  dispatcher.NodeConnected("n2");
+  dispatcher.Tick(0);
+  ASSERT_EQ(outbox.sent.size(), 1u);
+  auto bind = DecodeEnvelope(outbox.sent[0].frame)->Body<BindTask>();
+  ASSERT_TRUE(bind.ok()) << bind.status().ToString();
+  EXPECT_EQ(bind->env.at("GPOOL_COORDINATOR"), "tcp://coord:7400");
+  EXPECT_EQ(bind->env.at("GPOOL_EXEC_TOKEN"), "secret-1");
+  EXPECT_EQ(bind->env.at("GPOOL_TASK_NAME"), "mpi-w-1");
+  EXPECT_EQ(bind->task_hosts, (std::vector<TaskHost>{{"mpi-w-0", "n1", 1}, {"mpi-w-1", "n2", 1}}));
+  // The token is replicated with the job, never shown to clients.
+  EXPECT_EQ(state.FindJob(JobId(1))->exec_token, "secret-1");
+  auto decoded = state::DecodeCommand(state::EncodeCommand(state::Command{1, state::SubmitJobCmd{spec, "", "t"}}));
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(std::get<state::SubmitJobCmd>(decoded->body).exec_token, "t");
+}
+
+}  // namespace
+}  // namespace gpool::control

@@ -11,8 +11,8 @@
 namespace gpool::control {
 
 Gateway::Gateway(const GatewayOptions& options, const state::ClusterState& state, const WorkerTable& workers,
-                 LogRelay& logs, Outbox& outbox, Proposer& proposer)
-    : options_(options), state_(state), workers_(workers), logs_(logs), outbox_(outbox), proposer_(proposer) {}
+                 WorkerRelay& relay, Outbox& outbox, Proposer& proposer)
+    : options_(options), state_(state), workers_(workers), relay_(relay), outbox_(outbox), proposer_(proposer) {}
 
 void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms) {
   const uint64_t epoch = proposer_.epoch();
@@ -23,7 +23,12 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     return;
   }
   const uint64_t id = envelope->header().request_id;
-  if (!options_.token.empty() && envelope->header().token != options_.token) {
+  const bool admin = options_.token.empty() || envelope->header().token == options_.token;
+  const bool exec = envelope->type() == MessageType::kExecStart || envelope->type() == MessageType::kExecPoll ||
+                    envelope->type() == MessageType::kExecSignal;
+  // Exec requests may carry a job's exec token instead: checked against the
+  // target job once it is found (OnExec).
+  if (!admin && !(exec && !envelope->header().token.empty())) {
     Reply(peer, MakeError(id, epoch, Status::Unauthenticated("wrong or missing token")));
     return;
   }
@@ -120,6 +125,12 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
       if (!msg.ok()) return fail(msg.status());
       return OnReportProbe(peer, id, std::move(msg).value());
     }
+    case MessageType::kExecStart:
+    case MessageType::kExecPoll:
+    case MessageType::kExecSignal:
+      return AfterBarrier(peer, id, [this, peer, envelope = *envelope, admin, now_ms] {
+        OnExec(peer, envelope, admin, now_ms);
+      });
     case MessageType::kChangeReplicas: {
       auto msg = envelope->Body<ChangeReplicas>();
       if (!msg.ok()) return fail(msg.status());
@@ -159,7 +170,8 @@ void Gateway::OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob m
                           Status::InvalidArgument("idempotency_key: longer than 256 bytes")));
     return;
   }
-  proposer_.Propose(state::SubmitJobCmd{std::move(msg.spec), std::move(msg.idempotency_key)},
+  std::string exec_token = options_.new_exec_token ? options_.new_exec_token() : RandomExecToken();
+  proposer_.Propose(state::SubmitJobCmd{std::move(msg.spec), std::move(msg.idempotency_key), std::move(exec_token)},
                     [this, peer, request_id](const state::ApplyResult& result) {
                       if (!result.status.ok()) return Fail(peer, request_id, result.status);
                       spdlog::info("job submitted job={} duplicate={}", result.job_id, result.duplicate);
@@ -297,7 +309,7 @@ void Gateway::OnGetTaskLog(const std::string& peer, uint64_t request_id, const G
   // Leave room for the envelope so the worker's reply always fits a frame.
   const size_t frame_room = options_.limits.max_frame_bytes > 4096 ? options_.limits.max_frame_bytes - 4096 : 1024;
   const uint32_t max_bytes = static_cast<uint32_t>(std::min<size_t>(msg.max_bytes, frame_room));
-  logs_.Fetch(task.node, task.id, max_bytes, now_ms,
+  relay_.Ask<FetchLog, FetchLogReply>(task.node, FetchLog{task.id, max_bytes}, now_ms,
               [this, peer, request_id](Result<FetchLogReply> result) {
                          if (!result.ok()) {
                            Reply(peer, MakeError(request_id, proposer_.epoch(), result.status()));

@@ -15,8 +15,13 @@
 // so a leader that was deposed without noticing cannot answer from a stale
 // state; ClusterStatus, a report on this replica, does not wait.
 //
+// Exec (`gpool exec`, gateway_exec.cc): the requests are authorised like
+// any write by the cluster token, or by the target job's own exec token
+// (JobRecord::exec_token, drawn here at submit), which authorises nothing
+// else: a task holding it can exec into its siblings and no other job.
+//
 // Worker facts (last seen, GPU memory used) come from the WorkerTable, task
-// logs through the LogRelay, and replication facts from Proposer::Replication;
+// logs through the WorkerRelay, and replication facts from Proposer::Replication;
 // the Gateway calls no other manager.
 //
 // Thread-safety: none; the coordinator's loop thread owns it.
@@ -25,8 +30,9 @@
 #include <functional>
 #include <string>
 
-#include "control/log_relay.h"
+#include "control/worker_relay.h"
 #include "control/ports.h"
+#include "control/task_lookup.h"
 #include "control/worker_table.h"
 #include "protocol/envelope.h"
 #include "protocol/validate.h"
@@ -40,12 +46,18 @@ struct GatewayOptions {
   wire::DecodeLimits limits;
   SpecLimits spec_limits;
   uint64_t max_spec_bytes = kDefaultMaxSpecBytes;  // encoded; larger specs are ResourceExhausted
+  // Draws each job's exec token at submit; nullptr: 128 random bits from
+  // std::random_device, as hex. Tests pass a fixed sequence.
+  std::function<std::string()> new_exec_token;
 };
+
+// 128 bits from std::random_device, as 32 hex digits.
+std::string RandomExecToken();
 
 class Gateway {
  public:
   Gateway(const GatewayOptions& options, const state::ClusterState& state, const WorkerTable& workers,
-          LogRelay& logs, Outbox& outbox, Proposer& proposer);
+          WorkerRelay& relay, Outbox& outbox, Proposer& proposer);
 
   void OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms);
 
@@ -62,13 +74,25 @@ class Gateway {
   void OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateNode msg);
   void OnReportProbe(const std::string& peer, uint64_t request_id, ReportProbe msg);
   void OnUpdateQueue(const std::string& peer, uint64_t request_id, UpdateQueue msg);
+  // gateway_exec.cc. `admin`: the request carried the cluster token (or
+  // none is configured); otherwise `token` must be the target job's.
+  void OnExec(const std::string& peer, const Envelope& envelope, bool admin, int64_t now_ms);
+  void OnExecStart(const std::string& peer, uint64_t request_id, const ExecStart& msg, const std::string& token,
+                   bool admin, int64_t now_ms);
+  void OnExecPoll(const std::string& peer, uint64_t request_id, const ExecPoll& msg, const std::string& token,
+                  bool admin, int64_t now_ms);
+  void OnExecSignal(const std::string& peer, uint64_t request_id, const ExecSignal& msg, const std::string& token,
+                    bool admin, int64_t now_ms);
+  // The running task `name` names, if the caller may exec into it.
+  Result<FoundTask> ExecTarget(const std::string& name, uint64_t job_scope, const std::string& token,
+                               bool admin) const;
   ListJobsReply ListJobsNow(const ListJobs& msg) const;
   ClusterStatusReply StatusNow() const;
 
   GatewayOptions options_;
   const state::ClusterState& state_;
   const WorkerTable& workers_;
-  LogRelay& logs_;
+  WorkerRelay& relay_;
   Outbox& outbox_;
   Proposer& proposer_;
 };

@@ -82,7 +82,7 @@ class GatewayTest : public ::testing::Test {
   RequestIds request_ids_;
   ImmediateProposer proposer_{state_};
   RecordingOutbox outbox_;
-  LogRelay relay_{LogRelayOptions{.timeout_ms = 1000}, workers_, request_ids_, outbox_, proposer_};
+  WorkerRelay relay_{WorkerRelayOptions{.timeout_ms = 1000}, workers_, request_ids_, outbox_, proposer_};
   std::unique_ptr<Gateway> gateway_;
   int64_t now_ms_ = 100;
 };

@@ -62,7 +62,7 @@ class LeadershipTest : public ::testing::Test {
     registry_ = std::make_unique<NodeRegistry>(options, state_, workers_, outbox_, proposer_, /*start_ms=*/0);
     dispatcher_ =
         std::make_unique<Dispatcher>(DispatcherOptions{}, state_, workers_, request_ids_, outbox_, proposer_);
-    relay_ = std::make_unique<LogRelay>(LogRelayOptions{}, workers_, request_ids_, outbox_, proposer_);
+    relay_ = std::make_unique<WorkerRelay>(WorkerRelayOptions{}, workers_, request_ids_, outbox_, proposer_);
     registry_->Subscribe(dispatcher_.get());
     registry_->Subscribe(relay_.get());
     gateway_ = std::make_unique<Gateway>(GatewayOptions{}, state_, workers_, *relay_, outbox_, proposer_);
@@ -101,7 +101,7 @@ class LeadershipTest : public ::testing::Test {
   RecordingOutbox outbox_;
   std::unique_ptr<NodeRegistry> registry_;
   std::unique_ptr<Dispatcher> dispatcher_;
-  std::unique_ptr<LogRelay> relay_;
+  std::unique_ptr<WorkerRelay> relay_;
   std::unique_ptr<Gateway> gateway_;
 };
 
@@ -210,7 +210,8 @@ TEST_F(LeadershipTest, DispatcherResetResendsBindsAndFailsLogFetches) {
   dispatcher_->Tick(200);
   EXPECT_EQ(binds(), 1) << "not due again yet";
   Status fetch_status;
-  relay_->Fetch("n1", TaskId{JobId(1), 0, 0}, 100, 200, [&](Result<FetchLogReply> r) { fetch_status = r.status(); });
+  relay_->Ask<FetchLog, FetchLogReply>("n1", FetchLog{TaskId{JobId(1), 0, 0}, 100}, 200,
+                                      [&](Result<FetchLogReply> r) { fetch_status = r.status(); });
   dispatcher_->Reset();
   relay_->Reset(Status::Unavailable("leader changed"));
   EXPECT_EQ(fetch_status.code(), StatusCode::kUnavailable);

@@ -109,7 +109,9 @@ void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int6
     }
     case MessageType::kAck:
     case MessageType::kErrorReply:
-    case MessageType::kFetchLogReply: {
+    case MessageType::kFetchLogReply:
+    case MessageType::kExecStartReply:
+    case MessageType::kExecPollReply: {
       // Only a registered connection's replies count: a command's reply is
       // taken only from the node it was sent to.
       const std::string* node = workers_.NodeAt(peer);

@@ -1,6 +1,6 @@
 // The interfaces coordinator components use to reach the outside world.
 //
-// Components (Gateway, NodeRegistry, Dispatcher, LogRelay, SchedulerDriver)
+// Components (Gateway, NodeRegistry, Dispatcher, WorkerRelay, SchedulerDriver)
 // never touch sockets or the log directly: they send frames through Outbox
 // and change state only by proposing commands through Proposer. The
 // Coordinator implements Outbox over ZeroMQ and ProposalTracker implements
@@ -68,7 +68,7 @@ class Proposer {
 };
 
 // Request ids for commands the coordinator sends to workers. The Dispatcher
-// and the LogRelay draw from one source, so a worker's reply names exactly
+// and the WorkerRelay draw from one source, so a worker's reply names exactly
 // one of them.
 class RequestIds {
  public:

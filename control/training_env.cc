@@ -74,6 +74,12 @@ TrainingLayout::TrainingLayout(const state::ClusterState& state, const state::Jo
   for (std::string_view node : nodes) host_of.push_back(HostOf(state, std::string(node)));
   for (size_t r = 0; r < nodes.size(); ++r) hosts_.push_back(HostSlots{host_of[r], slots_[r]});
   master_ = host_of[node_of_.front()];
+  task_hosts_.reserve(members.size());
+  // One slot per task, as the hostfile by node gave one per task there:
+  // `mpirun -np $GPOOL_NUM_TASKS` runs one rank in each task.
+  for (size_t m = 0; m < members.size(); ++m) {
+    task_hosts_.push_back(TaskHost{TaskName(*members[m]), host_of[node_of_[m]], 1});
+  }
   // Per group, the hosts of its replicas in replica order: what a parameter
   // server or launcher needs to find the others.
   std::map<uint32_t, std::string> group_hosts;
@@ -97,8 +103,7 @@ std::map<std::string, std::string> TrainingLayout::EnvFor(const state::TaskRecor
   // Stable across attempts and placements: the job's name, the task's group
   // and its replica number inside the group.
   const uint32_t index = task.id.index;
-  env["GPOOL_TASK_NAME"] = job.spec.name + "-" + job.spec.tasks[task.group].name + "-" +
-                           std::to_string(index < replica_.size() ? replica_[index] : 0);
+  env["GPOOL_TASK_NAME"] = TaskName(task);
   // An elastic job runs with the replicas it has: ranks count those. A gang
   // job is placed whole, so every task is in the layout.
   const int64_t member = index < member_.size() ? member_[index] : -1;
@@ -117,6 +122,18 @@ std::map<std::string, std::string> TrainingLayout::EnvFor(const state::TaskRecor
   env["GPOOL_HOSTS"] = std::move(hosts);
   for (const auto& [key, value] : group_hosts_) env[key] = value;
   return env;
+}
+
+std::string TrainingLayout::TaskName(const state::TaskRecord& task) const {
+  const uint32_t index = task.id.index;
+  return job_->spec.name + "-" + job_->spec.tasks[task.group].name + "-" +
+         std::to_string(index < replica_.size() ? replica_[index] : 0);
+}
+
+std::vector<TaskHost> TrainingLayout::TaskHostsFor(const state::TaskRecord& task) const {
+  const uint32_t index = task.id.index;
+  const bool member = index < member_.size() && member_[index] >= 0;
+  return placed_ && member ? task_hosts_ : std::vector<TaskHost>{};
 }
 
 std::vector<HostSlots> TrainingLayout::HostsFor(const state::TaskRecord& task) const {

@@ -52,6 +52,13 @@ class TrainingLayout {
   // `task`'s bind (the worker writes the MPI hostfile from it); empty where
   // EnvFor has no GPOOL_HOSTS.
   std::vector<HostSlots> HostsFor(const state::TaskRecord& task) const;
+  // Every member task by its stable name (GPOOL_TASK_NAME) with its node's
+  // host and its MPI slots (one), in task index order, for `task`'s bind (the
+  // worker writes the job's hosts file and the hostfile by name from it);
+  // empty where HostsFor is.
+  std::vector<TaskHost> TaskHostsFor(const state::TaskRecord& task) const;
+  // <job>-<group>-<replica>: stable across attempts and placements.
+  std::string TaskName(const state::TaskRecord& task) const;
 
  private:
   const state::JobRecord* job_;
@@ -65,6 +72,7 @@ class TrainingLayout {
   std::vector<uint32_t> local_rank_;      // per member: its rank among the members on its node
   std::vector<uint32_t> slots_;           // per node rank: members there
   std::vector<HostSlots> hosts_;          // what GPOOL_HOSTS spells as host:slots,...
+  std::vector<TaskHost> task_hosts_;      // per member: its name, its node's host, its slots
   std::string master_;                    // MASTER_ADDR
   std::map<std::string, std::string> group_hosts_;  // GPOOL_<GROUP>_HOSTS -> value
 };

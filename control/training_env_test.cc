@@ -163,3 +163,26 @@ TEST_F(TrainingEnvTest, UnplacedGangMatesLeaveOnlyRankAndWorldSize) {
 
 }  // namespace
 }  // namespace gpool::control
+
+namespace gpool::control {
+namespace {
+
+TEST_F(TrainingEnvTest, TaskHostsNameEveryTaskWithItsNodesHostAndOneSlot) {
+  EXPECT_TRUE(TrainingLayout(state_, Job(), Job().tasks[0]).TaskHostsFor(Job().tasks[0]).empty())
+      << "not placed yet: no names to resolve";
+  ApplyPlanCmd plan;
+  plan.binds = {PlanBind{JobId(job_), 0, "n2", {0, 1}, 1000, 1024}, PlanBind{JobId(job_), 1, "n1", {0, 1}, 1000, 1024},
+                PlanBind{JobId(job_), 2, "n2", {2, 3}, 1000, 1024}, PlanBind{JobId(job_), 3, "n2", {4, 5}, 1000, 1024}};
+  ASSERT_EQ(Do(plan).binds_applied, 4u);
+  const TrainingLayout layout(state_, Job(), Job().tasks[2]);
+  EXPECT_EQ(layout.TaskHostsFor(Job().tasks[2]),
+            (std::vector<TaskHost>{{"train-task-0", "n2", 1},
+                                   {"train-task-1", "host-a.example", 1},
+                                   {"train-task-2", "n2", 1},
+                                   {"train-task-3", "n2", 1}}));
+  EXPECT_EQ(layout.TaskName(Job().tasks[3]), "train-task-3");
+  EXPECT_EQ(EnvOf(3).at("GPOOL_TASK_NAME"), "train-task-3");
+}
+
+}  // namespace
+}  // namespace gpool::control

@@ -5,7 +5,7 @@
 // The NodeRegistry is the table's only writer: it connects a node when its
 // registration commits, touches it on every frame and records its usage on
 // every heartbeat, and clears the table when leadership changes. The
-// Dispatcher, the LogRelay and the Gateway only read it (const&), so who may
+// Dispatcher, the WorkerRelay and the Gateway only read it (const&), so who may
 // change a connection is visible in the types. Connections are soft state:
 // only the replica a worker talks to has them, and none of it is committed.
 //

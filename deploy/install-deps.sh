@@ -16,6 +16,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   procps
+  openmpi-bin
   gnuplot-nox
   python3-minimal python3-zmq python3-msgpack
 )

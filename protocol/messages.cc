@@ -6,7 +6,7 @@ namespace gpool {
 namespace {
 
 // Indexed by MessageType; the strings are the wire names.
-constexpr std::array<std::string_view, 39> kTypeNames = {
+constexpr std::array<std::string_view, 47> kTypeNames = {
     "Ack",          "ErrorReply",        "SubmitJob",     "SubmitJobReply", "ListJobs",
     "ListJobsReply", "GetJob",           "GetJobReply",   "CancelJob",      "CancelJobReply",
     "ListNodes",    "ListNodesReply",    "GetTaskLog",    "GetTaskLogReply", "ClusterStatus",
@@ -15,8 +15,10 @@ constexpr std::array<std::string_view, 39> kTypeNames = {
     "ChangeReplicas", "ChangeReplicasReply", "UpdateNode", "UpdateNodeReply",
     "UpdateQueue", "UpdateQueueReply", "ListQueues", "ListQueuesReply", "ExplainJob", "ExplainJobReply",
     "ListEvents", "ListEventsReply", "ReportProbe", "ReportProbeReply",
+    "ExecStart", "ExecStartReply", "ExecPoll", "ExecPollReply", "ExecSignal",
+    "TaskExecStart", "TaskExecPoll", "TaskExecSignal",
 };
-static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kReportProbeReply) + 1);
+static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kTaskExecSignal) + 1);
 
 }  // namespace
 

@@ -10,10 +10,12 @@
 //   messages_nodes.h   ListNodes and its node/device/NUMA summaries; UpdateNode
 //   messages_admin.h   ClusterStatus, ChangeReplicas, queues, ExplainJob
 //   messages_worker.h  the worker channel
+//   messages_exec.h    exec into a running task (ExecStart, ExecPoll, ExecSignal and the worker's forms)
 #pragma once
 
 #include "protocol/messages_admin.h"
 #include "protocol/messages_client.h"
 #include "protocol/messages_common.h"
+#include "protocol/messages_exec.h"
 #include "protocol/messages_nodes.h"
 #include "protocol/messages_worker.h"

@@ -56,6 +56,15 @@ enum class MessageType : uint8_t {
   kListEventsReply,
   kReportProbe,
   kReportProbeReply,
+  // Exec (client -> coordinator, port 7400; coordinator -> worker, port 7401).
+  kExecStart,
+  kExecStartReply,
+  kExecPoll,
+  kExecPollReply,
+  kExecSignal,
+  kTaskExecStart,
+  kTaskExecPoll,
+  kTaskExecSignal,
 };
 
 std::string_view MessageTypeName(MessageType type);

@@ -118,6 +118,22 @@ struct HostSlots {
   }
 };
 
+// One task of a gang by its stable name (GPOOL_TASK_NAME) and the host of
+// the node running it: a line of the job's hosts file (hosts(5)), which the
+// worker writes after resolving `host` to an address.
+struct TaskHost {
+  std::string name;
+  std::string host;
+  uint32_t slots = 1;  // its line in the MPI hostfile (the coordinator sends 1: one rank per task)
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("name", name);
+    v.Required("host", host);
+    v.Optional("slots", slots);
+  }
+  bool operator==(const TaskHost&) const = default;
+};
+
 struct BindTask {
   static constexpr MessageType kType = MessageType::kBindTask;
   TaskId task;
@@ -147,6 +163,10 @@ struct BindTask {
   // run this long, SIGTERM then SIGKILL after time_limit_grace_ms.
   uint64_t max_runtime_ms = 0;
   uint32_t time_limit_grace_ms = 0;
+  // Every task of the gang by stable name with its node's host, in task
+  // index order (the worker writes <tasks dir>/<job>.hosts and the MPI
+  // hostfile by name from it); empty where `hosts` is.
+  std::vector<TaskHost> task_hosts;
   template <typename V>
   void Fields(V& v) {
     v.Required("task", task);
@@ -169,6 +189,7 @@ struct BindTask {
     v.Optional("hosts", hosts);
     v.Optional("max_runtime_ms", max_runtime_ms);
     v.Optional("time_limit_grace_ms", time_limit_grace_ms);
+    v.Optional("task_hosts", task_hosts);
   }
 };
 

@@ -37,6 +37,7 @@ void Agent::Turn(int poll_ms) {
     zmq_poll(nullptr, 0, poll_ms);  // nothing to wait on; just pace the loop
   }
   options_.tasks->Poll();
+  if (options_.exec != nullptr) options_.exec->Tick();
   if (options_.health != nullptr) options_.health->Poll();
   options_.link->Tick();
   socket_.ApplyActions();

@@ -35,6 +35,7 @@ struct AgentOptions {
   TaskManager* tasks = nullptr;             // required
   Link* link = nullptr;                     // required
   HealthMonitor* health = nullptr;          // polled every turn, before the link; nullptr: none
+  ExecManager* exec = nullptr;              // ticked every turn, after the tasks; nullptr: none
   const Clock* clock = nullptr;             // required
   int poll_ms = 20;                         // socket poll timeout per loop turn (10-50)
   int64_t shutdown_grace_ms = 5000;         // SIGTERM -> SIGKILL on shutdown

@@ -58,6 +58,8 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
      "process group only", cxxopts::value<std::string>()->default_value(defaults.cgroup_root), "DIR")
     ("supervisor", "The gpool-task-supervisor executable each task runs under (default: the one next to "
      "gpool-worker)", cxxopts::value<std::string>(), "PATH")
+    ("cli", "The gpool CLI gang tasks' mpirun reaches sibling tasks through (as gpool-rsh, `gpool exec-rsh`; "
+     "default: the one next to gpool-worker)", cxxopts::value<std::string>(), "PATH")
     ("task-log-max-mib", "Cap on each task's log on disk (MiB, 1 to 1048576): past it the last half moves to "
      "<log>.1 and the log starts again with a line saying so",
      cxxopts::value<std::string>()->default_value(std::to_string(defaults.task_log_max_mib)), "MIB")
@@ -164,6 +166,10 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     if (result.count("supervisor")) {
       f.supervisor = result["supervisor"].as<std::string>();
       if (f.supervisor.empty()) return Status::InvalidArgument("--supervisor: must not be empty");
+    }
+    if (result.count("cli")) {
+      f.cli = result["cli"].as<std::string>();
+      if (f.cli.empty()) return Status::InvalidArgument("--cli: must not be empty");
     }
     GPOOL_ASSIGN_OR_RETURN(f.task_log_max_mib, ParseCount("--task-log-max-mib",
                                                            result["task-log-max-mib"].as<std::string>(), 1u << 20,

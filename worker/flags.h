@@ -12,6 +12,9 @@
 //                            libvgpu.so) preloaded into GPU-share tasks;
 //                            default none: shares are not enforced
 //   --supervisor PATH        gpool-task-supervisor (default: next to gpool-worker)
+//   --cli PATH               the gpool CLI that gang tasks' MPI uses as its
+//                            remote agent (gpool exec-rsh; default: `gpool`
+//                            next to gpool-worker, else none)
 //   --log-level L            trace|debug|info|warn|error (default info)
 //   --simulate N             fleet mode: N simulated nodes (1..10000) from
 //                            --spec in this one process, each with its own
@@ -45,6 +48,9 @@ struct WorkerFlags {
   // gpool-task-supervisor, which every task runs under; empty: the one in
   // gpool-worker's own directory.
   std::string supervisor;
+  // The gpool CLI for MPI's remote agent (job_hosts.h); empty: the one in
+  // gpool-worker's own directory, if there is one.
+  std::string cli;
   uint64_t task_log_max_mib = 256;  // each task's log on disk; older output moves to <log>.1
   // Free space in --data-dir at or below which new tasks are refused (a full
   // disk, docs/operations.md 6.4); running ones keep running.

@@ -27,6 +27,8 @@ bool IsReply(MessageType type) {
     case MessageType::kRegisterNodeReply:
     case MessageType::kTaskEventAck:
     case MessageType::kFetchLogReply:
+    case MessageType::kExecStartReply:
+    case MessageType::kExecPollReply:
       return true;
     default:
       return false;
@@ -279,6 +281,11 @@ void Link::Receive(std::string_view frame) {
     case MessageType::kFetchLog:
       OnFetchLog(*env);
       return;
+    case MessageType::kTaskExecStart:
+    case MessageType::kTaskExecPoll:
+    case MessageType::kTaskExecSignal:
+      OnExec(*env);
+      return;
     default:
       break;
   }
@@ -455,6 +462,39 @@ void Link::OnFetchLog(const Envelope& env) {
     return;
   }
   Reply(env.header(), *reply);
+}
+
+void Link::OnExec(const Envelope& env) {
+  const Header& header = env.header();
+  if (options_.exec == nullptr) {
+    ReplyError(header, Status::Unavailable("this worker does not serve exec"));
+    return;
+  }
+  auto answer = [&](const auto& result) {
+    if (!result.ok()) return ReplyError(header, result.status());
+    Reply(header, *result);
+  };
+  switch (env.type()) {
+    case MessageType::kTaskExecStart: {
+      auto request = env.Body<TaskExecStart>();
+      if (!request.ok()) return ReplyError(header, request.status());
+      return answer(options_.exec->Start(*request));
+    }
+    case MessageType::kTaskExecPoll: {
+      auto request = env.Body<TaskExecPoll>();
+      if (!request.ok()) return ReplyError(header, request.status());
+      return answer(options_.exec->Poll(*request));
+    }
+    case MessageType::kTaskExecSignal: {
+      auto request = env.Body<TaskExecSignal>();
+      if (!request.ok()) return ReplyError(header, request.status());
+      Status signalled = options_.exec->Signal(*request);
+      if (!signalled.ok()) return ReplyError(header, signalled);
+      return Reply(header, Ack{});
+    }
+    default:
+      return;
+  }
 }
 
 }  // namespace gpool::worker

@@ -19,7 +19,7 @@
 // Any decoded coordinator message counts as liveness. The highest epoch in
 // any message is kept; BindTask and PreemptTask with a lower epoch are
 // refused with ErrorReply StaleEpoch and change nothing (FetchLog is a read
-// and is served whatever its epoch). Commands are served in both phases.
+// and is served whatever its epoch; so are the exec requests). Commands are served in both phases.
 //
 // Bad input never crashes the link: a frame that does not decode is counted
 // and logged (rate-limited); when enough of it parses to recover a request
@@ -52,6 +52,7 @@
 #include "worker/backoff.h"
 #include "worker/health/health_monitor.h"
 #include "worker/runner/gpu_usage_sampler.h"
+#include "worker/runner/exec_manager.h"
 #include "worker/runner/task_manager.h"
 
 namespace gpool::worker {
@@ -61,6 +62,9 @@ struct LinkOptions {
   std::string token;                   // put in header.token of every frame
   std::string worker_version;          // reported in RegisterNode
   TaskManager* tasks = nullptr;        // required
+  // Serves TaskExecStart/Poll/Signal (`gpool exec`); nullptr: they are
+  // answered Unavailable.
+  ExecManager* exec = nullptr;
   GpuUsageSampler* gpu_usage = nullptr;  // nullptr: heartbeats carry no usage
   // The node's health (health_monitor.h): RegisterNode carries the list; a
   // heartbeat carries it whenever it changed since the last one the
@@ -166,6 +170,8 @@ class Link {
   void OnBind(const Envelope& env, uint64_t epoch_before);
   void OnPreempt(const Envelope& env, uint64_t epoch_before);
   void OnFetchLog(const Envelope& env);
+  // TaskExecStart, TaskExecPoll, TaskExecSignal: reads, served whatever their epoch.
+  void OnExec(const Envelope& env);
   bool Fence(const Header& header, uint64_t epoch_before);
 
   LinkOptions options_;

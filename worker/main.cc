@@ -35,6 +35,7 @@
 #include "worker/flags.h"
 #include "worker/link.h"
 #include "worker/log.h"
+#include "worker/runner/exec_manager.h"
 #include "worker/runner/lease_file.h"
 #include "worker/runner/posix_process_launcher.h"
 #include "worker/runner/supervisor_state.h"
@@ -79,6 +80,33 @@ gpool::Result<std::string> FindSupervisor(const gpool::worker::WorkerFlags& flag
                                    "): install it next to gpool-worker or pass --supervisor PATH");
   }
   return path;
+}
+
+// gpool-rsh for gang tasks' MPI (job_hosts.h): a link in the tasks dir to
+// the gpool CLI (--cli, else the one next to this binary), which runs as
+// `gpool exec-rsh` under that name. Empty, with a warning, when there is none.
+std::string PrepareRshAgent(const gpool::worker::WorkerFlags& flags, const std::string& tasks_dir,
+                            spdlog::logger& log) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string cli = flags.cli;
+  if (cli.empty()) cli = (fs::read_symlink("/proc/self/exe", ec).parent_path() / "gpool").string();
+  cli = fs::absolute(cli, ec).string();
+  if (access(cli.c_str(), X_OK) != 0) {
+    log.warn("no gpool CLI for MPI's remote agent; mpirun in gang tasks needs its own (--cli PATH) cli={}", gpool::worker::Q(cli));
+    return {};
+  }
+  const std::string agent = tasks_dir + "/gpool-rsh";
+  fs::create_directories(tasks_dir, ec);
+  fs::remove(agent, ec);
+  fs::create_symlink(cli, agent, ec);
+  if (ec) {
+    log.warn("cannot link gpool-rsh; mpirun in gang tasks needs its own remote agent path={} error={}", gpool::worker::Q(agent),
+             gpool::worker::Q(ec.message()));
+    return {};
+  }
+  log.info("gang tasks' MPI remote agent agent={} cli={} private_hosts={}", gpool::worker::Q(agent), gpool::worker::Q(cli), geteuid() == 0);
+  return agent;
 }
 
 // The cgroups tasks run in, or nullptr (tasks tracked by process group only,
@@ -287,6 +315,8 @@ int main(int argc, char** argv) {
   task_options.log_max_bytes = flags.task_log_max_mib << 20;
   task_options.launcher = &launcher;
   task_options.adopt_tasks = true;  // tasks outlive this process; adopt what a previous one left
+  task_options.rsh_agent = PrepareRshAgent(flags, task_options.log_dir, *logger);
+  task_options.private_hosts = geteuid() == 0;  // a mount namespace of their own needs root
   gpool::DiskGuardOptions disk_options;
   disk_options.path = flags.data_dir;
   disk_options.reserve_bytes = flags.disk_reserve_mib << 20;
@@ -296,6 +326,14 @@ int main(int argc, char** argv) {
   task_options.clock = &clock;
   auto tasks = TaskManager::Open(std::move(task_options));
   if (!tasks.ok()) return Fail("cannot open the task manager", tasks.status());
+
+  ExecManagerOptions exec_options;
+  exec_options.task_pid = [tasks = tasks->get()](const gpool::TaskId& id) { return tasks->RunningPid(id); };
+  exec_options.clock = &clock;
+  exec_options.logger = logger;
+  if (flags.cgroup_root != "none") exec_options.cgroup_root = flags.cgroup_root;
+  auto exec = ExecManager::Open(std::move(exec_options));
+  if (!exec.ok()) return Fail("cannot open the exec manager", exec.status());
 
   auto gpu_usage = OpenUsageSampler(flags, *node, logger);
   // Health: the link reports it; its silence is one of the checks.
@@ -308,6 +346,7 @@ int main(int argc, char** argv) {
   link_options.token = flags.token;
   link_options.worker_version = kWorkerVersion;
   link_options.tasks = tasks->get();
+  link_options.exec = exec->get();
   link_options.gpu_usage = gpu_usage.get();
   link_options.clock = &clock;
   link_options.health = health.get();
@@ -329,6 +368,7 @@ int main(int argc, char** argv) {
   agent_options.link = link->get();
   agent_options.clock = &clock;
   agent_options.health = health.get();
+  agent_options.exec = exec->get();
   auto agent = Agent::Open(std::move(agent_options));
   if (!agent.ok()) return Fail("cannot start the agent", agent.status());
 

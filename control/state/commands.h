@@ -47,10 +47,13 @@ struct NodeStateCmd {
 struct SubmitJobCmd {
   JobSpec spec;
   std::string idempotency_key;
+  // The job's exec credential (JobRecord::exec_token), drawn by the gateway.
+  std::string exec_token;
   template <typename V>
   void Fields(V& v) {
     v.Required("spec", spec);
     v.Optional("key", idempotency_key);
+    v.Optional("exec_token", exec_token);
   }
 };
 

@@ -157,6 +157,11 @@ struct JobRecord {
   int64_t start_ms = 0;
   int64_t finish_ms = 0;
   std::string idempotency_key;
+  // A random credential the gateway drew at submit: it authorises `gpool
+  // exec` into this job's tasks only (its tasks get it as GPOOL_EXEC_TOKEN,
+  // so `mpirun` in one task can start ranks in the others). Never shown to
+  // clients. Empty for jobs submitted before it existed.
+  std::string exec_token;
   std::vector<TaskRecord> tasks;
 
   // What only a waiting, failed or preempting job has, held out of line: a
@@ -214,6 +219,7 @@ struct JobRecord {
     v.Optional("start_ms", start_ms);
     v.Optional("finish_ms", finish_ms);
     v.Optional("key", idempotency_key);
+    v.Optional("exec_token", exec_token);
     v.Optional("tasks", tasks);
     v.Optional("reasons", wire.legacy_reasons);
     v.Optional("why", wire.pending);

@@ -71,6 +71,9 @@ struct LaunchRequest {
   // restarted worker needs to adopt it (created if missing); empty: the
   // task is not meant to outlive this process.
   std::string state_dir;
+  // The job's hosts file to bind-mount over /etc/hosts in a private mount
+  // namespace (task_exec.h); empty: the task sees the node's /etc/hosts.
+  std::string hosts_file;
 };
 
 struct ExitInfo {

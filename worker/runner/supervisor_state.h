@@ -52,6 +52,7 @@ struct SupervisorSpec {
     v.Optional("numa_nodes", request.numa.nodes);
     v.Optional("numa_strict", request.numa.strict);
     v.Optional("cgroup", request.cgroup);
+    v.Optional("hosts_file", request.hosts_file);
     v.Optional("cpu_milli", request.limits.cpu_milli);
     v.Optional("memory_mib", request.limits.memory_mib);
     v.Optional("cgroup_root", cgroup_root);

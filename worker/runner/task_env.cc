@@ -3,6 +3,7 @@
 #include <set>
 
 #include "protocol/base/text.h"
+#include "worker/runner/job_hosts.h"
 
 namespace gpool::worker {
 namespace {
@@ -76,6 +77,7 @@ Status ValidateBind(const BindTask& bind, const NodeSpec& node) {
   if (bind.command.empty() || bind.command[0].empty()) {
     return Status::InvalidArgument("command: must name a program to run");
   }
+  GPOOL_RETURN_IF_ERROR(ValidateTaskHosts(bind.task_hosts));
   for (size_t i = 0; i < bind.command.size(); ++i) {
     if (HasNul(bind.command[i])) {
       return Status::InvalidArgument("command[" + std::to_string(i) + "]: holds a NUL byte");

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -18,7 +20,16 @@ namespace {
 
 // What the child reports through the pipe: why it cannot exec (fatal,
 // the child exits), or a pinning call that failed (it goes on to exec).
-enum class Stage : int32_t { kOpenLog = 1, kRedirect = 2, kExec = 3, kPinCpus = 4, kPinMemory = 5, kCgroup = 6 };
+enum class Stage : int32_t {
+  kOpenLog = 1,
+  kRedirect = 2,
+  kExec = 3,
+  kPinCpus = 4,
+  kPinMemory = 5,
+  kCgroup = 6,
+  kNamespace = 7,
+  kCwd = 8,
+};
 struct ChildError {
   Stage stage;
   int32_t err;
@@ -50,8 +61,39 @@ void CloseFdsFrom(unsigned first, unsigned last) {
   for (unsigned fd = first; fd <= last && fd < max; ++fd) close(static_cast<int>(fd));
 }
 
+// Writes `text` and a decimal `number` to fd 2 (the task's log), without
+// allocating: the child may only make async-signal-safe calls.
+void ChildSay(const char* text, int number) {
+  char digits[16];
+  int n = 0;
+  unsigned value = number < 0 ? 0u : static_cast<unsigned>(number);
+  do {
+    digits[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value != 0 && n < 15);
+  ssize_t ignored = write(STDERR_FILENO, text, strlen(text));
+  char out[16];
+  for (int i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
+  out[n] = '\n';
+  ignored = write(STDERR_FILENO, out, static_cast<size_t>(n + 1));
+  (void)ignored;
+}
+
+// A private mount namespace with `hosts_file` over /etc/hosts
+// (task_exec.h); a failure is said in the log and the task runs without it.
+void PrivateHosts(const char* hosts_file) {
+  if (unshare(CLONE_NEWNS) != 0) {
+    return ChildSay("gpool-worker: no private /etc/hosts (unshare failed, errno ", errno);
+  }
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+      mount(hosts_file, "/etc/hosts", nullptr, MS_BIND, nullptr) != 0) {
+    return ChildSay("gpool-worker: no private /etc/hosts (bind mount failed, errno ", errno);
+  }
+}
+
 [[noreturn]] void RunChild(int err_fd, pid_t parent, char* const* argv, char* const* envp, const char* log_path,
-                           const PreparedPinning& pinning, const std::vector<int>& cgroup_fds) {
+                           const PreparedPinning& pinning, const std::vector<int>& cgroup_fds,
+                           const ExecContext* exec, const char* hosts_file) {
   // Into the task's cgroup before anything else, so nothing it starts escapes.
   for (int fd : cgroup_fds) {
     if (write(fd, "0", 1) != 1) ChildFail(err_fd, Stage::kCgroup, errno);
@@ -68,14 +110,24 @@ void CloseFdsFrom(unsigned first, unsigned last) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
 
+  if (exec != nullptr) {
+    // Into the task's mount namespace and directory before anything is opened by path.
+    if (exec->mnt_ns_fd >= 0 && setns(exec->mnt_ns_fd, CLONE_NEWNS) != 0) {
+      ChildFail(err_fd, Stage::kNamespace, errno);
+    }
+    if (exec->cwd_fd >= 0 && fchdir(exec->cwd_fd) != 0) ChildFail(err_fd, Stage::kCwd, errno);
+  }
   // /dev/null first, so that if fd 0 is free it goes there and not to the log.
   int null_fd = open("/dev/null", O_RDONLY);
-  int log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (log_fd < 0) ChildFail(err_fd, Stage::kOpenLog, errno);
-  if ((null_fd >= 0 && dup2(null_fd, STDIN_FILENO) < 0) || dup2(log_fd, STDOUT_FILENO) < 0 ||
-      dup2(log_fd, STDERR_FILENO) < 0) {
+  const int out_fd = exec != nullptr ? exec->stdout_fd : open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  const int errs_fd = exec != nullptr ? exec->stderr_fd : out_fd;
+  if (out_fd < 0 || errs_fd < 0) ChildFail(err_fd, Stage::kOpenLog, errno);
+  if ((null_fd >= 0 && dup2(null_fd, STDIN_FILENO) < 0) || dup2(out_fd, STDOUT_FILENO) < 0 ||
+      dup2(errs_fd, STDERR_FILENO) < 0) {
     ChildFail(err_fd, Stage::kRedirect, errno);
   }
+  if (hosts_file != nullptr) PrivateHosts(hosts_file);
+  if (exec != nullptr && exec->has_affinity) (void)sched_setaffinity(0, sizeof(exec->affinity), &exec->affinity);
   if (int err = pinning.ApplyCpus(); err != 0) ChildReport(err_fd, Stage::kPinCpus, err);
   if (int err = pinning.ApplyMemory(); err != 0) ChildReport(err_fd, Stage::kPinMemory, err);
   const unsigned keep = static_cast<unsigned>(err_fd);
@@ -110,9 +162,12 @@ Status ValidateLaunch(const LaunchRequest& request) {
   return Status::Ok();
 }
 
-Result<ForkedTask> ForkTask(const LaunchRequest& request, const PreparedPinning& pinning,
-                            const std::vector<int>& cgroup_fds) {
+namespace {
+
+Result<ForkedTask> Fork(const LaunchRequest& request, const PreparedPinning& pinning,
+                        const std::vector<int>& cgroup_fds, const ExecContext* exec) {
   GPOOL_RETURN_IF_ERROR(ValidateLaunch(request));
+  const char* hosts_file = request.hosts_file.empty() || exec != nullptr ? nullptr : request.hosts_file.c_str();
   // Everything the child needs is built before fork: no allocation after.
   std::vector<char*> argv = CStrings(request.argv);
   std::vector<char*> envp = CStrings(request.env);
@@ -129,7 +184,8 @@ Result<ForkedTask> ForkTask(const LaunchRequest& request, const PreparedPinning&
   }
   if (pid == 0) {
     close(fds[0]);
-    RunChild(fds[1], parent, argv.data(), envp.data(), request.log_path.c_str(), pinning, cgroup_fds);
+    RunChild(fds[1], parent, argv.data(), envp.data(), request.log_path.c_str(), pinning, cgroup_fds, exec,
+             hosts_file);
   }
 
   close(fds[1]);
@@ -166,16 +222,32 @@ Result<ForkedTask> ForkTask(const LaunchRequest& request, const PreparedPinning&
       return Status::IoError("cannot redirect output to " + request.log_path + ": " + reason);
     case Stage::kCgroup:
       return Status::Unavailable("cannot join the task's cgroup " + request.cgroup + ": " + reason);
+    case Stage::kNamespace:
+      return Status::FailedPrecondition("cannot enter the task's mount namespace: " + reason);
+    case Stage::kCwd:
+      return Status::FailedPrecondition("cannot enter the task's working directory: " + reason);
     case Stage::kExec:
     case Stage::kPinCpus:
     case Stage::kPinMemory:
       break;
   }
   const std::string message = "cannot run '" + request.argv[0] + "': " + reason;
-  AppendLine(request.log_path, "gpool-worker: " + message + "\n");
+  if (exec == nullptr) AppendLine(request.log_path, "gpool-worker: " + message + "\n");
   if (error.err == ENOENT) return Status::NotFound(message);
   if (error.err == EACCES || error.err == EPERM) return Status::FailedPrecondition(message);
   return Status::Internal(message);
+}
+
+}  // namespace
+
+Result<ForkedTask> ForkTask(const LaunchRequest& request, const PreparedPinning& pinning,
+                            const std::vector<int>& cgroup_fds) {
+  return Fork(request, pinning, cgroup_fds, nullptr);
+}
+
+Result<ForkedTask> ForkExec(const LaunchRequest& request, const ExecContext& context,
+                            const std::vector<int>& cgroup_fds) {
+  return Fork(request, PreparedPinning{}, cgroup_fds, &context);
 }
 
 std::string PinningFailureWhat(const PreparedPinning& pinning, const PinningFailure& failure) {

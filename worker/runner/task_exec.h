@@ -17,6 +17,20 @@
 // the task's log. A pinning call that fails is not fatal: the child reports
 // it and execs anyway (posix_process_launcher.h says why).
 //
+// A request with a hosts_file (a gang task's <job>.hosts, only asked for
+// when the worker runs as root) runs in a private mount namespace with that
+// file bind-mounted over /etc/hosts, the way container runtimes give each
+// container its own: its stable task names resolve, and nothing outside the
+// task sees a change. When the namespace or the mount fails the child says
+// so in the task's log and execs anyway: GPOOL_HOSTS_FILE still names the
+// file.
+//
+// ForkExec (`gpool exec` into a running task, exec_manager.h) shares all of
+// this, with stdout and stderr onto pipes instead of a log, and the running
+// task's context taken from its first process: its mount namespace (setns),
+// its working directory (fchdir), its CPU affinity; the caller passes
+// descriptors it opened from /proc/<pid>.
+//
 // Only async-signal-safe calls run between fork and exec: the calling
 // process may have other threads (the worker has ZeroMQ's).
 //
@@ -24,6 +38,7 @@
 // forked exits, so call it from a thread that lives as long as the caller.
 #pragma once
 
+#include <sched.h>
 #include <sys/types.h>
 
 #include <string>
@@ -41,6 +56,16 @@ struct PinningFailure {
   int err = 0;
 };
 
+// What ForkExec adds to a launch; -1 / empty: not used.
+struct ExecContext {
+  int stdout_fd = -1;  // the child's stdout (the write end of a pipe)
+  int stderr_fd = -1;
+  int cwd_fd = -1;     // fchdir here (the task's /proc/<pid>/cwd)
+  int mnt_ns_fd = -1;  // setns into this mount namespace first (the task's)
+  bool has_affinity = false;
+  cpu_set_t affinity{};  // sched_setaffinity to this (the task's)
+};
+
 struct ForkedTask {
   pid_t pid = 0;
   std::vector<PinningFailure> pinning_failures;
@@ -55,6 +80,11 @@ Status ValidateLaunch(const LaunchRequest& request);
 // file), Unavailable (cgroup join), NotFound / FailedPrecondition / Internal
 // (exec: no such command, permission, other).
 Result<ForkedTask> ForkTask(const LaunchRequest& request, const PreparedPinning& pinning,
+                            const std::vector<int>& cgroup_fds);
+
+// Forks and execs request.argv (its log_path unused) in `context`, joining
+// `cgroup_fds` first; the same errors as ForkTask.
+Result<ForkedTask> ForkExec(const LaunchRequest& request, const ExecContext& context,
                             const std::vector<int>& cgroup_fds);
 
 // What a failed pinning call means, for the worker's log ("CPU affinity 0-3")

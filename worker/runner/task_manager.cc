@@ -12,6 +12,7 @@
 #include "topology/cpulist.h"
 #include "worker/log.h"
 #include "worker/runner/atomic_file.h"
+#include "worker/runner/job_hosts.h"
 #include "worker/runner/log_tail.h"
 #include "worker/runner/numa_pinning.h"
 #include "worker/runner/task_env.h"
@@ -338,6 +339,54 @@ void TaskManager::WriteHostfile(const TaskId& id, const std::vector<HostSlots>& 
   env.push_back("GPOOL_HOSTFILE=" + path);
 }
 
+void TaskManager::WriteJobNames(const TaskId& id, const BindTask& bind, LaunchRequest& request) {
+  std::string base;
+  if (auto etc = ReadWholeFile(options_.etc_hosts); etc.ok()) base = *etc;
+  std::vector<std::string> unresolved;
+  const std::string hosts = JobHostsFile(base, bind.task_hosts, options_.resolve ? options_.resolve : ResolveHost,
+                                         &unresolved);
+  if (!unresolved.empty()) {
+    log_->warn("task names whose node does not resolve have no hosts line task={} names={}", id.ToString(),
+               Q(JoinWords(unresolved)));
+  }
+  const std::string hosts_path = JobHostsPath(options_.log_dir, id);
+  const std::string hostfile_path = TaskHostfilePath(options_.log_dir, id);
+  Status written = WriteFileAtomic(hosts_path, hosts);
+  if (written.ok()) written = WriteFileAtomic(hostfile_path, MpiHostfileByName(bind.task_hosts));
+  if (!written.ok()) {
+    log_->warn("cannot write the job's hosts file or hostfile task={} error={}", id.ToString(),
+               Q(written.ToString()));
+    return;
+  }
+  std::erase_if(request.env, [](const std::string& e) {
+    return e.rfind("GPOOL_HOSTFILE=", 0) == 0 || e.rfind("GPOOL_HOSTS_FILE=", 0) == 0;
+  });
+  request.env.push_back("GPOOL_HOSTFILE=" + hostfile_path);
+  request.env.push_back("GPOOL_HOSTS_FILE=" + hosts_path);
+  for (const auto& [key, value] : MpiLauncherEnv(options_.rsh_agent, hostfile_path, request.env)) {
+    request.env.push_back(key + "=" + value);
+  }
+  std::sort(request.env.begin(), request.env.end());
+  if (options_.private_hosts) {
+    request.hosts_file = hosts_path;
+  } else {
+    log_->info("task resolves its gang's names through GPOOL_HOSTS_FILE only (a private /etc/hosts needs a root "
+               "worker) task={} hosts_file={}",
+               id.ToString(), Q(hosts_path));
+  }
+}
+
+Result<int64_t> TaskManager::RunningPid(const TaskId& task) const {
+  auto it = tasks_.find(task);
+  if (it == tasks_.end() || !it->second.bound) {
+    return Status::NotFound("task " + task.ToString() + " is not on node " + options_.node.name);
+  }
+  if (it->second.phase != Phase::kRunning || it->second.pid <= 0 || !by_pid_.count(it->second.pid)) {
+    return Status::FailedPrecondition("task " + task.ToString() + " is not running on node " + options_.node.name);
+  }
+  return it->second.pid;
+}
+
 void TaskManager::FailStart(const TaskId& id, Task& task, const Status& status) {
   ReleaseMigInstances(id, task);
   task.phase = Phase::kFailed;
@@ -368,7 +417,11 @@ void TaskManager::Start(const TaskId& id, Task& task) {
   request.numa = PlanNumaPinning(task.bind, options_.node);
   request.cgroup = TaskCgroupName(id);
   request.limits = CgroupLimits{.cpu_milli = task.bind.cpu_milli, .memory_mib = task.bind.memory_mib};
-  if (!task.bind.hosts.empty()) WriteHostfile(id, task.bind.hosts, request.env);
+  if (!task.bind.task_hosts.empty()) {
+    WriteJobNames(id, task.bind, request);
+  } else if (!task.bind.hosts.empty()) {
+    WriteHostfile(id, task.bind.hosts, request.env);
+  }
   if (options_.adopt_tasks) {
     // Before the launch: a task nothing on disk names could not be adopted.
     auto dir = PersistBind(id, task.bind);

@@ -68,6 +68,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -110,6 +111,16 @@ struct TaskManagerOptions {
   // full (...)" (the coordinator resends the bind, so the task starts once
   // space returns); running tasks are not touched. nullptr: never refused.
   DiskGuard* disk = nullptr;
+  // Gang tasks' names (job_hosts.h): the remote agent MPI is pointed at (a
+  // gpool-rsh: the CLI in its exec-rsh mode); empty: MPI is not pointed at one.
+  std::string rsh_agent;
+  // Run gang tasks with the job's hosts file over /etc/hosts in a private
+  // mount namespace (needs root); false: GPOOL_HOSTS_FILE only.
+  bool private_hosts = false;
+  // The node's hosts file, the start of every job's hosts file.
+  std::string etc_hosts = "/etc/hosts";
+  // Resolves a node's host to an address for the hosts file; nullptr: ResolveHost.
+  std::function<std::string(const std::string&)> resolve;
 };
 
 class TaskManager {
@@ -155,6 +166,11 @@ class TaskManager {
   Result<FetchLogReply> TailLog(const TaskId& task, uint64_t max_bytes) const;
 
   const NodeSpec& node() const { return options_.node; }
+
+  // The pid of a running task's first process (`gpool exec` takes the
+  // task's context from it): NotFound for a task this node does not have,
+  // FailedPrecondition for one that is not running.
+  Result<int64_t> RunningPid(const TaskId& task) const;
 
  private:
   // Ok, or the full data dir's refusal of a new task (options_.disk).
@@ -204,6 +220,10 @@ class TaskManager {
   // Gang tasks with GPOOL_HOSTS: an MPI hostfile next to the log, named by
   // GPOOL_HOSTFILE in `env`. A failure is logged; the task starts without it.
   void WriteHostfile(const TaskId& id, const std::vector<HostSlots>& hosts, std::vector<std::string>& env);
+  // Gang tasks with names (task_hosts): the job's hosts file, the hostfile
+  // by name and MPI's variables (job_hosts.h); a failure is logged and the
+  // task starts without them.
+  void WriteJobNames(const TaskId& id, const BindTask& bind, LaunchRequest& request);
   void Terminate(const TaskId& id, Task& task, int64_t grace_ms, const std::string& reason);
   // Stops running tasks that reached their bind's max_runtime_ms.
   void EnforceTimeLimits(int64_t now_ms);
