@@ -121,20 +121,34 @@ bool Session::FragmentationAware() const {
   return strategy == Strategy::kFragmentation || strategy == Strategy::kFgd;
 }
 
+bool Session::FragTaskKey::operator==(const FragTaskKey& other) const {
+  const Resources& a = *need;
+  const Resources& b = *other.need;
+  return a.gpus == b.gpus && a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib &&
+         a.gpu_memory_mib == b.gpu_memory_mib && a.gpu_memory_pct == b.gpu_memory_pct &&
+         a.gpu_compute_pct == b.gpu_compute_pct && a.cores == b.cores && a.gpu_model == b.gpu_model &&
+         a.sharing_qos == b.sharing_qos && a.mig_profile == b.mig_profile && job->numa_policy == other.job->numa_policy &&
+         job->gpu_uuid_allow == other.job->gpu_uuid_allow && job->gpu_uuid_deny == other.job->gpu_uuid_deny;
+}
+
+size_t Session::FragTaskKeyHash::operator()(const FragTaskKey& key) const {
+  // The numbers only: tasks differing in strings alone are rare and still compare unequal.
+  const Resources& need = *key.need;
+  uint64_t h = need.gpus;
+  for (uint64_t field : {need.cpu_milli, need.memory_mib, need.gpu_memory_mib, uint64_t{need.gpu_memory_pct},
+                         uint64_t{need.gpu_compute_pct}, uint64_t{need.cores}}) {
+    h = SplitMix(h ^ field);
+  }
+  return static_cast<size_t>(h);
+}
+
 uint32_t Session::FragTaskId(const WorkJob& job, const PendingTask& task) const {
-  if (&job == frag_last_job_ && &task == frag_last_task_) return frag_last_id_;
+  if (&task == frag_last_task_) return frag_last_id_;
   // Everything BestFragmentation reads of the task and its job: the
-  // resources, and the job's device filters (NUMA policy, UUID lists).
-  const Resources& need = task.resources;
-  std::string key = std::to_string(need.gpus) + '|' + std::to_string(need.cpu_milli) + '|' +
-                    std::to_string(need.memory_mib) + '|' + std::to_string(need.gpu_memory_mib) + '|' +
-                    std::to_string(need.gpu_memory_pct) + '|' + std::to_string(need.gpu_compute_pct) + '|' +
-                    std::to_string(need.cores) + '|' + need.gpu_model + '|' + need.sharing_qos + '|' +
-                    need.mig_profile + '|' + std::to_string(static_cast<int>(job.view->numa_policy));
-  for (const auto& uuid : job.view->gpu_uuid_allow) key += "|+" + uuid;
-  for (const auto& uuid : job.view->gpu_uuid_deny) key += "|-" + uuid;
-  const auto [at, added] = frag_task_ids_.try_emplace(std::move(key), static_cast<uint32_t>(frag_task_ids_.size()));
-  frag_last_job_ = &job;
+  // resources, and the job's device filters (NUMA policy, UUID lists). The
+  // key points into the view, which outlives the session.
+  const FragTaskKey key{&task.resources, job.view};
+  const auto [at, added] = frag_task_ids_.try_emplace(key, static_cast<uint32_t>(frag_task_ids_.size()));
   frag_last_task_ = &task;
   frag_last_id_ = at->second;
   return frag_last_id_;

@@ -335,8 +335,16 @@ class Session {
     FragMemo() { version.fill(UINT32_MAX); }
   };
   mutable std::vector<FragMemo> frag_memo_;
-  mutable std::unordered_map<std::string, uint32_t> frag_task_ids_;
-  mutable const WorkJob* frag_last_job_ = nullptr;
+  struct FragTaskKey {
+    const Resources* need;
+    const topology::PendingJob* job;
+    bool operator==(const FragTaskKey& other) const;
+  };
+  struct FragTaskKeyHash {
+    size_t operator()(const FragTaskKey& key) const;
+  };
+  mutable std::unordered_map<FragTaskKey, uint32_t, FragTaskKeyHash> frag_task_ids_;
+  // A task's pointer identifies its job's view too (it lives in view->tasks).
   mutable const topology::PendingTask* frag_last_task_ = nullptr;
   mutable uint32_t frag_last_id_ = 0;
 };
