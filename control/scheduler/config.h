@@ -9,7 +9,7 @@
 //   actions = enqueue, allocate, backfill, preempt, reclaim
 //
 //   [nodeorder]
-//   strategy = binpack            # spread, fragmentation, ... (see Strategy)
+//   strategy = fragmentation      # binpack, spread, ... (see Strategy)
 //   gpu_weight = 10
 //   cpu_weight = 1
 //   memory_weight = 1
@@ -79,7 +79,12 @@ std::string_view ActionName(Action action);
 Result<Action> ActionFromName(std::string_view name);
 
 struct NodeOrderConfig {
-  Strategy strategy = Strategy::kBinpack;
+  // fragmentation by default: it keeps room for the shapes the cluster runs
+  // (GPU shares pack by the LP's prices, multi-GPU tasks keep nodes whole)
+  // and, where every task is whole GPUs, packs like binpack (a task on a
+  // fuller node strands no larger shape; ties go to the fullest node).
+  // Measured in docs/simulator.md ("The default placement").
+  Strategy strategy = Strategy::kFragmentation;
   uint32_t gpu_weight = 10;
   uint32_t cpu_weight = 1;
   uint32_t memory_weight = 1;

@@ -110,7 +110,9 @@ TEST(ParseSchedulerConfigTest, EmptyTextGivesTheDocumentedDefaults) {
     // default in the header is a deliberate, visible edit here too.
     EXPECT_EQ(Names(config->actions),
               (std::vector<std::string>{"enqueue", "allocate", "backfill", "preempt", "reclaim"}));
-    EXPECT_EQ(config->node_order.strategy, Strategy::kBinpack);
+    // fragmentation since issue 30 (binpack before): the default places as
+    // the best strategy does (docs/simulator.md, "The default placement").
+    EXPECT_EQ(config->node_order.strategy, Strategy::kFragmentation);
     EXPECT_EQ(config->node_order.gpu_weight, 10u);
     EXPECT_EQ(config->node_order.cpu_weight, 1u);
     EXPECT_EQ(config->node_order.memory_weight, 1u);
@@ -308,7 +310,7 @@ TEST(RenderSchedulerConfigTest, WritesTheDocumentedFormat) {
   EXPECT_EQ(RenderSchedulerConfig(SchedulerConfig{}),
             "actions = enqueue, allocate, backfill, preempt, reclaim\n"
             "\n[nodeorder]\n"
-            "strategy = binpack\n"
+            "strategy = fragmentation\n"
             "gpu_weight = 10\n"
             "cpu_weight = 1\n"
             "memory_weight = 1\n"

@@ -292,7 +292,8 @@ TEST(FragmentationStrategyTest, ShareTakesTheDeviceThatStrandsLeast) {
   const Plan fragmentation = Schedule(view, With(Strategy::kFragmentation));
   ASSERT_EQ(fragmentation.binds.size(), 1u);
   EXPECT_EQ(fragmentation.binds[0].gpu_indices, std::vector<uint32_t>{0});
-  const Plan best_fit = Schedule(view, SchedulerConfig{});
+  // binpack's device choice (the default's until fragmentation became it).
+  const Plan best_fit = Schedule(view, With(Strategy::kBinpack));
   ASSERT_EQ(best_fit.binds.size(), 1u);
   EXPECT_EQ(best_fit.binds[0].gpu_indices, std::vector<uint32_t>{1});
 }

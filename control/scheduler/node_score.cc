@@ -121,17 +121,72 @@ bool Session::FragmentationAware() const {
   return strategy == Strategy::kFragmentation || strategy == Strategy::kFgd;
 }
 
+bool Session::FragTaskKey::operator==(const FragTaskKey& other) const {
+  const Resources& a = *need;
+  const Resources& b = *other.need;
+  return a.gpus == b.gpus && a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib &&
+         a.gpu_memory_mib == b.gpu_memory_mib && a.gpu_memory_pct == b.gpu_memory_pct &&
+         a.gpu_compute_pct == b.gpu_compute_pct && a.cores == b.cores && a.gpu_model == b.gpu_model &&
+         a.sharing_qos == b.sharing_qos && a.mig_profile == b.mig_profile && job->numa_policy == other.job->numa_policy &&
+         job->gpu_uuid_allow == other.job->gpu_uuid_allow && job->gpu_uuid_deny == other.job->gpu_uuid_deny;
+}
+
+size_t Session::FragTaskKeyHash::operator()(const FragTaskKey& key) const {
+  // The numbers only: tasks differing in strings alone are rare and still compare unequal.
+  const Resources& need = *key.need;
+  uint64_t h = need.gpus;
+  for (uint64_t field : {need.cpu_milli, need.memory_mib, need.gpu_memory_mib, uint64_t{need.gpu_memory_pct},
+                         uint64_t{need.gpu_compute_pct}, uint64_t{need.cores}}) {
+    h = SplitMix(h ^ field);
+  }
+  return static_cast<size_t>(h);
+}
+
+uint32_t Session::FragTaskId(const WorkJob& job, const PendingTask& task) const {
+  if (&task == frag_last_task_) return frag_last_id_;
+  // Everything BestFragmentation reads of the task and its job: the
+  // resources, and the job's device filters (NUMA policy, UUID lists). The
+  // key points into the view, which outlives the session.
+  const FragTaskKey key{&task.resources, job.view};
+  const auto [at, added] = frag_task_ids_.try_emplace(key, static_cast<uint32_t>(frag_task_ids_.size()));
+  frag_last_task_ = &task;
+  frag_last_id_ = at->second;
+  return frag_last_id_;
+}
+
 Session::FragChoice Session::BestFragmentation(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  // The growth depends only on the node's state (its version) and the task's
+  // shape, so it is computed once per pair; the node's own measure once per version.
+  if (frag_memo_.size() != nodes_.size()) frag_memo_.assign(nodes_.size(), FragMemo{});
+  FragMemo& memo = frag_memo_[static_cast<size_t>(&node - nodes_.data())];
+  const uint32_t id = FragTaskId(job, task);
+  for (size_t i = 0; i < FragMemo::kShapes; ++i) {
+    if (memo.version[i] == node.version && memo.task[i] == id) return memo.choice[i];
+  }
+  if (memo.before_version != node.version) {
+    memo.before = Measure(FreeOf(node, nullptr), node.gpu_model);
+    memo.before_version = node.version;
+  }
+  const FragChoice choice = ComputeFragmentation(job, task, node, memo.before);
+  memo.version[memo.next] = node.version;
+  memo.task[memo.next] = id;
+  memo.choice[memo.next] = choice;
+  memo.next = static_cast<uint8_t>((memo.next + 1) % FragMemo::kShapes);
+  return choice;
+}
+
+FragmentationParts Session::Measure(const NodeFree& free, const std::string& model) const {
+  const auto& workload = WorkloadFor(model);
+  if (config_.node_order.strategy == Strategy::kFgd) return FragmentationParts{0, NodeFragmentation(free, workload)};
+  return CombinedFragmentation(free, workload, cpu_only_claim_, SharePricesOf(model));
+}
+
+Session::FragChoice Session::ComputeFragmentation(const WorkJob& job, const PendingTask& task, const WorkNode& node,
+                                                  const FragmentationParts& before) const {
   std::vector<size_t> slots;
   NodeFree free = FreeOf(node, &slots);
   const bool fgd = config_.node_order.strategy == Strategy::kFgd;
-  const auto& workload = WorkloadFor(node.gpu_model);
-  const SharePrices* prices = fgd ? nullptr : &SharePricesOf(node.gpu_model);
-  auto measure = [&](const NodeFree& node_free, const std::vector<topology::WorkloadShape>& shapes) {
-    return fgd ? FragmentationParts{0, NodeFragmentation(node_free, shapes)}
-               : CombinedFragmentation(node_free, shapes, cpu_only_claim_, *prices);
-  };
-  const FragmentationParts before = measure(free, workload);
+  auto measure = [&](const NodeFree& node_free) { return Measure(node_free, node.gpu_model); };
   const Resources& need = task.resources;
   free.cpu_milli -= std::min(free.cpu_milli, need.cpu_milli);
   free.memory_mib -= std::min(free.memory_mib, need.memory_mib);
@@ -161,7 +216,7 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
       }
       const uint32_t was = free.gpu_milli[i];
       free.gpu_milli[i] -= std::min(was, ShareMilli(need, gpu));
-      FragChoice grown = growth(measure(free, workload));
+      FragChoice grown = growth(measure(free));
       free.gpu_milli[i] = was;
       if (!choice.slot || rank(grown) < best_rank) {
         best_rank = rank(grown);
@@ -177,7 +232,7 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
     uint32_t& milli = free.gpu_milli[static_cast<size_t>(at - slots.begin())];
     milli -= std::min(milli, ShareMilli(need, node.view->gpus[g]));
   }
-  return growth(measure(free, workload));
+  return growth(measure(free));
 }
 
 std::vector<bool> Session::ShareMask(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {

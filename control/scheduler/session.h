@@ -58,6 +58,9 @@ struct WorkNode {
   // Per NUMA node, what is free; empty until a NUMA-placed task lands here
   // this cycle (until then the view's figures hold).
   std::vector<topology::NumaSlot> numa;
+  // Bumped by every Place and Unplace here: fragmentation scores remembered
+  // for an older version are stale (Session::BestFragmentation).
+  uint32_t version = 0;
   bool Idle() const {
     return free_gpus == usable_gpus && cpu_free == view->cpu_milli_total && memory_free == view->memory_mib_total;
   }
@@ -241,6 +244,13 @@ class Session {
   };
   bool FragmentationAware() const;
   FragChoice BestFragmentation(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  // The node's measure as it stands (what a placement's growth is taken from).
+  FragmentationParts Measure(const NodeFree& free, const std::string& model) const;
+  FragChoice ComputeFragmentation(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node,
+                                  const FragmentationParts& before) const;
+  // What BestFragmentation reads of a task and its job, as a small id: tasks
+  // of one shape share it, so a node scored for one is scored for all.
+  uint32_t FragTaskId(const WorkJob& job, const topology::PendingTask& task) const;
   // DeviceMask, narrowed for fragmentation-aware strategies to the device a share should take.
   std::vector<bool> ShareMask(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
   int64_t DotProductScore(const topology::PendingTask& task, const WorkNode& node) const;
@@ -322,6 +332,35 @@ class Session {
   // The part of CPU-only tasks' CPU and memory the fragmentation measure
   // charges to nodes with free GPUs (fragmentation.h), set once per session.
   CpuOnlyClaim cpu_only_claim_;
+  // Per node, its measure and the growth it would take from the last few
+  // task shapes scored on it, at the version they were computed for. A
+  // search scores the fullest nodes first, so successive tasks of a shape
+  // see mostly the same candidates and only the node the last one took has
+  // changed: the measure runs for that node alone, and a fragmentation-aware
+  // default costs about what binpack does (docs/simulator.md).
+  struct FragMemo {
+    static constexpr size_t kShapes = 8;  // distinct task shapes a node remembers, oldest replaced
+    uint32_t before_version = UINT32_MAX;
+    FragmentationParts before;
+    std::array<uint32_t, kShapes> version;
+    std::array<uint32_t, kShapes> task = {};
+    std::array<FragChoice, kShapes> choice;
+    uint8_t next = 0;
+    FragMemo() { version.fill(UINT32_MAX); }
+  };
+  mutable std::vector<FragMemo> frag_memo_;
+  struct FragTaskKey {
+    const Resources* need;
+    const topology::PendingJob* job;
+    bool operator==(const FragTaskKey& other) const;
+  };
+  struct FragTaskKeyHash {
+    size_t operator()(const FragTaskKey& key) const;
+  };
+  mutable std::unordered_map<FragTaskKey, uint32_t, FragTaskKeyHash> frag_task_ids_;
+  // A task's pointer identifies its job's view too (it lives in view->tasks).
+  mutable const topology::PendingTask* frag_last_task_ = nullptr;
+  mutable uint32_t frag_last_id_ = 0;
 };
 
 }  // namespace gpool::scheduler

@@ -160,6 +160,7 @@ std::optional<VendorPick> Session::PickByVendorRule(const WorkJob& job, const Pe
 
 Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_index) {
   WorkNode& node = nodes_[node_index];
+  ++node.version;
   if (node.owner >= 0 && !job.borrowing) node.owner_busy = true;
   const Resources& need = task.resources;
   const bool indexed = node.view->ready && !node.view->cordoned;
@@ -249,6 +250,7 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
 
 void Session::Unplace(WorkJob& job, const PendingTask& task, size_t node_index, const Placement& placement) {
   WorkNode& node = nodes_[node_index];
+  ++node.version;
   const bool indexed = node.view->ready && !node.view->cordoned;
   if (indexed) BucketRemove(node_index);
   std::string model;
