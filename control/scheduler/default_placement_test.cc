@@ -16,12 +16,6 @@ namespace {
 using namespace testing;  // NOLINT: the scenario builders
 using topology::ClusterView;
 
-SchedulerConfig WithStrategy(Strategy strategy) {
-  SchedulerConfig config;
-  config.node_order.strategy = strategy;
-  return config;
-}
-
 // A node of GPUs with 1000 MiB each, so a share's MiB are its thousandths.
 topology::NodeView ShareNode(std::string name, std::vector<uint64_t> used_mib) {
   topology::NodeView node = MakeNode(std::move(name), static_cast<uint32_t>(used_mib.size()));

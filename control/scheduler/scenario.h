@@ -13,6 +13,11 @@ namespace gpool::scheduler::testing {
 inline constexpr auto kHigh = topology::PriorityClass::kHigh;
 inline constexpr auto kLow = topology::PriorityClass::kLow;
 inline SchedulerConfig Default() { return SchedulerConfig{}; }
+inline SchedulerConfig WithStrategy(Strategy strategy) {
+  SchedulerConfig config;
+  config.node_order.strategy = strategy;
+  return config;
+}
 
 inline topology::NodeView MakeNode(std::string name, uint32_t gpus, std::string pool = "public",
                                    std::string model = "A100", uint64_t cpu = 64'000, uint64_t memory = 512 * 1024) {

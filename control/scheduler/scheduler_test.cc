@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "control/scheduler/scenario.h"
 #include "topology/lcg.h"
 
 namespace gpool::scheduler {
 namespace {
 
+using testing::WithStrategy;
 using topology::ClusterView;
 using topology::NodeView;
 using topology::PendingJob;
@@ -27,12 +29,6 @@ PendingJob Job(uint64_t id, std::vector<Resources> tasks, int32_t priority = 0, 
   job.arrival = arrival == 0 ? id : arrival;
   for (uint32_t i = 0; i < tasks.size(); ++i) job.tasks.push_back({i, 0, tasks[i]});
   return job;
-}
-
-SchedulerConfig WithStrategy(Strategy strategy) {
-  SchedulerConfig config;
-  config.node_order.strategy = strategy;
-  return config;
 }
 
 Resources Gpus(uint32_t n, uint64_t cpu = 1000, uint64_t mem = 1024) { return Resources{n, cpu, mem}; }
