@@ -66,7 +66,13 @@ class MpiTest : public ::testing::Test {
 };
 
 TEST_F(MpiTest, MpirunInTaskZeroStartsRanksInSiblingTasksThroughGpoolExec) {
-  auto submitted = client_->Submit(ShellJob("mpi", 1, kMpiScript, 4), "");
+  // mpirun and the MPI daemons' agents run in task 0's cgroup: a core and
+  // 1 GiB each, as the example asks, rather than ShellJob's 0.1 CPU and
+  // 64 MiB (under a sanitizer build the agents alone outgrow those).
+  JobSpec spec = ShellJob("mpi", 1, kMpiScript, 4);
+  spec.tasks[0].resources.cpu_milli = 1000;
+  spec.tasks[0].resources.memory_mib = 1024;
+  auto submitted = client_->Submit(spec, "");
   ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
   const uint64_t job = submitted->job_id;
   const std::string id = std::to_string(job);

@@ -3,6 +3,8 @@
 // it must see both, stream their output, and end when they should.
 #include "worker/runner/exec_manager.h"
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -134,7 +136,7 @@ TEST_F(ExecManagerTest, RunsInTheTasksEnvAndDirectoryAndReturnsOutputAndExitCode
   ASSERT_TRUE(f.last.exited);
   EXPECT_EQ(f.last.exit_code, 7);
   EXPECT_EQ(f.last.signal, 0);
-  EXPECT_EQ(f.out, "3 t-w-1\n" + std::string(realpath(dir_.path().c_str(), nullptr)) + "\n");
+  EXPECT_EQ(f.out, "3 t-w-1\n" + std::filesystem::canonical(dir_.path()).string() + "\n");
   EXPECT_EQ(f.err, "oops\n");
   EXPECT_TRUE(log_.Contains("exec started task=5.1 exec_id=1")) << log_.text();
 }
