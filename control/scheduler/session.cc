@@ -149,6 +149,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     WorkJob job;
     job.view = &job_view;
     job.queue = queues_.Resolve(job_view.queue);
+    job.queue_pools = queues_.queue(job.queue).pools;
     job.pool = PoolOf(job_view.pool);
     const size_t groups = std::max<size_t>(1, job_view.groups.size());
     job.active.assign(groups, 0);

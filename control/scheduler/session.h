@@ -71,6 +71,7 @@ struct WorkJob {
   const topology::PendingJob* view = nullptr;
   int queue = 0;
   NodePool pool = NodePool::kPublic;
+  uint8_t queue_pools = 0xFF;  // QueueNode::pools of its queue, here for the hot node checks
   std::vector<uint32_t> active;  // per group: bound, running or placed this cycle
   std::vector<bool> placed;      // parallel to view->tasks: placed this cycle
   bool admitted = false;         // enqueue let it in

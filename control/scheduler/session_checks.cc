@@ -73,7 +73,7 @@ struct NodeChecks {
   // Its pool, and one its queue may use (a queue restricted to pools keeps
   // its jobs there, borrowed exclusive nodes included).
   static Result InJobPool(Input& in) {
-    return in.node.pool != in.job.pool || !in.session.queues().queue(in.job.queue).AllowsPool(in.node.pool)
+    return in.node.pool != in.job.pool || !((in.job.queue_pools >> static_cast<unsigned>(in.node.pool)) & 1u)
                ? Reject::kPool
                : Result();
   }
