@@ -7,6 +7,7 @@
 namespace gpool::scheduler {
 namespace {
 
+using namespace testing;  // NOLINT: the scenario builders
 using topology::ClusterView;
 
 constexpr int64_t kMinute = 60'000;
