@@ -245,10 +245,18 @@ void Coordinator::Drain(zmq::socket_t& socket, bool from_clients) {
       continue;
     }
     std::string_view bytes(static_cast<const char*>(parts[0].data()), parts[0].size());
+    // The ZAP handler's name for the connection (none without CurveZMQ).
+    const char* user_id = zmq_msg_gets(parts[0].handle(), "User-Id");
+    auto principal = Principal::Parse(user_id == nullptr ? "" : user_id);
+    if (!principal) {
+      std::string error = MakeError(0, tracker_->epoch(), Status::Unauthenticated("connection not authenticated"));
+      from_clients ? ToClient(peer, std::move(error)) : ToWorker(peer, std::move(error));
+      continue;
+    }
     if (from_clients) {
-      gateway_->OnFrame(peer, bytes, now);
+      gateway_->OnFrame(peer, bytes, now, *principal);
     } else {
-      registry_->OnFrame(peer, bytes, now);
+      registry_->OnFrame(peer, bytes, now, *principal);
     }
   }
 }

@@ -14,7 +14,8 @@ Gateway::Gateway(const GatewayOptions& options, const state::ClusterState& state
                  WorkerRelay& relay, Outbox& outbox, Proposer& proposer)
     : options_(options), state_(state), workers_(workers), relay_(relay), outbox_(outbox), proposer_(proposer) {}
 
-void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms) {
+void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms, const Principal& principal) {
+  (void)principal;  // the permission checks read it (issue 31)
   const uint64_t epoch = proposer_.epoch();
   auto envelope = DecodeEnvelope(bytes, options_.limits);
   if (!envelope.ok()) {

@@ -30,6 +30,7 @@
 #include <functional>
 #include <string>
 
+#include "control/principal.h"
 #include "control/worker_relay.h"
 #include "control/ports.h"
 #include "control/task_lookup.h"
@@ -59,7 +60,8 @@ class Gateway {
   Gateway(const GatewayOptions& options, const state::ClusterState& state, const WorkerTable& workers,
           WorkerRelay& relay, Outbox& outbox, Proposer& proposer);
 
-  void OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms);
+  // `principal`: who the transport authenticated the connection as.
+  void OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms, const Principal& principal = {});
 
  private:
   void Reply(const std::string& peer, std::string frame) { outbox_.ToClient(peer, std::move(frame)); }

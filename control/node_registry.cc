@@ -67,7 +67,8 @@ bool NodeRegistry::Authenticate(const std::string& peer, const std::string& clai
   return node != nullptr && *node == claimed;
 }
 
-void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms) {
+void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms, const Principal& principal) {
+  (void)principal;  // node binding reads it (issue 31)
   auto envelope = DecodeEnvelope(bytes, options_.limits);
   const uint64_t epoch = proposer_.epoch();
   if (!envelope.ok()) {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "control/ports.h"
+#include "control/principal.h"
 #include "control/worker_table.h"
 #include "protocol/base/clock.h"
 #include "protocol/envelope.h"
@@ -61,7 +62,8 @@ class NodeRegistry {
   // `listener` hears every WorkerEvents from now on; it outlives the registry.
   void Subscribe(WorkerEvents* listener) { listeners_.push_back(listener); }
 
-  void OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms);
+  // `principal`: who the transport authenticated the connection as.
+  void OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms, const Principal& principal = {});
   void Tick(int64_t now_ms);
   // Forgets every connection and restarts the liveness window at now_ms.
   void Reset(int64_t now_ms);
