@@ -15,7 +15,6 @@ Gateway::Gateway(const GatewayOptions& options, const state::ClusterState& state
     : options_(options), state_(state), workers_(workers), relay_(relay), outbox_(outbox), proposer_(proposer) {}
 
 void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms, const Principal& principal) {
-  (void)principal;  // the permission checks read it (issue 31)
   const uint64_t epoch = proposer_.epoch();
   auto envelope = DecodeEnvelope(bytes, options_.limits);
   if (!envelope.ok()) {
@@ -24,13 +23,16 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     return;
   }
   const uint64_t id = envelope->header().request_id;
-  const bool admin = options_.token.empty() || envelope->header().token == options_.token;
-  const bool exec = envelope->type() == MessageType::kExecStart || envelope->type() == MessageType::kExecPoll ||
-                    envelope->type() == MessageType::kExecSignal;
-  // Exec requests may carry a job's exec token instead: checked against the
-  // target job once it is found (OnExec).
-  if (!admin && !(exec && !envelope->header().token.empty())) {
-    Reply(peer, MakeError(id, epoch, Status::Unauthenticated("wrong or missing token")));
+  // What Permit approved is audited only if the handler goes on to propose
+  // it (a request refused as invalid after that changes nothing).
+  struct DropUnproposed {
+    std::optional<AuditEntry>& approved;
+    ~DropUnproposed() { approved.reset(); }
+  } drop_unproposed{approved_};
+  frame_now_ms_ = now_ms;
+  auto actor = ResolveActor(principal, *envelope);
+  if (!actor.ok()) {
+    Reply(peer, MakeError(id, epoch, actor.status()));
     return;
   }
   auto fail = [&](const Status& status) { Reply(peer, MakeError(id, epoch, status)); };
@@ -41,41 +43,48 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     }
     return Fail(peer, id, NotLeaderStatus(leader));
   }
+  const Request request{peer, id, envelope->type(), *actor};
   switch (envelope->type()) {
     case MessageType::kSubmitJob: {
       auto msg = envelope->Body<SubmitJob>();
       if (!msg.ok()) return fail(msg.status());
-      return OnSubmit(peer, id, std::move(msg).value());
+      return OnSubmit(request, std::move(msg).value());
     }
     case MessageType::kCancelJob: {
       auto msg = envelope->Body<CancelJob>();
       if (!msg.ok()) return fail(msg.status());
-      return OnCancel(peer, id, *msg);
+      return OnCancel(request, *msg);
     }
     case MessageType::kListJobs: {
       auto msg = envelope->Body<ListJobs>();
       if (!msg.ok()) return fail(msg.status());
-      return AfterBarrier(peer, id, [this, peer, id, msg = *msg] {
-        Reply(peer, MakeFrame(id, proposer_.epoch(), ListJobsNow(msg)));
+      return AfterBarrier(peer, id, [this, request, msg = *msg] {
+        Reply(request.peer, MakeFrame(request.id, proposer_.epoch(), ListJobsNow(msg, request.actor)));
       });
     }
     case MessageType::kGetJob: {
       auto msg = envelope->Body<GetJob>();
       if (!msg.ok()) return fail(msg.status());
-      return AfterBarrier(peer, id, [this, peer, id, job_id = msg->job_id] {
+      return AfterBarrier(peer, id, [this, request, job_id = msg->job_id] {
         const auto* job = state_.FindJob(JobId(job_id));
-        if (job == nullptr) return Fail(peer, id, JobNotFound(state_, job_id));
+        if (job == nullptr) return Fail(request.peer, request.id, JobNotFound(state_, job_id));
+        if (!Permit(request, Permission::kReadJob, JobTarget(*job), "job " + std::to_string(job_id))) return;
         GetJobReply reply = ToJobDetail(*job, state_);
+        // Others' secrets stay theirs: env is shown to who may read logs.
+        if (!Authorize(request.actor, Permission::kReadJobSecrets, JobTarget(*job), state_).allowed) {
+          for (auto& group : reply.spec.tasks) group.env.clear();
+        }
         for (auto& task : reply.tasks) {
           const state::TaskRecord* record = state_.FindTask(TaskId{job->id, task.index, task.attempt});
           task.gpu_memory_used_mib = record == nullptr ? -1 : workers_.GpuMemoryUsed(record->node, record->id);
         }
-        Reply(peer, MakeFrame(id, proposer_.epoch(), reply));
+        Reply(request.peer, MakeFrame(request.id, proposer_.epoch(), reply));
       });
     }
     case MessageType::kListNodes: {
       auto msg = envelope->Body<ListNodes>();
       if (!msg.ok()) return fail(msg.status());
+      if (!Permit(request, Permission::kReadCluster, {}, "nodes")) return;
       return AfterBarrier(peer, id, [this, peer, id, devices = msg->devices] {
         ListNodesReply reply;
         for (const auto& [name, node] : state_.nodes()) {
@@ -89,34 +98,45 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     case MessageType::kGetTaskLog: {
       auto msg = envelope->Body<GetTaskLog>();
       if (!msg.ok()) return fail(msg.status());
-      return AfterBarrier(peer, id, [this, peer, id, msg = *msg, now_ms] { OnGetTaskLog(peer, id, msg, now_ms); });
+      return AfterBarrier(peer, id, [this, request, msg = *msg, now_ms] { OnGetTaskLog(request, msg, now_ms); });
     }
     case MessageType::kClusterStatus:
+      // Any authenticated caller: it is what health checks and `gpool status` ask.
       return Reply(peer, MakeFrame(id, epoch, StatusNow()));
     case MessageType::kUpdateNode: {
       auto msg = envelope->Body<UpdateNode>();
       if (!msg.ok()) return fail(msg.status());
+      if (!Permit(request, Permission::kManageNodes, {}, "node " + msg->node)) return;
       return OnUpdateNode(peer, id, std::move(msg).value());
     }
     case MessageType::kUpdateQueue: {
       auto msg = envelope->Body<UpdateQueue>();
       if (!msg.ok()) return fail(msg.status());
+      // A queue-admin changes what is below its queue: an existing queue
+      // there, and where one goes (a create's or a move's parent), so no
+      // queue leaves the subtree or is raised to the admin's own level.
+      const std::string what = "queue " + msg->spec.name;
+      if (msg->op != "create" && !Permit(request, Permission::kManageQueue, Target{"", msg->spec.name}, what)) return;
+      if (msg->op != "delete" && !Permit(request, Permission::kPlaceQueue, Target{"", msg->spec.parent}, what)) return;
       return OnUpdateQueue(peer, id, std::move(msg).value());
     }
     case MessageType::kListQueues:
+      if (!Permit(request, Permission::kReadCluster, {}, "queues")) return;
       return AfterBarrier(peer, id, [this, peer, id] { Reply(peer, MakeFrame(id, proposer_.epoch(), ToQueueList(state_))); });
     case MessageType::kExplainJob: {
       auto msg = envelope->Body<ExplainJob>();
       if (!msg.ok()) return fail(msg.status());
-      return AfterBarrier(peer, id, [this, peer, id, job_id = msg->job_id] {
+      return AfterBarrier(peer, id, [this, request, job_id = msg->job_id] {
         const auto* job = state_.FindJob(JobId(job_id));
-        if (job == nullptr) return Fail(peer, id, JobNotFound(state_, job_id));
-        Reply(peer, MakeFrame(id, proposer_.epoch(), ToExplanation(*job, state_)));
+        if (job == nullptr) return Fail(request.peer, request.id, JobNotFound(state_, job_id));
+        if (!Permit(request, Permission::kReadJob, JobTarget(*job), "job " + std::to_string(job_id))) return;
+        Reply(request.peer, MakeFrame(request.id, proposer_.epoch(), ToExplanation(*job, state_)));
       });
     }
     case MessageType::kListEvents: {
       auto msg = envelope->Body<ListEvents>();
       if (!msg.ok()) return fail(msg.status());
+      if (!Permit(request, Permission::kReadCluster, {}, "events")) return;
       return AfterBarrier(peer, id, [this, peer, id, msg = *msg] {
         Reply(peer, MakeFrame(id, proposer_.epoch(), ToEventList(state_, msg)));
       });
@@ -124,19 +144,27 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     case MessageType::kReportProbe: {
       auto msg = envelope->Body<ReportProbe>();
       if (!msg.ok()) return fail(msg.status());
+      if (!Permit(request, Permission::kReportProbe, {}, "probe " + msg->kind.substr(0, 32))) return;
       return OnReportProbe(peer, id, std::move(msg).value());
     }
     case MessageType::kExecStart:
     case MessageType::kExecPoll:
     case MessageType::kExecSignal:
-      return AfterBarrier(peer, id, [this, peer, envelope = *envelope, admin, now_ms] {
-        OnExec(peer, envelope, admin, now_ms);
+      return AfterBarrier(peer, id, [this, request, envelope = *envelope, now_ms] {
+        OnExec(request, envelope, now_ms);
       });
     case MessageType::kChangeReplicas: {
       auto msg = envelope->Body<ChangeReplicas>();
       if (!msg.ok()) return fail(msg.status());
+      if (!Permit(request, Permission::kManageReplicas, {}, "replica " + std::to_string(msg->replica_id))) return;
       return OnChangeReplicas(peer, id, *msg);
     }
+    case MessageType::kUpdateUser:
+    case MessageType::kListUsers:
+    case MessageType::kBootstrap:
+    case MessageType::kWhoAmI:
+    case MessageType::kListAudit:
+      return OnUsers(request, *envelope);
     default:
       return fail(Status::UnknownType(std::string(MessageTypeName(envelope->type())) + " is not a client request"));
   }
@@ -153,7 +181,12 @@ void Gateway::AfterBarrier(const std::string& peer, uint64_t request_id, std::fu
   });
 }
 
-void Gateway::OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob msg) {
+void Gateway::OnSubmit(const Request& request, SubmitJob msg) {
+  const std::string& peer = request.peer;
+  const uint64_t request_id = request.id;
+  // The owner is who the transport authenticated, never what the client wrote.
+  if (request.actor.kind == Actor::Kind::kUser) msg.spec.user = request.actor.name;
+  if (!Permit(request, Permission::kSubmit, Target{msg.spec.user, msg.spec.queue}, "queue " + msg.spec.queue)) return;
   Status valid = CheckJobSpecSize(msg.spec, options_.max_spec_bytes);
   if (valid.ok()) valid = ValidateJobSpec(msg.spec, options_.spec_limits);
   if (!valid.ok()) {
@@ -172,7 +205,7 @@ void Gateway::OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob m
     return;
   }
   std::string exec_token = options_.new_exec_token ? options_.new_exec_token() : RandomExecToken();
-  proposer_.Propose(state::SubmitJobCmd{std::move(msg.spec), std::move(msg.idempotency_key), std::move(exec_token)},
+  ProposeAudited(state::SubmitJobCmd{std::move(msg.spec), std::move(msg.idempotency_key), std::move(exec_token)},
                     [this, peer, request_id](const state::ApplyResult& result) {
                       if (!result.status.ok()) return Fail(peer, request_id, result.status);
                       spdlog::info("job submitted job={} duplicate={}", result.job_id, result.duplicate);
@@ -181,8 +214,15 @@ void Gateway::OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob m
                     });
 }
 
-void Gateway::OnCancel(const std::string& peer, uint64_t request_id, const CancelJob& msg) {
-  proposer_.Propose(state::CancelJobCmd{msg.job_id, msg.grace_ms}, [this, peer, request_id](const state::ApplyResult& result) {
+void Gateway::OnCancel(const Request& request, const CancelJob& msg) {
+  const std::string& peer = request.peer;
+  const uint64_t request_id = request.id;
+  // A job that does not exist fails in apply as before, with its own error;
+  // only an existing job has an owner to check against.
+  if (const auto* job = state_.FindJob(JobId(msg.job_id)); job != nullptr) {
+    if (!Permit(request, Permission::kCancelJob, JobTarget(*job), "job " + std::to_string(msg.job_id))) return;
+  }
+  ProposeAudited(state::CancelJobCmd{msg.job_id, msg.grace_ms}, [this, peer, request_id](const state::ApplyResult& result) {
     if (!result.status.ok()) return Fail(peer, request_id, result.status);
     spdlog::info("job cancel committed job={} state={}", result.job_id, result.job_state);
     Reply(peer, MakeFrame(request_id, proposer_.epoch(), CancelJobReply{result.job_id, result.job_state}));
@@ -201,7 +241,7 @@ void Gateway::OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateN
   }
   const std::string name = msg.node;
   const std::string op = msg.op;
-  proposer_.Propose(state::UpdateNodeCmd{std::move(msg)}, [this, peer, request_id, name, op](
+  ProposeAudited(state::UpdateNodeCmd{std::move(msg)}, [this, peer, request_id, name, op](
                                                                const state::ApplyResult& result) {
     if (!result.status.ok()) return Fail(peer, request_id, result.status);
     const auto* node = state_.FindNode(name);
@@ -228,7 +268,7 @@ void Gateway::OnReportProbe(const std::string& peer, uint64_t request_id, Report
     if (r.message.size() > 1024) r.message.resize(1024);
   }
   const std::string kind = msg.kind;
-  proposer_.Propose(state::ProbeResultCmd{std::move(msg.kind), std::move(msg.results)},
+  ProposeAudited(state::ProbeResultCmd{std::move(msg.kind), std::move(msg.results)},
                     [this, peer, request_id, kind](const state::ApplyResult& result) {
                       if (!result.status.ok()) return Fail(peer, request_id, result.status);
                       ReportProbeReply reply;
@@ -247,7 +287,7 @@ void Gateway::OnUpdateQueue(const std::string& peer, uint64_t request_id, Update
   const std::string op = msg.op;
   // A delete answers with the queue as it was.
   QueueSummary before = ToQueueSummary(state_, name);
-  proposer_.Propose(state::UpdateQueueCmd{std::move(msg)}, [this, peer, request_id, name, op, before](
+  ProposeAudited(state::UpdateQueueCmd{std::move(msg)}, [this, peer, request_id, name, op, before](
                                                                const state::ApplyResult& result) {
     if (!result.status.ok()) return Fail(peer, request_id, result.status);
     spdlog::info("queue updated queue={} op={}", name, op);
@@ -275,6 +315,7 @@ void Gateway::OnChangeReplicas(const std::string& peer, uint64_t request_id, con
   if (!valid.ok()) return Fail(peer, request_id, valid);
   spdlog::info("replica change requested op={} replica={} peer={} client={}", msg.op, msg.replica_id,
                msg.peer_address, msg.client_address);
+  ProposeApprovedAudit();
   proposer_.ChangeMembership(msg, [this, peer, request_id, msg](Result<ChangeReplicasReply> result) {
     if (!result.ok()) {
       spdlog::info("replica change refused op={} replica={} error=\"{}\"", msg.op, msg.replica_id,
@@ -287,13 +328,16 @@ void Gateway::OnChangeReplicas(const std::string& peer, uint64_t request_id, con
   });
 }
 
-void Gateway::OnGetTaskLog(const std::string& peer, uint64_t request_id, const GetTaskLog& msg, int64_t now_ms) {
+void Gateway::OnGetTaskLog(const Request& request, const GetTaskLog& msg, int64_t now_ms) {
+  const std::string& peer = request.peer;
+  const uint64_t request_id = request.id;
   const uint64_t epoch = proposer_.epoch();
   const auto* job = state_.FindJob(JobId(msg.job_id));
   if (job == nullptr) {
     Reply(peer, MakeError(request_id, epoch, JobNotFound(state_, msg.job_id)));
     return;
   }
+  if (!Permit(request, Permission::kReadJobSecrets, JobTarget(*job), "job " + std::to_string(msg.job_id))) return;
   if (msg.task_index >= job->tasks.size()) {
     Reply(peer, MakeError(request_id, epoch,
                           Status::NotFound("job " + std::to_string(msg.job_id) + " has no task " +
@@ -321,11 +365,13 @@ void Gateway::OnGetTaskLog(const std::string& peer, uint64_t request_id, const G
                        });
 }
 
-ListJobsReply Gateway::ListJobsNow(const ListJobs& msg) const {
+ListJobsReply Gateway::ListJobsNow(const ListJobs& msg, const Actor& actor) const {
   ListJobsReply reply;
   const size_t limit = msg.limit == 0 ? state_.jobs().size() : msg.limit;
   for (auto it = state_.jobs().rbegin(); it != state_.jobs().rend() && reply.jobs.size() < limit; ++it) {
     if (!msg.include_finished && IsTerminal(it->second.state)) continue;
+    // Each caller lists the jobs it may read (its own, its queues', or all).
+    if (!Authorize(actor, Permission::kReadJob, JobTarget(it->second), state_).allowed) continue;
     reply.jobs.push_back(ToJobSummary(it->second));
   }
   return reply;

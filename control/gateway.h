@@ -30,6 +30,7 @@
 #include <functional>
 #include <string>
 
+#include "control/authz.h"
 #include "control/principal.h"
 #include "control/worker_relay.h"
 #include "control/ports.h"
@@ -50,6 +51,9 @@ struct GatewayOptions {
   // Draws each job's exec token at submit; nullptr: 128 random bits from
   // std::random_device, as hex. Tests pass a fixed sequence.
   std::function<std::string()> new_exec_token;
+  // Audited refusals per second at most; the rest are counted in the next
+  // entry (a flood of refused requests must not fill the log).
+  uint32_t audit_refusals_per_s = 50;
 };
 
 // 128 bits from std::random_device, as 32 hex digits.
@@ -69,26 +73,47 @@ class Gateway {
   void Fail(const std::string& peer, uint64_t request_id, const Status& status);
   // Runs `serve` after Proposer::ReadBarrier, or answers its error.
   void AfterBarrier(const std::string& peer, uint64_t request_id, std::function<void()> serve);
-  void OnSubmit(const std::string& peer, uint64_t request_id, SubmitJob msg);
-  void OnCancel(const std::string& peer, uint64_t request_id, const CancelJob& msg);
-  void OnGetTaskLog(const std::string& peer, uint64_t request_id, const GetTaskLog& msg, int64_t now_ms);
+  // One client request as the gateway handles it: who asked, and where to answer.
+  struct Request {
+    std::string peer;
+    uint64_t id = 0;
+    MessageType type = MessageType::kAck;
+    Actor actor;
+  };
+  // gateway_access.cc: who the caller is (the principal in secure mode; the
+  // token's admin, or an exec token's holder, with --insecure), and whether
+  // it may do this. Permit answers PermissionDenied itself when not, and
+  // records mutating requests (allowed or not) in the audit stream.
+  Result<Actor> ResolveActor(const Principal& principal, const Envelope& envelope) const;
+  bool Permit(const Request& request, Permission permission, const Target& target, std::string what);
+  void AuditRequest(const Request& request, std::string what, bool allowed, std::string reason);
+  static AuditEntry AuditEntryOf(const Request& request, std::string what, bool allowed, std::string reason);
+  void ProposeAudit(AuditEntry entry);
+  // Proposes the audit entry Permit approved for this request, if any, then `body`.
+  void ProposeApprovedAudit();
+  void ProposeAudited(state::CommandBody body, ApplyCallback done);
+  static Target JobTarget(const state::JobRecord& job) { return Target{job.spec.user, job.spec.queue}; }
+  void OnUsers(const Request& request, const Envelope& envelope);
+  void OnSubmit(const Request& request, SubmitJob msg);
+  void OnCancel(const Request& request, const CancelJob& msg);
+  void OnGetTaskLog(const Request& request, const GetTaskLog& msg, int64_t now_ms);
   void OnChangeReplicas(const std::string& peer, uint64_t request_id, const ChangeReplicas& msg);
   void OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateNode msg);
   void OnReportProbe(const std::string& peer, uint64_t request_id, ReportProbe msg);
   void OnUpdateQueue(const std::string& peer, uint64_t request_id, UpdateQueue msg);
-  // gateway_exec.cc. `admin`: the request carried the cluster token (or
-  // none is configured); otherwise `token` must be the target job's.
-  void OnExec(const std::string& peer, const Envelope& envelope, bool admin, int64_t now_ms);
+  // gateway_exec.cc. The caller may exec into a job it has kExecJob on,
+  // or into the job whose exec token it carries (a task's MPI launcher).
+  void OnExec(const Request& request, const Envelope& envelope, int64_t now_ms);
   void OnExecStart(const std::string& peer, uint64_t request_id, const ExecStart& msg, const std::string& token,
-                   bool admin, int64_t now_ms);
+                   const Actor& actor, int64_t now_ms);
   void OnExecPoll(const std::string& peer, uint64_t request_id, const ExecPoll& msg, const std::string& token,
-                  bool admin, int64_t now_ms);
+                  const Actor& actor, int64_t now_ms);
   void OnExecSignal(const std::string& peer, uint64_t request_id, const ExecSignal& msg, const std::string& token,
-                    bool admin, int64_t now_ms);
+                    const Actor& actor, int64_t now_ms);
   // The running task `name` names, if the caller may exec into it.
   Result<FoundTask> ExecTarget(const std::string& name, uint64_t job_scope, const std::string& token,
-                               bool admin) const;
-  ListJobsReply ListJobsNow(const ListJobs& msg) const;
+                               const Actor& actor) const;
+  ListJobsReply ListJobsNow(const ListJobs& msg, const Actor& actor) const;
   ClusterStatusReply StatusNow() const;
 
   GatewayOptions options_;
@@ -97,6 +122,14 @@ class Gateway {
   WorkerRelay& relay_;
   Outbox& outbox_;
   Proposer& proposer_;
+  // Refusal audit budget (AuditRequest): the second it counts and how many
+  // were recorded in it; refusals past the budget are only counted.
+  int64_t audit_second_ = 0;
+  uint32_t audited_this_second_ = 0;
+  uint64_t refusals_unrecorded_ = 0;
+  // The allowed mutating request being handled, audited when it is proposed.
+  std::optional<AuditEntry> approved_;
+  int64_t frame_now_ms_ = 0;  // the monotonic time of the frame being handled
 };
 
 }  // namespace gpool::control

@@ -6,7 +6,7 @@ namespace gpool {
 namespace {
 
 // Indexed by MessageType; the strings are the wire names.
-constexpr std::array<std::string_view, 47> kTypeNames = {
+constexpr std::array<std::string_view, 56> kTypeNames = {
     "Ack",          "ErrorReply",        "SubmitJob",     "SubmitJobReply", "ListJobs",
     "ListJobsReply", "GetJob",           "GetJobReply",   "CancelJob",      "CancelJobReply",
     "ListNodes",    "ListNodesReply",    "GetTaskLog",    "GetTaskLogReply", "ClusterStatus",
@@ -17,8 +17,10 @@ constexpr std::array<std::string_view, 47> kTypeNames = {
     "ListEvents", "ListEventsReply", "ReportProbe", "ReportProbeReply",
     "ExecStart", "ExecStartReply", "ExecPoll", "ExecPollReply", "ExecSignal",
     "TaskExecStart", "TaskExecPoll", "TaskExecSignal",
+    "UpdateUser", "UpdateUserReply", "ListUsers", "ListUsersReply", "Bootstrap", "WhoAmI", "WhoAmIReply",
+    "ListAudit", "ListAuditReply",
 };
-static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kTaskExecSignal) + 1);
+static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kListAuditReply) + 1);
 
 }  // namespace
 

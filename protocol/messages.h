@@ -11,6 +11,7 @@
 //   messages_admin.h   ClusterStatus, ChangeReplicas, queues, ExplainJob
 //   messages_worker.h  the worker channel
 //   messages_exec.h    exec into a running task (ExecStart, ExecPoll, ExecSignal and the worker's forms)
+//   messages_users.h   users, roles, bootstrap and the audit stream
 #pragma once
 
 #include "protocol/messages_admin.h"
@@ -18,4 +19,5 @@
 #include "protocol/messages_common.h"
 #include "protocol/messages_exec.h"
 #include "protocol/messages_nodes.h"
+#include "protocol/messages_users.h"
 #include "protocol/messages_worker.h"

@@ -65,6 +65,16 @@ enum class MessageType : uint8_t {
   kTaskExecStart,
   kTaskExecPoll,
   kTaskExecSignal,
+  // Users, roles and audit (client -> coordinator, port 7400).
+  kUpdateUser,
+  kUpdateUserReply,
+  kListUsers,
+  kListUsersReply,
+  kBootstrap,
+  kWhoAmI,
+  kWhoAmIReply,
+  kListAudit,
+  kListAuditReply,
 };
 
 std::string_view MessageTypeName(MessageType type);

@@ -60,6 +60,9 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, SinkCursorCmd>) return ApplySinkCursor(body);
         if constexpr (std::is_same_v<T, ProbeResultCmd>) return ApplyProbeResult(now, body);
         if constexpr (std::is_same_v<T, ForgetJobsCmd>) return ApplyForgetJobs(body);
+        if constexpr (std::is_same_v<T, UpdateUserCmd>) return ApplyUpdateUser(body);
+        if constexpr (std::is_same_v<T, BootstrapCmd>) return ApplyBootstrap(body);
+        if constexpr (std::is_same_v<T, AuditCmd>) return ApplyAudit(now, body);
       },
       command.body);
 }
@@ -123,6 +126,9 @@ struct SnapshotImage {
   std::vector<ForgottenJob> forgotten;
   uint64_t forgotten_count = 0;
   std::vector<UsageTotal> usage;
+  std::vector<UserSpec> users;
+  std::vector<AuditEntry> audit;
+  uint64_t next_audit_seq = 1;
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -138,6 +144,9 @@ struct SnapshotImage {
     v.Optional("forgotten", forgotten);
     v.Optional("forgotten_count", forgotten_count);
     v.Optional("usage", usage);
+    v.Optional("users", users);
+    v.Optional("audit", audit);
+    v.Optional("next_audit_seq", next_audit_seq);
   }
 };
 
@@ -187,6 +196,19 @@ std::string ClusterState::Snapshot() const {
   packer.Key("usage");
   packer.BeginArray(static_cast<uint32_t>(usage_.size()));
   for (const auto& [key, total] : usage_) packer.Value(total);
+  packer.Key("users");
+  packer.BeginArray(static_cast<uint32_t>(users_.size()));
+  for (const auto& [name, user] : users_) {
+    UserSpec copy = user;
+    packer.Value(copy);
+  }
+  packer.Key("audit");
+  packer.BeginArray(static_cast<uint32_t>(audit_.size()));
+  for (const auto& entry : audit_) {
+    AuditEntry copy = entry;
+    packer.Value(copy);
+  }
+  packer.Field("next_audit_seq", next_audit_seq_);
   return std::string(buffer.data(), buffer.size());
 }
 
@@ -215,6 +237,10 @@ Status ClusterState::Restore(std::string_view snapshot) {
   forgotten_count_ = image->forgotten_count;
   usage_.clear();
   for (auto& total : image->usage) usage_[{total.queue, total.user}] = std::move(total);
+  users_.clear();
+  for (auto& user : image->users) users_[user.name] = std::move(user);
+  audit_.assign(image->audit.begin(), image->audit.end());
+  next_audit_seq_ = std::max<uint64_t>(image->next_audit_seq, audit_.empty() ? 1 : audit_.back().seq + 1);
   EnsureBuiltinQueues();
   RebuildIndexes();
   return Status::Ok();

@@ -57,6 +57,15 @@ class ClusterState {
   const std::map<uint64_t, JobRecord>& jobs() const { return jobs_; }
   // Always holds "root" and "default" (a child of root).
   const std::map<std::string, QueueRecord>& queues() const { return queues_; }
+  // Users (protocol/messages_users.h), by name; the admin check reads them.
+  const std::map<std::string, UserSpec>& users() const { return users_; }
+  const UserSpec* FindUser(std::string_view name) const;
+  bool HasAdmin() const;
+  // `queue` is `root` or one of its descendants.
+  bool QueueInSubtree(std::string_view queue, std::string_view root) const;
+  // The audit stream, oldest first: entries carry seq from 1 without gaps.
+  static constexpr size_t kMaxAudit = 10'000;
+  const std::deque<AuditEntry>& audit() const { return audit_; }
   // A job's pool where it names none: pooled for one asking for GPU shares
   // or MIG instances when the cluster has pooled nodes (sharing belongs
   // there), else public. A sharing job naming public in such a cluster is
@@ -188,6 +197,11 @@ class ClusterState {
   ApplyResult ApplySinkCursor(const SinkCursorCmd& cmd);
   ApplyResult ApplyProbeResult(int64_t now, const ProbeResultCmd& cmd);
   ApplyResult ApplyForgetJobs(const ForgetJobsCmd& cmd);
+  ApplyResult ApplyUpdateUser(const UpdateUserCmd& cmd);
+  ApplyResult ApplyBootstrap(const BootstrapCmd& cmd);
+  ApplyResult ApplyAudit(int64_t now, const AuditCmd& cmd);
+  // Every key names one user, and every queue a grant names exists.
+  Status CheckUserAgainstState(const UserSpec& spec) const;
   // The ids ForgetJobsCmd would forget, oldest finished first.
   std::vector<uint64_t> Forgettable(int64_t finished_before_ms, uint64_t keep_newest) const;
   void Forget(const JobRecord& job);
@@ -278,6 +292,9 @@ class ClusterState {
   std::map<std::string, NodeRecord> nodes_;
   std::map<uint64_t, JobRecord> jobs_;
   std::map<std::string, QueueRecord> queues_;
+  std::map<std::string, UserSpec> users_;
+  std::deque<AuditEntry> audit_;  // the newest kMaxAudit entries
+  uint64_t next_audit_seq_ = 1;
   // Retention: the newest forgotten jobs' summaries (oldest first), how many
   // were ever forgotten, and every forgotten job's usage per (queue, user).
   std::deque<ForgottenJob> forgotten_;

@@ -35,6 +35,12 @@ template <>
 struct Named<ProbeResultCmd> { static constexpr std::string_view kName = "ProbeResult"; };
 template <>
 struct Named<ForgetJobsCmd> { static constexpr std::string_view kName = "ForgetJobs"; };
+template <>
+struct Named<UpdateUserCmd> { static constexpr std::string_view kName = "UpdateUser"; };
+template <>
+struct Named<BootstrapCmd> { static constexpr std::string_view kName = "Bootstrap"; };
+template <>
+struct Named<AuditCmd> { static constexpr std::string_view kName = "Audit"; };
 
 template <typename T>
 bool TryDecode(std::string_view name, const msgpack::object& body, Result<CommandBody>* out) {
@@ -91,7 +97,8 @@ Result<Command> DecodeCommand(std::string_view bytes) {
       TryDecode<RefuseBindCmd>(name, *body, &decoded) || TryDecode<NodeLostCmd>(name, *body, &decoded) ||
       TryDecode<NodeHealthCmd>(name, *body, &decoded) || TryDecode<HealthFenceCmd>(name, *body, &decoded) ||
       TryDecode<SinkCursorCmd>(name, *body, &decoded) || TryDecode<ProbeResultCmd>(name, *body, &decoded) ||
-      TryDecode<ForgetJobsCmd>(name, *body, &decoded);
+      TryDecode<ForgetJobsCmd>(name, *body, &decoded) || TryDecode<UpdateUserCmd>(name, *body, &decoded) ||
+      TryDecode<BootstrapCmd>(name, *body, &decoded) || TryDecode<AuditCmd>(name, *body, &decoded);
   if (!decoded.ok()) return decoded.status();
   command.body = std::move(decoded).value();
   return command;

@@ -206,9 +206,40 @@ struct ForgetJobsCmd {
   }
 };
 
+// An admin's change to a user (UpdateUser on the wire, validated there and
+// again on apply).
+struct UpdateUserCmd {
+  UpdateUser update;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("update", update);
+  }
+};
+
+// The first admin of a fresh cluster: applies only while no admin exists, so
+// two racing bootstraps make one admin.
+struct BootstrapCmd {
+  UserSpec admin;  // with its key and the admin grant, filled by the gateway
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("admin", admin);
+  }
+};
+
+// Mutating requests as the gateway decided them (audit stream); seq and time
+// are assigned on apply.
+struct AuditCmd {
+  std::vector<AuditEntry> entries;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("entries", entries);
+  }
+};
+
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
                                  TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd, NodeLostCmd,
-                                 NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd, ForgetJobsCmd>;
+                                 NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd, ForgetJobsCmd,
+                                 UpdateUserCmd, BootstrapCmd, AuditCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock

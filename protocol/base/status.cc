@@ -5,11 +5,12 @@
 namespace gpool {
 namespace {
 
-constexpr std::array<std::string_view, 16> kNames = {
+constexpr std::array<std::string_view, 17> kNames = {
     "Ok",          "InvalidArgument",   "NotFound",          "AlreadyExists",
     "FailedPrecondition", "ResourceExhausted", "Unavailable", "NotLeader",
     "StaleEpoch",  "Unauthenticated",   "Malformed",         "UnknownType",
     "UnsupportedVersion", "Internal",   "IoError",           "DeadlineExceeded",
+    "PermissionDenied",
 };
 
 }  // namespace

@@ -33,6 +33,7 @@ enum class StatusCode : uint8_t {
   kInternal = 13,           // a bug or an I/O failure on our side
   kIoError = 14,            // storage or filesystem failure
   kDeadlineExceeded = 15,
+  kPermissionDenied = 16,   // authenticated, but the caller's roles do not allow it; the message names the permission
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -53,6 +54,7 @@ class [[nodiscard]] Status {
   static Status NotLeader(std::string m) { return {StatusCode::kNotLeader, std::move(m)}; }
   static Status StaleEpoch(std::string m) { return {StatusCode::kStaleEpoch, std::move(m)}; }
   static Status Unauthenticated(std::string m) { return {StatusCode::kUnauthenticated, std::move(m)}; }
+  static Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
   static Status Malformed(std::string m) { return {StatusCode::kMalformed, std::move(m)}; }
   static Status UnknownType(std::string m) { return {StatusCode::kUnknownType, std::move(m)}; }
   static Status UnsupportedVersion(std::string m) { return {StatusCode::kUnsupportedVersion, std::move(m)}; }

@@ -19,7 +19,7 @@ Status UsesMacros(int v, int* out) {
 }
 
 TEST(StatusTest, CodesRoundTripThroughNames) {
-  for (int i = 0; i <= static_cast<int>(StatusCode::kDeadlineExceeded); ++i) {
+  for (int i = 0; i <= static_cast<int>(StatusCode::kPermissionDenied); ++i) {
     auto code = static_cast<StatusCode>(i);
     auto back = StatusCodeFromName(StatusCodeName(code));
     ASSERT_TRUE(back.has_value());

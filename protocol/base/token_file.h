@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "protocol/base/status.h"
 
@@ -13,5 +14,9 @@ namespace gpool {
 // be opened, InvalidArgument when it holds nothing but whitespace; both name
 // the flag and the path.
 Result<std::string> ReadTokenFile(const std::string& path);
+
+// Whether two secrets are equal, in a time that does not depend on where
+// they differ (only on their lengths).
+bool SecretsEqual(std::string_view a, std::string_view b);
 
 }  // namespace gpool

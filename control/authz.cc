@@ -1,0 +1,87 @@
+#include "control/authz.h"
+
+#include <array>
+
+namespace gpool::control {
+namespace {
+
+constexpr std::array<std::string_view, 15> kNames = {
+    "read-cluster", "read-job",     "read-job-secrets", "submit",     "cancel-job",  "exec-job",  "manage-queue",
+    "place-queue",  "manage-nodes", "report-probe", "manage-replicas",  "manage-users", "read-users", "read-audit", "bootstrap",
+};
+static_assert(kNames.size() == static_cast<size_t>(Permission::kBootstrap) + 1);
+
+bool Has(const UserSpec& user, std::string_view role) {
+  for (const auto& grant : user.roles) {
+    if (grant.role == role) return true;
+  }
+  return false;
+}
+
+// Some grant of `role` covers `queue` (it is the grant's queue or below it;
+// `strictly`: below it only).
+bool Covers(const UserSpec& user, std::string_view role, std::string_view queue, const state::ClusterState& state,
+            bool strictly = false) {
+  if (queue.empty()) return false;
+  for (const auto& grant : user.roles) {
+    if (grant.role != role) continue;
+    if (strictly && queue == grant.queue) continue;
+    if (state.QueueInSubtree(queue, grant.queue)) return true;
+  }
+  return false;
+}
+
+bool UserMay(const UserSpec& user, Permission permission, const Target& target, const state::ClusterState& state) {
+  if (Has(user, "admin")) return true;
+  const bool own = !target.owner.empty() && target.owner == user.name;
+  const bool queue_admin = Covers(user, "queue-admin", target.queue, state);
+  const bool any_role = !user.roles.empty();
+  switch (permission) {
+    case Permission::kReadCluster: return any_role;
+    case Permission::kReadJob:
+      return own || queue_admin || Has(user, "viewer") || Covers(user, "member", target.queue, state);
+    case Permission::kReadJobSecrets:
+    case Permission::kCancelJob:
+    case Permission::kExecJob: return own || queue_admin;
+    case Permission::kSubmit: return queue_admin || Covers(user, "member", target.queue, state);
+    case Permission::kManageQueue: return Covers(user, "queue-admin", target.queue, state, /*strictly=*/true);
+    case Permission::kPlaceQueue: return queue_admin;
+    case Permission::kManageNodes:
+    case Permission::kReportProbe:
+    case Permission::kManageReplicas:
+    case Permission::kManageUsers:
+    case Permission::kReadUsers:
+    case Permission::kReadAudit:
+    case Permission::kBootstrap: return false;
+  }
+  return false;
+}
+
+std::string Describe(Permission permission, const Target& target) {
+  std::string text(PermissionName(permission));
+  if (!target.queue.empty()) text += " on queue " + target.queue;
+  if (!target.owner.empty()) text += " (a job of " + target.owner + ")";
+  return text;
+}
+
+}  // namespace
+
+std::string_view PermissionName(Permission permission) { return kNames[static_cast<size_t>(permission)]; }
+
+Decision Authorize(const Actor& actor, Permission permission, const Target& target, const state::ClusterState& state) {
+  bool allowed = false;
+  switch (actor.kind) {
+    case Actor::Kind::kInsecureAdmin: allowed = true; break;
+    case Actor::Kind::kBootstrap:
+      allowed = permission == Permission::kBootstrap && !state.HasAdmin();
+      break;
+    case Actor::Kind::kUser:
+      allowed = actor.user != nullptr && UserMay(*actor.user, permission, target, state);
+      break;
+    case Actor::Kind::kAnonymous: allowed = false; break;
+  }
+  if (allowed) return {true, {}};
+  return {false, Describe(permission, target)};
+}
+
+}  // namespace gpool::control

@@ -1,0 +1,61 @@
+// Who may do what: the permission rules of users and roles (issue 31), as a
+// pure function of the caller, the permission a request needs, its target
+// and the committed state. The gateway asks before a request touches state;
+// a refusal names the missing permission.
+//
+// Roles (protocol/messages_users.h): admin everything; queue-admin over a
+// queue's subtree (queues strictly below it, and every job in it); member of
+// a queue (submit there, see its jobs without env and logs); viewer
+// (read-only, no env, no logs). Everyone sees, cancels and execs into their
+// own jobs. A queue-admin cannot change the queue it was granted (its quota
+// is its parent's admin's to set), only what is below it.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "control/state/cluster_state.h"
+
+namespace gpool::control {
+
+enum class Permission : uint8_t {
+  kReadCluster,     // status, nodes, queues, events
+  kReadJob,         // a job's summary, detail and explanation (env hidden without kReadJobSecrets)
+  kReadJobSecrets,  // a job's env and its tasks' logs
+  kSubmit,          // submit to a queue
+  kCancelJob,
+  kExecJob,         // run a command in a job's task (gpool exec)
+  kManageQueue,     // update or delete a queue (target: the queue)
+  kPlaceQueue,      // put a queue under a parent, creating or moving it (target: the parent)
+  kManageNodes,     // cordon, drain, label, taint, pool
+  kReportProbe,
+  kManageReplicas,
+  kManageUsers,
+  kReadUsers,
+  kReadAudit,
+  kBootstrap,       // create the first admin
+};
+std::string_view PermissionName(Permission permission);
+
+// The caller as the gateway resolved it.
+struct Actor {
+  enum class Kind { kUser, kInsecureAdmin, kBootstrap, kAnonymous } kind = Kind::kAnonymous;
+  std::string name;                  // the user (kUser); "insecure", "bootstrap" otherwise
+  const UserSpec* user = nullptr;    // kUser: its committed record
+  std::string key;                   // the public key it connected with (secure mode)
+};
+
+// What the request acts on: a job (its owner and queue) or a queue.
+struct Target {
+  std::string owner;  // the job's user
+  std::string queue;  // the job's queue, the queue submitted to, or the queue managed
+};
+
+struct Decision {
+  bool allowed = false;
+  std::string missing;  // refused: "<permission> on <target>" for the error and the audit
+};
+
+Decision Authorize(const Actor& actor, Permission permission, const Target& target, const state::ClusterState& state);
+
+}  // namespace gpool::control

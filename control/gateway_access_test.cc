@@ -1,0 +1,267 @@
+// Who may do what, through the gateway: the permission matrix (every client
+// request kind x every role x own and others' objects), owners set from the
+// authenticated user, secrets hidden, bootstrap once, and the audit stream.
+#include <gtest/gtest.h>
+
+#include "control/gateway_fixture.h"
+
+namespace gpool::control {
+namespace {
+
+constexpr char kKeyAdmin[] = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
+constexpr char kKeyQa[] = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+constexpr char kKeyMember[] = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
+constexpr char kKeyViewer[] = "k5fzb!DHw]MM=4NcxBq&O3pC?2A5.yWDzP])7W!7";
+constexpr char kKeyNobody[] = "q<}[=BP5Fg0&d9b3K0O[x&rH]jvR2Gb5t=u]Wyr!";
+
+class GatewayAccessTest : public GatewayTest {
+ public:
+  using GatewayTest::SendAs;
+  using GatewayTest::Last;
+  using GatewayTest::ErrorOf;
+
+ protected:
+  GatewayAccessTest() {
+    for (const auto& [name, parent] : std::vector<std::pair<std::string, std::string>>{
+             {"ml", "root"}, {"ml-a", "ml"}, {"ml-b", "ml"}, {"web", "root"}}) {
+      QueueSpec spec;
+      spec.name = name;
+      spec.parent = parent;
+      Apply(state::UpdateQueueCmd{UpdateQueue{"create", spec}});
+    }
+    AddUser("root-admin", kKeyAdmin, {{"admin", ""}});
+    AddUser("qa", kKeyQa, {{"queue-admin", "ml"}});
+    AddUser("mem", kKeyMember, {{"member", "ml-a"}});
+    AddUser("view", kKeyViewer, {{"viewer", ""}});
+    AddUser("nobody", kKeyNobody, {});
+    Apply(state::RegisterNodeCmd{OneGpuNode("n1"), {}});
+    own_job_ = AddJob("mem", "ml-a");     // a job of the member, in its queue
+    other_job_ = AddJob("other", "ml-a");  // someone else's, in the member's queue
+    far_job_ = AddJob("other", "web");     // someone else's, in a queue nobody but admin covers
+  }
+
+  void Apply(state::CommandBody body) {
+    proposer_.Propose(std::move(body), [](const state::ApplyResult& r) {
+      ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    });
+  }
+  void AddUser(const std::string& name, const std::string& key, std::vector<RoleGrant> roles) {
+    Apply(state::UpdateUserCmd{UpdateUser{"create", UserSpec{name, {key}, 1000, 1000, std::move(roles)}}});
+  }
+  uint64_t AddJob(const std::string& user, const std::string& queue) {
+    JobSpec spec = OneGpuJob();
+    spec.user = user;
+    spec.queue = queue;
+    spec.tasks[0].env["HF_TOKEN"] = "secret-of-" + user;
+    uint64_t id = 0;
+    proposer_.Propose(state::SubmitJobCmd{spec, "", "exec-token-" + user},
+                      [&](const state::ApplyResult& r) { id = r.job_id; });
+    return id;
+  }
+  static Principal As(const std::string& name, const std::string& key) {
+    return Principal{Principal::Kind::kUser, name, key};
+  }
+  // The last reply was not a PermissionDenied (or any refusal of who asked).
+  bool LastAllowed() {
+    Envelope env = Last();
+    if (env.type() != MessageType::kErrorReply) return true;
+    auto error = env.Body<ErrorReply>();
+    return error.ok() && error->code != "PermissionDenied" && error->code != "Unauthenticated";
+  }
+
+  uint64_t own_job_ = 0;
+  uint64_t other_job_ = 0;
+  uint64_t far_job_ = 0;
+};
+
+struct Case {
+  std::string name;
+  std::function<void(GatewayAccessTest&, const Principal&)> send;
+  // Expected for admin, queue-admin of ml, member of ml-a, viewer, no role.
+  std::array<bool, 5> allowed;
+};
+
+TEST_F(GatewayAccessTest, PermissionMatrixHasNoUnexpectedAllow) {
+  const std::array<Principal, 5> callers = {As("root-admin", kKeyAdmin), As("qa", kKeyQa), As("mem", kKeyMember),
+                                            As("view", kKeyViewer), As("nobody", kKeyNobody)};
+  auto job_spec = [](const std::string& queue) {
+    JobSpec spec = OneGpuJob();
+    spec.queue = queue;
+    return spec;
+  };
+  auto queue_op = [](const std::string& op, const std::string& name, const std::string& parent) {
+    QueueSpec spec;
+    spec.name = name;
+    spec.parent = parent;
+    return UpdateQueue{op, spec};
+  };
+  const uint64_t own = own_job_, other = other_job_, far = far_job_;
+  const std::vector<Case> cases = {
+      {"submit to a queue of one's own", [](auto& t, auto& p) { t.SendAs(p, SubmitJob{[] { JobSpec s = OneGpuJob(); s.queue = "ml-a"; return s; }(), ""}); },
+       {true, true, true, false, false}},
+      {"submit to another's queue", [&](auto& t, auto& p) { t.SendAs(p, SubmitJob{job_spec("web"), ""}); },
+       {true, false, false, false, false}},
+      {"cancel the member's own job", [&](auto& t, auto& p) { t.SendAs(p, CancelJob{own}); },
+       {true, true, true, false, false}},
+      {"cancel another's job in the member's queue", [&](auto& t, auto& p) { t.SendAs(p, CancelJob{other}); },
+       {true, true, false, false, false}},
+      {"cancel another's job elsewhere", [&](auto& t, auto& p) { t.SendAs(p, CancelJob{far}); },
+       {true, false, false, false, false}},
+      {"get another's job in the member's queue", [&](auto& t, auto& p) { t.SendAs(p, GetJob{other}); },
+       {true, true, true, true, false}},
+      {"get another's job elsewhere", [&](auto& t, auto& p) { t.SendAs(p, GetJob{far}); },
+       {true, false, false, true, false}},
+      {"explain another's job elsewhere", [&](auto& t, auto& p) { t.SendAs(p, ExplainJob{far}); },
+       {true, false, false, true, false}},
+      {"read the member's own log", [&](auto& t, auto& p) { t.SendAs(p, GetTaskLog{own, 0}); },
+       {true, true, true, false, false}},
+      {"read another's log in the member's queue", [&](auto& t, auto& p) { t.SendAs(p, GetTaskLog{other, 0}); },
+       {true, true, false, false, false}},
+      {"exec into another's job in the member's queue",
+       [&](auto& t, auto& p) { t.SendAs(p, ExecStart{std::to_string(other) + ".0", other, {"sh"}, 10'000, ""}); },
+       {true, true, false, false, false}},
+      {"list nodes", [](auto& t, auto& p) { t.SendAs(p, ListNodes{}); }, {true, true, true, true, false}},
+      {"list queues", [](auto& t, auto& p) { t.SendAs(p, ListQueues{}); }, {true, true, true, true, false}},
+      {"list events", [](auto& t, auto& p) { t.SendAs(p, ListEvents{}); }, {true, true, true, true, false}},
+      {"cluster status", [](auto& t, auto& p) { t.SendAs(p, ClusterStatus{}); }, {true, true, true, true, true}},
+      {"who am i", [](auto& t, auto& p) { t.SendAs(p, WhoAmI{}); }, {true, true, true, true, true}},
+      {"cordon a node", [](auto& t, auto& p) { t.SendAs(p, UpdateNode{"n1", "cordon"}); },
+       {true, false, false, false, false}},
+      {"create a queue below ml", [&](auto& t, auto& p) { t.SendAs(p, queue_op("create", "ml-c", "ml")); },
+       {true, true, false, false, false}},
+      {"change ml itself", [&](auto& t, auto& p) { t.SendAs(p, queue_op("update", "ml", "root")); },
+       {true, false, false, false, false}},
+      {"move a queue of ml out to web", [&](auto& t, auto& p) { t.SendAs(p, queue_op("update", "ml-b", "web")); },
+       {true, false, false, false, false}},
+      {"change web", [&](auto& t, auto& p) { t.SendAs(p, queue_op("update", "web", "root")); },
+       {true, false, false, false, false}},
+      {"report a probe", [](auto& t, auto& p) { t.SendAs(p, ReportProbe{"gpu", {}}); },
+       {true, false, false, false, false}},
+      {"change replicas", [](auto& t, auto& p) { t.SendAs(p, ChangeReplicas{"remove", 9}); },
+       {true, false, false, false, false}},
+      {"create a user",
+       [](auto& t, auto& p) { t.SendAs(p, UpdateUser{"create", UserSpec{"new-" + p.name, {}, -1, -1, {}}}); },
+       {true, false, false, false, false}},
+      {"list users", [](auto& t, auto& p) { t.SendAs(p, ListUsers{}); }, {true, false, false, false, false}},
+      {"read the audit stream", [](auto& t, auto& p) { t.SendAs(p, ListAudit{}); },
+       {true, false, false, false, false}},
+      {"bootstrap again", [](auto& t, auto& p) { t.SendAs(p, Bootstrap{UserSpec{"again"}}); },
+       {true, false, false, false, false}},  // the admin passes the check; apply refuses (FailedPrecondition)
+  };
+  int unexpected_allows = 0;
+  for (const auto& c : cases) {
+    for (size_t who = 0; who < callers.size(); ++who) {
+      c.send(*this, callers[who]);
+      const bool allowed = LastAllowed();
+      if (allowed && !c.allowed[who]) ++unexpected_allows;
+      EXPECT_EQ(allowed, c.allowed[who]) << c.name << " as " << callers[who].name << ": "
+                                         << ErrorOf(Last());
+    }
+  }
+  EXPECT_EQ(unexpected_allows, 0);
+}
+
+TEST_F(GatewayAccessTest, TheOwnerIsWhoTheTransportAuthenticated) {
+  JobSpec spec = OneGpuJob();
+  spec.queue = "ml-a";
+  spec.user = "root-admin";  // a claim the gateway ignores
+  SendAs(As("mem", kKeyMember), SubmitJob{spec, ""});
+  const auto reply = LastAs<SubmitJobReply>();
+  ASSERT_NE(state_.FindJob(JobId(reply.job_id)), nullptr);
+  EXPECT_EQ(state_.FindJob(JobId(reply.job_id))->spec.user, "mem");
+}
+
+TEST_F(GatewayAccessTest, OthersSeeAJobWithoutItsEnvAndListOnlyWhatTheyMayRead) {
+  SendAs(As("mem", kKeyMember), GetJob{other_job_});
+  EXPECT_TRUE(LastAs<GetJobReply>().spec.tasks[0].env.empty());
+  SendAs(As("mem", kKeyMember), GetJob{own_job_});
+  EXPECT_EQ(LastAs<GetJobReply>().spec.tasks[0].env.at("HF_TOKEN"), "secret-of-mem");
+  SendAs(As("qa", kKeyQa), GetJob{other_job_});
+  EXPECT_EQ(LastAs<GetJobReply>().spec.tasks[0].env.at("HF_TOKEN"), "secret-of-other");
+
+  auto listed = [&](const std::string& name, const char* key) {
+    SendAs(As(name, key), ListJobs{});
+    std::set<uint64_t> ids;
+    for (const auto& job : LastAs<ListJobsReply>().jobs) ids.insert(job.job_id);
+    return ids;
+  };
+  EXPECT_EQ(listed("mem", kKeyMember), (std::set<uint64_t>{own_job_, other_job_}));
+  EXPECT_EQ(listed("qa", kKeyQa), (std::set<uint64_t>{own_job_, other_job_}));
+  EXPECT_EQ(listed("view", kKeyViewer), (std::set<uint64_t>{own_job_, other_job_, far_job_}));
+  EXPECT_TRUE(listed("nobody", kKeyNobody).empty());
+}
+
+TEST_F(GatewayAccessTest, UnknownKeysAndOtherChannelsKeysAreUnauthenticated) {
+  SendAs(As("ghost", kKeyNobody), ListJobs{});
+  EXPECT_EQ(LastError(), "Unauthenticated");
+  SendAs(As("mem", kKeyNobody), ListJobs{});  // a key that is not the member's
+  EXPECT_EQ(LastError(), "Unauthenticated");
+  SendAs(Principal{Principal::Kind::kNode, "n1", kKeyMember}, ListJobs{});
+  EXPECT_EQ(LastError(), "Unauthenticated");
+  SendAs(Principal{Principal::Kind::kBootstrap, "", kKeyNobody}, Bootstrap{UserSpec{"eve"}});
+  EXPECT_EQ(LastError(), "Unauthenticated");  // the cluster has an admin: bootstrap is closed
+}
+
+TEST_F(GatewayAccessTest, RefusalsAreAuditedWithinABudgetAndTheAuditIsForAdmins) {
+  const size_t before = state_.audit().size();
+  SendAs(As("mem", kKeyMember), CancelJob{far_job_});
+  EXPECT_EQ(LastError(), "PermissionDenied");
+  ASSERT_EQ(state_.audit().size(), before + 1);
+  const AuditEntry& refused = state_.audit().back();
+  EXPECT_EQ(refused.user, "mem");
+  EXPECT_EQ(refused.request, "CancelJob");
+  EXPECT_FALSE(refused.allowed);
+  EXPECT_NE(refused.reason.find("cancel-job"), std::string::npos) << refused.reason;
+  // Reads refused are not audited; the entries are readable by admins only.
+  SendAs(As("nobody", kKeyNobody), ListNodes{});
+  EXPECT_EQ(state_.audit().size(), before + 1);
+  SendAs(As("root-admin", kKeyAdmin), ListAudit{});
+  const auto page = LastAs<ListAuditReply>();
+  ASSERT_FALSE(page.entries.empty());
+  EXPECT_EQ(page.entries.back().seq, refused.seq);
+
+  // A flood of refusals in one second records the budget's worth, and the
+  // next recorded one counts the rest.
+  GatewayOptions options{.replica_id = "c-1"};
+  options.audit_refusals_per_s = 3;
+  Rebuild(options);
+  const size_t start = state_.audit().size();
+  for (int i = 0; i < 10; ++i) SendAs(As("mem", kKeyMember), CancelJob{far_job_});
+  EXPECT_EQ(state_.audit().size(), start + 3);
+  now_ms_ += 1000;
+  SendAs(As("mem", kKeyMember), CancelJob{far_job_});
+  EXPECT_NE(state_.audit().back().reason.find("and 7 refusals"), std::string::npos) << state_.audit().back().reason;
+}
+
+TEST_F(GatewayAccessTest, AnInvalidAllowedRequestLeavesNoAuditEntry) {
+  const size_t before = state_.audit().size();
+  JobSpec spec = OneGpuJob();
+  spec.queue = "ml-a";
+  spec.tasks.clear();
+  SendAs(As("mem", kKeyMember), SubmitJob{spec, ""});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  EXPECT_EQ(state_.audit().size(), before);
+}
+
+// A fresh cluster: the first key in becomes the admin, once.
+class BootstrapTest : public GatewayTest {};
+
+TEST_F(BootstrapTest, TheFirstKeyBecomesTheOnlyAdmin) {
+  const Principal first{Principal::Kind::kBootstrap, "", kKeyAdmin};
+  SendAs(first, SubmitJob{OneGpuJob(), ""});
+  EXPECT_EQ(LastError(), "PermissionDenied");  // bootstrap may do nothing else
+  SendAs(first, Bootstrap{UserSpec{"alice", {kKeyQa}, 1000, 1000, {}}});
+  const auto made = LastAs<UpdateUserReply>().user;
+  EXPECT_EQ(made.name, "alice");
+  EXPECT_EQ(made.keys, std::vector<std::string>{kKeyAdmin});  // the caller's key, not the one it named
+  EXPECT_EQ(made.roles, (std::vector<RoleGrant>{{"admin", ""}}));
+  SendAs(Principal{Principal::Kind::kBootstrap, "", kKeyQa}, Bootstrap{UserSpec{"mallory"}});
+  EXPECT_EQ(LastError(), "Unauthenticated");
+  EXPECT_EQ(state_.users().size(), 1u);
+  // The last admin cannot be removed.
+  SendAs(Principal{Principal::Kind::kUser, "alice", kKeyAdmin}, UpdateUser{"delete", UserSpec{"alice"}});
+  EXPECT_EQ(LastError(), "FailedPrecondition");
+}
+
+}  // namespace
+}  // namespace gpool::control

@@ -1,0 +1,131 @@
+// ClusterState: users, role grants and the audit stream (issue 31). The
+// gateway decides who may do what (control/authz.h); apply keeps the records
+// consistent whatever reached the log: names unique, a key names one user, a
+// grant's queue exists, and a bootstrap makes an admin only once.
+#include <algorithm>
+
+#include "control/state/cluster_state.h"
+#include "protocol/validate_users.h"
+
+namespace gpool::state {
+
+const UserSpec* ClusterState::FindUser(std::string_view name) const {
+  auto it = users_.find(std::string(name));
+  return it == users_.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+bool AnyAdmin(const std::map<std::string, UserSpec>& users) {
+  for (const auto& [name, user] : users) {
+    for (const auto& grant : user.roles) {
+      if (grant.role == "admin") return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ClusterState::HasAdmin() const { return AnyAdmin(users_); }
+
+bool ClusterState::QueueInSubtree(std::string_view queue, std::string_view root) const {
+  std::string at(queue);
+  // The tree is acyclic (CheckQueueAgainstTree); the bound guards a corrupt one.
+  for (size_t depth = 0; depth <= queues_.size() && !at.empty(); ++depth) {
+    if (at == root) return true;
+    auto it = queues_.find(at);
+    if (it == queues_.end() || it->second.spec.name == "root") return false;
+    at = it->second.spec.parent;
+  }
+  return false;
+}
+
+Status ClusterState::CheckUserAgainstState(const UserSpec& spec) const {
+  for (const auto& key : spec.keys) {
+    for (const auto& [name, user] : users_) {
+      if (name != spec.name && std::find(user.keys.begin(), user.keys.end(), key) != user.keys.end()) {
+        return Status::AlreadyExists("keys: " + key + " already belongs to user " + name);
+      }
+    }
+  }
+  for (const auto& grant : spec.roles) {
+    if (!grant.queue.empty() && FindQueue(grant.queue) == nullptr) {
+      return Status::NotFound("roles: queue '" + grant.queue + "' does not exist (`gpool queue tree` lists them)");
+    }
+  }
+  return Status::Ok();
+}
+
+ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
+  const UpdateUser& update = cmd.update;
+  if (Status valid = ValidateUpdateUser(update); !valid.ok()) return {valid};
+  const std::string& name = update.spec.name;
+  auto it = users_.find(name);
+  if (update.op == "create") {
+    if (it != users_.end()) return {Status::AlreadyExists("user " + name + " exists")};
+    if (Status fits = CheckUserAgainstState(update.spec); !fits.ok()) return {fits};
+    users_.emplace(name, update.spec);
+    return {};
+  }
+  if (it == users_.end()) return {Status::NotFound("user " + name + " does not exist (`gpool admin user list`)")};
+  UserSpec next = it->second;
+  if (update.op == "update") {
+    next.uid = update.spec.uid;
+    next.gid = update.spec.gid;
+  } else if (update.op == "add-key") {
+    for (const auto& key : update.spec.keys) {
+      if (std::find(next.keys.begin(), next.keys.end(), key) == next.keys.end()) next.keys.push_back(key);
+    }
+  } else if (update.op == "remove-key") {
+    for (const auto& key : update.spec.keys) std::erase(next.keys, key);
+  } else if (update.op == "grant") {
+    for (const auto& grant : update.spec.roles) {
+      if (std::find(next.roles.begin(), next.roles.end(), grant) == next.roles.end()) next.roles.push_back(grant);
+    }
+  } else if (update.op == "revoke") {
+    for (const auto& grant : update.spec.roles) std::erase(next.roles, grant);
+  }
+  if (update.op != "delete") {
+    if (Status valid = ValidateUserSpec(next); !valid.ok()) return {valid};
+    if (Status fits = CheckUserAgainstState(next); !fits.ok()) return {fits};
+  }
+  // Without an admin nobody could manage users again (bootstrap opens only
+  // on a cluster that never had one), so the last one stays.
+  auto after = users_;  // a few thousand records at most: copying is cheaper than reasoning
+  if (update.op == "delete") {
+    after.erase(name);
+  } else {
+    after[name] = std::move(next);
+  }
+  if (AnyAdmin(users_) && !AnyAdmin(after)) {
+    return {Status::FailedPrecondition("user " + name + " is the last admin; grant admin to another user first")};
+  }
+  users_ = std::move(after);
+  return {};
+}
+
+ApplyResult ClusterState::ApplyBootstrap(const BootstrapCmd& cmd) {
+  if (HasAdmin()) return {Status::FailedPrecondition("the cluster already has an admin (bootstrap runs once)")};
+  if (Status valid = ValidateUserSpec(cmd.admin); !valid.ok()) return {valid};
+  if (Status fits = CheckUserAgainstState(cmd.admin); !fits.ok()) return {fits};
+  UserSpec admin = cmd.admin;
+  if (std::none_of(admin.roles.begin(), admin.roles.end(), [](const RoleGrant& g) { return g.role == "admin"; })) {
+    admin.roles.push_back(RoleGrant{"admin", ""});
+  }
+  users_[admin.name] = std::move(admin);
+  return {};
+}
+
+ApplyResult ClusterState::ApplyAudit(int64_t now, const AuditCmd& cmd) {
+  for (const auto& entry : cmd.entries) {
+    AuditEntry kept = entry;
+    kept.seq = next_audit_seq_++;
+    kept.time_ms = now;
+    audit_.push_back(std::move(kept));
+    if (audit_.size() > kMaxAudit) audit_.pop_front();
+  }
+  return {};
+}
+
+}  // namespace gpool::state

@@ -1,0 +1,72 @@
+// Users, grants and the audit stream in the replicated state: what apply
+// refuses whatever reached the log, and what a snapshot keeps.
+#include <gtest/gtest.h>
+
+#include "control/state/cluster_state.h"
+
+namespace gpool::state {
+namespace {
+
+constexpr char kKeyA[] = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
+constexpr char kKeyB[] = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+
+class UsersStateTest : public ::testing::Test {
+ protected:
+  ApplyResult Do(CommandBody body) { return state_.Apply(++index_, Command{5'000, std::move(body)}); }
+  ApplyResult User(const std::string& op, UserSpec spec) { return Do(UpdateUserCmd{UpdateUser{op, std::move(spec)}}); }
+  ClusterState state_;
+  uint64_t index_ = 0;
+};
+
+TEST_F(UsersStateTest, AKeyNamesOneUserAndGrantsNameExistingQueues) {
+  ASSERT_TRUE(User("create", UserSpec{"alice", {kKeyA}, 1000, 1000, {{"member", "default"}}}).status.ok());
+  EXPECT_EQ(User("create", UserSpec{"alice"}).status.code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(User("create", UserSpec{"bob", {kKeyA}}).status.code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(User("create", UserSpec{"bob", {}, -1, -1, {{"member", "no-such-queue"}}}).status.code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(User("create", UserSpec{"bad|name"}).status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(User("create", UserSpec{"bob", {"not-a-key"}}).status.code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(User("create", UserSpec{"bob", {kKeyB}}).status.ok());
+  ASSERT_TRUE(User("grant", UserSpec{"bob", {}, -1, -1, {{"viewer", ""}}}).status.ok());
+  ASSERT_TRUE(User("remove-key", UserSpec{"alice", {kKeyA}}).status.ok());
+  ASSERT_TRUE(User("add-key", UserSpec{"bob", {kKeyA}}).status.ok());  // free again
+  EXPECT_EQ(state_.FindUser("bob")->keys, (std::vector<std::string>{kKeyB, kKeyA}));
+  EXPECT_EQ(state_.FindUser("bob")->roles, (std::vector<RoleGrant>{{"viewer", ""}}));
+  EXPECT_EQ(User("update", UserSpec{"carol"}).status.code(), StatusCode::kNotFound);
+}
+
+TEST_F(UsersStateTest, BootstrapMakesOneAdminAndTheLastAdminStays) {
+  EXPECT_FALSE(state_.HasAdmin());
+  ASSERT_TRUE(Do(BootstrapCmd{UserSpec{"root", {kKeyA}}}).status.ok());
+  EXPECT_TRUE(state_.HasAdmin());
+  EXPECT_EQ(Do(BootstrapCmd{UserSpec{"eve", {kKeyB}}}).status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_.FindUser("eve"), nullptr);
+  EXPECT_EQ(User("revoke", UserSpec{"root", {}, -1, -1, {{"admin", ""}}}).status.code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(User("delete", UserSpec{"root"}).status.code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(User("create", UserSpec{"second", {kKeyB}, -1, -1, {{"admin", ""}}}).status.ok());
+  EXPECT_TRUE(User("delete", UserSpec{"root"}).status.ok());
+}
+
+TEST_F(UsersStateTest, TheAuditIsBoundedAndASnapshotKeepsUsersAndAudit) {
+  ASSERT_TRUE(User("create", UserSpec{"alice", {kKeyA}, 1000, 1001, {{"viewer", ""}}}).status.ok());
+  for (size_t i = 0; i < ClusterState::kMaxAudit + 5; ++i) {
+    Do(AuditCmd{{AuditEntry{0, 0, "alice", "CancelJob", "job " + std::to_string(i), false, "cancel-job"}}});
+  }
+  ASSERT_EQ(state_.audit().size(), ClusterState::kMaxAudit);
+  EXPECT_EQ(state_.audit().front().seq, 6u);
+  EXPECT_EQ(state_.audit().back().seq, ClusterState::kMaxAudit + 5);
+  EXPECT_EQ(state_.audit().back().time_ms, 5'000);
+
+  ClusterState restored;
+  ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
+  ASSERT_NE(restored.FindUser("alice"), nullptr);
+  EXPECT_EQ(restored.FindUser("alice")->gid, 1001);
+  ASSERT_EQ(restored.audit().size(), ClusterState::kMaxAudit);
+  EXPECT_EQ(restored.audit().back().target, state_.audit().back().target);
+  restored.Apply(1'000'000, Command{1, AuditCmd{{AuditEntry{}}}});
+  EXPECT_EQ(restored.audit().back().seq, ClusterState::kMaxAudit + 6);  // numbering goes on
+}
+
+}  // namespace
+}  // namespace gpool::state
