@@ -54,12 +54,18 @@ class Evictor {
       Freed most;
     };
     std::vector<std::vector<Hold>> holds;
+    // Per node, its free GPUs and every GPU its evictable work holds (all
+    // queues): a bound on what any search could find there, in one array a
+    // search walks in order, so most nodes are passed over without reading
+    // the node or its holds.
+    std::vector<uint32_t> gpus_upper;
 
     void Add(const WorkTask& task) {
       auto& here = holds[static_cast<size_t>(task.node)];
       auto it = std::find_if(here.begin(), here.end(), [&](const Hold& h) { return h.queue == task.queue; });
       if (it == here.end()) it = here.insert(here.end(), Hold{task.queue, 0, {}});
       ++it->tasks;
+      gpus_upper[static_cast<size_t>(task.node)] += task.view->gpus;
       it->most.gpus += task.view->gpus;
       it->most.cpu += task.view->cpu_milli;
       it->most.memory += task.view->memory_mib;
@@ -71,7 +77,9 @@ class Evictor {
       auto it = std::find_if(here.begin(), here.end(), [&](const Hold& h) { return h.queue == task.queue; });
       if (it == here.end() || it->tasks == 0) return;  // not work the index counted
       --it->tasks;
-      it->most.gpus -= std::min<uint32_t>(it->most.gpus, task.view->gpus);
+      const uint32_t gpus = std::min<uint32_t>(it->most.gpus, task.view->gpus);
+      it->most.gpus -= gpus;
+      gpus_upper[static_cast<size_t>(task.node)] -= gpus;
       it->most.cpu -= std::min<uint64_t>(it->most.cpu, task.view->cpu_milli);
       it->most.memory -= std::min<uint64_t>(it->most.memory, task.view->memory_mib);
     }
@@ -87,7 +95,9 @@ class Evictor {
     for (size_t i = 0; i < running.size(); ++i) index.by_job[running[i].view->job.value()].push_back(i);
     index.nodes_by_queue.resize(session.queues().size());
     index.holds.resize(session.nodes().size());
+    index.gpus_upper.resize(session.nodes().size());
     for (size_t n = 0; n < session.nodes().size(); ++n) {
+      index.gpus_upper[n] = session.nodes()[n].free_gpus;
       for (size_t i : session.nodes()[n].running) {
         if (!MayEverGo(running[i]) || running[i].node != static_cast<int>(n)) continue;
         auto& list = index.nodes_by_queue[static_cast<size_t>(running[i].queue)];
@@ -120,6 +130,7 @@ class Evictor {
         eligible_(std::move(eligible)),
         by_job_(index.by_job),
         holds_(index.holds),
+        gpus_upper_(index.gpus_upper),
         lending_(lending_queues),
         victim_nodes_(victim_nodes) {}
 
@@ -266,9 +277,10 @@ class Evictor {
     for (size_t k = 0; best_node < 0 || (best_victims.size() > 1 && k < victim_nodes_.size()); ++k) {
       if (k >= victim_nodes_.size()) break;
       const size_t n = victim_nodes_[k];
+      Freed freed = FreedOn(static_cast<int>(n));
+      if (gpus_upper_[n] + freed.gpus < task.resources.gpus) continue;
       const WorkNode& node = nodes[n];
       if (node.claimed_for != 0 && node.claimed_for != job_.view->id.value()) continue;
-      Freed freed = FreedOn(static_cast<int>(n));
       Freed bound = freed;  // what evicting every lending queue's work here could free, at most
       for (const Index::Hold& hold : holds_[n]) {
         if (hold.tasks == 0 || !lending_[static_cast<size_t>(hold.queue)]) continue;
@@ -345,6 +357,7 @@ class Evictor {
   Eligible eligible_;
   const std::unordered_map<uint64_t, std::vector<size_t>>& by_job_;
   const std::vector<std::vector<Index::Hold>>& holds_;
+  const std::vector<uint32_t>& gpus_upper_;
   const std::vector<bool>& lending_;
   const std::vector<uint32_t>& victim_nodes_;
   std::set<size_t> chosen_;
