@@ -34,7 +34,7 @@ constexpr const CommandDef* kCommands[] = {
     &kSubmitCommand, &kJobsCommand, &kJobCommand, &kCancelCommand, &kLogsCommand, &kWaitCommand, &kNodesCommand,
     &kNodeCommand, &kEventsCommand, &kQueueCommand, &kTopologyCommand, &kExplainCommand, &kStatusCommand,
     &kAdminCommand,
-    &kProbeCommand, &kExecCommand, &kExecRshCommand,
+    &kProbeCommand, &kExecCommand, &kExecRshCommand, &kWhoAmICommand, &kAuditCommand,
 };
 
 const CommandDef* FindCommand(std::string_view name) {

@@ -101,8 +101,11 @@ int RunReplicaList(Session& s, const Invocation& inv) {
 
 int RunAdmin(Session& s, const Invocation& inv) {
   const auto& p = inv.positionals;
-  if (p.empty()) return s.Usage("admin: expected a subcommand: replica add|remove|list");
-  if (p[0] != "replica") return s.Usage("admin: unknown subcommand '" + p[0] + "'; expected 'replica'");
+  if (p.empty()) return s.Usage("admin: expected a subcommand: replica, user, role or bootstrap");
+  if (p[0] == "user" || p[0] == "role" || p[0] == "bootstrap") return RunAdminUsers(s, inv);
+  if (p[0] != "replica") {
+    return s.Usage("admin: unknown subcommand '" + p[0] + "'; expected replica, user, role or bootstrap");
+  }
   if (p.size() < 2) return s.Usage("admin replica: expected add, remove or list");
   if (p[1] == "add" || p[1] == "remove") return RunReplicaChange(s, inv, p[1]);
   if (p[1] == "list") return RunReplicaList(s, inv);
@@ -119,6 +122,7 @@ void AdminOptions(cxxopts::Options& o) {
        "(default: none; workers then find it only if it is in their --coordinator list)",
        cxxopts::value<std::string>(), "ENDPOINT")
       ("force", "replica remove: remove it even if fewer live voters than a quorum would remain");
+  AdminUserOptions(o);
 }
 
 constexpr CommandForm kAdminForms[] = {
@@ -128,6 +132,15 @@ constexpr CommandForm kAdminForms[] = {
     {"replica remove ID [--force]", "replica remove ID",
      "remove a coordinator replica; refused if too few live voters would remain, unless --force"},
     {"replica list", "replica list", "list the coordinator replicas and how far each lags behind the leader"},
+    {"bootstrap NAME [--uid N] [--gid N]", "bootstrap NAME",
+     "make this client's key the first admin of a fresh cluster (once)"},
+    {"user create NAME [--key FILE]... [--uid N] [--gid N]", "user create NAME",
+     "add a user: the keys it connects with, the Unix ids its tasks run as"},
+    {"user update|delete|show|add-key|remove-key NAME ...", "user update|delete|show NAME",
+     "change, remove or show a user; add or remove one of its keys (--key FILE)"},
+    {"user list", "user list", "list the users, their roles and how many keys each has"},
+    {"role grant|revoke USER ROLE [--queue Q]", "role grant|revoke USER ROLE",
+     "admin, viewer, or queue-admin/member over --queue Q"},
 };
 
 // cxxopts would take a negative replica ID for a flag ("Option '3' does not
@@ -158,10 +171,10 @@ const CommandDef kStatusCommand = {
 
 const CommandDef kAdminCommand = {
     .name = "admin",
-    .synopsis = "replica add|remove|list ...",
-    .summary = "add, remove or list coordinator replicas",
+    .synopsis = "replica|user|role|bootstrap ...",
+    .summary = "coordinator replicas, users, roles and the first admin",
     .min_args = 0,
-    .max_args = 3,
+    .max_args = 4,
     .add_options = AdminOptions,
     .run = RunAdmin,
     .forms = kAdminForms,

@@ -138,6 +138,11 @@ extern const CommandDef kAdminCommand;     // cli_admin.cc
 extern const CommandDef kEventsCommand;    // cli_events.cc
 extern const CommandDef kProbeCommand;     // cli_probe.cc
 extern const CommandDef kExecCommand;      // cli_exec.cc
+extern const CommandDef kWhoAmICommand;    // cli_users.cc
+extern const CommandDef kAuditCommand;     // cli_users.cc
+// `admin user|role|bootstrap` (cli_users.cc), dispatched from `admin`, and their flags.
+int RunAdminUsers(Session& s, const Invocation& inv);
+void AdminUserOptions(cxxopts::Options& o);
 extern const CommandDef kExecRshCommand;   // cli_exec.cc
 
 // The real CliEnv's exec signal hooks (cli_exec.cc).

@@ -99,6 +99,15 @@ class ZmqClient final : public Client {
   Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) override {
     return Call<ListEventsReply>(request);
   }
+  Result<UpdateUserReply> UpdateUser(const gpool::UpdateUser& request) override {
+    return Call<UpdateUserReply>(request);
+  }
+  Result<ListUsersReply> ListUsers() override { return Call<ListUsersReply>(gpool::ListUsers{}); }
+  Result<UpdateUserReply> Bootstrap(const gpool::Bootstrap& request) override {
+    return Call<UpdateUserReply>(request);
+  }
+  Result<WhoAmIReply> WhoAmI() override { return Call<WhoAmIReply>(gpool::WhoAmI{}); }
+  Result<ListAuditReply> ListAudit(const gpool::ListAudit& request) override { return Call<ListAuditReply>(request); }
   Result<ExplainJobReply> ExplainJob(JobId job) override {
     gpool::ExplainJob request;
     request.job_id = job.value();

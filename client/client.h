@@ -131,6 +131,14 @@ class Client {
   virtual Result<ExecStartReply> ExecStart(const gpool::ExecStart& request) = 0;
   virtual Result<ExecPollReply> ExecPoll(const gpool::ExecPoll& request) = 0;
   virtual Status ExecSignal(const gpool::ExecSignal& request) = 0;
+  // Users, roles and audit (messages_users.h): admins manage users and read
+  // the audit stream; Bootstrap makes the caller's key the first admin;
+  // WhoAmI says who the caller is authenticated as.
+  virtual Result<UpdateUserReply> UpdateUser(const gpool::UpdateUser& request) = 0;
+  virtual Result<ListUsersReply> ListUsers() = 0;
+  virtual Result<UpdateUserReply> Bootstrap(const gpool::Bootstrap& request) = 0;
+  virtual Result<WhoAmIReply> WhoAmI() = 0;
+  virtual Result<ListAuditReply> ListAudit(const gpool::ListAudit& request) = 0;
 };
 
 // Splits and normalizes an endpoint list ("a:1, tcp://b:2" ->

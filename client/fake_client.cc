@@ -395,4 +395,69 @@ Status FakeClient::ExecSignal(const gpool::ExecSignal& request) {
   return Status::Ok();
 }
 
+Result<UpdateUserReply> FakeClient::UpdateUser(const gpool::UpdateUser& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  auto& users = cluster_->users;
+  const std::string& name = request.spec.name;
+  auto it = users.find(name);
+  if (request.op == "create") {
+    if (it != users.end()) return Status::AlreadyExists("user " + name + " exists");
+    users[name] = request.spec;
+    return UpdateUserReply{request.spec};
+  }
+  if (it == users.end()) return Status::NotFound("user " + name + " does not exist");
+  UserSpec& user = it->second;
+  if (request.op == "delete") {
+    UserSpec before = user;
+    users.erase(it);
+    return UpdateUserReply{before};
+  }
+  if (request.op == "update") {
+    user.uid = request.spec.uid;
+    user.gid = request.spec.gid;
+  }
+  if (request.op == "add-key") user.keys.insert(user.keys.end(), request.spec.keys.begin(), request.spec.keys.end());
+  if (request.op == "remove-key") {
+    for (const auto& key : request.spec.keys) std::erase(user.keys, key);
+  }
+  if (request.op == "grant") user.roles.insert(user.roles.end(), request.spec.roles.begin(), request.spec.roles.end());
+  if (request.op == "revoke") {
+    for (const auto& grant : request.spec.roles) std::erase(user.roles, grant);
+  }
+  return UpdateUserReply{user};
+}
+
+Result<ListUsersReply> FakeClient::ListUsers() {
+  if (auto failure = TakeFailure()) return *failure;
+  ListUsersReply reply;
+  for (const auto& [name, user] : cluster_->users) reply.users.push_back(user);
+  return reply;
+}
+
+Result<UpdateUserReply> FakeClient::Bootstrap(const gpool::Bootstrap& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  UserSpec admin = request.admin;
+  admin.roles = {RoleGrant{"admin", ""}};
+  cluster_->users[admin.name] = admin;
+  return UpdateUserReply{admin};
+}
+
+Result<WhoAmIReply> FakeClient::WhoAmI() {
+  if (auto failure = TakeFailure()) return *failure;
+  return cluster_->whoami;
+}
+
+Result<ListAuditReply> FakeClient::ListAudit(const gpool::ListAudit& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  ListAuditReply reply;
+  reply.last_seq = request.after_seq;
+  for (const auto& entry : cluster_->audit) {
+    if (entry.seq <= request.after_seq) continue;
+    if (reply.entries.size() >= request.limit) break;
+    reply.entries.push_back(entry);
+    reply.last_seq = entry.seq;
+  }
+  return reply;
+}
+
 }  // namespace gpool

@@ -58,6 +58,11 @@ struct FakeCluster {
   // left alone; a test sets it for `status` and `admin replica list`.
   std::vector<uint64_t> voters = {1, 2, 3};
   std::vector<uint64_t> learners;
+  // Users by name, as UpdateUser and Bootstrap leave them (no permission
+  // rules: those are the coordinator's); the audit stream tests append to.
+  std::map<std::string, UserSpec> users;
+  std::vector<AuditEntry> audit;
+  WhoAmIReply whoami{"insecure", {}};
   // The queue hierarchy, by name; starts as root and default (under root),
   // as on a new coordinator. `allocated` and the job counts are not kept up
   // to date: a test sets them where it needs them.
@@ -124,6 +129,11 @@ class FakeClient final : public Client {
   Result<ExecStartReply> ExecStart(const gpool::ExecStart& request) override;
   Result<ExecPollReply> ExecPoll(const gpool::ExecPoll& request) override;
   Status ExecSignal(const gpool::ExecSignal& request) override;
+  Result<UpdateUserReply> UpdateUser(const gpool::UpdateUser& request) override;
+  Result<ListUsersReply> ListUsers() override;
+  Result<UpdateUserReply> Bootstrap(const gpool::Bootstrap& request) override;
+  Result<WhoAmIReply> WhoAmI() override;
+  Result<ListAuditReply> ListAudit(const gpool::ListAudit& request) override;
 
  private:
   std::optional<Status> TakeFailure();

@@ -461,6 +461,11 @@ class FailUpdateOf final : public Client {
   Result<ExecStartReply> ExecStart(const gpool::ExecStart& r) override { return fake_.ExecStart(r); }
   Result<ExecPollReply> ExecPoll(const gpool::ExecPoll& r) override { return fake_.ExecPoll(r); }
   Status ExecSignal(const gpool::ExecSignal& r) override { return fake_.ExecSignal(r); }
+  Result<UpdateUserReply> UpdateUser(const gpool::UpdateUser& r) override { return fake_.UpdateUser(r); }
+  Result<ListUsersReply> ListUsers() override { return fake_.ListUsers(); }
+  Result<UpdateUserReply> Bootstrap(const gpool::Bootstrap& r) override { return fake_.Bootstrap(r); }
+  Result<WhoAmIReply> WhoAmI() override { return fake_.WhoAmI(); }
+  Result<ListAuditReply> ListAudit(const gpool::ListAudit& r) override { return fake_.ListAudit(r); }
   Result<ReportProbeReply> ReportProbe(const gpool::ReportProbe& r) override { return fake_.ReportProbe(r); }
 
  private:
