@@ -1,5 +1,7 @@
 #include "tests/process.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -113,6 +115,10 @@ TempDir::TempDir() {
   std::string pattern = (std::filesystem::temp_directory_path() / "gpool-test-XXXXXX").string();
   char* made = mkdtemp(pattern.data());
   path_ = made != nullptr ? made : pattern;
+  // Tasks run as nobody (issue 31) and reach their own directory, their
+  // job's hosts files and gpool-rsh by absolute path under a worker's data
+  // dir here: searchable, not listable, as the worker makes its own dirs.
+  chmod(path_.c_str(), 0711);
 }
 
 TempDir::~TempDir() {
