@@ -246,6 +246,12 @@ int DropIdentity(const ChildIdentity& id) {
   if (int err = pinning.ApplyMemory(); err != 0) ChildReport(err_fd, Stage::kPinMemory, err);
   // Last of what needs root: from here on the process is the task's user.
   if (int err = DropIdentity(iso.identity); err != 0) ChildFail(err_fd, Stage::kIdentity, err);
+  if (iso.identity.set) {
+    // A change of uid clears the parent-death signal: set it again, and
+    // look once more whether the parent went meanwhile.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (!iso.pid_namespace && getppid() != parent) _exit(127);
+  }
   const unsigned keep = static_cast<unsigned>(err_fd);
   const unsigned keep2 = iso.status_fd >= 0 ? static_cast<unsigned>(iso.status_fd) : keep;
   const unsigned lo = keep < keep2 ? keep : keep2;
