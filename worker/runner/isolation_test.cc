@@ -11,8 +11,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <filesystem>
@@ -22,6 +27,7 @@
 
 #include <gtest/gtest.h>
 
+#include "worker/runner/device_rules.h"
 #include "worker/runner/posix_process_launcher.h"
 #include "worker/runner/supervisor_state.h"
 #include "worker/runner/task_isolation.h"
@@ -208,6 +214,47 @@ TEST_F(IsolationTest, AProgramThatCannotStartSaysWhy) {
   ASSERT_TRUE(ApplyTaskIsolation(isolation_, tasks_, id, bind, node_, {request.log_path}, request).ok());
   auto pid = launcher_->Launch(request);
   EXPECT_EQ(pid.status().code(), StatusCode::kNotFound) << pid.status().ToString();
+}
+
+// The v2 path on this kernel: the device program attached to a cgroup of
+// the unified hierarchy (on a hybrid host like CI's, the v1 controllers sit
+// beside it, and the kernel runs the program for every open by a process in
+// that cgroup). Skipped where there is no writable unified hierarchy.
+TEST_F(IsolationTest, TheV2DeviceProgramDeniesOnlyTheListedNode) {
+  std::string unified;
+  for (const std::string dir : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
+    if (access((dir + "/cgroup.controllers").c_str(), F_OK) == 0 && access(dir.c_str(), W_OK) == 0) {
+      unified = dir;
+      break;
+    }
+  }
+  if (unified.empty()) GTEST_SKIP() << "no writable cgroup v2 hierarchy";
+  const std::string cgroup = unified + "/gpool-devtest-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(cgroup.c_str(), 0755), 0) << std::strerror(errno);
+  Status attached = AttachV2DeviceProgram(cgroup, V2DeviceProgram({DeviceRule{.major = 1, .minor = 8}}));
+  if (!attached.ok()) {
+    rmdir(cgroup.c_str());
+    GTEST_SKIP() << attached.ToString();
+  }
+  const std::string procs = cgroup + "/cgroup.procs";
+  const std::string gpu0 = dir_.path() + "/dev/gpu0";
+  const std::string gpu1 = dir_.path() + "/dev/gpu1";
+  const pid_t child = fork();
+  if (child == 0) {
+    // Exit code: 0 when gpu0 opens and gpu1 is EPERM; which step failed otherwise.
+    const int join = open(procs.c_str(), O_WRONLY);
+    if (join < 0 || write(join, "0", 1) != 1) _exit(10);
+    const int allowed = open(gpu0.c_str(), O_RDONLY);
+    if (allowed < 0) _exit(11);
+    const int denied = open(gpu1.c_str(), O_RDONLY);
+    if (denied >= 0) _exit(12);
+    _exit(errno == EPERM ? 0 : 13);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  EXPECT_TRUE(PollUntil([&] { return rmdir(cgroup.c_str()) == 0; })) << std::strerror(errno);
+  ASSERT_TRUE(WIFEXITED(wstatus));
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "10: join, 11: the allowed node refused, 12: the denied node opened, 13: not EPERM";
 }
 
 }  // namespace
