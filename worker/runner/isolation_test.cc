@@ -27,7 +27,9 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/base/clock.h"
 #include "worker/runner/device_rules.h"
+#include "worker/runner/exec_manager.h"
 #include "worker/runner/posix_process_launcher.h"
 #include "worker/runner/supervisor_state.h"
 #include "worker/runner/task_isolation.h"
@@ -214,6 +216,50 @@ TEST_F(IsolationTest, AProgramThatCannotStartSaysWhy) {
   ASSERT_TRUE(ApplyTaskIsolation(isolation_, tasks_, id, bind, node_, {request.log_path}, request).ok());
   auto pid = launcher_->Launch(request);
   EXPECT_EQ(pid.status().code(), StatusCode::kNotFound) << pid.status().ToString();
+}
+
+// `gpool exec` into an isolated task: the command joins the task's PID and
+// mount namespaces and its identity, gets the environment the task's
+// program started with (not its init's), and ends the way it ended.
+TEST_F(IsolationTest, ExecJoinsTheTasksNamespacesAndIdentity) {
+  auto task = Launch(7, RunAs{.uid = 40007, .gid = 40007, .user = "carol"}, {0},
+                     "echo ready && exec sleep 600", {"HF_TOKEN=carols-token"});
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  ASSERT_TRUE(PollUntil([&] { return Has(Log(7), "ready"); })) << Log(7);
+
+  ExecManagerOptions options;
+  options.task_pid = [&](const TaskId&) -> Result<int64_t> { return *task; };
+  options.clock = &SystemClock::Get();
+  options.logger = log_.logger();
+  auto exec = ExecManager::Open(std::move(options));
+  ASSERT_TRUE(exec.ok()) << exec.status().ToString();
+  const TaskId id{JobId(7), 0, 0};
+  auto run = [&](const std::string& script) {
+    auto started = (*exec)->Start(TaskExecStart{id, {"/bin/sh", "-c", script}, 10'000});
+    EXPECT_TRUE(started.ok()) << started.status().ToString();
+    std::string out;
+    ExecPollReply last;
+    EXPECT_TRUE(PollUntil([&] {
+      (*exec)->Tick();
+      auto reply = (*exec)->Poll(TaskExecPoll{id, started->exec_id, out.size(), 0, 1 << 20});
+      if (!reply.ok()) return false;
+      out += reply->stdout_data;
+      last = *reply;
+      return reply->exited;
+    }));
+    return std::make_pair(out, last);
+  };
+  auto [out, last] = run("id -u; echo token=$HF_TOKEN; echo cwd=$(pwd); echo ppid=$PPID; dd if=" + dir_.path() +
+                         "/dev/gpu1 of=/dev/null count=1 2>&1 | grep -q 'Operation not permitted' && echo gpu1=EPERM;"
+                         "exit 3");
+  EXPECT_TRUE(Has(out, "40007")) << out;
+  EXPECT_TRUE(Has(out, "token=carols-token")) << "the task's env, not its init's\n" << out;
+  EXPECT_TRUE(Has(out, "cwd=" + TaskWorkDir(tasks_, id))) << out;
+  EXPECT_TRUE(Has(out, "ppid=0")) << "in the task's PID namespace its relay, outside it, has no pid\n" << out;
+  EXPECT_TRUE(Has(out, "gpu1=EPERM")) << "its cgroups, device rules included\n" << out;
+  EXPECT_EQ(last.exit_code, 3);
+  auto [out2, killed] = run("kill -TERM $$");
+  EXPECT_EQ(killed.signal, SIGTERM) << "the relay ends the way the command did";
 }
 
 // The v2 path on this kernel: the device program attached to a cgroup of
