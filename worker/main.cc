@@ -110,6 +110,12 @@ gpool::Status ConfigureIsolation(const gpool::worker::WorkerFlags& flags,
   if (chmod(flags.data_dir.c_str(), 0711) != 0) {
     return gpool::Status::IoError("cannot make the data dir " + flags.data_dir + " 0711: " + std::strerror(errno));
   }
+  // Tasks run as other uids: a secret others may read is a secret tasks may read.
+  struct stat token {};
+  if (!flags.token_file.empty() && stat(flags.token_file.c_str(), &token) == 0 && (token.st_mode & 0077) != 0) {
+    log.warn("the token file is readable by other users, tasks included: make it 0600 path={} mode={:o}",
+             Q(flags.token_file), token.st_mode & 07777);
+  }
   log.info("task isolation on default_user={} uid={} gid={} root_allowed={} gpu_device_nodes={}", Q(user->user),
            user->uid, user->gid, allow_root, Q(flags.gpu_device_nodes));
   return gpool::Status::Ok();
