@@ -533,6 +533,12 @@ void TaskManager::Expire() {
         std::error_code ec;
         std::filesystem::remove_all(TaskStateDir(options_.log_dir, it->first), ec);
       }
+      if (options_.isolation.enabled) {
+        // Its scratch directory goes with its record; the log stays. Links a
+        // task left in it are removed, not followed.
+        std::error_code ec;
+        std::filesystem::remove_all(TaskWorkDir(options_.log_dir, it->first), ec);
+      }
       it = tasks_.erase(it);
     } else {
       ++it;
