@@ -15,9 +15,10 @@
 // The kernel checks both at open(2) (and mknod), before the driver is
 // reached: a denied node gives EPERM.
 //
-// Which nodes are GPUs: the worker stats the path of each GPU of the node
-// spec, made from a pattern (--gpu-device-nodes, default /dev/nvidia%u, %u
-// the GPU index); tests point it at nodes they mknod themselves.
+// Which nodes are GPUs: the worker stats the path made from a pattern
+// (--gpu-device-nodes, default /dev/nvidia%u, %u the GPU index) for indices
+// 0..63 and every GPU of the node spec, so a GPU the spec leaves out is
+// denied too; tests point the pattern at nodes they mknod themselves.
 //
 // Thread-safety: pure functions, except AttachV2DeviceProgram (a syscall).
 #pragma once

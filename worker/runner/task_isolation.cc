@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "worker/runner/task_cgroup.h"
 
@@ -16,6 +17,8 @@ namespace gpool::worker {
 namespace {
 
 constexpr uint32_t kNobody = 65534;
+// How many /dev/nvidia<i> nodes are looked for beyond the spec's GPUs.
+constexpr uint32_t kMaxGpuNodes = 64;
 
 bool ParseId(std::string_view text, uint32_t* out) {
   if (text.empty()) return false;
@@ -120,10 +123,16 @@ Status ApplyTaskIsolation(const TaskIsolationOptions& options, const std::string
     return Status::IoError("cannot make " + request.state_dir + " 0700: " + std::strerror(errno));
   }
   if (!options.gpu_device_nodes.empty()) {
+    // Every GPU node the pattern names, not only the spec's GPUs: a GPU
+    // left out of the node spec (or not reported) must not be reachable
+    // either. Indices past kMaxGpuNodes are the spec's only.
     std::vector<GpuDeviceNode> gpus;
+    std::set<uint32_t> indices;
+    for (uint32_t i = 0; i < kMaxGpuNodes; ++i) indices.insert(i);
     for (const GpuInfo& gpu : node.gpus) {
-      if (gpu.vendor == "nvidia") gpus.push_back({gpu.index, GpuDeviceNodePath(options.gpu_device_nodes, gpu.index)});
+      if (gpu.vendor == "nvidia") indices.insert(gpu.index);
     }
+    for (uint32_t i : indices) gpus.push_back({i, GpuDeviceNodePath(options.gpu_device_nodes, i)});
     request.limits.deny_devices = DenyRulesFor(gpus, bind.gpu_indices);
   }
   return Status::Ok();

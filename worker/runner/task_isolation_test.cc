@@ -95,6 +95,11 @@ TEST(TaskIsolationTest, PreparesTheTasksFilesAndDeviceRules) {
   EXPECT_TRUE(request.own_pid_namespace);
   EXPECT_EQ(request.work_dir, TaskWorkDir(tasks, id));
   EXPECT_EQ(request.limits.deny_devices, (std::vector<DeviceRule>{{.major = 1, .minor = 8}}));
+  // A GPU node the node spec does not list is denied too.
+  ASSERT_EQ(mknod((dir.path() + "/g5").c_str(), S_IFCHR | 0666, makedev(1, 9)), 0);
+  LaunchRequest again;
+  ASSERT_TRUE(ApplyTaskIsolation(options, tasks, id, bind, node, {}, again).ok());
+  EXPECT_EQ(again.limits.deny_devices, (std::vector<DeviceRule>{{.major = 1, .minor = 8}, {.major = 1, .minor = 9}}));
   struct stat st {};
   ASSERT_EQ(stat(request.work_dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);

@@ -406,8 +406,8 @@ void TaskManager::Start(const TaskId& id, Task& task) {
                       : Result<std::vector<std::string>>(mig);
   if (!env.ok()) {
     // The log is where users look first (FetchLog); say there why it never ran.
-    std::ofstream(TaskLogPath(options_.log_dir, id), std::ios::app)
-        << "gpool-worker: task not started: " << env.status().message() << "\n";
+    // 0600: a log is its task's owner's, not every local user's.
+    AppendLine(TaskLogPath(options_.log_dir, id), "gpool-worker: task not started: " + env.status().message() + "\n");
     return FailStart(id, task, env.status());
   }
 
