@@ -118,5 +118,62 @@ TEST(TaskIsolationEndToEndTest, ATaskRunsAsItsUserAndReachesOnlyItsOwn) {
   (void)(*client)->CancelJob(JobId(held->job_id), 0);
 }
 
+// Two owners: here two workers on this machine, each running its tasks as
+// a different --task-user (40001, 40002), stand in for two owners' uid
+// mappings (user records are not in the state yet). A task of one cannot
+// read the other's directory or log; its own it can.
+TEST(TaskIsolationEndToEndTest, ATaskCannotReadAnotherOwnersDirectoryOrLog) {
+  if (geteuid() != 0) GTEST_SKIP() << "the worker isolates tasks only as root";
+  LocalClusterOptions options;
+  options.workers = 2;
+  options.gpus_per_worker = 1;
+  options.worker_flags = {{0, {"--task-user", "40001", "--gpu-device-nodes", ""}},
+                          {1, {"--task-user", "40002", "--gpu-device-nodes", ""}}};
+  LocalCluster cluster(options);
+  cluster.StartCoordinator();
+  cluster.StartWorkers();
+  ASSERT_TRUE(WaitFor([&] { return cluster.AllNodesReady(); }, 20s)) << cluster.Cli({"nodes"}).out;
+  ClientOptions client_options;
+  client_options.endpoints = cluster.client_endpoint();
+  client_options.timeout_ms = 3000;
+  auto client = Client::Connect(client_options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+
+  auto held = (*client)->Submit(ShellJob("holder", 1, "echo mine > secret.txt && echo ready && exec sleep 300"), "");
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  std::string holder_node;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto detail = (*client)->GetJob(JobId(held->job_id));
+        if (!detail.ok() || detail->tasks.empty() || detail->tasks[0].state != "Running") return false;
+        holder_node = detail->tasks[0].node;
+        return true;
+      },
+      20s));
+  const int holder_worker = holder_node == cluster.NodeName(0) ? 0 : 1;
+  const std::string holder = cluster.WorkerDataDir(holder_worker) + "/tasks/" + std::to_string(held->job_id) + ".0.0";
+  ASSERT_TRUE(WaitFor([&] { return Has(ReadAll(holder + ".log"), "ready"); }, 20s));
+
+  // The whole node's GPU is held: the probe runs on the other worker, as the other user.
+  const std::string probe = "echo uid=$(id -u);"
+                            "cat " + holder + ".work/secret.txt >/dev/null 2>&1 && echo other-dir=read || "
+                            "echo other-dir=unreachable;"
+                            "cat " + holder + ".log >/dev/null 2>&1 && echo other-log=read || echo other-log=unreachable;"
+                            "echo own > own.txt && cat own.txt && echo probe-done";
+  auto probed = (*client)->Submit(ShellJob("probe", 1, probe), "");
+  ASSERT_TRUE(probed.ok()) << probed.status().ToString();
+  const int probe_worker = 1 - holder_worker;
+  const std::string log_path =
+      cluster.WorkerDataDir(probe_worker) + "/tasks/" + std::to_string(probed->job_id) + ".0.0.log";
+  ASSERT_TRUE(WaitFor([&] { return Has(ReadAll(log_path), "probe-done"); }, 30s))
+      << cluster.worker(probe_worker)->Log();
+  const std::string log = ReadAll(log_path);
+  EXPECT_TRUE(Has(log, "uid=" + std::string(probe_worker == 0 ? "40001" : "40002"))) << log;
+  EXPECT_TRUE(Has(log, "other-dir=unreachable")) << log;
+  EXPECT_TRUE(Has(log, "other-log=unreachable")) << log;
+  EXPECT_TRUE(Has(log, "own")) << "its own directory is writable\n" << log;
+  (void)(*client)->CancelJob(JobId(held->job_id), 0);
+}
+
 }  // namespace
 }  // namespace gpool::testing
