@@ -167,6 +167,8 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     bind.numa_node = task.numa_node;
     bind.max_runtime_ms = job->spec.max_runtime_ms;
     bind.time_limit_grace_ms = job->spec.grace_period_ms != 0 ? job->spec.grace_period_ms : options_.preempt_grace_ms;
+    // Who the task runs as (issue 31); left unset, the worker's --task-user.
+    if (auto run_as = state_.RunAsFor(*job)) bind.run_as = *run_as;
     frame = MakeFrame(request_id, proposer_.epoch(), bind);
   } else {
     PreemptTask preempt;

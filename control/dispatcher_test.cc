@@ -182,6 +182,10 @@ TEST_F(DispatcherTest, ABindCarriesTheJobsMaxRuntimeAndGrace) {
     seen = true;
     EXPECT_EQ(bind.max_runtime_ms, 5'400'000u);
     EXPECT_EQ(bind.time_limit_grace_ms, 20'000u);
+    // Issue 31: the identity comes from the state (RunAsFor); with no user
+    // mapping in the state, none is sent and the worker applies its own.
+    EXPECT_FALSE(bind.run_as.set());
+    EXPECT_EQ(state_.RunAsFor(*state_.FindJob(JobId(2))), std::nullopt);
   }
   EXPECT_TRUE(seen);
 }

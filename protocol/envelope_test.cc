@@ -61,6 +61,20 @@ TEST(EnvelopeTest, TaskIdsAndNestedListsRoundTrip) {
   EXPECT_EQ(back->task, bind.task);
   EXPECT_EQ(back->gpu_indices, bind.gpu_indices);
   EXPECT_EQ(back->gpu_uuids, bind.gpu_uuids);
+  EXPECT_FALSE(back->run_as.set()) << "no identity set: the worker's default";
+}
+
+TEST(EnvelopeTest, BindRunAsRoundTrips) {
+  BindTask bind;
+  bind.task = TaskId{JobId(9), 0, 0};
+  bind.command = {"true"};
+  bind.run_as = RunAs{.uid = 1234, .gid = 100, .user = "alice"};
+  auto env = DecodeEnvelope(EncodeEnvelope(Header{}, bind));
+  ASSERT_TRUE(env.ok());
+  auto back = env->Body<BindTask>();
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->run_as, bind.run_as);
+  EXPECT_TRUE(back->run_as.set());
 }
 
 TEST(EnvelopeTest, WrongBodyTypeIsRejected) {

@@ -106,6 +106,25 @@ struct Heartbeat {
   }
 };
 
+// Who a task runs as (issue 31): the Unix identity the coordinator maps the
+// job's owner to. `user` names it in logs; an empty `user` means no mapping
+// was known, and the worker runs the task as its own default (its
+// --task-user, `nobody` unless told otherwise). uid 0 is refused by a worker
+// not explicitly allowed to run tasks as root.
+struct RunAs {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::string user;
+  bool set() const { return !user.empty(); }
+  bool operator==(const RunAs&) const = default;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("uid", uid);
+    v.Required("gid", gid);
+    v.Required("user", user);
+  }
+};
+
 // One node of a gang and how many of the job's tasks it runs: a line of an MPI
 // hostfile, sent structured so the worker never parses it back out of text.
 struct HostSlots {
@@ -167,6 +186,8 @@ struct BindTask {
   // index order (the worker writes <tasks dir>/<job>.hosts and the MPI
   // hostfile by name from it); empty where `hosts` is.
   std::vector<TaskHost> task_hosts;
+  // The identity the task runs as; unset (user empty): the worker's default.
+  RunAs run_as;
   template <typename V>
   void Fields(V& v) {
     v.Required("task", task);
@@ -190,6 +211,7 @@ struct BindTask {
     v.Optional("max_runtime_ms", max_runtime_ms);
     v.Optional("time_limit_grace_ms", time_limit_grace_ms);
     v.Optional("task_hosts", task_hosts);
+    v.Optional("run_as", run_as);
   }
 };
 

@@ -47,6 +47,24 @@ bool IsDeviceVisibilityVariable(const std::string& name) {
   return kReserved.count(name) > 0;
 }
 
+// What the worker sets to isolate a task: the loader variables that carry
+// the share enforcer (a job that unset or replaced LD_PRELOAD, or pointed
+// LD_LIBRARY_PATH at its own libcuda, would escape its GPU share), and the
+// share limits and their cache file (worker/runner/device_env.cc sets and
+// filters the same names). Refused at submission so that a spec says at once
+// what it cannot do, rather than having the worker drop it silently.
+bool IsIsolationVariable(const std::string& name) {
+  static const std::set<std::string> kReserved = {"LD_PRELOAD",
+                                                  "LD_LIBRARY_PATH",
+                                                  "GPU_CORE_UTILIZATION_POLICY",
+                                                  "CUDA_DEVICE_MEMORY_SHARED_CACHE",
+                                                  "CUDA_DISABLE_CONTROL",
+                                                  "CUDA_OVERSUBSCRIBE"};
+  if (kReserved.count(name) > 0) return true;
+  // HAMi-core reads per-device forms too (CUDA_DEVICE_SM_LIMIT_0).
+  return name.rfind("CUDA_DEVICE_MEMORY_LIMIT", 0) == 0 || name.rfind("CUDA_DEVICE_SM_LIMIT", 0) == 0;
+}
+
 bool AllOf(std::string_view s, std::string_view extra) {
   return std::all_of(s.begin(), s.end(), [&](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -219,6 +237,10 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
       }
       if (key.rfind("GPOOL_", 0) == 0 || IsDeviceVisibilityVariable(key)) {
         return Status::InvalidArgument(prefix + ".env: " + key + " is set by gpool and cannot be overridden");
+      }
+      if (IsIsolationVariable(key)) {
+        return Status::InvalidArgument(prefix + ".env: " + key +
+                                       " is set by the worker to isolate tasks and cannot be set by a job");
       }
     }
     if (group.min_replicas > group.replicas) {

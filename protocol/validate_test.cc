@@ -22,6 +22,32 @@ struct BadSpecCase {
   const char* expected_message;
 };
 
+// Issue 31: a job must not undo what the worker sets to isolate it (its
+// share enforcer, its visible devices); each such key is refused by name.
+TEST(ValidateJobSpecTest, IsolationVariablesAreRefusedByName) {
+  for (const char* key : {"LD_PRELOAD", "LD_LIBRARY_PATH", "CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_MEMORY_LIMIT_0",
+                          "CUDA_DEVICE_SM_LIMIT", "CUDA_DEVICE_SM_LIMIT_3", "GPU_CORE_UTILIZATION_POLICY",
+                          "CUDA_DEVICE_MEMORY_SHARED_CACHE", "CUDA_DISABLE_CONTROL", "CUDA_OVERSUBSCRIBE"}) {
+    JobSpec spec = ValidSpec();
+    spec.tasks[0].env[key] = "x";
+    Status s = ValidateJobSpec(spec);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << key;
+    EXPECT_EQ(s.message(),
+              std::string("tasks[0].env: ") + key + " is set by the worker to isolate tasks and cannot be set by a job")
+        << key;
+  }
+  for (const char* key : {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"}) {
+    JobSpec spec = ValidSpec();
+    spec.tasks[0].env[key] = "0,1,2,3";
+    EXPECT_EQ(ValidateJobSpec(spec).message(), std::string("tasks[0].env: ") + key +
+                                                   " is set by gpool and cannot be overridden");
+  }
+  JobSpec spec = ValidSpec();
+  spec.tasks[0].env["LD_BIND_NOW"] = "1";  // loader variables the worker does not set stay allowed
+  spec.tasks[0].env["CUDA_LAUNCH_BLOCKING"] = "1";
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+}
+
 TEST(ValidateJobSpecTest, EachProblemNamesItsField) {
   std::vector<BadSpecCase> cases = {
       {"empty name", [](JobSpec& s) { s.name = ""; }, "name: must not be empty"},

@@ -1,5 +1,7 @@
 #include "tests/process.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -113,6 +115,12 @@ TempDir::TempDir() {
   std::string pattern = (std::filesystem::temp_directory_path() / "gpool-test-XXXXXX").string();
   char* made = mkdtemp(pattern.data());
   path_ = made != nullptr ? made : pattern;
+  // Tasks run as nobody (issue 31): they reach their own directory, their
+  // job's hosts files and gpool-rsh by absolute path under a worker's data
+  // dir here, and tests' task scripts leave marker and pid files here. A
+  // test directory may be world-writable (sticky, like /tmp); the worker's
+  // own data dir below it is still 0711 with 0700 task dirs.
+  chmod(path_.c_str(), 01777);
 }
 
 TempDir::~TempDir() {

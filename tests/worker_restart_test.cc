@@ -30,6 +30,10 @@ class WorkerRestartTest : public ::testing::Test {
     }
     LocalClusterOptions options;
     options.workers = 1;
+    // These tests follow a task's processes by their host pids, written by
+    // the task itself ($$, $!); a task's own PID namespace (issue 31) would
+    // hide them. Isolation is tested in task_isolation_test.cc.
+    options.worker_flags = {{0, {"--task-isolation", "off"}}};
     cluster_ = std::make_unique<LocalCluster>(options);
     cluster_->StartCoordinator();
     cluster_->StartWorkers();

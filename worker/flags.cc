@@ -1,6 +1,8 @@
 #include "protocol/base/endpoint.h"
 #include "worker/flags.h"
 
+#include "worker/runner/task_isolation.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -56,6 +58,15 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("cgroup-root", "Where the cgroup hierarchies are mounted (v2, or v1 with a freezer): each task runs in a "
      "cgroup of its own that holds its whole process tree and its CPU and memory limits; 'none' tracks tasks by "
      "process group only", cxxopts::value<std::string>()->default_value(defaults.cgroup_root), "DIR")
+    ("task-user", "Who tasks run as when the coordinator maps no identity for their owner: NAME or UID[:GID] "
+     "(never root unless this says root)", cxxopts::value<std::string>()->default_value(defaults.task_user),
+     "USER")
+    ("gpu-device-nodes", "Device node of GPU i ('%u' is i): a task may open only its granted GPUs' nodes "
+     "(devices cgroup); '' turns the device rules off",
+     cxxopts::value<std::string>()->default_value(defaults.gpu_device_nodes), "PATTERN")
+    ("task-isolation", "on: tasks run as --task-user or their owner, in their own PID and mount namespaces, "
+     "limited to their GPUs' device nodes (needs root); off: as the worker, as before",
+     cxxopts::value<std::string>()->default_value("on"), "on|off")
     ("supervisor", "The gpool-task-supervisor executable each task runs under (default: the one next to "
      "gpool-worker)", cxxopts::value<std::string>(), "PATH")
     ("cli", "The gpool CLI gang tasks' mpirun reaches sibling tasks through (as gpool-rsh, `gpool exec-rsh`; "
@@ -163,6 +174,15 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     f.log_level = result["log-level"].as<std::string>();
     f.mig_dynamic = result.count("mig-dynamic") > 0;
     f.cgroup_root = result["cgroup-root"].as<std::string>();
+    f.task_user = result["task-user"].as<std::string>();
+    bool root_allowed = false;
+    if (auto user = ParseTaskUser(f.task_user, &root_allowed); !user.ok()) return user.status();
+    f.gpu_device_nodes = result["gpu-device-nodes"].as<std::string>();
+    const std::string isolation = result["task-isolation"].as<std::string>();
+    if (isolation != "on" && isolation != "off") {
+      return Status::InvalidArgument("--task-isolation: '" + isolation + "' is neither on nor off");
+    }
+    f.task_isolation = isolation == "on";
     if (result.count("supervisor")) {
       f.supervisor = result["supervisor"].as<std::string>();
       if (f.supervisor.empty()) return Status::InvalidArgument("--supervisor: must not be empty");

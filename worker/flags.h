@@ -45,6 +45,13 @@ struct WorkerFlags {
   // Where the cgroup hierarchies are mounted; "none": tasks are tracked by
   // process group only (their children may escape).
   std::string cgroup_root = "/sys/fs/cgroup";
+  // Issue 31 isolation (runner/task_isolation.h), when the worker is root:
+  // who tasks without a run_as mapping run as (NAME or UID[:GID]; "root"
+  // or 0 also allows binds to map to uid 0), where GPU i's device node is
+  // (%u: the index; empty: no device rules), and the switch itself.
+  std::string task_user = "nobody";
+  std::string gpu_device_nodes = "/dev/nvidia%u";
+  bool task_isolation = true;
   // gpool-task-supervisor, which every task runs under; empty: the one in
   // gpool-worker's own directory.
   std::string supervisor;

@@ -24,6 +24,27 @@ TEST(FlagsTest, Defaults) {
   EXPECT_TRUE(parsed->flags.cuda_intercept_lib.empty()) << "GPU shares unenforced unless asked";
 }
 
+// Issue 31: tasks run as nobody unless told otherwise; a bad --task-user is
+// refused at start rather than at the first task.
+TEST(FlagsTest, TaskIsolation) {
+  auto parsed = Parse({});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->flags.task_user, "nobody");
+  EXPECT_EQ(parsed->flags.gpu_device_nodes, "/dev/nvidia%u");
+  EXPECT_TRUE(parsed->flags.task_isolation);
+  parsed = Parse({"--task-user", "1234:100", "--gpu-device-nodes", "/tmp/gpus/n%u", "--task-isolation", "off"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->flags.task_user, "1234:100");
+  EXPECT_EQ(parsed->flags.gpu_device_nodes, "/tmp/gpus/n%u");
+  EXPECT_FALSE(parsed->flags.task_isolation);
+  for (std::vector<const char*> bad : {std::vector<const char*>{"--task-user", "12:x"},
+                                       std::vector<const char*>{"--task-user", "no-such-user-gpool"},
+                                       std::vector<const char*>{"--task-isolation", "maybe"}}) {
+    auto result = Parse(bad);
+    EXPECT_FALSE(result.ok()) << bad[1];
+  }
+}
+
 TEST(FlagsTest, CudaInterceptLib) {
   auto parsed = Parse({"--cuda-intercept-lib", "/usr/local/vgpu/libvgpu.so"});
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();

@@ -9,6 +9,7 @@
 // Exit codes: 0 normal stop, 1 startup failure (bad spec, unwritable data
 // dir, too few file descriptors for the fleet), 2 bad command line.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -80,6 +81,44 @@ gpool::Result<std::string> FindSupervisor(const gpool::worker::WorkerFlags& flag
                                    "): install it next to gpool-worker or pass --supervisor PATH");
   }
   return path;
+}
+
+// Task isolation (runner/task_isolation.h) from the flags. On only as root:
+// dropping to another uid and making namespaces need it; a worker run as a
+// user runs tasks as that user, and says so. The data dir becomes 0711 so
+// that tasks reach their own entries in it by path, and list nothing.
+gpool::Status ConfigureIsolation(const gpool::worker::WorkerFlags& flags,
+                                 gpool::worker::TaskIsolationOptions& isolation, spdlog::logger& log) {
+  using gpool::worker::Q;
+  if (!flags.task_isolation) {
+    log.warn("task isolation off: tasks run as the worker's user and see its processes (--task-isolation off)");
+    return gpool::Status::Ok();
+  }
+  if (geteuid() != 0) {
+    log.warn("task isolation needs root: tasks run as the worker's user uid={}", geteuid());
+    return gpool::Status::Ok();
+  }
+  bool allow_root = false;
+  auto user = gpool::worker::ParseTaskUser(flags.task_user, &allow_root);
+  if (!user.ok()) return user.status();
+  isolation.enabled = true;
+  isolation.default_identity = *user;
+  isolation.allow_root = allow_root;
+  isolation.gpu_device_nodes = flags.gpu_device_nodes;
+  std::error_code ec;
+  std::filesystem::create_directories(flags.data_dir, ec);
+  if (chmod(flags.data_dir.c_str(), 0711) != 0) {
+    return gpool::Status::IoError("cannot make the data dir " + flags.data_dir + " 0711: " + std::strerror(errno));
+  }
+  // Tasks run as other uids: a secret others may read is a secret tasks may read.
+  struct stat token {};
+  if (!flags.token_file.empty() && stat(flags.token_file.c_str(), &token) == 0 && (token.st_mode & 0077) != 0) {
+    log.warn("the token file is readable by other users, tasks included: make it 0600 path={} mode={:o}",
+             Q(flags.token_file), token.st_mode & 07777);
+  }
+  log.info("task isolation on default_user={} uid={} gid={} root_allowed={} gpu_device_nodes={}", Q(user->user),
+           user->uid, user->gid, allow_root, Q(flags.gpu_device_nodes));
+  return gpool::Status::Ok();
 }
 
 // gpool-rsh for gang tasks' MPI (job_hosts.h): a link in the tasks dir to
@@ -317,6 +356,9 @@ int main(int argc, char** argv) {
   task_options.adopt_tasks = true;  // tasks outlive this process; adopt what a previous one left
   task_options.rsh_agent = PrepareRshAgent(flags, task_options.log_dir, *logger);
   task_options.private_hosts = geteuid() == 0;  // a mount namespace of their own needs root
+  if (Status isolation = ConfigureIsolation(flags, task_options.isolation, *logger); !isolation.ok()) {
+    return Fail("cannot configure task isolation", isolation);
+  }
   gpool::DiskGuardOptions disk_options;
   disk_options.path = flags.data_dir;
   disk_options.reserve_bytes = flags.disk_reserve_mib << 20;

@@ -81,6 +81,10 @@ class ClusterState {
   const NodeRecord* FindNode(std::string_view name) const;
   const JobRecord* FindJob(JobId id) const;
   const TaskRecord* FindTask(const TaskId& id) const;
+  // Issue 31: the Unix identity the job's tasks run as (its owner's uid/gid
+  // mapping), put in every bind; nullopt: no mapping known, the worker runs
+  // the task as its --task-user. In its own file, run_as.cc.
+  std::optional<RunAs> RunAsFor(const JobRecord& job) const;
   // The UUIDs of the GPUs a task holds, in the order of its gpu_indices.
   // With `mig_instances`, a MIG task's instance UUIDs instead of its GPUs'
   // (the worker resolves instances itself, so binds carry the GPUs').

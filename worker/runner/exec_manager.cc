@@ -9,11 +9,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "protocol/base/text.h"
 #include "worker/log.h"
+#include "worker/runner/proc_stat.h"
 #include "worker/runner/task_exec.h"
 
 namespace gpool::worker {
@@ -30,7 +32,7 @@ struct OpenedContext {
   OpenedContext(const OpenedContext&) = delete;
   OpenedContext& operator=(const OpenedContext&) = delete;
   ~OpenedContext() {
-    for (int fd : {exec.cwd_fd, exec.mnt_ns_fd}) {
+    for (int fd : {exec.cwd_fd, exec.mnt_ns_fd, exec.pid_ns_fd}) {
       if (fd >= 0) close(fd);
     }
     for (int fd : cgroup_fds) close(fd);
@@ -57,12 +59,72 @@ std::string CgroupV2Path(const std::string& proc, int64_t pid) {
   return {};
 }
 
+// The v1 cgroups of `pid` by hierarchy ("4:memory:/path" in
+// /proc/<pid>/cgroup; named hierarchies such as name=systemd left out).
+std::map<std::string, std::string> CgroupV1Paths(const std::string& proc, int64_t pid) {
+  std::map<std::string, std::string> out;
+  auto text = ReadSmallFile(proc + "/" + std::to_string(pid) + "/cgroup", 64 * 1024);
+  if (!text.ok()) return out;
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t a = line.find(':');
+    const size_t b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos || b == a + 1 || line.compare(a + 1, 5, "name=") == 0) continue;
+    out[line.substr(a + 1, b - a - 1)] = line.substr(b + 1);
+  }
+  return out;
+}
+
+// The first field of the "Uid:" / "Gid:" line of /proc/<pid>/status.
+bool ReadIds(const std::string& dir, uint32_t* uid, uint32_t* gid) {
+  auto text = ReadSmallFile(dir + "/status", 64 * 1024);
+  if (!text.ok()) return false;
+  bool have_uid = false, have_gid = false;
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    fields >> key;
+    if (key == "Uid:") have_uid = static_cast<bool>(fields >> *uid);
+    if (key == "Gid:") have_gid = static_cast<bool>(fields >> *gid);
+  }
+  return have_uid && have_gid;
+}
+
+// A task in its own PID namespace has its init as first process, a fork of
+// its supervisor: the environment the task was started with is its child's.
+int64_t FirstChild(const std::string& proc, int64_t pid) {
+  std::error_code ec;
+  int64_t first = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(proc, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int64_t candidate = std::stoll(name);
+    auto stat = ReadProcStat(proc, candidate);
+    if (stat && stat->ppid == pid && (first == 0 || candidate < first)) first = candidate;
+  }
+  return first;
+}
+
+bool SameNamespace(const std::string& dir, const char* ns) {
+  struct stat own {}, theirs {};
+  return stat((std::string("/proc/self/ns/") + ns).c_str(), &own) == 0 &&
+         stat((dir + "/ns/" + ns).c_str(), &theirs) == 0 && own.st_ino == theirs.st_ino;
+}
+
 // What a command needs of its task's context (exec_manager.h). The
-// namespace and the cgroup are entered only where they differ from the
-// worker's own: a task that has none of its own shares the worker's.
+// namespaces and the cgroups are entered only where they differ from the
+// worker's own: a task that has none of its own shares the worker's. A
+// task run as another user (issue 31) has its commands run as that user.
 Status OpenContext(const ExecManagerOptions& options, int64_t pid, OpenedContext& out) {
   const std::string dir = options.proc_root + "/" + std::to_string(pid);
-  auto environ = ReadSmallFile(dir + "/environ", kMaxEnvironBytes);
+  const bool own_pid_ns = geteuid() == 0 && !SameNamespace(dir, "pid");
+  int64_t env_pid = pid;
+  if (own_pid_ns) {
+    env_pid = FirstChild(options.proc_root, pid);
+    if (env_pid == 0) return Status::FailedPrecondition("the task's program is not running");
+  }
+  auto environ = ReadSmallFile(options.proc_root + "/" + std::to_string(env_pid) + "/environ", kMaxEnvironBytes);
   if (!environ.ok()) return Status::FailedPrecondition("cannot read the task's environment: " + environ.status().message());
   for (size_t start = 0; start < environ->size();) {
     size_t end = environ->find('\0', start);
@@ -72,14 +134,31 @@ Status OpenContext(const ExecManagerOptions& options, int64_t pid, OpenedContext
     start = end + 1;
   }
   out.exec.cwd_fd = open((dir + "/cwd").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  struct stat own {}, theirs {};
-  if (geteuid() == 0 && stat("/proc/self/ns/mnt", &own) == 0 && stat((dir + "/ns/mnt").c_str(), &theirs) == 0 &&
-      own.st_ino != theirs.st_ino) {
+  if (geteuid() == 0 && !SameNamespace(dir, "mnt")) {
     out.exec.mnt_ns_fd = open((dir + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  if (own_pid_ns) {
+    out.exec.pid_ns_fd = open((dir + "/ns/pid").c_str(), O_RDONLY | O_CLOEXEC);
+    if (out.exec.pid_ns_fd < 0) {
+      return Status::FailedPrecondition(std::string("cannot open the task's PID namespace: ") + std::strerror(errno));
+    }
+  }
+  uint32_t uid = 0, gid = 0;
+  if (geteuid() == 0 && ReadIds(dir, &uid, &gid) && uid != 0) {
+    out.exec.identity = TaskIdentity{.set = true, .uid = uid, .gid = gid};
   }
   const std::string cgroup = CgroupV2Path(options.proc_root, pid);
   if (!cgroup.empty() && cgroup != "/" && cgroup != CgroupV2Path(options.proc_root, getpid())) {
     const int fd = open((options.cgroup_root + cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) out.cgroup_fds.push_back(fd);
+  }
+  // v1: every hierarchy the task has a cgroup of its own in (its device
+  // rules, limits and freezer hold for the command too).
+  const auto own_v1 = CgroupV1Paths(options.proc_root, getpid());
+  for (const auto& [hierarchy, path] : CgroupV1Paths(options.proc_root, pid)) {
+    const auto it = own_v1.find(hierarchy);
+    if (path == "/" || (it != own_v1.end() && it->second == path)) continue;
+    const int fd = open((options.cgroup_root + "/" + hierarchy + path + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
     if (fd >= 0) out.cgroup_fds.push_back(fd);
   }
   if (sched_getaffinity(static_cast<pid_t>(pid), sizeof(out.exec.affinity), &out.exec.affinity) == 0) {
@@ -185,9 +264,11 @@ Result<ExecStartReply> ExecManager::Start(const TaskExecStart& request) {
   session.lease_ms = request.lease_ms;
   session.key = request.key;
   session.last_poll_ms = options_.clock->MonoMs();
-  log_->info("exec started task={} exec_id={} pid={} argv0={} args={} lease_ms={} cgroup={} own_mount_ns={}",
+  log_->info("exec started task={} exec_id={} pid={} argv0={} args={} lease_ms={} cgroup={} own_mount_ns={} "
+             "own_pid_ns={} uid={}",
              request.task.ToString(), id, forked->pid, Q(Argv0(request.command)), request.command.size(),
-             request.lease_ms, !context.cgroup_fds.empty(), context.exec.mnt_ns_fd >= 0);
+             request.lease_ms, !context.cgroup_fds.empty(), context.exec.mnt_ns_fd >= 0, context.exec.pid_ns_fd >= 0,
+             context.exec.identity.set ? std::to_string(context.exec.identity.uid) : "worker");
   ExecStartReply reply;
   reply.exec_id = id;
   reply.pid = forked->pid;

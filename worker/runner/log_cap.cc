@@ -85,10 +85,15 @@ Result<bool> CapTaskLog(const std::string& path, uint64_t max_bytes, bool finish
                              std::to_string(dropped) + " earlier bytes were moved out; its last " +
                              std::to_string(keep) + " follow\n";
     const std::string rewritten = path + ".capped";
-    {
-      std::ofstream(rewritten, std::ios::trunc | std::ios::binary) << line;
+    // 0600: it replaces the task's log, which only its owner and the worker
+    // may read (issue 31).
+    const int out = open(rewritten.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    if (out >= 0 && !WriteAll(out, line.data(), line.size())) {
+      const Status error = Errno("write " + rewritten);
+      close(out);
+      close(fd);
+      return error;
     }
-    const int out = open(rewritten.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     std::vector<char> buffer(1 << 20);
     uint64_t done = 0;
     while (out >= 0 && done < keep) {

@@ -68,6 +68,9 @@ TEST(LogCapTest, AFinishedTasksLogKeepsItsLastOutput) {
   EXPECT_EQ(live.substr(live.find('\n') + 1), written.substr(written.size() - cap / 2)) << "its last output";
   EXPECT_EQ(DroppedLogBytes(log), written.size() - cap / 2);
   EXPECT_EQ(live.substr(live.size() - 8), "the-end\n");
+  // The rewritten log stays its owner's: not readable by other users (issue 31).
+  EXPECT_EQ(std::filesystem::status(log).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 }
 
 TEST(LogCapTest, ALogWithinItsCapIsLeftAlone) {

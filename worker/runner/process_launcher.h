@@ -60,6 +60,18 @@ struct NumaPinning {
   bool operator==(const NumaPinning&) const = default;
 };
 
+// Who a task runs as (issue 31). When `set`, the child drops to uid/gid
+// (supplementary groups cleared, no new privileges) after everything that
+// needs root (cgroup join, namespaces, mounts, log) and just before exec.
+// Unset: the task runs as the launcher's own user.
+struct TaskIdentity {
+  bool set = false;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::string user;  // for logs
+  bool operator==(const TaskIdentity&) const = default;
+};
+
 struct LaunchRequest {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH
   std::vector<std::string> env;   // "KEY=value", the child's whole environment
@@ -74,6 +86,17 @@ struct LaunchRequest {
   // The job's hosts file to bind-mount over /etc/hosts in a private mount
   // namespace (task_exec.h); empty: the task sees the node's /etc/hosts.
   std::string hosts_file;
+  // Issue 31 isolation. The identity the task runs as (above).
+  TaskIdentity identity;
+  // Its own PID namespace (its first process is a small init, pid 1 there,
+  // whose child runs argv) and a private mount namespace with /proc
+  // remounted, so it sees neither the worker nor other tasks. Honoured by a
+  // supervised launch only: the supervisor forks nothing else after it
+  // (task_exec.h); a direct launch ignores it.
+  bool own_pid_namespace = false;
+  // The task's working directory (its own, 0700 to its identity); empty:
+  // the launcher's.
+  std::string work_dir;
 };
 
 struct ExitInfo {

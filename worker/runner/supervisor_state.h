@@ -55,6 +55,13 @@ struct SupervisorSpec {
     v.Optional("hosts_file", request.hosts_file);
     v.Optional("cpu_milli", request.limits.cpu_milli);
     v.Optional("memory_mib", request.limits.memory_mib);
+    v.Optional("identity_set", request.identity.set);
+    v.Optional("uid", request.identity.uid);
+    v.Optional("gid", request.identity.gid);
+    v.Optional("user", request.identity.user);
+    v.Optional("own_pid_namespace", request.own_pid_namespace);
+    v.Optional("work_dir", request.work_dir);
+    v.Optional("deny_devices", request.limits.deny_devices);
     v.Optional("cgroup_root", cgroup_root);
     v.Optional("cgroup_scope", cgroup_scope);
   }

@@ -83,6 +83,7 @@ std::vector<std::pair<std::string, std::string>> CgroupLimitFiles(CgroupLayout l
       files.emplace_back("cpu/cpu.cfs_period_us", std::to_string(kCpuPeriodUs));
       files.emplace_back("cpu/cpu.cfs_quota_us", std::to_string(quota_us));
     }
+    for (const std::string& line : V1DenyLines(limits.deny_devices)) files.emplace_back("devices/devices.deny", line);
   }
   return files;
 }
@@ -182,7 +183,7 @@ Result<std::unique_ptr<CgroupTree>> CgroupTree::Open(const std::string& mount_ro
   }
   if (access(freezer.c_str(), W_OK) != 0) return Status::Unavailable(freezer + " is not writable (run as root)");
   std::vector<std::string> bases = {freezer + sub};
-  for (const char* controller : {"pids", "memory", "cpu"}) {
+  for (const char* controller : {"pids", "memory", "cpu", "devices"}) {
     const std::string root = mount_root + "/" + controller;
     if (fs::exists(root + "/cgroup.procs") && access(root.c_str(), W_OK) == 0) bases.push_back(root + sub);
   }
@@ -205,6 +206,13 @@ Result<std::unique_ptr<TaskCgroup>> CgroupTree::Create(const std::string& name, 
     return Status::InvalidArgument("cgroup name '" + name + "' is not a file name");
   }
   if (fs::exists(tracker_base_ + "/" + name)) return Status::AlreadyExists("cgroup " + name + " exists");
+  if (!limits.deny_devices.empty() && layout_ == CgroupLayout::kV1 &&
+      std::none_of(bases_.begin(), bases_.end(),
+                   [&](const std::string& b) { return b.rfind(mount_root_ + "/devices/", 0) == 0; })) {
+    // Fail closed: a task must not get GPUs it was not granted.
+    return Status::Unavailable("the task's GPU device grant cannot be enforced: no writable v1 devices hierarchy under " +
+                               mount_root_);
+  }
   std::vector<std::string> dirs;
   for (const auto& base : bases_) dirs.push_back(base + "/" + name);
   auto cgroup = std::unique_ptr<TaskCgroup>(new TaskCgroup(name, layout_, dirs, dirs.front()));
@@ -225,12 +233,18 @@ Result<std::unique_ptr<TaskCgroup>> CgroupTree::Create(const std::string& name, 
       for (const auto& dir : dirs) {
         if (dir.rfind(mount_root_ + "/" + hierarchy + "/", 0) == 0) path = dir + file.substr(file.find('/'));
       }
-      if (path.empty()) continue;
+      if (path.empty()) continue;  // not mounted; device rules were checked above
     }
     if (!WriteFile(path, value)) {
       const int err = errno;
       (void)cgroup->Remove();  // best effort: the error below is what the caller needs
       return Status::Unavailable("cannot set " + path + " to " + value + ": " + std::strerror(err));
+    }
+  }
+  if (layout_ == CgroupLayout::kV2 && !limits.deny_devices.empty()) {
+    if (Status attached = AttachV2DeviceProgram(dirs.front(), V2DeviceProgram(limits.deny_devices)); !attached.ok()) {
+      (void)cgroup->Remove();  // best effort: the error below is what the caller needs
+      return attached.WithContext("the task's GPU device grant");
     }
   }
   for (const auto& dir : dirs) {

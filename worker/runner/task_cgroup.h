@@ -33,19 +33,25 @@
 #include <vector>
 
 #include "protocol/base/status.h"
+#include "worker/runner/device_rules.h"
 
 namespace gpool::worker {
 
 struct CgroupLimits {
   uint64_t cpu_milli = 0;   // 0: no CPU limit
   uint64_t memory_mib = 0;  // 0: no memory limit
+  // Device nodes the task may not open (device_rules.h): v1 devices.deny
+  // lines, v2 a device program. Non-empty where the layout cannot enforce
+  // it (v1 without a devices hierarchy): the cgroup is not created.
+  std::vector<DeviceRule> deny_devices;
 };
 
 enum class CgroupLayout : uint8_t { kV1, kV2 };
 
 // The files (relative to the task's directory; v1: "<hierarchy>/<file>")
 // and values that carry `limits`: memory in bytes, CPU as a CFS quota per
-// 100 ms period (1000 milli-CPU = one CPU).
+// 100 ms period (1000 milli-CPU = one CPU); v1 also one devices.deny line
+// per denied device (v2 carries those in a program, not a file).
 std::vector<std::pair<std::string, std::string>> CgroupLimitFiles(CgroupLayout layout, const CgroupLimits& limits);
 
 class TaskCgroup {

@@ -16,6 +16,7 @@
 #include "worker/runner/log_tail.h"
 #include "worker/runner/numa_pinning.h"
 #include "worker/runner/task_env.h"
+#include "worker/runner/task_exec.h"
 
 namespace gpool::worker {
 namespace {
@@ -405,8 +406,8 @@ void TaskManager::Start(const TaskId& id, Task& task) {
                       : Result<std::vector<std::string>>(mig);
   if (!env.ok()) {
     // The log is where users look first (FetchLog); say there why it never ran.
-    std::ofstream(TaskLogPath(options_.log_dir, id), std::ios::app)
-        << "gpool-worker: task not started: " << env.status().message() << "\n";
+    // 0600: a log is its task's owner's, not every local user's.
+    AppendLine(TaskLogPath(options_.log_dir, id), "gpool-worker: task not started: " + env.status().message() + "\n");
     return FailStart(id, task, env.status());
   }
 
@@ -428,6 +429,14 @@ void TaskManager::Start(const TaskId& id, Task& task) {
     if (!dir.ok()) return FailStart(id, task, dir.status());
     request.state_dir = *dir;
   }
+  std::vector<std::string> owned = {request.log_path};
+  if (!env_options.share_cache_path.empty()) owned.push_back(env_options.share_cache_path);
+  if (Status isolated = ApplyTaskIsolation(options_.isolation, options_.log_dir, id, task.bind, options_.node, owned,
+                                           request);
+      !isolated.ok()) {
+    AppendLine(request.log_path, "gpool-worker: task not started: " + isolated.message() + "\n");
+    return FailStart(id, task, isolated);
+  }
   auto pid = options_.launcher->Launch(request);
   if (!pid.ok()) return FailStart(id, task, pid.status());
   task.phase = Phase::kRunning;
@@ -435,9 +444,12 @@ void TaskManager::Start(const TaskId& id, Task& task) {
   task.started_mono_ms = options_.clock->MonoMs();
   by_pid_[*pid] = id;
   Emit(id, TaskEventKind::kStarted, *pid, 0, 0, "");
-  log_->info("task started task={} pid={} gpus={} numa_cpus={} log={}", id.ToString(), *pid,
-             JoinIndices(task.bind.gpu_indices),
-             request.numa.empty() ? "none" : topology::FormatCpuList(request.numa.cpus), Q(request.log_path));
+  log_->info("task started task={} pid={} gpus={} numa_cpus={} log={} uid={} gid={} user={} pid_ns={} denied_devices={}",
+             id.ToString(), *pid, JoinIndices(task.bind.gpu_indices),
+             request.numa.empty() ? "none" : topology::FormatCpuList(request.numa.cpus), Q(request.log_path),
+             request.identity.set ? std::to_string(request.identity.uid) : "worker",
+             request.identity.set ? std::to_string(request.identity.gid) : "worker", Q(request.identity.user),
+             request.own_pid_namespace, request.limits.deny_devices.size());
 }
 
 Status TaskManager::CreateMigInstances(const TaskId& id, Task& task, std::map<uint32_t, std::string>& uuids) {
@@ -520,6 +532,12 @@ void TaskManager::Expire() {
       if (options_.adopt_tasks && task.bound) {
         std::error_code ec;
         std::filesystem::remove_all(TaskStateDir(options_.log_dir, it->first), ec);
+      }
+      if (options_.isolation.enabled) {
+        // Its scratch directory goes with its record; the log stays. Links a
+        // task left in it are removed, not followed.
+        std::error_code ec;
+        std::filesystem::remove_all(TaskWorkDir(options_.log_dir, it->first), ec);
       }
       it = tasks_.erase(it);
     } else {

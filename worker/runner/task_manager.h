@@ -84,6 +84,7 @@
 #include "worker/runner/log_cap.h"
 #include "worker/runner/mig_manager.h"
 #include "worker/runner/process_launcher.h"
+#include "worker/runner/task_isolation.h"
 
 namespace gpool::worker {
 
@@ -121,6 +122,9 @@ struct TaskManagerOptions {
   std::string etc_hosts = "/etc/hosts";
   // Resolves a node's host to an address for the hosts file; nullptr: ResolveHost.
   std::function<std::string(const std::string&)> resolve;
+  // Who tasks run as and what they may see (task_isolation.h); off by
+  // default, on in the worker when it runs as root.
+  TaskIsolationOptions isolation;
 };
 
 class TaskManager {

@@ -152,7 +152,7 @@ int RunSupervisor(const SupervisorOptions& options) {
   const PreparedPinning pinning = PreparedPinning::Prepare(request.numa, &notes);
   for (const auto& note : notes) Say("numa pinning adjusted: %s", note.c_str());
   static const std::vector<int> kNoCgroup;
-  auto forked = ForkTask(request, pinning, cgroup ? cgroup->JoinFds() : kNoCgroup);
+  auto forked = ForkTask(request, pinning, cgroup ? cgroup->JoinFds() : kNoCgroup, request.own_pid_namespace);
   if (cgroup) cgroup->CloseJoinFds();
   if (!forked.ok()) {
     if (cgroup) (void)cgroup->Remove();  // empty: its only process was reaped
@@ -172,6 +172,7 @@ int RunSupervisor(const SupervisorOptions& options) {
     kill(-pid, SIGKILL);
     if (cgroup) Empty(*cgroup);
     waitpid(pid, nullptr, 0);
+    if (forked->status_fd >= 0) close(forked->status_fd);
     return FailStart(options.status_fd, recorded);
   }
   Say("task started pid=%d", static_cast<int>(pid));
@@ -208,6 +209,9 @@ int RunSupervisor(const SupervisorOptions& options) {
     sigtimedwait(&chld, nullptr, &timeout);
   }
 
+  // In its own PID namespace the first process is the task's init; what
+  // the program itself ended with comes through the status pipe.
+  wstatus = ReadTaskWaitStatus(forked->status_fd, wstatus);
   ExitRecord record;
   record.pid = pid;
   record.reason = reason;

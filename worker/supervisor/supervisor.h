@@ -12,7 +12,9 @@
 //   1. makes the task's cgroup (replacing one of that name a dead task left)
 //      and starts the task exactly as the launcher would itself
 //      (task_exec.h: environment, log with O_APPEND, NUMA pinning, cgroup
-//      join before exec, its own process group, death with the supervisor);
+//      join before exec, its own process group, death with the supervisor;
+//      with own_pid_namespace, its own PID and mount namespaces, the task's
+//      first process being its init, and the task's identity);
 //   2. records the pid (DIR/started), then answers on fd N (a SupervisorHello:
 //      ok and the pid, or why it could not start) and closes it;
 //   3. waits for the task's first process; every lease_check_ms it also
