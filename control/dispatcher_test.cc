@@ -190,6 +190,36 @@ TEST_F(DispatcherTest, ABindCarriesTheJobsMaxRuntimeAndGrace) {
   EXPECT_TRUE(seen);
 }
 
+// A job of a user whose record maps a Unix identity runs as it; the job's
+// owner is its user (set by the gateway from the authenticated key).
+TEST_F(DispatcherTest, ABindCarriesTheOwnersMappedIdentity) {
+  proposer_.Propose(state::UpdateUserCmd{UpdateUser{"create", UserSpec{"alice", {}, 1001, 2001, {}}}},
+                    [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
+  proposer_.Propose(state::UpdateUserCmd{UpdateUser{"create", UserSpec{"bob", {}, -1, -1, {}}}}, [](const auto&) {});
+  for (const char* user : {"alice", "bob"}) {
+    JobSpec spec;
+    spec.name = user;
+    spec.user = user;
+    spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{0, 100, 100}});
+    proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
+  }
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(2), 0, "n2", {}, 100, 100},
+                                         state::PlanBind{JobId(3), 0, "n2", {}, 100, 100}},
+                                        {}},
+                    [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
+  workers_.Connect("n2", "peer-2", 0, 0);
+  dispatcher_.Tick(0);
+  std::map<uint64_t, RunAs> run_as;
+  for (const auto& sent : Sent(MessageType::kBindTask)) {
+    const BindTask bind = DecodeEnvelope(sent.frame).value().Body<BindTask>().value();
+    run_as[bind.task.job.value()] = bind.run_as;
+  }
+  ASSERT_EQ(run_as.count(2), 1u);
+  EXPECT_EQ(run_as[2], (RunAs{1001, 2001, "alice"}));
+  ASSERT_EQ(run_as.count(3), 1u);
+  EXPECT_FALSE(run_as[3].set());  // no uid mapped: the worker's --task-user
+}
+
 }  // namespace
 }  // namespace gpool::control
 
