@@ -360,6 +360,9 @@ struct SnapshotImageV2 {
   std::vector<ForgottenJob> forgotten;  // retention (retention.h)
   uint64_t forgotten_count = 0;
   std::vector<UsageTotal> usage;
+  std::vector<UserSpec> users;  // users and the audit stream (issue 31)
+  std::vector<AuditEntry> audit;
+  uint64_t next_audit_seq = 1;
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -375,6 +378,9 @@ struct SnapshotImageV2 {
     v.Optional("forgotten", forgotten);
     v.Optional("forgotten_count", forgotten_count);
     v.Optional("usage", usage);
+    v.Optional("users", users);
+    v.Optional("audit", audit);
+    v.Optional("next_audit_seq", next_audit_seq);
   }
 };
 
@@ -394,6 +400,12 @@ TEST_F(ClusterStateTest, SnapshotBytesMatchTheImageFormat) {
   for (const auto& [name, node] : state_.nodes()) image.nodes.push_back(node);
   for (const auto& [id, job] : state_.jobs()) image.jobs.push_back(job);
   for (const auto& [name, queue] : state_.queues()) image.queues.push_back(queue);
+  Do(UpdateUserCmd{UpdateUser{"create", UserSpec{"alice", {}, 1000, 1000, {{"viewer", ""}}}}});
+  Do(AuditCmd{{AuditEntry{0, 0, "alice", "CancelJob", "job 1", false, "cancel-job"}}});
+  image.applied_index = state_.applied_index();
+  image.users = {*state_.FindUser("alice")};
+  image.audit.assign(state_.audit().begin(), state_.audit().end());
+  image.next_audit_seq = 2;
   EXPECT_EQ(state_.Snapshot(), wire::PackToString(image));
 }
 
