@@ -12,6 +12,7 @@ cmake_minimum_required(VERSION 3.25)
 # folder | allowed project folders (prefixes) | forbidden third-party headers (regex)
 set(RULES
   "protocol/|protocol/|zmq|leveldb|spdlog|yaml-cpp|nlohmann"
+  "protocol/security/|protocol/|leveldb|yaml-cpp|nlohmann"
   "storage/|protocol/ storage/|zmq|spdlog|yaml-cpp|nlohmann"
   "topology/|protocol/ topology/|zmq|leveldb|spdlog"
   "control/raft/|protocol/ storage/ control/raft/|zmq|leveldb|yaml-cpp|nlohmann"
