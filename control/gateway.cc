@@ -7,6 +7,7 @@
 #include "control/frames.h"
 #include "control/views.h"
 #include "protocol/base/endpoint.h"
+#include "protocol/base/token_file.h"
 
 namespace gpool::control {
 
@@ -24,7 +25,7 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     return;
   }
   const uint64_t id = envelope->header().request_id;
-  const bool admin = options_.token.empty() || envelope->header().token == options_.token;
+  const bool admin = options_.token.empty() || ConstantTimeEquals(envelope->header().token, options_.token);
   const bool exec = envelope->type() == MessageType::kExecStart || envelope->type() == MessageType::kExecPoll ||
                     envelope->type() == MessageType::kExecSignal;
   // Exec requests may carry a job's exec token instead: checked against the

@@ -7,6 +7,7 @@
 
 #include "control/frames.h"
 #include "control/gateway.h"
+#include "protocol/base/token_file.h"
 
 namespace gpool::control {
 
@@ -28,7 +29,7 @@ Result<FoundTask> Gateway::ExecTarget(const std::string& name, uint64_t job_scop
   const state::JobRecord& job = *found->job;
   // A job token opens only its own job; it is compared only once the job is
   // known, so a wrong token learns nothing more than a missing task would.
-  if (!admin && (job.exec_token.empty() || token != job.exec_token)) {
+  if (!admin && (job.exec_token.empty() || !ConstantTimeEquals(token, job.exec_token))) {
     return Status::Unauthenticated("the token does not authorise exec into job " + std::to_string(job.id.value()));
   }
   const state::TaskRecord& task = *found->task;

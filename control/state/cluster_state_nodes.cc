@@ -15,7 +15,17 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
   // Validated at the edge (the node registry); see ApplySubmitJob.
   result.status = CheckNodeShape(cmd.node);
   if (!result.status.ok()) return result;
+  // A name bound to a worker key is that worker's: another key claiming it
+  // changes nothing (its tasks keep running). Checked here too, not only at
+  // the edge, so two registrations racing for a new name bind exactly one.
+  if (auto bound = nodes_.find(cmd.node.name);
+      bound != nodes_.end() && !cmd.worker_key.empty() && !bound->second.worker_key.empty() &&
+      bound->second.worker_key != cmd.worker_key) {
+    result.status = Status::Unauthenticated("node '" + cmd.node.name + "' is bound to another worker key");
+    return result;
+  }
   NodeRecord& node = nodes_[cmd.node.name];
+  if (node.worker_key.empty()) node.worker_key = cmd.worker_key;
   // The spec file's pool applies on first registration and when the file's
   // pool changes; an operator's `gpool node pool` holds until then.
   const bool first = node.spec.name.empty();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "protocol/base/status.h"
 
@@ -13,5 +14,10 @@ namespace gpool {
 // be opened, InvalidArgument when it holds nothing but whitespace; both name
 // the flag and the path.
 Result<std::string> ReadTokenFile(const std::string& path);
+
+// Whether a == b, taking a time that depends on their lengths only, not on
+// where they differ: a token compared with == leaks its prefix to whoever
+// can time the refusals.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 }  // namespace gpool
