@@ -7,6 +7,7 @@
 
 #include "client/format.h"
 #include "protocol/base/endpoint.h"
+#include "protocol/security/keys.h"
 #include "protocol/types.h"
 
 namespace gpool::cli {
@@ -67,6 +68,11 @@ int RunReplicaChange(Session& s, const Invocation& inv, const std::string& op) {
       request.worker_address = f["worker-addr"].as<std::string>();
       if (Status valid = ValidateConnectEndpoint(request.worker_address, "--worker-addr"); !valid.ok()) return s.Fail(valid);
     }
+    if (f.count("replica-key")) {
+      auto key = security::ReadPublicKeyFile(f["replica-key"].as<std::string>());
+      if (!key.ok()) return s.Fail(key.status().WithContext("--replica-key"));
+      request.public_key = *key;
+    }
   }
   auto client = s.client();
   if (!client.ok()) return s.Fail(client.status());
@@ -102,6 +108,8 @@ int RunReplicaList(Session& s, const Invocation& inv) {
 int RunAdmin(Session& s, const Invocation& inv) {
   const auto& p = inv.positionals;
   if (p.empty()) return s.Usage("admin: expected a subcommand: replica add|remove|list");
+  if (p[0] == "keygen") return RunAdminKeygen(s, inv);     // cli_keys.cc
+  if (p[0] == "node") return RunAdminNodeEnrol(s, inv);    // cli_keys.cc
   if (p[0] != "replica") return s.Usage("admin: unknown subcommand '" + p[0] + "'; expected 'replica'");
   if (p.size() < 2) return s.Usage("admin replica: expected add, remove or list");
   if (p[1] == "add" || p[1] == "remove") return RunReplicaChange(s, inv, p[1]);
@@ -119,6 +127,7 @@ void AdminOptions(cxxopts::Options& o) {
        "(default: none; workers then find it only if it is in their --coordinator list)",
        cxxopts::value<std::string>(), "ENDPOINT")
       ("force", "replica remove: remove it even if fewer live voters than a quorum would remain");
+  AdminKeyOptions(o);
 }
 
 constexpr CommandForm kAdminForms[] = {
@@ -128,6 +137,10 @@ constexpr CommandForm kAdminForms[] = {
     {"replica remove ID [--force]", "replica remove ID",
      "remove a coordinator replica; refused if too few live voters would remain, unless --force"},
     {"replica list", "replica list", "list the coordinator replicas and how far each lags behind the leader"},
+    {"keygen --out PREFIX", "keygen --out PREFIX",
+     "write a CurveZMQ key pair: PREFIX.key (secret, 0600) and PREFIX.pub"},
+    {"node enrol NAME --node-key FILE", "node enrol NAME --node-key FILE",
+     "bind a node's name to a new worker key (rotation); the old key stops counting"},
 };
 
 // cxxopts would take a negative replica ID for a flag ("Option '3' does not

@@ -369,6 +369,10 @@ void Coordinator::ApplyEntry(const storage::LogEntry& entry) {
     if (keys_ && registered != nullptr && result.status.ok() && !registered->worker_key.empty()) {
       keys_->EnrolNode(registered->node.name, registered->worker_key);
     }
+    const auto* updated = std::get_if<state::UpdateNodeCmd>(&command->body);
+    if (keys_ && updated != nullptr && result.status.ok() && updated->update.op == "worker-key") {
+      keys_->EnrolNode(updated->update.node, updated->update.key);
+    }
   } else {
     result.status = command.status();
   }

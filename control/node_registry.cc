@@ -66,7 +66,11 @@ int64_t NodeRegistry::LastSeen(const std::string& node, const Watch& watch) cons
 bool NodeRegistry::SameKey(const std::string& node, const Principal& principal) const {
   if (principal.kind == Principal::Kind::kInsecure) return true;
   auto it = connection_keys_.find(node);
-  return it != connection_keys_.end() && it->second == principal.key;
+  if (it == connection_keys_.end() || it->second != principal.key) return false;
+  // A key an admin rotated away stops counting at once, even on the
+  // connection it registered.
+  const state::NodeRecord* record = state_.FindNode(node);
+  return record == nullptr || record->worker_key.empty() || record->worker_key == principal.key;
 }
 
 bool NodeRegistry::Authenticate(const std::string& peer, const std::string& claimed, const Principal& principal) const {

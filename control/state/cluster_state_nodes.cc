@@ -142,7 +142,7 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd)
   ApplyResult result;
   const UpdateNode& update = cmd.update;
   // Validated at the edge (the gateway); apply needs only a known op.
-  static constexpr std::string_view kOps[] = {"cordon", "uncordon", "pool", "taint", "label"};
+  static constexpr std::string_view kOps[] = {"cordon", "uncordon", "pool", "taint", "label", "worker-key"};
   if (std::find(std::begin(kOps), std::end(kOps), update.op) == std::end(kOps)) {
     result.status = Status::InvalidArgument("unknown node update '" + update.op.substr(0, 32) + "'");
     return result;
@@ -154,7 +154,11 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd)
   }
   NodeRecord& node = it->second;
   TouchSpec(node);
-  if (update.op == "cordon" || update.op == "uncordon") {
+  if (update.op == "worker-key") {
+    // An admin's rotation: the name is bound to the new key from here on,
+    // and the old key is no longer this node.
+    node.worker_key = update.key;
+  } else if (update.op == "cordon" || update.op == "uncordon") {
     const bool cordon = update.op == "cordon";
     if (node.cordoned != cordon || (cordon && node.cordon_reason != "operator")) {
       // An operator's cordon takes over a health cordon: the policy must
