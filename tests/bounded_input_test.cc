@@ -87,6 +87,7 @@ TEST(BoundedInputTest, A16MiBSpecIsResourceExhaustedAtOnceOnEveryPath) {
   zmq::context_t context(1);
   zmq::socket_t worker(context, zmq::socket_type::dealer);
   worker.set(zmq::sockopt::linger, 0);
+  cluster.SecureSocket(worker, "raw-worker");
   worker.connect(cluster.worker_endpoint());
   worker.send(zmq::buffer(std::string(16 << 20, '\x90')), zmq::send_flags::none);
   zmq::pollitem_t item{worker.handle(), 0, ZMQ_POLLIN, 0};
