@@ -188,6 +188,10 @@ Status Coordinator::OpenLog() {
   replicas.token = options_.token;
   replicas.curve_keys = options_.curve_keys;
   if (keys_) {
+    // The replicas named on the command line are admitted before the peer
+    // port binds: a handshake refused in between would never be retried by
+    // the peer's libzmq.
+    keys_->SetReplicas(options_.replicas.peer_keys);
     // The peers admitted on the peer port are the replicas the transport
     // connects to: the configuration's, as Raft learns it.
     replicas.on_peer_added = [keys = keys_.get()](uint64_t id, const std::string& key) { keys->AddReplica(id, key); };

@@ -178,6 +178,30 @@ TEST_F(NodeBindingTest, EventsUnderAnotherKeyAreRefused) {
   EXPECT_EQ(TaskState(), TaskState::kRunning);
 }
 
+// Rotation (gpool admin node enrol): once the new key is committed, the old
+// key is no longer the node, even on the connection it registered.
+TEST_F(NodeBindingTest, AnEnrolledNewKeyRetiresTheOldOneAtOnce) {
+  RealNodeRunsATask();
+  UpdateNode rotate;
+  rotate.node = "n1";
+  rotate.op = "worker-key";
+  rotate.key = kForeignKey;
+  proposer_.Propose(state::UpdateNodeCmd{rotate}, [](const state::ApplyResult& result) {
+    ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+  });
+  EXPECT_EQ(state_.FindNode("n1")->worker_key, kForeignKey);
+  keys_.EnrolNode("n1", kForeignKey);  // what the coordinator does as the update applies
+  Heartbeat beat;
+  beat.node = "n1";
+  FromWorker("peer-a", beat, BoundNode("n1", kRealKey));
+  EXPECT_EQ(LastErrorCode(), "NotFound");
+  // The new key registers the name and is the node from then on.
+  FromWorker("peer-new", RegisterNode{OneGpuNode("n1"), {}, "test"}, NewNode(kForeignKey));
+  EXPECT_EQ(LastToWorker().type(), MessageType::kRegisterNodeReply);
+  FromWorker("peer-new", beat, BoundNode("n1", kForeignKey));
+  EXPECT_EQ(LastToWorker().type(), MessageType::kAck);
+}
+
 // Two registrations racing for a new name, both past the edge check before
 // either committed: the state machine binds the first and refuses the second.
 TEST(NodeBindingApply, TheStateBindsExactlyOneKeyPerName) {

@@ -1,5 +1,7 @@
 #include "control/replication/peer_transport.h"
 
+#include <chrono>
+
 #include <spdlog/spdlog.h>
 
 #include "protocol/base/endpoint.h"
@@ -7,6 +9,16 @@
 #include "protocol/security/curve_socket.h"
 
 namespace gpool::replication {
+namespace {
+
+constexpr int64_t kReopenMs = 1000;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 PeerTransport::PeerTransport(zmq::context_t& context, const PeerTransportOptions& options)
     : context_(context), options_(options), inbound_(context, zmq::socket_type::router) {}
@@ -36,19 +48,12 @@ Result<std::unique_ptr<PeerTransport>> PeerTransport::Open(zmq::context_t& conte
   return transport;
 }
 
-Status PeerTransport::AddPeer(uint64_t id, const std::string& endpoint, const std::string& key) {
-  const bool secured = !options_.curve_keys.secret_key.empty();
-  if (secured && !security::IsZ85Key(key)) {
-    return Status::InvalidArgument("replica " + std::to_string(id) + " at '" + endpoint +
-                                   "' has no public key; a CurveZMQ cluster needs one for every replica "
-                                   "(--peer-keys, or replica add --key-file)");
-  }
-  auto existing = outbound_.find(id);
-  if (existing != outbound_.end() && existing->second.endpoint == endpoint && existing->second.key == key) {
-    return Status::Ok();
-  }
+Result<std::unique_ptr<zmq::socket_t>> PeerTransport::Connect(uint64_t id, const std::string& endpoint,
+                                                              const std::string& key) {
   auto socket = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::dealer);
-  if (secured) GPOOL_RETURN_IF_ERROR(security::MakeCurveClient(*socket, options_.curve_keys, key));
+  if (!options_.curve_keys.secret_key.empty()) {
+    GPOOL_RETURN_IF_ERROR(security::MakeCurveClient(*socket, options_.curve_keys, key));
+  }
   socket->set(zmq::sockopt::linger, 0);
   socket->set(zmq::sockopt::sndhwm, options_.send_queue_frames);
   // Frames for a peer that is down are not worth keeping: Raft resends.
@@ -62,8 +67,23 @@ Status PeerTransport::AddPeer(uint64_t id, const std::string& endpoint, const st
     return Status::InvalidArgument("cannot connect to replica " + std::to_string(id) + " at '" + endpoint +
                                    "': " + e.what());
   }
+  return socket;
+}
+
+Status PeerTransport::AddPeer(uint64_t id, const std::string& endpoint, const std::string& key) {
+  const bool secured = !options_.curve_keys.secret_key.empty();
+  if (secured && !security::IsZ85Key(key)) {
+    return Status::InvalidArgument("replica " + std::to_string(id) + " at '" + endpoint +
+                                   "' has no public key; a CurveZMQ cluster needs one for every replica "
+                                   "(--peer-keys, or replica add --replica-key)");
+  }
+  auto existing = outbound_.find(id);
+  if (existing != outbound_.end() && existing->second.endpoint == endpoint && existing->second.key == key) {
+    return Status::Ok();
+  }
+  GPOOL_ASSIGN_OR_RETURN(std::unique_ptr<zmq::socket_t> socket, Connect(id, endpoint, key));
   if (existing != outbound_.end()) existing->second.socket->close();
-  outbound_[id] = Outbound{endpoint, key, std::move(socket)};
+  outbound_[id] = Outbound{endpoint, key, std::move(socket), -1, NowMs()};
   if (options_.on_peer_added) options_.on_peer_added(id, key);
   return Status::Ok();
 }
@@ -93,9 +113,26 @@ void PeerTransport::Send(uint64_t peer, std::string_view frame) {
   auto sent = socket.send(zmq::buffer(frame.data(), frame.size()), zmq::send_flags::dontwait);
   if (sent.has_value()) {
     ++stats_.sent;
+    it->second.failing_since_ms = -1;
   } else {
     ++stats_.dropped_queue_full;
+    MaybeReopen(peer, it->second);
   }
+}
+
+void PeerTransport::MaybeReopen(uint64_t id, Outbound& peer) {
+  if (options_.curve_keys.secret_key.empty()) return;  // plaintext: libzmq reconnects by itself
+  const int64_t now = NowMs();
+  if (peer.failing_since_ms < 0) peer.failing_since_ms = now;
+  if (now - peer.failing_since_ms < kReopenMs || now - peer.reopened_ms < kReopenMs) return;
+  auto socket = Connect(id, peer.endpoint, peer.key);
+  if (!socket.ok()) return;
+  peer.socket->close();
+  peer.socket = std::move(socket).value();
+  peer.reopened_ms = now;
+  peer.failing_since_ms = -1;
+  spdlog::debug("peer socket reopened replica={} endpoint={} (its handshake may have been refused)", id,
+                peer.endpoint);
 }
 
 std::vector<std::string> PeerTransport::Drain(size_t max) {

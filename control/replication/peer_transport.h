@@ -85,6 +85,7 @@ class PeerTransport {
 
  private:
   PeerTransport(zmq::context_t& context, const PeerTransportOptions& options);
+  Result<std::unique_ptr<zmq::socket_t>> Connect(uint64_t id, const std::string& endpoint, const std::string& key);
 
   zmq::context_t& context_;
   PeerTransportOptions options_;
@@ -93,7 +94,17 @@ class PeerTransport {
     std::string endpoint;
     std::string key;
     std::unique_ptr<zmq::socket_t> socket;
+    // CurveZMQ: libzmq does not reconnect a connection whose handshake the
+    // peer's ZAP handler refused (a replica that was not yet, or not yet
+    // known to be, in the configuration). Sends to it then fail for good, so
+    // a socket whose sends have failed this long is made anew.
+    int64_t failing_since_ms = -1;
+    int64_t reopened_ms = 0;
   };
+  // A secured peer whose sends keep failing gets a fresh socket, at most
+  // once a second.
+  void MaybeReopen(uint64_t id, Outbound& peer);
+
   std::map<uint64_t, Outbound> outbound_;
   std::string listen_endpoint_;
   TransportStats stats_;
