@@ -22,7 +22,8 @@ set(RULES
   "control/health/|protocol/ topology/ control/health/|zmq|leveldb|yaml-cpp"
   "control/log/|protocol/ storage/ control/log/|zmq|yaml-cpp|nlohmann"
   "control/replication/|protocol/ storage/ control/raft/ control/log/ control/replication/|leveldb|yaml-cpp|nlohmann"
-  "control/|protocol/ storage/ topology/ control/raft/ control/log/ control/replication/ control/scheduler/ control/state/ control/health/ control/|leveldb|yaml-cpp"
+  "control/security/|protocol/ control/security/|leveldb|yaml-cpp|nlohmann"
+  "control/|protocol/ storage/ topology/ control/raft/ control/log/ control/replication/ control/scheduler/ control/state/ control/health/ control/security/ control/|leveldb|yaml-cpp"
   "worker/|protocol/ topology/ worker/|leveldb"
   "client/|protocol/ topology/ client/|leveldb|spdlog"
 )
