@@ -120,7 +120,7 @@ struct Cluster {
     }
     for (int i = 0; i < kReplicas; ++i) {
       const std::string name = dir + "/c" + std::to_string(i + 1);
-      pids.push_back(Spawn({GPOOL_COORDINATOR_BIN, "--id", std::to_string(i + 1), "--peers", peers, "--peer-clients",
+      pids.push_back(Spawn({GPOOL_COORDINATOR_BIN, "--insecure", "--id", std::to_string(i + 1), "--peers", peers, "--peer-clients",
                             clients, "--peer-workers", workers, "--data-dir", name, "--client-addr", client[i],
                             "--worker-addr", worker[i], "--heartbeat-ms", "1000", "--node-timeout-ms", "10000",
                             "--log-level", (std::getenv("GPOOL_BENCH_LOG") ? std::getenv("GPOOL_BENCH_LOG") : "warn")},
@@ -129,7 +129,7 @@ struct Cluster {
   }
 
   void StartFleet(int nodes, const std::string& spec) {
-    pids.push_back(Spawn({GPOOL_WORKER_BIN, "--simulate", std::to_string(nodes), "--spec", spec, "--coordinator",
+    pids.push_back(Spawn({GPOOL_WORKER_BIN, "--insecure", "--simulate", std::to_string(nodes), "--spec", spec, "--coordinator",
                           Join(worker), "--data-dir", fleet_dir, "--log-level", "warn"},
                          dir + "/fleet.log"));
   }

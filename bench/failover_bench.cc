@@ -66,7 +66,7 @@ struct Cluster {
       peers += (r ? "," : "") + std::to_string(r + 1) + "=" + peer[r];
       clients += (r ? "," : "") + std::to_string(r + 1) + "=" + client[r];
     }
-    coordinators[i] = Spawn({GPOOL_COORDINATOR_BIN, "--id", std::to_string(i + 1), "--peers", peers,
+    coordinators[i] = Spawn({GPOOL_COORDINATOR_BIN, "--insecure", "--id", std::to_string(i + 1), "--peers", peers,
                              "--peer-clients", clients, "--data-dir", dir + "/c" + std::to_string(i + 1),
                              "--client-addr", client[i], "--worker-addr", worker[i], "--heartbeat-ms", "200",
                              "--node-timeout-ms", "3000", "--snapshot-every", "2000"},
@@ -77,7 +77,7 @@ struct Cluster {
     const std::string spec = dir + "/node.yaml";
     std::ofstream(spec) << "name: node-0\ncpus: 64\nmemory: 512Gi\ngpus:\n  count: 8\n  model: A100-SXM4-80GB\n"
                            "  memory: 80Gi\n";
-    worker_pid = Spawn({GPOOL_WORKER_BIN, "--coordinator", Join(worker), "--spec", spec, "--data-dir",
+    worker_pid = Spawn({GPOOL_WORKER_BIN, "--insecure", "--coordinator", Join(worker), "--spec", spec, "--data-dir",
                         dir + "/worker"},
                        dir + "/worker.log");
   }

@@ -64,7 +64,7 @@ struct Cluster {
   std::string Node(int i) const { return "node-" + std::to_string(i); }
 
   void StartCoordinator() {
-    coordinator = Spawn({GPOOL_COORDINATOR_BIN, "--data-dir", dir + "/c", "--client-addr", client, "--worker-addr",
+    coordinator = Spawn({GPOOL_COORDINATOR_BIN, "--insecure", "--data-dir", dir + "/c", "--client-addr", client, "--worker-addr",
                          worker, "--heartbeat-ms", "200", "--node-timeout-ms", "1000", "--node-lease-ms",
                          std::to_string(kLeaseMs), "--node-lost-ms", std::to_string(kLostMs)},
                         dir + "/c.log");
@@ -75,7 +75,7 @@ struct Cluster {
                         << "  memory: 80Gi\n";
     std::ofstream(Faults(i), std::ios::app);
     // env(1) gives the worker its fault file and execs it: same pid.
-    workers[i] = Spawn({"/usr/bin/env", "FAKE_NVML_HEALTH_FILE=" + Faults(i), GPOOL_WORKER_BIN, "--coordinator",
+    workers[i] = Spawn({"/usr/bin/env", "FAKE_NVML_HEALTH_FILE=" + Faults(i), GPOOL_WORKER_BIN, "--insecure", "--coordinator",
                         worker, "--spec", spec, "--data-dir", dir + "/w" + std::to_string(i), "--nvml-library",
                         GPOOL_FAKE_NVML_LIB, "--health-xid-hold-ms", "200"},
                        dir + "/" + Node(i) + ".log");

@@ -10,6 +10,9 @@
 // one Ready, so this measures group commit the way the coordinator gets it.
 // No state machine runs: this is the log alone.
 //
+// The whole series runs twice, plaintext and with CurveZMQ on the peer
+// transport (issue 31), and the 256-client throughput cost is printed.
+//
 // Usage: gpool-bench-raft [seconds-per-level=3] [payload-bytes=128]
 // Prints JSON lines {"metric", "value", "unit", "params"}.
 #include <algorithm>
@@ -20,12 +23,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
+
+#include "protocol/security/keys.h"
+#include "protocol/security/zap_handler.h"
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -151,26 +158,29 @@ void Serve(Replica& r, Run& run, const std::string& payload) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const double seconds = argc > 1 ? std::atof(argv[1]) : 3.0;
-  const size_t payload_bytes = argc > 2 ? static_cast<size_t>(std::atol(argv[2])) : 128;
-  if (seconds <= 0 || payload_bytes == 0) {
-    std::fprintf(stderr, "usage: gpool-bench-raft [seconds-per-level=3] [payload-bytes=128]\n");
-    return 2;
-  }
-  spdlog::set_level(spdlog::level::warn);
-  const std::string dir =
-      (std::filesystem::temp_directory_path() / ("gpool-bench-raft-" + std::to_string(getpid()))).string();
-  std::filesystem::create_directories(dir);
-  {
-    std::vector<double> fsync = FsyncBaseline(dir, 1.0);
-    const double p50 = Percentile(fsync, 0.5);
-    std::printf("{\"metric\": \"fsync_latency_p50\", \"value\": %.1f, \"unit\": \"us\", \"params\": {\"p99_us\": %.1f, "
-                "\"ops\": %zu}}\n",
-                p50, Percentile(fsync, 0.99), fsync.size());
-  }
-
+// One three-replica run at 1, 16 and 256 clients, plaintext or with
+// CurveZMQ on the peer transport; the 256-client rate goes to *rate_256.
+int RunLevels(const std::string& dir, bool curve, double seconds, size_t payload_bytes, double* rate_256) {
   zmq::context_t context(2);
+  // CurveZMQ: a key pair per replica, and the ZAP handler the coordinator
+  // runs, admitting the three replicas' keys on the peer port.
+  std::array<gpool::security::KeyPair, kReplicas> keys;
+  std::unique_ptr<gpool::security::ZapHandler> zap;
+  if (curve) {
+    for (auto& k : keys) k = std::move(gpool::security::GenerateKeyPair()).value();
+    auto started_zap = gpool::security::ZapHandler::Start(
+        context, [&keys](std::string_view domain, std::string_view key) -> std::optional<std::string> {
+          for (size_t i = 0; i < keys.size(); ++i) {
+            if (domain == "peers" && keys[i].public_key == key) return "replica|" + std::to_string(i + 1) + "|" + keys[i].public_key;
+          }
+          return std::nullopt;
+        });
+    if (!started_zap.ok()) {
+      std::fprintf(stderr, "%s\n", started_zap.status().ToString().c_str());
+      return 1;
+    }
+    zap = std::move(started_zap).value();
+  }
   std::array<Replica, kReplicas> replicas;
   std::vector<uint64_t> voters;
   for (int i = 0; i < kReplicas; ++i) {
@@ -178,7 +188,7 @@ int main(int argc, char** argv) {
     r.id = static_cast<uint64_t>(i + 1);
     voters.push_back(r.id);
     gpool::storage::LevelDbOptions db;
-    db.path = dir + "/replica-" + std::to_string(r.id);
+    db.path = dir + (curve ? "/curve-replica-" : "/replica-") + std::to_string(r.id);
     auto kv = gpool::storage::LevelDbStore::Open(db);
     if (!kv.ok()) {
       std::fprintf(stderr, "%s\n", kv.status().ToString().c_str());
@@ -186,8 +196,9 @@ int main(int argc, char** argv) {
     }
     r.kv = std::move(kv).value();
     r.store = std::move(gpool::storage::LogStore::Open(r.kv.get())).value();
-    auto transport = gpool::replication::PeerTransport::Open(
-        context, gpool::replication::PeerTransportOptions{.listen_endpoint = "tcp://127.0.0.1:0"});
+    gpool::replication::PeerTransportOptions transport_options{.listen_endpoint = "tcp://127.0.0.1:0"};
+    if (curve) transport_options.curve_keys = keys[i];
+    auto transport = gpool::replication::PeerTransport::Open(context, transport_options);
     if (!transport.ok()) {
       std::fprintf(stderr, "%s\n", transport.status().ToString().c_str());
       return 1;
@@ -196,7 +207,10 @@ int main(int argc, char** argv) {
   }
   for (auto& r : replicas) {
     for (auto& peer : replicas) {
-      if (peer.id != r.id) (void)r.transport->AddPeer(peer.id, peer.transport->listen_endpoint());
+      if (peer.id != r.id) {
+        (void)r.transport->AddPeer(peer.id, peer.transport->listen_endpoint(),
+                                   curve ? keys[peer.id - 1].public_key : "");
+      }
     }
     gpool::replication::RaftLogOptions options;
     options.id = r.id;
@@ -227,8 +241,8 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   std::printf("{\"metric\": \"raft_first_commit_ms\", \"value\": %.0f, \"unit\": \"ms\", \"params\": {\"replicas\": %d, "
-              "\"note\": \"cold start: election plus one commit\"}}\n",
-              Micros(SteadyClock::now() - started) / 1000, kReplicas);
+              "\"curve\": %s, \"note\": \"cold start: election plus one commit\"}}\n",
+              Micros(SteadyClock::now() - started) / 1000, kReplicas, curve ? "true" : "false");
   run.phase = -1;
   run.clients = 0;
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -257,10 +271,11 @@ int main(int argc, char** argv) {
     const double p50 = Percentile(latencies, 0.5);
     const double p99 = Percentile(latencies, 0.99);
     std::printf("{\"metric\": \"raft_commits_per_s\", \"value\": %.0f, \"unit\": \"commits/s\", \"params\": "
-                "{\"clients\": %d, \"replicas\": %d, \"fsync\": true, \"payload_bytes\": %zu, \"p50_us\": %.0f, "
-                "\"p99_us\": %.0f, \"commits\": %zu, \"errors\": %llu}}\n",
-                rate, clients, kReplicas, payload_bytes, p50, p99, latencies.size(),
+                "{\"clients\": %d, \"replicas\": %d, \"fsync\": true, \"curve\": %s, \"payload_bytes\": %zu, "
+                "\"p50_us\": %.0f, \"p99_us\": %.0f, \"commits\": %zu, \"errors\": %llu}}\n",
+                rate, clients, kReplicas, curve ? "true" : "false", payload_bytes, p50, p99, latencies.size(),
                 static_cast<unsigned long long>(errors));
+    if (clients == 256) *rate_256 = rate;
     std::fflush(stdout);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the window drain
     ++phase;
@@ -271,6 +286,37 @@ int main(int argc, char** argv) {
     r.log.reset();
     r.transport.reset();
   }
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  const double seconds = argc > 1 ? std::atof(argv[1]) : 3.0;
+  const size_t payload_bytes = argc > 2 ? static_cast<size_t>(std::atol(argv[2])) : 128;
+  if (seconds <= 0 || payload_bytes == 0) {
+    std::fprintf(stderr, "usage: gpool-bench-raft [seconds-per-level=3] [payload-bytes=128]\n");
+    return 2;
+  }
+  spdlog::set_level(spdlog::level::warn);
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("gpool-bench-raft-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+  {
+    std::vector<double> fsync = FsyncBaseline(dir, 1.0);
+    const double p50 = Percentile(fsync, 0.5);
+    std::printf("{\"metric\": \"fsync_latency_p50\", \"value\": %.1f, \"unit\": \"us\", \"params\": {\"p99_us\": %.1f, "
+                "\"ops\": %zu}}\n",
+                p50, Percentile(fsync, 0.99), fsync.size());
+  }
+
+  // Plaintext first, then CurveZMQ, in the same process on the same disk,
+  // so the cost of encryption and authentication is read off one run.
+  double plain_256 = 0, curve_256 = 0;
+  if (int rc = RunLevels(dir, /*curve=*/false, seconds, payload_bytes, &plain_256); rc != 0) return rc;
+  if (int rc = RunLevels(dir, /*curve=*/true, seconds, payload_bytes, &curve_256); rc != 0) return rc;
+  std::printf("{\"metric\": \"raft_curve_throughput_cost\", \"value\": %.1f, \"unit\": \"%%\", \"params\": "
+              "{\"clients\": 256, \"plain_commits_per_s\": %.0f, \"curve_commits_per_s\": %.0f, "
+              "\"target_max\": 15}}\n",
+              plain_256 > 0 ? 100.0 * (plain_256 - curve_256) / plain_256 : 0.0, plain_256, curve_256);
   std::filesystem::remove_all(dir);
   return 0;
 }

@@ -1,7 +1,8 @@
 // End-to-end submission throughput and latency through a real coordinator
 // process (one replica, fsync on every group commit), with the two costs a
 // submission cannot avoid measured in the same run as baselines: a raw
-// fdatasync on the same disk and a raw ZeroMQ round trip on loopback.
+// fdatasync on the same disk and a raw ZeroMQ round trip on loopback. The
+// series runs twice, plaintext (--insecure) and with CurveZMQ (issue 31).
 // Prints JSON lines {"metric", "value", "unit", "params"}.
 #include <fcntl.h>
 #include <signal.h>
@@ -24,6 +25,7 @@
 
 #include "bench/zmq_baseline.h"
 #include "client/client.h"
+#include "protocol/security/keys.h"
 
 namespace {
 
@@ -60,15 +62,20 @@ Latencies FsyncBaseline(const std::string& dir, double seconds) {
 
 Latencies ZmqRoundTripBaseline(double seconds) { return Latencies{gpool::bench::ZmqRoundTripUs(seconds)}; }
 
-pid_t StartCoordinator(const std::string& bin, const std::string& data_dir) {
+pid_t StartCoordinator(const std::string& bin, const std::string& data_dir, const std::vector<std::string>& security) {
   pid_t pid = fork();
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     int log = open((data_dir + ".log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(log, 1);
     dup2(log, 2);
-    execl(bin.c_str(), bin.c_str(), "--data-dir", data_dir.c_str(), "--client-addr", "tcp://127.0.0.1:0",
-          "--worker-addr", "tcp://127.0.0.1:0", "--log-level", "warn", static_cast<char*>(nullptr));
+    std::vector<std::string> args = {bin, "--data-dir", data_dir, "--client-addr", "tcp://127.0.0.1:0",
+                                     "--worker-addr", "tcp://127.0.0.1:0", "--log-level", "warn"};
+    args.insert(args.end(), security.begin(), security.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
     _exit(127);
   }
   return pid;
@@ -97,24 +104,28 @@ gpool::JobSpec SmallJob() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string bin = argc > 1 ? argv[1] : GPOOL_COORDINATOR_BIN;
-  const double seconds = argc > 2 ? std::atof(argv[2]) : 3.0;
-  const std::string dir = (std::filesystem::temp_directory_path() / ("gpool-bench-" + std::to_string(getpid()))).string();
-  std::filesystem::create_directories(dir);
-
-  Latencies fsync = FsyncBaseline(dir, 1.0);
-  Latencies rtt = ZmqRoundTripBaseline(1.0);
-  const double fsync_p50 = fsync.Percentile(0.5);
-  const double rtt_p50 = rtt.Percentile(0.5);
-  std::printf("{\"metric\": \"fsync_latency_p50\", \"value\": %.1f, \"unit\": \"us\", \"params\": {\"p99_us\": %.1f, "
-              "\"ops\": %zu}}\n",
-              fsync_p50, fsync.Percentile(0.99), fsync.us.size());
-  std::printf("{\"metric\": \"zmq_round_trip_p50\", \"value\": %.1f, \"unit\": \"us\", \"params\": {\"p99_us\": %.1f}}\n",
-              rtt_p50, rtt.Percentile(0.99));
-
-  const std::string data_dir = dir + "/coordinator";
-  pid_t coordinator = StartCoordinator(bin, data_dir);
+// One coordinator, plaintext or CurveZMQ, at 1, 16 and 64 clients.
+int RunSubmissions(const std::string& bin, const std::string& dir, bool curve, double seconds, double fsync_p50,
+                   double rtt_p50, double* p50_one_client, double* rate_64) {
+  const std::string data_dir = dir + (curve ? "/coordinator-curve" : "/coordinator");
+  // CurveZMQ: the coordinator's key pair and the bench user's, admitted as
+  // the bootstrap admin; plaintext: --insecure.
+  std::vector<std::string> security = {"--insecure"};
+  gpool::security::KeyPair user_keys;
+  std::string server_key;
+  if (curve) {
+    auto server = gpool::security::GenerateKeyPair();
+    auto user = gpool::security::GenerateKeyPair();
+    if (!server.ok() || !user.ok() || !gpool::security::WriteSecretKeyFile(data_dir + ".key", *server).ok() ||
+        !gpool::security::WritePublicKeyFile(data_dir + "-user.pub", user->public_key).ok()) {
+      std::fprintf(stderr, "cannot make keys in %s\n", dir.c_str());
+      return 1;
+    }
+    user_keys = *user;
+    server_key = server->public_key;
+    security = {"--key-file", data_dir + ".key", "--admin-key", data_dir + "-user.pub"};
+  }
+  pid_t coordinator = StartCoordinator(bin, data_dir, security);
   const std::string endpoint = WaitForClientEndpoint(data_dir);
   if (endpoint.empty()) {
     std::fprintf(stderr, "coordinator did not start; see %s.log\n", data_dir.c_str());
@@ -132,6 +143,10 @@ int main(int argc, char** argv) {
       threads.emplace_back([&, c] {
         gpool::ClientOptions options;
         options.endpoints = endpoint;
+        if (curve) {
+          options.curve_keys = user_keys;
+          options.server_keys = {server_key};
+        }
         auto client = gpool::Client::Connect(options);
         if (!client.ok()) {
           ++errors;
@@ -158,14 +173,42 @@ int main(int argc, char** argv) {
     const double p99 = all.Percentile(0.99);
     std::printf(
         "{\"metric\": \"submissions_per_s\", \"value\": %.0f, \"unit\": \"submissions/s\", \"params\": {\"clients\": %d, "
-        "\"replicas\": 1, \"fsync\": true, \"p50_us\": %.0f, \"p99_us\": %.0f, \"errors\": %llu, "
+        "\"replicas\": 1, \"fsync\": true, \"curve\": %s, \"p50_us\": %.0f, \"p99_us\": %.0f, \"errors\": %llu, "
         "\"p50_vs_fsync_plus_rtt\": %.2f, \"rate_vs_fsync_rate\": %.2f}}\n",
-        rate, clients, p50, p99, static_cast<unsigned long long>(errors.load()), p50 / (fsync_p50 + rtt_p50),
+        rate, clients, curve ? "true" : "false", p50, p99, static_cast<unsigned long long>(errors.load()), p50 / (fsync_p50 + rtt_p50),
         rate / (1e6 / std::max(1.0, fsync_p50)));
     std::fflush(stdout);
+    if (clients == 1) *p50_one_client = p50;
+    if (clients == 64) *rate_64 = rate;
   }
   kill(coordinator, SIGTERM);
   waitpid(coordinator, nullptr, 0);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  const std::string bin = argc > 1 ? argv[1] : GPOOL_COORDINATOR_BIN;
+  const double seconds = argc > 2 ? std::atof(argv[2]) : 3.0;
+  const std::string dir = (std::filesystem::temp_directory_path() / ("gpool-bench-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+
+  Latencies fsync = FsyncBaseline(dir, 1.0);
+  Latencies rtt = ZmqRoundTripBaseline(1.0);
+  const double fsync_p50 = fsync.Percentile(0.5);
+  const double rtt_p50 = rtt.Percentile(0.5);
+  std::printf("{\"metric\": \"fsync_latency_p50\", \"value\": %.1f, \"unit\": \"us\", \"params\": {\"p99_us\": %.1f, "
+              "\"ops\": %zu}}\n",
+              fsync_p50, fsync.Percentile(0.99), fsync.us.size());
+  std::printf("{\"metric\": \"zmq_round_trip_p50\", \"value\": %.1f, \"unit\": \"us\", \"params\": {\"p99_us\": %.1f}}\n",
+              rtt_p50, rtt.Percentile(0.99));
+
+  // Plaintext, then CurveZMQ, against the same disk in one run.
+  double plain_p50 = 0, curve_p50 = 0, plain_rate = 0, curve_rate = 0;
+  if (int rc = RunSubmissions(bin, dir, false, seconds, fsync_p50, rtt_p50, &plain_p50, &plain_rate); rc != 0) return rc;
+  if (int rc = RunSubmissions(bin, dir, true, seconds, fsync_p50, rtt_p50, &curve_p50, &curve_rate); rc != 0) return rc;
+  std::printf("{\"metric\": \"submit_curve_p50_cost\", \"value\": %.0f, \"unit\": \"us\", \"params\": {\"clients\": 1, "
+              "\"plain_p50_us\": %.0f, \"curve_p50_us\": %.0f, \"plain_per_s_64\": %.0f, \"curve_per_s_64\": %.0f}}\n",
+              curve_p50 - plain_p50, plain_p50, curve_p50, plain_rate, curve_rate);
   std::filesystem::remove_all(dir);
   return 0;
 }

@@ -7,15 +7,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "client/cli_internal.h"
 #include "client/format.h"
 #include "protocol/envelope.h"
+#include "protocol/security/keys.h"
 #include "protocol/types.h"
 #include "protocol/validate.h"
 #include "topology/quantity.h"
@@ -50,6 +54,12 @@ void GlobalOptions(cxxopts::Options& o) {
        "coordinator endpoint(s), comma-separated (env GPOOL_COORDINATOR, default tcp://127.0.0.1:7400)",
        cxxopts::value<std::string>(), "ENDPOINTS")
       ("token", "cluster token (env GPOOL_TOKEN)", cxxopts::value<std::string>(), "TOKEN")
+      ("key-file", "CurveZMQ: your secret key file (env GPOOL_KEY_FILE, default ~/.config/gpool/user.key)",
+       cxxopts::value<std::string>(), "FILE")
+      ("coordinator-key", "CurveZMQ: the coordinator's public key file(s), one or one per endpoint (env "
+       "GPOOL_COORDINATOR_KEY, default ~/.config/gpool/coordinator.pub)", cxxopts::value<std::string>(), "FILE")
+      ("insecure", "plaintext, for a coordinator started with --insecure",
+       cxxopts::value<bool>()->default_value("false"))
       ("timeout-ms", "how long one request attempt waits (default 5000)", cxxopts::value<std::string>(), "MS")
       ("json", "print JSON instead of tables", cxxopts::value<bool>()->default_value("false"))
       ("h,help", "show help", cxxopts::value<bool>()->default_value("false"))
@@ -66,6 +76,51 @@ Result<cxxopts::ParseResult> ParseFlags(cxxopts::Options& options, const std::st
   } catch (const cxxopts::exceptions::exception& e) {
     return Status::InvalidArgument(e.what());
   }
+}
+
+// CurveZMQ for the session: --insecure is plaintext; a key file named by
+// flag or environment must work; otherwise the default files
+// (~/.config/gpool/user.key and coordinator.pub) are used when both exist,
+// and plaintext when they do not (a coordinator run with --insecure).
+Status ApplySecurity(Session& s, const cxxopts::ParseResult& flags,
+                     const std::function<std::optional<std::string>(const char*)>& from_env) {
+  if (flags["insecure"].as<bool>()) return Status::Ok();
+  std::string dir;
+  if (auto config = from_env("XDG_CONFIG_HOME")) {
+    dir = *config + "/gpool";
+  } else if (auto home = from_env("HOME")) {
+    dir = *home + "/.config/gpool";
+  }
+  std::optional<std::string> key_file =
+      flags.count("key-file") ? std::optional(flags["key-file"].as<std::string>()) : from_env("GPOOL_KEY_FILE");
+  std::optional<std::string> server_files = flags.count("coordinator-key")
+                                                ? std::optional(flags["coordinator-key"].as<std::string>())
+                                                : from_env("GPOOL_COORDINATOR_KEY");
+  const bool explicit_key = key_file.has_value();
+  if (!key_file && !dir.empty()) key_file = dir + "/user.key";
+  if (!server_files && !dir.empty()) server_files = dir + "/coordinator.pub";
+  if (!explicit_key && (!key_file || access(key_file->c_str(), F_OK) != 0 || !server_files ||
+                        access(server_files->c_str(), F_OK) != 0)) {
+    return Status::Ok();  // no keys set up: plaintext
+  }
+  auto keys = security::ReadSecretKeyFile(*key_file);
+  if (!keys.ok()) return keys.status().WithContext("--key-file");
+  if (!server_files) return Status::InvalidArgument("--key-file needs --coordinator-key (or GPOOL_COORDINATOR_KEY)");
+  std::vector<std::string> server_keys;
+  std::vector<std::string> files;
+  for (size_t start = 0; start <= server_files->size();) {
+    const size_t comma = server_files->find(',', start);
+    files.push_back(server_files->substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    start = comma == std::string::npos ? server_files->size() + 1 : comma + 1;
+  }
+  for (const std::string& file : files) {
+    auto key = security::ReadPublicKeyFile(file);
+    if (!key.ok()) return key.status().WithContext("--coordinator-key");
+    server_keys.push_back(*key);
+  }
+  s.options.curve_keys = *keys;
+  s.options.server_keys = std::move(server_keys);
+  return Status::Ok();
 }
 
 // Applies the global flags and environment to the session.
@@ -86,6 +141,7 @@ Status ApplyGlobals(Session& s, const cxxopts::ParseResult& flags) {
   } else {
     s.options.token = from_env("GPOOL_TOKEN").value_or("");
   }
+  GPOOL_RETURN_IF_ERROR(ApplySecurity(s, flags, from_env));
   if (flags.count("timeout-ms")) {
     GPOOL_ASSIGN_OR_RETURN(uint64_t ms, ParseUnsignedFlag("--timeout-ms", flags["timeout-ms"].as<std::string>(),
                                                           3'600'000));
@@ -233,11 +289,13 @@ int Dispatch(Session& session, std::vector<std::string> args) {
 }  // namespace
 
 bool TakesValue(std::string_view arg) {
-  return arg == "-c" || arg == "--coordinator" || arg == "--token" || arg == "--timeout-ms";
+  return arg == "-c" || arg == "--coordinator" || arg == "--token" || arg == "--timeout-ms" ||
+         arg == "--key-file" || arg == "--coordinator-key";
 }
 
 bool IsLongFlagWithValue(std::string_view arg) {
-  for (std::string_view flag : {"--coordinator=", "--token=", "--timeout-ms=", "--json=", "--help=", "--version="}) {
+  for (std::string_view flag : {"--coordinator=", "--token=", "--timeout-ms=", "--json=", "--help=", "--version=",
+                                "--key-file=", "--coordinator-key=", "--insecure="}) {
     if (arg.rfind(flag, 0) == 0) return true;
   }
   return false;
@@ -286,6 +344,11 @@ std::string UsageText() {
       << cli::kDefaultCoordinator
       << ")\n"
          "      --token TOKEN            cluster token (env GPOOL_TOKEN)\n"
+         "      --key-file FILE          CurveZMQ: your secret key (env GPOOL_KEY_FILE, default\n"
+         "                               ~/.config/gpool/user.key)\n"
+         "      --coordinator-key FILE   the coordinator's public key(s) (env GPOOL_COORDINATOR_KEY, default\n"
+         "                               ~/.config/gpool/coordinator.pub); without both files: plaintext\n"
+         "      --insecure               plaintext, for a coordinator run with --insecure\n"
          "      --timeout-ms MS          how long one request attempt waits (default 5000; 3 retries)\n"
          "      --json                   print JSON instead of tables\n"
          "  -h, --help                   this help; 'gpool COMMAND --help' shows a command's flags\n"

@@ -7,6 +7,7 @@
 
 #include "client/format.h"
 #include "protocol/base/endpoint.h"
+#include "protocol/security/keys.h"
 #include "protocol/types.h"
 
 namespace gpool::cli {
@@ -67,6 +68,11 @@ int RunReplicaChange(Session& s, const Invocation& inv, const std::string& op) {
       request.worker_address = f["worker-addr"].as<std::string>();
       if (Status valid = ValidateConnectEndpoint(request.worker_address, "--worker-addr"); !valid.ok()) return s.Fail(valid);
     }
+    if (f.count("replica-key")) {
+      auto key = security::ReadPublicKeyFile(f["replica-key"].as<std::string>());
+      if (!key.ok()) return s.Fail(key.status().WithContext("--replica-key"));
+      request.public_key = *key;
+    }
   }
   auto client = s.client();
   if (!client.ok()) return s.Fail(client.status());
@@ -101,10 +107,13 @@ int RunReplicaList(Session& s, const Invocation& inv) {
 
 int RunAdmin(Session& s, const Invocation& inv) {
   const auto& p = inv.positionals;
-  if (p.empty()) return s.Usage("admin: expected a subcommand: replica, user, role or bootstrap");
-  if (p[0] == "user" || p[0] == "role" || p[0] == "bootstrap") return RunAdminUsers(s, inv);
+  if (p.empty()) return s.Usage("admin: expected a subcommand: replica, user, role, bootstrap, keygen or node");
+  if (p[0] == "user" || p[0] == "role" || p[0] == "bootstrap") return RunAdminUsers(s, inv);  // cli_users.cc
+  if (p[0] == "keygen") return RunAdminKeygen(s, inv);                                           // cli_keys.cc
+  if (p[0] == "node") return RunAdminNodeEnrol(s, inv);                                          // cli_keys.cc
   if (p[0] != "replica") {
-    return s.Usage("admin: unknown subcommand '" + p[0] + "'; expected replica, user, role or bootstrap");
+    return s.Usage("admin: unknown subcommand '" + p[0] +
+                   "'; expected replica, user, role, bootstrap, keygen or node");
   }
   if (p.size() < 2) return s.Usage("admin replica: expected add, remove or list");
   if (p[1] == "add" || p[1] == "remove") return RunReplicaChange(s, inv, p[1]);
@@ -123,6 +132,7 @@ void AdminOptions(cxxopts::Options& o) {
        cxxopts::value<std::string>(), "ENDPOINT")
       ("force", "replica remove: remove it even if fewer live voters than a quorum would remain");
   AdminUserOptions(o);
+  AdminKeyOptions(o);
 }
 
 constexpr CommandForm kAdminForms[] = {
@@ -141,6 +151,10 @@ constexpr CommandForm kAdminForms[] = {
     {"user list", "user list", "list the users, their roles and how many keys each has"},
     {"role grant|revoke USER ROLE [--queue Q]", "role grant|revoke USER ROLE",
      "admin, viewer, or queue-admin/member over --queue Q"},
+    {"keygen --out PREFIX", "keygen --out PREFIX",
+     "write a CurveZMQ key pair: PREFIX.key (secret, 0600) and PREFIX.pub"},
+    {"node enrol NAME --node-key FILE", "node enrol NAME --node-key FILE",
+     "bind a node's name to a new worker key (rotation); the old key stops counting"},
 };
 
 // cxxopts would take a negative replica ID for a flag ("Option '3' does not
@@ -171,8 +185,8 @@ const CommandDef kStatusCommand = {
 
 const CommandDef kAdminCommand = {
     .name = "admin",
-    .synopsis = "replica|user|role|bootstrap ...",
-    .summary = "coordinator replicas, users, roles and the first admin",
+    .synopsis = "replica|user|role|bootstrap|keygen|node ...",
+    .summary = "coordinator replicas, users and roles, the first admin, key pairs and node keys",
     .min_args = 0,
     .max_args = 4,
     .add_options = AdminOptions,

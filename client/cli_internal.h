@@ -116,6 +116,11 @@ struct CommandDef {
   bool takes_trailing_command = false;
 };
 
+// `gpool admin keygen` and its flags (cli_keys.cc), reached through `admin`.
+int RunAdminKeygen(Session& s, const Invocation& inv);
+int RunAdminNodeEnrol(Session& s, const Invocation& inv);
+void AdminKeyOptions(cxxopts::Options& o);
+
 // The add_options of a command without flags of its own (help then shows
 // only the global ones).
 void NoOptions(cxxopts::Options& options);

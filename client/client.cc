@@ -13,6 +13,8 @@
 
 #include "protocol/base/endpoint.h"
 #include "protocol/envelope.h"
+#include "protocol/security/curve_socket.h"
+#include "protocol/security/server_keys.h"
 
 namespace gpool {
 namespace {
@@ -24,8 +26,8 @@ std::string NormalizeEndpoint(const std::string& endpoint) {
 // The real client: a DEALER socket per attempt, lazy-pirate retries.
 class ZmqClient final : public Client {
  public:
-  ZmqClient(const ClientOptions& options, std::vector<std::string> endpoints)
-      : options_(options), endpoints_(std::move(endpoints)) {
+  ZmqClient(const ClientOptions& options, std::vector<std::string> endpoints, security::ServerKeys server_keys)
+      : options_(options), endpoints_(std::move(endpoints)), server_keys_(std::move(server_keys)) {
     if (options_.sender.empty()) options_.sender = "gpool-cli-" + std::to_string(::getpid());
   }
 
@@ -141,6 +143,10 @@ class ZmqClient final : public Client {
       // within the connect timeout means nobody is listening.
       socket->set(zmq::sockopt::immediate, 1);
       socket->set(zmq::sockopt::sndtimeo, std::max(1, std::min(options_.connect_timeout_ms, options_.timeout_ms)));
+      if (secured()) {
+        GPOOL_RETURN_IF_ERROR(security::MakeCurveClient(*socket, options_.curve_keys, server_keys_.For(endpoint()))
+                                  .WithContext("connecting to " + endpoint()));
+      }
       socket->connect(endpoint());
       socket_ = std::move(socket);
     } catch (const zmq::error_t& e) {
@@ -214,7 +220,10 @@ class ZmqClient final : public Client {
       if (!sent) {
         last = Status::Unavailable("cannot connect to the coordinator at " + endpoint() + " (nothing accepted a " +
                                    "connection within " + std::to_string(options_.connect_timeout_ms) +
-                                   " ms; is it running?)");
+                                   " ms; is it running?" +
+                                   (secured() ? " With CurveZMQ the coordinator also refuses a key it does not "
+                                                "admit, and a wrong --coordinator-key fails the handshake)"
+                                              : ")"));
         CloseSocket();
         NextEndpoint();
         continue;
@@ -259,8 +268,11 @@ class ZmqClient final : public Client {
     return last;
   }
 
+  bool secured() const { return !options_.curve_keys.secret_key.empty(); }
+
   ClientOptions options_;
   std::vector<std::string> endpoints_;
+  security::ServerKeys server_keys_;
   size_t current_ = 0;
   uint64_t next_request_id_ = 1;
   zmq::context_t context_;
@@ -277,7 +289,11 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   GPOOL_ASSIGN_OR_RETURN(std::vector<std::string> endpoints, ParseEndpoints(options.endpoints));
   if (options.timeout_ms <= 0) return Status::InvalidArgument("timeout_ms: must be positive");
   if (options.retries < 0) return Status::InvalidArgument("retries: must not be negative");
-  return std::unique_ptr<Client>(new ZmqClient(options, std::move(endpoints)));
+  security::ServerKeys server_keys;
+  if (!options.curve_keys.secret_key.empty()) {
+    GPOOL_ASSIGN_OR_RETURN(server_keys, security::ServerKeys::Match(endpoints, options.server_keys));
+  }
+  return std::unique_ptr<Client>(new ZmqClient(options, std::move(endpoints), std::move(server_keys)));
 }
 
 std::string Client::NewIdempotencyKey() {

@@ -48,6 +48,7 @@
 #include "protocol/base/ids.h"
 #include "protocol/base/status.h"
 #include "protocol/messages.h"
+#include "protocol/security/keys.h"
 
 namespace gpool {
 
@@ -70,6 +71,12 @@ struct ClientOptions {
   int retries = 3;
   // header.sender, for the coordinator's logs. Empty: "gpool-cli-<pid>".
   std::string sender;
+  // CurveZMQ (docs/protocol.md "Handshake"): the user's key pair, and the
+  // coordinator's public key (Z85): one for every endpoint, or one per
+  // endpoint in the order of `endpoints`. An empty secret key: plaintext,
+  // for a coordinator started with --insecure.
+  security::KeyPair curve_keys;
+  std::vector<std::string> server_keys;
 };
 
 class Client {

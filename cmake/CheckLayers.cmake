@@ -12,6 +12,7 @@ cmake_minimum_required(VERSION 3.25)
 # folder | allowed project folders (prefixes) | forbidden third-party headers (regex)
 set(RULES
   "protocol/|protocol/|zmq|leveldb|spdlog|yaml-cpp|nlohmann"
+  "protocol/security/|protocol/|leveldb|yaml-cpp|nlohmann"
   "storage/|protocol/ storage/|zmq|spdlog|yaml-cpp|nlohmann"
   "topology/|protocol/ topology/|zmq|leveldb|spdlog"
   "control/raft/|protocol/ storage/ control/raft/|zmq|leveldb|yaml-cpp|nlohmann"
@@ -21,7 +22,8 @@ set(RULES
   "control/health/|protocol/ topology/ control/health/|zmq|leveldb|yaml-cpp"
   "control/log/|protocol/ storage/ control/log/|zmq|yaml-cpp|nlohmann"
   "control/replication/|protocol/ storage/ control/raft/ control/log/ control/replication/|leveldb|yaml-cpp|nlohmann"
-  "control/|protocol/ storage/ topology/ control/raft/ control/log/ control/replication/ control/scheduler/ control/state/ control/health/ control/|leveldb|yaml-cpp"
+  "control/security/|protocol/ control/security/|leveldb|yaml-cpp|nlohmann"
+  "control/|protocol/ storage/ topology/ control/raft/ control/log/ control/replication/ control/scheduler/ control/state/ control/health/ control/security/ control/|leveldb|yaml-cpp"
   "worker/|protocol/ topology/ worker/|leveldb"
   "client/|protocol/ topology/ client/|leveldb|spdlog"
 )

@@ -11,6 +11,7 @@
 
 #include "control/frames.h"
 #include "protocol/base/endpoint.h"
+#include "protocol/security/curve_socket.h"
 
 namespace gpool::control {
 namespace {
@@ -78,17 +79,20 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   disk_options.clock = options.clock;
   c->disk_ = std::make_unique<DiskFullMode>(disk_options, *c->kv_, *c->log_store_);
   if (c->kv_->read_only()) (void)c->disk_->WriteFailed(c->kv_->disk_error(), "opening the store");
+  GPOOL_RETURN_IF_ERROR(c->Secure());
   GPOOL_RETURN_IF_ERROR(c->Bind());
   GPOOL_RETURN_IF_ERROR(c->OpenLog());
   c->disk_->Attach(c->log_.get());
   GPOOL_RETURN_IF_ERROR(c->Recover());
+  c->SyncNodeKeys();
   c->WriteEndpoints();
 
   c->Wire();
   c->FollowLeadership();
 
-  spdlog::info("coordinator ready replica={} epoch={} client={} worker={} peer={} jobs={} nodes={} applied={}",
-               options.replica_id, c->log_->term(), c->client_endpoint_, c->worker_endpoint_,
+  spdlog::info("coordinator ready replica={} security={} epoch={} client={} worker={} peer={} jobs={} nodes={} "
+               "applied={}",
+               options.replica_id, c->keys_ ? "curve" : "insecure", c->log_->term(), c->client_endpoint_, c->worker_endpoint_,
                c->peers_ ? c->peers_->listen_endpoint() : "-", c->state_.jobs().size(), c->state_.nodes().size(),
                c->state_.applied_index());
   return c;
@@ -98,6 +102,7 @@ void Coordinator::Wire() {
   ProposalTrackerOptions tracker_options;
   tracker_options.clock = options_.clock;
   tracker_options.disk = disk_.get();
+  tracker_options.replica_keys_required = keys_ != nullptr;
   tracker_ = std::make_unique<ProposalTracker>(tracker_options, *log_);
 
   NodeRegistryOptions registry_options;
@@ -106,6 +111,7 @@ void Coordinator::Wire() {
   registry_options.node_lost_ms = options_.node_lost_ms;
   registry_options.lease_ms = options_.node_lease_ms;
   registry_options.token = options_.token;
+  registry_options.keys = keys_.get();
   registry_options.coordinator_id = options_.replica_id;
   registry_options.limits.max_frame_bytes = options_.max_frame_bytes;
   registry_options.clock = options_.clock;
@@ -124,6 +130,7 @@ void Coordinator::Wire() {
 
   GatewayOptions gateway_options;
   gateway_options.token = options_.token;
+  gateway_options.admin_key = options_.admin_key;
   gateway_options.replica_id = options_.replica_id;
   gateway_options.client_address = client_endpoint_;
   gateway_options.limits.max_frame_bytes = options_.max_frame_bytes;
@@ -147,9 +154,64 @@ void Coordinator::Wire() {
   retention_ = std::make_unique<RetentionDriver>(options_.retention, state_, *tracker_, options_.clock);
 }
 
+Status Coordinator::Secure() {
+  if (options_.curve_keys.secret_key.empty()) return Status::Ok();
+  if (!security::CurveAvailable()) {
+    return Status::FailedPrecondition("libzmq was built without CURVE (libsodium): run with --insecure or "
+                                      "install a libzmq with CURVE");
+  }
+  keys_ = std::make_unique<KeyDirectory>(options_.worker_enrolment);
+  keys_->SetAdminKey(options_.admin_key);
+  // The handler is bound before any server socket, so no handshake can
+  // happen without it (a CURVE server with no handler admits anyone).
+  GPOOL_ASSIGN_OR_RETURN(zap_, security::ZapHandler::Start(context_, [keys = keys_.get()](std::string_view domain,
+                                                                                         std::string_view key) {
+                           return keys->Authorize(domain, key);
+                         }));
+  GPOOL_RETURN_IF_ERROR(security::MakeCurveServer(clients_, options_.curve_keys, security::kClientsDomain));
+  GPOOL_RETURN_IF_ERROR(security::MakeCurveServer(workers_, options_.curve_keys, security::kWorkersDomain));
+  spdlog::info("curve on public_key={} worker_enrolment={} admin_key={}", options_.curve_keys.public_key,
+               WorkerEnrolmentName(options_.worker_enrolment), options_.admin_key.empty() ? "-" : options_.admin_key);
+  return Status::Ok();
+}
+
+void Coordinator::SyncNodeKeys() {
+  SyncUserKeys();
+  if (!keys_) return;
+  std::map<std::string, std::string> bound;
+  for (const auto& [name, record] : state_.nodes()) {
+    if (!record.worker_key.empty()) bound[name] = record.worker_key;
+  }
+  keys_->SetNodeKeys(bound);
+}
+
+// The client keys the handshake admits are the committed users'; until an
+// admin exists (and none is configured with --admin-key) any key is let in
+// for `gpool admin bootstrap` alone.
+void Coordinator::SyncUserKeys() {
+  if (!keys_) return;
+  std::map<std::string, std::string> users;
+  for (const auto& [name, user] : state_.users()) {
+    for (const auto& key : user.keys) users[key] = name;
+  }
+  keys_->SetUsers(std::move(users));
+  keys_->SetBootstrapOpen(!state_.HasAdmin() && options_.admin_key.empty());
+}
+
 Status Coordinator::OpenLog() {
   replication::ReplicaSetOptions replicas = options_.replicas;
   replicas.token = options_.token;
+  replicas.curve_keys = options_.curve_keys;
+  if (keys_) {
+    // The replicas named on the command line are admitted before the peer
+    // port binds: a handshake refused in between would never be retried by
+    // the peer's libzmq.
+    keys_->SetReplicas(options_.replicas.peer_keys);
+    // The peers admitted on the peer port are the replicas the transport
+    // connects to: the configuration's, as Raft learns it.
+    replicas.on_peer_added = [keys = keys_.get()](uint64_t id, const std::string& key) { keys->AddReplica(id, key); };
+    replicas.on_peer_removed = [keys = keys_.get()](uint64_t id) { keys->RemoveReplica(id); };
+  }
   replicas.clock = options_.clock;
   GPOOL_ASSIGN_OR_RETURN(replication::ReplicaSet set,
                          replication::OpenReplicaSet(replicas, log_store_.get(), context_));
@@ -305,6 +367,7 @@ Status Coordinator::Apply(log::Committed committed) {
     Status restored = state_.Restore(committed.snapshot->data);
     if (!restored.ok()) return restored.WithContext("installing the snapshot from the leader");
     last_snapshot_index_ = snapshot_index;
+    SyncNodeKeys();
     spdlog::info("state replaced by snapshot index={} jobs={} nodes={}", snapshot_index, state_.jobs().size(),
                  state_.nodes().size());
   }
@@ -319,6 +382,20 @@ void Coordinator::ApplyEntry(const storage::LogEntry& entry) {
   state::ApplyResult result;
   if (command.ok()) {
     result = state_.Apply(entry.index, *command);
+    // Every replica learns a node's key as its binding commits, so whichever
+    // one leads next (or answers with NotLeader meanwhile) admits it.
+    const auto* registered = std::get_if<state::RegisterNodeCmd>(&command->body);
+    if (keys_ && registered != nullptr && result.status.ok() && !registered->worker_key.empty()) {
+      keys_->EnrolNode(registered->node.name, registered->worker_key);
+    }
+    if (std::holds_alternative<state::UpdateUserCmd>(command->body) ||
+        std::holds_alternative<state::BootstrapCmd>(command->body)) {
+      SyncUserKeys();  // a key added or removed is admitted or refused from the next handshake on
+    }
+    const auto* updated = std::get_if<state::UpdateNodeCmd>(&command->body);
+    if (keys_ && updated != nullptr && result.status.ok() && updated->update.op == "worker-key") {
+      keys_->EnrolNode(updated->update.node, updated->update.key);
+    }
   } else {
     result.status = command.status();
   }
@@ -331,6 +408,7 @@ void Coordinator::FollowLeadership() {
   // leadership: a new leader re-sends every due bind and preempt once nodes
   // register, and gives every node a fresh liveness window.
   registry_->Reset(options_.clock->MonoMs());
+  SyncNodeKeys();  // bindings committed under another leader
   dispatcher_->Reset();
   worker_relay_->Reset(Status::Unavailable("the coordinator leader changed; retry"));
   scheduler_->Reset();

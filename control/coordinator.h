@@ -58,7 +58,10 @@
 #include "control/replication/peer_transport.h"
 #include "control/replication/replica_set.h"
 #include "control/scheduler_driver.h"
+#include "control/security/key_directory.h"
 #include "protocol/base/clock.h"
+#include "protocol/security/keys.h"
+#include "protocol/security/zap_handler.h"
 #include "storage/leveldb_store.h"
 #include "storage/log_store.h"
 
@@ -70,6 +73,14 @@ struct CoordinatorOptions {
   std::string worker_endpoint = "tcp://127.0.0.1:7401";  // workers (ROUTER)
   std::string replica_id = "coordinator-1";
   std::string token;                                     // empty: no authentication
+  // CurveZMQ (issue 31, docs/operations.md "Keys"): this replica's key pair.
+  // With a secret key every port (clients, workers, peers) is a CURVE server
+  // behind the ZAP handler; an empty one is --insecure (plaintext).
+  security::KeyPair curve_keys;
+  // The bootstrap admin's public key (--admin-key): admitted on the client
+  // port as user "admin" until users are managed in the committed state.
+  std::string admin_key;
+  WorkerEnrolment worker_enrolment = WorkerEnrolment::kFirstUse;
   scheduler::SchedulerConfig scheduler_config;
   // The health policy and webhook sinks ([health] sections of the same file).
   health::HealthPolicyConfig health_config;
@@ -113,6 +124,10 @@ class Coordinator final : public Outbox {
   const std::string& client_endpoint() const { return client_endpoint_; }
   const std::string& worker_endpoint() const { return worker_endpoint_; }
   const state::ClusterState& state() const { return state_; }
+  // Who the ZAP handler admits; null on an --insecure coordinator. The
+  // committed users reach it through SetUsers.
+  KeyDirectory* keys() { return keys_.get(); }
+  const security::ZapHandler* zap() const { return zap_.get(); }
 
   // Outbox
   void ToClient(const std::string& peer, std::string frame) override;
@@ -128,6 +143,13 @@ class Coordinator final : public Outbox {
   Status Recover();
   Status Bind();
   void WriteEndpoints();
+  // Starts the ZAP handler and makes the client and worker sockets CURVE
+  // servers; before any bind (Bind, OpenLog).
+  Status Secure();
+  // Reloads the node bindings from the committed state (recovery, a new
+  // leadership): the ZAP handler names a bound key after its node.
+  void SyncNodeKeys();  // and SyncUserKeys
+  void SyncUserKeys();
   // Builds the managers and subscribes them to each other's events: the only
   // place that knows who talks to whom.
   void Wire();
@@ -149,6 +171,10 @@ class Coordinator final : public Outbox {
   uint64_t last_snapshot_index_ = 0;
 
   zmq::context_t context_;
+  // Declared after the context, before the sockets: destroyed after every
+  // socket it authenticates, before the context terminates.
+  std::unique_ptr<KeyDirectory> keys_;
+  std::unique_ptr<security::ZapHandler> zap_;
   zmq::socket_t clients_;
   zmq::socket_t workers_;
   std::string client_endpoint_;

@@ -7,12 +7,19 @@
 #include "control/frames.h"
 #include "control/views.h"
 #include "protocol/base/endpoint.h"
+#include "protocol/base/token_file.h"
 
 namespace gpool::control {
 
 Gateway::Gateway(const GatewayOptions& options, const state::ClusterState& state, const WorkerTable& workers,
                  WorkerRelay& relay, Outbox& outbox, Proposer& proposer)
-    : options_(options), state_(state), workers_(workers), relay_(relay), outbox_(outbox), proposer_(proposer) {}
+    : options_(options),
+      state_(state),
+      workers_(workers),
+      relay_(relay),
+      outbox_(outbox),
+      proposer_(proposer),
+      configured_admin_{"admin", {options.admin_key}, -1, -1, {RoleGrant{"admin", ""}}} {}
 
 void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms, const Principal& principal) {
   const uint64_t epoch = proposer_.epoch();

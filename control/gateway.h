@@ -42,7 +42,10 @@
 namespace gpool::control {
 
 struct GatewayOptions {
-  std::string token;  // empty: no authentication
+  std::string token;  // empty: no authentication (with --insecure)
+  // --admin-key: a public key that is an admin whatever the users say (the
+  // operator's break-glass key, and how tests and the quickstart start).
+  std::string admin_key;
   std::string replica_id = "coordinator";
   std::string client_address;
   wire::DecodeLimits limits;
@@ -130,6 +133,8 @@ class Gateway {
   // The allowed mutating request being handled, audited when it is proposed.
   std::optional<AuditEntry> approved_;
   int64_t frame_now_ms_ = 0;  // the monotonic time of the frame being handled
+  // The --admin-key's user, as ResolveActor hands it out (it is no record).
+  UserSpec configured_admin_;
 };
 
 }  // namespace gpool::control

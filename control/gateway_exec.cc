@@ -30,7 +30,7 @@ Result<FoundTask> Gateway::ExecTarget(const std::string& name, uint64_t job_scop
   // A job token opens only its own job; it is compared only once the job is
   // known, so a wrong token learns nothing more than a missing task would.
   const bool entitled = Authorize(actor, Permission::kExecJob, JobTarget(job), state_).allowed;
-  if (!entitled && (job.exec_token.empty() || token.empty() || !SecretsEqual(token, job.exec_token))) {
+  if (!entitled && (job.exec_token.empty() || token.empty() || !ConstantTimeEquals(token, job.exec_token))) {
     if (actor.kind == Actor::Kind::kUser) {
       return Status::PermissionDenied(actor.name + " may not " + std::string(PermissionName(Permission::kExecJob)) +
                                       " on job " + std::to_string(job.id.value()) + " (a job of " + job.spec.user +

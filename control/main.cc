@@ -14,6 +14,7 @@
 #include "control/replication/peer_list.h"
 #include "protocol/base/fd_limit.h"
 #include "protocol/base/token_file.h"
+#include "protocol/security/keys.h"
 
 // Exit codes (docs/operations.md; deploy/systemd/gpool-coordinator.service
 // restarts on 1 and not on 2 or 3): 0 stopped by a signal or removed from the
@@ -33,6 +34,25 @@ void OnSignal(int) { g_stop.store(true); }
 void OnHangup(int) { g_reload_scheduler.store(true); }
 
 }  // namespace
+
+// --peer-keys ID=FILE,...: which replica's public key is in which file.
+static gpool::Result<std::map<uint64_t, std::string>> ParsePeerKeyFiles(const std::string& text) {
+  std::map<uint64_t, std::string> files;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string entry = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? text.size() + 1 : comma + 1;
+    const size_t eq = entry.find('=');
+    auto id = eq == std::string::npos ? gpool::Result<uint64_t>(gpool::Status::InvalidArgument("no '='"))
+                                      : gpool::ParseReplicaId(entry.substr(0, eq));
+    if (!id.ok() || eq + 1 >= entry.size()) {
+      return gpool::Status::InvalidArgument("--peer-keys: '" + entry + "' is not ID=FILE");
+    }
+    files[*id] = entry.substr(eq + 1);
+  }
+  return files;
+}
 
 // Each worker and client connection holds a descriptor: take what the hard
 // limit allows (no privilege needed) instead of the usual soft 1,024, and
@@ -123,6 +143,18 @@ int main(int argc, char** argv) {
     ("token-file", "File holding the shared token clients, workers and the other replicas must send "
      "(surrounding whitespace ignored)",
      cxxopts::value<std::string>())
+    ("key-file", "CurveZMQ: this replica's secret key file (gpool admin keygen; mode 0600). Every port then "
+     "encrypts and authenticates: clients by user key, workers by node key, replicas by --peer-keys. One of "
+     "--key-file or --insecure is required", cxxopts::value<std::string>())
+    ("insecure", "Plaintext: no encryption, no authentication but --token-file. For a trusted single-user "
+     "machine only; logs a warning at start-up")
+    ("admin-key", "CurveZMQ: public key file of the bootstrap admin, admitted on the client port as user "
+     "'admin'", cxxopts::value<std::string>())
+    ("worker-enrolment", "CurveZMQ: first-use (an unknown worker key is admitted and bound to the first node "
+     "name it registers) or admin (only keys bound before are admitted)",
+     cxxopts::value<std::string>()->default_value("first-use"))
+    ("peer-keys", "CurveZMQ, replicated mode: every replica's public key file as ID=FILE,... (this one's "
+     "included)", cxxopts::value<std::string>())
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"))
     ("version", "Print the version and exit")
     ("h,help", "Print this help");
@@ -131,6 +163,10 @@ int main(int argc, char** argv) {
   gpool::control::CoordinatorOptions options;
   std::string log_level = "info";
   std::string token_file;
+  std::string key_file;
+  std::string admin_key_file;
+  std::map<uint64_t, std::string> peer_key_files;
+  bool insecure = false;
   try {
     auto args = cli.parse(argc, argv);
     if (args.count("help")) {
@@ -204,6 +240,28 @@ int main(int argc, char** argv) {
       throw cxxopts::exceptions::exception(times.message());
     }
     if (args.count("token-file")) token_file = args["token-file"].as<std::string>();
+    // Secure unless told otherwise, and never by accident: a coordinator
+    // with neither flag refuses to start rather than choose for the operator.
+    insecure = args.count("insecure") > 0;
+    if (args.count("key-file")) key_file = args["key-file"].as<std::string>();
+    if (insecure == !key_file.empty()) {
+      throw cxxopts::exceptions::exception(
+          insecure ? "--key-file and --insecure exclude each other"
+                   : "no --key-file: generate a key pair with 'gpool admin keygen --out /etc/gpool/coordinator' and "
+                     "pass --key-file /etc/gpool/coordinator.key, or run plaintext with --insecure");
+    }
+    if (args.count("admin-key")) admin_key_file = args["admin-key"].as<std::string>();
+    auto enrolment = gpool::control::WorkerEnrolmentFromName(args["worker-enrolment"].as<std::string>());
+    if (!enrolment.ok()) throw cxxopts::exceptions::exception(enrolment.status().message());
+    options.worker_enrolment = *enrolment;
+    if (insecure && (args.count("admin-key") || args.count("peer-keys") || args.count("worker-enrolment"))) {
+      throw cxxopts::exceptions::exception("--admin-key, --peer-keys and --worker-enrolment need --key-file");
+    }
+    if (args.count("peer-keys")) {
+      auto keys = ParsePeerKeyFiles(args["peer-keys"].as<std::string>());
+      if (!keys.ok()) throw cxxopts::exceptions::exception(keys.status().message());
+      peer_key_files = std::move(keys).value();
+    }
     if (args.count("peers")) {
       auto peers = gpool::replication::ParsePeerList(args["peers"].as<std::string>(), "--peers");
       if (!peers.ok()) throw cxxopts::exceptions::exception(peers.status().message());
@@ -256,6 +314,48 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   RaiseDescriptorLimit();
+  if (insecure) {
+    spdlog::warn("INSECURE: --insecure: every port is plaintext and unauthenticated; anyone who can reach "
+                 "them can read all traffic, submit as any user, cancel any job and pose as any node. Use "
+                 "--key-file outside a trusted single-user machine");
+  } else {
+    // A key that cannot be used as it is will not fix itself: exit 3.
+    auto keys = gpool::security::ReadSecretKeyFile(key_file);
+    if (!keys.ok()) {
+      spdlog::critical("cannot start flag=--key-file error=\"{}\"", keys.status().ToString());
+      return kExitPermanent;
+    }
+    options.curve_keys = *keys;
+    if (!admin_key_file.empty()) {
+      auto admin = gpool::security::ReadPublicKeyFile(admin_key_file);
+      if (!admin.ok()) {
+        spdlog::critical("cannot start flag=--admin-key error=\"{}\"", admin.status().ToString());
+        return kExitPermanent;
+      }
+      options.admin_key = *admin;
+    }
+    for (const auto& [id, path] : peer_key_files) {
+      auto key = gpool::security::ReadPublicKeyFile(path);
+      if (!key.ok()) {
+        spdlog::critical("cannot start flag=--peer-keys replica={} error=\"{}\"", id, key.status().ToString());
+        return kExitPermanent;
+      }
+      options.replicas.peer_keys[id] = *key;
+    }
+    if (!options.replicas.peers.empty()) {
+      for (const auto& [id, endpoint] : options.replicas.peers) {
+        if (options.replicas.peer_keys.count(id)) continue;
+        spdlog::critical("cannot start flag=--peer-keys error=\"replica {} at {} has no public key; a CurveZMQ "
+                         "cluster needs every replica's (--peer-keys ID=FILE,...)\"", id, endpoint);
+        return kExitPermanent;
+      }
+      if (options.replicas.peer_keys.at(options.replicas.id) != options.curve_keys.public_key) {
+        spdlog::critical("cannot start error=\"--peer-keys names another public key for this replica ({}) than "
+                         "its --key-file holds\"", options.replicas.id);
+        return kExitPermanent;
+      }
+    }
+  }
   if (!token_file.empty()) {
     auto token = gpool::ReadTokenFile(token_file);
     if (!token.ok()) {

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/frames.h"
+#include "protocol/base/token_file.h"
 #include "protocol/validate.h"
 
 namespace gpool::control {
@@ -62,13 +63,50 @@ int64_t NodeRegistry::LastSeen(const std::string& node, const Watch& watch) cons
   return connection == nullptr ? watch.since_ms : connection->last_seen_ms;
 }
 
-bool NodeRegistry::Authenticate(const std::string& peer, const std::string& claimed) const {
+bool NodeRegistry::SameKey(const std::string& node, const Principal& principal) const {
+  if (principal.kind == Principal::Kind::kInsecure) return true;
+  auto it = connection_keys_.find(node);
+  if (it == connection_keys_.end() || it->second != principal.key) return false;
+  // A key an admin rotated away stops counting at once, even on the
+  // connection it registered.
+  const state::NodeRecord* record = state_.FindNode(node);
+  return record == nullptr || record->worker_key.empty() || record->worker_key == principal.key;
+}
+
+bool NodeRegistry::Authenticate(const std::string& peer, const std::string& claimed, const Principal& principal) const {
   const std::string* node = workers_.NodeAt(peer);
-  return node != nullptr && *node == claimed;
+  return node != nullptr && *node == claimed && SameKey(claimed, principal);
+}
+
+Status NodeRegistry::CheckBinding(const std::string& peer, const std::string& node, const Principal& principal) const {
+  if (principal.kind == Principal::Kind::kInsecure) return Status::Ok();
+  auto refuse = [&](const std::string& why) {
+    spdlog::warn("node registration refused node={} peer_key={} principal={} reason=\"{}\"", node, principal.key,
+                 KindName(principal.kind), why);
+    (void)peer;
+    return Status::Unauthenticated(why);
+  };
+  if (principal.kind == Principal::Kind::kNode && principal.name != node) {
+    return refuse("this worker key is bound to node '" + principal.name + "', not '" + node + "'");
+  }
+  if (principal.kind != Principal::Kind::kNode && principal.kind != Principal::Kind::kNewNode) {
+    return refuse(std::string("a ") + std::string(KindName(principal.kind)) + " key may not register a node");
+  }
+  const state::NodeRecord* record = state_.FindNode(node);
+  if (record != nullptr && !record->worker_key.empty() && record->worker_key != principal.key) {
+    return refuse("node '" + node + "' is bound to another worker key");
+  }
+  if (options_.keys != nullptr) {
+    // Enrolled by an admin but not yet registered: the name is taken too.
+    auto enrolled = options_.keys->KeyOfNode(node);
+    if (enrolled.has_value() && *enrolled != principal.key) {
+      return refuse("node '" + node + "' is enrolled with another worker key");
+    }
+  }
+  return Status::Ok();
 }
 
 void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms, const Principal& principal) {
-  (void)principal;  // node binding reads it (issue 31)
   auto envelope = DecodeEnvelope(bytes, options_.limits);
   const uint64_t epoch = proposer_.epoch();
   if (!envelope.ok()) {
@@ -78,7 +116,7 @@ void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int6
     return;
   }
   const Header& header = envelope->header();
-  if (!options_.token.empty() && header.token != options_.token) {
+  if (!options_.token.empty() && !ConstantTimeEquals(header.token, options_.token)) {
     Reply(peer, MakeError(header.request_id, epoch, Status::Unauthenticated("wrong or missing token")));
     return;
   }
@@ -96,17 +134,17 @@ void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int6
     case MessageType::kRegisterNode: {
       auto msg = envelope->Body<RegisterNode>();
       if (!msg.ok()) return fail(msg.status());
-      return OnRegister(peer, header, std::move(msg).value(), now_ms);
+      return OnRegister(peer, header, std::move(msg).value(), now_ms, principal);
     }
     case MessageType::kHeartbeat: {
       auto msg = envelope->Body<Heartbeat>();
       if (!msg.ok()) return fail(msg.status());
-      return OnHeartbeat(peer, header, *msg, now_ms);
+      return OnHeartbeat(peer, header, *msg, now_ms, principal);
     }
     case MessageType::kTaskEvent: {
       auto msg = envelope->Body<TaskEvent>();
       if (!msg.ok()) return fail(msg.status());
-      return OnTaskEvent(peer, header, std::move(msg).value(), now_ms);
+      return OnTaskEvent(peer, header, std::move(msg).value(), now_ms, principal);
     }
     case MessageType::kAck:
     case MessageType::kErrorReply:
@@ -118,6 +156,11 @@ void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int6
       const std::string* node = workers_.NodeAt(peer);
       if (node == nullptr) return;
       const std::string name = *node;
+      if (!SameKey(name, principal)) {
+        spdlog::warn("worker reply dropped: not from the key its node registered with node={} key={}", name,
+                     principal.key);
+        return;
+      }
       Touch(name, now_ms);
       for (WorkerEvents* listener : listeners_) listener->WorkerReplied(name, *envelope);
       return;
@@ -128,9 +171,11 @@ void NodeRegistry::OnFrame(const std::string& peer, std::string_view bytes, int6
   }
 }
 
-void NodeRegistry::OnRegister(const std::string& peer, const Header& header, RegisterNode msg, int64_t now_ms) {
+void NodeRegistry::OnRegister(const std::string& peer, const Header& header, RegisterNode msg, int64_t now_ms,
+                              const Principal& principal) {
   const uint64_t epoch = proposer_.epoch();
   Status valid = ValidateNodeSpec(msg.node);
+  if (valid.ok()) valid = CheckBinding(peer, msg.node.name, principal);
   if (valid.ok()) valid = state::ClusterState::CheckMigLayouts(msg.node);
   if (const std::string bad = CheckHealthConditions(msg.health); valid.ok() && !bad.empty()) {
     valid = Status::InvalidArgument(bad);
@@ -142,14 +187,17 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
   const std::string node = msg.node.name;
   std::vector<TaskReport> reports = msg.tasks;
   std::vector<HealthCondition> health = msg.health;
-  proposer_.Propose(state::RegisterNodeCmd{std::move(msg.node), std::move(msg.tasks), std::move(msg.health)},
+  proposer_.Propose(state::RegisterNodeCmd{std::move(msg.node), std::move(msg.tasks), std::move(msg.health),
+                                           principal.key},
                     [this, peer, node, request_id = header.request_id, now_ms, reports = std::move(reports),
-                     health = std::move(health)](const state::ApplyResult& result) {
+                     health = std::move(health), key = principal.key](const state::ApplyResult& result) {
                       const uint64_t epoch = proposer_.epoch();
                       if (!result.status.ok()) {
                         Reply(peer, MakeError(request_id, epoch, result.status));
                         return;
                       }
+                      connection_keys_[node] = key;
+                      if (!key.empty() && options_.keys != nullptr) options_.keys->EnrolNode(node, key);
                       // A re-registration replaces the old connection.
                       workers_.Connect(node, peer, now_ms, options_.clock->WallMs());
                       workers_.RecordHealth(node, 1, health, 0);
@@ -184,9 +232,10 @@ void NodeRegistry::WarnOverShare(const std::string& node, Watch& watch) {
                 [&](const TaskId& id) { return workers_.GpuMemoryUsed(node, id) < 0; });
 }
 
-void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms) {
+void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms,
+                               const Principal& principal) {
   const uint64_t epoch = proposer_.epoch();
-  if (!Authenticate(peer, msg.node)) {
+  if (!Authenticate(peer, msg.node, principal)) {
     Reply(peer, MakeError(header.request_id, epoch,
                           Status::NotFound("node '" + msg.node.substr(0, 253) + "' is not registered on this "
                                            "connection; register again")));
@@ -225,8 +274,9 @@ void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, co
   Reply(peer, MakeFrame(header.request_id, epoch, Ack{}));
 }
 
-void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, TaskEvent msg, int64_t now_ms) {
-  if (!Authenticate(peer, msg.node)) {
+void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, TaskEvent msg, int64_t now_ms,
+                               const Principal& principal) {
+  if (!Authenticate(peer, msg.node, principal)) {
     Reply(peer, MakeError(header.request_id, proposer_.epoch(),
                           Status::NotFound("node '" + msg.node.substr(0, 253) + "' is not registered on this "
                                            "connection; register again")));
@@ -321,6 +371,7 @@ void NodeRegistry::StopStrays(const std::string& peer, const std::string& node,
 void NodeRegistry::Reset(int64_t now_ms) {
   workers_.Clear();
   watches_.clear();
+  connection_keys_.clear();
   start_ms_ = now_ms;
   next_silence_check_ms_ = INT64_MAX;
   next_orphan_scan_ms_ = now_ms + options_.node_timeout_ms;

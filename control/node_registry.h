@@ -31,6 +31,7 @@
 
 #include "control/ports.h"
 #include "control/principal.h"
+#include "control/security/key_directory.h"
 #include "control/worker_table.h"
 #include "protocol/base/clock.h"
 #include "protocol/envelope.h"
@@ -46,6 +47,10 @@ struct NodeRegistryOptions {
   int64_t node_lost_ms = 60'000;
   uint32_t lease_ms = 20'000;  // the node lease workers are given (RegisterNodeReply)
   std::string token;  // empty: no authentication
+  // CurveZMQ: told of each key a committed registration binds to a node, so
+  // the ZAP handler names the key's next connections after it. May be null
+  // (--insecure, tests).
+  KeyDirectory* keys = nullptr;
   std::string coordinator_id = "coordinator";
   wire::DecodeLimits limits;
   const Clock* clock = &SystemClock::Get();
@@ -83,9 +88,17 @@ class NodeRegistry {
     std::set<TaskId> warned_over_share;    // told once that it uses more than its share
   };
 
-  void OnRegister(const std::string& peer, const Header& header, RegisterNode msg, int64_t now_ms);
-  void OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms);
-  void OnTaskEvent(const std::string& peer, const Header& header, TaskEvent msg, int64_t now_ms);
+  void OnRegister(const std::string& peer, const Header& header, RegisterNode msg, int64_t now_ms,
+                  const Principal& principal);
+  void OnHeartbeat(const std::string& peer, const Header& header, const Heartbeat& msg, int64_t now_ms,
+                   const Principal& principal);
+  void OnTaskEvent(const std::string& peer, const Header& header, TaskEvent msg, int64_t now_ms,
+                   const Principal& principal);
+  // Whether `principal` may register as `node`: any connection on an
+  // insecure cluster; with CurveZMQ, only the key bound to the name, or an
+  // unbound key for a name no key is bound to (first use). Unauthenticated
+  // otherwise, and logged: nothing of the node or its tasks is touched.
+  Status CheckBinding(const std::string& peer, const std::string& node, const Principal& principal) const;
   void ProposeNotReady(const std::string& node);
   void ProposeLost(const std::string& node);
   // Commits the node's reported health when it differs from the state's.
@@ -99,8 +112,12 @@ class NodeRegistry {
   // Makes sure Tick looks at the node once its timeout can have run out.
   void Recheck(int64_t last_seen_ms);
   void WarnOverShare(const std::string& node, Watch& watch);
-  // Whether this peer registered as `claimed`.
-  bool Authenticate(const std::string& peer, const std::string& claimed) const;
+  // Whether this peer registered as `claimed`, with the key `principal`
+  // carries (CurveZMQ): a frame is taken only from the connection
+  // authenticated as its node.
+  bool Authenticate(const std::string& peer, const std::string& claimed, const Principal& principal) const;
+  // Whether `principal` is the key `node` registered with (any, insecure).
+  bool SameKey(const std::string& node, const Principal& principal) const;
   void Touch(const std::string& node, int64_t now_ms) { workers_.Touch(node, now_ms, options_.clock->WallMs()); }
   void Reply(const std::string& peer, std::string frame) { outbox_.ToWorker(peer, std::move(frame)); }
 
@@ -117,6 +134,8 @@ class NodeRegistry {
   int64_t next_silence_check_ms_ = 0;
   int64_t next_orphan_scan_ms_ = 0;  // when to look for nodes that never reconnected
   std::map<std::string, Watch> watches_;  // node -> watch
+  // node -> the key its current connection registered with (CurveZMQ).
+  std::map<std::string, std::string> connection_keys_;
 };
 
 }  // namespace gpool::control

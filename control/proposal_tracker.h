@@ -39,6 +39,9 @@ struct ProposalTrackerOptions {
   DiskFullMode* disk = nullptr;
   // How long an added replica's peer address has to answer.
   int64_t peer_probe_timeout_ms = 3000;
+  // CurveZMQ: a replica is added only with its public key (the peers admit
+  // and authenticate it by that key).
+  bool replica_keys_required = false;
 };
 
 class ProposalTracker final : public Proposer {

@@ -9,6 +9,12 @@
 # show another take over, replaces the dead replica with a new one (replica
 # 4, added at run time), then stops everything it started.
 #
+# Security is on (CurveZMQ, issue 31): the script makes a key pair for each
+# replica, each node and the user (gpool admin keygen) under $work/keys; the
+# replicas admit the user's key as the bootstrap admin (--admin-key), the
+# workers' keys bind to their node names on first registration, and the CLI
+# finds its keys through GPOOL_KEY_FILE and GPOOL_COORDINATOR_KEY.
+#
 # The replicas must know each other's addresses before they start, so they
 # use fixed ports: 17400-17432 by default (client, worker, peer = base+10*i,
 # +1, +2); set GPOOL_QUICKSTART_PORT to move them.
@@ -61,10 +67,23 @@ for ((r = 0; r < replicas; r++)); do
   worker_eps+="${worker_eps:+,}tcp://127.0.0.1:$((p + 1))"
 done
 
+echo "== making CurveZMQ key pairs (replicas 1-4, nodes 1-4, the user) under $work/keys"
+mkdir -m 700 "$work/keys"
+for name in replica-1 replica-2 replica-3 replica-4 node-1 node-2 node-3 node-4 user; do
+  "$gpool_bin" admin keygen --out "$work/keys/$name" >/dev/null
+done
+peer_keys="" coordinator_keys=""
+for ((r = 0; r < replicas; r++)); do
+  peer_keys+="${peer_keys:+,}$((r + 1))=$work/keys/replica-$((r + 1)).pub"
+  coordinator_keys+="${coordinator_keys:+,}$work/keys/replica-$((r + 1)).pub"
+done
+export GPOOL_KEY_FILE="$work/keys/user.key" GPOOL_COORDINATOR_KEY="$coordinator_keys"
+
 echo "== starting 3 coordinator replicas (data and logs under $work)"
 for ((r = 0; r < replicas; r++)); do
   id=$((r + 1)) p=$((base + 10 * r))
   "$coordinator_bin" --id "$id" --peers "$peers" --peer-clients "$peer_clients" --peer-workers "$peer_workers" \
+    --key-file "$work/keys/replica-$id.key" --peer-keys "$peer_keys" --admin-key "$work/keys/user.pub" \
     --data-dir "$work/coordinator-$id" \
     --client-addr "tcp://127.0.0.1:$p" --worker-addr "tcp://127.0.0.1:$((p + 1))" \
     --heartbeat-ms 500 --preempt-grace-ms 3000 --node-timeout-ms 2000 --node-lease-ms 3000 --node-lost-ms 9000 \
@@ -85,6 +104,7 @@ done
 declare -A worker_pids
 start_worker() {  # start_worker I: (re)starts node-I's worker
   "$worker_bin" --coordinator "$worker_ep" --spec "$work/node-$1.yaml" --data-dir "$work/worker-$1" \
+    --key-file "$work/keys/node-$1.key" --coordinator-key "$coordinator_keys" \
     >>"$work/worker-$1.log" 2>&1 &
   worker_pids[$1]=$!
   pids+=("$!")
@@ -242,6 +262,8 @@ run admin replica remove "$leader"
 p=$((base + 10 * replicas))
 "$coordinator_bin" --id 4 --join --peers "$peers,4=tcp://127.0.0.1:$((p + 2))" \
   --peer-clients "$peer_clients,4=tcp://127.0.0.1:$p" --peer-workers "$peer_workers,4=tcp://127.0.0.1:$((p + 1))" \
+  --key-file "$work/keys/replica-4.key" --peer-keys "$peer_keys,4=$work/keys/replica-4.pub" \
+  --admin-key "$work/keys/user.pub" \
   --data-dir "$work/coordinator-4" --client-addr "tcp://127.0.0.1:$p" --worker-addr "tcp://127.0.0.1:$((p + 1))" \
   --heartbeat-ms 500 --preempt-grace-ms 3000 >"$work/coordinator-4.log" 2>&1 &
 pids+=("$!")
@@ -251,7 +273,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 run admin replica add 4 --peer-addr "tcp://127.0.0.1:$((p + 2))" --client-addr "tcp://127.0.0.1:$p" \
-  --worker-addr "tcp://127.0.0.1:$((p + 1))"
+  --worker-addr "tcp://127.0.0.1:$((p + 1))" --replica-key "$work/keys/replica-4.pub"
 # Replica 4 catches up from the leader (by snapshot if the log was compacted).
 for _ in $(seq 1 100); do
   "$gpool_bin" admin replica list | awk '$1 == "4" && $NF == "0" {found = 1} END {exit !found}' && break

@@ -95,6 +95,9 @@ struct ChangeReplicas {
   std::string client_address;  // add: its client endpoint, for redirects; may be empty
   std::string worker_address;  // add: its worker endpoint, for workers' redirects; may be empty
   bool force = false;          // remove: even if fewer live voters than a quorum would remain
+  // add, on a CurveZMQ cluster: the replica's public key (Z85); the peers
+  // admit it and authenticate it by this key (docs/operations.md).
+  std::string public_key;
   template <typename V>
   void Fields(V& v) {
     v.Required("op", op);
@@ -103,6 +106,7 @@ struct ChangeReplicas {
     v.Optional("client_address", client_address);
     v.Optional("worker_address", worker_address);
     v.Optional("force", force);
+    v.Optional("public_key", public_key);
   }
 };
 

@@ -218,10 +218,14 @@ struct UpdateNode {
   std::string queue;
   std::map<std::string, std::string> taints;
   std::vector<std::string> remove_taints;
+  // op "worker-key": the node's new CurveZMQ public key (Z85), replacing the
+  // one its name is bound to (a key rotation, docs/operations.md 2.1).
+  std::string key;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
     v.Required("op", op);
+    v.Optional("key", key);
     v.Optional("labels", labels);
     v.Optional("remove_labels", remove_labels);
     v.Optional("pool", pool);

@@ -406,6 +406,15 @@ Status ValidateUpdateNode(const UpdateNode& update) {
   constexpr size_t kMaxLabelChanges = 256;
   GPOOL_RETURN_IF_ERROR(ValidateName("node", update.node, kMaxNodeNameLength));
   if (update.op == "cordon" || update.op == "uncordon") return Status::Ok();
+  if (update.op == "worker-key") {
+    // Z85: 40 characters of its alphabet encode the 32-byte key.
+    static constexpr std::string_view kZ85 =
+        "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+    if (update.key.size() != 40 || update.key.find_first_not_of(kZ85) != std::string::npos) {
+      return Status::InvalidArgument("key: not a 40-character Z85 public key");
+    }
+    return Status::Ok();
+  }
   if (update.op == "pool") return ValidatePoolOwner("pool", update.pool, update.queue, /*pool_optional=*/false);
   if (update.op == "taint") {
     if (update.taints.empty() && update.remove_taints.empty()) {

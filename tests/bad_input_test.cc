@@ -22,8 +22,13 @@ constexpr size_t kMaxFrame = 64 * 1024;
 // One DEALER connection that sends raw frames and reads one reply.
 class RawPeer {
  public:
-  explicit RawPeer(const std::string& endpoint) : socket_(context_, zmq::socket_type::dealer) {
+  // `key`: the key pair the connection authenticates with on a secured
+  // cluster ("admin": the test user's; another name: an unregistered key,
+  // which the worker port admits as a new node).
+  RawPeer(LocalCluster& cluster, const std::string& endpoint, const std::string& key)
+      : socket_(context_, zmq::socket_type::dealer) {
     socket_.set(zmq::sockopt::linger, 0);
+    cluster.SecureSocket(socket_, key);
     socket_.connect(endpoint);
   }
 
@@ -86,7 +91,7 @@ class BadInputTest : public ::testing::Test {
 
 TEST_F(BadInputTest, ClientPortAnswersEveryBadInputWithATypedError) {
   cluster_.StartCoordinator();
-  RawPeer peer(cluster_.client_endpoint());
+  RawPeer peer(cluster_, cluster_.client_endpoint(), "admin");
 
   std::string valid_submit = EncodeEnvelope(Header{.request_id = 1}, SubmitJob{ValidSpec(), "k"});
   EXPECT_EQ(peer.ErrorCode("\xc1\xc1garbage"), "Malformed");
@@ -156,6 +161,7 @@ TEST_F(BadInputTest, ClientPortAnswersEveryBadInputWithATypedError) {
   ASSERT_TRUE(cluster_.coordinator()->Running());
   ClientOptions options;
   options.endpoints = cluster_.client_endpoint();
+  cluster_.SecureClient(options);
   auto client = Client::Connect(options);
   ASSERT_TRUE(client.ok());
   auto jobs_before = (*client)->ListJobs(true, 100000);
@@ -169,7 +175,7 @@ TEST_F(BadInputTest, ClientPortAnswersEveryBadInputWithATypedError) {
 
 TEST_F(BadInputTest, WorkerPortAnswersEveryBadInputWithATypedError) {
   cluster_.StartCoordinator();
-  RawPeer peer(cluster_.worker_endpoint());
+  RawPeer peer(cluster_, cluster_.worker_endpoint(), "raw-worker");
   EXPECT_EQ(peer.ErrorCode("\x92\x01"), "Malformed");
   EXPECT_EQ(peer.ErrorCode(std::string(kMaxFrame + 1, '\x90')), "ResourceExhausted");
   // Heartbeats and events from a node that never registered.
@@ -222,13 +228,13 @@ TEST(TokenTest, WrongTokenIsUnauthenticated) {
   options.coordinator_flags = {"--token-file", dir.Join("token")};
   LocalCluster cluster(options);
   cluster.StartCoordinator();
-  RawPeer peer(cluster.client_endpoint());
+  RawPeer peer(cluster, cluster.client_endpoint(), "admin");
   EXPECT_EQ(peer.ErrorCode(EncodeEnvelope(Header{.request_id = 1, .token = "wrong"}, ListJobs{})), "Unauthenticated");
   EXPECT_EQ(peer.ErrorCode(EncodeEnvelope(Header{.request_id = 2}, ListJobs{})), "Unauthenticated");
   auto ok = peer.Send({EncodeEnvelope(Header{.request_id = 3, .token = "s3cret"}, ListJobs{})});
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->type(), MessageType::kListJobsReply);
-  RawPeer worker(cluster.worker_endpoint());
+  RawPeer worker(cluster, cluster.worker_endpoint(), "raw-worker");
   EXPECT_EQ(worker.ErrorCode(EncodeEnvelope(Header{.request_id = 4}, Heartbeat{"n", {}})), "Unauthenticated");
 }
 

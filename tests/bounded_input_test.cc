@@ -29,9 +29,10 @@ LocalClusterOptions NoWorkers(std::vector<std::string> flags = {}) {
   return options;
 }
 
-std::unique_ptr<Client> ConnectTo(const std::string& endpoint) {
+std::unique_ptr<Client> ConnectTo(const LocalCluster& cluster) {
   ClientOptions options;
-  options.endpoints = endpoint;
+  options.endpoints = cluster.client_endpoint();
+  cluster.SecureClient(options);
   auto client = Client::Connect(options);
   EXPECT_TRUE(client.ok()) << client.status().ToString();
   return client.ok() ? std::move(client).value() : nullptr;
@@ -64,7 +65,7 @@ TEST(BoundedInputTest, A16MiBSpecIsResourceExhaustedAtOnceOnEveryPath) {
 
   // A client that sends it anyway gets the coordinator's typed answer, not a
   // time-out: the frame is read whole and refused by size.
-  auto client = ConnectTo(cluster.client_endpoint());
+  auto client = ConnectTo(cluster);
   ASSERT_NE(client, nullptr);
   start = Clock::now();
   auto submitted = client->Submit(EchoSpec(16 << 20), "");
@@ -87,6 +88,7 @@ TEST(BoundedInputTest, A16MiBSpecIsResourceExhaustedAtOnceOnEveryPath) {
   zmq::context_t context(1);
   zmq::socket_t worker(context, zmq::socket_type::dealer);
   worker.set(zmq::sockopt::linger, 0);
+  cluster.SecureSocket(worker, "raw-worker");
   worker.connect(cluster.worker_endpoint());
   worker.send(zmq::buffer(std::string(16 << 20, '\x90')), zmq::send_flags::none);
   zmq::pollitem_t item{worker.handle(), 0, ZMQ_POLLIN, 0};

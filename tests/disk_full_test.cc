@@ -92,7 +92,8 @@ class DiskFullTest : public ::testing::Test {
                                      "--client-addr",         client_port_.endpoint(),
                                      "--worker-addr",         worker_port_.endpoint(),
                                      "--disk-reserve-bytes",  "0",
-                                     "--disk-retry-ms",       "100"};
+                                     "--disk-retry-ms",       "100",
+                                     "--insecure"};
     coordinator_ = std::make_unique<Process>("coordinator", argv,
                                              dir_.Join("coordinator-" + std::to_string(starts_++) + ".log"));
     Result<ClusterStatusReply> status = Status::Unavailable("not started");
@@ -231,6 +232,7 @@ TEST(DiskFullReplicatedTest, AFullLeaderStepsDownTheOthersKeepServingWritesAndIt
   cluster.StartCoordinator();
   ClientOptions client_options;
   client_options.endpoints = cluster.client_endpoint();
+  cluster.SecureClient(client_options);
   client_options.timeout_ms = 3000;
   auto client = std::move(Client::Connect(client_options).value());
   auto leader = [&]() -> std::string {

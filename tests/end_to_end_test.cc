@@ -23,6 +23,7 @@ class EndToEndTest : public ::testing::Test {
   std::unique_ptr<Client> Connect() {
     ClientOptions options;
     options.endpoints = cluster_.client_endpoint();
+    cluster_.SecureClient(options);
     options.timeout_ms = 3000;
     auto client = Client::Connect(options);
     EXPECT_TRUE(client.ok()) << client.status().ToString();

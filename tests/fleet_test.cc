@@ -24,11 +24,13 @@ TEST(FleetTest, TwentySimulatedNodesInOneProcessRegisterAndRunJobs) {
   WriteFile(spec, "name: sim\ncpus: 16\nmemory: 64Gi\ngpus: {count: 4, model: A100-SXM4-80GB, memory: 80Gi}\n");
   Process fleet("fleet",
                 {GPOOL_WORKER_BIN, "--simulate", std::to_string(kNodes), "--spec", spec, "--coordinator",
-                 cluster.worker_endpoint(), "--data-dir", cluster.dir() + "/fleet"},
+                 cluster.worker_endpoint(), "--data-dir", cluster.dir() + "/fleet", "--coordinator-key",
+                 cluster.CoordinatorKeyFiles()},
                 cluster.dir() + "/fleet.log");
 
   ClientOptions client_options;
   client_options.endpoints = cluster.client_endpoint();
+  cluster.SecureClient(client_options);
   client_options.timeout_ms = 3000;
   auto client = std::move(Client::Connect(client_options).value());
 

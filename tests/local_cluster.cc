@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "protocol/security/curve_socket.h"
+#include "protocol/security/keys.h"
 #include "worker/runner/supervisor_state.h"
 
 namespace gpool::testing {
@@ -62,6 +64,7 @@ ReservedPort::~ReservedPort() {
 }
 
 LocalCluster::LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {
+  if (options_.secure) MakeKeyPair("admin");  // before any replica admits it
   workers_.resize(options_.workers);
   const int n = std::max(1, options_.coordinators);
   replicas_.resize(n);
@@ -148,6 +151,19 @@ void LocalCluster::StartReplica(int index, bool join, bool expect_up) {
                              "--peer-workers", workers});
     if (join) argv.push_back("--join");
   }
+  if (options_.secure) {
+    argv.insert(argv.end(), {"--key-file", SecretKeyFile("replica-" + std::to_string(index + 1)), "--admin-key",
+                             PublicKeyFile("admin")});
+    if (replicated) {
+      std::string keys;
+      for (size_t i = 0; i < replicas_.size(); ++i) {
+        keys += (i ? "," : "") + std::to_string(i + 1) + "=" + PublicKeyFile("replica-" + std::to_string(i + 1));
+      }
+      argv.insert(argv.end(), {"--peer-keys", keys});
+    }
+  } else {
+    argv.push_back("--insecure");
+  }
   argv.insert(argv.end(), options_.coordinator_flags.begin(), options_.coordinator_flags.end());
   const std::string name = replicated ? "coordinator-r" + std::to_string(index + 1) : "coordinator";
   coordinators_.at(index) = std::make_unique<Process>(
@@ -190,6 +206,11 @@ void LocalCluster::StartWorker(int index) {
                            (options_.worker_hostname.empty() ? "" : "hostname: " + options_.worker_hostname + "\n"));
   std::vector<std::string> argv = {GPOOL_WORKER_BIN, "--coordinator", worker_endpoint(), "--spec", spec_path,
                                    "--data-dir", WorkerDataDir(index)};
+  if (options_.secure) {
+    argv.insert(argv.end(), {"--key-file", SecretKeyFile(name), "--coordinator-key", CoordinatorKeyFiles()});
+  } else {
+    argv.push_back("--insecure");
+  }
   if (auto flags = options_.worker_flags.find(index); flags != options_.worker_flags.end()) {
     argv.insert(argv.end(), flags->second.begin(), flags->second.end());
   }
@@ -208,8 +229,76 @@ void LocalCluster::StartWorkers() {
 
 CommandResult LocalCluster::Cli(std::vector<std::string> args) {
   std::vector<std::string> argv = {GPOOL_CLI_BIN, "--coordinator", client_endpoint()};
+  const std::vector<std::string> security = CliSecurityArgs();
+  argv.insert(argv.end(), security.begin(), security.end());
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv);
+}
+
+void LocalCluster::MakeKeyPair(const std::string& name) {
+  const std::string secret = dir_.Join(name + ".key");
+  if (std::filesystem::exists(secret)) return;
+  auto pair = security::GenerateKeyPair();
+  if (!pair.ok()) throw std::runtime_error("keygen: " + pair.status().ToString());
+  Status written = security::WriteSecretKeyFile(secret, *pair);
+  if (written.ok()) written = security::WritePublicKeyFile(dir_.Join(name + ".pub"), pair->public_key);
+  if (!written.ok()) throw std::runtime_error("keygen: " + written.ToString());
+}
+
+std::string LocalCluster::SecretKeyFile(const std::string& name) {
+  if (!options_.secure) return "";
+  MakeKeyPair(name);
+  return dir_.Join(name + ".key");
+}
+
+std::string LocalCluster::PublicKeyFile(const std::string& name) {
+  if (!options_.secure) return "";
+  MakeKeyPair(name);
+  return dir_.Join(name + ".pub");
+}
+
+std::string LocalCluster::CoordinatorKeyFiles() const {
+  std::string files;
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    files += (i ? "," : "") + dir_.Join("replica-" + std::to_string(i + 1) + ".pub");
+  }
+  return files;
+}
+
+std::vector<std::string> LocalCluster::CliSecurityArgs() const {
+  if (!options_.secure) return {"--insecure"};
+  return {"--key-file", dir_.Join("admin.key"), "--coordinator-key", CoordinatorKeyFiles()};
+}
+
+void LocalCluster::SecureSocket(zmq::socket_t& socket, const std::string& key_name, int replica) {
+  if (!options_.secure) return;
+  auto keys = security::ReadSecretKeyFile(SecretKeyFile(key_name));
+  auto server = security::ReadPublicKeyFile(PublicKeyFile("replica-" + std::to_string(replica + 1)));
+  if (!keys.ok() || !server.ok()) throw std::runtime_error("SecureSocket: cannot read keys");
+  Status made = security::MakeCurveClient(socket, *keys, *server);
+  if (!made.ok()) throw std::runtime_error("SecureSocket: " + made.ToString());
+}
+
+void LocalCluster::SecureClient(ClientOptions& options) const {
+  if (!options_.secure) return;
+  auto keys = security::ReadSecretKeyFile(dir_.Join("admin.key"));
+  if (!keys.ok()) throw std::runtime_error("the test user's key: " + keys.status().ToString());
+  options.curve_keys = *keys;
+  options.server_keys.clear();
+  // One key per endpoint the options name, each the key of the replica
+  // with that client endpoint (a test may name a few replicas only).
+  std::string endpoints = options.endpoints;
+  for (size_t start = 0; start <= endpoints.size();) {
+    const size_t comma = endpoints.find(',', start);
+    const std::string endpoint = endpoints.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? endpoints.size() + 1 : comma + 1;
+    size_t index = 0;
+    while (index < replicas_.size() && replicas_[index].client != endpoint) ++index;
+    if (index == replicas_.size()) throw std::runtime_error("SecureClient: " + endpoint + " is no replica's");
+    auto key = security::ReadPublicKeyFile(dir_.Join("replica-" + std::to_string(index + 1) + ".pub"));
+    if (!key.ok()) throw std::runtime_error("replica key: " + key.status().ToString());
+    options.server_keys.push_back(*key);
+  }
 }
 
 bool LocalCluster::AllNodesReady() {

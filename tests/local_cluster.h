@@ -6,6 +6,12 @@
 // get Raft ids 1..n, and every port (client, worker, peer) is reserved up
 // front because each replica must be told all its peers' addresses before
 // it starts. Workers and the CLI are given every replica's endpoint.
+//
+// Secured by default (issue 31): every replica, worker and the test user get
+// a CurveZMQ key pair in the temp dir; the coordinators admit the test
+// user's key as the bootstrap admin (--admin-key), and the CLI and the
+// clients the tests build (SecureClient) use it. `secure = false` runs
+// everything with --insecure instead.
 #pragma once
 
 #include <map>
@@ -13,6 +19,9 @@
 #include <string>
 #include <vector>
 
+#include <zmq.hpp>
+
+#include "client/client.h"
 #include "protocol/types.h"
 #include "tests/process.h"
 
@@ -52,6 +61,7 @@ struct LocalClusterOptions {
   std::map<int, std::vector<std::string>> worker_flags;
   // The hostname in every worker's node spec; "": the machine's.
   std::string worker_hostname;
+  bool secure = true;  // CurveZMQ on every channel; false: --insecure
   std::vector<std::string> coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000",
                                                 "--preempt-grace-ms", "2000"};
 };
@@ -96,8 +106,28 @@ class LocalCluster {
   std::string WorkerDataDir(int index) const;
   std::string NodeName(int index) const { return "node-" + std::to_string(index); }
 
-  // Runs the gpool CLI against this cluster.
+  // Runs the gpool CLI against this cluster (as the test user).
   CommandResult Cli(std::vector<std::string> args);
+  // What the CLI needs to reach the cluster besides --coordinator: the test
+  // user's key and every replica's public key, or --insecure.
+  std::vector<std::string> CliSecurityArgs() const;
+  // Fills the test user's keys (and the replicas') into client options
+  // whose endpoints are client_endpoint(); nothing when insecure.
+  void SecureClient(ClientOptions& options) const;
+  // Makes a raw socket a CURVE client of replica `replica` with the key pair
+  // `key_name` (made on first use; "admin" is the test user, any other name
+  // a key no one registered). Nothing when insecure. Before connect.
+  void SecureSocket(zmq::socket_t& socket, const std::string& key_name, int replica = 0);
+  bool secure() const { return options_.secure; }
+  // The coordinator flags of the next StartCoordinator/StartReplica.
+  void SetCoordinatorFlags(std::vector<std::string> flags) { options_.coordinator_flags = std::move(flags); }
+  // Key files in the cluster's temp dir: "replica-N" (N from 1), "node-I",
+  // "admin"; made on first use. Empty when insecure.
+  std::string SecretKeyFile(const std::string& name);
+  std::string PublicKeyFile(const std::string& name);
+  // The comma-separated public key files of every replica, in the order of
+  // client_endpoint() and worker_endpoint().
+  std::string CoordinatorKeyFiles() const;
   // True once `gpool nodes` reports every worker Ready.
   bool AllNodesReady();
 
@@ -108,6 +138,7 @@ class LocalCluster {
     std::string peer;
   };
   std::string JoinEndpoints(std::string Endpoints::*which) const;
+  void MakeKeyPair(const std::string& name);
 
   LocalClusterOptions options_;
   TempDir dir_;

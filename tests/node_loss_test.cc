@@ -21,6 +21,7 @@ using namespace std::chrono_literals;
 std::string NodeState(LocalCluster& cluster, const std::string& node) {
   ClientOptions options;
   options.endpoints = cluster.client_endpoint();
+  cluster.SecureClient(options);
   auto client = Client::Connect(options);
   if (!client.ok()) return "";
   auto nodes = (*client)->ListNodes();
@@ -47,6 +48,7 @@ class NodeLossTest : public ::testing::Test {
     ASSERT_TRUE(WaitFor([&] { return cluster_->AllNodesReady(); }, 30s));
     ClientOptions client_options;
     client_options.endpoints = cluster_->client_endpoint();
+    cluster_->SecureClient(client_options);
     auto client = Client::Connect(client_options);
     ASSERT_TRUE(client.ok());
     client_ = std::move(client).value();

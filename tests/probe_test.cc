@@ -37,6 +37,8 @@ class ProbeTest : public ::testing::Test {
   // The gpool CLI with a longer limit than LocalCluster::Cli's: the probe waits for its jobs.
   CommandResult Gpool(std::vector<std::string> args) {
     std::vector<std::string> argv = {GPOOL_CLI_BIN, "--coordinator", cluster_.client_endpoint()};
+    const std::vector<std::string> security = cluster_.CliSecurityArgs();
+    argv.insert(argv.end(), security.begin(), security.end());
     argv.insert(argv.end(), args.begin(), args.end());
     return RunCommand(argv, 150s);
   }

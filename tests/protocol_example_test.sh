@@ -89,7 +89,7 @@ ALL="${CLIENT_EP[1]},${CLIENT_EP[2]},${CLIENT_EP[3]}"
 
 for i in 1 2 3; do
   "$COORDINATOR" --id "$i" --peers "$PEERS" --peer-clients "$CLIENTS" --data-dir "$WORK/c$i" \
-    --client-addr "${CLIENT_EP[i]}" --worker-addr tcp://127.0.0.1:0 >"$WORK/c$i.log" 2>&1 &
+    --client-addr "${CLIENT_EP[i]}" --worker-addr tcp://127.0.0.1:0 --insecure >"$WORK/c$i.log" 2>&1 &
   PIDS+=($!)
 done
 

@@ -20,6 +20,7 @@ inline void StartReadyCluster(LocalCluster& cluster, std::unique_ptr<Client>& cl
   ASSERT_TRUE(WaitFor([&] { return cluster.AllNodesReady(); }, 30s)) << cluster.Cli({"nodes"}).out;
   ClientOptions options;
   options.endpoints = cluster.client_endpoint();
+  cluster.SecureClient(options);
   options.timeout_ms = 3000;
   auto connected = Client::Connect(options);
   ASSERT_TRUE(connected.ok()) << connected.status().ToString();

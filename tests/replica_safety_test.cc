@@ -43,6 +43,7 @@ class ReplicaSafetyTest : public ::testing::Test {
     cluster_.StartCoordinator();
     ClientOptions options;
     options.endpoints = cluster_.client_endpoint();
+    cluster_.SecureClient(options);
     options.timeout_ms = 2000;
     options.connect_timeout_ms = 200;
     options.retries = 40;
@@ -151,7 +152,8 @@ TEST_F(ReplicaSafetyTest, ForgedMaximalAndHigherTermFramesLeaveTheClusterElectin
 TEST_F(ReplicaSafetyTest, AddingUnreachableReplicasIsRefusedAndTheQuorumKept) {
   for (int id : {4, 5, 6}) {
     ReservedPort dead;  // bound, never listening: connections are refused
-    CommandResult added = cluster_.Cli({"admin", "replica", "add", std::to_string(id), "--peer-addr", dead.endpoint()});
+    CommandResult added = cluster_.Cli({"admin", "replica", "add", std::to_string(id), "--peer-addr", dead.endpoint(),
+                                        "--replica-key", cluster_.PublicKeyFile("replica-" + std::to_string(id))});
     EXPECT_NE(added.exit_code, 0) << added.out;
     EXPECT_NE(added.err.find("Unavailable"), std::string::npos) << added.err;
     EXPECT_NE(added.err.find("nothing was changed"), std::string::npos) << added.err;

@@ -50,9 +50,10 @@ LocalClusterOptions ReplicatedOptions() {
   return options;
 }
 
-std::unique_ptr<Client> Connect(const std::string& endpoints, int timeout_ms = 1000) {
+std::unique_ptr<Client> Connect(const LocalCluster& cluster, const std::string& endpoints, int timeout_ms = 1000) {
   ClientOptions options;
   options.endpoints = endpoints;
+  cluster.SecureClient(options);
   options.timeout_ms = timeout_ms;
   options.connect_timeout_ms = 200;
   options.retries = 40;  // enough to ride out an election and a redirect or two
@@ -94,7 +95,7 @@ class Submitter {
  public:
   // A short reply timeout: a request lost with the leader is retried at the
   // next replica after 500 ms rather than the default 5 s.
-  explicit Submitter(std::string endpoints) : client_(Connect(endpoints, 500)) {
+  Submitter(const LocalCluster& cluster, std::string endpoints) : client_(Connect(cluster, endpoints, 500)) {
     thread_ = std::thread([this] { Loop(); });
   }
   ~Submitter() { Stop(); }
@@ -160,7 +161,7 @@ class ReplicatedCoordinatorTest : public ::testing::Test {
   void SetUp() override {
     cluster_.StartCoordinator();
     cluster_.StartWorkers();
-    client_ = Connect(cluster_.client_endpoint(), 2000);
+    client_ = Connect(cluster_, cluster_.client_endpoint(), 2000);
     ASSERT_TRUE(WaitFor([&] { return cluster_.AllNodesReady(); }, 30s)) << cluster_.Cli({"nodes"}).out;
   }
 
@@ -374,7 +375,7 @@ TEST_F(ReplicatedCoordinatorTest, KillingTheLeaderDuringSubmissionsLosesNothing)
   ASSERT_EQ(long_jobs.size(), 2u);
   const auto pids = Pids(long_jobs);
 
-  Submitter submitter(cluster_.client_endpoint());
+  Submitter submitter(cluster_, cluster_.client_endpoint());
   for (int round = 0; round < 4; ++round) {
     const size_t before = submitter.acked();
     ASSERT_TRUE(WaitFor([&] { return submitter.acked() >= before + 20; }, 20s)) << "no progress before the kill";
@@ -430,7 +431,7 @@ TEST_F(ReplicatedCoordinatorTest, PausedLeaderIsDeposedAndRejoinsAsFollower) {
   ASSERT_TRUE(status.ok());
   const uint64_t old_term = status->term;
 
-  Submitter submitter(cluster_.client_endpoint());
+  Submitter submitter(cluster_, cluster_.client_endpoint());
   ASSERT_TRUE(WaitFor([&] { return submitter.acked() >= 20; }, 20s));
   const int leader = AwaitLeader();
   ASSERT_GE(leader, 0);
@@ -496,7 +497,8 @@ TEST_F(ReplicatedCoordinatorTest, ReplicasAreAddedAndRemovedWithTheAdminCommands
   const int fourth = cluster_.StartJoiningReplica();
   CommandResult added = cluster_.Cli({"admin", "replica", "add", "4", "--peer-addr", cluster_.peer_endpoint(fourth),
                                       "--client-addr", cluster_.client_endpoint(fourth), "--worker-addr",
-                                      cluster_.worker_endpoint(fourth)});
+                                      cluster_.worker_endpoint(fourth), "--replica-key",
+                                      cluster_.PublicKeyFile("replica-4")});
   ASSERT_EQ(added.exit_code, 0) << added.out << added.err;
   EXPECT_NE(added.out.find("added as a learner"), std::string::npos) << added.out;
   EXPECT_NE(added.out.find("voters now 1, 2, 3, learners 4"), std::string::npos) << added.out;
@@ -512,7 +514,8 @@ TEST_F(ReplicatedCoordinatorTest, ReplicasAreAddedAndRemovedWithTheAdminCommands
       },
       20s))
       << "the learner was never promoted\n" << cluster_.Cli({"admin", "replica", "list"}).out;
-  CommandResult again = cluster_.Cli({"admin", "replica", "add", "4", "--peer-addr", cluster_.peer_endpoint(fourth)});
+  CommandResult again = cluster_.Cli({"admin", "replica", "add", "4", "--peer-addr", cluster_.peer_endpoint(fourth),
+                                      "--replica-key", cluster_.PublicKeyFile("replica-4")});
   EXPECT_NE(again.exit_code, 0);
   EXPECT_NE(again.err.find("already a voter"), std::string::npos) << again.err;
 

@@ -25,6 +25,7 @@ TEST(RestartTest, RecoversFromSnapshotAndLogTailAfterSigkill) {
 
   ClientOptions client_options;
   client_options.endpoints = cluster.client_endpoint();
+  cluster.SecureClient(client_options);
   auto client = Client::Connect(client_options);
   ASSERT_TRUE(client.ok());
   std::vector<uint64_t> ids;

@@ -40,6 +40,7 @@ class WorkerRestartTest : public ::testing::Test {
     ASSERT_TRUE(WaitFor([&] { return cluster_->AllNodesReady(); }, 30s));
     ClientOptions client_options;
     client_options.endpoints = cluster_->client_endpoint();
+    cluster_->SecureClient(client_options);
     auto client = Client::Connect(client_options);
     ASSERT_TRUE(client.ok());
     client_ = std::move(client).value();

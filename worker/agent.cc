@@ -23,7 +23,8 @@ Agent::Agent(AgentOptions options)
       log_(OrDefault(options_.logger)),
       context_(1),
       socket_(context_, *options_.link,
-              NodeSocketOptions{options_.send_hwm, options_.receive_hwm, options_.max_frames_per_turn, log_}) {}
+              NodeSocketOptions{options_.send_hwm, options_.receive_hwm, options_.max_frames_per_turn, log_,
+                                options_.curve_keys, options_.server_keys}) {}
 
 Agent::~Agent() = default;
 

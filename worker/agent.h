@@ -44,6 +44,8 @@ struct AgentOptions {
   int receive_hwm = 1000;
   size_t max_frames_per_turn = 1000;        // keeps timers running under a flood
   std::shared_ptr<spdlog::logger> logger;   // nullptr: spdlog's default
+  security::KeyPair curve_keys;             // CurveZMQ (node_socket.h); empty secret: plaintext
+  security::ServerKeys server_keys;
 };
 
 class Agent {

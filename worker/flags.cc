@@ -51,6 +51,11 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
      cxxopts::value<std::string>()->default_value(defaults.data_dir), "DIR")
     ("token", "Shared secret put in every message header", cxxopts::value<std::string>(), "TOKEN")
     ("token-file", "Read the shared secret from FILE", cxxopts::value<std::string>(), "FILE")
+    ("key-file", "CurveZMQ: this node's secret key file (gpool admin keygen; mode 0600); the coordinator binds "
+     "the node's name to its public key on first registration", cxxopts::value<std::string>(), "FILE")
+    ("coordinator-key", "CurveZMQ: the coordinator's public key file, or one per --coordinator endpoint "
+     "(comma-separated, same order)", cxxopts::value<std::string>(), "FILE[,FILE...]")
+    ("insecure", "Plaintext and unauthenticated instead of CurveZMQ: a trusted single-user machine only")
     ("nvml-library", "NVML shared library to probe GPUs with",
      cxxopts::value<std::string>()->default_value(defaults.nvml_library), "PATH")
     ("cuda-intercept-lib", "CUDA interception library (HAMi-core libvgpu.so) preloaded into GPU-share tasks to "
@@ -137,6 +142,19 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     f.data_dir = result["data-dir"].as<std::string>();
     if (result.count("token")) f.token = result["token"].as<std::string>();
     if (result.count("token-file")) f.token_file = result["token-file"].as<std::string>();
+    if (result.count("key-file")) f.key_file = result["key-file"].as<std::string>();
+    if (result.count("coordinator-key")) {
+      const std::string list = result["coordinator-key"].as<std::string>();
+      size_t start = 0;
+      while (start <= list.size()) {
+        const size_t comma = list.find(',', start);
+        std::string file = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (file.empty()) return Status::InvalidArgument("--coordinator-key: an empty file name");
+        f.coordinator_keys.push_back(std::move(file));
+        start = comma == std::string::npos ? list.size() + 1 : comma + 1;
+      }
+    }
+    f.insecure = result.count("insecure") > 0;
     f.nvml_library = result["nvml-library"].as<std::string>();
     f.nvml_library_given = result.count("nvml-library") > 0;
     const std::string health = result["health"].as<std::string>();
@@ -226,6 +244,25 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     return Status::InvalidArgument("--log-level: '" + f.log_level + "' is not one of trace, debug, info, warn, error");
   }
   return parsed;
+}
+
+Status CheckSecurityFlags(const WorkerFlags& flags) {
+  if (flags.insecure) {
+    if (!flags.key_file.empty() || !flags.coordinator_keys.empty()) {
+      return Status::InvalidArgument("--insecure excludes --key-file and --coordinator-key");
+    }
+    return Status::Ok();
+  }
+  // A simulated fleet makes a key pair per node at start (fleet.h).
+  if (flags.key_file.empty() && flags.simulate == 0) {
+    return Status::InvalidArgument("no --key-file: generate this node's key pair with 'gpool admin keygen --out "
+                                   "/etc/gpool/node' and pass --key-file /etc/gpool/node.key --coordinator-key "
+                                   "/etc/gpool/coordinator.pub, or run plaintext with --insecure");
+  }
+  if (flags.coordinator_keys.empty()) {
+    return Status::InvalidArgument("--key-file needs --coordinator-key: the coordinator's public key file");
+  }
+  return Status::Ok();
 }
 
 }  // namespace gpool::worker

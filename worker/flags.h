@@ -7,6 +7,10 @@
 //   --spec FILE              node spec (YAML or JSON) instead of probing
 //   --data-dir DIR           default /var/lib/gpool/worker; task logs in DIR/tasks/
 //   --token T | --token-file F   shared secret put in every message header
+//   --key-file F             CurveZMQ: this node's secret key file (0600)
+//   --coordinator-key F[,G]  the coordinator's public key file(s), one for
+//                            all endpoints or one per --coordinator endpoint
+//   --insecure               plaintext instead (one of --key-file, --insecure)
 //   --nvml-library PATH      default libnvidia-ml.so.1
 //   --cuda-intercept-lib PATH  CUDA interception library (HAMi-core's
 //                            libvgpu.so) preloaded into GPU-share tasks;
@@ -40,6 +44,9 @@ struct WorkerFlags {
   std::string data_dir = "/var/lib/gpool/worker";
   std::string token;
   std::string token_file;
+  std::string key_file;                      // CurveZMQ secret key file
+  std::vector<std::string> coordinator_keys;  // public key files, see ServerKeys
+  bool insecure = false;
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string cuda_intercept_lib;  // empty: GPU shares unenforced
   // Where the cgroup hierarchies are mounted; "none": tasks are tracked by
@@ -101,6 +108,11 @@ struct ParsedFlags {
 // InvalidArgument (with a message for the user) on an unknown flag, a bad
 // value or a stray argument; main exits 2 then.
 Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv);
+
+// A worker runs secured (--key-file and --coordinator-key) or, said out
+// loud, plaintext (--insecure): never by default. Checked apart from the
+// parse so that flag tests need not name keys.
+Status CheckSecurityFlags(const WorkerFlags& flags);
 
 // Splits "tcp://a:7401, tcp://b:7401" and checks each endpoint's scheme.
 Result<std::vector<std::string>> ParseEndpoints(const std::string& list);

@@ -66,6 +66,35 @@ TEST(FlagsTest, AllFlags) {
   EXPECT_EQ(parsed->flags.log_level, "debug");
 }
 
+// Secured or explicitly plaintext, never by default (issue 31).
+TEST(FlagsTest, SecurityFlags) {
+  auto none = Parse({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(CheckSecurityFlags(none->flags).code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(CheckSecurityFlags(none->flags).message().find("--insecure"), std::string::npos);
+
+  auto insecure = Parse({"--insecure"});
+  ASSERT_TRUE(insecure.ok());
+  EXPECT_TRUE(CheckSecurityFlags(insecure->flags).ok());
+
+  auto keyed = Parse({"--coordinator", "tcp://a:7401,tcp://b:7401", "--key-file", "/etc/gpool/node.key",
+                      "--coordinator-key", "/etc/gpool/a.pub,/etc/gpool/b.pub"});
+  ASSERT_TRUE(keyed.ok()) << keyed.status().ToString();
+  EXPECT_EQ(keyed->flags.key_file, "/etc/gpool/node.key");
+  EXPECT_EQ(keyed->flags.coordinator_keys, (std::vector<std::string>{"/etc/gpool/a.pub", "/etc/gpool/b.pub"}));
+  EXPECT_TRUE(CheckSecurityFlags(keyed->flags).ok());
+
+  auto no_server_key = Parse({"--key-file", "/etc/gpool/node.key"});
+  EXPECT_EQ(CheckSecurityFlags(no_server_key->flags).code(), StatusCode::kInvalidArgument);
+  auto both = Parse({"--insecure", "--key-file", "/etc/gpool/node.key"});
+  EXPECT_EQ(CheckSecurityFlags(both->flags).code(), StatusCode::kInvalidArgument);
+  // A simulated fleet makes its nodes' keys itself.
+  auto fleet = Parse({"--simulate", "3", "--spec", "s.yaml", "--coordinator-key", "/etc/gpool/c.pub"});
+  ASSERT_TRUE(fleet.ok());
+  EXPECT_TRUE(CheckSecurityFlags(fleet->flags).ok());
+  EXPECT_EQ(Parse({"--coordinator-key", "a.pub,,b.pub"}).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(FlagsTest, HelpAndVersion) {
   auto help = Parse({"--help"});
   ASSERT_TRUE(help.ok());

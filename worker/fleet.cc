@@ -96,6 +96,10 @@ Status Fleet::OpenNode(const NodeSpec& spec) {
   GPOOL_ASSIGN_OR_RETURN(node.link, Link::Open(std::move(link_options)));
   NodeSocketOptions socket_options;
   socket_options.logger = logger;
+  if (options_.secure) {
+    GPOOL_ASSIGN_OR_RETURN(socket_options.curve_keys, security::GenerateKeyPair());
+    socket_options.server_keys = options_.server_keys;
+  }
   node.socket = std::make_unique<NodeSocket>(context_, *node.link, std::move(socket_options));
   nodes_.push_back(std::move(node));
   watched_fd_.push_back(-1);

@@ -68,6 +68,7 @@
 #include "protocol/base/status.h"
 #include "protocol/types.h"
 #include "worker/link.h"
+#include "protocol/security/server_keys.h"
 #include "worker/node_socket.h"
 #include "worker/runner/simulated_mig_manager.h"
 #include "worker/runner/simulated_process_launcher.h"
@@ -79,6 +80,12 @@ struct FleetOptions {
   std::vector<NodeSpec> nodes;                  // required: the simulated nodes (MakeFleetNodes)
   std::vector<std::string> endpoints;           // required: coordinator worker-channel endpoints
   std::string token;                            // header.token of every frame
+  // CurveZMQ: with secure set, each simulated node gets a key pair of its own
+  // made at start (a node name binds to one key), so a fleet's nodes are new
+  // to a secured coordinator on every start: give it a fresh data dir or use
+  // first-use enrolment with new node names.
+  bool secure = false;
+  security::ServerKeys server_keys;
   std::string worker_version;                   // reported in RegisterNode
   std::string data_dir;                         // required; node X logs its tasks in DATA_DIR/X/tasks/
   std::map<std::string, std::string> base_env;  // every task's inherited environment

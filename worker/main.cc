@@ -44,6 +44,8 @@
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager.h"
 #include "worker/version.h"
+#include "protocol/security/keys.h"
+#include "protocol/security/server_keys.h"
 
 namespace {
 
@@ -248,7 +250,8 @@ int Fail(const std::string& what, const gpool::Status& status) {
 // Fleet mode: the spec is read once and copied into N distinct nodes. Each
 // node logs through its own logger, named by the node, over one shared sink,
 // so every line says which node it is about.
-int RunFleet(const gpool::worker::WorkerFlags& flags, std::shared_ptr<spdlog::logger> logger) {
+int RunFleet(const gpool::worker::WorkerFlags& flags, std::shared_ptr<spdlog::logger> logger,
+             const gpool::security::ServerKeys& server_keys) {
   using namespace gpool;
   using namespace gpool::worker;
   DiscoveryOptions discovery;
@@ -267,6 +270,8 @@ int RunFleet(const gpool::worker::WorkerFlags& flags, std::shared_ptr<spdlog::lo
   options.nodes = std::move(nodes).value();
   options.endpoints = flags.coordinators;
   options.token = flags.token;
+  options.secure = !flags.insecure;
+  options.server_keys = server_keys;
   options.worker_version = kWorkerVersion;
   options.data_dir = flags.data_dir;
   options.base_env = ParseEnvList(environ);
@@ -314,6 +319,28 @@ int main(int argc, char** argv) {
     if (!token.ok()) return Fail("cannot read token", token.status());
     flags.token = *token;
   }
+  if (Status secure = CheckSecurityFlags(flags); !secure.ok()) {
+    std::cerr << "gpool-worker: " << secure.message() << "\nRun 'gpool-worker --help' for usage.\n";
+    return 2;
+  }
+  gpool::security::KeyPair curve_keys;
+  gpool::security::ServerKeys server_keys;
+  if (flags.insecure) {
+    logger->warn("INSECURE: --insecure: the coordinator link is plaintext and unauthenticated; anyone on the "
+                 "network can read it, and any process can register as this node");
+  } else {
+    if (!gpool::security::CurveAvailable()) {
+      return Fail("cannot secure the link", Status::FailedPrecondition("libzmq was built without CURVE"));
+    }
+    if (!flags.key_file.empty()) {
+      auto keys = gpool::security::ReadSecretKeyFile(flags.key_file);
+      if (!keys.ok()) return Fail("cannot read --key-file", keys.status());
+      curve_keys = *keys;
+    }
+    auto servers = gpool::security::ServerKeys::Load(flags.coordinators, flags.coordinator_keys);
+    if (!servers.ok()) return Fail("cannot read --coordinator-key", servers.status());
+    server_keys = *servers;
+  }
   InstallSignalHandlers();
 
   std::string endpoints;
@@ -321,7 +348,7 @@ int main(int argc, char** argv) {
   logger->info("gpool-worker starting version={} pid={} coordinators={} data_dir={} simulate={}", kWorkerVersion,
                getpid(), endpoints, Q(flags.data_dir), flags.simulate);
 
-  if (flags.simulate > 0) return RunFleet(flags, logger);
+  if (flags.simulate > 0) return RunFleet(flags, logger, server_keys);
 
   DiscoveryOptions discovery;
   discovery.spec_path = flags.spec_path;
@@ -411,6 +438,8 @@ int main(int argc, char** argv) {
   agent_options.clock = &clock;
   agent_options.health = health.get();
   agent_options.exec = exec->get();
+  agent_options.curve_keys = curve_keys;
+  agent_options.server_keys = server_keys;
   auto agent = Agent::Open(std::move(agent_options));
   if (!agent.ok()) return Fail("cannot start the agent", agent.status());
 

@@ -1,5 +1,7 @@
 #include "worker/node_socket.h"
 
+#include "protocol/security/curve_socket.h"
+
 #include <cerrno>
 #include <vector>
 
@@ -26,6 +28,15 @@ void NodeSocket::Connect(const std::string& endpoint) {
     socket.set(zmq::sockopt::linger, 0);
     socket.set(zmq::sockopt::sndhwm, options_.send_hwm);
     socket.set(zmq::sockopt::rcvhwm, options_.receive_hwm);
+    if (!options_.curve_keys.secret_key.empty()) {
+      Status curve = security::MakeCurveClient(socket, options_.curve_keys, options_.server_keys.For(endpoint));
+      if (!curve.ok()) {
+        // Without the endpoint's key there is no secure way there: the Link
+        // times out on the silence and moves on to the next endpoint.
+        log_->error("cannot connect securely endpoint={} error={}", Q(endpoint), Q(curve.ToString()));
+        return;
+      }
+    }
     socket.connect(endpoint);
     socket_ = std::move(socket);
     ++generation_;

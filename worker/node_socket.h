@@ -19,6 +19,8 @@
 #include <spdlog/logger.h>
 #include <zmq.hpp>
 
+#include "protocol/security/keys.h"
+#include "protocol/security/server_keys.h"
 #include "worker/link.h"
 
 namespace gpool::worker {
@@ -28,6 +30,10 @@ struct NodeSocketOptions {
   int receive_hwm = 1000;
   size_t max_frames_per_turn = 1000;       // keeps timers running under a flood
   std::shared_ptr<spdlog::logger> logger;  // nullptr: spdlog's default
+  // CurveZMQ: this node's key pair (empty secret: plaintext, --insecure) and
+  // each coordinator endpoint's public key.
+  security::KeyPair curve_keys;
+  security::ServerKeys server_keys;
 };
 
 class NodeSocket {

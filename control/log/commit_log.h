@@ -58,6 +58,7 @@ struct MembershipChange {
   std::string client_address;
   std::string worker_address;
   bool force = false;  // remove even if fewer live voters than a quorum would remain
+  std::string public_key;  // add: the replica's CurveZMQ key (Z85); empty on an insecure cluster
 };
 
 // A membership change that committed.

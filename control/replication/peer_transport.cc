@@ -1,18 +1,21 @@
 #include "control/replication/peer_transport.h"
 
+#include <chrono>
+
 #include <spdlog/spdlog.h>
 
 #include "protocol/base/endpoint.h"
+#include "protocol/base/token_file.h"
+#include "protocol/security/curve_socket.h"
 
 namespace gpool::replication {
 namespace {
 
-// Comparison time does not depend on where the tokens differ.
-bool TokensEqual(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
+constexpr int64_t kReopenMs = 1000;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -32,19 +35,25 @@ Result<std::unique_ptr<PeerTransport>> PeerTransport::Open(zmq::context_t& conte
     transport->inbound_.set(zmq::sockopt::linger, 0);
     transport->inbound_.set(zmq::sockopt::rcvhwm, 100'000);
     transport->inbound_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_frame_bytes));
+    if (!options.curve_keys.secret_key.empty()) {
+      GPOOL_RETURN_IF_ERROR(
+          security::MakeCurveServer(transport->inbound_, options.curve_keys, security::kPeersDomain));
+    }
     transport->inbound_.bind(BindableEndpoint(options.listen_endpoint));
     transport->listen_endpoint_ = transport->inbound_.get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
     return Status::Unavailable("cannot listen for peers on " + options.listen_endpoint + ": " + e.what());
   }
-  for (const auto& [id, endpoint] : options.peers) GPOOL_RETURN_IF_ERROR(transport->AddPeer(id, endpoint));
+  for (const auto& [id, endpoint] : options.peers) GPOOL_RETURN_IF_ERROR(transport->AddPeer(id, endpoint, ""));
   return transport;
 }
 
-Status PeerTransport::AddPeer(uint64_t id, const std::string& endpoint) {
-  auto existing = outbound_.find(id);
-  if (existing != outbound_.end() && existing->second.endpoint == endpoint) return Status::Ok();
+Result<std::unique_ptr<zmq::socket_t>> PeerTransport::Connect(uint64_t id, const std::string& endpoint,
+                                                              const std::string& key) {
   auto socket = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::dealer);
+  if (!options_.curve_keys.secret_key.empty()) {
+    GPOOL_RETURN_IF_ERROR(security::MakeCurveClient(*socket, options_.curve_keys, key));
+  }
   socket->set(zmq::sockopt::linger, 0);
   socket->set(zmq::sockopt::sndhwm, options_.send_queue_frames);
   // Frames for a peer that is down are not worth keeping: Raft resends.
@@ -58,8 +67,24 @@ Status PeerTransport::AddPeer(uint64_t id, const std::string& endpoint) {
     return Status::InvalidArgument("cannot connect to replica " + std::to_string(id) + " at '" + endpoint +
                                    "': " + e.what());
   }
+  return socket;
+}
+
+Status PeerTransport::AddPeer(uint64_t id, const std::string& endpoint, const std::string& key) {
+  const bool secured = !options_.curve_keys.secret_key.empty();
+  if (secured && !security::IsZ85Key(key)) {
+    return Status::InvalidArgument("replica " + std::to_string(id) + " at '" + endpoint +
+                                   "' has no public key; a CurveZMQ cluster needs one for every replica "
+                                   "(--peer-keys, or replica add --replica-key)");
+  }
+  auto existing = outbound_.find(id);
+  if (existing != outbound_.end() && existing->second.endpoint == endpoint && existing->second.key == key) {
+    return Status::Ok();
+  }
+  GPOOL_ASSIGN_OR_RETURN(std::unique_ptr<zmq::socket_t> socket, Connect(id, endpoint, key));
   if (existing != outbound_.end()) existing->second.socket->close();
-  outbound_[id] = Outbound{endpoint, std::move(socket)};
+  outbound_[id] = Outbound{endpoint, key, std::move(socket), -1, NowMs()};
+  if (options_.on_peer_added) options_.on_peer_added(id, key);
   return Status::Ok();
 }
 
@@ -68,6 +93,7 @@ void PeerTransport::RemovePeer(uint64_t id) {
   if (it == outbound_.end()) return;
   it->second.socket->close();
   outbound_.erase(it);
+  if (options_.on_peer_removed) options_.on_peer_removed(id);
 }
 
 void PeerTransport::Send(uint64_t peer, std::string_view frame) {
@@ -87,9 +113,26 @@ void PeerTransport::Send(uint64_t peer, std::string_view frame) {
   auto sent = socket.send(zmq::buffer(frame.data(), frame.size()), zmq::send_flags::dontwait);
   if (sent.has_value()) {
     ++stats_.sent;
+    it->second.failing_since_ms = -1;
   } else {
     ++stats_.dropped_queue_full;
+    MaybeReopen(peer, it->second);
   }
+}
+
+void PeerTransport::MaybeReopen(uint64_t id, Outbound& peer) {
+  if (options_.curve_keys.secret_key.empty()) return;  // plaintext: libzmq reconnects by itself
+  const int64_t now = NowMs();
+  if (peer.failing_since_ms < 0) peer.failing_since_ms = now;
+  if (now - peer.failing_since_ms < kReopenMs || now - peer.reopened_ms < kReopenMs) return;
+  auto socket = Connect(id, peer.endpoint, peer.key);
+  if (!socket.ok()) return;
+  peer.socket->close();
+  peer.socket = std::move(socket).value();
+  peer.reopened_ms = now;
+  peer.failing_since_ms = -1;
+  spdlog::debug("peer socket reopened replica={} endpoint={} (its handshake may have been refused)", id,
+                peer.endpoint);
 }
 
 std::vector<std::string> PeerTransport::Drain(size_t max) {
@@ -111,7 +154,7 @@ std::vector<std::string> PeerTransport::Drain(size_t max) {
       }
       continue;
     }
-    if (expected == 2 && !TokensEqual(parts[0].to_string_view(), options_.token)) {
+    if (expected == 2 && !ConstantTimeEquals(parts[0].to_string_view(), options_.token)) {
       if (stats_.dropped_unauthenticated++ % 1000 == 0) {
         spdlog::warn("peer message dropped: wrong token dropped_so_far={}", stats_.dropped_unauthenticated);
       }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +28,7 @@
 #include <zmq.hpp>
 
 #include "protocol/base/status.h"
+#include "protocol/security/keys.h"
 
 namespace gpool::replication {
 
@@ -41,6 +43,14 @@ struct PeerTransportOptions {
   size_t max_frame_bytes = 64 * 1024 * 1024;
   // Shared by every replica of the cluster; empty: frames are not checked.
   std::string token;
+  // CurveZMQ (issue 31): with a secret key, the inbound ROUTER is a CURVE
+  // server in ZAP domain "peers" and each DEALER a CURVE client of its peer's
+  // public key; the coordinator's ZAP handler must already be bound.
+  security::KeyPair curve_keys;
+  // Told when a peer is connected (with its key) and forgotten, so the ZAP
+  // handler admits exactly the replicas of the configuration.
+  std::function<void(uint64_t id, const std::string& key)> on_peer_added;
+  std::function<void(uint64_t id)> on_peer_removed;
 };
 
 struct TransportStats {
@@ -60,8 +70,9 @@ class PeerTransport {
   // Best effort; never blocks.
   void Send(uint64_t peer, std::string_view frame);
   // Membership changes: connect to a new replica, or forget a removed one.
-  // InvalidArgument for an endpoint ZeroMQ cannot connect to.
-  Status AddPeer(uint64_t id, const std::string& endpoint);
+  // InvalidArgument for an endpoint ZeroMQ cannot connect to, or, with
+  // CurveZMQ on, a replica without a valid public key.
+  Status AddPeer(uint64_t id, const std::string& endpoint, const std::string& key = "");
   void RemovePeer(uint64_t id);
 
   // The inbound socket, for zmq::poll alongside the coordinator's others.
@@ -74,14 +85,26 @@ class PeerTransport {
 
  private:
   PeerTransport(zmq::context_t& context, const PeerTransportOptions& options);
+  Result<std::unique_ptr<zmq::socket_t>> Connect(uint64_t id, const std::string& endpoint, const std::string& key);
 
   zmq::context_t& context_;
   PeerTransportOptions options_;
   zmq::socket_t inbound_;
   struct Outbound {
     std::string endpoint;
+    std::string key;
     std::unique_ptr<zmq::socket_t> socket;
+    // CurveZMQ: libzmq does not reconnect a connection whose handshake the
+    // peer's ZAP handler refused (a replica that was not yet, or not yet
+    // known to be, in the configuration). Sends to it then fail for good, so
+    // a socket whose sends have failed this long is made anew.
+    int64_t failing_since_ms = -1;
+    int64_t reopened_ms = 0;
   };
+  // A secured peer whose sends keep failing gets a fresh socket, at most
+  // once a second.
+  void MaybeReopen(uint64_t id, Outbound& peer);
+
   std::map<uint64_t, Outbound> outbound_;
   std::string listen_endpoint_;
   TransportStats stats_;

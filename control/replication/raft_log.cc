@@ -132,7 +132,7 @@ Result<uint64_t> RaftLog::ProposeMembership(const log::MembershipChange& change)
   }
   return ProposeMembership(change.add ? raft::ConfChangeType::kAddLearner : raft::ConfChangeType::kRemoveVoter,
                            ReplicaAddress{change.replica_id, change.peer_address, change.client_address,
-                                          change.worker_address});
+                                          change.worker_address, change.public_key});
 }
 
 void RaftLog::MaybePromoteLearner() {
@@ -199,7 +199,7 @@ log::ReplicationReport RaftLog::Report() const {
 
 Status RaftLog::Connect(const ReplicaAddress& address) {
   if (address.id == options_.id || address.peer.empty()) return Status::Ok();
-  return transport_->AddPeer(address.id, address.peer);
+  return transport_->AddPeer(address.id, address.peer, address.key);
 }
 
 Status RaftLog::LearnDirectory(const std::vector<ReplicaAddress>& replicas) {

@@ -6,7 +6,14 @@
 namespace gpool::replication {
 
 void ReplicaDirectory::Merge(const std::vector<ReplicaAddress>& other) {
-  for (const auto& address : other) Put(address);
+  for (ReplicaAddress address : other) {
+    // An entry stored before the cluster had keys (an --insecure cluster
+    // restarted with CurveZMQ) keeps the key the command line gives.
+    if (const ReplicaAddress* known = Find(address.id); known != nullptr && address.key.empty()) {
+      address.key = known->key;
+    }
+    Put(std::move(address));
+  }
 }
 
 const ReplicaAddress* ReplicaDirectory::Find(uint64_t id) const {

@@ -26,12 +26,14 @@ struct ReplicaAddress {
   std::string peer;    // peer endpoint (Raft traffic)
   std::string client;  // client endpoint (clients' redirects); may be empty
   std::string worker;  // worker endpoint (workers' redirects); may be empty
+  std::string key;     // CurveZMQ public key (Z85); empty on an insecure cluster
   template <typename V>
   void Fields(V& v) {
     v.Required("id", id);
     v.Required("peer", peer);
     v.Optional("client", client);
     v.Optional("worker", worker);
+    v.Optional("key", key);
   }
   bool operator==(const ReplicaAddress&) const = default;
 };

@@ -21,6 +21,9 @@ Result<ReplicaSet> OpenReplicaSet(const ReplicaSetOptions& options, storage::Log
   PeerTransportOptions transport_options;
   transport_options.listen_endpoint = options.listen_endpoint.empty() ? self->second : options.listen_endpoint;
   transport_options.token = options.token;
+  transport_options.curve_keys = options.curve_keys;
+  transport_options.on_peer_added = options.on_peer_added;
+  transport_options.on_peer_removed = options.on_peer_removed;
   RaftLogOptions raft_options;
   for (const auto& [id, endpoint] : options.peers) {
     raft_options.voters.push_back(id);
@@ -28,7 +31,8 @@ Result<ReplicaSet> OpenReplicaSet(const ReplicaSetOptions& options, storage::Log
     auto worker = options.peer_workers.find(id);
     raft_options.directory.push_back(ReplicaAddress{id, endpoint,
                                                     client == options.peer_clients.end() ? "" : client->second,
-                                                    worker == options.peer_workers.end() ? "" : worker->second});
+                                                    worker == options.peer_workers.end() ? "" : worker->second,
+                                                    options.peer_keys.count(id) ? options.peer_keys.at(id) : ""});
   }
   GPOOL_ASSIGN_OR_RETURN(set.transport, PeerTransport::Open(context, transport_options));
   raft_options.id = options.id;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "control/log/commit_log.h"
 #include "control/replication/peer_transport.h"
 #include "protocol/base/clock.h"
+#include "protocol/security/keys.h"
 #include "storage/log_store.h"
 
 namespace gpool::replication {
@@ -34,6 +36,14 @@ struct ReplicaSetOptions {
   int election_ticks = 300;   // --election-timeout-ms
   int heartbeat_ticks = 20;   // --raft-heartbeat-ms
   std::string token;          // carried on peer messages; empty: none
+  // CurveZMQ: this replica's key pair (empty secret: plaintext) and every
+  // replica's public key by id, this one's included.
+  security::KeyPair curve_keys;
+  std::map<uint64_t, std::string> peer_keys;
+  // Told of each replica the transport connects to and forgets (the
+  // coordinator's KeyDirectory admits exactly those on the peer port).
+  std::function<void(uint64_t id, const std::string& key)> on_peer_added;
+  std::function<void(uint64_t id)> on_peer_removed;
   const Clock* clock = &SystemClock::Get();
 };
 

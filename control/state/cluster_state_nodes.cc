@@ -15,7 +15,17 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
   // Validated at the edge (the node registry); see ApplySubmitJob.
   result.status = CheckNodeShape(cmd.node);
   if (!result.status.ok()) return result;
+  // A name bound to a worker key is that worker's: another key claiming it
+  // changes nothing (its tasks keep running). Checked here too, not only at
+  // the edge, so two registrations racing for a new name bind exactly one.
+  if (auto bound = nodes_.find(cmd.node.name);
+      bound != nodes_.end() && !cmd.worker_key.empty() && !bound->second.worker_key.empty() &&
+      bound->second.worker_key != cmd.worker_key) {
+    result.status = Status::Unauthenticated("node '" + cmd.node.name + "' is bound to another worker key");
+    return result;
+  }
   NodeRecord& node = nodes_[cmd.node.name];
+  if (node.worker_key.empty()) node.worker_key = cmd.worker_key;
   // The spec file's pool applies on first registration and when the file's
   // pool changes; an operator's `gpool node pool` holds until then.
   const bool first = node.spec.name.empty();
@@ -132,7 +142,7 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd)
   ApplyResult result;
   const UpdateNode& update = cmd.update;
   // Validated at the edge (the gateway); apply needs only a known op.
-  static constexpr std::string_view kOps[] = {"cordon", "uncordon", "pool", "taint", "label"};
+  static constexpr std::string_view kOps[] = {"cordon", "uncordon", "pool", "taint", "label", "worker-key"};
   if (std::find(std::begin(kOps), std::end(kOps), update.op) == std::end(kOps)) {
     result.status = Status::InvalidArgument("unknown node update '" + update.op.substr(0, 32) + "'");
     return result;
@@ -144,7 +154,11 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd)
   }
   NodeRecord& node = it->second;
   TouchSpec(node);
-  if (update.op == "cordon" || update.op == "uncordon") {
+  if (update.op == "worker-key") {
+    // An admin's rotation: the name is bound to the new key from here on,
+    // and the old key is no longer this node.
+    node.worker_key = update.key;
+  } else if (update.op == "cordon" || update.op == "uncordon") {
     const bool cordon = update.op == "cordon";
     if (node.cordoned != cordon || (cordon && node.cordon_reason != "operator")) {
       // An operator's cordon takes over a health cordon: the policy must

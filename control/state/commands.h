@@ -21,11 +21,15 @@ struct RegisterNodeCmd {
   NodeSpec node;
   std::vector<TaskReport> tasks;
   std::vector<HealthCondition> health;
+  // The key the worker's connection was authenticated with (CurveZMQ);
+  // empty on an --insecure cluster. Bound to the node on first use.
+  std::string worker_key;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
     v.Optional("tasks", tasks);
     v.Optional("health", health);
+    v.Optional("worker_key", worker_key);
   }
 };
 

@@ -264,6 +264,10 @@ struct NodeRecord {
   int64_t registered_ms = 0;
   int64_t last_seen_ms = 0;  // wall time of the last state change committed for it
   int64_t down_since_ms = 0;  // when it last left Ready (NotReady); 0 while Ready
+  // The CurveZMQ public key (Z85) of the worker bound to this name, set by
+  // its first registration (or an admin's enrolment); a registration with
+  // another key is refused (issue 31). Empty: unbound (an --insecure cluster).
+  std::string worker_key;
   // Health: the conditions its worker reported last (protocol/health.h),
   // GPUs the health policy fenced (overlaying spec.gpus[].healthy), and who
   // cordoned it: "operator" or "health" (only health cordons are lifted by
@@ -337,6 +341,7 @@ struct NodeRecord {
     v.Optional("tenant_gpus", tenant_gpus);
     v.Optional("tenants", tenants);
     v.Optional("down_since_ms", down_since_ms);
+    v.Optional("worker_key", worker_key);
     v.Optional("health", health);
     v.Optional("probe_health", probe_health);
     v.Optional("unhealthy_gpus", unhealthy_gpus);

@@ -20,11 +20,19 @@ Result<std::string> ReadTokenFile(const std::string& path) {
   return token;
 }
 
-bool SecretsEqual(std::string_view a, std::string_view b) {
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  // Every byte of the longer string is read whatever the lengths, so no
+  // early exit at a difference; the length difference itself is not secret.
+  const size_t n = std::max(a.size(), b.size());
   unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = std::min(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  // volatile keeps the compiler from turning the loop back into an early exit.
+  volatile unsigned char result = diff;
+  return result == 0;
 }
 
 }  // namespace gpool

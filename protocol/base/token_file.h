@@ -15,8 +15,9 @@ namespace gpool {
 // the flag and the path.
 Result<std::string> ReadTokenFile(const std::string& path);
 
-// Whether two secrets are equal, in a time that does not depend on where
-// they differ (only on their lengths).
-bool SecretsEqual(std::string_view a, std::string_view b);
+// Whether a == b, taking a time that depends on their lengths only, not on
+// where they differ: a token compared with == leaks its prefix to whoever
+// can time the refusals.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 }  // namespace gpool

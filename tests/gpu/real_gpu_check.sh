@@ -222,7 +222,7 @@ result binaries PASS
 # The CLI: every call bounded, by its own retries (4 x 3 s) and by timeout(1).
 G() {
   local t=${GT:-15}
-  LD_LIBRARY_PATH=$GP_LDLP timeout -k 2 "$t" "$BIN/gpool" -c "tcp://127.0.0.1:$CLIENT_PORT" --timeout-ms 3000 "$@"
+  LD_LIBRARY_PATH=$GP_LDLP timeout -k 2 "$t" "$BIN/gpool" --insecure -c "tcp://127.0.0.1:$CLIENT_PORT" --timeout-ms 3000 "$@"
 }
 py_json() { # py_json EXPR < json: evaluates EXPR with d = the parsed JSON
   timeout 10 python3 -c 'import json,sys
@@ -296,11 +296,11 @@ log "ports: client $CLIENT_PORT, worker $WORKER_PORT (127.0.0.1)"
 
 LD_LIBRARY_PATH=$GP_LDLP "$BIN/gpool-coordinator" --data-dir "$WORK/coordinator" \
   --client-addr "tcp://127.0.0.1:$CLIENT_PORT" --worker-addr "tcp://127.0.0.1:$WORKER_PORT" \
-  --heartbeat-ms 500 --node-timeout-ms 5000 --preempt-grace-ms 3000 >"$WORK/coordinator.log" 2>&1 &
+  --heartbeat-ms 500 --node-timeout-ms 5000 --preempt-grace-ms 3000 --insecure >"$WORK/coordinator.log" 2>&1 &
 COORD_PID=$!
 log "gpool-coordinator pid $COORD_PID"
 
-WORKER_ARGS=(--coordinator "tcp://127.0.0.1:$WORKER_PORT" --node-name "$NODE" --data-dir "$WORK/worker" "${NVML_FLAG[@]}")
+WORKER_ARGS=(--insecure --coordinator "tcp://127.0.0.1:$WORKER_PORT" --node-name "$NODE" --data-dir "$WORK/worker" "${NVML_FLAG[@]}")
 SPEC=${GPUCHECK_WORKER_SPEC:-}
 if [[ -n $SPEC ]]; then
   [[ $SPEC == /* ]] || SPEC=$ROOT/$SPEC

@@ -1,0 +1,81 @@
+// Key management commands: `gpool admin keygen --out PREFIX` writes a
+// CurveZMQ key pair for a user, a node or a coordinator replica (issue 31).
+// Nothing here talks to the coordinator: a key is made where it is used, and
+// only its public half travels (docs/operations.md "Keys").
+#include <filesystem>
+
+#include "client/cli_internal.h"
+#include "protocol/security/keys.h"
+
+namespace gpool::cli {
+
+constexpr char kKeygenUsage[] = "admin keygen --out PREFIX";
+
+int RunAdminKeygen(Session& s, const Invocation& inv) {
+  if (inv.positionals.size() != 1 || !inv.flags.count("out")) return s.Usage("usage: gpool " + std::string(kKeygenUsage));
+  const std::string prefix = inv.flags["out"].as<std::string>();
+  if (prefix.empty()) return s.Usage("--out: must not be empty");
+  const std::string secret = prefix + ".key";
+  const std::string public_file = prefix + ".pub";
+  // Neither file is written when either exists: a half-replaced identity
+  // (a new secret beside an old public key) is worse than none.
+  for (const std::string& path : {secret, public_file}) {
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
+      return s.Fail(Status::AlreadyExists(path + " exists; not overwritten (move it away to make a new key)"));
+    }
+  }
+  auto pair = security::GenerateKeyPair();
+  if (!pair.ok()) return s.Fail(pair.status());
+  if (Status written = security::WriteSecretKeyFile(secret, *pair); !written.ok()) return s.Fail(written);
+  if (Status written = security::WritePublicKeyFile(public_file, pair->public_key); !written.ok()) {
+    std::filesystem::remove(secret);
+    return s.Fail(written);
+  }
+  if (s.json) {
+    s.out << "{\"secret_key_file\":\"" << secret << "\",\"public_key_file\":\"" << public_file
+          << "\",\"public_key\":\"" << pair->public_key << "\"}\n";
+  } else {
+    s.out << "wrote " << secret << " (secret key, mode 0600: keep it on this machine)\n"
+          << "wrote " << public_file << " (public key " << pair->public_key << ")\n";
+  }
+  return kExitOk;
+}
+
+constexpr char kEnrolUsage[] = "admin node enrol NAME --node-key FILE";
+
+int RunAdminNodeEnrol(Session& s, const Invocation& inv) {
+  const auto& p = inv.positionals;
+  if (p.size() != 3 || p[1] != "enrol" || !inv.flags.count("node-key")) {
+    return s.Usage("usage: gpool " + std::string(kEnrolUsage));
+  }
+  auto key = security::ReadPublicKeyFile(inv.flags["node-key"].as<std::string>());
+  if (!key.ok()) return s.Fail(key.status().WithContext("--node-key"));
+  gpool::UpdateNode request;
+  request.node = p[2];
+  request.op = "worker-key";
+  request.key = *key;
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->UpdateNode(request);
+  if (!reply.ok()) return s.Fail(reply.status());
+  if (s.json) {
+    s.out << "{\"node\":\"" << p[2] << "\",\"public_key\":\"" << *key << "\"}\n";
+  } else {
+    s.out << "node " << p[2] << " is bound to key " << *key
+          << "; its worker must now connect with the matching secret key\n";
+  }
+  return kExitOk;
+}
+
+void AdminKeyOptions(cxxopts::Options& o) {
+  o.add_options("admin")
+      ("out", "keygen: write the key pair to PREFIX.key (secret, 0600) and PREFIX.pub", cxxopts::value<std::string>(),
+       "PREFIX")
+      ("node-key", "node enrol: the node's new public key file (rotation: the old key stops counting at once)",
+       cxxopts::value<std::string>(), "FILE")
+      ("replica-key", "replica add: the new replica's public key file (a CurveZMQ cluster needs it)",
+       cxxopts::value<std::string>(), "FILE");
+}
+
+}  // namespace gpool::cli

@@ -1,0 +1,106 @@
+#include "control/security/key_directory.h"
+
+#include "protocol/security/curve_socket.h"
+
+namespace gpool::control {
+
+std::string_view WorkerEnrolmentName(WorkerEnrolment enrolment) {
+  return enrolment == WorkerEnrolment::kAdmin ? "admin" : "first-use";
+}
+
+Result<WorkerEnrolment> WorkerEnrolmentFromName(std::string_view name) {
+  if (name == "first-use") return WorkerEnrolment::kFirstUse;
+  if (name == "admin") return WorkerEnrolment::kAdmin;
+  return Status::InvalidArgument("--worker-enrolment must be first-use or admin, not '" + std::string(name) + "'");
+}
+
+std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std::string_view key) const {
+  const std::string k(key);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (domain == security::kClientsDomain) {
+    if (auto it = users_.find(k); it != users_.end()) return "user|" + it->second + "|" + k;
+    if (!admin_key_.empty() && k == admin_key_) return "user|admin|" + k;
+    if (bootstrap_open_) return "bootstrap||" + k;
+    return std::nullopt;
+  }
+  if (domain == security::kWorkersDomain) {
+    if (auto it = node_of_key_.find(k); it != node_of_key_.end()) return "node|" + it->second + "|" + k;
+    if (enrolment_ == WorkerEnrolment::kFirstUse) return "new-node||" + k;
+    return std::nullopt;
+  }
+  if (domain == security::kPeersDomain) {
+    for (const auto& [id, replica_key] : replicas_) {
+      if (replica_key == k) return "replica|" + std::to_string(id) + "|" + k;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;  // a domain this coordinator does not serve
+}
+
+void KeyDirectory::SetUsers(std::map<std::string, std::string> users) {
+  std::lock_guard<std::mutex> lock(mu_);
+  users_ = std::move(users);
+}
+
+void KeyDirectory::SetAdminKey(std::string key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  admin_key_ = std::move(key);
+}
+
+void KeyDirectory::SetBootstrapOpen(bool open) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bootstrap_open_ = open;
+}
+
+void KeyDirectory::SetNodeKeys(const std::map<std::string, std::string>& node_keys) {
+  std::lock_guard<std::mutex> lock(mu_);
+  key_of_node_.clear();
+  node_of_key_.clear();
+  for (const auto& [node, key] : node_keys) {
+    if (key.empty()) continue;
+    key_of_node_[node] = key;
+    node_of_key_[key] = node;
+  }
+}
+
+void KeyDirectory::EnrolNode(const std::string& node, const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto old = key_of_node_.find(node); old != key_of_node_.end()) node_of_key_.erase(old->second);
+  // One key names one node: a key re-enrolled under another name leaves the old one.
+  if (auto other = node_of_key_.find(key); other != node_of_key_.end()) key_of_node_.erase(other->second);
+  key_of_node_[node] = key;
+  node_of_key_[key] = node;
+}
+
+void KeyDirectory::SetWorkerEnrolment(WorkerEnrolment enrolment) {
+  std::lock_guard<std::mutex> lock(mu_);
+  enrolment_ = enrolment;
+}
+
+std::optional<std::string> KeyDirectory::KeyOfNode(const std::string& node) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = key_of_node_.find(node);
+  if (it == key_of_node_.end()) return std::nullopt;
+  return it->second;
+}
+
+void KeyDirectory::SetReplicas(const std::map<uint64_t, std::string>& replicas) {
+  std::lock_guard<std::mutex> lock(mu_);
+  replicas_.clear();
+  for (const auto& [id, key] : replicas) {
+    if (!key.empty()) replicas_[id] = key;
+  }
+}
+
+void KeyDirectory::AddReplica(uint64_t id, const std::string& key) {
+  if (key.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  replicas_[id] = key;
+}
+
+void KeyDirectory::RemoveReplica(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  replicas_.erase(id);
+}
+
+}  // namespace gpool::control

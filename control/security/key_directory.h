@@ -1,0 +1,84 @@
+// KeyDirectory: which CurveZMQ keys the coordinator admits, per ZAP domain,
+// and what each is admitted as (the User-Id of control/principal.h).
+//
+//   clients  a registered user's key      -> user|<name>|<key>
+//            the bootstrap admin's key     -> user|admin|<key> (--admin-key)
+//            any key while bootstrap is open (no admin yet) -> bootstrap||<key>
+//   workers  a key bound to a node         -> node|<name>|<key>
+//            an unbound key, first-use enrolment only -> new-node||<key>
+//            (the node registry binds it to the name it registers, once)
+//   peers    a replica of the configuration -> replica|<id>|<key>
+// Anything else is refused at the handshake: the connection never delivers
+// a frame.
+//
+// The directory is a cache of committed state (users, node bindings, the
+// replica configuration) that the coordinator's loop refreshes; it decides
+// admission only. Who may do what once admitted is the gateway's and the
+// registry's business, from the Principal.
+//
+// Thread-safety: every method locks; the ZAP handler's thread calls
+// Authorize while the coordinator's loop thread updates it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "protocol/base/status.h"
+
+namespace gpool::control {
+
+enum class WorkerEnrolment {
+  kFirstUse,  // an unknown worker key is admitted, and bound to the first name it registers
+  kAdmin,     // only keys an admin enrolled (or bound before) are admitted
+};
+std::string_view WorkerEnrolmentName(WorkerEnrolment enrolment);
+Result<WorkerEnrolment> WorkerEnrolmentFromName(std::string_view name);
+
+class KeyDirectory {
+ public:
+  explicit KeyDirectory(WorkerEnrolment enrolment = WorkerEnrolment::kFirstUse) : enrolment_(enrolment) {}
+
+  // ZapHandler's Authorizer: the User-Id, or nullopt to refuse.
+  std::optional<std::string> Authorize(std::string_view domain, std::string_view key) const;
+
+  // clients: public key -> user name, replacing the whole map (from the
+  // committed user records).
+  void SetUsers(std::map<std::string, std::string> users);
+  // The key of the bootstrap admin (--admin-key); kept apart from SetUsers so
+  // replacing the users does not drop it. Empty: none.
+  void SetAdminKey(std::string key);
+  // While open (no admin exists yet) any client key is admitted as
+  // kBootstrap, whose only use is creating the first admin.
+  void SetBootstrapOpen(bool open);
+
+  // workers: node name -> key, replacing every binding (from the committed
+  // node records, on recovery and leadership changes).
+  void SetNodeKeys(const std::map<std::string, std::string>& node_keys);
+  // Binds `key` to `node` (a committed registration or an admin's
+  // enrolment), replacing the node's previous key: the old key is no longer
+  // admitted as that node.
+  void EnrolNode(const std::string& node, const std::string& key);
+  void SetWorkerEnrolment(WorkerEnrolment enrolment);
+  std::optional<std::string> KeyOfNode(const std::string& node) const;
+
+  // peers: replica id -> key of the committed configuration.
+  void SetReplicas(const std::map<uint64_t, std::string>& replicas);
+  void AddReplica(uint64_t id, const std::string& key);
+  void RemoveReplica(uint64_t id);
+
+ private:
+  mutable std::mutex mu_;
+  WorkerEnrolment enrolment_;
+  std::map<std::string, std::string> users_;   // key -> user
+  std::string admin_key_;
+  bool bootstrap_open_ = false;
+  std::map<std::string, std::string> node_of_key_;  // key -> node
+  std::map<std::string, std::string> key_of_node_;  // node -> key
+  std::map<uint64_t, std::string> replicas_;        // id -> key
+};
+
+}  // namespace gpool::control
