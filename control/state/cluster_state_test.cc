@@ -1,4 +1,5 @@
 #include "control/state/cluster_state.h"
+#include "control/state/cluster_state_fixture.h"
 #include "control/state/test_specs.h"
 #include "protocol/validate.h"
 #include "protocol/wire.h"
@@ -9,45 +10,6 @@ namespace gpool::state {
 namespace {
 
 using testing::MakeNode;
-
-JobSpec MakeJob(const std::string& name, uint32_t replicas, uint32_t gpus) {
-  JobSpec spec;
-  spec.name = name;
-  TaskGroupSpec group;
-  group.replicas = replicas;
-  group.command = {"true"};
-  group.resources = Resources{gpus, 1000, 1024};
-  spec.tasks.push_back(group);
-  return spec;
-}
-
-class ClusterStateTest : public ::testing::Test {
- protected:
-  ApplyResult Do(CommandBody body) { return state_.Apply(++index_, Command{static_cast<int64_t>(1000 * index_), std::move(body)}); }
-
-  uint64_t Submit(const std::string& name, uint32_t replicas, uint32_t gpus, const std::string& key = "") {
-    ApplyResult r = Do(SubmitJobCmd{MakeJob(name, replicas, gpus), key});
-    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
-    return r.job_id;
-  }
-
-  PlanBind Bind(uint64_t job, uint32_t task, const std::string& node, std::vector<uint32_t> gpus) {
-    return PlanBind{JobId(job), task, node, std::move(gpus), 1000, 1024};
-  }
-
-  ApplyResult Event(uint64_t job, uint32_t task, const std::string& node, const std::string& kind, int32_t code = 0) {
-    TaskEvent event;
-    event.node = node;
-    event.task = TaskId{JobId(job), task, 0};
-    event.kind = kind;
-    event.exit_code = code;
-    event.pid = 100 + task;
-    return Do(TaskEventCmd{event});
-  }
-
-  ClusterState state_;
-  uint64_t index_ = 0;
-};
 
 TEST_F(ClusterStateTest, JobRunsToSuccessAndFreesItsGpus) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}}).status.ok());
@@ -339,74 +301,6 @@ TEST_F(ClusterStateTest, SnapshotRestoresEverythingIncludingIndexes) {
   EXPECT_TRUE(dup.duplicate);
   ApplyResult next = restored.Apply(101, Command{1, SubmitJobCmd{MakeJob("c", 1, 0), ""}});
   EXPECT_EQ(next.job_id, 3u);
-}
-
-// The snapshot format: one map whose lists hold every record (and, since
-// the event stream, the events and sink cursors after them, and since
-// retention what is left of forgotten jobs, all optional so older snapshots
-// still restore). Snapshot() packs record by record and must
-// write these exact bytes.
-struct SnapshotImageV2 {
-  uint64_t applied_index = 0;
-  uint64_t next_job_id = 1;
-  std::vector<NodeRecord> nodes;
-  std::vector<JobRecord> jobs;
-  std::vector<QueueRecord> queues;
-  std::vector<ClusterEvent> events;
-  uint64_t next_event_seq = 1;
-  std::map<std::string, uint64_t> sink_cursors;
-  bool breaker_open = false;
-  int64_t breaker_opened_ms = 0;
-  std::vector<ForgottenJob> forgotten;  // retention (retention.h)
-  uint64_t forgotten_count = 0;
-  std::vector<UsageTotal> usage;
-  std::vector<UserSpec> users;  // users and the audit stream (issue 31)
-  std::vector<AuditEntry> audit;
-  uint64_t next_audit_seq = 1;
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("applied", applied_index);
-    v.Required("next_job_id", next_job_id);
-    v.Required("nodes", nodes);
-    v.Required("jobs", jobs);
-    v.Optional("queues", queues);
-    v.Optional("events", events);
-    v.Optional("next_event_seq", next_event_seq);
-    v.Optional("sink_cursors", sink_cursors);
-    v.Optional("breaker_open", breaker_open);
-    v.Optional("breaker_opened_ms", breaker_opened_ms);
-    v.Optional("forgotten", forgotten);
-    v.Optional("forgotten_count", forgotten_count);
-    v.Optional("usage", usage);
-    v.Optional("users", users);
-    v.Optional("audit", audit);
-    v.Optional("next_audit_seq", next_audit_seq);
-  }
-};
-
-TEST_F(ClusterStateTest, SnapshotBytesMatchTheImageFormat) {
-  Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
-  Do(RegisterNodeCmd{MakeNode("n2", 8), {}});
-  uint64_t a = Submit("a", 2, 1, "k");
-  Submit("b", 1, 9);
-  Do(ApplyPlanCmd{{Bind(a, 0, "n1", {0}), Bind(a, 1, "n2", {3})}, {}});
-  Event(a, 0, "n1", "started");
-
-  SnapshotImageV2 image;
-  image.applied_index = state_.applied_index();
-  image.next_job_id = 3;
-  image.events.assign(state_.events().begin(), state_.events().end());
-  image.next_event_seq = state_.last_event_seq() + 1;
-  for (const auto& [name, node] : state_.nodes()) image.nodes.push_back(node);
-  for (const auto& [id, job] : state_.jobs()) image.jobs.push_back(job);
-  for (const auto& [name, queue] : state_.queues()) image.queues.push_back(queue);
-  Do(UpdateUserCmd{UpdateUser{"create", UserSpec{"alice", {}, 1000, 1000, {{"viewer", ""}}}}});
-  Do(AuditCmd{{AuditEntry{0, 0, "alice", "CancelJob", "job 1", false, "cancel-job"}}});
-  image.applied_index = state_.applied_index();
-  image.users = {*state_.FindUser("alice")};
-  image.audit.assign(state_.audit().begin(), state_.audit().end());
-  image.next_audit_seq = 2;
-  EXPECT_EQ(state_.Snapshot(), wire::PackToString(image));
 }
 
 TEST_F(ClusterStateTest, DistinctIdempotencyKeysGiveDistinctJobs) {
