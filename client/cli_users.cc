@@ -5,34 +5,24 @@
 //   gpool admin user create|update|delete|show|list|add-key|remove-key ...
 //   gpool admin role grant|revoke USER ROLE [--queue Q]
 // The `admin` subcommands are dispatched here from cli_admin.cc.
-#include <fstream>
+#include <filesystem>
 #include <sstream>
 
 #include "client/cli_internal.h"
 #include "client/format.h"
+#include "protocol/security/keys.h"
 #include "protocol/validate_users.h"
 
 namespace gpool::cli {
 namespace {
 
-// A public key from --key: a file (`gpool admin keygen`'s .pub: the first
-// line that is a Z85 key, comments and blank lines skipped) or the key itself.
+// A public key from --key: a file (`gpool admin keygen`'s .pub, read as the
+// coordinator reads them) or the 40-character key itself.
 Result<std::string> ReadPublicKeyArg(const std::string& arg) {
-  std::ifstream file(arg);
-  if (file) {
-    std::string line;
-    while (std::getline(file, line)) {
-      const auto start = line.find_first_not_of(" \t\r");
-      if (start == std::string::npos || line[start] == '#') continue;
-      const auto end = line.find_last_not_of(" \t\r");
-      const std::string key = line.substr(start, end - start + 1);
-      if (IsZ85Key(key)) return key;
-      return Status::InvalidArgument("--key " + arg + ": not a public key file (expected a 40-character Z85 key)");
-    }
-    return Status::InvalidArgument("--key " + arg + ": the file holds no key");
-  }
-  if (IsZ85Key(arg)) return arg;
-  return Status::InvalidArgument("--key " + arg + ": no such file, and not a 40-character Z85 key");
+  if (IsZ85Key(arg) && !std::filesystem::exists(arg)) return arg;
+  auto key = security::ReadPublicKeyFile(arg);
+  if (!key.ok()) return Status::InvalidArgument("--key " + arg + ": " + key.status().message());
+  return key;
 }
 
 std::string Roles(const UserSpec& user) {

@@ -19,7 +19,7 @@ TEST_F(CliTest, AdminUserCreateReadsTheKeyFileAndSendsTheUser) {
   const std::string path = ::testing::TempDir() + "/alice.pub";
   {
     std::ofstream pub(path);
-    pub << "# gpool public key\n" << kKey << "\n";
+    pub << "public-key = \"" << kKey << "\"\n";  // as `gpool admin keygen` writes it
   }
   ASSERT_EQ(Run({"admin", "user", "create", "alice", "--key", path, "--uid", "1000"}), kExitOk) << err_.str();
   const UserSpec& alice = cluster_->users.at("alice");

@@ -39,6 +39,14 @@ constexpr uint32_t kMaxAuditPage = 1000;
 Result<Actor> Gateway::ResolveActor(const Principal& principal, const Envelope& envelope) const {
   Actor actor;
   actor.key = principal.key;
+  // A cluster token still configured with CurveZMQ on is required as well
+  // (defence in depth); an exec request may carry its job's exec token
+  // instead, checked against the job in ExecTarget.
+  if (principal.kind != Principal::Kind::kInsecure && !options_.token.empty() &&
+      !ConstantTimeEquals(envelope.header().token, options_.token) &&
+      !(IsExec(envelope.type()) && !envelope.header().token.empty())) {
+    return Status::Unauthenticated("wrong or missing token");
+  }
   switch (principal.kind) {
     case Principal::Kind::kInsecure: {
       // --insecure: the old rules. The cluster token (or none configured)

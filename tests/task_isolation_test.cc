@@ -53,6 +53,7 @@ TEST(TaskIsolationEndToEndTest, ATaskRunsAsItsUserAndReachesOnlyItsOwn) {
   ClientOptions client_options;
   client_options.endpoints = cluster.client_endpoint();
   client_options.timeout_ms = 3000;
+  cluster.SecureClient(client_options);
   auto client = Client::Connect(client_options);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
 
@@ -136,6 +137,7 @@ TEST(TaskIsolationEndToEndTest, ATaskCannotReadAnotherOwnersDirectoryOrLog) {
   ClientOptions client_options;
   client_options.endpoints = cluster.client_endpoint();
   client_options.timeout_ms = 3000;
+  cluster.SecureClient(client_options);
   auto client = Client::Connect(client_options);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
 

@@ -51,13 +51,16 @@ Result<std::map<std::string, std::string>> ParseKeyFile(std::string_view content
     std::string_view line = TrimSpace(content.substr(0, end));
     content = end == std::string_view::npos ? std::string_view() : content.substr(end + 1);
     ++line_no;
+    // A bare key first: Z85 has '#' and '=' in its alphabet, so a key may
+    // look like a comment or a field, but no comment or field is 40 Z85
+    // characters ('"' and ' ' are not in it).
+    if (IsZ85Key(line) && fields.empty()) {
+      fields[""] = std::string(line);
+      continue;
+    }
     if (line.empty() || line.front() == '#') continue;
     const size_t eq = line.find('=');
     if (eq == std::string_view::npos) {
-      if (IsZ85Key(line) && fields.empty()) {
-        fields[""] = std::string(line);
-        continue;
-      }
       return Status::InvalidArgument("key file " + path + " line " + std::to_string(line_no) +
                                      ": expected name = \"value\"");
     }

@@ -117,6 +117,14 @@ Status ApplyTaskIsolation(const TaskIsolationOptions& options, const std::string
   }
   request.work_dir = TaskWorkDir(log_dir, task);
   GPOOL_RETURN_IF_ERROR(OwnDir(request.work_dir, 0700, id->uid, id->gid));
+  // A temp dir of its own: tasks of one owner on a node would otherwise
+  // share /tmp, and each task's PID namespace numbers its processes from 1,
+  // so names made from a pid collide there (Open MPI's session directories
+  // did: "File exists" when two tasks' orteds had the same pid).
+  const std::string tmp = request.work_dir + "/tmp";
+  GPOOL_RETURN_IF_ERROR(OwnDir(tmp, 0700, id->uid, id->gid));
+  std::erase_if(request.env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
+  request.env.push_back("TMPDIR=" + tmp);
   for (const std::string& path : owned_files) GPOOL_RETURN_IF_ERROR(OwnFile(path, 0600, id->uid, id->gid));
   // The state directory holds the job's env (its secrets): root's alone.
   if (!request.state_dir.empty() && chmod(request.state_dir.c_str(), 0700) != 0) {

@@ -6,6 +6,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "worker/test_util.h"
@@ -105,6 +107,11 @@ TEST(TaskIsolationTest, PreparesTheTasksFilesAndDeviceRules) {
   EXPECT_EQ(st.st_mode & 07777, 0700u);
   EXPECT_EQ(st.st_uid, 40001u);
   EXPECT_EQ(st.st_gid, 40002u);
+  // Its own temp dir, named in TMPDIR (tasks' pids repeat across PID namespaces).
+  ASSERT_EQ(stat((request.work_dir + "/tmp").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_EQ(st.st_uid, 40001u);
+  EXPECT_EQ(std::count(request.env.begin(), request.env.end(), "TMPDIR=" + request.work_dir + "/tmp"), 1);
   ASSERT_EQ(stat((tasks + "/7.0.0.log").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
   EXPECT_EQ(st.st_uid, 40001u);
