@@ -1,6 +1,13 @@
 // Who may do what, through the gateway: the permission matrix (every client
 // request kind x every role x own and others' objects), owners set from the
 // authenticated user, secrets hidden, bootstrap once, and the audit stream.
+#include <array>
+#include <functional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "control/gateway_fixture.h"
