@@ -7,6 +7,8 @@
 // The `admin` subcommands are dispatched here from cli_admin.cc.
 #include <filesystem>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "client/cli_internal.h"
 #include "client/format.h"
@@ -61,8 +63,8 @@ int Print(Session& s, const UpdateUserReply& reply, const std::string& done) {
   return kExitOk;
 }
 
-// --uid/--gid given, or -1 (none).
-Result<std::pair<int64_t, int64_t>> UnixIds(const Invocation& inv) {
+// --uid and --gid (the uid's when not given), or -1 (none).
+std::pair<int64_t, int64_t> UnixIds(const Invocation& inv) {
   int64_t uid = inv.flags.count("uid") ? inv.flags["uid"].as<int64_t>() : -1;
   int64_t gid = inv.flags.count("gid") ? inv.flags["gid"].as<int64_t>() : uid;
   return std::make_pair(uid, gid);
@@ -104,9 +106,7 @@ int RunUser(Session& s, const Invocation& inv) {
       request.spec.keys.push_back(*key);
     }
   }
-  auto ids = UnixIds(inv);
-  request.spec.uid = ids->first;
-  request.spec.gid = ids->second;
+  std::tie(request.spec.uid, request.spec.gid) = UnixIds(inv);
   if (op == "update" && !inv.flags.count("uid")) return s.Usage("admin user update: --uid is required");
   if (op != "create" && op != "update" && op != "delete" && op != "add-key" && op != "remove-key") {
     return s.Usage("admin user: unknown subcommand '" + op + "' (usage: gpool " + kUserUsage + ")");
@@ -137,9 +137,7 @@ int RunBootstrap(Session& s, const Invocation& inv) {
   if (p.size() != 2) return s.Usage("usage: gpool admin bootstrap NAME [--uid N] [--gid N]");
   Bootstrap request;
   request.admin.name = p[1];
-  auto ids = UnixIds(inv);
-  request.admin.uid = ids->first;
-  request.admin.gid = ids->second;
+  std::tie(request.admin.uid, request.admin.gid) = UnixIds(inv);
   if (Status valid = ValidateUserSpec(request.admin); !valid.ok()) return s.Fail(valid);
   auto client = s.client();
   if (!client.ok()) return s.Fail(client.status());

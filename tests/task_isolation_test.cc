@@ -18,6 +18,7 @@
 
 #include "client/client.h"
 #include "tests/local_cluster.h"
+#include "tests/ready_cluster.h"
 
 namespace gpool::testing {
 namespace {
@@ -47,27 +48,20 @@ TEST(TaskIsolationEndToEndTest, ATaskRunsAsItsUserAndReachesOnlyItsOwn) {
   options.gpus_per_worker = 2;
   options.worker_flags = {{0, {"--gpu-device-nodes", devices.path() + "/gpu%u"}}};
   LocalCluster cluster(options);
-  cluster.StartCoordinator();
-  cluster.StartWorkers();
-  ASSERT_TRUE(WaitFor([&] { return cluster.AllNodesReady(); }, 20s)) << cluster.Cli({"nodes"}).out;
-  ClientOptions client_options;
-  client_options.endpoints = cluster.client_endpoint();
-  client_options.timeout_ms = 3000;
-  cluster.SecureClient(client_options);
-  auto client = Client::Connect(client_options);
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(StartReadyCluster(cluster, client));
 
   // A job the coordinator refuses: it tries to take the worker's place.
   JobSpec widened = ShellJob("widened", 1, "true");
   widened.tasks[0].env["LD_PRELOAD"] = "/tmp/evil.so";
-  auto refused = (*client)->Submit(widened, "");
+  auto refused = client->Submit(widened, "");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("LD_PRELOAD"), std::string::npos) << refused.status().message();
 
   JobSpec holder = ShellJob("holder", 1, "echo mine > secret.txt && echo ready && exec sleep 300");
   holder.tasks[0].env["HF_TOKEN"] = "holders-hf-token";
-  auto held = (*client)->Submit(holder, "");
+  auto held = client->Submit(holder, "");
   ASSERT_TRUE(held.ok()) << held.status().ToString();
   const std::string tasks = cluster.WorkerDataDir(0) + "/tasks";
   const std::string holder_id = std::to_string(held->job_id) + ".0.0";
@@ -89,7 +83,7 @@ TEST(TaskIsolationEndToEndTest, ATaskRunsAsItsUserAndReachesOnlyItsOwn) {
       "dd if=" + devices.path() + "/gpu$other of=/dev/null bs=1 count=1 2>&1 | grep -q 'Operation not permitted' && "
       "echo other-gpu=EPERM;"
       "echo probe-done";
-  auto probed = (*client)->Submit(ShellJob("probe", 1, probe), "");
+  auto probed = client->Submit(ShellJob("probe", 1, probe), "");
   ASSERT_TRUE(probed.ok()) << probed.status().ToString();
   const std::string log_path = tasks + "/" + std::to_string(probed->job_id) + ".0.0.log";
   ASSERT_TRUE(WaitFor([&] { return Has(ReadAll(log_path), "probe-done"); }, 30s)) << cluster.worker(0)->Log();
@@ -116,7 +110,7 @@ TEST(TaskIsolationEndToEndTest, ATaskRunsAsItsUserAndReachesOnlyItsOwn) {
   // `gpool logs` (the worker reads the log as root) still works.
   auto logs = cluster.Cli({"logs", std::to_string(probed->job_id) + ".0"});
   EXPECT_NE(logs.out.find("probe-done"), std::string::npos) << logs.out << logs.err;
-  (void)(*client)->CancelJob(JobId(held->job_id), 0);
+  (void)client->CancelJob(JobId(held->job_id), 0);
 }
 
 // Two owners: here two workers on this machine, each running its tasks as
@@ -131,22 +125,15 @@ TEST(TaskIsolationEndToEndTest, ATaskCannotReadAnotherOwnersDirectoryOrLog) {
   options.worker_flags = {{0, {"--task-user", "40001", "--gpu-device-nodes", ""}},
                           {1, {"--task-user", "40002", "--gpu-device-nodes", ""}}};
   LocalCluster cluster(options);
-  cluster.StartCoordinator();
-  cluster.StartWorkers();
-  ASSERT_TRUE(WaitFor([&] { return cluster.AllNodesReady(); }, 20s)) << cluster.Cli({"nodes"}).out;
-  ClientOptions client_options;
-  client_options.endpoints = cluster.client_endpoint();
-  client_options.timeout_ms = 3000;
-  cluster.SecureClient(client_options);
-  auto client = Client::Connect(client_options);
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(StartReadyCluster(cluster, client));
 
-  auto held = (*client)->Submit(ShellJob("holder", 1, "echo mine > secret.txt && echo ready && exec sleep 300"), "");
+  auto held = client->Submit(ShellJob("holder", 1, "echo mine > secret.txt && echo ready && exec sleep 300"), "");
   ASSERT_TRUE(held.ok()) << held.status().ToString();
   std::string holder_node;
   ASSERT_TRUE(WaitFor(
       [&] {
-        auto detail = (*client)->GetJob(JobId(held->job_id));
+        auto detail = client->GetJob(JobId(held->job_id));
         if (!detail.ok() || detail->tasks.empty() || detail->tasks[0].state != "Running") return false;
         holder_node = detail->tasks[0].node;
         return true;
@@ -162,7 +149,7 @@ TEST(TaskIsolationEndToEndTest, ATaskCannotReadAnotherOwnersDirectoryOrLog) {
                             "echo other-dir=unreachable;"
                             "cat " + holder + ".log >/dev/null 2>&1 && echo other-log=read || echo other-log=unreachable;"
                             "echo own > own.txt && cat own.txt && echo probe-done";
-  auto probed = (*client)->Submit(ShellJob("probe", 1, probe), "");
+  auto probed = client->Submit(ShellJob("probe", 1, probe), "");
   ASSERT_TRUE(probed.ok()) << probed.status().ToString();
   const int probe_worker = 1 - holder_worker;
   const std::string log_path =
@@ -174,7 +161,7 @@ TEST(TaskIsolationEndToEndTest, ATaskCannotReadAnotherOwnersDirectoryOrLog) {
   EXPECT_TRUE(Has(log, "other-dir=unreachable")) << log;
   EXPECT_TRUE(Has(log, "other-log=unreachable")) << log;
   EXPECT_TRUE(Has(log, "own")) << "its own directory is writable\n" << log;
-  (void)(*client)->CancelJob(JobId(held->job_id), 0);
+  (void)client->CancelJob(JobId(held->job_id), 0);
 }
 
 }  // namespace
