@@ -3,18 +3,17 @@
 // token and nothing else), and the relay to the task's node.
 #include <gtest/gtest.h>
 
-#include "control/fake_ports.h"
-#include "control/gateway.h"
+#include "control/gateway_fixture.h"
 
 namespace gpool::control {
 namespace {
 
-class GatewayExecTest : public ::testing::Test {
+class GatewayExecTest : public GatewayTest {
  protected:
   GatewayExecTest() {
     GatewayOptions options{.token = "admin", .replica_id = "c-1"};
     options.new_exec_token = [this] { return "job-token-" + std::to_string(++tokens_); };
-    gateway_ = std::make_unique<Gateway>(options, state_, workers_, relay_, outbox_, proposer_);
+    Rebuild(options);
     for (const char* node : {"n1", "n2"}) {
       proposer_.Propose(state::RegisterNodeCmd{OneGpuNode(node), {}}, [](const auto&) {});
       workers_.Connect(node, std::string("peer-") + node, now_ms_, 2'000'000);
@@ -44,18 +43,6 @@ class GatewayExecTest : public ::testing::Test {
     proposer_.Propose(state::TaskEventCmd{started}, [](const auto&) {});
   }
 
-  template <typename T>
-  void Send(const T& body, uint64_t request_id, std::string token) {
-    Header header{.request_id = request_id};
-    header.token = std::move(token);
-    gateway_->OnFrame("client", EncodeEnvelope(header, body), now_ms_);
-  }
-  Envelope Last() {
-    EXPECT_FALSE(outbox_.sent.empty());
-    auto env = DecodeEnvelope(outbox_.sent.back().frame);
-    EXPECT_TRUE(env.ok());
-    return env.ok() ? std::move(env).value() : Envelope{};
-  }
   std::string LastError() {
     Envelope env = Last();
     if (env.type() != MessageType::kErrorReply) return "not an error: " + std::string(MessageTypeName(env.type()));
@@ -72,14 +59,6 @@ class GatewayExecTest : public ::testing::Test {
   }
   const std::string& TokenOf(uint64_t job) { return state_.FindJob(JobId(job))->exec_token; }
 
-  state::ClusterState state_;
-  WorkerTable workers_;
-  RequestIds request_ids_;
-  ImmediateProposer proposer_{state_};
-  RecordingOutbox outbox_;
-  WorkerRelay relay_{WorkerRelayOptions{.timeout_ms = 1000}, workers_, request_ids_, outbox_, proposer_};
-  std::unique_ptr<Gateway> gateway_;
-  int64_t now_ms_ = 100;
   int tokens_ = 0;
 };
 
