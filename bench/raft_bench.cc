@@ -107,7 +107,7 @@ void Serve(Replica& r, Run& run, const std::string& payload) {
   while (!run.stop.load(std::memory_order_relaxed)) {
     zmq::pollitem_t item{r.transport->inbound().handle(), 0, ZMQ_POLLIN, 0};
     zmq::poll(&item, 1, std::chrono::milliseconds(1));
-    for (const auto& frame : r.transport->Drain()) r.log->Receive(frame);
+    for (const auto& frame : r.transport->Drain()) r.log->Receive(frame.bytes, frame.sender);
     r.log->Tick();
 
     const int phase = run.phase.load();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 
@@ -211,6 +212,14 @@ Status Coordinator::OpenLog() {
     // connects to: the configuration's, as Raft learns it.
     replicas.on_peer_added = [keys = keys_.get()](uint64_t id, const std::string& key) { keys->AddReplica(id, key); };
     replicas.on_peer_removed = [keys = keys_.get()](uint64_t id) { keys->RemoveReplica(id); };
+    replicas.replica_of_user_id = [](std::string_view user_id) -> uint64_t {
+      auto principal = Principal::Parse(user_id);
+      if (!principal || principal->kind != Principal::Kind::kReplica) return 0;
+      uint64_t id = 0;
+      const auto& name = principal->name;
+      auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), id);
+      return error == std::errc() && end == name.data() + name.size() ? id : 0;
+    };
   }
   replicas.clock = options_.clock;
   GPOOL_ASSIGN_OR_RETURN(replication::ReplicaSet set,

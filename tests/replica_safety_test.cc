@@ -3,7 +3,8 @@
 // real coordinator processes on 127.0.0.1:
 //   - forged Raft frames with term 2^64-1 (which once wedged a cluster for
 //     good) and fifty forged higher-term heartbeats (which once caused 56
-//     leader changes) leave it electing and committing;
+//     leader changes), sent under a member replica's own key, leave it
+//     electing and committing;
 //   - adding replicas whose addresses do not answer is refused and changes
 //     nothing; removing a voter while another is down is refused unless
 //     forced.
@@ -67,15 +68,22 @@ class ReplicaSafetyTest : public ::testing::Test {
     return leader;
   }
 
-  // Sends raw Raft frames to replica `index`'s peer port, as anyone who
-  // reaches it could (no token is configured here).
-  void SendFrames(int index, const std::vector<raft::Message>& messages) {
+  // Sends raw Raft frames to replica `index`'s peer port over a connection
+  // authenticated with replica `as`'s own key pair: what a compromised or
+  // buggy replica of the configuration could send (anyone else is refused at
+  // the handshake, CurveZap.PeerNotInTheConfigurationIsRefused).
+  void SendFrames(int index, uint64_t as, const std::vector<raft::Message>& messages) {
     zmq::socket_t socket(context_, zmq::socket_type::dealer);
     socket.set(zmq::sockopt::linger, 2000);
+    // A refused or slow handshake must not block the test: frames that
+    // cannot be queued within a second are dropped, and the assertions below
+    // then fail on the counts instead of hanging.
+    socket.set(zmq::sockopt::sndtimeo, 1000);
+    cluster_.SecureSocket(socket, "replica-" + std::to_string(as), index);
     socket.connect(cluster_.peer_endpoint(index));
     for (const auto& m : messages) {
       const std::string bytes = raft::EncodeMessage(m);
-      socket.send(zmq::buffer(bytes), zmq::send_flags::none);
+      sent_ += socket.send(zmq::buffer(bytes), zmq::send_flags::none).has_value();
     }
     socket.close();  // linger: the frames go out first
   }
@@ -92,6 +100,7 @@ class ReplicaSafetyTest : public ::testing::Test {
   LocalCluster cluster_{SafetyClusterOptions()};
   std::unique_ptr<Client> client_;
   zmq::context_t context_;
+  size_t sent_ = 0;
 };
 
 raft::Message ForgedFrame(raft::MessageType type, uint64_t from, uint64_t to, uint64_t term) {
@@ -108,6 +117,7 @@ TEST_F(ReplicaSafetyTest, ForgedMaximalAndHigherTermFramesLeaveTheClusterElectin
   ASSERT_TRUE(before.ok()) << before.status().ToString();
   const uint64_t term = before->term;
   const std::string leader_id = before->replica_id;
+  size_t forged = 0;
   for (int i = 0; i < kSafetyReplicas; ++i) {
     const uint64_t to = static_cast<uint64_t>(i + 1);
     const uint64_t from = to == 1 ? 2 : 1;
@@ -117,14 +127,18 @@ TEST_F(ReplicaSafetyTest, ForgedMaximalAndHigherTermFramesLeaveTheClusterElectin
       frames.push_back(ForgedFrame(type, from, to, UINT64_MAX));
       frames.push_back(ForgedFrame(type, from, to, raft::kMaxTerm + 1));
     }
-    // Fifty heartbeats with ordinary higher terms, under a member's name
-    // that is not the leader's.
+    SendFrames(i, from, frames);
+    forged += frames.size();
+    // Fifty heartbeats with ordinary higher terms from a member that is not
+    // the leader, under its own key.
     const uint64_t impostor = std::to_string(to) == leader_id ? (to % kSafetyReplicas) + 1 : to == 1 ? 2 : 1;
-    for (uint64_t k = 1; k <= 50; ++k) {
-      if (std::to_string(impostor) != leader_id) frames.push_back(ForgedFrame(raft::MessageType::kHeartbeat, impostor, to, term + k));
-    }
-    SendFrames(i, frames);
+    if (std::to_string(impostor) == leader_id) continue;
+    std::vector<raft::Message> heartbeats;
+    for (uint64_t k = 1; k <= 50; ++k) heartbeats.push_back(ForgedFrame(raft::MessageType::kHeartbeat, impostor, to, term + k));
+    SendFrames(i, impostor, heartbeats);
+    forged += heartbeats.size();
   }
+  EXPECT_EQ(sent_, forged) << "the forged frames were not all sent";
   EXPECT_EQ(SubmitMany("after-forgery-", 30), 30) << "every submission commits";
   auto after = Status();
   ASSERT_TRUE(after.ok()) << after.status().ToString();

@@ -135,8 +135,8 @@ void PeerTransport::MaybeReopen(uint64_t id, Outbound& peer) {
                 peer.endpoint);
 }
 
-std::vector<std::string> PeerTransport::Drain(size_t max) {
-  std::vector<std::string> frames;
+std::vector<InboundFrame> PeerTransport::Drain(size_t max) {
+  std::vector<InboundFrame> frames;
   while (frames.size() < max) {
     zmq::message_t identity;
     if (!inbound_.recv(identity, zmq::recv_flags::dontwait)) break;
@@ -161,8 +161,13 @@ std::vector<std::string> PeerTransport::Drain(size_t max) {
       continue;
     }
     ++stats_.received;
-    const zmq::message_t& frame = parts.back();
-    frames.emplace_back(static_cast<const char*>(frame.data()), frame.size());
+    zmq::message_t& frame = parts.back();
+    uint64_t sender = 0;
+    if (options_.replica_of_user_id) {
+      const char* user_id = zmq_msg_gets(frame.handle(), "User-Id");
+      if (user_id != nullptr) sender = options_.replica_of_user_id(user_id);
+    }
+    frames.push_back(InboundFrame{sender, std::string(static_cast<const char*>(frame.data()), frame.size())});
   }
   return frames;
 }

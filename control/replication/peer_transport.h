@@ -51,6 +51,17 @@ struct PeerTransportOptions {
   // handler admits exactly the replicas of the configuration.
   std::function<void(uint64_t id, const std::string& key)> on_peer_added;
   std::function<void(uint64_t id)> on_peer_removed;
+  // CurveZMQ: the replica id a frame's ZAP User-Id names (0 for none), so
+  // Raft can refuse a frame whose `from` is another replica's: an admitted
+  // replica's key vouches for that replica only. Unset: frames carry 0.
+  std::function<uint64_t(std::string_view user_id)> replica_of_user_id;
+};
+
+// A frame as received, with the replica its connection authenticated as
+// (0: not authenticated, e.g. --insecure).
+struct InboundFrame {
+  uint64_t sender = 0;
+  std::string bytes;
 };
 
 struct TransportStats {
@@ -78,7 +89,7 @@ class PeerTransport {
   // The inbound socket, for zmq::poll alongside the coordinator's others.
   zmq::socket_t& inbound() { return inbound_; }
   // Takes up to `max` frames that have arrived, without blocking.
-  std::vector<std::string> Drain(size_t max = 1024);
+  std::vector<InboundFrame> Drain(size_t max = 1024);
 
   const std::string& listen_endpoint() const { return listen_endpoint_; }
   const TransportStats& stats() const { return stats_; }

@@ -16,7 +16,7 @@ std::vector<std::string> Receive(PeerTransport& transport, size_t count) {
     zmq::pollitem_t item{transport.inbound().handle(), 0, ZMQ_POLLIN, 0};
     zmq::poll(&item, 1, std::chrono::milliseconds(25));
     for (auto& frame : transport.Drain()) {
-      if (frame != "probe") got.push_back(std::move(frame));
+      if (frame.bytes != "probe") got.push_back(std::move(frame.bytes));
     }
   }
   return got;

@@ -158,7 +158,7 @@ std::vector<log::CommittedMembership> RaftLog::TakeCommittedMembership() {
 }
 
 void RaftLog::Pump() {
-  for (const auto& frame : transport_->Drain()) Receive(frame);
+  for (const auto& frame : transport_->Drain()) Receive(frame.bytes, frame.sender);
   Tick();
   MaybePromoteLearner();
 }
@@ -225,7 +225,7 @@ Status RaftLog::Learn(const raft::LogEntry& entry, bool committed) {
   return Status::Ok();
 }
 
-void RaftLog::Receive(std::string_view frame) {
+void RaftLog::Receive(std::string_view frame, uint64_t sender) {
   ++stats_.frames_received;
   auto message = raft::DecodeMessage(frame, limits_);
   if (!message.ok()) {
@@ -237,6 +237,16 @@ void RaftLog::Receive(std::string_view frame) {
   }
   if (message->to != options_.id) {
     ++stats_.frames_misaddressed;
+    return;
+  }
+  if (sender != 0 && message->from != sender) {
+    // An admitted replica's key speaks for that replica only: a frame in
+    // another's name (a compromised or misconfigured replica) is dropped
+    // before it can depose a leader or vote twice.
+    if (stats_.frames_impersonated++ % 1000 == 0) {
+      spdlog::warn("raft frame dropped: from={} but the connection is replica={} type={} dropped_so_far={}",
+                   message->from, sender, raft::MessageTypeName(message->type), stats_.frames_impersonated);
+    }
     return;
   }
   guard_.Heard(message->from, options_.clock->MonoMs());

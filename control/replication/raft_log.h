@@ -97,6 +97,7 @@ struct RaftLogStats {
   uint64_t frames_received = 0;
   uint64_t frames_malformed = 0;     // did not decode as a raft::Message
   uint64_t frames_misaddressed = 0;  // addressed to another replica
+  uint64_t frames_impersonated = 0;  // `from` is not the replica the connection authenticated as
   uint64_t step_errors = 0;          // the core refused the message
   uint64_t readies = 0;
   uint64_t synced_writes = 0;
@@ -155,8 +156,10 @@ class RaftLog final : public log::CommitLog {
   std::vector<CommittedConfChange> TakeCommittedConfChanges() { return std::exchange(committed_changes_, {}); }
   std::vector<log::CommittedMembership> TakeCommittedMembership() override;
   const ReplicaDirectory& directory() const { return directory_; }
-  // One frame from a peer (PeerTransport::Drain).
-  void Receive(std::string_view frame);
+  // One frame from a peer (PeerTransport::Drain). `sender`: the replica its
+  // connection authenticated as, or 0 (unauthenticated, not checked); a
+  // frame whose `from` differs is dropped and counted.
+  void Receive(std::string_view frame, uint64_t sender = 0);
   // Advances Raft time to the clock; call every loop turn.
   void Tick();
   // Receive() every frame the transport holds, then Tick().

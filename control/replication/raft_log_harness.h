@@ -155,7 +155,7 @@ class RaftLogTest : public ::testing::Test {
     std::vector<zmq::pollitem_t> items;
     for (auto& r : replicas_) {
       if (!r.up()) continue;
-      for (auto& frame : r.transport->Drain()) r.log->Receive(frame);
+      for (auto& frame : r.transport->Drain()) r.log->Receive(frame.bytes, frame.sender);
       r.log->Tick();
       while (r.log->HasUnsynced()) {
         auto committed = r.log->Sync();

@@ -207,6 +207,30 @@ TEST_F(RaftLogTest, GarbageFromTheNetworkIsCountedAndDropped) {
   ASSERT_TRUE(RunUntil([&] { return AllApplied(3); }));
 }
 
+// A replica admitted under its own key cannot speak for another: a higher-
+// term vote request in a third replica's name, over the second's connection,
+// is dropped and neither moves the term nor costs the leader its place.
+TEST_F(RaftLogTest, AFrameInAnotherReplicasNameIsDropped) {
+  Replica& leader = AwaitLeader();
+  Replica& follower = replicas_[leader.id % 3];
+  const uint64_t third = 6 - leader.id - follower.id;
+  const uint64_t term = follower.log->term();
+  raft::Message forged;
+  forged.type = raft::MessageType::kVote;
+  forged.from = third;
+  forged.to = follower.id;
+  forged.term = term + 5;
+  follower.log->Receive(raft::EncodeMessage(forged), /*sender=*/leader.id);
+  EXPECT_EQ(follower.log->stats().frames_impersonated, 1u);
+  EXPECT_EQ(follower.log->term(), term);
+  // The same frame over the named replica's own connection is Raft's to
+  // judge (which may ignore it while it hears from its leader).
+  follower.log->Receive(raft::EncodeMessage(forged), /*sender=*/third);
+  EXPECT_EQ(follower.log->stats().frames_impersonated, 1u);
+  ProposeAll(leader, "ok-", 3);
+  ASSERT_TRUE(RunUntil([&] { return AllApplied(3); }));
+}
+
 TEST_F(RaftLogTest, ReplicaIdMustBeAVoter) {
   storage::MemoryStore kv;
   auto store = storage::LogStore::Open(&kv);

@@ -24,6 +24,7 @@ Result<ReplicaSet> OpenReplicaSet(const ReplicaSetOptions& options, storage::Log
   transport_options.curve_keys = options.curve_keys;
   transport_options.on_peer_added = options.on_peer_added;
   transport_options.on_peer_removed = options.on_peer_removed;
+  transport_options.replica_of_user_id = options.replica_of_user_id;
   RaftLogOptions raft_options;
   for (const auto& [id, endpoint] : options.peers) {
     raft_options.voters.push_back(id);

@@ -44,6 +44,8 @@ struct ReplicaSetOptions {
   // coordinator's KeyDirectory admits exactly those on the peer port).
   std::function<void(uint64_t id, const std::string& key)> on_peer_added;
   std::function<void(uint64_t id)> on_peer_removed;
+  // PeerTransportOptions::replica_of_user_id.
+  std::function<uint64_t(std::string_view user_id)> replica_of_user_id;
   const Clock* clock = &SystemClock::Get();
 };
 
