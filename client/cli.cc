@@ -97,6 +97,20 @@ Status ApplySecurity(Session& s, const cxxopts::ParseResult& flags,
                                                 ? std::optional(flags["coordinator-key"].as<std::string>())
                                                 : from_env("GPOOL_COORDINATOR_KEY");
   const bool explicit_key = key_file.has_value();
+  // Inside a task of a secured cluster: its job's exec key (the exec token
+  // is a CURVE secret key) and the coordinator's public key, both set by
+  // gpool in the task's environment; an explicit --key-file still wins.
+  if (!explicit_key && !flags.count("coordinator-key")) {
+    auto token = from_env("GPOOL_EXEC_TOKEN");
+    auto coordinator = from_env("GPOOL_COORDINATOR_PUBLIC_KEY");
+    if (token && coordinator && security::IsZ85Key(*token) && security::IsZ85Key(*coordinator)) {
+      auto job_keys = security::KeyPairOfSecret(*token);
+      if (!job_keys.ok()) return job_keys.status().WithContext("GPOOL_EXEC_TOKEN");
+      s.options.curve_keys = *job_keys;
+      s.options.server_keys = {*coordinator};
+      return Status::Ok();
+    }
+  }
   if (!key_file && !dir.empty()) key_file = dir + "/user.key";
   if (!server_files && !dir.empty()) server_files = dir + "/coordinator.pub";
   if (!explicit_key && (!key_file || access(key_file->c_str(), F_OK) != 0 || !server_files ||

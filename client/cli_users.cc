@@ -155,6 +155,8 @@ int RunWhoAmI(Session& s, const Invocation&) {
     s.out << ToJson(*reply) << "\n";
   } else if (reply->kind == "user") {
     s.out << FormatUser(reply->user);
+  } else if (reply->kind == "job") {
+    s.out << reply->user.name << ": a task's exec key; it may read its own job and exec into its tasks, nothing else\n";
   } else if (reply->kind == "bootstrap") {
     s.out << "not a user yet: the cluster has no admin; `gpool admin bootstrap NAME` makes this key its first\n";
   } else {

@@ -78,6 +78,10 @@ Decision Authorize(const Actor& actor, Permission permission, const Target& targ
     case Actor::Kind::kUser:
       allowed = actor.user != nullptr && UserMay(*actor.user, permission, target, state);
       break;
+    case Actor::Kind::kJob:
+      allowed = (permission == Permission::kExecJob || permission == Permission::kReadJob) && target.job != 0 &&
+                target.job == actor.job;
+      break;
     case Actor::Kind::kAnonymous: allowed = false; break;
   }
   if (allowed) return {true, {}};

@@ -7,7 +7,8 @@
 // queue's subtree (queues strictly below it, and every job in it); member of
 // a queue (submit there, see its jobs without env and logs); viewer
 // (read-only, no env, no logs). Everyone sees, cancels and execs into their
-// own jobs. A queue-admin cannot change the queue it was granted (its quota
+// own jobs. A job's own tasks (by its exec key) may read it and exec into
+// it, nothing else. A queue-admin cannot change the queue it was granted (its quota
 // is its parent's admin's to set), only what is below it.
 #pragma once
 
@@ -39,8 +40,10 @@ std::string_view PermissionName(Permission permission);
 
 // The caller as the gateway resolved it.
 struct Actor {
-  enum class Kind { kUser, kInsecureAdmin, kBootstrap, kAnonymous } kind = Kind::kAnonymous;
-  std::string name;                  // the user (kUser); "insecure", "bootstrap" otherwise
+  // kJob: a task of job `job`, by its job's exec key (Principal kJob).
+  enum class Kind { kUser, kInsecureAdmin, kBootstrap, kJob, kAnonymous } kind = Kind::kAnonymous;
+  std::string name;                  // the user (kUser); "job-<id>", "insecure", "bootstrap" otherwise
+  uint64_t job = 0;                  // kJob: the job it speaks for
   const UserSpec* user = nullptr;    // kUser: its committed record
   std::string key;                   // the public key it connected with (secure mode)
 };
@@ -49,6 +52,7 @@ struct Actor {
 struct Target {
   std::string owner;  // the job's user
   std::string queue;  // the job's queue, the queue submitted to, or the queue managed
+  uint64_t job = 0;   // the job acted on; 0 when the target is not a job
 };
 
 struct Decision {

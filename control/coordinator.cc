@@ -122,6 +122,7 @@ void Coordinator::Wire() {
   DispatcherOptions dispatcher_options;
   dispatcher_options.preempt_grace_ms = options_.preempt_grace_ms;
   dispatcher_options.client_endpoints = ReachableEndpoint(client_endpoint_);
+  if (keys_) dispatcher_options.coordinator_public_key = options_.curve_keys.public_key;
   dispatcher_ =
       std::make_unique<Dispatcher>(dispatcher_options, state_, connections_, request_ids_, *this, *tracker_);
   worker_relay_ = std::make_unique<WorkerRelay>(WorkerRelayOptions{}, connections_, request_ids_, *this, *tracker_);
@@ -178,12 +179,22 @@ Status Coordinator::Secure() {
 
 void Coordinator::SyncNodeKeys() {
   SyncUserKeys();
+  SyncJobKeys();
   if (!keys_) return;
   std::map<std::string, std::string> bound;
   for (const auto& [name, record] : state_.nodes()) {
     if (!record.worker_key.empty()) bound[name] = record.worker_key;
   }
   keys_->SetNodeKeys(bound);
+}
+
+void Coordinator::SyncJobKeys() {
+  if (!keys_) return;
+  std::map<std::string, uint64_t> jobs;
+  for (const auto& [id, job] : state_.jobs()) {
+    if (!job.exec_key.empty()) jobs[job.exec_key] = id;
+  }
+  keys_->SetJobKeys(std::move(jobs));
 }
 
 // The client keys the handshake admits are the committed users'; until an
@@ -397,6 +408,13 @@ void Coordinator::ApplyEntry(const storage::LogEntry& entry) {
     if (keys_ && registered != nullptr && result.status.ok() && !registered->worker_key.empty()) {
       keys_->EnrolNode(registered->node.name, registered->worker_key);
     }
+    // A job's exec key is admitted as its submission commits, and no longer
+    // once its record is forgotten.
+    const auto* submitted = std::get_if<state::SubmitJobCmd>(&command->body);
+    if (keys_ && submitted != nullptr && result.status.ok() && !result.duplicate) {
+      keys_->AddJobKey(result.job_id, submitted->exec_key);
+    }
+    if (std::holds_alternative<state::ForgetJobsCmd>(command->body)) SyncJobKeys();
     if (std::holds_alternative<state::UpdateUserCmd>(command->body) ||
         std::holds_alternative<state::BootstrapCmd>(command->body)) {
       SyncUserKeys();  // a key added or removed is admitted or refused from the next handshake on

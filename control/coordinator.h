@@ -148,8 +148,9 @@ class Coordinator final : public Outbox {
   Status Secure();
   // Reloads the node bindings from the committed state (recovery, a new
   // leadership): the ZAP handler names a bound key after its node.
-  void SyncNodeKeys();  // and SyncUserKeys
+  void SyncNodeKeys();  // and SyncUserKeys, SyncJobKeys
   void SyncUserKeys();
+  void SyncJobKeys();
   // Builds the managers and subscribes them to each other's events: the only
   // place that knows who talks to whom.
   void Wire();

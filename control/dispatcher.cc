@@ -144,9 +144,13 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     bind.hosts = layout.HostsFor(task);
     bind.task_hosts = layout.TaskHostsFor(task);
     if (!options_.client_endpoints.empty()) bind.env["GPOOL_COORDINATOR"] = options_.client_endpoints;
+    if (!options_.coordinator_public_key.empty()) {
+      bind.env["GPOOL_COORDINATOR_PUBLIC_KEY"] = options_.coordinator_public_key;
+    }
     for (const auto& [key, value] : group.env) bind.env[key] = value;  // the user's own win
     // The job's own exec credential (JobRecord::exec_token): `gpool exec`
-    // (and mpirun through `gpool exec-rsh`) into this job's tasks only.
+    // (and mpirun through `gpool exec-rsh`) into this job's tasks only; with
+    // CurveZMQ also the secret key a task's `gpool` connects with.
     if (!job->exec_token.empty()) bind.env["GPOOL_EXEC_TOKEN"] = job->exec_token;
     bind.gpu_indices = task.gpu_indices;
     bind.gpu_uuids = state_.GpuUuids(task, /*mig_instances=*/false);

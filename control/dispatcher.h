@@ -51,6 +51,10 @@ struct DispatcherOptions {
   // The client endpoint(s) tasks reach the coordinator on (GPOOL_COORDINATOR
   // in every bind, so `gpool exec` works inside a task); empty: not set.
   std::string client_endpoints;
+  // CurveZMQ: the public key of the coordinator at client_endpoints
+  // (GPOOL_COORDINATOR_PUBLIC_KEY in every bind), so a task's `gpool`
+  // reaches it with its job's exec key; empty: insecure, not set.
+  std::string coordinator_public_key;
 };
 
 class Dispatcher final : public WorkerEvents {

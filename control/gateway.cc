@@ -8,6 +8,7 @@
 #include "control/views.h"
 #include "protocol/base/endpoint.h"
 #include "protocol/base/token_file.h"
+#include "protocol/security/keys.h"
 
 namespace gpool::control {
 
@@ -212,7 +213,10 @@ void Gateway::OnSubmit(const Request& request, SubmitJob msg) {
     return;
   }
   std::string exec_token = options_.new_exec_token ? options_.new_exec_token() : RandomExecToken();
-  ProposeAudited(state::SubmitJobCmd{std::move(msg.spec), std::move(msg.idempotency_key), std::move(exec_token)},
+  auto exec_pair = security::KeyPairOfSecret(exec_token);
+  std::string exec_key = exec_pair.ok() ? exec_pair->public_key : std::string();
+  ProposeAudited(state::SubmitJobCmd{std::move(msg.spec), std::move(msg.idempotency_key), std::move(exec_token),
+                                     std::move(exec_key)},
                     [this, peer, request_id](const state::ApplyResult& result) {
                       if (!result.status.ok()) return Fail(peer, request_id, result.status);
                       spdlog::info("job submitted job={} duplicate={}", result.job_id, result.duplicate);

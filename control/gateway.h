@@ -95,7 +95,7 @@ class Gateway {
   // Proposes the audit entry Permit approved for this request, if any, then `body`.
   void ProposeApprovedAudit();
   void ProposeAudited(state::CommandBody body, ApplyCallback done);
-  static Target JobTarget(const state::JobRecord& job) { return Target{job.spec.user, job.spec.queue}; }
+  static Target JobTarget(const state::JobRecord& job) { return Target{job.spec.user, job.spec.queue, job.id.value()}; }
   void OnUsers(const Request& request, const Envelope& envelope);
   void OnSubmit(const Request& request, SubmitJob msg);
   void OnCancel(const Request& request, const CancelJob& msg);

@@ -1,6 +1,7 @@
 // Gateway: who the caller is, what it may do, and the audit stream of what it
 // asked (issue 31); and the users, bootstrap and audit requests.
 #include <algorithm>
+#include <charconv>
 
 #include <spdlog/spdlog.h>
 
@@ -91,6 +92,22 @@ Result<Actor> Gateway::ResolveActor(const Principal& principal, const Envelope& 
       actor.kind = Actor::Kind::kBootstrap;
       actor.name = "bootstrap";
       return actor;
+    case Principal::Kind::kJob: {
+      // The committed record decides, as for users: a key the directory
+      // still admits for a job forgotten a moment ago opens nothing.
+      uint64_t job = 0;
+      const auto& name = principal.name;
+      auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), job);
+      const auto it = error == std::errc() && end == name.data() + name.size() ? state_.jobs().find(job)
+                                                                                  : state_.jobs().end();
+      if (it == state_.jobs().end() || it->second.exec_key != principal.key) {
+        return Status::Unauthenticated("key " + principal.key + " is the exec key of no current job");
+      }
+      actor.kind = Actor::Kind::kJob;
+      actor.name = "job-" + name;
+      actor.job = job;
+      return actor;
+    }
     case Principal::Kind::kNode:
     case Principal::Kind::kNewNode:
     case Principal::Kind::kReplica:
@@ -174,6 +191,10 @@ void Gateway::OnUsers(const Request& request, const Envelope& envelope) {
       switch (request.actor.kind) {
         case Actor::Kind::kUser: reply.kind = "user"; reply.user = *request.actor.user; break;
         case Actor::Kind::kBootstrap: reply.kind = "bootstrap"; break;
+        case Actor::Kind::kJob:
+          reply.kind = "job";
+          reply.user.name = request.actor.name;
+          break;
         default: reply.kind = "insecure"; break;
       }
       return Reply(peer, MakeFrame(id, proposer_.epoch(), reply));

@@ -61,7 +61,10 @@ class GatewayAccessTest : public GatewayTest {
     spec.queue = queue;
     spec.tasks[0].env["HF_TOKEN"] = "secret-of-" + user;
     uint64_t id = 0;
-    proposer_.Propose(state::SubmitJobCmd{spec, "", "exec-token-" + user},
+    // A Z85-shaped exec key of this job's own (the gateway derives it from the token).
+    std::string exec_key = "exec-key-" + user + "-" + std::to_string(state_.jobs().size());
+    exec_key.resize(40, '.');
+    proposer_.Propose(state::SubmitJobCmd{spec, "", "exec-token-" + user, exec_key},
                       [&](const state::ApplyResult& r) { id = r.job_id; });
     return id;
   }
@@ -84,13 +87,16 @@ class GatewayAccessTest : public GatewayTest {
 struct Case {
   std::string name;
   std::function<void(GatewayAccessTest&, const Principal&)> send;
-  // Expected for admin, queue-admin of ml, member of ml-a, viewer, no role.
-  std::array<bool, 5> allowed;
+  // Expected for admin, queue-admin of ml, member of ml-a, viewer, no role,
+  // and a task of the member's own job (its job's exec key).
+  std::array<bool, 6> allowed;
 };
 
 TEST_F(GatewayAccessTest, PermissionMatrixHasNoUnexpectedAllow) {
-  const std::array<Principal, 5> callers = {As("root-admin", kKeyAdmin), As("qa", kKeyQa), As("mem", kKeyMember),
-                                            As("view", kKeyViewer), As("nobody", kKeyNobody)};
+  const std::array<Principal, 6> callers = {
+      As("root-admin", kKeyAdmin), As("qa", kKeyQa), As("mem", kKeyMember), As("view", kKeyViewer),
+      As("nobody", kKeyNobody),
+      Principal{Principal::Kind::kJob, std::to_string(own_job_), state_.jobs().at(own_job_).exec_key}};
   auto job_spec = [](const std::string& queue) {
     JobSpec spec = OneGpuJob();
     spec.queue = queue;
@@ -105,55 +111,60 @@ TEST_F(GatewayAccessTest, PermissionMatrixHasNoUnexpectedAllow) {
   const uint64_t own = own_job_, other = other_job_, far = far_job_;
   const std::vector<Case> cases = {
       {"submit to a queue of one's own", [](auto& t, auto& p) { t.SendAs(p, SubmitJob{[] { JobSpec s = OneGpuJob(); s.queue = "ml-a"; return s; }(), ""}); },
-       {true, true, true, false, false}},
+       {true, true, true, false, false, false}},
       {"submit to another's queue", [&](auto& t, auto& p) { t.SendAs(p, SubmitJob{job_spec("web"), ""}); },
-       {true, false, false, false, false}},
+       {true, false, false, false, false, false}},
       {"cancel the member's own job", [&](auto& t, auto& p) { t.SendAs(p, CancelJob{own}); },
-       {true, true, true, false, false}},
+       {true, true, true, false, false, false}},
       {"cancel another's job in the member's queue", [&](auto& t, auto& p) { t.SendAs(p, CancelJob{other}); },
-       {true, true, false, false, false}},
+       {true, true, false, false, false, false}},
       {"cancel another's job elsewhere", [&](auto& t, auto& p) { t.SendAs(p, CancelJob{far}); },
-       {true, false, false, false, false}},
+       {true, false, false, false, false, false}},
+      {"get the member's own job", [&](auto& t, auto& p) { t.SendAs(p, GetJob{own}); },
+       {true, true, true, true, false, true}},
+      {"exec into the member's own job",
+       [&](auto& t, auto& p) { t.SendAs(p, ExecStart{std::to_string(own) + ".0", own, {"sh"}, 10'000, ""}); },
+       {true, true, true, false, false, true}},
       {"get another's job in the member's queue", [&](auto& t, auto& p) { t.SendAs(p, GetJob{other}); },
-       {true, true, true, true, false}},
+       {true, true, true, true, false, false}},
       {"get another's job elsewhere", [&](auto& t, auto& p) { t.SendAs(p, GetJob{far}); },
-       {true, false, false, true, false}},
+       {true, false, false, true, false, false}},
       {"explain another's job elsewhere", [&](auto& t, auto& p) { t.SendAs(p, ExplainJob{far}); },
-       {true, false, false, true, false}},
+       {true, false, false, true, false, false}},
       {"read the member's own log", [&](auto& t, auto& p) { t.SendAs(p, GetTaskLog{own, 0}); },
-       {true, true, true, false, false}},
+       {true, true, true, false, false, false}},
       {"read another's log in the member's queue", [&](auto& t, auto& p) { t.SendAs(p, GetTaskLog{other, 0}); },
-       {true, true, false, false, false}},
+       {true, true, false, false, false, false}},
       {"exec into another's job in the member's queue",
        [&](auto& t, auto& p) { t.SendAs(p, ExecStart{std::to_string(other) + ".0", other, {"sh"}, 10'000, ""}); },
-       {true, true, false, false, false}},
-      {"list nodes", [](auto& t, auto& p) { t.SendAs(p, ListNodes{}); }, {true, true, true, true, false}},
-      {"list queues", [](auto& t, auto& p) { t.SendAs(p, ListQueues{}); }, {true, true, true, true, false}},
-      {"list events", [](auto& t, auto& p) { t.SendAs(p, ListEvents{}); }, {true, true, true, true, false}},
-      {"cluster status", [](auto& t, auto& p) { t.SendAs(p, ClusterStatus{}); }, {true, true, true, true, true}},
-      {"who am i", [](auto& t, auto& p) { t.SendAs(p, WhoAmI{}); }, {true, true, true, true, true}},
+       {true, true, false, false, false, false}},
+      {"list nodes", [](auto& t, auto& p) { t.SendAs(p, ListNodes{}); }, {true, true, true, true, false, false}},
+      {"list queues", [](auto& t, auto& p) { t.SendAs(p, ListQueues{}); }, {true, true, true, true, false, false}},
+      {"list events", [](auto& t, auto& p) { t.SendAs(p, ListEvents{}); }, {true, true, true, true, false, false}},
+      {"cluster status", [](auto& t, auto& p) { t.SendAs(p, ClusterStatus{}); }, {true, true, true, true, true, true}},
+      {"who am i", [](auto& t, auto& p) { t.SendAs(p, WhoAmI{}); }, {true, true, true, true, true, true}},
       {"cordon a node", [](auto& t, auto& p) { t.SendAs(p, UpdateNode{"n1", "cordon"}); },
-       {true, false, false, false, false}},
+       {true, false, false, false, false, false}},
       {"create a queue below ml", [&](auto& t, auto& p) { t.SendAs(p, queue_op("create", "ml-c", "ml")); },
-       {true, true, false, false, false}},
+       {true, true, false, false, false, false}},
       {"change ml itself", [&](auto& t, auto& p) { t.SendAs(p, queue_op("update", "ml", "root")); },
-       {true, false, false, false, false}},
+       {true, false, false, false, false, false}},
       {"move a queue of ml out to web", [&](auto& t, auto& p) { t.SendAs(p, queue_op("update", "ml-b", "web")); },
-       {true, false, false, false, false}},
+       {true, false, false, false, false, false}},
       {"change web", [&](auto& t, auto& p) { t.SendAs(p, queue_op("update", "web", "root")); },
-       {true, false, false, false, false}},
+       {true, false, false, false, false, false}},
       {"report a probe", [](auto& t, auto& p) { t.SendAs(p, ReportProbe{"gpu", {}}); },
-       {true, false, false, false, false}},
+       {true, false, false, false, false, false}},
       {"change replicas", [](auto& t, auto& p) { t.SendAs(p, ChangeReplicas{"remove", 9}); },
-       {true, false, false, false, false}},
+       {true, false, false, false, false, false}},
       {"create a user",
        [](auto& t, auto& p) { t.SendAs(p, UpdateUser{"create", UserSpec{"new-" + p.name, {}, -1, -1, {}}}); },
-       {true, false, false, false, false}},
-      {"list users", [](auto& t, auto& p) { t.SendAs(p, ListUsers{}); }, {true, false, false, false, false}},
+       {true, false, false, false, false, false}},
+      {"list users", [](auto& t, auto& p) { t.SendAs(p, ListUsers{}); }, {true, false, false, false, false, false}},
       {"read the audit stream", [](auto& t, auto& p) { t.SendAs(p, ListAudit{}); },
-       {true, false, false, false, false}},
+       {true, false, false, false, false, false}},
       {"bootstrap again", [](auto& t, auto& p) { t.SendAs(p, Bootstrap{UserSpec{"again"}}); },
-       {true, false, false, false, false}},  // the admin passes the check; apply refuses (FailedPrecondition)
+       {true, false, false, false, false, false}},  // the admin passes the check; apply refuses (FailedPrecondition)
   };
   int unexpected_allows = 0;
   for (const auto& c : cases) {

@@ -8,10 +8,14 @@
 #include "control/frames.h"
 #include "control/gateway.h"
 #include "protocol/base/token_file.h"
+#include "protocol/security/keys.h"
 
 namespace gpool::control {
 
 std::string RandomExecToken() {
+  // A CURVE secret key where libzmq has CURVE, so the token doubles as the
+  // key a task connects with (JobRecord::exec_key); random hex otherwise.
+  if (auto pair = security::GenerateKeyPair(); pair.ok()) return pair->secret_key;
   std::random_device random;
   static constexpr char kHex[] = "0123456789abcdef";
   std::string token;

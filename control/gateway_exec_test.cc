@@ -65,7 +65,7 @@ class GatewayExecTest : public GatewayTest {
 TEST_F(GatewayExecTest, EachJobGetsItsOwnExecTokenAtSubmit) {
   EXPECT_EQ(TokenOf(1), "job-token-1");
   EXPECT_EQ(TokenOf(2), "job-token-2");
-  EXPECT_EQ(RandomExecToken().size(), 32u);
+  EXPECT_EQ(RandomExecToken().size(), 40u);  // a Z85 CURVE secret key
   EXPECT_NE(RandomExecToken(), RandomExecToken());
 }
 

@@ -5,13 +5,14 @@
 namespace gpool::control {
 namespace {
 
-constexpr std::array<std::pair<Principal::Kind, std::string_view>, 6> kKinds = {{
+constexpr std::array<std::pair<Principal::Kind, std::string_view>, 7> kKinds = {{
     {Principal::Kind::kInsecure, "insecure"},
     {Principal::Kind::kUser, "user"},
     {Principal::Kind::kNode, "node"},
     {Principal::Kind::kNewNode, "new-node"},
     {Principal::Kind::kReplica, "replica"},
     {Principal::Kind::kBootstrap, "bootstrap"},
+    {Principal::Kind::kJob, "job"},
 }};
 
 }  // namespace

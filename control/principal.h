@@ -25,6 +25,7 @@ struct Principal {
     kNewNode,    // a worker key bound to no node yet (first-use enrolment)
     kReplica,    // a replica of the committed configuration
     kBootstrap,  // any client key while the cluster has no admin yet
+    kJob,        // a job's exec key, held by its tasks: exec into that job only
   };
   Kind kind = Kind::kInsecure;
   std::string name;

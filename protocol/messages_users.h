@@ -103,8 +103,8 @@ struct WhoAmI {
 
 struct WhoAmIReply {
   static constexpr MessageType kType = MessageType::kWhoAmIReply;
-  std::string kind;  // user | bootstrap | insecure
-  UserSpec user;     // kind user: the record (its keys included)
+  std::string kind;  // user | job | bootstrap | insecure
+  UserSpec user;     // kind user: the record (its keys included); kind job: name "job-<id>" only
   template <typename V>
   void Fields(V& v) {
     v.Required("kind", kind);

@@ -207,6 +207,28 @@ TEST_F(CurveClusterTest, ImpersonatingARegisteredNodeIsRefusedAndItsTasksKeepRun
   EXPECT_EQ(log.exit_code, 0) << log.err;
 }
 
+// A task holds its job's exec key (GPOOL_EXEC_TOKEN) and reaches the
+// secured client port with it: as that job, which may read itself and exec
+// into itself, and nothing else, not even another job of the same user.
+TEST_F(CurveClusterTest, ATasksJobKeyOpensItsOwnJobOnly) {
+  const uint64_t other = RunningJob();
+  const std::string cli = GPOOL_CLI_BIN;
+  const std::string script = "\"" + cli + "\" whoami; \"" + cli + "\" cancel " + std::to_string(other) +
+                             "; echo cancel=$?; \"" + cli + "\" job $GPOOL_JOB_ID >/dev/null; echo read=$?";
+  auto submitted = client_->Submit(ShellJob("inside", 0, script), "");
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  const uint64_t job = submitted->job_id;
+  ASSERT_TRUE(WaitFor([&] { return TaskState(job) == "Succeeded" || TaskState(job) == "Failed"; }, 30s))
+      << TaskState(job);
+  auto log = client_->GetTaskLog(JobId(job), 0, 64 * 1024);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_NE(log->data.find("job-" + std::to_string(job)), std::string::npos) << log->data;
+  EXPECT_NE(log->data.find("PermissionDenied"), std::string::npos) << log->data;
+  EXPECT_EQ(log->data.find("cancel=0"), std::string::npos) << log->data;
+  EXPECT_NE(log->data.find("read=0"), std::string::npos) << log->data;
+  EXPECT_EQ(TaskState(other), "Running");
+}
+
 // A new node name under a key of its own is fine (first-use enrolment), and
 // then that key is that node's only.
 TEST_F(CurveClusterTest, FirstUseBindsANewNameToItsKey) {

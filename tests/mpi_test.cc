@@ -27,10 +27,8 @@ LocalClusterOptions MpiClusterOptions() {
   // The workers give gang tasks the CLI from this build tree as gpool-rsh.
   options.worker_flags = {{0, {"--cli", GPOOL_CLI_BIN}}, {1, {"--cli", GPOOL_CLI_BIN}}};
   // mpirun's remote agent (gpool exec-rsh) runs inside tasks and reaches the
-  // client port with the job's exec token; tasks hold no CurveZMQ key yet
-  // (issue 31 leaves per-job credentials to the task-isolation work), so
-  // this cluster runs plaintext.
-  options.secure = false;
+  // secured client port with its job's exec key (GPOOL_EXEC_TOKEN, a CURVE
+  // secret key, and GPOOL_COORDINATOR_PUBLIC_KEY, both set by gpool).
   return options;
 }
 

@@ -20,6 +20,7 @@ std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std:
   if (domain == security::kClientsDomain) {
     if (auto it = users_.find(k); it != users_.end()) return "user|" + it->second + "|" + k;
     if (!admin_key_.empty() && k == admin_key_) return "user|admin|" + k;
+    if (auto it = jobs_.find(k); it != jobs_.end()) return "job|" + std::to_string(it->second) + "|" + k;
     if (bootstrap_open_) return "bootstrap||" + k;
     return std::nullopt;
   }
@@ -40,6 +41,17 @@ std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std:
 void KeyDirectory::SetUsers(std::map<std::string, std::string> users) {
   std::lock_guard<std::mutex> lock(mu_);
   users_ = std::move(users);
+}
+
+void KeyDirectory::SetJobKeys(std::map<std::string, uint64_t> jobs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_ = std::move(jobs);
+}
+
+void KeyDirectory::AddJobKey(uint64_t job, const std::string& key) {
+  if (key.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_[key] = job;
 }
 
 void KeyDirectory::SetAdminKey(std::string key) {

@@ -3,6 +3,7 @@
 //
 //   clients  a registered user's key      -> user|<name>|<key>
 //            the bootstrap admin's key     -> user|admin|<key> (--admin-key)
+//            a job's exec key (JobRecord::exec_key) -> job|<id>|<key>
 //            any key while bootstrap is open (no admin yet) -> bootstrap||<key>
 //   workers  a key bound to a node         -> node|<name>|<key>
 //            an unbound key, first-use enrolment only -> new-node||<key>
@@ -48,6 +49,10 @@ class KeyDirectory {
   // clients: public key -> user name, replacing the whole map (from the
   // committed user records).
   void SetUsers(std::map<std::string, std::string> users);
+  // clients: a job's exec key -> job id, replacing the whole map (from the
+  // committed job records), or one job's as its submission commits.
+  void SetJobKeys(std::map<std::string, uint64_t> jobs);
+  void AddJobKey(uint64_t job, const std::string& key);
   // The key of the bootstrap admin (--admin-key); kept apart from SetUsers so
   // replacing the users does not drop it. Empty: none.
   void SetAdminKey(std::string key);
@@ -74,6 +79,7 @@ class KeyDirectory {
   mutable std::mutex mu_;
   WorkerEnrolment enrolment_;
   std::map<std::string, std::string> users_;   // key -> user
+  std::map<std::string, uint64_t> jobs_;       // exec key -> job
   std::string admin_key_;
   bool bootstrap_open_ = false;
   std::map<std::string, std::string> node_of_key_;  // key -> node

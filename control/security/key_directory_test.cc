@@ -46,6 +46,19 @@ TEST(KeyDirectory, BootstrapAdmitsAnyClientKeyOnlyWhileOpen) {
   EXPECT_FALSE(directory.Authorize("clients", kAlice));
 }
 
+TEST(KeyDirectory, AJobsExecKeyIsAdmittedAsThatJobOnTheClientPortOnly) {
+  KeyDirectory directory;
+  directory.SetBootstrapOpen(true);  // a job key is a job's even while bootstrap is open
+  directory.AddJobKey(7, kOther);
+  EXPECT_EQ(Parsed(directory.Authorize("clients", kOther)), (Principal{Principal::Kind::kJob, "7", kOther}));
+  EXPECT_FALSE(directory.Authorize("peers", kOther));
+  directory.SetBootstrapOpen(false);
+  EXPECT_FALSE(directory.Authorize("workers", kOther).has_value() &&
+               Parsed(directory.Authorize("workers", kOther)).kind == Principal::Kind::kJob);
+  directory.SetJobKeys({});  // the job was pruned
+  EXPECT_FALSE(directory.Authorize("clients", kOther));
+}
+
 TEST(KeyDirectory, FirstUseAdmitsUnknownWorkerKeysAsNewNodes) {
   KeyDirectory directory(WorkerEnrolment::kFirstUse);
   EXPECT_EQ(Parsed(directory.Authorize("workers", kNodeKey)), (Principal{Principal::Kind::kNewNode, "", kNodeKey}));

@@ -36,6 +36,7 @@ ApplyResult ClusterState::ApplySubmitJob(uint64_t index, int64_t now, const Subm
   job.submit_ms = now;
   job.idempotency_key = cmd.idempotency_key;
   job.exec_token = cmd.exec_token;
+  job.exec_key = cmd.exec_key;
   uint32_t task_index = 0;
   for (uint32_t group = 0; group < cmd.spec.tasks.size(); ++group) {
     for (uint32_t replica = 0; replica < cmd.spec.tasks[group].replicas; ++replica) {

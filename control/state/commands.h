@@ -51,13 +51,15 @@ struct NodeStateCmd {
 struct SubmitJobCmd {
   JobSpec spec;
   std::string idempotency_key;
-  // The job's exec credential (JobRecord::exec_token), drawn by the gateway.
+  // The job's exec credential (JobRecord::exec_token, exec_key), drawn by the gateway.
   std::string exec_token;
+  std::string exec_key;
   template <typename V>
   void Fields(V& v) {
     v.Required("spec", spec);
     v.Optional("key", idempotency_key);
     v.Optional("exec_token", exec_token);
+    v.Optional("exec_key", exec_key);
   }
 };
 

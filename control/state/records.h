@@ -161,7 +161,11 @@ struct JobRecord {
   // exec` into this job's tasks only (its tasks get it as GPOOL_EXEC_TOKEN,
   // so `mpirun` in one task can start ranks in the others). Never shown to
   // clients. Empty for jobs submitted before it existed.
+  // With CurveZMQ it is a CURVE secret key, and exec_key its public half:
+  // the coordinator admits that key as the job (Principal kJob), so a task
+  // reaches the client port with the credential it already holds.
   std::string exec_token;
+  std::string exec_key;
   std::vector<TaskRecord> tasks;
 
   // What only a waiting, failed or preempting job has, held out of line: a
@@ -220,6 +224,7 @@ struct JobRecord {
     v.Optional("finish_ms", finish_ms);
     v.Optional("key", idempotency_key);
     v.Optional("exec_token", exec_token);
+    v.Optional("exec_key", exec_key);
     v.Optional("tasks", tasks);
     v.Optional("reasons", wire.legacy_reasons);
     v.Optional("why", wire.pending);

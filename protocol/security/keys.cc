@@ -132,6 +132,16 @@ Result<KeyPair> GenerateKeyPair() {
   return KeyPair{public_key.data(), secret_key.data()};
 }
 
+Result<KeyPair> KeyPairOfSecret(std::string_view secret_key) {
+  if (!IsZ85Key(secret_key)) return Status::InvalidArgument("not a Z85 secret key");
+  const std::string secret(secret_key);
+  std::array<char, kZ85KeyChars + 1> derived{};
+  if (zmq_curve_public(derived.data(), secret.c_str()) != 0) {
+    return Status::Unavailable(std::string("zmq_curve_public: ") + zmq_strerror(zmq_errno()));
+  }
+  return KeyPair{derived.data(), secret};
+}
+
 Status WriteSecretKeyFile(const std::string& path, const KeyPair& pair) {
   if (!IsZ85Key(pair.public_key) || !IsZ85Key(pair.secret_key)) {
     return Status::InvalidArgument("not a Z85 key pair; nothing written to " + path);
@@ -179,9 +189,8 @@ Result<KeyPair> ReadSecretKeyFile(const std::string& path) {
   GPOOL_ASSIGN_OR_RETURN(pair.secret_key, KeyField(fields, "secret-key", path));
   // A secret key written beside another's public key would authenticate as
   // someone the operator did not mean: derive it and compare.
-  std::array<char, kZ85KeyChars + 1> derived{};
-  if (zmq_curve_public(derived.data(), pair.secret_key.c_str()) != 0 ||
-      std::string_view(derived.data()) != pair.public_key) {
+  auto derived = KeyPairOfSecret(pair.secret_key);
+  if (!derived.ok() || derived->public_key != pair.public_key) {
     return Status::InvalidArgument("key file " + path + ": its public-key is not the secret-key's");
   }
   return pair;

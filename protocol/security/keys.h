@@ -39,6 +39,10 @@ bool CurveAvailable();
 // A fresh key pair (zmq_curve_keypair). Unavailable without CURVE.
 Result<KeyPair> GenerateKeyPair();
 
+// The pair whose secret key is `secret_key` (zmq_curve_public derives the
+// public half). InvalidArgument: not a Z85 key; Unavailable without CURVE.
+Result<KeyPair> KeyPairOfSecret(std::string_view secret_key);
+
 // 40 characters of the Z85 alphabet that decode to 32 bytes.
 bool IsZ85Key(std::string_view key);
 

@@ -41,6 +41,15 @@ TEST_F(KeysTest, GeneratedPairsAreZ85AndDistinct) {
   EXPECT_NE(a->public_key, a->secret_key);
 }
 
+TEST_F(KeysTest, APairIsRederivedFromItsSecretAlone) {
+  auto pair = GenerateKeyPair();
+  ASSERT_TRUE(pair.ok());
+  auto derived = KeyPairOfSecret(pair->secret_key);
+  ASSERT_TRUE(derived.ok()) << derived.status().ToString();
+  EXPECT_EQ(*derived, *pair);
+  EXPECT_EQ(KeyPairOfSecret("not a key").status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(KeysTest, IsZ85KeyRefusesWrongLengthAndAlphabet) {
   EXPECT_FALSE(IsZ85Key(""));
   EXPECT_FALSE(IsZ85Key(std::string(39, 'a')));
