@@ -181,7 +181,7 @@ void Coordinator::SyncNodeKeys() {
   SyncUserKeys();
   SyncJobKeys();
   if (!keys_) return;
-  std::map<std::string, std::string> bound;
+  std::map<std::string, std::string> bound = state_.enrolled_nodes();
   for (const auto& [name, record] : state_.nodes()) {
     if (!record.worker_key.empty()) bound[name] = record.worker_key;
   }

@@ -243,7 +243,8 @@ void Gateway::OnCancel(const Request& request, const CancelJob& msg) {
 void Gateway::OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateNode msg) {
   Status valid = ValidateUpdateNode(msg);
   if (!valid.ok()) return Fail(peer, request_id, valid);
-  if (state_.FindNode(msg.node) == nullptr) {
+  // A worker key may be enrolled before its node ever registers.
+  if (state_.FindNode(msg.node) == nullptr && msg.op != "worker-key") {
     return Fail(peer, request_id, Status::NotFound("node " + msg.node + " is not registered"));
   }
   if (!msg.queue.empty() && state_.FindQueue(msg.queue) == nullptr) {
@@ -256,6 +257,13 @@ void Gateway::OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateN
                                                                const state::ApplyResult& result) {
     if (!result.status.ok()) return Fail(peer, request_id, result.status);
     const auto* node = state_.FindNode(name);
+    if (node == nullptr && state_.enrolled_nodes().count(name) > 0) {
+      NodeSummary enrolled;
+      enrolled.name = name;
+      enrolled.state = "Enrolled";
+      spdlog::info("node enrolled before registering node={}", name);
+      return Reply(peer, MakeFrame(request_id, proposer_.epoch(), UpdateNodeReply{enrolled}));
+    }
     if (node == nullptr) return Fail(peer, request_id, Status::NotFound("node " + name + " is not registered"));
     spdlog::info("node updated node={} op={} cordoned={} pool={} pool_queue={}", name, op, node->cordoned, node->pool,
                  node->pool_queue);

@@ -143,6 +143,33 @@ TEST_F(NodeBindingTest, ANameEnrolledByAnAdminIsOnlyItsKeys) {
   EXPECT_EQ(LastToWorker().type(), MessageType::kRegisterNodeReply);
 }
 
+// Enrolled in advance through the committed state (`gpool admin node
+// enrol` for a node that never registered): the reservation survives a
+// snapshot, refuses another key even past the registry, and the first
+// registration with the enrolled key binds the name and ends it.
+TEST_F(NodeBindingTest, AnEnrolmentBeforeTheFirstRegistrationIsCommittedAndBinds) {
+  UpdateNode enrol;
+  enrol.node = "n9";
+  enrol.op = "worker-key";
+  enrol.key = kRealKey;
+  proposer_.Propose(state::UpdateNodeCmd{enrol}, [](const state::ApplyResult& result) {
+    ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+  });
+  EXPECT_EQ(state_.FindNode("n9"), nullptr) << "no node until its worker registers";
+  EXPECT_EQ(state_.enrolled_nodes().at("n9"), kRealKey);
+  state::ClusterState restored;
+  ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
+  EXPECT_EQ(restored.enrolled_nodes(), state_.enrolled_nodes());
+  // Straight to the state machine (as a race past the registry would be).
+  auto refused = restored.Apply(restored.applied_index() + 1,
+                                state::Command{1000, state::RegisterNodeCmd{OneGpuNode("n9"), {}, {}, kForeignKey}});
+  EXPECT_EQ(refused.status.code(), StatusCode::kUnauthenticated);
+  FromWorker("peer-a", RegisterNode{OneGpuNode("n9"), {}, "test"}, BoundNode("n9", kRealKey));
+  EXPECT_EQ(LastToWorker().type(), MessageType::kRegisterNodeReply);
+  EXPECT_EQ(state_.FindNode("n9")->worker_key, kRealKey);
+  EXPECT_TRUE(state_.enrolled_nodes().empty());
+}
+
 TEST_F(NodeBindingTest, ClientOrReplicaKeysMayNotRegisterNodes) {
   FromWorker("peer-x", RegisterNode{OneGpuNode("n1"), {}, "test"}, Principal{Principal::Kind::kUser, "alice", kRealKey});
   EXPECT_EQ(LastErrorCode(), "Unauthenticated");

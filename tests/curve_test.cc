@@ -254,6 +254,21 @@ TEST_F(CurveClusterTest, AdminEnrolmentRefusesForeignWorkerKeysAtTheHandshake) {
   EXPECT_EQ(Probe(cluster_, cluster_.worker_endpoint(), "impostor"), security::Handshake::kRefused);
   EXPECT_EQ(Probe(cluster_, cluster_.worker_endpoint(), cluster_.NodeName(0)), security::Handshake::kAdmitted);
   ASSERT_TRUE(WaitFor([&] { return cluster_.AllNodesReady(); }, 30s)) << cluster_.Cli({"nodes"}).out;
+  // A node enrolled before it ever registered: its key is admitted, as that
+  // node only, and registers it.
+  EXPECT_EQ(Probe(cluster_, cluster_.worker_endpoint(), "fresh-node"), security::Handshake::kRefused);
+  CommandResult enrolled =
+      cluster_.Cli({"admin", "node", "enrol", "fresh", "--node-key", cluster_.PublicKeyFile("fresh-node")});
+  ASSERT_EQ(enrolled.exit_code, 0) << enrolled.err;
+  EXPECT_EQ(Probe(cluster_, cluster_.worker_endpoint(), "fresh-node"), security::Handshake::kAdmitted);
+  RawWorker elsewhere(cluster_, "fresh-node");
+  auto wrong_name = elsewhere.Ask(RegisterNode{FakeNode("not-fresh", 1), {}, "test"});
+  ASSERT_TRUE(wrong_name.ok()) << wrong_name.status().ToString();
+  EXPECT_EQ(wrong_name->type(), MessageType::kErrorReply);
+  auto registered = elsewhere.Ask(RegisterNode{FakeNode("fresh", 1), {}, "test"});
+  ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+  EXPECT_EQ(registered->type(), MessageType::kRegisterNodeReply);
+  EXPECT_EQ(NodeState("fresh"), "Ready");
 }
 
 // A TCP relay on the loopback between the CLI and the coordinator that

@@ -24,6 +24,8 @@ LocalClusterOptions ProbeClusterOptions() {
   options.workers = 4;
   options.gpus_per_worker = 1;
   options.worker_env = {{kSlowWorker, {{"GPOOL_PROBE_THROTTLE_MIB_S", "20"}}}};
+  // Tasks inherit a GPOOL_ variable of the worker's only when it names it.
+  options.worker_flags = {{kSlowWorker, {"--task-env-pass", "GPOOL_PROBE_THROTTLE_MIB_S"}}};
   // The ring reaches each node at its hostname: loopback here, whatever the machine's name resolves to.
   options.worker_hostname = "127.0.0.1";
   return options;

@@ -66,6 +66,9 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("task-user", "Who tasks run as when the coordinator maps no identity for their owner: NAME or UID[:GID] "
      "(never root unless this says root)", cxxopts::value<std::string>()->default_value(defaults.task_user),
      "USER")
+    ("task-env-pass", "Worker environment variables tasks inherit besides PATH, LANG, LC_* and TZ "
+     "(comma-separated names, or prefixes ending in '*', e.g. NCCL_*,HTTPS_PROXY); a GPOOL_* name only exactly",
+     cxxopts::value<std::string>()->default_value(""), "NAMES")
     ("gpu-device-nodes", "Device node of GPU i ('%u' is i): a task may open only its granted GPUs' nodes "
      "(devices cgroup); '' turns the device rules off",
      cxxopts::value<std::string>()->default_value(defaults.gpu_device_nodes), "PATTERN")
@@ -193,6 +196,13 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     f.mig_dynamic = result.count("mig-dynamic") > 0;
     f.cgroup_root = result["cgroup-root"].as<std::string>();
     f.task_user = result["task-user"].as<std::string>();
+    const std::string env_pass = result["task-env-pass"].as<std::string>();
+    for (std::string_view rest = env_pass; !rest.empty();) {
+      const size_t comma = rest.find(',');
+      std::string name(rest.substr(0, comma));
+      if (!name.empty()) f.task_env_pass.push_back(std::move(name));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
     bool root_allowed = false;
     if (auto user = ParseTaskUser(f.task_user, &root_allowed); !user.ok()) return user.status();
     f.gpu_device_nodes = result["gpu-device-nodes"].as<std::string>();

@@ -57,6 +57,9 @@ struct WorkerFlags {
   // or 0 also allows binds to map to uid 0), where GPU i's device node is
   // (%u: the index; empty: no device rules), and the switch itself.
   std::string task_user = "nobody";
+  // Worker environment variables tasks inherit beyond PATH and the locale
+  // (InheritedTaskEnv): names, or prefixes ending in '*'.
+  std::vector<std::string> task_env_pass;
   std::string gpu_device_nodes = "/dev/nvidia%u";
   bool task_isolation = true;
   // gpool-task-supervisor, which every task runs under; empty: the one in

@@ -274,7 +274,7 @@ int RunFleet(const gpool::worker::WorkerFlags& flags, std::shared_ptr<spdlog::lo
   options.server_keys = server_keys;
   options.worker_version = kWorkerVersion;
   options.data_dir = flags.data_dir;
-  options.base_env = ParseEnvList(environ);
+  options.base_env = InheritedTaskEnv(ParseEnvList(environ), flags.task_env_pass);
   options.clock = &SystemClock::Get();
   options.logger = logger;
   options.node_logger = [node_sink, level](const std::string& node) {
@@ -376,7 +376,7 @@ int main(int argc, char** argv) {
   TaskManagerOptions task_options;
   task_options.node = *node;
   task_options.log_dir = flags.data_dir + "/tasks";
-  task_options.base_env = ParseEnvList(environ);
+  task_options.base_env = InheritedTaskEnv(ParseEnvList(environ), flags.task_env_pass);
   task_options.cuda_intercept_lib = flags.cuda_intercept_lib;
   task_options.log_max_bytes = flags.task_log_max_mib << 20;
   task_options.launcher = &launcher;

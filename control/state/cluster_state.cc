@@ -129,6 +129,7 @@ struct SnapshotImage {
   std::vector<UserSpec> users;
   std::vector<AuditEntry> audit;
   uint64_t next_audit_seq = 1;
+  std::map<std::string, std::string> enrolled_nodes;
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -147,6 +148,7 @@ struct SnapshotImage {
     v.Optional("users", users);
     v.Optional("audit", audit);
     v.Optional("next_audit_seq", next_audit_seq);
+    v.Optional("enrolled_nodes", enrolled_nodes);
   }
 };
 
@@ -209,6 +211,7 @@ std::string ClusterState::Snapshot() const {
     packer.Value(copy);
   }
   packer.Field("next_audit_seq", next_audit_seq_);
+  packer.Field("enrolled_nodes", enrolled_nodes_);
   return std::string(buffer.data(), buffer.size());
 }
 
@@ -240,6 +243,7 @@ Status ClusterState::Restore(std::string_view snapshot) {
   users_.clear();
   for (auto& user : image->users) users_[user.name] = std::move(user);
   audit_.assign(image->audit.begin(), image->audit.end());
+  enrolled_nodes_ = std::move(image->enrolled_nodes);
   next_audit_seq_ = std::max<uint64_t>(image->next_audit_seq, audit_.empty() ? 1 : audit_.back().seq + 1);
   EnsureBuiltinQueues();
   RebuildIndexes();

@@ -54,6 +54,10 @@ class ClusterState {
 
   uint64_t applied_index() const { return applied_index_; }
   const std::map<std::string, NodeRecord>& nodes() const { return nodes_; }
+  // Worker keys an admin enrolled for nodes that have not registered yet
+  // (`gpool admin node enrol`), by node name: a registration under that name
+  // with another key is refused; the first with this key binds it.
+  const std::map<std::string, std::string>& enrolled_nodes() const { return enrolled_nodes_; }
   const std::map<uint64_t, JobRecord>& jobs() const { return jobs_; }
   // Always holds "root" and "default" (a child of root).
   const std::map<std::string, QueueRecord>& queues() const { return queues_; }
@@ -297,6 +301,7 @@ class ClusterState {
   std::map<uint64_t, JobRecord> jobs_;
   std::map<std::string, QueueRecord> queues_;
   std::map<std::string, UserSpec> users_;
+  std::map<std::string, std::string> enrolled_nodes_;  // node -> worker key, until it registers
   std::deque<AuditEntry> audit_;  // the newest kMaxAudit entries
   uint64_t next_audit_seq_ = 1;
   // Retention: the newest forgotten jobs' summaries (oldest first), how many

@@ -24,7 +24,17 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
     result.status = Status::Unauthenticated("node '" + cmd.node.name + "' is bound to another worker key");
     return result;
   }
+  if (auto enrolled = enrolled_nodes_.find(cmd.node.name); enrolled != enrolled_nodes_.end()) {
+    if (!cmd.worker_key.empty() && enrolled->second != cmd.worker_key) {
+      result.status = Status::Unauthenticated("node '" + cmd.node.name + "' is enrolled with another worker key");
+      return result;
+    }
+  }
   NodeRecord& node = nodes_[cmd.node.name];
+  if (auto enrolled = enrolled_nodes_.find(cmd.node.name); enrolled != enrolled_nodes_.end()) {
+    node.worker_key = enrolled->second;  // the admin's enrolment binds it
+    enrolled_nodes_.erase(enrolled);
+  }
   if (node.worker_key.empty()) node.worker_key = cmd.worker_key;
   // The spec file's pool applies on first registration and when the file's
   // pool changes; an operator's `gpool node pool` holds until then.
@@ -148,6 +158,12 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd)
     return result;
   }
   auto it = nodes_.find(update.node);
+  if (it == nodes_.end() && update.op == "worker-key") {
+    // Enrolment in advance: the name is reserved for this key until its
+    // worker registers (and the handshake admits the key as that node).
+    enrolled_nodes_[update.node] = update.key;
+    return result;
+  }
   if (it == nodes_.end()) {
     result.status = Status::NotFound("node " + update.node + " is not registered");
     return result;

@@ -149,6 +149,27 @@ std::map<std::string, std::string> ParseEnvList(const char* const* entries) {
   return env;
 }
 
+std::map<std::string, std::string> InheritedTaskEnv(const std::map<std::string, std::string>& worker_env,
+                                                    const std::vector<std::string>& pass) {
+  auto matches = [](const std::string& key, std::string_view pattern) {
+    if (!pattern.empty() && pattern.back() == '*') {
+      return key.compare(0, pattern.size() - 1, pattern.substr(0, pattern.size() - 1)) == 0;
+    }
+    return key == pattern;
+  };
+  std::map<std::string, std::string> env;
+  for (const auto& [key, value] : worker_env) {
+    // A GPOOL_* variable only when named exactly: no pattern lets the
+    // worker's token or key paths through by accident.
+    const bool gpool = key.rfind("GPOOL_", 0) == 0;
+    bool keep = false;
+    for (std::string_view always : {"PATH", "LANG", "LANGUAGE", "LC_*", "TZ"}) keep = keep || matches(key, always);
+    for (const std::string& name : pass) keep = keep || (gpool ? key == name : matches(key, name));
+    if (keep) env.emplace(key, value);
+  }
+  return env;
+}
+
 std::string MpiHostfile(const std::vector<HostSlots>& hosts) {
   std::string out;
   for (const HostSlots& h : hosts) {

@@ -43,6 +43,14 @@ Result<std::vector<std::string>> BuildTaskEnv(const BindTask& bind, const NodeSp
 // are skipped.
 std::map<std::string, std::string> ParseEnvList(const char* const* entries);
 
+// What of the worker's own environment a task inherits: PATH, LANG,
+// LANGUAGE, LC_*, TZ, and the names in `pass` (a name, or a prefix ending in
+// '*', from --task-env-pass); a GPOOL_* variable (the worker's token or key
+// paths may be among them) only when `pass` names it exactly. Everything else of the worker's stays with
+// the worker; what gpool sets for the task (BuildTaskEnv) wins over these.
+std::map<std::string, std::string> InheritedTaskEnv(const std::map<std::string, std::string>& worker_env,
+                                                    const std::vector<std::string>& pass = {});
+
 // <log_dir>/<job>.<index>.<attempt>.log
 std::string TaskLogPath(const std::string& log_dir, const TaskId& task);
 // <log_dir>/<job>.<index>.<attempt>.state: the task's records for a

@@ -146,6 +146,21 @@ TEST(TaskEnvTest, ValidateBindDeviceFields) {
   EXPECT_FALSE(ValidateBind(cores, node).ok()) << "a node without addressable cores";
 }
 
+TEST(TaskEnvTest, ATaskInheritsOnlyTheLocaleAndPathAndWhatTheOperatorPasses) {
+  const std::map<std::string, std::string> worker = {
+      {"PATH", "/usr/bin"},       {"LANG", "C.UTF-8"},          {"LC_ALL", "C"},
+      {"GPOOL_TOKEN", "secret"},  {"GPOOL_KEY_FILE", "/k"},     {"AWS_SECRET_ACCESS_KEY", "s3"},
+      {"HOME", "/root"},          {"NCCL_DEBUG", "INFO"},       {"NCCL_IB_HCA", "mlx5"},
+      {"HTTPS_PROXY", "http://p"}};
+  EXPECT_EQ(InheritedTaskEnv(worker),
+            (std::map<std::string, std::string>{{"LANG", "C.UTF-8"}, {"LC_ALL", "C"}, {"PATH", "/usr/bin"}}));
+  auto passed = InheritedTaskEnv(worker, {"NCCL_*", "HTTPS_PROXY", "GPOOL_*"});
+  EXPECT_EQ(passed.count("NCCL_DEBUG") + passed.count("NCCL_IB_HCA") + passed.count("HTTPS_PROXY"), 3u);
+  EXPECT_EQ(passed.count("GPOOL_TOKEN") + passed.count("GPOOL_KEY_FILE"), 0u) << "no GPOOL_ variable by a pattern";
+  EXPECT_EQ(InheritedTaskEnv(worker, {"GPOOL_KEY_FILE"}).count("GPOOL_KEY_FILE"), 1u) << "only named exactly";
+  EXPECT_EQ(passed.count("AWS_SECRET_ACCESS_KEY") + passed.count("HOME"), 0u);
+}
+
 TEST(TaskEnvTest, LogPathAndEnvList) {
   EXPECT_EQ(TaskLogPath("/d/tasks", TaskId{JobId(17), 0, 2}), "/d/tasks/17.0.2.log");
   EXPECT_EQ(TaskShareCachePath("/d/tasks", TaskId{JobId(17), 0, 2}), "/d/tasks/17.0.2.vgpu.cache");
