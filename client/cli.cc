@@ -101,13 +101,24 @@ Status ApplySecurity(Session& s, const cxxopts::ParseResult& flags,
   // is a CURVE secret key) and the coordinator's public key, both set by
   // gpool in the task's environment; an explicit --key-file still wins.
   if (!explicit_key && !flags.count("coordinator-key")) {
+    // One key per GPOOL_COORDINATOR endpoint, comma-separated, same order.
     auto token = from_env("GPOOL_EXEC_TOKEN");
-    auto coordinator = from_env("GPOOL_COORDINATOR_PUBLIC_KEY");
-    if (token && coordinator && security::IsZ85Key(*token) && security::IsZ85Key(*coordinator)) {
+    auto coordinators = from_env("GPOOL_COORDINATOR_PUBLIC_KEY");
+    std::vector<std::string> keys;
+    const std::string coordinator_keys = coordinators.value_or("");
+    for (std::string_view rest = coordinator_keys; !rest.empty();) {
+      const size_t comma = rest.find(',');
+      keys.emplace_back(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+    const bool all_keys = !keys.empty() && std::all_of(keys.begin(), keys.end(), [](const std::string& k) {
+      return security::IsZ85Key(k);
+    });
+    if (token && all_keys && security::IsZ85Key(*token)) {
       auto job_keys = security::KeyPairOfSecret(*token);
       if (!job_keys.ok()) return job_keys.status().WithContext("GPOOL_EXEC_TOKEN");
       s.options.curve_keys = *job_keys;
-      s.options.server_keys = {*coordinator};
+      s.options.server_keys = std::move(keys);
       return Status::Ok();
     }
   }

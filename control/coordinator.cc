@@ -7,6 +7,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -121,8 +122,21 @@ void Coordinator::Wire() {
 
   DispatcherOptions dispatcher_options;
   dispatcher_options.preempt_grace_ms = options_.preempt_grace_ms;
-  dispatcher_options.client_endpoints = ReachableEndpoint(client_endpoint_);
-  if (keys_) dispatcher_options.coordinator_public_key = options_.curve_keys.public_key;
+  // Tasks reach this replica first and every other one whose client address
+  // (and, secured, key) is known, so their `gpool` follows a failover.
+  dispatcher_options.coordinator_contacts = [this] {
+    std::string endpoints = ReachableEndpoint(client_endpoint_);
+    std::string keys = keys_ ? options_.curve_keys.public_key : std::string();
+    const log::ReplicationReport report = log_->Report();
+    for (const auto& replica : report.replicas) {
+      if (replica.id == report.self_id || replica.client_address.empty()) continue;
+      const std::optional<std::string> key = keys_ ? keys_->KeyOfReplica(replica.id) : std::optional<std::string>("");
+      if (!key) continue;
+      endpoints += "," + replica.client_address;
+      if (keys_) keys += "," + *key;
+    }
+    return std::pair{std::move(endpoints), std::move(keys)};
+  };
   dispatcher_ =
       std::make_unique<Dispatcher>(dispatcher_options, state_, connections_, request_ids_, *this, *tracker_);
   worker_relay_ = std::make_unique<WorkerRelay>(WorkerRelayOptions{}, connections_, request_ids_, *this, *tracker_);

@@ -143,10 +143,11 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     bind.env = layout.EnvFor(task);
     bind.hosts = layout.HostsFor(task);
     bind.task_hosts = layout.TaskHostsFor(task);
-    if (!options_.client_endpoints.empty()) bind.env["GPOOL_COORDINATOR"] = options_.client_endpoints;
-    if (!options_.coordinator_public_key.empty()) {
-      bind.env["GPOOL_COORDINATOR_PUBLIC_KEY"] = options_.coordinator_public_key;
-    }
+    auto [endpoints, keys] = options_.coordinator_contacts
+                                 ? options_.coordinator_contacts()
+                                 : std::pair{options_.client_endpoints, options_.coordinator_public_key};
+    if (!endpoints.empty()) bind.env["GPOOL_COORDINATOR"] = std::move(endpoints);
+    if (!keys.empty()) bind.env["GPOOL_COORDINATOR_PUBLIC_KEY"] = std::move(keys);
     for (const auto& [key, value] : group.env) bind.env[key] = value;  // the user's own win
     // The job's own exec credential (JobRecord::exec_token): `gpool exec`
     // (and mpirun through `gpool exec-rsh`) into this job's tasks only; with

@@ -34,6 +34,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "control/ports.h"
@@ -55,6 +56,10 @@ struct DispatcherOptions {
   // (GPOOL_COORDINATOR_PUBLIC_KEY in every bind), so a task's `gpool`
   // reaches it with its job's exec key; empty: insecure, not set.
   std::string coordinator_public_key;
+  // When set, asked at each bind for {endpoints, public keys} (comma-
+  // separated, same order) instead of the two above: every replica a task
+  // may be redirected to after a failover, with its key.
+  std::function<std::pair<std::string, std::string>()> coordinator_contacts;
 };
 
 class Dispatcher final : public WorkerEvents {

@@ -234,8 +234,10 @@ TEST(DispatcherExecEnvTest, BindsCarryTheCoordinatorTheJobsExecTokenAndTaskNames
   RequestIds request_ids;
   ImmediateProposer proposer{state};
   RecordingOutbox outbox;
-  Dispatcher dispatcher{DispatcherOptions{.client_endpoints = "tcp://coord:7400"}, state, workers, request_ids,
-                        outbox, proposer};
+  // Every replica's endpoint and key, as the coordinator knows them at the bind.
+  DispatcherOptions options{.client_endpoints = "tcp://ignored:1"};
+  options.coordinator_contacts = [] { return std::pair<std::string, std::string>{"tcp://coord:7400,tcp://b:7400", "K1,K2"}; };
+  Dispatcher dispatcher{options, state, workers, request_ids, outbox, proposer};
   proposer.Propose(state::RegisterNodeCmd{OneGpuNode("n1"), {}}, [](const auto&) {});
   proposer.Propose(state::RegisterNodeCmd{OneGpuNode("n2"), {}}, [](const auto&) {});
   JobSpec spec;
@@ -252,7 +254,8 @@ TEST(DispatcherExecEnvTest, BindsCarryTheCoordinatorTheJobsExecTokenAndTaskNames
   ASSERT_EQ(outbox.sent.size(), 1u);
   auto bind = DecodeEnvelope(outbox.sent[0].frame)->Body<BindTask>();
   ASSERT_TRUE(bind.ok()) << bind.status().ToString();
-  EXPECT_EQ(bind->env.at("GPOOL_COORDINATOR"), "tcp://coord:7400");
+  EXPECT_EQ(bind->env.at("GPOOL_COORDINATOR"), "tcp://coord:7400,tcp://b:7400");
+  EXPECT_EQ(bind->env.at("GPOOL_COORDINATOR_PUBLIC_KEY"), "K1,K2");
   EXPECT_EQ(bind->env.at("GPOOL_EXEC_TOKEN"), "secret-1");
   EXPECT_EQ(bind->env.at("GPOOL_TASK_NAME"), "mpi-w-1");
   EXPECT_EQ(bind->task_hosts, (std::vector<TaskHost>{{"mpi-w-0", "n1", 1}, {"mpi-w-1", "n2", 1}}));

@@ -89,6 +89,13 @@ void KeyDirectory::SetWorkerEnrolment(WorkerEnrolment enrolment) {
   enrolment_ = enrolment;
 }
 
+std::optional<std::string> KeyDirectory::KeyOfReplica(uint64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = replicas_.find(id);
+  if (it == replicas_.end()) return std::nullopt;
+  return it->second;
+}
+
 std::optional<std::string> KeyDirectory::KeyOfNode(const std::string& node) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = key_of_node_.find(node);

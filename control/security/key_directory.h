@@ -74,6 +74,7 @@ class KeyDirectory {
   void SetReplicas(const std::map<uint64_t, std::string>& replicas);
   void AddReplica(uint64_t id, const std::string& key);
   void RemoveReplica(uint64_t id);
+  std::optional<std::string> KeyOfReplica(uint64_t id) const;
 
  private:
   mutable std::mutex mu_;
