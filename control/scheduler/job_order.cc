@@ -55,7 +55,7 @@ int JobOrder::Next() {
   QueueTree& tree = session_.queues();
   if (drf && keys_version_ != tree.version()) {
     for (const auto& [queue, jobs] : queues_) {
-      if (jobs.remaining > 0) keys_[queue] = tree.ShareKey(queue);
+      if (jobs.remaining > 0) tree.ShareKey(queue, keys_[queue]);
     }
     keys_version_ = tree.version();
   }

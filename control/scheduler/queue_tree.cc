@@ -232,12 +232,11 @@ const std::vector<int>& QueueTree::Path(int leaf) const {
   return path;
 }
 
-std::vector<uint64_t> QueueTree::ShareKey(int leaf) const {
-  std::vector<uint64_t> key;
+void QueueTree::ShareKey(int leaf, std::vector<uint64_t>& key) const {
+  key.clear();
   for (int at : Path(leaf)) {
     if (at != 0) key.push_back(DominantShare(at));
   }
-  return key;
 }
 
 }  // namespace gpool::scheduler

@@ -91,8 +91,9 @@ class QueueTree {
   // the GPU models its deserved share names, in millionths.
   uint64_t DominantShare(int queue) const;
   // Shares from the top of the tree down to `leaf`: DRF between siblings at
-  // every level compares these lexicographically.
-  std::vector<uint64_t> ShareKey(int leaf) const;
+  // every level compares these lexicographically. Written into `key`, whose
+  // capacity a caller refreshing keys after every placement reuses.
+  void ShareKey(int leaf, std::vector<uint64_t>& key) const;
   void SetClusterTotals(const Amounts& totals) { totals_ = totals; }
   // Bumped by every change of usage, so callers can cache what they derive from it.
   uint64_t version() const { return version_; }
