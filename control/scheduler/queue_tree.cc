@@ -136,8 +136,6 @@ std::optional<size_t> QueueTree::ModelIndex(const std::string& model) const {
   return it->second;
 }
 
-bool QueueTree::Capped(size_t resource) const { return resource < capped_.size() && capped_[resource]; }
-
 Amounts QueueTree::Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model,
                           uint64_t gpu_memory_mib) const {
   Amounts demand(resource_names_.size(), 0);

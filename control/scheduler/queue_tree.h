@@ -69,7 +69,7 @@ class QueueTree {
   Amounts Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model,
                  uint64_t gpu_memory_mib = 0) const;
   // Some queue caps the resource (so per-node checks of it are worth making).
-  bool Capped(size_t resource) const;
+  bool Capped(size_t resource) const { return resource < capped_.size() && capped_[resource]; }
   // Some queue has a deserved share of the resource.
   bool DeservedSet(size_t resource) const { return resource < deserved_set_.size() && deserved_set_[resource]; }
   // The first queue from `leaf` up that `demand` would take past its
