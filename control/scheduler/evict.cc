@@ -188,6 +188,9 @@ class Evictor {
   // `taken` on the node being weighed (group_active already leaves out the
   // ones that were stopping before the cycle).
   bool Spare(const WorkTask& task, const std::vector<size_t>& taken) const {
+    // A group at or below its minimum has no spare whatever else is gone
+    // (most tasks: a job of one task), and its siblings need not be walked.
+    if (task.view->group_active <= task.view->group_min) return false;
     uint32_t gone = 0;
     for (size_t i : by_job_.at(task.view->job.value())) {
       const WorkTask& sibling = session_.running()[i];
@@ -224,8 +227,30 @@ class Evictor {
     return a.view->bind_order > b.view->bind_order;  // newest first: it has lost the least work
   }
 
+  // What std::stable_sort by LessImportant gives. A node holds a few tasks,
+  // and stable_sort takes a buffer from the heap for every node weighed, so
+  // short lists are sorted by insertion (stable too) in place.
+  void SortLeastImportantFirst(std::vector<std::pair<bool, size_t>>& candidates) const {
+    const auto& running = session_.running();
+    auto less = [&](const std::pair<bool, size_t>& a, const std::pair<bool, size_t>& b) {
+      return LessImportant(running[a.second], a.first, running[b.second], b.first);
+    };
+    constexpr size_t kInsertionMax = 16;
+    if (candidates.size() > kInsertionMax) {
+      std::stable_sort(candidates.begin(), candidates.end(), less);
+      return;
+    }
+    for (size_t k = 1; k < candidates.size(); ++k) {
+      const auto moving = candidates[k];
+      size_t j = k;
+      for (; j > 0 && less(moving, candidates[j - 1]); --j) candidates[j] = candidates[j - 1];
+      candidates[j] = moving;
+    }
+  }
+
   bool Fits(const WorkNode& node, const Freed& freed, const Resources& need) const {
-    const Freed& used = consumed_.count(&node) ? consumed_.at(&node) : Freed{};
+    const auto at = consumed_.find(&node);
+    const Freed used = at == consumed_.end() ? Freed{} : at->second;
     return node.free_gpus + freed.gpus >= need.gpus + used.gpus && node.cpu_free + freed.cpu >= need.cpu_milli + used.cpu &&
            node.memory_free + freed.memory >= need.memory_mib + used.memory;
   }
@@ -303,9 +328,7 @@ class Evictor {
       // the node's static checks, the dearer test, which come after).
       if (candidates.empty() || !Fits(node, most, task.resources) || !Usable(task, node)) continue;
       for (auto& [spare, i] : candidates) spare = Spare(running[i], {});
-      std::stable_sort(candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
-        return LessImportant(running[a.second], a.first, running[b.second], b.first);
-      });
+      SortLeastImportantFirst(candidates);
       taken.clear();
       seen.clear();
       bool fits = false;

@@ -108,6 +108,12 @@ std::optional<std::vector<size_t>> PickAmong(const std::vector<size_t>& candidat
   return Greedy(candidates, count, linked);  // spans groups: still the best-linked set
 }
 
+// No GPU reports an NVLink peer: every set is as well linked as any other,
+// so the choice below always comes down to the lowest free positions.
+bool Unlinked(const NodeView& node) {
+  return std::all_of(node.gpus.begin(), node.gpus.end(), [](const auto& gpu) { return gpu.nvlink_peers.empty(); });
+}
+
 }  // namespace
 
 std::optional<std::vector<size_t>> PickGpus(const NodeView& node, const std::vector<bool>& free,
@@ -118,6 +124,12 @@ std::optional<std::vector<size_t>> PickGpus(const NodeView& node, const std::vec
   }
   if (candidates.size() < request.count) return std::nullopt;
   if (request.count == 0) return std::vector<size_t>{};
+  // What PickAmong would choose, without the link matrix and groups it
+  // builds: this runs for every candidate node a task is scored on.
+  if (request.numa == topology::NumaPolicy::kNone && Unlinked(node)) {
+    candidates.resize(request.count);
+    return candidates;
+  }
   const auto linked = Links(node);
   if (request.numa == topology::NumaPolicy::kNone) return PickAmong(candidates, request.count, linked);
 

@@ -80,6 +80,27 @@ TEST(GpuPickerTest, HonoursTheModel) {
   EXPECT_FALSE(PickGpus(node, FreeGpus(node), GpuRequest{3, "H100", NumaPolicy::kNone}));
 }
 
+// A node whose GPUs list no NVLink peer takes a shortcut; a GPU listing
+// itself links nothing either, but sends the same node down the full search,
+// which must choose the same GPUs.
+TEST(GpuPickerTest, NodesWithoutNvlinkPickWhatTheFullSearchPicks) {
+  topology::Lcg rng(11);
+  for (int round = 0; round < 2000; ++round) {
+    const uint32_t gpus = 1 + static_cast<uint32_t>(rng.Below(16));
+    NodeView node = testing::MakeNode("n", gpus);
+    for (auto& gpu : node.gpus) {
+      gpu.allocated = rng.Below(3) == 0;
+      gpu.model = rng.Below(4) == 0 ? "H100" : "A100";
+    }
+    NodeView self_linked = node;
+    self_linked.gpus[0].nvlink_peers = {self_linked.gpus[0].index};
+    const GpuRequest request{static_cast<uint32_t>(rng.Below(6)), rng.Below(3) == 0 ? "H100" : "",
+                             NumaPolicy::kNone};
+    ASSERT_EQ(PickGpus(node, FreeGpus(node), request), PickGpus(self_linked, FreeGpus(node), request))
+        << "round " << round;
+  }
+}
+
 // Property: over random layouts the picker only hands out free GPUs of the
 // model asked, each once, exactly as many as asked, on one NUMA node when
 // that is required; and it refuses only when that is impossible.

@@ -37,7 +37,7 @@ void JobOrder::Charged(const WorkJob& job, const Amounts& demand) {
   for (size_t r = 0; r < 3 && r < demand.size(); ++r) used[r] += demand[r];
 }
 
-uint64_t JobOrder::UserShare(int queue, const std::string& user) const {
+uint64_t JobOrder::UserShare(int queue, std::string_view user) const {
   auto it = user_used_.find({queue, user});
   if (it == user_used_.end()) return 0;
   const auto& used = session_.queues().queue(queue).used;
@@ -55,7 +55,7 @@ int JobOrder::Next() {
   QueueTree& tree = session_.queues();
   if (drf && keys_version_ != tree.version()) {
     for (const auto& [queue, jobs] : queues_) {
-      if (jobs.remaining > 0) keys_[queue] = tree.ShareKey(queue);
+      if (jobs.remaining > 0) tree.ShareKey(queue, keys_[queue]);
     }
     keys_version_ = tree.version();
   }

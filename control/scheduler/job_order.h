@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "control/scheduler/session.h"
@@ -37,12 +38,14 @@ class JobOrder {
     std::array<std::map<std::string, std::deque<size_t>>, kPriorityClassCount> by_class;
     size_t remaining = 0;
   };
-  uint64_t UserShare(int queue, const std::string& user) const;
+  uint64_t UserShare(int queue, std::string_view user) const;
 
   Session& session_;
   std::map<int, QueueJobs> queues_;
   size_t system_remaining_ = 0;  // system-class jobs not yet offered: they go first
-  std::map<std::pair<int, std::string>, Amounts> user_used_;
+  // Keyed by the user names in the view, which outlives the order, so a
+  // lookup (one per user at every pick) copies no name.
+  std::map<std::pair<int, std::string_view>, Amounts> user_used_;
   // Share keys of the queues, valid while the tree's usage is unchanged:
   // most picks follow a failed placement, which changes nothing.
   std::map<int, std::vector<uint64_t>> keys_;

@@ -64,14 +64,24 @@ NodeFree Session::FreeOf(const WorkNode& node, std::vector<size_t>* slots) const
   free.memory_mib = node.memory_free;
   free.model = node.gpu_model;
   const auto& gpus = node.view->gpus;
-  const std::vector<topology::DeviceLoad>* loads = nullptr;
+  // One allocation each, not one per doubling: this runs for every node scored.
+  free.gpu_milli.reserve(gpus.size());
+  if (slots != nullptr) slots->reserve(slots->size() + gpus.size());
   for (size_t g = 0; g < gpus.size(); ++g) {
     const auto& gpu = gpus[g];
     if (!gpu.healthy || topology::MigOnly(gpu)) continue;
     uint32_t milli = 1000;
+    // Loads() would copy every device's load of a node nothing was shared
+    // on yet: a device not whole-free has its own read, and an allocated one
+    // none (it has nothing free, whatever its load).
     if (!node.gpu_free[g]) {
-      if (loads == nullptr) loads = &Loads(node);
-      milli = FreeMilli(gpu, (*loads)[g], false);
+      if (gpu.allocated) {
+        milli = 0;
+      } else if (node.loads.empty()) {
+        milli = FreeMilli(gpu, topology::DeviceLoad::Of(gpu), false);
+      } else {
+        milli = FreeMilli(gpu, node.loads[g], false);
+      }
     }
     if (slots != nullptr) slots->push_back(g);
     free.gpu_milli.push_back(milli);

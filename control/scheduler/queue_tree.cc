@@ -136,8 +136,6 @@ std::optional<size_t> QueueTree::ModelIndex(const std::string& model) const {
   return it->second;
 }
 
-bool QueueTree::Capped(size_t resource) const { return resource < capped_.size() && capped_[resource]; }
-
 Amounts QueueTree::Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model,
                           uint64_t gpu_memory_mib) const {
   Amounts demand(resource_names_.size(), 0);
@@ -232,12 +230,11 @@ const std::vector<int>& QueueTree::Path(int leaf) const {
   return path;
 }
 
-std::vector<uint64_t> QueueTree::ShareKey(int leaf) const {
-  std::vector<uint64_t> key;
+void QueueTree::ShareKey(int leaf, std::vector<uint64_t>& key) const {
+  key.clear();
   for (int at : Path(leaf)) {
     if (at != 0) key.push_back(DominantShare(at));
   }
-  return key;
 }
 
 }  // namespace gpool::scheduler

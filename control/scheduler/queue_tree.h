@@ -69,7 +69,7 @@ class QueueTree {
   Amounts Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model,
                  uint64_t gpu_memory_mib = 0) const;
   // Some queue caps the resource (so per-node checks of it are worth making).
-  bool Capped(size_t resource) const;
+  bool Capped(size_t resource) const { return resource < capped_.size() && capped_[resource]; }
   // Some queue has a deserved share of the resource.
   bool DeservedSet(size_t resource) const { return resource < deserved_set_.size() && deserved_set_[resource]; }
   // The first queue from `leaf` up that `demand` would take past its
@@ -91,8 +91,9 @@ class QueueTree {
   // the GPU models its deserved share names, in millionths.
   uint64_t DominantShare(int queue) const;
   // Shares from the top of the tree down to `leaf`: DRF between siblings at
-  // every level compares these lexicographically.
-  std::vector<uint64_t> ShareKey(int leaf) const;
+  // every level compares these lexicographically. Written into `key`, whose
+  // capacity a caller refreshing keys after every placement reuses.
+  void ShareKey(int leaf, std::vector<uint64_t>& key) const;
   void SetClusterTotals(const Amounts& totals) { totals_ = totals; }
   // Bumped by every change of usage, so callers can cache what they derive from it.
   uint64_t version() const { return version_; }

@@ -242,9 +242,9 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
   // narrowed search sees fewer, so their failures say nothing about the
   // shape in general.
   const bool holder = job.has_claim || HoldsReservation(job) || allowed != nullptr;
-  std::string key;
+  std::string& key = shape_key_;
   if (!holder) {
-    key = ShapeKey(job, task, ignore_reservations);
+    ShapeKey(job, task, ignore_reservations, key);
     auto cached = failed_shapes_.find(key);
     if (cached != failed_shapes_.end() && cached->second.first == generation_) {
       reasons.insert(reasons.end(), cached->second.second.begin(), cached->second.second.end());

@@ -282,7 +282,8 @@ class Session {
                                              const WorkNode& node) const;
   void BucketRemove(size_t node);
   void BucketInsert(size_t node);
-  std::string ShapeKey(const WorkJob& job, const topology::PendingTask& task, bool ignore_reservations) const;
+  // The task's shape as FindNode caches searches under it, written into `key`.
+  void ShapeKey(const WorkJob& job, const topology::PendingTask& task, bool ignore_reservations, std::string& key) const;
   // Why the task found no node: what no node is large enough for, then the
   // nodes counted under each rejection.
   std::vector<topology::PendingReason> Explain(const topology::PendingTask& task, const RejectCounts& counts) const;
@@ -317,6 +318,7 @@ class Session {
   // stay too small and later searches for the shape skip them. Per node:
   // 0, or 1 + the Reject it failed with.
   std::unordered_map<std::string, std::pair<uint64_t, std::vector<uint8_t>>> short_nodes_;
+  std::string shape_key_;  // FindNode's ShapeKey, kept so its capacity is reused
   mutable std::vector<topology::DeviceLoad> scratch_loads_;  // Loads() of a node nothing was shared on yet
   bool uuid_lists_ = false;  // some job restricts devices by UUID
   bool lendable_exclusive_ = false;

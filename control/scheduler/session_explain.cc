@@ -4,6 +4,7 @@
 // once per shape, not once per job.
 #include "control/scheduler/session.h"
 
+#include <charconv>
 #include <string>
 
 namespace gpool::scheduler {
@@ -46,26 +47,60 @@ topology::PendingCode CodeOf(Reject reject) {
   return PendingCode::kUnknown;
 }
 
-std::string Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool ignore_reservations) const {
+namespace {
+
+void AppendNumber(std::string& out, uint64_t value) {
+  char digits[20];
+  const auto end = std::to_chars(digits, digits + sizeof(digits), value).ptr;
+  out.append(digits, end);
+}
+
+}  // namespace
+
+// Appended piece by piece into the caller's buffer: FindNode asks for a key
+// on every search, and the temporaries of a concatenated one cost more than
+// the lookup they serve.
+void Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool ignore_reservations, std::string& key) const {
   const topology::PendingJob& spec = *job.view;
-  std::string key = spec.pool;
   const Resources& need = task.resources;
-  key += '|' + std::to_string(need.gpus) + '|' + std::to_string(need.cpu_milli) + '|' +
-         std::to_string(need.memory_mib) + '|' + need.gpu_model + '|' + std::to_string(job.queue) +
-         (ignore_reservations ? "|i" : "|-") + (job.within_deserved ? "d" : "-") + (job.borrowing ? "b" : "-");
+  key.assign(spec.pool);
+  key += '|';
+  AppendNumber(key, need.gpus);
+  key += '|';
+  AppendNumber(key, need.cpu_milli);
+  key += '|';
+  AppendNumber(key, need.memory_mib);
+  key += '|';
+  key += need.gpu_model;
+  key += '|';
+  AppendNumber(key, static_cast<uint64_t>(job.queue));
+  key += ignore_reservations ? "|i" : "|-";
+  key += job.within_deserved ? 'd' : '-';
+  key += job.borrowing ? 'b' : '-';
   // Held nodes take a job whose max_runtime ends before they are needed.
-  if (spec.max_runtime_ms > 0 && !reservation_start_ms_.empty()) key += "|t" + std::to_string(spec.max_runtime_ms);
-  if (!need.Whole()) {
-    key += "|s" + std::to_string(need.gpu_memory_mib) + '/' + std::to_string(need.gpu_memory_pct) + '/' +
-           std::to_string(need.gpu_compute_pct) + '/' + need.sharing_qos + '/' + need.mig_profile + '/' +
-           std::to_string(static_cast<int>(spec.numa_policy));
+  if (spec.max_runtime_ms > 0 && !reservation_start_ms_.empty()) {
+    key += "|t";
+    AppendNumber(key, static_cast<uint64_t>(spec.max_runtime_ms));
   }
-  for (const auto& uuid : spec.gpu_uuid_allow) key += "|+" + uuid;
-  for (const auto& uuid : spec.gpu_uuid_deny) key += "|-" + uuid;
-  for (const auto& [k, v] : spec.node_selector) key += '|' + k + '=' + v;
+  if (!need.Whole()) {
+    key += "|s";
+    AppendNumber(key, need.gpu_memory_mib);
+    key += '/';
+    AppendNumber(key, need.gpu_memory_pct);
+    key += '/';
+    AppendNumber(key, need.gpu_compute_pct);
+    key += '/';
+    key += need.sharing_qos;
+    key += '/';
+    key += need.mig_profile;
+    key += '/';
+    AppendNumber(key, static_cast<uint64_t>(spec.numa_policy));
+  }
+  for (const auto& uuid : spec.gpu_uuid_allow) key.append("|+").append(uuid);
+  for (const auto& uuid : spec.gpu_uuid_deny) key.append("|-").append(uuid);
+  for (const auto& [k, v] : spec.node_selector) key.append("|").append(k).append("=").append(v);
   key += '#';
-  for (const auto& t : spec.tolerations) key += '|' + t;
-  return key;
+  for (const auto& t : spec.tolerations) key.append("|").append(t);
 }
 
 std::vector<topology::PendingReason> Session::Explain(const PendingTask& task, const RejectCounts& counts) const {
