@@ -44,7 +44,7 @@ struct Config {
   int heartbeat_tick = 1;
   // Batching: one append message carries at most this many entries and,
   // beyond its first entry, at most this many bytes (LogEntry::ByteSize()).
-  uint64_t max_msg_entries = 64;
+  uint64_t max_msg_entries = 1024;
   uint64_t max_msg_bytes = 1 << 20;
   // Pipelining: a follower in the replicate state may have at most this many
   // append messages in flight before the leader waits for acknowledgements.

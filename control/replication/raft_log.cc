@@ -289,7 +289,32 @@ Status RaftLog::Persist(const raft::Ready& rd) {
   return store_->Save(hard, rd.entries, sync);
 }
 
+size_t DropCoveredAppendResponses(std::vector<raft::Message>& messages) {
+  auto covered = [&](size_t i) {
+    const raft::Message& m = messages[i];
+    if (m.type != raft::MessageType::kAppendResponse || m.reject) return false;
+    for (size_t j = i + 1; j < messages.size(); ++j) {
+      const raft::Message& later = messages[j];
+      if (later.type == raft::MessageType::kAppendResponse && !later.reject && later.to == m.to &&
+          later.term == m.term && later.index >= m.index) {
+        return true;
+      }
+    }
+    return false;
+  };
+  size_t kept = 0;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (covered(i)) continue;
+    if (kept != i) messages[kept] = std::move(messages[i]);
+    ++kept;
+  }
+  const size_t dropped = messages.size() - kept;
+  messages.resize(kept);
+  return dropped;
+}
+
 void RaftLog::Send(std::vector<raft::Message>& messages) {
+  stats_.responses_coalesced += DropCoveredAppendResponses(messages);
   for (const raft::Message& m : messages) transport_->Send(m.to, raft::EncodeMessage(m));
 }
 

@@ -231,6 +231,33 @@ TEST_F(RaftLogTest, AFrameInAnotherReplicasNameIsDropped) {
   ASSERT_TRUE(RunUntil([&] { return AllApplied(3); }));
 }
 
+TEST(DropCoveredAppendResponsesTest, KeepsOnlyTheHighestAcceptOfATermPerReplicaAndEveryReject) {
+  auto response = [](uint64_t to, uint64_t term, uint64_t index, bool reject = false) {
+    raft::Message m;
+    m.type = raft::MessageType::kAppendResponse;
+    m.to = to;
+    m.term = term;
+    m.index = index;
+    m.reject = reject;
+    return m;
+  };
+  raft::Message vote;
+  vote.type = raft::MessageType::kVoteResponse;
+  vote.to = 1;
+  vote.term = 3;
+  std::vector<raft::Message> messages = {response(1, 3, 10), response(1, 3, 12, true), vote,
+                                         response(2, 3, 11),  response(1, 3, 14),       response(1, 4, 9),
+                                         response(1, 3, 13)};
+  EXPECT_EQ(DropCoveredAppendResponses(messages), 1u);  // only (1, 3, 10): 14 covers it; 13 < 14 stays
+  ASSERT_EQ(messages.size(), 6u);
+  EXPECT_TRUE(messages[0].reject) << "a reject is never dropped";
+  EXPECT_EQ(messages[1].type, raft::MessageType::kVoteResponse);
+  EXPECT_EQ(messages[2].to, 2u);
+  EXPECT_EQ(messages[3].index, 14u);
+  EXPECT_EQ(messages[4].term, 4u) << "another term is another answer";
+  EXPECT_EQ(messages[5].index, 13u) << "a lower index after a higher one is kept (order is not rewritten)";
+}
+
 TEST_F(RaftLogTest, ReplicaIdMustBeAVoter) {
   storage::MemoryStore kv;
   auto store = storage::LogStore::Open(&kv);

@@ -32,6 +32,7 @@ struct SnapshotImageV2 {
   std::vector<UserSpec> users;  // users and the audit stream (issue 31)
   std::vector<AuditEntry> audit;
   uint64_t next_audit_seq = 1;
+  std::map<std::string, std::string> enrolled_nodes;  // node keys enrolled before registering (issue 31)
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -50,6 +51,7 @@ struct SnapshotImageV2 {
     v.Optional("users", users);
     v.Optional("audit", audit);
     v.Optional("next_audit_seq", next_audit_seq);
+    v.Optional("enrolled_nodes", enrolled_nodes);
   }
 };
 
@@ -75,6 +77,9 @@ TEST_F(ClusterStateTest, SnapshotBytesMatchTheImageFormat) {
   image.users = {*state_.FindUser("alice")};
   image.audit.assign(state_.audit().begin(), state_.audit().end());
   image.next_audit_seq = 2;
+  Do(UpdateNodeCmd{UpdateNode{.node = "n9", .op = "worker-key", .key = std::string(40, 'k')}});
+  image.applied_index = state_.applied_index();
+  image.enrolled_nodes = {{"n9", std::string(40, 'k')}};
   EXPECT_EQ(state_.Snapshot(), wire::PackToString(image));
 }
 
