@@ -65,6 +65,16 @@ class NodeBindingTest : public ::testing::Test {
     FromWorker("peer-a", started, BoundNode("n1", kRealKey));
     ASSERT_EQ(TaskState(), TaskState::kRunning);
   }
+  // An admin's `gpool admin node enrol NAME`, committed.
+  void CommitWorkerKey(const std::string& node, const std::string& key) {
+    UpdateNode enrol;
+    enrol.node = node;
+    enrol.op = "worker-key";
+    enrol.key = key;
+    proposer_.Propose(state::UpdateNodeCmd{enrol}, [](const state::ApplyResult& result) {
+      ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+    });
+  }
   gpool::TaskState TaskState() const { return state_.FindTask(TaskId{JobId(1), 0, 0})->state; }
   // A registration that claims n1 and reports no tasks: before binding, it
   // marked the real node's running task Lost.
@@ -148,13 +158,7 @@ TEST_F(NodeBindingTest, ANameEnrolledByAnAdminIsOnlyItsKeys) {
 // snapshot, refuses another key even past the registry, and the first
 // registration with the enrolled key binds the name and ends it.
 TEST_F(NodeBindingTest, AnEnrolmentBeforeTheFirstRegistrationIsCommittedAndBinds) {
-  UpdateNode enrol;
-  enrol.node = "n9";
-  enrol.op = "worker-key";
-  enrol.key = kRealKey;
-  proposer_.Propose(state::UpdateNodeCmd{enrol}, [](const state::ApplyResult& result) {
-    ASSERT_TRUE(result.status.ok()) << result.status.ToString();
-  });
+  CommitWorkerKey("n9", kRealKey);
   EXPECT_EQ(state_.FindNode("n9"), nullptr) << "no node until its worker registers";
   EXPECT_EQ(state_.enrolled_nodes().at("n9"), kRealKey);
   state::ClusterState restored;
@@ -209,13 +213,7 @@ TEST_F(NodeBindingTest, EventsUnderAnotherKeyAreRefused) {
 // key is no longer the node, even on the connection it registered.
 TEST_F(NodeBindingTest, AnEnrolledNewKeyRetiresTheOldOneAtOnce) {
   RealNodeRunsATask();
-  UpdateNode rotate;
-  rotate.node = "n1";
-  rotate.op = "worker-key";
-  rotate.key = kForeignKey;
-  proposer_.Propose(state::UpdateNodeCmd{rotate}, [](const state::ApplyResult& result) {
-    ASSERT_TRUE(result.status.ok()) << result.status.ToString();
-  });
+  CommitWorkerKey("n1", kForeignKey);
   EXPECT_EQ(state_.FindNode("n1")->worker_key, kForeignKey);
   keys_.EnrolNode("n1", kForeignKey);  // what the coordinator does as the update applies
   Heartbeat beat;
