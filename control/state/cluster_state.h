@@ -201,6 +201,11 @@ class ClusterState {
   // Ready again (registered, or heard from): a node-ready event if it was not.
   void MarkReady(NodeRecord& node, const std::string& name, int64_t now);
   ApplyResult ApplyNodeHealth(int64_t now, const NodeHealthCmd& cmd);
+  // Replaces a node's worker-reported conditions, emitting health-raised for
+  // each new or worsened one and health-cleared for each gone, whether they
+  // come with a heartbeat or with a (re-)registration.
+  void SetNodeHealth(int64_t now, const std::string& name, NodeRecord& node,
+                     const std::vector<HealthCondition>& health);
   ApplyResult ApplyHealthFence(int64_t now, const HealthFenceCmd& cmd);
   ApplyResult ApplySinkCursor(const SinkCursorCmd& cmd);
   ApplyResult ApplyProbeResult(int64_t now, const ProbeResultCmd& cmd);

@@ -188,10 +188,15 @@ ApplyResult ClusterState::ApplyNodeHealth(int64_t now, const NodeHealthCmd& cmd)
     result.status = Status::NotFound("node '" + cmd.node + "' is not registered");
     return result;
   }
-  NodeRecord& node = it->second;
+  SetNodeHealth(now, cmd.node, it->second, cmd.health);
+  return result;
+}
+
+void ClusterState::SetNodeHealth(int64_t now, const std::string& name, NodeRecord& node,
+                                 const std::vector<HealthCondition>& health) {
   std::map<std::string, const HealthCondition*> before, after;
   for (const auto& c : node.health) before[c.Key()] = &c;
-  for (const auto& c : cmd.health) after[c.Key()] = &c;
+  for (const auto& c : health) after[c.Key()] = &c;
   for (const auto& [key, c] : after) {
     auto old = before.find(key);
     // New, or worse than it was: tell. A repeat of the same condition is not news.
@@ -199,18 +204,17 @@ ApplyResult ClusterState::ApplyNodeHealth(int64_t now, const NodeHealthCmd& cmd)
                                                   HealthSeverityFromString(old->second->severity);
     const bool new_xid = old != before.end() && c->kind == "xid" && c->xid != old->second->xid;
     if (old != before.end() && !worse && !new_xid) continue;
-    EmitNodeEvent(now, EventKind::kHealthRaised, cmd.node, key, "worker", c->message,
-                  HealthDedupeKey(cmd.node, *c) + (worse || new_xid ? ":" + c->severity + ":" + std::to_string(c->xid) : ""),
+    EmitNodeEvent(now, EventKind::kHealthRaised, name, key, "worker", c->message,
+                  HealthDedupeKey(name, *c) + (worse || new_xid ? ":" + c->severity + ":" + std::to_string(c->xid) : ""),
                   c->severity);
   }
   for (const auto& [key, c] : before) {
     if (after.count(key)) continue;
     // The raise's key: a receiver pairs them.
-    EmitNodeEvent(now, EventKind::kHealthCleared, cmd.node, key, "worker", "cleared: " + c->message,
-                  HealthDedupeKey(cmd.node, *c), c->severity);
+    EmitNodeEvent(now, EventKind::kHealthCleared, name, key, "worker", "cleared: " + c->message,
+                  HealthDedupeKey(name, *c), c->severity);
   }
-  node.health = cmd.health;
-  return result;
+  node.health = health;
 }
 
 ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cmd) {

@@ -49,7 +49,9 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
   node.spec = cmd.node;
   MarkReady(node, cmd.node.name, now);
   node.last_seen_ms = now;
-  node.health = cmd.health;
+  // A condition raised while the node was between leaders arrives with its
+  // registration, not a heartbeat: it is news all the same.
+  SetNodeHealth(now, cmd.node.name, node, cmd.health);
   TouchSpec(node);
 
   std::map<TaskId, const TaskReport*> reported;

@@ -268,6 +268,27 @@ TEST_F(NodeLossStateTest, HealthRaisedAndClearedShareADedupeKey) {
   EXPECT_TRUE(state_.FindNode("n1")->health.empty());
 }
 
+// A condition raised while its node was between leaders first reaches the
+// state with the node's registration at the next one, not with a heartbeat:
+// it is raised (and later cleared) all the same, or a webhook never hears of it.
+TEST_F(NodeLossStateTest, HealthThatArrivesWithARegistrationIsRaisedAndCleared) {
+  Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
+  HealthCondition xid{.kind = "xid", .device = "gpu/2", .severity = "fatal", .first_seen_ms = 5,
+                      .last_seen_ms = 5, .count = 1, .message = "Xid 48", .xid = 48};
+  ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}, {xid}}).status.ok());
+  ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}, {xid}}).status.ok());  // the same: no news
+  ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}, {}}).status.ok());
+  std::vector<ClusterEvent> health;
+  for (const auto& e : state_.events()) {
+    if (e.kind.rfind("health-", 0) == 0) health.push_back(e);
+  }
+  ASSERT_EQ(health.size(), 2u);
+  EXPECT_EQ(health[0].kind, "health-raised");
+  EXPECT_EQ(health[0].node, "n1");
+  EXPECT_EQ(health[1].kind, "health-cleared");
+  EXPECT_EQ(health[0].dedupe_key, health[1].dedupe_key);
+}
+
 TEST_F(NodeLossStateTest, HealthFencesCordonUncordonAndNeverLiftAnOperatorsCordon) {
   Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
   Do(RegisterNodeCmd{MakeNode("n2", 8), {}});
