@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
+#include <map>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -313,7 +315,42 @@ size_t DropCoveredAppendResponses(std::vector<raft::Message>& messages) {
   return dropped;
 }
 
+size_t MergeContiguousAppends(std::vector<raft::Message>& messages, uint64_t max_entries, uint64_t max_bytes) {
+  std::map<uint64_t, size_t> last_to;  // replica -> position (in the kept prefix) of the last message to it
+  std::map<uint64_t, uint64_t> bytes_of;  // kept position -> its entries' bytes, once merged into
+  size_t kept = 0;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    raft::Message& m = messages[i];
+    auto last = last_to.find(m.to);
+    if (m.type == raft::MessageType::kAppend && last != last_to.end()) {
+      raft::Message& into = messages[last->second];
+      const bool follows = into.type == raft::MessageType::kAppend && into.term == m.term && !into.entries.empty() &&
+                           m.index == into.index + into.entries.size() && m.log_term == into.entries.back().term;
+      uint64_t& bytes = bytes_of[last->second];
+      if (bytes == 0) {
+        for (const auto& e : into.entries) bytes += e.ByteSize();
+      }
+      uint64_t more = 0;
+      for (const auto& e : m.entries) more += e.ByteSize();
+      if (follows && into.entries.size() + m.entries.size() <= max_entries && bytes + more <= max_bytes) {
+        into.entries.insert(into.entries.end(), std::make_move_iterator(m.entries.begin()),
+                            std::make_move_iterator(m.entries.end()));
+        into.commit = std::max(into.commit, m.commit);
+        bytes += more;
+        continue;
+      }
+    }
+    if (kept != i) messages[kept] = std::move(m);
+    last_to[messages[kept].to] = kept;
+    ++kept;
+  }
+  const size_t merged = messages.size() - kept;
+  messages.resize(kept);
+  return merged;
+}
+
 void RaftLog::Send(std::vector<raft::Message>& messages) {
+  stats_.appends_merged += MergeContiguousAppends(messages, kMaxMergedEntries, kMaxMergedBytes);
   stats_.responses_coalesced += DropCoveredAppendResponses(messages);
   for (const raft::Message& m : messages) transport_->Send(m.to, raft::EncodeMessage(m));
 }

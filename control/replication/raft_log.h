@@ -98,7 +98,8 @@ struct RaftLogStats {
   uint64_t frames_malformed = 0;     // did not decode as a raft::Message
   uint64_t frames_misaddressed = 0;  // addressed to another replica
   uint64_t frames_impersonated = 0;  // `from` is not the replica the connection authenticated as
-  uint64_t responses_coalesced = 0;  // accepting append responses a later one in the same Ready covered
+  uint64_t responses_coalesced = 0;
+  uint64_t appends_merged = 0;       // appends merged into the previous one to the same replica  // accepting append responses a later one in the same Ready covered
   uint64_t step_errors = 0;          // the core refused the message
   uint64_t readies = 0;
   uint64_t synced_writes = 0;
@@ -130,6 +131,19 @@ struct ReplicaProgress {
 // of the rest, and returns how many it dropped: each would have cost a frame
 // and, with CurveZMQ, an encryption.
 size_t DropCoveredAppendResponses(std::vector<raft::Message>& messages);
+
+// A leader proposing many entries in one turn broadcasts an append per
+// proposal: one frame (and, with CurveZMQ, one encryption) per entry per
+// follower. Merges each append into the previous message to the same
+// replica when that is an append of the same term whose entries it
+// continues exactly (its `index` is the other's last entry, its `log_term`
+// that entry's term), up to `max_entries` and `max_bytes` (LogEntry::
+// ByteSize) per message; the merged one carries the higher commit. Returns
+// how many it merged away. The follower applies the merged append as it
+// would the two; the leader's window frees both on the one answer.
+size_t MergeContiguousAppends(std::vector<raft::Message>& messages, uint64_t max_entries, uint64_t max_bytes);
+inline constexpr uint64_t kMaxMergedEntries = 1024;
+inline constexpr uint64_t kMaxMergedBytes = 1 << 20;
 
 class RaftLog final : public log::CommitLog {
  public:

@@ -258,6 +258,46 @@ TEST(DropCoveredAppendResponsesTest, KeepsOnlyTheHighestAcceptOfATermPerReplicaA
   EXPECT_EQ(messages[5].index, 13u) << "a lower index after a higher one is kept (order is not rewritten)";
 }
 
+TEST(MergeContiguousAppendsTest, AppendsThatContinueEachOtherBecomeOneFramePerReplica) {
+  auto append = [](uint64_t to, uint64_t term, uint64_t prev, uint64_t prev_term, uint64_t count, uint64_t commit) {
+    raft::Message m;
+    m.type = raft::MessageType::kAppend;
+    m.to = to;
+    m.term = term;
+    m.index = prev;
+    m.log_term = prev_term;
+    m.commit = commit;
+    for (uint64_t i = 1; i <= count; ++i) m.entries.push_back(raft::LogEntry{prev + i, term, "x"});
+    return m;
+  };
+  raft::Message beat;
+  beat.type = raft::MessageType::kHeartbeat;
+  beat.to = 3;
+  std::vector<raft::Message> messages = {
+      append(2, 5, 10, 5, 1, 9), append(3, 5, 10, 5, 1, 9),  // one proposal, to both followers
+      append(2, 5, 11, 5, 1, 10), beat,                       // the next, to 2; a heartbeat to 3
+      append(3, 5, 11, 5, 1, 10),                             // not merged across the heartbeat
+      append(2, 5, 12, 5, 2, 10),                             // continues 2's
+      append(2, 5, 20, 5, 1, 10),                             // a gap: its own frame
+  };
+  EXPECT_EQ(MergeContiguousAppends(messages, 1024, 1 << 20), 2u);
+  ASSERT_EQ(messages.size(), 5u);
+  EXPECT_EQ(messages[0].to, 2u);
+  EXPECT_EQ(messages[0].index, 10u);
+  ASSERT_EQ(messages[0].entries.size(), 4u);
+  EXPECT_EQ(messages[0].entries.back().index, 14u);
+  EXPECT_EQ(messages[0].commit, 10u) << "the merged append carries the higher commit";
+  EXPECT_EQ(messages[1].entries.size(), 1u);
+  EXPECT_EQ(messages[2].type, raft::MessageType::kHeartbeat);
+  EXPECT_EQ(messages[3].to, 3u);
+  EXPECT_EQ(messages[4].index, 20u);
+  // The limits hold: two entries per frame at most.
+  std::vector<raft::Message> capped = {append(2, 5, 10, 5, 1, 9), append(2, 5, 11, 5, 1, 9),
+                                       append(2, 5, 12, 5, 1, 9)};
+  EXPECT_EQ(MergeContiguousAppends(capped, 2, 1 << 20), 1u);
+  EXPECT_EQ(capped.size(), 2u);
+}
+
 TEST_F(RaftLogTest, ReplicaIdMustBeAVoter) {
   storage::MemoryStore kv;
   auto store = storage::LogStore::Open(&kv);
