@@ -1,0 +1,178 @@
+// The interposer end to end: gpool-cuda-check processes load it as
+// "libcuda.so.1" from a task's library directory, in front of the fake
+// driver, with the task's environment.
+#include <fcntl.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "worker/cuda/cuda_test_support.h"
+#include "worker/cuda/ledger.h"
+
+namespace gpool::cuda {
+namespace {
+
+using testing::CudaTask;
+
+constexpr const char* kLimit64 = "GPOOL_GPU_MEMORY_MIB=64";
+
+class EveryAllocationPath : public ::testing::TestWithParam<const char*> {};
+
+// The whole share fits, the smallest allocation more does not, without
+// reaching the driver; a free gives the share back.
+TEST_P(EveryAllocationPath, FillsTheShareRefusesMoreAndCreditsFrees) {
+  CudaTask task;
+  const std::string kind = GetParam();
+  const auto r = task.Run({kLimit64, "ledger"}, {"alloc", kind, "64M", "0",  //
+                                                 "alloc", kind, "16", "2",   // CUDA_ERROR_OUT_OF_MEMORY
+                                                 "reached", "1",             // the refusal never reached the driver
+                                                 "free", "0", "0",           //
+                                                 "alloc", kind, "64M", "0",  //
+                                                 "reached", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, EveryAllocationPath,
+                         ::testing::Values("v2", "managed", "pitch", "create", "async", "async_ptsz", "pool", "array",
+                                           "array3d", "mipmap"));
+
+TEST(CudaInterposer, CountsToTheByte) {
+  CudaTask task;
+  const auto r = task.Run({kLimit64}, {"alloc", "v2", "67108863", "0", "alloc", "v2", "1", "0", "alloc", "v2", "1", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(CudaInterposer, MemoryQueriesReportTheShare) {
+  CudaTask task;
+  const auto r = task.Run({kLimit64, "ledger"}, {"meminfo", "64M", "64M", "totalmem", "64M",  //
+                                                 "alloc", "v2", "16M", "0", "meminfo", "48M", "64M"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// A share larger than what the device has free reports the device's free.
+TEST(CudaInterposer, MemInfoNeverReportsMoreThanTheDeviceHasFree) {
+  CudaTask task;
+  const auto r = task.Run({"GPOOL_GPU_MEMORY_MIB=1024", "FAKE_CUDA_TOTAL_MIB=100"},
+                          {"meminfo", "100M", "100M", "totalmem", "100M"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(CudaInterposer, WithoutLimitsNothingIsRefused) {
+  CudaTask task;
+  const auto r = task.Run({}, {"alloc", "v2", "1G", "0", "alloc", "create", "2G", "0", "meminfo", "77G", "80G",
+                               "totalmem", "80G", "reached", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// The driver's own refusal still comes through, and is not counted.
+TEST(CudaInterposer, TheDriversOwnRefusalIsNotCounted) {
+  CudaTask task;
+  const auto r = task.Run({kLimit64, "FAKE_CUDA_TOTAL_MIB=32"},
+                          {"alloc", "v2", "48M", "2", "reached", "1", "alloc", "v2", "32M", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(CudaInterposer, ProcessesOfOneTaskShareTheLedger) {
+  CudaTask task;
+  auto a = task.Start({kLimit64, "ledger"}, {"alloc", "v2", "48M", "0", "hold"});
+  ASSERT_NE(a.ReadUntil("held").find("held"), std::string::npos);
+  const auto b = task.Run({kLimit64, "ledger"},
+                          {"alloc", "v2", "32M", "2", "meminfo", "16M", "64M", "alloc", "v2", "16M", "0"});
+  EXPECT_EQ(b.exit_code, 0) << b.output;
+  const LedgerTotals totals = ReadLedger(task.ledger().c_str());
+  EXPECT_TRUE(totals.ok);
+  EXPECT_EQ(totals.processes, 1);  // b has exited: only a is live
+  EXPECT_EQ(totals.used_bytes[0], 48ull << 20);
+  EXPECT_EQ(a.Finish().exit_code, 0);
+}
+
+TEST(CudaInterposer, AnotherTasksLedgerIsNotShared) {
+  CudaTask task;
+  CudaTask other;
+  auto a = task.Start({kLimit64, "ledger"}, {"alloc", "v2", "48M", "0", "hold"});
+  ASSERT_NE(a.ReadUntil("held").find("held"), std::string::npos);
+  const auto b = other.Run({kLimit64, "ledger"}, {"alloc", "v2", "64M", "0"});
+  EXPECT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(a.Finish().exit_code, 0);
+}
+
+TEST(CudaInterposer, AProcessThatExitsWithoutFreeingIsReclaimed) {
+  CudaTask task;
+  const auto a = task.Run({kLimit64, "ledger"}, {"alloc", "v2", "48M", "0", "crash"});
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const auto b = task.Run({kLimit64, "ledger"}, {"meminfo", "64M", "64M", "alloc", "v2", "64M", "0"});
+  EXPECT_EQ(b.exit_code, 0) << b.output;
+}
+
+TEST(CudaInterposer, AKilledProcessIsReclaimed) {
+  CudaTask task;
+  auto a = task.Start({kLimit64, "ledger"}, {"alloc", "v2", "48M", "0", "hold"});
+  ASSERT_NE(a.ReadUntil("held").find("held"), std::string::npos);
+  EXPECT_EQ(task.Run({kLimit64, "ledger"}, {"alloc", "v2", "32M", "2"}).exit_code, 0);
+  a.Kill();
+  const auto b = task.Run({kLimit64, "ledger"}, {"alloc", "v2", "64M", "0"});
+  EXPECT_EQ(b.exit_code, 0) << b.output;
+}
+
+TEST(CudaInterposer, GetProcAddressAnswersInterposedEntryPoints) {
+  CudaTask task;
+  const auto r = task.Run({kLimit64}, {
+                                          "procaddr", "cuMemAlloc", "12000", "0", "ours:cuMemAlloc_v2",
+                                          "procaddr", "cuMemGetInfo", "12000", "0", "ours:cuMemGetInfo_v2",
+                                          "procaddr", "cuDeviceTotalMem", "11000", "0", "ours:cuDeviceTotalMem_v2",
+                                          "procaddr", "cuMemFree", "12000", "2", "ours:cuMemFree_v2",
+                                          "procaddr", "cuMemCreate", "12000", "0", "ours:cuMemCreate",
+                                          "procaddr", "cuLaunchKernel", "12000", "0", "ours:cuLaunchKernel",
+                                          "procaddr", "cuLaunchKernel", "12000", "2", "ours:cuLaunchKernel_ptsz",
+                                          "procaddr", "cuMemAllocAsync", "12000", "2", "ours:cuMemAllocAsync_ptsz",
+                                          "procaddr", "cuGetProcAddress", "12000", "0", "ours:cuGetProcAddress_v2",
+                                          "procaddr", "cuGetProcAddress", "11030", "0", "ours:cuGetProcAddress",
+                                      });
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(CudaInterposer, GetProcAddressAnswersTheRealDriverForTheRest) {
+  CudaTask task;
+  const auto r = task.Run({kLimit64}, {"procaddr", "cuDeviceGetName", "12000", "0", "real:cuDeviceGetName",
+                                       "procaddr", "cuCtxGetDevice", "12000", "0", "real:cuCtxGetDevice",
+                                       "procaddr", "cuEventRecord", "12000", "2", "real:cuEventRecord_ptsz"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(CudaInterposer, OtherCallsPassThroughToTheDriver) {
+  CudaTask task;
+  const auto r = task.Run({kLimit64, "FAKE_CUDA_DEVICES=2"}, {"passthrough", "name", "gpool fake GPU 0", "missing"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(CudaInterposer, VectorAddThroughTheInterposer) {
+  CudaTask task;
+  const auto r = task.Run({kLimit64, "ledger", "GPOOL_GPU_COMPUTE_PCT=50", "GPOOL_SHARING_QOS=fixed-share"},
+                          {"vecadd", "100000", "meminfo", "64M", "64M"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(CudaInterposer, RefusalsAreLoggedWhereAsked) {
+  CudaTask task;
+  const std::string log = task.dir() + "/cuda.log";
+  const auto r = task.Run({kLimit64, "GPOOL_CUDA_LOG=" + log}, {"alloc", "v2", "65M", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("event=loaded"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("event=refused call=cuMemAlloc_v2 device=0 bytes=68157440"), std::string::npos)
+      << text.str();
+}
+
+TEST(CudaInterposer, AMissingRealDriverFailsCallsWithoutCrashing) {
+  CudaTask task;
+  const auto r = task.Run({"GPOOL_CUDA_REAL_DRIVER=/nonexistent/libcuda.so.1"}, {});
+  // cuInit answers CUDA_ERROR_NOT_FOUND through its forwarder: "no CUDA device", exit 2.
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+}  // namespace
+}  // namespace gpool::cuda

@@ -1,0 +1,66 @@
+// The compute share, measured: `busy` kernels of a known duration on the
+// fake driver (which runs them on the host, so kernel time is wall time the
+// fake counts itself), launched back to back; the fraction of wall time
+// they ran is the task's GPU time share.
+#include <gtest/gtest.h>
+
+#include "worker/cuda/cuda_test_support.h"
+
+namespace gpool::cuda {
+namespace {
+
+using testing::CudaTask;
+using testing::ValueOf;
+
+TEST(CudaThrottle, FixedShareHoldsItsShareOverFiveSeconds) {
+  CudaTask task;
+  const auto r = task.Run({"ledger", "GPOOL_GPU_COMPUTE_PCT=30", "GPOOL_SHARING_QOS=fixed-share"},
+                          {"busy", "2000", "5000", "0.20", "0.40"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(CudaThrottle, WithoutAShareNothingIsThrottled) {
+  CudaTask task;
+  const auto r = task.Run({}, {"busy", "2000", "500"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GT(ValueOf(r.output, "busy_fraction"), 0.8) << r.output;
+}
+
+TEST(CudaThrottle, BestEffortIsNotThrottled) {
+  CudaTask task;
+  const auto r = task.Run({"ledger", "GPOOL_GPU_COMPUTE_PCT=30", "GPOOL_SHARING_QOS=best-effort"},
+                          {"busy", "2000", "500"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GT(ValueOf(r.output, "busy_fraction"), 0.8) << r.output;
+}
+
+TEST(CudaThrottle, BurstShareExceedsItsShareWhenAlone) {
+  CudaTask task;
+  const auto r = task.Run({"ledger", "GPOOL_GPU_COMPUTE_PCT=30", "GPOOL_SHARING_QOS=burst-share"},
+                          {"busy", "2000", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GT(ValueOf(r.output, "busy_fraction"), 0.6) << r.output;
+}
+
+// Another task launching on the same GPU (the fake's device 0 has one UUID
+// for every process) takes the burst away.
+TEST(CudaThrottle, BurstShareKeepsItsShareWhileAnotherTaskIsActive) {
+  CudaTask burst;
+  CudaTask neighbour;
+  const std::string activity = "GPOOL_CUDA_ACTIVITY=" + burst.dir() + "/activity";
+  auto other = neighbour.Start({"ledger", activity}, {"busy", "1000", "20", "busy", "1000", "3000"});
+  // Once its first step has reported, the neighbour has launched (and so
+  // published its activity) and keeps launching for 3 s.
+  ASSERT_NE(other.ReadUntil("busy_fraction").find("busy_fraction"), std::string::npos);
+  const auto r = burst.Run({"ledger", activity, "GPOOL_GPU_COMPUTE_PCT=30", "GPOOL_SHARING_QOS=burst-share"},
+                           {"busy", "2000", "2000"});
+  const auto o = other.Finish();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  const double fraction = ValueOf(r.output, "busy_fraction");
+  EXPECT_GT(fraction, 0.15) << r.output;
+  EXPECT_LT(fraction, 0.45) << r.output;
+}
+
+}  // namespace
+}  // namespace gpool::cuda
