@@ -80,7 +80,8 @@ class CudaTask {
 
   // The environment of one of the task's processes: the library directory
   // first on LD_LIBRARY_PATH, the fake as the real driver, and `extra`
-  // ("NAME=value"; the ledger is GPOOL_CUDA_LEDGER=<ledger()> if named "ledger").
+  // ("NAME=value", which may name another real driver; "ledger" stands for
+  // GPOOL_CUDA_LEDGER=<ledger()>).
   std::vector<std::string> Env(const std::vector<std::string>& extra) const {
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
@@ -91,8 +92,12 @@ class CudaTask {
       env.push_back(kv);
     }
     env.push_back("LD_LIBRARY_PATH=" + dir_ + "/lib");
-    env.push_back(std::string("GPOOL_CUDA_REAL_DRIVER=") + GPOOL_FAKE_CUDA_PATH);
-    for (const std::string& kv : extra) env.push_back(kv == "ledger" ? "GPOOL_CUDA_LEDGER=" + ledger() : kv);
+    bool real_named = false;
+    for (const std::string& kv : extra) {
+      env.push_back(kv == "ledger" ? "GPOOL_CUDA_LEDGER=" + ledger() : kv);
+      real_named = real_named || kv.rfind("GPOOL_CUDA_REAL_DRIVER=", 0) == 0;
+    }
+    if (!real_named) env.push_back(std::string("GPOOL_CUDA_REAL_DRIVER=") + GPOOL_FAKE_CUDA_PATH);
     return env;
   }
 

@@ -580,7 +580,7 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned 
 }
 
 // The driver's versioning rule, reduced to what the fake exports: a base
-// name means its _v2 from CUDA 3.2 on, and the per-thread-stream flag picks
+// name means its _v2 from CUDA 3.2 on (cuGetProcAddress: from 12.0), and the per-thread-stream flag picks
 // the _ptsz/_ptds variant where one exists. Symbols come from this very
 // library (RTLD_NOLOAD on its own file), never from whatever else is loaded.
 CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
@@ -593,7 +593,8 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint
   const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
   std::string candidates[6];
   int n = 0;
-  if (version >= 3020) {
+  // cuGetProcAddress itself gained its _v2 in CUDA 12.0.
+  if (version >= (base == "cuGetProcAddress" ? 12000 : 3020)) {
     if (per_thread) candidates[n++] = base + "_v2_ptsz";
     if (per_thread) candidates[n++] = base + "_v2_ptds";
     candidates[n++] = base + "_v2";
