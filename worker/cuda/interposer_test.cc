@@ -1,6 +1,7 @@
 // The interposer end to end: gpool-cuda-check processes load it as
 // "libcuda.so.1" from a task's library directory, in front of the fake
 // driver, with the task's environment.
+#include <dlfcn.h>
 #include <fcntl.h>
 
 #include <fstream>
@@ -165,6 +166,34 @@ TEST(CudaInterposer, RefusalsAreLoggedWhereAsked) {
   EXPECT_NE(text.str().find("event=loaded"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("event=refused call=cuMemAlloc_v2 device=0 bytes=68157440"), std::string::npos)
       << text.str();
+}
+
+// The interposer stands in for the whole driver: every name of both lists
+// is exported, as a function.
+TEST(CudaInterposer, ExportsEveryDriverApiName) {
+  constexpr const char* kNames[] = {
+#define GPOOL_CUDA_FORWARD(name) #name,
+#define GPOOL_CUDA_INTERCEPT(name) #name,
+#include "worker/cuda/driver_symbols.inc"
+#include "worker/cuda/intercepted_symbols.inc"
+#undef GPOOL_CUDA_FORWARD
+#undef GPOOL_CUDA_INTERCEPT
+  };
+  setenv("GPOOL_CUDA_REAL_DRIVER", GPOOL_FAKE_CUDA_PATH, 1);
+  void* shim = dlopen(GPOOL_CUDA_INTERPOSER_PATH, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(shim, nullptr) << dlerror();
+  EXPECT_GT(sizeof(kNames) / sizeof(kNames[0]), 600u);
+  for (const char* name : kNames) {
+    void* p = dlsym(shim, name);
+    ASSERT_NE(p, nullptr) << name;
+    Dl_info info{};
+    ASSERT_NE(dladdr(p, &info), 0) << name;
+    EXPECT_STREQ(info.dli_sname, name);
+  }
+  // Nothing of gpool's own leaks out as an export.
+  EXPECT_EQ(dlsym(shim, "gpool_cuda_forward_slots"), nullptr);
+  EXPECT_EQ(dlsym(shim, "gpool_cuda_resolve_forward"), nullptr);
+  dlclose(shim);
 }
 
 TEST(CudaInterposer, AMissingRealDriverFailsCallsWithoutCrashing) {

@@ -38,6 +38,7 @@
 #include <set>
 #include <string>
 
+#include "worker/cuda/array_bytes.h"
 #include "worker/cuda/cuda_driver_api.h"
 #include "worker/cuda/testdata/fake_cuda_stats.h"
 
@@ -183,25 +184,6 @@ void Uncharge(std::size_t bytes) {
   std::lock_guard lock(g_mu);
   const CUdevice device = CurrentDevice();
   if (device >= 0) g_used[device] -= bytes;
-}
-
-std::size_t ElementBytes(CUarray_format format) {
-  switch (format) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-      return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-      return 2;
-    default:
-      return 4;
-  }
-}
-
-std::size_t ArrayBytes(const CUDA_ARRAY3D_DESCRIPTOR& d) {
-  return d.Width * (d.Height == 0 ? 1 : d.Height) * (d.Depth == 0 ? 1 : d.Depth) * d.NumChannels *
-         ElementBytes(d.Format);
 }
 
 CUresult Launch(CUfunction f, void** params) {
@@ -430,7 +412,7 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
 CUresult cuArrayCreate_v2(CUarray* array, const CUDA_ARRAY_DESCRIPTOR* d) {
   if (array == nullptr || d == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::size_t bytes = 0;
-  const CUresult r = ChargeOpaque(ArrayBytes({d->Width, d->Height, 0, d->Format, d->NumChannels, 0}), &bytes);
+  const CUresult r = ChargeOpaque(gpool::cuda::ArrayBytes(*d), &bytes);
   if (r == CUDA_SUCCESS) *array = new CUarray_st{bytes};
   return r;
 }
@@ -438,7 +420,7 @@ CUresult cuArrayCreate_v2(CUarray* array, const CUDA_ARRAY_DESCRIPTOR* d) {
 CUresult cuArray3DCreate_v2(CUarray* array, const CUDA_ARRAY3D_DESCRIPTOR* d) {
   if (array == nullptr || d == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::size_t bytes = 0;
-  const CUresult r = ChargeOpaque(ArrayBytes(*d), &bytes);
+  const CUresult r = ChargeOpaque(gpool::cuda::Array3DBytes(*d), &bytes);
   if (r == CUDA_SUCCESS) *array = new CUarray_st{bytes};
   return r;
 }
@@ -452,14 +434,7 @@ CUresult cuArrayDestroy(CUarray array) {
 
 CUresult cuMipmappedArrayCreate(CUmipmappedArray* array, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned int levels) {
   if (array == nullptr || d == nullptr || levels == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::size_t total = 0;
-  CUDA_ARRAY3D_DESCRIPTOR level = *d;
-  for (unsigned i = 0; i < levels; ++i) {
-    total += ArrayBytes(level);
-    level.Width = level.Width > 1 ? level.Width / 2 : 1;
-    level.Height = level.Height > 1 ? level.Height / 2 : level.Height;
-    level.Depth = level.Depth > 1 ? level.Depth / 2 : level.Depth;
-  }
+  const std::size_t total = gpool::cuda::MipmappedBytes(*d, levels);
   std::size_t bytes = 0;
   const CUresult r = ChargeOpaque(total, &bytes);
   if (r == CUDA_SUCCESS) *array = new CUmipmappedArray_st{bytes};
