@@ -22,6 +22,9 @@
 //                             prints busy_fraction (kernel time / wall time, from the fake's
 //                             counters, or launches * MICROS on a real driver); checks MIN..MAX
 //   reached N                 exactly N allocation calls reached the (fake) driver
+//   device N                  makes device N's primary context current
+//   variants MICROS           one `busy` launch through each launch entry point (cuLaunchKernel,
+//                             cuLaunchKernelEx, cuLaunchCooperativeKernel and their _ptsz)
 //   hold                      prints "held" and waits for stdin to close
 //   crash                     exits at once, freeing nothing
 // Prints one line per step; exits 0 when every step met its expectation.
@@ -252,6 +255,27 @@ double Busy(unsigned long long micros, long long millis, unsigned long long* lau
   return kernel_ns / wall_ns;
 }
 
+bool LaunchVariants(unsigned long long micros) {
+  CUfunction f = Kernel("busy");
+  if (f == nullptr) return false;
+  void* params[] = {&micros};
+  CUlaunchConfig config{1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, 0};
+  const CUresult r[6] = {
+      CU(cuLaunchKernel)(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr),
+      CU(cuLaunchKernel_ptsz)(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr),
+      CU(cuLaunchKernelEx)(&config, f, params, nullptr),
+      CU(cuLaunchKernelEx_ptsz)(&config, f, params, nullptr),
+      CU(cuLaunchCooperativeKernel)(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params),
+      CU(cuLaunchCooperativeKernel_ptsz)(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params),
+  };
+  CU(cuCtxSynchronize)();
+  std::printf("variants results=%d,%d,%d,%d,%d,%d\n", r[0], r[1], r[2], r[3], r[4], r[5]);
+  for (CUresult x : r) {
+    if (x != CUDA_SUCCESS) return false;
+  }
+  return true;
+}
+
 // Runs argv[i...]; returns false on the first unmet expectation.
 bool RunSteps(int argc, char** argv) {
   for (int i = 1; i < argc;) {
@@ -335,6 +359,15 @@ bool RunSteps(int argc, char** argv) {
       const FakeCudaStats stats = FakeStats();
       std::printf("reached alloc_calls=%llu\n", stats.alloc_calls);
       ok = stats.alloc_calls == want;
+    } else if (op == "device") {
+      const int device = std::atoi(arg().c_str());
+      CUcontext ctx = nullptr;
+      const CUresult r1 = CU(cuDevicePrimaryCtxRetain)(&ctx, device);
+      const CUresult r2 = r1 == CUDA_SUCCESS ? CU(cuCtxSetCurrent)(ctx) : r1;
+      std::printf("device %d results=%d,%d\n", device, r1, r2);
+      ok = r2 == CUDA_SUCCESS;
+    } else if (op == "variants") {
+      ok = LaunchVariants(Size(arg()));
     } else if (op == "hold") {
       std::printf("held\n");
       std::fflush(stdout);

@@ -75,6 +75,29 @@ TEST(CudaInterposer, TheDriversOwnRefusalIsNotCounted) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// The driver pads pitched rows more than the 512 bytes reserved first: the
+// count is trued up, and an allocation that no longer fits is undone.
+TEST(CudaInterposer, PitchedAllocationsCountTheDriversPitch) {
+  CudaTask task;
+  // 4352 + the 512-aligned estimate of the row fits 64 MiB; the 4096-aligned pitch does not.
+  const auto r = task.Run({kLimit64, "FAKE_CUDA_PITCH_ALIGN=4096"},
+                          {"alloc", "v2", "4352", "0", "alloc", "pitch", "67104168", "2", "reached", "2",
+                           "meminfo", "67104512", "64M", "alloc", "pitch", "1M", "0", "meminfo", "66055936", "64M"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// Each device has its own share; cuMemCreate counts where it places memory.
+TEST(CudaInterposer, EachDeviceHasItsOwnShare) {
+  CudaTask task;
+  const auto r = task.Run({kLimit64, "ledger", "FAKE_CUDA_DEVICES=2"},
+                          {"alloc", "v2", "64M", "0", "device", "1", "meminfo", "64M", "64M", "alloc", "v2", "48M", "0",
+                           "alloc", "managed", "16M", "0", "alloc", "v2", "16", "2", "device", "0", "alloc", "v2", "16",
+                           "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const LedgerTotals totals = ReadLedger(task.ledger().c_str());
+  EXPECT_EQ(totals.used_bytes[0], 0u);  // the process has exited
+}
+
 TEST(CudaInterposer, ProcessesOfOneTaskShareTheLedger) {
   CudaTask task;
   auto a = task.Start({kLimit64, "ledger"}, {"alloc", "v2", "48M", "0", "hold"});

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "worker/cuda/cuda_test_support.h"
+#include "worker/cuda/ledger.h"
 
 namespace gpool::cuda {
 namespace {
@@ -17,6 +18,20 @@ TEST(CudaThrottle, FixedShareHoldsItsShareOverFiveSeconds) {
   const auto r = task.Run({"ledger", "GPOOL_GPU_COMPUTE_PCT=30", "GPOOL_SHARING_QOS=fixed-share"},
                           {"busy", "2000", "5000", "0.20", "0.40"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// Every launch entry point is governed: its kernel time reaches the ledger.
+TEST(CudaThrottle, EveryLaunchEntryPointIsMeasured) {
+  CudaTask task;
+  auto check = task.Start({"ledger", "GPOOL_GPU_COMPUTE_PCT=50", "GPOOL_SHARING_QOS=fixed-share"},
+                          {"variants", "2000", "hold"});
+  ASSERT_NE(check.ReadUntil("held").find("held"), std::string::npos);
+  const LedgerTotals totals = ReadLedger(task.ledger().c_str());
+  EXPECT_TRUE(totals.ok);
+  // Six 2 ms kernels; each measured from just before to just after it ran.
+  EXPECT_GE(totals.busy_ns[0], 6 * 2'000'000u);
+  EXPECT_LT(totals.busy_ns[0], 6 * 2'000'000u + 50'000'000u);
+  EXPECT_EQ(check.Finish().exit_code, 0);
 }
 
 TEST(CudaThrottle, WithoutAShareNothingIsThrottled) {

@@ -2,7 +2,8 @@
 // the interposer is tested on machines without a GPU. Device memory is host
 // memory (mmap'd without reserve, so an 80 GiB device costs nothing until
 // touched); FAKE_CUDA_DEVICES devices (default 1) of FAKE_CUDA_TOTAL_MIB MiB
-// each (default 81920), read at cuInit.
+// each (default 81920), read at cuInit. Pitched rows are aligned to 512
+// bytes, or FAKE_CUDA_PITCH_ALIGN.
 //
 // Kernels are host functions from a fixed registry: `vector_add` (float* a,
 // float* b, float* c, int n: c = a + b), `busy` (unsigned long long micros:
@@ -364,8 +365,11 @@ CUresult cuMemAllocManaged(CUdeviceptr* dptr, std::size_t bytes, unsigned int) {
 CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, std::size_t* pitch, std::size_t width, std::size_t height,
                             unsigned int element_bytes) {
   if (pitch == nullptr || element_bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  // Rows are aligned to 512 bytes, as on current GPUs.
-  const std::size_t row = (width + 511) / 512 * 512;
+  // Rows are aligned to 512 bytes, as on current GPUs, or to
+  // FAKE_CUDA_PITCH_ALIGN bytes (a driver that pads more than gpool guesses).
+  std::size_t align = 512;
+  if (const char* a = std::getenv("FAKE_CUDA_PITCH_ALIGN")) align = std::strtoull(a, nullptr, 10);
+  const std::size_t row = (width + align - 1) / align * align;
   const CUresult r = AllocDevice(dptr, row * height);
   if (r == CUDA_SUCCESS) *pitch = row;
   return r;
