@@ -24,7 +24,8 @@
 //   reached N                 exactly N allocation calls reached the (fake) driver
 //   device N                  makes device N's primary context current
 //   variants MICROS           one `busy` launch through each launch entry point (cuLaunchKernel,
-//                             cuLaunchKernelEx, cuLaunchCooperativeKernel and their _ptsz)
+//                             cuLaunchKernelEx, cuLaunchCooperativeKernel and their _ptsz), and
+//                             cuGraphLaunch(_ptsz) of no graph (fake driver only)
 //   hold                      prints "held" and waits for stdin to close
 //   crash                     exits at once, freeing nothing
 // Prints one line per step; exits 0 when every step met its expectation.
@@ -260,16 +261,19 @@ bool LaunchVariants(unsigned long long micros) {
   if (f == nullptr) return false;
   void* params[] = {&micros};
   CUlaunchConfig config{1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, 0};
-  const CUresult r[6] = {
+  const CUresult r[8] = {
       CU(cuLaunchKernel)(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr),
       CU(cuLaunchKernel_ptsz)(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr),
       CU(cuLaunchKernelEx)(&config, f, params, nullptr),
       CU(cuLaunchKernelEx_ptsz)(&config, f, params, nullptr),
       CU(cuLaunchCooperativeKernel)(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params),
       CU(cuLaunchCooperativeKernel_ptsz)(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params),
+      // No graph is instantiated: on the fake this only takes the governed path.
+      g_real != nullptr ? CU(cuGraphLaunch)(nullptr, nullptr) : CUDA_SUCCESS,
+      g_real != nullptr ? CU(cuGraphLaunch_ptsz)(nullptr, nullptr) : CUDA_SUCCESS,
   };
   CU(cuCtxSynchronize)();
-  std::printf("variants results=%d,%d,%d,%d,%d,%d\n", r[0], r[1], r[2], r[3], r[4], r[5]);
+  std::printf("variants results=%d,%d,%d,%d,%d,%d,%d,%d\n", r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
   for (CUresult x : r) {
     if (x != CUDA_SUCCESS) return false;
   }

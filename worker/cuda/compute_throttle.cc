@@ -14,6 +14,25 @@ constexpr std::size_t kMaxPending = 256;
 // again at least this often.
 constexpr std::int64_t kMaxSleepNs = 20'000'000;
 
+// Event queries and waits are "potentially unsafe" calls while any thread
+// captures a stream in global mode, and would invalidate that capture: the
+// throttle makes them in relaxed mode, as libraries are told to.
+class RelaxedCapture {
+ public:
+  explicit RelaxedCapture(const RealDriver& real) : exchange_(real.cuThreadExchangeStreamCaptureMode) {
+    if (exchange_ != nullptr) exchange_(&mode_);
+  }
+  ~RelaxedCapture() {
+    if (exchange_ != nullptr) exchange_(&mode_);
+  }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cuThreadExchangeStreamCaptureMode_fn exchange_;
+  int mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+};
+
 }  // namespace
 
 std::int64_t MonotonicNs() {
@@ -47,6 +66,8 @@ bool ComputeThrottle::BurstingLocked(int device) {
 
 void ComputeThrottle::PollLocked() {
   const RealDriver& real = state_.real;
+  if (pending_.empty()) return;
+  RelaxedCapture relaxed(real);
   while (!pending_.empty()) {
     Ticket& t = pending_.front().ticket;
     const CUresult done = real.cuEventQuery(t.end);
@@ -59,8 +80,10 @@ void ComputeThrottle::PollLocked() {
       bucket.busy_ns.fetch_add(static_cast<std::uint64_t>(actual), std::memory_order_relaxed);
       std::int64_t& average = average_ns_[t.device];
       average = average == 0 ? std::max<std::int64_t>(actual, 1) : (average * 7 + actual) / 8;
+      ReturnEventsLocked(t);
+    } else {
+      DropEventsLocked(t);  // e.g. its context was destroyed: the events are gone with it
     }
-    ReturnEventsLocked(t);
     pending_.pop_front();
   }
 }
@@ -86,11 +109,26 @@ void ComputeThrottle::ReturnEventsLocked(const Ticket& ticket) {
   spare_events_.push_back(ticket);
 }
 
+void ComputeThrottle::DropEventsLocked(const Ticket& ticket) {
+  if (state_.real.cuEventDestroy_v2 == nullptr) return;
+  state_.real.cuEventDestroy_v2(ticket.start);
+  state_.real.cuEventDestroy_v2(ticket.end);
+}
+
 void ComputeThrottle::Before(CUstream stream, bool per_thread, Ticket* ticket) {
   const RealDriver& real = state_.real;
   if (real.cuEventRecord == nullptr || real.cuEventQuery == nullptr || real.cuEventElapsedTime == nullptr ||
       real.cuEventCreate == nullptr || real.cuCtxGetDevice == nullptr || real.cuCtxGetCurrent == nullptr) {
     return;  // a driver without events: launches go unmeasured
+  }
+  // A launch into a stream being captured runs nothing now (the graph is
+  // governed when it is launched), and events on it would join the graph.
+  const auto is_capturing =
+      per_thread && real.cuStreamIsCapturing_ptsz != nullptr ? real.cuStreamIsCapturing_ptsz : real.cuStreamIsCapturing;
+  int capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (is_capturing != nullptr && is_capturing(stream, &capture) == CUDA_SUCCESS &&
+      capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+    return;
   }
   int device = -1;
   if (real.cuCtxGetDevice(&device) != CUDA_SUCCESS || device < 0 || device >= kLedgerDevices) return;
@@ -123,7 +161,7 @@ void ComputeThrottle::Before(CUstream stream, bool per_thread, Ticket* ticket) {
   if (!TakeEventsLocked(ticket->ctx, &ticket->start, &ticket->end)) return;
   const auto record = per_thread && real.cuEventRecord_ptsz != nullptr ? real.cuEventRecord_ptsz : real.cuEventRecord;
   if (record(ticket->start, stream) != CUDA_SUCCESS) {
-    ReturnEventsLocked(*ticket);
+    DropEventsLocked(*ticket);
     return;
   }
   bucket.tokens_ns.fetch_sub(ticket->estimate_ns, std::memory_order_relaxed);
@@ -137,15 +175,21 @@ void ComputeThrottle::After(Ticket* ticket, CUstream stream, bool per_thread, CU
   LedgerDevice& bucket = state_.ledger->Device(ticket->device);
   std::lock_guard lock(mu_);
   const auto record = per_thread && real.cuEventRecord_ptsz != nullptr ? real.cuEventRecord_ptsz : real.cuEventRecord;
-  if (result != CUDA_SUCCESS || record(ticket->end, stream) != CUDA_SUCCESS) {
+  if (result != CUDA_SUCCESS) {
     bucket.tokens_ns.fetch_add(ticket->estimate_ns, std::memory_order_relaxed);
     ReturnEventsLocked(*ticket);
+    return;
+  }
+  if (record(ticket->end, stream) != CUDA_SUCCESS) {
+    bucket.tokens_ns.fetch_add(ticket->estimate_ns, std::memory_order_relaxed);
+    DropEventsLocked(*ticket);
     return;
   }
   pending_.push_back({*ticket});
   // Calibrate on the first launch, and bound how far launches run ahead of
   // their measurement.
   if ((average_ns_[ticket->device] == 0 || pending_.size() > kMaxPending) && real.cuEventSynchronize != nullptr) {
+    RelaxedCapture relaxed(real);
     real.cuEventSynchronize(pending_.front().ticket.end);
   }
   PollLocked();

@@ -14,6 +14,11 @@
 // waited for), so enqueueing cannot run far ahead of the accounting. A
 // launch that finds the bucket empty sleeps until it has refilled.
 //
+// Launches into a stream being captured (CUDA graphs) are not measured: they
+// run nothing then; cuGraphLaunch is governed like a kernel launch instead.
+// Event queries and waits switch the thread to relaxed capture mode, so a
+// capture in progress elsewhere is not invalidated.
+//
 // Trade-offs: events cost two driver calls per launch (no syscall: event
 // records are queue writes, queries read memory) and measure what NVML's
 // utilisation counts as busy, per task and at kernel granularity, where
@@ -69,7 +74,9 @@ class ComputeThrottle {
   void RefillLocked(LedgerDevice& bucket, std::int64_t now_ns);
   bool BurstingLocked(int device);
   bool TakeEventsLocked(CUcontext ctx, CUevent* start, CUevent* end);
-  void ReturnEventsLocked(const Ticket& ticket);
+  void ReturnEventsLocked(const Ticket& ticket);  // for reuse
+  void DropEventsLocked(const Ticket& ticket);    // destroyed: they failed
+
 
   const InterposerState& state_;
   DeviceActivity* activity_;

@@ -33,6 +33,7 @@ struct CUevent_st;
 struct CUarray_st;
 struct CUmipmappedArray_st;
 struct CUmemPoolHandle_st;
+struct CUgraphExec_st;
 using CUcontext = CUctx_st*;
 using CUstream = CUstream_st*;
 using CUfunction = CUfunc_st*;
@@ -41,6 +42,7 @@ using CUevent = CUevent_st*;
 using CUarray = CUarray_st*;
 using CUmipmappedArray = CUmipmappedArray_st*;
 using CUmemoryPool = CUmemPoolHandle_st*;
+using CUgraphExec = CUgraphExec_st*;
 
 // CUresult values (cudaError_enum).
 enum : CUresult {
@@ -73,6 +75,18 @@ enum CUdriverProcAddressQueryResult : int {
   CU_GET_PROC_ADDRESS_SUCCESS = 0,
   CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
   CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2,
+};
+
+// CUstreamCaptureStatus and CUstreamCaptureMode.
+enum : int {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+};
+enum : int {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2,
 };
 
 // CUdevice_attribute: the few the fake answers.
@@ -216,6 +230,9 @@ using cuLaunchKernelEx_fn = CUresult (*)(const CUlaunchConfig*, CUfunction, void
 using cuLaunchCooperativeKernel_fn = CUresult (*)(CUfunction, unsigned int, unsigned int, unsigned int,
                                                   unsigned int, unsigned int, unsigned int, unsigned int, CUstream,
                                                   void**);
+using cuGraphLaunch_fn = CUresult (*)(CUgraphExec, CUstream);
+using cuStreamIsCapturing_fn = CUresult (*)(CUstream, int*);  // CUstreamCaptureStatus*
+using cuThreadExchangeStreamCaptureMode_fn = CUresult (*)(int*);  // CUstreamCaptureMode*
 using cuGetProcAddress_fn = CUresult (*)(const char*, void**, int, cuuint64_t);
 using cuGetProcAddress_v2_fn = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
 using cuGetErrorName_fn = CUresult (*)(CUresult, const char**);
@@ -228,5 +245,7 @@ using cuEventRecord_ptsz_fn = cuEventRecord_fn;
 using cuLaunchKernel_ptsz_fn = cuLaunchKernel_fn;
 using cuLaunchKernelEx_ptsz_fn = cuLaunchKernelEx_fn;
 using cuLaunchCooperativeKernel_ptsz_fn = cuLaunchCooperativeKernel_fn;
+using cuGraphLaunch_ptsz_fn = cuGraphLaunch_fn;
+using cuStreamIsCapturing_ptsz_fn = cuStreamIsCapturing_fn;
 
 }  // extern "C"

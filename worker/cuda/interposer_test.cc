@@ -151,6 +151,7 @@ TEST(CudaInterposer, GetProcAddressAnswersInterposedEntryPoints) {
                                           "procaddr", "cuLaunchKernel", "12000", "0", "ours:cuLaunchKernel",
                                           "procaddr", "cuLaunchKernel", "12000", "2", "ours:cuLaunchKernel_ptsz",
                                           "procaddr", "cuMemAllocAsync", "12000", "2", "ours:cuMemAllocAsync_ptsz",
+                                          "procaddr", "cuGraphLaunch", "12000", "2", "ours:cuGraphLaunch_ptsz",
                                           "procaddr", "cuGetProcAddress", "12000", "0", "ours:cuGetProcAddress_v2",
                                           "procaddr", "cuGetProcAddress", "11030", "0", "ours:cuGetProcAddress",
                                       });

@@ -134,3 +134,18 @@ GPOOL_CUDA_LAUNCH_KERNEL_EX(cuLaunchKernelEx_ptsz, true)
   }
 GPOOL_CUDA_LAUNCH_COOPERATIVE(cuLaunchCooperativeKernel, false)
 GPOOL_CUDA_LAUNCH_COOPERATIVE(cuLaunchCooperativeKernel_ptsz, true)
+
+// A graph's kernels run as one launch: the events around it measure the
+// whole graph, so a task cannot escape its share by capturing its kernels.
+#define GPOOL_CUDA_GRAPH_LAUNCH(name, per_thread)                                           \
+  GPOOL_CUDA_EXPORT CUresult name(CUgraphExec graph, CUstream stream) {                    \
+    const auto& s = gpool::cuda::State();                                                   \
+    const auto real = s.real.name;                                                          \
+    if (__builtin_expect(s.launch_mode == LaunchMode::kForward && real != nullptr, 1)) {    \
+      return real(graph, stream);                                                           \
+    }                                                                                       \
+    if (real == nullptr) return gpool::cuda::MissingLaunch(#name);                          \
+    return gpool::cuda::GovernedLaunch(stream, per_thread, [&] { return real(graph, stream); }); \
+  }
+GPOOL_CUDA_GRAPH_LAUNCH(cuGraphLaunch, false)
+GPOOL_CUDA_GRAPH_LAUNCH(cuGraphLaunch_ptsz, true)

@@ -63,6 +63,8 @@ const Variant kVariants[] = {
     {"cuLaunchCooperativeKernel", 0, false, "cuLaunchCooperativeKernel", GPOOL_CUDA_OURS(cuLaunchCooperativeKernel)},
     {"cuLaunchCooperativeKernel", 0, true, "cuLaunchCooperativeKernel_ptsz",
      GPOOL_CUDA_OURS(cuLaunchCooperativeKernel_ptsz)},
+    {"cuGraphLaunch", 0, false, "cuGraphLaunch", GPOOL_CUDA_OURS(cuGraphLaunch)},
+    {"cuGraphLaunch", 0, true, "cuGraphLaunch_ptsz", GPOOL_CUDA_OURS(cuGraphLaunch_ptsz)},
     {"cuGetProcAddress", 0, false, "cuGetProcAddress", GPOOL_CUDA_OURS(cuGetProcAddress)},
     {"cuGetProcAddress", 12000, false, "cuGetProcAddress_v2", GPOOL_CUDA_OURS(cuGetProcAddress_v2)},
 };

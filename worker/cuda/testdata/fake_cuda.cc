@@ -558,6 +558,24 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned 
   return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params);
 }
 
+// No graphs: a launch of one runs nothing. Streams are never captured.
+CUresult cuGraphLaunch(CUgraphExec, CUstream) { return t_current == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS; }
+CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream) { return cuGraphLaunch(graph, stream); }
+
+CUresult cuStreamIsCapturing(CUstream, int* status) {
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamIsCapturing_ptsz(CUstream stream, int* status) { return cuStreamIsCapturing(stream, status); }
+
+thread_local int t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+CUresult cuThreadExchangeStreamCaptureMode(int* mode) {
+  const int previous = t_capture_mode;
+  t_capture_mode = *mode;
+  *mode = previous;
+  return CUDA_SUCCESS;
+}
+
 // The driver's versioning rule, reduced to what the fake exports: a base
 // name means its _v2 from CUDA 3.2 on (cuGetProcAddress: from 12.0), and the per-thread-stream flag picks
 // the _ptsz/_ptds variant where one exists. Symbols come from this very
