@@ -9,7 +9,8 @@
 //   throttled    with GPOOL_GPU_COMPUTE_PCT=99 fixed-share: every launch is measured with events
 // Calls timed: cuLaunchKernel of an empty kernel, cuMemGetInfo_v2 (intercepted)
 // and cuCtxGetDevice (a forwarded export: one trampoline). ns/call is the
-// best of 5 rounds of 200,000 calls.
+// best of 5 rounds of 200,000 calls, in the best of 3 child runs taken in
+// turns with the other configurations.
 //
 // With a real GPU (libcuda.so.1 at a usual path), the same launch loop runs
 // on it directly and through the interposer; otherwise one line says it
@@ -142,6 +143,22 @@ Timing RunChild(const std::vector<std::string>& env_extra, int calls) {
   return t;
 }
 
+// Keeps the faster of `*best` and `t` per call; a failed run fails the whole.
+void Best(Timing* best, const Timing& t) {
+  if (!t.ok) {
+    best->launch_ns = -1;
+    return;
+  }
+  if (best->launch_ns < 0) return;
+  if (!best->ok) {
+    *best = t;
+    return;
+  }
+  best->launch_ns = std::min(best->launch_ns, t.launch_ns);
+  best->info_ns = std::min(best->info_ns, t.info_ns);
+  best->device_ns = std::min(best->device_ns, t.device_ns);
+}
+
 void Print(const char* metric, double value, const char* unit, const std::string& params) {
   std::printf("{\"metric\": \"%s\", \"value\": %.2f, \"unit\": \"%s\", \"params\": {%s}}\n", metric, value, unit,
               params.c_str());
@@ -179,16 +196,21 @@ int main(int argc, char** argv) {
   constexpr int kCalls = 200000;
   int rc = 0;
 
-  const Timing direct = RunChild({"LD_LIBRARY_PATH=" + fake_dir}, kCalls);
-  const Timing plain = RunChild({"LD_LIBRARY_PATH=" + shim_dir, real_fake}, kCalls);
-  const Timing ledger = RunChild(
-      {"LD_LIBRARY_PATH=" + shim_dir, real_fake, "GPOOL_CUDA_LEDGER=" + root + "/ledger-a", "GPOOL_GPU_MEMORY_MIB=1024"},
-      kCalls);
-  const Timing throttled =
-      RunChild({"LD_LIBRARY_PATH=" + shim_dir, real_fake, "GPOOL_CUDA_LEDGER=" + root + "/ledger-b",
-                "GPOOL_GPU_COMPUTE_PCT=99", "GPOOL_SHARING_QOS=fixed-share"},
-               kCalls / 10);
-  if (direct.ok && plain.ok && ledger.ok && throttled.ok) {
+  // The configurations take turns, three times, and each keeps its best:
+  // a neighbour's load on the machine then hits them alike.
+  Timing direct, plain, ledger, throttled;
+  for (int turn = 0; turn < 3; ++turn) {
+    Best(&direct, RunChild({"LD_LIBRARY_PATH=" + fake_dir}, kCalls));
+    Best(&plain, RunChild({"LD_LIBRARY_PATH=" + shim_dir, real_fake}, kCalls));
+    Best(&ledger, RunChild({"LD_LIBRARY_PATH=" + shim_dir, real_fake, "GPOOL_CUDA_LEDGER=" + root + "/ledger-a",
+                            "GPOOL_GPU_MEMORY_MIB=1024"},
+                           kCalls));
+    Best(&throttled, RunChild({"LD_LIBRARY_PATH=" + shim_dir, real_fake, "GPOOL_CUDA_LEDGER=" + root + "/ledger-b",
+                               "GPOOL_GPU_COMPUTE_PCT=99", "GPOOL_SHARING_QOS=fixed-share"},
+                              kCalls / 10));
+  }
+  const auto good = [](const Timing& t) { return t.ok && t.launch_ns >= 0; };
+  if (good(direct) && good(plain) && good(ledger) && good(throttled)) {
     Compare("fake", direct, plain, "no share (fast path)", kCalls);
     Compare("fake", direct, ledger, "ledger + 1024 MiB limit", kCalls);
     Compare("fake", direct, throttled, "ledger + 99% fixed-share", kCalls / 10);

@@ -118,15 +118,17 @@ void LedgerFile::Release(int device, std::uint64_t bytes) {
   }
 }
 
+// Lock-free: a query must be cheap (frameworks ask before big allocations).
+// Dead processes' entries are skipped here and reclaimed by the next
+// reservation.
 std::uint64_t LedgerFile::Used(int device) {
-  std::lock_guard lock(mu_);
-  LockFile();
-  ReclaimDeadLocked();
+  const LedgerProcess* mine = mine_;
   std::uint64_t total = 0;
   for (const LedgerProcess& entry : layout_->processes) {
-    if (entry.pid.load(std::memory_order_relaxed) != 0) total += entry.used[device].load(std::memory_order_relaxed);
+    if (entry.pid.load(std::memory_order_acquire) == 0) continue;
+    if (fd_ >= 0 && &entry != mine && !LedgerEntryAlive(entry)) continue;
+    total += entry.used[device].load(std::memory_order_relaxed);
   }
-  UnlockFile();
   return total;
 }
 

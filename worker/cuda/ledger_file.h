@@ -2,10 +2,10 @@
 // claims this process's entry and reserves or releases device memory
 // against the task's limit.
 //
-// Thread rules: every method may be called from any thread. Reserve and
-// Used take a process mutex and then flock on the file (flock alone does
-// not exclude threads of one process: they share the open file). Release
-// is a lock-free subtraction from this process's own entry.
+// Thread rules: every method may be called from any thread. Reserve takes
+// a process mutex and then flock on the file (flock alone does not exclude
+// threads of one process: they share the open file). Release is a lock-free
+// subtraction from this process's own entry, Used a lock-free sum.
 //
 // Without a path the ledger is private memory: the limit then holds per
 // process, which is all a process alone can know.
@@ -29,7 +29,7 @@ class LedgerFile {
   // processes are reclaimed first. False: refused, nothing counted.
   bool Reserve(int device, std::uint64_t bytes, std::uint64_t limit);
   void Release(int device, std::uint64_t bytes);
-  // The task's live total on `device` (reclaiming dead entries).
+  // The task's live total on `device` (skipping dead processes' entries).
   std::uint64_t Used(int device);
   LedgerDevice& Device(int device) { return layout_->devices[device]; }
 
