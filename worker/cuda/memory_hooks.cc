@@ -11,6 +11,7 @@
 // pool may keep the memory cached: the share is the task's requests, which
 // the driver rounds up by at most a page per allocation.
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 
@@ -60,8 +61,12 @@ Admission Admit(const InterposerState& s, int device, std::uint64_t bytes, const
     return Admission::kUncounted;
   }
   if (s.ledger->Reserve(device, bytes, s.limit_bytes)) return Admission::kCounted;
-  LogInfo("refused call=%s device=%d bytes=%llu limit_bytes=%llu", call, device,
-          static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(s.limit_bytes));
+  // The first refusal is said even without a log asked for: a program that
+  // runs out of memory on a GPU with plenty free must be able to tell why.
+  static std::atomic<bool> said{false};
+  const auto log = said.exchange(true) ? LogInfo : LogError;
+  log("refused call=%s device=%d bytes=%llu limit_bytes=%llu reason=gpu_memory_share", call, device,
+      static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(s.limit_bytes));
   return Admission::kRefused;
 }
 
