@@ -13,8 +13,9 @@
 // costs no 600 lookups, and a name the installed driver lacks only matters
 // if it is called (then it answers CUDA_ERROR_NOT_FOUND, logged once).
 //
-// x86-64 only (System V ABI). This file is kept out of unity builds: the
-// trampolines number themselves with __COUNTER__.
+// x86-64 (System V ABI) and AArch64 (AAPCS64; the AArch64 version is
+// assembled but has not run on hardware yet). This file is kept out of
+// unity builds: the trampolines number themselves with __COUNTER__.
 #include <dlfcn.h>
 
 #include <atomic>
@@ -23,8 +24,8 @@
 #include "worker/cuda/interposer.h"
 #include "worker/cuda/interposer_log.h"
 
-#if !defined(__x86_64__)
-#error "gpool's CUDA interposer trampolines are written for x86-64 only"
+#if !defined(__x86_64__) && !defined(__aarch64__)
+#error "gpool's CUDA interposer trampolines are written for x86-64 and AArch64 only"
 #endif
 
 namespace {
@@ -42,7 +43,8 @@ CUresult MissingSymbol() { return CUDA_ERROR_NOT_FOUND; }
 
 extern "C" {
 
-// Read by the trampolines (a plain load is an acquire on x86-64).
+// Read by the trampolines: a plain load, ordered by the address dependency
+// of the jump through it (the release store below publishes it).
 __attribute__((visibility("hidden"))) void* gpool_cuda_forward_slots[kForwardCount];
 
 // Called by the slow path with the trampoline's index; returns where to jump.
@@ -61,6 +63,8 @@ __attribute__((visibility("hidden"), used)) void* gpool_cuda_resolve_forward(uns
 
 #define GPOOL_CUDA_STR2(x) #x
 #define GPOOL_CUDA_STR(x) GPOOL_CUDA_STR2(x)
+
+#if defined(__x86_64__)
 
 // The slow path: %r11 holds the trampoline's index. Saves the integer and
 // vector argument registers (and %rax, the vector count of a variadic
@@ -124,6 +128,58 @@ gpool_cuda_forward_slow:
       " testq %r11, %r11\n jz 1f\n jmp *%r11\n"                                                    \
       "1: movq $(" GPOOL_CUDA_STR(n) "-.Lgpool_cuda_forward_base-1), %r11\n"                       \
       " jmp gpool_cuda_forward_slow\n .size " #name ", .-" #name "\n");
+
+#elif defined(__aarch64__)
+
+// The slow path: x16 (IP0, free to use in a veneer) holds the trampoline's
+// index. Saves x0-x8 (x8: the indirect result address) and q0-q7, calls the
+// resolver, restores them and branches to the function through x16, which
+// BTI accepts as a call target.
+asm(R"(
+  .text
+  .p2align 4
+  .type gpool_cuda_forward_slow, %function
+  .hidden gpool_cuda_forward_slow
+gpool_cuda_forward_slow:
+  stp x29, x30, [sp, #-224]!
+  mov x29, sp
+  stp x0, x1, [sp, #16]
+  stp x2, x3, [sp, #32]
+  stp x4, x5, [sp, #48]
+  stp x6, x7, [sp, #64]
+  str x8, [sp, #80]
+  stp q0, q1, [sp, #96]
+  stp q2, q3, [sp, #128]
+  stp q4, q5, [sp, #160]
+  stp q6, q7, [sp, #192]
+  mov x0, x16
+  bl gpool_cuda_resolve_forward
+  mov x16, x0
+  ldp q6, q7, [sp, #192]
+  ldp q4, q5, [sp, #160]
+  ldp q2, q3, [sp, #128]
+  ldp q0, q1, [sp, #96]
+  ldr x8, [sp, #80]
+  ldp x6, x7, [sp, #64]
+  ldp x4, x5, [sp, #48]
+  ldp x2, x3, [sp, #32]
+  ldp x0, x1, [sp, #16]
+  ldp x29, x30, [sp], #224
+  br x16
+  .size gpool_cuda_forward_slow, .-gpool_cuda_forward_slow
+  .set .Lgpool_cuda_forward_base, )" GPOOL_CUDA_STR(__COUNTER__) R"(
+)");
+
+#define GPOOL_CUDA_TRAMPOLINE(name, n)                                                                   \
+  asm(".text\n .p2align 4\n .globl " #name "\n .type " #name ", %function\n" #name ":\n"             \
+      " adrp x16, gpool_cuda_forward_slots+8*(" GPOOL_CUDA_STR(n) "-.Lgpool_cuda_forward_base-1)\n"      \
+      " ldr x16, [x16, #:lo12:gpool_cuda_forward_slots+8*(" GPOOL_CUDA_STR(n) "-.Lgpool_cuda_forward_base-1)]\n" \
+      " cbz x16, 1f\n br x16\n"                                                                            \
+      "1: mov x16, #(" GPOOL_CUDA_STR(n) "-.Lgpool_cuda_forward_base-1)\n"                               \
+      " b gpool_cuda_forward_slow\n .size " #name ", .-" #name "\n");
+
+#endif
+
 #define GPOOL_CUDA_FORWARD(name) GPOOL_CUDA_TRAMPOLINE(name, __COUNTER__)
 #include "worker/cuda/driver_symbols.inc"
 #undef GPOOL_CUDA_FORWARD
