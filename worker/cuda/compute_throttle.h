@@ -19,7 +19,10 @@
 // Event queries and waits switch the thread to relaxed capture mode, so a
 // capture in progress elsewhere is not invalidated.
 //
-// Trade-offs: events cost two driver calls per launch (no syscall: event
+// Trade-offs: a kernel's elapsed time includes time slices the GPU gave to
+// other processes' contexts while it ran, so under contention a task is
+// charged for more than it got: held below its share, never above. Events
+// cost two driver calls per launch (no syscall: event
 // records are queue writes, queries read memory) and measure what NVML's
 // utilisation counts as busy, per task and at kernel granularity, where
 // NVML's process utilisation is per process, coarse (1/6 s samples) and
