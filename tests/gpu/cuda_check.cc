@@ -26,6 +26,9 @@
 //   variants MICROS           one `busy` launch through each launch entry point (cuLaunchKernel,
 //                             cuLaunchKernelEx, cuLaunchCooperativeKernel and their _ptsz), and
 //                             cuGraphLaunch(_ptsz) of no graph (fake driver only)
+//   abi                       forwarded calls with a stack argument and a float argument, each
+//                             called twice (the first resolves the trampoline), see their values
+//                             (fake driver only: it echoes them)
 //   hold                      prints "held" and waits for stdin to close
 //   crash                     exits at once, freeing nothing
 // Prints one line per step; exits 0 when every step met its expectation.
@@ -372,6 +375,24 @@ bool RunSteps(int argc, char** argv) {
       ok = r2 == CUDA_SUCCESS;
     } else if (op == "variants") {
       ok = LaunchVariants(Size(arg()));
+    } else if (op == "abi") {
+      using Occupancy = CUresult (*)(int*, int*, CUfunction, void*, std::size_t, int, unsigned);
+      using SetBias = CUresult (*)(void*, float);
+      using GetBias = CUresult (*)(float*, void*);
+      const auto occupancy = reinterpret_cast<Occupancy>(dlsym(g_cuda, "cuOccupancyMaxPotentialBlockSizeWithFlags"));
+      const auto set_bias = reinterpret_cast<SetBias>(dlsym(g_cuda, "cuTexRefSetMipmapLevelBias"));
+      const auto get_bias = reinterpret_cast<GetBias>(dlsym(g_cuda, "cuTexRefGetMipmapLevelBias"));
+      for (int round = 0; round < 2 && ok; ++round) {
+        int grid = 0, block = 0;
+        float bias = 0;
+        const CUresult r1 = occupancy(&grid, &block, nullptr, nullptr, 4096 + round, 700 + round, 11);
+        const CUresult r2 = set_bias(nullptr, 1.5f + static_cast<float>(round));
+        const CUresult r3 = get_bias(&bias, nullptr);
+        std::printf("abi round=%d results=%d,%d,%d grid=%d block=%d bias=%g\n", round, r1, r2, r3, grid, block,
+                    static_cast<double>(bias));
+        ok = r1 == CUDA_SUCCESS && r2 == CUDA_SUCCESS && r3 == CUDA_SUCCESS && grid == 711 + round &&
+             block == 4096 + round && bias == 1.5f + static_cast<float>(round);
+      }
     } else if (op == "hold") {
       std::printf("held\n");
       std::fflush(stdout);

@@ -172,6 +172,14 @@ TEST(CudaInterposer, OtherCallsPassThroughToTheDriver) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// The trampolines' first call goes through the resolving slow path: stack
+// and vector-register arguments must reach the driver intact both times.
+TEST(CudaInterposer, ForwardersPassEveryArgumentUntouched) {
+  CudaTask task;
+  const auto r = task.Run({kLimit64}, {"abi"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
 TEST(CudaInterposer, VectorAddThroughTheInterposer) {
   CudaTask task;
   const auto r = task.Run({kLimit64, "ledger", "GPOOL_GPU_COMPUTE_PCT=50", "GPOOL_SHARING_QOS=fixed-share"},

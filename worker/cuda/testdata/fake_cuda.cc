@@ -558,6 +558,26 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned 
   return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params);
 }
 
+// Two calls whose arguments the interposer's trampolines must pass on
+// untouched, through their first (resolving) call too: one with a seventh
+// argument on the stack, one with a float in a vector register.
+CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid, int* block, CUfunction, void*, std::size_t smem,
+                                                   int limit, unsigned int flags) {
+  *min_grid = limit + static_cast<int>(flags);
+  *block = static_cast<int>(smem);
+  return CUDA_SUCCESS;
+}
+
+float g_mipmap_bias = 0;
+CUresult cuTexRefSetMipmapLevelBias(void*, float bias) {
+  g_mipmap_bias = bias;
+  return CUDA_SUCCESS;
+}
+CUresult cuTexRefGetMipmapLevelBias(float* bias, void*) {
+  *bias = g_mipmap_bias;
+  return CUDA_SUCCESS;
+}
+
 // No graphs: a launch of one runs nothing. Streams are never captured.
 CUresult cuGraphLaunch(CUgraphExec, CUstream) { return t_current == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS; }
 CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream) { return cuGraphLaunch(graph, stream); }
