@@ -80,8 +80,8 @@ class CudaTask {
 
   // The environment of one of the task's processes: the library directory
   // first on LD_LIBRARY_PATH, the fake as the real driver, and `extra`
-  // ("NAME=value", which may name another real driver; "ledger" stands for
-  // GPOOL_CUDA_LEDGER=<ledger()>).
+  // ("NAME=value", which may name another real driver or library path;
+  // "ledger" stands for GPOOL_CUDA_LEDGER=<ledger()>).
   std::vector<std::string> Env(const std::vector<std::string>& extra) const {
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
@@ -91,13 +91,14 @@ class CudaTask {
       }
       env.push_back(kv);
     }
-    env.push_back("LD_LIBRARY_PATH=" + dir_ + "/lib");
-    bool real_named = false;
+    bool real_named = false, path_named = false;
     for (const std::string& kv : extra) {
       env.push_back(kv == "ledger" ? "GPOOL_CUDA_LEDGER=" + ledger() : kv);
       real_named = real_named || kv.rfind("GPOOL_CUDA_REAL_DRIVER=", 0) == 0;
+      path_named = path_named || kv.rfind("LD_LIBRARY_PATH=", 0) == 0;
     }
     if (!real_named) env.push_back(std::string("GPOOL_CUDA_REAL_DRIVER=") + GPOOL_FAKE_CUDA_PATH);
+    if (!path_named) env.push_back("LD_LIBRARY_PATH=" + dir_ + "/lib");
     return env;
   }
 
@@ -133,6 +134,13 @@ class CudaTask {
  private:
   std::string dir_;
 };
+
+// Preloading the interposer puts it in the global scope from the start, as
+// linking a program with -lcuda does: the real driver, loaded later, then
+// binds its own calls of exported names to the interposer's. (ASan wants
+// its runtime first among preloads: told not to mind.)
+inline const std::string kAsIfLinked = std::string("LD_PRELOAD=") + GPOOL_CUDA_INTERPOSER_PATH;
+inline const std::string kAsanAnyOrder = "ASAN_OPTIONS=verify_asan_link_order=0";
 
 // The number after "key=" in `text`, or -1.
 inline double ValueOf(const std::string& text, const std::string& key) {

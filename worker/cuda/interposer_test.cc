@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -16,6 +17,8 @@ namespace gpool::cuda {
 namespace {
 
 using testing::CudaTask;
+using testing::kAsanAnyOrder;
+using testing::kAsIfLinked;
 
 constexpr const char* kLimit64 = "GPOOL_GPU_MEMORY_MIB=64";
 
@@ -96,6 +99,29 @@ TEST(CudaInterposer, EachDeviceHasItsOwnShare) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const LedgerTotals totals = ReadLedger(task.ledger().c_str());
   EXPECT_EQ(totals.used_bytes[0], 0u);  // the process has exited
+}
+
+// The fake's cuMemAllocAsync_ptsz calls cuMemAllocAsync by name, which in
+// a program linked with -lcuda is the interposer's: the allocation still
+// counts once.
+TEST(CudaInterposer, ADriverCallingItselfIsCountedOnce) {
+  CudaTask task;
+  const auto r = task.Run({kLimit64, kAsIfLinked, kAsanAnyOrder},
+                          {"alloc", "async_ptsz", "64M", "0", "meminfo", "0", "64M", "free", "0", "0", "meminfo", "64M",
+                           "64M"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// Loaded under another name (preloaded by path) with the real driver's
+// folder on the library path, the interposer still answers
+// dlopen("libcuda.so.1"): it carries the driver's SONAME and was loaded
+// first.
+TEST(CudaInterposer, AnswersDlopenByTheDriversSoname) {
+  CudaTask task;
+  const std::string fake_dir = std::filesystem::path(GPOOL_FAKE_CUDA_PATH).parent_path();
+  const auto r = task.Run({kLimit64, kAsIfLinked, kAsanAnyOrder, "LD_LIBRARY_PATH=" + fake_dir},
+                          {"alloc", "v2", "64M", "0", "alloc", "v2", "16", "2", "meminfo", "0", "64M"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 TEST(CudaInterposer, ProcessesOfOneTaskShareTheLedger) {

@@ -10,6 +10,7 @@
 #include "worker/cuda/compute_throttle.h"
 #include "worker/cuda/device_activity.h"
 #include "worker/cuda/hooks.h"
+#include "worker/cuda/inside_driver.h"
 #include "worker/cuda/interposer.h"
 #include "worker/cuda/interposer_log.h"
 
@@ -65,15 +66,16 @@ void Publish() {
 
 template <typename Launch>
 CUresult GovernedLaunch(CUstream stream, bool per_thread, Launch&& launch) {
+  if (InsideDriver::Now()) return launch();  // the driver calling itself: governed by the outer hook
   const InterposerState& s = State();
   if (s.launch_mode == LaunchMode::kPublish) {
     Publish();
-    return launch();
+    return CallDriver(launch);
   }
   ComputeThrottle* throttle = TheGovernor().throttle;
   ComputeThrottle::Ticket ticket;
   throttle->Before(stream, per_thread, &ticket);
-  const CUresult result = launch();
+  const CUresult result = CallDriver(launch);
   throttle->After(&ticket, stream, per_thread, result);
   return result;
 }

@@ -99,6 +99,7 @@ struct LedgerTotals {
   int processes = 0;  // live processes with an entry
   std::uint64_t used_bytes[kLedgerDevices] = {};
   std::uint64_t busy_ns[kLedgerDevices] = {};
+  std::uint64_t launches[kLedgerDevices] = {};  // governed (measured) launches
 };
 
 // Reads a task's ledger without changing it: the bytes its live processes
@@ -123,7 +124,10 @@ inline LedgerTotals ReadLedger(const char* path) {
       ++totals.processes;
       for (int d = 0; d < kLedgerDevices; ++d) totals.used_bytes[d] += entry.used[d].load(std::memory_order_relaxed);
     }
-    for (int d = 0; d < kLedgerDevices; ++d) totals.busy_ns[d] = ledger->devices[d].busy_ns.load();
+    for (int d = 0; d < kLedgerDevices; ++d) {
+      totals.busy_ns[d] = ledger->devices[d].busy_ns.load();
+      totals.launches[d] = ledger->devices[d].launches.load();
+    }
   }
   ::munmap(map, sizeof(LedgerLayout));
   return totals;

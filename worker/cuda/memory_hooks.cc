@@ -18,6 +18,7 @@
 #include "worker/cuda/array_bytes.h"
 #include "worker/cuda/cuda_driver_api.h"
 #include "worker/cuda/hooks.h"
+#include "worker/cuda/inside_driver.h"
 #include "worker/cuda/interposer.h"
 #include "worker/cuda/interposer_log.h"
 
@@ -75,11 +76,12 @@ Admission Admit(const InterposerState& s, int device, std::uint64_t bytes, const
 // counted so the free can credit it.
 template <typename Allocate>
 CUresult Governed(int device, std::uint64_t bytes, Kind kind, const char* call, Allocate&& allocate) {
+  std::uint64_t key = 0;
+  if (InsideDriver::Now()) return allocate(&key);  // the driver calling itself: counted by the outer hook
   const InterposerState& s = State();
   const Admission admission = Admit(s, device, bytes, call);
   if (admission == Admission::kRefused) return CUDA_ERROR_OUT_OF_MEMORY;
-  std::uint64_t key = 0;
-  const CUresult result = allocate(&key);
+  const CUresult result = CallDriver([&] { return allocate(&key); });
   if (admission != Admission::kCounted) return result;
   if (result != CUDA_SUCCESS) {
     s.ledger->Release(device, bytes);
@@ -92,7 +94,7 @@ CUresult Governed(int device, std::uint64_t bytes, Kind kind, const char* call, 
 }
 
 // Credits what the allocation `key` counted, after the driver freed it.
-void Credit(Kind kind, std::uint64_t key) {
+void CreditCounted(Kind kind, std::uint64_t key) {
   const InterposerState& s = State();
   if (!s.count_memory) return;
   AllocationTable& table = Table();
@@ -107,6 +109,16 @@ void Credit(Kind kind, std::uint64_t key) {
   s.ledger->Release(counted.device, counted.bytes);
 }
 
+// Frees with `release` (a call into the real driver), then credits what
+// the allocation `key` counted.
+template <typename Release>
+CUresult FreeAndCredit(Kind kind, std::uint64_t key, Release&& release) {
+  if (InsideDriver::Now()) return release();
+  const CUresult r = CallDriver(release);
+  if (r == CUDA_SUCCESS) CreditCounted(kind, key);
+  return r;
+}
+
 CUresult Missing(const char* name) {
   LogError("missing_driver_symbol name=%s result=CUDA_ERROR_NOT_FOUND", name);
   return CUDA_ERROR_NOT_FOUND;
@@ -117,7 +129,7 @@ std::uint64_t Key(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 }  // namespace
 }  // namespace gpool::cuda
 
-using gpool::cuda::Credit;
+using gpool::cuda::FreeAndCredit;
 using gpool::cuda::InterposerState;
 using gpool::cuda::Governed;
 using gpool::cuda::Key;
@@ -165,7 +177,7 @@ GPOOL_CUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, std::size_t* pi
     if (result == CUDA_SUCCESS) *key = *dptr;
     return result;
   });
-  if (r != CUDA_SUCCESS || !s.count_memory || pitch == nullptr) return r;
+  if (r != CUDA_SUCCESS || !s.count_memory || pitch == nullptr || gpool::cuda::InsideDriver::Now()) return r;
   const std::uint64_t actual = static_cast<std::uint64_t>(*pitch) * height;
   if (actual <= estimate) return r;
   auto& table = gpool::cuda::Table();
@@ -185,9 +197,7 @@ GPOOL_CUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, std::size_t* pi
 
 GPOOL_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   GPOOL_CUDA_REAL_OR_FAIL(cuMemFree_v2);
-  const CUresult r = real_cuMemFree_v2(dptr);
-  if (r == CUDA_SUCCESS) Credit(gpool::cuda::kPointer, dptr);
-  return r;
+  return FreeAndCredit(gpool::cuda::kPointer, dptr, [&] { return real_cuMemFree_v2(dptr); });
 }
 
 // Stream-ordered allocations are counted on the current context's device:
@@ -221,9 +231,7 @@ GPOOL_CUDA_ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
 #define GPOOL_CUDA_FREE_ASYNC(name)                                        \
   GPOOL_CUDA_EXPORT CUresult name(CUdeviceptr dptr, CUstream stream) {    \
     GPOOL_CUDA_REAL_OR_FAIL(name);                                         \
-    const CUresult r = real_##name(dptr, stream);                          \
-    if (r == CUDA_SUCCESS) Credit(gpool::cuda::kPointer, dptr);            \
-    return r;                                                              \
+    return FreeAndCredit(gpool::cuda::kPointer, dptr, [&] { return real_##name(dptr, stream); }); \
   }
 GPOOL_CUDA_FREE_ASYNC(cuMemFreeAsync)
 GPOOL_CUDA_FREE_ASYNC(cuMemFreeAsync_ptsz)
@@ -244,9 +252,7 @@ GPOOL_CUDA_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, std
 
 GPOOL_CUDA_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   GPOOL_CUDA_REAL_OR_FAIL(cuMemRelease);
-  const CUresult r = real_cuMemRelease(handle);
-  if (r == CUDA_SUCCESS) Credit(gpool::cuda::kHandle, handle);
-  return r;
+  return FreeAndCredit(gpool::cuda::kHandle, handle, [&] { return real_cuMemRelease(handle); });
 }
 
 GPOOL_CUDA_EXPORT CUresult cuArrayCreate_v2(CUarray* array, const CUDA_ARRAY_DESCRIPTOR* desc) {
@@ -273,9 +279,7 @@ GPOOL_CUDA_EXPORT CUresult cuArray3DCreate_v2(CUarray* array, const CUDA_ARRAY3D
 
 GPOOL_CUDA_EXPORT CUresult cuArrayDestroy(CUarray array) {
   GPOOL_CUDA_REAL_OR_FAIL(cuArrayDestroy);
-  const CUresult r = real_cuArrayDestroy(array);
-  if (r == CUDA_SUCCESS) Credit(gpool::cuda::kArray, Key(array));
-  return r;
+  return FreeAndCredit(gpool::cuda::kArray, Key(array), [&] { return real_cuArrayDestroy(array); });
 }
 
 GPOOL_CUDA_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* array, const CUDA_ARRAY3D_DESCRIPTOR* desc,
@@ -292,9 +296,7 @@ GPOOL_CUDA_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* array, const
 
 GPOOL_CUDA_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray array) {
   GPOOL_CUDA_REAL_OR_FAIL(cuMipmappedArrayDestroy);
-  const CUresult r = real_cuMipmappedArrayDestroy(array);
-  if (r == CUDA_SUCCESS) Credit(gpool::cuda::kMipmapped, Key(array));
-  return r;
+  return FreeAndCredit(gpool::cuda::kMipmapped, Key(array), [&] { return real_cuMipmappedArrayDestroy(array); });
 }
 
 // The task sees its share as the device: total is the limit, free is what

@@ -11,6 +11,8 @@ namespace gpool::cuda {
 namespace {
 
 using testing::CudaTask;
+using testing::kAsanAnyOrder;
+using testing::kAsIfLinked;
 using testing::ValueOf;
 
 TEST(CudaThrottle, FixedShareHoldsItsShareOverFiveSeconds) {
@@ -28,9 +30,25 @@ TEST(CudaThrottle, EveryLaunchEntryPointIsMeasured) {
   ASSERT_NE(check.ReadUntil("held").find("held"), std::string::npos);
   const LedgerTotals totals = ReadLedger(task.ledger().c_str());
   EXPECT_TRUE(totals.ok);
-  // Six 2 ms kernels; each measured from just before to just after it ran.
+  // Six 2 ms kernels and two (empty) graphs; each measured from just before
+  // to just after it ran.
+  EXPECT_EQ(totals.launches[0], 8u);
   EXPECT_GE(totals.busy_ns[0], 6 * 2'000'000u);
   EXPECT_LT(totals.busy_ns[0], 6 * 2'000'000u + 50'000'000u);
+  EXPECT_EQ(check.Finish().exit_code, 0);
+}
+
+// A driver whose _ptsz launches call cuLaunchKernel by name reaches the
+// interposer again in a program linked with -lcuda: each kernel is
+// still measured once (eight governed launches, not eleven).
+TEST(CudaThrottle, ADriverCallingItselfIsMeasuredOnce) {
+  CudaTask task;
+  auto check = task.Start({"ledger", kAsIfLinked, kAsanAnyOrder, "GPOOL_GPU_COMPUTE_PCT=50", "GPOOL_SHARING_QOS=fixed-share"},
+                          {"variants", "2000", "hold"});
+  ASSERT_NE(check.ReadUntil("held").find("held"), std::string::npos);
+  const LedgerTotals totals = ReadLedger(task.ledger().c_str());
+  EXPECT_EQ(totals.launches[0], 8u);  // six kernels, two graphs
+  EXPECT_GE(totals.busy_ns[0], 6 * 2'000'000u);
   EXPECT_EQ(check.Finish().exit_code, 0);
 }
 

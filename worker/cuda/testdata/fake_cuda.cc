@@ -16,7 +16,8 @@
 // always idle after a call returns, as if the GPU had finished: the
 // interposer's measurement (events around a launch) sees exactly the
 // kernel's duration, and a test can compare it with the fake's own count.
-// Per-thread stream (_ptsz) entry points are the same functions.
+// Per-thread stream (_ptsz) entry points are the same functions, and some
+// call their base entry point by name, as a driver might.
 //
 // So tests can tell that a call reached the driver and not a shim:
 // cuDeviceGetName answers "gpool fake GPU <n>", and fakeCudaGetStats (not a
@@ -378,7 +379,12 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, std::size_t* pitch, std::size_t w
 CUresult cuMemFree_v2(CUdeviceptr dptr) { return FreeDevice(dptr); }
 
 CUresult cuMemAllocAsync(CUdeviceptr* dptr, std::size_t bytes, CUstream) { return AllocDevice(dptr, bytes); }
-CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, std::size_t bytes, CUstream) { return AllocDevice(dptr, bytes); }
+// Like a driver whose variants call their base entry point by name: in a
+// program that put the interposer in the global scope (linked with -lcuda),
+// this call binds to the interposer's cuMemAllocAsync.
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, std::size_t bytes, CUstream stream) {
+  return cuMemAllocAsync(dptr, bytes, stream);
+}
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, std::size_t bytes, CUmemoryPool, CUstream) {
   return AllocDevice(dptr, bytes);
 }
