@@ -9,6 +9,10 @@
 #include "worker/cuda/interposer_log.h"
 
 namespace gpool::cuda {
+
+InterposerState g_interposer_state;
+std::atomic<bool> g_interposer_ready{false};
+
 namespace {
 
 // Where distributions and the NVIDIA container toolkit put the driver.
@@ -19,8 +23,8 @@ constexpr const char* kDriverPaths[] = {
     "/usr/local/nvidia/lib64/libcuda.so.1",
 };
 
-InterposerState g_state;
 pthread_once_t g_once = PTHREAD_ONCE_INIT;
+InterposerState& g_state = g_interposer_state;
 
 std::uint64_t EnvU64(const char* name) {
   const char* text = std::getenv(name);
@@ -95,6 +99,7 @@ void Init() {
     s.launch_mode = LaunchMode::kPublish;
   }
   pthread_atfork(nullptr, nullptr, AfterFork);
+  g_interposer_ready.store(true, std::memory_order_release);
   LogInfo("loaded real_driver=%s memory_mib=%llu compute_pct=%d qos=%d ledger=%s",
           s.real_handle != nullptr ? "yes" : "no", static_cast<unsigned long long>(s.limit_bytes >> 20),
           s.compute_pct, static_cast<int>(s.qos), has_ledger ? ledger_path : "-");
@@ -106,7 +111,7 @@ __attribute__((constructor)) void InitAtLoad() { pthread_once(&g_once, Init); }
 
 }  // namespace
 
-const InterposerState& State() {
+const InterposerState& InitState() {
   pthread_once(&g_once, Init);
   return g_state;
 }

@@ -14,6 +14,7 @@
 // there earlier; read-only afterwards, so hot paths read it without locks.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "worker/cuda/cuda_driver_api.h"
@@ -49,8 +50,18 @@ struct InterposerState {
   LedgerFile* ledger = nullptr;  // non-null when count_memory or throttling
 };
 
-// The state, initialised on first use. Never null.
-const InterposerState& State();
+// Set (release) once the state is complete; read by State()'s fast path.
+extern std::atomic<bool> g_interposer_ready;
+extern InterposerState g_interposer_state;
+const InterposerState& InitState();
+
+// The state, initialised on first use. On the launch fast path this is one
+// acquire load (a plain load on x86-64): the constructor has always run by
+// then.
+inline const InterposerState& State() {
+  if (__builtin_expect(g_interposer_ready.load(std::memory_order_acquire), 1)) return g_interposer_state;
+  return InitState();
+}
 
 // Resolves `name` in the real driver, or null.
 void* RealSymbol(const char* name);
