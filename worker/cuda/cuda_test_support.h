@@ -5,11 +5,13 @@
 #pragma once
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -54,6 +56,32 @@ struct RunningCheck {
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return r;
   }
+  // Finish, but within `seconds`: a child still running then is killed
+  // and the result says so (exit_code -1, "timed out" in the output).
+  CheckResult FinishWithin(double seconds) {
+    if (stdin_fd >= 0) close(stdin_fd);
+    stdin_fd = -1;
+    CheckResult r;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    char buf[256];
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd p{stdout_fd, POLLIN, 0};
+      if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+        Kill();
+        r.output += "\ntimed out";
+        return r;
+      }
+      const ssize_t n = read(stdout_fd, buf, sizeof(buf));
+      if (n <= 0) break;
+      r.output.append(buf, static_cast<std::size_t>(n));
+    }
+    close(stdout_fd);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+  }
   void Kill() {
     kill(pid, SIGKILL);
     int status = 0;
@@ -77,6 +105,8 @@ class CudaTask {
 
   const std::string& dir() const { return dir_; }
   std::string ledger() const { return dir_ + "/ledger"; }
+  // The task's own activity directory unless a test names another.
+  std::string activity() const { return dir_ + "/activity.d"; }
 
   // The environment of one of the task's processes: the library directory
   // first on LD_LIBRARY_PATH, the fake as the real driver, and `extra`
@@ -91,12 +121,15 @@ class CudaTask {
       }
       env.push_back(kv);
     }
-    bool real_named = false, path_named = false;
+    bool real_named = false, path_named = false, activity_named = false;
     for (const std::string& kv : extra) {
       env.push_back(kv == "ledger" ? "GPOOL_CUDA_LEDGER=" + ledger() : kv);
       real_named = real_named || kv.rfind("GPOOL_CUDA_REAL_DRIVER=", 0) == 0;
       path_named = path_named || kv.rfind("LD_LIBRARY_PATH=", 0) == 0;
+      activity_named = activity_named || kv.rfind("GPOOL_CUDA_ACTIVITY=", 0) == 0;
     }
+    // Tests running side by side must not see each other's launches.
+    if (!activity_named) env.push_back("GPOOL_CUDA_ACTIVITY=" + activity());
     if (!real_named) env.push_back(std::string("GPOOL_CUDA_REAL_DRIVER=") + GPOOL_FAKE_CUDA_PATH);
     if (!path_named) env.push_back("LD_LIBRARY_PATH=" + dir_ + "/lib");
     return env;

@@ -2,24 +2,36 @@
 // burst-share task can tell whether the device is otherwise idle: it may
 // exceed its compute share only then.
 //
-// A small shared-memory file (GPOOL_CUDA_ACTIVITY, default
-// "gpool-cuda-activity" beside the task's ledger, i.e. in /dev/shm) holds, per
-// GPU (keyed by its UUID, since device ordinals differ between tasks with
-// different CUDA_VISIBLE_DEVICES), up to 32 slots of {task key, last launch
-// time}. Every interposed process that has a ledger touches its task's slot
-// at most once a millisecond when it launches; a slot unused for 10 s may be
-// taken by another task. Times are CLOCK_MONOTONIC_COARSE (a vDSO read, no
-// syscall), shared by all processes of the host.
+// A directory (GPOOL_CUDA_ACTIVITY, default /dev/shm/gpool-cuda-activity.d,
+// made 01777 by whoever comes first, like /tmp) holds one small file per
+// interposed process and GPU: "<gpu uuid hex>.<task key hex>.<pid>.<random
+// hex>", mode 0644, created O_EXCL|O_NOFOLLOW by the process itself (the
+// random part makes the name impossible to take first). It holds a Record:
+// the task key and the last launch time, CLOCK_MONOTONIC_COARSE (a vDSO read,
+// shared by all processes of the host). GPUs are keyed by UUID since device
+// ordinals differ between tasks with different CUDA_VISIBLE_DEVICES.
 //
-// The file is made world-writable (0666) because tasks may run as
-// different users: a task can therefore make burst-share tasks think the
-// device is busy (they fall back to their fixed share), never the reverse
-// harm of exceeding another task's guarantee beyond that. Thread-safe.
+// Why files of their own and not one shared mapping: tasks of different
+// users are hostile to each other. A shared writable file can be truncated
+// under everyone's mapping (SIGBUS in someone's training job) or held
+// locked forever (a hang inside cuLaunchKernel). Here a process writes only
+// its own file, with pwrite; it reads others' with pread, never maps or
+// locks them, skips anything that is not a regular file, and reads a bounded
+// number per scan. A hostile task can make burst-share tasks believe the
+// device is busy (they keep to their share), or hide its own activity
+// (as it could by not launching through the interposer); it cannot crash or
+// hang another, nor hide another task's file (sticky directory, owned by
+// root or by this user: anything else is not trusted and burst is off).
+//
+// Costs on the launch path: Touch is an atomic load and compare most
+// launches, one pwrite per device every 5 ms; OthersActive answers from a
+// cache and scans the directory at most every 20 ms. Thread-safe.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <string>
 
 #include "worker/cuda/ledger.h"
 
@@ -27,45 +39,56 @@ namespace gpool::cuda {
 
 class DeviceActivity {
  public:
-  // Null when the file cannot be opened or mapped (burst-share then keeps
-  // to its share). `task_key` identifies the task (non-zero).
-  static DeviceActivity* Open(const char* path, std::uint64_t task_key);
+  // Null when `dir` cannot be made or is not trusted (logged; burst-share
+  // then keeps to its share). `task_key` identifies the task (non-zero).
+  static DeviceActivity* Open(const char* dir, std::uint64_t task_key);
 
   // Marks the task active on this process's device `device` at `now_ns`.
   void Touch(int device, std::int64_t now_ns);
-  // Whether another task launched on the same GPU within the last 100 ms.
+  // Whether another task launched on the same GPU within the last 100 ms
+  // (true when unsure: the safe answer keeps the share).
   bool OthersActive(int device, std::int64_t now_ns);
 
   static std::int64_t CoarseNowNs();
 
-  struct Slot {
-    std::atomic<std::uint64_t> task;
-    std::atomic<std::int64_t> last_ns;
-  };
-  struct Gpu {
-    std::atomic<std::uint64_t> uuid[2];
-    Slot slots[32];
-  };
-  struct Layout {
+  // What each file holds, native byte order (same host).
+  struct Record {
     std::uint32_t magic;
     std::uint32_t size;
-    Gpu gpus[64];
+    std::uint64_t task;
+    std::int64_t last_ns;
+    std::uint64_t check;  // tells a torn or foreign record
   };
 
- private:
-  DeviceActivity(Layout* layout, int fd, std::uint64_t task_key) : layout_(layout), fd_(fd), task_(task_key) {}
-  // Finds or claims the GPU entry and this task's slot; null when full.
-  Slot* Claim(int device, std::int64_t now_ns);
+  // Removes this process's files (at exit; best-effort).
+  void RemoveOwnFiles();
+  // In a forked child: the parent's files are the parent's.
+  void AfterForkInChild();
 
-  Layout* layout_;
-  int fd_;
-  std::uint64_t task_;
-  std::mutex mu_;  // claims only
-  std::atomic<Gpu*> gpu_[kLedgerDevices] = {};
-  std::atomic<Slot*> slot_[kLedgerDevices] = {};
+ private:
+  DeviceActivity(int dir_fd, std::uint64_t task_key) : dir_fd_(dir_fd), task_(task_key) {}
+  // The device's UUID as 32 hex digits; false when the driver cannot say.
+  bool UuidLocked(int device);
+  // Creates this process's file for `device`; -2 when it cannot.
+  int CreateLocked(int device);
+  bool ScanLocked(int device, std::int64_t now_ns);
+
+  const int dir_fd_;
+  const std::uint64_t task_;
+  std::mutex mu_;  // creation, scans and the names below
+  char uuid_hex_[kLedgerDevices][33] = {};
+  std::string names_[kLedgerDevices];
+  // -1: not created yet, -2: cannot publish; else the file.
+  std::atomic<int> fd_[kLedgerDevices];
+  std::atomic<std::int64_t> next_write_ns_[kLedgerDevices] = {};
+  std::atomic<std::int64_t> next_scan_ns_[kLedgerDevices] = {};
+  std::atomic<bool> others_[kLedgerDevices] = {};
 };
 
 // A non-zero key for a task, from its ledger path.
 std::uint64_t TaskKey(const char* ledger_path);
+
+// Where the activity directory is: GPOOL_CUDA_ACTIVITY or the default.
+const char* ActivityDir();
 
 }  // namespace gpool::cuda

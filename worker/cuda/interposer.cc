@@ -87,11 +87,14 @@ void Init() {
   const char* ledger_path = std::getenv("GPOOL_CUDA_LEDGER");
   const bool has_ledger = ledger_path != nullptr && *ledger_path != '\0';
   const bool throttle = s.compute_pct < 100 && s.qos != Qos::kBestEffort;
-  if (s.limit_bytes != 0 || has_ledger || throttle) s.ledger = LedgerFile::Open(ledger_path);
+  bool untrusted = false;
+  if (s.limit_bytes != 0 || has_ledger || throttle) s.ledger = LedgerFile::Open(ledger_path, &untrusted);
   if (s.ledger == nullptr && has_ledger) {
-    // Keep the limit for this process at least.
+    // Keep the limit for this process at least (and the compute buckets:
+    // an untrusted file is not used for them either).
     s.ledger = LedgerFile::Open(nullptr);
   }
+  s.ledger_untrusted = untrusted;
   s.count_memory = s.ledger != nullptr && (s.limit_bytes != 0 || has_ledger);
   if (throttle && s.ledger != nullptr) {
     s.launch_mode = LaunchMode::kThrottle;

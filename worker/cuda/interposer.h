@@ -46,6 +46,9 @@ struct InterposerState {
   int compute_pct = 100;
   Qos qos = Qos::kBestEffort;
   bool count_memory = false;  // a limit or a ledger: allocations are counted
+  // The ledger file exists but another user could have written it: every
+  // allocation is refused (a limit that cannot be kept must not become none).
+  bool ledger_untrusted = false;
   LaunchMode launch_mode = LaunchMode::kForward;
   LedgerFile* ledger = nullptr;  // non-null when count_memory or throttling
 };

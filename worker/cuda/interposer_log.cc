@@ -36,7 +36,9 @@ void InitLog() {
   if (sink == nullptr || *sink == '\0') return;
   g_log_info = true;
   if (std::strcmp(sink, "stderr") == 0) return;
-  const int fd = open(sink, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  // O_NOFOLLOW: a symlink another user planted at the path must not make
+  // the task append to a file of the task's user elsewhere.
+  const int fd = open(sink, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd >= 0) g_log_fd = fd;
 }
 

@@ -1,11 +1,10 @@
 // The interposer's kernel launch hooks. Without a compute share and a ledger
 // a launch is one predictable branch and an indirect call (the fast path:
 // no lock, no syscall, no clock). With a ledger the task's activity on the
-// device is published (device_activity.h) at most once a millisecond per
-// thread, for burst-share neighbours; with an enforced share the launch
+// device is published (device_activity.h: a clock read per launch, a
+// pwrite to this process's own file every 5 ms), for burst-share neighbours; with an enforced share the launch
 // goes through the compute throttle (compute_throttle.h).
 #include <cstdlib>
-#include <string>
 
 #include "worker/cuda/compute_throttle.h"
 #include "worker/cuda/device_activity.h"
@@ -19,19 +18,10 @@
 namespace gpool::cuda {
 namespace {
 
-DeviceActivity* OpenActivity(const InterposerState& s) {
+DeviceActivity* OpenActivity() {
   const char* ledger = std::getenv("GPOOL_CUDA_LEDGER");
   if (ledger == nullptr || *ledger == '\0') return nullptr;
-  std::string path;
-  if (const char* chosen = std::getenv("GPOOL_CUDA_ACTIVITY"); chosen != nullptr && *chosen != '\0') {
-    path = chosen;
-  } else {
-    const std::string l(ledger);
-    const std::size_t slash = l.rfind('/');
-    path = (slash == std::string::npos ? std::string(".") : l.substr(0, slash)) + "/gpool-cuda-activity";
-  }
-  (void)s;
-  return DeviceActivity::Open(path.c_str(), TaskKey(ledger));
+  return DeviceActivity::Open(ActivityDir(), TaskKey(ledger));
 }
 
 struct Governor {
@@ -44,7 +34,7 @@ struct Governor {
 Governor& TheGovernor() {
   static Governor* governor = [] {
     const InterposerState& s = State();
-    auto* g = new Governor{OpenActivity(s), nullptr};
+    auto* g = new Governor{OpenActivity(), nullptr};
     if (s.launch_mode == LaunchMode::kThrottle) g->throttle = new ComputeThrottle(s, g->activity);
     return g;
   }();

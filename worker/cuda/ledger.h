@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 namespace gpool::cuda {
 
@@ -104,18 +105,23 @@ struct LedgerTotals {
 
 // Reads a task's ledger without changing it: the bytes its live processes
 // hold per device (dead ones are skipped) and the kernel time measured.
+// A copy read with pread, never a mapping: the file belongs to the task,
+// which could truncate it under the reader's mapping (SIGBUS in the worker).
 inline LedgerTotals ReadLedger(const char* path) {
   LedgerTotals totals;
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return totals;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < sizeof(LedgerLayout)) {
-    ::close(fd);
-    return totals;
+  void* map = nullptr;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    map = ::operator new(sizeof(LedgerLayout), std::align_val_t{alignof(LedgerLayout)});
+    if (::pread(fd, map, sizeof(LedgerLayout), 0) != static_cast<ssize_t>(sizeof(LedgerLayout))) {
+      ::operator delete(map, std::align_val_t{alignof(LedgerLayout)});
+      map = nullptr;
+    }
   }
-  void* map = ::mmap(nullptr, sizeof(LedgerLayout), PROT_READ, MAP_SHARED, fd, 0);
   ::close(fd);
-  if (map == MAP_FAILED) return totals;
+  if (map == nullptr) return totals;
   const auto* ledger = static_cast<const LedgerLayout*>(map);
   if (ledger->magic == kLedgerMagic && ledger->size == sizeof(LedgerLayout)) {
     totals.ok = true;
@@ -129,7 +135,7 @@ inline LedgerTotals ReadLedger(const char* path) {
       totals.launches[d] = ledger->devices[d].launches.load();
     }
   }
-  ::munmap(map, sizeof(LedgerLayout));
+  ::operator delete(map, std::align_val_t{alignof(LedgerLayout)});
   return totals;
 }
 

@@ -6,13 +6,61 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <new>
 
 #include "worker/cuda/interposer_log.h"
 
 namespace gpool::cuda {
 
-LedgerFile* LedgerFile::Open(const char* path) {
+namespace {
+
+// Opens the task's ledger only if no one but this user can have written it:
+// a ledger another user could write (pre-created at a predictable path in
+// /dev/shm and kept open) would let them zero the task's usage, or truncate
+// it under the mapping (SIGBUS). Creating it is allowed; O_EXCL makes sure
+// what is created is new. -1 on failure; *untrusted says it exists but must
+// not be used.
+int OpenTrusted(const char* path, bool* untrusted) {
+  int fd = -1;
+  for (int attempt = 0; attempt < 2 && fd < 0; ++attempt) {
+    fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 || errno != ENOENT) break;
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) break;  // EEXIST: another process of the task made it first
+  }
+  if (fd < 0) {
+    const bool symlink = errno == ELOOP;
+    if (symlink && untrusted != nullptr) *untrusted = true;
+    LogError("ledger_open_failed path=%s errno=%d%s", path, errno,
+             symlink ? " reason=symlink ledger_not_trusted=1 memory=refused" : "");
+    return -1;
+  }
+  struct stat st {};
+  const char* reason = nullptr;
+  if (fstat(fd, &st) != 0) {
+    reason = "fstat_failed";
+  } else if (!S_ISREG(st.st_mode)) {
+    reason = "not_a_regular_file";
+  } else if (st.st_uid != geteuid()) {
+    reason = "owned_by_another_user";
+  } else if ((st.st_mode & 077) != 0) {
+    reason = "group_or_other_permissions";
+  }
+  if (reason != nullptr) {
+    if (untrusted != nullptr) *untrusted = true;
+    LogError("ledger_not_trusted path=%s reason=%s mode=%o uid=%u euid=%u memory=refused", path, reason,
+             static_cast<unsigned>(st.st_mode & 07777), static_cast<unsigned>(st.st_uid),
+             static_cast<unsigned>(geteuid()));
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+LedgerFile* LedgerFile::Open(const char* path, bool* untrusted) {
   if (path == nullptr || *path == '\0') {
     void* map = mmap(nullptr, sizeof(LedgerLayout), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) return nullptr;
@@ -21,11 +69,9 @@ LedgerFile* LedgerFile::Open(const char* path) {
     layout->size = sizeof(LedgerLayout);
     return new LedgerFile(layout, -1);
   }
-  const int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    LogError("ledger_open_failed path=%s errno=%d", path, errno);
-    return nullptr;
-  }
+  if (untrusted != nullptr) *untrusted = false;
+  const int fd = OpenTrusted(path, untrusted);
+  if (fd < 0) return nullptr;
   // Whoever comes first sizes and stamps the file; the lock makes the
   // others wait until it is whole. ftruncate to the size it has is a no-op.
   flock(fd, LOCK_EX);

@@ -21,8 +21,11 @@ namespace gpool::cuda {
 class LedgerFile {
  public:
   // Maps `path` (created 0600 if missing), or private memory when `path` is
-  // null or empty. Null only when the file cannot be opened or mapped.
-  static LedgerFile* Open(const char* path);
+  // null or empty. Null when the file cannot be opened or mapped, or is not
+  // trusted: not a regular file owned by this user with no group or other
+  // permission (a symlink included). *untrusted (optional) says the latter:
+  // the caller must then refuse memory rather than count it elsewhere.
+  static LedgerFile* Open(const char* path, bool* untrusted = nullptr);
 
   // Counts `bytes` on `device` for this process when the task's live total
   // plus `bytes` stays within `limit` (0: no limit). Entries of dead

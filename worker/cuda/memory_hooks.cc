@@ -56,6 +56,13 @@ enum class Admission { kUncounted, kCounted, kRefused };
 
 Admission Admit(const InterposerState& s, int device, std::uint64_t bytes, const char* call) {
   if (!s.count_memory || device < 0) return Admission::kUncounted;
+  if (s.ledger_untrusted) {
+    static std::atomic<bool> said_untrusted{false};
+    const auto log = said_untrusted.exchange(true) ? LogInfo : LogError;
+    log("refused call=%s device=%d bytes=%llu reason=ledger_not_trusted", call, device,
+        static_cast<unsigned long long>(bytes));
+    return Admission::kRefused;
+  }
   if (device >= kLedgerDevices) {
     static std::once_flag once;
     std::call_once(once, [&] { LogError("device_not_counted device=%d max=%d", device, kLedgerDevices); });
@@ -305,6 +312,7 @@ GPOOL_CUDA_EXPORT CUresult cuMemGetInfo_v2(std::size_t* free, std::size_t* total
   GPOOL_CUDA_REAL_OR_FAIL(cuMemGetInfo_v2);
   const CUresult r = real_cuMemGetInfo_v2(free, total);
   const InterposerState& s = State();
+  if (r == CUDA_SUCCESS && s.ledger_untrusted && free != nullptr) *free = 0;  // every allocation is refused
   if (r != CUDA_SUCCESS || s.limit_bytes == 0 || free == nullptr || total == nullptr) return r;
   const int device = gpool::cuda::CurrentDevice(s);
   const std::uint64_t used =

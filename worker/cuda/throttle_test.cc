@@ -80,7 +80,7 @@ TEST(CudaThrottle, BurstShareExceedsItsShareWhenAlone) {
 TEST(CudaThrottle, BurstShareKeepsItsShareWhileAnotherTaskIsActive) {
   CudaTask burst;
   CudaTask neighbour;
-  const std::string activity = "GPOOL_CUDA_ACTIVITY=" + burst.dir() + "/activity";
+  const std::string activity = "GPOOL_CUDA_ACTIVITY=" + burst.activity();
   auto other = neighbour.Start({"ledger", activity}, {"busy", "1000", "20", "busy", "1000", "3000"});
   // Once its first step has reported, the neighbour has launched (and so
   // published its activity) and keeps launching for 3 s.
