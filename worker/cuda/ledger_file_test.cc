@@ -1,5 +1,7 @@
 #include "worker/cuda/ledger_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,9 +97,63 @@ TEST_F(LedgerFileTest, ReadLedgerRejectsWhatIsNotALedger) {
   FILE* f = std::fopen(path_.c_str(), "w");
   std::fputs("not a ledger", f);
   std::fclose(f);
+  chmod(path_.c_str(), 0600);  // trusted, so what is refused is the content
   EXPECT_FALSE(ReadLedger(path_.c_str()).ok);
   // Another program's file is never taken over.
   EXPECT_EQ(LedgerFile::Open(path_.c_str()), nullptr);
+}
+
+// A ledger another user could have written (at a predictable path in
+// /dev/shm, created first and kept open) is not used: the interposer then
+// refuses memory. Tests run as root, so "another user" is mode bits, a
+// symlink or a FIFO here.
+TEST_F(LedgerFileTest, OnlyARegularFileOfThisUserWithoutGroupOrOtherBitsIsTrusted) {
+  bool untrusted = false;
+  const int fd = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  for (const mode_t mode : {0666, 0640, 0604, 0620}) {
+    chmod(path_.c_str(), mode);
+    EXPECT_EQ(LedgerFile::Open(path_.c_str(), &untrusted), nullptr) << std::oct << mode;
+    EXPECT_TRUE(untrusted) << std::oct << mode;
+  }
+  chmod(path_.c_str(), 0600);
+  const std::string link = dir_ + "/link";
+  std::filesystem::create_symlink(path_, link);
+  EXPECT_EQ(LedgerFile::Open(link.c_str(), &untrusted), nullptr);
+  EXPECT_TRUE(untrusted);
+  const std::string fifo = dir_ + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(LedgerFile::Open(fifo.c_str(), &untrusted), nullptr);
+  EXPECT_TRUE(untrusted);
+  EXPECT_EQ(std::filesystem::file_size(path_), 0u);  // nothing was written through any of them
+
+  std::unique_ptr<LedgerFile> ledger(LedgerFile::Open(path_.c_str(), &untrusted));
+  ASSERT_NE(ledger, nullptr);
+  EXPECT_FALSE(untrusted);
+  EXPECT_TRUE(ledger->Reserve(0, kMiB, 64 * kMiB));
+  // Missing: created, 0600.
+  const std::string fresh = dir_ + "/fresh";
+  std::unique_ptr<LedgerFile> created(LedgerFile::Open(fresh.c_str(), &untrusted));
+  ASSERT_NE(created, nullptr);
+  EXPECT_FALSE(untrusted);
+  struct stat st {};
+  ASSERT_EQ(stat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+// The worker reads a ledger the task owns: the task truncating it must not
+// crash the reader (a copy with pread, never a mapping).
+TEST_F(LedgerFileTest, ReadLedgerOfATruncatedLedgerFailsWithoutACrash) {
+  std::unique_ptr<LedgerFile> ledger(LedgerFile::Open(path_.c_str()));
+  ASSERT_NE(ledger, nullptr);
+  ASSERT_TRUE(ledger->Reserve(0, 8 * kMiB, 64 * kMiB));
+  ASSERT_TRUE(ReadLedger(path_.c_str()).ok);
+  for (const off_t size : {off_t{4096}, off_t{0}}) {
+    ASSERT_EQ(truncate(path_.c_str(), size), 0);
+    EXPECT_FALSE(ReadLedger(path_.c_str()).ok);
+  }
+  // (This process's own mapping is not touched again: it would fault.)
 }
 
 }  // namespace
