@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -109,8 +111,15 @@ TEST(CudaThrottle, AnUntrustedActivityPathTurnsBurstOff) {
   const std::string open_dir = burst.dir() + "/open.d";
   std::filesystem::create_directory(open_dir);
   chmod(open_dir.c_str(), 0777);
-  for (const auto& [path, reason] : {std::pair{link, "reason=not_a_directory_or_symlink"},
-                                     std::pair{open_dir, "reason=writable_by_others_without_sticky_bit"}}) {
+  // Owned by another user (who could remove others' files despite the
+  // sticky bit); only where the test may give a directory away (root).
+  const std::string foreign = burst.dir() + "/foreign.d";
+  std::filesystem::create_directory(foreign);
+  chmod(foreign.c_str(), 01777);
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {link, "reason=not_a_directory_or_symlink"}, {open_dir, "reason=writable_by_others_without_sticky_bit"}};
+  if (chown(foreign.c_str(), 65534, 65534) == 0) cases.emplace_back(foreign, "reason=owned_by_another_user");
+  for (const auto& [path, reason] : cases) {
     const std::string log = burst.dir() + "/log-" + std::filesystem::path(path).filename().string();
     const auto r = burst.Start({"ledger", "GPOOL_CUDA_ACTIVITY=" + path, "GPOOL_CUDA_LOG=" + log, kBurst30[0], kBurst30[1]},
                                {"busy", "2000", "1000"})
@@ -144,14 +153,17 @@ TEST(CudaInterposer, AnUntrustedLedgerRefusesEveryAllocation) {
   CudaTask task;
   const std::string own = task.dir() + "/own-ledger";
   WriteFile(own, "", 0600);
-  for (const bool symlink : {false, true}) {
+  for (const std::string how : {"0666", "symlink", "foreign"}) {
+    const bool symlink = how == "symlink";
     std::filesystem::remove(task.ledger());
     if (symlink) {
       std::filesystem::create_symlink(own, task.ledger());
     } else {
-      WriteFile(task.ledger(), "", 0666);
+      WriteFile(task.ledger(), "", how == "0666" ? 0666 : 0600);
     }
-    const std::string log = task.dir() + (symlink ? "/log-symlink" : "/log-0666");
+    // Another user's 0600 file: only where the test may give a file away (root).
+    if (how == "foreign" && chown(task.ledger().c_str(), 65534, 65534) != 0) continue;
+    const std::string log = task.dir() + "/log-" + how;
     const auto r = task.Run({"GPOOL_GPU_MEMORY_MIB=64", "ledger", "GPOOL_CUDA_LOG=" + log},
                             {"alloc", "v2", "1M", "2", "alloc", "managed", "1M", "2", "reached", "0"});
     EXPECT_EQ(r.exit_code, 0) << r.output;
