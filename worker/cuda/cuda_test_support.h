@@ -65,7 +65,8 @@ struct RunningCheck {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     char buf[256];
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      using std::chrono::milliseconds;
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
       pollfd p{stdout_fd, POLLIN, 0};
       if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
         Kill();

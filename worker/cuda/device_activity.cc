@@ -114,11 +114,13 @@ int DeviceActivity::CreateLocked(int device) {
   // A random part no other task can guess, so none can take the name first.
   std::uint64_t random = 0;
   if (getrandom(&random, sizeof(random), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(random))) {
-    random = static_cast<std::uint64_t>(CoarseNowNs()) * 6364136223846793005ULL ^ reinterpret_cast<std::uintptr_t>(&random);
+    random = static_cast<std::uint64_t>(CoarseNowNs()) * 6364136223846793005ULL ^
+             reinterpret_cast<std::uintptr_t>(&random);
   }
   char name[96];
   for (int attempt = 0; attempt < 4; ++attempt) {
-    std::snprintf(name, sizeof(name), "%s.%016llx.%d.%016llx", uuid_hex_[device], static_cast<unsigned long long>(task_),
+    std::snprintf(name, sizeof(name), "%s.%016llx.%d.%016llx", uuid_hex_[device],
+                  static_cast<unsigned long long>(task_),
                   static_cast<int>(getpid()), static_cast<unsigned long long>(random + static_cast<unsigned>(attempt)));
     const int fd = openat(dir_fd_, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd >= 0) {

@@ -121,7 +121,8 @@ TEST(CudaThrottle, AnUntrustedActivityPathTurnsBurstOff) {
   if (chown(foreign.c_str(), 65534, 65534) == 0) cases.emplace_back(foreign, "reason=owned_by_another_user");
   for (const auto& [path, reason] : cases) {
     const std::string log = burst.dir() + "/log-" + std::filesystem::path(path).filename().string();
-    const auto r = burst.Start({"ledger", "GPOOL_CUDA_ACTIVITY=" + path, "GPOOL_CUDA_LOG=" + log, kBurst30[0], kBurst30[1]},
+    const auto r = burst.Start({"ledger", "GPOOL_CUDA_ACTIVITY=" + path, "GPOOL_CUDA_LOG=" + log, kBurst30[0],
+                                kBurst30[1]},
                                {"busy", "2000", "1000"})
                        .FinishWithin(30);
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -180,7 +181,8 @@ TEST(CudaInterposer, AnUntrustedLedgerRefusesEveryAllocation) {
 TEST(CudaInterposer, APrecreatedLedgerOfThisUserWithMode0600IsUsed) {
   CudaTask task;
   WriteFile(task.ledger(), "", 0600);
-  const auto r = task.Run({"GPOOL_GPU_MEMORY_MIB=64", "ledger"}, {"alloc", "v2", "48M", "0", "alloc", "v2", "17M", "2"});
+  const auto r =
+      task.Run({"GPOOL_GPU_MEMORY_MIB=64", "ledger"}, {"alloc", "v2", "48M", "0", "alloc", "v2", "17M", "2"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
