@@ -135,15 +135,31 @@ TEST(CudaThrottle, AnUntrustedActivityPathTurnsBurstOff) {
   }
 }
 
-// A process leaves no file behind when it exits.
-TEST(CudaThrottle, AProcessRemovesItsActivityFileAtExit) {
+// A process publishes one file of its own per GPU (readable by other
+// users' tasks whatever its umask), and leaves none behind when it exits.
+TEST(CudaThrottle, AProcessPublishesItsOwnFileAndRemovesItAtExit) {
   CudaTask task;
-  const auto r = task.Run({"ledger"}, {"busy", "1000", "50"});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_TRUE(std::filesystem::is_directory(task.activity()));
+  const mode_t umask_before = umask(077);  // the child inherits it: nothing may depend on it
+  auto check = task.Start({"ledger"}, {"busy", "1000", "50", "hold"});
+  umask(umask_before);
+  ASSERT_NE(check.ReadUntil("held").find("held"), std::string::npos);
   struct stat st {};
   ASSERT_EQ(lstat(task.activity().c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
   EXPECT_EQ(st.st_mode & 07777, 01777u);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(task.activity())) {
+    ++files;
+    const std::string name = entry.path().filename().string();
+    EXPECT_EQ(name.rfind(std::string(kFakeUuid0) + ".", 0), 0u) << name;
+    ASSERT_EQ(lstat(entry.path().c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << name;
+    EXPECT_EQ(st.st_mode & 07777, 0644u) << name;
+    EXPECT_EQ(st.st_size, 32) << name;
+  }
+  EXPECT_EQ(files, 1);
+  const auto r = check.FinishWithin(30);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(std::filesystem::is_empty(task.activity()));
 }
 
