@@ -29,7 +29,7 @@
 //   abi                       forwarded calls with a stack argument and a float argument, each
 //                             called twice (the first resolves the trampoline), see their values
 //                             (fake driver only: it echoes them)
-//   hold                      prints "held" and waits for stdin to close
+//   hold                      prints "held" and waits for stdin to close or a line on it
 //   crash                     exits at once, freeing nothing
 // Prints one line per step; exits 0 when every step met its expectation.
 #include <dlfcn.h>
@@ -396,8 +396,9 @@ bool RunSteps(int argc, char** argv) {
     } else if (op == "hold") {
       std::printf("held\n");
       std::fflush(stdout);
-      char buf[64];
-      while (read(0, buf, sizeof(buf)) > 0) {
+      // Until stdin closes or a line arrives (a test's "go on").
+      char c = 0;
+      while (read(0, &c, 1) > 0 && c != '\n') {
       }
     } else if (op == "crash") {
       std::fflush(stdout);

@@ -44,6 +44,8 @@ struct RunningCheck {
     }
     return out;
   }
+  // Ends one "hold" (a line on stdin); the program goes on.
+  void Continue() { (void)!write(stdin_fd, "\n", 1); }
   // Closes stdin (ending "hold") and waits; returns the exit code.
   CheckResult Finish() {
     if (stdin_fd >= 0) close(stdin_fd);

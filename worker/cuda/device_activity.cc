@@ -90,6 +90,10 @@ DeviceActivity* DeviceActivity::Open(const char* dir, std::uint64_t task_key) {
     return nullptr;
   }
   auto* activity = new DeviceActivity(fd, task_key);
+  // Tests shorten the pause after which a process checks it was not swept.
+  if (const char* ms = std::getenv("GPOOL_CUDA_ACTIVITY_RECHECK_MS"); ms != nullptr && std::atoll(ms) > 0) {
+    activity->recheck_after_idle_ns_ = std::atoll(ms) * 1'000'000LL;
+  }
   for (int d = 0; d < kLedgerDevices; ++d) {
     activity->fd_[d].store(-1);
     activity->others_[d].store(true);  // unknown until scanned: keep the share
@@ -151,6 +155,21 @@ void DeviceActivity::Touch(int device, std::int64_t now_ns) {
     }
   }
   if (fd < 0) return;
+  // The worker sweeps files nobody wrote for a long while (a killed
+  // process's): after a long pause this process may be the one swept, and
+  // must publish again under a new name or look idle to its neighbours.
+  const std::int64_t last = last_write_ns_[device].exchange(now_ns, std::memory_order_relaxed);
+  struct stat st {};
+  if (last != 0 && now_ns - last > recheck_after_idle_ns_ && fstat(fd, &st) == 0 && st.st_nlink == 0) {
+    std::lock_guard lock(mu_);
+    // dup2 swaps the file under the same descriptor number, so a thread
+    // that loaded it a moment ago writes to one file or the other, never to
+    // a closed or reused descriptor.
+    const int fresh = CreateLocked(device);
+    if (fresh < 0) return;
+    (void)dup2(fresh, fd);
+    (void)close(fresh);
+  }
   Record r{kRecordMagic, sizeof(Record), task_, now_ns, 0};
   r.check = Check(r);
   const ssize_t n = pwrite(fd, &r, sizeof(r), 0);

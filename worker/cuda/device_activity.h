@@ -37,6 +37,10 @@
 
 namespace gpool::cuda {
 
+// A pause in launches after which a process checks that the worker did not
+// sweep its activity file meanwhile (it then publishes under a new name).
+inline constexpr std::int64_t kRecheckAfterIdleNs = 10'000'000'000;
+
 class DeviceActivity {
  public:
   // Null when `dir` cannot be made or is not trusted (logged; burst-share
@@ -81,6 +85,8 @@ class DeviceActivity {
   // -1: not created yet, -2: cannot publish; else the file.
   std::atomic<int> fd_[kLedgerDevices];
   std::atomic<std::int64_t> next_write_ns_[kLedgerDevices] = {};
+  std::atomic<std::int64_t> last_write_ns_[kLedgerDevices] = {};
+  std::int64_t recheck_after_idle_ns_ = kRecheckAfterIdleNs;
   std::atomic<std::int64_t> next_scan_ns_[kLedgerDevices] = {};
   std::atomic<bool> others_[kLedgerDevices] = {};
 };

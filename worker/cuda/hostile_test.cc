@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -158,6 +159,36 @@ TEST(CudaThrottle, AProcessPublishesItsOwnFileAndRemovesItAtExit) {
     EXPECT_EQ(st.st_size, 32) << name;
   }
   EXPECT_EQ(files, 1);
+  const auto r = check.FinishWithin(30);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::is_empty(task.activity()));
+}
+
+// The worker sweeps activity files no one wrote for a long while (a killed
+// process's). A live process whose file was swept during a pause publishes
+// again at its next launch, or burst-share neighbours would think it idle.
+TEST(CudaThrottle, AProcessWhoseFileWasSweptDuringAPausePublishesAgain) {
+  CudaTask task;
+  auto check = task.Start({"ledger", "GPOOL_CUDA_ACTIVITY_RECHECK_MS=100"},
+                          {"busy", "1000", "20", "hold", "busy", "1000", "20", "hold"});
+  ASSERT_NE(check.ReadUntil("held").find("held"), std::string::npos);
+  auto files = [&] {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(task.activity())) {
+      names.push_back(entry.path().filename().string());
+    }
+    return names;
+  };
+  const auto before = files();
+  ASSERT_EQ(before.size(), 1u);
+  std::filesystem::remove(task.activity() + "/" + before[0]);  // as the worker's sweep does
+  // The pause is what is tested: longer than the recheck threshold.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  check.Continue();
+  ASSERT_NE(check.ReadUntil("held").find("held"), std::string::npos);
+  const auto after = files();
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_NE(after[0], before[0]) << "published again under a new name";
   const auto r = check.FinishWithin(30);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(std::filesystem::is_empty(task.activity()));
