@@ -147,6 +147,7 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
     // Over its GPU share: the worker's message says by how much, and a
     // restart would overrun again.
     const bool over_share = !clean && StoppedOverShare(event.message);
+    if (over_share) EmitTask(now, EventKind::kTaskOverShare, task, event.message);
     EndTask(*job, task, clean ? TaskState::kSucceeded : TaskState::kFailed, when, timed_out || over_share);
   }
   UpdateJobState(*job, now);
