@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config lld
   libzmq3-dev cppzmq-dev
   libmsgpack-cxx-dev
   libleveldb-dev libsnappy-dev

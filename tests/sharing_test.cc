@@ -136,6 +136,46 @@ TEST_F(SharingTest, AShareLoadsTheInterposerFromAPrivateDirectoryThatGoesWithThe
   std::filesystem::remove_all(lib_dir);
 }
 
+// Limits that hold: with gpool's CUDA interposer in front of the (fake)
+// driver, two shares of one GPU each get exactly their own memory, the next
+// byte is CUDA_ERROR_OUT_OF_MEMORY (2), and cuMemGetInfo reports the share.
+// A driver-API program (gpool-cuda-check) is the task, run as the job owner.
+TEST_F(SharingTest, TwoSharesOnOneGpuAreEachRefusedPastTheirOwnLimitByTheInterposer) {
+  LocalClusterOptions options;
+  options.workers = 1;
+  options.gpus_per_worker = 1;
+  options.worker_flags[0] = {"--cuda-interposer", GPOOL_CUDA_INTERPOSER_LIB, "--cuda-real-driver",
+                             GPOOL_FAKE_CUDA_LIB};
+  ASSERT_NO_FATAL_FAILURE(Start(options));
+  const std::string dir = cluster_->dir();
+  auto share_job = [&](const std::string& me, const std::string& other, uint32_t mib) {
+    const std::string share = std::to_string(mib) + "M";
+    // Both wait until both run, so the two shares hold the GPU at once; then
+    // each fills its own share, is refused one byte more, and sees its share.
+    JobSpec spec = ShellJob(me, 1,
+                            "touch " + dir + "/" + me + ".started; i=0; while [ ! -e " + dir + "/" + other +
+                                ".started ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; " +
+                                GPOOL_CUDA_CHECK_BIN + " alloc v2 " + share + " 0 alloc v2 1 2 meminfo 0 " + share +
+                                " totalmem " + share + " > " + dir + "/" + me + ".out 2>&1");
+    spec.tasks[0].resources.gpu_memory_mib = mib;
+    spec.tasks[0].resources.gpu_compute_pct = 20;
+    return spec;
+  };
+  const uint64_t a = Submit(share_job("small", "large", 64));
+  const uint64_t b = Submit(share_job("large", "small", 192));
+  ASSERT_TRUE(WaitFor([&] { return StateOf(a) == "Succeeded" && StateOf(b) == "Succeeded"; }, 60s))
+      << StateOf(a) << " " << StateOf(b) << "\n"
+      << ReadAll(dir + "/small.out") << ReadAll(dir + "/large.out");
+  const std::string small = ReadAll(dir + "/small.out");
+  const std::string large = ReadAll(dir + "/large.out");
+  EXPECT_TRUE(Says(small, "bytes=67108864 result=0")) << small;
+  EXPECT_TRUE(Says(small, "bytes=1 result=2")) << small;
+  EXPECT_TRUE(Says(small, "meminfo result=0 free=0 total=67108864")) << small;
+  EXPECT_TRUE(Says(large, "bytes=201326592 result=0")) << large;
+  EXPECT_TRUE(Says(large, "bytes=1 result=2")) << large;
+  EXPECT_TRUE(Says(large, "meminfo result=0 free=0 total=201326592")) << large;
+}
+
 TEST_F(SharingTest, DynamicMigGivesTheSmallestInstanceThatHoldsTheRequest) {
   LocalClusterOptions options;
   options.workers = 1;

@@ -1,0 +1,639 @@
+// A stand-in for libcuda.so.1 (built as libcuda.so.1 in its own folder) so
+// the interposer is tested on machines without a GPU. Device memory is host
+// memory (mmap'd without reserve, so an 80 GiB device costs nothing until
+// touched); FAKE_CUDA_DEVICES devices (default 1) of FAKE_CUDA_TOTAL_MIB MiB
+// each (default 81920), read at cuInit. Pitched rows are aligned to 512
+// bytes, or FAKE_CUDA_PITCH_ALIGN.
+//
+// Kernels are host functions from a fixed registry: `vector_add` (float* a,
+// float* b, float* c, int n: c = a + b), `busy` (unsigned long long micros:
+// spins that long, so a launch has a known duration) and `noop`. A module is
+// PTX text: cuModuleLoadData(Ex) records its `.entry NAME` lines and
+// cuModuleGetFunction resolves a name that is both an entry and registered.
+//
+// Launches run synchronously on the caller's thread, and an event records the
+// host's CLOCK_MONOTONIC when it is recorded. Every stream is therefore
+// always idle after a call returns, as if the GPU had finished: the
+// interposer's measurement (events around a launch) sees exactly the
+// kernel's duration, and a test can compare it with the fake's own count.
+// Per-thread stream (_ptsz) entry points are the same functions, and some
+// call their base entry point by name, as a driver might.
+//
+// So tests can tell that a call reached the driver and not a shim:
+// cuDeviceGetName answers "gpool fake GPU <n>", and fakeCudaGetStats (not a
+// CUDA symbol) reports call counts and kernel time. Calls the interposer
+// does not intercept (cuDeviceGetName, cuDriverGetVersion,
+// cuDeviceGetAttribute, cuCtxGetDevice...) are here so pass-through is
+// tested; the fake lacks most of the API, which answers CUDA_ERROR_NOT_FOUND
+// through the interposer's forwarders.
+#include <dlfcn.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "worker/cuda/array_bytes.h"
+#include "worker/cuda/cuda_driver_api.h"
+#include "worker/cuda/testdata/fake_cuda_stats.h"
+
+struct CUctx_st {
+  CUdevice device;
+};
+struct CUstream_st {
+  int unused;
+};
+struct CUevent_st {
+  long long recorded_ns;  // -1 until recorded
+};
+struct CUmod_st {
+  std::set<std::string> entries;
+};
+using FakeKernel = void (*)(void** params);
+struct CUfunc_st {
+  FakeKernel run;
+};
+struct CUarray_st {
+  std::size_t bytes;
+};
+struct CUmipmappedArray_st {
+  std::size_t bytes;
+};
+
+namespace {
+
+constexpr int kMaxFakeDevices = 16;
+
+long long NowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void VectorAdd(void** params) {
+  const auto* a = reinterpret_cast<const float*>(*static_cast<CUdeviceptr*>(params[0]));
+  const auto* b = reinterpret_cast<const float*>(*static_cast<CUdeviceptr*>(params[1]));
+  auto* c = reinterpret_cast<float*>(*static_cast<CUdeviceptr*>(params[2]));
+  const int n = *static_cast<int*>(params[3]);
+  for (int i = 0; i < n; ++i) c[i] = a[i] + b[i];
+}
+
+void Busy(void** params) {
+  const long long until = NowNs() + static_cast<long long>(*static_cast<unsigned long long*>(params[0])) * 1000;
+  while (NowNs() < until) {
+  }
+}
+
+void Noop(void**) {}
+
+CUfunc_st g_vector_add{VectorAdd};
+CUfunc_st g_busy{Busy};
+CUfunc_st g_noop{Noop};
+
+CUfunc_st* KernelNamed(const std::string& name) {
+  if (name == "vector_add") return &g_vector_add;
+  if (name == "busy") return &g_busy;
+  if (name == "noop") return &g_noop;
+  return nullptr;
+}
+
+struct Allocation {
+  std::size_t bytes;
+  CUdevice device;
+};
+
+// Everything below is guarded by g_mu, except the statistics (atomics, read
+// without the lock) and each thread's current context.
+std::mutex g_mu;
+bool g_initialized = false;
+int g_devices = 1;
+std::size_t g_total[kMaxFakeDevices];
+std::size_t g_used[kMaxFakeDevices];
+CUctx_st g_primary[kMaxFakeDevices];
+std::map<CUdeviceptr, Allocation>* g_allocations = nullptr;
+std::map<CUmemGenericAllocationHandle, Allocation>* g_handles = nullptr;
+CUmemGenericAllocationHandle g_next_handle = 1;
+thread_local CUctx_st* t_current = nullptr;
+
+std::atomic<unsigned long long> g_launches{0};
+std::atomic<unsigned long long> g_kernel_ns{0};
+std::atomic<unsigned long long> g_alloc_calls{0};
+std::atomic<unsigned long long> g_get_info_calls{0};
+
+bool ValidDevice(CUdevice d) { return d >= 0 && d < g_devices; }
+
+// The current context's device, or -1.
+CUdevice CurrentDevice() { return t_current == nullptr ? -1 : t_current->device; }
+
+// Counts `bytes` on the current device; false when it would not fit.
+bool Charge(std::size_t bytes, CUdevice* device) {
+  *device = CurrentDevice();
+  if (*device < 0) return false;
+  if (g_used[*device] + bytes > g_total[*device]) return false;
+  g_used[*device] += bytes;
+  return true;
+}
+
+CUresult AllocDevice(CUdeviceptr* dptr, std::size_t bytes) {
+  g_alloc_calls.fetch_add(1, std::memory_order_relaxed);
+  if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(g_mu);
+  if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  CUdevice device = -1;
+  if (!Charge(bytes, &device)) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* host = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (host == MAP_FAILED) {
+    g_used[device] -= bytes;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *dptr = reinterpret_cast<CUdeviceptr>(host);
+  (*g_allocations)[*dptr] = {bytes, device};
+  return CUDA_SUCCESS;
+}
+
+CUresult FreeDevice(CUdeviceptr dptr) {
+  std::lock_guard lock(g_mu);
+  if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  auto it = g_allocations->find(dptr);
+  if (it == g_allocations->end()) return CUDA_ERROR_INVALID_VALUE;
+  g_used[it->second.device] -= it->second.bytes;
+  munmap(reinterpret_cast<void*>(dptr), it->second.bytes);
+  g_allocations->erase(it);
+  return CUDA_SUCCESS;
+}
+
+// Counts an allocation with no backing store (arrays), as a handle.
+CUresult ChargeOpaque(std::size_t bytes, std::size_t* out) {
+  g_alloc_calls.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(g_mu);
+  if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  CUdevice device = -1;
+  if (!Charge(bytes, &device)) return CUDA_ERROR_OUT_OF_MEMORY;
+  *out = bytes;
+  return CUDA_SUCCESS;
+}
+
+void Uncharge(std::size_t bytes) {
+  std::lock_guard lock(g_mu);
+  const CUdevice device = CurrentDevice();
+  if (device >= 0) g_used[device] -= bytes;
+}
+
+CUresult Launch(CUfunction f, void** params) {
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  const long long start = NowNs();
+  f->run(params);
+  g_kernel_ns.fetch_add(static_cast<unsigned long long>(NowNs() - start), std::memory_order_relaxed);
+  g_launches.fetch_add(1, std::memory_order_relaxed);
+  return CUDA_SUCCESS;
+}
+
+CUresult LoadModule(CUmodule* module, const void* image) {
+  if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const std::string text(static_cast<const char*>(image));
+  auto* m = new CUmod_st;
+  for (std::size_t at = text.find(".entry"); at != std::string::npos; at = text.find(".entry", at + 6)) {
+    std::size_t begin = at + 6;
+    while (begin < text.size() && (text[begin] == ' ' || text[begin] == '\t')) ++begin;
+    std::size_t end = begin;
+    while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) ++end;
+    if (end > begin) m->entries.insert(text.substr(begin, end - begin));
+  }
+  if (m->entries.empty()) {
+    delete m;
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  *module = m;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+void fakeCudaGetStats(FakeCudaStats* stats) {
+  stats->launches = g_launches.load();
+  stats->kernel_ns = g_kernel_ns.load();
+  stats->alloc_calls = g_alloc_calls.load();
+  stats->get_info_calls = g_get_info_calls.load();
+}
+
+CUresult cuInit(unsigned int flags) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(g_mu);
+  if (g_initialized) return CUDA_SUCCESS;
+  if (const char* n = std::getenv("FAKE_CUDA_DEVICES")) g_devices = std::atoi(n);
+  if (g_devices < 1 || g_devices > kMaxFakeDevices) return CUDA_ERROR_NO_DEVICE;
+  std::size_t total_mib = 81920;
+  if (const char* t = std::getenv("FAKE_CUDA_TOTAL_MIB")) total_mib = std::strtoull(t, nullptr, 10);
+  for (int d = 0; d < g_devices; ++d) {
+    g_total[d] = total_mib << 20;
+    g_primary[d].device = d;
+  }
+  g_allocations = new std::map<CUdeviceptr, Allocation>;
+  g_handles = new std::map<CUmemGenericAllocationHandle, Allocation>;
+  g_initialized = true;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int* version) {
+  if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *version = 12040;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorName(CUresult error, const char** name) {
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *name = error == CUDA_SUCCESS ? "CUDA_SUCCESS" : error == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY"
+                                                                                      : "CUDA_ERROR_FAKE";
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int* count) {
+  if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  *count = g_devices;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ValidDevice(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char* name, int len, CUdevice device) {
+  if (!ValidDevice(device) || name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  std::snprintf(name, static_cast<std::size_t>(len), "gpool fake GPU %d", device);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid(unsigned char* uuid, CUdevice device) {
+  if (!ValidDevice(device) || uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(uuid, 0, 16);
+  std::memcpy(uuid, "gpoolfake", 9);
+  uuid[15] = static_cast<unsigned char>(device);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid_v2(unsigned char* uuid, CUdevice device) { return cuDeviceGetUuid(uuid, device); }
+
+CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice device) {
+  if (!ValidDevice(device) || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+CUresult cuDeviceTotalMem_v2(std::size_t* bytes, CUdevice device) {
+  if (!ValidDevice(device) || bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *bytes = g_total[device];
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice device) {
+  if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  *ctx = &g_primary[device];
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+  return ValidDevice(device) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int, CUdevice device) {
+  if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  *ctx = new CUctx_st{device};
+  t_current = *ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (t_current == ctx) t_current = nullptr;
+  if (ctx < &g_primary[0] || ctx > &g_primary[kMaxFakeDevices - 1]) delete ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+  t_current = ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext* ctx) {
+  *ctx = t_current;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice* device) {
+  if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = t_current->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize() { return t_current == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS; }
+
+CUresult cuMemGetInfo_v2(std::size_t* free, std::size_t* total) {
+  g_get_info_calls.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(g_mu);
+  const CUdevice device = CurrentDevice();
+  if (device < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  *free = g_total[device] - g_used[device];
+  *total = g_total[device];
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr* dptr, std::size_t bytes) { return AllocDevice(dptr, bytes); }
+
+CUresult cuMemAllocManaged(CUdeviceptr* dptr, std::size_t bytes, unsigned int) { return AllocDevice(dptr, bytes); }
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, std::size_t* pitch, std::size_t width, std::size_t height,
+                            unsigned int element_bytes) {
+  if (pitch == nullptr || element_bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  // Rows are aligned to 512 bytes, as on current GPUs, or to
+  // FAKE_CUDA_PITCH_ALIGN bytes (a driver that pads more than gpool guesses).
+  std::size_t align = 512;
+  if (const char* a = std::getenv("FAKE_CUDA_PITCH_ALIGN")) align = std::strtoull(a, nullptr, 10);
+  const std::size_t row = (width + align - 1) / align * align;
+  const CUresult r = AllocDevice(dptr, row * height);
+  if (r == CUDA_SUCCESS) *pitch = row;
+  return r;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr) { return FreeDevice(dptr); }
+
+CUresult cuMemAllocAsync(CUdeviceptr* dptr, std::size_t bytes, CUstream) { return AllocDevice(dptr, bytes); }
+// Like a driver whose variants call their base entry point by name: in a
+// program that put the interposer in the global scope (linked with -lcuda),
+// this call binds to the interposer's cuMemAllocAsync.
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, std::size_t bytes, CUstream stream) {
+  return cuMemAllocAsync(dptr, bytes, stream);
+}
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, std::size_t bytes, CUmemoryPool, CUstream) {
+  return AllocDevice(dptr, bytes);
+}
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, std::size_t bytes, CUmemoryPool, CUstream) {
+  return AllocDevice(dptr, bytes);
+}
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream) { return FreeDevice(dptr); }
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream) { return FreeDevice(dptr); }
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, std::size_t bytes, const CUmemAllocationProp* prop,
+                     unsigned long long flags) {
+  g_alloc_calls.fetch_add(1, std::memory_order_relaxed);
+  if (handle == nullptr || prop == nullptr || flags != 0 || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || !ValidDevice(prop->location.id)) {
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  std::lock_guard lock(g_mu);
+  const CUdevice device = prop->location.id;
+  if (g_used[device] + bytes > g_total[device]) return CUDA_ERROR_OUT_OF_MEMORY;
+  g_used[device] += bytes;
+  *handle = g_next_handle++;
+  (*g_handles)[*handle] = {bytes, device};
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  std::lock_guard lock(g_mu);
+  auto it = g_handles->find(handle);
+  if (it == g_handles->end()) return CUDA_ERROR_INVALID_VALUE;
+  g_used[it->second.device] -= it->second.bytes;
+  g_handles->erase(it);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuArrayCreate_v2(CUarray* array, const CUDA_ARRAY_DESCRIPTOR* d) {
+  if (array == nullptr || d == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::size_t bytes = 0;
+  const CUresult r = ChargeOpaque(gpool::cuda::ArrayBytes(*d), &bytes);
+  if (r == CUDA_SUCCESS) *array = new CUarray_st{bytes};
+  return r;
+}
+
+CUresult cuArray3DCreate_v2(CUarray* array, const CUDA_ARRAY3D_DESCRIPTOR* d) {
+  if (array == nullptr || d == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::size_t bytes = 0;
+  const CUresult r = ChargeOpaque(gpool::cuda::Array3DBytes(*d), &bytes);
+  if (r == CUDA_SUCCESS) *array = new CUarray_st{bytes};
+  return r;
+}
+
+CUresult cuArrayDestroy(CUarray array) {
+  if (array == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  Uncharge(array->bytes);
+  delete array;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMipmappedArrayCreate(CUmipmappedArray* array, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned int levels) {
+  if (array == nullptr || d == nullptr || levels == 0) return CUDA_ERROR_INVALID_VALUE;
+  const std::size_t total = gpool::cuda::MipmappedBytes(*d, levels);
+  std::size_t bytes = 0;
+  const CUresult r = ChargeOpaque(total, &bytes);
+  if (r == CUDA_SUCCESS) *array = new CUmipmappedArray_st{bytes};
+  return r;
+}
+
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray array) {
+  if (array == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  Uncharge(array->bytes);
+  delete array;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, std::size_t bytes) {
+  std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, std::size_t bytes) {
+  std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadData(CUmodule* module, const void* image) { return LoadModule(module, image); }
+
+CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int, void*, void**) {
+  return LoadModule(module, image);
+}
+
+CUresult cuModuleUnload(CUmodule module) {
+  delete module;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
+  if (f == nullptr || module == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUfunc_st* kernel = KernelNamed(name);
+  if (module->entries.count(name) == 0 || kernel == nullptr) return CUDA_ERROR_NOT_FOUND;
+  *f = kernel;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreate(CUstream* stream, unsigned int) {
+  *stream = new CUstream_st{};
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy_v2(CUstream stream) {
+  delete stream;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult cuStreamSynchronize_ptsz(CUstream) { return CUDA_SUCCESS; }
+
+CUresult cuEventCreate(CUevent* event, unsigned int) {
+  if (event == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *event = new CUevent_st{-1};
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy_v2(CUevent event) {
+  delete event;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent event, CUstream) {
+  if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  event->recorded_ns = NowNs();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord_ptsz(CUevent event, CUstream stream) { return cuEventRecord(event, stream); }
+
+CUresult cuEventQuery(CUevent event) {
+  if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventSynchronize(CUevent event) { return event == nullptr ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS; }
+
+CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  if (ms == nullptr || start == nullptr || end == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (start->recorded_ns < 0 || end->recorded_ns < 0) return CUDA_ERROR_NOT_READY;
+  *ms = static_cast<float>(end->recorded_ns - start->recorded_ns) / 1e6f;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+                        unsigned int, unsigned int, CUstream, void** params, void**) {
+  return Launch(f, params);
+}
+
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                             unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void** params,
+                             void** extra) {
+  return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params, void**) {
+  if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return Launch(f, params);
+}
+
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
+  return cuLaunchKernelEx(config, f, params, extra);
+}
+
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int, unsigned int, unsigned int, unsigned int,
+                                   unsigned int, unsigned int, unsigned int, CUstream, void** params) {
+  return Launch(f, params);
+}
+
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                        unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                                        CUstream stream, void** params) {
+  return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params);
+}
+
+// Two calls whose arguments the interposer's trampolines must pass on
+// untouched, through their first (resolving) call too: one with a seventh
+// argument on the stack, one with a float in a vector register.
+CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid, int* block, CUfunction, void*, std::size_t smem,
+                                                   int limit, unsigned int flags) {
+  *min_grid = limit + static_cast<int>(flags);
+  *block = static_cast<int>(smem);
+  return CUDA_SUCCESS;
+}
+
+float g_mipmap_bias = 0;
+CUresult cuTexRefSetMipmapLevelBias(void*, float bias) {
+  g_mipmap_bias = bias;
+  return CUDA_SUCCESS;
+}
+CUresult cuTexRefGetMipmapLevelBias(float* bias, void*) {
+  *bias = g_mipmap_bias;
+  return CUDA_SUCCESS;
+}
+
+// No graphs: a launch of one runs nothing. Streams are never captured.
+CUresult cuGraphLaunch(CUgraphExec, CUstream) { return t_current == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS; }
+CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream) { return cuGraphLaunch(graph, stream); }
+
+CUresult cuStreamIsCapturing(CUstream, int* status) {
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamIsCapturing_ptsz(CUstream stream, int* status) { return cuStreamIsCapturing(stream, status); }
+
+thread_local int t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+CUresult cuThreadExchangeStreamCaptureMode(int* mode) {
+  const int previous = t_capture_mode;
+  t_capture_mode = *mode;
+  *mode = previous;
+  return CUDA_SUCCESS;
+}
+
+// The driver's versioning rule, reduced to what the fake exports: a base
+// name means its _v2 from CUDA 3.2 on (cuGetProcAddress: from 12.0), and the per-thread-stream flag picks
+// the _ptsz/_ptds variant where one exists. Symbols come from this very
+// library (RTLD_NOLOAD on its own file), never from whatever else is loaded.
+CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult* status) {
+  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Dl_info info{};
+  dladdr(reinterpret_cast<void*>(&cuInit), &info);
+  void* self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  const std::string base(symbol);
+  const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  std::string candidates[6];
+  int n = 0;
+  // cuGetProcAddress itself gained its _v2 in CUDA 12.0.
+  if (version >= (base == "cuGetProcAddress" ? 12000 : 3020)) {
+    if (per_thread) candidates[n++] = base + "_v2_ptsz";
+    if (per_thread) candidates[n++] = base + "_v2_ptds";
+    candidates[n++] = base + "_v2";
+  }
+  if (per_thread) candidates[n++] = base + "_ptsz";
+  if (per_thread) candidates[n++] = base + "_ptds";
+  candidates[n++] = base;
+  *pfn = nullptr;
+  for (int i = 0; i < n && *pfn == nullptr && self != nullptr; ++i) *pfn = dlsym(self, candidates[i].c_str());
+  if (self != nullptr) dlclose(self);
+  if (status != nullptr) *status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+  return cuGetProcAddress_v2(symbol, pfn, version, flags, nullptr);
+}
+
+}  // extern "C"

@@ -1,0 +1,17 @@
+// What the fake libcuda.so.1 (fake_cuda.cc) counts, read through its
+// fakeCudaGetStats export: a test that sees these move knows its calls
+// reached the driver behind the interposer, and how long kernels really ran.
+#pragma once
+
+extern "C" {
+
+struct FakeCudaStats {
+  unsigned long long launches;        // kernels run
+  unsigned long long kernel_ns;       // their summed run time
+  unsigned long long alloc_calls;     // allocation calls that reached the fake
+  unsigned long long get_info_calls;  // cuMemGetInfo_v2 calls that reached the fake
+};
+
+using fakeCudaGetStats_fn = void (*)(FakeCudaStats*);
+
+}  // extern "C"
