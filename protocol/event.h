@@ -18,7 +18,8 @@ namespace gpool {
 // "node-not-ready", "node-ready", "node-lost", "task-lost", "task-requeued",
 // "task-preempted", "task-reclaimed", "health-breaker-open", "health-breaker-closed",
 // "health-fence-suppressed" (a fence the health policy held back: exempt
-// node, breaker open).
+// node, breaker open), "task-over-share" (a worker killed a GPU-share task
+// whose measured GPU memory exceeded its share: it bypassed the interposer).
 enum class EventKind : uint8_t {
   kHealthRaised,
   kHealthCleared,
@@ -34,8 +35,9 @@ enum class EventKind : uint8_t {
   kHealthBreakerOpen,
   kHealthBreakerClosed,
   kHealthFenceSuppressed,
+  kTaskOverShare,
 };
-inline constexpr size_t kEventKindCount = 14;
+inline constexpr size_t kEventKindCount = 15;
 std::string_view ToString(EventKind k);
 std::optional<EventKind> EventKindFromString(std::string_view s);
 

@@ -223,6 +223,16 @@ inline bool StoppedForTimeLimit(std::string_view exit_message) {
   return exit_message.size() >= kSuffix.size() && exit_message.substr(exit_message.size() - kSuffix.size()) == kSuffix;
 }
 
+// Why a worker stopped a GPU-share task whose sampled GPU memory exceeded
+// its share (worker/runner/share_enforcement.h); its exit event says
+// "stopped by the worker: GPU memory <n> MiB over its share of <m> MiB
+// (<why>)". Like a time limit, it would happen again: no restart.
+inline bool StoppedOverShare(std::string_view exit_message) {
+  constexpr std::string_view kStart = "stopped by the worker: GPU memory ";
+  const size_t at = exit_message.find(kStart);
+  return at != std::string_view::npos && exit_message.find(" over its share of ", at) != std::string_view::npos;
+}
+
 struct PreemptTask {
   static constexpr MessageType kType = MessageType::kPreemptTask;
   TaskId task;

@@ -4,6 +4,7 @@
 // with a reason; a dynamic-MIG GPU gets the smallest instance that holds a
 // request; bad share requests are refused with typed errors.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -92,6 +93,48 @@ TEST_F(SharingTest, TwoSharesRunTogetherOnOneGpuWithTheirLimits) {
   }
   // Once the shares are gone the whole-GPU job runs.
   EXPECT_TRUE(WaitFor([&] { return StateOf(whole) == "Succeeded"; }, 30s)) << StateOf(whole);
+}
+
+TEST_F(SharingTest, AShareLoadsTheInterposerFromAPrivateDirectoryThatGoesWithTheTask) {
+  // A dummy file stands in for libgpool-cuda.so.1 (worker/cuda/ builds the
+  // real one): the task only reads its link, nothing loads it.
+  char pattern[] = "/tmp/gpool-interposer-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string lib_dir = pattern;
+  const std::string interposer = lib_dir + "/libgpool-cuda.so.1";
+  const std::string shm = lib_dir + "/shm";
+  std::filesystem::create_directories(shm);
+  std::filesystem::permissions(shm, std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
+  std::ofstream(interposer) << "not a library";
+  LocalClusterOptions options;
+  options.workers = 1;
+  options.gpus_per_worker = 1;
+  options.worker_flags[0] = {"--cuda-interposer", interposer, "--cuda-ledger-dir", shm};
+  ASSERT_NO_FATAL_FAILURE(Start(options));
+  const std::string out = cluster_->dir() + "/interposed.out";
+  // The task writes its ledger as the interposer would, and says what it saw.
+  JobSpec spec = ShellJob("interposed", 1,
+                          "d=${LD_LIBRARY_PATH%%:*}; touch \"$GPOOL_CUDA_LEDGER\"; { echo \"path=$LD_LIBRARY_PATH\"; "
+                          "echo \"dir=$d\"; echo \"link=$(readlink \"$d/libcuda.so.1\")\"; "
+                          "echo \"ledger=$GPOOL_CUDA_LEDGER\"; } > " + out);
+  spec.tasks[0].resources.gpu_memory_mib = 10 * 1024;
+  const uint64_t job = Submit(spec);
+  ASSERT_TRUE(WaitFor([&] { return StateOf(job) == "Succeeded"; }, 30s)) << StateOf(job);
+  const std::string seen = ReadAll(out);
+  EXPECT_TRUE(Says(seen, ".cuda\n")) << "the private directory first (a job cannot set its own): " << seen;
+  EXPECT_TRUE(Says(seen, "link=" + interposer + "\n")) << seen;
+  EXPECT_TRUE(Says(seen, "ledger=" + shm + "/gpool-cuda-" + std::to_string(job) + "-0-0\n")) << seen;
+  const size_t at = seen.find("dir=");
+  ASSERT_NE(at, std::string::npos) << seen;
+  const std::string private_dir = seen.substr(at + 4, seen.find('\n', at) - at - 4);
+  EXPECT_TRUE(Says(seen, "path=" + private_dir + "\n")) << seen;
+  EXPECT_EQ(private_dir, cluster_->WorkerDataDir(0) + "/tasks/" + std::to_string(job) + ".0.0.cuda") << seen;
+  // The worker cleans up once the task has ended; the job's state can get
+  // ahead of it by a loop turn.
+  EXPECT_TRUE(WaitFor([&] { return !std::filesystem::exists(private_dir); }, 5s)) << private_dir;
+  EXPECT_TRUE(WaitFor([&] { return std::filesystem::is_empty(shm); }, 5s)) << "the ledger is gone";
+  EXPECT_TRUE(std::filesystem::exists(interposer)) << "the link goes, not the library";
+  std::filesystem::remove_all(lib_dir);
 }
 
 // Limits that hold: with gpool's CUDA interposer in front of the (fake)

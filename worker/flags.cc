@@ -58,8 +58,20 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("insecure", "Plaintext and unauthenticated instead of CurveZMQ: a trusted single-user machine only")
     ("nvml-library", "NVML shared library to probe GPUs with",
      cxxopts::value<std::string>()->default_value(defaults.nvml_library), "PATH")
-    ("cuda-intercept-lib", "CUDA interception library (HAMi-core libvgpu.so) preloaded into GPU-share tasks to "
-     "enforce their limits; without it shares are not enforced", cxxopts::value<std::string>(), "PATH")
+    ("cuda-interposer", "gpool's CUDA interposer (libgpool-cuda.so.1) that holds GPU-share tasks to their memory "
+     "and compute share, put first on their LD_LIBRARY_PATH as libcuda.so.1 (default: ../lib/gpool/ or cuda/ "
+     "next to gpool-worker); 'none': shares are not interposed", cxxopts::value<std::string>(), "PATH|none")
+    ("cuda-real-driver", "The node's real libcuda.so.1, which the interposer forwards to (default: the first of "
+     "/usr/lib/x86_64-linux-gnu, /usr/lib64, /usr/lib/aarch64-linux-gnu, /usr/local/nvidia/lib64 that has it)",
+     cxxopts::value<std::string>(), "PATH")
+    ("cuda-ledger-dir", "Where each interposed attempt's allocation ledger lives (gpool-cuda-<job>-<task>-<attempt>, "
+     "removed when the attempt ends)", cxxopts::value<std::string>()->default_value(defaults.cuda_ledger_dir), "DIR")
+    ("share-memory-tolerance-mib", "A GPU-share task whose sampled GPU memory (NVML) exceeds its share by more than "
+     "this or 5 % of the share, whichever is larger, on two samples in a row is killed and fails (the interposer was "
+     "bypassed)", cxxopts::value<std::string>()->default_value(std::to_string(defaults.share_memory_tolerance_mib)),
+     "MIB")
+    ("cuda-intercept-lib", "CUDA interception library (HAMi-core libvgpu.so) preloaded into GPU-share tasks "
+     "instead of gpool's interposer", cxxopts::value<std::string>(), "PATH")
     ("cgroup-root", "Where the cgroup hierarchies are mounted (v2, or v1 with a freezer): each task runs in a "
      "cgroup of its own that holds its whole process tree and its CPU and memory limits; 'none' tracks tasks by "
      "process group only", cxxopts::value<std::string>()->default_value(defaults.cgroup_root), "DIR")
@@ -192,6 +204,16 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
       *field = static_cast<int64_t>(ms);
     }
     if (result.count("cuda-intercept-lib")) f.cuda_intercept_lib = result["cuda-intercept-lib"].as<std::string>();
+    if (result.count("cuda-interposer")) {
+      f.cuda_interposer = result["cuda-interposer"].as<std::string>();
+      if (f.cuda_interposer.empty()) return Status::InvalidArgument("--cuda-interposer: give a PATH or none");
+    }
+    if (result.count("cuda-real-driver")) f.cuda_real_driver = result["cuda-real-driver"].as<std::string>();
+    f.cuda_ledger_dir = result["cuda-ledger-dir"].as<std::string>();
+    GPOOL_ASSIGN_OR_RETURN(f.share_memory_tolerance_mib,
+                           ParseCount("--share-memory-tolerance-mib",
+                                      result["share-memory-tolerance-mib"].as<std::string>(), 1u << 20,
+                                      "a size in MiB"));
     f.log_level = result["log-level"].as<std::string>();
     f.mig_dynamic = result.count("mig-dynamic") > 0;
     f.cgroup_root = result["cgroup-root"].as<std::string>();
@@ -244,6 +266,15 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     return Status::InvalidArgument("--cuda-intercept-lib: '" + f.cuda_intercept_lib +
                                    "' holds ':' or a blank, which LD_PRELOAD cannot carry");
   }
+  // LD_LIBRARY_PATH splits at ':'; the ledger path is built under the dir.
+  for (const auto& [flag, path] : {std::pair{"--cuda-interposer", &f.cuda_interposer},
+                                   std::pair{"--cuda-real-driver", &f.cuda_real_driver},
+                                   std::pair{"--cuda-ledger-dir", &f.cuda_ledger_dir}}) {
+    if (path->find_first_of(":\n") != std::string::npos) {
+      return Status::InvalidArgument(std::string(flag) + ": '" + *path + "' holds ':' or a newline");
+    }
+  }
+  if (f.cuda_ledger_dir.empty()) return Status::InvalidArgument("--cuda-ledger-dir: must not be empty");
   if (f.simulate > 0 && f.spec_path.empty()) {
     return Status::InvalidArgument("--simulate needs --spec FILE: the simulated nodes' devices come from it");
   }

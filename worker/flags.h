@@ -12,9 +12,15 @@
 //                            all endpoints or one per --coordinator endpoint
 //   --insecure               plaintext instead (one of --key-file, --insecure)
 //   --nvml-library PATH      default libnvidia-ml.so.1
+//   --cuda-interposer PATH|none  gpool's libgpool-cuda.so.1 for GPU-share
+//                            tasks (default: next to gpool-worker, see
+//                            share_enforcement.h; none: not interposed)
+//   --cuda-real-driver PATH  the node's real libcuda.so.1 (default: found)
+//   --cuda-ledger-dir DIR    the interposer's per-attempt ledgers (/dev/shm)
+//   --share-memory-tolerance-mib N  the bypass catch's tolerance (64; or 5 %)
 //   --cuda-intercept-lib PATH  CUDA interception library (HAMi-core's
-//                            libvgpu.so) preloaded into GPU-share tasks;
-//                            default none: shares are not enforced
+//                            libvgpu.so) preloaded into GPU-share tasks
+//                            instead of gpool's interposer
 //   --supervisor PATH        gpool-task-supervisor (default: next to gpool-worker)
 //   --cli PATH               the gpool CLI that gang tasks' MPI uses as its
 //                            remote agent (gpool exec-rsh; default: `gpool`
@@ -48,7 +54,13 @@ struct WorkerFlags {
   std::vector<std::string> coordinator_keys;  // public key files, see ServerKeys
   bool insecure = false;
   std::string nvml_library = "libnvidia-ml.so.1";
-  std::string cuda_intercept_lib;  // empty: GPU shares unenforced
+  std::string cuda_intercept_lib;  // HAMi-core; set: replaces gpool's interposer for shares
+  // gpool's interposer (runner/share_enforcement.h): empty: the one next to
+  // gpool-worker, if any; "none": shares are not interposed.
+  std::string cuda_interposer;
+  std::string cuda_real_driver;  // empty: the first of DefaultRealDriverPaths() that exists
+  std::string cuda_ledger_dir = "/dev/shm";
+  uint64_t share_memory_tolerance_mib = 64;
   // Where the cgroup hierarchies are mounted; "none": tasks are tracked by
   // process group only (their children may escape).
   std::string cgroup_root = "/sys/fs/cgroup";

@@ -21,7 +21,39 @@ TEST(FlagsTest, Defaults) {
   EXPECT_EQ(parsed->flags.log_level, "info");
   EXPECT_TRUE(parsed->flags.node_name.empty());
   EXPECT_TRUE(parsed->flags.spec_path.empty());
-  EXPECT_TRUE(parsed->flags.cuda_intercept_lib.empty()) << "GPU shares unenforced unless asked";
+  EXPECT_TRUE(parsed->flags.cuda_intercept_lib.empty()) << "no HAMi-core unless asked";
+  EXPECT_TRUE(parsed->flags.cuda_interposer.empty()) << "gpool's interposer, found next to the worker";
+  EXPECT_TRUE(parsed->flags.cuda_real_driver.empty()) << "found on the node";
+  EXPECT_EQ(parsed->flags.cuda_ledger_dir, "/dev/shm");
+  EXPECT_EQ(parsed->flags.share_memory_tolerance_mib, 64u);
+}
+
+TEST(FlagsTest, CudaInterposer) {
+  auto parsed = Parse({"--cuda-interposer", "/opt/gpool/lib/libgpool-cuda.so.1", "--cuda-real-driver",
+                       "/usr/lib64/libcuda.so.1", "--cuda-ledger-dir", "/run/gpool", "--share-memory-tolerance-mib",
+                       "256"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->flags.cuda_interposer, "/opt/gpool/lib/libgpool-cuda.so.1");
+  EXPECT_EQ(parsed->flags.cuda_real_driver, "/usr/lib64/libcuda.so.1");
+  EXPECT_EQ(parsed->flags.cuda_ledger_dir, "/run/gpool");
+  EXPECT_EQ(parsed->flags.share_memory_tolerance_mib, 256u);
+  parsed = Parse({"--cuda-interposer", "none"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->flags.cuda_interposer, "none");
+  for (std::vector<const char*> bad : {std::vector<const char*>{"--cuda-interposer", ""},
+                                       std::vector<const char*>{"--cuda-interposer", "/a:/b"},
+                                       std::vector<const char*>{"--cuda-ledger-dir", ""},
+                                       std::vector<const char*>{"--share-memory-tolerance-mib", "lots"}}) {
+    auto result = Parse(bad);
+    ASSERT_FALSE(result.ok()) << bad[0] << " " << bad[1];
+    EXPECT_NE(result.status().message().find(bad[0]), std::string::npos) << result.status().message();
+  }
+  auto help = Parse({"--help"});
+  ASSERT_TRUE(help.ok());
+  for (const char* flag : {"--cuda-interposer", "--cuda-real-driver", "--cuda-ledger-dir",
+                           "--share-memory-tolerance-mib", "--cuda-intercept-lib"}) {
+    EXPECT_NE(help->text.find(flag), std::string::npos) << flag;
+  }
 }
 
 // Issue 31: tasks run as nobody unless told otherwise; a bad --task-user is

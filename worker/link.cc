@@ -173,6 +173,9 @@ void Link::SendHeartbeat() {
   // No task process, nothing to attribute: skip the NVML queries.
   if (options_.gpu_usage != nullptr && !pids.empty()) {
     hb.usage = UsageByTask(options_.gpu_usage->Sample(), pids, ProcStatLookup(options_.proc_root));
+    // The same sample is the bypass catch's (task_manager.h): no second
+    // round of NVML queries.
+    options_.tasks->EnforceShareMemory(hb.usage);
   }
   const uint64_t id = next_request_id_++;
   SentHeartbeat sent{Now(), 0};

@@ -29,7 +29,8 @@
 // Usage: with a GpuUsageSampler, each heartbeat samples it once (only while
 // some task runs) and carries each running task's GPU memory (task_usage.h
 // maps processes to tasks). Without one, as on simulated nodes, usage is
-// empty.
+// empty. The same sample feeds the TaskManager's bypass catch
+// (EnforceShareMemory: a GPU share over its memory is stopped).
 //
 // Ownership and threads: owned by the Agent; one thread. The TaskManager,
 // sampler, clock and logger are not owned and must outlive the Link.

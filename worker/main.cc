@@ -39,6 +39,7 @@
 #include "worker/runner/exec_manager.h"
 #include "worker/runner/lease_file.h"
 #include "worker/runner/posix_process_launcher.h"
+#include "worker/runner/share_enforcement.h"
 #include "worker/runner/supervisor_state.h"
 #include "worker/runner/simulated_mig_manager.h"
 #include "worker/runner/task_env.h"
@@ -184,29 +185,42 @@ std::unique_ptr<gpool::worker::CgroupTree> OpenCgroups(const gpool::worker::Work
 }
 
 // Says once how GPU shares will be enforced, so an operator sees it at start
-// rather than when a share overruns its memory.
-void LogShareEnforcement(spdlog::logger& log, const std::string& lib) {
-  if (lib.empty()) {
-    log.info("gpu shares are not enforced: no --cuda-intercept-lib; share tasks get their limits as "
-             "environment variables only");
-    return;
-  }
+// rather than when a share overruns its memory; the interposer's settings
+// (share_enforcement.h).
+gpool::worker::ShareEnforcementOptions ConfigureShares(const gpool::worker::WorkerFlags& flags, const char* argv0,
+                                                       spdlog::logger& log) {
+  namespace fs = std::filesystem;
+  using gpool::worker::Q;
+  gpool::worker::ShareEnforcementOptions share;
+  share.ledger_dir = flags.cuda_ledger_dir;
+  share.memory_tolerance_mib = flags.share_memory_tolerance_mib;
+  share.real_driver = flags.cuda_real_driver.empty() ? gpool::worker::FirstExisting(gpool::worker::DefaultRealDriverPaths())
+                                                     : flags.cuda_real_driver;
   std::error_code ec;
-  const bool missing = lib.find('/') != std::string::npos && !std::filesystem::exists(lib, ec);
-  if (missing) {
-    log.warn("cuda intercept library not found; share tasks will run unenforced until it exists lib={}",
-             gpool::worker::Q(lib));
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) self = fs::absolute(argv0, ec);
+  const auto choice = gpool::worker::ChooseInterposer(flags.cuda_interposer, flags.cuda_intercept_lib, self.string());
+  share.interposer = choice.path;
+  if (choice.warn) {
+    log.warn("{} enforced=false", choice.message);
+  } else {
+    log.info("{} enforced={} interposer={} real_driver={} ledger_dir={} tolerance_mib={}", choice.message,
+             !choice.path.empty() || !flags.cuda_intercept_lib.empty(), Q(choice.path),
+             Q(share.real_driver.empty() ? "unset (the interposer's defaults)" : share.real_driver),
+             Q(share.ledger_dir), share.memory_tolerance_mib);
   }
+  const std::string& lib = flags.cuda_intercept_lib;
+  if (lib.empty()) return share;
+  const bool missing = lib.find('/') != std::string::npos && !fs::exists(lib, ec);
+  if (missing) log.warn("cuda intercept library not found; share tasks will run unenforced until it exists lib={}", Q(lib));
   // HAMi-core takes its cross-process locks in /tmp/vgpulock and expects the
   // directory to exist; every task on the node shares it.
-  const std::filesystem::path lock_dir = "/tmp/vgpulock";
-  std::filesystem::create_directories(lock_dir, ec);
-  if (!ec) std::filesystem::permissions(lock_dir, std::filesystem::perms::all | std::filesystem::perms::sticky_bit, ec);
-  if (ec) {
-    log.warn("cannot prepare HAMi-core's lock directory dir={} error={}", lock_dir.string(),
-             gpool::worker::Q(ec.message()));
-  }
-  if (!missing) log.info("gpu shares enforced by preloading lib={}", gpool::worker::Q(lib));
+  const fs::path lock_dir = "/tmp/vgpulock";
+  fs::create_directories(lock_dir, ec);
+  if (!ec) fs::permissions(lock_dir, fs::perms::all | fs::perms::sticky_bit, ec);
+  if (ec) log.warn("cannot prepare HAMi-core's lock directory dir={} error={}", lock_dir.string(), Q(ec.message()));
+  if (!missing) log.info("gpu shares enforced by preloading lib={}", Q(lib));
+  return share;
 }
 
 // GPU memory per process, only where the GPUs are real and NVML's: a
@@ -358,7 +372,7 @@ int main(int argc, char** argv) {
   auto node = DiscoverNode(discovery);
   if (!node.ok()) return Fail("node discovery failed", node.status());
 
-  LogShareEnforcement(*logger, flags.cuda_intercept_lib);
+  gpool::worker::ShareEnforcementOptions share = ConfigureShares(flags, argv[0], *logger);
   SystemClock& clock = SystemClock::Get();
   auto supervisor = FindSupervisor(flags, argv[0]);
   if (!supervisor.ok()) return Fail("cannot run tasks", supervisor.status());
@@ -378,6 +392,7 @@ int main(int argc, char** argv) {
   task_options.log_dir = flags.data_dir + "/tasks";
   task_options.base_env = InheritedTaskEnv(ParseEnvList(environ), flags.task_env_pass);
   task_options.cuda_intercept_lib = flags.cuda_intercept_lib;
+  task_options.share = std::move(share);
   task_options.log_max_bytes = flags.task_log_max_mib << 20;
   task_options.launcher = &launcher;
   task_options.adopt_tasks = true;  // tasks outlive this process; adopt what a previous one left

@@ -244,7 +244,8 @@ class ClusterState {
                 std::set<uint64_t>& restarted);
   // The task ended (exited, failed, or refused): it is requeued if it was
   // evicted, else finished as `ended` (cancelled if a stop was asked for).
-  // `timed_out`: the worker stopped it at its max_runtime; never restarted.
+  // `timed_out`: the worker stopped it at its max_runtime, or over its GPU
+  // share (StoppedOverShare); never restarted.
   void EndTask(JobRecord& job, TaskRecord& task, TaskState ended, int64_t when, bool timed_out = false);
   ApplyResult ApplyUpdateQueue(const UpdateQueueCmd& cmd);
   Status CheckQueueAgainstTree(const QueueSpec& spec, bool creating) const;

@@ -144,7 +144,11 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
     // restarted, whatever the restart policy.
     const bool timed_out = !clean && StoppedForTimeLimit(event.message);
     if (timed_out) task.set_message("time limit: stopped after its max_runtime of " + std::to_string(job->spec.max_runtime_ms / 1000) + " s");
-    EndTask(*job, task, clean ? TaskState::kSucceeded : TaskState::kFailed, when, timed_out);
+    // Over its GPU share: the worker's message says by how much, and a
+    // restart would overrun again.
+    const bool over_share = !clean && StoppedOverShare(event.message);
+    if (over_share) EmitTask(now, EventKind::kTaskOverShare, task, event.message);
+    EndTask(*job, task, clean ? TaskState::kSucceeded : TaskState::kFailed, when, timed_out || over_share);
   }
   UpdateJobState(*job, now);
   return result;

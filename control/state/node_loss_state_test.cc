@@ -239,6 +239,41 @@ TEST_F(NodeLossStateTest, ATaskStoppedAtItsTimeLimitFailsAndIsNotRestarted) {
   EXPECT_NE(Job(job).tasks[0].message().find("time limit"), std::string::npos) << Job(job).tasks[0].message();
 }
 
+TEST_F(NodeLossStateTest, ATaskKilledOverItsGpuShareFailsIsNotRestartedAndIsAnEvent) {
+  Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
+  const uint64_t job = Submit(1, 1, RestartSpec{"on-failure", 3});
+  Place(job, 0, "n1", {0});
+  TaskEvent event;
+  event.node = "n1";
+  event.task = TaskId{JobId(job), 0, 0};
+  event.kind = "exited";
+  event.signal = 9;
+  event.exit_code = 137;
+  event.message = "stopped by the worker: GPU memory 20480 MiB over its share of 10240 MiB (the interposer was "
+                  "bypassed)";
+  ASSERT_TRUE(Do(TaskEventCmd{event}).status.ok());
+  EXPECT_EQ(Job(job).state, JobState::kFailed);
+  EXPECT_EQ(Job(job).restarts(), 0u) << "it would overrun again";
+  EXPECT_NE(Job(job).tasks[0].message().find("over its share of 10240 MiB"), std::string::npos)
+      << Job(job).tasks[0].message();
+  std::vector<ClusterEvent> over;
+  for (const auto& e : state_.events()) {
+    if (e.kind == "task-over-share") over.push_back(e);
+  }
+  ASSERT_EQ(over.size(), 1u);
+  EXPECT_EQ(over[0].node, "n1");
+  EXPECT_EQ(over[0].job, job);
+  EXPECT_NE(over[0].message.find("GPU memory 20480 MiB"), std::string::npos) << over[0].message;
+
+  // An ordinary failure of the same kind of job is still restarted.
+  const uint64_t other = Submit(1, 1, RestartSpec{"on-failure", 3});
+  Place(other, 0, "n1", {1});
+  event.task = TaskId{JobId(other), 0, 0};
+  event.message = "";
+  ASSERT_TRUE(Do(TaskEventCmd{event}).status.ok());
+  EXPECT_EQ(Job(other).restarts(), 1u);
+}
+
 TEST_F(NodeLossStateTest, ATaskAReRegisteredWorkerDoesNotKnowIsRequeued) {
   Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
   const uint64_t job = Submit(1, 1);

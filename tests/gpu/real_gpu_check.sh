@@ -12,7 +12,7 @@
 #   GPUCHECK_BIN          directory holding the three binaries (default .gpucarry/bin, else build-gpucheck/*)
 #   GPUCHECK_LIB          their libraries (default .gpucarry/lib)
 #   GPUCHECK_PORT         first of three ports tried on 127.0.0.1 (default 27400)
-#   GPUCHECK_VGPU_LIB     HAMi-core libvgpu.so to pass as --cuda-intercept-lib (shares are advisory without)
+#   GPUCHECK_VGPU_LIB     HAMi-core libvgpu.so to pass as --cuda-intercept-lib instead of gpool's interposer
 #   GPUCHECK_ARTIFACTS    directory to copy the coordinator, worker and task logs into (default $OUT if set)
 #   GPUCHECK_KEEP=1       keep the temporary directory
 #   GPUCHECK_BUDGET_S     seconds for the steps (default 240); the watchdog fires 20 s after it
@@ -311,7 +311,7 @@ if [[ -n ${GPUCHECK_VGPU_LIB:-} ]]; then
   WORKER_ARGS+=(--cuda-intercept-lib "$GPUCHECK_VGPU_LIB")
   log "GPU shares enforced by $GPUCHECK_VGPU_LIB"
 else
-  log "no GPUCHECK_VGPU_LIB: GPU-share limits are set in the task's environment but not enforced"
+  log "no GPUCHECK_VGPU_LIB: GPU shares are held by gpool's interposer where the worker finds libgpool-cuda.so.1 (its log says which)"
 fi
 # cwd $WORK: tasks start there, and python3 must not pick up anything from the repo root.
 (cd "$WORK" && LD_LIBRARY_PATH=$GP_LDLP exec "$BIN/gpool-worker" "${WORKER_ARGS[@]}") >"$WORK/worker.log" 2>&1 &

@@ -16,14 +16,18 @@ namespace {
 // (CUDA_DEVICE_SM_LIMIT_0 beats CUDA_DEVICE_SM_LIMIT in HAMi-core), and
 // CUDA_DISABLE_CONTROL / CUDA_OVERSUBSCRIBE would switch enforcement off.
 constexpr std::string_view kShareKeyPrefixes[] = {"CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_SM_LIMIT"};
+// GPOOL_CUDA_ACTIVITY: the interposer's node-wide activity file for
+// burst-share; a task pointing it elsewhere would never see its neighbours
+// and burst unthrottled.
 constexpr std::string_view kShareKeys[] = {"GPU_CORE_UTILIZATION_POLICY", "CUDA_DEVICE_MEMORY_SHARED_CACHE",
-                                           "CUDA_DISABLE_CONTROL", "CUDA_OVERSUBSCRIBE"};
+                                           "CUDA_DISABLE_CONTROL", "CUDA_OVERSUBSCRIBE", "GPOOL_CUDA_ACTIVITY"};
 // Always the worker's, set or not: a task must not claim a share, a MIG
 // instance or cores it was not given (NEURON_RT_VISIBLE_CORES would let it
 // take cores that other tasks hold).
 constexpr std::string_view kWorkerKeys[] = {
     "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "GPOOL_GPU_UUIDS", "GPOOL_GPU_MEMORY_MIB",
-    "GPOOL_GPU_COMPUTE_PCT", "GPOOL_SHARING_QOS", "GPOOL_MIG_PROFILES", "GPOOL_CORES", "NEURON_RT_VISIBLE_CORES"};
+    "GPOOL_GPU_COMPUTE_PCT", "GPOOL_SHARING_QOS", "GPOOL_MIG_PROFILES", "GPOOL_CORES", "NEURON_RT_VISIBLE_CORES",
+    "GPOOL_CUDA_REAL_DRIVER", "GPOOL_CUDA_LEDGER"};
 
 bool WorkerOwns(const std::string& key, bool share) {
   for (std::string_view k : kWorkerKeys) {
@@ -96,6 +100,29 @@ std::string Preload(const std::string& lib, const std::string& existing) {
   return existing.empty() ? lib : lib + ":" + existing;
 }
 
+// LD_LIBRARY_PATH with `dir` first and the task's own entries after it;
+// another copy of `dir` is dropped, and so are empty entries (the dynamic
+// linker reads one as the current directory, which the task controls).
+std::string LibraryPathFirst(const std::string& dir, const std::string& existing) {
+  std::string out = dir;
+  size_t start = 0;
+  while (start <= existing.size()) {
+    size_t end = existing.find(':', start);
+    if (end == std::string::npos) end = existing.size();
+    const std::string entry = existing.substr(start, end - start);
+    if (!entry.empty() && entry != dir) out += ":" + entry;
+    start = end + 1;
+  }
+  return out;
+}
+
+void AddInterposerEnv(const TaskEnvOptions& options, std::map<std::string, std::string>& env) {
+  auto it = env.find("LD_LIBRARY_PATH");
+  env["LD_LIBRARY_PATH"] = LibraryPathFirst(options.cuda_lib_dir, it == env.end() ? "" : it->second);
+  if (!options.cuda_real_driver.empty()) env["GPOOL_CUDA_REAL_DRIVER"] = options.cuda_real_driver;
+  if (!options.cuda_ledger.empty()) env["GPOOL_CUDA_LEDGER"] = options.cuda_ledger;
+}
+
 void AddShareEnv(const BindTask& bind, size_t devices, const TaskEnvOptions& options,
                  std::map<std::string, std::string>& env) {
   // Validated before the task starts (task_env.cc); an unknown name is best-effort.
@@ -115,6 +142,8 @@ void AddShareEnv(const BindTask& bind, size_t devices, const TaskEnvOptions& opt
   if (!options.cuda_intercept_lib.empty()) {
     auto it = env.find("LD_PRELOAD");
     env["LD_PRELOAD"] = Preload(options.cuda_intercept_lib, it == env.end() ? "" : it->second);
+  } else if (!options.cuda_lib_dir.empty()) {
+    AddInterposerEnv(options, env);
   }
   env["GPOOL_GPU_MEMORY_MIB"] = std::to_string(bind.gpu_memory_mib);
   env["GPOOL_GPU_COMPUTE_PCT"] = std::to_string(bind.gpu_compute_pct);

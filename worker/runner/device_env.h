@@ -29,9 +29,18 @@
 //                                  keeps the first limits it saw in that file,
 //                                  so tasks must never share one
 // plus LD_PRELOAD=<intercept lib> (before any LD_PRELOAD of the task's own)
-// when the worker has one; without it the share is not enforced and the
-// variables only inform. gpool's own: GPOOL_GPU_MEMORY_MIB,
-// GPOOL_GPU_COMPUTE_PCT, GPOOL_SHARING_QOS (best-effort when unset).
+// when the worker has one (--cuda-intercept-lib). gpool's own:
+// GPOOL_GPU_MEMORY_MIB, GPOOL_GPU_COMPUTE_PCT, GPOOL_SHARING_QOS
+// (best-effort when unset), which gpool's interposer reads.
+//
+// gpool's interposer (share_enforcement.h), when the task has a private
+// driver directory (TaskEnvOptions.cuda_lib_dir) and no intercept library:
+//   LD_LIBRARY_PATH         that directory first, then the task's own
+//                           entries (any copy of the directory dropped)
+//   GPOOL_CUDA_REAL_DRIVER  the node's real libcuda.so.1 (when known)
+//   GPOOL_CUDA_LEDGER       the attempt's ledger file
+// Neither: the share is not enforced here and the variables only inform
+// (the worker's NVML sampling still stops a task far over its memory).
 //
 // Cores (bind.cores, node-wide NeuronCore ids): NEURON_RT_VISIBLE_CORES in
 // cpulist form ("0-3"; the Neuron runtime documents a single id or one
@@ -62,6 +71,12 @@ struct TaskEnvOptions {
   std::string cuda_intercept_lib;
   // CUDA_DEVICE_MEMORY_SHARED_CACHE for a share: unique to the task.
   std::string share_cache_path;
+  // gpool's interposer for a share (share_enforcement.h): the task's private
+  // directory holding libcuda.so.1; empty: not interposed. Ignored when
+  // cuda_intercept_lib is set (the two are never both applied).
+  std::string cuda_lib_dir;
+  std::string cuda_real_driver;  // GPOOL_CUDA_REAL_DRIVER; empty: left unset
+  std::string cuda_ledger;       // GPOOL_CUDA_LEDGER
   // Dynamic MIG: the uuid of the instance created for the task, by GPU index.
   std::map<uint32_t, std::string> mig_uuids;
 };

@@ -129,6 +129,84 @@ TEST(DeviceEnvTest, WholeGpuTaskGetsNoShareVariables) {
   EXPECT_EQ(env.at("CUDA_DEVICE_SM_LIMIT"), "50") << "not a share: the task's own business";
 }
 
+TaskEnvOptions Interposed() {
+  TaskEnvOptions options;
+  options.cuda_lib_dir = "/d/tasks/5.0.0.cuda";
+  options.cuda_real_driver = "/usr/lib64/libcuda.so.1";
+  options.cuda_ledger = "/dev/shm/gpool-cuda-5-0-0";
+  return options;
+}
+
+TEST(DeviceEnvTest, InterposedSharePutsItsDriverDirectoryFirst) {
+  BindTask bind = DeviceBind({0, 1});
+  bind.gpu_memory_mib = 10240;
+  bind.gpu_compute_pct = 30;
+  bind.sharing_qos = "burst-share";
+  bind.env = {{"LD_LIBRARY_PATH", "/opt/app/lib::/d/tasks/5.0.0.cuda:/usr/local/cuda/lib64"}};
+  Env env = Build(bind, Node(2), {{"LD_LIBRARY_PATH", "/worker/lib"}}, Interposed());
+  EXPECT_EQ(env.at("LD_LIBRARY_PATH"), "/d/tasks/5.0.0.cuda:/opt/app/lib:/usr/local/cuda/lib64")
+      << "the task's entries follow; no second copy, no empty entry (the current directory)";
+  EXPECT_EQ(env.at("GPOOL_CUDA_REAL_DRIVER"), "/usr/lib64/libcuda.so.1");
+  EXPECT_EQ(env.at("GPOOL_CUDA_LEDGER"), "/dev/shm/gpool-cuda-5-0-0");
+  EXPECT_EQ(env.at("GPOOL_GPU_MEMORY_MIB"), "10240");
+  EXPECT_EQ(env.at("GPOOL_GPU_COMPUTE_PCT"), "30");
+  EXPECT_EQ(env.at("GPOOL_SHARING_QOS"), "burst-share");
+  EXPECT_FALSE(env.count("LD_PRELOAD"));
+
+  bind.env.clear();
+  EXPECT_EQ(Build(bind, Node(2), {}, Interposed()).at("LD_LIBRARY_PATH"), "/d/tasks/5.0.0.cuda");
+  TaskEnvOptions unknown_driver = Interposed();
+  unknown_driver.cuda_real_driver.clear();
+  EXPECT_FALSE(Build(bind, Node(2), {}, unknown_driver).count("GPOOL_CUDA_REAL_DRIVER"))
+      << "no driver found: the interposer looks in its own places";
+}
+
+TEST(DeviceEnvTest, TaskCannotRedirectTheInterposer) {
+  BindTask bind = DeviceBind({0});
+  bind.gpu_memory_mib = 2048;
+  bind.env = {{"GPOOL_CUDA_REAL_DRIVER", "/home/me/libcuda.so.1"},
+              {"GPOOL_CUDA_LEDGER", "/tmp/empty-ledger"},
+              {"GPOOL_CUDA_ACTIVITY", "/tmp/nobody-else"},
+              {"GPOOL_GPU_MEMORY_MIB", "81920"},
+              {"GPOOL_SHARING_QOS", "best-effort"},
+              {"LD_LIBRARY_PATH", "/home/me/fakecuda"}};
+  Env env = Build(bind, Node(1), {}, Interposed());
+  EXPECT_EQ(env.at("GPOOL_CUDA_REAL_DRIVER"), "/usr/lib64/libcuda.so.1");
+  EXPECT_EQ(env.at("GPOOL_CUDA_LEDGER"), "/dev/shm/gpool-cuda-5-0-0");
+  EXPECT_FALSE(env.count("GPOOL_CUDA_ACTIVITY")) << "the node-wide default, beside the ledger";
+  EXPECT_EQ(env.at("GPOOL_GPU_MEMORY_MIB"), "2048");
+  EXPECT_EQ(env.at("LD_LIBRARY_PATH"), "/d/tasks/5.0.0.cuda:/home/me/fakecuda") << "extended, not replaced";
+
+  // Without a directory (--cuda-interposer none, or a whole GPU) the
+  // variables are still the worker's: a task must not aim an interposer
+  // it brings along.
+  Env none = Build(bind, Node(1));
+  EXPECT_FALSE(none.count("GPOOL_CUDA_REAL_DRIVER"));
+  EXPECT_FALSE(none.count("GPOOL_CUDA_LEDGER"));
+  EXPECT_EQ(none.at("LD_LIBRARY_PATH"), "/home/me/fakecuda") << "not interposed: the task's own";
+}
+
+TEST(DeviceEnvTest, InterceptLibraryReplacesTheInterposer) {
+  BindTask bind = DeviceBind({0});
+  bind.gpu_memory_mib = 2048;
+  bind.env = {{"LD_LIBRARY_PATH", "/opt/app/lib"}};
+  TaskEnvOptions both = Interposed();
+  both.cuda_intercept_lib = "/usr/local/vgpu/libvgpu.so";
+  Env env = Build(bind, Node(1), {}, both);
+  EXPECT_EQ(env.at("LD_PRELOAD"), "/usr/local/vgpu/libvgpu.so");
+  EXPECT_EQ(env.at("LD_LIBRARY_PATH"), "/opt/app/lib") << "never both";
+  EXPECT_FALSE(env.count("GPOOL_CUDA_LEDGER"));
+}
+
+TEST(DeviceEnvTest, WholeGpuTaskIsNotInterposed) {
+  BindTask bind = DeviceBind({0});
+  bind.env = {{"LD_LIBRARY_PATH", "/opt/app/lib"}, {"GPOOL_CUDA_LEDGER", "/tmp/x"}};
+  Env env = Build(bind, Node(1), {}, Interposed());
+  EXPECT_EQ(env.at("LD_LIBRARY_PATH"), "/opt/app/lib");
+  EXPECT_FALSE(env.count("GPOOL_CUDA_LEDGER"));
+  EXPECT_FALSE(env.count("GPOOL_CUDA_REAL_DRIVER"));
+}
+
 NodeSpec MigNode(const std::string& mode) {
   NodeSpec node = Node(2);
   node.gpus[1].mig_mode = mode;

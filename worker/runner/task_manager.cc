@@ -321,62 +321,6 @@ void TaskManager::Poll() {
   }
 }
 
-void TaskManager::WriteHostfile(const TaskId& id, const std::vector<HostSlots>& hosts,
-                                std::vector<std::string>& env) {
-  const std::string content = MpiHostfile(hosts);
-  if (content.empty()) {
-    log_->warn("the bind's host list is malformed; no hostfile written task={} hosts={}", id.ToString(),
-               hosts.size());
-    return;
-  }
-  const std::string path = TaskHostfilePath(options_.log_dir, id);
-  std::ofstream out(path, std::ios::trunc);
-  out << content;
-  if (!out) {
-    log_->warn("cannot write the MPI hostfile task={} path={}", id.ToString(), Q(path));
-    return;
-  }
-  std::erase_if(env, [](const std::string& e) { return e.rfind("GPOOL_HOSTFILE=", 0) == 0; });
-  env.push_back("GPOOL_HOSTFILE=" + path);
-}
-
-void TaskManager::WriteJobNames(const TaskId& id, const BindTask& bind, LaunchRequest& request) {
-  std::string base;
-  if (auto etc = ReadWholeFile(options_.etc_hosts); etc.ok()) base = *etc;
-  std::vector<std::string> unresolved;
-  const std::string hosts = JobHostsFile(base, bind.task_hosts, options_.resolve ? options_.resolve : ResolveHost,
-                                         &unresolved);
-  if (!unresolved.empty()) {
-    log_->warn("task names whose node does not resolve have no hosts line task={} names={}", id.ToString(),
-               Q(JoinWords(unresolved)));
-  }
-  const std::string hosts_path = JobHostsPath(options_.log_dir, id);
-  const std::string hostfile_path = TaskHostfilePath(options_.log_dir, id);
-  Status written = WriteFileAtomic(hosts_path, hosts);
-  if (written.ok()) written = WriteFileAtomic(hostfile_path, MpiHostfileByName(bind.task_hosts));
-  if (!written.ok()) {
-    log_->warn("cannot write the job's hosts file or hostfile task={} error={}", id.ToString(),
-               Q(written.ToString()));
-    return;
-  }
-  std::erase_if(request.env, [](const std::string& e) {
-    return e.rfind("GPOOL_HOSTFILE=", 0) == 0 || e.rfind("GPOOL_HOSTS_FILE=", 0) == 0;
-  });
-  request.env.push_back("GPOOL_HOSTFILE=" + hostfile_path);
-  request.env.push_back("GPOOL_HOSTS_FILE=" + hosts_path);
-  for (const auto& [key, value] : MpiLauncherEnv(options_.rsh_agent, hostfile_path, request.env)) {
-    request.env.push_back(key + "=" + value);
-  }
-  std::sort(request.env.begin(), request.env.end());
-  if (options_.private_hosts) {
-    request.hosts_file = hosts_path;
-  } else {
-    log_->info("task resolves its gang's names through GPOOL_HOSTS_FILE only (a private /etc/hosts needs a root "
-               "worker) task={} hosts_file={}",
-               id.ToString(), Q(hosts_path));
-  }
-}
-
 Result<int64_t> TaskManager::RunningPid(const TaskId& task) const {
   auto it = tasks_.find(task);
   if (it == tasks_.end() || !it->second.bound) {
@@ -390,6 +334,7 @@ Result<int64_t> TaskManager::RunningPid(const TaskId& task) const {
 
 void TaskManager::FailStart(const TaskId& id, Task& task, const Status& status) {
   ReleaseMigInstances(id, task);
+  ReleaseShareFiles(id, task);
   task.phase = Phase::kFailed;
   task.exit_code = 127;
   task.finished_mono_ms = options_.clock->MonoMs();
@@ -401,6 +346,10 @@ void TaskManager::Start(const TaskId& id, Task& task) {
   TaskEnvOptions env_options;
   env_options.cuda_intercept_lib = options_.cuda_intercept_lib;
   if (IsGpuShare(task.bind)) env_options.share_cache_path = TaskShareCachePath(options_.log_dir, id);
+  if (Status cuda = PrepareInterposer(id, task, env_options); !cuda.ok()) {
+    AppendLine(TaskLogPath(options_.log_dir, id), "gpool-worker: task not started: " + cuda.message() + "\n");
+    return FailStart(id, task, cuda);
+  }
   Status mig = CreateMigInstances(id, task, env_options.mig_uuids);
   auto env = mig.ok() ? BuildTaskEnv(task.bind, options_.node, options_.base_env, env_options)
                       : Result<std::vector<std::string>>(mig);
@@ -505,11 +454,7 @@ void TaskManager::Finish(const TaskId& id, Task& task, const ExitInfo& exit, boo
   task.lost = exit.LostByNode() && !task.preempted;
   task.kill_at_ms = 0;
   task.finished_mono_ms = options_.clock->MonoMs();
-  if (IsGpuShare(task.bind)) {
-    // HAMi-core's accounting file is the task's own and dies with it.
-    std::error_code ec;
-    std::filesystem::remove(TaskShareCachePath(options_.log_dir, id), ec);
-  }
+  ReleaseShareFiles(id, task);
   ReleaseMigInstances(id, task);
   std::string message = exit.reason;
   if (task.preempted) message += (message.empty() ? "" : "; ") + std::string("stopped by the worker: ") + task.stop_reason;

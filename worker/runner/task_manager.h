@@ -81,9 +81,11 @@
 #include "protocol/base/status.h"
 #include "protocol/messages.h"
 #include "protocol/types.h"
+#include "worker/runner/device_env.h"
 #include "worker/runner/log_cap.h"
 #include "worker/runner/mig_manager.h"
 #include "worker/runner/process_launcher.h"
+#include "worker/runner/share_enforcement.h"
 #include "worker/runner/task_isolation.h"
 
 namespace gpool::worker {
@@ -92,9 +94,12 @@ struct TaskManagerOptions {
   NodeSpec node;                               // what this node has (GPU indices, vendors, name)
   std::string log_dir;                         // <data-dir>/tasks; created by Open
   std::map<std::string, std::string> base_env;  // inherited by every task (the worker's environ)
-  // LD_PRELOAD for GPU-share tasks (HAMi-core's libvgpu.so); empty: shares
-  // get their limits as variables only, unenforced (device_env.h).
+  // LD_PRELOAD for GPU-share tasks (HAMi-core's libvgpu.so); when set it
+  // replaces gpool's interposer (`share`) for them (device_env.h).
   std::string cuda_intercept_lib;
+  // gpool's CUDA interposer for GPU shares, and the tolerance of the bypass
+  // catch (share_enforcement.h); share.interposer empty: not interposed.
+  ShareEnforcementOptions share;
   ProcessLauncher* launcher = nullptr;         // required
   // Creates dynamic MIG instances; not owned. nullptr: none are created and
   // tasks get the simulated id (device_env.h).
@@ -160,6 +165,14 @@ class TaskManager {
   const std::map<int64_t, TaskId>& RunningPids() const { return by_pid_; }
   std::vector<TaskReport> Reports() const;
 
+  // The bypass catch (share_enforcement.h): one NVML sample of the running
+  // tasks' GPU memory (Link: every heartbeat). A share task over its share
+  // beyond the tolerance on two samples in a row is stopped with no grace
+  // (SIGTERM, SIGKILL on the next Poll) and its exit event says why
+  // ("stopped by the worker: GPU memory ... over its share of ..."): the
+  // coordinator fails it without a restart (StoppedOverShare).
+  void EnforceShareMemory(const std::vector<TaskUsage>& usage);
+
   // Unacknowledged events by seq.
   const std::map<uint64_t, TaskEvent>& Outbox() const { return outbox_; }
   // Drops the event from the outbox; unknown or repeated seqs are ignored.
@@ -219,6 +232,12 @@ class TaskManager {
   Status CreateMigInstances(const TaskId& id, Task& task, std::map<uint32_t, std::string>& uuids);
   // Destroys task.mig_created; failures are logged.
   void ReleaseMigInstances(const TaskId& id, Task& task);
+  // gpool's interposer for an interposed share (share_enforcement.h): its
+  // private directory, and the directory, driver and ledger in `env`.
+  Status PrepareInterposer(const TaskId& id, const Task& task, TaskEnvOptions& env);
+  // Removes what a share task's attempt had on disk: HAMi-core's cache, the
+  // interposer's directory and ledger (absent ones are no error).
+  void ReleaseShareFiles(const TaskId& id, const Task& task);
   // Records a start that did not happen: "failed" event, exit_code 127.
   void FailStart(const TaskId& id, Task& task, const Status& status);
   // Gang tasks with GPOOL_HOSTS: an MPI hostfile next to the log, named by
@@ -254,6 +273,7 @@ class TaskManager {
   std::map<int64_t, TaskId> by_pid_;     // running processes
   std::vector<TaskId> to_start_;          // accepted since the last Poll
   std::map<uint64_t, TaskEvent> outbox_;
+  ShareMemoryGuard share_guard_{options_.share.memory_tolerance_mib};
   uint64_t next_seq_ = 1;
   bool stopping_ = false;
   int64_t next_expire_ms_ = 0;

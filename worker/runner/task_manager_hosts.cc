@@ -1,0 +1,71 @@
+// TaskManager's files for gang tasks' MPI: the hostfile and the job's hosts
+// file (job_hosts.h). Apart from task_manager.cc to keep each file small.
+#include <algorithm>
+#include <fstream>
+
+#include "protocol/base/text.h"
+#include "worker/log.h"
+#include "worker/runner/atomic_file.h"
+#include "worker/runner/job_hosts.h"
+#include "worker/runner/task_env.h"
+#include "worker/runner/task_manager.h"
+
+namespace gpool::worker {
+
+void TaskManager::WriteHostfile(const TaskId& id, const std::vector<HostSlots>& hosts,
+                                std::vector<std::string>& env) {
+  const std::string content = MpiHostfile(hosts);
+  if (content.empty()) {
+    log_->warn("the bind's host list is malformed; no hostfile written task={} hosts={}", id.ToString(),
+               hosts.size());
+    return;
+  }
+  const std::string path = TaskHostfilePath(options_.log_dir, id);
+  std::ofstream out(path, std::ios::trunc);
+  out << content;
+  if (!out) {
+    log_->warn("cannot write the MPI hostfile task={} path={}", id.ToString(), Q(path));
+    return;
+  }
+  std::erase_if(env, [](const std::string& e) { return e.rfind("GPOOL_HOSTFILE=", 0) == 0; });
+  env.push_back("GPOOL_HOSTFILE=" + path);
+}
+
+void TaskManager::WriteJobNames(const TaskId& id, const BindTask& bind, LaunchRequest& request) {
+  std::string base;
+  if (auto etc = ReadWholeFile(options_.etc_hosts); etc.ok()) base = *etc;
+  std::vector<std::string> unresolved;
+  const std::string hosts = JobHostsFile(base, bind.task_hosts, options_.resolve ? options_.resolve : ResolveHost,
+                                         &unresolved);
+  if (!unresolved.empty()) {
+    log_->warn("task names whose node does not resolve have no hosts line task={} names={}", id.ToString(),
+               Q(JoinWords(unresolved)));
+  }
+  const std::string hosts_path = JobHostsPath(options_.log_dir, id);
+  const std::string hostfile_path = TaskHostfilePath(options_.log_dir, id);
+  Status written = WriteFileAtomic(hosts_path, hosts);
+  if (written.ok()) written = WriteFileAtomic(hostfile_path, MpiHostfileByName(bind.task_hosts));
+  if (!written.ok()) {
+    log_->warn("cannot write the job's hosts file or hostfile task={} error={}", id.ToString(),
+               Q(written.ToString()));
+    return;
+  }
+  std::erase_if(request.env, [](const std::string& e) {
+    return e.rfind("GPOOL_HOSTFILE=", 0) == 0 || e.rfind("GPOOL_HOSTS_FILE=", 0) == 0;
+  });
+  request.env.push_back("GPOOL_HOSTFILE=" + hostfile_path);
+  request.env.push_back("GPOOL_HOSTS_FILE=" + hosts_path);
+  for (const auto& [key, value] : MpiLauncherEnv(options_.rsh_agent, hostfile_path, request.env)) {
+    request.env.push_back(key + "=" + value);
+  }
+  std::sort(request.env.begin(), request.env.end());
+  if (options_.private_hosts) {
+    request.hosts_file = hosts_path;
+  } else {
+    log_->info("task resolves its gang's names through GPOOL_HOSTS_FILE only (a private /etc/hosts needs a root "
+               "worker) task={} hosts_file={}",
+               id.ToString(), Q(hosts_path));
+  }
+}
+
+}  // namespace gpool::worker
