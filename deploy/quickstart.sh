@@ -26,7 +26,8 @@ root=$(pwd)
 
 echo "== building"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j "$(nproc)" --target gpool-coordinator gpool-worker gpool-task-supervisor gpool
+cmake --build build -j "$(nproc)" --target gpool-coordinator gpool-worker gpool-task-supervisor gpool \
+  gpool_cuda_interposer gpool_fake_cuda gpool-cuda-check
 
 bin="$root/build"
 coordinator_bin="$bin/control/gpool-coordinator"
@@ -105,6 +106,7 @@ declare -A worker_pids
 start_worker() {  # start_worker I: (re)starts node-I's worker
   "$worker_bin" --coordinator "$worker_ep" --spec "$work/node-$1.yaml" --data-dir "$work/worker-$1" \
     --key-file "$work/keys/node-$1.key" --coordinator-key "$coordinator_keys" \
+    --cuda-real-driver "$bin/worker/cuda/fake_driver/libcuda.so.1" \
     >>"$work/worker-$1.log" 2>&1 &
   worker_pids[$1]=$!
   pids+=("$!")
@@ -232,6 +234,15 @@ run logs "$nb1.0"
 run logs "$nb2.0"
 run logs "$mig.0"
 
+echo; echo "== share limits that hold: gpool's CUDA interposer in front of the driver (a fake one here)"
+# A driver-API program on a 256 MiB share: it gets exactly its share, one
+# byte more is CUDA_ERROR_OUT_OF_MEMORY (2), and cuMemGetInfo says 256 MiB.
+cuda=$("$gpool_bin" submit --json --name cuda-share --gpu-memory 256Mi --gpu-compute 20 -- \
+  "$bin/worker/cuda/gpool-cuda-check" alloc v2 256M 0 alloc v2 1 2 meminfo 0 256M | sed -E 's/[^0-9]*([0-9]+).*/\1/')
+echo "cuda-share (256 MiB, 20 %) -> job $cuda"
+run wait "$cuda" --timeout 60
+run logs "$cuda.0"
+
 echo; echo "== healing: a task outlives its worker; a lost node's job is requeued elsewhere"
 survivor=$("$gpool_bin" submit --json --name survivor --gpus 8 -- sleep 600 | sed -E 's/[^0-9]*([0-9]+).*/\1/')
 wait_for "$survivor" Running
@@ -294,5 +305,6 @@ done
 run admin replica list
 echo; echo "quickstart finished: every sample job ran to completion, the cluster survived losing its leader,"
 echo "a high-priority job preempted a low one and a queue reclaimed its share, two notebooks shared one GPU"
-echo "and a MIG instance was carved for a small job, a task outlived its worker and a lost node's job ran"
+echo "and a MIG instance was carved for a small job, the CUDA interposer held a share to its memory limit,"
+echo "a task outlived its worker and a lost node's job ran"
 echo "again elsewhere, and a new replica replaced the lost one."

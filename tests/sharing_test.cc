@@ -101,10 +101,11 @@ TEST_F(SharingTest, AShareLoadsTheInterposerFromAPrivateDirectoryThatGoesWithThe
   char pattern[] = "/tmp/gpool-interposer-XXXXXX";
   ASSERT_NE(mkdtemp(pattern), nullptr);
   const std::string lib_dir = pattern;
+  std::filesystem::permissions(lib_dir, std::filesystem::perms::owner_all | std::filesystem::perms::group_exec |
+                                            std::filesystem::perms::others_exec);  // tasks reach their ledger
   const std::string interposer = lib_dir + "/libgpool-cuda.so.1";
-  const std::string shm = lib_dir + "/shm";
-  std::filesystem::create_directories(shm);
-  std::filesystem::permissions(shm, std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
+  // The worker makes its ledger directory itself (0711: tasks cannot plant a ledger there).
+  const std::string shm = lib_dir + "/ledgers";
   std::ofstream(interposer) << "not a library";
   LocalClusterOptions options;
   options.workers = 1;
@@ -112,11 +113,14 @@ TEST_F(SharingTest, AShareLoadsTheInterposerFromAPrivateDirectoryThatGoesWithThe
   options.worker_flags[0] = {"--cuda-interposer", interposer, "--cuda-ledger-dir", shm};
   ASSERT_NO_FATAL_FAILURE(Start(options));
   const std::string out = cluster_->dir() + "/interposed.out";
-  // The task writes its ledger as the interposer would, and says what it saw.
+  // The task finds its ledger made for it (its own, 0600), writes it as the
+  // interposer would, and says what it saw.
   JobSpec spec = ShellJob("interposed", 1,
-                          "d=${LD_LIBRARY_PATH%%:*}; touch \"$GPOOL_CUDA_LEDGER\"; { echo \"path=$LD_LIBRARY_PATH\"; "
+                          "d=${LD_LIBRARY_PATH%%:*}; l=$GPOOL_CUDA_LEDGER; { echo \"path=$LD_LIBRARY_PATH\"; "
                           "echo \"dir=$d\"; echo \"link=$(readlink \"$d/libcuda.so.1\")\"; "
-                          "echo \"ledger=$GPOOL_CUDA_LEDGER\"; } > " + out);
+                          "echo \"ledger=$l\"; echo \"ledger_mode=$(stat -c %a \"$l\")\"; "
+                          "[ \"$(stat -c %u \"$l\")\" = \"$(id -u)\" ] && echo ledger_owner=task; "
+                          "echo \"dir_mode=$(stat -c %a \"${l%/*}\")\"; } > " + out + "; echo x >> \"$l\"");
   spec.tasks[0].resources.gpu_memory_mib = 10 * 1024;
   const uint64_t job = Submit(spec);
   ASSERT_TRUE(WaitFor([&] { return StateOf(job) == "Succeeded"; }, 30s)) << StateOf(job);
@@ -124,6 +128,9 @@ TEST_F(SharingTest, AShareLoadsTheInterposerFromAPrivateDirectoryThatGoesWithThe
   EXPECT_TRUE(Says(seen, ".cuda\n")) << "the private directory first (a job cannot set its own): " << seen;
   EXPECT_TRUE(Says(seen, "link=" + interposer + "\n")) << seen;
   EXPECT_TRUE(Says(seen, "ledger=" + shm + "/gpool-cuda-" + std::to_string(job) + "-0-0\n")) << seen;
+  EXPECT_TRUE(Says(seen, "ledger_mode=600\n")) << seen;
+  EXPECT_TRUE(Says(seen, "ledger_owner=task\n")) << seen;
+  EXPECT_TRUE(Says(seen, "dir_mode=711\n")) << seen;
   const size_t at = seen.find("dir=");
   ASSERT_NE(at, std::string::npos) << seen;
   const std::string private_dir = seen.substr(at + 4, seen.find('\n', at) - at - 4);

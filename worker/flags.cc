@@ -65,7 +65,11 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
      "/usr/lib/x86_64-linux-gnu, /usr/lib64, /usr/lib/aarch64-linux-gnu, /usr/local/nvidia/lib64 that has it)",
      cxxopts::value<std::string>(), "PATH")
     ("cuda-ledger-dir", "Where each interposed attempt's allocation ledger lives (gpool-cuda-<job>-<task>-<attempt>, "
-     "removed when the attempt ends)", cxxopts::value<std::string>()->default_value(defaults.cuda_ledger_dir), "DIR")
+     "removed when the attempt ends); the worker's own, made 0711 at start", 
+     cxxopts::value<std::string>()->default_value(defaults.cuda_ledger_dir), "DIR")
+    ("cuda-activity-dir", "Where interposed processes publish which GPU they launch on, for burst-share "
+     "(GPOOL_CUDA_ACTIVITY); the worker's own, made 01777 at start and swept of stale files",
+     cxxopts::value<std::string>()->default_value(defaults.cuda_activity_dir), "DIR")
     ("share-memory-tolerance-mib", "A GPU-share task whose sampled GPU memory (NVML) exceeds its share by more than "
      "this or 5 % of the share, whichever is larger, on two samples in a row is killed and fails (the interposer was "
      "bypassed)", cxxopts::value<std::string>()->default_value(std::to_string(defaults.share_memory_tolerance_mib)),
@@ -210,6 +214,7 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     }
     if (result.count("cuda-real-driver")) f.cuda_real_driver = result["cuda-real-driver"].as<std::string>();
     f.cuda_ledger_dir = result["cuda-ledger-dir"].as<std::string>();
+    f.cuda_activity_dir = result["cuda-activity-dir"].as<std::string>();
     GPOOL_ASSIGN_OR_RETURN(f.share_memory_tolerance_mib,
                            ParseCount("--share-memory-tolerance-mib",
                                       result["share-memory-tolerance-mib"].as<std::string>(), 1u << 20,
@@ -269,12 +274,14 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
   // LD_LIBRARY_PATH splits at ':'; the ledger path is built under the dir.
   for (const auto& [flag, path] : {std::pair{"--cuda-interposer", &f.cuda_interposer},
                                    std::pair{"--cuda-real-driver", &f.cuda_real_driver},
-                                   std::pair{"--cuda-ledger-dir", &f.cuda_ledger_dir}}) {
+                                   std::pair{"--cuda-ledger-dir", &f.cuda_ledger_dir},
+                                   std::pair{"--cuda-activity-dir", &f.cuda_activity_dir}}) {
     if (path->find_first_of(":\n") != std::string::npos) {
       return Status::InvalidArgument(std::string(flag) + ": '" + *path + "' holds ':' or a newline");
     }
   }
   if (f.cuda_ledger_dir.empty()) return Status::InvalidArgument("--cuda-ledger-dir: must not be empty");
+  if (f.cuda_activity_dir.empty()) return Status::InvalidArgument("--cuda-activity-dir: must not be empty");
   if (f.simulate > 0 && f.spec_path.empty()) {
     return Status::InvalidArgument("--simulate needs --spec FILE: the simulated nodes' devices come from it");
   }

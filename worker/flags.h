@@ -59,7 +59,9 @@ struct WorkerFlags {
   // gpool-worker, if any; "none": shares are not interposed.
   std::string cuda_interposer;
   std::string cuda_real_driver;  // empty: the first of DefaultRealDriverPaths() that exists
-  std::string cuda_ledger_dir = "/dev/shm";
+  // The worker's own directories in shared memory (runner/cuda_shared_files.h).
+  std::string cuda_ledger_dir = "/dev/shm/gpool-cuda";
+  std::string cuda_activity_dir = "/dev/shm/gpool-cuda-activity.d";
   uint64_t share_memory_tolerance_mib = 64;
   // Where the cgroup hierarchies are mounted; "none": tasks are tracked by
   // process group only (their children may escape).

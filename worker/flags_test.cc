@@ -24,7 +24,8 @@ TEST(FlagsTest, Defaults) {
   EXPECT_TRUE(parsed->flags.cuda_intercept_lib.empty()) << "no HAMi-core unless asked";
   EXPECT_TRUE(parsed->flags.cuda_interposer.empty()) << "gpool's interposer, found next to the worker";
   EXPECT_TRUE(parsed->flags.cuda_real_driver.empty()) << "found on the node";
-  EXPECT_EQ(parsed->flags.cuda_ledger_dir, "/dev/shm");
+  EXPECT_EQ(parsed->flags.cuda_ledger_dir, "/dev/shm/gpool-cuda");
+  EXPECT_EQ(parsed->flags.cuda_activity_dir, "/dev/shm/gpool-cuda-activity.d");
   EXPECT_EQ(parsed->flags.share_memory_tolerance_mib, 64u);
 }
 

@@ -39,6 +39,7 @@
 #include "worker/runner/exec_manager.h"
 #include "worker/runner/lease_file.h"
 #include "worker/runner/posix_process_launcher.h"
+#include "worker/runner/cuda_shared_files.h"
 #include "worker/runner/share_enforcement.h"
 #include "worker/runner/supervisor_state.h"
 #include "worker/runner/simulated_mig_manager.h"
@@ -187,12 +188,21 @@ std::unique_ptr<gpool::worker::CgroupTree> OpenCgroups(const gpool::worker::Work
 // Says once how GPU shares will be enforced, so an operator sees it at start
 // rather than when a share overruns its memory; the interposer's settings
 // (share_enforcement.h).
-gpool::worker::ShareEnforcementOptions ConfigureShares(const gpool::worker::WorkerFlags& flags, const char* argv0,
-                                                       spdlog::logger& log) {
+gpool::Result<gpool::worker::ShareEnforcementOptions> ConfigureShares(const gpool::worker::WorkerFlags& flags,
+                                                                     const char* argv0, spdlog::logger& log) {
   namespace fs = std::filesystem;
   using gpool::worker::Q;
   gpool::worker::ShareEnforcementOptions share;
   share.ledger_dir = flags.cuda_ledger_dir;
+  share.activity_dir = flags.cuda_activity_dir;
+  if (geteuid() != 0) {
+    // A worker that is not root cannot take over root's default directories
+    // (nor another user's): its own, by uid.
+    const gpool::worker::WorkerFlags defaults;
+    const std::string uid = "." + std::to_string(geteuid());
+    if (share.ledger_dir == defaults.cuda_ledger_dir) share.ledger_dir += uid;
+    if (share.activity_dir == defaults.cuda_activity_dir) share.activity_dir += uid;
+  }
   share.memory_tolerance_mib = flags.share_memory_tolerance_mib;
   share.real_driver = flags.cuda_real_driver.empty() ? gpool::worker::FirstExisting(gpool::worker::DefaultRealDriverPaths())
                                                      : flags.cuda_real_driver;
@@ -201,6 +211,12 @@ gpool::worker::ShareEnforcementOptions ConfigureShares(const gpool::worker::Work
   if (ec) self = fs::absolute(argv0, ec);
   const auto choice = gpool::worker::ChooseInterposer(flags.cuda_interposer, flags.cuda_intercept_lib, self.string());
   share.interposer = choice.path;
+  if (!share.interposer.empty()) {
+    // Made by the worker before any task can (cuda_shared_files.h): a node
+    // that cannot keep its ledgers out of tasks' reach does not start.
+    GPOOL_RETURN_IF_ERROR(gpool::worker::EnsureWorkerDir(share.ledger_dir, 0711));
+    GPOOL_RETURN_IF_ERROR(gpool::worker::EnsureWorkerDir(share.activity_dir, 01777));
+  }
   if (choice.warn) {
     log.warn("{} enforced=false", choice.message);
   } else {
@@ -372,7 +388,9 @@ int main(int argc, char** argv) {
   auto node = DiscoverNode(discovery);
   if (!node.ok()) return Fail("node discovery failed", node.status());
 
-  gpool::worker::ShareEnforcementOptions share = ConfigureShares(flags, argv[0], *logger);
+  auto shares = ConfigureShares(flags, argv[0], *logger);
+  if (!shares.ok()) return Fail("cannot prepare the CUDA interposer's directories", shares.status());
+  gpool::worker::ShareEnforcementOptions share = std::move(shares).value();
   SystemClock& clock = SystemClock::Get();
   auto supervisor = FindSupervisor(flags, argv[0]);
   if (!supervisor.ok()) return Fail("cannot run tasks", supervisor.status());

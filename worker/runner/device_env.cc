@@ -121,6 +121,7 @@ void AddInterposerEnv(const TaskEnvOptions& options, std::map<std::string, std::
   env["LD_LIBRARY_PATH"] = LibraryPathFirst(options.cuda_lib_dir, it == env.end() ? "" : it->second);
   if (!options.cuda_real_driver.empty()) env["GPOOL_CUDA_REAL_DRIVER"] = options.cuda_real_driver;
   if (!options.cuda_ledger.empty()) env["GPOOL_CUDA_LEDGER"] = options.cuda_ledger;
+  if (!options.cuda_activity_dir.empty()) env["GPOOL_CUDA_ACTIVITY"] = options.cuda_activity_dir;
 }
 
 void AddShareEnv(const BindTask& bind, size_t devices, const TaskEnvOptions& options,

@@ -77,6 +77,7 @@ struct TaskEnvOptions {
   std::string cuda_lib_dir;
   std::string cuda_real_driver;  // GPOOL_CUDA_REAL_DRIVER; empty: left unset
   std::string cuda_ledger;       // GPOOL_CUDA_LEDGER
+  std::string cuda_activity_dir; // GPOOL_CUDA_ACTIVITY; empty: the interposer's default
   // Dynamic MIG: the uuid of the instance created for the task, by GPU index.
   std::map<uint32_t, std::string> mig_uuids;
 };

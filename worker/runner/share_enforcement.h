@@ -12,8 +12,10 @@
 // by the absolute path in GPOOL_CUDA_REAL_DRIVER and counts the task's
 // allocations in its ledger, GPOOL_CUDA_LEDGER (<ledger_dir>/gpool-cuda-
 // <job>-<index>-<attempt>, one per attempt: a retry never inherits the
-// last attempt's counts). The interposer creates the ledger; the worker
-// removes it and the directory when the attempt ends, however it ends.
+// last attempt's counts). The worker creates the ledger before the task
+// starts, in a directory of its own, and gives it to the task's uid, 0600
+// (cuda_shared_files.h: no other task can plant it); it removes it and the
+// directory when the attempt ends, however it ends.
 //
 // Interposed: a GPU share (IsGpuShare) that is not a MIG instance, on a
 // worker with an interposer and no --cuda-intercept-lib (an operator's
@@ -54,8 +56,11 @@ struct ShareEnforcementOptions {
   // and the interposer looks in its own default places.
   std::string real_driver;
   // Where the per-attempt ledgers live (shared memory: the interposer
-  // takes a lock on it at every allocation).
-  std::string ledger_dir = "/dev/shm";
+  // takes a lock on it at every allocation), and where interposed processes
+  // publish their launches for burst-share: both the worker's own
+  // (cuda_shared_files.h).
+  std::string ledger_dir = "/dev/shm/gpool-cuda";
+  std::string activity_dir = "/dev/shm/gpool-cuda-activity.d";
   // The least sampled GPU memory above a share that stops its task (above).
   uint64_t memory_tolerance_mib = 64;
 };

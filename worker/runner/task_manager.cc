@@ -269,6 +269,7 @@ const TaskId* TaskManager::WholeGpuHolder(const TaskId& id, const Task& task) co
 }
 
 void TaskManager::Poll() {
+  SweepCudaActivity();
   std::vector<TaskId> waiting;
   // A start execs a supervisor and waits for it to exec the task: under a
   // flood of binds, starting them all in one turn kept the agent's loop from
@@ -380,6 +381,7 @@ void TaskManager::Start(const TaskId& id, Task& task) {
   }
   std::vector<std::string> owned = {request.log_path};
   if (!env_options.share_cache_path.empty()) owned.push_back(env_options.share_cache_path);
+  if (!env_options.cuda_ledger.empty()) owned.push_back(env_options.cuda_ledger);
   if (Status isolated = ApplyTaskIsolation(options_.isolation, options_.log_dir, id, task.bind, options_.node, owned,
                                            request);
       !isolated.ok()) {

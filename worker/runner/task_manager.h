@@ -172,6 +172,9 @@ class TaskManager {
   // ("stopped by the worker: GPU memory ... over its share of ..."): the
   // coordinator fails it without a restart (StoppedOverShare).
   void EnforceShareMemory(const std::vector<TaskUsage>& usage);
+  // Once a minute: removes the activity files of processes that are gone
+  // (cuda_shared_files.h), so burst-share keeps seeing live neighbours.
+  void SweepCudaActivity();
 
   // Unacknowledged events by seq.
   const std::map<uint64_t, TaskEvent>& Outbox() const { return outbox_; }
@@ -274,6 +277,7 @@ class TaskManager {
   std::vector<TaskId> to_start_;          // accepted since the last Poll
   std::map<uint64_t, TaskEvent> outbox_;
   ShareMemoryGuard share_guard_{options_.share.memory_tolerance_mib};
+  int64_t next_activity_sweep_ms_ = 0;
   uint64_t next_seq_ = 1;
   bool stopping_ = false;
   int64_t next_expire_ms_ = 0;

@@ -1,9 +1,13 @@
 // TaskManager's part in holding GPU shares (share_enforcement.h): the
 // interposer's files for each interposed attempt, and the bypass catch.
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 
 #include "protocol/base/text.h"
 #include "worker/log.h"
+#include "worker/runner/cuda_shared_files.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager.h"
 
@@ -21,6 +25,12 @@ Status TaskManager::PrepareInterposer(const TaskId& id, const Task& task, TaskEn
   env.cuda_lib_dir = dir;
   env.cuda_real_driver = share.real_driver;
   env.cuda_ledger = TaskCudaLedgerPath(share.ledger_dir, id);
+  env.cuda_activity_dir = share.activity_dir;
+  // Made here, fresh, so no other task can have planted it; Start gives it
+  // to the task's uid with the task's other files (task_isolation.h).
+  if (Status ledger = CreateTaskLedger(env.cuda_ledger, geteuid(), getegid()); !ledger.ok()) {
+    return Status::IoError("cannot prepare the GPU share's ledger: " + ledger.message());
+  }
   log_->info("gpu share interposed task={} dir={} ledger={} real_driver={}", id.ToString(), Q(dir),
              Q(env.cuda_ledger), Q(share.real_driver.empty() ? "unset" : share.real_driver));
   return Status::Ok();
@@ -59,6 +69,24 @@ void TaskManager::EnforceShareMemory(const std::vector<TaskUsage>& usage) {
     // No grace: every second it runs on, its neighbours run short.
     Terminate(over.task, task, 0, reason);
   }
+}
+
+void TaskManager::SweepCudaActivity() {
+  // A live process rewrites its file every few ms while it launches, and
+  // after a pause checks it was not swept (device_activity.h): ten minutes
+  // without a write is a process that is gone.
+  constexpr int64_t kSweepEveryMs = 60'000;
+  constexpr int64_t kStaleAfterMs = 600'000;
+  const ShareEnforcementOptions& share = options_.share;
+  if (share.interposer.empty() || share.activity_dir.empty()) return;
+  const int64_t now = options_.clock->MonoMs();
+  if (now < next_activity_sweep_ms_) return;
+  next_activity_sweep_ms_ = now + kSweepEveryMs;
+  // Files' times are the host's, whatever clock drives this manager.
+  const int64_t wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  SweepActivityDir(share.activity_dir, wall_ms, kStaleAfterMs);
 }
 
 }  // namespace gpool::worker
