@@ -37,13 +37,7 @@ class TaskManagerAdoptTest : public ::testing::Test {
   }
 
   static BindTask MakeBind(uint64_t job) {
-    BindTask bind;
-    bind.task = TaskId{JobId(job), 0, 0};
-    bind.job_name = "job" + std::to_string(job);
-    bind.num_tasks = 1;
-    bind.command = {"python", "train.py"};
-    bind.gpu_indices = {1};
-    return bind;
+    return testing::OneGpuBind(job);
   }
 
   // A task bound and started by a first manager, which then goes away

@@ -47,12 +47,7 @@ class TaskManagerMigTest : public ::testing::Test {
   }
 
   static BindTask MigBind(uint64_t job) {
-    BindTask bind;
-    bind.task = TaskId{JobId(job), 0, 0};
-    bind.job_name = "job" + std::to_string(job);
-    bind.num_tasks = 1;
-    bind.command = {"python", "train.py"};
-    bind.gpu_indices = {1};
+    BindTask bind = testing::OneGpuBind(job);
     bind.mig_profiles = {"1g.10gb"};
     bind.mig_starts = {3};
     return bind;

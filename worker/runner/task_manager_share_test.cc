@@ -43,12 +43,7 @@ class TaskManagerShareTest : public ::testing::Test {
   }
 
   static BindTask ShareBind(uint64_t job, uint32_t memory_mib = 10240) {
-    BindTask bind;
-    bind.task = TaskId{JobId(job), 0, 0};
-    bind.job_name = "job" + std::to_string(job);
-    bind.num_tasks = 1;
-    bind.command = {"python", "train.py"};
-    bind.gpu_indices = {1};
+    BindTask bind = testing::OneGpuBind(job);
     bind.gpu_memory_mib = memory_mib;
     bind.gpu_compute_pct = 30;
     bind.sharing_qos = "fixed-share";

@@ -37,6 +37,17 @@ inline TaskManagerOptions TaskManagerTestOptions(const NodeSpec& node, const Tem
   return options;
 }
 
+// Task 0 of job `job` on GPU 1 running `python train.py`.
+inline BindTask OneGpuBind(uint64_t job) {
+  BindTask bind;
+  bind.task = TaskId{JobId(job), 0, 0};
+  bind.job_name = "job" + std::to_string(job);
+  bind.num_tasks = 1;
+  bind.command = {"python", "train.py"};
+  bind.gpu_indices = {1};
+  return bind;
+}
+
 inline bool HasEnv(const LaunchRequest& request, const std::string& entry) {
   for (const auto& e : request.env) {
     if (e == entry) return true;
