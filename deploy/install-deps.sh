@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config lld
+  build-essential cmake ninja-build pkg-config
   libzmq3-dev cppzmq-dev
   libmsgpack-cxx-dev
   libleveldb-dev libsnappy-dev

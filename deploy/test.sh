@@ -27,17 +27,11 @@ ctest_jobs=${GPOOL_CTEST_JOBS:-2}
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
-# LLVM's linker links the ~40 sanitized test binaries in half the time of
-# GNU ld (measured: 4.4 s against 2.0 s for coordinator_tests).
-linker=()
-if command -v ld.lld >/dev/null; then
-  linker=(-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld)
-fi
 start=$(date +%s)
 
 echo "== build (Debug, ASan+UBSan, -Werror)"
 cmake -S . -B build-asan "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
-  -DGPOOL_SANITIZE=ON -DGPOOL_WERROR=ON -DGPOOL_BUILD_BENCH=OFF "${unity[@]}" "${linker[@]}" >/dev/null
+  -DGPOOL_SANITIZE=ON -DGPOOL_WERROR=ON -DGPOOL_BUILD_BENCH=OFF "${unity[@]}" >/dev/null
 cmake --build build-asan -j "$jobs"
 echo "== build done in $(( $(date +%s) - start )) s"
 
