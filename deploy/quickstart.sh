@@ -46,6 +46,9 @@ for ((r = 0; r <= replicas; r++)); do  # and the replacement replica's
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpool-quickstart.XXXXXX")
+# Tasks run as their owner's uid, not root: they must be able to pass
+# through to the workers' data dirs below (0711: no listing).
+chmod 0711 "$work"
 pids=()            # workers, then coordinators: stopped in reverse order
 coordinator_pids=()
 cleanup() {
