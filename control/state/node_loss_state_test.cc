@@ -18,6 +18,14 @@ class NodeLossStateTest : public ::testing::Test {
   ApplyResult Do(CommandBody body) {
     return state_.Apply(++index_, Command{static_cast<int64_t>(1000 * index_), std::move(body)});
   }
+  // The committed health-raised and health-cleared events, in order.
+  std::vector<ClusterEvent> HealthEvents() const {
+    std::vector<ClusterEvent> health;
+    for (const auto& e : state_.events()) {
+      if (e.kind.rfind("health-", 0) == 0) health.push_back(e);
+    }
+    return health;
+  }
 
   uint64_t Submit(uint32_t replicas, uint32_t gpus, RestartSpec restart = {}, uint32_t min_replicas = 0,
                   uint64_t max_runtime_ms = 0) {
@@ -291,10 +299,7 @@ TEST_F(NodeLossStateTest, HealthRaisedAndClearedShareADedupeKey) {
   ASSERT_TRUE(Do(NodeHealthCmd{"n1", {xid}}).status.ok());
   ASSERT_TRUE(Do(NodeHealthCmd{"n1", {xid}}).status.ok());  // no news
   ASSERT_TRUE(Do(NodeHealthCmd{"n1", {}}).status.ok());
-  std::vector<ClusterEvent> health;
-  for (const auto& e : state_.events()) {
-    if (e.kind.rfind("health-", 0) == 0) health.push_back(e);
-  }
+  const std::vector<ClusterEvent> health = HealthEvents();
   ASSERT_EQ(health.size(), 2u);
   EXPECT_EQ(health[0].kind, "health-raised");
   EXPECT_EQ(health[0].severity, "fatal");
@@ -313,10 +318,7 @@ TEST_F(NodeLossStateTest, HealthThatArrivesWithARegistrationIsRaisedAndCleared) 
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}, {xid}}).status.ok());
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}, {xid}}).status.ok());  // the same: no news
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}, {}}).status.ok());
-  std::vector<ClusterEvent> health;
-  for (const auto& e : state_.events()) {
-    if (e.kind.rfind("health-", 0) == 0) health.push_back(e);
-  }
+  const std::vector<ClusterEvent> health = HealthEvents();
   ASSERT_EQ(health.size(), 2u);
   EXPECT_EQ(health[0].kind, "health-raised");
   EXPECT_EQ(health[0].node, "n1");
