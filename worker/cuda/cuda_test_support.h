@@ -117,20 +117,37 @@ class CudaTask {
   // "ledger" stands for GPOOL_CUDA_LEDGER=<ledger()>).
   std::vector<std::string> Env(const std::vector<std::string>& extra) const {
     std::vector<std::string> env;
+    // getenv answers the first of two same-named entries, so a name in
+    // `extra` replaces the inherited one; ASAN_OPTIONS (set by test.sh)
+    // is merged instead, the test's options last so that they win.
+    const auto name_of = [](const std::string& kv) { return kv.substr(0, kv.find('=') + 1); };
+    std::string inherited_asan;
     for (char** e = environ; *e != nullptr; ++e) {
       const std::string kv(*e);
       if (kv.rfind("GPOOL_", 0) == 0 || kv.rfind("LD_LIBRARY_PATH=", 0) == 0 || kv.rfind("FAKE_CUDA_", 0) == 0) {
         continue;
       }
-      env.push_back(kv);
+      if (kv.rfind("ASAN_OPTIONS=", 0) == 0) {
+        inherited_asan = kv.substr(13);
+        continue;
+      }
+      bool replaced = false;
+      for (const std::string& x : extra) replaced = replaced || name_of(x) == name_of(kv);
+      if (!replaced) env.push_back(kv);
     }
-    bool real_named = false, path_named = false, activity_named = false;
+    bool real_named = false, path_named = false, activity_named = false, asan_named = false;
     for (const std::string& kv : extra) {
+      if (kv.rfind("ASAN_OPTIONS=", 0) == 0) {
+        asan_named = true;
+        env.push_back(inherited_asan.empty() ? kv : "ASAN_OPTIONS=" + inherited_asan + ":" + kv.substr(13));
+        continue;
+      }
       env.push_back(kv == "ledger" ? "GPOOL_CUDA_LEDGER=" + ledger() : kv);
       real_named = real_named || kv.rfind("GPOOL_CUDA_REAL_DRIVER=", 0) == 0;
       path_named = path_named || kv.rfind("LD_LIBRARY_PATH=", 0) == 0;
       activity_named = activity_named || kv.rfind("GPOOL_CUDA_ACTIVITY=", 0) == 0;
     }
+    if (!asan_named && !inherited_asan.empty()) env.push_back("ASAN_OPTIONS=" + inherited_asan);
     // Tests running side by side must not see each other's launches.
     if (!activity_named) env.push_back("GPOOL_CUDA_ACTIVITY=" + activity());
     if (!real_named) env.push_back(std::string("GPOOL_CUDA_REAL_DRIVER=") + GPOOL_FAKE_CUDA_PATH);
