@@ -168,6 +168,7 @@ void Coordinator::Wire() {
   scheduler_ = std::make_unique<SchedulerDriver>(scheduler_options, state_, *tracker_);
   health_ = std::make_unique<HealthDriver>(options_.health_config, state_, connections_, *tracker_, options_.clock);
   retention_ = std::make_unique<RetentionDriver>(options_.retention, state_, *tracker_, options_.clock);
+  session_leases_ = std::make_unique<SessionLeaseDriver>(state_, *tracker_, options_.clock, options_.preempt_grace_ms);
 }
 
 Status Coordinator::Secure() {
@@ -455,6 +456,7 @@ void Coordinator::FollowLeadership() {
   scheduler_->Reset();
   health_->Reset();
   retention_->Reset();
+  session_leases_->Reset();
 }
 
 void Coordinator::MaybeSnapshot() {
@@ -547,6 +549,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     if (leading) {
       health_->Tick(now);
       retention_->Tick(now);
+      session_leases_->Tick(now);
       GPOOL_RETURN_IF_ERROR(CommitAndApply());
     }
     if (leading && now - last_dispatch >= 200) {

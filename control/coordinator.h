@@ -51,6 +51,7 @@
 #include "control/health/policy_config.h"
 #include "control/health_driver.h"
 #include "control/retention_driver.h"
+#include "control/session_lease_driver.h"
 #include "control/log/commit_log.h"
 #include "control/worker_relay.h"
 #include "control/node_registry.h"
@@ -198,6 +199,7 @@ class Coordinator final : public Outbox {
   std::unique_ptr<SchedulerDriver> scheduler_;
   std::unique_ptr<HealthDriver> health_;
   std::unique_ptr<RetentionDriver> retention_;
+  std::unique_ptr<SessionLeaseDriver> session_leases_;
 };
 
 }  // namespace gpool::control

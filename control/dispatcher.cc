@@ -174,6 +174,11 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     bind.time_limit_grace_ms = job->spec.grace_period_ms != 0 ? job->spec.grace_period_ms : options_.preempt_grace_ms;
     // Who the task runs as (issue 31); left unset, the worker's --task-user.
     if (auto run_as = state_.RunAsFor(*job)) bind.run_as = *run_as;
+    // An rGPU session: the worker runs its session server, not `command`.
+    if (job->spec.session.enabled) {
+      bind.rgpu.owner_key = job->spec.session.owner_key;
+      bind.rgpu.idle_timeout_ms = job->spec.session.idle_timeout_ms;
+    }
     frame = MakeFrame(request_id, proposer_.epoch(), bind);
   } else {
     PreemptTask preempt;

@@ -63,6 +63,11 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
       if (!msg.ok()) return fail(msg.status());
       return OnCancel(request, *msg);
     }
+    case MessageType::kRenewSession: {
+      auto msg = envelope->Body<RenewSession>();
+      if (!msg.ok()) return fail(msg.status());
+      return OnRenewSession(request, *msg);
+    }
     case MessageType::kListJobs: {
       auto msg = envelope->Body<ListJobs>();
       if (!msg.ok()) return fail(msg.status());
@@ -194,6 +199,7 @@ void Gateway::OnSubmit(const Request& request, SubmitJob msg) {
   const uint64_t request_id = request.id;
   // The owner is who the transport authenticated, never what the client wrote.
   if (request.actor.kind == Actor::Kind::kUser) msg.spec.user = request.actor.name;
+  PrepareSessionSpec(request.actor, msg.spec);
   if (!Permit(request, Permission::kSubmit, Target{msg.spec.user, msg.spec.queue}, "queue " + msg.spec.queue)) return;
   Status valid = CheckJobSpecSize(msg.spec, options_.max_spec_bytes);
   if (valid.ok()) valid = ValidateJobSpec(msg.spec, options_.spec_limits);
@@ -391,7 +397,7 @@ ListJobsReply Gateway::ListJobsNow(const ListJobs& msg, const Actor& actor) cons
     if (!msg.include_finished && IsTerminal(it->second.state)) continue;
     // Each caller lists the jobs it may read (its own, its queues', or all).
     if (!Authorize(actor, Permission::kReadJob, JobTarget(it->second), state_).allowed) continue;
-    reply.jobs.push_back(ToJobSummary(it->second));
+    reply.jobs.push_back(ToJobSummary(it->second, WallNowMs()));
   }
   return reply;
 }

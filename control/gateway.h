@@ -99,6 +99,10 @@ class Gateway {
   void OnUsers(const Request& request, const Envelope& envelope);
   void OnSubmit(const Request& request, SubmitJob msg);
   void OnCancel(const Request& request, const CancelJob& msg);
+  // rGPU sessions (gateway_sessions.cc).
+  void OnRenewSession(const Request& request, const RenewSession& msg);
+  static void PrepareSessionSpec(const Actor& actor, JobSpec& spec);
+  static int64_t WallNowMs();
   void OnGetTaskLog(const Request& request, const GetTaskLog& msg, int64_t now_ms);
   void OnChangeReplicas(const std::string& peer, uint64_t request_id, const ChangeReplicas& msg);
   void OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateNode msg);

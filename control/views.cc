@@ -7,6 +7,8 @@
 #include <string>
 #include <tuple>
 
+#include "control/session_view.h"
+
 namespace gpool::control {
 
 std::vector<std::string> PendingTexts(const state::JobRecord& job) {
@@ -15,7 +17,7 @@ std::vector<std::string> PendingTexts(const state::JobRecord& job) {
   return texts;
 }
 
-JobSummary ToJobSummary(const state::JobRecord& job) {
+JobSummary ToJobSummary(const state::JobRecord& job, int64_t now_ms) {
   JobSummary s;
   s.job_id = job.id.value();
   s.name = job.spec.name;
@@ -43,6 +45,7 @@ JobSummary ToJobSummary(const state::JobRecord& job) {
   } else if (job.cancel_requested && !IsTerminal(job.state)) {
     s.reason = "cancelling";
   }
+  s.session = ToSessionInfo(job, now_ms);
   return s;
 }
 

@@ -7,7 +7,8 @@
 
 namespace gpool::control {
 
-JobSummary ToJobSummary(const state::JobRecord& job);
+// `now_ms` (wall): counts an open session's GPU-seconds so far (session_view.h).
+JobSummary ToJobSummary(const state::JobRecord& job, int64_t now_ms = 0);
 // Why the job is pending, as text: its reason codes rendered here, at the
 // edge (state written before codes holds text, passed through).
 std::vector<std::string> PendingTexts(const state::JobRecord& job);

@@ -6,7 +6,7 @@ namespace gpool {
 namespace {
 
 // Indexed by MessageType; the strings are the wire names.
-constexpr std::array<std::string_view, 56> kTypeNames = {
+constexpr std::array<std::string_view, 58> kTypeNames = {
     "Ack",          "ErrorReply",        "SubmitJob",     "SubmitJobReply", "ListJobs",
     "ListJobsReply", "GetJob",           "GetJobReply",   "CancelJob",      "CancelJobReply",
     "ListNodes",    "ListNodesReply",    "GetTaskLog",    "GetTaskLogReply", "ClusterStatus",
@@ -18,9 +18,9 @@ constexpr std::array<std::string_view, 56> kTypeNames = {
     "ExecStart", "ExecStartReply", "ExecPoll", "ExecPollReply", "ExecSignal",
     "TaskExecStart", "TaskExecPoll", "TaskExecSignal",
     "UpdateUser", "UpdateUserReply", "ListUsers", "ListUsersReply", "Bootstrap", "WhoAmI", "WhoAmIReply",
-    "ListAudit", "ListAuditReply",
+    "ListAudit", "ListAuditReply", "RenewSession", "RenewSessionReply",
 };
-static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kListAuditReply) + 1);
+static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kRenewSessionReply) + 1);
 
 }  // namespace
 

@@ -65,6 +65,7 @@ struct JobSummary {
   std::string priority_class;  // high, medium or low
   uint32_t restarts = 0;       // requeues under its restart policy so far
   std::string restart_reason;  // why the last one happened
+  SessionInfo session;         // state empty: not an rGPU session
   template <typename V>
   void Fields(V& v) {
     v.Required("job_id", job_id);
@@ -83,6 +84,7 @@ struct JobSummary {
     v.Optional("priority_class", priority_class);
     v.Optional("restarts", restarts);
     v.Optional("restart_reason", restart_reason);
+    v.Optional("session", session);
   }
 };
 
@@ -206,6 +208,28 @@ struct GetTaskLogReply {
     v.Optional("size", size);
     v.Optional("truncated", truncated);
     v.Optional("dropped", dropped);
+  }
+};
+
+// Keeps an rGPU session's lease (SessionSpec::lease_ms) alive: its owner's
+// client sends it while the session is in use.
+struct RenewSession {
+  static constexpr MessageType kType = MessageType::kRenewSession;
+  uint64_t job_id = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job_id", job_id);
+  }
+};
+
+struct RenewSessionReply {
+  static constexpr MessageType kType = MessageType::kRenewSessionReply;
+  uint64_t job_id = 0;
+  SessionInfo session;  // as it is after the renewal
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job_id", job_id);
+    v.Optional("session", session);
   }
 };
 

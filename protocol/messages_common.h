@@ -75,6 +75,9 @@ enum class MessageType : uint8_t {
   kWhoAmIReply,
   kListAudit,
   kListAuditReply,
+  // rGPU sessions (client -> coordinator, port 7400).
+  kRenewSession,
+  kRenewSessionReply,
 };
 
 std::string_view MessageTypeName(MessageType type);

@@ -188,6 +188,8 @@ struct BindTask {
   std::vector<TaskHost> task_hosts;
   // The identity the task runs as; unset (user empty): the worker's default.
   RunAs run_as;
+  // An rGPU session's server instead of `command` (session_types.h).
+  RgpuBind rgpu;
   template <typename V>
   void Fields(V& v) {
     v.Required("task", task);
@@ -212,6 +214,7 @@ struct BindTask {
     v.Optional("time_limit_grace_ms", time_limit_grace_ms);
     v.Optional("task_hosts", task_hosts);
     v.Optional("run_as", run_as);
+    v.Optional("rgpu", rgpu);
   }
 };
 
@@ -259,6 +262,9 @@ struct TaskEvent {
   int32_t signal = 0;
   int64_t time_ms = 0;
   std::string message;
+  // "started" of an rGPU session's server: where it listens and its key.
+  std::string rgpu_endpoint;
+  std::string rgpu_server_key;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
@@ -270,6 +276,8 @@ struct TaskEvent {
     v.Optional("signal", signal);
     v.Optional("time_ms", time_ms);
     v.Optional("message", message);
+    v.Optional("rgpu_endpoint", rgpu_endpoint);
+    v.Optional("rgpu_server_key", rgpu_server_key);
   }
 };
 

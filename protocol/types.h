@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "protocol/base/ids.h"
+#include "protocol/session_types.h"
 #include "protocol/wire.h"
 
 namespace gpool {
@@ -191,6 +192,8 @@ struct JobSpec {
   uint64_t max_runtime_ms = 0;
   // What happens when a task is lost with its node or fails (RestartSpec).
   RestartSpec restart;
+  // An rGPU session (protocol/session_types.h); disabled for every other job.
+  SessionSpec session;
 
   uint32_t TotalTasks() const;
   template <typename V>
@@ -213,6 +216,7 @@ struct JobSpec {
     v.Optional("restart", restart);
     v.Optional("grace_period_ms", grace_period_ms);
     v.Optional("max_runtime_ms", max_runtime_ms);
+    v.Optional("session", session);
   }
   bool operator==(const JobSpec&) const = default;
 };

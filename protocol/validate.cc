@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "protocol/validate_session.h"
 #include "protocol/wire.h"
 
 namespace gpool {
@@ -332,7 +333,7 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
     return Status::InvalidArgument("tasks: " + std::to_string(total) + " replicas in all exceeds the maximum of " +
                                    std::to_string(limits.max_tasks_per_job) + " per job");
   }
-  return Status::Ok();
+  return ValidateSessionSpec(spec);
 }
 
 // A pool, and the queue owning it: only an exclusive node belongs to a queue.

@@ -76,6 +76,11 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
      "MIB")
     ("cuda-intercept-lib", "CUDA interception library (HAMi-core libvgpu.so) preloaded into GPU-share tasks "
      "instead of gpool's interposer", cxxopts::value<std::string>(), "PATH")
+    ("rgpu-server", "gpool-rgpu-server, run for each remote-GPU session placed here (default: next to "
+     "gpool-worker or in rgpu/ beside it); 'none': this node opens no sessions", cxxopts::value<std::string>(),
+     "PATH|none")
+    ("rgpu-address", "IPv4 address session servers listen on; clients connect to it, so on a cluster give the "
+     "node's data-plane address", cxxopts::value<std::string>()->default_value(defaults.rgpu_address), "IP")
     ("cgroup-root", "Where the cgroup hierarchies are mounted (v2, or v1 with a freezer): each task runs in a "
      "cgroup of its own that holds its whole process tree and its CPU and memory limits; 'none' tracks tasks by "
      "process group only", cxxopts::value<std::string>()->default_value(defaults.cgroup_root), "DIR")
@@ -213,6 +218,8 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
       if (f.cuda_interposer.empty()) return Status::InvalidArgument("--cuda-interposer: give a PATH or none");
     }
     if (result.count("cuda-real-driver")) f.cuda_real_driver = result["cuda-real-driver"].as<std::string>();
+    if (result.count("rgpu-server")) f.rgpu_server = result["rgpu-server"].as<std::string>();
+    f.rgpu_address = result["rgpu-address"].as<std::string>();
     f.cuda_ledger_dir = result["cuda-ledger-dir"].as<std::string>();
     f.cuda_activity_dir = result["cuda-activity-dir"].as<std::string>();
     GPOOL_ASSIGN_OR_RETURN(f.share_memory_tolerance_mib,

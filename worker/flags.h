@@ -63,6 +63,11 @@ struct WorkerFlags {
   std::string cuda_ledger_dir = "/dev/shm/gpool-cuda";
   std::string cuda_activity_dir = "/dev/shm/gpool-cuda-activity.d";
   uint64_t share_memory_tolerance_mib = 64;
+  // rGPU sessions (runner/rgpu_server.h): gpool-rgpu-server ("" the one next
+  // to gpool-worker, "none": no sessions here) and the IPv4 address session
+  // servers listen on, which clients must reach.
+  std::string rgpu_server;
+  std::string rgpu_address = "127.0.0.1";
   // Where the cgroup hierarchies are mounted; "none": tasks are tracked by
   // process group only (their children may escape).
   std::string cgroup_root = "/sys/fs/cgroup";

@@ -416,6 +416,14 @@ int main(int argc, char** argv) {
   task_options.adopt_tasks = true;  // tasks outlive this process; adopt what a previous one left
   task_options.rsh_agent = PrepareRshAgent(flags, task_options.log_dir, *logger);
   task_options.private_hosts = geteuid() == 0;  // a mount namespace of their own needs root
+  {
+    std::error_code ec;
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    task_options.rgpu.server = gpool::worker::ChooseRgpuServer(flags.rgpu_server, self);
+    task_options.rgpu.address = flags.rgpu_address;
+    logger->info("rgpu sessions server={} address={}",
+                 task_options.rgpu.server.empty() ? "none" : task_options.rgpu.server, flags.rgpu_address);
+  }
   if (Status isolation = ConfigureIsolation(flags, task_options.isolation, *logger); !isolation.ok()) {
     return Fail("cannot configure task isolation", isolation);
   }

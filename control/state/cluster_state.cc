@@ -63,6 +63,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, UpdateUserCmd>) return ApplyUpdateUser(body);
         if constexpr (std::is_same_v<T, BootstrapCmd>) return ApplyBootstrap(body);
         if constexpr (std::is_same_v<T, AuditCmd>) return ApplyAudit(now, body);
+        if constexpr (std::is_same_v<T, RenewSessionCmd>) return ApplyRenewSession(now, body);
       },
       command.body);
 }

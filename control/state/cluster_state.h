@@ -193,6 +193,9 @@ class ClusterState {
   ApplyResult ApplyNodeState(int64_t now, const NodeStateCmd& cmd);
   ApplyResult ApplySubmitJob(uint64_t index, int64_t now, const SubmitJobCmd& cmd);
   ApplyResult ApplyCancelJob(int64_t now, const CancelJobCmd& cmd);
+  // rGPU sessions (cluster_state_sessions.cc).
+  ApplyResult ApplyRenewSession(int64_t now, const RenewSessionCmd& cmd);
+  void NoteSessionStarted(JobRecord& job, const TaskEvent& event);
   ApplyResult ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd);
   ApplyResult ApplyPlan(int64_t now, const ApplyPlanCmd& cmd);
   ApplyResult ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd);

@@ -46,6 +46,7 @@ ApplyResult ClusterState::ApplySubmitJob(uint64_t index, int64_t now, const Subm
       job.tasks.push_back(std::move(task));
     }
   }
+  if (job.spec.session.enabled) job.UpdateSession([&](SessionRuntime& r) { r.renew_ms = now; });
   result.job_id = job.id.value();
   if (!job.idempotency_key.empty()) idempotency_.emplace(KeyHash(job.idempotency_key), result.job_id);
   pending_.insert(result.job_id);
@@ -74,6 +75,9 @@ ApplyResult ClusterState::ApplyCancelJob(int64_t now, const CancelJobCmd& cmd) {
     return result;
   }
   job->cancel_requested = true;
+  if (job->session() != nullptr && !cmd.reason.empty()) {
+    job->UpdateSession([&](SessionRuntime& r) { r.close_reason = cmd.reason; });
+  }
   for (auto& task : job->tasks) {
     const NodeRecord* node = HoldsResources(task.state) ? FindNode(task.node) : nullptr;
     if (task.state == TaskState::kPending) {
@@ -128,6 +132,7 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
       task.start_ms = when;
       TrackCommand(task);
     }
+    NoteSessionStarted(*job, event);
   } else if (*kind == TaskEventKind::kLost) {
     task.exit_code = event.exit_code;
     task.signal = event.signal;
@@ -189,7 +194,9 @@ ApplyResult ClusterState::ApplyRefuseBind(int64_t now, const RefuseBindCmd& cmd)
 }
 
 bool ClusterState::RequeueIfEvicted(JobRecord& job, TaskRecord& task, int64_t now) {
-  if (!task.evicted || job.cancel_requested || !job.failure().empty()) return false;
+  // A session is not requeued: its client held pointers into the GPU
+  // memory it had, so a preempted session ends (Preempted).
+  if (!task.evicted || job.cancel_requested || !job.failure().empty() || job.spec.session.enabled) return false;
   if (HoldsResources(task.state)) ReleaseResources(task);
   if (JobRecord* claimant = MutableJob(task.evicted_for())) {
     claimant->UpdateExtras([&](JobRecord::Extras& e) { e.claim_ms = now; });

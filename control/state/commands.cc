@@ -41,6 +41,8 @@ template <>
 struct Named<BootstrapCmd> { static constexpr std::string_view kName = "Bootstrap"; };
 template <>
 struct Named<AuditCmd> { static constexpr std::string_view kName = "Audit"; };
+template <>
+struct Named<RenewSessionCmd> { static constexpr std::string_view kName = "RenewSession"; };
 
 template <typename T>
 bool TryDecode(std::string_view name, const msgpack::object& body, Result<CommandBody>* out) {
@@ -98,7 +100,8 @@ Result<Command> DecodeCommand(std::string_view bytes) {
       TryDecode<NodeHealthCmd>(name, *body, &decoded) || TryDecode<HealthFenceCmd>(name, *body, &decoded) ||
       TryDecode<SinkCursorCmd>(name, *body, &decoded) || TryDecode<ProbeResultCmd>(name, *body, &decoded) ||
       TryDecode<ForgetJobsCmd>(name, *body, &decoded) || TryDecode<UpdateUserCmd>(name, *body, &decoded) ||
-      TryDecode<BootstrapCmd>(name, *body, &decoded) || TryDecode<AuditCmd>(name, *body, &decoded);
+      TryDecode<BootstrapCmd>(name, *body, &decoded) || TryDecode<AuditCmd>(name, *body, &decoded) ||
+      TryDecode<RenewSessionCmd>(name, *body, &decoded);
   if (!decoded.ok()) return decoded.status();
   command.body = std::move(decoded).value();
   return command;

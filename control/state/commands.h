@@ -66,10 +66,23 @@ struct SubmitJobCmd {
 struct CancelJobCmd {
   uint64_t job_id = 0;
   uint32_t grace_ms = 0;  // SIGTERM-to-SIGKILL time for running tasks; 0: the coordinator's default
+  // Set when the coordinator cancels on its own (an rGPU session's lease
+  // expired): why, kept as the session's close reason. Empty: a user's cancel.
+  std::string reason;
   template <typename V>
   void Fields(V& v) {
     v.Required("job", job_id);
     v.Optional("grace_ms", grace_ms);
+    v.Optional("reason", reason);
+  }
+};
+
+// The owner renewed an rGPU session's lease (RenewSession on the wire).
+struct RenewSessionCmd {
+  uint64_t job_id = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job", job_id);
   }
 };
 
@@ -245,7 +258,7 @@ struct AuditCmd {
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
                                  TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd, NodeLostCmd,
                                  NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd, ForgetJobsCmd,
-                                 UpdateUserCmd, BootstrapCmd, AuditCmd>;
+                                 UpdateUserCmd, BootstrapCmd, AuditCmd, RenewSessionCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock

@@ -147,6 +147,25 @@ struct TaskRecord {
   Boxed<Extras> extras_;
 };
 
+// What the coordinator learns of an rGPU session while it lives (a job with
+// spec.session.enabled; protocol/session_types.h).
+struct SessionRuntime {
+  std::string endpoint;    // where its server listens, from the worker's "started"
+  std::string server_key;  // the server's CurveZMQ public key
+  int64_t renew_ms = 0;    // its last renewal (the open request first)
+  // Why it was closed when the coordinator closed it (an expired lease);
+  // empty when its owner did or it ended by itself.
+  std::string close_reason;
+  bool operator==(const SessionRuntime&) const = default;
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("endpoint", endpoint);
+    v.Optional("server_key", server_key);
+    v.Optional("renew_ms", renew_ms);
+    v.Optional("close_reason", close_reason);
+  }
+};
+
 struct JobRecord {
   JobId id;
   JobSpec spec;
@@ -234,6 +253,13 @@ struct JobRecord {
     v.Optional("claim_ms", wire.claim_ms);
     v.Optional("restarts", wire.restarts);
     v.Optional("restart_reason", wire.restart_reason);
+    SessionRuntime session_wire = session_.get() != nullptr ? *session_.get() : SessionRuntime{};
+    if (spec.session.enabled) {
+      v.Optional("session", session_wire);
+      if (session_.get() == nullptr || !(session_wire == *session_.get())) {
+        UpdateSession([&](SessionRuntime& r) { r = session_wire; });
+      }
+    }
     id = JobId(id_value);
     state = static_cast<JobState>(state_wire <= static_cast<uint32_t>(JobState::kCancelled) ? state_wire : 0);
     if (!(wire == extras())) {  // reading: keep what was read; packing changes nothing
@@ -248,6 +274,17 @@ struct JobRecord {
   }
   const Extras& extras() const { return extras_.get() != nullptr ? *extras_.get() : NoExtras(); }
   Boxed<Extras> extras_;
+  Boxed<SessionRuntime> session_;
+
+ public:
+  // Null for every job that is not a session (held out of line: most are not).
+  const SessionRuntime* session() const { return session_.get(); }
+  template <typename F>
+  void UpdateSession(F&& change) {
+    SessionRuntime next = session_.get() != nullptr ? *session_.get() : SessionRuntime{};
+    change(next);
+    session_.reset(std::make_unique<SessionRuntime>(std::move(next)));
+  }
 };
 
 struct QueueRecord {

@@ -363,6 +363,19 @@ void TaskManager::Start(const TaskId& id, Task& task) {
 
   LaunchRequest request;
   request.argv = task.bind.command;
+  std::vector<std::string> owned;
+  if (!task.bind.rgpu.owner_key.empty()) {
+    // An rGPU session: its server, with the endpoint and key it gets here
+    // (in the bind, so an adopting worker and the started event know them).
+    const std::string key_file = TaskRgpuKeyPath(options_.log_dir, id);
+    auto server = PrepareRgpuServer(options_.rgpu, key_file, task.bind);
+    if (!server.ok()) {
+      AppendLine(TaskLogPath(options_.log_dir, id), "gpool-worker: session not started: " + server.status().message() + "\n");
+      return FailStart(id, task, server.status());
+    }
+    request.argv = std::move(server).value();
+    owned.push_back(key_file);
+  }
   request.env = std::move(env.value());
   request.log_path = TaskLogPath(options_.log_dir, id);
   request.numa = PlanNumaPinning(task.bind, options_.node);
@@ -379,7 +392,7 @@ void TaskManager::Start(const TaskId& id, Task& task) {
     if (!dir.ok()) return FailStart(id, task, dir.status());
     request.state_dir = *dir;
   }
-  std::vector<std::string> owned = {request.log_path};
+  owned.push_back(request.log_path);
   if (!env_options.share_cache_path.empty()) owned.push_back(env_options.share_cache_path);
   if (!env_options.cuda_ledger.empty()) owned.push_back(env_options.cuda_ledger);
   if (Status isolated = ApplyTaskIsolation(options_.isolation, options_.log_dir, id, task.bind, options_.node, owned,
@@ -394,7 +407,9 @@ void TaskManager::Start(const TaskId& id, Task& task) {
   task.pid = *pid;
   task.started_mono_ms = options_.clock->MonoMs();
   by_pid_[*pid] = id;
-  Emit(id, TaskEventKind::kStarted, *pid, 0, 0, "");
+  const uint64_t started = Emit(id, TaskEventKind::kStarted, *pid, 0, 0, "");
+  outbox_[started].rgpu_endpoint = task.bind.rgpu.endpoint;
+  outbox_[started].rgpu_server_key = task.bind.rgpu.server_key;
   log_->info("task started task={} pid={} gpus={} numa_cpus={} log={} uid={} gid={} user={} pid_ns={} denied_devices={}",
              id.ToString(), *pid, JoinIndices(task.bind.gpu_indices),
              request.numa.empty() ? "none" : topology::FormatCpuList(request.numa.cpus), Q(request.log_path),
@@ -458,6 +473,10 @@ void TaskManager::Finish(const TaskId& id, Task& task, const ExitInfo& exit, boo
   task.finished_mono_ms = options_.clock->MonoMs();
   ReleaseShareFiles(id, task);
   ReleaseMigInstances(id, task);
+  if (!task.bind.rgpu.owner_key.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(TaskRgpuKeyPath(options_.log_dir, id), ec);
+  }
   std::string message = exit.reason;
   if (task.preempted) message += (message.empty() ? "" : "; ") + std::string("stopped by the worker: ") + task.stop_reason;
   if (acked) {

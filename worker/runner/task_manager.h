@@ -85,6 +85,7 @@
 #include "worker/runner/log_cap.h"
 #include "worker/runner/mig_manager.h"
 #include "worker/runner/process_launcher.h"
+#include "worker/runner/rgpu_server.h"
 #include "worker/runner/share_enforcement.h"
 #include "worker/runner/task_isolation.h"
 
@@ -130,6 +131,8 @@ struct TaskManagerOptions {
   // Who tasks run as and what they may see (task_isolation.h); off by
   // default, on in the worker when it runs as root.
   TaskIsolationOptions isolation;
+  // rGPU sessions' servers (rgpu_server.h).
+  RgpuOptions rgpu;
 };
 
 class TaskManager {
