@@ -38,7 +38,7 @@ constexpr const CommandDef* kCommands[] = {
     &kSubmitCommand, &kJobsCommand, &kJobCommand, &kCancelCommand, &kLogsCommand, &kWaitCommand, &kNodesCommand,
     &kNodeCommand, &kEventsCommand, &kQueueCommand, &kTopologyCommand, &kExplainCommand, &kStatusCommand,
     &kAdminCommand,
-    &kProbeCommand, &kExecCommand, &kExecRshCommand, &kWhoAmICommand, &kAuditCommand,
+    &kProbeCommand, &kExecCommand, &kExecRshCommand, &kWhoAmICommand, &kAuditCommand, &kSessionCommand,
 };
 
 const CommandDef* FindCommand(std::string_view name) {

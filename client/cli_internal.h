@@ -145,6 +145,7 @@ extern const CommandDef kProbeCommand;     // cli_probe.cc
 extern const CommandDef kExecCommand;      // cli_exec.cc
 extern const CommandDef kWhoAmICommand;    // cli_users.cc
 extern const CommandDef kAuditCommand;     // cli_users.cc
+extern const CommandDef kSessionCommand;   // cli_sessions.cc
 // `admin user|role|bootstrap` (cli_users.cc), dispatched from `admin`, and their flags.
 int RunAdminUsers(Session& s, const Invocation& inv);
 void AdminUserOptions(cxxopts::Options& o);
@@ -169,6 +170,9 @@ bool IsLongFlagWithValue(std::string_view arg);
 // Exit 0 when it succeeded, 1 when it failed or was cancelled, 4 when
 // `timeout_ms` (> 0) passes first. Defined in cli_jobs.cc.
 int WaitForJob(Session& s, JobId job, int64_t timeout_ms);
+
+// A task group's GPU share flags into `res` (cli_submit.cc; `session open` too).
+Status ReadShareFlags(const cxxopts::ParseResult& f, Resources& res);
 
 // --- Small parsers (cli_common.cc) ---------------------------------------------------
 

@@ -27,6 +27,8 @@ std::string NameFromCommand(const std::string& program) {
   return name.empty() ? "job" : name;
 }
 
+}  // namespace
+
 // --gpu-memory SIZE|N%, --gpu-compute PCT, --sharing-qos, --mig PROFILE|auto,
 // --cores N. A share or MIG request without --gpus asks for one GPU.
 Status ReadShareFlags(const cxxopts::ParseResult& f, Resources& res) {
@@ -58,6 +60,8 @@ Status ReadShareFlags(const cxxopts::ParseResult& f, Resources& res) {
   if (device_part && res.gpus == 0) res.gpus = 1;
   return Status::Ok();
 }
+
+namespace {
 
 Result<JobSpec> SpecFromFlags(const Invocation& inv) {
   const auto& f = inv.flags;

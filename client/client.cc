@@ -116,6 +116,12 @@ class ZmqClient final : public Client {
     return Call<ExplainJobReply>(request);
   }
 
+  Result<RenewSessionReply> RenewSession(JobId session) override {
+    gpool::RenewSession request;
+    request.job_id = session.value();
+    return Call<RenewSessionReply>(request);
+  }
+
  private:
   const std::string& endpoint() const { return endpoints_[current_]; }
 

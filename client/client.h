@@ -129,6 +129,10 @@ class Client {
   // ancestor, and how many jobs of its queue are ahead of it. NotFound for
   // an unknown job.
   virtual Result<ExplainJobReply> ExplainJob(JobId job) = 0;
+  // Renews an rGPU session's lease (a session is a job; open it with
+  // Submit, close it with CancelJob). NotFound for a job that is no
+  // session, FailedPrecondition for one that has ended.
+  virtual Result<RenewSessionReply> RenewSession(JobId session) = 0;
   // The committed event stream after request.after_seq (ListEvents).
   virtual Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) = 0;
   // Commits a probe's results: slow conditions raised and cleared (ReportProbe).

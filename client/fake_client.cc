@@ -344,6 +344,16 @@ Result<ListEventsReply> FakeClient::ListEvents(const gpool::ListEvents& request)
   return reply;
 }
 
+Result<RenewSessionReply> FakeClient::RenewSession(JobId session) {
+  if (auto failure = TakeFailure()) return *failure;
+  auto it = cluster_->jobs.find(session.value());
+  if (it == cluster_->jobs.end() || it->second.summary.session.state.empty()) {
+    return Status::NotFound("session " + std::to_string(session.value()) + " does not exist");
+  }
+  ++cluster_->renewals[session.value()];
+  return RenewSessionReply{session.value(), it->second.summary.session};
+}
+
 Result<ExplainJobReply> FakeClient::ExplainJob(JobId job) {
   if (auto failure = TakeFailure()) return *failure;
   cluster_->explain_requests.push_back(job.value());

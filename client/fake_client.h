@@ -85,6 +85,7 @@ struct FakeCluster {
   std::vector<gpool::UpdateQueue> queue_updates;
   int list_queues_calls = 0;
   std::vector<uint64_t> explain_requests;
+  std::map<uint64_t, int> renewals;  // RenewSession calls by session
   int get_job_calls = 0;
   std::map<std::string, uint64_t> idempotency_keys;
 
@@ -122,6 +123,9 @@ class FakeClient final : public Client {
   Result<UpdateQueueReply> UpdateQueue(const gpool::UpdateQueue& request) override;
   Result<ListQueuesReply> ListQueues() override;
   Result<ExplainJobReply> ExplainJob(JobId job) override;
+  // Counts the renewal in cluster.renewals; NotFound for a job that is no
+  // session (no summary.session.state).
+  Result<RenewSessionReply> RenewSession(JobId session) override;
   // Answers from cluster.events, filtered as the coordinator does.
   Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) override;
   // Records the request in cluster.probe_reports; flagged counts its slow results.

@@ -457,6 +457,7 @@ class FailUpdateOf final : public Client {
   Result<UpdateQueueReply> UpdateQueue(const gpool::UpdateQueue& r) override { return fake_.UpdateQueue(r); }
   Result<ListQueuesReply> ListQueues() override { return fake_.ListQueues(); }
   Result<ExplainJobReply> ExplainJob(JobId job) override { return fake_.ExplainJob(job); }
+  Result<RenewSessionReply> RenewSession(JobId session) override { return fake_.RenewSession(session); }
   Result<ListEventsReply> ListEvents(const gpool::ListEvents& r) override { return fake_.ListEvents(r); }
   Result<ExecStartReply> ExecStart(const gpool::ExecStart& r) override { return fake_.ExecStart(r); }
   Result<ExecPollReply> ExecPoll(const gpool::ExecPoll& r) override { return fake_.ExecPoll(r); }

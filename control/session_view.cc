@@ -13,8 +13,9 @@ std::string Seconds(uint64_t ms) { return std::to_string(ms / 1000) + " s"; }
 // memory-only share counts as one: it may use the whole GPU's time).
 double GpuUnits(const JobSpec& spec) {
   const Resources& res = spec.tasks.front().resources;
-  if (res.gpus > 0) return res.gpus;
-  return res.gpu_compute_pct > 0 ? res.gpu_compute_pct / 100.0 : 1.0;
+  const bool share = res.gpu_memory_mib > 0 || res.gpu_memory_pct > 0 || res.gpu_compute_pct > 0;
+  if (!share) return res.gpus;
+  return res.gpus * (res.gpu_compute_pct > 0 && res.gpu_compute_pct < 100 ? res.gpu_compute_pct / 100.0 : 1.0);
 }
 
 void SetEnded(const state::JobRecord& job, const state::TaskRecord& task, SessionInfo& s) {

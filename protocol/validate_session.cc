@@ -13,7 +13,7 @@ Status ValidateSessionSpec(const JobSpec& spec) {
     return Status::InvalidArgument("session: a session is one task (one group of one replica)");
   }
   const Resources& res = spec.tasks[0].resources;
-  if (res.gpus == 0 && res.gpu_memory_mib == 0 && res.gpu_compute_pct == 0) {
+  if (res.gpus == 0) {
     return Status::InvalidArgument("session: a session asks for GPUs (gpus) or a share of one (gpu_memory_mib, "
                                    "gpu_compute_pct)");
   }
