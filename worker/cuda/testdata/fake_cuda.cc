@@ -403,9 +403,7 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned int* flags, int* a
   *active = 1;
   return CUDA_SUCCESS;
 }
-CUresult cuDevicePrimaryCtxReset_v2(CUdevice device) {
-  return ValidDevice(device) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
-}
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice device) { return cuDevicePrimaryCtxRelease_v2(device); }
 
 CUresult cuCtxGetDevice(CUdevice* device) {
   if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
@@ -621,9 +619,21 @@ CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   return CUDA_SUCCESS;
 }
 
+// The `extra` form: one argument buffer (CU_LAUNCH_PARAM_BUFFER_POINTER,
+// key 1) laid out as cuFuncGetParamInfo says.
 CUresult cuLaunchKernel(CUfunction f, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
-                        unsigned int, unsigned int, CUstream, void** params, void**) {
-  return Launch(f, params);
+                        unsigned int, unsigned int, CUstream, void** params, void** extra) {
+  if (params != nullptr || extra == nullptr || f == nullptr) return Launch(f, params);
+  char* buffer = nullptr;
+  for (int i = 0; extra[i] != nullptr; i += 2) buffer = extra[i] == reinterpret_cast<void*>(1) ? static_cast<char*>(extra[i + 1]) : buffer;
+  if (buffer == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<void*> pointers;
+  for (std::size_t i = 0; i < f->param_sizes.size(); ++i) {
+    std::size_t offset = 0, size = 0;
+    cuFuncGetParamInfo(f, i, &offset, &size);
+    pointers.push_back(buffer + offset);
+  }
+  return Launch(f, pointers.data());
 }
 
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
