@@ -15,6 +15,8 @@
 //   sync            cuCtxSynchronize (in the primary context): prints its result and milliseconds
 //   unsupported     cuProfilerStart, by symbol and through cuGetProcAddress: prints both results
 //   errors          cuGetErrorName/cuGetErrorString of CUDA_ERROR_OUT_OF_MEMORY
+//   deferred        remote only: a queued memset to an address the session never allocated, then
+//                   cuCtxSynchronize twice (the first reports the queued call's error, once)
 //   hold            prints "held" and waits for a line on stdin (or its end)
 // Exits 0 when every step ran (results are printed, not judged), 2 when the
 // driver lacks a symbol the step needs.
@@ -290,9 +292,10 @@ int main(int argc, char** argv) {
     } else if (step == "oom" && i + 1 < argc) {
       Oom(std::strtoull(argv[++i], nullptr, 10));
     } else if (step == "alloc" && i + 1 < argc) {
+      const std::size_t bytes = std::strtoull(argv[++i], nullptr, 10) << 20;
       CUresult r = Primary();
       CUdeviceptr p = 0;
-      if (r == CUDA_SUCCESS) r = CU(cuMemAlloc_v2, CUdeviceptr*, std::size_t)(&p, std::strtoull(argv[++i], nullptr, 10) << 20);
+      if (r == CUDA_SUCCESS) r = CU(cuMemAlloc_v2, CUdeviceptr*, std::size_t)(&p, bytes);
       Print("alloc", r);
     } else if (step == "sync") {
       const auto start = std::chrono::steady_clock::now();
@@ -311,6 +314,14 @@ int main(int argc, char** argv) {
       CUresult r = CU(cuGetErrorName, CUresult, const char**)(CUDA_ERROR_OUT_OF_MEMORY, &name);
       if (r == CUDA_SUCCESS) r = CU(cuGetErrorString, CUresult, const char**)(CUDA_ERROR_OUT_OF_MEMORY, &text);
       Print("errors", r, std::string("name=") + (name ? name : "-") + " text=\"" + (text ? text : "-") + "\"");
+    } else if (step == "deferred") {
+      CUresult r = Primary();
+      if (r == CUDA_SUCCESS) {
+        r = CU(cuMemsetD8Async, CUdeviceptr, unsigned char, std::size_t, CUstream)(0x1000, 0, 16, nullptr);
+      }
+      Print("deferred_memset", r);
+      Print("deferred_sync", CU(cuCtxSynchronize)());
+      Print("deferred_sync", CU(cuCtxSynchronize)());
     } else if (step == "hold") {
       std::printf("held\n");
       std::fflush(stdout);
