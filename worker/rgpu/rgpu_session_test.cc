@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 
 #include "worker/cuda/cuda_test_support.h"
@@ -88,6 +89,7 @@ TEST(RgpuSession, AKilledServerFailsTheNextCallWithinTheTimeout) {
   // The first call waits out its timeout, the next fails at once.
   EXPECT_NE(run.output.find("sync result=46"), std::string::npos) << run.output;
   const double first_ms = cuda::testing::ValueOf(run.output, "ms");
+  std::printf("first call after the server's kill failed after %.0f ms (timeout %d ms)\n", first_ms, kTimeoutMs);
   EXPECT_GE(first_ms, kTimeoutMs - 50);
   EXPECT_LT(first_ms, kTimeoutMs + 1500);
   EXPECT_NE(run.output.find("sync result=46 ms=0"), std::string::npos) << run.output;
