@@ -96,10 +96,13 @@ double MibPerSecond(std::size_t bytes, int reps, Copy&& copy) {
 // frames when asked), without executing anything.
 class RawEcho {
  public:
-  RawEcho() : router_(context_, zmq::socket_type::router), dealer_(context_, zmq::socket_type::dealer) {
+  // Two contexts, as two processes have: each side encrypts on its own
+  // I/O thread (one shared context would put both on one thread).
+  RawEcho()
+      : router_(server_context_, zmq::socket_type::router), dealer_(client_context_, zmq::socket_type::dealer) {
     auto server = gpool::security::GenerateKeyPair().value();
     auto client = gpool::security::GenerateKeyPair().value();
-    zap_ = std::move(gpool::security::ZapHandler::Start(context_, [](auto, auto) {
+    zap_ = std::move(gpool::security::ZapHandler::Start(server_context_, [](auto, auto) {
                        return std::optional<std::string>("bench");
                      }).value());
     (void)gpool::security::MakeCurveServer(router_, server, "rgpu");
@@ -153,7 +156,8 @@ class RawEcho {
     }
   }
 
-  zmq::context_t context_;
+  zmq::context_t server_context_;
+  zmq::context_t client_context_;
   std::unique_ptr<gpool::security::ZapHandler> zap_;
   zmq::socket_t router_;
   zmq::socket_t dealer_;

@@ -15,6 +15,8 @@
 //   sync            cuCtxSynchronize (in the primary context): prints its result and milliseconds
 //   unsupported     cuProfilerStart, by symbol and through cuGetProcAddress: prints both results
 //   errors          cuGetErrorName/cuGetErrorString of CUDA_ERROR_OUT_OF_MEMORY
+//   batch N         N rounds of (memset a to the round's number, launch c = a + b) on a stream without
+//                   waiting (remote: more than one batch's worth of queued calls), then the result
 //   deferred        remote only: a queued memset to an address the session never allocated, then
 //                   cuCtxSynchronize twice (the first reports the queued call's error, once)
 //   hold            prints "held" and waits for a line on stdin (or its end)
@@ -267,6 +269,43 @@ void Session() {
   Print("primary_release", CU(cuDevicePrimaryCtxRelease_v2, CUdevice)(dev));
 }
 
+void Batch(int rounds) {
+  CUresult r = Primary();
+  const int n = 1024;
+  CUdeviceptr a = 0, b = 0, c = 0;
+  for (CUdeviceptr* p : {&a, &b, &c}) {
+    if (r == CUDA_SUCCESS) r = CU(cuMemAlloc_v2, CUdeviceptr*, std::size_t)(p, n * sizeof(float));
+  }
+  CUmodule module = nullptr;
+  CUfunction add = nullptr;
+  CUstream stream = nullptr;
+  if (r == CUDA_SUCCESS) r = CU(cuModuleLoadData, CUmodule*, const void*)(&module, kPtx);
+  if (r == CUDA_SUCCESS) r = CU(cuModuleGetFunction, CUfunction*, CUmodule, const char*)(&add, module, "vector_add");
+  if (r == CUDA_SUCCESS) r = CU(cuStreamCreate, CUstream*, unsigned)(&stream, 0);
+  if (r == CUDA_SUCCESS) r = CU(cuMemsetD32_v2, CUdeviceptr, unsigned, std::size_t)(b, 0x3f800000u, n);  // 1.0f
+  using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void**, void**);
+  auto launch = reinterpret_cast<Launch>(Sym("cuLaunchKernel"));
+  int count = n;
+  void* params[] = {&a, &b, &c, &count};
+  for (int i = 0; i < rounds && r == CUDA_SUCCESS; ++i) {
+    float value = static_cast<float>(i);
+    unsigned bits = 0;
+    std::memcpy(&bits, &value, 4);
+    r = CU(cuMemsetD32Async, CUdeviceptr, unsigned, std::size_t, CUstream)(a, bits, n, stream);
+    if (r == CUDA_SUCCESS) r = launch(add, n / 256, 1, 1, 256, 1, 1, 0, stream, params, nullptr);
+  }
+  if (r == CUDA_SUCCESS) r = CU(cuStreamSynchronize, CUstream)(stream);
+  std::vector<float> hc(n);
+  if (r == CUDA_SUCCESS) r = CU(cuMemcpyDtoH_v2, void*, CUdeviceptr, std::size_t)(hc.data(), c, n * sizeof(float));
+  Print("batch", r, "rounds=" + std::to_string(rounds) + " sum=" + Num(Sum(hc)));
+  if (stream != nullptr) CU(cuStreamDestroy_v2, CUstream)(stream);
+  if (module != nullptr) CU(cuModuleUnload, CUmodule)(module);
+  for (CUdeviceptr p : {a, b, c}) {
+    if (p != 0) CU(cuMemFree_v2, CUdeviceptr)(p);
+  }
+}
+
 void Oom(std::size_t mib) {
   CUresult r = Primary();
   std::size_t got = 0;
@@ -315,6 +354,8 @@ int main(int argc, char** argv) {
       CUresult r = CU(cuGetErrorName, CUresult, const char**)(CUDA_ERROR_OUT_OF_MEMORY, &name);
       if (r == CUDA_SUCCESS) r = CU(cuGetErrorString, CUresult, const char**)(CUDA_ERROR_OUT_OF_MEMORY, &text);
       Print("errors", r, std::string("name=") + (name ? name : "-") + " text=\"" + (text ? text : "-") + "\"");
+    } else if (step == "batch" && i + 1 < argc) {
+      Batch(std::atoi(argv[++i]));
     } else if (step == "deferred") {
       CUresult r = Primary();
       if (r == CUDA_SUCCESS) {

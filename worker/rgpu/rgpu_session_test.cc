@@ -24,14 +24,17 @@ constexpr int kLongIdleMs = 60000;
 
 TEST(RgpuSession, ADriverProgramPrintsTheSameLocallyAndThroughASession) {
   CudaTask task;
-  const auto local = task.Run({}, {"session"});
+  // `batch 300`: 600 queued calls, more than one batch (kMaxQueuedCalls) holds.
+  const std::vector<std::string> steps{"session", "batch", "300"};
+  const auto local = task.Run({}, steps);
   ASSERT_EQ(local.exit_code, 0) << local.output;
   ASSERT_NE(local.output.find("vector_add result=0 correct=1"), std::string::npos) << local.output;
+  ASSERT_NE(local.output.find("batch result=0 rounds=300 sum=307200.0"), std::string::npos) << local.output;
 
   SessionKeys keys;
   ServerProcess server;
   ASSERT_TRUE(server.Start(ServerArgs(keys, keys.owner().public_key, kLongIdleMs), {}));
-  const auto remote = task.Run(RemoteEnv(keys, server.endpoint()), {"session"});
+  const auto remote = task.Run(RemoteEnv(keys, server.endpoint()), steps);
   EXPECT_EQ(remote.exit_code, 0);
   EXPECT_EQ(remote.output, local.output);
   server.Signal(SIGTERM);
