@@ -98,8 +98,7 @@ class RawEcho {
  public:
   // Two contexts, as two processes have: each side encrypts on its own
   // I/O thread (one shared context would put both on one thread).
-  RawEcho()
-      : router_(server_context_, zmq::socket_type::router), dealer_(client_context_, zmq::socket_type::dealer) {
+  RawEcho() : router_(server_context_, zmq::socket_type::router), dealer_(client_context_, zmq::socket_type::dealer) {
     auto server = gpool::security::GenerateKeyPair().value();
     auto client = gpool::security::GenerateKeyPair().value();
     zap_ = std::move(gpool::security::ZapHandler::Start(server_context_, [](auto, auto) {
@@ -173,9 +172,12 @@ int main(int argc, char** argv) {
   std::size_t max_mib = 256;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--driver") driver = argv[i + 1];
-    else if (flag == "--calls") calls = std::atoi(argv[i + 1]);
-    else if (flag == "--max-mib") max_mib = std::strtoull(argv[i + 1], nullptr, 10);
+    if (flag == "--driver")
+      driver = argv[i + 1];
+    else if (flag == "--calls")
+      calls = std::atoi(argv[i + 1]);
+    else if (flag == "--max-mib")
+      max_mib = std::strtoull(argv[i + 1], nullptr, 10);
   }
   gpool::rgpu::testing::SessionKeys keys;
   gpool::rgpu::testing::ServerProcess server;
@@ -214,7 +216,8 @@ int main(int argc, char** argv) {
   Print("rgpu_call_rtt_p50", Percentile(remote_us, 0.5), "us", rtt_params + ", \"call\": \"cuDeviceGetAttribute\"");
   Print("rgpu_call_rtt_p99", Percentile(remote_us, 0.99), "us", rtt_params + ", \"call\": \"cuDeviceGetAttribute\"");
   Print("zmq_curve_rtt_p50", Percentile(raw_us, 0.5), "us", rtt_params);
-  Print("rgpu_call_rtt_ratio", Percentile(remote_us, 0.5) / Percentile(raw_us, 0.5), "x", rtt_params + ", \"target\": \"<= 1.5\"");
+  Print("rgpu_call_rtt_ratio", Percentile(remote_us, 0.5) / Percentile(raw_us, 0.5), "x",
+        rtt_params + ", \"target\": \"<= 1.5\"");
 
   Api local;
   const bool with_local = !driver.empty() && local.Open(driver) && local.Start();

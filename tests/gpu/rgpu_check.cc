@@ -167,7 +167,8 @@ void Session() {
   std::size_t free_before = 0;
   r = CU(cuMemGetInfo_v2, std::size_t*, std::size_t*)(&free_before, &total);
   // Free memory differs between processes on a real GPU: only its sanity is printed.
-  Print("mem_info", r, std::string("free_within_total=") + (free_before <= total ? "1" : "0") + " total=" + std::to_string(total));
+  Print("mem_info", r,
+        std::string("free_within_total=") + (free_before <= total ? "1" : "0") + " total=" + std::to_string(total));
   const int n = 4096;
   const std::size_t bytes = n * sizeof(float);
   CUdeviceptr a = 0, b = 0, c = 0, d = 0;
@@ -228,9 +229,11 @@ void Session() {
 
   Print("memset_d32", CU(cuMemsetD32_v2, CUdeviceptr, unsigned, std::size_t)(c, 0x3f800000u, n));  // 1.0f
   Print("memset_d8_async", CU(cuMemsetD8Async, CUdeviceptr, unsigned char, std::size_t, CUstream)(d, 0, bytes, stream));
-  Print("memset_d32_async", CU(cuMemsetD32Async, CUdeviceptr, unsigned, std::size_t, CUstream)(a, 0x40000000u, n / 2, stream));
+  Print("memset_d32_async",
+        CU(cuMemsetD32Async, CUdeviceptr, unsigned, std::size_t, CUstream)(a, 0x40000000u, n / 2, stream));
   Print("dtod", CU(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr, std::size_t)(b, c, bytes / 2));
-  Print("dtod_async", CU(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, std::size_t, CUstream)(d, a, bytes / 4, stream));
+  Print("dtod_async",
+        CU(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, std::size_t, CUstream)(d, a, bytes / 4, stream));
   Print("ctx_synchronize", CU(cuCtxSynchronize)());
   for (auto [label, p] : {std::pair{"a", a}, {"b", b}, {"c", c}, {"d", d}}) {
     std::vector<float> host(n);

@@ -102,11 +102,11 @@ TEST(RgpuServer, MalformedRequestsGetAnErrorAndTheServerLivesOn) {
   const std::vector<std::vector<std::string>> hostile = {
       {"garbage"},
       {Header(2, 1, /*version=*/99), Call(Op::kDriverGetVersion)},
-      {Header(3, 1)},                                   // a call announced, none sent
-      {Header(4, 0), Call(Op::kDriverGetVersion)},      // no calls
-      {Header(5, 5000), Call(Op::kDriverGetVersion)},   // above the call limit
-      {Header(6, 1), Call(static_cast<Op>(9999))},      // unknown op
-      {Header(7, 1), Call(Op::kMemFree)},               // arguments missing
+      {Header(3, 1)},                                  // a call announced, none sent
+      {Header(4, 0), Call(Op::kDriverGetVersion)},     // no calls
+      {Header(5, 5000), Call(Op::kDriverGetVersion)},  // above the call limit
+      {Header(6, 1), Call(static_cast<Op>(9999))},     // unknown op
+      {Header(7, 1), Call(Op::kMemFree)},              // arguments missing
       {Header(8, 1), Call(Op::kMemcpyDtoH, 0, dtoh_huge.bytes())},
       {Header(9, 1), Call(Op::kMemcpyHtoD, 1, htod_wild.bytes()), std::string(4096, 'x')},
       {Header(10, 1), Call(Op::kMemcpyHtoD, 7, htod_wild.bytes()), "only one data frame"},
@@ -114,6 +114,7 @@ TEST(RgpuServer, MalformedRequestsGetAnErrorAndTheServerLivesOn) {
       {Header(12, 1), Call(Op::kDeviceGetName, 0, name_huge.bytes())},
       {Header(13, 1), Call(Op::kModuleLoad, 0, std::string(1, '\0'))},  // no image
       {Header(14, 1), Call(Op::kCtxDestroy, 0, std::string(8, '\x7f'))},
+      {Header(17, 2), Call(Op::kMemAlloc, 0, std::string(12, '\x01')), Call(Op::kDriverGetVersion)},  // not batchable
   };
   for (std::size_t i = 0; i < hostile.size(); ++i) {
     const RawReply reply = client.Send(hostile[i]);
@@ -125,10 +126,11 @@ TEST(RgpuServer, MalformedRequestsGetAnErrorAndTheServerLivesOn) {
   // new connection is served.
   {
     RawClient oversize(keys, server.endpoint());
-    EXPECT_FALSE(oversize.Send({Header(15, 1), Call(Op::kModuleLoad, 1, std::string(1, '\0')),
-                                std::string(kMaxFrameBytes + 1, 'x')},
-                               1000)
-                     .answered);
+    EXPECT_FALSE(
+        oversize
+            .Send({Header(15, 1), Call(Op::kModuleLoad, 1, std::string(1, '\0')), std::string(kMaxFrameBytes + 1, 'x')},
+                  1000)
+            .answered);
   }
   RawClient fresh(keys, server.endpoint());
   const RawReply ok = fresh.Send({Header(16, 1), Call(Op::kDriverGetVersion)});

@@ -49,9 +49,10 @@ TEST(RgpuSession, ASessionPastItsMemoryShareGetsOutOfMemory) {
   CudaTask task;
   SessionKeys keys;
   ServerProcess server;
-  ASSERT_TRUE(server.Start(ServerArgs(keys, keys.owner().public_key, kLongIdleMs, /*fake_driver=*/false),
-                           {"LD_LIBRARY_PATH=" + task.dir() + "/lib", std::string("GPOOL_CUDA_REAL_DRIVER=") + GPOOL_FAKE_CUDA_PATH,
-                            "GPOOL_GPU_MEMORY_MIB=64", "GPOOL_CUDA_ACTIVITY=" + task.activity()}));
+  ASSERT_TRUE(server.Start(
+      ServerArgs(keys, keys.owner().public_key, kLongIdleMs, /*fake_driver=*/false),
+      {"LD_LIBRARY_PATH=" + task.dir() + "/lib", std::string("GPOOL_CUDA_REAL_DRIVER=") + GPOOL_FAKE_CUDA_PATH,
+       "GPOOL_GPU_MEMORY_MIB=64", "GPOOL_CUDA_ACTIVITY=" + task.activity()}));
   const auto run = task.Run(RemoteEnv(keys, server.endpoint()), {"oom", "64"});
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_NE(run.output.find("oom result=2 allocated_mib=64"), std::string::npos) << run.output;
@@ -80,7 +81,8 @@ TEST(RgpuSession, AKilledServerFailsTheNextCallWithinTheTimeout) {
   ServerProcess server;
   ASSERT_TRUE(server.Start(ServerArgs(keys, keys.owner().public_key, kLongIdleMs), {}));
   constexpr int kTimeoutMs = 1000;
-  auto client = task.Start(RemoteEnv(keys, server.endpoint(), "owner", kTimeoutMs), {"alloc", "1", "hold", "sync", "sync"});
+  auto client =
+      task.Start(RemoteEnv(keys, server.endpoint(), "owner", kTimeoutMs), {"alloc", "1", "hold", "sync", "sync"});
   const std::string before = client.ReadUntil("held");
   ASSERT_NE(before.find("alloc result=0"), std::string::npos) << before;
   server.Kill();
@@ -136,8 +138,7 @@ TEST(RgpuSession, AnUncoveredCallAnswersNotSupported) {
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_NE(run.output.find("unsupported_symbol result=801"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("unsupported_proc_address result=801"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("errors result=0 name=CUDA_ERROR_OUT_OF_MEMORY text=\"out of memory\""),
-            std::string::npos)
+  EXPECT_NE(run.output.find("errors result=0 name=CUDA_ERROR_OUT_OF_MEMORY text=\"out of memory\""), std::string::npos)
       << run.output;
 }
 
@@ -146,8 +147,8 @@ TEST(RgpuSession, TheServerRefusesToStartOnABadKeyFileOrEndpoint) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"--endpoint", "tcp://127.0.0.1:*", "--secret-key-file", keys.dir() + "/missing.key", "--owner-key",
             keys.owner().public_key, "--idle-timeout-ms", "1000", "--driver", GPOOL_FAKE_CUDA_PATH},
-           {"--endpoint", "nonsense", "--secret-key-file", keys.File("server"), "--owner-key",
-            keys.owner().public_key, "--idle-timeout-ms", "1000", "--driver", GPOOL_FAKE_CUDA_PATH},
+           {"--endpoint", "nonsense", "--secret-key-file", keys.File("server"), "--owner-key", keys.owner().public_key,
+            "--idle-timeout-ms", "1000", "--driver", GPOOL_FAKE_CUDA_PATH},
            {"--endpoint", "tcp://127.0.0.1:*", "--secret-key-file", keys.File("server"), "--owner-key", "short",
             "--idle-timeout-ms", "1000", "--driver", GPOOL_FAKE_CUDA_PATH},
            {"--endpoint", "tcp://127.0.0.1:*", "--secret-key-file", keys.File("server"), "--owner-key",

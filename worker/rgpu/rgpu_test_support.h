@@ -164,8 +164,9 @@ class ServerProcess {
 // The arguments the worker passes, with an ephemeral port.
 inline std::vector<std::string> ServerArgs(const SessionKeys& keys, const std::string& owner_public,
                                            int idle_timeout_ms, bool fake_driver = true) {
-  std::vector<std::string> args{"--endpoint",  "tcp://127.0.0.1:*", "--secret-key-file", keys.File("server"),
-                                "--owner-key", owner_public,        "--idle-timeout-ms", std::to_string(idle_timeout_ms)};
+  std::vector<std::string> args{
+      "--endpoint",  "tcp://127.0.0.1:*", "--secret-key-file", keys.File("server"),
+      "--owner-key", owner_public,        "--idle-timeout-ms", std::to_string(idle_timeout_ms)};
   if (fake_driver) {
     args.push_back("--driver");
     args.push_back(GPOOL_FAKE_CUDA_PATH);

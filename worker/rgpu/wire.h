@@ -76,14 +76,14 @@ enum class Op : std::uint16_t {
   kMemAllocPitch,
   kMemFree,
   kMemGetInfo,
-  kMemcpyHtoD,       // async when batched; args: u64 dst; data frames
-  kMemcpyDtoH,       // args: u64 src, u64 bytes, u64 stream (0: synchronous); bulk reply
-  kMemcpyDtoD,       // args: u64 dst, u64 src, u64 bytes, u64 stream, u8 async
-  kMemset,           // args: u64 dst, u32 value, u8 element bytes (1 or 4), u64 count, u64 stream, u8 async
-  kModuleLoad,       // args: u8 kind (kModuleData...); data frames: the image
+  kMemcpyHtoD,  // args: u64 dst, u64 stream, u8 async; data frames: the bytes
+  kMemcpyDtoH,  // args: u64 src, u64 bytes; bulk reply: the bytes
+  kMemcpyDtoD,  // args: u64 dst, u64 src, u64 bytes, u64 stream, u8 async
+  kMemset,      // args: u64 dst, u32 value, u8 element bytes (1 or 4), u64 count, u64 stream, u8 async
+  kModuleLoad,  // args: u8 kind (kModuleData...); data frames: the image
   kModuleUnload,
   kModuleGetFunction,  // args: u64 module, string name; reply: u64 handle, u32 n, n x (u32 offset, u32 size)
-  kLaunchKernel,     // args: u64 function, 3 x u32 grid, 3 x u32 block, u32 shared, u64 stream, bytes params
+  kLaunchKernel,       // args: u64 function, 3 x u32 grid, 3 x u32 block, u32 shared, u64 stream, bytes params
   kStreamCreate,
   kStreamDestroy,
   kStreamSynchronize,

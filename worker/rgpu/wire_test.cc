@@ -47,7 +47,7 @@ TEST(RgpuWire, AShortFrameReadsAsZerosAndNotOk) {
   EXPECT_FALSE(tiny.ok());
 }
 
-class KeyFileTest : public ::testing::Test {
+class RgpuKeyFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
     char dir_template[] = "/tmp/gpool-rgpu-keys-XXXXXX";
@@ -57,7 +57,7 @@ class KeyFileTest : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(KeyFileTest, ReadsWhatGpoolWrote) {
+TEST_F(RgpuKeyFileTest, ReadsWhatGpoolWrote) {
   auto pair = security::GenerateKeyPair();
   ASSERT_TRUE(pair.ok());
   ASSERT_TRUE(security::WriteSecretKeyFile(dir_ + "/me.key", pair.value()).ok());
@@ -68,7 +68,7 @@ TEST_F(KeyFileTest, ReadsWhatGpoolWrote) {
   EXPECT_EQ(keys.secret_key, pair.value().secret_key);
 }
 
-TEST_F(KeyFileTest, RefusesAMissingFileAReadableFileAndAMissingKey) {
+TEST_F(RgpuKeyFileTest, RefusesAMissingFileAReadableFileAndAMissingKey) {
   ClientKeys keys;
   std::string error;
   EXPECT_FALSE(ReadClientKeyFile(dir_ + "/absent.key", &keys, &error));

@@ -625,7 +625,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int, unsigned int, unsigned int, 
                         unsigned int, unsigned int, CUstream, void** params, void** extra) {
   if (params != nullptr || extra == nullptr || f == nullptr) return Launch(f, params);
   char* buffer = nullptr;
-  for (int i = 0; extra[i] != nullptr; i += 2) buffer = extra[i] == reinterpret_cast<void*>(1) ? static_cast<char*>(extra[i + 1]) : buffer;
+  for (int i = 0; extra[i] != nullptr; i += 2)
+    if (extra[i] == reinterpret_cast<void*>(1)) buffer = static_cast<char*>(extra[i + 1]);
   if (buffer == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::vector<void*> pointers;
   for (std::size_t i = 0; i < f->param_sizes.size(); ++i) {

@@ -72,9 +72,7 @@ GPOOL_RGPU_EXPORT CUresult cuInit(unsigned int flags) {
   return Sync(Op::kInit, w);
 }
 
-GPOOL_RGPU_EXPORT CUresult cuDriverGetVersion(int* version) {
-  return DeviceInt(Op::kDriverGetVersion, 0, version);
-}
+GPOOL_RGPU_EXPORT CUresult cuDriverGetVersion(int* version) { return DeviceInt(Op::kDriverGetVersion, 0, version); }
 
 GPOOL_RGPU_EXPORT CUresult cuDeviceGetCount(int* count) { return DeviceInt(Op::kDeviceGetCount, 0, count); }
 

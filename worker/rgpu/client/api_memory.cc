@@ -75,8 +75,8 @@ CUresult HtoD(CUdeviceptr dst, const void* src, std::size_t bytes, CUstream stre
     w.U64(H(stream));
     w.U8(0);
     Reply reply;
-    const CUresult r = Connection::Get().Call(Op::kMemcpyHtoD, CurrentContext(), w, &reply,
-                                              {{static_cast<const char*>(src) + at, n}});
+    const CUresult r =
+        Connection::Get().Call(Op::kMemcpyHtoD, CurrentContext(), w, &reply, {{static_cast<const char*>(src) + at, n}});
     if (r != CUDA_SUCCESS) return r;
   }
   return CUDA_SUCCESS;
@@ -109,8 +109,7 @@ CUresult DtoD(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes, CUstream stre
   return Sync(Op::kMemcpyDtoD, w);
 }
 
-CUresult Memset(CUdeviceptr dst, unsigned value, std::uint8_t element, std::size_t count, CUstream stream,
-                bool async) {
+CUresult Memset(CUdeviceptr dst, unsigned value, std::uint8_t element, std::size_t count, CUstream stream, bool async) {
   Writer w;
   w.U64(dst);
   w.U32(value);
@@ -178,8 +177,7 @@ GPOOL_RGPU_EXPORT CUresult cuMemGetInfo_v2(std::size_t* free, std::size_t* total
 GPOOL_RGPU_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, std::size_t bytes) {
   return gpool::rgpu::HtoD(dst, src, bytes, nullptr, false);
 }
-GPOOL_RGPU_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, std::size_t bytes,
-                                                CUstream stream) {
+GPOOL_RGPU_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, std::size_t bytes, CUstream stream) {
   return gpool::rgpu::HtoD(dst, src, bytes, stream, true);
 }
 GPOOL_RGPU_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, std::size_t bytes) {
@@ -191,8 +189,7 @@ GPOOL_RGPU_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, std:
 GPOOL_RGPU_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) {
   return gpool::rgpu::DtoD(dst, src, bytes, nullptr, false);
 }
-GPOOL_RGPU_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes,
-                                                CUstream stream) {
+GPOOL_RGPU_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes, CUstream stream) {
   return gpool::rgpu::DtoD(dst, src, bytes, stream, true);
 }
 
@@ -221,11 +218,9 @@ GPOOL_RGPU_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, s
 GPOOL_RGPU_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int value, std::size_t count) {
   return gpool::rgpu::Memset(dst, value, 4, count, nullptr, false);
 }
-GPOOL_RGPU_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, std::size_t count,
-                                           CUstream stream) {
+GPOOL_RGPU_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, std::size_t count, CUstream stream) {
   return gpool::rgpu::Memset(dst, value, 1, count, stream, true);
 }
-GPOOL_RGPU_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, std::size_t count,
-                                            CUstream stream) {
+GPOOL_RGPU_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, std::size_t count, CUstream stream) {
   return gpool::rgpu::Memset(dst, value, 4, count, stream, true);
 }

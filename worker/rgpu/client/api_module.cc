@@ -44,7 +44,11 @@ bool LayoutOf(std::uint64_t function, Layout* layout) {
 //   anything else: NUL-terminated PTX text.
 std::size_t ImageBytes(const void* image) {
   const auto* p = static_cast<const unsigned char*>(image);
-  if (std::memcmp(p, "\x7f" "ELF", 4) == 0 && p[4] == 2) {  // 64-bit ELF
+  if (std::memcmp(p,
+                  "\x7f"
+                  "ELF",
+                  4) == 0 &&
+      p[4] == 2) {  // 64-bit ELF
     std::uint64_t shoff = 0, phoff = 0;
     std::uint16_t shentsize = 0, shnum = 0, phentsize = 0, phnum = 0;
     std::memcpy(&phoff, p + 0x20, 8);
@@ -89,9 +93,12 @@ CUresult ExtraBuffer(void** extra, const void** buffer, std::size_t* size) {
   *size = 0;
   for (std::size_t i = 0; extra[i] != nullptr && i < 64; i += 2) {
     const auto key = reinterpret_cast<std::uintptr_t>(extra[i]);
-    if (key == 1) *buffer = extra[i + 1];                                  // CU_LAUNCH_PARAM_BUFFER_POINTER
-    else if (key == 2) *size = *static_cast<std::size_t*>(extra[i + 1]);  // CU_LAUNCH_PARAM_BUFFER_SIZE
-    else return CUDA_ERROR_INVALID_VALUE;
+    if (key == 1)
+      *buffer = extra[i + 1];  // CU_LAUNCH_PARAM_BUFFER_POINTER
+    else if (key == 2)
+      *size = *static_cast<std::size_t*>(extra[i + 1]);  // CU_LAUNCH_PARAM_BUFFER_SIZE
+    else
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return *buffer != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
@@ -192,9 +199,9 @@ GPOOL_RGPU_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int gx, 
   return gpool::rgpu::Connection::Get().Enqueue(Op::kLaunchKernel, gpool::rgpu::CurrentContext(), w);
 }
 
-GPOOL_RGPU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction function, unsigned int gx, unsigned int gy,
-                                               unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz,
-                                               unsigned int shared, CUstream stream, void** params, void** extra) {
+GPOOL_RGPU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction function, unsigned int gx, unsigned int gy, unsigned int gz,
+                                               unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                                               CUstream stream, void** params, void** extra) {
   return cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, stream == nullptr ? AsHandle<CUstream>(2) : stream,
                         params, extra);
 }

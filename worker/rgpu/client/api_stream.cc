@@ -40,9 +40,7 @@ GPOOL_RGPU_EXPORT CUresult cuStreamCreate(CUstream* stream, unsigned int flags) 
   return r;
 }
 GPOOL_RGPU_EXPORT CUresult cuStreamDestroy_v2(CUstream stream) { return OnHandle(Op::kStreamDestroy, H(stream)); }
-GPOOL_RGPU_EXPORT CUresult cuStreamSynchronize(CUstream stream) {
-  return OnHandle(Op::kStreamSynchronize, H(stream));
-}
+GPOOL_RGPU_EXPORT CUresult cuStreamSynchronize(CUstream stream) { return OnHandle(Op::kStreamSynchronize, H(stream)); }
 GPOOL_RGPU_EXPORT CUresult cuStreamQuery(CUstream stream) { return OnHandle(Op::kStreamQuery, H(stream)); }
 
 GPOOL_RGPU_EXPORT CUresult cuEventCreate(CUevent* event, unsigned int flags) {

@@ -180,8 +180,8 @@ CUresult Connection::Enqueue(Op op, std::uint64_t context, const Writer& args, c
   return CUDA_SUCCESS;
 }
 
-CUresult Connection::Call(Op op, std::uint64_t context, const Writer& args, Reply* reply,
-                          const std::vector<Span>& data, void* bulk_into, std::size_t bulk_capacity) {
+CUresult Connection::Call(Op op, std::uint64_t context, const Writer& args, Reply* reply, const std::vector<Span>& data,
+                          void* bulk_into, std::size_t bulk_capacity) {
   std::lock_guard lock(mu_);
   if (const CUresult r = EnsureOpen(); r != CUDA_SUCCESS) return r;
   const CUresult r = RoundTrip(op, context, &args, reply, data, bulk_into, bulk_capacity);

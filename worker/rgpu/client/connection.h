@@ -68,7 +68,7 @@ class Connection {
   void* socket_ = nullptr;
   int timeout_ms_ = 10000;
   std::uint64_t next_id_ = 1;
-  CUresult deferred_ = CUDA_SUCCESS;  // a batched call's error not yet reported
+  CUresult deferred_ = CUDA_SUCCESS;        // a batched call's error not yet reported
   std::vector<std::string> queued_frames_;  // call frames and their data frames, in order
   std::size_t queued_calls_ = 0;
   std::size_t queued_bytes_ = 0;

@@ -21,7 +21,7 @@ std::string ValueOf(const std::string& line, const std::string& name) {
 }  // namespace
 
 bool ReadClientKeyFile(const std::string& path, ClientKeys* keys, std::string* error) {
-  struct stat st{};
+  struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     *error = "cannot open " + path;
     return false;

@@ -54,8 +54,8 @@ struct Driver {
   CUresult (*cuModuleUnload)(CUmodule) = nullptr;
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
   CUresult (*cuFuncGetParamInfo)(CUfunction, std::size_t, std::size_t*, std::size_t*) = nullptr;
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             CUstream, void**, void**) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void**, void**) = nullptr;
   CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
   CUresult (*cuStreamDestroy_v2)(CUstream) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;

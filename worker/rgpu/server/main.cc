@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -44,12 +45,15 @@ int main(int argc, char** argv) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) return Fail("flag " + flag + " needs a value; " + kUsage);
     const std::string value = argv[++i];
-    if (flag == "--endpoint") endpoint = value;
-    else if (flag == "--secret-key-file") key_file = value;
-    else if (flag == "--owner-key") owner_key = value;
-    else if (flag == "--idle-timeout-ms") idle_text = value;
-    else if (flag == "--driver") driver_path = value;
-    else return Fail("unknown flag " + flag + "; " + kUsage);
+    const std::pair<const char*, std::string*> flags[] = {{"--endpoint", &endpoint},
+                                                          {"--secret-key-file", &key_file},
+                                                          {"--owner-key", &owner_key},
+                                                          {"--idle-timeout-ms", &idle_text},
+                                                          {"--driver", &driver_path}};
+    std::string* into = nullptr;
+    for (const auto& [name, target] : flags) into = flag == name ? target : into;
+    if (into == nullptr) return Fail("unknown flag " + flag + "; " + kUsage);
+    *into = value;
   }
   if (endpoint.empty() || key_file.empty() || owner_key.empty() || idle_text.empty()) return Fail(kUsage);
   char* end = nullptr;
@@ -81,8 +85,8 @@ int main(int argc, char** argv) {
   if (!server.ok()) return Fail(server.status().message());
   std::printf("gpool-rgpu-server ready endpoint=%s\n", server.value()->endpoint().c_str());
   std::fflush(stdout);
-  spdlog::info("rgpu session serving endpoint={} driver={} idle_timeout_ms={}", server.value()->endpoint(),
-               driver_path, idle_ms);
+  spdlog::info("rgpu session serving endpoint={} driver={} idle_timeout_ms={}", server.value()->endpoint(), driver_path,
+               idle_ms);
   const gpool::rgpu::ServerEnd how = server.value()->Run();
   return how == gpool::rgpu::ServerEnd::kIdle ? kExitIdle : kExitSignalled;
 }

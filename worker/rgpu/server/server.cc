@@ -143,6 +143,14 @@ void Server::HandleMessage(std::vector<zmq::message_t>& frames) {
       Reply(frames[0], id, CUDA_ERROR_INVALID_VALUE, i, Writer(), bulk);
       return;
     }
+    // Only the last call has its outputs answered: one with outputs before
+    // it would have them dropped (a handle the client never learns).
+    if (i + 1 < calls && !IsBatchable(static_cast<Op>(op))) {
+      ++malformed_;
+      log_->warn("rgpu request refused reason=not_batchable call={} op={}", i, op);
+      Reply(frames[0], id, CUDA_ERROR_INVALID_VALUE, i, Writer(), bulk);
+      return;
+    }
     std::vector<DataFrame> data;
     for (std::uint32_t k = 0; k < data_count; ++k, ++at) data.push_back({frames[at].data(), frames[at].size()});
     const CUresult r = session_.Execute(static_cast<Op>(op), context, call, data, out, bulk);

@@ -27,10 +27,10 @@ namespace gpool::rgpu {
 inline constexpr const char* kZapDomain = "rgpu";
 
 struct ServerOptions {
-  std::string endpoint;            // bound exactly ("tcp://127.0.0.1:*" picks a port: tests)
-  security::KeyPair own;           // the server's key pair
-  std::string owner_key;           // Z85: the only client admitted
-  std::int64_t idle_timeout_ms = 0;  // > 0
+  std::string endpoint;                    // bound exactly ("tcp://127.0.0.1:*" picks a port: tests)
+  security::KeyPair own;                   // the server's key pair
+  std::string owner_key;                   // Z85: the only client admitted
+  std::int64_t idle_timeout_ms = 0;        // > 0
   std::shared_ptr<spdlog::logger> logger;  // null: spdlog's default
 };
 
@@ -53,8 +53,8 @@ class Server {
  private:
   Server(const ServerOptions& options, std::unique_ptr<Driver> driver);
   void HandleMessage(std::vector<zmq::message_t>& frames);
-  void Reply(const zmq::message_t& routing, std::uint64_t id, CUresult result, std::uint32_t index,
-             const Writer& out, std::vector<zmq::message_t>& bulk);
+  void Reply(const zmq::message_t& routing, std::uint64_t id, CUresult result, std::uint32_t index, const Writer& out,
+             std::vector<zmq::message_t>& bulk);
 
   ServerOptions options_;
   std::shared_ptr<spdlog::logger> log_;

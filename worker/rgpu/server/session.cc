@@ -51,8 +51,8 @@ CUresult Session::StreamOf(std::uint64_t handle, CUstream* stream) const {
   return CUDA_SUCCESS;
 }
 
-CUresult Session::Execute(Op op, std::uint64_t context, Reader& args, const std::vector<DataFrame>& data,
-                          Writer& out, std::vector<zmq::message_t>& bulk) {
+CUresult Session::Execute(Op op, std::uint64_t context, Reader& args, const std::vector<DataFrame>& data, Writer& out,
+                          std::vector<zmq::message_t>& bulk) {
   // Calls that need no context: the device queries and context management.
   switch (op) {
     case Op::kInit: GPOOL_RGPU_NEED(cuInit); return d_.cuInit(args.U32());
@@ -116,8 +116,7 @@ CUresult Session::Execute(Op op, std::uint64_t context, Reader& args, const std:
     case Op::kPrimaryCtxSetFlags:
     case Op::kPrimaryCtxGetState:
     case Op::kCtxCreate:
-    case Op::kCtxDestroy:
-      return ContextOps(op, args, out);
+    case Op::kCtxDestroy: return ContextOps(op, args, out);
     default: break;
   }
   if (const CUresult r = MakeCurrent(context); r != CUDA_SUCCESS) return r;
@@ -132,8 +131,7 @@ CUresult Session::Execute(Op op, std::uint64_t context, Reader& args, const std:
     case Op::kCtxSynchronize: GPOOL_RGPU_NEED(cuCtxSynchronize); return d_.cuCtxSynchronize();
     case Op::kModuleLoad:
     case Op::kModuleUnload:
-    case Op::kModuleGetFunction:
-      return ModuleOps(op, context, args, data, out);
+    case Op::kModuleGetFunction: return ModuleOps(op, context, args, data, out);
     case Op::kLaunchKernel: return Launch(args);
     case Op::kStreamCreate:
     case Op::kStreamDestroy:
@@ -144,8 +142,7 @@ CUresult Session::Execute(Op op, std::uint64_t context, Reader& args, const std:
     case Op::kEventRecord:
     case Op::kEventQuery:
     case Op::kEventSynchronize:
-    case Op::kEventElapsedTime:
-      return StreamOps(op, context, args, out);
+    case Op::kEventElapsedTime: return StreamOps(op, context, args, out);
     default: return MemoryOps(op, context, args, data, out, bulk);
   }
 }
@@ -230,8 +227,8 @@ CUresult Session::ContextOps(Op op, Reader& args, Writer& out) {
   }
 }
 
-CUresult Session::MemoryOps(Op op, std::uint64_t context, Reader& args, const std::vector<DataFrame>& data,
-                            Writer& out, std::vector<zmq::message_t>& bulk) {
+CUresult Session::MemoryOps(Op op, std::uint64_t context, Reader& args, const std::vector<DataFrame>& data, Writer& out,
+                            std::vector<zmq::message_t>& bulk) {
   switch (op) {
     case Op::kMemAlloc:
     case Op::kMemAllocManaged: {
@@ -339,8 +336,7 @@ CUresult Session::MemoryOps(Op op, std::uint64_t context, Reader& args, const st
       const std::uint64_t count = args.U64();
       const std::uint64_t stream_handle = args.U64();
       const bool async = args.U8() != 0;
-      if (!args.ok() || (element != 1 && element != 4) || count > UINT64_MAX / element ||
-          !Owns(dst, count * element)) {
+      if (!args.ok() || (element != 1 && element != 4) || count > UINT64_MAX / element || !Owns(dst, count * element)) {
         return CUDA_ERROR_INVALID_VALUE;
       }
       CUstream stream = nullptr;
@@ -457,8 +453,8 @@ CUresult Session::Launch(Reader& args) {
   std::vector<void*> pointers;
   pointers.reserve(f.params.size());
   for (const auto& [offset, size] : f.params) pointers.push_back(copy.data() + offset);
-  return d_.cuLaunchKernel(f.fn, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], stream,
-                           pointers.data(), nullptr);
+  return d_.cuLaunchKernel(f.fn, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], stream, pointers.data(),
+                           nullptr);
 }
 
 CUresult Session::StreamOps(Op op, std::uint64_t context, Reader& args, Writer& out) {
