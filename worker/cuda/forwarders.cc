@@ -38,6 +38,7 @@ constexpr const char* kForwardNames[] = {
 constexpr unsigned kForwardCount = sizeof(kForwardNames) / sizeof(kForwardNames[0]);
 
 CUresult MissingSymbol() { return CUDA_ERROR_NOT_FOUND; }
+CUresult UnsupportedRemotely() { return CUDA_ERROR_NOT_SUPPORTED; }
 
 }  // namespace
 
@@ -52,8 +53,9 @@ __attribute__((visibility("hidden"), used)) void* gpool_cuda_resolve_forward(uns
   if (index >= kForwardCount) return reinterpret_cast<void*>(&MissingSymbol);
   void* target = gpool::cuda::RealSymbol(kForwardNames[index]);
   if (target == nullptr) {
-    gpool::cuda::LogError("missing_driver_symbol name=%s result=CUDA_ERROR_NOT_FOUND", kForwardNames[index]);
-    target = reinterpret_cast<void*>(&MissingSymbol);
+    // Logged once: the slot then holds the answer.
+    const bool remote = gpool::cuda::MissingDriverSymbol(kForwardNames[index]) == CUDA_ERROR_NOT_SUPPORTED;
+    target = reinterpret_cast<void*>(remote ? &UnsupportedRemotely : &MissingSymbol);
   }
   __atomic_store_n(&gpool_cuda_forward_slots[index], target, __ATOMIC_RELEASE);
   return target;

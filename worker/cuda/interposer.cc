@@ -3,8 +3,10 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
+#include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "worker/cuda/interposer_log.h"
 
@@ -38,7 +40,35 @@ std::uint64_t EnvU64(const char* name) {
   return value;
 }
 
+// Remote mode's "driver": GPOOL_RGPU_CLIENT_LIB, else libgpool-rgpu.so.1
+// beside this library's real path (both are installed to lib/gpool/).
+void* OpenRemoteClient() {
+  std::string path;
+  if (const char* chosen = std::getenv("GPOOL_RGPU_CLIENT_LIB"); chosen != nullptr && *chosen != '\0') {
+    path = chosen;
+  } else {
+    Dl_info info{};
+    char real[PATH_MAX];
+    if (dladdr(reinterpret_cast<void*>(&OpenRemoteClient), &info) != 0 && info.dli_fname != nullptr &&
+        realpath(info.dli_fname, real) != nullptr) {
+      path = real;
+      path = path.substr(0, path.rfind('/') + 1) + "libgpool-rgpu.so.1";
+    }
+  }
+  if (path.empty() || path[0] != '/') {
+    LogError("rgpu_client_not_absolute path=%s", path.c_str());
+    return nullptr;
+  }
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) LogError("rgpu_client_open_failed path=%s error=\"%s\"", path.c_str(), dlerror());
+  return handle;
+}
+
 void* OpenRealDriver() {
+  if (const char* endpoint = std::getenv("GPOOL_RGPU_ENDPOINT"); endpoint != nullptr && *endpoint != '\0') {
+    g_state.remote = true;
+    return OpenRemoteClient();
+  }
   const char* chosen = std::getenv("GPOOL_CUDA_REAL_DRIVER");
   if (chosen != nullptr && *chosen != '\0') {
     if (chosen[0] != '/') {
@@ -103,8 +133,8 @@ void Init() {
   }
   pthread_atfork(nullptr, nullptr, AfterFork);
   g_interposer_ready.store(true, std::memory_order_release);
-  LogInfo("loaded real_driver=%s memory_mib=%llu compute_pct=%d qos=%d ledger=%s",
-          s.real_handle != nullptr ? "yes" : "no", static_cast<unsigned long long>(s.limit_bytes >> 20),
+  LogInfo("loaded real_driver=%s remote=%d memory_mib=%llu compute_pct=%d qos=%d ledger=%s",
+          s.real_handle != nullptr ? "yes" : "no", s.remote ? 1 : 0, static_cast<unsigned long long>(s.limit_bytes >> 20),
           s.compute_pct, static_cast<int>(s.qos), has_ledger ? ledger_path : "-");
 }
 
@@ -117,6 +147,15 @@ __attribute__((constructor)) void InitAtLoad() { pthread_once(&g_once, Init); }
 const InterposerState& InitState() {
   pthread_once(&g_once, Init);
   return g_state;
+}
+
+CUresult MissingDriverSymbol(const char* name) {
+  if (State().remote) {
+    LogError("rgpu_unsupported_call name=%s result=CUDA_ERROR_NOT_SUPPORTED", name);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  LogError("missing_driver_symbol name=%s result=CUDA_ERROR_NOT_FOUND", name);
+  return CUDA_ERROR_NOT_FOUND;
 }
 
 void* RealSymbol(const char* name) {

@@ -41,6 +41,11 @@ enum class LaunchMode : std::uint8_t {
 
 struct InterposerState {
   void* real_handle = nullptr;  // dlopen handle of the real driver; null: none found
+  // Remote mode (GPOOL_RGPU_ENDPOINT set): real_handle is the rGPU client
+  // library (libgpool-rgpu.so.1), which sends the calls to a session
+  // server; a call it lacks answers CUDA_ERROR_NOT_SUPPORTED, not
+  // CUDA_ERROR_NOT_FOUND.
+  bool remote = false;
   RealDriver real{};
   std::uint64_t limit_bytes = 0;  // per device; 0: no memory limit
   int compute_pct = 100;
@@ -68,5 +73,10 @@ inline const InterposerState& State() {
 
 // Resolves `name` in the real driver, or null.
 void* RealSymbol(const char* name);
+
+// What a call the real driver (or, remote, the client library) lacks
+// answers: CUDA_ERROR_NOT_FOUND, or CUDA_ERROR_NOT_SUPPORTED in remote
+// mode. Logs the name.
+CUresult MissingDriverSymbol(const char* name);
 
 }  // namespace gpool::cuda

@@ -70,10 +70,7 @@ CUresult GovernedLaunch(CUstream stream, bool per_thread, Launch&& launch) {
   return result;
 }
 
-CUresult MissingLaunch(const char* name) {
-  LogError("missing_driver_symbol name=%s result=CUDA_ERROR_NOT_FOUND", name);
-  return CUDA_ERROR_NOT_FOUND;
-}
+CUresult MissingLaunch(const char* name) { return MissingDriverSymbol(name); }
 
 }  // namespace
 }  // namespace gpool::cuda

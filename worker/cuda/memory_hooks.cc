@@ -126,10 +126,7 @@ CUresult FreeAndCredit(Kind kind, std::uint64_t key, Release&& release) {
   return r;
 }
 
-CUresult Missing(const char* name) {
-  LogError("missing_driver_symbol name=%s result=CUDA_ERROR_NOT_FOUND", name);
-  return CUDA_ERROR_NOT_FOUND;
-}
+CUresult Missing(const char* name) { return MissingDriverSymbol(name); }
 
 std::uint64_t Key(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 

@@ -11,7 +11,10 @@
 //      DEFAULT_STREAM selects the _ptsz launch and async allocation
 //      variants), for drivers whose answer is an internal address.
 // Everything else is the real driver's pointer, unchanged.
+#include <dlfcn.h>
+
 #include <cstring>
+#include <string>
 
 #include "worker/cuda/cuda_driver_api.h"
 #include "worker/cuda/hooks.h"
@@ -97,6 +100,26 @@ void* Ours(const char* symbol, void* real, int version, cuuint64_t flags) {
   return best == nullptr ? nullptr : best->ours;
 }
 
+// Remote mode, a name the client library lacks: this library's own export
+// of it (its _v2 first, as the driver's rule), a trampoline that answers
+// CUDA_ERROR_NOT_SUPPORTED and logs the name once. A runtime that looks
+// every name up at start-up then fails only the calls actually made.
+CUresult OwnTrampoline(const char* symbol, void** pfn, int version, CUdriverProcAddressQueryResult* status) {
+  static void* self = [] {
+    Dl_info info{};
+    dladdr(reinterpret_cast<void*>(&Ours), &info);
+    return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  }();
+  const std::string base(symbol);
+  *pfn = nullptr;
+  if (self != nullptr && base.rfind("cu", 0) == 0) {
+    if (version >= 3020) *pfn = dlsym(self, (base + "_v2").c_str());
+    if (*pfn == nullptr) *pfn = dlsym(self, symbol);
+  }
+  if (status != nullptr) *status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
 CUresult Lookup(const char* symbol, void** pfn, int version, cuuint64_t flags, CUdriverProcAddressQueryResult* status,
                 bool v2) {
   const RealDriver& real = State().real;
@@ -110,6 +133,9 @@ CUresult Lookup(const char* symbol, void** pfn, int version, cuuint64_t flags, C
     }
   } else {
     LogError("missing_driver_symbol name=cuGetProcAddress result=CUDA_ERROR_NOT_FOUND");
+  }
+  if (r == CUDA_ERROR_NOT_FOUND && State().remote && symbol != nullptr && pfn != nullptr) {
+    return OwnTrampoline(symbol, pfn, version, status);
   }
   if (r != CUDA_SUCCESS || symbol == nullptr || pfn == nullptr || *pfn == nullptr) return r;
   if (void* ours = Ours(symbol, *pfn, version, flags)) *pfn = ours;

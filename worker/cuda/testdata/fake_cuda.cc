@@ -37,8 +37,8 @@
 #include <ctime>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
+#include <vector>
 
 #include "worker/cuda/array_bytes.h"
 #include "worker/cuda/cuda_driver_api.h"
@@ -53,12 +53,13 @@ struct CUstream_st {
 struct CUevent_st {
   long long recorded_ns;  // -1 until recorded
 };
-struct CUmod_st {
-  std::set<std::string> entries;
-};
 using FakeKernel = void (*)(void** params);
 struct CUfunc_st {
   FakeKernel run;
+  std::vector<std::size_t> param_sizes;  // from the PTX .entry signature
+};
+struct CUmod_st {
+  std::map<std::string, CUfunc_st> entries;  // each entry's parameter sizes; run set when registered
 };
 struct CUarray_st {
   std::size_t bytes;
@@ -93,15 +94,29 @@ void Busy(void** params) {
 
 void Noop(void**) {}
 
-CUfunc_st g_vector_add{VectorAdd};
-CUfunc_st g_busy{Busy};
-CUfunc_st g_noop{Noop};
-
-CUfunc_st* KernelNamed(const std::string& name) {
-  if (name == "vector_add") return &g_vector_add;
-  if (name == "busy") return &g_busy;
-  if (name == "noop") return &g_noop;
+FakeKernel KernelNamed(const std::string& name) {
+  if (name == "vector_add") return VectorAdd;
+  if (name == "busy") return Busy;
+  if (name == "noop") return Noop;
   return nullptr;
+}
+
+// The byte sizes of an entry's parameters, from ".param .u64 name, ..."
+// (the scalar types' bit widths); a parameter of another form counts 8.
+std::vector<std::size_t> ParamSizes(const std::string& text, std::size_t from) {
+  std::vector<std::size_t> sizes;
+  const std::size_t open = text.find('(', from);
+  const std::size_t brace = text.find('{', from);
+  if (open == std::string::npos || open > brace) return sizes;
+  const std::size_t close = text.find(')', open);
+  for (std::size_t at = text.find(".param", open); at != std::string::npos && at < close;
+       at = text.find(".param", at + 6)) {
+    const std::size_t type = text.find('.', at + 6);
+    std::size_t bits = 64;
+    if (type != std::string::npos && type < close) bits = std::strtoull(text.c_str() + type + 2, nullptr, 10);
+    sizes.push_back(bits == 0 ? 8 : bits / 8);
+  }
+  return sizes;
 }
 
 struct Allocation {
@@ -207,7 +222,7 @@ CUresult LoadModule(CUmodule* module, const void* image) {
     while (begin < text.size() && (text[begin] == ' ' || text[begin] == '\t')) ++begin;
     std::size_t end = begin;
     while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) ++end;
-    if (end > begin) m->entries.insert(text.substr(begin, end - begin));
+    if (end > begin) m->entries[text.substr(begin, end - begin)] = {nullptr, ParamSizes(text, end)};
   }
   if (m->entries.empty()) {
     delete m;
@@ -215,6 +230,23 @@ CUresult LoadModule(CUmodule* module, const void* image) {
   }
   *module = m;
   return CUDA_SUCCESS;
+}
+
+// At exit, when FAKE_CUDA_STATS_FILE names a file: what was still
+// allocated, so a test can see from outside that a process (the rGPU
+// server) freed everything before it exited.
+void WriteStatsFile() {
+  std::size_t live = 0, bytes = 0;
+  {
+    std::lock_guard lock(g_mu);
+    live = g_allocations->size();
+    for (const auto& [ptr, a] : *g_allocations) bytes += a.bytes;
+  }
+  if (FILE* f = std::fopen(std::getenv("FAKE_CUDA_STATS_FILE"), "w")) {
+    std::fprintf(f, "live_allocations=%zu live_bytes=%zu alloc_calls=%llu launches=%llu\n", live, bytes,
+                 g_alloc_calls.load(), g_launches.load());
+    std::fclose(f);
+  }
 }
 
 }  // namespace
@@ -241,6 +273,7 @@ CUresult cuInit(unsigned int flags) {
     g_primary[d].device = d;
   }
   g_allocations = new std::map<CUdeviceptr, Allocation>;
+  if (std::getenv("FAKE_CUDA_STATS_FILE") != nullptr) std::atexit(WriteStatsFile);
   g_handles = new std::map<CUmemGenericAllocationHandle, Allocation>;
   g_initialized = true;
   return CUDA_SUCCESS;
@@ -340,6 +373,37 @@ CUresult cuCtxGetCurrent(CUcontext* ctx) {
   *ctx = t_current;
   return CUDA_SUCCESS;
 }
+
+thread_local std::vector<CUctx_st*> t_pushed;  // the contexts below the current one
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  t_pushed.push_back(t_current);
+  t_current = ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext* ctx) {
+  if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx != nullptr) *ctx = t_current;
+  t_current = t_pushed.empty() ? nullptr : t_pushed.back();
+  if (!t_pushed.empty()) t_pushed.pop_back();
+  return CUDA_SUCCESS;
+}
+
+unsigned g_primary_flags[kMaxFakeDevices];
+CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice device, unsigned int flags) {
+  if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  g_primary_flags[device] = flags;
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned int* flags, int* active) {
+  if (!ValidDevice(device) || flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *flags = g_primary_flags[device];
+  *active = 1;
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice device) { return cuDevicePrimaryCtxRelease_v2(device); }
 
 CUresult cuCtxGetDevice(CUdevice* device) {
   if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
@@ -458,20 +522,22 @@ CUresult cuMipmappedArrayDestroy(CUmipmappedArray array) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, std::size_t bytes) {
-  std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
-  return CUDA_SUCCESS;
-}
-
-CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, std::size_t bytes) {
-  std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
-  return CUDA_SUCCESS;
-}
-
 CUresult cuModuleLoadData(CUmodule* module, const void* image) { return LoadModule(module, image); }
 
 CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int, void*, void**) {
   return LoadModule(module, image);
+}
+
+// A fat binary here is a fatbin header (magic 0xBA55ED50, u16 version, u16
+// header size, u64 payload size) around PTX text.
+CUresult cuModuleLoadFatBinary(CUmodule* module, const void* image) {
+  if (image == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  unsigned magic = 0;
+  std::memcpy(&magic, image, 4);
+  if (magic != 0xBA55ED50u) return CUDA_ERROR_INVALID_IMAGE;
+  unsigned short header = 0;
+  std::memcpy(&header, static_cast<const char*>(image) + 6, 2);
+  return LoadModule(module, static_cast<const char*>(image) + header);
 }
 
 CUresult cuModuleUnload(CUmodule module) {
@@ -481,10 +547,30 @@ CUresult cuModuleUnload(CUmodule module) {
 
 CUresult cuModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
   if (f == nullptr || module == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUfunc_st* kernel = KernelNamed(name);
-  if (module->entries.count(name) == 0 || kernel == nullptr) return CUDA_ERROR_NOT_FOUND;
-  *f = kernel;
+  const FakeKernel kernel = KernelNamed(name);
+  auto entry = module->entries.find(name);
+  if (entry == module->entries.end() || kernel == nullptr) return CUDA_ERROR_NOT_FOUND;
+  entry->second.run = kernel;
+  *f = &entry->second;
   return CUDA_SUCCESS;
+}
+
+// CUDA 12.4's cuFuncGetParamInfo: offsets are each size's natural alignment,
+// as the PTX ABI lays kernel parameters out.
+CUresult cuFuncGetParamInfo(CUfunction f, std::size_t index, std::size_t* offset, std::size_t* size) {
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (offset == nullptr || size == nullptr || index >= f->param_sizes.size()) return CUDA_ERROR_INVALID_VALUE;
+  std::size_t at = 0;
+  for (std::size_t i = 0;; ++i) {
+    const std::size_t bytes = f->param_sizes[i];
+    at = (at + bytes - 1) / bytes * bytes;
+    if (i == index) {
+      *offset = at;
+      *size = bytes;
+      return CUDA_SUCCESS;
+    }
+    at += bytes;
+  }
 }
 
 CUresult cuStreamCreate(CUstream* stream, unsigned int) {
@@ -533,9 +619,22 @@ CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   return CUDA_SUCCESS;
 }
 
+// The `extra` form: one argument buffer (CU_LAUNCH_PARAM_BUFFER_POINTER,
+// key 1) laid out as cuFuncGetParamInfo says.
 CUresult cuLaunchKernel(CUfunction f, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
-                        unsigned int, unsigned int, CUstream, void** params, void**) {
-  return Launch(f, params);
+                        unsigned int, unsigned int, CUstream, void** params, void** extra) {
+  if (params != nullptr || extra == nullptr || f == nullptr) return Launch(f, params);
+  char* buffer = nullptr;
+  for (int i = 0; extra[i] != nullptr; i += 2)
+    if (extra[i] == reinterpret_cast<void*>(1)) buffer = static_cast<char*>(extra[i + 1]);
+  if (buffer == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<void*> pointers;
+  for (std::size_t i = 0; i < f->param_sizes.size(); ++i) {
+    std::size_t offset = 0, size = 0;
+    cuFuncGetParamInfo(f, i, &offset, &size);
+    pointers.push_back(buffer + offset);
+  }
+  return Launch(f, pointers.data());
 }
 
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
@@ -562,44 +661,6 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned 
                                         unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
                                         CUstream stream, void** params) {
   return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params);
-}
-
-// Two calls whose arguments the interposer's trampolines must pass on
-// untouched, through their first (resolving) call too: one with a seventh
-// argument on the stack, one with a float in a vector register.
-CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid, int* block, CUfunction, void*, std::size_t smem,
-                                                   int limit, unsigned int flags) {
-  *min_grid = limit + static_cast<int>(flags);
-  *block = static_cast<int>(smem);
-  return CUDA_SUCCESS;
-}
-
-float g_mipmap_bias = 0;
-CUresult cuTexRefSetMipmapLevelBias(void*, float bias) {
-  g_mipmap_bias = bias;
-  return CUDA_SUCCESS;
-}
-CUresult cuTexRefGetMipmapLevelBias(float* bias, void*) {
-  *bias = g_mipmap_bias;
-  return CUDA_SUCCESS;
-}
-
-// No graphs: a launch of one runs nothing. Streams are never captured.
-CUresult cuGraphLaunch(CUgraphExec, CUstream) { return t_current == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS; }
-CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream) { return cuGraphLaunch(graph, stream); }
-
-CUresult cuStreamIsCapturing(CUstream, int* status) {
-  *status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return CUDA_SUCCESS;
-}
-CUresult cuStreamIsCapturing_ptsz(CUstream stream, int* status) { return cuStreamIsCapturing(stream, status); }
-
-thread_local int t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-CUresult cuThreadExchangeStreamCaptureMode(int* mode) {
-  const int previous = t_capture_mode;
-  t_capture_mode = *mode;
-  *mode = previous;
-  return CUDA_SUCCESS;
 }
 
 // The driver's versioning rule, reduced to what the fake exports: a base
