@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "protocol/messages.h"
 #include "topology/pending_reason.h"
 
 namespace gpool::control {
@@ -36,7 +37,9 @@ void SetEnded(const state::JobRecord& job, const state::TaskRecord& task, Sessio
   } else if (task.state == TaskState::kFailed && task.signal == 0 && task.exit_code == kRgpuIdleExitCode) {
     s.state = "Expired";
     s.reason = "idle: no driver call for " + Seconds(job.spec.session.idle_timeout_ms);
-  } else if (task.state == TaskState::kFailed && task.message().rfind("time limit", 0) == 0) {
+  } else if (task.message().rfind("time limit", 0) == 0 || StoppedForTimeLimit(task.message())) {
+    // Stopped at its max_runtime: a server that exits cleanly on SIGTERM
+    // ends Succeeded, so the worker's word is what says why.
     s.state = "Expired";
     s.reason = "its TTL of " + Seconds(job.spec.max_runtime_ms) + " passed";
   } else if (task.state == TaskState::kSucceeded) {

@@ -133,15 +133,16 @@ class SessionTest : public ::testing::Test {
 TEST_F(SessionTest, AProgramGivesTheSameOutputLocallyAndThroughASessionWhichHoldsItsShare) {
   ASSERT_NO_FATAL_FAILURE(Start(SessionCluster()));
   const CommandResult local =
-      RunCommand({"env", "LD_LIBRARY_PATH=" + FakeDriverDir(), GPOOL_RGPU_CHECK_BIN, "session", "errors"});
+      RunCommand({"env", "LD_LIBRARY_PATH=" + FakeDriverDir(), GPOOL_RGPU_CHECK_BIN, "session"});
   ASSERT_EQ(local.exit_code, 0) << local.out << local.err;
   ASSERT_TRUE(Says(local.out, "launch")) << local.out;
-  const CommandResult remote = Session({"open", "--gpu-memory", "256M", "--cuda-interposer",
-                                        GPOOL_CUDA_INTERPOSER_LIB, "--", GPOOL_RGPU_CHECK_BIN, "session", "errors"});
+  // A whole GPU: a share would report its own size as the device's memory.
+  const CommandResult remote = Session({"open", "--gpus", "1", "--cuda-interposer",
+                                        GPOOL_CUDA_INTERPOSER_LIB, "--", GPOOL_RGPU_CHECK_BIN, "session"});
   ASSERT_EQ(remote.exit_code, 0) << remote.out << remote.err;
   EXPECT_EQ(remote.out, local.out) << "remote stderr: " << remote.err;
 
-  const CommandResult over = Session({"open", "--gpu-memory", "64M", "--cuda-interposer", GPOOL_CUDA_INTERPOSER_LIB,
+  const CommandResult over = Session({"open", "--gpu-memory", "64Mi", "--cuda-interposer", GPOOL_CUDA_INTERPOSER_LIB,
                                       "--", GPOOL_RGPU_CHECK_BIN, "oom", "128", "unsupported"});
   ASSERT_EQ(over.exit_code, 0) << over.out << over.err;
   EXPECT_TRUE(Says(over.out, "oom result=2 allocated_mib=64")) << over.out << over.err;
@@ -201,7 +202,12 @@ TEST_F(SessionTest, ALowSessionIsPreemptedByAHighJob) {
 // stops the server): the client's next call fails within its timeout rather
 // than hanging, and the session is Failed once the node is lost.
 TEST_F(SessionTest, ALostNodeFailsTheSessionAndTheClientsNextCallErrorsInTime) {
-  ASSERT_NO_FATAL_FAILURE(Start(SessionCluster()));
+  LocalClusterOptions options = SessionCluster();
+  // A short node lease, so the node is Lost in seconds (its lease, plus the
+  // coordinator's required margin, before it).
+  options.coordinator_flags = {"--heartbeat-ms",  "200",  "--node-timeout-ms", "1000", "--node-lease-ms",
+                               "2000",            "--node-lost-ms", "7000",    "--preempt-grace-ms", "1000"};
+  ASSERT_NO_FATAL_FAILURE(Start(options));
   const uint64_t session = Open({"--gpus", "1"});
   ASSERT_NE(session, 0u);
   HeldClient client = StartHeldClient(session, "alloc 16 hold sync", "held-client");
@@ -223,7 +229,7 @@ TEST_F(SessionTest, ALostNodeFailsTheSessionAndTheClientsNextCallErrorsInTime) {
 // server frees everything it made and exits, and the session is Expired.
 TEST_F(SessionTest, AVanishedClientsSessionIsReclaimedAfterItsIdleTimeout) {
   ASSERT_NO_FATAL_FAILURE(Start(SessionCluster()));
-  const uint64_t session = Open({"--gpu-memory", "128M", "--idle-timeout", "2s", "--lease", "1h"});
+  const uint64_t session = Open({"--gpu-memory", "128Mi", "--idle-timeout", "2s", "--lease", "1h"});
   ASSERT_NE(session, 0u);
   HeldClient client = StartHeldClient(session, "alloc 32 hold", "vanishing-client");
   ASSERT_TRUE(WaitFor([&] { return Says(ReadAll(client.out), "held"); }, 20s)) << ReadAll(client.out);
