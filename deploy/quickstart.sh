@@ -27,7 +27,7 @@ root=$(pwd)
 echo "== building"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc)" --target gpool-coordinator gpool-worker gpool-task-supervisor gpool \
-  gpool_cuda_interposer gpool_fake_cuda gpool-cuda-check
+  gpool_cuda_interposer gpool_fake_cuda gpool-cuda-check gpool-rgpu-server gpool_rgpu_client gpool-rgpu-check
 
 bin="$root/build"
 coordinator_bin="$bin/control/gpool-coordinator"
@@ -245,6 +245,14 @@ cuda=$("$gpool_bin" submit --json --name cuda-share --gpu-memory 256Mi --gpu-com
 echo "cuda-share (256 MiB, 20 %) -> job $cuda"
 run wait "$cuda" --timeout 60
 run logs "$cuda.0"
+
+echo; echo "== remote GPU sessions: a GPU share on a node, used from here through the interposer in remote mode"
+# One-shot: open a 256 MiB / 30 % share, run a driver-API program here whose
+# calls go to the session's server on the node (contexts, copies, a kernel,
+# streams, events), and past its share it is refused; then it is closed.
+run session open --gpu-memory 256Mi --gpu-compute 30 --idle-timeout 1m -- \
+  "$bin/worker/rgpu/gpool-rgpu-check" session oom 512 unsupported
+run session list
 
 echo; echo "== healing: a task outlives its worker; a lost node's job is requeued elsewhere"
 survivor=$("$gpool_bin" submit --json --name survivor --gpus 8 -- sleep 600 | sed -E 's/[^0-9]*([0-9]+).*/\1/')
