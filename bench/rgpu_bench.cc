@@ -11,7 +11,9 @@
 // (a real libcuda.so.1). The client is libgpool-rgpu.so.1, dlopened here
 // directly (the interposer in front adds one indirect call). Session open
 // latency is the control plane's to measure (gpool session open).
-//   gpool-bench-rgpu [--driver PATH] [--calls N] [--max-mib N]
+// First it measures session open latency on a coordinator and worker of its
+// own (rgpu_open_bench.cc; --sessions 0 skips it).
+//   gpool-bench-rgpu [--driver PATH] [--calls N] [--max-mib N] [--sessions N]
 #include <dlfcn.h>
 
 #include <atomic>
@@ -28,6 +30,7 @@
 #include <zmq_addon.hpp>
 
 #include "bench/bench_process.h"
+#include "bench/rgpu_open_bench.h"
 #include "protocol/security/curve_socket.h"
 #include "protocol/security/zap_handler.h"
 #include "worker/cuda/cuda_driver_api.h"
@@ -170,6 +173,7 @@ int main(int argc, char** argv) {
   std::string driver;
   int calls = 5000;
   std::size_t max_mib = 256;
+  int sessions = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--driver")
@@ -178,6 +182,14 @@ int main(int argc, char** argv) {
       calls = std::atoi(argv[i + 1]);
     else if (flag == "--max-mib")
       max_mib = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "--sessions")
+      sessions = std::atoi(argv[i + 1]);
+  }
+  // First, before this process's environment points at a session: the
+  // control plane's half, on a cluster of its own.
+  if (sessions > 0 && gpool::bench::RunSessionOpenBench(sessions) != 0) {
+    std::fprintf(stderr, "gpool-bench-rgpu: the session open measurement failed\n");
+    return 1;
   }
   gpool::rgpu::testing::SessionKeys keys;
   gpool::rgpu::testing::ServerProcess server;

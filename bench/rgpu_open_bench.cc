@@ -9,6 +9,7 @@
 //   job_submit_to_running_p50      a plain job: request -> Running (ms)
 #include "bench/rgpu_open_bench.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,7 +48,8 @@ bool FirstCall(const std::string& dir, const SessionInfo& info, const std::strin
     const std::string out = dir + "/check.out";
     std::FILE* log = std::freopen(out.c_str(), "w", stdout);
     (void)log;
-    execl(GPOOL_RGPU_CHECK_BIN, GPOOL_RGPU_CHECK_BIN, "sync", nullptr);
+    // A context first: what any program does before its first real call.
+    execl(GPOOL_RGPU_CHECK_BIN, GPOOL_RGPU_CHECK_BIN, "alloc", "1", "sync", nullptr);
     _exit(127);
   }
   int status = 0;
@@ -66,6 +68,9 @@ int RunSessionOpenBench(int sessions) {
     return 1;
   }
   const std::string dir = pattern;
+  // Tasks run as another uid when the worker is root (task isolation): the
+  // session server must reach its key file under the worker's data dir.
+  chmod(dir.c_str(), 0711);
   const std::string client_ep = "tcp://127.0.0.1:" + std::to_string(ReservePort());
   const std::string worker_ep = "tcp://127.0.0.1:" + std::to_string(ReservePort());
   std::vector<pid_t> pids;

@@ -84,7 +84,7 @@ Result<std::string> KeyField(const std::map<std::string, std::string>& fields, c
   return it->second;
 }
 
-Status WriteNewFile(const std::string& path, mode_t mode, const std::string& content) {
+Status WriteNewFile(const std::string& path, mode_t mode, const std::string& content, bool durable = true) {
   // O_EXCL: never replace an existing identity; O_NOFOLLOW: never write
   // through a link someone planted. fchmod: the umask must not widen nor
   // narrow what the file needs.
@@ -105,7 +105,7 @@ Status WriteNewFile(const std::string& path, mode_t mode, const std::string& con
     }
     written += static_cast<size_t>(n);
   }
-  if (status.ok() && fsync(fd) != 0) status = Status::IoError("fsync " + path + ": " + Errno());
+  if (status.ok() && durable && fsync(fd) != 0) status = Status::IoError("fsync " + path + ": " + Errno());
   close(fd);
   if (!status.ok()) unlink(path.c_str());
   return status;
@@ -142,7 +142,7 @@ Result<KeyPair> KeyPairOfSecret(std::string_view secret_key) {
   return KeyPair{derived.data(), secret};
 }
 
-Status WriteSecretKeyFile(const std::string& path, const KeyPair& pair) {
+Status WriteSecretKeyFile(const std::string& path, const KeyPair& pair, Durability durability) {
   if (!IsZ85Key(pair.public_key) || !IsZ85Key(pair.secret_key)) {
     return Status::InvalidArgument("not a Z85 key pair; nothing written to " + path);
   }
@@ -150,7 +150,7 @@ Status WriteSecretKeyFile(const std::string& path, const KeyPair& pair) {
       "# gpool CurveZMQ secret key file: keep it mode 0600, never copy it off this machine.\n"
       "public-key = \"" + pair.public_key + "\"\n"
       "secret-key = \"" + pair.secret_key + "\"\n";
-  return WriteNewFile(path, 0600, content);
+  return WriteNewFile(path, 0600, content, durability == Durability::kSynced);
 }
 
 Status WritePublicKeyFile(const std::string& path, std::string_view public_key) {

@@ -49,7 +49,11 @@ bool IsZ85Key(std::string_view key);
 // Writes the secret file (mode 0600, created anew: AlreadyExists if the path
 // exists, so a keygen never overwrites an identity) and, with the same
 // checks, the public file. IoError on a failed write.
-Status WriteSecretKeyFile(const std::string& path, const KeyPair& pair);
+// kEphemeral skips the fsync: for a key that dies with its process (an rGPU
+// session server's, drawn per session), whose loss in a crash costs
+// nothing and whose fsync cost every session open tens of milliseconds.
+enum class Durability { kSynced, kEphemeral };
+Status WriteSecretKeyFile(const std::string& path, const KeyPair& pair, Durability durability = Durability::kSynced);
 Status WritePublicKeyFile(const std::string& path, std::string_view public_key);
 
 // Reads a secret file. NotFound: cannot be opened; FailedPrecondition: not a

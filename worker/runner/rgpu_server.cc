@@ -57,7 +57,7 @@ Result<std::vector<std::string>> PrepareRgpuServer(const RgpuOptions& options, c
   GPOOL_ASSIGN_OR_RETURN(const security::KeyPair keys, security::GenerateKeyPair());
   std::error_code ec;
   std::filesystem::remove(key_file, ec);  // a previous start of this attempt's
-  GPOOL_RETURN_IF_ERROR(security::WriteSecretKeyFile(key_file, keys));
+  GPOOL_RETURN_IF_ERROR(security::WriteSecretKeyFile(key_file, keys, security::Durability::kEphemeral));
   bind.rgpu.endpoint = "tcp://" + options.address + ":" + std::to_string(port);
   bind.rgpu.server_key = keys.public_key;
   return std::vector<std::string>{options.server,           "--endpoint",    bind.rgpu.endpoint,
