@@ -367,6 +367,22 @@ int main(int argc, char** argv) {
       Print("deferred_memset", r);
       Print("deferred_sync", CU(cuCtxSynchronize)());
       Print("deferred_sync", CU(cuCtxSynchronize)());
+      // Again with more queued calls than one batch holds: the queue goes
+      // out alone when full, and its error is answered by the next call.
+      CUdeviceptr p = 0;
+      r = CU(cuMemAlloc_v2, CUdeviceptr*, std::size_t)(&p, 16);
+      CU(cuMemsetD8Async, CUdeviceptr, unsigned char, std::size_t, CUstream)(0x1000, 0, 16, nullptr);
+      int first_error_at = -1;
+      for (int k = 1; k < 400 && r == CUDA_SUCCESS; ++k) {
+        const CUresult q = CU(cuMemsetD8Async, CUdeviceptr, unsigned char, std::size_t, CUstream)(p, 1, 16, nullptr);
+        if (q != CUDA_SUCCESS && first_error_at < 0) {
+          first_error_at = k;
+          r = q;
+        }
+      }
+      Print("deferred_full", r, "first_error_at=" + std::to_string(first_error_at));
+      Print("deferred_sync", CU(cuCtxSynchronize)());
+      Print("mem_free", CU(cuMemFree_v2, CUdeviceptr)(p));
     } else if (step == "hold") {
       std::printf("held\n");
       std::fflush(stdout);

@@ -184,13 +184,14 @@ CUresult Connection::Call(Op op, std::uint64_t context, const Writer& args, Repl
                           void* bulk_into, std::size_t bulk_capacity) {
   std::lock_guard lock(mu_);
   if (const CUresult r = EnsureOpen(); r != CUDA_SUCCESS) return r;
-  const CUresult r = RoundTrip(op, context, &args, reply, data, bulk_into, bulk_capacity);
-  if (deferred_ != CUDA_SUCCESS && r != CUDA_ERROR_DEVICE_UNAVAILABLE) {
+  // A queued call that failed in an earlier flush: this call answers its
+  // error and does not run, as when the failure is in the same request.
+  if (deferred_ != CUDA_SUCCESS) {
     const CUresult earlier = deferred_;
     deferred_ = CUDA_SUCCESS;
     return earlier;
   }
-  return r;
+  return RoundTrip(op, context, &args, reply, data, bulk_into, bulk_capacity);
 }
 
 // With args == nullptr only the queue is sent (it must not be empty).
