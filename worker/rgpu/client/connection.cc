@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 
 #include "worker/rgpu/client/key_file.h"
 
@@ -234,7 +235,9 @@ CUresult Connection::RoundTrip(Op op, std::uint64_t context, const Writer* args,
       return CUDA_ERROR_DEVICE_UNAVAILABLE;
     }
     // Frames: header, outputs, bulk...
-    std::vector<zmq_msg_t> frames;
+    // A deque: a zmq_msg_t must not be moved by copying its bytes, which a
+    // growing vector would do.
+    std::deque<zmq_msg_t> frames;
     int more = 1;
     while (more) {
       frames.emplace_back();

@@ -75,6 +75,8 @@ class Session {
   };
 
   CUresult MakeCurrent(std::uint64_t context);
+  // Drops the records of everything made in `context` (the driver freed it).
+  void Forget(std::uint64_t context);
   CUresult StreamOf(std::uint64_t handle, CUstream* stream) const;
   CUresult ContextOps(Op op, Reader& args, Writer& out);
   CUresult MemoryOps(Op op, std::uint64_t context, Reader& args, const std::vector<DataFrame>& data, Writer& out,
