@@ -62,7 +62,7 @@ CUresult Session::StreamOf(std::uint64_t handle, CUstream* stream) const {
 }
 
 CUresult Session::Execute(Op op, std::uint64_t context, Reader& args, const std::vector<DataFrame>& data, Writer& out,
-                          std::vector<zmq::message_t>& bulk) {
+                          const BulkSink& bulk) {
   // Calls that need no context: the device queries and context management.
   switch (op) {
     case Op::kInit: GPOOL_RGPU_NEED(cuInit); return d_.cuInit(args.U32());
@@ -237,7 +237,7 @@ CUresult Session::ContextOps(Op op, Reader& args, Writer& out) {
 }
 
 CUresult Session::MemoryOps(Op op, std::uint64_t context, Reader& args, const std::vector<DataFrame>& data, Writer& out,
-                            std::vector<zmq::message_t>& bulk) {
+                            const BulkSink& bulk) {
   switch (op) {
     case Op::kMemAlloc:
     case Op::kMemAllocManaged: {
@@ -312,11 +312,8 @@ CUresult Session::MemoryOps(Op op, std::uint64_t context, Reader& args, const st
         const std::size_t n = bytes < kChunkBytes ? bytes : kChunkBytes;
         zmq::message_t chunk(n);
         const CUresult r = d_.cuMemcpyDtoH_v2(chunk.data(), src, n);
-        if (r != CUDA_SUCCESS) {
-          bulk.clear();
-          return r;
-        }
-        bulk.push_back(std::move(chunk));
+        if (r != CUDA_SUCCESS) return r;
+        bulk(chunk);
         src += n;
         bytes -= n;
       }
