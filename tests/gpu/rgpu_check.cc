@@ -13,7 +13,8 @@
 //                   MIB more than asked were given; prints the failing code and the MiB allocated
 //   alloc MIB       primary context, then one allocation of MIB, kept
 //   sync            cuCtxSynchronize (in the primary context): prints its result and milliseconds
-//   unsupported     cuProfilerStart, by symbol and through cuGetProcAddress: prints both results
+//   unsupported     cuProfilerStart, by symbol and through cuGetProcAddress: prints both results;
+//                   then cuDeviceGetCount through cuGetProcAddress
 //   errors          cuGetErrorName/cuGetErrorString of CUDA_ERROR_OUT_OF_MEMORY
 //   batch N         N rounds of (memset a to the round's number, launch c = a + b) on a stream without
 //                   waiting (remote: more than one batch's worth of queued calls), then the result
@@ -351,6 +352,12 @@ int main(int argc, char** argv) {
       CUresult r = CU(cuGetProcAddress, const char*, void**, int, cuuint64_t)("cuProfilerStart", &fn, 12000, 0);
       if (r == CUDA_SUCCESS && fn != nullptr) r = reinterpret_cast<CUresult (*)()>(fn)();
       Print("unsupported_proc_address", r);
+      // A covered call found the runtime's way answers from the session.
+      int count = -1;
+      r = CU(cuGetProcAddress, const char*, void**, int, cuuint64_t)("cuDeviceGetCount", &fn, 12000, 0);
+      if (r == CUDA_SUCCESS) r = CU(cuInit, unsigned)(0);
+      if (r == CUDA_SUCCESS && fn != nullptr) r = reinterpret_cast<CUresult (*)(int*)>(fn)(&count);
+      Print("covered_proc_address", r, "count=" + std::to_string(count));
     } else if (step == "errors") {
       const char* name = nullptr;
       const char* text = nullptr;

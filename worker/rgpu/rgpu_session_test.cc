@@ -142,6 +142,7 @@ TEST(RgpuSession, AnUncoveredCallAnswersNotSupported) {
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_NE(run.output.find("unsupported_symbol result=801"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("unsupported_proc_address result=801"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("covered_proc_address result=0 count=1"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("errors result=0 name=CUDA_ERROR_OUT_OF_MEMORY text=\"out of memory\""), std::string::npos)
       << run.output;
 }
