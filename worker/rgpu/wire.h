@@ -12,10 +12,7 @@
 //   frame 0      header: u8 version, u8 kind (kReply), u64 request id, i32 result, u32 index of
 //                the call that produced `result`
 //   frame 1      the last call's outputs (op specific), empty when result != 0
-//   frames 2..   bulk bytes the last call returns (device-to-host copies), sent as
-//                they are copied out of the device, then one status frame (i32: the
-//                copy's own result; the chunks are void unless it is 0). A
-//                successful kMemcpyDtoH reply always has the status frame.
+//   frames 2..   bulk bytes the last call returns (device-to-host copies)
 // The first failing call stops the request: its code is the result and the
 // calls after it do not run (so a batched launch's error surfaces at the
 // next synchronous call, as an asynchronous CUDA error does).

@@ -262,17 +262,8 @@ CUresult Connection::RoundTrip(Op op, std::uint64_t context, const Writer* args,
         answer = result;  // a batched call failed; this call did not run
       } else if (result == CUDA_SUCCESS) {
         reply->out.assign(static_cast<const char*>(zmq_msg_data(&frames[1])), zmq_msg_size(&frames[1]));
-        // A device-to-host copy ends with a status frame: the copy's own
-        // result, known only after its chunks were sent.
-        std::size_t bulk_end = frames.size();
-        if (args != nullptr && op == Op::kMemcpyDtoH) {
-          bulk_end = frames.size() - 1;
-          Reader status(zmq_msg_data(&frames.back()), zmq_msg_size(&frames.back()));
-          const CUresult copied = status.I32();
-          answer = frames.size() < 3 || !status.ok() ? CUDA_ERROR_UNKNOWN : copied;
-        }
         std::size_t at = 0;
-        for (std::size_t i = 2; i < bulk_end && answer == CUDA_SUCCESS; ++i) {
+        for (std::size_t i = 2; i < frames.size(); ++i) {
           const std::size_t n = zmq_msg_size(&frames[i]);
           if (bulk_into == nullptr || n > bulk_capacity - at) {
             answer = CUDA_ERROR_INVALID_VALUE;  // more bytes than asked for: a confused server

@@ -117,13 +117,13 @@ void Server::HandleMessage(std::vector<zmq::message_t>& frames) {
   if (malformed != nullptr) {
     ++malformed_;
     log_->warn("rgpu request refused reason={} frames={}", malformed, frames.size());
-    Reply(frames[0], header.ok() ? id : 0, CUDA_ERROR_INVALID_VALUE, 0, Writer(), false);
+    Reply(frames[0], header.ok() ? id : 0, CUDA_ERROR_INVALID_VALUE, 0, Writer(), {});
     return;
   }
   const auto refuse = [&](const char* reason, std::uint32_t call, std::uint16_t op) {
     ++malformed_;
     log_->warn("rgpu request refused reason={} call={} op={}", reason, call, op);
-    Reply(frames[0], id, CUDA_ERROR_INVALID_VALUE, call, Writer(), false);
+    Reply(frames[0], id, CUDA_ERROR_INVALID_VALUE, call, Writer(), {});
   };
   std::size_t at = 2;
   for (std::uint32_t i = 0; i < calls; ++i) {
@@ -141,31 +141,28 @@ void Server::HandleMessage(std::vector<zmq::message_t>& frames) {
     if (i + 1 < calls && !IsBatchable(static_cast<Op>(op))) return refuse("not_batchable", i, op);
     std::vector<DataFrame> data;
     for (std::uint32_t k = 0; k < data_count; ++k, ++at) data.push_back({frames[at].data(), frames[at].size()});
-    // Bulk chunks go out as they are made: the reply's header first (a
-    // success, so far), each chunk, and a status frame at the end.
-    bool streaming = false;
-    const BulkSink sink = [&](zmq::message_t& chunk) {
-      if (!streaming) SendHeader(frames[0], id, CUDA_SUCCESS, i, Writer(), true);
-      streaming = true;
-      (void)socket_.send(chunk, zmq::send_flags::sndmore);
-    };
+    // Bulk chunks are collected and sent with the reply: ZeroMQ hands a
+    // multipart message to its I/O thread only once the last part is
+    // queued, so sending them earlier would overlap nothing.
+    std::vector<zmq::message_t> bulk;
+    const BulkSink sink = [&](zmq::message_t& chunk) { bulk.push_back(std::move(chunk)); };
     Writer out;
     const CUresult r = session_.Execute(static_cast<Op>(op), context, call, data, out, sink);
-    if (streaming) {
-      SendStatus(call.ok() ? r : CUDA_ERROR_INVALID_VALUE);
-      return;
-    }
     // Arguments ran short: whatever ran saw zeros, so say so.
     if (!call.ok()) return refuse("short_arguments", i, op);
-    if (r != CUDA_SUCCESS || i + 1 == calls) {
-      Reply(frames[0], id, r, i, r == CUDA_SUCCESS ? out : Writer(), static_cast<Op>(op) == Op::kMemcpyDtoH);
+    if (r != CUDA_SUCCESS) {
+      Reply(frames[0], id, r, i, Writer(), {});
+      return;
+    }
+    if (i + 1 == calls) {
+      Reply(frames[0], id, r, i, out, std::move(bulk));
       return;
     }
   }
 }
 
-void Server::SendHeader(const zmq::message_t& routing, std::uint64_t id, CUresult result, std::uint32_t index,
-                        const Writer& out, bool more) {
+void Server::Reply(const zmq::message_t& routing, std::uint64_t id, CUresult result, std::uint32_t index,
+                   const Writer& out, std::vector<zmq::message_t> bulk) {
   Writer header;
   header.U8(kWireVersion);
   header.U8(kReply);
@@ -175,22 +172,10 @@ void Server::SendHeader(const zmq::message_t& routing, std::uint64_t id, CUresul
   zmq::message_t route(routing.data(), routing.size());
   (void)socket_.send(route, zmq::send_flags::sndmore | zmq::send_flags::dontwait);
   (void)socket_.send(zmq::buffer(header.bytes()), zmq::send_flags::sndmore);
-  (void)socket_.send(zmq::buffer(out.bytes()), more ? zmq::send_flags::sndmore : zmq::send_flags::none);
-}
-
-void Server::SendStatus(CUresult result) {
-  Writer status;
-  status.I32(result);
-  (void)socket_.send(zmq::buffer(status.bytes()), zmq::send_flags::none);
-}
-
-void Server::Reply(const zmq::message_t& routing, std::uint64_t id, CUresult result, std::uint32_t index,
-                   const Writer& out, bool with_status) {
-  // A successful device-to-host copy always ends with its status frame,
-  // even with no bytes.
-  const bool status = with_status && result == CUDA_SUCCESS;
-  SendHeader(routing, id, result, index, out, status);
-  if (status) SendStatus(result);
+  (void)socket_.send(zmq::buffer(out.bytes()), bulk.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+  for (std::size_t i = 0; i < bulk.size(); ++i) {
+    (void)socket_.send(bulk[i], i + 1 == bulk.size() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+  }
 }
 
 }  // namespace gpool::rgpu

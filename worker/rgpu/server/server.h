@@ -53,14 +53,9 @@ class Server {
  private:
   Server(const ServerOptions& options, std::unique_ptr<Driver> driver);
   void HandleMessage(std::vector<zmq::message_t>& frames);
-  // A whole reply with no bulk bytes.
+  // The routing id, the reply header, the outputs and the bulk chunks.
   void Reply(const zmq::message_t& routing, std::uint64_t id, CUresult result, std::uint32_t index, const Writer& out,
-             bool with_status);
-  // The routing id, the reply header and the outputs; `more`: frames follow.
-  void SendHeader(const zmq::message_t& routing, std::uint64_t id, CUresult result, std::uint32_t index,
-                  const Writer& out, bool more);
-  // A device-to-host copy's last frame: its result after the chunks.
-  void SendStatus(CUresult result);
+             std::vector<zmq::message_t> bulk);
 
   ServerOptions options_;
   std::shared_ptr<spdlog::logger> log_;

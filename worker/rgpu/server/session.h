@@ -34,8 +34,8 @@ struct DataFrame {
   std::size_t size;
 };
 
-// Takes a call's bulk reply one chunk at a time, as soon as it is copied
-// out of the device, so sending overlaps copying.
+// Takes a call's bulk reply one chunk at a time (kChunkBytes each, the
+// last one shorter).
 using BulkSink = std::function<void(zmq::message_t& chunk)>;
 
 // What Release() undid, for the log.
@@ -52,9 +52,8 @@ class Session {
 
   // Runs one call with `context` (a context handle, 0: none) current.
   // `args` holds the op's arguments, `data` its bulk frames; the outputs go
-  // to `out`, bulk replies to `bulk` (only kMemcpyDtoH has any: when it
-  // fails after its first chunk, its result says so, and the chunks sent
-  // are not to be used).
+  // to `out`, bulk replies to `bulk` (only kMemcpyDtoH has any; when it
+  // fails, the chunks given so far are not to be used).
   CUresult Execute(Op op, std::uint64_t context, Reader& args, const std::vector<DataFrame>& data, Writer& out,
                    const BulkSink& bulk);
 
