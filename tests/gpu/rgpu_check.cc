@@ -13,7 +13,8 @@
 //                   MIB more than asked were given; prints the failing code and the MiB allocated
 //   alloc MIB       primary context, then one allocation of MIB, kept
 //   sync            cuCtxSynchronize (in the primary context): prints its result and milliseconds
-//   unsupported     cuProfilerStart, by symbol and through cuGetProcAddress: prints both results
+//   unsupported     cuProfilerStart, by symbol and through cuGetProcAddress: prints both results;
+//                   then cuDeviceGetCount through cuGetProcAddress
 //   errors          cuGetErrorName/cuGetErrorString of CUDA_ERROR_OUT_OF_MEMORY
 //   batch N         N rounds of (memset a to the round's number, launch c = a + b) on a stream without
 //                   waiting (remote: more than one batch's worth of queued calls), then the result
@@ -351,6 +352,12 @@ int main(int argc, char** argv) {
       CUresult r = CU(cuGetProcAddress, const char*, void**, int, cuuint64_t)("cuProfilerStart", &fn, 12000, 0);
       if (r == CUDA_SUCCESS && fn != nullptr) r = reinterpret_cast<CUresult (*)()>(fn)();
       Print("unsupported_proc_address", r);
+      // A covered call found the runtime's way answers from the session.
+      int count = -1;
+      r = CU(cuGetProcAddress, const char*, void**, int, cuuint64_t)("cuDeviceGetCount", &fn, 12000, 0);
+      if (r == CUDA_SUCCESS) r = CU(cuInit, unsigned)(0);
+      if (r == CUDA_SUCCESS && fn != nullptr) r = reinterpret_cast<CUresult (*)(int*)>(fn)(&count);
+      Print("covered_proc_address", r, "count=" + std::to_string(count));
     } else if (step == "errors") {
       const char* name = nullptr;
       const char* text = nullptr;
@@ -367,6 +374,22 @@ int main(int argc, char** argv) {
       Print("deferred_memset", r);
       Print("deferred_sync", CU(cuCtxSynchronize)());
       Print("deferred_sync", CU(cuCtxSynchronize)());
+      // Again with more queued calls than one batch holds: the queue goes
+      // out alone when full, and its error is answered by the next call.
+      CUdeviceptr p = 0;
+      r = CU(cuMemAlloc_v2, CUdeviceptr*, std::size_t)(&p, 16);
+      CU(cuMemsetD8Async, CUdeviceptr, unsigned char, std::size_t, CUstream)(0x1000, 0, 16, nullptr);
+      int first_error_at = -1;
+      for (int k = 1; k < 400 && r == CUDA_SUCCESS; ++k) {
+        const CUresult q = CU(cuMemsetD8Async, CUdeviceptr, unsigned char, std::size_t, CUstream)(p, 1, 16, nullptr);
+        if (q != CUDA_SUCCESS && first_error_at < 0) {
+          first_error_at = k;
+          r = q;
+        }
+      }
+      Print("deferred_full", r, "first_error_at=" + std::to_string(first_error_at));
+      Print("deferred_sync", CU(cuCtxSynchronize)());
+      Print("mem_free", CU(cuMemFree_v2, CUdeviceptr)(p));
     } else if (step == "hold") {
       std::printf("held\n");
       std::fflush(stdout);

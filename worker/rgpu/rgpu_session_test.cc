@@ -127,6 +127,10 @@ TEST(RgpuSession, AQueuedCallsErrorIsReportedByTheNextSynchronousCallOnce) {
   EXPECT_NE(run.output.find("deferred_memset result=0\ndeferred_sync result=1\ndeferred_sync result=0\n"),
             std::string::npos)
       << run.output;
+  // The 256th queued call sends the full queue; the next one answers its error.
+  EXPECT_NE(run.output.find("deferred_full result=1 first_error_at=256\ndeferred_sync result=0\nmem_free result=0"),
+            std::string::npos)
+      << run.output;
 }
 
 TEST(RgpuSession, AnUncoveredCallAnswersNotSupported) {
@@ -138,6 +142,7 @@ TEST(RgpuSession, AnUncoveredCallAnswersNotSupported) {
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_NE(run.output.find("unsupported_symbol result=801"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("unsupported_proc_address result=801"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("covered_proc_address result=0 count=1"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("errors result=0 name=CUDA_ERROR_OUT_OF_MEMORY text=\"out of memory\""), std::string::npos)
       << run.output;
 }

@@ -38,7 +38,7 @@ inline constexpr std::uint8_t kReply = 2;
 // kMaxFrameBytes makes libzmq drop the connection (ZMQ_MAXMSGSIZE); a
 // request may hold at most kMaxFramesPerRequest frames and kMaxCallsPerRequest
 // calls, or it is answered CUDA_ERROR_INVALID_VALUE without running any.
-inline constexpr std::size_t kChunkBytes = std::size_t{8} << 20;
+inline constexpr std::size_t kChunkBytes = std::size_t{2} << 20;
 inline constexpr std::size_t kMaxFrameBytes = kChunkBytes + 4096;
 inline constexpr std::size_t kMaxFramesPerRequest = 4096;
 inline constexpr std::size_t kMaxCallsPerRequest = 1024;

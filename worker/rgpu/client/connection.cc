@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 
 #include "worker/rgpu/client/key_file.h"
 
@@ -184,13 +185,14 @@ CUresult Connection::Call(Op op, std::uint64_t context, const Writer& args, Repl
                           void* bulk_into, std::size_t bulk_capacity) {
   std::lock_guard lock(mu_);
   if (const CUresult r = EnsureOpen(); r != CUDA_SUCCESS) return r;
-  const CUresult r = RoundTrip(op, context, &args, reply, data, bulk_into, bulk_capacity);
-  if (deferred_ != CUDA_SUCCESS && r != CUDA_ERROR_DEVICE_UNAVAILABLE) {
+  // A queued call that failed in an earlier flush: this call answers its
+  // error and does not run, as when the failure is in the same request.
+  if (deferred_ != CUDA_SUCCESS) {
     const CUresult earlier = deferred_;
     deferred_ = CUDA_SUCCESS;
     return earlier;
   }
-  return r;
+  return RoundTrip(op, context, &args, reply, data, bulk_into, bulk_capacity);
 }
 
 // With args == nullptr only the queue is sent (it must not be empty).
@@ -233,7 +235,9 @@ CUresult Connection::RoundTrip(Op op, std::uint64_t context, const Writer* args,
       return CUDA_ERROR_DEVICE_UNAVAILABLE;
     }
     // Frames: header, outputs, bulk...
-    std::vector<zmq_msg_t> frames;
+    // A deque: a zmq_msg_t must not be moved by copying its bytes, which a
+    // growing vector would do.
+    std::deque<zmq_msg_t> frames;
     int more = 1;
     while (more) {
       frames.emplace_back();

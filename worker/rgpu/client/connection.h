@@ -7,8 +7,8 @@
 // answer to a request that timed out) is dropped. Batched calls wait in a
 // queue and travel in front of the next synchronous call, or alone when
 // the queue reaches kMaxQueuedCalls calls or kMaxQueuedBytes bytes. A
-// batched call's error is answered by the next call that waits for a
-// reply, once.
+// batched call's error is answered by the next call (which then does not
+// run), once.
 //
 // Failure: no reply within GPOOL_RGPU_CALL_TIMEOUT_MS (default 10000), or a
 // setup that failed (environment, key file) -> the connection is dead:

@@ -108,8 +108,6 @@ ServerEnd Server::Run() {
 }
 
 void Server::HandleMessage(std::vector<zmq::message_t>& frames) {
-  Writer out;
-  std::vector<zmq::message_t> bulk;
   if (frames.size() < 2) return;  // no routing id and header: nobody to answer
   Reader header(frames[1].data(), frames[1].size());
   const char* malformed = Malformed(frames, header);
@@ -119,61 +117,52 @@ void Server::HandleMessage(std::vector<zmq::message_t>& frames) {
   if (malformed != nullptr) {
     ++malformed_;
     log_->warn("rgpu request refused reason={} frames={}", malformed, frames.size());
-    Reply(frames[0], header.ok() ? id : 0, CUDA_ERROR_INVALID_VALUE, 0, out, bulk);
+    Reply(frames[0], header.ok() ? id : 0, CUDA_ERROR_INVALID_VALUE, 0, Writer(), {});
     return;
   }
+  const auto refuse = [&](const char* reason, std::uint32_t call, std::uint16_t op) {
+    ++malformed_;
+    log_->warn("rgpu request refused reason={} call={} op={}", reason, call, op);
+    Reply(frames[0], id, CUDA_ERROR_INVALID_VALUE, call, Writer(), {});
+  };
   std::size_t at = 2;
   for (std::uint32_t i = 0; i < calls; ++i) {
-    out = Writer();
-    bulk.clear();
-    if (at >= frames.size()) {
-      ++malformed_;
-      log_->warn("rgpu request refused reason=missing_call_frame call={}", i);
-      Reply(frames[0], id, CUDA_ERROR_INVALID_VALUE, i, out, bulk);
-      return;
-    }
+    if (at >= frames.size()) return refuse("missing_call_frame", i, 0);
     Reader call(frames[at].data(), frames[at].size());
     const std::uint16_t op = call.U16();
     const std::uint64_t context = call.U64();
     const std::uint32_t data_count = call.U32();
     ++at;
     if (!call.ok() || op == 0 || op >= static_cast<std::uint16_t>(Op::kOpEnd) || data_count > frames.size() - at) {
-      ++malformed_;
-      log_->warn("rgpu request refused reason=bad_call call={} op={}", i, op);
-      Reply(frames[0], id, CUDA_ERROR_INVALID_VALUE, i, Writer(), bulk);
-      return;
+      return refuse("bad_call", i, op);
     }
     // Only the last call has its outputs answered: one with outputs before
     // it would have them dropped (a handle the client never learns).
-    if (i + 1 < calls && !IsBatchable(static_cast<Op>(op))) {
-      ++malformed_;
-      log_->warn("rgpu request refused reason=not_batchable call={} op={}", i, op);
-      Reply(frames[0], id, CUDA_ERROR_INVALID_VALUE, i, Writer(), bulk);
-      return;
-    }
+    if (i + 1 < calls && !IsBatchable(static_cast<Op>(op))) return refuse("not_batchable", i, op);
     std::vector<DataFrame> data;
     for (std::uint32_t k = 0; k < data_count; ++k, ++at) data.push_back({frames[at].data(), frames[at].size()});
-    const CUresult r = session_.Execute(static_cast<Op>(op), context, call, data, out, bulk);
-    if (!call.ok()) {
-      // Arguments ran short: whatever ran saw zeros, so say so.
-      ++malformed_;
-      log_->warn("rgpu request refused reason=short_arguments call={} op={}", i, op);
-      Reply(frames[0], id, CUDA_ERROR_INVALID_VALUE, i, Writer(), bulk);
+    // Bulk chunks are collected and sent with the reply: ZeroMQ hands a
+    // multipart message to its I/O thread only once the last part is
+    // queued, so sending them earlier would overlap nothing.
+    std::vector<zmq::message_t> bulk;
+    const BulkSink sink = [&](zmq::message_t& chunk) { bulk.push_back(std::move(chunk)); };
+    Writer out;
+    const CUresult r = session_.Execute(static_cast<Op>(op), context, call, data, out, sink);
+    // Arguments ran short: whatever ran saw zeros, so say so.
+    if (!call.ok()) return refuse("short_arguments", i, op);
+    if (r != CUDA_SUCCESS) {
+      Reply(frames[0], id, r, i, Writer(), {});
       return;
     }
-    if (r != CUDA_SUCCESS || i + 1 == calls) {
-      if (r != CUDA_SUCCESS) {
-        out = Writer();
-        bulk.clear();
-      }
-      Reply(frames[0], id, r, i, out, bulk);
+    if (i + 1 == calls) {
+      Reply(frames[0], id, r, i, out, std::move(bulk));
       return;
     }
   }
 }
 
 void Server::Reply(const zmq::message_t& routing, std::uint64_t id, CUresult result, std::uint32_t index,
-                   const Writer& out, std::vector<zmq::message_t>& bulk) {
+                   const Writer& out, std::vector<zmq::message_t> bulk) {
   Writer header;
   header.U8(kWireVersion);
   header.U8(kReply);

@@ -53,8 +53,9 @@ class Server {
  private:
   Server(const ServerOptions& options, std::unique_ptr<Driver> driver);
   void HandleMessage(std::vector<zmq::message_t>& frames);
+  // The routing id, the reply header, the outputs and the bulk chunks.
   void Reply(const zmq::message_t& routing, std::uint64_t id, CUresult result, std::uint32_t index, const Writer& out,
-             std::vector<zmq::message_t>& bulk);
+             std::vector<zmq::message_t> bulk);
 
   ServerOptions options_;
   std::shared_ptr<spdlog::logger> log_;

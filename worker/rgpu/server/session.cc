@@ -32,6 +32,16 @@ CUresult Session::MakeCurrent(std::uint64_t context) {
   return CUDA_SUCCESS;
 }
 
+void Session::Forget(std::uint64_t context) {
+  // What lived in the context died with it (destroyed, or a primary context reset).
+  std::erase_if(allocations_, [&](const auto& a) { return a.second.context == context; });
+  std::erase_if(modules_, [&](const auto& m) { return m.second.context == context; });
+  std::erase_if(functions_, [&](const auto& f) { return !modules_.contains(f.second.module); });
+  std::erase_if(streams_, [&](const auto& s) { return s.second.context == context; });
+  std::erase_if(events_, [&](const auto& e) { return e.second.context == context; });
+  if (current_ == context) current_known_ = false;
+}
+
 bool Session::Owns(CUdeviceptr p, std::uint64_t bytes) const {
   auto it = allocations_.upper_bound(p);
   if (it == allocations_.begin()) return false;
@@ -52,7 +62,7 @@ CUresult Session::StreamOf(std::uint64_t handle, CUstream* stream) const {
 }
 
 CUresult Session::Execute(Op op, std::uint64_t context, Reader& args, const std::vector<DataFrame>& data, Writer& out,
-                          std::vector<zmq::message_t>& bulk) {
+                          const BulkSink& bulk) {
   // Calls that need no context: the device queries and context management.
   switch (op) {
     case Op::kInit: GPOOL_RGPU_NEED(cuInit); return d_.cuInit(args.U32());
@@ -157,10 +167,11 @@ CUresult Session::ContextOps(Op op, Reader& args, Writer& out) {
       if (r != CUDA_SUCCESS) return r;
       ++primary_retains_[dev];
       auto [it, fresh] = primary_handles_.try_emplace(dev, 0);
-      if (fresh) {
-        it->second = NewHandle();
-        contexts_[it->second] = {ctx, dev, true};
-      }
+      if (fresh) it->second = NewHandle();
+      // The same handle for the device's primary context always; the
+      // driver's pointer may change after a reset.
+      contexts_[it->second] = {ctx, dev, true};
+      if (current_ == it->second) current_known_ = false;
       out.U64(it->second);
       return r;
     }
@@ -176,7 +187,11 @@ CUresult Session::ContextOps(Op op, Reader& args, Writer& out) {
     }
     case Op::kPrimaryCtxReset: {
       GPOOL_RGPU_NEED(cuDevicePrimaryCtxReset_v2);
-      return d_.cuDevicePrimaryCtxReset_v2(args.I32());
+      const CUdevice dev = args.I32();
+      const CUresult r = d_.cuDevicePrimaryCtxReset_v2(dev);
+      auto primary = primary_handles_.find(dev);
+      if (r == CUDA_SUCCESS && primary != primary_handles_.end()) Forget(primary->second);
+      return r;
     }
     case Op::kPrimaryCtxSetFlags: {
       GPOOL_RGPU_NEED(cuDevicePrimaryCtxSetFlags_v2);
@@ -212,15 +227,9 @@ CUresult Session::ContextOps(Op op, Reader& args, Writer& out) {
       if (it == contexts_.end() || it->second.primary) return CUDA_ERROR_INVALID_CONTEXT;
       const CUresult r = d_.cuCtxDestroy_v2(it->second.ctx);
       if (r != CUDA_SUCCESS) return r;
-      // What lived in it died with it.
       const std::uint64_t handle = it->first;
       contexts_.erase(it);
-      std::erase_if(allocations_, [&](const auto& a) { return a.second.context == handle; });
-      std::erase_if(modules_, [&](const auto& m) { return m.second.context == handle; });
-      std::erase_if(functions_, [&](const auto& f) { return !modules_.contains(f.second.module); });
-      std::erase_if(streams_, [&](const auto& s) { return s.second.context == handle; });
-      std::erase_if(events_, [&](const auto& e) { return e.second.context == handle; });
-      if (current_ == handle) current_known_ = false;
+      Forget(handle);
       return r;
     }
     default: return CUDA_ERROR_INVALID_VALUE;
@@ -228,7 +237,7 @@ CUresult Session::ContextOps(Op op, Reader& args, Writer& out) {
 }
 
 CUresult Session::MemoryOps(Op op, std::uint64_t context, Reader& args, const std::vector<DataFrame>& data, Writer& out,
-                            std::vector<zmq::message_t>& bulk) {
+                            const BulkSink& bulk) {
   switch (op) {
     case Op::kMemAlloc:
     case Op::kMemAllocManaged: {
@@ -303,11 +312,8 @@ CUresult Session::MemoryOps(Op op, std::uint64_t context, Reader& args, const st
         const std::size_t n = bytes < kChunkBytes ? bytes : kChunkBytes;
         zmq::message_t chunk(n);
         const CUresult r = d_.cuMemcpyDtoH_v2(chunk.data(), src, n);
-        if (r != CUDA_SUCCESS) {
-          bulk.clear();
-          return r;
-        }
-        bulk.push_back(std::move(chunk));
+        if (r != CUDA_SUCCESS) return r;
+        bulk(chunk);
         src += n;
         bytes -= n;
       }

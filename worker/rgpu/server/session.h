@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -33,6 +34,10 @@ struct DataFrame {
   std::size_t size;
 };
 
+// Takes a call's bulk reply one chunk at a time (kChunkBytes each, the
+// last one shorter).
+using BulkSink = std::function<void(zmq::message_t& chunk)>;
+
 // What Release() undid, for the log.
 struct ReleaseCounts {
   std::size_t events = 0, streams = 0, modules = 0, allocations = 0, contexts = 0, primary_retains = 0;
@@ -47,9 +52,10 @@ class Session {
 
   // Runs one call with `context` (a context handle, 0: none) current.
   // `args` holds the op's arguments, `data` its bulk frames; the outputs go
-  // to `out`, bulk replies to `bulk`.
+  // to `out`, bulk replies to `bulk` (only kMemcpyDtoH has any; when it
+  // fails, the chunks given so far are not to be used).
   CUresult Execute(Op op, std::uint64_t context, Reader& args, const std::vector<DataFrame>& data, Writer& out,
-                   std::vector<zmq::message_t>& bulk);
+                   const BulkSink& bulk);
 
   // Frees and destroys everything the client created. Idempotent.
   ReleaseCounts Release();
@@ -75,10 +81,12 @@ class Session {
   };
 
   CUresult MakeCurrent(std::uint64_t context);
+  // Drops the records of everything made in `context` (the driver freed it).
+  void Forget(std::uint64_t context);
   CUresult StreamOf(std::uint64_t handle, CUstream* stream) const;
   CUresult ContextOps(Op op, Reader& args, Writer& out);
   CUresult MemoryOps(Op op, std::uint64_t context, Reader& args, const std::vector<DataFrame>& data, Writer& out,
-                     std::vector<zmq::message_t>& bulk);
+                     const BulkSink& bulk);
   CUresult ModuleOps(Op op, std::uint64_t context, Reader& args, const std::vector<DataFrame>& data, Writer& out);
   CUresult StreamOps(Op op, std::uint64_t context, Reader& args, Writer& out);
   CUresult Launch(Reader& args);
