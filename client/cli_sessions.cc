@@ -327,15 +327,12 @@ int RunOpen(Session& s, const Invocation& inv) {
   return code;
 }
 
-int RunList(Session& s) {
+int RunList(Session& s, const Invocation& inv) {
   auto client = s.client();
   if (!client.ok()) return s.Fail(client.status());
-  auto reply = (*client)->ListJobs(true, 0);
-  if (!reply.ok()) return s.Fail(reply.status());
-  ListJobsReply sessions;
-  for (const auto& job : reply->jobs) {
-    if (!job.session.state.empty()) sessions.jobs.push_back(job);
-  }
+  auto listed = (*client)->ListSessions(inv.flags["all"].as<bool>(), 1000);
+  if (!listed.ok()) return s.Fail(listed.status());
+  const ListJobsReply& sessions = *listed;
   if (s.json) {
     s.out << ToJson(sessions) << "\n";
     return kExitOk;
@@ -394,7 +391,7 @@ int RunSession(Session& s, const Invocation& inv) {
   }
   if (verb == "list") {
     if (args.size() != 1) return s.Usage("session list takes no arguments");
-    return RunList(s);
+    return RunList(s, inv);
   }
   if (args.size() != 2) return s.Usage("session " + verb + ": expected one SESSION");
   auto job = SessionId(args[1]);
@@ -449,6 +446,7 @@ void SessionOptions(cxxopts::Options& o) {
       ("near-switch", "open: prefer GPU nodes under this leaf switch (yours)", cxxopts::value<std::string>(), "LEAF")
       ("wait", "open: how long to wait for it to open (0: forever)",
        cxxopts::value<std::string>()->default_value("10m"), "DURATION")
+      ("all", "list: ended sessions too (the newest 1000)")
       ("grace", "close: SIGTERM to SIGKILL for its server", cxxopts::value<std::string>()->default_value("10s"), "D")
       ("cuda-interposer", "run: gpool's libgpool-cuda.so.1 (default: next to gpool, or $GPOOL_CUDA_INTERPOSER)",
        cxxopts::value<std::string>(), "PATH");
@@ -459,7 +457,7 @@ constexpr CommandForm kSessionForms[] = {
      "[--class C] [--near-switch LEAF] [--wait D] [-- CMD [ARGS...]]",
      "open [--gpus N | --gpu-memory SIZE ...] [-- CMD]",
      "open a remote GPU session; with CMD: run it against the session, close it, exit with CMD's code"},
-    {"list", "list", "sessions: state, node, GPUs, GPU-seconds, endpoint or reason"},
+    {"list [--all]", "list [--all]", "sessions: state, node, GPUs, GPU-seconds, endpoint or reason"},
     {"show SESSION", "show SESSION", "one session in full"},
     {"run SESSION -- CMD [ARGS...]", "run SESSION -- CMD", "run CMD here against the session's GPUs"},
     {"renew SESSION", "renew SESSION", "renew its lease (run does this while CMD runs)"},

@@ -116,6 +116,14 @@ class ZmqClient final : public Client {
     return Call<ExplainJobReply>(request);
   }
 
+  Result<ListJobsReply> ListSessions(bool include_finished, uint32_t limit) override {
+    gpool::ListJobs request;
+    request.include_finished = include_finished;
+    request.limit = limit;
+    request.sessions_only = true;
+    return Call<ListJobsReply>(request);
+  }
+
   Result<RenewSessionReply> RenewSession(JobId session) override {
     gpool::RenewSession request;
     request.job_id = session.value();

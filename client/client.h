@@ -133,6 +133,8 @@ class Client {
   // Submit, close it with CancelJob). NotFound for a job that is no
   // session, FailedPrecondition for one that has ended.
   virtual Result<RenewSessionReply> RenewSession(JobId session) = 0;
+  // ListJobs of rGPU sessions only (newest first; `limit` 0: all).
+  virtual Result<ListJobsReply> ListSessions(bool include_finished, uint32_t limit) = 0;
   // The committed event stream after request.after_seq (ListEvents).
   virtual Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) = 0;
   // Commits a probe's results: slow conditions raised and cleared (ReportProbe).

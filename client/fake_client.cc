@@ -119,15 +119,26 @@ Result<SubmitJobReply> FakeClient::Submit(const JobSpec& spec, std::string idemp
 }
 
 Result<ListJobsReply> FakeClient::ListJobs(bool include_finished, uint32_t limit) {
+  return List(include_finished, limit, false);
+}
+
+Result<ListJobsReply> FakeClient::ListSessions(bool include_finished, uint32_t limit) {
+  return List(include_finished, limit, true);
+}
+
+Result<ListJobsReply> FakeClient::List(bool include_finished, uint32_t limit, bool sessions_only) {
   if (auto failure = TakeFailure()) return *failure;
   gpool::ListJobs request;
   request.include_finished = include_finished;
   request.limit = limit;
+  request.sessions_only = sessions_only;
   cluster_->list_jobs_requests.push_back(request);
   ListJobsReply reply;
-  for (auto it = cluster_->jobs.rbegin(); it != cluster_->jobs.rend() && reply.jobs.size() < limit; ++it) {
+  const size_t most = limit == 0 ? cluster_->jobs.size() : limit;  // 0: all, as the coordinator
+  for (auto it = cluster_->jobs.rbegin(); it != cluster_->jobs.rend() && reply.jobs.size() < most; ++it) {
     auto state = JobStateFromString(it->second.summary.state);
     if (!include_finished && state && IsTerminal(*state)) continue;
+    if (sessions_only && it->second.summary.session.state.empty()) continue;
     reply.jobs.push_back(it->second.summary);
   }
   return reply;

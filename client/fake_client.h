@@ -126,6 +126,8 @@ class FakeClient final : public Client {
   // Counts the renewal in cluster.renewals; NotFound for a job that is no
   // session (no summary.session.state).
   Result<RenewSessionReply> RenewSession(JobId session) override;
+  // ListJobs of the jobs whose summary has a session state.
+  Result<ListJobsReply> ListSessions(bool include_finished, uint32_t limit) override;
   // Answers from cluster.events, filtered as the coordinator does.
   Result<ListEventsReply> ListEvents(const gpool::ListEvents& request) override;
   // Records the request in cluster.probe_reports; flagged counts its slow results.
@@ -141,6 +143,7 @@ class FakeClient final : public Client {
 
  private:
   std::optional<Status> TakeFailure();
+  Result<ListJobsReply> List(bool include_finished, uint32_t limit, bool sessions_only);
 
   std::shared_ptr<FakeCluster> cluster_;
 };

@@ -458,6 +458,9 @@ class FailUpdateOf final : public Client {
   Result<ListQueuesReply> ListQueues() override { return fake_.ListQueues(); }
   Result<ExplainJobReply> ExplainJob(JobId job) override { return fake_.ExplainJob(job); }
   Result<RenewSessionReply> RenewSession(JobId session) override { return fake_.RenewSession(session); }
+  Result<ListJobsReply> ListSessions(bool include_finished, uint32_t limit) override {
+    return fake_.ListSessions(include_finished, limit);
+  }
   Result<ListEventsReply> ListEvents(const gpool::ListEvents& r) override { return fake_.ListEvents(r); }
   Result<ExecStartReply> ExecStart(const gpool::ExecStart& r) override { return fake_.ExecStart(r); }
   Result<ExecPollReply> ExecPoll(const gpool::ExecPoll& r) override { return fake_.ExecPoll(r); }

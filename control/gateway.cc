@@ -395,6 +395,7 @@ ListJobsReply Gateway::ListJobsNow(const ListJobs& msg, const Actor& actor) cons
   const size_t limit = msg.limit == 0 ? state_.jobs().size() : msg.limit;
   for (auto it = state_.jobs().rbegin(); it != state_.jobs().rend() && reply.jobs.size() < limit; ++it) {
     if (!msg.include_finished && IsTerminal(it->second.state)) continue;
+    if (msg.sessions_only && !it->second.spec.session.enabled) continue;
     // Each caller lists the jobs it may read (its own, its queues', or all).
     if (!Authorize(actor, Permission::kReadJob, JobTarget(it->second), state_).allowed) continue;
     reply.jobs.push_back(ToJobSummary(it->second, WallNowMs()));

@@ -41,10 +41,12 @@ struct ListJobs {
   static constexpr MessageType kType = MessageType::kListJobs;
   bool include_finished = true;
   uint32_t limit = 1000;  // newest jobs first; 0 means all
+  bool sessions_only = false;  // only rGPU sessions (the limit counts those)
   template <typename V>
   void Fields(V& v) {
     v.Optional("include_finished", include_finished);
     v.Optional("limit", limit);
+    v.Optional("sessions_only", sessions_only);
   }
 };
 
