@@ -98,6 +98,45 @@ TEST(ValidateJobSpecTest, AcceptsAnyOfGpuModels) {
   EXPECT_FALSE(GpuModelAllowed("A100", "A100|H100"));
 }
 
+JobSpec ValidSession() {
+  JobSpec spec = ValidSpec();
+  spec.tasks[0].resources.gpus = 1;
+  spec.restart.policy = "never";
+  spec.session.enabled = true;
+  spec.session.owner_key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+  return spec;
+}
+
+TEST(ValidateSessionSpecTest, ASessionIsOneTaskWithGpusAKeyAndSaneTimes) {
+  EXPECT_TRUE(ValidateJobSpec(ValidSession()).ok());
+  std::vector<BadSpecCase> cases = {
+      {"two replicas", [](JobSpec& s) { s.tasks[0].replicas = 2; }, "session: a session is one task"},
+      {"two groups",
+       [](JobSpec& s) {
+         s.tasks.push_back(s.tasks[0]);
+         s.tasks[1].name = "other";
+       },
+       "session: a session is one task"},
+      {"no gpus", [](JobSpec& s) { s.tasks[0].resources.gpus = 0; }, "session: a session asks for GPUs"},
+      {"no key", [](JobSpec& s) { s.session.owner_key.clear(); }, "session.owner_key: not a CurveZMQ public key"},
+      {"short key", [](JobSpec& s) { s.session.owner_key = "abc"; }, "session.owner_key: not a CurveZMQ public key"},
+      {"idle 0", [](JobSpec& s) { s.session.idle_timeout_ms = 0; }, "session.idle_timeout_ms: 0 is not 1 s to 7 days"},
+      {"lease 10 ms", [](JobSpec& s) { s.session.lease_ms = 10; }, "session.lease_ms: 10 is not 1 s to 7 days"},
+      {"restarted", [](JobSpec& s) { s.restart.policy = "on-failure"; }, "restart.policy: a session is never restarted"},
+  };
+  for (const auto& c : cases) {
+    JobSpec spec = ValidSession();
+    c.mutate(spec);
+    const Status status = ValidateJobSpec(spec);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << c.label;
+    EXPECT_EQ(status.message().rfind(c.expected_message, 0), 0u) << c.label << ": " << status.message();
+  }
+  // Not a session: none of it applies.
+  JobSpec plain = ValidSpec();
+  plain.session.owner_key = "abc";
+  EXPECT_TRUE(ValidateJobSpec(plain).ok());
+}
+
 TEST(ValidateNodeSpecTest, RejectsDuplicateAndDanglingGpus) {
   NodeSpec node;
   node.name = "n1";

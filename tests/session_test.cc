@@ -149,7 +149,7 @@ TEST_F(SessionTest, AProgramGivesTheSameOutputLocallyAndThroughASessionWhichHold
   EXPECT_TRUE(Says(over.out, "unsupported_symbol result=801")) << over.out;
 
   // Both one-shot sessions were closed by their CLI, with their GPU time.
-  const CommandResult list = Session({"list"});
+  const CommandResult list = Session({"list", "--all"});
   EXPECT_EQ(list.exit_code, 0) << list.err;
   EXPECT_TRUE(Says(list.out, "Closed")) << list.out;
   EXPECT_FALSE(Says(list.out, "Open")) << list.out;
@@ -237,6 +237,26 @@ TEST_F(SessionTest, AVanishedClientsSessionIsReclaimedAfterItsIdleTimeout) {
   EXPECT_TRUE(WaitState(session, "Expired")) << Info(session).state << " " << Info(session).reason;
   const std::string log = ServerLog(session);
   EXPECT_TRUE(Says(log, "allocations=1")) << log;
+}
+
+// The session server is a task: it outlives its worker, a restarted worker
+// adopts it, and the client never notices.
+TEST_F(SessionTest, AnOpenSessionSurvivesItsWorkersRestart) {
+  ASSERT_NO_FATAL_FAILURE(Start(SessionCluster()));
+  const uint64_t session = Open({"--gpus", "1"});
+  ASSERT_NE(session, 0u);
+  HeldClient client = StartHeldClient(session, "alloc 16 hold sync", "restart-client");
+  ASSERT_TRUE(WaitFor([&] { return Says(ReadAll(client.out), "held"); }, 20s)) << ReadAll(client.out);
+  cluster_->worker(0)->Kill();
+  cluster_->StartWorker(0);
+  ASSERT_TRUE(WaitFor([&] { return cluster_->AllNodesReady(); }, 30s));
+  EXPECT_EQ(Info(session).state, "Open");
+  Release(client);
+  ASSERT_TRUE(WaitFor([&] { return Says(ReadAll(client.out), "sync result="); }, 20s)) << ReadAll(client.out);
+  EXPECT_TRUE(Says(ReadAll(client.out), "sync result=0")) << ReadAll(client.out);
+  KillClient(client);
+  EXPECT_EQ(Session({"close", std::to_string(session)}).exit_code, 0);
+  EXPECT_TRUE(WaitState(session, "Closed")) << Info(session).state << " " << Info(session).reason;
 }
 
 // Sessions are state like jobs: a new leader knows the open one, and the
