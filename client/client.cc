@@ -44,10 +44,7 @@ class ZmqClient final : public Client {
   }
 
   Result<ListJobsReply> ListJobs(bool include_finished, uint32_t limit) override {
-    gpool::ListJobs request;
-    request.include_finished = include_finished;
-    request.limit = limit;
-    return Call<ListJobsReply>(request);
+    return CallListJobs(include_finished, limit, false);
   }
 
   Result<GetJobReply> GetJob(JobId job) override {
@@ -117,11 +114,7 @@ class ZmqClient final : public Client {
   }
 
   Result<ListJobsReply> ListSessions(bool include_finished, uint32_t limit) override {
-    gpool::ListJobs request;
-    request.include_finished = include_finished;
-    request.limit = limit;
-    request.sessions_only = true;
-    return Call<ListJobsReply>(request);
+    return CallListJobs(include_finished, limit, true);
   }
 
   Result<RenewSessionReply> RenewSession(JobId session) override {
@@ -131,6 +124,14 @@ class ZmqClient final : public Client {
   }
 
  private:
+  Result<ListJobsReply> CallListJobs(bool include_finished, uint32_t limit, bool sessions_only) {
+    gpool::ListJobs request;
+    request.include_finished = include_finished;
+    request.limit = limit;
+    request.sessions_only = sessions_only;
+    return Call<ListJobsReply>(request);
+  }
+
   const std::string& endpoint() const { return endpoints_[current_]; }
 
   void CloseSocket() { socket_.reset(); }

@@ -20,17 +20,9 @@ SECONDS_THROTTLED=${CHECK_SECONDS:-10}
 CHECK=$DIR/gpool-cuda-check
 SHIM=$DIR/libgpool-cuda.so.1
 
-REAL=${GPOOL_CUDA_REAL_DRIVER:-}
-if [[ -z $REAL ]]; then
-  for p in /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1 /usr/local/nvidia/lib64/libcuda.so.1; do
-    [[ -e $p ]] && { REAL=$p; break; }
-  done
-fi
-if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi -L > /dev/null 2>&1 || [[ -z $REAL ]]; then
-  echo "interposer_h100: no NVIDIA GPU here (nvidia-smi -L fails or no libcuda.so.1 at the usual paths; set GPOOL_CUDA_REAL_DRIVER): nothing run"
-  echo "INTERPOSER_H100 rc=2 gpu=none"
-  exit 2
-fi
+# shellcheck source=tests/gpu/find_driver.sh
+source "$ROOT/tests/gpu/find_driver.sh"
+require_gpu interposer_h100 INTERPOSER_H100
 if [[ ! -x $CHECK || ! -e $SHIM ]]; then
   echo "interposer_h100: $CHECK or $SHIM missing: build gpool_cuda_interposer and gpool-cuda-check, or set GPOOL_CUDA_BUILD_DIR"
   echo "INTERPOSER_H100 rc=1 gpu=present build=missing"

@@ -28,17 +28,9 @@ CLIENT_LIB=$BUILD/worker/cuda/libgpool-rgpu.so.1
 GPOOL=$BUILD/client/gpool
 BENCH=$BUILD/bench/gpool-bench-rgpu
 
-REAL=${GPOOL_CUDA_REAL_DRIVER:-}
-if [[ -z $REAL ]]; then
-  for p in /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1 /usr/local/nvidia/lib64/libcuda.so.1; do
-    [[ -e $p ]] && { REAL=$p; break; }
-  done
-fi
-if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi -L > /dev/null 2>&1 || [[ -z $REAL ]]; then
-  echo "rgpu_h100: no NVIDIA GPU here (nvidia-smi -L fails or no libcuda.so.1; set GPOOL_CUDA_REAL_DRIVER): nothing run"
-  echo "RGPU_H100 rc=2 gpu=none"
-  exit 2
-fi
+# shellcheck source=tests/gpu/find_driver.sh
+source "$ROOT/tests/gpu/find_driver.sh"
+require_gpu rgpu_h100 RGPU_H100
 for f in "$SERVER" "$CHECK" "$SHIM" "$CLIENT_LIB" "$GPOOL"; do
   if [[ ! -e $f ]]; then
     echo "rgpu_h100: $f missing: build the targets named at the top of this script, or pass the build dir"
