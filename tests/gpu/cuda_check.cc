@@ -50,7 +50,7 @@
 
 namespace {
 
-const char kPtx[] = GPOOL_VECTOR_ADD_PTX R"(
+const std::string kPtx = std::string(kVectorAddPtx) + R"(
 .visible .entry busy(.param .u64 busy_micros)
 {
   .reg .pred %p<2>;
@@ -146,7 +146,7 @@ CUresult Free(const Allocation& a) {
 CUmodule g_module = nullptr;
 
 CUfunction Kernel(const char* name) {
-  if (g_module == nullptr && CU(cuModuleLoadData)(&g_module, kPtx) != CUDA_SUCCESS) return nullptr;
+  if (g_module == nullptr && CU(cuModuleLoadData)(&g_module, kPtx.c_str()) != CUDA_SUCCESS) return nullptr;
   CUfunction f = nullptr;
   return CU(cuModuleGetFunction)(&f, g_module, name) == CUDA_SUCCESS ? f : nullptr;
 }

@@ -39,7 +39,7 @@
 
 namespace {
 
-const char kPtx[] = GPOOL_VECTOR_ADD_PTX;
+constexpr const auto& kPtx = kVectorAddPtx;  // an array: sizeof counts its bytes
 
 void* g_cuda = nullptr;
 

@@ -1,10 +1,10 @@
 // The PTX both driver-API check programs load (cuda_check.cc, rgpu_check.cc):
 // a `vector_add` kernel that a real driver JIT-compiles and whose `.entry`
 // signature the fake driver reads (testdata/fake_cuda.cc). A program that
-// needs more kernels appends their `.entry`s to this string literal.
+// needs more kernels appends their `.entry`s to a copy.
 #pragma once
 
-#define GPOOL_VECTOR_ADD_PTX R"(
+inline constexpr char kVectorAddPtx[] = R"(
 .version 7.0
 .target sm_70
 .address_size 64
@@ -39,4 +39,4 @@
 VA_DONE:
   ret;
 }
-)"
+)";
