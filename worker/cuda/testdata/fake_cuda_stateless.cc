@@ -75,8 +75,15 @@ CUresult cuTexRefGetMipmapLevelBias(float* bias, void*) {
   return CUDA_SUCCESS;
 }
 
+// fake_cuda.cc's: this file has none of its state, the current context included.
+CUresult cuCtxGetCurrent(CUcontext* ctx);
+
 // No graphs: a launch of one runs nothing. Streams are never captured.
-CUresult cuGraphLaunch(CUgraphExec, CUstream) { return t_current == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS; }
+CUresult cuGraphLaunch(CUgraphExec, CUstream) {
+  CUcontext current = nullptr;
+  cuCtxGetCurrent(&current);
+  return current == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
 CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream) { return cuGraphLaunch(graph, stream); }
 
 CUresult cuStreamIsCapturing(CUstream, int* status) {
