@@ -257,7 +257,8 @@ run session list
 echo; echo "== healing: a task outlives its worker; a lost node's job is requeued elsewhere"
 survivor=$("$gpool_bin" submit --json --name survivor --gpus 8 -- sleep 600 | sed -E 's/[^0-9]*([0-9]+).*/\1/')
 wait_for "$survivor" Running
-field() { "$gpool_bin" job "$survivor" --json | grep -o "\"$1\": *[^,}]*" | head -1 | sed -E 's/.*: *"?([^"]*)"?/\1/'; }
+# The task's fields (after "tasks": the job's summary has a session "node" too).
+field() { "$gpool_bin" job "$survivor" --json | sed 's/.*"tasks"//' | grep -o "\"$1\": *[^,}]*" | head -1 | sed -E 's/.*: *"?([^"]*)"?/\1/'; }
 node=$(field node) pid=$(field pid)
 n=${node#node-}
 echo "survivor (job $survivor) runs on $node as pid $pid; kill -9 its worker and start it again"
