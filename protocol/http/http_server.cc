@@ -1,0 +1,174 @@
+#include "protocol/http/http_server.h"
+
+#include <charconv>
+#include <thread>
+
+#include <httplib.h>
+
+namespace gpool::http {
+
+std::string HttpRequest::Param(const std::string& name, const std::string& fallback) const {
+  auto it = params.find(name);
+  return it == params.end() ? fallback : it->second;
+}
+
+HttpResponse HttpResponse::Text(int status, std::string body) {
+  HttpResponse response;
+  response.status = status;
+  response.body = std::move(body);
+  return response;
+}
+
+HttpResponse HttpResponse::Json(int status, std::string body) {
+  HttpResponse response;
+  response.status = status;
+  response.content_type = "application/json";
+  response.body = std::move(body);
+  return response;
+}
+
+namespace {
+
+std::string JsonString(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buffer[8];
+          std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
+          out += buffer;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+}  // namespace
+
+HttpResponse HttpResponse::Error(const Status& status) {
+  return Json(HttpStatusOf(status.code()), "{\"error\":{\"code\":" + JsonString(StatusCodeName(status.code())) +
+                                               ",\"message\":" + JsonString(status.message()) + "}}");
+}
+
+int HttpStatusOf(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kMalformed:
+    case StatusCode::kUnknownType:
+    case StatusCode::kUnsupportedVersion: return 400;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kStaleEpoch: return 409;
+    case StatusCode::kResourceExhausted: return 413;
+    case StatusCode::kUnavailable:
+    case StatusCode::kNotLeader: return 503;
+    case StatusCode::kDeadlineExceeded: return 504;
+    case StatusCode::kInternal:
+    case StatusCode::kIoError: return 500;
+  }
+  return 500;
+}
+
+Result<std::pair<std::string, int>> ParseHostPort(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return Status::InvalidArgument("HTTP address \"" + address + "\" is not host:port");
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  int port = -1;
+  const char* first = address.data() + colon + 1;
+  const char* last = address.data() + address.size();
+  auto [end, error] = std::from_chars(first, last, port);
+  if (error != std::errc() || end != last || port < 0 || port > 65535) {
+    return Status::InvalidArgument("HTTP address \"" + address + "\" has no port in 0-65535");
+  }
+  return std::make_pair(host, port);
+}
+
+struct HttpServer::Impl {
+  httplib::Server server;
+  std::thread thread;
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() {
+  impl_->server.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, HttpHandler handler) {
+  auto host_port = ParseHostPort(options.address);
+  if (!host_port.ok()) return host_port.status();
+  auto impl = std::make_unique<Impl>();
+  httplib::Server& server = impl->server;
+  const size_t threads = std::max<size_t>(1, options.threads);
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server.set_payload_max_length(options.max_body_bytes);
+  const time_t seconds = options.timeout_ms / 1000;
+  const time_t micros = (options.timeout_ms % 1000) * 1000;
+  server.set_read_timeout(seconds, micros);
+  server.set_write_timeout(seconds, micros);
+  server.set_keep_alive_timeout(std::max<time_t>(1, seconds));
+  auto serve = [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+    HttpRequest request;
+    request.method = req.method;
+    request.path = req.path;
+    for (const auto& [name, value] : req.params) request.params.emplace(name, value);
+    const std::string authorization = req.get_header_value("Authorization");
+    constexpr std::string_view kBearer = "Bearer ";
+    if (authorization.compare(0, kBearer.size(), kBearer) == 0) request.bearer = authorization.substr(kBearer.size());
+    request.body = req.body;
+    request.remote_address = req.remote_addr;
+    HttpResponse response;
+    try {
+      response = handler(request);
+    } catch (const std::exception& e) {
+      response = HttpResponse::Error(Status::Internal(std::string("handling the request: ") + e.what()));
+    }
+    res.status = response.status;
+    for (const auto& [name, value] : response.headers) res.set_header(name, value);
+    res.set_content(std::move(response.body), response.content_type);
+  };
+  // httplib's default sets SO_REUSEPORT, which lets a second process bind
+  // the same port and silently take half the scrapes; a port in use must be
+  // an error instead.
+  server.set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  server.Get(".*", serve);
+  server.Post(".*", serve);
+  int port = host_port->second;
+  if (port == 0) {
+    port = server.bind_to_any_port(host_port->first);
+    if (port < 0) return Status::Unavailable("cannot bind HTTP on " + options.address);
+  } else if (!server.bind_to_port(host_port->first, port)) {
+    return Status::Unavailable("cannot bind HTTP on " + options.address + " (in use?)");
+  }
+  impl->thread = std::thread([&server] { server.listen_after_bind(); });
+  // stop() before the thread is listening would be lost and the destructor
+  // would wait forever: return only once it listens.
+  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  std::unique_ptr<HttpServer> result(new HttpServer(std::move(impl)));
+  const std::string& host = host_port->first;
+  result->address_ = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  result->port_ = port;
+  return result;
+}
+
+}  // namespace gpool::http

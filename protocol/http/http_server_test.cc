@@ -1,0 +1,84 @@
+#include "protocol/http/http_server.h"
+
+#include <httplib.h>
+
+#include <gtest/gtest.h>
+
+namespace gpool::http {
+namespace {
+
+Result<std::unique_ptr<HttpServer>> Echo(size_t max_body = 1 << 20) {
+  HttpServerOptions options;
+  options.address = "127.0.0.1:0";
+  options.max_body_bytes = max_body;
+  return HttpServer::Start(options, [](const HttpRequest& request) {
+    if (request.path == "/boom") throw std::runtime_error("bad");
+    if (request.path == "/denied") return HttpResponse::Error(Status::PermissionDenied("no"));
+    return HttpResponse::Text(200, request.method + " " + request.path + " q=" + request.Param("q", "-") +
+                                       " bearer=" + request.bearer + " body=" + request.body);
+  });
+}
+
+TEST(HttpServerTest, PassesMethodPathQueryBearerAndBody) {
+  auto server = Echo();
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  ASSERT_GT((*server)->port(), 0);
+  httplib::Client client("127.0.0.1", (*server)->port());
+  auto got = client.Get("/a/b?q=x%20y", {{"Authorization", "Bearer tok"}});
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, 200);
+  EXPECT_EQ(got->body, "GET /a/b q=x y bearer=tok body=");
+  auto posted = client.Post("/p", "hello", "text/plain");
+  ASSERT_TRUE(posted);
+  EXPECT_EQ(posted->body, "POST /p q=- bearer= body=hello");
+}
+
+TEST(HttpServerTest, TypedErrorsAndExceptionsBecomeJsonErrors) {
+  auto server = Echo();
+  ASSERT_TRUE(server.ok());
+  httplib::Client client("127.0.0.1", (*server)->port());
+  auto denied = client.Get("/denied");
+  ASSERT_TRUE(denied);
+  EXPECT_EQ(denied->status, 403);
+  EXPECT_EQ(denied->body, R"({"error":{"code":"PermissionDenied","message":"no"}})");
+  auto boom = client.Get("/boom");
+  ASSERT_TRUE(boom);
+  EXPECT_EQ(boom->status, 500);
+  EXPECT_NE(boom->body.find("Internal"), std::string::npos);
+}
+
+TEST(HttpServerTest, RefusesAnOversizeBody) {
+  auto server = Echo(/*max_body=*/16);
+  ASSERT_TRUE(server.ok());
+  httplib::Client client("127.0.0.1", (*server)->port());
+  auto got = client.Post("/p", std::string(1000, 'x'), "text/plain");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, 413);
+}
+
+TEST(HttpServerTest, BadAddressesAreTypedErrors) {
+  for (const char* bad : {"", "nohost", "127.0.0.1:", "127.0.0.1:99999", ":80", "127.0.0.1:x"}) {
+    HttpServerOptions options;
+    options.address = bad;
+    auto server = HttpServer::Start(options, [](const HttpRequest&) { return HttpResponse{}; });
+    EXPECT_FALSE(server.ok()) << bad;
+    EXPECT_EQ(server.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  auto v6 = ParseHostPort("[::1]:8080");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ(v6->first, "::1");
+  EXPECT_EQ(v6->second, 8080);
+}
+
+TEST(HttpServerTest, APortInUseIsUnavailable) {
+  auto first = Echo();
+  ASSERT_TRUE(first.ok());
+  HttpServerOptions options;
+  options.address = (*first)->address();
+  auto second = HttpServer::Start(options, [](const HttpRequest&) { return HttpResponse{}; });
+  EXPECT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace gpool::http
