@@ -56,6 +56,9 @@ Coordinator::Coordinator(const CoordinatorOptions& options)
       workers_(context_, zmq::socket_type::router), wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
 
 Coordinator::~Coordinator() {
+  // HTTP first: its threads wait on the loop, which runs no more.
+  if (inbox_) inbox_->Close();
+  http_.reset();
   scheduler_.reset();  // joins a running background cycle, which may still signal wake_fd_
   clients_.close();
   workers_.close();
@@ -91,6 +94,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
 
   c->Wire();
   c->FollowLeadership();
+  GPOOL_RETURN_IF_ERROR(c->StartHttp());
 
   spdlog::info("coordinator ready replica={} security={} epoch={} client={} worker={} peer={} jobs={} nodes={} "
                "applied={}",
@@ -105,6 +109,8 @@ void Coordinator::Wire() {
   tracker_options.clock = options_.clock;
   tracker_options.disk = disk_.get();
   tracker_options.replica_keys_required = keys_ != nullptr;
+  metrics_ = std::make_unique<ControlMetrics>(state_);
+  tracker_options.metrics = &metrics_->replication;
   tracker_ = std::make_unique<ProposalTracker>(tracker_options, *log_);
 
   NodeRegistryOptions registry_options;
@@ -117,6 +123,7 @@ void Coordinator::Wire() {
   registry_options.coordinator_id = options_.replica_id;
   registry_options.limits.max_frame_bytes = options_.max_frame_bytes;
   registry_options.clock = options_.clock;
+  registry_options.metrics = &metrics_->workers;
   registry_ = std::make_unique<NodeRegistry>(registry_options, state_, connections_, *this, *tracker_,
                                              options_.clock->MonoMs());
 
@@ -143,6 +150,7 @@ void Coordinator::Wire() {
   // The registry tells; the dispatcher and the relay listen. Neither calls it.
   registry_->Subscribe(dispatcher_.get());
   registry_->Subscribe(worker_relay_.get());
+  registry_->Subscribe(metrics_.get());
 
   GatewayOptions gateway_options;
   gateway_options.token = options_.token;
@@ -159,6 +167,7 @@ void Coordinator::Wire() {
   scheduler_options.wall_clock = options_.clock;
   scheduler_options.background = true;
   scheduler_options.interval_ms = options_.schedule_interval_ms;
+  scheduler_options.metrics = &metrics_->scheduling;
   if (wake_fd_ >= 0) {
     scheduler_options.on_cycle_done = [fd = wake_fd_] {
       const uint64_t one = 1;
@@ -305,6 +314,7 @@ void Coordinator::WriteEndpoints() {
   // the data dir takes writes.
   std::string content = "client " + client_endpoint_ + "\nworker " + worker_endpoint_ + "\n";
   if (peers_) content += "peer " + peers_->listen_endpoint() + "\n";
+  if (http_) content += "http " + http_->address() + "\n";
   Status written = WriteFileAtomically(std::filesystem::path(options_.data_dir) / "endpoints", content);
   endpoints_written_ = written.ok();
   if (!written.ok()) {
@@ -314,6 +324,7 @@ void Coordinator::WriteEndpoints() {
 }
 
 void Coordinator::ToClient(const std::string& peer, std::string frame) {
+  if (bridge_ && bridge_->Deliver(peer, frame)) return;  // an HTTP request's reply
   clients_.send(zmq::buffer(peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
   clients_.send(zmq::buffer(frame), zmq::send_flags::dontwait);
 }
@@ -463,7 +474,9 @@ void Coordinator::MaybeSnapshot() {
   const uint64_t applied = state_.applied_index();
   if (applied < last_snapshot_index_ + options_.snapshot_every) return;
   if (!disk_->CheckWrite().ok()) return;
-  Status status = log_->SaveSnapshot(applied, state_.Snapshot());
+  std::string snapshot = state_.Snapshot();
+  const size_t snapshot_bytes = snapshot.size();
+  Status status = log_->SaveSnapshot(applied, snapshot);
   if (!status.ok()) {
     spdlog::warn("snapshot failed index={} error=\"{}\"", applied, status.ToString());
     // A failed write leaves LevelDB to be reopened before the next one.
@@ -471,6 +484,10 @@ void Coordinator::MaybeSnapshot() {
     return;
   }
   last_snapshot_index_ = applied;
+  if (metrics_) {
+    ++metrics_->replication.snapshots;
+    metrics_->replication.last_snapshot_bytes = snapshot_bytes;
+  }
   spdlog::info("snapshot saved index={}", applied);
 }
 
@@ -501,6 +518,8 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
   std::vector<zmq::pollitem_t> items = {{clients_.handle(), 0, ZMQ_POLLIN, 0}, {workers_.handle(), 0, ZMQ_POLLIN, 0}};
   const size_t wake_item = items.size();
   if (wake_fd_ >= 0) items.push_back({nullptr, wake_fd_, ZMQ_POLLIN, 0});
+  const size_t inbox_item = items.size();
+  if (inbox_) items.push_back({nullptr, inbox_->fd(), ZMQ_POLLIN, 0});
   if (peers_) items.push_back({peers_->inbound().handle(), 0, ZMQ_POLLIN, 0});
   int64_t last_dispatch = 0;
   while (!stop.load()) {
@@ -538,6 +557,10 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     GPOOL_RETURN_IF_ERROR(CommitAndApply());
     if (items[0].revents & ZMQ_POLLIN) Drain(clients_, /*from_clients=*/true);
     if (items[1].revents & ZMQ_POLLIN) Drain(workers_, /*from_clients=*/false);
+    if (inbox_ && (items[inbox_item].revents & ZMQ_POLLIN)) {
+      inbox_->RunPending();  // HTTP requests: metrics renders, JSON API requests
+      GPOOL_RETURN_IF_ERROR(CommitAndApply());
+    }
     if (options_.reload_scheduler_config != nullptr && options_.reload_scheduler_config->exchange(false)) {
       ReloadSchedulerConfig();
     }

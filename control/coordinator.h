@@ -50,6 +50,9 @@
 #include "control/gateway.h"
 #include "control/health/policy_config.h"
 #include "control/health_driver.h"
+#include "control/http/coordinator_http.h"
+#include "control/http/gateway_bridge.h"
+#include "control/metrics/control_metrics.h"
 #include "control/retention_driver.h"
 #include "control/session_lease_driver.h"
 #include "control/log/commit_log.h"
@@ -61,6 +64,7 @@
 #include "control/scheduler_driver.h"
 #include "control/security/key_directory.h"
 #include "protocol/base/clock.h"
+#include "protocol/base/loop_inbox.h"
 #include "protocol/security/keys.h"
 #include "protocol/security/zap_handler.h"
 #include "storage/leveldb_store.h"
@@ -107,6 +111,13 @@ struct CoordinatorOptions {
   int64_t disk_retry_ms = 1000;
   const Clock* clock = &SystemClock::Get();
 
+  // The HTTP port (docs/operations.md "Metrics and the dashboard"):
+  // host:port, port 0 for an ephemeral one (written to the endpoints file);
+  // empty: no HTTP at all.
+  std::string http_address;
+  bool metrics_per_gpu = true;  // per-GPU series on /metrics
+  std::string version;          // for gpool_coordinator_info
+
   // Replication: empty `replicas.peers` runs a single replica (LocalLog).
   // replicas.token and replicas.clock are taken from `token` and `clock`.
   replication::ReplicaSetOptions replicas;
@@ -124,6 +135,8 @@ class Coordinator final : public Outbox {
 
   const std::string& client_endpoint() const { return client_endpoint_; }
   const std::string& worker_endpoint() const { return worker_endpoint_; }
+  // host:port of the HTTP port; empty without one.
+  std::string http_address() const { return http_ ? http_->address() : std::string(); }
   const state::ClusterState& state() const { return state_; }
   // Who the ZAP handler admits; null on an --insecure coordinator. The
   // committed users reach it through SetUsers.
@@ -162,6 +175,12 @@ class Coordinator final : public Outbox {
   // Resets the managers when the tracker says leadership changed.
   void FollowLeadership();
   void MaybeSnapshot();
+  // The HTTP port (coordinator_http_wiring.cc): started last in Open, on its
+  // own threads, reaching the state only through inbox_.
+  Status StartHttp();
+  Result<HttpCaller> HttpAuthenticate(const std::string& bearer) const;
+  Status HttpMayReadCluster(const HttpCaller& caller) const;
+  std::string RenderMetrics() const;
 
   CoordinatorOptions options_;
   std::unique_ptr<storage::LevelDbStore> kv_;
@@ -200,6 +219,15 @@ class Coordinator final : public Outbox {
   std::unique_ptr<HealthDriver> health_;
   std::unique_ptr<RetentionDriver> retention_;
   std::unique_ptr<SessionLeaseDriver> session_leases_;
+
+  // What /metrics reports beyond the state; its parts are lent to the
+  // components in Wire (declared before them would also do: they only hold
+  // pointers, and nothing records during destruction).
+  std::unique_ptr<ControlMetrics> metrics_;
+  std::unique_ptr<LoopInbox> inbox_;
+  std::unique_ptr<GatewayBridge> bridge_;
+  // Last: destroyed first, so no HTTP thread is left waiting on the loop.
+  std::unique_ptr<CoordinatorHttp> http_;
 };
 
 }  // namespace gpool::control

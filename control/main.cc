@@ -155,6 +155,12 @@ int main(int argc, char** argv) {
      cxxopts::value<std::string>()->default_value("first-use"))
     ("peer-keys", "CurveZMQ, replicated mode: every replica's public key file as ID=FILE,... (this one's "
      "included)", cxxopts::value<std::string>())
+    ("http-address", "HOST:PORT of the HTTP port: Prometheus /metrics, the JSON API (/api/v1/...) and the "
+     "dashboard (/). Port 0 takes an ephemeral port (written to the endpoints file as 'http'); 'none' turns "
+     "HTTP off. Production: a fixed port, e.g. 0.0.0.0:7480",
+     cxxopts::value<std::string>()->default_value("127.0.0.1:0"))
+    ("metrics-per-gpu", "Per-GPU series on /metrics (one per GPU and figure); false keeps only per-model totals",
+     cxxopts::value<bool>()->default_value("true"))
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"))
     ("version", "Print the version and exit")
     ("h,help", "Print this help");
@@ -188,6 +194,10 @@ int main(int argc, char** argv) {
     options.client_endpoint = args["client-addr"].as<std::string>();
     options.worker_endpoint = args["worker-addr"].as<std::string>();
     options.replica_id = args["id"].as<std::string>();
+    options.http_address = args["http-address"].as<std::string>();
+    if (options.http_address == "none") options.http_address.clear();
+    options.metrics_per_gpu = args["metrics-per-gpu"].as<bool>();
+    options.version = "0.1.0";
     options.scheduler_config_path = args["scheduler-config"].as<std::string>();
     if (!options.scheduler_config_path.empty()) {
       auto config = gpool::scheduler::LoadSchedulerConfig(options.scheduler_config_path);

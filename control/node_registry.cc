@@ -242,6 +242,7 @@ void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, co
     return;
   }
   Touch(msg.node, now_ms);
+  if (options_.metrics != nullptr) ++options_.metrics->heartbeats;
   workers_.RecordUsage(msg.node, msg.usage);
   if (msg.health_version != 0) {
     if (const std::string bad = CheckHealthConditions(msg.health); !bad.empty()) {

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "control/metrics/metric_sets.h"
 #include "control/ports.h"
 #include "control/principal.h"
 #include "control/security/key_directory.h"
@@ -54,6 +55,8 @@ struct NodeRegistryOptions {
   std::string coordinator_id = "coordinator";
   wire::DecodeLimits limits;
   const Clock* clock = &SystemClock::Get();
+  // Heartbeats counted for /metrics; null: not kept.
+  WorkerMetrics* metrics = nullptr;
 };
 
 // The node-loss grace must leave the lease a margin (docs/architecture.md):

@@ -55,7 +55,7 @@ void ProposalTracker::Propose(state::CommandBody body, ApplyCallback done) {
     }
     return done(NotCommitted(index.status()));
   }
-  callbacks_[*index] = Pending{term, std::move(done)};
+  callbacks_[*index] = Pending{term, options_.clock->MonoMs(), std::move(done)};
 }
 
 void ProposalTracker::Settle(uint64_t index, uint64_t term, const state::ApplyResult& result) {
@@ -65,6 +65,11 @@ void ProposalTracker::Settle(uint64_t index, uint64_t term, const state::ApplyRe
   callbacks_.erase(it);
   // Another leader's entry took the index our proposal had.
   if (pending.term != term) return pending.done(NotCommitted(NotLeader()));
+  if (options_.metrics != nullptr) {
+    ++options_.metrics->commits;
+    options_.metrics->commit_seconds.Observe(static_cast<double>(options_.clock->MonoMs() - pending.proposed_ms) /
+                                             1000.0);
+  }
   pending.done(result);
 }
 
@@ -216,6 +221,7 @@ bool ProposalTracker::FollowLeadership() {
   const uint64_t term = log_.term();
   if (leading == leading_ && (!leading || term == leading_term_)) return false;
   const bool was_leading = leading_;
+  if (options_.metrics != nullptr) ++options_.metrics->leader_changes;
   leading_ = leading;
   leading_term_ = leading ? term : 0;
   // Proposals of an earlier leadership may still commit (a later leader

@@ -22,6 +22,7 @@
 
 #include "control/disk_full_mode.h"
 #include "control/log/commit_log.h"
+#include "control/metrics/metric_sets.h"
 #include "control/ports.h"
 #include "control/replication/peer_probe.h"
 #include "protocol/base/clock.h"
@@ -42,6 +43,8 @@ struct ProposalTrackerOptions {
   // CurveZMQ: a replica is added only with its public key (the peers admit
   // and authenticate it by that key).
   bool replica_keys_required = false;
+  // Commit latencies, commits and leadership changes for /metrics; null: not kept.
+  ReplicationMetrics* metrics = nullptr;
 };
 
 class ProposalTracker final : public Proposer {
@@ -84,6 +87,7 @@ class ProposalTracker final : public Proposer {
   // entry at the same index.
   struct Pending {
     uint64_t term = 0;
+    int64_t proposed_ms = 0;  // monotonic, for the commit latency
     ApplyCallback done;
   };
   struct PendingMembership {

@@ -22,6 +22,7 @@ bool SchedulerDriver::Tick(int64_t now_ms) {
     scheduler::Plan plan = computing_.get();
     cycle_thread_.join();  // it has set the plan; at most on_cycle_done is left to run
     if (computing_generation_ != generation_) return false;  // leadership changed meanwhile
+    Record(plan, cycle_us_);
     return Propose(std::move(plan), now_ms);
   }
   if (reasons_deferred_ && now_ms - last_reasons_ms_ >= options_.reasons_interval_ms) {
@@ -46,10 +47,14 @@ bool SchedulerDriver::Tick(int64_t now_ms) {
     computing_ = result.get_future();
     // The plan is set before on_cycle_done runs, so a loop woken by it finds
     // the cycle finished.
-    cycle_thread_ = std::thread([view = &view_, policy = options_.policy, done = options_.on_cycle_done,
+    cycle_thread_ = std::thread([this, view = &view_, policy = options_.policy, done = options_.on_cycle_done,
                                  result = std::move(result)]() mutable {
       try {
-        result.set_value(scheduler::Schedule(*view, policy));
+        const auto start = std::chrono::steady_clock::now();
+        scheduler::Plan plan = scheduler::Schedule(*view, policy);
+        cycle_us_ = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start)
+                        .count();
+        result.set_value(std::move(plan));
       } catch (...) {
         result.set_exception(std::current_exception());  // rethrown by get() on the loop, as before
       }
@@ -57,7 +62,20 @@ bool SchedulerDriver::Tick(int64_t now_ms) {
     });
     return false;
   }
-  return Propose(scheduler::Schedule(view_, options_.policy), now_ms);
+  const auto start = std::chrono::steady_clock::now();
+  scheduler::Plan plan = scheduler::Schedule(view_, options_.policy);
+  Record(plan, std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+  return Propose(std::move(plan), now_ms);
+}
+
+void SchedulerDriver::Record(const scheduler::Plan& plan, int64_t cycle_us) {
+  if (options_.metrics == nullptr) return;
+  SchedulingMetrics& m = *options_.metrics;
+  ++m.cycles;
+  m.binds += plan.binds.size();
+  m.cycle_seconds.Observe(static_cast<double>(cycle_us) / 1e6);
+  m.decisions_per_cycle.Observe(static_cast<double>(plan.binds.size()));
+  for (const auto& eviction : plan.evictions) ++m.evictions_by_cause[EvictionCause(eviction.reason)];
 }
 
 bool SchedulerDriver::Propose(scheduler::Plan plan, int64_t now_ms) {

@@ -34,6 +34,7 @@
 #include <future>
 #include <thread>
 
+#include "control/metrics/metric_sets.h"
 #include "control/ports.h"
 #include "protocol/base/clock.h"
 #include "control/scheduler/scheduler.h"
@@ -53,6 +54,8 @@ struct SchedulerDriverOptions {
   int64_t keep_view_ms = 0;
   // Called on the scheduling thread when a background cycle has its plan.
   std::function<void()> on_cycle_done;
+  // Cycle durations, decisions and evictions for /metrics; null: not kept.
+  SchedulingMetrics* metrics = nullptr;
 };
 
 class SchedulerDriver {
@@ -83,6 +86,7 @@ class SchedulerDriver {
 
  private:
   bool Propose(scheduler::Plan plan, int64_t now_ms);
+  void Record(const scheduler::Plan& plan, int64_t cycle_us);
   void DropView();
 
   SchedulerDriverOptions options_;
@@ -103,6 +107,9 @@ class SchedulerDriver {
   std::thread cycle_thread_;
   uint64_t generation_ = 0;
   uint64_t computing_generation_ = 0;
+  // How long the background cycle took; written by the scheduling thread
+  // before it sets the plan, read on the loop after the plan is taken.
+  int64_t cycle_us_ = 0;
 };
 
 }  // namespace gpool::control

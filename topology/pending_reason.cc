@@ -104,4 +104,55 @@ bool NeverFits(const PendingReason& reason) {
          reason.code == PendingCode::kTaskMemoryOverLargest;
 }
 
+std::string_view PendingCodeSlug(PendingCode code) {
+  switch (code) {
+    case PendingCode::kUnknown: return "unknown";
+    case PendingCode::kNodeNotReady: return "node_not_ready";
+    case PendingCode::kNodeCordoned: return "node_cordoned";
+    case PendingCode::kNodeInAnotherPool: return "node_in_another_pool";
+    case PendingCode::kNodeSelector: return "node_selector";
+    case PendingCode::kNodeTaint: return "node_taint";
+    case PendingCode::kNodeGpuModel: return "node_gpu_model";
+    case PendingCode::kNodeNuma: return "node_numa";
+    case PendingCode::kNodeClaimed: return "node_claimed";
+    case PendingCode::kNodeReserved: return "node_reserved";
+    case PendingCode::kNodeExclusiveBusy: return "node_exclusive_busy";
+    case PendingCode::kNodeExclusiveWhole: return "node_exclusive_whole";
+    case PendingCode::kNodeGpus: return "node_gpus";
+    case PendingCode::kNodeGpuUuid: return "node_gpu_uuid";
+    case PendingCode::kNodeShareRoom: return "node_share_room";
+    case PendingCode::kNodeShareQos: return "node_share_qos";
+    case PendingCode::kNodeShareMode: return "node_share_mode";
+    case PendingCode::kNodeMigFit: return "node_mig_fit";
+    case PendingCode::kNodeMigUnsupported: return "node_mig_unsupported";
+    case PendingCode::kNodeVendorRule: return "node_vendor_rule";
+    case PendingCode::kNodeModelCapability: return "node_model_capability";
+    case PendingCode::kNodeGpuMemoryCapability: return "node_gpu_memory_capability";
+    case PendingCode::kNodeCpu: return "node_cpu";
+    case PendingCode::kNodeCpuKeptForGpus: return "node_cpu_kept_for_gpus";
+    case PendingCode::kNodeMemory: return "node_memory";
+    case PendingCode::kNodeMemoryKeptForGpus: return "node_memory_kept_for_gpus";
+    case PendingCode::kNodeModelDeserved: return "node_model_deserved";
+    case PendingCode::kNodeGpuMemoryDeserved: return "node_gpu_memory_deserved";
+    case PendingCode::kNodeOwnedByAnotherQueue: return "node_owned_by_another_queue";
+    case PendingCode::kNoNodes: return "no_nodes";
+    case PendingCode::kTaskGpusOverLargest: return "task_gpus_over_largest";
+    case PendingCode::kTaskCpuOverLargest: return "task_cpu_over_largest";
+    case PendingCode::kTaskMemoryOverLargest: return "task_memory_over_largest";
+    case PendingCode::kQueueAtCapability: return "queue_at_capability";
+    case PendingCode::kQueueAtDeserved: return "queue_at_deserved";
+    case PendingCode::kOwnTasksStopping: return "own_tasks_stopping";
+    case PendingCode::kVictimsStopping: return "victims_stopping";
+    case PendingCode::kPreempting: return "preempting";
+    case PendingCode::kReclaiming: return "reclaiming";
+    case PendingCode::kNodesHeld: return "nodes_held";
+    case PendingCode::kNotConsidered: return "not_considered";
+    case PendingCode::kSwitchMissesRunningTasks: return "switch_misses_running_tasks";
+    case PendingCode::kTierNotLabelled: return "tier_not_labelled";
+    case PendingCode::kSwitchTooSmall: return "switch_too_small";
+    case PendingCode::kSwitchTasksDoNotFit: return "switch_tasks_do_not_fit";
+  }
+  return "unknown";
+}
+
 }  // namespace gpool::topology

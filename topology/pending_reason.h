@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpool::topology {
@@ -74,6 +75,10 @@ enum class PendingCode : uint32_t {
   kSwitchTooSmall = 402,
   kSwitchTasksDoNotFit = 403,
 };
+
+// A stable snake_case name for a code ("node_gpus", "queue_at_capability"):
+// the reason label of the pending-jobs metric.
+std::string_view PendingCodeSlug(PendingCode code);
 
 struct PendingReason {
   PendingCode code = PendingCode::kUnknown;

@@ -1,0 +1,80 @@
+// CoordinatorHttp: the coordinator's HTTP port (--http-address).
+//
+//   GET  /healthz               200 "ok" while the process serves (no credential)
+//   GET  /metrics               Prometheus text format (needs read-cluster)
+//   GET  /api/v1/<Request>      the JSON API: a read request, query
+//   POST /api/v1/<Request>      parameters or a JSON body as its fields,
+//                               answered by the Gateway as over ZeroMQ
+//   GET  /, /ui/...             the dashboard (dashboard_assets.h)
+//
+// Authentication is the cluster's own: on a secured cluster the bearer
+// credential is a CurveZMQ secret key (Z85) of a registered user, whose
+// public half the coordinator derives and looks up as the ZAP handler would;
+// the user's roles then decide, request by request, exactly as on the
+// ZeroMQ port (a Prometheus scrape credential is a viewer's key in a
+// credentials file). On an --insecure cluster the bearer is the cluster
+// token (none configured: open, as the ZeroMQ port is).
+//
+// Every request's work runs on the coordinator's loop thread through the
+// LoopInbox; the HTTP threads only wait (at most request_timeout_ms, then 504).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "control/http/gateway_bridge.h"
+#include "control/principal.h"
+#include "protocol/base/loop_inbox.h"
+#include "protocol/http/http_server.h"
+
+namespace gpool::control {
+
+// Who an HTTP request speaks for, resolved on the loop thread.
+struct HttpCaller {
+  Principal principal;
+  std::string token;  // the envelope token the gateway checks
+};
+
+// What the coordinator lends its HTTP port; all called on the loop thread.
+struct CoordinatorHttpHooks {
+  std::function<Result<HttpCaller>(const std::string& bearer)> authenticate;
+  // Ok when the caller may read cluster-wide figures (metrics).
+  std::function<Status(const HttpCaller& caller)> may_read_cluster;
+  std::function<std::string()> render_metrics;
+  GatewayBridge* bridge = nullptr;
+  // Static dashboard files, or null (no dashboard): a response for the
+  // path, or nullopt when it is not one of the dashboard's.
+  std::function<std::optional<http::HttpResponse>(const std::string& path)> dashboard;
+};
+
+struct CoordinatorHttpOptions {
+  http::HttpServerOptions server;
+  int64_t request_timeout_ms = 10'000;
+};
+
+class CoordinatorHttp {
+ public:
+  static Result<std::unique_ptr<CoordinatorHttp>> Start(const CoordinatorHttpOptions& options, LoopInbox& inbox,
+                                                        CoordinatorHttpHooks hooks);
+  ~CoordinatorHttp();
+  const std::string& address() const { return server_->address(); }
+
+ private:
+  CoordinatorHttp(const CoordinatorHttpOptions& options, LoopInbox& inbox, CoordinatorHttpHooks hooks)
+      : options_(options), inbox_(inbox), hooks_(std::move(hooks)) {}
+  http::HttpResponse Handle(const http::HttpRequest& request);
+  http::HttpResponse Metrics(const http::HttpRequest& request);
+  http::HttpResponse Api(const http::HttpRequest& request, std::string_view type);
+
+  CoordinatorHttpOptions options_;
+  LoopInbox& inbox_;
+  CoordinatorHttpHooks hooks_;
+  std::unique_ptr<http::HttpServer> server_;
+};
+
+// The JSON body a GET's query parameters make: numbers and true/false typed,
+// everything else a string ("?limit=5&include_finished=false").
+std::string QueryToJson(const std::multimap<std::string, std::string>& params);
+
+}  // namespace gpool::control

@@ -1,0 +1,241 @@
+#include "control/metrics/coordinator_metrics.h"
+
+#include <array>
+#include <map>
+#include <tuple>
+
+#include "control/session_view.h"
+#include "control/views.h"
+
+namespace gpool::control {
+
+namespace {
+
+using metrics::Exposition;
+using metrics::Type;
+
+void Scheduling(Exposition& out, const CoordinatorMetricsInput& in) {
+  const SchedulingMetrics& s = in.recorded->scheduling;
+  out.Family("gpool_scheduler_cycle_duration_seconds", Type::kHistogram,
+             "How long the pure scheduler took per cycle (leader).");
+  out.Observe({}, s.cycle_seconds);
+  out.Family("gpool_scheduler_decisions_per_cycle", Type::kHistogram,
+             "Tasks bound by one scheduling cycle (leader).");
+  out.Observe({}, s.decisions_per_cycle);
+  out.Single("gpool_scheduler_cycles_total", Type::kCounter, "Scheduling cycles run (leader).",
+             static_cast<double>(s.cycles));
+  out.Single("gpool_scheduler_binds_total", Type::kCounter, "Task placements proposed (leader).",
+             static_cast<double>(s.binds));
+  out.Family("gpool_scheduler_evictions_total", Type::kCounter,
+             "Tasks the scheduler evicted, by cause: preempt (a higher class), reclaim (a queue's share) (leader).");
+  for (const char* cause : {"preempt", "reclaim", "other"}) {
+    auto it = s.evictions_by_cause.find(cause);
+    out.Sample({{"cause", cause}}, it == s.evictions_by_cause.end() ? 0.0 : static_cast<double>(it->second));
+  }
+  out.Family("gpool_job_submit_to_running_seconds", Type::kHistogram,
+             "Time from a job's submission to its first start (leader).");
+  out.Observe({}, in.recorded->submit_to_running_seconds);
+}
+
+void Jobs(Exposition& out, const CoordinatorMetricsInput& in) {
+  const state::ClusterState& state = *in.state;
+  out.Family("gpool_jobs", Type::kGauge, "Jobs in the state, by state.");
+  for (JobState s : {JobState::kPending, JobState::kRunning, JobState::kSucceeded, JobState::kFailed,
+                     JobState::kCancelled}) {
+    out.Sample({{"state", ToString(s)}}, state.jobs_in_state(s));
+  }
+  // A pending job counts once, under its first reason (the one `gpool
+  // explain` leads with); "none" before its first cycle.
+  std::map<std::string_view, uint64_t> by_reason;
+  std::map<std::string, std::array<uint64_t, 2>> per_queue;  // pending, running
+  std::map<std::string, uint64_t> sessions;
+  for (const auto& [id, job] : state.jobs()) {
+    if (job.state == JobState::kPending) {
+      ++by_reason[job.reasons().empty() ? std::string_view("none") : topology::PendingCodeSlug(job.reasons()[0].code)];
+      ++per_queue[job.spec.queue][0];
+    } else if (job.state == JobState::kRunning) {
+      ++per_queue[job.spec.queue][1];
+    }
+    if (job.spec.session.enabled) ++sessions[ToSessionInfo(job).state];
+  }
+  out.Family("gpool_jobs_pending", Type::kGauge, "Pending jobs by the code of their first pending reason.");
+  if (by_reason.empty()) out.Sample({{"reason", "none"}}, 0);
+  for (const auto& [reason, n] : by_reason) out.Sample({{"reason", reason}}, static_cast<double>(n));
+  out.Single("gpool_tasks_active", Type::kGauge, "Tasks bound or running.",
+             static_cast<double>(state.active_task_count()));
+  out.Family("gpool_queue_jobs", Type::kGauge, "Jobs pending and running per leaf queue.");
+  for (const auto& [queue, n] : per_queue) {
+    out.Sample({{"queue", queue}, {"state", "pending"}}, static_cast<double>(n[0]));
+    out.Sample({{"queue", queue}, {"state", "running"}}, static_cast<double>(n[1]));
+  }
+  out.Family("gpool_sessions", Type::kGauge, "Remote GPU sessions by state (docs/operations.md 4.4).");
+  for (const auto& [name, n] : sessions) out.Sample({{"state", name}}, static_cast<double>(n));
+}
+
+void QuotaFamily(Exposition& out, const char* name, const char* help,
+                 const std::map<std::string, Quota>& by_queue) {
+  out.Family(name, Type::kGauge, help);
+  for (const auto& [queue, quota] : by_queue) {
+    for (const auto& [resource, value] : quota) {
+      out.Sample({{"queue", queue}, {"resource", resource}}, static_cast<double>(value));
+    }
+  }
+}
+
+void Queues(Exposition& out, const CoordinatorMetricsInput& in) {
+  const state::ClusterState& state = *in.state;
+  const std::map<std::string, Quota> allocated = state.QueueAllocations();
+  std::map<std::string, Quota> deserved, guarantee, capability;
+  for (const auto& [name, queue] : state.queues()) {
+    deserved[name] = queue.spec.deserved;
+    guarantee[name] = queue.spec.guarantee;
+    capability[name] = queue.spec.capability;
+  }
+  QuotaFamily(out, "gpool_queue_allocated", "Held by the queue's bound and running tasks (and its descendants'), by resource.",
+              allocated);
+  QuotaFamily(out, "gpool_queue_deserved", "The queue's deserved (fair) share, by resource.", deserved);
+  QuotaFamily(out, "gpool_queue_guarantee", "The queue's guaranteed share, by resource.", guarantee);
+  QuotaFamily(out, "gpool_queue_capability", "The queue's hard limit, by resource.", capability);
+  out.Family("gpool_queue_fair_share_ratio", Type::kGauge,
+             "Allocated over deserved per queue and resource (above 1: borrowing).");
+  for (const auto& [queue, quota] : deserved) {
+    auto held = allocated.find(queue);
+    for (const auto& [resource, want] : quota) {
+      if (want == 0) continue;
+      uint64_t have = 0;
+      if (held != allocated.end()) {
+        auto it = held->second.find(resource);
+        if (it != held->second.end()) have = it->second;
+      }
+      out.Sample({{"queue", queue}, {"resource", resource}}, static_cast<double>(have) / static_cast<double>(want));
+    }
+  }
+}
+
+void Devices(Exposition& out, const CoordinatorMetricsInput& in) {
+  const state::ClusterState& state = *in.state;
+  std::map<std::string_view, uint64_t> nodes_by_state;
+  // model -> {total, whole, shared, unhealthy}
+  std::map<std::string, std::array<uint64_t, 4>> by_model;
+  std::map<std::pair<std::string, std::string>, uint64_t> conditions;  // kind, severity
+  struct GpuRow {
+    std::string node, index, model;
+    double whole, shares, memory_bytes, compute_ratio, healthy;
+  };
+  std::vector<GpuRow> rows;
+  for (const auto& [name, node] : state.nodes()) {
+    ++nodes_by_state[ToString(node.state)];
+    for (const auto& condition : node.AllHealth()) ++conditions[{condition.kind, condition.severity}];
+    const NodeSummary summary = ToNodeSummary(node, /*devices=*/true, &state);
+    for (const auto& device : summary.devices) {
+      auto& m = by_model[device.model];
+      ++m[0];
+      const bool whole = !device.task.empty();
+      double memory_mib = 0, compute_pct = 0;
+      for (const auto& tenant : device.tenants) {
+        memory_mib += static_cast<double>(tenant.grant.gpu_memory_mib);
+        compute_pct += tenant.grant.gpu_compute_pct;
+      }
+      if (whole) ++m[1];
+      if (!device.tenants.empty()) ++m[2];
+      if (!device.healthy) ++m[3];
+      if (in.per_gpu) {
+        rows.push_back(GpuRow{name, std::to_string(device.index), device.model, whole ? 1.0 : 0.0,
+                              static_cast<double>(device.tenants.size()), memory_mib * 1024 * 1024,
+                              compute_pct / 100.0, device.healthy ? 1.0 : 0.0});
+      }
+    }
+  }
+  out.Family("gpool_nodes", Type::kGauge, "Nodes by state.");
+  for (const auto& [s, n] : nodes_by_state) out.Sample({{"state", s}}, static_cast<double>(n));
+  out.Family("gpool_gpus", Type::kGauge,
+             "GPUs per model: total, held whole, shared (one or more shares or MIG instances held), unhealthy.");
+  for (const auto& [model, m] : by_model) {
+    out.Sample({{"model", model}, {"kind", "total"}}, static_cast<double>(m[0]));
+    out.Sample({{"model", model}, {"kind", "whole"}}, static_cast<double>(m[1]));
+    out.Sample({{"model", model}, {"kind", "shared"}}, static_cast<double>(m[2]));
+    out.Sample({{"model", model}, {"kind", "unhealthy"}}, static_cast<double>(m[3]));
+  }
+  out.Family("gpool_node_health_conditions", Type::kGauge, "Health conditions nodes report, by kind and severity.");
+  for (const auto& [key, n] : conditions) {
+    out.Sample({{"kind", key.first}, {"severity", key.second}}, static_cast<double>(n));
+  }
+  if (!in.per_gpu) return;
+  auto per_gpu = [&](const char* name, const char* help, double GpuRow::*field) {
+    out.Family(name, Type::kGauge, help);
+    for (const auto& row : rows) {
+      out.Sample({{"node", row.node}, {"gpu", row.index}, {"model", row.model}}, row.*field);
+    }
+  };
+  per_gpu("gpool_gpu_allocated", "1 when a task holds the GPU whole.", &GpuRow::whole);
+  per_gpu("gpool_gpu_shares", "Shares, MIG instances or core grants held on the GPU.", &GpuRow::shares);
+  per_gpu("gpool_gpu_share_memory_allocated_bytes", "GPU memory granted to the GPU's shares.",
+          &GpuRow::memory_bytes);
+  per_gpu("gpool_gpu_share_compute_allocated_ratio", "Compute granted to the GPU's shares (1 = the whole GPU).",
+          &GpuRow::compute_ratio);
+  per_gpu("gpool_gpu_healthy", "1 when the GPU takes work (its worker and the health policy agree).",
+          &GpuRow::healthy);
+}
+
+void Replication(Exposition& out, const CoordinatorMetricsInput& in) {
+  const log::ReplicationReport& r = in.replication;
+  const ReplicationMetrics& m = in.recorded->replication;
+  out.Family("gpool_coordinator_info", Type::kGauge, "This replica: its id, version and Raft role.");
+  out.Sample({{"replica", in.replica_id}, {"version", in.version}, {"role", r.role.empty() ? "leader" : r.role}}, 1);
+  out.Single("gpool_coordinator_leader", Type::kGauge, "1 on the serving leader.", in.leading ? 1 : 0);
+  out.Single("gpool_raft_term", Type::kGauge, "This replica's Raft term.", static_cast<double>(r.term));
+  out.Single("gpool_raft_commit_index", Type::kGauge, "Highest log index known committed.",
+             static_cast<double>(r.commit_index));
+  out.Single("gpool_raft_applied_index", Type::kGauge, "Highest log index applied to the state.",
+             static_cast<double>(in.state->applied_index()));
+  out.Family("gpool_raft_commit_duration_seconds", Type::kHistogram,
+             "From proposing a command to its commit and apply, for this replica's own proposals.");
+  out.Observe({}, m.commit_seconds);
+  out.Single("gpool_raft_commits_total", Type::kCounter, "This replica's own proposals committed.",
+             static_cast<double>(m.commits));
+  out.Single("gpool_raft_leader_changes_total", Type::kCounter,
+             "Times this replica saw leadership change (a new term, or it started or stopped serving).",
+             static_cast<double>(m.leader_changes));
+  out.Family("gpool_raft_follower_lag_entries", Type::kGauge,
+             "Entries a replica's log is behind the commit index (as this replica knows it; the leader's view is exact).");
+  for (const auto& replica : r.replicas) {
+    const double lag = replica.match >= r.commit_index ? 0.0 : static_cast<double>(r.commit_index - replica.match);
+    out.Sample({{"replica", std::to_string(replica.id)}}, lag);
+  }
+  out.Single("gpool_raft_snapshots_total", Type::kCounter, "Snapshots this replica wrote.",
+             static_cast<double>(m.snapshots));
+  out.Single("gpool_raft_snapshot_bytes", Type::kGauge, "Size of the last snapshot this replica wrote.",
+             static_cast<double>(m.last_snapshot_bytes));
+}
+
+void Workers(Exposition& out, const CoordinatorMetricsInput& in) {
+  const WorkerMetrics& w = in.recorded->workers;
+  out.Single("gpool_workers_connected", Type::kGauge, "Workers registered on a live connection (leader).",
+             static_cast<double>(in.workers->size()));
+  out.Single("gpool_worker_heartbeats_total", Type::kCounter, "Heartbeats received (leader).",
+             static_cast<double>(w.heartbeats));
+  out.Single("gpool_worker_registrations_total", Type::kCounter, "Worker registrations committed (leader).",
+             static_cast<double>(w.registrations));
+  out.Single("gpool_task_events_total", Type::kCounter, "Task events from workers committed (leader).",
+             static_cast<double>(w.task_events));
+  out.Single("gpool_tasks_lost_total", Type::kCounter, "Tasks ended as lost (their node went silent) (leader).",
+             static_cast<double>(w.tasks_lost));
+  out.Family("gpool_worker_command_ack_seconds", Type::kHistogram,
+             "From sending a bind or preempt to a worker to its acknowledgement (leader).");
+  out.Observe({}, w.command_ack_seconds);
+}
+
+}  // namespace
+
+std::string RenderCoordinatorMetrics(const CoordinatorMetricsInput& input) {
+  Exposition out;
+  Replication(out, input);
+  Scheduling(out, input);
+  Jobs(out, input);
+  Queues(out, input);
+  Devices(out, input);
+  Workers(out, input);
+  return out.Take();
+}
+
+}  // namespace gpool::control

@@ -1,0 +1,37 @@
+// The coordinator's /metrics page: every series a Prometheus scrape of a
+// replica gets, rendered from the committed state, the replication report
+// and what ControlMetrics recorded. Runs on the loop thread.
+//
+// Names (docs/operations.md "Metrics" lists them all): gpool_ prefix, base
+// units, _total counters, histograms for latencies. Series only the serving
+// leader keeps moving say "(leader)" in their HELP; state-derived ones are
+// the same on every replica, as of what it has applied.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "control/log/commit_log.h"
+#include "control/metrics/control_metrics.h"
+#include "control/worker_table.h"
+#include "control/state/cluster_state.h"
+
+namespace gpool::control {
+
+struct CoordinatorMetricsInput {
+  const state::ClusterState* state = nullptr;
+  const ControlMetrics* recorded = nullptr;
+  const WorkerTable* workers = nullptr;
+  log::ReplicationReport replication;
+  std::string replica_id;
+  std::string version;
+  bool leading = false;
+  int64_t now_wall_ms = 0;
+  // Per-GPU series (one per GPU and kind): on by default; a very large
+  // cluster may keep only the per-model totals (--metrics-per-gpu=false).
+  bool per_gpu = true;
+};
+
+std::string RenderCoordinatorMetrics(const CoordinatorMetricsInput& input);
+
+}  // namespace gpool::control

@@ -1,0 +1,42 @@
+// The counters and histograms components keep for /metrics, one struct per
+// component, so a component depends on its own figures and not on the
+// whole collector (control_metrics.h). Owned by the coordinator; components
+// get a pointer (null: not measured) and write on the loop thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "protocol/metrics/exposition.h"
+
+namespace gpool::control {
+
+struct SchedulingMetrics {
+  metrics::Histogram cycle_seconds{metrics::LatencyBounds()};
+  metrics::Histogram decisions_per_cycle{metrics::CountBounds()};
+  uint64_t cycles = 0;
+  uint64_t binds = 0;
+  std::map<std::string, uint64_t> evictions_by_cause;  // preempt | reclaim | other
+};
+
+struct ReplicationMetrics {
+  metrics::Histogram commit_seconds{metrics::LatencyBounds()};
+  uint64_t commits = 0;  // this replica's own proposals committed
+  uint64_t leader_changes = 0;
+  uint64_t snapshots = 0;
+  uint64_t last_snapshot_bytes = 0;
+};
+
+struct WorkerMetrics {
+  uint64_t heartbeats = 0;
+  uint64_t registrations = 0;
+  uint64_t task_events = 0;
+  uint64_t tasks_lost = 0;
+  metrics::Histogram command_ack_seconds{metrics::LatencyBounds()};  // bind/preempt sent -> acked
+};
+
+// "preempt", "reclaim" or "other", from an eviction's reason text.
+std::string EvictionCause(const std::string& reason);
+
+}  // namespace gpool::control
