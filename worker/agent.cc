@@ -29,14 +29,17 @@ Agent::Agent(AgentOptions options)
 Agent::~Agent() = default;
 
 void Agent::Turn(int poll_ms) {
-  if (void* handle = socket_.handle()) {
-    zmq_pollitem_t item{handle, 0, ZMQ_POLLIN, 0};
-    const int rc = zmq_poll(&item, 1, poll_ms);
-    if (rc > 0) socket_.ReceiveFrames();
-    if (rc < 0 && zmq_errno() != EINTR) log_->warn("poll failed error={}", Q(zmq_strerror(zmq_errno())));
-  } else {
-    zmq_poll(nullptr, 0, poll_ms);  // nothing to wait on; just pace the loop
-  }
+  zmq_pollitem_t items[2];
+  int count = 0;
+  void* handle = socket_.handle();
+  if (handle != nullptr) items[count++] = {handle, 0, ZMQ_POLLIN, 0};
+  const int inbox_item = count;
+  if (options_.inbox != nullptr) items[count++] = {nullptr, options_.inbox->fd(), ZMQ_POLLIN, 0};
+  // With nothing to wait on, the poll just paces the loop.
+  const int rc = zmq_poll(count == 0 ? nullptr : items, count, poll_ms);
+  if (rc < 0 && zmq_errno() != EINTR) log_->warn("poll failed error={}", Q(zmq_strerror(zmq_errno())));
+  if (rc > 0 && handle != nullptr && (items[0].revents & ZMQ_POLLIN)) socket_.ReceiveFrames();
+  if (rc > 0 && options_.inbox != nullptr && (items[inbox_item].revents & ZMQ_POLLIN)) options_.inbox->RunPending();
   options_.tasks->Poll();
   if (options_.exec != nullptr) options_.exec->Tick();
   if (options_.health != nullptr) options_.health->Poll();

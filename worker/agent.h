@@ -23,6 +23,7 @@
 #include <spdlog/logger.h>
 #include <zmq.hpp>
 
+#include "protocol/base/loop_inbox.h"
 #include "protocol/base/clock.h"
 #include "protocol/base/status.h"
 #include "worker/link.h"
@@ -36,6 +37,7 @@ struct AgentOptions {
   Link* link = nullptr;                     // required
   HealthMonitor* health = nullptr;          // polled every turn, before the link; nullptr: none
   ExecManager* exec = nullptr;              // ticked every turn, after the tasks; nullptr: none
+  LoopInbox* inbox = nullptr;               // work other threads post (the HTTP port's); nullptr: none
   const Clock* clock = nullptr;             // required
   int poll_ms = 20;                         // socket poll timeout per loop turn (10-50)
   int64_t shutdown_grace_ms = 5000;         // SIGTERM -> SIGKILL on shutdown

@@ -79,6 +79,12 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("rgpu-server", "gpool-rgpu-server, run for each remote-GPU session placed here (default: next to "
      "gpool-worker or in rgpu/ beside it); 'none': this node opens no sessions", cxxopts::value<std::string>(),
      "PATH|none")
+    ("http-address", "HOST:PORT for /metrics and /healthz (Prometheus); port 0: ephemeral, written to "
+     "DATA_DIR/http; 'none': off. Production: a fixed port, e.g. 0.0.0.0:7481",
+     cxxopts::value<std::string>()->default_value(defaults.http_address), "HOST:PORT")
+    ("metrics-token-file", "File holding the bearer token a scrape of /metrics must send (the scrape "
+     "credential); without it /metrics is open to whoever reaches the address",
+     cxxopts::value<std::string>()->default_value(""), "FILE")
     ("rgpu-address", "IPv4 address session servers listen on; clients connect to it, so on a cluster give the "
      "node's data-plane address", cxxopts::value<std::string>()->default_value(defaults.rgpu_address), "IP")
     ("cgroup-root", "Where the cgroup hierarchies are mounted (v2, or v1 with a freezer): each task runs in a "
@@ -220,6 +226,9 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     if (result.count("cuda-real-driver")) f.cuda_real_driver = result["cuda-real-driver"].as<std::string>();
     if (result.count("rgpu-server")) f.rgpu_server = result["rgpu-server"].as<std::string>();
     f.rgpu_address = result["rgpu-address"].as<std::string>();
+    f.http_address = result["http-address"].as<std::string>();
+    if (f.http_address == "none") f.http_address.clear();
+    f.metrics_token_file = result["metrics-token-file"].as<std::string>();
     f.cuda_ledger_dir = result["cuda-ledger-dir"].as<std::string>();
     f.cuda_activity_dir = result["cuda-activity-dir"].as<std::string>();
     GPOOL_ASSIGN_OR_RETURN(f.share_memory_tolerance_mib,

@@ -68,6 +68,11 @@ struct WorkerFlags {
   // servers listen on, which clients must reach.
   std::string rgpu_server;
   std::string rgpu_address = "127.0.0.1";
+  // /metrics and /healthz (metrics/worker_http.h): HOST:PORT, port 0 for an
+  // ephemeral one (written to DATA_DIR/http); empty: off. A bearer token
+  // from metrics_token_file, when given, is required on /metrics.
+  std::string http_address = "127.0.0.1:0";
+  std::string metrics_token_file;
   // Where the cgroup hierarchies are mounted; "none": tasks are tracked by
   // process group only (their children may escape).
   std::string cgroup_root = "/sys/fs/cgroup";

@@ -1,5 +1,6 @@
 #include "worker/link.h"
 
+#include <chrono>
 #include <algorithm>
 #include <random>
 
@@ -166,6 +167,7 @@ void Link::SendRegister() {
 }
 
 void Link::SendHeartbeat() {
+  ++stats_.heartbeats_sent;
   Heartbeat hb;
   hb.node = options_.tasks->node().name;
   hb.running = options_.tasks->Running();
@@ -275,12 +277,20 @@ void Link::Receive(std::string_view frame) {
     case MessageType::kErrorReply:
       OnErrorReply(*env);
       return;
-    case MessageType::kBindTask:
+    case MessageType::kBindTask: {
+      const auto start = std::chrono::steady_clock::now();
       OnBind(*env, epoch_before);
+      ++stats_.binds;
+      stats_.command_seconds.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       return;
-    case MessageType::kPreemptTask:
+    }
+    case MessageType::kPreemptTask: {
+      const auto start = std::chrono::steady_clock::now();
       OnPreempt(*env, epoch_before);
+      ++stats_.preempts;
+      stats_.command_seconds.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       return;
+    }
     case MessageType::kFetchLog:
       OnFetchLog(*env);
       return;

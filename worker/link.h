@@ -48,6 +48,7 @@
 
 #include <spdlog/logger.h>
 
+#include "protocol/metrics/exposition.h"
 #include "protocol/base/clock.h"
 #include "protocol/envelope.h"
 #include "worker/backoff.h"
@@ -106,6 +107,12 @@ struct LinkStats {
   uint64_t register_attempts = 0;
   uint64_t registrations = 0;
   uint64_t reconnects = 0;
+  uint64_t heartbeats_sent = 0;
+  // Coordinator commands handled, and how long handling one took (a bind
+  // starts the task's process: most of a task's start-up on this side).
+  uint64_t binds = 0;
+  uint64_t preempts = 0;
+  metrics::Histogram command_seconds{metrics::LatencyBounds()};
 };
 
 class Link {

@@ -17,6 +17,7 @@
 #include <cctype>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -29,6 +30,10 @@
 #include "worker/agent.h"
 #include "worker/discovery/discover.h"
 #include "worker/discovery/nvml_mig_manager.h"
+#include "worker/discovery/nvml_gpu_sampler.h"
+#include "worker/metrics/worker_http.h"
+#include "worker/metrics/worker_metrics.h"
+#include "protocol/base/loop_inbox.h"
 #include "worker/discovery/nvml_usage_sampler.h"
 #include "worker/fleet.h"
 #include "worker/health/build_monitor.h"
@@ -240,6 +245,40 @@ gpool::Result<gpool::worker::ShareEnforcementOptions> ConfigureShares(const gpoo
 }
 
 // GPU memory per process, only where the GPUs are real and NVML's: a
+// Per-GPU utilisation and memory for /metrics, under the same rule as the
+// usage sampler below: only GPUs NVML discovered are NVML's to measure.
+std::unique_ptr<gpool::worker::NvmlGpuSampler> OpenGpuSampler(const gpool::worker::WorkerFlags& flags,
+                                                               const gpool::NodeSpec& node, spdlog::logger& log) {
+  if (!flags.spec_path.empty() || node.gpus.empty()) return nullptr;
+  auto sampler = gpool::worker::NvmlGpuSampler::Open(flags.nvml_library);
+  if (!sampler.ok()) {
+    log.info("gpu utilisation not reported error={}", gpool::worker::Q(sampler.status().ToString()));
+    return nullptr;
+  }
+  return std::move(sampler).value();
+}
+
+// The HTTP port (/metrics, /healthz); null when --http-address is none.
+gpool::Result<std::unique_ptr<gpool::worker::WorkerHttp>> StartHttp(const gpool::worker::WorkerFlags& flags,
+                                                                     gpool::LoopInbox& inbox,
+                                                                     std::function<std::string()> render,
+                                                                     spdlog::logger& log) {
+  if (flags.http_address.empty()) return std::unique_ptr<gpool::worker::WorkerHttp>();
+  gpool::worker::WorkerHttpOptions options;
+  options.address = flags.http_address;
+  if (!flags.metrics_token_file.empty()) {
+    auto token = gpool::ReadTokenFile(flags.metrics_token_file);
+    if (!token.ok()) return token.status();
+    options.token = *token;
+  }
+  auto http = gpool::worker::WorkerHttp::Start(options, inbox, std::move(render));
+  if (!http.ok()) return http.status();
+  // Scripts and tests that asked for an ephemeral port read it here.
+  std::ofstream(flags.data_dir + "/http") << (*http)->address() << "\n";
+  log.info("http listening address={} scrape_token={}", (*http)->address(), options.token.empty() ? "none" : "required");
+  return http;
+}
+
 // --spec node's GPUs may be simulated (no driver, or not the GPUs NVML
 // sees), and without a --spec every GPU came from NVML (discover.h).
 std::unique_ptr<gpool::worker::NvmlUsageSampler> OpenUsageSampler(const gpool::worker::WorkerFlags& flags,
@@ -446,6 +485,7 @@ int main(int argc, char** argv) {
   if (!exec.ok()) return Fail("cannot open the exec manager", exec.status());
 
   auto gpu_usage = OpenUsageSampler(flags, *node, logger);
+  auto gpu_sampler = OpenGpuSampler(flags, *node, *logger);
   // Health: the link reports it; its silence is one of the checks.
   Link* link_for_health = nullptr;
   std::unique_ptr<HealthMonitor> health = BuildHealthMonitor(
@@ -481,10 +521,31 @@ int main(int argc, char** argv) {
   agent_options.exec = exec->get();
   agent_options.curve_keys = curve_keys;
   agent_options.server_keys = server_keys;
+  auto inbox = LoopInbox::Open();
+  if (!inbox.ok()) return Fail("cannot start the HTTP port", inbox.status());
+  agent_options.inbox = inbox->get();
   auto agent = Agent::Open(std::move(agent_options));
   if (!agent.ok()) return Fail("cannot start the agent", agent.status());
+  auto render_metrics = [&] {
+    WorkerMetricsInput in;
+    in.node = node->name;
+    in.version = kWorkerVersion;
+    in.link = &(*link)->stats();
+    in.registered = (*link)->registered();
+    in.coordinator_silent_ms = (*link)->silent_ms();
+    in.tasks_running = (*tasks)->Running().size();
+    in.gpus = &node->gpus;
+    in.health = health ? &health->conditions() : nullptr;
+    const std::vector<GpuSample> samples = gpu_sampler ? gpu_sampler->Sample() : std::vector<GpuSample>{};
+    in.samples = &samples;
+    return RenderWorkerMetrics(in);
+  };
+  auto http = StartHttp(flags, **inbox, render_metrics, *logger);
+  if (!http.ok()) return Fail("cannot start the HTTP port", http.status());
 
   Status run = (*agent)->Run(g_stop);
+  (*inbox)->Close();  // scrapes waiting on the loop, which has stopped, return now
+  http->reset();
   if (!run.ok()) logger->warn("shutdown incomplete error={}", Q(run.ToString()));
   logger->info("gpool-worker exiting");
   return 0;

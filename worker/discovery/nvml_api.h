@@ -46,6 +46,12 @@ struct Memory {
   unsigned long long used;
 };
 
+// nvmlUtilization_t: percent of the last sample period the GPU (memory) was busy.
+struct Utilization {
+  unsigned int gpu;
+  unsigned int memory;
+};
+
 struct PciInfo {
   char busIdLegacy[16];
   unsigned int domain;
@@ -133,6 +139,7 @@ struct ProcessInfoV2 {
 static_assert(sizeof(ProcessInfoV2) == 24);
 
 using InitFn = Return (*)();
+using GetUtilizationFn = Return (*)(Device, Utilization*);
 using ShutdownFn = Return (*)();
 using ErrorStringFn = const char* (*)(Return);
 using GetCountFn = Return (*)(unsigned int*);

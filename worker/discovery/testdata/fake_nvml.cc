@@ -55,6 +55,7 @@
 // Built with FAKE_NVML_OLD_DRIVER it lacks the event API and
 // nvmlDeviceGetRemappedRows (drivers before R450/R460), which the health
 // checks must do without.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -360,10 +361,41 @@ int nvmlDeviceGetUUID(void* device, char* uuid, unsigned int length) {
   return 0;
 }
 
-int nvmlDeviceGetMemoryInfo(void*, nvml::Memory* memory) {
+// FAKE_NVML_UTILIZATION: "<gpu>:<percent busy>:<MiB used>,..." read at
+// every call (metrics and utilisation alerts); GPUs not listed are idle.
+bool Utilization(unsigned gpu, unsigned* percent, unsigned long long* used_mib) {
+  const char* text = std::getenv("FAKE_NVML_UTILIZATION");
+  for (const char* p = text; p != nullptr && *p != '\0';) {
+    unsigned g = 0, u = 0;
+    unsigned long long m = 0;
+    if (std::sscanf(p, "%u:%u:%llu", &g, &u, &m) == 3 && g == gpu) {
+      *percent = u;
+      *used_mib = m;
+      return true;
+    }
+    p = std::strchr(p, ',');
+    if (p != nullptr) ++p;
+  }
+  return false;
+}
+
+int nvmlDeviceGetMemoryInfo(void* device, nvml::Memory* memory) {
+  unsigned percent = 0;
+  unsigned long long used_mib = 0;
+  Utilization(IndexOf(device), &percent, &used_mib);
   memory->total = 80ull * 1024 * 1024 * 1024;
-  memory->free = memory->total;
-  memory->used = 0;
+  memory->used = std::min(memory->total, used_mib * 1024 * 1024);
+  memory->free = memory->total - memory->used;
+  return 0;
+}
+
+int nvmlDeviceGetUtilizationRates(void* device, nvml::Utilization* rates) {
+  if (Lost(device)) return nvml::kErrorGpuIsLost;
+  unsigned percent = 0;
+  unsigned long long used_mib = 0;
+  Utilization(IndexOf(device), &percent, &used_mib);
+  rates->gpu = percent;
+  rates->memory = percent;
   return 0;
 }
 

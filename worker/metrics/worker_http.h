@@ -1,0 +1,36 @@
+// WorkerHttp: the worker's HTTP port, /healthz and /metrics.
+//
+// The page is rendered on the agent's loop thread (LoopInbox), where the
+// link, the tasks and the health checks live. A worker has no user
+// directory, so its scrape credential is a bearer token from a file
+// (--metrics-token-file), compared in constant time; without one the page
+// is open to whoever reaches the address (127.0.0.1 by default).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "protocol/base/loop_inbox.h"
+#include "protocol/http/http_server.h"
+
+namespace gpool::worker {
+
+struct WorkerHttpOptions {
+  std::string address = "127.0.0.1:0";
+  std::string token;  // empty: no credential required
+  int64_t timeout_ms = 10'000;
+};
+
+class WorkerHttp {
+ public:
+  static Result<std::unique_ptr<WorkerHttp>> Start(const WorkerHttpOptions& options, LoopInbox& inbox,
+                                                   std::function<std::string()> render);
+  const std::string& address() const { return server_->address(); }
+
+ private:
+  WorkerHttp() = default;
+  std::unique_ptr<http::HttpServer> server_;
+};
+
+}  // namespace gpool::worker
