@@ -90,11 +90,12 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   c->disk_->Attach(c->log_.get());
   GPOOL_RETURN_IF_ERROR(c->Recover());
   c->SyncNodeKeys();
-  c->WriteEndpoints();
 
   c->Wire();
   c->FollowLeadership();
   GPOOL_RETURN_IF_ERROR(c->StartHttp());
+  // Once every port is bound, so a reader of the file sees all of them.
+  c->WriteEndpoints();
 
   spdlog::info("coordinator ready replica={} security={} epoch={} client={} worker={} peer={} jobs={} nodes={} "
                "applied={}",

@@ -39,7 +39,6 @@ Status Coordinator::StartHttp() {
   if (!started.ok()) return Status(started.status().code(), "--http-address: " + started.status().message());
   http_ = std::move(started).value();
   spdlog::info("http listening address={} security={}", http_->address(), keys_ ? "bearer-key" : "token");
-  WriteEndpoints();
   return Status::Ok();
 }
 
