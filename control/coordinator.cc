@@ -179,6 +179,7 @@ void Coordinator::Wire() {
   health_ = std::make_unique<HealthDriver>(options_.health_config, state_, connections_, *tracker_, options_.clock);
   retention_ = std::make_unique<RetentionDriver>(options_.retention, state_, *tracker_, options_.clock);
   session_leases_ = std::make_unique<SessionLeaseDriver>(state_, *tracker_, options_.clock, options_.preempt_grace_ms);
+  alerts_ = std::make_unique<AlertDriver>(options_.alerts, state_, connections_, *tracker_, options_.clock);
 }
 
 Status Coordinator::Secure() {
@@ -469,6 +470,7 @@ void Coordinator::FollowLeadership() {
   health_->Reset();
   retention_->Reset();
   session_leases_->Reset();
+  alerts_->Reset();
 }
 
 void Coordinator::MaybeSnapshot() {
@@ -574,6 +576,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       health_->Tick(now);
       retention_->Tick(now);
       session_leases_->Tick(now);
+      alerts_->Tick(now);
       GPOOL_RETURN_IF_ERROR(CommitAndApply());
     }
     if (leading && now - last_dispatch >= 200) {

@@ -45,6 +45,7 @@
 
 #include <zmq.hpp>
 
+#include "control/alert_driver.h"
 #include "control/disk_full_mode.h"
 #include "control/dispatcher.h"
 #include "control/gateway.h"
@@ -103,6 +104,7 @@ struct CoordinatorOptions {
   size_t max_frame_bytes = 4 * 1024 * 1024;
   uint64_t max_spec_bytes = kDefaultMaxSpecBytes;  // encoded; larger specs are ResourceExhausted
   uint32_t max_grace_period_ms = SpecLimits{}.max_grace_period_ms;  // a job's grace_period_ms at most
+  AlertRules alerts;  // queue wait, quota, low utilisation (alert_driver.h)
   state::RetentionPolicy retention;               // finished jobs kept (control/state/retention.h)
   // A full disk (disk_full_mode.h): at or below this much free space on the
   // data dir's file system, writes are refused until space returns; a full
@@ -219,6 +221,7 @@ class Coordinator final : public Outbox {
   std::unique_ptr<HealthDriver> health_;
   std::unique_ptr<RetentionDriver> retention_;
   std::unique_ptr<SessionLeaseDriver> session_leases_;
+  std::unique_ptr<AlertDriver> alerts_;
 
   // What /metrics reports beyond the state; its parts are lent to the
   // components in Wire (declared before them would also do: they only hold

@@ -155,6 +155,15 @@ int main(int argc, char** argv) {
      cxxopts::value<std::string>()->default_value("first-use"))
     ("peer-keys", "CurveZMQ, replicated mode: every replica's public key file as ID=FILE,... (this one's "
      "included)", cxxopts::value<std::string>())
+    ("alert-queue-wait-ms", "Alert when a job has been pending this long (0: off)",
+     cxxopts::value<int64_t>()->default_value("1800000"))
+    ("alert-quota-pct", "Alert when a queue holds this percentage of its capability of a resource (0: off)",
+     cxxopts::value<uint32_t>()->default_value("90"))
+    ("alert-low-util-pct", "Alert when a running task's GPUs are all below this utilisation (NVML nodes; 0: off)...",
+     cxxopts::value<uint32_t>()->default_value("10"))
+    ("alert-low-util-ms", "...for this long", cxxopts::value<int64_t>()->default_value("1800000"))
+    ("alert-check-ms", "How often the leader evaluates the alert rules",
+     cxxopts::value<int64_t>()->default_value("5000"))
     ("http-address", "HOST:PORT of the HTTP port: Prometheus /metrics, the JSON API (/api/v1/...) and the "
      "dashboard (/). Port 0 takes an ephemeral port (written to the endpoints file as 'http'); 'none' turns "
      "HTTP off. Production: a fixed port, e.g. 0.0.0.0:7480",
@@ -194,6 +203,16 @@ int main(int argc, char** argv) {
     options.client_endpoint = args["client-addr"].as<std::string>();
     options.worker_endpoint = args["worker-addr"].as<std::string>();
     options.replica_id = args["id"].as<std::string>();
+    options.alerts.queue_wait_ms = args["alert-queue-wait-ms"].as<int64_t>();
+    options.alerts.quota_used_pct = args["alert-quota-pct"].as<uint32_t>();
+    options.alerts.low_util_pct = args["alert-low-util-pct"].as<uint32_t>();
+    options.alerts.low_util_ms = args["alert-low-util-ms"].as<int64_t>();
+    options.alerts.check_every_ms = args["alert-check-ms"].as<int64_t>();
+    if (options.alerts.queue_wait_ms < 0 || options.alerts.low_util_ms < 0 || options.alerts.check_every_ms < 100 ||
+        options.alerts.quota_used_pct > 1000 || options.alerts.low_util_pct > 100) {
+      throw cxxopts::exceptions::exception("alert thresholds: times >= 0, --alert-check-ms >= 100, "
+                                           "--alert-low-util-pct <= 100");
+    }
     options.http_address = args["http-address"].as<std::string>();
     if (options.http_address == "none") options.http_address.clear();
     options.metrics_per_gpu = args["metrics-per-gpu"].as<bool>();

@@ -244,6 +244,7 @@ void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, co
   Touch(msg.node, now_ms);
   if (options_.metrics != nullptr) ++options_.metrics->heartbeats;
   workers_.RecordUsage(msg.node, msg.usage);
+  workers_.RecordGpus(msg.node, msg.gpus);
   if (msg.health_version != 0) {
     if (const std::string bad = CheckHealthConditions(msg.health); !bad.empty()) {
       Reply(peer, MakeError(header.request_id, epoch, Status::InvalidArgument(bad)));

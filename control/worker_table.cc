@@ -54,6 +54,15 @@ void WorkerTable::Touch(const std::string& node, int64_t now_ms, int64_t wall_ms
   it->second.last_seen_wall_ms = wall_ms;
 }
 
+void WorkerTable::RecordGpus(const std::string& node, const std::vector<GpuUtilization>& gpus) {
+  auto it = by_node_.find(node);
+  if (it == by_node_.end()) return;
+  // More entries than any node has GPUs is a broken or hostile worker: keep
+  // none rather than let it fill the table.
+  constexpr size_t kMaxGpus = 1024;
+  it->second.gpus = gpus.size() <= kMaxGpus ? gpus : std::vector<GpuUtilization>{};
+}
+
 void WorkerTable::RecordUsage(const std::string& node, const std::vector<TaskUsage>& reported) {
   auto it = by_node_.find(node);
   if (it == by_node_.end()) return;

@@ -38,6 +38,8 @@ struct WorkerConnection {
   uint64_t health_version = 0;
   uint64_t health_rounds = 0;
   uint64_t clear_since_rounds = 0;
+  // Each measured GPU's utilisation at the last heartbeat that carried it.
+  std::vector<GpuUtilization> gpus;
 };
 
 class WorkerTable {
@@ -65,6 +67,7 @@ class WorkerTable {
   // Replaces the node's usage with a heartbeat's (at most kMaxUsage entries;
   // a task reported twice keeps its last value).
   void RecordUsage(const std::string& node, const std::vector<TaskUsage>& usage);
+  void RecordGpus(const std::string& node, const std::vector<GpuUtilization>& gpus);
   // Records a heartbeat's (or a registration's) health: the list when
   // `version` is newer than the last one recorded, and the rounds.
   void RecordHealth(const std::string& node, uint64_t version, const std::vector<HealthCondition>& health,

@@ -19,7 +19,9 @@ namespace gpool {
 // "task-preempted", "task-reclaimed", "health-breaker-open", "health-breaker-closed",
 // "health-fence-suppressed" (a fence the health policy held back: exempt
 // node, breaker open), "task-over-share" (a worker killed a GPU-share task
-// whose measured GPU memory exceeded its share: it bypassed the interposer).
+// whose measured GPU memory exceeded its share: it bypassed the interposer),
+// "alert-firing" / "alert-resolved" (an alert rule, control/alert_driver.h;
+// reason: the rule, dedupe_key: the alert's key).
 enum class EventKind : uint8_t {
   kHealthRaised,
   kHealthCleared,
@@ -36,8 +38,10 @@ enum class EventKind : uint8_t {
   kHealthBreakerClosed,
   kHealthFenceSuppressed,
   kTaskOverShare,
+  kAlertFiring,
+  kAlertResolved,
 };
-inline constexpr size_t kEventKindCount = 15;
+inline constexpr size_t kEventKindCount = 17;
 std::string_view ToString(EventKind k);
 std::optional<EventKind> EventKindFromString(std::string_view s);
 

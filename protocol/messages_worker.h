@@ -79,6 +79,21 @@ struct TaskUsage {
   bool operator==(const TaskUsage&) const = default;
 };
 
+// How busy one GPU was at the heartbeat's NVML sample (the low-utilisation
+// alert). Only GPUs NVML could measure are listed: a missing GPU is unknown.
+struct GpuUtilization {
+  uint32_t index = 0;
+  uint32_t utilization_pct = 0;
+  uint64_t memory_used_mib = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("gpu", index);
+    v.Optional("util", utilization_pct);
+    v.Optional("mem_mib", memory_used_mib);
+  }
+  bool operator==(const GpuUtilization&) const = default;
+};
+
 struct Heartbeat {
   static constexpr MessageType kType = MessageType::kHeartbeat;
   std::string node;
@@ -95,6 +110,7 @@ struct Heartbeat {
   // Completed rounds of the node's health checks (every check ran once), so
   // the coordinator can count clear rounds before it uncordons a node.
   uint64_t health_rounds = 0;
+  std::vector<GpuUtilization> gpus;  // NVML nodes only
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
@@ -103,6 +119,7 @@ struct Heartbeat {
     v.Optional("health_version", health_version);
     v.Optional("health", health);
     v.Optional("health_rounds", health_rounds);
+    v.Optional("gpus", gpus);
   }
 };
 

@@ -179,6 +179,12 @@ void Link::SendHeartbeat() {
     // round of NVML queries.
     options_.tasks->EnforceShareMemory(hb.usage);
   }
+  if (options_.gpu_sampler != nullptr) {
+    for (const GpuSample& sample : options_.gpu_sampler->Sample()) {
+      if (!sample.known) continue;  // unknown is left out, never sent as idle
+      hb.gpus.push_back(GpuUtilization{sample.index, sample.utilization_pct, sample.memory_used_bytes >> 20});
+    }
+  }
   const uint64_t id = next_request_id_++;
   SentHeartbeat sent{Now(), 0};
   if (options_.health != nullptr) {

@@ -52,6 +52,7 @@
 #include "protocol/base/clock.h"
 #include "protocol/envelope.h"
 #include "worker/backoff.h"
+#include "worker/discovery/nvml_gpu_sampler.h"
 #include "worker/health/health_monitor.h"
 #include "worker/runner/gpu_usage_sampler.h"
 #include "worker/runner/exec_manager.h"
@@ -68,6 +69,7 @@ struct LinkOptions {
   // answered Unavailable.
   ExecManager* exec = nullptr;
   GpuUsageSampler* gpu_usage = nullptr;  // nullptr: heartbeats carry no usage
+  NvmlGpuSampler* gpu_sampler = nullptr;  // per-GPU utilisation in heartbeats; nullptr: none
   // The node's health (health_monitor.h): RegisterNode carries the list; a
   // heartbeat carries it whenever it changed since the last one the
   // coordinator acknowledged, and a change is sent at once rather than at the

@@ -498,6 +498,7 @@ int main(int argc, char** argv) {
   link_options.tasks = tasks->get();
   link_options.exec = exec->get();
   link_options.gpu_usage = gpu_usage.get();
+  link_options.gpu_sampler = gpu_sampler.get();
   link_options.clock = &clock;
   link_options.health = health.get();
   link_options.renew_lease = [&clock, lease_path, logger](int64_t sent_ms, int64_t lease_ms) {

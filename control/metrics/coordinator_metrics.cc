@@ -1,11 +1,11 @@
 #include "control/metrics/coordinator_metrics.h"
 
 #include <array>
+#include <charconv>
 #include <map>
 #include <tuple>
 
 #include "control/session_view.h"
-#include "control/views.h"
 
 namespace gpool::control {
 
@@ -112,38 +112,93 @@ void Queues(Exposition& out, const CoordinatorMetricsInput& in) {
   }
 }
 
+// What the GPU's tenants (shares, MIG instances, core grants) hold.
+struct Tenancy {
+  size_t count = 0;
+  double memory_bytes = 0;
+  double compute_ratio = 0;
+};
+
+Tenancy TenancyOf(const state::ClusterState& state, const state::NodeRecord& node, uint32_t index) {
+  Tenancy tenancy;
+  auto tenants = node.gpu_tenants.find(index);
+  if (tenants == node.gpu_tenants.end()) return tenancy;
+  for (const TaskId& id : tenants->second) {
+    const state::TaskRecord* task = state.FindTask(id);
+    if (task == nullptr) continue;
+    const DeviceGrant grant = task->grant();
+    ++tenancy.count;
+    tenancy.memory_bytes += static_cast<double>(grant.gpu_memory_mib) * 1024 * 1024;
+    tenancy.compute_ratio += grant.gpu_compute_pct / 100.0;
+  }
+  return tenancy;
+}
+
+// Per-GPU families walk the nodes directly (no NodeSummary per node): at
+// 100,000 GPUs that is what keeps a scrape within its budget. Share and
+// health series are sparse (only GPUs with tenants, only unhealthy GPUs):
+// a missing series is no shares, healthy.
+void PerGpu(Exposition& out, const state::ClusterState& state) {
+  char index[12];
+  auto label_of = [&index](uint32_t i) {
+    auto end = std::to_chars(index, index + sizeof(index), i).ptr;
+    return std::string_view(index, static_cast<size_t>(end - index));
+  };
+  out.Family("gpool_gpu_allocated", Type::kGauge, "1 when a task holds the GPU whole, 0 otherwise.");
+  for (const auto& [name, node] : state.nodes()) {
+    for (const auto& gpu : node.spec.gpus) {
+      out.Sample({{"node", name}, {"gpu", label_of(gpu.index)}, {"model", gpu.model}},
+                 node.gpu_owner.find(gpu.index) != node.gpu_owner.end() ? 1.0 : 0.0);
+    }
+  }
+  out.Family("gpool_gpu_unhealthy", Type::kGauge, "1 for a GPU that takes no work (its worker or the health policy); healthy GPUs have no series.");
+  for (const auto& [name, node] : state.nodes()) {
+    for (const auto& gpu : node.spec.gpus) {
+      if (!node.GpuUsable(gpu)) out.Sample({{"node", name}, {"gpu", label_of(gpu.index)}, {"model", gpu.model}}, 1);
+    }
+  }
+  struct Share {
+    const std::string* node;
+    const GpuInfo* gpu;
+    Tenancy tenancy;
+  };
+  std::vector<Share> shared;
+  for (const auto& [name, node] : state.nodes()) {
+    for (const auto& gpu : node.spec.gpus) {
+      if (node.gpu_tenants.count(gpu.index) != 0) shared.push_back(Share{&name, &gpu, TenancyOf(state, node, gpu.index)});
+    }
+  }
+  auto family = [&](const char* metric, const char* help, auto value) {
+    out.Family(metric, Type::kGauge, help);
+    for (const Share& s : shared) {
+      out.Sample({{"node", *s.node}, {"gpu", label_of(s.gpu->index)}, {"model", s.gpu->model}}, value(s.tenancy));
+    }
+  };
+  family("gpool_gpu_shares", "Shares, MIG instances or core grants held on the GPU (GPUs with none have no series).",
+         [](const Tenancy& t) { return static_cast<double>(t.count); });
+  family("gpool_gpu_share_memory_allocated_bytes", "GPU memory granted to the GPU's shares.",
+         [](const Tenancy& t) { return t.memory_bytes; });
+  family("gpool_gpu_share_compute_allocated_ratio", "Compute granted to the GPU's shares (1 = the whole GPU).",
+         [](const Tenancy& t) { return t.compute_ratio; });
+}
+
 void Devices(Exposition& out, const CoordinatorMetricsInput& in) {
   const state::ClusterState& state = *in.state;
   std::map<std::string_view, uint64_t> nodes_by_state;
   // model -> {total, whole, shared, unhealthy}
-  std::map<std::string, std::array<uint64_t, 4>> by_model;
-  std::map<std::pair<std::string, std::string>, uint64_t> conditions;  // kind, severity
-  struct GpuRow {
-    std::string node, index, model;
-    double whole, shares, memory_bytes, compute_ratio, healthy;
-  };
-  std::vector<GpuRow> rows;
+  std::map<std::string_view, std::array<uint64_t, 4>> by_model;
+  std::map<std::pair<std::string_view, std::string_view>, uint64_t> conditions;  // kind, severity
   for (const auto& [name, node] : state.nodes()) {
     ++nodes_by_state[ToString(node.state)];
-    for (const auto& condition : node.AllHealth()) ++conditions[{condition.kind, condition.severity}];
-    const NodeSummary summary = ToNodeSummary(node, /*devices=*/true, &state);
-    for (const auto& device : summary.devices) {
-      auto& m = by_model[device.model];
+    for (const auto* list : {&node.health, &node.probe_health}) {
+      for (const auto& condition : *list) ++conditions[{condition.kind, condition.severity}];
+    }
+    for (const auto& gpu : node.spec.gpus) {
+      auto& m = by_model[gpu.model];
       ++m[0];
-      const bool whole = !device.task.empty();
-      double memory_mib = 0, compute_pct = 0;
-      for (const auto& tenant : device.tenants) {
-        memory_mib += static_cast<double>(tenant.grant.gpu_memory_mib);
-        compute_pct += tenant.grant.gpu_compute_pct;
-      }
-      if (whole) ++m[1];
-      if (!device.tenants.empty()) ++m[2];
-      if (!device.healthy) ++m[3];
-      if (in.per_gpu) {
-        rows.push_back(GpuRow{name, std::to_string(device.index), device.model, whole ? 1.0 : 0.0,
-                              static_cast<double>(device.tenants.size()), memory_mib * 1024 * 1024,
-                              compute_pct / 100.0, device.healthy ? 1.0 : 0.0});
-      }
+      if (node.gpu_owner.find(gpu.index) != node.gpu_owner.end()) ++m[1];
+      if (node.gpu_tenants.count(gpu.index) != 0) ++m[2];
+      if (!node.GpuUsable(gpu)) ++m[3];
     }
   }
   out.Family("gpool_nodes", Type::kGauge, "Nodes by state.");
@@ -160,21 +215,7 @@ void Devices(Exposition& out, const CoordinatorMetricsInput& in) {
   for (const auto& [key, n] : conditions) {
     out.Sample({{"kind", key.first}, {"severity", key.second}}, static_cast<double>(n));
   }
-  if (!in.per_gpu) return;
-  auto per_gpu = [&](const char* name, const char* help, double GpuRow::*field) {
-    out.Family(name, Type::kGauge, help);
-    for (const auto& row : rows) {
-      out.Sample({{"node", row.node}, {"gpu", row.index}, {"model", row.model}}, row.*field);
-    }
-  };
-  per_gpu("gpool_gpu_allocated", "1 when a task holds the GPU whole.", &GpuRow::whole);
-  per_gpu("gpool_gpu_shares", "Shares, MIG instances or core grants held on the GPU.", &GpuRow::shares);
-  per_gpu("gpool_gpu_share_memory_allocated_bytes", "GPU memory granted to the GPU's shares.",
-          &GpuRow::memory_bytes);
-  per_gpu("gpool_gpu_share_compute_allocated_ratio", "Compute granted to the GPU's shares (1 = the whole GPU).",
-          &GpuRow::compute_ratio);
-  per_gpu("gpool_gpu_healthy", "1 when the GPU takes work (its worker and the health policy agree).",
-          &GpuRow::healthy);
+  if (in.per_gpu) PerGpu(out, state);
 }
 
 void Replication(Exposition& out, const CoordinatorMetricsInput& in) {

@@ -64,6 +64,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, BootstrapCmd>) return ApplyBootstrap(body);
         if constexpr (std::is_same_v<T, AuditCmd>) return ApplyAudit(now, body);
         if constexpr (std::is_same_v<T, RenewSessionCmd>) return ApplyRenewSession(now, body);
+        if constexpr (std::is_same_v<T, AlertCmd>) return ApplyAlert(now, body);
       },
       command.body);
 }
@@ -131,6 +132,7 @@ struct SnapshotImage {
   std::vector<AuditEntry> audit;
   uint64_t next_audit_seq = 1;
   std::map<std::string, std::string> enrolled_nodes;
+  std::vector<AlertCmd> alerts;  // firing
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -150,6 +152,7 @@ struct SnapshotImage {
     v.Optional("audit", audit);
     v.Optional("next_audit_seq", next_audit_seq);
     v.Optional("enrolled_nodes", enrolled_nodes);
+    v.Optional("alerts", alerts);
   }
 };
 
@@ -213,6 +216,12 @@ std::string ClusterState::Snapshot() const {
   }
   packer.Field("next_audit_seq", next_audit_seq_);
   packer.Field("enrolled_nodes", enrolled_nodes_);
+  packer.Key("alerts");
+  packer.BeginArray(static_cast<uint32_t>(alerts_.size()));
+  for (const auto& [key, alert] : alerts_) {
+    AlertCmd copy = alert;
+    packer.Value(copy);
+  }
   return std::string(buffer.data(), buffer.size());
 }
 
@@ -243,6 +252,8 @@ Status ClusterState::Restore(std::string_view snapshot) {
   for (auto& total : image->usage) usage_[{total.queue, total.user}] = std::move(total);
   users_.clear();
   for (auto& user : image->users) users_[user.name] = std::move(user);
+  alerts_.clear();
+  for (auto& alert : image->alerts) alerts_[alert.key] = std::move(alert);
   audit_.assign(image->audit.begin(), image->audit.end());
   enrolled_nodes_ = std::move(image->enrolled_nodes);
   next_audit_seq_ = std::max<uint64_t>(image->next_audit_seq, audit_.empty() ? 1 : audit_.back().seq + 1);

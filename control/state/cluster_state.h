@@ -156,6 +156,8 @@ class ClusterState {
   uint64_t forgotten_count() const { return forgotten_count_; }
   // Every forgotten job summed per (queue, user).
   const std::map<std::pair<std::string, std::string>, UsageTotal>& usage_totals() const { return usage_; }
+  // Alerts firing now, by key (control/alert_driver.h).
+  const std::map<std::string, AlertCmd>& alerts() const { return alerts_; }
 
   // The scheduler's input: free capacity per node, the queue tree, tasks
   // holding resources (eviction candidates) and jobs with tasks to place.
@@ -195,6 +197,7 @@ class ClusterState {
   ApplyResult ApplyCancelJob(int64_t now, const CancelJobCmd& cmd);
   // rGPU sessions (cluster_state_sessions.cc).
   ApplyResult ApplyRenewSession(int64_t now, const RenewSessionCmd& cmd);
+  ApplyResult ApplyAlert(int64_t now, const AlertCmd& cmd);
   void NoteSessionStarted(JobRecord& job, const TaskEvent& event);
   ApplyResult ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd);
   ApplyResult ApplyPlan(int64_t now, const ApplyPlanCmd& cmd);
@@ -318,6 +321,7 @@ class ClusterState {
   std::deque<ForgottenJob> forgotten_;
   uint64_t forgotten_count_ = 0;
   std::map<std::pair<std::string, std::string>, UsageTotal> usage_;
+  std::map<std::string, AlertCmd> alerts_;  // firing, by key
   // Idempotency key -> job, as hash(key) -> job ids, each checked against
   // the key its JobRecord keeps: a second copy of every 32-character key
   // would cost about 80 bytes a job more. Rebuilt on Restore.

@@ -43,6 +43,8 @@ template <>
 struct Named<AuditCmd> { static constexpr std::string_view kName = "Audit"; };
 template <>
 struct Named<RenewSessionCmd> { static constexpr std::string_view kName = "RenewSession"; };
+template <>
+struct Named<AlertCmd> { static constexpr std::string_view kName = "Alert"; };
 
 template <typename T>
 bool TryDecode(std::string_view name, const msgpack::object& body, Result<CommandBody>* out) {
@@ -102,6 +104,7 @@ Result<Command> DecodeCommand(std::string_view bytes) {
       TryDecode<ForgetJobsCmd>(name, *body, &decoded) || TryDecode<UpdateUserCmd>(name, *body, &decoded) ||
       TryDecode<BootstrapCmd>(name, *body, &decoded) || TryDecode<AuditCmd>(name, *body, &decoded) ||
       TryDecode<RenewSessionCmd>(name, *body, &decoded);
+      TryDecode<AlertCmd>(name, *body, &decoded);
   if (!decoded.ok()) return decoded.status();
   command.body = std::move(decoded).value();
   return command;

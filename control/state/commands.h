@@ -78,6 +78,30 @@ struct CancelJobCmd {
 };
 
 // The owner renewed an rGPU session's lease (RenewSession on the wire).
+// An alert rule's verdict on one subject (control/alert_driver.h): firing
+// or resolved. Apply keeps the set of firing alerts, so a verdict that
+// changes nothing (a repeat, a new leader re-evaluating) emits nothing: an
+// alert is raised once and resolved once, whoever leads.
+struct AlertCmd {
+  std::string key;       // "<rule>/<subject>", e.g. "queue-wait/job-17"
+  bool firing = false;
+  std::string rule;      // queue-wait | quota | low-utilisation
+  std::string severity;  // warning | critical
+  std::string message;
+  uint64_t job = 0;
+  std::string node;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("key", key);
+    v.Required("firing", firing);
+    v.Optional("rule", rule);
+    v.Optional("severity", severity);
+    v.Optional("message", message);
+    v.Optional("job", job);
+    v.Optional("node", node);
+  }
+};
+
 struct RenewSessionCmd {
   uint64_t job_id = 0;
   template <typename V>
@@ -258,7 +282,7 @@ struct AuditCmd {
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
                                  TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd, NodeLostCmd,
                                  NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd, ForgetJobsCmd,
-                                 UpdateUserCmd, BootstrapCmd, AuditCmd, RenewSessionCmd>;
+                                 UpdateUserCmd, BootstrapCmd, AuditCmd, RenewSessionCmd, AlertCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock
