@@ -175,6 +175,13 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiReports) {
   queue.spec.deserved = {{"gpu", 4}};
   queue.spec.capability = {{"gpu", 6}};
   ASSERT_TRUE(client_->UpdateQueue(queue).ok());
+  // Two events for the events page: an operator's cordon and its lifting.
+  for (const char* op : {"cordon", "uncordon"}) {
+    UpdateNode update;
+    update.node = "node-1";
+    update.op = op;
+    ASSERT_TRUE(client_->UpdateNode(update).ok()) << op;
+  }
   JobSpec trainer_spec = ShellJob("trainer", 2, Hold());
   trainer_spec.queue = "team-a";
   const uint64_t trainer = Submit(trainer_spec);

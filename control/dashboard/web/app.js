@@ -156,6 +156,8 @@ async function overviewPage() {
       card('gpus-free', 'free', gpus.free),
       card('gpus-unhealthy', 'unhealthy', gpus.unhealthy),
       card('allocation-ratio', 'allocated', percent(allocated, total))),
+    h('div', { class: 'stack', title: 'GPUs by state' }, Object.entries(gpus).filter(([, n]) => n > 0).map(([state, n]) =>
+      h('span', { class: 'segment ' + state, style: { width: (100 * n) / total + '%' } }, `${n} ${state}`))),
     h('h2', {}, 'Fragmentation'),
     h('div', { class: 'cards' },
       card('free-on-free-nodes', 'free GPUs on idle nodes', frag.onFreeNodes),
@@ -189,7 +191,11 @@ function gpuCell(node, device) {
   let what = 'free';
   if (state === 'whole') what = 'task ' + device.task;
   else if (state === 'mig') what = tenants.map((t) => t.grant.mig_profile).join(' ');
-  else if (state === 'shared') what = tenants.length + (tenants.length === 1 ? ' share' : ' shares');
+  else if (state === 'shared') {
+    const mib = tenants.reduce((sum, t) => sum + (t.grant.gpu_memory_mib || 0), 0);
+    what = `${tenants.length} share${tenants.length === 1 ? '' : 's'}, ${Math.round(mib / 1024)}/` +
+      `${Math.round((device.memory_mib || 0) / 1024)}G`;
+  }
   const detail = [`GPU ${device.index} ${device.model || ''} ${gib(device.memory_mib || 0)}`,
     device.uuid, device.healthy === false ? 'UNHEALTHY' : 'healthy',
     device.task ? 'held whole by task ' + device.task : null,
@@ -198,7 +204,7 @@ function gpuCell(node, device) {
   return h('div', {
     class: 'gpu', 'data-gpu': `${node.name}/${device.index}`, 'data-state': state,
     'data-healthy': device.healthy !== false, 'data-tenants': tenants.length, title: detail.filter(Boolean).join('\n'),
-  }, h('b', {}, device.index), ' ', (device.model || '').slice(0, 10), h('br'), what);
+  }, h('b', {}, 'GPU ', device.index), device.healthy === false ? ' ✕' : '', h('br'), what);
 }
 
 async function nodesPage() {
@@ -240,34 +246,44 @@ function queueTree(queues) {
   return ordered;
 }
 
+// Resources in reading order: GPUs, GPUs by model, then the rest by name.
+function resourceOrder(a, b) {
+  const rank = (r) => (r === 'gpu' ? 0 : r.startsWith('gpu/') ? 1 : 2);
+  return rank(a) - rank(b) || a.localeCompare(b);
+}
+
 // One resource of a queue: allocated as a bar against the larger of its
-// capability and deserved share (or allocated itself), deserved as a mark.
+// capability and deserved share, deserved as a mark. Without either there
+// is nothing to measure against, so no bar.
 function quotaBar(q, resource) {
   const allocated = (q.allocated || {})[resource] || 0;
   const deserved = (q.spec.deserved || {})[resource];
   const capability = (q.spec.capability || {})[resource];
+  const guarantee = (q.spec.guarantee || {})[resource];
+  const limited = deserved !== undefined || capability !== undefined;
   const scale = Math.max(allocated, deserved || 0, capability || 0, 1);
   return h('div', { 'data-resource': resource },
-    h('span', { class: 'bar' },
-      h('span', { class: 'fill' + (deserved !== undefined && allocated > deserved ? ' over' : ''),
-        style: { width: (100 * allocated) / scale + '%' } }),
+    h('span', { class: 'bar' + (limited ? '' : ' none') },
+      limited ? h('span', { class: 'fill' + (deserved !== undefined && allocated > deserved ? ' over' : ''),
+        style: { width: (100 * allocated) / scale + '%' } }) : null,
       deserved !== undefined ? h('span', { class: 'mark', style: { left: (100 * deserved) / scale + '%' } }) : null),
     `${resource} `, h('span', { 'data-metric': 'queue-allocated' }, amount(resource, allocated)),
     h('span', { class: 'muted' },
       deserved !== undefined ? ` deserved ${amount(resource, deserved)}` : '',
       capability !== undefined ? ` cap ${amount(resource, capability)}` : '',
-      (q.spec.guarantee || {})[resource] !== undefined ? ` guaranteed ${amount(resource, q.spec.guarantee[resource])}` : ''));
+      guarantee !== undefined ? ` guaranteed ${amount(resource, guarantee)}` : '',
+      limited ? '' : ' (no quota)'));
 }
 
 async function queuesPage() {
   const { queues = [] } = await api('ListQueues');
   return h('div', {},
-    h('p', { class: 'muted' }, 'Bars: allocated (orange beyond the deserved share), the mark is the deserved share, ' +
+    h('p', { class: 'muted' }, 'Bars: allocated (orange beyond the deserved share); the mark is the deserved share, ' +
       'the full width the larger of capability and deserved. cpu in CPUs.'),
     table(['Queue', 'Running', 'Pending', 'Pools', 'Allocated / deserved / capability'],
       queueTree(queues).map(({ q, depth }) => {
         const resources = [...new Set(['gpu', ...Object.keys(q.allocated || {}), ...Object.keys(q.spec.deserved || {}),
-          ...Object.keys(q.spec.capability || {})])].sort();
+          ...Object.keys(q.spec.capability || {})])].sort(resourceOrder);
         return h('tr', { 'data-queue': q.spec.name },
           h('td', { style: { paddingLeft: 0.6 + 1.4 * depth + 'em' } }, q.spec.name),
           h('td', { 'data-metric': 'queue-running' }, q.jobs_running || 0),
