@@ -203,6 +203,7 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiReports) {
   auto jobs = client_->ListJobs(true, 0);
   auto explained = client_->ExplainJob(JobId(waits));
   ASSERT_TRUE(status.ok() && nodes.ok() && queues.ok() && jobs.ok() && explained.ok());
+  EXPECT_EQ(jobs->jobs.size(), 3u);
 
   {  // Overview: GPUs by state, nodes, jobs.
     PageLoad load = Load("/", "overview");

@@ -341,6 +341,11 @@ async function jobsPage(selected) {
 const events = { list: [], lastSeq: 0 };
 const MAX_EVENTS = 2000;
 
+function forgetEvents() {
+  events.list = [];
+  events.lastSeq = 0;
+}
+
 async function eventsPage() {
   for (let page = 0; page < 20; page++) {
     const reply = await api('ListEvents', { after_seq: events.lastSeq, limit: 1000 });
@@ -430,11 +435,13 @@ function start() {
   document.getElementById('login').addEventListener('submit', (event) => {
     event.preventDefault();
     sessionStorage.setItem(CREDENTIAL, document.getElementById('bearer').value.trim());
+    forgetEvents();  // another user may see other events
     document.getElementById('bearer').value = '';
     refresh();
   });
   document.getElementById('logout').addEventListener('click', () => {
     sessionStorage.removeItem(CREDENTIAL);
+    forgetEvents();
     refresh();
   });
   refresh();
