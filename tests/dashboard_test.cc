@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -99,6 +101,22 @@ std::optional<std::string> Figure(const std::string& dom, const std::string& sco
   return Unescape(dom.substr(open + 1, close - open - 1));
 }
 
+// Z85 keys hold characters that mean something in a URL ('#', '%', '+', '&').
+std::string UrlEncode(const std::string& text) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 std::string Text(const std::optional<std::string>& figure) { return figure.value_or("<missing>"); }
 
 size_t Count(const std::string& dom, const std::string& part) {
@@ -154,7 +172,7 @@ class DashboardTest : public ::testing::Test {
 
   // Loads a page with the test user's key in the URL fragment and saves its screenshot.
   PageLoad Load(const std::string& page, const std::string& shot) {
-    PageLoad load = LoadPage(base_ + page + "#bearer=" + secret_, shots_ + "/" + shot + ".png", cluster_->dir());
+    PageLoad load = LoadPage(base_ + page + "#bearer=" + UrlEncode(secret_), shots_ + "/" + shot + ".png", cluster_->dir());
     EXPECT_TRUE(load.ok) << page << ":\n" << load.log.substr(0, 4000);
     return load;
   }
@@ -224,7 +242,7 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiReports) {
     EXPECT_EQ(Text(Figure(load.dom, "", "gpus-unhealthy")), "0");
     EXPECT_EQ(whole, 2);
     EXPECT_EQ(shared, 1);
-    EXPECT_EQ(Text(Figure(load.dom, "", "allocation-ratio")), std::to_string(100 * (whole + shared) / total) + "%");
+    EXPECT_EQ(Text(Figure(load.dom, "", "allocation-ratio")), std::to_string(std::lround(100.0 * (whole + shared) / total)) + "%");
     EXPECT_EQ(Text(Figure(load.dom, "", "nodes-Ready")), std::to_string(status->nodes_ready));
     EXPECT_EQ(Text(Figure(load.dom, "", "jobs-running")), std::to_string(status->jobs_running));
     EXPECT_EQ(Text(Figure(load.dom, "", "jobs-pending")), std::to_string(status->jobs_pending));
