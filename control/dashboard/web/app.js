@@ -156,8 +156,9 @@ async function overviewPage() {
       card('gpus-free', 'free', gpus.free),
       card('gpus-unhealthy', 'unhealthy', gpus.unhealthy),
       card('allocation-ratio', 'allocated', percent(allocated, total))),
-    h('div', { class: 'stack', title: 'GPUs by state' }, Object.entries(gpus).filter(([, n]) => n > 0).map(([state, n]) =>
-      h('span', { class: 'segment ' + state, style: { width: (100 * n) / total + '%' } }, `${n} ${state}`))),
+    h('div', { class: 'stack', title: 'GPUs by state' },
+      Object.entries(gpus).filter(([, n]) => n > 0).map(([state, n]) =>
+        h('span', { class: 'segment ' + state, style: { width: (100 * n) / total + '%' } }, `${n} ${state}`))),
     h('h2', {}, 'Fragmentation'),
     h('div', { class: 'cards' },
       card('free-on-free-nodes', 'free GPUs on idle nodes', frag.onFreeNodes),
@@ -299,7 +300,8 @@ async function explainPanel(id) {
   return h('div', { id: 'explain', 'data-explain': id },
     h('h2', {}, `Job ${id}: ${summary.name} — `, h('span', { 'data-metric': 'explain-state' }, summary.state)),
     h('p', {}, `queue ${summary.queue}, class ${summary.priority_class || 'medium'}, `,
-      h('span', { 'data-metric': 'explain-jobs-ahead' }, explained.jobs_ahead || 0), ' pending jobs of its queue ahead of it'),
+      h('span', { 'data-metric': 'explain-jobs-ahead' }, explained.jobs_ahead || 0),
+      ' pending jobs of its queue ahead of it'),
     (explained.reasons || []).length
       ? h('ul', {}, explained.reasons.map((r) => h('li', { 'data-metric': 'explain-reason' }, r)))
       : h('p', { class: 'muted' }, 'No pending reasons.'),
@@ -382,6 +384,7 @@ const render = {
 
 let timer = null;
 let generation = 0;  // a newer refresh makes an older one's result stale
+let refreshes = 0;   // views drawn since the page loaded (shown in the footer)
 
 function setStatus(state, text) {
   const status = document.getElementById('status');
@@ -409,7 +412,8 @@ async function refresh() {
     document.getElementById('view').replaceChildren(content);
     document.body.dataset.page = name;
     setStatus('ok', 'live');
-    document.getElementById('updated').textContent = 'Updated ' + new Date().toLocaleTimeString() + '.';
+    document.getElementById('updated').replaceChildren('Updated ' + new Date().toLocaleTimeString() + ' (',
+      h('span', { 'data-metric': 'refreshes' }, ++refreshes), ' refreshes).');
   } catch (error) {
     if (mine !== generation) return;
     if (error instanceof Unauthorized) return showLogin(error.message);  // no polling until signed in
