@@ -143,9 +143,10 @@ class DashboardTest : public ::testing::Test {
     options.gpus_per_worker = 4;
     cluster_ = std::make_unique<LocalCluster>(options);
     ASSERT_NO_FATAL_FAILURE(StartReadyCluster(*cluster_, client_));
-    const auto endpoints = ReadEndpoints(cluster_->ReplicaDataDir(0));
-    ASSERT_TRUE(endpoints.count("http")) << "no http line in the endpoints file";
-    base_ = "http://" + endpoints.at("http");
+    // From the endpoints file (the http line may follow the ZeroMQ ones).
+    const std::string data_dir = cluster_->ReplicaDataDir(0);
+    ASSERT_TRUE(WaitFor([&] { return ReadEndpoints(data_dir).count("http") > 0; }, 10s)) << "no http endpoint";
+    base_ = "http://" + ReadEndpoints(data_dir).at("http");
     auto key = security::ReadSecretKeyFile(cluster_->SecretKeyFile("admin"));
     ASSERT_TRUE(key.ok()) << key.status().ToString();
     secret_ = key->secret_key;

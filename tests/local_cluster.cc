@@ -170,6 +170,8 @@ void LocalCluster::StartReplica(int index, bool join, bool expect_up) {
       name, argv, dir_.Join(name + "-" + std::to_string(coordinator_starts_++) + ".log"));
   Process& process = *coordinators_[index];
   if (!expect_up) return;
+  // The file is written once, atomically, when every port is bound (http
+  // too, unless it is off).
   const size_t lines = replicated ? 3 : 2;
   bool up = WaitFor([&] { return ReadEndpoints(data_dir).size() >= lines || !process.Running(); },
                     std::chrono::seconds(20));
@@ -180,6 +182,7 @@ void LocalCluster::StartReplica(int index, bool join, bool expect_up) {
   self.client = endpoints["client"];
   self.worker = endpoints["worker"];
   if (replicated) self.peer = endpoints["peer"];
+  self.http = endpoints["http"];
 }
 
 void LocalCluster::KillCoordinator() {

@@ -102,6 +102,7 @@ class LocalCluster {
   std::string worker_endpoint() const;
   const std::string& client_endpoint(int replica) const { return replicas_.at(replica).client; }
   const std::string& worker_endpoint(int replica) const { return replicas_.at(replica).worker; }
+  const std::string& http_address(int replica = 0) const { return replicas_.at(replica).http; }
   const std::string& dir() const { return dir_.path(); }
   std::string WorkerDataDir(int index) const;
   std::string NodeName(int index) const { return "node-" + std::to_string(index); }
@@ -136,6 +137,7 @@ class LocalCluster {
     std::string client = "tcp://127.0.0.1:0";
     std::string worker = "tcp://127.0.0.1:0";
     std::string peer;
+    std::string http;  // host:port of its HTTP port
   };
   std::string JoinEndpoints(std::string Endpoints::*which) const;
   void MakeKeyPair(const std::string& name);
