@@ -125,6 +125,16 @@ size_t Count(const std::string& dom, const std::string& part) {
   return n;
 }
 
+// What a failed page said: its status line, sign-in error and footer.
+std::string Diagnose(const std::string& dom) {
+  std::string out;
+  for (const char* mark : {"id=\"status\"", "id=\"login-error\"", "id=\"updated\""}) {
+    const size_t at = dom.find(mark);
+    if (at != std::string::npos) out += dom.substr(at, 300) + "\n";
+  }
+  return out.empty() ? dom.substr(0, 3000) : out;
+}
+
 // The page rendered its view (not the login box, not an error), and
 // redrew it from fresh API replies more than once in 8 s without a reload:
 // it follows the cluster live.
@@ -230,7 +240,7 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiReports) {
 
   {  // Overview: GPUs by state, nodes, jobs.
     PageLoad load = Load("/", "overview");
-    ASSERT_TRUE(Rendered(load.dom, "overview")) << load.dom.substr(0, 3000);
+    ASSERT_TRUE(Rendered(load.dom, "overview")) << Diagnose(load.dom);
     int total = 0, whole = 0, shared = 0;
     for (const auto& node : nodes->nodes) {
       for (const auto& device : node.devices) {
@@ -256,7 +266,7 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiReports) {
   }
   {  // Nodes: each node's counts and one grid cell per GPU, by allocation.
     PageLoad load = Load("/ui/nodes", "nodes");
-    ASSERT_TRUE(Rendered(load.dom, "nodes")) << load.dom.substr(0, 3000);
+    ASSERT_TRUE(Rendered(load.dom, "nodes")) << Diagnose(load.dom);
     for (const auto& node : nodes->nodes) {
       const std::string scope = "data-node=\"" + node.name + "\"";
       EXPECT_EQ(Text(Figure(load.dom, scope, "node-gpus-total")), std::to_string(node.gpus_total)) << node.name;
@@ -272,7 +282,7 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiReports) {
   }
   {  // Queues: every queue's allocated GPUs (the first resource of its row).
     PageLoad load = Load("/ui/queues", "queues");
-    ASSERT_TRUE(Rendered(load.dom, "queues")) << load.dom.substr(0, 3000);
+    ASSERT_TRUE(Rendered(load.dom, "queues")) << Diagnose(load.dom);
     bool saw_team = false;
     for (const auto& q : queues->queues) {
       const auto gpus = q.allocated.find("gpu");
@@ -288,7 +298,7 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiReports) {
   }
   {  // Jobs: each job's state and reason; the pending one's is the API's.
     PageLoad load = Load("/ui/jobs", "jobs");
-    ASSERT_TRUE(Rendered(load.dom, "jobs")) << load.dom.substr(0, 3000);
+    ASSERT_TRUE(Rendered(load.dom, "jobs")) << Diagnose(load.dom);
     for (const auto& job : jobs->jobs) {
       const std::string scope = "data-job=\"" + std::to_string(job.job_id) + "\"";
       EXPECT_EQ(Text(Figure(load.dom, scope, "job-state")), job.state) << job.job_id;
@@ -299,7 +309,7 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiReports) {
   }
   {  // One job's explanation: its reasons, as ExplainJob gives them.
     PageLoad load = Load("/ui/jobs/" + std::to_string(waits), "explain");
-    ASSERT_TRUE(Rendered(load.dom, "jobs")) << load.dom.substr(0, 3000);
+    ASSERT_TRUE(Rendered(load.dom, "jobs")) << Diagnose(load.dom);
     ASSERT_FALSE(explained->reasons.empty());
     EXPECT_EQ(Count(load.dom, "data-metric=\"explain-reason\""), explained->reasons.size());
     EXPECT_EQ(Text(Figure(load.dom, "data-explain=", "explain-reason")), explained->reasons.front());
@@ -321,7 +331,7 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiReports) {
     const size_t before = count_events();
     PageLoad load = Load("/ui/events", "events");
     const size_t after = count_events();
-    ASSERT_TRUE(Rendered(load.dom, "events")) << load.dom.substr(0, 3000);
+    ASSERT_TRUE(Rendered(load.dom, "events")) << Diagnose(load.dom);
     EXPECT_GT(before, 0u);
     const std::string shown = Text(Figure(load.dom, "", "events-count"));
     EXPECT_TRUE(shown == std::to_string(before) || shown == std::to_string(after))
@@ -342,7 +352,7 @@ TEST_F(DashboardTest, WithoutAValidKeyItAsksToSignIn) {
   for (const std::string& fragment : {std::string(), std::string("#bearer=not-a-key")}) {
     PageLoad load = LoadPage(base_ + "/ui/nodes" + fragment, "", cluster_->dir());
     ASSERT_TRUE(load.ok) << load.log.substr(0, 4000);
-    EXPECT_NE(load.dom.find("<form id=\"login\">"), std::string::npos) << load.dom.substr(0, 3000);
+    EXPECT_NE(load.dom.find("<form id=\"login\">"), std::string::npos) << Diagnose(load.dom);
     EXPECT_NE(load.dom.find("data-status=\"unauthenticated\""), std::string::npos);
     EXPECT_EQ(load.dom.find("data-metric=\"node-gpus-total\""), std::string::npos);
   }
