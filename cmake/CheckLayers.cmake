@@ -23,7 +23,10 @@ set(RULES
   "control/log/|protocol/ storage/ control/log/|zmq|yaml-cpp|nlohmann"
   "control/replication/|protocol/ storage/ control/raft/ control/log/ control/replication/|leveldb|yaml-cpp|nlohmann"
   "control/security/|protocol/ control/security/|leveldb|yaml-cpp|nlohmann"
-  "control/|protocol/ storage/ topology/ control/raft/ control/log/ control/replication/ control/scheduler/ control/state/ control/health/ control/security/ control/|leveldb|yaml-cpp"
+  "control/http/|protocol/ control/ control/http/|leveldb|yaml-cpp"
+  "control/metrics/|protocol/ topology/ control/state/ control/log/ control/ control/metrics/|leveldb|yaml-cpp"
+  "control/dashboard/|protocol/ control/dashboard/|zmq|leveldb|yaml-cpp|nlohmann"
+  "control/|protocol/ storage/ topology/ control/raft/ control/log/ control/replication/ control/scheduler/ control/state/ control/health/ control/security/ control/http/ control/metrics/ control/dashboard/ control/|leveldb|yaml-cpp"
   "worker/|protocol/ topology/ worker/|leveldb"
   "client/|protocol/ topology/ client/|leveldb|spdlog"
 )

@@ -4,6 +4,7 @@
 
 #include "control/authz.h"
 #include "control/coordinator.h"
+#include "control/dashboard/dashboard.h"
 #include "control/metrics/coordinator_metrics.h"
 #include "protocol/base/token_file.h"
 #include "protocol/security/curve_socket.h"
@@ -32,6 +33,7 @@ Status Coordinator::StartHttp() {
   hooks.may_read_cluster = [this](const HttpCaller& caller) { return HttpMayReadCluster(caller); };
   hooks.render_metrics = [this] { return RenderMetrics(); };
   hooks.bridge = bridge_.get();
+  hooks.dashboard = dashboard::Serve;  // static files; the page reads the API as its user
   CoordinatorHttpOptions http_options;
   http_options.server.address = options_.http_address;
   http_options.server.max_body_bytes = options_.max_frame_bytes;

@@ -19,6 +19,7 @@ PACKAGES=(
   openmpi-bin
   gnuplot-nox
   python3-minimal python3-zmq python3-msgpack
+  chromium prometheus  # the dashboard's browser test; the metrics scrape test (issue 34)
 )
 
 missing=()

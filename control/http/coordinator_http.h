@@ -5,7 +5,7 @@
 //   GET  /api/v1/<Request>      the JSON API: a read request, query
 //   POST /api/v1/<Request>      parameters or a JSON body as its fields,
 //                               answered by the Gateway as over ZeroMQ
-//   GET  /, /ui/...             the dashboard (dashboard_assets.h)
+//   GET  /, /ui/...             the dashboard (control/dashboard/dashboard.h)
 //
 // Authentication is the cluster's own: on a secured cluster the bearer
 // credential is a CurveZMQ secret key (Z85) of a registered user, whose
