@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
+#include <cstring>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -150,6 +152,32 @@ TEST_F(MetricsTest, PagesNeedAUsersKeyAndReportTheCluster) {
   }, 30s)) << worker_page;
   EXPECT_EQ(SampleValue(worker_page, "gpool_worker_registered"), 1);
   EXPECT_GE(SampleValue(worker_page, "gpool_worker_commands_total{type=\"bind\"}"), 1);
+
+  // Every series the Grafana dashboard queries is one the pages export
+  // (the NVML ones only where NVML measures: worker_metrics_test covers them).
+  std::ifstream dashboard_file(std::string(GPOOL_SOURCE_DIR) + "/deploy/grafana/gpool-dashboard.json");
+  const nlohmann::json dashboard = nlohmann::json::parse(dashboard_file);
+  const std::set<std::string> nvml_only = {"gpool_gpu_utilization_ratio", "gpool_gpu_memory_used_bytes"};
+  size_t queried = 0;
+  for (const auto& panel : dashboard["panels"]) {
+    if (!panel.contains("targets")) continue;
+    for (const auto& target : panel["targets"]) {
+      const std::string expr = target["expr"];
+      const std::regex name("gpool_[a-z_]+");
+      for (auto it = std::sregex_iterator(expr.begin(), expr.end(), name); it != std::sregex_iterator(); ++it) {
+        std::string metric = it->str();
+        for (const char* suffix : {"_bucket", "_count", "_sum"}) {
+          if (metric.size() > std::strlen(suffix) && metric.ends_with(suffix)) metric.resize(metric.size() - std::strlen(suffix));
+        }
+        ++queried;
+        if (nvml_only.count(metric) != 0) continue;
+        const std::string type = "# TYPE " + metric + " ";
+        EXPECT_TRUE(page.find(type) != std::string::npos || worker_page.find(type) != std::string::npos)
+            << "the Grafana dashboard queries " << metric << ", which no page exports";
+      }
+    }
+  }
+  EXPECT_GT(queried, 20u);
 
   if (access(kPromtool, X_OK) != 0) GTEST_SKIP() << "promtool is not installed (Debian package prometheus)";
   TempDir dir;
