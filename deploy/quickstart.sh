@@ -254,6 +254,24 @@ run session open --gpu-memory 256Mi --gpu-compute 30 --idle-timeout 1m -- \
   "$bin/worker/rgpu/gpool-rgpu-check" session oom 512 unsupported
 run session list
 
+echo; echo "== metrics, dashboard and alerts: the coordinator's HTTP port (docs/operations.md 3.7, 3.8)"
+# Every replica serves /metrics, the JSON API and the dashboard; the bearer
+# credential is the user's secret key, as on the ZeroMQ port.
+http=$(awk '/^http /{print $2}' "$work/coordinator-1/endpoints")
+secret=$(sed -nE 's/^secret-key *= *"(.*)"/\1/p' "$work/keys/user.key")
+GPOOL_HTTP="$http" GPOOL_BEARER="$secret" python3 - <<'PY'
+import os, urllib.request
+request = urllib.request.Request("http://%s/metrics" % os.environ["GPOOL_HTTP"],
+                                 headers={"Authorization": "Bearer " + os.environ["GPOOL_BEARER"]})
+page = urllib.request.urlopen(request, timeout=10).read().decode()
+wanted = ("gpool_jobs{", "gpool_gpus{", "gpool_raft_term ", "gpool_coordinator_leader ", "gpool_queue_allocated{queue=\"root\",resource=\"gpu\"}")
+for line in page.splitlines():
+    if line.startswith(wanted):
+        print("  " + line)
+print("  (%d lines, %d bytes)" % (page.count("\n"), len(page)))
+PY
+echo "dashboard: http://$http/  (sign in with the secret-key value in $work/keys/user.key)"
+
 echo; echo "== healing: a task outlives its worker; a lost node's job is requeued elsewhere"
 survivor=$("$gpool_bin" submit --json --name survivor --gpus 8 -- sleep 600 | sed -E 's/[^0-9]*([0-9]+).*/\1/')
 wait_for "$survivor" Running
