@@ -130,6 +130,8 @@ void Coordinator::Wire() {
 
   DispatcherOptions dispatcher_options;
   dispatcher_options.preempt_grace_ms = options_.preempt_grace_ms;
+  dispatcher_options.metrics = &metrics_->workers;
+  dispatcher_options.clock = options_.clock;
   // Tasks reach this replica first and every other one whose client address
   // (and, secured, key) is known, so their `gpool` follows a failover.
   dispatcher_options.coordinator_contacts = [this] {

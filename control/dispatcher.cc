@@ -209,6 +209,10 @@ void Dispatcher::WorkerReplied(const std::string& node, const Envelope& envelope
   const state::TaskRecord* task = state_.FindTask(task_id);
   if (task == nullptr || task->node != node) return;  // only the node it was sent to answers for it
   if (envelope.type() == MessageType::kAck) {
+    if (!cmd->second.acked && options_.metrics != nullptr && options_.clock != nullptr) {
+      options_.metrics->command_ack_seconds.Observe(
+          static_cast<double>(options_.clock->MonoMs() - cmd->second.sent_ms) / 1000.0);
+    }
     if (!state_.command_due(task_id)) return Drop(cmd);  // it took effect already
     cmd->second.acked = true;
     Arm(task_id, cmd->second, cmd->second.sent_ms + options_.reconfirm_ms);

@@ -37,9 +37,11 @@
 #include <utility>
 #include <vector>
 
+#include "control/metrics/metric_sets.h"
 #include "control/ports.h"
 #include "control/training_env.h"
 #include "control/worker_table.h"
+#include "protocol/base/clock.h"
 #include "protocol/envelope.h"
 
 namespace gpool::control {
@@ -56,6 +58,10 @@ struct DispatcherOptions {
   // (GPOOL_COORDINATOR_PUBLIC_KEY in every bind), so a task's `gpool`
   // reaches it with its job's exec key; empty: insecure, not set.
   std::string coordinator_public_key;
+  // Command acknowledgement latency for /metrics (the clock the loop's
+  // now_ms comes from); null: not measured.
+  WorkerMetrics* metrics = nullptr;
+  const Clock* clock = nullptr;
   // When set, asked at each bind for {endpoints, public keys} (comma-
   // separated, same order) instead of the two above: every replica a task
   // may be redirected to after a failover, with its key.
