@@ -168,6 +168,7 @@ void Coordinator::Wire() {
   scheduler_ = std::make_unique<SchedulerDriver>(scheduler_options, state_, *tracker_);
   health_ = std::make_unique<HealthDriver>(options_.health_config, state_, connections_, *tracker_, options_.clock);
   retention_ = std::make_unique<RetentionDriver>(options_.retention, state_, *tracker_, options_.clock);
+  usage_ = std::make_unique<UsageDriver>(options_.usage, state_, *tracker_, options_.clock);
   session_leases_ = std::make_unique<SessionLeaseDriver>(state_, *tracker_, options_.clock, options_.preempt_grace_ms);
 }
 
@@ -456,6 +457,7 @@ void Coordinator::FollowLeadership() {
   scheduler_->Reset();
   health_->Reset();
   retention_->Reset();
+  usage_->Reset();
   session_leases_->Reset();
 }
 
@@ -549,6 +551,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     if (leading) {
       health_->Tick(now);
       retention_->Tick(now);
+      usage_->Tick(now);
       session_leases_->Tick(now);
       GPOOL_RETURN_IF_ERROR(CommitAndApply());
     }
