@@ -88,8 +88,8 @@ TEST_F(UsageStateTest, AnEndedTaskLeavesOneRecordWithItsShape) {
 
 TEST_F(UsageStateTest, ARedeliveredEndEventAddsNoSecondRecord) {
   const uint64_t job = Submit(1);
-  Start(0, job, "n2", {0});
-  const TaskEvent exited = EventOf(job, "n2", "exited", 5000);
+  Start(1000, job, "n2", {0});
+  const TaskEvent exited = EventOf(job, "n2", "exited", 6000);
   ASSERT_TRUE(At(5000, TaskEventCmd{exited}).status.ok());
   // The worker resends until acked; a new leader may apply it again.
   ASSERT_TRUE(At(6000, TaskEventCmd{exited}).status.ok());
@@ -106,13 +106,15 @@ TEST_F(UsageStateTest, AShareCountsItsComputeFraction) {
   spec.user = "bob";
   TaskGroupSpec group;
   group.command = {"true"};
-  group.resources = Resources{1, 1000, 512};
+  group.resources = Resources{1, 2000, 1024};
   group.resources.gpu_memory_mib = 10'240;
   group.resources.gpu_compute_pct = 30;
+  group.resources.sharing_qos = "fixed-share";
   spec.tasks.push_back(group);
   const uint64_t job = At(0, SubmitJobCmd{spec, ""}).job_id;
-  Start(0, job, "n1", {2}, DeviceGrant{.shared = true, .gpu_memory_mib = 10'240, .gpu_compute_pct = 30});
-  ASSERT_TRUE(At(100'000, TaskEventCmd{EventOf(job, "n1", "exited", 100'000)}).status.ok());
+  Start(1000, job, "n1", {2},
+        DeviceGrant{.shared = true, .gpu_memory_mib = 10'240, .gpu_compute_pct = 30, .sharing_qos = "fixed-share"});
+  ASSERT_TRUE(At(101'000, TaskEventCmd{EventOf(job, "n1", "exited", 101'000)}).status.ok());
   ASSERT_EQ(Records().size(), 1u);
   const UsageRecord& r = Records().front();
   EXPECT_EQ(r.gpu_milli, 300u);
@@ -142,8 +144,8 @@ TEST_F(UsageStateTest, ANodeLostIsChargedUpToTheLastCheckpoint) {
 
 TEST_F(UsageStateTest, ALostTaskThatRestartsLeavesARecordPerAttempt) {
   const uint64_t job = Submit(1, "alice", RestartSpec{.policy = "on-node-loss", .max_attempts = 3});
-  Start(0, job, "n2", {0});
-  ASSERT_TRUE(At(30'000, UsageCheckpointCmd{.keep_records = 100}).status.ok());
+  Start(1000, job, "n2", {0});
+  ASSERT_TRUE(At(31'000, UsageCheckpointCmd{.keep_records = 100}).status.ok());
   ASSERT_TRUE(At(40'000, NodeStateCmd{"n2", "NotReady"}).status.ok());
   ASSERT_TRUE(At(100'000, NodeLostCmd{"n2", 35'000}).status.ok());
   ASSERT_EQ(state_.FindJob(JobId(job))->tasks[0].id.attempt, 1u);
@@ -164,7 +166,7 @@ TEST_F(UsageStateTest, ALostTaskThatRestartsLeavesARecordPerAttempt) {
 
 TEST_F(UsageStateTest, ALostEventWithItsTimeIsChargedToThatTime) {
   const uint64_t job = Submit(1);
-  Start(0, job, "n2", {0});
+  Start(1000, job, "n2", {0});
   ASSERT_TRUE(At(50'000, TaskEventCmd{EventOf(job, "n2", "lost", 45'000)}).status.ok());
   ASSERT_EQ(Records().size(), 1u);
   EXPECT_EQ(Records().front().outcome, "lost");
@@ -174,8 +176,8 @@ TEST_F(UsageStateTest, ALostEventWithItsTimeIsChargedToThatTime) {
 
 TEST_F(UsageStateTest, RunningTasksAreReportedUpToNow) {
   const uint64_t job = Submit(4);
-  Start(0, job, "n1", {0, 1, 2, 3});
-  const auto running = state_.RunningUsage(90'000);
+  Start(1000, job, "n1", {0, 1, 2, 3});
+  const auto running = state_.RunningUsage(91'000);
   ASSERT_EQ(running.size(), 1u);
   EXPECT_EQ(running[0].outcome, "running");
   const auto rows = state_.usage_ledger().Report(0, kHourMs, "queue", [](auto&, auto&) { return true; }, running);
@@ -188,7 +190,7 @@ TEST_F(UsageStateTest, RunningTasksAreReportedUpToNow) {
 
 TEST_F(UsageStateTest, RecordsRollupsAndPricesSurviveASnapshot) {
   const uint64_t job = Submit(1);
-  Start(0, job, "n2", {0});
+  Start(1000, job, "n2", {0});
   ASSERT_TRUE(At(kHourMs + 5000, TaskEventCmd{EventOf(job, "n2", "exited", kHourMs + 5000)}).status.ok());
   PriceTable prices;
   prices.currency = "EUR";
