@@ -43,7 +43,9 @@ Result<PriceTable> ReadPrices(const YAML::Node& root) {
   if (!root["gpu_hour"]) return yaml_fields::FieldError("gpu_hour", "is required (a price per device model)");
   GPOOL_ASSIGN_OR_RETURN(const auto gpu, DecimalMap(root["gpu_hour"], "gpu_hour", 6));
   std::map<std::string, int64_t> share;
-  if (root["share_gpu_hour"]) GPOOL_ASSIGN_OR_RETURN(share, DecimalMap(root["share_gpu_hour"], "share_gpu_hour", 6));
+  if (root["share_gpu_hour"]) {
+    GPOOL_ASSIGN_OR_RETURN(share, DecimalMap(root["share_gpu_hour"], "share_gpu_hour", 6));
+  }
   for (const auto& [model, micro] : gpu) {
     ModelPrice price{model, micro, 0};
     if (auto it = share.find(model); it != share.end()) price.share_gpu_hour_micro = it->second;
