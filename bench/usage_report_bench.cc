@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> users, queues;
   for (uint32_t u = 0; u < p.users; ++u) users.push_back("user-" + std::to_string(u));
   for (uint32_t q = 0; q < p.queues; ++q) queues.push_back("team-" + std::to_string(q));
-  const int64_t month_start = int64_t{1'759'276'800'000};  // 2026-10-01T00:00:00Z
+  const int64_t month_start = int64_t{1'790'812'800'000};  // 2026-10-01T00:00:00Z
   const int64_t month_end = month_start + p.days * kDayMs;
   UsageLedger ledger;
   uint64_t job = 0;
