@@ -218,7 +218,7 @@ std::string ClusterState::Snapshot() const {
   packer.Field("next_audit_seq", next_audit_seq_);
   packer.Field("enrolled_nodes", enrolled_nodes_);
   packer.Key("usage_ledger");
-  packer.Value(usage_ledger_.ToImage());
+  usage_ledger_.PackImage(packer);
   return std::string(buffer.data(), buffer.size());
 }
 

@@ -250,6 +250,28 @@ UsageLedger::Image UsageLedger::ToImage() const {
   return image;
 }
 
+void UsageLedger::PackImage(wire::Packer& packer) const {
+  wire::FieldCounter fields;
+  Image().Fields(fields);
+  packer.BeginMap(fields.count);
+  packer.Key("records");
+  packer.BeginArray(static_cast<uint32_t>(records_.size()));
+  for (const auto& record : records_) packer.Value(record);
+  packer.Field("next_seq", next_seq_);
+  packer.Field("checkpoint_ms", checkpoint_ms_);
+  packer.Field("names", names_);
+  for (const auto& [key, rollup] : {std::pair{"hourly", &hourly_}, std::pair{"daily", &daily_}}) {
+    packer.Key(key);
+    packer.BeginArray(static_cast<uint32_t>(rollup->size()));
+    for (const auto& [k, sums] : *rollup) {
+      const auto& [bucket, user, queue, pool, model, klass] = k;
+      packer.Value(RollupRow{bucket, {user, queue, pool, model, klass}, sums});
+    }
+  }
+  packer.Field("prices_set", prices_set_);
+  packer.Field("prices", prices_);
+}
+
 Status UsageLedger::FromImage(Image image) {
   std::map<Key, UsageSums> hourly, daily;
   auto keys = [&](const std::vector<RollupRow>& rows, std::map<Key, UsageSums>& out) -> Status {

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "protocol/messages_usage.h"
+#include "protocol/wire.h"
 
 namespace gpool::state {
 
@@ -200,6 +201,9 @@ class UsageLedger {
     }
   };
   Image ToImage() const;
+  // Packs exactly what packing ToImage() would, without a second copy of
+  // the records (the snapshot is written while the state is live).
+  void PackImage(wire::Packer& packer) const;
   // Replaces everything with `image`; a malformed one (a name index out of
   // range) is refused whole.
   Status FromImage(Image image);

@@ -92,6 +92,11 @@ TEST(UsageLedgerTest, TheImageRoundTripsAndAMalformedOneIsRefused) {
   EXPECT_EQ(copy.records().size(), 1u);
   EXPECT_EQ(copy.checkpoint_ms(), 77);
   EXPECT_EQ(copy.Report(0, kDayMs, "detail", kAll, {})[0].gpu_mms, ledger.Report(0, kDayMs, "detail", kAll, {})[0].gpu_mms);
+  // The snapshot packs it in place, byte for byte as the image.
+  msgpack::sbuffer buffer;
+  wire::Packer packer(buffer);
+  ledger.PackImage(packer);
+  EXPECT_EQ(std::string(buffer.data(), buffer.size()), wire::PackToString(ledger.ToImage()));
   UsageLedger::Image bad = ledger.ToImage();
   bad.hourly[0].names[2] = 999;
   UsageLedger untouched = copy;
