@@ -82,6 +82,16 @@ class UsageTest : public ::testing::Test {
     return submitted.ok() ? submitted->job_id : 0;
   }
 
+  // Its task's start is committed (a job is Running already while bound).
+  bool WaitStarted(uint64_t job) {
+    return WaitFor(
+        [&] {
+          auto detail = client_->GetJob(JobId(job));
+          return detail.ok() && !detail->tasks.empty() && detail->tasks[0].state == "Running";
+        },
+        30s);
+  }
+
   bool WaitState(uint64_t job, const std::string& state, std::chrono::milliseconds timeout = 60s) {
     return WaitFor(
         [&] {
@@ -89,6 +99,17 @@ class UsageTest : public ::testing::Test {
           return detail.ok() && detail->summary.state == state;
         },
         timeout);
+  }
+
+  std::string Describe(uint64_t job) {
+    auto detail = client_->GetJob(JobId(job));
+    if (!detail.ok()) return detail.status().ToString();
+    std::string text = "job " + std::to_string(job) + " " + detail->summary.state;
+    for (const auto& task : detail->tasks) {
+      text += "; task " + task.state + " on " + task.node + " attempt " + std::to_string(task.attempt) + ": " +
+              task.message;
+    }
+    return text + "\n";
   }
 
   int LeaderIndex() {
@@ -123,7 +144,7 @@ TEST_F(UsageTest, AScriptedWorkloadIsChargedOnceThroughALeaderKillAndAWorkerRest
   const uint64_t a = Submit("alice", "team-a", 2, "sleep 4");
   const uint64_t b = Submit("bob", "team-b", 1, "sleep 3");
   const uint64_t c = Submit("alice", "team-a", 1, "sleep 2");
-  for (uint64_t job : {a, b, c}) ASSERT_TRUE(WaitState(job, "Running", 30s)) << "job " << job;
+  for (uint64_t job : {a, b, c}) ASSERT_TRUE(WaitStarted(job)) << "job " << job;
 
   // The leader dies while they run; a new one finishes the accounting.
   const int leader = LeaderIndex();
@@ -145,13 +166,13 @@ TEST_F(UsageTest, AScriptedWorkloadIsChargedOnceThroughALeaderKillAndAWorkerRest
     const std::string release = cluster_.dir() + "/release";
     d = Submit("bob", "team-b", 1, "while [ ! -e " + release + " ]; do sleep 0.05; done",
                {{"gpool.io/node", cluster_.NodeName(0)}});
-    ASSERT_TRUE(WaitState(d, "Running", 30s));
+    ASSERT_TRUE(WaitStarted(d)) << Describe(d);
     cluster_.worker(0)->Kill();
     cluster_.StartWorker(0);
     ASSERT_TRUE(WaitFor([&] { return cluster_.AllNodesReady(); }, 30s));
     std::this_thread::sleep_for(1500ms);
     WriteFile(release, "");
-    ASSERT_TRUE(WaitState(d, "Succeeded"));
+    ASSERT_TRUE(WaitState(d, "Succeeded")) << Describe(d) << cluster_.Cli({"events"}).out;
     d_mms = CommittedMms(d, 1);
     EXPECT_GE(d_mms, 1500 * 1000u);
   }

@@ -340,6 +340,8 @@ class ClusterState {
   // went silent) unless the worker reported it (usage_end_known_).
   bool losing_task_ = false;
   bool usage_end_known_ = false;
+  // Set while a registration ends an attempt its worker gave no time for.
+  bool usage_end_unknown_ = false;
   // Idempotency key -> job, as hash(key) -> job ids, each checked against
   // the key its JobRecord keeps: a second copy of every 32-character key
   // would cost about 80 bytes a job more. Rebuilt on Restore.

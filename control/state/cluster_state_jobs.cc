@@ -131,6 +131,12 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
       task.pid = event.pid;
       task.start_ms = when;
       TrackCommand(task);
+    } else if (event.time_ms != 0 && event.time_ms < task.start_ms) {
+      // A re-registration found it running before this event committed
+      // (a leader change) and dated its start then; the worker's own time
+      // is the real one, which is what its usage is charged from.
+      task.start_ms = event.time_ms;
+      if (job->start_ms > task.start_ms) job->start_ms = task.start_ms;
     }
     NoteSessionStarted(*job, event);
   } else if (*kind == TaskEventKind::kLost) {

@@ -70,7 +70,7 @@ UsageRecord ClusterState::UsageRecordOf(const JobRecord& job, const TaskRecord& 
 void ClusterState::ChargeUsage(const JobRecord& job, const TaskRecord& task, std::string_view outcome, int64_t end_ms) {
   UsageRecord r = UsageRecordOf(job, task, end_ms);
   r.outcome = losing_task_ && outcome != "preempted" ? "lost" : std::string(outcome);
-  if ((losing_task_ || outcome == "lost") && !usage_end_known_) {
+  if (usage_end_unknown_ || ((losing_task_ || outcome == "lost") && !usage_end_known_)) {
     // Nobody saw it end: charge what the last checkpoint vouches for, so a
     // silent node costs at most one checkpoint interval either way.
     r.estimated = true;

@@ -174,6 +174,41 @@ TEST_F(UsageStateTest, ALostEventWithItsTimeIsChargedToThatTime) {
   EXPECT_EQ(Records().front().end_ms, 45'000);
 }
 
+TEST_F(UsageStateTest, AStartSeenFirstInARegistrationIsDatedByTheWorkersEvent) {
+  const uint64_t job = Submit(1);
+  PlanBind bind{JobId(job), 0, "n2", {0}, 2000, 1024};
+  ASSERT_EQ(At(1000, ApplyPlanCmd{{bind}, {}}).binds_applied, 1u);
+  // A new leader: the worker re-registers with the task running before its
+  // "started" event (sent at 2 s) is committed.
+  NodeSpec n2 = MakeNode("n2", 4);
+  ASSERT_TRUE(At(9000, RegisterNodeCmd{n2, {TaskReport{TaskId{JobId(job), 0, 0}, "Running", 42}}}).status.ok());
+  EXPECT_EQ(state_.FindTask(TaskId{JobId(job), 0, 0})->start_ms, 9000);
+  ASSERT_TRUE(At(9500, TaskEventCmd{EventOf(job, "n2", "started", 2000)}).status.ok());
+  ASSERT_TRUE(At(12'000, TaskEventCmd{EventOf(job, "n2", "exited", 12'000)}).status.ok());
+  ASSERT_EQ(Records().size(), 1u);
+  EXPECT_EQ(Records().front().start_ms, 2000);
+  EXPECT_EQ(Records().front().gpu_mms, 1000u * 10'000);
+}
+
+TEST_F(UsageStateTest, AnEndSeenFirstInARegistrationIsDatedByTheWorkerOrTheCheckpoint) {
+  const uint64_t timed = Submit(1), untimed = Submit(1);
+  Start(1000, timed, "n2", {0});
+  Start(1000, untimed, "n2", {1});
+  ASSERT_TRUE(At(4000, UsageCheckpointCmd{.keep_records = 100}).status.ok());
+  // The worker comes back to a new leader: both ended meanwhile; it still
+  // has the first one's exit event (its time), not the second's.
+  TaskReport first{TaskId{JobId(timed), 0, 0}, "Succeeded", 42};
+  first.finish_ms = 5000;
+  TaskReport second{TaskId{JobId(untimed), 0, 0}, "Succeeded", 43};
+  ASSERT_TRUE(At(20'000, RegisterNodeCmd{MakeNode("n2", 4), {first, second}}).status.ok());
+  ASSERT_EQ(Records().size(), 2u);
+  EXPECT_EQ(Records()[0].end_ms, 5000);
+  EXPECT_FALSE(Records()[0].estimated);
+  EXPECT_EQ(Records()[1].end_ms, 4000);  // the checkpoint
+  EXPECT_TRUE(Records()[1].estimated);
+  EXPECT_EQ(Records()[1].outcome, "succeeded");
+}
+
 TEST_F(UsageStateTest, RunningTasksAreReportedUpToNow) {
   const uint64_t job = Submit(4);
   Start(1000, job, "n1", {0, 1, 2, 3});
