@@ -179,6 +179,7 @@ void UsageLedger::Trim(const UsageRetention& retention) {
     records_.pop_front();
   }
   if (retention.hourly_before_ms > 0) {
+    hourly_from_ms_ = std::max(hourly_from_ms_, FloorTo(retention.hourly_before_ms, kHourMs));
     hourly_.erase(hourly_.begin(), hourly_.lower_bound(Key{retention.hourly_before_ms, 0, 0, 0, 0, 0}));
   }
 }
@@ -201,6 +202,9 @@ std::vector<UsageRow> UsageLedger::Report(int64_t from_ms, int64_t to_ms, std::s
                                           const UsageVisible& visible, const std::vector<UsageRecord>& running) const {
   if (by == "job") return ReportFromRecords(from_ms, to_ms, by, visible, running);
   Grouped out;
+  // Ends whose hours were trimmed count whole days.
+  if (from_ms < hourly_from_ms_) from_ms = FloorTo(from_ms, kDayMs);
+  if (to_ms < hourly_from_ms_) to_ms = CeilTo(to_ms, kDayMs);
   // Whole days from the daily rollup, the hours either side from the hourly.
   const int64_t day_from = CeilTo(from_ms, kDayMs), day_to = FloorTo(to_ms, kDayMs);
   if (day_from < day_to) {
@@ -247,6 +251,7 @@ UsageLedger::Image UsageLedger::ToImage() const {
   rows(daily_, image.daily);
   image.prices_set = prices_set_;
   image.prices = prices_;
+  image.hourly_from_ms = hourly_from_ms_;
   return image;
 }
 
@@ -270,6 +275,7 @@ void UsageLedger::PackImage(wire::Packer& packer) const {
   }
   packer.Field("prices_set", prices_set_);
   packer.Field("prices", prices_);
+  packer.Field("hourly_from_ms", hourly_from_ms_);
 }
 
 Status UsageLedger::FromImage(Image image) {
@@ -296,6 +302,7 @@ Status UsageLedger::FromImage(Image image) {
   daily_ = std::move(daily);
   prices_set_ = image.prices_set;
   prices_ = std::move(image.prices);
+  hourly_from_ms_ = image.hourly_from_ms;
   return Status::Ok();
 }
 

@@ -188,6 +188,7 @@ class UsageLedger {
     std::vector<RollupRow> daily;
     bool prices_set = false;
     PriceTable prices;
+    int64_t hourly_from_ms = 0;
     template <typename V>
     void Fields(V& v) {
       v.Optional("records", records);
@@ -198,6 +199,7 @@ class UsageLedger {
       v.Optional("daily", daily);
       v.Optional("prices_set", prices_set);
       v.Optional("prices", prices);
+      v.Optional("hourly_from_ms", hourly_from_ms);
     }
   };
   Image ToImage() const;
@@ -225,6 +227,9 @@ class UsageLedger {
   std::map<Key, UsageSums> daily_;
   PriceTable prices_;
   bool prices_set_ = false;
+  // Hourly rollups before this were trimmed: a report's end before it is
+  // widened to the whole day, which the daily rollup holds.
+  int64_t hourly_from_ms_ = 0;
 };
 
 }  // namespace gpool::state

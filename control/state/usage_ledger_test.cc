@@ -79,6 +79,8 @@ TEST(UsageLedgerTest, RetentionDropsOldRecordsAndHoursButKeepsDays) {
   ASSERT_EQ(day.size(), 1u);
   EXPECT_EQ(day[0].records, 10u);
   EXPECT_EQ(day[0].gpu_mms, 10u * 1000 * 1000);
+  // A report from a trimmed hour counts from the start of its day.
+  EXPECT_EQ(ledger.Report(2 * kHourMs, kDayMs, "user", kAll, {})[0].records, 10u);
   ledger.Trim(UsageRetention{.keep_records = 0, .records_before_ms = 8 * kHourMs, .hourly_before_ms = 0});
   EXPECT_EQ(ledger.records().size(), 2u);
 }
