@@ -39,6 +39,7 @@ constexpr const CommandDef* kCommands[] = {
     &kNodeCommand, &kEventsCommand, &kQueueCommand, &kTopologyCommand, &kExplainCommand, &kStatusCommand,
     &kAdminCommand,
     &kProbeCommand, &kExecCommand, &kExecRshCommand, &kWhoAmICommand, &kAuditCommand, &kSessionCommand,
+    &kUsageCommand, &kInvoiceCommand, &kPricesCommand,
 };
 
 const CommandDef* FindCommand(std::string_view name) {

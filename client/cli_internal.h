@@ -146,6 +146,9 @@ extern const CommandDef kExecCommand;      // cli_exec.cc
 extern const CommandDef kWhoAmICommand;    // cli_users.cc
 extern const CommandDef kAuditCommand;     // cli_users.cc
 extern const CommandDef kSessionCommand;   // cli_sessions.cc
+extern const CommandDef kUsageCommand;     // cli_usage.cc
+extern const CommandDef kInvoiceCommand;   // cli_usage.cc
+extern const CommandDef kPricesCommand;    // cli_usage.cc
 // `admin user|role|bootstrap` (cli_users.cc), dispatched from `admin`, and their flags.
 int RunAdminUsers(Session& s, const Invocation& inv);
 void AdminUserOptions(cxxopts::Options& o);

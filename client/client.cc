@@ -107,6 +107,10 @@ class ZmqClient final : public Client {
   }
   Result<WhoAmIReply> WhoAmI() override { return Call<WhoAmIReply>(gpool::WhoAmI{}); }
   Result<ListAuditReply> ListAudit(const gpool::ListAudit& request) override { return Call<ListAuditReply>(request); }
+  Result<GetUsageReply> GetUsage(const gpool::GetUsage& request) override { return Call<GetUsageReply>(request); }
+  Result<UpdatePricesReply> UpdatePrices(const gpool::UpdatePrices& request) override {
+    return Call<UpdatePricesReply>(request);
+  }
   Result<ExplainJobReply> ExplainJob(JobId job) override {
     gpool::ExplainJob request;
     request.job_id = job.value();
@@ -309,6 +313,14 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
     GPOOL_ASSIGN_OR_RETURN(server_keys, security::ServerKeys::Match(endpoints, options.server_keys));
   }
   return std::unique_ptr<Client>(new ZmqClient(options, std::move(endpoints), std::move(server_keys)));
+}
+
+Result<GetUsageReply> Client::GetUsage(const gpool::GetUsage&) {
+  return Status::UnknownType("this client does not implement GetUsage");
+}
+
+Result<UpdatePricesReply> Client::UpdatePrices(const gpool::UpdatePrices&) {
+  return Status::UnknownType("this client does not implement UpdatePrices");
 }
 
 std::string Client::NewIdempotencyKey() {

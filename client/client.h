@@ -152,6 +152,12 @@ class Client {
   virtual Result<UpdateUserReply> Bootstrap(const gpool::Bootstrap& request) = 0;
   virtual Result<WhoAmIReply> WhoAmI() = 0;
   virtual Result<ListAuditReply> ListAudit(const gpool::ListAudit& request) = 0;
+  // Usage accounting (messages_usage.h): a report of committed usage and
+  // running work over [from_ms, to_ms), summed by request.by, of what the
+  // caller may see; and the committed price table (op "show"), or setting it
+  // (op "set", admins). Not pure, so other clients need not implement them.
+  virtual Result<GetUsageReply> GetUsage(const gpool::GetUsage& request);
+  virtual Result<UpdatePricesReply> UpdatePrices(const gpool::UpdatePrices& request);
 };
 
 // Splits and normalizes an endpoint list ("a:1, tcp://b:2" ->

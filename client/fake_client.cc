@@ -481,4 +481,25 @@ Result<ListAuditReply> FakeClient::ListAudit(const gpool::ListAudit& request) {
   return reply;
 }
 
+Result<GetUsageReply> FakeClient::GetUsage(const gpool::GetUsage& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  cluster_->usage_requests.push_back(request);
+  GetUsageReply reply = cluster_->usage;
+  reply.from_ms = request.from_ms;
+  reply.to_ms = request.to_ms;
+  reply.by = request.by;
+  return reply;
+}
+
+Result<UpdatePricesReply> FakeClient::UpdatePrices(const gpool::UpdatePrices& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  if (request.op == "set") cluster_->prices = request.table;
+  UpdatePricesReply reply;
+  if (cluster_->prices) {
+    reply.set = true;
+    reply.table = *cluster_->prices;
+  }
+  return reply;
+}
+
 }  // namespace gpool

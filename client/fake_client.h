@@ -88,6 +88,12 @@ struct FakeCluster {
   std::map<uint64_t, int> renewals;  // RenewSession calls by session
   int get_job_calls = 0;
   std::map<std::string, uint64_t> idempotency_keys;
+  // Usage (messages_usage.h): GetUsage answers `usage` (its range and `by`
+  // set from the request) and records the request; UpdatePrices "set"
+  // stores the table in `prices`, "show" answers it.
+  GetUsageReply usage;
+  std::vector<gpool::GetUsage> usage_requests;
+  std::optional<PriceTable> prices;
 
   // Exec: ExecStart answers exec_reply (or fails with exec_start_error);
   // each ExecPoll answers the next of exec_polls (the last one again once
@@ -140,6 +146,8 @@ class FakeClient final : public Client {
   Result<UpdateUserReply> Bootstrap(const gpool::Bootstrap& request) override;
   Result<WhoAmIReply> WhoAmI() override;
   Result<ListAuditReply> ListAudit(const gpool::ListAudit& request) override;
+  Result<GetUsageReply> GetUsage(const gpool::GetUsage& request) override;
+  Result<UpdatePricesReply> UpdatePrices(const gpool::UpdatePrices& request) override;
 
  private:
   std::optional<Status> TakeFailure();

@@ -5,11 +5,12 @@
 namespace gpool::control {
 namespace {
 
-constexpr std::array<std::string_view, 15> kNames = {
+constexpr std::array<std::string_view, 17> kNames = {
     "read-cluster", "read-job",     "read-job-secrets", "submit",     "cancel-job",  "exec-job",  "manage-queue",
     "place-queue",  "manage-nodes", "report-probe", "manage-replicas",  "manage-users", "read-users", "read-audit", "bootstrap",
+    "read-usage",   "manage-prices",
 };
-static_assert(kNames.size() == static_cast<size_t>(Permission::kBootstrap) + 1);
+static_assert(kNames.size() == static_cast<size_t>(Permission::kManagePrices) + 1);
 
 bool Has(const UserSpec& user, std::string_view role) {
   for (const auto& grant : user.roles) {
@@ -46,6 +47,9 @@ bool UserMay(const UserSpec& user, Permission permission, const Target& target, 
     case Permission::kSubmit: return queue_admin || Covers(user, "member", target.queue, state);
     case Permission::kManageQueue: return Covers(user, "queue-admin", target.queue, state, /*strictly=*/true);
     case Permission::kPlaceQueue: return queue_admin;
+    // Members and viewers see their own usage; a queue-admin its subtree's.
+    case Permission::kReadUsage: return own || queue_admin;
+    case Permission::kManagePrices:
     case Permission::kManageNodes:
     case Permission::kReportProbe:
     case Permission::kManageReplicas:

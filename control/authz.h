@@ -35,6 +35,8 @@ enum class Permission : uint8_t {
   kReadUsers,
   kReadAudit,
   kBootstrap,       // create the first admin
+  kReadUsage,       // usage of a (user, queue): target.owner is the user (issue 34)
+  kManagePrices,    // set the committed price table
 };
 std::string_view PermissionName(Permission permission);
 

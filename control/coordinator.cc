@@ -180,6 +180,7 @@ void Coordinator::Wire() {
   scheduler_ = std::make_unique<SchedulerDriver>(scheduler_options, state_, *tracker_);
   health_ = std::make_unique<HealthDriver>(options_.health_config, state_, connections_, *tracker_, options_.clock);
   retention_ = std::make_unique<RetentionDriver>(options_.retention, state_, *tracker_, options_.clock);
+  usage_ = std::make_unique<UsageDriver>(options_.usage, state_, *tracker_, options_.clock);
   session_leases_ = std::make_unique<SessionLeaseDriver>(state_, *tracker_, options_.clock, options_.preempt_grace_ms);
   alerts_ = std::make_unique<AlertDriver>(options_.alerts, state_, connections_, *tracker_, options_.clock);
 }
@@ -471,6 +472,7 @@ void Coordinator::FollowLeadership() {
   scheduler_->Reset();
   health_->Reset();
   retention_->Reset();
+  usage_->Reset();
   session_leases_->Reset();
   alerts_->Reset();
 }
@@ -577,6 +579,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     if (leading) {
       health_->Tick(now);
       retention_->Tick(now);
+      usage_->Tick(now);
       session_leases_->Tick(now);
       alerts_->Tick(now);
       GPOOL_RETURN_IF_ERROR(CommitAndApply());

@@ -55,6 +55,7 @@
 #include "control/http/gateway_bridge.h"
 #include "control/metrics/control_metrics.h"
 #include "control/retention_driver.h"
+#include "control/usage_driver.h"
 #include "control/session_lease_driver.h"
 #include "control/log/commit_log.h"
 #include "control/worker_relay.h"
@@ -106,6 +107,7 @@ struct CoordinatorOptions {
   uint32_t max_grace_period_ms = SpecLimits{}.max_grace_period_ms;  // a job's grace_period_ms at most
   AlertRules alerts;  // queue wait, quota, low utilisation (alert_driver.h)
   state::RetentionPolicy retention;               // finished jobs kept (control/state/retention.h)
+  UsageOptions usage;                             // usage checkpoints and record retention (usage_driver.h)
   // A full disk (disk_full_mode.h): at or below this much free space on the
   // data dir's file system, writes are refused until space returns; a full
   // data dir is looked at again every disk_retry_ms.
@@ -220,6 +222,7 @@ class Coordinator final : public Outbox {
   std::unique_ptr<SchedulerDriver> scheduler_;
   std::unique_ptr<HealthDriver> health_;
   std::unique_ptr<RetentionDriver> retention_;
+  std::unique_ptr<UsageDriver> usage_;
   std::unique_ptr<SessionLeaseDriver> session_leases_;
   std::unique_ptr<AlertDriver> alerts_;
 

@@ -178,6 +178,9 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     case MessageType::kWhoAmI:
     case MessageType::kListAudit:
       return OnUsers(request, *envelope);
+    case MessageType::kGetUsage:
+    case MessageType::kUpdatePrices:
+      return OnUsage(request, *envelope);
     default:
       return fail(Status::UnknownType(std::string(MessageTypeName(envelope->type())) + " is not a client request"));
   }

@@ -103,6 +103,8 @@ class Gateway {
   void OnRenewSession(const Request& request, const RenewSession& msg);
   static void PrepareSessionSpec(const Actor& actor, JobSpec& spec);
   static int64_t WallNowMs();
+  // Usage reports and the price table (gateway_usage.cc).
+  void OnUsage(const Request& request, const Envelope& envelope);
   void OnGetTaskLog(const Request& request, const GetTaskLog& msg, int64_t now_ms);
   void OnChangeReplicas(const std::string& peer, uint64_t request_id, const ChangeReplicas& msg);
   void OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateNode msg);

@@ -22,6 +22,7 @@ bool Mutating(MessageType type) {
     case MessageType::kReportProbe:
     case MessageType::kChangeReplicas:
     case MessageType::kUpdateUser:
+    case MessageType::kUpdatePrices:
     case MessageType::kBootstrap:
     case MessageType::kExecStart:
     case MessageType::kExecSignal: return true;

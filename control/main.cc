@@ -135,6 +135,13 @@ int main(int argc, char** argv) {
      cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.retention.keep_jobs)))
     ("retention-check-ms", "How often the leader looks for finished jobs past --retain-finished-ms or "
      "--retain-finished-jobs", cxxopts::value<int64_t>()->default_value(std::to_string(defaults.retention.check_every_ms)))
+    ("usage-checkpoint-ms", "How often the leader checkpoints running tasks' usage (a task lost with its node "
+     "is charged up to the last checkpoint); 0: never",
+     cxxopts::value<int64_t>()->default_value(std::to_string(defaults.usage.checkpoint_every_ms)))
+    ("usage-keep-records", "Usage records kept at most (the newest; rollups keep the sums); 0: no limit",
+     cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.usage.keep_records)))
+    ("usage-keep-days", "Days usage records are kept after they ended",
+     cxxopts::value<int64_t>()->default_value(std::to_string(defaults.usage.keep_records_ms / 86'400'000)))
     ("disk-reserve-bytes", "At or below this much free space on the data dir's file system the coordinator "
      "refuses writes (Unavailable: disk full), keeps serving reads and status, and resumes by itself once space "
      "returns", cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.disk_reserve_bytes)))
@@ -252,6 +259,12 @@ int main(int argc, char** argv) {
     options.retention.keep_ms = args["retain-finished-ms"].as<int64_t>();
     options.retention.keep_jobs = args["retain-finished-jobs"].as<uint64_t>();
     options.retention.check_every_ms = args["retention-check-ms"].as<int64_t>();
+    options.usage.checkpoint_every_ms = args["usage-checkpoint-ms"].as<int64_t>();
+    options.usage.keep_records = args["usage-keep-records"].as<uint64_t>();
+    options.usage.keep_records_ms = args["usage-keep-days"].as<int64_t>() * 86'400'000;
+    if (options.usage.checkpoint_every_ms < 0 || options.usage.keep_records_ms <= 0) {
+      throw cxxopts::exceptions::exception("--usage-checkpoint-ms must be >= 0, --usage-keep-days positive");
+    }
     if (options.retention.keep_ms < 0 || options.retention.check_every_ms <= 0) {
       throw cxxopts::exceptions::exception("--retain-finished-ms must be >= 0, --retention-check-ms positive");
     }

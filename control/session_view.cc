@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "control/state/usage_weight.h"
 #include "protocol/messages.h"
 #include "topology/pending_reason.h"
 
@@ -9,15 +10,6 @@ namespace gpool::control {
 namespace {
 
 std::string Seconds(uint64_t ms) { return std::to_string(ms / 1000) + " s"; }
-
-// The GPUs it holds: whole ones, or the compute fraction of its share (a
-// memory-only share counts as one: it may use the whole GPU's time).
-double GpuUnits(const JobSpec& spec) {
-  const Resources& res = spec.tasks.front().resources;
-  const bool share = res.gpu_memory_mib > 0 || res.gpu_memory_pct > 0 || res.gpu_compute_pct > 0;
-  if (!share) return res.gpus;
-  return res.gpus * (res.gpu_compute_pct > 0 && res.gpu_compute_pct < 100 ? res.gpu_compute_pct / 100.0 : 1.0);
-}
 
 void SetEnded(const state::JobRecord& job, const state::TaskRecord& task, SessionInfo& s) {
   const state::SessionRuntime* runtime = job.session();
@@ -89,7 +81,8 @@ SessionInfo ToSessionInfo(const state::JobRecord& job, int64_t now_ms) {
   }
   const int64_t end = task.finish_ms != 0 ? task.finish_ms : now_ms;
   if (task.start_ms != 0 && end > task.start_ms) {
-    s.gpu_ms = static_cast<uint64_t>(GpuUnits(job.spec) * static_cast<double>(end - task.start_ms));
+    // The same weight as the job's usage records (state/usage_weight.h).
+    s.gpu_ms = uint64_t{state::GpuMilli(job.spec.tasks.front().resources)} * static_cast<uint64_t>(end - task.start_ms) / 1000;
   }
   return s;
 }

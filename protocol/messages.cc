@@ -6,7 +6,7 @@ namespace gpool {
 namespace {
 
 // Indexed by MessageType; the strings are the wire names.
-constexpr std::array<std::string_view, 58> kTypeNames = {
+constexpr std::array<std::string_view, 62> kTypeNames = {
     "Ack",          "ErrorReply",        "SubmitJob",     "SubmitJobReply", "ListJobs",
     "ListJobsReply", "GetJob",           "GetJobReply",   "CancelJob",      "CancelJobReply",
     "ListNodes",    "ListNodesReply",    "GetTaskLog",    "GetTaskLogReply", "ClusterStatus",
@@ -19,8 +19,9 @@ constexpr std::array<std::string_view, 58> kTypeNames = {
     "TaskExecStart", "TaskExecPoll", "TaskExecSignal",
     "UpdateUser", "UpdateUserReply", "ListUsers", "ListUsersReply", "Bootstrap", "WhoAmI", "WhoAmIReply",
     "ListAudit", "ListAuditReply", "RenewSession", "RenewSessionReply",
+    "GetUsage", "GetUsageReply", "UpdatePrices", "UpdatePricesReply",
 };
-static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kRenewSessionReply) + 1);
+static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kUpdatePricesReply) + 1);
 
 }  // namespace
 

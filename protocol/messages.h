@@ -12,6 +12,7 @@
 //   messages_worker.h  the worker channel
 //   messages_exec.h    exec into a running task (ExecStart, ExecPoll, ExecSignal and the worker's forms)
 //   messages_users.h   users, roles, bootstrap and the audit stream
+//   messages_usage.h   usage reports and the price table
 #pragma once
 
 #include "protocol/messages_admin.h"
@@ -19,5 +20,6 @@
 #include "protocol/messages_common.h"
 #include "protocol/messages_exec.h"
 #include "protocol/messages_nodes.h"
+#include "protocol/messages_usage.h"
 #include "protocol/messages_users.h"
 #include "protocol/messages_worker.h"

@@ -78,6 +78,11 @@ enum class MessageType : uint8_t {
   // rGPU sessions (client -> coordinator, port 7400).
   kRenewSession,
   kRenewSessionReply,
+  // Usage accounting (client -> coordinator, port 7400).
+  kGetUsage,
+  kGetUsageReply,
+  kUpdatePrices,
+  kUpdatePricesReply,
 };
 
 std::string_view MessageTypeName(MessageType type);

@@ -24,6 +24,12 @@ struct TaskReport {
   int64_t pid = 0;
   int32_t exit_code = 0;
   int32_t signal = 0;
+  // The worker's wall times of its start and (terminal) its end, from the
+  // events it has not had acknowledged; 0: not known. Usage accounting
+  // charges from these when a registration is the first the coordinator
+  // hears of them (issue 34).
+  int64_t start_ms = 0;
+  int64_t finish_ms = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("task", task);
@@ -31,6 +37,8 @@ struct TaskReport {
     v.Optional("pid", pid);
     v.Optional("exit_code", exit_code);
     v.Optional("signal", signal);
+    v.Optional("start_ms", start_ms);
+    v.Optional("finish_ms", finish_ms);
   }
 };
 

@@ -28,6 +28,7 @@
 #include "topology/device_share.h"
 #include "control/state/records.h"
 #include "control/state/retention.h"
+#include "control/state/usage_ledger.h"
 #include "topology/cluster_view.h"
 
 namespace gpool::state {
@@ -159,6 +160,14 @@ class ClusterState {
   // Alerts firing now, by key (control/alert_driver.h).
   const std::map<std::string, AlertCmd>& alerts() const { return alerts_; }
 
+  // Usage accounting (usage_ledger.h; cluster_state_usage.cc): the records
+  // of ended task attempts and their rollups, and what running tasks have
+  // used from their start to `now_ms` (as records ending then).
+  const UsageLedger& usage_ledger() const { return usage_ledger_; }
+  std::vector<UsageRecord> RunningUsage(int64_t now_ms) const;
+  // "root/.../queue"; the name alone for a queue that no longer exists.
+  std::string QueuePath(const std::string& queue) const;
+
   // The scheduler's input: free capacity per node, the queue tree, tasks
   // holding resources (eviction candidates) and jobs with tasks to place.
   // `now_ms` only dates how long jobs have waited.
@@ -219,6 +228,14 @@ class ClusterState {
   ApplyResult ApplyUpdateUser(const UpdateUserCmd& cmd);
   ApplyResult ApplyBootstrap(const BootstrapCmd& cmd);
   ApplyResult ApplyAudit(int64_t now, const AuditCmd& cmd);
+  ApplyResult ApplyUsageCheckpoint(int64_t now, const UsageCheckpointCmd& cmd);
+  ApplyResult ApplyUpdatePrices(int64_t now, const UpdatePricesCmd& cmd);
+  // Records the usage of an attempt that is about to stop holding its
+  // resources (called once per attempt, before ReleaseResources). An end
+  // whose real time is unknown (lost with its node) is charged up to the
+  // last usage checkpoint only.
+  void ChargeUsage(const JobRecord& job, const TaskRecord& task, std::string_view outcome, int64_t end_ms);
+  UsageRecord UsageRecordOf(const JobRecord& job, const TaskRecord& task, int64_t end_ms) const;
   // Every key names one user, and every queue a grant names exists.
   Status CheckUserAgainstState(const UserSpec& spec) const;
   // The ids ForgetJobsCmd would forget, oldest finished first.
@@ -322,6 +339,13 @@ class ClusterState {
   uint64_t forgotten_count_ = 0;
   std::map<std::pair<std::string, std::string>, UsageTotal> usage_;
   std::map<std::string, AlertCmd> alerts_;  // firing, by key
+  UsageLedger usage_ledger_;
+  // Set while LoseTask ends an attempt: its end time is unknown (the node
+  // went silent) unless the worker reported it (usage_end_known_).
+  bool losing_task_ = false;
+  bool usage_end_known_ = false;
+  // Set while a registration ends an attempt its worker gave no time for.
+  bool usage_end_unknown_ = false;
   // Idempotency key -> job, as hash(key) -> job ids, each checked against
   // the key its JobRecord keeps: a second copy of every 32-character key
   // would cost about 80 bytes a job more. Rebuilt on Restore.

@@ -78,7 +78,10 @@ void ClusterState::CountRestart(JobRecord& job, const std::string& reason) {
 
 void ClusterState::RequeueForRestart(JobRecord& job, TaskRecord& task, const std::string& reason, int64_t now) {
   EmitTask(now, EventKind::kTaskRequeued, task, reason);
-  if (HoldsResources(task.state)) ReleaseResources(task);
+  if (HoldsResources(task.state)) {
+    ChargeUsage(job, task, losing_task_ ? "lost" : "failed", now);
+    ReleaseResources(task);
+  }
   TaskRecord next;
   next.id = TaskId{task.id.job, task.id.index, task.id.attempt + 1};
   next.group = task.group;
@@ -123,6 +126,13 @@ void ClusterState::RequeueGangIfBroken(JobRecord& job, const std::string& reason
 void ClusterState::LoseTask(JobRecord& job, TaskRecord& task, const std::string& why, int64_t now,
                             std::set<uint64_t>& restarted) {
   EmitTask(now, EventKind::kTaskLost, task, why);
+  // Every way an attempt ends below is charged as lost: up to the last
+  // usage checkpoint when its end is unknown.
+  losing_task_ = true;
+  struct Losing {
+    bool& flag;
+    ~Losing() { flag = false; }
+  } losing{losing_task_};
   if (task.evicted) {  // it was being stopped to be requeued anyway
     RequeueIfEvicted(job, task, now);
     return;

@@ -131,6 +131,12 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
       task.pid = event.pid;
       task.start_ms = when;
       TrackCommand(task);
+    } else if (event.time_ms != 0 && event.time_ms < task.start_ms) {
+      // A re-registration found it running before this event committed
+      // (a leader change) and dated its start then; the worker's own time
+      // is the real one, which is what its usage is charged from.
+      task.start_ms = event.time_ms;
+      if (job->start_ms > task.start_ms) job->start_ms = task.start_ms;
     }
     NoteSessionStarted(*job, event);
   } else if (*kind == TaskEventKind::kLost) {
@@ -138,7 +144,9 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
     task.signal = event.signal;
     if (task.start_ms == 0) task.start_ms = when;
     std::set<uint64_t> restarted;
+    usage_end_known_ = event.time_ms != 0;  // the worker saw it end
     LoseTask(*job, task, event.message.empty() ? "lost on node " + event.node : event.message, when, restarted);
+    usage_end_known_ = false;
     if (!restarted.empty()) RequeueGangIfBroken(*job, "a task was lost on node " + event.node);
   } else {
     task.exit_code = event.exit_code;
@@ -197,7 +205,10 @@ bool ClusterState::RequeueIfEvicted(JobRecord& job, TaskRecord& task, int64_t no
   // A session is not requeued: its client held pointers into the GPU
   // memory it had, so a preempted session ends (Preempted).
   if (!task.evicted || job.cancel_requested || !job.failure().empty() || job.spec.session.enabled) return false;
-  if (HoldsResources(task.state)) ReleaseResources(task);
+  if (HoldsResources(task.state)) {
+    ChargeUsage(job, task, "preempted", now);
+    ReleaseResources(task);
+  }
   if (JobRecord* claimant = MutableJob(task.evicted_for())) {
     claimant->UpdateExtras([&](JobRecord::Extras& e) { e.claim_ms = now; });
   }
@@ -227,7 +238,10 @@ void ClusterState::ReleaseResources(TaskRecord& task) {
 }
 
 void ClusterState::FinishTask(JobRecord& job, TaskRecord& task, TaskState state, int64_t now) {
-  if (HoldsResources(task.state)) ReleaseResources(task);
+  if (HoldsResources(task.state)) {
+    ChargeUsage(job, task, UsageOutcome(state), now);
+    ReleaseResources(task);
+  }
   task.state = state;
   task.finish_ms = now;
   // A task lost while its job was being cancelled ends the cancel, not the job.

@@ -82,7 +82,9 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
       if (task.state == TaskState::kBound) {
         task.state = TaskState::kRunning;
         task.pid = report.pid;
-        if (task.start_ms == 0) task.start_ms = now;
+        // The worker's start time when it still had the event (a leader
+        // change before it committed), so usage is charged from the start.
+        if (task.start_ms == 0) task.start_ms = report.start_ms != 0 ? report.start_ms : now;
         TrackCommand(task);
         UpdateJobState(*job, now);
       }
@@ -101,9 +103,14 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
     if (terminal && IsTerminal(*terminal)) {
       task.exit_code = report.exit_code;
       task.signal = report.signal;
-      if (!RequeueIfEvicted(*job, task, now)) {
-        FinishTask(*job, task, task.stop_requested ? TaskState::kCancelled : *terminal, now);
+      // It ended while the coordinator was not listening: at the worker's
+      // time if it says, else at an unknown time (usage up to the last checkpoint).
+      const int64_t ended = report.finish_ms != 0 ? std::min(report.finish_ms, now) : now;
+      usage_end_unknown_ = report.finish_ms == 0;
+      if (!RequeueIfEvicted(*job, task, ended)) {
+        FinishTask(*job, task, task.stop_requested ? TaskState::kCancelled : *terminal, ended);
       }
+      usage_end_unknown_ = false;
       UpdateJobState(*job, now);
     }
   }

@@ -45,6 +45,10 @@ template <>
 struct Named<RenewSessionCmd> { static constexpr std::string_view kName = "RenewSession"; };
 template <>
 struct Named<AlertCmd> { static constexpr std::string_view kName = "Alert"; };
+template <>
+struct Named<UsageCheckpointCmd> { static constexpr std::string_view kName = "UsageCheckpoint"; };
+template <>
+struct Named<UpdatePricesCmd> { static constexpr std::string_view kName = "UpdatePrices"; };
 
 template <typename T>
 bool TryDecode(std::string_view name, const msgpack::object& body, Result<CommandBody>* out) {
@@ -103,7 +107,8 @@ Result<Command> DecodeCommand(std::string_view bytes) {
       TryDecode<SinkCursorCmd>(name, *body, &decoded) || TryDecode<ProbeResultCmd>(name, *body, &decoded) ||
       TryDecode<ForgetJobsCmd>(name, *body, &decoded) || TryDecode<UpdateUserCmd>(name, *body, &decoded) ||
       TryDecode<BootstrapCmd>(name, *body, &decoded) || TryDecode<AuditCmd>(name, *body, &decoded) ||
-      TryDecode<RenewSessionCmd>(name, *body, &decoded);
+      TryDecode<RenewSessionCmd>(name, *body, &decoded) ||
+      TryDecode<UsageCheckpointCmd>(name, *body, &decoded) || TryDecode<UpdatePricesCmd>(name, *body, &decoded) ||
       TryDecode<AlertCmd>(name, *body, &decoded);
   if (!decoded.ok()) return decoded.status();
   command.body = std::move(decoded).value();

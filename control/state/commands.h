@@ -279,10 +279,36 @@ struct AuditCmd {
   }
 };
 
+// Usage accounting (usage_ledger.h): running tasks' usage is checkpointed up
+// to this command's time (a task whose end is unknown, lost with its node,
+// is charged up to the last checkpoint), and the leader's retention numbers
+// trim the raw records and hourly rollups, so every replica keeps the same.
+struct UsageCheckpointCmd {
+  uint64_t keep_records = 0;        // raw records kept at most (newest)
+  int64_t records_before_ms = 0;    // raw records that ended before this are dropped
+  int64_t hourly_before_ms = 0;     // hourly rollups before this are dropped (daily ones stay)
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("keep_records", keep_records);
+    v.Optional("records_before_ms", records_before_ms);
+    v.Optional("hourly_before_ms", hourly_before_ms);
+  }
+};
+
+// The committed price table (`gpool prices set`), validated at the gateway.
+struct UpdatePricesCmd {
+  PriceTable table;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("table", table);
+  }
+};
+
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
                                  TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd, NodeLostCmd,
                                  NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd, ForgetJobsCmd,
-                                 UpdateUserCmd, BootstrapCmd, AuditCmd, RenewSessionCmd, AlertCmd>;
+                                 UpdateUserCmd, BootstrapCmd, AuditCmd, RenewSessionCmd, UsageCheckpointCmd,
+                                 UpdatePricesCmd, AlertCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock

@@ -589,6 +589,13 @@ std::vector<TaskReport> TaskManager::Reports() const {
     report.pid = task.pid;
     report.exit_code = live ? 0 : task.exit_code;
     report.signal = live ? 0 : task.signal;
+    // Times from the events still unacknowledged (what the coordinator may
+    // not have heard), for its usage accounting.
+    for (const auto& [seq, event] : outbox_) {
+      if (event.task != id) continue;
+      if (event.kind == "started") report.start_ms = event.time_ms;
+      if (!live && seq == task.exit_seq) report.finish_ms = event.time_ms;
+    }
     out.push_back(std::move(report));
   }
   return out;

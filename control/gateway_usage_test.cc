@@ -1,0 +1,143 @@
+// GetUsage and UpdatePrices through the gateway: who sees whose usage
+// (admin all, a queue-admin its subtree, anyone their own), input checks, and
+// the price table set by admins only.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "control/gateway_fixture.h"
+
+namespace gpool::control {
+namespace {
+
+constexpr char kKeyAdmin[] = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
+constexpr char kKeyQa[] = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+constexpr char kKeyMember[] = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
+constexpr char kKeyViewer[] = "k5fzb!DHw]MM=4NcxBq&O3pC?2A5.yWDzP])7W!7";
+
+class GatewayUsageTest : public GatewayTest {
+ protected:
+  GatewayUsageTest() {
+    for (const auto& [name, parent] : std::vector<std::pair<std::string, std::string>>{
+             {"ml", "root"}, {"ml-a", "ml"}, {"ml-b", "ml"}, {"web", "root"}}) {
+      QueueSpec spec;
+      spec.name = name;
+      spec.parent = parent;
+      Apply(state::UpdateQueueCmd{UpdateQueue{"create", spec}});
+    }
+    AddUser("root-admin", kKeyAdmin, {{"admin", ""}});
+    AddUser("qa", kKeyQa, {{"queue-admin", "ml"}});
+    AddUser("mem", kKeyMember, {{"member", "ml-a"}});
+    AddUser("view", kKeyViewer, {{"viewer", ""}});
+    Apply(state::RegisterNodeCmd{OneGpuNode("n1"), {}});
+    // One task after another on n1's GPU: 100 s, 200 s and 300 s.
+    RunFor("mem", "ml-a", 1'000'000, 100'000);
+    RunFor("other", "ml-b", 1'200'000, 200'000);
+    RunFor("other", "web", 1'500'000, 300'000);
+  }
+
+  void Apply(state::CommandBody body) {
+    proposer_.Propose(std::move(body), [](const state::ApplyResult& r) {
+      ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    });
+  }
+  void AddUser(const std::string& name, const std::string& key, std::vector<RoleGrant> roles) {
+    Apply(state::UpdateUserCmd{UpdateUser{"create", UserSpec{name, {key}, 1000, 1000, std::move(roles)}}});
+  }
+  void RunFor(const std::string& user, const std::string& queue, int64_t start_ms, int64_t duration_ms) {
+    JobSpec spec = OneGpuJob();
+    spec.user = user;
+    spec.queue = queue;
+    uint64_t job = 0;
+    proposer_.Propose(state::SubmitJobCmd{spec, ""}, [&](const state::ApplyResult& r) { job = r.job_id; });
+    Apply(state::ApplyPlanCmd{{state::PlanBind{JobId(job), 0, "n1", {0}, 0, 0}}, {}});
+    for (const auto& [kind, at] : {std::pair{"started", start_ms}, std::pair{"exited", start_ms + duration_ms}}) {
+      TaskEvent event;
+      event.node = "n1";
+      event.task = TaskId{JobId(job), 0, 0};
+      event.kind = kind;
+      event.pid = 7;
+      event.time_ms = at;
+      Apply(state::TaskEventCmd{event});
+    }
+  }
+  static Principal As(const std::string& name, const std::string& key) {
+    return Principal{Principal::Kind::kUser, name, key};
+  }
+  // user -> GPU-seconds, as `name` sees them.
+  std::map<std::string, uint64_t> ByUser(const Principal& who, const std::string& queue = {}) {
+    SendAs(who, GetUsage{.from_ms = 0, .to_ms = 2 * 3'600'000, .by = "user", .queue = queue});
+    std::map<std::string, uint64_t> seconds;
+    for (const auto& row : LastAs<GetUsageReply>().rows) seconds[row.user] = row.gpu_mms / 1'000'000;
+    return seconds;
+  }
+};
+
+TEST_F(GatewayUsageTest, EachRoleSeesWhatItMay) {
+  using Seconds = std::map<std::string, uint64_t>;
+  EXPECT_EQ(ByUser(As("root-admin", kKeyAdmin)), (Seconds{{"mem", 100}, {"other", 500}}));
+  EXPECT_EQ(ByUser(As("qa", kKeyQa)), (Seconds{{"mem", 100}, {"other", 200}}));  // ml's subtree only
+  EXPECT_EQ(ByUser(As("mem", kKeyMember)), (Seconds{{"mem", 100}}));            // its own
+  EXPECT_EQ(ByUser(As("view", kKeyViewer)), Seconds{});                          // nothing of its own
+  EXPECT_EQ(ByUser(As("root-admin", kKeyAdmin), "ml-b"), (Seconds{{"other", 200}}));
+  EXPECT_EQ(ByUser(As("qa", kKeyQa), "web"), Seconds{});
+}
+
+TEST_F(GatewayUsageTest, ReportsByQueueAndJobAndRoundsToHours) {
+  SendAs(As("root-admin", kKeyAdmin), GetUsage{.from_ms = 10, .to_ms = 3'600'001, .by = "queue"});
+  const auto by_queue = LastAs<GetUsageReply>();
+  EXPECT_EQ(by_queue.from_ms, 0);
+  EXPECT_EQ(by_queue.to_ms, 2 * 3'600'000);
+  ASSERT_EQ(by_queue.rows.size(), 3u);
+  EXPECT_EQ(by_queue.rows[0].queue, "ml-a");
+  EXPECT_EQ(by_queue.rows[0].records, 1u);
+  SendAs(As("root-admin", kKeyAdmin), GetUsage{.from_ms = 0, .to_ms = 3'600'000, .by = "job"});
+  const auto by_job = LastAs<GetUsageReply>();
+  ASSERT_EQ(by_job.rows.size(), 3u);
+  EXPECT_EQ(by_job.rows[2].job, 3u);
+  EXPECT_EQ(by_job.rows[2].gpu_mms, 1000u * 300'000);
+}
+
+TEST_F(GatewayUsageTest, BadRequestsAreRefusedWithReasons) {
+  const Principal admin = As("root-admin", kKeyAdmin);
+  SendAs(admin, GetUsage{.from_ms = 5000, .to_ms = 5000});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  SendAs(admin, GetUsage{.from_ms = 0, .to_ms = 1000, .by = "node"});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  SendAs(admin, GetUsage{.from_ms = 0, .to_ms = int64_t{500} * 24 * 3'600'000});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  SendAs(admin, GetUsage{.from_ms = 0, .to_ms = 1000, .queue = "nope"});
+  EXPECT_EQ(LastError(), "NotFound");
+}
+
+TEST_F(GatewayUsageTest, OnlyAdminsSetPricesAndEveryoneReadsThem) {
+  PriceTable table;
+  table.currency = "EUR";
+  table.models = {ModelPrice{"A100", 2'500'000, 0}};
+  table.pool_permille = {{"exclusive", 1300}};
+  SendAs(As("qa", kKeyQa), UpdatePrices{"set", table});
+  EXPECT_EQ(LastError(), "PermissionDenied");
+  PriceTable bad = table;
+  bad.models.push_back(ModelPrice{"A100", 1, 0});
+  SendAs(As("root-admin", kKeyAdmin), UpdatePrices{"set", bad});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  EXPECT_EQ(state_.usage_ledger().prices(), nullptr);  // nothing changed
+
+  SendAs(As("view", kKeyViewer), UpdatePrices{"show", {}});
+  EXPECT_FALSE(LastAs<UpdatePricesReply>().set);
+  SendAs(As("root-admin", kKeyAdmin), UpdatePrices{"set", table});
+  const auto set = LastAs<UpdatePricesReply>();
+  EXPECT_TRUE(set.set);
+  EXPECT_EQ(set.table.set_by, "root-admin");
+  SendAs(As("view", kKeyViewer), UpdatePrices{"show", {}});
+  const auto shown = LastAs<UpdatePricesReply>();
+  ASSERT_TRUE(shown.set);
+  EXPECT_EQ(shown.table.currency, "EUR");
+  EXPECT_EQ(shown.table.pool_permille.at("exclusive"), 1300u);
+  SendAs(As("view", kKeyViewer), UpdatePrices{"drop", {}});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+}
+
+}  // namespace
+}  // namespace gpool::control

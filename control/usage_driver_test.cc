@@ -1,0 +1,63 @@
+#include "control/usage_driver.h"
+
+#include <gtest/gtest.h>
+
+#include "control/fake_ports.h"
+
+namespace gpool::control {
+namespace {
+
+NodeSpec Node() {
+  NodeSpec node;
+  node.name = "n1";
+  node.cpu_milli = 8000;
+  node.memory_mib = 8192;
+  node.gpus.push_back(GpuInfo{.index = 0, .uuid = "GPU-0", .model = "A100"});
+  return node;
+}
+
+class UsageDriverTest : public ::testing::Test {
+ protected:
+  // A task running on n1 (all at the ImmediateProposer's wall time).
+  void RunOne() {
+    proposer_.Propose(state::RegisterNodeCmd{Node(), {}}, [](const auto&) {});
+    JobSpec spec;
+    spec.name = "j";
+    spec.tasks.push_back(TaskGroupSpec{.command = {"true"}, .resources = Resources{1, 0, 0}});
+    proposer_.Propose(state::SubmitJobCmd{spec, ""}, [](const auto&) {});
+    proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(1), 0, "n1", {0}, 0, 0}}, {}}, [](const auto&) {});
+  }
+
+  state::ClusterState state_;
+  ImmediateProposer proposer_{state_};
+  FakeClock clock_{1'000'000};
+};
+
+TEST_F(UsageDriverTest, CheckpointsOnlyWhileWorkRunsAndAtMostEveryInterval) {
+  UsageDriver driver(UsageOptions{.checkpoint_every_ms = 60'000}, state_, proposer_, &clock_);
+  driver.Tick(0);  // nothing runs: nothing to vouch for
+  EXPECT_TRUE(proposer_.proposed().empty());
+  RunOne();
+  proposer_.clear();
+  driver.Tick(30'000);  // within the interval of the last look
+  EXPECT_TRUE(proposer_.proposed().empty());
+  driver.Tick(60'000);
+  EXPECT_EQ(proposer_.proposed(), std::vector<std::string>{"UsageCheckpoint"});
+  EXPECT_EQ(state_.usage_ledger().checkpoint_ms(), 1'000'000);  // the command's (proposer's) time
+  driver.Tick(90'000);
+  EXPECT_EQ(proposer_.proposed().size(), 1u);
+  driver.Reset();  // a new leadership looks at once
+  driver.Tick(90'001);
+  EXPECT_EQ(proposer_.proposed().size(), 2u);
+}
+
+TEST_F(UsageDriverTest, ZeroIntervalNeverCheckpoints) {
+  RunOne();
+  proposer_.clear();
+  UsageDriver driver(UsageOptions{.checkpoint_every_ms = 0}, state_, proposer_, &clock_);
+  driver.Tick(1'000'000);
+  EXPECT_TRUE(proposer_.proposed().empty());
+}
+
+}  // namespace
+}  // namespace gpool::control

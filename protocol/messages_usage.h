@@ -1,0 +1,166 @@
+// Usage accounting on the client API (issue 34): GetUsage reports committed
+// usage records and the running work so far, summed by one dimension;
+// UpdatePrices sets or shows the cluster's committed price table, which
+// `gpool invoice` multiplies the usage by.
+//
+// Units are integers so sums never drift and an invoice's totals are exact:
+//   gpu_mms       milli-GPU x milliseconds (a whole GPU counts 1000, a share
+//                 its compute fraction: 30 % compute is 300); 3.6e9 is one
+//                 GPU-hour
+//   cpu_core_ms   CPU cores x milliseconds
+//   memory_mib_s  MiB x seconds
+//   money         micro-units of the table's currency (1 EUR = 1,000,000)
+//   multipliers   permille (1.5x = 1500)
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "protocol/messages_common.h"
+
+namespace gpool {
+
+// The dimensions a report can sum by. "detail" keeps every dimension of the
+// rollups (user, queue, pool, model, class): what an invoice prices.
+inline constexpr std::string_view kUsageDimensions[] = {"user", "queue", "model", "pool", "job", "class", "detail"};
+
+// How long a report may span: a year and a bit, so one request stays small.
+inline constexpr int64_t kMaxUsageRangeMs = int64_t{400} * 24 * 3600 * 1000;
+
+struct GetUsage {
+  static constexpr MessageType kType = MessageType::kGetUsage;
+  int64_t from_ms = 0;  // inclusive; rounded down to the hour
+  int64_t to_ms = 0;    // exclusive; rounded up to the hour
+  std::string by = "user";
+  std::string queue;            // only this queue and its subtree; empty: all the caller may see
+  bool include_running = true;  // add running tasks' usage from their start to now
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("from_ms", from_ms);
+    v.Required("to_ms", to_ms);
+    v.Optional("by", by);
+    v.Optional("queue", queue);
+    v.Optional("include_running", include_running);
+  }
+};
+
+// One line of a report: the dimensions it was summed by are set, the others
+// are empty (job 0).
+struct UsageRow {
+  std::string user;
+  std::string queue;
+  std::string pool;
+  std::string model;
+  std::string priority_class;
+  uint64_t job = 0;
+  uint64_t records = 0;        // ended task attempts (and sessions) counted
+  uint64_t running = 0;        // running tasks counted up to the report time
+  uint64_t gpu_mms = 0;        // all GPU usage, running included
+  uint64_t share_gpu_mms = 0;  // the part of gpu_mms from GPU shares
+  uint64_t running_gpu_mms = 0;  // the part of gpu_mms from running tasks
+  uint64_t cpu_core_ms = 0;
+  uint64_t memory_mib_s = 0;
+  uint64_t estimated = 0;      // records whose end was charged up to a checkpoint (node lost)
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("user", user);
+    v.Optional("queue", queue);
+    v.Optional("pool", pool);
+    v.Optional("model", model);
+    v.Optional("class", priority_class);
+    v.Optional("job", job);
+    v.Optional("records", records);
+    v.Optional("running", running);
+    v.Optional("gpu_mms", gpu_mms);
+    v.Optional("share_gpu_mms", share_gpu_mms);
+    v.Optional("running_gpu_mms", running_gpu_mms);
+    v.Optional("cpu_core_ms", cpu_core_ms);
+    v.Optional("memory_mib_s", memory_mib_s);
+    v.Optional("estimated", estimated);
+  }
+};
+
+struct GetUsageReply {
+  static constexpr MessageType kType = MessageType::kGetUsageReply;
+  int64_t from_ms = 0;  // the range reported, hour-aligned
+  int64_t to_ms = 0;
+  int64_t now_ms = 0;   // the report time: running tasks are counted up to it
+  std::string by;
+  std::vector<UsageRow> rows;  // sorted by the dimension
+  // by=job reads the raw records, which are kept for a while only: the end
+  // of the oldest one kept (0: none kept).
+  int64_t records_kept_from_ms = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("from_ms", from_ms);
+    v.Required("to_ms", to_ms);
+    v.Optional("now_ms", now_ms);
+    v.Optional("by", by);
+    v.Optional("rows", rows);
+    v.Optional("records_kept_from_ms", records_kept_from_ms);
+  }
+};
+
+// The price of a GPU-hour of one device model.
+struct ModelPrice {
+  std::string model;             // as nodes report it ("A100"); "default" for any other
+  int64_t gpu_hour_micro = 0;    // a whole GPU for an hour
+  // A GPU-hour of shares' compute (gpu_mms of shares is already weighted by
+  // their compute fraction); 0: the same as gpu_hour_micro.
+  int64_t share_gpu_hour_micro = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("model", model);
+    v.Optional("gpu_hour", gpu_hour_micro);
+    v.Optional("share_gpu_hour", share_gpu_hour_micro);
+  }
+};
+
+struct PriceTable {
+  std::string currency = "USD";
+  std::vector<ModelPrice> models;
+  std::map<std::string, uint64_t> pool_permille;   // absent: 1000
+  std::map<std::string, uint64_t> class_permille;  // by priority class; absent: 1000
+  int64_t cpu_core_hour_micro = 0;
+  int64_t memory_gib_hour_micro = 0;
+  int64_t set_ms = 0;       // when it was committed (filled on apply)
+  std::string set_by;       // who set it (filled by the gateway)
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("currency", currency);
+    v.Optional("models", models);
+    v.Optional("pool_permille", pool_permille);
+    v.Optional("class_permille", class_permille);
+    v.Optional("cpu_core_hour", cpu_core_hour_micro);
+    v.Optional("memory_gib_hour", memory_gib_hour_micro);
+    v.Optional("set_ms", set_ms);
+    v.Optional("set_by", set_by);
+  }
+};
+
+// op "set": commit `table` (admins only); op "show": reply with the committed one.
+struct UpdatePrices {
+  static constexpr MessageType kType = MessageType::kUpdatePrices;
+  std::string op = "show";
+  PriceTable table;
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("op", op);
+    v.Optional("table", table);
+  }
+};
+
+struct UpdatePricesReply {
+  static constexpr MessageType kType = MessageType::kUpdatePricesReply;
+  bool set = false;  // false: no table has been committed (`table` is empty)
+  PriceTable table;
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("set", set);
+    v.Optional("table", table);
+  }
+};
+
+}  // namespace gpool
