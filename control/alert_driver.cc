@@ -48,7 +48,7 @@ void AlertDriver::QuotaUse(std::map<std::string, state::AlertCmd>& want) const {
       auto used = held->second.find(resource);
       if (used == held->second.end() || used->second * 100 < limit * rules_.quota_used_pct) continue;
       state::AlertCmd cmd = Firing("quota/" + name + "/" + resource, "quota",
-                                   used->second >= limit ? "critical" : "warning",
+                                   used->second >= limit ? "degraded" : "warning",
                                    "queue " + name + " holds " + std::to_string(used->second) + " of its " +
                                        std::to_string(limit) + " " + resource + " (capability)");
       want.emplace(cmd.key, std::move(cmd));
