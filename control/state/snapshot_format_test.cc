@@ -33,6 +33,7 @@ struct SnapshotImageV2 {
   std::vector<AuditEntry> audit;
   uint64_t next_audit_seq = 1;
   std::map<std::string, std::string> enrolled_nodes;  // node keys enrolled before registering (issue 31)
+  std::vector<AlertCmd> alerts;                       // firing alerts (issue 34)
   UsageLedger::Image usage_ledger;                    // usage records and rollups (issue 34)
   template <typename V>
   void Fields(V& v) {
@@ -53,6 +54,7 @@ struct SnapshotImageV2 {
     v.Optional("audit", audit);
     v.Optional("next_audit_seq", next_audit_seq);
     v.Optional("enrolled_nodes", enrolled_nodes);
+    v.Optional("alerts", alerts);
     v.Optional("usage_ledger", usage_ledger);
   }
 };

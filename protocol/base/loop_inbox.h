@@ -48,7 +48,9 @@ class LoopInbox {
   std::optional<T> Call(std::function<T()> fn, std::chrono::milliseconds timeout) {
     auto promise = std::make_shared<std::promise<T>>();
     std::future<T> future = promise->get_future();
-    if (!Post([promise, fn = std::move(fn)] { promise->set_value(fn()); })) return std::nullopt;
+    // The task owns the promise alone: dropped unrun by Close, it breaks
+    // the promise and the wait below ends at once.
+    if (!Post([promise = std::move(promise), fn = std::move(fn)] { promise->set_value(fn()); })) return std::nullopt;
     if (future.wait_for(timeout) != std::future_status::ready) return std::nullopt;
     try {
       return future.get();
