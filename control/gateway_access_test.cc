@@ -15,10 +15,6 @@
 namespace gpool::control {
 namespace {
 
-constexpr char kKeyAdmin[] = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
-constexpr char kKeyQa[] = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
-constexpr char kKeyMember[] = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
-constexpr char kKeyViewer[] = "k5fzb!DHw]MM=4NcxBq&O3pC?2A5.yWDzP])7W!7";
 constexpr char kKeyNobody[] = "q<}[=BP5Fg0&d9b3K0O[x&rH]jvR2Gb5t=u]Wyr!";
 
 class GatewayAccessTest : public GatewayTest {
@@ -29,17 +25,7 @@ class GatewayAccessTest : public GatewayTest {
 
  protected:
   GatewayAccessTest() {
-    for (const auto& [name, parent] : std::vector<std::pair<std::string, std::string>>{
-             {"ml", "root"}, {"ml-a", "ml"}, {"ml-b", "ml"}, {"web", "root"}}) {
-      QueueSpec spec;
-      spec.name = name;
-      spec.parent = parent;
-      Apply(state::UpdateQueueCmd{UpdateQueue{"create", spec}});
-    }
-    AddUser("root-admin", kKeyAdmin, {{"admin", ""}});
-    AddUser("qa", kKeyQa, {{"queue-admin", "ml"}});
-    AddUser("mem", kKeyMember, {{"member", "ml-a"}});
-    AddUser("view", kKeyViewer, {{"viewer", ""}});
+    AddRoleTree();
     AddUser("nobody", kKeyNobody, {});
     Apply(state::RegisterNodeCmd{OneGpuNode("n1"), {}});
     own_job_ = AddJob("mem", "ml-a");     // a job of the member, in its queue
@@ -47,14 +33,6 @@ class GatewayAccessTest : public GatewayTest {
     far_job_ = AddJob("other", "web");     // someone else's, in a queue nobody but admin covers
   }
 
-  void Apply(state::CommandBody body) {
-    proposer_.Propose(std::move(body), [](const state::ApplyResult& r) {
-      ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-    });
-  }
-  void AddUser(const std::string& name, const std::string& key, std::vector<RoleGrant> roles) {
-    Apply(state::UpdateUserCmd{UpdateUser{"create", UserSpec{name, {key}, 1000, 1000, std::move(roles)}}});
-  }
   uint64_t AddJob(const std::string& user, const std::string& queue) {
     JobSpec spec = OneGpuJob();
     spec.user = user;

@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -64,6 +66,36 @@ class GatewayTest : public ::testing::Test {
     EXPECT_EQ(env.type(), MessageType::kErrorReply);
     auto error = env.Body<ErrorReply>();
     return error.ok() ? error->code : "undecodable";
+  }
+
+  // Applies a command as committed; it must succeed.
+  void Apply(state::CommandBody body) {
+    proposer_.Propose(std::move(body), [](const state::ApplyResult& r) {
+      ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    });
+  }
+  void AddUser(const std::string& name, const std::string& key, std::vector<RoleGrant> roles) {
+    Apply(state::UpdateUserCmd{UpdateUser{"create", UserSpec{name, {key}, 1000, 1000, std::move(roles)}}});
+  }
+  // The queues root -> ml -> {ml-a, ml-b} and root -> web, and one user per
+  // role: root-admin (admin), qa (queue-admin of ml), mem (member of ml-a),
+  // view (viewer), each with its key below.
+  static constexpr char kKeyAdmin[] = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
+  static constexpr char kKeyQa[] = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+  static constexpr char kKeyMember[] = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
+  static constexpr char kKeyViewer[] = "k5fzb!DHw]MM=4NcxBq&O3pC?2A5.yWDzP])7W!7";
+  void AddRoleTree() {
+    for (const auto& [name, parent] : std::vector<std::pair<std::string, std::string>>{
+             {"ml", "root"}, {"ml-a", "ml"}, {"ml-b", "ml"}, {"web", "root"}}) {
+      QueueSpec spec;
+      spec.name = name;
+      spec.parent = parent;
+      Apply(state::UpdateQueueCmd{UpdateQueue{"create", spec}});
+    }
+    AddUser("root-admin", kKeyAdmin, {{"admin", ""}});
+    AddUser("qa", kKeyQa, {{"queue-admin", "ml"}});
+    AddUser("mem", kKeyMember, {{"member", "ml-a"}});
+    AddUser("view", kKeyViewer, {{"viewer", ""}});
   }
 
   static JobSpec OneGpuJob(std::string name = "j") {

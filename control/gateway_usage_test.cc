@@ -11,25 +11,11 @@
 namespace gpool::control {
 namespace {
 
-constexpr char kKeyAdmin[] = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
-constexpr char kKeyQa[] = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
-constexpr char kKeyMember[] = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
-constexpr char kKeyViewer[] = "k5fzb!DHw]MM=4NcxBq&O3pC?2A5.yWDzP])7W!7";
 
 class GatewayUsageTest : public GatewayTest {
  protected:
   GatewayUsageTest() {
-    for (const auto& [name, parent] : std::vector<std::pair<std::string, std::string>>{
-             {"ml", "root"}, {"ml-a", "ml"}, {"ml-b", "ml"}, {"web", "root"}}) {
-      QueueSpec spec;
-      spec.name = name;
-      spec.parent = parent;
-      Apply(state::UpdateQueueCmd{UpdateQueue{"create", spec}});
-    }
-    AddUser("root-admin", kKeyAdmin, {{"admin", ""}});
-    AddUser("qa", kKeyQa, {{"queue-admin", "ml"}});
-    AddUser("mem", kKeyMember, {{"member", "ml-a"}});
-    AddUser("view", kKeyViewer, {{"viewer", ""}});
+    AddRoleTree();
     Apply(state::RegisterNodeCmd{OneGpuNode("n1"), {}});
     // One task after another on n1's GPU: 100 s, 200 s and 300 s.
     RunFor("mem", "ml-a", 1'000'000, 100'000);
@@ -37,14 +23,6 @@ class GatewayUsageTest : public GatewayTest {
     RunFor("other", "web", 1'500'000, 300'000);
   }
 
-  void Apply(state::CommandBody body) {
-    proposer_.Propose(std::move(body), [](const state::ApplyResult& r) {
-      ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-    });
-  }
-  void AddUser(const std::string& name, const std::string& key, std::vector<RoleGrant> roles) {
-    Apply(state::UpdateUserCmd{UpdateUser{"create", UserSpec{name, {key}, 1000, 1000, std::move(roles)}}});
-  }
   void RunFor(const std::string& user, const std::string& queue, int64_t start_ms, int64_t duration_ms) {
     JobSpec spec = OneGpuJob();
     spec.user = user;
