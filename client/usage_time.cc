@@ -109,7 +109,7 @@ std::string FormatUtc(int64_t ms, bool date_only) {
   int64_t y = 0;
   unsigned m = 0, d = 0;
   CivilFromDays(days, y, m, d);
-  char text[40];
+  char text[64];  // room for any int64 year, so -Wformat-truncation has nothing to warn about
   if (date_only) {
     std::snprintf(text, sizeof(text), "%04lld-%02u-%02u", static_cast<long long>(y), m, d);
   } else {
