@@ -12,10 +12,13 @@ void SessionLeaseDriver::Tick(int64_t now_ms) {
   if (now_ms < next_check_ms_) return;
   next_check_ms_ = now_ms + kCheckEveryMs;
   const int64_t wall = clock_->WallMs();
-  // Every job, once a second: a scan of the records in memory, far below the
-  // scheduler's cost per cycle.
-  for (const auto& [id, job] : state_.jobs()) {
-    if (!job.spec.session.enabled || IsTerminal(job.state) || job.cancel_requested) continue;
+  // Every session, once a second (the state's index of them: a scan of
+  // every job was milliseconds on the loop at 100,000 jobs).
+  for (uint64_t id : state_.session_jobs()) {
+    const state::JobRecord* found = state_.FindJob(JobId(id));
+    if (found == nullptr) continue;
+    const state::JobRecord& job = *found;
+    if (IsTerminal(job.state) || job.cancel_requested) continue;
     const state::SessionRuntime* runtime = job.session();
     const int64_t renewed = runtime != nullptr ? runtime->renew_ms : job.submit_ms;
     const uint64_t lease = job.spec.session.LeaseMs();

@@ -162,10 +162,9 @@ QueueSummary SummariseQueue(const state::ClusterState& state, const state::Queue
   QueueSummary summary;
   summary.spec = queue.spec;
   if (auto it = allocations.find(queue.spec.name); it != allocations.end()) summary.allocated = it->second;
-  for (const auto& [id, job] : state.jobs()) {
-    if (job.spec.queue != queue.spec.name) continue;
-    if (job.state == JobState::kPending) ++summary.jobs_pending;
-    if (job.state == JobState::kRunning) ++summary.jobs_running;
+  if (auto it = state.queue_jobs().find(queue.spec.name); it != state.queue_jobs().end()) {
+    summary.jobs_pending = it->second[0];
+    summary.jobs_running = it->second[1];
   }
   return summary;
 }

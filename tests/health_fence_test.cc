@@ -9,16 +9,15 @@
 #include <chrono>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "client/client.h"
 #include "tests/local_cluster.h"
+#include "tests/webhook_receiver.h"
 
 namespace gpool::testing {
 namespace {
@@ -141,42 +140,11 @@ TEST_F(HealthFenceTest, AnApplicationXidAndAnExemptNodeAreRecordedButNotFenced) 
   EXPECT_TRUE(exempt->devices[0].healthy);
 }
 
-// A webhook receiver on loopback: records every POST.
-class Receiver {
- public:
-  Receiver() {
-    server_.Post("/hook", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mu_);
-      posts_.push_back(nlohmann::json::parse(req.body));
-      res.status = 200;
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-  }
-  ~Receiver() {
-    server_.stop();
-    thread_.join();
-  }
-  int port() const { return port_; }
-  std::vector<nlohmann::json> posts() {
-    std::lock_guard lock(mu_);
-    return posts_;
-  }
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
-  std::mutex mu_;
-  std::vector<nlohmann::json> posts_;
-};
-
 TEST_F(HealthFenceTest, AWebhookGetsEveryRaiseAndRecoveryAcrossALeaderKill) {
-  Receiver receiver;
+  WebhookReceiver receiver;
   TempDir config_dir;
   const std::string config = config_dir.Join("scheduler.conf");
-  WriteFile(config, "[health.webhook.ops]\nurl = http://127.0.0.1:" + std::to_string(receiver.port()) +
-                        "/hook\nbackoff_initial_ms = 50\nbackoff_max_ms = 200\n");
+  WriteFile(config, "[health.webhook.ops]\nurl = " + receiver.url() + "\nbackoff_initial_ms = 50\nbackoff_max_ms = 200\n");
   // XIDs held 3 s: longer than an election, so a raise is still there for
   // the next leader to hear of (in production they are held 5 minutes).
   ASSERT_NO_FATAL_FAILURE(Start(2, 3, {"--scheduler-config", config}, "3000"));

@@ -28,3 +28,14 @@ inline void StartReadyCluster(LocalCluster& cluster, std::unique_ptr<Client>& cl
 }
 
 }  // namespace gpool::testing
+
+namespace gpool::testing {
+
+// The index of the replica that leads as `client` (which follows redirects)
+// sees it; -1 while none answers as the leader.
+inline int LeaderIndex(Client& client) {
+  auto status = client.ClusterStatus();
+  return status.ok() && status->role == "leader" ? std::stoi(status->replica_id) - 1 : -1;
+}
+
+}  // namespace gpool::testing

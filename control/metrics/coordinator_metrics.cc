@@ -1,5 +1,6 @@
 #include "control/metrics/coordinator_metrics.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <map>
@@ -45,21 +46,27 @@ void Jobs(Exposition& out, const CoordinatorMetricsInput& in) {
     out.Sample({{"state", ToString(s)}}, state.jobs_in_state(s));
   }
   // A pending job counts once, under its first reason (the one `gpool
-  // explain` leads with); "none" before its first cycle.
+  // explain` leads with). Only jobs in the pending index (with a task to
+  // place) are looked at: the state's indexes keep a scrape from walking
+  // every job. Pending jobs without a reason (not yet considered by a cycle)
+  // count under "none", so the family sums to gpool_jobs{state="Pending"}.
   std::map<std::string_view, uint64_t> by_reason;
-  std::map<std::string, std::array<uint64_t, 2>> per_queue;  // pending, running
+  uint64_t with_reason = 0;
+  for (uint64_t id : state.pending_jobs()) {
+    const state::JobRecord* job = state.FindJob(JobId(id));
+    if (job == nullptr || job->state != JobState::kPending || job->reasons().empty()) continue;
+    ++by_reason[topology::PendingCodeSlug(job->reasons()[0].code)];
+    ++with_reason;
+  }
+  const uint64_t pending = state.jobs_in_state(JobState::kPending);
+  if (pending > with_reason || by_reason.empty()) by_reason["none"] += pending - std::min(pending, with_reason);
+  const std::map<std::string_view, std::array<uint32_t, 2>> per_queue(state.queue_jobs().begin(),
+                                                                      state.queue_jobs().end());
   std::map<std::string, uint64_t> sessions;
-  for (const auto& [id, job] : state.jobs()) {
-    if (job.state == JobState::kPending) {
-      ++by_reason[job.reasons().empty() ? std::string_view("none") : topology::PendingCodeSlug(job.reasons()[0].code)];
-      ++per_queue[job.spec.queue][0];
-    } else if (job.state == JobState::kRunning) {
-      ++per_queue[job.spec.queue][1];
-    }
-    if (job.spec.session.enabled) ++sessions[ToSessionInfo(job).state];
+  for (uint64_t id : state.session_jobs()) {
+    if (const state::JobRecord* job = state.FindJob(JobId(id)); job != nullptr) ++sessions[ToSessionInfo(*job).state];
   }
   out.Family("gpool_jobs_pending", Type::kGauge, "Pending jobs by the code of their first pending reason.");
-  if (by_reason.empty()) out.Sample({{"reason", "none"}}, 0);
   for (const auto& [reason, n] : by_reason) out.Sample({{"reason", reason}}, static_cast<double>(n));
   out.Single("gpool_tasks_active", Type::kGauge, "Tasks bound or running.",
              static_cast<double>(state.active_task_count()));
@@ -193,8 +200,16 @@ void Devices(Exposition& out, const CoordinatorMetricsInput& in) {
     for (const auto* list : {&node.health, &node.probe_health}) {
       for (const auto& condition : *list) ++conditions[{condition.kind, condition.severity}];
     }
+    // A node's GPUs are nearly always of one model: the map is searched
+    // when the model changes, not for each of 100,000 GPUs.
+    std::array<uint64_t, 4>* counts = nullptr;
+    const std::string* model = nullptr;
     for (const auto& gpu : node.spec.gpus) {
-      auto& m = by_model[gpu.model];
+      if (model == nullptr || gpu.model != *model) {
+        model = &gpu.model;
+        counts = &by_model[gpu.model];
+      }
+      auto& m = *counts;
       ++m[0];
       if (node.gpu_owner.find(gpu.index) != node.gpu_owner.end()) ++m[1];
       if (node.gpu_tenants.count(gpu.index) != 0) ++m[2];

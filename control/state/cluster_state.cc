@@ -277,11 +277,14 @@ void ClusterState::RebuildIndexes() {
   due_log_ = {};
   due_count_ = 0;
   job_states_ = {};
+  queue_jobs_.clear();
+  session_jobs_.clear();
   active_count_ = 0;
   for (const auto& [name, node] : nodes_) active_count_ += node.tasks.size();
   for (auto& [id, job] : jobs_) {
     if (!job.idempotency_key.empty()) idempotency_.emplace(KeyHash(job.idempotency_key), id);
-    ++job_states_[static_cast<size_t>(job.state)];
+    CountJobState(job, job.state, +1);
+    if (job.spec.session.enabled) session_jobs_.insert(id);
     bool any_pending = false;
     for (auto& task : job.tasks) {
       task.command_seq = 0;
@@ -290,6 +293,7 @@ void ClusterState::RebuildIndexes() {
     }
     if (!IsTerminal(job.state) && !job.cancel_requested && any_pending) pending_.insert(id);
   }
+  RebuildQueueHeld();
 }
 
 uint64_t ClusterState::NextGeneration() {
@@ -339,9 +343,17 @@ void ClusterState::UntrackCommand(TaskRecord& task) {
 
 void ClusterState::SetJobState(JobRecord& job, JobState state) {
   if (job.state == state) return;
-  --job_states_[static_cast<size_t>(job.state)];
-  ++job_states_[static_cast<size_t>(state)];
+  CountJobState(job, job.state, -1);
+  CountJobState(job, state, +1);
   job.state = state;
+}
+
+void ClusterState::CountJobState(const JobRecord& job, JobState state, int sign) {
+  job_states_[static_cast<size_t>(state)] += static_cast<uint32_t>(sign);
+  if (state != JobState::kPending && state != JobState::kRunning) return;
+  auto& counts = queue_jobs_[job.spec.queue];
+  counts[state == JobState::kRunning ? 1 : 0] += static_cast<uint32_t>(sign);
+  if (counts[0] == 0 && counts[1] == 0) queue_jobs_.erase(job.spec.queue);
 }
 
 }  // namespace gpool::state

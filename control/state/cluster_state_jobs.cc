@@ -50,7 +50,8 @@ ApplyResult ClusterState::ApplySubmitJob(uint64_t index, int64_t now, const Subm
   result.job_id = job.id.value();
   if (!job.idempotency_key.empty()) idempotency_.emplace(KeyHash(job.idempotency_key), result.job_id);
   pending_.insert(result.job_id);
-  ++job_states_[static_cast<size_t>(JobState::kPending)];
+  CountJobState(job, JobState::kPending, +1);
+  if (job.spec.session.enabled) session_jobs_.insert(result.job_id);
   jobs_.emplace(result.job_id, std::move(job));
   return result;
 }
@@ -231,7 +232,10 @@ void ClusterState::ReleaseResources(TaskRecord& task) {
     ReleaseDevices(node, task);
     node.cpu_milli_used -= std::min(node.cpu_milli_used, task.cpu_milli);
     node.memory_mib_used -= std::min(node.memory_mib_used, task.memory_mib);
-    if (node.tasks.erase(task.id) != 0) --active_count_;
+    if (node.tasks.erase(task.id) != 0) {
+      --active_count_;
+      if (const JobRecord* job = FindJob(task.id.job); job != nullptr) CountQueueHeld(*job, node, task, -1);
+    }
     Touch(node);
   }
   UntrackCommand(task);

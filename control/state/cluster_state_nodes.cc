@@ -46,7 +46,17 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
     node.pool_queue = cmd.node.pool_queue;
   }
   if (node.registered_ms == 0) node.registered_ms = now;
+  // Tasks' GPUs are counted in queue_held_ under their model: a GPU whose
+  // model changed or that is gone (rare: a swapped card) recounts them.
+  bool models_changed = false;
+  for (size_t i = 0; i < node.spec.gpus.size() && !node.tasks.empty(); ++i) {
+    const GpuInfo& was = node.spec.gpus[i];
+    models_changed |= std::none_of(cmd.node.gpus.begin(), cmd.node.gpus.end(), [&](const GpuInfo& gpu) {
+      return gpu.index == was.index && gpu.model == was.model;
+    });
+  }
   node.spec = cmd.node;
+  if (models_changed) RebuildQueueHeld();
   MarkReady(node, cmd.node.name, now);
   node.last_seen_ms = now;
   // A condition raised while the node was between leaders arrives with its

@@ -107,6 +107,7 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
       node.cpu_milli_used += bind->cpu_milli;
       node.memory_mib_used += bind->memory_mib;
       node.tasks.insert(task.id);
+      CountQueueHeld(*job, node, task, +1);
       Touch(node);
       ++active_count_;
       TrackCommand(task);

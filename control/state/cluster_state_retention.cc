@@ -65,6 +65,7 @@ ApplyResult ClusterState::ApplyForgetJobs(const ForgetJobsCmd& cmd) {
   for (uint64_t id : Forgettable(cmd.finished_before_ms, cmd.keep_newest)) {
     auto it = jobs_.find(id);
     Forget(it->second);
+    session_jobs_.erase(id);
     jobs_.erase(it);
     ++result.jobs_forgotten;
   }
@@ -103,7 +104,7 @@ void ClusterState::Forget(const JobRecord& job) {
       }
     }
   }
-  --job_states_[static_cast<size_t>(job.state)];
+  CountJobState(job, job.state, -1);
   ++forgotten_count_;
   forgotten_.push_back(std::move(summary));
   if (forgotten_.size() > kMaxSummaries) forgotten_.pop_front();

@@ -214,26 +214,54 @@ ApplyResult ClusterState::ApplyUpdateQueue(const UpdateQueueCmd& cmd) {
   return result;
 }
 
+void ClusterState::CountQueueHeld(const JobRecord& job, const NodeRecord& node, const TaskRecord& task, int sign) {
+  auto add = [sign](uint64_t& total, uint64_t amount) {
+    total = sign > 0 ? total + amount : total - std::min(total, amount);
+  };
+  QueueHeld& held = queue_held_[job.spec.queue];
+  const uint64_t gpus = task.gpu_indices.size();
+  add(held.gpu, gpus);
+  add(held.cpu, task.cpu_milli);
+  add(held.memory, task.memory_mib);
+  if (gpus > 0) {
+    for (const auto& gpu : node.spec.gpus) {
+      if (gpu.index != task.gpu_indices.front() || gpu.model.empty()) continue;
+      auto it = held.gpu_by_model.try_emplace(gpu.model, 0).first;
+      add(it->second, gpus);
+      if (it->second == 0) held.gpu_by_model.erase(it);
+    }
+  }
+  if (held.gpu == 0 && held.cpu == 0 && held.memory == 0 && held.gpu_by_model.empty()) {
+    queue_held_.erase(job.spec.queue);
+  }
+}
+
+// From the nodes' task lists: after a Restore, and when a registration
+// changes the model of a GPU that tasks hold (what they were counted under).
+void ClusterState::RebuildQueueHeld() {
+  queue_held_.clear();
+  for (const auto& [name, node] : nodes_) {
+    for (const TaskId& id : node.tasks) {
+      const JobRecord* job = FindJob(id.job);
+      const TaskRecord* task = FindTask(id);
+      if (job != nullptr && task != nullptr) CountQueueHeld(*job, node, *task, +1);
+    }
+  }
+}
+
 std::map<std::string, Quota> ClusterState::QueueAllocations() const {
   std::map<std::string, Quota> allocated;
-  for (const TaskId& id : ActiveTasks()) {
-    const JobRecord* job = FindJob(id.job);
-    const TaskRecord* task = FindTask(id);
-    if (job == nullptr || task == nullptr) continue;
-    Quota held;
-    const uint64_t gpus = task->gpu_indices.size();
-    if (gpus > 0) held["gpu"] = gpus;
-    if (task->cpu_milli > 0) held["cpu"] = task->cpu_milli;
-    if (task->memory_mib > 0) held["memory"] = task->memory_mib;
-    if (const NodeRecord* node = FindNode(task->node); node != nullptr && gpus > 0) {
-      for (const auto& gpu : node->spec.gpus) {
-        if (gpu.index == task->gpu_indices.front() && !gpu.model.empty()) held["gpu/" + gpu.model] = gpus;
-      }
-    }
+  for (const auto& [leaf, held] : queue_held_) {
+    Quota quota;
+    if (held.gpu > 0) quota["gpu"] = held.gpu;
+    if (held.cpu > 0) quota["cpu"] = held.cpu;
+    if (held.memory > 0) quota["memory"] = held.memory;
+    for (const auto& [model, gpus] : held.gpu_by_model) quota["gpu/" + model] = gpus;
+    if (quota.empty()) continue;
     // Up the tree; a parent chain longer than the tree is a corrupt one.
-    std::string at = job->spec.queue;
+    std::string at(leaf);
     for (size_t steps = 0; !at.empty() && steps <= queues_.size(); ++steps) {
-      for (const auto& [resource, amount] : held) allocated[at][resource] += amount;
+      for (const auto& [resource, amount] : quota) allocated[at][resource] += amount;
       const QueueRecord* queue = FindQueue(at);
       at = queue == nullptr ? std::string() : queue->spec.parent;
     }

@@ -6,10 +6,13 @@
 // the tasks holding devices, counted from the task records alone, never
 // over-commit a device: memory, compute, tenants, one QoS per shared device,
 // no share beside a whole holder, valid MIG layouts, each static instance
-// and each core held once.
+// and each core held once; and the per-queue allocations agree with the
+// nodes' task lists.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
+#include <unordered_map>
 #include <set>
 
 #include "control/scheduler/scheduler.h"
@@ -160,6 +163,52 @@ std::string Violation(const ClusterState& state, const std::vector<NodeSpec>& no
   return "";
 }
 
+// Queue allocations counted the slow way, task by task from the nodes' own
+// lists up the queue tree: ClusterState::QueueAllocations sums them per
+// queue from the job records, and must agree.
+std::map<std::string, Quota> AllocationsFromNodes(const ClusterState& state) {
+  std::map<std::string, Quota> allocated;
+  for (const auto& [name, node] : state.nodes()) {
+    for (const TaskId& id : node.tasks) {
+      const JobRecord* job = state.FindJob(id.job);
+      const TaskRecord* task = state.FindTask(id);
+      if (job == nullptr || task == nullptr) continue;
+      Quota held;
+      if (!task->gpu_indices.empty()) {
+        held["gpu"] = task->gpu_indices.size();
+        for (const auto& gpu : node.spec.gpus) {
+          if (gpu.index == task->gpu_indices.front()) held["gpu/" + gpu.model] = task->gpu_indices.size();
+        }
+      }
+      if (task->cpu_milli > 0) held["cpu"] = task->cpu_milli;
+      if (task->memory_mib > 0) held["memory"] = task->memory_mib;
+      for (const QueueRecord* queue = state.FindQueue(job->spec.queue); queue != nullptr;
+           queue = state.FindQueue(queue->spec.parent)) {
+        for (const auto& [resource, amount] : held) allocated[queue->spec.name][resource] += amount;
+      }
+    }
+  }
+  return allocated;
+}
+
+// The indexes the state keeps beside its records (per-queue job counts, what
+// each queue holds) agree with the records, and a restored snapshot rebuilds
+// them the same.
+std::string IndexViolation(const ClusterState& state) {
+  std::unordered_map<std::string, std::array<uint32_t, 2>> jobs;
+  for (const auto& [id, job] : state.jobs()) {
+    if (job.state == JobState::kPending) ++jobs[job.spec.queue][0];
+    if (job.state == JobState::kRunning) ++jobs[job.spec.queue][1];
+  }
+  if (jobs != state.queue_jobs()) return "queue_jobs disagrees with the job records";
+  if (state.QueueAllocations() != AllocationsFromNodes(state)) return "QueueAllocations disagrees with the nodes";
+  ClusterState restored;
+  if (!restored.Restore(state.Snapshot()).ok()) return "the snapshot does not restore";
+  if (restored.queue_jobs() != state.queue_jobs()) return "queue_jobs differs after a restore";
+  if (restored.QueueAllocations() != state.QueueAllocations()) return "QueueAllocations differs after a restore";
+  return "";
+}
+
 TEST(SharingPropertyTest, PlansApplyInFullAndNoDeviceIsEverOverCommitted) {
   constexpr int kSeeds = 150;
   uint64_t binds = 0;
@@ -191,6 +240,9 @@ TEST(SharingPropertyTest, PlansApplyInFullAndNoDeviceIsEverOverCommitted) {
       binds += plan.binds.size();
       const std::string violation = Violation(state, nodes);
       ASSERT_EQ(violation, "") << "seed " << seed << " cycle " << cycle;
+      if (cycle % 10 == 9) ASSERT_EQ(IndexViolation(state), "") << "seed " << seed << " cycle " << cycle;
+      // Now and then a job is cancelled, pending or placed.
+      if (submitted > 0 && rng.Percent(20)) apply(CancelJobCmd{1 + rng.Below(submitted), 0, "test"});
       // Some tasks finish, freeing their share.
       for (const auto& [id, job] : state.jobs()) {
         for (const auto& task : job.tasks) {
