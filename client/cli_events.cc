@@ -11,7 +11,6 @@
 namespace gpool::cli {
 namespace {
 
-constexpr int64_t kFollowPollMs = 500;
 constexpr uint64_t kDefaultShown = 50;
 
 void EventsOptions(cxxopts::Options& o) {
@@ -72,15 +71,7 @@ int RunEvents(Session& s, const Invocation& inv) {
   };
   print(std::vector<ClusterEvent>(newest.begin(), newest.end()));
   if (!f["follow"].as<bool>()) return kExitOk;
-  const int64_t start = s.env.clock->MonoMs();
-  while (timeout_ms == 0 || s.env.clock->MonoMs() - start < timeout_ms) {
-    s.env.sleep_ms(kFollowPollMs);
-    auto reply = (*client)->ListEvents(request);
-    if (!reply.ok()) return s.Fail(reply.status());
-    request.after_seq = reply->last_seq;
-    print(reply->events);
-  }
-  return kExitOk;
+  return FollowEvents(s, request, timeout_ms, print);
 }
 
 }  // namespace

@@ -173,6 +173,11 @@ bool IsLongFlagWithValue(std::string_view arg);
 // Exit 0 when it succeeded, 1 when it failed or was cancelled, 4 when
 // `timeout_ms` (> 0) passes first. Defined in cli_jobs.cc.
 int WaitForJob(Session& s, JobId job, int64_t timeout_ms);
+// cli_watch.cc: `gpool events --follow` after the listing (events past
+// filter.after_seq that pass its node and job), and `gpool jobs --watch`.
+int FollowEvents(Session& s, const ListEvents& filter, int64_t timeout_ms,
+                 const std::function<void(const std::vector<ClusterEvent>&)>& print);
+int WatchJobs(Session& s, int64_t timeout_ms);
 
 // A task group's GPU share flags into `res` (cli_submit.cc; `session open` too).
 Status ReadShareFlags(const cxxopts::ParseResult& f, Resources& res);

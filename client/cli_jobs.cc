@@ -10,11 +10,19 @@
 namespace gpool::cli {
 namespace {
 
-constexpr int64_t kWaitPollMs = 200;
 // The wire decoder accepts strings up to 8 MiB (wire::DecodeLimits).
 constexpr uint64_t kMaxLogBytes = 8 * 1024 * 1024;
 
 int RunJobs(Session& s, const Invocation& inv) {
+  if (inv.flags["watch"].as<bool>()) {
+    int64_t timeout_ms = 0;
+    if (inv.flags.count("timeout")) {
+      auto t = ParseWaitTimeout(inv.flags["timeout"].as<std::string>());
+      if (!t.ok()) return s.Fail(t.status().WithContext("--timeout"));
+      timeout_ms = *t;
+    }
+    return WatchJobs(s, timeout_ms);
+  }
   auto limit = ParseUnsignedFlag("--limit", inv.flags["limit"].as<std::string>(), UINT32_MAX);
   if (!limit.ok()) return s.Fail(limit.status());
   auto client = s.client();
@@ -102,7 +110,11 @@ int RunExplain(Session& s, const Invocation& inv) {
 void JobsOptions(cxxopts::Options& o) {
   o.add_options("jobs")
       ("a,all", "include finished jobs", cxxopts::value<bool>()->default_value("false"))
-      ("limit", "show at most this many jobs, newest first", cxxopts::value<std::string>()->default_value("1000"), "N");
+      ("limit", "show at most this many jobs, newest first", cxxopts::value<std::string>()->default_value("1000"), "N")
+      ("w,watch", "then print each change as it is committed (pushed by the coordinator)",
+       cxxopts::value<bool>()->default_value("false"))
+      ("timeout", "with --watch: stop after this long (90, 90s, 5m); default: until interrupted",
+       cxxopts::value<std::string>(), "S");
 }
 
 void CancelOptions(cxxopts::Options& o) {
@@ -125,39 +137,9 @@ void WaitOptions(cxxopts::Options& o) {
 
 }  // namespace
 
-int WaitForJob(Session& s, JobId job, int64_t timeout_ms) {
-  auto client = s.client();
-  if (!client.ok()) return s.Fail(client.status());
-  const int64_t start = s.env.clock->MonoMs();
-  while (true) {
-    auto reply = (*client)->GetJob(job);
-    if (!reply.ok()) return s.Fail(reply.status());
-    const JobSummary& summary = reply->summary;
-    auto state = JobStateFromString(summary.state);
-    if (state && IsTerminal(*state)) {
-      if (s.json) {
-        s.out << ToJson(summary) << "\n";
-      } else {
-        s.out << "job " << job.value() << " " << summary.state;
-        if (*state != JobState::kSucceeded && !summary.reason.empty()) s.out << ": " << summary.reason;
-        s.out << "\n";
-      }
-      return *state == JobState::kSucceeded ? kExitOk : kExitJobUnsuccessful;
-    }
-    const int64_t waited = s.env.clock->MonoMs() - start;
-    if (timeout_ms > 0 && waited >= timeout_ms) {
-      return s.Fail(Status::DeadlineExceeded("job " + std::to_string(job.value()) + " is still " + summary.state +
-                                             " after " + FormatDuration(waited)));
-    }
-    int64_t pause = kWaitPollMs;
-    if (timeout_ms > 0) pause = std::min(pause, timeout_ms - waited);
-    s.env.sleep_ms(pause);
-  }
-}
-
 const CommandDef kJobsCommand = {
     .name = "jobs",
-    .synopsis = "[--all]",
+    .synopsis = "[--all] [--watch [--timeout S]]",
     .summary = "list pending and running jobs (--all: finished ones too)",
     .min_args = 0,
     .max_args = 0,

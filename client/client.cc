@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstdio>
 #include <optional>
 #include <random>
@@ -108,6 +109,32 @@ class ZmqClient final : public Client {
   Result<WhoAmIReply> WhoAmI() override { return Call<WhoAmIReply>(gpool::WhoAmI{}); }
   Result<ListAuditReply> ListAudit(const gpool::ListAudit& request) override { return Call<ListAuditReply>(request); }
   Result<GetUsageReply> GetUsage(const gpool::GetUsage& request) override { return Call<GetUsageReply>(request); }
+  Result<WatchReply> Watch(const gpool::Watch& request) override { return Call<WatchReply>(request); }
+  Result<WatchRenewReply> WatchRenew(const gpool::WatchRenew& request) override {
+    return Call<WatchRenewReply>(request);
+  }
+  Status Unwatch(uint64_t watch_id) override { return Call<Ack>(gpool::Unwatch{watch_id}).status(); }
+  Result<std::optional<WatchUpdate>> NextPush(int timeout_ms) override {
+    if (!pushes_.empty()) {
+      WatchUpdate next = std::move(pushes_.front());
+      pushes_.pop_front();
+      return std::optional<WatchUpdate>(std::move(next));
+    }
+    // No connection: nothing can arrive; the caller's renewal reconnects.
+    if (!socket_) return std::optional<WatchUpdate>();
+    try {
+      // Await keeps pushes aside; id 0 is never a request's.
+      Result<std::optional<Envelope>> got = Await(0, std::chrono::milliseconds(std::max(0, timeout_ms)));
+      if (!got.ok()) return got.status();
+    } catch (const zmq::error_t& e) {
+      CloseSocket();
+      return Status::Unavailable(std::string("talking to ") + endpoint() + ": " + e.what());
+    }
+    if (pushes_.empty()) return std::optional<WatchUpdate>();
+    WatchUpdate next = std::move(pushes_.front());
+    pushes_.pop_front();
+    return std::optional<WatchUpdate>(std::move(next));
+  }
   Result<UpdatePricesReply> UpdatePrices(const gpool::UpdatePrices& request) override {
     return Call<UpdatePricesReply>(request);
   }
@@ -138,7 +165,11 @@ class ZmqClient final : public Client {
 
   const std::string& endpoint() const { return endpoints_[current_]; }
 
-  void CloseSocket() { socket_.reset(); }
+  // Pushes of the old connection are dropped with it: its watches are gone.
+  void CloseSocket() {
+    socket_.reset();
+    pushes_.clear();
+  }
 
   void NextEndpoint() { current_ = (current_ + 1) % endpoints_.size(); }
 
@@ -193,6 +224,15 @@ class ZmqClient final : public Client {
       auto envelope = DecodeEnvelope(parts[0].to_string_view());
       if (!envelope.ok()) {
         return Status::Malformed("reply from " + endpoint() + ": " + envelope.status().message());
+      }
+      // A pushed WatchUpdate is kept for NextPush, whatever was awaited;
+      // NextPush awaits id 0 and returns on the first one.
+      if (envelope->type() == MessageType::kWatchUpdate) {
+        auto update = envelope->Body<WatchUpdate>();
+        if (!update.ok()) return Status::Malformed("push from " + endpoint() + ": " + update.status().message());
+        if (pushes_.size() < kMaxKeptPushes) pushes_.push_back(std::move(update).value());
+        if (id == 0) return std::optional<Envelope>();
+        continue;
       }
       // A reply to another id is a late answer to an earlier request: drop it.
       // An ErrorReply with id 0 is the coordinator refusing a frame whose
@@ -296,6 +336,11 @@ class ZmqClient final : public Client {
   uint64_t next_request_id_ = 1;
   zmq::context_t context_;
   std::unique_ptr<zmq::socket_t> socket_;  // null between a timeout and the next attempt
+  // WatchUpdates received while awaiting a reply, for NextPush. Bounded: a
+  // caller that stops reading loses the overflow, which its watch's seq
+  // numbers reveal (it then re-watches from its position).
+  static constexpr size_t kMaxKeptPushes = 10'000;
+  std::deque<WatchUpdate> pushes_;
 };
 
 }  // namespace
@@ -322,6 +367,16 @@ Result<GetUsageReply> Client::GetUsage(const gpool::GetUsage&) {
 Result<UpdatePricesReply> Client::UpdatePrices(const gpool::UpdatePrices&) {
   return Status::UnknownType("this client does not implement UpdatePrices");
 }
+
+Result<WatchReply> Client::Watch(const gpool::Watch&) { return Status::UnknownType("this client does not watch"); }
+
+Result<WatchRenewReply> Client::WatchRenew(const gpool::WatchRenew&) {
+  return Status::UnknownType("this client does not watch");
+}
+
+Status Client::Unwatch(uint64_t) { return Status::UnknownType("this client does not watch"); }
+
+Result<std::optional<WatchUpdate>> Client::NextPush(int) { return Status::UnknownType("this client does not watch"); }
 
 std::string Client::NewIdempotencyKey() {
   std::random_device device;

@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,17 @@ class Client {
   // (op "set", admins). Not pure, so other clients need not implement them.
   virtual Result<GetUsageReply> GetUsage(const gpool::GetUsage& request);
   virtual Result<UpdatePricesReply> UpdatePrices(const gpool::UpdatePrices& request);
+  // The watch API (messages_watch.h; client/watcher.h follows a watch across
+  // leader changes). A watch lives on this client's connection: Watch opens
+  // it, NextPush waits up to timeout_ms for a WatchUpdate pushed on it
+  // (nullopt: none came), WatchRenew keeps it, Unwatch closes it. A request
+  // that times out or is redirected reconnects, and the watches of the old
+  // connection are gone: WatchRenew then reports them unknown. Clients
+  // without them answer UnknownType (callers fall back to polling).
+  virtual Result<WatchReply> Watch(const gpool::Watch& request);
+  virtual Result<WatchRenewReply> WatchRenew(const gpool::WatchRenew& request);
+  virtual Status Unwatch(uint64_t watch_id);
+  virtual Result<std::optional<WatchUpdate>> NextPush(int timeout_ms);
 };
 
 // Splits and normalizes an endpoint list ("a:1, tcp://b:2" ->

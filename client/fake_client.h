@@ -112,7 +112,7 @@ struct FakeCluster {
   static std::map<std::string, QueueSummary> DefaultQueues();
 };
 
-class FakeClient final : public Client {
+class FakeClient : public Client {
  public:
   explicit FakeClient(std::shared_ptr<FakeCluster> cluster) : cluster_(std::move(cluster)) {}
 

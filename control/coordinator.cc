@@ -164,6 +164,8 @@ void Coordinator::Wire() {
   gateway_options.max_spec_bytes = options_.max_spec_bytes;
   gateway_options.spec_limits.max_grace_period_ms = options_.max_grace_period_ms;
   gateway_ = std::make_unique<Gateway>(gateway_options, state_, connections_, *worker_relay_, *this, *tracker_);
+  watches_ = std::make_unique<WatchHub>(WatchHubOptions{}, state_, feed_, *this, *tracker_);
+  gateway_->set_watch_hub(watches_.get());
 
   SchedulerDriverOptions scheduler_options;
   scheduler_options.policy = options_.scheduler_config;
@@ -285,6 +287,7 @@ Status Coordinator::Recover() {
     state_.Apply(entry.index, *command);
     ++replayed;
   }
+  feed_.Reset(state_);  // watches resume from here on
   spdlog::info("state recovered snapshot_index={} replayed={}", last_snapshot_index_, replayed);
   return Status::Ok();
 }
@@ -419,6 +422,8 @@ Status Coordinator::Apply(log::Committed committed) {
     if (!restored.ok()) return restored.WithContext("installing the snapshot from the leader");
     last_snapshot_index_ = snapshot_index;
     SyncNodeKeys();
+    feed_.Reset(state_);
+    watches_->DropAll();
     spdlog::info("state replaced by snapshot index={} jobs={} nodes={}", snapshot_index, state_.jobs().size(),
                  state_.nodes().size());
   }
@@ -432,7 +437,9 @@ void Coordinator::ApplyEntry(const storage::LogEntry& entry) {
   auto command = state::DecodeCommand(entry.data);
   state::ApplyResult result;
   if (command.ok()) {
+    feed_.Note(state_, *command);
     result = state_.Apply(entry.index, *command);
+    watches_->Publish(feed_.Record(state_, entry.index, *command, result));
     // Every replica learns a node's key as its binding commits, so whichever
     // one leads next (or answers with NotLeader meanwhile) admits it.
     const auto* registered = std::get_if<state::RegisterNodeCmd>(&command->body);
@@ -475,6 +482,7 @@ void Coordinator::FollowLeadership() {
   usage_->Reset();
   session_leases_->Reset();
   alerts_->Reset();
+  watches_->DropAll();
 }
 
 void Coordinator::MaybeSnapshot() {
@@ -582,6 +590,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       usage_->Tick(now);
       session_leases_->Tick(now);
       alerts_->Tick(now);
+      watches_->Tick(now);
       GPOOL_RETURN_IF_ERROR(CommitAndApply());
     }
     if (leading && now - last_dispatch >= 200) {

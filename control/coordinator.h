@@ -46,6 +46,8 @@
 #include <zmq.hpp>
 
 #include "control/alert_driver.h"
+#include "control/watch/change_feed.h"
+#include "control/watch/watch_hub.h"
 #include "control/disk_full_mode.h"
 #include "control/dispatcher.h"
 #include "control/gateway.h"
@@ -225,6 +227,10 @@ class Coordinator final : public Outbox {
   std::unique_ptr<UsageDriver> usage_;
   std::unique_ptr<SessionLeaseDriver> session_leases_;
   std::unique_ptr<AlertDriver> alerts_;
+  // What each applied command changed (every replica), and the leader's
+  // watches fed from it (docs/protocol.md 7.19).
+  ChangeFeed feed_;
+  std::unique_ptr<WatchHub> watches_;
 
   // What /metrics reports beyond the state; its parts are lent to the
   // components in Wire (declared before them would also do: they only hold

@@ -181,6 +181,10 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     case MessageType::kGetUsage:
     case MessageType::kUpdatePrices:
       return OnUsage(request, *envelope);
+    case MessageType::kWatch:
+    case MessageType::kWatchRenew:
+    case MessageType::kUnwatch:
+      return OnWatch(request, *envelope, now_ms);
     default:
       return fail(Status::UnknownType(std::string(MessageTypeName(envelope->type())) + " is not a client request"));
   }

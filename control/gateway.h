@@ -35,6 +35,7 @@
 #include "control/worker_relay.h"
 #include "control/ports.h"
 #include "control/task_lookup.h"
+#include "control/watch/watch_hub.h"
 #include "control/worker_table.h"
 #include "protocol/envelope.h"
 #include "protocol/validate.h"
@@ -69,6 +70,9 @@ class Gateway {
 
   // `principal`: who the transport authenticated the connection as.
   void OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms, const Principal& principal = {});
+  // Where Watch requests go (gateway_watch.cc); without one they are
+  // answered Unavailable.
+  void set_watch_hub(WatchHub* hub) { watch_hub_ = hub; }
 
  private:
   void Reply(const std::string& peer, std::string frame) { outbox_.ToClient(peer, std::move(frame)); }
@@ -106,6 +110,8 @@ class Gateway {
   // Usage reports and the price table (gateway_usage.cc).
   void OnUsage(const Request& request, const Envelope& envelope);
   void OnGetTaskLog(const Request& request, const GetTaskLog& msg, int64_t now_ms);
+  // Watch, WatchRenew, Unwatch (gateway_watch.cc).
+  void OnWatch(const Request& request, const Envelope& envelope, int64_t now_ms);
   void OnChangeReplicas(const std::string& peer, uint64_t request_id, const ChangeReplicas& msg);
   void OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateNode msg);
   void OnReportProbe(const std::string& peer, uint64_t request_id, ReportProbe msg);
@@ -131,6 +137,7 @@ class Gateway {
   WorkerRelay& relay_;
   Outbox& outbox_;
   Proposer& proposer_;
+  WatchHub* watch_hub_ = nullptr;
   // Refusal audit budget (AuditRequest): the second it counts and how many
   // were recorded in it; refusals past the budget are only counted.
   int64_t audit_second_ = 0;

@@ -13,6 +13,7 @@
 //   messages_exec.h    exec into a running task (ExecStart, ExecPoll, ExecSignal and the worker's forms)
 //   messages_users.h   users, roles, bootstrap and the audit stream
 //   messages_usage.h   usage reports and the price table
+//   messages_watch.h   the watch API (subscriptions and pushed updates)
 #pragma once
 
 #include "protocol/messages_admin.h"
@@ -22,4 +23,5 @@
 #include "protocol/messages_nodes.h"
 #include "protocol/messages_usage.h"
 #include "protocol/messages_users.h"
+#include "protocol/messages_watch.h"
 #include "protocol/messages_worker.h"

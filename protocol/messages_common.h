@@ -83,6 +83,13 @@ enum class MessageType : uint8_t {
   kGetUsageReply,
   kUpdatePrices,
   kUpdatePricesReply,
+  // Watch (client -> coordinator, port 7400; WatchUpdate is pushed).
+  kWatch,
+  kWatchReply,
+  kWatchUpdate,
+  kWatchRenew,
+  kWatchRenewReply,
+  kUnwatch,
 };
 
 std::string_view MessageTypeName(MessageType type);

@@ -1,0 +1,91 @@
+// ChangeFeed: what each committed command changed, as the summaries clients
+// watch (docs/protocol.md 7.19), kept on every replica so a watch resumes
+// on whichever one leads next.
+//
+// Before a command is applied, Note() lists the jobs and nodes it can change
+// (the command names them, or they have tasks on a node it names: a lost
+// node ends its tasks). After, Record() renders each one's summary and keeps
+// it as a change at the command's log index if it differs from the last
+// summary recorded for it, so a watcher sees each state once. Every replica
+// applies the same commands at the same indexes and so records the same
+// changes: a position (a log index) means the same on all of them. A
+// property test checks that Note() names every job and node whose summary a
+// command changes (change_feed_test.cc).
+//
+// History is bounded (the newest `capacity` changes) and starts when the
+// process starts or installs a snapshot (Reset): a watcher asking for
+// changes from before that gets the current state instead.
+//
+// Thread-safety: none; the coordinator's loop thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "control/state/cluster_state.h"
+#include "control/state/commands.h"
+#include "protocol/messages_watch.h"
+
+namespace gpool::control {
+
+struct FeedChange {
+  uint64_t position = 0;  // the log index of the command that made it
+  uint64_t job = 0;       // set for a job change
+  std::string node;       // set for a node change
+  JobSummary job_summary;
+  NodeSummary node_summary;
+  std::string user;  // the job's owner, for filters and permissions
+};
+
+// What a command can change, named before it is applied.
+struct FeedCandidates {
+  std::vector<uint64_t> jobs;
+  std::vector<std::string> nodes;
+};
+FeedCandidates CandidatesOf(const state::ClusterState& state, const state::Command& command);
+
+class ChangeFeed {
+ public:
+  explicit ChangeFeed(size_t capacity = 100'000) : capacity_(capacity) {}
+
+  // Call before applying the command at `index`, then Record after.
+  void Note(const state::ClusterState& state, const state::Command& command);
+  // Returns how many changes it appended (the last ones of history()).
+  size_t Record(const state::ClusterState& state, uint64_t index, const state::Command& command,
+                const state::ApplyResult& result);
+  // The state was replaced (started, or a snapshot installed): history
+  // starts again at its applied index.
+  void Reset(const state::ClusterState& state);
+
+  // The changes after `after`, oldest first, when history covers them:
+  // after >= first_position() - 1. nullopt otherwise.
+  std::optional<std::vector<const FeedChange*>> Since(uint64_t after) const;
+  const std::deque<FeedChange>& history() const { return history_; }
+  // The position history is complete from (exclusive): changes after it
+  // are all kept, until they fall off the end.
+  uint64_t covered_after() const { return covered_after_; }
+  uint64_t position() const { return position_; }
+
+ private:
+  void Append(FeedChange change);
+
+  size_t capacity_;
+  FeedCandidates noted_;
+  std::deque<FeedChange> history_;
+  uint64_t covered_after_ = 0;
+  uint64_t position_ = 0;  // the last index recorded
+  // Fingerprint of the last summary recorded per job and node.
+  std::unordered_map<uint64_t, size_t> job_prints_;
+  std::unordered_map<std::string, size_t> node_prints_;
+};
+
+// The summaries a watch carries, rendered deterministically (no wall clock):
+// every replica renders the same bytes for the same state.
+JobSummary WatchJobSummary(const state::JobRecord& job);
+NodeSummary WatchNodeSummary(const state::ClusterState& state, const state::NodeRecord& node);
+
+}  // namespace gpool::control

@@ -1,0 +1,286 @@
+#include "control/watch/watch_hub.h"
+
+#include <charconv>
+
+#include <spdlog/spdlog.h>
+
+#include "control/frames.h"
+#include "control/views.h"
+
+namespace gpool::control {
+
+namespace {
+
+constexpr size_t kMaxKeyBytes = 256;
+constexpr int64_t kExpiryCheckMs = 1000;
+
+}  // namespace
+
+WatchHub::WatchHub(WatchHubOptions options, const state::ClusterState& state, const ChangeFeed& feed,
+                   Outbox& outbox, Proposer& proposer)
+    : options_(options), state_(state), feed_(feed), outbox_(outbox), proposer_(proposer) {}
+
+Status WatchHub::Parse(const Watch& request, Entry& entry) const {
+  if (request.key.size() > kMaxKeyBytes) {
+    return Status::InvalidArgument("watch key: at most " + std::to_string(kMaxKeyBytes) + " bytes");
+  }
+  const std::string& key = request.key;
+  if (request.topic == "job") {
+    entry.topic = Topic::kJob;
+    const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), entry.job);
+    if (key.empty() || error != std::errc() || end != key.data() + key.size() || entry.job == 0) {
+      return Status::InvalidArgument("watch key: a job id (a positive decimal number) for topic job, got '" +
+                                     key.substr(0, 40) + "'");
+    }
+  } else if (request.topic == "jobs") {
+    entry.topic = Topic::kJobs;
+    if (!key.empty()) {
+      const size_t colon = key.find(':');
+      entry.filter_kind = colon == std::string::npos ? key : key.substr(0, colon);
+      entry.filter_value = colon == std::string::npos ? "" : key.substr(colon + 1);
+      if ((entry.filter_kind != "user" && entry.filter_kind != "queue") || entry.filter_value.empty()) {
+        return Status::InvalidArgument("watch key: \"\", \"user:NAME\" or \"queue:NAME\" for topic jobs, got '" +
+                                       key.substr(0, 40) + "'");
+      }
+    }
+  } else if (request.topic == "nodes") {
+    entry.topic = Topic::kNodes;
+    entry.filter_value = key;
+  } else if (request.topic == "events") {
+    entry.topic = Topic::kEvents;
+    if (!key.empty()) return Status::InvalidArgument("watch key: must be empty for topic events");
+  } else {
+    return Status::InvalidArgument("watch topic: one of job, jobs, nodes, events; got '" +
+                                   request.topic.substr(0, 40) + "'");
+  }
+  return Status::Ok();
+}
+
+bool WatchHub::MayRead(Entry& entry, const std::string& user, const std::string& queue, uint64_t job) const {
+  // The user record may have changed since the watch was opened: its
+  // grants are read as committed now.
+  if (entry.actor.kind == Actor::Kind::kUser) entry.actor.user = state_.FindUser(entry.actor.name);
+  return Authorize(entry.actor, Permission::kReadJob, Target{user, queue, job}, state_).allowed;
+}
+
+bool WatchHub::Matches(Entry& entry, const FeedChange& change) const {
+  switch (entry.topic) {
+    case Topic::kJob:
+      return change.job == entry.job;
+    case Topic::kJobs:
+      if (change.job == 0) return false;
+      if (entry.filter_kind == "user" && change.user != entry.filter_value) return false;
+      if (entry.filter_kind == "queue" && change.job_summary.queue != entry.filter_value) return false;
+      return MayRead(entry, change.user, change.job_summary.queue, change.job);
+    case Topic::kNodes:
+      return !change.node.empty() && (entry.filter_value.empty() || change.node == entry.filter_value);
+    case Topic::kEvents:
+      return false;
+  }
+  return false;
+}
+
+WatchItems WatchHub::Snapshot(Entry& entry) const {
+  WatchItems items;
+  switch (entry.topic) {
+    case Topic::kJob:
+      if (const state::JobRecord* job = state_.FindJob(JobId(entry.job))) items.jobs.push_back(WatchJobSummary(*job));
+      break;
+    case Topic::kJobs:
+      // The unfinished jobs, newest first, up to the cap.
+      for (auto it = state_.jobs().rbegin(); it != state_.jobs().rend(); ++it) {
+        if (items.jobs.size() >= options_.max_reset_jobs) break;
+        const state::JobRecord& job = it->second;
+        if (IsTerminal(job.state)) continue;
+        if (entry.filter_kind == "user" && job.spec.user != entry.filter_value) continue;
+        if (entry.filter_kind == "queue" && job.spec.queue != entry.filter_value) continue;
+        if (!MayRead(entry, job.spec.user, job.spec.queue, it->first)) continue;
+        items.jobs.push_back(WatchJobSummary(job));
+      }
+      break;
+    case Topic::kNodes:
+      for (const auto& [name, node] : state_.nodes()) {
+        if (entry.filter_value.empty() || name == entry.filter_value) {
+          items.nodes.push_back(WatchNodeSummary(state_, node));
+        }
+      }
+      break;
+    case Topic::kEvents: {
+      const uint64_t last = state_.last_event_seq();
+      items.events = state_.EventsAfter(last > options_.max_events ? last - options_.max_events : 0,
+                                        options_.max_events);
+      break;
+    }
+  }
+  return items;
+}
+
+Result<WatchReply> WatchHub::Open(const std::string& peer, const Watch& request, const Actor& actor,
+                                  int64_t now_ms) {
+  Entry entry;
+  entry.peer = peer;
+  entry.actor = actor;
+  if (Status parsed = Parse(request, entry); !parsed.ok()) return parsed;
+  if (entry.topic == Topic::kJob) {
+    const state::JobRecord* job = state_.FindJob(JobId(entry.job));
+    if (job == nullptr) return JobNotFound(state_, entry.job);
+    if (!MayRead(entry, job->spec.user, job->spec.queue, entry.job)) {
+      return Status::PermissionDenied("watching job " + std::to_string(entry.job) + " needs " +
+                                      std::string(PermissionName(Permission::kReadJob)));
+    }
+  } else if (entry.topic != Topic::kJobs) {
+    Decision decision = Authorize(actor, Permission::kReadCluster, {}, state_);
+    if (!decision.allowed) return Status::PermissionDenied("watching " + request.topic + " needs " + decision.missing);
+  }
+  if (per_peer_[peer] >= options_.max_per_peer) {
+    return Status::ResourceExhausted("this connection holds " + std::to_string(options_.max_per_peer) +
+                                     " watches, the most one may; close some (Unwatch)");
+  }
+  if (watches_.size() >= options_.max_total) {
+    return Status::ResourceExhausted("the coordinator holds " + std::to_string(options_.max_total) +
+                                     " watches, the most it takes; retry later");
+  }
+  WatchReply reply;
+  if (entry.topic == Topic::kEvents) {
+    const uint64_t last = state_.last_event_seq();
+    const uint64_t first_kept = state_.events().empty() ? last + 1 : state_.events().front().seq;
+    reply.reset = !(request.after != 0 && request.after + 1 >= first_kept && request.after <= last &&
+                    last - request.after <= options_.max_events);
+    reply.items.events = reply.reset ? Snapshot(entry).events : state_.EventsAfter(request.after, options_.max_events);
+    reply.position = last;
+  } else {
+    std::optional<std::vector<const FeedChange*>> since;
+    if (request.after != 0) since = feed_.Since(request.after);
+    reply.reset = !since.has_value() || since->size() > options_.max_replay;
+    if (reply.reset) {
+      reply.items = Snapshot(entry);
+    } else {
+      for (const FeedChange* change : *since) {
+        if (!Matches(entry, *change)) continue;
+        if (change->job != 0) reply.items.jobs.push_back(change->job_summary);
+        if (!change->node.empty()) reply.items.nodes.push_back(change->node_summary);
+      }
+    }
+    reply.position = feed_.position();
+  }
+  entry.position = reply.position;
+  entry.id = next_id_++;
+  entry.expires_ms = now_ms + options_.lease_ms;
+  reply.watch_id = entry.id;
+  if (entry.topic == Topic::kJob) {
+    by_job_.emplace(entry.job, entry.id);
+  } else {
+    broad_.insert(entry.id);
+  }
+  ++per_peer_[peer];
+  spdlog::debug("watch opened id={} topic={} key=\"{}\" after={} reset={} position={}", entry.id, request.topic,
+                request.key, request.after, reply.reset, reply.position);
+  watches_.emplace(entry.id, std::move(entry));
+  return reply;
+}
+
+WatchRenewReply WatchHub::Renew(const std::string& peer, const WatchRenew& request, int64_t now_ms) {
+  WatchRenewReply reply;
+  for (uint64_t id : request.watch_ids) {
+    auto it = watches_.find(id);
+    if (it == watches_.end() || it->second.peer != peer) {
+      reply.unknown.push_back(id);
+      continue;
+    }
+    it->second.expires_ms = now_ms + options_.lease_ms;
+  }
+  return reply;
+}
+
+void WatchHub::Close(const std::string& peer, uint64_t watch_id) {
+  auto it = watches_.find(watch_id);
+  if (it != watches_.end() && it->second.peer == peer) Erase(it);
+}
+
+void WatchHub::Erase(std::map<uint64_t, Entry>::iterator it) {
+  const Entry& entry = it->second;
+  if (entry.topic == Topic::kJob) {
+    auto [first, last] = by_job_.equal_range(entry.job);
+    for (auto at = first; at != last; ++at) {
+      if (at->second == entry.id) {
+        by_job_.erase(at);
+        break;
+      }
+    }
+  } else {
+    broad_.erase(entry.id);
+  }
+  if (auto peer = per_peer_.find(entry.peer); peer != per_peer_.end() && --peer->second == 0) per_peer_.erase(peer);
+  watches_.erase(it);
+}
+
+void WatchHub::Push(Entry& entry, uint64_t position, WatchItems items) {
+  WatchUpdate update;
+  update.watch_id = entry.id;
+  update.seq = ++entry.seq;
+  update.position = position;
+  update.items = std::move(items);
+  entry.position = position;
+  outbox_.ToClient(entry.peer, MakeFrame(0, proposer_.epoch(), update));
+  ++pushes_;
+}
+
+void WatchHub::Publish(size_t appended) {
+  if (watches_.empty() || appended == 0) return;
+  const auto& history = feed_.history();
+  appended = std::min(appended, history.size());
+  std::map<uint64_t, WatchItems> outgoing;  // by watch id: pushed in id order
+  uint64_t position = 0;
+  for (auto it = history.end() - static_cast<std::ptrdiff_t>(appended); it != history.end(); ++it) {
+    const FeedChange& change = *it;
+    position = change.position;
+    if (change.job != 0) {
+      auto [first, last] = by_job_.equal_range(change.job);
+      for (auto at = first; at != last; ++at) outgoing[at->second].jobs.push_back(change.job_summary);
+    }
+    for (uint64_t id : broad_) {
+      Entry& entry = watches_.at(id);
+      if (!Matches(entry, change)) continue;
+      if (change.job != 0) outgoing[id].jobs.push_back(change.job_summary);
+      if (!change.node.empty()) outgoing[id].nodes.push_back(change.node_summary);
+    }
+  }
+  for (auto& [id, items] : outgoing) Push(watches_.at(id), position, std::move(items));
+}
+
+void WatchHub::Tick(int64_t now_ms) {
+  if (watches_.empty()) return;
+  const uint64_t last = state_.last_event_seq();
+  // Most event watches stand at the same seq: read the stream once per seq.
+  std::map<uint64_t, std::vector<ClusterEvent>> read;
+  for (uint64_t id : broad_) {
+    Entry& entry = watches_.at(id);
+    if (entry.topic != Topic::kEvents || entry.position >= last) continue;
+    auto [at, fresh] = read.try_emplace(entry.position);
+    if (fresh) at->second = state_.EventsAfter(entry.position, options_.max_events);
+    if (at->second.empty()) continue;
+    WatchItems items;
+    items.events = at->second;
+    Push(entry, items.events.back().seq, std::move(items));
+  }
+  if (now_ms < next_expiry_ms_) return;
+  next_expiry_ms_ = now_ms + kExpiryCheckMs;
+  for (auto it = watches_.begin(); it != watches_.end();) {
+    auto next = std::next(it);
+    if (it->second.expires_ms <= now_ms) {
+      spdlog::debug("watch expired id={} peer_watches={}", it->first, per_peer_[it->second.peer]);
+      Erase(it);
+    }
+    it = next;
+  }
+}
+
+void WatchHub::DropAll() {
+  if (!watches_.empty()) spdlog::info("watches dropped count={}", watches_.size());
+  watches_.clear();
+  by_job_.clear();
+  broad_.clear();
+  per_peer_.clear();
+}
+
+}  // namespace gpool::control
