@@ -47,8 +47,10 @@ TEST(AlertTest, EachRuleFiresOnceAndResolvesAcrossALeaderKill) {
                                "--scheduler-config", config, "--alert-check-ms", "200",
                                "--alert-queue-wait-ms", "1000", "--alert-quota-pct", "90",
                                "--alert-low-util-pct", "10", "--alert-low-util-ms", "1000"};
-  // The fake NVML reports every GPU not named in FAKE_NVML_UTILIZATION idle.
+  // The fake NVML measures every GPU 3 % busy (a GPU it does not name it
+  // cannot measure, and an unmeasured GPU never counts as idle).
   options.worker_flags[0] = {"--nvml-library", GPOOL_FAKE_NVML_LIB};
+  options.worker_env[0] = {{"FAKE_NVML_UTILIZATION", "0:3:1024,1:3:1024,2:3:1024,3:3:1024,4:3:1024,5:3:1024,6:3:1024,7:3:1024"}};
   LocalCluster cluster(options);
   std::unique_ptr<Client> client;
   ASSERT_NO_FATAL_FAILURE(StartReadyCluster(cluster, client));

@@ -43,7 +43,7 @@ TEST(WatchTest, AWatcherSeesEveryStateOnceAcrossALeaderKill) {
   bool killed = false;
   const auto deadline = std::chrono::steady_clock::now() + 90s;
   while (states.empty() || states.back() != "Succeeded") {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "states so far: " << testing::PrintToString(states);
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "states so far: " << ::testing::PrintToString(states);
     auto batch = watcher.Next(1s);
     ASSERT_TRUE(batch.ok()) << batch.status().ToString();
     if (!batch->has_value()) continue;
@@ -64,7 +64,7 @@ TEST(WatchTest, AWatcherSeesEveryStateOnceAcrossALeaderKill) {
     if (distinct.empty() || distinct.back() != state) distinct.push_back(state);
   }
   EXPECT_EQ(distinct, (std::vector<std::string>{"Pending", "Running", "Succeeded"}))
-      << testing::PrintToString(states);
+      << ::testing::PrintToString(states);
 }
 
 TEST(WatchTest, TheCliWaitsAndFollowsByPush) {

@@ -87,6 +87,15 @@ FeedCandidates CandidatesOf(const state::ClusterState& state, const state::Comma
         // job or node summary.
       },
       command.body);
+  // A job's change can free or take what its tasks hold on their nodes
+  // (a cancelled bound task releases its GPUs at once).
+  for (size_t i = 0, jobs = out.jobs.size(); i < jobs; ++i) {
+    if (const state::JobRecord* job = state.FindJob(JobId(out.jobs[i]))) {
+      for (const auto& task : job->tasks) {
+        if (state::HoldsResources(task.state)) out.nodes.push_back(task.node);
+      }
+    }
+  }
   return out;
 }
 

@@ -195,7 +195,8 @@ TEST_F(ChangeFeedTest, RecordsEachStateOnceAndReplaysFromAPosition) {
     Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = i % 2 ? "cordon" : "uncordon"}});
   }
   EXPECT_EQ(feed_.history().size(), 6u);
-  EXPECT_FALSE(feed_.Since(submitted_at).has_value());
+  EXPECT_FALSE(feed_.Since(submitted_at - 1).has_value()) << "the submission fell off";
+  EXPECT_TRUE(feed_.Since(submitted_at).has_value()) << "a client that saw it misses nothing still kept";
   EXPECT_TRUE(feed_.Since(feed_.covered_after()).has_value());
   // A replaced state starts history again at its applied index.
   feed_.Reset(state_);

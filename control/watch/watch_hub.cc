@@ -58,8 +58,9 @@ Status WatchHub::Parse(const Watch& request, Entry& entry) const {
 
 bool WatchHub::MayRead(Entry& entry, const std::string& user, const std::string& queue, uint64_t job) const {
   // The user record may have changed since the watch was opened: its
-  // grants are read as committed now.
-  if (entry.actor.kind == Actor::Kind::kUser) entry.actor.user = state_.FindUser(entry.actor.name);
+  // grants are read as committed now (the --admin-key's user is the
+  // gateway's, not a record, and stays).
+  if (entry.state_user) entry.actor.user = state_.FindUser(entry.actor.name);
   return Authorize(entry.actor, Permission::kReadJob, Target{user, queue, job}, state_).allowed;
 }
 
@@ -120,6 +121,8 @@ Result<WatchReply> WatchHub::Open(const std::string& peer, const Watch& request,
   Entry entry;
   entry.peer = peer;
   entry.actor = actor;
+  entry.state_user = actor.kind == Actor::Kind::kUser && actor.user != nullptr &&
+                     actor.user == state_.FindUser(actor.name);
   if (Status parsed = Parse(request, entry); !parsed.ok()) return parsed;
   if (entry.topic == Topic::kJob) {
     const state::JobRecord* job = state_.FindJob(JobId(entry.job));

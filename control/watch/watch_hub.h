@@ -68,6 +68,7 @@ class WatchHub {
     std::string filter_kind;   // kJobs: "", "user" or "queue"
     std::string filter_value;  // kJobs: the user or queue; kNodes: a node or ""
     Actor actor;               // user pointer refreshed from the state on use
+    bool state_user = false;   // actor.user is a committed record (not the --admin-key's)
     uint64_t seq = 0;
     uint64_t position = 0;     // events: the last seq pushed
     int64_t expires_ms = 0;
