@@ -34,7 +34,9 @@ Status Coordinator::StartHttp() {
   hooks.may_read_cluster = [this](const HttpCaller& caller) { return HttpMayReadCluster(caller); };
   hooks.render_metrics = [this] { return RenderMetrics(); };
   hooks.readiness = [this] {
-    return CheckReadiness(ReadinessInput{tracker_->Replication(), tracker_->leading(), tracker_->removed()});
+    const log::ReplicationReport r = tracker_->Replication();
+    return CheckReadiness(ReadinessInput{r.replicated, r.role, r.voter, r.leader_id, r.commit_index,
+                                         r.applied_index, tracker_->leading(), tracker_->removed()});
   };
   hooks.bridge = bridge_.get();
   hooks.dashboard = dashboard::Serve;  // static files; the page reads the API as its user

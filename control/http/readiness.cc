@@ -5,7 +5,7 @@
 namespace gpool::control {
 
 Status CheckReadiness(const ReadinessInput& input) {
-  const log::ReplicationReport& r = input.replication;
+  const ReadinessInput& r = input;
   if (input.removed) return Status::Unavailable("this replica was removed from the replica set");
   if (!r.replicated || r.role == "leader") {
     if (input.serving) return Status::Ok();

@@ -13,15 +13,23 @@
 // what the loop thread reports, so it is tested without sockets.
 #pragma once
 
-#include "control/log/commit_log.h"
+#include <cstdint>
+#include <string>
+
 #include "protocol/base/status.h"
 
 namespace gpool::control {
 
+// What the loop thread knows (log::ReplicationReport and the ProposalTracker).
 struct ReadinessInput {
-  log::ReplicationReport replication;
-  bool serving = false;  // ProposalTracker::leading(): leader, caught up with its term
-  bool removed = false;  // this replica's removal from the replica set committed
+  bool replicated = false;   // false: a single coordinator
+  std::string role;          // this replica's Raft role: "leader", "follower", "candidate", ...
+  bool voter = true;         // a voting member (not a learner, in the configuration)
+  uint64_t leader_id = 0;    // the leader it knows; 0: none
+  uint64_t commit_index = 0;
+  uint64_t applied_index = 0;
+  bool serving = false;      // ProposalTracker::leading(): leader, caught up with its term
+  bool removed = false;      // this replica's removal from the replica set committed
 };
 
 // Ok when ready; otherwise Unavailable whose message says why not.

@@ -7,13 +7,12 @@ namespace {
 
 ReadinessInput Follower() {
   ReadinessInput in;
-  in.replication.replicated = true;
-  in.replication.self_id = 2;
-  in.replication.role = "follower";
-  in.replication.voter = true;
-  in.replication.leader_id = 1;
-  in.replication.commit_index = 40;
-  in.replication.applied_index = 40;
+  in.replicated = true;
+  in.role = "follower";
+  in.voter = true;
+  in.leader_id = 1;
+  in.commit_index = 40;
+  in.applied_index = 40;
   return in;
 }
 
@@ -25,7 +24,7 @@ std::string Why(const ReadinessInput& in) {
 
 TEST(ReadinessTest, ASingleCoordinatorIsReadyOnceItServes) {
   ReadinessInput in;
-  in.replication.role = "leader";
+  in.role = "leader";
   EXPECT_EQ(Why(in), "not serving yet");
   in.serving = true;
   EXPECT_EQ(Why(in), "ready");
@@ -33,8 +32,8 @@ TEST(ReadinessTest, ASingleCoordinatorIsReadyOnceItServes) {
 
 TEST(ReadinessTest, TheLeaderIsReadyOnlyOnceItServesItsTerm) {
   ReadinessInput in = Follower();
-  in.replication.role = "leader";
-  in.replication.leader_id = 2;
+  in.role = "leader";
+  in.leader_id = 2;
   EXPECT_NE(Why(in).find("not yet applied an entry of its term"), std::string::npos);
   in.serving = true;
   EXPECT_EQ(Why(in), "ready");
@@ -44,16 +43,16 @@ TEST(ReadinessTest, AFollowerIsReadyAsAVoterThatKnowsALeaderAndHasAppliedWhatCom
   EXPECT_EQ(Why(Follower()), "ready");
 
   ReadinessInput learner = Follower();
-  learner.replication.voter = false;
+  learner.voter = false;
   EXPECT_NE(Why(learner).find("not a voting member"), std::string::npos);
 
   ReadinessInput leaderless = Follower();
-  leaderless.replication.leader_id = 0;
-  leaderless.replication.role = "candidate";
+  leaderless.leader_id = 0;
+  leaderless.role = "candidate";
   EXPECT_EQ(Why(leaderless), "knows no leader (role candidate: an election, or quorum lost)");
 
   ReadinessInput behind = Follower();
-  behind.replication.applied_index = 39;
+  behind.applied_index = 39;
   EXPECT_EQ(Why(behind), "applied 39 of the 40 entries it knows committed");
 }
 
@@ -61,7 +60,7 @@ TEST(ReadinessTest, ARemovedReplicaIsNeverReady) {
   ReadinessInput in = Follower();
   in.removed = true;
   EXPECT_EQ(Why(in), "this replica was removed from the replica set");
-  in.replication.role = "leader";
+  in.role = "leader";
   in.serving = true;
   EXPECT_EQ(Why(in), "this replica was removed from the replica set");
 }
