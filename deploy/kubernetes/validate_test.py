@@ -39,6 +39,11 @@ class ValidateTest(unittest.TestCase):
                                  "StatefulSet"])
         self.assertEqual(validate.validate(self.documents), [])
 
+    def test_the_kustomization_applies_every_manifest(self):
+        with open(os.path.join(HERE, "kustomization.yaml"), encoding="utf-8") as f:
+            resources = validate.yaml.safe_load(f)["resources"]
+        self.assertEqual(sorted(resources), sorted(os.path.basename(p) for p in MANIFESTS))
+
     def test_an_unknown_field_is_refused(self):
         def change(d):
             find(d, "StatefulSet")["spec"]["template"]["spec"]["containers"][0]["readinessprobe"] = {}
