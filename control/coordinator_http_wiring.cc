@@ -5,6 +5,7 @@
 #include "control/authz.h"
 #include "control/coordinator.h"
 #include "control/dashboard/dashboard.h"
+#include "control/http/readiness.h"
 #include "control/metrics/coordinator_metrics.h"
 #include "protocol/base/token_file.h"
 #include "protocol/security/curve_socket.h"
@@ -32,6 +33,11 @@ Status Coordinator::StartHttp() {
   hooks.authenticate = [this](const std::string& bearer) { return HttpAuthenticate(bearer); };
   hooks.may_read_cluster = [this](const HttpCaller& caller) { return HttpMayReadCluster(caller); };
   hooks.render_metrics = [this] { return RenderMetrics(); };
+  hooks.readiness = [this] {
+    const log::ReplicationReport r = tracker_->Replication();
+    return CheckReadiness(ReadinessInput{r.replicated, r.role, r.voter, r.leader_id, r.commit_index,
+                                         r.applied_index, tracker_->leading(), tracker_->removed()});
+  };
   hooks.bridge = bridge_.get();
   hooks.dashboard = dashboard::Serve;  // static files; the page reads the API as its user
   CoordinatorHttpOptions http_options;

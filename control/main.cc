@@ -12,17 +12,20 @@
 #include "control/health/policy_config.h"
 #include "control/node_registry.h"
 #include "control/replication/peer_list.h"
+#include "control/replication/replica_set.h"
 #include "protocol/base/fd_limit.h"
 #include "protocol/base/token_file.h"
 #include "protocol/security/keys.h"
 
-// Exit codes (docs/operations.md; deploy/systemd/gpool-coordinator.service
-// restarts on 1 and not on 2 or 3): 0 stopped by a signal or removed from the
-// replica set; 1 failed in a way a restart may fix; 2 bad command line or
-// config file; 3 the data dir or token file cannot be used as it is.
+// Exit codes (docs/operations.md 3.2; deploy/systemd/gpool-coordinator.service
+// restarts on 1 and not on 2, 3 or 4): 0 stopped by a signal; 1 failed in a
+// way a restart may fix; 2 bad command line or config file; 3 the data dir or
+// token file cannot be used as it is; 4 this replica was removed from the
+// replica set (its removal committed while it ran, or its data dir records it).
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitPermanent = 3;
+constexpr int kExitRemoved = 4;
 
 namespace {
 
@@ -412,15 +415,20 @@ int main(int argc, char** argv) {
     // a removed replica will not, and a restart loop would only hide it. A
     // full disk is not a failure here: Open comes up in full-disk mode.
     const bool transient = coordinator.status().code() == gpool::StatusCode::kUnavailable;
-    spdlog::critical("cannot start exit_code={} error=\"{}\"", transient ? kExitFailure : kExitPermanent,
-                     coordinator.status().ToString());
-    return transient ? kExitFailure : kExitPermanent;
+    const int code = gpool::replication::IsRemovedReplica(coordinator.status()) ? kExitRemoved
+                     : transient                                                 ? kExitFailure
+                                                                                 : kExitPermanent;
+    spdlog::critical("cannot start exit_code={} error=\"{}\"", code, coordinator.status().ToString());
+    return code;
   }
   gpool::Status status = (*coordinator)->Run(g_stop);
   if (!status.ok()) {
     spdlog::critical("stopped on error exit_code={} error=\"{}\"", kExitFailure, status.ToString());
     return kExitFailure;
   }
-  if ((*coordinator)->removed()) spdlog::info("exiting: this replica is no longer a member of the cluster");
+  if ((*coordinator)->removed()) {
+    spdlog::info("exiting: this replica is no longer a member of the cluster exit_code={}", kExitRemoved);
+    return kExitRemoved;
+  }
   return 0;
 }

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of gpool from Debian packages.
+#   install-deps.sh               everything: building, testing, benchmarks
+#   install-deps.sh --build-only  what building the programs needs (the
+#                                 container image's build stage,
+#                                 deploy/container/Containerfile)
 # Idempotent: packages already present are left alone, and apt is only
 # consulted when something is missing.
 set -euo pipefail
 
-PACKAGES=(
+BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libzmq3-dev cppzmq-dev
   libmsgpack-cxx-dev
@@ -13,6 +17,10 @@ PACKAGES=(
   libcxxopts-dev
   libyaml-cpp-dev nlohmann-json3-dev
   libcpp-httplib-dev
+)
+
+PACKAGES=(
+  "${BUILD_PACKAGES[@]}"
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   procps
@@ -20,7 +28,14 @@ PACKAGES=(
   gnuplot-nox
   python3-minimal python3-zmq python3-msgpack
   chromium prometheus  # the dashboard's browser test; the metrics scrape test (issue 34)
+  python3-yaml python3-kubernetes  # deploy/kubernetes/validate.py: the manifests against the API types
 )
+
+case "${1:-}" in
+  "") ;;
+  --build-only) PACKAGES=("${BUILD_PACKAGES[@]}") ;;
+  *) echo "usage: install-deps.sh [--build-only]" >&2; exit 2 ;;
+esac
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

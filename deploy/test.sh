@@ -4,6 +4,7 @@
 #   unit         pure, in one process (the default label)
 #   socket       real ZeroMQ sockets on 127.0.0.1 or real child processes, in one test process
 #   integration  real, sanitized coordinator, worker and CLI processes on 127.0.0.1, ephemeral ports
+#   deploy       the systemd units, container entrypoints and Kubernetes manifests, offline (deploy/CMakeLists.txt)
 # At the end it prints the ten slowest tests. CI (.ci/run) then also compiles
 # the Release configuration with -Werror (deploy/release-check.sh).
 #

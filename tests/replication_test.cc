@@ -30,6 +30,9 @@ using namespace std::chrono_literals;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr int kReplicas = 3;
+// gpool-coordinator's exit status for a replica removed from the replica set
+// (control/main.cc, docs/operations.md 3.2).
+constexpr int kExitRemoved = 4;
 
 LocalClusterOptions ReplicatedOptions() {
   LocalClusterOptions options;
@@ -530,14 +533,16 @@ TEST_F(ReplicatedCoordinatorTest, ReplicasAreAddedAndRemovedWithTheAdminCommands
   cluster_.StartReplica(follower);
   EXPECT_TRUE(CaughtUp(follower));
 
-  // Removing a replica: it is told, stops serving and exits on its own.
+  // Removing a replica: it is told, stops serving and exits on its own,
+  // with the status that tells systemd not to restart it (docs/operations.md
+  // 3.2, RestartPreventExitStatus in deploy/systemd/gpool-coordinator.service).
   CommandResult removed = cluster_.Cli({"admin", "replica", "remove", "4"});
   ASSERT_EQ(removed.exit_code, 0) << removed.out << removed.err;
   EXPECT_NE(removed.out.find("voters now 1, 2, 3"), std::string::npos) << removed.out;
   ASSERT_TRUE(WaitFor([&] { return !cluster_.coordinator(fourth)->Running(); }, 10s))
       << cluster_.coordinator(fourth)->Log();
   EXPECT_TRUE(WIFEXITED(cluster_.coordinator(fourth)->wait_status()));
-  EXPECT_EQ(WEXITSTATUS(cluster_.coordinator(fourth)->wait_status()), 0);
+  EXPECT_EQ(WEXITSTATUS(cluster_.coordinator(fourth)->wait_status()), kExitRemoved);
 
   // Removing the leader: it hands over, exits, and the other two serve.
   CommandResult removed_leader = cluster_.Cli({"admin", "replica", "remove", std::to_string(leader + 1)});
@@ -545,6 +550,7 @@ TEST_F(ReplicatedCoordinatorTest, ReplicasAreAddedAndRemovedWithTheAdminCommands
                                          << cluster_.coordinator(leader)->Log();
   ASSERT_TRUE(WaitFor([&] { return !cluster_.coordinator(leader)->Running(); }, 10s))
       << cluster_.coordinator(leader)->Log();
+  EXPECT_EQ(WEXITSTATUS(cluster_.coordinator(leader)->wait_status()), kExitRemoved);
   AwaitNewLeader(leader);
   auto status = Status();
   ASSERT_TRUE(status.ok()) << status.status().ToString();
@@ -554,6 +560,8 @@ TEST_F(ReplicatedCoordinatorTest, ReplicasAreAddedAndRemovedWithTheAdminCommands
   ASSERT_TRUE(WaitFor([&] { return !cluster_.coordinator(leader)->Running(); }, 10s));
   EXPECT_NE(cluster_.coordinator(leader)->Log().find("it was removed"), std::string::npos)
       << cluster_.coordinator(leader)->Log();
+  EXPECT_TRUE(WIFEXITED(cluster_.coordinator(leader)->wait_status()));
+  EXPECT_EQ(WEXITSTATUS(cluster_.coordinator(leader)->wait_status()), kExitRemoved);
   auto after = client_->Submit(Job("with-two", 1, "true"), "with-two");
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_TRUE(WaitFor(

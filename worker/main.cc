@@ -258,10 +258,11 @@ std::unique_ptr<gpool::worker::NvmlGpuSampler> OpenGpuSampler(const gpool::worke
   return std::move(sampler).value();
 }
 
-// The HTTP port (/metrics, /healthz); null when --http-address is none.
+// The HTTP port (/metrics, /healthz, /readyz); null when --http-address is none.
 gpool::Result<std::unique_ptr<gpool::worker::WorkerHttp>> StartHttp(const gpool::worker::WorkerFlags& flags,
                                                                      gpool::LoopInbox& inbox,
                                                                      std::function<std::string()> render,
+                                                                     std::function<gpool::Status()> ready,
                                                                      spdlog::logger& log) {
   if (flags.http_address.empty()) return std::unique_ptr<gpool::worker::WorkerHttp>();
   gpool::worker::WorkerHttpOptions options;
@@ -271,7 +272,7 @@ gpool::Result<std::unique_ptr<gpool::worker::WorkerHttp>> StartHttp(const gpool:
     if (!token.ok()) return token.status();
     options.token = *token;
   }
-  auto http = gpool::worker::WorkerHttp::Start(options, inbox, std::move(render));
+  auto http = gpool::worker::WorkerHttp::Start(options, inbox, std::move(render), std::move(ready));
   if (!http.ok()) return http.status();
   // Scripts and tests that asked for an ephemeral port read it here.
   std::ofstream(flags.data_dir + "/http") << (*http)->address() << "\n";
@@ -541,7 +542,12 @@ int main(int argc, char** argv) {
     in.samples = &samples;
     return RenderWorkerMetrics(in);
   };
-  auto http = StartHttp(flags, **inbox, render_metrics, *logger);
+  // Ready: registered with a coordinator (the leader), so it can be given work.
+  auto readiness = [&]() -> Status {
+    if ((*link)->registered()) return Status::Ok();
+    return Status::Unavailable("not registered with a coordinator (trying " + (*link)->endpoint() + ")");
+  };
+  auto http = StartHttp(flags, **inbox, render_metrics, readiness, *logger);
   if (!http.ok()) return Fail("cannot start the HTTP port", http.status());
 
   Status run = (*agent)->Run(g_stop);

@@ -58,6 +58,7 @@ CoordinatorHttp::~CoordinatorHttp() {
 
 http::HttpResponse CoordinatorHttp::Handle(const http::HttpRequest& request) {
   if (request.path == "/healthz") return http::HttpResponse::Text(200, "ok\n");
+  if (request.path == "/readyz") return Readiness();
   if (request.path == "/metrics") return Metrics(request);
   if (request.path.rfind(kApiPrefix, 0) == 0) {
     return Api(request, std::string_view(request.path).substr(kApiPrefix.size()));
@@ -88,6 +89,17 @@ http::HttpResponse CoordinatorHttp::Metrics(const http::HttpRequest& request) {
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";
   response.body = std::move(result).value().value();
   return response;
+}
+
+http::HttpResponse CoordinatorHttp::Readiness() {
+  if (!hooks_.readiness) return http::HttpResponse::Text(200, "ready\n");
+  auto ready = inbox_.Call<Status>(hooks_.readiness, std::chrono::milliseconds(options_.readiness_timeout_ms));
+  if (!ready) {
+    return http::HttpResponse::Text(503, "not ready: the coordinator's loop did not answer within " +
+                                             std::to_string(options_.readiness_timeout_ms) + " ms\n");
+  }
+  if (!ready->ok()) return http::HttpResponse::Text(503, "not ready: " + ready->message() + "\n");
+  return http::HttpResponse::Text(200, "ready\n");
 }
 
 http::HttpResponse CoordinatorHttp::Api(const http::HttpRequest& request, std::string_view type) {

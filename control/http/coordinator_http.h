@@ -1,6 +1,8 @@
 // CoordinatorHttp: the coordinator's HTTP port (--http-address).
 //
 //   GET  /healthz               200 "ok" while the process serves (no credential)
+//   GET  /readyz                200 "ready", or 503 "not ready: <why>" (no
+//                               credential; readiness.h says when)
 //   GET  /metrics               Prometheus text format (needs read-cluster)
 //   GET  /api/v1/<Request>      the JSON API: a read request, query
 //   POST /api/v1/<Request>      parameters or a JSON body as its fields,
@@ -42,6 +44,9 @@ struct CoordinatorHttpHooks {
   // Ok when the caller may read cluster-wide figures (metrics).
   std::function<Status(const HttpCaller& caller)> may_read_cluster;
   std::function<std::string()> render_metrics;
+  // Ok when this replica is ready (readiness.h), else why not. Null: /readyz
+  // answers as /healthz does.
+  std::function<Status()> readiness;
   GatewayBridge* bridge = nullptr;
   // Static dashboard files, or null (no dashboard): a response for the
   // path, or nullopt when it is not one of the dashboard's.
@@ -51,6 +56,9 @@ struct CoordinatorHttpHooks {
 struct CoordinatorHttpOptions {
   http::HttpServerOptions server;
   int64_t request_timeout_ms = 10'000;
+  // A readiness probe waits at most this long for the loop thread; a loop
+  // too busy to answer in time is not ready.
+  int64_t readiness_timeout_ms = 2'000;
 };
 
 class CoordinatorHttp {
@@ -65,6 +73,7 @@ class CoordinatorHttp {
       : options_(options), inbox_(inbox), hooks_(std::move(hooks)) {}
   http::HttpResponse Handle(const http::HttpRequest& request);
   http::HttpResponse Metrics(const http::HttpRequest& request);
+  http::HttpResponse Readiness();
   http::HttpResponse Api(const http::HttpRequest& request, std::string_view type);
 
   CoordinatorHttpOptions options_;

@@ -85,6 +85,8 @@ struct ReplicationReport {
   bool replicated = false;     // false: a single replica that always leads
   uint64_t self_id = 0;        // this replica's id in `replicas`
   std::string role;            // this replica's Raft role: "leader", "follower", "candidate", ...
+  bool voter = true;           // this replica votes (false: a learner, or outside the configuration)
+  uint64_t leader_id = 0;      // the leader this replica knows; 0: none (replicated mode only)
   uint64_t term = 0;
   uint64_t commit_index = 0;
   uint64_t applied_index = 0;  // log position applied, Raft's own entries included

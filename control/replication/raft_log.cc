@@ -185,6 +185,8 @@ log::ReplicationReport RaftLog::Report() const {
   report.replicated = true;
   report.self_id = options_.id;
   report.role = RoleText(info.role);
+  report.voter = std::find(info.voters.begin(), info.voters.end(), options_.id) != info.voters.end();
+  report.leader_id = info.lead;
   report.term = info.term;
   report.commit_index = info.commit;
   // Raft's own entries (a new leader's no-op) are applied too, just not by

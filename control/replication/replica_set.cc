@@ -1,11 +1,25 @@
 #include "control/replication/replica_set.h"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 
 #include "control/log/local_log.h"
 #include "control/replication/raft_log.h"
 
 namespace gpool::replication {
+
+namespace {
+
+// Part of the refusal's message, and how IsRemovedReplica knows it.
+constexpr std::string_view kRemovedMarker = " is not in the configuration its data dir records (it was removed)";
+
+}  // namespace
+
+bool IsRemovedReplica(const Status& status) {
+  return status.code() == StatusCode::kFailedPrecondition &&
+         status.message().find(kRemovedMarker) != std::string::npos;
+}
 
 Result<ReplicaSet> OpenReplicaSet(const ReplicaSetOptions& options, storage::LogStore* store,
                                   zmq::context_t& context) {
@@ -46,9 +60,9 @@ Result<ReplicaSet> OpenReplicaSet(const ReplicaSetOptions& options, storage::Log
   const std::vector<uint64_t> voters = raft->info().voters;
   if (!options.join && !voters.empty() && std::find(voters.begin(), voters.end(), options.id) == voters.end()) {
     return Status::FailedPrecondition(
-        "replica " + std::to_string(options.id) +
-        " is not in the configuration its data dir records (it was removed); to bring it back, add it again "
-        "with 'gpool admin replica add' and start it with --join and an empty data dir");
+        "replica " + std::to_string(options.id) + std::string(kRemovedMarker) +
+        "; to bring it back, add it again with 'gpool admin replica add' and start it with --join and an empty "
+        "data dir");
   }
   set.log = std::move(raft);
   return set;

@@ -56,8 +56,12 @@ struct ReplicaSet {
 };
 
 // `store` and `context` outlive the result. A replica whose own data dir
-// says it was removed from the replica set is refused (FailedPrecondition):
-// serving would only confuse clients.
+// says it was removed from the replica set is refused (FailedPrecondition,
+// IsRemovedReplica): serving would only confuse clients.
+// True for OpenReplicaSet's refusal of a removed replica, which its caller
+// reports apart (gpool-coordinator exits with its own status).
+bool IsRemovedReplica(const Status& status);
+
 Result<ReplicaSet> OpenReplicaSet(const ReplicaSetOptions& options, storage::LogStore* store,
                                   zmq::context_t& context);
 

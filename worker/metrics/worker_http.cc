@@ -1,14 +1,33 @@
 #include "worker/metrics/worker_http.h"
 
+#include <string>
+
 #include "protocol/base/token_file.h"
 
 namespace gpool::worker {
 
+namespace {
+
+http::HttpResponse Readiness(const WorkerHttpOptions& options, LoopInbox& inbox, const std::function<Status()>& ready) {
+  auto answer = inbox.Call<Status>(ready, std::chrono::milliseconds(options.readiness_timeout_ms));
+  if (!answer) {
+    return http::HttpResponse::Text(503, "not ready: the worker's loop did not answer within " +
+                                             std::to_string(options.readiness_timeout_ms) + " ms\n");
+  }
+  if (!answer->ok()) return http::HttpResponse::Text(503, "not ready: " + answer->message() + "\n");
+  return http::HttpResponse::Text(200, "ready\n");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<WorkerHttp>> WorkerHttp::Start(const WorkerHttpOptions& options, LoopInbox& inbox,
-                                                       std::function<std::string()> render) {
+                                                       std::function<std::string()> render,
+                                                       std::function<Status()> ready) {
   std::unique_ptr<WorkerHttp> front(new WorkerHttp());
-  auto handler = [options, &inbox, render = std::move(render)](const http::HttpRequest& request) {
+  auto handler = [options, &inbox, render = std::move(render),
+                  ready = std::move(ready)](const http::HttpRequest& request) {
     if (request.path == "/healthz") return http::HttpResponse::Text(200, "ok\n");
+    if (request.path == "/readyz") return Readiness(options, inbox, ready);
     if (request.path != "/metrics") {
       return http::HttpResponse::Error(Status::NotFound("no such page: " + request.path.substr(0, 200)));
     }
