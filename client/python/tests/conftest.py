@@ -20,6 +20,8 @@ import gpool  # noqa: E402
 def _cluster(**options: object) -> Iterator[LocalCluster]:
     keep = os.environ.get("GPOOL_TEST_KEEP") == "1"
     directory = tempfile.mkdtemp(prefix="gpool-py-test.")
+    # Tasks run as nobody (the worker's task isolation) and must reach their files in the workers' data dirs.
+    os.chmod(directory, 0o755)
     cluster = LocalCluster(directory, **options)  # type: ignore[arg-type]
     try:
         yield cluster.start()
