@@ -21,7 +21,7 @@ import difflib
 import os
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from .errors import InvalidArgument, ResourceExhausted
 
@@ -54,7 +54,7 @@ def _error(path: str, problem: str) -> InvalidArgument:
     return InvalidArgument(f"{path}: {problem}" if path else problem)
 
 
-def _check_keys(node: Any, path: str, allowed: tuple) -> Mapping[str, Any]:
+def _check_keys(node: Any, path: str, allowed: Tuple[str, ...]) -> Mapping[str, Any]:
     if not isinstance(node, Mapping):
         raise _error(path or "job spec", f"expected a map, got {node!r}")
     for key in node:
@@ -203,7 +203,7 @@ def _string_list(value: Any, path: str) -> List[str]:
 def _resources(node: Any, path: str) -> Dict[str, Any]:
     node = _check_keys(node, path, _RESOURCE_KEYS)
     out: Dict[str, Any] = {}
-    readers = {
+    readers: Dict[str, Callable[[Any, str], Any]] = {
         "gpus": lambda v, p: _unsigned(v, p, _U32),
         "cpus": parse_cpu_milli, "cpu_milli": lambda v, p: _unsigned(v, p, _MAX_CPU_MILLI),
         "memory": parse_memory_mib, "memory_mib": lambda v, p: _unsigned(v, p, _MAX_MEMORY_MIB),
@@ -315,7 +315,7 @@ def job_spec(root: Any) -> Spec:
 
 def parse_job_yaml(text: str, source: str = "job spec") -> Spec:
     """The wire JobSpec for a YAML document in the job-file format."""
-    import yaml  # only YAML job files need python3-yaml
+    import yaml  # type: ignore[import]  # only YAML job files need python3-yaml (it has no stubs)
 
     try:
         # Every scalar as text, as yaml-cpp gives it to the CLI: `on`, `1e3` and `0x10` mean what they say.

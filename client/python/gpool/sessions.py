@@ -9,7 +9,7 @@ the lease runs out. Close: CancelJob.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from .errors import DeadlineExceeded, FailedPrecondition, InvalidArgument, NotFound
 from .jobspec import parse_memory_mib
@@ -89,7 +89,7 @@ def open_session(client: "Client", gpus: int = 1, **options: Any) -> Session:
                               f"known: {', '.join(sorted(_OPTIONS))}")
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise InvalidArgument(f"gpus: a session needs at least one GPU, got {gpus!r}")
-    resources: dict = {"gpus": gpus}
+    resources: Dict[str, Any] = {"gpus": gpus}
     if options.get("gpu_memory") is not None:
         resources["gpu_memory_mib"] = parse_memory_mib(options["gpu_memory"], "gpu_memory")
     if options.get("gpu_compute") is not None:
@@ -102,7 +102,7 @@ def open_session(client: "Client", gpus: int = 1, **options: Any) -> Session:
     session = {"enabled": True, "owner_key": keys.public_key,
                "idle_timeout_ms": int(options.get("idle_timeout_ms", 900000)),
                "lease_ms": int(options.get("lease_ms", 0))}
-    spec: dict = {"name": str(options.get("name", "session")), "restart": {"policy": "never", "max_attempts": 0},
+    spec: Dict[str, Any] = {"name": str(options.get("name", "session")), "restart": {"policy": "never", "max_attempts": 0},
                   "tasks": [{"name": "server", "replicas": 1, "command": ["gpool-rgpu-server"],
                              "resources": resources}],
                   "session": session}

@@ -15,7 +15,7 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
-import msgpack
+import msgpack  # type: ignore[import]  # Debian's has no stubs
 import zmq
 
 from .errors import GpoolError, Malformed, ResourceExhausted, Unavailable, InvalidArgument, error_from_reply
@@ -72,7 +72,7 @@ class Connection:
                 raise InvalidArgument(f"give one coordinator public key, or one per endpoint "
                                       f"({len(self.endpoints)}); got {len(server_keys)}")
         self._context = zmq.Context.instance()
-        self._socket: Optional[zmq.Socket] = None
+        self._socket: Optional[zmq.Socket[bytes]] = None
         self._ids = itertools.count(1)  # never 0, never reused on this connection (2.4)
 
     @property
@@ -92,7 +92,7 @@ class Connection:
                               f"was not given); give one key for every replica")
         return key
 
-    def _open(self) -> zmq.Socket:
+    def _open(self) -> "zmq.Socket[bytes]":
         if self._socket is None:
             socket = self._context.socket(zmq.DEALER)  # never REQ: no empty delimiter frame (2.2)
             socket.setsockopt(zmq.LINGER, 0)
@@ -121,7 +121,7 @@ class Connection:
             self.endpoints.append(leader)  # a replica the caller did not list
         self.current = self.endpoints.index(leader)
 
-    def _await(self, socket: zmq.Socket, request_id: int, timeout_ms: int) -> Optional[Dict[str, Any]]:
+    def _await(self, socket: "zmq.Socket[bytes]", request_id: int, timeout_ms: int) -> Optional[Dict[str, Any]]:
         deadline = time.monotonic() + timeout_ms / 1000
         while (left := deadline - time.monotonic()) > 0:
             if not socket.poll(int(left * 1000) + 1):

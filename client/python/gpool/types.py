@@ -22,7 +22,7 @@ def _read(cls: Type[T], wire: Optional[Mapping[str, Any]], **nested: Any) -> T:
     """An instance of dataclass `cls` from a reply map: its fields by name, `nested` already converted."""
     wire = wire or {}
     values: Dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):
         if f.name == "raw":
             values["raw"] = dict(wire)
         elif f.name in nested:

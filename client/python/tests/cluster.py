@@ -16,7 +16,7 @@ import signal
 import socket
 import subprocess
 import time
-from typing import Callable, Dict, List, Optional, Sequence, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Sequence, TypeVar
 
 import gpool
 from gpool.keys import generate_key_pair, write_key_pair
@@ -136,7 +136,7 @@ class LocalCluster:
     def coordinator_key_files(self) -> List[str]:
         return [self.path(f"replica-{i + 1}.pub") for i in range(self.replicas)]
 
-    def client(self, key: str = "admin", endpoints: Optional[Sequence[str]] = None, **options: object) -> gpool.Client:
+    def client(self, key: str = "admin", endpoints: Optional[Sequence[str]] = None, **options: Any) -> gpool.Client:
         """A Client of this cluster: as user `key` (its NAME.key) when secure."""
         endpoints = list(endpoints or self.client_endpoints)
         if not self.secure:
