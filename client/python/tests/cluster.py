@@ -110,8 +110,9 @@ class Process:
 
 class LocalCluster:
     def __init__(self, directory: str, *, replicas: int = 1, workers: int = 1, gpus_per_worker: int = 2,
-                 secure: bool = False, sessions: bool = False, coordinator_flags: Sequence[str] = ()) -> None:
-        self.dir, self.secure = directory, secure
+                 secure: bool = False, sessions: bool = False, coordinator_flags: Sequence[str] = (),
+                 token: str = "") -> None:
+        self.dir, self.secure, self.token = directory, secure, token
         self.replicas, self.workers_count, self.gpus = replicas, workers, gpus_per_worker
         self.sessions, self.coordinator_flags = sessions, list(coordinator_flags)
         self.processes: List[Process] = []
@@ -140,6 +141,7 @@ class LocalCluster:
         """A Client of this cluster: as user `key` (its NAME.key) when secure."""
         endpoints = list(endpoints or self.client_endpoints)
         if not self.secure:
+            options.setdefault("token", self.token)
             return gpool.Client(endpoints, insecure=True, **options)  # type: ignore[arg-type]
         files = self.coordinator_key_files
         by_endpoint = dict(zip(self.client_endpoints, files))
@@ -184,7 +186,7 @@ class LocalCluster:
                     argv += ["--peer-keys", ",".join(f"{j + 1}={f}" for j, f in enumerate(self.coordinator_key_files))]
             else:
                 argv.append("--insecure")
-            argv += self.coordinator_flags
+            argv += self._token_flags() + self.coordinator_flags
             self.processes.append(Process(f"coordinator-{i + 1}", argv, self.path(f"coordinator-{i + 1}.log")))
         for i in range(self.replicas):
             endpoints = wait_for(f"coordinator {i + 1}'s endpoints file",
@@ -216,6 +218,7 @@ class LocalCluster:
                  if self.secure else ["--insecure"])
         if self.secure:
             self.make_key(name)
+        argv += self._token_flags()
         env = {}
         if self.sessions:
             libs = session_binaries()
@@ -225,6 +228,15 @@ class LocalCluster:
                      "--task-env-pass", "LD_LIBRARY_PATH"]
             env["LD_LIBRARY_PATH"] = os.path.dirname(libs["GPOOL_FAKE_CUDA_LIB"])
         self.processes.append(Process(name, argv, self.path(name + ".log"), env))
+
+    def _token_flags(self) -> List[str]:
+        """--token-file for a cluster with a token; the file has surrounding whitespace, which is trimmed."""
+        if not self.token:
+            return []
+        path = self.path("token")
+        with open(path, "w") as f:
+            f.write(f"  {self.token}\n")
+        return ["--token-file", path]
 
     def wait_ready(self) -> None:
         with self.client(timeout_ms=2000) as c:

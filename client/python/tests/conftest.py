@@ -55,6 +55,12 @@ def replicated_cluster() -> Iterator[LocalCluster]:
     yield from _cluster(replicas=3, workers=0)
 
 
+@pytest.fixture(scope="module")
+def token_cluster() -> Iterator[LocalCluster]:
+    """One coordinator and one worker, plaintext with a cluster token (--token-file)."""
+    yield from _cluster(workers=1, token="py-sdk-test-token")
+
+
 @pytest.fixture
 def client(cluster: LocalCluster) -> Iterator[gpool.Client]:
     with cluster.client() as c:
