@@ -12,13 +12,14 @@ from .errors import (AlreadyExists, DeadlineExceeded, FailedPrecondition, GpoolE
 from .jobspec import job_spec, load_job_file, parse_job_yaml
 from .keys import KeyPair, generate_key_pair, read_public_key_file, read_secret_key_file
 from .sessions import Session
+from .watch import Watch, WatchUpdate
 from .types import (CancelResult, ClusterEvent, ClusterStatus, EventPage, Explanation, Job, JobSummary, NodeSummary,
                     QueueSummary, SessionInfo, SubmitResult, TaskInfo, TaskLog, UsageReport, UsageRow, WhoAmI)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "job_id_of", "Session",
+    "Client", "job_id_of", "Session", "Watch", "WatchUpdate",
     "GpoolError", "InvalidArgument", "NotFound", "AlreadyExists", "FailedPrecondition", "ResourceExhausted",
     "Unavailable", "NotLeader", "StaleEpoch", "Unauthenticated", "Malformed", "UnknownType", "UnsupportedVersion",
     "Internal", "IoError", "DeadlineExceeded", "PermissionDenied",

@@ -17,7 +17,9 @@ from datetime import datetime
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import keys as keyfiles
-from . import sessions, watch
+from . import logs as logfollow
+from . import sessions
+from . import watch as watching
 from .errors import InvalidArgument
 from .jobspec import RESOURCE_KWARGS, Spec, job_spec, load_job_file
 from .transport import Connection, parse_endpoints
@@ -207,10 +209,11 @@ class Client:
         return Explanation.from_wire(self.call("ExplainJob", {"job_id": job_id_of(job)}, "ExplainJobReply"))
 
     def wait(self, job: JobRef, *, timeout_s: Optional[float] = None,
-             poll_interval_s: float = watch.POLL_INTERVAL_S) -> Job:
+             poll_interval_s: float = watching.POLL_INTERVAL_S) -> Job:
         """Blocks until the job has ended (Succeeded, Failed or Cancelled); the final job.
-        DeadlineExceeded after timeout_s (None: no limit)."""
-        return watch.wait(self, job_id_of(job), timeout_s=timeout_s, poll_interval_s=poll_interval_s)
+        DeadlineExceeded after timeout_s (None: no limit). Follows a `job` watch; from a coordinator
+        without watches, polls GetJob every poll_interval_s."""
+        return watching.wait(self, job_id_of(job), timeout_s=timeout_s, poll_interval_s=poll_interval_s)
 
     def logs(self, job: JobRef, task: int = 0, *, max_bytes: int = 65536) -> TaskLog:
         """The last max_bytes of a task's combined stdout and stderr."""
@@ -226,8 +229,16 @@ class Client:
     def follow_logs(self, job: JobRef, task: int = 0, *, poll_interval_s: float = 0.5,
                     timeout_s: Optional[float] = None) -> Iterator[bytes]:
         """Yields a task's log as it grows, from its start, until the task has ended and its log is read."""
-        return watch.follow_log(self, job_id_of(job), _u32(task, "task"), poll_interval_s=poll_interval_s,
+        return logfollow.follow_log(self, job_id_of(job), _u32(task, "task"), poll_interval_s=poll_interval_s,
                                 timeout_s=timeout_s)
+
+    def watch(self, topic: str, key: str = "", *, after: int = 0,
+              timeout_s: Optional[float] = None) -> "watching.Watch":
+        """Server-pushed updates of a topic (protocol.md 7.19): `job` (key: the job id), `jobs` (key "",
+        "user:NAME" or "queue:NAME"), `nodes` (key "" or a node name) or `events`. Iterate it for
+        WatchUpdates; the first is the snapshot (reset) or the changes after `after`. Close it when done
+        (or use it in a `with` block). UnknownType from a coordinator that predates watches."""
+        return watching.Watch(self, topic, key, after=after, timeout_s=timeout_s)
 
     # --- cluster -----------------------------------------------------------------------------------------
 

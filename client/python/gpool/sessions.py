@@ -15,7 +15,8 @@ from .errors import DeadlineExceeded, FailedPrecondition, InvalidArgument, NotFo
 from .jobspec import parse_memory_mib
 from .keys import KeyPair, generate_key_pair
 from .types import SessionInfo
-from .watch import POLL_INTERVAL_S, _Deadline
+from .deadline import Deadline
+from .watch import POLL_INTERVAL_S
 
 if TYPE_CHECKING:
     from .client import Client
@@ -65,7 +66,7 @@ def info(client: "Client", job_id: int) -> SessionInfo:
 
 def wait_open(client: "Client", job_id: int, timeout_s: Optional[float]) -> SessionInfo:
     """The session once Open; FailedPrecondition once it has ended; renews its lease while it waits."""
-    deadline = _Deadline(timeout_s)
+    deadline = Deadline(timeout_s)
     renewed_at = time.monotonic()
     while True:
         state = info(client, job_id)

@@ -6,14 +6,21 @@ NotLeader moves to the leader it names (or to the next endpoint after a short,
 doubling pause); any other ErrorReply is the answer. Callers resend only what
 is safe to resend: SubmitJob always carries an idempotency key for that reason.
 
+Pushes (WatchUpdate, protocol.md 7.19: envelope id 0, never answered) arrive
+on the same socket, also while a request waits for its reply; they are kept
+per watch id for the watches registered with watch_started() and handed out by
+next_push(). A watch lives on one socket: `generation` counts the sockets
+closed, so a watch made on an earlier one knows it must be made again.
+
 Not thread-safe: use one Connection (one Client) per thread.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Deque, Dict, List, Optional, Sequence
 
 import msgpack  # type: ignore[import]  # Debian's has no stubs
 import zmq
@@ -27,6 +34,9 @@ PROTOCOL_VERSION = 1
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
 # 3.5: what the C++ client accepts from the coordinator.
 MAX_REPLY_BYTES = 16 * 1024 * 1024
+# Pushes kept per watch while nobody reads them; past it they are dropped, and the watch sees a seq gap
+# and catches up with a new Watch (7.19), as if ZeroMQ had dropped them.
+MAX_BUFFERED_PUSHES = 10000
 
 
 def parse_endpoints(text: str) -> List[str]:
@@ -74,6 +84,8 @@ class Connection:
         self._context = zmq.Context.instance()
         self._socket: Optional[zmq.Socket[bytes]] = None
         self._ids = itertools.count(1)  # never 0, never reused on this connection (2.4)
+        self._pushes: Dict[int, Deque[Dict[str, Any]]] = {}
+        self.generation = 0  # sockets closed so far
 
     @property
     def endpoint(self) -> str:
@@ -84,6 +96,57 @@ class Connection:
         if self._socket is not None:
             self._socket.close(linger=0)
             self._socket = None
+            self.generation += 1
+            for pushes in self._pushes.values():
+                pushes.clear()  # what the old socket had is the old watch's
+
+    def watch_started(self, watch_id: int) -> None:
+        self._pushes[watch_id] = collections.deque()
+
+    def watch_ended(self, watch_id: int) -> None:
+        self._pushes.pop(watch_id, None)
+
+    def next_push(self, watch_id: int, timeout_ms: int) -> Optional[Dict[str, Any]]:
+        """The next WatchUpdate body for `watch_id`, or None after timeout_ms (at once without a socket)."""
+        buffered = self._pushes.get(watch_id)
+        if buffered:
+            return buffered.popleft()
+        socket = self._socket
+        if socket is None:
+            return None
+        deadline = time.monotonic() + timeout_ms / 1000
+        while (left := deadline - time.monotonic()) > 0:
+            if not socket.poll(int(left * 1000) + 1):
+                return None
+            self._receive(socket)
+            if buffered:
+                return buffered.popleft()
+        return None
+
+    def _keep_push(self, envelope: Dict[str, Any]) -> None:
+        body = envelope.get("body")
+        if not isinstance(body, dict):
+            return
+        pushes = self._pushes.get(body.get("watch_id"))  # type: ignore[arg-type]
+        if pushes is not None and len(pushes) < MAX_BUFFERED_PUSHES:
+            pushes.append(body)
+
+    def _receive(self, socket: "zmq.Socket[bytes]") -> Optional[Dict[str, Any]]:
+        """One frame off the socket: a reply envelope, or None for a push (kept) or a multipart message."""
+        parts = socket.recv_multipart()
+        if len(parts) != 1:
+            return None  # the coordinator always sends exactly one frame
+        try:
+            envelope = msgpack.unpackb(parts[0], raw=False, unicode_errors="surrogateescape",
+                                       strict_map_key=False)
+        except (ValueError, msgpack.UnpackException) as e:
+            raise Malformed(f"the coordinator's reply does not decode: {e}") from None
+        if not isinstance(envelope, dict):
+            raise Malformed("the coordinator's reply is not a map")
+        if envelope.get("type") == "WatchUpdate" and envelope.get("id") == 0:
+            self._keep_push(envelope)
+            return None
+        return envelope
 
     def _server_key(self, endpoint: str) -> str:
         key = self._server_keys.get(endpoint, self._default_server_key)
@@ -126,16 +189,9 @@ class Connection:
         while (left := deadline - time.monotonic()) > 0:
             if not socket.poll(int(left * 1000) + 1):
                 return None
-            parts = socket.recv_multipart()
-            if len(parts) != 1:
-                continue  # the coordinator always sends exactly one frame
-            try:
-                reply = msgpack.unpackb(parts[0], raw=False, unicode_errors="surrogateescape",
-                                        strict_map_key=False)
-            except (ValueError, msgpack.UnpackException) as e:
-                raise Malformed(f"the coordinator's reply does not decode: {e}") from None
-            if not isinstance(reply, dict):
-                raise Malformed("the coordinator's reply is not a map")
+            reply = self._receive(socket)
+            if reply is None:
+                continue
             reply_id = reply.get("id")
             if reply_id == request_id or (reply_id == 0 and reply.get("type") == "ErrorReply"):
                 return reply  # id 0: an error the coordinator could not attribute (2.4)

@@ -1,43 +1,152 @@
-"""Following a job or a task's log as it changes: wait() and follow_log().
+"""Watching: server-pushed updates (docs/protocol.md 7.19), and wait() built on them.
 
-Design: everything that needs "the job as it changes" goes through
-`job_updates()`, a generator that yields the job each time it differs from the
-last one seen. Today it polls GetJob every POLL_INTERVAL_S. When the
-coordinator offers server-pushed updates, only job_updates() has to change:
-wait() and follow_log() consume its values and never see how they arrive.
+A Watch is the Clone pattern of the ZeroMQ guide from the client's side: `Watch`
+answers with a snapshot or the changes since a position, then the serving
+leader pushes each committed change as a WatchUpdate (envelope id 0) with a seq
+per watch (1, 2, ...) and a position. The client keeps the last position it
+applied, and makes the watch again from it with a new `Watch` whenever it may
+have missed something:
+
+- a seq gap (pushes dropped on the way);
+- WatchRenew (every 5 s; a watch lives 30 s unrenewed) naming it `unknown`
+  (expired, or held by a replica that stopped leading);
+- the transport opened a new socket (a timeout or a NotLeader redirect): pushes
+  go to the connection that made the watch, so one made on the old socket is
+  gone with it.
+
+Nothing is lost that way: a reply with `reset` false holds every change after
+the position; `reset` true is the current state, to replace what one holds.
+
+wait() follows one job through job_updates(), which uses a `job` watch and
+falls back to polling GetJob every POLL_INTERVAL_S when the coordinator
+predates the watch API (UnknownType for `Watch`).
 """
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional
 
-from .errors import DeadlineExceeded, NotFound, Unavailable
-from .types import Job, TaskInfo
+from .deadline import Deadline
+from .errors import DeadlineExceeded, GpoolError, InvalidArgument, UnknownType
+from .types import ClusterEvent, Job, JobSummary, NodeSummary, read
 
 if TYPE_CHECKING:
     from .client import Client
 
 POLL_INTERVAL_S = 0.2
-# GetTaskLog's own cap at the default --max-frame-bytes (docs/protocol.md 7.6).
-_MAX_LOG_BYTES = 4194304 - 4096
-TERMINAL_TASK_STATES = frozenset({"Succeeded", "Failed", "Cancelled", "Lost"})
+RENEW_INTERVAL_S = 5.0
+TOPICS = ("job", "jobs", "nodes", "events")
 
 
-class _Deadline:
-    def __init__(self, timeout_s: Optional[float]) -> None:
-        self.end = None if timeout_s is None else time.monotonic() + timeout_s
-        self.timeout_s = timeout_s
+@dataclass
+class WatchUpdate:
+    """A WatchReply (seq 0) or a pushed WatchUpdate. `reset`: the items are the current state (replace what
+    you hold); otherwise they are the changes after the previous update, in order."""
+    watch_id: int
+    seq: int
+    position: int
+    reset: bool = False
+    jobs: List[JobSummary] = field(default_factory=list)
+    nodes: List[NodeSummary] = field(default_factory=list)
+    events: List[ClusterEvent] = field(default_factory=list)
 
-    def left(self) -> Optional[float]:
-        return None if self.end is None else self.end - time.monotonic()
+    @classmethod
+    def from_wire(cls, wire: Mapping[str, Any], seq: int, reset: bool) -> "WatchUpdate":
+        return cls(watch_id=int(wire.get("watch_id", 0)), seq=seq, position=int(wire.get("position", 0)),
+                   reset=reset, jobs=[JobSummary.from_wire(j) for j in wire.get("jobs") or []],
+                   nodes=[read(NodeSummary, n) for n in wire.get("nodes") or []],
+                   events=[read(ClusterEvent, e) for e in wire.get("events") or []])
 
-    def passed(self) -> bool:
-        left = self.left()
-        return left is not None and left <= 0
+    @property
+    def empty(self) -> bool:
+        return not (self.jobs or self.nodes or self.events)
 
-    def sleep(self, interval_s: float) -> None:
-        left = self.left()
-        time.sleep(interval_s if left is None else max(0.0, min(interval_s, left)))
+
+class Watch:
+    """An iterator over the updates of one topic: `job` (key: the job id), `jobs` (key "", "user:NAME" or
+    "queue:NAME"), `nodes` (key "" or a node name) or `events`. Iterating makes the watch; `close()` (or
+    leaving a `with` block) ends it. Uses the client's connection: iterate one watch at a time per client,
+    and do not send requests on that client from another thread meanwhile."""
+
+    def __init__(self, client: "Client", topic: str, key: str = "", *, after: int = 0,
+                 timeout_s: Optional[float] = None) -> None:
+        if topic not in TOPICS:
+            raise InvalidArgument(f"topic: expected one of {', '.join(TOPICS)}, got {topic!r}")
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise InvalidArgument(f"after: expected a non-negative integer, got {after!r}")
+        self._client, self._connection = client, client._connection
+        self.topic, self.key = topic, str(key)
+        self.position = after  # the last position applied: where a new Watch resumes
+        self.watch_id = 0
+        self._next_seq = 1
+        self._generation = -1
+        self._renew_at = 0.0
+        self._deadline = Deadline(timeout_s)
+
+    def subscribe(self) -> WatchUpdate:
+        """Makes (or makes again) the watch from `position`; its reply as an update of seq 0."""
+        if self.watch_id:
+            self._connection.watch_ended(self.watch_id)
+        reply = self._client.call("Watch", {"topic": self.topic, "key": self.key, "after": self.position},
+                                  "WatchReply")
+        self.watch_id = int(reply["watch_id"])
+        self._connection.watch_started(self.watch_id)
+        self._generation = self._connection.generation  # the socket the reply came on holds the watch
+        self._next_seq = 1
+        self.position = int(reply.get("position", self.position))
+        self._renew_at = time.monotonic() + RENEW_INTERVAL_S
+        return WatchUpdate.from_wire(reply, 0, bool(reply.get("reset", False)))
+
+    def _renew(self) -> Optional[WatchUpdate]:
+        """WatchRenew; the watch made again when the coordinator no longer holds it."""
+        reply = self._client.call("WatchRenew", {"watch_ids": [self.watch_id]}, "WatchRenewReply")
+        self._renew_at = time.monotonic() + RENEW_INTERVAL_S
+        if self.watch_id in (reply.get("unknown") or []) or self._connection.generation != self._generation:
+            return self.subscribe()
+        return None
+
+    def __iter__(self) -> Iterator[WatchUpdate]:
+        first = self.subscribe() if self._generation < 0 else None
+        if first is not None and (first.reset or not first.empty):
+            yield first
+        while True:
+            if self._deadline.passed():
+                raise DeadlineExceeded(f"nothing ended the {self.topic} watch within {self._deadline.timeout_s} s")
+            if self._connection.generation != self._generation:
+                update: Optional[WatchUpdate] = self.subscribe()  # the socket that held the watch is gone
+            else:
+                wait_s = self._deadline.cap(max(0.0, self._renew_at - time.monotonic()))
+                push = self._connection.next_push(self.watch_id, int(wait_s * 1000))
+                update = self._apply(push) if push is not None else None
+                if push is None and time.monotonic() >= self._renew_at:
+                    update = self._renew()
+            if update is not None and (update.reset or not update.empty):
+                yield update
+
+    def _apply(self, push: Dict[str, Any]) -> Optional[WatchUpdate]:
+        seq = int(push.get("seq", 0))
+        if seq != self._next_seq:
+            return self.subscribe()  # pushes were lost: catch up from the last position applied
+        self._next_seq += 1
+        self.position = int(push.get("position", self.position))
+        return WatchUpdate.from_wire(push, seq, False)
+
+    def close(self) -> None:
+        if not self.watch_id:
+            return
+        watch_id, self.watch_id = self.watch_id, 0
+        self._connection.watch_ended(watch_id)
+        try:
+            self._client.call("Unwatch", {"watch_id": watch_id}, "Ack")
+        except GpoolError:
+            pass  # it expires by itself 30 s after its last renewal
+
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def _fingerprint(job: Job) -> Any:
@@ -47,23 +156,53 @@ def _fingerprint(job: Job) -> Any:
             tuple((t.state, t.attempt, t.node) for t in job.tasks))
 
 
-def job_updates(client: "Client", job_id: int, *, poll_interval_s: float = POLL_INTERVAL_S,
-                timeout_s: Optional[float] = None) -> Iterator[Job]:
-    """The job now, then again each time its state, tasks or session change; ends after a finished
-    job. DeadlineExceeded once timeout_s passes without it finishing."""
-    deadline = _Deadline(timeout_s)
+def _polled_job_updates(client: "Client", job_id: int, poll_interval_s: float,
+                        deadline: Deadline) -> Iterator[Job]:
     last: Any = None
     while True:
         job = client.job(job_id)
-        fingerprint = _fingerprint(job)
-        if fingerprint != last:
-            last = fingerprint
+        if _fingerprint(job) != last:
+            last = _fingerprint(job)
             yield job
         if job.finished:
             return
         if deadline.passed():
-            raise DeadlineExceeded(f"job {job_id} is still {job.state} after {timeout_s} s")
+            raise DeadlineExceeded(f"job {job_id} is still {job.state} after {deadline.timeout_s} s")
         deadline.sleep(poll_interval_s)
+
+
+def job_updates(client: "Client", job_id: int, *, poll_interval_s: float = POLL_INTERVAL_S,
+                timeout_s: Optional[float] = None) -> Iterator[Job]:
+    """The job now, then again each time it changes; ends after a finished job. DeadlineExceeded once
+    timeout_s passes without it finishing. Pushed by a `job` watch; polled from an older coordinator."""
+    deadline = Deadline(timeout_s)
+    watch = Watch(client, "job", str(job_id), timeout_s=timeout_s)
+    try:
+        watch.subscribe()
+    except UnknownType:
+        yield from _polled_job_updates(client, job_id, poll_interval_s, deadline)
+        return
+    try:
+        # The whole job (tasks, reasons) by GetJob, a read at least as new as the push that prompted it;
+        # a push of a state that read already showed is not yielded twice.
+        job = client.job(job_id)
+        last = _fingerprint(job)
+        yield job
+        if job.finished:
+            return
+        for update in watch:
+            if not any(summary.job_id == job_id for summary in update.jobs):
+                continue
+            job = client.job(job_id)
+            if _fingerprint(job) != last:
+                last = _fingerprint(job)
+                yield job
+            if job.finished:
+                return
+    except DeadlineExceeded:
+        raise DeadlineExceeded(f"job {job_id} is still {job.state} after {timeout_s} s") from None
+    finally:
+        watch.close()
 
 
 def wait(client: "Client", job_id: int, *, timeout_s: Optional[float] = None,
@@ -74,64 +213,3 @@ def wait(client: "Client", job_id: int, *, timeout_s: Optional[float] = None,
         pass
     assert final is not None and final.finished
     return final
-
-
-def _task(job: Job, index: int) -> TaskInfo:
-    for task in job.tasks:
-        if task.index == index:
-            return task
-    raise NotFound(f"job {job.job_id} has no task {index} (it has {len(job.tasks)})")
-
-
-class _LogCursor:
-    """What of one task attempt's log was yielded: the log's bytes ever written (dropped + size)."""
-
-    def __init__(self, attempt: int) -> None:
-        self.attempt = attempt
-        self.seen = 0
-
-    def new_bytes(self, client: "Client", job_id: int, index: int) -> bytes:
-        """Bytes written since the last call. A reply covers [total - len(data), total); when more was
-        written than it holds, ask again for exactly what is missing; past the cap, skip ahead."""
-        want = 65536
-        for _ in range(3):
-            log = client.logs(job_id, index, max_bytes=min(want, _MAX_LOG_BYTES))
-            total = log.dropped + log.size
-            if total < self.seen:  # a new file (the worker started the log over)
-                self.seen = 0
-            start = total - len(log.data)
-            if start <= self.seen or want >= _MAX_LOG_BYTES:
-                chunk = log.data[max(0, self.seen - start):]
-                self.seen = total
-                return chunk
-            want = total - self.seen
-        return b""
-
-
-def follow_log(client: "Client", job_id: int, index: int, *, poll_interval_s: float = 0.5,
-               timeout_s: Optional[float] = None) -> Iterator[bytes]:
-    """Chunks of a task's log as it grows, until the task has ended and the rest is read. A task evicted
-    and started again (a new attempt) starts a new log, which is followed from its start."""
-    deadline = _Deadline(timeout_s)
-    cursor: Optional[_LogCursor] = None
-    while True:
-        task = _task(client.job(job_id), index)
-        ended = task.state in TERMINAL_TASK_STATES
-        if cursor is None or cursor.attempt != task.attempt:
-            cursor = _LogCursor(task.attempt)
-        if task.node:  # placed at least once, so it may have a log
-            try:
-                chunk = cursor.new_bytes(client, job_id, index)
-                if chunk:
-                    yield chunk
-            except NotFound:
-                if ended:
-                    return  # it never wrote a log (e.g. could not start on its node)
-            except Unavailable:
-                if ended:
-                    raise
-        if ended:
-            return
-        if deadline.passed():
-            raise DeadlineExceeded(f"task {job_id}.{index} is still {task.state} after {timeout_s} s")
-        deadline.sleep(poll_interval_s)
