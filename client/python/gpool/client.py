@@ -20,6 +20,7 @@ from . import keys as keyfiles
 from . import logs as logfollow
 from . import sessions
 from . import watch as watching
+from .deadline import Deadline, check_seconds
 from .errors import InvalidArgument
 from .jobspec import RESOURCE_KWARGS, Spec, job_spec, load_job_file
 from .transport import Connection, parse_endpoints
@@ -80,8 +81,27 @@ class Client:
         `token` is then its cluster token (--token-file)."""
         if coordinator is None:
             coordinator = _env("GPOOL_COORDINATOR") or "tcp://127.0.0.1:7400"
+        if not isinstance(coordinator, str) and not (isinstance(coordinator, (list, tuple)) and
+                                                     all(isinstance(e, str) for e in coordinator)):
+            raise InvalidArgument(f"coordinator: expected endpoints as a string or a list of strings, "
+                                  f"got {coordinator!r}")
         endpoints = parse_endpoints(coordinator if isinstance(coordinator, str) else ",".join(coordinator))
         token = token if token is not None else (_env("GPOOL_TOKEN") or "")
+        if not isinstance(token, str):
+            raise InvalidArgument("token: expected a string")
+        for name, value in (("timeout_ms", timeout_ms), ("retries", retries),
+                            ("connect_timeout_ms", connect_timeout_ms)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidArgument(f"{name}: expected an integer, got {value!r}")
+        for name, path in (("key_file", key_file), ("coordinator_key", coordinator_key)):
+            paths = path if isinstance(path, (list, tuple)) else [path]
+            if path is not None and not all(isinstance(p, (str, os.PathLike)) for p in paths):
+                raise InvalidArgument(f"{name}: expected a file path, got {path!r}")
+        if curve_keys is not None and not isinstance(curve_keys, keyfiles.KeyPair):
+            raise InvalidArgument("curve_keys: expected a gpool.KeyPair")
+        if isinstance(server_keys, str) or not all(keyfiles.is_z85_key(k) if isinstance(k, str) else False
+                                                   for k in server_keys):
+            raise InvalidArgument("server_keys: expected a list of 40-character Z85 public keys")
         if insecure and (key_file or coordinator_key or curve_keys):
             raise InvalidArgument("insecure=True is plaintext: give no keys with it")
         if curve_keys is None and not insecure:
@@ -175,6 +195,10 @@ class Client:
 
     def submit_spec(self, spec: Spec, *, idempotency_key: str = "") -> SubmitResult:
         """Submits a JobSpec already in the wire's form (docs/protocol.md 6.3)."""
+        if not isinstance(idempotency_key, str):
+            raise InvalidArgument(f"idempotency_key: expected a string, got {idempotency_key!r}")
+        if not isinstance(spec, Mapping):
+            raise InvalidArgument(f"spec: expected a JobSpec dict, got {spec!r}")
         key = idempotency_key or secrets.token_hex(16)
         if len(key.encode("utf-8", "surrogateescape")) > 256:
             raise InvalidArgument("idempotency_key: longer than 256 bytes")
@@ -213,6 +237,7 @@ class Client:
         """Blocks until the job has ended (Succeeded, Failed or Cancelled); the final job.
         DeadlineExceeded after timeout_s (None: no limit). Follows a `job` watch; from a coordinator
         without watches, polls GetJob every poll_interval_s."""
+        check_seconds(poll_interval_s, "poll_interval_s")
         return watching.wait(self, job_id_of(job), timeout_s=timeout_s, poll_interval_s=poll_interval_s)
 
     def logs(self, job: JobRef, task: int = 0, *, max_bytes: int = 65536) -> TaskLog:
@@ -229,6 +254,8 @@ class Client:
     def follow_logs(self, job: JobRef, task: int = 0, *, poll_interval_s: float = 0.5,
                     timeout_s: Optional[float] = None) -> Iterator[bytes]:
         """Yields a task's log as it grows, from its start, until the task has ended and its log is read."""
+        check_seconds(poll_interval_s, "poll_interval_s")
+        Deadline(timeout_s)  # checks it now rather than at the first next()
         return logfollow.follow_log(self, job_id_of(job), _u32(task, "task"), poll_interval_s=poll_interval_s,
                                 timeout_s=timeout_s)
 

@@ -2,11 +2,22 @@
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Any, Optional
+
+from .errors import InvalidArgument
+
+
+def check_seconds(value: Any, name: str) -> float:
+    """A non-negative number of seconds, else InvalidArgument naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise InvalidArgument(f"{name}: expected a non-negative number of seconds, got {value!r}")
+    return float(value)
 
 
 class Deadline:
     def __init__(self, timeout_s: Optional[float]) -> None:
+        if timeout_s is not None:
+            check_seconds(timeout_s, "timeout_s")
         self.end = None if timeout_s is None else time.monotonic() + timeout_s
         self.timeout_s = timeout_s
 

@@ -83,26 +83,35 @@ def wait_open(client: "Client", job_id: int, timeout_s: Optional[float]) -> Sess
         deadline.sleep(POLL_INTERVAL_S)
 
 
+def _count(options: Dict[str, Any], name: str, default: int, maximum: int) -> int:
+    value = options.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
+        raise InvalidArgument(f"{name}: expected an integer from 0 to {maximum}, got {value!r}")
+    return value
+
+
 def open_session(client: "Client", gpus: int = 1, **options: Any) -> Session:
     unknown = set(options) - _OPTIONS
     if unknown:
         raise InvalidArgument(f"open_session: unknown option(s) {', '.join(sorted(unknown))}; "
                               f"known: {', '.join(sorted(_OPTIONS))}")
+    timeout_s = options.get("timeout_s", 60.0)
+    Deadline(timeout_s)  # a bad timeout is refused before anything is submitted
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise InvalidArgument(f"gpus: a session needs at least one GPU, got {gpus!r}")
     resources: Dict[str, Any] = {"gpus": gpus}
     if options.get("gpu_memory") is not None:
         resources["gpu_memory_mib"] = parse_memory_mib(options["gpu_memory"], "gpu_memory")
     if options.get("gpu_compute") is not None:
-        resources["gpu_compute_pct"] = int(options["gpu_compute"])
+        resources["gpu_compute_pct"] = _count(options, "gpu_compute", 0, 100)
     if options.get("sharing_qos"):
         resources["sharing_qos"] = str(options["sharing_qos"])
     drawn = client.curve_keys is None
     keys = generate_key_pair() if drawn else client.curve_keys
     assert keys is not None
     session = {"enabled": True, "owner_key": keys.public_key,
-               "idle_timeout_ms": int(options.get("idle_timeout_ms", 900000)),
-               "lease_ms": int(options.get("lease_ms", 0))}
+               "idle_timeout_ms": _count(options, "idle_timeout_ms", 900000, (1 << 64) - 1),
+               "lease_ms": _count(options, "lease_ms", 0, (1 << 64) - 1)}
     spec: Dict[str, Any] = {"name": str(options.get("name", "session")), "restart": {"policy": "never", "max_attempts": 0},
                   "tasks": [{"name": "server", "replicas": 1, "command": ["gpool-rgpu-server"],
                              "resources": resources}],
@@ -112,13 +121,13 @@ def open_session(client: "Client", gpus: int = 1, **options: Any) -> Session:
     if options.get("priority_class"):
         spec["priority_class"] = str(options["priority_class"])
     if options.get("ttl_ms"):
-        spec["max_runtime_ms"] = int(options["ttl_ms"])
+        spec["max_runtime_ms"] = _count(options, "ttl_ms", 0, (1 << 64) - 1)
     job_id = client.submit_spec(spec).job_id
     opened = Session(client, job_id, keys, None)
     if not options.get("wait", True):
         return opened
     try:
-        opened.info = wait_open(client, job_id, options.get("timeout_s", 60.0))
+        opened.info = wait_open(client, job_id, timeout_s)
     except BaseException:
         client.close_session(job_id)  # not open in time: give it back rather than leave it queued
         raise

@@ -115,3 +115,24 @@ def test_cli_sees_what_the_sdk_submitted(cluster: LocalCluster, client: gpool.Cl
     shown = cluster.run_cli("job", str(job.job_id))
     assert shown.returncode == 0, shown.stderr
     assert "py-cli-check" in shown.stdout and "Succeeded" in shown.stdout
+
+
+def test_wrong_types_are_invalid_arguments() -> None:
+    bad_clients = [dict(coordinator=7), dict(coordinator=["a:1", 2]), dict(token=5), dict(timeout_ms="5"),
+                   dict(retries=None), dict(key_file=3), dict(curve_keys="k", server_keys=["x"]),
+                   dict(timeout_ms=0), dict(coordinator="")]
+    for options in bad_clients:
+        with pytest.raises(gpool.InvalidArgument):
+            gpool.Client(**options)  # type: ignore[arg-type]
+    with gpool.Client("tcp://127.0.0.1:9", insecure=True) as c:
+        calls = [lambda: c.submit(name="x", command="true", idempotency_key=5),  # type: ignore[arg-type]
+                 lambda: c.submit_spec("spec"),  # type: ignore[arg-type]
+                 lambda: c.wait(1, timeout_s=-1), lambda: c.wait(1, timeout_s="1"),  # type: ignore[arg-type]
+                 lambda: c.wait(1, poll_interval_s=None),  # type: ignore[arg-type]
+                 lambda: c.follow_logs(1, timeout_s=-2),
+                 lambda: c.usage("yesterday"),  # type: ignore[arg-type]
+                 lambda: c.open_session(1, lease_ms="1h"), lambda: c.open_session(1, gpu_compute=101),
+                 lambda: c.open_session(1, timeout_s=-1, wait=True)]
+        for call in calls:
+            with pytest.raises(gpool.InvalidArgument):
+                call()
