@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from typing import Iterator
+from typing import Iterator, List
 
 import pytest
 
@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cluster import LocalCluster  # noqa: E402
+from fake_coordinator import FakeCoordinator  # noqa: E402
 
 import gpool  # noqa: E402
 
@@ -65,3 +66,12 @@ def token_cluster() -> Iterator[LocalCluster]:
 def client(cluster: LocalCluster) -> Iterator[gpool.Client]:
     with cluster.client() as c:
         yield c
+
+
+@pytest.fixture
+def fakes() -> Iterator[List[FakeCoordinator]]:
+    """Scripted fake coordinators made by fake_coordinator.fake(fakes, ...), closed after the test."""
+    made: List[FakeCoordinator] = []
+    yield made
+    for server in made:
+        server.close()

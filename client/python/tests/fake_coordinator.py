@@ -3,10 +3,9 @@ answered with the next scripted list of frames, which may carry pushes (envelope
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import msgpack  # type: ignore[import]
-import pytest
 import zmq
 
 Reply = Callable[[Dict[str, Any]], List[bytes]]
@@ -51,14 +50,6 @@ def envelope(request: Dict[str, Any], msg_type: str, body: Dict[str, Any], reque
 
 def ok_jobs(request: Dict[str, Any]) -> List[bytes]:
     return [envelope(request, "ListJobsReply", {"jobs": [{"job_id": 3, "name": "x", "state": "Running"}]})]
-
-
-@pytest.fixture
-def fakes() -> Iterator[List[FakeCoordinator]]:
-    made: List[FakeCoordinator] = []
-    yield made
-    for fake in made:
-        fake.close()
 
 
 def fake(fakes: List[FakeCoordinator], *script: Reply) -> FakeCoordinator:

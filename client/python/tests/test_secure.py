@@ -6,7 +6,7 @@ import os
 import pytest
 
 import gpool
-from cluster import LocalCluster, wait_for
+from cluster import LocalCluster
 
 
 def test_admin_key_is_the_bootstrap_admin(secure_cluster: LocalCluster) -> None:

@@ -2,13 +2,13 @@
 and replies that a real coordinator would not send."""
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import List
 
 import msgpack  # type: ignore[import]
 import pytest
 
 import gpool
-from fake_coordinator import FakeCoordinator, Reply, envelope, fake, fakes, ok_jobs  # noqa: F401 (fixture)
+from fake_coordinator import FakeCoordinator, Reply, envelope, fake, ok_jobs
 from gpool.transport import Connection
 
 

@@ -8,7 +8,7 @@ import pytest
 import gpool
 import gpool.watch
 from cluster import LocalCluster
-from fake_coordinator import FakeCoordinator, Reply, envelope, fake, fakes  # noqa: F401 (fixture)
+from fake_coordinator import FakeCoordinator, Reply, envelope, fake
 
 
 def summary(job_id: int, state: str) -> Dict[str, Any]:
