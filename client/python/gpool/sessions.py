@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
-from .errors import DeadlineExceeded, FailedPrecondition, InvalidArgument, NotFound
+from .errors import DeadlineExceeded, FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from .jobspec import parse_memory_mib
 from .keys import KeyPair, generate_key_pair
 from .types import SessionInfo
@@ -78,8 +78,11 @@ def wait_open(client: "Client", job_id: int, timeout_s: Optional[float]) -> Sess
         if deadline.passed():
             raise DeadlineExceeded(f"session {job_id} is still {state.state} after {timeout_s} s")
         if state.lease_ms and (time.monotonic() - renewed_at) * 1000 >= state.lease_ms / 3:
-            client.renew_session(job_id)  # as the CLI: a third of the lease between renewals
             renewed_at = time.monotonic()
+            try:
+                client.renew_session(job_id)  # as the CLI: a third of the lease between renewals
+            except Unavailable:
+                pass  # the next poll says whether the session survived; the CLI ignores it too
         deadline.sleep(POLL_INTERVAL_S)
 
 
