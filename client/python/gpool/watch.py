@@ -15,7 +15,9 @@ have missed something:
   gone with it.
 
 Nothing is lost that way: a reply with `reset` false holds every change after
-the position; `reset` true is the current state, to replace what one holds.
+the position; `reset` true is the current state, to replace what one holds. A
+state already returned for a job or a node is not returned again (a replica
+that restarted may publish one twice), as client/watcher.h does.
 
 wait() follows one job through job_updates(), which uses a `job` watch and
 falls back to polling GetJob every POLL_INTERVAL_S when the coordinator
@@ -23,12 +25,13 @@ predates the watch API (UnknownType for `Watch`).
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional
 
 from .deadline import Deadline
-from .errors import DeadlineExceeded, GpoolError, InvalidArgument, UnknownType
+from .errors import DeadlineExceeded, GpoolError, InvalidArgument, Unavailable, UnknownType
 from .types import ClusterEvent, Job, JobSummary, NodeSummary, read
 
 if TYPE_CHECKING:
@@ -83,6 +86,11 @@ class Watch:
         self._generation = -1
         self._renew_at = 0.0
         self._deadline = Deadline(timeout_s)
+        # What was returned last per job and per node, and the last event seq: a replica that restarted may
+        # publish a state twice, and a state is returned once.
+        self._job_prints: Dict[int, str] = {}
+        self._node_prints: Dict[str, str] = {}
+        self._last_event_seq = 0
 
     def subscribe(self) -> WatchUpdate:
         """Makes (or makes again) the watch from `position`; its reply as an update of seq 0."""
@@ -99,8 +107,11 @@ class Watch:
         return WatchUpdate.from_wire(reply, 0, bool(reply.get("reset", False)))
 
     def _renew(self) -> Optional[WatchUpdate]:
-        """WatchRenew; the watch made again when the coordinator no longer holds it."""
-        reply = self._client.call("WatchRenew", {"watch_ids": [self.watch_id]}, "WatchRenewReply")
+        """WatchRenew; the watch made again when the coordinator no longer holds it, or did not answer."""
+        try:
+            reply = self._client.call("WatchRenew", {"watch_ids": [self.watch_id]}, "WatchRenewReply")
+        except Unavailable:
+            return self.subscribe()  # raises in turn when no replica answers at all
         self._renew_at = time.monotonic() + RENEW_INTERVAL_S
         if self.watch_id in (reply.get("unknown") or []) or self._connection.generation != self._generation:
             return self.subscribe()
@@ -108,7 +119,7 @@ class Watch:
 
     def __iter__(self) -> Iterator[WatchUpdate]:
         first = self.subscribe() if self._generation < 0 else None
-        if first is not None and (first.reset or not first.empty):
+        if first is not None and self._fresh(first):
             yield first
         while True:
             if self._deadline.passed():
@@ -121,8 +132,23 @@ class Watch:
                 update = self._apply(push) if push is not None else None
                 if push is None and time.monotonic() >= self._renew_at:
                     update = self._renew()
-            if update is not None and (update.reset or not update.empty):
+            if update is not None and self._fresh(update):
                 yield update
+
+    def _fresh(self, update: WatchUpdate) -> bool:
+        """Drops items already returned in the same state; whether anything (or a reset) is left."""
+        def unseen(prints: Dict[Any, str], key: Any, raw: Mapping[str, Any]) -> bool:
+            text = json.dumps(raw, sort_keys=True, default=repr)
+            if prints.get(key) == text and not update.reset:
+                return False
+            prints[key] = text
+            return True
+        update.jobs = [j for j in update.jobs if unseen(self._job_prints, j.job_id, j.raw)]
+        update.nodes = [n for n in update.nodes if unseen(self._node_prints, n.name, n.raw)]
+        if not update.reset:
+            update.events = [e for e in update.events if e.seq > self._last_event_seq]
+        self._last_event_seq = max([self._last_event_seq] + [e.seq for e in update.events])
+        return update.reset or not update.empty
 
     def _apply(self, push: Dict[str, Any]) -> Optional[WatchUpdate]:
         seq = int(push.get("seq", 0))

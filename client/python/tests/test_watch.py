@@ -119,3 +119,17 @@ def test_wait_on_the_real_coordinator(cluster: LocalCluster) -> None:
         except gpool.UnknownType:
             pass  # a coordinator that predates watches; wait() polls it
         assert c.wait(job, timeout_s=60).state == "Succeeded"
+
+
+def test_a_state_pushed_twice_is_returned_once(fakes: List[FakeCoordinator]) -> None:
+    def reply_and_pushes(r: Dict[str, Any]) -> List[bytes]:
+        return watch_reply(4, 40, [summary(7, "Running")], True)(r) + [
+            push(4, 1, 41, [summary(7, "Running")]), push(4, 2, 42, [summary(7, "Succeeded")])]
+    server = fake(fakes, reply_and_pushes)
+    with gpool.Client(server.endpoint, insecure=True, timeout_ms=2000) as c:
+        w = c.watch("job", "7", timeout_s=10)
+        updates = iter(w)
+        first, second = next(updates), next(updates)
+    assert [j.state for j in first.jobs] == ["Running"] and first.reset
+    assert (second.seq, [j.state for j in second.jobs]) == (2, ["Succeeded"])
+    assert w.position == 42
