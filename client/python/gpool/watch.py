@@ -17,7 +17,7 @@ have missed something:
 Nothing is lost that way: a reply with `reset` false holds every change after
 the position; `reset` true is the current state, to replace what one holds. A
 state already returned for a job or a node is not returned again (a replica
-that restarted may publish one twice), as client/watcher.h does.
+that restarted may publish one twice).
 
 wait() follows one job through job_updates(), which uses a `job` watch and
 falls back to polling GetJob every POLL_INTERVAL_S when the coordinator
