@@ -170,27 +170,26 @@ class Client:
                **fields: Any) -> SubmitResult:
         """Submits a job: a dict in the job-file format, a path to a YAML job file, or keyword
         arguments (name=, command=, replicas=, gpus=, cpus=, memory=, env=, queue=, ...), which also
-        override the dict's or the file's top-level fields. Retries reuse one idempotency key, so a
+        override a dict's top-level fields. Retries reuse one idempotency key, so a
         lost reply never makes a second job."""
-        if isinstance(spec, Mapping):
-            root: Dict[str, Any] = dict(spec)
-        elif spec is not None:
+        if spec is not None and not isinstance(spec, Mapping):
             if not isinstance(spec, (str, os.PathLike)):
                 raise InvalidArgument(f"spec: expected a dict or a job file path, got {spec!r}")
-            root = {}
-            wire = load_job_file(spec)
-            if not fields:
-                return self.submit_spec(wire, idempotency_key=idempotency_key)
-            raise InvalidArgument("a job file takes no keyword fields: edit the file or pass a dict")
-        else:
-            root = {}
+            if fields:
+                raise InvalidArgument("a job file takes no keyword fields: edit the file, or load it with "
+                                      "gpool.load_job_file and submit_spec the result")
+            return self.submit_spec(load_job_file(spec), idempotency_key=idempotency_key)
+        root: Dict[str, Any] = dict(spec or {})
         resources = {k: fields.pop(k) for k in list(fields) if k in RESOURCE_KWARGS}
         root.update(fields)
         if resources:
             if "tasks" in root:
                 raise InvalidArgument(f"{', '.join(resources)}: resources of a job with a tasks list go in its "
                                       f"groups")
-            root["resources"] = {**dict(root.get("resources") or {}), **resources}
+            given = root.get("resources") or {}
+            if not isinstance(given, Mapping):
+                raise InvalidArgument(f"resources: expected a map, got {given!r}")
+            root["resources"] = {**given, **resources}
         return self.submit_spec(job_spec(root), idempotency_key=idempotency_key)
 
     def submit_spec(self, spec: Spec, *, idempotency_key: str = "") -> SubmitResult:
