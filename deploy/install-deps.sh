@@ -26,7 +26,7 @@ PACKAGES=(
   procps
   openmpi-bin
   gnuplot-nox
-  python3-minimal python3-zmq python3-msgpack
+  python3-minimal python3-zmq python3-msgpack python3-yaml python3-pytest python3-setuptools python3-pip  # yaml, pytest, setuptools, pip: the Python SDK (client/python), its tests, pip install
   chromium prometheus  # the dashboard's browser test; the metrics scrape test (issue 34)
   python3-yaml python3-kubernetes  # deploy/kubernetes/validate.py: the manifests against the API types
 )
