@@ -28,7 +28,7 @@ PACKAGES=(
   gnuplot-nox
   python3-minimal python3-zmq python3-msgpack python3-yaml python3-pytest python3-setuptools python3-pip  # yaml, pytest, setuptools, pip: the Python SDK (client/python), its tests, pip install
   chromium prometheus  # the dashboard's browser test; the metrics scrape test (issue 34)
-  python3-yaml python3-kubernetes  # deploy/kubernetes/validate.py: the manifests against the API types
+  python3-kubernetes  # deploy/kubernetes/validate.py: the manifests against the API types
 )
 
 case "${1:-}" in
