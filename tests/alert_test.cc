@@ -49,6 +49,7 @@ TEST(AlertTest, EachRuleFiresOnceAndResolvesAcrossALeaderKill) {
                                "--alert-low-util-pct", "10", "--alert-low-util-ms", "1000"};
   // The fake NVML measures every GPU 3 % busy (a GPU it does not name it
   // cannot measure, and an unmeasured GPU never counts as idle).
+  options.workers_probe_host = true;  // utilisation is sampled only for GPUs NVML discovered
   options.worker_flags[0] = {"--nvml-library", GPOOL_FAKE_NVML_LIB};
   options.worker_env[0] = {{"FAKE_NVML_UTILIZATION", "0:3:1024,1:3:1024,2:3:1024,3:3:1024,4:3:1024,5:3:1024,6:3:1024,7:3:1024"}};
   LocalCluster cluster(options);

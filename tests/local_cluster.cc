@@ -207,8 +207,13 @@ void LocalCluster::StartWorker(int index) {
                            std::to_string(options_.gpus_per_worker) + "\n  model: A100-SXM4-80GB\n  memory: 80Gi\n" +
                            (options_.gpu_mig_mode.empty() ? "" : "  mig_mode: " + options_.gpu_mig_mode + "\n") +
                            (options_.worker_hostname.empty() ? "" : "hostname: " + options_.worker_hostname + "\n"));
-  std::vector<std::string> argv = {GPOOL_WORKER_BIN, "--coordinator", worker_endpoint(), "--spec", spec_path,
-                                   "--data-dir", WorkerDataDir(index)};
+  std::vector<std::string> argv = {GPOOL_WORKER_BIN, "--coordinator", worker_endpoint(), "--data-dir",
+                                   WorkerDataDir(index)};
+  if (options_.workers_probe_host) {
+    argv.insert(argv.end(), {"--node-name", name});
+  } else {
+    argv.insert(argv.end(), {"--spec", spec_path});
+  }
   if (options_.secure) {
     argv.insert(argv.end(), {"--key-file", SecretKeyFile(name), "--coordinator-key", CoordinatorKeyFiles()});
   } else {

@@ -59,6 +59,10 @@ struct LocalClusterOptions {
   // Extra flags of one worker process, by worker index (e.g. a fake NVML
   // library for its health checks).
   std::map<int, std::vector<std::string>> worker_flags;
+  // Workers probe the host (their GPUs through the --nvml-library in
+  // worker_flags, e.g. the fake NVML) instead of reading a spec file; only
+  // such a worker reports GPU utilisation.
+  bool workers_probe_host = false;
   // The hostname in every worker's node spec; "": the machine's.
   std::string worker_hostname;
   bool secure = true;  // CurveZMQ on every channel; false: --insecure

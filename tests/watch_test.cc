@@ -32,14 +32,21 @@ TEST(WatchTest, AWatcherSeesEveryStateOnceAcrossALeaderKill) {
   auto watch_client = Client::Connect(watch_options);
   ASSERT_TRUE(watch_client.ok());
 
+  // The node is cordoned until the watch has the job Pending, so the job
+  // cannot start before it is watched.
+  ASSERT_EQ(cluster.Cli({"node", "cordon", cluster.NodeName(0)}).exit_code, 0);
   auto submitted = client->Submit(ShellJob("follow-me", 1, "sleep 6"), "");
   ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
   Watch request;
   request.topic = "job";
   request.key = std::to_string(submitted->job_id);
   Watcher watcher(**watch_client, request, /*renew_every=*/1s);
-
+  auto first = watcher.Next(10s);
+  ASSERT_TRUE(first.ok() && first->has_value()) << (first.ok() ? "nothing" : first.status().ToString());
   std::vector<std::string> states;  // every summary's state, in the order seen
+  for (const JobSummary& job : (*first)->items.jobs) states.push_back(job.state);
+  ASSERT_EQ(cluster.Cli({"node", "uncordon", cluster.NodeName(0)}).exit_code, 0);
+
   bool killed = false;
   const auto deadline = std::chrono::steady_clock::now() + 90s;
   while (states.empty() || states.back() != "Succeeded") {
@@ -82,7 +89,9 @@ TEST(WatchTest, TheCliWaitsAndFollowsByPush) {
             std::string::npos)
       << waited.err;
 
-  // A cordon committed while `gpool events --follow` runs is printed by it.
+  // An uncordon committed while `gpool events --follow` runs is printed by
+  // it, after the listing of what was there (the cordon before it).
+  ASSERT_EQ(cluster.Cli({"node", "cordon", cluster.NodeName(0)}).exit_code, 0);
   Process follower("follow",
                    [&] {
                      std::vector<std::string> argv = {GPOOL_CLI_BIN, "--coordinator", cluster.client_endpoint()};
@@ -91,14 +100,12 @@ TEST(WatchTest, TheCliWaitsAndFollowsByPush) {
                      return argv;
                    }(),
                    cluster.dir() + "/follow.log");
-  // It has listed what was there before the cordon (a cordon committed
-  // between its listing and its watch is replayed to it all the same).
-  ASSERT_TRUE(WaitFor([&] {
-    const std::string log = follower.Log();
-    return log.find("No events.") != std::string::npos || log.find("SEQ") != std::string::npos;
-  }, 20s)) << follower.Log();
-  ASSERT_EQ(cluster.Cli({"node", "cordon", cluster.NodeName(0)}).exit_code, 0);
-  EXPECT_TRUE(WaitFor([&] { return follower.Log().find("node-cordoned") != std::string::npos; }, 20s))
+  // An uncordon committed between its listing and its watch is replayed
+  // to it all the same, so this only waits for the listing.
+  ASSERT_TRUE(WaitFor([&] { return follower.Log().find("node-cordoned") != std::string::npos; }, 20s))
+      << follower.Log();
+  ASSERT_EQ(cluster.Cli({"node", "uncordon", cluster.NodeName(0)}).exit_code, 0);
+  EXPECT_TRUE(WaitFor([&] { return follower.Log().find("node-uncordoned") != std::string::npos; }, 20s))
       << follower.Log();
 }
 

@@ -264,7 +264,8 @@ void WatchHub::Tick(int64_t now_ms) {
     if (at->second.empty()) continue;
     WatchItems items;
     items.events = at->second;
-    Push(entry, items.events.back().seq, std::move(items));
+    const uint64_t position = items.events.back().seq;  // before items is moved from
+    Push(entry, position, std::move(items));
   }
   if (now_ms < next_expiry_ms_) return;
   next_expiry_ms_ = now_ms + kExpiryCheckMs;

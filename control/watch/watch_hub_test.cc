@@ -153,5 +153,27 @@ TEST_F(WatchHubTest, RenewalExpiryLimitsAndLeadershipLoss) {
   EXPECT_EQ(hub_.size(), 0u);
 }
 
+TEST_F(WatchHubTest, EventsArePushedFromTheStreamEachTurn) {
+  auto events = hub_.Open("p1", Watch{"events", "", 0}, admin_, 0);
+  ASSERT_TRUE(events.ok());
+  const uint64_t before = events->position;
+  hub_.Tick(10);
+  EXPECT_TRUE(Pushes().empty()) << "nothing new";
+  Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = "cordon"}});
+  Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = "uncordon"}});
+  hub_.Tick(20);
+  auto pushes = Pushes();
+  ASSERT_EQ(pushes.size(), 1u);
+  ASSERT_EQ(pushes[0].items.events.size(), 2u);
+  EXPECT_EQ(pushes[0].items.events[0].kind, "node-cordoned");
+  EXPECT_EQ(pushes[0].position, before + 2);
+  // Resuming from the first event replays the second.
+  auto resumed = hub_.Open("p2", Watch{"events", "", before + 1}, admin_, 30);
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_FALSE(resumed->reset);
+  ASSERT_EQ(resumed->items.events.size(), 1u);
+  EXPECT_EQ(resumed->items.events[0].kind, "node-uncordoned");
+}
+
 }  // namespace
 }  // namespace gpool::control
