@@ -61,6 +61,24 @@ inline pid_t Spawn(const std::vector<std::string>& argv, const std::string& log_
   return pid;
 }
 
+// The client endpoint a coordinator started with port 0 wrote to its data
+// dir's endpoints file; "" if none appeared within 20 s.
+inline std::string ClientEndpointOf(const std::string& data_dir) {
+  for (int i = 0; i < 1000; ++i) {
+    if (FILE* file = std::fopen((data_dir + "/endpoints").c_str(), "r")) {
+      char key[64], value[256];
+      std::string found;
+      while (std::fscanf(file, "%63s %255s", key, value) == 2) {
+        if (std::string(key) == "client") found = value;
+      }
+      std::fclose(file);
+      if (!found.empty()) return found;
+    }
+    usleep(20'000);
+  }
+  return "";
+}
+
 inline void Kill(pid_t pid, int signal) {
   if (pid <= 0) return;
   kill(pid, signal);

@@ -23,6 +23,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "bench/bench_process.h"
 #include "bench/zmq_baseline.h"
 #include "client/client.h"
 #include "protocol/security/keys.h"
@@ -81,18 +82,6 @@ pid_t StartCoordinator(const std::string& bin, const std::string& data_dir, cons
   return pid;
 }
 
-std::string WaitForClientEndpoint(const std::string& data_dir) {
-  for (int i = 0; i < 500; ++i) {
-    std::ifstream in(data_dir + "/endpoints");
-    std::string key, value;
-    while (in >> key >> value) {
-      if (key == "client") return value;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return "";
-}
-
 gpool::JobSpec SmallJob() {
   gpool::JobSpec spec;
   spec.name = "bench";
@@ -126,7 +115,7 @@ int RunSubmissions(const std::string& bin, const std::string& dir, bool curve, d
     security = {"--key-file", data_dir + ".key", "--admin-key", data_dir + "-user.pub"};
   }
   pid_t coordinator = StartCoordinator(bin, data_dir, security);
-  const std::string endpoint = WaitForClientEndpoint(data_dir);
+  const std::string endpoint = gpool::bench::ClientEndpointOf(data_dir);
   if (endpoint.empty()) {
     std::fprintf(stderr, "coordinator did not start; see %s.log\n", data_dir.c_str());
     kill(coordinator, SIGKILL);

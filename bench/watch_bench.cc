@@ -14,7 +14,6 @@
 //   gpool-bench-watch [--connections 100] [--watches-per-connection 100] [--rounds 20]
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include <zmq.hpp>
@@ -35,18 +34,6 @@ void Emit(const char* metric, double value, const char* unit, const std::string&
   std::printf("{\"metric\": \"%s\", \"value\": %.3f, \"unit\": \"%s\", \"params\": {%s}}\n", metric, value, unit,
               params.c_str());
   std::fflush(stdout);
-}
-
-std::string ClientEndpoint(const std::string& data_dir) {
-  for (int i = 0; i < 1000; ++i) {
-    std::ifstream in(data_dir + "/endpoints");
-    std::string key, value;
-    while (in >> key >> value) {
-      if (key == "client") return value;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return "";
 }
 
 JobSpec PendingJob(int n) {
@@ -74,7 +61,7 @@ int FanOut(const std::string& coordinator_bin, int connections, int per_connecti
                                    "--worker-addr", "tcp://127.0.0.1:0", "--http-address", "none", "--insecure",
                                    "--log-level", "warn"},
                                   dir + "/coordinator.log");
-  const std::string endpoint = ClientEndpoint(data_dir);
+  const std::string endpoint = ClientEndpointOf(data_dir);
   if (endpoint.empty()) {
     std::fprintf(stderr, "the coordinator did not start; see %s/coordinator.log\n", dir.c_str());
     Kill(coordinator, SIGKILL);

@@ -4,19 +4,11 @@
 #include <string_view>
 #include <thread>
 
-#include "protocol/wire.h"
+#include "protocol/fingerprint.h"
 
 namespace gpool {
 
 namespace {
-
-template <typename T>
-size_t Print(const T& item) {
-  msgpack::sbuffer buffer;
-  wire::Packer packer(buffer);
-  packer.Value(item);
-  return std::hash<std::string_view>{}(std::string_view(buffer.data(), buffer.size()));
-}
 
 // Whether the error means this connection's watch is gone, not that the
 // watch cannot be had.
@@ -54,14 +46,14 @@ Result<WatchBatch> Watcher::Open() {
 
 bool Watcher::Fresh(WatchBatch& batch) {
   std::erase_if(batch.items.jobs, [&](const JobSummary& job) {
-    const size_t print = Print(job);
+    const size_t print = Fingerprint(job);
     auto [it, first] = job_prints_.try_emplace(job.job_id, print);
     if (!first && it->second == print && !batch.reset) return true;
     it->second = print;
     return false;
   });
   std::erase_if(batch.items.nodes, [&](const NodeSummary& node) {
-    const size_t print = Print(node);
+    const size_t print = Fingerprint(node);
     auto [it, first] = node_prints_.try_emplace(node.name, print);
     if (!first && it->second == print && !batch.reset) return true;
     it->second = print;

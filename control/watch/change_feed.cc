@@ -5,19 +5,11 @@
 #include <string_view>
 
 #include "control/views.h"
-#include "protocol/wire.h"
+#include "protocol/fingerprint.h"
 
 namespace gpool::control {
 
 namespace {
-
-template <typename T>
-size_t Fingerprint(const T& summary) {
-  msgpack::sbuffer buffer;
-  wire::Packer packer(buffer);
-  packer.Value(summary);
-  return std::hash<std::string_view>{}(std::string_view(buffer.data(), buffer.size()));
-}
 
 void AddNode(const state::ClusterState& state, const std::string& name, FeedCandidates& out) {
   out.nodes.push_back(name);
