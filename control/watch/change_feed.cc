@@ -109,34 +109,27 @@ size_t ChangeFeed::Record(const state::ClusterState& state, uint64_t index, cons
   Dedupe(candidates.nodes);
   position_ = index;
   size_t appended = 0;
+  // Whether `summary` differs from the last one recorded under `key`.
+  auto changed = [](auto& prints, const auto& key, const auto& summary) {
+    const size_t print = Fingerprint(summary);
+    auto [it, first] = prints.try_emplace(key, print);
+    if (!first && it->second == print) return false;
+    it->second = print;
+    return true;
+  };
   for (uint64_t id : candidates.jobs) {
     const state::JobRecord* job = state.FindJob(JobId(id));
     if (job == nullptr) continue;
-    JobSummary summary = WatchJobSummary(*job);
-    const size_t print = Fingerprint(summary);
-    auto [it, first] = job_prints_.try_emplace(id, print);
-    if (!first && it->second == print) continue;
-    it->second = print;
-    FeedChange change;
-    change.position = index;
-    change.job = id;
-    change.user = job->spec.user;
-    change.job_summary = std::move(summary);
+    FeedChange change{.position = index, .job = id, .job_summary = WatchJobSummary(*job), .user = job->spec.user};
+    if (!changed(job_prints_, id, change.job_summary)) continue;
     Append(std::move(change));
     ++appended;
   }
   for (const std::string& name : candidates.nodes) {
     const state::NodeRecord* node = state.FindNode(name);
     if (node == nullptr) continue;
-    NodeSummary summary = WatchNodeSummary(state, *node);
-    const size_t print = Fingerprint(summary);
-    auto [it, first] = node_prints_.try_emplace(name, print);
-    if (!first && it->second == print) continue;
-    it->second = print;
-    FeedChange change;
-    change.position = index;
-    change.node = name;
-    change.node_summary = std::move(summary);
+    FeedChange change{.position = index, .node = name, .node_summary = WatchNodeSummary(state, *node)};
+    if (!changed(node_prints_, name, change.node_summary)) continue;
     Append(std::move(change));
     ++appended;
   }
