@@ -10,7 +10,7 @@ set -euo pipefail
 
 BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  libzmq3-dev cppzmq-dev
+  libzmq3-dev cppzmq-dev libsodium-dev  # libsodium: SHA-256 of snapshot files (libzmq uses it too)
   libmsgpack-cxx-dev
   libleveldb-dev libsnappy-dev
   libspdlog-dev libfmt-dev

@@ -14,6 +14,7 @@
 //   messages_users.h   users, roles, bootstrap and the audit stream
 //   messages_usage.h   usage reports and the price table
 //   messages_watch.h   the watch API (subscriptions and pushed updates)
+//   messages_snapshot.h  snapshot export (backups)
 #pragma once
 
 #include "protocol/messages_admin.h"
@@ -21,6 +22,7 @@
 #include "protocol/messages_common.h"
 #include "protocol/messages_exec.h"
 #include "protocol/messages_nodes.h"
+#include "protocol/messages_snapshot.h"
 #include "protocol/messages_usage.h"
 #include "protocol/messages_users.h"
 #include "protocol/messages_watch.h"

@@ -90,6 +90,9 @@ enum class MessageType : uint8_t {
   kWatchRenew,
   kWatchRenewReply,
   kUnwatch,
+  // Snapshot export (client -> coordinator, port 7400).
+  kExportSnapshot,
+  kExportSnapshotReply,
 };
 
 std::string_view MessageTypeName(MessageType type);
