@@ -5,12 +5,12 @@
 namespace gpool::control {
 namespace {
 
-constexpr std::array<std::string_view, 17> kNames = {
+constexpr std::array<std::string_view, 18> kNames = {
     "read-cluster", "read-job",     "read-job-secrets", "submit",     "cancel-job",  "exec-job",  "manage-queue",
     "place-queue",  "manage-nodes", "report-probe", "manage-replicas",  "manage-users", "read-users", "read-audit", "bootstrap",
-    "read-usage",   "manage-prices",
+    "read-usage",   "manage-prices", "export-snapshot",
 };
-static_assert(kNames.size() == static_cast<size_t>(Permission::kManagePrices) + 1);
+static_assert(kNames.size() == static_cast<size_t>(Permission::kExportSnapshot) + 1);
 
 bool Has(const UserSpec& user, std::string_view role) {
   for (const auto& grant : user.roles) {
@@ -50,6 +50,7 @@ bool UserMay(const UserSpec& user, Permission permission, const Target& target, 
     // Members and viewers see their own usage; a queue-admin its subtree's.
     case Permission::kReadUsage: return own || queue_admin;
     case Permission::kManagePrices:
+    case Permission::kExportSnapshot:
     case Permission::kManageNodes:
     case Permission::kReportProbe:
     case Permission::kManageReplicas:

@@ -37,6 +37,7 @@ enum class Permission : uint8_t {
   kBootstrap,       // create the first admin
   kReadUsage,       // usage of a (user, queue): target.owner is the user (issue 34)
   kManagePrices,    // set the committed price table
+  kExportSnapshot,  // copy the whole state out (it holds every job's env and every key binding)
 };
 std::string_view PermissionName(Permission permission);
 

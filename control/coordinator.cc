@@ -598,6 +598,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       last_dispatch = now;
     }
     worker_relay_->Tick(now);
+    gateway_->Tick(now);
     tracker_->ExpireReads(now);
     MaybeSnapshot();
     if (tracker_->removed()) {

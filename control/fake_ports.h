@@ -24,8 +24,11 @@ class ImmediateProposer final : public Proposer {
     done(result);
   }
   uint64_t epoch() const override { return epoch_; }
+  bool leading() const override { return leading_; }
 
   void set_epoch(uint64_t epoch) { epoch_ = epoch; }
+  // false: as a replica that lost the lead (the gateway answers NotLeader).
+  void set_leading(bool leading) { leading_ = leading; }
   const std::vector<std::string>& proposed() const { return proposed_; }
   void clear() { proposed_.clear(); }
 
@@ -34,6 +37,7 @@ class ImmediateProposer final : public Proposer {
   int64_t time_ms_;
   uint64_t index_ = 0;
   uint64_t epoch_ = 1;
+  bool leading_ = true;
   std::vector<std::string> proposed_;
 };
 

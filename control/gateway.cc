@@ -185,6 +185,8 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     case MessageType::kWatchRenew:
     case MessageType::kUnwatch:
       return OnWatch(request, *envelope, now_ms);
+    case MessageType::kExportSnapshot:
+      return OnExportSnapshot(request, *envelope, now_ms);
     default:
       return fail(Status::UnknownType(std::string(MessageTypeName(envelope->type())) + " is not a client request"));
   }

@@ -32,6 +32,7 @@
 
 #include "control/authz.h"
 #include "control/principal.h"
+#include "control/snapshot_exports.h"
 #include "control/worker_relay.h"
 #include "control/ports.h"
 #include "control/task_lookup.h"
@@ -73,6 +74,10 @@ class Gateway {
   // Where Watch requests go (gateway_watch.cc); without one they are
   // answered Unavailable.
   void set_watch_hub(WatchHub* hub) { watch_hub_ = hub; }
+  // Drops snapshot exports idle too long, or all of them once this replica
+  // no longer leads (gateway_snapshot.cc). From the loop, every turn.
+  void Tick(int64_t now_ms);
+  size_t snapshot_exports_held() const { return exports_.held(); }
 
  private:
   void Reply(const std::string& peer, std::string frame) { outbox_.ToClient(peer, std::move(frame)); }
@@ -112,6 +117,8 @@ class Gateway {
   void OnGetTaskLog(const Request& request, const GetTaskLog& msg, int64_t now_ms);
   // Watch, WatchRenew, Unwatch (gateway_watch.cc).
   void OnWatch(const Request& request, const Envelope& envelope, int64_t now_ms);
+  // ExportSnapshot (gateway_snapshot.cc).
+  void OnExportSnapshot(const Request& request, const Envelope& envelope, int64_t now_ms);
   void OnChangeReplicas(const std::string& peer, uint64_t request_id, const ChangeReplicas& msg);
   void OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateNode msg);
   void OnReportProbe(const std::string& peer, uint64_t request_id, ReportProbe msg);
@@ -138,6 +145,7 @@ class Gateway {
   Outbox& outbox_;
   Proposer& proposer_;
   WatchHub* watch_hub_ = nullptr;
+  SnapshotExports exports_;
   // Refusal audit budget (AuditRequest): the second it counts and how many
   // were recorded in it; refusals past the budget are only counted.
   int64_t audit_second_ = 0;

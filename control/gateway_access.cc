@@ -25,7 +25,9 @@ bool Mutating(MessageType type) {
     case MessageType::kUpdatePrices:
     case MessageType::kBootstrap:
     case MessageType::kExecStart:
-    case MessageType::kExecSignal: return true;
+    case MessageType::kExecSignal:
+    // Not a write, but who copied the whole state out belongs in the audit.
+    case MessageType::kExportSnapshot: return true;
     default: return false;
   }
 }

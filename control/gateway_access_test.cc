@@ -141,6 +141,8 @@ TEST_F(GatewayAccessTest, PermissionMatrixHasNoUnexpectedAllow) {
       {"list users", [](auto& t, auto& p) { t.SendAs(p, ListUsers{}); }, {true, false, false, false, false, false}},
       {"read the audit stream", [](auto& t, auto& p) { t.SendAs(p, ListAudit{}); },
        {true, false, false, false, false, false}},
+      {"export a snapshot", [](auto& t, auto& p) { t.SendAs(p, ExportSnapshot{}); },
+       {true, false, false, false, false, false}},
       {"bootstrap again", [](auto& t, auto& p) { t.SendAs(p, Bootstrap{UserSpec{"again"}}); },
        {true, false, false, false, false, false}},  // the admin passes the check; apply refuses (FailedPrecondition)
   };
