@@ -1,4 +1,5 @@
 // gpool-coordinator: flags -> CoordinatorOptions -> Coordinator::Run.
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include "control/node_registry.h"
 #include "control/replication/peer_list.h"
 #include "control/replication/replica_set.h"
+#include "control/snapshot_restore.h"
 #include "protocol/base/fd_limit.h"
 #include "protocol/base/token_file.h"
 #include "protocol/security/keys.h"
@@ -73,6 +75,37 @@ static void RaiseDescriptorLimit() {
   } else if (limit->now > limit->before) {
     spdlog::info("raised the open file limit from={} to={}", limit->before, limit->now);
   }
+}
+
+// --restore-snapshot: writes the data dir and reports what it holds; no
+// ports, keys or logger (it runs before a coordinator ever starts).
+static int RestoreSnapshot(const cxxopts::ParseResult& args) {
+  gpool::control::RestoreOptions restore;
+  restore.snapshot_file = args["restore-snapshot"].as<std::string>();
+  restore.data_dir = args["data-dir"].as<std::string>();
+  restore.now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch()).count();
+  if (args.count("peers")) {
+    auto peers = gpool::replication::ParsePeerList(args["peers"].as<std::string>(), "--peers");
+    if (!peers.ok()) {
+      std::cerr << "gpool-coordinator: " << peers.status().message() << "\n";
+      return kExitUsage;
+    }
+    for (const auto& [id, endpoint] : *peers) restore.voters.push_back(id);
+  }
+  auto report = gpool::control::RestoreDataDir(restore);
+  if (!report.ok()) {
+    std::cerr << "gpool-coordinator: cannot restore " << restore.snapshot_file << ": " << report.status().ToString()
+              << "\n";
+    return report.status().code() == gpool::StatusCode::kIoError ? kExitFailure : kExitPermanent;
+  }
+  std::cout << "restored " << restore.data_dir << " from " << restore.snapshot_file << ": index " << report->index
+            << ", " << report->jobs << " jobs, " << report->nodes << " nodes, " << report->state_bytes
+            << " bytes of state; "
+            << (restore.voters.empty() ? std::string("a single replica")
+                                       : "a replica of a cluster of " + std::to_string(restore.voters.size()))
+            << ", starting from term " << report->term << "\n";
+  return 0;
 }
 
 int main(int argc, char** argv) {
@@ -181,6 +214,10 @@ int main(int argc, char** argv) {
     ("metrics-per-gpu", "Per-GPU series on /metrics (one per GPU and figure); false keeps only per-model totals",
      cxxopts::value<bool>()->default_value("true"))
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"))
+    ("restore-snapshot", "Write a new data dir (--data-dir, which must be empty) from a snapshot file saved by "
+     "'gpool admin snapshot save', then exit. With --peers, a replica's data dir of a cluster of those replica "
+     "ids (restore every replica from the same file with the same --peers); without, a single replica's",
+     cxxopts::value<std::string>())
     ("version", "Print the version and exit")
     ("h,help", "Print this help");
   // clang-format on
@@ -203,6 +240,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (!args.unmatched().empty()) throw cxxopts::exceptions::exception("unexpected argument '" + args.unmatched()[0] + "'");
+    if (args.count("restore-snapshot")) return RestoreSnapshot(args);
     log_level = args["log-level"].as<std::string>();
     if (log_level != "trace" && log_level != "debug" && log_level != "info" && log_level != "warn" &&
         log_level != "error") {

@@ -1,0 +1,81 @@
+#include "control/snapshot_restore.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "control/replication/replica_directory.h"
+#include "control/replication/stored_snapshot.h"
+#include "control/state/cluster_state.h"
+#include "protocol/snapshot_file.h"
+#include "storage/leveldb_store.h"
+#include "storage/log_store.h"
+
+namespace gpool::control {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The store a coordinator opens at DIR/db, written as it would be after a
+// snapshot at `index`: the image, no entries, the hard state.
+Status WriteStore(const std::string& db_path, const SnapshotFileHeader& header, std::string stored,
+                  uint64_t term) {
+  storage::LevelDbOptions db_options;
+  db_options.path = db_path;
+  GPOOL_ASSIGN_OR_RETURN(auto kv, storage::LevelDbStore::Open(db_options));
+  GPOOL_ASSIGN_OR_RETURN(auto store, storage::LogStore::Open(kv.get()));
+  GPOOL_RETURN_IF_ERROR(
+      store->SaveSnapshot(storage::SnapshotMeta{header.index, header.term}, stored, /*sync=*/true));
+  return store->SaveHardState(storage::HardState{term, 0, header.index}, /*sync=*/true);
+}
+
+}  // namespace
+
+Result<RestoreReport> RestoreDataDir(const RestoreOptions& options) {
+  if (options.data_dir.empty()) return Status::InvalidArgument("--data-dir: required");
+  std::error_code ec;
+  const bool existed = fs::exists(options.data_dir, ec);
+  if (existed && (!fs::is_directory(options.data_dir, ec) || !fs::is_empty(options.data_dir, ec))) {
+    return Status::FailedPrecondition("data dir " + options.data_dir +
+                                      " is not empty: a restore writes a new data dir; move this one aside first");
+  }
+  GPOOL_ASSIGN_OR_RETURN(SnapshotFile file, ReadSnapshotFile(options.snapshot_file));
+  // The image must be a state at the index the header names: decode it now,
+  // not when a coordinator starts on it.
+  state::ClusterState state;
+  GPOOL_RETURN_IF_ERROR(state.Restore(file.state).WithContext(options.snapshot_file + ": the state image"));
+  if (state.applied_index() != file.header.index) {
+    return Status::Malformed(options.snapshot_file + ": the header names index " + std::to_string(file.header.index) +
+                             " but the state is at " + std::to_string(state.applied_index()));
+  }
+  RestoreReport report;
+  report.index = file.header.index;
+  report.snapshot_term = file.header.term;
+  report.term = file.header.term + 1 + static_cast<uint64_t>(std::max<int64_t>(0, options.now_ms - file.header.taken_ms));
+  report.jobs = state.jobs().size();
+  report.nodes = state.nodes().size();
+  report.state_bytes = file.state.size();
+
+  std::string stored;
+  if (options.voters.empty()) {
+    stored = std::move(file.state);  // a single replica stores the bare image
+  } else {
+    raft::ConfState conf;
+    conf.voters = options.voters;
+    conf.Normalize();
+    // No addresses: each replica's command line gives them when it starts.
+    stored = replication::EncodeStoredSnapshot(replication::StoredSnapshot{
+        conf, replication::EncodeSnapshotImage(replication::SnapshotImage{{}, std::move(file.state)})});
+  }
+  fs::create_directories(options.data_dir, ec);
+  if (ec) return Status::IoError("cannot create data dir " + options.data_dir + ": " + ec.message());
+  Status written = WriteStore((fs::path(options.data_dir) / "db").string(), file.header, std::move(stored), report.term);
+  if (!written.ok()) {
+    // Leave nothing half-written behind: the dir was empty or absent.
+    for (const auto& entry : fs::directory_iterator(options.data_dir, ec)) fs::remove_all(entry.path(), ec);
+    if (!existed) fs::remove(options.data_dir, ec);
+    return written.WithContext("writing " + options.data_dir);
+  }
+  return report;
+}
+
+}  // namespace gpool::control

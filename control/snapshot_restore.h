@@ -1,0 +1,52 @@
+// Restoring a snapshot file (protocol/snapshot_file.h) into a new data dir:
+// the disaster-recovery half of `gpool admin snapshot save|restore`, run by
+// `gpool-coordinator --restore-snapshot FILE --data-dir DIR [--peers ...]`
+// (which `gpool admin snapshot restore` calls).
+//
+// The data dir written is what a coordinator would have left after taking
+// that snapshot and compacting its log: a single replica's (without peers),
+// or one replica's of a replicated coordinator (with the voter ids of
+// `voters`; every replica of the new cluster is restored from the same file
+// with the same voters, and takes its addresses from its own command line
+// when it starts). Before anything is written the file's checksum is checked
+// and its image is decoded as a state at the index the header names.
+//
+// The restored cluster's term (the epoch workers fence commands by) starts
+// past any term the old cluster can have reached since the snapshot, one per
+// millisecond since it was taken (no election takes less), so workers that
+// kept running under the old cluster accept the new leader's commands.
+//
+// Thread-safety: a pure function of its arguments and the file system.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "protocol/base/status.h"
+
+namespace gpool::control {
+
+struct RestoreOptions {
+  std::string snapshot_file;
+  std::string data_dir;         // must not exist, or be empty
+  std::vector<uint64_t> voters; // empty: a single-replica data dir
+  int64_t now_ms = 0;           // wall clock, Unix ms
+};
+
+struct RestoreReport {
+  uint64_t index = 0;          // the log index the state is at
+  uint64_t snapshot_term = 0;  // the term the file records
+  uint64_t term = 0;           // the term the data dir starts from
+  size_t jobs = 0;
+  size_t nodes = 0;
+  uint64_t state_bytes = 0;
+};
+
+// FailedPrecondition for a data dir that holds anything, NotFound or
+// Malformed for a missing or damaged file or image, IoError for a write that
+// failed. On any error the data dir is left as it was (a dir this call made
+// is removed again).
+Result<RestoreReport> RestoreDataDir(const RestoreOptions& options);
+
+}  // namespace gpool::control

@@ -1,0 +1,146 @@
+// RestoreDataDir (snapshot_restore.h): the data dir it writes is one a
+// coordinator recovers the saved state from, single or replicated, and every
+// bad input is refused before anything is written.
+#include "control/snapshot_restore.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "control/log/local_log.h"
+#include "control/replication/replica_directory.h"
+#include "control/replication/stored_snapshot.h"
+#include "control/state/cluster_state.h"
+#include "protocol/base/sha256.h"
+#include "protocol/snapshot_file.h"
+#include "storage/leveldb_store.h"
+#include "storage/log_store.h"
+#include "storage/test_stores.h"
+
+namespace gpool::control {
+namespace {
+
+constexpr int64_t kTakenMs = 1'800'000'000'000;
+
+class SnapshotRestoreTest : public ::testing::Test {
+ protected:
+  SnapshotRestoreTest() {
+    for (int i = 0; i < 5; ++i) {
+      JobSpec spec;
+      spec.name = "job-" + std::to_string(i);
+      TaskGroupSpec group;
+      group.command = {"true"};
+      group.resources.gpus = 1;
+      spec.tasks.push_back(group);
+      state_.Apply(++index_, state::Command{kTakenMs, state::SubmitJobCmd{spec, ""}});
+    }
+  }
+
+  // The file `gpool admin snapshot save` would write of state_ (term 5).
+  std::string SaveFile(uint64_t header_index = 0) {
+    const std::string image = state_.Snapshot();
+    SnapshotFileHeader header;
+    header.index = header_index != 0 ? header_index : state_.applied_index();
+    header.term = 5;
+    header.taken_ms = kTakenMs;
+    header.state_bytes = image.size();
+    header.sha256 = Sha256::Of(image);
+    const std::string path = dir_.Sub("backup.gpoolsnap");
+    std::ofstream(path, std::ios::binary) << EncodeSnapshotFilePrefix(header) << image;
+    return path;
+  }
+  RestoreOptions Options(std::vector<uint64_t> voters = {}) {
+    return RestoreOptions{SaveFile(), dir_.Sub("data"), std::move(voters), kTakenMs + 1000};
+  }
+
+  // The store of a restored data dir, opened as a coordinator opens it.
+  struct Opened {
+    std::unique_ptr<storage::LevelDbStore> kv;
+    std::unique_ptr<storage::LogStore> store;
+  };
+  Opened Open(const std::string& data_dir) {
+    Opened opened;
+    storage::LevelDbOptions options;
+    options.path = data_dir + "/db";
+    options.create_if_missing = false;
+    opened.kv = storage::LevelDbStore::Open(options).value();
+    opened.store = storage::LogStore::Open(opened.kv.get()).value();
+    return opened;
+  }
+
+  storage::testing::TempDir dir_;
+  state::ClusterState state_;
+  uint64_t index_ = 0;
+};
+
+TEST_F(SnapshotRestoreTest, ASingleReplicaRecoversTheSavedState) {
+  auto report = RestoreDataDir(Options());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->index, 5u);
+  EXPECT_EQ(report->jobs, 5u);
+  EXPECT_EQ(report->term, 5u + 1 + 1000);  // past any election since the snapshot
+
+  Opened opened = Open(dir_.Sub("data"));
+  EXPECT_EQ(opened.store->hard_state().term, report->term);
+  auto log = log::LocalLog::Open(opened.store.get()).value();
+  EXPECT_GT(log->term(), report->term);
+  auto recovered = log->Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status().ToString();
+  ASSERT_TRUE(recovered->snapshot.has_value());
+  EXPECT_TRUE(recovered->entries.empty());
+  state::ClusterState restored;
+  ASSERT_TRUE(restored.Restore(recovered->snapshot->data).ok());
+  EXPECT_EQ(restored.Snapshot(), state_.Snapshot());
+}
+
+TEST_F(SnapshotRestoreTest, AReplicatedDataDirNamesTheVotersAndNoAddresses) {
+  auto report = RestoreDataDir(Options({3, 1, 2}));
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  Opened opened = Open(dir_.Sub("data"));
+  EXPECT_EQ(opened.store->FirstIndex(), report->index + 1);
+  EXPECT_EQ(opened.store->hard_state().commit, report->index);
+  auto loaded = opened.store->LoadSnapshot().value();
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->first.index, report->index);
+  EXPECT_EQ(loaded->first.term, 5u);
+  auto stored = replication::DecodeStoredSnapshot(loaded->second).value();
+  EXPECT_EQ(stored.conf.voters, (std::vector<uint64_t>{1, 2, 3}));
+  auto image = replication::DecodeSnapshotImage(stored.state).value();
+  EXPECT_TRUE(image.replicas.empty());  // each replica's flags give them
+  EXPECT_EQ(image.state, state_.Snapshot());
+}
+
+TEST_F(SnapshotRestoreTest, BadInputIsRefusedAndWritesNothing) {
+  // A data dir in use is never touched.
+  std::filesystem::create_directories(dir_.Sub("used"));
+  std::ofstream(dir_.Sub("used/keep")) << "x";
+  RestoreOptions used = Options();
+  used.data_dir = dir_.Sub("used");
+  EXPECT_EQ(RestoreDataDir(used).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(std::filesystem::exists(dir_.Sub("used/keep")));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("used/db")));
+
+  // A header that names another index than the image is at.
+  RestoreOptions mismatched = Options();
+  mismatched.snapshot_file = SaveFile(99);
+  auto refused = RestoreDataDir(mismatched);
+  EXPECT_EQ(refused.status().code(), StatusCode::kMalformed) << refused.status().ToString();
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("data")));
+
+  // An image that is not a state, with a header that matches it.
+  const std::string junk = "not a cluster state";
+  SnapshotFileHeader header{5, 5, kTakenMs, junk.size(), Sha256::Of(junk), ""};
+  std::ofstream(dir_.Sub("junk"), std::ios::binary) << EncodeSnapshotFilePrefix(header) << junk;
+  RestoreOptions not_state = Options();
+  not_state.snapshot_file = dir_.Sub("junk");
+  EXPECT_FALSE(RestoreDataDir(not_state).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("data")));
+
+  RestoreOptions missing = Options();
+  missing.snapshot_file = dir_.Sub("nothing");
+  EXPECT_EQ(RestoreDataDir(missing).status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("data")));
+}
+
+}  // namespace
+}  // namespace gpool::control
