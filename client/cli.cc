@@ -14,7 +14,12 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include "client/cli_internal.h"
 #include "client/format.h"
@@ -355,6 +360,24 @@ CliEnv CliEnv::System() {
   env.in = &std::cin;
   env.watch_signals = cli::WatchExecSignals;
   env.take_signal = cli::TakeExecSignal;
+  env.run_program = [](const std::vector<std::string>& argv) -> Result<int> {
+    std::vector<char*> args;
+    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) return Status::Unavailable(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      ::execvp(args[0], args.data());
+      std::fprintf(stderr, "gpool: cannot run %s: %s\n", args[0], std::strerror(errno));
+      ::_exit(127);
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+      if (errno != EINTR) return Status::Internal(std::string("waitpid: ") + std::strerror(errno));
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+  };
   return env;
 }
 

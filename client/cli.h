@@ -56,6 +56,10 @@ struct CliEnv {
   // none). nullptr: nothing is caught.
   std::function<void()> watch_signals;
   std::function<int()> take_signal;
+  // Runs a program (argv[0]: a path, or a name looked up on PATH) with this
+  // process's stdin, stdout and stderr, and returns its exit status
+  // (`admin snapshot restore` runs gpool-coordinator). nullptr: Unavailable.
+  std::function<Result<int>(const std::vector<std::string>& argv)> run_program;
 
   // The real process environment, SystemClock, std::cin and a real sleep.
   static CliEnv System();

@@ -107,13 +107,14 @@ int RunReplicaList(Session& s, const Invocation& inv) {
 
 int RunAdmin(Session& s, const Invocation& inv) {
   const auto& p = inv.positionals;
-  if (p.empty()) return s.Usage("admin: expected a subcommand: replica, user, role, bootstrap, keygen or node");
+  if (p.empty()) return s.Usage("admin: expected a subcommand: replica, user, role, bootstrap, keygen, node or snapshot");
   if (p[0] == "user" || p[0] == "role" || p[0] == "bootstrap") return RunAdminUsers(s, inv);  // cli_users.cc
   if (p[0] == "keygen") return RunAdminKeygen(s, inv);                                           // cli_keys.cc
   if (p[0] == "node") return RunAdminNodeEnrol(s, inv);                                          // cli_keys.cc
+  if (p[0] == "snapshot") return RunAdminSnapshot(s, inv);                                       // cli_snapshot.cc
   if (p[0] != "replica") {
     return s.Usage("admin: unknown subcommand '" + p[0] +
-                   "'; expected replica, user, role, bootstrap, keygen or node");
+                   "'; expected replica, user, role, bootstrap, keygen, node or snapshot");
   }
   if (p.size() < 2) return s.Usage("admin replica: expected add, remove or list");
   if (p[1] == "add" || p[1] == "remove") return RunReplicaChange(s, inv, p[1]);
@@ -133,6 +134,7 @@ void AdminOptions(cxxopts::Options& o) {
       ("force", "replica remove: remove it even if fewer live voters than a quorum would remain");
   AdminUserOptions(o);
   AdminKeyOptions(o);
+  AdminSnapshotOptions(o);
 }
 
 constexpr CommandForm kAdminForms[] = {
@@ -155,6 +157,10 @@ constexpr CommandForm kAdminForms[] = {
      "write a CurveZMQ key pair: PREFIX.key (secret, 0600) and PREFIX.pub"},
     {"node enrol NAME --node-key FILE", "node enrol NAME --node-key FILE",
      "bind a node's name to a new worker key (rotation); the old key stops counting"},
+    {"snapshot save FILE", "snapshot save FILE", "copy the leader's state into a snapshot file (a backup)"},
+    {"snapshot restore FILE --data-dir DIR [--peers ID=ENDPOINT,...]", "snapshot restore FILE --data-dir DIR",
+     "write a new coordinator data dir from a snapshot file (every replica's, with the same --peers)"},
+    {"snapshot info FILE", "snapshot info FILE", "check a snapshot file and show what it holds"},
 };
 
 // cxxopts would take a negative replica ID for a flag ("Option '3' does not
@@ -162,7 +168,8 @@ constexpr CommandForm kAdminForms[] = {
 std::optional<int> PrepareAdmin(Session& s, Invocation&, std::vector<std::string>& rest) {
   for (size_t i = 0; i < rest.size(); ++i) {
     const std::string& a = rest[i];
-    if (TakesValue(a) || a == "--peer-addr" || a == "--client-addr" || a == "--worker-addr") {
+    if (TakesValue(a) || a == "--peer-addr" || a == "--client-addr" || a == "--worker-addr" || a == "--data-dir" ||
+        a == "--peers") {
       ++i;  // a flag's value, not an ID
     } else if (a.size() > 1 && a[0] == '-' && a.find_first_not_of("0123456789", 1) == std::string::npos) {
       return s.Fail(ParseReplicaId(a).status());
@@ -185,8 +192,8 @@ const CommandDef kStatusCommand = {
 
 const CommandDef kAdminCommand = {
     .name = "admin",
-    .synopsis = "replica|user|role|bootstrap|keygen|node ...",
-    .summary = "coordinator replicas, users and roles, the first admin, key pairs and node keys",
+    .synopsis = "replica|user|role|bootstrap|keygen|node|snapshot ...",
+    .summary = "coordinator replicas, users and roles, the first admin, key pairs, node keys and backups",
     .min_args = 0,
     .max_args = 4,
     .add_options = AdminOptions,

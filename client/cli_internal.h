@@ -120,6 +120,9 @@ struct CommandDef {
 int RunAdminKeygen(Session& s, const Invocation& inv);
 int RunAdminNodeEnrol(Session& s, const Invocation& inv);
 void AdminKeyOptions(cxxopts::Options& o);
+// `gpool admin snapshot save|restore|info` (cli_snapshot.cc).
+int RunAdminSnapshot(Session& s, const Invocation& inv);
+void AdminSnapshotOptions(cxxopts::Options& o);
 
 // The add_options of a command without flags of its own (help then shows
 // only the global ones).

@@ -138,6 +138,9 @@ class ZmqClient final : public Client {
   Result<UpdatePricesReply> UpdatePrices(const gpool::UpdatePrices& request) override {
     return Call<UpdatePricesReply>(request);
   }
+  Result<ExportSnapshotReply> ExportSnapshot(const gpool::ExportSnapshot& request) override {
+    return Call<ExportSnapshotReply>(request);
+  }
   Result<ExplainJobReply> ExplainJob(JobId job) override {
     gpool::ExplainJob request;
     request.job_id = job.value();
@@ -377,6 +380,10 @@ Result<WatchRenewReply> Client::WatchRenew(const gpool::WatchRenew&) {
 Status Client::Unwatch(uint64_t) { return Status::UnknownType("this client does not watch"); }
 
 Result<std::optional<WatchUpdate>> Client::NextPush(int) { return Status::UnknownType("this client does not watch"); }
+
+Result<ExportSnapshotReply> Client::ExportSnapshot(const gpool::ExportSnapshot&) {
+  return Status::UnknownType("this client does not export snapshots");
+}
 
 std::string Client::NewIdempotencyKey() {
   std::random_device device;

@@ -170,6 +170,10 @@ class Client {
   virtual Result<WatchRenewReply> WatchRenew(const gpool::WatchRenew& request);
   virtual Status Unwatch(uint64_t watch_id);
   virtual Result<std::optional<WatchUpdate>> NextPush(int timeout_ms);
+  // Snapshot export (messages_snapshot.h), admins only: export_id 0 takes an
+  // image of the leader's state and returns its first chunk; later calls read
+  // on by offset. A resend of a start (after a timeout) starts another export.
+  virtual Result<ExportSnapshotReply> ExportSnapshot(const gpool::ExportSnapshot& request);
 };
 
 // Splits and normalizes an endpoint list ("a:1, tcp://b:2" ->

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "protocol/base/sha256.h"
 #include "protocol/validate.h"
 
 namespace gpool {
@@ -499,6 +500,31 @@ Result<UpdatePricesReply> FakeClient::UpdatePrices(const gpool::UpdatePrices& re
     reply.set = true;
     reply.table = *cluster_->prices;
   }
+  return reply;
+}
+
+Result<ExportSnapshotReply> FakeClient::ExportSnapshot(const gpool::ExportSnapshot& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  if (request.export_id == 0) {
+    ++cluster_->snapshot_starts;
+  } else if (request.export_id != static_cast<uint64_t>(cluster_->snapshot_starts) ||
+             cluster_->snapshot_forget_reads > 0) {
+    if (cluster_->snapshot_forget_reads > 0) --cluster_->snapshot_forget_reads;
+    return Status::NotFound("snapshot export " + std::to_string(request.export_id) + " is not held here");
+  }
+  const std::string& image = cluster_->snapshot_image;
+  if (request.offset > image.size()) return Status::InvalidArgument("offset past the image's end");
+  ExportSnapshotReply reply;
+  reply.export_id = static_cast<uint64_t>(cluster_->snapshot_starts);
+  reply.index = 42;
+  reply.term = 3;
+  reply.taken_ms = 1'800'000'000'000;
+  reply.total_bytes = image.size();
+  reply.sha256 = cluster_->snapshot_bad_sha ? std::string(64, '0') : Sha256::Of(image);
+  reply.replica_id = "1";
+  reply.offset = request.offset;
+  const uint32_t limit = request.max_bytes == 0 ? kDefaultSnapshotChunkBytes : request.max_bytes;
+  reply.data = wire::Bytes(image.substr(static_cast<size_t>(request.offset), limit));
   return reply;
 }
 

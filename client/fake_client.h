@@ -94,6 +94,14 @@ struct FakeCluster {
   GetUsageReply usage;
   std::vector<gpool::GetUsage> usage_requests;
   std::optional<PriceTable> prices;
+  // Snapshot export: a start hands out `snapshot_image` (index 42, term 3)
+  // under a new export id; `snapshot_forget_reads` chunk reads fail NotFound
+  // first (a leader change lost the export); `snapshot_bad_sha` replies
+  // with a checksum that does not match.
+  std::string snapshot_image;
+  int snapshot_starts = 0;
+  int snapshot_forget_reads = 0;
+  bool snapshot_bad_sha = false;
 
   // Exec: ExecStart answers exec_reply (or fails with exec_start_error);
   // each ExecPoll answers the next of exec_polls (the last one again once
@@ -147,6 +155,7 @@ class FakeClient : public Client {
   Result<WhoAmIReply> WhoAmI() override;
   Result<ListAuditReply> ListAudit(const gpool::ListAudit& request) override;
   Result<GetUsageReply> GetUsage(const gpool::GetUsage& request) override;
+  Result<ExportSnapshotReply> ExportSnapshot(const gpool::ExportSnapshot& request) override;
   Result<UpdatePricesReply> UpdatePrices(const gpool::UpdatePrices& request) override;
 
  private:

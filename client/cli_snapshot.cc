@@ -1,0 +1,184 @@
+// `gpool admin snapshot save|restore|info`: backups of the coordinator's
+// state (docs/operations.md "Backup and restore").
+//   save FILE     copies the leader's state out (ExportSnapshot, admins
+//                 only) into a snapshot file (protocol/snapshot_file.h),
+//                 written beside FILE and renamed over it once complete and
+//                 checked, so a failed save leaves FILE as it was;
+//   restore FILE  writes a new data dir from it, by running
+//                 `gpool-coordinator --restore-snapshot` (the data dir's
+//                 layout is the coordinator's own);
+//   info FILE     checks a file and says what it holds.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "client/cli_internal.h"
+#include "client/usage_time.h"
+#include "protocol/base/sha256.h"
+#include "protocol/snapshot_file.h"
+
+namespace gpool::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kSaveUsage[] = "admin snapshot save FILE";
+constexpr char kRestoreUsage[] = "admin snapshot restore FILE --data-dir DIR [--peers ID=ENDPOINT,...]";
+constexpr char kInfoUsage[] = "admin snapshot info FILE";
+// Restarts of an export a leader change lost midway.
+constexpr int kSaveAttempts = 3;
+// Taking the image of a large state takes seconds on the leader: the first
+// request waits at least this long, so a slow start is not resent as a second export.
+constexpr int kStartTimeoutMs = 120'000;
+
+// One export read to its end into `out` (after the file's prefix); the header
+// it describes. NotFound when the leader lost the export midway.
+Result<SnapshotFileHeader> CopyExport(Client& client, std::ofstream& out, const std::string& source) {
+  GPOOL_ASSIGN_OR_RETURN(ExportSnapshotReply reply,
+                         client.ExportSnapshot(gpool::ExportSnapshot{.max_bytes = kMaxSnapshotChunkBytes}));
+  SnapshotFileHeader header;
+  header.index = reply.index;
+  header.term = reply.term;
+  header.taken_ms = reply.taken_ms;
+  header.state_bytes = reply.total_bytes;
+  header.sha256 = reply.sha256;
+  header.source = "replica " + reply.replica_id + " via " + source;
+  out << EncodeSnapshotFilePrefix(header);
+  Sha256 hash;
+  uint64_t written = 0;
+  while (true) {
+    if (reply.offset != written) {
+      return Status::Malformed("the coordinator sent the chunk at " + std::to_string(reply.offset) + ", not at " +
+                               std::to_string(written));
+    }
+    out.write(reply.data.data(), static_cast<std::streamsize>(reply.data.size()));
+    hash.Update(reply.data);
+    written += reply.data.size();
+    if (written >= header.state_bytes || reply.data.empty()) break;
+    GPOOL_ASSIGN_OR_RETURN(reply, client.ExportSnapshot(gpool::ExportSnapshot{reply.export_id, written,
+                                                                               kMaxSnapshotChunkBytes}));
+  }
+  if (written != header.state_bytes) {
+    return Status::Malformed("the export ended after " + std::to_string(written) + " of " +
+                             std::to_string(header.state_bytes) + " bytes");
+  }
+  if (const std::string digest = hash.HexDigest(); digest != header.sha256) {
+    return Status::Malformed("the copy's sha256 is " + digest + ", the coordinator's " + header.sha256);
+  }
+  return header;
+}
+
+Status SyncFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IoError("cannot reopen " + path + " to sync it");
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  return rc == 0 ? Status::Ok() : Status::IoError("cannot sync " + path);
+}
+
+void PrintHeader(Session& s, const std::string& path, const SnapshotFileHeader& h, std::string_view what) {
+  if (s.json) {
+    s.out << "{\"file\":\"" << path << "\",\"index\":" << h.index << ",\"term\":" << h.term
+          << ",\"taken_ms\":" << h.taken_ms << ",\"state_bytes\":" << h.state_bytes << ",\"sha256\":\"" << h.sha256
+          << "\",\"source\":\"" << h.source << "\"}\n";
+    return;
+  }
+  s.out << what << " " << path << ": the state at log index " << h.index << " (term " << h.term << "), taken "
+        << FormatUtc(h.taken_ms) << " from " << (h.source.empty() ? "?" : h.source) << "; " << h.state_bytes
+        << " bytes, sha256 " << h.sha256 << "\n";
+}
+
+int RunSave(Session& s, const std::string& path) {
+  // Beside the target, so the rename is within one file system.
+  const std::string partial = path + ".partial-" + std::to_string(::getpid());
+  s.options.timeout_ms = std::max(s.options.timeout_ms, kStartTimeoutMs);
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  Result<SnapshotFileHeader> header = Status::Internal("not attempted");
+  for (int attempt = 1; attempt <= kSaveAttempts; ++attempt) {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    if (!out) return s.Fail(Status::IoError("cannot write " + partial));
+    header = CopyExport(**client, out, s.options.endpoints);
+    out.close();
+    if (header.ok() && !out) header = Status::IoError("writing " + partial + " failed (disk full?)");
+    if (header.ok() || header.status().code() != StatusCode::kNotFound) break;
+    s.err << "gpool: the export was lost midway (" << header.status().message() << "); starting again\n";
+  }
+  std::error_code ec;
+  if (header.ok()) {
+    if (Status synced = SyncFile(partial); !synced.ok()) header = synced;
+  }
+  if (!header.ok()) {
+    fs::remove(partial, ec);
+    return s.Fail(header.status().WithContext("saving a snapshot to " + path));
+  }
+  fs::rename(partial, path, ec);
+  if (ec) {
+    fs::remove(partial, ec);
+    return s.Fail(Status::IoError("cannot rename the finished copy to " + path + ": " + ec.message()));
+  }
+  PrintHeader(s, path, *header, "saved");
+  return kExitOk;
+}
+
+// gpool-coordinator beside this program (an install), in the build tree's
+// control/ (a build), or on PATH.
+std::string CoordinatorProgram() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const fs::path& candidate : {self.parent_path() / "gpool-coordinator",
+                                      self.parent_path().parent_path() / "control" / "gpool-coordinator"}) {
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    }
+  }
+  return "gpool-coordinator";
+}
+
+int RunRestore(Session& s, const Invocation& inv, const std::string& path) {
+  if (!inv.flags.count("data-dir")) return s.Usage("usage: gpool " + std::string(kRestoreUsage));
+  if (!s.env.run_program) return s.Fail(Status::Unavailable("this gpool cannot run gpool-coordinator"));
+  std::vector<std::string> argv = {CoordinatorProgram(), "--restore-snapshot", path, "--data-dir",
+                                   inv.flags["data-dir"].as<std::string>()};
+  if (inv.flags.count("peers")) {
+    argv.push_back("--peers");
+    argv.push_back(inv.flags["peers"].as<std::string>());
+  }
+  auto rc = s.env.run_program(argv);
+  if (!rc.ok()) return s.Fail(rc.status().WithContext("running " + argv[0]));
+  return *rc;
+}
+
+}  // namespace
+
+int RunAdminSnapshot(Session& s, const Invocation& inv) {
+  const auto& p = inv.positionals;
+  const std::string op = p.size() > 1 ? p[1] : "";
+  const char* usage = op == "save" ? kSaveUsage : op == "restore" ? kRestoreUsage : kInfoUsage;
+  if (op != "save" && op != "restore" && op != "info") {
+    return s.Usage("admin snapshot: expected save, restore or info");
+  }
+  if (p.size() != 3) return s.Usage("usage: gpool " + std::string(usage));
+  if (op != "restore" && (inv.flags.count("data-dir") || inv.flags.count("peers"))) {
+    return s.Usage("--data-dir and --peers only apply to 'admin snapshot restore'");
+  }
+  if (op == "save") return RunSave(s, p[2]);
+  if (op == "restore") return RunRestore(s, inv, p[2]);
+  auto header = VerifySnapshotFile(p[2]);
+  if (!header.ok()) return s.Fail(header.status());
+  PrintHeader(s, p[2], *header, "checked");
+  return kExitOk;
+}
+
+void AdminSnapshotOptions(cxxopts::Options& o) {
+  o.add_options("admin")
+      ("data-dir", "snapshot restore: the new data dir to write (must be empty or absent)",
+       cxxopts::value<std::string>(), "DIR")
+      ("peers", "snapshot restore: the replicas of the restored cluster, as the coordinators' --peers "
+       "(ID=ENDPOINT,...; only the ids are kept). Without it, a single replica's data dir",
+       cxxopts::value<std::string>(), "LIST");
+}
+
+}  // namespace gpool::cli
