@@ -104,7 +104,7 @@ static int RestoreSnapshot(const cxxopts::ParseResult& args) {
             << " bytes of state; "
             << (restore.voters.empty() ? std::string("a single replica")
                                        : "a replica of a cluster of " + std::to_string(restore.voters.size()))
-            << ", starting from term " << report->term << "\n";
+            << ", starting from term " << report->term << " and job id " << report->first_job_id << "\n";
   return 0;
 }
 

@@ -15,6 +15,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr uint64_t kJobIdsSkipped = 1'000'000;
+constexpr uint64_t kJobIdsPerMs = 100;
+
 // The store a coordinator opens at DIR/db, written as it would be after a
 // snapshot at `index`: the image, no entries, the hard state.
 Status WriteStore(const std::string& db_path, const SnapshotFileHeader& header, std::string stored,
@@ -47,24 +50,30 @@ Result<RestoreReport> RestoreDataDir(const RestoreOptions& options) {
     return Status::Malformed(options.snapshot_file + ": the header names index " + std::to_string(file.header.index) +
                              " but the state is at " + std::to_string(state.applied_index()));
   }
+  // Job ids the old cluster may have handed out since: at most a hundred a
+  // millisecond (past what a leader commits), and a million to be sure.
+  const uint64_t elapsed_ms = static_cast<uint64_t>(std::max<int64_t>(0, options.now_ms - file.header.taken_ms));
+  state.SkipJobIdsTo(state.next_job_id() + kJobIdsSkipped + elapsed_ms * kJobIdsPerMs);
   RestoreReport report;
+  report.first_job_id = state.next_job_id();
   report.index = file.header.index;
   report.snapshot_term = file.header.term;
-  report.term = file.header.term + 1 + static_cast<uint64_t>(std::max<int64_t>(0, options.now_ms - file.header.taken_ms));
+  report.term = file.header.term + 1 + elapsed_ms;
   report.jobs = state.jobs().size();
   report.nodes = state.nodes().size();
-  report.state_bytes = file.state.size();
+  std::string image = state.Snapshot();
+  report.state_bytes = image.size();
 
   std::string stored;
   if (options.voters.empty()) {
-    stored = std::move(file.state);  // a single replica stores the bare image
+    stored = std::move(image);  // a single replica stores the bare image
   } else {
     raft::ConfState conf;
     conf.voters = options.voters;
     conf.Normalize();
     // No addresses: each replica's command line gives them when it starts.
     stored = replication::EncodeStoredSnapshot(replication::StoredSnapshot{
-        conf, replication::EncodeSnapshotImage(replication::SnapshotImage{{}, std::move(file.state)})});
+        conf, replication::EncodeSnapshotImage(replication::SnapshotImage{{}, std::move(image)})});
   }
   fs::create_directories(options.data_dir, ec);
   if (ec) return Status::IoError("cannot create data dir " + options.data_dir + ": " + ec.message());

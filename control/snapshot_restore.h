@@ -14,7 +14,10 @@
 // The restored cluster's term (the epoch workers fence commands by) starts
 // past any term the old cluster can have reached since the snapshot, one per
 // millisecond since it was taken (no election takes less), so workers that
-// kept running under the old cluster accept the new leader's commands.
+// kept running under the old cluster accept the new leader's commands. Job
+// ids jump the same way (a million, and a hundred per millisecond since),
+// so no new job takes the id of one the old cluster ran after the snapshot
+// (a worker would take its binds for ones it already holds).
 //
 // Thread-safety: a pure function of its arguments and the file system.
 #pragma once
@@ -38,6 +41,7 @@ struct RestoreReport {
   uint64_t index = 0;          // the log index the state is at
   uint64_t snapshot_term = 0;  // the term the file records
   uint64_t term = 0;           // the term the data dir starts from
+  uint64_t first_job_id = 0;   // the id the next submitted job gets
   size_t jobs = 0;
   size_t nodes = 0;
   uint64_t state_bytes = 0;

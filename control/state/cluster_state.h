@@ -54,6 +54,13 @@ class ClusterState {
   Status Restore(std::string_view snapshot);
 
   uint64_t applied_index() const { return applied_index_; }
+  // The id the next submitted job gets.
+  uint64_t next_job_id() const { return next_job_id_; }
+  // Job ids from now on are `floor` or above. A restore from a snapshot
+  // calls it (outside the log): the ids the old cluster handed out after
+  // its snapshot must not name new jobs, which workers that ran the old
+  // ones would take for binds they already hold.
+  void SkipJobIdsTo(uint64_t floor) { next_job_id_ = std::max(next_job_id_, floor); }
   const std::map<std::string, NodeRecord>& nodes() const { return nodes_; }
   // Worker keys an admin enrolled for nodes that have not registered yet
   // (`gpool admin node enrol`), by node name: a registration under that name

@@ -1,0 +1,130 @@
+// Backup and restore end to end (issue 35): `gpool admin snapshot save` on a
+// live 3-replica cluster, the cluster gone, every replica's data dir restored
+// from the file with `gpool admin snapshot restore`, and the new cluster holds
+// the saved state (and nothing committed after the save), leads at a higher
+// term, and its workers take its commands.
+#include <chrono>
+#include <filesystem>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "tests/local_cluster.h"
+#include "tests/ready_cluster.h"
+
+namespace gpool::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// What a job is, as far as a restore must keep it.
+std::string Describe(const GetJobReply& job) {
+  std::string text = job.summary.name + " " + job.summary.state + " queue=" + job.spec.queue +
+                     " user=" + job.spec.user;
+  for (const auto& task : job.tasks) text += " task" + std::to_string(task.index) + "@" + task.node;
+  return text;
+}
+
+std::map<uint64_t, std::string> JobsOf(Client& client, const std::vector<uint64_t>& ids) {
+  std::map<uint64_t, std::string> jobs;
+  for (uint64_t id : ids) {
+    auto job = client.GetJob(JobId(id));
+    jobs[id] = job.ok() ? Describe(*job) : job.status().ToString();
+  }
+  return jobs;
+}
+
+bool JobIs(Client& client, uint64_t id, const std::string& state) {
+  auto job = client.GetJob(JobId(id));
+  return job.ok() && job->summary.state == state;
+}
+
+TEST(SnapshotTest, ALiveClustersStateRoundTripsThroughSaveAndRestore) {
+  LocalClusterOptions options;
+  options.coordinators = 3;
+  options.workers = 2;
+  LocalCluster cluster(options);
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(StartReadyCluster(cluster, client));
+
+  // A queue, a user, and jobs that finished, run, and were cancelled.
+  ASSERT_EQ(cluster.Cli({"queue", "create", "research", "--capability", "gpu=6"}).exit_code, 0);
+  ASSERT_EQ(cluster.Cli({"admin", "user", "create", "alice"}).exit_code, 0);
+  JobSpec done = ShellJob("done", 1, "true");
+  JobSpec running = ShellJob("running", 2, "sleep 600");
+  running.queue = "research";
+  JobSpec cancelled = ShellJob("cancelled", 1, "sleep 600");
+  std::vector<uint64_t> ids;
+  for (const JobSpec& spec : {done, running, cancelled}) {
+    auto submitted = client->Submit(spec, "");
+    ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+    ids.push_back(submitted->job_id);
+  }
+  ASSERT_TRUE(WaitFor([&] { return JobIs(*client, ids[0], "Succeeded") && JobIs(*client, ids[1], "Running") &&
+                                   JobIs(*client, ids[2], "Running"); }, 60s));
+  ASSERT_TRUE(client->CancelJob(JobId(ids[2]), 0).ok());
+  ASSERT_TRUE(WaitFor([&] { return JobIs(*client, ids[2], "Cancelled"); }, 30s));
+  const auto saved_jobs = JobsOf(*client, ids);
+  const auto saved_status = client->ClusterStatus();
+  ASSERT_TRUE(saved_status.ok());
+
+  const std::string file = cluster.dir() + "/backup.gpoolsnap";
+  const CommandResult saved = cluster.Cli({"admin", "snapshot", "save", file});
+  ASSERT_EQ(saved.exit_code, 0) << saved.err;
+  EXPECT_NE(saved.out.find("saved " + file), std::string::npos) << saved.out;
+  const CommandResult info = cluster.Cli({"admin", "snapshot", "info", file});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+
+  // Committed after the save: gone after the restore.
+  auto later = client->Submit(ShellJob("after-the-save", 1, "true"), "");
+  ASSERT_TRUE(later.ok());
+  ASSERT_TRUE(WaitFor([&] { return JobIs(*client, later->job_id, "Succeeded"); }, 60s));
+
+  std::string peers;
+  for (int i = 0; i < 3; ++i) peers += (i ? "," : "") + std::to_string(i + 1) + "=" + cluster.peer_endpoint(i);
+  // A data dir in use is refused and left alone.
+  const CommandResult refused =
+      cluster.Cli({"admin", "snapshot", "restore", file, "--data-dir", cluster.ReplicaDataDir(0), "--peers", peers});
+  EXPECT_EQ(refused.exit_code, 3) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("is not empty"), std::string::npos) << refused.err;
+
+  // The disaster: every replica and its data gone; the workers keep running.
+  cluster.KillCoordinator();
+  for (int i = 0; i < 3; ++i) {
+    cluster.WipeReplica(i);
+    const CommandResult restored =
+        cluster.Cli({"admin", "snapshot", "restore", file, "--data-dir", cluster.ReplicaDataDir(i), "--peers", peers});
+    ASSERT_EQ(restored.exit_code, 0) << restored.out << restored.err;
+    EXPECT_NE(restored.out.find("a replica of a cluster of 3"), std::string::npos) << restored.out;
+  }
+  cluster.StartCoordinator();
+  ASSERT_TRUE(WaitFor([&] { return LeaderIndex(*client) >= 0; }, 30s));
+
+  EXPECT_EQ(JobsOf(*client, ids), saved_jobs);
+  auto lost = client->GetJob(JobId(later->job_id));
+  EXPECT_EQ(lost.status().code(), StatusCode::kNotFound) << lost.status().ToString();
+  const CommandResult queues = cluster.Cli({"queue", "tree"});
+  EXPECT_NE(queues.out.find("research"), std::string::npos) << queues.out << queues.err;
+  const CommandResult users = cluster.Cli({"admin", "user", "list"});
+  EXPECT_NE(users.out.find("alice"), std::string::npos) << users.out;
+  auto status = client->ClusterStatus();
+  ASSERT_TRUE(status.ok());
+  EXPECT_GT(status->term, saved_status->term);
+
+  // The workers rejoin, keep the task that ran on, and take new work from
+  // the restored cluster: its term is past anything they saw.
+  ASSERT_TRUE(WaitFor([&] { return cluster.AllNodesReady(); }, 30s)) << cluster.Cli({"nodes"}).out;
+  EXPECT_TRUE(JobIs(*client, ids[1], "Running"));
+  auto fresh = client->Submit(ShellJob("after-the-restore", 1, "true"), "");
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_GT(fresh->job_id, later->job_id + 1'000'000) << "an id the old cluster handed out after the save";
+  EXPECT_TRUE(WaitFor([&] { return JobIs(*client, fresh->job_id, "Succeeded"); }, 60s))
+      << cluster.Cli({"job", std::to_string(fresh->job_id)}).out << [&] {
+           const std::string log = cluster.worker(0)->Log();
+           return log.substr(log.size() > 8000 ? log.size() - 8000 : 0);
+         }();
+}
+
+}  // namespace
+}  // namespace gpool::testing
