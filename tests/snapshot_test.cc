@@ -1,8 +1,8 @@
 // Backup and restore end to end (issue 35): `gpool admin snapshot save` on a
 // live 3-replica cluster, the cluster gone, every replica's data dir restored
 // from the file with `gpool admin snapshot restore`, and the new cluster holds
-// the saved state (and nothing committed after the save), leads at a higher
-// term, and its workers take its commands.
+// the saved state (and nothing committed after the save: a task started
+// since is stopped), leads at a higher term, and its workers take its commands.
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -79,7 +79,10 @@ TEST(SnapshotTest, ALiveClustersStateRoundTripsThroughSaveAndRestore) {
   // Committed after the save: gone after the restore.
   auto later = client->Submit(ShellJob("after-the-save", 1, "true"), "");
   ASSERT_TRUE(later.ok());
-  ASSERT_TRUE(WaitFor([&] { return JobIs(*client, later->job_id, "Succeeded"); }, 60s));
+  auto later_running = client->Submit(ShellJob("running-after-the-save", 1, "sleep 600"), "");
+  ASSERT_TRUE(later_running.ok());
+  ASSERT_TRUE(WaitFor([&] { return JobIs(*client, later->job_id, "Succeeded") &&
+                                   JobIs(*client, later_running->job_id, "Running"); }, 60s));
 
   std::string peers;
   for (int i = 0; i < 3; ++i) peers += (i ? "," : "") + std::to_string(i + 1) + "=" + cluster.peer_endpoint(i);
@@ -116,6 +119,10 @@ TEST(SnapshotTest, ALiveClustersStateRoundTripsThroughSaveAndRestore) {
   // the restored cluster: its term is past anything they saw.
   ASSERT_TRUE(WaitFor([&] { return cluster.AllNodesReady(); }, 30s)) << cluster.Cli({"nodes"}).out;
   EXPECT_TRUE(JobIs(*client, ids[1], "Running"));
+  // A task the restored state does not place is stopped by its worker.
+  const std::string stray_exit = "task exited task=" + std::to_string(later_running->job_id) + ".0";
+  EXPECT_TRUE(WaitFor([&] { return cluster.worker(0)->Log().find(stray_exit) != std::string::npos ||
+                                   cluster.worker(1)->Log().find(stray_exit) != std::string::npos; }, 30s));
   auto fresh = client->Submit(ShellJob("after-the-restore", 1, "true"), "");
   ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
   EXPECT_GT(fresh->job_id, later->job_id + 1'000'000) << "an id the old cluster handed out after the save";
