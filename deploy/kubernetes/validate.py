@@ -36,6 +36,9 @@ KINDS = {
     ("apps/v1", "StatefulSet"): "V1StatefulSet",
     ("apps/v1", "DaemonSet"): "V1DaemonSet",
     ("policy/v1", "PodDisruptionBudget"): "V1PodDisruptionBudget",
+    ("v1", "PersistentVolumeClaim"): "V1PersistentVolumeClaim",
+    ("batch/v1", "CronJob"): "V1CronJob",
+    ("v1", "Pod"): "V1Pod",
 }
 
 # (class, field): allowed values, where the API enumerates them.
@@ -45,6 +48,7 @@ ENUMS = {
     ("V1StatefulSetUpdateStrategy", "type"): {"RollingUpdate", "OnDelete"},
     ("V1DaemonSetUpdateStrategy", "type"): {"RollingUpdate", "OnDelete"},
     ("V1PodSpec", "restart_policy"): {"Always", "OnFailure", "Never"},
+    ("V1CronJobSpec", "concurrency_policy"): {"Allow", "Forbid", "Replace"},
     ("V1PodSpec", "dns_policy"): {"ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"},
     ("V1Container", "image_pull_policy"): {"Always", "IfNotPresent", "Never"},
     ("V1ContainerPort", "protocol"): {"TCP", "UDP", "SCTP"},
