@@ -333,8 +333,13 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 run admin replica list
+
+echo; echo "== backup and restore: the leader's state into a checked snapshot file, and a new data dir from it"
+run admin snapshot save "$work/backup.gpoolsnap"
+run admin snapshot restore "$work/backup.gpoolsnap" --data-dir "$work/restored" --peers "$peers"
+echo "(each replica's data dir is restored from the same file; docs/operations.md 15.6)"
 echo; echo "quickstart finished: every sample job ran to completion, the cluster survived losing its leader,"
 echo "a high-priority job preempted a low one and a queue reclaimed its share, two notebooks shared one GPU"
 echo "and a MIG instance was carved for a small job, the CUDA interposer held a share to its memory limit,"
 echo "a task outlived its worker and a lost node's job ran"
-echo "again elsewhere, and a new replica replaced the lost one."
+echo "again elsewhere, a new replica replaced the lost one, and the state was saved and restored."
