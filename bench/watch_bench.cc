@@ -11,7 +11,8 @@
 // changes costs the apply path: the ChangeFeed's Record for a plan of 1,000
 // binds beside applying that plan, and beside one scheduling cycle.
 //
-//   gpool-bench-watch [--connections 100] [--watches-per-connection 100] [--rounds 20]
+//   gpool-bench-watch [--connections 100] [--watches-per-connection 100] [--rounds 20] [--verbose]
+// --verbose: each round's cancel reply, first and last push times on stderr.
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -53,7 +54,7 @@ std::string Frame(const T& body, uint64_t id) {
   return EncodeEnvelope(header, body);
 }
 
-int FanOut(const std::string& coordinator_bin, int connections, int per_connection, int rounds) {
+int FanOut(const std::string& coordinator_bin, int connections, int per_connection, int rounds, bool verbose) {
   const std::string dir = std::filesystem::temp_directory_path() / ("gpool-bench-watch-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const std::string data_dir = dir + "/coordinator";
@@ -122,8 +123,9 @@ int FanOut(const std::string& coordinator_bin, int connections, int per_connecti
   for (int round = 0; round < rounds; ++round) {
     const auto start = SteadyClock::now();
     if (!(*client)->CancelJob(JobId(jobs[round]), 0).ok()) return 1;
+    const double cancel_ms = Ms(SteadyClock::now() - start);
     int received = 0;
-    double last = 0;
+    double first = -1, last = 0;
     const auto give_up = start + std::chrono::seconds(30);
     while (received < total && SteadyClock::now() < give_up) {
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(100));
@@ -135,6 +137,7 @@ int FanOut(const std::string& coordinator_bin, int connections, int per_connecti
           if (!envelope.ok() || envelope->type() != MessageType::kWatchUpdate) continue;
           const double ms = Ms(SteadyClock::now() - start);
           latency_ms.push_back(ms);
+          if (first < 0) first = ms;
           last = std::max(last, ms);
           ++received;
         }
@@ -145,6 +148,9 @@ int FanOut(const std::string& coordinator_bin, int connections, int per_connecti
       return 1;
     }
     last_ms.push_back(last);
+    // Where a slow round's time went: the cancel's own reply, or the pushes.
+    if (verbose) std::fprintf(stderr, "round %d: cancel %.1f ms, first push %.1f ms, last push %.1f ms\n", round,
+                              cancel_ms, first, last);
   }
   const std::string params = "\"watches\": " + std::to_string(total) + ", \"connections\": " +
                              std::to_string(connections) + ", \"rounds\": " + std::to_string(rounds);
@@ -211,12 +217,24 @@ void ApplyOverhead() {
 
 int main(int argc, char** argv) {
   int connections = 100, per_connection = 100, rounds = 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--connections")) connections = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--watches-per-connection")) per_connection = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
+  bool verbose = false;
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--verbose")) {
+      verbose = true;
+    } else if (has_value && !std::strcmp(argv[i], "--connections")) {
+      connections = std::atoi(argv[++i]);
+    } else if (has_value && !std::strcmp(argv[i], "--watches-per-connection")) {
+      per_connection = std::atoi(argv[++i]);
+    } else if (has_value && !std::strcmp(argv[i], "--rounds")) {
+      rounds = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: gpool-bench-watch [--connections N] [--watches-per-connection N] [--rounds N] "
+                           "[--verbose]\n");
+      return 2;
+    }
   }
-  const int rc = gpool::bench::FanOut(GPOOL_COORDINATOR_BIN, connections, per_connection, rounds);
+  const int rc = gpool::bench::FanOut(GPOOL_COORDINATOR_BIN, connections, per_connection, rounds, verbose);
   gpool::bench::ApplyOverhead();
   return rc;
 }
