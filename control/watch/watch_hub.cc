@@ -172,6 +172,8 @@ Result<WatchReply> WatchHub::Open(const std::string& peer, const Watch& request,
   reply.watch_id = entry.id;
   if (entry.topic == Topic::kJob) {
     by_job_.emplace(entry.job, entry.id);
+  } else if (entry.topic == Topic::kEvents) {
+    event_watches_.insert(entry.id);
   } else {
     broad_.insert(entry.id);
   }
@@ -212,6 +214,7 @@ void WatchHub::Erase(std::map<uint64_t, Entry>::iterator it) {
     }
   } else {
     broad_.erase(entry.id);
+    event_watches_.erase(entry.id);
   }
   if (auto peer = per_peer_.find(entry.peer); peer != per_peer_.end() && --peer->second == 0) per_peer_.erase(peer);
   watches_.erase(it);
@@ -256,9 +259,9 @@ void WatchHub::Tick(int64_t now_ms) {
   const uint64_t last = state_.last_event_seq();
   // Most event watches stand at the same seq: read the stream once per seq.
   std::map<uint64_t, std::vector<ClusterEvent>> read;
-  for (uint64_t id : broad_) {
+  for (uint64_t id : event_watches_) {
     Entry& entry = watches_.at(id);
-    if (entry.topic != Topic::kEvents || entry.position >= last) continue;
+    if (entry.position >= last) continue;
     auto [at, fresh] = read.try_emplace(entry.position);
     if (fresh) at->second = state_.EventsAfter(entry.position, options_.max_events);
     if (at->second.empty()) continue;
@@ -284,6 +287,7 @@ void WatchHub::DropAll() {
   watches_.clear();
   by_job_.clear();
   broad_.clear();
+  event_watches_.clear();
   per_peer_.clear();
 }
 
