@@ -173,6 +173,20 @@ TEST_F(WatchHubTest, EventsArePushedFromTheStreamEachTurn) {
   EXPECT_FALSE(resumed->reset);
   ASSERT_EQ(resumed->items.events.size(), 1u);
   EXPECT_EQ(resumed->items.events[0].kind, "node-uncordoned");
+
+  // A closed events watch is pushed nothing more; a jobs watch never gets events.
+  hub_.Close("p1", events->watch_id);
+  hub_.Close("p2", resumed->watch_id);
+  ASSERT_TRUE(hub_.Open("p3", Watch{"jobs", "", 0}, admin_, 40).ok());
+  Pushes("p1");
+  Pushes("p2");
+  Pushes("p3");
+  Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = "cordon"}});
+  hub_.Tick(50);
+  EXPECT_TRUE(Pushes("p1").empty());
+  EXPECT_TRUE(Pushes("p2").empty());
+  for (const auto& push : Pushes("p3")) EXPECT_TRUE(push.items.events.empty());
+  EXPECT_EQ(hub_.size(), 1u);
 }
 
 }  // namespace
