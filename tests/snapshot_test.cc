@@ -39,6 +39,17 @@ Result<GetJobReply> SettledGetJob(Client& client, uint64_t id) {
   return job;
 }
 
+// A read-only CLI command, run again while leadership settles (as SettledGetJob).
+CommandResult SettledCli(LocalCluster& cluster, std::vector<std::string> args) {
+  CommandResult result;
+  WaitFor([&] {
+    result = cluster.Cli(args);
+    return result.exit_code == 0 || (result.err.find("NotLeader") == std::string::npos &&
+                                     result.err.find("Unavailable") == std::string::npos);
+  }, 30s);
+  return result;
+}
+
 std::map<uint64_t, std::string> JobsOf(Client& client, const std::vector<uint64_t>& ids) {
   std::map<uint64_t, std::string> jobs;
   for (uint64_t id : ids) {
@@ -120,23 +131,35 @@ TEST(SnapshotTest, ALiveClustersStateRoundTripsThroughSaveAndRestore) {
   EXPECT_EQ(JobsOf(*client, ids), saved_jobs);
   auto lost = SettledGetJob(*client, later->job_id);
   EXPECT_EQ(lost.status().code(), StatusCode::kNotFound) << lost.status().ToString();
-  const CommandResult queues = cluster.Cli({"queue", "tree"});
+  const CommandResult queues = SettledCli(cluster, {"queue", "tree"});
   EXPECT_NE(queues.out.find("research"), std::string::npos) << queues.out << queues.err;
-  const CommandResult users = cluster.Cli({"admin", "user", "list"});
+  const CommandResult users = SettledCli(cluster, {"admin", "user", "list"});
   EXPECT_NE(users.out.find("alice"), std::string::npos) << users.out;
-  auto status = client->ClusterStatus();
-  ASSERT_TRUE(status.ok());
+  Result<ClusterStatusReply> status = Status::Unavailable("not asked");
+  ASSERT_TRUE(WaitFor([&] {
+    status = client->ClusterStatus();
+    return status.ok() && status->role == "leader";
+  }, 30s));
   EXPECT_GT(status->term, saved_status->term);
 
   // The workers rejoin, keep the task that ran on, and take new work from
   // the restored cluster: its term is past anything they saw.
   ASSERT_TRUE(WaitFor([&] { return cluster.AllNodesReady(); }, 30s)) << cluster.Cli({"nodes"}).out;
-  EXPECT_TRUE(JobIs(*client, ids[1], "Running"));
+  auto still_running = SettledGetJob(*client, ids[1]);
+  EXPECT_TRUE(still_running.ok() && still_running->summary.state == "Running")
+      << (still_running.ok() ? Describe(*still_running) : still_running.status().ToString());
   // A task the restored state does not place is stopped by its worker.
   const std::string stray_exit = "task exited task=" + std::to_string(later_running->job_id) + ".0";
   EXPECT_TRUE(WaitFor([&] { return cluster.worker(0)->Log().find(stray_exit) != std::string::npos ||
                                    cluster.worker(1)->Log().find(stray_exit) != std::string::npos; }, 30s));
-  auto fresh = client->Submit(ShellJob("after-the-restore", 1, "true"), "");
+  // One idempotency key: a submission resent while leadership settles is one job.
+  const std::string key = Client::NewIdempotencyKey();
+  Result<SubmitJobReply> fresh = Status::Unavailable("not sent");
+  WaitFor([&] {
+    fresh = client->Submit(ShellJob("after-the-restore", 1, "true"), key);
+    return fresh.ok() || (fresh.status().code() != StatusCode::kNotLeader &&
+                          fresh.status().code() != StatusCode::kUnavailable);
+  }, 30s);
   ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
   EXPECT_GT(fresh->job_id, later->job_id + 1'000'000) << "an id the old cluster handed out after the save";
   EXPECT_TRUE(WaitFor([&] { return JobIs(*client, fresh->job_id, "Succeeded"); }, 60s))
