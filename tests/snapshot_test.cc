@@ -26,20 +26,28 @@ std::string Describe(const GetJobReply& job) {
   return text;
 }
 
-// GetJob, asked again while a just-started cluster's leadership settles (on a
-// loaded machine a first leader can lose its lead before the client's
-// retries run out).
-Result<GetJobReply> SettledGetJob(Client& client, uint64_t id) {
-  Result<GetJobReply> job = Status::Unavailable("not asked");
+// A call made again while a just-started cluster's leadership settles (on
+// a loaded machine a first leader can lose its lead before the client's
+// retries run out): until it answers anything but NotLeader or Unavailable.
+template <typename Call>
+auto Settled(Call call) {
+  auto result = call();
   WaitFor([&] {
-    job = client.GetJob(JobId(id));
-    return job.ok() || (job.status().code() != StatusCode::kNotLeader &&
-                        job.status().code() != StatusCode::kUnavailable);
+    if (result.ok() || (result.status().code() != StatusCode::kNotLeader &&
+                        result.status().code() != StatusCode::kUnavailable)) {
+      return true;
+    }
+    result = call();
+    return false;
   }, 30s);
-  return job;
+  return result;
 }
 
-// A read-only CLI command, run again while leadership settles (as SettledGetJob).
+Result<GetJobReply> SettledGetJob(Client& client, uint64_t id) {
+  return Settled([&] { return client.GetJob(JobId(id)); });
+}
+
+// A read-only CLI command, run again while leadership settles (as Settled).
 CommandResult SettledCli(LocalCluster& cluster, std::vector<std::string> args) {
   CommandResult result;
   WaitFor([&] {
@@ -154,12 +162,7 @@ TEST(SnapshotTest, ALiveClustersStateRoundTripsThroughSaveAndRestore) {
                                    cluster.worker(1)->Log().find(stray_exit) != std::string::npos; }, 30s));
   // One idempotency key: a submission resent while leadership settles is one job.
   const std::string key = Client::NewIdempotencyKey();
-  Result<SubmitJobReply> fresh = Status::Unavailable("not sent");
-  WaitFor([&] {
-    fresh = client->Submit(ShellJob("after-the-restore", 1, "true"), key);
-    return fresh.ok() || (fresh.status().code() != StatusCode::kNotLeader &&
-                          fresh.status().code() != StatusCode::kUnavailable);
-  }, 30s);
+  auto fresh = Settled([&] { return client->Submit(ShellJob("after-the-restore", 1, "true"), key); });
   ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
   EXPECT_GT(fresh->job_id, later->job_id + 1'000'000) << "an id the old cluster handed out after the save";
   EXPECT_TRUE(WaitFor([&] { return JobIs(*client, fresh->job_id, "Succeeded"); }, 60s))
