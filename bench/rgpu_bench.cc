@@ -35,6 +35,7 @@
 #include "protocol/security/zap_handler.h"
 #include "worker/cuda/cuda_driver_api.h"
 #include "worker/rgpu/rgpu_test_support.h"
+#include "worker/rgpu/server/chunk_pool.h"
 #include "worker/rgpu/wire.h"
 
 namespace {
@@ -96,7 +97,9 @@ double MibPerSecond(std::size_t bytes, int reps, Copy&& copy) {
 
 // The raw baseline: a CURVE ROUTER on a thread that answers like the
 // server would (a 22-byte reply to a request; `down` bytes in kChunkBytes
-// frames when asked), without executing anything.
+// frames when asked), without executing anything. Its chunks come from a
+// ChunkPool as the server's do, so that neither side pays for fresh
+// memory the other does not.
 class RawEcho {
  public:
   // Two contexts, as two processes have: each side encrypts on its own
@@ -151,13 +154,14 @@ class RawEcho {
       router_.send(zmq::buffer(std::string(4, 'o')), down > 0 ? zmq::send_flags::sndmore : zmq::send_flags::none);
       for (std::uint64_t at = 0; at < down; at += gpool::rgpu::kChunkBytes) {
         const std::size_t n = std::min<std::uint64_t>(gpool::rgpu::kChunkBytes, down - at);
-        zmq::message_t chunk(n);
+        zmq::message_t chunk = chunks_.Take(n);
         std::memset(chunk.data(), 1, n);  // as the server's driver copy writes it
         router_.send(chunk, at + n < down ? zmq::send_flags::sndmore : zmq::send_flags::none);
       }
     }
   }
 
+  gpool::rgpu::ChunkPool chunks_{gpool::rgpu::kKeptReplyChunks};  // as the server's; outlives the contexts
   zmq::context_t server_context_;
   zmq::context_t client_context_;
   std::unique_ptr<gpool::security::ZapHandler> zap_;

@@ -32,7 +32,8 @@ Server::Server(const ServerOptions& options, std::unique_ptr<Driver> driver)
     : options_(options),
       log_(options.logger ? options.logger : spdlog::default_logger()),
       driver_(std::move(driver)),
-      session_(*driver_),
+      chunks_(kKeptReplyChunks),
+      session_(*driver_, chunks_),
       socket_(context_, zmq::socket_type::router) {}
 
 Server::~Server() {

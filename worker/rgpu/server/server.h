@@ -60,6 +60,8 @@ class Server {
   ServerOptions options_;
   std::shared_ptr<spdlog::logger> log_;
   std::unique_ptr<Driver> driver_;
+  // Before context_: destroyed after it, when ZeroMQ has freed every chunk.
+  ChunkPool chunks_;
   Session session_;
   zmq::context_t context_;
   std::unique_ptr<security::ZapHandler> zap_;

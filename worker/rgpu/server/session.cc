@@ -310,7 +310,7 @@ CUresult Session::MemoryOps(Op op, std::uint64_t context, Reader& args, const st
       if (!args.ok() || bytes > kMaxCopyPerRequest || !Owns(src, bytes)) return CUDA_ERROR_INVALID_VALUE;
       while (bytes > 0) {
         const std::size_t n = bytes < kChunkBytes ? bytes : kChunkBytes;
-        zmq::message_t chunk(n);
+        zmq::message_t chunk = chunks_.Take(n);
         const CUresult r = d_.cuMemcpyDtoH_v2(chunk.data(), src, n);
         if (r != CUDA_SUCCESS) return r;
         bulk(chunk);

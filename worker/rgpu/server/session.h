@@ -24,6 +24,7 @@
 #include <zmq.hpp>
 
 #include "worker/cuda/cuda_driver_api.h"
+#include "worker/rgpu/server/chunk_pool.h"
 #include "worker/rgpu/server/driver.h"
 #include "worker/rgpu/wire.h"
 
@@ -45,7 +46,9 @@ struct ReleaseCounts {
 
 class Session {
  public:
-  explicit Session(const Driver& driver) : d_(driver) {}
+  // `chunks` holds the buffers of device-to-host replies; it outlives the
+  // messages made from it (chunk_pool.h).
+  Session(const Driver& driver, ChunkPool& chunks) : d_(driver), chunks_(chunks) {}
   ~Session() { Release(); }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -93,6 +96,7 @@ class Session {
   std::uint64_t NewHandle() { return next_handle_++; }
 
   const Driver& d_;
+  ChunkPool& chunks_;
   std::uint64_t next_handle_ = kFirstHandle;
   std::uint64_t current_ = 0;  // the context handle current on this thread
   bool current_known_ = false;
