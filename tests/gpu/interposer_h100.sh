@@ -15,6 +15,8 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DIR=${GPOOL_CUDA_BUILD_DIR:-$ROOT/build-rel/worker/cuda}
+# Absolute: the interposer becomes a symlink target, which a relative path would leave dangling.
+[[ -d $DIR ]] && DIR=$(cd "$DIR" && pwd)
 GPU=${CHECK_GPU:-0}
 SECONDS_THROTTLED=${CHECK_SECONDS:-10}
 CHECK=$DIR/gpool-cuda-check

@@ -5,8 +5,8 @@
 # through a gpool-rgpu-server session on the same machine; the two outputs must be identical. Then
 # gpool-bench-rgpu with --driver the real libcuda.so.1 (remote vs raw ZeroMQ vs local memcpy).
 #
-# NOT RUN YET: written without a GPU (none was lent when it was committed); it is ready for a machine
-# with one. Never run by CI.
+# NOT RUN ON A GPU YET: written without one (none was lent); it is ready for a machine with one. CI
+# runs it only against the fake driver (rgpu_h100_dry_run.sh), which checks the script, not a GPU.
 #
 # Builds nothing: takes the build directory (a Release build is best for the bench numbers):
 #   $1 or $GPOOL_BUILD_DIR (default build-rel), holding worker/rgpu/gpool-rgpu-server,
@@ -14,13 +14,16 @@
 #   client/gpool (for `gpool admin keygen`) and bench/gpool-bench-rgpu (optional).
 #   cmake --build build-rel --target gpool-rgpu-server gpool-rgpu-check gpool_cuda_interposer \
 #     gpool_rgpu_client gpool gpool-bench-rgpu
-# Environment (optional): GPOOL_CUDA_REAL_DRIVER (the real libcuda.so.1; default: the usual paths).
+# Environment (optional): GPOOL_CUDA_REAL_DRIVER (the real libcuda.so.1; default: the usual paths),
+#   RGPU_H100_BENCH=0 (skip the bench). rgpu_h100_dry_run.sh runs this script against the fake driver (ctest).
 # Exit status: 0 all passed, 1 a check failed, 2 no GPU here (nothing run). The last line is
 # `RGPU_H100 rc=<rc> ...`.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${1:-${GPOOL_BUILD_DIR:-$ROOT/build-rel}}
+# Absolute: the paths below become symlink targets, which a relative path would leave dangling.
+[[ -d $BUILD ]] && BUILD=$(cd "$BUILD" && pwd)
 SERVER=$BUILD/worker/rgpu/gpool-rgpu-server
 CHECK=$BUILD/worker/rgpu/gpool-rgpu-check
 SHIM=$BUILD/worker/cuda/libgpool-cuda.so.1
@@ -88,7 +91,9 @@ kill -TERM "$SERVER_PID"; wait "$SERVER_PID"; SERVER_RC=$?; SERVER_PID=
 grep -o 'released.*' "$TMP/server.err"
 if [[ $SERVER_RC -eq 0 ]]; then record server_sigterm_exit PASS; else record server_sigterm_exit FAIL; fi
 
-if [[ -x $BENCH ]]; then
+if [[ ${RGPU_H100_BENCH:-1} == 0 ]]; then
+  echo "rgpu_h100: RGPU_H100_BENCH=0: bench skipped"
+elif [[ -x $BENCH ]]; then
   "$BENCH" --driver "$REAL" 2> "$TMP/bench.err" || record bench FAIL
 else
   echo "rgpu_h100: $BENCH not built: bench skipped"
