@@ -82,7 +82,7 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
         const auto* job = state_.FindJob(JobId(job_id));
         if (job == nullptr) return Fail(request.peer, request.id, JobNotFound(state_, job_id));
         if (!Permit(request, Permission::kReadJob, JobTarget(*job), "job " + std::to_string(job_id))) return;
-        GetJobReply reply = ToJobDetail(*job, state_);
+        GetJobReply reply = ToJobDetail(*job, state_, WallNowMs());
         // Others' secrets stay theirs: env is shown to who may read logs.
         if (!Authorize(request.actor, Permission::kReadJobSecrets, JobTarget(*job), state_).allowed) {
           for (auto& group : reply.spec.tasks) group.env.clear();
@@ -143,7 +143,7 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
         const auto* job = state_.FindJob(JobId(job_id));
         if (job == nullptr) return Fail(request.peer, request.id, JobNotFound(state_, job_id));
         if (!Permit(request, Permission::kReadJob, JobTarget(*job), "job " + std::to_string(job_id))) return;
-        Reply(request.peer, MakeFrame(request.id, proposer_.epoch(), ToExplanation(*job, state_)));
+        Reply(request.peer, MakeFrame(request.id, proposer_.epoch(), ToExplanation(*job, state_, WallNowMs())));
       });
     }
     case MessageType::kListEvents: {

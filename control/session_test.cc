@@ -6,6 +6,7 @@
 #include "control/state/cluster_state.h"
 #include "control/state/cluster_state_fixture.h"
 #include "control/state/test_specs.h"
+#include "control/views.h"
 
 namespace gpool::control {
 namespace {
@@ -78,6 +79,19 @@ TEST_F(SessionStateTest, GoesFromQueuedThroughPlacedToOpenWithItsEndpoint) {
   EXPECT_EQ(open.server_key, kOwnerKey);
   EXPECT_EQ(open.node, "gpu-1");
   EXPECT_GT(open.gpu_ms, 0u);
+}
+
+// `gpool session show` reads GetJob, `session list` ListSessions: both count
+// an open session's GPU-seconds to now (show once said 0.0 while list said 8).
+TEST_F(SessionStateTest, EveryReadCountsAnOpenSessionsGpuSecondsSoFar) {
+  const uint64_t job = Open();
+  Place(job);
+  Event(job, "started", 0, "", "tcp://127.0.0.1:4000");
+  const state::JobRecord& record = *state_.FindJob(JobId(job));
+  const int64_t now_ms = 1000 * static_cast<int64_t>(index_) + 7000;
+  EXPECT_EQ(ToJobDetail(record, state_, now_ms).summary.session.gpu_ms, 8000u);  // placed at index 3
+  EXPECT_EQ(ToExplanation(record, state_, now_ms).job.session.gpu_ms, 8000u);
+  EXPECT_EQ(ToJobSummary(record, now_ms).session.gpu_ms, 8000u);
 }
 
 TEST_F(SessionStateTest, AnOwnersCloseIsClosingThenClosedWithItsGpuSeconds) {

@@ -70,9 +70,9 @@ TaskInfo ToTaskInfo(const state::JobRecord& job, const state::TaskRecord& task, 
   return t;
 }
 
-GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& state) {
+GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& state, int64_t now_ms) {
   GetJobReply reply;
-  reply.summary = ToJobSummary(job);
+  reply.summary = ToJobSummary(job, now_ms);
   reply.spec = job.spec;
   for (const auto& task : job.tasks) reply.tasks.push_back(ToTaskInfo(job, task, state));
   reply.reasons = PendingTexts(job);
@@ -206,9 +206,9 @@ QueueSummary ToQueueSummary(const state::ClusterState& state, const std::string&
   return SummariseQueue(state, *queue, state.QueueAllocations());
 }
 
-ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterState& state) {
+ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterState& state, int64_t now_ms) {
   ExplainJobReply reply;
-  reply.job = ToJobSummary(job);
+  reply.job = ToJobSummary(job, now_ms);
   if (!job.failure().empty()) reply.reasons.push_back(job.failure());
   const auto pending = PendingTexts(job);
   reply.reasons.insert(reply.reasons.end(), pending.begin(), pending.end());

@@ -13,7 +13,8 @@ JobSummary ToJobSummary(const state::JobRecord& job, int64_t now_ms = 0);
 // edge (state written before codes holds text, passed through).
 std::vector<std::string> PendingTexts(const state::JobRecord& job);
 TaskInfo ToTaskInfo(const state::JobRecord& job, const state::TaskRecord& task, const state::ClusterState& state);
-GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& state);
+// `now_ms` (wall), for the summary (ToJobSummary).
+GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& state, int64_t now_ms);
 // `devices`: also its devices and NUMA nodes.
 // With `devices`, the node's devices too; `state` (when given) supplies the
 // shares, MIG instances and cores tenants hold.
@@ -22,7 +23,7 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices = false,
 // Every queue, parents before children and siblings by name.
 ListQueuesReply ToQueueList(const state::ClusterState& state);
 QueueSummary ToQueueSummary(const state::ClusterState& state, const std::string& name);
-ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterState& state);
+ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterState& state, int64_t now_ms);
 // The stream's events after request.after_seq that match its node and job,
 // at most request.limit (capped at kMaxEventsPerReply).
 inline constexpr uint32_t kMaxEventsPerReply = 1000;

@@ -48,7 +48,7 @@ Result<int> PickFreePort(const std::string& address) {
 }
 
 Result<std::vector<std::string>> PrepareRgpuServer(const RgpuOptions& options, const std::string& key_file,
-                                                   BindTask& bind) {
+                                                   const std::string& driver, BindTask& bind) {
   if (options.server.empty()) {
     return Status::FailedPrecondition("this node runs no rGPU session server (gpool-rgpu-server was not found "
                                       "next to gpool-worker; give --rgpu-server PATH)");
@@ -60,10 +60,12 @@ Result<std::vector<std::string>> PrepareRgpuServer(const RgpuOptions& options, c
   GPOOL_RETURN_IF_ERROR(security::WriteSecretKeyFile(key_file, keys, security::Durability::kEphemeral));
   bind.rgpu.endpoint = "tcp://" + options.address + ":" + std::to_string(port);
   bind.rgpu.server_key = keys.public_key;
-  return std::vector<std::string>{options.server,           "--endpoint",    bind.rgpu.endpoint,
-                                  "--secret-key-file",      key_file,        "--owner-key",
-                                  bind.rgpu.owner_key,      "--idle-timeout-ms",
-                                  std::to_string(bind.rgpu.idle_timeout_ms)};
+  std::vector<std::string> argv{options.server,           "--endpoint",    bind.rgpu.endpoint,
+                                "--secret-key-file",      key_file,        "--owner-key",
+                                bind.rgpu.owner_key,      "--idle-timeout-ms",
+                                std::to_string(bind.rgpu.idle_timeout_ms)};
+  if (!driver.empty()) argv.insert(argv.end(), {"--driver", driver});
+  return argv;
 }
 
 }  // namespace gpool::worker

@@ -40,8 +40,13 @@ Result<int> PickFreePort(const std::string& address);
 
 // The server's command line for `bind` (whose rgpu.endpoint and server_key
 // this fills in), its secret key written to `key_file` (0600, replaced if
-// present). FailedPrecondition when this node runs no session server.
+// present). `driver`: the driver the server opens by path (--driver), for a
+// session whose environment puts no interposer in front of the driver (whole
+// GPUs, MIG): the node's real libcuda.so.1, which need not be on the
+// default search path. Empty: libcuda.so.1 by name, as a share's server
+// must, to load the interposer that holds it to the share.
+// FailedPrecondition when this node runs no session server.
 Result<std::vector<std::string>> PrepareRgpuServer(const RgpuOptions& options, const std::string& key_file,
-                                                   BindTask& bind);
+                                                   const std::string& driver, BindTask& bind);
 
 }  // namespace gpool::worker

@@ -368,7 +368,13 @@ void TaskManager::Start(const TaskId& id, Task& task) {
     // An rGPU session: its server, with the endpoint and key it gets here
     // (in the bind, so an adopting worker and the started event know them).
     const std::string key_file = TaskRgpuKeyPath(options_.log_dir, id);
-    auto server = PrepareRgpuServer(options_.rgpu, key_file, task.bind);
+    // A share's server finds its interposer (or HAMi-core) through its
+    // environment by opening libcuda.so.1 by name; any other opens the real
+    // driver by path (--cuda-real-driver may name one off the search path).
+    const bool driver_by_name =
+        !env_options.cuda_lib_dir.empty() || (IsGpuShare(task.bind) && !options_.cuda_intercept_lib.empty());
+    auto server =
+        PrepareRgpuServer(options_.rgpu, key_file, driver_by_name ? "" : options_.share.real_driver, task.bind);
     if (!server.ok()) {
       AppendLine(TaskLogPath(options_.log_dir, id), "gpool-worker: session not started: " + server.status().message() + "\n");
       return FailStart(id, task, server.status());

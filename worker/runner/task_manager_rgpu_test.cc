@@ -11,6 +11,7 @@
 #include "protocol/security/keys.h"
 #include "worker/runner/fake_process_launcher.h"
 #include "worker/runner/rgpu_server.h"
+#include "worker/runner/share_enforcement.h"
 #include "worker/runner/task_manager.h"
 #include "worker/runner/task_manager_test_util.h"
 #include "worker/test_util.h"
@@ -24,9 +25,11 @@ constexpr const char* kOwnerKey = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
 
 class TaskManagerRgpuTest : public ::testing::Test {
  protected:
-  std::unique_ptr<TaskManager> Open(FakeProcessLauncher* launcher, const std::string& server) {
+  std::unique_ptr<TaskManager> Open(FakeProcessLauncher* launcher, const std::string& server,
+                                    const ShareEnforcementOptions& share = {}) {
     TaskManagerOptions options =
         testing::TaskManagerTestOptions(testing::TaskManagerNode(2), dir_, launcher, &clock_, log_);
+    options.share = share;
     options.rgpu.server = server;
     options.rgpu.address = "127.0.0.1";
     auto tm = TaskManager::Open(std::move(options));
@@ -80,6 +83,43 @@ TEST_F(TaskManagerRgpuTest, ASessionRunsItsServerWithAPortAKeyAndTheOwnersKeyOnl
   launcher.Exit(launcher.launched()[0].pid, 3);
   tm->Poll();
   EXPECT_FALSE(fs::exists(KeyFile(1)));
+}
+
+// Which driver the server opens: a whole GPU's, the node's real one by path
+// (--cuda-real-driver need not be on the search path: a session on such a
+// node failed "cannot open the CUDA driver libcuda.so.1"); a share's,
+// libcuda.so.1 by name, which its LD_LIBRARY_PATH resolves to the
+// interposer that holds it to the share.
+TEST_F(TaskManagerRgpuTest, AWholeGpuSessionOpensTheRealDriverAShareItsInterposer) {
+  fs::create_directories(dir_.path() + "/lib");
+  fs::create_directories(dir_.path() + "/shm");
+  ShareEnforcementOptions share;
+  share.interposer = dir_.path() + "/lib/libgpool-cuda.so.1";
+  std::ofstream(share.interposer) << "not a library";
+  share.real_driver = "/opt/nvidia/lib64/libcuda.so.1";
+  share.ledger_dir = dir_.path() + "/shm";
+  share.activity_dir = dir_.path() + "/shm";
+  FakeProcessLauncher launcher;
+  auto tm = Open(&launcher, "/opt/gpool/bin/gpool-rgpu-server", share);
+  BindTask part = SessionBind(5);
+  part.gpu_memory_mib = 20480;
+  part.gpu_compute_pct = 30;
+  part.gpu_indices = {0};  // the whole-GPU session holds GPU 1
+  ASSERT_TRUE(tm->Bind(SessionBind(4)).ok());
+  ASSERT_TRUE(tm->Bind(part).ok());
+  tm->Poll();
+  ASSERT_EQ(launcher.launched().size(), 2u);
+  const auto& whole = launcher.launched()[0].request.argv;
+  ASSERT_EQ(whole.size(), 11u);
+  EXPECT_EQ(whole[9], "--driver");
+  EXPECT_EQ(whole[10], "/opt/nvidia/lib64/libcuda.so.1");
+  const LaunchRequest& shared = launcher.launched()[1].request;
+  EXPECT_EQ(shared.argv.size(), 9u) << "a share's server must not bypass its interposer";
+  bool interposed = false;
+  for (const std::string& kv : shared.env) {
+    interposed |= kv.rfind("LD_LIBRARY_PATH=" + TaskCudaDir(dir_.path() + "/tasks", part.task), 0) == 0;
+  }
+  EXPECT_TRUE(interposed);
 }
 
 TEST_F(TaskManagerRgpuTest, ANodeWithoutASessionServerFailsTheSessionSayingWhy) {
