@@ -63,7 +63,10 @@ Result<HttpCaller> Coordinator::HttpAuthenticate(const std::string& bearer) cons
     return Status::Unauthenticated("send a user's secret key: \"Authorization: Bearer <secret key, Z85>\"");
   }
   if (!security::IsZ85Key(bearer)) {
-    return Status::Unauthenticated("the bearer credential is not a secret key (40 Z85 characters)");
+    // cpp-httplib percent-decodes header values: a key made by another tool
+    // may hold "%41", which arrives as "A" (keys gpool makes hold no '%').
+    return Status::Unauthenticated(
+        "the bearer credential is not a secret key (40 Z85 characters); a '%' in a key must be sent as '%25'");
   }
   auto pair = security::KeyPairOfSecret(bearer);
   if (!pair.ok()) return Status::Unauthenticated("the bearer credential is not a usable secret key");

@@ -36,7 +36,10 @@ struct KeyPair {
 // can work, and a secured process refuses to start.
 bool CurveAvailable();
 
-// A fresh key pair (zmq_curve_keypair). Unavailable without CURVE.
+// A fresh key pair (zmq_curve_keypair) whose secret's Z85 text holds no
+// '%': it can be sent as an HTTP bearer credential verbatim (HTTP servers
+// built on cpp-httplib 0.11 percent-decode header values). Unavailable
+// without CURVE.
 Result<KeyPair> GenerateKeyPair();
 
 // The pair whose secret key is `secret_key` (zmq_curve_public derives the

@@ -36,8 +36,13 @@ class KeyPair:
 
 
 def generate_key_pair() -> KeyPair:
-    public, secret = zmq.curve_keypair()
-    return KeyPair(public.decode("ascii"), secret.decode("ascii"))
+    # As gpool's C++ keygen (protocol/security/keys.h): drawn again while the
+    # secret holds a '%', since the secret is also the HTTP bearer credential
+    # and the coordinator's HTTP library percent-decodes header values.
+    while True:
+        public, secret = zmq.curve_keypair()
+        if b"%" not in secret:
+            return KeyPair(public.decode("ascii"), secret.decode("ascii"))
 
 
 def key_pair_of_secret(secret_key: str) -> KeyPair:

@@ -96,6 +96,12 @@ def test_yaml_scalars_are_text(tmp_path: "os.PathLike[str]") -> None:
         gpool.load_job_file(os.path.join(str(tmp_path), "missing.yaml"))
 
 
+def test_generated_secrets_hold_no_percent_sign() -> None:
+    # The secret is an HTTP bearer credential too (gpool/keys.py).
+    for _ in range(500):
+        assert "%" not in gpool.generate_key_pair().secret_key
+
+
 def test_keys_round_trip(tmp_path: "os.PathLike[str]") -> None:
     base = os.path.join(str(tmp_path), "me")
     pair = gpool.generate_key_pair()
