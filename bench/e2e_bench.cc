@@ -15,6 +15,9 @@
 //              as p50 and p99, and p50 over the ZeroMQ round trip;
 //   submit     submissions/s accepted: `clients` threads submit small
 //              one-task jobs (0 GPUs, `true`) without pause for `seconds`;
+//   drain      every node cordoned, 10 small jobs per node submitted (they
+//              wait), every node uncordoned: jobs run to completion per
+//              second from the first uncordon until the cluster is idle;
 //   placement  placements/s bound: once the cluster is idle again, `jobs`
 //              jobs of `tasks_per_job` 1-GPU tasks (`sleep 3600`) are
 //              submitted at once from one thread each; from the first
@@ -189,6 +192,14 @@ bool Idle(gpool::Client& client) {
          status->gpus_used == 0;
 }
 
+// The fleet's node names (topology MakeFleetNodes: the spec's name, then a
+// four-digit number from 1).
+std::string FleetNodeName(int index) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "gpu-a01-%04d", index + 1);
+  return name;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -203,6 +214,7 @@ int main(int argc, char** argv) {
   const int tasks_per_job = 100;
   const int placement_jobs = std::max(1, nodes * 8 * 8 / 10 / tasks_per_job);
   const int clients = 64;  // closed-loop clients: enough that commit latency, not their number, limits the rate
+  const int drain_jobs = 10 * nodes;  // the backlog released at once in the drain phase
 
   Cluster cluster;
   cluster.dir = (std::filesystem::temp_directory_path() / ("gpool-bench-e2e-" + std::to_string(getpid()))).string();
@@ -327,7 +339,65 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "the small jobs did not drain in 300 s; logs in %s\n", cluster.dir.c_str());
     return 1;
   }
-  std::fprintf(stderr, "small jobs drained in %.1f s\n", Ms(SteadyClock::now() - drain_start) / 1000.0);
+  const double small_drain_s = Ms(SteadyClock::now() - drain_start) / 1000.0;
+  std::fprintf(stderr, "small jobs drained in %.1f s\n", small_drain_s);
+
+  // Drain: a backlog of small jobs that piled up while every node was
+  // cordoned, released at once: jobs run to completion per second, from the
+  // first uncordon until the cluster is idle (the uncordons count).
+  {
+    const uint64_t term = Term(*observer);
+    auto cordon_all = [&](const std::string& op) {
+      std::atomic<int> next{0}, failed{0};
+      std::vector<std::thread> threads;
+      for (int c = 0; c < 16; ++c) {
+        threads.emplace_back([&] {
+          auto client = Connect(endpoints);
+          for (int i = next++; i < nodes; i = next++) {
+            gpool::UpdateNode update;
+            update.node = FleetNodeName(i);
+            update.op = op;
+            if (!client->UpdateNode(update).ok()) ++failed;
+          }
+        });
+      }
+      for (auto& t : threads) t.join();
+      return failed.load();
+    };
+    if (int failed = cordon_all("cordon"); failed != 0) {
+      std::fprintf(stderr, "%d nodes could not be cordoned\n", failed);
+      return 1;
+    }
+    std::atomic<uint64_t> accepted{0}, errors{0};
+    std::atomic<int> next{0};
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&] {
+        auto client = Connect(endpoints);
+        const gpool::JobSpec job = Job("backlog", 1, 0, {"true"});
+        while (next++ < drain_jobs) client->Submit(job, "").ok() ? ++accepted : ++errors;
+      });
+    }
+    for (auto& t : threads) t.join();
+    const auto start = SteadyClock::now();
+    const int uncordon_failed = cordon_all("uncordon");
+    const double uncordon_ms = Ms(SteadyClock::now() - start);
+    const bool drained = uncordon_failed == 0 && WaitUntil([&] { return Idle(*observer); }, 300, 5);
+    const double drain_ms = Ms(SteadyClock::now() - start);
+    std::printf("{\"metric\": \"drain_jobs_per_s\", \"value\": %.0f, \"unit\": \"jobs/s\", \"params\": "
+                "{\"jobs\": %llu, \"submit_errors\": %llu, \"drain_ms\": %.0f, \"uncordon_ms\": %.0f, "
+                "\"drained\": %s, \"nodes\": %d, \"replicas\": %d, \"job\": \"1 task, 0 GPUs, true\", "
+                "\"target\": 5000, \"small_jobs_drain_after_submit_s\": %.2f, \"term_changes\": %llu}}\n",
+                drained ? static_cast<double>(accepted.load()) / (drain_ms / 1000.0) : 0.0,
+                static_cast<unsigned long long>(accepted.load()), static_cast<unsigned long long>(errors.load()),
+                drain_ms, uncordon_ms, drained ? "true" : "false", nodes, kReplicas, small_drain_s,
+                static_cast<unsigned long long>(Term(*observer) - term));
+    std::fflush(stdout);
+    if (!drained) {
+      std::fprintf(stderr, "the backlog did not drain in 300 s; logs in %s\n", cluster.dir.c_str());
+      return 1;
+    }
+  }
 
   // Placements per second: many tasks at once on an idle cluster.
   {

@@ -12,6 +12,13 @@ std::string HostOf(const state::ClusterState& state, const std::string& node) {
   return record->spec.hostname;
 }
 
+// What the node advertised (NodeSpec.address); empty: its workers' peers
+// resolve its host themselves.
+std::string AddressOf(const state::ClusterState& state, std::string_view node) {
+  const state::NodeRecord* record = state.FindNode(std::string(node));
+  return record == nullptr ? std::string() : record->spec.address;
+}
+
 bool Holds(const state::TaskRecord& task) {
   return task.state == TaskState::kBound || task.state == TaskState::kRunning;
 }
@@ -69,16 +76,20 @@ TrainingLayout::TrainingLayout(const state::ClusterState& state, const state::Jo
   }
   placed_ = !members.empty();
   if (!placed_) return;
-  std::vector<std::string> host_of;
+  std::vector<std::string> host_of, address_of;
   host_of.reserve(nodes.size());
-  for (std::string_view node : nodes) host_of.push_back(HostOf(state, std::string(node)));
+  address_of.reserve(nodes.size());
+  for (std::string_view node : nodes) {
+    host_of.push_back(HostOf(state, std::string(node)));
+    address_of.push_back(AddressOf(state, node));
+  }
   for (size_t r = 0; r < nodes.size(); ++r) hosts_.push_back(HostSlots{host_of[r], slots_[r]});
   master_ = host_of[node_of_.front()];
   task_hosts_.reserve(members.size());
   // One slot per task, as the hostfile by node gave one per task there:
   // `mpirun -np $GPOOL_NUM_TASKS` runs one rank in each task.
   for (size_t m = 0; m < members.size(); ++m) {
-    task_hosts_.push_back(TaskHost{TaskName(*members[m]), host_of[node_of_[m]], 1});
+    task_hosts_.push_back(TaskHost{TaskName(*members[m]), host_of[node_of_[m]], 1, address_of[node_of_[m]]});
   }
   // Per group, the hosts of its replicas in replica order: what a parameter
   // server or launcher needs to find the others.

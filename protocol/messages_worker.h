@@ -169,11 +169,15 @@ struct TaskHost {
   std::string name;
   std::string host;
   uint32_t slots = 1;  // its line in the MPI hostfile (the coordinator sends 1: one rank per task)
+  // The node's advertised address (NodeSpec.address), so the worker writes
+  // the hosts line without a name lookup; empty: the worker resolves `host`.
+  std::string address;
   template <typename V>
   void Fields(V& v) {
     v.Required("name", name);
     v.Required("host", host);
     v.Optional("slots", slots);
+    v.Optional("address", address);
   }
   bool operator==(const TaskHost&) const = default;
 };

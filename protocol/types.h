@@ -323,11 +323,16 @@ struct NodeSpec {
   // the queue that owns it, for an exclusive node.
   std::string pool;
   std::string pool_queue;
+  // The IP address other nodes reach this one at (`gpool-worker
+  // --advertise-address`): sent with the node's tasks in every gang's hosts
+  // file, so no worker looks the hostname up per bind. Empty: they do.
+  std::string address;
 
   template <typename V>
   void Fields(V& v) {
     v.Required("name", name);
     v.Optional("hostname", hostname);
+    v.Optional("address", address);
     v.Required("cpu_milli", cpu_milli);
     v.Required("memory_mib", memory_mib);
     v.Optional("gpus", gpus);

@@ -1,5 +1,8 @@
 #include "protocol/validate.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 
 #include <map>
@@ -348,12 +351,21 @@ Status ValidatePoolOwner(const std::string& field, const std::string& pool, cons
   return ValidateName("queue", queue, 128);
 }
 
+bool IsIpAddress(const std::string& text) {
+  unsigned char buffer[sizeof(in6_addr)];
+  return inet_pton(AF_INET, text.c_str(), buffer) == 1 || inet_pton(AF_INET6, text.c_str(), buffer) == 1;
+}
+
 Status ValidateNodeSpec(const NodeSpec& spec) {
   // Far above any real node; bounds what one registration can make us store.
   constexpr size_t kMaxDevices = 1024;
   constexpr size_t kMaxLabels = 256;
   GPOOL_RETURN_IF_ERROR(ValidateName("node.name", spec.name, kMaxNodeNameLength));
   GPOOL_RETURN_IF_ERROR(ValidatePoolOwner("node.pool", spec.pool, spec.pool_queue, /*pool_optional=*/true));
+  if (!spec.address.empty() && !IsIpAddress(spec.address)) {
+    return Status::InvalidArgument("node.address: '" + spec.address.substr(0, 64) +
+                                   "' is not an IPv4 or IPv6 address");
+  }
   if (spec.gpus.size() > kMaxDevices) {
     return Status::InvalidArgument("node.gpus: " + std::to_string(spec.gpus.size()) + " devices exceeds the maximum of " +
                                    std::to_string(kMaxDevices));

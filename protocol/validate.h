@@ -44,6 +44,8 @@ inline constexpr size_t kMaxLabelValueLength = 63;
 // Errors name the field: "tasks[1].replicas: must be at least 1".
 Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits = {});
 Status ValidateNodeSpec(const NodeSpec& spec);
+// An IPv4 or IPv6 address in text form (inet_pton), not a name.
+bool IsIpAddress(const std::string& text);
 // An operator's node change: a known op, a pool of public/pooled/exclusive,
 // label keys of 1-63 characters from [A-Za-z0-9._/-], values of at most 63
 // from [A-Za-z0-9._-], no key both set and removed.

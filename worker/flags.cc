@@ -1,4 +1,5 @@
 #include "protocol/base/endpoint.h"
+#include "protocol/validate.h"
 #include "worker/flags.h"
 
 #include "worker/runner/task_isolation.h"
@@ -46,6 +47,8 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("coordinator", "Coordinator worker-channel endpoints, comma-separated; each reconnect tries the next",
      cxxopts::value<std::string>()->default_value("tcp://127.0.0.1:7401"), "A[,B...]")
     ("node-name", "Node name (default: the spec's name, else the hostname)", cxxopts::value<std::string>(), "NAME")
+    ("advertise-address", "IP address other nodes reach this one at, for gang tasks' hosts files (default: the spec's; fleet mode: 127.0.0.1)",
+     cxxopts::value<std::string>(), "IP")
     ("spec", "Node spec file (YAML or JSON) instead of probing the host", cxxopts::value<std::string>(), "FILE")
     ("data-dir", "Worker data directory; task logs go to DIR/tasks/",
      cxxopts::value<std::string>()->default_value(defaults.data_dir), "DIR")
@@ -164,6 +167,13 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     if (result.count("node-name")) {
       f.node_name = result["node-name"].as<std::string>();
       if (f.node_name.empty()) return Status::InvalidArgument("--node-name: must not be empty");
+    }
+    if (result.count("advertise-address")) {
+      f.advertise_address = result["advertise-address"].as<std::string>();
+      if (!IsIpAddress(f.advertise_address)) {
+        return Status::InvalidArgument("--advertise-address: '" + f.advertise_address.substr(0, 64) +
+                                       "' is not an IPv4 or IPv6 address");
+      }
     }
     if (result.count("spec")) {
       f.spec_path = result["spec"].as<std::string>();

@@ -4,6 +4,10 @@
 //   --coordinator A[,B,...]  worker-channel endpoints (default tcp://127.0.0.1:7401);
 //                            each reconnect tries the next one
 //   --node-name NAME         default: the spec's name, else the hostname
+//   --advertise-address IP   the address other nodes reach this one at, sent
+//                            in gang tasks' hosts files so no worker looks the
+//                            hostname up (default: the spec's, else none;
+//                            fleet mode: 127.0.0.1)
 //   --spec FILE              node spec (YAML or JSON) instead of probing
 //   --data-dir DIR           default /var/lib/gpool/worker; task logs in DIR/tasks/
 //   --token T | --token-file F   shared secret put in every message header
@@ -46,6 +50,7 @@ namespace gpool::worker {
 struct WorkerFlags {
   std::vector<std::string> coordinators;
   std::string node_name;
+  std::string advertise_address;  // NodeSpec.address; empty: the spec's
   std::string spec_path;
   std::string data_dir = "/var/lib/gpool/worker";
   std::string token;

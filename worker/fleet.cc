@@ -9,6 +9,7 @@
 
 #include "protocol/base/fd_limit.h"
 #include "worker/log.h"
+#include "worker/runner/job_hosts.h"
 
 namespace gpool::worker {
 namespace {
@@ -61,7 +62,11 @@ Result<std::unique_ptr<Fleet>> Fleet::Open(FleetOptions options) {
 }
 
 Fleet::Fleet(FleetOptions options)
-    : options_(std::move(options)), log_(OrDefault(options_.logger)), context_(options_.io_threads), events_(256) {
+    : options_(std::move(options)),
+      log_(OrDefault(options_.logger)),
+      context_(options_.io_threads),
+      resolver_(HostResolverOptions{.resolve = ResolveHost, .clock = options_.clock}),
+      events_(256) {
   context_.set(zmq::ctxopt::max_sockets, static_cast<int>(options_.nodes.size() + kSpareDescriptors));
 }
 
@@ -81,6 +86,7 @@ Status Fleet::OpenNode(const NodeSpec& spec) {
   task_options.log_dir = options_.data_dir + "/" + spec.name + "/tasks";
   task_options.base_env = options_.base_env;
   task_options.launcher = node.launcher.get();
+  task_options.resolver = &resolver_;
   task_options.mig = node.mig.get();
   task_options.clock = options_.clock;
   task_options.logger = logger;

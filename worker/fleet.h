@@ -147,6 +147,9 @@ class Fleet {
   FleetOptions options_;
   std::shared_ptr<spdlog::logger> log_;
   zmq::context_t context_;
+  // One for all nodes (lookup threads are the process's, not a node's);
+  // declared before the nodes, whose TaskManagers use it.
+  HostResolver resolver_;
   // Declared after the context: the sockets close before it terminates.
   std::vector<Node> nodes_;
   size_t started_ = 0;

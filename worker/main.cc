@@ -332,6 +332,12 @@ int RunFleet(const gpool::worker::WorkerFlags& flags, std::shared_ptr<spdlog::lo
   if (!spec.ok()) return Fail("node discovery failed", spec.status());
   auto nodes = topology::MakeFleetNodes(*spec, flags.node_name, flags.simulate);
   if (!nodes.ok()) return Fail("cannot derive the simulated nodes", nodes.status());
+  // Simulated nodes all live on this machine: peers reach them at loopback,
+  // and no bind waits on a lookup of a name that exists nowhere.
+  for (NodeSpec& node : *nodes) {
+    if (!flags.advertise_address.empty()) node.address = flags.advertise_address;
+    if (node.address.empty()) node.address = "127.0.0.1";
+  }
 
   auto node_sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   node_sink->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ node=%n %v");
@@ -427,6 +433,7 @@ int main(int argc, char** argv) {
   discovery.mig_dynamic = flags.mig_dynamic;
   auto node = DiscoverNode(discovery);
   if (!node.ok()) return Fail("node discovery failed", node.status());
+  if (!flags.advertise_address.empty()) node->address = flags.advertise_address;
 
   auto shares = ConfigureShares(flags, argv[0], *logger);
   if (!shares.ok()) return Fail("cannot prepare the CUDA interposer's directories", shares.status());

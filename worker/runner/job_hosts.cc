@@ -6,6 +6,8 @@
 
 #include <set>
 
+#include "protocol/validate.h"
+
 namespace gpool::worker {
 namespace {
 
@@ -41,13 +43,15 @@ Status ValidateTaskHosts(const std::vector<TaskHost>& task_hosts) {
       return Status::InvalidArgument(where + ".host: empty, longer than 253 bytes or holds whitespace");
     }
     if (t.slots == 0) return Status::InvalidArgument(where + ".slots: must be at least 1");
+    if (!t.address.empty() && !IsIpAddress(t.address)) {
+      return Status::InvalidArgument(where + ".address: '" + t.address.substr(0, 64) + "' is not an IP address");
+    }
   }
   return Status::Ok();
 }
 
 std::string ResolveHost(const std::string& host) {
-  unsigned char buffer[sizeof(in6_addr)];
-  if (inet_pton(AF_INET, host.c_str(), buffer) == 1 || inet_pton(AF_INET6, host.c_str(), buffer) == 1) return host;
+  if (IsIpAddress(host)) return host;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -71,7 +75,7 @@ std::string JobHostsFile(const std::string& base, const std::vector<TaskHost>& t
   std::map<std::string, std::string> address_of;  // host -> address, resolved once
   for (const TaskHost& t : task_hosts) {
     auto [it, fresh] = address_of.try_emplace(t.host);
-    if (fresh) it->second = resolve(t.host);
+    if (fresh) it->second = t.address.empty() ? resolve(t.host) : t.address;
     if (it->second.empty()) {
       if (unresolved != nullptr) unresolved->push_back(t.name);
       continue;

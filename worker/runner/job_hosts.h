@@ -30,8 +30,8 @@ namespace gpool::worker {
 
 // InvalidArgument naming the entry when a task name is not a hostname
 // (letters, digits, '-' and '.', labels of 1-63 bytes, at most 253 bytes)
-// or appears twice, a host is empty, too long or holds whitespace, or
-// slots is 0.
+// or appears twice, a host is empty, too long or holds whitespace,
+// slots is 0, or an address is set but not an IP address.
 Status ValidateTaskHosts(const std::vector<TaskHost>& task_hosts);
 
 // An address for `host` (an IP literal as it is; otherwise the first
@@ -39,8 +39,9 @@ Status ValidateTaskHosts(const std::vector<TaskHost>& task_hosts);
 std::string ResolveHost(const std::string& host);
 
 // The hosts file: `base` (the node's /etc/hosts) and a marked section of
-// "ADDRESS NAME" lines. A task whose host does not resolve gets no line;
-// its name is added to `unresolved`.
+// "ADDRESS NAME" lines, the address the task's node advertised
+// (TaskHost.address), else resolve(host). A task whose host does not
+// resolve gets no line; its name is added to `unresolved`.
 std::string JobHostsFile(const std::string& base, const std::vector<TaskHost>& task_hosts,
                          const std::function<std::string(const std::string&)>& resolve,
                          std::vector<std::string>* unresolved);

@@ -43,7 +43,17 @@ Result<std::unique_ptr<TaskManager>> TaskManager::Open(TaskManagerOptions option
   std::error_code ec;
   std::filesystem::create_directories(options.log_dir, ec);
   if (ec) return Status::IoError("cannot create task log directory " + options.log_dir + ": " + ec.message());
+  if (options.names_wait_ms < 0) return Status::InvalidArgument("TaskManager: names_wait_ms must be >= 0");
   auto manager = std::unique_ptr<TaskManager>(new TaskManager(std::move(options)));
+  manager->resolver_ = manager->options_.resolver;
+  if (manager->resolver_ == nullptr) {
+    HostResolverOptions resolver;
+    resolver.clock = manager->options_.clock;
+    resolver.resolve = manager->options_.resolve ? manager->options_.resolve : ResolveHost;
+    resolver.threads = manager->options_.resolve ? 0 : 2;
+    manager->own_resolver_ = std::make_unique<HostResolver>(std::move(resolver));
+    manager->resolver_ = manager->own_resolver_.get();
+  }
   if (manager->options_.adopt_tasks) manager->AdoptLeftTasks();
   return manager;
 }
@@ -150,6 +160,8 @@ Status TaskManager::Bind(const BindTask& bind) {
   Task task;
   task.bind = bind;
   task.bound = true;
+  task.names_deadline_ms = options_.clock->MonoMs() + options_.names_wait_ms;
+  NamesReady(task);  // the lookups start now, so the next Poll likely finds them done
   tasks_.emplace(id, std::move(task));
   to_start_.push_back(id);
   log_->info("task accepted task={} job_name={} gpus={} cpu_milli={} memory_mib={} command={}", id.ToString(),
@@ -288,6 +300,12 @@ void TaskManager::Poll() {
     // from: lost, requeued, cancelled while the node was away, being
     // stopped) starts only once that task is gone, whatever the
     // coordinator's view.
+    // A gang task's hosts file needs its nodes' addresses: it waits (never
+    // the loop) while they are looked up, at most names_wait_ms.
+    if (!NamesReady(it->second) && options_.clock->MonoMs() < it->second.names_deadline_ms) {
+      waiting.push_back(id);
+      continue;
+    }
     if (const TaskId* holder = WholeGpuHolder(id, it->second)) {
       if (!it->second.waiting_logged) {
         it->second.waiting_logged = true;

@@ -82,6 +82,7 @@
 #include "protocol/messages.h"
 #include "protocol/types.h"
 #include "worker/runner/device_env.h"
+#include "worker/runner/host_resolver.h"
 #include "worker/runner/log_cap.h"
 #include "worker/runner/mig_manager.h"
 #include "worker/runner/process_launcher.h"
@@ -126,8 +127,17 @@ struct TaskManagerOptions {
   bool private_hosts = false;
   // The node's hosts file, the start of every job's hosts file.
   std::string etc_hosts = "/etc/hosts";
-  // Resolves a node's host to an address for the hosts file; nullptr: ResolveHost.
+  // Addresses of nodes that advertise none, for gang tasks' hosts files
+  // (host_resolver.h); not owned, shared by a fleet's nodes. nullptr: the
+  // TaskManager keeps its own, over `resolve`.
+  HostResolver* resolver = nullptr;
+  // The lookup of that own resolver; nullptr: ResolveHost on lookup threads.
+  // Set (tests' fakes), it is called inline.
   std::function<std::string(const std::string&)> resolve;
+  // How long a gang task waits at most for its nodes' names to resolve
+  // before it starts with the lines it has (a name lookup that hangs must
+  // not hold the task forever).
+  int64_t names_wait_ms = 5'000;
   // Who tasks run as and what they may see (task_isolation.h); off by
   // default, on in the worker when it runs as root.
   TaskIsolationOptions isolation;
@@ -225,11 +235,15 @@ class TaskManager {
     std::vector<MigInstance> mig_created;  // dynamic MIG instances to destroy when it ends
     bool lost = false;  // ended by the node (lease, supervisor), not by itself: reported "lost"
     bool waiting_logged = false;  // told once that it waits for its GPUs (WholeGpuHolder)
+    int64_t names_deadline_ms = 0;  // monotonic: when it starts whether its names resolved or not
   };
 
   explicit TaskManager(TaskManagerOptions options);
 
   void Start(const TaskId& id, Task& task);
+  // Whether every node of a gang task's names has an address (advertised or
+  // answered by the resolver); asks the resolver for those it lacks.
+  bool NamesReady(const Task& task);
   // A running task (not yet reaped) that holds one of `task`'s GPUs where
   // either holds it whole; nullptr when none.
   const TaskId* WholeGpuHolder(const TaskId& id, const Task& task) const;
@@ -279,6 +293,8 @@ class TaskManager {
   std::map<int64_t, TaskId> by_pid_;     // running processes
   std::vector<TaskId> to_start_;          // accepted since the last Poll
   std::map<uint64_t, TaskEvent> outbox_;
+  std::unique_ptr<HostResolver> own_resolver_;  // when options_.resolver is null
+  HostResolver* resolver_ = nullptr;
   ShareMemoryGuard share_guard_{options_.share.memory_tolerance_mib};
   int64_t next_activity_sweep_ms_ = 0;
   uint64_t next_seq_ = 1;

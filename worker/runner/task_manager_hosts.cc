@@ -31,12 +31,22 @@ void TaskManager::WriteHostfile(const TaskId& id, const std::vector<HostSlots>& 
   env.push_back("GPOOL_HOSTFILE=" + path);
 }
 
+bool TaskManager::NamesReady(const Task& task) {
+  bool ready = true;
+  for (const TaskHost& t : task.bind.task_hosts) {
+    if (t.address.empty() && !resolver_->Lookup(t.host)) ready = false;
+  }
+  return ready;
+}
+
 void TaskManager::WriteJobNames(const TaskId& id, const BindTask& bind, LaunchRequest& request) {
   std::string base;
   if (auto etc = ReadWholeFile(options_.etc_hosts); etc.ok()) base = *etc;
   std::vector<std::string> unresolved;
-  const std::string hosts = JobHostsFile(base, bind.task_hosts, options_.resolve ? options_.resolve : ResolveHost,
-                                         &unresolved);
+  // From the cache only: a host still unanswered (names_wait_ms ran out)
+  // gets no line rather than a lookup on this thread.
+  const auto cached = [&](const std::string& host) { return resolver_->Lookup(host).value_or(std::string()); };
+  const std::string hosts = JobHostsFile(base, bind.task_hosts, cached, &unresolved);
   if (!unresolved.empty()) {
     log_->warn("task names whose node does not resolve have no hosts line task={} names={}", id.ToString(),
                Q(JoinWords(unresolved)));
