@@ -26,11 +26,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr int kNodes = 200;
-constexpr int kClients = 16;
-constexpr int kJobsPerClient = 200;  // 3,200 jobs
+constexpr int kBurstNodes = 200;
+constexpr int kBurstClients = 16;
+constexpr int kBurstJobsPerClient = 200;  // 3,200 jobs
 
-JobSpec TinyJob() {
+JobSpec BurstJob() {
   JobSpec spec;
   spec.name = "burst";
   TaskGroupSpec group;
@@ -42,7 +42,7 @@ JobSpec TinyJob() {
   return spec;
 }
 
-std::unique_ptr<Client> Connect(LocalCluster& cluster) {
+std::unique_ptr<Client> ConnectToBurst(LocalCluster& cluster) {
   ClientOptions options;
   options.endpoints = cluster.client_endpoint();
   cluster.SecureClient(options);
@@ -62,16 +62,16 @@ TEST(BurstTest, ThousandsOfShortJobsDrainWithEveryNodeReadyAndNothingLeftCounted
   const std::string spec = cluster.dir() + "/sim.yaml";
   WriteFile(spec, "name: burst\ncpus: 64\nmemory: 256Gi\ngpus: {count: 8, model: A100-SXM4-80GB, memory: 80Gi}\n");
   Process fleet("fleet",
-                {GPOOL_WORKER_BIN, "--simulate", std::to_string(kNodes), "--spec", spec, "--coordinator",
+                {GPOOL_WORKER_BIN, "--simulate", std::to_string(kBurstNodes), "--spec", spec, "--coordinator",
                  cluster.worker_endpoint(), "--data-dir", cluster.dir() + "/fleet", "--coordinator-key",
                  cluster.CoordinatorKeyFiles(), "--log-level", "warn"},
                 cluster.dir() + "/fleet.log");
-  auto observer = Connect(cluster);
+  auto observer = ConnectToBurst(cluster);
   ASSERT_NE(observer, nullptr);
   ASSERT_TRUE(WaitFor(
       [&] {
         auto status = observer->ClusterStatus();
-        return status.ok() && status->nodes_ready == kNodes;
+        return status.ok() && status->nodes_ready == kBurstNodes;
       },
       60s))
       << fleet.Log();
@@ -81,7 +81,7 @@ TEST(BurstTest, ThousandsOfShortJobsDrainWithEveryNodeReadyAndNothingLeftCounted
   std::mutex mu;
   std::set<std::string> went_not_ready;
   std::thread watcher([&] {
-    auto client = Connect(cluster);
+    auto client = ConnectToBurst(cluster);
     if (client == nullptr) return;
     while (watching) {
       auto nodes = client->ListNodes();
@@ -97,12 +97,12 @@ TEST(BurstTest, ThousandsOfShortJobsDrainWithEveryNodeReadyAndNothingLeftCounted
 
   std::atomic<int> accepted{0}, refused{0};
   std::vector<std::thread> clients;
-  for (int c = 0; c < kClients; ++c) {
+  for (int c = 0; c < kBurstClients; ++c) {
     clients.emplace_back([&] {
-      auto client = Connect(cluster);
+      auto client = ConnectToBurst(cluster);
       if (client == nullptr) return;
-      for (int j = 0; j < kJobsPerClient; ++j) {
-        client->Submit(TinyJob(), "").ok() ? ++accepted : ++refused;
+      for (int j = 0; j < kBurstJobsPerClient; ++j) {
+        client->Submit(BurstJob(), "").ok() ? ++accepted : ++refused;
       }
     });
   }
@@ -140,7 +140,7 @@ TEST(BurstTest, ThousandsOfShortJobsDrainWithEveryNodeReadyAndNothingLeftCounted
   // What the jobs held is released on every node: counts back to zero.
   auto nodes = observer->ListNodes();
   ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
-  ASSERT_EQ(nodes->nodes.size(), static_cast<size_t>(kNodes));
+  ASSERT_EQ(nodes->nodes.size(), static_cast<size_t>(kBurstNodes));
   for (const auto& node : nodes->nodes) {
     EXPECT_EQ(node.state, "Ready") << node.name;
     EXPECT_EQ(node.tasks, 0u) << node.name;

@@ -78,10 +78,6 @@ PosixProcessLauncher::PosixProcessLauncher(PosixProcessLauncherOptions options)
 PosixProcessLauncher::PosixProcessLauncher(std::shared_ptr<spdlog::logger> logger, CgroupTree* cgroups)
     : PosixProcessLauncher(PosixProcessLauncherOptions{.logger = std::move(logger), .cgroups = cgroups}) {}
 
-Result<int64_t> PosixProcessLauncher::Launch(const LaunchRequest& request) {
-  if (!options_.supervisor.empty() && !request.state_dir.empty()) return LaunchSupervised(request);
-  return LaunchDirect(request);
-}
 
 Result<int64_t> PosixProcessLauncher::LaunchDirect(const LaunchRequest& request) {
   GPOOL_RETURN_IF_ERROR(ValidateLaunch(request));
@@ -117,7 +113,30 @@ Result<int64_t> PosixProcessLauncher::LaunchDirect(const LaunchRequest& request)
   return pid;
 }
 
-Result<int64_t> PosixProcessLauncher::LaunchSupervised(const LaunchRequest& request) {
+Result<int64_t> PosixProcessLauncher::Launch(const LaunchRequest& request) {
+  if (options_.supervisor.empty() || request.state_dir.empty()) return LaunchDirect(request);
+  return FinishLaunch(BeginLaunch(request));
+}
+
+uint64_t PosixProcessLauncher::BeginLaunch(const LaunchRequest& request) {
+  if (options_.supervisor.empty() || request.state_dir.empty()) return ProcessLauncher::BeginLaunch(request);
+  const uint64_t ticket = next_ticket_++;
+  Starting& starting = starting_[ticket];
+  starting.log_path = request.log_path;
+  starting.status = BeginSupervised(request, starting);
+  return ticket;
+}
+
+Result<int64_t> PosixProcessLauncher::FinishLaunch(uint64_t ticket) {
+  auto it = starting_.find(ticket);
+  if (it == starting_.end()) return ProcessLauncher::FinishLaunch(ticket);
+  Starting starting = std::move(it->second);
+  starting_.erase(it);
+  if (!starting.status.ok()) return starting.status;
+  return FinishSupervised(starting);
+}
+
+Status PosixProcessLauncher::BeginSupervised(const LaunchRequest& request, Starting& starting) {
   GPOOL_RETURN_IF_ERROR(ValidateLaunch(request));
   if (!options_.lease_path.empty()) {
     Status lease = CheckLease(options_.lease_path, MonotonicNowMs());
@@ -173,33 +192,42 @@ Result<int64_t> PosixProcessLauncher::LaunchSupervised(const LaunchRequest& requ
     close(fds[0]);
     return Status::ResourceExhausted(std::string("fork: ") + std::strerror(fork_err));
   }
+  starting.intermediate = intermediate;
+  starting.status_fd = fds[0];
+  starting.state_dir = dir;
+  starting.supervisor_log = log_path;
+  starting.cgroup = spec.request.cgroup;
+  return Status::Ok();
+}
+
+Result<int64_t> PosixProcessLauncher::FinishSupervised(const Starting& starting) {
   int wstatus = 0;
-  while (waitpid(intermediate, &wstatus, 0) < 0 && errno == EINTR) {
+  while (waitpid(starting.intermediate, &wstatus, 0) < 0 && errno == EINTR) {
   }
   // The supervisor answers once the task has exec'd or could not start.
   std::string reply;
   char buffer[4096];
   for (;;) {
-    const ssize_t n = read(fds[0], buffer, sizeof(buffer));
+    const ssize_t n = read(starting.status_fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     reply.append(buffer, static_cast<size_t>(n));
   }
-  close(fds[0]);
+  close(starting.status_fd);
   auto hello = wire::UnpackFromString<SupervisorHello>(reply);
   if (!hello.ok()) {
-    const std::string tail = StartupLogTail(log_path);
+    const std::string tail = StartupLogTail(starting.supervisor_log);
     return Status::Internal("gpool-task-supervisor did not start the task" +
-                            (tail.empty() ? std::string(" (see ") + log_path + ")" : ": " + tail));
+                            (tail.empty() ? std::string(" (see ") + starting.supervisor_log + ")" : ": " + tail));
   }
   if (!hello->ok) return Status(static_cast<StatusCode>(hello->code), hello->message);
   const int64_t pid = hello->pid;
-  supervised_[pid] = Supervised{.state_dir = dir,
-                                .cgroup = spec.request.cgroup,
+  supervised_[pid] = Supervised{.state_dir = starting.state_dir,
+                                .cgroup = starting.cgroup,
                                 .next_liveness_check_ms = MonotonicNowMs() + options_.liveness_check_ms};
   for (const std::string& warning : hello->warnings) {
     log_->warn("task numa pinning failed, running without it pid={} error={} log={}", pid, Q(warning),
-               Q(request.log_path));
+               Q(starting.log_path));
   }
   return pid;
 }

@@ -54,6 +54,8 @@
 // worker (the agent's).
 #pragma once
 
+#include <sys/types.h>
+
 #include <map>
 #include <memory>
 #include <set>
@@ -90,6 +92,10 @@ class PosixProcessLauncher final : public ProcessLauncher {
   PosixProcessLauncher& operator=(const PosixProcessLauncher&) = delete;
 
   Result<int64_t> Launch(const LaunchRequest& request) override;
+  // Supervised launches fork their supervisor in BeginLaunch and read its
+  // answer in FinishLaunch; direct ones happen in FinishLaunch.
+  uint64_t BeginLaunch(const LaunchRequest& request) override;
+  Result<int64_t> FinishLaunch(uint64_t ticket) override;
   Status Signal(int64_t pid, int signal) override;
   std::vector<ExitInfo> Reap() override;
   Result<AdoptedProcess> Adopt(const std::string& state_dir) override;
@@ -102,8 +108,17 @@ class PosixProcessLauncher final : public ProcessLauncher {
     int64_t next_liveness_check_ms = 0;
   };
 
+  // A supervised launch between its halves.
+  struct Starting {
+    Status status;          // not ok: BeginSupervised failed, nothing runs
+    pid_t intermediate = 0;  // the first fork, reaped in FinishSupervised
+    int status_fd = -1;      // the supervisor's answer
+    std::string state_dir, supervisor_log, cgroup, log_path;
+  };
+
   Result<int64_t> LaunchDirect(const LaunchRequest& request);
-  Result<int64_t> LaunchSupervised(const LaunchRequest& request);
+  Status BeginSupervised(const LaunchRequest& request, Starting& starting);
+  Result<int64_t> FinishSupervised(const Starting& starting);
   void ReapDirect(std::vector<ExitInfo>& exited);
   void ReapSupervised(std::vector<ExitInfo>& exited);
   // A supervised task whose supervisor died without an exit record: kills
@@ -120,6 +135,8 @@ class PosixProcessLauncher final : public ProcessLauncher {
   // cgroup: reported once the cgroup is empty.
   std::map<int64_t, ExitInfo> draining_;
   std::map<int64_t, Supervised> supervised_;  // by the task's first pid
+  std::map<uint64_t, Starting> starting_;      // BeginLaunch's supervised launches, by ticket
+  uint64_t next_ticket_ = 1ull << 63;          // apart from the base class's tickets
   static constexpr int64_t kReapScanMs = 50;
   int64_t next_supervised_scan_ms_ = 0;  // CLOCK_MONOTONIC
 };

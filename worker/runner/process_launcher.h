@@ -38,6 +38,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -125,11 +126,32 @@ class ProcessLauncher {
  public:
   virtual ~ProcessLauncher() = default;
   virtual Result<int64_t> Launch(const LaunchRequest& request) = 0;
+  // A launch in two halves, so that several are under way at once: a
+  // supervised start waits for its supervisor to exec the task (tens of ms
+  // of fork and exec), and one after another those waits capped a node at
+  // ~30 task starts a second (issue 46). BeginLaunch starts it without
+  // waiting and returns a ticket; FinishLaunch(ticket) waits for it and
+  // answers as Launch would. Every ticket is finished once, in any order.
+  // By default nothing happens until FinishLaunch, which calls Launch.
+  virtual uint64_t BeginLaunch(const LaunchRequest& request) {
+    deferred_.emplace(next_ticket_, request);
+    return next_ticket_++;
+  }
+  virtual Result<int64_t> FinishLaunch(uint64_t ticket) {
+    auto it = deferred_.find(ticket);
+    if (it == deferred_.end()) return Status::NotFound("no launch " + std::to_string(ticket) + " under way");
+    const LaunchRequest request = std::move(it->second);
+    deferred_.erase(it);
+    return Launch(request);
+  }
   virtual Status Signal(int64_t pid, int signal) = 0;
   virtual std::vector<ExitInfo> Reap() = 0;
   virtual Result<AdoptedProcess> Adopt(const std::string& state_dir) {
     return Status(StatusCode::kFailedPrecondition, "this launcher cannot adopt tasks (" + state_dir + ")");
   }
+ private:
+  std::map<uint64_t, LaunchRequest> deferred_;  // BeginLaunch's, by ticket
+  uint64_t next_ticket_ = 1;
 };
 
 }  // namespace gpool::worker

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -121,6 +122,11 @@ TEST_F(SupervisedLauncherTest, ATaskRunsUnderItsSupervisorNotTheLauncher) {
   EXPECT_NE(getsid(static_cast<pid_t>(supervisor)), getsid(0)) << "the supervisor has a session of its own";
   EXPECT_NE(ParentOf(supervisor), getpid()) << "and is not the launcher's child";
   EXPECT_EQ(getpgid(static_cast<pid_t>(*pid)), *pid);
+  // Signalled once it has written (a start is reported when the task has
+  // exec'd, not when its shell has run the echo: in a Release build the
+  // SIGTERM used to arrive first).
+  ASSERT_TRUE(PollUntil([&] { return testing::ReadFile(dir_.path() + "/a.log") == "hello from env\n"; }))
+      << testing::ReadFile(dir_.path() + "/a.log");
   ASSERT_TRUE(launcher_->Signal(*pid, SIGTERM).ok());
   auto exit = ReapUntil(*launcher_, *pid);
   ASSERT_TRUE(exit.has_value());
@@ -128,6 +134,38 @@ TEST_F(SupervisedLauncherTest, ATaskRunsUnderItsSupervisorNotTheLauncher) {
   EXPECT_EQ(exit->reason, "");
   EXPECT_TRUE(launcher_->Reap().empty()) << "each exit is reported once";
   EXPECT_EQ(testing::ReadFile(dir_.path() + "/a.log"), "hello from env\n");
+}
+
+// Launches begun together (BeginLaunch) run side by side and each finishes
+// (FinishLaunch, in any order) with its own task under its own supervisor.
+TEST_F(SupervisedLauncherTest, LaunchesBegunTogetherEachStartTheirOwnTask) {
+  std::vector<uint64_t> tickets;
+  for (int i = 0; i < 4; ++i) {
+    LaunchRequest request;
+    request.argv = {"/bin/sh", "-c", "echo " + std::to_string(i) + "; exec sleep 1000"};
+    request.env = {"PATH=/usr/bin:/bin"};
+    request.log_path = dir_.path() + "/t" + std::to_string(i) + ".log";
+    request.cgroup = "task-t" + std::to_string(i);
+    request.state_dir = dir_.path() + "/t" + std::to_string(i) + ".state";
+    dirs_.push_back(request.state_dir);
+    tickets.push_back(launcher_->BeginLaunch(request));
+  }
+  std::set<int64_t> pids, supervisors;
+  for (int i = 3; i >= 0; --i) {
+    auto pid = launcher_->FinishLaunch(tickets[i]);
+    ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+    started_.push_back(*pid);
+    pids.insert(*pid);
+    EXPECT_EQ(ReadStartRecord(dir_.path() + "/t" + std::to_string(i) + ".state")->pid, *pid);
+    supervisors.insert(ParentOf(*pid));
+  }
+  EXPECT_EQ(pids.size(), 4u);
+  EXPECT_EQ(supervisors.size(), 4u);
+  EXPECT_EQ(launcher_->FinishLaunch(tickets[0]).status().code(), StatusCode::kNotFound) << "a ticket is finished once";
+  for (int64_t pid : pids) {
+    ASSERT_TRUE(launcher_->Signal(pid, SIGKILL).ok());
+    ASSERT_TRUE(ReapUntil(*launcher_, pid).has_value());
+  }
 }
 
 TEST_F(SupervisedLauncherTest, AMissingCommandIsNotFoundWithReason) {

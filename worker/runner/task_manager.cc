@@ -288,6 +288,7 @@ void TaskManager::Poll() {
   // heartbeats (and from renewing the node lease) for seconds. The rest wait
   // for the next turns.
   std::vector<TaskId> due = std::exchange(to_start_, {});
+  std::vector<Launching> launching;
   if (due.size() > kMaxStartsPerPoll) {
     to_start_.assign(due.begin() + kMaxStartsPerPoll, due.end());
     due.resize(kMaxStartsPerPoll);
@@ -315,8 +316,12 @@ void TaskManager::Poll() {
       waiting.push_back(id);
       continue;
     }
-    Start(id, it->second);
+    Launching launch;
+    if (BeginStart(id, it->second, launch)) launching.push_back(std::move(launch));
   }
+  // Begun together, finished together: the supervisors of this turn's
+  // starts exec their tasks side by side rather than one after another.
+  for (Launching& launch : launching) FinishStart(launch);
   to_start_.insert(to_start_.end(), waiting.begin(), waiting.end());
   for (const ExitInfo& exit : options_.launcher->Reap()) OnExit(exit);
   const int64_t now = options_.clock->MonoMs();
@@ -361,13 +366,14 @@ void TaskManager::FailStart(const TaskId& id, Task& task, const Status& status) 
   log_->warn("task failed to start task={} exit_code=127 error={}", id.ToString(), Q(status.ToString()));
 }
 
-void TaskManager::Start(const TaskId& id, Task& task) {
+bool TaskManager::BeginStart(const TaskId& id, Task& task, Launching& launching) {
   TaskEnvOptions env_options;
   env_options.cuda_intercept_lib = options_.cuda_intercept_lib;
   if (IsGpuShare(task.bind)) env_options.share_cache_path = TaskShareCachePath(options_.log_dir, id);
   if (Status cuda = PrepareInterposer(id, task, env_options); !cuda.ok()) {
     AppendLine(TaskLogPath(options_.log_dir, id), "gpool-worker: task not started: " + cuda.message() + "\n");
-    return FailStart(id, task, cuda);
+    FailStart(id, task, cuda);
+    return false;
   }
   Status mig = CreateMigInstances(id, task, env_options.mig_uuids);
   auto env = mig.ok() ? BuildTaskEnv(task.bind, options_.node, options_.base_env, env_options)
@@ -376,7 +382,8 @@ void TaskManager::Start(const TaskId& id, Task& task) {
     // The log is where users look first (FetchLog); say there why it never ran.
     // 0600: a log is its task's owner's, not every local user's.
     AppendLine(TaskLogPath(options_.log_dir, id), "gpool-worker: task not started: " + env.status().message() + "\n");
-    return FailStart(id, task, env.status());
+    FailStart(id, task, env.status());
+    return false;
   }
 
   LaunchRequest request;
@@ -395,7 +402,8 @@ void TaskManager::Start(const TaskId& id, Task& task) {
         PrepareRgpuServer(options_.rgpu, key_file, driver_by_name ? "" : options_.share.real_driver, task.bind);
     if (!server.ok()) {
       AppendLine(TaskLogPath(options_.log_dir, id), "gpool-worker: session not started: " + server.status().message() + "\n");
-      return FailStart(id, task, server.status());
+      FailStart(id, task, server.status());
+      return false;
     }
     request.argv = std::move(server).value();
     owned.push_back(key_file);
@@ -413,7 +421,10 @@ void TaskManager::Start(const TaskId& id, Task& task) {
   if (options_.adopt_tasks) {
     // Before the launch: a task nothing on disk names could not be adopted.
     auto dir = PersistBind(id, task.bind);
-    if (!dir.ok()) return FailStart(id, task, dir.status());
+    if (!dir.ok()) {
+      FailStart(id, task, dir.status());
+      return false;
+    }
     request.state_dir = *dir;
   }
   owned.push_back(request.log_path);
@@ -423,9 +434,20 @@ void TaskManager::Start(const TaskId& id, Task& task) {
                                            request);
       !isolated.ok()) {
     AppendLine(request.log_path, "gpool-worker: task not started: " + isolated.message() + "\n");
-    return FailStart(id, task, isolated);
+    FailStart(id, task, isolated);
+    return false;
   }
-  auto pid = options_.launcher->Launch(request);
+  launching.id = id;
+  launching.ticket = options_.launcher->BeginLaunch(request);
+  launching.request = std::move(request);
+  return true;
+}
+
+void TaskManager::FinishStart(Launching& launching) {
+  const TaskId& id = launching.id;
+  Task& task = tasks_.at(id);
+  const LaunchRequest& request = launching.request;
+  auto pid = options_.launcher->FinishLaunch(launching.ticket);
   if (!pid.ok()) return FailStart(id, task, pid.status());
   task.phase = Phase::kRunning;
   task.pid = *pid;

@@ -240,7 +240,16 @@ class TaskManager {
 
   explicit TaskManager(TaskManagerOptions options);
 
-  void Start(const TaskId& id, Task& task);
+  // A start in two halves (ProcessLauncher::BeginLaunch): everything up to
+  // the launch, which it begins (false: the start failed and is recorded),
+  // then the launch's answer and the "started" event.
+  struct Launching {
+    TaskId id;
+    uint64_t ticket = 0;
+    LaunchRequest request;
+  };
+  bool BeginStart(const TaskId& id, Task& task, Launching& launching);
+  void FinishStart(Launching& launching);
   // Whether every node of a gang task's names has an address (advertised or
   // answered by the resolver); asks the resolver for those it lacks.
   bool NamesReady(const Task& task);
