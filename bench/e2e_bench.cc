@@ -15,9 +15,11 @@
 //              as p50 and p99, and p50 over the ZeroMQ round trip;
 //   submit     submissions/s accepted: `clients` threads submit small
 //              one-task jobs (0 GPUs, `true`) without pause for `seconds`;
-//   drain      every node cordoned, 10 small jobs per node submitted (they
-//              wait), every node uncordoned: jobs run to completion per
-//              second from the first uncordon until the cluster is idle;
+//   drain      10 small jobs per node submitted to a queue held at a
+//              capability of 1 millicore (they wait), then released by one
+//              queue update: jobs run to completion per second from the
+//              update until the cluster is idle, and the nodes that left
+//              Ready meanwhile (0 expected);
 //   placement  placements/s bound: once the cluster is idle again, `jobs`
 //              jobs of `tasks_per_job` 1-GPU tasks (`sleep 3600`) are
 //              submitted at once from one thread each; from the first
@@ -30,7 +32,16 @@
 // ("term_changes"): a leader change inside a measurement (an overloaded
 // leader missing its heartbeats) shows there rather than as a slow number.
 //
+// With --real-workers N the fleet is replaced by N real gpool-worker
+// processes (one node each, the same 8-GPU spec, named real-0001...) that
+// start every task as a real process under its supervisor (cgroups, PID
+// namespace, its user when run as root), so a regression in the real start
+// path shows here too. The placement phase then fills 80 % of their GPUs
+// with `sleep` tasks and cancels them afterwards, and the drain phase
+// releases 500 jobs per worker.
+//
 // Usage: gpool-bench-e2e [nodes=1000] [seconds=5] [latency_samples=200]
+//        gpool-bench-e2e --real-workers N [seconds=5] [latency_samples=200]
 // Prints JSON lines {"metric", "value", "unit", "params"}; progress goes to
 // stderr. Every process started is killed on exit, failures included
 // (children also die with the bench: PR_SET_PDEATHSIG). GPOOL_BENCH_KEEP=1
@@ -131,6 +142,22 @@ struct Cluster {
     }
   }
 
+  // N real workers, one node each.
+  void StartWorkers(int count, const std::string& spec) {
+    for (int i = 0; i < count; ++i) {
+      const std::string name = RealNodeName(i);
+      pids.push_back(Spawn({GPOOL_WORKER_BIN, "--insecure", "--spec", spec, "--node-name", name, "--coordinator",
+                            Join(worker), "--data-dir", fleet_dir + "/" + name, "--log-level", "warn"},
+                           dir + "/" + name + ".log"));
+    }
+  }
+
+  static std::string RealNodeName(int index) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "real-%04d", index + 1);
+    return name;
+  }
+
   void StartFleet(int nodes, const std::string& spec) {
     pids.push_back(Spawn({GPOOL_WORKER_BIN, "--insecure", "--simulate", std::to_string(nodes), "--spec", spec, "--coordinator",
                           Join(worker), "--data-dir", fleet_dir, "--log-level", "warn"},
@@ -185,36 +212,52 @@ uint64_t Term(gpool::Client& client) {
   return status.ok() ? status->term : 0;
 }
 
-// Nothing pending, running or holding a GPU.
-bool Idle(gpool::Client& client) {
+// Nothing pending, running or holding a GPU. `fewest_ready`, when given,
+// keeps the fewest Ready nodes seen.
+bool Idle(gpool::Client& client, uint32_t* fewest_ready = nullptr) {
   auto status = client.ClusterStatus();
+  if (status.ok() && fewest_ready != nullptr && status->role == "leader") {
+    *fewest_ready = std::min(*fewest_ready, status->nodes_ready);
+  }
   return status.ok() && status->role == "leader" && status->jobs_pending == 0 && status->jobs_running == 0 &&
          status->gpus_used == 0;
-}
-
-// The fleet's node names (topology MakeFleetNodes: the spec's name, then a
-// four-digit number from 1).
-std::string FleetNodeName(int index) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "gpu-a01-%04d", index + 1);
-  return name;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int nodes = argc > 1 ? std::atoi(argv[1]) : 1000;
-  const double seconds = argc > 2 ? std::atof(argv[2]) : 5.0;
-  const int samples = argc > 3 ? std::atoi(argv[3]) : 200;
+  int real_workers = 0;
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--real-workers" && i + 1 < argc) {
+      real_workers = std::atoi(argv[++i]);
+      if (real_workers <= 0 || real_workers > 64) {
+        std::fprintf(stderr, "--real-workers: 1-64 worker processes\n");
+        return 2;
+      }
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  const bool real = real_workers > 0;
+  // With --real-workers there is no `nodes` argument: the workers are the nodes.
+  if (real) args.insert(args.begin(), std::to_string(real_workers));
+  const int nodes = args.size() > 0 ? std::atoi(args[0].c_str()) : 1000;
+  const double seconds = args.size() > 1 ? std::atof(args[1].c_str()) : 5.0;
+  const int samples = args.size() > 2 ? std::atoi(args[2].c_str()) : 200;
   if (nodes <= 0 || nodes > 10000 || seconds <= 0 || samples <= 0) {
-    std::fprintf(stderr, "usage: gpool-bench-e2e [nodes=1000 (1-10000)] [seconds=5] [latency_samples=200]\n");
+    std::fprintf(stderr,
+                 "usage: gpool-bench-e2e [nodes=1000 (1-10000)] [seconds=5] [latency_samples=200]\n"
+                 "       gpool-bench-e2e --real-workers N [seconds=5] [latency_samples=200]\n");
     return 2;
   }
-  // 80 % of the cluster's GPUs, in jobs of 100 tasks, for the placement run.
-  const int tasks_per_job = 100;
-  const int placement_jobs = std::max(1, nodes * 8 * 8 / 10 / tasks_per_job);
+  const char* mode = real ? "real-workers" : "fleet";
+  // 80 % of the cluster's GPUs, in jobs of up to 100 tasks, for the placement run.
+  const int gpus_to_fill = nodes * 8 * 8 / 10;
+  const int tasks_per_job = std::min(100, gpus_to_fill);
+  const int placement_jobs = std::max(1, gpus_to_fill / tasks_per_job);
   const int clients = 64;  // closed-loop clients: enough that commit latency, not their number, limits the rate
-  const int drain_jobs = 10 * nodes;  // the backlog released at once in the drain phase
+  const int drain_jobs = real ? 500 * nodes : 10 * nodes;  // the backlog released at once in the drain phase
 
   Cluster cluster;
   cluster.dir = (std::filesystem::temp_directory_path() / ("gpool-bench-e2e-" + std::to_string(getpid()))).string();
@@ -228,7 +271,11 @@ int main(int argc, char** argv) {
   const std::string spec = std::string(GPOOL_WORKER_EXAMPLES_DIR) + "/node-8gpu.yaml";
   const auto cluster_start = SteadyClock::now();
   cluster.StartReplicas();
-  cluster.StartFleet(nodes, spec);
+  if (real) {
+    cluster.StartWorkers(nodes, spec);
+  } else {
+    cluster.StartFleet(nodes, spec);
+  }
   const std::string endpoints = Cluster::Join(cluster.client);
   auto observer = Connect(endpoints);
 
@@ -245,10 +292,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double registration_s = Ms(SteadyClock::now() - cluster_start) / 1000.0;
-  std::printf("{\"metric\": \"fleet_ready_s\", \"value\": %.2f, \"unit\": \"s\", \"params\": {\"nodes\": %d, "
-              "\"gpus_per_node\": 8, \"replicas\": %d, \"worker_processes\": 1, \"heartbeat_ms\": 1000, "
+  std::printf("{\"metric\": \"fleet_ready_s\", \"value\": %.2f, \"unit\": \"s\", \"params\": {\"nodes\": %d, \"mode\": \"%s\", "
+              "\"gpus_per_node\": 8, \"replicas\": %d, \"worker_processes\": %d, \"heartbeat_ms\": 1000, "
               "\"fleet_data_dir\": \"%s\", \"coordinator_data_dir\": \"%s\"}}\n",
-              registration_s, nodes, kReplicas, std::filesystem::path(cluster.fleet_dir).parent_path().c_str(),
+              registration_s, nodes, mode, kReplicas, real ? nodes : 1, std::filesystem::path(cluster.fleet_dir).parent_path().c_str(),
               std::filesystem::path(cluster.dir).parent_path().c_str());
   std::fflush(stdout);
 
@@ -294,15 +341,15 @@ int main(int argc, char** argv) {
   const double p50 = Percentile(latency_ms, 0.5);
   const double p99 = Percentile(latency_ms, 0.99);
   const uint64_t latency_term_changes = Term(*observer) - latency_term;
-  std::printf("{\"metric\": \"submit_to_running_p50\", \"value\": %.2f, \"unit\": \"ms\", \"params\": {\"nodes\": %d, "
+  std::printf("{\"metric\": \"submit_to_running_p50\", \"value\": %.2f, \"unit\": \"ms\", \"params\": {\"nodes\": %d, \"mode\": \"%s\", "
               "\"replicas\": %d, \"samples\": %zu, \"errors\": %llu, \"signal\": \"GetJob polled back to back\", "
               "\"zmq_round_trip_p50_us\": %.1f, \"ratio_to_zmq_round_trip\": %.1f}}\n",
-              p50, nodes, kReplicas, latency_ms.size(), static_cast<unsigned long long>(latency_errors), rtt_p50_us,
+              p50, nodes, mode, kReplicas, latency_ms.size(), static_cast<unsigned long long>(latency_errors), rtt_p50_us,
               p50 * 1000.0 / std::max(1.0, rtt_p50_us));
-  std::printf("{\"metric\": \"submit_to_running_p99\", \"value\": %.2f, \"unit\": \"ms\", \"params\": {\"nodes\": %d, "
+  std::printf("{\"metric\": \"submit_to_running_p99\", \"value\": %.2f, \"unit\": \"ms\", \"params\": {\"nodes\": %d, \"mode\": \"%s\", "
               "\"replicas\": %d, \"samples\": %zu, \"max_ms\": %.2f, \"target_ms\": 50, \"job\": \"1 task, 1 GPU\", "
               "\"term_changes\": %llu}}\n",
-              p99, nodes, kReplicas, latency_ms.size(),
+              p99, nodes, mode, kReplicas, latency_ms.size(),
               latency_ms.empty() ? 0.0 : *std::max_element(latency_ms.begin(), latency_ms.end()),
               static_cast<unsigned long long>(latency_term_changes));
   std::fflush(stdout);
@@ -327,45 +374,33 @@ int main(int argc, char** argv) {
     for (auto& t : threads) t.join();
     const double elapsed_s = Ms(SteadyClock::now() - start) / 1000.0;
     std::printf("{\"metric\": \"submissions_per_s\", \"value\": %.0f, \"unit\": \"submissions/s\", \"params\": "
-                "{\"clients\": %d, \"accepted\": %llu, \"errors\": %llu, \"seconds\": %.1f, \"nodes\": %d, "
+                "{\"clients\": %d, \"accepted\": %llu, \"errors\": %llu, \"seconds\": %.1f, \"nodes\": %d, \"mode\": \"%s\", "
                 "\"replicas\": %d, \"job\": \"1 task, 0 GPUs, true\", \"term_changes\": %llu}}\n",
                 static_cast<double>(accepted.load()) / elapsed_s, clients,
                 static_cast<unsigned long long>(accepted.load()), static_cast<unsigned long long>(errors.load()),
-                elapsed_s, nodes, kReplicas, static_cast<unsigned long long>(Term(*observer) - term));
+                elapsed_s, nodes, mode, kReplicas, static_cast<unsigned long long>(Term(*observer) - term));
     std::fflush(stdout);
   }
   const auto drain_start = SteadyClock::now();
-  if (!WaitUntil([&] { return Idle(*observer); }, 300, 20)) {
+  uint32_t fewest_ready_after_submit = static_cast<uint32_t>(nodes);
+  if (!WaitUntil([&] { return Idle(*observer, &fewest_ready_after_submit); }, 300, 20)) {
     std::fprintf(stderr, "the small jobs did not drain in 300 s; logs in %s\n", cluster.dir.c_str());
     return 1;
   }
   const double small_drain_s = Ms(SteadyClock::now() - drain_start) / 1000.0;
   std::fprintf(stderr, "small jobs drained in %.1f s\n", small_drain_s);
 
-  // Drain: a backlog of small jobs that piled up while every node was
-  // cordoned, released at once: jobs run to completion per second, from the
-  // first uncordon until the cluster is idle (the uncordons count).
+  // Drain: a backlog of small jobs that piled up in a queue held at a
+  // capability of 1 millicore, released at once by one queue update: jobs
+  // run to completion per second, from the update until the cluster is idle.
   {
     const uint64_t term = Term(*observer);
-    auto cordon_all = [&](const std::string& op) {
-      std::atomic<int> next{0}, failed{0};
-      std::vector<std::thread> threads;
-      for (int c = 0; c < 16; ++c) {
-        threads.emplace_back([&] {
-          auto client = Connect(endpoints);
-          for (int i = next++; i < nodes; i = next++) {
-            gpool::UpdateNode update;
-            update.node = FleetNodeName(i);
-            update.op = op;
-            if (!client->UpdateNode(update).ok()) ++failed;
-          }
-        });
-      }
-      for (auto& t : threads) t.join();
-      return failed.load();
-    };
-    if (int failed = cordon_all("cordon"); failed != 0) {
-      std::fprintf(stderr, "%d nodes could not be cordoned\n", failed);
+    gpool::UpdateQueue hold;
+    hold.op = "create";
+    hold.spec.name = "backlog";
+    hold.spec.capability = {{"cpu", 1}};
+    if (auto held = observer->UpdateQueue(hold); !held.ok()) {
+      std::fprintf(stderr, "cannot create the backlog queue: %s\n", held.status().ToString().c_str());
       return 1;
     }
     std::atomic<uint64_t> accepted{0}, errors{0};
@@ -374,23 +409,29 @@ int main(int argc, char** argv) {
     for (int c = 0; c < clients; ++c) {
       threads.emplace_back([&] {
         auto client = Connect(endpoints);
-        const gpool::JobSpec job = Job("backlog", 1, 0, {"true"});
+        gpool::JobSpec job = Job("backlog", 1, 0, {"true"});
+        job.queue = "backlog";
         while (next++ < drain_jobs) client->Submit(job, "").ok() ? ++accepted : ++errors;
       });
     }
     for (auto& t : threads) t.join();
+    gpool::UpdateQueue release = hold;
+    release.op = "update";
+    release.spec.capability = {{"cpu", uint64_t{1} << 40}};
     const auto start = SteadyClock::now();
-    const int uncordon_failed = cordon_all("uncordon");
-    const double uncordon_ms = Ms(SteadyClock::now() - start);
-    const bool drained = uncordon_failed == 0 && WaitUntil([&] { return Idle(*observer); }, 300, 5);
+    const bool released = observer->UpdateQueue(release).ok();
+    const double release_ms = Ms(SteadyClock::now() - start);
+    uint32_t fewest_ready = static_cast<uint32_t>(nodes);
+    const bool drained = released && WaitUntil([&] { return Idle(*observer, &fewest_ready); }, 300, 5);
     const double drain_ms = Ms(SteadyClock::now() - start);
     std::printf("{\"metric\": \"drain_jobs_per_s\", \"value\": %.0f, \"unit\": \"jobs/s\", \"params\": "
-                "{\"jobs\": %llu, \"submit_errors\": %llu, \"drain_ms\": %.0f, \"uncordon_ms\": %.0f, "
-                "\"drained\": %s, \"nodes\": %d, \"replicas\": %d, \"job\": \"1 task, 0 GPUs, true\", "
-                "\"target\": 5000, \"small_jobs_drain_after_submit_s\": %.2f, \"term_changes\": %llu}}\n",
+                "{\"jobs\": %llu, \"submit_errors\": %llu, \"drain_ms\": %.0f, \"release_ms\": %.0f, "
+                "\"drained\": %s, \"nodes_left_ready\": %u, \"nodes\": %d, \"mode\": \"%s\", \"replicas\": %d, \"job\": \"1 task, 0 GPUs, true\", "
+                "\"target\": 5000, \"small_jobs_drain_after_submit_s\": %.2f, \"nodes_left_ready_after_submit\": %u, \"term_changes\": %llu}}\n",
                 drained ? static_cast<double>(accepted.load()) / (drain_ms / 1000.0) : 0.0,
                 static_cast<unsigned long long>(accepted.load()), static_cast<unsigned long long>(errors.load()),
-                drain_ms, uncordon_ms, drained ? "true" : "false", nodes, kReplicas, small_drain_s,
+                drain_ms, release_ms, drained ? "true" : "false", static_cast<uint32_t>(nodes) - fewest_ready, nodes, mode, kReplicas, small_drain_s,
+                static_cast<uint32_t>(nodes) - fewest_ready_after_submit,
                 static_cast<unsigned long long>(Term(*observer) - term));
     std::fflush(stdout);
     if (!drained) {
@@ -439,15 +480,26 @@ int main(int argc, char** argv) {
     std::printf("{\"metric\": \"placements_bound_per_s\", \"value\": %.0f, \"unit\": \"tasks/s\", \"params\": "
                 "{\"tasks\": %u, \"bound\": %u, \"jobs\": %d, \"tasks_per_job\": %d, \"gpus_per_task\": 1, "
                 "\"gpu_fill_pct\": 80, \"bound_ms\": %.0f, \"submit_calls_done_ms\": %.0f, \"submit_errors\": %llu, "
-                "\"nodes\": %d, \"replicas\": %d, \"target\": 10000, \"term_changes\": %llu}}\n",
+                "\"nodes\": %d, \"mode\": \"%s\", \"replicas\": %d, \"target\": 10000, \"term_changes\": %llu}}\n",
                 all_bound ? total / (bound_ms / 1000.0) : 0.0, total, bound, placement_jobs, tasks_per_job, bound_ms,
-                submitted_ms, static_cast<unsigned long long>(errors.load()), nodes, kReplicas, term_changes);
+                submitted_ms, static_cast<unsigned long long>(errors.load()), nodes, mode, kReplicas, term_changes);
     std::printf("{\"metric\": \"placements_running_per_s\", \"value\": %.0f, \"unit\": \"tasks/s\", \"params\": "
-                "{\"tasks\": %u, \"running\": %u, \"running_ms\": %.0f, \"nodes\": %d, \"replicas\": %d, "
+                "{\"tasks\": %u, \"running\": %u, \"running_ms\": %.0f, \"nodes\": %d, \"mode\": \"%s\", \"replicas\": %d, "
                 "\"term_changes\": %llu}}\n",
-                all_running ? total / (running_ms / 1000.0) : 0.0, total, running, running_ms, nodes, kReplicas,
+                all_running ? total / (running_ms / 1000.0) : 0.0, total, running, running_ms, nodes, mode, kReplicas,
                 term_changes);
     std::fflush(stdout);
+  }
+  if (real) {
+    // Real `sleep` processes: stopped before the workers are, so none
+    // outlives the bench (a worker's tasks survive the worker by design).
+    if (auto jobs = observer->ListJobs(false, 0); jobs.ok()) {
+      for (const auto& job : jobs->jobs) (void)observer->CancelJob(gpool::JobId(job.job_id), 0);
+    }
+    if (!WaitUntil([&] { return Idle(*observer); }, 60, 20)) {
+      std::fprintf(stderr, "the placement jobs did not stop in 60 s; logs in %s\n", cluster.dir.c_str());
+      return 1;
+    }
   }
   return 0;
 }

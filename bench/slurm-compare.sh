@@ -145,6 +145,7 @@ if ! wait_until 60 bash -c 'sinfo -h -o %t 2>/dev/null | grep -q idle'; then
   tail -20 "$work/slurm/log/"* >&2
   exit 1
 fi
+slurm_version=$(sinfo -V 2>/dev/null || echo slurm)
 slurm_cpu=$(cpu_per_submit "sbatch -Q --wrap true -c 1 -o /dev/null")
 wait_until 120 bash -c '[ -z "$(squeue -h 2>/dev/null)" ]'
 submit_one() { sbatch -Q --wrap true -c 1 -o /dev/null; }
@@ -159,7 +160,7 @@ unset SLURM_CONF
 slurm_rate=$(calc "$jobs / $slurm_total_s")
 printf '{"metric": "slurm_jobs_completed_per_s", "value": %s, "unit": "jobs/s", "params": {"jobs": %d, "clients": %d, "submissions_per_s": %s, "seconds": %s, "cpu_ms_per_sbatch": %s, "slurm": "%s", "node_cpus": 64}}\n' \
   "$slurm_rate" "$jobs" "$clients" "$(calc "$jobs / $slurm_submit_s")" "$slurm_total_s" "$slurm_cpu" \
-  "$(sinfo -V 2>/dev/null || echo slurm)"
+  "$slurm_version"
 
 # ---- gpool
 gpool="$build/client/gpool"

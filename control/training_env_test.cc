@@ -184,5 +184,23 @@ TEST_F(TrainingEnvTest, TaskHostsNameEveryTaskWithItsNodesHostAndOneSlot) {
   EXPECT_EQ(EnvOf(3).at("GPOOL_TASK_NAME"), "train-task-3");
 }
 
+// A node that advertises its address (NodeSpec.address) has it sent with
+// its tasks' names, so no worker looks its hostname up.
+TEST_F(TrainingEnvTest, TaskHostsCarryTheAddressTheirNodeAdvertised) {
+  NodeSpec n1 = HostNode("n1", "host-a.example");
+  n1.address = "10.0.0.11";
+  Do(state::RegisterNodeCmd{n1, {}});
+  ApplyPlanCmd plan;
+  plan.binds = {PlanBind{JobId(job_), 0, "n1", {0, 1}, 1000, 1024}, PlanBind{JobId(job_), 1, "n2", {0, 1}, 1000, 1024},
+                PlanBind{JobId(job_), 2, "n1", {2, 3}, 1000, 1024}, PlanBind{JobId(job_), 3, "n2", {2, 3}, 1000, 1024}};
+  ASSERT_EQ(Do(plan).binds_applied, 4u);
+  const TrainingLayout layout(state_, Job(), Job().tasks[0]);
+  EXPECT_EQ(layout.TaskHostsFor(Job().tasks[0]),
+            (std::vector<TaskHost>{{"train-task-0", "host-a.example", 1, "10.0.0.11"},
+                                   {"train-task-1", "n2", 1, ""},
+                                   {"train-task-2", "host-a.example", 1, "10.0.0.11"},
+                                   {"train-task-3", "n2", 1, ""}}));
+}
+
 }  // namespace
 }  // namespace gpool::control

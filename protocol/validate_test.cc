@@ -137,6 +137,18 @@ TEST(ValidateSessionSpecTest, ASessionIsOneTaskWithGpusAKeyAndSaneTimes) {
   EXPECT_TRUE(ValidateJobSpec(plain).ok());
 }
 
+TEST(ValidateNodeSpecTest, AnAdvertisedAddressIsAnIpLiteral) {
+  NodeSpec node;
+  node.name = "n1";
+  EXPECT_TRUE(ValidateNodeSpec(node).ok()) << "none advertised";
+  for (const char* good : {"10.0.0.5", "127.0.0.1", "fd00::5", "::1"}) {
+    node.address = good;
+    EXPECT_TRUE(ValidateNodeSpec(node).ok()) << good;
+  }
+  node.address = "gpu-a01.dc1";
+  EXPECT_EQ(ValidateNodeSpec(node).message(), "node.address: 'gpu-a01.dc1' is not an IPv4 or IPv6 address");
+}
+
 TEST(ValidateNodeSpecTest, RejectsDuplicateAndDanglingGpus) {
   NodeSpec node;
   node.name = "n1";

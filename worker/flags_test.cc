@@ -87,6 +87,22 @@ TEST(FlagsTest, CudaInterceptLib) {
   EXPECT_NE(bad.status().message().find("--cuda-intercept-lib"), std::string::npos) << bad.status().message();
 }
 
+TEST(FlagsTest, AdvertiseAddressIsAnIpAddress) {
+  auto v4 = Parse({"--advertise-address", "10.1.2.3"});
+  ASSERT_TRUE(v4.ok()) << v4.status().ToString();
+  EXPECT_EQ(v4->flags.advertise_address, "10.1.2.3");
+  auto v6 = Parse({"--advertise-address", "fd00::7"});
+  ASSERT_TRUE(v6.ok()) << v6.status().ToString();
+  EXPECT_EQ(v6->flags.advertise_address, "fd00::7");
+  EXPECT_TRUE(Parse({}).value().flags.advertise_address.empty());
+  for (const char* bad : {"gpu-a01.example.com", "", "10.1.2", "10.1.2.3:7401"}) {
+    auto parsed = Parse({"--advertise-address", bad});
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_NE(parsed.status().message().find("--advertise-address: '"), std::string::npos)
+        << parsed.status().message();
+  }
+}
+
 TEST(FlagsTest, AllFlags) {
   auto parsed = Parse({"--coordinator", "tcp://a:7401, tcp://b:7401", "--node-name", "n1", "--spec", "s.yaml",
                        "--data-dir", "/tmp/w", "--token", "secret", "--log-level", "debug"});
