@@ -160,6 +160,7 @@ void Coordinator::Wire() {
   gateway_options.admin_key = options_.admin_key;
   gateway_options.replica_id = options_.replica_id;
   gateway_options.client_address = client_endpoint_;
+  gateway_options.new_exec_pair = [this] { return exec_keys_.Take(); };
   gateway_options.limits.max_frame_bytes = options_.max_frame_bytes;
   gateway_options.max_spec_bytes = options_.max_spec_bytes;
   gateway_options.spec_limits.max_grace_period_ms = options_.max_grace_period_ms;

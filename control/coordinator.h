@@ -50,6 +50,7 @@
 #include "control/watch/watch_hub.h"
 #include "control/disk_full_mode.h"
 #include "control/dispatcher.h"
+#include "control/exec_key_pool.h"
 #include "control/gateway.h"
 #include "control/health/policy_config.h"
 #include "control/health_driver.h"
@@ -220,6 +221,7 @@ class Coordinator final : public Outbox {
   std::unique_ptr<NodeRegistry> registry_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<WorkerRelay> worker_relay_;
+  ExecKeyPool exec_keys_;  // before the gateway, which takes from it
   std::unique_ptr<Gateway> gateway_;
   std::unique_ptr<SchedulerDriver> scheduler_;
   std::unique_ptr<HealthDriver> health_;

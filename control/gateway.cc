@@ -227,8 +227,13 @@ void Gateway::OnSubmit(const Request& request, SubmitJob msg) {
                           Status::InvalidArgument("idempotency_key: longer than 256 bytes")));
     return;
   }
-  std::string exec_token = options_.new_exec_token ? options_.new_exec_token() : RandomExecToken();
-  auto exec_pair = security::KeyPairOfSecret(exec_token);
+  // A pair made ahead (ExecKeyPool) costs the loop nothing; else one is made here.
+  auto ahead = !options_.new_exec_token && options_.new_exec_pair ? options_.new_exec_pair()
+                                                                  : Result<security::KeyPair>(Status::NotFound(""));
+  std::string exec_token = ahead.ok()                    ? ahead->secret_key
+                           : options_.new_exec_token ? options_.new_exec_token()
+                                                     : RandomExecToken();
+  auto exec_pair = ahead.ok() ? std::move(ahead) : security::KeyPairOfSecret(exec_token);
   std::string exec_key = exec_pair.ok() ? exec_pair->public_key : std::string();
   ProposeAudited(state::SubmitJobCmd{std::move(msg.spec), std::move(msg.idempotency_key), std::move(exec_token),
                                      std::move(exec_key)},

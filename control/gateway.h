@@ -39,6 +39,7 @@
 #include "control/watch/watch_hub.h"
 #include "control/worker_table.h"
 #include "protocol/envelope.h"
+#include "protocol/security/keys.h"
 #include "protocol/validate.h"
 
 namespace gpool::control {
@@ -56,6 +57,9 @@ struct GatewayOptions {
   // Draws each job's exec token at submit; nullptr: 128 random bits from
   // std::random_device, as hex. Tests pass a fixed sequence.
   std::function<std::string()> new_exec_token;
+  // Unless new_exec_token is set: each job's exec key pair, made ahead off
+  // the loop (ExecKeyPool); an error falls back to RandomExecToken.
+  std::function<Result<security::KeyPair>()> new_exec_pair;
   // Audited refusals per second at most; the rest are counted in the next
   // entry (a flood of refused requests must not fill the log).
   uint32_t audit_refusals_per_s = 50;
