@@ -17,10 +17,17 @@ namespace gpool::worker {
 // Writes `content` to `path` atomically (mode 0644). IoError saying why.
 // With `sync` false the data is not fsynced before the rename: readers on
 // this machine still see the old content or the new, but a power loss may
-// leave either. For what only matters within one boot (the node lease,
-// rewritten on every heartbeat: an fsync there stalls the agent's loop
-// whenever the disk is busy).
+// leave either (or an empty file). For what only matters within one boot:
+// the node lease, rewritten on every heartbeat (an fsync there stalls the
+// agent's loop whenever the disk is busy), and a task's records that only a
+// restarted worker reads (its bind, launch spec, start record, stop and
+// acknowledgement): a reboot ends every task, and a record lost with it
+// reads as a task lost with its node, which it was. Each fsync of those cost
+// a start a flush through the virtual disk (issue 46). The exit record,
+// which carries a result, stays synced.
 Status WriteFileAtomic(const std::string& path, const std::string& content, bool sync = true);
+// Spelled out at the call sites above.
+inline constexpr bool kWithinBoot = false;
 
 // The whole file. NotFound when it does not exist, IoError otherwise.
 Result<std::string> ReadWholeFile(const std::string& path);

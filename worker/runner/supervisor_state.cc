@@ -12,9 +12,10 @@
 namespace gpool::worker {
 namespace {
 
+// `sync` false: a record only a restarted worker reads (atomic_file.h).
 template <typename T>
-Status WriteRecord(const std::string& path, const T& record) {
-  return WriteFileAtomic(path, wire::PackToString(record));
+Status WriteRecord(const std::string& path, const T& record, bool sync) {
+  return WriteFileAtomic(path, wire::PackToString(record), sync);
 }
 
 template <typename T>
@@ -35,19 +36,19 @@ std::string ExitRecordPath(const std::string& state_dir) { return state_dir + "/
 std::string SupervisorLogPath(const std::string& state_dir) { return state_dir + "/supervisor.log"; }
 
 Status WriteSupervisorSpec(const std::string& state_dir, const SupervisorSpec& spec) {
-  return WriteRecord(SupervisorSpecPath(state_dir), spec);
+  return WriteRecord(SupervisorSpecPath(state_dir), spec, kWithinBoot);
 }
 Result<SupervisorSpec> ReadSupervisorSpec(const std::string& state_dir) {
   return ReadRecord<SupervisorSpec>(SupervisorSpecPath(state_dir));
 }
 Status WriteStartRecord(const std::string& state_dir, const StartRecord& record) {
-  return WriteRecord(StartRecordPath(state_dir), record);
+  return WriteRecord(StartRecordPath(state_dir), record, kWithinBoot);
 }
 Result<StartRecord> ReadStartRecord(const std::string& state_dir) {
   return ReadRecord<StartRecord>(StartRecordPath(state_dir));
 }
 Status WriteExitRecord(const std::string& state_dir, const ExitRecord& record) {
-  return WriteRecord(ExitRecordPath(state_dir), record);
+  return WriteRecord(ExitRecordPath(state_dir), record, /*sync=*/true);
 }
 Result<ExitRecord> ReadExitRecord(const std::string& state_dir) {
   return ReadRecord<ExitRecord>(ExitRecordPath(state_dir));

@@ -136,7 +136,7 @@ Result<std::string> TaskManager::PersistBind(const TaskId& id, const BindTask& b
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IoError("cannot create task state directory " + dir + ": " + ec.message());
-  GPOOL_RETURN_IF_ERROR(WriteFileAtomic(BindPath(dir), wire::PackToString(bind)));
+  GPOOL_RETURN_IF_ERROR(WriteFileAtomic(BindPath(dir), wire::PackToString(bind), kWithinBoot));
   return dir;
 }
 
@@ -246,7 +246,7 @@ void TaskManager::Terminate(const TaskId& id, Task& task, int64_t grace_ms, cons
       if (first) task.stop_reason = reason;
       if (first && options_.adopt_tasks) {
         // A restarted worker reports its end as a stop, not a failure.
-        Status kept = WriteFileAtomic(StopPath(TaskStateDir(options_.log_dir, id)), reason);
+        Status kept = WriteFileAtomic(StopPath(TaskStateDir(options_.log_dir, id)), reason, kWithinBoot);
         if (!kept.ok()) log_->warn("task stop not recorded task={} error={}", id.ToString(), Q(kept.ToString()));
       }
       if (first) {
@@ -583,7 +583,7 @@ void TaskManager::AckEvent(uint64_t seq) {
     if (options_.adopt_tasks && task->second.bound) {
       // A worker restarted within the retention must not report it again.
       const std::string dir = TaskStateDir(options_.log_dir, task->first);
-      if (std::filesystem::is_directory(dir)) (void)WriteFileAtomic(AckedPath(dir), "");
+      if (std::filesystem::is_directory(dir)) (void)WriteFileAtomic(AckedPath(dir), "", kWithinBoot);
     }
   }
   outbox_.erase(it);

@@ -53,8 +53,9 @@ void TaskManager::WriteJobNames(const TaskId& id, const BindTask& bind, LaunchRe
   }
   const std::string hosts_path = JobHostsPath(options_.log_dir, id);
   const std::string hostfile_path = TaskHostfilePath(options_.log_dir, id);
-  Status written = WriteFileAtomic(hosts_path, hosts);
-  if (written.ok()) written = WriteFileAtomic(hostfile_path, MpiHostfileByName(bind.task_hosts));
+  // Rewritten at every start of an attempt: nothing to keep past a reboot.
+  Status written = WriteFileAtomic(hosts_path, hosts, kWithinBoot);
+  if (written.ok()) written = WriteFileAtomic(hostfile_path, MpiHostfileByName(bind.task_hosts), kWithinBoot);
   if (!written.ok()) {
     log_->warn("cannot write the job's hosts file or hostfile task={} error={}", id.ToString(),
                Q(written.ToString()));
