@@ -264,18 +264,25 @@ void TaskManager::Terminate(const TaskId& id, Task& task, int64_t grace_ms, cons
   }
 }
 
-const TaskId* TaskManager::WholeGpuHolder(const TaskId& id, const Task& task) const {
+const TaskId* TaskManager::WholeGpuHolder(const TaskId& id, const Task& task,
+                                          const std::vector<Launching>& launching) const {
   const bool whole = !IsGpuShare(task.bind) && task.bind.mig_profiles.empty() && task.bind.cores.empty();
-  for (const auto& [pid, other_id] : by_pid_) {
-    if (other_id == id) continue;
+  auto holds = [&](const TaskId& other_id) {
+    if (other_id == id) return false;
     const BindTask& other = tasks_.at(other_id).bind;
     const bool other_whole = !IsGpuShare(other) && other.mig_profiles.empty() && other.cores.empty();
-    if (!whole && !other_whole) continue;  // tenants of a shared GPU may run side by side
+    if (!whole && !other_whole) return false;  // tenants of a shared GPU may run side by side
     for (uint32_t gpu : task.bind.gpu_indices) {
-      if (std::find(other.gpu_indices.begin(), other.gpu_indices.end(), gpu) != other.gpu_indices.end()) {
-        return &other_id;
-      }
+      if (std::find(other.gpu_indices.begin(), other.gpu_indices.end(), gpu) != other.gpu_indices.end()) return true;
     }
+    return false;
+  };
+  for (const auto& [pid, other_id] : by_pid_) {
+    if (holds(other_id)) return &other_id;
+  }
+  // Starts begun in this turn hold their GPUs too, though not yet by pid.
+  for (const Launching& other : launching) {
+    if (holds(other.id)) return &other.id;
   }
   return nullptr;
 }
@@ -296,18 +303,18 @@ void TaskManager::Poll() {
   for (const TaskId& id : due) {
     auto it = tasks_.find(id);
     if (it == tasks_.end() || it->second.phase != Phase::kPending) continue;
-    // The node's own guard against two jobs on one GPU: a task whose GPUs a
-    // process of another task still holds (one the coordinator has moved on
-    // from: lost, requeued, cancelled while the node was away, being
-    // stopped) starts only once that task is gone, whatever the
-    // coordinator's view.
     // A gang task's hosts file needs its nodes' addresses: it waits (never
     // the loop) while they are looked up, at most names_wait_ms.
     if (!NamesReady(it->second) && options_.clock->MonoMs() < it->second.names_deadline_ms) {
       waiting.push_back(id);
       continue;
     }
-    if (const TaskId* holder = WholeGpuHolder(id, it->second)) {
+    // The node's own guard against two jobs on one GPU: a task whose GPUs a
+    // process of another task still holds (one the coordinator has moved on
+    // from: lost, requeued, cancelled while the node was away, being
+    // stopped), or a start begun this turn, starts only once that task is
+    // gone, whatever the coordinator's view.
+    if (const TaskId* holder = WholeGpuHolder(id, it->second, launching)) {
       if (!it->second.waiting_logged) {
         it->second.waiting_logged = true;
         log_->warn("task waits for its GPUs: another task's processes still hold them task={} holder={}",

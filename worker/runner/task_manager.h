@@ -253,9 +253,10 @@ class TaskManager {
   // Whether every node of a gang task's names has an address (advertised or
   // answered by the resolver); asks the resolver for those it lacks.
   bool NamesReady(const Task& task);
-  // A running task (not yet reaped) that holds one of `task`'s GPUs where
-  // either holds it whole; nullptr when none.
-  const TaskId* WholeGpuHolder(const TaskId& id, const Task& task) const;
+  // A running task (not yet reaped), or one of `launching` (begun this
+  // turn), that holds one of `task`'s GPUs where either holds it whole;
+  // nullptr when none.
+  const TaskId* WholeGpuHolder(const TaskId& id, const Task& task, const std::vector<Launching>& launching) const;
   // Creates the task's dynamic MIG instances (recorded in task.mig_created
   // as they are made) and fills `uuids` by GPU index.
   Status CreateMigInstances(const TaskId& id, Task& task, std::map<uint32_t, std::string>& uuids);

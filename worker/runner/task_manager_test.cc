@@ -508,5 +508,23 @@ TEST_F(TaskManagerTest, ATaskWaitsForItsGpusUntilTheirOldHolderIsGone) {
   EXPECT_EQ(launcher_.launched()[2].request.log_path, dir_.path() + "/tasks/2.0.0.log");
 }
 
+// Starts of one turn are launched side by side (BeginLaunch), so a start
+// begun in this turn holds its GPUs too: two binds for one whole GPU that
+// arrive together never run together.
+TEST_F(TaskManagerTest, TwoStartsOfOneTurnNeverShareAWholeGpu) {
+  ASSERT_TRUE(tm_->Bind(MakeBind(1, 0, {0})).ok());
+  ASSERT_TRUE(tm_->Bind(MakeBind(2, 0, {0, 1})).ok());
+  ASSERT_TRUE(tm_->Bind(MakeBind(3, 0, {2})).ok());
+  tm_->Poll();
+  ASSERT_EQ(launcher_.launched().size(), 2u) << "job 2 waits for GPU 0; job 3's GPU is free";
+  EXPECT_EQ(launcher_.launched()[0].request.log_path, dir_.path() + "/tasks/1.0.0.log");
+  EXPECT_EQ(launcher_.launched()[1].request.log_path, dir_.path() + "/tasks/3.0.0.log");
+  launcher_.Exit(launcher_.launched()[0].pid, 0);
+  tm_->Poll();  // reaped
+  tm_->Poll();  // started
+  ASSERT_EQ(launcher_.launched().size(), 3u);
+  EXPECT_EQ(launcher_.launched()[2].request.log_path, dir_.path() + "/tasks/2.0.0.log");
+}
+
 }  // namespace
 }  // namespace gpool::worker
