@@ -29,10 +29,7 @@ std::optional<std::string> HostResolver::Lookup(const std::string& host) {
     Store(host, options_.resolve(host));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (cache_.size() >= options_.max_entries && !cache_.count(host)) {
-    // Hosts queued now are looked up all the same and stored again.
-    std::erase_if(cache_, [](const auto& item) { return !item.second.queued; });
-  }
+  MakeRoomFor(host);
   Entry& entry = cache_[host];
   if (!entry.answered) {
     if (!entry.queued) Queue(host, entry);
@@ -60,8 +57,20 @@ uint64_t HostResolver::lookups() const {
   return lookups_;
 }
 
+void HostResolver::MakeRoomFor(const std::string& host) {
+  if (cache_.size() < options_.max_entries || cache_.count(host)) return;
+  // Hosts queued now are looked up all the same and stored again.
+  std::erase_if(cache_, [](const auto& item) { return !item.second.queued; });
+}
+
+size_t HostResolver::cached() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.size();
+}
+
 void HostResolver::Store(const std::string& host, std::string address) {
   std::lock_guard<std::mutex> lock(mu_);
+  MakeRoomFor(host);
   ++lookups_;
   Entry& entry = cache_[host];
   entry.expires_ms = options_.clock->MonoMs() + (address.empty() ? options_.negative_ttl_ms : options_.ttl_ms);

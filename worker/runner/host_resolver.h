@@ -63,6 +63,8 @@ class HostResolver {
 
   // Lookups finished since construction (for tests and metrics).
   uint64_t lookups() const;
+  // Hosts in the cache now (at most max_entries).
+  size_t cached() const;
 
  private:
   struct Entry {
@@ -72,6 +74,7 @@ class HostResolver {
     bool queued = false;    // a lookup (first or refresh) is queued or running
   };
   void Queue(const std::string& host, Entry& entry);  // mutex held
+  void MakeRoomFor(const std::string& host);          // mutex held: drops the cache when full
   void Run();
   void Store(const std::string& host, std::string address);
 

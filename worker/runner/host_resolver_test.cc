@@ -123,7 +123,10 @@ TEST(HostResolverTest, TheCacheStaysBounded) {
   HostResolver resolver(HostResolverOptions{
       .resolve = [](const std::string&) { return std::string("10.0.0.9"); }, .clock = &clock, .threads = 0,
       .max_entries = 10});
-  for (int i = 0; i < 1000; ++i) EXPECT_EQ(resolver.Lookup("node-" + std::to_string(i)), "10.0.0.9");
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_EQ(resolver.Lookup("node-" + std::to_string(i)), "10.0.0.9");
+    EXPECT_LE(resolver.cached(), 10u);
+  }
   EXPECT_EQ(resolver.lookups(), 1000u);
 }
 
