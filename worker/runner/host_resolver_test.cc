@@ -138,61 +138,62 @@ BindTask GangBind(std::vector<TaskHost> hosts) {
   return bind;
 }
 
+// A TaskManager whose resolver's lookups hang until the test opens the gate.
+class GangStartTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    tm_.reset();
+    gate_.Open();  // the resolver's destructor waits for a hanging lookup
+  }
+  void Open(int64_t names_wait_ms) {
+    TaskManagerOptions options =
+        testing::TaskManagerTestOptions(testing::TaskManagerNode(2), dir_, &launcher_, &clock_, log_);
+    options.resolver = &resolver_;
+    options.names_wait_ms = names_wait_ms;
+    options.etc_hosts = dir_.Write("etc-hosts", "");
+    auto tm = TaskManager::Open(std::move(options));
+    ASSERT_TRUE(tm.ok());
+    tm_ = std::move(tm).value();
+    ASSERT_TRUE(tm_->Bind(GangBind({{"g-w-0", "node-a", 1}, {"g-w-1", "node-b", 1, "10.0.0.8"}})).ok());
+  }
+  std::string HostsFile() { return testing::ReadFile(dir_.path() + "/tasks/4.hosts"); }
+
+  testing::TempDir dir_;
+  testing::CapturedLog log_;
+  FakeClock clock_;
+  FakeProcessLauncher launcher_;
+  GatedResolve gate_;
+  HostResolver resolver_{HostResolverOptions{.resolve = std::ref(gate_), .clock = &clock_}};
+  std::unique_ptr<TaskManager> tm_;
+};
+
 // The loop is never held by a lookup: Poll returns while the names are
 // looked up, the task waits, and it starts with its lines once they are in.
-TEST(HostResolverTest, AGangTaskWaitsForItsNamesWithoutHoldingTheLoop) {
-  testing::TempDir dir;
-  testing::CapturedLog log;
-  FakeClock clock;
-  FakeProcessLauncher launcher;
-  GatedResolve gate;
-  HostResolver resolver(HostResolverOptions{.resolve = std::ref(gate), .clock = &clock});
-  TaskManagerOptions options = testing::TaskManagerTestOptions(testing::TaskManagerNode(2), dir, &launcher, &clock, log);
-  options.resolver = &resolver;
-  options.etc_hosts = dir.Write("etc-hosts", "");
-  auto tm = TaskManager::Open(std::move(options));
-  ASSERT_TRUE(tm.ok());
-  ASSERT_TRUE((*tm)->Bind(GangBind({{"g-w-0", "node-a", 1}, {"g-w-1", "node-b", 1, "10.0.0.8"}})).ok());
-  gate.WaitForCalls(1);
-  (*tm)->Poll();  // returns although the lookup hangs
-  EXPECT_TRUE(launcher.launched().empty());
-  gate.Open();
-  ASSERT_TRUE(Answered(resolver, 1));
-  (*tm)->Poll();
-  ASSERT_EQ(launcher.launched().size(), 1u);
-  EXPECT_EQ(testing::ReadFile(dir.path() + "/tasks/4.hosts"),
-            "# gpool: the job's tasks by stable name\n10.1.2.3 g-w-0\n10.0.0.8 g-w-1\n");
-  EXPECT_EQ(gate.calls(), 1) << "node-b advertised its address: no lookup";
+TEST_F(GangStartTest, AGangTaskWaitsForItsNamesWithoutHoldingTheLoop) {
+  ASSERT_NO_FATAL_FAILURE(Open(5000));
+  gate_.WaitForCalls(1);
+  tm_->Poll();  // returns although the lookup hangs
+  EXPECT_TRUE(launcher_.launched().empty());
+  gate_.Open();
+  ASSERT_TRUE(Answered(resolver_, 1));
+  tm_->Poll();
+  ASSERT_EQ(launcher_.launched().size(), 1u);
+  EXPECT_EQ(HostsFile(), "# gpool: the job's tasks by stable name\n10.1.2.3 g-w-0\n10.0.0.8 g-w-1\n");
+  EXPECT_EQ(gate_.calls(), 1) << "node-b advertised its address: no lookup";
 }
 
 // A name that never answers holds its task names_wait_ms at most.
-TEST(HostResolverTest, AGangTaskStartsWithoutTheLinesItCouldNotGetInTime) {
-  testing::TempDir dir;
-  testing::CapturedLog log;
-  FakeClock clock;
-  FakeProcessLauncher launcher;
-  GatedResolve gate;
-  {
-    HostResolver resolver(HostResolverOptions{.resolve = std::ref(gate), .clock = &clock});
-    TaskManagerOptions options =
-        testing::TaskManagerTestOptions(testing::TaskManagerNode(2), dir, &launcher, &clock, log);
-    options.resolver = &resolver;
-    options.names_wait_ms = 3000;
-    options.etc_hosts = dir.Write("etc-hosts", "");
-    auto tm = TaskManager::Open(std::move(options));
-    ASSERT_TRUE(tm.ok());
-    ASSERT_TRUE((*tm)->Bind(GangBind({{"g-w-0", "node-a", 1}, {"g-w-1", "node-b", 1, "10.0.0.8"}})).ok());
-    (*tm)->Poll();
-    clock.Advance(2999);
-    (*tm)->Poll();
-    EXPECT_TRUE(launcher.launched().empty());
-    clock.Advance(1);
-    (*tm)->Poll();
-    ASSERT_EQ(launcher.launched().size(), 1u);
-    EXPECT_EQ(testing::ReadFile(dir.path() + "/tasks/4.hosts"), "# gpool: the job's tasks by stable name\n10.0.0.8 g-w-1\n");
-    EXPECT_TRUE(log.Contains("have no hosts line task=4.0 names=g-w-0")) << log.text();
-    gate.Open();  // the resolver's destructor waits for its hanging lookup
-  }
+TEST_F(GangStartTest, AGangTaskStartsWithoutTheLinesItCouldNotGetInTime) {
+  ASSERT_NO_FATAL_FAILURE(Open(3000));
+  tm_->Poll();
+  clock_.Advance(2999);
+  tm_->Poll();
+  EXPECT_TRUE(launcher_.launched().empty());
+  clock_.Advance(1);
+  tm_->Poll();
+  ASSERT_EQ(launcher_.launched().size(), 1u);
+  EXPECT_EQ(HostsFile(), "# gpool: the job's tasks by stable name\n10.0.0.8 g-w-1\n");
+  EXPECT_TRUE(log_.Contains("have no hosts line task=4.0 names=g-w-0")) << log_.text();
 }
 
 }  // namespace
