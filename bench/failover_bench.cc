@@ -69,7 +69,7 @@ struct Cluster {
     coordinators[i] = Spawn({GPOOL_COORDINATOR_BIN, "--insecure", "--id", std::to_string(i + 1), "--peers", peers,
                              "--peer-clients", clients, "--data-dir", dir + "/c" + std::to_string(i + 1),
                              "--client-addr", client[i], "--worker-addr", worker[i], "--heartbeat-ms", "200",
-                             "--node-timeout-ms", "3000", "--snapshot-every", "2000"},
+                             "--node-timeout-ms", "3000", "--snapshot-every", "2000", "--snapshot-log-ratio", "0"},
                             dir + "/c" + std::to_string(i + 1) + ".log");
   }
 

@@ -276,7 +276,7 @@ Status Coordinator::Recover() {
   GPOOL_ASSIGN_OR_RETURN(log::Committed recovered, log_->Recover());
   if (recovered.snapshot.has_value()) {
     GPOOL_RETURN_IF_ERROR(state_.Restore(recovered.snapshot->data).WithContext("loading snapshot"));
-    last_snapshot_index_ = recovered.snapshot->index;
+    snapshots_.Covered(recovered.snapshot->index, recovered.snapshot->data.size());
   }
   uint64_t replayed = 0;
   for (const auto& entry : recovered.entries) {
@@ -286,10 +286,11 @@ Status Coordinator::Recover() {
       return command.status().WithContext("log entry " + std::to_string(entry.index) + " is corrupt");
     }
     state_.Apply(entry.index, *command);
+    snapshots_.Applied(entry.index, entry.data.size());
     ++replayed;
   }
   feed_.Reset(state_);  // watches resume from here on
-  spdlog::info("state recovered snapshot_index={} replayed={}", last_snapshot_index_, replayed);
+  spdlog::info("state recovered snapshot_index={} replayed={}", snapshots_.last_index(), replayed);
   return Status::Ok();
 }
 
@@ -421,7 +422,7 @@ Status Coordinator::Apply(log::Committed committed) {
     // A follower that fell behind the leader's log: its state is replaced.
     Status restored = state_.Restore(committed.snapshot->data);
     if (!restored.ok()) return restored.WithContext("installing the snapshot from the leader");
-    last_snapshot_index_ = snapshot_index;
+    snapshots_.Covered(snapshot_index, committed.snapshot->data.size());
     SyncNodeKeys();
     feed_.Reset(state_);
     watches_->DropAll();
@@ -435,6 +436,7 @@ Status Coordinator::Apply(log::Committed committed) {
 }
 
 void Coordinator::ApplyEntry(const storage::LogEntry& entry) {
+  snapshots_.Applied(entry.index, entry.data.size());
   auto command = state::DecodeCommand(entry.data);
   state::ApplyResult result;
   if (command.ok()) {
@@ -487,9 +489,9 @@ void Coordinator::FollowLeadership() {
 }
 
 void Coordinator::MaybeSnapshot() {
+  if (!snapshots_.Due() || !disk_->CheckWrite().ok()) return;
   const uint64_t applied = state_.applied_index();
-  if (applied < last_snapshot_index_ + options_.snapshot_every) return;
-  if (!disk_->CheckWrite().ok()) return;
+  const uint64_t log_bytes = snapshots_.bytes_since();
   std::string snapshot = state_.Snapshot();
   const size_t snapshot_bytes = snapshot.size();
   Status status = log_->SaveSnapshot(applied, snapshot);
@@ -499,12 +501,12 @@ void Coordinator::MaybeSnapshot() {
     if (status.code() == StatusCode::kIoError) (void)disk_->WriteFailed(status, "saving a snapshot");
     return;
   }
-  last_snapshot_index_ = applied;
+  snapshots_.Covered(applied, snapshot_bytes);
   if (metrics_) {
     ++metrics_->replication.snapshots;
     metrics_->replication.last_snapshot_bytes = snapshot_bytes;
   }
-  spdlog::info("snapshot saved index={}", applied);
+  spdlog::info("snapshot saved index={} bytes={} log_bytes_replaced={}", applied, snapshot_bytes, log_bytes);
 }
 
 void Coordinator::ReloadSchedulerConfig() {

@@ -60,6 +60,7 @@
 #include "control/retention_driver.h"
 #include "control/usage_driver.h"
 #include "control/session_lease_driver.h"
+#include "control/snapshot_schedule.h"
 #include "control/log/commit_log.h"
 #include "control/worker_relay.h"
 #include "control/node_registry.h"
@@ -104,7 +105,10 @@ struct CoordinatorOptions {
   uint32_t node_lease_ms = 20'000;  // how long a worker's tasks run without an acknowledged heartbeat
   int64_t schedule_interval_ms = 10;
   uint32_t preempt_grace_ms = 10'000;
-  uint64_t snapshot_every = 10'000;                      // entries between snapshots
+  // A snapshot once at least snapshot_every entries AND snapshot_log_ratio
+  // times the last snapshot's bytes were logged since it (snapshot_schedule.h).
+  uint64_t snapshot_every = 10'000;
+  double snapshot_log_ratio = 1.0;
   size_t max_frame_bytes = 4 * 1024 * 1024;
   uint64_t max_spec_bytes = kDefaultMaxSpecBytes;  // encoded; larger specs are ResourceExhausted
   uint32_t max_grace_period_ms = SpecLimits{}.max_grace_period_ms;  // a job's grace_period_ms at most
@@ -196,7 +200,7 @@ class Coordinator final : public Outbox {
   bool endpoints_written_ = false;
   state::ClusterState state_;
   int64_t removed_at_ms_ = -1;
-  uint64_t last_snapshot_index_ = 0;
+  SnapshotSchedule snapshots_{options_.snapshot_every, options_.snapshot_log_ratio};
 
   zmq::context_t context_;
   // Declared after the context, before the sockets: destroyed after every

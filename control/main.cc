@@ -155,8 +155,11 @@ int main(int argc, char** argv) {
      cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.node_lease_ms)))
     ("preempt-grace-ms", "Time between SIGTERM and SIGKILL when stopping tasks",
      cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.preempt_grace_ms)))
-    ("snapshot-every", "Log entries between state snapshots",
+    ("snapshot-every", "Log entries between state snapshots, at least",
      cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.snapshot_every)))
+    ("snapshot-log-ratio", "A snapshot also waits until the log since the last one is this many times that "
+                           "snapshot's size, so its cost is spread over the log it replaces (0: count only; at most 100)",
+     cxxopts::value<double>()->default_value("1"))
     ("max-frame-bytes", "Largest accepted message in bytes",
      cxxopts::value<size_t>()->default_value(std::to_string(defaults.max_frame_bytes)))
     ("max-spec-bytes", "Largest accepted job spec in bytes (msgpack-encoded); larger ones are ResourceExhausted",
@@ -294,6 +297,10 @@ int main(int argc, char** argv) {
     options.node_lease_ms = args["node-lease-ms"].as<uint32_t>();
     options.preempt_grace_ms = args["preempt-grace-ms"].as<uint32_t>();
     options.snapshot_every = args["snapshot-every"].as<uint64_t>();
+    options.snapshot_log_ratio = args["snapshot-log-ratio"].as<double>();
+    if (!(options.snapshot_log_ratio >= 0 && options.snapshot_log_ratio <= 100)) {
+      throw cxxopts::exceptions::exception("--snapshot-log-ratio must be between 0 and 100");
+    }
     options.max_frame_bytes = args["max-frame-bytes"].as<size_t>();
     options.max_spec_bytes = args["max-spec-bytes"].as<uint64_t>();
     options.max_grace_period_ms = args["max-grace-period-ms"].as<uint32_t>();

@@ -129,7 +129,7 @@ TEST(BoundedInputTest, AliasBombsAreRefusedAtOnceByTheCli) {
 // A finished job is forgotten by retention: `gpool job N` then says it was
 // compacted, also after a restart, and the next job gets a fresh id.
 TEST(BoundedInputTest, AForgottenJobIsNotFoundAndSaysItWasCompacted) {
-  LocalCluster cluster(NoWorkers({"--retain-finished-jobs", "1", "--retention-check-ms", "50", "--snapshot-every", "4"}));
+  LocalCluster cluster(NoWorkers({"--retain-finished-jobs", "1", "--retention-check-ms", "50", "--snapshot-every", "4", "--snapshot-log-ratio", "0"}));
   cluster.StartCoordinator();
   // No workers: the jobs wait, and a cancel finishes them at once.
   for (const char* name : {"first", "second"}) {

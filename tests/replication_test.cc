@@ -49,7 +49,7 @@ LocalClusterOptions ReplicatedOptions() {
   // long tasks restarted once; the lease is the one thing that kills them).
   options.coordinator_flags = {"--heartbeat-ms",   "200", "--node-timeout-ms",     "3000", "--preempt-grace-ms", "2000",
                                "--snapshot-every", "40",  "--election-timeout-ms", "1000", "--node-lease-ms",    "60000",
-                               "--node-lost-ms",   "90000"};
+                               "--node-lost-ms",   "90000",  "--snapshot-log-ratio", "0"};
   return options;
 }
 

@@ -17,7 +17,7 @@ using namespace std::chrono_literals;
 TEST(RestartTest, RecoversFromSnapshotAndLogTailAfterSigkill) {
   LocalClusterOptions options;
   options.workers = 1;
-  options.coordinator_flags = {"--heartbeat-ms", "200", "--snapshot-every", "3"};
+  options.coordinator_flags = {"--heartbeat-ms", "200", "--snapshot-every", "3", "--snapshot-log-ratio", "0"};
   LocalCluster cluster(options);
   cluster.StartCoordinator();
   cluster.StartWorkers();

@@ -1,0 +1,23 @@
+#include "control/snapshot_schedule.h"
+
+namespace gpool::control {
+
+void SnapshotSchedule::Applied(uint64_t index, size_t bytes) {
+  if (index <= last_index_) return;  // covered by the snapshot already
+  if (index > applied_index_) applied_index_ = index;
+  bytes_since_ += bytes;
+}
+
+void SnapshotSchedule::Covered(uint64_t index, size_t bytes) {
+  last_index_ = index;
+  if (applied_index_ < index) applied_index_ = index;
+  last_bytes_ = bytes;
+  bytes_since_ = 0;
+}
+
+bool SnapshotSchedule::Due() const {
+  if (entries_since() < min_entries_) return false;
+  return static_cast<double>(bytes_since_) >= log_ratio_ * static_cast<double>(last_bytes_);
+}
+
+}  // namespace gpool::control
