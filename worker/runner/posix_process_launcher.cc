@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,33 +32,47 @@ std::vector<char*> ArgvOf(std::vector<std::string>& strings) {
   return out;
 }
 
-// The supervisor's process, between the launcher's fork and its exec: a
-// session of its own, a second fork so that init (not the worker) is its
-// parent, the status pipe as fd 3, stdin /dev/null, stdout+stderr onto its
-// log, nothing else open. Async-signal-safe calls only.
-[[noreturn]] void ExecSupervisor(char* const* argv, int status_fd, int null_fd, int log_fd) {
-  setsid();
-  const pid_t pid = fork();
-  if (pid != 0) _exit(pid < 0 ? 1 : 0);
-  // Out of the way of 0..3 first, so the dup2s below cannot clobber each other.
-  const int status = fcntl(status_fd, F_DUPFD, 10);
-  const int in = fcntl(null_fd, F_DUPFD, 10);
-  const int out = fcntl(log_fd, F_DUPFD, 10);
-  if (status < 0 || in < 0 || out < 0) _exit(127);
-  if (dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0 ||
-      dup2(status, 3) < 0) {
-    _exit(127);
+// Starts the supervisor with posix_spawn (a vfork-like clone: the worker's
+// page tables are not copied, which a fork did twice per task start) in a
+// session of its own, with the status pipe as fd 3, stdin /dev/null,
+// stdout+stderr onto its log, nothing else open, default signal handling
+// and no signal blocked. `--detach` makes it fork once more and its first
+// process exit, so that init (not the worker) is its parent; the caller
+// waits for that first process. The descriptors are moved to 10 and up
+// first, so that the dup2s onto 0..3 cannot clobber each other.
+Result<pid_t> SpawnSupervisor(char* const* argv, int status_fd, int null_fd, int log_fd) {
+  int moved[3] = {-1, -1, -1};
+  const int sources[3] = {status_fd, null_fd, log_fd};
+  for (int i = 0; i < 3; ++i) {
+    moved[i] = fcntl(sources[i], F_DUPFD_CLOEXEC, 10);
+    if (moved[i] < 0) {
+      const int err = errno;
+      for (int j = 0; j < i; ++j) close(moved[j]);
+      return Status::ResourceExhausted(std::string("cannot prepare the supervisor's descriptors: ") + std::strerror(err));
+    }
   }
-  close_range(4, UINT_MAX, 0);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
-  sigset_t none;
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_adddup2(&actions, moved[1], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, moved[2], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, moved[2], STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, moved[0], 3);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 4);
+  sigset_t all, none;
+  sigfillset(&all);
   sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  execv(argv[0], argv);
-  _exit(127);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = -1;
+  const int error = posix_spawn(&pid, argv[0], &actions, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  for (int fd : moved) close(fd);
+  if (error != 0) return Status::ResourceExhausted(std::string("cannot start the task supervisor: ") + std::strerror(error));
+  return pid;
 }
 
 // The last lines of the supervisor's log, for an error that says why it
@@ -165,7 +180,7 @@ Status PosixProcessLauncher::BeginSupervised(const LaunchRequest& request, Start
   }
 
   // Everything the child needs is made before fork: no allocation after.
-  std::vector<std::string> args = {options_.supervisor, "--state-dir", dir, "--status-fd", "3"};
+  std::vector<std::string> args = {options_.supervisor, "--state-dir", dir, "--status-fd", "3", "--detach"};
   if (!options_.lease_path.empty()) {
     args.push_back("--lease");
     args.push_back(options_.lease_path);
@@ -182,17 +197,15 @@ Status PosixProcessLauncher::BeginSupervised(const LaunchRequest& request, Start
     if (null_fd >= 0) close(null_fd);
     return Status::IoError(std::string("cannot prepare the supervisor's descriptors: ") + std::strerror(err));
   }
-  const pid_t intermediate = fork();
-  if (intermediate == 0) ExecSupervisor(argv.data(), fds[1], null_fd, log_fd);
-  const int fork_err = errno;
+  const Result<pid_t> intermediate = SpawnSupervisor(argv.data(), fds[1], null_fd, log_fd);
   close(fds[1]);
   close(log_fd);
   close(null_fd);
-  if (intermediate < 0) {
+  if (!intermediate.ok()) {
     close(fds[0]);
-    return Status::ResourceExhausted(std::string("fork: ") + std::strerror(fork_err));
+    return intermediate.status();
   }
-  starting.intermediate = intermediate;
+  starting.intermediate = *intermediate;
   starting.status_fd = fds[0];
   starting.state_dir = dir;
   starting.supervisor_log = log_path;

@@ -76,6 +76,10 @@ Result<SupervisorOptions> ParseSupervisorArgs(int argc, const char* const* argv)
   SupervisorOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--detach") {
+      options.detach = true;
+      continue;
+    }
     if (i + 1 >= argc) return Status::InvalidArgument(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--state-dir") {

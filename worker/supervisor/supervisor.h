@@ -43,6 +43,10 @@ struct SupervisorOptions {
   int status_fd = -1;         // where the SupervisorHello goes; -1: nowhere
   std::string lease_path;     // the node lease to enforce; empty: none
   int64_t lease_check_ms = 200;
+  // --detach: fork once before anything else and let the first process
+  // exit, so that the supervisor is not a child of whoever started it (the
+  // worker, which waits for that first process: PosixProcessLauncher).
+  bool detach = false;
 };
 
 // InvalidArgument, saying what is wrong, for a bad command line.

@@ -54,6 +54,12 @@ TEST(SupervisorArgsTest, StateDirIsRequiredAndFlagsAreChecked) {
   EXPECT_EQ(parsed->state_dir, "/d");
   EXPECT_EQ(parsed->status_fd, 3);
   EXPECT_EQ(parsed->lease_path, "/l");
+  EXPECT_FALSE(parsed->detach);
+  const char* detached[] = {"sup", "--detach", "--state-dir", "/d"};
+  auto detach = ParseSupervisorArgs(4, detached);
+  ASSERT_TRUE(detach.ok()) << detach.status().ToString();
+  EXPECT_TRUE(detach->detach);
+  EXPECT_EQ(detach->state_dir, "/d");
   const char* none[] = {"sup"};
   EXPECT_FALSE(ParseSupervisorArgs(1, none).ok());
   const char* bad_fd[] = {"sup", "--state-dir", "/d", "--status-fd", "x"};
