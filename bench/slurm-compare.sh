@@ -39,6 +39,12 @@ if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
 fi
 
 work=$(mktemp -d /tmp/gpool-slurm-compare.XXXXXX)
+# Each system's per-job node-side files on a tmpfs, as on a host whose /run is
+# one (Debian's default; gpool-worker's default run dir is then under /run):
+# slurmd's spool (job scripts, environments) and gpool-worker's --run-dir
+# (task records). Durable state stays on disk for both (slurmctld's
+# StateSaveLocation, the coordinator's data dir).
+run=$(mktemp -d /dev/shm/gpool-slurm-compare.XXXXXX)
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -46,8 +52,8 @@ cleanup() {
     for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
   done
-  [ -n "${GPOOL_COMPARE_KEEP:-}" ] && { echo "slurm-compare: kept $work" >&2; return; }
-  rm -rf "$work"
+  [ -n "${GPOOL_COMPARE_KEEP:-}" ] && { echo "slurm-compare: kept $work and $run" >&2; return; }
+  rm -rf "$work" "$run"
 }
 trap cleanup EXIT
 now() { date +%s.%N; }
@@ -86,7 +92,7 @@ wait_until() {  # wait_until SECONDS CMD...: polls CMD until it succeeds
 }
 
 # ---- Slurm
-mkdir -p "$work/slurm/state" "$work/slurm/spool" "$work/slurm/log"
+mkdir -p "$work/slurm/state" "$run/slurmd-spool" "$work/slurm/log"
 cat >"$work/slurm/slurm.conf" <<CONF
 ClusterName=gpoolbench
 SlurmctldHost=localhost(127.0.0.1)
@@ -97,7 +103,7 @@ SlurmdPort=6818
 AuthType=auth/munge
 CredType=cred/munge
 StateSaveLocation=$work/slurm/state
-SlurmdSpoolDir=$work/slurm/spool
+SlurmdSpoolDir=$run/slurmd-spool
 SlurmctldPidFile=$work/slurm/slurmctld.pid
 SlurmdPidFile=$work/slurm/slurmd.pid
 SlurmctldLogFile=$work/slurm/log/slurmctld.log
@@ -181,7 +187,7 @@ cpus: 64
 memory: 20000Mi
 SPEC
 "$build/worker/gpool-worker" --coordinator "tcp://127.0.0.1:$worker_port" --spec "$work/node.yaml" \
-  --data-dir "$work/worker" --key-file "$work/keys/node.key" --coordinator-key "$work/keys/replica.pub" \
+  --data-dir "$work/worker" --run-dir "$run/gpool-worker" --key-file "$work/keys/node.key" --coordinator-key "$work/keys/replica.pub" \
   --log-level warn >"$work/worker.log" 2>&1 &
 pids+=("$!")
 # A node's first registration needs its key enrolled where the cluster asks

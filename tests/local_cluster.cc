@@ -207,8 +207,10 @@ void LocalCluster::StartWorker(int index) {
                            std::to_string(options_.gpus_per_worker) + "\n  model: A100-SXM4-80GB\n  memory: 80Gi\n" +
                            (options_.gpu_mig_mode.empty() ? "" : "  mig_mode: " + options_.gpu_mig_mode + "\n") +
                            (options_.worker_hostname.empty() ? "" : "hostname: " + options_.worker_hostname + "\n"));
+  // Task records under the data dir, where the tests look for them, whether
+  // or not this host's /run is a tmpfs (the worker's default then: run_dir.h).
   std::vector<std::string> argv = {GPOOL_WORKER_BIN, "--coordinator", worker_endpoint(), "--data-dir",
-                                   WorkerDataDir(index)};
+                                   WorkerDataDir(index), "--run-dir", WorkerDataDir(index) + "/tasks"};
   if (options_.workers_probe_host) {
     argv.insert(argv.end(), {"--node-name", name});
   } else {

@@ -52,6 +52,9 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("spec", "Node spec file (YAML or JSON) instead of probing the host", cxxopts::value<std::string>(), "FILE")
     ("data-dir", "Worker data directory; task logs go to DIR/tasks/",
      cxxopts::value<std::string>()->default_value(defaults.data_dir), "DIR")
+    ("run-dir", "Where tasks' within-boot records go (supervisor state, hosts files): a tmpfs keeps ~10 small "
+                "files per task off the data disk (default: /run/gpool-worker/ID when /run is a tmpfs, else "
+                "DATA_DIR/tasks)", cxxopts::value<std::string>(), "DIR")
     ("token", "Shared secret put in every message header", cxxopts::value<std::string>(), "TOKEN")
     ("token-file", "Read the shared secret from FILE", cxxopts::value<std::string>(), "FILE")
     ("key-file", "CurveZMQ: this node's secret key file (gpool admin keygen; mode 0600); the coordinator binds "
@@ -180,6 +183,10 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
       if (f.spec_path.empty()) return Status::InvalidArgument("--spec: must not be empty");
     }
     f.data_dir = result["data-dir"].as<std::string>();
+    if (result.count("run-dir")) {
+      f.run_dir = result["run-dir"].as<std::string>();
+      if (f.run_dir.empty()) return Status::InvalidArgument("--run-dir: must not be empty");
+    }
     if (result.count("token")) f.token = result["token"].as<std::string>();
     if (result.count("token-file")) f.token_file = result["token-file"].as<std::string>();
     if (result.count("key-file")) f.key_file = result["key-file"].as<std::string>();

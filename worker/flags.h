@@ -53,6 +53,10 @@ struct WorkerFlags {
   std::string advertise_address;  // NodeSpec.address; empty: the spec's
   std::string spec_path;
   std::string data_dir = "/var/lib/gpool/worker";
+  // Tasks' within-boot records (TaskManagerOptions::state_dir). Empty: the
+  // default, RunDirFor(data_dir): /run/gpool-worker/<id> where /run is a
+  // tmpfs and the worker can create it, else <data_dir>/tasks.
+  std::string run_dir;
   std::string token;
   std::string token_file;
   std::string key_file;                      // CurveZMQ secret key file

@@ -44,6 +44,7 @@
 #include "worker/runner/exec_manager.h"
 #include "worker/runner/lease_file.h"
 #include "worker/runner/posix_process_launcher.h"
+#include "worker/runner/run_dir.h"
 #include "worker/runner/cuda_shared_files.h"
 #include "worker/runner/share_enforcement.h"
 #include "worker/runner/supervisor_state.h"
@@ -181,7 +182,10 @@ std::unique_ptr<gpool::worker::CgroupTree> OpenCgroups(const gpool::worker::Work
     log.warn("task cgroups unavailable, tasks tracked by process group only error={}", Q(tree.status().ToString()));
     return nullptr;
   }
-  const std::set<std::string> supervised = gpool::worker::LiveSupervisedCgroups(flags.data_dir + "/tasks");
+  // Supervisors record their tasks under the run dir, or under DATA_DIR/tasks
+  // when a worker without one started them.
+  std::set<std::string> supervised = gpool::worker::LiveSupervisedCgroups(flags.data_dir + "/tasks");
+  if (!flags.run_dir.empty()) supervised.merge(gpool::worker::LiveSupervisedCgroups(flags.run_dir));
   auto keep = [&supervised](const std::string& name) { return supervised.count(name) > 0; };
   for (const auto& [name, processes] : (*tree)->KillLeftovers(keep)) {
     log.warn("killed what a previous worker process left running cgroup={} processes={}", name, processes);
@@ -441,6 +445,9 @@ int main(int argc, char** argv) {
   SystemClock& clock = SystemClock::Get();
   auto supervisor = FindSupervisor(flags, argv[0]);
   if (!supervisor.ok()) return Fail("cannot run tasks", supervisor.status());
+  const gpool::worker::RunDirChoice run_dir = gpool::worker::ChooseRunDir(flags.run_dir, flags.data_dir);
+  flags.run_dir = run_dir.dir;
+  logger->info("task records dir={} why={}", Q(run_dir.dir), Q(run_dir.why));
   std::unique_ptr<CgroupTree> cgroups = OpenCgroups(flags, node->name, *logger);
   PosixProcessLauncherOptions launcher_options;
   launcher_options.logger = logger;
@@ -455,6 +462,7 @@ int main(int argc, char** argv) {
   TaskManagerOptions task_options;
   task_options.node = *node;
   task_options.log_dir = flags.data_dir + "/tasks";
+  task_options.state_dir = flags.run_dir;
   task_options.base_env = InheritedTaskEnv(ParseEnvList(environ), flags.task_env_pass);
   task_options.cuda_intercept_lib = flags.cuda_intercept_lib;
   task_options.share = std::move(share);

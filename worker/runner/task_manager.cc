@@ -1,7 +1,11 @@
 #include "worker/runner/task_manager.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -43,6 +47,14 @@ Result<std::unique_ptr<TaskManager>> TaskManager::Open(TaskManagerOptions option
   std::error_code ec;
   std::filesystem::create_directories(options.log_dir, ec);
   if (ec) return Status::IoError("cannot create task log directory " + options.log_dir + ": " + ec.message());
+  if (!options.state_dir.empty()) {
+    std::filesystem::create_directories(options.state_dir, ec);
+    if (ec) return Status::IoError("cannot create task state directory " + options.state_dir + ": " + ec.message());
+    // Tasks reach their own hosts files in it and list nothing (as log_dir).
+    if (options.isolation.enabled && chmod(options.state_dir.c_str(), 0711) != 0) {
+      return Status::IoError("cannot make " + options.state_dir + " 0711: " + std::strerror(errno));
+    }
+  }
   if (options.names_wait_ms < 0) return Status::InvalidArgument("TaskManager: names_wait_ms must be >= 0");
   auto manager = std::unique_ptr<TaskManager>(new TaskManager(std::move(options)));
   manager->resolver_ = manager->options_.resolver;
@@ -61,8 +73,12 @@ Result<std::unique_ptr<TaskManager>> TaskManager::Open(TaskManagerOptions option
 void TaskManager::AdoptLeftTasks() {
   std::vector<std::string> dirs;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(options_.log_dir, ec)) {
-    if (entry.path().extension() == ".state" && entry.is_directory(ec)) dirs.push_back(entry.path().string());
+  std::vector<std::string> roots = {state_root()};
+  if (options_.log_dir != state_root()) roots.push_back(options_.log_dir);  // left by a worker without state_dir
+  for (const std::string& root : roots) {
+    for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+      if (entry.path().extension() == ".state" && entry.is_directory(ec)) dirs.push_back(entry.path().string());
+    }
   }
   std::sort(dirs.begin(), dirs.end());
   for (const std::string& dir : dirs) AdoptTask(dir);
@@ -80,7 +96,8 @@ void TaskManager::AdoptTask(const std::string& state_dir) {
     return;
   }
   const TaskId id = bind->task;
-  if (tasks_.count(id) || state_dir != TaskStateDir(options_.log_dir, id)) {
+  if (tasks_.count(id) ||
+      (state_dir != TaskStateDir(state_root(), id) && state_dir != TaskStateDir(options_.log_dir, id))) {
     log_->warn("task state ignored, it does not match its directory task={} dir={}", id.ToString(), Q(state_dir));
     return;
   }
@@ -95,6 +112,7 @@ void TaskManager::AdoptTask(const std::string& state_dir) {
   task.bound = true;
   task.phase = Phase::kRunning;
   task.pid = adopted->pid;
+  task.state_dir = state_dir;
   // Its time limit counts from its real start, across worker restarts; an
   // unknown start counts from now (the task gets more time, never less).
   const int64_t ran_ms = adopted->start_wall_ms > 0 ? options_.clock->WallMs() - adopted->start_wall_ms : 0;
@@ -131,8 +149,12 @@ std::vector<TaskManager::MigInstance> TaskManager::DynamicMigInstances(const Bin
   return out;
 }
 
+std::string TaskManager::StateDirOf(const TaskId& id, const Task& task) const {
+  return task.state_dir.empty() ? TaskStateDir(state_root(), id) : task.state_dir;
+}
+
 Result<std::string> TaskManager::PersistBind(const TaskId& id, const BindTask& bind) {
-  const std::string dir = TaskStateDir(options_.log_dir, id);
+  const std::string dir = TaskStateDir(state_root(), id);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IoError("cannot create task state directory " + dir + ": " + ec.message());
@@ -246,7 +268,7 @@ void TaskManager::Terminate(const TaskId& id, Task& task, int64_t grace_ms, cons
       if (first) task.stop_reason = reason;
       if (first && options_.adopt_tasks) {
         // A restarted worker reports its end as a stop, not a failure.
-        Status kept = WriteFileAtomic(StopPath(TaskStateDir(options_.log_dir, id)), reason, kWithinBoot);
+        Status kept = WriteFileAtomic(StopPath(StateDirOf(id, task)), reason, kWithinBoot);
         if (!kept.ok()) log_->warn("task stop not recorded task={} error={}", id.ToString(), Q(kept.ToString()));
       }
       if (first) {
@@ -433,6 +455,7 @@ bool TaskManager::BeginStart(const TaskId& id, Task& task, Launching& launching)
       return false;
     }
     request.state_dir = *dir;
+    task.state_dir = *dir;
   }
   owned.push_back(request.log_path);
   if (!env_options.share_cache_path.empty()) owned.push_back(env_options.share_cache_path);
@@ -550,7 +573,7 @@ void TaskManager::Expire() {
     if (finished && task.exit_acked && now - task.finished_mono_ms >= options_.finished_retention_ms) {
       if (options_.adopt_tasks && task.bound) {
         std::error_code ec;
-        std::filesystem::remove_all(TaskStateDir(options_.log_dir, it->first), ec);
+        std::filesystem::remove_all(StateDirOf(it->first, it->second), ec);
       }
       if (options_.isolation.enabled) {
         // Its scratch directory goes with its record; the log stays. Links a
@@ -589,7 +612,7 @@ void TaskManager::AckEvent(uint64_t seq) {
     task->second.exit_acked = true;
     if (options_.adopt_tasks && task->second.bound) {
       // A worker restarted within the retention must not report it again.
-      const std::string dir = TaskStateDir(options_.log_dir, task->first);
+      const std::string dir = StateDirOf(task->first, task->second);
       if (std::filesystem::is_directory(dir)) (void)WriteFileAtomic(AckedPath(dir), "", kWithinBoot);
     }
   }

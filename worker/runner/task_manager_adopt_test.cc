@@ -26,8 +26,9 @@ class TaskManagerAdoptTest : public ::testing::Test {
   void SetUp() override { node_ = testing::TaskManagerNode(4); }
 
   // A manager as a (re)started worker opens it, on `launcher`.
-  std::unique_ptr<TaskManager> Open(FakeProcessLauncher* launcher) {
+  std::unique_ptr<TaskManager> Open(FakeProcessLauncher* launcher, const std::string& state_dir = "") {
     TaskManagerOptions options = testing::TaskManagerTestOptions(node_, dir_, launcher, &clock_, log_);
+    options.state_dir = state_dir;
     options.base_env = {{"PATH", "/usr/bin:/bin"}};
     options.finished_retention_ms = 60'000;
     options.adopt_tasks = true;
@@ -210,6 +211,44 @@ TEST_F(TaskManagerAdoptTest, AnAcknowledgedExitIsNotReportedAgainAndItsStateGoes
   clock_.Advance(60'000);
   again->Poll();
   EXPECT_FALSE(fs::exists(StateDir(12))) << "removed with the record";
+}
+
+// A worker given a run dir (run_dir.h) keeps new records there, and still
+// adopts, stops and finally removes what a worker without one left under
+// its log dir (an upgrade while tasks run).
+TEST_F(TaskManagerAdoptTest, WithARunDirNewRecordsGoThereAndTasksLeftInTheLogDirAreStillAdopted) {
+  int64_t pid = 0;
+  const std::string old_dir = StartedByAPreviousWorker(7, &pid);
+  ASSERT_EQ(old_dir, StateDir(7));
+  const std::string run = dir_.path() + "/run";
+  FakeProcessLauncher restarted;
+  restarted.IgnoreSignal(SIGTERM);  // it ends when the test says
+  restarted.Adoptable(old_dir, AdoptedProcess{.pid = pid, .running = true});
+  auto tm = Open(&restarted, run);
+  ASSERT_EQ(restarted.adopted(), std::vector<std::string>{old_dir});
+  EXPECT_EQ(tm->Reports().at(0).state, "Running");
+
+  tm->Preempt(PreemptTask{.task = MakeBind(7).task, .grace_ms = 1'000, .reason = "drained"});
+  EXPECT_TRUE(fs::exists(old_dir + "/stop")) << "the adopted task's stop is recorded where its supervisor looks";
+  restarted.Exit(pid, 0);
+  tm->Poll();
+  std::vector<uint64_t> seqs;
+  for (const auto& [seq, event] : tm->Outbox()) seqs.push_back(seq);
+  for (uint64_t seq : seqs) tm->AckEvent(seq);
+  ASSERT_EQ(seqs.size(), 1u);  // job 7 stopped
+  BindTask other = MakeBind(8);
+  other.gpu_indices = {2};
+  ASSERT_TRUE(tm->Bind(other).ok());
+  tm->Poll();
+  ASSERT_EQ(restarted.launched().size(), 1u);
+  const std::string new_dir = TaskStateDir(run, MakeBind(8).task);
+  EXPECT_EQ(restarted.launched()[0].request.state_dir, new_dir);
+  EXPECT_TRUE(fs::exists(new_dir + "/bind"));
+  EXPECT_FALSE(fs::exists(StateDir(8))) << "nothing new under the log dir";
+
+  clock_.Advance(60'000);
+  tm->Poll();
+  EXPECT_FALSE(fs::exists(old_dir)) << "and its records go after the retention, from where they were";
 }
 
 TEST_F(TaskManagerAdoptTest, AStateDirectoryWithoutABindIsRemoved) {

@@ -20,7 +20,7 @@ void TaskManager::WriteHostfile(const TaskId& id, const std::vector<HostSlots>& 
                hosts.size());
     return;
   }
-  const std::string path = TaskHostfilePath(options_.log_dir, id);
+  const std::string path = TaskHostfilePath(state_root(), id);
   std::ofstream out(path, std::ios::trunc);
   out << content;
   if (!out) {
@@ -51,8 +51,8 @@ void TaskManager::WriteJobNames(const TaskId& id, const BindTask& bind, LaunchRe
     log_->warn("task names whose node does not resolve have no hosts line task={} names={}", id.ToString(),
                Q(JoinWords(unresolved)));
   }
-  const std::string hosts_path = JobHostsPath(options_.log_dir, id);
-  const std::string hostfile_path = TaskHostfilePath(options_.log_dir, id);
+  const std::string hosts_path = JobHostsPath(state_root(), id);
+  const std::string hostfile_path = TaskHostfilePath(state_root(), id);
   // Rewritten at every start of an attempt: nothing to keep past a reboot.
   Status written = WriteFileAtomic(hosts_path, hosts, kWithinBoot);
   if (written.ok()) written = WriteFileAtomic(hostfile_path, MpiHostfileByName(bind.task_hosts), kWithinBoot);
