@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "worker/runner/fake_process_launcher.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager_test_util.h"
@@ -146,6 +148,49 @@ TEST(JobHostsTest, WithoutRootTheHostsFileIsOnlyNamedInTheEnv) {
   EXPECT_TRUE(launcher.launched()[0].request.hosts_file.empty());
   EXPECT_TRUE(HasEnv(launcher.launched()[0].request, "GPOOL_HOSTS_FILE=" + dir.path() + "/tasks/4.hosts"));
   EXPECT_TRUE(log.Contains("through GPOOL_HOSTS_FILE only")) << log.text();
+}
+
+// Hosts files go with the tasks: a task's hostfile when its record expires,
+// its job's hosts file once no task of the job is left on the node.
+TEST(JobHostsTest, HostsFilesAreRemovedWithTheLastTaskOfTheJob) {
+  testing::TempDir dir;
+  testing::CapturedLog log;
+  FakeClock clock;
+  FakeProcessLauncher launcher;
+  TaskManagerOptions options = testing::TaskManagerTestOptions(testing::TaskManagerNode(2), dir, &launcher, &clock, log);
+  options.resolve = [](const std::string&) { return std::string("10.0.0.9"); };
+  options.finished_retention_ms = 1'000;
+  auto tm = TaskManager::Open(std::move(options));
+  ASSERT_TRUE(tm.ok());
+  for (uint32_t index : {0u, 1u}) {
+    BindTask bind;
+    bind.task = TaskId{JobId(4), index, 0};
+    bind.command = {"true"};
+    bind.task_hosts = Gang();
+    bind.hosts = {HostSlots{"node-a", 4}};
+    ASSERT_TRUE((*tm)->Bind(bind).ok());
+  }
+  (*tm)->Poll();
+  ASSERT_EQ(launcher.launched().size(), 2u);
+  const std::string hosts = dir.path() + "/tasks/4.hosts";
+  ASSERT_TRUE(std::filesystem::exists(hosts));
+  ASSERT_TRUE(std::filesystem::exists(dir.path() + "/tasks/4.1.0.hostfile"));
+  auto finish = [&](size_t launched) {
+    launcher.Exit(launcher.launched()[launched].pid, 0);
+    (*tm)->Poll();
+    std::vector<uint64_t> seqs;
+    for (const auto& [seq, event] : (*tm)->Outbox()) seqs.push_back(seq);
+    for (uint64_t seq : seqs) (*tm)->AckEvent(seq);
+    clock.Advance(60'000);
+    (*tm)->Poll();
+  };
+  finish(1);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/tasks/4.1.0.hostfile"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/tasks/4.0.0.hostfile"));
+  EXPECT_TRUE(std::filesystem::exists(hosts)) << "task 4.0 still runs here";
+  finish(0);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/tasks/4.0.0.hostfile"));
+  EXPECT_FALSE(std::filesystem::exists(hosts));
 }
 
 }  // namespace

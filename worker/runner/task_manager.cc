@@ -581,7 +581,16 @@ void TaskManager::Expire() {
         std::error_code ec;
         std::filesystem::remove_all(TaskWorkDir(options_.log_dir, it->first), ec);
       }
+      // Its MPI hostfile, and its job's hosts file once no task of the job
+      // is left on this node (a later attempt bound here writes it again).
+      std::error_code ec;
+      std::filesystem::remove(TaskHostfilePath(state_root(), it->first), ec);
+      const TaskId gone = it->first;
       it = tasks_.erase(it);
+      const auto same_job = tasks_.lower_bound(TaskId{gone.job, 0, 0});
+      if (same_job == tasks_.end() || same_job->first.job != gone.job) {
+        std::filesystem::remove(JobHostsPath(state_root(), gone), ec);
+      }
     } else {
       ++it;
     }
