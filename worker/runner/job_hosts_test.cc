@@ -20,6 +20,16 @@ std::vector<TaskHost> Gang() {
   return {{"mpi-w-0", "node-a", 2}, {"mpi-w-1", "node-a", 2}, {"mpi-w-2", "10.0.0.7", 1}, {"mpi-w-3", "gone", 1}};
 }
 
+// Task `index` of job 4, a gang of Gang(), placed on node-a.
+BindTask GangTask(uint32_t index) {
+  BindTask bind;
+  bind.task = TaskId{JobId(4), index, 0};
+  bind.command = {"true"};
+  bind.task_hosts = Gang();
+  bind.hosts = {HostSlots{"node-a", 4}};
+  return bind;
+}
+
 TEST(JobHostsTest, HostsFileKeepsTheNodesEntriesAndAddsOneLinePerResolvableTask) {
   int lookups = 0;
   auto resolve = [&](const std::string& host) -> std::string {
@@ -104,11 +114,7 @@ TEST(JobHostsTest, AGangTaskStartsWithItsJobsHostsFileAndHostfile) {
   options.private_hosts = true;
   auto tm = TaskManager::Open(std::move(options));
   ASSERT_TRUE(tm.ok());
-  BindTask bind;
-  bind.task = TaskId{JobId(4), 1, 0};
-  bind.command = {"true"};
-  bind.task_hosts = Gang();
-  bind.hosts = {HostSlots{"node-a", 4}};
+  const BindTask bind = GangTask(1);
   ASSERT_TRUE((*tm)->Bind(bind).ok());
   (*tm)->Poll();
   ASSERT_EQ(launcher.launched().size(), 1u);
@@ -129,21 +135,31 @@ TEST(JobHostsTest, AGangTaskStartsWithItsJobsHostsFileAndHostfile) {
   EXPECT_EQ((*tm)->RunningPid(TaskId{JobId(4), 0, 0}).status().code(), StatusCode::kNotFound);
 }
 
-TEST(JobHostsTest, WithoutRootTheHostsFileIsOnlyNamedInTheEnv) {
+// A TaskManager without root's private hosts, every name resolving.
+struct UnprivilegedHosts {
+  UnprivilegedHosts() {
+    TaskManagerOptions options = testing::TaskManagerTestOptions(testing::TaskManagerNode(2), dir, &launcher, &clock, log);
+    options.resolve = [](const std::string&) { return std::string("10.0.0.9"); };
+    options.finished_retention_ms = 1'000;
+    auto opened = TaskManager::Open(std::move(options));
+    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    if (opened.ok()) tm = std::move(opened).value();
+  }
   testing::TempDir dir;
   testing::CapturedLog log;
   FakeClock clock;
   FakeProcessLauncher launcher;
-  TaskManagerOptions options = testing::TaskManagerTestOptions(testing::TaskManagerNode(2), dir, &launcher, &clock, log);
-  options.resolve = [](const std::string&) { return std::string("10.0.0.9"); };
-  auto tm = TaskManager::Open(std::move(options));
-  ASSERT_TRUE(tm.ok());
-  BindTask bind;
-  bind.task = TaskId{JobId(4), 0, 0};
-  bind.command = {"true"};
-  bind.task_hosts = Gang();
-  ASSERT_TRUE((*tm)->Bind(bind).ok());
-  (*tm)->Poll();
+  std::unique_ptr<TaskManager> tm;
+};
+
+TEST(JobHostsTest, WithoutRootTheHostsFileIsOnlyNamedInTheEnv) {
+  UnprivilegedHosts node;
+  auto& [dir, log, clock, launcher, tm] = node;
+  ASSERT_NE(tm, nullptr);
+  BindTask bind = GangTask(0);
+  bind.hosts.clear();
+  ASSERT_TRUE(tm->Bind(bind).ok());
+  tm->Poll();
   ASSERT_EQ(launcher.launched().size(), 1u);
   EXPECT_TRUE(launcher.launched()[0].request.hosts_file.empty());
   EXPECT_TRUE(HasEnv(launcher.launched()[0].request, "GPOOL_HOSTS_FILE=" + dir.path() + "/tasks/4.hosts"));
@@ -153,36 +169,23 @@ TEST(JobHostsTest, WithoutRootTheHostsFileIsOnlyNamedInTheEnv) {
 // Hosts files go with the tasks: a task's hostfile when its record expires,
 // its job's hosts file once no task of the job is left on the node.
 TEST(JobHostsTest, HostsFilesAreRemovedWithTheLastTaskOfTheJob) {
-  testing::TempDir dir;
-  testing::CapturedLog log;
-  FakeClock clock;
-  FakeProcessLauncher launcher;
-  TaskManagerOptions options = testing::TaskManagerTestOptions(testing::TaskManagerNode(2), dir, &launcher, &clock, log);
-  options.resolve = [](const std::string&) { return std::string("10.0.0.9"); };
-  options.finished_retention_ms = 1'000;
-  auto tm = TaskManager::Open(std::move(options));
-  ASSERT_TRUE(tm.ok());
-  for (uint32_t index : {0u, 1u}) {
-    BindTask bind;
-    bind.task = TaskId{JobId(4), index, 0};
-    bind.command = {"true"};
-    bind.task_hosts = Gang();
-    bind.hosts = {HostSlots{"node-a", 4}};
-    ASSERT_TRUE((*tm)->Bind(bind).ok());
-  }
-  (*tm)->Poll();
+  UnprivilegedHosts node;
+  auto& [dir, log, clock, launcher, tm] = node;
+  ASSERT_NE(tm, nullptr);
+  for (uint32_t index : {0u, 1u}) ASSERT_TRUE(tm->Bind(GangTask(index)).ok());
+  tm->Poll();
   ASSERT_EQ(launcher.launched().size(), 2u);
   const std::string hosts = dir.path() + "/tasks/4.hosts";
   ASSERT_TRUE(std::filesystem::exists(hosts));
   ASSERT_TRUE(std::filesystem::exists(dir.path() + "/tasks/4.1.0.hostfile"));
   auto finish = [&](size_t launched) {
     launcher.Exit(launcher.launched()[launched].pid, 0);
-    (*tm)->Poll();
+    tm->Poll();
     std::vector<uint64_t> seqs;
-    for (const auto& [seq, event] : (*tm)->Outbox()) seqs.push_back(seq);
-    for (uint64_t seq : seqs) (*tm)->AckEvent(seq);
+    for (const auto& [seq, event] : tm->Outbox()) seqs.push_back(seq);
+    for (uint64_t seq : seqs) tm->AckEvent(seq);
     clock.Advance(60'000);
-    (*tm)->Poll();
+    tm->Poll();
   };
   finish(1);
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/tasks/4.1.0.hostfile"));
