@@ -4,7 +4,8 @@
 # (-Wmaybe-uninitialized among them) only when it optimises, so the Debug
 # build deploy/test.sh runs the tests in cannot see them, and a user's plain
 # `cmake -DCMAKE_BUILD_TYPE=Release` build must never be the first to.
-# CI runs it after deploy/test.sh (.ci/run); nothing is run, only built.
+# Run it before a release (CI compiles once, in deploy/test.sh); nothing is
+# run, only built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

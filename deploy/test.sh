@@ -5,15 +5,18 @@
 #   socket       real ZeroMQ sockets on 127.0.0.1 or real child processes, in one test process
 #   integration  real, sanitized coordinator, worker and CLI processes on 127.0.0.1, ephemeral ports
 #   deploy       the systemd units, container entrypoints and Kubernetes manifests, offline (deploy/CMakeLists.txt)
-# At the end it prints the ten slowest tests. CI (.ci/run) then also compiles
-# the Release configuration with -Werror (deploy/release-check.sh).
+# Every target is compiled, benchmarks and fuzz replays included, so this one
+# build is all the compiling CI does (.ci/run runs this script alone). After
+# the build it ranks targets by compile time (deploy/build-report.sh), at the
+# end it prints the ten slowest tests. The Release configuration with -Werror
+# (warnings GCC reports only when optimising) is deploy/release-check.sh, run
+# before a release; a user's plain Release build has -Werror off.
 #
 # The build is a unity build (CMAKE_UNITY_BUILD: sixteen sources compiled as
 # one), which roughly halves the compile time on two cores; a developer's
 # incremental build is not one unless asked for. Debug info is line tables
 # only (-g1): enough for the sanitizers' stack traces, much cheaper to build.
-# Benchmarks are not built here (they are not tests); the Release check
-# builds them.
+# Benchmarks are built (so a change that breaks one fails here), not run.
 #
 # Opt-in long runs (soak, fuzz, scale, the 100,000-seed Raft simulation) are
 # not part of this script.
@@ -32,9 +35,10 @@ start=$(date +%s)
 
 echo "== build (Debug, ASan+UBSan, -Werror)"
 cmake -S . -B build-asan "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
-  -DGPOOL_SANITIZE=ON -DGPOOL_WERROR=ON -DGPOOL_BUILD_BENCH=OFF "${unity[@]}" >/dev/null
+  -DGPOOL_SANITIZE=ON -DGPOOL_WERROR=ON -DGPOOL_BUILD_BENCH=ON "${unity[@]}" >/dev/null
 cmake --build build-asan -j "$jobs"
 echo "== build done in $(( $(date +%s) - start )) s"
+if [ -f build-asan/.ninja_log ]; then ./deploy/build-report.sh build-asan 10; fi
 
 echo "== all tests"
 log=build-asan/ctest-output.log
