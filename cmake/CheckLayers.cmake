@@ -22,7 +22,7 @@ set(RULES
   "control/health/|protocol/ topology/ control/health/|zmq|leveldb|yaml-cpp"
   "control/log/|protocol/ storage/ control/log/|zmq|yaml-cpp|nlohmann"
   "control/replication/|protocol/ storage/ control/raft/ control/log/ control/replication/|leveldb|yaml-cpp|nlohmann"
-  "control/security/|protocol/ control/security/|leveldb|yaml-cpp|nlohmann"
+  "control/security/|protocol/ topology/ control/state/ control/security/|leveldb|yaml-cpp|nlohmann"
   "control/http/|protocol/ control/ control/http/|leveldb|yaml-cpp"
   "control/metrics/|protocol/ topology/ control/state/ control/log/ control/ control/metrics/|leveldb|yaml-cpp"
   "control/dashboard/|protocol/ control/dashboard/|zmq|leveldb|yaml-cpp|nlohmann"

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "control/leader_service.h"
 #include "control/ports.h"
 #include "control/state/cluster_state.h"
 #include "control/worker_table.h"
@@ -44,15 +45,15 @@ struct AlertRules {
   size_t max_changes_per_check = 100;    // a flood waits for the next check
 };
 
-class AlertDriver {
+class AlertDriver : public LeaderService {
  public:
   AlertDriver(const AlertRules& rules, const state::ClusterState& state, const WorkerTable& workers,
               Proposer& proposer, const Clock* clock)
       : rules_(rules), state_(state), workers_(workers), proposer_(proposer), clock_(clock) {}
 
   // Leader only. `now_ms` is monotonic.
-  void Tick(int64_t now_ms);
-  void Reset();
+  void Tick(int64_t now_ms) override;
+  void Reset() override;
 
   // The alerts the rules want firing now (key -> command), for tests.
   std::map<std::string, state::AlertCmd> Evaluate(int64_t now_mono_ms);

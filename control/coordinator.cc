@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "control/endpoints_file.h"
 #include "control/frames.h"
 #include "protocol/base/endpoint.h"
 #include "protocol/security/curve_socket.h"
@@ -20,34 +21,6 @@ namespace {
 
 constexpr int kMaxFramesPerDrain = 1000;
 constexpr int64_t kRemovedDrainMs = 1000;
-
-Status WriteFileAtomically(const std::filesystem::path& path, const std::string& content) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << content;
-    if (!out) return Status::IoError("cannot write " + tmp.string());
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::IoError("cannot rename " + tmp.string() + ": " + ec.message());
-  return Status::Ok();
-}
-
-// Where tasks on other machines can reach a client endpoint: a wildcard
-// bind (tcp://0.0.0.0:7400, tcp://*:7400, tcp://[::]:7400) names this
-// machine by its hostname instead.
-std::string ReachableEndpoint(const std::string& endpoint) {
-  for (const char* wildcard : {"tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"}) {
-    const std::string prefix = wildcard;
-    if (endpoint.rfind(prefix, 0) != 0) continue;
-    char host[256] = {};
-    if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') return endpoint;
-    return "tcp://" + std::string(host) + ":" + endpoint.substr(prefix.size());
-  }
-  return endpoint;
-}
 
 }  // namespace
 
@@ -89,7 +62,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   GPOOL_RETURN_IF_ERROR(c->OpenLog());
   c->disk_->Attach(c->log_.get());
   GPOOL_RETURN_IF_ERROR(c->Recover());
-  c->SyncNodeKeys();
+  c->key_sync_.SyncAll(c->state_);
 
   c->Wire();
   c->FollowLeadership();
@@ -186,6 +159,8 @@ void Coordinator::Wire() {
   usage_ = std::make_unique<UsageDriver>(options_.usage, state_, *tracker_, options_.clock);
   session_leases_ = std::make_unique<SessionLeaseDriver>(state_, *tracker_, options_.clock, options_.preempt_grace_ms);
   alerts_ = std::make_unique<AlertDriver>(options_.alerts, state_, connections_, *tracker_, options_.clock);
+  leader_services_ = {health_.get(), retention_.get(), usage_.get(), session_leases_.get(), alerts_.get(),
+                      watches_.get()};
 }
 
 Status Coordinator::Secure() {
@@ -196,6 +171,7 @@ Status Coordinator::Secure() {
   }
   keys_ = std::make_unique<KeyDirectory>(options_.worker_enrolment);
   keys_->SetAdminKey(options_.admin_key);
+  key_sync_ = KeySync(keys_.get(), !options_.admin_key.empty());
   // The handler is bound before any server socket, so no handshake can
   // happen without it (a CURVE server with no handler admits anyone).
   GPOOL_ASSIGN_OR_RETURN(zap_, security::ZapHandler::Start(context_, [keys = keys_.get()](std::string_view domain,
@@ -207,39 +183,6 @@ Status Coordinator::Secure() {
   spdlog::info("curve on public_key={} worker_enrolment={} admin_key={}", options_.curve_keys.public_key,
                WorkerEnrolmentName(options_.worker_enrolment), options_.admin_key.empty() ? "-" : options_.admin_key);
   return Status::Ok();
-}
-
-void Coordinator::SyncNodeKeys() {
-  SyncUserKeys();
-  SyncJobKeys();
-  if (!keys_) return;
-  std::map<std::string, std::string> bound = state_.enrolled_nodes();
-  for (const auto& [name, record] : state_.nodes()) {
-    if (!record.worker_key.empty()) bound[name] = record.worker_key;
-  }
-  keys_->SetNodeKeys(bound);
-}
-
-void Coordinator::SyncJobKeys() {
-  if (!keys_) return;
-  std::map<std::string, uint64_t> jobs;
-  for (const auto& [id, job] : state_.jobs()) {
-    if (!job.exec_key.empty()) jobs[job.exec_key] = id;
-  }
-  keys_->SetJobKeys(std::move(jobs));
-}
-
-// The client keys the handshake admits are the committed users'; until an
-// admin exists (and none is configured with --admin-key) any key is let in
-// for `gpool admin bootstrap` alone.
-void Coordinator::SyncUserKeys() {
-  if (!keys_) return;
-  std::map<std::string, std::string> users;
-  for (const auto& [name, user] : state_.users()) {
-    for (const auto& key : user.keys) users[key] = name;
-  }
-  keys_->SetUsers(std::move(users));
-  keys_->SetBootstrapOpen(!state_.HasAdmin() && options_.admin_key.empty());
 }
 
 Status Coordinator::OpenLog() {
@@ -322,10 +265,10 @@ void Coordinator::WriteEndpoints() {
   // Tests and scripts that ask for ephemeral ports read them from here. A
   // full disk must not stop the coordinator: the file is written again once
   // the data dir takes writes.
-  std::string content = "client " + client_endpoint_ + "\nworker " + worker_endpoint_ + "\n";
-  if (peers_) content += "peer " + peers_->listen_endpoint() + "\n";
-  if (http_) content += "http " + http_->address() + "\n";
-  Status written = WriteFileAtomically(std::filesystem::path(options_.data_dir) / "endpoints", content);
+  std::vector<std::pair<std::string, std::string>> ports = {{"client", client_endpoint_}, {"worker", worker_endpoint_}};
+  if (peers_) ports.emplace_back("peer", peers_->listen_endpoint());
+  if (http_) ports.emplace_back("http", http_->address());
+  Status written = WriteEndpointsFile(options_.data_dir, ports);
   endpoints_written_ = written.ok();
   if (!written.ok()) {
     spdlog::warn("endpoints file not written; retried once the data dir takes writes error=\"{}\"",
@@ -423,7 +366,7 @@ Status Coordinator::Apply(log::Committed committed) {
     Status restored = state_.Restore(committed.snapshot->data);
     if (!restored.ok()) return restored.WithContext("installing the snapshot from the leader");
     snapshots_.Covered(snapshot_index, committed.snapshot->data.size());
-    SyncNodeKeys();
+    key_sync_.SyncAll(state_);
     feed_.Reset(state_);
     watches_->DropAll();
     spdlog::info("state replaced by snapshot index={} jobs={} nodes={}", snapshot_index, state_.jobs().size(),
@@ -443,27 +386,7 @@ void Coordinator::ApplyEntry(const storage::LogEntry& entry) {
     feed_.Note(state_, *command);
     result = state_.Apply(entry.index, *command);
     watches_->Publish(feed_.Record(state_, entry.index, *command, result));
-    // Every replica learns a node's key as its binding commits, so whichever
-    // one leads next (or answers with NotLeader meanwhile) admits it.
-    const auto* registered = std::get_if<state::RegisterNodeCmd>(&command->body);
-    if (keys_ && registered != nullptr && result.status.ok() && !registered->worker_key.empty()) {
-      keys_->EnrolNode(registered->node.name, registered->worker_key);
-    }
-    // A job's exec key is admitted as its submission commits, and no longer
-    // once its record is forgotten.
-    const auto* submitted = std::get_if<state::SubmitJobCmd>(&command->body);
-    if (keys_ && submitted != nullptr && result.status.ok() && !result.duplicate) {
-      keys_->AddJobKey(result.job_id, submitted->exec_key);
-    }
-    if (std::holds_alternative<state::ForgetJobsCmd>(command->body)) SyncJobKeys();
-    if (std::holds_alternative<state::UpdateUserCmd>(command->body) ||
-        std::holds_alternative<state::BootstrapCmd>(command->body)) {
-      SyncUserKeys();  // a key added or removed is admitted or refused from the next handshake on
-    }
-    const auto* updated = std::get_if<state::UpdateNodeCmd>(&command->body);
-    if (keys_ && updated != nullptr && result.status.ok() && updated->update.op == "worker-key") {
-      keys_->EnrolNode(updated->update.node, updated->update.key);
-    }
+    key_sync_.Applied(*command, result, state_);
   } else {
     result.status = command.status();
   }
@@ -476,60 +399,11 @@ void Coordinator::FollowLeadership() {
   // leadership: a new leader re-sends every due bind and preempt once nodes
   // register, and gives every node a fresh liveness window.
   registry_->Reset(options_.clock->MonoMs());
-  SyncNodeKeys();  // bindings committed under another leader
+  key_sync_.SyncAll(state_);  // bindings committed under another leader
   dispatcher_->Reset();
   worker_relay_->Reset(Status::Unavailable("the coordinator leader changed; retry"));
   scheduler_->Reset();
-  health_->Reset();
-  retention_->Reset();
-  usage_->Reset();
-  session_leases_->Reset();
-  alerts_->Reset();
-  watches_->DropAll();
-}
-
-void Coordinator::MaybeSnapshot() {
-  if (!snapshots_.Due() || !disk_->CheckWrite().ok()) return;
-  const uint64_t applied = state_.applied_index();
-  const uint64_t log_bytes = snapshots_.bytes_since();
-  std::string snapshot = state_.Snapshot();
-  const size_t snapshot_bytes = snapshot.size();
-  Status status = log_->SaveSnapshot(applied, snapshot);
-  if (!status.ok()) {
-    spdlog::warn("snapshot failed index={} error=\"{}\"", applied, status.ToString());
-    // A failed write leaves LevelDB to be reopened before the next one.
-    if (status.code() == StatusCode::kIoError) (void)disk_->WriteFailed(status, "saving a snapshot");
-    return;
-  }
-  snapshots_.Covered(applied, snapshot_bytes);
-  if (metrics_) {
-    ++metrics_->replication.snapshots;
-    metrics_->replication.last_snapshot_bytes = snapshot_bytes;
-  }
-  spdlog::info("snapshot saved index={} bytes={} log_bytes_replaced={}", applied, snapshot_bytes, log_bytes);
-}
-
-void Coordinator::ReloadSchedulerConfig() {
-  if (options_.scheduler_config_path.empty()) {
-    spdlog::warn("scheduler config reload requested but the coordinator was started without --scheduler-config");
-    return;
-  }
-  auto config = scheduler::LoadSchedulerConfig(options_.scheduler_config_path);
-  if (!config.ok()) {
-    spdlog::error("scheduler config reload refused, keeping the running one path={} error=\"{}\"",
-                  options_.scheduler_config_path, config.status().ToString());
-    return;
-  }
-  scheduler_->SetPolicy(*config);
-  auto health = health::LoadHealthPolicyConfig(options_.scheduler_config_path);
-  if (health.ok()) {
-    health_->Reconfigure(*health);
-  } else {
-    spdlog::error("health policy reload refused, keeping the running one path={} error=\"{}\"",
-                  options_.scheduler_config_path, health.status().ToString());
-  }
-  spdlog::info("scheduler config reloaded path={} strategy={} actions={}", options_.scheduler_config_path,
-               scheduler::StrategyName(config->node_order.strategy), config->actions.size());
+  for (LeaderService* service : leader_services_) service->Reset();
 }
 
 Status Coordinator::Run(const std::atomic<bool>& stop) {
@@ -580,7 +454,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       GPOOL_RETURN_IF_ERROR(CommitAndApply());
     }
     if (options_.reload_scheduler_config != nullptr && options_.reload_scheduler_config->exchange(false)) {
-      ReloadSchedulerConfig();
+      ReloadSchedulerConfig(options_.scheduler_config_path, *scheduler_, *health_);
     }
     const int64_t now = options_.clock->MonoMs();
     const bool leading = tracker_->leading();
@@ -588,12 +462,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     GPOOL_RETURN_IF_ERROR(CommitAndApply());
     if (leading && scheduler_->Tick(now)) GPOOL_RETURN_IF_ERROR(CommitAndApply());
     if (leading) {
-      health_->Tick(now);
-      retention_->Tick(now);
-      usage_->Tick(now);
-      session_leases_->Tick(now);
-      alerts_->Tick(now);
-      watches_->Tick(now);
+      for (LeaderService* service : leader_services_) service->Tick(now);
       GPOOL_RETURN_IF_ERROR(CommitAndApply());
     }
     if (leading && now - last_dispatch >= 200) {
@@ -603,7 +472,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     worker_relay_->Tick(now);
     gateway_->Tick(now);
     tracker_->ExpireReads(now);
-    MaybeSnapshot();
+    MaybeTakeSnapshot(snapshots_, state_, *log_, *disk_, metrics_ ? &metrics_->replication : nullptr);
     if (tracker_->removed()) {
       // Keep the loop turning a little longer so the replies already queued
       // (the removal's own among them) go out: closing a ROUTER with linger

@@ -46,9 +46,11 @@
 #include <zmq.hpp>
 
 #include "control/alert_driver.h"
+#include "control/leader_service.h"
 #include "control/watch/change_feed.h"
 #include "control/watch/watch_hub.h"
 #include "control/disk_full_mode.h"
+#include "control/config_reload.h"
 #include "control/dispatcher.h"
 #include "control/exec_key_pool.h"
 #include "control/gateway.h"
@@ -61,6 +63,7 @@
 #include "control/usage_driver.h"
 #include "control/session_lease_driver.h"
 #include "control/snapshot_schedule.h"
+#include "control/snapshot_taker.h"
 #include "control/log/commit_log.h"
 #include "control/worker_relay.h"
 #include "control/node_registry.h"
@@ -69,6 +72,7 @@
 #include "control/replication/replica_set.h"
 #include "control/scheduler_driver.h"
 #include "control/security/key_directory.h"
+#include "control/security/key_sync.h"
 #include "protocol/base/clock.h"
 #include "protocol/base/loop_inbox.h"
 #include "protocol/security/keys.h"
@@ -141,8 +145,6 @@ class Coordinator final : public Outbox {
 
   // Serves until `stop` becomes true.
   Status Run(const std::atomic<bool>& stop);
-  // Re-reads options.scheduler_config_path; a bad file changes nothing.
-  void ReloadSchedulerConfig();
 
   const std::string& client_endpoint() const { return client_endpoint_; }
   const std::string& worker_endpoint() const { return worker_endpoint_; }
@@ -171,11 +173,6 @@ class Coordinator final : public Outbox {
   // Starts the ZAP handler and makes the client and worker sockets CURVE
   // servers; before any bind (Bind, OpenLog).
   Status Secure();
-  // Reloads the node bindings from the committed state (recovery, a new
-  // leadership): the ZAP handler names a bound key after its node.
-  void SyncNodeKeys();  // and SyncUserKeys, SyncJobKeys
-  void SyncUserKeys();
-  void SyncJobKeys();
   // Builds the managers and subscribes them to each other's events: the only
   // place that knows who talks to whom.
   void Wire();
@@ -185,7 +182,6 @@ class Coordinator final : public Outbox {
   void ApplyEntry(const storage::LogEntry& entry);
   // Resets the managers when the tracker says leadership changed.
   void FollowLeadership();
-  void MaybeSnapshot();
   // The HTTP port (coordinator_http_wiring.cc): started last in Open, on its
   // own threads, reaching the state only through inbox_.
   Status StartHttp();
@@ -206,6 +202,7 @@ class Coordinator final : public Outbox {
   // Declared after the context, before the sockets: destroyed after every
   // socket it authenticates, before the context terminates.
   std::unique_ptr<KeyDirectory> keys_;
+  KeySync key_sync_{nullptr, false};  // keys_ in step with the state (Secure sets it)
   std::unique_ptr<security::ZapHandler> zap_;
   zmq::socket_t clients_;
   zmq::socket_t workers_;
@@ -233,6 +230,8 @@ class Coordinator final : public Outbox {
   std::unique_ptr<UsageDriver> usage_;
   std::unique_ptr<SessionLeaseDriver> session_leases_;
   std::unique_ptr<AlertDriver> alerts_;
+  // The leader-only drivers above (and the watch hub), ticked in this order: leader_service.h.
+  std::vector<LeaderService*> leader_services_;
   // What each applied command changed (every replica), and the leader's
   // watches fed from it (docs/protocol.md 7.19).
   ChangeFeed feed_;

@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 
+#include "control/leader_service.h"
 #include "control/health/policy.h"
 #include "control/health/webhook_sink.h"
 #include "control/ports.h"
@@ -40,7 +41,7 @@
 
 namespace gpool::control {
 
-class HealthDriver {
+class HealthDriver : public LeaderService {
  public:
   static constexpr int64_t kEvaluateEveryMs = 100;
   static constexpr int64_t kCursorEveryMs = 500;
@@ -50,8 +51,8 @@ class HealthDriver {
   ~HealthDriver();
 
   // Leader only.
-  void Tick(int64_t now_ms);
-  void Reset();
+  void Tick(int64_t now_ms) override;
+  void Reset() override;
   void Reconfigure(health::HealthPolicyConfig config);
 
   // For tests and status: delivery stats per sink name.

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "control/leader_service.h"
 #include "control/ports.h"
 #include "control/state/cluster_state.h"
 #include "control/state/retention.h"
@@ -20,15 +21,15 @@
 
 namespace gpool::control {
 
-class RetentionDriver {
+class RetentionDriver : public LeaderService {
  public:
   RetentionDriver(const state::RetentionPolicy& policy, const state::ClusterState& state, Proposer& proposer,
                   const Clock* clock)
       : policy_(policy), state_(state), proposer_(proposer), clock_(clock) {}
 
   // Leader only. `now_ms` is monotonic.
-  void Tick(int64_t now_ms);
-  void Reset();
+  void Tick(int64_t now_ms) override;
+  void Reset() override;
 
  private:
   state::RetentionPolicy policy_;

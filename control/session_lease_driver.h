@@ -13,20 +13,21 @@
 #include <cstdint>
 #include <set>
 
+#include "control/leader_service.h"
 #include "control/ports.h"
 #include "control/state/cluster_state.h"
 #include "protocol/base/clock.h"
 
 namespace gpool::control {
 
-class SessionLeaseDriver {
+class SessionLeaseDriver : public LeaderService {
  public:
   SessionLeaseDriver(const state::ClusterState& state, Proposer& proposer, const Clock* clock, uint32_t grace_ms)
       : state_(state), proposer_(proposer), clock_(clock), grace_ms_(grace_ms) {}
 
   // Leader only. `now_ms` is monotonic.
-  void Tick(int64_t now_ms);
-  void Reset();
+  void Tick(int64_t now_ms) override;
+  void Reset() override;
 
  private:
   static constexpr int64_t kCheckEveryMs = 1'000;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "control/leader_service.h"
 #include "control/ports.h"
 #include "control/state/cluster_state.h"
 #include "protocol/base/clock.h"
@@ -36,14 +37,14 @@ struct UsageOptions {
   int64_t keep_hourly_ms = int64_t{35} * 24 * 3600 * 1000;
 };
 
-class UsageDriver {
+class UsageDriver : public LeaderService {
  public:
   UsageDriver(const UsageOptions& options, const state::ClusterState& state, Proposer& proposer, const Clock* clock)
       : options_(options), state_(state), proposer_(proposer), clock_(clock) {}
 
   // Leader only. `now_ms` is monotonic.
-  void Tick(int64_t now_ms);
-  void Reset();
+  void Tick(int64_t now_ms) override;
+  void Reset() override;
 
  private:
   bool TrimDue(int64_t wall_ms) const;

@@ -19,6 +19,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "control/leader_service.h"
 #include "control/authz.h"
 #include "control/ports.h"
 #include "control/watch/change_feed.h"
@@ -36,7 +37,7 @@ struct WatchHubOptions {
   size_t max_replay = 10'000;      // a replay longer than this is answered with a snapshot
 };
 
-class WatchHub {
+class WatchHub : public LeaderService {
  public:
   WatchHub(WatchHubOptions options, const state::ClusterState& state, const ChangeFeed& feed, Outbox& outbox,
            Proposer& proposer);
@@ -50,7 +51,8 @@ class WatchHub {
   // After each applied command: pushes the feed's newest `appended` changes.
   void Publish(size_t appended);
   // Each loop turn: pushes new events and drops expired watches.
-  void Tick(int64_t now_ms);
+  void Tick(int64_t now_ms) override;
+  void Reset() override { DropAll(); }  // a new leadership: every watch re-subscribes
   // Leadership lost (or the state replaced): every watch goes; clients
   // re-create them where they find the leader.
   void DropAll();

@@ -1,0 +1,66 @@
+#include "control/security/key_sync.h"
+
+#include <map>
+#include <string>
+#include <variant>
+
+namespace gpool::control {
+
+void KeySync::SyncAll(const state::ClusterState& state) {
+  if (!keys_) return;
+  SyncUsers(state);
+  SyncJobs(state);
+  std::map<std::string, std::string> bound = state.enrolled_nodes();
+  for (const auto& [name, record] : state.nodes()) {
+    if (!record.worker_key.empty()) bound[name] = record.worker_key;
+  }
+  keys_->SetNodeKeys(bound);
+}
+
+void KeySync::SyncJobs(const state::ClusterState& state) {
+  std::map<std::string, uint64_t> jobs;
+  for (const auto& [id, job] : state.jobs()) {
+    if (!job.exec_key.empty()) jobs[job.exec_key] = id;
+  }
+  keys_->SetJobKeys(std::move(jobs));
+}
+
+// The client keys the handshake admits are the committed users'; until an
+// admin exists (and none is configured with --admin-key) any key is let in
+// for `gpool admin bootstrap` alone.
+void KeySync::SyncUsers(const state::ClusterState& state) {
+  std::map<std::string, std::string> users;
+  for (const auto& [name, user] : state.users()) {
+    for (const auto& key : user.keys) users[key] = name;
+  }
+  keys_->SetUsers(std::move(users));
+  keys_->SetBootstrapOpen(!state.HasAdmin() && !admin_key_configured_);
+}
+
+void KeySync::Applied(const state::Command& command, const state::ApplyResult& result,
+                      const state::ClusterState& state) {
+  if (!keys_) return;
+  // A node's key is admitted as its binding commits.
+  const auto* registered = std::get_if<state::RegisterNodeCmd>(&command.body);
+  if (registered != nullptr && result.status.ok() && !registered->worker_key.empty()) {
+    keys_->EnrolNode(registered->node.name, registered->worker_key);
+  }
+  const auto* updated = std::get_if<state::UpdateNodeCmd>(&command.body);
+  if (updated != nullptr && result.status.ok() && updated->update.op == "worker-key") {
+    keys_->EnrolNode(updated->update.node, updated->update.key);
+  }
+  // A job's exec key is admitted as its submission commits, and no longer
+  // once its record is forgotten.
+  const auto* submitted = std::get_if<state::SubmitJobCmd>(&command.body);
+  if (submitted != nullptr && result.status.ok() && !result.duplicate) {
+    keys_->AddJobKey(result.job_id, submitted->exec_key);
+  }
+  if (std::holds_alternative<state::ForgetJobsCmd>(command.body)) SyncJobs(state);
+  // A user key added or removed is admitted or refused from the next handshake on.
+  if (std::holds_alternative<state::UpdateUserCmd>(command.body) ||
+      std::holds_alternative<state::BootstrapCmd>(command.body)) {
+    SyncUsers(state);
+  }
+}
+
+}  // namespace gpool::control
