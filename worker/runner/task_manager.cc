@@ -21,16 +21,12 @@
 #include "worker/runner/numa_pinning.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_exec.h"
+#include "worker/runner/task_records.h"
 
 namespace gpool::worker {
 namespace {
 
 constexpr int64_t kExpireEveryMs = 10'000;
-
-// TaskManager's own records in a task's state directory (task_manager.h).
-std::string BindPath(const std::string& state_dir) { return state_dir + "/bind"; }
-std::string StopPath(const std::string& state_dir) { return state_dir + "/stop"; }
-std::string AckedPath(const std::string& state_dir) { return state_dir + "/acked"; }
 
 std::string JoinIndices(const std::vector<uint32_t>& indices) {
   std::string out;
@@ -68,72 +64,6 @@ Result<std::unique_ptr<TaskManager>> TaskManager::Open(TaskManagerOptions option
   }
   if (manager->options_.adopt_tasks) manager->AdoptLeftTasks();
   return manager;
-}
-
-void TaskManager::AdoptLeftTasks() {
-  std::vector<std::string> dirs;
-  std::error_code ec;
-  std::vector<std::string> roots = {state_root()};
-  if (options_.log_dir != state_root()) roots.push_back(options_.log_dir);  // left by a worker without state_dir
-  for (const std::string& root : roots) {
-    for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
-      if (entry.path().extension() == ".state" && entry.is_directory(ec)) dirs.push_back(entry.path().string());
-    }
-  }
-  std::sort(dirs.begin(), dirs.end());
-  for (const std::string& dir : dirs) AdoptTask(dir);
-}
-
-void TaskManager::AdoptTask(const std::string& state_dir) {
-  auto bytes = ReadWholeFile(BindPath(state_dir));
-  auto bind = bytes.ok() ? wire::UnpackFromString<BindTask>(*bytes) : Result<BindTask>(bytes.status());
-  if (!bind.ok()) {
-    // The bind is written before anything starts: without it nothing ran.
-    log_->warn("task state without a readable bind removed dir={} error={}", Q(state_dir),
-               Q(bind.status().ToString()));
-    std::error_code ec;
-    std::filesystem::remove_all(state_dir, ec);
-    return;
-  }
-  const TaskId id = bind->task;
-  if (tasks_.count(id) ||
-      (state_dir != TaskStateDir(state_root(), id) && state_dir != TaskStateDir(options_.log_dir, id))) {
-    log_->warn("task state ignored, it does not match its directory task={} dir={}", id.ToString(), Q(state_dir));
-    return;
-  }
-  auto adopted = options_.launcher->Adopt(state_dir);
-  if (!adopted.ok()) {
-    log_->error("task left by a previous worker cannot be adopted task={} error={}", id.ToString(),
-                Q(adopted.status().ToString()));
-    return;
-  }
-  Task task;
-  task.bind = std::move(bind).value();
-  task.bound = true;
-  task.phase = Phase::kRunning;
-  task.pid = adopted->pid;
-  task.state_dir = state_dir;
-  // Its time limit counts from its real start, across worker restarts; an
-  // unknown start counts from now (the task gets more time, never less).
-  const int64_t ran_ms = adopted->start_wall_ms > 0 ? options_.clock->WallMs() - adopted->start_wall_ms : 0;
-  task.started_mono_ms = options_.clock->MonoMs() - std::max<int64_t>(ran_ms, 0);
-  if (auto stop = ReadWholeFile(StopPath(state_dir)); stop.ok()) {
-    task.preempted = true;
-    task.stop_reason = *stop;
-  }
-  task.mig_created = DynamicMigInstances(task.bind);
-  Task& placed = tasks_.emplace(id, std::move(task)).first->second;
-  if (adopted->running) {
-    by_pid_[placed.pid] = id;
-    log_->info("task adopted from a previous worker process, still running task={} pid={}", id.ToString(),
-               placed.pid);
-    return;
-  }
-  const bool acked = std::filesystem::exists(AckedPath(state_dir));
-  log_->info("task of a previous worker process found ended task={} pid={} exit_code={} signal={} reason={} "
-             "acknowledged={}",
-             id.ToString(), placed.pid, adopted->exit.exit_code, adopted->exit.signal, Q(adopted->exit.reason), acked);
-  Finish(id, placed, adopted->exit, acked);
 }
 
 std::vector<TaskManager::MigInstance> TaskManager::DynamicMigInstances(const BindTask& bind) const {
@@ -581,16 +511,9 @@ void TaskManager::Expire() {
         std::error_code ec;
         std::filesystem::remove_all(TaskWorkDir(options_.log_dir, it->first), ec);
       }
-      // Its MPI hostfile, and its job's hosts file once no task of the job
-      // is left on this node (a later attempt bound here writes it again).
-      std::error_code ec;
-      std::filesystem::remove(TaskHostfilePath(state_root(), it->first), ec);
       const TaskId gone = it->first;
       it = tasks_.erase(it);
-      const auto same_job = tasks_.lower_bound(TaskId{gone.job, 0, 0});
-      if (same_job == tasks_.end() || same_job->first.job != gone.job) {
-        std::filesystem::remove(JobHostsPath(state_root(), gone), ec);
-      }
+      RemoveHostsFiles(gone);
     } else {
       ++it;
     }

@@ -310,6 +310,8 @@ class TaskManager {
   const std::string& state_root() const { return options_.state_dir.empty() ? options_.log_dir : options_.state_dir; }
   // A task's state directory: where it was persisted or adopted from.
   std::string StateDirOf(const TaskId& id, const Task& task) const;
+  // A task's hosts files once its record is gone (task_manager_hosts.cc).
+  void RemoveHostsFiles(const TaskId& gone);
 
   TaskManagerOptions options_;
   std::shared_ptr<spdlog::logger> log_;

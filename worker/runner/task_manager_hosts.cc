@@ -1,6 +1,7 @@
 // TaskManager's files for gang tasks' MPI: the hostfile and the job's hosts
 // file (job_hosts.h). Apart from task_manager.cc to keep each file small.
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "protocol/base/text.h"
@@ -11,6 +12,17 @@
 #include "worker/runner/task_manager.h"
 
 namespace gpool::worker {
+
+void TaskManager::RemoveHostsFiles(const TaskId& gone) {
+  // Its MPI hostfile, and its job's hosts file once no task of the job is
+  // left on this node (a later attempt bound here writes it again).
+  std::error_code ec;
+  std::filesystem::remove(TaskHostfilePath(state_root(), gone), ec);
+  const auto same_job = tasks_.lower_bound(TaskId{gone.job, 0, 0});
+  if (same_job == tasks_.end() || same_job->first.job != gone.job) {
+    std::filesystem::remove(JobHostsPath(state_root(), gone), ec);
+  }
+}
 
 void TaskManager::WriteHostfile(const TaskId& id, const std::vector<HostSlots>& hosts,
                                 std::vector<std::string>& env) {
