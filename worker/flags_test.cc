@@ -103,6 +103,17 @@ TEST(FlagsTest, AdvertiseAddressIsAnIpAddress) {
   }
 }
 
+TEST(FlagsTest, RunDirIsOptionalAndNeverEmpty) {
+  EXPECT_TRUE(Parse({}).value().flags.run_dir.empty()) << "empty: chosen at start (run_dir.h)";
+  auto given = Parse({"--run-dir", "/dev/shm/gpool"});
+  ASSERT_TRUE(given.ok()) << given.status().ToString();
+  EXPECT_EQ(given->flags.run_dir, "/dev/shm/gpool");
+  auto empty = Parse({"--run-dir", ""});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(empty.status().message().find("--run-dir"), std::string::npos) << empty.status().message();
+}
+
 TEST(FlagsTest, AllFlags) {
   auto parsed = Parse({"--coordinator", "tcp://a:7401, tcp://b:7401", "--node-name", "n1", "--spec", "s.yaml",
                        "--data-dir", "/tmp/w", "--token", "secret", "--log-level", "debug"});
