@@ -164,7 +164,7 @@ for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
 pids=()
 unset SLURM_CONF
 slurm_rate=$(calc "$jobs / $slurm_total_s")
-printf '{"metric": "slurm_jobs_completed_per_s", "value": %s, "unit": "jobs/s", "params": {"jobs": %d, "clients": %d, "submissions_per_s": %s, "seconds": %s, "cpu_ms_per_sbatch": %s, "slurm": "%s", "node_cpus": 64}}\n' \
+printf '{"metric": "slurm_jobs_completed_per_s", "value": %s, "unit": "jobs/s", "params": {"jobs": %d, "clients": %d, "submissions_per_s": %s, "seconds": %s, "cpu_ms_per_sbatch": %s, "slurm": "%s", "node_cpus": 64, "spool": "tmpfs"}}\n' \
   "$slurm_rate" "$jobs" "$clients" "$(calc "$jobs / $slurm_submit_s")" "$slurm_total_s" "$slurm_cpu" \
   "$slurm_version"
 
@@ -204,7 +204,7 @@ wait_until 3600 gpool_idle
 gpool_total_s=$(calc "$(now) - $start")
 gpool_rate=$(calc "$jobs / $gpool_total_s")
 failed=$("$gpool" jobs --all 2>/dev/null | grep -c " Failed " || true)
-printf '{"metric": "gpool_jobs_completed_per_s", "value": %s, "unit": "jobs/s", "params": {"jobs": %d, "clients": %d, "submissions_per_s": %s, "seconds": %s, "cpu_ms_per_submit": %s, "failed": %s, "node_cpus": 64, "replicas": 1, "workers": 1, "curve": true}}\n' \
+printf '{"metric": "gpool_jobs_completed_per_s", "value": %s, "unit": "jobs/s", "params": {"jobs": %d, "clients": %d, "submissions_per_s": %s, "seconds": %s, "cpu_ms_per_submit": %s, "failed": %s, "node_cpus": 64, "run_dir": "tmpfs", "replicas": 1, "workers": 1, "curve": true}}\n' \
   "$gpool_rate" "$jobs" "$clients" "$(calc "$jobs / $gpool_submit_s")" "$gpool_total_s" "$gpool_cpu" "$failed"
 printf '{"metric": "gpool_over_slurm_completed_per_s", "value": %s, "unit": "ratio", "params": {"jobs": %d, "clients": %d, "target": 3}}\n' \
   "$(calc "$gpool_rate / $slurm_rate")" "$jobs" "$clients"
