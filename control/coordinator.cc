@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/endpoints_file.h"
+#include "control/frame_intake.h"
 #include "control/frames.h"
 #include "protocol/base/endpoint.h"
 #include "protocol/security/curve_socket.h"
@@ -288,38 +289,16 @@ void Coordinator::ToWorker(const std::string& peer, std::string frame) {
 }
 
 void Coordinator::Drain(zmq::socket_t& socket, bool from_clients) {
-  for (int i = 0; i < kMaxFramesPerDrain; ++i) {
-    zmq::message_t identity;
-    if (!socket.recv(identity, zmq::recv_flags::dontwait)) return;
-    std::string peer = identity.to_string();
-    std::vector<zmq::message_t> parts;
-    while (socket.get(zmq::sockopt::rcvmore)) {
-      zmq::message_t part;
-      if (!socket.recv(part, zmq::recv_flags::dontwait)) break;
-      parts.push_back(std::move(part));
-    }
-    const int64_t now = options_.clock->MonoMs();
-    if (parts.size() != 1) {
-      std::string error = MakeError(0, tracker_->epoch(), Status::Malformed("expected exactly one frame per message, got " +
-                                                                  std::to_string(parts.size())));
-      from_clients ? ToClient(peer, std::move(error)) : ToWorker(peer, std::move(error));
-      continue;
-    }
-    std::string_view bytes(static_cast<const char*>(parts[0].data()), parts[0].size());
-    // The ZAP handler's name for the connection (none without CurveZMQ).
-    const char* user_id = zmq_msg_gets(parts[0].handle(), "User-Id");
-    auto principal = Principal::Parse(user_id == nullptr ? "" : user_id);
-    if (!principal) {
-      std::string error = MakeError(0, tracker_->epoch(), Status::Unauthenticated("connection not authenticated"));
-      from_clients ? ToClient(peer, std::move(error)) : ToWorker(peer, std::move(error));
-      continue;
-    }
-    if (from_clients) {
-      gateway_->OnFrame(peer, bytes, now, *principal);
-    } else {
-      registry_->OnFrame(peer, bytes, now, *principal);
-    }
-  }
+  DrainRouter(
+      socket, kMaxFramesPerDrain,
+      [&](const std::string& peer, std::string_view bytes, const Principal& sender) {
+        const int64_t now = options_.clock->MonoMs();
+        from_clients ? gateway_->OnFrame(peer, bytes, now, sender) : registry_->OnFrame(peer, bytes, now, sender);
+      },
+      [&](const std::string& peer, const Status& why) {
+        std::string error = MakeError(0, tracker_->epoch(), why);
+        from_clients ? ToClient(peer, std::move(error)) : ToWorker(peer, std::move(error));
+      });
 }
 
 Status Coordinator::CommitAndApply() {
