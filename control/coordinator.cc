@@ -4,18 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
-#include <fstream>
-#include <optional>
 
 #include <spdlog/spdlog.h>
 
 #include "control/endpoints_file.h"
 #include "control/frame_intake.h"
 #include "control/frames.h"
-#include "protocol/base/endpoint.h"
-#include "protocol/security/curve_socket.h"
+#include "control/security/curve_ports.h"
 
 namespace gpool::control {
 namespace {
@@ -58,14 +54,27 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   disk_options.clock = options.clock;
   c->disk_ = std::make_unique<DiskFullMode>(disk_options, *c->kv_, *c->log_store_);
   if (c->kv_->read_only()) (void)c->disk_->WriteFailed(c->kv_->disk_error(), "opening the store");
-  GPOOL_RETURN_IF_ERROR(c->Secure());
-  GPOOL_RETURN_IF_ERROR(c->Bind());
-  GPOOL_RETURN_IF_ERROR(c->OpenLog());
+
+  // Keys before any bind (curve_ports.h), the replicas' among them (in ReplicaSetOptionsOf).
+  GPOOL_ASSIGN_OR_RETURN(CurveRouters curve, SecureRouters(c->context_, c->clients_, c->workers_, options.curve_keys,
+                                                           options.worker_enrolment, options.admin_key));
+  c->keys_ = std::move(curve.keys);
+  c->zap_ = std::move(curve.zap);
+  c->key_sync_ = KeySync(c->keys_.get(), !options.admin_key.empty());
+  GPOOL_ASSIGN_OR_RETURN(c->client_endpoint_,
+                         BindRouter(c->clients_, options.client_endpoint, options.max_frame_bytes, "client"));
+  GPOOL_ASSIGN_OR_RETURN(c->worker_endpoint_,
+                         BindRouter(c->workers_, options.worker_endpoint, options.max_frame_bytes, "worker"));
+  GPOOL_ASSIGN_OR_RETURN(replication::ReplicaSet set, replication::OpenReplicaSet(
+                                                          ReplicaSetOptionsOf(options, c->keys_.get()),
+                                                          c->log_store_.get(), c->context_));
+  c->peers_ = std::move(set.transport);
+  c->log_ = std::move(set.log);
   c->disk_->Attach(c->log_.get());
-  GPOOL_RETURN_IF_ERROR(c->Recover());
-  c->key_sync_.SyncAll(c->state_);
+  GPOOL_RETURN_IF_ERROR(RecoverState(*c->log_, c->state_, c->snapshots_));
 
   c->Wire();
+  c->pipeline_->Restored();  // the feed starts here; the key directory admits what the state says
   c->FollowLeadership();
   GPOOL_RETURN_IF_ERROR(c->StartHttp());
   // Once every port is bound, so a reader of the file sees all of them.
@@ -87,39 +96,13 @@ void Coordinator::Wire() {
   metrics_ = std::make_unique<ControlMetrics>(state_);
   tracker_options.metrics = &metrics_->replication;
   tracker_ = std::make_unique<ProposalTracker>(tracker_options, *log_);
+  pipeline_ = std::make_unique<ApplyPipeline>(state_, snapshots_, *log_, *disk_, *tracker_);
 
-  NodeRegistryOptions registry_options;
-  registry_options.heartbeat_interval_ms = options_.heartbeat_interval_ms;
-  registry_options.node_timeout_ms = options_.node_timeout_ms;
-  registry_options.node_lost_ms = options_.node_lost_ms;
-  registry_options.lease_ms = options_.node_lease_ms;
-  registry_options.token = options_.token;
-  registry_options.keys = keys_.get();
-  registry_options.coordinator_id = options_.replica_id;
-  registry_options.limits.max_frame_bytes = options_.max_frame_bytes;
-  registry_options.clock = options_.clock;
-  registry_options.metrics = &metrics_->workers;
-  registry_ = std::make_unique<NodeRegistry>(registry_options, state_, connections_, *this, *tracker_,
-                                             options_.clock->MonoMs());
-
-  DispatcherOptions dispatcher_options;
-  dispatcher_options.preempt_grace_ms = options_.preempt_grace_ms;
-  dispatcher_options.metrics = &metrics_->workers;
-  dispatcher_options.clock = options_.clock;
-  // Tasks reach this replica first and every other one whose client address
-  // (and, secured, key) is known, so their `gpool` follows a failover.
+  registry_ = std::make_unique<NodeRegistry>(RegistryOptionsOf(options_, keys_.get(), *metrics_), state_,
+                                             connections_, *this, *tracker_, options_.clock->MonoMs());
+  DispatcherOptions dispatcher_options = DispatcherOptionsOf(options_, *metrics_);
   dispatcher_options.coordinator_contacts = [this] {
-    std::string endpoints = ReachableEndpoint(client_endpoint_);
-    std::string keys = keys_ ? options_.curve_keys.public_key : std::string();
-    const log::ReplicationReport report = log_->Report();
-    for (const auto& replica : report.replicas) {
-      if (replica.id == report.self_id || replica.client_address.empty()) continue;
-      const std::optional<std::string> key = keys_ ? keys_->KeyOfReplica(replica.id) : std::optional<std::string>("");
-      if (!key) continue;
-      endpoints += "," + replica.client_address;
-      if (keys_) keys += "," + *key;
-    }
-    return std::pair{std::move(endpoints), std::move(keys)};
+    return CoordinatorContacts(client_endpoint_, log_->Report(), keys_.get(), options_.curve_keys.public_key);
   };
   dispatcher_ =
       std::make_unique<Dispatcher>(dispatcher_options, state_, connections_, request_ids_, *this, *tracker_);
@@ -129,32 +112,17 @@ void Coordinator::Wire() {
   registry_->Subscribe(worker_relay_.get());
   registry_->Subscribe(metrics_.get());
 
-  GatewayOptions gateway_options;
-  gateway_options.token = options_.token;
-  gateway_options.admin_key = options_.admin_key;
-  gateway_options.replica_id = options_.replica_id;
-  gateway_options.client_address = client_endpoint_;
+  GatewayOptions gateway_options = GatewayOptionsOf(options_, client_endpoint_);
   gateway_options.new_exec_pair = [this] { return exec_keys_.Take(); };
-  gateway_options.limits.max_frame_bytes = options_.max_frame_bytes;
-  gateway_options.max_spec_bytes = options_.max_spec_bytes;
-  gateway_options.spec_limits.max_grace_period_ms = options_.max_grace_period_ms;
   gateway_ = std::make_unique<Gateway>(gateway_options, state_, connections_, *worker_relay_, *this, *tracker_);
   watches_ = std::make_unique<WatchHub>(WatchHubOptions{}, state_, feed_, *this, *tracker_);
   gateway_->set_watch_hub(watches_.get());
+  watch_publisher_ = std::make_unique<WatchPublisher>(feed_, *watches_);
+  // What follows the log beside the state, on every replica.
+  pipeline_->Listen(&key_sync_);
+  pipeline_->Listen(watch_publisher_.get());
 
-  SchedulerDriverOptions scheduler_options;
-  scheduler_options.policy = options_.scheduler_config;
-  scheduler_options.wall_clock = options_.clock;
-  scheduler_options.background = true;
-  scheduler_options.interval_ms = options_.schedule_interval_ms;
-  scheduler_options.metrics = &metrics_->scheduling;
-  if (wake_fd_ >= 0) {
-    scheduler_options.on_cycle_done = [fd = wake_fd_] {
-      const uint64_t one = 1;
-      (void)!write(fd, &one, sizeof(one));
-    };
-  }
-  scheduler_ = std::make_unique<SchedulerDriver>(scheduler_options, state_, *tracker_);
+  scheduler_ = std::make_unique<SchedulerDriver>(SchedulerOptionsOf(options_, *metrics_, wake_fd_), state_, *tracker_);
   health_ = std::make_unique<HealthDriver>(options_.health_config, state_, connections_, *tracker_, options_.clock);
   retention_ = std::make_unique<RetentionDriver>(options_.retention, state_, *tracker_, options_.clock);
   usage_ = std::make_unique<UsageDriver>(options_.usage, state_, *tracker_, options_.clock);
@@ -162,104 +130,6 @@ void Coordinator::Wire() {
   alerts_ = std::make_unique<AlertDriver>(options_.alerts, state_, connections_, *tracker_, options_.clock);
   leader_services_ = {health_.get(), retention_.get(), usage_.get(), session_leases_.get(), alerts_.get(),
                       watches_.get()};
-}
-
-Status Coordinator::Secure() {
-  if (options_.curve_keys.secret_key.empty()) return Status::Ok();
-  if (!security::CurveAvailable()) {
-    return Status::FailedPrecondition("libzmq was built without CURVE (libsodium): run with --insecure or "
-                                      "install a libzmq with CURVE");
-  }
-  keys_ = std::make_unique<KeyDirectory>(options_.worker_enrolment);
-  keys_->SetAdminKey(options_.admin_key);
-  key_sync_ = KeySync(keys_.get(), !options_.admin_key.empty());
-  // The handler is bound before any server socket, so no handshake can
-  // happen without it (a CURVE server with no handler admits anyone).
-  GPOOL_ASSIGN_OR_RETURN(zap_, security::ZapHandler::Start(context_, [keys = keys_.get()](std::string_view domain,
-                                                                                         std::string_view key) {
-                           return keys->Authorize(domain, key);
-                         }));
-  GPOOL_RETURN_IF_ERROR(security::MakeCurveServer(clients_, options_.curve_keys, security::kClientsDomain));
-  GPOOL_RETURN_IF_ERROR(security::MakeCurveServer(workers_, options_.curve_keys, security::kWorkersDomain));
-  spdlog::info("curve on public_key={} worker_enrolment={} admin_key={}", options_.curve_keys.public_key,
-               WorkerEnrolmentName(options_.worker_enrolment), options_.admin_key.empty() ? "-" : options_.admin_key);
-  return Status::Ok();
-}
-
-Status Coordinator::OpenLog() {
-  replication::ReplicaSetOptions replicas = options_.replicas;
-  replicas.token = options_.token;
-  replicas.curve_keys = options_.curve_keys;
-  if (keys_) {
-    // The replicas named on the command line are admitted before the peer
-    // port binds: a handshake refused in between would never be retried by
-    // the peer's libzmq.
-    keys_->SetReplicas(options_.replicas.peer_keys);
-    // The peers admitted on the peer port are the replicas the transport
-    // connects to: the configuration's, as Raft learns it.
-    replicas.on_peer_added = [keys = keys_.get()](uint64_t id, const std::string& key) { keys->AddReplica(id, key); };
-    replicas.on_peer_removed = [keys = keys_.get()](uint64_t id) { keys->RemoveReplica(id); };
-    replicas.replica_of_user_id = [](std::string_view user_id) -> uint64_t {
-      auto principal = Principal::Parse(user_id);
-      if (!principal || principal->kind != Principal::Kind::kReplica) return 0;
-      uint64_t id = 0;
-      const auto& name = principal->name;
-      auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), id);
-      return error == std::errc() && end == name.data() + name.size() ? id : 0;
-    };
-  }
-  replicas.clock = options_.clock;
-  GPOOL_ASSIGN_OR_RETURN(replication::ReplicaSet set,
-                         replication::OpenReplicaSet(replicas, log_store_.get(), context_));
-  peers_ = std::move(set.transport);
-  log_ = std::move(set.log);
-  return Status::Ok();
-}
-
-Status Coordinator::Recover() {
-  GPOOL_ASSIGN_OR_RETURN(log::Committed recovered, log_->Recover());
-  if (recovered.snapshot.has_value()) {
-    GPOOL_RETURN_IF_ERROR(state_.Restore(recovered.snapshot->data).WithContext("loading snapshot"));
-    snapshots_.Covered(recovered.snapshot->index, recovered.snapshot->data.size());
-  }
-  uint64_t replayed = 0;
-  for (const auto& entry : recovered.entries) {
-    if (entry.index <= state_.applied_index()) continue;
-    auto command = state::DecodeCommand(entry.data);
-    if (!command.ok()) {
-      return command.status().WithContext("log entry " + std::to_string(entry.index) + " is corrupt");
-    }
-    state_.Apply(entry.index, *command);
-    snapshots_.Applied(entry.index, entry.data.size());
-    ++replayed;
-  }
-  feed_.Reset(state_);  // watches resume from here on
-  spdlog::info("state recovered snapshot_index={} replayed={}", snapshots_.last_index(), replayed);
-  return Status::Ok();
-}
-
-Status Coordinator::Bind() {
-  // Frames past the decode limit get a typed error; frames far past it are
-  // not even buffered (the peer is disconnected instead, without a word), so
-  // the cut is never below what clients may send (kMinReadableFrameBytes).
-  const int64_t max_message = static_cast<int64_t>(
-      std::max<size_t>(options_.max_frame_bytes * 4, kMinReadableFrameBytes + 64 * 1024));
-  for (auto* socket : {&clients_, &workers_}) {
-    socket->set(zmq::sockopt::linger, 0);
-    socket->set(zmq::sockopt::maxmsgsize, max_message);
-    socket->set(zmq::sockopt::sndhwm, 100'000);
-    socket->set(zmq::sockopt::rcvhwm, 100'000);
-  }
-  try {
-    clients_.bind(BindableEndpoint(options_.client_endpoint));
-    workers_.bind(BindableEndpoint(options_.worker_endpoint));
-  } catch (const zmq::error_t& e) {
-    return Status::Unavailable(std::string("cannot bind: ") + e.what() + " (client " + options_.client_endpoint +
-                               ", worker " + options_.worker_endpoint + ")");
-  }
-  client_endpoint_ = clients_.get(zmq::sockopt::last_endpoint);
-  worker_endpoint_ = workers_.get(zmq::sockopt::last_endpoint);
-  return Status::Ok();
 }
 
 void Coordinator::WriteEndpoints() {
@@ -302,74 +172,13 @@ void Coordinator::Drain(zmq::socket_t& socket, bool from_clients) {
 }
 
 Status Coordinator::CommitAndApply() {
-  bool applied_any = false;
-  tracker_->IssueReads();
-  tracker_->AfterSync();  // a single replica's reads are ready at once
-  // A data dir that refuses writes is a mode, not an error (disk_full_mode.h):
-  // nothing is written until it takes writes again, and the loop goes on
-  // serving reads.
-  while (log_->HasUnsynced() && disk_->CheckWrite().ok()) {
-    auto committed = log_->Sync();
-    if (!committed.ok()) {
-      // LocalLog: nothing of this Sync is durable (ResumeWrites drops what
-      // LevelDB might still replay), so its proposals fail with the refusal.
-      const Status refusal = disk_->WriteFailed(committed.status(), "committing proposals");
-      tracker_->FailProposals(refusal);
-      break;
-    }
-    applied_any = applied_any || !committed->empty();
-    GPOOL_RETURN_IF_ERROR(Apply(std::move(committed).value()));
-    tracker_->AfterSync();
-    if (Status held = log_->write_error(); !held.ok()) {
-      // RaftLog: the Ready it could not persist waits, unsent and unapplied;
-      // its proposals wait too (failed with NotLeader if leadership moves).
-      (void)disk_->WriteFailed(held, "persisting raft state");
-      break;
-    }
-  }
+  GPOOL_ASSIGN_OR_RETURN(const bool applied_any, pipeline_->SyncAndApply());
   FollowLeadership();
   if (applied_any && tracker_->leading()) {
     scheduler_->MarkDirty();
     dispatcher_->Tick(options_.clock->MonoMs());
   }
   return Status::Ok();
-}
-
-Status Coordinator::Apply(log::Committed committed) {
-  const uint64_t snapshot_index = committed.snapshot ? committed.snapshot->index : 0;
-  for (const auto& entry : committed.entries) {
-    if (entry.index < snapshot_index) ApplyEntry(entry);
-  }
-  if (committed.snapshot.has_value()) {
-    // A follower that fell behind the leader's log: its state is replaced.
-    Status restored = state_.Restore(committed.snapshot->data);
-    if (!restored.ok()) return restored.WithContext("installing the snapshot from the leader");
-    snapshots_.Covered(snapshot_index, committed.snapshot->data.size());
-    key_sync_.SyncAll(state_);
-    feed_.Reset(state_);
-    watches_->DropAll();
-    spdlog::info("state replaced by snapshot index={} jobs={} nodes={}", snapshot_index, state_.jobs().size(),
-                 state_.nodes().size());
-  }
-  for (const auto& entry : committed.entries) {
-    if (entry.index > snapshot_index) ApplyEntry(entry);
-  }
-  return Status::Ok();
-}
-
-void Coordinator::ApplyEntry(const storage::LogEntry& entry) {
-  snapshots_.Applied(entry.index, entry.data.size());
-  auto command = state::DecodeCommand(entry.data);
-  state::ApplyResult result;
-  if (command.ok()) {
-    feed_.Note(state_, *command);
-    result = state_.Apply(entry.index, *command);
-    watches_->Publish(feed_.Record(state_, entry.index, *command, result));
-    key_sync_.Applied(*command, result, state_);
-  } else {
-    result.status = command.status();
-  }
-  tracker_->Settle(entry.index, entry.term, result);
 }
 
 void Coordinator::FollowLeadership() {

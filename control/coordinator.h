@@ -46,9 +46,12 @@
 #include <zmq.hpp>
 
 #include "control/alert_driver.h"
+#include "control/apply_pipeline.h"
+#include "control/coordinator_options.h"
 #include "control/leader_service.h"
 #include "control/watch/change_feed.h"
 #include "control/watch/watch_hub.h"
+#include "control/watch/watch_publisher.h"
 #include "control/disk_full_mode.h"
 #include "control/config_reload.h"
 #include "control/dispatcher.h"
@@ -82,62 +85,6 @@
 
 namespace gpool::control {
 
-struct CoordinatorOptions {
-  std::string data_dir = "/var/lib/gpool/coordinator";
-  std::string client_endpoint = "tcp://127.0.0.1:7400";  // clients (ROUTER); port 0 or * = ephemeral
-  std::string worker_endpoint = "tcp://127.0.0.1:7401";  // workers (ROUTER)
-  std::string replica_id = "coordinator-1";
-  std::string token;                                     // empty: no authentication
-  // CurveZMQ (issue 31, docs/operations.md "Keys"): this replica's key pair.
-  // With a secret key every port (clients, workers, peers) is a CURVE server
-  // behind the ZAP handler; an empty one is --insecure (plaintext).
-  security::KeyPair curve_keys;
-  // The bootstrap admin's public key (--admin-key): admitted on the client
-  // port as user "admin" until users are managed in the committed state.
-  std::string admin_key;
-  WorkerEnrolment worker_enrolment = WorkerEnrolment::kFirstUse;
-  scheduler::SchedulerConfig scheduler_config;
-  // The health policy and webhook sinks ([health] sections of the same file).
-  health::HealthPolicyConfig health_config;
-  // Where scheduler_config came from; re-read when *reload_scheduler_config
-  // is set (SIGHUP). A file that no longer parses leaves the running config.
-  std::string scheduler_config_path;
-  std::atomic<bool>* reload_scheduler_config = nullptr;
-  uint32_t heartbeat_interval_ms = 1000;
-  int64_t node_timeout_ms = 10'000;
-  int64_t node_lost_ms = 60'000;   // silence after which a node's tasks are lost and requeued
-  uint32_t node_lease_ms = 20'000;  // how long a worker's tasks run without an acknowledged heartbeat
-  int64_t schedule_interval_ms = 10;
-  uint32_t preempt_grace_ms = 10'000;
-  // A snapshot once at least snapshot_every entries AND snapshot_log_ratio
-  // times the last snapshot's bytes were logged since it (snapshot_schedule.h).
-  uint64_t snapshot_every = 10'000;
-  double snapshot_log_ratio = 1.0;
-  size_t max_frame_bytes = 4 * 1024 * 1024;
-  uint64_t max_spec_bytes = kDefaultMaxSpecBytes;  // encoded; larger specs are ResourceExhausted
-  uint32_t max_grace_period_ms = SpecLimits{}.max_grace_period_ms;  // a job's grace_period_ms at most
-  AlertRules alerts;  // queue wait, quota, low utilisation (alert_driver.h)
-  state::RetentionPolicy retention;               // finished jobs kept (control/state/retention.h)
-  UsageOptions usage;                             // usage checkpoints and record retention (usage_driver.h)
-  // A full disk (disk_full_mode.h): at or below this much free space on the
-  // data dir's file system, writes are refused until space returns; a full
-  // data dir is looked at again every disk_retry_ms.
-  uint64_t disk_reserve_bytes = 64ull << 20;
-  int64_t disk_retry_ms = 1000;
-  const Clock* clock = &SystemClock::Get();
-
-  // The HTTP port (docs/operations.md "Metrics and the dashboard"):
-  // host:port, port 0 for an ephemeral one (written to the endpoints file);
-  // empty: no HTTP at all.
-  std::string http_address;
-  bool metrics_per_gpu = true;  // per-GPU series on /metrics
-  std::string version;          // for gpool_coordinator_info
-
-  // Replication: empty `replicas.peers` runs a single replica (LocalLog).
-  // replicas.token and replicas.clock are taken from `token` and `clock`.
-  replication::ReplicaSetOptions replicas;
-};
-
 class Coordinator final : public Outbox {
  public:
   static Result<std::unique_ptr<Coordinator>> Open(const CoordinatorOptions& options);
@@ -166,20 +113,14 @@ class Coordinator final : public Outbox {
 
  private:
   explicit Coordinator(const CoordinatorOptions& options);
-  Status OpenLog();
-  Status Recover();
-  Status Bind();
   void WriteEndpoints();
-  // Starts the ZAP handler and makes the client and worker sockets CURVE
-  // servers; before any bind (Bind, OpenLog).
-  Status Secure();
   // Builds the managers and subscribes them to each other's events: the only
   // place that knows who talks to whom.
   void Wire();
   void Drain(zmq::socket_t& socket, bool from_clients);
+  // Commits and applies (ApplyPipeline), then follows leadership and, as
+  // leader, schedules and dispatches for what changed.
   Status CommitAndApply();
-  Status Apply(log::Committed committed);
-  void ApplyEntry(const storage::LogEntry& entry);
   // Resets the managers when the tracker says leadership changed.
   void FollowLeadership();
   // The HTTP port (coordinator_http_wiring.cc): started last in Open, on its
@@ -202,7 +143,7 @@ class Coordinator final : public Outbox {
   // Declared after the context, before the sockets: destroyed after every
   // socket it authenticates, before the context terminates.
   std::unique_ptr<KeyDirectory> keys_;
-  KeySync key_sync_{nullptr, false};  // keys_ in step with the state (Secure sets it)
+  KeySync key_sync_{nullptr, false};  // keys_ in step with the state (set in Open)
   std::unique_ptr<security::ZapHandler> zap_;
   zmq::socket_t clients_;
   zmq::socket_t workers_;
@@ -212,6 +153,7 @@ class Coordinator final : public Outbox {
   std::unique_ptr<replication::PeerTransport> peers_;  // null for a single replica
   std::unique_ptr<log::CommitLog> log_;
   std::unique_ptr<ProposalTracker> tracker_;
+  std::unique_ptr<ApplyPipeline> pipeline_;
 
   // Written by the scheduling thread when a background cycle has its plan,
   // so the loop wakes for it instead of at its next timeout.
@@ -236,6 +178,7 @@ class Coordinator final : public Outbox {
   // watches fed from it (docs/protocol.md 7.19).
   ChangeFeed feed_;
   std::unique_ptr<WatchHub> watches_;
+  std::unique_ptr<WatchPublisher> watch_publisher_;
 
   // What /metrics reports beyond the state; its parts are lent to the
   // components in Wire (declared before them would also do: they only hold

@@ -1,8 +1,28 @@
 #include "control/frame_intake.h"
 
+#include <algorithm>
 #include <vector>
 
+#include "protocol/base/endpoint.h"
+#include "protocol/envelope.h"
+
 namespace gpool::control {
+
+Result<std::string> BindRouter(zmq::socket_t& socket, const std::string& endpoint, size_t max_frame_bytes,
+                               std::string_view what) {
+  const int64_t max_message =
+      static_cast<int64_t>(std::max<size_t>(max_frame_bytes * 4, kMinReadableFrameBytes + 64 * 1024));
+  socket.set(zmq::sockopt::linger, 0);
+  socket.set(zmq::sockopt::maxmsgsize, max_message);
+  socket.set(zmq::sockopt::sndhwm, 100'000);
+  socket.set(zmq::sockopt::rcvhwm, 100'000);
+  try {
+    socket.bind(BindableEndpoint(endpoint));
+  } catch (const zmq::error_t& e) {
+    return Status::Unavailable("cannot bind the " + std::string(what) + " port " + endpoint + ": " + e.what());
+  }
+  return socket.get(zmq::sockopt::last_endpoint);
+}
 
 void DrainRouter(zmq::socket_t& socket, int max_frames, const FrameHandler& deliver, const FrameRejecter& reject) {
   for (int i = 0; i < max_frames; ++i) {

@@ -8,6 +8,7 @@
 // `deliver`.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,15 @@ namespace gpool::control {
 
 using FrameHandler = std::function<void(const std::string& peer, std::string_view bytes, const Principal& sender)>;
 using FrameRejecter = std::function<void(const std::string& peer, const Status& why)>;
+
+// Sets a coordinator ROUTER's limits and binds it; returns the endpoint bound
+// (the port chosen, for an ephemeral one). Frames past max_frame_bytes get a
+// typed error from the decoder; frames far past it are not even buffered (the
+// peer is disconnected instead, without a word), so the cut is never below
+// what clients may send (kMinReadableFrameBytes). `what` names the port in
+// the error (Unavailable) when the bind fails.
+Result<std::string> BindRouter(zmq::socket_t& socket, const std::string& endpoint, size_t max_frame_bytes,
+                               std::string_view what);
 
 void DrainRouter(zmq::socket_t& socket, int max_frames, const FrameHandler& deliver, const FrameRejecter& reject);
 

@@ -11,12 +11,13 @@
 #pragma once
 
 #include "control/security/key_directory.h"
+#include "control/state/apply_listener.h"
 #include "control/state/cluster_state.h"
 #include "control/state/commands.h"
 
 namespace gpool::control {
 
-class KeySync {
+class KeySync final : public state::ApplyListener {
  public:
   // keys: null on an insecure cluster, where every call does nothing.
   // admin_key_configured: --admin-key was given, so bootstrap never opens.
@@ -24,6 +25,14 @@ class KeySync {
 
   void SyncAll(const state::ClusterState& state);
   void Applied(const state::Command& command, const state::ApplyResult& result, const state::ClusterState& state);
+
+  // ApplyListener: the same, as the coordinator's apply pipeline calls them.
+  void AfterApply(const state::ClusterState& state, uint64_t index, const state::Command& command,
+                  const state::ApplyResult& result) override {
+    (void)index;
+    Applied(command, result, state);
+  }
+  void AfterRestore(const state::ClusterState& state) override { SyncAll(state); }
 
  private:
   void SyncJobs(const state::ClusterState& state);

@@ -1,0 +1,94 @@
+#include "control/apply_pipeline.h"
+
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+namespace gpool::control {
+
+Status RecoverState(log::CommitLog& log, state::ClusterState& state, SnapshotSchedule& snapshots) {
+  GPOOL_ASSIGN_OR_RETURN(log::Committed recovered, log.Recover());
+  if (recovered.snapshot.has_value()) {
+    GPOOL_RETURN_IF_ERROR(state.Restore(recovered.snapshot->data).WithContext("loading snapshot"));
+    snapshots.Covered(recovered.snapshot->index, recovered.snapshot->data.size());
+  }
+  uint64_t replayed = 0;
+  for (const auto& entry : recovered.entries) {
+    if (entry.index <= state.applied_index()) continue;
+    auto command = state::DecodeCommand(entry.data);
+    if (!command.ok()) {
+      return command.status().WithContext("log entry " + std::to_string(entry.index) + " is corrupt");
+    }
+    state.Apply(entry.index, *command);
+    snapshots.Applied(entry.index, entry.data.size());
+    ++replayed;
+  }
+  spdlog::info("state recovered snapshot_index={} replayed={}", snapshots.last_index(), replayed);
+  return Status::Ok();
+}
+
+void ApplyPipeline::Restored() {
+  for (state::ApplyListener* listener : listeners_) listener->AfterRestore(state_);
+}
+
+Result<bool> ApplyPipeline::SyncAndApply() {
+  bool applied_any = false;
+  tracker_.IssueReads();
+  tracker_.AfterSync();  // a single replica's reads are ready at once
+  while (log_.HasUnsynced() && disk_.CheckWrite().ok()) {
+    auto committed = log_.Sync();
+    if (!committed.ok()) {
+      // LocalLog: nothing of this Sync is durable (ResumeWrites drops what
+      // LevelDB might still replay), so its proposals fail with the refusal.
+      const Status refusal = disk_.WriteFailed(committed.status(), "committing proposals");
+      tracker_.FailProposals(refusal);
+      break;
+    }
+    applied_any = applied_any || !committed->empty();
+    GPOOL_RETURN_IF_ERROR(Apply(std::move(committed).value()));
+    tracker_.AfterSync();
+    if (Status held = log_.write_error(); !held.ok()) {
+      // RaftLog: the Ready it could not persist waits, unsent and unapplied;
+      // its proposals wait too (failed with NotLeader if leadership moves).
+      (void)disk_.WriteFailed(held, "persisting raft state");
+      break;
+    }
+  }
+  return applied_any;
+}
+
+Status ApplyPipeline::Apply(log::Committed committed) {
+  const uint64_t snapshot_index = committed.snapshot ? committed.snapshot->index : 0;
+  for (const auto& entry : committed.entries) {
+    if (entry.index < snapshot_index) ApplyEntry(entry);
+  }
+  if (committed.snapshot.has_value()) {
+    // A follower that fell behind the leader's log: its state is replaced.
+    Status restored = state_.Restore(committed.snapshot->data);
+    if (!restored.ok()) return restored.WithContext("installing the snapshot from the leader");
+    snapshots_.Covered(snapshot_index, committed.snapshot->data.size());
+    Restored();
+    spdlog::info("state replaced by snapshot index={} jobs={} nodes={}", snapshot_index, state_.jobs().size(),
+                 state_.nodes().size());
+  }
+  for (const auto& entry : committed.entries) {
+    if (entry.index > snapshot_index) ApplyEntry(entry);
+  }
+  return Status::Ok();
+}
+
+void ApplyPipeline::ApplyEntry(const storage::LogEntry& entry) {
+  snapshots_.Applied(entry.index, entry.data.size());
+  auto command = state::DecodeCommand(entry.data);
+  state::ApplyResult result;
+  if (command.ok()) {
+    for (state::ApplyListener* listener : listeners_) listener->BeforeApply(state_, *command);
+    result = state_.Apply(entry.index, *command);
+    for (state::ApplyListener* listener : listeners_) listener->AfterApply(state_, entry.index, *command, result);
+  } else {
+    result.status = command.status();
+  }
+  tracker_.Settle(entry.index, entry.term, result);
+}
+
+}  // namespace gpool::control
