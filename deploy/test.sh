@@ -43,8 +43,12 @@ if [ -f build-asan/.ninja_log ]; then ./deploy/build-report.sh build-asan 10; fi
 echo "== all tests"
 log=build-asan/ctest-output.log
 status=0
+rm -rf build-asan/test-results  # the unit shards' case reports (deploy/test-case-report.py)
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$ctest_jobs" 2>&1 | tee "$log" || status=$?
+
+echo "== unit test cases (in sharded ctest entries)"
+./deploy/test-case-report.py build-asan || status=$?
 
 echo "== the ten slowest tests"
 grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' "$log" |
