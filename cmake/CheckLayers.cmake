@@ -27,7 +27,8 @@ set(RULES
   "control/metrics/|protocol/ topology/ control/state/ control/log/ control/ control/metrics/|leveldb|yaml-cpp"
   "control/dashboard/|protocol/ control/dashboard/|zmq|leveldb|yaml-cpp|nlohmann"
   "control/watch/|protocol/ topology/ control/state/ control/ control/watch/|zmq|leveldb|yaml-cpp|nlohmann"
-  "control/|protocol/ storage/ topology/ control/raft/ control/log/ control/replication/ control/scheduler/ control/state/ control/health/ control/security/ control/http/ control/metrics/ control/dashboard/ control/watch/ control/|leveldb|yaml-cpp"
+  "control/gateway/|protocol/ topology/ control/state/ control/security/ control/watch/ control/ control/gateway/|zmq|leveldb|yaml-cpp"
+  "control/|protocol/ storage/ topology/ control/raft/ control/log/ control/replication/ control/scheduler/ control/state/ control/health/ control/security/ control/http/ control/metrics/ control/dashboard/ control/watch/ control/gateway/ control/|leveldb|yaml-cpp"
   "worker/|protocol/ topology/ worker/|leveldb"
   "client/|protocol/ topology/ client/|leveldb|spdlog"
 )

@@ -1,14 +1,12 @@
-// Gateway: who the caller is, what it may do, and the audit stream of what it
-// asked (issue 31); and the users, bootstrap and audit requests.
+#include "control/gateway/request_context.h"
+
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 
 #include <spdlog/spdlog.h>
 
-#include "control/frames.h"
-#include "control/gateway.h"
 #include "protocol/base/token_file.h"
-#include "protocol/validate_users.h"
 
 namespace gpool::control {
 namespace {
@@ -36,11 +34,35 @@ bool IsExec(MessageType type) {
   return type == MessageType::kExecStart || type == MessageType::kExecPoll || type == MessageType::kExecSignal;
 }
 
-constexpr uint32_t kMaxAuditPage = 1000;
-
 }  // namespace
 
-Result<Actor> Gateway::ResolveActor(const Principal& principal, const Envelope& envelope) const {
+RequestContext::RequestContext(const GatewayOptions& options, const state::ClusterState& state,
+                               const WorkerTable& workers, WorkerRelay& relay, Outbox& outbox, Proposer& proposer)
+    : options_(options),
+      state_(state),
+      workers_(workers),
+      relay_(relay),
+      outbox_(outbox),
+      proposer_(proposer),
+      configured_admin_{"admin", {options.admin_key}, -1, -1, {RoleGrant{"admin", ""}}} {}
+
+void RequestContext::Fail(const std::string& peer, uint64_t request_id, const Status& status) {
+  Reply(peer, MakeError(request_id, proposer_.epoch(), status, proposer_.leader_client_address()));
+}
+
+void RequestContext::AfterBarrier(const Request& request, std::function<void()> serve) {
+  proposer_.ReadBarrier([this, peer = request.peer, id = request.id, serve = std::move(serve)](const Status& status) {
+    if (!status.ok()) return Fail(peer, id, status);
+    serve();
+  });
+}
+
+int64_t RequestContext::WallNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Result<Actor> RequestContext::ResolveActor(const Principal& principal, const Envelope& envelope) const {
   Actor actor;
   actor.key = principal.key;
   // A cluster token still configured with CurveZMQ on is required as well
@@ -120,7 +142,7 @@ Result<Actor> Gateway::ResolveActor(const Principal& principal, const Envelope& 
                                  " key cannot use the client port");
 }
 
-bool Gateway::Permit(const Request& request, Permission permission, const Target& target, std::string what) {
+bool RequestContext::Permit(const Request& request, Permission permission, const Target& target, std::string what) {
   const Decision decision = Authorize(request.actor, permission, target, state_);
   if (decision.allowed) {
     if (Mutating(request.type)) approved_ = AuditEntryOf(request, std::move(what), true, {});
@@ -134,7 +156,7 @@ bool Gateway::Permit(const Request& request, Permission permission, const Target
   return false;
 }
 
-void Gateway::AuditRequest(const Request& request, std::string what, bool allowed, std::string reason) {
+void RequestContext::AuditRequest(const Request& request, std::string what, bool allowed, std::string reason) {
   if (!allowed) {
     // Refusals cost a log entry each: a caller hammering a forbidden request
     // gets a bounded share of the log, the rest counted in the next entry.
@@ -157,7 +179,7 @@ void Gateway::AuditRequest(const Request& request, std::string what, bool allowe
   ProposeAudit(AuditEntryOf(request, std::move(what), allowed, std::move(reason)));
 }
 
-AuditEntry Gateway::AuditEntryOf(const Request& request, std::string what, bool allowed, std::string reason) {
+AuditEntry RequestContext::AuditEntryOf(const Request& request, std::string what, bool allowed, std::string reason) {
   AuditEntry entry;
   entry.user = request.actor.name;
   entry.request = std::string(MessageTypeName(request.type));
@@ -167,111 +189,22 @@ AuditEntry Gateway::AuditEntryOf(const Request& request, std::string what, bool 
   return entry;
 }
 
-void Gateway::ProposeAudit(AuditEntry entry) {
+void RequestContext::ProposeAudit(AuditEntry entry) {
   proposer_.Propose(state::AuditCmd{{std::move(entry)}}, [](const state::ApplyResult& result) {
     if (!result.status.ok()) spdlog::warn("audit entry not committed error=\"{}\"", result.status.ToString());
   });
 }
 
-void Gateway::ProposeApprovedAudit() {
+void RequestContext::ProposeApprovedAudit() {
   if (!approved_) return;
   ProposeAudit(std::move(*approved_));
   approved_.reset();
 }
 
-void Gateway::ProposeAudited(state::CommandBody body, ApplyCallback done) {
+void RequestContext::ProposeAudited(state::CommandBody body, ApplyCallback done) {
   // The audit entry goes first: a request is never applied unrecorded.
   ProposeApprovedAudit();
   proposer_.Propose(std::move(body), std::move(done));
-}
-
-void Gateway::OnUsers(const Request& request, const Envelope& envelope) {
-  const std::string& peer = request.peer;
-  const uint64_t id = request.id;
-  switch (envelope.type()) {
-    case MessageType::kWhoAmI: {
-      WhoAmIReply reply;
-      switch (request.actor.kind) {
-        case Actor::Kind::kUser: reply.kind = "user"; reply.user = *request.actor.user; break;
-        case Actor::Kind::kBootstrap: reply.kind = "bootstrap"; break;
-        case Actor::Kind::kJob:
-          reply.kind = "job";
-          reply.user.name = request.actor.name;
-          break;
-        default: reply.kind = "insecure"; break;
-      }
-      return Reply(peer, MakeFrame(id, proposer_.epoch(), reply));
-    }
-    case MessageType::kBootstrap: {
-      auto msg = envelope.Body<Bootstrap>();
-      if (!msg.ok()) return Fail(peer, id, msg.status());
-      if (!Permit(request, Permission::kBootstrap, {}, "user " + msg->admin.name.substr(0, 64))) return;
-      UserSpec admin = std::move(msg->admin);
-      // The caller's own key becomes the admin's: bootstrap names nobody else.
-      admin.keys.clear();
-      if (!request.actor.key.empty()) admin.keys.push_back(request.actor.key);
-      admin.roles = {RoleGrant{"admin", ""}};
-      if (Status valid = ValidateUserSpec(admin); !valid.ok()) return Fail(peer, id, valid.WithContext("admin"));
-      if (state_.HasAdmin()) {
-        return Fail(peer, id, Status::FailedPrecondition("the cluster already has an admin (bootstrap runs once)"));
-      }
-      const std::string name = admin.name;
-      ProposeAudited(state::BootstrapCmd{std::move(admin)}, [this, peer, id, name](const state::ApplyResult& result) {
-        if (!result.status.ok()) return Fail(peer, id, result.status);
-        spdlog::warn("cluster bootstrapped admin={}", name);
-        const UserSpec* user = state_.FindUser(name);
-        Reply(peer, MakeFrame(id, proposer_.epoch(), UpdateUserReply{user ? *user : UserSpec{name}}));
-      });
-      return;
-    }
-    case MessageType::kUpdateUser: {
-      auto msg = envelope.Body<UpdateUser>();
-      if (!msg.ok()) return Fail(peer, id, msg.status());
-      if (!Permit(request, Permission::kManageUsers, {}, "user " + msg->spec.name.substr(0, 64))) return;
-      if (Status valid = ValidateUpdateUser(*msg); !valid.ok()) return Fail(peer, id, valid);
-      const std::string name = msg->spec.name;
-      const UserSpec* existing = state_.FindUser(name);
-      UserSpec before = existing ? *existing : UserSpec{name};
-      const std::string op = msg->op;
-      ProposeAudited(state::UpdateUserCmd{std::move(msg).value()},
-                        [this, peer, id, name, op, before](const state::ApplyResult& result) {
-                          if (!result.status.ok()) return Fail(peer, id, result.status);
-                          spdlog::info("user updated user={} op={}", name, op);
-                          const UserSpec* user = state_.FindUser(name);
-                          Reply(peer, MakeFrame(id, proposer_.epoch(), UpdateUserReply{user ? *user : before}));
-                        });
-      return;
-    }
-    case MessageType::kListUsers: {
-      if (!Permit(request, Permission::kReadUsers, {}, "users")) return;
-      return AfterBarrier(peer, id, [this, peer, id] {
-        ListUsersReply reply;
-        for (const auto& [name, user] : state_.users()) reply.users.push_back(user);
-        Reply(peer, MakeFrame(id, proposer_.epoch(), reply));
-      });
-    }
-    case MessageType::kListAudit: {
-      auto msg = envelope.Body<ListAudit>();
-      if (!msg.ok()) return Fail(peer, id, msg.status());
-      if (!Permit(request, Permission::kReadAudit, {}, "audit")) return;
-      return AfterBarrier(peer, id, [this, peer, id, msg = *msg] {
-        ListAuditReply reply;
-        const auto& audit = state_.audit();
-        reply.first_kept_seq = audit.empty() ? 0 : audit.front().seq;
-        reply.last_seq = msg.after_seq;
-        const uint32_t limit = std::clamp<uint32_t>(msg.limit, 1, kMaxAuditPage);
-        for (const auto& entry : audit) {
-          if (entry.seq <= msg.after_seq) continue;
-          if (reply.entries.size() >= limit) break;
-          reply.entries.push_back(entry);
-          reply.last_seq = entry.seq;
-        }
-        Reply(peer, MakeFrame(id, proposer_.epoch(), reply));
-      });
-    }
-    default:
-      return Fail(peer, id, Status::UnknownType("not a users request"));
-  }
 }
 
 }  // namespace gpool::control

@@ -1,0 +1,173 @@
+// Each client endpoint alone, on one RequestContext over the fake ports
+// (fake_ports.h): no Gateway, no envelope routing. The Gateway's own tests
+// (gateway_test.cc and friends) cover the routing and the whole API.
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "control/fake_ports.h"
+#include "control/gateway/cluster_endpoint.h"
+#include "control/gateway/exec_endpoint.h"
+#include "control/gateway/jobs_endpoint.h"
+#include "control/gateway/nodes_endpoint.h"
+#include "control/gateway/queues_endpoint.h"
+#include "control/gateway/sessions_endpoint.h"
+#include "control/gateway/snapshot_endpoint.h"
+#include "control/gateway/usage_endpoint.h"
+#include "control/gateway/users_endpoint.h"
+#include "control/gateway/watch_endpoint.h"
+
+namespace gpool::control {
+namespace {
+
+class EndpointTest : public ::testing::Test {
+ protected:
+  static Actor Admin() { return Actor{.kind = Actor::Kind::kInsecureAdmin, .name = "insecure"}; }
+  static Actor Nobody() { return Actor{.kind = Actor::Kind::kAnonymous, .name = "exec-token"}; }
+
+  template <typename T>
+  void Handle(Endpoint& endpoint, const T& body, const Actor& actor) {
+    auto envelope = DecodeEnvelope(EncodeEnvelope(Header{.request_id = ++request_id_}, body));
+    ASSERT_TRUE(envelope.ok());
+    ctx_.BeginFrame(now_ms_);
+    endpoint.Handle(Request{"client", request_id_, T::kType, actor}, *envelope, now_ms_);
+    ctx_.EndFrame();
+  }
+  template <typename T>
+  T LastAs() {
+    EXPECT_FALSE(outbox_.sent.empty());
+    if (outbox_.sent.empty()) return T{};
+    auto envelope = DecodeEnvelope(outbox_.sent.back().frame);
+    EXPECT_TRUE(envelope.ok());
+    EXPECT_EQ(envelope->header().request_id, request_id_);
+    EXPECT_EQ(envelope->type(), T::kType) << MessageTypeName(envelope->type());
+    auto body = envelope->Body<T>();
+    return body.ok() ? std::move(body).value() : T{};
+  }
+  std::string LastErrorCode() { return LastAs<ErrorReply>().code; }
+
+  state::ClusterState state_;
+  WorkerTable workers_;
+  RequestIds request_ids_;
+  ImmediateProposer proposer_{state_};
+  RecordingOutbox outbox_;
+  WorkerRelay relay_{WorkerRelayOptions{.timeout_ms = 1000}, workers_, request_ids_, outbox_, proposer_};
+  RequestContext ctx_{GatewayOptions{.replica_id = "c-1", .client_address = "tcp://127.0.0.1:7400"},
+                      state_, workers_, relay_, outbox_, proposer_};
+  uint64_t request_id_ = 0;
+  int64_t now_ms_ = 100;
+};
+
+TEST_F(EndpointTest, QueuesCreatesAQueueAuditedFirstAndRefusesAnAnonymousCaller) {
+  QueuesEndpoint queues(ctx_);
+  QueueSpec spec;
+  spec.name = "ml";
+  spec.parent = "root";
+  Handle(queues, UpdateQueue{"create", spec}, Admin());
+  EXPECT_EQ(LastAs<UpdateQueueReply>().queue.spec.name, "ml");
+  ASSERT_EQ(proposer_.proposed().size(), 2u);
+  EXPECT_EQ(proposer_.proposed()[0], "Audit");  // recorded before it is applied
+  EXPECT_NE(state_.FindQueue("ml"), nullptr);
+
+  spec.name = "web";
+  Handle(queues, UpdateQueue{"create", spec}, Nobody());
+  EXPECT_EQ(LastErrorCode(), "PermissionDenied");
+  EXPECT_EQ(state_.FindQueue("web"), nullptr);
+
+  Handle(queues, ListQueues{}, Admin());
+  EXPECT_FALSE(LastAs<ListQueuesReply>().queues.empty());
+}
+
+TEST_F(EndpointTest, JobsSubmitsAndReadsBackAJob) {
+  JobsEndpoint jobs(ctx_);
+  JobSpec spec;
+  spec.name = "j";
+  TaskGroupSpec group;
+  group.command = {"true"};
+  spec.tasks.push_back(group);
+  Handle(jobs, SubmitJob{spec, ""}, Admin());
+  const uint64_t id = LastAs<SubmitJobReply>().job_id;
+  ASSERT_GT(id, 0u);
+  EXPECT_FALSE(state_.FindJob(JobId(id))->exec_token.empty());
+  Handle(jobs, GetJob{id}, Admin());
+  EXPECT_EQ(LastAs<GetJobReply>().spec.name, "j");
+  Handle(jobs, GetJob{id + 100}, Admin());
+  EXPECT_EQ(LastErrorCode(), "NotFound");
+}
+
+TEST_F(EndpointTest, SessionsRenewsOnlyASessionThatExists) {
+  SessionsEndpoint sessions(ctx_);
+  Handle(sessions, RenewSession{42}, Admin());
+  EXPECT_EQ(LastErrorCode(), "NotFound");
+  EXPECT_TRUE(proposer_.proposed().empty());
+}
+
+TEST_F(EndpointTest, NodesRefusesAnUpdateOfANodeThatNeverRegistered) {
+  NodesEndpoint nodes(ctx_);
+  UpdateNode update;
+  update.node = "ghost";
+  update.op = "cordon";
+  Handle(nodes, update, Admin());
+  EXPECT_EQ(LastErrorCode(), "NotFound");
+  EXPECT_TRUE(proposer_.proposed().empty());
+  Handle(nodes, ListNodes{}, Admin());
+  EXPECT_TRUE(LastAs<ListNodesReply>().nodes.empty());
+}
+
+TEST_F(EndpointTest, UsersAnswersWhoAmIAndRefusesAnAnonymousUserList) {
+  UsersEndpoint users(ctx_);
+  Handle(users, WhoAmI{}, Admin());
+  EXPECT_EQ(LastAs<WhoAmIReply>().kind, "insecure");
+  Handle(users, ListUsers{}, Nobody());
+  EXPECT_EQ(LastErrorCode(), "PermissionDenied");
+}
+
+TEST_F(EndpointTest, ExecNamesATaskThatDoesNotExist) {
+  ExecEndpoint exec(ctx_);
+  ExecPoll poll;
+  poll.task = "nope-0";
+  Handle(exec, poll, Admin());
+  EXPECT_EQ(LastErrorCode(), "NotFound");
+}
+
+TEST_F(EndpointTest, ClusterReportsThisReplicaAsTheLeader) {
+  ClusterEndpoint cluster(ctx_);
+  Handle(cluster, ClusterStatus{}, Nobody());
+  const auto status = LastAs<ClusterStatusReply>();
+  EXPECT_EQ(status.replica_id, "c-1");
+  EXPECT_EQ(status.role, "leader");
+}
+
+TEST_F(EndpointTest, UsageShowsNoPriceTableAndRefusesAnUnknownOp) {
+  UsageEndpoint usage(ctx_);
+  UpdatePrices show;
+  show.op = "show";
+  Handle(usage, show, Admin());
+  EXPECT_FALSE(LastAs<UpdatePricesReply>().set);
+  show.op = "burn";
+  Handle(usage, show, Admin());
+  EXPECT_EQ(LastErrorCode(), "InvalidArgument");
+}
+
+TEST_F(EndpointTest, WatchWithoutAHubIsUnavailable) {
+  WatchEndpoint watch(ctx_);
+  Handle(watch, Watch{}, Admin());
+  EXPECT_EQ(LastErrorCode(), "Unavailable");
+}
+
+TEST_F(EndpointTest, SnapshotExportsOnlyForAnAdminAndDropsThemOffTheLead) {
+  SnapshotEndpoint snapshot(ctx_);
+  Handle(snapshot, ExportSnapshot{}, Nobody());
+  EXPECT_EQ(LastErrorCode(), "PermissionDenied");
+  ExportSnapshot start;
+  start.max_bytes = 1024;
+  Handle(snapshot, start, Admin());
+  EXPECT_EQ(snapshot.exports_held(), 1u);
+  proposer_.set_leading(false);
+  snapshot.Tick(now_ms_);
+  EXPECT_EQ(snapshot.exports_held(), 0u);
+}
+
+}  // namespace
+}  // namespace gpool::control

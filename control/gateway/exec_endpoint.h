@@ -1,0 +1,39 @@
+// ExecEndpoint: ExecStart, ExecPoll and ExecSignal (`gpool exec`). Each is
+// resolved to a running task, authorised, and relayed to the task's node
+// through the WorkerRelay; nothing is kept here between requests
+// (messages_exec.h). The caller may exec into a job it has kExecJob on, or
+// into the job whose exec token it carries (a task's MPI launcher), which
+// authorises nothing else. Served after the read barrier (the Gateway).
+#pragma once
+
+#include <string>
+
+#include "control/gateway/endpoint.h"
+#include "control/task_lookup.h"
+
+namespace gpool::control {
+
+class ExecEndpoint final : public Endpoint {
+ public:
+  explicit ExecEndpoint(RequestContext& ctx) : ctx_(ctx) {}
+  std::vector<MessageType> Serves() const override {
+    return {MessageType::kExecStart, MessageType::kExecPoll, MessageType::kExecSignal};
+  }
+  void Handle(const Request& request, const Envelope& envelope, int64_t now_ms) override;
+
+ private:
+  void Serve(const Request& request, const Envelope& envelope, int64_t now_ms);
+  void OnExecStart(const std::string& peer, uint64_t request_id, const ExecStart& msg, const std::string& token,
+                   const Actor& actor, int64_t now_ms);
+  void OnExecPoll(const std::string& peer, uint64_t request_id, const ExecPoll& msg, const std::string& token,
+                  const Actor& actor, int64_t now_ms);
+  void OnExecSignal(const std::string& peer, uint64_t request_id, const ExecSignal& msg, const std::string& token,
+                    const Actor& actor, int64_t now_ms);
+  // The running task `name` names, if the caller may exec into it.
+  Result<FoundTask> ExecTarget(const std::string& name, uint64_t job_scope, const std::string& token,
+                               const Actor& actor) const;
+
+  RequestContext& ctx_;
+};
+
+}  // namespace gpool::control

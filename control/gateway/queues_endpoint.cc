@@ -1,0 +1,38 @@
+#include "control/gateway/queues_endpoint.h"
+
+#include <spdlog/spdlog.h>
+
+#include "control/views.h"
+
+namespace gpool::control {
+
+void QueuesEndpoint::Handle(const Request& request, const Envelope& envelope, int64_t now_ms) {
+  (void)now_ms;
+  if (request.type == MessageType::kListQueues) {
+    if (!ctx_.Permit(request, Permission::kReadCluster, {}, "queues")) return;
+    return ctx_.AfterBarrier(request, [this, request] { ctx_.Answer(request, ToQueueList(ctx_.state())); });
+  }
+  auto msg = ctx_.Decode<UpdateQueue>(request, envelope);
+  if (!msg) return;
+  const std::string what = "queue " + msg->spec.name;
+  if (msg->op != "create" && !ctx_.Permit(request, Permission::kManageQueue, Target{"", msg->spec.name}, what)) return;
+  if (msg->op != "delete" && !ctx_.Permit(request, Permission::kPlaceQueue, Target{"", msg->spec.parent}, what)) return;
+  OnUpdate(request, std::move(*msg));
+}
+
+void QueuesEndpoint::OnUpdate(const Request& request, UpdateQueue msg) {
+  if (Status valid = ValidateUpdateQueue(msg); !valid.ok()) return ctx_.Fail(request, valid);
+  const std::string name = msg.spec.name;
+  const std::string op = msg.op;
+  // A delete answers with the queue as it was.
+  QueueSummary before = ToQueueSummary(ctx_.state(), name);
+  ctx_.ProposeAudited(state::UpdateQueueCmd{std::move(msg)},
+                      [this, request, name, op, before](const state::ApplyResult& result) {
+                        if (!result.status.ok()) return ctx_.Fail(request, result.status);
+                        spdlog::info("queue updated queue={} op={}", name, op);
+                        ctx_.Answer(request,
+                                    UpdateQueueReply{op == "delete" ? before : ToQueueSummary(ctx_.state(), name)});
+                      });
+}
+
+}  // namespace gpool::control

@@ -1,0 +1,27 @@
+// SnapshotEndpoint: ExportSnapshot (docs/protocol.md 7.20), how `gpool admin
+// snapshot save` copies the state out. Admins only: the image holds every
+// job's env and every key binding. Starting an export is audited; reading its
+// chunks is not (the start already says who took the copy). An export's
+// reader restarts at a new leader: the images are dropped once this replica
+// no longer leads, and when idle too long.
+#pragma once
+
+#include "control/gateway/endpoint.h"
+#include "control/snapshot_exports.h"
+
+namespace gpool::control {
+
+class SnapshotEndpoint final : public Endpoint {
+ public:
+  explicit SnapshotEndpoint(RequestContext& ctx) : ctx_(ctx) {}
+  std::vector<MessageType> Serves() const override { return {MessageType::kExportSnapshot}; }
+  void Handle(const Request& request, const Envelope& envelope, int64_t now_ms) override;
+  void Tick(int64_t now_ms) override;
+  size_t exports_held() const { return exports_.held(); }
+
+ private:
+  RequestContext& ctx_;
+  SnapshotExports exports_;
+};
+
+}  // namespace gpool::control
