@@ -26,7 +26,9 @@
 #include "protocol/base/loop_inbox.h"
 #include "protocol/base/clock.h"
 #include "protocol/base/status.h"
+#include "worker/health/health_monitor.h"
 #include "worker/link.h"
+#include "worker/runner/exec_manager.h"
 #include "worker/node_socket.h"
 #include "worker/runner/task_manager.h"
 

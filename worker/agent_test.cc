@@ -2,6 +2,7 @@
 // ROUTER socket on loopback) and real child processes. Every wait is a poll
 // with a deadline.
 #include "worker/agent.h"
+#include "worker/node_host.h"
 
 #include <csignal>
 #include <thread>
@@ -130,10 +131,11 @@ TEST(AgentTest, RegistersRunsTasksFollowsARestartedCoordinatorAndStops) {
   tm_options.logger = log.logger();
   auto tasks = std::move(TaskManager::Open(std::move(tm_options)).value());
 
+  NodeHost host(NodeHostOptions{.tasks = tasks.get()});
   LinkOptions link_options;
   link_options.endpoints = {endpoint};
   link_options.token = "secret";
-  link_options.tasks = tasks.get();
+  link_options.host = &host;
   link_options.clock = &SystemClock::Get();
   link_options.logger = log.logger();
   // 20 x 50 ms = 1 s of silence before the worker gives the coordinator up:

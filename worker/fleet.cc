@@ -96,7 +96,8 @@ Status Fleet::OpenNode(const NodeSpec& spec) {
   link_options.endpoints = options_.endpoints;
   link_options.token = options_.token;
   link_options.worker_version = options_.worker_version;
-  link_options.tasks = node.tasks.get();
+  node.host = std::make_unique<NodeHost>(NodeHostOptions{.tasks = node.tasks.get()});
+  link_options.host = node.host.get();
   link_options.clock = options_.clock;
   link_options.logger = logger;
   GPOOL_ASSIGN_OR_RETURN(node.link, Link::Open(std::move(link_options)));

@@ -68,6 +68,7 @@
 #include "protocol/base/status.h"
 #include "protocol/types.h"
 #include "worker/link.h"
+#include "worker/node_host.h"
 #include "protocol/security/server_keys.h"
 #include "worker/node_socket.h"
 #include "worker/runner/simulated_mig_manager.h"
@@ -126,6 +127,7 @@ class Fleet {
     std::unique_ptr<SimulatedProcessLauncher> launcher;
     std::unique_ptr<SimulatedMigManager> mig;
     std::unique_ptr<TaskManager> tasks;
+    std::unique_ptr<NodeHost> host;  // the link's view of the tasks (simulated: no samplers, health or exec)
     std::unique_ptr<Link> link;
     std::unique_ptr<NodeSocket> socket;
   };

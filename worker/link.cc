@@ -5,7 +5,6 @@
 #include <random>
 
 #include "worker/log.h"
-#include "worker/runner/task_usage.h"
 
 namespace gpool::worker {
 namespace {
@@ -75,7 +74,7 @@ std::function<double()> DefaultRandom() {
 
 Result<std::unique_ptr<Link>> Link::Open(LinkOptions options) {
   if (options.endpoints.empty()) return Status::InvalidArgument("Link: at least one coordinator endpoint is required");
-  if (options.tasks == nullptr) return Status::InvalidArgument("Link: tasks is required");
+  if (options.host == nullptr) return Status::InvalidArgument("Link: host is required");
   if (options.clock == nullptr) return Status::InvalidArgument("Link: clock is required");
   if (options.liveness_intervals == 0) return Status::InvalidArgument("Link: liveness_intervals must be >= 1");
   if (options.default_heartbeat_ms <= 0) return Status::InvalidArgument("Link: default_heartbeat_ms must be > 0");
@@ -87,7 +86,7 @@ Link::Link(LinkOptions options)
     : options_(std::move(options)),
       log_(OrDefault(options_.logger)),
       backoff_(options_.register_backoff, options_.random),
-      sender_("worker/" + options_.tasks->node().name),
+      sender_("worker/" + options_.host->node().name),
       interval_ms_(options_.default_heartbeat_ms) {}
 
 // --- Outgoing --------------------------------------------------------------
@@ -149,13 +148,11 @@ void Link::BeginRegistration() {
 
 void Link::SendRegister() {
   RegisterNode reg;
-  reg.node = options_.tasks->node();
-  reg.tasks = options_.tasks->Reports();
+  reg.node = options_.host->node();
+  reg.tasks = options_.host->TaskReports();
   reg.worker_version = options_.worker_version;
-  if (options_.health != nullptr) {
-    reg.health = options_.health->conditions();
-    register_health_version_ = options_.health->version();
-  }
+  reg.health = options_.host->health();
+  register_health_version_ = options_.host->health_version();
   register_request_id_ = next_request_id_++;
   register_sent_ms_ = Now();
   ++stats_.register_attempts;
@@ -169,31 +166,15 @@ void Link::SendRegister() {
 void Link::SendHeartbeat() {
   ++stats_.heartbeats_sent;
   Heartbeat hb;
-  hb.node = options_.tasks->node().name;
-  hb.running = options_.tasks->Running();
-  const auto& pids = options_.tasks->RunningPids();
-  // No task process, nothing to attribute: skip the NVML queries.
-  if (options_.gpu_usage != nullptr && !pids.empty()) {
-    hb.usage = UsageByTask(options_.gpu_usage->Sample(), pids, ProcStatLookup(options_.proc_root));
-    // The same sample is the bypass catch's (task_manager.h): no second
-    // round of NVML queries.
-    options_.tasks->EnforceShareMemory(hb.usage);
-  }
-  if (options_.gpu_sampler != nullptr) {
-    for (const GpuSample& sample : options_.gpu_sampler->Sample()) {
-      if (!sample.known) continue;  // unknown is left out, never sent as idle
-      hb.gpus.push_back(GpuUtilization{sample.index, sample.utilization_pct, sample.memory_used_bytes >> 20});
-    }
-  }
+  hb.node = options_.host->node().name;
+  options_.host->FillStatus(hb);
   const uint64_t id = next_request_id_++;
   SentHeartbeat sent{Now(), 0};
-  if (options_.health != nullptr) {
-    hb.health_rounds = options_.health->rounds();
-    if (options_.health->version() > acked_health_version_) {
-      hb.health_version = sent.health_version = sent_health_version_ = options_.health->version();
-      hb.health = options_.health->conditions();
-      last_health_send_ms_ = sent.sent_ms;
-    }
+  hb.health_rounds = options_.host->health_rounds();
+  if (const uint64_t version = options_.host->health_version(); version > acked_health_version_) {
+    hb.health_version = sent.health_version = sent_health_version_ = version;
+    hb.health = options_.host->health();
+    last_health_send_ms_ = sent.sent_ms;
   }
   heartbeat_sent_ms_[id] = sent;
   // Acks lost for longer than this many intervals renew nothing anyway.
@@ -204,7 +185,7 @@ void Link::SendHeartbeat() {
 
 void Link::SendEvents() {
   const int64_t now = Now();
-  const auto& outbox = options_.tasks->Outbox();
+  const auto& outbox = options_.host->events();
   for (auto it = event_sent_ms_.begin(); it != event_sent_ms_.end();) {
     it = outbox.count(it->first) ? std::next(it) : event_sent_ms_.erase(it);
   }
@@ -246,7 +227,7 @@ void Link::Tick() {
       // A health change goes out at once (at most every 50 ms), not at the
       // next interval: detection time is what it is for.
       if (now >= next_heartbeat_ms_ ||
-          (options_.health != nullptr && options_.health->version() > sent_health_version_ &&
+          (options_.host->health_version() > sent_health_version_ &&
            now - last_health_send_ms_ >= kHealthSendMinGapMs)) {
         next_heartbeat_ms_ = now + interval_ms_;
         SendHeartbeat();
@@ -362,8 +343,8 @@ void Link::OnRegisterReply(const Envelope& env) {
   next_heartbeat_ms_ = Now() + interval_ms_;
   event_sent_ms_.clear();  // everything unacknowledged goes out again now
   log_->info("registered node={} coordinator={} coordinator_id={} heartbeat_ms={} epoch={} pending_events={}",
-             options_.tasks->node().name, endpoint(), Q(reply->coordinator_id), interval_ms_, max_epoch_,
-             options_.tasks->Outbox().size());
+             options_.host->node().name, endpoint(), Q(reply->coordinator_id), interval_ms_, max_epoch_,
+             options_.host->events().size());
   SendEvents();
 }
 
@@ -377,8 +358,7 @@ void Link::OnAck(const Envelope& env) {
 }
 
 void Link::RenewLease(int64_t sent_ms) {
-  if (!options_.renew_lease) return;
-  options_.renew_lease(sent_ms, lease_ms_ > 0 ? lease_ms_ : options_.lease_when_none_ms);
+  options_.host->RenewLease(sent_ms, lease_ms_ > 0 ? lease_ms_ : options_.lease_when_none_ms);
 }
 
 void Link::OnErrorReply(const Envelope& env) {
@@ -424,7 +404,7 @@ void Link::OnTaskEventAck(const Envelope& env) {
     OnDecodeError({}, ack.status());
     return;
   }
-  options_.tasks->AckEvent(ack->seq);
+  options_.host->AckEvent(ack->seq);
   event_sent_ms_.erase(ack->seq);
 }
 
@@ -446,7 +426,7 @@ void Link::OnBind(const Envelope& env, uint64_t epoch_before) {
     ReplyError(env.header(), bind.status());
     return;
   }
-  Status status = options_.tasks->Bind(*bind);
+  Status status = options_.host->Bind(*bind);
   if (!status.ok()) {
     log_->warn("bind refused task={} error={}", bind->task.ToString(), Q(status.ToString()));
     ReplyError(env.header(), status);
@@ -464,7 +444,7 @@ void Link::OnPreempt(const Envelope& env, uint64_t epoch_before) {
     ReplyError(env.header(), preempt.status());
     return;
   }
-  options_.tasks->Preempt(*preempt);
+  options_.host->Preempt(*preempt);
   Reply(env.header(), Ack{});
 }
 
@@ -475,7 +455,7 @@ void Link::OnFetchLog(const Envelope& env) {
     ReplyError(env.header(), request.status());
     return;
   }
-  auto reply = options_.tasks->TailLog(request->task, request->max_bytes);
+  auto reply = options_.host->TailLog(request->task, request->max_bytes);
   if (!reply.ok()) {
     ReplyError(env.header(), reply.status());
     return;
@@ -485,10 +465,6 @@ void Link::OnFetchLog(const Envelope& env) {
 
 void Link::OnExec(const Envelope& env) {
   const Header& header = env.header();
-  if (options_.exec == nullptr) {
-    ReplyError(header, Status::Unavailable("this worker does not serve exec"));
-    return;
-  }
   auto answer = [&](const auto& result) {
     if (!result.ok()) return ReplyError(header, result.status());
     Reply(header, *result);
@@ -497,17 +473,17 @@ void Link::OnExec(const Envelope& env) {
     case MessageType::kTaskExecStart: {
       auto request = env.Body<TaskExecStart>();
       if (!request.ok()) return ReplyError(header, request.status());
-      return answer(options_.exec->Start(*request));
+      return answer(options_.host->ExecStart(*request));
     }
     case MessageType::kTaskExecPoll: {
       auto request = env.Body<TaskExecPoll>();
       if (!request.ok()) return ReplyError(header, request.status());
-      return answer(options_.exec->Poll(*request));
+      return answer(options_.host->ExecPoll(*request));
     }
     case MessageType::kTaskExecSignal: {
       auto request = env.Body<TaskExecSignal>();
       if (!request.ok()) return ReplyError(header, request.status());
-      Status signalled = options_.exec->Signal(*request);
+      Status signalled = options_.host->ExecSignal(*request);
       if (!signalled.ok()) return ReplyError(header, signalled);
       return Reply(header, Ack{});
     }

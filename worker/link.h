@@ -26,14 +26,13 @@
 // id and the frame is not a reply, it is answered with ErrorReply carrying
 // the decode error's code (Malformed, UnknownType, UnsupportedVersion).
 //
-// Usage: with a GpuUsageSampler, each heartbeat samples it once (only while
-// some task runs) and carries each running task's GPU memory (task_usage.h
-// maps processes to tasks). Without one, as on simulated nodes, usage is
-// empty. The same sample feeds the TaskManager's bypass catch
-// (EnforceShareMemory: a GPU share over its memory is stopped).
+// The rest of the agent is one narrow interface, LinkHost (link_host.h):
+// what the node is, what a heartbeat says about it (assembled by the host,
+// NodeHost in the agent), its health and events, and the commands and reads
+// the coordinator sends. The Link knows nothing of tasks, samplers or exec.
 //
-// Ownership and threads: owned by the Agent; one thread. The TaskManager,
-// sampler, clock and logger are not owned and must outlive the Link.
+// Ownership and threads: owned by the Agent; one thread. The host, clock and
+// logger are not owned and must outlive the Link.
 #pragma once
 
 #include <cstdint>
@@ -52,11 +51,7 @@
 #include "protocol/base/clock.h"
 #include "protocol/envelope.h"
 #include "worker/backoff.h"
-#include "worker/discovery/nvml_gpu_sampler.h"
-#include "worker/health/health_monitor.h"
-#include "worker/runner/gpu_usage_sampler.h"
-#include "worker/runner/exec_manager.h"
-#include "worker/runner/task_manager.h"
+#include "worker/link_host.h"
 
 namespace gpool::worker {
 
@@ -64,18 +59,7 @@ struct LinkOptions {
   std::vector<std::string> endpoints;  // required; the next one is tried on each reconnect
   std::string token;                   // put in header.token of every frame
   std::string worker_version;          // reported in RegisterNode
-  TaskManager* tasks = nullptr;        // required
-  // Serves TaskExecStart/Poll/Signal (`gpool exec`); nullptr: they are
-  // answered Unavailable.
-  ExecManager* exec = nullptr;
-  GpuUsageSampler* gpu_usage = nullptr;  // nullptr: heartbeats carry no usage
-  NvmlGpuSampler* gpu_sampler = nullptr;  // per-GPU utilisation in heartbeats; nullptr: none
-  // The node's health (health_monitor.h): RegisterNode carries the list; a
-  // heartbeat carries it whenever it changed since the last one the
-  // coordinator acknowledged, and a change is sent at once rather than at the
-  // next interval. nullptr: no health reported.
-  const HealthMonitor* health = nullptr;
-  std::string proc_root = "/proc";     // where processes are traced to tasks; tests use a fake tree
+  LinkHost* host = nullptr;            // required: the rest of the agent (link_host.h)
   const Clock* clock = nullptr;        // required
   std::function<double()> random;      // uniform in [0, 1) for jitter; nullptr: a seeded mt19937
   std::shared_ptr<spdlog::logger> logger;  // nullptr: spdlog's default
@@ -86,12 +70,11 @@ struct LinkOptions {
   int64_t max_heartbeat_ms = 60'000;
   int64_t event_resend_ms = 1000;      // resend an unacknowledged TaskEvent this often
   wire::DecodeLimits limits;
-  // The node lease (docs/architecture.md, "Node loss"): called when the
-  // coordinator acknowledges a RegisterNode or a Heartbeat, with the time
-  // (this link's clock) that message was sent and the lease it grants, so
-  // the node's deadline counts from the send. nullptr: no lease kept.
-  std::function<void(int64_t sent_ms, int64_t lease_ms)> renew_lease;
-  // The lease assumed when the coordinator grants none (an older one).
+  // The node lease (docs/architecture.md, "Node loss"): LinkHost::RenewLease
+  // is called when the coordinator acknowledges a RegisterNode or a
+  // Heartbeat, with the time (this link's clock) that message was sent and
+  // the lease it grants, so the node's deadline counts from the send. The
+  // lease assumed when the coordinator grants none (an older one):
   int64_t lease_when_none_ms = 24LL * 3600 * 1000;
 };
 

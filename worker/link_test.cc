@@ -1,4 +1,5 @@
 #include "worker/link.h"
+#include "worker/node_host.h"
 
 #include <csignal>
 #include <random>
@@ -35,12 +36,15 @@ class LinkTest : public ::testing::Test {
     link_ = std::move(Link::Open(MakeOptions()).value());
   }
 
-  LinkOptions MakeOptions() {
+  // The link over a NodeHost of this test's TaskManager and `host`'s parts.
+  LinkOptions MakeOptions(NodeHostOptions host = {}) {
+    if (host.tasks == nullptr) host.tasks = tm_.get();
+    host_ = std::make_unique<NodeHost>(std::move(host));
     LinkOptions options;
     options.endpoints = {"tcp://c1:7401", "tcp://c2:7401"};
     options.token = "tok";
     options.worker_version = "test-1";
-    options.tasks = tm_.get();
+    options.host = host_.get();
     options.clock = &clock_;
     options.random = [this] { return random_; };
     options.logger = log_.logger();
@@ -136,6 +140,7 @@ class LinkTest : public ::testing::Test {
   testing::CapturedLog log_;
   double random_ = 0.5;
   std::unique_ptr<TaskManager> tm_;
+  std::unique_ptr<NodeHost> host_;
   std::unique_ptr<Link> link_;
 };
 
@@ -231,9 +236,7 @@ class FakeGpuUsageSampler final : public GpuUsageSampler {
 TEST_F(LinkTest, HeartbeatCarriesEachRunningTasksGpuMemory) {
   FakeGpuUsageSampler sampler;
   testing::TempDir proc;
-  LinkOptions options = MakeOptions();
-  options.gpu_usage = &sampler;
-  options.proc_root = proc.path();
+  LinkOptions options = MakeOptions({.gpu_usage = &sampler, .proc_root = proc.path()});
   link_ = std::move(Link::Open(std::move(options)).value());
   Register(500);
 
@@ -648,7 +651,7 @@ TEST_F(LinkTest, RandomAndTruncatedBytesNeverCrash) {
   EXPECT_EQ(out.Count(MessageType::kTaskEvent), 1u);
 }
 
-TEST(LinkOpenTest, RequiresEndpointsTasksAndClock) {
+TEST(LinkOpenTest, RequiresEndpointsHostAndClock) {
   LinkOptions options;
   EXPECT_EQ(Link::Open(options).status().code(), StatusCode::kInvalidArgument);
 }
@@ -665,8 +668,8 @@ namespace {
 // passes the send time of that old heartbeat, never a later one.
 TEST_F(LinkTest, TheLeaseIsRenewedFromTheSendTimeOfWhatTheCoordinatorAcknowledged) {
   std::vector<std::pair<int64_t, int64_t>> renewals;  // (sent_ms, lease_ms)
-  LinkOptions options = MakeOptions();
-  options.renew_lease = [&](int64_t sent, int64_t lease) { renewals.emplace_back(sent, lease); };
+  LinkOptions options =
+      MakeOptions({.renew_lease = [&](int64_t sent, int64_t lease) { renewals.emplace_back(sent, lease); }});
   link_ = std::move(Link::Open(std::move(options)).value());
   link_->Start();
   const int64_t register_sent = clock_.MonoMs();
@@ -705,8 +708,7 @@ TEST_F(LinkTest, TheLeaseIsRenewedFromTheSendTimeOfWhatTheCoordinatorAcknowledge
 
 TEST_F(LinkTest, ACoordinatorThatGrantsNoLeaseGetsTheLongDefault) {
   std::vector<int64_t> leases;
-  LinkOptions options = MakeOptions();
-  options.renew_lease = [&](int64_t, int64_t lease) { leases.push_back(lease); };
+  LinkOptions options = MakeOptions({.renew_lease = [&](int64_t, int64_t lease) { leases.push_back(lease); }});
   options.lease_when_none_ms = 99'000;
   link_ = std::move(Link::Open(std::move(options)).value());
   Register();
@@ -731,8 +733,7 @@ class LinkHealthTest : public LinkTest {
     monitor_ = std::make_unique<HealthMonitor>(&clock_, log_.logger());
     monitor_->Add(std::make_unique<testing::ScriptedCheck>(
         "disk", 10, std::vector<HealthKind>{HealthKind::kDiskLow}, &findings_));
-    LinkOptions options = MakeOptions();
-    options.health = monitor_.get();
+    LinkOptions options = MakeOptions({.health = monitor_.get()});
     link_ = std::move(Link::Open(std::move(options)).value());
   }
   void Find(std::string message = "12 MiB free") {

@@ -28,6 +28,7 @@
 #include "protocol/base/clock.h"
 #include "protocol/base/disk_guard.h"
 #include "worker/agent.h"
+#include "worker/node_host.h"
 #include "worker/discovery/discover.h"
 #include "worker/discovery/nvml_mig_manager.h"
 #include "worker/discovery/nvml_gpu_sampler.h"
@@ -40,6 +41,7 @@
 #include "topology/fleet_nodes.h"
 #include "worker/flags.h"
 #include "worker/link.h"
+#include "worker/node_host.h"
 #include "worker/log.h"
 #include "worker/runner/exec_manager.h"
 #include "worker/runner/lease_file.h"
@@ -507,17 +509,13 @@ int main(int argc, char** argv) {
   std::unique_ptr<HealthMonitor> health = BuildHealthMonitor(
       flags, *node, &clock, [&link_for_health] { return link_for_health ? link_for_health->silent_ms() : -1; },
       logger);
-  LinkOptions link_options;
-  link_options.endpoints = flags.coordinators;
-  link_options.token = flags.token;
-  link_options.worker_version = kWorkerVersion;
-  link_options.tasks = tasks->get();
-  link_options.exec = exec->get();
-  link_options.gpu_usage = gpu_usage.get();
-  link_options.gpu_sampler = gpu_sampler.get();
-  link_options.clock = &clock;
-  link_options.health = health.get();
-  link_options.renew_lease = [&clock, lease_path, logger](int64_t sent_ms, int64_t lease_ms) {
+  NodeHostOptions host_options;
+  host_options.tasks = tasks->get();
+  host_options.exec = exec->get();
+  host_options.gpu_usage = gpu_usage.get();
+  host_options.gpu_sampler = gpu_sampler.get();
+  host_options.health = health.get();
+  host_options.renew_lease = [&clock, lease_path, logger](int64_t sent_ms, int64_t lease_ms) {
     // The link's clock is steady_clock; the lease counts in CLOCK_MONOTONIC
     // (the same clock on Linux; the offset keeps it right if not).
     const int64_t sent_mono = sent_ms + (MonotonicNowMs() - clock.MonoMs());
@@ -526,6 +524,13 @@ int main(int argc, char** argv) {
       logger->warn("node lease not renewed path={} error={}", lease_path, renewed.status().ToString());
     }
   };
+  NodeHost host(std::move(host_options));
+  LinkOptions link_options;
+  link_options.endpoints = flags.coordinators;
+  link_options.token = flags.token;
+  link_options.worker_version = kWorkerVersion;
+  link_options.host = &host;
+  link_options.clock = &clock;
   auto link = Link::Open(std::move(link_options));
   if (!link.ok()) return Fail("cannot open the coordinator link", link.status());
   link_for_health = link->get();
