@@ -21,7 +21,10 @@
 // 127, message). Events stay in the outbox until AckEvent(seq); the Link
 // resends them. Reports() is what RegisterNode carries: running tasks as
 // "Running" and finished ones whose exit event is not yet acknowledged with
-// their terminal state (Succeeded, Failed, Cancelled).
+// their terminal state (Succeeded, Failed, Cancelled). An rGPU session's
+// "started" waits until its server reports the port it bound (with the
+// endpoint, dated at the launch); one that reports none within
+// rgpu.ready_timeout_ms is stopped, saying why (task_manager_rgpu.cc).
 //
 // Dynamic MIG (a bind's MIG profile on a GPU with mig_mode "dynamic"): with
 // a MigManager, Start creates the instance before the launch and gives the
