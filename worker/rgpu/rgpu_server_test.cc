@@ -1,7 +1,11 @@
 // gpool-rgpu-server against a raw ZeroMQ client holding the owner's key:
 // malformed, oversized and hostile requests get an error reply (or, above
 // the frame limit, a dropped connection) and never crash the server, which
-// then still serves a well-formed call.
+// then still serves a well-formed call. And how it tells the worker its
+// port: the endpoint file names the port it bound and serves on.
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <gtest/gtest.h>
 
 #include <iterator>
@@ -142,6 +146,55 @@ TEST(RgpuServer, MalformedRequestsGetAnErrorAndTheServerLivesOn) {
   const auto end = server.WaitExit(30);
   EXPECT_TRUE(end.exited);
   EXPECT_EQ(end.code, 0);
+}
+
+// The worker no longer picks the port (issue 47): the server binds one of
+// its own choice and the file it writes names exactly that one, the port a
+// client is then served on and no one else can bind.
+TEST(RgpuServer, TheEndpointFileNamesThePortItBoundAndServesOn) {
+  SessionKeys keys;
+  const std::string file = keys.dir() + "/1.0.0.rgpu.endpoint";
+  std::vector<std::string> args = ServerArgs(keys, keys.owner().public_key, 60000);
+  args.insert(args.end(), {"--endpoint-file", file});
+  ServerProcess server;
+  ASSERT_TRUE(server.Start(args, {}));
+  // Written before the ready line, whole, with no temporary file left.
+  const std::string reported = testing::ReadFile(file);
+  EXPECT_EQ(reported, server.endpoint() + "\n");
+  EXPECT_FALSE(std::filesystem::exists(file + ".tmp"));
+  const std::string endpoint = reported.substr(0, reported.size() - 1);
+  const std::string prefix = "tcp://127.0.0.1:";
+  ASSERT_EQ(endpoint.rfind(prefix, 0), 0u) << endpoint;
+  const int port = std::stoi(endpoint.substr(prefix.size()));
+  ASSERT_GT(port, 0);
+
+  const int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  EXPECT_NE(bind(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << "the server holds port " << port;
+  close(probe);
+
+  RawClient client(keys, endpoint);
+  const RawReply ok = client.Send({Header(1, 1), Call(Op::kDriverGetVersion)});
+  EXPECT_TRUE(ok.answered);
+  EXPECT_EQ(ok.result, CUDA_SUCCESS);
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.WaitExit(30).code, 0);
+}
+
+// A server that cannot tell the worker where it listens would serve nobody:
+// it does not start (exit 2, the reason on stderr).
+TEST(RgpuServer, AServerThatCannotWriteItsEndpointFileDoesNotStart) {
+  SessionKeys keys;
+  std::vector<std::string> args = ServerArgs(keys, keys.owner().public_key, 60000);
+  args.insert(args.end(), {"--endpoint-file", keys.dir() + "/missing/1.0.0.rgpu.endpoint"});
+  ServerProcess server;
+  EXPECT_FALSE(server.Start(args, {}));
+  const auto end = server.WaitExit(30);
+  EXPECT_TRUE(end.exited);
+  EXPECT_EQ(end.code, 2);
 }
 
 }  // namespace

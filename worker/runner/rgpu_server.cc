@@ -1,10 +1,14 @@
 #include "worker/runner/rgpu_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
+#include <cstring>
 #include <filesystem>
 
 #include "protocol/security/keys.h"
@@ -31,39 +35,70 @@ std::string TaskRgpuKeyPath(const std::string& log_dir, const TaskId& task) {
          std::to_string(task.attempt) + ".rgpu.key";
 }
 
-Result<int> PickFreePort(const std::string& address) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  if (inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1) {
-    return Status::InvalidArgument("rGPU address '" + address + "' is not an IPv4 address");
+std::string TaskRgpuEndpointPath(const std::string& dir, const TaskId& task) {
+  return dir + "/" + std::to_string(task.job.value()) + "." + std::to_string(task.index) + "." +
+         std::to_string(task.attempt) + ".rgpu.endpoint";
+}
+
+Result<std::string> ReadRgpuEndpoint(const std::string& path, const std::string& address) {
+  // O_NOFOLLOW and a regular file only: the directory may be the session
+  // owner's, who must not make the worker read (and publish) another file;
+  // O_NONBLOCK so a FIFO planted there cannot block the worker's loop.
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound("no endpoint reported in " + path + " yet");
+    return Status::Malformed("cannot read the reported endpoint " + path + ": " + std::strerror(errno));
   }
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Unavailable("no socket for an rGPU port");
-  socklen_t len = sizeof(addr);
-  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-                     getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  struct stat st {};
+  char buffer[128];
+  ssize_t n = -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = read(fd, buffer, sizeof(buffer));
   close(fd);
-  if (!bound) return Status::Unavailable("no free port on " + address + " for an rGPU session server");
-  return static_cast<int>(ntohs(addr.sin_port));
+  if (n < 0) return Status::Malformed("the reported endpoint " + path + " is not a readable regular file");
+  std::string text(buffer, static_cast<size_t>(n));
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  const std::string prefix = "tcp://" + address + ":";
+  const std::string port = text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : "";
+  int value = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value <= 0 || value > 65535) {
+    return Status::Malformed("the session server reported '" + text.substr(0, 64) + "' in " + path +
+                             ", not an endpoint tcp://" + address + ":PORT");
+  }
+  return text;
 }
 
 Result<std::vector<std::string>> PrepareRgpuServer(const RgpuOptions& options, const std::string& key_file,
-                                                   const std::string& driver, BindTask& bind) {
+                                                   const std::string& endpoint_file, const std::string& driver,
+                                                   BindTask& bind) {
   if (options.server.empty()) {
     return Status::FailedPrecondition("this node runs no rGPU session server (gpool-rgpu-server was not found "
                                       "next to gpool-worker; give --rgpu-server PATH)");
   }
-  GPOOL_ASSIGN_OR_RETURN(const int port, PickFreePort(options.address));
+  in_addr parsed{};
+  if (inet_pton(AF_INET, options.address.c_str(), &parsed) != 1) {
+    return Status::InvalidArgument("rGPU address '" + options.address + "' is not an IPv4 address");
+  }
   GPOOL_ASSIGN_OR_RETURN(const security::KeyPair keys, security::GenerateKeyPair());
   std::error_code ec;
   std::filesystem::remove(key_file, ec);  // a previous start of this attempt's
   GPOOL_RETURN_IF_ERROR(security::WriteSecretKeyFile(key_file, keys, security::Durability::kEphemeral));
-  bind.rgpu.endpoint = "tcp://" + options.address + ":" + std::to_string(port);
+  std::filesystem::remove(endpoint_file, ec);  // what a previous start of this attempt reported
+  std::filesystem::remove(endpoint_file + ".tmp", ec);
+  bind.rgpu.endpoint.clear();  // known once the server reports it
   bind.rgpu.server_key = keys.public_key;
-  std::vector<std::string> argv{options.server,           "--endpoint",    bind.rgpu.endpoint,
-                                "--secret-key-file",      key_file,        "--owner-key",
-                                bind.rgpu.owner_key,      "--idle-timeout-ms",
-                                std::to_string(bind.rgpu.idle_timeout_ms)};
+  // Port 0 ("*"): the server binds one of its own choice and reports it.
+  std::vector<std::string> argv{options.server,
+                                "--endpoint",
+                                "tcp://" + options.address + ":*",
+                                "--secret-key-file",
+                                key_file,
+                                "--owner-key",
+                                bind.rgpu.owner_key,
+                                "--idle-timeout-ms",
+                                std::to_string(bind.rgpu.idle_timeout_ms),
+                                "--endpoint-file",
+                                endpoint_file};
   if (!driver.empty()) argv.insert(argv.end(), {"--driver", driver});
   return argv;
 }

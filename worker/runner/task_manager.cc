@@ -282,6 +282,9 @@ void TaskManager::Poll() {
   // starts exec their tasks side by side rather than one after another.
   for (Launching& launch : launching) FinishStart(launch);
   to_start_.insert(to_start_.end(), waiting.begin(), waiting.end());
+  // Before the reaping: a server that reported and then exited is started
+  // before it is exited.
+  PollRgpuEndpoints();
   for (const ExitInfo& exit : options_.launcher->Reap()) OnExit(exit);
   const int64_t now = options_.clock->MonoMs();
   if (now >= next_log_cap_ms_) {  // a stat per running task, four times a second
@@ -349,16 +352,17 @@ bool TaskManager::BeginStart(const TaskId& id, Task& task, Launching& launching)
   request.argv = task.bind.command;
   std::vector<std::string> owned;
   if (!task.bind.rgpu.owner_key.empty()) {
-    // An rGPU session: its server, with the endpoint and key it gets here
-    // (in the bind, so an adopting worker and the started event know them).
+    // An rGPU session: its server, with the key it gets here (in the bind,
+    // so an adopting worker and the started event know it); the server
+    // reports its endpoint once it has bound a port (task_manager_rgpu.cc).
     const std::string key_file = TaskRgpuKeyPath(options_.log_dir, id);
     // A share's server finds its interposer (or HAMi-core) through its
     // environment by opening libcuda.so.1 by name; any other opens the real
     // driver by path (--cuda-real-driver may name one off the search path).
     const bool driver_by_name =
         !env_options.cuda_lib_dir.empty() || (IsGpuShare(task.bind) && !options_.cuda_intercept_lib.empty());
-    auto server =
-        PrepareRgpuServer(options_.rgpu, key_file, driver_by_name ? "" : options_.share.real_driver, task.bind);
+    auto server = PrepareRgpuServer(options_.rgpu, key_file, RgpuEndpointFile(id),
+                                    driver_by_name ? "" : options_.share.real_driver, task.bind);
     if (!server.ok()) {
       AppendLine(TaskLogPath(options_.log_dir, id), "gpool-worker: session not started: " + server.status().message() + "\n");
       FailStart(id, task, server.status());
@@ -413,9 +417,11 @@ void TaskManager::FinishStart(Launching& launching) {
   task.pid = *pid;
   task.started_mono_ms = options_.clock->MonoMs();
   by_pid_[*pid] = id;
-  const uint64_t started = Emit(id, TaskEventKind::kStarted, *pid, 0, 0, "");
-  outbox_[started].rgpu_endpoint = task.bind.rgpu.endpoint;
-  outbox_[started].rgpu_server_key = task.bind.rgpu.server_key;
+  if (task.bind.rgpu.owner_key.empty()) {
+    EmitStarted(id, task);
+  } else {
+    AwaitRgpuEndpoint(id, task, options_.clock->WallMs());  // "started" once it says where it listens
+  }
   log_->info("task started task={} pid={} gpus={} numa_cpus={} log={} uid={} gid={} user={} pid_ns={} denied_devices={}",
              id.ToString(), *pid, JoinIndices(task.bind.gpu_indices),
              request.numa.empty() ? "none" : topology::FormatCpuList(request.numa.cpus), Q(request.log_path),
@@ -479,11 +485,13 @@ void TaskManager::Finish(const TaskId& id, Task& task, const ExitInfo& exit, boo
   task.finished_mono_ms = options_.clock->MonoMs();
   ReleaseShareFiles(id, task);
   ReleaseMigInstances(id, task);
+  std::string message = exit.reason;
   if (!task.bind.rgpu.owner_key.empty()) {
+    EndRgpuWait(id, task, message);
     std::error_code ec;
     std::filesystem::remove(TaskRgpuKeyPath(options_.log_dir, id), ec);
+    std::filesystem::remove(RgpuEndpointFile(id), ec);
   }
-  std::string message = exit.reason;
   if (task.preempted) message += (message.empty() ? "" : "; ") + std::string("stopped by the worker: ") + task.stop_reason;
   if (acked) {
     task.exit_acked = true;

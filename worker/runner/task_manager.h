@@ -21,7 +21,10 @@
 // 127, message). Events stay in the outbox until AckEvent(seq); the Link
 // resends them. Reports() is what RegisterNode carries: running tasks as
 // "Running" and finished ones whose exit event is not yet acknowledged with
-// their terminal state (Succeeded, Failed, Cancelled).
+// their terminal state (Succeeded, Failed, Cancelled). An rGPU session's
+// "started" waits until its server reports the port it bound (with the
+// endpoint, dated at the launch); one that reports none within
+// rgpu.ready_timeout_ms is stopped, saying why (task_manager_rgpu.cc).
 //
 // Dynamic MIG (a bind's MIG profile on a GPU with mig_mode "dynamic"): with
 // a MigManager, Start creates the instance before the launch and gives the
@@ -71,6 +74,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -245,6 +249,11 @@ class TaskManager {
     bool waiting_logged = false;  // told once that it waits for its GPUs (WholeGpuHolder)
     int64_t names_deadline_ms = 0;  // monotonic: when it starts whether its names resolved or not
     std::string state_dir;  // its state directory once persisted or adopted; empty before
+    // An rGPU session's server that has not reported its endpoint yet: when
+    // it is stopped if it still has not (monotonic); 0 otherwise. Its
+    // "started" event waits for the endpoint, dated started_wall_ms.
+    int64_t rgpu_ready_by_ms = 0;
+    int64_t started_wall_ms = 0;
   };
 
   explicit TaskManager(TaskManagerOptions options);
@@ -279,6 +288,19 @@ class TaskManager {
   void ReleaseShareFiles(const TaskId& id, const Task& task);
   // Records a start that did not happen: "failed" event, exit_code 127.
   void FailStart(const TaskId& id, Task& task, const Status& status);
+  // rGPU sessions (task_manager_rgpu.cc): where the server reports its
+  // endpoint; the wait for it (armed at the launch or the adoption); the
+  // reads of waiting servers' files each Poll; one read, true once the wait
+  // is over (the "started" event emitted, or the server being stopped).
+  std::string RgpuEndpointFile(const TaskId& id) const;
+  void AwaitRgpuEndpoint(const TaskId& id, Task& task, int64_t started_wall_ms);
+  void PollRgpuEndpoints();
+  bool TakeRgpuEndpoint(const TaskId& id, Task& task);
+  // At its server's exit: a last read (reported, then exited between two
+  // turns: "started" first), else why it never served, added to `message`.
+  void EndRgpuWait(const TaskId& id, Task& task, std::string& message);
+  // The "started" event; an rGPU session's carries its endpoint and key.
+  void EmitStarted(const TaskId& id, Task& task);
   // Gang tasks with GPOOL_HOSTS: an MPI hostfile next to the log, named by
   // GPOOL_HOSTFILE in `env`. A failure is logged; the task starts without it.
   void WriteHostfile(const TaskId& id, const std::vector<HostSlots>& hosts, std::vector<std::string>& env);
@@ -318,6 +340,7 @@ class TaskManager {
   std::map<TaskId, Task> tasks_;
   std::map<int64_t, TaskId> by_pid_;     // running processes
   std::vector<TaskId> to_start_;          // accepted since the last Poll
+  std::set<TaskId> rgpu_waiting_;         // sessions whose servers have not reported their endpoint
   std::map<uint64_t, TaskEvent> outbox_;
   std::unique_ptr<HostResolver> own_resolver_;  // when options_.resolver is null
   HostResolver* resolver_ = nullptr;

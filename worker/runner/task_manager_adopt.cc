@@ -71,6 +71,10 @@ void TaskManager::AdoptTask(const std::string& state_dir) {
     by_pid_[placed.pid] = id;
     log_->info("task adopted from a previous worker process, still running task={} pid={}", id.ToString(),
                placed.pid);
+    // The previous process may have died before it told the coordinator
+    // where the session's server listens: say it again (its file is still
+    // there, or comes); a repeated "started" changes nothing there.
+    if (!placed.bind.rgpu.owner_key.empty()) AwaitRgpuEndpoint(id, placed, adopted->start_wall_ms);
     return;
   }
   const bool acked = std::filesystem::exists(AckedPath(state_dir));

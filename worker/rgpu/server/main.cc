@@ -1,13 +1,16 @@
 // gpool-rgpu-server: one remote-GPU session's data plane (README.md here).
 //
-//   gpool-rgpu-server --endpoint tcp://127.0.0.1:PORT --secret-key-file PATH --owner-key Z85PUBLIC
-//                     --idle-timeout-ms N [--driver PATH]
+//   gpool-rgpu-server --endpoint tcp://127.0.0.1:* --secret-key-file PATH --owner-key Z85PUBLIC
+//                     --idle-timeout-ms N [--endpoint-file PATH] [--driver PATH]
 //
 // Exit codes: 0 after SIGTERM/SIGINT, 3 after the idle timeout (both after
 // releasing everything the session created), 2 when it cannot start (bad
-// flags, key file, endpoint or driver: the reason on stderr).
-// Prints "gpool-rgpu-server ready endpoint=<bound endpoint>" on stdout once
-// it accepts connections.
+// flags, key file, endpoint, driver, or an endpoint file it cannot write:
+// the reason on stderr).
+// Once it accepts connections it writes the bound endpoint (the port
+// filled in) to --endpoint-file (endpoint_file.h: how the worker learns
+// the port) and prints "gpool-rgpu-server ready endpoint=<bound endpoint>"
+// on stdout.
 #include <signal.h>
 
 #include <cstdio>
@@ -20,6 +23,7 @@
 
 #include "protocol/security/keys.h"
 #include "worker/rgpu/server/driver.h"
+#include "worker/rgpu/server/endpoint_file.h"
 #include "worker/rgpu/server/server.h"
 
 namespace {
@@ -34,13 +38,13 @@ int Fail(const std::string& why) {
 }
 
 const char kUsage[] =
-    "usage: gpool-rgpu-server --endpoint tcp://HOST:PORT --secret-key-file PATH --owner-key Z85 "
-    "--idle-timeout-ms N [--driver PATH]";
+    "usage: gpool-rgpu-server --endpoint tcp://HOST:PORT|tcp://HOST:* --secret-key-file PATH --owner-key Z85 "
+    "--idle-timeout-ms N [--endpoint-file PATH] [--driver PATH]";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string endpoint, key_file, owner_key, driver_path = "libcuda.so.1", idle_text;
+  std::string endpoint, key_file, owner_key, driver_path = "libcuda.so.1", idle_text, endpoint_file;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) return Fail("flag " + flag + " needs a value; " + kUsage);
@@ -49,6 +53,7 @@ int main(int argc, char** argv) {
                                                           {"--secret-key-file", &key_file},
                                                           {"--owner-key", &owner_key},
                                                           {"--idle-timeout-ms", &idle_text},
+                                                          {"--endpoint-file", &endpoint_file},
                                                           {"--driver", &driver_path}};
     std::string* into = nullptr;
     for (const auto& [name, target] : flags) into = flag == name ? target : into;
@@ -83,10 +88,15 @@ int main(int argc, char** argv) {
   options.idle_timeout_ms = idle_ms;
   auto server = gpool::rgpu::Server::Open(options, std::move(driver).value());
   if (!server.ok()) return Fail(server.status().message());
+  if (!endpoint_file.empty()) {
+    // A server the worker cannot find serves nobody: better not to start.
+    const gpool::Status reported = gpool::rgpu::WriteEndpointFile(endpoint_file, server.value()->endpoint());
+    if (!reported.ok()) return Fail("cannot report the bound endpoint: " + reported.message());
+  }
   std::printf("gpool-rgpu-server ready endpoint=%s\n", server.value()->endpoint().c_str());
   std::fflush(stdout);
-  spdlog::info("rgpu session serving endpoint={} driver={} idle_timeout_ms={}", server.value()->endpoint(), driver_path,
-               idle_ms);
+  spdlog::info("rgpu session serving endpoint={} driver={} idle_timeout_ms={} endpoint_file={}",
+               server.value()->endpoint(), driver_path, idle_ms, endpoint_file.empty() ? "none" : endpoint_file);
   const gpool::rgpu::ServerEnd how = server.value()->Run();
   return how == gpool::rgpu::ServerEnd::kIdle ? kExitIdle : kExitSignalled;
 }
