@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "control/replication/raft_log.h"
+#include "protocol/base/testing/fake_clock.h"
 #include "storage/memory_store.h"
 
 namespace gpool::replication::testing {
