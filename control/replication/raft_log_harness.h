@@ -17,7 +17,7 @@
 
 #include "control/replication/raft_log.h"
 #include "protocol/base/testing/fake_clock.h"
-#include "storage/memory_store.h"
+#include "storage/testing/memory_store.h"
 
 namespace gpool::replication::testing {
 
