@@ -76,6 +76,7 @@
 #include "control/log/local_log.h"
 #include "control/node_registry.h"
 #include "control/scheduler_driver.h"
+#include "protocol/base/testing/fake_clock.h"
 #include "storage/leveldb_store.h"
 #include "storage/log_store.h"
 

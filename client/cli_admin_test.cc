@@ -5,7 +5,7 @@
 
 #include "client/cli.h"
 #include "client/cli_test_fixture.h"
-#include "client/fake_client.h"
+#include "client/testing/fake_client.h"
 
 namespace gpool {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "client/cli.h"
 #include "client/cli_test_fixture.h"
-#include "client/fake_client.h"
 #include "client/probe/probe_line.h"
+#include "client/testing/fake_client.h"
 
 namespace gpool::client::testing {
 

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "client/cli_test_fixture.h"
-#include "client/fake_client.h"
+#include "client/testing/fake_client.h"
 
 namespace gpool {
 namespace {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "client/cli.h"
-#include "client/fake_client.h"
 #include "client/test_support.h"
+#include "client/testing/fake_client.h"
 
 namespace gpool::client::testing {
 

@@ -3,7 +3,7 @@
 // returns the reply struct from protocol/messages.h or a Status.
 //
 // Client is an interface so callers (the CLI, tests) can swap in a fake
-// (client/fake_client.h). Client::Connect builds the real one, which talks
+// (client/testing/fake_client.h). Client::Connect builds the real one, which talks
 // ZeroMQ:
 //   - a DEALER socket, one msgpack envelope per frame, ZMQ_LINGER 0;
 //   - each request carries a fresh request_id; a reply with another id (a

@@ -15,8 +15,9 @@
 #include <vector>
 
 #include "client/cli.h"
-#include "client/fake_client.h"
+#include "client/testing/fake_client.h"
 #include "protocol/base/status.h"
+#include "protocol/base/testing/fake_clock.h"
 
 namespace gpool::client::testing {
 

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "client/cli.h"
-#include "client/fake_client.h"
 #include "client/test_support.h"
+#include "client/testing/fake_client.h"
 
 namespace gpool {
 namespace {

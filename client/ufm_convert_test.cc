@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "client/cli.h"
-#include "client/fake_client.h"
 #include "client/test_support.h"
+#include "client/testing/fake_client.h"
 
 namespace gpool {
 namespace {

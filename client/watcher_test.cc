@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "client/fake_client.h"
+#include "client/testing/fake_client.h"
 
 namespace gpool {
 namespace {

@@ -6,7 +6,8 @@
 # and third-party headers its non-test sources may include; the longest
 # matching folder wins. Tests (*_test.cc and test helpers) may reach across
 # layers to drive them, but never between the coordinator, the worker and
-# the client.
+# the client. Test code (fakes live in testing/ folders) stays out of the
+# product: a non-test source may not include a header from a testing/ folder.
 cmake_minimum_required(VERSION 3.25)
 
 # folder | allowed project folders (prefixes) | forbidden third-party headers (regex)
@@ -47,8 +48,8 @@ file(GLOB_RECURSE sources RELATIVE "${ROOT}"
 set(violations "")
 foreach(source IN LISTS sources)
   file(STRINGS "${ROOT}/${source}" includes REGEX "^#include [\"<]")
-  if(source MATCHES "(_test\\.cc|_harness\\.h|test_network\\.h|test_util\\.h|test_support\\.h|fake_[a-z_]*\\.(h|cc)|/testdata/|/sim/main\\.cc)$"
-     OR source MATCHES "/testdata/")
+  if(source MATCHES "(_test\\.cc|_harness\\.h|_fixture\\.h|(/|_)test_[a-z_]*\\.h|fake_[a-z_]*\\.(h|cc)|/testdata/|/sim/main\\.cc)$"
+     OR source MATCHES "/(testdata|testing)/")
     foreach(rule IN LISTS TEST_RULES)
       string(REPLACE "|" ";" parts "${rule}")
       list(GET parts 0 folder)
@@ -90,7 +91,9 @@ foreach(source IN LISTS sources)
   list(SUBLIST parts 2 -1 forbidden)
   separate_arguments(allowed)
   foreach(line IN LISTS includes)
-    if(line MATCHES "^#include \"([^\"]+)\"")
+    if(line MATCHES "^#include \"([^\"]*/testing/[^\"]*)\"")
+      string(APPEND violations "  ${source}: ${line} (product code may not include test code)\n")
+    elseif(line MATCHES "^#include \"([^\"]+)\"")
       set(header "${CMAKE_MATCH_1}")
       set(ok FALSE)
       foreach(prefix IN LISTS allowed)

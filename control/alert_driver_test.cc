@@ -2,7 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "control/fake_ports.h"
+#include "control/testing/fake_ports.h"
+#include "protocol/base/testing/fake_clock.h"
 
 namespace gpool::control {
 namespace {

@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "control/fake_ports.h"
 #include "control/gateway.h"
+#include "control/testing/fake_ports.h"
 
 namespace gpool::control {
 

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "control/dispatcher.h"
-#include "control/fake_ports.h"
 #include "control/gateway.h"
 #include "control/node_registry.h"
+#include "control/testing/fake_ports.h"
 
 namespace gpool::control {
 namespace {

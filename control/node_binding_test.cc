@@ -3,9 +3,9 @@
 // the ZAP handler named the connection; here the tests name it directly.
 #include <gtest/gtest.h>
 
-#include "control/fake_ports.h"
 #include "control/node_registry.h"
 #include "control/security/key_directory.h"
+#include "control/testing/fake_ports.h"
 
 namespace gpool::control {
 namespace {

@@ -3,8 +3,8 @@
 // it changes, and the lease workers are given.
 #include <gtest/gtest.h>
 
-#include "control/fake_ports.h"
 #include "control/node_registry.h"
+#include "control/testing/fake_ports.h"
 
 namespace gpool::control {
 namespace {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "control/dispatcher.h"
-#include "control/fake_ports.h"
+#include "control/testing/fake_ports.h"
 
 namespace gpool::control {
 namespace {

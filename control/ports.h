@@ -5,7 +5,7 @@
 // and change state only by proposing commands through Proposer. The
 // Coordinator implements Outbox over ZeroMQ and ProposalTracker implements
 // Proposer over the CommitLog; tests implement them with plain vectors
-// (fake_ports.h). All calls happen on the coordinator's loop thread.
+// (testing/fake_ports.h). All calls happen on the coordinator's loop thread.
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "control/fake_ports.h"
+#include "control/testing/fake_ports.h"
 
 namespace gpool::control {
 namespace {

@@ -5,8 +5,8 @@
 // bytewise comparison (memcmp), which is what storage/key_encoding.h relies on
 // to make composite keys sort like the tuples they encode.
 //
-// Two implementations sit side by side: LevelDbStore (durable) and MemoryStore
-// (a fake for tests, with fault injection). Code under test takes a KvStore*
+// Two implementations: LevelDbStore (durable) and MemoryStore (a fake for
+// tests, with fault injection: testing/memory_store.h). Code under test takes a KvStore*
 // so it never knows which one it got.
 //
 // Ownership: whoever opens a store owns it (unique_ptr). Iterators and the

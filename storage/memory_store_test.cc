@@ -1,5 +1,5 @@
 // MemoryStore's fault injection; its KvStore contract is in kv_store_test.cc.
-#include "storage/memory_store.h"
+#include "storage/testing/memory_store.h"
 
 #include <gtest/gtest.h>
 

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "storage/leveldb_store.h"
-#include "storage/memory_store.h"
+#include "storage/testing/memory_store.h"
 
 namespace gpool::storage::testing {
 

@@ -54,7 +54,7 @@ struct LocalClusterOptions {
   int gpus_per_worker = 4;
   std::string gpu_mig_mode;  // "", "dynamic": the workers' simulated GPUs' MIG mode
   // Extra environment of one worker process, by worker index (its tasks
-  // inherit it): e.g. {3, {{"GPOOL_PROBE_THROTTLE_MIB_S", "20"}}}.
+  // inherit what --task-env-pass names): e.g. {3, {{"SLOW_LINK_MIB_S", "20"}}}.
   std::map<int, std::map<std::string, std::string>> worker_env;
   // Extra flags of one worker process, by worker index (e.g. a fake NVML
   // library for its health checks).

@@ -1,6 +1,9 @@
 // `gpool probe network` on a real cluster on 127.0.0.1: four workers, one of
-// which runs with GPOOL_PROBE_THROTTLE_MIB_S=20, so every task on that node
-// (gpool-probe among them) sends at 20 MiB/s. The probe must flag exactly
+// which sits behind a fake slow link of 20 MiB/s. gpool knows nothing of it:
+// the probe jobs run slow_link/slow_link_probe.sh (--probe-bin), which puts
+// gpool-probe on that node (its worker hands SLOW_LINK_MIB_S to its tasks)
+// over a paced send() (slow_link/slow_send.cc, LD_PRELOAD), so each of its
+// bulk rounds lasts at least bytes / 20 MiB/s. The probe must flag exactly
 // that node, and the coordinator must then show a `slow` condition on it
 // (and on no other) in ListNodes and `gpool nodes`.
 #include <gtest/gtest.h>
@@ -23,9 +26,9 @@ LocalClusterOptions ProbeClusterOptions() {
   LocalClusterOptions options;
   options.workers = 4;
   options.gpus_per_worker = 1;
-  options.worker_env = {{kSlowWorker, {{"GPOOL_PROBE_THROTTLE_MIB_S", "20"}}}};
-  // Tasks inherit a GPOOL_ variable of the worker's only when it names it.
-  options.worker_flags = {{kSlowWorker, {"--task-env-pass", "GPOOL_PROBE_THROTTLE_MIB_S"}}};
+  options.worker_env = {{kSlowWorker, {{"SLOW_LINK_MIB_S", "20"}}}};
+  // Tasks inherit a variable of the worker's only when it names it.
+  options.worker_flags = {{kSlowWorker, {"--task-env-pass", "SLOW_LINK_MIB_S"}}};
   // The ring reaches each node at its hostname: loopback here, whatever the machine's name resolves to.
   options.worker_hostname = "127.0.0.1";
   return options;
@@ -58,9 +61,10 @@ class ProbeTest : public ::testing::Test {
   std::unique_ptr<Client> client_;
 };
 
-TEST_F(ProbeTest, AThrottledNodeIsFlaggedSlowAndShowsInNodes) {
+TEST_F(ProbeTest, ANodeBehindASlowLinkIsFlaggedSlowAndShowsInNodes) {
   // 3 rounds of 8 MiB: 1.2 s at 20 MiB/s on the slow node, milliseconds on the others.
-  CommandResult probe = Gpool({"probe", "network", "--bytes", "8Mi", "--timeout", "60s"});
+  CommandResult probe =
+      Gpool({"probe", "network", "--bytes", "8Mi", "--timeout", "60s", "--probe-bin", GPOOL_SLOW_LINK_PROBE});
   ASSERT_EQ(probe.exit_code, 0) << probe.out << probe.err;
   const std::string slow = cluster_.NodeName(kSlowWorker);
   for (int i = 0; i < 4; ++i) {

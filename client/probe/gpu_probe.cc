@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 
 namespace gpool::probe {
 
@@ -66,10 +65,6 @@ Result<double> BestRate(const CudaApi& api, const GpuProbeOptions& options, cons
     const auto start = SteadyClock::now();
     GPOOL_RETURN_IF_ERROR(Check(copy(), what));
     GPOOL_RETURN_IF_ERROR(Check(api.cuCtxSynchronize(), "cuCtxSynchronize"));
-    if (options.throttle_mib_s > 0) {
-      std::this_thread::sleep_until(start + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(
-                                                static_cast<double>(options.bytes) / kBytesPerMiB / options.throttle_mib_s)));
-    }
     const double seconds = std::max(std::chrono::duration<double>(SteadyClock::now() - start).count(), 1e-9);
     best = std::max(best, static_cast<double>(options.bytes) / kBytesPerMiB / seconds);
   }

@@ -6,8 +6,7 @@
 // For each device: a context, a device buffer of `bytes`, a host buffer
 // (pinned with cuMemAllocHost when the driver allows, else ordinary memory),
 // one warm-up copy each way, then `rounds` timed copies each way; each
-// direction's bandwidth is the best round. With a throttle (tests), each
-// copy is stretched by sleeping to that rate.
+// direction's bandwidth is the best round.
 //
 // Thread-safety: none needed; one call at a time.
 #pragma once
@@ -52,7 +51,6 @@ Result<CudaApi> LoadCudaDriver(const std::string& path = "libcuda.so.1");
 struct GpuProbeOptions {
   uint64_t bytes = uint64_t{256} << 20;  // per copy
   uint32_t rounds = 3;
-  double throttle_mib_s = 0;  // > 0: no copy is faster than this (tests)
 };
 
 // One line per visible device. FailedPrecondition when cuInit fails (no

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
 
 namespace gpool::probe {
 namespace {
@@ -19,6 +21,7 @@ struct FakeDriver {
   std::map<unsigned long long, void*> allocations;  // NOLINT(runtime/int)
   int pinned = 0;
   int copies = 0;
+  double bus_mib_s = 0;  // > 0: a slow bus, every copy lasts at least bytes / this rate
 };
 FakeDriver* g_driver = nullptr;
 
@@ -68,13 +71,20 @@ int FakeFreeHost(void* ptr) {
   std::free(ptr);
   return 0;
 }
+// The fake's bus: a copy on a slow one sleeps for as long as the bytes take.
+void Bus(size_t bytes) {
+  if (g_driver->bus_mib_s <= 0) return;
+  std::this_thread::sleep_for(std::chrono::duration<double>(static_cast<double>(bytes) / (1 << 20) / g_driver->bus_mib_s));
+}
 int FakeHtoD(CudaApi::DevPtr dst, const void* src, size_t bytes) {
   ++g_driver->copies;
+  Bus(bytes);
   std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
   return 0;
 }
 int FakeDtoH(void* dst, CudaApi::DevPtr src, size_t bytes) {
   ++g_driver->copies;
+  Bus(bytes);
   std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
   return 0;
 }
@@ -126,11 +136,12 @@ TEST_F(GpuProbeTest, WithoutPinnedMemoryItUsesOrdinaryMemory) {
   EXPECT_EQ(lines->size(), 2u);
 }
 
-TEST_F(GpuProbeTest, ThrottleLowersTheRate) {
+TEST_F(GpuProbeTest, ASlowBusLowersTheRate) {
   auto fast = RunGpuProbe(api_, {.bytes = 1 << 20, .rounds = 3});
-  auto slow = RunGpuProbe(api_, {.bytes = 1 << 20, .rounds = 1, .throttle_mib_s = 100});
+  driver_.bus_mib_s = 100;
+  auto slow = RunGpuProbe(api_, {.bytes = 1 << 20, .rounds = 1});
   ASSERT_TRUE(fast.ok() && slow.ok());
-  // Each throttled copy lasts at least 1 MiB / 100 MiB/s.
+  // Each copy on the slow bus lasts at least 1 MiB / 100 MiB/s, and the probe times the copy.
   EXPECT_LE((*slow)[0].h2d_mib_s, 100.0);
   EXPECT_LE((*slow)[0].d2h_mib_s, 100.0);
   EXPECT_LT((*slow)[0].h2d_mib_s, (*fast)[0].h2d_mib_s);

@@ -1,9 +1,7 @@
 // gpool-probe: the built-in probe job that `gpool probe` runs on every node
 // (client/probe/probe_args.h for the command line). Prints one JSON line per
 // result to stdout (probe_line.h); diagnostics go to stderr.
-#include <cstdlib>
 #include <iostream>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,12 +11,6 @@
 #include "client/probe/probe_line.h"
 
 namespace {
-
-std::optional<std::string> GetEnv(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr) return std::nullopt;
-  return std::string(value);
-}
 
 int Network(const gpool::probe::NetworkProbeOptions& options) {
   using namespace gpool::probe;
@@ -71,12 +63,5 @@ int main(int argc, char** argv) {
     std::cout << ProbeUsage();
     return 0;
   }
-  auto throttle = ParseThrottle(GetEnv(kThrottleEnv));
-  if (!throttle.ok()) {
-    std::cerr << "gpool-probe: " << throttle.status().ToString() << "\n";
-    return 2;
-  }
-  args->network.link.throttle_mib_s = *throttle;
-  args->gpu.throttle_mib_s = *throttle;
   return args->kind == "network" ? Network(args->network) : Gpu(args->gpu);
 }

@@ -130,7 +130,7 @@ void NoDelay(int fd) {
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// One bulk transfer of `bytes`, paced to `throttle_mib_s` when > 0; MiB/s.
+// One bulk transfer of `bytes`, timed until the receiver's ack; MiB/s.
 Result<double> BulkRound(int fd, const LinkOptions& options, std::vector<uint8_t>& buffer, Deadline deadline) {
   const auto start = Clock::now();
   GPOOL_RETURN_IF_ERROR(SendFrame(fd, {Op::kBulk, options.bytes}, deadline));
@@ -139,12 +139,6 @@ Result<double> BulkRound(int fd, const LinkOptions& options, std::vector<uint8_t
     const size_t chunk = static_cast<size_t>(std::min<uint64_t>(buffer.size(), options.bytes - sent));
     GPOOL_RETURN_IF_ERROR(SendAll(fd, buffer.data(), chunk, deadline));
     sent += chunk;
-    if (options.throttle_mib_s > 0) {
-      const auto due = start + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(static_cast<double>(sent) / kMiB / options.throttle_mib_s));
-      if (due > deadline) return Status::DeadlineExceeded("timed out sending (throttled)");
-      std::this_thread::sleep_until(due);
-    }
   }
   GPOOL_ASSIGN_OR_RETURN(Frame ack, RecvFrame(fd, deadline));
   GPOOL_RETURN_IF_ERROR(Expect(ack, Op::kBulkAck, options.bytes));

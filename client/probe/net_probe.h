@@ -69,7 +69,6 @@ struct LinkOptions {
   uint64_t bytes = uint64_t{64} << 20;  // per bulk transfer
   uint32_t rounds = 3;                  // bulk transfers; bandwidth is the best of them
   uint32_t pings = 100;                 // ping-pongs; latency is their median
-  double throttle_mib_s = 0;            // > 0: the sender paces itself to this rate (tests)
 };
 
 struct LinkMeasurement {

@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
 #include <thread>
+#include <vector>
 
 namespace gpool::probe {
 namespace {
@@ -42,6 +44,41 @@ Result<LinkMeasurement> MeasureServed(const LinkOptions& options, Status* served
   return measured;
 }
 
+// A fake link of `mib_s` between the measuring end and a server thread: a
+// relay between two socketpairs that holds each piece the measurer sends
+// for as long as the link would take to carry it (answers pass at once).
+// The probe must see the link's rate, whatever its own sending does.
+class SlowLink {
+ public:
+  explicit SlowLink(double mib_s)
+      : up_([this, mib_s] { Relay(near_.fds[1], far_.fds[0], mib_s); }),
+        down_([this] { Relay(far_.fds[0], near_.fds[1], 0); }) {}
+  ~SlowLink() {
+    // Wakes both relays: their reads return 0.
+    ::shutdown(near_.fds[1], SHUT_RDWR);
+    ::shutdown(far_.fds[0], SHUT_RDWR);
+    up_.join();
+    down_.join();
+  }
+  int measurer() const { return near_.fds[0]; }
+  int server() const { return far_.fds[1]; }
+
+ private:
+  static void Relay(int from, int to, double mib_s) {
+    std::vector<char> buffer(64 * 1024);
+    for (ssize_t n; (n = ::read(from, buffer.data(), buffer.size())) > 0;) {
+      if (mib_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(static_cast<double>(n) / (1 << 20) / mib_s));
+      for (ssize_t done = 0, w; done < n; done += w) {
+        if ((w = ::send(to, buffer.data() + done, static_cast<size_t>(n - done), MSG_NOSIGNAL)) <= 0) return;
+      }
+    }
+    ::shutdown(to, SHUT_WR);
+  }
+
+  SocketPair near_, far_;
+  std::thread up_, down_;
+};
+
 // A port on 127.0.0.1 that was free a moment ago.
 uint16_t FreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -73,11 +110,14 @@ TEST(LinkTest, MeasuresLatencyAndBandwidthAndEndsCleanly) {
   EXPECT_TRUE(served.ok()) << served.ToString();
 }
 
-TEST(LinkTest, ThrottlingLowersTheMeasuredBandwidth) {
+TEST(LinkTest, ASlowLinkLowersTheMeasuredBandwidth) {
   auto fast = MeasureServed({.bytes = 4 << 20, .rounds = 1, .pings = 1});
-  auto slow = MeasureServed({.bytes = 4 << 20, .rounds = 1, .pings = 1, .throttle_mib_s = 20});
+  SlowLink link(20);
+  auto server = std::async(std::launch::async, [&] { return ServeLink(link.server(), In(20s)); });
+  auto slow = MeasureLink(link.measurer(), {.bytes = 4 << 20, .rounds = 1, .pings = 1}, In(20s));
+  EXPECT_TRUE(server.get().ok());
   ASSERT_TRUE(fast.ok() && slow.ok());
-  // Pacing makes the transfer last at least 4 MiB / 20 MiB/s.
+  // The round is timed until the server's ack, so it lasts at least 4 MiB / 20 MiB/s.
   EXPECT_LE(slow->bandwidth_mib_s, 20.0);
   EXPECT_LT(slow->bandwidth_mib_s, fast->bandwidth_mib_s);
 }

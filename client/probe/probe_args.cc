@@ -1,9 +1,8 @@
 #include "client/probe/probe_args.h"
 
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
-#include <limits>
+#include <cstdint>
+#include <optional>
+#include <utility>
 
 namespace gpool::probe {
 
@@ -117,18 +116,6 @@ Result<ProbeArgs> ParseProbeArgs(const std::vector<std::string>& args) {
   return parsed;
 }
 
-Result<double> ParseThrottle(const std::optional<std::string>& value) {
-  if (!value || value->empty()) return 0.0;
-  const std::string why = std::string(kThrottleEnv) + ": expected a positive number of MiB/s, got '" + *value + "'";
-  char* end = nullptr;
-  errno = 0;
-  const double rate = std::strtod(value->c_str(), &end);
-  if (errno != 0 || end == value->c_str() || *end != '\0' || !std::isfinite(rate) || rate <= 0) {
-    return Status::InvalidArgument(why);
-  }
-  return rate;
-}
-
 std::string ProbeUsage() {
   return "usage:\n"
          "  gpool-probe network --rank I --ring HOST:PORT,HOST:PORT,... [--bytes N] [--rounds N] [--pings N]\n"
@@ -139,7 +126,6 @@ std::string ProbeUsage() {
          "  gpool-probe gpu [--bytes N] [--rounds N]\n"
          "      host-to-device and device-to-host copy bandwidth of every visible GPU (default 3 x 256Mi)\n"
          "Prints one JSON line per result. Sizes: bytes, or 512Ki, 64Mi, 1Gi.\n"
-         "Env GPOOL_PROBE_THROTTLE_MIB_S caps the send or copy rate (for tests).\n"
          "Exit: 0 measured (or no CUDA driver), 1 the probe failed, 2 bad arguments.\n";
 }
 

@@ -56,16 +56,5 @@ TEST(ProbeArgsTest, BadFlagsAreTypedErrors) {
   EXPECT_EQ(Error({"gpu", "--rank", "1"}), "unknown flag '--rank' for the gpu probe");
 }
 
-TEST(ProbeArgsTest, Throttle) {
-  EXPECT_EQ(*ParseThrottle(std::nullopt), 0);
-  EXPECT_EQ(*ParseThrottle(""), 0);
-  EXPECT_EQ(*ParseThrottle("20"), 20);
-  EXPECT_EQ(*ParseThrottle("0.5"), 0.5);
-  for (const char* bad : {"0", "-1", "fast", "20x", "inf"}) {
-    auto t = ParseThrottle(std::string(bad));
-    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << bad;
-  }
-}
-
 }  // namespace
 }  // namespace gpool::probe

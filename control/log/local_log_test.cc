@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "storage/memory_store.h"
+#include "storage/testing/memory_store.h"
 
 namespace gpool::log {
 namespace {

@@ -16,7 +16,8 @@
 #include <vector>
 
 #include "control/replication/raft_log.h"
-#include "storage/memory_store.h"
+#include "protocol/base/testing/fake_clock.h"
+#include "storage/testing/memory_store.h"
 
 namespace gpool::replication::testing {
 

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "control/fake_ports.h"
 #include "control/state/test_specs.h"
+#include "control/testing/fake_ports.h"
 
 namespace gpool::control {
 namespace {

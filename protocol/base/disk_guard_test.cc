@@ -1,4 +1,5 @@
 #include "protocol/base/disk_guard.h"
+#include "protocol/base/testing/fake_clock.h"
 
 #include <gtest/gtest.h>
 

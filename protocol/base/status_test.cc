@@ -4,6 +4,7 @@
 
 #include "protocol/base/clock.h"
 #include "protocol/base/ids.h"
+#include "protocol/base/testing/fake_clock.h"
 
 namespace gpool {
 namespace {

@@ -4,7 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "worker/health/scripted_check.h"
+#include "protocol/base/testing/fake_clock.h"
+#include "worker/health/testing/scripted_check.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {

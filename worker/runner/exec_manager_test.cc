@@ -15,6 +15,7 @@
 #include <chrono>
 #include <thread>
 
+#include "protocol/base/testing/fake_clock.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {

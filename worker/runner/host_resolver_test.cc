@@ -11,9 +11,10 @@
 #include <mutex>
 #include <thread>
 
-#include "worker/runner/fake_process_launcher.h"
+#include "protocol/base/testing/fake_clock.h"
 #include "worker/runner/task_manager.h"
 #include "worker/runner/task_manager_test_util.h"
+#include "worker/runner/testing/fake_process_launcher.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {

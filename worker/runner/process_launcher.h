@@ -1,6 +1,6 @@
 // ProcessLauncher: the worker's only way to start, signal and reap task
 // processes. PosixProcessLauncher (posix_process_launcher.h) does it for
-// real; FakeProcessLauncher (fake_process_launcher.h) lets tests script
+// real; FakeProcessLauncher (testing/fake_process_launcher.h) lets tests script
 // exits without processes, sockets or sleeps.
 //
 // Contract:

@@ -12,13 +12,14 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/base/testing/fake_clock.h"
 #include "protocol/security/keys.h"
-#include "worker/runner/fake_process_launcher.h"
 #include "worker/runner/rgpu_server.h"
 #include "worker/runner/share_enforcement.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager.h"
 #include "worker/runner/task_manager_test_util.h"
+#include "worker/runner/testing/fake_process_launcher.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {

@@ -7,11 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/base/testing/fake_clock.h"
 #include "worker/discovery/nvml_usage_sampler.h"
-#include "worker/runner/fake_process_launcher.h"
 #include "worker/runner/task_manager.h"
 #include "worker/runner/task_manager_test_util.h"
 #include "worker/runner/task_usage.h"
+#include "worker/runner/testing/fake_process_launcher.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {

@@ -1,6 +1,6 @@
-// MemoryStore: an in-memory KvStore for tests, with the same ordering,
-// atomicity and snapshot-iterator semantics as LevelDbStore, plus faults a
-// real disk can produce on demand:
+// MemoryStore: an in-memory KvStore for tests (gpool_storage_fakes, built
+// only with them), with the same ordering, atomicity and snapshot-iterator
+// semantics as LevelDbStore, plus faults a real disk can produce on demand:
 //   - FailNextWrites(n): the next n writes fail with IoError and change nothing.
 //   - DropUnsyncedWrites(): forget every write since the last synced one, as a
 //     machine crash would (modelled on LevelDB's fault_injection_test). A

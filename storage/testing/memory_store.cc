@@ -1,4 +1,4 @@
-#include "storage/memory_store.h"
+#include "storage/testing/memory_store.h"
 
 namespace gpool::storage {
 

@@ -1,4 +1,4 @@
-#include "client/fake_client.h"
+#include "client/testing/fake_client.h"
 
 #include <algorithm>
 #include <set>

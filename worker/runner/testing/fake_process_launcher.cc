@@ -1,4 +1,4 @@
-#include "worker/runner/fake_process_launcher.h"
+#include "worker/runner/testing/fake_process_launcher.h"
 
 #include <csignal>
 

@@ -1,0 +1,1 @@
+#include "worker/runner/testing/x.h"
