@@ -28,7 +28,7 @@ bool HasControlOrSpace(std::string_view s) {
 Result<uint16_t> ParsePort(std::string_view text, EndpointUse use) {
   const bool bind = use == EndpointUse::kBind;
   if (bind && text == "*") return uint16_t{0};
-  const Status bad = Status::InvalidArgument(bind ? "expected a port from 0 to 65535, or *"
+  const Status bad = Status::InvalidArgument(bind ? "expected a port from 0 to 65535"
                                                   : "expected a port from 1 to 65535");
   uint32_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -148,22 +148,27 @@ std::string BindableEndpoint(std::string endpoint) {
   return parsed.ok() ? parsed->ZmqAddress() : endpoint;
 }
 
+Result<std::string> ParseConnectEndpoint(std::string_view text, bool default_tcp) {
+  std::string endpoint(text);
+  if (default_tcp && endpoint.find("://") == std::string::npos) endpoint = "tcp://" + endpoint;
+  GPOOL_RETURN_IF_ERROR(Endpoint::Parse(endpoint, EndpointUse::kConnect).status());
+  return endpoint;
+}
+
 Result<std::vector<std::string>> ParseEndpointList(std::string_view list, std::string_view what, bool default_tcp) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
     if (comma == std::string_view::npos) comma = list.size();
-    std::string entry(TrimSpace(list.substr(start, comma - start)));
+    const std::string_view entry = TrimSpace(list.substr(start, comma - start));
     start = comma + 1;
     if (entry.empty()) continue;
-    if (default_tcp && entry.find("://") == std::string::npos) entry = "tcp://" + entry;
-    auto parsed = Endpoint::Parse(entry, EndpointUse::kConnect);
+    auto parsed = ParseConnectEndpoint(entry, default_tcp);
     if (!parsed.ok()) {
       return Status::InvalidArgument(std::string(what) + ": " + Quote(entry) + ": " + parsed.status().message());
     }
-    // As typed (not re-formatted): CurveZMQ server keys are looked up by it.
-    out.push_back(std::move(entry));
+    out.push_back(std::move(parsed).value());
   }
   if (out.empty()) return Status::InvalidArgument(std::string(what) + ": no endpoint given");
   return out;

@@ -69,6 +69,11 @@ Result<uint64_t> ParseReplicaId(std::string_view text);
 // ':0' is accepted too.
 std::string BindableEndpoint(std::string endpoint);
 
+// One endpoint to connect to, as typed (not re-formatted: CurveZMQ server
+// keys are looked up by it), with tcp:// put in front when it has no scheme
+// and `default_tcp`. InvalidArgument with the reason only, as Parse.
+Result<std::string> ParseConnectEndpoint(std::string_view text, bool default_tcp);
+
 // A comma-separated list of endpoints to connect to (spaces around entries
 // ignored, empty entries skipped). With `default_tcp`, an entry without a
 // scheme is taken as tcp:// (HOST:PORT). InvalidArgument naming `what`, the
