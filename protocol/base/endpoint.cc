@@ -87,9 +87,9 @@ std::string Endpoint::HostPort() const { return FormatHostPort(host, port); }
 
 std::string Endpoint::ZmqAddress() const {
   if (scheme != "tcp") return scheme + "://" + host;
-  if (port != 0) return "tcp://" + HostPort();
-  const bool v6 = host.find(':') != std::string::npos;
-  return "tcp://" + (v6 ? "[" + host + "]" : host) + ":*";
+  std::string host_port = HostPort();
+  if (port == 0) host_port.back() = '*';  // "...:0" -> "...:*"
+  return "tcp://" + host_port;
 }
 
 Result<Endpoint> Endpoint::ParseHostPort(std::string_view text, EndpointUse use) {
