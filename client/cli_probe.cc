@@ -31,6 +31,7 @@
 #include "client/format.h"
 #include "client/probe/outliers.h"
 #include "client/probe/probe_line.h"
+#include "protocol/base/endpoint.h"
 #include "protocol/types.h"
 
 namespace gpool::cli {
@@ -292,8 +293,7 @@ int RunProbe(Session& s, const Invocation& inv) {
       auto& t = targets[i];
       t.host = t.node.hostname.empty() ? "127.0.0.1" : t.node.hostname;
       t.port = ports[i];
-      const bool v6 = t.host.find(':') != std::string::npos;
-      ring += (i ? "," : "") + (v6 ? "[" + t.host + "]" : t.host) + ":" + std::to_string(t.port);
+      ring += (i ? "," : "") + FormatHostPort(t.host, t.port);
     }
   }
 

@@ -20,10 +20,6 @@
 namespace gpool {
 namespace {
 
-std::string NormalizeEndpoint(const std::string& endpoint) {
-  return endpoint.find("://") == std::string::npos ? "tcp://" + endpoint : endpoint;
-}
-
 // The real client: a DEALER socket per attempt, lazy-pirate retries.
 class ZmqClient final : public Client {
  public:
@@ -176,15 +172,20 @@ class ZmqClient final : public Client {
 
   void NextEndpoint() { current_ = (current_ + 1) % endpoints_.size(); }
 
-  // Points at `leader` (adding it to the list when it is new).
-  void UseLeader(const std::string& leader) {
-    std::string normalized = NormalizeEndpoint(leader);
+  // Points at `leader` (adding it to the list when it is new). False, and
+  // nothing changed, when the hint is not an endpoint to connect to: a
+  // server's word is not trusted to add junk to the list.
+  bool UseLeader(const std::string& leader) {
+    auto parsed = ParseConnectEndpoint(leader, /*default_tcp=*/true);
+    if (!parsed.ok()) return false;
+    const std::string& normalized = *parsed;
     auto it = std::find(endpoints_.begin(), endpoints_.end(), normalized);
     if (it == endpoints_.end()) {
       endpoints_.push_back(normalized);
       it = endpoints_.end() - 1;
     }
     current_ = static_cast<size_t>(it - endpoints_.begin());
+    return true;
   }
 
   Status OpenSocket() {
@@ -313,10 +314,8 @@ class ZmqClient final : public Client {
         if (status.code() != StatusCode::kNotLeader) return status;
         last = status;
         CloseSocket();
-        if (!error->leader.empty()) {
-          UseLeader(error->leader);
-        } else {
-          // An election may be under way; give it a moment.
+        if (!UseLeader(error->leader)) {
+          // An election may be under way (or the hint is unusable); give it a moment.
           NextEndpoint();
           auto pause = std::min<int64_t>(timeout.count(), int64_t{100} << std::min(attempt, 6));
           std::this_thread::sleep_for(std::chrono::milliseconds(pause));

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "protocol/base/endpoint.h"
+
 namespace gpool::control {
 
 Status WriteEndpointsFile(const std::string& data_dir, const std::vector<std::pair<std::string, std::string>>& ports) {
@@ -25,14 +27,13 @@ Status WriteEndpointsFile(const std::string& data_dir, const std::vector<std::pa
 }
 
 std::string ReachableEndpoint(const std::string& endpoint) {
-  for (const char* wildcard : {"tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"}) {
-    const std::string prefix = wildcard;
-    if (endpoint.rfind(prefix, 0) != 0) continue;
-    char host[256] = {};
-    if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') return endpoint;
-    return "tcp://" + std::string(host) + ":" + endpoint.substr(prefix.size());
-  }
-  return endpoint;
+  auto parsed = Endpoint::Parse(endpoint, EndpointUse::kBind);
+  if (!parsed.ok() || parsed->scheme != "tcp") return endpoint;
+  if (parsed->host != "0.0.0.0" && parsed->host != "*" && parsed->host != "::") return endpoint;
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') return endpoint;
+  parsed->host = host;
+  return parsed->ZmqAddress();
 }
 
 }  // namespace gpool::control

@@ -15,6 +15,7 @@
 #include "control/replication/peer_list.h"
 #include "control/replication/replica_set.h"
 #include "control/snapshot_restore.h"
+#include "protocol/base/endpoint.h"
 #include "protocol/base/fd_limit.h"
 #include "protocol/base/token_file.h"
 #include "protocol/security/keys.h"
@@ -253,6 +254,15 @@ int main(int argc, char** argv) {
     options.data_dir = args["data-dir"].as<std::string>();
     options.client_endpoint = args["client-addr"].as<std::string>();
     options.worker_endpoint = args["worker-addr"].as<std::string>();
+    // Refused here with the reason, instead of by ZeroMQ's bind at startup
+    // (the defaults are fine).
+    for (const char* flag : {"client-addr", "worker-addr", "peer-addr"}) {
+      if (!args.count(flag)) continue;
+      const std::string endpoint = args[flag].as<std::string>();
+      if (gpool::Status valid = gpool::ValidateEndpoint(endpoint, std::string("--") + flag); !valid.ok()) {
+        throw cxxopts::exceptions::exception(valid.message());
+      }
+    }
     options.replica_id = args["id"].as<std::string>();
     options.alerts.queue_wait_ms = args["alert-queue-wait-ms"].as<int64_t>();
     options.alerts.quota_used_pct = args["alert-quota-pct"].as<uint32_t>();

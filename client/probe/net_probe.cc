@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "client/probe/outliers.h"
+#include "protocol/base/endpoint.h"
 
 namespace gpool::probe {
 
@@ -355,10 +356,7 @@ Status ServeLink(int fd, Deadline deadline) {
   return ServeFrames(fd, deadline);
 }
 
-std::string HostPort::ToString() const {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
+std::string HostPort::ToString() const { return FormatHostPort(host, port); }
 
 Result<std::vector<HostPort>> ParseRing(std::string_view text) {
   std::vector<HostPort> ring;
@@ -368,30 +366,13 @@ Result<std::vector<HostPort>> ParseRing(std::string_view text) {
     if (end == std::string_view::npos) end = text.size();
     const std::string_view entry = text.substr(start, end - start);
     start = end + 1;
-    const auto bad = [&](const std::string& why) {
-      return Status::InvalidArgument("--ring: '" + std::string(entry) + "': " + why);
-    };
-    const size_t colon = entry.rfind(':');
-    if (colon == std::string_view::npos || colon == 0) return bad("expected HOST:PORT");
-    std::string_view host = entry.substr(0, colon);
-    const std::string_view port = entry.substr(colon + 1);
-    if (host.front() == '[') {
-      if (host.size() < 3 || host.back() != ']') return bad("expected [IPV6]:PORT");
-      host = host.substr(1, host.size() - 2);
-    } else if (host.find(':') != std::string_view::npos) {
-      return bad("an IPv6 host goes in brackets: [::1]:PORT");
+    // Ring members connect to each other: ports 1-65535, no wildcard host.
+    auto parsed = Endpoint::ParseHostPort(entry, EndpointUse::kConnect);
+    if (!parsed.ok()) {
+      return Status::InvalidArgument("--ring: '" + std::string(entry.substr(0, 128)) + "': " +
+                                     parsed.status().message());
     }
-    uint32_t value = 0;
-    if (port.empty() || port.size() > 5) return bad("expected a port from 1 to 65535");
-    for (char c : port) {
-      if (c < '0' || c > '9') return bad("expected a port from 1 to 65535");
-      value = value * 10 + static_cast<uint32_t>(c - '0');
-    }
-    if (value == 0 || value > 65535) return bad("expected a port from 1 to 65535");
-    for (char c : host) {
-      if (static_cast<unsigned char>(c) <= ' ' || c == '/') return bad("the host has a character hosts do not have");
-    }
-    ring.push_back({std::string(host), static_cast<uint16_t>(value)});
+    ring.push_back({std::move(parsed->host), parsed->port});
     if (end == text.size()) break;
   }
   return ring;

@@ -10,32 +10,30 @@
 #include <cstring>
 #include <utility>
 
+#include "protocol/base/endpoint.h"
+
 namespace gpool::replication {
 namespace {
 
 constexpr size_t kSignatureBytes = 10;
 
-bool SplitTcp(const std::string& endpoint, std::string* host, std::string* port) {
-  constexpr std::string_view kTcp = "tcp://";
-  if (endpoint.rfind(kTcp, 0) != 0) return false;
-  const std::string rest = endpoint.substr(kTcp.size());
-  const size_t colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  *host = rest.substr(0, colon);
-  *port = rest.substr(colon + 1);
-  if (host->size() > 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
-  return true;
-}
-
 }  // namespace
 
 PeerProbe::PeerProbe(std::string endpoint, int64_t now_ms, int64_t timeout_ms)
     : endpoint_(std::move(endpoint)), deadline_ms_(now_ms + timeout_ms) {
-  std::string host, port;
-  if (!SplitTcp(endpoint_, &host, &port)) {
+  // The gateway has checked the address already (ValidateConnectEndpoint);
+  // this refuses what slipped past it instead of handing it to getaddrinfo.
+  auto parsed = Endpoint::Parse(endpoint_, EndpointUse::kConnect);
+  if (!parsed.ok()) {
+    Decide(Status::InvalidArgument("peer address " + endpoint_.substr(0, 128) + ": " + parsed.status().message()));
+    return;
+  }
+  if (parsed->scheme != "tcp") {
     Decide(Status::Ok());  // not a TCP endpoint: nothing to probe
     return;
   }
+  const std::string& host = parsed->host;
+  const std::string port = std::to_string(parsed->port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

@@ -31,9 +31,10 @@ class PeerProbe {
   PeerProbe(const PeerProbe&) = delete;
   PeerProbe& operator=(const PeerProbe&) = delete;
 
-  // nullopt while undecided; then Ok (a ZeroMQ peer answered) or
-  // Unavailable naming the address and why (refused, no greeting, timed
-  // out), and the same verdict on every later call.
+  // nullopt while undecided; then Ok (a ZeroMQ peer answered),
+  // InvalidArgument when `endpoint` is not one to connect to, or Unavailable
+  // naming the address and why (refused, no greeting, timed out), and the
+  // same verdict on every later call.
   std::optional<Status> Poll(int64_t now_ms);
   const std::string& endpoint() const { return endpoint_; }
 

@@ -95,5 +95,14 @@ TEST(PeerProbeTest, OtherTransportsAreNotProbed) {
   EXPECT_TRUE(Verdict(probe).ok());
 }
 
+TEST(PeerProbeTest, AnAddressNotToConnectToFailsAtOnce) {
+  for (const char* bad : {"tcp://h4:0", "tcp://*:7402", "tcp://::1:7402", "udp://h4:7402"}) {
+    PeerProbe probe(bad, Now(), 3000);
+    auto verdict = probe.Poll(Now());
+    ASSERT_TRUE(verdict.has_value()) << bad;
+    EXPECT_EQ(verdict->code(), StatusCode::kInvalidArgument) << bad << ": " << verdict->ToString();
+  }
+}
+
 }  // namespace
 }  // namespace gpool::replication

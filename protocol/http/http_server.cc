@@ -1,9 +1,10 @@
 #include "protocol/http/http_server.h"
 
-#include <charconv>
 #include <thread>
 
 #include <httplib.h>
+
+#include "protocol/base/endpoint.h"
 
 namespace gpool::http {
 
@@ -83,20 +84,15 @@ int HttpStatusOf(StatusCode code) {
 }
 
 Result<std::pair<std::string, int>> ParseHostPort(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
-    return Status::InvalidArgument("HTTP address \"" + address + "\" is not host:port");
-  }
-  std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  int port = -1;
-  const char* first = address.data() + colon + 1;
-  const char* last = address.data() + address.size();
-  auto [end, error] = std::from_chars(first, last, port);
-  if (error != std::errc() || end != last || port < 0 || port > 65535) {
-    return Status::InvalidArgument("HTTP address \"" + address + "\" has no port in 0-65535");
-  }
-  return std::make_pair(host, port);
+  const auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("HTTP address \"" + address.substr(0, 128) + "\": " + why);
+  };
+  auto parsed = Endpoint::ParseHostPort(address, EndpointUse::kBind);
+  if (!parsed.ok()) return bad(parsed.status().message());
+  // ZeroMQ's wildcards mean nothing to httplib: port 0 and 0.0.0.0 / [::] say it.
+  if (parsed->host == "*") return bad("'*' is not a host here; use 0.0.0.0 or [::]");
+  if (address.back() == '*') return bad("expected a port from 0 to 65535");
+  return std::make_pair(parsed->host, static_cast<int>(parsed->port));
 }
 
 struct HttpServer::Impl {
@@ -165,8 +161,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   // would wait forever: return only once it listens.
   while (!server.is_running()) std::this_thread::sleep_for(std::chrono::microseconds(200));
   std::unique_ptr<HttpServer> result(new HttpServer(std::move(impl)));
-  const std::string& host = host_port->first;
-  result->address_ = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  result->address_ = FormatHostPort(host_port->first, static_cast<uint16_t>(port));
   result->port_ = port;
   return result;
 }

@@ -79,7 +79,9 @@ class HttpServer {
   int port_ = 0;
 };
 
-// Splits "host:port" ("[v6]:port" too); InvalidArgument when it is not one.
+// Splits "host:port" ("[v6]:port" too; port 0 binds any free port) with the
+// shared endpoint parser (protocol/base/endpoint.h); InvalidArgument naming
+// the address and the reason when it is not one.
 Result<std::pair<std::string, int>> ParseHostPort(const std::string& address);
 
 }  // namespace gpool::http

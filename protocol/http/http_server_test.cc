@@ -82,7 +82,8 @@ TEST(HttpServerTest, RefusesAnOversizeBody) {
 }
 
 TEST(HttpServerTest, BadAddressesAreTypedErrors) {
-  for (const char* bad : {"", "nohost", "127.0.0.1:", "127.0.0.1:99999", ":80", "127.0.0.1:x"}) {
+  for (const char* bad : {"", "nohost", "127.0.0.1:", "127.0.0.1:99999", ":80", "127.0.0.1:x", "::1:80",
+                          "[::1:80", "*:80", "127.0.0.1:*", "h /x:80"}) {
     HttpServerOptions options;
     options.address = bad;
     auto server = HttpServer::Start(options, [](const HttpRequest&) { return HttpResponse{}; });
@@ -93,6 +94,8 @@ TEST(HttpServerTest, BadAddressesAreTypedErrors) {
   ASSERT_TRUE(v6.ok());
   EXPECT_EQ(v6->first, "::1");
   EXPECT_EQ(v6->second, 8080);
+  EXPECT_EQ(ParseHostPort("127.0.0.1:99999").status().message(),
+            "HTTP address \"127.0.0.1:99999\": expected a port from 0 to 65535");
 }
 
 TEST(HttpServerTest, APortInUseIsUnavailable) {
