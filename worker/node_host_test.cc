@@ -4,7 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "worker/runner/fake_process_launcher.h"
+#include "protocol/base/testing/fake_clock.h"
+#include "worker/runner/testing/fake_process_launcher.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "control/fake_ports.h"
+#include "control/testing/fake_ports.h"
 #include "control/gateway/cluster_endpoint.h"
 #include "control/gateway/exec_endpoint.h"
 #include "control/gateway/jobs_endpoint.h"
