@@ -264,7 +264,7 @@ void Gateway::OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateN
   Status valid = ValidateUpdateNode(msg);
   if (!valid.ok()) return Fail(peer, request_id, valid);
   // A worker key may be enrolled before its node ever registers.
-  if (state_.FindNode(msg.node) == nullptr && msg.op != "worker-key") {
+  if (state_.FindNode(msg.node) == nullptr && msg.op != NodeUpdateOp::kWorkerKey) {
     return Fail(peer, request_id, Status::NotFound("node " + msg.node + " is not registered"));
   }
   if (!msg.queue.empty() && state_.FindQueue(msg.queue) == nullptr) {
@@ -272,7 +272,7 @@ void Gateway::OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateN
                 Status::NotFound("queue '" + msg.queue + "' does not exist (`gpool queue tree` lists the queues)"));
   }
   const std::string name = msg.node;
-  const std::string op = msg.op;
+  const std::string_view op = NameOf(msg.op);
   ProposeAudited(state::UpdateNodeCmd{std::move(msg)}, [this, peer, request_id, name, op](
                                                                const state::ApplyResult& result) {
     if (!result.status.ok()) return Fail(peer, request_id, result.status);
@@ -292,11 +292,9 @@ void Gateway::OnUpdateNode(const std::string& peer, uint64_t request_id, UpdateN
 }
 
 void Gateway::OnReportProbe(const std::string& peer, uint64_t request_id, ReportProbe msg) {
-  // Checked here, at the edge: apply takes what it is given.
+  // Checked here, at the edge: apply takes what it is given (the kind was
+  // checked when the message was decoded).
   constexpr size_t kMaxResults = 100'000;
-  if (msg.kind != "network" && msg.kind != "gpu") {
-    return Fail(peer, request_id, Status::InvalidArgument("kind: '" + msg.kind.substr(0, 32) + "' is not network or gpu"));
-  }
   if (msg.results.size() > kMaxResults) {
     return Fail(peer, request_id, Status::ResourceExhausted("results: at most 100000 nodes per probe"));
   }
@@ -306,8 +304,8 @@ void Gateway::OnReportProbe(const std::string& peer, uint64_t request_id, Report
     }
     if (r.message.size() > 1024) r.message.resize(1024);
   }
-  const std::string kind = msg.kind;
-  ProposeAudited(state::ProbeResultCmd{std::move(msg.kind), std::move(msg.results)},
+  const std::string kind(NameOf(msg.kind));
+  ProposeAudited(state::ProbeResultCmd{msg.kind, std::move(msg.results)},
                     [this, peer, request_id, kind](const state::ApplyResult& result) {
                       if (!result.status.ok()) return Fail(peer, request_id, result.status);
                       ReportProbeReply reply;
@@ -323,25 +321,23 @@ void Gateway::OnUpdateQueue(const std::string& peer, uint64_t request_id, Update
   Status valid = ValidateUpdateQueue(msg);
   if (!valid.ok()) return Fail(peer, request_id, valid);
   const std::string name = msg.spec.name;
-  const std::string op = msg.op;
+  const QueueOp op = msg.op;
   // A delete answers with the queue as it was.
   QueueSummary before = ToQueueSummary(state_, name);
   ProposeAudited(state::UpdateQueueCmd{std::move(msg)}, [this, peer, request_id, name, op, before](
                                                                const state::ApplyResult& result) {
     if (!result.status.ok()) return Fail(peer, request_id, result.status);
-    spdlog::info("queue updated queue={} op={}", name, op);
+    spdlog::info("queue updated queue={} op={}", name, NameOf(op));
     Reply(peer, MakeFrame(request_id, proposer_.epoch(),
-                          UpdateQueueReply{op == "delete" ? before : ToQueueSummary(state_, name)}));
+                          UpdateQueueReply{op == QueueOp::kDelete ? before : ToQueueSummary(state_, name)}));
   });
 }
 
 void Gateway::OnChangeReplicas(const std::string& peer, uint64_t request_id, const ChangeReplicas& msg) {
   Status valid = [&]() -> Status {
-    if (msg.op != "add" && msg.op != "remove") {
-      return Status::InvalidArgument("op: '" + msg.op.substr(0, 32) + "' is neither add nor remove");
-    }
+    // The op is add or remove: decoding refused any other.
     if (msg.replica_id == 0) return Status::InvalidArgument("replica_id: must be a positive integer");
-    if (msg.op == "remove") return Status::Ok();
+    if (msg.op == ReplicaOp::kRemove) return Status::Ok();
     GPOOL_RETURN_IF_ERROR(ValidateConnectEndpoint(msg.peer_address, "peer_address"));
     if (!msg.client_address.empty()) {
       GPOOL_RETURN_IF_ERROR(ValidateConnectEndpoint(msg.client_address, "client_address"));
@@ -352,16 +348,16 @@ void Gateway::OnChangeReplicas(const std::string& peer, uint64_t request_id, con
     return Status::Ok();
   }();
   if (!valid.ok()) return Fail(peer, request_id, valid);
-  spdlog::info("replica change requested op={} replica={} peer={} client={}", msg.op, msg.replica_id,
+  spdlog::info("replica change requested op={} replica={} peer={} client={}", NameOf(msg.op), msg.replica_id,
                msg.peer_address, msg.client_address);
   ProposeApprovedAudit();
   proposer_.ChangeMembership(msg, [this, peer, request_id, msg](Result<ChangeReplicasReply> result) {
     if (!result.ok()) {
-      spdlog::info("replica change refused op={} replica={} error=\"{}\"", msg.op, msg.replica_id,
+      spdlog::info("replica change refused op={} replica={} error=\"{}\"", NameOf(msg.op), msg.replica_id,
                    result.status().ToString());
       return Fail(peer, request_id, result.status());
     }
-    spdlog::info("replica change committed op={} replica={} index={} voters={}", msg.op, msg.replica_id,
+    spdlog::info("replica change committed op={} replica={} index={} voters={}", NameOf(msg.op), msg.replica_id,
                  result->index, result->voters.size());
     Reply(peer, MakeFrame(request_id, proposer_.epoch(), *result));
   });

@@ -75,7 +75,7 @@ class GatewayTest : public ::testing::Test {
     });
   }
   void AddUser(const std::string& name, const std::string& key, std::vector<RoleGrant> roles) {
-    Apply(state::UpdateUserCmd{UpdateUser{"create", UserSpec{name, {key}, 1000, 1000, std::move(roles)}}});
+    Apply(state::UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{name, {key}, 1000, 1000, std::move(roles)}}});
   }
   // The queues root -> ml -> {ml-a, ml-b} and root -> web, and one user per
   // role: root-admin (admin), qa (queue-admin of ml), mem (member of ml-a),
@@ -90,12 +90,12 @@ class GatewayTest : public ::testing::Test {
       QueueSpec spec;
       spec.name = name;
       spec.parent = parent;
-      Apply(state::UpdateQueueCmd{UpdateQueue{"create", spec}});
+      Apply(state::UpdateQueueCmd{UpdateQueue{QueueOp::kCreate, spec}});
     }
-    AddUser("root-admin", kKeyAdmin, {{"admin", ""}});
-    AddUser("qa", kKeyQa, {{"queue-admin", "ml"}});
-    AddUser("mem", kKeyMember, {{"member", "ml-a"}});
-    AddUser("view", kKeyViewer, {{"viewer", ""}});
+    AddUser("root-admin", kKeyAdmin, {{Role::kAdmin, ""}});
+    AddUser("qa", kKeyQa, {{Role::kQueueAdmin, "ml"}});
+    AddUser("mem", kKeyMember, {{Role::kMember, "ml-a"}});
+    AddUser("view", kKeyViewer, {{Role::kViewer, ""}});
   }
 
   static JobSpec OneGpuJob(std::string name = "j") {

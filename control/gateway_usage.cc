@@ -60,7 +60,7 @@ void Gateway::OnUsage(const Request& request, const Envelope& envelope) {
   }
   auto msg = envelope.Body<UpdatePrices>();
   if (!msg.ok()) return Fail(peer, id, msg.status());
-  if (msg->op == "show") {
+  if (msg->op == PricesOp::kShow) {
     if (!Permit(request, Permission::kReadCluster, {}, "prices")) return;
     return AfterBarrier(peer, id, [this, peer, id] {
       UpdatePricesReply reply;
@@ -71,9 +71,7 @@ void Gateway::OnUsage(const Request& request, const Envelope& envelope) {
       Reply(peer, MakeFrame(id, proposer_.epoch(), reply));
     });
   }
-  if (msg->op != "set") {
-    return Fail(peer, id, Status::InvalidArgument("op: '" + msg->op.substr(0, 32) + "' is not one of set, show"));
-  }
+  // What is left is set: decoding refused any op but show and set.
   if (!Permit(request, Permission::kManagePrices, {}, "prices")) return;
   if (Status valid = ValidatePriceTable(msg->table); !valid.ok()) return Fail(peer, id, valid.WithContext("prices"));
   PriceTable table = std::move(msg->table);

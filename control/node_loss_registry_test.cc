@@ -46,7 +46,7 @@ class NodeLossRegistryTest : public ::testing::Test {
     started.node = "n1";
     started.seq = 1;
     started.task = TaskId{JobId(1), 0, 0};
-    started.kind = "started";
+    started.kind = TaskEventKind::kStarted;
     FromWorker("peer-a", started, 0);
   }
 

@@ -55,7 +55,7 @@ class RegistryTest : public ::testing::Test {
     started.node = "n1";
     started.seq = 1;
     started.task = TaskId{JobId(1), 0, 0};
-    started.kind = "started";
+    started.kind = TaskEventKind::kStarted;
     return started;
   }
   void RegisterAndBindOneTask() {
@@ -116,7 +116,7 @@ TEST_F(RegistryTest, SilentNodeGoesNotReadyAndComesBack) {
 // NotReady while it heartbeated.
 TEST_F(RegistryTest, NotReadyCommittedAfterARegistrationIsUndoneByTheNextHeartbeat) {
   FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
-  proposer_.Propose(state::NodeStateCmd{"n1", std::string(ToString(NodeState::kNotReady))}, [](const auto&) {});
+  proposer_.Propose(state::NodeStateCmd{"n1", NodeState::kNotReady}, [](const auto&) {});
   ASSERT_EQ(state_.FindNode("n1")->state, NodeState::kNotReady);
   FromWorker("peer-a", Heartbeat{"n1", {}}, 100);
   EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kReady);

@@ -91,7 +91,7 @@ TEST_F(ClusterStateTest, PlanOnNotReadyNodeOrUnknownGpuIsRejected) {
   Do(RegisterNodeCmd{MakeNode("n1", 2), {}});
   uint64_t job = Submit("a", 1, 1);
   EXPECT_EQ(Do(ApplyPlanCmd{{Bind(job, 0, "n1", {7})}, {}}).binds_applied, 0u);
-  Do(NodeStateCmd{"n1", "NotReady"});
+  Do(NodeStateCmd{"n1", NodeState::kNotReady});
   EXPECT_EQ(Do(ApplyPlanCmd{{Bind(job, 0, "n1", {0})}, {}}).binds_applied, 0u);
 }
 
@@ -321,7 +321,7 @@ TEST_F(ClusterStateTest, CorruptSnapshotIsRejected) {
 UpdateNode Update(const std::string& node, const std::string& op) {
   UpdateNode u;
   u.node = node;
-  u.op = op;
+  u.op = EnumFromName<NodeUpdateOp>(op).value();
   return u;
 }
 
@@ -575,7 +575,7 @@ TEST_F(ClusterStateTest, RefreshedViewMatchesAFreshlyBuiltOne) {
   EXPECT_EQ(view.nodes[0].FreeGpus(), 2u);
   EXPECT_EQ(view.nodes[0].numa[1].cpu_milli_free, 31'000u);
 
-  Do(UpdateNodeCmd{UpdateNode{.node = "n2", .op = "cordon"}});  // n2 changes
+  Do(UpdateNodeCmd{UpdateNode{.node = "n2", .op = NodeUpdateOp::kCordon}});  // n2 changes
   Event(a, 0, "n1", "started");
   state_.RefreshView(view, cursor, 0);
   ExpectSameView(view, state_.BuildView(0));
@@ -610,7 +610,7 @@ TEST(CommandsTest, RoundTripAndRejectGarbage) {
   ASSERT_TRUE(node_update.ok()) << node_update.status().ToString();
   const auto& back = std::get<UpdateNodeCmd>(node_update->body).update;
   EXPECT_EQ(back.node, "n1");
-  EXPECT_EQ(back.op, "label");
+  EXPECT_EQ(back.op, NodeUpdateOp::kLabel);
   EXPECT_EQ(back.labels, update.labels);
   EXPECT_EQ(back.remove_labels, update.remove_labels);
 }

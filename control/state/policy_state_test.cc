@@ -46,7 +46,7 @@ class PolicyStateTest : public ::testing::Test {
     TaskEvent event;
     event.node = node;
     event.task = TaskId{JobId(job), task, attempt};
-    event.kind = "exited";
+    event.kind = TaskEventKind::kExited;
     event.signal = signal;
     return Do(TaskEventCmd{event});
   }
@@ -252,7 +252,7 @@ TEST_F(PolicyStateTest, TheSpecFilesPoolAppliesUntilAnOperatorMovesTheNode) {
   ASSERT_TRUE(Do(RegisterNodeCmd{spec, {}}).status.ok());
   EXPECT_EQ(state_.FindNode("n1")->pool, "exclusive");
   EXPECT_EQ(state_.BuildView().nodes[0].pool_queue, "default");
-  UpdateNode move{.node = "n1", .op = "pool", .pool = "pooled"};
+  UpdateNode move{.node = "n1", .op = NodeUpdateOp::kPool, .pool = "pooled"};
   ASSERT_TRUE(Do(UpdateNodeCmd{move}).status.ok());
   ASSERT_TRUE(Do(RegisterNodeCmd{spec, {}}).status.ok());
   EXPECT_EQ(state_.FindNode("n1")->pool, "pooled") << "a restarted worker undid the operator's move";
@@ -265,10 +265,10 @@ TEST_F(PolicyStateTest, TheSpecFilesPoolAppliesUntilAnOperatorMovesTheNode) {
 
 TEST_F(PolicyStateTest, TaintsAreSetAndRemoved) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 1), {}}).status.ok());
-  UpdateNode taint{.node = "n1", .op = "taint", .taints = {{"maintenance", "true"}}};
+  UpdateNode taint{.node = "n1", .op = NodeUpdateOp::kTaint, .taints = {{"maintenance", "true"}}};
   ASSERT_TRUE(Do(UpdateNodeCmd{taint}).status.ok());
   EXPECT_EQ(state_.BuildView().nodes[0].taints.at("maintenance"), "true");
-  UpdateNode untaint{.node = "n1", .op = "taint", .remove_taints = {"maintenance"}};
+  UpdateNode untaint{.node = "n1", .op = NodeUpdateOp::kTaint, .remove_taints = {"maintenance"}};
   ASSERT_TRUE(Do(UpdateNodeCmd{untaint}).status.ok());
   EXPECT_TRUE(state_.BuildView().nodes[0].taints.empty());
 }

@@ -51,7 +51,7 @@ class UsageStateTest : public ::testing::Test {
     TaskEvent event;
     event.node = node;
     event.task = TaskId{JobId(job), 0, attempt};
-    event.kind = kind;
+    event.kind = EnumFromName<TaskEventKind>(kind).value();
     event.pid = 42;
     event.time_ms = time_ms;
     return event;
@@ -132,7 +132,7 @@ TEST_F(UsageStateTest, ANodeLostIsChargedUpToTheLastCheckpoint) {
   Start(1000, job, "n2", {0});
   ASSERT_TRUE(At(61'000, UsageCheckpointCmd{.keep_records = 100}).status.ok());
   // The node went silent at about 90 s; it is declared lost much later.
-  ASSERT_TRUE(At(100'000, NodeStateCmd{"n2", "NotReady"}).status.ok());
+  ASSERT_TRUE(At(100'000, NodeStateCmd{"n2", NodeState::kNotReady}).status.ok());
   ASSERT_TRUE(At(200'000, NodeLostCmd{"n2", 90'000}).status.ok());
   ASSERT_EQ(Records().size(), 1u);
   const UsageRecord& r = Records().front();
@@ -146,7 +146,7 @@ TEST_F(UsageStateTest, ALostTaskThatRestartsLeavesARecordPerAttempt) {
   const uint64_t job = Submit(1, "alice", RestartSpec{.policy = "on-node-loss", .max_attempts = 3});
   Start(1000, job, "n2", {0});
   ASSERT_TRUE(At(31'000, UsageCheckpointCmd{.keep_records = 100}).status.ok());
-  ASSERT_TRUE(At(40'000, NodeStateCmd{"n2", "NotReady"}).status.ok());
+  ASSERT_TRUE(At(40'000, NodeStateCmd{"n2", NodeState::kNotReady}).status.ok());
   ASSERT_TRUE(At(100'000, NodeLostCmd{"n2", 35'000}).status.ok());
   ASSERT_EQ(state_.FindJob(JobId(job))->tasks[0].id.attempt, 1u);
   PlanBind bind{JobId(job), 0, "n1", {0}, 2000, 1024};

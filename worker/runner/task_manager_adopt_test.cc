@@ -106,7 +106,7 @@ TEST_F(TaskManagerAdoptTest, ARunningTaskIsAdoptedWithItsPidAndItsLaterExitIsRep
   tm->Poll();
   auto events = Events(*tm);
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "exited");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kExited);
   EXPECT_EQ(events[0].pid, pid);
   EXPECT_EQ(events[0].exit_code, 0);
   EXPECT_EQ(tm->Reports().at(0).state, "Succeeded");
@@ -146,7 +146,7 @@ TEST_F(TaskManagerAdoptTest, AnExitWhileTheWorkerWasAwayIsReportedWithItsReason)
   EXPECT_EQ(reports[0].signal, SIGKILL);
   auto events = Events(*tm);
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "lost");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kLost);
   EXPECT_NE(events[0].message.find("node lease expired"), std::string::npos) << events[0].message;
   EXPECT_TRUE(tm->Idle());
 }
@@ -161,7 +161,7 @@ TEST_F(TaskManagerAdoptTest, ATaskLostWithItsSupervisorIsReportedLostNotSilently
   EXPECT_EQ(reports[0].state, "Lost");
   auto events = Events(*tm);
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "lost");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kLost);
   EXPECT_EQ(events[0].exit_code, 255);
   EXPECT_NE(events[0].message.find("lost with its supervisor"), std::string::npos) << events[0].message;
 }

@@ -76,7 +76,7 @@ TEST_F(TaskManagerRgpuTest, ASessionRunsItsServerWithAPortAKeyAndTheOwnersKeyOnl
   auto keys = security::ReadSecretKeyFile(KeyFile(1));
   ASSERT_TRUE(keys.ok()) << keys.status().ToString();
   const TaskEvent& started = tm->Outbox().begin()->second;
-  EXPECT_EQ(started.kind, "started");
+  EXPECT_EQ(started.kind, TaskEventKind::kStarted);
   EXPECT_EQ(started.rgpu_endpoint, argv[2]);
   EXPECT_EQ(started.rgpu_server_key, keys->public_key);
   // It goes with the attempt.
@@ -129,7 +129,7 @@ TEST_F(TaskManagerRgpuTest, ANodeWithoutASessionServerFailsTheSessionSayingWhy) 
   tm->Poll();
   EXPECT_TRUE(launcher.launched().empty());
   const TaskEvent& failed = tm->Outbox().begin()->second;
-  EXPECT_EQ(failed.kind, "failed");
+  EXPECT_EQ(failed.kind, TaskEventKind::kFailed);
   EXPECT_NE(failed.message.find("no rGPU session server"), std::string::npos) << failed.message;
 }
 

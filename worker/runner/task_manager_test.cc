@@ -127,7 +127,7 @@ TEST_F(TaskManagerTest, BindStartsOnNextPollWithEnvironmentAndLog) {
   auto events = Events();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].seq, 1u);
-  EXPECT_EQ(events[0].kind, "started");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kStarted);
   EXPECT_EQ(events[0].node, "n1");
   EXPECT_EQ(events[0].pid, launcher_.launched()[0].pid);
   EXPECT_EQ(events[0].time_ms, clock_.WallMs());
@@ -146,7 +146,7 @@ TEST_F(TaskManagerTest, GoneMigInstanceFailsTheStartWithAMessage) {
   EXPECT_TRUE(launcher_.launched().empty());
   auto events = Events();
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "failed");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kFailed);
   EXPECT_EQ(events[0].exit_code, 127);
   EXPECT_NE(events[0].message.find("GPU 2 (GPU-n1-2) has MIG off"), std::string::npos) << events[0].message;
   EXPECT_NE(testing::ReadFile(dir_.path() + "/tasks/21.0.0.log").find("gpool-worker: task not started: GPU 2"),
@@ -257,9 +257,9 @@ TEST_F(TaskManagerTest, ExitEventsAndReports) {
   tm_->Poll();
   auto events = Events();
   ASSERT_EQ(events.size(), 4u);
-  EXPECT_EQ(events[2].kind, "exited");
+  EXPECT_EQ(events[2].kind, TaskEventKind::kExited);
   EXPECT_EQ(events[2].exit_code, 0);
-  EXPECT_EQ(events[3].kind, "exited");
+  EXPECT_EQ(events[3].kind, TaskEventKind::kExited);
   EXPECT_EQ(events[3].exit_code, 3);
   EXPECT_EQ(events[3].signal, 0);
   EXPECT_EQ(events[3].pid, pid1);
@@ -314,7 +314,7 @@ TEST_F(TaskManagerTest, PreemptSendsSigtermThenSigkillAfterGrace) {
   tm_->Poll();  // reaps
   auto events = Events();
   ASSERT_EQ(events.size(), 2u);
-  EXPECT_EQ(events[1].kind, "exited");
+  EXPECT_EQ(events[1].kind, TaskEventKind::kExited);
   EXPECT_EQ(events[1].signal, SIGKILL);
   EXPECT_EQ(events[1].exit_code, 128 + SIGKILL);
   ASSERT_EQ(tm_->Reports().size(), 1u);
@@ -344,7 +344,7 @@ TEST_F(TaskManagerTest, TombstoneBlocksLateBind) {
   tm_->Preempt(MakePreempt(7, 0, 1000));
   auto events = Events();
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "exited");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kExited);
   EXPECT_EQ(events[0].signal, SIGTERM);
   ASSERT_TRUE(tm_->Bind(MakeBind(7, 0)).ok()) << "a late bind is accepted...";
   tm_->Poll();
@@ -362,7 +362,7 @@ TEST_F(TaskManagerTest, PreemptBeforeStartCancels) {
   EXPECT_TRUE(tm_->Idle());
   auto events = Events();
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "exited");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kExited);
 }
 
 TEST_F(TaskManagerTest, LaunchFailureIsAFailedEvent) {
@@ -371,7 +371,7 @@ TEST_F(TaskManagerTest, LaunchFailureIsAFailedEvent) {
   tm_->Poll();
   auto events = Events();
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "failed");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kFailed);
   EXPECT_EQ(events[0].exit_code, 127);
   EXPECT_EQ(events[0].message, "cannot run 'nope': No such file or directory");
   ASSERT_EQ(tm_->Reports().size(), 1u);
