@@ -20,7 +20,7 @@ Gateway::Gateway(const GatewayOptions& options, const state::ClusterState& state
       relay_(relay),
       outbox_(outbox),
       proposer_(proposer),
-      configured_admin_{"admin", {options.admin_key}, -1, -1, {RoleGrant{"admin", ""}}} {}
+      configured_admin_{"admin", {options.admin_key}, -1, -1, {RoleGrant{Role::kAdmin, ""}}} {}
 
 void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t now_ms, const Principal& principal) {
   const uint64_t epoch = proposer_.epoch();
@@ -129,8 +129,8 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
       // there, and where one goes (a create's or a move's parent), so no
       // queue leaves the subtree or is raised to the admin's own level.
       const std::string what = "queue " + msg->spec.name;
-      if (msg->op != "create" && !Permit(request, Permission::kManageQueue, Target{"", msg->spec.name}, what)) return;
-      if (msg->op != "delete" && !Permit(request, Permission::kPlaceQueue, Target{"", msg->spec.parent}, what)) return;
+      if (msg->op != QueueOp::kCreate && !Permit(request, Permission::kManageQueue, Target{"", msg->spec.name}, what)) return;
+      if (msg->op != QueueOp::kDelete && !Permit(request, Permission::kPlaceQueue, Target{"", msg->spec.parent}, what)) return;
       return OnUpdateQueue(peer, id, std::move(msg).value());
     }
     case MessageType::kListQueues:
@@ -157,7 +157,7 @@ void Gateway::OnFrame(const std::string& peer, std::string_view bytes, int64_t n
     case MessageType::kReportProbe: {
       auto msg = envelope->Body<ReportProbe>();
       if (!msg.ok()) return fail(msg.status());
-      if (!Permit(request, Permission::kReportProbe, {}, "probe " + msg->kind.substr(0, 32))) return;
+      if (!Permit(request, Permission::kReportProbe, {}, "probe " + std::string(NameOf(msg->kind)))) return;
       return OnReportProbe(peer, id, std::move(msg).value());
     }
     case MessageType::kExecStart:

@@ -210,7 +210,7 @@ void Gateway::OnUsers(const Request& request, const Envelope& envelope) {
       // The caller's own key becomes the admin's: bootstrap names nobody else.
       admin.keys.clear();
       if (!request.actor.key.empty()) admin.keys.push_back(request.actor.key);
-      admin.roles = {RoleGrant{"admin", ""}};
+      admin.roles = {RoleGrant{Role::kAdmin, ""}};
       if (Status valid = ValidateUserSpec(admin); !valid.ok()) return Fail(peer, id, valid.WithContext("admin"));
       if (state_.HasAdmin()) {
         return Fail(peer, id, Status::FailedPrecondition("the cluster already has an admin (bootstrap runs once)"));
@@ -232,7 +232,7 @@ void Gateway::OnUsers(const Request& request, const Envelope& envelope) {
       const std::string name = msg->spec.name;
       const UserSpec* existing = state_.FindUser(name);
       UserSpec before = existing ? *existing : UserSpec{name};
-      const std::string op = msg->op;
+      const std::string_view op = NameOf(msg->op);
       ProposeAudited(state::UpdateUserCmd{std::move(msg).value()},
                         [this, peer, id, name, op, before](const state::ApplyResult& result) {
                           if (!result.status.ok()) return Fail(peer, id, result.status);

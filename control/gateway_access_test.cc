@@ -84,7 +84,7 @@ TEST_F(GatewayAccessTest, PermissionMatrixHasNoUnexpectedAllow) {
     QueueSpec spec;
     spec.name = name;
     spec.parent = parent;
-    return UpdateQueue{op, spec};
+    return UpdateQueue{EnumFromName<QueueOp>(op).value(), spec};
   };
   const uint64_t own = own_job_, other = other_job_, far = far_job_;
   const std::vector<Case> cases = {
@@ -133,7 +133,7 @@ TEST_F(GatewayAccessTest, PermissionMatrixHasNoUnexpectedAllow) {
        {true, false, false, false, false, false}},
       {"report a probe", [](auto& t, auto& p) { t.SendAs(p, ReportProbe{ProbeKind::kGpu, {}}); },
        {true, false, false, false, false, false}},
-      {"change replicas", [](auto& t, auto& p) { t.SendAs(p, ChangeReplicas{"remove", 9}); },
+      {"change replicas", [](auto& t, auto& p) { t.SendAs(p, ChangeReplicas{ReplicaOp::kRemove, 9}); },
        {true, false, false, false, false, false}},
       {"create a user",
        [](auto& t, auto& p) { t.SendAs(p, UpdateUser{UserOp::kCreate, UserSpec{"new-" + p.name, {}, -1, -1, {}}}); },

@@ -14,6 +14,20 @@
 
 namespace gpool::control {
 
+// A body as a peer that spells `op` freely would send it: a string where
+// this build has an enum, so tests can send a name the decoder must refuse.
+template <MessageType Type>
+struct RawOpBody {
+  static constexpr MessageType kType = Type;
+  std::string node;  // written only when set (UpdateNode's first field)
+  std::string op;
+  template <typename V>
+  void Fields(V& v) {
+    if (!node.empty()) v.Required("node", node);
+    v.Required("op", op);
+  }
+};
+
 class GatewayTest : public ::testing::Test {
  protected:
   GatewayTest() { Rebuild(GatewayOptions{.replica_id = "c-1", .client_address = "tcp://127.0.0.1:7400"}); }

@@ -199,8 +199,9 @@ TEST_F(GatewayTest, NodeUpdatesAreValidatedThenCommitted) {
   Send(UpdateNode{.node = "n1", .op = NodeUpdateOp::kCordon});
   EXPECT_EQ(LastError(), "NotFound");
   RunOneTaskOnN1();
-  Send(UpdateNode{.node = "n1", .op = "explode"});
+  Send(RawOpBody<MessageType::kUpdateNode>{.node = "n1", .op = "explode"});
   EXPECT_EQ(LastError(), "InvalidArgument");
+  EXPECT_FALSE(state_.FindNode("n1")->cordoned);
   Send(UpdateNode{.node = "n1", .op = NodeUpdateOp::kCordon});
   EXPECT_TRUE(LastAs<UpdateNodeReply>().node.cordoned);
   EXPECT_TRUE(state_.FindNode("n1")->cordoned);
@@ -218,7 +219,7 @@ TEST_F(GatewayTest, BadNodeUpdatesAreRefusedBeforeTheLog) {
   UpdateNode both{.node = "n1", .op = NodeUpdateOp::kLabel, .labels = {{"team", "x"}}, .remove_labels = {"team"}};
   for (const UpdateNode& bad : {pool, empty, bad_key, bad_value, both}) {
     Send(bad);
-    EXPECT_EQ(LastError(), "InvalidArgument") << bad.op;
+    EXPECT_EQ(LastError(), "InvalidArgument") << NameOf(bad.op);
   }
   EXPECT_TRUE(proposer_.proposed().empty());
   EXPECT_EQ(state_.FindNode("n1")->pool, "public");
@@ -352,7 +353,7 @@ TEST_F(GatewayTest, QueuesAreCreatedListedAndExplained) {
 }
 
 TEST_F(GatewayTest, ReplicaChangesAreValidatedAndASingleReplicaRefusesThem) {
-  Send(ChangeReplicas{.op = "grow", .replica_id = 2});
+  Send(RawOpBody<MessageType::kChangeReplicas>{.op = "grow"});
   EXPECT_EQ(LastError(), "InvalidArgument");
   Send(ChangeReplicas{.op = ReplicaOp::kAdd, .replica_id = 0, .peer_address = "tcp://h:7402"});
   EXPECT_EQ(LastError(), "InvalidArgument");

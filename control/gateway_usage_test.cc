@@ -113,7 +113,7 @@ TEST_F(GatewayUsageTest, OnlyAdminsSetPricesAndEveryoneReadsThem) {
   ASSERT_TRUE(shown.set);
   EXPECT_EQ(shown.table.currency, "EUR");
   EXPECT_EQ(shown.table.pool_permille.at("exclusive"), 1300u);
-  SendAs(As("view", kKeyViewer), UpdatePrices{"drop", {}});
+  SendAs(As("view", kKeyViewer), RawOpBody<MessageType::kUpdatePrices>{.op = "drop"});
   EXPECT_EQ(LastError(), "InvalidArgument");
 }
 

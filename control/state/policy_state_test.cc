@@ -36,7 +36,9 @@ class PolicyStateTest : public ::testing::Test {
   ApplyResult Do(CommandBody body) {
     return state_.Apply(++index_, Command{static_cast<int64_t>(1000 * index_), std::move(body)});
   }
-  ApplyResult QueueOp(const std::string& op, QueueSpec spec) { return Do(UpdateQueueCmd{UpdateQueue{op, std::move(spec)}}); }
+  ApplyResult QueueOp(const std::string& op, QueueSpec spec) {
+    return Do(UpdateQueueCmd{UpdateQueue{EnumFromName<gpool::QueueOp>(op).value(), std::move(spec)}});
+  }
   uint64_t Submit(JobSpec spec) {
     ApplyResult r = Do(SubmitJobCmd{std::move(spec), ""});
     EXPECT_TRUE(r.status.ok()) << r.status.ToString();
@@ -74,7 +76,6 @@ TEST_F(PolicyStateTest, QueueTreeRulesAreEnforcedAndBadChangesChangeNothing) {
   EXPECT_EQ(QueueOp("create", Queue("p3", "org", {}, {}, {{"gpu", 2}})).status.code(), StatusCode::kFailedPrecondition);
   // (A queue's own rules, capability >= deserved and known resources, are the
   // gateway's: GatewayTest.BadQueueSpecsAreRefusedBeforeTheLog.)
-  EXPECT_EQ(QueueOp("frobnicate", Queue("p4", "org")).status.code(), StatusCode::kInvalidArgument);
   // Shrinking the parent below a child's capability is refused too.
   EXPECT_EQ(QueueOp("update", Queue("org", "root", {{"gpu", 4}}, {{"gpu", 4}}, {{"gpu", 4}})).status.code(),
             StatusCode::kFailedPrecondition);

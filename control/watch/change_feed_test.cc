@@ -83,9 +83,9 @@ state::CommandBody RandomCommand(topology::Lcg& rng, const state::ClusterState& 
       TaskEvent event;
       event.node = task->node;
       event.task = task->id;
-      const char* kinds[] = {"started", "exited", "failed"};
-      event.kind = task->state == TaskState::kBound ? "started" : kinds[rng.Below(3)];
-      event.exit_code = event.kind == "failed" ? 1 : 0;
+      const TaskEventKind kinds[] = {TaskEventKind::kStarted, TaskEventKind::kExited, TaskEventKind::kFailed};
+      event.kind = task->state == TaskState::kBound ? TaskEventKind::kStarted : kinds[rng.Below(3)];
+      event.exit_code = event.kind == TaskEventKind::kFailed ? 1 : 0;
       event.pid = 100;
       return state::TaskEventCmd{event};
     }
