@@ -457,7 +457,7 @@ Result<ListUsersReply> FakeClient::ListUsers() {
 Result<UpdateUserReply> FakeClient::Bootstrap(const gpool::Bootstrap& request) {
   if (auto failure = TakeFailure()) return *failure;
   UserSpec admin = request.admin;
-  admin.roles = {RoleGrant{"admin", ""}};
+  admin.roles = {RoleGrant{Role::kAdmin, ""}};
   cluster_->users[admin.name] = admin;
   return UpdateUserReply{admin};
 }

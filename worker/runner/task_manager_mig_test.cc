@@ -118,7 +118,7 @@ TEST_F(TaskManagerMigTest, DestroyFailureIsLoggedNotFatal) {
   launcher_.Exit(launcher_.launched()[0].pid, 1);
   tm_->Poll();
   EXPECT_TRUE(log_.Contains("mig instance not destroyed"));
-  EXPECT_EQ(tm_->Reports().at(0).state, "Failed");
+  EXPECT_EQ(tm_->Reports().at(0).state, TaskState::kFailed);
 }
 
 TEST(SimulatedMigManagerTest, NamesTheInstanceAndDestroysNothing) {

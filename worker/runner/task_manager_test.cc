@@ -151,7 +151,7 @@ TEST_F(TaskManagerTest, GoneMigInstanceFailsTheStartWithAMessage) {
   EXPECT_NE(events[0].message.find("GPU 2 (GPU-n1-2) has MIG off"), std::string::npos) << events[0].message;
   EXPECT_NE(testing::ReadFile(dir_.path() + "/tasks/21.0.0.log").find("gpool-worker: task not started: GPU 2"),
             std::string::npos);
-  EXPECT_EQ(tm_->Reports().at(0).state, "Failed");
+  EXPECT_EQ(tm_->Reports().at(0).state, TaskState::kFailed);
   EXPECT_TRUE(tm_->Idle());
   EXPECT_TRUE(log_.Contains("task failed to start task=21.0"));
 }
@@ -249,7 +249,7 @@ TEST_F(TaskManagerTest, ExitEventsAndReports) {
   const int64_t pid1 = launcher_.launched()[1].pid;
   auto reports = tm_->Reports();
   ASSERT_EQ(reports.size(), 2u);
-  EXPECT_EQ(reports[0].state, "Running");
+  EXPECT_EQ(reports[0].state, TaskState::kRunning);
   EXPECT_EQ(reports[0].pid, pid0);
 
   launcher_.Exit(pid0, 0);
@@ -267,8 +267,8 @@ TEST_F(TaskManagerTest, ExitEventsAndReports) {
 
   reports = tm_->Reports();
   ASSERT_EQ(reports.size(), 2u);
-  EXPECT_EQ(reports[0].state, "Succeeded");
-  EXPECT_EQ(reports[1].state, "Failed");
+  EXPECT_EQ(reports[0].state, TaskState::kSucceeded);
+  EXPECT_EQ(reports[1].state, TaskState::kFailed);
   EXPECT_EQ(reports[1].exit_code, 3);
   EXPECT_TRUE(tm_->Running().empty());
   EXPECT_TRUE(tm_->Idle());
@@ -318,7 +318,7 @@ TEST_F(TaskManagerTest, PreemptSendsSigtermThenSigkillAfterGrace) {
   EXPECT_EQ(events[1].signal, SIGKILL);
   EXPECT_EQ(events[1].exit_code, 128 + SIGKILL);
   ASSERT_EQ(tm_->Reports().size(), 1u);
-  EXPECT_EQ(tm_->Reports()[0].state, "Cancelled");
+  EXPECT_EQ(tm_->Reports()[0].state, TaskState::kCancelled);
   clock_.Advance(100'000);
   tm_->Poll();
   EXPECT_EQ(launcher_.signals().size(), 2u) << "SIGKILL is sent once";
@@ -351,7 +351,7 @@ TEST_F(TaskManagerTest, TombstoneBlocksLateBind) {
   EXPECT_TRUE(launcher_.launched().empty()) << "...but never run";
   EXPECT_EQ(tm_->Outbox().size(), 1u);
   ASSERT_EQ(tm_->Reports().size(), 1u);
-  EXPECT_EQ(tm_->Reports()[0].state, "Cancelled");
+  EXPECT_EQ(tm_->Reports()[0].state, TaskState::kCancelled);
 }
 
 TEST_F(TaskManagerTest, PreemptBeforeStartCancels) {
@@ -375,7 +375,7 @@ TEST_F(TaskManagerTest, LaunchFailureIsAFailedEvent) {
   EXPECT_EQ(events[0].exit_code, 127);
   EXPECT_EQ(events[0].message, "cannot run 'nope': No such file or directory");
   ASSERT_EQ(tm_->Reports().size(), 1u);
-  EXPECT_EQ(tm_->Reports()[0].state, "Failed");
+  EXPECT_EQ(tm_->Reports()[0].state, TaskState::kFailed);
   EXPECT_TRUE(tm_->Idle());
 }
 
