@@ -350,7 +350,7 @@ void AnswerWorkerFrames(std::vector<std::pair<std::string, std::string>> frames,
     event.node = node;
     event.seq = ++seq;
     event.task = bind->task;
-    event.kind = "started";
+    event.kind = TaskEventKind::kStarted;
     event.pid = static_cast<int64_t>(10'000 + seq);
     event.time_ms = wall_ms;
     replies.emplace_back(peer, Frame(seq, node, event));

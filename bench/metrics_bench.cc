@@ -89,7 +89,7 @@ class StateBuilder {
       TaskEvent event;
       event.node = "node-" + std::to_string((t - 1) / 8);
       event.task = TaskId{JobId(t), 0, 0};
-      event.kind = "started";
+      event.kind = TaskEventKind::kStarted;
       event.pid = static_cast<int64_t>(t + 1000);
       Do(state::TaskEventCmd{event});
     }

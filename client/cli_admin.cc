@@ -54,7 +54,7 @@ int RunReplicaChange(Session& s, const Invocation& inv, const std::string& op) {
   auto id = ParseReplicaId(inv.positionals[2]);
   if (!id.ok()) return s.Fail(id.status());
   gpool::ChangeReplicas request;
-  request.op = op;
+  request.op = add ? ReplicaOp::kAdd : ReplicaOp::kRemove;
   request.replica_id = *id;
   request.force = f.count("force") > 0;
   if (add) {

@@ -26,7 +26,7 @@ TEST_F(CliTest, AdminReplicaAddSendsTheRequestAndPrintsTheVoters) {
   EXPECT_EQ(err_.str(), "");
   ASSERT_EQ(cluster_->replica_changes.size(), 1u);
   const ChangeReplicas& request = cluster_->replica_changes[0];
-  EXPECT_EQ(request.op, "add");
+  EXPECT_EQ(request.op, ReplicaOp::kAdd);
   EXPECT_EQ(request.replica_id, 4u);
   EXPECT_EQ(request.peer_address, "tcp://10.0.0.4:7402");
   EXPECT_EQ(request.client_address, "tcp://10.0.0.4:7400");
@@ -56,7 +56,7 @@ TEST_F(CliTest, AdminReplicaRemove) {
   ASSERT_EQ(Run({"admin", "replica", "remove", "2"}), kExitOk) << err_.str();
   EXPECT_EQ(out_.str(), "replica 2 removed; voters now 1, 3 (committed at index 58)\n");
   ASSERT_EQ(cluster_->replica_changes.size(), 1u);
-  EXPECT_EQ(cluster_->replica_changes[0].op, "remove");
+  EXPECT_EQ(cluster_->replica_changes[0].op, ReplicaOp::kRemove);
   EXPECT_EQ(cluster_->replica_changes[0].replica_id, 2u);
   EXPECT_EQ(cluster_->replica_changes[0].peer_address, "");
   EXPECT_EQ(cluster_->replica_changes[0].client_address, "");

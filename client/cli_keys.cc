@@ -53,7 +53,7 @@ int RunAdminNodeEnrol(Session& s, const Invocation& inv) {
   if (!key.ok()) return s.Fail(key.status().WithContext("--node-key"));
   gpool::UpdateNode request;
   request.node = p[2];
-  request.op = "worker-key";
+  request.op = NodeUpdateOp::kWorkerKey;
   request.key = *key;
   auto client = s.client();
   if (!client.ok()) return s.Fail(client.status());

@@ -106,7 +106,7 @@ TEST_F(CliKeysTest, NodeEnrolSendsTheNewKey) {
   ASSERT_FALSE(cluster_->node_updates.empty()) << err_.str();
   const UpdateNode& update = cluster_->node_updates.back();
   EXPECT_EQ(update.node, "n1");
-  EXPECT_EQ(update.op, "worker-key");
+  EXPECT_EQ(update.op, NodeUpdateOp::kWorkerKey);
   EXPECT_EQ(update.key, *security::ReadPublicKeyFile(Path("node-new.pub")));
   EXPECT_EQ(code, kExitOk) << err_.str();
   EXPECT_NE(Run({"admin", "node", "enrol", "n1"}), kExitOk);

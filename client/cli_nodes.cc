@@ -92,7 +92,7 @@ int RunNode(Session& s, const Invocation& inv) {
 
   gpool::UpdateNode request;
   request.node = p[1];
-  request.op = op;
+  request.op = *EnumFromName<NodeUpdateOp>(op);  // the subcommands are the wire names, checked above
   if (op == "cordon" || op == "uncordon") {
     if (p.size() > 2) return s.Usage("node " + op + ": expected one node NAME, got " + std::to_string(p.size() - 1) +
                                      " arguments" + usage_hint);

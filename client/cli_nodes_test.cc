@@ -51,7 +51,7 @@ TEST_F(NodeCliTest, CordonAndUncordon) {
   EXPECT_EQ(err_.str(), "");
   ASSERT_EQ(cluster_->node_updates.size(), 1u);
   EXPECT_EQ(cluster_->node_updates[0].node, "node-0");
-  EXPECT_EQ(cluster_->node_updates[0].op, "cordon");
+  EXPECT_EQ(cluster_->node_updates[0].op, NodeUpdateOp::kCordon);
   EXPECT_TRUE(cluster_->node_updates[0].labels.empty());
   EXPECT_TRUE(cluster_->node_updates[0].remove_labels.empty());
   EXPECT_EQ(cluster_->node_updates[0].pool, "");
@@ -69,7 +69,7 @@ TEST_F(NodeCliTest, CordonAndUncordon) {
 
   ASSERT_EQ(Run({"node", "uncordon", "node-0"}), kExitOk) << err_.str();
   EXPECT_EQ(out_.str(), "node node-0 uncordoned\n");
-  EXPECT_EQ(cluster_->node_updates.back().op, "uncordon");
+  EXPECT_EQ(cluster_->node_updates.back().op, NodeUpdateOp::kUncordon);
   EXPECT_FALSE(Node(0).cordoned);
   EXPECT_EQ(Node(0).state, "Ready");
 
@@ -103,7 +103,7 @@ TEST_F(NodeCliTest, LabelSetsAndRemovesAndPrintsAllLabelsSorted) {
   ASSERT_EQ(cluster_->node_updates.size(), 1u);
   const UpdateNode& request = cluster_->node_updates[0];
   EXPECT_EQ(request.node, "node-0");
-  EXPECT_EQ(request.op, "label");
+  EXPECT_EQ(request.op, NodeUpdateOp::kLabel);
   EXPECT_EQ(request.labels, (std::map<std::string, std::string>{{"team", "vision"}, {"zone", ""}}));
   EXPECT_EQ(request.remove_labels, (std::vector<std::string>{"old"}));
   EXPECT_EQ(request.pool, "");
@@ -147,7 +147,7 @@ TEST_F(NodeCliTest, Pool) {
   for (const char* pool : {"exclusive", "pooled", "public"}) {
     ASSERT_EQ(Run({"node", "pool", "node-1", pool}), kExitOk) << err_.str();
     EXPECT_EQ(out_.str(), std::string("node node-1 moved to pool ") + pool + "\n");
-    EXPECT_EQ(cluster_->node_updates.back().op, "pool");
+    EXPECT_EQ(cluster_->node_updates.back().op, NodeUpdateOp::kPool);
     EXPECT_EQ(cluster_->node_updates.back().pool, pool);
     EXPECT_EQ(Node(1).pool, pool);
   }
@@ -463,7 +463,7 @@ TEST_F(NodeCliTest, TaintSetsAndRemovesAndPrintsAllTaintsSorted) {
   ASSERT_EQ(cluster_->node_updates.size(), 1u);
   const UpdateNode& request = cluster_->node_updates[0];
   EXPECT_EQ(request.node, "node-0");
-  EXPECT_EQ(request.op, "taint");
+  EXPECT_EQ(request.op, NodeUpdateOp::kTaint);
   EXPECT_EQ(request.taints, (std::map<std::string, std::string>{{"dedicated", "ml"}, {"maint", ""}}));
   EXPECT_TRUE(request.remove_taints.empty());
   EXPECT_TRUE(request.labels.empty());

@@ -374,7 +374,7 @@ int RunProbe(Session& s, const Invocation& inv) {
   }
   const probe::OutlierVerdict verdict = probe::FlagSlow(values, rule);
   ReportProbe report;
-  report.kind = kind;
+  report.kind = kind == "gpu" ? ProbeKind::kGpu : ProbeKind::kNetwork;  // checked by RunProbe
   for (size_t i = 0; i < measured.size(); ++i) {
     ProbeResult r;
     r.node = measured[i]->node.name;

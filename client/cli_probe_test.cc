@@ -97,7 +97,7 @@ TEST_F(ProbeCliTest, NetworkRingFlagsTheSlowNodeAndReportsEveryMeasuredNode) {
 
   ASSERT_EQ(cluster_->probe_reports.size(), 1u);
   const ReportProbe& report = cluster_->probe_reports[0];
-  EXPECT_EQ(report.kind, "network");
+  EXPECT_EQ(report.kind, ProbeKind::kNetwork);
   ASSERT_EQ(report.results.size(), 4u);
   for (const auto& r : report.results) {
     EXPECT_EQ(r.slow, r.node == "node-3") << r.node;
@@ -173,7 +173,7 @@ TEST_F(ProbeCliTest, GpuAsksForOneGpuPerNodeAndNoDriverIsNotMeasured) {
   EXPECT_EQ(cluster_->submits[0].spec.tasks[0].command[1], "gpu");
   EXPECT_EQ(cluster_->submits[0].spec.name, "probe-gpu");
   ASSERT_EQ(cluster_->probe_reports.size(), 1u);
-  EXPECT_EQ(cluster_->probe_reports[0].kind, "gpu");
+  EXPECT_EQ(cluster_->probe_reports[0].kind, ProbeKind::kGpu);
   EXPECT_EQ(cluster_->probe_reports[0].results.size(), 3u);
   EXPECT_NE(Row("node-3").find("not measured: no CUDA driver"), std::string::npos) << out_.str();
   EXPECT_NE(Row("node-0").find("1 GPU"), std::string::npos) << out_.str();

@@ -123,7 +123,7 @@ int RunQueue(Session& s, const Invocation& inv) {
   }
 
   gpool::UpdateQueue request;
-  request.op = op;
+  request.op = *EnumFromName<QueueOp>(op);  // create, update or delete (tree returned above)
   request.spec.name = p[1];
   if (inv.flags.count("parent")) request.spec.parent = inv.flags["parent"].as<std::string>();
   if (Status parsed = ApplyQuotaFlags(inv, request.spec); !parsed.ok()) return s.Fail(parsed);

@@ -95,7 +95,7 @@ TEST_F(QueueCliTest, CreateSendsTheSpecAndPrintsItsQuotas) {
   EXPECT_EQ(err_.str(), "");
   ASSERT_EQ(cluster_->queue_updates.size(), 1u);
   const UpdateQueue& request = cluster_->queue_updates[0];
-  EXPECT_EQ(request.op, "create");
+  EXPECT_EQ(request.op, QueueOp::kCreate);
   EXPECT_EQ(request.spec.name, "research");
   EXPECT_EQ(request.spec.parent, "root");
   EXPECT_EQ(request.spec.capability, (Quota{{"gpu", 16}, {"gpu/A100", 8}, {"cpu", 64000}, {"memory", 262144}}));
@@ -157,7 +157,7 @@ TEST_F(QueueCliTest, UpdateReplacesOnlyTheQuotasGiven) {
   EXPECT_EQ(cluster_->list_queues_calls, 1);
   ASSERT_EQ(cluster_->queue_updates.size(), 1u);
   const UpdateQueue& request = cluster_->queue_updates[0];
-  EXPECT_EQ(request.op, "update");
+  EXPECT_EQ(request.op, QueueOp::kUpdate);
   EXPECT_EQ(request.spec.name, "research");
   EXPECT_EQ(request.spec.parent, "root");
   EXPECT_EQ(request.spec.capability, (Quota{{"gpu", 16}, {"cpu", 64000}}));
@@ -230,7 +230,7 @@ TEST_F(QueueCliTest, Delete) {
                  "gpool: FailedPrecondition: queue 'research' has child queue 'vision'; delete it first\n", true);
   ASSERT_EQ(Run({"queue", "delete", "vision"}), kExitOk) << err_.str();
   EXPECT_EQ(out_.str(), "queue vision deleted\n");
-  EXPECT_EQ(cluster_->queue_updates.back().op, "delete");
+  EXPECT_EQ(cluster_->queue_updates.back().op, QueueOp::kDelete);
   EXPECT_EQ(cluster_->queue_updates.back().spec.name, "vision");
   EXPECT_FALSE(cluster_->queues.count("vision"));
 

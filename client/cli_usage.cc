@@ -172,7 +172,7 @@ int RunInvoice(Session& s, const Invocation& inv) {
   if (what_if) {
     prices = *what_if;
   } else {
-    auto committed = (*client)->UpdatePrices(gpool::UpdatePrices{"show", {}});
+    auto committed = (*client)->UpdatePrices(gpool::UpdatePrices{PricesOp::kShow, {}});
     if (!committed.ok()) return s.Fail(committed.status());
     if (!committed->set) {
       return s.Fail(Status::FailedPrecondition(
@@ -207,7 +207,7 @@ int RunPrices(Session& s, const Invocation& inv) {
   if (op != "show" && op != "set") return s.Usage("prices: expected show or set FILE, got '" + op + "'");
   if (op == "set" && inv.positionals.size() != 2) return s.Usage("prices set needs a FILE");
   if (op == "show" && inv.positionals.size() != 1) return s.Usage("prices show takes no FILE");
-  gpool::UpdatePrices request{op, {}};
+  gpool::UpdatePrices request{op == "set" ? PricesOp::kSet : PricesOp::kShow, {}};
   if (op == "set") {
     auto table = ReadPriceFile(inv.positionals[1]);
     if (!table.ok()) return s.Fail(table.status());

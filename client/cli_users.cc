@@ -31,7 +31,7 @@ std::string Roles(const UserSpec& user) {
   std::string out;
   for (const auto& grant : user.roles) {
     if (!out.empty()) out += ",";
-    out += grant.role + (grant.queue.empty() ? "" : ":" + grant.queue);
+    out += std::string(NameOf(grant.role)) + (grant.queue.empty() ? "" : ":" + grant.queue);
   }
   return out.empty() ? "-" : out;
 }
@@ -89,7 +89,6 @@ int RunUser(Session& s, const Invocation& inv) {
   }
   if (p.size() != 3) return s.Usage("usage: gpool " + std::string(kUserUsage));
   UpdateUser request;
-  request.op = op;
   request.spec.name = p[2];
   if (op == "show") {
     auto reply = (*client)->ListUsers();
@@ -108,9 +107,12 @@ int RunUser(Session& s, const Invocation& inv) {
   }
   std::tie(request.spec.uid, request.spec.gid) = UnixIds(inv);
   if (op == "update" && !inv.flags.count("uid")) return s.Usage("admin user update: --uid is required");
-  if (op != "create" && op != "update" && op != "delete" && op != "add-key" && op != "remove-key") {
+  // The CLI's words are the wire names; grant and revoke are `admin role`'s.
+  const std::optional<UserOp> user_op = EnumFromName<UserOp>(op);
+  if (!user_op || *user_op == UserOp::kGrant || *user_op == UserOp::kRevoke) {
     return s.Usage("admin user: unknown subcommand '" + op + "' (usage: gpool " + kUserUsage + ")");
   }
+  request.op = *user_op;
   if (Status valid = ValidateUpdateUser(request); !valid.ok()) return s.Fail(valid);
   auto reply = (*client)->UpdateUser(request);
   if (!reply.ok()) return s.Fail(reply.status());
@@ -121,9 +123,11 @@ int RunRole(Session& s, const Invocation& inv) {
   const auto& p = inv.positionals;
   if (p.size() != 4 || (p[1] != "grant" && p[1] != "revoke")) return s.Usage("usage: gpool " + std::string(kRoleUsage));
   UpdateUser request;
-  request.op = p[1];
+  request.op = p[1] == "grant" ? UserOp::kGrant : UserOp::kRevoke;
   request.spec.name = p[2];
-  request.spec.roles.push_back(RoleGrant{p[3], inv.flags.count("queue") ? inv.flags["queue"].as<std::string>() : ""});
+  const std::optional<Role> role = EnumFromName<Role>(p[3]);
+  if (!role) return s.Fail(Status::InvalidArgument(NotANameOf<Role>("roles", p[3])));
+  request.spec.roles.push_back(RoleGrant{*role, inv.flags.count("queue") ? inv.flags["queue"].as<std::string>() : ""});
   if (Status valid = ValidateUpdateUser(request); !valid.ok()) return s.Fail(valid);
   auto client = s.client();
   if (!client.ok()) return s.Fail(client.status());

@@ -33,7 +33,7 @@ TEST_F(CliTest, AdminUserCreateReadsTheKeyFileAndSendsTheUser) {
 TEST_F(CliTest, AdminRoleGrantAndUserListShowTheRoles) {
   cluster_->users["bob"] = UserSpec{"bob"};
   ASSERT_EQ(Run({"admin", "role", "grant", "bob", "member", "--queue", "ml"}), kExitOk) << err_.str();
-  EXPECT_EQ(cluster_->users.at("bob").roles, (std::vector<RoleGrant>{{"member", "ml"}}));
+  EXPECT_EQ(cluster_->users.at("bob").roles, (std::vector<RoleGrant>{{Role::kMember, "ml"}}));
   out_.str("");
   ASSERT_EQ(Run({"admin", "user", "list"}), kExitOk) << err_.str();
   EXPECT_NE(out_.str().find("member:ml"), std::string::npos) << out_.str();
@@ -50,7 +50,7 @@ TEST_F(CliTest, BadUserArgumentsAreUsageErrorsBeforeAnythingIsSent) {
 
 TEST_F(CliTest, BootstrapWhoAmIAndAudit) {
   ASSERT_EQ(Run({"admin", "bootstrap", "root", "--uid", "0"}), kExitOk) << err_.str();
-  EXPECT_EQ(cluster_->users.at("root").roles, (std::vector<RoleGrant>{{"admin", ""}}));
+  EXPECT_EQ(cluster_->users.at("root").roles, (std::vector<RoleGrant>{{Role::kAdmin, ""}}));
   cluster_->whoami = WhoAmIReply{"user", cluster_->users.at("root")};
   out_.str("");
   ASSERT_EQ(Run({"whoami"}), kExitOk) << err_.str();

@@ -435,7 +435,7 @@ TEST(ClientTest, UpdateNodeSendsTheRequestAndReadsTheReply) {
   auto client = Connect(server.endpoint());
   UpdateNode update;
   update.node = "node-0";
-  update.op = "label";
+  update.op = NodeUpdateOp::kLabel;
   update.labels = {{"team", "vision"}};
   update.remove_labels = {"old"};
   auto reply = client->UpdateNode(update);
@@ -495,7 +495,7 @@ TEST(ClientTest, QueueRequestsRoundTrip) {
   });
   auto client = Connect(server.endpoint());
   UpdateQueue create;
-  create.op = "create";
+  create.op = QueueOp::kCreate;
   create.spec.name = "research";
   create.spec.capability = {{"gpu", 16}, {"gpu/A100", 8}, {"cpu", 64000}, {"memory", 262144}};
   create.spec.deserved = {{"gpu", 8}};
@@ -505,7 +505,7 @@ TEST(ClientTest, QueueRequestsRoundTrip) {
   EXPECT_EQ(created->queue.allocated, (Quota{{"gpu", 3}}));
 
   UpdateQueue remove;
-  remove.op = "delete";
+  remove.op = QueueOp::kDelete;
   remove.spec.name = "research";
   auto removed = client->UpdateQueue(remove);
   ASSERT_FALSE(removed.ok());
@@ -546,7 +546,7 @@ TEST(ClientTest, UpdateQueueIsResentAfterATimeout) {
   });
   auto client = Connect(server.endpoint(), /*timeout_ms=*/1000, /*retries=*/1);
   UpdateQueue update;
-  update.op = "update";
+  update.op = QueueOp::kUpdate;
   update.spec.name = "default";
   update.spec.deserved = {{"gpu", 2}};
   auto reply = client->UpdateQueue(update);

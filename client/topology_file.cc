@@ -260,7 +260,7 @@ TopologyApplyPlan PlanTopologyApply(const Topology& topology, const ListNodesRep
     const std::map<std::string, std::string>& now = it->second->labels;
     NodeTopologyUpdate update;
     update.request.node = name;
-    update.request.op = "label";
+    update.request.op = NodeUpdateOp::kLabel;
     // Every tier the file gives is sent, not only the ones that differ, so
     // the request states the node's whole place in the tree.
     update.request.labels = labels;

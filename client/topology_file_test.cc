@@ -241,7 +241,7 @@ TEST(TopologyPlanTest, SetsWhatDiffersRemovesDeeperTiersAndSkipsTheRest) {
   ASSERT_EQ(plan.updates.size(), 2u);
   const UpdateNode& first = plan.updates[0].request;
   EXPECT_EQ(first.node, "gpu-001");
-  EXPECT_EQ(first.op, "label");
+  EXPECT_EQ(first.op, NodeUpdateOp::kLabel);
   EXPECT_EQ(first.labels, (Labels{{kT1, "leaf-1"}, {kT2, "spine-a"}}));
   EXPECT_TRUE(first.remove_labels.empty());
   EXPECT_EQ(DescribeTierChanges(plan.updates[0].changes), "tier1 (none) -> leaf-1, tier2 (none) -> spine-a");
@@ -382,7 +382,7 @@ TEST_F(TopologyCliTest, ApplySendsOneUpdatePerChangedNodeAndReapplyingSendsNothi
   EXPECT_NE(err_.str().find("gpool: warning: gpu-003 is in "), std::string::npos) << err_.str();
   ASSERT_EQ(cluster_->node_updates.size(), 2u);
   EXPECT_EQ(cluster_->node_updates[0].node, "gpu-001");
-  EXPECT_EQ(cluster_->node_updates[0].op, "label");
+  EXPECT_EQ(cluster_->node_updates[0].op, NodeUpdateOp::kLabel);
   EXPECT_EQ(cluster_->node_updates[0].labels, (Labels{{kT1, "leaf-1"}, {kT2, "spine-a"}}));
   EXPECT_TRUE(cluster_->node_updates[0].remove_labels.empty());
   EXPECT_EQ(cluster_->node_updates[1].node, "gpu-002");

@@ -26,7 +26,7 @@ class AlertDriverTest : public ::testing::Test {
     TaskEvent started;
     started.node = "n1";
     started.task = TaskId{JobId(running_), 0, 0};
-    started.kind = "started";
+    started.kind = TaskEventKind::kStarted;
     started.pid = 42;
     Do(state::TaskEventCmd{started});
     waiting_ = Submit("big", 8);
@@ -105,7 +105,7 @@ TEST_F(AlertDriverTest, ALongWaitFiresOnceWithItsReasonAndResolvesWhenTheJobEnds
 
 TEST_F(AlertDriverTest, AQueueNearItsCapabilityFires) {
   UpdateQueue update;
-  update.op = "update";
+  update.op = QueueOp::kUpdate;
   update.spec.name = "default";
   update.spec.capability = {{"gpu", 1}};
   Do(state::UpdateQueueCmd{update});

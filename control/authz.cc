@@ -12,7 +12,7 @@ constexpr std::array<std::string_view, 18> kNames = {
 };
 static_assert(kNames.size() == static_cast<size_t>(Permission::kExportSnapshot) + 1);
 
-bool Has(const UserSpec& user, std::string_view role) {
+bool Has(const UserSpec& user, Role role) {
   for (const auto& grant : user.roles) {
     if (grant.role == role) return true;
   }
@@ -21,7 +21,7 @@ bool Has(const UserSpec& user, std::string_view role) {
 
 // Some grant of `role` covers `queue` (it is the grant's queue or below it;
 // `strictly`: below it only).
-bool Covers(const UserSpec& user, std::string_view role, std::string_view queue, const state::ClusterState& state,
+bool Covers(const UserSpec& user, Role role, std::string_view queue, const state::ClusterState& state,
             bool strictly = false) {
   if (queue.empty()) return false;
   for (const auto& grant : user.roles) {
@@ -33,19 +33,19 @@ bool Covers(const UserSpec& user, std::string_view role, std::string_view queue,
 }
 
 bool UserMay(const UserSpec& user, Permission permission, const Target& target, const state::ClusterState& state) {
-  if (Has(user, "admin")) return true;
+  if (Has(user, Role::kAdmin)) return true;
   const bool own = !target.owner.empty() && target.owner == user.name;
-  const bool queue_admin = Covers(user, "queue-admin", target.queue, state);
+  const bool queue_admin = Covers(user, Role::kQueueAdmin, target.queue, state);
   const bool any_role = !user.roles.empty();
   switch (permission) {
     case Permission::kReadCluster: return any_role;
     case Permission::kReadJob:
-      return own || queue_admin || Has(user, "viewer") || Covers(user, "member", target.queue, state);
+      return own || queue_admin || Has(user, Role::kViewer) || Covers(user, Role::kMember, target.queue, state);
     case Permission::kReadJobSecrets:
     case Permission::kCancelJob:
     case Permission::kExecJob: return own || queue_admin;
-    case Permission::kSubmit: return queue_admin || Covers(user, "member", target.queue, state);
-    case Permission::kManageQueue: return Covers(user, "queue-admin", target.queue, state, /*strictly=*/true);
+    case Permission::kSubmit: return queue_admin || Covers(user, Role::kMember, target.queue, state);
+    case Permission::kManageQueue: return Covers(user, Role::kQueueAdmin, target.queue, state, /*strictly=*/true);
     case Permission::kPlaceQueue: return queue_admin;
     // Members and viewers see their own usage; a queue-admin its subtree's.
     case Permission::kReadUsage: return own || queue_admin;

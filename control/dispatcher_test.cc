@@ -100,7 +100,7 @@ TEST_F(DispatcherTest, ASettledTaskIsForgottenAndResetSendsEverythingAgain) {
   EXPECT_EQ(dispatcher_.in_flight(), 0u);
   dispatcher_.Tick(1);
   EXPECT_EQ(Sent(MessageType::kBindTask).size(), 2u) << "a new leadership re-sends what it cannot know arrived";
-  TaskEvent started{.node = "n1", .seq = 1, .task = task_, .kind = "started"};
+  TaskEvent started{.node = "n1", .seq = 1, .task = task_, .kind = TaskEventKind::kStarted};
   proposer_.Propose(state::TaskEventCmd{started}, [](const auto&) {});
   dispatcher_.TaskSettled(task_);
   EXPECT_EQ(dispatcher_.in_flight(), 0u);
@@ -193,9 +193,9 @@ TEST_F(DispatcherTest, ABindCarriesTheJobsMaxRuntimeAndGrace) {
 // A job of a user whose record maps a Unix identity runs as it; the job's
 // owner is its user (set by the gateway from the authenticated key).
 TEST_F(DispatcherTest, ABindCarriesTheOwnersMappedIdentity) {
-  proposer_.Propose(state::UpdateUserCmd{UpdateUser{"create", UserSpec{"alice", {}, 1001, 2001, {}}}},
+  proposer_.Propose(state::UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{"alice", {}, 1001, 2001, {}}}},
                     [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
-  proposer_.Propose(state::UpdateUserCmd{UpdateUser{"create", UserSpec{"bob", {}, -1, -1, {}}}}, [](const auto&) {});
+  proposer_.Propose(state::UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{"bob", {}, -1, -1, {}}}}, [](const auto&) {});
   for (const char* user : {"alice", "bob"}) {
     JobSpec spec;
     spec.name = user;

@@ -84,7 +84,7 @@ TEST_F(GatewayAccessTest, PermissionMatrixHasNoUnexpectedAllow) {
     QueueSpec spec;
     spec.name = name;
     spec.parent = parent;
-    return UpdateQueue{op, spec};
+    return UpdateQueue{EnumFromName<QueueOp>(op).value(), spec};
   };
   const uint64_t own = own_job_, other = other_job_, far = far_job_;
   const std::vector<Case> cases = {
@@ -121,7 +121,7 @@ TEST_F(GatewayAccessTest, PermissionMatrixHasNoUnexpectedAllow) {
       {"list events", [](auto& t, auto& p) { t.SendAs(p, ListEvents{}); }, {true, true, true, true, false, false}},
       {"cluster status", [](auto& t, auto& p) { t.SendAs(p, ClusterStatus{}); }, {true, true, true, true, true, true}},
       {"who am i", [](auto& t, auto& p) { t.SendAs(p, WhoAmI{}); }, {true, true, true, true, true, true}},
-      {"cordon a node", [](auto& t, auto& p) { t.SendAs(p, UpdateNode{"n1", "cordon"}); },
+      {"cordon a node", [](auto& t, auto& p) { t.SendAs(p, UpdateNode{"n1", NodeUpdateOp::kCordon}); },
        {true, false, false, false, false, false}},
       {"create a queue below ml", [&](auto& t, auto& p) { t.SendAs(p, queue_op("create", "ml-c", "ml")); },
        {true, true, false, false, false, false}},
@@ -131,12 +131,12 @@ TEST_F(GatewayAccessTest, PermissionMatrixHasNoUnexpectedAllow) {
        {true, false, false, false, false, false}},
       {"change web", [&](auto& t, auto& p) { t.SendAs(p, queue_op("update", "web", "root")); },
        {true, false, false, false, false, false}},
-      {"report a probe", [](auto& t, auto& p) { t.SendAs(p, ReportProbe{"gpu", {}}); },
+      {"report a probe", [](auto& t, auto& p) { t.SendAs(p, ReportProbe{ProbeKind::kGpu, {}}); },
        {true, false, false, false, false, false}},
-      {"change replicas", [](auto& t, auto& p) { t.SendAs(p, ChangeReplicas{"remove", 9}); },
+      {"change replicas", [](auto& t, auto& p) { t.SendAs(p, ChangeReplicas{ReplicaOp::kRemove, 9}); },
        {true, false, false, false, false, false}},
       {"create a user",
-       [](auto& t, auto& p) { t.SendAs(p, UpdateUser{"create", UserSpec{"new-" + p.name, {}, -1, -1, {}}}); },
+       [](auto& t, auto& p) { t.SendAs(p, UpdateUser{UserOp::kCreate, UserSpec{"new-" + p.name, {}, -1, -1, {}}}); },
        {true, false, false, false, false, false}},
       {"list users", [](auto& t, auto& p) { t.SendAs(p, ListUsers{}); }, {true, false, false, false, false, false}},
       {"read the audit stream", [](auto& t, auto& p) { t.SendAs(p, ListAudit{}); },
@@ -252,12 +252,12 @@ TEST_F(BootstrapTest, TheFirstKeyBecomesTheOnlyAdmin) {
   const auto made = LastAs<UpdateUserReply>().user;
   EXPECT_EQ(made.name, "alice");
   EXPECT_EQ(made.keys, std::vector<std::string>{kKeyAdmin});  // the caller's key, not the one it named
-  EXPECT_EQ(made.roles, (std::vector<RoleGrant>{{"admin", ""}}));
+  EXPECT_EQ(made.roles, (std::vector<RoleGrant>{{Role::kAdmin, ""}}));
   SendAs(Principal{Principal::Kind::kBootstrap, "", kKeyQa}, Bootstrap{UserSpec{"mallory"}});
   EXPECT_EQ(LastError(), "Unauthenticated");
   EXPECT_EQ(state_.users().size(), 1u);
   // The last admin cannot be removed.
-  SendAs(Principal{Principal::Kind::kUser, "alice", kKeyAdmin}, UpdateUser{"delete", UserSpec{"alice"}});
+  SendAs(Principal{Principal::Kind::kUser, "alice", kKeyAdmin}, UpdateUser{UserOp::kDelete, UserSpec{"alice"}});
   EXPECT_EQ(LastError(), "FailedPrecondition");
 }
 

@@ -39,7 +39,7 @@ class GatewayExecTest : public GatewayTest {
   void Run(uint64_t job, const std::string& node) {
     proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(job), 0, node, {0}, 0, 0}}, {}},
                       [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
-    TaskEvent started{.node = node, .seq = job, .task = TaskId{JobId(job), 0, 0}, .kind = "started"};
+    TaskEvent started{.node = node, .seq = job, .task = TaskId{JobId(job), 0, 0}, .kind = TaskEventKind::kStarted};
     proposer_.Propose(state::TaskEventCmd{started}, [](const auto&) {});
   }
 

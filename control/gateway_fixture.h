@@ -14,6 +14,20 @@
 
 namespace gpool::control {
 
+// A body as a peer that spells `op` freely would send it: a string where
+// this build has an enum, so tests can send a name the decoder must refuse.
+template <MessageType Type>
+struct RawOpBody {
+  static constexpr MessageType kType = Type;
+  std::string node;  // written only when set (UpdateNode's first field)
+  std::string op;
+  template <typename V>
+  void Fields(V& v) {
+    if (!node.empty()) v.Required("node", node);
+    v.Required("op", op);
+  }
+};
+
 class GatewayTest : public ::testing::Test {
  protected:
   GatewayTest() { Rebuild(GatewayOptions{.replica_id = "c-1", .client_address = "tcp://127.0.0.1:7400"}); }
@@ -75,7 +89,7 @@ class GatewayTest : public ::testing::Test {
     });
   }
   void AddUser(const std::string& name, const std::string& key, std::vector<RoleGrant> roles) {
-    Apply(state::UpdateUserCmd{UpdateUser{"create", UserSpec{name, {key}, 1000, 1000, std::move(roles)}}});
+    Apply(state::UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{name, {key}, 1000, 1000, std::move(roles)}}});
   }
   // The queues root -> ml -> {ml-a, ml-b} and root -> web, and one user per
   // role: root-admin (admin), qa (queue-admin of ml), mem (member of ml-a),
@@ -90,12 +104,12 @@ class GatewayTest : public ::testing::Test {
       QueueSpec spec;
       spec.name = name;
       spec.parent = parent;
-      Apply(state::UpdateQueueCmd{UpdateQueue{"create", spec}});
+      Apply(state::UpdateQueueCmd{UpdateQueue{QueueOp::kCreate, spec}});
     }
-    AddUser("root-admin", kKeyAdmin, {{"admin", ""}});
-    AddUser("qa", kKeyQa, {{"queue-admin", "ml"}});
-    AddUser("mem", kKeyMember, {{"member", "ml-a"}});
-    AddUser("view", kKeyViewer, {{"viewer", ""}});
+    AddUser("root-admin", kKeyAdmin, {{Role::kAdmin, ""}});
+    AddUser("qa", kKeyQa, {{Role::kQueueAdmin, "ml"}});
+    AddUser("mem", kKeyMember, {{Role::kMember, "ml-a"}});
+    AddUser("view", kKeyViewer, {{Role::kViewer, ""}});
   }
 
   static JobSpec OneGpuJob(std::string name = "j") {

@@ -196,12 +196,13 @@ TEST_F(GatewayTest, StatusOfASingleReplicaCountsNodesGpusAndJobs) {
 }
 
 TEST_F(GatewayTest, NodeUpdatesAreValidatedThenCommitted) {
-  Send(UpdateNode{.node = "n1", .op = "cordon"});
+  Send(UpdateNode{.node = "n1", .op = NodeUpdateOp::kCordon});
   EXPECT_EQ(LastError(), "NotFound");
   RunOneTaskOnN1();
-  Send(UpdateNode{.node = "n1", .op = "explode"});
+  Send(RawOpBody<MessageType::kUpdateNode>{.node = "n1", .op = "explode"});
   EXPECT_EQ(LastError(), "InvalidArgument");
-  Send(UpdateNode{.node = "n1", .op = "cordon"});
+  EXPECT_FALSE(state_.FindNode("n1")->cordoned);
+  Send(UpdateNode{.node = "n1", .op = NodeUpdateOp::kCordon});
   EXPECT_TRUE(LastAs<UpdateNodeReply>().node.cordoned);
   EXPECT_TRUE(state_.FindNode("n1")->cordoned);
 }
@@ -211,14 +212,14 @@ TEST_F(GatewayTest, NodeUpdatesAreValidatedThenCommitted) {
 TEST_F(GatewayTest, BadNodeUpdatesAreRefusedBeforeTheLog) {
   RunOneTaskOnN1();
   proposer_.clear();
-  UpdateNode pool{.node = "n1", .op = "pool", .pool = "shared"};
-  UpdateNode empty{.node = "n1", .op = "label"};
-  UpdateNode bad_key{.node = "n1", .op = "label", .labels = {{"bad key", "x"}}};
-  UpdateNode bad_value{.node = "n1", .op = "label", .labels = {{"team", "a b"}}};
-  UpdateNode both{.node = "n1", .op = "label", .labels = {{"team", "x"}}, .remove_labels = {"team"}};
+  UpdateNode pool{.node = "n1", .op = NodeUpdateOp::kPool, .pool = "shared"};
+  UpdateNode empty{.node = "n1", .op = NodeUpdateOp::kLabel};
+  UpdateNode bad_key{.node = "n1", .op = NodeUpdateOp::kLabel, .labels = {{"bad key", "x"}}};
+  UpdateNode bad_value{.node = "n1", .op = NodeUpdateOp::kLabel, .labels = {{"team", "a b"}}};
+  UpdateNode both{.node = "n1", .op = NodeUpdateOp::kLabel, .labels = {{"team", "x"}}, .remove_labels = {"team"}};
   for (const UpdateNode& bad : {pool, empty, bad_key, bad_value, both}) {
     Send(bad);
-    EXPECT_EQ(LastError(), "InvalidArgument") << bad.op;
+    EXPECT_EQ(LastError(), "InvalidArgument") << NameOf(bad.op);
   }
   EXPECT_TRUE(proposer_.proposed().empty());
   EXPECT_EQ(state_.FindNode("n1")->pool, "public");
@@ -236,11 +237,11 @@ TEST_F(GatewayTest, AnExclusiveJobOfAQueueOwningNoExclusiveNodeIsRefused) {
                              "with `gpool node pool NAME exclusive --queue default`)");
   EXPECT_TRUE(proposer_.proposed().empty());
   // Owned by an unknown queue: refused; by another queue: still refused.
-  Send(UpdateNode{.node = "n1", .op = "pool", .pool = "exclusive", .queue = "nobody"});
+  Send(UpdateNode{.node = "n1", .op = NodeUpdateOp::kPool, .pool = "exclusive", .queue = "nobody"});
   EXPECT_EQ(LastError(), "NotFound");
-  Send(UpdateNode{.node = "n1", .op = "pool", .pool = "public", .queue = "default"});
+  Send(UpdateNode{.node = "n1", .op = NodeUpdateOp::kPool, .pool = "public", .queue = "default"});
   EXPECT_EQ(LastError(), "InvalidArgument");
-  Send(UpdateNode{.node = "n1", .op = "pool", .pool = "exclusive", .queue = "default"});
+  Send(UpdateNode{.node = "n1", .op = NodeUpdateOp::kPool, .pool = "exclusive", .queue = "default"});
   EXPECT_EQ(LastAs<UpdateNodeReply>().node.pool_queue, "default");
   Send(SubmitJob{exclusive, ""});
   EXPECT_EQ(state_.FindJob(JobId(LastAs<SubmitJobReply>().job_id))->spec.pool, "exclusive");
@@ -255,7 +256,7 @@ TEST_F(GatewayTest, BadQueueSpecsAreRefusedBeforeTheLog) {
   unknown_resource.name = "p5";
   unknown_resource.capability = {{"tpu", 1}};
   for (const QueueSpec& bad : {capped_below_deserved, unknown_resource}) {
-    Send(UpdateQueue{.op = "create", .spec = bad});
+    Send(UpdateQueue{.op = QueueOp::kCreate, .spec = bad});
     EXPECT_EQ(LastError(), "InvalidArgument") << bad.name;
   }
   EXPECT_TRUE(proposer_.proposed().empty());
@@ -285,7 +286,7 @@ TEST_F(GatewayTest, ASharingJobDefaultsToThePooledPoolOnceThereIsOne) {
   EXPECT_EQ(state_.FindJob(JobId(LastAs<SubmitJobReply>().job_id))->spec.pool, "public") << "no pooled node yet";
   Send(SubmitJob{OneGpuJob("whole"), ""});
   EXPECT_EQ(state_.FindJob(JobId(LastAs<SubmitJobReply>().job_id))->spec.pool, "public");
-  Send(UpdateNode{.node = "n1", .op = "pool", .pool = "pooled"});
+  Send(UpdateNode{.node = "n1", .op = NodeUpdateOp::kPool, .pool = "pooled"});
   ASSERT_EQ(LastAs<UpdateNodeReply>().node.pool, "pooled");
   share.name = "share-2";
   Send(SubmitJob{share, ""});
@@ -305,12 +306,12 @@ TEST_F(GatewayTest, AQueueRestrictedToPoolsRefusesJobsForOtherPools) {
   QueueSpec team;
   team.name = "team";
   team.pools = {"pooled"};
-  Send(UpdateQueue{.op = "create", .spec = team});
+  Send(UpdateQueue{.op = QueueOp::kCreate, .spec = team});
   ASSERT_EQ(LastAs<UpdateQueueReply>().queue.spec.pools, (std::vector<std::string>{"pooled"}));
   QueueSpec dev;
   dev.name = "team-dev";
   dev.parent = "team";
-  Send(UpdateQueue{.op = "create", .spec = dev});
+  Send(UpdateQueue{.op = QueueOp::kCreate, .spec = dev});
   JobSpec job = OneGpuJob();
   job.queue = "team-dev";
   proposer_.clear();
@@ -324,17 +325,17 @@ TEST_F(GatewayTest, AQueueRestrictedToPoolsRefusesJobsForOtherPools) {
   QueueSpec bad = team;
   bad.name = "twice";
   bad.pools = {"pooled", "pooled"};
-  Send(UpdateQueue{.op = "create", .spec = bad});
+  Send(UpdateQueue{.op = QueueOp::kCreate, .spec = bad});
   EXPECT_EQ(LastError(), "InvalidArgument");
   bad.pools = {"gold"};
-  Send(UpdateQueue{.op = "create", .spec = bad});
+  Send(UpdateQueue{.op = QueueOp::kCreate, .spec = bad});
   EXPECT_EQ(LastError(), "InvalidArgument");
 }
 
 TEST_F(GatewayTest, QueuesAreCreatedListedAndExplained) {
   QueueSpec team;
   team.name = "team-a";
-  Send(UpdateQueue{.op = "create", .spec = team});
+  Send(UpdateQueue{.op = QueueOp::kCreate, .spec = team});
   EXPECT_EQ(LastAs<UpdateQueueReply>().queue.spec.name, "team-a");
   Send(ListQueues{});
   bool listed = false;
@@ -352,13 +353,13 @@ TEST_F(GatewayTest, QueuesAreCreatedListedAndExplained) {
 }
 
 TEST_F(GatewayTest, ReplicaChangesAreValidatedAndASingleReplicaRefusesThem) {
-  Send(ChangeReplicas{.op = "grow", .replica_id = 2});
+  Send(RawOpBody<MessageType::kChangeReplicas>{.op = "grow"});
   EXPECT_EQ(LastError(), "InvalidArgument");
-  Send(ChangeReplicas{.op = "add", .replica_id = 0, .peer_address = "tcp://h:7402"});
+  Send(ChangeReplicas{.op = ReplicaOp::kAdd, .replica_id = 0, .peer_address = "tcp://h:7402"});
   EXPECT_EQ(LastError(), "InvalidArgument");
-  Send(ChangeReplicas{.op = "add", .replica_id = 2, .peer_address = "h:7402"});
+  Send(ChangeReplicas{.op = ReplicaOp::kAdd, .replica_id = 2, .peer_address = "h:7402"});
   EXPECT_EQ(LastError(), "InvalidArgument");
-  Send(ChangeReplicas{.op = "add", .replica_id = 2, .peer_address = "tcp://h:7402"});
+  Send(ChangeReplicas{.op = ReplicaOp::kAdd, .replica_id = 2, .peer_address = "tcp://h:7402"});
   EXPECT_EQ(LastError(), "FailedPrecondition");
 }
 

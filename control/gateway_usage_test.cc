@@ -34,7 +34,7 @@ class GatewayUsageTest : public GatewayTest {
       TaskEvent event;
       event.node = "n1";
       event.task = TaskId{JobId(job), 0, 0};
-      event.kind = kind;
+      event.kind = EnumFromName<TaskEventKind>(kind).value();
       event.pid = 7;
       event.time_ms = at;
       Apply(state::TaskEventCmd{event});
@@ -94,26 +94,26 @@ TEST_F(GatewayUsageTest, OnlyAdminsSetPricesAndEveryoneReadsThem) {
   table.currency = "EUR";
   table.models = {ModelPrice{"A100", 2'500'000, 0}};
   table.pool_permille = {{"exclusive", 1300}};
-  SendAs(As("qa", kKeyQa), UpdatePrices{"set", table});
+  SendAs(As("qa", kKeyQa), UpdatePrices{PricesOp::kSet, table});
   EXPECT_EQ(LastError(), "PermissionDenied");
   PriceTable bad = table;
   bad.models.push_back(ModelPrice{"A100", 1, 0});
-  SendAs(As("root-admin", kKeyAdmin), UpdatePrices{"set", bad});
+  SendAs(As("root-admin", kKeyAdmin), UpdatePrices{PricesOp::kSet, bad});
   EXPECT_EQ(LastError(), "InvalidArgument");
   EXPECT_EQ(state_.usage_ledger().prices(), nullptr);  // nothing changed
 
-  SendAs(As("view", kKeyViewer), UpdatePrices{"show", {}});
+  SendAs(As("view", kKeyViewer), UpdatePrices{PricesOp::kShow, {}});
   EXPECT_FALSE(LastAs<UpdatePricesReply>().set);
-  SendAs(As("root-admin", kKeyAdmin), UpdatePrices{"set", table});
+  SendAs(As("root-admin", kKeyAdmin), UpdatePrices{PricesOp::kSet, table});
   const auto set = LastAs<UpdatePricesReply>();
   EXPECT_TRUE(set.set);
   EXPECT_EQ(set.table.set_by, "root-admin");
-  SendAs(As("view", kKeyViewer), UpdatePrices{"show", {}});
+  SendAs(As("view", kKeyViewer), UpdatePrices{PricesOp::kShow, {}});
   const auto shown = LastAs<UpdatePricesReply>();
   ASSERT_TRUE(shown.set);
   EXPECT_EQ(shown.table.currency, "EUR");
   EXPECT_EQ(shown.table.pool_permille.at("exclusive"), 1300u);
-  SendAs(As("view", kKeyViewer), UpdatePrices{"drop", {}});
+  SendAs(As("view", kKeyViewer), RawOpBody<MessageType::kUpdatePrices>{.op = "drop"});
   EXPECT_EQ(LastError(), "InvalidArgument");
 }
 

@@ -93,7 +93,7 @@ TEST_F(HealthDriverTest, AnApplicationXidIsRecordedButFencesNothing) {
 TEST_F(HealthDriverTest, AnOperatorsCordonIsNeverLifted) {
   UpdateNode cordon;
   cordon.node = "n1";
-  cordon.op = "cordon";
+  cordon.op = NodeUpdateOp::kCordon;
   proposer_.Propose(state::UpdateNodeCmd{cordon}, [](const auto&) {});
   Report("n1", {Xid(79)}, 1);
   Tick();
@@ -109,7 +109,7 @@ TEST_F(HealthDriverTest, AnOperatorsCordonIsNeverLifted) {
 TEST_F(HealthDriverTest, AnExemptNodeIsAlertedAboutOnceAndNotFenced) {
   UpdateNode label;
   label.node = "n2";
-  label.op = "label";
+  label.op = NodeUpdateOp::kLabel;
   label.labels = {{"health.gpool.io/exempt", "true"}};
   proposer_.Propose(state::UpdateNodeCmd{label}, [](const auto&) {});
   Report("n2", {Xid(79)}, 1);

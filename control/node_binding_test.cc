@@ -61,7 +61,7 @@ class NodeBindingTest : public ::testing::Test {
     started.node = "n1";
     started.seq = 1;
     started.task = TaskId{JobId(1), 0, 0};
-    started.kind = "started";
+    started.kind = TaskEventKind::kStarted;
     FromWorker("peer-a", started, BoundNode("n1", kRealKey));
     ASSERT_EQ(TaskState(), TaskState::kRunning);
   }
@@ -69,7 +69,7 @@ class NodeBindingTest : public ::testing::Test {
   void CommitWorkerKey(const std::string& node, const std::string& key) {
     UpdateNode enrol;
     enrol.node = node;
-    enrol.op = "worker-key";
+    enrol.op = NodeUpdateOp::kWorkerKey;
     enrol.key = key;
     proposer_.Propose(state::UpdateNodeCmd{enrol}, [](const state::ApplyResult& result) {
       ASSERT_TRUE(result.status.ok()) << result.status.ToString();
@@ -203,7 +203,7 @@ TEST_F(NodeBindingTest, EventsUnderAnotherKeyAreRefused) {
   exited.node = "n1";
   exited.seq = 2;
   exited.task = TaskId{JobId(1), 0, 0};
-  exited.kind = "exited";
+  exited.kind = TaskEventKind::kExited;
   FromWorker("peer-a", exited, NewNode(kForeignKey));
   EXPECT_EQ(LastErrorCode(), "NotFound");
   EXPECT_EQ(TaskState(), TaskState::kRunning);

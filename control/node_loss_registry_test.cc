@@ -46,7 +46,7 @@ class NodeLossRegistryTest : public ::testing::Test {
     started.node = "n1";
     started.seq = 1;
     started.task = TaskId{JobId(1), 0, 0};
-    started.kind = "started";
+    started.kind = TaskEventKind::kStarted;
     FromWorker("peer-a", started, 0);
   }
 
@@ -92,7 +92,7 @@ TEST_F(NodeLossRegistryTest, ANodeThatReturnsIsToldToStopWhatIsNoLongerPlacedThe
   registry_->Tick(1000);
   registry_->Tick(3000);  // lost: attempt 0 requeued as attempt 1
   outbox_.sent.clear();
-  RegisterNode again{OneGpuNode("n1"), {TaskReport{TaskId{JobId(1), 0, 0}, "Running", 42}}, "test"};
+  RegisterNode again{OneGpuNode("n1"), {TaskReport{TaskId{JobId(1), 0, 0}, TaskState::kRunning, 42}}, "test"};
   FromWorker("peer-a", again, 5000);
   const auto preempts = WorkerFrames(MessageType::kPreemptTask);
   ASSERT_EQ(preempts.size(), 1u);

@@ -267,7 +267,7 @@ void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, co
     watch.ready_proposed = true;
     Recheck(now_ms);
     spdlog::info("node back node={}", msg.node);
-    proposer_.Propose(state::NodeStateCmd{msg.node, std::string(ToString(NodeState::kReady))},
+    proposer_.Propose(state::NodeStateCmd{msg.node, NodeState::kReady},
                       [this, node = msg.node](const state::ApplyResult&) {
                         // Committed or not, the next heartbeat looks again.
                         if (auto it = watches_.find(node); it != watches_.end()) it->second.ready_proposed = false;
@@ -285,12 +285,6 @@ void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, Ta
     return;
   }
   Touch(msg.node, now_ms);
-  if (!TaskEventKindFromString(msg.kind)) {
-    // Checked here, at the edge: an event that can never apply is refused
-    // before it reaches the log.
-    Reply(peer, MakeError(header.request_id, proposer_.epoch(), NotOneOf<TaskEventKind>("kind", msg.kind)));
-    return;
-  }
   const uint64_t seq = msg.seq;
   const TaskId task_id = msg.task;
   const std::string task = msg.task.ToString();
@@ -313,7 +307,7 @@ void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, Ta
 }
 
 void NodeRegistry::ProposeNotReady(const std::string& node) {
-  proposer_.Propose(state::NodeStateCmd{node, std::string(ToString(NodeState::kNotReady)),
+  proposer_.Propose(state::NodeStateCmd{node, NodeState::kNotReady,
                                         workers_.LastSeenWallMs(node)},
                     [this, node](const state::ApplyResult& result) {
                       if (result.committed) return;
@@ -354,7 +348,7 @@ void NodeRegistry::SyncHealth(const std::string& node, Watch& watch) {
 void NodeRegistry::StopStrays(const std::string& peer, const std::string& node,
                               const std::vector<TaskReport>& reports) {
   for (const TaskReport& report : reports) {
-    if (report.state != ToString(TaskState::kRunning)) continue;
+    if (report.state != TaskState::kRunning) continue;
     const state::TaskRecord* task = state_.FindTask(report.task);
     if (task != nullptr && state::HoldsResources(task->state) && task->node == node) continue;
     // Fenced by attempt: an attempt the state no longer places here (lost,

@@ -55,7 +55,7 @@ class RegistryTest : public ::testing::Test {
     started.node = "n1";
     started.seq = 1;
     started.task = TaskId{JobId(1), 0, 0};
-    started.kind = "started";
+    started.kind = TaskEventKind::kStarted;
     return started;
   }
   void RegisterAndBindOneTask() {
@@ -116,7 +116,7 @@ TEST_F(RegistryTest, SilentNodeGoesNotReadyAndComesBack) {
 // NotReady while it heartbeated.
 TEST_F(RegistryTest, NotReadyCommittedAfterARegistrationIsUndoneByTheNextHeartbeat) {
   FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
-  proposer_.Propose(state::NodeStateCmd{"n1", std::string(ToString(NodeState::kNotReady))}, [](const auto&) {});
+  proposer_.Propose(state::NodeStateCmd{"n1", NodeState::kNotReady}, [](const auto&) {});
   ASSERT_EQ(state_.FindNode("n1")->state, NodeState::kNotReady);
   FromWorker("peer-a", Heartbeat{"n1", {}}, 100);
   EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kReady);
@@ -220,17 +220,32 @@ TEST_F(RegistryTest, AStaticMigLayoutTheHardwareForbidsIsRefusedBeforeTheLog) {
   EXPECT_EQ(state_.FindNode("n1"), nullptr);
 }
 
+// A task event as a worker that spells kind freely would send it: a string.
+struct RawTaskEvent {
+  static constexpr MessageType kType = MessageType::kTaskEvent;
+  std::string node;
+  uint64_t seq = 0;
+  TaskId task;
+  std::string kind;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Required("seq", seq);
+    v.Required("task", task);
+    v.Required("kind", kind);
+  }
+};
+
 TEST_F(RegistryTest, AnEventOfAnUnknownKindIsRefusedBeforeTheLog) {
   RegisterAndBindOneTask();
   proposer_.clear();
-  TaskEvent event = FirstTaskStarted();
-  event.kind = "exploded";
-  FromWorker("peer-a", event, 10, /*request_id=*/77);
+  const TaskEvent started = FirstTaskStarted();
+  FromWorker("peer-a", RawTaskEvent{started.node, started.seq, started.task, "exploded"}, 10, /*request_id=*/77);
   EXPECT_TRUE(proposer_.proposed().empty());
   Envelope reply = LastToWorker();
   ASSERT_EQ(reply.type(), MessageType::kErrorReply);
   EXPECT_EQ(reply.header().request_id, 77u);
-  EXPECT_EQ(reply.Body<ErrorReply>()->ToStatus().message(), "kind: 'exploded' is not started, exited, failed or lost");
+  EXPECT_EQ(reply.Body<ErrorReply>()->ToStatus().message(), "body.kind: 'exploded' is not started, exited, failed or lost");
 }
 
 // The dispatcher keeps a record only while a command is in flight: once the

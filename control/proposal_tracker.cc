@@ -92,13 +92,13 @@ void ProposalTracker::ChangeMembership(const ChangeReplicas& request, Membership
   if (options_.disk != nullptr) {
     if (Status refused = options_.disk->CheckWrite(); !refused.ok()) return done(refused);
   }
-  if (request.op == "add" && (options_.replica_keys_required || !request.public_key.empty()) &&
+  if (request.op == ReplicaOp::kAdd && (options_.replica_keys_required || !request.public_key.empty()) &&
       !security::IsZ85Key(request.public_key)) {
     return done(Status::InvalidArgument(
         "public_key: a CurveZMQ cluster adds a replica only with its 40-character Z85 public key "
         "(gpool admin replica add ... --replica-key FILE)"));
   }
-  log::MembershipChange change{request.op == "add", request.replica_id, request.peer_address,
+  log::MembershipChange change{request.op == ReplicaOp::kAdd, request.replica_id, request.peer_address,
                               request.client_address, request.worker_address, request.force,
                               request.public_key};
   if (change.add && log_.replica_id() != 0) {

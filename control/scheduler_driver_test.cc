@@ -153,7 +153,7 @@ TEST_F(SchedulerDriverTest, RefreshedViewSeesCapacityFreedBetweenCycles) {
   TaskEvent exited;
   exited.node = "n1";
   exited.task = TaskId{JobId(1), 0, 0};
-  exited.kind = "exited";
+  exited.kind = TaskEventKind::kExited;
   proposer_.Propose(state::TaskEventCmd{exited}, [](const auto&) {});
   driver_.MarkDirty();
   EXPECT_TRUE(driver_.Tick(200));

@@ -53,7 +53,7 @@ class SessionStateTest : public ::testing::Test {
     TaskEvent event;
     event.node = "gpu-1";
     event.task = TaskId{JobId(job), 0, 0};
-    event.kind = kind;
+    event.kind = EnumFromName<TaskEventKind>(kind).value();
     event.exit_code = code;
     event.pid = 100;
     event.message = message;
@@ -157,7 +157,7 @@ TEST_F(SessionStateTest, ALostNodeFailsTheSession) {
   const uint64_t job = Open();
   Place(job);
   Event(job, "started", 0, "", "tcp://127.0.0.1:4000");
-  ASSERT_TRUE(Do(state::NodeStateCmd{"gpu-1", "NotReady"}).status.ok());
+  ASSERT_TRUE(Do(state::NodeStateCmd{"gpu-1", NodeState::kNotReady}).status.ok());
   EXPECT_EQ(View(job).state, "Open");  // NotReady: its client may still reach it
   ASSERT_TRUE(Do(state::NodeLostCmd{"gpu-1", 1000}).status.ok());
   EXPECT_EQ(View(job).state, "Failed");

@@ -59,7 +59,7 @@ T Sample(const Examples& ex) {
     m.replicas.emplace_back();
   } else if constexpr (std::is_same_v<T, RegisterNode>) {
     m.node = ex.node;
-    m.tasks.push_back({.task = TaskId{JobId(7), 0, 1}, .state = "Running", .pid = 4242});
+    m.tasks.push_back({.task = TaskId{JobId(7), 0, 1}, .state = TaskState::kRunning, .pid = 4242});
     m.health.push_back({.kind = "xid", .device = "gpu/0", .severity = "Degraded", .xid = 79});
   } else if constexpr (std::is_same_v<T, Heartbeat>) {
     m.node = "gpu-001";
@@ -77,22 +77,22 @@ T Sample(const Examples& ex) {
   } else if constexpr (std::is_same_v<T, TaskEvent>) {
     m.node = "gpu-001";
     m.seq = 3;
-    m.kind = "exited";
+    m.kind = TaskEventKind::kExited;
     m.exit_code = 1;
   } else if constexpr (std::is_same_v<T, FetchLogReply>) {
     m.data = std::string("line 1\n\x00\xff", 9);
     m.size = 9;
   } else if constexpr (std::is_same_v<T, ChangeReplicas>) {
-    m.op = "add";
+    m.op = ReplicaOp::kAdd;
     m.replica_id = 4;
     m.peer_address = "tcp://10.0.0.4:7402";
   } else if constexpr (std::is_same_v<T, UpdateNode>) {
     m.node = "gpu-001";
-    m.op = "label";
+    m.op = NodeUpdateOp::kLabel;
     m.labels = {{"rack", "r1"}};
     m.remove_labels = {"zone"};
   } else if constexpr (std::is_same_v<T, UpdateQueue>) {
-    m.op = "create";
+    m.op = QueueOp::kCreate;
     m.spec.name = "team-a";
     m.spec.capability = {{"gpu", 16}};
     m.spec.deserved = {{"gpu", 8}};
@@ -104,7 +104,7 @@ T Sample(const Examples& ex) {
   } else if constexpr (std::is_same_v<T, ListEventsReply>) {
     m.events.emplace_back();
   } else if constexpr (std::is_same_v<T, ReportProbe>) {
-    m.kind = "network";
+    m.kind = ProbeKind::kNetwork;
     m.results.push_back({.node = "gpu-001", .bandwidth_kib_s = 1000, .slow = true});
   }
   return m;

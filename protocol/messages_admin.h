@@ -87,9 +87,16 @@ struct ClusterStatusReply {
 // a vote, and promotes it to voter by itself once it has caught up. A
 // remove that would leave fewer live voters than a quorum is refused
 // (FailedPrecondition) unless `force`.
+// On the wire by name: "add" or "remove".
+enum class ReplicaOp : uint8_t { kAdd, kRemove };
+template <>
+struct EnumNames<ReplicaOp> {
+  static constexpr std::array<std::string_view, 2> kNames = {"add", "remove"};
+};
+
 struct ChangeReplicas {
   static constexpr MessageType kType = MessageType::kChangeReplicas;
-  std::string op;              // "add" or "remove"
+  ReplicaOp op = ReplicaOp::kAdd;
   uint64_t replica_id = 0;     // positive
   std::string peer_address;    // add: where the replica listens for peers, e.g. tcp://10.0.0.4:7402
   std::string client_address;  // add: its client endpoint, for redirects; may be empty
@@ -132,9 +139,15 @@ struct ChangeReplicasReply {
 //             unfinished jobs. "root" and "default" always exist.
 // Answered with the queue as it is once the change is committed (for a
 // delete, as it was).
+enum class QueueOp : uint8_t { kCreate, kUpdate, kDelete };
+template <>
+struct EnumNames<QueueOp> {
+  static constexpr std::array<std::string_view, 3> kNames = {"create", "update", "delete"};
+};
+
 struct UpdateQueue {
   static constexpr MessageType kType = MessageType::kUpdateQueue;
-  std::string op;
+  QueueOp op = QueueOp::kCreate;  // by name on the wire
   QueueSpec spec;
   template <typename V>
   void Fields(V& v) {

@@ -3,6 +3,7 @@
 // an operator's UpdateNode.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -208,10 +209,17 @@ struct ListNodesReply {
 //   "taint"    set `taints` and remove the keys in `remove_taints`; only
 //              jobs that tolerate every taint of a node are placed there
 // Answered with the node as it is once the change is committed.
+enum class NodeUpdateOp : uint8_t { kCordon, kUncordon, kLabel, kPool, kTaint, kWorkerKey };
+template <>
+struct EnumNames<NodeUpdateOp> {
+  static constexpr std::array<std::string_view, 6> kNames = {"cordon", "uncordon", "label",
+                                                             "pool",   "taint",    "worker-key"};
+};
+
 struct UpdateNode {
   static constexpr MessageType kType = MessageType::kUpdateNode;
   std::string node;
-  std::string op;
+  NodeUpdateOp op = NodeUpdateOp::kCordon;  // by name on the wire
   std::map<std::string, std::string> labels;
   std::vector<std::string> remove_labels;
   std::string pool;
@@ -282,6 +290,13 @@ struct ListEventsReply {
 
 // --- Slow-node probes ------------------------------------------------------
 
+// What a probe measures: "network" or "gpu" on the wire.
+enum class ProbeKind : uint8_t { kNetwork, kGpu };
+template <>
+struct EnumNames<ProbeKind> {
+  static constexpr std::array<std::string_view, 2> kNames = {"network", "gpu"};
+};
+
 // One node's result of a probe run by `gpool probe` (network: TCP to its
 // ring neighbour; gpu: host-device copy bandwidth), and whether the run's
 // outlier rule (below median - k x MAD) flagged it.
@@ -309,7 +324,7 @@ struct ProbeResult {
 // results keep what they had.
 struct ReportProbe {
   static constexpr MessageType kType = MessageType::kReportProbe;
-  std::string kind;  // "network" or "gpu"
+  ProbeKind kind = ProbeKind::kNetwork;
   std::vector<ProbeResult> results;
   template <typename V>
   void Fields(V& v) {

@@ -141,9 +141,15 @@ struct PriceTable {
 };
 
 // op "set": commit `table` (admins only); op "show": reply with the committed one.
+enum class PricesOp : uint8_t { kShow, kSet };
+template <>
+struct EnumNames<PricesOp> {
+  static constexpr std::array<std::string_view, 2> kNames = {"show", "set"};
+};
+
 struct UpdatePrices {
   static constexpr MessageType kType = MessageType::kUpdatePrices;
-  std::string op = "show";
+  PricesOp op = PricesOp::kShow;  // by name on the wire; absent: show
   PriceTable table;
   template <typename V>
   void Fields(V& v) {

@@ -11,6 +11,7 @@
 // Everyone sees and cancels their own jobs, with env and logs.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,8 +20,23 @@
 
 namespace gpool {
 
+// On the wire by name: admin | queue-admin | member | viewer.
+enum class Role : uint8_t { kAdmin, kQueueAdmin, kMember, kViewer };
+template <>
+struct EnumNames<Role> {
+  static constexpr std::array<std::string_view, 4> kNames = {"admin", "queue-admin", "member", "viewer"};
+};
+
+// On the wire by name: create | update | delete | add-key | remove-key | grant | revoke.
+enum class UserOp : uint8_t { kCreate, kUpdate, kDelete, kAddKey, kRemoveKey, kGrant, kRevoke };
+template <>
+struct EnumNames<UserOp> {
+  static constexpr std::array<std::string_view, 7> kNames = {"create",     "update", "delete", "add-key",
+                                                             "remove-key", "grant",  "revoke"};
+};
+
 struct RoleGrant {
-  std::string role;   // admin | queue-admin | member | viewer
+  Role role = Role::kViewer;
   std::string queue;  // queue-admin and member: the queue; admin and viewer: ""
   bool operator==(const RoleGrant&) const = default;
   template <typename V>
@@ -50,7 +66,7 @@ struct UserSpec {
 //     | grant | revoke (spec.roles)
 struct UpdateUser {
   static constexpr MessageType kType = MessageType::kUpdateUser;
-  std::string op;
+  UserOp op = UserOp::kCreate;
   UserSpec spec;
   template <typename V>
   void Fields(V& v) {

@@ -20,7 +20,8 @@ namespace gpool {
 // restarted coordinator (or a restarted worker) can reconcile.
 struct TaskReport {
   TaskId task;
-  std::string state;  // "Running" or a terminal TaskState name
+  // Running or a terminal state; on the wire by name ("Running", "Failed").
+  TaskState state = TaskState::kRunning;
   int64_t pid = 0;
   int32_t exit_code = 0;
   int32_t signal = 0;
@@ -285,7 +286,7 @@ struct TaskEvent {
   std::string node;
   uint64_t seq = 0;  // per worker process, increasing
   TaskId task;
-  std::string kind;  // "started" | "exited" | "failed"
+  TaskEventKind kind = TaskEventKind::kStarted;  // by name: "started" | "exited" | "failed" | "lost"
   int64_t pid = 0;
   int32_t exit_code = 0;
   int32_t signal = 0;

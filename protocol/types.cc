@@ -14,15 +14,14 @@ namespace {
 
 constexpr std::array<std::string_view, 5> kJobStates = {"Pending", "Running", "Succeeded", "Failed", "Cancelled"};
 constexpr std::array<std::string_view, kNodePoolCount> kNodePools = {"public", "pooled", "exclusive"};
-constexpr std::array<std::string_view, 7> kTaskStates = {"Pending",   "Bound",     "Running", "Succeeded",
-                                                         "Failed",    "Cancelled", "Lost"};
-constexpr std::array<std::string_view, 3> kNodeStates = {"Ready", "NotReady", "Lost"};
+constexpr auto kTaskStates = EnumNames<TaskState>::kNames;
+constexpr auto kNodeStates = EnumNames<NodeState>::kNames;
 constexpr std::array<std::string_view, 3> kRestartPolicies = {"never", "on-failure", "on-node-loss"};
 constexpr std::array<std::string_view, kPriorityClassCount> kPriorityClasses = {"low", "medium", "high", "system"};
 constexpr std::array<std::string_view, 3> kNumaPolicies = {"none", "best-effort", "single-numa-node"};
 constexpr std::array<std::string_view, 3> kNetworkModes = {"none", "best-effort", "single-switch"};
 constexpr std::array<std::string_view, 3> kSharingQos = {"best-effort", "fixed-share", "burst-share"};
-constexpr std::array<std::string_view, 4> kTaskEventKinds = {"started", "exited", "failed", "lost"};
+constexpr auto kTaskEventKinds = EnumNames<TaskEventKind>::kNames;
 
 template <typename E, size_t N>
 std::optional<E> FromName(const std::array<std::string_view, N>& names, std::string_view s) {

@@ -3,6 +3,7 @@
 // docs/protocol.md for field meanings and units.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -465,6 +466,23 @@ Status NotOneOf(std::string_view field, std::string_view value) {
 }
 bool IsTerminal(JobState s);
 bool IsTerminal(TaskState s);
+
+// The names these travel by where a message carries them as names (a
+// worker's TaskReport.state, TaskEvent.kind, NodeStateCmd.state); records in
+// snapshots keep storing their numbers.
+template <>
+struct EnumNames<TaskState> {
+  static constexpr std::array<std::string_view, 7> kNames = {"Pending", "Bound",     "Running", "Succeeded",
+                                                             "Failed",  "Cancelled", "Lost"};
+};
+template <>
+struct EnumNames<NodeState> {
+  static constexpr std::array<std::string_view, 3> kNames = {"Ready", "NotReady", "Lost"};
+};
+template <>
+struct EnumNames<TaskEventKind> {
+  static constexpr std::array<std::string_view, 4> kNames = {"started", "exited", "failed", "lost"};
+};
 
 // The node's GPU with this index, or null.
 const GpuInfo* FindGpu(const NodeSpec& node, uint32_t index);

@@ -418,8 +418,9 @@ Status ValidateNodeSpec(const NodeSpec& spec) {
 Status ValidateUpdateNode(const UpdateNode& update) {
   constexpr size_t kMaxLabelChanges = 256;
   GPOOL_RETURN_IF_ERROR(ValidateName("node", update.node, kMaxNodeNameLength));
-  if (update.op == "cordon" || update.op == "uncordon") return Status::Ok();
-  if (update.op == "worker-key") {
+  // The op is one NodeUpdateOp names: decoding refused any other.
+  if (update.op == NodeUpdateOp::kCordon || update.op == NodeUpdateOp::kUncordon) return Status::Ok();
+  if (update.op == NodeUpdateOp::kWorkerKey) {
     // Z85: 40 characters of its alphabet encode the 32-byte key.
     static constexpr std::string_view kZ85 =
         "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
@@ -428,8 +429,8 @@ Status ValidateUpdateNode(const UpdateNode& update) {
     }
     return Status::Ok();
   }
-  if (update.op == "pool") return ValidatePoolOwner("pool", update.pool, update.queue, /*pool_optional=*/false);
-  if (update.op == "taint") {
+  if (update.op == NodeUpdateOp::kPool) return ValidatePoolOwner("pool", update.pool, update.queue, /*pool_optional=*/false);
+  if (update.op == NodeUpdateOp::kTaint) {
     if (update.taints.empty() && update.remove_taints.empty()) {
       return Status::InvalidArgument("taints: nothing to set or remove");
     }
@@ -443,10 +444,7 @@ Status ValidateUpdateNode(const UpdateNode& update) {
     }
     return Status::Ok();
   }
-  if (update.op != "label") {
-    return Status::InvalidArgument("op: '" + update.op.substr(0, 32) +
-                                   "' is not cordon, uncordon, label, pool or taint");
-  }
+  // What is left is label.
   if (update.labels.empty() && update.remove_labels.empty()) {
     return Status::InvalidArgument("labels: nothing to set or remove");
   }
@@ -527,17 +525,15 @@ Status ValidateQueueSpec(const QueueSpec& spec) {
 }
 
 Status ValidateUpdateQueue(const UpdateQueue& update) {
-  if (update.op != "create" && update.op != "update" && update.op != "delete") {
-    return Status::InvalidArgument("op: '" + update.op.substr(0, 32) + "' is not create, update or delete");
-  }
-  if (update.op == "delete") {
+  // The op is create, update or delete: decoding refused any other.
+  if (update.op == QueueOp::kDelete) {
     GPOOL_RETURN_IF_ERROR(ValidateName("queue", update.spec.name, 128));
     if (update.spec.name == "root" || update.spec.name == "default") {
       return Status::FailedPrecondition("queue " + update.spec.name + " always exists and cannot be deleted");
     }
     return Status::Ok();
   }
-  if (update.op == "create" && (update.spec.name == "root" || update.spec.name == "default")) {
+  if (update.op == QueueOp::kCreate && (update.spec.name == "root" || update.spec.name == "default")) {
     return Status::AlreadyExists("queue " + update.spec.name + " always exists");
   }
   return ValidateQueueSpec(update.spec);

@@ -12,7 +12,7 @@ constexpr std::string_view kZ85Alphabet =
     "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
 constexpr int64_t kMaxUnixId = 4'294'967'294;  // (uid_t)-1 means "no change" to the kernel
 
-bool RoleOverQueue(std::string_view role) { return role == "queue-admin" || role == "member"; }
+bool RoleOverQueue(Role role) { return role == Role::kQueueAdmin || role == Role::kMember; }
 
 }  // namespace
 
@@ -21,9 +21,7 @@ bool IsZ85Key(std::string_view key) {
          std::all_of(key.begin(), key.end(), [](char c) { return kZ85Alphabet.find(c) != std::string_view::npos; });
 }
 
-bool IsRoleName(std::string_view role) {
-  return role == "admin" || role == "queue-admin" || role == "member" || role == "viewer";
-}
+bool IsRoleName(std::string_view role) { return EnumFromName<Role>(role).has_value(); }
 
 Status ValidateUserSpec(const UserSpec& spec) {
   if (spec.name.empty() || spec.name.size() > kMaxUserNameLength ||
@@ -51,33 +49,28 @@ Status ValidateUserSpec(const UserSpec& spec) {
   if (spec.roles.size() > kMaxRolesPerUser) {
     return Status::InvalidArgument("roles: at most " + std::to_string(kMaxRolesPerUser) + " grants per user");
   }
+  // Each grant's role is one Role names: decoding refused any other.
   for (const auto& grant : spec.roles) {
-    if (!IsRoleName(grant.role)) {
-      return Status::InvalidArgument("roles: '" + grant.role.substr(0, 32) +
-                                     "' is not a role (admin, queue-admin, member, viewer)");
-    }
+    const std::string role(NameOf(grant.role));
     if (RoleOverQueue(grant.role) && grant.queue.empty()) {
-      return Status::InvalidArgument("roles: " + grant.role + " is granted over a queue (--queue)");
+      return Status::InvalidArgument("roles: " + role + " is granted over a queue (--queue)");
     }
     if (!RoleOverQueue(grant.role) && !grant.queue.empty()) {
-      return Status::InvalidArgument("roles: " + grant.role + " is cluster-wide; it takes no queue");
+      return Status::InvalidArgument("roles: " + role + " is cluster-wide; it takes no queue");
     }
   }
   return Status::Ok();
 }
 
 Status ValidateUpdateUser(const UpdateUser& update) {
-  static const std::set<std::string> kOps = {"create", "update", "delete", "add-key", "remove-key", "grant", "revoke"};
-  if (!kOps.count(update.op)) {
-    return Status::InvalidArgument("op: '" + update.op.substr(0, 32) +
-                                   "' is not one of create, update, delete, add-key, remove-key, grant, revoke");
-  }
+  // The op is one UserOp names: decoding refused any other.
   GPOOL_RETURN_IF_ERROR(ValidateUserSpec(update.spec));
-  if ((update.op == "add-key" || update.op == "remove-key") && update.spec.keys.empty()) {
-    return Status::InvalidArgument(update.op + ": name the key (--key FILE)");
+  const std::string op(NameOf(update.op));
+  if ((update.op == UserOp::kAddKey || update.op == UserOp::kRemoveKey) && update.spec.keys.empty()) {
+    return Status::InvalidArgument(op + ": name the key (--key FILE)");
   }
-  if ((update.op == "grant" || update.op == "revoke") && update.spec.roles.empty()) {
-    return Status::InvalidArgument(update.op + ": name the role");
+  if ((update.op == UserOp::kGrant || update.op == UserOp::kRevoke) && update.spec.roles.empty()) {
+    return Status::InvalidArgument(op + ": name the role");
   }
   return Status::Ok();
 }

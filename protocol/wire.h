@@ -20,6 +20,7 @@
 
 #include <msgpack.hpp>
 
+#include "protocol/base/enum_names.h"
 #include "protocol/base/ids.h"
 #include "protocol/base/status.h"
 
@@ -92,9 +93,15 @@ class Packer {
   }
   // Enums travel as their number: stored codes must keep their values.
   template <typename E>
-    requires std::is_enum_v<E>
+    requires(std::is_enum_v<E> && !NamedEnum<E>)
   void Value(E v) {
     Value(static_cast<uint32_t>(v));
+  }
+  // Named enums (base/enum_names.h) travel as their name, byte for byte the
+  // string the field held before it was an enum.
+  template <NamedEnum E>
+  void Value(E v) {
+    Value(NameOf(v));
   }
 
   // Task ids travel as {"job": u64, "index": u32, "attempt": u32}.
@@ -228,12 +235,25 @@ class ObjectReader {
   // Any number that fits: an enum read back may hold a value this build does
   // not name (written by a newer one), and its users say so.
   template <typename E>
-    requires std::is_enum_v<E>
+    requires(std::is_enum_v<E> && !NamedEnum<E>)
   static Status Read(const msgpack::object& o, const FieldPath& path, E* out) {
     uint32_t v = 0;
     Status s = Read(o, path, &v);
     if (s.ok()) *out = static_cast<E>(v);
     return s;
+  }
+
+  // A named enum is decoded here, once: the string must be one of its names,
+  // else InvalidArgument naming the field and the value, so nothing past the
+  // decoder ever sees a value it does not know.
+  template <NamedEnum E>
+  static Status Read(const msgpack::object& o, const FieldPath& path, E* out) {
+    std::string name;  // read as the string field was, bin included
+    GPOOL_RETURN_IF_ERROR(Read(o, path, &name));
+    const std::optional<E> value = EnumFromName<E>(name);
+    if (!value) return Status::InvalidArgument(NotANameOf<E>(path.str(), name));
+    *out = *value;
+    return Status::Ok();
   }
 
   template <typename T>

@@ -57,7 +57,7 @@ TEST(AlertTest, EachRuleFiresOnceAndResolvesAcrossALeaderKill) {
   ASSERT_NO_FATAL_FAILURE(StartReadyCluster(cluster, client));
 
   UpdateQueue queue;
-  queue.op = "create";
+  queue.op = QueueOp::kCreate;
   queue.spec.name = "capped";
   queue.spec.capability = {{"gpu", 1}};
   ASSERT_TRUE(client->UpdateQueue(queue).ok());

@@ -182,7 +182,7 @@ TEST_F(BadInputTest, WorkerPortAnswersEveryBadInputWithATypedError) {
   EXPECT_EQ(peer.ErrorCode(EncodeEnvelope(Header{.request_id = 1}, Heartbeat{"ghost", {}})), "NotFound");
   TaskEvent event;
   event.node = "ghost";
-  event.kind = "exited";
+  event.kind = TaskEventKind::kExited;
   EXPECT_EQ(peer.ErrorCode(EncodeEnvelope(Header{.request_id = 2}, event)), "NotFound");
   // A node spec that contradicts itself.
   RegisterNode bad;

@@ -214,17 +214,17 @@ TEST_F(DashboardTest, EveryPageShowsWhatTheApiReports) {
   // A queue with quotas, a two-GPU job in it, a share of one GPU, and a gang
   // of two whole nodes that cannot start while anything runs.
   UpdateQueue queue;
-  queue.op = "create";
+  queue.op = QueueOp::kCreate;
   queue.spec.name = "team-a";
   queue.spec.deserved = {{"gpu", 4}};
   queue.spec.capability = {{"gpu", 6}};
   ASSERT_TRUE(client_->UpdateQueue(queue).ok());
   // Two events for the events page: an operator's cordon and its lifting.
-  for (const char* op : {"cordon", "uncordon"}) {
+  for (NodeUpdateOp op : {NodeUpdateOp::kCordon, NodeUpdateOp::kUncordon}) {
     UpdateNode update;
     update.node = "node-1";
     update.op = op;
-    ASSERT_TRUE(client_->UpdateNode(update).ok()) << op;
+    ASSERT_TRUE(client_->UpdateNode(update).ok()) << NameOf(op);
   }
   JobSpec trainer_spec = ShellJob("trainer", 2, Hold());
   trainer_spec.queue = "team-a";

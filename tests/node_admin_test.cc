@@ -110,7 +110,7 @@ TEST_F(NodeAdminTest, LabelsAndPoolsShowAndBadRequestsChangeNothing) {
   // The server checks too: a request that skips the CLI's checks.
   UpdateNode raw;
   raw.node = name;
-  raw.op = "label";
+  raw.op = NodeUpdateOp::kLabel;
   raw.labels = {{"team", "has space"}};
   auto refused = client_->UpdateNode(raw);
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status().ToString();

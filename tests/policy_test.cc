@@ -76,7 +76,7 @@ class PolicyTest : public ::testing::Test {
 
   Status CreateQueue(const std::string& name, const std::string& parent, Quota deserved, Quota capability = {}) {
     UpdateQueue request;
-    request.op = "create";
+    request.op = QueueOp::kCreate;
     request.spec.name = name;
     request.spec.parent = parent;
     request.spec.deserved = std::move(deserved);
@@ -337,13 +337,13 @@ TEST_F(PolicyTest, BadQueueRequestsAreRefusedAndChangeNothing) {
   EXPECT_EQ(CreateQueue("orphan", "no-such-parent", {}).code(), StatusCode::kNotFound);
   // The built-in queues cannot go.
   UpdateQueue remove_default;
-  remove_default.op = "delete";
+  remove_default.op = QueueOp::kDelete;
   remove_default.spec.name = "default";
   EXPECT_EQ(client_->UpdateQueue(remove_default).status().code(), StatusCode::kFailedPrecondition);
   // deserved above capability, on create and on update.
   EXPECT_EQ(CreateQueue("greedy", "root", {{"gpu", 4}}, {{"gpu", 2}}).code(), StatusCode::kInvalidArgument);
   UpdateQueue raise;
-  raise.op = "update";
+  raise.op = QueueOp::kUpdate;
   raise.spec.name = "team-a";
   raise.spec.deserved = {{"gpu", 3}};
   raise.spec.capability = {{"gpu", 2}};
@@ -353,7 +353,7 @@ TEST_F(PolicyTest, BadQueueRequestsAreRefusedAndChangeNothing) {
   // Creating one that exists; deleting one that does not.
   EXPECT_EQ(CreateQueue("team-a", "root", {}).code(), StatusCode::kAlreadyExists);
   UpdateQueue remove_missing;
-  remove_missing.op = "delete";
+  remove_missing.op = QueueOp::kDelete;
   remove_missing.spec.name = "no-such-queue";
   EXPECT_EQ(client_->UpdateQueue(remove_missing).status().code(), StatusCode::kNotFound);
 
@@ -373,7 +373,7 @@ TEST_F(PolicyTest, BadQueueRequestsAreRefusedAndChangeNothing) {
   EXPECT_EQ(CreateQueue("too-big-child", "team-a", {}, {{"gpu", 3}}).code(), StatusCode::kFailedPrecondition);
   // A queue with a child cannot be deleted.
   UpdateQueue remove_parent;
-  remove_parent.op = "delete";
+  remove_parent.op = QueueOp::kDelete;
   remove_parent.spec.name = "team-a";
   EXPECT_EQ(client_->UpdateQueue(remove_parent).status().code(), StatusCode::kFailedPrecondition);
 
@@ -383,7 +383,7 @@ TEST_F(PolicyTest, BadQueueRequestsAreRefusedAndChangeNothing) {
 
   // Nothing changed but the one child created on purpose.
   UpdateQueue remove_child;
-  remove_child.op = "delete";
+  remove_child.op = QueueOp::kDelete;
   remove_child.spec.name = "team-a-child";
   ASSERT_TRUE(client_->UpdateQueue(remove_child).ok());
   auto after = client_->ListQueues();

@@ -62,7 +62,7 @@ class UsageTest : public ::testing::Test {
     ASSERT_TRUE(WaitFor([&] { return cluster_.AllNodesReady(); }, 30s)) << cluster_.Cli({"nodes"}).out;
     for (const char* queue : {"team-a", "team-b"}) {
       UpdateQueue create;
-      create.op = "create";
+      create.op = QueueOp::kCreate;
       create.spec.name = queue;
       create.spec.parent = "root";
       auto made = client_->UpdateQueue(create);

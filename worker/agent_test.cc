@@ -205,7 +205,7 @@ TEST(AgentTest, RegistersRunsTasksFollowsARestartedCoordinatorAndStops) {
   auto reports = reg->Body<RegisterNode>()->tasks;
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].task.job.value(), 2u);
-  EXPECT_EQ(reports[0].state, "Running");
+  EXPECT_EQ(reports[0].state, TaskState::kRunning);
   coordinator->Send(reply, reg->header().request_id);
 
   // A coordinator that lost the node answers heartbeats with NotFound: the

@@ -145,8 +145,8 @@ TEST(FleetTest, EveryNodeRegistersOnItsOwnConnectionAndRunsTasks) {
   coordinator.Send(coordinator.peers_.at("sim-0017"), bind, 500);
   ASSERT_TRUE(coordinator.Serve([&] { return coordinator.events_.size() >= 2; })) << log.text();
   EXPECT_EQ(coordinator.events_[0].node, "sim-0017");
-  EXPECT_EQ(coordinator.events_[0].kind, "started");
-  EXPECT_EQ(coordinator.events_[1].kind, "exited");
+  EXPECT_EQ(coordinator.events_[0].kind, TaskEventKind::kStarted);
+  EXPECT_EQ(coordinator.events_[1].kind, TaskEventKind::kExited);
   EXPECT_EQ(coordinator.events_[1].exit_code, 0);
   EXPECT_NE(testing::ReadFile(dir.path() + "/sim-0017/tasks/7.0.0.log").find("simulating: sleep 0.2"),
             std::string::npos);
@@ -161,7 +161,7 @@ TEST(FleetTest, EveryNodeRegistersOnItsOwnConnectionAndRunsTasks) {
   running.join();
   EXPECT_TRUE(run_status.ok()) << run_status.ToString();
   EXPECT_EQ(coordinator.events_[3].node, "sim-0003");
-  EXPECT_EQ(coordinator.events_[3].kind, "exited");
+  EXPECT_EQ(coordinator.events_[3].kind, TaskEventKind::kExited);
   EXPECT_EQ(coordinator.events_[3].signal, 15);
 }
 

@@ -193,7 +193,7 @@ void Link::SendEvents() {
     auto sent = event_sent_ms_.find(seq);
     if (sent != event_sent_ms_.end() && now - sent->second < options_.event_resend_ms) continue;
     if (sent != event_sent_ms_.end()) {
-      log_->debug("resending task event seq={} task={} kind={}", seq, event.task.ToString(), event.kind);
+      log_->debug("resending task event seq={} task={} kind={}", seq, event.task.ToString(), ToString(event.kind));
     }
     event_sent_ms_[seq] = now;
     Send(event, next_request_id_++);

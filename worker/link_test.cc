@@ -403,7 +403,7 @@ TEST_F(LinkTest, BindIsAckedBeforeTheStartedEvent) {
   EXPECT_EQ(out.frames[1].type(), MessageType::kTaskEvent);
   auto event = out.frames[1].Body<TaskEvent>();
   ASSERT_TRUE(event.ok());
-  EXPECT_EQ(event->kind, "started");
+  EXPECT_EQ(event->kind, TaskEventKind::kStarted);
   EXPECT_EQ(event->seq, 1u);
   EXPECT_EQ(event->node, "n1");
   ASSERT_EQ(launcher_.launched().size(), 1u);
@@ -475,8 +475,8 @@ TEST_F(LinkTest, EventsWaitForRegistrationAndReportsCarryUnackedTasks) {
   ASSERT_TRUE(reg.ok());
   ASSERT_EQ(reg->tasks.size(), 2u);
   EXPECT_EQ(reg->tasks[0].task.job.value(), 5u);
-  EXPECT_EQ(reg->tasks[0].state, "Running");
-  EXPECT_EQ(reg->tasks[1].state, "Failed");
+  EXPECT_EQ(reg->tasks[0].state, TaskState::kRunning);
+  EXPECT_EQ(reg->tasks[1].state, TaskState::kFailed);
   EXPECT_EQ(reg->tasks[1].exit_code, 2);
 
   Deliver(RegisterNodeReply{}, out.First(MessageType::kRegisterNode)->header().request_id, 1);

@@ -210,13 +210,13 @@ Result<ChangeReplicasReply> FakeClient::ChangeReplicas(const gpool::ChangeReplic
   std::vector<uint64_t>& learners = cluster_->learners;
   auto it = std::find(voters.begin(), voters.end(), request.replica_id);
   auto learner = std::find(learners.begin(), learners.end(), request.replica_id);
-  if (request.op == "add") {
+  if (request.op == ReplicaOp::kAdd) {
     if (request.peer_address.empty()) return Status::InvalidArgument("peer_address: required for add");
     if (it != voters.end()) return Status::AlreadyExists(name + " is already a voter");
     if (learner != learners.end()) return Status::AlreadyExists(name + " is already a learner");
     learners.push_back(request.replica_id);
     std::sort(learners.begin(), learners.end());
-  } else if (request.op == "remove") {
+  } else {  // remove
     if (learner != learners.end()) {
       learners.erase(learner);
     } else if (it == voters.end()) {
@@ -224,8 +224,6 @@ Result<ChangeReplicasReply> FakeClient::ChangeReplicas(const gpool::ChangeReplic
     } else {
       voters.erase(it);
     }
-  } else {
-    return Status::InvalidArgument("op: expected \"add\" or \"remove\", got \"" + request.op + "\"");
   }
   return ChangeReplicasReply{++cluster_->status.commit_index, voters, learners};
 }
@@ -238,17 +236,17 @@ Result<UpdateNodeReply> FakeClient::UpdateNode(const gpool::UpdateNode& request)
   auto it = std::find_if(nodes.begin(), nodes.end(), [&](const NodeSummary& n) { return n.name == request.node; });
   if (it == nodes.end()) return Status::NotFound("node " + request.node + " is not registered");
   NodeSummary& node = *it;
-  if (request.op == "cordon" || request.op == "uncordon") {
+  if (request.op == NodeUpdateOp::kCordon || request.op == NodeUpdateOp::kUncordon) {
     constexpr std::string_view kSuffix = ",Cordoned";
     const bool suffixed = node.state.size() >= kSuffix.size() &&
                           node.state.compare(node.state.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
-    node.cordoned = request.op == "cordon";
+    node.cordoned = request.op == NodeUpdateOp::kCordon;
     if (node.cordoned && !suffixed) node.state += kSuffix;
     if (!node.cordoned && suffixed) node.state.resize(node.state.size() - kSuffix.size());
-  } else if (request.op == "pool") {
+  } else if (request.op == NodeUpdateOp::kPool) {
     node.pool = request.pool;
     node.pool_queue = request.queue;
-  } else if (request.op == "taint") {
+  } else if (request.op == NodeUpdateOp::kTaint) {
     for (const auto& key : request.remove_taints) node.taints.erase(key);
     for (const auto& [key, value] : request.taints) node.taints[key] = value;
   } else {  // "label"
@@ -276,7 +274,7 @@ Result<UpdateQueueReply> FakeClient::UpdateQueue(const gpool::UpdateQueue& reque
   auto& queues = cluster_->queues;
   const std::string& name = request.spec.name;
   auto it = queues.find(name);
-  if (request.op == "create") {
+  if (request.op == QueueOp::kCreate) {
     if (it != queues.end()) return Status::AlreadyExists("queue '" + name + "' already exists");
     auto parent = queues.find(request.spec.parent);
     if (parent == queues.end()) return Status::NotFound("parent queue '" + request.spec.parent + "' does not exist");
@@ -294,7 +292,7 @@ Result<UpdateQueueReply> FakeClient::UpdateQueue(const gpool::UpdateQueue& reque
   }
   if (it == queues.end()) return Status::NotFound("queue '" + name + "' does not exist");
   QueueSummary& queue = it->second;
-  if (request.op == "update") {
+  if (request.op == QueueOp::kUpdate) {
     if (auto parent = queues.find(queue.spec.parent); parent != queues.end()) {
       GPOOL_RETURN_IF_ERROR(CapabilityWithin(request.spec, parent->second.spec));
     }
@@ -422,28 +420,28 @@ Result<UpdateUserReply> FakeClient::UpdateUser(const gpool::UpdateUser& request)
   auto& users = cluster_->users;
   const std::string& name = request.spec.name;
   auto it = users.find(name);
-  if (request.op == "create") {
+  if (request.op == UserOp::kCreate) {
     if (it != users.end()) return Status::AlreadyExists("user " + name + " exists");
     users[name] = request.spec;
     return UpdateUserReply{request.spec};
   }
   if (it == users.end()) return Status::NotFound("user " + name + " does not exist");
   UserSpec& user = it->second;
-  if (request.op == "delete") {
+  if (request.op == UserOp::kDelete) {
     UserSpec before = user;
     users.erase(it);
     return UpdateUserReply{before};
   }
-  if (request.op == "update") {
+  if (request.op == UserOp::kUpdate) {
     user.uid = request.spec.uid;
     user.gid = request.spec.gid;
   }
-  if (request.op == "add-key") user.keys.insert(user.keys.end(), request.spec.keys.begin(), request.spec.keys.end());
-  if (request.op == "remove-key") {
+  if (request.op == UserOp::kAddKey) user.keys.insert(user.keys.end(), request.spec.keys.begin(), request.spec.keys.end());
+  if (request.op == UserOp::kRemoveKey) {
     for (const auto& key : request.spec.keys) std::erase(user.keys, key);
   }
-  if (request.op == "grant") user.roles.insert(user.roles.end(), request.spec.roles.begin(), request.spec.roles.end());
-  if (request.op == "revoke") {
+  if (request.op == UserOp::kGrant) user.roles.insert(user.roles.end(), request.spec.roles.begin(), request.spec.roles.end());
+  if (request.op == UserOp::kRevoke) {
     for (const auto& grant : request.spec.roles) std::erase(user.roles, grant);
   }
   return UpdateUserReply{user};
@@ -459,7 +457,7 @@ Result<ListUsersReply> FakeClient::ListUsers() {
 Result<UpdateUserReply> FakeClient::Bootstrap(const gpool::Bootstrap& request) {
   if (auto failure = TakeFailure()) return *failure;
   UserSpec admin = request.admin;
-  admin.roles = {RoleGrant{"admin", ""}};
+  admin.roles = {RoleGrant{Role::kAdmin, ""}};
   cluster_->users[admin.name] = admin;
   return UpdateUserReply{admin};
 }
@@ -494,7 +492,7 @@ Result<GetUsageReply> FakeClient::GetUsage(const gpool::GetUsage& request) {
 
 Result<UpdatePricesReply> FakeClient::UpdatePrices(const gpool::UpdatePrices& request) {
   if (auto failure = TakeFailure()) return *failure;
-  if (request.op == "set") cluster_->prices = request.table;
+  if (request.op == PricesOp::kSet) cluster_->prices = request.table;
   UpdatePricesReply reply;
   if (cluster_->prices) {
     reply.set = true;

@@ -29,11 +29,9 @@ void ClusterEndpoint::Handle(const Request& request, const Envelope& envelope, i
 
 void ClusterEndpoint::OnChangeReplicas(const Request& request, const ChangeReplicas& msg) {
   Status valid = [&]() -> Status {
-    if (msg.op != "add" && msg.op != "remove") {
-      return Status::InvalidArgument("op: '" + msg.op.substr(0, 32) + "' is neither add nor remove");
-    }
+    // The op is add or remove: decoding refused any other.
     if (msg.replica_id == 0) return Status::InvalidArgument("replica_id: must be a positive integer");
-    if (msg.op == "remove") return Status::Ok();
+    if (msg.op == ReplicaOp::kRemove) return Status::Ok();
     GPOOL_RETURN_IF_ERROR(ValidateConnectEndpoint(msg.peer_address, "peer_address"));
     if (!msg.client_address.empty()) {
       GPOOL_RETURN_IF_ERROR(ValidateConnectEndpoint(msg.client_address, "client_address"));
@@ -44,16 +42,16 @@ void ClusterEndpoint::OnChangeReplicas(const Request& request, const ChangeRepli
     return Status::Ok();
   }();
   if (!valid.ok()) return ctx_.Fail(request, valid);
-  spdlog::info("replica change requested op={} replica={} peer={} client={}", msg.op, msg.replica_id,
+  spdlog::info("replica change requested op={} replica={} peer={} client={}", NameOf(msg.op), msg.replica_id,
                msg.peer_address, msg.client_address);
   ctx_.ProposeApprovedAudit();
   ctx_.proposer().ChangeMembership(msg, [this, request, msg](Result<ChangeReplicasReply> result) {
     if (!result.ok()) {
-      spdlog::info("replica change refused op={} replica={} error=\"{}\"", msg.op, msg.replica_id,
+      spdlog::info("replica change refused op={} replica={} error=\"{}\"", NameOf(msg.op), msg.replica_id,
                    result.status().ToString());
       return ctx_.Fail(request, result.status());
     }
-    spdlog::info("replica change committed op={} replica={} index={} voters={}", msg.op, msg.replica_id,
+    spdlog::info("replica change committed op={} replica={} index={} voters={}", NameOf(msg.op), msg.replica_id,
                  result->index, result->voters.size());
     ctx_.Answer(request, *result);
   });

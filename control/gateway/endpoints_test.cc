@@ -64,14 +64,14 @@ TEST_F(EndpointTest, QueuesCreatesAQueueAuditedFirstAndRefusesAnAnonymousCaller)
   QueueSpec spec;
   spec.name = "ml";
   spec.parent = "root";
-  Handle(queues, UpdateQueue{"create", spec}, Admin());
+  Handle(queues, UpdateQueue{QueueOp::kCreate, spec}, Admin());
   EXPECT_EQ(LastAs<UpdateQueueReply>().queue.spec.name, "ml");
   ASSERT_EQ(proposer_.proposed().size(), 2u);
   EXPECT_EQ(proposer_.proposed()[0], "Audit");  // recorded before it is applied
   EXPECT_NE(state_.FindQueue("ml"), nullptr);
 
   spec.name = "web";
-  Handle(queues, UpdateQueue{"create", spec}, Nobody());
+  Handle(queues, UpdateQueue{QueueOp::kCreate, spec}, Nobody());
   EXPECT_EQ(LastErrorCode(), "PermissionDenied");
   EXPECT_EQ(state_.FindQueue("web"), nullptr);
 
@@ -107,7 +107,7 @@ TEST_F(EndpointTest, NodesRefusesAnUpdateOfANodeThatNeverRegistered) {
   NodesEndpoint nodes(ctx_);
   UpdateNode update;
   update.node = "ghost";
-  update.op = "cordon";
+  update.op = NodeUpdateOp::kCordon;
   Handle(nodes, update, Admin());
   EXPECT_EQ(LastErrorCode(), "NotFound");
   EXPECT_TRUE(proposer_.proposed().empty());
@@ -139,15 +139,16 @@ TEST_F(EndpointTest, ClusterReportsThisReplicaAsTheLeader) {
   EXPECT_EQ(status.role, "leader");
 }
 
-TEST_F(EndpointTest, UsageShowsNoPriceTableAndRefusesAnUnknownOp) {
+TEST_F(EndpointTest, UsageShowsNoPriceTableAndSetsPricesForAdminsOnly) {
   UsageEndpoint usage(ctx_);
-  UpdatePrices show;
-  show.op = "show";
-  Handle(usage, show, Admin());
+  UpdatePrices prices;
+  prices.op = PricesOp::kShow;
+  Handle(usage, prices, Admin());
   EXPECT_FALSE(LastAs<UpdatePricesReply>().set);
-  show.op = "burn";
-  Handle(usage, show, Admin());
-  EXPECT_EQ(LastErrorCode(), "InvalidArgument");
+  prices.op = PricesOp::kSet;
+  Handle(usage, prices, Nobody());
+  EXPECT_EQ(LastErrorCode(), "PermissionDenied");
+  EXPECT_EQ(state_.usage_ledger().prices(), nullptr);
 }
 
 TEST_F(EndpointTest, WatchWithoutAHubIsUnavailable) {

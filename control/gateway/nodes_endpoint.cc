@@ -25,7 +25,7 @@ void NodesEndpoint::Handle(const Request& request, const Envelope& envelope, int
       return;
     default:
       if (auto msg = ctx_.Decode<ReportProbe>(request, envelope)) {
-        if (!ctx_.Permit(request, Permission::kReportProbe, {}, "probe " + msg->kind.substr(0, 32))) return;
+        if (!ctx_.Permit(request, Permission::kReportProbe, {}, "probe " + std::string(NameOf(msg->kind)))) return;
         OnReportProbe(request, std::move(*msg));
       }
       return;
@@ -45,7 +45,7 @@ void NodesEndpoint::OnUpdate(const Request& request, UpdateNode msg) {
   const state::ClusterState& state = ctx_.state();
   if (Status valid = ValidateUpdateNode(msg); !valid.ok()) return ctx_.Fail(request, valid);
   // A worker key may be enrolled before its node ever registers.
-  if (state.FindNode(msg.node) == nullptr && msg.op != "worker-key") {
+  if (state.FindNode(msg.node) == nullptr && msg.op != NodeUpdateOp::kWorkerKey) {
     return ctx_.Fail(request, Status::NotFound("node " + msg.node + " is not registered"));
   }
   if (!msg.queue.empty() && state.FindQueue(msg.queue) == nullptr) {
@@ -53,7 +53,7 @@ void NodesEndpoint::OnUpdate(const Request& request, UpdateNode msg) {
                      Status::NotFound("queue '" + msg.queue + "' does not exist (`gpool queue tree` lists the queues)"));
   }
   const std::string name = msg.node;
-  const std::string op = msg.op;
+  const std::string_view op = NameOf(msg.op);
   ctx_.ProposeAudited(state::UpdateNodeCmd{std::move(msg)}, [this, request, name, op](const state::ApplyResult& result) {
     if (!result.status.ok()) return ctx_.Fail(request, result.status);
     const auto* node = ctx_.state().FindNode(name);
@@ -73,9 +73,6 @@ void NodesEndpoint::OnUpdate(const Request& request, UpdateNode msg) {
 
 void NodesEndpoint::OnReportProbe(const Request& request, ReportProbe msg) {
   constexpr size_t kMaxResults = 100'000;
-  if (msg.kind != "network" && msg.kind != "gpu") {
-    return ctx_.Fail(request, Status::InvalidArgument("kind: '" + msg.kind.substr(0, 32) + "' is not network or gpu"));
-  }
   if (msg.results.size() > kMaxResults) {
     return ctx_.Fail(request, Status::ResourceExhausted("results: at most 100000 nodes per probe"));
   }
@@ -85,8 +82,8 @@ void NodesEndpoint::OnReportProbe(const Request& request, ReportProbe msg) {
     }
     if (r.message.size() > 1024) r.message.resize(1024);
   }
-  const std::string kind = msg.kind;
-  ctx_.ProposeAudited(state::ProbeResultCmd{std::move(msg.kind), std::move(msg.results)},
+  const std::string kind(NameOf(msg.kind));  // network or gpu: decoding refused any other
+  ctx_.ProposeAudited(state::ProbeResultCmd{msg.kind, std::move(msg.results)},
                       [this, request, kind](const state::ApplyResult& result) {
                         if (!result.status.ok()) return ctx_.Fail(request, result.status);
                         ReportProbeReply reply;

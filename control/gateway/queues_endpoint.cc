@@ -15,23 +15,23 @@ void QueuesEndpoint::Handle(const Request& request, const Envelope& envelope, in
   auto msg = ctx_.Decode<UpdateQueue>(request, envelope);
   if (!msg) return;
   const std::string what = "queue " + msg->spec.name;
-  if (msg->op != "create" && !ctx_.Permit(request, Permission::kManageQueue, Target{"", msg->spec.name}, what)) return;
-  if (msg->op != "delete" && !ctx_.Permit(request, Permission::kPlaceQueue, Target{"", msg->spec.parent}, what)) return;
+  if (msg->op != QueueOp::kCreate && !ctx_.Permit(request, Permission::kManageQueue, Target{"", msg->spec.name}, what)) return;
+  if (msg->op != QueueOp::kDelete && !ctx_.Permit(request, Permission::kPlaceQueue, Target{"", msg->spec.parent}, what)) return;
   OnUpdate(request, std::move(*msg));
 }
 
 void QueuesEndpoint::OnUpdate(const Request& request, UpdateQueue msg) {
   if (Status valid = ValidateUpdateQueue(msg); !valid.ok()) return ctx_.Fail(request, valid);
   const std::string name = msg.spec.name;
-  const std::string op = msg.op;
+  const QueueOp op = msg.op;
   // A delete answers with the queue as it was.
   QueueSummary before = ToQueueSummary(ctx_.state(), name);
   ctx_.ProposeAudited(state::UpdateQueueCmd{std::move(msg)},
                       [this, request, name, op, before](const state::ApplyResult& result) {
                         if (!result.status.ok()) return ctx_.Fail(request, result.status);
-                        spdlog::info("queue updated queue={} op={}", name, op);
+                        spdlog::info("queue updated queue={} op={}", name, NameOf(op));
                         ctx_.Answer(request,
-                                    UpdateQueueReply{op == "delete" ? before : ToQueueSummary(ctx_.state(), name)});
+                                    UpdateQueueReply{op == QueueOp::kDelete ? before : ToQueueSummary(ctx_.state(), name)});
                       });
 }
 

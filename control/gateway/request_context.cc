@@ -44,7 +44,7 @@ RequestContext::RequestContext(const GatewayOptions& options, const state::Clust
       relay_(relay),
       outbox_(outbox),
       proposer_(proposer),
-      configured_admin_{"admin", {options.admin_key}, -1, -1, {RoleGrant{"admin", ""}}} {}
+      configured_admin_{"admin", {options.admin_key}, -1, -1, {RoleGrant{Role::kAdmin, ""}}} {}
 
 void RequestContext::Fail(const std::string& peer, uint64_t request_id, const Status& status) {
   Reply(peer, MakeError(request_id, proposer_.epoch(), status, proposer_.leader_client_address()));

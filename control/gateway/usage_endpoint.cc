@@ -53,7 +53,7 @@ void UsageEndpoint::Handle(const Request& request, const Envelope& envelope, int
   }
   auto msg = envelope.Body<UpdatePrices>();
   if (!msg.ok()) return ctx_.Fail(request, msg.status());
-  if (msg->op == "show") {
+  if (msg->op == PricesOp::kShow) {
     if (!ctx_.Permit(request, Permission::kReadCluster, {}, "prices")) return;
     return ctx_.AfterBarrier(request, [this, request] {
       UpdatePricesReply reply;
@@ -64,9 +64,7 @@ void UsageEndpoint::Handle(const Request& request, const Envelope& envelope, int
       ctx_.Answer(request, reply);
     });
   }
-  if (msg->op != "set") {
-    return ctx_.Fail(request, Status::InvalidArgument("op: '" + msg->op.substr(0, 32) + "' is not one of set, show"));
-  }
+  // What is left is set: decoding refused any op but show and set.
   if (!ctx_.Permit(request, Permission::kManagePrices, {}, "prices")) return;
   if (Status valid = ValidatePriceTable(msg->table); !valid.ok()) return ctx_.Fail(request, valid.WithContext("prices"));
   PriceTable table = std::move(msg->table);

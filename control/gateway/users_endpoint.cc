@@ -37,7 +37,7 @@ void UsersEndpoint::Handle(const Request& request, const Envelope& envelope, int
       // The caller's own key becomes the admin's: bootstrap names nobody else.
       admin.keys.clear();
       if (!request.actor.key.empty()) admin.keys.push_back(request.actor.key);
-      admin.roles = {RoleGrant{"admin", ""}};
+      admin.roles = {RoleGrant{Role::kAdmin, ""}};
       if (Status valid = ValidateUserSpec(admin); !valid.ok()) return ctx_.Fail(request, valid.WithContext("admin"));
       if (ctx_.state().HasAdmin()) {
         return ctx_.Fail(request, Status::FailedPrecondition("the cluster already has an admin (bootstrap runs once)"));
@@ -59,7 +59,7 @@ void UsersEndpoint::Handle(const Request& request, const Envelope& envelope, int
       const std::string name = msg->spec.name;
       const UserSpec* existing = ctx_.state().FindUser(name);
       UserSpec before = existing ? *existing : UserSpec{name};
-      const std::string op = msg->op;
+      const std::string_view op = NameOf(msg->op);
       ctx_.ProposeAudited(state::UpdateUserCmd{std::move(msg).value()},
                         [this, request, name, op, before](const state::ApplyResult& result) {
                           if (!result.status.ok()) return ctx_.Fail(request, result.status);

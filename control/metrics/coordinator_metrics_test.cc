@@ -28,7 +28,7 @@ class CoordinatorMetricsTest : public state::ClusterStateTest {
   void SetUp() override {
     ASSERT_TRUE(Do(state::RegisterNodeCmd{MakeNode("n1", 4), {}}).status.ok());
     UpdateQueue team;
-    team.op = "create";
+    team.op = QueueOp::kCreate;
     team.spec.name = "team";
     team.spec.deserved = {{"gpu", 2}};
     team.spec.capability = {{"gpu", 4}};

@@ -46,7 +46,7 @@ void KeySync::Applied(const state::Command& command, const state::ApplyResult& r
     keys_->EnrolNode(registered->node.name, registered->worker_key);
   }
   const auto* updated = std::get_if<state::UpdateNodeCmd>(&command.body);
-  if (updated != nullptr && result.status.ok() && updated->update.op == "worker-key") {
+  if (updated != nullptr && result.status.ok() && updated->update.op == NodeUpdateOp::kWorkerKey) {
     keys_->EnrolNode(updated->update.node, updated->update.key);
   }
   // A job's exec key is admitted as its submission commits, and no longer

@@ -30,7 +30,7 @@ TEST(KeySyncTest, BootstrapIsOpenUntilAnAdminCommitsThenOnlyItsKeyIsAUser) {
   state::BootstrapCmd bootstrap;
   bootstrap.admin.name = "alice";
   bootstrap.admin.keys = {kSyncAdminKey};
-  bootstrap.admin.roles = {RoleGrant{"admin", ""}};
+  bootstrap.admin.roles = {RoleGrant{Role::kAdmin, ""}};
   const state::Command command = SyncCmd(bootstrap);
   const state::ApplyResult result = state.Apply(1, command);
   ASSERT_TRUE(result.status.ok()) << result.status.ToString();

@@ -222,6 +222,7 @@ class ClusterState {
   ApplyResult ApplyAlert(int64_t now, const AlertCmd& cmd);
   void NoteSessionStarted(JobRecord& job, const TaskEvent& event);
   ApplyResult ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd);
+  void ApplyCordon(int64_t now, const UpdateNode& update, NodeRecord& node);
   ApplyResult ApplyPlan(int64_t now, const ApplyPlanCmd& cmd);
   ApplyResult ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd);
   ApplyResult ApplyRefuseBind(int64_t now, const RefuseBindCmd& cmd);

@@ -41,7 +41,7 @@ class ClusterStateTest : public ::testing::Test {
     TaskEvent event;
     event.node = node;
     event.task = TaskId{JobId(job), task, 0};
-    event.kind = kind;
+    event.kind = EnumFromName<TaskEventKind>(kind).value();
     event.exit_code = code;
     event.pid = 100 + task;
     return Do(TaskEventCmd{event});

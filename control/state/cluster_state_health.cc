@@ -212,7 +212,7 @@ void ClusterState::SetNodeHealth(int64_t now, const std::string& name, NodeRecor
     // New, or worse than it was: tell. A repeat of the same condition is not news.
     const bool worse = old != before.end() && HealthSeverityFromString(c->severity) >
                                                   HealthSeverityFromString(old->second->severity);
-    const bool new_xid = old != before.end() && c->kind == "xid" && c->xid != old->second->xid;
+    const bool new_xid = old != before.end() && HealthKindFromString(c->kind) == HealthKind::kXid && c->xid != old->second->xid;
     if (old != before.end() && !worse && !new_xid) continue;
     EmitNodeEvent(now, EventKind::kHealthRaised, name, key, "worker", c->message,
                   HealthDedupeKey(name, *c) + (worse || new_xid ? ":" + c->severity + ":" + std::to_string(c->xid) : ""),
@@ -307,7 +307,7 @@ ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cm
 
 ApplyResult ClusterState::ApplyProbeResult(int64_t now, const ProbeResultCmd& cmd) {
   ApplyResult result;
-  const std::string device = "probe/" + cmd.kind;
+  const std::string device = "probe/" + std::string(NameOf(cmd.kind));
   for (const ProbeResult& probe : cmd.results) {
     auto it = nodes_.find(probe.node);
     if (it == nodes_.end()) continue;  // a node that left since the probe ran

@@ -121,12 +121,8 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
   // Events are redelivered until acked; a repeat must change nothing.
   if (!HoldsResources(task.state)) return result;
   const int64_t when = event.time_ms != 0 ? event.time_ms : now;
-  const auto kind = TaskEventKindFromString(event.kind);
-  if (!kind) {
-    result.status = NotOneOf<TaskEventKind>("task event kind", event.kind);
-    return result;
-  }
-  if (*kind == TaskEventKind::kStarted) {
+  const TaskEventKind kind = event.kind;  // decoded: unknown kinds never get here
+  if (kind == TaskEventKind::kStarted) {
     if (task.state == TaskState::kBound) {
       task.state = TaskState::kRunning;
       task.pid = event.pid;
@@ -140,7 +136,7 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
       if (job->start_ms > task.start_ms) job->start_ms = task.start_ms;
     }
     NoteSessionStarted(*job, event);
-  } else if (*kind == TaskEventKind::kLost) {
+  } else if (kind == TaskEventKind::kLost) {
     task.exit_code = event.exit_code;
     task.signal = event.signal;
     if (task.start_ms == 0) task.start_ms = when;
@@ -153,7 +149,7 @@ ApplyResult ClusterState::ApplyTaskEvent(int64_t now, const TaskEventCmd& cmd) {
     task.exit_code = event.exit_code;
     task.signal = event.signal;
     if (!event.message.empty()) task.set_message(event.message);
-    const bool clean = *kind == TaskEventKind::kExited && event.exit_code == 0 && event.signal == 0;
+    const bool clean = kind == TaskEventKind::kExited && event.exit_code == 0 && event.signal == 0;
     // A task stopped at its max_runtime would reach it again: it is not
     // restarted, whatever the restart policy.
     const bool timed_out = !clean && StoppedForTimeLimit(event.message);

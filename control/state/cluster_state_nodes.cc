@@ -88,7 +88,7 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
       continue;
     }
     const TaskReport& report = *it->second;
-    if (report.state == "Running") {
+    if (report.state == TaskState::kRunning) {
       if (task.state == TaskState::kBound) {
         task.state = TaskState::kRunning;
         task.pid = report.pid;
@@ -100,7 +100,7 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
       }
       continue;
     }
-    auto terminal = TaskStateFromString(report.state);
+    const TaskState terminal = report.state;  // decoded: a state this build names
     if (terminal == TaskState::kLost) {
       // The node ended it (lease, supervisor): like a loss of the node.
       task.exit_code = report.exit_code;
@@ -110,7 +110,7 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
       UpdateJobState(*job, now);
       continue;
     }
-    if (terminal && IsTerminal(*terminal)) {
+    if (IsTerminal(terminal)) {
       task.exit_code = report.exit_code;
       task.signal = report.signal;
       // It ended while the coordinator was not listening: at the worker's
@@ -118,7 +118,7 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
       const int64_t ended = report.finish_ms != 0 ? std::min(report.finish_ms, now) : now;
       usage_end_unknown_ = report.finish_ms == 0;
       if (!RequeueIfEvicted(*job, task, ended)) {
-        FinishTask(*job, task, task.stop_requested ? TaskState::kCancelled : *terminal, ended);
+        FinishTask(*job, task, task.stop_requested ? TaskState::kCancelled : terminal, ended);
       }
       usage_end_unknown_ = false;
       UpdateJobState(*job, now);
@@ -143,24 +143,20 @@ ApplyResult ClusterState::ApplyNodeState(int64_t now, const NodeStateCmd& cmd) {
     result.status = Status::NotFound("node '" + cmd.node + "' is not registered");
     return result;
   }
-  auto state = NodeStateFromString(cmd.state);
-  if (!state) {
-    result.status = Status::InvalidArgument("unknown node state '" + cmd.state + "'");
-    return result;
-  }
-  if (*state == NodeState::kReady) {
+  const NodeState state = cmd.state;  // decoded: unknown names never get here
+  if (state == NodeState::kReady) {
     MarkReady(it->second, cmd.node, now);
   } else if (it->second.state == NodeState::kReady) {
     it->second.down_since_ms = now;
     EmitNodeEvent(now, EventKind::kNodeNotReady, cmd.node, "silent past the node timeout", "coordinator",
                   "node " + cmd.node + " is not ready", "node-down:" + cmd.node + ":" + std::to_string(now));
   }
-  it->second.state = *state;
+  it->second.state = state;
   // LAST SEEN is when the node was last heard from, not when it was found
   // silent: a node dead for 45 s must not show 36 s.
   if (cmd.last_seen_ms > 0) {
     it->second.last_seen_ms = std::max(it->second.last_seen_ms, cmd.last_seen_ms);
-  } else if (*state == NodeState::kReady) {
+  } else if (state == NodeState::kReady) {
     it->second.last_seen_ms = now;
   }
   TouchSpec(it->second);
@@ -170,14 +166,10 @@ ApplyResult ClusterState::ApplyNodeState(int64_t now, const NodeStateCmd& cmd) {
 ApplyResult ClusterState::ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd) {
   ApplyResult result;
   const UpdateNode& update = cmd.update;
-  // Validated at the edge (the gateway); apply needs only a known op.
-  static constexpr std::string_view kOps[] = {"cordon", "uncordon", "pool", "taint", "label", "worker-key"};
-  if (std::find(std::begin(kOps), std::end(kOps), update.op) == std::end(kOps)) {
-    result.status = Status::InvalidArgument("unknown node update '" + update.op.substr(0, 32) + "'");
-    return result;
-  }
+  // Validated at the edge (the gateway); the op is one this build names
+  // (an unknown one is refused when the command is decoded).
   auto it = nodes_.find(update.node);
-  if (it == nodes_.end() && update.op == "worker-key") {
+  if (it == nodes_.end() && update.op == NodeUpdateOp::kWorkerKey) {
     // Enrolment in advance: the name is reserved for this key until its
     // worker registers (and the handshake admits the key as that node).
     enrolled_nodes_[update.node] = update.key;
@@ -189,34 +181,45 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd)
   }
   NodeRecord& node = it->second;
   TouchSpec(node);
-  if (update.op == "worker-key") {
-    // An admin's rotation: the name is bound to the new key from here on,
-    // and the old key is no longer this node.
-    node.worker_key = update.key;
-  } else if (update.op == "cordon" || update.op == "uncordon") {
-    const bool cordon = update.op == "cordon";
-    if (node.cordoned != cordon || (cordon && node.cordon_reason != "operator")) {
-      // An operator's cordon takes over a health cordon: the policy must
-      // not lift what an operator asked for.
-      if (cordon && !node.cordoned) node.cordon_ms = now;
-      EmitNodeEvent(now, cordon ? EventKind::kNodeCordoned : EventKind::kNodeUncordoned, update.node, "operator",
-                    "operator", "node " + update.node + (cordon ? " cordoned" : " uncordoned") + " by an operator",
-                    "cordon:" + update.node + ":" + std::to_string(node.cordon_ms));
-    }
-    node.cordoned = cordon;
-    node.cordon_reason = cordon ? "operator" : "";
-    if (!cordon) node.operator_uncordon_ms = now;
-  } else if (update.op == "pool") {
-    node.pool = update.pool;
-    node.pool_queue = update.pool == "exclusive" ? update.queue : "";
-  } else if (update.op == "taint") {
-    for (const auto& key : update.remove_taints) node.taints.erase(key);
-    for (const auto& [key, value] : update.taints) node.taints[key] = value;
-  } else {  // label
-    for (const auto& key : update.remove_labels) node.admin_labels.erase(key);
-    for (const auto& [key, value] : update.labels) node.admin_labels[key] = value;
+  switch (update.op) {
+    case NodeUpdateOp::kWorkerKey:
+      // An admin's rotation: the name is bound to the new key from here on,
+      // and the old key is no longer this node.
+      node.worker_key = update.key;
+      break;
+    case NodeUpdateOp::kCordon:
+    case NodeUpdateOp::kUncordon:
+      ApplyCordon(now, update, node);
+      break;
+    case NodeUpdateOp::kPool:
+      node.pool = update.pool;
+      node.pool_queue = update.pool == "exclusive" ? update.queue : "";
+      break;
+    case NodeUpdateOp::kTaint:
+      for (const auto& key : update.remove_taints) node.taints.erase(key);
+      for (const auto& [key, value] : update.taints) node.taints[key] = value;
+      break;
+    case NodeUpdateOp::kLabel:
+      for (const auto& key : update.remove_labels) node.admin_labels.erase(key);
+      for (const auto& [key, value] : update.labels) node.admin_labels[key] = value;
+      break;
   }
   return result;
+}
+
+void ClusterState::ApplyCordon(int64_t now, const UpdateNode& update, NodeRecord& node) {
+  const bool cordon = update.op == NodeUpdateOp::kCordon;
+  if (node.cordoned != cordon || (cordon && node.cordon_reason != "operator")) {
+    // An operator's cordon takes over a health cordon: the policy must
+    // not lift what an operator asked for.
+    if (cordon && !node.cordoned) node.cordon_ms = now;
+    EmitNodeEvent(now, cordon ? EventKind::kNodeCordoned : EventKind::kNodeUncordoned, update.node, "operator",
+                  "operator", "node " + update.node + (cordon ? " cordoned" : " uncordoned") + " by an operator",
+                  "cordon:" + update.node + ":" + std::to_string(node.cordon_ms));
+  }
+  node.cordoned = cordon;
+  node.cordon_reason = cordon ? "operator" : "";
+  if (!cordon) node.operator_uncordon_ms = now;
 }
 
 }  // namespace gpool::state

@@ -19,7 +19,7 @@ namespace {
 bool AnyAdmin(const std::map<std::string, UserSpec>& users) {
   for (const auto& [name, user] : users) {
     for (const auto& grant : user.roles) {
-      if (grant.role == "admin") return true;
+      if (grant.role == Role::kAdmin) return true;
     }
   }
   return false;
@@ -62,7 +62,7 @@ ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
   if (Status valid = ValidateUpdateUser(update); !valid.ok()) return {valid};
   const std::string& name = update.spec.name;
   auto it = users_.find(name);
-  if (update.op == "create") {
+  if (update.op == UserOp::kCreate) {
     if (it != users_.end()) return {Status::AlreadyExists("user " + name + " exists")};
     if (Status fits = CheckUserAgainstState(update.spec); !fits.ok()) return {fits};
     users_.emplace(name, update.spec);
@@ -70,30 +70,39 @@ ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
   }
   if (it == users_.end()) return {Status::NotFound("user " + name + " does not exist (`gpool admin user list`)")};
   UserSpec next = it->second;
-  if (update.op == "update") {
-    next.uid = update.spec.uid;
-    next.gid = update.spec.gid;
-  } else if (update.op == "add-key") {
-    for (const auto& key : update.spec.keys) {
-      if (std::find(next.keys.begin(), next.keys.end(), key) == next.keys.end()) next.keys.push_back(key);
-    }
-  } else if (update.op == "remove-key") {
-    for (const auto& key : update.spec.keys) std::erase(next.keys, key);
-  } else if (update.op == "grant") {
-    for (const auto& grant : update.spec.roles) {
-      if (std::find(next.roles.begin(), next.roles.end(), grant) == next.roles.end()) next.roles.push_back(grant);
-    }
-  } else if (update.op == "revoke") {
-    for (const auto& grant : update.spec.roles) std::erase(next.roles, grant);
+  switch (update.op) {
+    case UserOp::kUpdate:
+      next.uid = update.spec.uid;
+      next.gid = update.spec.gid;
+      break;
+    case UserOp::kAddKey:
+      for (const auto& key : update.spec.keys) {
+        if (std::find(next.keys.begin(), next.keys.end(), key) == next.keys.end()) next.keys.push_back(key);
+      }
+      break;
+    case UserOp::kRemoveKey:
+      for (const auto& key : update.spec.keys) std::erase(next.keys, key);
+      break;
+    case UserOp::kGrant:
+      for (const auto& grant : update.spec.roles) {
+        if (std::find(next.roles.begin(), next.roles.end(), grant) == next.roles.end()) next.roles.push_back(grant);
+      }
+      break;
+    case UserOp::kRevoke:
+      for (const auto& grant : update.spec.roles) std::erase(next.roles, grant);
+      break;
+    case UserOp::kCreate:  // handled above
+    case UserOp::kDelete:
+      break;
   }
-  if (update.op != "delete") {
+  if (update.op != UserOp::kDelete) {
     if (Status valid = ValidateUserSpec(next); !valid.ok()) return {valid};
     if (Status fits = CheckUserAgainstState(next); !fits.ok()) return {fits};
   }
   // Without an admin nobody could manage users again (bootstrap opens only
   // on a cluster that never had one), so the last one stays.
   auto after = users_;  // a few thousand records at most: copying is cheaper than reasoning
-  if (update.op == "delete") {
+  if (update.op == UserOp::kDelete) {
     after.erase(name);
   } else {
     after[name] = std::move(next);
@@ -110,8 +119,8 @@ ApplyResult ClusterState::ApplyBootstrap(const BootstrapCmd& cmd) {
   if (Status valid = ValidateUserSpec(cmd.admin); !valid.ok()) return {valid};
   if (Status fits = CheckUserAgainstState(cmd.admin); !fits.ok()) return {fits};
   UserSpec admin = cmd.admin;
-  if (std::none_of(admin.roles.begin(), admin.roles.end(), [](const RoleGrant& g) { return g.role == "admin"; })) {
-    admin.roles.push_back(RoleGrant{"admin", ""});
+  if (std::none_of(admin.roles.begin(), admin.roles.end(), [](const RoleGrant& g) { return g.role == Role::kAdmin; })) {
+    admin.roles.push_back(RoleGrant{Role::kAdmin, ""});
   }
   users_[admin.name] = std::move(admin);
   return {};

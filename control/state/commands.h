@@ -35,7 +35,7 @@ struct RegisterNodeCmd {
 
 struct NodeStateCmd {
   std::string node;
-  std::string state;  // NodeState name
+  NodeState state = NodeState::kReady;  // by name: "Ready", "NotReady", "Lost"
   // Wall time of the last message the coordinator had from the node (what
   // `gpool nodes` shows as LAST SEEN); 0: unknown, the change's own time
   // for Ready and the last known one for NotReady.
@@ -226,7 +226,7 @@ struct SinkCursorCmd {
 // condition raised on each node flagged, cleared on each node measured and
 // not flagged.
 struct ProbeResultCmd {
-  std::string kind;  // "network" or "gpu"
+  ProbeKind kind = ProbeKind::kNetwork;  // by name: "network" or "gpu"
   std::vector<ProbeResult> results;
   template <typename V>
   void Fields(V& v) {

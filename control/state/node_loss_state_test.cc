@@ -65,13 +65,13 @@ class NodeLossStateTest : public ::testing::Test {
     TaskEvent event;
     event.node = node;
     event.task = TaskId{JobId(job), task, attempt};
-    event.kind = kind;
+    event.kind = EnumFromName<TaskEventKind>(kind).value();
     event.exit_code = code;
     event.pid = 100 + task;
     return Do(TaskEventCmd{event});
   }
 
-  void GoNotReady(const std::string& node) { ASSERT_TRUE(Do(NodeStateCmd{node, "NotReady"}).status.ok()); }
+  void GoNotReady(const std::string& node) { ASSERT_TRUE(Do(NodeStateCmd{node, NodeState::kNotReady}).status.ok()); }
 
   const JobRecord& Job(uint64_t id) { return *state_.FindJob(JobId(id)); }
 
@@ -129,7 +129,7 @@ TEST_F(NodeLossStateTest, ANodeThatCameBackIsNotLost) {
   const uint64_t job = Submit(1, 1);
   Place(job, 0, "n1", {0});
   GoNotReady("n1");
-  Do(NodeStateCmd{"n1", "Ready"});
+  Do(NodeStateCmd{"n1", NodeState::kReady});
   EXPECT_EQ(Do(NodeLostCmd{"n1", 0}).status.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(Job(job).tasks[0].state, TaskState::kRunning);
 }
@@ -237,7 +237,7 @@ TEST_F(NodeLossStateTest, ATaskStoppedAtItsTimeLimitFailsAndIsNotRestarted) {
   TaskEvent event;
   event.node = "n1";
   event.task = TaskId{JobId(job), 0, 0};
-  event.kind = "exited";
+  event.kind = TaskEventKind::kExited;
   event.signal = 15;
   event.exit_code = 143;
   event.message = std::string("stopped by the worker: ") + kTimeLimitReason;
@@ -254,7 +254,7 @@ TEST_F(NodeLossStateTest, ATaskKilledOverItsGpuShareFailsIsNotRestartedAndIsAnEv
   TaskEvent event;
   event.node = "n1";
   event.task = TaskId{JobId(job), 0, 0};
-  event.kind = "exited";
+  event.kind = TaskEventKind::kExited;
   event.signal = 9;
   event.exit_code = 137;
   event.message = "stopped by the worker: GPU memory 20480 MiB over its share of 10240 MiB (the interposer was "
@@ -351,7 +351,7 @@ TEST_F(NodeLossStateTest, HealthFencesCordonUncordonAndNeverLiftAnOperatorsCordo
 
   UpdateNode cordon;
   cordon.node = "n2";
-  cordon.op = "cordon";
+  cordon.op = NodeUpdateOp::kCordon;
   Do(UpdateNodeCmd{cordon});
   Do(HealthFenceCmd{"n2", "uncordon", 0, 0, "clear"});
   EXPECT_TRUE(state_.FindNode("n2")->cordoned);
@@ -375,7 +375,7 @@ TEST_F(NodeLossStateTest, TheEventStreamIsBoundedAndSurvivesASnapshot) {
   for (size_t i = 0; i < ClusterState::kMaxEvents + 10; ++i) {
     UpdateNode op;
     op.node = "n1";
-    op.op = i % 2 == 0 ? "cordon" : "uncordon";
+    op.op = i % 2 == 0 ? NodeUpdateOp::kCordon : NodeUpdateOp::kUncordon;
     Do(UpdateNodeCmd{op});
   }
   EXPECT_EQ(state_.events().size(), ClusterState::kMaxEvents);
@@ -404,7 +404,7 @@ TEST_F(NodeLossStateTest, ProbeResultsRaiseAndClearASlowConditionApartFromTheWor
   Do(RegisterNodeCmd{MakeNode("n2", 8), {}});
   ProbeResult slow{.node = "n1", .bandwidth_kib_s = 20 * 1024, .slow = true, .message = "20 MiB/s, median 900"};
   ProbeResult fine{.node = "n2", .bandwidth_kib_s = 900 * 1024, .slow = false};
-  Do(ProbeResultCmd{"network", {slow, fine, ProbeResult{.node = "gone", .slow = true}}});
+  Do(ProbeResultCmd{ProbeKind::kNetwork, {slow, fine, ProbeResult{.node = "gone", .slow = true}}});
   ASSERT_EQ(state_.FindNode("n1")->probe_health.size(), 1u);
   EXPECT_EQ(state_.FindNode("n1")->probe_health[0].kind, "slow");
   EXPECT_EQ(state_.FindNode("n1")->probe_health[0].device, "probe/network");
@@ -413,7 +413,7 @@ TEST_F(NodeLossStateTest, ProbeResultsRaiseAndClearASlowConditionApartFromTheWor
   Do(NodeHealthCmd{"n1", {}});
   EXPECT_EQ(state_.FindNode("n1")->AllHealth().size(), 1u);
   slow.slow = false;
-  Do(ProbeResultCmd{"network", {slow}});
+  Do(ProbeResultCmd{ProbeKind::kNetwork, {slow}});
   EXPECT_TRUE(state_.FindNode("n1")->probe_health.empty());
   const auto kinds = EventKinds();
   EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "health-raised"), 1);

@@ -36,7 +36,9 @@ class PolicyStateTest : public ::testing::Test {
   ApplyResult Do(CommandBody body) {
     return state_.Apply(++index_, Command{static_cast<int64_t>(1000 * index_), std::move(body)});
   }
-  ApplyResult QueueOp(const std::string& op, QueueSpec spec) { return Do(UpdateQueueCmd{UpdateQueue{op, std::move(spec)}}); }
+  ApplyResult QueueOp(const std::string& op, QueueSpec spec) {
+    return Do(UpdateQueueCmd{UpdateQueue{EnumFromName<gpool::QueueOp>(op).value(), std::move(spec)}});
+  }
   uint64_t Submit(JobSpec spec) {
     ApplyResult r = Do(SubmitJobCmd{std::move(spec), ""});
     EXPECT_TRUE(r.status.ok()) << r.status.ToString();
@@ -46,7 +48,7 @@ class PolicyStateTest : public ::testing::Test {
     TaskEvent event;
     event.node = node;
     event.task = TaskId{JobId(job), task, attempt};
-    event.kind = "exited";
+    event.kind = TaskEventKind::kExited;
     event.signal = signal;
     return Do(TaskEventCmd{event});
   }
@@ -74,7 +76,6 @@ TEST_F(PolicyStateTest, QueueTreeRulesAreEnforcedAndBadChangesChangeNothing) {
   EXPECT_EQ(QueueOp("create", Queue("p3", "org", {}, {}, {{"gpu", 2}})).status.code(), StatusCode::kFailedPrecondition);
   // (A queue's own rules, capability >= deserved and known resources, are the
   // gateway's: GatewayTest.BadQueueSpecsAreRefusedBeforeTheLog.)
-  EXPECT_EQ(QueueOp("frobnicate", Queue("p4", "org")).status.code(), StatusCode::kInvalidArgument);
   // Shrinking the parent below a child's capability is refused too.
   EXPECT_EQ(QueueOp("update", Queue("org", "root", {{"gpu", 4}}, {{"gpu", 4}}, {{"gpu", 4}})).status.code(),
             StatusCode::kFailedPrecondition);
@@ -252,7 +253,7 @@ TEST_F(PolicyStateTest, TheSpecFilesPoolAppliesUntilAnOperatorMovesTheNode) {
   ASSERT_TRUE(Do(RegisterNodeCmd{spec, {}}).status.ok());
   EXPECT_EQ(state_.FindNode("n1")->pool, "exclusive");
   EXPECT_EQ(state_.BuildView().nodes[0].pool_queue, "default");
-  UpdateNode move{.node = "n1", .op = "pool", .pool = "pooled"};
+  UpdateNode move{.node = "n1", .op = NodeUpdateOp::kPool, .pool = "pooled"};
   ASSERT_TRUE(Do(UpdateNodeCmd{move}).status.ok());
   ASSERT_TRUE(Do(RegisterNodeCmd{spec, {}}).status.ok());
   EXPECT_EQ(state_.FindNode("n1")->pool, "pooled") << "a restarted worker undid the operator's move";
@@ -265,10 +266,10 @@ TEST_F(PolicyStateTest, TheSpecFilesPoolAppliesUntilAnOperatorMovesTheNode) {
 
 TEST_F(PolicyStateTest, TaintsAreSetAndRemoved) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 1), {}}).status.ok());
-  UpdateNode taint{.node = "n1", .op = "taint", .taints = {{"maintenance", "true"}}};
+  UpdateNode taint{.node = "n1", .op = NodeUpdateOp::kTaint, .taints = {{"maintenance", "true"}}};
   ASSERT_TRUE(Do(UpdateNodeCmd{taint}).status.ok());
   EXPECT_EQ(state_.BuildView().nodes[0].taints.at("maintenance"), "true");
-  UpdateNode untaint{.node = "n1", .op = "taint", .remove_taints = {"maintenance"}};
+  UpdateNode untaint{.node = "n1", .op = NodeUpdateOp::kTaint, .remove_taints = {"maintenance"}};
   ASSERT_TRUE(Do(UpdateNodeCmd{untaint}).status.ok());
   EXPECT_TRUE(state_.BuildView().nodes[0].taints.empty());
 }

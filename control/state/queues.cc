@@ -146,19 +146,15 @@ Status ClusterState::CheckQueueAgainstTree(const QueueSpec& spec, bool creating)
 ApplyResult ClusterState::ApplyUpdateQueue(const UpdateQueueCmd& cmd) {
   ApplyResult result;
   const UpdateQueue& update = cmd.update;
-  // Validated at the edge (the gateway); apply needs a known op and a name,
-  // and checks the tree's own rules below.
-  if (update.op != "create" && update.op != "update" && update.op != "delete") {
-    result.status = Status::InvalidArgument("unknown queue update '" + update.op.substr(0, 32) + "'");
-    return result;
-  }
+  // Validated at the edge (the gateway); the op is known (decoding refuses
+  // others), apply needs a name and checks the tree's own rules below.
   if (update.spec.name.empty()) {
     result.status = Status::InvalidArgument("queue update without a queue name");
     return result;
   }
   const std::string& name = update.spec.name;
   auto existing = queues_.find(name);
-  if (update.op == "delete") {
+  if (update.op == QueueOp::kDelete) {
     // An invariant of the state, not a rule of the edge: every job's queue
     // chain ends at root, and submissions without a queue go to default.
     if (name == "root" || name == "default") {
@@ -185,7 +181,7 @@ ApplyResult ClusterState::ApplyUpdateQueue(const UpdateQueueCmd& cmd) {
     return result;
   }
   QueueSpec spec = update.spec;
-  if (update.op == "create") {
+  if (update.op == QueueOp::kCreate) {
     if (existing != queues_.end()) {
       result.status = Status::AlreadyExists("queue '" + name + "' already exists");
       return result;

@@ -39,7 +39,7 @@ class RetentionStateTest : public ::testing::Test {
     TaskEvent event;
     event.node = "n1";
     event.task = TaskId{JobId(job), 0, 0};
-    event.kind = kind;
+    event.kind = EnumFromName<TaskEventKind>(kind).value();
     event.exit_code = code;
     event.pid = 100;
     ASSERT_TRUE(Do(TaskEventCmd{event}, at).status.ok());

@@ -252,7 +252,7 @@ TEST(SharingPropertyTest, PlansApplyInFullAndNoDeviceIsEverOverCommitted) {
           TaskEvent event;
           event.node = task.node;
           event.task = task.id;
-          event.kind = "exited";
+          event.kind = TaskEventKind::kExited;
           apply(TaskEventCmd{event});
         }
       }

@@ -75,13 +75,13 @@ TEST_F(ClusterStateTest, SnapshotBytesMatchTheImageFormat) {
   for (const auto& [name, node] : state_.nodes()) image.nodes.push_back(node);
   for (const auto& [id, job] : state_.jobs()) image.jobs.push_back(job);
   for (const auto& [name, queue] : state_.queues()) image.queues.push_back(queue);
-  Do(UpdateUserCmd{UpdateUser{"create", UserSpec{"alice", {}, 1000, 1000, {{"viewer", ""}}}}});
+  Do(UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{"alice", {}, 1000, 1000, {{Role::kViewer, ""}}}}});
   Do(AuditCmd{{AuditEntry{0, 0, "alice", "CancelJob", "job 1", false, "cancel-job"}}});
   image.applied_index = state_.applied_index();
   image.users = {*state_.FindUser("alice")};
   image.audit.assign(state_.audit().begin(), state_.audit().end());
   image.next_audit_seq = 2;
-  Do(UpdateNodeCmd{UpdateNode{.node = "n9", .op = "worker-key", .key = std::string(40, 'k')}});
+  Do(UpdateNodeCmd{UpdateNode{.node = "n9", .op = NodeUpdateOp::kWorkerKey, .key = std::string(40, 'k')}});
   image.applied_index = state_.applied_index();
   image.enrolled_nodes = {{"n9", std::string(40, 'k')}};
   EXPECT_EQ(state_.Snapshot(), wire::PackToString(image));

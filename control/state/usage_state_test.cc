@@ -51,7 +51,7 @@ class UsageStateTest : public ::testing::Test {
     TaskEvent event;
     event.node = node;
     event.task = TaskId{JobId(job), 0, attempt};
-    event.kind = kind;
+    event.kind = EnumFromName<TaskEventKind>(kind).value();
     event.pid = 42;
     event.time_ms = time_ms;
     return event;
@@ -132,7 +132,7 @@ TEST_F(UsageStateTest, ANodeLostIsChargedUpToTheLastCheckpoint) {
   Start(1000, job, "n2", {0});
   ASSERT_TRUE(At(61'000, UsageCheckpointCmd{.keep_records = 100}).status.ok());
   // The node went silent at about 90 s; it is declared lost much later.
-  ASSERT_TRUE(At(100'000, NodeStateCmd{"n2", "NotReady"}).status.ok());
+  ASSERT_TRUE(At(100'000, NodeStateCmd{"n2", NodeState::kNotReady}).status.ok());
   ASSERT_TRUE(At(200'000, NodeLostCmd{"n2", 90'000}).status.ok());
   ASSERT_EQ(Records().size(), 1u);
   const UsageRecord& r = Records().front();
@@ -146,7 +146,7 @@ TEST_F(UsageStateTest, ALostTaskThatRestartsLeavesARecordPerAttempt) {
   const uint64_t job = Submit(1, "alice", RestartSpec{.policy = "on-node-loss", .max_attempts = 3});
   Start(1000, job, "n2", {0});
   ASSERT_TRUE(At(31'000, UsageCheckpointCmd{.keep_records = 100}).status.ok());
-  ASSERT_TRUE(At(40'000, NodeStateCmd{"n2", "NotReady"}).status.ok());
+  ASSERT_TRUE(At(40'000, NodeStateCmd{"n2", NodeState::kNotReady}).status.ok());
   ASSERT_TRUE(At(100'000, NodeLostCmd{"n2", 35'000}).status.ok());
   ASSERT_EQ(state_.FindJob(JobId(job))->tasks[0].id.attempt, 1u);
   PlanBind bind{JobId(job), 0, "n1", {0}, 2000, 1024};
@@ -181,7 +181,7 @@ TEST_F(UsageStateTest, AStartSeenFirstInARegistrationIsDatedByTheWorkersEvent) {
   // A new leader: the worker re-registers with the task running before its
   // "started" event (sent at 2 s) is committed.
   NodeSpec n2 = MakeNode("n2", 4);
-  ASSERT_TRUE(At(9000, RegisterNodeCmd{n2, {TaskReport{TaskId{JobId(job), 0, 0}, "Running", 42}}}).status.ok());
+  ASSERT_TRUE(At(9000, RegisterNodeCmd{n2, {TaskReport{TaskId{JobId(job), 0, 0}, TaskState::kRunning, 42}}}).status.ok());
   EXPECT_EQ(state_.FindTask(TaskId{JobId(job), 0, 0})->start_ms, 9000);
   ASSERT_TRUE(At(9500, TaskEventCmd{EventOf(job, "n2", "started", 2000)}).status.ok());
   ASSERT_TRUE(At(12'000, TaskEventCmd{EventOf(job, "n2", "exited", 12'000)}).status.ok());
@@ -197,9 +197,9 @@ TEST_F(UsageStateTest, AnEndSeenFirstInARegistrationIsDatedByTheWorkerOrTheCheck
   ASSERT_TRUE(At(4000, UsageCheckpointCmd{.keep_records = 100}).status.ok());
   // The worker comes back to a new leader: both ended meanwhile; it still
   // has the first one's exit event (its time), not the second's.
-  TaskReport first{TaskId{JobId(timed), 0, 0}, "Succeeded", 42};
+  TaskReport first{TaskId{JobId(timed), 0, 0}, TaskState::kSucceeded, 42};
   first.finish_ms = 5000;
-  TaskReport second{TaskId{JobId(untimed), 0, 0}, "Succeeded", 43};
+  TaskReport second{TaskId{JobId(untimed), 0, 0}, TaskState::kSucceeded, 43};
   ASSERT_TRUE(At(20'000, RegisterNodeCmd{MakeNode("n2", 4), {first, second}}).status.ok());
   ASSERT_EQ(Records().size(), 2u);
   EXPECT_EQ(Records()[0].end_ms, 5000);

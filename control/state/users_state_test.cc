@@ -13,25 +13,27 @@ constexpr char kKeyB[] = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
 class UsersStateTest : public ::testing::Test {
  protected:
   ApplyResult Do(CommandBody body) { return state_.Apply(++index_, Command{5'000, std::move(body)}); }
-  ApplyResult User(const std::string& op, UserSpec spec) { return Do(UpdateUserCmd{UpdateUser{op, std::move(spec)}}); }
+  ApplyResult User(const std::string& op, UserSpec spec) {
+    return Do(UpdateUserCmd{UpdateUser{EnumFromName<UserOp>(op).value(), std::move(spec)}});
+  }
   ClusterState state_;
   uint64_t index_ = 0;
 };
 
 TEST_F(UsersStateTest, AKeyNamesOneUserAndGrantsNameExistingQueues) {
-  ASSERT_TRUE(User("create", UserSpec{"alice", {kKeyA}, 1000, 1000, {{"member", "default"}}}).status.ok());
+  ASSERT_TRUE(User("create", UserSpec{"alice", {kKeyA}, 1000, 1000, {{Role::kMember, "default"}}}).status.ok());
   EXPECT_EQ(User("create", UserSpec{"alice"}).status.code(), StatusCode::kAlreadyExists);
   EXPECT_EQ(User("create", UserSpec{"bob", {kKeyA}}).status.code(), StatusCode::kAlreadyExists);
-  EXPECT_EQ(User("create", UserSpec{"bob", {}, -1, -1, {{"member", "no-such-queue"}}}).status.code(),
+  EXPECT_EQ(User("create", UserSpec{"bob", {}, -1, -1, {{Role::kMember, "no-such-queue"}}}).status.code(),
             StatusCode::kNotFound);
   EXPECT_EQ(User("create", UserSpec{"bad|name"}).status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(User("create", UserSpec{"bob", {"not-a-key"}}).status.code(), StatusCode::kInvalidArgument);
   ASSERT_TRUE(User("create", UserSpec{"bob", {kKeyB}}).status.ok());
-  ASSERT_TRUE(User("grant", UserSpec{"bob", {}, -1, -1, {{"viewer", ""}}}).status.ok());
+  ASSERT_TRUE(User("grant", UserSpec{"bob", {}, -1, -1, {{Role::kViewer, ""}}}).status.ok());
   ASSERT_TRUE(User("remove-key", UserSpec{"alice", {kKeyA}}).status.ok());
   ASSERT_TRUE(User("add-key", UserSpec{"bob", {kKeyA}}).status.ok());  // free again
   EXPECT_EQ(state_.FindUser("bob")->keys, (std::vector<std::string>{kKeyB, kKeyA}));
-  EXPECT_EQ(state_.FindUser("bob")->roles, (std::vector<RoleGrant>{{"viewer", ""}}));
+  EXPECT_EQ(state_.FindUser("bob")->roles, (std::vector<RoleGrant>{{Role::kViewer, ""}}));
   EXPECT_EQ(User("update", UserSpec{"carol"}).status.code(), StatusCode::kNotFound);
 }
 
@@ -41,15 +43,15 @@ TEST_F(UsersStateTest, BootstrapMakesOneAdminAndTheLastAdminStays) {
   EXPECT_TRUE(state_.HasAdmin());
   EXPECT_EQ(Do(BootstrapCmd{UserSpec{"eve", {kKeyB}}}).status.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(state_.FindUser("eve"), nullptr);
-  EXPECT_EQ(User("revoke", UserSpec{"root", {}, -1, -1, {{"admin", ""}}}).status.code(),
+  EXPECT_EQ(User("revoke", UserSpec{"root", {}, -1, -1, {{Role::kAdmin, ""}}}).status.code(),
             StatusCode::kFailedPrecondition);
   EXPECT_EQ(User("delete", UserSpec{"root"}).status.code(), StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(User("create", UserSpec{"second", {kKeyB}, -1, -1, {{"admin", ""}}}).status.ok());
+  ASSERT_TRUE(User("create", UserSpec{"second", {kKeyB}, -1, -1, {{Role::kAdmin, ""}}}).status.ok());
   EXPECT_TRUE(User("delete", UserSpec{"root"}).status.ok());
 }
 
 TEST_F(UsersStateTest, TheAuditIsBoundedAndASnapshotKeepsUsersAndAudit) {
-  ASSERT_TRUE(User("create", UserSpec{"alice", {kKeyA}, 1000, 1001, {{"viewer", ""}}}).status.ok());
+  ASSERT_TRUE(User("create", UserSpec{"alice", {kKeyA}, 1000, 1001, {{Role::kViewer, ""}}}).status.ok());
   for (size_t i = 0; i < ClusterState::kMaxAudit + 5; ++i) {
     Do(AuditCmd{{AuditEntry{0, 0, "alice", "CancelJob", "job " + std::to_string(i), false, "cancel-job"}}});
   }

@@ -83,9 +83,9 @@ state::CommandBody RandomCommand(topology::Lcg& rng, const state::ClusterState& 
       TaskEvent event;
       event.node = task->node;
       event.task = task->id;
-      const char* kinds[] = {"started", "exited", "failed"};
-      event.kind = task->state == TaskState::kBound ? "started" : kinds[rng.Below(3)];
-      event.exit_code = event.kind == "failed" ? 1 : 0;
+      const TaskEventKind kinds[] = {TaskEventKind::kStarted, TaskEventKind::kExited, TaskEventKind::kFailed};
+      event.kind = task->state == TaskState::kBound ? TaskEventKind::kStarted : kinds[rng.Below(3)];
+      event.exit_code = event.kind == TaskEventKind::kFailed ? 1 : 0;
       event.pid = 100;
       return state::TaskEventCmd{event};
     }
@@ -94,11 +94,11 @@ state::CommandBody RandomCommand(topology::Lcg& rng, const state::ClusterState& 
     case 7: {
       UpdateNode update;
       update.node = node;
-      update.op = rng.Percent(50) ? "cordon" : "uncordon";
+      update.op = rng.Percent(50) ? NodeUpdateOp::kCordon : NodeUpdateOp::kUncordon;
       return state::UpdateNodeCmd{update};
     }
     case 8:
-      return rng.Percent(50) ? state::CommandBody(state::NodeStateCmd{node, rng.Percent(50) ? "NotReady" : "Ready"})
+      return rng.Percent(50) ? state::CommandBody(state::NodeStateCmd{node, rng.Percent(50) ? NodeState::kNotReady : NodeState::kReady})
                              : state::CommandBody(state::NodeLostCmd{node, 0});
     default: {
       // The worker comes back and reports what it runs (some of it).
@@ -107,7 +107,7 @@ state::CommandBody RandomCommand(topology::Lcg& rng, const state::ClusterState& 
         if (task->node != node || !rng.Percent(60)) continue;
         TaskReport report;
         report.task = task->id;
-        report.state = "Running";
+        report.state = TaskState::kRunning;
         report.pid = 100;
         cmd.tasks.push_back(report);
       }
@@ -180,8 +180,8 @@ TEST_F(ChangeFeedTest, RecordsEachStateOnceAndReplaysFromAPosition) {
   // A plan placing it: the job and the node change.
   EXPECT_EQ(Apply(state::ApplyPlanCmd{{state::PlanBind{JobId(job), 0, "n0", {0}, 1000, 1024}}, {}, {}}), 2u);
   // The same cordon twice: the second changes nothing, so records nothing.
-  EXPECT_EQ(Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = "cordon"}}), 1u);
-  EXPECT_EQ(Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = "cordon"}}), 0u);
+  EXPECT_EQ(Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = NodeUpdateOp::kCordon}}), 1u);
+  EXPECT_EQ(Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = NodeUpdateOp::kCordon}}), 0u);
   auto since = feed_.Since(submitted_at);
   ASSERT_TRUE(since.has_value());
   ASSERT_EQ(since->size(), 3u);
@@ -192,7 +192,7 @@ TEST_F(ChangeFeedTest, RecordsEachStateOnceAndReplaysFromAPosition) {
   EXPECT_FALSE(feed_.Since(feed_.position() + 1).has_value()) << "a position this replica has not reached";
   // Past its capacity the oldest fall off: replays from before them are refused.
   for (int i = 0; i < 3; ++i) {
-    Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = i % 2 ? "cordon" : "uncordon"}});
+    Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = i % 2 ? NodeUpdateOp::kCordon : NodeUpdateOp::kUncordon}});
   }
   EXPECT_EQ(feed_.history().size(), 6u);
   EXPECT_FALSE(feed_.Since(submitted_at - 1).has_value()) << "the submission fell off";

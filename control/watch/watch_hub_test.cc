@@ -38,7 +38,7 @@ class WatchHubTest : public ::testing::Test {
     TaskEvent event;
     event.node = "n0";
     event.task = TaskId{JobId(job), 0, 0};
-    event.kind = kind;
+    event.kind = EnumFromName<TaskEventKind>(kind).value();
     event.pid = 100;
     Apply(state::TaskEventCmd{event});
   }
@@ -114,7 +114,7 @@ TEST_F(WatchHubTest, FiltersPermissionsAndTopics) {
   EXPECT_TRUE(Pushes("p1").empty()) << "bob's job is not alice's";
   Apply(state::CancelJobCmd{mine, 0, ""});
   EXPECT_EQ(Pushes("p1").size(), 1u);
-  Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = "cordon"}});
+  Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = NodeUpdateOp::kCordon}});
   auto node_pushes = Pushes("p3");
   ASSERT_EQ(node_pushes.size(), 1u);
   EXPECT_TRUE(node_pushes[0].items.nodes.at(0).cordoned);
@@ -159,8 +159,8 @@ TEST_F(WatchHubTest, EventsArePushedFromTheStreamEachTurn) {
   const uint64_t before = events->position;
   hub_.Tick(10);
   EXPECT_TRUE(Pushes().empty()) << "nothing new";
-  Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = "cordon"}});
-  Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = "uncordon"}});
+  Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = NodeUpdateOp::kCordon}});
+  Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = NodeUpdateOp::kUncordon}});
   hub_.Tick(20);
   auto pushes = Pushes();
   ASSERT_EQ(pushes.size(), 1u);
@@ -181,7 +181,7 @@ TEST_F(WatchHubTest, EventsArePushedFromTheStreamEachTurn) {
   Pushes("p1");
   Pushes("p2");
   Pushes("p3");
-  Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = "cordon"}});
+  Apply(state::UpdateNodeCmd{UpdateNode{.node = "n0", .op = NodeUpdateOp::kCordon}});
   hub_.Tick(50);
   EXPECT_TRUE(Pushes("p1").empty());
   EXPECT_TRUE(Pushes("p2").empty());

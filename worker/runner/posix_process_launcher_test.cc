@@ -295,7 +295,7 @@ TEST_F(RealTaskTest, SleepPreemptedExitsBySigterm) {
   ASSERT_TRUE(exited.has_value()) << log_.text();
   EXPECT_EQ(exited->signal, SIGTERM);
   EXPECT_EQ(exited->exit_code, 128 + SIGTERM);
-  EXPECT_EQ(tm_->Reports().back().state, "Cancelled");
+  EXPECT_EQ(tm_->Reports().back().state, TaskState::kCancelled);
 }
 
 TEST_F(RealTaskTest, TrappedSigtermIsKilledAfterGrace) {

@@ -500,7 +500,7 @@ void TaskManager::Finish(const TaskId& id, Task& task, const ExitInfo& exit, boo
                          exit.signal, message);
   }
   log_->info("task exited task={} pid={} exit_code={} signal={} state={}{}", id.ToString(), exit.pid, exit.exit_code,
-             exit.signal, TerminalState(task), exit.reason.empty() ? "" : " reason=" + Q(exit.reason));
+             exit.signal, ToString(TerminalState(task)), exit.reason.empty() ? "" : " reason=" + Q(exit.reason));
 }
 
 void TaskManager::Expire() {
@@ -534,7 +534,7 @@ uint64_t TaskManager::Emit(const TaskId& id, TaskEventKind kind, int64_t pid, in
   event.node = options_.node.name;
   event.seq = next_seq_++;
   event.task = id;
-  event.kind = std::string(ToString(kind));
+  event.kind = kind;
   event.pid = pid;
   event.exit_code = exit_code;
   event.signal = signal;
@@ -559,22 +559,21 @@ void TaskManager::AckEvent(uint64_t seq) {
   outbox_.erase(it);
 }
 
-std::string TaskManager::TerminalState(const Task& task) const {
+TaskState TaskManager::TerminalState(const Task& task) const {
   switch (task.phase) {
     case Phase::kPending:
     case Phase::kRunning:
-      return std::string(ToString(TaskState::kRunning));
+      return TaskState::kRunning;
     case Phase::kExited:
-      if (task.preempted) return std::string(ToString(TaskState::kCancelled));
-      if (task.lost) return std::string(ToString(TaskState::kLost));
-      return std::string(ToString(task.exit_code == 0 && task.signal == 0 ? TaskState::kSucceeded
-                                                                          : TaskState::kFailed));
+      if (task.preempted) return TaskState::kCancelled;
+      if (task.lost) return TaskState::kLost;
+      return task.exit_code == 0 && task.signal == 0 ? TaskState::kSucceeded : TaskState::kFailed;
     case Phase::kFailed:
-      return std::string(ToString(TaskState::kFailed));
+      return TaskState::kFailed;
     case Phase::kCancelled:
-      return std::string(ToString(TaskState::kCancelled));
+      return TaskState::kCancelled;
   }
-  return std::string(ToString(TaskState::kFailed));
+  return TaskState::kFailed;
 }
 
 bool TaskManager::Idle() const {
@@ -609,7 +608,7 @@ std::vector<TaskReport> TaskManager::Reports() const {
     // not have heard), for its usage accounting.
     for (const auto& [seq, event] : outbox_) {
       if (event.task != id) continue;
-      if (event.kind == "started") report.start_ms = event.time_ms;
+      if (event.kind == TaskEventKind::kStarted) report.start_ms = event.time_ms;
       if (!live && seq == task.exit_seq) report.finish_ms = event.time_ms;
     }
     out.push_back(std::move(report));

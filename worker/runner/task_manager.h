@@ -326,7 +326,7 @@ class TaskManager {
   void Expire();
   uint64_t Emit(const TaskId& id, TaskEventKind kind, int64_t pid, int32_t exit_code, int32_t signal,
                 std::string message);
-  std::string TerminalState(const Task& task) const;
+  TaskState TerminalState(const Task& task) const;
 
   // The directory of new attempts' state directories and hosts files.
   const std::string& state_root() const { return options_.state_dir.empty() ? options_.log_dir : options_.state_dir; }

@@ -94,7 +94,7 @@ TEST_F(TaskManagerAdoptTest, ARunningTaskIsAdoptedWithItsPidAndItsLaterExitIsRep
   auto reports = tm->Reports();
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].task, MakeBind(7).task);
-  EXPECT_EQ(reports[0].state, "Running");
+  EXPECT_EQ(reports[0].state, TaskState::kRunning);
   EXPECT_EQ(reports[0].pid, pid);
   EXPECT_TRUE(tm->Outbox().empty()) << "its start was reported by the previous worker";
   EXPECT_EQ(tm->RunningPids().count(pid), 1u);
@@ -107,10 +107,10 @@ TEST_F(TaskManagerAdoptTest, ARunningTaskIsAdoptedWithItsPidAndItsLaterExitIsRep
   tm->Poll();
   auto events = Events(*tm);
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "exited");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kExited);
   EXPECT_EQ(events[0].pid, pid);
   EXPECT_EQ(events[0].exit_code, 0);
-  EXPECT_EQ(tm->Reports().at(0).state, "Succeeded");
+  EXPECT_EQ(tm->Reports().at(0).state, TaskState::kSucceeded);
   EXPECT_TRUE(tm->Idle());
 }
 
@@ -128,7 +128,7 @@ TEST_F(TaskManagerAdoptTest, AnAdoptedTaskIsPreemptedLikeAnyOther) {
   EXPECT_EQ(restarted.signals()[0], std::make_pair(pid, SIGTERM));
   EXPECT_EQ(restarted.signals()[1], std::make_pair(pid, SIGKILL));
   tm->Poll();
-  EXPECT_EQ(tm->Reports().at(0).state, "Cancelled");
+  EXPECT_EQ(tm->Reports().at(0).state, TaskState::kCancelled);
   EXPECT_NE(Events(*tm).at(0).message.find("stopped by the worker: reclaimed"), std::string::npos);
 }
 
@@ -142,12 +142,12 @@ TEST_F(TaskManagerAdoptTest, AnExitWhileTheWorkerWasAwayIsReportedWithItsReason)
   auto tm = Open(&restarted);
   auto reports = tm->Reports();
   ASSERT_EQ(reports.size(), 1u);
-  EXPECT_EQ(reports[0].state, "Lost");  // the node ended it, not the task
+  EXPECT_EQ(reports[0].state, TaskState::kLost);  // the node ended it, not the task
   EXPECT_EQ(reports[0].exit_code, 137);
   EXPECT_EQ(reports[0].signal, SIGKILL);
   auto events = Events(*tm);
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "lost");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kLost);
   EXPECT_NE(events[0].message.find("node lease expired"), std::string::npos) << events[0].message;
   EXPECT_TRUE(tm->Idle());
 }
@@ -159,10 +159,10 @@ TEST_F(TaskManagerAdoptTest, ATaskLostWithItsSupervisorIsReportedLostNotSilently
   auto tm = Open(&restarted);
   auto reports = tm->Reports();
   ASSERT_EQ(reports.size(), 1u);
-  EXPECT_EQ(reports[0].state, "Lost");
+  EXPECT_EQ(reports[0].state, TaskState::kLost);
   auto events = Events(*tm);
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "lost");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kLost);
   EXPECT_EQ(events[0].exit_code, 255);
   EXPECT_NE(events[0].message.find("lost with its supervisor"), std::string::npos) << events[0].message;
 }
@@ -182,7 +182,7 @@ TEST_F(TaskManagerAdoptTest, AStopAskedOfThePreviousWorkerIsReportedAsAStop) {
   ended.exit = ExitInfo{.pid = pid, .exit_code = 143, .signal = SIGTERM};
   restarted.Adoptable(StateDir(11), ended);
   auto again = Open(&restarted);
-  EXPECT_EQ(again->Reports().at(0).state, "Cancelled");
+  EXPECT_EQ(again->Reports().at(0).state, TaskState::kCancelled);
   EXPECT_NE(Events(*again).at(0).message.find("job cancelled"), std::string::npos);
 }
 
@@ -227,7 +227,7 @@ TEST_F(TaskManagerAdoptTest, WithARunDirNewRecordsGoThereAndTasksLeftInTheLogDir
   restarted.Adoptable(old_dir, AdoptedProcess{.pid = pid, .running = true});
   auto tm = Open(&restarted, run);
   ASSERT_EQ(restarted.adopted(), std::vector<std::string>{old_dir});
-  EXPECT_EQ(tm->Reports().at(0).state, "Running");
+  EXPECT_EQ(tm->Reports().at(0).state, TaskState::kRunning);
 
   tm->Preempt(PreemptTask{.task = MakeBind(7).task, .grace_ms = 1'000, .reason = "drained"});
   EXPECT_TRUE(fs::exists(old_dir + "/stop")) << "the adopted task's stop is recorded where its supervisor looks";

@@ -97,7 +97,7 @@ TEST_F(TaskManagerMigTest, CreateFailureFailsTheStartWithTheMessage) {
   EXPECT_TRUE(launcher_.launched().empty());
   ASSERT_EQ(tm_->Outbox().size(), 1u);
   const TaskEvent& event = tm_->Outbox().begin()->second;
-  EXPECT_EQ(event.kind, "failed");
+  EXPECT_EQ(event.kind, TaskEventKind::kFailed);
   EXPECT_EQ(event.exit_code, 127);
   EXPECT_EQ(event.message, "GPU 1 has MIG mode disabled");
   EXPECT_NE(testing::ReadFile(dir_.path() + "/tasks/32.0.0.log").find("GPU 1 has MIG mode disabled"),
@@ -119,7 +119,7 @@ TEST_F(TaskManagerMigTest, DestroyFailureIsLoggedNotFatal) {
   launcher_.Exit(launcher_.launched()[0].pid, 1);
   tm_->Poll();
   EXPECT_TRUE(log_.Contains("mig instance not destroyed"));
-  EXPECT_EQ(tm_->Reports().at(0).state, "Failed");
+  EXPECT_EQ(tm_->Reports().at(0).state, TaskState::kFailed);
 }
 
 TEST(SimulatedMigManagerTest, NamesTheInstanceAndDestroysNothing) {

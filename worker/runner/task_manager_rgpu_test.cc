@@ -102,7 +102,7 @@ TEST_F(TaskManagerRgpuTest, ASessionRunsItsServerOnAPortOfItsOwnAndStartsOnceItS
   // listens.
   EXPECT_TRUE(tm->Outbox().empty());
   ASSERT_EQ(tm->Reports().size(), 1u);
-  EXPECT_EQ(tm->Reports()[0].state, "Running");
+  EXPECT_EQ(tm->Reports()[0].state, TaskState::kRunning);
   clock_.Advance(300);
   tm->Poll();
   EXPECT_TRUE(tm->Outbox().empty());
@@ -112,7 +112,7 @@ TEST_F(TaskManagerRgpuTest, ASessionRunsItsServerOnAPortOfItsOwnAndStartsOnceItS
   tm->Poll();
   ASSERT_EQ(tm->Outbox().size(), 1u);
   const TaskEvent& started = tm->Outbox().begin()->second;
-  EXPECT_EQ(started.kind, "started");
+  EXPECT_EQ(started.kind, TaskEventKind::kStarted);
   EXPECT_EQ(started.pid, launcher.launched()[0].pid);
   EXPECT_EQ(started.rgpu_endpoint, "tcp://127.0.0.1:41234");
   EXPECT_EQ(started.rgpu_server_key, keys->public_key);
@@ -155,7 +155,7 @@ TEST_F(TaskManagerRgpuTest, AServerThatReportsNoEndpointInTimeIsStoppedSayingWhy
   tm->Poll();
   const std::vector<TaskEvent> events = Events(*tm);
   ASSERT_EQ(events.size(), 1u) << "no started event: it never served";
-  EXPECT_EQ(events[0].kind, "exited");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kExited);
   EXPECT_NE(events[0].message.find("stopped by the worker: the rGPU session server did not report its endpoint "
                                    "within 5000 ms"),
             std::string::npos)
@@ -180,7 +180,7 @@ TEST_F(TaskManagerRgpuTest, AServerThatReportsAnythingButAnEndpointIsStoppedAtOn
   tm->Poll();
   const std::vector<TaskEvent> events = Events(*tm);
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "exited");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kExited);
   EXPECT_NE(events[0].message.find("not an endpoint tcp://127.0.0.1:PORT"), std::string::npos) << events[0].message;
 }
 
@@ -200,14 +200,14 @@ TEST_F(TaskManagerRgpuTest, AServerThatExitsBeforeItReportsSaysSoAndOneThatRepor
   const std::vector<TaskEvent> events = Events(*tm);
   ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[0].task.job.value(), 9u);
-  EXPECT_EQ(events[0].kind, "started");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kStarted);
   EXPECT_EQ(events[0].rgpu_endpoint, "tcp://127.0.0.1:40001");
   EXPECT_EQ(events[1].task.job.value(), 8u);
-  EXPECT_EQ(events[1].kind, "exited");
+  EXPECT_EQ(events[1].kind, TaskEventKind::kExited);
   EXPECT_EQ(events[1].exit_code, 2);
   EXPECT_NE(events[1].message.find("exited before it reported its endpoint"), std::string::npos) << events[1].message;
   EXPECT_EQ(events[2].task.job.value(), 9u);
-  EXPECT_EQ(events[2].kind, "exited");
+  EXPECT_EQ(events[2].kind, TaskEventKind::kExited);
   EXPECT_EQ(events[2].message.find("before it reported"), std::string::npos) << events[2].message;
 }
 
@@ -234,7 +234,7 @@ TEST_F(TaskManagerRgpuTest, AnAdoptedSessionReportsItsEndpointAgain) {
   tm->Poll();
   ASSERT_EQ(tm->Outbox().size(), 1u);
   const TaskEvent& started = tm->Outbox().begin()->second;
-  EXPECT_EQ(started.kind, "started");
+  EXPECT_EQ(started.kind, TaskEventKind::kStarted);
   EXPECT_EQ(started.pid, pid);
   EXPECT_EQ(started.rgpu_endpoint, "tcp://127.0.0.1:40002");
   EXPECT_FALSE(started.rgpu_server_key.empty());
@@ -285,7 +285,7 @@ TEST_F(TaskManagerRgpuTest, ANodeWithoutASessionServerFailsTheSessionSayingWhy) 
   tm->Poll();
   EXPECT_TRUE(launcher.launched().empty());
   const TaskEvent& failed = tm->Outbox().begin()->second;
-  EXPECT_EQ(failed.kind, "failed");
+  EXPECT_EQ(failed.kind, TaskEventKind::kFailed);
   EXPECT_NE(failed.message.find("no rGPU session server"), std::string::npos) << failed.message;
 }
 

@@ -170,7 +170,7 @@ TEST_F(TaskManagerShareTest, TheFilesGoWhenTheStartFails) {
   auto tm = Open(&launcher);
   ASSERT_TRUE(tm->Bind(ShareBind(9)).ok());
   tm->Poll();
-  EXPECT_EQ(LastEvent(*tm).kind, "failed");
+  EXPECT_EQ(LastEvent(*tm).kind, TaskEventKind::kFailed);
   EXPECT_TRUE(Gone(9));
 }
 
@@ -184,7 +184,7 @@ TEST_F(TaskManagerShareTest, AMissingInterposerDirectoryFailsTheStartRatherThanR
   ASSERT_TRUE(tm->Bind(ShareBind(10)).ok());
   tm->Poll();
   EXPECT_TRUE(launcher.launched().empty());
-  EXPECT_EQ(LastEvent(*tm).kind, "failed");
+  EXPECT_EQ(LastEvent(*tm).kind, TaskEventKind::kFailed);
   EXPECT_NE(LastEvent(*tm).message.find("CUDA interposer"), std::string::npos) << LastEvent(*tm).message;
 }
 
@@ -237,7 +237,7 @@ TEST_F(TaskManagerShareTest, ATaskOverItsShareOnTwoSamplesIsKilledAndFailsWithTh
   EXPECT_EQ(launcher.signals()[1], std::make_pair(pid, SIGKILL));
   tm->Poll();  // reaps
   const TaskEvent& exited = LastEvent(*tm);
-  EXPECT_EQ(exited.kind, "exited") << "not lost: a node fault would be restarted elsewhere";
+  EXPECT_EQ(exited.kind, TaskEventKind::kExited) << "not lost: a node fault would be restarted elsewhere";
   EXPECT_EQ(exited.signal, SIGKILL);
   EXPECT_NE(exited.message.find("GPU memory 20480 MiB over its share of 10240 MiB (the interposer was bypassed)"),
             std::string::npos)

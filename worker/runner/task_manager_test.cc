@@ -128,7 +128,7 @@ TEST_F(TaskManagerTest, BindStartsOnNextPollWithEnvironmentAndLog) {
   auto events = Events();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].seq, 1u);
-  EXPECT_EQ(events[0].kind, "started");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kStarted);
   EXPECT_EQ(events[0].node, "n1");
   EXPECT_EQ(events[0].pid, launcher_.launched()[0].pid);
   EXPECT_EQ(events[0].time_ms, clock_.WallMs());
@@ -147,12 +147,12 @@ TEST_F(TaskManagerTest, GoneMigInstanceFailsTheStartWithAMessage) {
   EXPECT_TRUE(launcher_.launched().empty());
   auto events = Events();
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "failed");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kFailed);
   EXPECT_EQ(events[0].exit_code, 127);
   EXPECT_NE(events[0].message.find("GPU 2 (GPU-n1-2) has MIG off"), std::string::npos) << events[0].message;
   EXPECT_NE(testing::ReadFile(dir_.path() + "/tasks/21.0.0.log").find("gpool-worker: task not started: GPU 2"),
             std::string::npos);
-  EXPECT_EQ(tm_->Reports().at(0).state, "Failed");
+  EXPECT_EQ(tm_->Reports().at(0).state, TaskState::kFailed);
   EXPECT_TRUE(tm_->Idle());
   EXPECT_TRUE(log_.Contains("task failed to start task=21.0"));
 }
@@ -250,7 +250,7 @@ TEST_F(TaskManagerTest, ExitEventsAndReports) {
   const int64_t pid1 = launcher_.launched()[1].pid;
   auto reports = tm_->Reports();
   ASSERT_EQ(reports.size(), 2u);
-  EXPECT_EQ(reports[0].state, "Running");
+  EXPECT_EQ(reports[0].state, TaskState::kRunning);
   EXPECT_EQ(reports[0].pid, pid0);
 
   launcher_.Exit(pid0, 0);
@@ -258,9 +258,9 @@ TEST_F(TaskManagerTest, ExitEventsAndReports) {
   tm_->Poll();
   auto events = Events();
   ASSERT_EQ(events.size(), 4u);
-  EXPECT_EQ(events[2].kind, "exited");
+  EXPECT_EQ(events[2].kind, TaskEventKind::kExited);
   EXPECT_EQ(events[2].exit_code, 0);
-  EXPECT_EQ(events[3].kind, "exited");
+  EXPECT_EQ(events[3].kind, TaskEventKind::kExited);
   EXPECT_EQ(events[3].exit_code, 3);
   EXPECT_EQ(events[3].signal, 0);
   EXPECT_EQ(events[3].pid, pid1);
@@ -268,8 +268,8 @@ TEST_F(TaskManagerTest, ExitEventsAndReports) {
 
   reports = tm_->Reports();
   ASSERT_EQ(reports.size(), 2u);
-  EXPECT_EQ(reports[0].state, "Succeeded");
-  EXPECT_EQ(reports[1].state, "Failed");
+  EXPECT_EQ(reports[0].state, TaskState::kSucceeded);
+  EXPECT_EQ(reports[1].state, TaskState::kFailed);
   EXPECT_EQ(reports[1].exit_code, 3);
   EXPECT_TRUE(tm_->Running().empty());
   EXPECT_TRUE(tm_->Idle());
@@ -315,11 +315,11 @@ TEST_F(TaskManagerTest, PreemptSendsSigtermThenSigkillAfterGrace) {
   tm_->Poll();  // reaps
   auto events = Events();
   ASSERT_EQ(events.size(), 2u);
-  EXPECT_EQ(events[1].kind, "exited");
+  EXPECT_EQ(events[1].kind, TaskEventKind::kExited);
   EXPECT_EQ(events[1].signal, SIGKILL);
   EXPECT_EQ(events[1].exit_code, 128 + SIGKILL);
   ASSERT_EQ(tm_->Reports().size(), 1u);
-  EXPECT_EQ(tm_->Reports()[0].state, "Cancelled");
+  EXPECT_EQ(tm_->Reports()[0].state, TaskState::kCancelled);
   clock_.Advance(100'000);
   tm_->Poll();
   EXPECT_EQ(launcher_.signals().size(), 2u) << "SIGKILL is sent once";
@@ -345,14 +345,14 @@ TEST_F(TaskManagerTest, TombstoneBlocksLateBind) {
   tm_->Preempt(MakePreempt(7, 0, 1000));
   auto events = Events();
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "exited");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kExited);
   EXPECT_EQ(events[0].signal, SIGTERM);
   ASSERT_TRUE(tm_->Bind(MakeBind(7, 0)).ok()) << "a late bind is accepted...";
   tm_->Poll();
   EXPECT_TRUE(launcher_.launched().empty()) << "...but never run";
   EXPECT_EQ(tm_->Outbox().size(), 1u);
   ASSERT_EQ(tm_->Reports().size(), 1u);
-  EXPECT_EQ(tm_->Reports()[0].state, "Cancelled");
+  EXPECT_EQ(tm_->Reports()[0].state, TaskState::kCancelled);
 }
 
 TEST_F(TaskManagerTest, PreemptBeforeStartCancels) {
@@ -363,7 +363,7 @@ TEST_F(TaskManagerTest, PreemptBeforeStartCancels) {
   EXPECT_TRUE(tm_->Idle());
   auto events = Events();
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "exited");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kExited);
 }
 
 TEST_F(TaskManagerTest, LaunchFailureIsAFailedEvent) {
@@ -372,11 +372,11 @@ TEST_F(TaskManagerTest, LaunchFailureIsAFailedEvent) {
   tm_->Poll();
   auto events = Events();
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "failed");
+  EXPECT_EQ(events[0].kind, TaskEventKind::kFailed);
   EXPECT_EQ(events[0].exit_code, 127);
   EXPECT_EQ(events[0].message, "cannot run 'nope': No such file or directory");
   ASSERT_EQ(tm_->Reports().size(), 1u);
-  EXPECT_EQ(tm_->Reports()[0].state, "Failed");
+  EXPECT_EQ(tm_->Reports()[0].state, TaskState::kFailed);
   EXPECT_TRUE(tm_->Idle());
 }
 

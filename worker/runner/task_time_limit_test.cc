@@ -64,7 +64,7 @@ TEST_F(TaskTimeLimitTest, ATaskIsStoppedAtItsMaxRuntimeAndKilledAfterItsGrace) {
   EXPECT_EQ(launcher.signals()[1], std::make_pair(pid, SIGKILL));
   tm->Poll();  // reaps
   const TaskEvent& exited = std::prev(tm->Outbox().end())->second;
-  EXPECT_EQ(exited.kind, "exited");
+  EXPECT_EQ(exited.kind, TaskEventKind::kExited);
   EXPECT_EQ(exited.signal, SIGKILL);
   EXPECT_TRUE(StoppedForTimeLimit(exited.message)) << exited.message;
   EXPECT_TRUE(log_.Contains("max_runtime")) << log_.text();
