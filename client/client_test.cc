@@ -376,16 +376,16 @@ TEST(ClientTest, ChangeReplicasSendsTheRequestAndReadsTheReply) {
   ScriptedServer server([](const Envelope& request, int) -> std::vector<std::string> {
     auto body = request.Body<ChangeReplicas>();
     if (!body.ok()) return {ReplyTo(request, ErrorReply{"Malformed", body.status().message(), ""})};
-    if (body->op == "remove") return {ReplyTo(request, ErrorReply{"NotFound", "replica 9 is not a voter", ""})};
+    if (body->op == ReplicaOp::kRemove) return {ReplyTo(request, ErrorReply{"NotFound", "replica 9 is not a voter", ""})};
     return {ReplyTo(request, ChangeReplicasReply{57, {1, 2, 3, body->replica_id}})};
   });
   auto client = Connect(server.endpoint());
-  auto reply = client->ChangeReplicas(ChangeReplicas{"add", 4, "tcp://10.0.0.4:7402", "tcp://10.0.0.4:7400"});
+  auto reply = client->ChangeReplicas(ChangeReplicas{ReplicaOp::kAdd, 4, "tcp://10.0.0.4:7402", "tcp://10.0.0.4:7400"});
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(reply->index, 57u);
   EXPECT_EQ(reply->voters, (std::vector<uint64_t>{1, 2, 3, 4}));
 
-  auto removed = client->ChangeReplicas(ChangeReplicas{"remove", 9, "", ""});
+  auto removed = client->ChangeReplicas(ChangeReplicas{ReplicaOp::kRemove, 9, "", ""});
   ASSERT_FALSE(removed.ok());
   EXPECT_EQ(removed.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(removed.status().message(), "replica 9 is not a voter");
@@ -396,7 +396,7 @@ TEST(ClientTest, ChangeReplicasSendsTheRequestAndReadsTheReply) {
   EXPECT_EQ(requests[0].header().token, "sekret");
   auto body = requests[0].Body<ChangeReplicas>();
   ASSERT_TRUE(body.ok()) << body.status().ToString();
-  EXPECT_EQ(body->op, "add");
+  EXPECT_EQ(body->op, ReplicaOp::kAdd);
   EXPECT_EQ(body->replica_id, 4u);
   EXPECT_EQ(body->peer_address, "tcp://10.0.0.4:7402");
   EXPECT_EQ(body->client_address, "tcp://10.0.0.4:7400");
@@ -410,7 +410,7 @@ TEST(ClientTest, ChangeReplicasFollowsNotLeader) {
     return {ReplyTo(request, ErrorReply{"NotLeader", "not the leader", leader.endpoint()})};
   });
   auto client = Connect(follower.endpoint(), /*timeout_ms=*/2000, /*retries=*/1);
-  auto reply = client->ChangeReplicas(ChangeReplicas{"remove", 2, "", ""});
+  auto reply = client->ChangeReplicas(ChangeReplicas{ReplicaOp::kRemove, 2, "", ""});
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(reply->voters, (std::vector<uint64_t>{1, 3}));
   ASSERT_EQ(follower.requests().size(), 1u);
@@ -456,7 +456,7 @@ TEST(ClientTest, UpdateNodeSendsTheRequestAndReadsTheReply) {
   auto body = requests[0].Body<UpdateNode>();
   ASSERT_TRUE(body.ok()) << body.status().ToString();
   EXPECT_EQ(body->node, "node-0");
-  EXPECT_EQ(body->op, "label");
+  EXPECT_EQ(body->op, NodeUpdateOp::kLabel);
   EXPECT_EQ(body->labels, (std::map<std::string, std::string>{{"team", "vision"}}));
   EXPECT_EQ(body->remove_labels, (std::vector<std::string>{"old"}));
 }
@@ -467,7 +467,7 @@ TEST(ClientTest, QueueRequestsRoundTrip) {
       case MessageType::kUpdateQueue: {
         auto body = request.Body<UpdateQueue>();
         if (!body.ok()) return {ReplyTo(request, ErrorReply{"Malformed", body.status().message(), ""})};
-        if (body->op == "delete") {
+        if (body->op == QueueOp::kDelete) {
           return {ReplyTo(request, ErrorReply{"FailedPrecondition", "queue research has 1 unfinished job", ""})};
         }
         QueueSummary queue;
@@ -531,9 +531,9 @@ TEST(ClientTest, QueueRequestsRoundTrip) {
   EXPECT_EQ(requests[0].type(), MessageType::kUpdateQueue);
   auto body = requests[0].Body<UpdateQueue>();
   ASSERT_TRUE(body.ok()) << body.status().ToString();
-  EXPECT_EQ(body->op, "create");
+  EXPECT_EQ(body->op, QueueOp::kCreate);
   EXPECT_EQ(body->spec, create.spec);
-  EXPECT_EQ(requests[1].Body<UpdateQueue>()->op, "delete");
+  EXPECT_EQ(requests[1].Body<UpdateQueue>()->op, QueueOp::kDelete);
   EXPECT_EQ(requests[2].type(), MessageType::kListQueues);
   EXPECT_EQ(requests[3].type(), MessageType::kExplainJob);
   EXPECT_EQ(requests[3].Body<ExplainJob>()->job_id, 17u);

@@ -175,7 +175,7 @@ TEST(AgentTest, RegistersRunsTasksFollowsARestartedCoordinatorAndStops) {
   auto ack = coordinator->ReceiveType(MessageType::kAck);
   ASSERT_TRUE(ack.has_value());
   EXPECT_EQ(ack->header().request_id, 100u);
-  for (const char* kind : {"started", "exited"}) {
+  for (const TaskEventKind kind : {TaskEventKind::kStarted, TaskEventKind::kExited}) {
     auto event = coordinator->ReceiveType(MessageType::kTaskEvent);
     ASSERT_TRUE(event.has_value()) << log.text();
     EXPECT_EQ(event->Body<TaskEvent>()->kind, kind);
@@ -228,7 +228,7 @@ TEST(AgentTest, RegistersRunsTasksFollowsARestartedCoordinatorAndStops) {
     auto event = coordinator->ReceiveType(MessageType::kTaskEvent);
     if (!event) break;
     auto body = event->Body<TaskEvent>();
-    saw_exit = body->kind == "exited" && body->task.job.value() == 2u && body->signal == SIGTERM;
+    saw_exit = body->kind == TaskEventKind::kExited && body->task.job.value() == 2u && body->signal == SIGTERM;
   }
   EXPECT_TRUE(saw_exit) << log.text();
 }

@@ -216,7 +216,7 @@ TEST(PosixProcessLauncherTest, TaskOfNumaJobRunsOnItsGpusNumaNode) {
   bool exited = false;
   while (!exited && SystemClock::Get().MonoMs() < deadline) {
     tm->Poll();
-    for (const auto& [seq, event] : tm->Outbox()) exited = exited || event.kind == "exited";
+    for (const auto& [seq, event] : tm->Outbox()) exited = exited || event.kind == TaskEventKind::kExited;
     poll(nullptr, 0, 5);
   }
   ASSERT_TRUE(exited) << log.text();
@@ -250,7 +250,7 @@ class RealTaskTest : public ::testing::Test {
   }
 
   // Polls until an event of `kind` for `job` is in the outbox, up to 10 s.
-  std::optional<TaskEvent> WaitForEvent(uint64_t job, const std::string& kind) {
+  std::optional<TaskEvent> WaitForEvent(uint64_t job, TaskEventKind kind) {
     const int64_t deadline = SystemClock::Get().MonoMs() + 10'000;
     while (SystemClock::Get().MonoMs() < deadline) {
       tm_->Poll();
@@ -271,10 +271,10 @@ class RealTaskTest : public ::testing::Test {
 
 TEST_F(RealTaskTest, EchoAndExitThree) {
   ASSERT_TRUE(tm_->Bind(MakeBind(1, {"sh", "-c", "echo hello; exit 3"})).ok());
-  auto started = WaitForEvent(1, "started");
+  auto started = WaitForEvent(1, TaskEventKind::kStarted);
   ASSERT_TRUE(started.has_value());
   EXPECT_GT(started->pid, 0);
-  auto exited = WaitForEvent(1, "exited");
+  auto exited = WaitForEvent(1, TaskEventKind::kExited);
   ASSERT_TRUE(exited.has_value()) << log_.text();
   EXPECT_EQ(exited->exit_code, 3);
   EXPECT_EQ(exited->signal, 0);
@@ -286,12 +286,12 @@ TEST_F(RealTaskTest, EchoAndExitThree) {
 
 TEST_F(RealTaskTest, SleepPreemptedExitsBySigterm) {
   ASSERT_TRUE(tm_->Bind(MakeBind(2, {"sleep", "30"})).ok());
-  ASSERT_TRUE(WaitForEvent(2, "started").has_value());
+  ASSERT_TRUE(WaitForEvent(2, TaskEventKind::kStarted).has_value());
   PreemptTask preempt;
   preempt.task = TaskId{JobId(2), 0, 0};
   preempt.grace_ms = 10'000;
   tm_->Preempt(preempt);
-  auto exited = WaitForEvent(2, "exited");
+  auto exited = WaitForEvent(2, TaskEventKind::kExited);
   ASSERT_TRUE(exited.has_value()) << log_.text();
   EXPECT_EQ(exited->signal, SIGTERM);
   EXPECT_EQ(exited->exit_code, 128 + SIGTERM);
@@ -301,7 +301,7 @@ TEST_F(RealTaskTest, SleepPreemptedExitsBySigterm) {
 TEST_F(RealTaskTest, TrappedSigtermIsKilledAfterGrace) {
   // The shell ignores SIGTERM; the preempt's 50 ms grace ends in SIGKILL.
   ASSERT_TRUE(tm_->Bind(MakeBind(3, {"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.01; done"})).ok());
-  ASSERT_TRUE(WaitForEvent(3, "started").has_value());
+  ASSERT_TRUE(WaitForEvent(3, TaskEventKind::kStarted).has_value());
   const int64_t deadline = SystemClock::Get().MonoMs() + 10'000;
   while (testing::ReadFile(dir_.path() + "/tasks/3.0.0.log").find("ready") == std::string::npos &&
          SystemClock::Get().MonoMs() < deadline) {
@@ -311,14 +311,14 @@ TEST_F(RealTaskTest, TrappedSigtermIsKilledAfterGrace) {
   preempt.task = TaskId{JobId(3), 0, 0};
   preempt.grace_ms = 50;
   tm_->Preempt(preempt);
-  auto exited = WaitForEvent(3, "exited");
+  auto exited = WaitForEvent(3, TaskEventKind::kExited);
   ASSERT_TRUE(exited.has_value()) << log_.text();
   EXPECT_EQ(exited->signal, SIGKILL);
 }
 
 TEST_F(RealTaskTest, NonexistentCommandFailsWith127) {
   ASSERT_TRUE(tm_->Bind(MakeBind(4, {"gpool-no-such-command-xyz", "arg"})).ok());
-  auto failed = WaitForEvent(4, "failed");
+  auto failed = WaitForEvent(4, TaskEventKind::kFailed);
   ASSERT_TRUE(failed.has_value());
   EXPECT_EQ(failed->exit_code, 127);
   EXPECT_NE(failed->message.find("No such file or directory"), std::string::npos) << failed->message;
