@@ -396,7 +396,7 @@ int main(int argc, char** argv) {
   {
     const uint64_t term = Term(*observer);
     gpool::UpdateQueue hold;
-    hold.op = QueueOp::kCreate;
+    hold.op = gpool::QueueOp::kCreate;
     hold.spec.name = "backlog";
     hold.spec.capability = {{"cpu", 1}};
     if (auto held = observer->UpdateQueue(hold); !held.ok()) {
@@ -416,7 +416,7 @@ int main(int argc, char** argv) {
     }
     for (auto& t : threads) t.join();
     gpool::UpdateQueue release = hold;
-    release.op = QueueOp::kUpdate;
+    release.op = gpool::QueueOp::kUpdate;
     release.spec.capability = {{"cpu", uint64_t{1} << 40}};
     const auto start = SteadyClock::now();
     const bool released = observer->UpdateQueue(release).ok();

@@ -161,7 +161,7 @@ MonthResult RunMonth(uint64_t jobs, const Options& options, bool retention, cons
     gpool::TaskEvent event;
     event.node = node_of[exit.second];
     event.task = gpool::TaskId{JobId(exit.second), 0, 0};
-    event.kind = TaskEventKind::kExited;
+    event.kind = gpool::TaskEventKind::kExited;
     event.pid = 1000;
     replica.Apply(exit.first, state::TaskEventCmd{event});
     node_of[exit.second].clear();
@@ -195,7 +195,7 @@ MonthResult RunMonth(uint64_t jobs, const Options& options, bool retention, cons
     gpool::TaskEvent started;
     started.node = node_of[id];
     started.task = gpool::TaskId{JobId(id), 0, 0};
-    started.kind = TaskEventKind::kStarted;
+    started.kind = gpool::TaskEventKind::kStarted;
     started.pid = 1000;
     replica.Apply(now, state::TaskEventCmd{started});
     const int64_t run_ms = 600'000 + static_cast<int64_t>((i * 7'919) % 6'600'000);

@@ -17,6 +17,7 @@
 #include "control/gateway/usage_endpoint.h"
 #include "control/gateway/users_endpoint.h"
 #include "control/gateway/watch_endpoint.h"
+#include "protocol/validate_users.h"
 
 namespace gpool::control {
 namespace {
@@ -121,6 +122,22 @@ TEST_F(EndpointTest, UsersAnswersWhoAmIAndRefusesAnAnonymousUserList) {
   EXPECT_EQ(LastAs<WhoAmIReply>().kind, "insecure");
   Handle(users, ListUsers{}, Nobody());
   EXPECT_EQ(LastErrorCode(), "PermissionDenied");
+}
+
+TEST_F(EndpointTest, UsersHoldsTheRecordAnUpdateLeavesToTodaysRulesBeforeProposing) {
+  UsersEndpoint users(ctx_);
+  // Distinct keys of 40 Z85 characters each.
+  auto key = [](size_t i) { return std::string(38, 'a') + char('a' + i / 26) + char('a' + i % 26); };
+  UserSpec bob{"bob"};
+  for (size_t i = 0; i < kMaxKeysPerUser; ++i) bob.keys.push_back(key(i));
+  Handle(users, UpdateUser{UserOp::kCreate, bob}, Admin());
+  ASSERT_EQ(LastAs<UpdateUserReply>().user.keys.size(), kMaxKeysPerUser);
+  proposer_.clear();
+  // One more is within the request's own limits but not the record's.
+  Handle(users, UpdateUser{UserOp::kAddKey, UserSpec{"bob", {key(kMaxKeysPerUser)}}}, Admin());
+  EXPECT_EQ(LastErrorCode(), "InvalidArgument");
+  EXPECT_TRUE(proposer_.proposed().empty());
+  EXPECT_EQ(state_.FindUser("bob")->keys.size(), kMaxKeysPerUser);
 }
 
 TEST_F(EndpointTest, ExecNamesATaskThatDoesNotExist) {

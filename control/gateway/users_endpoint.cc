@@ -56,6 +56,13 @@ void UsersEndpoint::Handle(const Request& request, const Envelope& envelope, int
       if (!msg.ok()) return ctx_.Fail(request, msg.status());
       if (!ctx_.Permit(request, Permission::kManageUsers, {}, "user " + msg->spec.name.substr(0, 64))) return;
       if (Status valid = ValidateUpdateUser(*msg); !valid.ok()) return ctx_.Fail(request, valid);
+      // The record it leaves is held to today's rules here, at the edge
+      // (apply keeps only the state's invariants: cluster_state_users.cc).
+      if (msg->op != UserOp::kDelete) {
+        auto next = ctx_.state().UserAfterUpdate(*msg);
+        if (!next.ok()) return ctx_.Fail(request, next.status());
+        if (Status valid = ValidateUserSpec(*next); !valid.ok()) return ctx_.Fail(request, valid);
+      }
       const std::string name = msg->spec.name;
       const UserSpec* existing = ctx_.state().FindUser(name);
       UserSpec before = existing ? *existing : UserSpec{name};

@@ -72,6 +72,10 @@ class ClusterState {
   // Users (protocol/messages_users.h), by name; the admin check reads them.
   const std::map<std::string, UserSpec>& users() const { return users_; }
   const UserSpec* FindUser(std::string_view name) const;
+  // The user record `update` would leave (the merged keys or grants of an
+  // existing user); AlreadyExists or NotFound as apply would answer. The
+  // gateway validates it against today's rules before proposing.
+  Result<UserSpec> UserAfterUpdate(const UpdateUser& update) const;
   bool HasAdmin() const;
   // `queue` is `root` or one of its descendants.
   bool QueueInSubtree(std::string_view queue, std::string_view root) const;

@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "control/state/cluster_state.h"
-#include "protocol/validate_users.h"
 
 namespace gpool::state {
 
@@ -57,18 +56,14 @@ Status ClusterState::CheckUserAgainstState(const UserSpec& spec) const {
   return Status::Ok();
 }
 
-ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
-  const UpdateUser& update = cmd.update;
-  if (Status valid = ValidateUpdateUser(update); !valid.ok()) return {valid};
+Result<UserSpec> ClusterState::UserAfterUpdate(const UpdateUser& update) const {
   const std::string& name = update.spec.name;
   auto it = users_.find(name);
   if (update.op == UserOp::kCreate) {
-    if (it != users_.end()) return {Status::AlreadyExists("user " + name + " exists")};
-    if (Status fits = CheckUserAgainstState(update.spec); !fits.ok()) return {fits};
-    users_.emplace(name, update.spec);
-    return {};
+    if (it != users_.end()) return Status::AlreadyExists("user " + name + " exists");
+    return update.spec;
   }
-  if (it == users_.end()) return {Status::NotFound("user " + name + " does not exist (`gpool admin user list`)")};
+  if (it == users_.end()) return Status::NotFound("user " + name + " does not exist (`gpool admin user list`)");
   UserSpec next = it->second;
   switch (update.op) {
     case UserOp::kUpdate:
@@ -95,9 +90,27 @@ ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
     case UserOp::kDelete:
       break;
   }
+  return next;
+}
+
+// Apply re-checks what the state must hold whatever reached the log (a user
+// exists to be changed, a key names one user, a grant's queue exists, the
+// last admin stays), never the request rules of the build replaying it:
+// those (name syntax, key format, how many keys and grants) are the
+// gateway's (validate_users.h), so an old log replays to the same state
+// under newer rules.
+ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
+  const UpdateUser& update = cmd.update;
+  const std::string& name = update.spec.name;
+  auto next = UserAfterUpdate(update);
+  if (!next.ok()) return {next.status()};
+  if (update.op == UserOp::kCreate) {
+    if (Status fits = CheckUserAgainstState(*next); !fits.ok()) return {fits};
+    users_.emplace(name, std::move(next).value());
+    return {};
+  }
   if (update.op != UserOp::kDelete) {
-    if (Status valid = ValidateUserSpec(next); !valid.ok()) return {valid};
-    if (Status fits = CheckUserAgainstState(next); !fits.ok()) return {fits};
+    if (Status fits = CheckUserAgainstState(*next); !fits.ok()) return {fits};
   }
   // Without an admin nobody could manage users again (bootstrap opens only
   // on a cluster that never had one), so the last one stays.
@@ -105,7 +118,7 @@ ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
   if (update.op == UserOp::kDelete) {
     after.erase(name);
   } else {
-    after[name] = std::move(next);
+    after[name] = std::move(next).value();
   }
   if (AnyAdmin(users_) && !AnyAdmin(after)) {
     return {Status::FailedPrecondition("user " + name + " is the last admin; grant admin to another user first")};
@@ -116,7 +129,7 @@ ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
 
 ApplyResult ClusterState::ApplyBootstrap(const BootstrapCmd& cmd) {
   if (HasAdmin()) return {Status::FailedPrecondition("the cluster already has an admin (bootstrap runs once)")};
-  if (Status valid = ValidateUserSpec(cmd.admin); !valid.ok()) return {valid};
+  if (cmd.admin.name.empty()) return {Status::InvalidArgument("bootstrap names no admin")};
   if (Status fits = CheckUserAgainstState(cmd.admin); !fits.ok()) return {fits};
   UserSpec admin = cmd.admin;
   if (std::none_of(admin.roles.begin(), admin.roles.end(), [](const RoleGrant& g) { return g.role == Role::kAdmin; })) {

@@ -26,8 +26,10 @@ TEST_F(UsersStateTest, AKeyNamesOneUserAndGrantsNameExistingQueues) {
   EXPECT_EQ(User("create", UserSpec{"bob", {kKeyA}}).status.code(), StatusCode::kAlreadyExists);
   EXPECT_EQ(User("create", UserSpec{"bob", {}, -1, -1, {{Role::kMember, "no-such-queue"}}}).status.code(),
             StatusCode::kNotFound);
-  EXPECT_EQ(User("create", UserSpec{"bad|name"}).status.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(User("create", UserSpec{"bob", {"not-a-key"}}).status.code(), StatusCode::kInvalidArgument);
+  // Request rules (name syntax, key format, how many keys) are the
+  // gateway's, not apply's: what an older build let into the log replays to
+  // the same state under today's rules.
+  EXPECT_TRUE(User("create", UserSpec{"old|name"}).status.ok());
   ASSERT_TRUE(User("create", UserSpec{"bob", {kKeyB}}).status.ok());
   ASSERT_TRUE(User("grant", UserSpec{"bob", {}, -1, -1, {{Role::kViewer, ""}}}).status.ok());
   ASSERT_TRUE(User("remove-key", UserSpec{"alice", {kKeyA}}).status.ok());
