@@ -870,3 +870,53 @@ TEST_F(LinkHealthTest, ARegistrationThatCarriedTheListCountsAsItsAcknowledgement
 
 }  // namespace
 }  // namespace gpool::worker
+
+namespace gpool::worker {
+namespace {
+
+// NodeHost alone (node_host.h): what it tells the Link about the node, and
+// what it does when a part is absent (no exec manager, sampler or health).
+class NodeHostTest : public LinkTest {};
+
+TEST_F(NodeHostTest, WithOnlyATaskManagerItReportsTheNodeAndServesNoExec) {
+  NodeHost host(NodeHostOptions{.tasks = tm_.get()});
+  EXPECT_EQ(host.node().name, "n1");
+  EXPECT_TRUE(host.TaskReports().empty());
+  Heartbeat heartbeat;
+  host.FillStatus(heartbeat);
+  EXPECT_TRUE(heartbeat.running.empty());
+  EXPECT_TRUE(heartbeat.usage.empty());
+  EXPECT_TRUE(heartbeat.gpus.empty());
+  EXPECT_EQ(host.health_version(), 0u);
+  EXPECT_TRUE(host.health().empty());
+  EXPECT_EQ(host.ExecStart(TaskExecStart{}).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(host.ExecPoll(TaskExecPoll{}).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(host.ExecSignal(TaskExecSignal{}).code(), StatusCode::kUnavailable);
+  host.RenewLease(1, 2);  // no lease kept: nothing to call
+}
+
+TEST_F(NodeHostTest, LeaseRenewalsReachTheCallback) {
+  std::vector<std::pair<int64_t, int64_t>> renewed;
+  NodeHost host(NodeHostOptions{.tasks = tm_.get(),
+                                .renew_lease = [&](int64_t sent, int64_t lease) { renewed.emplace_back(sent, lease); }});
+  host.RenewLease(10, 5000);
+  ASSERT_EQ(renewed.size(), 1u);
+  EXPECT_EQ(renewed[0], (std::pair<int64_t, int64_t>{10, 5000}));
+}
+
+TEST_F(NodeHostTest, ABindGoesToTheTaskManagerAndShowsAsRunning) {
+  NodeHost host(NodeHostOptions{.tasks = tm_.get()});
+  BindTask bind;
+  bind.task = TaskId{JobId(1), 0, 0};
+  bind.command = {"true"};
+  ASSERT_TRUE(host.Bind(bind).ok());
+  tm_->Poll();
+  Heartbeat heartbeat;
+  host.FillStatus(heartbeat);
+  ASSERT_EQ(heartbeat.running.size(), 1u);
+  EXPECT_EQ(heartbeat.running[0], bind.task);
+  EXPECT_FALSE(host.TaskReports().empty());
+}
+
+}  // namespace
+}  // namespace gpool::worker
