@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "control/testing/fake_ports.h"
+#include "control/gateway_fixture.h"
 #include "control/gateway/cluster_endpoint.h"
 #include "control/gateway/exec_endpoint.h"
 #include "control/gateway/jobs_endpoint.h"
@@ -22,7 +22,9 @@
 namespace gpool::control {
 namespace {
 
-class EndpointTest : public ::testing::Test {
+// The gateway tests' fake ports and reply helpers (gateway_fixture.h), with
+// a RequestContext of their own over them and no Gateway in the way.
+class EndpointTest : public GatewayTest {
  protected:
   static Actor Admin() { return Actor{.kind = Actor::Kind::kInsecureAdmin, .name = "insecure"}; }
   static Actor Nobody() { return Actor{.kind = Actor::Kind::kAnonymous, .name = "exec-token"}; }
@@ -35,29 +37,10 @@ class EndpointTest : public ::testing::Test {
     endpoint.Handle(Request{"client", request_id_, T::kType, actor}, *envelope, now_ms_);
     ctx_.EndFrame();
   }
-  template <typename T>
-  T LastAs() {
-    EXPECT_FALSE(outbox_.sent.empty());
-    if (outbox_.sent.empty()) return T{};
-    auto envelope = DecodeEnvelope(outbox_.sent.back().frame);
-    EXPECT_TRUE(envelope.ok());
-    EXPECT_EQ(envelope->header().request_id, request_id_);
-    EXPECT_EQ(envelope->type(), T::kType) << MessageTypeName(envelope->type());
-    auto body = envelope->Body<T>();
-    return body.ok() ? std::move(body).value() : T{};
-  }
-  std::string LastErrorCode() { return LastAs<ErrorReply>().code; }
 
-  state::ClusterState state_;
-  WorkerTable workers_;
-  RequestIds request_ids_;
-  ImmediateProposer proposer_{state_};
-  RecordingOutbox outbox_;
-  WorkerRelay relay_{WorkerRelayOptions{.timeout_ms = 1000}, workers_, request_ids_, outbox_, proposer_};
   RequestContext ctx_{GatewayOptions{.replica_id = "c-1", .client_address = "tcp://127.0.0.1:7400"},
                       state_, workers_, relay_, outbox_, proposer_};
   uint64_t request_id_ = 0;
-  int64_t now_ms_ = 100;
 };
 
 TEST_F(EndpointTest, QueuesCreatesAQueueAuditedFirstAndRefusesAnAnonymousCaller) {
@@ -73,7 +56,7 @@ TEST_F(EndpointTest, QueuesCreatesAQueueAuditedFirstAndRefusesAnAnonymousCaller)
 
   spec.name = "web";
   Handle(queues, UpdateQueue{QueueOp::kCreate, spec}, Nobody());
-  EXPECT_EQ(LastErrorCode(), "PermissionDenied");
+  EXPECT_EQ(LastError(), "PermissionDenied");
   EXPECT_EQ(state_.FindQueue("web"), nullptr);
 
   Handle(queues, ListQueues{}, Admin());
@@ -94,13 +77,13 @@ TEST_F(EndpointTest, JobsSubmitsAndReadsBackAJob) {
   Handle(jobs, GetJob{id}, Admin());
   EXPECT_EQ(LastAs<GetJobReply>().spec.name, "j");
   Handle(jobs, GetJob{id + 100}, Admin());
-  EXPECT_EQ(LastErrorCode(), "NotFound");
+  EXPECT_EQ(LastError(), "NotFound");
 }
 
 TEST_F(EndpointTest, SessionsRenewsOnlyASessionThatExists) {
   SessionsEndpoint sessions(ctx_);
   Handle(sessions, RenewSession{42}, Admin());
-  EXPECT_EQ(LastErrorCode(), "NotFound");
+  EXPECT_EQ(LastError(), "NotFound");
   EXPECT_TRUE(proposer_.proposed().empty());
 }
 
@@ -110,7 +93,7 @@ TEST_F(EndpointTest, NodesRefusesAnUpdateOfANodeThatNeverRegistered) {
   update.node = "ghost";
   update.op = NodeUpdateOp::kCordon;
   Handle(nodes, update, Admin());
-  EXPECT_EQ(LastErrorCode(), "NotFound");
+  EXPECT_EQ(LastError(), "NotFound");
   EXPECT_TRUE(proposer_.proposed().empty());
   Handle(nodes, ListNodes{}, Admin());
   EXPECT_TRUE(LastAs<ListNodesReply>().nodes.empty());
@@ -121,7 +104,7 @@ TEST_F(EndpointTest, UsersAnswersWhoAmIAndRefusesAnAnonymousUserList) {
   Handle(users, WhoAmI{}, Admin());
   EXPECT_EQ(LastAs<WhoAmIReply>().kind, "insecure");
   Handle(users, ListUsers{}, Nobody());
-  EXPECT_EQ(LastErrorCode(), "PermissionDenied");
+  EXPECT_EQ(LastError(), "PermissionDenied");
 }
 
 TEST_F(EndpointTest, UsersHoldsTheRecordAnUpdateLeavesToTodaysRulesBeforeProposing) {
@@ -135,7 +118,7 @@ TEST_F(EndpointTest, UsersHoldsTheRecordAnUpdateLeavesToTodaysRulesBeforeProposi
   proposer_.clear();
   // One more is within the request's own limits but not the record's.
   Handle(users, UpdateUser{UserOp::kAddKey, UserSpec{"bob", {key(kMaxKeysPerUser)}}}, Admin());
-  EXPECT_EQ(LastErrorCode(), "InvalidArgument");
+  EXPECT_EQ(LastError(), "InvalidArgument");
   EXPECT_TRUE(proposer_.proposed().empty());
   EXPECT_EQ(state_.FindUser("bob")->keys.size(), kMaxKeysPerUser);
 }
@@ -145,7 +128,7 @@ TEST_F(EndpointTest, ExecNamesATaskThatDoesNotExist) {
   ExecPoll poll;
   poll.task = "nope-0";
   Handle(exec, poll, Admin());
-  EXPECT_EQ(LastErrorCode(), "NotFound");
+  EXPECT_EQ(LastError(), "NotFound");
 }
 
 TEST_F(EndpointTest, ClusterReportsThisReplicaAsTheLeader) {
@@ -164,20 +147,20 @@ TEST_F(EndpointTest, UsageShowsNoPriceTableAndSetsPricesForAdminsOnly) {
   EXPECT_FALSE(LastAs<UpdatePricesReply>().set);
   prices.op = PricesOp::kSet;
   Handle(usage, prices, Nobody());
-  EXPECT_EQ(LastErrorCode(), "PermissionDenied");
+  EXPECT_EQ(LastError(), "PermissionDenied");
   EXPECT_EQ(state_.usage_ledger().prices(), nullptr);
 }
 
 TEST_F(EndpointTest, WatchWithoutAHubIsUnavailable) {
   WatchEndpoint watch(ctx_);
   Handle(watch, Watch{}, Admin());
-  EXPECT_EQ(LastErrorCode(), "Unavailable");
+  EXPECT_EQ(LastError(), "Unavailable");
 }
 
 TEST_F(EndpointTest, SnapshotExportsOnlyForAnAdminAndDropsThemOffTheLead) {
   SnapshotEndpoint snapshot(ctx_);
   Handle(snapshot, ExportSnapshot{}, Nobody());
-  EXPECT_EQ(LastErrorCode(), "PermissionDenied");
+  EXPECT_EQ(LastError(), "PermissionDenied");
   ExportSnapshot start;
   start.max_bytes = 1024;
   Handle(snapshot, start, Admin());
