@@ -73,6 +73,9 @@
 #include "bench/bench_process.h"
 #include "bench/zmq_baseline.h"
 #include "client/client.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/model/queue_update.h"
 
 namespace {
 

@@ -23,6 +23,9 @@
 
 #include "bench/bench_process.h"
 #include "client/client.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 
 namespace {
 

@@ -77,6 +77,11 @@
 #include "control/node_registry.h"
 #include "control/scheduler_driver.h"
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "storage/leveldb_store.h"
 #include "storage/log_store.h"
 

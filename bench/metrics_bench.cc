@@ -30,6 +30,7 @@
 #include "control/metrics/coordinator_metrics.h"
 #include "control/scheduler/scheduler.h"
 #include "control/state/cluster_state.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::control {
 namespace {

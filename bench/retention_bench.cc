@@ -45,6 +45,7 @@
 
 #include "control/state/cluster_state.h"
 #include "control/state/commands.h"
+#include "protocol/model/task_report.h"
 #include "protocol/wire.h"
 
 namespace {

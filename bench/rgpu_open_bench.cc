@@ -23,6 +23,8 @@
 
 #include "bench/bench_process.h"
 #include "client/client.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 #include "protocol/security/keys.h"
 
 namespace gpool::bench {

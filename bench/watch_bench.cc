@@ -27,6 +27,9 @@
 #include "control/state/cluster_state.h"
 #include "control/watch/change_feed.h"
 #include "protocol/envelope.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_watch.h"
 
 namespace gpool::bench {
 namespace {

@@ -7,6 +7,7 @@
 
 #include "client/format.h"
 #include "protocol/base/endpoint.h"
+#include "protocol/messages_admin.h"
 #include "protocol/security/keys.h"
 #include "protocol/types.h"
 

@@ -7,6 +7,8 @@
 
 #include "client/format.h"
 #include "client/format_health.h"
+#include "protocol/event.h"
+#include "protocol/messages_nodes.h"
 
 namespace gpool::cli {
 namespace {

@@ -5,6 +5,9 @@
 #include "client/cli_test_fixture.h"
 #include "client/format_health.h"
 #include "client/testing/fake_client.h"
+#include "protocol/event.h"
+#include "protocol/health.h"
+#include "protocol/messages_client.h"
 
 namespace gpool {
 namespace {

@@ -17,6 +17,7 @@
 
 #include "client/cli_internal.h"
 #include "protocol/base/text.h"
+#include "protocol/messages_exec.h"
 
 namespace gpool::cli {
 namespace {

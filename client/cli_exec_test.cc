@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include "client/cli_test_fixture.h"
+#include "protocol/messages_exec.h"
 
 namespace gpool::client::testing {
 namespace {

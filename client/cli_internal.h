@@ -33,6 +33,8 @@
 #include "client/client.h"
 #include "protocol/base/ids.h"
 #include "protocol/base/status.h"
+#include "protocol/event.h"
+#include "protocol/messages_nodes.h"
 
 namespace gpool::cli {
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "client/format.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
 #include "protocol/types.h"
 
 namespace gpool::cli {

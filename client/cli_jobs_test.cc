@@ -7,6 +7,7 @@
 #include "client/cli.h"
 #include "client/cli_test_fixture.h"
 #include "client/testing/fake_client.h"
+#include "protocol/messages_nodes.h"
 
 namespace gpool {
 namespace {

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "client/cli_internal.h"
+#include "protocol/model/node_update.h"
 #include "protocol/security/keys.h"
 
 namespace gpool::cli {

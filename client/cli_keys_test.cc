@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "client/cli_test_fixture.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/node_update.h"
 #include "protocol/security/keys.h"
 
 namespace gpool {

@@ -6,6 +6,8 @@
 #include <limits>
 
 #include "client/format.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/node_update.h"
 #include "protocol/types.h"
 #include "protocol/validate.h"
 

@@ -8,6 +8,8 @@
 #include "client/cli_test_fixture.h"
 #include "client/format.h"
 #include "client/testing/fake_client.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/node_update.h"
 
 namespace gpool {
 namespace {

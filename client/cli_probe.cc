@@ -32,6 +32,9 @@
 #include "client/probe/outliers.h"
 #include "client/probe/probe_line.h"
 #include "protocol/base/endpoint.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/probe.h"
 #include "protocol/types.h"
 
 namespace gpool::cli {

@@ -9,6 +9,9 @@
 #include "client/cli_test_fixture.h"
 #include "client/probe/probe_line.h"
 #include "client/testing/fake_client.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/probe.h"
 
 namespace gpool::client::testing {
 

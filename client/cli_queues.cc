@@ -7,6 +7,8 @@
 #include <limits>
 
 #include "client/format.h"
+#include "protocol/messages_admin.h"
+#include "protocol/model/queue_update.h"
 #include "protocol/types.h"
 #include "protocol/validate.h"
 

@@ -7,6 +7,7 @@
 #include "client/cli_test_fixture.h"
 #include "client/format.h"
 #include "client/testing/fake_client.h"
+#include "protocol/model/queue_update.h"
 
 namespace gpool {
 namespace {

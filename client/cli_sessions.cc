@@ -17,6 +17,7 @@
 
 #include "client/cli_internal.h"
 #include "client/format.h"
+#include "protocol/messages_client.h"
 #include "protocol/security/keys.h"
 
 extern char** environ;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "client/cli_test_fixture.h"
+#include "protocol/messages_client.h"
 #include "protocol/security/keys.h"
 
 namespace gpool::client::testing {

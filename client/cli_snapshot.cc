@@ -17,6 +17,7 @@
 #include "client/cli_internal.h"
 #include "client/usage_time.h"
 #include "protocol/base/sha256.h"
+#include "protocol/messages_snapshot.h"
 #include "protocol/snapshot_file.h"
 
 namespace gpool::cli {

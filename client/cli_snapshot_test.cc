@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "client/cli_test_fixture.h"
+#include "protocol/messages_snapshot.h"
 #include "protocol/snapshot_file.h"
 
 namespace gpool::client::testing {

@@ -10,6 +10,7 @@
 #include "client/cli_test_fixture.h"
 #include "client/test_support.h"
 #include "client/testing/fake_client.h"
+#include "protocol/messages_client.h"
 
 namespace gpool {
 namespace {

@@ -15,6 +15,7 @@
 #include "client/cli.h"
 #include "client/test_support.h"
 #include "client/testing/fake_client.h"
+#include "protocol/messages_admin.h"
 
 namespace gpool::client::testing {
 

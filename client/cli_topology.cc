@@ -10,6 +10,8 @@
 #include "client/format.h"
 #include "client/topology_file.h"
 #include "client/ufm_convert.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/node_update.h"
 #include "protocol/types.h"
 #include "protocol/validate.h"
 

@@ -11,6 +11,8 @@
 #include "client/invoice.h"
 #include "client/price_file.h"
 #include "client/usage_time.h"
+#include "protocol/messages_usage.h"
+#include "protocol/model/prices.h"
 
 namespace gpool::cli {
 namespace {

@@ -12,6 +12,8 @@
 
 #include "client/cli_internal.h"
 #include "client/format.h"
+#include "protocol/messages_users.h"
+#include "protocol/model/users.h"
 #include "protocol/security/keys.h"
 #include "protocol/validate_users.h"
 

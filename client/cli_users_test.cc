@@ -7,6 +7,9 @@
 #include "client/cli.h"
 #include "client/cli_test_fixture.h"
 #include "client/testing/fake_client.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_users.h"
+#include "protocol/model/users.h"
 
 namespace gpool {
 namespace {

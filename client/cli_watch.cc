@@ -8,6 +8,10 @@
 #include "client/format.h"
 #include "client/format_health.h"
 #include "client/watcher.h"
+#include "protocol/event.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/messages_watch.h"
 #include "protocol/types.h"
 
 namespace gpool::cli {

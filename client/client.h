@@ -48,7 +48,17 @@
 
 #include "protocol/base/ids.h"
 #include "protocol/base/status.h"
-#include "protocol/messages.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_exec.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/messages_snapshot.h"
+#include "protocol/messages_usage.h"
+#include "protocol/messages_users.h"
+#include "protocol/messages_watch.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/queue_update.h"
+#include "protocol/model/users.h"
 #include "protocol/security/keys.h"
 
 namespace gpool {

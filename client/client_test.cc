@@ -15,6 +15,13 @@
 #include <zmq_addon.hpp>
 
 #include "protocol/envelope.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/queue_update.h"
 
 namespace gpool {
 namespace {

@@ -10,6 +10,9 @@
 #include <set>
 #include <sstream>
 
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 #include "protocol/types.h"
 
 namespace gpool {

@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "protocol/base/ids.h"
-#include "protocol/messages.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 #include "protocol/wire.h"
 
 namespace gpool {

@@ -4,6 +4,9 @@
 #include <sstream>
 
 #include "client/format.h"
+#include "protocol/event.h"
+#include "protocol/health.h"
+#include "protocol/messages_client.h"
 
 namespace gpool {
 namespace {

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "protocol/messages.h"
+#include "protocol/event.h"
+#include "protocol/health.h"
+#include "protocol/messages_client.h"
+
 
 namespace gpool {
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "client/format.h"
+#include "protocol/messages_admin.h"
 
 namespace gpool {
 

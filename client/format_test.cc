@@ -1,4 +1,7 @@
 #include "client/format.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 
 #include <gtest/gtest.h>
 

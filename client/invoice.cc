@@ -6,6 +6,8 @@
 
 #include "client/format.h"
 #include "client/usage_time.h"
+#include "protocol/messages_usage.h"
+#include "protocol/model/prices.h"
 
 namespace gpool::cli {
 namespace {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "protocol/messages_usage.h"
+#include "protocol/model/prices.h"
 
 namespace gpool::cli {
 

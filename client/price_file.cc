@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "client/yaml_fields.h"
+#include "protocol/model/prices.h"
 #include "protocol/validate_usage.h"
 
 namespace gpool::cli {

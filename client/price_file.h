@@ -25,6 +25,7 @@
 
 #include "protocol/base/status.h"
 #include "protocol/messages_usage.h"
+#include "protocol/model/prices.h"
 
 namespace gpool::cli {
 

@@ -10,6 +10,8 @@
 
 #include "client/format.h"
 #include "client/yaml_fields.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/node_update.h"
 #include "protocol/validate.h"
 
 namespace gpool {

@@ -42,7 +42,8 @@
 #include <vector>
 
 #include "protocol/base/status.h"
-#include "protocol/messages.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/node_update.h"
 
 namespace gpool {
 

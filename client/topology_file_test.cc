@@ -7,6 +7,14 @@
 #include "client/cli.h"
 #include "client/test_support.h"
 #include "client/testing/fake_client.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_exec.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/messages_users.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/queue_update.h"
+#include "protocol/model/users.h"
 
 namespace gpool {
 namespace {

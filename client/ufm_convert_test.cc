@@ -6,6 +6,7 @@
 #include "client/cli.h"
 #include "client/test_support.h"
 #include "client/testing/fake_client.h"
+#include "protocol/messages_nodes.h"
 
 namespace gpool {
 namespace {

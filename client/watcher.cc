@@ -5,6 +5,9 @@
 #include <thread>
 
 #include "protocol/fingerprint.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/messages_watch.h"
 
 namespace gpool {
 

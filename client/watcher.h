@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "client/client.h"
+#include "protocol/messages_watch.h"
 
 namespace gpool {
 

@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "client/testing/fake_client.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_watch.h"
 
 namespace gpool {
 namespace {

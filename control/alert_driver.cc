@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/views.h"
+#include "protocol/messages_worker.h"
 
 namespace gpool::control {
 

@@ -4,6 +4,10 @@
 
 #include "control/testing/fake_ports.h"
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/event.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/queue_update.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::control {
 namespace {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "control/log/local_log.h"
+#include "protocol/model/users.h"
 #include "storage/leveldb_store.h"
 #include "storage/log_store.h"
 

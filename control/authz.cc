@@ -1,4 +1,5 @@
 #include "control/authz.h"
+#include "protocol/model/users.h"
 
 #include <array>
 

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "control/state/cluster_state.h"
+#include "protocol/model/users.h"
 
 namespace gpool::control {
 

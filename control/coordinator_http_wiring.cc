@@ -8,6 +8,7 @@
 #include "control/http/readiness.h"
 #include "control/metrics/coordinator_metrics.h"
 #include "protocol/base/token_file.h"
+#include "protocol/model/users.h"
 #include "protocol/security/curve_socket.h"
 #include "protocol/security/keys.h"
 

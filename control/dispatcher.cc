@@ -8,6 +8,9 @@
 
 #include "control/frames.h"
 #include "control/training_env.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_worker.h"
 
 namespace gpool::control {
 

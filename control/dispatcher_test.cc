@@ -6,6 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "control/testing/fake_ports.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/run_as.h"
+#include "protocol/model/task_report.h"
+#include "protocol/model/users.h"
 
 namespace gpool::control {
 namespace {

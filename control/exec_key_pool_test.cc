@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "control/gateway_fixture.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_client.h"
 
 namespace gpool::control {
 namespace {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "protocol/envelope.h"
+#include "protocol/messages_common.h"
 
 namespace gpool::control {
 

@@ -11,6 +11,7 @@
 #include "control/gateway/sessions_endpoint.h"
 #include "control/gateway/usage_endpoint.h"
 #include "control/gateway/users_endpoint.h"
+#include "protocol/message_type.h"
 
 namespace gpool::control {
 

@@ -11,6 +11,18 @@
 #include <gtest/gtest.h>
 
 #include "control/gateway_fixture.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_exec.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/messages_snapshot.h"
+#include "protocol/messages_users.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/probe.h"
+#include "protocol/model/queue_update.h"
+#include "protocol/model/users.h"
 
 namespace gpool::control {
 namespace {

@@ -4,6 +4,11 @@
 #include <gtest/gtest.h>
 
 #include "control/gateway_fixture.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_exec.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::control {
 namespace {

@@ -11,6 +11,11 @@
 
 #include "control/gateway.h"
 #include "control/testing/fake_ports.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
+#include "protocol/model/queue_update.h"
+#include "protocol/model/users.h"
 
 namespace gpool::control {
 

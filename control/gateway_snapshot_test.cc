@@ -7,6 +7,9 @@
 
 #include "control/gateway_fixture.h"
 #include "protocol/base/sha256.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_snapshot.h"
 
 namespace gpool::control {
 namespace {

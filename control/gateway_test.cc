@@ -7,6 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "control/gateway_fixture.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/queue_update.h"
 
 namespace gpool::control {
 namespace {

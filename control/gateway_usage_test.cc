@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 
 #include "control/gateway_fixture.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_usage.h"
+#include "protocol/model/prices.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::control {
 namespace {

@@ -1,4 +1,5 @@
 #include "control/health_driver.h"
+#include "protocol/event.h"
 
 #include <set>
 
@@ -86,7 +87,7 @@ void HealthDriver::Evaluate(int64_t wall_ms) {
   const auto actions = health::EvaluateHealthPolicy(BuildInput(wall_ms), config_, catalogue_);
   for (const auto& action : actions) {
     const health::FenceCommandFields fields = health::ToFenceCommand(action);
-    spdlog::info("health policy action={} node={} gpu={} reason=\"{}\"", fields.action, fields.node, fields.gpu,
+    spdlog::info("health policy action={} node={} gpu={} reason=\"{}\"", NameOf(fields.action), fields.node, fields.gpu,
                  fields.reason);
     ++in_flight_;
     proposer_.Propose(state::HealthFenceCmd{fields.node, fields.action, fields.gpu, fields.grace_ms, fields.reason},

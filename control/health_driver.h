@@ -31,9 +31,9 @@
 #include <optional>
 #include <string>
 
-#include "control/leader_service.h"
 #include "control/health/policy.h"
 #include "control/health/webhook_sink.h"
+#include "control/leader_service.h"
 #include "control/ports.h"
 #include "control/state/cluster_state.h"
 #include "control/worker_table.h"

@@ -7,6 +7,8 @@
 
 #include "control/testing/fake_ports.h"
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/health.h"
+#include "protocol/model/node_update.h"
 
 namespace gpool::control {
 namespace {

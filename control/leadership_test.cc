@@ -7,6 +7,12 @@
 #include "control/gateway.h"
 #include "control/node_registry.h"
 #include "control/testing/fake_ports.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/messages_worker.h"
 
 namespace gpool::control {
 namespace {

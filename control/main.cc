@@ -18,6 +18,7 @@
 #include "protocol/base/endpoint.h"
 #include "protocol/base/fd_limit.h"
 #include "protocol/base/token_file.h"
+#include "protocol/messages_worker.h"
 #include "protocol/security/keys.h"
 
 // Exit codes (docs/operations.md 3.2; deploy/systemd/gpool-coordinator.service

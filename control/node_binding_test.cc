@@ -6,6 +6,11 @@
 #include "control/node_registry.h"
 #include "control/security/key_directory.h"
 #include "control/testing/fake_ports.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::control {
 namespace {

@@ -5,6 +5,11 @@
 
 #include "control/node_registry.h"
 #include "control/testing/fake_ports.h"
+#include "protocol/health.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::control {
 namespace {

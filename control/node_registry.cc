@@ -6,6 +6,12 @@
 
 #include "control/frames.h"
 #include "protocol/base/token_file.h"
+#include "protocol/health.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_watch.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "protocol/validate.h"
 
 namespace gpool::control {

@@ -36,6 +36,9 @@
 #include "control/worker_table.h"
 #include "protocol/base/clock.h"
 #include "protocol/envelope.h"
+#include "protocol/messages_watch.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::control {
 

@@ -6,6 +6,10 @@
 
 #include "control/dispatcher.h"
 #include "control/testing/fake_ports.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::control {
 namespace {

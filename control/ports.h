@@ -14,7 +14,7 @@
 
 #include "control/log/commit_log.h"
 #include "control/state/cluster_state.h"
-#include "protocol/messages.h"
+#include "protocol/messages_admin.h"
 
 namespace gpool::control {
 

@@ -5,6 +5,7 @@
 #include "protocol/security/keys.h"
 
 #include "control/frames.h"
+#include "protocol/messages_admin.h"
 
 namespace gpool::control {
 namespace {

@@ -26,6 +26,7 @@
 #include "control/ports.h"
 #include "control/replication/peer_probe.h"
 #include "protocol/base/clock.h"
+#include "protocol/messages_admin.h"
 
 namespace gpool::control {
 

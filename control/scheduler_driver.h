@@ -36,8 +36,8 @@
 
 #include "control/metrics/metric_sets.h"
 #include "control/ports.h"
-#include "protocol/base/clock.h"
 #include "control/scheduler/scheduler.h"
+#include "protocol/base/clock.h"
 
 namespace gpool::control {
 

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "control/testing/fake_ports.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::control {
 namespace {

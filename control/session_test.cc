@@ -7,6 +7,7 @@
 #include "control/state/cluster_state_fixture.h"
 #include "control/state/test_specs.h"
 #include "control/views.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::control {
 namespace {

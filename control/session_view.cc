@@ -3,7 +3,8 @@
 #include <string>
 
 #include "control/state/usage_weight.h"
-#include "protocol/messages.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "topology/pending_reason.h"
 
 namespace gpool::control {

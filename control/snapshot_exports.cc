@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "protocol/base/sha256.h"
+#include "protocol/messages_snapshot.h"
 
 namespace gpool::control {
 

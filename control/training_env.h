@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "control/state/cluster_state.h"
+#include "protocol/messages_worker.h"
 
 namespace gpool::control {
 

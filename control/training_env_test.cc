@@ -1,4 +1,5 @@
 #include "control/training_env.h"
+#include "protocol/messages_worker.h"
 
 #include <gtest/gtest.h>
 

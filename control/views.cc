@@ -8,6 +8,10 @@
 #include <tuple>
 
 #include "control/session_view.h"
+#include "protocol/event.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 
 namespace gpool::control {
 

@@ -3,7 +3,9 @@
 #pragma once
 
 #include "control/state/cluster_state.h"
-#include "protocol/messages.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 
 namespace gpool::control {
 

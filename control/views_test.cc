@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "control/state/test_specs.h"
+#include "protocol/messages_nodes.h"
 
 namespace gpool::control {
 namespace {

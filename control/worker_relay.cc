@@ -1,4 +1,6 @@
 #include "control/worker_relay.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_common.h"
 
 #include <utility>
 

@@ -21,6 +21,7 @@
 #include "control/frames.h"
 #include "control/ports.h"
 #include "control/worker_table.h"
+#include "protocol/message_type.h"
 
 namespace gpool::control {
 

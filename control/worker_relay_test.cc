@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "control/testing/fake_ports.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_exec.h"
+#include "protocol/messages_worker.h"
 
 namespace gpool::control {
 namespace {

@@ -1,4 +1,6 @@
 #include "control/worker_table.h"
+#include "protocol/health.h"
+#include "protocol/messages_worker.h"
 
 #include <algorithm>
 

@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "protocol/envelope.h"
-#include "protocol/messages.h"
+#include "protocol/health.h"
+#include "protocol/messages_worker.h"
 
 namespace gpool::control {
 

@@ -11,7 +11,16 @@
 #include <tuple>
 #include <utility>
 
-#include "protocol/messages.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/queue_update.h"
+#include "protocol/model/task_report.h"
+
 
 namespace gpool::fuzz {
 

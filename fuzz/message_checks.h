@@ -9,7 +9,13 @@
 
 #include "fuzz/check.h"
 #include "protocol/base/endpoint.h"
-#include "protocol/messages.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/queue_update.h"
 #include "protocol/validate.h"
 #include "protocol/wire.h"
 

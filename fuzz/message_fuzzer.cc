@@ -9,6 +9,7 @@
 
 #include "fuzz/all_messages.h"
 #include "fuzz/message_checks.h"
+#include "protocol/message_type.h"
 #include "protocol/wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

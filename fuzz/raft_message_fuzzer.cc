@@ -9,6 +9,7 @@
 #include "control/raft/entry.h"
 #include "control/raft/messages.h"
 #include "fuzz/check.h"
+#include "protocol/message_type.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpool::raft;

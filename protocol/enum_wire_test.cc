@@ -6,7 +6,13 @@
 
 #include <string>
 
-#include "protocol/messages.h"
+#include "protocol/health.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_usage.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/probe.h"
+#include "protocol/model/queue_update.h"
+#include "protocol/model/users.h"
 #include "protocol/wire.h"
 
 namespace gpool {

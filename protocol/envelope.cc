@@ -1,4 +1,5 @@
 #include "protocol/envelope.h"
+#include "protocol/message_type.h"
 
 namespace gpool {
 

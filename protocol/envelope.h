@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "protocol/messages.h"
+#include "protocol/message_type.h"
 #include "protocol/wire.h"
 
 namespace gpool {

@@ -1,4 +1,7 @@
 #include "protocol/envelope.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_worker.h"
 
 #include <gtest/gtest.h>
 

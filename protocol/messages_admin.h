@@ -9,6 +9,7 @@
 
 #include "protocol/messages_client.h"
 #include "protocol/messages_common.h"
+#include "protocol/model/queue_update.h"
 #include "protocol/types.h"
 
 namespace gpool {
@@ -17,8 +18,8 @@ namespace gpool {
 
 struct ClusterStatus {
   static constexpr MessageType kType = MessageType::kClusterStatus;
-  void Pack(wire::Packer& p) const { p.BeginMap(0); }
-  void Unpack(wire::ObjectReader&) {}
+  template <typename V>
+  void Fields(V&) {}  // no fields: an empty map
 };
 
 struct ReplicaInfo {
@@ -132,30 +133,6 @@ struct ChangeReplicasReply {
 
 // --- Queues and explanations -----------------------------------------------
 
-// An operator's change to the queue hierarchy. op:
-//   "create"  add `spec` under spec.parent (which must exist)
-//   "update"  replace the quotas of queue spec.name (its parent stays)
-//   "delete"  remove queue spec.name; it must have no children and no
-//             unfinished jobs. "root" and "default" always exist.
-// Answered with the queue as it is once the change is committed (for a
-// delete, as it was).
-enum class QueueOp : uint8_t { kCreate, kUpdate, kDelete };
-template <>
-struct EnumNames<QueueOp> {
-  static constexpr std::array<std::string_view, 3> kNames = {"create", "update", "delete"};
-};
-
-struct UpdateQueue {
-  static constexpr MessageType kType = MessageType::kUpdateQueue;
-  QueueOp op = QueueOp::kCreate;  // by name on the wire
-  QueueSpec spec;
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("op", op);
-    v.Required("spec", spec);
-  }
-};
-
 struct QueueSummary {
   QueueSpec spec;
   Quota allocated;  // held by bound and running tasks of it and its descendants
@@ -181,8 +158,8 @@ struct UpdateQueueReply {
 
 struct ListQueues {
   static constexpr MessageType kType = MessageType::kListQueues;
-  void Pack(wire::Packer& p) const { p.BeginMap(0); }
-  void Unpack(wire::ObjectReader&) {}
+  template <typename V>
+  void Fields(V&) {}  // no fields: an empty map
 };
 
 // Parents come before their children; siblings by name.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/base/bytes.h"
 #include "protocol/messages_common.h"
 #include "protocol/types.h"
 

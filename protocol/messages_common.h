@@ -8,102 +8,18 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/base/status.h"
+#include "protocol/message_type.h"
 #include "protocol/types.h"
 
 namespace gpool {
-
-enum class MessageType : uint8_t {
-  // Replies usable on any channel.
-  kAck,
-  kErrorReply,
-  // Client API (client -> coordinator, port 7400).
-  kSubmitJob,
-  kSubmitJobReply,
-  kListJobs,
-  kListJobsReply,
-  kGetJob,
-  kGetJobReply,
-  kCancelJob,
-  kCancelJobReply,
-  kListNodes,
-  kListNodesReply,
-  kGetTaskLog,
-  kGetTaskLogReply,
-  kClusterStatus,
-  kClusterStatusReply,
-  // Worker channel (worker <-> coordinator, port 7401).
-  kRegisterNode,
-  kRegisterNodeReply,
-  kHeartbeat,
-  kBindTask,
-  kPreemptTask,
-  kTaskEvent,
-  kTaskEventAck,
-  kFetchLog,
-  kFetchLogReply,
-  // Administration (client -> coordinator, port 7400).
-  kChangeReplicas,
-  kChangeReplicasReply,
-  kUpdateNode,
-  kUpdateNodeReply,
-  kUpdateQueue,
-  kUpdateQueueReply,
-  kListQueues,
-  kListQueuesReply,
-  kExplainJob,
-  kExplainJobReply,
-  kListEvents,
-  kListEventsReply,
-  kReportProbe,
-  kReportProbeReply,
-  // Exec (client -> coordinator, port 7400; coordinator -> worker, port 7401).
-  kExecStart,
-  kExecStartReply,
-  kExecPoll,
-  kExecPollReply,
-  kExecSignal,
-  kTaskExecStart,
-  kTaskExecPoll,
-  kTaskExecSignal,
-  // Users, roles and audit (client -> coordinator, port 7400).
-  kUpdateUser,
-  kUpdateUserReply,
-  kListUsers,
-  kListUsersReply,
-  kBootstrap,
-  kWhoAmI,
-  kWhoAmIReply,
-  kListAudit,
-  kListAuditReply,
-  // rGPU sessions (client -> coordinator, port 7400).
-  kRenewSession,
-  kRenewSessionReply,
-  // Usage accounting (client -> coordinator, port 7400).
-  kGetUsage,
-  kGetUsageReply,
-  kUpdatePrices,
-  kUpdatePricesReply,
-  // Watch (client -> coordinator, port 7400; WatchUpdate is pushed).
-  kWatch,
-  kWatchReply,
-  kWatchUpdate,
-  kWatchRenew,
-  kWatchRenewReply,
-  kUnwatch,
-  // Snapshot export (client -> coordinator, port 7400).
-  kExportSnapshot,
-  kExportSnapshotReply,
-};
-
-std::string_view MessageTypeName(MessageType type);
-std::optional<MessageType> MessageTypeFromName(std::string_view name);
 
 // --- Generic replies -------------------------------------------------------
 
 struct Ack {
   static constexpr MessageType kType = MessageType::kAck;
-  void Pack(wire::Packer& p) const { p.BeginMap(0); }
-  void Unpack(wire::ObjectReader&) {}
+  template <typename V>
+  void Fields(V&) {}  // no fields: an empty map
 };
 
 struct ErrorReply {

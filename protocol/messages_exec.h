@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "protocol/base/bytes.h"
 #include "protocol/messages_common.h"
 #include "protocol/types.h"
-#include "protocol/wire.h"
 
 namespace gpool {
 

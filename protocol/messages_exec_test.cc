@@ -8,7 +8,7 @@
 #include <csignal>
 
 #include "protocol/envelope.h"
-#include "protocol/messages.h"
+#include "protocol/message_type.h"
 
 namespace gpool {
 namespace {

@@ -12,6 +12,8 @@
 #include "protocol/event.h"
 #include "protocol/health.h"
 #include "protocol/messages_common.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/probe.h"
 #include "protocol/types.h"
 
 namespace gpool {
@@ -197,52 +199,6 @@ struct ListNodesReply {
 
 // --- Administration of nodes -----------------------------------------------
 
-// An operator's change to one node. op:
-//   "cordon"   place no new tasks here (running ones keep running)
-//   "uncordon" place tasks here again
-//   "label"    set `labels` and remove the keys in `remove_labels`
-//              (operator labels overlay the node spec's and survive
-//              re-registration)
-//   "pool"     move the node to `pool`: public, pooled or exclusive; an
-//              exclusive node may belong to `queue` (only its jobs, and
-//              other queues' low jobs while it is idle, are placed there)
-//   "taint"    set `taints` and remove the keys in `remove_taints`; only
-//              jobs that tolerate every taint of a node are placed there
-// Answered with the node as it is once the change is committed.
-enum class NodeUpdateOp : uint8_t { kCordon, kUncordon, kLabel, kPool, kTaint, kWorkerKey };
-template <>
-struct EnumNames<NodeUpdateOp> {
-  static constexpr std::array<std::string_view, 6> kNames = {"cordon", "uncordon", "label",
-                                                             "pool",   "taint",    "worker-key"};
-};
-
-struct UpdateNode {
-  static constexpr MessageType kType = MessageType::kUpdateNode;
-  std::string node;
-  NodeUpdateOp op = NodeUpdateOp::kCordon;  // by name on the wire
-  std::map<std::string, std::string> labels;
-  std::vector<std::string> remove_labels;
-  std::string pool;
-  std::string queue;
-  std::map<std::string, std::string> taints;
-  std::vector<std::string> remove_taints;
-  // op "worker-key": the node's new CurveZMQ public key (Z85), replacing the
-  // one its name is bound to (a key rotation, docs/operations.md 2.1).
-  std::string key;
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("node", node);
-    v.Required("op", op);
-    v.Optional("key", key);
-    v.Optional("labels", labels);
-    v.Optional("remove_labels", remove_labels);
-    v.Optional("pool", pool);
-    v.Optional("queue", queue);
-    v.Optional("taints", taints);
-    v.Optional("remove_taints", remove_taints);
-  }
-};
-
 struct UpdateNodeReply {
   static constexpr MessageType kType = MessageType::kUpdateNodeReply;
   NodeSummary node;
@@ -289,34 +245,6 @@ struct ListEventsReply {
 };
 
 // --- Slow-node probes ------------------------------------------------------
-
-// What a probe measures: "network" or "gpu" on the wire.
-enum class ProbeKind : uint8_t { kNetwork, kGpu };
-template <>
-struct EnumNames<ProbeKind> {
-  static constexpr std::array<std::string_view, 2> kNames = {"network", "gpu"};
-};
-
-// One node's result of a probe run by `gpool probe` (network: TCP to its
-// ring neighbour; gpu: host-device copy bandwidth), and whether the run's
-// outlier rule (below median - k x MAD) flagged it.
-struct ProbeResult {
-  std::string node;
-  // Integers on the wire (the protocol has no floats): KiB/s and microseconds.
-  uint64_t bandwidth_kib_s = 0;  // the node's measured bandwidth
-  uint64_t latency_us = 0;       // network: median round trip; 0 for gpu
-  bool slow = false;
-  std::string message;         // how it compares, for people ("312 MiB/s, median 2,950, MAD 40")
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("node", node);
-    v.Optional("bandwidth_kib_s", bandwidth_kib_s);
-    v.Optional("latency_us", latency_us);
-    v.Optional("slow", slow);
-    v.Optional("message", message);
-  }
-  bool operator==(const ProbeResult&) const = default;
-};
 
 // An operator's probe results: the coordinator commits them, raising a
 // `slow` condition (device "probe/<kind>", degraded) on every node flagged and

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "protocol/base/bytes.h"
 #include "protocol/messages_common.h"
-#include "protocol/wire.h"
 
 namespace gpool {
 

@@ -17,63 +17,9 @@
 #include <vector>
 
 #include "protocol/messages_common.h"
+#include "protocol/model/users.h"
 
 namespace gpool {
-
-// On the wire by name: admin | queue-admin | member | viewer.
-enum class Role : uint8_t { kAdmin, kQueueAdmin, kMember, kViewer };
-template <>
-struct EnumNames<Role> {
-  static constexpr std::array<std::string_view, 4> kNames = {"admin", "queue-admin", "member", "viewer"};
-};
-
-// On the wire by name: create | update | delete | add-key | remove-key | grant | revoke.
-enum class UserOp : uint8_t { kCreate, kUpdate, kDelete, kAddKey, kRemoveKey, kGrant, kRevoke };
-template <>
-struct EnumNames<UserOp> {
-  static constexpr std::array<std::string_view, 7> kNames = {"create",     "update", "delete", "add-key",
-                                                             "remove-key", "grant",  "revoke"};
-};
-
-struct RoleGrant {
-  Role role = Role::kViewer;
-  std::string queue;  // queue-admin and member: the queue; admin and viewer: ""
-  bool operator==(const RoleGrant&) const = default;
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("role", role);
-    v.Optional("queue", queue);
-  }
-};
-
-struct UserSpec {
-  std::string name;
-  std::vector<std::string> keys;  // CurveZMQ public keys, Z85 (40 characters)
-  int64_t uid = -1;               // tasks run as this uid/gid; -1: the worker's --task-user
-  int64_t gid = -1;
-  std::vector<RoleGrant> roles;
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("name", name);
-    v.Optional("keys", keys);
-    v.Optional("uid", uid);
-    v.Optional("gid", gid);
-    v.Optional("roles", roles);
-  }
-};
-
-// op: create | update (uid, gid) | delete | add-key | remove-key (spec.keys)
-//     | grant | revoke (spec.roles)
-struct UpdateUser {
-  static constexpr MessageType kType = MessageType::kUpdateUser;
-  UserOp op = UserOp::kCreate;
-  UserSpec spec;
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("op", op);
-    v.Required("spec", spec);
-  }
-};
 
 struct UpdateUserReply {
   static constexpr MessageType kType = MessageType::kUpdateUserReply;
@@ -125,27 +71,6 @@ struct WhoAmIReply {
   void Fields(V& v) {
     v.Required("kind", kind);
     v.Optional("user", user);
-  }
-};
-
-// One mutating request as the gateway decided it.
-struct AuditEntry {
-  uint64_t seq = 0;
-  int64_t time_ms = 0;
-  std::string user;     // who: a user name, "insecure", or "bootstrap"
-  std::string request;  // the message type (SubmitJob, CancelJob, UpdateUser...)
-  std::string target;   // what: "job 12", "queue ml", "node gpu-3", "user bob"
-  bool allowed = false;
-  std::string reason;   // refused: the missing permission; allowed: ""
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("seq", seq);
-    v.Required("time_ms", time_ms);
-    v.Required("user", user);
-    v.Required("request", request);
-    v.Optional("target", target);
-    v.Required("allowed", allowed);
-    v.Optional("reason", reason);
   }
 };
 

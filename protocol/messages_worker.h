@@ -8,40 +8,16 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/base/bytes.h"
 #include "protocol/health.h"
 #include "protocol/messages_common.h"
+#include "protocol/model/run_as.h"
+#include "protocol/model/task_report.h"
 #include "protocol/types.h"
 
 namespace gpool {
 
 // --- Worker channel --------------------------------------------------------
-
-// What a worker knows about one of its tasks; sent on registration so a
-// restarted coordinator (or a restarted worker) can reconcile.
-struct TaskReport {
-  TaskId task;
-  // Running or a terminal state; on the wire by name ("Running", "Failed").
-  TaskState state = TaskState::kRunning;
-  int64_t pid = 0;
-  int32_t exit_code = 0;
-  int32_t signal = 0;
-  // The worker's wall times of its start and (terminal) its end, from the
-  // events it has not had acknowledged; 0: not known. Usage accounting
-  // charges from these when a registration is the first the coordinator
-  // hears of them (issue 34).
-  int64_t start_ms = 0;
-  int64_t finish_ms = 0;
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("task", task);
-    v.Required("state", state);
-    v.Optional("pid", pid);
-    v.Optional("exit_code", exit_code);
-    v.Optional("signal", signal);
-    v.Optional("start_ms", start_ms);
-    v.Optional("finish_ms", finish_ms);
-  }
-};
 
 struct RegisterNode {
   static constexpr MessageType kType = MessageType::kRegisterNode;
@@ -129,25 +105,6 @@ struct Heartbeat {
     v.Optional("health", health);
     v.Optional("health_rounds", health_rounds);
     v.Optional("gpus", gpus);
-  }
-};
-
-// Who a task runs as (issue 31): the Unix identity the coordinator maps the
-// job's owner to. `user` names it in logs; an empty `user` means no mapping
-// was known, and the worker runs the task as its own default (its
-// --task-user, `nobody` unless told otherwise). uid 0 is refused by a worker
-// not explicitly allowed to run tasks as root.
-struct RunAs {
-  uint32_t uid = 0;
-  uint32_t gid = 0;
-  std::string user;
-  bool set() const { return !user.empty(); }
-  bool operator==(const RunAs&) const = default;
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("uid", uid);
-    v.Required("gid", gid);
-    v.Required("user", user);
   }
 };
 
@@ -248,24 +205,6 @@ struct BindTask {
   }
 };
 
-// Why a worker stopped a task that reached its max_runtime_ms; the task's
-// exit event says "stopped by the worker: time limit".
-inline constexpr char kTimeLimitReason[] = "time limit";
-inline bool StoppedForTimeLimit(std::string_view exit_message) {
-  constexpr std::string_view kSuffix = "stopped by the worker: time limit";
-  return exit_message.size() >= kSuffix.size() && exit_message.substr(exit_message.size() - kSuffix.size()) == kSuffix;
-}
-
-// Why a worker stopped a GPU-share task whose sampled GPU memory exceeded
-// its share (worker/runner/share_enforcement.h); its exit event says
-// "stopped by the worker: GPU memory <n> MiB over its share of <m> MiB
-// (<why>)". Like a time limit, it would happen again: no restart.
-inline bool StoppedOverShare(std::string_view exit_message) {
-  constexpr std::string_view kStart = "stopped by the worker: GPU memory ";
-  const size_t at = exit_message.find(kStart);
-  return at != std::string_view::npos && exit_message.find(" over its share of ", at) != std::string_view::npos;
-}
-
 struct PreemptTask {
   static constexpr MessageType kType = MessageType::kPreemptTask;
   TaskId task;
@@ -276,38 +215,6 @@ struct PreemptTask {
     v.Required("task", task);
     v.Optional("grace_ms", grace_ms);
     v.Optional("reason", reason);
-  }
-};
-
-// Worker -> coordinator: a task started, exited or could not start. Sent
-// until acknowledged with TaskEventAck carrying the same seq.
-struct TaskEvent {
-  static constexpr MessageType kType = MessageType::kTaskEvent;
-  std::string node;
-  uint64_t seq = 0;  // per worker process, increasing
-  TaskId task;
-  TaskEventKind kind = TaskEventKind::kStarted;  // by name: "started" | "exited" | "failed" | "lost"
-  int64_t pid = 0;
-  int32_t exit_code = 0;
-  int32_t signal = 0;
-  int64_t time_ms = 0;
-  std::string message;
-  // "started" of an rGPU session's server: where it listens and its key.
-  std::string rgpu_endpoint;
-  std::string rgpu_server_key;
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("node", node);
-    v.Required("seq", seq);
-    v.Required("task", task);
-    v.Required("kind", kind);
-    v.Optional("pid", pid);
-    v.Optional("exit_code", exit_code);
-    v.Optional("signal", signal);
-    v.Optional("time_ms", time_ms);
-    v.Optional("message", message);
-    v.Optional("rgpu_endpoint", rgpu_endpoint);
-    v.Optional("rgpu_server_key", rgpu_server_key);
   }
 };
 

@@ -11,9 +11,10 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/base/enum_names.h"
 #include "protocol/base/ids.h"
+#include "protocol/base/status.h"
 #include "protocol/session_types.h"
-#include "protocol/wire.h"
 
 namespace gpool {
 

@@ -7,7 +7,8 @@
 #include <string_view>
 
 #include "protocol/base/status.h"
-#include "protocol/messages.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/queue_update.h"
 #include "protocol/types.h"
 
 namespace gpool {

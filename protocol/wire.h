@@ -20,6 +20,7 @@
 
 #include <msgpack.hpp>
 
+#include "protocol/base/bytes.h"
 #include "protocol/base/enum_names.h"
 #include "protocol/base/ids.h"
 #include "protocol/base/status.h"
@@ -28,15 +29,6 @@ namespace gpool::wire {
 
 class Packer;
 class ObjectReader;
-
-// Raw bytes (log contents, opaque payloads) that travel as msgpack bin, so
-// clients never have to decode them as UTF-8. Reads accept str or bin.
-struct Bytes : std::string {
-  Bytes() = default;
-  Bytes(std::string s) : std::string(std::move(s)) {}  // NOLINT: implicit by design
-  Bytes(const char* s) : std::string(s) {}             // NOLINT: implicit by design
-  using std::string::operator=;
-};
 
 // A struct that knows how to write itself as a msgpack map.
 template <typename T>

@@ -13,6 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "client/client.h"
+#include "protocol/event.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/queue_update.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
 #include "tests/webhook_receiver.h"

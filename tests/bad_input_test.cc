@@ -10,6 +10,11 @@
 
 #include "client/client.h"
 #include "protocol/envelope.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "tests/local_cluster.h"
 
 namespace gpool::testing {

@@ -14,6 +14,8 @@
 
 #include "client/client.h"
 #include "protocol/envelope.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
 #include "tests/local_cluster.h"
 
 namespace gpool::testing {

@@ -19,6 +19,9 @@
 #include <vector>
 
 #include "client/client.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 #include "tests/local_cluster.h"
 
 namespace gpool::testing {

@@ -15,7 +15,11 @@
 #include <zmq.hpp>
 
 #include "protocol/envelope.h"
-#include "protocol/messages.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/messages_worker.h"
 #include "protocol/security/handshake_probe.h"
 #include "protocol/security/keys.h"
 #include "tests/local_cluster.h"

@@ -21,6 +21,11 @@
 #include <optional>
 
 #include "client/client.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/queue_update.h"
 #include "protocol/security/keys.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"

@@ -20,6 +20,8 @@
 
 #include "client/client.h"
 #include "protocol/base/disk_guard.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
 #include "tests/local_cluster.h"
 #include "tests/process.h"
 

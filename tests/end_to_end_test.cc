@@ -5,6 +5,8 @@
 #include <signal.h>
 
 #include "client/client.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 #include "tests/local_cluster.h"
 
 namespace gpool::testing {

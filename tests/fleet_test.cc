@@ -6,6 +6,8 @@
 #include <set>
 
 #include "client/client.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 #include "tests/local_cluster.h"
 
 namespace gpool::testing {

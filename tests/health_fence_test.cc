@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "client/client.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_nodes.h"
 #include "tests/local_cluster.h"
 #include "tests/webhook_receiver.h"
 

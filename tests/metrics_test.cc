@@ -18,6 +18,7 @@
 
 #include "client/client.h"
 #include "protocol/http/http_server.h"
+#include "protocol/messages_client.h"
 #include "protocol/security/keys.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "client/client.h"
+#include "protocol/messages_client.h"
 #include "tests/local_cluster.h"
 
 namespace gpool::testing {

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "client/client.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/node_update.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
 

@@ -17,6 +17,8 @@
 #include <gtest/gtest.h>
 
 #include "client/client.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 #include "tests/local_cluster.h"
 
 namespace gpool::testing {

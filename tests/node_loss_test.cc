@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "client/client.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 #include "tests/local_cluster.h"
 #include "worker/runner/supervisor_state.h"
 

@@ -11,6 +11,9 @@
 #include <filesystem>
 
 #include "client/client.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/model/queue_update.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
 

@@ -12,6 +12,9 @@
 #include <sstream>
 
 #include "client/client.h"
+#include "protocol/health.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
 

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "client/client.h"
+#include "protocol/messages_admin.h"
 #include "tests/local_cluster.h"
 
 namespace gpool::testing {

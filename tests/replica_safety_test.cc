@@ -19,6 +19,8 @@
 #include "client/client.h"
 #include "control/raft/config.h"
 #include "control/raft/messages.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_admin.h"
 #include "tests/local_cluster.h"
 
 namespace gpool::testing {

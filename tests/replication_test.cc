@@ -21,6 +21,8 @@
 #include <thread>
 
 #include "client/client.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
 #include "tests/local_cluster.h"
 
 namespace gpool::testing {

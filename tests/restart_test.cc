@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include "client/client.h"
+#include "protocol/messages_client.h"
 #include "tests/local_cluster.h"
 
 namespace gpool::testing {

@@ -5,6 +5,7 @@
 #include <csignal>
 
 #include "client/client.h"
+#include "protocol/messages_client.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
 

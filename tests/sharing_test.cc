@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "client/client.h"
+#include "protocol/messages_client.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
 

@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "client/client.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
 

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "client/client.h"
+#include "protocol/messages_client.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
 

@@ -14,6 +14,10 @@
 #include <gtest/gtest.h>
 
 #include "client/client.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_usage.h"
+#include "protocol/model/queue_update.h"
 #include "tests/local_cluster.h"
 
 namespace gpool::testing {

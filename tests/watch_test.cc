@@ -9,6 +9,8 @@
 
 #include "client/client.h"
 #include "client/watcher.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_watch.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
 

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "client/client.h"
+#include "protocol/messages_client.h"
 #include "tests/local_cluster.h"
 #include "worker/runner/supervisor_state.h"
 

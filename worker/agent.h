@@ -23,13 +23,13 @@
 #include <spdlog/logger.h>
 #include <zmq.hpp>
 
-#include "protocol/base/loop_inbox.h"
 #include "protocol/base/clock.h"
+#include "protocol/base/loop_inbox.h"
 #include "protocol/base/status.h"
 #include "worker/health/health_monitor.h"
 #include "worker/link.h"
-#include "worker/runner/exec_manager.h"
 #include "worker/node_socket.h"
+#include "worker/runner/exec_manager.h"
 #include "worker/runner/task_manager.h"
 
 namespace gpool::worker {

@@ -10,6 +10,10 @@
 #include <gtest/gtest.h>
 #include <zmq_addon.hpp>
 
+#include "protocol/message_type.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "worker/runner/posix_process_launcher.h"
 #include "worker/test_util.h"
 

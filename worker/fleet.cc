@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "protocol/base/fd_limit.h"
+#include "protocol/messages_watch.h"
 #include "worker/log.h"
 #include "worker/runner/job_hosts.h"
 

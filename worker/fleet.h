@@ -66,10 +66,11 @@
 
 #include "protocol/base/clock.h"
 #include "protocol/base/status.h"
+#include "protocol/messages_watch.h"
+#include "protocol/security/server_keys.h"
 #include "protocol/types.h"
 #include "worker/link.h"
 #include "worker/node_host.h"
-#include "protocol/security/server_keys.h"
 #include "worker/node_socket.h"
 #include "worker/runner/simulated_mig_manager.h"
 #include "worker/runner/simulated_process_launcher.h"

@@ -10,6 +10,10 @@
 #include <gtest/gtest.h>
 #include <zmq_addon.hpp>
 
+#include "protocol/message_type.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "topology/fleet_nodes.h"
 #include "worker/test_util.h"
 

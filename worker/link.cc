@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <random>
 
+#include "protocol/message_type.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_exec.h"
+#include "protocol/messages_worker.h"
 #include "worker/log.h"
 
 namespace gpool::worker {

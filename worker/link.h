@@ -47,9 +47,9 @@
 
 #include <spdlog/logger.h>
 
-#include "protocol/metrics/exposition.h"
 #include "protocol/base/clock.h"
 #include "protocol/envelope.h"
+#include "protocol/metrics/exposition.h"
 #include "worker/backoff.h"
 #include "worker/link_host.h"
 

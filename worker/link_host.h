@@ -10,6 +10,10 @@
 #include <vector>
 
 #include "protocol/envelope.h"
+#include "protocol/health.h"
+#include "protocol/messages_exec.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::worker {
 

@@ -7,6 +7,14 @@
 #include <gtest/gtest.h>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/health.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_exec.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "worker/health/testing/scripted_check.h"
 #include "worker/runner/testing/fake_process_launcher.h"
 #include "worker/test_util.h"

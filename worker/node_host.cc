@@ -1,5 +1,7 @@
 #include "worker/node_host.h"
 
+#include "protocol/messages_exec.h"
+#include "protocol/messages_worker.h"
 #include "worker/runner/task_usage.h"
 
 namespace gpool::worker {

@@ -14,6 +14,10 @@
 #include <functional>
 #include <string>
 
+#include "protocol/health.h"
+#include "protocol/messages_exec.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "worker/discovery/nvml_gpu_sampler.h"
 #include "worker/health/health_monitor.h"
 #include "worker/link_host.h"

@@ -6,6 +6,16 @@
 #include <tuple>
 
 #include "protocol/base/sha256.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_exec.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/messages_snapshot.h"
+#include "protocol/messages_usage.h"
+#include "protocol/messages_users.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/queue_update.h"
+#include "protocol/model/users.h"
 #include "protocol/validate.h"
 
 namespace gpool {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "control/dashboard/assets.h"
+#include "protocol/messages_nodes.h"
 
 namespace gpool::control::dashboard {
 namespace {

@@ -4,6 +4,9 @@
 
 #include "control/views.h"
 #include "protocol/base/endpoint.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_nodes.h"
 
 namespace gpool::control {
 

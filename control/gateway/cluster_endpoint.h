@@ -5,6 +5,8 @@
 #pragma once
 
 #include "control/gateway/endpoint.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_admin.h"
 
 namespace gpool::control {
 

@@ -12,6 +12,7 @@
 
 #include "control/gateway/request_context.h"
 #include "protocol/envelope.h"
+#include "protocol/message_type.h"
 
 namespace gpool::control {
 

@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include "control/gateway_fixture.h"
 #include "control/gateway/cluster_endpoint.h"
 #include "control/gateway/exec_endpoint.h"
 #include "control/gateway/jobs_endpoint.h"
@@ -17,6 +16,18 @@
 #include "control/gateway/usage_endpoint.h"
 #include "control/gateway/users_endpoint.h"
 #include "control/gateway/watch_endpoint.h"
+#include "control/gateway_fixture.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_exec.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/messages_snapshot.h"
+#include "protocol/messages_usage.h"
+#include "protocol/messages_users.h"
+#include "protocol/messages_watch.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/queue_update.h"
+#include "protocol/model/users.h"
 #include "protocol/validate_users.h"
 
 namespace gpool::control {

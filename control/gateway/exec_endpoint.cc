@@ -5,6 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include "protocol/base/token_file.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_exec.h"
 
 namespace gpool::control {
 

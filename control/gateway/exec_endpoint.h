@@ -10,6 +10,8 @@
 
 #include "control/gateway/endpoint.h"
 #include "control/task_lookup.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_exec.h"
 
 namespace gpool::control {
 

@@ -7,6 +7,10 @@
 
 #include "control/gateway/sessions_endpoint.h"
 #include "control/views.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_worker.h"
 #include "protocol/security/keys.h"
 
 namespace gpool::control {

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "control/gateway/endpoint.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_client.h"
 
 namespace gpool::control {
 

@@ -5,6 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include "control/views.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/node_update.h"
 
 namespace gpool::control {
 

@@ -4,6 +4,9 @@
 #pragma once
 
 #include "control/gateway/endpoint.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/model/node_update.h"
 
 namespace gpool::control {
 

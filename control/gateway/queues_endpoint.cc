@@ -3,6 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include "control/views.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_admin.h"
+#include "protocol/model/queue_update.h"
 
 namespace gpool::control {
 

@@ -5,6 +5,8 @@
 #pragma once
 
 #include "control/gateway/endpoint.h"
+#include "protocol/message_type.h"
+#include "protocol/model/queue_update.h"
 
 namespace gpool::control {
 

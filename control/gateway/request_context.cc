@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "protocol/base/token_file.h"
+#include "protocol/message_type.h"
+#include "protocol/model/users.h"
 
 namespace gpool::control {
 namespace {

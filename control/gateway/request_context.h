@@ -26,6 +26,8 @@
 #include "control/worker_relay.h"
 #include "control/worker_table.h"
 #include "protocol/envelope.h"
+#include "protocol/message_type.h"
+#include "protocol/model/users.h"
 #include "protocol/security/keys.h"
 #include "protocol/validate.h"
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/session_view.h"
+#include "protocol/messages_client.h"
 
 namespace gpool::control {
 

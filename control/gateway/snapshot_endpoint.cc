@@ -1,4 +1,5 @@
 #include "control/gateway/snapshot_endpoint.h"
+#include "protocol/messages_snapshot.h"
 
 #include <spdlog/spdlog.h>
 

@@ -8,6 +8,7 @@
 
 #include "control/gateway/endpoint.h"
 #include "control/snapshot_exports.h"
+#include "protocol/message_type.h"
 
 namespace gpool::control {
 

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "protocol/message_type.h"
+#include "protocol/messages_usage.h"
+#include "protocol/model/prices.h"
 #include "protocol/validate_usage.h"
 
 namespace gpool::control {

@@ -4,6 +4,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "protocol/message_type.h"
+#include "protocol/messages_users.h"
+#include "protocol/model/users.h"
 #include "protocol/validate_users.h"
 
 namespace gpool::control {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "control/gateway/endpoint.h"
+#include "protocol/message_type.h"
 
 namespace gpool::control {
 

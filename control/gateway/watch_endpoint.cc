@@ -1,4 +1,7 @@
 #include "control/gateway/watch_endpoint.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_watch.h"
 
 namespace gpool::control {
 

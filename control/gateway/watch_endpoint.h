@@ -4,6 +4,7 @@
 
 #include "control/gateway/endpoint.h"
 #include "control/watch/watch_hub.h"
+#include "protocol/message_type.h"
 
 namespace gpool::control {
 

@@ -1,4 +1,6 @@
 #include "control/health/policy.h"
+#include "protocol/health.h"
+#include "protocol/model/health_fence.h"
 
 #include <algorithm>
 #include <map>
@@ -266,17 +268,18 @@ std::vector<HealthAction> EvaluateHealthPolicy(const HealthPolicyInput& input, c
 }
 
 FenceCommandFields ToFenceCommand(const HealthAction& action) {
+  using A = HealthFenceAction;
   struct Visitor {
     FenceCommandFields operator()(const SetDeviceHealth& a) const {
-      return {a.node, a.healthy ? "gpu-healthy" : "gpu-unhealthy", a.gpu, 0, a.reason};
+      return {a.node, a.healthy ? A::kGpuHealthy : A::kGpuUnhealthy, a.gpu, 0, a.reason};
     }
-    FenceCommandFields operator()(const Cordon& a) const { return {a.node, "cordon", 0, 0, a.reason}; }
-    FenceCommandFields operator()(const Drain& a) const { return {a.node, "drain", 0, a.grace_ms, a.reason}; }
-    FenceCommandFields operator()(const Uncordon& a) const { return {a.node, "uncordon", 0, 0, a.reason}; }
-    FenceCommandFields operator()(const BreakerOpen& a) const { return {"", "breaker-open", 0, 0, a.reason}; }
-    FenceCommandFields operator()(const BreakerClose& a) const { return {"", "breaker-close", 0, 0, a.reason}; }
+    FenceCommandFields operator()(const Cordon& a) const { return {a.node, A::kCordon, 0, 0, a.reason}; }
+    FenceCommandFields operator()(const Drain& a) const { return {a.node, A::kDrain, 0, a.grace_ms, a.reason}; }
+    FenceCommandFields operator()(const Uncordon& a) const { return {a.node, A::kUncordon, 0, 0, a.reason}; }
+    FenceCommandFields operator()(const BreakerOpen& a) const { return {"", A::kBreakerOpen, 0, 0, a.reason}; }
+    FenceCommandFields operator()(const BreakerClose& a) const { return {"", A::kBreakerClose, 0, 0, a.reason}; }
     FenceCommandFields operator()(const Suppressed& a) const {
-      return {a.node, "suppressed", 0, 0, a.dedupe_key + " " + a.reason};
+      return {a.node, A::kSuppressed, 0, 0, a.dedupe_key + " " + a.reason};
     }
   };
   return std::visit(Visitor{}, action);

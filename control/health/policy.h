@@ -61,6 +61,7 @@
 #include "control/health/policy_config.h"
 #include "control/health/xid_catalogue.h"
 #include "protocol/health.h"
+#include "protocol/model/health_fence.h"
 
 namespace gpool::health {
 
@@ -194,12 +195,11 @@ bool NodeIsClear(const NodeHealthInput& node, const HealthPolicyConfig& config, 
 std::optional<uint64_t> UpdateClearSince(std::optional<uint64_t> previous, bool clear_now, uint64_t health_rounds);
 
 // The fields of the HealthFenceCmd (control/state/commands.h) that carries
-// an action: action is "gpu-unhealthy" | "gpu-healthy" | "cordon" | "drain" |
-// "uncordon" | "breaker-open" | "breaker-close" | "suppressed". A Suppressed's
-// reason starts with its dedupe key and " ".
+// an action (protocol/model/health_fence.h). A Suppressed's reason starts
+// with its dedupe key and " ".
 struct FenceCommandFields {
   std::string node;
-  std::string action;
+  HealthFenceAction action = HealthFenceAction::kCordon;
   uint32_t gpu = 0;
   uint32_t grace_ms = 0;
   std::string reason;

@@ -13,6 +13,8 @@
 #include <utility>
 
 #include "protocol/base/text.h"
+#include "protocol/event.h"
+#include "protocol/health.h"
 
 namespace gpool::health {
 namespace {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "control/scheduler/config.h"
+#include "protocol/event.h"
+#include "protocol/health.h"
 
 namespace gpool::health {
 namespace {

@@ -1,4 +1,6 @@
 #include "control/health/policy.h"
+#include "protocol/health.h"
+#include "protocol/model/health_fence.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -280,15 +282,21 @@ TEST(HealthPolicyTest, DisabledDoesNothing) {
   EXPECT_THAT(Eval(input, config), IsEmpty());
 }
 
+// The actions travel by the names the log always had (old entries replay).
 TEST(HealthPolicyTest, FenceCommandsUseTheStatesActionNames) {
-  EXPECT_EQ(ToFenceCommand(SetDeviceHealth{"a", 3, false, "r"}), (FenceCommandFields{"a", "gpu-unhealthy", 3, 0, "r"}));
-  EXPECT_EQ(ToFenceCommand(SetDeviceHealth{"a", 3, true, "r"}).action, "gpu-healthy");
-  EXPECT_EQ(ToFenceCommand(Drain{"a", 500, "r"}), (FenceCommandFields{"a", "drain", 0, 500, "r"}));
-  EXPECT_EQ(ToFenceCommand(Cordon{"a", "r"}).action, "cordon");
-  EXPECT_EQ(ToFenceCommand(Uncordon{"a", "r"}).action, "uncordon");
-  EXPECT_EQ(ToFenceCommand(BreakerOpen{1, 2, "r"}).action, "breaker-open");
-  EXPECT_EQ(ToFenceCommand(BreakerClose{1, 2, "r"}).action, "breaker-close");
-  EXPECT_EQ(ToFenceCommand(Suppressed{"a", "exempt", "xid@gpu/0", "r", "k"}), (FenceCommandFields{"a", "suppressed", 0, 0, "k r"}));
+  EXPECT_EQ(ToFenceCommand(SetDeviceHealth{"a", 3, false, "r"}),
+            (FenceCommandFields{"a", HealthFenceAction::kGpuUnhealthy, 3, 0, "r"}));
+  EXPECT_EQ(NameOf(ToFenceCommand(SetDeviceHealth{"a", 3, false, "r"}).action), "gpu-unhealthy");
+  EXPECT_EQ(NameOf(ToFenceCommand(SetDeviceHealth{"a", 3, true, "r"}).action), "gpu-healthy");
+  EXPECT_EQ(ToFenceCommand(Drain{"a", 500, "r"}), (FenceCommandFields{"a", HealthFenceAction::kDrain, 0, 500, "r"}));
+  EXPECT_EQ(NameOf(ToFenceCommand(Drain{"a", 500, "r"}).action), "drain");
+  EXPECT_EQ(NameOf(ToFenceCommand(Cordon{"a", "r"}).action), "cordon");
+  EXPECT_EQ(NameOf(ToFenceCommand(Uncordon{"a", "r"}).action), "uncordon");
+  EXPECT_EQ(NameOf(ToFenceCommand(BreakerOpen{1, 2, "r"}).action), "breaker-open");
+  EXPECT_EQ(NameOf(ToFenceCommand(BreakerClose{1, 2, "r"}).action), "breaker-close");
+  EXPECT_EQ(ToFenceCommand(Suppressed{"a", "exempt", "xid@gpu/0", "r", "k"}),
+            (FenceCommandFields{"a", HealthFenceAction::kSuppressed, 0, 0, "k r"}));
+  EXPECT_EQ(NameOf(HealthFenceAction::kSuppressed), "suppressed");
 }
 
 // --- Properties over random clusters ----------------------------------------

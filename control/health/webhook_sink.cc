@@ -1,4 +1,6 @@
 #include "control/health/webhook_sink.h"
+#include "protocol/event.h"
+#include "protocol/health.h"
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>

@@ -1,4 +1,6 @@
 #include "control/health/webhook_sink.h"
+#include "protocol/event.h"
+#include "protocol/health.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

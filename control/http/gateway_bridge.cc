@@ -1,4 +1,10 @@
 #include "control/http/gateway_bridge.h"
+#include "protocol/messages_admin.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_nodes.h"
+#include "protocol/messages_usage.h"
+#include "protocol/messages_users.h"
 
 #include <chrono>
 

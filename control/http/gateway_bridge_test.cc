@@ -6,6 +6,8 @@
 #include "control/frames.h"
 #include "control/http/coordinator_http.h"
 #include "protocol/envelope.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_client.h"
 
 namespace gpool::control {
 namespace {

@@ -16,9 +16,9 @@
 #include <string>
 #include <unordered_set>
 
-#include "control/worker_table.h"
-#include "control/state/cluster_state.h"
 #include "control/metrics/metric_sets.h"
+#include "control/state/cluster_state.h"
+#include "control/worker_table.h"
 
 namespace gpool::control {
 

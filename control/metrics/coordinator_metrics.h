@@ -13,8 +13,8 @@
 
 #include "control/log/commit_log.h"
 #include "control/metrics/control_metrics.h"
-#include "control/worker_table.h"
 #include "control/state/cluster_state.h"
+#include "control/worker_table.h"
 
 namespace gpool::control {
 

@@ -8,6 +8,7 @@
 
 #include "control/state/cluster_state_fixture.h"
 #include "control/state/test_specs.h"
+#include "protocol/model/queue_update.h"
 
 namespace gpool::control {
 namespace {

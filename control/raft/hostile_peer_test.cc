@@ -9,6 +9,8 @@
 #include <cstdint>
 
 #include "control/raft/test_network.h"
+#include "protocol/message_type.h"
+#include "protocol/model/users.h"
 
 namespace gpool::raft {
 namespace {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "control/raft/test_network.h"
+#include "protocol/model/users.h"
 
 namespace gpool::raft {
 namespace {

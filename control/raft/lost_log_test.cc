@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "control/raft/test_network.h"
+#include "protocol/message_type.h"
 
 namespace gpool::raft {
 namespace {

@@ -1,4 +1,6 @@
 #include "control/raft/messages.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_worker.h"
 
 #include <sstream>
 #include <utility>

@@ -22,6 +22,7 @@
 
 #include "control/raft/entry.h"
 #include "protocol/base/status.h"
+#include "protocol/message_type.h"
 #include "protocol/wire.h"
 #include "storage/log_types.h"
 

@@ -1,6 +1,7 @@
 // The wire form of Raft messages and log entries: every message type round
 // trips, binary data survives, and hostile bytes never crash the decoder.
 #include "control/raft/messages.h"
+#include "protocol/message_type.h"
 
 #include <gtest/gtest.h>
 

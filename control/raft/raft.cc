@@ -3,6 +3,8 @@
 // plumbing. The role step functions live in raft_follower.cc (follower and
 // candidate) and raft_leader.cc (leader, replication, client calls, ReadIndex).
 #include "control/raft/raft.h"
+#include "protocol/message_type.h"
+#include "protocol/model/users.h"
 
 #include <algorithm>
 #include <utility>

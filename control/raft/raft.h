@@ -42,11 +42,12 @@
 #include <vector>
 
 #include "control/raft/config.h"
+#include "control/raft/entry_log.h"
 #include "control/raft/messages.h"
 #include "control/raft/progress.h"
-#include "control/raft/entry_log.h"
 #include "control/raft/read_only.h"
 #include "control/raft/state.h"
+#include "protocol/model/users.h"
 #include "storage/log_types.h"
 
 namespace gpool::raft {

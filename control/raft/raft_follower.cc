@@ -2,6 +2,8 @@
 // for what a leader sends (Append, Heartbeat, InstallSnapshot). Elections
 // themselves (StartElection, Poll, vote requests) are in raft.cc.
 #include "control/raft/raft.h"
+#include "protocol/message_type.h"
+#include "protocol/model/users.h"
 
 #include <algorithm>
 #include <utility>

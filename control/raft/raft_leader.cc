@@ -3,6 +3,9 @@
 // voter across configuration changes, the client calls that need a leader
 // (Propose, ProposeConfChange, TransferLeadership) and ReadIndex.
 #include "control/raft/raft.h"
+#include "protocol/message_type.h"
+#include "protocol/messages_common.h"
+#include "protocol/model/users.h"
 
 #include <algorithm>
 #include <functional>

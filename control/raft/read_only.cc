@@ -1,4 +1,5 @@
 #include "control/raft/read_only.h"
+#include "protocol/messages_common.h"
 
 #include <algorithm>
 

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "protocol/messages_common.h"
+
 namespace gpool::raft {
 
 struct ReadRequest {

@@ -1,4 +1,5 @@
 #include "control/raft/state.h"
+#include "protocol/model/users.h"
 
 #include <sstream>
 

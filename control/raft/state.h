@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "control/raft/progress.h"
+#include "protocol/model/users.h"
 
 namespace gpool::raft {
 

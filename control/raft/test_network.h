@@ -23,6 +23,7 @@
 
 #include "control/raft/raw_node.h"
 #include "control/raft/sim/memory_log.h"
+#include "protocol/model/users.h"
 
 namespace gpool::raft::testing {
 

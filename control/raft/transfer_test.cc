@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "control/raft/test_network.h"
+#include "protocol/message_type.h"
+#include "protocol/model/users.h"
 
 namespace gpool::raft {
 namespace {

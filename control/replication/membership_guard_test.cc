@@ -1,4 +1,5 @@
 #include "control/replication/membership_guard.h"
+#include "protocol/model/users.h"
 
 #include <gtest/gtest.h>
 

@@ -9,6 +9,8 @@
 #include <spdlog/spdlog.h>
 
 #include "control/replication/stored_snapshot.h"
+#include "protocol/message_type.h"
+#include "protocol/model/users.h"
 
 namespace gpool::replication {
 namespace {

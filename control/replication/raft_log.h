@@ -61,6 +61,7 @@
 #include "control/replication/peer_transport.h"
 #include "control/replication/replica_directory.h"
 #include "protocol/base/clock.h"
+#include "protocol/model/users.h"
 #include "protocol/wire.h"
 #include "storage/log_store.h"
 

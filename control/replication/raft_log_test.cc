@@ -10,6 +10,7 @@
 
 #include "control/replication/raft_log_harness.h"
 #include "control/replication/stored_snapshot.h"
+#include "protocol/message_type.h"
 #include "storage/testing/memory_store.h"
 
 namespace gpool::replication {

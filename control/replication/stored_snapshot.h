@@ -13,8 +13,8 @@
 #include <string_view>
 
 #include "control/raft/entry.h"
-#include "protocol/wire.h"
 #include "protocol/base/status.h"
+#include "protocol/wire.h"
 
 namespace gpool::replication {
 

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "control/principal.h"
+#include "protocol/security/curve_socket.h"
 #include "protocol/security/handshake_probe.h"
 #include "protocol/security/zap_handler.h"
-#include "protocol/security/curve_socket.h"
 
 namespace gpool::control {
 namespace {

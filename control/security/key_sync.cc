@@ -1,4 +1,5 @@
 #include "control/security/key_sync.h"
+#include "protocol/model/node_update.h"
 
 #include <map>
 #include <string>

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/model/users.h"
 #include "protocol/security/curve_socket.h"
 
 namespace gpool::control {

@@ -9,6 +9,8 @@
 #include <set>
 
 #include "control/state/cluster_state_internal.h"
+#include "protocol/event.h"
+#include "protocol/model/users.h"
 
 namespace gpool::state {
 

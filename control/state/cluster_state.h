@@ -24,12 +24,17 @@
 #include <vector>
 
 #include "control/state/commands.h"
-#include "protocol/event.h"
-#include "topology/device_share.h"
 #include "control/state/records.h"
 #include "control/state/retention.h"
 #include "control/state/usage_ledger.h"
+#include "protocol/event.h"
+#include "protocol/health.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/run_as.h"
+#include "protocol/model/task_report.h"
+#include "protocol/model/users.h"
 #include "topology/cluster_view.h"
+#include "topology/device_share.h"
 
 namespace gpool::state {
 

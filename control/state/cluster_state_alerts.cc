@@ -2,6 +2,7 @@
 // a change of it emits. Deduplication lives here, in the replicated state,
 // so a repeat or a new leader's re-evaluation emits nothing.
 #include "control/state/cluster_state.h"
+#include "protocol/event.h"
 
 namespace gpool::state {
 

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "control/state/cluster_state.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::state {
 

@@ -6,6 +6,10 @@
 #include <set>
 
 #include "control/state/cluster_state.h"
+#include "protocol/event.h"
+#include "protocol/health.h"
+#include "protocol/model/health_fence.h"
+#include "protocol/model/probe.h"
 
 namespace gpool::state {
 
@@ -229,9 +233,10 @@ void ClusterState::SetNodeHealth(int64_t now, const std::string& name, NodeRecor
 
 ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cmd) {
   ApplyResult result;
-  const std::string& action = cmd.action;
-  if (action == "breaker-open" || action == "breaker-close") {
-    const bool open = action == "breaker-open";
+  using A = HealthFenceAction;
+  const A action = cmd.action;
+  if (action == A::kBreakerOpen || action == A::kBreakerClose) {
+    const bool open = action == A::kBreakerOpen;
     if (breaker_open_ == open) return result;
     breaker_open_ = open;
     if (open) breaker_opened_ms_ = now;
@@ -240,7 +245,7 @@ ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cm
                   "health-policy", cmd.reason, "breaker:" + std::to_string(breaker_opened_ms_));
     return result;
   }
-  if (action == "suppressed") {
+  if (action == A::kSuppressed) {
     // An alert only: the reason starts with the occurrence's dedupe key.
     const size_t space = cmd.reason.find(' ');
     EmitNodeEvent(now, EventKind::kHealthFenceSuppressed, cmd.node, cmd.reason, "health-policy",
@@ -254,16 +259,16 @@ ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cm
     return result;
   }
   NodeRecord& node = it->second;
-  if (action == "gpu-unhealthy" || action == "gpu-healthy") {
+  if (action == A::kGpuUnhealthy || action == A::kGpuHealthy) {
     auto& list = node.unhealthy_gpus;
     auto at = std::lower_bound(list.begin(), list.end(), cmd.gpu);
     const bool listed = at != list.end() && *at == cmd.gpu;
-    if (action == "gpu-unhealthy" && !listed) list.insert(at, cmd.gpu);
-    if (action == "gpu-healthy" && listed) list.erase(at);
+    if (action == A::kGpuUnhealthy && !listed) list.insert(at, cmd.gpu);
+    if (action == A::kGpuHealthy && listed) list.erase(at);
     TouchSpec(node);
     return result;
   }
-  if (action == "cordon" || action == "drain") {
+  if (action == A::kCordon || action == A::kDrain) {
     if (!node.cordoned) {
       node.cordoned = true;
       node.cordon_reason = "health";
@@ -273,7 +278,7 @@ ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cm
                     "cordoned by the health policy: " + cmd.reason,
                     "cordon:" + cmd.node + ":" + std::to_string(node.cordon_ms));
     }
-    if (action == "drain") {
+    if (action == A::kDrain) {
       const std::vector<TaskId> here(node.tasks.begin(), node.tasks.end());
       for (const TaskId& id : here) {
         JobRecord* job = MutableJob(id.job.value());
@@ -290,7 +295,7 @@ ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cm
     }
     return result;
   }
-  if (action == "uncordon") {
+  if (action == A::kUncordon) {
     // The policy lifts only its own cordon; an operator's stays.
     if (!node.cordoned || node.cordon_reason != "health") return result;
     node.cordoned = false;
@@ -301,7 +306,9 @@ ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cm
                   "cordon:" + cmd.node + ":" + std::to_string(node.cordon_ms));
     return result;
   }
-  result.status = Status::InvalidArgument("unknown health action '" + action.substr(0, 32) + "'");
+  // Decode refuses names this build does not know; only a value cast from
+  // an integer could get here.
+  result.status = Status::InvalidArgument("unknown health action " + std::to_string(static_cast<int>(action)));
   return result;
 }
 

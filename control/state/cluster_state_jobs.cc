@@ -7,6 +7,8 @@
 #include <set>
 
 #include "control/state/cluster_state_internal.h"
+#include "protocol/event.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::state {
 

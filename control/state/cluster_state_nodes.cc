@@ -2,6 +2,9 @@
 // tasks a worker reports against what the state thinks runs there),
 // NodeState and UpdateNode (cordon, pool, taints, labels).
 #include "control/state/cluster_state.h"
+#include "protocol/event.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/task_report.h"
 
 #include <algorithm>
 #include <map>

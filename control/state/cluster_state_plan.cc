@@ -2,6 +2,7 @@
 // job's binds are re-checked against the current state (and the plan's
 // earlier binds) and applied whole or not at all; evictions keep gangs whole.
 #include "control/state/cluster_state.h"
+#include "protocol/event.h"
 
 #include <algorithm>
 

@@ -3,6 +3,7 @@
 // How a session ended is derived from the job when asked (control/
 // session_view.h), so apply records facts only.
 #include "control/state/cluster_state.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::state {
 

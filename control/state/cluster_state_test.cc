@@ -1,6 +1,9 @@
 #include "control/state/cluster_state.h"
 #include "control/state/cluster_state_fixture.h"
 #include "control/state/test_specs.h"
+#include "protocol/messages_client.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/task_report.h"
 #include "protocol/validate.h"
 #include "protocol/wire.h"
 

@@ -7,6 +7,7 @@
 
 #include "control/state/cluster_state.h"
 #include "control/state/usage_weight.h"
+#include "protocol/model/prices.h"
 
 namespace gpool::state {
 

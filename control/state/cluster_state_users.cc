@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "control/state/cluster_state.h"
+#include "protocol/model/users.h"
 
 namespace gpool::state {
 

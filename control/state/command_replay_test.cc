@@ -10,6 +10,13 @@
 
 #include "control/state/cluster_state_fixture.h"
 #include "control/state/test_specs.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/health_fence.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/probe.h"
+#include "protocol/model/queue_update.h"
+#include "protocol/model/task_report.h"
+#include "protocol/model/users.h"
 
 namespace gpool::state {
 namespace {
@@ -164,6 +171,37 @@ TEST_F(CommandReplayTest, OldTaskEventsAndNodeStatesApply) {
   EXPECT_EQ(state_.FindJob(JobId(job))->tasks[0].state, TaskState::kRunning);
   ASSERT_TRUE(Replay(registration("Succeeded")).status.ok());
   EXPECT_EQ(state_.FindJob(JobId(job))->tasks[0].state, TaskState::kSucceeded);
+}
+
+// The health policy's actions were strings until HealthFenceAction: an old
+// entry's "drain" still drains, today's encoder writes the same name, and an
+// action this build does not know is refused at decode.
+std::string OldFence(std::string_view action) {
+  return OldEntry("HealthFence", 3000, [action](wire::Packer& p) {
+    p.BeginMap(5);
+    p.Field("node", "n1");
+    p.Field("action", action);
+    p.Field("gpu", uint32_t{0});
+    p.Field("grace_ms", uint32_t{500});
+    p.Field("reason", "xid 79");
+  });
+}
+
+TEST_F(CommandReplayTest, OldHealthFenceEntriesApplyAndEncodeTheSame) {
+  ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}}).status.ok());
+  ASSERT_TRUE(Replay(OldFence("drain")).status.ok());
+  EXPECT_TRUE(state_.FindNode("n1")->cordoned);
+  EXPECT_EQ(state_.FindNode("n1")->cordon_reason, "health");
+  EXPECT_EQ(EncodeCommand({3000, HealthFenceCmd{"n1", HealthFenceAction::kDrain, 0, 500, "xid 79"}}),
+            OldFence("drain"));
+  ASSERT_TRUE(Replay(OldFence("uncordon")).status.ok());
+  EXPECT_FALSE(state_.FindNode("n1")->cordoned);
+
+  auto refused = DecodeCommand(OldFence("reboot"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("'reboot' is not cordon"), std::string::npos)
+      << refused.status().message();
 }
 
 TEST_F(CommandReplayTest, AnUnknownValueIsRefusedAtDecodeTyped) {

@@ -1,5 +1,16 @@
 #include "control/state/commands.h"
 
+#include "protocol/messages_client.h"
+#include "protocol/messages_usage.h"
+#include "protocol/messages_users.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/probe.h"
+#include "protocol/model/queue_update.h"
+#include "protocol/model/task_report.h"
+#include "protocol/model/users.h"
+#include "protocol/wire.h"
+
 namespace gpool::state {
 namespace {
 

@@ -12,7 +12,15 @@
 #include <variant>
 #include <vector>
 
-#include "protocol/messages.h"
+#include "protocol/health.h"
+#include "protocol/model/health_fence.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/prices.h"
+#include "protocol/model/probe.h"
+#include "protocol/model/queue_update.h"
+#include "protocol/model/task_report.h"
+#include "protocol/model/users.h"
+#include "protocol/types.h"
 #include "topology/plan.h"
 
 namespace gpool::state {
@@ -196,7 +204,7 @@ struct NodeHealthCmd {
 //                                     `reason` is "<dedupe key> <text>"
 struct HealthFenceCmd {
   std::string node;
-  std::string action;
+  HealthFenceAction action = HealthFenceAction::kCordon;  // by name, as above
   uint32_t gpu = 0;
   uint32_t grace_ms = 0;
   std::string reason;

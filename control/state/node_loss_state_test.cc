@@ -7,6 +7,12 @@
 
 #include "control/state/cluster_state.h"
 #include "control/state/test_specs.h"
+#include "protocol/event.h"
+#include "protocol/health.h"
+#include "protocol/model/health_fence.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/probe.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::state {
 namespace {
@@ -329,8 +335,8 @@ TEST_F(NodeLossStateTest, HealthThatArrivesWithARegistrationIsRaisedAndCleared) 
 TEST_F(NodeLossStateTest, HealthFencesCordonUncordonAndNeverLiftAnOperatorsCordon) {
   Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
   Do(RegisterNodeCmd{MakeNode("n2", 8), {}});
-  Do(HealthFenceCmd{"n1", "gpu-unhealthy", 3, 0, "xid 79"});
-  Do(HealthFenceCmd{"n1", "cordon", 0, 0, "xid 79"});
+  Do(HealthFenceCmd{"n1", HealthFenceAction::kGpuUnhealthy, 3, 0, "xid 79"});
+  Do(HealthFenceCmd{"n1", HealthFenceAction::kCordon, 0, 0, "xid 79"});
   const NodeRecord& n1 = *state_.FindNode("n1");
   EXPECT_TRUE(n1.cordoned);
   EXPECT_EQ(n1.cordon_reason, "health");
@@ -344,8 +350,8 @@ TEST_F(NodeLossStateTest, HealthFencesCordonUncordonAndNeverLiftAnOperatorsCordo
       EXPECT_EQ(node.UsableGpus(), 7u);
     }
   }
-  Do(HealthFenceCmd{"n1", "uncordon", 0, 0, "clear for 3 rounds"});
-  Do(HealthFenceCmd{"n1", "gpu-healthy", 3, 0, ""});
+  Do(HealthFenceCmd{"n1", HealthFenceAction::kUncordon, 0, 0, "clear for 3 rounds"});
+  Do(HealthFenceCmd{"n1", HealthFenceAction::kGpuHealthy, 3, 0, ""});
   EXPECT_FALSE(n1.cordoned);
   EXPECT_TRUE(n1.GpuUsable(n1.spec.gpus[3]));
 
@@ -353,7 +359,7 @@ TEST_F(NodeLossStateTest, HealthFencesCordonUncordonAndNeverLiftAnOperatorsCordo
   cordon.node = "n2";
   cordon.op = NodeUpdateOp::kCordon;
   Do(UpdateNodeCmd{cordon});
-  Do(HealthFenceCmd{"n2", "uncordon", 0, 0, "clear"});
+  Do(HealthFenceCmd{"n2", HealthFenceAction::kUncordon, 0, 0, "clear"});
   EXPECT_TRUE(state_.FindNode("n2")->cordoned);
   EXPECT_EQ(state_.FindNode("n2")->cordon_reason, "operator");
 }
@@ -362,7 +368,7 @@ TEST_F(NodeLossStateTest, ADrainStopsTasksAndRequeuesThemWithoutCountingARestart
   Do(RegisterNodeCmd{MakeNode("n1", 8), {}});
   const uint64_t job = Submit(1, 1);
   Place(job, 0, "n1", {0});
-  Do(HealthFenceCmd{"n1", "drain", 0, 5000, "xid 79"});
+  Do(HealthFenceCmd{"n1", HealthFenceAction::kDrain, 0, 5000, "xid 79"});
   EXPECT_TRUE(Job(job).tasks[0].stop_requested);
   EXPECT_EQ(Job(job).tasks[0].stop_grace_ms, 5000u);
   Event(job, 0, "n1", "exited", 143);

@@ -5,6 +5,9 @@
 
 #include "control/state/cluster_state.h"
 #include "control/state/test_specs.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/queue_update.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::state {
 namespace {

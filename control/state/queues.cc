@@ -3,6 +3,7 @@
 #include <set>
 
 #include "control/state/cluster_state.h"
+#include "protocol/model/queue_update.h"
 #include "protocol/validate.h"
 
 namespace gpool::state {

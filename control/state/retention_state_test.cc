@@ -8,6 +8,7 @@
 
 #include "control/state/cluster_state.h"
 #include "control/state/test_specs.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::state {
 namespace {

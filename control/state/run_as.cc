@@ -6,6 +6,8 @@
 // `nobody` unless an operator says otherwise): a task never runs as an
 // identity nobody mapped.
 #include "control/state/cluster_state.h"
+#include "protocol/model/run_as.h"
+#include "protocol/model/users.h"
 
 namespace gpool::state {
 

@@ -17,6 +17,7 @@
 
 #include "control/scheduler/scheduler.h"
 #include "control/state/cluster_state.h"
+#include "protocol/model/task_report.h"
 #include "topology/device_share.h"
 #include "topology/lcg.h"
 #include "topology/mig.h"

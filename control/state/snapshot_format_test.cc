@@ -3,6 +3,10 @@
 
 #include "control/state/cluster_state_fixture.h"
 #include "control/state/test_specs.h"
+#include "protocol/event.h"
+#include "protocol/messages_client.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/users.h"
 #include "protocol/wire.h"
 
 namespace gpool::state {

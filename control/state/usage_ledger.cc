@@ -1,4 +1,5 @@
 #include "control/state/usage_ledger.h"
+#include "protocol/messages_usage.h"
 
 #include <algorithm>
 #include <cctype>

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "protocol/messages_usage.h"
+#include "protocol/model/prices.h"
 #include "protocol/wire.h"
 
 namespace gpool::state {

@@ -5,6 +5,8 @@
 
 #include "control/state/cluster_state.h"
 #include "control/state/test_specs.h"
+#include "protocol/model/prices.h"
+#include "protocol/model/task_report.h"
 #include "protocol/wire.h"
 
 namespace gpool::state {

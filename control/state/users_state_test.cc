@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "control/state/cluster_state.h"
+#include "protocol/messages_client.h"
+#include "protocol/model/users.h"
 
 namespace gpool::state {
 namespace {

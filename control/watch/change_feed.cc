@@ -6,6 +6,8 @@
 
 #include "control/views.h"
 #include "protocol/fingerprint.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 
 namespace gpool::control {
 

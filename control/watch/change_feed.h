@@ -28,6 +28,8 @@
 
 #include "control/state/cluster_state.h"
 #include "control/state/commands.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
 #include "protocol/messages_watch.h"
 
 namespace gpool::control {

@@ -13,6 +13,8 @@
 
 #include "control/scheduler/scheduler.h"
 #include "control/state/test_specs.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/task_report.h"
 #include "protocol/wire.h"
 #include "topology/lcg.h"
 

@@ -6,6 +6,8 @@
 
 #include "control/frames.h"
 #include "control/views.h"
+#include "protocol/event.h"
+#include "protocol/messages_watch.h"
 
 namespace gpool::control {
 

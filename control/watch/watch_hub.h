@@ -19,8 +19,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "control/leader_service.h"
 #include "control/authz.h"
+#include "control/leader_service.h"
 #include "control/ports.h"
 #include "control/watch/change_feed.h"
 #include "protocol/base/status.h"

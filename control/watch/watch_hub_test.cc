@@ -8,6 +8,9 @@
 
 #include "control/state/test_specs.h"
 #include "control/testing/fake_ports.h"
+#include "protocol/messages_watch.h"
+#include "protocol/model/node_update.h"
+#include "protocol/model/task_report.h"
 
 namespace gpool::control {
 namespace {

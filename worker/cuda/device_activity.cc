@@ -90,10 +90,6 @@ DeviceActivity* DeviceActivity::Open(const char* dir, std::uint64_t task_key) {
     return nullptr;
   }
   auto* activity = new DeviceActivity(fd, task_key);
-  // Tests shorten the pause after which a process checks it was not swept.
-  if (const char* ms = std::getenv("GPOOL_CUDA_ACTIVITY_RECHECK_MS"); ms != nullptr && std::atoll(ms) > 0) {
-    activity->recheck_after_idle_ns_ = std::atoll(ms) * 1'000'000LL;
-  }
   for (int d = 0; d < kLedgerDevices; ++d) {
     activity->fd_[d].store(-1);
     activity->others_[d].store(true);  // unknown until scanned: keep the share

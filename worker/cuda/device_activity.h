@@ -39,7 +39,11 @@ namespace gpool::cuda {
 
 // A pause in launches after which a process checks that the worker did not
 // sweep its activity file meanwhile (it then publishes under a new name).
-inline constexpr std::int64_t kRecheckAfterIdleNs = 10'000'000'000;
+// The check is one fstat at the first launch after such a pause, nothing on
+// the launch fast path, so it can be short: a second, far below the worker's
+// sweep age (ten minutes), and short enough that tests pause past it with
+// the product's own value rather than a test-only setting.
+inline constexpr std::int64_t kRecheckAfterIdleNs = 1'000'000'000;
 
 class DeviceActivity {
  public:

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "worker/cuda/cuda_test_support.h"
+#include "worker/cuda/device_activity.h"
 
 namespace gpool::cuda {
 namespace {
@@ -169,7 +170,7 @@ TEST(CudaThrottle, AProcessPublishesItsOwnFileAndRemovesItAtExit) {
 // again at its next launch, or burst-share neighbours would think it idle.
 TEST(CudaThrottle, AProcessWhoseFileWasSweptDuringAPausePublishesAgain) {
   CudaTask task;
-  auto check = task.Start({"ledger", "GPOOL_CUDA_ACTIVITY_RECHECK_MS=100"},
+  auto check = task.Start({"ledger"},
                           {"busy", "1000", "20", "hold", "busy", "1000", "20", "hold"});
   ASSERT_NE(check.ReadUntil("held").find("held"), std::string::npos);
   auto files = [&] {
@@ -182,8 +183,9 @@ TEST(CudaThrottle, AProcessWhoseFileWasSweptDuringAPausePublishesAgain) {
   const auto before = files();
   ASSERT_EQ(before.size(), 1u);
   std::filesystem::remove(task.activity() + "/" + before[0]);  // as the worker's sweep does
-  // The pause is what is tested: longer than the recheck threshold.
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  // The pause is what is tested: longer than the product's recheck
+  // threshold (kRecheckAfterIdleNs), so the next launch looks again.
+  std::this_thread::sleep_for(std::chrono::nanoseconds(cuda::kRecheckAfterIdleNs) + std::chrono::milliseconds(100));
   check.Continue();
   ASSERT_NE(check.ReadUntil("held").find("held"), std::string::npos);
   const auto after = files();

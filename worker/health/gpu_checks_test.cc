@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/health.h"
 #include "worker/health/health_monitor.h"
 #include "worker/test_util.h"
 

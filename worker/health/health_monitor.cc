@@ -4,6 +4,7 @@
 #include <set>
 
 #include "protocol/base/text.h"
+#include "protocol/health.h"
 #include "worker/log.h"
 
 namespace gpool::worker {

@@ -22,6 +22,7 @@
 #include <spdlog/logger.h>
 
 #include "protocol/base/clock.h"
+#include "protocol/health.h"
 #include "worker/health/health_check.h"
 
 namespace gpool::worker {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/health.h"
 #include "worker/health/testing/scripted_check.h"
 #include "worker/test_util.h"
 

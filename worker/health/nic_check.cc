@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "protocol/base/text.h"
+#include "protocol/health.h"
 
 namespace gpool::worker {
 namespace {

@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/health.h"
 #include "worker/health/health_check.h"
 
 namespace gpool::worker {

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "protocol/base/text.h"
+#include "protocol/health.h"
 #include "worker/log.h"
 
 namespace gpool::worker {

@@ -37,6 +37,7 @@
 
 #include "protocol/base/clock.h"
 #include "protocol/base/status.h"
+#include "protocol/health.h"
 #include "worker/health/health_check.h"
 
 namespace gpool::worker {

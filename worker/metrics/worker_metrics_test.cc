@@ -1,3 +1,4 @@
+#include "protocol/health.h"
 #include "worker/metrics/worker_metrics.h"
 
 #include <gtest/gtest.h>

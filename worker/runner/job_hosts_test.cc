@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/wire.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager_test_util.h"
 #include "worker/runner/testing/fake_process_launcher.h"

@@ -1,6 +1,7 @@
 #include "control/raft/sim/checker.h"
 
 #include "control/raft/config.h"
+#include "protocol/model/users.h"
 
 #include <algorithm>
 #include <string>

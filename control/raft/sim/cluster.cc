@@ -1,4 +1,5 @@
 #include "control/raft/sim/cluster.h"
+#include "protocol/model/users.h"
 
 #include <algorithm>
 #include <sstream>

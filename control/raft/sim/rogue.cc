@@ -29,6 +29,8 @@
 
 #include "control/raft/config.h"
 #include "control/raft/sim/cluster.h"
+#include "protocol/message_type.h"
+#include "protocol/model/users.h"
 
 namespace gpool::raft::sim {
 namespace {

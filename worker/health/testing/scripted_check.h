@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/health.h"
 #include "worker/health/health_check.h"
 
 namespace gpool::worker::testing {
