@@ -7,20 +7,13 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <limits>
 #include <utility>
 
 #include "protocol/base/text.h"
-#include "protocol/wire.h"
-#include "topology/cpulist.h"
 #include "worker/log.h"
 #include "worker/runner/atomic_file.h"
 #include "worker/runner/job_hosts.h"
-#include "worker/runner/log_tail.h"
-#include "worker/runner/numa_pinning.h"
 #include "worker/runner/task_env.h"
-#include "worker/runner/task_exec.h"
 #include "worker/runner/task_records.h"
 
 namespace gpool::worker {
@@ -28,13 +21,13 @@ namespace {
 
 constexpr int64_t kExpireEveryMs = 10'000;
 
-std::string JoinIndices(const std::vector<uint32_t>& indices) {
+}  // namespace
+
+std::string TaskManager::JoinIndices(const std::vector<uint32_t>& indices) {
   std::string out;
   for (uint32_t i : indices) out += (out.empty() ? "" : ",") + std::to_string(i);
   return out.empty() ? "none" : out;
 }
-
-}  // namespace
 
 Result<std::unique_ptr<TaskManager>> TaskManager::Open(TaskManagerOptions options) {
   if (options.launcher == nullptr) return Status::InvalidArgument("TaskManager: launcher is required");
@@ -62,34 +55,13 @@ Result<std::unique_ptr<TaskManager>> TaskManager::Open(TaskManagerOptions option
     manager->own_resolver_ = std::make_unique<HostResolver>(std::move(resolver));
     manager->resolver_ = manager->own_resolver_.get();
   }
+  manager->BuildSetupChain();
   if (manager->options_.adopt_tasks) manager->AdoptLeftTasks();
   return manager;
 }
 
-std::vector<TaskManager::MigInstance> TaskManager::DynamicMigInstances(const BindTask& bind) const {
-  std::vector<MigInstance> out;
-  if (options_.mig == nullptr) return out;
-  for (size_t i = 0; i < bind.gpu_indices.size() && i < bind.mig_profiles.size(); ++i) {
-    const uint32_t index = bind.gpu_indices[i];
-    bool dynamic = false;
-    for (const auto& gpu : options_.node.gpus) dynamic = dynamic || (gpu.index == index && gpu.mig_mode == "dynamic");
-    if (bind.mig_profiles[i].empty() || !dynamic) continue;
-    out.push_back({index, bind.mig_profiles[i], i < bind.mig_starts.size() ? bind.mig_starts[i] : 0});
-  }
-  return out;
-}
-
 std::string TaskManager::StateDirOf(const TaskId& id, const Task& task) const {
-  return task.state_dir.empty() ? TaskStateDir(state_root(), id) : task.state_dir;
-}
-
-Result<std::string> TaskManager::PersistBind(const TaskId& id, const BindTask& bind) {
-  const std::string dir = TaskStateDir(state_root(), id);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::IoError("cannot create task state directory " + dir + ": " + ec.message());
-  GPOOL_RETURN_IF_ERROR(WriteFileAtomic(BindPath(dir), wire::PackToString(bind), kWithinBoot));
-  return dir;
+  return task.setup.state_dir.empty() ? TaskStateDir(state_root(), id) : task.setup.state_dir;
 }
 
 TaskManager::TaskManager(TaskManagerOptions options)
@@ -216,6 +188,14 @@ void TaskManager::Terminate(const TaskId& id, Task& task, int64_t grace_ms, cons
   }
 }
 
+bool TaskManager::NamesReady(const Task& task) {
+  bool ready = true;
+  for (const TaskHost& t : task.bind.task_hosts) {
+    if (t.address.empty() && !resolver_->Lookup(t.host)) ready = false;
+  }
+  return ready;
+}
+
 const TaskId* TaskManager::WholeGpuHolder(const TaskId& id, const Task& task,
                                           const std::vector<Launching>& launching) const {
   const bool whole = !IsGpuShare(task.bind) && task.bind.mig_profiles.empty() && task.bind.cores.empty();
@@ -289,7 +269,7 @@ void TaskManager::Poll() {
   const int64_t now = options_.clock->MonoMs();
   if (now >= next_log_cap_ms_) {  // a stat per running task, four times a second
     next_log_cap_ms_ = now + kLogCapIntervalMs;
-    for (const auto& [pid, id] : by_pid_) CapLog(id);
+    for (const auto& [pid, id] : by_pid_) log_step_->Cap(id);
   }
   EnforceTimeLimits(now);
   for (const auto& [pid, id] : by_pid_) {
@@ -307,163 +287,6 @@ void TaskManager::Poll() {
   }
 }
 
-Result<int64_t> TaskManager::RunningPid(const TaskId& task) const {
-  auto it = tasks_.find(task);
-  if (it == tasks_.end() || !it->second.bound) {
-    return Status::NotFound("task " + task.ToString() + " is not on node " + options_.node.name);
-  }
-  if (it->second.phase != Phase::kRunning || it->second.pid <= 0 || !by_pid_.count(it->second.pid)) {
-    return Status::FailedPrecondition("task " + task.ToString() + " is not running on node " + options_.node.name);
-  }
-  return it->second.pid;
-}
-
-void TaskManager::FailStart(const TaskId& id, Task& task, const Status& status) {
-  ReleaseMigInstances(id, task);
-  ReleaseShareFiles(id, task);
-  task.phase = Phase::kFailed;
-  task.exit_code = 127;
-  task.finished_mono_ms = options_.clock->MonoMs();
-  task.exit_seq = Emit(id, TaskEventKind::kFailed, 0, 127, 0, status.message());
-  log_->warn("task failed to start task={} exit_code=127 error={}", id.ToString(), Q(status.ToString()));
-}
-
-bool TaskManager::BeginStart(const TaskId& id, Task& task, Launching& launching) {
-  TaskEnvOptions env_options;
-  env_options.cuda_intercept_lib = options_.cuda_intercept_lib;
-  if (IsGpuShare(task.bind)) env_options.share_cache_path = TaskShareCachePath(options_.log_dir, id);
-  if (Status cuda = PrepareInterposer(id, task, env_options); !cuda.ok()) {
-    AppendLine(TaskLogPath(options_.log_dir, id), "gpool-worker: task not started: " + cuda.message() + "\n");
-    FailStart(id, task, cuda);
-    return false;
-  }
-  Status mig = CreateMigInstances(id, task, env_options.mig_uuids);
-  auto env = mig.ok() ? BuildTaskEnv(task.bind, options_.node, options_.base_env, env_options)
-                      : Result<std::vector<std::string>>(mig);
-  if (!env.ok()) {
-    // The log is where users look first (FetchLog); say there why it never ran.
-    // 0600: a log is its task's owner's, not every local user's.
-    AppendLine(TaskLogPath(options_.log_dir, id), "gpool-worker: task not started: " + env.status().message() + "\n");
-    FailStart(id, task, env.status());
-    return false;
-  }
-
-  LaunchRequest request;
-  request.argv = task.bind.command;
-  std::vector<std::string> owned;
-  if (!task.bind.rgpu.owner_key.empty()) {
-    // An rGPU session: its server, with the key it gets here (in the bind,
-    // so an adopting worker and the started event know it); the server
-    // reports its endpoint once it has bound a port (task_manager_rgpu.cc).
-    const std::string key_file = TaskRgpuKeyPath(options_.log_dir, id);
-    // A share's server finds its interposer (or HAMi-core) through its
-    // environment by opening libcuda.so.1 by name; any other opens the real
-    // driver by path (--cuda-real-driver may name one off the search path).
-    const bool driver_by_name =
-        !env_options.cuda_lib_dir.empty() || (IsGpuShare(task.bind) && !options_.cuda_intercept_lib.empty());
-    auto server = PrepareRgpuServer(options_.rgpu, key_file, RgpuEndpointFile(id),
-                                    driver_by_name ? "" : options_.share.real_driver, task.bind);
-    if (!server.ok()) {
-      AppendLine(TaskLogPath(options_.log_dir, id), "gpool-worker: session not started: " + server.status().message() + "\n");
-      FailStart(id, task, server.status());
-      return false;
-    }
-    request.argv = std::move(server).value();
-    owned.push_back(key_file);
-  }
-  request.env = std::move(env.value());
-  request.log_path = TaskLogPath(options_.log_dir, id);
-  request.numa = PlanNumaPinning(task.bind, options_.node);
-  request.cgroup = TaskCgroupName(id);
-  request.limits = CgroupLimits{.cpu_milli = task.bind.cpu_milli, .memory_mib = task.bind.memory_mib};
-  if (!task.bind.task_hosts.empty()) {
-    WriteJobNames(id, task.bind, request);
-  } else if (!task.bind.hosts.empty()) {
-    WriteHostfile(id, task.bind.hosts, request.env);
-  }
-  if (options_.adopt_tasks) {
-    // Before the launch: a task nothing on disk names could not be adopted.
-    auto dir = PersistBind(id, task.bind);
-    if (!dir.ok()) {
-      FailStart(id, task, dir.status());
-      return false;
-    }
-    request.state_dir = *dir;
-    task.state_dir = *dir;
-  }
-  owned.push_back(request.log_path);
-  if (!env_options.share_cache_path.empty()) owned.push_back(env_options.share_cache_path);
-  if (!env_options.cuda_ledger.empty()) owned.push_back(env_options.cuda_ledger);
-  if (Status isolated = ApplyTaskIsolation(options_.isolation, options_.log_dir, id, task.bind, options_.node, owned,
-                                           request);
-      !isolated.ok()) {
-    AppendLine(request.log_path, "gpool-worker: task not started: " + isolated.message() + "\n");
-    FailStart(id, task, isolated);
-    return false;
-  }
-  launching.id = id;
-  launching.ticket = options_.launcher->BeginLaunch(request);
-  launching.request = std::move(request);
-  return true;
-}
-
-void TaskManager::FinishStart(Launching& launching) {
-  const TaskId& id = launching.id;
-  Task& task = tasks_.at(id);
-  const LaunchRequest& request = launching.request;
-  auto pid = options_.launcher->FinishLaunch(launching.ticket);
-  if (!pid.ok()) return FailStart(id, task, pid.status());
-  task.phase = Phase::kRunning;
-  task.pid = *pid;
-  task.started_mono_ms = options_.clock->MonoMs();
-  by_pid_[*pid] = id;
-  if (task.bind.rgpu.owner_key.empty()) {
-    EmitStarted(id, task);
-  } else {
-    AwaitRgpuEndpoint(id, task, options_.clock->WallMs());  // "started" once it says where it listens
-  }
-  log_->info("task started task={} pid={} gpus={} numa_cpus={} log={} uid={} gid={} user={} pid_ns={} denied_devices={}",
-             id.ToString(), *pid, JoinIndices(task.bind.gpu_indices),
-             request.numa.empty() ? "none" : topology::FormatCpuList(request.numa.cpus), Q(request.log_path),
-             request.identity.set ? std::to_string(request.identity.uid) : "worker",
-             request.identity.set ? std::to_string(request.identity.gid) : "worker", Q(request.identity.user),
-             request.own_pid_namespace, request.limits.deny_devices.size());
-}
-
-Status TaskManager::CreateMigInstances(const TaskId& id, Task& task, std::map<uint32_t, std::string>& uuids) {
-  if (options_.mig == nullptr) return Status::Ok();
-  const BindTask& bind = task.bind;
-  for (size_t i = 0; i < bind.gpu_indices.size() && i < bind.mig_profiles.size(); ++i) {
-    const uint32_t index = bind.gpu_indices[i];
-    const std::string& profile = bind.mig_profiles[i];
-    const uint32_t start = i < bind.mig_starts.size() ? bind.mig_starts[i] : 0;
-    bool dynamic = false;
-    for (const auto& gpu : options_.node.gpus) dynamic = dynamic || (gpu.index == index && gpu.mig_mode == "dynamic");
-    if (profile.empty() || !dynamic) continue;
-    auto uuid = options_.mig->Create(index, profile, start);
-    if (!uuid.ok()) return uuid.status();
-    task.mig_created.push_back({index, profile, start});
-    uuids[index] = *uuid;
-    log_->info("mig instance ready task={} gpu={} profile={} start={} uuid={}", id.ToString(), index, Q(profile),
-               start, Q(*uuid));
-  }
-  return Status::Ok();
-}
-
-void TaskManager::ReleaseMigInstances(const TaskId& id, Task& task) {
-  for (const MigInstance& m : std::exchange(task.mig_created, {})) {
-    Status s = options_.mig->Destroy(m.gpu_index, m.profile, m.start);
-    if (s.ok()) {
-      log_->info("mig instance destroyed task={} gpu={} profile={} start={}", id.ToString(), m.gpu_index,
-                 Q(m.profile), m.start);
-    } else {
-      log_->warn("mig instance not destroyed; it keeps its placement until removed task={} gpu={} profile={} "
-                 "start={} error={}",
-                 id.ToString(), m.gpu_index, Q(m.profile), m.start, Q(s.ToString()));
-    }
-  }
-}
-
 void TaskManager::OnExit(const ExitInfo& exit) {
   auto at = by_pid_.find(exit.pid);
   if (at == by_pid_.end()) {
@@ -476,22 +299,19 @@ void TaskManager::OnExit(const ExitInfo& exit) {
 }
 
 void TaskManager::Finish(const TaskId& id, Task& task, const ExitInfo& exit, bool acked) {
-  CapLog(id, /*finished=*/true);  // what it wrote since the last turn
   task.phase = Phase::kExited;
   task.exit_code = exit.exit_code;
   task.signal = exit.signal;
   task.lost = exit.LostByNode() && !task.preempted;
   task.kill_at_ms = 0;
   task.finished_mono_ms = options_.clock->MonoMs();
-  ReleaseShareFiles(id, task);
-  ReleaseMigInstances(id, task);
   std::string message = exit.reason;
-  if (!task.bind.rgpu.owner_key.empty()) {
-    EndRgpuWait(id, task, message);
-    std::error_code ec;
-    std::filesystem::remove(TaskRgpuKeyPath(options_.log_dir, id), ec);
-    std::filesystem::remove(RgpuEndpointFile(id), ec);
-  }
+  // Before the release: a server that reported its endpoint and then exited
+  // between two turns is started first, from its endpoint file.
+  if (!task.bind.rgpu.owner_key.empty()) EndRgpuWait(id, task, message);
+  // Its log capped a last time, its MIG instances, share files and server
+  // key released (the setup steps').
+  ReleaseSetup(id, task);
   if (task.preempted) message += (message.empty() ? "" : "; ") + std::string("stopped by the worker: ") + task.stop_reason;
   if (acked) {
     task.exit_acked = true;
@@ -557,88 +377,6 @@ void TaskManager::AckEvent(uint64_t seq) {
     }
   }
   outbox_.erase(it);
-}
-
-TaskState TaskManager::TerminalState(const Task& task) const {
-  switch (task.phase) {
-    case Phase::kPending:
-    case Phase::kRunning:
-      return TaskState::kRunning;
-    case Phase::kExited:
-      if (task.preempted) return TaskState::kCancelled;
-      if (task.lost) return TaskState::kLost;
-      return task.exit_code == 0 && task.signal == 0 ? TaskState::kSucceeded : TaskState::kFailed;
-    case Phase::kFailed:
-      return TaskState::kFailed;
-    case Phase::kCancelled:
-      return TaskState::kCancelled;
-  }
-  return TaskState::kFailed;
-}
-
-bool TaskManager::Idle() const {
-  if (!by_pid_.empty()) return false;
-  for (const TaskId& id : to_start_) {
-    auto it = tasks_.find(id);
-    if (it != tasks_.end() && it->second.phase == Phase::kPending) return false;
-  }
-  return true;
-}
-
-std::vector<TaskId> TaskManager::Running() const {
-  std::vector<TaskId> out;
-  for (const auto& [id, task] : tasks_) {
-    if (task.phase == Phase::kPending || task.phase == Phase::kRunning) out.push_back(id);
-  }
-  return out;
-}
-
-std::vector<TaskReport> TaskManager::Reports() const {
-  std::vector<TaskReport> out;
-  for (const auto& [id, task] : tasks_) {
-    const bool live = task.phase == Phase::kPending || task.phase == Phase::kRunning;
-    if (!live && task.exit_acked) continue;
-    TaskReport report;
-    report.task = id;
-    report.state = TerminalState(task);
-    report.pid = task.pid;
-    report.exit_code = live ? 0 : task.exit_code;
-    report.signal = live ? 0 : task.signal;
-    // Times from the events still unacknowledged (what the coordinator may
-    // not have heard), for its usage accounting.
-    for (const auto& [seq, event] : outbox_) {
-      if (event.task != id) continue;
-      if (event.kind == TaskEventKind::kStarted) report.start_ms = event.time_ms;
-      if (!live && seq == task.exit_seq) report.finish_ms = event.time_ms;
-    }
-    out.push_back(std::move(report));
-  }
-  return out;
-}
-
-Result<FetchLogReply> TaskManager::TailLog(const TaskId& task, uint64_t max_bytes) const {
-  auto tail = ReadLogTail(TaskLogPath(options_.log_dir, task), max_bytes);
-  if (!tail.ok()) {
-    if (tail.status().code() == StatusCode::kNotFound) {
-      return Status::NotFound("task " + task.ToString() + " has no log on node " + options_.node.name);
-    }
-    return tail.status();
-  }
-  FetchLogReply reply;
-  reply.data = std::move(tail->data);
-  reply.size = tail->size;
-  reply.truncated = tail->truncated;
-  reply.dropped = tail->dropped;
-  return reply;
-}
-
-void TaskManager::CapLog(const TaskId& id, bool finished) {
-  auto capped = CapTaskLog(TaskLogPath(options_.log_dir, id), options_.log_max_bytes, finished);
-  if (!capped.ok() && capped.status().code() != StatusCode::kNotFound) {
-    log_->warn("task log not capped task={} error={}", id.ToString(), Q(capped.status().ToString()));
-  } else if (capped.ok() && *capped) {
-    log_->info("task log capped task={} max_bytes={}", id.ToString(), options_.log_max_bytes);
-  }
 }
 
 }  // namespace gpool::worker

@@ -26,15 +26,14 @@
 // endpoint, dated at the launch); one that reports none within
 // rgpu.ready_timeout_ms is stopped, saying why (task_manager_rgpu.cc).
 //
-// Dynamic MIG (a bind's MIG profile on a GPU with mig_mode "dynamic"): with
-// a MigManager, Start creates the instance before the launch and gives the
-// task its uuid; the instance is destroyed when the process is reaped
-// (whatever ended it: exit, preemption, shutdown) or when the start fails
-// after creating it. A failed Destroy is logged and not retried: the
-// instance then blocks its placement until an operator removes it, which
-// is better than killing the worker. Instances of tasks that outlive the
-// worker are left alone (nothing here destroys on startup); a resent bind
-// reuses them (MigManager::Create is idempotent).
+// Starting a task is a chain of setup steps (setup/task_setup_chain.h, one
+// file each under setup/: log, GPU share files, dynamic MIG instances,
+// environment, rGPU server, NUMA, cgroup, hosts files, state directory,
+// isolation), each with its own undo: a start that fails half way releases
+// what was made before the failure, and the reap releases what the task
+// held (its MIG instances, its share's files, its server's key). The
+// TaskManager keeps the table and the life cycle; what a task's steps made
+// is kept in its record (TaskSetupRecord), so adopted tasks release alike.
 //
 // Finished records are kept for `finished_retention_ms` after their exit is
 // acknowledged (so a duplicate Bind is still recognised), then dropped; logs
@@ -91,6 +90,10 @@
 #include "worker/runner/mig_manager.h"
 #include "worker/runner/process_launcher.h"
 #include "worker/runner/rgpu_server.h"
+#include "worker/runner/setup/hosts_files_step.h"
+#include "worker/runner/setup/log_cap_step.h"
+#include "worker/runner/setup/mig_instance_step.h"
+#include "worker/runner/setup/task_setup_chain.h"
 #include "worker/runner/share_enforcement.h"
 #include "worker/runner/task_isolation.h"
 
@@ -220,15 +223,7 @@ class TaskManager {
  private:
   // Ok, or the full data dir's refusal of a new task (options_.disk).
   Status CheckDisk(const TaskId& id);
-  // Holds the task's log to options_.log_max_bytes (log_cap.h).
-  void CapLog(const TaskId& id, bool finished = false);
   enum class Phase { kPending, kRunning, kExited, kFailed, kCancelled };
-
-  struct MigInstance {
-    uint32_t gpu_index = 0;
-    std::string profile;
-    uint32_t start = 0;
-  };
 
   struct Task {
     BindTask bind;          // empty for tombstones
@@ -244,11 +239,10 @@ class TaskManager {
     uint64_t exit_seq = 0;   // seq of the terminal event; 0 before
     bool exit_acked = false;
     int64_t finished_mono_ms = 0;
-    std::vector<MigInstance> mig_created;  // dynamic MIG instances to destroy when it ends
+    TaskSetupRecord setup;  // what its setup steps made: MIG instances, state directory
     bool lost = false;  // ended by the node (lease, supervisor), not by itself: reported "lost"
     bool waiting_logged = false;  // told once that it waits for its GPUs (WholeGpuHolder)
     int64_t names_deadline_ms = 0;  // monotonic: when it starts whether its names resolved or not
-    std::string state_dir;  // its state directory once persisted or adopted; empty before
     // An rGPU session's server that has not reported its endpoint yet: when
     // it is stopped if it still has not (monotonic); 0 otherwise. Its
     // "started" event waits for the endpoint, dated started_wall_ms.
@@ -258,16 +252,22 @@ class TaskManager {
 
   explicit TaskManager(TaskManagerOptions options);
 
-  // A start in two halves (ProcessLauncher::BeginLaunch): everything up to
-  // the launch, which it begins (false: the start failed and is recorded),
-  // then the launch's answer and the "started" event.
+  // A start in two halves (ProcessLauncher::BeginLaunch): the setup chain
+  // up to the launch, which it begins (false: the start failed and is
+  // recorded), then the launch's answer and the "started" event
+  // (task_manager_setup.cc). The context lives until the launch answers, so
+  // a failed launch undoes the steps.
   struct Launching {
     TaskId id;
     uint64_t ticket = 0;
-    LaunchRequest request;
+    std::unique_ptr<TaskSetupContext> setup;
   };
   bool BeginStart(const TaskId& id, Task& task, Launching& launching);
   void FinishStart(Launching& launching);
+  // The setup steps, in order (Open, once the resolver is known).
+  void BuildSetupChain();
+  // What the task's steps hold, released once its process is reaped.
+  void ReleaseSetup(const TaskId& id, Task& task);
   // Whether every node of a gang task's names has an address (advertised or
   // answered by the resolver); asks the resolver for those it lacks.
   bool NamesReady(const Task& task);
@@ -275,17 +275,6 @@ class TaskManager {
   // turn), that holds one of `task`'s GPUs where either holds it whole;
   // nullptr when none.
   const TaskId* WholeGpuHolder(const TaskId& id, const Task& task, const std::vector<Launching>& launching) const;
-  // Creates the task's dynamic MIG instances (recorded in task.mig_created
-  // as they are made) and fills `uuids` by GPU index.
-  Status CreateMigInstances(const TaskId& id, Task& task, std::map<uint32_t, std::string>& uuids);
-  // Destroys task.mig_created; failures are logged.
-  void ReleaseMigInstances(const TaskId& id, Task& task);
-  // gpool's interposer for an interposed share (share_enforcement.h): its
-  // private directory, and the directory, driver and ledger in `env`.
-  Status PrepareInterposer(const TaskId& id, const Task& task, TaskEnvOptions& env);
-  // Removes what a share task's attempt had on disk: HAMi-core's cache, the
-  // interposer's directory and ledger (absent ones are no error).
-  void ReleaseShareFiles(const TaskId& id, const Task& task);
   // Records a start that did not happen: "failed" event, exit_code 127.
   void FailStart(const TaskId& id, Task& task, const Status& status);
   // rGPU sessions (task_manager_rgpu.cc): where the server reports its
@@ -301,13 +290,6 @@ class TaskManager {
   void EndRgpuWait(const TaskId& id, Task& task, std::string& message);
   // The "started" event; an rGPU session's carries its endpoint and key.
   void EmitStarted(const TaskId& id, Task& task);
-  // Gang tasks with GPOOL_HOSTS: an MPI hostfile next to the log, named by
-  // GPOOL_HOSTFILE in `env`. A failure is logged; the task starts without it.
-  void WriteHostfile(const TaskId& id, const std::vector<HostSlots>& hosts, std::vector<std::string>& env);
-  // Gang tasks with names (task_hosts): the job's hosts file, the hostfile
-  // by name and MPI's variables (job_hosts.h); a failure is logged and the
-  // task starts without them.
-  void WriteJobNames(const TaskId& id, const BindTask& bind, LaunchRequest& request);
   void Terminate(const TaskId& id, Task& task, int64_t grace_ms, const std::string& reason);
   // Stops running tasks that reached their bind's max_runtime_ms.
   void EnforceTimeLimits(int64_t now_ms);
@@ -318,21 +300,18 @@ class TaskManager {
   // Open's adoption of what a previous worker process left in log_dir.
   void AdoptLeftTasks();
   void AdoptTask(const std::string& state_dir);
-  // The dynamic MIG instances a bind would have made, for a task adopted
-  // from a previous worker process (destroyed when it ends).
-  std::vector<MigInstance> DynamicMigInstances(const BindTask& bind) const;
-  // Writes the task's bind to its state directory; the directory's path.
-  Result<std::string> PersistBind(const TaskId& id, const BindTask& bind);
   void Expire();
   uint64_t Emit(const TaskId& id, TaskEventKind kind, int64_t pid, int32_t exit_code, int32_t signal,
                 std::string message);
   TaskState TerminalState(const Task& task) const;
 
+  // "0,1" for GPU indices; "none" for none (logs).
+  static std::string JoinIndices(const std::vector<uint32_t>& indices);
   // The directory of new attempts' state directories and hosts files.
   const std::string& state_root() const { return options_.state_dir.empty() ? options_.log_dir : options_.state_dir; }
   // A task's state directory: where it was persisted or adopted from.
   std::string StateDirOf(const TaskId& id, const Task& task) const;
-  // A task's hosts files once its record is gone (task_manager_hosts.cc).
+  // A task's hosts files once its record is gone (the hosts step's).
   void RemoveHostsFiles(const TaskId& gone);
 
   TaskManagerOptions options_;
@@ -345,6 +324,12 @@ class TaskManager {
   std::unique_ptr<HostResolver> own_resolver_;  // when options_.resolver is null
   HostResolver* resolver_ = nullptr;
   ShareMemoryGuard share_guard_{options_.share.memory_tolerance_mib};
+  TaskSetupChain setup_{log_};
+  // Steps the life cycle also reaches (owned by setup_): the running logs'
+  // cap, adopted tasks' MIG instances, hosts files at expiry.
+  LogCapStep* log_step_ = nullptr;
+  MigInstanceStep* mig_step_ = nullptr;
+  HostsFilesStep* hosts_step_ = nullptr;
   int64_t next_activity_sweep_ms_ = 0;
   uint64_t next_seq_ = 1;
   bool stopping_ = false;

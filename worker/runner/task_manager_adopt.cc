@@ -56,7 +56,7 @@ void TaskManager::AdoptTask(const std::string& state_dir) {
   task.bound = true;
   task.phase = Phase::kRunning;
   task.pid = adopted->pid;
-  task.state_dir = state_dir;
+  task.setup.state_dir = state_dir;
   // Its time limit counts from its real start, across worker restarts; an
   // unknown start counts from now (the task gets more time, never less).
   const int64_t ran_ms = adopted->start_wall_ms > 0 ? options_.clock->WallMs() - adopted->start_wall_ms : 0;
@@ -65,7 +65,7 @@ void TaskManager::AdoptTask(const std::string& state_dir) {
     task.preempted = true;
     task.stop_reason = *stop;
   }
-  task.mig_created = DynamicMigInstances(task.bind);
+  task.setup.mig_created = mig_step_->DynamicInstances(task.bind);
   Task& placed = tasks_.emplace(id, std::move(task)).first->second;
   if (adopted->running) {
     by_pid_[placed.pid] = id;

@@ -13,7 +13,7 @@
 #include "worker/log.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_exec.h"
-#include "worker/runner/task_isolation.h"
+#include "worker/runner/setup/rgpu_server_step.h"
 #include "worker/runner/task_manager.h"
 
 namespace gpool::worker {
@@ -26,10 +26,7 @@ constexpr int64_t kNotReadyGraceMs = 2'000;
 }  // namespace
 
 std::string TaskManager::RgpuEndpointFile(const TaskId& id) const {
-  // A server running as the session owner cannot create files in the tasks
-  // directory (0711, root's), but can in its own work directory.
-  const std::string dir = options_.isolation.enabled ? TaskWorkDir(options_.log_dir, id) : options_.log_dir;
-  return TaskRgpuEndpointPath(dir, id);
+  return RgpuEndpointFileOf(options_.log_dir, options_.isolation.enabled, id);
 }
 
 void TaskManager::AwaitRgpuEndpoint(const TaskId& id, Task& task, int64_t started_wall_ms) {

@@ -1,5 +1,6 @@
-// TaskManager's part in holding GPU shares (share_enforcement.h): the
-// interposer's files for each interposed attempt, and the bypass catch.
+// TaskManager's part in holding GPU shares (share_enforcement.h) while
+// tasks run: the bypass catch and the activity files' sweep. Each attempt's
+// share files are a setup step's (setup/share_files_step.h).
 #include <unistd.h>
 
 #include <chrono>
@@ -12,41 +13,6 @@
 #include "worker/runner/task_manager.h"
 
 namespace gpool::worker {
-
-Status TaskManager::PrepareInterposer(const TaskId& id, const Task& task, TaskEnvOptions& env) {
-  const ShareEnforcementOptions& share = options_.share;
-  if (!InterposedShare(task.bind, share, options_.cuda_intercept_lib)) return Status::Ok();
-  const std::string dir = TaskCudaDir(options_.log_dir, id);
-  // A share that starts without its limits would take memory its
-  // neighbours were promised: no start rather than an unenforced one.
-  if (Status made = PrepareCudaDir(dir, share.interposer); !made.ok()) {
-    return Status::IoError("cannot prepare the GPU share's CUDA interposer: " + made.message());
-  }
-  env.cuda_lib_dir = dir;
-  env.cuda_real_driver = share.real_driver;
-  env.cuda_ledger = TaskCudaLedgerPath(share.ledger_dir, id);
-  env.cuda_activity_dir = share.activity_dir;
-  // Made here, fresh, so no other task can have planted it; Start gives it
-  // to the task's uid with the task's other files (task_isolation.h).
-  if (Status ledger = CreateTaskLedger(env.cuda_ledger, geteuid(), getegid()); !ledger.ok()) {
-    return Status::IoError("cannot prepare the GPU share's ledger: " + ledger.message());
-  }
-  log_->info("gpu share interposed task={} dir={} ledger={} real_driver={}", id.ToString(), Q(dir),
-             Q(env.cuda_ledger), Q(share.real_driver.empty() ? "unset" : share.real_driver));
-  return Status::Ok();
-}
-
-void TaskManager::ReleaseShareFiles(const TaskId& id, const Task& task) {
-  if (!IsGpuShare(task.bind)) return;
-  std::error_code ec;
-  // HAMi-core's accounting file is the task's own and dies with it.
-  std::filesystem::remove(TaskShareCachePath(options_.log_dir, id), ec);
-  // Whatever the flags now (a restarted worker may have others): an
-  // attempt's directory and ledger never outlive it.
-  const std::string error =
-      RemoveShareFiles(TaskCudaDir(options_.log_dir, id), TaskCudaLedgerPath(options_.share.ledger_dir, id));
-  if (!error.empty()) log_->warn("gpu share files not removed task={} error={}", id.ToString(), Q(error));
-}
 
 void TaskManager::EnforceShareMemory(const std::vector<TaskUsage>& usage) {
   std::map<TaskId, const BindTask*> shares;

@@ -1,5 +1,5 @@
-// TaskManager's files for gang tasks' MPI: the hostfile and the job's hosts
-// file (job_hosts.h). Apart from task_manager.cc to keep each file small.
+#include "worker/runner/setup/hosts_files_step.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -9,62 +9,63 @@
 #include "worker/runner/atomic_file.h"
 #include "worker/runner/job_hosts.h"
 #include "worker/runner/task_env.h"
-#include "worker/runner/task_manager.h"
 
 namespace gpool::worker {
 
-void TaskManager::RemoveHostsFiles(const TaskId& gone) {
-  // Its MPI hostfile, and its job's hosts file once no task of the job is
-  // left on this node (a later attempt bound here writes it again).
-  std::error_code ec;
-  std::filesystem::remove(TaskHostfilePath(state_root(), gone), ec);
-  const auto same_job = tasks_.lower_bound(TaskId{gone.job, 0, 0});
-  if (same_job == tasks_.end() || same_job->first.job != gone.job) {
-    std::filesystem::remove(JobHostsPath(state_root(), gone), ec);
+HostsFilesStep::HostsFilesStep(HostsFilesStepOptions options, std::shared_ptr<spdlog::logger> logger)
+    : options_(std::move(options)), log_(OrDefault(std::move(logger))) {}
+
+Status HostsFilesStep::Prepare(TaskSetupContext& ctx) {
+  if (!ctx.bind.task_hosts.empty()) {
+    WriteJobNames(ctx, ctx.request);
+  } else if (!ctx.bind.hosts.empty()) {
+    WriteHostfile(ctx, ctx.request.env);
   }
+  return Status::Ok();
 }
 
-void TaskManager::WriteHostfile(const TaskId& id, const std::vector<HostSlots>& hosts,
-                                std::vector<std::string>& env) {
+void HostsFilesStep::Remove(const TaskId& gone, bool job_gone) const {
+  std::error_code ec;
+  std::filesystem::remove(TaskHostfilePath(options_.state_root, gone), ec);
+  if (job_gone) std::filesystem::remove(JobHostsPath(options_.state_root, gone), ec);
+}
+
+void HostsFilesStep::WriteHostfile(const TaskSetupContext& ctx, std::vector<std::string>& env) const {
+  const std::vector<HostSlots>& hosts = ctx.bind.hosts;
   const std::string content = MpiHostfile(hosts);
   if (content.empty()) {
-    log_->warn("the bind's host list is malformed; no hostfile written task={} hosts={}", id.ToString(),
+    log_->warn("the bind's host list is malformed; no hostfile written task={} hosts={}", ctx.id.ToString(),
                hosts.size());
     return;
   }
-  const std::string path = TaskHostfilePath(state_root(), id);
+  const std::string path = TaskHostfilePath(options_.state_root, ctx.id);
   std::ofstream out(path, std::ios::trunc);
   out << content;
   if (!out) {
-    log_->warn("cannot write the MPI hostfile task={} path={}", id.ToString(), Q(path));
+    log_->warn("cannot write the MPI hostfile task={} path={}", ctx.id.ToString(), Q(path));
     return;
   }
   std::erase_if(env, [](const std::string& e) { return e.rfind("GPOOL_HOSTFILE=", 0) == 0; });
   env.push_back("GPOOL_HOSTFILE=" + path);
 }
 
-bool TaskManager::NamesReady(const Task& task) {
-  bool ready = true;
-  for (const TaskHost& t : task.bind.task_hosts) {
-    if (t.address.empty() && !resolver_->Lookup(t.host)) ready = false;
-  }
-  return ready;
-}
-
-void TaskManager::WriteJobNames(const TaskId& id, const BindTask& bind, LaunchRequest& request) {
+void HostsFilesStep::WriteJobNames(const TaskSetupContext& ctx, LaunchRequest& request) const {
+  const TaskId& id = ctx.id;
+  const BindTask& bind = ctx.bind;
   std::string base;
   if (auto etc = ReadWholeFile(options_.etc_hosts); etc.ok()) base = *etc;
   std::vector<std::string> unresolved;
   // From the cache only: a host still unanswered (names_wait_ms ran out)
   // gets no line rather than a lookup on this thread.
-  const auto cached = [&](const std::string& host) { return resolver_->Lookup(host).value_or(std::string()); };
+  HostResolver* resolver = options_.resolver;
+  const auto cached = [&](const std::string& host) { return resolver->Lookup(host).value_or(std::string()); };
   const std::string hosts = JobHostsFile(base, bind.task_hosts, cached, &unresolved);
   if (!unresolved.empty()) {
     log_->warn("task names whose node does not resolve have no hosts line task={} names={}", id.ToString(),
                Q(JoinWords(unresolved)));
   }
-  const std::string hosts_path = JobHostsPath(state_root(), id);
-  const std::string hostfile_path = TaskHostfilePath(state_root(), id);
+  const std::string hosts_path = JobHostsPath(options_.state_root, id);
+  const std::string hostfile_path = TaskHostfilePath(options_.state_root, id);
   // Rewritten at every start of an attempt: nothing to keep past a reboot.
   Status written = WriteFileAtomic(hosts_path, hosts, kWithinBoot);
   if (written.ok()) written = WriteFileAtomic(hostfile_path, MpiHostfileByName(bind.task_hosts), kWithinBoot);
