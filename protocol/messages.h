@@ -4,8 +4,12 @@
 // the structs. Each struct carries its kType so encoding cannot mislabel it.
 // docs/protocol.md is the human-readable form of these files; keep them in step.
 //
-// The structs live in one header per family; this one includes them all:
-//   messages_common.h  MessageType and its names; Ack, ErrorReply
+// The structs live in one header per family, and code includes the families
+// it uses; this header, all of them at once, is for messages.cc alone (the
+// table of every type's wire name). Records the replicated log also keeps
+// are in model/ (plain, no wire), and the families include them:
+//   message_type.h     MessageType and its names
+//   messages_common.h  Ack, ErrorReply
 //   messages_client.h  jobs and tasks (SubmitJob, ListJobs, GetJob, CancelJob, GetTaskLog)
 //   messages_nodes.h   ListNodes and its node/device/NUMA summaries; UpdateNode
 //   messages_admin.h   ClusterStatus, ChangeReplicas, queues, ExplainJob

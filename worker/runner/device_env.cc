@@ -5,6 +5,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "protocol/messages_worker.h"
 #include "topology/cpulist.h"
 #include "worker/runner/simulated_mig_manager.h"
 

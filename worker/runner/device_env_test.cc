@@ -5,6 +5,7 @@
 
 #include "worker/test_util.h"
 
+#include "protocol/messages_worker.h"
 #include "worker/runner/task_env.h"
 
 namespace gpool::worker {

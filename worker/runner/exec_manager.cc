@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "protocol/base/text.h"
+#include "protocol/messages_exec.h"
 #include "worker/log.h"
 #include "worker/runner/proc_stat.h"
 #include "worker/runner/task_exec.h"

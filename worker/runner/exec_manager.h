@@ -34,7 +34,7 @@
 
 #include "protocol/base/clock.h"
 #include "protocol/base/status.h"
-#include "protocol/messages.h"
+#include "protocol/messages_exec.h"
 
 namespace gpool::worker {
 

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/messages_exec.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {

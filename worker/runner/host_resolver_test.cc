@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/messages_worker.h"
 #include "worker/runner/task_manager.h"
 #include "worker/runner/task_manager_test_util.h"
 #include "worker/runner/testing/fake_process_launcher.h"

@@ -28,6 +28,9 @@
 #include <gtest/gtest.h>
 
 #include "protocol/base/clock.h"
+#include "protocol/messages_exec.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/run_as.h"
 #include "worker/runner/device_rules.h"
 #include "worker/runner/exec_manager.h"
 #include "worker/runner/posix_process_launcher.h"

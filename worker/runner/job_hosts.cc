@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "protocol/messages_worker.h"
 #include "protocol/validate.h"
 
 namespace gpool::worker {

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/messages_worker.h"
 #include "protocol/wire.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager_test_util.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "protocol/messages_worker.h"
 #include "topology/cpulist.h"
 
 namespace gpool::worker {

@@ -13,7 +13,7 @@
 // Thread-safety: pure function.
 #pragma once
 
-#include "protocol/messages.h"
+#include "protocol/messages_worker.h"
 #include "protocol/types.h"
 #include "worker/runner/process_launcher.h"
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/messages_worker.h"
 #include "worker/runner/numa_apply.h"
 
 namespace gpool::worker {

@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include "protocol/base/clock.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager.h"
 #include "worker/runner/task_usage.h"

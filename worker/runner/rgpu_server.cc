@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "protocol/messages_worker.h"
 #include "protocol/security/keys.h"
 #include "worker/runner/share_enforcement.h"
 

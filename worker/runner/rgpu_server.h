@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "protocol/base/status.h"
-#include "protocol/messages.h"
+#include "protocol/messages_worker.h"
 
 namespace gpool::worker {
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "protocol/messages_worker.h"
 #include "worker/runner/device_env.h"
 
 namespace gpool::worker {

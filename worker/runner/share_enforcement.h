@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "protocol/base/status.h"
-#include "protocol/messages.h"
+#include "protocol/messages_worker.h"
 #include "protocol/types.h"
 
 namespace gpool::worker {

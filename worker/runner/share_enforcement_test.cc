@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "protocol/base/text.h"
+#include "protocol/messages_worker.h"
 #include "worker/runner/job_hosts.h"
 
 namespace gpool::worker {

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <set>
 
+#include "protocol/messages_worker.h"
+#include "protocol/model/run_as.h"
 #include "worker/runner/task_cgroup.h"
 
 namespace gpool::worker {

@@ -27,7 +27,8 @@
 #include <vector>
 
 #include "protocol/base/status.h"
-#include "protocol/messages.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/run_as.h"
 #include "protocol/types.h"
 #include "worker/runner/device_rules.h"
 #include "worker/runner/process_launcher.h"

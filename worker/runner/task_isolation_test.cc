@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/messages_worker.h"
+#include "protocol/model/run_as.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {

@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "protocol/base/text.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "worker/log.h"
 #include "worker/runner/atomic_file.h"
 #include "worker/runner/job_hosts.h"

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "protocol/base/text.h"
+#include "protocol/messages_worker.h"
 #include "protocol/wire.h"
 #include "worker/log.h"
 #include "worker/runner/atomic_file.h"

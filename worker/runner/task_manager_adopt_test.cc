@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "protocol/wire.h"
 #include "worker/runner/atomic_file.h"
 #include "worker/runner/task_env.h"

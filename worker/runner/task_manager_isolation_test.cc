@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/run_as.h"
 #include "worker/runner/task_manager.h"
 #include "worker/runner/task_manager_test_util.h"
 #include "worker/runner/testing/fake_process_launcher.h"

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "worker/runner/mig_manager.h"
 #include "worker/runner/simulated_mig_manager.h"
 #include "worker/runner/task_manager.h"

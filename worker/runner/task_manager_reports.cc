@@ -1,6 +1,8 @@
 // TaskManager's answers about its tasks: what RegisterNode reports, which
 // are running, their terminal states and their logs' tails. Apart from
 // task_manager.cc, which keeps the life cycle, to keep each file small.
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "worker/runner/log_tail.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager.h"

@@ -10,10 +10,11 @@
 #include <filesystem>
 
 #include "protocol/base/text.h"
+#include "protocol/model/task_report.h"
 #include "worker/log.h"
+#include "worker/runner/setup/rgpu_server_step.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_exec.h"
-#include "worker/runner/setup/rgpu_server_step.h"
 #include "worker/runner/task_manager.h"
 
 namespace gpool::worker {

@@ -13,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "protocol/security/keys.h"
 #include "worker/runner/rgpu_server.h"
 #include "worker/runner/share_enforcement.h"

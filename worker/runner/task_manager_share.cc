@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "protocol/base/text.h"
+#include "protocol/messages_worker.h"
 #include "worker/log.h"
 #include "worker/runner/cuda_shared_files.h"
 #include "worker/runner/task_env.h"

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "worker/discovery/nvml_usage_sampler.h"
 #include "worker/runner/task_manager.h"
 #include "worker/runner/task_manager_test_util.h"

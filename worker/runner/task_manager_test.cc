@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/messages_common.h"
+#include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager_test_util.h"
 #include "worker/runner/testing/fake_process_launcher.h"

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "protocol/base/clock.h"
+#include "protocol/messages_worker.h"
 #include "protocol/types.h"
 #include "worker/runner/process_launcher.h"
 #include "worker/runner/task_manager.h"

@@ -1,3 +1,4 @@
+#include "protocol/messages_worker.h"
 #include "worker/runner/task_usage.h"
 
 namespace gpool::worker {

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/messages.h"
+#include "protocol/messages_worker.h"
 #include "worker/runner/proc_stat.h"
 
 namespace gpool::worker {

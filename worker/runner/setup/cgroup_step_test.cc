@@ -1,5 +1,6 @@
 // CgroupStep: the task's cgroup is named for its attempt and its requests
 // are its limits.
+#include "protocol/messages_worker.h"
 #include "worker/runner/setup/cgroup_step.h"
 
 #include <gtest/gtest.h>

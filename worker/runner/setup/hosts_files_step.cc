@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "protocol/base/text.h"
+#include "protocol/messages_worker.h"
 #include "worker/log.h"
 #include "worker/runner/atomic_file.h"
 #include "worker/runner/job_hosts.h"

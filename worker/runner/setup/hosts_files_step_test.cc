@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "protocol/messages_worker.h"
 #include "worker/runner/job_hosts.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager_test_util.h"

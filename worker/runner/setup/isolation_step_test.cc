@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/messages_worker.h"
+#include "protocol/model/run_as.h"
 #include "worker/runner/task_manager_test_util.h"
 #include "worker/test_util.h"
 

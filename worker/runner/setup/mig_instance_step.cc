@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "protocol/messages_worker.h"
 #include "worker/log.h"
 
 namespace gpool::worker {

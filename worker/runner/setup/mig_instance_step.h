@@ -14,6 +14,7 @@
 
 #include <spdlog/logger.h>
 
+#include "protocol/messages_worker.h"
 #include "worker/runner/mig_manager.h"
 #include "worker/runner/setup/task_setup_step.h"
 

@@ -1,5 +1,6 @@
 // NumaStep: the launch carries the pinning the bind and the node call for
 // (numa_pinning.h has the rules), or none.
+#include "protocol/messages_worker.h"
 #include "worker/runner/setup/numa_step.h"
 
 #include <gtest/gtest.h>

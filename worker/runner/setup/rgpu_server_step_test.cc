@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/messages_worker.h"
 #include "worker/runner/task_isolation.h"
 #include "worker/runner/task_manager_test_util.h"
 #include "worker/test_util.h"

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/messages_worker.h"
 #include "worker/runner/task_env.h"
 #include "worker/test_util.h"
 

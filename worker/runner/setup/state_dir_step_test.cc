@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/messages_worker.h"
 #include "protocol/wire.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager_test_util.h"

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/messages_worker.h"
 #include "worker/runner/task_manager_test_util.h"
 
 namespace gpool::worker {

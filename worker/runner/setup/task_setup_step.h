@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "protocol/base/status.h"
-#include "protocol/messages.h"
+#include "protocol/messages_worker.h"
 #include "protocol/types.h"
 #include "worker/runner/device_env.h"
 #include "worker/runner/process_launcher.h"
