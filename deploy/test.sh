@@ -16,6 +16,12 @@
 # one), which roughly halves the compile time on two cores; a developer's
 # incremental build is not one unless asked for. Debug info is line tables
 # only (-g1): enough for the sanitizers' stack traces, much cheaper to build.
+# Precompiled headers (GPOOL_PCH, on by default: the standard library,
+# msgpack, zmq.hpp, spdlog and gtest, by what each target links;
+# cmake/PrecompiledHeaders.cmake) are compiled once and reused by every
+# target; with -Werror a .gch that GCC cannot use (-Winvalid-pch) fails the
+# build rather than silently slowing it. No compiler launcher (ccache) here:
+# one would turn the precompiled headers off.
 # Benchmarks are built (so a change that breaks one fails here), not run.
 #
 # Opt-in long runs (soak, fuzz, scale, the 100,000-seed Raft simulation) are
