@@ -28,8 +28,7 @@ namespace gpool::worker {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kOwnerKey = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+using testing::kOwnerKey;
 
 class TaskManagerRgpuTest : public ::testing::Test {
  protected:

@@ -13,6 +13,9 @@
 
 namespace gpool::worker::testing {
 
+// An rGPU session owner's CurveZMQ public key (Z85), for the server's key file.
+inline constexpr const char* kOwnerKey = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+
 // MakeGpuNode's "n1" grown to 64 cores and 512 GiB, its GPUs' uuids
 // GPU-n1-<i> and each in `mig_mode` ("" off).
 inline NodeSpec TaskManagerNode(uint32_t gpus, const std::string& mig_mode = "") {
