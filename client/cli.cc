@@ -216,8 +216,12 @@ std::string CommandList() {
       }
       continue;
     }
-    commands.AddRow({std::string(c->name) + (c->synopsis.empty() ? "" : " " + std::string(c->synopsis)),
-                     std::string(c->summary)});
+    std::string usage(c->name);
+    if (!c->synopsis.empty()) {
+      usage += ' ';
+      usage += c->synopsis;
+    }
+    commands.AddRow({std::move(usage), std::string(c->summary)});
   }
   // Drop the empty header line.
   std::string table = commands.Render("  ");

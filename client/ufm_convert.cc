@@ -207,7 +207,8 @@ void NameSwitches(std::vector<System>& systems) {
   for (auto& [name, indices] : by_name) {
     if (indices.size() < 2) continue;
     for (size_t i : indices) {
-      const std::string suffix = "-" + SanitizeSwitchName(systems[i].guid);
+      std::string suffix = "-";
+      suffix += SanitizeSwitchName(systems[i].guid);
       std::string base = name.substr(0, kMaxLabelValueLength - std::min(suffix.size(), kMaxLabelValueLength));
       systems[i].name = SanitizeSwitchName(TrimDashes(base) + suffix);
     }

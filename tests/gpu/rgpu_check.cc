@@ -152,7 +152,12 @@ void Session() {
   for (std::size_t i = 0; i < 4; ++i) {
     std::size_t offset = 0, size = 0;
     r = CU(cuFuncGetParamInfo, CUfunction, std::size_t, std::size_t*, std::size_t*)(add, i, &offset, &size);
-    layout += " " + std::to_string(r) + ":" + std::to_string(offset) + "+" + std::to_string(size);
+    layout += ' ';
+    layout += std::to_string(r);
+    layout += ':';
+    layout += std::to_string(offset);
+    layout += '+';
+    layout += std::to_string(size);
   }
   Print("param_info", CUDA_SUCCESS, "layout=" + layout.substr(1));
 

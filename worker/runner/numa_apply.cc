@@ -39,7 +39,10 @@ bool TestBit(const std::vector<unsigned long>& mask, size_t bit) {
 
 std::string JoinNodes(const std::vector<int32_t>& nodes) {
   std::string out;
-  for (int32_t n : nodes) out += (out.empty() ? "" : ",") + std::to_string(n);
+  for (int32_t n : nodes) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(n);
+  }
   return out;
 }
 

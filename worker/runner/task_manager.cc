@@ -27,7 +27,10 @@ constexpr int64_t kExpireEveryMs = 10'000;
 
 std::string TaskManager::JoinIndices(const std::vector<uint32_t>& indices) {
   std::string out;
-  for (uint32_t i : indices) out += (out.empty() ? "" : ",") + std::to_string(i);
+  for (uint32_t i : indices) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(i);
+  }
   return out.empty() ? "none" : out;
 }
 
