@@ -53,13 +53,15 @@ bool IsDeviceVisibilityVariable(const std::string& name) {
 
 // What the worker sets to isolate a task: the loader variables that carry
 // the share enforcer (a job that unset or replaced LD_PRELOAD, or pointed
-// LD_LIBRARY_PATH at its own libcuda, would escape its GPU share), and the
+// LD_LIBRARY_PATH at its own libcuda, or named an LD_AUDIT library that
+// rebinds symbols past the preloaded one, would escape its GPU share), and the
 // share limits and their cache file (worker/runner/device_env.cc sets and
 // filters the same names). Refused at submission so that a spec says at once
 // what it cannot do, rather than having the worker drop it silently.
 bool IsIsolationVariable(const std::string& name) {
   static const std::set<std::string> kReserved = {"LD_PRELOAD",
                                                   "LD_LIBRARY_PATH",
+                                                  "LD_AUDIT",
                                                   "GPU_CORE_UTILIZATION_POLICY",
                                                   "CUDA_DEVICE_MEMORY_SHARED_CACHE",
                                                   "CUDA_DISABLE_CONTROL",

@@ -25,7 +25,7 @@ struct BadSpecCase {
 // Issue 31: a job must not undo what the worker sets to isolate it (its
 // share enforcer, its visible devices); each such key is refused by name.
 TEST(ValidateJobSpecTest, IsolationVariablesAreRefusedByName) {
-  for (const char* key : {"LD_PRELOAD", "LD_LIBRARY_PATH", "CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_MEMORY_LIMIT_0",
+  for (const char* key : {"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_MEMORY_LIMIT_0",
                           "CUDA_DEVICE_SM_LIMIT", "CUDA_DEVICE_SM_LIMIT_3", "GPU_CORE_UTILIZATION_POLICY",
                           "CUDA_DEVICE_MEMORY_SHARED_CACHE", "CUDA_DISABLE_CONTROL", "CUDA_OVERSUBSCRIBE"}) {
     JobSpec spec = ValidSpec();

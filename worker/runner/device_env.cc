@@ -19,9 +19,12 @@ namespace {
 constexpr std::string_view kShareKeyPrefixes[] = {"CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_SM_LIMIT"};
 // GPOOL_CUDA_ACTIVITY: the interposer's node-wide activity file for
 // burst-share; a task pointing it elsewhere would never see its neighbours
-// and burst unthrottled.
+// and burst unthrottled. LD_AUDIT: an auditor library sees every symbol
+// binding (la_symbind) and could bind cuMemAlloc past the preloaded
+// interposer to the real driver.
 constexpr std::string_view kShareKeys[] = {"GPU_CORE_UTILIZATION_POLICY", "CUDA_DEVICE_MEMORY_SHARED_CACHE",
-                                           "CUDA_DISABLE_CONTROL", "CUDA_OVERSUBSCRIBE", "GPOOL_CUDA_ACTIVITY"};
+                                           "CUDA_DISABLE_CONTROL", "CUDA_OVERSUBSCRIBE", "GPOOL_CUDA_ACTIVITY",
+                                           "LD_AUDIT"};
 // Always the worker's, set or not: a task must not claim a share, a MIG
 // instance or cores it was not given (NEURON_RT_VISIBLE_CORES would let it
 // take cores that other tasks hold).

@@ -99,13 +99,15 @@ TEST(DeviceEnvTest, TaskCannotLiftItsShareLimits) {
   bind.env = {{"CUDA_DEVICE_SM_LIMIT_0", "100"},       {"CUDA_DEVICE_MEMORY_LIMIT_0", "80g"},
               {"CUDA_DISABLE_CONTROL", "true"},         {"CUDA_OVERSUBSCRIBE", "true"},
               {"GPU_CORE_UTILIZATION_POLICY", "disable"}, {"GPOOL_GPU_MEMORY_MIB", "81920"},
-              {"CUDA_DEVICE_SM_LIMIT", "100"},          {"LD_PRELOAD", "/opt/my/hook.so"}};
+              {"CUDA_DEVICE_SM_LIMIT", "100"},          {"LD_PRELOAD", "/opt/my/hook.so"},
+              {"LD_AUDIT", "/opt/my/audit.so"}};
   Env env = Build(bind, Node(1), {{"CUDA_DEVICE_MEMORY_SHARED_CACHE", "/tmp/shared.cache"}}, Enforced());
   EXPECT_EQ(env.at("CUDA_DEVICE_SM_LIMIT"), "25");
   EXPECT_FALSE(env.count("CUDA_DEVICE_SM_LIMIT_0"));
   EXPECT_EQ(env.at("CUDA_DEVICE_MEMORY_LIMIT_0"), "2048m");
   EXPECT_FALSE(env.count("CUDA_DISABLE_CONTROL"));
   EXPECT_FALSE(env.count("CUDA_OVERSUBSCRIBE"));
+  EXPECT_FALSE(env.count("LD_AUDIT")) << "an auditor could bind the driver past the interposer";
   EXPECT_EQ(env.at("GPU_CORE_UTILIZATION_POLICY"), "force");
   EXPECT_EQ(env.at("GPOOL_GPU_MEMORY_MIB"), "2048");
   EXPECT_EQ(env.at("CUDA_DEVICE_MEMORY_SHARED_CACHE"), "/d/tasks/5.0.0.vgpu.cache");
