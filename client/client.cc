@@ -211,6 +211,13 @@ class ZmqClient final : public Client {
       socket->set(zmq::sockopt::immediate, 1);
       socket->set(zmq::sockopt::sndtimeo, std::max(1, std::min(options_.connect_timeout_ms, options_.timeout_ms)));
       if (secured()) {
+        // A redirect to a replica the caller listed no key for (NotLeader
+        // naming an endpoint not in --coordinator) cannot be reached securely.
+        if (server_keys_.For(endpoint()).empty()) {
+          return Status::Unavailable("no coordinator key for " + endpoint() +
+                                     " (a replica named as the leader): list every replica in --coordinator with "
+                                     "one --coordinator-key file each, in the same order");
+        }
         GPOOL_RETURN_IF_ERROR(security::MakeCurveClient(*socket, options_.curve_keys, server_keys_.For(endpoint()))
                                   .WithContext("connecting to " + endpoint()));
       }

@@ -3,7 +3,11 @@
 
 Needs pyzmq and msgpack (Debian: python3-zmq python3-msgpack).
 GPOOL_COORDINATOR (comma-separated endpoints, default tcp://127.0.0.1:7400;
-host:port means tcp://host:port) and GPOOL_TOKEN as for the CLI.
+host:port means tcp://host:port) and GPOOL_TOKEN as for the CLI. CurveZMQ keys as the
+CLI finds them: GPOOL_KEY_FILE (your secret key file) and GPOOL_COORDINATOR_KEY (one public
+key file, or one per endpoint in the same order), defaulting to ~/.config/gpool/user.key
+and coordinator.pub; inside a task GPOOL_EXEC_TOKEN and GPOOL_COORDINATOR_PUBLIC_KEY;
+plaintext only when none of these exist.
 
   gpool_client.py [-v] run                  submit a two-task job, wait for it, print its logs
   gpool_client.py [-v] submit-and-status    submit a one-task job; print its id and the
@@ -42,12 +46,58 @@ def parse_endpoints(text):
     return endpoints
 
 
+def read_key_file(path):
+    """The fields of a gpool key file: public-key and secret-key, or "" for a file of one bare key."""
+    fields = {}
+    with open(path, encoding="ascii") as f:
+        for line in f:
+            line = line.strip()
+            if not fields and len(line) == 40 and '"' not in line and " " not in line:
+                fields[""] = line  # a bare Z85 key (Z85 has '#' and '=', so test this first)
+            elif line and not line.startswith("#"):
+                name, _, value = line.partition("=")
+                fields[name.strip()] = value.strip().strip('"')
+    return fields
+
+
+def curve_keys(endpoints):
+    """(public, secret, {endpoint: server key}) for CurveZMQ, or None for plaintext (operations.md 2.1)."""
+    env = os.environ
+    key_file, server_files = env.get("GPOOL_KEY_FILE"), env.get("GPOOL_COORDINATOR_KEY")
+    if key_file is None and server_files is None:
+        token, servers = env.get("GPOOL_EXEC_TOKEN", ""), env.get("GPOOL_COORDINATOR_PUBLIC_KEY", "")
+        if len(token) == 40 and servers:  # inside a task: the task's own key, the replicas' keys
+            return (zmq.curve_public(token.encode()).decode(), token,
+                    match_server_keys(endpoints, servers.split(",")))
+    config = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    explicit = key_file is not None
+    key_file = key_file or os.path.join(config, "gpool", "user.key")
+    files = (server_files or os.path.join(config, "gpool", "coordinator.pub")).split(",")
+    if not explicit and not all(os.path.exists(f) for f in [key_file] + files):
+        return None  # no keys set up: plaintext, which only an --insecure coordinator answers
+    if os.stat(key_file).st_mode & 0o077:
+        raise GpoolError("FailedPrecondition", f"{key_file}: group or others may read it; chmod 600 it")
+    mine = read_key_file(key_file)
+    servers = [(lambda f: f.get("") or f["public-key"])(read_key_file(f)) for f in files]
+    return mine["public-key"], mine["secret-key"], match_server_keys(endpoints, servers)
+
+
+def match_server_keys(endpoints, keys):
+    """One key for every endpoint, or one per endpoint in the same order; "*" names the only key."""
+    if len(keys) == 1:
+        return {"*": keys[0]}
+    if len(keys) != len(endpoints):
+        raise GpoolError("InvalidArgument", f"{len(keys)} coordinator keys for {len(endpoints)} endpoints")
+    return dict(zip(endpoints, keys))
+
+
 class Client:
     """Lazy pirate over a list of coordinator replicas (protocol.md 2.7)."""
 
     def __init__(self, endpoints, token="", timeout_ms=5000, retries=3, connect_timeout_ms=1000,
-                 verbose=False):
+                 verbose=False, curve=None):
         self.endpoints, self.current = list(endpoints), 0
+        self.curve = curve  # curve_keys(endpoints), or None for plaintext
         self.token, self.timeout_ms, self.retries = token, timeout_ms, retries
         self.connect_timeout_ms = min(connect_timeout_ms, timeout_ms)
         self.verbose = verbose
@@ -70,6 +120,14 @@ class Client:
             # connect_timeout_ms: an endpoint where nothing listens costs 1 s, not the timeout.
             socket.setsockopt(zmq.IMMEDIATE, 1)
             socket.setsockopt(zmq.SNDTIMEO, self.connect_timeout_ms)
+            if self.curve is not None:
+                public, secret, servers = self.curve
+                server = servers.get("*") or servers.get(self.endpoint())
+                if server is None:
+                    raise GpoolError("Unavailable", f"no coordinator key for {self.endpoint()} "
+                                     "(GPOOL_COORDINATOR_KEY: one file, or one per endpoint)")
+                socket.curve_publickey, socket.curve_secretkey = public.encode(), secret.encode()
+                socket.curve_serverkey = server.encode()
             socket.connect(self.endpoint())
             self.socket = socket
         return self.socket
@@ -122,7 +180,7 @@ class Client:
             try:
                 socket.send(frame)  # exactly one frame
             except zmq.Again:
-                last = GpoolError("Unavailable", f"cannot connect to {endpoint}")
+                last = GpoolError("Unavailable", f"cannot connect to {endpoint} (or it refused this key)")
                 self._log(f"{msg_type}: nothing accepted a connection at {endpoint}; trying the next endpoint")
                 self.close()
                 self._next_endpoint()
@@ -231,11 +289,15 @@ def main(argv):
         return 2
     client = None
     try:
-        client = Client(parse_endpoints(os.environ.get("GPOOL_COORDINATOR", "tcp://127.0.0.1:7400")),
-                        os.environ.get("GPOOL_TOKEN", ""), verbose=verbose)
+        endpoints = parse_endpoints(os.environ.get("GPOOL_COORDINATOR", "tcp://127.0.0.1:7400"))
+        client = Client(endpoints, os.environ.get("GPOOL_TOKEN", ""), verbose=verbose,
+                        curve=curve_keys(endpoints))
         return commands[command](client)
     except GpoolError as e:
         print(f"gpool_client: {e}", file=sys.stderr)
+        return 1
+    except (OSError, KeyError) as e:  # an unreadable or malformed key file
+        print(f"gpool_client: key file: {e}", file=sys.stderr)
         return 1
     finally:
         if client is not None:
