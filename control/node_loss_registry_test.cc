@@ -113,6 +113,8 @@ TEST_F(NodeLossRegistryTest, RegistrationGivesTheLease) {
   const auto replies = WorkerFrames(MessageType::kRegisterNodeReply);
   ASSERT_EQ(replies.size(), 1u);
   EXPECT_EQ(replies[0].Body<RegisterNodeReply>()->lease_ms, 1500u);
+  // A grace of 3 s leaves no room beyond the lease: the hold is the lease.
+  EXPECT_EQ(replies[0].Body<RegisterNodeReply>()->lease_hold_ms, 1500u);
 }
 
 TEST_F(NodeLossRegistryTest, HealthIsCommittedWhenItChangesAndNotOnRefreshes) {
@@ -162,6 +164,14 @@ TEST(NodeLossTimesTest, TheGraceMustOutlastTheLeaseByAMargin) {
   EXPECT_FALSE(CheckNodeLossTimes(10'000, 10'000, 2'000).ok());  // not longer than the timeout
   EXPECT_FALSE(CheckNodeLossTimes(10'000, 24'000, 20'000).ok());  // no margin
   EXPECT_FALSE(CheckNodeLossTimes(10'000, 60'000, 0).ok());
+}
+
+// The hold is the longest lease the grace allows, never less than the lease.
+TEST(NodeLossTimesTest, TheLeaseHoldIsTheGraceLessTheMargin) {
+  EXPECT_EQ(LeaseHoldMs(60'000, 20'000), 55'000u);
+  EXPECT_EQ(LeaseHoldMs(25'000, 20'000), 20'000u);
+  EXPECT_EQ(LeaseHoldMs(24'000, 20'000), 20'000u);  // below the margin: only the lease
+  EXPECT_EQ(LeaseHoldMs(int64_t{1} << 40, 20'000), UINT32_MAX);
 }
 
 }  // namespace

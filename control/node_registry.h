@@ -66,6 +66,16 @@ struct NodeRegistryOptions {
 // an InvalidArgument naming the flags otherwise.
 Status CheckNodeLossTimes(int64_t node_timeout_ms, int64_t node_lost_ms, int64_t lease_ms);
 
+// The lease hold a registration grants (RegisterNodeReply.lease_hold_ms):
+// how long after the send of its last acknowledged message a node may keep
+// its tasks while no replica can acknowledge it. The node-loss grace less
+// the same margin CheckNodeLossTimes demands of the lease, so it is exactly
+// as safe as the longest lease the coordinator accepts: no leader requeues
+// a node's tasks before node_lost_ms after it last heard the node (a new
+// leader: after its own election and a full timeout), and the node counts
+// from its send, which came earlier. Never less than the lease.
+uint32_t LeaseHoldMs(int64_t node_lost_ms, uint32_t lease_ms);
+
 class NodeRegistry {
  public:
   NodeRegistry(const NodeRegistryOptions& options, const state::ClusterState& state, WorkerTable& workers,
