@@ -80,6 +80,24 @@ TEST_F(NodeLossRegistryTest, ASilentNodeIsLostOnlyAfterTheGraceAndItsTaskIsReque
   EXPECT_TRUE(proposer_.proposed().empty());
 }
 
+// What the worker's lease hold relies on (docs/operations.md 9.3): a new
+// leadership knows nothing of when the node was last heard, so it gives
+// every node the whole grace again, counted from no earlier than its own
+// start, however long the node had been silent before.
+TEST_F(NodeLossRegistryTest, ANewLeadershipGivesEveryNodeTheWholeGraceFromItsStart) {
+  RunOneTask();
+  registry_->Reset(10'000);  // a new leadership, the node silent since 0
+  for (int64_t now = 10'000; now < 10'000 + 3000; now += 100) {
+    registry_->Tick(now);
+    ASSERT_NE(state_.FindNode("n1")->state, NodeState::kLost) << "at " << now;
+  }
+  EXPECT_EQ(Task().state, TaskState::kRunning);
+  EXPECT_EQ(Task().id.attempt, 0u);
+  // It is lost in the end if it never returns.
+  for (int64_t now = 13'000; now <= 20'000; now += 100) registry_->Tick(now);
+  EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kLost);
+}
+
 TEST_F(NodeLossRegistryTest, ANodeThatHeartbeatsWithinTheGraceIsNeverLost) {
   RunOneTask();
   registry_->Tick(1000);
