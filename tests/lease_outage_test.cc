@@ -126,7 +126,8 @@ TEST(LeaseStallTest, ATaskBoundWhileItsWorkerWasFrozenPastItsLeaseIsRequeuedNotF
 // --- Finding 5: the whole control plane away for less than the lease ------
 
 constexpr int64_t kOutageLeaseMs = 2500;
-constexpr int64_t kOutageLostMs = 12'000;  // the hold: 7 s
+// The hold: 15 s, room for a slow machine's election; nothing waits for it.
+constexpr int64_t kOutageLostMs = 20'000;
 constexpr auto kOutage = 2000ms;
 
 TEST(LeaseOutageTest, ARunningTaskOutlivesAnOutageOfEveryReplicaAndTheWorkerRegistersPromptly) {
@@ -192,11 +193,12 @@ TEST(LeaseOutageTest, ARunningTaskOutlivesAnOutageOfEveryReplicaAndTheWorkerRegi
       << cluster.worker(0)->Log();
   const auto registered = SteadyClock::now();
   // An election (1-2 s), then the worker follows the first reply that names
-  // the leader; a 5 s backoff sat out would take longer.
+  // the leader (1.2-1.7 s measured on an idle machine); a backoff of up to
+  // 5 s sat out on top of the election would take longer.
   const auto took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(registered - resumed).count();
   RecordProperty("registered_after_ms", std::to_string(took_ms));
   std::printf("worker registered %lld ms after the replicas came back\n", static_cast<long long>(took_ms));
-  EXPECT_LT(registered - resumed, 4500ms);
+  EXPECT_LT(registered - resumed, 5000ms);
   // Past the plain lease (and a supervisor's check of it, every 200 ms): the
   // task is still the one.
   ASSERT_TRUE(WaitFor([&] { return gpool::worker::MonotonicNowMs() >= *plain + 500; }, 10s));
