@@ -9,8 +9,10 @@
 // resend them rather than lose them.
 //
 // Only the serving leader (Proposer::leading()) talks to workers: any other
-// replica answers their requests with ErrorReply NotLeader, which makes the
-// worker try its next coordinator endpoint. Connections belong to one
+// replica answers their requests with ErrorReply NotLeader naming the
+// leader's worker endpoint when it knows it (the worker goes there at once)
+// and none during an election (the worker tries its next endpoint soon, and
+// holds its lease meanwhile: LeaseHoldMs below). Connections belong to one
 // leadership: Reset() forgets them when this replica starts or stops
 // leading, and a new leader gives every node a full timeout window to find
 // it before proposing anything NotReady.
