@@ -88,6 +88,7 @@ Result<std::unique_ptr<Link>> Link::Open(LinkOptions options) {
   if (options.clock == nullptr) return Status::InvalidArgument("Link: clock is required");
   if (options.liveness_intervals == 0) return Status::InvalidArgument("Link: liveness_intervals must be >= 1");
   if (options.default_heartbeat_ms <= 0) return Status::InvalidArgument("Link: default_heartbeat_ms must be > 0");
+  if (options.electing_retry_ms <= 0) return Status::InvalidArgument("Link: electing_retry_ms must be > 0");
   if (!options.random) options.random = DefaultRandom();
   return std::unique_ptr<Link>(new Link(std::move(options)));
 }

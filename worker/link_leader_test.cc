@@ -182,6 +182,17 @@ TEST_F(LinkLeaderTest, AReplicaThatKnowsNoLeaderIsAskedAgainSoon) {
   EXPECT_EQ(retry.Count(MessageType::kRegisterNode), 1u);
 }
 
+TEST_F(LinkLeaderTest, AnElectingRetryOfZeroIsRefused) {
+  LinkOptions options;
+  options.endpoints = kEndpoints;
+  options.host = &host_;
+  options.clock = &clock_;
+  options.electing_retry_ms = 0;  // would resend at every turn
+  auto link = Link::Open(std::move(options));
+  ASSERT_FALSE(link.ok());
+  EXPECT_EQ(link.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(LinkLeaderTest, TheLeaseIsHeldWhenNoReplicaAnswers) {
   const int64_t sent = Register();
   // Silence from everyone: the link gives up on the leader, rotates, retries.
