@@ -80,6 +80,24 @@ TEST_F(NodeLossRegistryTest, ASilentNodeIsLostOnlyAfterTheGraceAndItsTaskIsReque
   EXPECT_TRUE(proposer_.proposed().empty());
 }
 
+// What the worker's lease hold relies on (docs/operations.md 9.3): a new
+// leadership knows nothing of when the node was last heard, so it gives
+// every node the whole grace again, counted from no earlier than its own
+// start, however long the node had been silent before.
+TEST_F(NodeLossRegistryTest, ANewLeadershipGivesEveryNodeTheWholeGraceFromItsStart) {
+  RunOneTask();
+  registry_->Reset(10'000);  // a new leadership, the node silent since 0
+  for (int64_t now = 10'000; now < 10'000 + 3000; now += 100) {
+    registry_->Tick(now);
+    ASSERT_NE(state_.FindNode("n1")->state, NodeState::kLost) << "at " << now;
+  }
+  EXPECT_EQ(Task().state, TaskState::kRunning);
+  EXPECT_EQ(Task().id.attempt, 0u);
+  // It is lost in the end if it never returns.
+  for (int64_t now = 13'000; now <= 20'000; now += 100) registry_->Tick(now);
+  EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kLost);
+}
+
 TEST_F(NodeLossRegistryTest, ANodeThatHeartbeatsWithinTheGraceIsNeverLost) {
   RunOneTask();
   registry_->Tick(1000);
@@ -113,6 +131,8 @@ TEST_F(NodeLossRegistryTest, RegistrationGivesTheLease) {
   const auto replies = WorkerFrames(MessageType::kRegisterNodeReply);
   ASSERT_EQ(replies.size(), 1u);
   EXPECT_EQ(replies[0].Body<RegisterNodeReply>()->lease_ms, 1500u);
+  // A grace of 3 s leaves no room beyond the lease: the hold is the lease.
+  EXPECT_EQ(replies[0].Body<RegisterNodeReply>()->lease_hold_ms, 1500u);
 }
 
 TEST_F(NodeLossRegistryTest, HealthIsCommittedWhenItChangesAndNotOnRefreshes) {
@@ -162,6 +182,14 @@ TEST(NodeLossTimesTest, TheGraceMustOutlastTheLeaseByAMargin) {
   EXPECT_FALSE(CheckNodeLossTimes(10'000, 10'000, 2'000).ok());  // not longer than the timeout
   EXPECT_FALSE(CheckNodeLossTimes(10'000, 24'000, 20'000).ok());  // no margin
   EXPECT_FALSE(CheckNodeLossTimes(10'000, 60'000, 0).ok());
+}
+
+// The hold is the longest lease the grace allows, never less than the lease.
+TEST(NodeLossTimesTest, TheLeaseHoldIsTheGraceLessTheMargin) {
+  EXPECT_EQ(LeaseHoldMs(60'000, 20'000), 55'000u);
+  EXPECT_EQ(LeaseHoldMs(25'000, 20'000), 20'000u);
+  EXPECT_EQ(LeaseHoldMs(24'000, 20'000), 20'000u);  // below the margin: only the lease
+  EXPECT_EQ(LeaseHoldMs(int64_t{1} << 40, 20'000), UINT32_MAX);
 }
 
 }  // namespace

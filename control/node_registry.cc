@@ -54,6 +54,11 @@ Status CheckNodeLossTimes(int64_t node_timeout_ms, int64_t node_lost_ms, int64_t
   return Status::Ok();
 }
 
+uint32_t LeaseHoldMs(int64_t node_lost_ms, uint32_t lease_ms) {
+  const int64_t hold = std::clamp<int64_t>(node_lost_ms - kMinLeaseMarginMs, 0, UINT32_MAX);
+  return std::max(lease_ms, static_cast<uint32_t>(hold));
+}
+
 NodeRegistry::NodeRegistry(const NodeRegistryOptions& options, const state::ClusterState& state,
                            WorkerTable& workers, Outbox& outbox, Proposer& proposer, int64_t start_ms)
     : options_(options), state_(state), workers_(workers), outbox_(outbox), proposer_(proposer),
@@ -215,6 +220,7 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                       reply.heartbeat_interval_ms = options_.heartbeat_interval_ms;
                       reply.coordinator_id = options_.coordinator_id;
                       reply.lease_ms = options_.lease_ms;
+                      reply.lease_hold_ms = LeaseHoldMs(options_.node_lost_ms, options_.lease_ms);
                       Reply(peer, MakeFrame(request_id, epoch, reply));
                       StopStrays(peer, node, reports);
                     });

@@ -9,8 +9,10 @@
 // resend them rather than lose them.
 //
 // Only the serving leader (Proposer::leading()) talks to workers: any other
-// replica answers their requests with ErrorReply NotLeader, which makes the
-// worker try its next coordinator endpoint. Connections belong to one
+// replica answers their requests with ErrorReply NotLeader naming the
+// leader's worker endpoint when it knows it (the worker goes there at once)
+// and none during an election (the worker tries its next endpoint soon, and
+// holds its lease meanwhile: LeaseHoldMs below). Connections belong to one
 // leadership: Reset() forgets them when this replica starts or stops
 // leading, and a new leader gives every node a full timeout window to find
 // it before proposing anything NotReady.
@@ -65,6 +67,16 @@ struct NodeRegistryOptions {
 // The node-loss grace must leave the lease a margin (docs/architecture.md):
 // an InvalidArgument naming the flags otherwise.
 Status CheckNodeLossTimes(int64_t node_timeout_ms, int64_t node_lost_ms, int64_t lease_ms);
+
+// The lease hold a registration grants (RegisterNodeReply.lease_hold_ms):
+// how long after the send of its last acknowledged message a node may keep
+// its tasks while no replica can acknowledge it. The node-loss grace less
+// the same margin CheckNodeLossTimes demands of the lease, so it is exactly
+// as safe as the longest lease the coordinator accepts: no leader requeues
+// a node's tasks before node_lost_ms after it last heard the node (a new
+// leader: after its own election and a full timeout), and the node counts
+// from its send, which came earlier. Never less than the lease.
+uint32_t LeaseHoldMs(int64_t node_lost_ms, uint32_t lease_ms);
 
 class NodeRegistry {
  public:

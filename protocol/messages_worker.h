@@ -44,11 +44,20 @@ struct RegisterNodeReply {
   // task supervisors kill them (docs/architecture.md, "At most one copy").
   // 0: no lease (an older coordinator).
   uint32_t lease_ms = 0;
+  // The longest the node may hold its lease, counted the same way, while no
+  // replica can acknowledge it (a whole-control-plane outage, an election):
+  // the node-loss grace less the margin, so no coordinator, this one or a
+  // new leader, requeues the node's tasks before it has stopped them
+  // (docs/operations.md 9.3). The worker uses it only then, and only to
+  // prolong a lease still in force. 0: none (an older coordinator); the
+  // lease is then lease_ms whatever happens.
+  uint32_t lease_hold_ms = 0;
   template <typename V>
   void Fields(V& v) {
     v.Optional("heartbeat_interval_ms", heartbeat_interval_ms);
     v.Optional("coordinator_id", coordinator_id);
     v.Optional("lease_ms", lease_ms);
+    v.Optional("lease_hold_ms", lease_hold_ms);
   }
 };
 

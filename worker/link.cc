@@ -16,6 +16,12 @@ namespace {
 constexpr int64_t kDecodeLogWindowMs = 10'000;
 constexpr uint32_t kDecodeLogsPerWindow = 10;
 constexpr int64_t kHealthSendMinGapMs = 50;
+// Immediate hops to a leader a NotLeader named, between two retries.
+constexpr uint32_t kMaxLeaderHops = 3;
+// How long before the plain lease runs out the hold is taken (at most half
+// the lease): a few agent turns, so the file is prolonged before any
+// supervisor can read it expired.
+constexpr int64_t kHoldAheadMs = 1000;
 
 bool IsReply(MessageType type) {
   switch (type) {
@@ -82,6 +88,7 @@ Result<std::unique_ptr<Link>> Link::Open(LinkOptions options) {
   if (options.clock == nullptr) return Status::InvalidArgument("Link: clock is required");
   if (options.liveness_intervals == 0) return Status::InvalidArgument("Link: liveness_intervals must be >= 1");
   if (options.default_heartbeat_ms <= 0) return Status::InvalidArgument("Link: default_heartbeat_ms must be > 0");
+  if (options.electing_retry_ms <= 0) return Status::InvalidArgument("Link: electing_retry_ms must be > 0");
   if (!options.random) options.random = DefaultRandom();
   return std::unique_ptr<Link>(new Link(std::move(options)));
 }
@@ -210,11 +217,13 @@ void Link::Tick() {
     last_heard_ms_ += now - last_tick_ms_ - interval_ms_;  // our own stall, not the coordinator's silence
   }
   last_tick_ms_ = now;
+  if (phase_ != Phase::kIdle) MaybeHoldLease(now);
   switch (phase_) {
     case Phase::kIdle:
       return;
     case Phase::kRegistering:
       if (now < next_register_ms_) return;
+      leader_hops_ = 0;
       if (rotate_on_retry_) {
         ReconnectNext("coordinator is not the leader");
       } else if (now - last_heard_ms_ >= LivenessMs()) {
@@ -340,8 +349,10 @@ void Link::OnRegisterReply(const Envelope& env) {
   phase_ = Phase::kRegistered;
   acked_health_version_ = sent_health_version_ = register_health_version_;
   lease_ms_ = reply->lease_ms;
+  hold_ms_ = reply->lease_hold_ms;
   RenewLease(register_sent_ms_);
   rotate_on_retry_ = false;
+  leader_hops_ = 0;
   backoff_.Reset();
   ++stats_.registrations;
   next_heartbeat_ms_ = Now() + interval_ms_;
@@ -362,7 +373,26 @@ void Link::OnAck(const Envelope& env) {
 }
 
 void Link::RenewLease(int64_t sent_ms) {
-  options_.host->RenewLease(sent_ms, lease_ms_ > 0 ? lease_ms_ : options_.lease_when_none_ms);
+  if (sent_ms > leader_sent_ms_) {
+    leader_sent_ms_ = sent_ms;
+    held_ = false;
+  }
+  leader_named_ = false;
+  options_.host->RenewLease(sent_ms, LeaseMs());
+}
+
+void Link::MaybeHoldLease(int64_t now) {
+  if (held_ || leader_named_ || leader_sent_ms_ == INT64_MIN || hold_ms_ <= LeaseMs()) return;
+  const int64_t deadline = leader_sent_ms_ + LeaseMs();
+  // A lease that ran out has stopped the tasks (this process was stopped
+  // past it): it stays out until a leader renews it.
+  if (now >= deadline || now < deadline - std::min(LeaseMs() / 2, kHoldAheadMs)) return;
+  held_ = true;
+  ++stats_.lease_holds;
+  log_->warn("no leader acknowledges this node and no replica names one: holding the node lease "
+             "coordinator={} silent_ms={} lease_ms={} hold_ms={} remaining_ms={}",
+             endpoint(), now - last_heard_ms_, LeaseMs(), hold_ms_, leader_sent_ms_ + hold_ms_ - now);
+  options_.host->RenewLease(leader_sent_ms_, hold_ms_);
 }
 
 void Link::OnErrorReply(const Envelope& env) {
@@ -385,12 +415,25 @@ void Link::OnErrorReply(const Envelope& env) {
     log_->info("coordinator is not the leader coordinator={} leader={}", endpoint(), Q(reply->leader));
     // The leader's worker endpoint, when the replica knows it: go straight
     // there (it may be a replica added after this worker started).
-    if (!reply->leader.empty() && reply->leader != endpoint()) redirect_ = reply->leader;
+    const bool named = !reply->leader.empty() && reply->leader != endpoint();
+    if (named) redirect_ = reply->leader;
+    // For the lease hold: a replica that follows a leader says the control
+    // plane is up (this node may be the one cut off); one that knows none
+    // says it is electing.
+    leader_named_ = !reply->leader.empty();
     if (phase_ == Phase::kRegistered) {
       ReconnectNext("coordinator is not the leader");
       BeginRegistration();
+    } else if (named && leader_hops_ < kMaxLeaderHops) {
+      // Told where the leader is: no reason to sit out a backoff grown
+      // while the control plane was away.
+      ++leader_hops_;
+      ++stats_.leader_hops;
+      ReconnectNext("coordinator named the leader");
+      SendRegister();
     } else {
       rotate_on_retry_ = true;
+      if (reply->leader.empty()) next_register_ms_ = std::min(next_register_ms_, Now() + options_.electing_retry_ms);
     }
     return;
   }

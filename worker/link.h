@@ -8,13 +8,32 @@
 //     │       5 s (+-20 % jitter) until RegisterNodeReply. A retry that finds
 //     │       the link silent for the liveness window (3 heartbeat intervals;
 //     │       3 s before the coordinator has said) first reconnects to the
-//     │       next endpoint; NotLeader does the same at the next retry
-//     │       (to the leader's endpoint instead when the reply names it).
+//     │       next endpoint. NotLeader naming the leader: connect there and
+//     │       register at once, no backoff (at most 3 such hops between two
+//     │       retries, so replicas naming each other cannot spin it).
+//     │       NotLeader naming none (an election): the next endpoint at the
+//     │       next retry, which comes within electing_retry_ms.
 //     ▼
 //   registered: Heartbeat{running, usage} every heartbeat_interval_ms; task events
 //     sent as they appear and resent every second until TaskEventAck.
 //     Silence for 3 intervals -> reconnect to the next endpoint, register.
 //     ErrorReply NotFound (the coordinator lost this node) -> register now.
+//
+// The lease hold (docs/operations.md 9.3): a leader's acknowledgement
+// renews the node lease for lease_ms from the send. When no leader has
+// acknowledged this node for nearly that long and no replica that answered
+// meanwhile named a leader (none answered at all, or those that did know no
+// leader: the control plane is down or electing, not up without this node),
+// the lease still in force is prolonged once, to lease_hold_ms from the same
+// send. Why that is safe: the hold is at most the node-loss grace less the
+// margin the coordinator demands of any lease (LeaseHoldMs, control/
+// node_registry.h), and no coordinator requeues a node's tasks before that
+// grace has passed since it last heard the node (a new leader: since its
+// election and a full timeout more), which is after this send. So the hold
+// is exactly as safe as the longest lease an operator may configure. A
+// replica that names a leader this node cannot reach means the node is the
+// one cut off: no hold, the tasks stop at the plain lease. A lease that has
+// already run out (this process was stopped past it) is never revived.
 //
 // Any decoded coordinator message counts as liveness. The highest epoch in
 // any message is kept; BindTask and PreemptTask with a lower epoch are
@@ -69,6 +88,10 @@ struct LinkOptions {
   int64_t min_heartbeat_ms = 10;       // a reply's interval is clamped to [min, max]
   int64_t max_heartbeat_ms = 60'000;
   int64_t event_resend_ms = 1000;      // resend an unacknowledged TaskEvent this often
+  // After NotLeader naming no leader (an election under way, which takes
+  // about an election timeout), the next registration attempt comes within
+  // this, however far the backoff has grown while the control plane was away.
+  int64_t electing_retry_ms = 500;
   wire::DecodeLimits limits;
   // The node lease (docs/architecture.md, "Node loss"): LinkHost::RenewLease
   // is called when the coordinator acknowledges a RegisterNode or a
@@ -93,6 +116,8 @@ struct LinkStats {
   uint64_t registrations = 0;
   uint64_t reconnects = 0;
   uint64_t heartbeats_sent = 0;
+  uint64_t leader_hops = 0;   // registrations sent at once to a leader a NotLeader named
+  uint64_t lease_holds = 0;   // leases prolonged to the hold (control plane away)
   // Coordinator commands handled, and how long handling one took (a bind
   // starts the task's process: most of a task's start-up on this side).
   uint64_t binds = 0;
@@ -160,6 +185,10 @@ class Link {
   // An Ack: when it answers one of our heartbeats, the lease is renewed.
   void OnAck(const Envelope& env);
   void RenewLease(int64_t sent_ms);
+  int64_t LeaseMs() const { return lease_ms_ > 0 ? lease_ms_ : options_.lease_when_none_ms; }
+  // The lease hold (above): prolongs the lease once it is about to run out
+  // with no leader's acknowledgement and no replica naming a leader.
+  void MaybeHoldLease(int64_t now);
   void OnBind(const Envelope& env, uint64_t epoch_before);
   void OnPreempt(const Envelope& env, uint64_t epoch_before);
   void OnFetchLog(const Envelope& env);
@@ -186,6 +215,14 @@ class Link {
   uint64_t register_request_id_ = 0;
   int64_t register_sent_ms_ = 0;
   int64_t lease_ms_ = 0;  // as RegisterNodeReply granted it; 0: none
+  int64_t hold_ms_ = 0;   // RegisterNodeReply.lease_hold_ms; 0: none
+  // The send time of the last message a leader acknowledged (INT64_MIN:
+  // none yet), whether the lease counted from it was held already, and
+  // whether a replica has named a leader since.
+  int64_t leader_sent_ms_ = INT64_MIN;
+  bool held_ = false;
+  bool leader_named_ = false;
+  uint32_t leader_hops_ = 0;  // immediate hops to a named leader since the last retry
   // Heartbeats sent and not yet acknowledged: request id -> when, and the
   // health version it carried (0: none). Bounded.
   struct SentHeartbeat {

@@ -41,6 +41,10 @@ std::string Field(const std::string& text, std::string_view key) {
 
 }  // namespace
 
+bool StartRefusedForNoLease(const Status& status) {
+  return status.code() == StatusCode::kFailedPrecondition && status.message().rfind(kNoLeaseStart, 0) == 0;
+}
+
 std::string LeasePath(const std::string& data_dir) { return data_dir + "/lease"; }
 
 int64_t MonotonicNowMs() {

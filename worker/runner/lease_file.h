@@ -36,6 +36,14 @@
 
 namespace gpool::worker {
 
+// What a start refused for want of a lease says (the launcher's check before
+// it spawns, the supervisor's before it forks): the node, not the task, kept
+// it from running, so the task is reported lost, as a node loss, and its job
+// requeued by its restart policy rather than failed (a bind that reached a
+// node stalled past its lease, docs/operations.md 9.3).
+inline constexpr char kNoLeaseStart[] = "not started, the node holds no lease";
+bool StartRefusedForNoLease(const Status& status);
+
 // <data_dir>/lease.
 std::string LeasePath(const std::string& data_dir);
 

@@ -155,7 +155,7 @@ Status PosixProcessLauncher::BeginSupervised(const LaunchRequest& request, Start
   GPOOL_RETURN_IF_ERROR(ValidateLaunch(request));
   if (!options_.lease_path.empty()) {
     Status lease = CheckLease(options_.lease_path, MonotonicNowMs());
-    if (!lease.ok()) return Status::FailedPrecondition("not started, the node holds no lease: " + lease.message());
+    if (!lease.ok()) return Status::FailedPrecondition(std::string(kNoLeaseStart) + ": " + lease.message());
   }
   const std::string& dir = request.state_dir;
   std::error_code ec;

@@ -30,7 +30,7 @@ TaskState TaskManager::TerminalState(const Task& task) const {
       if (task.lost) return TaskState::kLost;
       return task.exit_code == 0 && task.signal == 0 ? TaskState::kSucceeded : TaskState::kFailed;
     case Phase::kFailed:
-      return TaskState::kFailed;
+      return task.lost ? TaskState::kLost : TaskState::kFailed;
     case Phase::kCancelled:
       return TaskState::kCancelled;
   }

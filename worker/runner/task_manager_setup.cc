@@ -9,6 +9,7 @@
 
 #include "topology/cpulist.h"
 #include "worker/log.h"
+#include "worker/runner/lease_file.h"
 #include "worker/runner/setup/cgroup_step.h"
 #include "worker/runner/setup/isolation_step.h"
 #include "worker/runner/setup/numa_step.h"
@@ -89,8 +90,13 @@ void TaskManager::FailStart(const TaskId& id, Task& task, const Status& status) 
   task.phase = Phase::kFailed;
   task.exit_code = 127;
   task.finished_mono_ms = options_.clock->MonoMs();
-  task.exit_seq = Emit(id, TaskEventKind::kFailed, 0, 127, 0, status.message());
-  log_->warn("task failed to start task={} exit_code=127 error={}", id.ToString(), Q(status.ToString()));
+  // Refused for want of a lease (bound while this node was stalled past
+  // it): the node's doing, not the task's. Reported lost, the coordinator
+  // requeues it as a node loss instead of failing the job.
+  task.lost = StartRefusedForNoLease(status);
+  task.exit_seq = Emit(id, task.lost ? TaskEventKind::kLost : TaskEventKind::kFailed, 0, 127, 0, status.message());
+  log_->warn("task failed to start task={} exit_code=127 lost={} error={}", id.ToString(), task.lost,
+             Q(status.ToString()));
 }
 
 void TaskManager::ReleaseSetup(const TaskId& id, Task& task) {

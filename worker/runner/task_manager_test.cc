@@ -11,6 +11,7 @@
 #include "protocol/messages_common.h"
 #include "protocol/messages_worker.h"
 #include "protocol/model/task_report.h"
+#include "worker/runner/lease_file.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager_test_util.h"
 #include "worker/runner/testing/fake_process_launcher.h"
@@ -381,6 +382,31 @@ TEST_F(TaskManagerTest, LaunchFailureIsAFailedEvent) {
   ASSERT_EQ(tm_->Reports().size(), 1u);
   EXPECT_EQ(tm_->Reports()[0].state, TaskState::kFailed);
   EXPECT_TRUE(tm_->Idle());
+}
+
+// A bind that reached the node while it had no lease (the worker stalled
+// past it, issue 48 finding 4): the node kept the task from running, so it
+// is reported lost, which the coordinator requeues as a node loss, never a
+// failure of the job. Any other refusal stays a failure.
+TEST_F(TaskManagerTest, AStartRefusedForWantOfALeaseIsLostNotFailed) {
+  launcher_.FailNextLaunch(
+      Status::FailedPrecondition(std::string(kNoLeaseStart) + ": node lease expired 900 ms ago"));
+  ASSERT_TRUE(tm_->Bind(MakeBind(9, 0)).ok());
+  tm_->Poll();
+  auto events = Events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, TaskEventKind::kLost);
+  EXPECT_EQ(events[0].message.rfind(kNoLeaseStart, 0), 0u) << events[0].message;
+  ASSERT_EQ(tm_->Reports().size(), 1u);
+  EXPECT_EQ(tm_->Reports()[0].state, TaskState::kLost) << "a re-registration reports it lost too";
+  EXPECT_TRUE(tm_->Idle());
+
+  launcher_.FailNextLaunch(Status::FailedPrecondition("cannot run the task supervisor /x: No such file"));
+  ASSERT_TRUE(tm_->Bind(MakeBind(10, 0)).ok());
+  tm_->Poll();
+  events = Events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].kind, TaskEventKind::kFailed);
 }
 
 TEST_F(TaskManagerTest, AFullDataDirRefusesNewTasksKeepsRunningOnesAndResumesByItself) {

@@ -133,7 +133,7 @@ int RunSupervisor(const SupervisorOptions& options) {
   if (!options.lease_path.empty()) {
     if (Status lease = CheckLease(options.lease_path, MonotonicNowMs()); !lease.ok()) {
       return FailStart(options.status_fd,
-                       Status::FailedPrecondition("not started, the node holds no lease: " + lease.message()));
+                       Status::FailedPrecondition(std::string(kNoLeaseStart) + ": " + lease.message()));
     }
     (void)CheckLeaseKeepingLast(options.lease_path, MonotonicNowMs(), &lease_deadline);
   }
