@@ -223,7 +223,11 @@ TEST_F(DispatcherTest, ABindCarriesTheOwnersMappedIdentity) {
   ASSERT_EQ(run_as.count(2), 1u);
   EXPECT_EQ(run_as[2], (RunAs{1001, 2001, "alice"}));
   ASSERT_EQ(run_as.count(3), 1u);
-  EXPECT_FALSE(run_as[3].set());  // no uid mapped: the worker's --task-user
+  // Issue 48: a user without a uid (one from before uids were allocated) is
+  // marked so, and the worker refuses the task instead of running it as its
+  // --task-user, shared with every such user.
+  EXPECT_TRUE(run_as[3].no_uid);
+  EXPECT_EQ(run_as[3].user, "bob");
 }
 
 }  // namespace

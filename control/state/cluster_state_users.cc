@@ -3,6 +3,7 @@
 // consistent whatever reached the log: names unique, a key names one user, a
 // grant's queue exists, and a bootstrap makes an admin only once.
 #include <algorithm>
+#include <set>
 
 #include "control/state/cluster_state.h"
 #include "protocol/model/users.h"
@@ -42,6 +43,16 @@ bool ClusterState::QueueInSubtree(std::string_view queue, std::string_view root)
 }
 
 Status ClusterState::CheckUserAgainstState(const UserSpec& spec) const {
+  // Two users with one uid would read each other's task files on every
+  // worker (issue 48, finding 2).
+  if (spec.uid >= 0) {
+    for (const auto& [name, user] : users_) {
+      if (name != spec.name && user.uid == spec.uid) {
+        return Status::AlreadyExists("uid " + std::to_string(spec.uid) + " already belongs to user " + name +
+                                     " (leave --uid out to be given a free one)");
+      }
+    }
+  }
   for (const auto& key : spec.keys) {
     for (const auto& [name, user] : users_) {
       if (name != spec.name && std::find(user.keys.begin(), user.keys.end(), key) != user.keys.end()) {
@@ -54,6 +65,29 @@ Status ClusterState::CheckUserAgainstState(const UserSpec& spec) const {
       return Status::NotFound("roles: queue '" + grant.queue + "' does not exist (`gpool queue tree` lists them)");
     }
   }
+  return Status::Ok();
+}
+
+Status ClusterState::AssignUid(UserSpec& spec, uint32_t first, uint32_t last) const {
+  if (spec.uid >= 0 || last == 0) return Status::Ok();
+  std::set<int64_t> held;
+  for (const auto& [name, user] : users_) {
+    if (name != spec.name && user.uid >= first && user.uid <= last) held.insert(user.uid);
+  }
+  // The lowest free one: the same on every replica, whatever order users came in.
+  int64_t uid = first;
+  for (int64_t h : held) {
+    if (h != uid) break;
+    ++uid;
+  }
+  if (uid > static_cast<int64_t>(last)) {
+    return Status::ResourceExhausted("no free uid for user " + spec.name + ": all " +
+                                     std::to_string(uint64_t{last} - first + 1) + " uids of the range " +
+                                     std::to_string(first) + "-" + std::to_string(last) +
+                                     " are held; widen the coordinators' --uid-range or pass --uid");
+  }
+  spec.uid = uid;
+  if (spec.gid < 0) spec.gid = uid;
   return Status::Ok();
 }
 
@@ -105,6 +139,17 @@ ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
   const std::string& name = update.spec.name;
   auto next = UserAfterUpdate(update);
   if (!next.ok()) return {next.status()};
+  // An update without a uid gives a user from before issue 48 one (apply
+  // sees uid -1 in the update for "none given").
+  if (update.op == UserOp::kUpdate && next->uid < 0 && cmd.uid_last != 0) {
+    // `gpool admin user update NAME` without --uid keeps a uid it has.
+    const UserSpec& now = users_.at(name);
+    next->uid = now.uid;
+    if (next->gid < 0) next->gid = now.gid;
+  }
+  if (update.op == UserOp::kCreate || update.op == UserOp::kUpdate) {
+    if (Status given = AssignUid(*next, cmd.uid_first, cmd.uid_last); !given.ok()) return {given};
+  }
   if (update.op == UserOp::kCreate) {
     if (Status fits = CheckUserAgainstState(*next); !fits.ok()) return {fits};
     users_.emplace(name, std::move(next).value());
@@ -131,8 +176,9 @@ ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
 ApplyResult ClusterState::ApplyBootstrap(const BootstrapCmd& cmd) {
   if (HasAdmin()) return {Status::FailedPrecondition("the cluster already has an admin (bootstrap runs once)")};
   if (cmd.admin.name.empty()) return {Status::InvalidArgument("bootstrap names no admin")};
-  if (Status fits = CheckUserAgainstState(cmd.admin); !fits.ok()) return {fits};
   UserSpec admin = cmd.admin;
+  if (Status given = AssignUid(admin, cmd.uid_first, cmd.uid_last); !given.ok()) return {given};
+  if (Status fits = CheckUserAgainstState(admin); !fits.ok()) return {fits};
   if (std::none_of(admin.roles.begin(), admin.roles.end(), [](const RoleGrant& g) { return g.role == Role::kAdmin; })) {
     admin.roles.push_back(RoleGrant{Role::kAdmin, ""});
   }
