@@ -1,4 +1,6 @@
 // gpool-coordinator: flags -> CoordinatorOptions -> Coordinator::Run.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -111,6 +113,10 @@ static int RestoreSnapshot(const cxxopts::ParseResult& args) {
 }
 
 int main(int argc, char** argv) {
+  // Issue 48: whatever the coordinator writes (LevelDB's files, the Raft
+  // log, snapshots, the endpoints file) holds every job's environment:
+  // 0600 files and 0700 dirs, whatever umask it was started with.
+  umask(077);
   cxxopts::Options cli("gpool-coordinator", "gpool control plane: admits, schedules and dispatches jobs");
   gpool::control::CoordinatorOptions defaults;
   // clang-format off
