@@ -41,9 +41,9 @@ class Pki {
         "openssl req -x509" + ec + " -keyout ca.key -out ca.pem -days 2 -subj /CN=gpool-test-ca;"
         "openssl req -x509" + ec + " -keyout other-ca.key -out other-ca.pem -days 2 -subj /CN=gpool-other-ca;"
         "openssl req" + ec + " -keyout server.key -out server.csr -subj /CN=127.0.0.1;"
-        "printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext;"
         "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 "
         "-extfile san.ext";
+    std::ofstream(Path("san.ext")) << "subjectAltName=IP:127.0.0.1\n";
     made_ = std::system(("sh -c '" + script + "'").c_str()) == 0;
     std::ofstream(Path("secret")) << kSecret << "\n";
   }
