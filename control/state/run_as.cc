@@ -4,22 +4,28 @@
 // Unix uid/gid its user record maps it to. No record (an --insecure
 // cluster, or the --admin-key operator) leaves the identity to the worker's
 // own policy (--task-user, `nobody` unless an operator says otherwise). A
-// record without a uid (issue 48: made before uids were allocated) is
-// marked no_uid, and the worker refuses the task rather than run it as its
-// default, shared with every other such user.
+// record without a uid (issue 48: made before uids were allocated) maps to
+// 65534, nobody, which a worker refuses as a task owner (the task fails
+// saying how to give the user a uid) rather than run it as its default,
+// shared with every other such user.
 #include "control/state/cluster_state.h"
 #include "protocol/model/run_as.h"
 #include "protocol/model/users.h"
 
 namespace gpool::state {
+namespace {
+
+constexpr uint32_t kNobodyUid = 65534;
+
+}  // namespace
 
 std::optional<RunAs> ClusterState::RunAsFor(const JobRecord& job) const {
   const UserSpec* user = FindUser(job.spec.user);
   if (user == nullptr) return std::nullopt;
   RunAs run_as;
   if (user->uid < 0) {
+    run_as.uid = run_as.gid = kNobodyUid;
     run_as.user = user->name;
-    run_as.no_uid = true;
     return run_as;
   }
   run_as.uid = static_cast<uint32_t>(user->uid);
