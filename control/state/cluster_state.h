@@ -259,12 +259,12 @@ class ClusterState {
   // last usage checkpoint only.
   void ChargeUsage(const JobRecord& job, const TaskRecord& task, std::string_view outcome, int64_t end_ms);
   UsageRecord UsageRecordOf(const JobRecord& job, const TaskRecord& task, int64_t end_ms) const;
-  // Every key names one user, a uid one user (issue 48), and every queue a
-  // grant names exists.
+  // Every key names one user, and every queue a grant names exists.
   Status CheckUserAgainstState(const UserSpec& spec) const;
-  // A spec without a uid gets the lowest of [first, last] no other user
-  // holds (gid: the same, unless given); last 0: left as it is.
-  // ResourceExhausted when every uid of the range is held.
+  // Issue 48, for a command carrying a uid range (last > 0; an older entry
+  // is left as it is): a spec's uid another user holds is AlreadyExists; a
+  // spec without one gets the lowest of [first, last] no other user holds
+  // (gid: the same, unless given), ResourceExhausted when all are held.
   Status AssignUid(UserSpec& spec, uint32_t first, uint32_t last) const;
   // The ids ForgetJobsCmd would forget, oldest finished first.
   std::vector<uint64_t> Forgettable(int64_t finished_before_ms, uint64_t keep_newest) const;

@@ -1,7 +1,9 @@
 // ClusterState: users, role grants and the audit stream (issue 31). The
 // gateway decides who may do what (control/authz.h); apply keeps the records
 // consistent whatever reached the log: names unique, a key names one user, a
-// grant's queue exists, and a bootstrap makes an admin only once.
+// grant's queue exists, and a bootstrap makes an admin only once. Issue 48:
+// a uid names one user, and a user given none gets a free one of the range
+// its command carries (AssignUid).
 #include <algorithm>
 #include <set>
 
@@ -43,16 +45,6 @@ bool ClusterState::QueueInSubtree(std::string_view queue, std::string_view root)
 }
 
 Status ClusterState::CheckUserAgainstState(const UserSpec& spec) const {
-  // Two users with one uid would read each other's task files on every
-  // worker (issue 48, finding 2).
-  if (spec.uid >= 0) {
-    for (const auto& [name, user] : users_) {
-      if (name != spec.name && user.uid == spec.uid) {
-        return Status::AlreadyExists("uid " + std::to_string(spec.uid) + " already belongs to user " + name +
-                                     " (leave --uid out to be given a free one)");
-      }
-    }
-  }
   for (const auto& key : spec.keys) {
     for (const auto& [name, user] : users_) {
       if (name != spec.name && std::find(user.keys.begin(), user.keys.end(), key) != user.keys.end()) {
@@ -69,7 +61,20 @@ Status ClusterState::CheckUserAgainstState(const UserSpec& spec) const {
 }
 
 Status ClusterState::AssignUid(UserSpec& spec, uint32_t first, uint32_t last) const {
-  if (spec.uid >= 0 || last == 0) return Status::Ok();
+  // An entry from before issue 48 carries no range: it replays as it applied
+  // then (duplicate uids and all), so replicas replaying it agree with those
+  // that applied it under the old rules.
+  if (last == 0) return Status::Ok();
+  if (spec.uid >= 0) {
+    // Two users with one uid would read each other's task files on every worker.
+    for (const auto& [name, user] : users_) {
+      if (name != spec.name && user.uid == spec.uid) {
+        return Status::AlreadyExists("uid " + std::to_string(spec.uid) + " already belongs to user " + name +
+                                     " (leave --uid out to be given a free one)");
+      }
+    }
+    return Status::Ok();
+  }
   std::set<int64_t> held;
   for (const auto& [name, user] : users_) {
     if (name != spec.name && user.uid >= first && user.uid <= last) held.insert(user.uid);
@@ -139,10 +144,9 @@ ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
   const std::string& name = update.spec.name;
   auto next = UserAfterUpdate(update);
   if (!next.ok()) return {next.status()};
-  // An update without a uid gives a user from before issue 48 one (apply
-  // sees uid -1 in the update for "none given").
+  // `gpool admin user update NAME` without --uid (uid -1) keeps the uid the
+  // user has, or gives one to a user from before issue 48.
   if (update.op == UserOp::kUpdate && next->uid < 0 && cmd.uid_last != 0) {
-    // `gpool admin user update NAME` without --uid keeps a uid it has.
     const UserSpec& now = users_.at(name);
     next->uid = now.uid;
     if (next->gid < 0) next->gid = now.gid;

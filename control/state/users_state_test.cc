@@ -127,6 +127,12 @@ TEST_F(UsersStateTest, AUserFromBeforeUidsGetsOneOnUpdateAndReplicasAgree) {
   ClusterState restored;
   ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
   EXPECT_EQ(restored.FindUser("old")->uid, 5001) << "the uid is in the snapshot";
+  // An entry from before (no range) replays as it applied then, a shared uid
+  // included: replicas replaying an old log agree with those that applied it.
+  ASSERT_TRUE(both(UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{"twin", {}, 5000, 5000}}}).status.ok());
+  EXPECT_EQ(both(UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{"triplet", {}, 5000, 5000}}, 5000, 5999})
+                .status.code(),
+            StatusCode::kAlreadyExists);
 }
 
 }  // namespace
