@@ -3,10 +3,11 @@
 #include "protocol/health.h"
 
 #include <httplib.h>
-#include <unistd.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -49,6 +50,11 @@ Result<std::string> ReadWebhookSecret(const std::string& path) {
   secret = secret.substr(first, secret.find_last_not_of(" \t\r\n") - first + 1);
   if (secret.size() < 16) {
     return Status::InvalidArgument("secret_file " + path + " holds fewer than 16 bytes: too short a key to sign with");
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+    spdlog::warn("a webhook secret file is readable by others: make it 0600 path={} mode={:o}", path,
+                 st.st_mode & 07777);
   }
   return secret;
 }
