@@ -49,7 +49,13 @@ TEST_F(CliSnapshotTest, SaveWritesACheckedFileOfTheImage) {
   EXPECT_EQ(file->state, cluster_->snapshot_image);
   EXPECT_EQ(file->header.index, 42u);
   EXPECT_EQ(file->header.source.rfind("replica 1 via ", 0), 0u) << file->header.source;
-XX, Path("b.snap"), "--json"}), kExitOk) << err_.str();
+  EXPECT_EQ(FilesInDir(), 1u);  // no partial file left
+  // Issue 48: every job's environment is in it; 0600 even under umask 022.
+  struct stat st {};
+  ASSERT_EQ(stat(Path("b.snap").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+
+  ASSERT_EQ(Run({"admin", "snapshot", "info", Path("b.snap"), "--json"}), kExitOk) << err_.str();
   EXPECT_NE(out_.str().find("\"index\":42"), std::string::npos) << out_.str();
 }
 
