@@ -148,7 +148,8 @@ constexpr CommandForm kAdminForms[] = {
     {"bootstrap NAME [--uid N] [--gid N]", "bootstrap NAME",
      "make this client's key the first admin of a fresh cluster (once)"},
     {"user create NAME [--key FILE]... [--uid N] [--gid N]", "user create NAME",
-     "add a user: the keys it connects with, the Unix ids its tasks run as"},
+     "add a user: the keys it connects with, the Unix ids its tasks run as (default: a free uid of "
+     "the coordinators' --uid-range)"},
     {"user update|delete|show|add-key|remove-key NAME ...", "user update|delete|show NAME",
      "change, remove or show a user; add or remove one of its keys (--key FILE)"},
     {"user list", "user list", "list the users, their roles and how many keys each has"},

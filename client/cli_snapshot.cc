@@ -9,6 +9,7 @@
 //                 layout is the coordinator's own);
 //   info FILE     checks a file and says what it holds.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -99,6 +100,14 @@ int RunSave(Session& s, const std::string& path) {
   if (!client.ok()) return s.Fail(client.status());
   Result<SnapshotFileHeader> header = Status::Internal("not attempted");
   for (int attempt = 1; attempt <= kSaveAttempts; ++attempt) {
+    // Issue 48: the file holds every job's environment (its secrets): 0600
+    // whatever the caller's umask, made so before a byte is written.
+    const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || ::fchmod(fd, 0600) != 0) {
+      if (fd >= 0) ::close(fd);
+      return s.Fail(Status::IoError("cannot write " + partial + " (mode 0600)"));
+    }
+    ::close(fd);
     std::ofstream out(partial, std::ios::binary | std::ios::trunc);
     if (!out) return s.Fail(Status::IoError("cannot write " + partial));
     header = CopyExport(**client, out, s.options.endpoints);

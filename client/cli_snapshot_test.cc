@@ -2,6 +2,7 @@
 // cluster: the file holds the exported image and checks out; a lost export is
 // started again; a bad copy never replaces the file; restore runs the
 // coordinator with the flags it needs.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -37,7 +38,10 @@ class CliSnapshotTest : public CliTest {
 };
 
 TEST_F(CliSnapshotTest, SaveWritesACheckedFileOfTheImage) {
-  ASSERT_EQ(Run({"admin", "snapshot", "save", Path("b.snap")}), kExitOk) << err_.str();
+  const mode_t umask_before = umask(022);  // a usual login umask: the file must be 0600 all the same
+  const int saved = Run({"admin", "snapshot", "save", Path("b.snap")});
+  umask(umask_before);
+  ASSERT_EQ(saved, kExitOk) << err_.str();
   EXPECT_NE(out_.str().find("saved " + Path("b.snap") + ": the state at log index 42 (term 3)"), std::string::npos)
       << out_.str();
   auto file = ReadSnapshotFile(Path("b.snap"));
@@ -46,6 +50,10 @@ TEST_F(CliSnapshotTest, SaveWritesACheckedFileOfTheImage) {
   EXPECT_EQ(file->header.index, 42u);
   EXPECT_EQ(file->header.source.rfind("replica 1 via ", 0), 0u) << file->header.source;
   EXPECT_EQ(FilesInDir(), 1u);  // no partial file left
+  // Issue 48: every job's environment is in it; 0600 even under umask 022.
+  struct stat st {};
+  ASSERT_EQ(stat(Path("b.snap").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
 
   ASSERT_EQ(Run({"admin", "snapshot", "info", Path("b.snap"), "--json"}), kExitOk) << err_.str();
   EXPECT_NE(out_.str().find("\"index\":42"), std::string::npos) << out_.str();

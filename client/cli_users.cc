@@ -73,7 +73,7 @@ std::pair<int64_t, int64_t> UnixIds(const Invocation& inv) {
 }
 
 constexpr char kUserUsage[] =
-    "admin user create NAME [--key FILE]... [--uid N] [--gid N] | update NAME --uid N [--gid N] | delete NAME | "
+    "admin user create NAME [--key FILE]... [--uid N] [--gid N] | update NAME [--uid N] [--gid N] | delete NAME | "
     "show NAME | list | add-key NAME --key FILE | remove-key NAME --key FILE";
 constexpr char kRoleUsage[] = "admin role grant|revoke USER admin|queue-admin|member|viewer [--queue Q]";
 
@@ -108,7 +108,8 @@ int RunUser(Session& s, const Invocation& inv) {
     }
   }
   std::tie(request.spec.uid, request.spec.gid) = UnixIds(inv);
-  if (op == "update" && !inv.flags.count("uid")) return s.Usage("admin user update: --uid is required");
+  // Issue 48: update without --uid keeps the user's uid, or gives one from
+  // the coordinators' --uid-range to a user created before uids were.
   // The CLI's words are the wire names; grant and revoke are `admin role`'s.
   const std::optional<UserOp> user_op = EnumFromName<UserOp>(op);
   if (!user_op || *user_op == UserOp::kGrant || *user_op == UserOp::kRevoke) {

@@ -11,6 +11,7 @@
 #include "control/endpoints_file.h"
 #include "control/frame_intake.h"
 #include "control/frames.h"
+#include "control/private_data_dir.h"
 #include "control/security/curve_ports.h"
 
 namespace gpool::control {
@@ -37,9 +38,7 @@ Coordinator::~Coordinator() {
 
 Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions& options) {
   std::unique_ptr<Coordinator> c(new Coordinator(options));
-  std::error_code ec;
-  std::filesystem::create_directories(options.data_dir, ec);
-  if (ec) return Status::IoError("cannot create data dir " + options.data_dir + ": " + ec.message());
+  GPOOL_RETURN_IF_ERROR(PreparePrivateDataDir(options.data_dir));  // issue 48: refused if others can read it
 
   storage::LevelDbOptions db_options;
   db_options.path = (std::filesystem::path(options.data_dir) / "db").string();

@@ -35,6 +35,28 @@ DispatcherOptions DispatcherOptionsOf(const CoordinatorOptions& options, Control
   return out;
 }
 
+Result<std::pair<uint32_t, uint32_t>> ParseUidRange(const std::string& text) {
+  const size_t dash = text.find('-');
+  uint64_t first = 0;
+  uint64_t last = 0;
+  auto number = [](std::string_view part, uint64_t* out) {
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), *out);
+    return !part.empty() && ec == std::errc() && end == part.data() + part.size();
+  };
+  if (dash == std::string::npos || !number(std::string_view(text).substr(0, dash), &first) ||
+      !number(std::string_view(text).substr(dash + 1), &last)) {
+    return Status::InvalidArgument("--uid-range: '" + text + "' is not FIRST-LAST (e.g. 200000-299999)");
+  }
+  if (first == 0 || first > last || last >= 4'294'967'295ull) {
+    return Status::InvalidArgument("--uid-range: '" + text + "' must have 1 <= FIRST <= LAST < 4294967295");
+  }
+  // nobody is every daemon's uid: a task owner there is no owner at all.
+  if (first <= 65534 && 65534 <= last) {
+    return Status::InvalidArgument("--uid-range: '" + text + "' holds 65534 (nobody); pick a range above it");
+  }
+  return std::make_pair(static_cast<uint32_t>(first), static_cast<uint32_t>(last));
+}
+
 GatewayOptions GatewayOptionsOf(const CoordinatorOptions& options, const std::string& client_endpoint) {
   GatewayOptions out;
   out.token = options.token;
@@ -44,6 +66,8 @@ GatewayOptions GatewayOptionsOf(const CoordinatorOptions& options, const std::st
   out.limits.max_frame_bytes = options.max_frame_bytes;
   out.max_spec_bytes = options.max_spec_bytes;
   out.spec_limits.max_grace_period_ms = options.max_grace_period_ms;
+  out.uid_first = options.uid_first;
+  out.uid_last = options.uid_last;
   return out;
 }
 

@@ -63,6 +63,9 @@ struct CoordinatorOptions {
   size_t max_frame_bytes = 4 * 1024 * 1024;
   uint64_t max_spec_bytes = kDefaultMaxSpecBytes;  // encoded; larger specs are ResourceExhausted
   uint32_t max_grace_period_ms = SpecLimits{}.max_grace_period_ms;  // a job's grace_period_ms at most
+  // --uid-range (issue 48): where uids of users created without one come from.
+  uint32_t uid_first = 200'000;
+  uint32_t uid_last = 299'999;
   AlertRules alerts;  // queue wait, quota, low utilisation (alert_driver.h)
   state::RetentionPolicy retention;               // finished jobs kept (control/state/retention.h)
   UsageOptions usage;                             // usage checkpoints and record retention (usage_driver.h)
@@ -84,6 +87,10 @@ struct CoordinatorOptions {
   // replicas.token and replicas.clock are taken from `token` and `clock`.
   replication::ReplicaSetOptions replicas;
 };
+
+// --uid-range FIRST-LAST: 1 <= FIRST <= LAST < 4294967295, and neither
+// root (0) nor nobody (65534) inside; else InvalidArgument saying why.
+Result<std::pair<uint32_t, uint32_t>> ParseUidRange(const std::string& text);
 
 // Each component's options from the coordinator's. `keys` is null on an
 // --insecure coordinator; `metrics` outlives the components.

@@ -223,7 +223,10 @@ TEST_F(DispatcherTest, ABindCarriesTheOwnersMappedIdentity) {
   ASSERT_EQ(run_as.count(2), 1u);
   EXPECT_EQ(run_as[2], (RunAs{1001, 2001, "alice"}));
   ASSERT_EQ(run_as.count(3), 1u);
-  EXPECT_FALSE(run_as[3].set());  // no uid mapped: the worker's --task-user
+  // Issue 48: a user without a uid (one from before uids were allocated) maps
+  // to nobody, which the worker refuses instead of running the task as its
+  // --task-user, shared with every such user.
+  EXPECT_EQ(run_as[3], (RunAs{65534, 65534, "bob"}));
 }
 
 }  // namespace

@@ -181,6 +181,25 @@ TEST_F(GatewayAccessTest, TheOwnerIsWhoTheTransportAuthenticated) {
   EXPECT_EQ(state_.FindJob(JobId(reply.job_id))->spec.user, "mem");
 }
 
+// Issue 48: a user without a uid (made before uids were allocated) may not
+// submit: its tasks would run as the worker's --task-user, shared with every
+// such user. An update without --uid gives it one from the range, and then it may.
+TEST_F(GatewayAccessTest, AnOwnerWithoutAUidIsRefusedUntilItHasOne) {
+  constexpr char kKeyOld[] = "Dq6T!gQ1w]r0Mn{(3b&Yy8Zz*Vv@Kk+Hh5Ll6Pp7";
+  Apply(state::UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{"old", {kKeyOld}, -1, -1, {{Role::kMember, "ml-a"}}}}});
+  JobSpec spec = OneGpuJob();
+  spec.queue = "ml-a";
+  const size_t jobs = state_.jobs().size();
+  SendAs(As("old", kKeyOld), SubmitJob{spec, ""});
+  EXPECT_EQ(ErrorOf(Last()).rfind("FailedPrecondition: user old has no uid to run tasks as", 0), 0u) << ErrorOf(Last());
+  EXPECT_NE(ErrorOf(Last()).find("gpool admin user update old"), std::string::npos);
+  EXPECT_EQ(state_.jobs().size(), jobs) << "refused, nothing changed";
+  SendAs(As("root-admin", kKeyAdmin), UpdateUser{UserOp::kUpdate, UserSpec{"old"}});
+  ASSERT_EQ(LastAs<UpdateUserReply>().user.uid, 200'000) << "the lowest free uid of the default --uid-range";
+  SendAs(As("old", kKeyOld), SubmitJob{spec, ""}, 2);
+  EXPECT_NE(state_.FindJob(JobId(LastAs<SubmitJobReply>().job_id)), nullptr);
+}
+
 TEST_F(GatewayAccessTest, OthersSeeAJobWithoutItsEnvAndListOnlyWhatTheyMayRead) {
   SendAs(As("mem", kKeyMember), GetJob{other_job_});
   EXPECT_TRUE(LastAs<GetJobReply>().spec.tasks[0].env.empty());

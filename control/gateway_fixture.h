@@ -94,7 +94,9 @@ class GatewayTest : public ::testing::Test {
     });
   }
   void AddUser(const std::string& name, const std::string& key, std::vector<RoleGrant> roles) {
-    Apply(state::UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{name, {key}, 1000, 1000, std::move(roles)}}});
+    // Each its own uid: two users never share one (issue 48).
+    const int64_t uid = 1000 + static_cast<int64_t>(state_.users().size());
+    Apply(state::UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{name, {key}, uid, uid, std::move(roles)}}});
   }
   // The queues root -> ml -> {ml-a, ml-b} and root -> web, and one user per
   // role: root-admin (admin), qa (queue-admin of ml), mem (member of ml-a),

@@ -17,6 +17,7 @@ HealthDriver::~HealthDriver() { Reset(); }
 void HealthDriver::Reset() {
   for (auto& [name, sink] : sinks_) sink.sink->Stop();
   sinks_.clear();
+  sink_retry_ms_.clear();
   in_flight_ = 0;
   next_evaluate_ms_ = 0;
 }
@@ -25,6 +26,7 @@ void HealthDriver::Reconfigure(health::HealthPolicyConfig config) {
   // Sinks are reopened from their committed cursors at the next tick.
   for (auto& [name, sink] : sinks_) sink.sink->Stop();
   sinks_.clear();
+  sink_retry_ms_.clear();
   config_ = std::move(config);
   catalogue_ = health::XidCatalogue(config_.xid);
   spdlog::info("health policy reconfigured enabled={} webhooks={}", config_.enabled, config_.webhooks.size());
@@ -103,6 +105,7 @@ void HealthDriver::Evaluate(int64_t wall_ms) {
 void HealthDriver::RunSinks(int64_t now_ms) {
   for (const auto& config : config_.webhooks) {
     if (sinks_.count(config.name)) continue;
+    if (auto retry = sink_retry_ms_.find(config.name); retry != sink_retry_ms_.end() && now_ms < retry->second) continue;
     const auto& cursors = state_.sink_cursors();
     auto at = cursors.find(config.name);
     health::WebhookSinkOptions options;
@@ -111,7 +114,9 @@ void HealthDriver::RunSinks(int64_t now_ms) {
     options.on_cursor = [](uint64_t) {};  // read with cursor() from this thread instead
     auto sink = health::WebhookSink::Open(std::move(options));
     if (!sink.ok()) {
-      spdlog::error("webhook sink not started sink={} error=\"{}\"", config.name, sink.status().ToString());
+      spdlog::error("webhook sink not started, tried again in 30 s sink={} error=\"{}\"", config.name,
+                    sink.status().ToString());
+      sink_retry_ms_[config.name] = now_ms + 30'000;
       continue;
     }
     spdlog::info("webhook sink started sink={} url={} after_seq={}", config.name, config.url,

@@ -79,6 +79,9 @@ class HealthDriver : public LeaderService {
     uint64_t committed = 0;  // the cursor last proposed
   };
   std::map<std::string, Sink> sinks_;
+  // A sink that could not start (its secret_file or ca_file unreadable) is
+  // tried again at this time, not every loop turn (one error a try).
+  std::map<std::string, int64_t> sink_retry_ms_;
 };
 
 }  // namespace gpool::control

@@ -1,4 +1,6 @@
 // gpool-coordinator: flags -> CoordinatorOptions -> Coordinator::Run.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -111,6 +113,10 @@ static int RestoreSnapshot(const cxxopts::ParseResult& args) {
 }
 
 int main(int argc, char** argv) {
+  // Issue 48: whatever the coordinator writes (LevelDB's files, the Raft
+  // log, snapshots, the endpoints file) holds every job's environment:
+  // 0600 files and 0700 dirs, whatever umask it was started with.
+  umask(077);
   cxxopts::Options cli("gpool-coordinator", "gpool control plane: admits, schedules and dispatches jobs");
   gpool::control::CoordinatorOptions defaults;
   // clang-format off
@@ -169,6 +175,8 @@ int main(int argc, char** argv) {
     ("max-grace-period-ms", "Longest grace_period a job may ask for (SIGTERM to SIGKILL when its tasks are "
      "stopped); longer ones are refused at submit",
      cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.max_grace_period_ms)))
+    ("uid-range", "FIRST-LAST: users created without --uid get the lowest free uid of this range (each user its "
+     "own; their tasks run as it on the workers)", cxxopts::value<std::string>()->default_value("200000-299999"))
     ("retain-finished-ms", "How long a finished job stays in the coordinator's state after it finished; then it "
      "is forgotten (gpool job N: NotFound, compacted) and only its usage summary stays",
      cxxopts::value<int64_t>()->default_value(std::to_string(defaults.retention.keep_ms)))
@@ -315,6 +323,9 @@ int main(int argc, char** argv) {
     options.max_frame_bytes = args["max-frame-bytes"].as<size_t>();
     options.max_spec_bytes = args["max-spec-bytes"].as<uint64_t>();
     options.max_grace_period_ms = args["max-grace-period-ms"].as<uint32_t>();
+    auto uid_range = gpool::control::ParseUidRange(args["uid-range"].as<std::string>());
+    if (!uid_range.ok()) throw cxxopts::exceptions::exception(uid_range.status().message());
+    std::tie(options.uid_first, options.uid_last) = *uid_range;
     options.retention.keep_ms = args["retain-finished-ms"].as<int64_t>();
     options.retention.keep_jobs = args["retain-finished-jobs"].as<uint64_t>();
     options.retention.check_every_ms = args["retention-check-ms"].as<int64_t>();

@@ -77,6 +77,10 @@ Result<RestoreReport> RestoreDataDir(const RestoreOptions& options) {
   }
   fs::create_directories(options.data_dir, ec);
   if (ec) return Status::IoError("cannot create data dir " + options.data_dir + ": " + ec.message());
+  // Issue 48: a new data dir, private as the coordinator wants it
+  // (private_data_dir.h); an empty one an operator made 0755 is narrowed.
+  fs::permissions(options.data_dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+  if (ec) return Status::IoError("cannot make data dir " + options.data_dir + " 0700: " + ec.message());
   Status written = WriteStore((fs::path(options.data_dir) / "db").string(), file.header, std::move(stored), report.term);
   if (!written.ok()) {
     // Leave nothing half-written behind: the dir was empty or absent.

@@ -10,6 +10,7 @@ namespace {
 
 constexpr std::string_view kZ85Alphabet =
     "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+constexpr int64_t kNobodyUid = 65534;
 constexpr int64_t kMaxUnixId = 4'294'967'294;  // (uid_t)-1 means "no change" to the kernel
 
 bool RoleOverQueue(Role role) { return role == Role::kQueueAdmin || role == Role::kMember; }
@@ -45,6 +46,12 @@ Status ValidateUserSpec(const UserSpec& spec) {
     if (id < -1 || id > kMaxUnixId) {
       return Status::InvalidArgument("uid/gid: " + std::to_string(id) + " is not a Unix id (or -1 for none)");
     }
+  }
+  // Issue 48: nobody is every unprivileged daemon's uid; a task owner as
+  // nobody could read (and be read by) all of them.
+  if (spec.uid == kNobodyUid) {
+    return Status::InvalidArgument("uid: 65534 is nobody, shared by daemons; it is never a task owner (leave "
+                                   "--uid out to be given a uid of the coordinators' --uid-range)");
   }
   if (spec.roles.size() > kMaxRolesPerUser) {
     return Status::InvalidArgument("roles: at most " + std::to_string(kMaxRolesPerUser) + " grants per user");

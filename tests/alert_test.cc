@@ -42,7 +42,7 @@ TEST(AlertTest, EachRuleFiresOnceAndResolvesAcrossALeaderKill) {
   WebhookReceiver receiver;
   TempDir config_dir;
   const std::string config = config_dir.Join("scheduler.conf");
-  WriteFile(config, "[health.webhook.alerts]\nurl = " + receiver.url() +
+  WriteFile(config, "[health.webhook.alerts]\nurl = " + receiver.url() + "\ninsecure = true" +
                         "\nkinds = alert-firing, alert-resolved\nbackoff_initial_ms = 50\nbackoff_max_ms = 200\n");
   LocalClusterOptions options;
   options.coordinators = 3;

@@ -146,7 +146,7 @@ TEST_F(HealthFenceTest, AWebhookGetsEveryRaiseAndRecoveryAcrossALeaderKill) {
   WebhookReceiver receiver;
   TempDir config_dir;
   const std::string config = config_dir.Join("scheduler.conf");
-  WriteFile(config, "[health.webhook.ops]\nurl = " + receiver.url() + "\nbackoff_initial_ms = 50\nbackoff_max_ms = 200\n");
+  WriteFile(config, "[health.webhook.ops]\nurl = " + receiver.url() + "\ninsecure = true\nbackoff_initial_ms = 50\nbackoff_max_ms = 200\n");
   // XIDs held 3 s: longer than an election, so a raise is still there for
   // the next leader to hear of (in production they are held 5 minutes).
   ASSERT_NO_FATAL_FAILURE(Start(2, 3, {"--scheduler-config", config}, "3000"));

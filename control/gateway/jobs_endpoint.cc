@@ -11,6 +11,7 @@
 #include "protocol/messages_admin.h"
 #include "protocol/messages_client.h"
 #include "protocol/messages_worker.h"
+#include "protocol/model/users.h"
 #include "protocol/security/keys.h"
 
 namespace gpool::control {
@@ -76,6 +77,14 @@ void JobsEndpoint::OnSubmit(const Request& request, SubmitJob msg) {
   Status valid = CheckJobSpecSize(msg.spec, options.max_spec_bytes);
   if (valid.ok()) valid = ValidateJobSpec(msg.spec, options.spec_limits);
   if (!valid.ok()) return ctx_.Fail(request, valid.WithContext("spec"));
+  // Issue 48: an owner without a uid (a user created before uids were
+  // allocated) would run as the worker's --task-user, shared with every
+  // other such owner: refused until an admin gives it one.
+  if (const UserSpec* owner = ctx_.state().FindUser(msg.spec.user); owner != nullptr && owner->uid < 0) {
+    return ctx_.Fail(request, Status::FailedPrecondition(
+                                  "user " + owner->name + " has no uid to run tasks as (created before uids were "
+                                  "allocated); an admin gives it one: gpool admin user update " + owner->name));
+  }
   // Checked at the edge against the nodes as they are now (apply does not:
   // a log replays the same whatever the nodes were).
   if (Status resolved = ctx_.state().ResolveSubmitPool(msg.spec); !resolved.ok()) return ctx_.Fail(request, resolved);

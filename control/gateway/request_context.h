@@ -52,6 +52,10 @@ struct GatewayOptions {
   // Audited refusals per second at most; the rest are counted in the next
   // entry (a flood of refused requests must not fill the log).
   uint32_t audit_refusals_per_s = 50;
+  // --uid-range (issue 48): users created without a uid get the lowest free
+  // one of it, chosen in apply (UpdateUserCmd carries the range).
+  uint32_t uid_first = 200'000;
+  uint32_t uid_last = 299'999;
 };
 
 // One client request as the endpoints handle it: who asked, and where to answer.

@@ -46,7 +46,8 @@ void UsersEndpoint::Handle(const Request& request, const Envelope& envelope, int
         return ctx_.Fail(request, Status::FailedPrecondition("the cluster already has an admin (bootstrap runs once)"));
       }
       const std::string name = admin.name;
-      ctx_.ProposeAudited(state::BootstrapCmd{std::move(admin)}, [this, request, name](const state::ApplyResult& result) {
+      state::BootstrapCmd cmd{std::move(admin), ctx_.options().uid_first, ctx_.options().uid_last};
+      ctx_.ProposeAudited(std::move(cmd), [this, request, name](const state::ApplyResult& result) {
         if (!result.status.ok()) return ctx_.Fail(request, result.status);
         spdlog::warn("cluster bootstrapped admin={}", name);
         const UserSpec* user = ctx_.state().FindUser(name);
@@ -70,7 +71,8 @@ void UsersEndpoint::Handle(const Request& request, const Envelope& envelope, int
       const UserSpec* existing = ctx_.state().FindUser(name);
       UserSpec before = existing ? *existing : UserSpec{name};
       const std::string_view op = NameOf(msg->op);
-      ctx_.ProposeAudited(state::UpdateUserCmd{std::move(msg).value()},
+      ctx_.ProposeAudited(state::UpdateUserCmd{std::move(msg).value(), ctx_.options().uid_first,
+                                               ctx_.options().uid_last},
                         [this, request, name, op, before](const state::ApplyResult& result) {
                           if (!result.status.ok()) return ctx_.Fail(request, result.status);
                           spdlog::info("user updated user={} op={}", name, op);

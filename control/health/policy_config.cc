@@ -199,6 +199,14 @@ Status SetUrl(const Line& l, std::string* out) {
   return Status::Ok();
 }
 
+Status SetPath(const Line& l, std::string* out) {
+  if (l.value.empty() || l.value.front() != '/' || l.value.size() > kMaxUrl) {
+    return Fail(l, "an absolute path of at most " + std::to_string(kMaxUrl) + " bytes is required");
+  }
+  *out = std::string(l.value);
+  return Status::Ok();
+}
+
 using Apply = Status (*)(const Line&, HealthPolicyConfig*, WebhookSinkConfig*);
 struct Key {
   std::string_view name;
@@ -261,6 +269,10 @@ constexpr Key kWebhookKeys[] = {
     {"kinds", [](const Line& l, HealthPolicyConfig*, WebhookSinkConfig* s) { return SetEventKinds(l, &s->kinds); }},
     {"min_severity",
      [](const Line& l, HealthPolicyConfig*, WebhookSinkConfig* s) { return SetSeverity(l, &s->min_severity); }},
+    {"insecure", [](const Line& l, HealthPolicyConfig*, WebhookSinkConfig* s) { return SetBool(l, &s->insecure); }},
+    {"ca_file", [](const Line& l, HealthPolicyConfig*, WebhookSinkConfig* s) { return SetPath(l, &s->ca_file); }},
+    {"secret_file",
+     [](const Line& l, HealthPolicyConfig*, WebhookSinkConfig* s) { return SetPath(l, &s->secret_file); }},
 };
 
 constexpr std::string_view kWebhookPrefix = "health.webhook.";
@@ -377,6 +389,21 @@ Result<HealthPolicyConfig> Parser::Finish() {
                                      ") is less than backoff_initial_ms (" + std::to_string(sink.backoff_initial_ms) +
                                      ")");
     }
+    // Issue 48: events name nodes, jobs and users; in clear text only when
+    // someone said so.
+    const bool tls = sink.url.rfind("https://", 0) == 0;
+    if (!tls && !sink.insecure) {
+      return Status::InvalidArgument(where + ": " + sink.url +
+                                     " is plain http (unencrypted, anyone on the path reads and forges events); "
+                                     "use https://, or set insecure = true to accept that");
+    }
+    if (tls && sink.insecure) {
+      return Status::InvalidArgument(where + ": insecure = true is for http:// URLs only; an https:// receiver's "
+                                     "certificate is always verified (ca_file for a private CA)");
+    }
+    if (!tls && !sink.ca_file.empty()) {
+      return Status::InvalidArgument(where + ": ca_file is for https:// URLs only");
+    }
   }
   return std::move(config_);
 }
@@ -407,20 +434,22 @@ Result<FenceAction> FenceActionFromName(std::string_view name) {
 }
 
 Result<HttpUrl> ParseHttpUrl(std::string_view url) {
-  constexpr std::string_view kScheme = "http://";
-  if (url.substr(0, kScheme.size()) != kScheme) {
-    if (url.substr(0, 8) == "https://") {
-      return Status::InvalidArgument("https:// webhooks are not supported yet; use http:// (a local relay for TLS)");
-    }
-    return Status::InvalidArgument("'" + Clip(url) + "' is not an http:// URL");
+  HttpUrl out;
+  std::string_view rest;
+  if (url.substr(0, 8) == "https://") {
+    out.tls = true;
+    out.port = 443;
+    rest = url.substr(8);
+  } else if (url.substr(0, 7) == "http://") {
+    rest = url.substr(7);
+  } else {
+    return Status::InvalidArgument("'" + Clip(url) + "' is not an https:// (or http://) URL");
   }
-  std::string_view rest = url.substr(kScheme.size());
   if (rest.find_first_of("# \t") != std::string_view::npos) {
     return Status::InvalidArgument("'" + Clip(url) + "': a webhook URL has no spaces or #fragment");
   }
   const size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
-  HttpUrl out;
   out.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
   if (authority.find('@') != std::string_view::npos) {
     return Status::InvalidArgument("'" + Clip(url) + "': user info in a webhook URL is not supported");
@@ -518,6 +547,9 @@ std::string RenderHealthPolicyConfig(const HealthPolicyConfig& c) {
         << "backoff_max_ms = " << s.backoff_max_ms << "\n"
         << "kinds = " << Join(s.kinds, [](EventKind k) { return ToString(k); }) << "\n"
         << "min_severity = " << ToString(s.min_severity) << "\n";
+    if (s.insecure) out << "insecure = true\n";
+    if (!s.ca_file.empty()) out << "ca_file = " << s.ca_file << "\n";
+    if (!s.secret_file.empty()) out << "secret_file = " << s.secret_file << "\n";
   }
   return out.str();
 }

@@ -64,7 +64,18 @@ Result<FenceAction> FenceActionFromName(std::string_view name);
 // max_attempts have failed.
 struct WebhookSinkConfig {
   std::string name;  // from the section header; [a-z0-9_-], at most 64 bytes
-  std::string url;   // http://host[:port][/path]
+  std::string url;   // https://host[:port][/path]; http:// only with insecure
+  // Issue 48: plain http:// sends events unencrypted and unsigned-for-all-a-
+  // listener-knows; allowed only when the sink says so (warned at start).
+  bool insecure = false;
+  // PEM file of the CA(s) the receiver's certificate must chain to (a
+  // private CA); empty: the system's trust store. Verification is never off.
+  std::string ca_file;
+  // File holding the sink's HMAC-SHA256 key (surrounding whitespace
+  // trimmed): each request then carries X-Gpool-Timestamp and
+  // X-Gpool-Signature: sha256=<hex of HMAC(key, timestamp + "." + body)>.
+  // In a file, not in this config: the config is often a ConfigMap.
+  std::string secret_file;
   int64_t timeout_ms = 5'000;          // connect, send and receive, each
   uint32_t max_attempts = 8;           // >= 1
   int64_t backoff_initial_ms = 500;    // the wait after the first failure; doubled after each
@@ -107,11 +118,12 @@ std::string RenderHealthPolicyConfig(const HealthPolicyConfig& config);
 
 // The parsed parts of a webhook URL.
 struct HttpUrl {
+  bool tls = false;  // https://
   std::string host;
-  int port = 80;
+  int port = 80;     // 443 for https:// without a port
   std::string path = "/";
 };
-// Only http:// URLs (no user info, no fragment); a port in 1..65535.
+// http:// and https:// URLs (no user info, no fragment); a port in 1..65535.
 Result<HttpUrl> ParseHttpUrl(std::string_view url);
 
 }  // namespace gpool::health

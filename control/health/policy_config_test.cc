@@ -42,6 +42,7 @@ enabled = false
 
 [health.webhook.pager]
 url = http://127.0.0.1:9000/hooks/gpool
+insecure = true
 timeout_ms = 2000
 max_attempts = 3
 backoff_initial_ms = 100
@@ -50,7 +51,9 @@ kinds = health-raised, health-cleared
 min_severity = fatal
 
 [health.webhook.chat]
-url = http://chat.example
+url = https://chat.example
+ca_file = /etc/gpool/chat-ca.pem
+secret_file = /etc/gpool/chat.secret
 )";
 
 Result<HealthPolicyConfig> Parse(std::string_view text) { return ParseHealthPolicyConfig(text); }
@@ -111,7 +114,11 @@ TEST(HealthPolicyConfigTest, ReadsEverySettingAndSkipsTheSchedulersSections) {
   EXPECT_EQ(pager.backoff_max_ms, 1000);
   EXPECT_THAT(pager.kinds, ElementsAre(EventKind::kHealthRaised, EventKind::kHealthCleared));
   EXPECT_EQ(pager.min_severity, HealthSeverity::kFatal);
+  EXPECT_TRUE(pager.insecure);
   EXPECT_EQ(c.webhooks[1].name, "chat");
+  EXPECT_FALSE(c.webhooks[1].insecure);
+  EXPECT_EQ(c.webhooks[1].ca_file, "/etc/gpool/chat-ca.pem");
+  EXPECT_EQ(c.webhooks[1].secret_file, "/etc/gpool/chat.secret");
   EXPECT_EQ(c.webhooks[1].timeout_ms, WebhookSinkConfig{}.timeout_ms);
 }
 
@@ -172,8 +179,16 @@ TEST(HealthPolicyConfigTest, BadInputIsRefusedWithTheLineAndReason) {
             "[health.xid]: XID 48 is listed both as application and as fatal");
   EXPECT_THAT(ErrorOf("[health.webhook.Pager]\nurl = http://x\n"), HasSubstr("a webhook name is 1..64 of a-z"));
   EXPECT_EQ(ErrorOf("[health.webhook.pager]\ntimeout_ms = 10\n"), "line 1: [health.webhook.pager]: url is required");
-  EXPECT_THAT(ErrorOf("[health.webhook.pager]\nurl = https://alerts.example/x\n"),
-              HasSubstr("https:// webhooks are not supported yet"));
+  // Issue 48: plain http only when marked insecure; insecure and ca_file only where they mean something.
+  EXPECT_THAT(ErrorOf("[health.webhook.pager]\nurl = http://alerts.example/x\n"),
+              HasSubstr("is plain http (unencrypted, anyone on the path reads and forges events); use https://, or "
+                        "set insecure = true"));
+  EXPECT_THAT(ErrorOf("[health.webhook.pager]\nurl = https://alerts.example/x\ninsecure = true\n"),
+              HasSubstr("insecure = true is for http:// URLs only"));
+  EXPECT_THAT(ErrorOf("[health.webhook.pager]\nurl = http://x\ninsecure = true\nca_file = /ca.pem\n"),
+              HasSubstr("ca_file is for https:// URLs only"));
+  EXPECT_THAT(ErrorOf("[health.webhook.pager]\nurl = https://x\nsecret_file = relative\n"),
+              HasSubstr("an absolute path"));
   EXPECT_THAT(ErrorOf("[health.webhook.pager]\nurl = http://alerts.example:99999/x\n"), HasSubstr("port must be in 1..65535"));
   EXPECT_THAT(ErrorOf("[health.webhook.pager]\nurl = http://x\nbackoff_initial_ms = 100\nbackoff_max_ms = 10\n"),
               HasSubstr("backoff_max_ms (10) is less than backoff_initial_ms (100)"));
@@ -200,6 +215,12 @@ TEST(HttpUrlTest, ParsesHostPortAndPath) {
   EXPECT_EQ(url->host, "alerts.example");
   EXPECT_EQ(url->port, 80);
   EXPECT_EQ(url->path, "/");
+  EXPECT_FALSE(url->tls);
+  url = ParseHttpUrl("https://alerts.example/hook");
+  ASSERT_TRUE(url.ok());
+  EXPECT_TRUE(url->tls);
+  EXPECT_EQ(url->port, 443);
+  EXPECT_EQ(url->path, "/hook");
   url = ParseHttpUrl("http://[::1]:9000/x");
   ASSERT_TRUE(url.ok());
   EXPECT_EQ(url->host, "::1");

@@ -3,11 +3,17 @@
 #include "protocol/health.h"
 
 #include <httplib.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -31,7 +37,52 @@ std::string Rfc3339Millis(int64_t ms) {
 // this event; sending it again will not change its mind.
 bool Permanent(int status) { return status >= 400 && status < 500 && status != 408 && status != 429; }
 
+// The sink's HMAC key: the file's content without surrounding whitespace
+// (an editor's newline is not part of the key).
+Result<std::string> ReadWebhookSecret(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::IoError("cannot read secret_file " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string secret = text.str();
+  const size_t first = secret.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return Status::InvalidArgument("secret_file " + path + " is empty");
+  secret = secret.substr(first, secret.find_last_not_of(" \t\r\n") - first + 1);
+  if (secret.size() < 16) {
+    return Status::InvalidArgument("secret_file " + path + " holds fewer than 16 bytes: too short a key to sign with");
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+    spdlog::warn("a webhook secret file is readable by others: make it 0600 path={} mode={:o}", path,
+                 st.st_mode & 07777);
+  }
+  return secret;
+}
+
+// The URL as httplib::Client's scheme-host-port constructor takes it.
+std::string SchemeHostPort(const HttpUrl& url) {
+  const std::string host = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
+  return std::string(url.tls ? "https://" : "http://") + host + ":" + std::to_string(url.port);
+}
+
 }  // namespace
+
+std::string WebhookSignature(std::string_view secret, std::string_view timestamp, std::string_view body) {
+  std::string signed_text;
+  signed_text.reserve(timestamp.size() + 1 + body.size());
+  signed_text.append(timestamp).append(".").append(body);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(signed_text.data()), signed_text.size(), mac, &length);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "sha256=";
+  for (unsigned int i = 0; i < length; ++i) {
+    out += kHex[mac[i] >> 4];
+    out += kHex[mac[i] & 0xf];
+  }
+  return out;
+}
 
 std::string_view WebhookStatus(std::string_view kind) {
   if (kind == "health-cleared" || kind == "node-ready" || kind == "node-uncordoned" ||
@@ -92,17 +143,35 @@ std::string WebhookPayload(const ClusterEvent& event, std::string_view sink) {
 }
 
 Result<std::unique_ptr<WebhookSink>> WebhookSink::Open(WebhookSinkOptions options) {
+  const std::string where = "webhook " + options.config.name;
   auto url = ParseHttpUrl(options.config.url);
-  if (!url.ok()) return url.status().WithContext("webhook " + options.config.name);
+  if (!url.ok()) return url.status().WithContext(where);
+  if (!url->tls && !options.config.insecure) {
+    return Status::InvalidArgument(where + ": " + options.config.url +
+                                   " is plain http; use https://, or set insecure = true to accept that");
+  }
+  if (!url->tls) {
+    spdlog::warn("webhook sink is plain http: events travel unencrypted sink={} url={}", options.config.name,
+                 options.config.url);
+  }
+  if (!options.config.ca_file.empty() && access(options.config.ca_file.c_str(), R_OK) != 0) {
+    return Status::IoError(where + ": cannot read ca_file " + options.config.ca_file);
+  }
+  std::string secret;
+  if (!options.config.secret_file.empty()) {
+    auto read = ReadWebhookSecret(options.config.secret_file);
+    if (!read.ok()) return read.status().WithContext(where);
+    secret = std::move(*read);
+  }
   if (options.config.max_attempts == 0) options.config.max_attempts = 1;
   if (options.max_queue == 0) options.max_queue = 1;
-  std::unique_ptr<WebhookSink> sink(new WebhookSink(std::move(options), std::move(*url)));
+  std::unique_ptr<WebhookSink> sink(new WebhookSink(std::move(options), std::move(*url), std::move(secret)));
   sink->thread_ = std::thread([s = sink.get()] { s->Run(); });
   return sink;
 }
 
-WebhookSink::WebhookSink(WebhookSinkOptions options, HttpUrl url)
-    : options_(std::move(options)), url_(std::move(url)) {
+WebhookSink::WebhookSink(WebhookSinkOptions options, HttpUrl url, std::string secret)
+    : options_(std::move(options)), url_(std::move(url)), secret_(std::move(secret)) {
   accepted_through_ = options_.start_after;
   stats_.cursor = options_.start_after;
 }
@@ -169,15 +238,34 @@ int WebhookSink::PostOnce(httplib::Client& client, const std::string& body, cons
       {"X-Gpool-Sink", options_.config.name},
       {"X-Gpool-Attempt", std::to_string(attempt)},
   };
+  if (!secret_.empty()) {
+    // Each attempt's own time: a receiver refusing old timestamps refuses a
+    // replayed request, and a retry is not one.
+    const std::string timestamp = std::to_string(std::time(nullptr));
+    headers.emplace("X-Gpool-Timestamp", timestamp);
+    headers.emplace("X-Gpool-Signature", WebhookSignature(secret_, timestamp, body));
+  }
   auto result = client.Post(url_.path, headers, body, "application/json");
-  if (!result) return -1;
+  if (!result) {
+    // A refused certificate is an answer worth a line: it will not mend itself.
+    if (result.error() == httplib::Error::SSLServerVerification || result.error() == httplib::Error::SSLConnection) {
+      spdlog::warn("webhook TLS failed sink={} url={} error=\"{}\"", options_.config.name, options_.config.url,
+                   httplib::to_string(result.error()));
+    }
+    return -1;
+  }
   if (result->status >= 200 && result->status < 300) return 0;
   return result->status;
 }
 
 void WebhookSink::Run() {
   const WebhookSinkConfig& config = options_.config;
-  httplib::Client client(url_.host, url_.port);
+  httplib::Client client(SchemeHostPort(url_));
+  if (url_.tls) {
+    // Never unverified: a private CA is named with ca_file instead.
+    client.enable_server_certificate_verification(true);
+    if (!config.ca_file.empty()) client.set_ca_cert_path(config.ca_file);
+  }
   const auto timeout = std::chrono::milliseconds(config.timeout_ms);
   client.set_connection_timeout(timeout);
   client.set_read_timeout(timeout);

@@ -22,6 +22,13 @@
 // but never skipped while the stream still holds it; a repeat carries the
 // same dedupe key (DedupeKeyOf), so receivers drop it.
 //
+// Issue 48: https:// receivers are verified against the system's CAs or the
+// sink's ca_file (never unverified); http:// needs insecure = true and is
+// warned about. With a secret_file, each request is signed (WebhookSignature):
+// X-Gpool-Timestamp (unix seconds of the attempt) and X-Gpool-Signature
+// (sha256=<hex>) over timestamp "." body, so a receiver checks who sent it
+// and, by the timestamp, refuses a replay.
+//
 // Stop() (or destruction) ends delivery: it aborts a request in flight and a
 // backoff wait, joins the thread, and calls on_cursor no more. Call it when
 // leadership is lost. The event being delivered stays undone: the next leader
@@ -75,7 +82,9 @@ struct WebhookSinkStats {
 
 class WebhookSink {
  public:
-  // Starts the sink's thread. InvalidArgument for a URL ParseHttpUrl refuses.
+  // Starts the sink's thread. InvalidArgument for a URL ParseHttpUrl refuses
+  // or an http:// one not marked insecure; IoError or InvalidArgument for a
+  // secret_file or ca_file that cannot be read.
   static Result<std::unique_ptr<WebhookSink>> Open(WebhookSinkOptions options);
   ~WebhookSink();
   WebhookSink(const WebhookSink&) = delete;
@@ -96,7 +105,7 @@ class WebhookSink {
   void Stop();
 
  private:
-  WebhookSink(WebhookSinkOptions options, HttpUrl url);
+  WebhookSink(WebhookSinkOptions options, HttpUrl url, std::string secret);
   void Run();
   // One POST; 0 when acknowledged, the HTTP status otherwise (-1: no answer).
   int PostOnce(httplib::Client& client, const std::string& body, const std::string& dedupe_key, uint32_t attempt);
@@ -105,6 +114,7 @@ class WebhookSink {
 
   const WebhookSinkOptions options_;
   const HttpUrl url_;
+  const std::string secret_;  // the HMAC key; empty: requests are not signed
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::deque<ClusterEvent> queue_;  // guarded by mu_
@@ -124,6 +134,9 @@ std::string_view WebhookStatus(std::string_view event_kind);
 std::string DedupeKeyOf(const ClusterEvent& event);
 // Whether the sink's filter wants the event.
 bool WebhookWants(const WebhookSinkConfig& config, const ClusterEvent& event);
+// "sha256=" and the lowercase hex HMAC-SHA256 under `secret` of
+// timestamp + "." + body: what X-Gpool-Signature carries.
+std::string WebhookSignature(std::string_view secret, std::string_view timestamp, std::string_view body);
 // The wait after the `failures`-th failed attempt (1-based).
 int64_t WebhookBackoffMs(const WebhookSinkConfig& config, uint32_t failures);
 // The JSON body: {"dedupe_key", "status", "kind", "node", "job", "task",

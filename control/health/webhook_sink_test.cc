@@ -119,6 +119,7 @@ WebhookSinkConfig Config(const Receiver& receiver) {
   c.max_attempts = 5;
   c.backoff_initial_ms = 1;
   c.backoff_max_ms = 4;
+  c.insecure = true;  // the test receiver is plain http
   return c;
 }
 
@@ -320,8 +321,22 @@ TEST(WebhookSinkTest, StopEndsARetryingSinkWithoutMovingTheCursor) {
 TEST(WebhookSinkTest, OpenRefusesABadUrl) {
   WebhookSinkConfig config;
   config.name = "bad";
-  config.url = "https://alerts.example/x";
+  config.url = "ftp://alerts.example/x";
   EXPECT_FALSE(WebhookSink::Open({.config = config}).ok());
+  // Issue 48: plain http only when marked insecure.
+  config.url = "http://alerts.example/x";
+  auto plain = WebhookSink::Open({.config = config});
+  EXPECT_EQ(plain.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(plain.status().message().find("set insecure = true"), std::string::npos) << plain.status().message();
+  config.url = "https://alerts.example/x";
+  config.secret_file = "/nonexistent/gpool-secret";
+  EXPECT_EQ(WebhookSink::Open({.config = config}).status().code(), StatusCode::kIoError);
+}
+
+// A known answer (Python: hmac.new(b"Jefe", b'1700000000.{"a":1}', sha256)).
+TEST(WebhookPayloadTest, TheSignatureIsHmacSha256OfTimestampDotBody) {
+  EXPECT_EQ(WebhookSignature("Jefe", "1700000000", R"({"a":1})"),
+            "sha256=fa5f6481efc59da48b19c9dc10196c9953e5651f8304b3a318b6b87d70272e0a");
 }
 
 }  // namespace

@@ -261,6 +261,11 @@ class ClusterState {
   UsageRecord UsageRecordOf(const JobRecord& job, const TaskRecord& task, int64_t end_ms) const;
   // Every key names one user, and every queue a grant names exists.
   Status CheckUserAgainstState(const UserSpec& spec) const;
+  // Issue 48, for a command carrying a uid range (last > 0; an older entry
+  // is left as it is): a spec's uid another user holds is AlreadyExists; a
+  // spec without one gets the lowest of [first, last] no other user holds
+  // (gid: the same, unless given), ResourceExhausted when all are held.
+  Status AssignUid(UserSpec& spec, uint32_t first, uint32_t last) const;
   // The ids ForgetJobsCmd would forget, oldest finished first.
   std::vector<uint64_t> Forgettable(int64_t finished_before_ms, uint64_t keep_newest) const;
   void Forget(const JobRecord& job);

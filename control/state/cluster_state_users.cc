@@ -1,8 +1,11 @@
 // ClusterState: users, role grants and the audit stream (issue 31). The
 // gateway decides who may do what (control/authz.h); apply keeps the records
 // consistent whatever reached the log: names unique, a key names one user, a
-// grant's queue exists, and a bootstrap makes an admin only once.
+// grant's queue exists, and a bootstrap makes an admin only once. Issue 48:
+// a uid names one user, and a user given none gets a free one of the range
+// its command carries (AssignUid).
 #include <algorithm>
+#include <set>
 
 #include "control/state/cluster_state.h"
 #include "protocol/model/users.h"
@@ -57,6 +60,42 @@ Status ClusterState::CheckUserAgainstState(const UserSpec& spec) const {
   return Status::Ok();
 }
 
+Status ClusterState::AssignUid(UserSpec& spec, uint32_t first, uint32_t last) const {
+  // An entry from before issue 48 carries no range: it replays as it applied
+  // then (duplicate uids and all), so replicas replaying it agree with those
+  // that applied it under the old rules.
+  if (last == 0) return Status::Ok();
+  if (spec.uid >= 0) {
+    // Two users with one uid would read each other's task files on every worker.
+    for (const auto& [name, user] : users_) {
+      if (name != spec.name && user.uid == spec.uid) {
+        return Status::AlreadyExists("uid " + std::to_string(spec.uid) + " already belongs to user " + name +
+                                     " (leave --uid out to be given a free one)");
+      }
+    }
+    return Status::Ok();
+  }
+  std::set<int64_t> held;
+  for (const auto& [name, user] : users_) {
+    if (name != spec.name && user.uid >= first && user.uid <= last) held.insert(user.uid);
+  }
+  // The lowest free one: the same on every replica, whatever order users came in.
+  int64_t uid = first;
+  for (int64_t h : held) {
+    if (h != uid) break;
+    ++uid;
+  }
+  if (uid > static_cast<int64_t>(last)) {
+    return Status::ResourceExhausted("no free uid for user " + spec.name + ": all " +
+                                     std::to_string(uint64_t{last} - first + 1) + " uids of the range " +
+                                     std::to_string(first) + "-" + std::to_string(last) +
+                                     " are held; widen the coordinators' --uid-range or pass --uid");
+  }
+  spec.uid = uid;
+  if (spec.gid < 0) spec.gid = uid;
+  return Status::Ok();
+}
+
 Result<UserSpec> ClusterState::UserAfterUpdate(const UpdateUser& update) const {
   const std::string& name = update.spec.name;
   auto it = users_.find(name);
@@ -105,6 +144,16 @@ ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
   const std::string& name = update.spec.name;
   auto next = UserAfterUpdate(update);
   if (!next.ok()) return {next.status()};
+  // `gpool admin user update NAME` without --uid (uid -1) keeps the uid the
+  // user has, or gives one to a user from before issue 48.
+  if (update.op == UserOp::kUpdate && next->uid < 0 && cmd.uid_last != 0) {
+    const UserSpec& now = users_.at(name);
+    next->uid = now.uid;
+    if (next->gid < 0) next->gid = now.gid;
+  }
+  if (update.op == UserOp::kCreate || update.op == UserOp::kUpdate) {
+    if (Status given = AssignUid(*next, cmd.uid_first, cmd.uid_last); !given.ok()) return {given};
+  }
   if (update.op == UserOp::kCreate) {
     if (Status fits = CheckUserAgainstState(*next); !fits.ok()) return {fits};
     users_.emplace(name, std::move(next).value());
@@ -131,8 +180,9 @@ ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
 ApplyResult ClusterState::ApplyBootstrap(const BootstrapCmd& cmd) {
   if (HasAdmin()) return {Status::FailedPrecondition("the cluster already has an admin (bootstrap runs once)")};
   if (cmd.admin.name.empty()) return {Status::InvalidArgument("bootstrap names no admin")};
-  if (Status fits = CheckUserAgainstState(cmd.admin); !fits.ok()) return {fits};
   UserSpec admin = cmd.admin;
+  if (Status given = AssignUid(admin, cmd.uid_first, cmd.uid_last); !given.ok()) return {given};
+  if (Status fits = CheckUserAgainstState(admin); !fits.ok()) return {fits};
   if (std::none_of(admin.roles.begin(), admin.roles.end(), [](const RoleGrant& g) { return g.role == Role::kAdmin; })) {
     admin.roles.push_back(RoleGrant{Role::kAdmin, ""});
   }

@@ -259,11 +259,21 @@ struct ForgetJobsCmd {
 
 // An admin's change to a user (UpdateUser on the wire, validated there and
 // again on apply).
+// Issue 48: a create (or an update) without a uid takes the lowest uid of
+// [uid_first, uid_last] no user holds, chosen in apply so every replica
+// picks the same one. The gateway copies its --uid-range into the command
+// rather than apply reading a flag: replicas may be started with different
+// flags, the log is what they agree on. uid_last 0 (an entry from before
+// issue 48): nothing is allocated, as then.
 struct UpdateUserCmd {
   UpdateUser update;
+  uint32_t uid_first = 0;
+  uint32_t uid_last = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("update", update);
+    v.Optional("uid_first", uid_first);
+    v.Optional("uid_last", uid_last);
   }
 };
 
@@ -271,9 +281,13 @@ struct UpdateUserCmd {
 // two racing bootstraps make one admin.
 struct BootstrapCmd {
   UserSpec admin;  // with its key and the admin grant, filled by the gateway
+  uint32_t uid_first = 0;  // as UpdateUserCmd's
+  uint32_t uid_last = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("admin", admin);
+    v.Optional("uid_first", uid_first);
+    v.Optional("uid_last", uid_last);
   }
 };
 

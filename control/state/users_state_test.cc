@@ -74,5 +74,66 @@ TEST_F(UsersStateTest, TheAuditIsBoundedAndASnapshotKeepsUsersAndAudit) {
   EXPECT_EQ(restored.audit().back().seq, ClusterState::kMaxAudit + 6);  // numbering goes on
 }
 
+// Issue 48: a user created without a uid gets the lowest free one of the
+// range the command carries, the same on every replica; two users never
+// share one; a full range is ResourceExhausted and changes nothing.
+TEST_F(UsersStateTest, UsersWithoutAUidGetFreeOnesOfTheRangeAndNeverShareOne) {
+  auto create = [&](const std::string& name, int64_t uid = -1) {
+    return Do(UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{name, {}, uid, -1}}, 200, 202});
+  };
+  ASSERT_TRUE(create("alice").status.ok());
+  ASSERT_TRUE(create("bob").status.ok());
+  EXPECT_EQ(state_.FindUser("alice")->uid, 200);
+  EXPECT_EQ(state_.FindUser("alice")->gid, 200);
+  EXPECT_EQ(state_.FindUser("bob")->uid, 201);
+  EXPECT_EQ(create("eve", 201).status.code(), StatusCode::kAlreadyExists) << "an explicit uid another user holds";
+  EXPECT_EQ(state_.FindUser("eve"), nullptr);
+  ASSERT_TRUE(create("carol", 202).status.ok());
+  const ApplyResult full = create("dave");
+  EXPECT_EQ(full.status.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(full.status.message().find("200-202"), std::string::npos) << full.status.message();
+  EXPECT_EQ(state_.FindUser("dave"), nullptr);
+  // Deleting frees a uid (it is held by nobody then); the lowest free one is next.
+  ASSERT_TRUE(User("delete", UserSpec{"alice"}).status.ok());
+  ASSERT_TRUE(create("dave").status.ok());
+  EXPECT_EQ(state_.FindUser("dave")->uid, 200);
+  // An update without a uid keeps the uid a user has.
+  ASSERT_TRUE(Do(UpdateUserCmd{UpdateUser{UserOp::kUpdate, UserSpec{"bob", {}, -1, -1}}, 200, 202}).status.ok());
+  EXPECT_EQ(state_.FindUser("bob")->uid, 201);
+  // A bootstrap admin without a uid gets one too.
+  ClusterState fresh;
+  ASSERT_TRUE(fresh.Apply(1, Command{5'000, BootstrapCmd{UserSpec{"root", {kKeyA}}, 300, 399}}).status.ok());
+  EXPECT_EQ(fresh.FindUser("root")->uid, 300);
+}
+
+// A user from before issue 48 (a log entry without a range: none is
+// allocated, as then) gets one with an update that names no uid; a replica
+// replaying the same entries picks the same uids.
+TEST_F(UsersStateTest, AUserFromBeforeUidsGetsOneOnUpdateAndReplicasAgree) {
+  ClusterState replica;
+  uint64_t replica_index = 0;
+  auto both = [&](CommandBody body) {
+    replica.Apply(++replica_index, Command{5'000, body});
+    return Do(std::move(body));
+  };
+  ASSERT_TRUE(both(UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{"old"}}}).status.ok());
+  EXPECT_EQ(state_.FindUser("old")->uid, -1);
+  ASSERT_TRUE(both(UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{"new"}}, 5000, 5999}).status.ok());
+  ASSERT_TRUE(both(UpdateUserCmd{UpdateUser{UserOp::kUpdate, UserSpec{"old"}}, 5000, 5999}).status.ok());
+  EXPECT_EQ(state_.FindUser("new")->uid, 5000);
+  EXPECT_EQ(state_.FindUser("old")->uid, 5001);
+  EXPECT_EQ(replica.FindUser("old")->uid, 5001);
+  EXPECT_EQ(replica.FindUser("new")->uid, 5000);
+  ClusterState restored;
+  ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
+  EXPECT_EQ(restored.FindUser("old")->uid, 5001) << "the uid is in the snapshot";
+  // An entry from before (no range) replays as it applied then, a shared uid
+  // included: replicas replaying an old log agree with those that applied it.
+  ASSERT_TRUE(both(UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{"twin", {}, 5000, 5000}}}).status.ok());
+  EXPECT_EQ(both(UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{"triplet", {}, 5000, 5000}}, 5000, 5999})
+                .status.code(),
+            StatusCode::kAlreadyExists);
+}
+
 }  // namespace
 }  // namespace gpool::state

@@ -20,7 +20,13 @@
 #                         (default: /etc/gpool/keys, the Secret)
 #   GPOOL_RUN_DIR         where this replica's secret key is copied with mode
 #                         0600 (default: /run/gpool)
-#   GPOOL_DATA_DIR        (default: /var/lib/gpool/coordinator)
+#   GPOOL_DATA_VOLUME     where the data volume is mounted (default:
+#                         /var/lib/gpool/coordinator)
+#   GPOOL_DATA_DIR        (default: $GPOOL_DATA_VOLUME/state). Not the volume's
+#                         root: under fsGroup that is group-accessible, and the
+#                         coordinator refuses a data dir group or others can
+#                         reach (issue 48). A volume from before, with db/ at
+#                         its root, is moved into state/ once, made private.
 #   GPOOL_INSECURE=1      no keys: plaintext (--insecure), for trying it out only
 #   GPOOL_COORDINATOR_BIN (default: /usr/local/bin/gpool-coordinator)
 # Ports: client 7400, worker 7401, peer 7402, HTTP 7480 (/healthz, /readyz,
@@ -38,7 +44,8 @@ initial=${GPOOL_INITIAL_REPLICAS:-$replicas}
 domain=${GPOOL_CLUSTER_DOMAIN:-cluster.local}
 key_dir=${GPOOL_KEY_DIR:-/etc/gpool/keys}
 run_dir=${GPOOL_RUN_DIR:-/run/gpool}
-data_dir=${GPOOL_DATA_DIR:-/var/lib/gpool/coordinator}
+volume=${GPOOL_DATA_VOLUME:-/var/lib/gpool/coordinator}
+data_dir=${GPOOL_DATA_DIR:-$volume/state}
 bin=${GPOOL_COORDINATOR_BIN:-/usr/local/bin/gpool-coordinator}
 
 [[ $pod =~ ^(.+)-([0-9]+)$ ]] || fail "pod name '$pod' is not <statefulset>-<ordinal>"
@@ -77,6 +84,17 @@ else
   done
   args+=(--key-file "$run_dir/coordinator.key" --peer-keys "$peer_keys")
   [[ -r $key_dir/admin.pub ]] && args+=(--admin-key "$key_dir/admin.pub")
+fi
+
+# The old layout (db/ and endpoints at the volume's root, before issue 48):
+# moved into the private data dir once, every file made private.
+if [[ -z ${GPOOL_DATA_DIR:-} && -d $volume/db && ! -e $data_dir ]]; then
+  mkdir -m 0700 "$data_dir"
+  for f in db endpoints; do
+    if [[ -e $volume/$f ]]; then mv "$volume/$f" "$data_dir/"; fi
+  done
+  chmod -R go-rwx "$data_dir"
+  echo "gpool-coordinator-entrypoint: moved the data dir from $volume into $data_dir (mode 0700)" >&2
 fi
 
 exec "$bin" "${args[@]}" "$@"

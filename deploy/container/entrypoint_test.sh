@@ -41,7 +41,7 @@ coordinator() {  # coordinator ENV... -- ARGS...: runs the entrypoint, prints it
   shift
   rm -f "$work/out"
   env -i PATH="$PATH" FAKE_OUT="$work/out" GPOOL_COORDINATOR_BIN="$work/fake-bin" GPOOL_KEY_DIR="$work/keys" \
-    GPOOL_RUN_DIR="$work/run" GPOOL_NAMESPACE=ns "${envs[@]}" \
+    GPOOL_RUN_DIR="$work/run" GPOOL_DATA_VOLUME="$work/volume" GPOOL_NAMESPACE=ns "${envs[@]}" \
     bash "$dir/coordinator-entrypoint.sh" "$@" 2> "$work/err"
   echo $?
 }
@@ -52,7 +52,7 @@ check "coordinator exits as its program" 0 "$status"
 check "coordinator flags" "--id
 2
 --data-dir
-/var/lib/gpool/coordinator
+$work/volume/state
 --peers
 1=tcp://gpool-coordinator-0.gpool-coordinator.$D:7402,2=tcp://gpool-coordinator-1.gpool-coordinator.$D:7402,3=tcp://gpool-coordinator-2.gpool-coordinator.$D:7402
 --peer-clients
@@ -75,6 +75,17 @@ $work/run/coordinator.key
 $work/keys/admin.pub
 --scheduler-config=/x.conf" "$(cat "$work/out")"
 check "this replica's secret key, copied 0600" "600 secret 2" "$(stat -c %a "$work/run/coordinator.key") $(cat "$work/run/coordinator.key")"
+
+# Issue 48: a volume of the old layout (db/ at its root, group-readable as
+# fsGroup leaves it) is moved into state/, 0700, files private.
+mkdir -p "$work/volume/db" && echo old > "$work/volume/db/CURRENT" && echo e > "$work/volume/endpoints"
+chmod 2775 "$work/volume" "$work/volume/db" && chmod 0664 "$work/volume/db/CURRENT"
+status=$(coordinator GPOOL_POD_NAME=gpool-coordinator-1 --)
+check "the old layout is moved into state/, private (setgid kept from the volume)" "0 2700 600 old e 0" \
+  "$status $(stat -c %a "$work/volume/state") $(stat -c %a "$work/volume/state/db/CURRENT") \
+$(cat "$work/volume/state/db/CURRENT") $(cat "$work/volume/state/endpoints") $(ls "$work/volume" | grep -c -x db)"
+status=$(coordinator GPOOL_POD_NAME=gpool-coordinator-1 --)
+check "and only once" "0 old" "$status $(cat "$work/volume/state/db/CURRENT")"
 
 status=$(coordinator GPOOL_POD_NAME=gpool-coordinator-3 GPOOL_REPLICAS=4 GPOOL_INITIAL_REPLICAS=3 --)
 check "a fourth replica joins" "0 --id 4 --join" "$status $(sed -n 1,2p "$work/out" | tr '\n' ' ')$(grep -x -- --join "$work/out")"

@@ -69,8 +69,8 @@ def main():
     root = tempfile.mkdtemp(prefix="gpool-restore-pod-")
     try:
         os.makedirs(f"{root}/backups")
-        os.makedirs(f"{root}/data/db")
-        with open(f"{root}/data/db/OLD", "w") as f:
+        os.makedirs(f"{root}/data/state/db")  # issue 48: the data dir is <volume>/state
+        with open(f"{root}/data/state/db/OLD", "w") as f:
             f.write("the old data")
         # `gpool admin snapshot restore` runs the coordinator found beside gpool or on PATH.
         os.symlink(os.path.abspath(args.coordinator), f"{root}/gpool-coordinator")
@@ -80,7 +80,7 @@ def main():
         missing = run_script(args, root, "nothing.gpoolsnap")
         if missing.returncode == 0:
             problems.append("a missing snapshot file was restored")
-        if not os.path.exists(f"{root}/data/db/OLD"):
+        if not os.path.exists(f"{root}/data/state/db/OLD"):
             problems.append("a failed restore moved the old data")
 
         done = run_script(args, root, "b.gpoolsnap")
@@ -90,8 +90,10 @@ def main():
         previous = [e for e in entries if e.startswith("previous-")]
         if len(previous) != 1 or not os.path.exists(f"{root}/data/{previous[0]}/db/OLD"):
             problems.append(f"the old data is not under previous-*/: {entries}")
-        if not os.path.exists(f"{root}/data/db/CURRENT") or os.path.exists(f"{root}/data/db/OLD"):
-            problems.append(f"the restored db is not in place: {sorted(os.listdir(root + '/data/db'))}")
+        if not os.path.exists(f"{root}/data/state/db/CURRENT") or os.path.exists(f"{root}/data/state/db/OLD"):
+            problems.append(f"the restored db is not in place: {sorted(os.listdir(root + '/data/state/db'))}")
+        if os.stat(f"{root}/data/state").st_mode & 0o077:
+            problems.append("the restored data dir is open to group or others")
         if os.path.exists(f"{root}/data/.restoring"):
             problems.append("the scratch dir .restoring was left behind")
         if "a replica of a cluster of 3" not in done.stdout:

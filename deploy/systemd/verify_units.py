@@ -85,6 +85,9 @@ def check_coordinator(unit, codes):
                         "(bad command line, unusable data dir or key, removed replica)")
     if codes["kExitFailure"] in prevent:
         problems.append(f"{unit}: kExitFailure ({codes['kExitFailure']}) may pass with a restart")
+    # Issue 48: the data dir holds every job's environment.
+    if settings.get("UMask") != "0077":
+        problems.append(f"{unit}: UMask={settings.get('UMask')}, want 0077 (the data dir is private)")
     return problems
 
 

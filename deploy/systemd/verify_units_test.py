@@ -68,6 +68,12 @@ class VerifyUnitsTest(unittest.TestCase):
         self.assertEqual(status, 1)
         self.assertIn("Restart=always, want on-failure", out)
 
+    def test_a_coordinator_without_a_private_umask_fails(self):
+        self.edit("gpool-coordinator.service", "UMask=0077\n", "")
+        status, out = self.run_check()
+        self.assertEqual(status, 1)
+        self.assertIn("UMask=None, want 0077", out)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -90,6 +90,13 @@ Result<TaskIdentity> ParseTaskUser(const std::string& value, bool* allow_root) {
 }
 
 Result<TaskIdentity> IdentityFor(const RunAs& run_as, const TaskIsolationOptions& options) {
+  // Issue 48: nobody is never a task owner. The coordinator maps a user
+  // without a uid of its own (one from before uids were allocated) to it.
+  if (run_as.set() && run_as.uid == kNobody) {
+    return Status::FailedPrecondition("the task's owner " + run_as.user +
+                                      " has no uid of its own (it maps to 65534, nobody, never a task owner); an "
+                                      "admin gives it one: gpool admin user update " + run_as.user);
+  }
   TaskIdentity id = options.default_identity;
   if (run_as.set()) id = TaskIdentity{.set = true, .uid = run_as.uid, .gid = run_as.gid, .user = run_as.user};
   if ((id.uid == 0 || id.gid == 0) && !options.allow_root) {

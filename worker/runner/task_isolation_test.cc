@@ -59,6 +59,18 @@ TEST(TaskIsolationTest, TheBindsIdentityWinsAndRootNeedsTheFlag) {
   EXPECT_TRUE(IdentityFor(RunAs{.uid = 0, .gid = 0, .user = "admin"}, options).ok());
 }
 
+// Issue 48: an owner mapped to nobody (the coordinator's mapping of a user
+// without a uid) is refused, never run as nobody, shared by every such owner.
+TEST(TaskIsolationTest, AnOwnerWithoutAUidOrMappedToNobodyIsRefused) {
+  TaskIsolationOptions options;
+  options.default_identity = TaskIdentity{.set = true, .uid = 65534, .gid = 65534, .user = "nobody"};
+  auto nobody = IdentityFor(RunAs{.uid = 65534, .gid = 65534, .user = "old"}, options);
+  EXPECT_EQ(nobody.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(nobody.status().message().find("gpool admin user update old"), std::string::npos)
+      << nobody.status().message();
+  EXPECT_TRUE(IdentityFor(RunAs{}, options).ok()) << "no owner record (--insecure): the worker's --task-user";
+}
+
 TEST(TaskIsolationTest, OffChangesNothing) {
   testing::TempDir dir;
   LaunchRequest request;
