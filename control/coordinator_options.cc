@@ -44,6 +44,7 @@ GatewayOptions GatewayOptionsOf(const CoordinatorOptions& options, const std::st
   out.limits.max_frame_bytes = options.max_frame_bytes;
   out.max_spec_bytes = options.max_spec_bytes;
   out.spec_limits.max_grace_period_ms = options.max_grace_period_ms;
+  out.max_sessions_per_user = options.max_sessions_per_user;
   return out;
 }
 

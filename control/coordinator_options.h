@@ -63,6 +63,12 @@ struct CoordinatorOptions {
   size_t max_frame_bytes = 4 * 1024 * 1024;
   uint64_t max_spec_bytes = kDefaultMaxSpecBytes;  // encoded; larger specs are ResourceExhausted
   uint32_t max_grace_period_ms = SpecLimits{}.max_grace_period_ms;  // a job's grace_period_ms at most
+  // Watches (issue 48, finding 6; control/watch/watch_hub.h): per caller,
+  // in all, and the slots only admins may take.
+  size_t max_watches_per_user = 1000;
+  size_t max_watches = 100'000;
+  size_t watch_admin_reserve = 1000;
+  uint32_t max_sessions_per_user = 16;  // rGPU sessions open at once per user (admins exempt)
   AlertRules alerts;  // queue wait, quota, low utilisation (alert_driver.h)
   state::RetentionPolicy retention;               // finished jobs kept (control/state/retention.h)
   UsageOptions usage;                             // usage checkpoints and record retention (usage_driver.h)
