@@ -56,6 +56,14 @@ std::string FormatUser(const UserSpec& user) {
   return out.str();
 }
 
+// An entry's result column: its outcome where one was recorded (issue 48),
+// allowed or refused in older entries.
+std::string AuditResult(const AuditEntry& e) {
+  if (e.outcome == "failed") return "failed (" + e.code + ")";
+  if (!e.outcome.empty()) return e.outcome;
+  return e.allowed ? "allowed" : "refused";
+}
+
 int Print(Session& s, const UpdateUserReply& reply, const std::string& done) {
   if (s.json) {
     s.out << ToJson(reply) << "\n";
@@ -191,7 +199,7 @@ int RunAudit(Session& s, const Invocation& inv) {
   Table table({"SEQ", "WHEN", "USER", "REQUEST", "TARGET", "RESULT", "REASON"});
   for (const auto& e : reply->entries) {
     table.AddRow({std::to_string(e.seq), FormatAgo(e.time_ms, s.WallMs()), e.user, e.request, e.target.empty() ? "-" : e.target,
-                  e.allowed ? "allowed" : "refused", e.reason.empty() ? "-" : e.reason});
+                  AuditResult(e), e.reason.empty() ? "-" : e.reason});
   }
   s.out << table.Render();
   if (reply->first_kept_seq > request.after_seq + 1 && request.after_seq > 0) {

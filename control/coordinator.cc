@@ -114,7 +114,10 @@ void Coordinator::Wire() {
   GatewayOptions gateway_options = GatewayOptionsOf(options_, client_endpoint_);
   gateway_options.new_exec_pair = [this] { return exec_keys_.Take(); };
   gateway_ = std::make_unique<Gateway>(gateway_options, state_, connections_, *worker_relay_, *this, *tracker_);
-  watches_ = std::make_unique<WatchHub>(WatchHubOptions{}, state_, feed_, *this, *tracker_);
+  watches_ = std::make_unique<WatchHub>(WatchHubOptions{.max_total = options_.max_watches,
+                                                        .max_per_user = options_.max_watches_per_user,
+                                                        .admin_reserve = options_.watch_admin_reserve},
+                                        state_, feed_, *this, *tracker_);
   gateway_->set_watch_hub(watches_.get());
   watch_publisher_ = std::make_unique<WatchPublisher>(feed_, *watches_);
   // What follows the log beside the state, on every replica.

@@ -68,6 +68,7 @@ GatewayOptions GatewayOptionsOf(const CoordinatorOptions& options, const std::st
   out.spec_limits.max_grace_period_ms = options.max_grace_period_ms;
   out.uid_first = options.uid_first;
   out.uid_last = options.uid_last;
+  out.max_sessions_per_user = options.max_sessions_per_user;
   return out;
 }
 

@@ -66,6 +66,12 @@ struct CoordinatorOptions {
   // --uid-range (issue 48): where uids of users created without one come from.
   uint32_t uid_first = 200'000;
   uint32_t uid_last = 299'999;
+  // Watches (issue 48, finding 6; control/watch/watch_hub.h): per caller,
+  // in all, and the slots only admins may take.
+  size_t max_watches_per_user = 1000;
+  size_t max_watches = 100'000;
+  size_t watch_admin_reserve = 1000;
+  uint32_t max_sessions_per_user = 16;  // rGPU sessions open at once per user (admins exempt)
   AlertRules alerts;  // queue wait, quota, low utilisation (alert_driver.h)
   state::RetentionPolicy retention;               // finished jobs kept (control/state/retention.h)
   UsageOptions usage;                             // usage checkpoints and record retention (usage_driver.h)

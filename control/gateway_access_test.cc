@@ -240,6 +240,7 @@ TEST_F(GatewayAccessTest, RefusalsAreAuditedWithinABudgetAndTheAuditIsForAdmins)
   EXPECT_EQ(refused.user, "mem");
   EXPECT_EQ(refused.request, "CancelJob");
   EXPECT_FALSE(refused.allowed);
+  EXPECT_EQ(refused.outcome, "denied");
   EXPECT_NE(refused.reason.find("cancel-job"), std::string::npos) << refused.reason;
   // Reads refused are not audited; the entries are readable by admins only.
   SendAs(As("nobody", kKeyNobody), ListNodes{});
@@ -260,6 +261,50 @@ TEST_F(GatewayAccessTest, RefusalsAreAuditedWithinABudgetAndTheAuditIsForAdmins)
   now_ms_ += 1000;
   SendAs(As("mem", kKeyMember), CancelJob{far_job_});
   EXPECT_NE(state_.audit().back().reason.find("and 7 refusals"), std::string::npos) << state_.audit().back().reason;
+}
+
+// Issue 48, finding 6: per-user limits on long-lived resources. A member
+// may have max_sessions_per_user rGPU sessions open; one more is refused,
+// typed, naming the limit, and opens nothing; admins are not held to it;
+// a finished session makes room.
+TEST_F(GatewayAccessTest, AUserIsHeldToItsSessionLimitAndAdminsAreNot) {
+  GatewayOptions options{.replica_id = "c-1"};
+  options.max_sessions_per_user = 2;
+  Rebuild(options);
+  const auto session = [] {
+    JobSpec spec = OneGpuJob("session");
+    spec.queue = "ml-a";
+    spec.session.enabled = true;
+    spec.session.lease_ms = 30'000;
+    spec.tasks[0].command = {"gpool-rgpu-server"};
+    return spec;
+  };
+  std::vector<uint64_t> opened;
+  for (int i = 0; i < 2; ++i) {
+    SendAs(As("mem", kKeyMember), SubmitJob{session(), ""});
+    opened.push_back(LastAs<SubmitJobReply>().job_id);
+  }
+  const size_t jobs = state_.jobs().size();
+  SendAs(As("mem", kKeyMember), SubmitJob{session(), ""});
+  EXPECT_EQ(LastError(), "ResourceExhausted");
+  EXPECT_NE(ErrorOf(Last()).find("mem has 2 sessions open, the most one user may (--max-sessions-per-user 2)"),
+            std::string::npos)
+      << ErrorOf(Last());
+  EXPECT_EQ(state_.jobs().size(), jobs) << "a refusal opens nothing";
+  // Ordinary jobs are not sessions: not counted.
+  JobSpec plain = OneGpuJob();
+  plain.queue = "ml-a";
+  SendAs(As("mem", kKeyMember), SubmitJob{plain, ""});
+  EXPECT_EQ(Last().type(), MessageType::kSubmitJobReply);
+  // Admins are not held to it.
+  for (int i = 0; i < 3; ++i) {
+    SendAs(As("root-admin", kKeyAdmin), SubmitJob{session(), ""});
+    EXPECT_EQ(Last().type(), MessageType::kSubmitJobReply) << i;
+  }
+  // A closed session gives its room back.
+  SendAs(As("mem", kKeyMember), CancelJob{opened[0], 0});
+  SendAs(As("mem", kKeyMember), SubmitJob{session(), ""});
+  EXPECT_EQ(Last().type(), MessageType::kSubmitJobReply) << ErrorOf(Last());
 }
 
 TEST_F(GatewayAccessTest, AnInvalidAllowedRequestLeavesNoAuditEntry) {

@@ -25,11 +25,35 @@ TEST_F(GatewayTest, SubmitAnswersOnlyAfterCommitWithTheJobId) {
   EXPECT_EQ(reply.job_id, 1u);
   EXPECT_FALSE(reply.duplicate);
   ASSERT_NE(state_.FindJob(JobId(1)), nullptr);
-  // The audit entry is committed first: nothing is applied unrecorded.
-  EXPECT_EQ(proposer_.proposed(), (std::vector<std::string>{"Audit", "SubmitJob"}));
-  ASSERT_EQ(state_.audit().size(), 1u);
+  // The audit entry is committed first: nothing is applied unrecorded. Its
+  // outcome follows (issue 48, finding 9).
+  EXPECT_EQ(proposer_.proposed(), (std::vector<std::string>{"Audit", "SubmitJob", "Audit"}));
+  ASSERT_EQ(state_.audit().size(), 2u);
+  EXPECT_EQ(state_.audit().front().request, "SubmitJob");
+  EXPECT_TRUE(state_.audit().front().allowed);
+  EXPECT_EQ(state_.audit().front().outcome, "requested");
   EXPECT_EQ(state_.audit().back().request, "SubmitJob");
-  EXPECT_TRUE(state_.audit().back().allowed);
+  EXPECT_EQ(state_.audit().back().outcome, "succeeded");
+  EXPECT_TRUE(state_.audit().back().code.empty());
+}
+
+TEST_F(GatewayTest, TheAuditRecordsAFailedMutationWithItsCode) {
+  QueueSpec spec;
+  spec.name = "ml";
+  spec.parent = "root";
+  Send(UpdateQueue{QueueOp::kCreate, spec});
+  ASSERT_EQ(Last().type(), MessageType::kUpdateQueueReply);
+  const size_t before = state_.audit().size();
+  Send(UpdateQueue{QueueOp::kCreate, spec});  // exists: a failure the state machine reports
+  ASSERT_EQ(LastError(), "AlreadyExists");
+  ASSERT_EQ(state_.audit().size(), before + 2);
+  EXPECT_EQ(state_.audit()[before].outcome, "requested");
+  const AuditEntry& failed = state_.audit().back();
+  EXPECT_EQ(failed.request, "UpdateQueue");
+  EXPECT_TRUE(failed.allowed);
+  EXPECT_EQ(failed.outcome, "failed");
+  EXPECT_EQ(failed.code, "AlreadyExists");
+  EXPECT_NE(failed.reason.find("already exists"), std::string::npos) << failed.reason;
 }
 
 TEST_F(GatewayTest, ARetriedSubmitWithTheSameKeyIsTheSameJob) {
@@ -366,8 +390,17 @@ TEST_F(GatewayTest, ReplicaChangesAreValidatedAndASingleReplicaRefusesThem) {
   EXPECT_EQ(LastError(), "InvalidArgument");
   Send(ChangeReplicas{.op = ReplicaOp::kAdd, .replica_id = 2, .peer_address = "h:7402"});
   EXPECT_EQ(LastError(), "InvalidArgument");
+  const size_t before = state_.audit().size();
   Send(ChangeReplicas{.op = ReplicaOp::kAdd, .replica_id = 2, .peer_address = "tcp://h:7402"});
   EXPECT_EQ(LastError(), "FailedPrecondition");
+  // Allowed, then failed: the audit says so (it used to say only "allowed").
+  ASSERT_EQ(state_.audit().size(), before + 2);
+  EXPECT_EQ(state_.audit()[before].outcome, "requested");
+  const AuditEntry& outcome = state_.audit().back();
+  EXPECT_EQ(outcome.request, "ChangeReplicas");
+  EXPECT_EQ(outcome.outcome, "failed");
+  EXPECT_EQ(outcome.code, "FailedPrecondition");
+  EXPECT_NE(outcome.reason.find("single replica"), std::string::npos) << outcome.reason;
 }
 
 }  // namespace

@@ -172,6 +172,17 @@ int main(int argc, char** argv) {
      cxxopts::value<size_t>()->default_value(std::to_string(defaults.max_frame_bytes)))
     ("max-spec-bytes", "Largest accepted job spec in bytes (msgpack-encoded); larger ones are ResourceExhausted",
      cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.max_spec_bytes)))
+    ("max-watches-per-user", "Watches one caller (user or job key) may hold over all its connections; more are "
+     "ResourceExhausted. Admins are not held to it",
+     cxxopts::value<size_t>()->default_value(std::to_string(defaults.max_watches_per_user)))
+    ("max-sessions-per-user", "rGPU sessions one user may have open at once; one more is ResourceExhausted at "
+     "submit. Admins are not held to it",
+     cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.max_sessions_per_user)))
+    ("max-watches", "Watches the coordinator holds in all",
+     cxxopts::value<size_t>()->default_value(std::to_string(defaults.max_watches)))
+    ("watch-admin-reserve", "Of --max-watches, the slots only admins may take, so other users can never leave "
+     "admins without watches",
+     cxxopts::value<size_t>()->default_value(std::to_string(defaults.watch_admin_reserve)))
     ("max-grace-period-ms", "Longest grace_period a job may ask for (SIGTERM to SIGKILL when its tasks are "
      "stopped); longer ones are refused at submit",
      cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.max_grace_period_ms)))
@@ -326,6 +337,16 @@ int main(int argc, char** argv) {
     auto uid_range = gpool::control::ParseUidRange(args["uid-range"].as<std::string>());
     if (!uid_range.ok()) throw cxxopts::exceptions::exception(uid_range.status().message());
     std::tie(options.uid_first, options.uid_last) = *uid_range;
+    options.max_watches_per_user = args["max-watches-per-user"].as<size_t>();
+    options.max_watches = args["max-watches"].as<size_t>();
+    options.max_sessions_per_user = args["max-sessions-per-user"].as<uint32_t>();
+    options.watch_admin_reserve = args["watch-admin-reserve"].as<size_t>();
+    if (options.max_watches_per_user == 0 || options.watch_admin_reserve >= options.max_watches ||
+        options.max_sessions_per_user == 0) {
+      throw cxxopts::exceptions::exception(
+          "--max-watches-per-user and --max-sessions-per-user must be positive and --watch-admin-reserve below "
+          "--max-watches");
+    }
     options.retention.keep_ms = args["retain-finished-ms"].as<int64_t>();
     options.retention.keep_jobs = args["retain-finished-jobs"].as<uint64_t>();
     options.retention.check_every_ms = args["retention-check-ms"].as<int64_t>();

@@ -93,6 +93,9 @@ void ProposalTracker::ChangeMembership(const ChangeReplicas& request, Membership
   if (options_.disk != nullptr) {
     if (Status refused = options_.disk->CheckWrite(); !refused.ok()) return done(refused);
   }
+  if (request.op == ReplicaOp::kAdd) {
+    if (Status member = log_.CheckNotMember(request.replica_id); !member.ok()) return done(member);
+  }
   if (request.op == ReplicaOp::kAdd && (options_.replica_keys_required || !request.public_key.empty()) &&
       !security::IsZ85Key(request.public_key)) {
     return done(Status::InvalidArgument(

@@ -17,6 +17,7 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t kJobIdsSkipped = 1'000'000;
 constexpr uint64_t kJobIdsPerMs = 100;
+constexpr int64_t kMaxClockSkewMs = 24 * 3600 * 1000;
 
 // The store a coordinator opens at DIR/db, written as it would be after a
 // snapshot at `index`: the image, no entries, the hard state.
@@ -49,6 +50,13 @@ Result<RestoreReport> RestoreDataDir(const RestoreOptions& options) {
   if (state.applied_index() != file.header.index) {
     return Status::Malformed(options.snapshot_file + ": the header names index " + std::to_string(file.header.index) +
                              " but the state is at " + std::to_string(state.applied_index()));
+  }
+  // The header's numbers were range-checked when read; the clock too: a
+  // save from the far future (a forged taken_ms) is refused, not clamped.
+  if (file.header.taken_ms > options.now_ms + kMaxClockSkewMs) {
+    return Status::InvalidArgument(options.snapshot_file + ": taken_ms " + std::to_string(file.header.taken_ms) +
+                                   " is more than a day after now (" + std::to_string(options.now_ms) +
+                                   "): damaged or forged, or this clock is wrong; nothing was restored");
   }
   // Job ids the old cluster may have handed out since: at most a hundred a
   // millisecond (past what a leader commits), and a million to be sure.

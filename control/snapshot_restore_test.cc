@@ -4,6 +4,7 @@
 #include "control/snapshot_restore.h"
 
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
@@ -37,16 +38,16 @@ class SnapshotRestoreTest : public ::testing::Test {
   }
 
   // The file `gpool admin snapshot save` would write of state_ (term 5).
-  std::string SaveFile(uint64_t header_index = 0) {
+  std::string SaveFile(uint64_t header_index = 0, uint64_t term = 5) {
     const std::string image = state_.Snapshot();
     SnapshotFileHeader header;
     header.index = header_index != 0 ? header_index : state_.applied_index();
-    header.term = 5;
+    header.term = term;
     header.taken_ms = kTakenMs;
     header.state_bytes = image.size();
     header.sha256 = Sha256::Of(image);
     const std::string path = dir_.Sub("backup.gpoolsnap");
-    std::ofstream(path, std::ios::binary) << EncodeSnapshotFilePrefix(header) << image;
+    std::ofstream(path, std::ios::binary) << EncodeSnapshotFile(header, image);
     return path;
   }
   RestoreOptions Options(std::vector<uint64_t> voters = {}) {
@@ -138,10 +139,49 @@ TEST_F(SnapshotRestoreTest, BadInputIsRefusedAndWritesNothing) {
   // An image that is not a state, with a header that matches it.
   const std::string junk = "not a cluster state";
   SnapshotFileHeader header{5, 5, kTakenMs, junk.size(), Sha256::Of(junk), ""};
-  std::ofstream(dir_.Sub("junk"), std::ios::binary) << EncodeSnapshotFilePrefix(header) << junk;
+  std::ofstream(dir_.Sub("junk"), std::ios::binary) << EncodeSnapshotFile(header, junk);
   RestoreOptions not_state = Options();
   not_state.snapshot_file = dir_.Sub("junk");
   EXPECT_FALSE(RestoreDataDir(not_state).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("data")));
+
+  // Issue 48, finding 7: a header term of 2^64-1 restored a cluster that
+  // refused every write, 2^62+1 one that never elected; both said
+  // "restored". Refused now, typed, with nothing written, whether the
+  // forger recomputed the file digest or not.
+  for (uint64_t term : {UINT64_MAX, (uint64_t{1} << 62) + 1}) {
+    RestoreOptions forged = Options({1, 2, 3});
+    forged.snapshot_file = SaveFile(0, term);
+    auto result = RestoreDataDir(forged);
+    EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument) << term << ": " << result.status().ToString();
+    EXPECT_NE(result.status().message().find("term " + std::to_string(term) + " is outside"), std::string::npos)
+        << result.status().ToString();
+    EXPECT_FALSE(std::filesystem::exists(dir_.Sub("data")));
+  }
+  {
+    // The same edit in place, the digest left as it was: any byte flipped.
+    const std::string path = SaveFile();
+    std::string bytes;
+    {
+      std::ifstream in(path, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    for (size_t i : {size_t{12}, size_t{20}, bytes.size() / 2, bytes.size() - 1}) {
+      std::string bad = bytes;
+      bad[i] = static_cast<char>(bad[i] ^ 0x20);
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << bad;
+      RestoreOptions flipped{path, dir_.Sub("data"), {}, kTakenMs + 1000};
+      auto result = RestoreDataDir(flipped);
+      EXPECT_FALSE(result.ok()) << "byte " << i;
+      EXPECT_TRUE(result.status().code() == StatusCode::kMalformed ||
+                  result.status().code() == StatusCode::kInvalidArgument)
+          << result.status().ToString();
+      EXPECT_FALSE(std::filesystem::exists(dir_.Sub("data")));
+    }
+  }
+  RestoreOptions future = Options();
+  future.now_ms = kTakenMs - 2LL * 24 * 3600 * 1000;
+  EXPECT_EQ(RestoreDataDir(future).status().code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(std::filesystem::exists(dir_.Sub("data")));
 
   RestoreOptions missing = Options();

@@ -1,5 +1,6 @@
 #include "protocol/snapshot_file.h"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -18,9 +19,11 @@ constexpr uint32_t kMaxHeaderBytes = 64 * 1024;
 
 // Reads the image `header` announces in chunks, handing each to `consume`;
 // Malformed when the file ends early, has bytes after it, or the digest differs.
-Status ReadImage(std::istream& in, const SnapshotFileHeader& header, const std::string& path,
-                 const std::function<void(std::string_view)>& consume) {
+Status ReadImage(std::istream& in, const SnapshotFileHeader& header, const std::string& prefix,
+                 const std::string& path, const std::function<void(std::string_view)>& consume) {
   Sha256 hash;
+  Sha256 file_hash;  // format 2: prefix, image
+  file_hash.Update(prefix);
   std::string chunk(1 << 20, '\0');
   uint64_t left = header.state_bytes;
   while (left > 0) {
@@ -33,8 +36,21 @@ Status ReadImage(std::istream& in, const SnapshotFileHeader& header, const std::
                                std::to_string(header.state_bytes - left + got));
     }
     hash.Update(std::string_view(chunk.data(), got));
+    file_hash.Update(std::string_view(chunk.data(), got));
     consume(std::string_view(chunk.data(), got));
     left -= got;
+  }
+  if (header.version >= 2) {
+    std::string digest(kSnapshotFileDigestChars, '\0');
+    in.read(digest.data(), static_cast<std::streamsize>(digest.size()));
+    if (static_cast<size_t>(in.gcount()) != digest.size()) {
+      return Status::Malformed(path + ": truncated: the file digest after the state is missing");
+    }
+    const std::string expected = file_hash.HexDigest();
+    if (digest != expected) {
+      return Status::Malformed(path + ": damaged or edited: the file's sha256 (header and state) is " + expected +
+                               ", the file records " + digest + "; nothing was restored");
+    }
   }
   if (in.peek() != std::char_traits<char>::eof()) {
     return Status::Malformed(path + ": bytes after the state's end (not one snapshot file, or damaged)");
@@ -57,7 +73,43 @@ Result<std::ifstream> OpenForReading(const std::string& path) {
   return in;
 }
 
+bool IsLowerHex(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+Status Beyond(const char* field, uint64_t value, uint64_t low, uint64_t high) {
+  return Status::InvalidArgument("snapshot file header: " + std::string(field) + " " + std::to_string(value) +
+                                 " is outside " + std::to_string(low) + ".." + std::to_string(high) +
+                                 " (damaged or forged); nothing was restored");
+}
+
 }  // namespace
+
+Status ValidateSnapshotFileHeader(const SnapshotFileHeader& h) {
+  if (h.index < 1 || h.index > kMaxSnapshotIndex) return Beyond("index", h.index, 1, kMaxSnapshotIndex);
+  if (h.term < 1 || h.term > kMaxSnapshotTerm) return Beyond("term", h.term, 1, kMaxSnapshotTerm);
+  if (h.taken_ms <= 0) {
+    return Status::InvalidArgument("snapshot file header: taken_ms " + std::to_string(h.taken_ms) +
+                                   " is not a time after 1970 (damaged or forged); nothing was restored");
+  }
+  if (h.state_bytes < 1 || h.state_bytes > kMaxSnapshotStateBytes) {
+    return Beyond("state_bytes", h.state_bytes, 1, kMaxSnapshotStateBytes);
+  }
+  if (h.sha256.size() != 64 || !IsLowerHex(h.sha256)) {
+    return Status::InvalidArgument("snapshot file header: sha256 is not 64 lowercase hex digits");
+  }
+  if (h.source.size() > kMaxSnapshotSourceBytes) {
+    return Beyond("source length", h.source.size(), 0, kMaxSnapshotSourceBytes);
+  }
+  return Status::Ok();
+}
+
+std::string EncodeSnapshotFile(const SnapshotFileHeader& header, std::string_view image) {
+  std::string out = EncodeSnapshotFilePrefix(header);
+  out += image;
+  out += Sha256::Of(out);
+  return out;
+}
 
 std::string EncodeSnapshotFilePrefix(const SnapshotFileHeader& header) {
   const std::string body = wire::PackToString(header);
@@ -68,12 +120,18 @@ std::string EncodeSnapshotFilePrefix(const SnapshotFileHeader& header) {
   return out;
 }
 
-Result<SnapshotFileHeader> ReadSnapshotFileHeader(std::istream& in) {
+Result<SnapshotFileHeader> ReadSnapshotFileHeader(std::istream& in, std::string* raw) {
   std::string magic(kSnapshotFileMagic.size(), '\0');
   in.read(magic.data(), static_cast<std::streamsize>(magic.size()));
-  if (static_cast<size_t>(in.gcount()) != magic.size() || magic != kSnapshotFileMagic) {
-    return Status::Malformed("not a gpool snapshot file (it does not start with GPOOLSNAP1)");
+  if (static_cast<size_t>(in.gcount()) != magic.size() ||
+      (magic != kSnapshotFileMagic && magic != kSnapshotFileMagicV1)) {
+    if (static_cast<size_t>(in.gcount()) == magic.size() && magic.starts_with("GPOOLSNAP")) {
+      return Status::Malformed("snapshot file of an unknown format (" + magic.substr(0, magic.size() - 1) +
+                               "; this gpool reads GPOOLSNAP1 and GPOOLSNAP2): written by a newer gpool?");
+    }
+    return Status::Malformed("not a gpool snapshot file (it does not start with GPOOLSNAP2 or GPOOLSNAP1)");
   }
+  const uint32_t version = magic == kSnapshotFileMagic ? 2 : 1;
   std::array<unsigned char, 4> length_bytes{};
   in.read(reinterpret_cast<char*>(length_bytes.data()), 4);
   if (in.gcount() != 4) return Status::Malformed("snapshot file truncated in its header");
@@ -88,13 +146,20 @@ Result<SnapshotFileHeader> ReadSnapshotFileHeader(std::istream& in) {
   if (static_cast<uint32_t>(in.gcount()) != length) return Status::Malformed("snapshot file truncated in its header");
   auto header = wire::UnpackFromString<SnapshotFileHeader>(body);
   if (!header.ok()) return header.status().WithContext("snapshot file header");
-  if (header->sha256.size() != 64) return Status::Malformed("snapshot file header: sha256 is not 64 hex digits");
+  header->version = version;
+  GPOOL_RETURN_IF_ERROR(ValidateSnapshotFileHeader(*header));
+  if (raw != nullptr) {
+    *raw = magic;
+    for (unsigned char byte : length_bytes) raw->push_back(static_cast<char>(byte));
+    *raw += body;
+  }
   return header;
 }
 
 Result<SnapshotFile> ReadSnapshotFile(const std::string& path) {
   GPOOL_ASSIGN_OR_RETURN(std::ifstream in, OpenForReading(path));
-  auto header = ReadSnapshotFileHeader(in);
+  std::string prefix;
+  auto header = ReadSnapshotFileHeader(in, &prefix);
   if (!header.ok()) return header.status().WithContext(path);
   SnapshotFile file;
   file.header = *header;
@@ -106,15 +171,16 @@ Result<SnapshotFile> ReadSnapshotFile(const std::string& path) {
   in.seekg(image_start);
   file.state.reserve(static_cast<size_t>(std::min<uint64_t>(file.header.state_bytes, end)));
   GPOOL_RETURN_IF_ERROR(
-      ReadImage(in, file.header, path, [&](std::string_view chunk) { file.state.append(chunk); }));
+      ReadImage(in, file.header, prefix, path, [&](std::string_view chunk) { file.state.append(chunk); }));
   return file;
 }
 
 Result<SnapshotFileHeader> VerifySnapshotFile(const std::string& path) {
   GPOOL_ASSIGN_OR_RETURN(std::ifstream in, OpenForReading(path));
-  auto header = ReadSnapshotFileHeader(in);
+  std::string prefix;
+  auto header = ReadSnapshotFileHeader(in, &prefix);
   if (!header.ok()) return header.status().WithContext(path);
-  GPOOL_RETURN_IF_ERROR(ReadImage(in, *header, path, [](std::string_view) {}));
+  GPOOL_RETURN_IF_ERROR(ReadImage(in, *header, prefix, path, [](std::string_view) {}));
   return header;
 }
 

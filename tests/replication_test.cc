@@ -523,6 +523,15 @@ TEST_F(ReplicatedCoordinatorTest, ReplicasAreAddedAndRemovedWithTheAdminCommands
                                       "--replica-key", cluster_.PublicKeyFile("replica-4")});
   EXPECT_NE(again.exit_code, 0);
   EXPECT_NE(again.err.find("already a voter"), std::string::npos) << again.err;
+  // docs/protocol.md 7.8: adding a member is AlreadyExists whatever else is
+  // wrong with the request; the peer probe (Unavailable) and the key check
+  // (InvalidArgument) used to answer first.
+  for (const std::string& peer : {std::string("tcp://127.0.0.1:1"), cluster_.peer_endpoint(0)}) {
+    auto dup = client_->ChangeReplicas(gpool::ChangeReplicas{.op = ReplicaOp::kAdd, .replica_id = 2,
+                                                             .peer_address = peer});
+    ASSERT_FALSE(dup.ok());
+    EXPECT_EQ(dup.status().code(), StatusCode::kAlreadyExists) << dup.status().ToString();
+  }
 
   // Four voters need three. With one original follower down, a commit
   // needs the new replica's acknowledgement.

@@ -5,6 +5,8 @@
 // since is stopped), leads at a higher term, and its workers take its commands.
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <utility>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include "client/client.h"
 #include "protocol/messages_admin.h"
 #include "protocol/messages_client.h"
+#include "protocol/snapshot_file.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
 
@@ -125,6 +128,45 @@ TEST(SnapshotTest, ALiveClustersStateRoundTripsThroughSaveAndRestore) {
       cluster.Cli({"admin", "snapshot", "restore", file, "--data-dir", cluster.ReplicaDataDir(0), "--peers", peers});
   EXPECT_EQ(refused.exit_code, 3) << refused.out << refused.err;
   EXPECT_NE(refused.err.find("is not empty"), std::string::npos) << refused.err;
+
+  // Issue 48, finding 7: a tampered file is refused, typed, and writes
+  // nothing: a header term a forger set to 2^64-1 and re-digested, and the
+  // same edit in place (the digest left as it was).
+  {
+    auto original = ReadSnapshotFile(file);
+    ASSERT_TRUE(original.ok()) << original.status().ToString();
+    ASSERT_EQ(original->header.version, 2u) << "save writes format 2";
+    SnapshotFileHeader forged = original->header;
+    forged.term = UINT64_MAX;
+    const std::string redigested = cluster.dir() + "/forged.gpoolsnap";
+    std::ofstream(redigested, std::ios::binary) << EncodeSnapshotFile(forged, original->state);
+    const std::string in_place = cluster.dir() + "/edited.gpoolsnap";
+    std::ofstream(in_place, std::ios::binary)
+        << EncodeSnapshotFilePrefix(forged) << original->state
+        << EncodeSnapshotFile(original->header, original->state).substr(
+               EncodeSnapshotFilePrefix(original->header).size() + original->state.size());
+    const std::string target = cluster.dir() + "/tampered-data";
+    for (const auto& [path, says] : {std::pair{redigested, std::string("term 18446744073709551615 is outside")},
+                                     std::pair{in_place, std::string("term 18446744073709551615 is outside")}}) {
+      const CommandResult tampered =
+          cluster.Cli({"admin", "snapshot", "restore", path, "--data-dir", target, "--peers", peers});
+      EXPECT_NE(tampered.exit_code, 0) << tampered.out;
+      EXPECT_NE(tampered.err.find(says), std::string::npos) << tampered.err;
+      EXPECT_EQ(tampered.out.find("restored"), std::string::npos) << tampered.out;
+      EXPECT_FALSE(std::filesystem::exists(target)) << path;
+    }
+    // Within range but edited: the digest catches it.
+    forged.term = original->header.term + 1;
+    std::ofstream(in_place, std::ios::binary | std::ios::trunc)
+        << EncodeSnapshotFilePrefix(forged) << original->state
+        << EncodeSnapshotFile(original->header, original->state).substr(
+               EncodeSnapshotFilePrefix(original->header).size() + original->state.size());
+    const CommandResult edited =
+        cluster.Cli({"admin", "snapshot", "restore", in_place, "--data-dir", target, "--peers", peers});
+    EXPECT_NE(edited.exit_code, 0) << edited.out;
+    EXPECT_NE(edited.err.find("damaged or edited"), std::string::npos) << edited.err;
+    EXPECT_FALSE(std::filesystem::exists(target));
+  }
 
   // The disaster: every replica and its data gone; the workers keep running.
   cluster.KillCoordinator();

@@ -3,6 +3,8 @@
 // the job once, in order; `gpool wait` follows a job by push and shows its
 // progress; `gpool events --follow` prints an event as it is committed.
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include "protocol/messages_client.h"
 #include "protocol/messages_watch.h"
 #include "tests/local_cluster.h"
+#include "protocol/security/keys.h"
 #include "tests/ready_cluster.h"
 
 namespace gpool::testing {
@@ -109,6 +112,94 @@ TEST(WatchTest, TheCliWaitsAndFollowsByPush) {
   ASSERT_EQ(cluster.Cli({"node", "uncordon", cluster.NodeName(0)}).exit_code, 0);
   EXPECT_TRUE(WaitFor([&] { return follower.Log().find("node-uncordoned") != std::string::npos; }, 20s))
       << follower.Log();
+}
+
+// The coordinator's resident memory in KiB (VmRSS), 0 when unreadable.
+uint64_t RssKiB(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
+  }
+  return 0;
+}
+
+// Issue 48, finding 6: one member opened every watch slot and every other
+// user's `gpool wait` failed. Now a user is held to its own limit over all
+// its connections (typed ResourceExhausted naming the limit), another user's
+// `gpool wait` works, and the coordinator's memory does not grow with the
+// refused attempts.
+TEST(WatchTest, OneUserCannotTakeEveryoneElsesWatches) {
+  constexpr int kLimit = 50;
+  LocalClusterOptions options;
+  options.workers = 1;
+  LocalCluster cluster(options);
+  std::vector<std::string> flags = options.coordinator_flags;
+  for (const char* flag : {"--max-watches-per-user", "50"}) flags.push_back(flag);
+  cluster.SetCoordinatorFlags(flags);
+  std::unique_ptr<Client> admin;
+  ASSERT_NO_FATAL_FAILURE(StartReadyCluster(cluster, admin));
+  for (const std::string user : {"mallory", "bob"}) {
+    CommandResult created = cluster.Cli({"admin", "user", "create", user, "--key", cluster.PublicKeyFile(user)});
+    ASSERT_EQ(created.exit_code, 0) << created.err;
+    CommandResult granted = cluster.Cli({"admin", "role", "grant", user, "member", "--queue", "root"});
+    ASSERT_EQ(granted.exit_code, 0) << granted.err;
+  }
+  const auto connect_as = [&](const std::string& user) {
+    ClientOptions client_options;
+    client_options.endpoints = cluster.client_endpoint();
+    cluster.SecureClient(client_options);
+    client_options.curve_keys = security::ReadSecretKeyFile(cluster.SecretKeyFile(user)).value();
+    client_options.timeout_ms = 3000;
+    return std::move(Client::Connect(client_options).value());
+  };
+  std::vector<std::unique_ptr<Client>> mallory;
+  for (int i = 0; i < 3; ++i) mallory.push_back(connect_as("mallory"));
+  auto job = mallory[0]->Submit(ShellJob("mallorys", 1, "sleep 600"), "");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  const std::string key = std::to_string(job->job_id);
+
+  // Her limit is over all her connections.
+  int opened = 0;
+  Status refused;
+  for (int i = 0; i < 3 * kLimit && refused.ok(); ++i) {
+    auto watch = mallory[i % 3]->Watch(gpool::Watch{"job", key, 0});
+    if (watch.ok()) {
+      ++opened;
+    } else {
+      refused = watch.status();
+    }
+  }
+  EXPECT_EQ(opened, kLimit);
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted) << refused.ToString();
+  EXPECT_NE(refused.message().find("mallory holds 50 watches, the most one user may (--max-watches-per-user 50)"),
+            std::string::npos)
+      << refused.ToString();
+  // Hammering on: refused every time, and the coordinator does not grow
+  // (3000 more watches would hold about 3.5 MB: 116 MB per 100,000 in the
+  // finding; each connection alone would still take up to 1000).
+  const pid_t coordinator = cluster.coordinator(0)->pid();
+  const uint64_t before = RssKiB(coordinator);
+  for (int i = 0; i < 3000; ++i) {
+    auto watch = mallory[i % 3]->Watch(gpool::Watch{"events", "", 0});
+    ASSERT_FALSE(watch.ok());
+    ASSERT_EQ(watch.status().code(), StatusCode::kResourceExhausted) << watch.status().ToString();
+  }
+  const uint64_t after = RssKiB(coordinator);
+  std::printf("coordinator RSS before=%llu KiB after=%llu KiB\n", static_cast<unsigned long long>(before),
+              static_cast<unsigned long long>(after));
+  EXPECT_LT(after, before + 4 * 1024) << "coordinator RSS grew from " << before << " KiB to " << after << " KiB";
+
+  // Bob's `gpool wait` still follows his job by push.
+  auto bob = connect_as("bob");
+  auto bobs = bob->Submit(ShellJob("bobs", 1, "sleep 1"), "");
+  ASSERT_TRUE(bobs.ok()) << bobs.status().ToString();
+  const CommandResult waited = RunCommand({GPOOL_CLI_BIN, "--coordinator", cluster.client_endpoint(), "--key-file",
+                                           cluster.SecretKeyFile("bob"), "--coordinator-key",
+                                           cluster.CoordinatorKeyFiles(), "wait", std::to_string(bobs->job_id),
+                                           "--timeout", "60"});
+  EXPECT_EQ(waited.exit_code, 0) << waited.err;
+  EXPECT_EQ(waited.out, "job " + std::to_string(bobs->job_id) + " Succeeded\n") << waited.err;
 }
 
 }  // namespace

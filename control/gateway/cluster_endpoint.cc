@@ -47,8 +47,10 @@ void ClusterEndpoint::OnChangeReplicas(const Request& request, const ChangeRepli
   if (!valid.ok()) return ctx_.Fail(request, valid);
   spdlog::info("replica change requested op={} replica={} peer={} client={}", NameOf(msg.op), msg.replica_id,
                msg.peer_address, msg.client_address);
-  ctx_.ProposeApprovedAudit();
-  ctx_.proposer().ChangeMembership(msg, [this, request, msg](Result<ChangeReplicasReply> result) {
+  std::optional<AuditEntry> requested = ctx_.ProposeApprovedAudit();
+  ctx_.proposer().ChangeMembership(msg, [this, request, msg, requested](Result<ChangeReplicasReply> result) {
+    // The audit records what became of it, not only that it was allowed.
+    ctx_.AuditOutcome(requested, result.status());
     if (!result.ok()) {
       spdlog::info("replica change refused op={} replica={} error=\"{}\"", NameOf(msg.op), msg.replica_id,
                    result.status().ToString());

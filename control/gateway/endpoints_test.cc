@@ -61,8 +61,9 @@ TEST_F(EndpointTest, QueuesCreatesAQueueAuditedFirstAndRefusesAnAnonymousCaller)
   spec.parent = "root";
   Handle(queues, UpdateQueue{QueueOp::kCreate, spec}, Admin());
   EXPECT_EQ(LastAs<UpdateQueueReply>().queue.spec.name, "ml");
-  ASSERT_EQ(proposer_.proposed().size(), 2u);
-  EXPECT_EQ(proposer_.proposed()[0], "Audit");  // recorded before it is applied
+  // Recorded before it is applied, and its outcome after (issue 48).
+  EXPECT_EQ(proposer_.proposed(), (std::vector<std::string>{"Audit", "UpdateQueue", "Audit"}));
+  EXPECT_EQ(state_.audit().back().outcome, "succeeded");
   EXPECT_NE(state_.FindQueue("ml"), nullptr);
 
   spec.name = "web";

@@ -64,6 +64,23 @@ void JobsEndpoint::Handle(const Request& request, const Envelope& envelope, int6
   }
 }
 
+Status JobsEndpoint::CheckSessionRoom(const Actor& actor, const JobSpec& spec) const {
+  if (!spec.session.enabled) return Status::Ok();
+  if (Authorize(actor, Permission::kManageUsers, {}, ctx_.state()).allowed) return Status::Ok();
+  const uint32_t limit = ctx_.options().max_sessions_per_user;
+  uint32_t open = 0;
+  // A walk over the jobs at a session's submit only (rare, and refused
+  // ones cost no more than accepted ones).
+  for (const auto& [id, job] : ctx_.state().jobs()) {
+    if (job.spec.session.enabled && job.spec.user == spec.user && !IsTerminal(job.state)) ++open;
+  }
+  if (open < limit) return Status::Ok();
+  spdlog::info("session refused user={} open={} limit={}", spec.user, open, limit);
+  return Status::ResourceExhausted(spec.user + " has " + std::to_string(open) +
+                                   " sessions open, the most one user may (--max-sessions-per-user " +
+                                   std::to_string(limit) + "); close one first");
+}
+
 void JobsEndpoint::OnSubmit(const Request& request, SubmitJob msg) {
   const std::string& peer = request.peer;
   const uint64_t request_id = request.id;
@@ -85,6 +102,7 @@ void JobsEndpoint::OnSubmit(const Request& request, SubmitJob msg) {
                                   "user " + owner->name + " has no uid to run tasks as (created before uids were "
                                   "allocated); an admin gives it one: gpool admin user update " + owner->name));
   }
+  if (Status room = CheckSessionRoom(request.actor, msg.spec); !room.ok()) return ctx_.Fail(request, room);
   // Checked at the edge against the nodes as they are now (apply does not:
   // a log replays the same whatever the nodes were).
   if (Status resolved = ctx_.state().ResolveSubmitPool(msg.spec); !resolved.ok()) return ctx_.Fail(request, resolved);

@@ -26,6 +26,9 @@ class JobsEndpoint final : public Endpoint {
 
  private:
   void OnSubmit(const Request& request, SubmitJob msg);
+  // ResourceExhausted when a session would take its user past
+  // GatewayOptions::max_sessions_per_user (admins are not held to it).
+  Status CheckSessionRoom(const Actor& actor, const JobSpec& spec) const;
   void OnCancel(const Request& request, const CancelJob& msg);
   void OnGetJob(const Request& request, uint64_t job_id);
   void OnExplain(const Request& request, uint64_t job_id);

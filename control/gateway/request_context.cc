@@ -178,7 +178,9 @@ void RequestContext::AuditRequest(const Request& request, std::string what, bool
       refusals_unrecorded_ = 0;
     }
   }
-  ProposeAudit(AuditEntryOf(request, std::move(what), allowed, std::move(reason)));
+  AuditEntry entry = AuditEntryOf(request, std::move(what), allowed, std::move(reason));
+  if (!allowed) entry.outcome = "denied";
+  ProposeAudit(std::move(entry));
 }
 
 AuditEntry RequestContext::AuditEntryOf(const Request& request, std::string what, bool allowed, std::string reason) {
@@ -197,16 +199,35 @@ void RequestContext::ProposeAudit(AuditEntry entry) {
   });
 }
 
-void RequestContext::ProposeApprovedAudit() {
-  if (!approved_) return;
-  ProposeAudit(std::move(*approved_));
+std::optional<AuditEntry> RequestContext::ProposeApprovedAudit() {
+  if (!approved_) return std::nullopt;
+  std::optional<AuditEntry> entry = std::move(approved_);
   approved_.reset();
+  entry->outcome = "requested";
+  ProposeAudit(*entry);
+  return entry;
+}
+
+void RequestContext::AuditOutcome(std::optional<AuditEntry> requested, const Status& status) {
+  if (!requested) return;
+  AuditEntry entry = std::move(*requested);
+  entry.outcome = status.ok() ? "succeeded" : "failed";
+  entry.code = status.ok() ? "" : std::string(StatusCodeName(status.code()));
+  entry.reason = status.ok() ? "" : status.message();
+  // A failure because leadership moved is not applied anywhere, and this
+  // leader cannot commit the entry either; the proposal fails quietly then.
+  ProposeAudit(std::move(entry));
 }
 
 void RequestContext::ProposeAudited(state::CommandBody body, ApplyCallback done) {
-  // The audit entry goes first: a request is never applied unrecorded.
-  ProposeApprovedAudit();
-  proposer_.Propose(std::move(body), std::move(done));
+  // The audit entry goes first: a request is never applied unrecorded. Its
+  // outcome follows once applied.
+  std::optional<AuditEntry> requested = ProposeApprovedAudit();
+  proposer_.Propose(std::move(body), [this, requested = std::move(requested), done = std::move(done)](
+                                         const state::ApplyResult& result) {
+    AuditOutcome(requested, result.status);
+    done(result);
+  });
 }
 
 }  // namespace gpool::control

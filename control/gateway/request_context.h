@@ -56,6 +56,10 @@ struct GatewayOptions {
   // one of it, chosen in apply (UpdateUserCmd carries the range).
   uint32_t uid_first = 200'000;
   uint32_t uid_last = 299'999;
+  // rGPU sessions one user may have open (not yet finished) at once; one
+  // more is ResourceExhausted at submit. Admins are not held to it (issue
+  // 48, finding 6: one member must not hold what everyone shares).
+  uint32_t max_sessions_per_user = 16;
 };
 
 // One client request as the endpoints handle it: who asked, and where to answer.
@@ -89,9 +93,13 @@ class RequestContext {
   // refusal of a mutating request. `what` names the target in both.
   bool Permit(const Request& request, Permission permission, const Target& target, std::string what);
   void AuditRequest(const Request& request, std::string what, bool allowed, std::string reason);
-  // Proposes the audit entry Permit approved for this request, if any.
-  void ProposeApprovedAudit();
-  // The approved audit entry, then `body`.
+  // Proposes the audit entry Permit approved for this request, if any, as
+  // "requested"; returns it, for AuditOutcome once the outcome is known.
+  std::optional<AuditEntry> ProposeApprovedAudit();
+  // A second entry for an approved request: "succeeded", or "failed" with
+  // the error's code and message.
+  void AuditOutcome(std::optional<AuditEntry> requested, const Status& status);
+  // The approved audit entry, then `body`, then the outcome's entry.
   void ProposeAudited(state::CommandBody body, ApplyCallback done);
 
   void Reply(const std::string& peer, std::string frame) { outbox_.ToClient(peer, std::move(frame)); }

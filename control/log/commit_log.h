@@ -150,6 +150,11 @@ class CommitLog {
   // Proposes adding or removing one replica (single-server change); returns
   // the index of its entry. FailedPrecondition on a single replica.
   virtual Result<uint64_t> ProposeMembership(const MembershipChange& change) = 0;
+  // AlreadyExists when `replica_id` is already a voter or learner of the
+  // latest configuration. An add checks it before anything slower or less
+  // specific (the peer probe, the key check), so the answer is the one
+  // docs/protocol.md 7.8 promises. OK on a single replica.
+  virtual Status CheckNotMember(uint64_t /*replica_id*/) const { return Status::Ok(); }
   // Membership changes committed by the Sync() calls since the last call.
   virtual std::vector<CommittedMembership> TakeCommittedMembership() { return {}; }
   // This replica's id in the replica set; 0 for a single replica.

@@ -26,6 +26,18 @@ inline constexpr uint64_t kMaxIndex = uint64_t{1} << 62;
 // election; a forged message cannot advance a term by more than this at a
 // time, so reaching kMaxTerm would take 2^30 accepted forgeries.
 inline constexpr uint64_t kMaxTermJump = uint64_t{1} << 32;
+// The most an *answer's* term (AppendResponse, HeartbeatResponse,
+// VoteResponse, PreVoteResponse) may exceed ours. Requests of a higher term
+// are held back by the leader lease; answers are not (a new leader reaches
+// the old one through them), so one forged answer per 2^32 used to cost a
+// leader its office and 2^32 terms (issue 48, finding 9). An honest answer
+// carries the responder's term, raised only by elections it saw (pre-vote
+// gated) or requests it accepted; 2^16 lost elections between two contacts
+// never happen honestly. A voter that got further ahead (only by forgery)
+// is refused until the leader changes, then catches up through the election
+// request path, which allows kMaxTermJump. Reaching kMaxTerm through answers
+// would take 2^46 forgeries.
+inline constexpr uint64_t kMaxAnswerTermJump = uint64_t{1} << 16;
 
 struct Config {
   // This node's id. Nonzero and unique in the cluster; 0 means "nobody".

@@ -102,6 +102,50 @@ TEST(HostilePeerTest, AFollowerHearingALiveLeaderIgnoresOthersHigherTermHeartbea
   EXPECT_EQ(net.state(2).commands.back(), "still-leading");
 }
 
+// Issue 48, finding 9: one forged AppendResponse with a term 2^32 above the
+// leader's used to depose it and lift the term by 2^32.
+TEST(HostilePeerTest, AnAnswersTermAboveTheAnswerBoundIsRefusedAndTheLeaderKeepsLeading) {
+  TestNetwork net({1, 2, 3});
+  net.Campaign(1);
+  const uint64_t term = net.info(1).term;
+  for (auto type : {MessageType::kAppendResponse, MessageType::kHeartbeatResponse, MessageType::kVoteResponse,
+                    MessageType::kPreVoteResponse}) {
+    for (uint64_t jump : {kMaxTermJump, kMaxAnswerTermJump + 1}) {
+      Message m = Forged(type, 2, 1, term + jump);
+      m.reject = type == MessageType::kPreVoteResponse;  // a grant never changes the term
+      Status s = net.node(1).Step(m);
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << MessageTypeName(type) << " +" << jump;
+    }
+  }
+  EXPECT_EQ(net.info(1).role, Role::kLeader);
+  EXPECT_EQ(net.info(1).term, term);
+  ASSERT_TRUE(net.Propose(1, "still-leading").ok());
+  net.Flush();
+  EXPECT_EQ(net.state(3).commands.back(), "still-leading");
+}
+
+TEST(HostilePeerTest, AHigherTermAnswerFromALearnerIsDroppedButFromAVoterWithinTheBoundItDeposes) {
+  TestNetwork net({1, 2, 3, 4});
+  net.Campaign(1);
+  ASSERT_TRUE(net.node(1).ProposeConfChange({ConfChangeType::kRemoveVoter, 4, ""}).ok());
+  net.Flush();
+  ASSERT_TRUE(net.node(1).ProposeConfChange({ConfChangeType::kAddLearner, 4, ""}).ok());
+  net.Flush();
+  ASSERT_EQ(net.info(1).learners, (std::vector<uint64_t>{4}));
+  const NodeInfo before = net.info(1);
+  // A learner holds a replica key too, but never votes: its higher term is
+  // nothing the leader must learn.
+  EXPECT_TRUE(net.node(1).Step(Forged(MessageType::kAppendResponse, 4, 1, before.term + 7)).ok());
+  EXPECT_EQ(net.info(1).role, Role::kLeader);
+  EXPECT_EQ(net.info(1).term, before.term);
+  EXPECT_EQ(net.info(1).dropped_messages, before.dropped_messages + 1);
+  // A voter's answer within the bound is honest Raft (a newer leader's
+  // voter answering the old one): the leader adopts the term and steps down.
+  EXPECT_TRUE(net.node(1).Step(Forged(MessageType::kAppendResponse, 2, 1, before.term + kMaxAnswerTermJump)).ok());
+  EXPECT_EQ(net.info(1).role, Role::kFollower);
+  EXPECT_EQ(net.info(1).term, before.term + kMaxAnswerTermJump);
+}
+
 TEST(HostilePeerTest, ASecondLeaderOfTheSameTermIsRefused) {
   TestNetwork net({1, 2, 3});
   net.Campaign(1);

@@ -16,6 +16,11 @@ namespace {
 // skip the leader-lease check for it, since the leader itself asked for it.
 constexpr char kTransferContext[] = "transfer";
 
+bool IsAnswer(MessageType type) {
+  return type == MessageType::kAppendResponse || type == MessageType::kHeartbeatResponse ||
+         type == MessageType::kVoteResponse || type == MessageType::kPreVoteResponse;
+}
+
 MessageType ResponseTo(MessageType type) {
   return type == MessageType::kPreVote ? MessageType::kPreVoteResponse : MessageType::kVoteResponse;
 }
@@ -261,6 +266,25 @@ Status Raft::Step(const Message& m) {
   if (m.type == MessageType::kReadIndex || m.type == MessageType::kReadIndexResponse) {
     return StepReadIndexMessage(m);
   }
+  const bool pre_vote_grant = m.type == MessageType::kPreVoteResponse && !m.reject;
+  if (m.term > term_ && IsAnswer(m.type) && !pre_vote_grant) {
+    // An answer of a higher term deposes a leader without the lease's
+    // protection, so only a voter may send one (a learner or a stranger has
+    // no term we must learn: the voters that elected a newer leader tell
+    // us), and only within the answer bound (config.h). A pre-vote grant
+    // carries the term asked about and never changes ours.
+    if (!AnswerFromVoter(m.from)) {
+      ++dropped_messages_;
+      return Status::Ok();
+    }
+    if (m.term - term_ > kMaxAnswerTermJump) {
+      return Status::InvalidArgument("raft: " + std::string(MessageTypeName(m.type)) + " from " +
+                                     std::to_string(m.from) + " refused: term " + std::to_string(m.term) +
+                                     " is beyond " + std::to_string(term_ + kMaxAnswerTermJump) +
+                                     " (an answer may raise the term by at most " +
+                                     std::to_string(kMaxAnswerTermJump) + ")");
+    }
+  }
   if (m.term > term_) {
     // The leader lease: a node that heard from a leader within the minimum
     // election timeout ignores candidates and would-be leaders of higher
@@ -313,6 +337,12 @@ Status Raft::Step(const Message& m) {
     case Role::kFollower: return StepFollower(m);
   }
   return Status::Ok();
+}
+
+bool Raft::AnswerFromVoter(uint64_t from) const {
+  // The committed configuration counts too: a voter that the latest,
+  // uncommitted change removes still takes part until the change commits.
+  return conf().Contains(from) || log_.conf().At(log_.committed()).Contains(from);
 }
 
 bool Raft::InLeaderLease() const {

@@ -150,6 +150,7 @@ class Raft {
   Status ValidateMessage(const Message& m) const;
   bool FromOutsider(const Message& m) const;
   bool InLeaderLease() const;
+  bool AnswerFromVoter(uint64_t from) const;
 
   // Leader replication.
   Status AppendEntries(std::vector<LogEntry> entries);

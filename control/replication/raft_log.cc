@@ -139,6 +139,18 @@ Result<uint64_t> RaftLog::ProposeMembership(const log::MembershipChange& change)
                                           change.worker_address, change.public_key});
 }
 
+Status RaftLog::CheckNotMember(uint64_t replica_id) const {
+  const raft::NodeInfo info = node_->info();
+  const std::string who = "replica " + std::to_string(replica_id);
+  if (std::binary_search(info.voters.begin(), info.voters.end(), replica_id)) {
+    return Status::AlreadyExists(who + " is already a voter; nothing was changed");
+  }
+  if (std::binary_search(info.learners.begin(), info.learners.end(), replica_id)) {
+    return Status::AlreadyExists(who + " is already a learner (it is promoted once caught up); nothing was changed");
+  }
+  return Status::Ok();
+}
+
 void RaftLog::MaybePromoteLearner() {
   const raft::NodeInfo info = node_->info();
   if (info.role != raft::Role::kLeader || info.learners.empty()) return;

@@ -177,6 +177,7 @@ class RaftLog final : public log::CommitLog {
   // up) and refuses a removal that would leave too few live voters.
   Result<uint64_t> ProposeMembership(raft::ConfChangeType type, const ReplicaAddress& address);
   Result<uint64_t> ProposeMembership(const log::MembershipChange& change) override;
+  Status CheckNotMember(uint64_t replica_id) const override;
   // Configuration changes committed by the Sync() calls since the last call.
   std::vector<CommittedConfChange> TakeCommittedConfChanges() { return std::exchange(committed_changes_, {}); }
   std::vector<log::CommittedMembership> TakeCommittedMembership() override;

@@ -5,6 +5,7 @@
 #include "control/state/cluster_state.h"
 #include "protocol/messages_client.h"
 #include "protocol/model/users.h"
+#include "protocol/wire.h"
 
 namespace gpool::state {
 namespace {
@@ -133,6 +134,45 @@ TEST_F(UsersStateTest, AUserFromBeforeUidsGetsOneOnUpdateAndReplicasAgree) {
   EXPECT_EQ(both(UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{"triplet", {}, 5000, 5000}}, 5000, 5999})
                 .status.code(),
             StatusCode::kAlreadyExists);
+}
+
+// An audit entry as written before outcomes were recorded (issue 48): it
+// still decodes, with no outcome and no code, so old snapshots and log
+// entries replay.
+struct AuditEntryBeforeOutcomes {
+  uint64_t seq = 7;
+  int64_t time_ms = 1000;
+  std::string user = "alice";
+  std::string request = "ChangeReplicas";
+  std::string target = "replica 4";
+  bool allowed = true;
+  std::string reason;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("seq", seq);
+    v.Required("time_ms", time_ms);
+    v.Required("user", user);
+    v.Required("request", request);
+    v.Optional("target", target);
+    v.Required("allowed", allowed);
+    v.Optional("reason", reason);
+  }
+};
+
+TEST(AuditEntryTest, AnEntryWrittenBeforeOutcomesDecodesWithNone) {
+  auto entry = wire::UnpackFromString<AuditEntry>(wire::PackToString(AuditEntryBeforeOutcomes{}));
+  ASSERT_TRUE(entry.ok()) << entry.status().ToString();
+  EXPECT_EQ(entry->request, "ChangeReplicas");
+  EXPECT_TRUE(entry->allowed);
+  EXPECT_EQ(entry->outcome, "");
+  EXPECT_EQ(entry->code, "");
+  AuditEntry failed = *entry;
+  failed.outcome = "failed";
+  failed.code = "Unavailable";
+  auto round = wire::UnpackFromString<AuditEntry>(wire::PackToString(failed));
+  ASSERT_TRUE(round.ok());
+  EXPECT_EQ(round->outcome, "failed");
+  EXPECT_EQ(round->code, "Unavailable");
 }
 
 }  // namespace

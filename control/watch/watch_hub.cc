@@ -16,6 +16,12 @@ namespace {
 constexpr size_t kMaxKeyBytes = 256;
 constexpr int64_t kExpiryCheckMs = 1000;
 
+// Whom a watch counts against: the user, or the job whose exec key opened
+// it ("job-<id>"), or the kind of caller without a name.
+std::string CallerOf(const Actor& actor) {
+  return actor.name.empty() ? "anonymous" : actor.name;
+}
+
 }  // namespace
 
 WatchHub::WatchHub(WatchHubOptions options, const state::ClusterState& state, const ChangeFeed& feed,
@@ -137,6 +143,26 @@ Result<WatchReply> WatchHub::Open(const std::string& peer, const Watch& request,
     Decision decision = Authorize(actor, Permission::kReadCluster, {}, state_);
     if (!decision.allowed) return Status::PermissionDenied("watching " + request.topic + " needs " + decision.missing);
   }
+  // Admins may use the whole hub; everyone else shares all but the
+  // admins' reserve, and each caller at most max_per_user of it.
+  const bool admin = Authorize(actor, Permission::kManageUsers, {}, state_).allowed;
+  entry.owner = admin ? "" : CallerOf(actor);
+  if (!admin) {
+    const auto held = per_user_.find(entry.owner);
+    if (held != per_user_.end() && held->second >= options_.max_per_user) {
+      spdlog::info("watch refused user={} held={} limit={}", entry.owner, held->second, options_.max_per_user);
+      return Status::ResourceExhausted(entry.owner + " holds " + std::to_string(held->second) +
+                                       " watches, the most one user may (--max-watches-per-user " +
+                                       std::to_string(options_.max_per_user) + "); close some (Unwatch)");
+    }
+    const size_t shared = options_.max_total > options_.admin_reserve ? options_.max_total - options_.admin_reserve : 0;
+    if (non_admin_ >= shared) {
+      return Status::ResourceExhausted("users other than admins hold " + std::to_string(non_admin_) +
+                                       " watches, all the coordinator gives them (--max-watches " +
+                                       std::to_string(options_.max_total) + " less the admins' reserve of " +
+                                       std::to_string(options_.admin_reserve) + "); retry later");
+    }
+  }
   if (per_peer_[peer] >= options_.max_per_peer) {
     return Status::ResourceExhausted("this connection holds " + std::to_string(options_.max_per_peer) +
                                      " watches, the most one may; close some (Unwatch)");
@@ -180,6 +206,10 @@ Result<WatchReply> WatchHub::Open(const std::string& peer, const Watch& request,
     broad_.insert(entry.id);
   }
   ++per_peer_[peer];
+  if (!entry.owner.empty()) {
+    ++per_user_[entry.owner];
+    ++non_admin_;
+  }
   spdlog::debug("watch opened id={} topic={} key=\"{}\" after={} reset={} position={}", entry.id, request.topic,
                 request.key, request.after, reply.reset, reply.position);
   watches_.emplace(entry.id, std::move(entry));
@@ -219,6 +249,10 @@ void WatchHub::Erase(std::map<uint64_t, Entry>::iterator it) {
     event_watches_.erase(entry.id);
   }
   if (auto peer = per_peer_.find(entry.peer); peer != per_peer_.end() && --peer->second == 0) per_peer_.erase(peer);
+  if (auto user = per_user_.find(entry.owner); user != per_user_.end()) {
+    --non_admin_;
+    if (--user->second == 0) per_user_.erase(user);
+  }
   watches_.erase(it);
 }
 
@@ -291,6 +325,13 @@ void WatchHub::DropAll() {
   broad_.clear();
   event_watches_.clear();
   per_peer_.clear();
+  per_user_.clear();
+  non_admin_ = 0;
+}
+
+size_t WatchHub::held_by(const std::string& caller) const {
+  const auto it = per_user_.find(caller);
+  return it == per_user_.end() ? 0 : it->second;
 }
 
 }  // namespace gpool::control

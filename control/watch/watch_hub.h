@@ -31,6 +31,13 @@ namespace gpool::control {
 struct WatchHubOptions {
   size_t max_per_peer = 1000;
   size_t max_total = 100'000;
+  // Per caller (a user, a job's exec key, ...), over all its connections:
+  // one member opened all 100,000 slots in 5 s and every other user's
+  // `gpool wait` failed (issue 48, finding 6). Admins (manage-users) are not
+  // held to it, but only they may take the last `admin_reserve` slots, so
+  // no number of other callers leaves admins without watches.
+  size_t max_per_user = 1000;
+  size_t admin_reserve = 1000;
   int64_t lease_ms = 30'000;       // a watch not renewed for this long is dropped
   size_t max_reset_jobs = 10'000;  // a `jobs` snapshot holds the newest this many unfinished jobs
   size_t max_events = 1'000;       // events in a reply or a push at most
@@ -58,6 +65,7 @@ class WatchHub : public LeaderService {
   void DropAll();
 
   size_t size() const { return watches_.size(); }
+  size_t held_by(const std::string& caller) const;
   uint64_t pushes() const { return pushes_; }
 
  private:
@@ -65,6 +73,7 @@ class WatchHub : public LeaderService {
   struct Entry {
     uint64_t id = 0;
     std::string peer;
+    std::string owner;         // the caller it counts against (per_user_); "" for an admin
     Topic topic = Topic::kJob;
     uint64_t job = 0;          // kJob
     std::string filter_kind;   // kJobs: "", "user" or "queue"
@@ -96,6 +105,8 @@ class WatchHub : public LeaderService {
   // a millisecond a turn, and the fan-out rounds their slowest tenth).
   std::set<uint64_t> event_watches_;
   std::unordered_map<std::string, size_t> per_peer_;
+  std::unordered_map<std::string, size_t> per_user_;  // non-admin callers' watches
+  size_t non_admin_ = 0;                               // their sum
   uint64_t next_id_ = 1;
   uint64_t pushes_ = 0;
   int64_t next_expiry_ms_ = 0;

@@ -19,7 +19,8 @@ using state::testing::MakeNode;
 
 class WatchHubTest : public ::testing::Test {
  protected:
-  WatchHubTest() : proposer_(state_), hub_(WatchHubOptions{.max_per_peer = 3, .lease_ms = 1000}, state_, feed_, outbox_, proposer_) {
+  explicit WatchHubTest(WatchHubOptions options = WatchHubOptions{.max_per_peer = 3, .lease_ms = 1000})
+      : proposer_(state_), hub_(options, state_, feed_, outbox_, proposer_) {
     Apply(state::RegisterNodeCmd{MakeNode("n0", 2), {}, {}, ""});
     admin_.kind = Actor::Kind::kInsecureAdmin;
   }
@@ -190,6 +191,64 @@ TEST_F(WatchHubTest, EventsArePushedFromTheStreamEachTurn) {
   EXPECT_TRUE(Pushes("p2").empty());
   for (const auto& push : Pushes("p3")) EXPECT_TRUE(push.items.events.empty());
   EXPECT_EQ(hub_.size(), 1u);
+}
+
+// Issue 48, finding 6: one member opened all 100,000 watch slots and every
+// other user's `gpool wait` failed. Each caller has its own limit, over all
+// its connections; admins keep a reserve no number of members can take.
+class WatchLimitsTest : public WatchHubTest {
+ protected:
+  WatchLimitsTest()
+      : WatchHubTest(WatchHubOptions{.max_per_peer = 100, .max_total = 10, .max_per_user = 4, .admin_reserve = 3}) {}
+  Actor Member(const std::string& name) {
+    Apply(state::UpdateUserCmd{UpdateUser{UserOp::kCreate, UserSpec{name, {}, -1, -1, {{Role::kMember, ""}}}}});
+    Actor actor;
+    actor.kind = Actor::Kind::kUser;
+    actor.name = name;
+    actor.user = state_.FindUser(name);
+    return actor;
+  }
+};
+
+TEST_F(WatchLimitsTest, AUserIsHeldToItsLimitOverAllConnectionsAndOthersAndAdminsKeepTheirs) {
+  Actor mallory = Member("mallory");
+  Actor bob = Member("bob");
+  Actor carol = Member("carol");
+  const uint64_t job = Submit("mallory");
+  const uint64_t bobs = Submit("bob");
+  const uint64_t carols = Submit("carol");
+  const std::string key = std::to_string(job);
+  // Four watches over four connections: the limit is the user's, not a peer's.
+  for (int i = 0; i < 4; ++i) {
+    auto opened = hub_.Open("m" + std::to_string(i), Watch{"job", key, 0}, mallory, 0);
+    ASSERT_TRUE(opened.ok()) << i << ": " << opened.status().ToString();
+  }
+  auto refused = hub_.Open("m9", Watch{"job", key, 0}, mallory, 0);
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("mallory holds 4 watches, the most one user may (--max-watches-per-user 4)"),
+            std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(hub_.held_by("mallory"), 4u);
+  EXPECT_EQ(hub_.size(), 4u) << "a refusal opens nothing";
+  // Another member still gets watches, up to what members share (10 - 3).
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(hub_.Open("b", Watch{"job", std::to_string(bobs), 0}, bob, 0).ok()) << i;
+  auto shared_full = hub_.Open("c", Watch{"job", std::to_string(carols), 0}, carol, 0);
+  EXPECT_EQ(shared_full.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(shared_full.status().message().find("admins' reserve of 3"), std::string::npos)
+      << shared_full.status().ToString();
+  // The admins' reserve is theirs.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(hub_.Open("a", Watch{"events", "", 0}, admin_, 0).ok()) << i;
+  EXPECT_EQ(hub_.Open("a", Watch{"events", "", 0}, admin_, 0).status().code(), StatusCode::kResourceExhausted);
+  // Closing gives a user's slot back to it.
+  auto reopened_after_close = [&] {
+    hub_.Close("m0", 1);
+    return hub_.Open("m0", Watch{"job", key, 0}, mallory, 0);
+  }();
+  EXPECT_TRUE(reopened_after_close.ok()) << reopened_after_close.status().ToString();
+  EXPECT_EQ(hub_.held_by("mallory"), 4u);
+  hub_.DropAll();
+  EXPECT_EQ(hub_.held_by("mallory"), 0u);
+  EXPECT_TRUE(hub_.Open("c", Watch{"job", std::to_string(carols), 0}, carol, 0).ok());
 }
 
 }  // namespace

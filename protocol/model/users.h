@@ -77,7 +77,15 @@ struct AuditEntry {
   std::string request;  // the message type (SubmitJob, CancelJob, UpdateUser...)
   std::string target;   // what: "job 12", "queue ml", "node gpu-3", "user bob"
   bool allowed = false;
-  std::string reason;   // refused: the missing permission; allowed: ""
+  std::string reason;   // denied: the missing permission; failed: the error's message; otherwise ""
+  // What became of the request (issue 48, finding 9: a replica change that
+  // failed was recorded only as "allowed"): "denied"; "requested" (allowed,
+  // written before the mutation is proposed, so nothing is applied
+  // unrecorded), then a second entry "succeeded" or "failed" with `code`
+  // (a StatusCode name) once the outcome is known. "" in entries written
+  // before outcomes were recorded.
+  std::string outcome;
+  std::string code;
   template <typename V>
   void Fields(V& v) {
     v.Required("seq", seq);
@@ -87,6 +95,8 @@ struct AuditEntry {
     v.Optional("target", target);
     v.Required("allowed", allowed);
     v.Optional("reason", reason);
+    v.Optional("outcome", outcome);
+    v.Optional("code", code);
   }
 };
 
