@@ -59,6 +59,9 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("token-file", "Read the shared secret from FILE", cxxopts::value<std::string>(), "FILE")
     ("key-file", "CurveZMQ: this node's secret key file (gpool admin keygen; mode 0600); the coordinator binds "
      "the node's name to its public key on first registration", cxxopts::value<std::string>(), "FILE")
+    ("join-token", "CurveZMQ: a single-use join token (gpool admin join-token create) that admits this node "
+     "on its first registration, instead of waiting for an admin's approval; or set GPOOL_JOIN_TOKEN",
+     cxxopts::value<std::string>(), "TOKEN")
     ("coordinator-key", "CurveZMQ: the coordinator's public key file, or one per --coordinator endpoint "
      "(comma-separated, same order)", cxxopts::value<std::string>(), "FILE[,FILE...]")
     ("insecure", "Plaintext and unauthenticated instead of CurveZMQ: a trusted single-user machine only")
@@ -190,6 +193,7 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     if (result.count("token")) f.token = result["token"].as<std::string>();
     if (result.count("token-file")) f.token_file = result["token-file"].as<std::string>();
     if (result.count("key-file")) f.key_file = result["key-file"].as<std::string>();
+    if (result.count("join-token")) f.join_token = result["join-token"].as<std::string>();
     if (result.count("coordinator-key")) {
       const std::string list = result["coordinator-key"].as<std::string>();
       size_t start = 0;

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -400,6 +401,13 @@ int main(int argc, char** argv) {
     if (!token.ok()) return Fail("cannot read token", token.status());
     flags.token = *token;
   }
+  // The join token from the environment (a secret is safer there than in
+  // argv, which every local user can read); dropped from it so no task
+  // inherits it.
+  if (const char* join = std::getenv("GPOOL_JOIN_TOKEN"); join != nullptr) {
+    if (flags.join_token.empty()) flags.join_token = join;
+    unsetenv("GPOOL_JOIN_TOKEN");
+  }
   if (Status secure = CheckSecurityFlags(flags); !secure.ok()) {
     std::cerr << "gpool-worker: " << secure.message() << "\nRun 'gpool-worker --help' for usage.\n";
     return 2;
@@ -527,6 +535,7 @@ int main(int argc, char** argv) {
   LinkOptions link_options;
   link_options.endpoints = flags.coordinators;
   link_options.token = flags.token;
+  link_options.join_token = flags.join_token;
   link_options.worker_version = kWorkerVersion;
   link_options.host = &host;
   link_options.clock = &clock;
