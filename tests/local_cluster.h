@@ -135,6 +135,8 @@ class LocalCluster {
   bool secure() const { return options_.secure; }
   // The coordinator flags of the next StartCoordinator/StartReplica.
   void SetCoordinatorFlags(std::vector<std::string> flags) { options_.coordinator_flags = std::move(flags); }
+  // The extra environment of worker `index` from its next StartWorker on.
+  void SetWorkerEnv(int index, std::map<std::string, std::string> env) { options_.worker_env[index] = std::move(env); }
   // Key files in the cluster's temp dir: "replica-N" (N from 1), "node-I",
   // "admin"; made on first use. Empty when insecure.
   std::string SecretKeyFile(const std::string& name);
