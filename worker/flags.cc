@@ -336,6 +336,8 @@ Status CheckSecurityFlags(const WorkerFlags& flags) {
     if (!flags.key_file.empty() || !flags.coordinator_keys.empty()) {
       return Status::InvalidArgument("--insecure excludes --key-file and --coordinator-key");
     }
+    // A join token binds a key to a name: without CurveZMQ there is no key.
+    if (!flags.join_token.empty()) return Status::InvalidArgument("--join-token (GPOOL_JOIN_TOKEN) needs --key-file");
     return Status::Ok();
   }
   // A simulated fleet makes a key pair per node at start (fleet.h).
@@ -346,6 +348,10 @@ Status CheckSecurityFlags(const WorkerFlags& flags) {
   }
   if (flags.coordinator_keys.empty()) {
     return Status::InvalidArgument("--key-file needs --coordinator-key: the coordinator's public key file");
+  }
+  // One token admits one node: a fleet of simulated nodes cannot share it.
+  if (!flags.join_token.empty() && flags.simulate > 0) {
+    return Status::InvalidArgument("--join-token admits one node; a --simulate fleet cannot share it");
   }
   return Status::Ok();
 }

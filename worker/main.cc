@@ -29,6 +29,7 @@
 #include "protocol/base/clock.h"
 #include "protocol/base/disk_guard.h"
 #include "protocol/base/loop_inbox.h"
+#include "protocol/messages_enrolment.h"
 #include "protocol/security/keys.h"
 #include "protocol/security/server_keys.h"
 #include "topology/fleet_nodes.h"
@@ -425,6 +426,9 @@ int main(int argc, char** argv) {
       auto keys = gpool::security::ReadSecretKeyFile(flags.key_file);
       if (!keys.ok()) return Fail("cannot read --key-file", keys.status());
       curve_keys = *keys;
+      // What `gpool node pending` shows for this node: the admin compares it before approving.
+      logger->info("node key public_key={} fingerprint={} join_token={}", curve_keys.public_key,
+                   gpool::KeyFingerprint(curve_keys.public_key), flags.join_token.empty() ? "none" : "given");
     }
     auto servers = gpool::security::ServerKeys::Load(flags.coordinators, flags.coordinator_keys);
     if (!servers.ok()) return Fail("cannot read --coordinator-key", servers.status());
