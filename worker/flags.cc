@@ -58,7 +58,7 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("token", "Shared secret put in every message header", cxxopts::value<std::string>(), "TOKEN")
     ("token-file", "Read the shared secret from FILE", cxxopts::value<std::string>(), "FILE")
     ("key-file", "CurveZMQ: this node's secret key file (gpool admin keygen; mode 0600); the coordinator binds "
-     "the node's name to its public key on first registration", cxxopts::value<std::string>(), "FILE")
+     "the node's name to its public key once the node is admitted (gpool node approve, or --join-token)", cxxopts::value<std::string>(), "FILE")
     ("join-token", "CurveZMQ: a single-use join token (gpool admin join-token create) that admits this node "
      "on its first registration, instead of waiting for an admin's approval; or set GPOOL_JOIN_TOKEN",
      cxxopts::value<std::string>(), "TOKEN")
