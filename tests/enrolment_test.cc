@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include <gtest/gtest.h>
 #include <zmq.hpp>
@@ -99,14 +98,27 @@ TEST_F(EnrolmentTest, AStrangerKeyGetsNoWorkAndNoSecretsUntilApproved) {
   auto submitted = client_->Submit(spec, "");
   ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
   const uint64_t job = submitted->job_id;
-  // Long enough for the scheduler to have placed it several times over
-  // (it runs every few hundred ms) and the worker to retry registering.
-  const auto deadline = std::chrono::steady_clock::now() + 4s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    ASSERT_EQ(JobState(job), "Pending") << cluster.Cli({"job", std::to_string(job)}).out;
-    ASSERT_EQ(NodeState("node-1"), "absent");
-    std::this_thread::sleep_for(200ms);  // sampling a condition that must hold throughout, not waiting for one
-  }
+  // Wait until the scheduler has looked at the job (it records why it is
+  // pending) and the stranger has tried to register again since: had either
+  // let the job reach node-1, it would be bound by then.
+  const auto refusals = [&] {
+    const std::string log = cluster.worker(1)->Log();
+    size_t count = 0;
+    for (size_t at = log.find("awaits admission"); at != std::string::npos; at = log.find("awaits admission", at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  const size_t refused_before = refusals();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto got = client_->GetJob(JobId(job));
+        return got.ok() && !got->summary.reason.empty() && refusals() > refused_before;
+      },
+      30s))
+      << cluster.Cli({"job", std::to_string(job)}).out << cluster.worker(1)->Log();
+  EXPECT_EQ(JobState(job), "Pending") << cluster.Cli({"job", std::to_string(job)}).out;
+  EXPECT_EQ(NodeState("node-1"), "absent");
   EXPECT_FALSE(Leaked(cluster.WorkerDataDir(1), cluster.worker(1)->Log(), kSecret));
 
   // The admin's approval binds the key to the name; the worker's next
