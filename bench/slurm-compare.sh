@@ -186,12 +186,13 @@ name: compare-node
 cpus: 64
 memory: 20000Mi
 SPEC
+# Admission enrolment (the default): the node's key is enrolled under its name
+# before its worker starts, as an operator would.
+"$gpool" admin node enrol compare-node --node-key "$work/keys/node.pub" >/dev/null
 "$build/worker/gpool-worker" --coordinator "tcp://127.0.0.1:$worker_port" --spec "$work/node.yaml" \
   --data-dir "$work/worker" --run-dir "$run/gpool-worker" --key-file "$work/keys/node.key" --coordinator-key "$work/keys/replica.pub" \
   --log-level warn >"$work/worker.log" 2>&1 &
 pids+=("$!")
-# A node's first registration needs its key enrolled where the cluster asks
-# for it; the default first-use enrolment takes it as it comes.
 wait_until 30 bash -c '"$0" nodes 2>/dev/null | grep -q " Ready "' "$gpool" || {
   echo "slurm-compare: the gpool node never became ready" >&2; tail -20 "$work/worker.log" "$work/coordinator.log" >&2; exit 1; }
 gpool_idle() { "$gpool" status 2>/dev/null | grep -q "Jobs: *0 pending, 0 running"; }

@@ -108,14 +108,17 @@ int RunReplicaList(Session& s, const Invocation& inv) {
 
 int RunAdmin(Session& s, const Invocation& inv) {
   const auto& p = inv.positionals;
-  if (p.empty()) return s.Usage("admin: expected a subcommand: replica, user, role, bootstrap, keygen, node or snapshot");
+  if (p.empty()) {
+    return s.Usage("admin: expected a subcommand: replica, user, role, bootstrap, keygen, node, join-token or snapshot");
+  }
   if (p[0] == "user" || p[0] == "role" || p[0] == "bootstrap") return RunAdminUsers(s, inv);  // cli_users.cc
   if (p[0] == "keygen") return RunAdminKeygen(s, inv);                                           // cli_keys.cc
   if (p[0] == "node") return RunAdminNodeEnrol(s, inv);                                          // cli_keys.cc
+  if (p[0] == "join-token") return RunAdminJoinToken(s, inv);                                    // cli_enrolment.cc
   if (p[0] == "snapshot") return RunAdminSnapshot(s, inv);                                       // cli_snapshot.cc
   if (p[0] != "replica") {
     return s.Usage("admin: unknown subcommand '" + p[0] +
-                   "'; expected replica, user, role, bootstrap, keygen, node or snapshot");
+                   "'; expected replica, user, role, bootstrap, keygen, node, join-token or snapshot");
   }
   if (p.size() < 2) return s.Usage("admin replica: expected add, remove or list");
   if (p[1] == "add" || p[1] == "remove") return RunReplicaChange(s, inv, p[1]);
@@ -135,6 +138,7 @@ void AdminOptions(cxxopts::Options& o) {
       ("force", "replica remove: remove it even if fewer live voters than a quorum would remain");
   AdminUserOptions(o);
   AdminKeyOptions(o);
+  EnrolmentOptions(o);
   AdminSnapshotOptions(o);
 }
 
@@ -159,6 +163,9 @@ constexpr CommandForm kAdminForms[] = {
      "write a CurveZMQ key pair: PREFIX.key (secret, 0600) and PREFIX.pub"},
     {"node enrol NAME --node-key FILE", "node enrol NAME --node-key FILE",
      "bind a node's name to a new worker key (rotation); the old key stops counting"},
+    {"join-token create --ttl DURATION [--labels K=V,...]", "join-token create --ttl DURATION",
+     "print a single-use token that admits one new node at once (its worker's --join-token)"},
+    {"join-token list|revoke ID", "join-token list|revoke ID", "list the join tokens, or revoke an unused one"},
     {"snapshot save FILE", "snapshot save FILE", "copy the leader's state into a snapshot file (a backup)"},
     {"snapshot restore FILE --data-dir DIR [--peers ID=ENDPOINT,...]", "snapshot restore FILE --data-dir DIR",
      "write a new coordinator data dir from a snapshot file (every replica's, with the same --peers)"},
@@ -194,7 +201,7 @@ const CommandDef kStatusCommand = {
 
 const CommandDef kAdminCommand = {
     .name = "admin",
-    .synopsis = "replica|user|role|bootstrap|keygen|node|snapshot ...",
+    .synopsis = "replica|user|role|bootstrap|keygen|node|join-token|snapshot ...",
     .summary = "coordinator replicas, users and roles, the first admin, key pairs, node keys and backups",
     .min_args = 0,
     .max_args = 4,

@@ -149,8 +149,8 @@ TEST_F(CliTest, AdminReplicaUsageErrors) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"admin"}, "admin: expected a subcommand: replica, user, role, bootstrap, keygen, node or snapshot"},
-      {{"admin", "replicas"}, "admin: unknown subcommand 'replicas'; expected replica, user, role, bootstrap, keygen, node or snapshot"},
+      {{"admin"}, "admin: expected a subcommand: replica, user, role, bootstrap, keygen, node, join-token or snapshot"},
+      {{"admin", "replicas"}, "admin: unknown subcommand 'replicas'; expected replica, user, role, bootstrap, keygen, node, join-token or snapshot"},
       {{"admin", "replica"}, "admin replica: expected add, remove or list"},
       {{"admin", "replica", "delete", "4"}, "admin replica: unknown subcommand 'delete'; expected add, remove or list"},
       {{"admin", "replica", "add", "--peer-addr", "tcp://h:1"},
@@ -160,7 +160,7 @@ TEST_F(CliTest, AdminReplicaUsageErrors) {
       {{"admin", "replica", "remove", "4", "--peer-addr", "tcp://h:1"},
        "--peer-addr only applies to 'admin replica add'"},
       {{"admin", "replica", "list", "--client-addr", "tcp://h:1"}, "--client-addr only applies to 'admin replica add'"},
-      {{"admin", "replica", "remove", "4", "5", "6"}, "usage: gpool admin replica|user|role|bootstrap|keygen|node|snapshot ..."},
+      {{"admin", "replica", "remove", "4", "5", "6"}, "usage: gpool admin replica|user|role|bootstrap|keygen|node|join-token|snapshot ..."},
   };
   for (const auto& c : cases) {
     EXPECT_EQ(Run(c.args), kExitUsage) << c.message;

@@ -122,6 +122,11 @@ struct CommandDef {
 int RunAdminKeygen(Session& s, const Invocation& inv);
 int RunAdminNodeEnrol(Session& s, const Invocation& inv);
 void AdminKeyOptions(cxxopts::Options& o);
+// `gpool node pending|approve|reject` and `gpool admin join-token ...`
+// (cli_enrolment.cc); their flags (--ttl, --labels) with admin's.
+int RunNodeEnrolment(Session& s, const Invocation& inv);
+int RunAdminJoinToken(Session& s, const Invocation& inv);
+void EnrolmentOptions(cxxopts::Options& o);
 // `gpool admin snapshot save|restore|info` (cli_snapshot.cc).
 int RunAdminSnapshot(Session& s, const Invocation& inv);
 void AdminSnapshotOptions(cxxopts::Options& o);

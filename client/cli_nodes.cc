@@ -67,14 +67,20 @@ int RunNodeShow(Session& s, const Invocation& inv) {
 
 void NodeOptions(cxxopts::Options& o) {
   o.add_options("node")("queue", "pool exclusive: the queue that owns the node (only its jobs run there)",
-                        cxxopts::value<std::string>(), "Q");
+                        cxxopts::value<std::string>(), "Q")(
+      "fingerprint", "approve/reject: the pending key to act on, when several keys claim the name",
+      cxxopts::value<std::string>(), "F");
 }
 
 int RunNode(Session& s, const Invocation& inv) {
   const auto& p = inv.positionals;
-  if (p.empty()) return s.Usage("node: expected a subcommand: show, cordon, uncordon, label, pool or taint");
+  if (p.empty()) {
+    return s.Usage("node: expected a subcommand: show, cordon, uncordon, label, pool, taint, pending, approve or reject");
+  }
   const std::string& op = p[0];
   if (op == "show") return RunNodeShow(s, inv);
+  if (op == "pending" || op == "approve" || op == "reject") return RunNodeEnrolment(s, inv);  // cli_enrolment.cc
+  if (inv.flags.count("fingerprint")) return s.Usage("--fingerprint belongs to 'node approve' and 'node reject'");
   const char* usage = nullptr;
   if (op == "cordon") {
     usage = kNodeCordonUsage;
@@ -87,7 +93,8 @@ int RunNode(Session& s, const Invocation& inv) {
   } else if (op == "taint") {
     usage = kNodeTaintUsage;
   } else {
-    return s.Usage("node: unknown subcommand '" + op + "'; expected show, cordon, uncordon, label, pool or taint");
+    return s.Usage("node: unknown subcommand '" + op +
+                   "'; expected show, cordon, uncordon, label, pool, taint, pending, approve or reject");
   }
   const std::string usage_hint = " (usage: gpool " + std::string(usage) + ")";
   if (p.size() < 2) return s.Usage("node " + op + ": missing the node NAME" + usage_hint);
@@ -168,6 +175,9 @@ constexpr CommandForm kNodeForms[] = {
      "move a node to pool public, pooled or exclusive; an exclusive node may belong to queue Q"},
     {"taint NAME KEY=VALUE... KEY-...", "taint NAME KEY=VALUE... KEY-...",
      "set (KEY=VALUE) or remove (KEY-) taints; only jobs tolerating them run there"},
+    {"pending", "pending", "list nodes waiting for admission: name, key fingerprint, devices claimed, first seen"},
+    {"approve NAME [--fingerprint F]", "approve NAME", "admit a pending node (admin): its key is bound to the name"},
+    {"reject NAME [--fingerprint F]", "reject NAME", "drop a pending node's enrolment (admin)"},
 };
 
 // A label argument starting with '-' would be taken for a flag ("Option 'x'
@@ -200,8 +210,8 @@ const CommandDef kNodesCommand = {
 
 const CommandDef kNodeCommand = {
     .name = "node",
-    .synopsis = "show|cordon|uncordon|label|pool|taint NAME ...",
-    .summary = "show, cordon, uncordon, label, re-pool or taint a node",
+    .synopsis = "show|cordon|uncordon|label|pool|taint|pending|approve|reject NAME ...",
+    .summary = "show, cordon, uncordon, label, re-pool or taint a node; admit or reject pending nodes",
     .min_args = 0,
     .max_args = std::numeric_limits<size_t>::max(),
     .add_options = NodeOptions,

@@ -228,9 +228,9 @@ TEST_F(NodeCliTest, UsageErrors) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"node"}, "node: expected a subcommand: show, cordon, uncordon, label, pool or taint"},
+      {{"node"}, "node: expected a subcommand: show, cordon, uncordon, label, pool, taint, pending, approve or reject"},
       {{"node", "drain", "node-0"},
-       "node: unknown subcommand 'drain'; expected show, cordon, uncordon, label, pool or taint"},
+       "node: unknown subcommand 'drain'; expected show, cordon, uncordon, label, pool, taint, pending, approve or reject"},
       {{"node", "show"}, "node show: missing the node NAME (usage: gpool node show NAME)"},
       {{"node", "show", "node-0", "node-1"},
        "node show: expected one node NAME, got 2 arguments (usage: gpool node show NAME)"},

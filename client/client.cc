@@ -147,6 +147,7 @@ class ZmqClient final : public Client {
   Result<UpdatePricesReply> UpdatePrices(const gpool::UpdatePrices& request) override {
     return Call<UpdatePricesReply>(request);
   }
+  Result<EnrolmentReply> Enrol(const gpool::Enrolment& request) override { return Call<EnrolmentReply>(request); }
   Result<ExportSnapshotReply> ExportSnapshot(const gpool::ExportSnapshot& request) override {
     return Call<ExportSnapshotReply>(request);
   }
@@ -402,6 +403,10 @@ Result<std::optional<WatchUpdate>> Client::NextPush(int) { return Status::Unknow
 
 Result<ExportSnapshotReply> Client::ExportSnapshot(const gpool::ExportSnapshot&) {
   return Status::UnknownType("this client does not export snapshots");
+}
+
+Result<EnrolmentReply> Client::Enrol(const gpool::Enrolment&) {
+  return Status::UnknownType("this client does not manage enrolments");
 }
 
 std::string Client::NewIdempotencyKey() {

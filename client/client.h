@@ -50,6 +50,7 @@
 #include "protocol/base/status.h"
 #include "protocol/messages_admin.h"
 #include "protocol/messages_client.h"
+#include "protocol/messages_enrolment.h"
 #include "protocol/messages_exec.h"
 #include "protocol/messages_nodes.h"
 #include "protocol/messages_snapshot.h"
@@ -184,6 +185,11 @@ class Client {
   // image of the leader's state and returns its first chunk; later calls read
   // on by offset. A resend of a start (after a timeout) starts another export.
   virtual Result<ExportSnapshotReply> ExportSnapshot(const gpool::ExportSnapshot& request);
+  // Node enrolment (messages_enrolment.h), admins only: pending enrolments,
+  // approvals and join tokens. Approve, reject and token-create are not
+  // idempotent: a resend after a lost reply may find nothing pending (NotFound)
+  // or mint a second token.
+  virtual Result<EnrolmentReply> Enrol(const gpool::Enrolment& request);
 };
 
 // Splits and normalizes an endpoint list ("a:1, tcp://b:2" ->

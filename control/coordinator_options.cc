@@ -20,6 +20,7 @@ NodeRegistryOptions RegistryOptionsOf(const CoordinatorOptions& options, KeyDire
   out.lease_ms = options.node_lease_ms;
   out.token = options.token;
   out.keys = keys;
+  out.enrolment = options.worker_enrolment;
   out.coordinator_id = options.replica_id;
   out.limits.max_frame_bytes = options.max_frame_bytes;
   out.clock = options.clock;

@@ -42,7 +42,7 @@ struct CoordinatorOptions {
   // The bootstrap admin's public key (--admin-key): admitted on the client
   // port as user "admin" until users are managed in the committed state.
   std::string admin_key;
-  WorkerEnrolment worker_enrolment = WorkerEnrolment::kFirstUse;
+  WorkerEnrolment worker_enrolment = WorkerEnrolment::kAdmission;
   scheduler::SchedulerConfig scheduler_config;
   // The health policy and webhook sinks ([health] sections of the same file).
   health::HealthPolicyConfig health_config;

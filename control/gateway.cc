@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/frames.h"
+#include "control/gateway/enrolment_endpoint.h"
 #include "control/gateway/exec_endpoint.h"
 #include "control/gateway/nodes_endpoint.h"
 #include "control/gateway/queues_endpoint.h"
@@ -31,6 +32,7 @@ Gateway::Gateway(const GatewayOptions& options, const state::ClusterState& state
   endpoints_.push_back(std::make_unique<UsersEndpoint>(ctx_));
   endpoints_.push_back(std::make_unique<ExecEndpoint>(ctx_));
   endpoints_.push_back(std::make_unique<UsageEndpoint>(ctx_));
+  endpoints_.push_back(std::make_unique<EnrolmentEndpoint>(ctx_, options.new_join_token));
   endpoints_.push_back(std::move(cluster));
   endpoints_.push_back(std::move(watch));
   endpoints_.push_back(std::move(snapshot));

@@ -11,10 +11,12 @@
 #include <gtest/gtest.h>
 
 #include "control/gateway_fixture.h"
+#include "protocol/base/sha256.h"
 #include "protocol/message_type.h"
 #include "protocol/messages_admin.h"
 #include "protocol/messages_client.h"
 #include "protocol/messages_common.h"
+#include "protocol/messages_enrolment.h"
 #include "protocol/messages_exec.h"
 #include "protocol/messages_nodes.h"
 #include "protocol/messages_snapshot.h"
@@ -155,6 +157,11 @@ TEST_F(GatewayAccessTest, PermissionMatrixHasNoUnexpectedAllow) {
        {true, false, false, false, false, false}},
       {"export a snapshot", [](auto& t, auto& p) { t.SendAs(p, ExportSnapshot{}); },
        {true, false, false, false, false, false}},
+      {"list pending enrolments", [](auto& t, auto& p) { t.SendAs(p, Enrolment{EnrolmentOp::kListPending}); },
+       {true, false, false, false, false, false}},
+      {"mint a join token",
+       [](auto& t, auto& p) { t.SendAs(p, Enrolment{.op = EnrolmentOp::kCreateToken, .ttl_ms = 60'000}); },
+       {true, false, false, false, false, false}},
       {"bootstrap again", [](auto& t, auto& p) { t.SendAs(p, Bootstrap{UserSpec{"again"}}); },
        {true, false, false, false, false, false}},  // the admin passes the check; apply refuses (FailedPrecondition)
   };
@@ -169,6 +176,30 @@ TEST_F(GatewayAccessTest, PermissionMatrixHasNoUnexpectedAllow) {
     }
   }
   EXPECT_EQ(unexpected_allows, 0);
+}
+
+// A join token is shown once, to the admin who minted it; listings carry
+// neither it nor its hash, and bad requests change nothing.
+TEST_F(GatewayAccessTest, AJoinTokenIsShownOnceAndListedWithoutItsHash) {
+  const Principal admin = As("root-admin", kKeyAdmin);
+  SendAs(admin, Enrolment{.op = EnrolmentOp::kCreateToken, .ttl_ms = 60'000, .labels = {{"rack", "r7"}}});
+  const EnrolmentReply created = LastAs<EnrolmentReply>();
+  ASSERT_FALSE(created.token.empty());
+  ASSERT_EQ(created.tokens.size(), 1u);
+  EXPECT_EQ(created.tokens[0].creator, "root-admin");
+  EXPECT_TRUE(state_.CheckJoinToken(Sha256::Of(created.token), RequestContext::WallNowMs()).ok());
+  SendAs(admin, Enrolment{.op = EnrolmentOp::kListTokens});
+  const EnrolmentReply listed = LastAs<EnrolmentReply>();
+  ASSERT_EQ(listed.tokens.size(), 1u);
+  EXPECT_TRUE(listed.tokens[0].hash.empty());
+  EXPECT_TRUE(listed.token.empty());
+  SendAs(admin, Enrolment{.op = EnrolmentOp::kCreateToken, .ttl_ms = 0});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  SendAs(admin, Enrolment{.op = EnrolmentOp::kCreateToken, .ttl_ms = 60'000, .labels = {{"bad key!", "x"}}});
+  EXPECT_EQ(LastError(), "InvalidArgument");
+  SendAs(admin, Enrolment{.op = EnrolmentOp::kApprove, .node = "nowhere"});
+  EXPECT_EQ(LastError(), "NotFound");
+  EXPECT_EQ(state_.join_tokens().size(), 1u);
 }
 
 TEST_F(GatewayAccessTest, TheOwnerIsWhoTheTransportAuthenticated) {

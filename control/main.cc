@@ -217,9 +217,10 @@ int main(int argc, char** argv) {
      "machine only; logs a warning at start-up")
     ("admin-key", "CurveZMQ: public key file of the bootstrap admin, admitted on the client port as user "
      "'admin'", cxxopts::value<std::string>())
-    ("worker-enrolment", "CurveZMQ: first-use (an unknown worker key is admitted and bound to the first node "
-     "name it registers) or admin (only keys bound before are admitted)",
-     cxxopts::value<std::string>()->default_value("first-use"))
+    ("worker-enrolment", "CurveZMQ: admission (an unknown worker key's node waits as a pending enrolment, with "
+     "no work, until an admin approves it or it presents a join token), admin (only keys bound before are "
+     "admitted) or first-use (LAB ONLY: any key that reaches the worker port becomes a node)",
+     cxxopts::value<std::string>()->default_value("admission"))
     ("peer-keys", "CurveZMQ, replicated mode: every replica's public key file as ID=FILE,... (this one's "
      "included)", cxxopts::value<std::string>())
     ("alert-queue-wait-ms", "Alert when a job has been pending this long (0: off)",
@@ -387,6 +388,10 @@ int main(int argc, char** argv) {
     auto enrolment = gpool::control::WorkerEnrolmentFromName(args["worker-enrolment"].as<std::string>());
     if (!enrolment.ok()) throw cxxopts::exceptions::exception(enrolment.status().message());
     options.worker_enrolment = *enrolment;
+    if (*enrolment == gpool::control::WorkerEnrolment::kFirstUse) {
+      spdlog::warn("worker_enrolment=first-use is for labs only: any process that reaches the worker port with a "
+                   "fresh key registers as a node and is given work (and its jobs' environment); use admission");
+    }
     if (insecure && (args.count("admin-key") || args.count("peer-keys") || args.count("worker-enrolment"))) {
       throw cxxopts::exceptions::exception("--admin-key, --peer-keys and --worker-enrolment need --key-file");
     }

@@ -37,6 +37,8 @@ class NodeBindingTest : public ::testing::Test {
     NodeRegistryOptions options;
     options.node_timeout_ms = 1000;
     options.keys = &keys_;
+    // The binding rules of first-use enrolment; admission's are node_admission_test.cc's.
+    options.enrolment = WorkerEnrolment::kFirstUse;
     registry_ = std::make_unique<NodeRegistry>(options, state_, workers_, outbox_, proposer_, /*start_ms=*/0);
     registry_->Subscribe(&listener_);
   }

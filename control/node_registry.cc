@@ -5,7 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include "control/frames.h"
+#include "protocol/base/sha256.h"
 #include "protocol/base/token_file.h"
+#include "protocol/messages_enrolment.h"
 #include "protocol/health.h"
 #include "protocol/message_type.h"
 #include "protocol/messages_common.h"
@@ -195,11 +197,27 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
     Reply(peer, MakeError(header.request_id, epoch, valid));
     return;
   }
+  // Admission (issue 48): a key no admin admitted registers nothing and
+  // receives no work; it waits as a pending enrolment, unless its join token
+  // admits it (checked again, and consumed, on apply).
+  const bool admission = options_.enrolment == WorkerEnrolment::kAdmission &&
+                         principal.kind != Principal::Kind::kInsecure && !principal.key.empty();
+  std::string token_hash;
+  if (admission && !state_.KeyAdmitted(msg.node.name, principal.key)) {
+    if (msg.join_token.empty()) return RecordPending(peer, header, msg, principal, now_ms);
+    token_hash = Sha256::Of(msg.join_token);
+    if (Status token = state_.CheckJoinToken(token_hash, options_.clock->WallMs()); !token.ok()) {
+      spdlog::warn("node registration refused node={} key={} reason=\"{}\"", msg.node.name,
+                   KeyFingerprint(principal.key), token.message());
+      Reply(peer, MakeError(header.request_id, epoch, token));
+      return;
+    }
+  }
   const std::string node = msg.node.name;
   std::vector<TaskReport> reports = msg.tasks;
   std::vector<HealthCondition> health = msg.health;
   proposer_.Propose(state::RegisterNodeCmd{std::move(msg.node), std::move(msg.tasks), std::move(msg.health),
-                                           principal.key},
+                                           principal.key, admission, std::move(token_hash)},
                     [this, peer, node, request_id = header.request_id, now_ms, reports = std::move(reports),
                      health = std::move(health), key = principal.key](const state::ApplyResult& result) {
                       const uint64_t epoch = proposer_.epoch();
@@ -208,6 +226,7 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                         return;
                       }
                       connection_keys_[node] = key;
+                      pending_refreshed_ms_.erase(key);
                       if (!key.empty() && options_.keys != nullptr) options_.keys->EnrolNode(node, key);
                       // A re-registration replaces the old connection.
                       workers_.Connect(node, peer, now_ms, options_.clock->WallMs());
@@ -224,6 +243,54 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                       Reply(peer, MakeFrame(request_id, epoch, reply));
                       StopStrays(peer, node, reports);
                     });
+}
+
+void NodeRegistry::RecordPending(const std::string& peer, const Header& header, const RegisterNode& msg,
+                                 const Principal& principal, int64_t now_ms) {
+  constexpr int64_t kRefreshMs = 60'000;  // how stale LAST SEEN of a pending key may get
+  const std::string fingerprint = KeyFingerprint(principal.key);
+  const Status waiting = Status::PermissionDenied(
+      "node '" + msg.node.name + "' awaits admission (key " + fingerprint + "): an admin approves it with `gpool node "
+      "approve " + msg.node.name + "`, or start the worker with --join-token");
+  const auto& pending = state_.pending_enrolments();
+  auto known = pending.find(principal.key);
+  auto refreshed = pending_refreshed_ms_.find(principal.key);
+  if (known != pending.end() && known->second.node == msg.node.name && refreshed != pending_refreshed_ms_.end() &&
+      now_ms - refreshed->second < kRefreshMs) {
+    Reply(peer, MakeError(header.request_id, proposer_.epoch(), waiting));
+    return;
+  }
+  if (known == pending.end() && pending.size() >= state::ClusterState::kMaxPendingEnrolments) {
+    spdlog::warn("pending enrolment refused: the table is full node={} key={}", msg.node.name, fingerprint);
+    Reply(peer, MakeError(header.request_id, proposer_.epoch(),
+                          Status::ResourceExhausted("too many enrolments are pending; ask an admin to approve this "
+                                                    "node or to start its worker with --join-token")));
+    return;
+  }
+  PendingEnrolment seen;
+  seen.node = msg.node.name;
+  seen.key = principal.key;
+  seen.fingerprint = fingerprint;
+  seen.hostname = msg.node.hostname;
+  seen.gpus = static_cast<uint32_t>(msg.node.gpus.size());
+  if (!msg.node.gpus.empty()) seen.gpu_model = msg.node.gpus.front().model;
+  pending_refreshed_ms_[principal.key] = now_ms;
+  if (pending_refreshed_ms_.size() > 2 * state::ClusterState::kMaxPendingEnrolments) {
+    // Keys rejected or admitted meanwhile: only pending ones are worth remembering.
+    std::erase_if(pending_refreshed_ms_, [&](const auto& entry) { return pending.count(entry.first) == 0; });
+  }
+  if (known == pending.end()) {
+    spdlog::warn("node pending enrolment node={} key={} gpus={} hostname={}", seen.node, fingerprint, seen.gpus,
+                 seen.hostname);
+  }
+  state::EnrolmentCmd cmd;
+  cmd.op = state::EnrolmentCmdOp::kPending;
+  cmd.pending = std::move(seen);
+  proposer_.Propose(std::move(cmd), [this, peer, waiting, request_id = header.request_id,
+                                     key = principal.key](const state::ApplyResult& result) {
+    if (!result.status.ok() || !result.committed) pending_refreshed_ms_.erase(key);
+    Reply(peer, MakeError(request_id, proposer_.epoch(), result.status.ok() ? waiting : result.status));
+  });
 }
 
 void NodeRegistry::WarnOverShare(const std::string& node, Watch& watch) {
@@ -380,6 +447,7 @@ void NodeRegistry::Reset(int64_t now_ms) {
   workers_.Clear();
   watches_.clear();
   connection_keys_.clear();
+  pending_refreshed_ms_.clear();
   start_ms_ = now_ms;
   next_silence_check_ms_ = INT64_MAX;
   next_orphan_scan_ms_ = now_ms + options_.node_timeout_ms;

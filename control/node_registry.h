@@ -57,6 +57,10 @@ struct NodeRegistryOptions {
   // the ZAP handler names the key's next connections after it. May be null
   // (--insecure, tests).
   KeyDirectory* keys = nullptr;
+  // How a worker key bound to no node comes to be one (CurveZMQ only;
+  // key_directory.h). kAdmission: its registration is a pending enrolment
+  // until an admin approves it or it presents a join token.
+  WorkerEnrolment enrolment = WorkerEnrolment::kAdmission;
   std::string coordinator_id = "coordinator";
   wire::DecodeLimits limits;
   const Clock* clock = &SystemClock::Get();
@@ -117,6 +121,10 @@ class NodeRegistry {
   // unbound key for a name no key is bound to (first use). Unauthenticated
   // otherwise, and logged: nothing of the node or its tasks is touched.
   Status CheckBinding(const std::string& peer, const std::string& node, const Principal& principal) const;
+  // Admission enrolment: a registration whose key is not admitted and that
+  // brings no join token is recorded (or refreshed) as pending, and refused.
+  void RecordPending(const std::string& peer, const Header& header, const RegisterNode& msg,
+                     const Principal& principal, int64_t now_ms);
   void ProposeNotReady(const std::string& node);
   void ProposeLost(const std::string& node);
   // Commits the node's reported health when it differs from the state's.
@@ -154,6 +162,9 @@ class NodeRegistry {
   std::map<std::string, Watch> watches_;  // node -> watch
   // node -> the key its current connection registered with (CurveZMQ).
   std::map<std::string, std::string> connection_keys_;
+  // Pending keys -> when this leadership last committed their refresh: a
+  // worker retrying every few seconds is not a log entry each time.
+  std::map<std::string, int64_t> pending_refreshed_ms_;
 };
 
 }  // namespace gpool::control

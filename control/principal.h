@@ -22,7 +22,7 @@ struct Principal {
     kInsecure,   // no CurveZMQ: the transport vouches for nothing
     kUser,       // a registered user's key
     kNode,       // a worker key bound to node `name`
-    kNewNode,    // a worker key bound to no node yet (first-use enrolment)
+    kNewNode,    // a worker key bound to no node yet (admission or first-use enrolment)
     kReplica,    // a replica of the committed configuration
     kBootstrap,  // any client key while the cluster has no admin yet
     kJob,        // a job's exec key, held by its tasks: exec into that job only

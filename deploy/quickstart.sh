@@ -11,8 +11,10 @@
 #
 # Security is on (CurveZMQ, issue 31): the script makes a key pair for each
 # replica, each node and the user (gpool admin keygen) under $work/keys; the
-# replicas admit the user's key as the bootstrap admin (--admin-key), the
-# workers' keys bind to their node names on first registration, and the CLI
+# replicas admit the user's key as the bootstrap admin (--admin-key), each
+# worker is admitted by a single-use join token the script mints for it
+# (gpool admin join-token create; a worker with an unknown key would wait as
+# a pending enrolment for `gpool node approve`), and the CLI
 # finds its keys through GPOOL_KEY_FILE and GPOOL_COORDINATOR_KEY.
 #
 # The replicas must know each other's addresses before they start, so they
@@ -107,9 +109,11 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-declare -A worker_pids
+declare -A worker_pids join_tokens
 start_worker() {  # start_worker I: (re)starts node-I's worker
-  "$worker_bin" --coordinator "$worker_ep" --spec "$work/node-$1.yaml" --data-dir "$work/worker-$1" \
+  # Its join token admits it on its first registration; a restart is already
+  # bound to its key, and the spent token is not looked at.
+  GPOOL_JOIN_TOKEN="${join_tokens[$1]}" "$worker_bin" --coordinator "$worker_ep" --spec "$work/node-$1.yaml" --data-dir "$work/worker-$1" \
     --key-file "$work/keys/node-$1.key" --coordinator-key "$coordinator_keys" \
     --cuda-real-driver "$bin/worker/cuda/fake_driver/libcuda.so.1" \
     >>"$work/worker-$1.log" 2>&1 &
@@ -127,6 +131,7 @@ memory: 512Gi
 labels: {rack: r$(((i + 1) / 2))}
 gpus: {count: 8, model: A100-SXM4-80GB, memory: 80Gi, nvlink: all, numa_split: 2$mig}
 SPEC
+  join_tokens[$i]=$("$gpool_bin" admin join-token create --ttl 10m 2>/dev/null)
   start_worker "$i"
 done
 

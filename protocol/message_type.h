@@ -90,6 +90,9 @@ enum class MessageType : uint8_t {
   // Snapshot export (client -> coordinator, port 7400).
   kExportSnapshot,
   kExportSnapshotReply,
+  // Node enrolment: pending enrolments and join tokens (client -> coordinator, port 7400).
+  kEnrolment,
+  kEnrolmentReply,
 };
 
 std::string_view MessageTypeName(MessageType type);

@@ -24,6 +24,7 @@
 #include "protocol/messages_admin.h"
 #include "protocol/messages_client.h"
 #include "protocol/messages_common.h"
+#include "protocol/messages_enrolment.h"
 #include "protocol/messages_exec.h"
 #include "protocol/messages_nodes.h"
 #include "protocol/messages_snapshot.h"

@@ -26,12 +26,17 @@ struct RegisterNode {
   std::string worker_version;
   // The node's health conditions now (health.h); empty: healthy.
   std::vector<HealthCondition> health;
+  // A join token (`gpool admin join-token create`): admits a node whose key
+  // is not yet bound at once, instead of leaving it pending an admin's
+  // approval. Sent until the node is registered; empty: none.
+  std::string join_token;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
     v.Optional("tasks", tasks);
     v.Optional("worker_version", worker_version);
     v.Optional("health", health);
+    v.Optional("join_token", join_token);
   }
 };
 

@@ -60,6 +60,8 @@ TEST(BurstTest, ThousandsOfShortJobsDrainWithEveryNodeReadyAndNothingLeftCounted
   LocalClusterOptions options;
   options.coordinators = 3;
   options.workers = 0;
+  // Each simulated node makes a fresh key at start: a lab fleet, admitted on first use.
+  options.coordinator_flags.insert(options.coordinator_flags.end(), {"--worker-enrolment", "first-use"});
   LocalCluster cluster(options);
   cluster.StartCoordinator();
   const std::string spec = cluster.dir() + "/sim.yaml";

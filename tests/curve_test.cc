@@ -233,9 +233,12 @@ TEST_F(CurveClusterTest, ATasksJobKeyOpensItsOwnJobOnly) {
   EXPECT_EQ(TaskState(other), "Running");
 }
 
-// A new node name under a key of its own is fine (first-use enrolment), and
-// then that key is that node's only.
+// With --worker-enrolment first-use (a lab setting), a new node name under a
+// key of its own is fine, and then that key is that node's only.
 TEST_F(CurveClusterTest, FirstUseBindsANewNameToItsKey) {
+  cluster_.KillCoordinator();
+  cluster_.SetCoordinatorFlags({"--heartbeat-ms", "200", "--node-timeout-ms", "3000", "--worker-enrolment", "first-use"});
+  cluster_.StartCoordinator();
   RawWorker fresh(cluster_, "fresh-node");
   auto reply = fresh.Ask(RegisterNode{FakeNode("fresh", 1), {}, "test"});
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();

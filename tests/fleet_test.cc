@@ -20,6 +20,8 @@ constexpr int kNodes = 20;
 TEST(FleetTest, TwentySimulatedNodesInOneProcessRegisterAndRunJobs) {
   LocalClusterOptions options;
   options.workers = 0;
+  // Each simulated node makes a fresh key at start: a lab fleet, admitted on first use.
+  options.coordinator_flags.insert(options.coordinator_flags.end(), {"--worker-enrolment", "first-use"});
   LocalCluster cluster(options);
   cluster.StartCoordinator();
   const std::string spec = cluster.dir() + "/sim.yaml";

@@ -218,6 +218,19 @@ void LocalCluster::StartWorker(int index) {
   }
   if (options_.secure) {
     argv.insert(argv.end(), {"--key-file", SecretKeyFile(name), "--coordinator-key", CoordinatorKeyFiles()});
+    if (!options_.unenrolled_workers.count(index) && !enrolled_.count(index)) {
+      // Admission enrolment admits no stranger: bind the key to the name first,
+      // as an operator would. Retried through an election of a new cluster.
+      CommandResult enrolled;
+      const bool ok = WaitFor(
+          [&] {
+            enrolled = Cli({"admin", "node", "enrol", name, "--node-key", PublicKeyFile(name)});
+            return enrolled.exit_code == 0;
+          },
+          std::chrono::seconds(30));
+      if (!ok) throw std::runtime_error("cannot enrol " + name + ": " + enrolled.err);
+      enrolled_.insert(index);
+    }
   } else {
     argv.push_back("--insecure");
   }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,12 @@ struct LocalClusterOptions {
   // The hostname in every worker's node spec; "": the machine's.
   std::string worker_hostname;
   bool secure = true;  // CurveZMQ on every channel; false: --insecure
+  // With CurveZMQ the coordinators admit worker keys by admission (issue 48):
+  // StartWorker enrols each worker's key under its node name first, as an
+  // operator would (`gpool admin node enrol`), except for the workers listed
+  // here, which connect as strangers (pending until approved, or admitted by
+  // a join token in worker_env).
+  std::set<int> unenrolled_workers;
   std::vector<std::string> coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000",
                                                 "--preempt-grace-ms", "2000"};
 };
@@ -96,6 +103,8 @@ class LocalCluster {
   // Removes a stopped replica's data dir: it restarts with nothing.
   void WipeReplica(int index);
   std::string ReplicaDataDir(int index) const;
+  // With CurveZMQ, enrols the worker's key first (once per index) unless
+  // the index is in unenrolled_workers; the coordinator must be up then.
   void StartWorker(int index);
   void StartWorkers();
 
@@ -126,6 +135,8 @@ class LocalCluster {
   bool secure() const { return options_.secure; }
   // The coordinator flags of the next StartCoordinator/StartReplica.
   void SetCoordinatorFlags(std::vector<std::string> flags) { options_.coordinator_flags = std::move(flags); }
+  // The extra environment of worker `index` from its next StartWorker on.
+  void SetWorkerEnv(int index, std::map<std::string, std::string> env) { options_.worker_env[index] = std::move(env); }
   // Key files in the cluster's temp dir: "replica-N" (N from 1), "node-I",
   // "admin"; made on first use. Empty when insecure.
   std::string SecretKeyFile(const std::string& name);
@@ -152,6 +163,7 @@ class LocalCluster {
   std::vector<Endpoints> replicas_;
   std::vector<std::unique_ptr<Process>> coordinators_;
   std::vector<std::unique_ptr<Process>> workers_;
+  std::set<int> enrolled_;  // worker indexes whose keys StartWorker enrolled
   int coordinator_starts_ = 0;
 };
 

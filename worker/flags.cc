@@ -58,7 +58,10 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("token", "Shared secret put in every message header", cxxopts::value<std::string>(), "TOKEN")
     ("token-file", "Read the shared secret from FILE", cxxopts::value<std::string>(), "FILE")
     ("key-file", "CurveZMQ: this node's secret key file (gpool admin keygen; mode 0600); the coordinator binds "
-     "the node's name to its public key on first registration", cxxopts::value<std::string>(), "FILE")
+     "the node's name to its public key once the node is admitted (gpool node approve, or --join-token)", cxxopts::value<std::string>(), "FILE")
+    ("join-token", "CurveZMQ: a single-use join token (gpool admin join-token create) that admits this node "
+     "on its first registration, instead of waiting for an admin's approval; or set GPOOL_JOIN_TOKEN",
+     cxxopts::value<std::string>(), "TOKEN")
     ("coordinator-key", "CurveZMQ: the coordinator's public key file, or one per --coordinator endpoint "
      "(comma-separated, same order)", cxxopts::value<std::string>(), "FILE[,FILE...]")
     ("insecure", "Plaintext and unauthenticated instead of CurveZMQ: a trusted single-user machine only")
@@ -190,6 +193,7 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     if (result.count("token")) f.token = result["token"].as<std::string>();
     if (result.count("token-file")) f.token_file = result["token-file"].as<std::string>();
     if (result.count("key-file")) f.key_file = result["key-file"].as<std::string>();
+    if (result.count("join-token")) f.join_token = result["join-token"].as<std::string>();
     if (result.count("coordinator-key")) {
       const std::string list = result["coordinator-key"].as<std::string>();
       size_t start = 0;
@@ -332,6 +336,8 @@ Status CheckSecurityFlags(const WorkerFlags& flags) {
     if (!flags.key_file.empty() || !flags.coordinator_keys.empty()) {
       return Status::InvalidArgument("--insecure excludes --key-file and --coordinator-key");
     }
+    // A join token binds a key to a name: without CurveZMQ there is no key.
+    if (!flags.join_token.empty()) return Status::InvalidArgument("--join-token (GPOOL_JOIN_TOKEN) needs --key-file");
     return Status::Ok();
   }
   // A simulated fleet makes a key pair per node at start (fleet.h).
@@ -342,6 +348,10 @@ Status CheckSecurityFlags(const WorkerFlags& flags) {
   }
   if (flags.coordinator_keys.empty()) {
     return Status::InvalidArgument("--key-file needs --coordinator-key: the coordinator's public key file");
+  }
+  // One token admits one node: a fleet of simulated nodes cannot share it.
+  if (!flags.join_token.empty() && flags.simulate > 0) {
+    return Status::InvalidArgument("--join-token admits one node; a --simulate fleet cannot share it");
   }
   return Status::Ok();
 }

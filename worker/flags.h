@@ -15,6 +15,9 @@
 //   --coordinator-key F[,G]  the coordinator's public key file(s), one for
 //                            all endpoints or one per --coordinator endpoint
 //   --insecure               plaintext instead (one of --key-file, --insecure)
+//   --join-token T           CurveZMQ: a join token (`gpool admin join-token
+//                            create`) that admits this node on its first
+//                            registration; also GPOOL_JOIN_TOKEN (read by main)
 //   --nvml-library PATH      default libnvidia-ml.so.1
 //   --cuda-interposer PATH|none  gpool's libgpool-cuda.so.1 for GPU-share
 //                            tasks (default: next to gpool-worker, see
@@ -60,6 +63,7 @@ struct WorkerFlags {
   std::string token;
   std::string token_file;
   std::string key_file;                      // CurveZMQ secret key file
+  std::string join_token;                    // admits a new node at once (admission enrolment)
   std::vector<std::string> coordinator_keys;  // public key files, see ServerKeys
   bool insecure = false;
   std::string nvml_library = "libnvidia-ml.so.1";

@@ -153,6 +153,15 @@ TEST(FlagsTest, SecurityFlags) {
   ASSERT_TRUE(fleet.ok());
   EXPECT_TRUE(CheckSecurityFlags(fleet->flags).ok());
   EXPECT_EQ(Parse({"--coordinator-key", "a.pub,,b.pub"}).status().code(), StatusCode::kInvalidArgument);
+  // A join token rides on a key: refused with --insecure and for a fleet.
+  auto token = Parse({"--key-file", "n.key", "--coordinator-key", "c.pub", "--join-token", "gpool-join-1"});
+  ASSERT_TRUE(token.ok());
+  EXPECT_EQ(token->flags.join_token, "gpool-join-1");
+  EXPECT_TRUE(CheckSecurityFlags(token->flags).ok());
+  auto plain_token = Parse({"--insecure", "--join-token", "gpool-join-1"});
+  EXPECT_EQ(CheckSecurityFlags(plain_token->flags).code(), StatusCode::kInvalidArgument);
+  auto fleet_token = Parse({"--simulate", "3", "--spec", "s.yaml", "--coordinator-key", "c.pub", "--join-token", "t"});
+  EXPECT_EQ(CheckSecurityFlags(fleet_token->flags).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(FlagsTest, HelpAndVersion) {

@@ -85,7 +85,7 @@ struct FleetOptions {
   // CurveZMQ: with secure set, each simulated node gets a key pair of its own
   // made at start (a node name binds to one key), so a fleet's nodes are new
   // to a secured coordinator on every start: give it a fresh data dir or use
-  // first-use enrolment with new node names.
+  // --worker-enrolment first-use (a lab setting) with new node names.
   bool secure = false;
   security::ServerKeys server_keys;
   std::string worker_version;                   // reported in RegisterNode

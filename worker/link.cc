@@ -162,6 +162,7 @@ void Link::SendRegister() {
   reg.node = options_.host->node();
   reg.tasks = options_.host->TaskReports();
   reg.worker_version = options_.worker_version;
+  reg.join_token = options_.join_token;
   reg.health = options_.host->health();
   register_health_version_ = options_.host->health_version();
   register_request_id_ = next_request_id_++;

@@ -78,6 +78,7 @@ struct LinkOptions {
   std::vector<std::string> endpoints;  // required; the next one is tried on each reconnect
   std::string token;                   // put in header.token of every frame
   std::string worker_version;          // reported in RegisterNode
+  std::string join_token;              // sent in RegisterNode (admission enrolment); empty: none
   LinkHost* host = nullptr;            // required: the rest of the agent (link_host.h)
   const Clock* clock = nullptr;        // required
   std::function<double()> random;      // uniform in [0, 1) for jitter; nullptr: a seeded mt19937

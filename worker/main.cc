@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,7 @@
 #include "protocol/base/clock.h"
 #include "protocol/base/disk_guard.h"
 #include "protocol/base/loop_inbox.h"
+#include "protocol/messages_enrolment.h"
 #include "protocol/security/keys.h"
 #include "protocol/security/server_keys.h"
 #include "topology/fleet_nodes.h"
@@ -400,6 +402,13 @@ int main(int argc, char** argv) {
     if (!token.ok()) return Fail("cannot read token", token.status());
     flags.token = *token;
   }
+  // The join token from the environment (a secret is safer there than in
+  // argv, which every local user can read); dropped from it so no task
+  // inherits it.
+  if (const char* join = std::getenv("GPOOL_JOIN_TOKEN"); join != nullptr) {
+    if (flags.join_token.empty()) flags.join_token = join;
+    unsetenv("GPOOL_JOIN_TOKEN");
+  }
   if (Status secure = CheckSecurityFlags(flags); !secure.ok()) {
     std::cerr << "gpool-worker: " << secure.message() << "\nRun 'gpool-worker --help' for usage.\n";
     return 2;
@@ -417,6 +426,9 @@ int main(int argc, char** argv) {
       auto keys = gpool::security::ReadSecretKeyFile(flags.key_file);
       if (!keys.ok()) return Fail("cannot read --key-file", keys.status());
       curve_keys = *keys;
+      // What `gpool node pending` shows for this node: the admin compares it before approving.
+      logger->info("node key public_key={} fingerprint={} join_token={}", curve_keys.public_key,
+                   gpool::KeyFingerprint(curve_keys.public_key), flags.join_token.empty() ? "none" : "given");
     }
     auto servers = gpool::security::ServerKeys::Load(flags.coordinators, flags.coordinator_keys);
     if (!servers.ok()) return Fail("cannot read --coordinator-key", servers.status());
@@ -527,6 +539,7 @@ int main(int argc, char** argv) {
   LinkOptions link_options;
   link_options.endpoints = flags.coordinators;
   link_options.token = flags.token;
+  link_options.join_token = flags.join_token;
   link_options.worker_version = kWorkerVersion;
   link_options.host = &host;
   link_options.clock = &clock;

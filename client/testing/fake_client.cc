@@ -511,6 +511,12 @@ Result<UpdatePricesReply> FakeClient::UpdatePrices(const gpool::UpdatePrices& re
   return reply;
 }
 
+Result<EnrolmentReply> FakeClient::Enrol(const gpool::Enrolment& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  cluster_->enrolments.push_back(request);
+  return cluster_->enrolment_reply;
+}
+
 Result<ExportSnapshotReply> FakeClient::ExportSnapshot(const gpool::ExportSnapshot& request) {
   if (auto failure = TakeFailure()) return *failure;
   if (request.export_id == 0) {

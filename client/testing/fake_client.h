@@ -94,6 +94,8 @@ struct FakeCluster {
   std::vector<gpool::GetTaskLog> log_requests;
   std::vector<gpool::ChangeReplicas> replica_changes;
   std::vector<gpool::UpdateNode> node_updates;
+  std::vector<gpool::Enrolment> enrolments;  // Enrol's requests; each answered with enrolment_reply
+  EnrolmentReply enrolment_reply;
   std::vector<gpool::UpdateQueue> queue_updates;
   int list_queues_calls = 0;
   std::vector<uint64_t> explain_requests;
@@ -168,6 +170,7 @@ class FakeClient : public Client {
   Result<ListAuditReply> ListAudit(const gpool::ListAudit& request) override;
   Result<GetUsageReply> GetUsage(const gpool::GetUsage& request) override;
   Result<ExportSnapshotReply> ExportSnapshot(const gpool::ExportSnapshot& request) override;
+  Result<EnrolmentReply> Enrol(const gpool::Enrolment& request) override;
   Result<UpdatePricesReply> UpdatePrices(const gpool::UpdatePrices& request) override;
 
  private:

@@ -49,6 +49,8 @@ struct GatewayOptions {
   // Unless new_exec_token is set: each job's exec key pair, made ahead off
   // the loop (ExecKeyPool); an error falls back to RandomExecToken.
   std::function<Result<security::KeyPair>()> new_exec_pair;
+  // Draws each join token's secret; nullptr: 192 random bits. Tests pass a fixed one.
+  std::function<std::string()> new_join_token;
   // Audited refusals per second at most; the rest are counted in the next
   // entry (a flood of refused requests must not fill the log).
   uint32_t audit_refusals_per_s = 50;

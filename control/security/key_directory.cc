@@ -5,13 +5,20 @@
 namespace gpool::control {
 
 std::string_view WorkerEnrolmentName(WorkerEnrolment enrolment) {
-  return enrolment == WorkerEnrolment::kAdmin ? "admin" : "first-use";
+  switch (enrolment) {
+    case WorkerEnrolment::kAdmin: return "admin";
+    case WorkerEnrolment::kFirstUse: return "first-use";
+    case WorkerEnrolment::kAdmission: return "admission";
+  }
+  return "admission";
 }
 
 Result<WorkerEnrolment> WorkerEnrolmentFromName(std::string_view name) {
+  if (name == "admission") return WorkerEnrolment::kAdmission;
   if (name == "first-use") return WorkerEnrolment::kFirstUse;
   if (name == "admin") return WorkerEnrolment::kAdmin;
-  return Status::InvalidArgument("--worker-enrolment must be first-use or admin, not '" + std::string(name) + "'");
+  return Status::InvalidArgument("--worker-enrolment must be admission, admin or first-use, not '" +
+                                 std::string(name) + "'");
 }
 
 std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std::string_view key) const {
@@ -26,7 +33,8 @@ std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std:
   }
   if (domain == security::kWorkersDomain) {
     if (auto it = node_of_key_.find(k); it != node_of_key_.end()) return "node|" + it->second + "|" + k;
-    if (enrolment_ == WorkerEnrolment::kFirstUse) return "new-node||" + k;
+    // Admitted to the handshake only: what the key may do is the node registry's call.
+    if (enrolment_ != WorkerEnrolment::kAdmin) return "new-node||" + k;
     return std::nullopt;
   }
   if (domain == security::kPeersDomain) {

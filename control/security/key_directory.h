@@ -6,8 +6,10 @@
 //            a job's exec key (JobRecord::exec_key) -> job|<id>|<key>
 //            any key while bootstrap is open (no admin yet) -> bootstrap||<key>
 //   workers  a key bound to a node         -> node|<name>|<key>
-//            an unbound key, first-use enrolment only -> new-node||<key>
-//            (the node registry binds it to the name it registers, once)
+//            an unbound key (admission or first-use enrolment) -> new-node||<key>
+//            (admission: the node registry records it as a pending
+//            enrolment until an admin approves it or it presents a join
+//            token; first-use: bound to the name it registers, once)
 //   peers    a replica of the configuration -> replica|<id>|<key>
 // Anything else is refused at the handshake: the connection never delivers
 // a frame.
@@ -33,15 +35,17 @@
 namespace gpool::control {
 
 enum class WorkerEnrolment {
-  kFirstUse,  // an unknown worker key is admitted, and bound to the first name it registers
-  kAdmin,     // only keys an admin enrolled (or bound before) are admitted
+  kFirstUse,   // lab only: an unknown worker key is admitted, and bound to the first name it registers
+  kAdmin,      // only keys an admin enrolled (or bound before) are admitted
+  kAdmission,  // the default: an unknown key may register, but waits as a pending
+               // enrolment (no work) until approved or it presents a join token
 };
 std::string_view WorkerEnrolmentName(WorkerEnrolment enrolment);
 Result<WorkerEnrolment> WorkerEnrolmentFromName(std::string_view name);
 
 class KeyDirectory {
  public:
-  explicit KeyDirectory(WorkerEnrolment enrolment = WorkerEnrolment::kFirstUse) : enrolment_(enrolment) {}
+  explicit KeyDirectory(WorkerEnrolment enrolment = WorkerEnrolment::kAdmission) : enrolment_(enrolment) {}
 
   // ZapHandler's Authorizer: the User-Id, or nullopt to refuse.
   std::optional<std::string> Authorize(std::string_view domain, std::string_view key) const;

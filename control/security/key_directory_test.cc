@@ -98,7 +98,19 @@ TEST(KeyDirectory, PeersAreTheConfiguredReplicas) {
   EXPECT_FALSE(directory.Authorize("nonsense", kAlice));
 }
 
+// Admission (the default) lets an unknown key through the handshake as a new
+// node: the registry then keeps it pending, with no work, until admitted.
+TEST(KeyDirectory, AdmissionIsTheDefaultAndAdmitsUnknownKeysOnlyAsNewNodes) {
+  KeyDirectory directory;
+  EXPECT_EQ(Parsed(directory.Authorize("workers", kNodeKey)), (Principal{Principal::Kind::kNewNode, "", kNodeKey}));
+  directory.EnrolNode("n1", kNodeKey);  // approved
+  EXPECT_EQ(Parsed(directory.Authorize("workers", kNodeKey)), (Principal{Principal::Kind::kNode, "n1", kNodeKey}));
+  EXPECT_FALSE(directory.Authorize("clients", kNodeKey));
+}
+
 TEST(WorkerEnrolmentNames, RoundTrip) {
+  EXPECT_EQ(*WorkerEnrolmentFromName("admission"), WorkerEnrolment::kAdmission);
+  EXPECT_EQ(WorkerEnrolmentName(WorkerEnrolment::kAdmission), "admission");
   EXPECT_EQ(*WorkerEnrolmentFromName("admin"), WorkerEnrolment::kAdmin);
   EXPECT_EQ(*WorkerEnrolmentFromName("first-use"), WorkerEnrolment::kFirstUse);
   EXPECT_EQ(WorkerEnrolmentFromName("open").status().code(), StatusCode::kInvalidArgument);

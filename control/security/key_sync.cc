@@ -50,6 +50,13 @@ void KeySync::Applied(const state::Command& command, const state::ApplyResult& r
   if (updated != nullptr && result.status.ok() && updated->update.op == NodeUpdateOp::kWorkerKey) {
     keys_->EnrolNode(updated->update.node, updated->update.key);
   }
+  // An approved enrolment binds its key to the name, like an admin's enrolment.
+  const auto* enrolment = std::get_if<state::EnrolmentCmd>(&command.body);
+  if (enrolment != nullptr && result.status.ok() && enrolment->op == state::EnrolmentCmdOp::kApprove) {
+    if (auto it = state.enrolled_nodes().find(enrolment->node); it != state.enrolled_nodes().end()) {
+      keys_->EnrolNode(it->first, it->second);
+    }
+  }
   // A job's exec key is admitted as its submission commits, and no longer
   // once its record is forgotten.
   const auto* submitted = std::get_if<state::SubmitJobCmd>(&command.body);

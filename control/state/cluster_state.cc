@@ -69,6 +69,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, AlertCmd>) return ApplyAlert(now, body);
         if constexpr (std::is_same_v<T, UsageCheckpointCmd>) return ApplyUsageCheckpoint(now, body);
         if constexpr (std::is_same_v<T, UpdatePricesCmd>) return ApplyUpdatePrices(now, body);
+        if constexpr (std::is_same_v<T, EnrolmentCmd>) return ApplyEnrolment(now, body);
       },
       command.body);
 }
@@ -138,6 +139,8 @@ struct SnapshotImage {
   std::map<std::string, std::string> enrolled_nodes;
   std::vector<AlertCmd> alerts;  // firing
   UsageLedger::Image usage_ledger;  // absent from snapshots before issue 34: empty
+  std::vector<PendingEnrolment> pending_enrolments;  // absent before issue 48: none
+  std::vector<JoinTokenInfo> join_tokens;
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -159,6 +162,8 @@ struct SnapshotImage {
     v.Optional("enrolled_nodes", enrolled_nodes);
     v.Optional("alerts", alerts);
     v.Optional("usage_ledger", usage_ledger);
+    v.Optional("pending_enrolments", pending_enrolments);
+    v.Optional("join_tokens", join_tokens);
   }
 };
 
@@ -230,6 +235,18 @@ std::string ClusterState::Snapshot() const {
   }
   packer.Key("usage_ledger");
   usage_ledger_.PackImage(packer);
+  packer.Key("pending_enrolments");
+  packer.BeginArray(static_cast<uint32_t>(pending_enrolments_.size()));
+  for (const auto& [key, pending] : pending_enrolments_) {
+    PendingEnrolment copy = pending;
+    packer.Value(copy);
+  }
+  packer.Key("join_tokens");
+  packer.BeginArray(static_cast<uint32_t>(join_tokens_.size()));
+  for (const auto& [id, token] : join_tokens_) {
+    JoinTokenInfo copy = token;
+    packer.Value(copy);
+  }
   return std::string(buffer.data(), buffer.size());
 }
 
@@ -264,6 +281,10 @@ Status ClusterState::Restore(std::string_view snapshot) {
   for (auto& alert : image->alerts) alerts_[alert.key] = std::move(alert);
   audit_.assign(image->audit.begin(), image->audit.end());
   enrolled_nodes_ = std::move(image->enrolled_nodes);
+  pending_enrolments_.clear();
+  for (auto& pending : image->pending_enrolments) pending_enrolments_[pending.key] = std::move(pending);
+  join_tokens_.clear();
+  for (auto& token : image->join_tokens) join_tokens_[token.id] = std::move(token);
   if (Status ledger = usage_ledger_.FromImage(std::move(image->usage_ledger)); !ledger.ok()) {
     return ledger.WithContext("restoring snapshot");
   }

@@ -71,6 +71,19 @@ class ClusterState {
   // (`gpool admin node enrol`), by node name: a registration under that name
   // with another key is refused; the first with this key binds it.
   const std::map<std::string, std::string>& enrolled_nodes() const { return enrolled_nodes_; }
+  // Admission enrolment (cluster_state_enrolment.cc): worker keys that
+  // registered a node no admin has admitted yet, by key (at most
+  // kMaxPendingEnrolments), and join tokens by id (at most kMaxJoinTokens).
+  static constexpr size_t kMaxPendingEnrolments = 256;
+  static constexpr size_t kMaxJoinTokens = 1024;
+  const std::map<std::string, PendingEnrolment>& pending_enrolments() const { return pending_enrolments_; }
+  const std::map<std::string, JoinTokenInfo>& join_tokens() const { return join_tokens_; }
+  // Whether `key` may register `node` under admission enrolment without a
+  // token: bound to it already, or approved (enrolled) for it.
+  bool KeyAdmitted(const std::string& node, const std::string& key) const;
+  // Why `hash` cannot admit a node at `now` (unknown, used, revoked,
+  // expired), or Ok: a typed Unauthenticated error naming the reason.
+  Status CheckJoinToken(const std::string& hash, int64_t now) const;
   const std::map<uint64_t, JobRecord>& jobs() const { return jobs_; }
   // Always holds "root" and "default" (a child of root).
   const std::map<std::string, QueueRecord>& queues() const { return queues_; }
@@ -253,6 +266,10 @@ class ClusterState {
   ApplyResult ApplyAudit(int64_t now, const AuditCmd& cmd);
   ApplyResult ApplyUsageCheckpoint(int64_t now, const UsageCheckpointCmd& cmd);
   ApplyResult ApplyUpdatePrices(int64_t now, const UpdatePricesCmd& cmd);
+  ApplyResult ApplyEnrolment(int64_t now, const EnrolmentCmd& cmd);
+  // A registration under admission enrolment: Ok if its key may take the
+  // name (consuming its join token, whose labels land in `labels`).
+  Status AdmitRegistration(int64_t now, const RegisterNodeCmd& cmd, std::map<std::string, std::string>* labels);
   // Records the usage of an attempt that is about to stop holding its
   // resources (called once per attempt, before ReleaseResources). An end
   // whose real time is unknown (lost with its node) is charged up to the
@@ -366,6 +383,8 @@ class ClusterState {
   std::map<std::string, QueueRecord> queues_;
   std::map<std::string, UserSpec> users_;
   std::map<std::string, std::string> enrolled_nodes_;  // node -> worker key, until it registers
+  std::map<std::string, PendingEnrolment> pending_enrolments_;  // worker key -> its pending node
+  std::map<std::string, JoinTokenInfo> join_tokens_;           // id -> token
   std::deque<AuditEntry> audit_;  // the newest kMaxAudit entries
   uint64_t next_audit_seq_ = 1;
   // Retention: the newest forgotten jobs' summaries (oldest first), how many

@@ -33,7 +33,12 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
       return result;
     }
   }
+  std::map<std::string, std::string> token_labels;
+  result.status = AdmitRegistration(now, cmd, &token_labels);
+  if (!result.status.ok()) return result;
   NodeRecord& node = nodes_[cmd.node.name];
+  // A join token's labels are the admin's: they overlay the spec's like `gpool node label`.
+  for (auto& [key, value] : token_labels) node.admin_labels[key] = value;
   if (auto enrolled = enrolled_nodes_.find(cmd.node.name); enrolled != enrolled_nodes_.end()) {
     node.worker_key = enrolled->second;  // the admin's enrolment binds it
     enrolled_nodes_.erase(enrolled);

@@ -12,7 +12,9 @@
 #include <variant>
 #include <vector>
 
+#include "protocol/base/enum_names.h"
 #include "protocol/health.h"
+#include "protocol/messages_enrolment.h"
 #include "protocol/model/health_fence.h"
 #include "protocol/model/node_update.h"
 #include "protocol/model/prices.h"
@@ -24,6 +26,19 @@
 #include "topology/plan.h"
 
 namespace gpool::state {
+// EnrolmentCmd's op (below).
+enum class EnrolmentCmdOp : uint8_t { kPending, kApprove, kReject, kCreateToken, kRevokeToken };
+}  // namespace gpool::state
+
+namespace gpool {
+template <>
+struct EnumNames<state::EnrolmentCmdOp> {
+  static constexpr std::array<std::string_view, 5> kNames = {"pending", "approve", "reject", "token-create",
+                                                             "token-revoke"};
+};
+}  // namespace gpool
+
+namespace gpool::state {
 
 struct RegisterNodeCmd {
   NodeSpec node;
@@ -32,12 +47,21 @@ struct RegisterNodeCmd {
   // The key the worker's connection was authenticated with (CurveZMQ);
   // empty on an --insecure cluster. Bound to the node on first use.
   std::string worker_key;
+  // Admission enrolment (issue 48): the key must already be bound to the
+  // name (an earlier registration, an admin's approval or enrolment) or
+  // bring a valid join token, whose SHA-256 is `join_token_hash`; apply
+  // refuses it otherwise and changes nothing. False in entries written
+  // before admission existed, which bound on first use.
+  bool admission = false;
+  std::string join_token_hash;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
     v.Optional("tasks", tasks);
     v.Optional("health", health);
     v.Optional("worker_key", worker_key);
+    v.Optional("admission", admission);
+    v.Optional("join_token_hash", join_token_hash);
   }
 };
 
@@ -326,11 +350,34 @@ struct UpdatePricesCmd {
   }
 };
 
+// Node enrolment (protocol/messages_enrolment.h). op:
+//   "pending"       `pending.key` registered `pending.node` and awaits an admin
+//                   (a new entry, or a known one seen again)
+//   "approve"       bind the pending key of `node` (`fingerprint`: which one)
+//   "reject"        drop the pending key(s) of `node`
+//   "token-create"  keep `token` (its hash, expiry, labels, creator)
+//   "token-revoke"  revoke the token `token.id`
+struct EnrolmentCmd {
+  EnrolmentCmdOp op = EnrolmentCmdOp::kPending;  // by name
+  PendingEnrolment pending;
+  std::string node;
+  std::string fingerprint;
+  JoinTokenInfo token;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("op", op);
+    v.Optional("pending", pending);
+    v.Optional("node", node);
+    v.Optional("fingerprint", fingerprint);
+    v.Optional("token", token);
+  }
+};
+
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
                                  TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd, NodeLostCmd,
                                  NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd, ForgetJobsCmd,
                                  UpdateUserCmd, BootstrapCmd, AuditCmd, RenewSessionCmd, UsageCheckpointCmd,
-                                 UpdatePricesCmd, AlertCmd>;
+                                 UpdatePricesCmd, AlertCmd, EnrolmentCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock

@@ -39,6 +39,8 @@ struct SnapshotImageV2 {
   std::map<std::string, std::string> enrolled_nodes;  // node keys enrolled before registering (issue 31)
   std::vector<AlertCmd> alerts;                       // firing alerts (issue 34)
   UsageLedger::Image usage_ledger;                    // usage records and rollups (issue 34)
+  std::vector<PendingEnrolment> pending_enrolments;   // keys awaiting admission (issue 48)
+  std::vector<JoinTokenInfo> join_tokens;             // join tokens, by hash (issue 48)
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -60,6 +62,8 @@ struct SnapshotImageV2 {
     v.Optional("enrolled_nodes", enrolled_nodes);
     v.Optional("alerts", alerts);
     v.Optional("usage_ledger", usage_ledger);
+    v.Optional("pending_enrolments", pending_enrolments);
+    v.Optional("join_tokens", join_tokens);
   }
 };
 
@@ -88,6 +92,12 @@ TEST_F(ClusterStateTest, SnapshotBytesMatchTheImageFormat) {
   Do(UpdateNodeCmd{UpdateNode{.node = "n9", .op = NodeUpdateOp::kWorkerKey, .key = std::string(40, 'k')}});
   image.applied_index = state_.applied_index();
   image.enrolled_nodes = {{"n9", std::string(40, 'k')}};
+  EnrolmentCmd pending;
+  pending.pending.node = "stranger";
+  pending.pending.key = std::string(40, 's');
+  Do(pending);
+  image.applied_index = state_.applied_index();
+  image.pending_enrolments = {state_.pending_enrolments().begin()->second};
   EXPECT_EQ(state_.Snapshot(), wire::PackToString(image));
 }
 
