@@ -114,6 +114,10 @@ void Coordinator::Wire() {
 
   GatewayOptions gateway_options = GatewayOptionsOf(options_, client_endpoint_);
   gateway_options.new_exec_pair = [this] { return exec_keys_.Take(); };
+  gateway_options.token_last_used = [this](const std::string& id) {
+    auto it = token_last_used_.find(id);
+    return it == token_last_used_.end() ? int64_t{0} : it->second;
+  };
   gateway_ = std::make_unique<Gateway>(gateway_options, state_, connections_, *worker_relay_, *this, *tracker_);
   watches_ = std::make_unique<WatchHub>(WatchHubOptions{}, state_, feed_, *this, *tracker_);
   gateway_->set_watch_hub(watches_.get());

@@ -90,6 +90,13 @@ enum class MessageType : uint8_t {
   // Snapshot export (client -> coordinator, port 7400).
   kExportSnapshot,
   kExportSnapshotReply,
+  // API tokens for the HTTP port (client -> coordinator, port 7400; issue 48).
+  kCreateToken,
+  kCreateTokenReply,
+  kListTokens,
+  kListTokensReply,
+  kRevokeToken,
+  kRevokeTokenReply,
 };
 
 std::string_view MessageTypeName(MessageType type);

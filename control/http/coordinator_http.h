@@ -9,13 +9,15 @@
 //                               answered by the Gateway as over ZeroMQ
 //   GET  /, /ui/...             the dashboard (control/dashboard/dashboard.h)
 //
-// Authentication is the cluster's own: on a secured cluster the bearer
-// credential is a CurveZMQ secret key (Z85) of a registered user, whose
-// public half the coordinator derives and looks up as the ZAP handler would;
-// the user's roles then decide, request by request, exactly as on the
-// ZeroMQ port (a Prometheus scrape credential is a viewer's key in a
-// credentials file). On an --insecure cluster the bearer is the cluster
-// token (none configured: open, as the ZeroMQ port is).
+// Authentication (issue 48): on a secured cluster the bearer credential is
+// an API token (`gpool token create`; protocol/model/api_token.h), looked up
+// by its SHA-256 in the replicated state; its scope bounds what it opens
+// (metrics: /metrics only; read: + the API's reads and the dashboard;
+// write: + mutations) and its owner's roles decide the rest, exactly as on
+// the ZeroMQ port. A CurveZMQ secret key sent as the bearer is refused (401)
+// with how to make a token. On an --insecure cluster the bearer is the
+// cluster token (none configured: open, as the ZeroMQ port is). The port
+// serves TLS with --http-cert/--http-key (http_server.h).
 //
 // Every request's work runs on the coordinator's loop thread through the
 // LoopInbox; the HTTP threads only wait (at most request_timeout_ms, then 504).
@@ -29,6 +31,7 @@
 #include "control/principal.h"
 #include "protocol/base/loop_inbox.h"
 #include "protocol/http/http_server.h"
+#include "protocol/model/api_token.h"
 
 namespace gpool::control {
 
@@ -36,6 +39,9 @@ namespace gpool::control {
 struct HttpCaller {
   Principal principal;
   std::string token;  // the envelope token the gateway checks
+  // kToken callers: what the token opens (the gateway checks it again
+  // against the committed token, request by request).
+  TokenScope scope = TokenScope::kWrite;
 };
 
 // What the coordinator lends its HTTP port; all called on the loop thread.

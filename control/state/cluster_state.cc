@@ -69,6 +69,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, AlertCmd>) return ApplyAlert(now, body);
         if constexpr (std::is_same_v<T, UsageCheckpointCmd>) return ApplyUsageCheckpoint(now, body);
         if constexpr (std::is_same_v<T, UpdatePricesCmd>) return ApplyUpdatePrices(now, body);
+        if constexpr (std::is_same_v<T, TokenCmd>) return ApplyToken(now, body);
       },
       command.body);
 }
@@ -138,6 +139,7 @@ struct SnapshotImage {
   std::map<std::string, std::string> enrolled_nodes;
   std::vector<AlertCmd> alerts;  // firing
   UsageLedger::Image usage_ledger;  // absent from snapshots before issue 34: empty
+  std::vector<ApiTokenInfo> api_tokens;  // absent before issue 48: none
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -159,6 +161,7 @@ struct SnapshotImage {
     v.Optional("enrolled_nodes", enrolled_nodes);
     v.Optional("alerts", alerts);
     v.Optional("usage_ledger", usage_ledger);
+    v.Optional("api_tokens", api_tokens);
   }
 };
 
@@ -230,6 +233,8 @@ std::string ClusterState::Snapshot() const {
   }
   packer.Key("usage_ledger");
   usage_ledger_.PackImage(packer);
+  auto tokens = api_tokens_.Image();
+  packer.Field("api_tokens", tokens);
   return std::string(buffer.data(), buffer.size());
 }
 
@@ -267,6 +272,7 @@ Status ClusterState::Restore(std::string_view snapshot) {
   if (Status ledger = usage_ledger_.FromImage(std::move(image->usage_ledger)); !ledger.ok()) {
     return ledger.WithContext("restoring snapshot");
   }
+  api_tokens_.Restore(std::move(image->api_tokens));
   next_audit_seq_ = std::max<uint64_t>(image->next_audit_seq, audit_.empty() ? 1 : audit_.back().seq + 1);
   EnsureBuiltinQueues();
   RebuildIndexes();

@@ -26,6 +26,7 @@
 #include "control/state/commands.h"
 #include "control/state/records.h"
 #include "control/state/retention.h"
+#include "control/state/api_tokens.h"
 #include "control/state/usage_ledger.h"
 #include "protocol/event.h"
 #include "protocol/health.h"
@@ -186,6 +187,8 @@ class ClusterState {
   // of ended task attempts and their rollups, and what running tasks have
   // used from their start to `now_ms` (as records ending then).
   const UsageLedger& usage_ledger() const { return usage_ledger_; }
+  // API tokens of the HTTP port (api_tokens.h): hashes, owners, scopes.
+  const ApiTokenTable& api_tokens() const { return api_tokens_; }
   std::vector<UsageRecord> RunningUsage(int64_t now_ms) const;
   // "root/.../queue"; the name alone for a queue that no longer exists.
   std::string QueuePath(const std::string& queue) const;
@@ -253,6 +256,7 @@ class ClusterState {
   ApplyResult ApplyAudit(int64_t now, const AuditCmd& cmd);
   ApplyResult ApplyUsageCheckpoint(int64_t now, const UsageCheckpointCmd& cmd);
   ApplyResult ApplyUpdatePrices(int64_t now, const UpdatePricesCmd& cmd);
+  ApplyResult ApplyToken(int64_t now, const TokenCmd& cmd);
   // Records the usage of an attempt that is about to stop holding its
   // resources (called once per attempt, before ReleaseResources). An end
   // whose real time is unknown (lost with its node) is charged up to the
@@ -370,6 +374,7 @@ class ClusterState {
   std::map<std::pair<std::string, std::string>, UsageTotal> usage_;
   std::map<std::string, AlertCmd> alerts_;  // firing, by key
   UsageLedger usage_ledger_;
+  ApiTokenTable api_tokens_;
   // Set while LoseTask ends an attempt: its end time is unknown (the node
   // went silent) unless the worker reported it (usage_end_known_).
   bool losing_task_ = false;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "protocol/health.h"
+#include "protocol/model/api_token.h"
 #include "protocol/model/health_fence.h"
 #include "protocol/model/node_update.h"
 #include "protocol/model/prices.h"
@@ -312,11 +313,24 @@ struct UpdatePricesCmd {
   }
 };
 
+// An API token made or revoked (CreateToken / RevokeToken on the wire;
+// api_tokens.h). create carries the record with the token's hash, never the
+// token; revoke carries the id only.
+struct TokenCmd {
+  TokenOp op = TokenOp::kCreate;  // by name: create | revoke
+  ApiTokenInfo token;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("op", op);
+    v.Required("token", token);
+  }
+};
+
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
                                  TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd, NodeLostCmd,
                                  NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd, ForgetJobsCmd,
                                  UpdateUserCmd, BootstrapCmd, AuditCmd, RenewSessionCmd, UsageCheckpointCmd,
-                                 UpdatePricesCmd, AlertCmd>;
+                                 UpdatePricesCmd, AlertCmd, TokenCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock
