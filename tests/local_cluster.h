@@ -66,6 +66,9 @@ struct LocalClusterOptions {
   // The hostname in every worker's node spec; "": the machine's.
   std::string worker_hostname;
   bool secure = true;  // CurveZMQ on every channel; false: --insecure
+  // The coordinators' HTTP port serves TLS with a self-signed certificate
+  // (HttpCertFile(); issue 48); false: plain HTTP on 127.0.0.1.
+  bool http_tls = false;
   std::vector<std::string> coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000",
                                                 "--preempt-grace-ms", "2000"};
 };
@@ -133,6 +136,10 @@ class LocalCluster {
   // The comma-separated public key files of every replica, in the order of
   // client_endpoint() and worker_endpoint().
   std::string CoordinatorKeyFiles() const;
+  // The coordinators' self-signed HTTPS certificate (also the CA a client
+  // trusts) and its key; made on first use. Used with http_tls.
+  std::string HttpCertFile();
+  std::string HttpKeyFile();
   // True once `gpool nodes` reports every worker Ready.
   bool AllNodesReady();
 

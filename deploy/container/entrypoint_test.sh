@@ -67,6 +67,7 @@ tcp://0.0.0.0:7401
 tcp://0.0.0.0:7402
 --http-address
 0.0.0.0:7480
+--http-insecure
 --key-file
 $work/run/coordinator.key
 --peer-keys
@@ -76,6 +77,10 @@ $work/keys/admin.pub
 --scheduler-config=/x.conf" "$(cat "$work/out")"
 check "this replica's secret key, copied 0600" "600 secret 2" "$(stat -c %a "$work/run/coordinator.key") $(cat "$work/run/coordinator.key")"
 
+mkdir -p "$work/http-tls" && touch "$work/http-tls/tls.crt" "$work/http-tls/tls.key"
+status=$(coordinator GPOOL_POD_NAME=gpool-coordinator-0 GPOOL_HTTP_TLS_DIR="$work/http-tls" --)
+check "a mounted TLS secret serves HTTPS" "0 $work/http-tls/tls.crt $work/http-tls/tls.key " \
+  "$status $(grep -x -A1 -- --http-cert "$work/out" | tail -1) $(grep -x -A1 -- --http-key "$work/out" | tail -1) $(grep -x -- --http-insecure "$work/out")"
 status=$(coordinator GPOOL_POD_NAME=gpool-coordinator-3 GPOOL_REPLICAS=4 GPOOL_INITIAL_REPLICAS=3 --)
 check "a fourth replica joins" "0 --id 4 --join" "$status $(sed -n 1,2p "$work/out" | tr '\n' ' ')$(grep -x -- --join "$work/out")"
 status=$(coordinator GPOOL_POD_NAME=gpool-coordinator-0 --)
@@ -112,6 +117,7 @@ tcp://gpool-coordinator-0.gpool-coordinator.$D:7401,tcp://gpool-coordinator-1.gp
 $work/worker
 --http-address
 0.0.0.0:7481
+--http-insecure
 --key-file
 $work/worker/node.key
 --coordinator-key
