@@ -128,6 +128,7 @@ class Coordinator final : public Outbox {
   Status StartHttp();
   Result<HttpCaller> HttpAuthenticate(const std::string& bearer);
   Result<HttpCaller> HttpAuthenticateToken(const std::string& bearer);
+  Result<HttpCaller> HttpCallerOf(const ApiTokenInfo& token);
   Status HttpMayReadCluster(const HttpCaller& caller) const;
   std::string RenderMetrics() const;
 

@@ -34,6 +34,13 @@ Status Coordinator::StartHttp() {
       });
   CoordinatorHttpHooks hooks;
   hooks.authenticate = [this](const std::string& bearer) { return HttpAuthenticate(bearer); };
+  if (keys_) {
+    hooks.authenticate_token_id = [this](const std::string& id) -> Result<HttpCaller> {
+      const ApiTokenInfo* token = state_.api_tokens().Find(id);
+      if (token == nullptr) return Status::Unauthenticated("the session's API token was revoked; sign in again");
+      return HttpCallerOf(*token);
+    };
+  }
   hooks.may_read_cluster = [this](const HttpCaller& caller) { return HttpMayReadCluster(caller); };
   hooks.render_metrics = [this] { return RenderMetrics(); };
   hooks.readiness = [this] {
@@ -103,12 +110,21 @@ Result<HttpCaller> Coordinator::HttpAuthenticateToken(const std::string& bearer)
   if (token->expires_ms != 0 && token->expires_ms <= now) {
     return Status::Unauthenticated("API token " + token->id + " expired; make another with `gpool token create`");
   }
-  token_last_used_[token->id] = now;
+  return HttpCallerOf(*token);
+}
+
+Result<HttpCaller> Coordinator::HttpCallerOf(const ApiTokenInfo& token) {
+  const int64_t now = options_.clock->WallMs();
+  if (token.expires_ms != 0 && token.expires_ms <= now) {
+    return Status::Unauthenticated("API token " + token.id + " expired; make another with `gpool token create`");
+  }
+  token_last_used_[token.id] = now;
   HttpCaller caller;
   caller.principal.kind = Principal::Kind::kToken;
-  caller.principal.name = token->owner;
-  caller.principal.key = token->id;
-  caller.scope = token->scope;
+  caller.principal.name = token.owner;
+  caller.principal.key = token.id;
+  caller.scope = token.scope;
+  caller.expires_ms = token.expires_ms;
   // The token was proved above; a cluster token configured as well
   // (defence in depth on the ZeroMQ port) is the coordinator's to add.
   caller.token = options_.token;

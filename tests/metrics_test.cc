@@ -349,3 +349,69 @@ TEST_F(MetricsTest, ARevokedTokenIsRefusedByEveryReplica) {
 
 }  // namespace
 }  // namespace gpool::testing
+
+namespace gpool::testing {
+namespace {
+
+// The dashboard's sign-in (issue 48): a read token buys a session cookie
+// that is HttpOnly, Secure and SameSite=Strict; the cookie reads the API and
+// changes nothing; signing out ends it on the server, and so does revoking
+// its token. A metrics token or a secret key buys no session.
+TEST_F(MetricsTest, DashboardSessionsAreCookiesThatReadOnly) {
+  LocalClusterOptions options;
+  options.workers = 1;
+  ASSERT_NO_FATAL_FAILURE(Start(options));
+  auto host_port = http::ParseHostPort(cluster_->http_address());
+  ASSERT_TRUE(host_port.ok());
+  httplib::SSLClient https(host_port->first, host_port->second);
+  https.set_ca_cert_path(ca_.c_str());
+  https.enable_server_certificate_verification(true);
+  const auto sign_in = [&](const std::string& token) {
+    return https.Post("/ui/session", nlohmann::json{{"token", token}}.dump(), "application/json");
+  };
+  const auto with_cookie = [&](const std::string& path, const std::string& cookie) {
+    return https.Get(path, httplib::Headers{{"Cookie", cookie}});
+  };
+
+  EXPECT_EQ(sign_in(Token(TokenScope::kMetrics))->status, 403);
+  EXPECT_EQ(sign_in(AdminSecret(*cluster_))->status, 401);
+  EXPECT_EQ(https.Post("/ui/session", "not json", "application/json")->status, 400);
+
+  std::string id;
+  const std::string token = Token(TokenScope::kWrite, &id);
+  auto signed_in = sign_in(token);
+  ASSERT_TRUE(signed_in);
+  ASSERT_EQ(signed_in->status, 200) << signed_in->body;
+  const std::string set_cookie = signed_in->get_header_value("Set-Cookie");
+  for (const char* attribute : {"; HttpOnly", "; Secure", "; SameSite=Strict", "; Path=/", "; Max-Age="}) {
+    EXPECT_NE(set_cookie.find(attribute), std::string::npos) << attribute << " in " << set_cookie;
+  }
+  ASSERT_EQ(set_cookie.rfind("gpool_session=", 0), 0u) << set_cookie;
+  const std::string cookie = set_cookie.substr(0, set_cookie.find(';'));
+  EXPECT_EQ(cookie.find(token), std::string::npos) << "the cookie must not carry the token";
+
+  EXPECT_EQ(with_cookie("/api/v1/ListNodes", cookie)->status, 200);
+  EXPECT_EQ(with_cookie("/metrics", cookie)->status, 200);
+  // Read-only, whatever the token's scope: a cookie is sent by the browser on its own.
+  auto cancel = with_cookie("/api/v1/CancelJob?job_id=1", cookie);
+  EXPECT_EQ(cancel->status, 403) << cancel->body;
+  EXPECT_EQ(with_cookie("/api/v1/ListNodes", "gpool_session=" + std::string(64, '0'))->status, 401);
+
+  // Signing out ends it on the server: the same cookie no longer opens anything.
+  auto out = https.Post("/ui/session/end", httplib::Headers{{"Cookie", cookie}}, "", "application/json");
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->status, 200);
+  EXPECT_NE(out->get_header_value("Set-Cookie").find("Max-Age=0"), std::string::npos);
+  EXPECT_EQ(with_cookie("/api/v1/ListNodes", cookie)->status, 401);
+
+  // Revoking the token ends a session made with it.
+  auto again = sign_in(token);
+  ASSERT_EQ(again->status, 200);
+  const std::string second = again->get_header_value("Set-Cookie").substr(0, again->get_header_value("Set-Cookie").find(';'));
+  EXPECT_EQ(with_cookie("/api/v1/ListNodes", second)->status, 200);
+  ASSERT_EQ(cluster_->Cli({"token", "revoke", id}).exit_code, 0);
+  EXPECT_EQ(with_cookie("/api/v1/ListNodes", second)->status, 401);
+}
+
+}  // namespace
+}  // namespace gpool::testing
