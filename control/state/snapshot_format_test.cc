@@ -39,6 +39,7 @@ struct SnapshotImageV2 {
   std::map<std::string, std::string> enrolled_nodes;  // node keys enrolled before registering (issue 31)
   std::vector<AlertCmd> alerts;                       // firing alerts (issue 34)
   UsageLedger::Image usage_ledger;                    // usage records and rollups (issue 34)
+  std::vector<ApiTokenInfo> api_tokens;               // HTTP API tokens, as hashes (issue 48)
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -60,6 +61,7 @@ struct SnapshotImageV2 {
     v.Optional("enrolled_nodes", enrolled_nodes);
     v.Optional("alerts", alerts);
     v.Optional("usage_ledger", usage_ledger);
+    v.Optional("api_tokens", api_tokens);
   }
 };
 
@@ -88,6 +90,10 @@ TEST_F(ClusterStateTest, SnapshotBytesMatchTheImageFormat) {
   Do(UpdateNodeCmd{UpdateNode{.node = "n9", .op = NodeUpdateOp::kWorkerKey, .key = std::string(40, 'k')}});
   image.applied_index = state_.applied_index();
   image.enrolled_nodes = {{"n9", std::string(40, 'k')}};
+  ApiTokenInfo token{"tok-1", "alice", TokenScope::kMetrics, 1'000, 0, 0, "hash-1", false};
+  Do(TokenCmd{TokenOp::kCreate, token});
+  image.applied_index = state_.applied_index();
+  image.api_tokens = {token};
   EXPECT_EQ(state_.Snapshot(), wire::PackToString(image));
 }
 
