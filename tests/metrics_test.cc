@@ -179,15 +179,14 @@ TEST_F(MetricsTest, PagesNeedATokenOverTlsAndReportTheCluster) {
   ASSERT_TRUE(jobs);
   ASSERT_EQ(jobs->status, 200) << jobs->body;
   EXPECT_EQ(nlohmann::json::parse(jobs->body)["jobs"].size(), 2u);
-  auto write = Get(http, "/api/v1/CancelJob?job=1", read_token, ca_);
-  EXPECT_EQ(write->status, 403) << write->body;
-  EXPECT_NE(write->body.find("needs a write token"), std::string::npos) << write->body;
+  // The JSON API serves reads only (gateway_bridge.h), whatever the token's
+  // scope; scopes against mutations are gateway_tokens_test.cc's.
+  auto write = Get(http, "/api/v1/CancelJob?job_id=1", read_token, ca_);
+  EXPECT_EQ(write->status, 404) << write->body;
   auto bad = Get(http, "/api/v1/GetJob?job_id=999", read_token, ca_);
   EXPECT_EQ(bad->status, 404) << bad->body;
   EXPECT_EQ(nlohmann::json::parse(bad->body)["error"]["code"], "NotFound");
-  // A token cannot make tokens (a stolen read token must not mint a write one).
-  auto mint = Get(http, "/api/v1/CreateToken?scope=write", read_token, ca_);
-  EXPECT_EQ(mint->status, 403) << mint->body;
+  EXPECT_EQ(Get(http, "/api/v1/CreateToken?scope=write", read_token, ca_)->status, 404);
 
   // The worker's page: registered, the task it runs.
   const std::string worker_http = WorkerHttp(0);
