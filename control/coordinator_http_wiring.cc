@@ -119,6 +119,10 @@ Result<HttpCaller> Coordinator::HttpCallerOf(const ApiTokenInfo& token) {
     return Status::Unauthenticated("API token " + token.id + " expired; make another with `gpool token create`");
   }
   token_last_used_[token.id] = now;
+  // Revoked tokens' entries go once they outnumber the live ones.
+  if (token_last_used_.size() > 2 * state_.api_tokens().tokens().size() + 64) {
+    std::erase_if(token_last_used_, [this](const auto& entry) { return !state_.api_tokens().Find(entry.first); });
+  }
   HttpCaller caller;
   caller.principal.kind = Principal::Kind::kToken;
   caller.principal.name = token.owner;
@@ -142,8 +146,8 @@ Status Coordinator::HttpMayReadCluster(const HttpCaller& caller) const {
       const ApiTokenInfo* token = state_.api_tokens().Find(caller.principal.key);
       if (token == nullptr) return Status::Unauthenticated("API token " + caller.principal.key + " was revoked");
       if (token->configured_admin) {
-        if (!options_.admin_key.empty()) return Status::Ok();
-        return Status::Unauthenticated("API token " + token->id + " was the --admin-key's, which is no longer set");
+        if (!options_.admin_key.empty() && token->admin_key == options_.admin_key) return Status::Ok();
+        return Status::Unauthenticated("API token " + token->id + " was made with an --admin-key that is no longer set");
       }
       const UserSpec* user = state_.FindUser(token->owner);
       if (user == nullptr) return Status::Unauthenticated("user " + token->owner + " no longer exists");

@@ -147,6 +147,29 @@ TEST_F(GatewayTokensTest, RevokedExpiredAndOrphanedTokensAreRefused) {
   EXPECT_EQ(LastError(), "Unauthenticated");
 }
 
+// The --admin-key's holder is no user record: its tokens speak for the
+// configured admin, and only while that same key is configured.
+TEST_F(GatewayTokensTest, TheAdminKeysTokensEndWithThatKey) {
+  constexpr char kBreakGlass[] = "B<3jvD/6hYX9]r1Y>Mnd.GTb?3dWQ7wg2T1Z@pYk";
+  const auto with_admin_key = [this](std::string key) {
+    GatewayOptions options{.replica_id = "c-1", .client_address = "tcp://127.0.0.1:7400"};
+    options.admin_key = std::move(key);
+    Rebuild(options);
+  };
+  with_admin_key(kBreakGlass);
+  const Principal token = TokenOf("operator", kBreakGlass, TokenScope::kRead);
+  ASSERT_TRUE(state_.api_tokens().Find(token.key)->configured_admin);
+  const Principal as_admin{Principal::Kind::kToken, "admin", token.key};
+  SendAs(as_admin, ListUsers{});
+  EXPECT_TRUE(LastAllowed()) << ErrorOf(Last());
+  with_admin_key(kKeyViewer);  // another key configured now
+  SendAs(as_admin, ListUsers{});
+  EXPECT_EQ(LastError(), "Unauthenticated");
+  with_admin_key("");
+  SendAs(as_admin, ListUsers{});
+  EXPECT_EQ(LastError(), "Unauthenticated");
+}
+
 TEST_F(GatewayTokensTest, ATokenCannotMakeTokens) {
   const Principal write = TokenOf("root-admin", kKeyAdmin, TokenScope::kWrite);
   SendAs(write, CreateToken{TokenScope::kWrite, 0});

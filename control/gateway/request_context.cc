@@ -172,8 +172,8 @@ Result<Actor> RequestContext::ResolveTokenActor(const Principal& principal, Mess
   actor.kind = Actor::Kind::kUser;
   actor.token_id = token->id;
   if (token->configured_admin) {
-    if (options_.admin_key.empty()) {
-      return Status::Unauthenticated("API token " + token->id + " was the --admin-key's, which is no longer set");
+    if (options_.admin_key.empty() || token->admin_key != options_.admin_key) {
+      return Status::Unauthenticated("API token " + token->id + " was made with an --admin-key that is no longer set");
     }
     actor.name = "admin";
     actor.user = &configured_admin_;

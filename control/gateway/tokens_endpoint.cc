@@ -22,6 +22,7 @@ std::string RandomHex(size_t bytes) {
 // What a caller may see of a token: never its hash.
 ApiTokenInfo Shown(ApiTokenInfo info) {
   info.hash.clear();
+  info.admin_key.clear();
   return info;
 }
 
@@ -78,6 +79,7 @@ void TokensEndpoint::Create(const Request& request, const Envelope& envelope) {
   info.hash = Sha256::Of(token);
   // The --admin-key's holder is no user record (request_context.h).
   info.configured_admin = ctx_.IsConfiguredAdmin(request.actor);
+  if (info.configured_admin) info.admin_key = ctx_.options().admin_key;
   ctx_.ProposeAudited(state::TokenCmd{TokenOp::kCreate, info},
                       [this, request, info, token](const state::ApplyResult& result) {
                         if (!result.status.ok()) return ctx_.Fail(request, result.status);

@@ -53,8 +53,10 @@ struct ApiTokenInfo {
   int64_t last_used_ms = 0;  // as the serving replica last saw it (leader-local, not replicated); 0: never
   std::string hash;          // SHA-256 of the token, hex (replicated; empty in replies)
   // Made by the --admin-key's holder, who is no user record: it speaks for
-  // the configured admin, and only while that key is still configured.
+  // the configured admin, and only while that same key (its public half,
+  // admin_key) is still the configured one.
   bool configured_admin = false;
+  std::string admin_key;
   template <typename V>
   void Fields(V& v) {
     v.Required("id", id);
@@ -65,6 +67,7 @@ struct ApiTokenInfo {
     v.Optional("last_used_ms", last_used_ms);
     v.Optional("hash", hash);
     v.Optional("configured_admin", configured_admin);
+    v.Optional("admin_key", admin_key);
   }
 };
 
