@@ -43,7 +43,7 @@ constexpr const CommandDef* kCommands[] = {
     &kSubmitCommand, &kJobsCommand, &kJobCommand, &kCancelCommand, &kLogsCommand, &kWaitCommand, &kNodesCommand,
     &kNodeCommand, &kEventsCommand, &kQueueCommand, &kTopologyCommand, &kExplainCommand, &kStatusCommand,
     &kAdminCommand,
-    &kProbeCommand, &kExecCommand, &kExecRshCommand, &kWhoAmICommand, &kAuditCommand, &kSessionCommand,
+    &kProbeCommand, &kExecCommand, &kExecRshCommand, &kWhoAmICommand, &kTokenCommand, &kAuditCommand, &kSessionCommand,
     &kUsageCommand, &kInvoiceCommand, &kPricesCommand,
 };
 

@@ -148,6 +148,15 @@ class ZmqClient final : public Client {
     return Call<UpdatePricesReply>(request);
   }
   Result<EnrolmentReply> Enrol(const gpool::Enrolment& request) override { return Call<EnrolmentReply>(request); }
+  Result<CreateTokenReply> CreateToken(const gpool::CreateToken& request) override {
+    return Call<CreateTokenReply>(request);
+  }
+  Result<ListTokensReply> ListTokens(const gpool::ListTokens& request) override {
+    return Call<ListTokensReply>(request);
+  }
+  Result<RevokeTokenReply> RevokeToken(const gpool::RevokeToken& request) override {
+    return Call<RevokeTokenReply>(request);
+  }
   Result<ExportSnapshotReply> ExportSnapshot(const gpool::ExportSnapshot& request) override {
     return Call<ExportSnapshotReply>(request);
   }
@@ -389,6 +398,18 @@ Result<GetUsageReply> Client::GetUsage(const gpool::GetUsage&) {
 
 Result<UpdatePricesReply> Client::UpdatePrices(const gpool::UpdatePrices&) {
   return Status::UnknownType("this client does not implement UpdatePrices");
+}
+
+Result<CreateTokenReply> Client::CreateToken(const gpool::CreateToken&) {
+  return Status::UnknownType("this client does not implement CreateToken");
+}
+
+Result<ListTokensReply> Client::ListTokens(const gpool::ListTokens&) {
+  return Status::UnknownType("this client does not implement ListTokens");
+}
+
+Result<RevokeTokenReply> Client::RevokeToken(const gpool::RevokeToken&) {
+  return Status::UnknownType("this client does not implement RevokeToken");
 }
 
 Result<WatchReply> Client::Watch(const gpool::Watch&) { return Status::UnknownType("this client does not watch"); }

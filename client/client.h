@@ -54,6 +54,7 @@
 #include "protocol/messages_exec.h"
 #include "protocol/messages_nodes.h"
 #include "protocol/messages_snapshot.h"
+#include "protocol/messages_tokens.h"
 #include "protocol/messages_usage.h"
 #include "protocol/messages_users.h"
 #include "protocol/messages_watch.h"
@@ -170,6 +171,11 @@ class Client {
   // (op "set", admins). Not pure, so other clients need not implement them.
   virtual Result<GetUsageReply> GetUsage(const gpool::GetUsage& request);
   virtual Result<UpdatePricesReply> UpdatePrices(const gpool::UpdatePrices& request);
+  // API tokens for the HTTP port (messages_tokens.h): make one for the
+  // caller (its text is in the reply only), list, revoke. Not pure, as above.
+  virtual Result<CreateTokenReply> CreateToken(const gpool::CreateToken& request);
+  virtual Result<ListTokensReply> ListTokens(const gpool::ListTokens& request);
+  virtual Result<RevokeTokenReply> RevokeToken(const gpool::RevokeToken& request);
   // The watch API (messages_watch.h; client/watcher.h follows a watch across
   // leader changes). A watch lives on this client's connection: Watch opens
   // it, NextPush waits up to timeout_ms for a WatchUpdate pushed on it

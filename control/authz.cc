@@ -6,12 +6,12 @@
 namespace gpool::control {
 namespace {
 
-constexpr std::array<std::string_view, 18> kNames = {
+constexpr std::array<std::string_view, 19> kNames = {
     "read-cluster", "read-job",     "read-job-secrets", "submit",     "cancel-job",  "exec-job",  "manage-queue",
     "place-queue",  "manage-nodes", "report-probe", "manage-replicas",  "manage-users", "read-users", "read-audit", "bootstrap",
-    "read-usage",   "manage-prices", "export-snapshot",
+    "read-usage",   "manage-prices", "export-snapshot", "manage-tokens",
 };
-static_assert(kNames.size() == static_cast<size_t>(Permission::kExportSnapshot) + 1);
+static_assert(kNames.size() == static_cast<size_t>(Permission::kManageTokens) + 1);
 
 bool Has(const UserSpec& user, Role role) {
   for (const auto& grant : user.roles) {
@@ -50,6 +50,8 @@ bool UserMay(const UserSpec& user, Permission permission, const Target& target, 
     case Permission::kPlaceQueue: return queue_admin;
     // Members and viewers see their own usage; a queue-admin its subtree's.
     case Permission::kReadUsage: return own || queue_admin;
+    // Anyone's own tokens (a token never grants more than its owner has).
+    case Permission::kManageTokens: return own;
     case Permission::kManagePrices:
     case Permission::kExportSnapshot:
     case Permission::kManageNodes:

@@ -39,6 +39,7 @@ enum class Permission : uint8_t {
   kReadUsage,       // usage of a (user, queue): target.owner is the user (issue 34)
   kManagePrices,    // set the committed price table
   kExportSnapshot,  // copy the whole state out (it holds every job's env and every key binding)
+  kManageTokens,    // make, list or revoke API tokens of target.owner (own: any user; anyone's: admins)
 };
 std::string_view PermissionName(Permission permission);
 
@@ -50,6 +51,7 @@ struct Actor {
   uint64_t job = 0;                  // kJob: the job it speaks for
   const UserSpec* user = nullptr;    // kUser: its committed record
   std::string key;                   // the public key it connected with (secure mode)
+  std::string token_id;              // set when an HTTP API token authenticated it (its owner is `user`)
 };
 
 // What the request acts on: a job (its owner and queue) or a queue.

@@ -113,6 +113,10 @@ void Coordinator::Wire() {
 
   GatewayOptions gateway_options = GatewayOptionsOf(options_, client_endpoint_);
   gateway_options.new_exec_pair = [this] { return exec_keys_.Take(); };
+  gateway_options.token_last_used = [this](const std::string& id) {
+    auto it = token_last_used_.find(id);
+    return it == token_last_used_.end() ? int64_t{0} : it->second;
+  };
   gateway_ = std::make_unique<Gateway>(gateway_options, state_, connections_, *worker_relay_, *this, *tracker_);
   watches_ = std::make_unique<WatchHub>(WatchHubOptions{.max_total = options_.max_watches,
                                                         .max_per_user = options_.max_watches_per_user,

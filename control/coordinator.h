@@ -126,7 +126,9 @@ class Coordinator final : public Outbox {
   // The HTTP port (coordinator_http_wiring.cc): started last in Open, on its
   // own threads, reaching the state only through inbox_.
   Status StartHttp();
-  Result<HttpCaller> HttpAuthenticate(const std::string& bearer) const;
+  Result<HttpCaller> HttpAuthenticate(const std::string& bearer);
+  Result<HttpCaller> HttpAuthenticateToken(const std::string& bearer);
+  Result<HttpCaller> HttpCallerOf(const ApiTokenInfo& token);
   Status HttpMayReadCluster(const HttpCaller& caller) const;
   std::string RenderMetrics() const;
 
@@ -188,6 +190,9 @@ class Coordinator final : public Outbox {
   std::unique_ptr<GatewayBridge> bridge_;
   // Last: destroyed first, so no HTTP thread is left waiting on the loop.
   std::unique_ptr<CoordinatorHttp> http_;
+  // When each API token was last used here (wall ms): this replica's own
+  // view, never replicated (a log entry per HTTP request would be the cost).
+  std::map<std::string, int64_t> token_last_used_;
 };
 
 }  // namespace gpool::control

@@ -5,8 +5,10 @@
 #include "control/authz.h"
 #include "control/coordinator.h"
 #include "control/dashboard/dashboard.h"
+#include "control/gateway/tokens_endpoint.h"
 #include "control/http/readiness.h"
 #include "control/metrics/coordinator_metrics.h"
+#include "protocol/base/sha256.h"
 #include "protocol/base/token_file.h"
 #include "protocol/model/users.h"
 #include "protocol/security/curve_socket.h"
@@ -32,6 +34,13 @@ Status Coordinator::StartHttp() {
       });
   CoordinatorHttpHooks hooks;
   hooks.authenticate = [this](const std::string& bearer) { return HttpAuthenticate(bearer); };
+  if (keys_) {
+    hooks.authenticate_token_id = [this](const std::string& id) -> Result<HttpCaller> {
+      const ApiTokenInfo* token = state_.api_tokens().Find(id);
+      if (token == nullptr) return Status::Unauthenticated("the session's API token was revoked; sign in again");
+      return HttpCallerOf(*token);
+    };
+  }
   hooks.may_read_cluster = [this](const HttpCaller& caller) { return HttpMayReadCluster(caller); };
   hooks.render_metrics = [this] { return RenderMetrics(); };
   hooks.readiness = [this] {
@@ -44,14 +53,32 @@ Status Coordinator::StartHttp() {
   CoordinatorHttpOptions http_options;
   http_options.server.address = options_.http_address;
   http_options.server.max_body_bytes = options_.max_frame_bytes;
+  http_options.server.tls = {options_.http_cert, options_.http_key, options_.http_client_ca};
+  // main.cc refuses these flags with their reasons; a coordinator started
+  // in-process (tests, the simulator) meets the same rule here.
+  if (Status tls = http::CheckHttpTlsFlags(options_.http_address, http_options.server.tls, options_.http_insecure);
+      !tls.ok()) {
+    return tls;
+  }
   auto started = CoordinatorHttp::Start(http_options, *inbox_, std::move(hooks));
-  if (!started.ok()) return Status(started.status().code(), "--http-address: " + started.status().message());
+  if (!started.ok()) {
+    if (started.status().message().rfind("--http-", 0) == 0) return started.status();
+    return Status(started.status().code(), "--http-address: " + started.status().message());
+  }
   http_ = std::move(started).value();
-  spdlog::info("http listening address={} security={}", http_->address(), keys_ ? "bearer-key" : "token");
+  spdlog::info("http listening address={} tls={} client_certs={} security={}", http_->address(),
+               http_options.server.tls.enabled(), !options_.http_client_ca.empty(), keys_ ? "api-token" : "token");
+  if (!http_options.server.tls.enabled() && options_.http_insecure) {
+    spdlog::warn("http serves plain HTTP address={} insecure_flag={}: API tokens and session cookies cross the "
+                 "network in the clear; give --http-cert and --http-key", http_->address(), options_.http_insecure);
+  }
   return Status::Ok();
 }
 
-Result<HttpCaller> Coordinator::HttpAuthenticate(const std::string& bearer) const {
+// On a secured cluster the HTTP credential is an API token (`gpool token
+// create`), never a CurveZMQ secret key: a key is its user's identity on
+// every port, and whoever saw one HTTP request would hold it (issue 48).
+Result<HttpCaller> Coordinator::HttpAuthenticate(const std::string& bearer) {
   HttpCaller caller;
   if (!keys_) {
     // --insecure: the bearer is the cluster token, checked by whoever acts
@@ -61,24 +88,48 @@ Result<HttpCaller> Coordinator::HttpAuthenticate(const std::string& bearer) cons
     return caller;
   }
   if (bearer.empty()) {
-    return Status::Unauthenticated("send a user's secret key: \"Authorization: Bearer <secret key, Z85>\"");
-  }
-  if (!security::IsZ85Key(bearer)) {
-    // cpp-httplib percent-decodes header values: a key made by another tool
-    // may hold "%41", which arrives as "A" (keys gpool makes hold no '%').
     return Status::Unauthenticated(
-        "the bearer credential is not a secret key (40 Z85 characters); a '%' in a key must be sent as '%25'");
+        "send an API token: \"Authorization: Bearer gpt_...\" (make one with `gpool token create`)");
   }
-  auto pair = security::KeyPairOfSecret(bearer);
-  if (!pair.ok()) return Status::Unauthenticated("the bearer credential is not a usable secret key");
-  const std::optional<std::string> user_id = keys_->Authorize(security::kClientsDomain, pair->public_key);
-  if (!user_id) return Status::Unauthenticated("key " + pair->public_key + " belongs to no user");
-  std::optional<Principal> principal = Principal::Parse(*user_id);
-  if (!principal || (principal->kind != Principal::Kind::kUser && principal->kind != Principal::Kind::kBootstrap)) {
-    return Status::Unauthenticated("key " + pair->public_key + " is not a user's key");
+  if (LooksLikeApiToken(bearer)) return HttpAuthenticateToken(bearer);
+  if (security::IsZ85Key(bearer)) {
+    spdlog::warn("http secret key refused: a CurveZMQ secret key was sent as a bearer; its owner should treat it as "
+                 "exposed and rotate it");
+    return Status::Unauthenticated(
+        "a secret key is never accepted over HTTP (it is your identity on every port; treat it as exposed): make "
+        "an API token with `gpool token create --scope read` and send that");
   }
-  caller.principal = std::move(*principal);
-  // The credential was proved above; a cluster token configured as well
+  return Status::Unauthenticated("the bearer credential is not an API token (gpt_ and 64 hex digits; "
+                                 "`gpool token create` makes one)");
+}
+
+Result<HttpCaller> Coordinator::HttpAuthenticateToken(const std::string& bearer) {
+  const ApiTokenInfo* token = state_.api_tokens().FindByHash(Sha256::Of(bearer));
+  if (token == nullptr) return Status::Unauthenticated("unknown or revoked API token");
+  const int64_t now = options_.clock->WallMs();
+  if (token->expires_ms != 0 && token->expires_ms <= now) {
+    return Status::Unauthenticated("API token " + token->id + " expired; make another with `gpool token create`");
+  }
+  return HttpCallerOf(*token);
+}
+
+Result<HttpCaller> Coordinator::HttpCallerOf(const ApiTokenInfo& token) {
+  const int64_t now = options_.clock->WallMs();
+  if (token.expires_ms != 0 && token.expires_ms <= now) {
+    return Status::Unauthenticated("API token " + token.id + " expired; make another with `gpool token create`");
+  }
+  token_last_used_[token.id] = now;
+  // Revoked tokens' entries go once they outnumber the live ones.
+  if (token_last_used_.size() > 2 * state_.api_tokens().tokens().size() + 64) {
+    std::erase_if(token_last_used_, [this](const auto& entry) { return !state_.api_tokens().Find(entry.first); });
+  }
+  HttpCaller caller;
+  caller.principal.kind = Principal::Kind::kToken;
+  caller.principal.name = token.owner;
+  caller.principal.key = token.id;
+  caller.scope = token.scope;
+  caller.expires_ms = token.expires_ms;
+  // The token was proved above; a cluster token configured as well
   // (defence in depth on the ZeroMQ port) is the coordinator's to add.
   caller.token = options_.token;
   return caller;
@@ -90,14 +141,20 @@ Status Coordinator::HttpMayReadCluster(const HttpCaller& caller) const {
     case Principal::Kind::kInsecure:
       if (options_.token.empty() || ConstantTimeEquals(caller.token, options_.token)) return Status::Ok();
       return Status::Unauthenticated("wrong or missing token (\"Authorization: Bearer <cluster token>\")");
-    case Principal::Kind::kUser: {
-      if (!options_.admin_key.empty() && caller.principal.key == options_.admin_key) return Status::Ok();
-      const UserSpec* user = state_.FindUser(caller.principal.name);
-      if (user == nullptr) return Status::Unauthenticated("user " + caller.principal.name + " no longer exists");
+    case Principal::Kind::kToken: {
+      // Every scope opens /metrics; the owner's roles still decide.
+      const ApiTokenInfo* token = state_.api_tokens().Find(caller.principal.key);
+      if (token == nullptr) return Status::Unauthenticated("API token " + caller.principal.key + " was revoked");
+      if (token->configured_admin) {
+        if (!options_.admin_key.empty() && token->admin_key == options_.admin_key) return Status::Ok();
+        return Status::Unauthenticated("API token " + token->id + " was made with an --admin-key that is no longer set");
+      }
+      const UserSpec* user = state_.FindUser(token->owner);
+      if (user == nullptr) return Status::Unauthenticated("user " + token->owner + " no longer exists");
       actor.kind = Actor::Kind::kUser;
       actor.name = user->name;
       actor.user = user;
-      actor.key = caller.principal.key;
+      actor.token_id = token->id;
       break;
     }
     default:

@@ -86,6 +86,13 @@ struct CoordinatorOptions {
   // host:port, port 0 for an ephemeral one (written to the endpoints file);
   // empty: no HTTP at all.
   std::string http_address;
+  // TLS for it (--http-cert, --http-key, --http-client-ca), or plain HTTP
+  // with --http-insecure; without either only a loopback address may serve
+  // (http::CheckHttpTlsFlags).
+  std::string http_cert;
+  std::string http_key;
+  std::string http_client_ca;
+  bool http_insecure = false;
   bool metrics_per_gpu = true;  // per-GPU series on /metrics
   std::string version;          // for gpool_coordinator_info
 

@@ -10,6 +10,7 @@
 #include "control/gateway/nodes_endpoint.h"
 #include "control/gateway/queues_endpoint.h"
 #include "control/gateway/sessions_endpoint.h"
+#include "control/gateway/tokens_endpoint.h"
 #include "control/gateway/usage_endpoint.h"
 #include "control/gateway/users_endpoint.h"
 #include "protocol/message_type.h"
@@ -33,6 +34,7 @@ Gateway::Gateway(const GatewayOptions& options, const state::ClusterState& state
   endpoints_.push_back(std::make_unique<ExecEndpoint>(ctx_));
   endpoints_.push_back(std::make_unique<UsageEndpoint>(ctx_));
   endpoints_.push_back(std::make_unique<EnrolmentEndpoint>(ctx_, options.new_join_token));
+  endpoints_.push_back(std::make_unique<TokensEndpoint>(ctx_));
   endpoints_.push_back(std::move(cluster));
   endpoints_.push_back(std::move(watch));
   endpoints_.push_back(std::move(snapshot));

@@ -20,6 +20,7 @@
 #include "protocol/base/endpoint.h"
 #include "protocol/base/fd_limit.h"
 #include "protocol/base/token_file.h"
+#include "protocol/http/http_server.h"
 #include "protocol/messages_worker.h"
 #include "protocol/security/keys.h"
 
@@ -236,6 +237,13 @@ int main(int argc, char** argv) {
      "dashboard (/). Port 0 takes an ephemeral port (written to the endpoints file as 'http'); 'none' turns "
      "HTTP off. Production: a fixed port, e.g. 0.0.0.0:7480",
      cxxopts::value<std::string>()->default_value("127.0.0.1:0"))
+    ("http-cert", "PEM certificate (chain) of the HTTP port: it serves HTTPS. Required, with --http-key, on an "
+     "address other hosts can reach unless --http-insecure", cxxopts::value<std::string>()->default_value(""), "FILE")
+    ("http-key", "PEM private key of --http-cert", cxxopts::value<std::string>()->default_value(""), "FILE")
+    ("http-client-ca", "PEM CA certificates: HTTPS clients must present a certificate one of them signed",
+     cxxopts::value<std::string>()->default_value(""), "FILE")
+    ("http-insecure", "Serve plain HTTP on a non-loopback --http-address: API tokens travel in the clear "
+     "(only behind a TLS-terminating proxy on the same host or network you trust)")
     ("metrics-per-gpu", "Per-GPU series on /metrics (one per GPU and figure); false keeps only per-model totals",
      cxxopts::value<bool>()->default_value("true"))
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"))
@@ -297,6 +305,15 @@ int main(int argc, char** argv) {
     }
     options.http_address = args["http-address"].as<std::string>();
     if (options.http_address == "none") options.http_address.clear();
+    options.http_cert = args["http-cert"].as<std::string>();
+    options.http_key = args["http-key"].as<std::string>();
+    options.http_client_ca = args["http-client-ca"].as<std::string>();
+    options.http_insecure = args.count("http-insecure") > 0;
+    if (gpool::Status tls = gpool::http::CheckHttpTlsFlags(
+            options.http_address, {options.http_cert, options.http_key, options.http_client_ca}, options.http_insecure);
+        !tls.ok()) {
+      throw cxxopts::exceptions::exception(tls.message());
+    }
     options.metrics_per_gpu = args["metrics-per-gpu"].as<bool>();
     options.version = "0.1.0";
     options.scheduler_config_path = args["scheduler-config"].as<std::string>();

@@ -5,7 +5,7 @@
 namespace gpool::control {
 namespace {
 
-constexpr std::array<std::pair<Principal::Kind, std::string_view>, 7> kKinds = {{
+constexpr std::array<std::pair<Principal::Kind, std::string_view>, 8> kKinds = {{
     {Principal::Kind::kInsecure, "insecure"},
     {Principal::Kind::kUser, "user"},
     {Principal::Kind::kNode, "node"},
@@ -13,6 +13,7 @@ constexpr std::array<std::pair<Principal::Kind, std::string_view>, 7> kKinds = {
     {Principal::Kind::kReplica, "replica"},
     {Principal::Kind::kBootstrap, "bootstrap"},
     {Principal::Kind::kJob, "job"},
+    {Principal::Kind::kToken, "token"},
 }};
 
 }  // namespace
@@ -32,7 +33,9 @@ std::optional<Principal> Principal::Parse(std::string_view user_id) {
   if (second == std::string_view::npos || user_id.find('|', second + 1) != std::string_view::npos) return std::nullopt;
   const std::string_view kind = user_id.substr(0, first);
   for (const auto& [k, name] : kKinds) {
-    if (name != kind || k == Kind::kInsecure) continue;
+    // Neither comes from a ZAP User-Id: kInsecure is no handshake, kToken
+    // the HTTP port's own.
+    if (name != kind || k == Kind::kInsecure || k == Kind::kToken) continue;
     Principal principal;
     principal.kind = k;
     principal.name = std::string(user_id.substr(first + 1, second - first - 1));

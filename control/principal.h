@@ -26,6 +26,9 @@ struct Principal {
     kReplica,    // a replica of the committed configuration
     kBootstrap,  // any client key while the cluster has no admin yet
     kJob,        // a job's exec key, held by its tasks: exec into that job only
+    // An API token on the HTTP port (issue 48): name its owner, key its id.
+    // Made in-process by the HTTP port only; never parsed from a User-Id.
+    kToken,
   };
   Kind kind = Kind::kInsecure;
   std::string name;

@@ -263,10 +263,15 @@ run session list
 
 echo; echo "== metrics, dashboard and alerts: the coordinator's HTTP port (docs/operations.md 3.7, 3.8)"
 # Every replica serves /metrics, the JSON API and the dashboard; the bearer
-# credential is the user's secret key, as on the ZeroMQ port.
+# credential is an API token (never a secret key, which is refused over
+# HTTP). The port is on 127.0.0.1 here, so plain HTTP; anywhere else it
+# needs --http-cert/--http-key (docs/operations.md 15).
 http=$(awk '/^http /{print $2}' "$work/coordinator-1/endpoints")
-secret=$(sed -nE 's/^secret-key *= *"(.*)"/\1/p' "$work/keys/user.key")
-GPOOL_HTTP="$http" GPOOL_BEARER="$secret" python3 - <<'PY'
+echo; echo "\$ gpool token create --scope metrics --ttl 1d > $work/keys/metrics.token"
+"$gpool_bin" token create --scope metrics --ttl 1d > "$work/keys/metrics.token"
+read_token=$("$gpool_bin" token create --scope read --ttl 1d 2>/dev/null)
+run token list
+GPOOL_HTTP="$http" GPOOL_BEARER="$(cat "$work/keys/metrics.token")" python3 - <<'PY'
 import os, urllib.request
 request = urllib.request.Request("http://%s/metrics" % os.environ["GPOOL_HTTP"],
                                  headers={"Authorization": "Bearer " + os.environ["GPOOL_BEARER"]})
@@ -277,7 +282,7 @@ for line in page.splitlines():
         print("  " + line)
 print("  (%d lines, %d bytes)" % (page.count("\n"), len(page)))
 PY
-echo "dashboard: http://$http/  (sign in with the secret-key value in $work/keys/user.key)"
+echo "dashboard: http://$http/  (sign in with the read token $read_token)"
 
 echo; echo "== healing: a task outlives its worker; a lost node's job is requeued elsewhere"
 survivor=$("$gpool_bin" submit --json --name survivor --gpus 8 -- sleep 600 | sed -E 's/[^0-9]*([0-9]+).*/\1/')

@@ -12,6 +12,7 @@
 #include "protocol/model/node_update.h"
 #include "protocol/model/probe.h"
 #include "protocol/model/queue_update.h"
+#include "protocol/model/api_token.h"
 #include "protocol/model/users.h"
 #include "protocol/wire.h"
 
@@ -54,6 +55,7 @@ TEST(EnumWireTest, EveryNamedEnumRoundTripsAsItsName) {
   ExpectEveryValueRoundTrips<TaskEventKind>();
   ExpectEveryValueRoundTrips<TaskState>();
   ExpectEveryValueRoundTrips<NodeState>();
+  ExpectEveryValueRoundTrips<TokenScope>();
 }
 
 TEST(EnumWireTest, TheSpellingsAreTheOnesPeersAlreadySend) {

@@ -93,6 +93,13 @@ enum class MessageType : uint8_t {
   // Node enrolment: pending enrolments and join tokens (client -> coordinator, port 7400).
   kEnrolment,
   kEnrolmentReply,
+  // API tokens for the HTTP port (client -> coordinator, port 7400; issue 48).
+  kCreateToken,
+  kCreateTokenReply,
+  kListTokens,
+  kListTokensReply,
+  kRevokeToken,
+  kRevokeTokenReply,
 };
 
 std::string_view MessageTypeName(MessageType type);

@@ -6,7 +6,7 @@ namespace gpool {
 namespace {
 
 // Indexed by MessageType; the strings are the wire names.
-constexpr std::array<std::string_view, 72> kTypeNames = {
+constexpr std::array<std::string_view, 78> kTypeNames = {
     "Ack",          "ErrorReply",        "SubmitJob",     "SubmitJobReply", "ListJobs",
     "ListJobsReply", "GetJob",           "GetJobReply",   "CancelJob",      "CancelJobReply",
     "ListNodes",    "ListNodesReply",    "GetTaskLog",    "GetTaskLogReply", "ClusterStatus",
@@ -22,8 +22,9 @@ constexpr std::array<std::string_view, 72> kTypeNames = {
     "GetUsage", "GetUsageReply", "UpdatePrices", "UpdatePricesReply",
     "Watch", "WatchReply", "WatchUpdate", "WatchRenew", "WatchRenewReply", "Unwatch",
     "ExportSnapshot", "ExportSnapshotReply", "Enrolment", "EnrolmentReply",
+    "CreateToken", "CreateTokenReply", "ListTokens", "ListTokensReply", "RevokeToken", "RevokeTokenReply",
 };
-static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kEnrolmentReply) + 1);
+static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kRevokeTokenReply) + 1);
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 //   messages_usage.h   usage reports and the price table
 //   messages_watch.h   the watch API (subscriptions and pushed updates)
 //   messages_snapshot.h  snapshot export (backups)
+//   messages_tokens.h  API tokens for the HTTP port
 #pragma once
 
 #include "protocol/messages_admin.h"
@@ -28,6 +29,7 @@
 #include "protocol/messages_exec.h"
 #include "protocol/messages_nodes.h"
 #include "protocol/messages_snapshot.h"
+#include "protocol/messages_tokens.h"
 #include "protocol/messages_usage.h"
 #include "protocol/messages_users.h"
 #include "protocol/messages_watch.h"

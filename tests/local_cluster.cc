@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "protocol/http/testing/self_signed_cert.h"
 #include "protocol/security/curve_socket.h"
 #include "protocol/security/keys.h"
 #include "worker/runner/supervisor_state.h"
@@ -164,6 +165,7 @@ void LocalCluster::StartReplica(int index, bool join, bool expect_up) {
   } else {
     argv.push_back("--insecure");
   }
+  if (options_.http_tls) argv.insert(argv.end(), {"--http-cert", HttpCertFile(), "--http-key", HttpKeyFile()});
   argv.insert(argv.end(), options_.coordinator_flags.begin(), options_.coordinator_flags.end());
   const std::string name = replicated ? "coordinator-r" + std::to_string(index + 1) : "coordinator";
   coordinators_.at(index) = std::make_unique<Process>(
@@ -183,6 +185,19 @@ void LocalCluster::StartReplica(int index, bool join, bool expect_up) {
   self.worker = endpoints["worker"];
   if (replicated) self.peer = endpoints["peer"];
   self.http = endpoints["http"];
+}
+
+std::string LocalCluster::HttpCertFile() {
+  if (!std::filesystem::exists(dir_.Join("http.cert.pem"))) {
+    auto made = http::testing::MakeSelfSignedCert(dir_.path(), "http");
+    if (!made.ok()) throw std::runtime_error(made.status().ToString());
+  }
+  return dir_.Join("http.cert.pem");
+}
+
+std::string LocalCluster::HttpKeyFile() {
+  HttpCertFile();
+  return dir_.Join("http.key.pem");
 }
 
 void LocalCluster::KillCoordinator() {

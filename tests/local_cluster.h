@@ -73,6 +73,9 @@ struct LocalClusterOptions {
   // here, which connect as strangers (pending until approved, or admitted by
   // a join token in worker_env).
   std::set<int> unenrolled_workers;
+  // The coordinators' HTTP port serves TLS with a self-signed certificate
+  // (HttpCertFile(); issue 48); false: plain HTTP on 127.0.0.1.
+  bool http_tls = false;
   std::vector<std::string> coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000",
                                                 "--preempt-grace-ms", "2000"};
 };
@@ -144,6 +147,10 @@ class LocalCluster {
   // The comma-separated public key files of every replica, in the order of
   // client_endpoint() and worker_endpoint().
   std::string CoordinatorKeyFiles() const;
+  // The coordinators' self-signed HTTPS certificate (also the CA a client
+  // trusts) and its key; made on first use. Used with http_tls.
+  std::string HttpCertFile();
+  std::string HttpKeyFile();
   // True once `gpool nodes` reports every worker Ready.
   bool AllNodesReady();
 

@@ -1,4 +1,5 @@
 #include "protocol/base/endpoint.h"
+#include "protocol/http/http_server.h"
 #include "protocol/validate.h"
 #include "worker/flags.h"
 
@@ -91,6 +92,12 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("http-address", "HOST:PORT for /metrics and /healthz (Prometheus); port 0: ephemeral, written to "
      "DATA_DIR/http; 'none': off. Production: a fixed port, e.g. 0.0.0.0:7481",
      cxxopts::value<std::string>()->default_value(defaults.http_address), "HOST:PORT")
+    ("http-cert", "PEM certificate (chain) of the HTTP port: it serves HTTPS. Required, with --http-key, on an "
+     "address other hosts can reach unless --http-insecure", cxxopts::value<std::string>()->default_value(""), "FILE")
+    ("http-key", "PEM private key of --http-cert", cxxopts::value<std::string>()->default_value(""), "FILE")
+    ("http-client-ca", "PEM CA certificates: HTTPS clients must present a certificate one of them signed",
+     cxxopts::value<std::string>()->default_value(""), "FILE")
+    ("http-insecure", "Serve plain HTTP on a non-loopback --http-address (the scrape token travels in the clear)")
     ("metrics-token-file", "File holding the bearer token a scrape of /metrics must send (the scrape "
      "credential); without it /metrics is open to whoever reaches the address",
      cxxopts::value<std::string>()->default_value(""), "FILE")
@@ -249,6 +256,15 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     f.rgpu_address = result["rgpu-address"].as<std::string>();
     f.http_address = result["http-address"].as<std::string>();
     if (f.http_address == "none") f.http_address.clear();
+    f.http_cert = result["http-cert"].as<std::string>();
+    f.http_key = result["http-key"].as<std::string>();
+    f.http_client_ca = result["http-client-ca"].as<std::string>();
+    f.http_insecure = result.count("http-insecure") > 0;
+    if (Status tls = http::CheckHttpTlsFlags(f.http_address, {f.http_cert, f.http_key, f.http_client_ca},
+                                             f.http_insecure);
+        !tls.ok()) {
+      return tls;
+    }
     f.metrics_token_file = result["metrics-token-file"].as<std::string>();
     f.cuda_ledger_dir = result["cuda-ledger-dir"].as<std::string>();
     f.cuda_activity_dir = result["cuda-activity-dir"].as<std::string>();

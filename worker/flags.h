@@ -85,6 +85,12 @@ struct WorkerFlags {
   // ephemeral one (written to DATA_DIR/http); empty: off. A bearer token
   // from metrics_token_file, when given, is required on /metrics.
   std::string http_address = "127.0.0.1:0";
+  // TLS for it, as the coordinator's (http::CheckHttpTlsFlags): plain HTTP
+  // only on loopback or with --http-insecure.
+  std::string http_cert;
+  std::string http_key;
+  std::string http_client_ca;
+  bool http_insecure = false;
   std::string metrics_token_file;
   // Where the cgroup hierarchies are mounted; "none": tasks are tracked by
   // process group only (their children may escape).

@@ -57,6 +57,27 @@ TEST(FlagsTest, CudaInterposer) {
   }
 }
 
+// Issue 48: the HTTP port's TLS flags, and plain HTTP only on loopback or
+// with --http-insecure.
+TEST(FlagsTest, HttpTls) {
+  auto loopback = Parse({});
+  ASSERT_TRUE(loopback.ok()) << loopback.status().ToString();
+  EXPECT_FALSE(loopback->flags.http_insecure);
+  auto open = Parse({"--http-address", "0.0.0.0:7481"});
+  ASSERT_FALSE(open.ok());
+  EXPECT_NE(open.status().message().find("--http-insecure"), std::string::npos) << open.status().message();
+  auto insecure = Parse({"--http-address", "0.0.0.0:7481", "--http-insecure"});
+  ASSERT_TRUE(insecure.ok()) << insecure.status().ToString();
+  EXPECT_TRUE(insecure->flags.http_insecure);
+  auto tls = Parse({"--http-address", "0.0.0.0:7481", "--http-cert", "/etc/gpool/http.pem", "--http-key",
+                    "/etc/gpool/http.key", "--http-client-ca", "/etc/gpool/ca.pem"});
+  ASSERT_TRUE(tls.ok()) << tls.status().ToString();
+  EXPECT_EQ(tls->flags.http_cert, "/etc/gpool/http.pem");
+  EXPECT_EQ(tls->flags.http_key, "/etc/gpool/http.key");
+  EXPECT_EQ(tls->flags.http_client_ca, "/etc/gpool/ca.pem");
+  EXPECT_FALSE(Parse({"--http-cert", "/etc/gpool/http.pem"}).ok());  // no key
+}
+
 // Issue 31: tasks run as nobody unless told otherwise; a bad --task-user is
 // refused at start rather than at the first task.
 TEST(FlagsTest, TaskIsolation) {

@@ -274,6 +274,7 @@ gpool::Result<std::unique_ptr<gpool::worker::WorkerHttp>> StartHttp(const gpool:
   if (flags.http_address.empty()) return std::unique_ptr<gpool::worker::WorkerHttp>();
   gpool::worker::WorkerHttpOptions options;
   options.address = flags.http_address;
+  options.tls = {flags.http_cert, flags.http_key, flags.http_client_ca};
   if (!flags.metrics_token_file.empty()) {
     auto token = gpool::ReadTokenFile(flags.metrics_token_file);
     if (!token.ok()) return token.status();
@@ -283,7 +284,12 @@ gpool::Result<std::unique_ptr<gpool::worker::WorkerHttp>> StartHttp(const gpool:
   if (!http.ok()) return http.status();
   // Scripts and tests that asked for an ephemeral port read it here.
   std::ofstream(flags.data_dir + "/http") << (*http)->address() << "\n";
-  log.info("http listening address={} scrape_token={}", (*http)->address(), options.token.empty() ? "none" : "required");
+  log.info("http listening address={} tls={} scrape_token={}", (*http)->address(), options.tls.enabled(),
+           options.token.empty() ? "none" : "required");
+  if (!options.tls.enabled() && flags.http_insecure) {
+    log.warn("http serves plain HTTP address={} insecure_flag=true: the scrape token crosses the network in the clear",
+             (*http)->address());
+  }
   return http;
 }
 

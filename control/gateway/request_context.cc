@@ -11,9 +11,8 @@
 #include "protocol/model/users.h"
 
 namespace gpool::control {
-namespace {
 
-bool Mutating(MessageType type) {
+bool MutatingRequest(MessageType type) {
   switch (type) {
     case MessageType::kSubmitJob:
     case MessageType::kCancelJob:
@@ -26,11 +25,17 @@ bool Mutating(MessageType type) {
     case MessageType::kBootstrap:
     case MessageType::kExecStart:
     case MessageType::kExecSignal:
+    case MessageType::kCreateToken:
+    case MessageType::kRevokeToken:
     // Not a write, but who copied the whole state out belongs in the audit.
     case MessageType::kExportSnapshot: return true;
     default: return false;
   }
 }
+
+namespace {
+
+bool Mutating(MessageType type) { return MutatingRequest(type); }
 
 bool IsExec(MessageType type) {
   return type == MessageType::kExecStart || type == MessageType::kExecPoll || type == MessageType::kExecSignal;
@@ -135,6 +140,10 @@ Result<Actor> RequestContext::ResolveActor(const Principal& principal, const Env
       actor.job = job;
       return actor;
     }
+    case Principal::Kind::kToken: {
+      GPOOL_ASSIGN_OR_RETURN(actor, ResolveTokenActor(principal, envelope.type()));
+      return actor;
+    }
     case Principal::Kind::kNode:
     case Principal::Kind::kNewNode:
     case Principal::Kind::kReplica:
@@ -142,6 +151,39 @@ Result<Actor> RequestContext::ResolveActor(const Principal& principal, const Env
   }
   return Status::Unauthenticated(std::string("a ") + std::string(KindName(principal.kind)) +
                                  " key cannot use the client port");
+}
+
+Result<Actor> RequestContext::ResolveTokenActor(const Principal& principal, MessageType type) const {
+  const ApiTokenInfo* token = state_.api_tokens().Find(principal.key);
+  if (token == nullptr || token->owner != principal.name) {
+    return Status::Unauthenticated("API token " + principal.key + " was revoked");
+  }
+  if (token->expires_ms != 0 && token->expires_ms <= WallNowMs()) {
+    return Status::Unauthenticated("API token " + token->id + " expired; make another with `gpool token create`");
+  }
+  if (!state::ScopeAllows(token->scope, TokenScope::kRead)) {
+    return Status::PermissionDenied("API token " + token->id + " has scope metrics: it opens /metrics only");
+  }
+  if (MutatingRequest(type) && !state::ScopeAllows(token->scope, TokenScope::kWrite)) {
+    return Status::PermissionDenied("API token " + token->id + " has scope " + std::string(NameOf(token->scope)) +
+                                    ": " + std::string(MessageTypeName(type)) + " needs a write token");
+  }
+  Actor actor;
+  actor.kind = Actor::Kind::kUser;
+  actor.token_id = token->id;
+  if (token->configured_admin) {
+    if (options_.admin_key.empty() || token->admin_key != options_.admin_key) {
+      return Status::Unauthenticated("API token " + token->id + " was made with an --admin-key that is no longer set");
+    }
+    actor.name = "admin";
+    actor.user = &configured_admin_;
+    return actor;
+  }
+  const UserSpec* user = state_.FindUser(token->owner);
+  if (user == nullptr) return Status::Unauthenticated("user " + token->owner + " no longer exists");
+  actor.name = user->name;
+  actor.user = user;
+  return actor;
 }
 
 bool RequestContext::Permit(const Request& request, Permission permission, const Target& target, std::string what) {

@@ -62,7 +62,15 @@ struct GatewayOptions {
   // more is ResourceExhausted at submit. Admins are not held to it (issue
   // 48, finding 6: one member must not hold what everyone shares).
   uint32_t max_sessions_per_user = 16;
+  // When an API token was last used on this replica (ms; 0: never), for
+  // ListTokens; kept by the HTTP port, leader-local (never replicated: a
+  // log entry per request would be the cost). Null: always 0.
+  std::function<int64_t(const std::string& token_id)> token_last_used;
 };
+
+// Whether a request of `type` changes something (or copies everything
+// out): what the audit stream records and a read-scope token may not send.
+bool MutatingRequest(MessageType type);
 
 // One client request as the endpoints handle it: who asked, and where to answer.
 struct Request {
@@ -91,6 +99,8 @@ class RequestContext {
   // The caller: the principal in secure mode; the token's admin, or an exec
   // token's holder, with --insecure.
   Result<Actor> ResolveActor(const Principal& principal, const Envelope& envelope) const;
+  // The --admin-key's holder (no user record).
+  bool IsConfiguredAdmin(const Actor& actor) const { return actor.user == &configured_admin_; }
   // Whether the caller may; when not, answers PermissionDenied and audits the
   // refusal of a mutating request. `what` names the target in both.
   bool Permit(const Request& request, Permission permission, const Target& target, std::string what);
@@ -130,6 +140,10 @@ class RequestContext {
   static int64_t WallNowMs();
 
  private:
+  // An HTTP request with an API token (Principal kToken): the committed
+  // token and its owner's record decide, so a revoked token is refused by
+  // every replica.
+  Result<Actor> ResolveTokenActor(const Principal& principal, MessageType type) const;
   static AuditEntry AuditEntryOf(const Request& request, std::string what, bool allowed, std::string reason);
   void ProposeAudit(AuditEntry entry);
 

@@ -1,9 +1,13 @@
 #include "control/http/coordinator_http.h"
 
 #include <charconv>
+#include <chrono>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include "control/gateway/request_context.h"
+#include "protocol/message_type.h"
 
 namespace gpool::control {
 
@@ -60,6 +64,8 @@ http::HttpResponse CoordinatorHttp::Handle(const http::HttpRequest& request) {
   if (request.path == "/healthz") return http::HttpResponse::Text(200, "ok\n");
   if (request.path == "/readyz") return Readiness();
   if (request.path == "/metrics") return Metrics(request);
+  if (request.path == "/ui/session" && request.method == "POST") return SignIn(request);
+  if (request.path == "/ui/session/end" && request.method == "POST") return SignOut(request);
   if (request.path.rfind(kApiPrefix, 0) == 0) {
     return Api(request, std::string_view(request.path).substr(kApiPrefix.size()));
   }
@@ -71,8 +77,9 @@ http::HttpResponse CoordinatorHttp::Handle(const http::HttpRequest& request) {
 
 http::HttpResponse CoordinatorHttp::Metrics(const http::HttpRequest& request) {
   auto result = inbox_.Call<Result<std::string>>(
-      [this, bearer = request.bearer]() -> Result<std::string> {
-        auto caller = hooks_.authenticate(bearer);
+      [this, bearer = request.bearer, session = SessionIdOfCookie(request.cookie)]() -> Result<std::string> {
+        bool via_session = false;
+        auto caller = Authenticate(bearer, session, &via_session);
         if (!caller.ok()) return caller.status();
         if (Status allowed = hooks_.may_read_cluster(*caller); !allowed.ok()) return allowed;
         return hooks_.render_metrics();
@@ -106,10 +113,21 @@ http::HttpResponse CoordinatorHttp::Api(const http::HttpRequest& request, std::s
   const std::string body = request.method == "POST" ? request.body : QueryToJson(request.params);
   auto done = std::make_shared<std::promise<BridgeReply>>();
   std::future<BridgeReply> reply = done->get_future();
-  const bool posted = inbox_.Post([this, bearer = request.bearer, type = std::string(type), body, done] {
-    auto caller = hooks_.authenticate(bearer);
+  const bool posted = inbox_.Post([this, bearer = request.bearer, session = SessionIdOfCookie(request.cookie),
+                                    type = std::string(type), body, done] {
+    bool via_session = false;
+    auto caller = Authenticate(bearer, session, &via_session);
     if (!caller.ok()) {
       done->set_value(BridgeReply{caller.status(), "", "", ""});
+      return;
+    }
+    // A session cookie is sent by the browser on its own: it reads only, so
+    // no page can make a signed-in browser change anything.
+    const auto message_type = MessageTypeFromName(type);
+    if (via_session && (!message_type || MutatingRequest(*message_type))) {
+      done->set_value(BridgeReply{Status::PermissionDenied("the dashboard's session reads only: send " + type +
+                                                           " with \"Authorization: Bearer <write token>\""),
+                                  "", "", ""});
       return;
     }
     hooks_.bridge->Request(type, body, caller->principal, caller->token, done);
@@ -131,6 +149,70 @@ http::HttpResponse CoordinatorHttp::Api(const http::HttpRequest& request, std::s
   }
   http::HttpResponse response = http::HttpResponse::Json(200, std::move(answer.json));
   response.headers.emplace_back("X-Gpool-Reply", answer.type);
+  return response;
+}
+
+int64_t CoordinatorHttp::NowMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Result<HttpCaller> CoordinatorHttp::Authenticate(const std::string& bearer, const std::string& session_id,
+                                                 bool* via_session) {
+  *via_session = false;
+  if (!bearer.empty() || session_id.empty() || !hooks_.authenticate_token_id) return hooks_.authenticate(bearer);
+  auto session = sessions_.Find(session_id, NowMs());
+  if (!session) return Status::Unauthenticated("the session ended; sign in again with an API token");
+  auto caller = hooks_.authenticate_token_id(session->token_id);
+  if (!caller.ok()) {
+    sessions_.Close(session_id);  // its token is gone: so is the session
+    return caller.status();
+  }
+  *via_session = true;
+  return caller;
+}
+
+http::HttpResponse CoordinatorHttp::SignIn(const http::HttpRequest& request) {
+  auto body = nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object() || !body.contains("token") || !body["token"].is_string()) {
+    return http::HttpResponse::Error(Status::InvalidArgument("sign in with a JSON body {\"token\": \"gpt_...\"}"));
+  }
+  const std::string token = body["token"].get<std::string>();
+  auto caller = inbox_.Call<Result<HttpCaller>>([this, token] { return hooks_.authenticate(token); },
+                                                std::chrono::milliseconds(options_.request_timeout_ms));
+  if (!caller) return TimedOut();
+  if (!caller->ok()) {
+    spdlog::info("http sign-in refused remote={} error=\"{}\"", request.remote_address, caller->status().ToString());
+    return Unauthenticated(caller->status());
+  }
+  const HttpCaller& who = caller->value();
+  if (who.principal.kind != Principal::Kind::kToken || !hooks_.authenticate_token_id) {
+    return http::HttpResponse::Error(
+        Status::FailedPrecondition("dashboard sessions need an API token of a secured cluster; send the credential "
+                                   "as \"Authorization: Bearer\" instead"));
+  }
+  if (who.scope == TokenScope::kMetrics) {
+    return http::HttpResponse::Error(Status::PermissionDenied(
+        "a metrics token opens /metrics only; sign in with a read token (`gpool token create --scope read`)"));
+  }
+  const int64_t now = NowMs();
+  const std::string id = sessions_.Open(who.principal.key, who.principal.name, who.expires_ms, now);
+  auto session = sessions_.Find(id, now);
+  if (!session) return http::HttpResponse::Error(Status::Unauthenticated("the token expires now"));
+  spdlog::info("http session opened user={} token={} remote={} sessions={}", who.principal.name, who.principal.key,
+               request.remote_address, sessions_.size());
+  nlohmann::json reply = {{"user", who.principal.name}, {"expires_ms", session->expires_ms}};
+  http::HttpResponse response = http::HttpResponse::Json(200, reply.dump());
+  response.headers.emplace_back("Set-Cookie", SessionSetCookie(id, (session->expires_ms - now) / 1000));
+  response.headers.emplace_back("Cache-Control", "no-store");
+  return response;
+}
+
+http::HttpResponse CoordinatorHttp::SignOut(const http::HttpRequest& request) {
+  const std::string id = SessionIdOfCookie(request.cookie);
+  const bool ended = !id.empty() && sessions_.Close(id);
+  http::HttpResponse response = http::HttpResponse::Json(200, ended ? R"({"ended":true})" : R"({"ended":false})");
+  response.headers.emplace_back("Set-Cookie", SessionSetCookie("", 0));
   return response;
 }
 

@@ -8,14 +8,21 @@
 //   POST /api/v1/<Request>      parameters or a JSON body as its fields,
 //                               answered by the Gateway as over ZeroMQ
 //   GET  /, /ui/...             the dashboard (control/dashboard/dashboard.h)
+//   POST /ui/session            sign in: body {"token": "gpt_..."} (a read or
+//                               write token); answers with an HttpOnly,
+//                               Secure, SameSite=Strict session cookie
+//                               (http_sessions.h)
+//   POST /ui/session/end        sign out: the session ends on the server
 //
-// Authentication is the cluster's own: on a secured cluster the bearer
-// credential is a CurveZMQ secret key (Z85) of a registered user, whose
-// public half the coordinator derives and looks up as the ZAP handler would;
-// the user's roles then decide, request by request, exactly as on the
-// ZeroMQ port (a Prometheus scrape credential is a viewer's key in a
-// credentials file). On an --insecure cluster the bearer is the cluster
-// token (none configured: open, as the ZeroMQ port is).
+// Authentication (issue 48): on a secured cluster the bearer credential is
+// an API token (`gpool token create`; protocol/model/api_token.h), looked up
+// by its SHA-256 in the replicated state; its scope bounds what it opens
+// (metrics: /metrics only; read: + the API's reads and the dashboard;
+// write: + mutations) and its owner's roles decide the rest, exactly as on
+// the ZeroMQ port. A CurveZMQ secret key sent as the bearer is refused (401)
+// with how to make a token. On an --insecure cluster the bearer is the
+// cluster token (none configured: open, as the ZeroMQ port is). The port
+// serves TLS with --http-cert/--http-key (http_server.h).
 //
 // Every request's work runs on the coordinator's loop thread through the
 // LoopInbox; the HTTP threads only wait (at most request_timeout_ms, then 504).
@@ -26,9 +33,11 @@
 #include <string>
 
 #include "control/http/gateway_bridge.h"
+#include "control/http/http_sessions.h"
 #include "control/principal.h"
 #include "protocol/base/loop_inbox.h"
 #include "protocol/http/http_server.h"
+#include "protocol/model/api_token.h"
 
 namespace gpool::control {
 
@@ -36,11 +45,18 @@ namespace gpool::control {
 struct HttpCaller {
   Principal principal;
   std::string token;  // the envelope token the gateway checks
+  // kToken callers: what the token opens (the gateway checks it again
+  // against the committed token, request by request).
+  TokenScope scope = TokenScope::kWrite;
+  int64_t expires_ms = 0;  // kToken: the token's expiry (0: never)
 };
 
 // What the coordinator lends its HTTP port; all called on the loop thread.
 struct CoordinatorHttpHooks {
   std::function<Result<HttpCaller>(const std::string& bearer)> authenticate;
+  // A dashboard session's token, by id (still there, not expired, its
+  // owner still a user): what a session cookie authenticates as.
+  std::function<Result<HttpCaller>(const std::string& token_id)> authenticate_token_id;
   // Ok when the caller may read cluster-wide figures (metrics).
   std::function<Status(const HttpCaller& caller)> may_read_cluster;
   std::function<std::string()> render_metrics;
@@ -59,6 +75,7 @@ struct CoordinatorHttpOptions {
   // A readiness probe waits at most this long for the loop thread; a loop
   // too busy to answer in time is not ready.
   int64_t readiness_timeout_ms = 2'000;
+  size_t max_sessions = 1024;  // dashboard sessions (http_sessions.h); the oldest go first
 };
 
 class CoordinatorHttp {
@@ -70,15 +87,22 @@ class CoordinatorHttp {
 
  private:
   CoordinatorHttp(const CoordinatorHttpOptions& options, LoopInbox& inbox, CoordinatorHttpHooks hooks)
-      : options_(options), inbox_(inbox), hooks_(std::move(hooks)) {}
+      : options_(options), inbox_(inbox), hooks_(std::move(hooks)), sessions_(options.max_sessions) {}
   http::HttpResponse Handle(const http::HttpRequest& request);
   http::HttpResponse Metrics(const http::HttpRequest& request);
   http::HttpResponse Readiness();
   http::HttpResponse Api(const http::HttpRequest& request, std::string_view type);
+  http::HttpResponse SignIn(const http::HttpRequest& request);
+  http::HttpResponse SignOut(const http::HttpRequest& request);
+  // Who the request speaks for, on the loop thread: its bearer, or else its
+  // session cookie (read-only: `via_session` is set).
+  Result<HttpCaller> Authenticate(const std::string& bearer, const std::string& session_id, bool* via_session);
+  int64_t NowMs() const;
 
   CoordinatorHttpOptions options_;
   LoopInbox& inbox_;
   CoordinatorHttpHooks hooks_;
+  HttpSessions sessions_;
   std::unique_ptr<http::HttpServer> server_;
 };
 

@@ -70,6 +70,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, UsageCheckpointCmd>) return ApplyUsageCheckpoint(now, body);
         if constexpr (std::is_same_v<T, UpdatePricesCmd>) return ApplyUpdatePrices(now, body);
         if constexpr (std::is_same_v<T, EnrolmentCmd>) return ApplyEnrolment(now, body);
+        if constexpr (std::is_same_v<T, TokenCmd>) return ApplyToken(now, body);
       },
       command.body);
 }
@@ -141,6 +142,7 @@ struct SnapshotImage {
   UsageLedger::Image usage_ledger;  // absent from snapshots before issue 34: empty
   std::vector<PendingEnrolment> pending_enrolments;  // absent before issue 48: none
   std::vector<JoinTokenInfo> join_tokens;
+  std::vector<ApiTokenInfo> api_tokens;  // absent before issue 48: none
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -164,6 +166,7 @@ struct SnapshotImage {
     v.Optional("usage_ledger", usage_ledger);
     v.Optional("pending_enrolments", pending_enrolments);
     v.Optional("join_tokens", join_tokens);
+    v.Optional("api_tokens", api_tokens);
   }
 };
 
@@ -247,6 +250,8 @@ std::string ClusterState::Snapshot() const {
     JoinTokenInfo copy = token;
     packer.Value(copy);
   }
+  auto tokens = api_tokens_.Image();
+  packer.Field("api_tokens", tokens);
   return std::string(buffer.data(), buffer.size());
 }
 
@@ -288,6 +293,7 @@ Status ClusterState::Restore(std::string_view snapshot) {
   if (Status ledger = usage_ledger_.FromImage(std::move(image->usage_ledger)); !ledger.ok()) {
     return ledger.WithContext("restoring snapshot");
   }
+  api_tokens_.Restore(std::move(image->api_tokens));
   next_audit_seq_ = std::max<uint64_t>(image->next_audit_seq, audit_.empty() ? 1 : audit_.back().seq + 1);
   EnsureBuiltinQueues();
   RebuildIndexes();

@@ -26,6 +26,7 @@
 #include "control/state/commands.h"
 #include "control/state/records.h"
 #include "control/state/retention.h"
+#include "control/state/api_tokens.h"
 #include "control/state/usage_ledger.h"
 #include "protocol/event.h"
 #include "protocol/health.h"
@@ -199,6 +200,8 @@ class ClusterState {
   // of ended task attempts and their rollups, and what running tasks have
   // used from their start to `now_ms` (as records ending then).
   const UsageLedger& usage_ledger() const { return usage_ledger_; }
+  // API tokens of the HTTP port (api_tokens.h): hashes, owners, scopes.
+  const ApiTokenTable& api_tokens() const { return api_tokens_; }
   std::vector<UsageRecord> RunningUsage(int64_t now_ms) const;
   // "root/.../queue"; the name alone for a queue that no longer exists.
   std::string QueuePath(const std::string& queue) const;
@@ -270,6 +273,7 @@ class ClusterState {
   // A registration under admission enrolment: Ok if its key may take the
   // name (consuming its join token, whose labels land in `labels`).
   Status AdmitRegistration(int64_t now, const RegisterNodeCmd& cmd, std::map<std::string, std::string>* labels);
+  ApplyResult ApplyToken(int64_t now, const TokenCmd& cmd);
   // Records the usage of an attempt that is about to stop holding its
   // resources (called once per attempt, before ReleaseResources). An end
   // whose real time is unknown (lost with its node) is charged up to the
@@ -394,6 +398,7 @@ class ClusterState {
   std::map<std::pair<std::string, std::string>, UsageTotal> usage_;
   std::map<std::string, AlertCmd> alerts_;  // firing, by key
   UsageLedger usage_ledger_;
+  ApiTokenTable api_tokens_;
   // Set while LoseTask ends an attempt: its end time is unknown (the node
   // went silent) unless the worker reported it (usage_end_known_).
   bool losing_task_ = false;

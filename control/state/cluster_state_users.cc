@@ -174,6 +174,9 @@ ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
     return {Status::FailedPrecondition("user " + name + " is the last admin; grant admin to another user first")};
   }
   users_ = std::move(after);
+  // A removed user's tokens go with them, on every replica at once: a
+  // token never outlives its owner's record.
+  if (update.op == UserOp::kDelete) api_tokens_.RevokeOwner(name);
   return {};
 }
 
@@ -199,6 +202,20 @@ ApplyResult ClusterState::ApplyAudit(int64_t now, const AuditCmd& cmd) {
     if (audit_.size() > kMaxAudit) audit_.pop_front();
   }
   return {};
+}
+
+// An API token made or revoked (api_tokens.h). The owner must still be a
+// user (or the configured admin) when the token is made: a token racing its
+// owner's removal is refused here rather than left behind.
+ApplyResult ClusterState::ApplyToken(int64_t now, const TokenCmd& cmd) {
+  if (cmd.op == TokenOp::kRevoke) {
+    auto was = api_tokens_.Revoke(cmd.token.id);
+    return {was.status()};
+  }
+  if (!cmd.token.configured_admin && FindUser(cmd.token.owner) == nullptr) {
+    return {Status::NotFound("user " + cmd.token.owner + " does not exist")};
+  }
+  return {api_tokens_.Create(now, cmd.token)};
 }
 
 }  // namespace gpool::state

@@ -62,6 +62,7 @@ template <>
 struct Named<UpdatePricesCmd> { static constexpr std::string_view kName = "UpdatePrices"; };
 template <>
 struct Named<EnrolmentCmd> { static constexpr std::string_view kName = "Enrolment"; };
+struct Named<TokenCmd> { static constexpr std::string_view kName = "Token"; };
 
 template <typename T>
 bool TryDecode(std::string_view name, const msgpack::object& body, Result<CommandBody>* out) {
@@ -122,6 +123,7 @@ Result<Command> DecodeCommand(std::string_view bytes) {
       TryDecode<BootstrapCmd>(name, *body, &decoded) || TryDecode<AuditCmd>(name, *body, &decoded) ||
       TryDecode<RenewSessionCmd>(name, *body, &decoded) ||
       TryDecode<UsageCheckpointCmd>(name, *body, &decoded) || TryDecode<UpdatePricesCmd>(name, *body, &decoded) ||
+      TryDecode<TokenCmd>(name, *body, &decoded) ||
       TryDecode<AlertCmd>(name, *body, &decoded) || TryDecode<EnrolmentCmd>(name, *body, &decoded);
   if (!decoded.ok()) return decoded.status();
   command.body = std::move(decoded).value();

@@ -15,6 +15,7 @@
 #include "protocol/base/enum_names.h"
 #include "protocol/health.h"
 #include "protocol/messages_enrolment.h"
+#include "protocol/model/api_token.h"
 #include "protocol/model/health_fence.h"
 #include "protocol/model/node_update.h"
 #include "protocol/model/prices.h"
@@ -373,11 +374,24 @@ struct EnrolmentCmd {
   }
 };
 
+// An API token made or revoked (CreateToken / RevokeToken on the wire;
+// api_tokens.h). create carries the record with the token's hash, never the
+// token; revoke carries the id only.
+struct TokenCmd {
+  TokenOp op = TokenOp::kCreate;  // by name: create | revoke
+  ApiTokenInfo token;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("op", op);
+    v.Required("token", token);
+  }
+};
+
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
                                  TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd, NodeLostCmd,
                                  NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd, ForgetJobsCmd,
                                  UpdateUserCmd, BootstrapCmd, AuditCmd, RenewSessionCmd, UsageCheckpointCmd,
-                                 UpdatePricesCmd, AlertCmd, EnrolmentCmd>;
+                                 UpdatePricesCmd, AlertCmd, EnrolmentCmd, TokenCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock

@@ -41,6 +41,7 @@ struct SnapshotImageV2 {
   UsageLedger::Image usage_ledger;                    // usage records and rollups (issue 34)
   std::vector<PendingEnrolment> pending_enrolments;   // keys awaiting admission (issue 48)
   std::vector<JoinTokenInfo> join_tokens;             // join tokens, by hash (issue 48)
+  std::vector<ApiTokenInfo> api_tokens;               // HTTP API tokens, as hashes (issue 48)
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -64,6 +65,7 @@ struct SnapshotImageV2 {
     v.Optional("usage_ledger", usage_ledger);
     v.Optional("pending_enrolments", pending_enrolments);
     v.Optional("join_tokens", join_tokens);
+    v.Optional("api_tokens", api_tokens);
   }
 };
 
@@ -98,6 +100,10 @@ TEST_F(ClusterStateTest, SnapshotBytesMatchTheImageFormat) {
   Do(pending);
   image.applied_index = state_.applied_index();
   image.pending_enrolments = {state_.pending_enrolments().begin()->second};
+  ApiTokenInfo token{"tok-1", "alice", TokenScope::kMetrics, 1'000, 0, 0, "hash-1", false};
+  Do(TokenCmd{TokenOp::kCreate, token});
+  image.applied_index = state_.applied_index();
+  image.api_tokens = {token};
   EXPECT_EQ(state_.Snapshot(), wire::PackToString(image));
 }
 

@@ -28,6 +28,11 @@
 #                         reach (issue 48). A volume from before, with db/ at
 #                         its root, is moved into state/ once, made private.
 #   GPOOL_INSECURE=1      no keys: plaintext (--insecure), for trying it out only
+#   GPOOL_HTTP_TLS_DIR    tls.crt and tls.key (a kubernetes.io/tls Secret): the
+#                         HTTP port serves HTTPS (--http-cert/--http-key; then
+#                         give the probes scheme: HTTPS). Without them it serves
+#                         plain HTTP (--http-insecure, warned): API tokens cross
+#                         the pod network in the clear (default: /etc/gpool/http-tls)
 #   GPOOL_COORDINATOR_BIN (default: /usr/local/bin/gpool-coordinator)
 # Ports: client 7400, worker 7401, peer 7402, HTTP 7480 (/healthz, /readyz,
 # /metrics), every one on all interfaces.
@@ -67,6 +72,14 @@ args=(--id "$id" --data-dir "$data_dir"
       --peers "$(list 7402)" --peer-clients "$(list 7400)" --peer-workers "$(list 7401)"
       --client-addr tcp://0.0.0.0:7400 --worker-addr tcp://0.0.0.0:7401 --peer-addr tcp://0.0.0.0:7402
       --http-address 0.0.0.0:7480)
+http_tls=${GPOOL_HTTP_TLS_DIR:-/etc/gpool/http-tls}
+if [[ -r $http_tls/tls.crt && -r $http_tls/tls.key ]]; then
+  args+=(--http-cert "$http_tls/tls.crt" --http-key "$http_tls/tls.key")
+else
+  echo "gpool-coordinator-entrypoint: no $http_tls/tls.crt and tls.key: the HTTP port serves plain HTTP" \
+       "(--http-insecure); mount a TLS Secret there" >&2
+  args+=(--http-insecure)
+fi
 (( id > initial )) && args+=(--join)
 
 if [[ ${GPOOL_INSECURE:-} == 1 ]]; then

@@ -67,6 +67,7 @@ tcp://0.0.0.0:7401
 tcp://0.0.0.0:7402
 --http-address
 0.0.0.0:7480
+--http-insecure
 --key-file
 $work/run/coordinator.key
 --peer-keys
@@ -87,6 +88,10 @@ $(cat "$work/volume/state/db/CURRENT") $(cat "$work/volume/state/endpoints") $(l
 status=$(coordinator GPOOL_POD_NAME=gpool-coordinator-1 --)
 check "and only once" "0 old" "$status $(cat "$work/volume/state/db/CURRENT")"
 
+mkdir -p "$work/http-tls" && touch "$work/http-tls/tls.crt" "$work/http-tls/tls.key"
+status=$(coordinator GPOOL_POD_NAME=gpool-coordinator-0 GPOOL_HTTP_TLS_DIR="$work/http-tls" --)
+check "a mounted TLS secret serves HTTPS" "0 $work/http-tls/tls.crt $work/http-tls/tls.key " \
+  "$status $(grep -x -A1 -- --http-cert "$work/out" | tail -1) $(grep -x -A1 -- --http-key "$work/out" | tail -1) $(grep -x -- --http-insecure "$work/out")"
 status=$(coordinator GPOOL_POD_NAME=gpool-coordinator-3 GPOOL_REPLICAS=4 GPOOL_INITIAL_REPLICAS=3 --)
 check "a fourth replica joins" "0 --id 4 --join" "$status $(sed -n 1,2p "$work/out" | tr '\n' ' ')$(grep -x -- --join "$work/out")"
 status=$(coordinator GPOOL_POD_NAME=gpool-coordinator-0 --)
@@ -123,6 +128,7 @@ tcp://gpool-coordinator-0.gpool-coordinator.$D:7401,tcp://gpool-coordinator-1.gp
 $work/worker
 --http-address
 0.0.0.0:7481
+--http-insecure
 --key-file
 $work/worker/node.key
 --coordinator-key

@@ -1,5 +1,6 @@
 #include "protocol/http/http_server.h"
 
+#include <fstream>
 #include <thread>
 
 #include <httplib.h>
@@ -95,15 +96,40 @@ Result<std::pair<std::string, int>> ParseHostPort(const std::string& address) {
   return std::make_pair(parsed->host, static_cast<int>(parsed->port));
 }
 
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+Status CheckHttpTlsFlags(const std::string& address, const HttpTlsOptions& tls, bool insecure) {
+  if (address.empty()) return Status::Ok();  // HTTP off
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return Status::InvalidArgument("--http-cert and --http-key go together (the certificate and its private key)");
+  }
+  if (!tls.client_ca_file.empty() && !tls.enabled()) {
+    return Status::InvalidArgument("--http-client-ca verifies client certificates over TLS: it needs --http-cert "
+                                   "and --http-key");
+  }
+  if (insecure && tls.enabled()) {
+    return Status::InvalidArgument("--http-insecure and --http-cert contradict each other: choose one");
+  }
+  if (tls.enabled() || insecure) return Status::Ok();
+  auto host_port = ParseHostPort(address);
+  if (!host_port.ok()) return host_port.status();
+  if (IsLoopbackHost(host_port->first)) return Status::Ok();
+  return Status::InvalidArgument("--http-address " + address.substr(0, 128) +
+                                 " is reachable from other hosts: serve it over TLS with --http-cert and "
+                                 "--http-key, or pass --http-insecure to send credentials in the clear");
+}
+
 struct HttpServer::Impl {
-  httplib::Server server;
+  std::unique_ptr<httplib::Server> server;
   std::thread thread;
 };
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 HttpServer::~HttpServer() {
-  impl_->server.stop();
+  impl_->server->stop();
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
@@ -111,7 +137,28 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   auto host_port = ParseHostPort(options.address);
   if (!host_port.ok()) return host_port.status();
   auto impl = std::make_unique<Impl>();
-  httplib::Server& server = impl->server;
+  const HttpTlsOptions& tls = options.tls;
+  if (tls.enabled()) {
+    // Unreadable files are named here: OpenSSL's own failure says only that
+    // the context is invalid.
+    for (const auto& [flag, file] : {std::pair{"--http-cert", tls.cert_file}, std::pair{"--http-key", tls.key_file},
+                                     std::pair{"--http-client-ca", tls.client_ca_file}}) {
+      if (!file.empty() && !std::ifstream(file).good()) {
+        return Status::InvalidArgument(std::string(flag) + " " + file + ": cannot read the file");
+      }
+    }
+    auto ssl = std::make_unique<httplib::SSLServer>(
+        tls.cert_file.c_str(), tls.key_file.c_str(), tls.client_ca_file.empty() ? nullptr : tls.client_ca_file.c_str());
+    if (!ssl->is_valid()) {
+      return Status::InvalidArgument("--http-cert " + tls.cert_file + " / --http-key " + tls.key_file +
+                                     (tls.client_ca_file.empty() ? "" : " / --http-client-ca " + tls.client_ca_file) +
+                                     ": OpenSSL refused them (not PEM, or the key does not match the certificate)");
+    }
+    impl->server = std::move(ssl);
+  } else {
+    impl->server = std::make_unique<httplib::Server>();
+  }
+  httplib::Server& server = *impl->server;
   const size_t threads = std::max<size_t>(1, options.threads);
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.set_payload_max_length(options.max_body_bytes);
@@ -128,6 +175,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
     const std::string authorization = req.get_header_value("Authorization");
     constexpr std::string_view kBearer = "Bearer ";
     if (authorization.compare(0, kBearer.size(), kBearer) == 0) request.bearer = authorization.substr(kBearer.size());
+    request.cookie = req.get_header_value("Cookie");
     request.body = req.body;
     request.remote_address = req.remote_addr;
     HttpResponse response;
@@ -163,6 +211,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   std::unique_ptr<HttpServer> result(new HttpServer(std::move(impl)));
   result->address_ = FormatHostPort(host_port->first, static_cast<uint16_t>(port));
   result->port_ = port;
+  result->tls_ = tls.enabled();
   return result;
 }
 

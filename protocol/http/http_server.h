@@ -28,6 +28,7 @@ struct HttpRequest {
   std::string bearer;  // "Authorization: Bearer <this>"; "" when absent
   std::string body;
   std::string remote_address;
+  std::string cookie;  // the "Cookie" header as sent; "" when absent
   // The first value of query parameter `name`, or `fallback`.
   std::string Param(const std::string& name, const std::string& fallback = "") const;
 };
@@ -51,7 +52,27 @@ int HttpStatusOf(StatusCode code);
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
+// TLS for the port (cpp-httplib over OpenSSL). Plain HTTP when cert_file is
+// empty; the callers decide whether that is allowed (TlsFlagsCheck below).
+struct HttpTlsOptions {
+  std::string cert_file;       // PEM certificate chain
+  std::string key_file;        // PEM private key
+  std::string client_ca_file;  // PEM CAs; set: a client must present a certificate one of them signed
+  bool enabled() const { return !cert_file.empty(); }
+};
+
+// The --http-cert / --http-key / --http-client-ca / --http-insecure rule
+// shared by the coordinator and the worker: a cert needs its key (and the
+// other way round), a client CA needs a cert, --http-insecure excludes a
+// cert, and plain HTTP is refused on an address other hosts can reach
+// unless --http-insecure says so: a bearer credential sent in the clear is
+// anyone's who sees one request. Loopback addresses (127.0.0.0/8, ::1,
+// localhost) may serve plain HTTP: only this host sees those bytes.
+Status CheckHttpTlsFlags(const std::string& address, const HttpTlsOptions& tls, bool insecure);
+bool IsLoopbackHost(const std::string& host);
+
 struct HttpServerOptions {
+  HttpTlsOptions tls;
   // host:port; port 0 takes an ephemeral one (address() says which).
   std::string address = "127.0.0.1:0";
   size_t max_body_bytes = 1 << 20;
@@ -70,6 +91,7 @@ class HttpServer {
   // host:port as bound (the real port when 0 was asked for).
   const std::string& address() const { return address_; }
   int port() const { return port_; }
+  bool tls() const { return tls_; }
 
  private:
   struct Impl;
@@ -77,6 +99,7 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
   std::string address_;
   int port_ = 0;
+  bool tls_ = false;
 };
 
 // Splits "host:port" ("[v6]:port" too; port 0 binds any free port) with the

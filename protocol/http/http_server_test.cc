@@ -1,9 +1,14 @@
 #include "protocol/http/http_server.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include <httplib.h>
 
 #include <gtest/gtest.h>
 
+#include "protocol/http/testing/self_signed_cert.h"
 #include "protocol/security/keys.h"
 
 namespace gpool::http {
@@ -106,6 +111,99 @@ TEST(HttpServerTest, APortInUseIsUnavailable) {
   auto second = HttpServer::Start(options, [](const HttpRequest&) { return HttpResponse{}; });
   EXPECT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+}
+
+class HttpsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/https-" + std::to_string(::getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir_);
+    auto server = testing::MakeSelfSignedCert(dir_, "server");
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_cert_ = *server;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  Result<std::unique_ptr<HttpServer>> Start(HttpTlsOptions tls) {
+    HttpServerOptions options;
+    options.tls = std::move(tls);
+    options.timeout_ms = 2'000;
+    return HttpServer::Start(options, [](const HttpRequest& request) {
+      return HttpResponse::Text(200, "tls " + request.path + " bearer=" + request.bearer + " cookie=" + request.cookie);
+    });
+  }
+  std::string dir_;
+  testing::SelfSignedCert server_cert_;
+};
+
+TEST_F(HttpsTest, ServesOverTlsAndRefusesPlainHttp) {
+  auto server = Start({server_cert_.cert_file, server_cert_.key_file, ""});
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  EXPECT_TRUE((*server)->tls());
+  httplib::SSLClient client("127.0.0.1", (*server)->port());
+  client.set_ca_cert_path(server_cert_.cert_file.c_str());
+  client.enable_server_certificate_verification(true);
+  auto got = client.Get("/m", {{"Authorization", "Bearer gpt_x"}, {"Cookie", "gpool_session=s1"}});
+  ASSERT_TRUE(got) << httplib::to_string(got.error());
+  EXPECT_EQ(got->status, 200);
+  EXPECT_EQ(got->body, "tls /m bearer=gpt_x cookie=gpool_session=s1");
+  // Plain HTTP to the TLS port gets no HTTP answer: the bytes are not a
+  // TLS handshake, so the server drops the connection.
+  httplib::Client plain("127.0.0.1", (*server)->port());
+  plain.set_read_timeout(2, 0);
+  auto refused = plain.Get("/m", {{"Authorization", "Bearer gpt_x"}});
+  EXPECT_FALSE(refused && refused->status == 200);
+  // A client that does not trust the certificate refuses the server.
+  httplib::SSLClient untrusting("127.0.0.1", (*server)->port());
+  untrusting.enable_server_certificate_verification(true);
+  auto unverified = untrusting.Get("/m");
+  EXPECT_FALSE(unverified);
+}
+
+TEST_F(HttpsTest, AClientCaRequiresAClientCertificate) {
+  auto ca = testing::MakeSelfSignedCert(dir_, "client");
+  ASSERT_TRUE(ca.ok());
+  auto server = Start({server_cert_.cert_file, server_cert_.key_file, ca->cert_file});
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  httplib::SSLClient anonymous("127.0.0.1", (*server)->port());
+  anonymous.set_ca_cert_path(server_cert_.cert_file.c_str());
+  anonymous.enable_server_certificate_verification(true);
+  EXPECT_FALSE(anonymous.Get("/m"));
+  httplib::SSLClient holder("127.0.0.1", (*server)->port(), ca->cert_file, ca->key_file);
+  holder.set_ca_cert_path(server_cert_.cert_file.c_str());
+  holder.enable_server_certificate_verification(true);
+  auto got = holder.Get("/m");
+  ASSERT_TRUE(got) << httplib::to_string(got.error());
+  EXPECT_EQ(got->status, 200);
+}
+
+TEST_F(HttpsTest, BadCertificateFilesAreTypedErrors) {
+  auto missing = Start({dir_ + "/none.pem", server_cert_.key_file, ""});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find("--http-cert"), std::string::npos) << missing.status().message();
+  auto other = testing::MakeSelfSignedCert(dir_, "other");
+  ASSERT_TRUE(other.ok());
+  auto mismatched = Start({server_cert_.cert_file, other->key_file, ""});
+  ASSERT_FALSE(mismatched.ok());
+  EXPECT_EQ(mismatched.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(HttpTlsFlagsTest, PlainHttpOnlyOnLoopbackOrWithInsecure) {
+  const HttpTlsOptions none;
+  const HttpTlsOptions cert{"c.pem", "k.pem", ""};
+  EXPECT_TRUE(CheckHttpTlsFlags("127.0.0.1:0", none, false).ok());
+  EXPECT_TRUE(CheckHttpTlsFlags("[::1]:7480", none, false).ok());
+  EXPECT_TRUE(CheckHttpTlsFlags("", none, false).ok());  // HTTP off
+  const Status open = CheckHttpTlsFlags("0.0.0.0:7480", none, false);
+  EXPECT_EQ(open.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(open.message().find("--http-cert"), std::string::npos);
+  EXPECT_NE(open.message().find("--http-insecure"), std::string::npos);
+  EXPECT_TRUE(CheckHttpTlsFlags("0.0.0.0:7480", none, true).ok());
+  EXPECT_TRUE(CheckHttpTlsFlags("0.0.0.0:7480", cert, false).ok());
+  EXPECT_EQ(CheckHttpTlsFlags("0.0.0.0:7480", cert, true).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckHttpTlsFlags("0.0.0.0:7480", {"c.pem", "", ""}, false).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckHttpTlsFlags("127.0.0.1:0", {"", "", "ca.pem"}, false).code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

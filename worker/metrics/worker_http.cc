@@ -47,8 +47,13 @@ Result<std::unique_ptr<WorkerHttp>> WorkerHttp::Start(const WorkerHttpOptions& o
   http::HttpServerOptions server_options;
   server_options.address = options.address;
   server_options.threads = 2;
+  server_options.tls = options.tls;
   auto server = http::HttpServer::Start(server_options, std::move(handler));
-  if (!server.ok()) return Status(server.status().code(), "--http-address: " + server.status().message());
+  if (!server.ok()) {
+    // A certificate problem names its own flag; anything else is the address's.
+    if (server.status().message().rfind("--http-", 0) == 0) return server.status();
+    return Status(server.status().code(), "--http-address: " + server.status().message());
+  }
   front->server_ = std::move(server).value();
   return front;
 }

@@ -26,6 +26,7 @@ namespace gpool::worker {
 struct WorkerHttpOptions {
   std::string address = "127.0.0.1:0";
   std::string token;  // empty: no credential required
+  http::HttpTlsOptions tls;  // --http-cert/--http-key/--http-client-ca; empty: plain HTTP
   int64_t timeout_ms = 10'000;
   // A readiness probe waits at most this long for the loop thread.
   int64_t readiness_timeout_ms = 2'000;

@@ -15,18 +15,48 @@ const CREDENTIAL = 'gpool.bearer';  // sessionStorage key: this tab only
 const PAGES = ['overview', 'nodes', 'queues', 'jobs', 'events'];
 
 // --- Credentials -------------------------------------------------------------
+//
+// A secured cluster's dashboard signs in with an API token (`gpool token
+// create --scope read`): POST /ui/session trades it for a session cookie
+// that is HttpOnly (this script never holds a credential after sign-in),
+// Secure and SameSite=Strict, and reads only. The token itself is kept
+// nowhere. An --insecure cluster has no users and no sessions: its cluster
+// token is sent as a bearer from this tab's sessionStorage, as before.
 
 function bearer() { return sessionStorage.getItem(CREDENTIAL) || ''; }
+let signedIn = false;
 
-// A credential in the URL fragment (#bearer=...) is for scripts and headless
+async function signIn(token) {
+  const response = await fetch('/ui/session', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token }),
+    cache: 'no-store', credentials: 'same-origin',
+  });
+  if (response.status === 409) {  // no sessions here: an --insecure cluster's token
+    sessionStorage.setItem(CREDENTIAL, token);
+    return '';
+  }
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) return body.error ? body.error.message : `HTTP ${response.status}`;
+  signedIn = true;
+  return '';
+}
+
+async function signOut() {
+  sessionStorage.removeItem(CREDENTIAL);
+  signedIn = false;
+  await fetch('/ui/session/end', { method: 'POST', cache: 'no-store', credentials: 'same-origin' }).catch(() => {});
+}
+
+// A token in the URL fragment (#token=...) is for scripts and headless
 // browsers, which cannot type into the login box. Browsers never send the
-// fragment to the server; it is moved into sessionStorage and taken off the
-// address bar at once, so it does not stay in history or get copied along.
-function adoptFragmentCredential() {
+// fragment to the server; it is taken off the address bar at once (so it
+// does not stay in history or get copied along) and traded for a session.
+async function adoptFragmentCredential() {
   const fragment = new URLSearchParams(location.hash.slice(1));
-  if (!fragment.has('bearer')) return;
-  sessionStorage.setItem(CREDENTIAL, fragment.get('bearer'));
+  if (!fragment.has('token')) return '';
+  const token = fragment.get('token');
   history.replaceState(null, '', location.pathname + location.search);
+  return signIn(token);
 }
 
 class Unauthorized extends Error {}
@@ -35,11 +65,13 @@ async function api(type, params = {}) {
   const query = new URLSearchParams(params).toString();
   const headers = {};
   if (bearer()) headers.Authorization = 'Bearer ' + bearer();
-  const response = await fetch('/api/v1/' + type + (query ? '?' + query : ''), { headers, cache: 'no-store' });
+  const response = await fetch('/api/v1/' + type + (query ? '?' + query : ''),
+                               { headers, cache: 'no-store', credentials: 'same-origin' });
   const body = await response.json().catch(() => ({}));
   const error = body.error ? `${body.error.code}: ${body.error.message}` : `HTTP ${response.status}`;
   if (response.status === 401) throw new Unauthorized(error);
   if (!response.ok) throw new Error(`${type}: ${error}`);
+  signedIn = signedIn || !bearer();
   return body;
 }
 
@@ -394,7 +426,7 @@ function setStatus(state, text) {
 
 function showLogin(message) {
   document.getElementById('login').hidden = false;
-  document.getElementById('login-error').textContent = bearer() ? message : '';
+  document.getElementById('login-error').textContent = message || '';
   document.getElementById('view').replaceChildren();
   setStatus('unauthenticated', 'sign in');
 }
@@ -409,7 +441,7 @@ async function refresh() {
     const content = await render[name](arg);
     if (mine !== generation) return;
     document.getElementById('login').hidden = true;
-    document.getElementById('logout').hidden = !bearer();
+    document.getElementById('logout').hidden = !(signedIn || bearer());
     document.getElementById('view').replaceChildren(content);
     document.body.dataset.page = name;
     setStatus('ok', 'live');
@@ -417,7 +449,7 @@ async function refresh() {
       h('span', { 'data-metric': 'refreshes' }, ++refreshes), ' refreshes).');
   } catch (error) {
     if (mine !== generation) return;
-    if (error instanceof Unauthorized) return showLogin(error.message);  // no polling until signed in
+    if (error instanceof Unauthorized) return showLogin(signedIn || bearer() ? error.message : '');  // no polling until signed in
     setStatus('error', error.message);  // keep the last view; try again
   }
   // A large cluster's replies take long to build and send: poll no more
@@ -430,8 +462,9 @@ function navigate(path) {
   refresh();
 }
 
-function start() {
-  adoptFragmentCredential();
+async function start() {
+  const fragmentError = await adoptFragmentCredential();
+  if (fragmentError) showLogin(fragmentError);
   for (const link of document.querySelectorAll('nav a')) {
     link.addEventListener('click', (event) => {
       event.preventDefault();
@@ -439,19 +472,21 @@ function start() {
     });
   }
   window.addEventListener('popstate', refresh);
-  document.getElementById('login').addEventListener('submit', (event) => {
+  document.getElementById('login').addEventListener('submit', async (event) => {
     event.preventDefault();
-    sessionStorage.setItem(CREDENTIAL, document.getElementById('bearer').value.trim());
-    forgetEvents();  // another user may see other events
+    const token = document.getElementById('bearer').value.trim();
     document.getElementById('bearer').value = '';
+    forgetEvents();  // another user may see other events
+    const error = await signIn(token);
+    if (error) return showLogin(error);
     refresh();
   });
-  document.getElementById('logout').addEventListener('click', () => {
-    sessionStorage.removeItem(CREDENTIAL);
+  document.getElementById('logout').addEventListener('click', async () => {
+    await signOut();
     forgetEvents();
     refresh();
   });
-  refresh();
+  if (!fragmentError) refresh();
 }
 
 start();
