@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "control/state/cluster_state.h"
+#include "protocol/message_type.h"
 #include "protocol/model/users.h"
 
 namespace gpool::control {
@@ -42,6 +43,10 @@ enum class Permission : uint8_t {
   kManageTokens,    // make, list or revoke API tokens of target.owner (own: any user; anyone's: admins)
 };
 std::string_view PermissionName(Permission permission);
+
+// Whether a request of `type` changes something (or copies everything
+// out): what the audit stream records and a read-scope token may not send.
+bool MutatingRequest(MessageType type);
 
 // The caller as the gateway resolved it.
 struct Actor {

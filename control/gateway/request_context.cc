@@ -12,27 +12,6 @@
 
 namespace gpool::control {
 
-bool MutatingRequest(MessageType type) {
-  switch (type) {
-    case MessageType::kSubmitJob:
-    case MessageType::kCancelJob:
-    case MessageType::kUpdateNode:
-    case MessageType::kUpdateQueue:
-    case MessageType::kReportProbe:
-    case MessageType::kChangeReplicas:
-    case MessageType::kUpdateUser:
-    case MessageType::kUpdatePrices:
-    case MessageType::kBootstrap:
-    case MessageType::kExecStart:
-    case MessageType::kExecSignal:
-    case MessageType::kCreateToken:
-    case MessageType::kRevokeToken:
-    // Not a write, but who copied the whole state out belongs in the audit.
-    case MessageType::kExportSnapshot: return true;
-    default: return false;
-  }
-}
-
 namespace {
 
 bool Mutating(MessageType type) { return MutatingRequest(type); }

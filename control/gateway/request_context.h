@@ -68,10 +68,6 @@ struct GatewayOptions {
   std::function<int64_t(const std::string& token_id)> token_last_used;
 };
 
-// Whether a request of `type` changes something (or copies everything
-// out): what the audit stream records and a read-scope token may not send.
-bool MutatingRequest(MessageType type);
-
 // One client request as the endpoints handle it: who asked, and where to answer.
 struct Request {
   std::string peer;

@@ -1,4 +1,5 @@
 #include "control/http/coordinator_http.h"
+#include "control/authz.h"
 
 #include <charconv>
 #include <chrono>
@@ -6,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "control/gateway/request_context.h"
 #include "protocol/message_type.h"
 
 namespace gpool::control {

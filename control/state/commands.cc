@@ -62,6 +62,7 @@ template <>
 struct Named<UpdatePricesCmd> { static constexpr std::string_view kName = "UpdatePrices"; };
 template <>
 struct Named<EnrolmentCmd> { static constexpr std::string_view kName = "Enrolment"; };
+template <>
 struct Named<TokenCmd> { static constexpr std::string_view kName = "Token"; };
 
 template <typename T>
