@@ -30,12 +30,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A tmpfs of `size` mounted over a fresh dir, unmounted by the destructor.
+// A tmpfs of `size` mounted over a fresh dir, unmounted by the destructor;
+// 0700, as a coordinator refuses a data dir others can reach (issue 48).
 class SmallTmpfs {
  public:
   explicit SmallTmpfs(const std::string& path, const std::string& size) : path_(path) {
     std::filesystem::create_directories(path_);
-    CommandResult mounted = RunCommand({"mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", path_});
+    CommandResult mounted = RunCommand({"mount", "-t", "tmpfs", "-o", "size=" + size + ",mode=0700", "tmpfs", path_});
     mounted_ = mounted.exit_code == 0;
     why_ = mounted.err;
   }

@@ -218,6 +218,7 @@ class LocalCluster:
                  if self.secure else ["--insecure"])
         if self.secure:
             self.make_key(name)
+            self._enrol(name)
         argv += self._token_flags()
         env = {}
         if self.sessions:
@@ -228,6 +229,12 @@ class LocalCluster:
                      "--task-env-pass", "LD_LIBRARY_PATH"]
             env["LD_LIBRARY_PATH"] = os.path.dirname(libs["GPOOL_FAKE_CUDA_LIB"])
         self.processes.append(Process(name, argv, self.path(name + ".log"), env))
+
+    def _enrol(self, name: str) -> None:
+        """Binds the node's key to its name before its worker starts, as an operator does on a cluster that
+        admits nodes by admission (docs/operations.md 2.3); retried until a leader takes the request."""
+        argv = ["admin", "node", "enrol", name, "--node-key", self.path(name + ".pub")]
+        wait_for(f"{name}'s key enrolled", lambda: self.run_cli(*argv).returncode == 0, timeout_s=30)
 
     def _token_flags(self) -> List[str]:
         """--token-file for a cluster with a token; the file has surrounding whitespace, which is trimmed."""
