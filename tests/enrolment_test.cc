@@ -14,6 +14,7 @@
 #include "protocol/messages_common.h"
 #include "protocol/messages_worker.h"
 #include "tests/local_cluster.h"
+#include "tests/raw_worker.h"
 
 namespace gpool::testing {
 namespace {
@@ -135,41 +136,6 @@ TEST_F(EnrolmentTest, AStrangerKeyGetsNoWorkAndNoSecretsUntilApproved) {
   ASSERT_TRUE(log.ok()) << log.status().ToString();
   EXPECT_NE(log->data.find(std::string("secret=") + kSecret), std::string::npos) << log->data;
   EXPECT_EQ(cluster.Cli({"node", "pending"}).out.find("node-1"), std::string::npos);
-}
-
-// One connection to the worker port with a key of its own.
-class RawWorker {
- public:
-  RawWorker(LocalCluster& cluster, const std::string& key_name) : socket_(context_, zmq::socket_type::dealer) {
-    socket_.set(zmq::sockopt::linger, 0);
-    cluster.SecureSocket(socket_, key_name);
-    socket_.connect(cluster.worker_endpoint());
-  }
-  Result<Envelope> Ask(const RegisterNode& body) {
-    socket_.send(zmq::buffer(EncodeEnvelope(Header{.request_id = ++id_}, body)), zmq::send_flags::none);
-    while (true) {
-      zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-      if (zmq::poll(&item, 1, std::chrono::milliseconds(10'000)) == 0) return Status::DeadlineExceeded("no reply");
-      zmq::message_t reply;
-      if (!socket_.recv(reply)) return Status::Unavailable("recv failed");
-      auto envelope = DecodeEnvelope(reply.to_string_view());
-      if (!envelope.ok() || envelope->header().request_id == id_) return envelope;
-    }
-  }
-
- private:
-  zmq::context_t context_{1};
-  zmq::socket_t socket_;
-  uint64_t id_ = 0;
-};
-
-NodeSpec FakeNode(const std::string& name, uint32_t gpus) {
-  NodeSpec node;
-  node.name = name;
-  node.cpu_milli = 32000;
-  node.memory_mib = 1 << 18;
-  for (uint32_t i = 0; i < gpus; ++i) node.gpus.push_back(GpuInfo{.index = i, .uuid = "fake-" + std::to_string(i)});
-  return node;
 }
 
 // A join token admits the worker that presents it at once, with the token's
