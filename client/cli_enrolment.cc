@@ -16,13 +16,13 @@
 namespace gpool::cli {
 namespace {
 
-Result<EnrolmentReply> Send(Session& s, const Enrolment& request) {
+Result<EnrolmentReply> SendEnrolment(Session& s, const Enrolment& request) {
   auto client = s.client();
   if (!client.ok()) return client.status();
   return (*client)->Enrol(request);
 }
 
-std::string Labels(const std::map<std::string, std::string>& labels) {
+std::string EnrolmentLabels(const std::map<std::string, std::string>& labels) {
   std::string out;
   for (const auto& [key, value] : labels) out += (out.empty() ? "" : ",") + key + "=" + value;
   return out.empty() ? "-" : out;
@@ -42,7 +42,7 @@ std::string PendingTable(const std::vector<PendingEnrolment>& pending, int64_t n
   return out.str();
 }
 
-std::string TokenTable(const std::vector<JoinTokenInfo>& tokens, int64_t now_ms) {
+std::string JoinTokenTable(const std::vector<JoinTokenInfo>& tokens, int64_t now_ms) {
   if (tokens.empty()) return "no join tokens\n";
   std::ostringstream out;
   out << std::left << std::setw(14) << "ID" << std::setw(20) << "STATE" << std::setw(14) << "CREATOR"
@@ -53,7 +53,7 @@ std::string TokenTable(const std::vector<JoinTokenInfo>& tokens, int64_t now_ms)
                               : now_ms >= t.expires_ms ? "expired"
                                                        : "valid";
     out << std::left << std::setw(14) << t.id << std::setw(20) << state << std::setw(14) << t.creator
-        << std::setw(12) << FormatAgo(t.created_ms, now_ms) << Labels(t.labels) << "\n";
+        << std::setw(12) << FormatAgo(t.created_ms, now_ms) << EnrolmentLabels(t.labels) << "\n";
   }
   return out.str();
 }
@@ -74,7 +74,7 @@ int RunNodeEnrolment(Session& s, const Invocation& inv) {
     request.node = p[1];
     if (inv.flags.count("fingerprint")) request.fingerprint = inv.flags["fingerprint"].as<std::string>();
   }
-  auto reply = Send(s, request);
+  auto reply = SendEnrolment(s, request);
   if (!reply.ok()) return s.Fail(reply.status());
   if (s.json) {
     s.out << ToJson(*reply) << "\n";
@@ -131,7 +131,7 @@ int RunAdminJoinToken(Session& s, const Invocation& inv) {
   if (op != "create" && (inv.flags.count("ttl") || inv.flags.count("labels"))) {
     return s.Usage("--ttl and --labels belong to 'admin join-token create'");
   }
-  auto reply = Send(s, request);
+  auto reply = SendEnrolment(s, request);
   if (!reply.ok()) return s.Fail(reply.status());
   if (s.json) {
     s.out << ToJson(*reply) << "\n";
@@ -143,7 +143,7 @@ int RunAdminJoinToken(Session& s, const Invocation& inv) {
             << "GPOOL_JOIN_TOKEN=<token> or --join-token <token>\n";
     }
   } else if (op == "list") {
-    s.out << TokenTable(reply->tokens, s.WallMs());
+    s.out << JoinTokenTable(reply->tokens, s.WallMs());
   } else {
     s.out << "join token " << request.token_id << " revoked\n";
   }

@@ -13,7 +13,7 @@ namespace {
 
 // "30d", "12h", "90m", "45s" or a bare number of seconds; "0" or "never":
 // no expiry.
-Result<int64_t> ParseTtlMs(const std::string& text) {
+Result<int64_t> ParseTokenTtlMs(const std::string& text) {
   if (text == "never" || text == "0") return int64_t{0};
   int64_t unit_ms = 1000;
   std::string_view digits = text;
@@ -38,13 +38,13 @@ Result<int64_t> ParseTtlMs(const std::string& text) {
   return count * unit_ms;
 }
 
-std::string Expiry(const ApiTokenInfo& token, int64_t now_ms) {
+std::string TokenExpiry(const ApiTokenInfo& token, int64_t now_ms) {
   if (token.expires_ms == 0) return "never";
   if (token.expires_ms <= now_ms) return "expired";
   return "in " + FormatDuration(token.expires_ms - now_ms);
 }
 
-int RunCreate(Session& s, const Invocation& inv) {
+int RunTokenCreate(Session& s, const Invocation& inv) {
   CreateToken request;
   if (inv.flags.count("scope")) {
     auto scope = EnumFromName<TokenScope>(inv.flags["scope"].as<std::string>());
@@ -54,7 +54,7 @@ int RunCreate(Session& s, const Invocation& inv) {
     request.scope = *scope;
   }
   if (inv.flags.count("ttl")) {
-    auto ttl = ParseTtlMs(inv.flags["ttl"].as<std::string>());
+    auto ttl = ParseTokenTtlMs(inv.flags["ttl"].as<std::string>());
     if (!ttl.ok()) return s.Fail(ttl.status());
     request.ttl_ms = *ttl;
   }
@@ -68,12 +68,12 @@ int RunCreate(Session& s, const Invocation& inv) {
   }
   s.out << reply->token << "\n";
   s.err << "token " << reply->info.id << " (scope " << NameOf(reply->info.scope) << ", expires "
-        << Expiry(reply->info, s.WallMs()) << ") for " << reply->info.owner
+        << TokenExpiry(reply->info, s.WallMs()) << ") for " << reply->info.owner
         << ": shown this once; send it as \"Authorization: Bearer <token>\" to the HTTP port\n";
   return kExitOk;
 }
 
-int RunList(Session& s, const Invocation& inv) {
+int RunTokenList(Session& s, const Invocation& inv) {
   ListTokens request;
   request.all = inv.flags.count("all") > 0;
   auto client = s.client();
@@ -92,13 +92,13 @@ int RunList(Session& s, const Invocation& inv) {
   Table table({"ID", "OWNER", "SCOPE", "CREATED", "EXPIRES", "LAST USED"});
   for (const auto& token : reply->tokens) {
     table.AddRow({token.id, token.owner, std::string(NameOf(token.scope)), FormatAgo(token.created_ms, now),
-                  Expiry(token, now), token.last_used_ms == 0 ? "-" : FormatAgo(token.last_used_ms, now)});
+                  TokenExpiry(token, now), token.last_used_ms == 0 ? "-" : FormatAgo(token.last_used_ms, now)});
   }
   s.out << table.Render();
   return kExitOk;
 }
 
-int RunRevoke(Session& s, const Invocation& inv) {
+int RunTokenRevoke(Session& s, const Invocation& inv) {
   if (inv.positionals.size() != 2) return s.Usage("usage: gpool token revoke ID");
   RevokeToken request;
   request.id = inv.positionals[1];
@@ -118,10 +118,10 @@ int RunToken(Session& s, const Invocation& inv) {
   const std::string& what = inv.positionals[0];
   if (what == "create") {
     if (inv.positionals.size() != 1) return s.Usage("usage: gpool token create [--scope metrics|read|write] [--ttl 30d]");
-    return RunCreate(s, inv);
+    return RunTokenCreate(s, inv);
   }
-  if (what == "list") return RunList(s, inv);
-  if (what == "revoke") return RunRevoke(s, inv);
+  if (what == "list") return RunTokenList(s, inv);
+  if (what == "revoke") return RunTokenRevoke(s, inv);
   return s.Usage("unknown token command '" + what + "' (create, list or revoke)");
 }
 

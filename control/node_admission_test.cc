@@ -17,7 +17,7 @@ namespace {
 const std::string kKey(40, 'k');
 const std::string kOtherKey(40, 'o');
 
-Principal NewNode(const std::string& key) { return Principal{Principal::Kind::kNewNode, "", key}; }
+Principal StrangerNode(const std::string& key) { return Principal{Principal::Kind::kNewNode, "", key}; }
 
 class NodeAdmissionTest : public ::testing::Test {
  protected:
@@ -30,7 +30,7 @@ class NodeAdmissionTest : public ::testing::Test {
                 const std::string& token = "") {
     RegisterNode msg{OneGpuNode(node), {}, "test"};
     msg.join_token = token;
-    registry_->OnFrame(peer, EncodeEnvelope(Header{.request_id = 1}, msg), now_ += 10, NewNode(key));
+    registry_->OnFrame(peer, EncodeEnvelope(Header{.request_id = 1}, msg), now_ += 10, StrangerNode(key));
   }
   Envelope Last() { return DecodeEnvelope(outbox_.sent.back().frame).value(); }
   std::string LastError() {

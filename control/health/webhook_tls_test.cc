@@ -25,7 +25,7 @@
 namespace gpool::health {
 namespace {
 
-constexpr auto kDeadline = std::chrono::seconds(30);
+constexpr auto kTlsDeadline = std::chrono::seconds(30);
 constexpr char kSecret[] = "a-shared-secret-of-the-sink-0123";
 
 // A CA, and a certificate for 127.0.0.1 it signed, plus a second CA that
@@ -118,7 +118,7 @@ class TlsReceiver {
   int refused_ = 0;
 };
 
-ClusterEvent Event(uint64_t seq) {
+ClusterEvent TlsEvent(uint64_t seq) {
   ClusterEvent e;
   e.seq = seq;
   e.time_ms = 1'793'000'000'000;
@@ -157,10 +157,10 @@ TEST(WebhookTlsTest, ATrustedReceiverGetsSignedEventsAndAnUntrustedOneNothing) {
   auto trusted = WebhookSink::Open({.config = TlsConfig(receiver, pki.Path("ca.pem"), pki.Path("secret")),
                                     .on_cursor = on_cursor});
   ASSERT_TRUE(trusted.ok()) << trusted.status().ToString();
-  (*trusted)->Offer({Event(1), Event(2)});
+  (*trusted)->Offer({TlsEvent(1), TlsEvent(2)});
   {
     std::unique_lock lock(mu);
-    ASSERT_TRUE(done.wait_for(lock, kDeadline, [&] { return cursor == 2; }));
+    ASSERT_TRUE(done.wait_for(lock, kTlsDeadline, [&] { return cursor == 2; }));
   }
   EXPECT_EQ((*trusted)->stats().delivered, 2u);
   EXPECT_EQ(receiver.accepted(), (std::vector<uint64_t>{1, 2}));
@@ -171,10 +171,10 @@ TEST(WebhookTlsTest, ATrustedReceiverGetsSignedEventsAndAnUntrustedOneNothing) {
   cursor = 0;
   auto unsigned_sink = WebhookSink::Open({.config = TlsConfig(receiver, pki.Path("ca.pem"), ""), .on_cursor = on_cursor});
   ASSERT_TRUE(unsigned_sink.ok()) << unsigned_sink.status().ToString();
-  (*unsigned_sink)->Offer({Event(3)});
+  (*unsigned_sink)->Offer({TlsEvent(3)});
   {
     std::unique_lock lock(mu);
-    ASSERT_TRUE(done.wait_for(lock, kDeadline, [&] { return cursor == 3; }));
+    ASSERT_TRUE(done.wait_for(lock, kTlsDeadline, [&] { return cursor == 3; }));
   }
   EXPECT_EQ((*unsigned_sink)->stats().given_up, 1u);
   EXPECT_EQ(receiver.refused(), 1);
@@ -186,10 +186,10 @@ TEST(WebhookTlsTest, ATrustedReceiverGetsSignedEventsAndAnUntrustedOneNothing) {
   auto untrusted = WebhookSink::Open({.config = TlsConfig(receiver, pki.Path("other-ca.pem"), pki.Path("secret")),
                                       .on_cursor = on_cursor});
   ASSERT_TRUE(untrusted.ok()) << untrusted.status().ToString();
-  (*untrusted)->Offer({Event(4)});
+  (*untrusted)->Offer({TlsEvent(4)});
   {
     std::unique_lock lock(mu);
-    ASSERT_TRUE(done.wait_for(lock, kDeadline, [&] { return cursor == 4; }));
+    ASSERT_TRUE(done.wait_for(lock, kTlsDeadline, [&] { return cursor == 4; }));
   }
   const WebhookSinkStats stats = (*untrusted)->stats();
   EXPECT_EQ(stats.delivered, 0u);
