@@ -33,6 +33,11 @@ std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std:
   }
   if (domain == security::kWorkersDomain) {
     if (auto it = node_of_key_.find(k); it != node_of_key_.end()) return "node|" + it->second + "|" + k;
+    // Past its deadline a retired key is a stranger: under admission it
+    // reaches the registry, which refuses it the name it was rotated from.
+    if (auto it = retired_.find(k); it != retired_.end() && clock_->WallMs() < it->second.until_ms) {
+      return "node|" + it->second.node + "|" + k;
+    }
     // Admitted to the handshake only: what the key may do is the node registry's call.
     if (enrolment_ != WorkerEnrolment::kAdmin) return "new-node||" + k;
     return std::nullopt;
@@ -90,6 +95,21 @@ void KeyDirectory::EnrolNode(const std::string& node, const std::string& key) {
   if (auto other = node_of_key_.find(key); other != node_of_key_.end()) key_of_node_.erase(other->second);
   key_of_node_[node] = key;
   node_of_key_[key] = node;
+}
+
+void KeyDirectory::RetireNodeKey(const std::string& node, const std::string& key, int64_t until_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(retired_, [&](const auto& entry) { return entry.second.node == node; });
+  if (key.empty() || until_ms <= clock_->WallMs()) return;
+  retired_[key] = Retired{node, until_ms};
+}
+
+void KeyDirectory::SetRetiredNodeKeys(const std::map<std::string, std::pair<std::string, int64_t>>& retired) {
+  std::lock_guard<std::mutex> lock(mu_);
+  retired_.clear();
+  for (const auto& [node, entry] : retired) {
+    if (!entry.first.empty()) retired_[entry.first] = Retired{node, entry.second};
+  }
 }
 
 void KeyDirectory::SetWorkerEnrolment(WorkerEnrolment enrolment) {

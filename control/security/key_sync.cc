@@ -12,10 +12,13 @@ void KeySync::SyncAll(const state::ClusterState& state) {
   SyncUsers(state);
   SyncJobs(state);
   std::map<std::string, std::string> bound = state.enrolled_nodes();
+  std::map<std::string, std::pair<std::string, int64_t>> retired;
   for (const auto& [name, record] : state.nodes()) {
     if (!record.worker_key.empty()) bound[name] = record.worker_key;
+    if (!record.retired_key.empty()) retired[name] = {record.retired_key, record.retired_key_until_ms};
   }
   keys_->SetNodeKeys(bound);
+  keys_->SetRetiredNodeKeys(retired);
 }
 
 void KeySync::SyncJobs(const state::ClusterState& state) {
@@ -49,6 +52,11 @@ void KeySync::Applied(const state::Command& command, const state::ApplyResult& r
   const auto* updated = std::get_if<state::UpdateNodeCmd>(&command.body);
   if (updated != nullptr && result.status.ok() && updated->update.op == NodeUpdateOp::kWorkerKey) {
     keys_->EnrolNode(updated->update.node, updated->update.key);
+    // With a grace the key it replaced stays admitted until the deadline
+    // the state computed; without, nothing is retired.
+    if (const state::NodeRecord* node = state.FindNode(updated->update.node); node != nullptr) {
+      keys_->RetireNodeKey(updated->update.node, node->retired_key, node->retired_key_until_ms);
+    }
   }
   // An approved enrolment binds its key to the name, like an admin's enrolment.
   const auto* enrolment = std::get_if<state::EnrolmentCmd>(&command.body);

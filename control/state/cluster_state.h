@@ -80,8 +80,9 @@ class ClusterState {
   const std::map<std::string, PendingEnrolment>& pending_enrolments() const { return pending_enrolments_; }
   const std::map<std::string, JoinTokenInfo>& join_tokens() const { return join_tokens_; }
   // Whether `key` may register `node` under admission enrolment without a
-  // token: bound to it already, or approved (enrolled) for it.
-  bool KeyAdmitted(const std::string& node, const std::string& key) const;
+  // token: bound to it already (or rotated away with a grace that lasts past
+  // wall time `now`), or approved (enrolled) for it.
+  bool KeyAdmitted(const std::string& node, const std::string& key, int64_t now) const;
   // Why `hash` cannot admit a node at `now` (unknown, used, revoked,
   // expired), or Ok: a typed Unauthenticated error naming the reason.
   Status CheckJoinToken(const std::string& hash, int64_t now) const;
