@@ -233,7 +233,12 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                       }
                       connection_keys_[node] = key;
                       pending_refreshed_ms_.erase(key);
-                      if (!key.empty() && options_.keys != nullptr) options_.keys->EnrolNode(node, key);
+                      // The committed binding, not the key that registered: during a
+                      // rotation's grace the old key registers but the name stays the new key's.
+                      const state::NodeRecord* bound = state_.FindNode(node);
+                      if (!key.empty() && options_.keys != nullptr && bound != nullptr && !bound->worker_key.empty()) {
+                        options_.keys->EnrolNode(node, bound->worker_key);
+                      }
                       // A re-registration replaces the old connection.
                       workers_.Connect(node, peer, now_ms, options_.clock->WallMs());
                       workers_.RecordHealth(node, 1, health, 0);

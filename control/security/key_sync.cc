@@ -44,10 +44,14 @@ void KeySync::SyncUsers(const state::ClusterState& state) {
 void KeySync::Applied(const state::Command& command, const state::ApplyResult& result,
                       const state::ClusterState& state) {
   if (!keys_) return;
-  // A node's key is admitted as its binding commits.
+  // A node's key is admitted as its binding commits: the state's binding,
+  // which is not the registering key when a rotated-away key registers
+  // during its grace.
   const auto* registered = std::get_if<state::RegisterNodeCmd>(&command.body);
   if (registered != nullptr && result.status.ok() && !registered->worker_key.empty()) {
-    keys_->EnrolNode(registered->node.name, registered->worker_key);
+    if (const state::NodeRecord* node = state.FindNode(registered->node.name); node != nullptr) {
+      if (!node->worker_key.empty()) keys_->EnrolNode(registered->node.name, node->worker_key);
+    }
   }
   const auto* updated = std::get_if<state::UpdateNodeCmd>(&command.body);
   if (updated != nullptr && result.status.ok() && updated->update.op == NodeUpdateOp::kWorkerKey) {
