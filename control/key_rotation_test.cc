@@ -16,6 +16,7 @@
 #include "protocol/messages_common.h"
 #include "protocol/messages_worker.h"
 #include "protocol/model/node_update.h"
+#include "protocol/model/users.h"
 
 namespace gpool::control {
 namespace {
@@ -176,6 +177,34 @@ TEST(KeyRotationApply, TheDeadlineIsTheCommandsAndAnExpiredEntryIsDroppedLazily)
   ASSERT_TRUE(state.Apply(5, state::Command{1300, state::RegisterNodeCmd{OneGpuNode("n1"), {}, {}, kNewKey}}).status.ok());
   EXPECT_TRUE(state.FindNode("n1")->retired_key.empty());
   EXPECT_EQ(state.FindNode("n1")->worker_key, kNewKey);
+}
+
+// A user's key in retirement (UserSpec::key_expiry): admitted at the
+// handshake until its deadline by the directory's clock, then refused.
+TEST(UserKeyRotationDirectory, ARetiringUserKeyIsAdmittedUntilItsDeadline) {
+  FakeClock clock(10'000);
+  KeyDirectory keys(WorkerEnrolment::kAdmission, &clock);
+  state::ClusterState state;
+  ASSERT_TRUE(state.Apply(1, state::Command{10'000, state::UpdateUserCmd{UpdateUser{
+                                                        UserOp::kCreate, UserSpec{"alice", {kOldKey}}}}})
+                  .status.ok());
+  UpdateUser rotate{UserOp::kRotateKey, UserSpec{"alice", {kNewKey}}};
+  rotate.retire_keys = {kOldKey};
+  rotate.grace_ms = 500;
+  const state::Command command{10'000, state::UpdateUserCmd{rotate}};
+  const state::ApplyResult result = state.Apply(2, command);
+  ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+  KeySync sync(&keys, /*admin_key_configured=*/true);
+  sync.Applied(command, result, state);
+  EXPECT_EQ(keys.Authorize("clients", kOldKey), "user|alice|" + kOldKey);
+  EXPECT_EQ(keys.Authorize("clients", kNewKey), "user|alice|" + kNewKey);
+  clock.Advance(500);
+  EXPECT_FALSE(keys.Authorize("clients", kOldKey).has_value());
+  EXPECT_EQ(keys.Authorize("clients", kNewKey), "user|alice|" + kNewKey);
+  // A rebuilt directory (a new leader, a restored snapshot) agrees.
+  KeyDirectory rebuilt(WorkerEnrolment::kAdmission, &clock);
+  KeySync(&rebuilt, true).SyncAll(state);
+  EXPECT_FALSE(rebuilt.Authorize("clients", kOldKey).has_value());
 }
 
 }  // namespace

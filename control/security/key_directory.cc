@@ -25,7 +25,10 @@ std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std:
   const std::string k(key);
   std::lock_guard<std::mutex> lock(mu_);
   if (domain == security::kClientsDomain) {
-    if (auto it = users_.find(k); it != users_.end()) return "user|" + it->second + "|" + k;
+    if (auto it = users_.find(k); it != users_.end()) {
+      auto expiry = user_key_expiry_.find(k);
+      if (expiry == user_key_expiry_.end() || clock_->WallMs() < expiry->second) return "user|" + it->second + "|" + k;
+    }
     if (!admin_key_.empty() && k == admin_key_) return "user|admin|" + k;
     if (auto it = jobs_.find(k); it != jobs_.end()) return "job|" + std::to_string(it->second) + "|" + k;
     if (bootstrap_open_) return "bootstrap||" + k;
@@ -54,6 +57,11 @@ std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std:
 void KeyDirectory::SetUsers(std::map<std::string, std::string> users) {
   std::lock_guard<std::mutex> lock(mu_);
   users_ = std::move(users);
+}
+
+void KeyDirectory::SetUserKeyExpiry(std::map<std::string, int64_t> expiry) {
+  std::lock_guard<std::mutex> lock(mu_);
+  user_key_expiry_ = std::move(expiry);
 }
 
 void KeyDirectory::SetJobKeys(std::map<std::string, uint64_t> jobs) {

@@ -2,6 +2,7 @@
 // and what each is admitted as (the User-Id of control/principal.h).
 //
 //   clients  a registered user's key      -> user|<name>|<key>
+//            (one rotated away: until its deadline, by the clock)
 //            the bootstrap admin's key     -> user|admin|<key> (--admin-key)
 //            a job's exec key (JobRecord::exec_key) -> job|<id>|<key>
 //            any key while bootstrap is open (no admin yet) -> bootstrap||<key>
@@ -59,6 +60,10 @@ class KeyDirectory {
   // clients: public key -> user name, replacing the whole map (from the
   // committed user records).
   void SetUsers(std::map<std::string, std::string> users);
+  // clients: key -> wall ms from which a user's key rotated away is refused
+  // (UserSpec::key_expiry), replacing the whole map; compared with the clock
+  // at each handshake.
+  void SetUserKeyExpiry(std::map<std::string, int64_t> expiry);
   // clients: a job's exec key -> job id, replacing the whole map (from the
   // committed job records), or one job's as its submission commits.
   void SetJobKeys(std::map<std::string, uint64_t> jobs);
@@ -97,6 +102,7 @@ class KeyDirectory {
   mutable std::mutex mu_;
   WorkerEnrolment enrolment_;
   std::map<std::string, std::string> users_;   // key -> user
+  std::map<std::string, int64_t> user_key_expiry_;  // key -> refused from (wall ms)
   std::map<std::string, uint64_t> jobs_;       // exec key -> job
   std::string admin_key_;
   bool bootstrap_open_ = false;

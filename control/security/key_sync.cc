@@ -34,10 +34,13 @@ void KeySync::SyncJobs(const state::ClusterState& state) {
 // for `gpool admin bootstrap` alone.
 void KeySync::SyncUsers(const state::ClusterState& state) {
   std::map<std::string, std::string> users;
+  std::map<std::string, int64_t> expiry;
   for (const auto& [name, user] : state.users()) {
     for (const auto& key : user.keys) users[key] = name;
+    for (const auto& [key, until_ms] : user.key_expiry) expiry[key] = until_ms;
   }
   keys_->SetUsers(std::move(users));
+  keys_->SetUserKeyExpiry(std::move(expiry));
   keys_->SetBootstrapOpen(!state.HasAdmin() && !admin_key_configured_);
 }
 
