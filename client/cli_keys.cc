@@ -7,6 +7,7 @@
 #include "client/cli_internal.h"
 #include "protocol/model/node_update.h"
 #include "protocol/security/keys.h"
+#include "topology/quantity.h"
 
 namespace gpool::cli {
 
@@ -43,7 +44,7 @@ int RunAdminKeygen(Session& s, const Invocation& inv) {
   return kExitOk;
 }
 
-constexpr char kEnrolUsage[] = "admin node enrol NAME --node-key FILE";
+constexpr char kEnrolUsage[] = "admin node enrol NAME --node-key FILE [--grace DURATION]";
 
 int RunAdminNodeEnrol(Session& s, const Invocation& inv) {
   const auto& p = inv.positionals;
@@ -56,12 +57,24 @@ int RunAdminNodeEnrol(Session& s, const Invocation& inv) {
   request.node = p[2];
   request.op = NodeUpdateOp::kWorkerKey;
   request.key = *key;
+  // A rotation's grace: the node's old key keeps working this long, so its
+  // running worker can be moved to the new key without a gap. Default 0:
+  // refused at once, as before issue 48.
+  if (inv.flags.count("grace")) {
+    auto grace = topology::ParseDurationMs(inv.flags["grace"].as<std::string>());
+    if (!grace.ok()) return s.Fail(Status::InvalidArgument("--grace: expected a duration like 10m or 24h"));
+    request.grace_ms = *grace;
+  }
   auto client = s.client();
   if (!client.ok()) return s.Fail(client.status());
   auto reply = (*client)->UpdateNode(request);
   if (!reply.ok()) return s.Fail(reply.status());
   if (s.json) {
-    s.out << "{\"node\":\"" << p[2] << "\",\"public_key\":\"" << *key << "\"}\n";
+    s.out << "{\"node\":\"" << p[2] << "\",\"public_key\":\"" << *key << "\",\"grace_ms\":" << request.grace_ms
+          << "}\n";
+  } else if (request.grace_ms > 0) {
+    s.out << "node " << p[2] << " is bound to key " << *key << "; its previous key is still admitted for "
+          << inv.flags["grace"].as<std::string>() << ": restart its worker with the new secret key before then\n";
   } else {
     s.out << "node " << p[2] << " is bound to key " << *key
           << "; its worker must now connect with the matching secret key\n";
@@ -73,8 +86,11 @@ void AdminKeyOptions(cxxopts::Options& o) {
   o.add_options("admin")
       ("out", "keygen: write the key pair to PREFIX.key (secret, 0600) and PREFIX.pub", cxxopts::value<std::string>(),
        "PREFIX")
-      ("node-key", "node enrol: the node's new public key file (rotation: the old key stops counting at once)",
-       cxxopts::value<std::string>(), "FILE")
+      ("node-key", "node enrol: the node's new public key file (rotation: the old key stops counting at once, "
+       "or after --grace)", cxxopts::value<std::string>(), "FILE")
+      ("grace", "node enrol, user rotate-key: how long the replaced key is still admitted (10m, 24h; default 0, "
+       "at most 30d)",
+       cxxopts::value<std::string>(), "DURATION")
       ("replica-key", "replica add: the new replica's public key file (a CurveZMQ cluster needs it)",
        cxxopts::value<std::string>(), "FILE");
 }

@@ -112,6 +112,24 @@ TEST_F(CliKeysTest, NodeEnrolSendsTheNewKey) {
   EXPECT_EQ(update.key, *security::ReadPublicKeyFile(Path("node-new.pub")));
   EXPECT_EQ(code, kExitOk) << err_.str();
   EXPECT_NE(Run({"admin", "node", "enrol", "n1"}), kExitOk);
+  EXPECT_EQ(update.grace_ms, 0u);  // no --grace: the old key is refused at once, as before
+}
+
+TEST_F(CliKeysTest, NodeEnrolCarriesTheGraceAndRefusesABadOne) {
+  ASSERT_EQ(Run({"admin", "keygen", "--out", Path("node-new")}), kExitOk);
+  NodeSummary n1;
+  n1.name = "n1";
+  n1.state = "Ready";
+  cluster_->nodes.nodes.push_back(n1);
+  ASSERT_EQ(Run({"admin", "node", "enrol", "n1", "--node-key", Path("node-new.pub"), "--grace", "10m"}), kExitOk)
+      << err_.str();
+  ASSERT_EQ(cluster_->node_updates.size(), 1u);
+  EXPECT_EQ(cluster_->node_updates.back().grace_ms, 600'000u);
+  EXPECT_NE(out_.str().find("previous key is still admitted for 10m"), std::string::npos) << out_.str();
+  // A grace that is not a duration sends nothing.
+  EXPECT_NE(Run({"admin", "node", "enrol", "n1", "--node-key", Path("node-new.pub"), "--grace", "soon"}), kExitOk);
+  EXPECT_NE(err_.str().find("--grace"), std::string::npos) << err_.str();
+  EXPECT_EQ(cluster_->node_updates.size(), 1u);
 }
 
 }  // namespace

@@ -2,9 +2,10 @@
 //   gpool whoami
 //   gpool audit [--after SEQ] [--limit N]
 //   gpool admin bootstrap NAME [--uid N] [--gid N]
-//   gpool admin user create|update|delete|show|list|add-key|remove-key ...
+//   gpool admin user create|update|delete|show|list|add-key|remove-key|rotate-key ...
 //   gpool admin role grant|revoke USER ROLE [--queue Q]
 // The `admin` subcommands are dispatched here from cli_admin.cc.
+#include <chrono>
 #include <filesystem>
 #include <sstream>
 #include <tuple>
@@ -16,6 +17,7 @@
 #include "protocol/model/users.h"
 #include "protocol/security/keys.h"
 #include "protocol/validate_users.h"
+#include "topology/quantity.h"
 
 namespace gpool::cli {
 namespace {
@@ -51,7 +53,18 @@ std::string FormatUser(const UserSpec& user) {
   std::ostringstream out;
   out << "User " << user.name << "\n  uid/gid: " << Id(user.uid) << "/" << Id(user.gid) << "\n  roles:   " << Roles(user)
       << "\n  keys:\n";
-  for (const auto& key : user.keys) out << "    " << key << "\n";
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  for (const auto& key : user.keys) {
+    out << "    " << key;
+    // A key in retirement (rotate-key): when it stops working.
+    if (auto expiry = user.key_expiry.find(key); expiry != user.key_expiry.end()) {
+      out << (expiry->second > now ? "  (retiring: refused in " + FormatDuration(expiry->second - now) + ")"
+                                   : "  (retired: refused)");
+    }
+    out << "\n";
+  }
   if (user.keys.empty()) out << "    (none: the user cannot connect)\n";
   return out.str();
 }
@@ -82,7 +95,8 @@ std::pair<int64_t, int64_t> UnixIds(const Invocation& inv) {
 
 constexpr char kUserUsage[] =
     "admin user create NAME [--key FILE]... [--uid N] [--gid N] | update NAME [--uid N] [--gid N] | delete NAME | "
-    "show NAME | list | add-key NAME --key FILE | remove-key NAME --key FILE";
+    "show NAME | list | add-key NAME --key FILE | remove-key NAME --key FILE | "
+    "rotate-key NAME --key NEW --retire OLD [--grace DURATION]";
 constexpr char kRoleUsage[] = "admin role grant|revoke USER admin|queue-admin|member|viewer [--queue Q]";
 
 int RunUser(Session& s, const Invocation& inv) {
@@ -114,6 +128,20 @@ int RunUser(Session& s, const Invocation& inv) {
       if (!key.ok()) return s.Fail(key.status());
       request.spec.keys.push_back(*key);
     }
+  }
+  // rotate-key: the keys it retires, and how long they still work (default
+  // 0: replaced at once).
+  if (inv.flags.count("retire")) {
+    for (const auto& arg : inv.flags["retire"].as<std::vector<std::string>>()) {
+      auto key = ReadPublicKeyArg(arg);
+      if (!key.ok()) return s.Fail(key.status().WithContext("--retire"));
+      request.retire_keys.push_back(*key);
+    }
+  }
+  if (inv.flags.count("grace")) {
+    auto grace = topology::ParseDurationMs(inv.flags["grace"].as<std::string>());
+    if (!grace.ok()) return s.Fail(Status::InvalidArgument("--grace: expected a duration like 10m or 24h"));
+    request.grace_ms = *grace;
   }
   std::tie(request.spec.uid, request.spec.gid) = UnixIds(inv);
   // Issue 48: update without --uid keeps the user's uid, or gives one from
@@ -230,7 +258,9 @@ void AdminUserOptions(cxxopts::Options& o) {
        cxxopts::value<std::vector<std::string>>(), "FILE")
       ("uid", "user create|update, bootstrap: the Unix uid the user's tasks run as", cxxopts::value<int64_t>(), "N")
       ("gid", "user create|update, bootstrap: their gid (default: the uid)", cxxopts::value<int64_t>(), "N")
-      ("queue", "role grant|revoke: the queue a queue-admin or member role is over", cxxopts::value<std::string>(), "Q");
+      ("queue", "role grant|revoke: the queue a queue-admin or member role is over", cxxopts::value<std::string>(), "Q")
+      ("retire", "user rotate-key: the public key file (or key) the new --key replaces; repeatable",
+       cxxopts::value<std::vector<std::string>>(), "FILE");
 }
 
 const CommandDef kWhoAmICommand = {

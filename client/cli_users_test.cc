@@ -42,6 +42,28 @@ TEST_F(CliTest, AdminRoleGrantAndUserListShowTheRoles) {
   EXPECT_NE(out_.str().find("member:ml"), std::string::npos) << out_.str();
 }
 
+// Issue 48: rotate-key adds the new key and retires the old one after --grace.
+TEST_F(CliTest, AdminUserRotateKeySendsTheNewKeyTheRetiredOneAndTheGrace) {
+  constexpr char kNew[] = "0123456789abcdefghij0123456789abcdefghij";
+  cluster_->users["alice"] = UserSpec{"alice", {kKey}};
+  ASSERT_EQ(Run({"admin", "user", "rotate-key", "alice", "--key", kNew, "--retire", kKey, "--grace", "24h"}), kExitOk)
+      << err_.str();
+  ASSERT_EQ(cluster_->user_updates.size(), 1u);
+  const UpdateUser& sent = cluster_->user_updates.back();
+  EXPECT_EQ(sent.op, UserOp::kRotateKey);
+  EXPECT_EQ(sent.spec.keys, std::vector<std::string>{kNew});
+  EXPECT_EQ(sent.retire_keys, std::vector<std::string>{kKey});
+  EXPECT_EQ(sent.grace_ms, 24u * 3600 * 1000);
+  EXPECT_NE(out_.str().find("user alice: rotate-key done"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("(retired: refused)"), std::string::npos) << out_.str();  // the fake's epoch deadline
+  // Without --retire, or with a grace that is not a duration, nothing is sent.
+  EXPECT_EQ(Run({"admin", "user", "rotate-key", "alice", "--key", kNew}), kExitUsage);
+  EXPECT_EQ(Run({"admin", "user", "rotate-key", "alice", "--key", kNew, "--retire", kKey, "--grace", "soon"}),
+            kExitUsage);
+  EXPECT_EQ(Run({"admin", "user", "add-key", "alice", "--key", kNew, "--grace", "1h"}), kExitUsage);
+  EXPECT_EQ(cluster_->user_updates.size(), 1u);
+}
+
 TEST_F(CliTest, BadUserArgumentsAreUsageErrorsBeforeAnythingIsSent) {
   EXPECT_EQ(Run({"admin", "role", "grant", "bob", "member"}), kExitUsage);  // member needs --queue
   EXPECT_EQ(Run({"admin", "role", "grant", "bob", "root"}), kExitUsage);

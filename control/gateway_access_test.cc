@@ -2,6 +2,7 @@
 // request kind x every role x own and others' objects), owners set from the
 // authenticated user, secrets hidden, bootstrap once, and the audit stream.
 #include <array>
+#include <chrono>
 #include <functional>
 #include <set>
 #include <string>
@@ -366,6 +367,43 @@ TEST_F(BootstrapTest, TheFirstKeyBecomesTheOnlyAdmin) {
   // The last admin cannot be removed.
   SendAs(Principal{Principal::Kind::kUser, "alice", kKeyAdmin}, UpdateUser{UserOp::kDelete, UserSpec{"alice"}});
   EXPECT_EQ(LastError(), "FailedPrecondition");
+}
+
+}  // namespace
+}  // namespace gpool::control
+
+// Issue 48: a user's key rotated with a grace still speaks for the user
+// until its deadline, on a connection opened before the rotation too, and is
+// refused from then on (the record decides, by the gateway's wall clock) even
+// though it is still in the record until the user's next change.
+namespace gpool::control {
+namespace {
+
+TEST_F(GatewayAccessTest, ARotatedUserKeyIsRefusedOnceItsGraceHasEnded) {
+  const int64_t wall_now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+  // The proposer's commands are stamped 1'000'000 ms: a grace of an hour
+  // past today's wall clock is still running, one of 1 ms ended long ago.
+  UpdateUser running{UserOp::kRotateKey, UserSpec{"view", {"abcdefghij0123456789abcdefghij0123456789"}}};
+  running.retire_keys = {kKeyViewer};
+  running.grace_ms = static_cast<uint64_t>(wall_now - 1'000'000 + 3'600'000);
+  Apply(state::UpdateUserCmd{running});
+  SendAs(As("view", kKeyViewer), WhoAmI{});
+  EXPECT_EQ(LastAs<WhoAmIReply>().user.name, "view");
+  SendAs(As("view", "abcdefghij0123456789abcdefghij0123456789"), WhoAmI{});
+  EXPECT_EQ(LastAs<WhoAmIReply>().user.name, "view");
+
+  const std::string fresh = "0123456789abcdefghij0123456789abcdefghij";
+  UpdateUser ended{UserOp::kRotateKey, UserSpec{"mem", {fresh}}};
+  ended.retire_keys = {kKeyMember};
+  ended.grace_ms = 1;
+  Apply(state::UpdateUserCmd{ended});
+  ASSERT_EQ(state_.FindUser("mem")->keys.size(), 2u);  // still held: dropped lazily
+  SendAs(As("mem", kKeyMember), WhoAmI{});
+  EXPECT_EQ(LastError(), "Unauthenticated");
+  SendAs(As("mem", fresh), WhoAmI{});
+  EXPECT_EQ(LastAs<WhoAmIReply>().user.name, "mem");
 }
 
 }  // namespace

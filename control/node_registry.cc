@@ -81,9 +81,10 @@ bool NodeRegistry::SameKey(const std::string& node, const Principal& principal) 
   auto it = connection_keys_.find(node);
   if (it == connection_keys_.end() || it->second != principal.key) return false;
   // A key an admin rotated away stops counting at once, even on the
-  // connection it registered.
+  // connection it registered, or when its grace ends (checked against the
+  // clock on every frame: no log entry marks the end).
   const state::NodeRecord* record = state_.FindNode(node);
-  return record == nullptr || record->worker_key.empty() || record->worker_key == principal.key;
+  return record == nullptr || record->worker_key.empty() || record->AdmitsKey(principal.key, options_.clock->WallMs());
 }
 
 bool NodeRegistry::Authenticate(const std::string& peer, const std::string& claimed, const Principal& principal) const {
@@ -106,8 +107,13 @@ Status NodeRegistry::CheckBinding(const std::string& peer, const std::string& no
     return refuse(std::string("a ") + std::string(KindName(principal.kind)) + " key may not register a node");
   }
   const state::NodeRecord* record = state_.FindNode(node);
-  if (record != nullptr && !record->worker_key.empty() && record->worker_key != principal.key) {
-    return refuse("node '" + node + "' is bound to another worker key");
+  if (record != nullptr && !record->worker_key.empty()) {
+    if (!record->AdmitsKey(principal.key, options_.clock->WallMs())) {
+      return refuse(principal.key == record->retired_key
+                        ? "node '" + node + "' was rotated to another worker key and this one's grace has ended"
+                        : "node '" + node + "' is bound to another worker key");
+    }
+    return Status::Ok();  // bound to this key (the directory knows it under the same name)
   }
   if (options_.keys != nullptr) {
     // Enrolled by an admin but not yet registered: the name is taken too.
@@ -203,7 +209,7 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
   const bool admission = options_.enrolment == WorkerEnrolment::kAdmission &&
                          principal.kind != Principal::Kind::kInsecure && !principal.key.empty();
   std::string token_hash;
-  if (admission && !state_.KeyAdmitted(msg.node.name, principal.key)) {
+  if (admission && !state_.KeyAdmitted(msg.node.name, principal.key, options_.clock->WallMs())) {
     if (msg.join_token.empty()) return RecordPending(peer, header, msg, principal, now_ms);
     token_hash = Sha256::Of(msg.join_token);
     if (Status token = state_.CheckJoinToken(token_hash, options_.clock->WallMs()); !token.ok()) {
@@ -227,7 +233,12 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                       }
                       connection_keys_[node] = key;
                       pending_refreshed_ms_.erase(key);
-                      if (!key.empty() && options_.keys != nullptr) options_.keys->EnrolNode(node, key);
+                      // The committed binding, not the key that registered: during a
+                      // rotation's grace the old key registers but the name stays the new key's.
+                      const state::NodeRecord* bound = state_.FindNode(node);
+                      if (!key.empty() && options_.keys != nullptr && bound != nullptr && !bound->worker_key.empty()) {
+                        options_.keys->EnrolNode(node, bound->worker_key);
+                      }
                       // A re-registration replaces the old connection.
                       workers_.Connect(node, peer, now_ms, options_.clock->WallMs());
                       workers_.RecordHealth(node, 1, health, 0);

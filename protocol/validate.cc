@@ -420,6 +420,12 @@ Status ValidateNodeSpec(const NodeSpec& spec) {
 Status ValidateUpdateNode(const UpdateNode& update) {
   constexpr size_t kMaxLabelChanges = 256;
   GPOOL_RETURN_IF_ERROR(ValidateName("node", update.node, kMaxNodeNameLength));
+  // A grace keeps an old key admitted; for a month at most, so a typo does not
+  // leave a retired key working for years.
+  constexpr uint64_t kMaxKeyGraceMs = 30ull * 24 * 3600 * 1000;
+  if (update.grace_ms != 0 && update.op != NodeUpdateOp::kWorkerKey) {
+    return Status::InvalidArgument("grace_ms: only a worker-key update has a grace");
+  }
   // The op is one NodeUpdateOp names: decoding refused any other.
   if (update.op == NodeUpdateOp::kCordon || update.op == NodeUpdateOp::kUncordon) return Status::Ok();
   if (update.op == NodeUpdateOp::kWorkerKey) {
@@ -428,6 +434,9 @@ Status ValidateUpdateNode(const UpdateNode& update) {
         "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
     if (update.key.size() != 40 || update.key.find_first_not_of(kZ85) != std::string::npos) {
       return Status::InvalidArgument("key: not a 40-character Z85 public key");
+    }
+    if (update.grace_ms > kMaxKeyGraceMs) {
+      return Status::InvalidArgument("grace_ms: at most 30 days (" + std::to_string(kMaxKeyGraceMs) + " ms)");
     }
     return Status::Ok();
   }

@@ -73,8 +73,29 @@ Status ValidateUpdateUser(const UpdateUser& update) {
   // The op is one UserOp names: decoding refused any other.
   GPOOL_RETURN_IF_ERROR(ValidateUserSpec(update.spec));
   const std::string op(NameOf(update.op));
+  if (!update.spec.key_expiry.empty()) {
+    return Status::InvalidArgument("key_expiry: set by the coordinator from rotate-key's grace, not sent");
+  }
   if ((update.op == UserOp::kAddKey || update.op == UserOp::kRemoveKey) && update.spec.keys.empty()) {
     return Status::InvalidArgument(op + ": name the key (--key FILE)");
+  }
+  if (update.op == UserOp::kRotateKey) {
+    if (update.spec.keys.empty()) return Status::InvalidArgument(op + ": name the new key (--key FILE)");
+    if (update.retire_keys.empty()) return Status::InvalidArgument(op + ": name the key it replaces (--retire FILE)");
+    if (update.retire_keys.size() > kMaxKeysPerUser) {
+      return Status::InvalidArgument("retire_keys: at most " + std::to_string(kMaxKeysPerUser));
+    }
+    for (const auto& key : update.retire_keys) {
+      if (!IsZ85Key(key)) return Status::InvalidArgument("retire_keys: '" + key.substr(0, 48) + "' is not a public key");
+      if (std::find(update.spec.keys.begin(), update.spec.keys.end(), key) != update.spec.keys.end()) {
+        return Status::InvalidArgument(op + ": key " + key + " is both added and retired");
+      }
+    }
+    // A month at most, as for a node's key: a typo must not keep a retired key for years.
+    constexpr uint64_t kMaxKeyGraceMs = 30ull * 24 * 3600 * 1000;
+    if (update.grace_ms > kMaxKeyGraceMs) return Status::InvalidArgument("grace_ms: at most 30 days");
+  } else if (!update.retire_keys.empty() || update.grace_ms != 0) {
+    return Status::InvalidArgument(op + ": only rotate-key retires keys with a grace");
   }
   if ((update.op == UserOp::kGrant || update.op == UserOp::kRevoke) && update.spec.roles.empty()) {
     return Status::InvalidArgument(op + ": name the role");

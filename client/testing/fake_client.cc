@@ -427,6 +427,7 @@ Status FakeClient::ExecSignal(const gpool::ExecSignal& request) {
 
 Result<UpdateUserReply> FakeClient::UpdateUser(const gpool::UpdateUser& request) {
   if (auto failure = TakeFailure()) return *failure;
+  cluster_->user_updates.push_back(request);
   auto& users = cluster_->users;
   const std::string& name = request.spec.name;
   auto it = users.find(name);
@@ -449,6 +450,15 @@ Result<UpdateUserReply> FakeClient::UpdateUser(const gpool::UpdateUser& request)
   if (request.op == UserOp::kAddKey) user.keys.insert(user.keys.end(), request.spec.keys.begin(), request.spec.keys.end());
   if (request.op == UserOp::kRemoveKey) {
     for (const auto& key : request.spec.keys) std::erase(user.keys, key);
+  }
+  if (request.op == UserOp::kRotateKey) {
+    // The deadline is the coordinator's to compute; the fake marks the
+    // retiring keys one grace after the Unix epoch, enough to show them.
+    for (const auto& key : request.retire_keys) {
+      if (request.grace_ms == 0) std::erase(user.keys, key);
+      else user.key_expiry[key] = static_cast<int64_t>(request.grace_ms);
+    }
+    user.keys.insert(user.keys.end(), request.spec.keys.begin(), request.spec.keys.end());
   }
   if (request.op == UserOp::kGrant) user.roles.insert(user.roles.end(), request.spec.roles.begin(), request.spec.roles.end());
   if (request.op == UserOp::kRevoke) {

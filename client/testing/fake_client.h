@@ -73,6 +73,7 @@ struct FakeCluster {
   // Users by name, as UpdateUser and Bootstrap leave them (no permission
   // rules: those are the coordinator's); the audit stream tests append to.
   std::map<std::string, UserSpec> users;
+  std::vector<gpool::UpdateUser> user_updates;  // every UpdateUser request, as sent
   std::vector<AuditEntry> audit;
   WhoAmIReply whoami{"insecure", {}};
   // The queue hierarchy, by name; starts as root and default (under root),

@@ -22,7 +22,12 @@ void NodesEndpoint::Handle(const Request& request, const Envelope& envelope, int
       return;
     case MessageType::kUpdateNode:
       if (auto msg = ctx_.Decode<UpdateNode>(request, envelope)) {
-        if (!ctx_.Permit(request, Permission::kManageNodes, {}, "node " + msg->node)) return;
+        // A key rotation's grace is in the audit target: who kept an old key
+        // working, and for how long, is on record.
+        const std::string target = msg->op == NodeUpdateOp::kWorkerKey && msg->grace_ms > 0
+                                       ? "node " + msg->node + " key-rotation grace_ms=" + std::to_string(msg->grace_ms)
+                                       : "node " + msg->node;
+        if (!ctx_.Permit(request, Permission::kManageNodes, {}, target)) return;
         OnUpdate(request, std::move(*msg));
       }
       return;

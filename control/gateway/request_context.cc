@@ -86,9 +86,14 @@ Result<Actor> RequestContext::ResolveActor(const Principal& principal, const Env
       }
       const UserSpec* user = state_.FindUser(principal.name);
       // The key directory the transport admits by may lag a removal by a
-      // moment; the committed record decides.
+      // moment; the committed record decides. A key rotated away is refused
+      // from its deadline on, on a connection opened before it too.
       if (user == nullptr || std::find(user->keys.begin(), user->keys.end(), principal.key) == user->keys.end()) {
         return Status::Unauthenticated("key " + principal.key + " is not registered to user " + principal.name);
+      }
+      if (!user->KeyValid(principal.key, WallNowMs())) {
+        return Status::Unauthenticated("key " + principal.key + " of user " + principal.name +
+                                       " was rotated away and its grace has ended");
       }
       actor.kind = Actor::Kind::kUser;
       actor.name = user->name;

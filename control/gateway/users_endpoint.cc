@@ -63,7 +63,7 @@ void UsersEndpoint::Handle(const Request& request, const Envelope& envelope, int
       // The record it leaves is held to today's rules here, at the edge
       // (apply keeps only the state's invariants: cluster_state_users.cc).
       if (msg->op != UserOp::kDelete) {
-        auto next = ctx_.state().UserAfterUpdate(*msg);
+        auto next = ctx_.state().UserAfterUpdate(*msg, RequestContext::WallNowMs());
         if (!next.ok()) return ctx_.Fail(request, next.status());
         if (Status valid = ValidateUserSpec(*next); !valid.ok()) return ctx_.Fail(request, valid);
       }

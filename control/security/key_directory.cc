@@ -25,7 +25,10 @@ std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std:
   const std::string k(key);
   std::lock_guard<std::mutex> lock(mu_);
   if (domain == security::kClientsDomain) {
-    if (auto it = users_.find(k); it != users_.end()) return "user|" + it->second + "|" + k;
+    if (auto it = users_.find(k); it != users_.end()) {
+      auto expiry = user_key_expiry_.find(k);
+      if (expiry == user_key_expiry_.end() || clock_->WallMs() < expiry->second) return "user|" + it->second + "|" + k;
+    }
     if (!admin_key_.empty() && k == admin_key_) return "user|admin|" + k;
     if (auto it = jobs_.find(k); it != jobs_.end()) return "job|" + std::to_string(it->second) + "|" + k;
     if (bootstrap_open_) return "bootstrap||" + k;
@@ -33,6 +36,11 @@ std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std:
   }
   if (domain == security::kWorkersDomain) {
     if (auto it = node_of_key_.find(k); it != node_of_key_.end()) return "node|" + it->second + "|" + k;
+    // Past its deadline a retired key is a stranger: under admission it
+    // reaches the registry, which refuses it the name it was rotated from.
+    if (auto it = retired_.find(k); it != retired_.end() && clock_->WallMs() < it->second.until_ms) {
+      return "node|" + it->second.node + "|" + k;
+    }
     // Admitted to the handshake only: what the key may do is the node registry's call.
     if (enrolment_ != WorkerEnrolment::kAdmin) return "new-node||" + k;
     return std::nullopt;
@@ -49,6 +57,11 @@ std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std:
 void KeyDirectory::SetUsers(std::map<std::string, std::string> users) {
   std::lock_guard<std::mutex> lock(mu_);
   users_ = std::move(users);
+}
+
+void KeyDirectory::SetUserKeyExpiry(std::map<std::string, int64_t> expiry) {
+  std::lock_guard<std::mutex> lock(mu_);
+  user_key_expiry_ = std::move(expiry);
 }
 
 void KeyDirectory::SetJobKeys(std::map<std::string, uint64_t> jobs) {
@@ -90,6 +103,21 @@ void KeyDirectory::EnrolNode(const std::string& node, const std::string& key) {
   if (auto other = node_of_key_.find(key); other != node_of_key_.end()) key_of_node_.erase(other->second);
   key_of_node_[node] = key;
   node_of_key_[key] = node;
+}
+
+void KeyDirectory::RetireNodeKey(const std::string& node, const std::string& key, int64_t until_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(retired_, [&](const auto& entry) { return entry.second.node == node; });
+  if (key.empty() || until_ms <= clock_->WallMs()) return;
+  retired_[key] = Retired{node, until_ms};
+}
+
+void KeyDirectory::SetRetiredNodeKeys(const std::map<std::string, std::pair<std::string, int64_t>>& retired) {
+  std::lock_guard<std::mutex> lock(mu_);
+  retired_.clear();
+  for (const auto& [node, entry] : retired) {
+    if (!entry.first.empty()) retired_[entry.first] = Retired{node, entry.second};
+  }
 }
 
 void KeyDirectory::SetWorkerEnrolment(WorkerEnrolment enrolment) {

@@ -2,10 +2,13 @@
 // and what each is admitted as (the User-Id of control/principal.h).
 //
 //   clients  a registered user's key      -> user|<name>|<key>
+//            (one rotated away: until its deadline, by the clock)
 //            the bootstrap admin's key     -> user|admin|<key> (--admin-key)
 //            a job's exec key (JobRecord::exec_key) -> job|<id>|<key>
 //            any key while bootstrap is open (no admin yet) -> bootstrap||<key>
 //   workers  a key bound to a node         -> node|<name>|<key>
+//            a key rotated away with a grace, until its deadline (wall
+//            clock, compared at each handshake) -> node|<name>|<key>
 //            an unbound key (admission or first-use enrolment) -> new-node||<key>
 //            (admission: the node registry records it as a pending
 //            enrolment until an admin approves it or it presents a join
@@ -29,7 +32,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "protocol/base/clock.h"
 #include "protocol/base/status.h"
 
 namespace gpool::control {
@@ -45,7 +50,9 @@ Result<WorkerEnrolment> WorkerEnrolmentFromName(std::string_view name);
 
 class KeyDirectory {
  public:
-  explicit KeyDirectory(WorkerEnrolment enrolment = WorkerEnrolment::kAdmission) : enrolment_(enrolment) {}
+  explicit KeyDirectory(WorkerEnrolment enrolment = WorkerEnrolment::kAdmission,
+                        const Clock* clock = &SystemClock::Get())
+      : enrolment_(enrolment), clock_(clock) {}
 
   // ZapHandler's Authorizer: the User-Id, or nullopt to refuse.
   std::optional<std::string> Authorize(std::string_view domain, std::string_view key) const;
@@ -53,6 +60,10 @@ class KeyDirectory {
   // clients: public key -> user name, replacing the whole map (from the
   // committed user records).
   void SetUsers(std::map<std::string, std::string> users);
+  // clients: key -> wall ms from which a user's key rotated away is refused
+  // (UserSpec::key_expiry), replacing the whole map; compared with the clock
+  // at each handshake.
+  void SetUserKeyExpiry(std::map<std::string, int64_t> expiry);
   // clients: a job's exec key -> job id, replacing the whole map (from the
   // committed job records), or one job's as its submission commits.
   void SetJobKeys(std::map<std::string, uint64_t> jobs);
@@ -71,6 +82,13 @@ class KeyDirectory {
   // enrolment), replacing the node's previous key: the old key is no longer
   // admitted as that node.
   void EnrolNode(const std::string& node, const std::string& key);
+  // A node's key rotated away with a grace (NodeRecord::retired_key): still
+  // admitted as `node` until wall time until_ms, refused from then on with no
+  // further call. Replaces the node's previous retired key; a deadline in the
+  // past removes it.
+  void RetireNodeKey(const std::string& node, const std::string& key, int64_t until_ms);
+  // Every node's retired key, replacing them all: node -> (key, until_ms).
+  void SetRetiredNodeKeys(const std::map<std::string, std::pair<std::string, int64_t>>& retired);
   void SetWorkerEnrolment(WorkerEnrolment enrolment);
   std::optional<std::string> KeyOfNode(const std::string& node) const;
 
@@ -84,11 +102,18 @@ class KeyDirectory {
   mutable std::mutex mu_;
   WorkerEnrolment enrolment_;
   std::map<std::string, std::string> users_;   // key -> user
+  std::map<std::string, int64_t> user_key_expiry_;  // key -> refused from (wall ms)
   std::map<std::string, uint64_t> jobs_;       // exec key -> job
   std::string admin_key_;
   bool bootstrap_open_ = false;
   std::map<std::string, std::string> node_of_key_;  // key -> node
   std::map<std::string, std::string> key_of_node_;  // node -> key
+  struct Retired {
+    std::string node;
+    int64_t until_ms = 0;
+  };
+  std::map<std::string, Retired> retired_;  // key -> node it was rotated away from
+  const Clock* clock_;
   std::map<uint64_t, std::string> replicas_;        // id -> key
 };
 

@@ -12,10 +12,13 @@ void KeySync::SyncAll(const state::ClusterState& state) {
   SyncUsers(state);
   SyncJobs(state);
   std::map<std::string, std::string> bound = state.enrolled_nodes();
+  std::map<std::string, std::pair<std::string, int64_t>> retired;
   for (const auto& [name, record] : state.nodes()) {
     if (!record.worker_key.empty()) bound[name] = record.worker_key;
+    if (!record.retired_key.empty()) retired[name] = {record.retired_key, record.retired_key_until_ms};
   }
   keys_->SetNodeKeys(bound);
+  keys_->SetRetiredNodeKeys(retired);
 }
 
 void KeySync::SyncJobs(const state::ClusterState& state) {
@@ -31,24 +34,36 @@ void KeySync::SyncJobs(const state::ClusterState& state) {
 // for `gpool admin bootstrap` alone.
 void KeySync::SyncUsers(const state::ClusterState& state) {
   std::map<std::string, std::string> users;
+  std::map<std::string, int64_t> expiry;
   for (const auto& [name, user] : state.users()) {
     for (const auto& key : user.keys) users[key] = name;
+    for (const auto& [key, until_ms] : user.key_expiry) expiry[key] = until_ms;
   }
   keys_->SetUsers(std::move(users));
+  keys_->SetUserKeyExpiry(std::move(expiry));
   keys_->SetBootstrapOpen(!state.HasAdmin() && !admin_key_configured_);
 }
 
 void KeySync::Applied(const state::Command& command, const state::ApplyResult& result,
                       const state::ClusterState& state) {
   if (!keys_) return;
-  // A node's key is admitted as its binding commits.
+  // A node's key is admitted as its binding commits: the state's binding,
+  // which is not the registering key when a rotated-away key registers
+  // during its grace.
   const auto* registered = std::get_if<state::RegisterNodeCmd>(&command.body);
   if (registered != nullptr && result.status.ok() && !registered->worker_key.empty()) {
-    keys_->EnrolNode(registered->node.name, registered->worker_key);
+    if (const state::NodeRecord* node = state.FindNode(registered->node.name); node != nullptr) {
+      if (!node->worker_key.empty()) keys_->EnrolNode(registered->node.name, node->worker_key);
+    }
   }
   const auto* updated = std::get_if<state::UpdateNodeCmd>(&command.body);
   if (updated != nullptr && result.status.ok() && updated->update.op == NodeUpdateOp::kWorkerKey) {
     keys_->EnrolNode(updated->update.node, updated->update.key);
+    // With a grace the key it replaced stays admitted until the deadline
+    // the state computed; without, nothing is retired.
+    if (const state::NodeRecord* node = state.FindNode(updated->update.node); node != nullptr) {
+      keys_->RetireNodeKey(updated->update.node, node->retired_key, node->retired_key_until_ms);
+    }
   }
   // An approved enrolment binds its key to the name, like an admin's enrolment.
   const auto* enrolment = std::get_if<state::EnrolmentCmd>(&command.body);

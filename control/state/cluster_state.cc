@@ -62,7 +62,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, SinkCursorCmd>) return ApplySinkCursor(body);
         if constexpr (std::is_same_v<T, ProbeResultCmd>) return ApplyProbeResult(now, body);
         if constexpr (std::is_same_v<T, ForgetJobsCmd>) return ApplyForgetJobs(body);
-        if constexpr (std::is_same_v<T, UpdateUserCmd>) return ApplyUpdateUser(body);
+        if constexpr (std::is_same_v<T, UpdateUserCmd>) return ApplyUpdateUser(now, body);
         if constexpr (std::is_same_v<T, BootstrapCmd>) return ApplyBootstrap(body);
         if constexpr (std::is_same_v<T, AuditCmd>) return ApplyAudit(now, body);
         if constexpr (std::is_same_v<T, RenewSessionCmd>) return ApplyRenewSession(now, body);

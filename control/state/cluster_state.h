@@ -80,8 +80,9 @@ class ClusterState {
   const std::map<std::string, PendingEnrolment>& pending_enrolments() const { return pending_enrolments_; }
   const std::map<std::string, JoinTokenInfo>& join_tokens() const { return join_tokens_; }
   // Whether `key` may register `node` under admission enrolment without a
-  // token: bound to it already, or approved (enrolled) for it.
-  bool KeyAdmitted(const std::string& node, const std::string& key) const;
+  // token: bound to it already (or rotated away with a grace that lasts past
+  // wall time `now`), or approved (enrolled) for it.
+  bool KeyAdmitted(const std::string& node, const std::string& key, int64_t now) const;
   // Why `hash` cannot admit a node at `now` (unknown, used, revoked,
   // expired), or Ok: a typed Unauthenticated error naming the reason.
   Status CheckJoinToken(const std::string& hash, int64_t now) const;
@@ -94,7 +95,10 @@ class ClusterState {
   // The user record `update` would leave (the merged keys or grants of an
   // existing user); AlreadyExists or NotFound as apply would answer. The
   // gateway validates it against today's rules before proposing.
-  Result<UserSpec> UserAfterUpdate(const UpdateUser& update) const;
+  // now: wall ms (the command's time on apply; the gateway's clock at the
+  // edge): a rotate-key's deadline is counted from it, and keys past their
+  // retirement are dropped from the record it returns.
+  Result<UserSpec> UserAfterUpdate(const UpdateUser& update, int64_t now) const;
   bool HasAdmin() const;
   // `queue` is `root` or one of its descendants.
   bool QueueInSubtree(std::string_view queue, std::string_view root) const;
@@ -264,7 +268,7 @@ class ClusterState {
   ApplyResult ApplySinkCursor(const SinkCursorCmd& cmd);
   ApplyResult ApplyProbeResult(int64_t now, const ProbeResultCmd& cmd);
   ApplyResult ApplyForgetJobs(const ForgetJobsCmd& cmd);
-  ApplyResult ApplyUpdateUser(const UpdateUserCmd& cmd);
+  ApplyResult ApplyUpdateUser(int64_t now, const UpdateUserCmd& cmd);
   ApplyResult ApplyBootstrap(const BootstrapCmd& cmd);
   ApplyResult ApplyAudit(int64_t now, const AuditCmd& cmd);
   ApplyResult ApplyUsageCheckpoint(int64_t now, const UsageCheckpointCmd& cmd);

@@ -18,9 +18,9 @@ bool Matches(const PendingEnrolment& pending, const std::string& node, const std
 
 }  // namespace
 
-bool ClusterState::KeyAdmitted(const std::string& node, const std::string& key) const {
+bool ClusterState::KeyAdmitted(const std::string& node, const std::string& key, int64_t now) const {
   if (key.empty()) return false;
-  if (auto it = nodes_.find(node); it != nodes_.end() && it->second.worker_key == key) return true;
+  if (auto it = nodes_.find(node); it != nodes_.end() && it->second.AdmitsKey(key, now)) return true;
   auto enrolled = enrolled_nodes_.find(node);
   return enrolled != enrolled_nodes_.end() && enrolled->second == key;
 }
@@ -41,7 +41,7 @@ Status ClusterState::CheckJoinToken(const std::string& hash, int64_t now) const 
 
 Status ClusterState::AdmitRegistration(int64_t now, const RegisterNodeCmd& cmd,
                                        std::map<std::string, std::string>* labels) {
-  if (!cmd.admission || cmd.worker_key.empty() || KeyAdmitted(cmd.node.name, cmd.worker_key)) return Status::Ok();
+  if (!cmd.admission || cmd.worker_key.empty() || KeyAdmitted(cmd.node.name, cmd.worker_key, now)) return Status::Ok();
   if (cmd.join_token_hash.empty()) {
     return Status::PermissionDenied("node '" + cmd.node.name + "' awaits admission: an admin approves it (`gpool node " +
                                     "approve " + cmd.node.name + "`) or its worker presents a join token");
@@ -65,7 +65,7 @@ ApplyResult ClusterState::ApplyEnrolment(int64_t now, const EnrolmentCmd& cmd) {
         result.status = Status::InvalidArgument("a pending enrolment names its node and key");
         return result;
       }
-      if (KeyAdmitted(seen.node, seen.key)) {
+      if (KeyAdmitted(seen.node, seen.key, now)) {
         result.status = Status::FailedPrecondition("node '" + seen.node + "' is admitted already");
         return result;
       }

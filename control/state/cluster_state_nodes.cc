@@ -21,9 +21,10 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
   // A name bound to a worker key is that worker's: another key claiming it
   // changes nothing (its tasks keep running). Checked here too, not only at
   // the edge, so two registrations racing for a new name bind exactly one.
+  // A key rotated away with a grace still counts until its deadline.
   if (auto bound = nodes_.find(cmd.node.name);
       bound != nodes_.end() && !cmd.worker_key.empty() && !bound->second.worker_key.empty() &&
-      bound->second.worker_key != cmd.worker_key) {
+      !bound->second.AdmitsKey(cmd.worker_key, now)) {
     result.status = Status::Unauthenticated("node '" + cmd.node.name + "' is bound to another worker key");
     return result;
   }
@@ -44,6 +45,11 @@ ApplyResult ClusterState::ApplyRegisterNode(int64_t now, const RegisterNodeCmd& 
     enrolled_nodes_.erase(enrolled);
   }
   if (node.worker_key.empty()) node.worker_key = cmd.worker_key;
+  // A retired key past its deadline is refused already; its entry goes here.
+  if (!node.retired_key.empty() && now >= node.retired_key_until_ms) {
+    node.retired_key.clear();
+    node.retired_key_until_ms = 0;
+  }
   // The spec file's pool applies on first registration and when the file's
   // pool changes; an operator's `gpool node pool` holds until then.
   const bool first = node.spec.name.empty();
@@ -191,8 +197,18 @@ ApplyResult ClusterState::ApplyUpdateNode(int64_t now, const UpdateNodeCmd& cmd)
   TouchSpec(node);
   switch (update.op) {
     case NodeUpdateOp::kWorkerKey:
-      // An admin's rotation: the name is bound to the new key from here on,
-      // and the old key is no longer this node.
+      // An admin's rotation: the name is bound to the new key from here on.
+      // The old key is no longer this node at once, or (with a grace) from
+      // the command's time plus the grace on: every replica computes the
+      // same deadline. A previous rotation's retired key is dropped: one
+      // key in retirement at a time.
+      if (update.grace_ms > 0 && !node.worker_key.empty() && node.worker_key != update.key) {
+        node.retired_key = node.worker_key;
+        node.retired_key_until_ms = now + static_cast<int64_t>(update.grace_ms);
+      } else if (update.key != node.worker_key || update.grace_ms == 0) {
+        node.retired_key.clear();
+        node.retired_key_until_ms = 0;
+      }
       node.worker_key = update.key;
       break;
     case NodeUpdateOp::kCordon:

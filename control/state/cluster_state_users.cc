@@ -96,7 +96,7 @@ Status ClusterState::AssignUid(UserSpec& spec, uint32_t first, uint32_t last) co
   return Status::Ok();
 }
 
-Result<UserSpec> ClusterState::UserAfterUpdate(const UpdateUser& update) const {
+Result<UserSpec> ClusterState::UserAfterUpdate(const UpdateUser& update, int64_t now) const {
   const std::string& name = update.spec.name;
   auto it = users_.find(name);
   if (update.op == UserOp::kCreate) {
@@ -118,6 +118,24 @@ Result<UserSpec> ClusterState::UserAfterUpdate(const UpdateUser& update) const {
     case UserOp::kRemoveKey:
       for (const auto& key : update.spec.keys) std::erase(next.keys, key);
       break;
+    case UserOp::kRotateKey:
+      // The new key works at once; the old one until the deadline (or, with
+      // no grace, not at all: a swap in one entry).
+      for (const auto& key : update.retire_keys) {
+        if (std::find(next.keys.begin(), next.keys.end(), key) == next.keys.end()) {
+          return Status::NotFound("key " + key + " is not user " + name + "'s (`gpool admin user show " + name + "`)");
+        }
+        if (update.grace_ms == 0) {
+          std::erase(next.keys, key);
+        } else {
+          next.key_expiry[key] = now + static_cast<int64_t>(update.grace_ms);
+        }
+      }
+      for (const auto& key : update.spec.keys) {
+        if (std::find(next.keys.begin(), next.keys.end(), key) == next.keys.end()) next.keys.push_back(key);
+        next.key_expiry.erase(key);  // a key rotated back in is not retiring
+      }
+      break;
     case UserOp::kGrant:
       for (const auto& grant : update.spec.roles) {
         if (std::find(next.roles.begin(), next.roles.end(), grant) == next.roles.end()) next.roles.push_back(grant);
@@ -130,6 +148,16 @@ Result<UserSpec> ClusterState::UserAfterUpdate(const UpdateUser& update) const {
     case UserOp::kDelete:
       break;
   }
+  // Lazily: a retired key past its deadline (refused already by the clock)
+  // leaves the record with the user's next change, and so does the expiry
+  // of a key no longer held.
+  std::erase_if(next.keys, [&](const std::string& key) {
+    auto expiry = next.key_expiry.find(key);
+    return expiry != next.key_expiry.end() && now >= expiry->second;
+  });
+  std::erase_if(next.key_expiry, [&](const auto& entry) {
+    return std::find(next.keys.begin(), next.keys.end(), entry.first) == next.keys.end();
+  });
   return next;
 }
 
@@ -139,10 +167,10 @@ Result<UserSpec> ClusterState::UserAfterUpdate(const UpdateUser& update) const {
 // those (name syntax, key format, how many keys and grants) are the
 // gateway's (validate_users.h), so an old log replays to the same state
 // under newer rules.
-ApplyResult ClusterState::ApplyUpdateUser(const UpdateUserCmd& cmd) {
+ApplyResult ClusterState::ApplyUpdateUser(int64_t now, const UpdateUserCmd& cmd) {
   const UpdateUser& update = cmd.update;
   const std::string& name = update.spec.name;
-  auto next = UserAfterUpdate(update);
+  auto next = UserAfterUpdate(update, now);
   if (!next.ok()) return {next.status()};
   // `gpool admin user update NAME` without --uid (uid -1) keeps the uid the
   // user has, or gives one to a user from before issue 48.

@@ -72,11 +72,12 @@ TEST_F(CommandReplayTest, TodaysEncoderWritesTheOldBytes) {
   UpdateNode update;
   update.node = "n1";
   update.op = NodeUpdateOp::kCordon;
-  // Every field UpdateNode writes, in its order, as the older build wrote them.
+  // Every field UpdateNode writes, in its order, as the older build wrote
+  // them, and grace_ms last (issue 48: a key rotation's grace).
   const std::string old = OldEntry("UpdateNode", 2000, [](wire::Packer& p) {
     p.BeginMap(1);
     p.Key("update");
-    p.BeginMap(9);
+    p.BeginMap(10);
     p.Field("node", "n1");
     p.Field("op", "cordon");
     p.Field("key", "");
@@ -86,8 +87,30 @@ TEST_F(CommandReplayTest, TodaysEncoderWritesTheOldBytes) {
     p.Field("queue", "");
     p.Field("taints", std::map<std::string, std::string>{});
     p.Field("remove_taints", std::vector<std::string>{});
+    p.Field("grace_ms", uint64_t{0});
   });
   EXPECT_EQ(EncodeCommand(Command{2000, UpdateNodeCmd{update}}), old);
+}
+
+// A key rotation logged before issue 48 has no grace_ms: it decodes with
+// none, and replays as it applied then (the old key refused at once).
+TEST_F(CommandReplayTest, AnOldWorkerKeyRotationReplaysWithoutAGrace) {
+  ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 8), {}, {}, std::string(40, 'o')}).status.ok());
+  const std::string rotation = OldEntry("UpdateNode", 2000, [](wire::Packer& p) {
+    p.BeginMap(1);
+    p.Key("update");
+    p.BeginMap(3);
+    p.Field("node", "n1");
+    p.Field("op", "worker-key");
+    p.Field("key", std::string(40, 'n'));
+  });
+  auto decoded = DecodeCommand(rotation);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(std::get<UpdateNodeCmd>(decoded->body).update.grace_ms, 0u);
+  ASSERT_TRUE(Replay(rotation).status.ok());
+  EXPECT_EQ(state_.FindNode("n1")->worker_key, std::string(40, 'n'));
+  EXPECT_TRUE(state_.FindNode("n1")->retired_key.empty());
+  EXPECT_FALSE(state_.KeyAdmitted("n1", std::string(40, 'o'), 2000));
 }
 
 TEST_F(CommandReplayTest, OldUserQueueAndRoleEntriesApply) {

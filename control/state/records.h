@@ -310,6 +310,18 @@ struct NodeRecord {
   // its first registration (or an admin's enrolment); a registration with
   // another key is refused (issue 31). Empty: unbound (an --insecure cluster).
   std::string worker_key;
+  // A key rotated away with a grace (UpdateNode worker-key, grace_ms): still
+  // admitted as this node until retired_key_until_ms (wall ms, the rotating
+  // command's time plus the grace), refused from then on without another log
+  // entry; the entry itself is dropped lazily by the next rotation or
+  // registration. Empty: none.
+  std::string retired_key;
+  int64_t retired_key_until_ms = 0;
+  // Whether `key` is admitted as this node at wall time now_ms.
+  bool AdmitsKey(const std::string& key, int64_t now_ms) const {
+    if (key.empty()) return false;
+    return key == worker_key || (key == retired_key && now_ms < retired_key_until_ms);
+  }
   // Health: the conditions its worker reported last (protocol/health.h),
   // GPUs the health policy fenced (overlaying spec.gpus[].healthy), and who
   // cordoned it: "operator" or "health" (only health cordons are lifted by
@@ -384,6 +396,8 @@ struct NodeRecord {
     v.Optional("tenants", tenants);
     v.Optional("down_since_ms", down_since_ms);
     v.Optional("worker_key", worker_key);
+    v.Optional("retired_key", retired_key);
+    v.Optional("retired_key_until_ms", retired_key_until_ms);
     v.Optional("health", health);
     v.Optional("probe_health", probe_health);
     v.Optional("unhealthy_gpus", unhealthy_gpus);

@@ -46,6 +46,12 @@ struct UpdateNode {
   // op "worker-key": the node's new CurveZMQ public key (Z85), replacing the
   // one its name is bound to (a key rotation, docs/operations.md 2.1).
   std::string key;
+  // op "worker-key" on a bound node: how long the key it replaces is still
+  // admitted as the node (handshake and frames), so its running worker is
+  // not cut off while it is moved to the new key. The deadline is the
+  // command's time (the proposer's clock) plus this, so every replica agrees.
+  // 0 (and every entry logged before issue 48): the old key is refused at once.
+  uint64_t grace_ms = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
@@ -57,6 +63,7 @@ struct UpdateNode {
     v.Optional("queue", queue);
     v.Optional("taints", taints);
     v.Optional("remove_taints", remove_taints);
+    v.Optional("grace_ms", grace_ms);
   }
 };
 

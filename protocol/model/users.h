@@ -3,8 +3,10 @@
 // UpdateUser travels as it is on the client API (messages_users.h).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,12 +23,12 @@ struct EnumNames<Role> {
   static constexpr std::array<std::string_view, 4> kNames = {"admin", "queue-admin", "member", "viewer"};
 };
 
-// On the wire by name: create | update | delete | add-key | remove-key | grant | revoke.
-enum class UserOp : uint8_t { kCreate, kUpdate, kDelete, kAddKey, kRemoveKey, kGrant, kRevoke };
+// On the wire by name: create | update | delete | add-key | remove-key | grant | revoke | rotate-key.
+enum class UserOp : uint8_t { kCreate, kUpdate, kDelete, kAddKey, kRemoveKey, kGrant, kRevoke, kRotateKey };
 template <>
 struct EnumNames<UserOp> {
-  static constexpr std::array<std::string_view, 7> kNames = {"create",     "update", "delete", "add-key",
-                                                             "remove-key", "grant",  "revoke"};
+  static constexpr std::array<std::string_view, 8> kNames = {"create", "update", "delete", "add-key", "remove-key",
+                                                             "grant",  "revoke", "rotate-key"};
 };
 
 struct RoleGrant {
@@ -46,6 +48,17 @@ struct UserSpec {
   int64_t uid = -1;               // tasks run as this uid/gid; -1: the worker's --task-user
   int64_t gid = -1;
   std::vector<RoleGrant> roles;
+  // Keys in retirement (issue 48, `gpool admin user rotate-key`): key ->
+  // wall ms from which it is refused (the rotating command's time plus its
+  // grace). Each is still in `keys` until a later update of the user drops
+  // it; past its deadline the handshake and the gateway refuse it already.
+  std::map<std::string, int64_t> key_expiry;
+  // Whether `key` is one of this user's and not past its retirement at wall time now_ms.
+  bool KeyValid(const std::string& key, int64_t now_ms) const {
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) return false;
+    auto it = key_expiry.find(key);
+    return it == key_expiry.end() || now_ms < it->second;
+  }
   template <typename V>
   void Fields(V& v) {
     v.Required("name", name);
@@ -53,19 +66,27 @@ struct UserSpec {
     v.Optional("uid", uid);
     v.Optional("gid", gid);
     v.Optional("roles", roles);
+    v.Optional("key_expiry", key_expiry);
   }
 };
 
 // op: create | update (uid, gid) | delete | add-key | remove-key (spec.keys)
 //     | grant | revoke (spec.roles)
+//     | rotate-key: adds spec.keys and retires `retire_keys` (the user's)
+//       grace_ms after the command's time (the proposer's clock, so every
+//       replica agrees); grace 0 removes them at once
 struct UpdateUser {
   static constexpr MessageType kType = MessageType::kUpdateUser;
   UserOp op = UserOp::kCreate;
   UserSpec spec;
+  std::vector<std::string> retire_keys;
+  uint64_t grace_ms = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("op", op);
     v.Required("spec", spec);
+    v.Optional("retire_keys", retire_keys);
+    v.Optional("grace_ms", grace_ms);
   }
 };
 
