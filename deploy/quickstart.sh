@@ -170,7 +170,7 @@ run logs "$hello.1"
 echo; echo "== users, roles and the audit stream (the script's key is the --admin-key)"
 run whoami
 "$gpool_bin" admin keygen --out "$work/keys/bob" >/dev/null
-run admin user create bob --key "$work/keys/bob.pub" --uid 65534
+run admin user create bob --key "$work/keys/bob.pub"   # a uid of --uid-range, his alone
 run admin role grant bob member --queue default
 echo; echo "\$ GPOOL_KEY_FILE=$work/keys/bob.key gpool cancel $train   # bob may not cancel another's job"
 if GPOOL_KEY_FILE="$work/keys/bob.key" "$gpool_bin" cancel "$train"; then
