@@ -27,8 +27,8 @@ const std::string kStranger(40, 's');
 constexpr int64_t kCommandMs = 1'000'000;  // ImmediateProposer's command time
 constexpr uint64_t kGraceMs = 3000;
 
-Principal NewNode(const std::string& key) { return Principal{Principal::Kind::kNewNode, "", key}; }
-Principal BoundNode(const std::string& name, const std::string& key) {
+Principal RotatingNewNode(const std::string& key) { return Principal{Principal::Kind::kNewNode, "", key}; }
+Principal RotatingBoundNode(const std::string& name, const std::string& key) {
   return Principal{Principal::Kind::kNode, name, key};
 }
 
@@ -52,7 +52,7 @@ class KeyRotationTest : public ::testing::Test {
     registry_ = std::make_unique<NodeRegistry>(options, state_, workers_, outbox_, proposer_, /*start_ms=*/0);
     // n1 bound to the old key (an admin's enrolment, then its registration).
     Commit(Rotate("n1", kOldKey, 0));
-    FromWorker("peer-old", RegisterNode{OneGpuNode("n1"), {}, "test"}, BoundNode("n1", kOldKey));
+    FromWorker("peer-old", RegisterNode{OneGpuNode("n1"), {}, "test"}, RotatingBoundNode("n1", kOldKey));
     EXPECT_EQ(LastToWorker().type(), MessageType::kRegisterNodeReply);
     EXPECT_EQ(state_.FindNode("n1")->worker_key, kOldKey);
   }
@@ -80,7 +80,7 @@ class KeyRotationTest : public ::testing::Test {
   MessageType Beat(const std::string& peer, const std::string& key) {
     Heartbeat beat;
     beat.node = "n1";
-    FromWorker(peer, beat, BoundNode("n1", key));
+    FromWorker(peer, beat, RotatingBoundNode("n1", key));
     return LastToWorker().type();
   }
 
@@ -108,7 +108,7 @@ TEST_F(KeyRotationTest, TheOldKeyWorksUntilTheGraceEndsThenIsRefusedEverywhere) 
   EXPECT_EQ(keys_.Authorize("workers", kOldKey), "node|n1|" + kOldKey);
   EXPECT_EQ(keys_.Authorize("workers", kNewKey), "node|n1|" + kNewKey);
   EXPECT_EQ(Beat("peer-old", kOldKey), MessageType::kAck);
-  FromWorker("peer-old2", RegisterNode{OneGpuNode("n1"), {}, "test"}, BoundNode("n1", kOldKey));
+  FromWorker("peer-old2", RegisterNode{OneGpuNode("n1"), {}, "test"}, RotatingBoundNode("n1", kOldKey));
   EXPECT_EQ(LastToWorker().type(), MessageType::kRegisterNodeReply);
   EXPECT_EQ(state_.FindNode("n1")->worker_key, kNewKey);  // registering with the old key does not rebind it
   EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kReady);
@@ -117,14 +117,14 @@ TEST_F(KeyRotationTest, TheOldKeyWorksUntilTheGraceEndsThenIsRefusedEverywhere) 
   clock_.Advance(static_cast<int64_t>(kGraceMs));
   EXPECT_EQ(keys_.Authorize("workers", kOldKey), "new-node||" + kOldKey);  // a stranger now
   EXPECT_NE(Beat("peer-old2", kOldKey), MessageType::kAck);
-  FromWorker("peer-old3", RegisterNode{OneGpuNode("n1"), {}, "test"}, NewNode(kOldKey));
+  FromWorker("peer-old3", RegisterNode{OneGpuNode("n1"), {}, "test"}, RotatingNewNode(kOldKey));
   EXPECT_EQ(LastErrorCode(), "Unauthenticated");
   // The new key registers and is the node.
-  FromWorker("peer-new", RegisterNode{OneGpuNode("n1"), {}, "test"}, BoundNode("n1", kNewKey));
+  FromWorker("peer-new", RegisterNode{OneGpuNode("n1"), {}, "test"}, RotatingBoundNode("n1", kNewKey));
   EXPECT_EQ(LastToWorker().type(), MessageType::kRegisterNodeReply);
   EXPECT_EQ(Beat("peer-new", kNewKey), MessageType::kAck);
   // A stranger never was the node.
-  FromWorker("peer-s", RegisterNode{OneGpuNode("n1"), {}, "test"}, NewNode(kStranger));
+  FromWorker("peer-s", RegisterNode{OneGpuNode("n1"), {}, "test"}, RotatingNewNode(kStranger));
   EXPECT_EQ(LastErrorCode(), "Unauthenticated");
 }
 
@@ -133,7 +133,7 @@ TEST_F(KeyRotationTest, WithoutAGraceTheOldKeyIsRefusedAtOnce) {
   EXPECT_TRUE(state_.FindNode("n1")->retired_key.empty());
   EXPECT_EQ(keys_.Authorize("workers", kOldKey), "new-node||" + kOldKey);
   EXPECT_NE(Beat("peer-old", kOldKey), MessageType::kAck);
-  FromWorker("peer-old2", RegisterNode{OneGpuNode("n1"), {}, "test"}, NewNode(kOldKey));
+  FromWorker("peer-old2", RegisterNode{OneGpuNode("n1"), {}, "test"}, RotatingNewNode(kOldKey));
   EXPECT_EQ(LastErrorCode(), "Unauthenticated");
 }
 
