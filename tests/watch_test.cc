@@ -188,7 +188,14 @@ TEST(WatchTest, OneUserCannotTakeEveryoneElsesWatches) {
   const uint64_t after = RssKiB(coordinator);
   std::printf("coordinator RSS before=%llu KiB after=%llu KiB\n", static_cast<unsigned long long>(before),
               static_cast<unsigned long long>(after));
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in quarantine (up to 256 MB), so the
+  // RSS of a sanitized coordinator grows with every refused request's
+  // temporaries: the bound holds only in plain builds.
+  std::printf("coordinator RSS bound not checked under AddressSanitizer\n");
+#else
   EXPECT_LT(after, before + 4 * 1024) << "coordinator RSS grew from " << before << " KiB to " << after << " KiB";
+#endif
 
   // Bob's `gpool wait` still follows his job by push.
   auto bob = connect_as("bob");
