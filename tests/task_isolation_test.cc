@@ -26,13 +26,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 bool Has(const std::string& log, const std::string& line) { return log.find(line + "\n") != std::string::npos; }
 
 TEST(TaskIsolationEndToEndTest, ATaskRunsAsItsUserAndReachesOnlyItsOwn) {
@@ -66,7 +59,7 @@ TEST(TaskIsolationEndToEndTest, ATaskRunsAsItsUserAndReachesOnlyItsOwn) {
   ASSERT_TRUE(held.ok()) << held.status().ToString();
   const std::string tasks = cluster.WorkerDataDir(0) + "/tasks";
   const std::string holder_id = std::to_string(held->job_id) + ".0.0";
-  ASSERT_TRUE(WaitFor([&] { return Has(ReadAll(tasks + "/" + holder_id + ".log"), "ready"); }, 20s))
+  ASSERT_TRUE(WaitFor([&] { return Has(ReadFile(tasks + "/" + holder_id + ".log"), "ready"); }, 20s))
       << cluster.worker(0)->Log();
 
   const std::string worker_pid = std::to_string(cluster.worker(0)->pid());
@@ -87,8 +80,8 @@ TEST(TaskIsolationEndToEndTest, ATaskRunsAsItsUserAndReachesOnlyItsOwn) {
   auto probed = client->Submit(ShellJob("probe", 1, probe), "");
   ASSERT_TRUE(probed.ok()) << probed.status().ToString();
   const std::string log_path = tasks + "/" + std::to_string(probed->job_id) + ".0.0.log";
-  ASSERT_TRUE(WaitFor([&] { return Has(ReadAll(log_path), "probe-done"); }, 30s)) << cluster.worker(0)->Log();
-  const std::string log = ReadAll(log_path);
+  ASSERT_TRUE(WaitFor([&] { return Has(ReadFile(log_path), "probe-done"); }, 30s)) << cluster.worker(0)->Log();
+  const std::string log = ReadFile(log_path);
   EXPECT_TRUE(Has(log, "uid=65534")) << "no mapping for the owner: --task-user's default, nobody\n" << log;
   EXPECT_TRUE(Has(log, "ppid=1")) << log;
   EXPECT_TRUE(Has(log, "worker-cmdline=unreachable")) << log;
@@ -142,7 +135,7 @@ TEST(TaskIsolationEndToEndTest, ATaskCannotReadAnotherOwnersDirectoryOrLog) {
       20s));
   const int holder_worker = holder_node == cluster.NodeName(0) ? 0 : 1;
   const std::string holder = cluster.WorkerDataDir(holder_worker) + "/tasks/" + std::to_string(held->job_id) + ".0.0";
-  ASSERT_TRUE(WaitFor([&] { return Has(ReadAll(holder + ".log"), "ready"); }, 20s));
+  ASSERT_TRUE(WaitFor([&] { return Has(ReadFile(holder + ".log"), "ready"); }, 20s));
 
   // The whole node's GPU is held: the probe runs on the other worker, as the other user.
   const std::string probe = "echo uid=$(id -u);"
@@ -155,9 +148,9 @@ TEST(TaskIsolationEndToEndTest, ATaskCannotReadAnotherOwnersDirectoryOrLog) {
   const int probe_worker = 1 - holder_worker;
   const std::string log_path =
       cluster.WorkerDataDir(probe_worker) + "/tasks/" + std::to_string(probed->job_id) + ".0.0.log";
-  ASSERT_TRUE(WaitFor([&] { return Has(ReadAll(log_path), "probe-done"); }, 30s))
+  ASSERT_TRUE(WaitFor([&] { return Has(ReadFile(log_path), "probe-done"); }, 30s))
       << cluster.worker(probe_worker)->Log();
-  const std::string log = ReadAll(log_path);
+  const std::string log = ReadFile(log_path);
   EXPECT_TRUE(Has(log, "uid=" + std::string(probe_worker == 0 ? "40001" : "40002"))) << log;
   EXPECT_TRUE(Has(log, "other-dir=unreachable")) << log;
   EXPECT_TRUE(Has(log, "other-log=unreachable")) << log;

@@ -28,13 +28,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 bool Has(const std::string& log, const std::string& line) { return log.find(line + "\n") != std::string::npos; }
 
 // A client that connects with `name`'s key pair (made by the cluster).
@@ -102,7 +95,7 @@ TEST(UserUidsTest, UsersGetTheirOwnUidsAndTheirTasksCannotReadEachOther) {
   auto held = alice->Submit(ShellJob("holder", 1, "echo mine > secret.txt && echo ready && exec sleep 300"), "");
   ASSERT_TRUE(held.ok()) << held.status().ToString();
   const std::string holder = TaskPath(cluster, held->job_id);
-  ASSERT_TRUE(WaitFor([&] { return Has(ReadAll(holder + ".log"), "ready"); }, 20s)) << cluster.worker(0)->Log();
+  ASSERT_TRUE(WaitFor([&] { return Has(ReadFile(holder + ".log"), "ready"); }, 20s)) << cluster.worker(0)->Log();
 
   const std::string tasks = cluster.WorkerDataDir(0) + "/tasks";
   const std::string probe =
@@ -116,8 +109,8 @@ TEST(UserUidsTest, UsersGetTheirOwnUidsAndTheirTasksCannotReadEachOther) {
   auto probed = bob->Submit(ShellJob("probe", 1, probe), "");
   ASSERT_TRUE(probed.ok()) << probed.status().ToString();
   const std::string prober = TaskPath(cluster, probed->job_id);
-  ASSERT_TRUE(WaitFor([&] { return Has(ReadAll(prober + ".log"), "probe-done"); }, 30s)) << cluster.worker(0)->Log();
-  const std::string log = ReadAll(prober + ".log");
+  ASSERT_TRUE(WaitFor([&] { return Has(ReadFile(prober + ".log"), "probe-done"); }, 30s)) << cluster.worker(0)->Log();
+  const std::string log = ReadFile(prober + ".log");
   EXPECT_TRUE(Has(log, "uid=" + std::to_string(uid["bob"]))) << log;
   EXPECT_TRUE(Has(log, "other-dir=unreachable")) << log;
   EXPECT_TRUE(Has(log, "other-dir=unlisted")) << log;
