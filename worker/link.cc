@@ -348,6 +348,7 @@ void Link::OnRegisterReply(const Envelope& env) {
     return;
   }
   phase_ = Phase::kRegistered;
+  last_refusal_.clear();
   acked_health_version_ = sent_health_version_ = register_health_version_;
   lease_ms_ = reply->lease_ms;
   hold_ms_ = reply->lease_hold_ms;
@@ -439,8 +440,11 @@ void Link::OnErrorReply(const Envelope& env) {
     return;
   }
   if (to_register) {
-    log_->error("registration refused coordinator={} code={} message={}", endpoint(), reply->code,
-                Q(reply->message));
+    const bool repeated = reply->code + reply->message == last_refusal_;
+    last_refusal_ = reply->code + reply->message;
+    log_->log(repeated ? spdlog::level::debug : spdlog::level::err,
+              "registration refused coordinator={} code={} message={} repeats_logged_at=debug", endpoint(),
+              reply->code, Q(reply->message));
   } else {
     log_->warn("coordinator error request_id={} code={} message={}", request_id, Q(reply->code), Q(reply->message));
   }

@@ -214,6 +214,9 @@ class Link {
   uint64_t max_epoch_ = 0;
   uint64_t next_request_id_ = 1;
   uint64_t register_request_id_ = 0;
+  // The last refusal of a registration, logged once: a node awaiting an
+  // admin's approval retries every few seconds and would repeat it each time.
+  std::string last_refusal_;
   int64_t register_sent_ms_ = 0;
   int64_t lease_ms_ = 0;  // as RegisterNodeReply granted it; 0: none
   int64_t hold_ms_ = 0;   // RegisterNodeReply.lease_hold_ms; 0: none

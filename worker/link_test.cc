@@ -394,10 +394,17 @@ TEST_F(LinkTest, RegistrationRefusalIsLoggedAndRetried) {
   link_->Start();
   Out first = Take();
   Deliver(ErrorReply{"Unauthenticated", "bad token", ""}, first.frames[0].header().request_id, 1);
-  EXPECT_TRUE(log_.Contains("registration refused")) << log_.text();
+  EXPECT_TRUE(log_.Contains("error registration refused")) << log_.text();
   clock_.Advance(100);
   link_->Tick();
-  EXPECT_EQ(Take().Count(MessageType::kRegisterNode), 1u);
+  Out retry = Take();
+  EXPECT_EQ(retry.Count(MessageType::kRegisterNode), 1u);
+  // The same refusal again (a node awaiting approval retries for hours):
+  // logged at debug, not as another error.
+  Deliver(ErrorReply{"Unauthenticated", "bad token", ""}, retry.frames[0].header().request_id, 1);
+  const std::string text = log_.text();
+  EXPECT_EQ(text.find("error registration refused"), text.rfind("error registration refused")) << text;
+  EXPECT_TRUE(log_.Contains("debug registration refused")) << text;
 }
 
 TEST_F(LinkTest, BindIsAckedBeforeTheStartedEvent) {
