@@ -259,9 +259,9 @@ int main(int argc, char** argv) {
      "'gpool admin snapshot save', then exit. With --peers, a replica's data dir of a cluster of those replica "
      "ids (restore every replica from the same file with the same --peers); without, a single replica's",
      cxxopts::value<std::string>())
-    ("snapshot-verify-key", "With --restore-snapshot: the public key (FILE.pub of 'gpool admin snapshot keygen') "
-     "the file must be signed with; an unsigned file, one signed by another key or one changed since it was "
-     "signed is refused and nothing is written", cxxopts::value<std::string>(), "FILE")
+    ("snapshot-verify-key", "With --restore-snapshot: the public key (PREFIX.pub of 'gpool admin snapshot keygen "
+     "--out PREFIX') the file must be signed with; an unsigned file, one signed by another key or one changed "
+     "since it was signed is refused and nothing is written", cxxopts::value<std::string>(), "FILE")
     ("version", "Print the version and exit")
     ("h,help", "Print this help");
   // clang-format on

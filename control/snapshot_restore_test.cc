@@ -238,7 +238,7 @@ TEST_F(SnapshotRestoreTest, AVerifyKeyAdmitsOnlyFilesItsKeySigned) {
   }
   // A verify key that is not one: refused before the file is read.
   EXPECT_EQ(RestoreDataDir(options(signed_file, dir_.Sub("none.pub"))).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(RestoreDataDir(options(signed_file, dir_.Sub("snap-sign"))).status().code(),
+  EXPECT_EQ(RestoreDataDir(options(signed_file, dir_.Sub("snap-sign.key"))).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_FALSE(std::filesystem::exists(dir_.Sub("data")));
 

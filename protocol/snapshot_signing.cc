@@ -185,7 +185,7 @@ Result<SnapshotKey> SnapshotKey::ReadPrivate(const std::string& path) {
     ERR_clear_error();
     return Status::InvalidArgument("snapshot signing key file " + path +
                                    " holds no unencrypted PEM private key (make one with "
-                                   "'gpool admin snapshot keygen FILE')");
+                                   "'gpool admin snapshot keygen --out PREFIX')");
   }
   auto owned = ssd::Own(key);
   if (EVP_PKEY_id(key) != EVP_PKEY_ED25519) {
@@ -199,8 +199,8 @@ Result<SnapshotKey> SnapshotKey::ReadPublic(const std::string& path) {
   GPOOL_ASSIGN_OR_RETURN(std::string text, ssd::ReadKeyFile(path, /*secret=*/false));
   if (text.find("PRIVATE KEY-----") != std::string::npos) {
     return Status::InvalidArgument("snapshot verify key file " + path +
-                                   " holds a private key: give its public half (" + path +
-                                   ".pub, as 'gpool admin snapshot keygen' wrote it)");
+                                   " holds a private key: give its public half (the .pub file "
+                                   "'gpool admin snapshot keygen' wrote beside it)");
   }
   ssd::BioPtr bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
   EVP_PKEY* key = bio ? PEM_read_bio_PUBKEY(bio.get(), nullptr, ssd::RefusePassphrase, nullptr) : nullptr;
@@ -251,8 +251,9 @@ bool SnapshotKey::Verify(std::string_view message, std::string_view signature_he
   return valid;
 }
 
-Status WriteSnapshotKeyFiles(const SnapshotKey& key, const std::string& path) {
-  const std::string public_path = path + ".pub";
+Status WriteSnapshotKeyFiles(const SnapshotKey& key, const std::string& prefix) {
+  const std::string path = prefix + ".key";
+  const std::string public_path = prefix + ".pub";
   struct stat st {};
   // Neither is written when either exists: a new private key beside an old
   // public one would sign files its own .pub does not verify.

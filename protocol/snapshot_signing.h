@@ -38,7 +38,7 @@ class SnapshotKey {
   // FailedPrecondition when group or others may read it, or InvalidArgument
   // when it holds no Ed25519 private key.
   static Result<SnapshotKey> ReadPrivate(const std::string& path);
-  // A public key file (FILE.pub): it verifies and cannot sign. A private key
+  // A public key file (PREFIX.pub): it verifies and cannot sign. A private key
   // file is refused: the verifying hosts need never hold the signing key.
   static Result<SnapshotKey> ReadPublic(const std::string& path);
 
@@ -60,9 +60,10 @@ class SnapshotKey {
   std::string key_id_;
 };
 
-// Writes the private key to `path` (mode 0600) and the public key to
-// `path`.pub (0644); AlreadyExists, writing nothing, when either exists.
-Status WriteSnapshotKeyFiles(const SnapshotKey& key, const std::string& path);
+// Writes the private key to `prefix`.key (mode 0600) and the public key to
+// `prefix`.pub (0644), as `gpool admin keygen` names a CurveZMQ pair;
+// AlreadyExists, writing nothing, when either exists.
+Status WriteSnapshotKeyFiles(const SnapshotKey& key, const std::string& prefix);
 
 // The format 3 trailer (EncodeSnapshotFileTrailer) for a file whose digest
 // is `file_sha256`: the key's id and its signature of SnapshotSignedMessage.

@@ -75,11 +75,11 @@ constexpr size_t kTrailerChars = kSnapshotKeyIdChars + kSnapshotSignatureChars;
 
 TEST_F(SnapshotSigningTest, KeyFilesArePrivateAndReadBackAsTheSameKey) {
   struct stat st {};
-  ASSERT_EQ(::stat(Path("snap-sign").c_str(), &st), 0);
+  ASSERT_EQ(::stat(Path("snap-sign.key").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   ASSERT_EQ(::stat(Path("snap-sign.pub").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0644u);
-  auto signer = SnapshotKey::ReadPrivate(Path("snap-sign"));
+  auto signer = SnapshotKey::ReadPrivate(Path("snap-sign.key"));
   ASSERT_TRUE(signer.ok()) << signer.status().ToString();
   EXPECT_TRUE(signer->can_sign());
   EXPECT_FALSE(verify_->can_sign());
@@ -93,24 +93,24 @@ TEST_F(SnapshotSigningTest, KeyFilesArePrivateAndReadBackAsTheSameKey) {
 
 TEST_F(SnapshotSigningTest, BadKeyFilesAreRefusedTypedAndNothingIsOverwritten) {
   const std::string before = [&] {
-    std::ifstream in(Path("snap-sign"));
+    std::ifstream in(Path("snap-sign.key"));
     std::stringstream text;
     text << in.rdbuf();
     return text.str();
   }();
   EXPECT_EQ(WriteSnapshotKeyFiles(*SnapshotKey::Generate(), Path("snap-sign")).code(), StatusCode::kAlreadyExists);
-  std::ifstream in(Path("snap-sign"));
+  std::ifstream in(Path("snap-sign.key"));
   std::stringstream after;
   after << in.rdbuf();
   EXPECT_EQ(after.str(), before) << "a key was overwritten";
   // The private key must be the owner's alone.
-  ASSERT_EQ(::chmod(Path("snap-sign").c_str(), 0644), 0);
-  auto open = SnapshotKey::ReadPrivate(Path("snap-sign"));
+  ASSERT_EQ(::chmod(Path("snap-sign.key").c_str(), 0644), 0);
+  auto open = SnapshotKey::ReadPrivate(Path("snap-sign.key"));
   EXPECT_EQ(open.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(open.status().message().find("chmod 600"), std::string::npos) << open.status().message();
-  ASSERT_EQ(::chmod(Path("snap-sign").c_str(), 0600), 0);
+  ASSERT_EQ(::chmod(Path("snap-sign.key").c_str(), 0600), 0);
   // A verify key is the public half, never the signing key itself.
-  auto secret_as_public = SnapshotKey::ReadPublic(Path("snap-sign"));
+  auto secret_as_public = SnapshotKey::ReadPublic(Path("snap-sign.key"));
   EXPECT_EQ(secret_as_public.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(secret_as_public.status().message().find("holds a private key"), std::string::npos);
   EXPECT_EQ(SnapshotKey::ReadPublic(Path("none.pub")).status().code(), StatusCode::kNotFound);
