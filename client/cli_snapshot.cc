@@ -36,7 +36,7 @@ constexpr char kSaveUsage[] = "admin snapshot save FILE [--sign-key PREFIX.key]"
 constexpr char kRestoreUsage[] =
     "admin snapshot restore FILE --data-dir DIR [--peers ID=ENDPOINT,...] [--verify-key PREFIX.pub]";
 constexpr char kInfoUsage[] = "admin snapshot info FILE [--verify-key PREFIX.pub]";
-constexpr char kKeygenUsage[] = "admin snapshot keygen --out PREFIX";
+constexpr char kSnapshotKeygenUsage[] = "admin snapshot keygen --out PREFIX";
 // Restarts of an export a leader change lost midway.
 constexpr int kSaveAttempts = 3;
 // Taking the image of a large state takes seconds on the leader: the first
@@ -207,7 +207,7 @@ int RunRestore(Session& s, const Invocation& inv, const std::string& path) {
   return *rc;
 }
 
-int RunInfo(Session& s, const Invocation& inv, const std::string& path) {
+int RunSnapshotInfo(Session& s, const Invocation& inv, const std::string& path) {
   std::optional<SnapshotKey> verify_key;
   if (inv.flags.count("verify-key")) {
     auto key = SnapshotKey::ReadPublic(inv.flags["verify-key"].as<std::string>());
@@ -225,9 +225,9 @@ int RunInfo(Session& s, const Invocation& inv, const std::string& path) {
 
 // Made where backups are saved; only the .pub travels to where they are
 // restored (docs/operations.md "Signed snapshots").
-int RunKeygen(Session& s, const Invocation& inv) {
+int RunSnapshotKeygen(Session& s, const Invocation& inv) {
   if (inv.positionals.size() != 2 || !inv.flags.count("out")) {
-    return s.Usage("usage: gpool " + std::string(kKeygenUsage));
+    return s.Usage("usage: gpool " + std::string(kSnapshotKeygenUsage));
   }
   const std::string prefix = inv.flags["out"].as<std::string>();
   if (prefix.empty()) return s.Usage("--out: must not be empty");
@@ -259,12 +259,12 @@ int RunAdminSnapshot(Session& s, const Invocation& inv) {
   if (op != "restore" && op != "info" && inv.flags.count("verify-key")) {
     return s.Usage("--verify-key only applies to 'admin snapshot restore' and 'admin snapshot info'");
   }
-  if (op == "keygen") return RunKeygen(s, inv);
+  if (op == "keygen") return RunSnapshotKeygen(s, inv);
   const char* usage = op == "save" ? kSaveUsage : op == "restore" ? kRestoreUsage : kInfoUsage;
   if (p.size() != 3) return s.Usage("usage: gpool " + std::string(usage));
   if (op == "save") return RunSave(s, inv, p[2]);
   if (op == "restore") return RunRestore(s, inv, p[2]);
-  return RunInfo(s, inv, p[2]);
+  return RunSnapshotInfo(s, inv, p[2]);
 }
 
 void AdminSnapshotOptions(cxxopts::Options& o) {
