@@ -19,6 +19,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "client/cli_internal.h"
 #include "client/usage_time.h"

@@ -32,7 +32,9 @@
 // differs, is Malformed. The image itself is ClusterState::Snapshot()'s
 // bytes, opaque here. The digest is unkeyed: it catches damage and careless
 // edits; a deliberate forger recomputes it, and the range checks are what
-// keep a forged header from wedging a cluster.
+// keep a forged header from wedging a cluster. What tells a forged file from
+// one the operator saved is format 3's signature, checked against a verify
+// key the operator gives (snapshot_signing.h).
 #pragma once
 
 #include <cstdint>

@@ -91,6 +91,34 @@ TEST_F(SnapshotSigningTest, KeyFilesArePrivateAndReadBackAsTheSameKey) {
   EXPECT_NE(SnapshotKey::Generate()->key_id(), key_->key_id());
 }
 
+// RFC 8032 section 7.1, test 1: the keys are plain Ed25519 as any other
+// implementation (openssl pkeyutl) makes and checks them, PEM-wrapped.
+TEST_F(SnapshotSigningTest, SignsAsRfc8032Ed25519) {
+  const std::string secret = WriteBytes("rfc.key",
+                                        "-----BEGIN PRIVATE KEY-----\n"
+                                        "MC4CAQAwBQYDK2VwBCIEIJ1hsZ3v/VpguoRK9JLsLMREScVpezJpGXA7rAMcrn9g\n"
+                                        "-----END PRIVATE KEY-----\n");
+  ASSERT_EQ(::chmod(secret.c_str(), 0600), 0);
+  const std::string pub = WriteBytes("rfc.pub",
+                                     "-----BEGIN PUBLIC KEY-----\n"
+                                     "MCowBQYDK2VwAyEA11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=\n"
+                                     "-----END PUBLIC KEY-----\n");
+  auto signer = SnapshotKey::ReadPrivate(secret);
+  ASSERT_TRUE(signer.ok()) << signer.status().ToString();
+  auto verifier = SnapshotKey::ReadPublic(pub);
+  ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
+  const std::string expected =
+      "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe2465"
+      "5141438e7a100b";
+  EXPECT_EQ(signer->Sign("").value(), expected);
+  EXPECT_TRUE(verifier->Verify("", expected));
+  EXPECT_FALSE(verifier->Verify("x", expected));
+  // The id: SHA-256 of the raw public key d75a9801..., first 16 digits.
+  EXPECT_EQ(signer->key_id(), "21fe31dfa154a261");
+  EXPECT_EQ(verifier->key_id(), signer->key_id());
+  EXPECT_EQ(verifier->PublicPem(), signer->PublicPem());
+}
+
 TEST_F(SnapshotSigningTest, BadKeyFilesAreRefusedTypedAndNothingIsOverwritten) {
   const std::string before = [&] {
     std::ifstream in(Path("snap-sign.key"));
