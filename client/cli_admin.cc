@@ -166,10 +166,16 @@ constexpr CommandForm kAdminForms[] = {
     {"join-token create --ttl DURATION [--labels K=V,...]", "join-token create --ttl DURATION",
      "print a single-use token that admits one new node at once (its worker's --join-token)"},
     {"join-token list|revoke ID", "join-token list|revoke ID", "list the join tokens, or revoke an unused one"},
-    {"snapshot save FILE", "snapshot save FILE", "copy the leader's state into a snapshot file (a backup)"},
-    {"snapshot restore FILE --data-dir DIR [--peers ID=ENDPOINT,...]", "snapshot restore FILE --data-dir DIR",
-     "write a new coordinator data dir from a snapshot file (every replica's, with the same --peers)"},
-    {"snapshot info FILE", "snapshot info FILE", "check a snapshot file and show what it holds"},
+    {"snapshot save FILE [--sign-key PREFIX.key]", "snapshot save FILE",
+     "copy the leader's state into a snapshot file (a backup), signed with --sign-key"},
+    {"snapshot restore FILE --data-dir DIR [--peers ID=ENDPOINT,...] [--verify-key PREFIX.pub]",
+     "snapshot restore FILE --data-dir DIR",
+     "write a new coordinator data dir from a snapshot file (every replica's, with the same --peers); with "
+     "--verify-key, only a file that key signed"},
+    {"snapshot info FILE [--verify-key PREFIX.pub]", "snapshot info FILE",
+     "check a snapshot file (and its signature) and show what it holds"},
+    {"snapshot keygen --out PREFIX", "snapshot keygen --out PREFIX",
+     "write a snapshot signing key pair: PREFIX.key (secret, 0600) and PREFIX.pub"},
 };
 
 // cxxopts would take a negative replica ID for a flag ("Option '3' does not
@@ -178,7 +184,7 @@ std::optional<int> PrepareAdmin(Session& s, Invocation&, std::vector<std::string
   for (size_t i = 0; i < rest.size(); ++i) {
     const std::string& a = rest[i];
     if (TakesValue(a) || a == "--peer-addr" || a == "--client-addr" || a == "--worker-addr" || a == "--data-dir" ||
-        a == "--peers") {
+        a == "--peers" || a == "--sign-key" || a == "--verify-key") {
       ++i;  // a flag's value, not an ID
     } else if (a.size() > 1 && a[0] == '-' && a.find_first_not_of("0123456789", 1) == std::string::npos) {
       return s.Fail(ParseReplicaId(a).status());

@@ -84,8 +84,8 @@ int RunAdminNodeEnrol(Session& s, const Invocation& inv) {
 
 void AdminKeyOptions(cxxopts::Options& o) {
   o.add_options("admin")
-      ("out", "keygen: write the key pair to PREFIX.key (secret, 0600) and PREFIX.pub", cxxopts::value<std::string>(),
-       "PREFIX")
+      ("out", "keygen, snapshot keygen: write the key pair to PREFIX.key (secret, 0600) and PREFIX.pub",
+       cxxopts::value<std::string>(), "PREFIX")
       ("node-key", "node enrol: the node's new public key file (rotation: the old key stops counting at once, "
        "or after --grace)", cxxopts::value<std::string>(), "FILE")
       ("grace", "node enrol, user rotate-key: how long the replaced key is still admitted (10m, 24h; default 0, "

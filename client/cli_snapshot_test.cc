@@ -12,6 +12,7 @@
 #include "client/cli_test_fixture.h"
 #include "protocol/messages_snapshot.h"
 #include "protocol/snapshot_file.h"
+#include "protocol/snapshot_signing.h"
 
 namespace gpool::client::testing {
 namespace {
@@ -101,6 +102,58 @@ TEST_F(CliSnapshotTest, RestoreRunsTheCoordinatorWithTheDataDirAndPeers) {
             (std::vector<std::string>{"--restore-snapshot", "b.snap", "--data-dir", "/var/lib/gpool", "--peers",
                                       "1=tcp://a:7402,2=tcp://b:7402"}));
   EXPECT_EQ(clients_made_, 0);  // no coordinator is asked anything
+
+  // Issue 48: --verify-key reaches the coordinator as --snapshot-verify-key.
+  EXPECT_EQ(Run({"admin", "snapshot", "restore", "b.snap", "--data-dir", "/d", "--verify-key", "k.pub"}), 3);
+  EXPECT_EQ(std::vector<std::string>(ran.begin() + 1, ran.end()),
+            (std::vector<std::string>{"--restore-snapshot", "b.snap", "--data-dir", "/d", "--snapshot-verify-key",
+                                      "k.pub"}));
+}
+
+// Issue 48: keygen writes a pair; save --sign-key writes a format 3 file
+// that key verifies; info checks it against --verify-key and refuses it
+// against another key.
+TEST_F(CliSnapshotTest, KeygenSaveSignedAndInfoVerified) {
+  ASSERT_EQ(Run({"admin", "snapshot", "keygen", "--out", Path("snap-sign")}), kExitOk) << err_.str();
+  auto key = SnapshotKey::ReadPrivate(Path("snap-sign.key"));
+  ASSERT_TRUE(key.ok()) << key.status().ToString();
+  EXPECT_NE(out_.str().find("wrote snapshot signing key " + key->key_id()), std::string::npos) << out_.str();
+  struct stat st {};
+  ASSERT_EQ(stat(Path("snap-sign.key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_NE(Run({"admin", "snapshot", "keygen", "--out", Path("snap-sign")}), kExitOk) << "a key was overwritten";
+  EXPECT_NE(err_.str().find("exists"), std::string::npos) << err_.str();
+
+  ASSERT_EQ(Run({"admin", "snapshot", "save", Path("b.snap"), "--sign-key", Path("snap-sign.key")}), kExitOk)
+      << err_.str();
+  auto file = ReadSnapshotFile(Path("b.snap"));
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(file->header.version, 3u);
+  EXPECT_EQ(file->header.key_id, key->key_id());
+  EXPECT_EQ(file->state, cluster_->snapshot_image);
+  auto verify = SnapshotKey::ReadPublic(Path("snap-sign.pub"));
+  ASSERT_TRUE(verify.ok());
+  EXPECT_TRUE(CheckSnapshotSignature(file->header, &*verify, Path("b.snap")).ok());
+
+  out_.str("");
+  ASSERT_EQ(Run({"admin", "snapshot", "info", Path("b.snap"), "--verify-key", Path("snap-sign.pub")}), kExitOk)
+      << err_.str();
+  EXPECT_NE(out_.str().find("signed by snapshot key " + key->key_id() + " (signature verified)"), std::string::npos)
+      << out_.str();
+  out_.str("");
+  ASSERT_EQ(Run({"admin", "snapshot", "info", Path("b.snap")}), kExitOk) << err_.str();
+  EXPECT_NE(out_.str().find("signature not verified"), std::string::npos) << out_.str();
+
+  ASSERT_EQ(Run({"admin", "snapshot", "keygen", "--out", Path("other")}), kExitOk) << err_.str();
+  EXPECT_EQ(Run({"admin", "snapshot", "info", Path("b.snap"), "--verify-key", Path("other.pub")}),
+            ExitCodeFor(Status::Unauthenticated("")));
+  EXPECT_NE(err_.str().find("not by the verify key"), std::string::npos) << err_.str();
+
+  // A signing key that cannot sign: refused before the leader is asked.
+  const int starts = cluster_->snapshot_starts;
+  EXPECT_NE(Run({"admin", "snapshot", "save", Path("c.snap"), "--sign-key", Path("snap-sign.pub")}), kExitOk);
+  EXPECT_EQ(cluster_->snapshot_starts, starts);
+  EXPECT_FALSE(std::filesystem::exists(Path("c.snap")));
 }
 
 TEST_F(CliSnapshotTest, UsageErrors) {
@@ -110,6 +163,10 @@ TEST_F(CliSnapshotTest, UsageErrors) {
            {"admin", "snapshot", "save"},
            {"admin", "snapshot", "restore", "f"},
            {"admin", "snapshot", "save", "f", "--data-dir", "d"},
+           {"admin", "snapshot", "save", "f", "--verify-key", "k.pub"},
+           {"admin", "snapshot", "info", "f", "--sign-key", "k.key"},
+           {"admin", "snapshot", "keygen"},
+           {"admin", "snapshot", "keygen", "f", "--out", "p"},
        }) {
     EXPECT_EQ(Run(args), kExitUsage) << ::testing::PrintToString(args);
   }

@@ -88,6 +88,7 @@ static int RestoreSnapshot(const cxxopts::ParseResult& args) {
   gpool::control::RestoreOptions restore;
   restore.snapshot_file = args["restore-snapshot"].as<std::string>();
   restore.data_dir = args["data-dir"].as<std::string>();
+  if (args.count("snapshot-verify-key")) restore.verify_key_file = args["snapshot-verify-key"].as<std::string>();
   restore.now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch()).count();
   if (args.count("peers")) {
@@ -110,6 +111,13 @@ static int RestoreSnapshot(const cxxopts::ParseResult& args) {
             << (restore.voters.empty() ? std::string("a single replica")
                                        : "a replica of a cluster of " + std::to_string(restore.voters.size()))
             << ", starting from term " << report->term << " and job id " << report->first_job_id << "\n";
+  // Issue 48: say what the signature proved, or that it proved nothing.
+  if (report->verified) {
+    std::cout << "signature verified: signed by snapshot key " << report->key_id << "\n";
+  } else if (!report->key_id.empty()) {
+    std::cout << "note: " << restore.snapshot_file << " is signed by snapshot key " << report->key_id
+              << " but the signature was not verified (no --snapshot-verify-key)\n";
+  }
   return 0;
 }
 
@@ -251,6 +259,9 @@ int main(int argc, char** argv) {
      "'gpool admin snapshot save', then exit. With --peers, a replica's data dir of a cluster of those replica "
      "ids (restore every replica from the same file with the same --peers); without, a single replica's",
      cxxopts::value<std::string>())
+    ("snapshot-verify-key", "With --restore-snapshot: the public key (PREFIX.pub of 'gpool admin snapshot keygen "
+     "--out PREFIX') the file must be signed with; an unsigned file, one signed by another key or one changed "
+     "since it was signed is refused and nothing is written", cxxopts::value<std::string>(), "FILE")
     ("version", "Print the version and exit")
     ("h,help", "Print this help");
   // clang-format on
@@ -274,6 +285,9 @@ int main(int argc, char** argv) {
     }
     if (!args.unmatched().empty()) throw cxxopts::exceptions::exception("unexpected argument '" + args.unmatched()[0] + "'");
     if (args.count("restore-snapshot")) return RestoreSnapshot(args);
+    if (args.count("snapshot-verify-key")) {
+      throw cxxopts::exceptions::exception("--snapshot-verify-key only applies with --restore-snapshot");
+    }
     log_level = args["log-level"].as<std::string>();
     if (log_level != "trace" && log_level != "debug" && log_level != "info" && log_level != "warn" &&
         log_level != "error") {

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "control/replication/replica_directory.h"
 #include "control/replication/stored_snapshot.h"
 #include "control/state/cluster_state.h"
 #include "protocol/snapshot_file.h"
+#include "protocol/snapshot_signing.h"
 #include "storage/leveldb_store.h"
 #include "storage/log_store.h"
 
@@ -42,7 +44,17 @@ Result<RestoreReport> RestoreDataDir(const RestoreOptions& options) {
     return Status::FailedPrecondition("data dir " + options.data_dir +
                                       " is not empty: a restore writes a new data dir; move this one aside first");
   }
+  // The key first: a verify key that cannot be read is the operator's
+  // mistake, said before a large file is read.
+  std::optional<SnapshotKey> verify_key;
+  if (!options.verify_key_file.empty()) {
+    auto key = SnapshotKey::ReadPublic(options.verify_key_file);
+    if (!key.ok()) return key.status().WithContext("--snapshot-verify-key");
+    verify_key = std::move(*key);
+  }
   GPOOL_ASSIGN_OR_RETURN(SnapshotFile file, ReadSnapshotFile(options.snapshot_file));
+  GPOOL_RETURN_IF_ERROR(
+      CheckSnapshotSignature(file.header, verify_key ? &*verify_key : nullptr, options.snapshot_file));
   // The image must be a state at the index the header names: decode it now,
   // not when a coordinator starts on it.
   state::ClusterState state;
@@ -67,6 +79,9 @@ Result<RestoreReport> RestoreDataDir(const RestoreOptions& options) {
   report.index = file.header.index;
   report.snapshot_term = file.header.term;
   report.term = file.header.term + 1 + elapsed_ms;
+  report.format = file.header.version;
+  report.key_id = file.header.key_id;
+  report.verified = verify_key.has_value();
   report.jobs = state.jobs().size();
   report.nodes = state.nodes().size();
   std::string image = state.Snapshot();

@@ -11,6 +11,11 @@
 // when it starts). Before anything is written the file's checksum is checked
 // and its image is decoded as a state at the index the header names.
 //
+// Signed files (issue 48, format 3 of protocol/snapshot_file.h): given a
+// verify key (--snapshot-verify-key), only a file that key signed, unchanged
+// since, is restored; without one, a signed file restores like any other and
+// the report says its signature was not checked.
+//
 // The restored cluster's term (the epoch workers fence commands by) starts
 // past any term the old cluster can have reached since the snapshot, one per
 // millisecond since it was taken (no election takes less), so workers that
@@ -35,6 +40,7 @@ struct RestoreOptions {
   std::string data_dir;         // must not exist, or be empty
   std::vector<uint64_t> voters; // empty: a single-replica data dir
   int64_t now_ms = 0;           // wall clock, Unix ms
+  std::string verify_key_file;  // a snapshot verify key (PEM public key); empty: signatures not required
 };
 
 struct RestoreReport {
@@ -45,11 +51,16 @@ struct RestoreReport {
   size_t jobs = 0;
   size_t nodes = 0;
   uint64_t state_bytes = 0;
+  uint32_t format = 0;         // the file's format (1, 2, or 3 when signed)
+  std::string key_id;          // format 3: the key that signed it
+  bool verified = false;       // its signature was checked against the verify key
 };
 
 // FailedPrecondition for a data dir that holds anything, NotFound or
-// Malformed for a missing or damaged file or image, IoError for a write that
-// failed. On any error the data dir is left as it was (a dir this call made
+// Malformed for a missing or damaged file or image, Unauthenticated for a
+// file the verify key did not sign (or that changed since), NotFound,
+// FailedPrecondition or InvalidArgument for a verify key file that cannot be
+// used, IoError for a write that failed. On any error the data dir is left as it was (a dir this call made
 // is removed again).
 Result<RestoreReport> RestoreDataDir(const RestoreOptions& options);
 

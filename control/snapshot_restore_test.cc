@@ -14,6 +14,7 @@
 #include "control/state/cluster_state.h"
 #include "protocol/base/sha256.h"
 #include "protocol/snapshot_file.h"
+#include "protocol/snapshot_signing.h"
 #include "storage/leveldb_store.h"
 #include "storage/log_store.h"
 #include "storage/test_stores.h"
@@ -188,6 +189,71 @@ TEST_F(SnapshotRestoreTest, BadInputIsRefusedAndWritesNothing) {
   missing.snapshot_file = dir_.Sub("nothing");
   EXPECT_EQ(RestoreDataDir(missing).status().code(), StatusCode::kNotFound);
   EXPECT_FALSE(std::filesystem::exists(dir_.Sub("data")));
+}
+
+// Issue 48: with --snapshot-verify-key only a file that key signed, as it
+// was signed, is restored; without it, a signed file restores and the report
+// says it was not verified.
+TEST_F(SnapshotRestoreTest, AVerifyKeyAdmitsOnlyFilesItsKeySigned) {
+  auto key = SnapshotKey::Generate().value();
+  auto other = SnapshotKey::Generate().value();
+  ASSERT_TRUE(WriteSnapshotKeyFiles(key, dir_.Sub("snap-sign")).ok());
+  const std::string image = state_.Snapshot();
+  SnapshotFileHeader header{state_.applied_index(), 5, kTakenMs, image.size(), Sha256::Of(image), "test"};
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir_.Sub(name), std::ios::binary) << bytes;
+    return dir_.Sub(name);
+  };
+  const std::string signed_file = write("signed", EncodeSignedSnapshotFile(header, image, key).value());
+  auto options = [&](const std::string& file, const std::string& verify_key) {
+    RestoreOptions restore{file, dir_.Sub("data"), {}, kTakenMs + 1000};
+    restore.verify_key_file = verify_key;
+    return restore;
+  };
+
+  const std::string pub = dir_.Sub("snap-sign.pub");
+  std::vector<std::pair<std::string, std::string>> refused = {
+      {write("unsigned", EncodeSnapshotFile(header, image)), "is not signed"},
+      {write("other", EncodeSignedSnapshotFile(header, image, other).value()), "not by the verify key"},
+  };
+  // Changed after signing and re-digested: the header's term, then the
+  // signature itself.
+  {
+    SnapshotFileHeader edited = header;
+    edited.term = header.term + 1;
+    const std::string bytes = EncodeSignedSnapshotFile(header, image, key).value();
+    const std::string trailer = bytes.substr(bytes.size() - kSnapshotKeyIdChars - kSnapshotSignatureChars);
+    std::string body = EncodeSnapshotFilePrefix(edited, 3) + image;
+    body += Sha256::Of(body);
+    refused.emplace_back(write("edited", body + trailer), "does not verify");
+    std::string resigned = bytes;
+    resigned.back() = resigned.back() == '0' ? '1' : '0';
+    refused.emplace_back(write("resigned", resigned), "does not verify");
+  }
+  for (const auto& [file, says] : refused) {
+    auto result = RestoreDataDir(options(file, pub));
+    EXPECT_EQ(result.status().code(), StatusCode::kUnauthenticated) << file << ": " << result.status().ToString();
+    EXPECT_NE(result.status().message().find(says), std::string::npos) << result.status().ToString();
+    EXPECT_FALSE(std::filesystem::exists(dir_.Sub("data"))) << file;
+  }
+  // A verify key that is not one: refused before the file is read.
+  EXPECT_EQ(RestoreDataDir(options(signed_file, dir_.Sub("none.pub"))).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(RestoreDataDir(options(signed_file, dir_.Sub("snap-sign.key"))).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("data")));
+
+  auto verified = RestoreDataDir(options(signed_file, pub));
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  EXPECT_TRUE(verified->verified);
+  EXPECT_EQ(verified->format, 3u);
+  EXPECT_EQ(verified->key_id, key.key_id());
+  EXPECT_EQ(verified->jobs, 5u);
+  std::filesystem::remove_all(dir_.Sub("data"));
+
+  auto unverified = RestoreDataDir(options(signed_file, ""));
+  ASSERT_TRUE(unverified.ok()) << unverified.status().ToString();
+  EXPECT_FALSE(unverified->verified);
+  EXPECT_EQ(unverified->key_id, key.key_id());
 }
 
 }  // namespace
