@@ -7,7 +7,9 @@ A single --insecure coordinator on ephemeral 127.0.0.1 ports gets a queue and
 is saved with `gpool admin snapshot save`, then stopped (by its PID). The pod's
 script, its paths moved into a temp dir, then restores that file over a data
 dir holding an old db: the new db is in place, the old one under previous-*/.
-With a file that does not exist it must fail and leave the old data alone.
+With a file that does not exist it must fail and leave the old data alone;
+with the snapshot verify key mounted (issue 48) an unsigned file must fail
+too, and the file signed with that key is the one restored.
 Exit 0 when all hold.
 """
 import argparse
@@ -28,10 +30,11 @@ def pod_script(root):
     with open(os.path.join(HERE, "restore-pod.yaml"), encoding="utf-8") as f:
         doc = yaml.safe_load(f)
     script = doc["spec"]["containers"][0]["command"][2]
-    return script.replace("/var/lib/gpool/coordinator", f"{root}/data").replace("/backups/", f"{root}/backups/")
+    return (script.replace("/var/lib/gpool/coordinator", f"{root}/data").replace("/backups/", f"{root}/backups/")
+            .replace("/etc/gpool/snapshot-verify/", f"{root}/verify/"))
 
 
-def save_a_snapshot(args, root, path):
+def save_snapshots(args, root, saves):
     data = f"{root}/source"
     log = open(f"{root}/coordinator.log", "w")
     coordinator = subprocess.Popen([args.coordinator, "--insecure", "--data-dir", data, "--client-addr",
@@ -48,7 +51,8 @@ def save_a_snapshot(args, root, path):
             client = next(line.split()[1] for line in f if line.startswith("client "))
         gpool = [args.gpool, "--insecure", "-c", client]
         subprocess.run(gpool + ["queue", "create", "restored-queue", "--capability", "gpu=2"], check=True)
-        subprocess.run(gpool + ["admin", "snapshot", "save", path], check=True)
+        for path, extra in saves:
+            subprocess.run(gpool + ["admin", "snapshot", "save", path] + extra, check=True)
     finally:
         coordinator.send_signal(signal.SIGTERM)
         coordinator.wait(timeout=30)
@@ -75,7 +79,12 @@ def main():
         # `gpool admin snapshot restore` runs the coordinator found beside gpool or on PATH.
         os.symlink(os.path.abspath(args.coordinator), f"{root}/gpool-coordinator")
         os.environ["PATH"] = root + ":" + os.environ["PATH"]
-        save_a_snapshot(args, root, f"{root}/backups/b.gpoolsnap")
+        os.makedirs(f"{root}/verify")
+        subprocess.run([args.gpool, "admin", "snapshot", "keygen", "--out", f"{root}/verify/snapshot-sign"],
+                       check=True, capture_output=True)
+        save_snapshots(args, root, [(f"{root}/backups/b.gpoolsnap", []),
+                                    (f"{root}/backups/s.gpoolsnap",
+                                     ["--sign-key", f"{root}/verify/snapshot-sign.key"])])
 
         missing = run_script(args, root, "nothing.gpoolsnap")
         if missing.returncode == 0:
@@ -83,7 +92,13 @@ def main():
         if not os.path.exists(f"{root}/data/state/db/OLD"):
             problems.append("a failed restore moved the old data")
 
-        done = run_script(args, root, "b.gpoolsnap")
+        unsigned = run_script(args, root, "b.gpoolsnap")
+        if unsigned.returncode == 0:
+            problems.append("an unsigned file was restored with the verify key mounted")
+        if not os.path.exists(f"{root}/data/state/db/OLD"):
+            problems.append("a refused unsigned restore moved the old data")
+
+        done = run_script(args, root, "s.gpoolsnap")
         if done.returncode != 0:
             problems.append(f"restore failed (exit {done.returncode}): {done.stdout}{done.stderr}")
         entries = sorted(os.listdir(f"{root}/data"))
