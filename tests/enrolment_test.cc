@@ -214,6 +214,16 @@ TEST_F(EnrolmentTest, APendingEnrolmentOutlivesALeaderChangeAndIsApprovedOnTheNe
   ASSERT_EQ(approved.exit_code, 0) << approved.out << approved.err;
   EXPECT_NE(approved.out.find("approved"), std::string::npos) << approved.out;
   EXPECT_EQ(CliOn(cluster, next, {"node", "pending"}).out.find("node-0"), std::string::npos);
+  // The approval is in the audit stream (docs/operations.md 2.3).
+  const CommandResult audit = CliOn(cluster, next, {"audit"});
+  ASSERT_EQ(audit.exit_code, 0) << audit.err;
+  bool audited = false;
+  std::istringstream lines(audit.out);
+  for (std::string line; std::getline(lines, line);) {
+    audited = audited || (line.find("enrolment approve node-0") != std::string::npos &&
+                          line.find("succeeded") != std::string::npos);
+  }
+  EXPECT_TRUE(audited) << audit.out;
 
   // Thawed, the worker registers with the new leader on its approved key.
   cluster.worker(0)->Signal(SIGCONT);
