@@ -5,9 +5,10 @@
 // uncordon, signed with the HMAC key of its secret_file, and the payload is
 // the committed event; the sink that trusts another CA delivers nothing,
 // logs the refused certificate, gives the event up, and the coordinator
-// goes on serving. control/health/webhook_tls_test.cc covers the sink
+// goes on serving; /metrics counts both sinks' requests and events. control/health/webhook_tls_test.cc covers the sink
 // alone; this covers the config file, the leader's driver and the wiring.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -29,6 +30,7 @@
 #include "client/client.h"
 #include "protocol/event.h"
 #include "protocol/messages_client.h"
+#include "protocol/messages_tokens.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
 
@@ -157,6 +159,15 @@ size_t CountOf(const std::string& text, const std::string& needle) {
   return count;
 }
 
+// The value of the sample written exactly so (name and labels), or -1.
+double HookSample(const std::string& page, const std::string& series) {
+  const std::string prefix = series + " ";
+  for (size_t at = page.find(prefix); at != std::string::npos; at = page.find(prefix, at + 1)) {
+    if (at == 0 || page[at - 1] == '\n') return std::stod(page.substr(at + prefix.size()));
+  }
+  return -1;
+}
+
 TEST(HttpsWebhookTest, ASinkTrustingTheReceiversCaDeliversSignedEventsAndAWrongCaDeliversNone) {
   TempDir pki_dir;
   const HttpsHookPki pki = MakeHttpsHookPki(pki_dir);
@@ -167,8 +178,8 @@ TEST(HttpsWebhookTest, ASinkTrustingTheReceiversCaDeliversSignedEventsAndAWrongC
   chmod(secret_file.c_str(), 0600);
   // Both sinks take the operator's cordon and uncordon only; the untrusting
   // one gives an event up after two attempts, so its failure shows soon.
-  const std::string filter = "\nsecret_file = " + secret_file +
-                             "\nkinds = node-cordoned, node-uncordoned\nbackoff_initial_ms = 50\nbackoff_max_ms = 100\n";
+  const std::string filter = "\nsecret_file = " + secret_file + "\nkinds = node-cordoned, node-uncordoned" +
+                             "\nbackoff_initial_ms = 50\nbackoff_max_ms = 100\n";
   const std::string config = pki_dir.Join("scheduler.conf");
   WriteFile(config, "[health.webhook.trusted]\nurl = " + receiver.Url("trusted") + "\nca_file = " + pki.ca + filter +
                         "\n[health.webhook.untrusted]\nurl = " + receiver.Url("untrusted") +
@@ -235,6 +246,33 @@ TEST(HttpsWebhookTest, ASinkTrustingTheReceiversCaDeliversSignedEventsAndAWrongC
   EXPECT_GT(resolved.value("seq", uint64_t{0}), body.value("seq", uint64_t{0}));
   EXPECT_EQ(receiver.To("trusted").size(), 2u) << "each event once, nothing else";
   EXPECT_TRUE(receiver.To("untrusted").empty());
+
+  // The leader's /metrics counts both: the trusted sink's two deliveries,
+  // and the untrusted one's failed requests and the event it gave up.
+  auto token = client->CreateToken(CreateToken{TokenScope::kMetrics, 0});
+  ASSERT_TRUE(token.ok()) << token.status().ToString();
+  const std::string http = cluster.http_address();
+  httplib::Client scraper(http.substr(0, http.rfind(':')), std::stoi(http.substr(http.rfind(':') + 1)));
+  std::string page;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto got = scraper.Get("/metrics", httplib::Headers{{"Authorization", "Bearer " + token->token}});
+        page = got && got->status == 200 ? got->body : "";
+        return HookSample(page, "gpool_webhook_events_total{sink=\"trusted\",outcome=\"delivered\"}") == 2 &&
+               HookSample(page, "gpool_webhook_events_total{sink=\"untrusted\",outcome=\"given_up\"}") >= 1;
+      },
+      30s))
+      << page;
+  EXPECT_EQ(HookSample(page, "gpool_webhook_requests_total{sink=\"trusted\",result=\"failed\"}"), 0) << page;
+  EXPECT_EQ(HookSample(page, "gpool_webhook_requests_total{sink=\"untrusted\",result=\"ok\"}"), 0) << page;
+  EXPECT_GE(HookSample(page, "gpool_webhook_requests_total{sink=\"untrusted\",result=\"failed\"}"), 2) << page;
+  // The page with these series is still well-formed (Debian's prometheus package has promtool).
+  if (access("/usr/bin/promtool", X_OK) == 0) {
+    WriteFile(pki_dir.Join("page.prom"), page);
+    const CommandResult lint =
+        RunCommand({"/bin/sh", "-c", "/usr/bin/promtool check metrics < " + pki_dir.Join("page.prom")});
+    EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
+  }
 }
 
 }  // namespace
