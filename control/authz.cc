@@ -111,6 +111,10 @@ bool MutatingRequest(MessageType type) {
     case MessageType::kExecSignal:
     case MessageType::kCreateToken:
     case MessageType::kRevokeToken:
+    // Approving or rejecting a node, making or revoking a join token: who may
+    // run work (issue 48). Its list operations share the type, so they need a
+    // write token too, and a refused one is audited like the decisions.
+    case MessageType::kEnrolment:
     // Not a write, but who copied the whole state out belongs in the audit.
     case MessageType::kExportSnapshot: return true;
     default: return false;

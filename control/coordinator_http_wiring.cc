@@ -177,6 +177,14 @@ std::string Coordinator::RenderMetrics() const {
   input.leading = tracker_->leading();
   input.now_wall_ms = options_.clock->WallMs();
   input.per_gpu = options_.metrics_per_gpu;
+  for (const auto& [sink, stats] : health_->SinkStats()) {
+    input.webhooks[sink] = WebhookSinkFigures{.attempts = stats.attempts,
+                                              .failures = stats.failures,
+                                              .delivered = stats.delivered,
+                                              .given_up = stats.given_up,
+                                              .skipped = stats.skipped,
+                                              .queued = stats.queued};
+  }
   return RenderCoordinatorMetrics(input);
 }
 

@@ -263,6 +263,54 @@ TEST_F(GatewayAccessTest, UnknownKeysAndOtherChannelsKeysAreUnauthenticated) {
   EXPECT_EQ(LastError(), "Unauthenticated");  // the cluster has an admin: bootstrap is closed
 }
 
+// Enrolment decisions change who may run work (docs/operations.md 2.3:
+// "Approving and rejecting need the admin role and are in the audit
+// stream"): an approval, a join token made and a refusal are each audited,
+// like every other mutating request; listing the pending ones is not.
+TEST_F(GatewayAccessTest, EnrolmentDecisionsAreInTheAuditStream) {
+  state::EnrolmentCmd seen;
+  seen.op = state::EnrolmentCmdOp::kPending;
+  seen.pending = PendingEnrolment{.node = "stranger", .fingerprint = "SHA256:0123456789abcdef",
+                                  .key = "Hs]u1T0bN}9Wn&e4(9xYzP7lJ4k2Rr!sV8cQa3Fm"};
+  Apply(seen);
+  const Principal admin = As("root-admin", kKeyAdmin);
+  const auto audited = [&](size_t from, const std::string& outcome) {
+    for (size_t i = from; i < state_.audit().size(); ++i) {
+      const AuditEntry& entry = state_.audit()[i];
+      if (entry.request == "Enrolment" && entry.outcome == outcome) return &entry;
+    }
+    return static_cast<const AuditEntry*>(nullptr);
+  };
+
+  size_t before = state_.audit().size();
+  SendAs(admin, Enrolment{.op = EnrolmentOp::kListPending});
+  ASSERT_EQ(LastAs<EnrolmentReply>().pending.size(), 1u);
+  EXPECT_EQ(state_.audit().size(), before) << "a read is not audited";
+
+  before = state_.audit().size();
+  SendAs(admin, Enrolment{.op = EnrolmentOp::kApprove, .node = "stranger"});
+  ASSERT_EQ(LastAs<EnrolmentReply>().pending.size(), 1u);
+  EXPECT_TRUE(state_.pending_enrolments().empty());
+  ASSERT_NE(audited(before, "requested"), nullptr);
+  const AuditEntry* approved = audited(before, "succeeded");
+  ASSERT_NE(approved, nullptr);
+  EXPECT_EQ(approved->user, "root-admin");
+  EXPECT_NE(approved->target.find("stranger"), std::string::npos) << approved->target;
+
+  before = state_.audit().size();
+  SendAs(admin, Enrolment{.op = EnrolmentOp::kCreateToken, .ttl_ms = 60'000});
+  ASSERT_FALSE(LastAs<EnrolmentReply>().token.empty());
+  EXPECT_NE(audited(before, "succeeded"), nullptr);
+
+  before = state_.audit().size();
+  SendAs(As("mem", kKeyMember), Enrolment{.op = EnrolmentOp::kCreateToken, .ttl_ms = 60'000});
+  EXPECT_EQ(LastError(), "PermissionDenied");
+  const AuditEntry* refused = audited(before, "denied");
+  ASSERT_NE(refused, nullptr);
+  EXPECT_EQ(refused->user, "mem");
+  EXPECT_EQ(state_.join_tokens().size(), 1u);
+}
+
 TEST_F(GatewayAccessTest, RefusalsAreAuditedWithinABudgetAndTheAuditIsForAdmins) {
   const size_t before = state_.audit().size();
   SendAs(As("mem", kKeyMember), CancelJob{far_job_});

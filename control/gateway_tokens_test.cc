@@ -14,6 +14,7 @@
 #include "protocol/base/sha256.h"
 #include "protocol/messages_admin.h"
 #include "protocol/messages_client.h"
+#include "protocol/messages_enrolment.h"
 #include "protocol/messages_nodes.h"
 #include "protocol/messages_snapshot.h"
 #include "protocol/messages_tokens.h"
@@ -213,6 +214,12 @@ TEST_F(GatewayTokensTest, TokenPermissionMatrixHasNoUnexpectedAllow) {
        [](auto& t, auto& p) { t.SendAs(p, UpdateUser{UserOp::kCreate, UserSpec{"new-" + p.name, {}, -1, -1, {}}}); },
        {true, false, false}},
       {"export a snapshot", true, [](auto& t, auto& p) { t.SendAs(p, ExportSnapshot{}); }, {true, false, false}},
+      {"make a join token", true,
+       [](auto& t, auto& p) { t.SendAs(p, Enrolment{.op = EnrolmentOp::kCreateToken, .ttl_ms = 60'000}); },
+       {true, false, false}},
+      // One request type for enrolment's lists and its decisions: all need write.
+      {"list pending enrolments", true,
+       [](auto& t, auto& p) { t.SendAs(p, Enrolment{.op = EnrolmentOp::kListPending}); }, {true, false, false}},
       // Never with a token, whatever its scope or owner.
       {"make a token", true, [](auto& t, auto& p) { t.SendAs(p, CreateToken{}); }, {false, false, false}},
   };

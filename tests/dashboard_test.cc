@@ -42,6 +42,7 @@ struct PageLoad {
   bool ok = false;
   std::string dom;
   std::string log;  // Chromium's stderr, for failures
+  std::string profile;  // its --user-data-dir, which keeps its cookie store
 };
 
 // Loads `url` in headless Chromium for 8 s of virtual time (several of the
@@ -82,6 +83,7 @@ PageLoad LoadPage(const std::string& url, const std::string& screenshot, const s
   load.ok = exited && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   load.dom = ReadFile(out);
   load.log = ReadFile(err);
+  load.profile = tag + "-profile";
   return load;
 }
 
@@ -384,6 +386,36 @@ TEST_F(DashboardTest, WithoutAValidTokenItAsksToSignIn) {
     EXPECT_NE(load.dom.find("data-status=\"unauthenticated\""), std::string::npos);
     EXPECT_EQ(load.dom.find("data-metric=\"node-gpus-total\""), std::string::npos);
   }
+}
+
+// Signing in with a token in a real browser (issue 48): the page trades the
+// token for the session cookie, and Chromium keeps that cookie as HttpOnly
+// (no script reads it), Secure (https only) and SameSite=Strict (no other
+// site's page sends it), as its own cookie store records it.
+TEST_F(DashboardTest, SigningInWithATokenKeepsAnHttpOnlySecureStrictCookie) {
+  PageLoad load = Load("/ui/nodes", "signed-in");
+  ASSERT_TRUE(Rendered(load.dom, "nodes")) << Diagnose(load.dom);
+  EXPECT_EQ(load.dom.find(token_), std::string::npos) << "the token must not stay in the page";
+  // Chromium's cookie store is SQLite, under Default/ (Default/Network/ in
+  // newer versions), written when the browser exits.
+  std::string store;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(load.profile, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->path().filename() == "Cookies" && it->is_regular_file(ec)) store = it->path().string();
+  }
+  ASSERT_FALSE(store.empty()) << "no Chromium cookie store under " << load.profile;
+  // Read with Python's sqlite3 (python3 builds gpool already). Chromium's
+  // samesite column: 2 is Strict (net::CookieSameSite::STRICT_MODE).
+  const CommandResult cookies = RunCommand(
+      {"/usr/bin/python3", "-c",
+       "import sqlite3, sys\n"
+       "for row in sqlite3.connect(sys.argv[1]).execute('SELECT name, host_key, path, is_httponly, is_secure, "
+       "samesite FROM cookies ORDER BY name'):\n"
+       "    print('|'.join(str(v) for v in row))\n",
+       store});
+  ASSERT_EQ(cookies.exit_code, 0) << cookies.err;
+  EXPECT_EQ(cookies.out, "gpool_session|127.0.0.1|/|1|1|2\n") << "name|host|path|httponly|secure|samesite";
 }
 
 }  // namespace

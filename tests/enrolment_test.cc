@@ -2,6 +2,8 @@
 // cluster: a worker with a key no admin admitted registers as a pending
 // enrolment only, is never bound a task and never sees a job's environment,
 // until an admin approves it; a join token admits a worker at once, once.
+#include <signal.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,6 +17,7 @@
 #include "protocol/messages_worker.h"
 #include "tests/local_cluster.h"
 #include "tests/raw_worker.h"
+#include "tests/ready_cluster.h"
 
 namespace gpool::testing {
 namespace {
@@ -63,6 +66,20 @@ class EnrolmentTest : public ::testing::Test {
   }
   std::unique_ptr<Client> client_;
 };
+
+// The CLI against one replica only (its endpoint and key), so that what it
+// prints is that replica's answer, not whoever a redirect reaches.
+CommandResult CliOn(LocalCluster& cluster, int replica, std::vector<std::string> args) {
+  std::vector<std::string> argv = {GPOOL_CLI_BIN,
+                                   "--coordinator",
+                                   cluster.client_endpoint(replica),
+                                   "--key-file",
+                                   cluster.SecretKeyFile("admin"),
+                                   "--coordinator-key",
+                                   cluster.PublicKeyFile("replica-" + std::to_string(replica + 1))};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv);
+}
 
 // node-0 is enrolled by the operator (LocalCluster) and cordoned, so the
 // only place the job can go is node-1, a worker with a fresh key. It stays
@@ -136,6 +153,90 @@ TEST_F(EnrolmentTest, AStrangerKeyGetsNoWorkAndNoSecretsUntilApproved) {
   ASSERT_TRUE(log.ok()) << log.status().ToString();
   EXPECT_NE(log->data.find(std::string("secret=") + kSecret), std::string::npos) << log->data;
   EXPECT_EQ(cluster.Cli({"node", "pending"}).out.find("node-1"), std::string::npos);
+}
+
+// A pending enrolment is replicated state (issue 48): after the leader that
+// saw the stranger register is killed, the new leader lists it and an admin
+// approves it there, and the worker becomes a Ready node that runs a job.
+// The worker is frozen (SIGSTOP) across the leader change, so it cannot
+// register again with the new leader: only the replicated entry can put it
+// in the new leader's list.
+TEST_F(EnrolmentTest, APendingEnrolmentOutlivesALeaderChangeAndIsApprovedOnTheNewLeader) {
+  LocalClusterOptions options;
+  options.coordinators = 3;
+  options.workers = 1;
+  options.unenrolled_workers = {0};
+  options.coordinator_flags.insert(options.coordinator_flags.end(), {"--worker-enrolment", "admission"});
+  LocalCluster cluster(options);
+  cluster.StartCoordinator();
+  client_ = Connect(cluster);
+  int leader = -1;
+  ASSERT_TRUE(WaitFor([&] { return (leader = LeaderIndex(*client_)) >= 0; }, 30s));
+  cluster.StartWorker(0);
+
+  CommandResult pending;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        pending = CliOn(cluster, leader, {"node", "pending"});
+        return pending.out.find("node-0") != std::string::npos;
+      },
+      30s))
+      << pending.out << pending.err << cluster.worker(0)->Log();
+  const size_t fingerprint_at = pending.out.find("SHA256:");
+  ASSERT_NE(fingerprint_at, std::string::npos) << pending.out;
+  const std::string fingerprint =
+      pending.out.substr(fingerprint_at, pending.out.find_first_of(" \t\n", fingerprint_at) - fingerprint_at);
+  EXPECT_EQ(NodeState("node-0"), "absent");
+
+  // Freeze the worker, then kill the leader by its pid.
+  cluster.worker(0)->Signal(SIGSTOP);
+  struct Thaw {
+    Process* worker;
+    ~Thaw() { worker->Signal(SIGCONT); }
+  } thaw{cluster.worker(0)};
+  const pid_t leader_pid = cluster.coordinator(leader)->pid();
+  cluster.KillReplica(leader);
+  EXPECT_FALSE(PidAlive(leader_pid));
+  int next = -1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        next = LeaderIndex(*client_);
+        return next >= 0 && next != leader;
+      },
+      30s));
+
+  // The new leader lists the same key, never having heard from the worker.
+  CommandResult listed = CliOn(cluster, next, {"node", "pending"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("node-0"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find(fingerprint), std::string::npos) << fingerprint << " in\n" << listed.out;
+  CommandResult approved = CliOn(cluster, next, {"node", "approve", "node-0"});
+  ASSERT_EQ(approved.exit_code, 0) << approved.out << approved.err;
+  EXPECT_NE(approved.out.find("approved"), std::string::npos) << approved.out;
+  EXPECT_EQ(CliOn(cluster, next, {"node", "pending"}).out.find("node-0"), std::string::npos);
+  // The approval is in the audit stream (docs/operations.md 2.3).
+  const CommandResult audit = CliOn(cluster, next, {"audit"});
+  ASSERT_EQ(audit.exit_code, 0) << audit.err;
+  bool audited = false;
+  std::istringstream lines(audit.out);
+  for (std::string line; std::getline(lines, line);) {
+    audited = audited || (line.find("enrolment approve node-0") != std::string::npos &&
+                          line.find("succeeded") != std::string::npos);
+  }
+  EXPECT_TRUE(audited) << audit.out;
+
+  // Thawed, the worker registers with the new leader on its approved key.
+  cluster.worker(0)->Signal(SIGCONT);
+  ASSERT_TRUE(WaitFor([&] { return NodeState("node-0") == "Ready"; }, 30s))
+      << cluster.Cli({"nodes"}).out << cluster.worker(0)->Log();
+  auto submitted = client_->Submit(ShellJob("after-approval", 1, "echo ran-on-approved-node"), "");
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  const uint64_t job = submitted->job_id;
+  ASSERT_TRUE(WaitFor([&] { return JobState(job) == "Succeeded"; }, 30s))
+      << JobState(job) << cluster.Cli({"job", std::to_string(job)}).out << cluster.worker(0)->Log();
+  auto got = client_->GetJob(JobId(job));
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->tasks[0].node, "node-0");
 }
 
 // A join token admits the worker that presents it at once, with the token's

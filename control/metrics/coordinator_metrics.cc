@@ -281,6 +281,27 @@ void Workers(Exposition& out, const CoordinatorMetricsInput& in) {
   out.Observe({}, w.command_ack_seconds);
 }
 
+// A sink whose receiver refuses it (a certificate that does not verify, a
+// 5xx) shows here as failures and events given up, not only in the log.
+void Webhooks(Exposition& out, const CoordinatorMetricsInput& in) {
+  out.Family("gpool_webhook_requests_total", Type::kCounter,
+             "Webhook requests sent, by sink and result: ok (2xx) or failed (no answer, TLS refused, not 2xx) (leader).");
+  for (const auto& [sink, stats] : in.webhooks) {
+    out.Sample({{"sink", sink}, {"result", "ok"}}, static_cast<double>(stats.attempts - stats.failures));
+    out.Sample({{"sink", sink}, {"result", "failed"}}, static_cast<double>(stats.failures));
+  }
+  out.Family("gpool_webhook_events_total", Type::kCounter,
+             "Events a webhook sink is done with, by sink and outcome: delivered, given_up (after max_attempts or "
+             "a 4xx), skipped (its filter) (leader).");
+  for (const auto& [sink, stats] : in.webhooks) {
+    out.Sample({{"sink", sink}, {"outcome", "delivered"}}, static_cast<double>(stats.delivered));
+    out.Sample({{"sink", sink}, {"outcome", "given_up"}}, static_cast<double>(stats.given_up));
+    out.Sample({{"sink", sink}, {"outcome", "skipped"}}, static_cast<double>(stats.skipped));
+  }
+  out.Family("gpool_webhook_queued_events", Type::kGauge, "Events waiting in a webhook sink's queue (leader).");
+  for (const auto& [sink, stats] : in.webhooks) out.Sample({{"sink", sink}}, static_cast<double>(stats.queued));
+}
+
 }  // namespace
 
 std::string RenderCoordinatorMetrics(const CoordinatorMetricsInput& input) {
@@ -291,6 +312,7 @@ std::string RenderCoordinatorMetrics(const CoordinatorMetricsInput& input) {
   Queues(out, input);
   Devices(out, input);
   Workers(out, input);
+  Webhooks(out, input);
   return out.Take();
 }
 

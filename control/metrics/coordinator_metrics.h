@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "control/log/commit_log.h"
@@ -17,6 +18,17 @@
 #include "control/worker_table.h"
 
 namespace gpool::control {
+
+// One webhook sink's delivery figures (health::WebhookSinkStats, copied by
+// the coordinator: metrics sit below the health library).
+struct WebhookSinkFigures {
+  uint64_t attempts = 0;   // requests sent
+  uint64_t failures = 0;   // of them: no answer, TLS refused, or not 2xx
+  uint64_t delivered = 0;  // events acknowledged with 2xx
+  uint64_t given_up = 0;   // events failed max_attempts times, or refused with a 4xx
+  uint64_t skipped = 0;    // events its filter does not want
+  uint64_t queued = 0;     // events waiting
+};
 
 struct CoordinatorMetricsInput {
   const state::ClusterState* state = nullptr;
@@ -30,6 +42,9 @@ struct CoordinatorMetricsInput {
   // Per-GPU series (one per GPU and kind): on by default; a very large
   // cluster may keep only the per-model totals (--metrics-per-gpu=false).
   bool per_gpu = true;
+  // The leader's webhook sinks by name (HealthDriver::SinkStats); none on a
+  // follower, which sends nothing.
+  std::map<std::string, WebhookSinkFigures> webhooks;
 };
 
 std::string RenderCoordinatorMetrics(const CoordinatorMetricsInput& input);

@@ -114,5 +114,34 @@ TEST_F(CoordinatorMetricsTest, JobQueueAndSessionFamiliesFollowTheJobs) {
   EXPECT_EQ(RenderOf(restored), page);
 }
 
+// Webhook sinks (issue 48): the leader's delivery figures per sink, so a
+// receiver that refuses the sink (a certificate that does not verify) is
+// seen on the page, not only in the log.
+TEST_F(CoordinatorMetricsTest, WebhookSinksReportTheirRequestsAndEventsPerSink) {
+  ControlMetrics recorded(state_);
+  WorkerTable workers;
+  CoordinatorMetricsInput input;
+  input.state = &state_;
+  input.recorded = &recorded;
+  input.workers = &workers;
+  input.leading = true;
+  input.webhooks["pager"] =
+      WebhookSinkFigures{.attempts = 6, .failures = 1, .delivered = 5, .given_up = 0, .skipped = 2, .queued = 0};
+  input.webhooks["wrong-ca"] = WebhookSinkFigures{.attempts = 6, .failures = 6, .given_up = 3, .queued = 4};
+  const std::string page = RenderCoordinatorMetrics(input);
+  EXPECT_EQ(Sample(page, "gpool_webhook_requests_total{sink=\"pager\",result=\"ok\"}"), 5) << page;
+  EXPECT_EQ(Sample(page, "gpool_webhook_requests_total{sink=\"pager\",result=\"failed\"}"), 1);
+  EXPECT_EQ(Sample(page, "gpool_webhook_events_total{sink=\"pager\",outcome=\"delivered\"}"), 5);
+  EXPECT_EQ(Sample(page, "gpool_webhook_events_total{sink=\"pager\",outcome=\"skipped\"}"), 2);
+  EXPECT_EQ(Sample(page, "gpool_webhook_requests_total{sink=\"wrong-ca\",result=\"ok\"}"), 0);
+  EXPECT_EQ(Sample(page, "gpool_webhook_requests_total{sink=\"wrong-ca\",result=\"failed\"}"), 6);
+  EXPECT_EQ(Sample(page, "gpool_webhook_events_total{sink=\"wrong-ca\",outcome=\"given_up\"}"), 3);
+  EXPECT_EQ(Sample(page, "gpool_webhook_queued_events{sink=\"wrong-ca\"}"), 4);
+  // No sinks (a follower, or no [health.webhook] section): the families are
+  // there, with no series.
+  EXPECT_EQ(Sample(Render(), "gpool_webhook_requests_total{sink=\"pager\",result=\"ok\"}"), -1);
+  EXPECT_NE(Render().find("# TYPE gpool_webhook_requests_total counter"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpool::control
