@@ -89,6 +89,8 @@ TEST_F(EnrolmentTest, AStrangerKeyGetsNoWorkAndNoSecretsUntilApproved) {
   LocalClusterOptions options;
   options.workers = 2;
   options.unenrolled_workers = {1};
+  // Its retries are logged at debug after the first (the test counts them).
+  options.worker_flags[1] = {"--log-level", "debug"};
   LocalCluster cluster(options);
   cluster.StartCoordinator();
   cluster.StartWorker(0);
