@@ -6,7 +6,10 @@
 //   direct       the fake driver itself
 //   interposed   the interposer in front of the fake, no share (the fast path)
 //   ledger       with a task ledger (launches publish activity, allocations are counted)
-//   throttled    with GPOOL_GPU_COMPUTE_PCT=99 fixed-share: every launch is measured with events
+//   throttled    with GPOOL_GPU_COMPUTE_PCT=99 fixed-share: small kernels take the throttle's fast
+//                path, one launch in 16 on average is measured with events (issue 49)
+//   bursting     with GPOOL_GPU_COMPUTE_PCT=30 burst-share, alone on the device (a private
+//                activity directory): over its share, so every launch runs on a debt
 // Calls timed: cuLaunchKernel of an empty kernel, cuMemGetInfo_v2 (intercepted)
 // and cuCtxGetDevice (a forwarded export: one trampoline). ns/call is the
 // best of 5 rounds of 200,000 calls, in the best of 3 child runs taken in
@@ -198,7 +201,7 @@ int main(int argc, char** argv) {
 
   // The configurations take turns, three times, and each keeps its best:
   // a neighbour's load on the machine then hits them alike.
-  Timing direct, plain, ledger, throttled;
+  Timing direct, plain, ledger, throttled, bursting;
   for (int turn = 0; turn < 3; ++turn) {
     Best(&direct, RunChild({"LD_LIBRARY_PATH=" + fake_dir}, kCalls));
     Best(&plain, RunChild({"LD_LIBRARY_PATH=" + shim_dir, real_fake}, kCalls));
@@ -208,12 +211,17 @@ int main(int argc, char** argv) {
     Best(&throttled, RunChild({"LD_LIBRARY_PATH=" + shim_dir, real_fake, "GPOOL_CUDA_LEDGER=" + root + "/ledger-b",
                                "GPOOL_GPU_COMPUTE_PCT=99", "GPOOL_SHARING_QOS=fixed-share"},
                               kCalls / 10));
+    Best(&bursting, RunChild({"LD_LIBRARY_PATH=" + shim_dir, real_fake, "GPOOL_CUDA_LEDGER=" + root + "/ledger-d",
+                              "GPOOL_CUDA_ACTIVITY=" + root + "/activity", "GPOOL_GPU_COMPUTE_PCT=30",
+                              "GPOOL_SHARING_QOS=burst-share"},
+                             kCalls / 10));
   }
   const auto good = [](const Timing& t) { return t.ok && t.launch_ns >= 0; };
-  if (good(direct) && good(plain) && good(ledger) && good(throttled)) {
+  if (good(direct) && good(plain) && good(ledger) && good(throttled) && good(bursting)) {
     Compare("fake", direct, plain, "no share (fast path)", kCalls);
     Compare("fake", direct, ledger, "ledger + 1024 MiB limit", kCalls);
     Compare("fake", direct, throttled, "ledger + 99% fixed-share", kCalls / 10);
+    Compare("fake", direct, bursting, "ledger + 30% burst-share, alone", kCalls / 10);
   } else {
     std::fprintf(stderr, "bench: a fake-driver child failed\n");
     rc = 1;

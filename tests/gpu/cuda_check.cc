@@ -29,6 +29,8 @@
 //   abi                       forwarded calls with a stack argument and a float argument, each
 //                             called twice (the first resolves the trampoline), see their values
 //                             (fake driver only: it echoes them)
+//   stats                     prints the fake driver's counters: kernels run, their summed time,
+//                             event records (fake driver only)
 //   hold                      prints "held" and waits for stdin to close or a line on it
 //   crash                     exits at once, freeing nothing
 // Prints one line per step; exits 0 when every step met its expectation.
@@ -359,6 +361,11 @@ bool RunSteps(int argc, char** argv) {
         ok = r1 == CUDA_SUCCESS && r2 == CUDA_SUCCESS && r3 == CUDA_SUCCESS && grid == 711 + round &&
              block == 4096 + round && bias == 1.5f + static_cast<float>(round);
       }
+    } else if (op == "stats") {
+      const FakeCudaStats stats = FakeStats();
+      std::printf("stats launches=%llu kernel_ns=%llu event_records=%llu\n", stats.launches, stats.kernel_ns,
+                  stats.event_records);
+      ok = stats.launches > 0;
     } else if (op == "hold") {
       std::printf("held\n");
       std::fflush(stdout);

@@ -10,8 +10,13 @@ struct FakeCudaStats {
   unsigned long long kernel_ns;       // their summed run time
   unsigned long long alloc_calls;     // allocation calls that reached the fake
   unsigned long long get_info_calls;  // cuMemGetInfo_v2 calls that reached the fake
+  unsigned long long event_records;   // cuEventRecord(_ptsz) calls: events the interposer measured with
 };
 
 using fakeCudaGetStats_fn = void (*)(FakeCudaStats*);
+
+// Between the fake's own files (fake_cuda.cc, fake_cuda_events.cc).
+unsigned long long fakeCudaKernelNs();
+unsigned long long fakeCudaEventRecords();
 
 }  // extern "C"
