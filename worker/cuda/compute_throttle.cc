@@ -109,7 +109,8 @@ void ComputeThrottle::PollLocked() {
       // correction wraps and sums right).
       bucket.busy_ns.fetch_add(static_cast<std::uint64_t>(charge - t.gap_charged_ns), std::memory_order_relaxed);
       const std::int64_t average = average_ns_[t.device].load(std::memory_order_relaxed);
-      average_ns_[t.device].store(average == 0 ? std::max<std::int64_t>(actual, 1) : (average * 7 + actual) / 8,
+      // Never back to 0 (not calibrated) once measured.
+      average_ns_[t.device].store(std::max<std::int64_t>(average == 0 ? actual : (average * 7 + actual) / 8, 1),
                                   std::memory_order_relaxed);
       ReturnEventsLocked(t);
     } else {

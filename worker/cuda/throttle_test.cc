@@ -26,10 +26,10 @@ TEST(CudaThrottle, FixedShareHoldsItsShareOverFiveSeconds) {
 }
 
 // Every launch entry point is governed: its kernel time reaches the ledger.
-// On the fake's kernel clock (FAKE_CUDA_EVENT_CLOCK=kernels: an event pair
-// measures only the kernel time between its records) the ledger must hold
-// exactly the kernel time the fake ran, however loaded the machine: an
-// entry point left ungoverned, or a launch charged twice, is off by 2 ms.
+// On the fake's kernel clock (FAKE_CUDA_EVENT_CLOCK=kernels: kernels take
+// their nominal time, and an event pair measures only that) the ledger must
+// hold exactly the fake's kernel time, however loaded the machine: an entry
+// point left ungoverned, or a launch charged twice, is off by 2 ms.
 TEST(CudaThrottle, EveryLaunchEntryPointIsMeasured) {
   CudaTask task;
   auto check = task.Start({"ledger", "FAKE_CUDA_EVENT_CLOCK=kernels", "GPOOL_GPU_COMPUTE_PCT=50",
@@ -41,26 +41,23 @@ TEST(CudaThrottle, EveryLaunchEntryPointIsMeasured) {
   EXPECT_TRUE(totals.ok);
   // Six 2 ms kernels and two (empty) graphs.
   EXPECT_EQ(totals.launches[0], 8u);
-  const double kernel_ns = ValueOf(out, "kernel_ns");
-  EXPECT_GE(kernel_ns, 6 * 2'000'000.0) << out;
-  // cuEventElapsedTime answers float milliseconds: under 1 ns off a launch.
-  EXPECT_NEAR(static_cast<double>(totals.busy_ns[0]), kernel_ns, 8 * 2.0) << out;
+  EXPECT_EQ(ValueOf(out, "kernel_ns"), 6 * 2'000'000.0) << out;
+  EXPECT_EQ(totals.busy_ns[0], 6 * 2'000'000u) << out;
   // Kernels this long are each measured (an event pair per launch).
   EXPECT_EQ(ValueOf(out, "event_records"), 16) << out;
   EXPECT_EQ(check.Finish().exit_code, 0);
 }
 
 // Small kernels (issue 49): most launches take the fast path, unmeasured,
-// yet every one is counted and charged. The fake's kernel clock keeps a
-// descheduled host out of the measurements, so the bounds are exact: each
-// thread measures one launch in 8 to 23 (two event records each), plus the
-// first; the upper bound leaves room for launches measured while a kernel
-// the host was preempted in made the average look long.
+// yet every one is counted and charged. On the fake's kernel clock every
+// 1 us kernel measures exactly 1 us, so the charge is exact, and the
+// measured count has exact bounds: each thread measures its first launch
+// and then one in 8 to 23 (two event records each).
 TEST(CudaThrottle, SmallKernelsAreChargedButFewAreMeasured) {
   CudaTask task;
   auto check = task.Start({"ledger", "FAKE_CUDA_EVENT_CLOCK=kernels", "GPOOL_GPU_COMPUTE_PCT=50",
                            "GPOOL_SHARING_QOS=fixed-share"},
-                          {"busy", "0", "300", "stats", "hold"});
+                          {"busy", "1", "300", "stats", "hold"});
   const std::string out = check.ReadUntil("held");
   ASSERT_NE(out.find("held"), std::string::npos) << out;
   const LedgerTotals totals = ReadLedger(task.ledger().c_str());
@@ -68,10 +65,40 @@ TEST(CudaThrottle, SmallKernelsAreChargedButFewAreMeasured) {
   const auto launches = static_cast<std::uint64_t>(ValueOf(out, "launches"));
   ASSERT_GT(launches, 1000u) << out;
   EXPECT_EQ(totals.launches[0], launches) << out;
+  EXPECT_EQ(totals.busy_ns[0], launches * 1000) << out;
   const auto records = static_cast<std::uint64_t>(ValueOf(out, "event_records"));
   EXPECT_GE(records, 2 * ((launches + 22) / 23)) << out;
-  EXPECT_LE(records, launches / 2) << out;
-  EXPECT_GT(totals.busy_ns[0], 0u);
+  EXPECT_LE(records, 2 * (launches / 8 + 1)) << out;
+  EXPECT_EQ(check.Finish().exit_code, 0);
+}
+
+// A mix the average kernel size hides: 1 ms kernels among ninety-nine
+// empty ones (10 us on average: launches are sampled). A measured 1 ms
+// kernel lifts the average over 20 us, so the next launches are all
+// measured (empty: the average falls back) and the sampling resumes where
+// the mix is empty for a while. Charging unmeasured launches the moving
+// average came to 15-21 % of the truth here (measured, 5 runs); measured
+// launches that stand for their whole gap charge it right on average. On the
+// fake's kernel clock each measurement is the nominal time, so what remains
+// is sampling noise: 1,000 long kernels of which some 60 are measured, 12 %
+// (0.80 to 1.15 in 8 runs), so the bounds are four of it away or more.
+TEST(CudaThrottle, AMixOfKernelSizesIsChargedRightOnAverage) {
+  constexpr std::uint64_t kLongMicros = 1000, kEvery = 100, kCount = 100'000;
+  CudaTask task;
+  auto check = task.Start({"ledger", "FAKE_CUDA_EVENT_CLOCK=kernels", "GPOOL_GPU_COMPUTE_PCT=99",
+                           "GPOOL_SHARING_QOS=fixed-share"},
+                          {"mixed", std::to_string(kLongMicros), std::to_string(kEvery), std::to_string(kCount),
+                           "stats", "hold"});
+  const std::string out = check.ReadUntil("held");
+  ASSERT_NE(out.find("held"), std::string::npos) << out;
+  const LedgerTotals totals = ReadLedger(task.ledger().c_str());
+  EXPECT_TRUE(totals.ok);
+  EXPECT_EQ(totals.launches[0], kCount);
+  const double kernel_ns = ValueOf(out, "kernel_ns");
+  ASSERT_EQ(kernel_ns, static_cast<double>(kCount / kEvery * kLongMicros * 1000)) << out;
+  const double charged = static_cast<double>(totals.busy_ns[0]);
+  EXPECT_GT(charged, 0.5 * kernel_ns) << out << " charged=" << charged;
+  EXPECT_LT(charged, 1.6 * kernel_ns) << out << " charged=" << charged;
   EXPECT_EQ(check.Finish().exit_code, 0);
 }
 

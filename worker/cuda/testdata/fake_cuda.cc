@@ -12,8 +12,8 @@
 // cuModuleGetFunction resolves a name that is both an entry and registered.
 //
 // Launches run synchronously on the caller's thread, and an event records the
-// host's CLOCK_MONOTONIC when it is recorded (or the kernel clock:
-// fake_cuda_events.cc). Every stream is therefore
+// host's CLOCK_MONOTONIC when it is recorded (or the kernel clock, where
+// kernel_ns counts nominal kernel times: fake_cuda_events.cc). Every stream is therefore
 // always idle after a call returns, as if the GPU had finished: the
 // interposer's measurement (events around a launch) sees exactly the
 // kernel's duration, and a test can compare it with the fake's own count.
@@ -206,7 +206,12 @@ CUresult Launch(CUfunction f, void** params) {
   if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   const long long start = NowNs();
   f->run(params);
-  g_kernel_ns.fetch_add(static_cast<unsigned long long>(NowNs() - start), std::memory_order_relaxed);
+  // On the kernel clock a kernel takes its nominal time (a `busy` kernel's
+  // MICROS, nothing for the others), whatever the host's scheduler did.
+  const long long took = !fakeCudaKernelClock() ? NowNs() - start
+                         : f->run == Busy      ? static_cast<long long>(*static_cast<unsigned long long*>(params[0])) * 1000
+                                               : 0;
+  g_kernel_ns.fetch_add(static_cast<unsigned long long>(took), std::memory_order_relaxed);
   g_launches.fetch_add(1, std::memory_order_relaxed);
   return CUDA_SUCCESS;
 }

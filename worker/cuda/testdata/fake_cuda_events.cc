@@ -4,10 +4,12 @@
 //   - the host's CLOCK_MONOTONIC (the default): an event pair around a
 //     launch measures the kernel and whatever the host did between the two
 //     records, as a real GPU's timeline includes its idle gaps;
-//   - FAKE_CUDA_EVENT_CLOCK=kernels: the fake's summed kernel run time, a
-//     GPU clock that moves only while kernels run. An event pair then
-//     measures exactly the kernel time between the records, however long
-//     the host was descheduled between them, so a test can compare what the
+//   - FAKE_CUDA_EVENT_CLOCK=kernels: the fake's summed kernel time, a GPU
+//     clock that moves only by each kernel's nominal time (a `busy`
+//     kernel's MICROS, nothing for the others; the fake's kernel_ns counts
+//     the same). An event pair then measures exactly the nominal kernel
+//     time between its records, however long the host was descheduled
+//     (before, between or inside them), so a test can compare what the
 //     interposer measured with the fake's own count to the nanosecond on a
 //     loaded machine.
 // fakeCudaGetStats counts the records, so a test can tell how many launches
@@ -29,11 +31,7 @@ namespace {
 std::atomic<unsigned long long> g_fake_event_records{0};
 
 long long FakeEventNowNs() {
-  static const bool kernel_clock = [] {
-    const char* clock = std::getenv("FAKE_CUDA_EVENT_CLOCK");
-    return clock != nullptr && std::strcmp(clock, "kernels") == 0;
-  }();
-  if (kernel_clock) return static_cast<long long>(fakeCudaKernelNs());
+  if (fakeCudaKernelClock() != 0) return static_cast<long long>(fakeCudaKernelNs());
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1000000000LL + ts.tv_nsec;
@@ -44,6 +42,14 @@ long long FakeEventNowNs() {
 extern "C" {
 
 unsigned long long fakeCudaEventRecords() { return g_fake_event_records.load(); }
+
+int fakeCudaKernelClock() {
+  static const bool kernel_clock = [] {
+    const char* clock = std::getenv("FAKE_CUDA_EVENT_CLOCK");
+    return clock != nullptr && std::strcmp(clock, "kernels") == 0;
+  }();
+  return kernel_clock ? 1 : 0;
+}
 
 CUresult cuEventCreate(CUevent* event, unsigned int) {
   if (event == nullptr) return CUDA_ERROR_INVALID_VALUE;
