@@ -15,21 +15,27 @@
 // launch that finds the bucket empty sleeps until it has refilled.
 //
 // Which launches are measured (issue 49): while the device's average kernel
-// is at least kMeasureEveryLaunchAboveNs (20 us), every launch is, since the
-// events then cost a few percent of the kernel at most. Below that, the
-// events, the lock and the clock would cost more than the kernel, so one
-// launch in 8 to 23 per thread (16 on average, drawn at random so that no
-// periodic launch pattern can line up with it) is measured and the others
-// take the fast path, Admit(): charged the estimate with two relaxed atomic
-// adds on the ledger, no lock, no event, no precise clock read (one coarse
-// vDSO read, as every launch with a ledger already makes to publish its
-// activity). A measured launch stands for the unmeasured ones its thread
-// charged on that device since its previous measured one: they are
-// corrected to its measured time each, so each gap is charged (gap length x
-// a randomly chosen kernel of it), which is right on average whatever the
-// mix of kernels, and a task whose kernels turn long pays for every launch
-// since its last measurement at the first long one measured (at most 23
-// launches later). Every thread also takes the full path once per coarse
+// is at least kMeasureEveryLaunchAboveNs (5 us), every launch is. Below
+// that, the events, the lock and the precise clock would cost as much as
+// the kernel, so one launch in 8 to 23 per thread (16 on average, drawn at
+// random so that no periodic launch pattern can line up with it) is
+// measured and the others take the fast path, Admit(): charged the estimate
+// with two relaxed atomic adds on the ledger, no lock, no event, no precise
+// clock read (one coarse vDSO read, as every launch with a ledger already
+// makes to publish its activity). A measured launch stands for the
+// unmeasured ones its thread charged on that device since its previous
+// measured one: they are corrected to its measured time each, so each gap
+// is charged (gap length x a randomly chosen kernel of it). That is right on
+// average whatever the mix of kernels (charging them the moving average
+// instead came to under a tenth of the truth for 1 ms kernels among 99
+// empty ones: throttle_test.cc), and a task whose kernels turn long pays for every
+// launch since its last measurement at the first long one measured (at most
+// 23 launches later). It is noisier than measuring each launch: a kernel
+// stretched by another context's time slice counts for its whole gap. So
+// sampling is kept to kernels too small for the full path to be cheap next
+// to them; from 5 us on, the charge is each launch's own.
+//
+// Every thread also takes the full path once per coarse
 // tick (1-4 ms), whenever the bucket looks empty, and on its first launch:
 // that refills the bucket (the one precise clock read), reads measurements
 // back, publishes the task's activity and asks again whether a burst-share
@@ -41,7 +47,7 @@
 // run nothing then; cuGraphLaunch is governed like a kernel launch instead.
 // (A fast-path launch is not asked whether its stream is capturing: that
 // would be another driver call per launch. It is charged its estimate,
-// under 20 us, so a capture of small kernels holds the task back by that
+// under 5 us, so a capture of small kernels holds the task back by that
 // much at most, never lets it exceed its share.) Event queries and waits
 // switch the thread to relaxed capture mode, so a capture in progress
 // elsewhere is not invalidated.
@@ -139,7 +145,7 @@ class ComputeThrottle {
 
 // Launches are all measured while the device's average kernel is at least
 // this long; below it, one in kMeasureOneIn on average.
-inline constexpr std::int64_t kMeasureEveryLaunchAboveNs = 20'000;
+inline constexpr std::int64_t kMeasureEveryLaunchAboveNs = 5'000;
 inline constexpr int kMeasureOneIn = 16;
 
 std::int64_t MonotonicNs();

@@ -73,15 +73,15 @@ TEST(CudaThrottle, SmallKernelsAreChargedButFewAreMeasured) {
 }
 
 // A mix the average kernel size hides: 1 ms kernels among ninety-nine
-// empty ones (10 us on average: launches are sampled). A measured 1 ms
-// kernel lifts the average over 20 us, so the next launches are all
-// measured (empty: the average falls back) and the sampling resumes where
-// the mix is empty for a while. Charging unmeasured launches the moving
-// average came to 15-21 % of the truth here (measured, 5 runs); measured
-// launches that stand for their whole gap charge it right on average. On the
-// fake's kernel clock each measurement is the nominal time, so what remains
-// is sampling noise: 1,000 long kernels of which some 60 are measured, 12 %
-// (0.80 to 1.15 in 8 runs), so the bounds are four of it away or more.
+// empty ones. A measured 1 ms kernel lifts the moving average far over
+// 5 us, so the next launches are all measured (empty: the average falls
+// back) and the sampling resumes where the mix is empty for a while.
+// Charging unmeasured launches the moving average came to 8-9 % of the
+// truth here (6 runs); measured launches that stand for their whole gap
+// charge it right on average. On the fake's kernel clock each measurement
+// is the nominal time, so what remains is sampling noise: 1,000 long
+// kernels of which some 62 are measured, 12 % (0.75 to 1.24 in 20 runs),
+// so the bounds are over four of it away.
 TEST(CudaThrottle, AMixOfKernelSizesIsChargedRightOnAverage) {
   constexpr std::uint64_t kLongMicros = 1000, kEvery = 100, kCount = 100'000;
   CudaTask task;
@@ -97,17 +97,19 @@ TEST(CudaThrottle, AMixOfKernelSizesIsChargedRightOnAverage) {
   const double kernel_ns = ValueOf(out, "kernel_ns");
   ASSERT_EQ(kernel_ns, static_cast<double>(kCount / kEvery * kLongMicros * 1000)) << out;
   const double charged = static_cast<double>(totals.busy_ns[0]);
-  EXPECT_GT(charged, 0.5 * kernel_ns) << out << " charged=" << charged;
-  EXPECT_LT(charged, 1.6 * kernel_ns) << out << " charged=" << charged;
+  EXPECT_GT(charged, 0.45 * kernel_ns) << out << " charged=" << charged;
+  EXPECT_LT(charged, 1.8 * kernel_ns) << out << " charged=" << charged;
   EXPECT_EQ(check.Finish().exit_code, 0);
 }
 
-// The share holds for small kernels too, charged mostly by estimate (10 us
-// kernels: below the size from which every launch is measured).
+// The share holds for small kernels too, charged mostly by estimate (2 us
+// kernels: below the size from which every launch is measured). On the
+// fake's kernel clock, so the busy fraction is the throttle's doing alone.
 TEST(CudaThrottle, FixedShareHoldsItsShareWithSmallKernels) {
   CudaTask task;
-  const auto r = task.Run({"ledger", "GPOOL_GPU_COMPUTE_PCT=30", "GPOOL_SHARING_QOS=fixed-share"},
-                          {"busy", "10", "2000", "0.20", "0.40"});
+  const auto r = task.Run({"ledger", "FAKE_CUDA_EVENT_CLOCK=kernels", "GPOOL_GPU_COMPUTE_PCT=30",
+                           "GPOOL_SHARING_QOS=fixed-share"},
+                          {"busy", "2", "2000", "0.20", "0.40"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
@@ -175,8 +177,11 @@ TEST(CudaThrottle, BurstShareOfSmallKernelsYieldsToANeighbourThatArrives) {
   CudaTask burst;
   CudaTask neighbour;
   const std::string activity = "GPOOL_CUDA_ACTIVITY=" + burst.activity();
-  auto task = burst.Start({"ledger", activity, "GPOOL_GPU_COMPUTE_PCT=30", "GPOOL_SHARING_QOS=burst-share"},
-                          {"busy", "10", "500", "hold", "busy", "10", "2000"});
+  // On the fake's kernel clock: 2 us kernels take no host time, so how much
+  // CPU the test gets does not bound the burst.
+  auto task = burst.Start({"ledger", activity, "FAKE_CUDA_EVENT_CLOCK=kernels", "GPOOL_GPU_COMPUTE_PCT=30",
+                           "GPOOL_SHARING_QOS=burst-share"},
+                          {"busy", "2", "500", "hold", "busy", "2", "2000"});
   const std::string alone = task.ReadUntil("held");
   ASSERT_NE(alone.find("held"), std::string::npos) << alone;
   EXPECT_GT(ValueOf(alone, "busy_fraction"), 0.6) << alone;

@@ -204,13 +204,15 @@ void Uncharge(std::size_t bytes) {
 CUresult Launch(CUfunction f, void** params) {
   if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-  const long long start = NowNs();
-  f->run(params);
   // On the kernel clock a kernel takes its nominal time (a `busy` kernel's
-  // MICROS, nothing for the others), whatever the host's scheduler did.
-  const long long took = !fakeCudaKernelClock() ? NowNs() - start
-                         : f->run == Busy      ? static_cast<long long>(*static_cast<unsigned long long*>(params[0])) * 1000
-                                               : 0;
+  // MICROS, nothing for the others) on a GPU clock of its own, and no host
+  // time: `busy` does not spin.
+  const bool kernel_clock = fakeCudaKernelClock() != 0;
+  const long long start = NowNs();
+  if (!kernel_clock || f->run != Busy) f->run(params);
+  const long long took = !kernel_clock      ? NowNs() - start
+                         : f->run == Busy ? static_cast<long long>(*static_cast<unsigned long long*>(params[0])) * 1000
+                                          : 0;
   g_kernel_ns.fetch_add(static_cast<unsigned long long>(took), std::memory_order_relaxed);
   g_launches.fetch_add(1, std::memory_order_relaxed);
   return CUDA_SUCCESS;

@@ -7,11 +7,13 @@
 //   - FAKE_CUDA_EVENT_CLOCK=kernels: the fake's summed kernel time, a GPU
 //     clock that moves only by each kernel's nominal time (a `busy`
 //     kernel's MICROS, nothing for the others; the fake's kernel_ns counts
-//     the same). An event pair then measures exactly the nominal kernel
-//     time between its records, however long the host was descheduled
-//     (before, between or inside them), so a test can compare what the
-//     interposer measured with the fake's own count to the nanosecond on a
-//     loaded machine.
+//     the same), and kernels take no host time (`busy` does not spin): an
+//     infinitely fast GPU. An event pair then measures exactly the nominal
+//     kernel time between its records, however long the host was
+//     descheduled, so a test can compare what the interposer measured with
+//     the fake's own count to the nanosecond on a loaded machine, and a
+//     share's busy fraction (nominal kernel time over wall time) depends on
+//     the throttle alone, not on how much CPU the test got.
 // fakeCudaGetStats counts the records, so a test can tell how many launches
 // the interposer measured.
 #include <atomic>
