@@ -21,6 +21,8 @@
 //   busy MICROS MILLIS [MIN MAX]  launches `busy` kernels of MICROS each for MILLIS of wall time and
 //                             prints busy_fraction (kernel time / wall time, from the fake's
 //                             counters, or launches * MICROS on a real driver); checks MIN..MAX
+//   mixed MICROS EVERY COUNT  launches COUNT `busy` kernels, one of MICROS in every EVERY and the
+//                             others of 0 (sizes the throttle must charge right on average)
 //   reached N                 exactly N allocation calls reached the (fake) driver
 //   device N                  makes device N's primary context current
 //   variants MICROS           one `busy` launch through each launch entry point (cuLaunchKernel,
@@ -29,6 +31,8 @@
 //   abi                       forwarded calls with a stack argument and a float argument, each
 //                             called twice (the first resolves the trampoline), see their values
 //                             (fake driver only: it echoes them)
+//   stats                     prints the fake driver's counters: kernels run, their summed time,
+//                             event records (fake driver only)
 //   hold                      prints "held" and waits for stdin to close or a line on it
 //   crash                     exits at once, freeing nothing
 // Prints one line per step; exits 0 when every step met its expectation.
@@ -225,6 +229,21 @@ double Busy(unsigned long long micros, long long millis, unsigned long long* lau
   return kernel_ns / wall_ns;
 }
 
+// Launches `count` `busy` kernels, one of `micros` in every `every` and
+// the others empty.
+bool LaunchMixed(unsigned long long micros, long long every, long long count) {
+  CUfunction f = Kernel("busy");
+  if (f == nullptr || every < 1) return false;
+  unsigned long long none = 0;
+  void* long_params[] = {&micros};
+  void* short_params[] = {&none};
+  for (long long i = 0; i < count; ++i) {
+    void** params = i % every == 0 ? long_params : short_params;
+    if (CU(cuLaunchKernel)(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr) != CUDA_SUCCESS) return false;
+  }
+  return CU(cuCtxSynchronize)() == CUDA_SUCCESS;
+}
+
 bool LaunchVariants(unsigned long long micros) {
   CUfunction f = Kernel("busy");
   if (f == nullptr) return false;
@@ -327,6 +346,12 @@ bool RunSteps(int argc, char** argv) {
         const double lo = std::atof(arg().c_str()), hi = std::atof(arg().c_str());
         ok = ok && fraction >= lo && fraction <= hi;
       }
+    } else if (op == "mixed") {
+      const unsigned long long micros = Size(arg());
+      const long long every = std::atoll(arg().c_str());
+      const long long count = std::atoll(arg().c_str());
+      ok = LaunchMixed(micros, every, count);
+      std::printf("mixed ok=%d\n", ok);
     } else if (op == "reached") {
       const unsigned long long want = Size(arg());
       const FakeCudaStats stats = FakeStats();
@@ -359,6 +384,11 @@ bool RunSteps(int argc, char** argv) {
         ok = r1 == CUDA_SUCCESS && r2 == CUDA_SUCCESS && r3 == CUDA_SUCCESS && grid == 711 + round &&
              block == 4096 + round && bias == 1.5f + static_cast<float>(round);
       }
+    } else if (op == "stats") {
+      const FakeCudaStats stats = FakeStats();
+      std::printf("stats launches=%llu kernel_ns=%llu event_records=%llu\n", stats.launches, stats.kernel_ns,
+                  stats.event_records);
+      ok = stats.launches > 0;
     } else if (op == "hold") {
       std::printf("held\n");
       std::fflush(stdout);

@@ -3,7 +3,9 @@
 // no lock, no syscall, no clock). With a ledger the task's activity on the
 // device is published (device_activity.h: a clock read per launch, a
 // pwrite to this process's own file every 5 ms), for burst-share neighbours; with an enforced share the launch
-// goes through the compute throttle (compute_throttle.h).
+// goes through the compute throttle (compute_throttle.h): its fast path,
+// Admit, for most launches of small kernels (relaxed atomics, a coarse
+// clock read), its full path (events, lock, clock) for the rest.
 #include <cstdlib>
 
 #include "worker/cuda/compute_throttle.h"
@@ -64,7 +66,7 @@ CUresult GovernedLaunch(CUstream stream, bool per_thread, Launch&& launch) {
   }
   ComputeThrottle* throttle = TheGovernor().throttle;
   ComputeThrottle::Ticket ticket;
-  throttle->Before(stream, per_thread, &ticket);
+  if (!throttle->Admit(&ticket)) throttle->Before(stream, per_thread, &ticket);
   const CUresult result = CallDriver(launch);
   throttle->After(&ticket, stream, per_thread, result);
   return result;

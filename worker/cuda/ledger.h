@@ -50,7 +50,9 @@ struct LedgerProcess {
 struct LedgerDevice {
   std::atomic<std::int64_t> tokens_ns;    // the bucket: GPU time the task may still start
   std::atomic<std::int64_t> refilled_ns;  // CLOCK_MONOTONIC of the last refill
-  std::atomic<std::uint64_t> busy_ns;     // measured kernel time so far
+  // Kernel time charged so far: measured, or for small kernels' unmeasured
+  // launches their estimate until a measured one trues it up (compute_throttle.h).
+  std::atomic<std::uint64_t> busy_ns;
   std::atomic<std::uint64_t> launches;    // governed launches so far
 };
 
@@ -100,7 +102,7 @@ struct LedgerTotals {
   int processes = 0;  // live processes with an entry
   std::uint64_t used_bytes[kLedgerDevices] = {};
   std::uint64_t busy_ns[kLedgerDevices] = {};
-  std::uint64_t launches[kLedgerDevices] = {};  // governed (measured) launches
+  std::uint64_t launches[kLedgerDevices] = {};  // governed (charged) launches
 };
 
 // Reads a task's ledger without changing it: the bytes its live processes

@@ -12,7 +12,8 @@
 // cuModuleGetFunction resolves a name that is both an entry and registered.
 //
 // Launches run synchronously on the caller's thread, and an event records the
-// host's CLOCK_MONOTONIC when it is recorded. Every stream is therefore
+// host's CLOCK_MONOTONIC when it is recorded (or the kernel clock, where
+// kernel_ns counts nominal kernel times: fake_cuda_events.cc). Every stream is therefore
 // always idle after a call returns, as if the GPU had finished: the
 // interposer's measurement (events around a launch) sees exactly the
 // kernel's duration, and a test can compare it with the fake's own count.
@@ -49,9 +50,6 @@ struct CUctx_st {
 };
 struct CUstream_st {
   int unused;
-};
-struct CUevent_st {
-  long long recorded_ns;  // -1 until recorded
 };
 using FakeKernel = void (*)(void** params);
 struct CUfunc_st {
@@ -206,9 +204,16 @@ void Uncharge(std::size_t bytes) {
 CUresult Launch(CUfunction f, void** params) {
   if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  // On the kernel clock a kernel takes its nominal time (a `busy` kernel's
+  // MICROS, nothing for the others) on a GPU clock of its own, and no host
+  // time: `busy` does not spin.
+  const bool kernel_clock = fakeCudaKernelClock() != 0;
   const long long start = NowNs();
-  f->run(params);
-  g_kernel_ns.fetch_add(static_cast<unsigned long long>(NowNs() - start), std::memory_order_relaxed);
+  if (!kernel_clock || f->run != Busy) f->run(params);
+  const long long took = !kernel_clock      ? NowNs() - start
+                         : f->run == Busy ? static_cast<long long>(*static_cast<unsigned long long*>(params[0])) * 1000
+                                          : 0;
+  g_kernel_ns.fetch_add(static_cast<unsigned long long>(took), std::memory_order_relaxed);
   g_launches.fetch_add(1, std::memory_order_relaxed);
   return CUDA_SUCCESS;
 }
@@ -253,7 +258,10 @@ void WriteStatsFile() {
 
 extern "C" {
 
+unsigned long long fakeCudaKernelNs() { return g_kernel_ns.load(); }
+
 void fakeCudaGetStats(FakeCudaStats* stats) {
+  stats->event_records = fakeCudaEventRecords();
   stats->launches = g_launches.load();
   stats->kernel_ns = g_kernel_ns.load();
   stats->alloc_calls = g_alloc_calls.load();
@@ -585,39 +593,6 @@ CUresult cuStreamDestroy_v2(CUstream stream) {
 
 CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
 CUresult cuStreamSynchronize_ptsz(CUstream) { return CUDA_SUCCESS; }
-
-CUresult cuEventCreate(CUevent* event, unsigned int) {
-  if (event == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *event = new CUevent_st{-1};
-  return CUDA_SUCCESS;
-}
-
-CUresult cuEventDestroy_v2(CUevent event) {
-  delete event;
-  return CUDA_SUCCESS;
-}
-
-CUresult cuEventRecord(CUevent event, CUstream) {
-  if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  event->recorded_ns = NowNs();
-  return CUDA_SUCCESS;
-}
-
-CUresult cuEventRecord_ptsz(CUevent event, CUstream stream) { return cuEventRecord(event, stream); }
-
-CUresult cuEventQuery(CUevent event) {
-  if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  return CUDA_SUCCESS;
-}
-
-CUresult cuEventSynchronize(CUevent event) { return event == nullptr ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS; }
-
-CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
-  if (ms == nullptr || start == nullptr || end == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  if (start->recorded_ns < 0 || end->recorded_ns < 0) return CUDA_ERROR_NOT_READY;
-  *ms = static_cast<float>(end->recorded_ns - start->recorded_ns) / 1e6f;
-  return CUDA_SUCCESS;
-}
 
 // The `extra` form: one argument buffer (CU_LAUNCH_PARAM_BUFFER_POINTER,
 // key 1) laid out as cuFuncGetParamInfo says.

@@ -7,11 +7,17 @@ extern "C" {
 
 struct FakeCudaStats {
   unsigned long long launches;        // kernels run
-  unsigned long long kernel_ns;       // their summed run time
+  unsigned long long kernel_ns;       // their summed run time (nominal on the kernel clock)
   unsigned long long alloc_calls;     // allocation calls that reached the fake
   unsigned long long get_info_calls;  // cuMemGetInfo_v2 calls that reached the fake
+  unsigned long long event_records;   // cuEventRecord(_ptsz) calls: events the interposer measured with
 };
 
 using fakeCudaGetStats_fn = void (*)(FakeCudaStats*);
+
+// Between the fake's own files (fake_cuda.cc, fake_cuda_events.cc).
+unsigned long long fakeCudaKernelNs();
+unsigned long long fakeCudaEventRecords();
+int fakeCudaKernelClock();  // FAKE_CUDA_EVENT_CLOCK=kernels: 1
 
 }  // extern "C"
