@@ -306,6 +306,19 @@ TEST_F(SnapshotTakerTest, AnExportGetsAnImageThatCoversItsIndex) {
   EXPECT_EQ(taker_->waiting(), 0u);
 }
 
+TEST_F(SnapshotTakerTest, AFailedChildFailsTheExportsWaitingForIt) {
+  Commit(1);
+  Status got = Status::Ok();
+  taker_->RequestImage(1, [&](Result<std::shared_ptr<SnapshotFile>> file) { got = file.status(); });
+  taker_->Tick(state_, 0);  // not due (1 entry of 3): started for the export alone
+  ASSERT_TRUE(taker_->fork().running());
+  ASSERT_EQ(kill(taker_->fork().child_pid(), SIGKILL), 0);
+  ASSERT_TRUE(TickUntil(0, [&] { return taker_->waiting() == 0; }));
+  EXPECT_EQ(got.code(), StatusCode::kUnavailable) << got.ToString();
+  EXPECT_NE(got.message().find("killed by signal 9"), std::string::npos) << got.ToString();
+  EXPECT_EQ(metrics_.snapshots, 0u);
+}
+
 TEST_F(SnapshotTakerTest, WaitingExportsFailWhenLeadershipMoves) {
   Commit(1);
   Status got = Status::Ok();

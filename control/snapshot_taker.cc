@@ -38,7 +38,11 @@ void SnapshotTaker::Collect(Result<std::shared_ptr<SnapshotFile>> image, int64_t
   if (!image.ok()) {
     spdlog::warn("snapshot failed; retried in {} ms error=\"{}\"", kRetryMs, image.status().ToString());
     retry_at_ms_ = now_ms + kRetryMs;
-    return;  // waiters stay for the retry
+    // Exports are answered now (the client starts again) rather than held
+    // through retries that may keep failing (a full disk).
+    DropRequests(Status::Unavailable("the snapshot could not be made (" + image.status().message() +
+                                     "); try again"));
+    return;
   }
   const std::shared_ptr<SnapshotFile>& file = *image;
   // The waiters it covers; the others want a newer one (Tick starts it).

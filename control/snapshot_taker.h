@@ -15,7 +15,8 @@
 // Exports share the child: RequestImage(min_index, done) hands `done` the
 // image of the running child when it covers min_index (every write
 // acknowledged before the request), else of the next one, started as soon
-// as none runs. At most one child runs at a time.
+// as none runs; a child that fails fails them (Unavailable: start again).
+// At most one child runs at a time.
 //
 // Not thread-safe; the coordinator's loop owns it.
 #pragma once
