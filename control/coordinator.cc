@@ -97,8 +97,9 @@ void Coordinator::Wire() {
   tracker_ = std::make_unique<ProposalTracker>(tracker_options, *log_);
   pipeline_ = std::make_unique<ApplyPipeline>(state_, snapshots_, *log_, *disk_, *tracker_);
   // Issue 49: snapshots and exports are encoded by a forked child, off this loop.
-  snapshot_taker_ = std::make_unique<SnapshotTaker>(snapshots_, *log_, *disk_, &metrics_->replication,
-                                                    std::make_unique<SnapshotFork>(options_.data_dir));
+  snapshot_taker_ = std::make_unique<SnapshotTaker>(
+      snapshots_, *log_, *disk_, &metrics_->replication,
+      options_.snapshot_on_loop ? nullptr : std::make_unique<SnapshotFork>(options_.data_dir));
 
   registry_ = std::make_unique<NodeRegistry>(RegistryOptionsOf(options_, keys_.get(), *metrics_), state_,
                                              connections_, *this, *tracker_, options_.clock->MonoMs());
@@ -120,9 +121,11 @@ void Coordinator::Wire() {
     auto it = token_last_used_.find(id);
     return it == token_last_used_.end() ? int64_t{0} : it->second;
   };
-  gateway_options.request_snapshot_image = [this](uint64_t min_index, SnapshotTaker::ImageReady done) {
-    snapshot_taker_->RequestImage(min_index, std::move(done));
-  };
+  if (!options_.snapshot_on_loop) {
+    gateway_options.request_snapshot_image = [this](uint64_t min_index, SnapshotTaker::ImageReady done) {
+      snapshot_taker_->RequestImage(min_index, std::move(done));
+    };
+  }
   gateway_ = std::make_unique<Gateway>(gateway_options, state_, connections_, *worker_relay_, *this, *tracker_);
   watches_ = std::make_unique<WatchHub>(WatchHubOptions{.max_total = options_.max_watches,
                                                         .max_per_user = options_.max_watches_per_user,

@@ -319,6 +319,17 @@ TEST_F(SnapshotTakerTest, AFailedChildFailsTheExportsWaitingForIt) {
   EXPECT_EQ(metrics_.snapshots, 0u);
 }
 
+TEST_F(SnapshotTakerTest, WithoutAForkTheSnapshotIsEncodedOnTheLoop) {
+  SnapshotTaker on_loop(schedule_, *log_, *disk_, &metrics_, nullptr);  // --snapshot-on-loop
+  Commit(3);
+  const std::string expected = state_.Snapshot();
+  on_loop.Tick(state_, 0);
+  EXPECT_EQ(metrics_.snapshots, 1u) << "saved within the turn";
+  auto stored = store_->LoadSnapshot();
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_TRUE((*stored)->second == expected);
+}
+
 TEST_F(SnapshotTakerTest, WaitingExportsFailWhenLeadershipMoves) {
   Commit(1);
   Status got = Status::Ok();

@@ -5,6 +5,10 @@
 namespace gpool::control {
 
 void SnapshotTaker::Tick(const state::ClusterState& state, int64_t now_ms) {
+  if (!fork_) {
+    if (schedule_.Due() && disk_.CheckWrite().ok()) Save(state.applied_index(), state.Snapshot(), 0);
+    return;
+  }
   if (auto done = fork_->Poll()) Collect(std::move(*done), now_ms);
   if (fork_->running() || now_ms < retry_at_ms_) return;
   const bool due = schedule_.Due() && disk_.CheckWrite().ok();

@@ -39,7 +39,8 @@ class SnapshotTaker {
   static constexpr int64_t kRetryMs = 1'000;
   using ImageReady = std::function<void(Result<std::shared_ptr<SnapshotFile>>)>;
 
-  // metrics may be null.
+  // metrics may be null. A null `fork` encodes on the loop, as before
+  // issue 49 (--snapshot-on-loop); RequestImage is then not to be used.
   SnapshotTaker(SnapshotSchedule& schedule, log::CommitLog& log, DiskFullMode& disk, ReplicationMetrics* metrics,
                 std::unique_ptr<SnapshotFork> fork)
       : schedule_(schedule), log_(log), disk_(disk), metrics_(metrics), fork_(std::move(fork)) {}
@@ -52,7 +53,7 @@ class SnapshotTaker {
   // Requests waiting; failed with `why` (this replica stopped leading).
   void DropRequests(const Status& why);
 
-  const SnapshotFork& fork() const { return *fork_; }
+  const SnapshotFork& fork() const { return *fork_; }  // not with a null fork
   size_t waiting() const { return waiting_.size(); }
 
  private:
