@@ -290,5 +290,6 @@ int main(int argc, char** argv) {
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("gpool-bench-snapshot-cluster-" + std::to_string(getpid()))).string();
   for (const std::string mode : {"on_loop", "fork"}) RunSnapMode(mode, options, dir + "/" + mode);
+  std::filesystem::remove_all(dir);
   return 0;
 }
