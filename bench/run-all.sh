@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 ./deploy/install-deps.sh
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DGPOOL_BUILD_TESTS=OFF >/dev/null
 cmake --build build-release -j "$(nproc)" --target gpool-bench-scheduler gpool-bench-share-prices gpool-bench-topology gpool-bench-submit \
-  gpool-bench-raft gpool-bench-failover gpool-bench-memory gpool-bench-retention gpool-bench-e2e gpool-sim
+  gpool-bench-raft gpool-bench-failover gpool-bench-memory gpool-bench-retention gpool-bench-e2e gpool-sim \
+  gpool-bench-snapshot-loop gpool-bench-snapshot-cluster
 mkdir -p bench-results
 rm -f bench-results/*.json
 bin=./build-release/bench
@@ -33,6 +34,9 @@ for nodes in 1250 12500; do "$bin/gpool-bench-scheduler" --nodes "$nodes"; done 
 "$bin/gpool-bench-memory" | tee bench-results/memory.json
 # State memory and restart time after a month of 1,000,000 finished jobs (retention defaults; baseline without).
 "$bin/gpool-bench-retention" | tee bench-results/retention.json
+# The loop's stall while snapshots of 200,000 retained jobs are taken: encoded on the loop, then by a forked child (issue 49).
+"$bin/gpool-bench-snapshot-loop" | tee bench-results/snapshot_loop.json
+"$bin/gpool-bench-snapshot-cluster" | tee bench-results/snapshot_cluster.json
 
 # Placement quality on the Alibaba GPU-sharing trace (the FGD paper's experiment).
 trace=../shared/data/alibaba-gpu-v2023

@@ -96,6 +96,10 @@ void Coordinator::Wire() {
   tracker_options.metrics = &metrics_->replication;
   tracker_ = std::make_unique<ProposalTracker>(tracker_options, *log_);
   pipeline_ = std::make_unique<ApplyPipeline>(state_, snapshots_, *log_, *disk_, *tracker_);
+  // Issue 49: snapshots and exports are encoded by a forked child, off this loop.
+  snapshot_taker_ = std::make_unique<SnapshotTaker>(
+      snapshots_, *log_, *disk_, &metrics_->replication,
+      options_.snapshot_on_loop ? nullptr : std::make_unique<SnapshotFork>(options_.data_dir));
 
   registry_ = std::make_unique<NodeRegistry>(RegistryOptionsOf(options_, keys_.get(), *metrics_), state_,
                                              connections_, *this, *tracker_, options_.clock->MonoMs());
@@ -117,6 +121,11 @@ void Coordinator::Wire() {
     auto it = token_last_used_.find(id);
     return it == token_last_used_.end() ? int64_t{0} : it->second;
   };
+  if (!options_.snapshot_on_loop) {
+    gateway_options.request_snapshot_image = [this](uint64_t min_index, SnapshotTaker::ImageReady done) {
+      snapshot_taker_->RequestImage(min_index, std::move(done));
+    };
+  }
   gateway_ = std::make_unique<Gateway>(gateway_options, state_, connections_, *worker_relay_, *this, *tracker_);
   watches_ = std::make_unique<WatchHub>(WatchHubOptions{.max_total = options_.max_watches,
                                                         .max_per_user = options_.max_watches_per_user,
@@ -197,6 +206,7 @@ void Coordinator::FollowLeadership() {
   dispatcher_->Reset();
   worker_relay_->Reset(Status::Unavailable("the coordinator leader changed; retry"));
   scheduler_->Reset();
+  snapshot_taker_->DropRequests(Status::Unavailable("the coordinator leader changed; start the export again"));
   for (LeaderService* service : leader_services_) service->Reset();
 }
 
@@ -266,7 +276,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     worker_relay_->Tick(now);
     gateway_->Tick(now);
     tracker_->ExpireReads(now);
-    MaybeTakeSnapshot(snapshots_, state_, *log_, *disk_, metrics_ ? &metrics_->replication : nullptr);
+    snapshot_taker_->Tick(state_, now);
     if (tracker_->removed()) {
       // Keep the loop turning a little longer so the replies already queued
       // (the removal's own among them) go out: closing a ROUTER with linger

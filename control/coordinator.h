@@ -156,6 +156,8 @@ class Coordinator final : public Outbox {
   std::unique_ptr<log::CommitLog> log_;
   std::unique_ptr<ProposalTracker> tracker_;
   std::unique_ptr<ApplyPipeline> pipeline_;
+  // The periodic snapshot and export images, encoded by a forked child.
+  std::unique_ptr<SnapshotTaker> snapshot_taker_;
 
   // Written by the scheduling thread when a background cycle has its plan,
   // so the loop wakes for it instead of at its next timeout.

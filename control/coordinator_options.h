@@ -99,6 +99,11 @@ struct CoordinatorOptions {
   // Replication: empty `replicas.peers` runs a single replica (LocalLog).
   // replicas.token and replicas.clock are taken from `token` and `clock`.
   replication::ReplicaSetOptions replicas;
+
+  // --snapshot-on-loop (issue 49): encode snapshots and exports on the loop
+  // thread, as before forked snapshots: for hosts where fork() is refused
+  // or too costly, and as the baseline of gpool-bench-snapshot-loop --cluster.
+  bool snapshot_on_loop = false;
 };
 
 // --uid-range FIRST-LAST: 1 <= FIRST <= LAST < 4294967295, and neither

@@ -177,6 +177,8 @@ int main(int argc, char** argv) {
     ("snapshot-log-ratio", "A snapshot also waits until the log since the last one is this many times that "
                            "snapshot's size, so its cost is spread over the log it replaces (0: count only; at most 100)",
      cxxopts::value<double>()->default_value("1"))
+    ("snapshot-on-loop", "Encode snapshots and exports on the coordinator's loop thread instead of in a forked "
+                         "child (stalls the loop for the encoding; for hosts that refuse fork)")
     ("max-frame-bytes", "Largest accepted message in bytes",
      cxxopts::value<size_t>()->default_value(std::to_string(defaults.max_frame_bytes)))
     ("max-spec-bytes", "Largest accepted job spec in bytes (msgpack-encoded); larger ones are ResourceExhausted",
@@ -360,6 +362,7 @@ int main(int argc, char** argv) {
     options.preempt_grace_ms = args["preempt-grace-ms"].as<uint32_t>();
     options.snapshot_every = args["snapshot-every"].as<uint64_t>();
     options.snapshot_log_ratio = args["snapshot-log-ratio"].as<double>();
+    options.snapshot_on_loop = args["snapshot-on-loop"].as<bool>();
     if (!(options.snapshot_log_ratio >= 0 && options.snapshot_log_ratio <= 100)) {
       throw cxxopts::exceptions::exception("--snapshot-log-ratio must be between 0 and 100");
     }

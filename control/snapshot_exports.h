@@ -15,6 +15,7 @@
 #include <map>
 #include <string>
 
+#include "control/snapshot_fork.h"
 #include "protocol/base/status.h"
 #include "protocol/messages_snapshot.h"
 
@@ -32,6 +33,10 @@ class SnapshotExports {
   // ResourceExhausted when kMaxHeld are held already.
   Result<ExportSnapshotReply> Start(std::string image, uint64_t index, uint64_t term, int64_t taken_ms,
                                     std::string replica_id, uint32_t max_bytes, int64_t now_ms);
+  // The same for an image encoded off the loop (issue 49): the file is read
+  // a chunk at a time, never whole, and its digest is the child's.
+  Result<ExportSnapshotReply> StartFile(std::shared_ptr<const SnapshotFile> file, uint64_t term, int64_t taken_ms,
+                                        std::string replica_id, uint32_t max_bytes, int64_t now_ms);
   // The chunk of export `export_id` at `offset`: NotFound for an export not
   // held (never, expired or dropped), InvalidArgument for an offset past its end.
   Result<ExportSnapshotReply> Read(uint64_t export_id, uint64_t offset, uint32_t max_bytes, int64_t now_ms);
@@ -42,11 +47,13 @@ class SnapshotExports {
  private:
   struct Held {
     ExportSnapshotReply meta;  // without data
-    std::string image;
+    std::string image;                        // or, when set:
+    std::shared_ptr<const SnapshotFile> file;  // read a chunk at a time
     int64_t last_read_ms = 0;
     bool read_to_end = false;  // its last chunk was read
   };
-  static ExportSnapshotReply Chunk(const Held& held, uint64_t offset, uint32_t max_bytes);
+  static Result<ExportSnapshotReply> Chunk(const Held& held, uint64_t offset, uint32_t max_bytes);
+  Result<ExportSnapshotReply> Hold(Held held, uint32_t max_bytes, int64_t now_ms);
 
   std::map<uint64_t, Held> held_;
   uint64_t next_id_ = 1;

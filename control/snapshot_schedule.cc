@@ -8,11 +8,11 @@ void SnapshotSchedule::Applied(uint64_t index, size_t bytes) {
   bytes_since_ += bytes;
 }
 
-void SnapshotSchedule::Covered(uint64_t index, size_t bytes) {
+void SnapshotSchedule::Covered(uint64_t index, size_t bytes, uint64_t bytes_left) {
   last_index_ = index;
   if (applied_index_ < index) applied_index_ = index;
   last_bytes_ = bytes;
-  bytes_since_ = 0;
+  bytes_since_ = bytes_left;
 }
 
 bool SnapshotSchedule::Due() const {

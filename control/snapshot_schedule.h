@@ -34,7 +34,9 @@ class SnapshotSchedule {
   void Applied(uint64_t index, size_t bytes);
   // The state at `index` is now a snapshot of `bytes` (taken here, recovered
   // at start or installed from the leader): the log before it is gone.
-  void Covered(uint64_t index, size_t bytes);
+  // `bytes_left`: what was applied after `index` and so still counts towards
+  // the next one (a snapshot encoded off the loop: snapshot_taker.h).
+  void Covered(uint64_t index, size_t bytes, uint64_t bytes_left = 0);
 
   bool Due() const;
 

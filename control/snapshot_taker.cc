@@ -4,26 +4,89 @@
 
 namespace gpool::control {
 
-void MaybeTakeSnapshot(SnapshotSchedule& schedule, const state::ClusterState& state, log::CommitLog& log,
-                       DiskFullMode& disk, ReplicationMetrics* metrics) {
-  if (!schedule.Due() || !disk.CheckWrite().ok()) return;
-  const uint64_t applied = state.applied_index();
-  const uint64_t log_bytes = schedule.bytes_since();
-  std::string snapshot = state.Snapshot();
-  const size_t snapshot_bytes = snapshot.size();
-  Status status = log.SaveSnapshot(applied, snapshot);
-  if (!status.ok()) {
-    spdlog::warn("snapshot failed index={} error=\"{}\"", applied, status.ToString());
-    // A failed write leaves LevelDB to be reopened before the next one.
-    if (status.code() == StatusCode::kIoError) (void)disk.WriteFailed(status, "saving a snapshot");
+void SnapshotTaker::Tick(const state::ClusterState& state, int64_t now_ms) {
+  if (!fork_) {
+    if (schedule_.Due() && disk_.CheckWrite().ok()) Save(state.applied_index(), state.Snapshot(), 0);
     return;
   }
-  schedule.Covered(applied, snapshot_bytes);
-  if (metrics != nullptr) {
-    ++metrics->snapshots;
-    metrics->last_snapshot_bytes = snapshot_bytes;
+  if (auto done = fork_->Poll()) Collect(std::move(*done), now_ms);
+  if (fork_->running() || now_ms < retry_at_ms_) return;
+  const bool due = schedule_.Due() && disk_.CheckWrite().ok();
+  if (!due && waiting_.empty()) return;
+  for_schedule_ = due;
+  bytes_at_start_ = schedule_.bytes_since();
+  const Status started = fork_->Start(state);
+  if (started.ok()) {
+    spdlog::info("snapshot started index={} pid={} fork_ms={:.1f} waiting_exports={}", state.applied_index(),
+                 fork_->child_pid(), fork_->last_fork_ms(), waiting_.size());
+    return;
   }
-  spdlog::info("snapshot saved index={} bytes={} log_bytes_replaced={}", applied, snapshot_bytes, log_bytes);
+  spdlog::warn("snapshot fork failed; encoding on the loop index={} error=\"{}\"", state.applied_index(),
+               started.ToString());
+  if (due) Save(state.applied_index(), state.Snapshot(), 0);
+  // Exports wait for a fork that works: each would be a whole stall.
+  retry_at_ms_ = now_ms + kRetryMs;
+}
+
+void SnapshotTaker::RequestImage(uint64_t min_index, ImageReady done) {
+  waiting_.push_back(Waiter{min_index, std::move(done)});
+}
+
+void SnapshotTaker::DropRequests(const Status& why) {
+  std::vector<Waiter> dropped = std::move(waiting_);
+  waiting_.clear();
+  for (Waiter& waiter : dropped) waiter.done(why);
+}
+
+void SnapshotTaker::Collect(Result<std::shared_ptr<SnapshotFile>> image, int64_t now_ms) {
+  if (!image.ok()) {
+    spdlog::warn("snapshot failed; retried in {} ms error=\"{}\"", kRetryMs, image.status().ToString());
+    retry_at_ms_ = now_ms + kRetryMs;
+    // Exports are answered now (the client starts again) rather than held
+    // through retries that may keep failing (a full disk).
+    DropRequests(Status::Unavailable("the snapshot could not be made (" + image.status().message() +
+                                     "); try again"));
+    return;
+  }
+  const std::shared_ptr<SnapshotFile>& file = *image;
+  // The waiters it covers; the others want a newer one (Tick starts it).
+  std::vector<Waiter> served;
+  std::erase_if(waiting_, [&](Waiter& waiter) {
+    if (waiter.min_index > file->index()) return false;
+    served.push_back(std::move(waiter));
+    return true;
+  });
+  for (Waiter& waiter : served) waiter.done(file);
+  // A snapshot installed from the leader meanwhile is newer: nothing to save.
+  const bool wanted = for_schedule_ || schedule_.Due();
+  if (!wanted || file->index() <= schedule_.last_index() || !disk_.CheckWrite().ok()) return;
+  Result<std::string> bytes = file->ReadAll();
+  if (!bytes.ok()) {
+    spdlog::warn("snapshot file unreadable; retried in {} ms error=\"{}\"", kRetryMs, bytes.status().ToString());
+    retry_at_ms_ = now_ms + kRetryMs;
+    return;
+  }
+  const uint64_t since = schedule_.bytes_since();
+  Save(file->index(), *bytes, since > bytes_at_start_ ? since - bytes_at_start_ : 0);
+}
+
+void SnapshotTaker::Save(uint64_t index, std::string_view image, uint64_t bytes_left) {
+  const uint64_t log_bytes = schedule_.bytes_since() - bytes_left;
+  Status status = log_.SaveSnapshot(index, image);
+  if (!status.ok()) {
+    spdlog::warn("snapshot failed index={} error=\"{}\"", index, status.ToString());
+    // A failed write leaves LevelDB to be reopened before the next one.
+    if (status.code() == StatusCode::kIoError) (void)disk_.WriteFailed(status, "saving a snapshot");
+    return;
+  }
+  // What was applied while the child encoded is not in the image: it still
+  // counts towards the next one.
+  schedule_.Covered(index, image.size(), bytes_left);
+  if (metrics_ != nullptr) {
+    ++metrics_->snapshots;
+    metrics_->last_snapshot_bytes = image.size();
+  }
+  spdlog::info("snapshot saved index={} bytes={} log_bytes_replaced={}", index, image.size(), log_bytes);
 }
 
 }  // namespace gpool::control

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -22,6 +23,7 @@
 #include "control/frames.h"
 #include "control/ports.h"
 #include "control/principal.h"
+#include "control/snapshot_fork.h"
 #include "control/state/cluster_state.h"
 #include "control/worker_relay.h"
 #include "control/worker_table.h"
@@ -66,6 +68,11 @@ struct GatewayOptions {
   // ListTokens; kept by the HTTP port, leader-local (never replicated: a
   // log entry per request would be the cost). Null: always 0.
   std::function<int64_t(const std::string& token_id)> token_last_used;
+  // Issue 49: asks for an image of the state at an index >= min_index,
+  // encoded off the loop (SnapshotTaker::RequestImage); `done` runs later, on
+  // the loop. Null: ExportSnapshot encodes on the loop at once (unit tests).
+  std::function<void(uint64_t min_index, std::function<void(Result<std::shared_ptr<SnapshotFile>>)> done)>
+      request_snapshot_image;
 };
 
 // One client request as the endpoints handle it: who asked, and where to answer.

@@ -3,7 +3,8 @@
 // job's env and every key binding. Starting an export is audited; reading its
 // chunks is not (the start already says who took the copy). An export's
 // reader restarts at a new leader: the images are dropped once this replica
-// no longer leads, and when idle too long.
+// no longer leads, and when idle too long. The image is encoded off the loop
+// (issue 49: snapshot_taker.h) when the coordinator provides for it.
 #pragma once
 
 #include "control/gateway/endpoint.h"
@@ -21,8 +22,11 @@ class SnapshotEndpoint final : public Endpoint {
   size_t exports_held() const { return exports_.held(); }
 
  private:
+  void Started(const Request& request, Result<ExportSnapshotReply> first);
+
   RequestContext& ctx_;
   SnapshotExports exports_;
+  int64_t last_tick_ms_ = 0;  // the loop's clock, for an image that arrives between requests
 };
 
 }  // namespace gpool::control

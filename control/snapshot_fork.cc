@@ -1,0 +1,191 @@
+#include "control/snapshot_fork.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "protocol/base/sha256.h"
+
+namespace gpool::control {
+namespace snapshot_fork_detail {
+
+// Exit codes of the child, for the parent's error message.
+constexpr int kChildEncodeFailed = 3;
+constexpr int kChildWriteFailed = 4;
+constexpr int kChildOrphaned = 5;
+
+bool WriteWhole(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// The child: plain memory and file I/O only (see the header), then _exit, so
+// no destructor, atexit handler or stdio buffer of the parent's runs here.
+[[noreturn]] void RunChild(const SnapshotFork::Encoder& encoder, const state::ClusterState& state,
+                           const std::string& path, int report_fd, pid_t parent) {
+  // Dies with the coordinator; a parent gone before prctl took effect too.
+  (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(kChildOrphaned);
+  std::string image;
+  try {
+    image = encoder ? encoder(state) : state.Snapshot();
+  } catch (...) {
+    _exit(kChildEncodeFailed);
+  }
+  const std::string digest = Sha256::Of(image);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) _exit(kChildWriteFailed);
+  // No fsync: the file only carries the image to the parent, which makes it
+  // durable where it belongs (the log store, synced).
+  if (!WriteWhole(fd, image) || close(fd) != 0) _exit(kChildWriteFailed);
+  const std::string report = std::to_string(image.size()) + " " + digest + "\n";
+  if (!WriteWhole(report_fd, report)) _exit(kChildWriteFailed);
+  _exit(0);
+}
+
+std::string ExitText(int wstatus) {
+  if (WIFSIGNALED(wstatus)) return "was killed by signal " + std::to_string(WTERMSIG(wstatus));
+  const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+  switch (code) {
+    case kChildEncodeFailed: return "failed encoding the state";
+    case kChildWriteFailed: return "failed writing its file (is the data dir full?)";
+    case kChildOrphaned: return "found its parent gone";
+    default: return "exited with status " + std::to_string(code);
+  }
+}
+
+}  // namespace snapshot_fork_detail
+
+SnapshotFile::~SnapshotFile() { (void)unlink(path_.c_str()); }
+
+Result<std::string> SnapshotFile::ReadAt(uint64_t offset, size_t length) const {
+  if (offset > bytes_) return Status::InvalidArgument("offset " + std::to_string(offset) + " is past the image's end");
+  length = static_cast<size_t>(std::min<uint64_t>(length, bytes_ - offset));
+  const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IoError("opening snapshot file " + path_ + ": " + std::strerror(errno));
+  std::string out(length, '\0');
+  size_t done = 0;
+  while (done < length) {
+    const ssize_t n = pread(fd, out.data() + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? std::strerror(errno) : "the file is shorter than its image";
+      close(fd);
+      return Status::IoError("reading snapshot file " + path_ + ": " + why);
+    }
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  return out;
+}
+
+SnapshotFork::SnapshotFork(std::string dir, Encoder encoder, std::string prefix)
+    : dir_(std::move(dir)), encoder_(std::move(encoder)), prefix_(std::move(prefix)) {
+  // Images a crashed coordinator left behind are of no use to anyone.
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(prefix_) && name.ends_with(".tmp")) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
+SnapshotFork::~SnapshotFork() { KillChild(); }
+
+void SnapshotFork::KillChild() {
+  if (pid_ > 0) {
+    (void)kill(pid_, SIGKILL);
+    int wstatus = 0;
+    while (waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    (void)unlink(pending_path_.c_str());
+  }
+  pid_ = -1;
+  if (pipe_fd_ >= 0) close(pipe_fd_);
+  pipe_fd_ = -1;
+}
+
+Status SnapshotFork::Start(const state::ClusterState& state) {
+  if (running()) {
+    return Status::FailedPrecondition("a snapshot of index " + std::to_string(pending_index_) + " is being made");
+  }
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return Status::Internal(std::string("snapshot pipe: ") + std::strerror(errno));
+  const std::string path = (std::filesystem::path(dir_) / (prefix_ + std::to_string(getpid()) + "-" +
+                                                           std::to_string(++sequence_) + ".tmp")).string();
+  const pid_t parent = getpid();
+  // The child starts with every signal blocked (it inherits the mask), so no
+  // handler of the coordinator's ever runs in it; SIGKILL still ends it.
+  sigset_t all;
+  sigset_t old;
+  sigfillset(&all);
+  const auto start = std::chrono::steady_clock::now();
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    snapshot_fork_detail::RunChild(encoder_, state, path, fds[1], parent);
+  }
+  const int fork_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  last_fork_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return Status::Internal(std::string("fork for a snapshot: ") + std::strerror(fork_errno));
+  }
+  pid_ = pid;
+  pipe_fd_ = fds[0];
+  pending_path_ = path;
+  pending_index_ = state.applied_index();
+  return Status::Ok();
+}
+
+std::optional<Result<std::shared_ptr<SnapshotFile>>> SnapshotFork::Poll() {
+  if (!running()) return std::nullopt;
+  int wstatus = 0;
+  const pid_t reaped = waitpid(pid_, &wstatus, WNOHANG);
+  if (reaped == 0 || (reaped < 0 && errno == EINTR)) return std::nullopt;
+  const pid_t child = pid_;
+  pid_ = -1;
+  // The child has exited: its report, if any, is all in the pipe.
+  std::string report;
+  char buffer[128];
+  for (ssize_t n; (n = read(pipe_fd_, buffer, sizeof(buffer))) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    report.append(buffer, static_cast<size_t>(n));
+  }
+  close(pipe_fd_);
+  pipe_fd_ = -1;
+  if (reaped < 0) {
+    (void)unlink(pending_path_.c_str());
+    return Result<std::shared_ptr<SnapshotFile>>(
+        Status::Internal("waiting for snapshot child pid=" + std::to_string(child) + ": " + std::strerror(errno)));
+  }
+  unsigned long long bytes = 0;
+  char digest[65] = {};
+  const bool exited_ok = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+  if (!exited_ok || std::sscanf(report.c_str(), "%llu %64s", &bytes, digest) != 2) {
+    (void)unlink(pending_path_.c_str());
+    const std::string why = exited_ok ? "sent no report" : snapshot_fork_detail::ExitText(wstatus);
+    return Result<std::shared_ptr<SnapshotFile>>(Status::Internal(
+        "snapshot child pid=" + std::to_string(child) + " for index " + std::to_string(pending_index_) + " " + why));
+  }
+  return Result<std::shared_ptr<SnapshotFile>>(
+      std::make_shared<SnapshotFile>(pending_path_, pending_index_, bytes, std::string(digest)));
+}
+
+}  // namespace gpool::control
