@@ -8,18 +8,34 @@
 #include "protocol/message_type.h"
 #include "protocol/messages_common.h"
 #include "protocol/messages_exec.h"
+#include "protocol/security/task_exec_key.h"
 
 namespace gpool::control {
+
+bool ExecEndpoint::HeldByLiveTask(const state::JobRecord& job, const std::string& token) {
+  if (job.exec_token.empty() || token.empty()) return false;
+  bool held = false;
+  // Every live task is compared (no early exit), so the time taken says
+  // nothing about which task, if any, the token is close to.
+  for (const state::TaskRecord& task : job.tasks) {
+    if (!state::HoldsResources(task.state)) continue;
+    auto secret = security::TaskExecSecret(job.exec_token, task.id);
+    held |= secret.ok() && ConstantTimeEquals(token, *secret);
+  }
+  return held;
+}
 
 Result<FoundTask> ExecEndpoint::ExecTarget(const std::string& name, uint64_t job_scope, const std::string& token,
                                       const Actor& actor) const {
   auto found = FindTaskByName(ctx_.state(), name, job_scope);
   if (!found.ok()) return found.status();
   const state::JobRecord& job = *found->job;
-  // A job token opens only its own job; it is compared only once the job is
-  // known, so a wrong token learns nothing more than a missing task would.
+  // A task's exec token opens only its own job, and only while that task is
+  // bound or running; it is compared only once the job is known, so a wrong
+  // token learns nothing more than a missing task would. The job's own
+  // secret is no task's token: it opens nothing (issue 48).
   const bool entitled = Authorize(actor, Permission::kExecJob, RequestContext::JobTarget(job), ctx_.state()).allowed;
-  if (!entitled && (job.exec_token.empty() || token.empty() || !ConstantTimeEquals(token, job.exec_token))) {
+  if (!entitled && !HeldByLiveTask(job, token)) {
     if (actor.kind == Actor::Kind::kUser) {
       return Status::PermissionDenied(actor.name + " may not " + std::string(PermissionName(Permission::kExecJob)) +
                                       " on job " + std::to_string(job.id.value()) + " (a job of " + job.spec.user +

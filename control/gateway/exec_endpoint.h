@@ -2,8 +2,8 @@
 // resolved to a running task, authorised, and relayed to the task's node
 // through the WorkerRelay; nothing is kept here between requests
 // (messages_exec.h). The caller may exec into a job it has kExecJob on, or
-// into the job whose exec token it carries (a task's MPI launcher), which
-// authorises nothing else. Served after the read barrier (the Gateway).
+// into the job of the live task whose exec token it carries (a task's MPI
+// launcher), which authorises nothing else. Served after the read barrier (the Gateway).
 #pragma once
 
 #include <string>
@@ -31,6 +31,10 @@ class ExecEndpoint final : public Endpoint {
                   const Actor& actor, int64_t now_ms);
   void OnExecSignal(const std::string& peer, uint64_t request_id, const ExecSignal& msg, const std::string& token,
                     const Actor& actor, int64_t now_ms);
+  // Whether `token` is the exec token of a task of `job` that is bound or
+  // running (what a task carries without CurveZMQ, or as a user with no
+  // exec permission of its own). An HMAC per live task of the job.
+  static bool HeldByLiveTask(const state::JobRecord& job, const std::string& token);
   // The running task `name` names, if the caller may exec into it.
   Result<FoundTask> ExecTarget(const std::string& name, uint64_t job_scope, const std::string& token,
                                const Actor& actor) const;
