@@ -44,10 +44,10 @@ class GatewayExecTest : public GatewayTest {
     Send(SubmitJob{spec, ""}, 1, "admin");
     ASSERT_EQ(Last().type(), MessageType::kSubmitJobReply);
   }
-  void Run(uint64_t job, const std::string& node, uint32_t index = 0) {
-    proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(job), index, node, {0}, 0, 0}}, {}},
+  void Run(uint64_t job, const std::string& node) {
+    proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(job), 0, node, {0}, 0, 0}}, {}},
                       [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
-    TaskEvent started{.node = node, .seq = ++event_seq_, .task = TaskId{JobId(job), index, 0}, .kind = TaskEventKind::kStarted};
+    TaskEvent started{.node = node, .seq = ++event_seq_, .task = TaskId{JobId(job), 0, 0}, .kind = TaskEventKind::kStarted};
     proposer_.Propose(state::TaskEventCmd{started}, [](const auto&) {});
   }
   void Exit(uint64_t job, const std::string& node, uint32_t index) {
@@ -138,9 +138,16 @@ TEST_F(GatewayExecTest, ATasksTokenOpensItsSiblingsOnlyWhileItRuns) {
     proposer_.Propose(state::RegisterNodeCmd{OneGpuNode(node), {}}, [](const auto&) {});
     workers_.Connect(node, std::string("peer-") + node, now_ms_, 2'000'000);
   }
-  Submit("mpi", 2);  // job 3: tasks 3.0 on n3 and 3.1 on n4
-  Run(3, "n3", 0);
-  Run(3, "n4", 1);
+  Submit("mpi", 2);  // job 3: tasks 3.0 on n3 and 3.1 on n4, a gang bound in one plan
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(3), 0, "n3", {0}, 0, 0},
+                                         state::PlanBind{JobId(3), 1, "n4", {0}, 0, 0}},
+                                        {}},
+                    [](const state::ApplyResult& r) { ASSERT_EQ(r.binds_applied, 2u) << r.status.ToString(); });
+  for (uint32_t index : {0u, 1u}) {
+    TaskEvent started{.node = index == 0 ? "n3" : "n4", .seq = ++event_seq_, .task = TaskId{JobId(3), index, 0}};
+    proposer_.Propose(state::TaskEventCmd{started}, [](const auto&) {});
+  }
+  ASSERT_EQ(state_.FindTask(TaskId{JobId(3), 1, 0})->state, TaskState::kRunning);
   const std::string rank0 = TaskToken(3, 0);
   EXPECT_NE(rank0, TaskToken(3, 1));
   EXPECT_NE(rank0, TokenOf(3));

@@ -80,20 +80,26 @@ void KeyDirectory::SetUserKeyExpiry(std::map<std::string, int64_t> expiry) {
   user_key_expiry_ = std::move(expiry);
 }
 
-void KeyDirectory::SetLiveTasks(std::map<TaskId, std::string> secrets) {
+void KeyDirectory::SetLiveTasks(std::map<TaskId, std::string> job_secrets) {
   std::lock_guard<std::mutex> lock(mu_);
-  task_secret_ = std::move(secrets);
-  PruneTaskKeysLocked();
+  task_secret_ = std::move(job_secrets);
+  std::erase_if(task_secret_, [](const auto& entry) { return entry.second.empty(); });
+  PruneTaskKeysLocked(task_key_.begin(), task_key_.end());
 }
 
-void KeyDirectory::SetJobLiveTasks(uint64_t job, std::map<TaskId, std::string> secrets) {
+void KeyDirectory::SetJobLiveTasks(uint64_t job, std::map<TaskId, std::string> job_secrets) {
   std::lock_guard<std::mutex> lock(mu_);
-  const JobId id(job);
-  std::erase_if(task_secret_, [&](const auto& entry) { return entry.first.job == id; });
-  for (auto& [task, secret] : secrets) {
-    if (task.job == id && !secret.empty()) task_secret_[task] = std::move(secret);
+  // TaskIds order by job first: the job's tasks are one range of each map,
+  // so one job's change costs its own tasks, not every live task's.
+  const TaskId first{JobId(job), 0, 0};
+  const auto job_end = [&](auto& map) {
+    return job == UINT64_MAX ? map.end() : map.lower_bound(TaskId{JobId(job + 1), 0, 0});
+  };
+  task_secret_.erase(task_secret_.lower_bound(first), job_end(task_secret_));
+  for (auto& [task, secret] : job_secrets) {
+    if (task.job == JobId(job) && !secret.empty()) task_secret_[task] = std::move(secret);
   }
-  PruneTaskKeysLocked();
+  PruneTaskKeysLocked(task_key_.lower_bound(first), job_end(task_key_));
 }
 
 size_t KeyDirectory::task_keys() const {
@@ -101,15 +107,15 @@ size_t KeyDirectory::task_keys() const {
   return task_key_.size();
 }
 
-void KeyDirectory::PruneTaskKeysLocked() const {
-  for (auto it = task_key_.begin(); it != task_key_.end();) {
-    auto live = task_secret_.find(it->first);
-    if (live != task_secret_.end()) {
-      ++it;
+void KeyDirectory::PruneTaskKeysLocked(std::map<TaskId, std::string>::iterator from,
+                                       std::map<TaskId, std::string>::iterator to) const {
+  while (from != to) {
+    if (task_secret_.count(from->first) != 0) {
+      ++from;
       continue;
     }
-    task_of_key_.erase(it->second);
-    it = task_key_.erase(it);
+    task_of_key_.erase(from->second);
+    from = task_key_.erase(from);
   }
 }
 
@@ -117,6 +123,9 @@ bool KeyDirectory::DeriveTaskKeys() const {
   std::vector<std::pair<TaskId, std::string>> pending;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // task_key_ holds live tasks only (pruned as they end): as many keys as
+    // live tasks means none is pending, and a stranger's handshake costs no scan.
+    if (task_key_.size() == task_secret_.size()) return false;
     for (const auto& [task, secret] : task_secret_) {
       if (task_key_.count(task) == 0) pending.emplace_back(task, secret);
     }

@@ -114,8 +114,10 @@ class KeyDirectory {
   // Derives the public keys of live tasks not derived yet (the lock not held
   // while it does); true when it derived any.
   bool DeriveTaskKeys() const;
-  // Drops the derived keys of tasks no longer live. Under mu_.
-  void PruneTaskKeysLocked() const;
+  // Drops the derived keys in [from, to) of task_key_ whose tasks are no
+  // longer live. Under mu_.
+  void PruneTaskKeysLocked(std::map<TaskId, std::string>::iterator from,
+                           std::map<TaskId, std::string>::iterator to) const;
 
   std::map<TaskId, std::string> task_secret_;        // live task -> its job's secret
   // Derived from task_secret_ (mutable: Authorize fills them in on demand).

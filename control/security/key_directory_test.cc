@@ -52,7 +52,7 @@ TEST(KeyDirectory, BootstrapAdmitsAnyClientKeyOnlyWhileOpen) {
 std::string TaskPublicKey(const std::string& job_secret, const TaskId& task) {
   auto secret = security::TaskExecSecret(job_secret, task);
   EXPECT_TRUE(secret.ok());
-  auto pair = security::KeyPairOfSecret(secret.value_or(""));
+  auto pair = security::KeyPairOfSecret(secret.ok() ? *secret : std::string());
   EXPECT_TRUE(pair.ok()) << pair.status().ToString();
   return pair.ok() ? pair->public_key : std::string();
 }

@@ -87,7 +87,7 @@ state::ApplyResult ApplyAndSync(state::ClusterState& state, KeySync& sync, state
 
 std::string SyncedTaskKey(const state::ClusterState& state, const TaskId& task) {
   auto secret = security::TaskExecSecret(state.FindJob(task.job)->exec_token, task);
-  auto pair = security::KeyPairOfSecret(secret.value_or(""));
+  auto pair = security::KeyPairOfSecret(secret.ok() ? *secret : std::string());
   EXPECT_TRUE(pair.ok()) << pair.status().ToString();
   return pair.ok() ? pair->public_key : std::string();
 }
