@@ -1,9 +1,11 @@
 #include "control/gateway/exec_endpoint.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
+#include "protocol/base/sha256.h"
 #include "protocol/base/token_file.h"
 #include "protocol/message_type.h"
 #include "protocol/messages_common.h"
@@ -12,17 +14,29 @@
 
 namespace gpool::control {
 
-bool ExecEndpoint::HeldByLiveTask(const state::JobRecord& job, const std::string& token) {
+bool ExecEndpoint::HeldByLiveTask(const state::JobRecord& job, const std::string& token) const {
   if (job.exec_token.empty() || token.empty()) return false;
-  bool held = false;
+  const auto live = [&](const TaskId& id) {
+    return id.job == job.id && id.index < job.tasks.size() && job.tasks[id.index].id == id &&
+           state::HoldsResources(job.tasks[id.index].state);
+  };
+  const std::string digest = Sha256::Of(token);
+  if (auto it = task_of_token_.find(digest); it != task_of_token_.end()) {
+    if (it->second.job == job.id) return live(it->second);
+    return false;  // another job's task's token
+  }
   // Every live task is compared (no early exit), so the time taken says
   // nothing about which task, if any, the token is close to.
+  std::optional<TaskId> held;
   for (const state::TaskRecord& task : job.tasks) {
     if (!state::HoldsResources(task.state)) continue;
     auto secret = security::TaskExecSecret(job.exec_token, task.id);
-    held |= secret.ok() && ConstantTimeEquals(token, *secret);
+    if (secret.ok() && ConstantTimeEquals(token, *secret)) held = task.id;
   }
-  return held;
+  if (!held) return false;
+  if (task_of_token_.size() >= kMaxTokenTasks) task_of_token_.clear();
+  task_of_token_[digest] = *held;
+  return true;
 }
 
 Result<FoundTask> ExecEndpoint::ExecTarget(const std::string& name, uint64_t job_scope, const std::string& token,
