@@ -155,6 +155,9 @@ TEST_F(GatewayExecTest, ATasksTokenOpensItsSiblingsOnlyWhileItRuns) {
   EXPECT_TRUE(StartReaches("3.1", rank0, &peer));
   EXPECT_EQ(peer, "peer-n4");
   EXPECT_TRUE(StartReachesAsTask("mpi-worker-1", "3.0", rank0));
+  ASSERT_FALSE(state_.audit().empty());
+  EXPECT_EQ(state_.audit().back().user, "task-3.0") << "the audit names the task, not just its job";
+  EXPECT_TRUE(state_.audit().back().allowed);
   EXPECT_FALSE(StartReaches("1.0", rank0));
   EXPECT_EQ(LastError().rfind("Unauthenticated", 0), 0u) << LastError();
   EXPECT_FALSE(StartReachesAsTask("1.0", "3.0", rank0));
