@@ -103,9 +103,10 @@ Status ApplySecurity(Session& s, const cxxopts::ParseResult& flags,
                                                 ? std::optional(flags["coordinator-key"].as<std::string>())
                                                 : from_env("GPOOL_COORDINATOR_KEY");
   const bool explicit_key = key_file.has_value();
-  // Inside a task of a secured cluster: its job's exec key (the exec token
-  // is a CURVE secret key) and the coordinator's public key, both set by
-  // gpool in the task's environment; an explicit --key-file still wins.
+  // Inside a task of a secured cluster: the task's own exec key (the exec
+  // token is a CURVE secret key derived for that task attempt, admitted
+  // while it is bound or running) and the coordinator's public key, both
+  // set by gpool in the task's environment; an explicit --key-file still wins.
   if (!explicit_key && !flags.count("coordinator-key")) {
     // One key per GPOOL_COORDINATOR endpoint, comma-separated, same order.
     auto token = from_env("GPOOL_EXEC_TOKEN");

@@ -5,9 +5,9 @@
 // MPI's remote agent: HOST is a task's stable name from the job's hostfile
 // and CMD is joined into one shell command, as ssh does (messages_exec.h).
 //
-// Credentials: --token, else the job's GPOOL_EXEC_TOKEN when this runs in a
-// task (it opens only that job, whose id then scopes stable names), else
-// GPOOL_TOKEN. Ctrl-C, SIGTERM and SIGHUP are forwarded to the command; a
+// Credentials: --token, else the task's GPOOL_EXEC_TOKEN when this runs in
+// a task (its own, issue 48: it opens only that task's job, whose id then
+// scopes stable names, and only while that task runs), else GPOOL_TOKEN. Ctrl-C, SIGTERM and SIGHUP are forwarded to the command; a
 // second Ctrl-C sends SIGKILL.
 #include <signal.h>
 

@@ -98,11 +98,12 @@ TEST_F(CliTest, ExecForwardsSignalsAndASecondInterruptKills) {
   EXPECT_EQ(cluster_->exec_signals[0].task, "t-w-0");
 }
 
-TEST_F(CliTest, InsideATaskExecUsesTheJobsExecTokenAndScopesNamesToItsJob) {
-  environment_ = {{"GPOOL_TOKEN", "cluster"}, {"GPOOL_EXEC_TOKEN", "job-token"}, {"GPOOL_JOB_ID", "12"}};
+// The task's own exec token (issue 48: derived for that task, opaque to the CLI).
+TEST_F(CliTest, InsideATaskExecUsesTheTasksExecTokenAndScopesNamesToItsJob) {
+  environment_ = {{"GPOOL_TOKEN", "cluster"}, {"GPOOL_EXEC_TOKEN", "task-token"}, {"GPOOL_JOB_ID", "12"}};
   cluster_->exec_polls = {Exited(0)};
   EXPECT_EQ(Run({"exec", "mpi-w-1", "--", "true"}), 0) << err_.str();
-  EXPECT_EQ(options_.token, "job-token");
+  EXPECT_EQ(options_.token, "task-token");
   EXPECT_EQ(cluster_->exec_starts.back().job_id, 12u);
   // An explicit --token wins, and then names are not scoped.
   EXPECT_EQ(Run({"--token", "mine", "exec", "mpi-w-1", "--", "true"}), 0);
@@ -111,7 +112,7 @@ TEST_F(CliTest, InsideATaskExecUsesTheJobsExecTokenAndScopesNamesToItsJob) {
 }
 
 TEST_F(CliTest, ExecRshRunsTheWordsAsOneShellLineInTheNamedTask) {
-  environment_ = {{"GPOOL_EXEC_TOKEN", "job-token"}, {"GPOOL_JOB_ID", "12"}};
+  environment_ = {{"GPOOL_EXEC_TOKEN", "task-token"}, {"GPOOL_JOB_ID", "12"}};
   cluster_->exec_polls = {Output("ok\n"), Exited(0)};
   // As Open MPI calls its agent: HOST, then orted's words, flags and quotes included.
   EXPECT_EQ(Run({"exec-rsh", "mpi-w-3", "orted", "-mca", "ess", "\"env\"", "--tree-spawn"}), 0) << err_.str();
@@ -120,7 +121,7 @@ TEST_F(CliTest, ExecRshRunsTheWordsAsOneShellLineInTheNamedTask) {
   const gpool::ExecStart& start = cluster_->exec_starts[0];
   EXPECT_EQ(start.task, "mpi-w-3");
   EXPECT_EQ(start.job_id, 12u);
-  EXPECT_EQ(options_.token, "job-token");
+  EXPECT_EQ(options_.token, "task-token");
   ASSERT_EQ(start.command.size(), 3u);
   EXPECT_EQ(start.command[0], "/bin/sh");
   EXPECT_EQ(start.command[1], "-c");

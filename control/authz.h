@@ -50,9 +50,10 @@ bool MutatingRequest(MessageType type);
 
 // The caller as the gateway resolved it.
 struct Actor {
-  // kJob: a task of job `job`, by its job's exec key (Principal kJob).
+  // kJob: a task of job `job`, by its own exec key (Principal kTask) while
+  // it is bound or running: whatever one task may do, any task of the job may.
   enum class Kind { kUser, kInsecureAdmin, kBootstrap, kJob, kAnonymous } kind = Kind::kAnonymous;
-  std::string name;                  // the user (kUser); "job-<id>", "insecure", "bootstrap" otherwise
+  std::string name;                  // the user (kUser); "task-<job>.<index>", "insecure", "bootstrap" otherwise
   uint64_t job = 0;                  // kJob: the job it speaks for
   const UserSpec* user = nullptr;    // kUser: its committed record
   std::string key;                   // the public key it connected with (secure mode)

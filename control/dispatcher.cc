@@ -11,6 +11,7 @@
 #include "protocol/message_type.h"
 #include "protocol/messages_common.h"
 #include "protocol/messages_worker.h"
+#include "protocol/security/task_exec_key.h"
 
 namespace gpool::control {
 
@@ -152,10 +153,15 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     if (!endpoints.empty()) bind.env["GPOOL_COORDINATOR"] = std::move(endpoints);
     if (!keys.empty()) bind.env["GPOOL_COORDINATOR_PUBLIC_KEY"] = std::move(keys);
     for (const auto& [key, value] : group.env) bind.env[key] = value;  // the user's own win
-    // The job's own exec credential (JobRecord::exec_token): `gpool exec`
-    // (and mpirun through `gpool exec-rsh`) into this job's tasks only; with
-    // CurveZMQ also the secret key a task's `gpool` connects with.
-    if (!job->exec_token.empty()) bind.env["GPOOL_EXEC_TOKEN"] = job->exec_token;
+    // This task attempt's own exec credential, derived from the job's secret
+    // (security/task_exec_key.h), never the job's secret itself (issue 48):
+    // `gpool exec` (and mpirun through `gpool exec-rsh`) into this job's
+    // tasks while this attempt is bound or running; with CurveZMQ also the
+    // secret key a task's `gpool` connects with. A job recorded without a
+    // secret gives its tasks none.
+    if (auto token = security::TaskExecSecret(job->exec_token, task.id); token.ok()) {
+      bind.env["GPOOL_EXEC_TOKEN"] = std::move(*token);
+    }
     bind.gpu_indices = task.gpu_indices;
     bind.gpu_uuids = state_.GpuUuids(task, /*mig_instances=*/false);
     bind.cpu_milli = task.cpu_milli;

@@ -12,6 +12,7 @@
 #include "protocol/model/run_as.h"
 #include "protocol/model/task_report.h"
 #include "protocol/model/users.h"
+#include "protocol/security/task_exec_key.h"
 
 namespace gpool::control {
 namespace {
@@ -236,8 +237,9 @@ namespace gpool::control {
 namespace {
 
 // What a task needs to call `gpool exec` itself (issue 30): where the
-// coordinator is and its job's own exec token; and its gang by stable name.
-TEST(DispatcherExecEnvTest, BindsCarryTheCoordinatorTheJobsExecTokenAndTaskNames) {
+// coordinator is and its own exec token (issue 48: derived for that task
+// attempt, never the job's secret); and its gang by stable name.
+TEST(DispatcherExecEnvTest, BindsCarryTheCoordinatorTheTasksExecTokenAndTaskNames) {
   state::ClusterState state;
   WorkerTable workers;
   RequestIds request_ids;
@@ -265,7 +267,20 @@ TEST(DispatcherExecEnvTest, BindsCarryTheCoordinatorTheJobsExecTokenAndTaskNames
   ASSERT_TRUE(bind.ok()) << bind.status().ToString();
   EXPECT_EQ(bind->env.at("GPOOL_COORDINATOR"), "tcp://coord:7400,tcp://b:7400");
   EXPECT_EQ(bind->env.at("GPOOL_COORDINATOR_PUBLIC_KEY"), "K1,K2");
-  EXPECT_EQ(bind->env.at("GPOOL_EXEC_TOKEN"), "secret-1");
+  EXPECT_EQ(bind->env.at("GPOOL_EXEC_TOKEN"), security::TaskExecSecret("secret-1", TaskId{JobId(1), 1, 0}).value());
+  // The other task's bind carries its own token; neither is the job's secret.
+  workers.Connect("n1", "peer-1", 0, 0);
+  dispatcher.NodeConnected("n1");
+  dispatcher.Tick(0);
+  ASSERT_EQ(outbox.sent.size(), 2u);
+  auto other = DecodeEnvelope(outbox.sent[1].frame)->Body<BindTask>();
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_EQ(other->task, (TaskId{JobId(1), 0, 0}));
+  EXPECT_EQ(other->env.at("GPOOL_EXEC_TOKEN"), security::TaskExecSecret("secret-1", TaskId{JobId(1), 0, 0}).value());
+  EXPECT_NE(other->env.at("GPOOL_EXEC_TOKEN"), bind->env.at("GPOOL_EXEC_TOKEN"));
+  for (const auto& sent : outbox.sent) {
+    EXPECT_EQ(sent.frame.find("secret-1"), std::string::npos) << "the job's secret never leaves the coordinator";
+  }
   EXPECT_EQ(bind->env.at("GPOOL_TASK_NAME"), "mpi-w-1");
   EXPECT_EQ(bind->task_hosts, (std::vector<TaskHost>{{"mpi-w-0", "n1", 1}, {"mpi-w-1", "n2", 1}}));
   // The token is replicated with the job, never shown to clients.

@@ -81,15 +81,17 @@ struct Case {
   std::string name;
   std::function<void(GatewayAccessTest&, const Principal&)> send;
   // Expected for admin, queue-admin of ml, member of ml-a, viewer, no role,
-  // and a task of the member's own job (its job's exec key).
+  // and a task of the member's own job (its own exec key, while bound).
   std::array<bool, 6> allowed;
 };
 
 TEST_F(GatewayAccessTest, PermissionMatrixHasNoUnexpectedAllow) {
+  // The member's job's task holds its binding: its exec key is admitted as that task.
+  Apply(state::ApplyPlanCmd{{state::PlanBind{JobId(own_job_), 0, "n1", {0}, 0, 0}}, {}});
   const std::array<Principal, 6> callers = {
       As("root-admin", kKeyAdmin), As("qa", kKeyQa), As("mem", kKeyMember), As("view", kKeyViewer),
       As("nobody", kKeyNobody),
-      Principal{Principal::Kind::kJob, std::to_string(own_job_), state_.jobs().at(own_job_).exec_key}};
+      Principal{Principal::Kind::kTask, std::to_string(own_job_) + ".0", state_.jobs().at(own_job_).exec_key}};
   auto job_spec = [](const std::string& queue) {
     JobSpec spec = OneGpuJob();
     spec.queue = queue;

@@ -1,6 +1,6 @@
 // The Gateway's exec requests over the fake ports: how a task is named and
-// found, who may exec (the cluster token, or the target job's own exec
-// token and nothing else), and the relay to the task's node.
+// found, who may exec (the cluster token, or the exec token of a live task
+// of the target job and nothing else), and the relay to the task's node.
 #include <gtest/gtest.h>
 
 #include "control/gateway_fixture.h"
@@ -9,6 +9,8 @@
 #include "protocol/messages_common.h"
 #include "protocol/messages_exec.h"
 #include "protocol/model/task_report.h"
+#include "protocol/security/keys.h"
+#include "protocol/security/task_exec_key.h"
 
 namespace gpool::control {
 namespace {
@@ -30,11 +32,12 @@ class GatewayExecTest : public GatewayTest {
     Run(2, "n2");
   }
 
-  void Submit(const std::string& name) {
+  void Submit(const std::string& name, uint32_t replicas = 1) {
     JobSpec spec;
     spec.name = name;
     TaskGroupSpec group;
     group.name = "worker";
+    group.replicas = replicas;
     group.command = {"true"};
     group.resources.gpus = 1;
     spec.tasks.push_back(group);
@@ -44,8 +47,12 @@ class GatewayExecTest : public GatewayTest {
   void Run(uint64_t job, const std::string& node) {
     proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(job), 0, node, {0}, 0, 0}}, {}},
                       [](const state::ApplyResult& r) { ASSERT_TRUE(r.status.ok()) << r.status.ToString(); });
-    TaskEvent started{.node = node, .seq = job, .task = TaskId{JobId(job), 0, 0}, .kind = TaskEventKind::kStarted};
+    TaskEvent started{.node = node, .seq = ++event_seq_, .task = TaskId{JobId(job), 0, 0}, .kind = TaskEventKind::kStarted};
     proposer_.Propose(state::TaskEventCmd{started}, [](const auto&) {});
+  }
+  void Exit(uint64_t job, const std::string& node, uint32_t index) {
+    TaskEvent exited{.node = node, .seq = ++event_seq_, .task = TaskId{JobId(job), index, 0}, .kind = TaskEventKind::kExited};
+    proposer_.Propose(state::TaskEventCmd{exited}, [](const auto&) {});
   }
 
   std::string LastError() {
@@ -62,9 +69,26 @@ class GatewayExecTest : public GatewayTest {
     if (peer != nullptr) *peer = outbox_.sent.back().peer;
     return Last().type() == MessageType::kTaskExecStart;
   }
+  // The job's own secret (never sent to a node) and a task's token, as its bind carries it.
   const std::string& TokenOf(uint64_t job) { return state_.FindJob(JobId(job))->exec_token; }
+  std::string TaskToken(uint64_t job, uint32_t index = 0) {
+    return security::TaskExecSecret(TokenOf(job), TaskId{JobId(job), index, 0}).value();
+  }
+  // ExecStart from a CurveZMQ connection authenticated as task `name` with
+  // public key `key` (what the key directory names a task's key), carrying
+  // the task's token as the CLI does.
+  bool StartReachesAsTask(const std::string& target, const std::string& name, const std::string& token) {
+    outbox_.sent.clear();
+    auto pair = security::KeyPairOfSecret(token);
+    Header header{.request_id = 7};
+    header.token = token;
+    gateway_->OnFrame("client", EncodeEnvelope(header, ExecStart{.task = target, .command = {"hostname"}}), now_ms_,
+                      Principal{Principal::Kind::kTask, name, pair.ok() ? pair->public_key : "?"});
+    return !outbox_.sent.empty() && outbox_.sent.back().to_worker;
+  }
 
   int tokens_ = 0;
+  uint64_t event_seq_ = 0;
 };
 
 TEST_F(GatewayExecTest, EachJobGetsItsOwnExecTokenAtSubmit) {
@@ -86,17 +110,70 @@ TEST_F(GatewayExecTest, TheClusterTokenMayExecIntoAnyJob) {
   EXPECT_EQ(peer, "peer-n2");
 }
 
-TEST_F(GatewayExecTest, AJobTokenOpensItsOwnJobOnly) {
-  EXPECT_TRUE(StartReaches("train-worker-0", TokenOf(1)));
-  EXPECT_TRUE(StartReaches("1.0", TokenOf(1)));
-  EXPECT_FALSE(StartReaches("other-worker-0", TokenOf(1)));
+TEST_F(GatewayExecTest, ATasksTokenOpensItsOwnJobOnly) {
+  EXPECT_TRUE(StartReaches("train-worker-0", TaskToken(1)));
+  EXPECT_TRUE(StartReaches("1.0", TaskToken(1)));
+  EXPECT_FALSE(StartReaches("other-worker-0", TaskToken(1)));
   EXPECT_EQ(LastError().rfind("Unauthenticated: the token does not authorise exec into job 2", 0), 0u) << LastError();
-  EXPECT_FALSE(StartReaches("2.0", TokenOf(1)));
+  EXPECT_FALSE(StartReaches("2.0", TaskToken(1)));
   EXPECT_EQ(LastError().rfind("Unauthenticated", 0), 0u);
   // ... and nothing but exec.
-  Send(CancelJob{.job_id = 1}, 9, TokenOf(1));
+  Send(CancelJob{.job_id = 1}, 9, TaskToken(1));
   EXPECT_EQ(LastError(), "Unauthenticated: wrong or missing token");
   EXPECT_FALSE(state_.FindJob(JobId(1))->cancel_requested);
+}
+
+// Issue 48: the job's own secret is no node's credential; it opens nothing.
+TEST_F(GatewayExecTest, TheJobsOwnSecretOpensNothing) {
+  EXPECT_FALSE(StartReaches("1.0", TokenOf(1)));
+  EXPECT_EQ(LastError().rfind("Unauthenticated: the token does not authorise exec into job 1", 0), 0u) << LastError();
+  EXPECT_FALSE(StartReaches("train-worker-0", TokenOf(1)));
+}
+
+// MPI's exec-rsh: rank 0's token opens the other ranks of its job while
+// rank 0 runs, never another job, and nothing once rank 0 has ended, on a
+// connection it opened before too.
+TEST_F(GatewayExecTest, ATasksTokenOpensItsSiblingsOnlyWhileItRuns) {
+  for (const char* node : {"n3", "n4"}) {
+    proposer_.Propose(state::RegisterNodeCmd{OneGpuNode(node), {}}, [](const auto&) {});
+    workers_.Connect(node, std::string("peer-") + node, now_ms_, 2'000'000);
+  }
+  Submit("mpi", 2);  // job 3: tasks 3.0 on n3 and 3.1 on n4, a gang bound in one plan
+  proposer_.Propose(state::ApplyPlanCmd{{state::PlanBind{JobId(3), 0, "n3", {0}, 0, 0},
+                                         state::PlanBind{JobId(3), 1, "n4", {0}, 0, 0}},
+                                        {}},
+                    [](const state::ApplyResult& r) { ASSERT_EQ(r.binds_applied, 2u) << r.status.ToString(); });
+  for (uint32_t index : {0u, 1u}) {
+    TaskEvent started{.node = index == 0 ? "n3" : "n4", .seq = ++event_seq_, .task = TaskId{JobId(3), index, 0}};
+    proposer_.Propose(state::TaskEventCmd{started}, [](const auto&) {});
+  }
+  ASSERT_EQ(state_.FindTask(TaskId{JobId(3), 1, 0})->state, TaskState::kRunning);
+  const std::string rank0 = TaskToken(3, 0);
+  EXPECT_NE(rank0, TaskToken(3, 1));
+  EXPECT_NE(rank0, TokenOf(3));
+  std::string peer;
+  EXPECT_TRUE(StartReaches("3.1", rank0, &peer));
+  EXPECT_EQ(peer, "peer-n4");
+  EXPECT_TRUE(StartReachesAsTask("mpi-worker-1", "3.0", rank0));
+  ASSERT_FALSE(state_.audit().empty());
+  EXPECT_EQ(state_.audit().back().user, "task-3.0") << "the audit names the task, not just its job";
+  EXPECT_TRUE(state_.audit().back().allowed);
+  EXPECT_FALSE(StartReaches("1.0", rank0));
+  EXPECT_EQ(LastError().rfind("Unauthenticated", 0), 0u) << LastError();
+  EXPECT_FALSE(StartReachesAsTask("1.0", "3.0", rank0));
+  EXPECT_EQ(LastError().rfind("Unauthenticated", 0), 0u) << LastError();
+
+  Exit(3, "n3", 0);
+  ASSERT_EQ(state_.FindTask(TaskId{JobId(3), 0, 0})->state, TaskState::kSucceeded);
+  ASSERT_EQ(state_.FindTask(TaskId{JobId(3), 1, 0})->state, TaskState::kRunning);
+  EXPECT_FALSE(StartReaches("3.1", rank0));
+  EXPECT_EQ(LastError().rfind("Unauthenticated: the token does not authorise exec into job 3", 0), 0u) << LastError();
+  EXPECT_FALSE(StartReachesAsTask("3.1", "3.0", rank0));
+  EXPECT_EQ(LastError().rfind("Unauthenticated: key ", 0), 0u) << LastError();
+  EXPECT_NE(LastError().find("task 3.0 ended"), std::string::npos) << LastError();
+  // The sibling's own token still opens it.
+  EXPECT_TRUE(StartReaches("3.1", TaskToken(3, 1)));
+  EXPECT_TRUE(StartReachesAsTask("3.1", "3.1", TaskToken(3, 1)));
 }
 
 TEST_F(GatewayExecTest, NoTokenOrAWrongOneIsRefusedWhenATokenIsConfigured) {
@@ -140,13 +217,13 @@ TEST_F(GatewayExecTest, AStableNameTwoJobsShareIsAmbiguousUnlessScopedToAJob) {
   EXPECT_EQ(LastError().rfind("FailedPrecondition: task name train-worker-0 is ambiguous: jobs 1, 3", 0), 0u)
       << LastError();
   outbox_.sent.clear();
-  Send(ExecStart{.task = "train-worker-0", .job_id = 3, .command = {"true"}}, 5, TokenOf(3));
+  Send(ExecStart{.task = "train-worker-0", .job_id = 3, .command = {"true"}}, 5, TaskToken(3));
   ASSERT_TRUE(outbox_.sent.back().to_worker);
   EXPECT_EQ(outbox_.sent.back().peer, "peer-n3");
 }
 
 TEST_F(GatewayExecTest, RepliesAreRelayedBackWithTheResolvedTask) {
-  ASSERT_TRUE(StartReaches("train-worker-0", TokenOf(1)));
+  ASSERT_TRUE(StartReaches("train-worker-0", TaskToken(1)));
   const uint64_t request = Last().header().request_id;
   relay_.WorkerReplied("n1", WorkerReply(request, ExecStartReply{.exec_id = 4, .pid = 99}));
   auto started = Last().Body<ExecStartReply>();
@@ -156,7 +233,7 @@ TEST_F(GatewayExecTest, RepliesAreRelayedBackWithTheResolvedTask) {
   EXPECT_EQ(started->task, "1.0");
   EXPECT_EQ(started->node, "n1");
 
-  Send(ExecPoll{.task = "train-worker-0", .exec_id = 4, .stdout_offset = 10}, 8, TokenOf(1));
+  Send(ExecPoll{.task = "train-worker-0", .exec_id = 4, .stdout_offset = 10}, 8, TaskToken(1));
   auto poll = Last().Body<TaskExecPoll>();
   ASSERT_TRUE(poll.ok());
   EXPECT_EQ(poll->exec_id, 4u);
@@ -170,7 +247,7 @@ TEST_F(GatewayExecTest, RepliesAreRelayedBackWithTheResolvedTask) {
   ASSERT_TRUE(polled.ok());
   EXPECT_EQ(polled->exit_code, 3);
 
-  Send(ExecSignal{.task = "1.0", .exec_id = 4, .signal = 2}, 9, TokenOf(1));
+  Send(ExecSignal{.task = "1.0", .exec_id = 4, .signal = 2}, 9, TaskToken(1));
   auto signal = Last().Body<TaskExecSignal>();
   ASSERT_TRUE(signal.ok());
   EXPECT_EQ(signal->signal, 2);

@@ -105,8 +105,8 @@ TEST_F(GatewayTokensTest, BadRequestsAreTypedErrorsAndChangeNothing) {
   EXPECT_EQ(LastError(), "InvalidArgument");
   SendAs(As("mem", kKeyMember), RevokeToken{"tok-none"});
   EXPECT_EQ(LastError(), "NotFound");
-  // A job's exec key speaks for its job only; no tokens.
-  SendAs(Principal{Principal::Kind::kJob, "1", "exec-key"}, CreateToken{});
+  // A task's exec key speaks for its job only; no tokens.
+  SendAs(Principal{Principal::Kind::kTask, "1.0", "exec-key"}, CreateToken{});
   EXPECT_NE(LastError(), "");
   EXPECT_TRUE(state_.api_tokens().tokens().empty());
   for (size_t i = 0; i < kMaxTokensPerUser; ++i) TokenOf("mem", kKeyMember, TokenScope::kMetrics);

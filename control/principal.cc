@@ -12,7 +12,7 @@ constexpr std::array<std::pair<Principal::Kind, std::string_view>, 8> kKinds = {
     {Principal::Kind::kNewNode, "new-node"},
     {Principal::Kind::kReplica, "replica"},
     {Principal::Kind::kBootstrap, "bootstrap"},
-    {Principal::Kind::kJob, "job"},
+    {Principal::Kind::kTask, "task"},
     {Principal::Kind::kToken, "token"},
 }};
 

@@ -25,7 +25,10 @@ struct Principal {
     kNewNode,    // a worker key bound to no node yet (admission or first-use enrolment)
     kReplica,    // a replica of the committed configuration
     kBootstrap,  // any client key while the cluster has no admin yet
-    kJob,        // a job's exec key, held by its tasks: exec into that job only
+    // A bound or running task's exec key (issue 48): name is its task id
+    // ("17.0", "17.0#2", security/task_exec_key.h); it speaks for that
+    // task's job while that attempt holds its binding.
+    kTask,
     // An API token on the HTTP port (issue 48): name its owner, key its id.
     // Made in-process by the HTTP port only; never parsed from a User-Id.
     kToken,

@@ -7,7 +7,7 @@ namespace {
 
 TEST(PrincipalTest, RoundTripsEveryKind) {
   for (auto kind : {Principal::Kind::kUser, Principal::Kind::kNode, Principal::Kind::kNewNode,
-                    Principal::Kind::kReplica, Principal::Kind::kBootstrap, Principal::Kind::kJob}) {
+                    Principal::Kind::kReplica, Principal::Kind::kBootstrap, Principal::Kind::kTask}) {
     Principal p{kind, kind == Principal::Kind::kNewNode ? "" : "alice", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"};
     auto parsed = Principal::Parse(p.UserId());
     ASSERT_TRUE(parsed.has_value()) << p.UserId();

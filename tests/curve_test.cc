@@ -175,10 +175,11 @@ TEST_F(CurveClusterTest, ImpersonatingARegisteredNodeIsRefusedAndItsTasksKeepRun
   EXPECT_EQ(log.exit_code, 0) << log.err;
 }
 
-// A task holds its job's exec key (GPOOL_EXEC_TOKEN) and reaches the
-// secured client port with it: as that job, which may read itself and exec
-// into itself, and nothing else, not even another job of the same user.
-TEST_F(CurveClusterTest, ATasksJobKeyOpensItsOwnJobOnly) {
+// A task holds its own exec key (GPOOL_EXEC_TOKEN, issue 48) and reaches
+// the secured client port with it: as that task of its job, which may read
+// the job and exec into it, and nothing else, not even another job of the
+// same user.
+TEST_F(CurveClusterTest, ATasksExecKeyOpensItsOwnJobOnly) {
   const uint64_t other = RunningJob();
   const std::string cli = GPOOL_CLI_BIN;
   const std::string script = "\"" + cli + "\" whoami; \"" + cli + "\" cancel " + std::to_string(other) +
@@ -190,11 +191,65 @@ TEST_F(CurveClusterTest, ATasksJobKeyOpensItsOwnJobOnly) {
       << TaskState(job);
   auto log = client_->GetTaskLog(JobId(job), 0, 64 * 1024);
   ASSERT_TRUE(log.ok()) << log.status().ToString();
-  EXPECT_NE(log->data.find("job-" + std::to_string(job)), std::string::npos) << log->data;
+  EXPECT_NE(log->data.find("task-" + std::to_string(job) + ".0"), std::string::npos) << log->data;
   EXPECT_NE(log->data.find("PermissionDenied"), std::string::npos) << log->data;
   EXPECT_EQ(log->data.find("cancel=0"), std::string::npos) << log->data;
   EXPECT_NE(log->data.find("read=0"), std::string::npos) << log->data;
   EXPECT_EQ(TaskState(other), "Running");
+}
+
+// Issue 48: the exec credential is per task. Task 0 execs into its sibling
+// task 1 with its own token while it runs, prints the token and exits; from
+// then on that token is refused at the handshake and opens no exec into the
+// sibling, which still runs (and still opens to its owner).
+TEST_F(CurveClusterTest, AFinishedTasksTokenNoLongerOpensItsRunningSibling) {
+  const std::string cli = GPOOL_CLI_BIN;
+  // Task 0 waits (bounded) for task 1 to run by trying the exec itself.
+  const std::string script =
+      "if [ \"$GPOOL_TASK_INDEX\" = 1 ]; then exec sleep 600; fi; "
+      "for i in $(seq 150); do \"" + cli + "\" --timeout-ms 2000 exec $GPOOL_JOB_ID.1 -- echo sibling-opened "
+      "&& break; sleep 0.2; done; echo \"token=$GPOOL_EXEC_TOKEN\"";
+  auto submitted = client_->Submit(ShellJob("pair", 0, script, 2), "");
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  const uint64_t job = submitted->job_id;
+  auto task_state = [&](size_t index) {
+    auto got = client_->GetJob(JobId(job));
+    return got.ok() && got->tasks.size() > index ? got->tasks[index].state : "?";
+  };
+  ASSERT_TRUE(WaitFor([&] { return task_state(0) == "Succeeded" || task_state(0) == "Failed"; }, 60s))
+      << task_state(0);
+  auto log = client_->GetTaskLog(JobId(job), 0, 64 * 1024);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_NE(log->data.find("sibling-opened"), std::string::npos) << "its token opened the sibling while it ran:\n"
+                                                                   << log->data;
+  const size_t at = log->data.find("token=");
+  ASSERT_NE(at, std::string::npos) << log->data;
+  const std::string token = log->data.substr(at + 6, 40);
+  ASSERT_TRUE(security::IsZ85Key(token)) << log->data;
+  ASSERT_EQ(task_state(1), "Running");
+
+  // Refused at the handshake: the key directory dropped the ended task's key ...
+  auto keys = security::KeyPairOfSecret(token);
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  zmq::context_t context(1);
+  auto handshake =
+      security::ProbeHandshake(context, cluster_.client_endpoint(), *keys, ReplicaKey(cluster_, 0), kHandshakeMs);
+  ASSERT_TRUE(handshake.ok()) << handshake.status().ToString();
+  EXPECT_EQ(*handshake, security::Handshake::kRefused);
+  // ... so `gpool exec` with it, as the task's environment had it, gets nowhere.
+  const std::string sibling = std::to_string(job) + ".1";
+  CommandResult exec = RunCommand({"env", "HOME=/nonexistent", "GPOOL_EXEC_TOKEN=" + token,
+                                   "GPOOL_COORDINATOR_PUBLIC_KEY=" + ReplicaKey(cluster_, 0),
+                                   "GPOOL_JOB_ID=" + std::to_string(job), cli, "--coordinator",
+                                   cluster_.client_endpoint(), "--timeout-ms", "1000", "exec", sibling, "--", "echo",
+                                   "reopened"});
+  EXPECT_NE(exec.exit_code, 0) << exec.out << exec.err;
+  EXPECT_EQ(exec.out.find("reopened"), std::string::npos) << exec.out;
+  // The sibling runs on, and its owner's keys still open it.
+  EXPECT_EQ(task_state(1), "Running");
+  CommandResult owner = cluster_.Cli({"exec", sibling, "--", "echo", "owner-opened"});
+  EXPECT_EQ(owner.exit_code, 0) << owner.err;
+  EXPECT_NE(owner.out.find("owner-opened"), std::string::npos) << owner.out;
 }
 
 // With --worker-enrolment first-use (a lab setting), a new node name under a

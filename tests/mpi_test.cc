@@ -28,8 +28,10 @@ LocalClusterOptions MpiClusterOptions() {
   // The workers give gang tasks the CLI from this build tree as gpool-rsh.
   options.worker_flags = {{0, {"--cli", GPOOL_CLI_BIN}}, {1, {"--cli", GPOOL_CLI_BIN}}};
   // mpirun's remote agent (gpool exec-rsh) runs inside tasks and reaches the
-  // secured client port with its job's exec key (GPOOL_EXEC_TOKEN, a CURVE
-  // secret key, and GPOOL_COORDINATOR_PUBLIC_KEY, both set by gpool).
+  // secured client port with its own task's exec key (GPOOL_EXEC_TOKEN, a
+  // CURVE secret key derived for that task, issue 48, and
+  // GPOOL_COORDINATOR_PUBLIC_KEY, both set by gpool): task 0's opens its
+  // siblings while it runs.
   return options;
 }
 

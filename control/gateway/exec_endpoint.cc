@@ -1,25 +1,55 @@
 #include "control/gateway/exec_endpoint.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
+#include "protocol/base/sha256.h"
 #include "protocol/base/token_file.h"
 #include "protocol/message_type.h"
 #include "protocol/messages_common.h"
 #include "protocol/messages_exec.h"
+#include "protocol/security/task_exec_key.h"
 
 namespace gpool::control {
+
+bool ExecEndpoint::HeldByLiveTask(const state::JobRecord& job, const std::string& token) const {
+  if (job.exec_token.empty() || token.empty()) return false;
+  const auto live = [&](const TaskId& id) {
+    return id.job == job.id && id.index < job.tasks.size() && job.tasks[id.index].id == id &&
+           state::HoldsResources(job.tasks[id.index].state);
+  };
+  const std::string digest = Sha256::Of(token);
+  if (auto it = task_of_token_.find(digest); it != task_of_token_.end()) {
+    if (it->second.job == job.id) return live(it->second);
+    return false;  // another job's task's token
+  }
+  // Every live task is compared (no early exit), so the time taken says
+  // nothing about which task, if any, the token is close to.
+  std::optional<TaskId> held;
+  for (const state::TaskRecord& task : job.tasks) {
+    if (!state::HoldsResources(task.state)) continue;
+    auto secret = security::TaskExecSecret(job.exec_token, task.id);
+    if (secret.ok() && ConstantTimeEquals(token, *secret)) held = task.id;
+  }
+  if (!held) return false;
+  if (task_of_token_.size() >= kMaxTokenTasks) task_of_token_.clear();
+  task_of_token_[digest] = *held;
+  return true;
+}
 
 Result<FoundTask> ExecEndpoint::ExecTarget(const std::string& name, uint64_t job_scope, const std::string& token,
                                       const Actor& actor) const {
   auto found = FindTaskByName(ctx_.state(), name, job_scope);
   if (!found.ok()) return found.status();
   const state::JobRecord& job = *found->job;
-  // A job token opens only its own job; it is compared only once the job is
-  // known, so a wrong token learns nothing more than a missing task would.
+  // A task's exec token opens only its own job, and only while that task is
+  // bound or running; it is compared only once the job is known, so a wrong
+  // token learns nothing more than a missing task would. The job's own
+  // secret is no task's token: it opens nothing (issue 48).
   const bool entitled = Authorize(actor, Permission::kExecJob, RequestContext::JobTarget(job), ctx_.state()).allowed;
-  if (!entitled && (job.exec_token.empty() || token.empty() || !ConstantTimeEquals(token, job.exec_token))) {
+  if (!entitled && !HeldByLiveTask(job, token)) {
     if (actor.kind == Actor::Kind::kUser) {
       return Status::PermissionDenied(actor.name + " may not " + std::string(PermissionName(Permission::kExecJob)) +
                                       " on job " + std::to_string(job.id.value()) + " (a job of " + job.spec.user +

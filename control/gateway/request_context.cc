@@ -1,7 +1,6 @@
 #include "control/gateway/request_context.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 
 #include <spdlog/spdlog.h>
@@ -9,6 +8,7 @@
 #include "protocol/base/token_file.h"
 #include "protocol/message_type.h"
 #include "protocol/model/users.h"
+#include "protocol/security/task_exec_key.h"
 
 namespace gpool::control {
 
@@ -108,20 +108,21 @@ Result<Actor> RequestContext::ResolveActor(const Principal& principal, const Env
       actor.kind = Actor::Kind::kBootstrap;
       actor.name = "bootstrap";
       return actor;
-    case Principal::Kind::kJob: {
-      // The committed record decides, as for users: a key the directory
-      // still admits for a job forgotten a moment ago opens nothing.
-      uint64_t job = 0;
-      const auto& name = principal.name;
-      auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), job);
-      const auto it = error == std::errc() && end == name.data() + name.size() ? state_.jobs().find(job)
-                                                                                  : state_.jobs().end();
-      if (it == state_.jobs().end() || it->second.exec_key != principal.key) {
-        return Status::Unauthenticated("key " + principal.key + " is the exec key of no current job");
+    case Principal::Kind::kTask: {
+      // The committed record decides, as for users: the key directory may
+      // still admit a task that ended a moment ago, or a connection opened
+      // while it ran may outlive it; from its end on its key opens nothing.
+      // The name is the directory's (derived from the task's identity), so
+      // the attempt it names is the one the key was made for.
+      const auto task = security::ParseTaskExecName(principal.name);
+      const state::TaskRecord* record = task ? state_.FindTask(*task) : nullptr;
+      if (record == nullptr || !state::HoldsResources(record->state)) {
+        return Status::Unauthenticated("key " + principal.key + " is the exec key of no bound or running task" +
+                                       (task ? " (task " + task->ToString() + " ended)" : std::string()));
       }
       actor.kind = Actor::Kind::kJob;
-      actor.name = "job-" + name;
-      actor.job = job;
+      actor.name = "task-" + task->ToString();
+      actor.job = task->job.value();
       return actor;
     }
     case Principal::Kind::kToken: {

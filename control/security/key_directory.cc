@@ -1,6 +1,10 @@
 #include "control/security/key_directory.h"
 
+#include <vector>
+
 #include "protocol/security/curve_socket.h"
+#include "protocol/security/keys.h"
+#include "protocol/security/task_exec_key.h"
 
 namespace gpool::control {
 
@@ -23,6 +27,16 @@ Result<WorkerEnrolment> WorkerEnrolmentFromName(std::string_view name) {
 
 std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std::string_view key) const {
   const std::string k(key);
+  // A client key nobody else claims may be a live task's whose key is not
+  // derived yet: derive those first (at most once per task), then decide.
+  if (domain == security::kClientsDomain) {
+    bool known = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      known = users_.count(k) != 0 || k == admin_key_ || task_of_key_.count(k) != 0;
+    }
+    if (!known) DeriveTaskKeys();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (domain == security::kClientsDomain) {
     if (auto it = users_.find(k); it != users_.end()) {
@@ -30,7 +44,9 @@ std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std:
       if (expiry == user_key_expiry_.end() || clock_->WallMs() < expiry->second) return "user|" + it->second + "|" + k;
     }
     if (!admin_key_.empty() && k == admin_key_) return "user|admin|" + k;
-    if (auto it = jobs_.find(k); it != jobs_.end()) return "job|" + std::to_string(it->second) + "|" + k;
+    if (auto it = task_of_key_.find(k); it != task_of_key_.end()) {
+      return "task|" + security::TaskExecName(it->second) + "|" + k;
+    }
     if (bootstrap_open_) return "bootstrap||" + k;
     return std::nullopt;
   }
@@ -64,15 +80,73 @@ void KeyDirectory::SetUserKeyExpiry(std::map<std::string, int64_t> expiry) {
   user_key_expiry_ = std::move(expiry);
 }
 
-void KeyDirectory::SetJobKeys(std::map<std::string, uint64_t> jobs) {
+void KeyDirectory::SetLiveTasks(std::map<TaskId, std::string> job_secrets) {
   std::lock_guard<std::mutex> lock(mu_);
-  jobs_ = std::move(jobs);
+  task_secret_ = std::move(job_secrets);
+  std::erase_if(task_secret_, [](const auto& entry) { return entry.second.empty(); });
+  PruneTaskKeysLocked(task_key_.begin(), task_key_.end());
 }
 
-void KeyDirectory::AddJobKey(uint64_t job, const std::string& key) {
-  if (key.empty()) return;
+void KeyDirectory::SetJobLiveTasks(uint64_t job, std::map<TaskId, std::string> job_secrets) {
   std::lock_guard<std::mutex> lock(mu_);
-  jobs_[key] = job;
+  // TaskIds order by job first: the job's tasks are one range of each map,
+  // so one job's change costs its own tasks, not every live task's.
+  const TaskId first{JobId(job), 0, 0};
+  const auto job_end = [&](auto& map) {
+    return job == UINT64_MAX ? map.end() : map.lower_bound(TaskId{JobId(job + 1), 0, 0});
+  };
+  task_secret_.erase(task_secret_.lower_bound(first), job_end(task_secret_));
+  for (auto& [task, secret] : job_secrets) {
+    if (task.job == JobId(job) && !secret.empty()) task_secret_[task] = std::move(secret);
+  }
+  PruneTaskKeysLocked(task_key_.lower_bound(first), job_end(task_key_));
+}
+
+size_t KeyDirectory::task_keys() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return task_key_.size();
+}
+
+void KeyDirectory::PruneTaskKeysLocked(std::map<TaskId, std::string>::iterator from,
+                                       std::map<TaskId, std::string>::iterator to) const {
+  while (from != to) {
+    if (task_secret_.count(from->first) != 0) {
+      ++from;
+      continue;
+    }
+    task_of_key_.erase(from->second);
+    from = task_key_.erase(from);
+  }
+}
+
+bool KeyDirectory::DeriveTaskKeys() const {
+  std::vector<std::pair<TaskId, std::string>> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // task_key_ holds live tasks only (pruned as they end): as many keys as
+    // live tasks means none is pending, and a stranger's handshake costs no scan.
+    if (task_key_.size() == task_secret_.size()) return false;
+    for (const auto& [task, secret] : task_secret_) {
+      if (task_key_.count(task) == 0) pending.emplace_back(task, secret);
+    }
+  }
+  if (pending.empty()) return false;
+  std::vector<std::pair<TaskId, std::string>> derived;
+  derived.reserve(pending.size());
+  for (const auto& [task, job_secret] : pending) {
+    auto secret = security::TaskExecSecret(job_secret, task);
+    auto pair = secret.ok() ? security::KeyPairOfSecret(*secret) : secret.status();
+    if (pair.ok()) derived.emplace_back(task, pair->public_key);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [task, key] : derived) {
+    // The task may have ended (or its job been re-synced) meanwhile.
+    auto live = task_secret_.find(task);
+    if (live == task_secret_.end()) continue;
+    task_of_key_[key] = task;
+    task_key_[task] = std::move(key);
+  }
+  return !derived.empty();
 }
 
 void KeyDirectory::SetAdminKey(std::string key) {

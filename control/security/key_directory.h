@@ -4,7 +4,8 @@
 //   clients  a registered user's key      -> user|<name>|<key>
 //            (one rotated away: until its deadline, by the clock)
 //            the bootstrap admin's key     -> user|admin|<key> (--admin-key)
-//            a job's exec key (JobRecord::exec_key) -> job|<id>|<key>
+//            a bound or running task's exec key -> task|<job>.<index>[#attempt]|<key>
+//            (security/task_exec_key.h; a job's own secret opens nothing)
 //            any key while bootstrap is open (no admin yet) -> bootstrap||<key>
 //   workers  a key bound to a node         -> node|<name>|<key>
 //            a key rotated away with a grace, until its deadline (wall
@@ -35,6 +36,7 @@
 #include <utility>
 
 #include "protocol/base/clock.h"
+#include "protocol/base/ids.h"
 #include "protocol/base/status.h"
 
 namespace gpool::control {
@@ -64,10 +66,16 @@ class KeyDirectory {
   // (UserSpec::key_expiry), replacing the whole map; compared with the clock
   // at each handshake.
   void SetUserKeyExpiry(std::map<std::string, int64_t> expiry);
-  // clients: a job's exec key -> job id, replacing the whole map (from the
-  // committed job records), or one job's as its submission commits.
-  void SetJobKeys(std::map<std::string, uint64_t> jobs);
-  void AddJobKey(uint64_t job, const std::string& key);
+  // clients: the tasks that are bound or running, each with its job's exec
+  // secret (JobRecord::exec_token), replacing all of them (from the
+  // committed state) or one job's. Their keys (security::TaskExecSecret and
+  // its public half: an HMAC and a scalar multiplication each) are derived
+  // here, on the ZAP handler's thread at the first handshake that misses,
+  // off the coordinator's loop, and kept while the task stays live.
+  void SetLiveTasks(std::map<TaskId, std::string> job_secrets);
+  void SetJobLiveTasks(uint64_t job, std::map<TaskId, std::string> job_secrets);
+  // How many live tasks' keys have been derived (and so are admitted).
+  size_t task_keys() const;
   // The key of the bootstrap admin (--admin-key); kept apart from SetUsers so
   // replacing the users does not drop it. Empty: none.
   void SetAdminKey(std::string key);
@@ -103,7 +111,18 @@ class KeyDirectory {
   WorkerEnrolment enrolment_;
   std::map<std::string, std::string> users_;   // key -> user
   std::map<std::string, int64_t> user_key_expiry_;  // key -> refused from (wall ms)
-  std::map<std::string, uint64_t> jobs_;       // exec key -> job
+  // Derives the public keys of live tasks not derived yet (the lock not held
+  // while it does); true when it derived any.
+  bool DeriveTaskKeys() const;
+  // Drops the derived keys in [from, to) of task_key_ whose tasks are no
+  // longer live. Under mu_.
+  void PruneTaskKeysLocked(std::map<TaskId, std::string>::iterator from,
+                           std::map<TaskId, std::string>::iterator to) const;
+
+  std::map<TaskId, std::string> task_secret_;        // live task -> its job's secret
+  // Derived from task_secret_ (mutable: Authorize fills them in on demand).
+  mutable std::map<TaskId, std::string> task_key_;   // live task -> its public key
+  mutable std::map<std::string, TaskId> task_of_key_;  // public key -> live task
   std::string admin_key_;
   bool bootstrap_open_ = false;
   std::map<std::string, std::string> node_of_key_;  // key -> node

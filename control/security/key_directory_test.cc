@@ -4,6 +4,8 @@
 
 #include "control/principal.h"
 #include "protocol/security/curve_socket.h"
+#include "protocol/security/keys.h"
+#include "protocol/security/task_exec_key.h"
 #include "protocol/security/handshake_probe.h"
 #include "protocol/security/zap_handler.h"
 
@@ -46,17 +48,45 @@ TEST(KeyDirectory, BootstrapAdmitsAnyClientKeyOnlyWhileOpen) {
   EXPECT_FALSE(directory.Authorize("clients", kAlice));
 }
 
-TEST(KeyDirectory, AJobsExecKeyIsAdmittedAsThatJobOnTheClientPortOnly) {
+// A task's public exec key, as the worker's `gpool` presents it.
+std::string TaskPublicKey(const std::string& job_secret, const TaskId& task) {
+  auto secret = security::TaskExecSecret(job_secret, task);
+  EXPECT_TRUE(secret.ok());
+  auto pair = security::KeyPairOfSecret(secret.ok() ? *secret : std::string());
+  EXPECT_TRUE(pair.ok()) << pair.status().ToString();
+  return pair.ok() ? pair->public_key : std::string();
+}
+
+TEST(KeyDirectory, ALiveTasksExecKeyIsAdmittedAsThatTaskOnTheClientPortOnly) {
+  const std::string job_secret = "rq:rm>vjOy/Ly<f^Y+PY%5Q-cR}&0G=u1T*Cn*lc";
+  const TaskId first{JobId(7), 0, 0}, second{JobId(7), 1, 0}, retried{JobId(7), 0, 1};
+  const std::string first_key = TaskPublicKey(job_secret, first);
   KeyDirectory directory;
-  directory.SetBootstrapOpen(true);  // a job key is a job's even while bootstrap is open
-  directory.AddJobKey(7, kOther);
-  EXPECT_EQ(Parsed(directory.Authorize("clients", kOther)), (Principal{Principal::Kind::kJob, "7", kOther}));
-  EXPECT_FALSE(directory.Authorize("peers", kOther));
+  directory.SetBootstrapOpen(true);  // a task's key is a task's even while bootstrap is open
+  directory.SetJobLiveTasks(7, {{first, job_secret}, {second, job_secret}});
+  EXPECT_EQ(directory.task_keys(), 0u) << "derived at the first handshake, not on the loop";
+  EXPECT_EQ(Parsed(directory.Authorize("clients", first_key)), (Principal{Principal::Kind::kTask, "7.0", first_key}));
+  EXPECT_EQ(directory.task_keys(), 2u);
+  EXPECT_EQ(Parsed(directory.Authorize("clients", TaskPublicKey(job_secret, second))).name, "7.1");
+  EXPECT_FALSE(directory.Authorize("peers", first_key));
   directory.SetBootstrapOpen(false);
-  EXPECT_FALSE(directory.Authorize("workers", kOther).has_value() &&
-               Parsed(directory.Authorize("workers", kOther)).kind == Principal::Kind::kJob);
-  directory.SetJobKeys({});  // the job was pruned
-  EXPECT_FALSE(directory.Authorize("clients", kOther));
+  EXPECT_FALSE(directory.Authorize("workers", first_key).has_value() &&
+               Parsed(directory.Authorize("workers", first_key)).kind == Principal::Kind::kTask);
+  // The next attempt of a task is not live yet, and the job's own secret is no task's key.
+  EXPECT_FALSE(directory.Authorize("clients", TaskPublicKey(job_secret, retried)));
+  auto job_pair = security::KeyPairOfSecret(job_secret);
+  ASSERT_TRUE(job_pair.ok());
+  EXPECT_FALSE(directory.Authorize("clients", job_pair->public_key));
+  // Task 7.0 ended and came back as its next attempt: its old key is refused, the new one admitted.
+  directory.SetJobLiveTasks(7, {{retried, job_secret}, {second, job_secret}});
+  EXPECT_FALSE(directory.Authorize("clients", first_key));
+  EXPECT_EQ(Parsed(directory.Authorize("clients", TaskPublicKey(job_secret, retried))).name, "7.0#1");
+  // Another job's tasks replace nothing of job 7's; a full sync does.
+  directory.SetJobLiveTasks(8, {{TaskId{JobId(8), 0, 0}, "another secret"}});
+  EXPECT_TRUE(directory.Authorize("clients", TaskPublicKey(job_secret, second)));
+  directory.SetLiveTasks({});
+  EXPECT_FALSE(directory.Authorize("clients", TaskPublicKey(job_secret, second)));
+  EXPECT_EQ(directory.task_keys(), 0u);
 }
 
 TEST(KeyDirectory, FirstUseAdmitsUnknownWorkerKeysAsNewNodes) {

@@ -1,16 +1,19 @@
 #include "control/security/key_sync.h"
-#include "protocol/model/node_update.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <variant>
+
+#include "control/watch/change_feed.h"
+#include "protocol/model/node_update.h"
 
 namespace gpool::control {
 
 void KeySync::SyncAll(const state::ClusterState& state) {
   if (!keys_) return;
   SyncUsers(state);
-  SyncJobs(state);
+  SyncTasks(state);
   std::map<std::string, std::string> bound = state.enrolled_nodes();
   std::map<std::string, std::pair<std::string, int64_t>> retired;
   for (const auto& [name, record] : state.nodes()) {
@@ -21,12 +24,39 @@ void KeySync::SyncAll(const state::ClusterState& state) {
   keys_->SetRetiredNodeKeys(retired);
 }
 
-void KeySync::SyncJobs(const state::ClusterState& state) {
-  std::map<std::string, uint64_t> jobs;
-  for (const auto& [id, job] : state.jobs()) {
-    if (!job.exec_key.empty()) jobs[job.exec_key] = id;
+namespace {
+
+// `job`'s tasks that hold a binding (bound or running), the only ones whose
+// keys are admitted, each with the job's secret the directory derives from.
+void AddLiveTasksOf(const state::JobRecord& job, std::map<TaskId, std::string>& out) {
+  if (job.exec_token.empty()) return;  // recorded before exec credentials: none to admit
+  for (const state::TaskRecord& task : job.tasks) {
+    if (state::HoldsResources(task.state)) out[task.id] = job.exec_token;
   }
-  keys_->SetJobKeys(std::move(jobs));
+}
+
+}  // namespace
+
+void KeySync::SyncTasks(const state::ClusterState& state) {
+  std::map<TaskId, std::string> secrets;
+  for (const TaskId& id : state.ActiveTasks()) {
+    const state::JobRecord* job = state.FindJob(id.job);
+    const state::TaskRecord* task = state.FindTask(id);
+    if (job == nullptr || task == nullptr || job->exec_token.empty()) continue;
+    secrets[id] = job->exec_token;
+  }
+  keys_->SetLiveTasks(std::move(secrets));
+}
+
+void KeySync::SyncJobTasks(const state::ClusterState& state, uint64_t job) {
+  std::map<TaskId, std::string> secrets;
+  if (const state::JobRecord* record = state.FindJob(JobId(job))) AddLiveTasksOf(*record, secrets);
+  keys_->SetJobLiveTasks(job, std::move(secrets));
+}
+
+void KeySync::Note(const state::ClusterState& state, const state::Command& command) {
+  if (!keys_) return;
+  noted_jobs_ = CandidatesOf(state, command).jobs;
 }
 
 // The client keys the handshake admits are the committed users'; until an
@@ -72,13 +102,21 @@ void KeySync::Applied(const state::Command& command, const state::ApplyResult& r
       keys_->EnrolNode(it->first, it->second);
     }
   }
-  // A job's exec key is admitted as its submission commits, and no longer
-  // once its record is forgotten.
-  const auto* submitted = std::get_if<state::SubmitJobCmd>(&command.body);
-  if (submitted != nullptr && result.status.ok() && !result.duplicate) {
-    keys_->AddJobKey(result.job_id, submitted->exec_key);
+  // Tasks' exec keys: those of every job the command could change, named
+  // before it applied (Note) and after (a plan's binds name their jobs; a
+  // forgotten job is gone from the state, so a full pass drops its tasks).
+  std::vector<uint64_t> jobs = std::move(noted_jobs_);
+  noted_jobs_.clear();
+  std::vector<uint64_t> after = CandidatesOf(state, command).jobs;
+  jobs.insert(jobs.end(), after.begin(), after.end());
+  if (result.job_id != 0) jobs.push_back(result.job_id);
+  std::sort(jobs.begin(), jobs.end());
+  jobs.erase(std::unique(jobs.begin(), jobs.end()), jobs.end());
+  if (std::holds_alternative<state::ForgetJobsCmd>(command.body)) {
+    SyncTasks(state);
+  } else {
+    for (uint64_t job : jobs) SyncJobTasks(state, job);
   }
-  if (std::holds_alternative<state::ForgetJobsCmd>(command.body)) SyncJobs(state);
   // A user key added or removed is admitted or refused from the next handshake on.
   if (std::holds_alternative<state::UpdateUserCmd>(command.body) ||
       std::holds_alternative<state::BootstrapCmd>(command.body)) {

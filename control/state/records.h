@@ -176,13 +176,16 @@ struct JobRecord {
   int64_t start_ms = 0;
   int64_t finish_ms = 0;
   std::string idempotency_key;
-  // A random credential the gateway drew at submit: it authorises `gpool
-  // exec` into this job's tasks only (its tasks get it as GPOOL_EXEC_TOKEN,
-  // so `mpirun` in one task can start ranks in the others). Never shown to
-  // clients. Empty for jobs submitted before it existed.
-  // With CurveZMQ it is a CURVE secret key, and exec_key its public half:
-  // the coordinator admits that key as the job (Principal kJob), so a task
-  // reaches the client port with the credential it already holds.
+  // A random secret the gateway drew at submit; it never leaves the
+  // coordinator and opens nothing itself (issue 48). Each bound task gets a
+  // credential derived from it for that task attempt
+  // (security/task_exec_key.h) as GPOOL_EXEC_TOKEN: it authorises `gpool
+  // exec` into this job's tasks (so `mpirun` in one task can start ranks in
+  // the others) while that task is bound or running, and with CurveZMQ it is
+  // the CURVE secret key the task reaches the client port with (Principal
+  // kTask). Never shown to clients. Empty for jobs submitted before it
+  // existed. exec_key, its public half, is kept for old records and admits
+  // nothing now.
   std::string exec_token;
   std::string exec_key;
   std::vector<TaskRecord> tasks;

@@ -16,9 +16,11 @@ namespace {
 constexpr size_t kMaxKeyBytes = 256;
 constexpr int64_t kExpiryCheckMs = 1000;
 
-// Whom a watch counts against: the user, or the job whose exec key opened
-// it ("job-<id>"), or the kind of caller without a name.
+// Whom a watch counts against: the user, or the job whose task's exec key
+// opened it ("job-<id>": all its tasks together, as when they shared one
+// key), or the kind of caller without a name.
 std::string CallerOf(const Actor& actor) {
+  if (actor.kind == Actor::Kind::kJob) return "job-" + std::to_string(actor.job);
   return actor.name.empty() ? "anonymous" : actor.name;
 }
 

@@ -251,5 +251,27 @@ TEST_F(WatchLimitsTest, AUserIsHeldToItsLimitOverAllConnectionsAndOthersAndAdmin
   EXPECT_TRUE(hub_.Open("c", Watch{"job", std::to_string(carols), 0}, carol, 0).ok());
 }
 
+// Issue 48 gives each task its own exec key, but a job's tasks still share
+// one caller's limit ("job-<id>"): a job of many tasks gets no more watches
+// than it had with one key.
+TEST_F(WatchLimitsTest, TheTasksOfAJobShareOneLimit) {
+  const uint64_t job = Submit("mallory");
+  const std::string key = std::to_string(job);
+  auto task = [&](uint32_t index) {
+    Actor actor;
+    actor.kind = Actor::Kind::kJob;
+    actor.name = "task-" + TaskId{JobId(job), index, 0}.ToString();
+    actor.job = job;
+    return actor;
+  };
+  for (uint32_t index = 0; index < 4; ++index) {
+    auto opened = hub_.Open("t" + std::to_string(index), Watch{"job", key, 0}, task(index), 0);
+    ASSERT_TRUE(opened.ok()) << index << ": " << opened.status().ToString();
+  }
+  EXPECT_EQ(hub_.held_by("job-" + key), 4u);
+  auto refused = hub_.Open("t9", Watch{"job", key, 0}, task(9), 0);
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().ToString();
+}
+
 }  // namespace
 }  // namespace gpool::control
