@@ -5,7 +5,7 @@
 #include <string>
 #include <variant>
 
-#include "control/watch/change_feed.h"
+#include "control/state/command_candidates.h"
 #include "protocol/model/node_update.h"
 
 namespace gpool::control {

@@ -12,7 +12,7 @@
 // A task's key is admitted while it is bound or running and dropped when it
 // ends, is requeued (the next attempt has another key) or its job is
 // forgotten: before each command KeySync notes the jobs it can change (the
-// change feed's CandidatesOf, so both follow the same list), and after it
+// CandidatesOf, control/state/command_candidates.h, so both follow the same list), and after it
 // re-reads those jobs' tasks.
 //
 // Not thread-safe: the coordinator's loop calls it.

@@ -13,14 +13,6 @@ namespace gpool::control {
 
 namespace {
 
-void AddNode(const state::ClusterState& state, const std::string& name, FeedCandidates& out) {
-  out.nodes.push_back(name);
-  // Ending a node (lost, fenced, drained, re-registered) touches its tasks.
-  if (const state::NodeRecord* node = state.FindNode(name)) {
-    for (const TaskId& id : node->tasks) out.jobs.push_back(id.job.value());
-  }
-}
-
 template <typename T>
 void Dedupe(std::vector<T>& items) {
   std::sort(items.begin(), items.end());
@@ -35,63 +27,6 @@ NodeSummary WatchNodeSummary(const state::ClusterState& state, const state::Node
   return ToNodeSummary(node, /*devices=*/false, &state);
 }
 
-FeedCandidates CandidatesOf(const state::ClusterState& state, const state::Command& command) {
-  FeedCandidates out;
-  std::visit(
-      [&](const auto& cmd) {
-        using T = std::decay_t<decltype(cmd)>;
-        if constexpr (std::is_same_v<T, state::RegisterNodeCmd>) {
-          AddNode(state, cmd.node.name, out);
-          for (const auto& report : cmd.tasks) out.jobs.push_back(report.task.job.value());
-        } else if constexpr (std::is_same_v<T, state::NodeStateCmd> || std::is_same_v<T, state::NodeLostCmd> ||
-                             std::is_same_v<T, state::NodeHealthCmd> || std::is_same_v<T, state::HealthFenceCmd>) {
-          AddNode(state, cmd.node, out);
-        } else if constexpr (std::is_same_v<T, state::UpdateNodeCmd>) {
-          AddNode(state, cmd.update.node, out);
-        } else if constexpr (std::is_same_v<T, state::ProbeResultCmd>) {
-          for (const auto& probe : cmd.results) AddNode(state, probe.node, out);
-        } else if constexpr (std::is_same_v<T, state::CancelJobCmd> || std::is_same_v<T, state::RenewSessionCmd>) {
-          out.jobs.push_back(cmd.job_id);
-        } else if constexpr (std::is_same_v<T, state::ApplyPlanCmd>) {
-          for (const auto& bind : cmd.binds) {
-            out.jobs.push_back(bind.job.value());
-            out.nodes.push_back(bind.node);
-          }
-          for (const auto& eviction : cmd.evictions) {
-            out.jobs.push_back(eviction.job.value());
-            out.jobs.push_back(eviction.for_job.value());
-            if (const state::TaskRecord* victim = state.FindTask(
-                    TaskId{eviction.job, eviction.task_index, 0});
-                victim != nullptr) {
-              out.nodes.push_back(victim->node);
-            }
-          }
-          for (const auto& pending : cmd.pending) out.jobs.push_back(pending.job.value());
-          // A bind clears the reasons of every job it places; a job the plan
-          // does not name keeps its reasons.
-        } else if constexpr (std::is_same_v<T, state::TaskEventCmd>) {
-          out.jobs.push_back(cmd.event.task.job.value());
-          out.nodes.push_back(cmd.event.node);
-        } else if constexpr (std::is_same_v<T, state::RefuseBindCmd>) {
-          out.jobs.push_back(cmd.task.job.value());
-          out.nodes.push_back(cmd.node);
-        }
-        // Submissions are named by their result (Record); the rest (queues,
-        // users, audit, sinks, usage, prices, alerts, retention) change no
-        // job or node summary.
-      },
-      command.body);
-  // A job's change can free or take what its tasks hold on their nodes
-  // (a cancelled bound task releases its GPUs at once).
-  for (size_t i = 0, jobs = out.jobs.size(); i < jobs; ++i) {
-    if (const state::JobRecord* job = state.FindJob(JobId(out.jobs[i]))) {
-      for (const auto& task : job->tasks) {
-        if (state::HoldsResources(task.state)) out.nodes.push_back(task.node);
-      }
-    }
-  }
-  return out;
-}
 
 void ChangeFeed::Note(const state::ClusterState& state, const state::Command& command) {
   noted_ = CandidatesOf(state, command);

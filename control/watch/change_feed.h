@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "control/state/cluster_state.h"
+#include "control/state/command_candidates.h"
 #include "control/state/commands.h"
 #include "protocol/messages_client.h"
 #include "protocol/messages_nodes.h"
@@ -43,12 +44,6 @@ struct FeedChange {
   std::string user;  // the job's owner, for filters and permissions
 };
 
-// What a command can change, named before it is applied.
-struct FeedCandidates {
-  std::vector<uint64_t> jobs;
-  std::vector<std::string> nodes;
-};
-FeedCandidates CandidatesOf(const state::ClusterState& state, const state::Command& command);
 
 class ChangeFeed {
  public:
