@@ -4,11 +4,16 @@
 // (messages_exec.h). The caller may exec into a job it has kExecJob on, or
 // into the job whose exec token it carries (a task's MPI launcher), which
 // authorises nothing else. Served after the read barrier (the Gateway).
+//
+// Issue 48: each caller may have at most --max-exec-streams-per-user
+// commands open at once (ExecStreams, control/limits/exec_streams.h);
+// admins are not held to it.
 #pragma once
 
 #include <string>
 
 #include "control/gateway/endpoint.h"
+#include "control/limits/exec_streams.h"
 #include "control/task_lookup.h"
 #include "protocol/message_type.h"
 #include "protocol/messages_exec.h"
@@ -17,11 +22,14 @@ namespace gpool::control {
 
 class ExecEndpoint final : public Endpoint {
  public:
-  explicit ExecEndpoint(RequestContext& ctx) : ctx_(ctx) {}
+  explicit ExecEndpoint(RequestContext& ctx) : ctx_(ctx), streams_(ctx.options().max_exec_streams_per_user) {}
   std::vector<MessageType> Serves() const override {
     return {MessageType::kExecStart, MessageType::kExecPoll, MessageType::kExecSignal};
   }
   void Handle(const Request& request, const Envelope& envelope, int64_t now_ms) override;
+  // Frees the streams whose lease ran out; all of them off the leader.
+  void Tick(int64_t now_ms) override;
+  const ExecStreams& streams() const { return streams_; }
 
  private:
   void Serve(const Request& request, const Envelope& envelope, int64_t now_ms);
@@ -34,8 +42,12 @@ class ExecEndpoint final : public Endpoint {
   // The running task `name` names, if the caller may exec into it.
   Result<FoundTask> ExecTarget(const std::string& name, uint64_t job_scope, const std::string& token,
                                const Actor& actor) const;
+  // Whom the stream limit holds for `actor` exec'ing into `job`: the user,
+  // or "job N" for a job's own launcher; empty for admins (not held).
+  std::string StreamOwner(const Actor& actor, uint64_t job) const;
 
   RequestContext& ctx_;
+  ExecStreams streams_;
 };
 
 }  // namespace gpool::control
