@@ -113,7 +113,8 @@ TEST_F(KeyLimitsTest, OneUsersExecFloodLeavesOtherUsersExecWorkingAndAnEndedComm
     EXPECT_TRUE(WaitFor(
         [&] {
           auto got = client.GetJob(JobId(job->job_id));
-          return got.ok() && got->summary.state == "Running";
+          // The task itself, not only the job: exec needs it Running, not Bound.
+          return got.ok() && got->tasks.size() == 1 && got->tasks[0].state == "Running";
         },
         30s));
     return std::to_string(job->job_id) + ".0";
