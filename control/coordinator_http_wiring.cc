@@ -177,6 +177,9 @@ std::string Coordinator::RenderMetrics() const {
   input.leading = tracker_->leading();
   input.now_wall_ms = options_.clock->WallMs();
   input.per_gpu = options_.metrics_per_gpu;
+  input.key_limits.connections = client_monitor_ ? client_monitor_->ledger().counted() : 0;
+  input.key_limits.inflight_requests = gateway_->inflight().open();
+  input.key_limits.exec_streams = gateway_->exec_streams_open();
   return RenderCoordinatorMetrics(input);
 }
 

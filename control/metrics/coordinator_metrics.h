@@ -30,6 +30,13 @@ struct CoordinatorMetricsInput {
   // Per-GPU series (one per GPU and kind): on by default; a very large
   // cluster may keep only the per-model totals (--metrics-per-gpu=false).
   bool per_gpu = true;
+  // Issue 48: what the per-key limits hold now on this replica (connections
+  // counted for a key, requests waiting for an answer, exec commands open).
+  struct KeyLimitCounts {
+    uint64_t connections = 0;
+    uint64_t inflight_requests = 0;
+    uint64_t exec_streams = 0;
+  } key_limits;
 };
 
 std::string RenderCoordinatorMetrics(const CoordinatorMetricsInput& input);
