@@ -11,7 +11,7 @@
 #include "control/endpoints_file.h"
 #include "control/frame_intake.h"
 #include "control/frames.h"
-#include "control/limits/client_monitor.h"
+#include "control/client_monitor.h"
 #include "control/private_data_dir.h"
 #include "control/security/curve_ports.h"
 #include "protocol/envelope_peek.h"

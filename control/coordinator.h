@@ -58,7 +58,7 @@
 #include "control/http/coordinator_http.h"
 #include "control/http/gateway_bridge.h"
 #include "control/leader_service.h"
-#include "control/limits/client_monitor.h"
+#include "control/client_monitor.h"
 #include "control/log/commit_log.h"
 #include "control/metrics/control_metrics.h"
 #include "control/node_registry.h"

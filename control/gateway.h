@@ -47,7 +47,7 @@
 #include "control/gateway/request_context.h"
 #include "control/gateway/snapshot_endpoint.h"
 #include "control/gateway/watch_endpoint.h"
-#include "control/limits/inflight_requests.h"
+#include "control/gateway/inflight_requests.h"
 #include "control/principal.h"
 #include "control/watch/watch_hub.h"
 

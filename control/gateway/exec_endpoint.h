@@ -6,14 +6,14 @@
 // authorises nothing else. Served after the read barrier (the Gateway).
 //
 // Issue 48: each caller may have at most --max-exec-streams-per-user
-// commands open at once (ExecStreams, control/limits/exec_streams.h);
+// commands open at once (ExecStreams, control/gateway/exec_streams.h);
 // admins are not held to it.
 #pragma once
 
 #include <string>
 
 #include "control/gateway/endpoint.h"
-#include "control/limits/exec_streams.h"
+#include "control/gateway/exec_streams.h"
 #include "control/task_lookup.h"
 #include "protocol/message_type.h"
 #include "protocol/messages_exec.h"

@@ -1,7 +1,7 @@
 // ClientMonitor over a real ROUTER on 127.0.0.1: each message's ZMQ_SRCFD
 // names a connection the monitor saw open, a connection's close reaches the
 // ledger and names the peer that spoke on it, and the slot it held frees.
-#include "control/limits/client_monitor.h"
+#include "control/client_monitor.h"
 
 #include <chrono>
 #include <memory>

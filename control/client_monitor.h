@@ -17,7 +17,7 @@
 
 #include <zmq.hpp>
 
-#include "control/limits/connection_ledger.h"
+#include "control/connection_ledger.h"
 #include "protocol/base/status.h"
 
 namespace gpool::control {

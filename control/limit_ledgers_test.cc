@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "control/limits/connection_ledger.h"
-#include "control/limits/exec_streams.h"
-#include "control/limits/inflight_requests.h"
+#include "control/connection_ledger.h"
+#include "control/gateway/exec_streams.h"
+#include "control/gateway/inflight_requests.h"
 
 namespace gpool::control {
 namespace {

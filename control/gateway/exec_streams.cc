@@ -1,4 +1,4 @@
-#include "control/limits/exec_streams.h"
+#include "control/gateway/exec_streams.h"
 
 #include <spdlog/spdlog.h>
 

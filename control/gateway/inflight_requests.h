@@ -18,7 +18,7 @@
 #include <string>
 #include <utility>
 
-#include "control/limits/refusal_log.h"
+#include "control/refusal_log.h"
 #include "protocol/base/status.h"
 
 namespace gpool::control {

@@ -1,4 +1,4 @@
-#include "control/limits/connection_ledger.h"
+#include "control/connection_ledger.h"
 
 #include <spdlog/spdlog.h>
 

@@ -37,7 +37,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "control/limits/refusal_log.h"
+#include "control/refusal_log.h"
 #include "protocol/base/status.h"
 
 namespace gpool::control {

@@ -1,4 +1,4 @@
-#include "control/limits/inflight_requests.h"
+#include "control/gateway/inflight_requests.h"
 
 #include <algorithm>
 

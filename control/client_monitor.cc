@@ -1,4 +1,4 @@
-#include "control/limits/client_monitor.h"
+#include "control/client_monitor.h"
 
 #include <cstdint>
 #include <cstring>
