@@ -129,5 +129,21 @@ TEST_F(GatewayLimitsTest, AUsersExecStreamsAreBoundedAndFreedByAnExitOrAnUnpolle
   EXPECT_TRUE(Relayed(kMem, start, 49));
 }
 
+// Who the connection limit exempts: the --admin-key and users with the
+// admin role, by their registered key only.
+TEST_F(GatewayLimitsTest, OnlyAdminsKeysAreExemptFromTheConnectionLimit) {
+  GatewayOptions options{.token = "cluster-token", .admin_key = "break-glass", .replica_id = "c-1"};
+  Rebuild(options);
+  AddRoleTree();
+  EXPECT_TRUE(gateway_->IsAdminPrincipal(kAdmin));
+  EXPECT_TRUE(gateway_->IsAdminPrincipal(Principal{Principal::Kind::kUser, "admin", "break-glass"}));
+  EXPECT_FALSE(gateway_->IsAdminPrincipal(kMem));
+  EXPECT_FALSE(gateway_->IsAdminPrincipal(kViewer));
+  // A name with a key that is not its own, or no user key at all.
+  EXPECT_FALSE(gateway_->IsAdminPrincipal(Principal{Principal::Kind::kUser, "root-admin", kKeyMember}));
+  EXPECT_FALSE(gateway_->IsAdminPrincipal(Principal{Principal::Kind::kJob, "1", "job-key"}));
+  EXPECT_FALSE(gateway_->IsAdminPrincipal(Principal{}));
+}
+
 }  // namespace
 }  // namespace gpool::control

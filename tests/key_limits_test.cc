@@ -81,6 +81,16 @@ TEST_F(KeyLimitsTest, OneKeysConnectionFloodLeavesOtherUsersWorkingAndClosedConn
   EXPECT_TRUE(Ask(*bob).ok()) << Ask(*bob).ToString();
   CommandResult jobs = cluster_->Cli({"jobs"});
   EXPECT_EQ(jobs.exit_code, 0) << jobs.err;
+  // The admin (--admin-key) is not held to the limit at all.
+  std::vector<std::unique_ptr<Client>> admins;
+  for (int i = 0; i < kLimit + 2; ++i) {
+    ClientOptions options;
+    options.endpoints = cluster_->client_endpoint();
+    cluster_->SecureClient(options);
+    options.timeout_ms = 3000;
+    admins.push_back(std::move(Client::Connect(options).value()));
+    EXPECT_TRUE(Ask(*admins.back()).ok()) << i << ": " << Ask(*admins.back()).ToString();
+  }
 
   // One of her counted connections closes: a refused one is admitted once
   // the coordinator has seen the close.
