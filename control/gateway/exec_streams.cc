@@ -53,6 +53,10 @@ void ExecStreams::Ended(const std::string& node, uint64_t exec_id) {
 }
 
 void ExecStreams::Expire(int64_t now_ms) {
+  // A scan at most every 250 ms: leases are seconds long, and the loop may
+  // turn for every message.
+  if (now_ms < next_expiry_check_ms_) return;
+  next_expiry_check_ms_ = now_ms + 250;
   for (auto it = streams_.begin(); it != streams_.end();) {
     if (it->second.deadline_ms > now_ms) {
       ++it;

@@ -70,6 +70,7 @@ class ExecStreams {
   int64_t grace_ms_;
   std::map<std::pair<std::string, uint64_t>, Stream> streams_;  // by (node, exec id)
   std::map<std::string, uint32_t> held_;  // by owner: streams and reservations
+  int64_t next_expiry_check_ms_ = 0;
 };
 
 }  // namespace gpool::control
