@@ -11,7 +11,8 @@ Result<std::unique_ptr<ClientMonitor>> ClientMonitor::Start(zmq::context_t& cont
                                                             uint32_t max_per_key) {
   std::unique_ptr<ClientMonitor> monitor(new ClientMonitor(context, max_per_key));
   // One name per monitor: tests run several coordinators in one process.
-  const std::string endpoint = "inproc://gpool-client-monitor-" + std::to_string(reinterpret_cast<uintptr_t>(monitor.get()));
+  const std::string endpoint =
+      "inproc://gpool-client-monitor-" + std::to_string(reinterpret_cast<uintptr_t>(monitor.get()));
   if (zmq_socket_monitor(router.handle(), endpoint.c_str(), ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0) {
     return Status::Internal(std::string("zmq_socket_monitor on the client port: ") + zmq_strerror(zmq_errno()));
   }

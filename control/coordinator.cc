@@ -180,7 +180,9 @@ void Coordinator::Drain(zmq::socket_t& socket, bool from_clients) {
         if (client_monitor_) {
           Status admitted = client_monitor_->ledger().Admit(
               fd, peer, sender.key, [&] { return gateway_->IsAdminPrincipal(sender); }, now);
-          if (!admitted.ok()) return ToClient(peer, MakeError(PeekRequestId(bytes).value_or(0), tracker_->epoch(), admitted));
+          if (!admitted.ok()) {
+            return ToClient(peer, MakeError(PeekRequestId(bytes).value_or(0), tracker_->epoch(), admitted));
+          }
         }
         gateway_->OnFrame(peer, bytes, now, sender);
       },

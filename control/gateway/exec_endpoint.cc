@@ -103,7 +103,8 @@ void ExecEndpoint::OnExecStart(const std::string& peer, uint64_t request_id, con
                msg.command[0].substr(0, 128), actor.name);
   ctx_.relay().Ask<TaskExecStart, ExecStartReply>(
       node, TaskExecStart{task.id, msg.command, msg.lease_ms, msg.key}, now_ms,
-      [this, peer, request_id, node, task_id, owner, lease_ms = msg.lease_ms, now_ms](Result<ExecStartReply> reply) {
+      [this, peer, request_id, node, task_id, owner, lease_ms = msg.lease_ms,
+       now_ms](Result<ExecStartReply> reply) {
         if (!owner.empty()) {
           reply.ok() ? streams_.Started(owner, node, reply->exec_id, lease_ms, now_ms) : streams_.Release(owner);
         }
