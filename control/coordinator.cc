@@ -11,8 +11,10 @@
 #include "control/endpoints_file.h"
 #include "control/frame_intake.h"
 #include "control/frames.h"
+#include "control/client_monitor.h"
 #include "control/private_data_dir.h"
 #include "control/security/curve_ports.h"
+#include "protocol/envelope_peek.h"
 
 namespace gpool::control {
 namespace {
@@ -60,6 +62,11 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   c->keys_ = std::move(curve.keys);
   c->zap_ = std::move(curve.zap);
   c->key_sync_ = KeySync(c->keys_.get(), !options.admin_key.empty());
+  if (c->keys_) {
+    // Before the bind, so no connection is accepted unseen.
+    GPOOL_ASSIGN_OR_RETURN(c->client_monitor_,
+                           ClientMonitor::Start(c->context_, c->clients_, options.max_connections_per_key));
+  }
   GPOOL_ASSIGN_OR_RETURN(c->client_endpoint_,
                          BindRouter(c->clients_, options.client_endpoint, options.max_frame_bytes, "client"));
   GPOOL_ASSIGN_OR_RETURN(c->worker_endpoint_,
@@ -176,9 +183,17 @@ void Coordinator::ToWorker(const std::string& peer, std::string frame) {
 void Coordinator::Drain(zmq::socket_t& socket, bool from_clients) {
   DrainRouter(
       socket, kMaxFramesPerDrain,
-      [&](const std::string& peer, std::string_view bytes, const Principal& sender) {
+      [&](const std::string& peer, std::string_view bytes, const Principal& sender, int fd) {
         const int64_t now = options_.clock->MonoMs();
-        from_clients ? gateway_->OnFrame(peer, bytes, now, sender) : registry_->OnFrame(peer, bytes, now, sender);
+        if (!from_clients) return registry_->OnFrame(peer, bytes, now, sender);
+        if (client_monitor_) {
+          Status admitted = client_monitor_->ledger().Admit(
+              fd, peer, sender.key, [&] { return gateway_->IsAdminPrincipal(sender); }, now);
+          if (!admitted.ok()) {
+            return ToClient(peer, MakeError(PeekRequestId(bytes).value_or(0), tracker_->epoch(), admitted));
+          }
+        }
+        gateway_->OnFrame(peer, bytes, now, sender);
       },
       [&](const std::string& peer, const Status& why) {
         std::string error = MakeError(0, tracker_->epoch(), why);
@@ -217,6 +232,8 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
   const size_t inbox_item = items.size();
   if (inbox_) items.push_back({nullptr, inbox_->fd(), ZMQ_POLLIN, 0});
   if (peers_) items.push_back({peers_->inbound().handle(), 0, ZMQ_POLLIN, 0});
+  // Connections closing must wake the loop too: their slots free then.
+  if (client_monitor_) items.push_back({client_monitor_->events().handle(), 0, ZMQ_POLLIN, 0});
   int64_t last_dispatch = 0;
   while (!stop.load()) {
     try {
@@ -251,6 +268,8 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     disk_->Tick();
     if (!endpoints_written_ && !disk_->full()) WriteEndpoints();
     GPOOL_RETURN_IF_ERROR(CommitAndApply());
+    // The monitor's events first: a message's connection is known by then.
+    if (client_monitor_) client_monitor_->Drain([&](const std::string& peer) { gateway_->PeerClosed(peer); });
     if (items[0].revents & ZMQ_POLLIN) Drain(clients_, /*from_clients=*/true);
     if (items[1].revents & ZMQ_POLLIN) Drain(workers_, /*from_clients=*/false);
     if (inbox_ && (items[inbox_item].revents & ZMQ_POLLIN)) {

@@ -58,6 +58,7 @@
 #include "control/http/coordinator_http.h"
 #include "control/http/gateway_bridge.h"
 #include "control/leader_service.h"
+#include "control/client_monitor.h"
 #include "control/log/commit_log.h"
 #include "control/metrics/control_metrics.h"
 #include "control/node_registry.h"
@@ -149,6 +150,8 @@ class Coordinator final : public Outbox {
   std::unique_ptr<security::ZapHandler> zap_;
   zmq::socket_t clients_;
   zmq::socket_t workers_;
+  // The client port's connections per key (secure mode only; issue 48).
+  std::unique_ptr<ClientMonitor> client_monitor_;
   std::string client_endpoint_;
   std::string worker_endpoint_;
   // Declared after the context they use, so they close before it.

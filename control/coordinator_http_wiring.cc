@@ -185,6 +185,9 @@ std::string Coordinator::RenderMetrics() const {
                                               .skipped = stats.skipped,
                                               .queued = stats.queued};
   }
+  input.key_limits.connections = client_monitor_ ? client_monitor_->ledger().counted() : 0;
+  input.key_limits.inflight_requests = gateway_->inflight().open();
+  input.key_limits.exec_streams = gateway_->exec_streams_open();
   return RenderCoordinatorMetrics(input);
 }
 

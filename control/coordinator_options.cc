@@ -70,6 +70,8 @@ GatewayOptions GatewayOptionsOf(const CoordinatorOptions& options, const std::st
   out.uid_first = options.uid_first;
   out.uid_last = options.uid_last;
   out.max_sessions_per_user = options.max_sessions_per_user;
+  out.max_inflight_per_key = options.max_inflight_per_key;
+  out.max_exec_streams_per_user = options.max_exec_streams_per_user;
   return out;
 }
 

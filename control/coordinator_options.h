@@ -72,6 +72,13 @@ struct CoordinatorOptions {
   size_t max_watches = 100'000;
   size_t watch_admin_reserve = 1000;
   uint32_t max_sessions_per_user = 16;  // rGPU sessions open at once per user (admins exempt)
+  // Issue 48: client connections one key may hold (counted from a
+  // connection's first message; secure mode only), requests one key may
+  // have unanswered, and `gpool exec` commands one user may have open.
+  // Admins are not held to any of them.
+  uint32_t max_connections_per_key = 64;
+  uint32_t max_inflight_per_key = 256;
+  uint32_t max_exec_streams_per_user = 32;
   AlertRules alerts;  // queue wait, quota, low utilisation (alert_driver.h)
   state::RetentionPolicy retention;               // finished jobs kept (control/state/retention.h)
   UsageOptions usage;                             // usage checkpoints and record retention (usage_driver.h)

@@ -45,7 +45,8 @@ void DrainRouter(zmq::socket_t& socket, int max_frames, const FrameHandler& deli
       reject(peer, Status::Unauthenticated("connection not authenticated"));
       continue;
     }
-    deliver(peer, std::string_view(static_cast<const char*>(parts[0].data()), parts[0].size()), *principal);
+    const int fd = zmq_msg_get(parts[0].handle(), ZMQ_SRCFD);
+    deliver(peer, std::string_view(static_cast<const char*>(parts[0].data()), parts[0].size()), *principal, fd);
   }
 }
 

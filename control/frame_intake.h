@@ -20,7 +20,10 @@
 
 namespace gpool::control {
 
-using FrameHandler = std::function<void(const std::string& peer, std::string_view bytes, const Principal& sender)>;
+// `source_fd`: the connection's fd the message came on (ZMQ_SRCFD; -1 when
+// unknown), for the count of connections per key (control/connection_ledger.h).
+using FrameHandler =
+    std::function<void(const std::string& peer, std::string_view bytes, const Principal& sender, int source_fd)>;
 using FrameRejecter = std::function<void(const std::string& peer, const Status& why)>;
 
 // Sets a coordinator ROUTER's limits and binds it; returns the endpoint bound

@@ -22,7 +22,7 @@ class FrameIntakeTest : public ::testing::Test {
   void Drain(int max) {
     DrainRouter(
         router_, max,
-        [&](const std::string& peer, std::string_view bytes, const Principal&) {
+        [&](const std::string& peer, std::string_view bytes, const Principal&, int) {
           got_.push_back(peer + ":" + std::string(bytes));
         },
         [&](const std::string& peer, const Status& why) { rejected_.push_back({peer, why}); });

@@ -26,6 +26,10 @@
 // logs and exec through the WorkerRelay, and replication facts from
 // Proposer::Replication; the endpoints call no other manager.
 //
+// Issue 48: a request of a key that has --max-inflight-per-key requests
+// unanswered already is answered ResourceExhausted at once (admins are not
+// held); each reply the endpoints send answers its request (InflightRequests).
+//
 // Thread-safety: none; the coordinator's loop thread owns it.
 #pragma once
 
@@ -38,10 +42,12 @@
 
 #include "control/gateway/cluster_endpoint.h"
 #include "control/gateway/endpoint.h"
+#include "control/gateway/exec_endpoint.h"
 #include "control/gateway/jobs_endpoint.h"
 #include "control/gateway/request_context.h"
 #include "control/gateway/snapshot_endpoint.h"
 #include "control/gateway/watch_endpoint.h"
+#include "control/gateway/inflight_requests.h"
 #include "control/principal.h"
 #include "control/watch/watch_hub.h"
 
@@ -60,10 +66,31 @@ class Gateway {
   // once this replica no longer leads). From the loop, every turn.
   void Tick(int64_t now_ms);
   size_t snapshot_exports_held() const { return snapshot_->exports_held(); }
+  // `peer`'s connection closed: its unanswered requests no longer count.
+  void PeerClosed(const std::string& peer) { inflight_.PeerGone(peer); }
+  // Whether the limits per key and per user (issue 48) hold `actor` (admins: not).
+  bool HeldToLimits(const Actor& actor) const;
+  // The principal's actor is an admin (ResolveActor, no frame needed).
+  bool IsAdminPrincipal(const Principal& principal) const;
+  const InflightRequests& inflight() const { return inflight_; }
+  size_t exec_streams_open() const;
 
  private:
+  // The endpoints' outbox: each reply frees the request it answers.
+  class AnsweringOutbox final : public Outbox {
+   public:
+    AnsweringOutbox(Outbox& out, InflightRequests& inflight) : out_(out), inflight_(inflight) {}
+    void ToClient(const std::string& peer, std::string frame) override;
+    void ToWorker(const std::string& peer, std::string frame) override { out_.ToWorker(peer, std::move(frame)); }
+
+   private:
+    Outbox& out_;
+    InflightRequests& inflight_;
+  };
   void Route(Endpoint* endpoint);
 
+  InflightRequests inflight_;
+  AnsweringOutbox answering_;
   RequestContext ctx_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   // By message type: the endpoint that serves it (null: not a client request).
@@ -71,6 +98,7 @@ class Gateway {
   ClusterEndpoint* cluster_ = nullptr;
   WatchEndpoint* watch_ = nullptr;
   SnapshotEndpoint* snapshot_ = nullptr;
+  ExecEndpoint* exec_ = nullptr;
 };
 
 }  // namespace gpool::control

@@ -189,6 +189,15 @@ int main(int argc, char** argv) {
     ("max-sessions-per-user", "rGPU sessions one user may have open at once; one more is ResourceExhausted at "
      "submit. Admins are not held to it",
      cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.max_sessions_per_user)))
+    ("max-connections-per-key", "Client connections one key may hold (counted from a connection's first "
+     "message, with CurveZMQ); a message on one more is ResourceExhausted. Admins are not held to it",
+     cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.max_connections_per_key)))
+    ("max-inflight-per-key", "Requests one key may have sent and not yet had answered; one more is "
+     "ResourceExhausted at once. Admins are not held to it",
+     cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.max_inflight_per_key)))
+    ("max-exec-streams-per-user", "`gpool exec` commands one user (or one job's own launcher) may have open at "
+     "once; one more is ResourceExhausted. Admins are not held to it",
+     cxxopts::value<uint32_t>()->default_value(std::to_string(defaults.max_exec_streams_per_user)))
     ("max-watches", "Watches the coordinator holds in all",
      cxxopts::value<size_t>()->default_value(std::to_string(defaults.max_watches)))
     ("watch-admin-reserve", "Of --max-watches, the slots only admins may take, so other users can never leave "
@@ -376,6 +385,14 @@ int main(int argc, char** argv) {
     options.max_watches = args["max-watches"].as<size_t>();
     options.max_sessions_per_user = args["max-sessions-per-user"].as<uint32_t>();
     options.watch_admin_reserve = args["watch-admin-reserve"].as<size_t>();
+    options.max_connections_per_key = args["max-connections-per-key"].as<uint32_t>();
+    options.max_inflight_per_key = args["max-inflight-per-key"].as<uint32_t>();
+    options.max_exec_streams_per_user = args["max-exec-streams-per-user"].as<uint32_t>();
+    if (options.max_connections_per_key == 0 || options.max_inflight_per_key == 0 ||
+        options.max_exec_streams_per_user == 0) {
+      throw cxxopts::exceptions::exception(
+          "--max-connections-per-key, --max-inflight-per-key and --max-exec-streams-per-user must be positive");
+    }
     if (options.max_watches_per_user == 0 || options.watch_admin_reserve >= options.max_watches ||
         options.max_sessions_per_user == 0) {
       throw cxxopts::exceptions::exception(

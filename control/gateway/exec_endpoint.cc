@@ -65,6 +65,20 @@ Result<FoundTask> ExecEndpoint::ExecTarget(const std::string& name, uint64_t job
   return found;
 }
 
+std::string ExecEndpoint::StreamOwner(const Actor& actor, uint64_t job) const {
+  if (Authorize(actor, Permission::kManageUsers, {}, ctx_.state()).allowed) return {};
+  if (actor.kind == Actor::Kind::kUser) return actor.name;
+  return "job " + std::to_string(job);
+}
+
+void ExecEndpoint::Tick(int64_t now_ms) {
+  if (!ctx_.proposer().leading()) {
+    if (streams_.open() > 0) streams_.Clear();
+    return;
+  }
+  streams_.Expire(now_ms);
+}
+
 void ExecEndpoint::Handle(const Request& request, const Envelope& envelope, int64_t now_ms) {
   ctx_.AfterBarrier(request, [this, request, envelope, now_ms] { Serve(request, envelope, now_ms); });
 }
@@ -107,6 +121,10 @@ void ExecEndpoint::OnExecStart(const std::string& peer, uint64_t request_id, con
     ctx_.AuditRequest(request, "task " + msg.task.substr(0, 128), false, target.status().message());
     return ctx_.Fail(peer, request_id, target.status());
   }
+  const std::string owner = StreamOwner(actor, target->job->id.value());
+  if (!owner.empty()) {
+    if (Status room = streams_.Reserve(owner); !room.ok()) return ctx_.Fail(peer, request_id, room);
+  }
   ctx_.AuditRequest(request, "task " + target->task->id.ToString() + " argv0 " + msg.command[0].substr(0, 128), true, {});
   const state::TaskRecord& task = *target->task;
   const std::string node = task.node;
@@ -115,7 +133,11 @@ void ExecEndpoint::OnExecStart(const std::string& peer, uint64_t request_id, con
                msg.command[0].substr(0, 128), actor.name);
   ctx_.relay().Ask<TaskExecStart, ExecStartReply>(
       node, TaskExecStart{task.id, msg.command, msg.lease_ms, msg.key}, now_ms,
-      [this, peer, request_id, node, task_id](Result<ExecStartReply> reply) {
+      [this, peer, request_id, node, task_id, owner, lease_ms = msg.lease_ms,
+       now_ms](Result<ExecStartReply> reply) {
+        if (!owner.empty()) {
+          reply.ok() ? streams_.Started(owner, node, reply->exec_id, lease_ms, now_ms) : streams_.Release(owner);
+        }
         if (!reply.ok()) return ctx_.Fail(peer, request_id, reply.status());
         reply->task = task_id;
         reply->node = node;
@@ -131,11 +153,19 @@ void ExecEndpoint::OnExecPoll(const std::string& peer, uint64_t request_id, cons
   const size_t frame_room = ctx_.options().limits.max_frame_bytes > 8192 ? (ctx_.options().limits.max_frame_bytes - 8192) / 2 : 1024;
   TaskExecPoll poll{target->task->id, msg.exec_id, msg.stdout_offset, msg.stderr_offset,
                     static_cast<uint32_t>(std::min<size_t>(msg.max_bytes, frame_room))};
-  ctx_.relay().Ask<TaskExecPoll, ExecPollReply>(target->task->node, poll, now_ms,
-                                          [this, peer, request_id](Result<ExecPollReply> reply) {
-                                            if (!reply.ok()) return ctx_.Fail(peer, request_id, reply.status());
-                                            ctx_.Reply(peer, MakeFrame(request_id, ctx_.proposer().epoch(), *reply));
-                                          });
+  const std::string node = target->task->node;
+  const uint64_t exec_id = msg.exec_id;
+  ctx_.relay().Ask<TaskExecPoll, ExecPollReply>(
+      node, poll, now_ms, [this, peer, request_id, node, exec_id, now_ms](Result<ExecPollReply> reply) {
+        // Exited and drained, or forgotten by the worker: its slot is free.
+        if (reply.ok() ? reply->exited : reply.status().code() == StatusCode::kNotFound) {
+          streams_.Ended(node, exec_id);
+        } else if (reply.ok()) {
+          streams_.Polled(node, exec_id, now_ms);
+        }
+        if (!reply.ok()) return ctx_.Fail(peer, request_id, reply.status());
+        ctx_.Reply(peer, MakeFrame(request_id, ctx_.proposer().epoch(), *reply));
+      });
 }
 
 void ExecEndpoint::OnExecSignal(const std::string& peer, uint64_t request_id, const ExecSignal& msg,

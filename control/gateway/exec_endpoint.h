@@ -4,12 +4,17 @@
 // (messages_exec.h). The caller may exec into a job it has kExecJob on, or
 // into the job of the live task whose exec token it carries (a task's MPI
 // launcher), which authorises nothing else. Served after the read barrier (the Gateway).
+//
+// Issue 48: each caller may have at most --max-exec-streams-per-user
+// commands open at once (ExecStreams, control/gateway/exec_streams.h);
+// admins are not held to it.
 #pragma once
 
 #include <map>
 #include <string>
 
 #include "control/gateway/endpoint.h"
+#include "control/gateway/exec_streams.h"
 #include "control/task_lookup.h"
 #include "protocol/message_type.h"
 #include "protocol/messages_exec.h"
@@ -18,11 +23,14 @@ namespace gpool::control {
 
 class ExecEndpoint final : public Endpoint {
  public:
-  explicit ExecEndpoint(RequestContext& ctx) : ctx_(ctx) {}
+  explicit ExecEndpoint(RequestContext& ctx) : ctx_(ctx), streams_(ctx.options().max_exec_streams_per_user) {}
   std::vector<MessageType> Serves() const override {
     return {MessageType::kExecStart, MessageType::kExecPoll, MessageType::kExecSignal};
   }
   void Handle(const Request& request, const Envelope& envelope, int64_t now_ms) override;
+  // Frees the streams whose lease ran out; all of them off the leader.
+  void Tick(int64_t now_ms) override;
+  const ExecStreams& streams() const { return streams_; }
 
  private:
   void Serve(const Request& request, const Envelope& envelope, int64_t now_ms);
@@ -41,6 +49,9 @@ class ExecEndpoint final : public Endpoint {
   // The running task `name` names, if the caller may exec into it.
   Result<FoundTask> ExecTarget(const std::string& name, uint64_t job_scope, const std::string& token,
                                const Actor& actor) const;
+  // Whom the stream limit holds for `actor` exec'ing into `job`: the user,
+  // or "job N" for a job's own launcher; empty for admins (not held).
+  std::string StreamOwner(const Actor& actor, uint64_t job) const;
 
   RequestContext& ctx_;
   // SHA-256 of a token -> the task it was found to be of. Keyed by digest so
@@ -49,6 +60,7 @@ class ExecEndpoint final : public Endpoint {
   // Cleared whole when it reaches kMaxTokenTasks.
   static constexpr size_t kMaxTokenTasks = 65536;
   mutable std::map<std::string, TaskId> task_of_token_;
+  ExecStreams streams_;
 };
 
 }  // namespace gpool::control

@@ -64,6 +64,12 @@ struct GatewayOptions {
   // more is ResourceExhausted at submit. Admins are not held to it (issue
   // 48, finding 6: one member must not hold what everyone shares).
   uint32_t max_sessions_per_user = 16;
+  // `gpool exec` commands one caller may have open at once through this
+  // leader (issue 48); admins are not held to it.
+  uint32_t max_exec_streams_per_user = 32;
+  // Requests one key may have received and not yet answered (issue 48);
+  // one more is answered ResourceExhausted at once. Admins are not held.
+  uint32_t max_inflight_per_key = 256;
   // When an API token was last used on this replica (ms; 0: never), for
   // ListTokens; kept by the HTTP port, leader-local (never replicated: a
   // log entry per request would be the cost). Null: always 0.

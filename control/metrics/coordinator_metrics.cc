@@ -302,6 +302,19 @@ void Webhooks(Exposition& out, const CoordinatorMetricsInput& in) {
   for (const auto& [sink, stats] : in.webhooks) out.Sample({{"sink", sink}}, static_cast<double>(stats.queued));
 }
 
+void KeyLimits(Exposition& out, const CoordinatorMetricsInput& in) {
+  const auto& k = in.key_limits;
+  out.Single("gpool_client_connections_counted", Type::kGauge,
+             "Client connections counted against their key's --max-connections-per-key (admins' are not).",
+             static_cast<double>(k.connections));
+  out.Single("gpool_client_requests_in_flight", Type::kGauge,
+             "Client requests waiting for an answer, counted against --max-inflight-per-key (admins' are not).",
+             static_cast<double>(k.inflight_requests));
+  out.Single("gpool_exec_streams_open", Type::kGauge,
+             "gpool exec commands open, counted against --max-exec-streams-per-user (admins' are not) (leader).",
+             static_cast<double>(k.exec_streams));
+}
+
 }  // namespace
 
 std::string RenderCoordinatorMetrics(const CoordinatorMetricsInput& input) {
@@ -313,6 +326,7 @@ std::string RenderCoordinatorMetrics(const CoordinatorMetricsInput& input) {
   Devices(out, input);
   Workers(out, input);
   Webhooks(out, input);
+  KeyLimits(out, input);
   return out.Take();
 }
 

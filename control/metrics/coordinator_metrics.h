@@ -45,6 +45,13 @@ struct CoordinatorMetricsInput {
   // The leader's webhook sinks by name (HealthDriver::SinkStats); none on a
   // follower, which sends nothing.
   std::map<std::string, WebhookSinkFigures> webhooks;
+  // Issue 48: what the per-key limits hold now on this replica (connections
+  // counted for a key, requests waiting for an answer, exec commands open).
+  struct KeyLimitCounts {
+    uint64_t connections = 0;
+    uint64_t inflight_requests = 0;
+    uint64_t exec_streams = 0;
+  } key_limits;
 };
 
 std::string RenderCoordinatorMetrics(const CoordinatorMetricsInput& input);

@@ -143,5 +143,20 @@ TEST_F(CoordinatorMetricsTest, WebhookSinksReportTheirRequestsAndEventsPerSink) 
   EXPECT_NE(Render().find("# TYPE gpool_webhook_requests_total counter"), std::string::npos);
 }
 
+// Issue 48: the per-key limits' counts, as the coordinator hands them in.
+TEST_F(CoordinatorMetricsTest, KeyLimitCountsAreGauges) {
+  ControlMetrics recorded(state_);
+  WorkerTable workers;
+  CoordinatorMetricsInput input;
+  input.state = &state_;
+  input.recorded = &recorded;
+  input.workers = &workers;
+  input.key_limits = {.connections = 3, .inflight_requests = 17, .exec_streams = 2};
+  const std::string page = RenderCoordinatorMetrics(input);
+  EXPECT_EQ(Sample(page, "gpool_client_connections_counted"), 3);
+  EXPECT_EQ(Sample(page, "gpool_client_requests_in_flight"), 17);
+  EXPECT_EQ(Sample(page, "gpool_exec_streams_open"), 2);
+}
+
 }  // namespace
 }  // namespace gpool::control
