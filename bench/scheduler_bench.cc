@@ -39,7 +39,9 @@
 //
 // Generation is deterministic (fixed-seed LCG), so every run schedules the
 // same views, and each point checks that repeated cycles give the same plan
-// size (Schedule is a pure function).
+// (Schedule is a pure function). plan_digest hashes every field of the plan
+// (binds, evictions, each pending job's reasons): a speed-up that must not
+// change decisions is checked by comparing it with the binary before.
 //
 // Usage: gpool-bench-scheduler [--nodes N] [--pending TASKS] [--strategy NAME]...
 //   --nodes N        run only this cluster size (default: 1250 2500 5000 12500)
@@ -57,6 +59,7 @@
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -352,6 +355,52 @@ class ViewBuilder {
   ClusterView view_;
 };
 
+// FNV-1a over every field a Plan's Fields() visits, in order.
+class PlanDigest {
+ public:
+  template <typename T>
+  void Required(const char*, T& value) {
+    Add(value);
+  }
+  template <typename T>
+  void Optional(const char*, T& value) {
+    Add(value);
+  }
+  template <typename T>
+  void Add(T& value) {
+    if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
+      Bytes(&value, sizeof(value));
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      size_t size = value.size();
+      Add(size);
+      Bytes(value.data(), value.size());
+    } else if constexpr (std::is_same_v<T, JobId>) {
+      uint64_t raw = value.value();
+      Add(raw);
+    } else if constexpr (requires { value.begin(); }) {
+      size_t size = value.size();
+      Add(size);
+      for (auto& item : value) Add(item);
+    } else {
+      value.Fields(*this);
+    }
+  }
+  uint64_t value() const { return hash_; }
+
+ private:
+  void Bytes(const void* data, size_t size) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < size; ++i) hash_ = (hash_ ^ bytes[i]) * 1099511628211ull;
+  }
+  uint64_t hash_ = 14695981039346656037ull;
+};
+
+uint64_t DigestOf(gpool::topology::Plan& plan) {
+  PlanDigest digest;
+  plan.Fields(digest);
+  return digest.value();
+}
+
 struct Result {
   uint32_t nodes = 0;
   double decisions_per_s = 0;
@@ -387,18 +436,20 @@ Result RunPoint(const ClusterView& view, uint32_t nodes, const gpool::scheduler:
   double cycle_cpu_s = 1e9;
   double spent_s = 0;
   size_t binds = 0, evictions = 0, explained = 0;
+  uint64_t digest = 0;
   int reps = 0;
   while (reps < 3 && (reps == 0 || spent_s < 3.0)) {
     const auto start = Clock::now();
     const std::clock_t cpu_start = std::clock();
-    const auto plan = gpool::scheduler::Schedule(view, config);
+    auto plan = gpool::scheduler::Schedule(view, config);
     const double s = Seconds(Clock::now() - start);
     const double cpu_s = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
-    if (reps > 0 && (plan.binds.size() != binds || plan.evictions.size() != evictions ||
-                     plan.pending.size() != explained)) {
+    const uint64_t this_digest = DigestOf(plan);
+    if (reps > 0 && this_digest != digest) {
       std::fprintf(stderr, "nondeterministic plan at %u nodes\n", nodes);
       std::exit(1);
     }
+    digest = this_digest;
     binds = plan.binds.size();
     evictions = plan.evictions.size();
     explained = plan.pending.size();
@@ -414,11 +465,12 @@ Result RunPoint(const ClusterView& view, uint32_t nodes, const gpool::scheduler:
       "{\"nodes\": %u, \"gpus\": %llu, \"gpus_allocated_pct\": %.1f, \"pending_tasks\": %llu, \"pending_jobs\": %zu, "
       "\"running_tasks\": %zu, \"queues\": %zu, \"binds\": %zu, \"evictions\": %zu, \"pending_jobs_explained\": %zu, "
       "\"cycle_ms\": %.1f, \"cycle_cpu_ms\": %.1f, \"reps\": %d, \"view_copy_ms\": %.1f, \"cycle_over_view_copy\": %.1f, "
-      "\"task_loop_ms\": %.3f, \"view_build_ms\": %.0f, \"strategy\": \"%s\"}}\n",
+      "\"task_loop_ms\": %.3f, \"view_build_ms\": %.0f, \"strategy\": \"%s\", \"plan_digest\": \"%016llx\"}}\n",
       rate, nodes, static_cast<unsigned long long>(nodes) * kGpusPerNode,
       100.0 * static_cast<double>(allocated_gpus) / (nodes * kGpusPerNode), static_cast<unsigned long long>(tasks),
       view.pending.size(), view.running.size(), view.queues.size(), binds, evictions, explained, cycle_s * 1000,
-      cycle_cpu_s * 1000, reps, copy_s * 1000, cycle_s / copy_s, touch_s * 1000, build_s * 1000, label);
+      cycle_cpu_s * 1000, reps, copy_s * 1000, cycle_s / copy_s, touch_s * 1000, build_s * 1000, label,
+      static_cast<unsigned long long>(digest));
   std::fflush(stdout);
   if (sink == 42) std::printf(" ");  // keeps the baseline loops from being optimised away
   return {nodes, rate};

@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "control/scheduler/actions.h"
@@ -408,7 +409,11 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
   auto& jobs = session.jobs();
   QueueTree& tree = session.queues();
   std::set<std::string> failed_shapes;
-  Evictor::Index index = Evictor::BuildIndex(session);
+  // Built for the first job that gets as far as a search: it walks every
+  // node and running task, and on a large cluster with room most cycles
+  // have no job that gets there. Nothing is evicted before that search, so
+  // it indexes what building it up front would have.
+  std::optional<Evictor::Index> index;
   // Most jobs see one of a few lending sets (their queue decides it).
   std::map<std::vector<bool>, std::vector<uint32_t>> victim_nodes;
   std::vector<bool> lending(session.queues().size());
@@ -450,11 +455,12 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
       failed_shapes.insert(shape);
       continue;
     }
+    if (!index) index = Evictor::BuildIndex(session);
     auto nodes_it = victim_nodes.find(lending);
     if (nodes_it == victim_nodes.end()) {
-      nodes_it = victim_nodes.emplace(lending, Evictor::VictimNodes(index, lending)).first;
+      nodes_it = victim_nodes.emplace(lending, Evictor::VictimNodes(*index, lending)).first;
     }
-    Evictor evictor(session, job, eligible_for(job), index, lending, nodes_it->second);
+    Evictor evictor(session, job, eligible_for(job), *index, lending, nodes_it->second);
     if (!evictor.Plan() || evictor.victims().empty()) {
       failed_shapes.insert(shape);
       continue;
@@ -481,7 +487,7 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
     const std::string reason = reason_for(job);
     for (size_t victim : evictor.victims()) {
       session.Evict(victim, job, reason);
-      index.Forget(session.running()[victim]);
+      index->Forget(session.running()[victim]);
     }
     job.done = true;
     job.has_claim = true;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "protocol/types.h"
 
@@ -95,11 +96,21 @@ NodeFree FreeOf(const topology::NodeView& node) {
   free.memory_mib = node.memory_mib_free;
   if (!node.gpus.empty()) free.model = node.gpus.front().model;
   for (const auto& gpu : node.gpus) {
-    if (!gpu.healthy || topology::MigOnly(gpu)) continue;
-    const auto load = topology::DeviceLoad::Of(gpu);
-    free.gpu_milli.push_back(FreeMilli(gpu, load, !gpu.allocated && topology::WholeFree(gpu, load)));
+    if (!gpu.healthy || MigOnlyDevice(gpu)) continue;
+    free.gpu_milli.push_back(ViewFreeMilli(gpu));
   }
   return free;
+}
+
+uint32_t ViewFreeMilli(const topology::GpuSlot& gpu) {
+  // No tenant, MIG layout or core in use: its load is empty, so it is whole
+  // free unless allocated (what the general path below computes).
+  if (gpu.tenants == 0 && gpu.mig.empty() && gpu.cores == 0 && gpu.cores_used.empty() && gpu.mig_mode.empty() &&
+      !gpu.mig_enabled) {
+    return gpu.allocated ? 0 : 1000;
+  }
+  const auto load = topology::DeviceLoad::Of(gpu);
+  return FreeMilli(gpu, load, !gpu.allocated && topology::WholeFree(gpu, load));
 }
 
 double NodeFragmentation(const NodeFree& node, const std::vector<topology::WorkloadShape>& workload) {
@@ -209,21 +220,41 @@ int64_t FgdScore(double growth) {
 }
 
 std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::WorkloadShape>& samples) {
-  using Key = std::tuple<uint64_t, uint32_t, uint32_t, std::string>;
-  std::map<Key, size_t> counts;
-  std::map<Key, double> memory;  // summed, then the mean: shapes are not told apart by memory
+  // Samples are the cluster's tasks (hundreds of thousands) and shapes a
+  // few dozen: they are tallied in a hash table, then listed in key order
+  // (what a std::map of keys gave, at two tree lookups per sample).
+  using Key = std::tuple<uint64_t, uint32_t, uint32_t, std::string_view>;
+  struct KeyHash {
+    size_t operator()(const Key& key) const {
+      const auto& [cpu, gpus, milli, model] = key;
+      size_t h = std::hash<std::string_view>{}(model);
+      for (uint64_t field : {cpu, uint64_t{gpus}, uint64_t{milli}}) h = (h ^ field) * 0x100000001B3ull + (h >> 29);
+      return h;
+    }
+  };
+  struct Tally {
+    size_t count = 0;
+    uint64_t memory = 0;  // summed, then the mean: shapes are not told apart by memory
+  };
+  std::unordered_map<Key, Tally, KeyHash> tallies;
   for (const auto& s : samples) {
-    const Key key{s.cpu_milli, s.gpus, s.gpus == 0 ? 0 : s.gpu_milli, s.gpu_model};
-    ++counts[key];
-    memory[key] += static_cast<double>(s.memory_mib);
+    Tally& tally = tallies[Key{s.cpu_milli, s.gpus, s.gpus == 0 ? 0 : s.gpu_milli, s.gpu_model}];
+    ++tally.count;
+    tally.memory += s.memory_mib;
   }
+  std::vector<std::pair<Key, Tally>> counts(tallies.begin(), tallies.end());
+  std::sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<topology::WorkloadShape> shapes;
   shapes.reserve(counts.size());
-  for (const auto& [key, count] : counts) {
+  for (const auto& [key, tally] : counts) {
     topology::WorkloadShape shape;
-    std::tie(shape.cpu_milli, shape.gpus, shape.gpu_milli, shape.gpu_model) = key;
-    shape.weight = static_cast<double>(count) / static_cast<double>(samples.size());
-    shape.memory_mib = static_cast<uint64_t>(memory[key] / static_cast<double>(count) + 0.5);
+    shape.cpu_milli = std::get<0>(key);
+    shape.gpus = std::get<1>(key);
+    shape.gpu_milli = std::get<2>(key);
+    shape.gpu_model = std::string(std::get<3>(key));
+    shape.weight = static_cast<double>(tally.count) / static_cast<double>(samples.size());
+    // The sum of integers held exactly (as the double sum before did).
+    shape.memory_mib = static_cast<uint64_t>(static_cast<double>(tally.memory) / static_cast<double>(tally.count) + 0.5);
     shapes.push_back(std::move(shape));
   }
   // Most frequent first; ties in key order so the result does not depend on hashing.

@@ -33,6 +33,15 @@ struct NodeFree {
 // held whole or running MIG instances, else what its shares leave (memory
 // and compute, the scarcer).
 uint32_t FreeMilli(const topology::GpuSlot& gpu, const topology::DeviceLoad& load, bool whole_free);
+// FreeMilli of a healthy device that is not static MIG, from the view's
+// figures. A device nothing shares (the norm) answers without copying its
+// load: every session start reads every device of the cluster.
+uint32_t ViewFreeMilli(const topology::GpuSlot& gpu);
+// topology::MigOnly, answered inline for the device without any MIG mode
+// (the norm): the session asks it of every device of the cluster.
+inline bool MigOnlyDevice(const topology::GpuSlot& gpu) {
+  return (gpu.mig_enabled || !gpu.mig_mode.empty()) && topology::MigOnly(gpu);
+}
 // The view's figures for a node.
 NodeFree FreeOf(const topology::NodeView& node);
 

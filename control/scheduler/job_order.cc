@@ -6,29 +6,17 @@ namespace gpool::scheduler {
 
 JobOrder::JobOrder(Session& session, const std::function<bool(const WorkJob&)>& include) : session_(session) {
   auto& jobs = session.jobs();
-  std::vector<size_t> chosen;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    if (include(jobs[i])) chosen.push_back(i);
-  }
-  std::stable_sort(chosen.begin(), chosen.end(), [&](size_t a, size_t b) {
-    const auto& x = *jobs[a].view;
-    const auto& y = *jobs[b].view;
-    if (x.priority != y.priority) return x.priority > y.priority;
-    return x.arrival < y.arrival;
-  });
-  for (size_t i : chosen) {
+  // Filtering the session's one stable sort of every job gives what
+  // sorting the chosen ones would, without a sort per action.
+  for (size_t i : session.JobsByPriorityAndArrival()) {
+    if (!include(jobs[i])) continue;
     const WorkJob& job = jobs[i];
     auto& queue = queues_[job.queue];
     queue.by_class[static_cast<size_t>(job.view->priority_class)][job.view->user].push_back(i);
     ++queue.remaining;
     if (job.view->priority_class == PriorityClass::kSystem) ++system_remaining_;
   }
-  for (const auto& task : session.running()) {
-    if (task.evicted) continue;
-    auto& used = user_used_[{task.queue, task.view->user}];
-    used.resize(3, 0);
-    for (size_t r = 0; r < 3; ++r) used[r] += task.charge[r];
-  }
+  user_used_ = session.RunningUserUsage();
 }
 
 void JobOrder::Charged(const WorkJob& job, const Amounts& demand) {

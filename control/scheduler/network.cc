@@ -26,7 +26,7 @@ std::vector<Domain> Domains(Session& session, const WorkJob& job, uint32_t tier,
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (within != nullptr && !(*within)[n]) continue;
     const WorkNode& node = nodes[n];
-    if (node.pool != job.pool || !node.view->ready || node.view->cordoned) continue;
+    if (node.pool != job.pool || !node.ready || node.cordoned) continue;
     auto it = node.view->labels.find(label);
     if (it == node.view->labels.end()) continue;
     Domain& domain = by_name[it->second];

@@ -69,7 +69,7 @@ NodeFree Session::FreeOf(const WorkNode& node, std::vector<size_t>* slots) const
   if (slots != nullptr) slots->reserve(slots->size() + gpus.size());
   for (size_t g = 0; g < gpus.size(); ++g) {
     const auto& gpu = gpus[g];
-    if (!gpu.healthy || topology::MigOnly(gpu)) continue;
+    if (!gpu.healthy || MigOnlyDevice(gpu)) continue;
     uint32_t milli = 1000;
     // Loads() would copy every device's load of a node nothing was shared
     // on yet: a device not whole-free has its own read, and an allocated one
@@ -260,12 +260,12 @@ Session::NodeScore Session::Score(const WorkJob& job, const PendingTask& task, c
   const auto& order = config_.node_order;
   const Resources& need = task.resources;
   const uint64_t gpus_used = node.usable_gpus - node.free_gpus + need.gpus;
-  const uint64_t cpu_used = node.view->cpu_milli_total - node.cpu_free + need.cpu_milli;
-  const uint64_t memory_used = node.view->memory_mib_total - node.memory_free + need.memory_mib;
+  const uint64_t cpu_used = node.cpu_total - node.cpu_free + need.cpu_milli;
+  const uint64_t memory_used = node.memory_total - node.memory_free + need.memory_mib;
   const int64_t utilisation = static_cast<int64_t>(order.gpu_weight * Permille(gpus_used, node.usable_gpus) +
-                                                   order.cpu_weight * Permille(cpu_used, node.view->cpu_milli_total) +
+                                                   order.cpu_weight * Permille(cpu_used, node.cpu_total) +
                                                    order.memory_weight *
-                                                       Permille(memory_used, node.view->memory_mib_total));
+                                                       Permille(memory_used, node.memory_total));
   int64_t score = 0;
   int64_t eventual = 0;
   switch (order.strategy) {

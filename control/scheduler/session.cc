@@ -11,6 +11,8 @@
 #include <set>
 #include <tuple>
 
+#include "control/scheduler/node_name_index.h"
+
 namespace gpool::scheduler {
 
 using topology::PendingReason;
@@ -30,21 +32,6 @@ bool WorkJob::MinimumMet() const {
 
 namespace {
 
-std::vector<std::string> NodeModels(const topology::ClusterView& view) {
-  // Nodes rarely mix models and clusters hold few, so comparing with the
-  // last one seen skips nearly every set lookup.
-  std::set<std::string> models;
-  const std::string* last = nullptr;
-  for (const auto& node : view.nodes) {
-    for (const auto& gpu : node.gpus) {
-      if (last != nullptr && *last == gpu.model) continue;
-      models.insert(gpu.model);
-      last = &gpu.model;
-    }
-  }
-  return {models.begin(), models.end()};
-}
-
 // A device some sharing tenant, MIG layout or core holds: its load must be tracked.
 bool HasSharingState(const topology::GpuSlot& gpu) {
   return gpu.tenants > 0 || !gpu.mig_mode.empty() || gpu.cores > 0;
@@ -53,58 +40,116 @@ bool HasSharingState(const topology::GpuSlot& gpu) {
 }  // namespace
 
 Session::Session(const topology::ClusterView& view, const SchedulerConfig& config)
-    : config_(config), queues_(view.queues, NodeModels(view)) {
-  Amounts totals(queues_.resource_count(), 0);
+    : config_(config), queues_(view.queues, {}) {
+  // One pass over every device of the cluster gathers all the session needs
+  // of them (800,000 devices at 100,000 nodes: each further pass over them
+  // cost tens of milliseconds, more than the work it did): the GPU models
+  // the queue tree is built with, each node's free and usable devices, the
+  // devices' sizes the observed workload is measured in, and the free share
+  // the fragmentation measure's host claim weighs.
+  const bool fragmentation = FragmentationAware();
+  const bool observe = fragmentation && view.workload.empty();
+  const bool host_claim = fragmentation && config_.node_order.strategy == Strategy::kFragmentation;
+  std::set<std::string> models;
+  const std::string* last_model = nullptr;  // nodes rarely mix models: most devices skip the set
+  std::map<uint64_t, size_t> sizes;  // device memory -> devices, counted by runs of one size
+  uint64_t run_memory = 0;
+  size_t run = 0;
+  ClusterFree free;  // summed node by node, device by device, as FreeOf lists them
+  uint64_t gpu_memory_total = 0;
   nodes_.reserve(view.nodes.size());
-  std::unordered_map<std::string_view, size_t> node_index;
+  // Neighbouring nodes are mostly alike (one pool, one vendor and model):
+  // the previous node's answers save a parse per node.
+  const topology::NodeView* previous_node = nullptr;
   for (const auto& node_view : view.nodes) {
     WorkNode node;
     node.view = &node_view;
-    node.pool = PoolOf(node_view.pool);
-    if (!node_view.pool_queue.empty() && node.pool == NodePool::kExclusive) {
-      node.owner = queues_.Find(node_view.pool_queue).value_or(WorkNode::kUnknownOwner);
-      lendable_exclusive_ = lendable_exclusive_ || node.owner >= 0;
-    }
+    const WorkNode* previous_work = previous_node != nullptr ? &nodes_.back() : nullptr;
+    node.pool = previous_work != nullptr && previous_node->pool == node_view.pool ? previous_work->pool
+                                                                                  : PoolOf(node_view.pool);
+    node.ready = node_view.ready;
+    node.cordoned = node_view.cordoned;
+    node.tainted = !node_view.taints.empty();
+    node.cpu_total = node_view.cpu_milli_total;
+    node.memory_total = node_view.memory_mib_total;
     node.cpu_free = node_view.cpu_milli_free;
     node.memory_free = node_view.memory_mib_free;
     node.gpu_free.reserve(node_view.gpus.size());
+    if (host_claim) {
+      free.cpu_milli += static_cast<double>(node.cpu_free);
+      free.memory_mib += static_cast<double>(node.memory_free);
+    }
     for (const auto& gpu : node_view.gpus) {
-      const bool free = gpu.healthy && !gpu.allocated &&
-                        (!HasSharingState(gpu) || topology::WholeFree(gpu, topology::DeviceLoad::Of(gpu)));
-      node.gpu_free.push_back(free);
+      const bool whole_free = gpu.healthy && !gpu.allocated &&
+                              (!HasSharingState(gpu) || topology::WholeFree(gpu, topology::DeviceLoad::Of(gpu)));
+      node.gpu_free.push_back(whole_free);
       // Static MIG devices never run whole-GPU work.
-      if (gpu.healthy && !topology::MigOnly(gpu)) ++node.usable_gpus;
+      const bool mig_only = MigOnlyDevice(gpu);
+      if (gpu.healthy && !mig_only) ++node.usable_gpus;
       if (gpu.healthy) ++node.healthy_gpus;
-      if (free) ++node.free_gpus;
+      if (whole_free) ++node.free_gpus;
+      if (last_model == nullptr || *last_model != gpu.model) {
+        models.insert(gpu.model);
+        last_model = &gpu.model;
+      }
+      if (observe) {
+        if (run > 0 && gpu.memory_mib != run_memory) {
+          sizes[run_memory] += run;
+          run = 0;
+        }
+        run_memory = gpu.memory_mib;
+        ++run;
+      }
+      if (host_claim && gpu.healthy && !mig_only) free.gpu_milli += ViewFreeMilli(gpu);
+      if (node_view.ready && gpu.healthy) gpu_memory_total += gpu.memory_mib;
     }
     node.uniform_model = std::all_of(node_view.gpus.begin(), node_view.gpus.end(), [&](const topology::GpuSlot& gpu) {
       return gpu.model == node_view.gpus.front().model;
     });
     if (!node_view.gpus.empty()) {
       node.gpu_model = node_view.gpus.front().model;
-      node.family = FamilyOf(node_view.gpus.front().vendor, node.gpu_model);
-    }
-    if (nodes_.empty() || nodes_.back().gpu_model != node.gpu_model) {
-      node.model_index = queues_.ModelIndex(node.gpu_model);
-    } else {
-      node.model_index = nodes_.back().model_index;
+      const bool same_kind = previous_work != nullptr && !previous_node->gpus.empty() &&
+                             previous_work->gpu_model == node.gpu_model &&
+                             previous_node->gpus.front().vendor == node_view.gpus.front().vendor;
+      node.family = same_kind ? previous_work->family : FamilyOf(node_view.gpus.front().vendor, node.gpu_model);
     }
     largest_gpus_ = std::max(largest_gpus_, node.usable_gpus);
     largest_cpu_ = std::max(largest_cpu_, node_view.cpu_milli_total);
     largest_memory_ = std::max(largest_memory_, node_view.memory_mib_total);
-    if (node_view.ready) {
-      totals[kGpu] += node.usable_gpus;
-      totals[kCpu] += node_view.cpu_milli_total;
-      totals[kMemory] += node_view.memory_mib_total;
-      for (const auto& gpu : node_view.gpus) {
-        if (!gpu.healthy) continue;
-        totals[kGpuMemory] += gpu.memory_mib;
-        const auto model = node.uniform_model ? node.model_index : queues_.ModelIndex(gpu.model);
-        if (model) ++totals[*model];
-      }
-    }
-    node_index.emplace(node_view.name, nodes_.size());
     nodes_.push_back(std::move(node));
+    previous_node = &node_view;
+  }
+  if (run > 0) sizes[run_memory] += run;
+
+  // The queue tree knows the models now; what needs it is read from the
+  // work nodes, not the view's devices.
+  queues_ = QueueTree(view.queues, std::vector<std::string>(models.begin(), models.end()));
+  Amounts totals(queues_.resource_count(), 0);
+  totals[kGpuMemory] = gpu_memory_total;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    WorkNode& node = nodes_[i];
+    const topology::NodeView& node_view = *node.view;
+    if (!node_view.pool_queue.empty() && node.pool == NodePool::kExclusive) {
+      node.owner = queues_.Find(node_view.pool_queue).value_or(WorkNode::kUnknownOwner);
+      lendable_exclusive_ = lendable_exclusive_ || node.owner >= 0;
+    }
+    if (i == 0 || nodes_[i - 1].gpu_model != node.gpu_model) {
+      node.model_index = queues_.ModelIndex(node.gpu_model);
+    } else {
+      node.model_index = nodes_[i - 1].model_index;
+    }
+    if (!node_view.ready) continue;
+    totals[kGpu] += node.usable_gpus;
+    totals[kCpu] += node_view.cpu_milli_total;
+    totals[kMemory] += node_view.memory_mib_total;
+    if (node.uniform_model) {
+      if (node.model_index) totals[*node.model_index] += node.healthy_gpus;
+      continue;
+    }
+    for (const auto& gpu : node_view.gpus) {
+      if (!gpu.healthy) continue;
+      if (const auto model = queues_.ModelIndex(gpu.model)) ++totals[*model];
+    }
   }
   queues_.SetClusterTotals(totals);
 
@@ -123,13 +168,26 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     }
   }
 
+  const NodeNameIndex node_index(view.nodes);
   running_.reserve(view.running.size());
+  // Tasks of one job sit side by side in the view, mostly on one queue (and
+  // often one node): the previous task's answers save a lookup by name.
+  const topology::RunningTask* previous = nullptr;
   for (const auto& task : view.running) {
     WorkTask work;
     work.view = &task;
-    work.queue = queues_.Resolve(task.queue);
-    auto it = node_index.find(task.node);
-    work.node = it == node_index.end() ? -1 : static_cast<int>(it->second);
+    if (previous != nullptr && previous->queue == task.queue) {
+      work.queue = running_.back().queue;
+    } else {
+      work.queue = queues_.Resolve(task.queue);
+    }
+    if (previous != nullptr && previous->node == task.node) {
+      work.node = running_.back().node;
+    } else {
+      const auto at = node_index.Find(task.node);
+      work.node = at ? static_cast<int>(*at) : -1;
+    }
+    previous = &task;
     work.evicted = task.stopping;
     work.charge = queues_.Demand(task.gpus, task.cpu_milli, task.memory_mib, task.gpu_model, task.gpu_memory_mib);
     queues_.Charge(work.queue, work.charge);
@@ -164,49 +222,43 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
   for (auto& job : jobs_) {
     job.victims_draining = draining.count(job.view->id.value()) > 0;
     for (const auto& name : job.view->claimed_nodes) {
-      auto it = node_index.find(name);
-      if (it != node_index.end()) nodes_[it->second].claimed_for = job.view->id.value();
+      if (const auto at = node_index.Find(name)) nodes_[*at].claimed_for = job.view->id.value();
     }
     job.has_claim = job.victims_draining || !job.view->claimed_nodes.empty();
   }
-  if (FragmentationAware()) {
-    workload_ = view.workload.empty() ? ObservedWorkload(view) : view.workload;
+  if (fragmentation) {
+    if (observe) {
+      uint64_t common_memory = 0;  // the commonest device size (the smallest of equals)
+      size_t most = 0;
+      for (const auto& [memory, count] : sizes) {
+        if (count > most) std::tie(common_memory, most) = std::tie(memory, count);
+      }
+      workload_ = ObservedWorkload(view, common_memory);
+    } else {
+      workload_ = view.workload;
+    }
     workload_ = config_.node_order.strategy == Strategy::kFgd ? CommonestShapes(workload_, kFgdCoverage)
                                                               : CommonestShapes(workload_, 1.0, kMaxScoredShapes);
-    if (config_.node_order.strategy == Strategy::kFragmentation) {  // fgd's measure has no host part
-      ClusterFree free;
-      for (const auto& node : nodes_) {
-        free.cpu_milli += static_cast<double>(node.cpu_free);
-        free.memory_mib += static_cast<double>(node.memory_free);
-        for (uint32_t milli : scheduler::FreeOf(*node.view).gpu_milli) free.gpu_milli += milli;
-      }
-      cpu_only_claim_ = CpuOnlyClaimOf(workload_, free);
-    }
+    if (host_claim) cpu_only_claim_ = CpuOnlyClaimOf(workload_, free);  // fgd's measure has no host part
   }
 }
 
 // Without a workload given, the tasks running and waiting now are the best
 // guess of what will come. Shares count in thousandths of the GPU they run
 // on (waiting ones: of the cluster's commonest GPU).
-std::vector<topology::WorkloadShape> Session::ObservedWorkload(const topology::ClusterView& view) const {
-  std::map<uint64_t, size_t> sizes;
-  std::unordered_map<std::string, const topology::NodeView*> by_name;
-  for (const auto& node : view.nodes) {
-    by_name.emplace(node.name, &node);
-    for (const auto& gpu : node.gpus) ++sizes[gpu.memory_mib];
-  }
+std::vector<topology::WorkloadShape> Session::ObservedWorkload(const topology::ClusterView& view,
+                                                               uint64_t common_memory) const {
   topology::GpuSlot common;
-  size_t most = 0;
-  for (const auto& [memory, count] : sizes) {
-    if (count > most) std::tie(common.memory_mib, most) = std::tie(memory, count);
-  }
+  common.memory_mib = common_memory;
   std::vector<topology::WorkloadShape> samples;
   samples.reserve(view.running.size() + view.pending.size());
-  for (const auto& task : view.running) {
+  // running_ parallels view.running and knows each task's node already.
+  for (const WorkTask& work : running_) {
+    const topology::RunningTask& task = *work.view;
     topology::WorkloadShape shape{task.gpus, 1000, task.cpu_milli, "", 0, task.memory_mib};
-    auto node = by_name.find(task.node);
-    if (task.gpus > 0 && node != by_name.end() && !node->second->gpus.empty()) {
-      const uint64_t device = node->second->gpus.front().memory_mib;
+    const topology::NodeView* node = work.node >= 0 ? nodes_[static_cast<size_t>(work.node)].view : nullptr;
+    if (task.gpus > 0 && node != nullptr && !node->gpus.empty()) {
+      const uint64_t device = node->gpus.front().memory_mib;
       const uint64_t each = task.gpu_memory_mib / task.gpus;
       if (device > 0 && each < device) shape.gpu_milli = static_cast<uint32_t>((each * 1000 + device - 1) / device);
     }
@@ -361,10 +413,39 @@ void Session::Evict(size_t running_index, const WorkJob& for_job, const std::str
   // (The claim on the victim's node is what keeps the freed capacity for
   // for_job; the state machine persists it on the job until it is placed.)
   WorkTask& task = running_[running_index];
+  if (user_usage_ && !task.evicted) {
+    Amounts& used = (*user_usage_)[{task.queue, task.view->user}];
+    for (size_t r = 0; r < 3 && r < used.size(); ++r) used[r] -= std::min(used[r], task.charge[r]);
+  }
   task.evicted = true;
   queues_.Refund(task.queue, task.charge);
   if (task.node >= 0) nodes_[static_cast<size_t>(task.node)].claimed_for = for_job.view->id.value();
   plan_.evictions.push_back(Eviction{task.view->job, task.view->task_index, for_job.view->id, reason});
+}
+
+const Session::UserUsage& Session::RunningUserUsage() {
+  if (user_usage_) return *user_usage_;
+  user_usage_.emplace();
+  for (const auto& task : running_) {
+    if (task.evicted) continue;
+    auto& used = (*user_usage_)[{task.queue, task.view->user}];
+    used.resize(3, 0);
+    for (size_t r = 0; r < 3; ++r) used[r] += task.charge[r];
+  }
+  return *user_usage_;
+}
+
+const std::vector<size_t>& Session::JobsByPriorityAndArrival() {
+  if (jobs_by_priority_.size() == jobs_.size()) return jobs_by_priority_;
+  jobs_by_priority_.resize(jobs_.size());
+  for (size_t i = 0; i < jobs_.size(); ++i) jobs_by_priority_[i] = i;
+  std::stable_sort(jobs_by_priority_.begin(), jobs_by_priority_.end(), [&](size_t a, size_t b) {
+    const auto& x = *jobs_[a].view;
+    const auto& y = *jobs_[b].view;
+    if (x.priority != y.priority) return x.priority > y.priority;
+    return x.arrival < y.arrival;
+  });
+  return jobs_by_priority_;
 }
 
 }  // namespace gpool::scheduler

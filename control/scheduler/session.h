@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -32,6 +33,14 @@ namespace gpool::scheduler {
 
 struct WorkNode {
   const topology::NodeView* view = nullptr;
+  // The view's figures the check chain reads for every candidate node,
+  // copied so that a check reads the work node alone: the view's lines are
+  // cold at 100,000 nodes, and each was a cache miss per node checked.
+  bool ready = true;
+  bool cordoned = false;
+  bool tainted = false;  // view->taints is not empty
+  uint64_t cpu_total = 0;
+  uint64_t memory_total = 0;
   NodePool pool = NodePool::kPublic;
   // The queue owning an exclusive node (index in queues()): kNoOwner for
   // none, kUnknownOwner when it names a queue that does not exist.
@@ -62,7 +71,7 @@ struct WorkNode {
   // for an older version are stale (Session::BestFragmentation).
   uint32_t version = 0;
   bool Idle() const {
-    return free_gpus == usable_gpus && cpu_free == view->cpu_milli_total && memory_free == view->memory_mib_total;
+    return free_gpus == usable_gpus && cpu_free == cpu_total && memory_free == memory_total;
   }
 };
 
@@ -199,6 +208,15 @@ class Session {
   bool HoldsReservation(const WorkJob& job) const { return reservation_holders_.count(job.view->id.value()) > 0; }
   // Frees a running task's resources in the working copy and records the eviction.
   void Evict(size_t running_index, const WorkJob& for_job, const std::string& reason);
+  // What the running tasks not evicted hold per queue and user (GPU, CPU,
+  // memory), keyed by the view's names. Every JobOrder starts from it: summed
+  // over all running tasks once per cycle, not once per action, and kept
+  // current by Evict.
+  using UserUsage = std::map<std::pair<int, std::string_view>, Amounts>;
+  const UserUsage& RunningUserUsage();
+  // Indices into jobs(), stably sorted by priority (highest first), then
+  // arrival: the order JobOrder offers a user's jobs in. Sorted on first use.
+  const std::vector<size_t>& JobsByPriorityAndArrival();
 
   // Tries to place the tasks in `tasks` all together; on failure nothing stays placed.
   bool PlaceAll(WorkJob& job, const std::vector<const topology::PendingTask*>& tasks, bool ignore_reservations);
@@ -232,7 +250,9 @@ class Session {
 
  private:
   friend struct NodeChecks;  // the check chain (session_checks.cc)
-  std::vector<topology::WorkloadShape> ObservedWorkload(const topology::ClusterView& view) const;
+  // `common_memory`: the device memory most of the cluster's GPUs have.
+  std::vector<topology::WorkloadShape> ObservedWorkload(const topology::ClusterView& view,
+                                                        uint64_t common_memory) const;
   // node_score.cc: the strategies' scores and what they need.
   // How much the node's fragmentation grows if the task goes there (in
   // millionths of a GPU: the eventual part, then the part stranded now;
@@ -319,6 +339,8 @@ class Session {
   // 0, or 1 + the Reject it failed with.
   std::unordered_map<std::string, std::pair<uint64_t, std::vector<uint8_t>>> short_nodes_;
   std::string shape_key_;  // FindNode's ShapeKey, kept so its capacity is reused
+  std::optional<UserUsage> user_usage_;  // RunningUserUsage, once asked for
+  std::vector<size_t> jobs_by_priority_;  // JobsByPriorityAndArrival, once asked for
   mutable std::vector<topology::DeviceLoad> scratch_loads_;  // Loads() of a node nothing was shared on yet
   bool uuid_lists_ = false;  // some job restricts devices by UUID
   bool lendable_exclusive_ = false;

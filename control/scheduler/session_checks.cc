@@ -68,8 +68,8 @@ struct NodeChecks {
   }
 
   // Whether the node could ever run the task (nothing about free capacity).
-  static Result Ready(Input& in) { return in.node.view->ready ? Result() : Reject::kNotReady; }
-  static Result NotCordoned(Input& in) { return in.node.view->cordoned ? Reject::kCordoned : Result(); }
+  static Result Ready(Input& in) { return in.node.ready ? Result() : Reject::kNotReady; }
+  static Result NotCordoned(Input& in) { return in.node.cordoned ? Reject::kCordoned : Result(); }
   // Its pool, and one its queue may use (a queue restricted to pools keeps
   // its jobs there, borrowed exclusive nodes included).
   static Result InJobPool(Input& in) {
@@ -99,6 +99,7 @@ struct NodeChecks {
     return std::nullopt;
   }
   static Result TaintsTolerated(Input& in) {
+    if (!in.node.tainted) return std::nullopt;
     for (const auto& [key, value] : in.node.view->taints) {
       if (!Tolerates(in.job.view->tolerations, key, value)) return Reject::kTaint;
     }
@@ -129,10 +130,10 @@ struct NodeChecks {
                                                                                                   : Result();
   }
   static Result CpuEver(Input& in) {
-    return in.task.resources.cpu_milli > in.node.view->cpu_milli_total ? Reject::kCpu : Result();
+    return in.task.resources.cpu_milli > in.node.cpu_total ? Reject::kCpu : Result();
   }
   static Result MemoryEver(Input& in) {
-    return in.task.resources.memory_mib > in.node.view->memory_mib_total ? Reject::kMemory : Result();
+    return in.task.resources.memory_mib > in.node.memory_total ? Reject::kMemory : Result();
   }
 
   // Whether it can run the task now.

@@ -163,7 +163,7 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
   ++node.version;
   if (node.owner >= 0 && !job.borrowing) node.owner_busy = true;
   const Resources& need = task.resources;
-  const bool indexed = node.view->ready && !node.view->cordoned;
+  const bool indexed = node.ready && !node.cordoned;
   if (indexed) BucketRemove(node_index);
   Placement placement{job.view->id, task.index, node.view->name, {}, need.cpu_milli, need.memory_mib, {}, 0};
   std::string model;
@@ -251,7 +251,7 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
 void Session::Unplace(WorkJob& job, const PendingTask& task, size_t node_index, const Placement& placement) {
   WorkNode& node = nodes_[node_index];
   ++node.version;
-  const bool indexed = node.view->ready && !node.view->cordoned;
+  const bool indexed = node.ready && !node.cordoned;
   if (indexed) BucketRemove(node_index);
   std::string model;
   if (placement.grant.Empty()) {

@@ -42,14 +42,25 @@ struct Fillings {
 Fillings BestFillings(const SizeMix& mix, const std::vector<double>& prices) {
   Fillings fillings{std::vector<double>(kDevice + 1, 0.0), std::vector<double>(mix.size(), 0.0)};
   std::vector<int> last(kDevice + 1, -1);  // the size a best filling of the room ends with; -1: room left
-  auto& value = fillings.value;
+  // The DP runs up to kMaxCuts times per mix solved, and a coordinator's
+  // observed mix changes every cycle: it reads plain arrays, which an
+  // unoptimised (Debug) build does not turn into a call per element (the
+  // sharing property test spent most of its scheduling time here). The
+  // arithmetic and its order are the same as ever, so are the prices.
+  double* value = fillings.value.data();
+  int* ends_with = last.data();
+  const double* price = prices.data();
+  std::vector<uint32_t> sizes(mix.size());
+  for (size_t i = 0; i < mix.size(); ++i) sizes[i] = mix[i].first;
+  const uint32_t* size_of = sizes.data();
+  const size_t count = sizes.size();
   for (uint32_t room = 1; room <= kDevice; ++room) {
     value[room] = value[room - 1];
-    for (size_t i = 0; i < mix.size(); ++i) {
-      const uint32_t size = mix[i].first;
-      if (size <= room && value[room - size] + prices[i] > value[room] + kTolerance) {
-        value[room] = value[room - size] + prices[i];
-        last[room] = static_cast<int>(i);
+    for (size_t i = 0; i < count; ++i) {
+      const uint32_t size = size_of[i];
+      if (size <= room && value[room - size] + price[i] > value[room] + kTolerance) {
+        value[room] = value[room - size] + price[i];
+        ends_with[room] = static_cast<int>(i);
       }
     }
   }
