@@ -141,7 +141,7 @@ TEST_F(GatewayLimitsTest, OnlyAdminsKeysAreExemptFromTheConnectionLimit) {
   EXPECT_FALSE(gateway_->IsAdminPrincipal(kViewer));
   // A name with a key that is not its own, or no user key at all.
   EXPECT_FALSE(gateway_->IsAdminPrincipal(Principal{Principal::Kind::kUser, "root-admin", kKeyMember}));
-  EXPECT_FALSE(gateway_->IsAdminPrincipal(Principal{Principal::Kind::kJob, "1", "job-key"}));
+  EXPECT_FALSE(gateway_->IsAdminPrincipal(Principal{Principal::Kind::kTask, "1.0", "task-key"}));
   EXPECT_FALSE(gateway_->IsAdminPrincipal(Principal{}));
 }
 
