@@ -209,6 +209,7 @@ class RaftLog final : public log::CommitLog {
   std::string LeaderClientAddress() const override;
   std::string LeaderWorkerAddress() const override;
   uint64_t leader_id() const override { return leader(); }
+  uint64_t HandOverLeadership() override;
   log::ReplicationReport Report() const override;
   uint64_t id() const { return options_.id; }
   uint64_t leader() const { return node_->soft_state().lead; }
