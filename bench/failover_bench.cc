@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
 
   auto report = [&](const char* metric, const std::vector<double>& v) {
     std::printf("{\"metric\": \"%s\", \"value\": %.0f, \"unit\": \"ms\", \"params\": {\"p99_ms\": %.0f, \"max_ms\": "
-                "%.0f, \"trials\": %zu, \"replicas\": %d, \"election_timeout_ms\": 300, \"raft_heartbeat_ms\": 20, "
+                "%.0f, \"trials\": %zu, \"replicas\": %d, \"election_timeout_ms\": 150, \"raft_heartbeat_ms\": 20, "
                 "\"client_timeout_ms\": 200}}\n",
                 metric, Percentile(v, 0.5), Percentile(v, 0.99), v.empty() ? 0 : *std::max_element(v.begin(), v.end()),
                 v.size(), kReplicas);
