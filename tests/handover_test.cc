@@ -3,10 +3,10 @@
 // it exits, so the cluster has a new leader long before any follower's
 // election timeout could have fired, and nothing acknowledged is lost.
 //
-// Three real replicas, no workers. The election timeout is set long (3-6 s)
-// so the test discriminates: a new leader within 2.5 s of the SIGTERM can
+// Three real replicas, no workers. The election timeout is set long (2-4 s)
+// so the test discriminates: a new leader within 1.6 s of the SIGTERM can
 // only come from the handover, and a loaded CI box is far from stalling a
-// heartbeat for 3 s, so no election nobody asked for moves the leader first.
+// heartbeat for 2 s, so no election nobody asked for moves the leader first.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -28,7 +28,7 @@ using namespace std::chrono_literals;
 using HandoverClock = std::chrono::steady_clock;
 
 constexpr int kHandoverReplicas = 3;
-constexpr int kHandoverElectionTimeoutMs = 3000;
+constexpr int kHandoverElectionTimeoutMs = 2000;
 
 std::unique_ptr<Client> HandoverClient(const LocalCluster& cluster, int timeout_ms) {
   ClientOptions options;
