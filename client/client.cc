@@ -142,7 +142,18 @@ class ZmqClient final : public Client {
       CloseSocket();
       return Status::Unavailable(std::string("talking to ") + endpoint() + ": " + e.what());
     }
-    if (pushes_.empty()) return std::optional<WatchUpdate>();
+    if (pushes_.empty()) {
+      if (watch_ != nullptr && watch_->Lost()) {
+        // The coordinator holding the watch died: say so now (a transient
+        // error, so a Watcher re-opens at once) rather than returning empty
+        // at once again and again until the caller's next renewal.
+        MarkFailed();
+        CloseSocket();
+        NextEndpoint();
+        return Status::Unavailable("the coordinator holding the watch dropped the connection");
+      }
+      return std::optional<WatchUpdate>();
+    }
     WatchUpdate next = std::move(pushes_.front());
     pushes_.pop_front();
     return std::optional<WatchUpdate>(std::move(next));
