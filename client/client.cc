@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <map>
 #include <cstdio>
 #include <optional>
 #include <random>
@@ -12,6 +13,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "client/connection_watch.h"
 #include "protocol/base/endpoint.h"
 #include "protocol/envelope.h"
 #include "protocol/message_type.h"
@@ -42,6 +44,7 @@ class ZmqClient final : public Client {
   }
 
   ~ZmqClient() override {
+    watch_.reset();   // before the socket it watches
     socket_.reset();  // before the context, which waits for its sockets
   }
 
@@ -139,7 +142,18 @@ class ZmqClient final : public Client {
       CloseSocket();
       return Status::Unavailable(std::string("talking to ") + endpoint() + ": " + e.what());
     }
-    if (pushes_.empty()) return std::optional<WatchUpdate>();
+    if (pushes_.empty()) {
+      if (watch_ != nullptr && watch_->Lost()) {
+        // The coordinator holding the watch died: say so now (a transient
+        // error, so a Watcher re-opens at once) rather than returning empty
+        // at once again and again until the caller's next renewal.
+        MarkFailed();
+        CloseSocket();
+        NextEndpoint();
+        return Status::Unavailable("the coordinator holding the watch dropped the connection");
+      }
+      return std::optional<WatchUpdate>();
+    }
     WatchUpdate next = std::move(pushes_.front());
     pushes_.pop_front();
     return std::optional<WatchUpdate>(std::move(next));
@@ -189,11 +203,31 @@ class ZmqClient final : public Client {
 
   // Pushes of the old connection are dropped with it: its watches are gone.
   void CloseSocket() {
+    watch_.reset();
     socket_.reset();
     pushes_.clear();
   }
 
-  void NextEndpoint() { current_ = (current_ + 1) % endpoints_.size(); }
+  // The current endpoint timed out, refused the connection or dropped it.
+  void MarkFailed() { failed_at_[endpoint()] = std::chrono::steady_clock::now(); }
+  // Whether `endpoint` failed lately (and has not answered since). A
+  // follower keeps naming a dead leader until its election timeout passes;
+  // going back there would cost a connect timeout each time, so the client
+  // asks the other replicas instead, which learn the new leader first.
+  bool FailedLately(const std::string& endpoint) const {
+    auto it = failed_at_.find(endpoint);
+    return it != failed_at_.end() && std::chrono::steady_clock::now() - it->second < kFailedMemory;
+  }
+
+  // The next endpoint that has not failed lately (the next one if all have).
+  void NextEndpoint() {
+    const size_t from = current_;
+    for (size_t i = 1; i <= endpoints_.size(); ++i) {
+      current_ = (from + i) % endpoints_.size();
+      if (!FailedLately(endpoint())) return;
+    }
+    current_ = (from + 1) % endpoints_.size();
+  }
 
   // Points at `leader` (adding it to the list when it is new). False, and
   // nothing changed, when the hint is not an endpoint to connect to: a
@@ -202,6 +236,7 @@ class ZmqClient final : public Client {
     auto parsed = ParseConnectEndpoint(leader, /*default_tcp=*/true);
     if (!parsed.ok()) return false;
     const std::string& normalized = *parsed;
+    if (FailedLately(normalized)) return false;
     auto it = std::find(endpoints_.begin(), endpoints_.end(), normalized);
     if (it == endpoints_.end()) {
       endpoints_.push_back(normalized);
@@ -232,6 +267,7 @@ class ZmqClient final : public Client {
                                   .WithContext("connecting to " + endpoint()));
       }
       socket->connect(endpoint());
+      watch_ = std::make_unique<ConnectionWatch>(context_, *socket);
       socket_ = std::move(socket);
     } catch (const zmq::error_t& e) {
       return Status::InvalidArgument("cannot connect to '" + endpoint() + "': " + e.what());
@@ -246,9 +282,16 @@ class ZmqClient final : public Client {
     while (true) {
       auto remaining = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
       if (remaining.count() <= 0) return std::optional<Envelope>();
-      zmq::pollitem_t item{socket_->handle(), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, remaining);
-      if ((item.revents & ZMQ_POLLIN) == 0) continue;
+      zmq::pollitem_t items[2] = {{socket_->handle(), 0, ZMQ_POLLIN, 0}, {}};
+      const bool watched = watch_ != nullptr && watch_->active();
+      if (watched) items[1] = watch_->poll_item();
+      zmq::poll(items, watched ? 2 : 1, remaining);
+      // A reply that arrived before the connection dropped is still read
+      // first; otherwise a lost connection ends the wait like a timeout.
+      if ((items[0].revents & ZMQ_POLLIN) == 0) {
+        if (watched && (items[1].revents & ZMQ_POLLIN) != 0 && watch_->Lost()) return std::optional<Envelope>();
+        continue;
+      }
       std::vector<zmq::message_t> parts;
       if (!zmq::recv_multipart(*socket_, std::back_inserter(parts), zmq::recv_flags::dontwait)) continue;
       if (parts.size() != 1) {
@@ -293,7 +336,16 @@ class ZmqClient final : public Client {
     const auto timeout = std::chrono::milliseconds(std::max(1, options_.timeout_ms));
     const int attempts = 1 + std::max(0, options_.retries);
     Status last;
+    int64_t election_waited_ms = 0;
+    elections_ = 0;
     for (int attempt = 0; attempt < attempts; ++attempt) {
+      if (watch_ != nullptr && watch_->Lost()) {
+        // The connection dropped while the socket sat idle (its coordinator
+        // died): a send would wait the connect timeout for nothing.
+        MarkFailed();
+        CloseSocket();
+        NextEndpoint();
+      }
       GPOOL_RETURN_IF_ERROR(OpenSocket());
       const uint64_t id = next_request_id_++;
       Header header;
@@ -317,6 +369,7 @@ class ZmqClient final : public Client {
                                    (secured() ? " With CurveZMQ the coordinator also refuses a key it does not "
                                                 "admit, and a wrong --coordinator-key fails the handshake)"
                                               : ")"));
+        MarkFailed();
         CloseSocket();
         NextEndpoint();
         continue;
@@ -326,17 +379,21 @@ class ZmqClient final : public Client {
       if (!reply.ok()) return reply.status();  // Malformed
 
       if (!reply->has_value()) {
-        last = Status::Unavailable("coordinator at " + endpoint() + " did not answer within " +
-                                   std::to_string(timeout.count()) + " ms" +
+        const bool lost = watch_ != nullptr && watch_->Lost();
+        last = Status::Unavailable("coordinator at " + endpoint() +
+                                   (lost ? " dropped the connection" : " did not answer within " +
+                                                                           std::to_string(timeout.count()) + " ms") +
                                    (attempts > 1 ? " (" + std::to_string(attempt + 1) + " attempts)" : ""));
         // Lazy pirate: a DEALER may hold the unanswered request or a half-open
         // connection; a fresh socket starts clean.
+        MarkFailed();
         CloseSocket();
         NextEndpoint();
         continue;
       }
 
       const Envelope& envelope = **reply;
+      failed_at_.erase(endpoint());  // it answers
       if (envelope.type() == MessageType::kErrorReply) {
         auto error = envelope.Body<ErrorReply>();
         if (!error.ok()) return Status::Malformed("reply from " + endpoint() + ": " + error.status().message());
@@ -345,10 +402,18 @@ class ZmqClient final : public Client {
         last = status;
         CloseSocket();
         if (!UseLeader(error->leader)) {
-          // An election may be under way (or the hint is unusable); give it a moment.
+          // An election may be under way (or the hint names a replica that
+          // just failed): ask the next replica after a short pause (20 ms,
+          // then 40 ms), which finds a new leader soon after it is elected. These
+          // short pauses are not counted as attempts until they add up to
+          // what the attempts' own pauses (100 ms doubling) would have
+          // waited, so few retries still ride out as long an election.
           NextEndpoint();
-          auto pause = std::min<int64_t>(timeout.count(), int64_t{100} << std::min(attempt, 6));
+          const int64_t pause = std::min<int64_t>(timeout.count(), kFirstElectionPauseMs << std::min(elections_, 1));
+          ++elections_;
           std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+          election_waited_ms += pause;
+          if (election_waited_ms < ElectionBudgetMs(attempts, timeout.count())) --attempt;
         }
         continue;
       }
@@ -361,6 +426,24 @@ class ZmqClient final : public Client {
 
   bool secured() const { return !options_.curve_keys.secret_key.empty(); }
 
+  // What a call's pauses for a leader may add up to: what `attempts`
+  // pauses of 100 ms doubling (each at most the reply timeout) come to.
+  static int64_t ElectionBudgetMs(int attempts, int64_t timeout_ms) {
+    int64_t budget = 0;
+    for (int k = 0; k < attempts; ++k) budget += std::min<int64_t>(timeout_ms, int64_t{100} << std::min(k, 6));
+    return budget;
+  }
+
+  // Pauses for a leader: 20 ms, then 40 ms. An election takes tens of ms
+  // once a follower's timeout fires; a longer pause would mostly be spent
+  // asleep after the new leader is known.
+  static constexpr int64_t kFirstElectionPauseMs = 20;
+  // How long an endpoint that failed is skipped and not trusted as a
+  // NotLeader hint: about as long as followers keep naming a dead leader
+  // (the default election timeout is 150-300 ms). Short, because a replica
+  // that restarts may soon lead again.
+  static constexpr std::chrono::milliseconds kFailedMemory{500};
+
   ClientOptions options_;
   std::vector<std::string> endpoints_;
   security::ServerKeys server_keys_;
@@ -368,6 +451,9 @@ class ZmqClient final : public Client {
   uint64_t next_request_id_ = 1;
   zmq::context_t context_;
   std::unique_ptr<zmq::socket_t> socket_;  // null between a timeout and the next attempt
+  std::unique_ptr<ConnectionWatch> watch_;  // on socket_; destroyed before it
+  std::map<std::string, std::chrono::steady_clock::time_point> failed_at_;  // endpoint -> last failure
+  int elections_ = 0;  // pauses for a leader in the current call
   // WatchUpdates received while awaiting a reply, for NextPush. Bounded: a
   // caller that stops reading loses the overflow, which its watch's seq
   // numbers reveal (it then re-watches from its position).

@@ -15,6 +15,7 @@
 #include "control/private_data_dir.h"
 #include "control/security/curve_ports.h"
 #include "protocol/envelope_peek.h"
+#include "control/stop_handover.h"
 
 namespace gpool::control {
 namespace {
@@ -235,7 +236,12 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
   // Connections closing must wake the loop too: their slots free then.
   if (client_monitor_) items.push_back({client_monitor_->events().handle(), 0, ZMQ_POLLIN, 0});
   int64_t last_dispatch = 0;
-  while (!stop.load()) {
+  // A leader asked to stop hands leadership over first and keeps serving
+  // (redirecting) until the new leader is known, at most two election
+  // timeouts: one for the transfer, which the core abandons after one, and
+  // one for the new leader's first message to arrive.
+  StopHandover handover(*log_, 2 * options_.replicas.election_ticks * options_.replicas.tick_ms);
+  while (!stop.load() || handover.KeepRunning(options_.clock->MonoMs())) {
     try {
       // A replica paused by a full disk (below) has no Raft timers to keep.
       const bool paused = disk_->full() && !log_->IsLeader();

@@ -166,6 +166,11 @@ class CommitLog {
   virtual std::string LeaderWorkerAddress() const { return {}; }
   // The leader's replica id, 0 if none is known; for logs.
   virtual uint64_t leader_id() const { return 0; }
+  // A clean stop (SIGTERM) of the leader: asks the voter that holds the most
+  // of the log to take over at once (Raft's TimeoutNow), so the others need
+  // not wait out an election timeout. Returns the replica asked; 0 when there
+  // is none (not the leader, a single replica, no live voter to hand to).
+  virtual uint64_t HandOverLeadership() { return 0; }
   virtual ReplicationReport Report() const = 0;
 };
 

@@ -30,6 +30,22 @@ std::optional<uint64_t> MembershipGuard::LearnerToPromote(const raft::NodeInfo& 
   return std::nullopt;
 }
 
+std::optional<uint64_t> MembershipGuard::HandOverTarget(const raft::NodeInfo& leader, int64_t now_ms) const {
+  if (leader.role != raft::Role::kLeader) return std::nullopt;
+  std::optional<uint64_t> best;
+  uint64_t best_match = 0;
+  for (uint64_t voter : leader.voters) {  // sorted: among equal matches the lowest id wins
+    if (voter == leader.id || !Live(voter, leader.id, now_ms)) continue;
+    auto pr = leader.progress.find(voter);
+    if (pr == leader.progress.end()) continue;
+    if (!best.has_value() || pr->second.match > best_match) {
+      best = voter;
+      best_match = pr->second.match;
+    }
+  }
+  return best;
+}
+
 Status MembershipGuard::CheckRemoval(const raft::NodeInfo& leader, uint64_t replica, bool force,
                                      int64_t now_ms) const {
   if (force) return Status::Ok();

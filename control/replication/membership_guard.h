@@ -40,6 +40,11 @@ class MembershipGuard {
 
   // A learner the leader may promote now, if any (the lowest id first).
   std::optional<uint64_t> LearnerToPromote(const raft::NodeInfo& leader, int64_t now_ms) const;
+  // The voter a leader that is stopping hands over to: a live one (other
+  // than itself) with the highest match, the lowest id among equals, so the
+  // transfer needs the least catching up and goes to a replica that answers.
+  // nullopt when this is not a leader or no other voter is live.
+  std::optional<uint64_t> HandOverTarget(const raft::NodeInfo& leader, int64_t now_ms) const;
   // FailedPrecondition naming the replicas that are not live when removing
   // `replica` would leave fewer live voters than a quorum, unless `force`.
   Status CheckRemoval(const raft::NodeInfo& leader, uint64_t replica, bool force, int64_t now_ms) const;

@@ -51,5 +51,25 @@ TEST(MembershipGuardTest, ALearnerIsPromotedOnlyOnceCaughtUpAndLive) {
   EXPECT_FALSE(guard.LearnerToPromote(leader, 1100).has_value()) << "only a leader promotes";
 }
 
+// A leader stopping on SIGTERM hands over to the live voter with the most of
+// its log (issue 49): the transfer then needs the least catching up.
+TEST(MembershipGuardTest, AStoppingLeaderHandsOverToTheLiveVoterWithTheMostOfTheLog) {
+  MembershipGuard guard(1000);
+  raft::NodeInfo leader = Leader({1, 2, 3, 4, 5}, {6});
+  leader.progress[2].match = 90;
+  leader.progress[3].match = 100;  // the most of the log, but silent
+  leader.progress[4].match = 95;
+  leader.progress[5].match = 95;
+  leader.progress[6].match = 100;  // a learner: it may not lead
+  for (uint64_t r : {2, 4, 5, 6}) guard.Heard(r, 1000);
+  EXPECT_EQ(guard.HandOverTarget(leader, 1100), std::optional<uint64_t>(4)) << "live, 95, the lower id of 4 and 5";
+  guard.Heard(3, 1050);
+  EXPECT_EQ(guard.HandOverTarget(leader, 1100), std::optional<uint64_t>(3)) << "3 is live again and holds 100";
+  EXPECT_FALSE(guard.HandOverTarget(leader, 5000).has_value()) << "nobody heard within the window";
+  EXPECT_FALSE(guard.HandOverTarget(Leader({1}), 1100).has_value()) << "a single voter has nobody to hand to";
+  leader.role = raft::Role::kFollower;
+  EXPECT_FALSE(guard.HandOverTarget(leader, 1100).has_value()) << "only a leader hands over";
+}
+
 }  // namespace
 }  // namespace gpool::replication

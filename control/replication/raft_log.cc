@@ -193,6 +193,20 @@ std::string RaftLog::LeaderWorkerAddress() const {
   return directory_.WorkerOf(lead);
 }
 
+uint64_t RaftLog::HandOverLeadership() {
+  const std::optional<uint64_t> target = guard_.HandOverTarget(node_->info(), options_.clock->MonoMs());
+  if (!target.has_value()) return 0;
+  // The core sends TimeoutNow once the target has the whole log (at once if
+  // it has), refuses proposals meanwhile and gives up after an election
+  // timeout; the messages go out with the next Sync().
+  Status asked = node_->TransferLeadership(*target);
+  if (!asked.ok()) {
+    spdlog::warn("leadership handover not started to={} error=\"{}\"", *target, asked.ToString());
+    return 0;
+  }
+  return *target;
+}
+
 log::ReplicationReport RaftLog::Report() const {
   const raft::NodeInfo info = node_->info();
   log::ReplicationReport report;
