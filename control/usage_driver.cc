@@ -21,7 +21,8 @@ void UsageDriver::Tick(int64_t now_ms) {
   in_flight_ = true;
   state::UsageCheckpointCmd cmd{.keep_records = options_.keep_records,
                                 .records_before_ms = wall - options_.keep_records_ms,
-                                .hourly_before_ms = wall - options_.keep_hourly_ms};
+                                .hourly_before_ms = wall - options_.keep_hourly_ms,
+                                .daily_before_ms = options_.keep_daily_ms > 0 ? wall - options_.keep_daily_ms : 0};
   proposer_.Propose(cmd, [this, generation = generation_](const state::ApplyResult& result) {
     if (generation != generation_) return;
     in_flight_ = false;

@@ -6,7 +6,7 @@
 // to the command's time, so a task whose end nobody saw (its node went
 // silent) is charged up to the last checkpoint, and a crash costs at most one
 // interval. The same command carries the leader's retention numbers for the
-// raw records and hourly rollups, so every replica trims the same. Nothing is
+// raw records and the hourly and daily rollups, so every replica trims the same. Nothing is
 // proposed while no task runs and nothing is due for trimming. One proposal
 // in flight at a time; Reset (leadership changed) forgets it.
 //
@@ -35,6 +35,10 @@ struct UsageOptions {
   // bulk of the ledger (bench/usage_report_bench.cc: 1.7 million rows for a
   // month of a busy 10,000-GPU cluster), and older reports read whole days.
   int64_t keep_hourly_ms = int64_t{35} * 24 * 3600 * 1000;
+  // Daily rollups are kept this long (--usage-daily-days); 0: forever. At
+  // most about 250 KB a day for 10,000 GPUs (docs/operations.md's sizing
+  // table), so the default, 400 days, keeps a year and its invoices.
+  int64_t keep_daily_ms = int64_t{400} * 24 * 3600 * 1000;
 };
 
 class UsageDriver : public LeaderService {
