@@ -4,7 +4,9 @@
 // cost about 120 bytes (a rollup row) and 330 (a record), the columns about
 // 25 and 60 (bench/usage_report_bench.cc measures both). Times are deltas
 // from the previous row's, zigzag-coded, since rows come in time order and
-// MessagePack packs small integers in one byte.
+// MessagePack packs small integers in one byte. The columns are cut into
+// chunks of at most kChunkRows rows, so no array has more elements than a
+// decoder allows (wire::DecodeLimits) however large the ledger.
 //
 // Images from before issue 49 hold the field-named `records`, `hourly` and
 // `daily` arrays; they still decode, and an image whose records have no
@@ -20,6 +22,57 @@ namespace usage_image_detail {
 
 constexpr size_t kRecordCols = 26;
 constexpr size_t kRollupCols = 12;
+constexpr size_t kChunkRows = 16'384;
+
+// Feeds a row encoder's values into chunks: sink.Begin(n) before each chunk
+// of n values, sink.Value(v) for each value.
+template <typename Sink>
+class ChunkedColumns {
+ public:
+  ChunkedColumns(Sink& sink, size_t cols, size_t rows) : sink_(sink), cols_(cols), rows_(rows) {
+    sink_.Chunks((rows + kChunkRows - 1) / kChunkRows);
+  }
+  void operator()(uint64_t v) {
+    if (emitted_ % (kChunkRows * cols_) == 0) sink_.Begin(std::min(kChunkRows, rows_ - emitted_ / cols_) * cols_);
+    sink_.Value(v);
+    ++emitted_;
+  }
+
+ private:
+  Sink& sink_;
+  size_t cols_, rows_;
+  size_t emitted_ = 0;
+};
+
+struct ImageColumnsSink {
+  std::vector<std::vector<uint64_t>>& out;
+  void Chunks(size_t n) { out.reserve(n); }
+  void Begin(size_t n) { out.emplace_back().reserve(n); }
+  void Value(uint64_t v) { out.back().push_back(v); }
+};
+
+struct PackerColumnsSink {
+  wire::Packer& packer;
+  void Chunks(size_t n) { packer.BeginArray(static_cast<uint32_t>(n)); }
+  void Begin(size_t n) { packer.BeginArray(static_cast<uint32_t>(n)); }
+  void Value(uint64_t v) { packer.Value(v); }
+};
+
+// Calls f(row) with a pointer to each row's `cols` values; refuses a chunk
+// that is not whole rows.
+template <typename F>
+Status ForEachColumnRow(const std::vector<std::vector<uint64_t>>& chunks, size_t cols, const char* what, F&& f) {
+  for (const auto& chunk : chunks) {
+    if (chunk.size() % cols != 0) {
+      return Status::Malformed(std::string(what) + " columns: a chunk of " + std::to_string(chunk.size()) +
+                               " values is not whole rows of " + std::to_string(cols));
+    }
+    for (size_t i = 0; i < chunk.size(); i += cols) {
+      if (Status s = f(&chunk[i]); !s.ok()) return s;
+    }
+  }
+  return Status::Ok();
+}
 
 uint64_t Zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
 int64_t Unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
@@ -79,16 +132,11 @@ void EncodeUsageRecords(const std::deque<UsageRecord>& records, RecordNames& nam
 }
 
 // Reads columns back; refuses a table index or a narrow field out of range.
-Status DecodeUsageRecords(const std::vector<uint64_t>& cols, const std::vector<std::string>& names,
+Status DecodeUsageRecords(const std::vector<std::vector<uint64_t>>& cols, const std::vector<std::string>& names,
                           std::vector<UsageRecord>& out) {
-  if (cols.size() % kRecordCols != 0) {
-    return Status::Malformed("usage record columns: " + std::to_string(cols.size()) + " values is not whole rows of " +
-                             std::to_string(kRecordCols));
-  }
   uint64_t seq = 0;
   int64_t start = 0;
-  for (size_t row = 0; row < cols.size(); row += kRecordCols) {
-    const uint64_t* c = &cols[row];
+  return ForEachColumnRow(cols, kRecordCols, "usage record", [&](const uint64_t* c) -> Status {
     bool narrow_ok = true;
     auto u32 = [&](uint64_t v) {
       narrow_ok = narrow_ok && v <= UINT32_MAX;
@@ -125,13 +173,17 @@ Status DecodeUsageRecords(const std::vector<uint64_t>& cols, const std::vector<s
     r.memory_mib_s = c[25];
     if (!narrow_ok) return Status::Malformed("usage record " + std::to_string(r.seq) + " has a field out of range");
     out.push_back(std::move(r));
-  }
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 }  // namespace usage_image_detail
 
+using usage_image_detail::ChunkedColumns;
+using usage_image_detail::ImageColumnsSink;
+using usage_image_detail::kRecordCols;
 using usage_image_detail::kRollupCols;
+using usage_image_detail::PackerColumnsSink;
 using usage_image_detail::RecordNames;
 
 // Calls emit(value) kRollupCols times per row.
@@ -160,14 +212,12 @@ UsageLedger::Image UsageLedger::ToImage() const {
   image.checkpoint_ms = checkpoint_ms_;
   image.names = names_;
   RecordNames record_names(records_);
-  image.record_cols.reserve(records_.size() * usage_image_detail::kRecordCols);
+  ImageColumnsSink records{image.record_cols}, hourly{image.hourly_cols}, daily{image.daily_cols};
   usage_image_detail::EncodeUsageRecords(records_, record_names,
-                                         [&](uint64_t v) { image.record_cols.push_back(v); });
+                                         ChunkedColumns(records, kRecordCols, records_.size()));
   image.record_names = record_names.names();
-  image.hourly_cols.reserve(hourly_.size() * kRollupCols);
-  EncodeUsageRollup(hourly_, [&](uint64_t v) { image.hourly_cols.push_back(v); });
-  image.daily_cols.reserve(daily_.size() * kRollupCols);
-  EncodeUsageRollup(daily_, [&](uint64_t v) { image.daily_cols.push_back(v); });
+  EncodeUsageRollup(hourly_, ChunkedColumns(hourly, kRollupCols, hourly_.size()));
+  EncodeUsageRollup(daily_, ChunkedColumns(daily, kRollupCols, daily_.size()));
   image.prices_set = prices_set_;
   image.prices = prices_;
   image.hourly_from_ms = hourly_from_ms_;
@@ -191,16 +241,13 @@ void UsageLedger::PackImage(wire::Packer& packer) const {
   packer.Field("hourly_from_ms", hourly_from_ms_);
   RecordNames record_names(records_);
   packer.Field("record_names", record_names.names());
-  const auto value = [&](uint64_t v) { packer.Value(v); };
+  PackerColumnsSink sink{packer};
   packer.Key("record_cols");
-  packer.BeginArray(static_cast<uint32_t>(records_.size() * usage_image_detail::kRecordCols));
-  usage_image_detail::EncodeUsageRecords(records_, record_names, value);
+  usage_image_detail::EncodeUsageRecords(records_, record_names, ChunkedColumns(sink, kRecordCols, records_.size()));
   packer.Key("hourly_cols");
-  packer.BeginArray(static_cast<uint32_t>(hourly_.size() * kRollupCols));
-  EncodeUsageRollup(hourly_, value);
+  EncodeUsageRollup(hourly_, ChunkedColumns(sink, kRollupCols, hourly_.size()));
   packer.Key("daily_cols");
-  packer.BeginArray(static_cast<uint32_t>(daily_.size() * kRollupCols));
-  EncodeUsageRollup(daily_, value);
+  EncodeUsageRollup(daily_, ChunkedColumns(sink, kRollupCols, daily_.size()));
   packer.Field("daily_from_ms", daily_from_ms_);
 }
 
@@ -210,7 +257,7 @@ Status UsageLedger::FromImage(Image image) {
   auto bad_row = [](int64_t at) {
     return Status::Malformed("usage rollup row at " + std::to_string(at) + " names an unknown key");
   };
-  auto rows = [&](const std::vector<RollupRow>& legacy, const std::vector<uint64_t>& cols,
+  auto rows = [&](const std::vector<RollupRow>& legacy, const std::vector<std::vector<uint64_t>>& cols,
                   std::map<Key, UsageSums>& out) -> Status {
     for (const auto& row : legacy) {
       if (row.names.size() != 5 ||
@@ -219,12 +266,8 @@ Status UsageLedger::FromImage(Image image) {
       }
       out[Key{row.bucket_ms, row.names[0], row.names[1], row.names[2], row.names[3], row.names[4]}].Add(row.sums);
     }
-    if (cols.size() % kRollupCols != 0) {
-      return Status::Malformed("usage rollup columns: " + std::to_string(cols.size()) + " values is not whole rows");
-    }
     int64_t bucket = 0;
-    for (size_t i = 0; i < cols.size(); i += kRollupCols) {
-      const uint64_t* c = &cols[i];
+    return usage_image_detail::ForEachColumnRow(cols, kRollupCols, "usage rollup", [&](const uint64_t* c) {
       bucket += usage_image_detail::Unzigzag(c[0]);
       if (std::any_of(c + 1, c + 6, [&](uint64_t id) { return id >= name_count; })) return bad_row(bucket);
       UsageSums sums;
@@ -237,8 +280,8 @@ Status UsageLedger::FromImage(Image image) {
       out[Key{bucket, static_cast<uint32_t>(c[1]), static_cast<uint32_t>(c[2]), static_cast<uint32_t>(c[3]),
               static_cast<uint32_t>(c[4]), static_cast<uint32_t>(c[5])}]
           .Add(sums);
-    }
-    return Status::Ok();
+      return Status::Ok();
+    });
   };
   if (Status s = rows(image.hourly, image.hourly_cols, hourly); !s.ok()) return s;
   if (Status s = rows(image.daily, image.daily_cols, daily); !s.ok()) return s;

@@ -201,11 +201,12 @@ class UsageLedger {
     PriceTable prices;
     int64_t hourly_from_ms = 0;
     // Since issue 49 (usage_image.cc): the same content as `records`,
-    // `hourly` and `daily`, which are then empty, as integer columns.
+    // `hourly` and `daily`, which are then empty, as integer columns, in
+    // chunks of whole rows (no array over a decoder's element limit).
     std::vector<std::string> record_names;
-    std::vector<uint64_t> record_cols;
-    std::vector<uint64_t> hourly_cols;
-    std::vector<uint64_t> daily_cols;
+    std::vector<std::vector<uint64_t>> record_cols;
+    std::vector<std::vector<uint64_t>> hourly_cols;
+    std::vector<std::vector<uint64_t>> daily_cols;
     int64_t daily_from_ms = 0;
     template <typename V>
     void Fields(V& v) {
