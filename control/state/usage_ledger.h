@@ -172,6 +172,9 @@ class UsageLedger {
   // days; daily: nothing is left there).
   int64_t hourly_from_ms() const { return hourly_from_ms_; }
   int64_t daily_from_ms() const { return daily_from_ms_; }
+  // The oldest rollup bucket held; INT64_MAX when there is none.
+  int64_t oldest_hourly_ms() const { return hourly_.empty() ? INT64_MAX : std::get<0>(hourly_.begin()->first); }
+  int64_t oldest_daily_ms() const { return daily_.empty() ? INT64_MAX : std::get<0>(daily_.begin()->first); }
 
   // What the snapshot holds of it (cluster_state.cc's SnapshotImage).
   struct RollupRow {
