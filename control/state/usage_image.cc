@@ -13,6 +13,7 @@
 // rollups at all (none was ever trimmed) gets them rolled up on restore.
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <unordered_map>
 
 #include "control/state/usage_ledger.h"
@@ -277,9 +278,14 @@ Status UsageLedger::FromImage(Image image) {
       sums.cpu_core_ms = c[9];
       sums.memory_mib_s = c[10];
       sums.estimated = c[11];
-      out[Key{bucket, static_cast<uint32_t>(c[1]), static_cast<uint32_t>(c[2]), static_cast<uint32_t>(c[3]),
-              static_cast<uint32_t>(c[4]), static_cast<uint32_t>(c[5])}]
-          .Add(sums);
+      const Key key{bucket, static_cast<uint32_t>(c[1]), static_cast<uint32_t>(c[2]), static_cast<uint32_t>(c[3]),
+                    static_cast<uint32_t>(c[4]), static_cast<uint32_t>(c[5])};
+      // Rows come in key order: appended at the end without a search.
+      if (out.empty() || std::prev(out.end())->first < key) {
+        out.emplace_hint(out.end(), key, sums);
+      } else {
+        out[key].Add(sums);
+      }
       return Status::Ok();
     });
   };
