@@ -3,10 +3,17 @@
 // the time `gpool usage --by user|queue` takes over the month from the
 // hourly/daily rollups, against the baseline of scanning every raw record.
 // Target: < 1 s for the month. Also: what adding a record costs at apply, the
-// rollups' size, and the ledger's part of a snapshot.
+// rollups' size, and the ledger's part of a snapshot: its bytes and pack time
+// as it is, then after the retention the leader applies at the period's end
+// (issue 49: --keep-records, --hourly-days and --daily-days mirror the
+// coordinator's --usage-keep-records, --usage-hourly-days and
+// --usage-daily-days defaults), with a check that the first 30 days (or the
+// whole period, if shorter) report the same totals after the trim and a
+// snapshot round trip as before.
 //
 // Prints JSON lines {"metric", "value", "unit", "params"}.
 //   gpool-bench-usage [--gpus N] [--days D] [--gpus-per-task G] [--hours H]
+//                     [--keep-records R] [--hourly-days H] [--daily-days D]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +39,9 @@ struct Params {
   uint32_t mean_hours = 4;  // tasks last 1 .. 2 x mean - 1 hours
   uint32_t users = 500;
   uint32_t queues = 50;
+  uint32_t keep_records = 500'000;
+  uint32_t hourly_days = 35;
+  uint32_t daily_days = 400;
 };
 
 std::string ParamsJson(const Params& p) {
@@ -75,8 +85,13 @@ int main(int argc, char** argv) {
     else if (std::strcmp(argv[i], "--days") == 0) p.days = v;
     else if (std::strcmp(argv[i], "--gpus-per-task") == 0) p.gpus_per_task = v;
     else if (std::strcmp(argv[i], "--hours") == 0) p.mean_hours = v;
+    else if (std::strcmp(argv[i], "--keep-records") == 0) p.keep_records = v;
+    else if (std::strcmp(argv[i], "--hourly-days") == 0) p.hourly_days = v;
+    else if (std::strcmp(argv[i], "--daily-days") == 0) p.daily_days = v;
     else {
-      std::fprintf(stderr, "usage: gpool-bench-usage [--gpus N] [--days D] [--gpus-per-task G] [--hours H]\n");
+      std::fprintf(stderr,
+                   "usage: gpool-bench-usage [--gpus N] [--days D] [--gpus-per-task G] [--hours H] "
+                   "[--keep-records R] [--hourly-days H] [--daily-days D]\n");
       return 2;
     }
   }
@@ -167,9 +182,47 @@ int main(int argc, char** argv) {
                  static_cast<unsigned long long>(check_scan));
     return 1;
   }
-  const auto pack_start = std::chrono::steady_clock::now();
-  const std::string image = gpool::wire::PackToString(ledger.ToImage());
-  Print("usage_snapshot_pack", MsSince(pack_start), "ms", params);
-  Print("usage_snapshot_bytes", static_cast<double>(image.size()), "bytes", params);
+  // The ledger's part of a snapshot, packed as the snapshot packs it.
+  const auto pack = [&](const UsageLedger& l, const char* time_metric, const char* bytes_metric) {
+    msgpack::sbuffer buffer;
+    gpool::wire::Packer packer(buffer);
+    const auto start = std::chrono::steady_clock::now();
+    l.PackImage(packer);
+    Print(time_metric, MsSince(start), "ms", params);
+    Print(bytes_metric, static_cast<double>(buffer.size()), "bytes", params);
+    return std::string(buffer.data(), buffer.size());
+  };
+  (void)pack(ledger, "usage_snapshot_pack", "usage_snapshot_bytes");
+
+  // The first 30 days (whole days, so exact however they are trimmed), by
+  // user, before the trim: the oracle for after it.
+  const int64_t first_end = month_start + std::min<int64_t>(30, p.days) * kDayMs;
+  const auto totals = [&](const UsageLedger& l) {
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (const auto& row : l.Report(month_start, first_end, "user", all, running)) out.emplace_back(row.user, row.gpu_mms);
+    return out;
+  };
+  const auto before_trim = totals(ledger);
+  ledger.Trim(gpool::state::UsageRetention{.keep_records = p.keep_records,
+                                           .records_before_ms = month_end - 90 * kDayMs,
+                                           .hourly_before_ms = month_end - int64_t{p.hourly_days} * kDayMs,
+                                           .daily_before_ms = p.daily_days == 0 ? 0 : month_end - int64_t{p.daily_days} * kDayMs});
+  Print("usage_retained_records", static_cast<double>(ledger.records().size()), "records", params);
+  Print("usage_retained_hourly_rows", static_cast<double>(ledger.hourly_rows()), "rows", params);
+  Print("usage_retained_daily_rows", static_cast<double>(ledger.daily_rows()), "rows", params);
+  const std::string retained = pack(ledger, "usage_snapshot_pack_retained", "usage_snapshot_bytes_retained");
+  UsageLedger restored;
+  const auto unpack_start = std::chrono::steady_clock::now();
+  gpool::wire::DecodeLimits limits;  // ClusterState::Restore's
+  limits.max_frame_bytes = size_t{4} << 30;
+  limits.max_container_elements = size_t{1} << 26;
+  limits.max_string_bytes = size_t{1} << 30;
+  auto image = gpool::wire::UnpackFromString<UsageLedger::Image>(retained, limits);
+  const bool decoded = image.ok() && restored.FromImage(std::move(*image)).ok();
+  Print("usage_snapshot_restore_retained", MsSince(unpack_start), "ms", params);
+  if (!decoded || totals(restored) != before_trim) {
+    std::fprintf(stderr, "the retained, restored ledger reports other totals for the first 30 days\n");
+    return 1;
+  }
   return 0;
 }

@@ -81,6 +81,19 @@ TEST_F(GatewayUsageTest, ReportsByQueueAndJobAndRoundsToHours) {
   EXPECT_EQ(by_job.rows[2].gpu_mms, 1000u * 300'000);
 }
 
+TEST_F(GatewayUsageTest, ARangeBeforeTheHourlyWindowIsAnsweredInWholeDays) {
+  Apply(state::UsageCheckpointCmd{.keep_records = 100, .hourly_before_ms = 3 * 3'600'000});
+  SendAs(As("root-admin", kKeyAdmin), GetUsage{.from_ms = 10, .to_ms = 3'600'001, .by = "queue"});
+  const auto by_queue = LastAs<GetUsageReply>();
+  EXPECT_EQ(by_queue.from_ms, 0);
+  EXPECT_EQ(by_queue.to_ms, 24 * 3'600'000);  // the whole day the daily rollup holds
+  ASSERT_EQ(by_queue.rows.size(), 3u);
+  EXPECT_EQ(by_queue.rows[2].gpu_mms, 1000u * 300'000);
+  // The raw records are exact: --by job keeps its hours.
+  SendAs(As("root-admin", kKeyAdmin), GetUsage{.from_ms = 10, .to_ms = 3'600'001, .by = "job"});
+  EXPECT_EQ(LastAs<GetUsageReply>().to_ms, 2 * 3'600'000);
+}
+
 TEST_F(GatewayUsageTest, BadRequestsAreRefusedWithReasons) {
   const Principal admin = As("root-admin", kKeyAdmin);
   SendAs(admin, GetUsage{.from_ms = 5000, .to_ms = 5000});

@@ -222,6 +222,10 @@ int main(int argc, char** argv) {
      cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.usage.keep_records)))
     ("usage-keep-days", "Days usage records are kept after they ended",
      cxxopts::value<int64_t>()->default_value(std::to_string(defaults.usage.keep_records_ms / 86'400'000)))
+    ("usage-hourly-days", "Days hourly usage rollups are kept (reports exact to the hour); older reports read whole days",
+     cxxopts::value<int64_t>()->default_value(std::to_string(defaults.usage.keep_hourly_ms / 86'400'000)))
+    ("usage-daily-days", "Days daily usage rollups are kept; 0: forever",
+     cxxopts::value<int64_t>()->default_value(std::to_string(defaults.usage.keep_daily_ms / 86'400'000)))
     ("disk-reserve-bytes", "At or below this much free space on the data dir's file system the coordinator "
      "refuses writes (Unavailable: disk full), keeps serving reads and status, and resumes by itself once space "
      "returns", cxxopts::value<uint64_t>()->default_value(std::to_string(defaults.disk_reserve_bytes)))
@@ -405,8 +409,15 @@ int main(int argc, char** argv) {
     options.usage.checkpoint_every_ms = args["usage-checkpoint-ms"].as<int64_t>();
     options.usage.keep_records = args["usage-keep-records"].as<uint64_t>();
     options.usage.keep_records_ms = args["usage-keep-days"].as<int64_t>() * 86'400'000;
+    options.usage.keep_hourly_ms = args["usage-hourly-days"].as<int64_t>() * 86'400'000;
+    options.usage.keep_daily_ms = args["usage-daily-days"].as<int64_t>() * 86'400'000;
     if (options.usage.checkpoint_every_ms < 0 || options.usage.keep_records_ms <= 0) {
       throw cxxopts::exceptions::exception("--usage-checkpoint-ms must be >= 0, --usage-keep-days positive");
+    }
+    if (options.usage.keep_hourly_ms <= 0 || options.usage.keep_daily_ms < 0 ||
+        (options.usage.keep_daily_ms > 0 && options.usage.keep_daily_ms < options.usage.keep_hourly_ms)) {
+      throw cxxopts::exceptions::exception(
+          "--usage-hourly-days must be positive and --usage-daily-days 0 (forever) or at least --usage-hourly-days");
     }
     if (options.retention.keep_ms < 0 || options.retention.check_every_ms <= 0) {
       throw cxxopts::exceptions::exception("--retain-finished-ms must be >= 0, --retention-check-ms positive");

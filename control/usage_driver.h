@@ -6,7 +6,7 @@
 // to the command's time, so a task whose end nobody saw (its node went
 // silent) is charged up to the last checkpoint, and a crash costs at most one
 // interval. The same command carries the leader's retention numbers for the
-// raw records and hourly rollups, so every replica trims the same. Nothing is
+// raw records and the hourly and daily rollups, so every replica trims the same. Nothing is
 // proposed while no task runs and nothing is due for trimming. One proposal
 // in flight at a time; Reset (leadership changed) forgets it.
 //
@@ -26,15 +26,19 @@ struct UsageOptions {
   // How often running work is checkpointed (--usage-checkpoint-ms); 0: never
   // (a task lost with its node is then charged nothing).
   int64_t checkpoint_every_ms = 60'000;
-  // Raw usage records kept (--usage-keep-records): about 300 bytes each, so
-  // the default is about 150 MB at most; 0: no count limit.
+  // Raw usage records kept (--usage-keep-records): about 70 bytes each in a
+  // snapshot (usage_image.cc), so the default is about 35 MB; 0: no limit.
   uint64_t keep_records = 500'000;
   // Raw records are kept this long after they ended (--usage-keep-days).
   int64_t keep_records_ms = int64_t{90} * 24 * 3600 * 1000;
-  // Hourly rollups are kept this long (daily ones always are): they are the
+  // Hourly rollups are kept this long (--usage-hourly-days): they are the
   // bulk of the ledger (bench/usage_report_bench.cc: 1.7 million rows for a
   // month of a busy 10,000-GPU cluster), and older reports read whole days.
   int64_t keep_hourly_ms = int64_t{35} * 24 * 3600 * 1000;
+  // Daily rollups are kept this long (--usage-daily-days); 0: forever. At
+  // most about 250 KB a day for 10,000 GPUs (docs/operations.md's sizing
+  // table), so the default, 400 days, keeps a year and its invoices.
+  int64_t keep_daily_ms = int64_t{400} * 24 * 3600 * 1000;
 };
 
 class UsageDriver : public LeaderService {

@@ -60,5 +60,38 @@ TEST_F(UsageDriverTest, ZeroIntervalNeverCheckpoints) {
   EXPECT_TRUE(proposer_.proposed().empty());
 }
 
+TEST_F(UsageDriverTest, AnIdleClusterStillTrimsRollupsPastTheirWindows) {
+  RunOne();
+  TaskEvent exited;
+  exited.node = "n1";
+  exited.task = TaskId{JobId(1), 0, 0};
+  exited.kind = TaskEventKind::kStarted;
+  exited.pid = 42;
+  exited.time_ms = 1'000'000;
+  proposer_.Propose(state::TaskEventCmd{exited}, [](const auto&) {});
+  exited.kind = TaskEventKind::kExited;
+  proposer_.Propose(state::TaskEventCmd{exited}, [](const auto&) {});
+  ASSERT_EQ(state_.active_task_count(), 0u);
+  ASSERT_EQ(state_.usage_ledger().daily_rows(), 1u);
+  proposer_.clear();
+  const UsageOptions options{.checkpoint_every_ms = 60'000,
+                             .keep_hourly_ms = int64_t{2} * state::kDayMs,
+                             .keep_daily_ms = int64_t{10} * state::kDayMs};
+  UsageDriver driver(options, state_, proposer_, &clock_);
+  driver.Tick(0);  // the rollups are fresh: nothing to do
+  EXPECT_TRUE(proposer_.proposed().empty());
+  clock_.Advance(3 * state::kDayMs);  // the hours aged out, not the day
+  driver.Tick(60'000);
+  ASSERT_EQ(proposer_.proposed(), std::vector<std::string>{"UsageCheckpoint"});
+  EXPECT_EQ(state_.usage_ledger().hourly_rows(), 0u);
+  EXPECT_EQ(state_.usage_ledger().daily_rows(), 1u);
+  driver.Tick(120'000);  // nothing more is due
+  EXPECT_EQ(proposer_.proposed().size(), 1u);
+  clock_.Advance(9 * state::kDayMs);
+  driver.Tick(180'000);
+  EXPECT_EQ(proposer_.proposed().size(), 2u);
+  EXPECT_EQ(state_.usage_ledger().daily_rows(), 0u);
+}
+
 }  // namespace
 }  // namespace gpool::control

@@ -16,6 +16,8 @@ constexpr size_t kMaxUsageRows = 100'000;
 
 int64_t FloorHour(int64_t ms) { return ms - ms % state::kHourMs; }
 int64_t CeilHour(int64_t ms) { return FloorHour(ms + state::kHourMs - 1); }
+int64_t FloorDay(int64_t ms) { return ms - ms % state::kDayMs; }
+int64_t CeilDay(int64_t ms) { return FloorDay(ms + state::kDayMs - 1); }
 
 }  // namespace
 
@@ -41,6 +43,10 @@ void UsageEndpoint::Handle(const Request& request, const Envelope& envelope, int
       const std::vector<state::UsageRecord> running =
           msg.include_running ? ctx_.state().RunningUsage(reply.now_ms) : std::vector<state::UsageRecord>{};
       const auto& ledger = ctx_.state().usage_ledger();
+      // Ends before the hourly window are read as whole days (issue 49):
+      // the reply says which range its figures are for.
+      if (msg.by != "job" && reply.from_ms < ledger.hourly_from_ms()) reply.from_ms = FloorDay(reply.from_ms);
+      if (msg.by != "job" && reply.to_ms < ledger.hourly_from_ms()) reply.to_ms = CeilDay(reply.to_ms);
       reply.rows = ledger.Report(reply.from_ms, reply.to_ms, msg.by, visible, running);
       if (!ledger.records().empty()) reply.records_kept_from_ms = ledger.records().front().end_ms;
       if (reply.rows.size() > kMaxUsageRows) {

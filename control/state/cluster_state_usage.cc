@@ -97,7 +97,8 @@ std::vector<UsageRecord> ClusterState::RunningUsage(int64_t now_ms) const {
 
 ApplyResult ClusterState::ApplyUsageCheckpoint(int64_t now, const UsageCheckpointCmd& cmd) {
   usage_ledger_.set_checkpoint_ms(now);
-  usage_ledger_.Trim(UsageRetention{cmd.keep_records, cmd.records_before_ms, cmd.hourly_before_ms});
+  usage_ledger_.Trim(
+      UsageRetention{cmd.keep_records, cmd.records_before_ms, cmd.hourly_before_ms, cmd.daily_before_ms});
   return {};
 }
 

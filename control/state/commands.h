@@ -334,11 +334,13 @@ struct UsageCheckpointCmd {
   uint64_t keep_records = 0;        // raw records kept at most (newest)
   int64_t records_before_ms = 0;    // raw records that ended before this are dropped
   int64_t hourly_before_ms = 0;     // hourly rollups before this are dropped (daily ones stay)
+  int64_t daily_before_ms = 0;      // daily rollups before this day are dropped; 0 (entries before issue 49): none
   template <typename V>
   void Fields(V& v) {
     v.Required("keep_records", keep_records);
     v.Optional("records_before_ms", records_before_ms);
     v.Optional("hourly_before_ms", hourly_before_ms);
+    v.Optional("daily_before_ms", daily_before_ms);
   }
 };
 

@@ -179,9 +179,17 @@ void UsageLedger::Trim(const UsageRetention& retention) {
                                records_.front().end_ms < retention.records_before_ms)) {
     records_.pop_front();
   }
-  if (retention.hourly_before_ms > 0) {
-    hourly_from_ms_ = std::max(hourly_from_ms_, FloorTo(retention.hourly_before_ms, kHourMs));
-    hourly_.erase(hourly_.begin(), hourly_.lower_bound(Key{retention.hourly_before_ms, 0, 0, 0, 0, 0}));
+  // Whole days only, so what is left of a day is all of it; hours go with
+  // their day at the latest, so no report reads a day from hours alone.
+  const int64_t daily_before = retention.daily_before_ms > 0 ? FloorTo(retention.daily_before_ms, kDayMs) : 0;
+  const int64_t hourly_before = std::max(retention.hourly_before_ms, daily_before);
+  if (hourly_before > 0) {
+    hourly_from_ms_ = std::max(hourly_from_ms_, FloorTo(hourly_before, kHourMs));
+    hourly_.erase(hourly_.begin(), hourly_.lower_bound(Key{hourly_before, 0, 0, 0, 0, 0}));
+  }
+  if (daily_before > 0) {
+    daily_from_ms_ = std::max(daily_from_ms_, daily_before);
+    daily_.erase(daily_.begin(), daily_.lower_bound(Key{daily_from_ms_, 0, 0, 0, 0, 0}));
   }
 }
 
@@ -233,78 +241,6 @@ std::vector<UsageRow> UsageLedger::ReportFromRecords(int64_t from_ms, int64_t to
     if (visible(r.user, r.queue)) AddRecord(out, by, r, from_ms, to_ms, true);
   }
   return Rows(out);
-}
-
-UsageLedger::Image UsageLedger::ToImage() const {
-  Image image;
-  image.records.assign(records_.begin(), records_.end());
-  image.next_seq = next_seq_;
-  image.checkpoint_ms = checkpoint_ms_;
-  image.names = names_;
-  auto rows = [](const std::map<Key, UsageSums>& rollup, std::vector<RollupRow>& out) {
-    out.reserve(rollup.size());
-    for (const auto& [key, sums] : rollup) {
-      const auto& [bucket, user, queue, pool, model, klass] = key;
-      out.push_back(RollupRow{bucket, {user, queue, pool, model, klass}, sums});
-    }
-  };
-  rows(hourly_, image.hourly);
-  rows(daily_, image.daily);
-  image.prices_set = prices_set_;
-  image.prices = prices_;
-  image.hourly_from_ms = hourly_from_ms_;
-  return image;
-}
-
-void UsageLedger::PackImage(wire::Packer& packer) const {
-  wire::FieldCounter fields;
-  Image().Fields(fields);
-  packer.BeginMap(fields.count);
-  packer.Key("records");
-  packer.BeginArray(static_cast<uint32_t>(records_.size()));
-  for (const auto& record : records_) packer.Value(record);
-  packer.Field("next_seq", next_seq_);
-  packer.Field("checkpoint_ms", checkpoint_ms_);
-  packer.Field("names", names_);
-  for (const auto& [key, rollup] : {std::pair{"hourly", &hourly_}, std::pair{"daily", &daily_}}) {
-    packer.Key(key);
-    packer.BeginArray(static_cast<uint32_t>(rollup->size()));
-    for (const auto& [k, sums] : *rollup) {
-      const auto& [bucket, user, queue, pool, model, klass] = k;
-      packer.Value(RollupRow{bucket, {user, queue, pool, model, klass}, sums});
-    }
-  }
-  packer.Field("prices_set", prices_set_);
-  packer.Field("prices", prices_);
-  packer.Field("hourly_from_ms", hourly_from_ms_);
-}
-
-Status UsageLedger::FromImage(Image image) {
-  std::map<Key, UsageSums> hourly, daily;
-  auto keys = [&](const std::vector<RollupRow>& rows, std::map<Key, UsageSums>& out) -> Status {
-    for (const auto& row : rows) {
-      if (row.names.size() != 5 ||
-          std::any_of(row.names.begin(), row.names.end(), [&](uint32_t id) { return id >= image.names.size(); })) {
-        return Status::Malformed("usage rollup row at " + std::to_string(row.bucket_ms) + " names an unknown key");
-      }
-      out[Key{row.bucket_ms, row.names[0], row.names[1], row.names[2], row.names[3], row.names[4]}].Add(row.sums);
-    }
-    return Status::Ok();
-  };
-  if (Status s = keys(image.hourly, hourly); !s.ok()) return s;
-  if (Status s = keys(image.daily, daily); !s.ok()) return s;
-  records_.assign(std::make_move_iterator(image.records.begin()), std::make_move_iterator(image.records.end()));
-  next_seq_ = std::max<uint64_t>(image.next_seq, records_.empty() ? 1 : records_.back().seq + 1);
-  checkpoint_ms_ = image.checkpoint_ms;
-  names_ = std::move(image.names);
-  name_ids_.clear();
-  for (uint32_t i = 0; i < names_.size(); ++i) name_ids_.emplace(names_[i], i);
-  hourly_ = std::move(hourly);
-  daily_ = std::move(daily);
-  prices_set_ = image.prices_set;
-  prices_ = std::move(image.prices);
-  hourly_from_ms_ = image.hourly_from_ms;
-  return Status::Ok();
 }
 
 }  // namespace gpool::state

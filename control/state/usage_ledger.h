@@ -13,8 +13,13 @@
 // workloads).
 //
 // Retention is the leader's, carried in UsageCheckpointCmd (commands.h):
-// raw records beyond a count or before a time, and hourly rollups before a
-// time, are dropped on apply; daily rollups are kept.
+// raw records beyond a count or before a time, hourly rollups before a time
+// and daily rollups before an older one are dropped on apply, so the state
+// stays bounded (issue 49; the sizing table is in docs/operations.md).
+//
+// The snapshot image packs records and rollups as flat integer columns with
+// interned names (usage_image.cc), about a tenth of the field-named maps the
+// images before issue 49 held, which still decode.
 //
 // Thread-safety: none; ClusterState's owner thread.
 #pragma once
@@ -128,6 +133,7 @@ struct UsageRetention {
   uint64_t keep_records = 0;
   int64_t records_before_ms = 0;
   int64_t hourly_before_ms = 0;
+  int64_t daily_before_ms = 0;  // 0: daily rollups are kept forever
 };
 
 // Who a report is for: whether the caller may see (user, queue)'s usage,
@@ -162,6 +168,13 @@ class UsageLedger {
                                           const UsageVisible& visible, const std::vector<UsageRecord>& running) const;
   size_t hourly_rows() const { return hourly_.size(); }
   size_t daily_rows() const { return daily_.size(); }
+  // Rollups before these were trimmed (hourly: reports there read whole
+  // days; daily: nothing is left there).
+  int64_t hourly_from_ms() const { return hourly_from_ms_; }
+  int64_t daily_from_ms() const { return daily_from_ms_; }
+  // The oldest rollup bucket held; INT64_MAX when there is none.
+  int64_t oldest_hourly_ms() const { return hourly_.empty() ? INT64_MAX : std::get<0>(hourly_.begin()->first); }
+  int64_t oldest_daily_ms() const { return daily_.empty() ? INT64_MAX : std::get<0>(daily_.begin()->first); }
 
   // What the snapshot holds of it (cluster_state.cc's SnapshotImage).
   struct RollupRow {
@@ -190,6 +203,14 @@ class UsageLedger {
     bool prices_set = false;
     PriceTable prices;
     int64_t hourly_from_ms = 0;
+    // Since issue 49 (usage_image.cc): the same content as `records`,
+    // `hourly` and `daily`, which are then empty, as integer columns, in
+    // chunks of whole rows (no array over a decoder's element limit).
+    std::vector<std::string> record_names;
+    std::vector<std::vector<uint64_t>> record_cols;
+    std::vector<std::vector<uint64_t>> hourly_cols;
+    std::vector<std::vector<uint64_t>> daily_cols;
+    int64_t daily_from_ms = 0;
     template <typename V>
     void Fields(V& v) {
       v.Optional("records", records);
@@ -201,14 +222,20 @@ class UsageLedger {
       v.Optional("prices_set", prices_set);
       v.Optional("prices", prices);
       v.Optional("hourly_from_ms", hourly_from_ms);
+      v.Optional("record_names", record_names);
+      v.Optional("record_cols", record_cols);
+      v.Optional("hourly_cols", hourly_cols);
+      v.Optional("daily_cols", daily_cols);
+      v.Optional("daily_from_ms", daily_from_ms);
     }
   };
   Image ToImage() const;
   // Packs exactly what packing ToImage() would, without a second copy of
   // the records (the snapshot is written while the state is live).
   void PackImage(wire::Packer& packer) const;
-  // Replaces everything with `image`; a malformed one (a name index out of
-  // range) is refused whole.
+  // Replaces everything with `image` (either encoding); a malformed one (a
+  // name index out of range, a column count that does not divide) is
+  // refused whole and changes nothing.
   Status FromImage(Image image);
 
  private:
@@ -231,6 +258,7 @@ class UsageLedger {
   // Hourly rollups before this were trimmed: a report's end before it is
   // widened to the whole day, which the daily rollup holds.
   int64_t hourly_from_ms_ = 0;
+  int64_t daily_from_ms_ = 0;
 };
 
 }  // namespace gpool::state

@@ -100,7 +100,7 @@ TEST(UsageLedgerTest, TheImageRoundTripsAndAMalformedOneIsRefused) {
   ledger.PackImage(packer);
   EXPECT_EQ(std::string(buffer.data(), buffer.size()), wire::PackToString(ledger.ToImage()));
   UsageLedger::Image bad = ledger.ToImage();
-  bad.hourly[0].names[2] = 999;
+  bad.hourly_cols[0][3] = 999;  // the first row's pool
   UsageLedger untouched = copy;
   EXPECT_EQ(untouched.FromImage(bad).code(), StatusCode::kMalformed);
   EXPECT_EQ(untouched.records().size(), 1u);  // a refused image changes nothing

@@ -288,9 +288,52 @@ TEST(UsageCommandTest, CheckpointAndPricesTravelThroughTheLog) {
   auto decoded = DecodeCommand(EncodeCommand(Command{9, UpdatePricesCmd{prices}}));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(std::get<UpdatePricesCmd>(decoded->body).table.class_permille.at("high"), 1500u);
-  auto checkpoint = DecodeCommand(EncodeCommand(Command{9, UsageCheckpointCmd{5, 6, 7}}));
+  auto checkpoint = DecodeCommand(EncodeCommand(Command{9, UsageCheckpointCmd{5, 6, 7, 8}}));
   ASSERT_TRUE(checkpoint.ok()) << checkpoint.status().ToString();
   EXPECT_EQ(std::get<UsageCheckpointCmd>(checkpoint->body).hourly_before_ms, 7);
+  EXPECT_EQ(std::get<UsageCheckpointCmd>(checkpoint->body).daily_before_ms, 8);
+}
+
+// A checkpoint entry as the log held it before issue 49: no daily_before_ms.
+struct CheckpointBeforeIssue49 {
+  uint64_t keep_records = 0;
+  int64_t records_before_ms = 0;
+  int64_t hourly_before_ms = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("keep_records", keep_records);
+    v.Optional("records_before_ms", records_before_ms);
+    v.Optional("hourly_before_ms", hourly_before_ms);
+  }
+};
+struct CommandBeforeIssue49 {
+  std::string cmd = "UsageCheckpoint";
+  int64_t t = 0;
+  CheckpointBeforeIssue49 body;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("cmd", cmd);
+    v.Required("t", t);
+    v.Required("body", body);
+  }
+};
+
+TEST_F(UsageStateTest, AnOldCheckpointEntryTrimsNoDays) {
+  const uint64_t job = Submit(1);
+  Start(1000, job, "n2", {0});
+  ASSERT_TRUE(At(2 * kHourMs, TaskEventCmd{EventOf(job, "n2", "exited", 2 * kHourMs)}).status.ok());
+  auto old = DecodeCommand(
+      wire::PackToString(CommandBeforeIssue49{.t = 40 * kDayMs, .body = {100, 0, 39 * kDayMs}}));
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(std::get<UsageCheckpointCmd>(old->body).daily_before_ms, 0);
+  ASSERT_TRUE(state_.Apply(++index_, *old).status.ok());
+  EXPECT_EQ(state_.usage_ledger().hourly_rows(), 0u);
+  EXPECT_EQ(state_.usage_ledger().daily_rows(), 1u);
+  EXPECT_EQ(state_.usage_ledger().daily_from_ms(), 0);
+  // A new one drops the day.
+  ASSERT_TRUE(At(41 * kDayMs, UsageCheckpointCmd{.keep_records = 100, .daily_before_ms = 40 * kDayMs}).status.ok());
+  EXPECT_EQ(state_.usage_ledger().daily_rows(), 0u);
+  EXPECT_EQ(state_.usage_ledger().daily_from_ms(), 40 * kDayMs);
 }
 
 }  // namespace
