@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "control/views.h"
-#include "protocol/fingerprint.h"
+#include "control/watch/watch_frames.h"
 #include "protocol/messages_client.h"
 #include "protocol/messages_nodes.h"
 
@@ -111,9 +111,11 @@ size_t ChangeFeed::Record(const state::ClusterState& state, uint64_t index, cons
   Dedupe(candidates.nodes);
   position_ = index;
   size_t appended = 0;
-  // Whether `summary` differs from the last one recorded under `key`.
-  auto changed = [](auto& prints, const auto& key, const auto& summary) {
-    const size_t print = Fingerprint(summary);
+  // Whether `encoded` (a summary's bytes) differs from the last one
+  // recorded under `key`. The bytes are encoded once: the fingerprint is
+  // their hash (as Fingerprint() computes it) and watches get them as is.
+  auto changed = [](auto& prints, const auto& key, const std::string& encoded) {
+    const size_t print = std::hash<std::string_view>{}(encoded);
     auto [it, first] = prints.try_emplace(key, print);
     if (!first && it->second == print) return false;
     it->second = print;
@@ -122,17 +124,22 @@ size_t ChangeFeed::Record(const state::ClusterState& state, uint64_t index, cons
   for (uint64_t id : candidates.jobs) {
     const state::JobRecord* job = state.FindJob(JobId(id));
     if (job == nullptr) continue;
-    FeedChange change{.position = index, .job = id, .job_summary = WatchJobSummary(*job), .user = job->spec.user};
-    if (!changed(job_prints_, id, change.job_summary)) continue;
-    Append(std::move(change));
+    JobSummary summary = WatchJobSummary(*job);
+    std::string encoded = EncodeWatchItem(summary);
+    if (!changed(job_prints_, id, encoded)) continue;
+    Append(FeedChange{.position = index,
+                      .job = id,
+                      .user = job->spec.user,
+                      .queue = std::move(summary.queue),
+                      .encoded = std::move(encoded)});
     ++appended;
   }
   for (const std::string& name : candidates.nodes) {
     const state::NodeRecord* node = state.FindNode(name);
     if (node == nullptr) continue;
-    FeedChange change{.position = index, .node = name, .node_summary = WatchNodeSummary(state, *node)};
-    if (!changed(node_prints_, name, change.node_summary)) continue;
-    Append(std::move(change));
+    std::string encoded = EncodeWatchItem(WatchNodeSummary(state, *node));
+    if (!changed(node_prints_, name, encoded)) continue;
+    Append(FeedChange{.position = index, .node = name, .encoded = std::move(encoded)});
     ++appended;
   }
   return appended;

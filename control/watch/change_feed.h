@@ -38,9 +38,13 @@ struct FeedChange {
   uint64_t position = 0;  // the log index of the command that made it
   uint64_t job = 0;       // set for a job change
   std::string node;       // set for a node change
-  JobSummary job_summary;
-  NodeSummary node_summary;
-  std::string user;  // the job's owner, for filters and permissions
+  std::string user;       // the job's owner and queue, for filters and permissions
+  std::string queue;
+  // The job's JobSummary or the node's NodeSummary as a watch item, encoded
+  // once, here: every push that carries the change splices these bytes
+  // (watch_frames.h), and only a replay decodes them (issue 49). Kept as
+  // bytes alone, they are also smaller than the summaries were.
+  std::string encoded;
 };
 
 // What a command can change, named before it is applied.
