@@ -198,6 +198,7 @@ void ApplyOverhead() {
   control::ChangeFeed feed;
   feed.Reset(state);
   double apply_ms = 0, record_ms = 0, cycle_ms = 0;
+  std::vector<double> record_pct;  // each plan's record beside its own apply: robust to load between plans
   size_t binds = 0;
   for (int round = 0; round < 5; ++round) {
     const auto cycle_start = SteadyClock::now();
@@ -209,13 +210,16 @@ void ApplyOverhead() {
     state::Command command{static_cast<int64_t>(1'700'000'000'000 + index + 1), state::ApplyPlanCmd{plan}};
     auto start = SteadyClock::now();
     feed.Note(state, command);
-    record_ms += Ms(SteadyClock::now() - start);
+    const double noted_ms = Ms(SteadyClock::now() - start);
     start = SteadyClock::now();
     const state::ApplyResult result = state.Apply(++index, command);
-    apply_ms += Ms(SteadyClock::now() - start);
+    const double applied_ms = Ms(SteadyClock::now() - start);
     start = SteadyClock::now();
     feed.Record(state, index, command, result);
-    record_ms += Ms(SteadyClock::now() - start);
+    const double recorded_ms = noted_ms + Ms(SteadyClock::now() - start);
+    apply_ms += applied_ms;
+    record_ms += recorded_ms;
+    record_pct.push_back(100 * recorded_ms / applied_ms);
   }
   const std::string params = "\"nodes\": " + std::to_string(kNodes) + ", \"pending_jobs\": 10000, \"binds\": " +
                              std::to_string(binds) + ", \"plans\": 5";
@@ -225,6 +229,7 @@ void ApplyOverhead() {
   Emit("watch_feed_record_pct_of_cycle", 100 * record_ms / cycle_ms, "%", params);
   // Issue 49's bar: the feed must cost a plan less than applying it.
   Emit("watch_feed_record_pct_of_apply", 100 * record_ms / apply_ms, "%", params);
+  Emit("watch_feed_record_pct_of_apply_p50", Percentile(record_pct, 0.5), "%", params);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "control/views.h"
+#include "control/watch/summary_print.h"
 #include "control/watch/watch_frames.h"
 #include "protocol/messages_client.h"
 #include "protocol/messages_nodes.h"
@@ -111,11 +112,9 @@ size_t ChangeFeed::Record(const state::ClusterState& state, uint64_t index, cons
   Dedupe(candidates.nodes);
   position_ = index;
   size_t appended = 0;
-  // Whether `encoded` (a summary's bytes) differs from the last one
-  // recorded under `key`. The bytes are encoded once: the fingerprint is
-  // their hash (as Fingerprint() computes it) and watches get them as is.
-  auto changed = [](auto& prints, const auto& key, const std::string& encoded) {
-    const size_t print = std::hash<std::string_view>{}(encoded);
+  // Whether a summary differs from the last one recorded under `key`, by
+  // its print (summary_print.h): nothing is encoded here.
+  auto changed = [](auto& prints, const auto& key, size_t print) {
     auto [it, first] = prints.try_emplace(key, print);
     if (!first && it->second == print) return false;
     it->second = print;
@@ -125,24 +124,28 @@ size_t ChangeFeed::Record(const state::ClusterState& state, uint64_t index, cons
     const state::JobRecord* job = state.FindJob(JobId(id));
     if (job == nullptr) continue;
     JobSummary summary = WatchJobSummary(*job);
-    std::string encoded = EncodeWatchItem(summary);
-    if (!changed(job_prints_, id, encoded)) continue;
+    if (!changed(job_prints_, id, SummaryPrint(summary))) continue;
     Append(FeedChange{.position = index,
                       .job = id,
                       .user = job->spec.user,
-                      .queue = std::move(summary.queue),
-                      .encoded = std::move(encoded)});
+                      .queue = summary.queue,
+                      .job_summary = std::move(summary)});
     ++appended;
   }
   for (const std::string& name : candidates.nodes) {
     const state::NodeRecord* node = state.FindNode(name);
     if (node == nullptr) continue;
-    std::string encoded = EncodeWatchItem(WatchNodeSummary(state, *node));
-    if (!changed(node_prints_, name, encoded)) continue;
-    Append(FeedChange{.position = index, .node = name, .encoded = std::move(encoded)});
+    NodeSummary summary = WatchNodeSummary(state, *node);
+    if (!changed(node_prints_, name, SummaryPrint(summary))) continue;
+    Append(FeedChange{.position = index, .node = name, .node_summary = std::move(summary)});
     ++appended;
   }
   return appended;
+}
+
+const std::string& FeedChange::encoded() const {
+  if (encoded_cache.empty()) encoded_cache = job != 0 ? EncodeWatchItem(job_summary) : EncodeWatchItem(node_summary);
+  return encoded_cache;
 }
 
 void ChangeFeed::Append(FeedChange change) {

@@ -40,11 +40,15 @@ struct FeedChange {
   std::string node;       // set for a node change
   std::string user;       // the job's owner and queue, for filters and permissions
   std::string queue;
-  // The job's JobSummary or the node's NodeSummary as a watch item, encoded
-  // once, here: every push that carries the change splices these bytes
-  // (watch_frames.h), and only a replay decodes them (issue 49). Kept as
-  // bytes alone, they are also smaller than the summaries were.
-  std::string encoded;
+  JobSummary job_summary;
+  NodeSummary node_summary;
+
+  // The summary as a watch item's msgpack bytes, encoded on first use and
+  // then kept: every push that carries the change splices these same bytes
+  // (watch_frames.h). Not at Record: a replica without watches never
+  // encodes, and the feed costs a plan less than its apply (issue 49).
+  const std::string& encoded() const;
+  mutable std::string encoded_cache;  // encoded()'s; left out of initialisers
 };
 
 // What a command can change, named before it is applied.

@@ -1,6 +1,6 @@
 // WatchUpdate frames assembled from items encoded once (issue 49).
 //
-// A change's summary is encoded once, when the change feed records it
+// A change's summary is encoded once, the first time a push carries it
 // (FeedChange::encoded); every watch it matches gets those same bytes. A
 // push differs between watches only in watch_id and seq, so a frame is the
 // envelope's prefix (the same for every push of an epoch), the three

@@ -11,7 +11,6 @@
 #include "control/watch/watch_frames.h"
 #include "protocol/event.h"
 #include "protocol/messages_watch.h"
-#include "protocol/wire.h"
 
 namespace gpool::control {
 
@@ -202,15 +201,8 @@ Result<WatchReply> WatchHub::Open(const std::string& peer, const Watch& request,
     } else {
       for (const FeedChange* change : *since) {
         if (!Matches(entry, *change)) continue;
-        // A replay is rare beside pushes: it decodes the feed's bytes.
-        if (change->job != 0) {
-          GPOOL_ASSIGN_OR_RETURN(JobSummary job, wire::UnpackFromString<JobSummary>(change->encoded));
-          reply.items.jobs.push_back(std::move(job));
-        }
-        if (!change->node.empty()) {
-          GPOOL_ASSIGN_OR_RETURN(NodeSummary node, wire::UnpackFromString<NodeSummary>(change->encoded));
-          reply.items.nodes.push_back(std::move(node));
-        }
+        if (change->job != 0) reply.items.jobs.push_back(change->job_summary);
+        if (!change->node.empty()) reply.items.nodes.push_back(change->node_summary);
       }
     }
     reply.position = feed_.position();
@@ -390,8 +382,8 @@ void WatchHub::Publish(size_t appended) {
       std::vector<std::string_view> jobs, nodes;
       for (uint32_t at : changes) {
         const FeedChange& change = first[at];
-        if (change.job != 0) jobs.push_back(change.encoded);
-        if (!change.node.empty()) nodes.push_back(change.encoded);
+        if (change.job != 0) jobs.push_back(change.encoded());
+        if (!change.node.empty()) nodes.push_back(change.encoded());
       }
       block->second = EncodeWatchItemsBlock(jobs, nodes);
       ++blocks_encoded_;
