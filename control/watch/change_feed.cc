@@ -125,11 +125,12 @@ size_t ChangeFeed::Record(const state::ClusterState& state, uint64_t index, cons
     if (job == nullptr) continue;
     JobSummary summary = WatchJobSummary(*job);
     if (!changed(job_prints_, id, SummaryPrint(summary))) continue;
-    Append(FeedChange{.position = index,
-                      .job = id,
-                      .user = job->spec.user,
-                      .queue = summary.queue,
-                      .job_summary = std::move(summary)});
+    FeedChange& change = Append();
+    change.position = index;
+    change.job = id;
+    change.user = job->spec.user;
+    change.queue = summary.queue;
+    change.summary = std::move(summary);
     ++appended;
   }
   for (const std::string& name : candidates.nodes) {
@@ -137,19 +138,24 @@ size_t ChangeFeed::Record(const state::ClusterState& state, uint64_t index, cons
     if (node == nullptr) continue;
     NodeSummary summary = WatchNodeSummary(state, *node);
     if (!changed(node_prints_, name, SummaryPrint(summary))) continue;
-    Append(FeedChange{.position = index, .node = name, .node_summary = std::move(summary)});
+    FeedChange& change = Append();
+    change.position = index;
+    change.node = name;
+    change.summary = std::move(summary);
     ++appended;
   }
+  Trim();
   return appended;
 }
 
 const std::string& FeedChange::encoded() const {
-  if (encoded_cache.empty()) encoded_cache = job != 0 ? EncodeWatchItem(job_summary) : EncodeWatchItem(node_summary);
+  if (encoded_cache.empty()) encoded_cache = job != 0 ? EncodeWatchItem(job_summary()) : EncodeWatchItem(node_summary());
   return encoded_cache;
 }
 
-void ChangeFeed::Append(FeedChange change) {
-  history_.push_back(std::move(change));
+FeedChange& ChangeFeed::Append() { return history_.emplace_back(); }
+
+void ChangeFeed::Trim() {
   while (history_.size() > capacity_) {
     // What falls off can no longer be replayed: a watcher from before it
     // starts from the current state.

@@ -201,8 +201,8 @@ Result<WatchReply> WatchHub::Open(const std::string& peer, const Watch& request,
     } else {
       for (const FeedChange* change : *since) {
         if (!Matches(entry, *change)) continue;
-        if (change->job != 0) reply.items.jobs.push_back(change->job_summary);
-        if (!change->node.empty()) reply.items.nodes.push_back(change->node_summary);
+        if (change->job != 0) reply.items.jobs.push_back(change->job_summary());
+        if (!change->node.empty()) reply.items.nodes.push_back(change->node_summary());
       }
     }
     reply.position = feed_.position();
