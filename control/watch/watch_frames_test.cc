@@ -12,7 +12,7 @@
 namespace gpool::control {
 namespace {
 
-WatchItems SomeWatchItems() {
+WatchItems WatchFramesSomeItems() {
   WatchItems items;
   JobSummary job;
   job.job_id = 7;
@@ -37,21 +37,21 @@ WatchItems SomeWatchItems() {
   return items;
 }
 
-std::vector<std::string> EncodeEach(const auto& items) {
+std::vector<std::string> WatchFramesEncodeEach(const auto& items) {
   std::vector<std::string> out;
   for (const auto& item : items) out.push_back(EncodeWatchItem(item));
   return out;
 }
 
-std::vector<std::string_view> Views(const std::vector<std::string>& encoded) {
+std::vector<std::string_view> WatchFramesViews(const std::vector<std::string>& encoded) {
   return {encoded.begin(), encoded.end()};
 }
 
 TEST(WatchFramesTest, AFrameFromEncodedItemsIsTheEncodedUpdateByteForByte) {
-  const WatchItems items = SomeWatchItems();
-  const std::vector<std::string> jobs = EncodeEach(items.jobs);
-  const std::vector<std::string> nodes = EncodeEach(items.nodes);
-  const std::string block = EncodeWatchItemsBlock(Views(jobs), Views(nodes));
+  const WatchItems items = WatchFramesSomeItems();
+  const std::vector<std::string> jobs = WatchFramesEncodeEach(items.jobs);
+  const std::vector<std::string> nodes = WatchFramesEncodeEach(items.nodes);
+  const std::string block = EncodeWatchItemsBlock(WatchFramesViews(jobs), WatchFramesViews(nodes));
   // Numbers of every msgpack width: fixint, uint8/16/32/64.
   for (uint64_t number : {uint64_t{1}, uint64_t{200}, uint64_t{70'000}, uint64_t{5'000'000'000}}) {
     for (uint64_t epoch : {uint64_t{0}, uint64_t{3}, uint64_t{1} << 33}) {
