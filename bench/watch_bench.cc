@@ -9,7 +9,8 @@
 // in the same run: a raw ZeroMQ round trip on loopback, and a GetJob round
 // trip through the same coordinator. Then, in process, what recording the
 // changes costs the apply path: the ChangeFeed's Record for a plan of 1,000
-// binds beside applying that plan, and beside one scheduling cycle.
+// binds beside applying that plan (and as a share of it: issue 49 wants it
+// under 100 %), and beside one scheduling cycle.
 //
 //   gpool-bench-watch [--connections 100] [--watches-per-connection 100] [--rounds 20] [--verbose]
 // --verbose: each round's cancel reply, first and last push times on stderr.
@@ -108,15 +109,19 @@ int FanOut(const std::string& coordinator_bin, int connections, int per_connecti
     for (int w = 0; w < per_connection; ++w) socket.send(zmq::buffer(Frame(watch, 1 + w)), zmq::send_flags::none);
   }
   for (auto& socket : sockets) {
-    for (int w = 0; w < per_connection; ++w) {
+    for (int w = 0; w < per_connection;) {
       zmq::message_t reply;
       if (!socket.recv(reply)) return 1;
       auto envelope = DecodeEnvelope(reply.to_string_view());
+      // The scheduler's cycles change the pending jobs' reasons meanwhile:
+      // the watches already open are pushed those.
+      if (envelope.ok() && envelope->type() == MessageType::kWatchUpdate) continue;
       if (!envelope.ok() || envelope->type() != MessageType::kWatchReply) {
         std::fprintf(stderr, "watch not opened: %s\n", std::string(reply.to_string_view().substr(0, 200)).c_str());
         return 1;
       }
       ++opened;
+      ++w;
     }
   }
   const int total = connections * per_connection;
@@ -136,9 +141,14 @@ int FanOut(const std::string& coordinator_bin, int connections, int per_connecti
         if (!(items[i].revents & ZMQ_POLLIN)) continue;
         zmq::message_t message;
         while (sockets[i].recv(message, zmq::recv_flags::dontwait)) {
+          const double ms = Ms(SteadyClock::now() - start);  // before decoding, which is the bench's own cost
           auto envelope = DecodeEnvelope(message.to_string_view());
           if (!envelope.ok() || envelope->type() != MessageType::kWatchUpdate) continue;
-          const double ms = Ms(SteadyClock::now() - start);
+          // Only the push of this round's cancel counts, not a reason the
+          // scheduler changed on another pending job: the only pushes that
+          // carry a Cancelled job. Found in the bytes, as decoding 10,000
+          // bodies would slow the reader more than the leader is measured.
+          if (message.to_string_view().find("Cancelled") == std::string_view::npos) continue;
           latency_ms.push_back(ms);
           if (first < 0) first = ms;
           last = std::max(last, ms);
@@ -188,6 +198,7 @@ void ApplyOverhead() {
   control::ChangeFeed feed;
   feed.Reset(state);
   double apply_ms = 0, record_ms = 0, cycle_ms = 0;
+  std::vector<double> record_pct;  // each plan's record beside its own apply: robust to load between plans
   size_t binds = 0;
   for (int round = 0; round < 5; ++round) {
     const auto cycle_start = SteadyClock::now();
@@ -199,13 +210,16 @@ void ApplyOverhead() {
     state::Command command{static_cast<int64_t>(1'700'000'000'000 + index + 1), state::ApplyPlanCmd{plan}};
     auto start = SteadyClock::now();
     feed.Note(state, command);
-    record_ms += Ms(SteadyClock::now() - start);
+    const double noted_ms = Ms(SteadyClock::now() - start);
     start = SteadyClock::now();
     const state::ApplyResult result = state.Apply(++index, command);
-    apply_ms += Ms(SteadyClock::now() - start);
+    const double applied_ms = Ms(SteadyClock::now() - start);
     start = SteadyClock::now();
     feed.Record(state, index, command, result);
-    record_ms += Ms(SteadyClock::now() - start);
+    const double recorded_ms = noted_ms + Ms(SteadyClock::now() - start);
+    apply_ms += applied_ms;
+    record_ms += recorded_ms;
+    record_pct.push_back(100 * recorded_ms / applied_ms);
   }
   const std::string params = "\"nodes\": " + std::to_string(kNodes) + ", \"pending_jobs\": 10000, \"binds\": " +
                              std::to_string(binds) + ", \"plans\": 5";
@@ -213,6 +227,9 @@ void ApplyOverhead() {
   Emit("baseline_plan_apply_ms", apply_ms / 5, "ms", params);
   Emit("baseline_scheduling_cycle_ms", cycle_ms / 5, "ms", params);
   Emit("watch_feed_record_pct_of_cycle", 100 * record_ms / cycle_ms, "%", params);
+  // Issue 49's bar: the feed must cost a plan less than applying it.
+  Emit("watch_feed_record_pct_of_apply", 100 * record_ms / apply_ms, "%", params);
+  Emit("watch_feed_record_pct_of_apply_p50", Percentile(record_pct, 0.5), "%", params);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 #include <string_view>
 
 #include "control/views.h"
-#include "protocol/fingerprint.h"
+#include "control/watch/summary_print.h"
+#include "control/watch/watch_frames.h"
 #include "protocol/messages_client.h"
 #include "protocol/messages_nodes.h"
 
@@ -46,9 +47,9 @@ size_t ChangeFeed::Record(const state::ClusterState& state, uint64_t index, cons
   Dedupe(candidates.nodes);
   position_ = index;
   size_t appended = 0;
-  // Whether `summary` differs from the last one recorded under `key`.
-  auto changed = [](auto& prints, const auto& key, const auto& summary) {
-    const size_t print = Fingerprint(summary);
+  // Whether a summary differs from the last one recorded under `key`, by
+  // its print (summary_print.h): nothing is encoded here.
+  auto changed = [](auto& prints, const auto& key, size_t print) {
     auto [it, first] = prints.try_emplace(key, print);
     if (!first && it->second == print) return false;
     it->second = print;
@@ -57,24 +58,39 @@ size_t ChangeFeed::Record(const state::ClusterState& state, uint64_t index, cons
   for (uint64_t id : candidates.jobs) {
     const state::JobRecord* job = state.FindJob(JobId(id));
     if (job == nullptr) continue;
-    FeedChange change{.position = index, .job = id, .job_summary = WatchJobSummary(*job), .user = job->spec.user};
-    if (!changed(job_prints_, id, change.job_summary)) continue;
-    Append(std::move(change));
+    JobSummary summary = WatchJobSummary(*job);
+    if (!changed(job_prints_, id, SummaryPrint(summary))) continue;
+    FeedChange& change = Append();
+    change.position = index;
+    change.job = id;
+    change.user = job->spec.user;
+    change.queue = summary.queue;
+    change.summary = std::move(summary);
     ++appended;
   }
   for (const std::string& name : candidates.nodes) {
     const state::NodeRecord* node = state.FindNode(name);
     if (node == nullptr) continue;
-    FeedChange change{.position = index, .node = name, .node_summary = WatchNodeSummary(state, *node)};
-    if (!changed(node_prints_, name, change.node_summary)) continue;
-    Append(std::move(change));
+    NodeSummary summary = WatchNodeSummary(state, *node);
+    if (!changed(node_prints_, name, SummaryPrint(summary))) continue;
+    FeedChange& change = Append();
+    change.position = index;
+    change.node = name;
+    change.summary = std::move(summary);
     ++appended;
   }
+  Trim();
   return appended;
 }
 
-void ChangeFeed::Append(FeedChange change) {
-  history_.push_back(std::move(change));
+const std::string& FeedChange::encoded() const {
+  if (encoded_cache.empty()) encoded_cache = job != 0 ? EncodeWatchItem(job_summary()) : EncodeWatchItem(node_summary());
+  return encoded_cache;
+}
+
+FeedChange& ChangeFeed::Append() { return history_.emplace_back(); }
+
+void ChangeFeed::Trim() {
   while (history_.size() > capacity_) {
     // What falls off can no longer be replayed: a watcher from before it
     // starts from the current state.

@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "control/state/cluster_state.h"
@@ -39,9 +40,20 @@ struct FeedChange {
   uint64_t position = 0;  // the log index of the command that made it
   uint64_t job = 0;       // set for a job change
   std::string node;       // set for a node change
-  JobSummary job_summary;
-  NodeSummary node_summary;
-  std::string user;  // the job's owner, for filters and permissions
+  std::string user;       // the job's owner and queue, for filters and permissions
+  std::string queue;
+  // One or the other: a change is a job's or a node's, and the feed keeps
+  // many, so it holds only the summary it has.
+  std::variant<JobSummary, NodeSummary> summary;
+  const JobSummary& job_summary() const { return std::get<JobSummary>(summary); }
+  const NodeSummary& node_summary() const { return std::get<NodeSummary>(summary); }
+
+  // The summary as a watch item's msgpack bytes, encoded on first use and
+  // then kept: every push that carries the change splices these same bytes
+  // (watch_frames.h). Not at Record: a replica without watches never
+  // encodes, and the feed costs a plan less than its apply (issue 49).
+  const std::string& encoded() const;
+  mutable std::string encoded_cache;  // encoded()'s; left out of initialisers
 };
 
 
@@ -68,7 +80,10 @@ class ChangeFeed {
   uint64_t position() const { return position_; }
 
  private:
-  void Append(FeedChange change);
+  // A new change at the back of history, filled in place (a change is
+  // large: building it aside and moving it in cost the feed a fifth).
+  FeedChange& Append();
+  void Trim();  // drops the oldest past capacity
 
   size_t capacity_;
   FeedCandidates noted_;

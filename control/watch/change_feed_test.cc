@@ -13,6 +13,7 @@
 
 #include "control/scheduler/scheduler.h"
 #include "control/state/test_specs.h"
+#include "control/watch/watch_frames.h"
 #include "protocol/model/node_update.h"
 #include "protocol/model/task_report.h"
 #include "protocol/wire.h"
@@ -188,7 +189,12 @@ TEST_F(ChangeFeedTest, RecordsEachStateOnceAndReplaysFromAPosition) {
   ASSERT_TRUE(since.has_value());
   ASSERT_EQ(since->size(), 3u);
   EXPECT_EQ((*since)[0]->job, job);
-  EXPECT_EQ((*since)[0]->job_summary.tasks_total, 1u);
+  EXPECT_EQ((*since)[0]->job_summary().tasks_total, 1u);
+  // Its watch item: the summary's bytes, encoded once and kept.
+  const std::string& encoded = (*since)[0]->encoded();
+  EXPECT_EQ(encoded, EncodeWatchItem((*since)[0]->job_summary()));
+  EXPECT_EQ(&(*since)[0]->encoded(), &encoded);
+  EXPECT_EQ((*since)[2]->encoded(), EncodeWatchItem((*since)[2]->node_summary()));
   EXPECT_EQ((*since)[2]->node, "n0");
   EXPECT_EQ(feed_.Since(feed_.position())->size(), 0u);
   EXPECT_FALSE(feed_.Since(feed_.position() + 1).has_value()) << "a position this replica has not reached";

@@ -1,11 +1,14 @@
 #include "control/watch/watch_hub.h"
 
+#include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
 #include "control/frames.h"
 #include "control/views.h"
+#include "control/watch/watch_frames.h"
 #include "protocol/event.h"
 #include "protocol/messages_watch.h"
 
@@ -22,6 +25,15 @@ constexpr int64_t kExpiryCheckMs = 1000;
 std::string CallerOf(const Actor& actor) {
   if (actor.kind == Actor::Kind::kJob) return "job-" + std::to_string(actor.job);
   return actor.name.empty() ? "anonymous" : actor.name;
+}
+
+// Callers that Authorize treats alike for reading jobs (control/authz.cc
+// reads the actor's kind, user record and job): a committed user by name,
+// since MayRead looks its record up afresh, any other by its record.
+std::string WatchAudienceOf(const Actor& actor, bool state_user) {
+  std::string audience = std::to_string(static_cast<int>(actor.kind)) + ":" + std::to_string(actor.job) + ":";
+  if (state_user) return audience + "user:" + actor.name;
+  return audience + "record:" + std::to_string(reinterpret_cast<uintptr_t>(actor.user));
 }
 
 }  // namespace
@@ -81,8 +93,8 @@ bool WatchHub::Matches(Entry& entry, const FeedChange& change) const {
     case Topic::kJobs:
       if (change.job == 0) return false;
       if (entry.filter_kind == "user" && change.user != entry.filter_value) return false;
-      if (entry.filter_kind == "queue" && change.job_summary.queue != entry.filter_value) return false;
-      return MayRead(entry, change.user, change.job_summary.queue, change.job);
+      if (entry.filter_kind == "queue" && change.queue != entry.filter_value) return false;
+      return MayRead(entry, change.user, change.queue, change.job);
     case Topic::kNodes:
       return !change.node.empty() && (entry.filter_value.empty() || change.node == entry.filter_value);
     case Topic::kEvents:
@@ -149,6 +161,7 @@ Result<WatchReply> WatchHub::Open(const std::string& peer, const Watch& request,
   // admins' reserve, and each caller at most max_per_user of it.
   const bool admin = Authorize(actor, Permission::kManageUsers, {}, state_).allowed;
   entry.owner = admin ? "" : CallerOf(actor);
+  entry.audience = WatchAudienceOf(actor, entry.state_user);
   if (!admin) {
     const auto held = per_user_.find(entry.owner);
     if (held != per_user_.end() && held->second >= options_.max_per_user) {
@@ -190,8 +203,8 @@ Result<WatchReply> WatchHub::Open(const std::string& peer, const Watch& request,
     } else {
       for (const FeedChange* change : *since) {
         if (!Matches(entry, *change)) continue;
-        if (change->job != 0) reply.items.jobs.push_back(change->job_summary);
-        if (!change->node.empty()) reply.items.nodes.push_back(change->node_summary);
+        if (change->job != 0) reply.items.jobs.push_back(change->job_summary());
+        if (!change->node.empty()) reply.items.nodes.push_back(change->node_summary());
       }
     }
     reply.position = feed_.position();
@@ -200,13 +213,6 @@ Result<WatchReply> WatchHub::Open(const std::string& peer, const Watch& request,
   entry.id = next_id_++;
   entry.expires_ms = now_ms + options_.lease_ms;
   reply.watch_id = entry.id;
-  if (entry.topic == Topic::kJob) {
-    by_job_.emplace(entry.job, entry.id);
-  } else if (entry.topic == Topic::kEvents) {
-    event_watches_.insert(entry.id);
-  } else {
-    broad_.insert(entry.id);
-  }
   ++per_peer_[peer];
   if (!entry.owner.empty()) {
     ++per_user_[entry.owner];
@@ -214,7 +220,8 @@ Result<WatchReply> WatchHub::Open(const std::string& peer, const Watch& request,
   }
   spdlog::debug("watch opened id={} topic={} key=\"{}\" after={} reset={} position={}", entry.id, request.topic,
                 request.key, request.after, reply.reset, reply.position);
-  watches_.emplace(entry.id, std::move(entry));
+  const auto [placed, fresh] = watches_.emplace(entry.id, std::move(entry));
+  Index(placed->second);
   return reply;
 }
 
@@ -236,20 +243,87 @@ void WatchHub::Close(const std::string& peer, uint64_t watch_id) {
   if (it != watches_.end() && it->second.peer == peer) Erase(it);
 }
 
+void WatchHub::Index(const Entry& entry) {
+  Entry* held = &watches_.at(entry.id);
+  switch (entry.topic) {
+    case Topic::kJob:
+      by_job_[entry.job].emplace(entry.id, held);
+      break;
+    case Topic::kJobs:
+      if (entry.filter_kind == "user") {
+        jobs_by_user_[entry.filter_value][entry.audience].emplace(entry.id, held);
+      } else if (entry.filter_kind == "queue") {
+        jobs_by_queue_[entry.filter_value][entry.audience].emplace(entry.id, held);
+      } else {
+        all_jobs_[entry.audience].emplace(entry.id, held);
+      }
+      break;
+    case Topic::kNodes:
+      if (entry.filter_value.empty()) {
+        all_nodes_.emplace(entry.id, held);
+      } else {
+        nodes_by_name_[entry.filter_value].emplace(entry.id, held);
+      }
+      break;
+    case Topic::kEvents:
+      event_watches_.insert(entry.id);
+      break;
+  }
+}
+
+namespace {
+
+// Erases watch `id` from the list under `key`, and the list when it empties.
+template <typename Index>
+bool WatchIndexDrop(Index& index, const typename Index::key_type& key, uint64_t id) {
+  auto it = index.find(key);
+  if (it == index.end()) return false;
+  it->second.erase(id);
+  if (!it->second.empty()) return false;
+  index.erase(it);
+  return true;
+}
+
+// The same for `jobs` lists kept by filter value, then audience.
+template <typename Index>
+void WatchIndexDropAudience(Index& index, const std::string& key, const std::string& audience, uint64_t id) {
+  auto it = index.find(key);
+  if (it == index.end()) return;
+  if (WatchIndexDrop(it->second, audience, id) && it->second.empty()) index.erase(it);
+}
+
+}  // namespace
+
+void WatchHub::Unindex(const Entry& entry) {
+  switch (entry.topic) {
+    case Topic::kJob:
+      WatchIndexDrop(by_job_, entry.job, entry.id);
+      break;
+    case Topic::kJobs:
+      if (entry.filter_kind == "user") {
+        WatchIndexDropAudience(jobs_by_user_, entry.filter_value, entry.audience, entry.id);
+      } else if (entry.filter_kind == "queue") {
+        WatchIndexDropAudience(jobs_by_queue_, entry.filter_value, entry.audience, entry.id);
+      } else {
+        WatchIndexDrop(all_jobs_, entry.audience, entry.id);
+      }
+      break;
+    case Topic::kNodes:
+      if (entry.filter_value.empty()) {
+        all_nodes_.erase(entry.id);
+      } else {
+        WatchIndexDrop(nodes_by_name_, entry.filter_value, entry.id);
+      }
+      break;
+    case Topic::kEvents:
+      event_watches_.erase(entry.id);
+      break;
+  }
+}
+
 void WatchHub::Erase(std::map<uint64_t, Entry>::iterator it) {
   const Entry& entry = it->second;
-  if (entry.topic == Topic::kJob) {
-    auto [first, last] = by_job_.equal_range(entry.job);
-    for (auto at = first; at != last; ++at) {
-      if (at->second == entry.id) {
-        by_job_.erase(at);
-        break;
-      }
-    }
-  } else {
-    broad_.erase(entry.id);
-    event_watches_.erase(entry.id);
-  }
+  Unindex(entry);
   if (auto peer = per_peer_.find(entry.peer); peer != per_peer_.end() && --peer->second == 0) per_peer_.erase(peer);
   if (auto user = per_user_.find(entry.owner); user != per_user_.end()) {
     --non_admin_;
@@ -258,55 +332,94 @@ void WatchHub::Erase(std::map<uint64_t, Entry>::iterator it) {
   watches_.erase(it);
 }
 
-void WatchHub::Push(Entry& entry, uint64_t position, WatchItems items) {
-  WatchUpdate update;
-  update.watch_id = entry.id;
-  update.seq = ++entry.seq;
-  update.position = position;
-  update.items = std::move(items);
+void WatchHub::Push(Entry& entry, uint64_t position, const WatchUpdateEncoder& encoder,
+                    std::string_view items_block) {
   entry.position = position;
-  outbox_.ToClient(entry.peer, MakeFrame(0, proposer_.epoch(), update));
+  outbox_.ToClient(entry.peer, encoder.Frame(entry.id, ++entry.seq, position, items_block));
   ++pushes_;
+}
+
+void WatchHub::FanOut::Add(const WatchList& list, uint32_t change) {
+  const auto [it, fresh] = at.try_emplace(&list, lists.size());
+  if (fresh) lists.emplace_back(&list, std::vector<uint32_t>{});
+  lists[it->second].second.push_back(change);
+}
+
+void WatchHub::MatchChange(const FeedChange& change, uint32_t at, FanOut& out) {
+  if (change.job != 0) {
+    if (auto it = by_job_.find(change.job); it != by_job_.end()) out.Add(it->second, at);
+    // A list's watches share an audience: its first watch's caller answers
+    // for all of them.
+    auto readers = [&](const AudienceLists& lists) {
+      for (const auto& [audience, list] : lists) {
+        if (MayRead(*list.begin()->second, change.user, change.queue, change.job)) out.Add(list, at);
+      }
+    };
+    readers(all_jobs_);
+    if (auto it = jobs_by_user_.find(change.user); it != jobs_by_user_.end()) readers(it->second);
+    if (auto it = jobs_by_queue_.find(change.queue); it != jobs_by_queue_.end()) readers(it->second);
+  }
+  if (!change.node.empty()) {
+    if (!all_nodes_.empty()) out.Add(all_nodes_, at);
+    if (auto it = nodes_by_name_.find(change.node); it != nodes_by_name_.end()) out.Add(it->second, at);
+  }
 }
 
 void WatchHub::Publish(size_t appended) {
   if (watches_.empty() || appended == 0) return;
   const auto& history = feed_.history();
   appended = std::min(appended, history.size());
-  std::map<uint64_t, WatchItems> outgoing;  // by watch id: pushed in id order
-  uint64_t position = 0;
-  for (auto it = history.end() - static_cast<std::ptrdiff_t>(appended); it != history.end(); ++it) {
-    const FeedChange& change = *it;
-    position = change.position;
-    if (change.job != 0) {
-      auto [first, last] = by_job_.equal_range(change.job);
-      for (auto at = first; at != last; ++at) outgoing[at->second].jobs.push_back(change.job_summary);
+  const auto first = history.end() - static_cast<std::ptrdiff_t>(appended);
+  FanOut fan_out;
+  for (uint32_t at = 0; at < appended; ++at) MatchChange(first[at], at, fan_out);
+  if (fan_out.lists.empty()) return;
+  const uint64_t position = history.back().position;
+  const WatchUpdateEncoder encoder(proposer_.epoch());
+  // Lists that get the same changes get the same items block, encoded once
+  // from the feed's encoded items.
+  std::map<std::vector<uint32_t>, std::string> blocks;
+  for (const auto& [list, changes] : fan_out.lists) {
+    auto [block, fresh] = blocks.try_emplace(changes);
+    if (fresh) {
+      std::vector<std::string_view> jobs, nodes;
+      for (uint32_t at : changes) {
+        const FeedChange& change = first[at];
+        if (change.job != 0) jobs.push_back(change.encoded());
+        if (!change.node.empty()) nodes.push_back(change.encoded());
+      }
+      block->second = EncodeWatchItemsBlock(jobs, nodes);
+      ++blocks_encoded_;
     }
-    for (uint64_t id : broad_) {
-      Entry& entry = watches_.at(id);
-      if (!Matches(entry, change)) continue;
-      if (change.job != 0) outgoing[id].jobs.push_back(change.job_summary);
-      if (!change.node.empty()) outgoing[id].nodes.push_back(change.node_summary);
-    }
+    for (const auto& [id, entry] : *list) Push(*entry, position, encoder, block->second);
   }
-  for (auto& [id, items] : outgoing) Push(watches_.at(id), position, std::move(items));
 }
 
 void WatchHub::Tick(int64_t now_ms) {
   if (watches_.empty()) return;
   const uint64_t last = state_.last_event_seq();
-  // Most event watches stand at the same seq: read the stream once per seq.
-  std::map<uint64_t, std::vector<ClusterEvent>> read;
+  // Most event watches stand at the same seq: read the stream and encode
+  // the items once per seq.
+  struct EventsRead {
+    uint64_t position = 0;  // the last event's seq
+    std::string block;      // empty: no events
+  };
+  std::map<uint64_t, EventsRead> read;
+  std::optional<WatchUpdateEncoder> encoder;
   for (uint64_t id : event_watches_) {
     Entry& entry = watches_.at(id);
     if (entry.position >= last) continue;
     auto [at, fresh] = read.try_emplace(entry.position);
-    if (fresh) at->second = state_.EventsAfter(entry.position, options_.max_events);
-    if (at->second.empty()) continue;
-    WatchItems items;
-    items.events = at->second;
-    const uint64_t position = items.events.back().seq;  // before items is moved from
-    Push(entry, position, std::move(items));
+    if (fresh) {
+      const std::vector<ClusterEvent> events = state_.EventsAfter(entry.position, options_.max_events);
+      if (!events.empty()) {
+        at->second.position = events.back().seq;
+        at->second.block = EncodeWatchItemsBlock({}, {}, events);
+        ++blocks_encoded_;
+      }
+    }
+    if (at->second.block.empty()) continue;
+    if (!encoder) encoder.emplace(proposer_.epoch());
+    Push(entry, at->second.position, *encoder, at->second.block);
   }
   if (now_ms < next_expiry_ms_) return;
   next_expiry_ms_ = now_ms + kExpiryCheckMs;
@@ -324,7 +437,11 @@ void WatchHub::DropAll() {
   if (!watches_.empty()) spdlog::info("watches dropped count={}", watches_.size());
   watches_.clear();
   by_job_.clear();
-  broad_.clear();
+  all_jobs_.clear();
+  jobs_by_user_.clear();
+  jobs_by_queue_.clear();
+  all_nodes_.clear();
+  nodes_by_name_.clear();
   event_watches_.clear();
   per_peer_.clear();
   per_user_.clear();

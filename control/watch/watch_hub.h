@@ -4,11 +4,18 @@
 // watches it matches as a WatchUpdate (one per command, numbered per watch),
 // renews and expires watches, and drops them all when leadership is lost.
 //
-// Matching: a job change goes to the watches of that job (an index by job
-// id, so 10,000 single-job watchers cost one lookup per change) and to the
-// `jobs` watches whose filter it passes and whose caller may read the job;
-// a node change to the `nodes` watches; events, read from the state's event
-// stream each loop turn, to the `events` watches.
+// Matching uses indexes, never a walk of every watch (issue 49): a job
+// change looks up the watches of that job, the `jobs` watches of its user,
+// those of its queue and the unfiltered `jobs` watches (one list), and
+// keeps those whose caller may read the job (decided once per caller per
+// change); a node change looks up the `nodes` watches of that node and the
+// unfiltered ones. Events, read from the state's event stream each loop
+// turn, go to the `events` watches.
+//
+// Encoding: each change's item is encoded once, by the feed; a push's
+// items block is assembled once for every watch that gets the same changes,
+// and each watch's frame is that block behind its own watch_id and seq
+// (watch_frames.h), byte for byte what encoding the WatchUpdate would give.
 //
 // Thread-safety: none; the coordinator's loop thread owns it.
 #pragma once
@@ -17,12 +24,16 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 #include <unordered_map>
 
 #include "control/authz.h"
 #include "control/leader_service.h"
 #include "control/ports.h"
 #include "control/watch/change_feed.h"
+#include "control/watch/watch_frames.h"
 #include "protocol/base/status.h"
 #include "protocol/messages_watch.h"
 
@@ -67,6 +78,9 @@ class WatchHub : public LeaderService {
   size_t size() const { return watches_.size(); }
   size_t held_by(const std::string& caller) const;
   uint64_t pushes() const { return pushes_; }
+  // Items blocks encoded by pushes so far: one per distinct set of items
+  // per change or turn, however many watches it went to.
+  uint64_t blocks_encoded() const { return blocks_encoded_; }
 
  private:
   enum class Topic { kJob, kJobs, kNodes, kEvents };
@@ -80,6 +94,7 @@ class WatchHub : public LeaderService {
     std::string filter_value;  // kJobs: the user or queue; kNodes: a node or ""
     Actor actor;               // user pointer refreshed from the state on use
     bool state_user = false;   // actor.user is a committed record (not the --admin-key's)
+    std::string audience;      // kJobs: equal for callers Authorize treats alike (memoised per change)
     uint64_t seq = 0;
     uint64_t position = 0;     // events: the last seq pushed
     int64_t expires_ms = 0;
@@ -89,7 +104,21 @@ class WatchHub : public LeaderService {
   bool MayRead(Entry& entry, const std::string& user, const std::string& queue, uint64_t job) const;
   bool Matches(Entry& entry, const FeedChange& change) const;
   WatchItems Snapshot(Entry& entry) const;
-  void Push(Entry& entry, uint64_t position, WatchItems items);
+  void Push(Entry& entry, uint64_t position, const WatchUpdateEncoder& encoder, std::string_view items_block);
+  void Index(const Entry& entry);
+  void Unindex(const Entry& entry);
+  using WatchList = std::map<uint64_t, Entry*>;  // by watch id; entries live in watches_
+  // `jobs` watches by their caller's audience: whether a job may be read is
+  // asked once per audience and change, not once per watch.
+  using AudienceLists = std::unordered_map<std::string, WatchList>;
+  // The changes (indexes among those published) for each list of watches
+  // they concern; every watch of a list gets the same items.
+  struct FanOut {
+    std::vector<std::pair<const WatchList*, std::vector<uint32_t>>> lists;
+    std::unordered_map<const WatchList*, size_t> at;
+    void Add(const WatchList& list, uint32_t change);
+  };
+  void MatchChange(const FeedChange& change, uint32_t at, FanOut& out);
   void Erase(std::map<uint64_t, Entry>::iterator it);
 
   WatchHubOptions options_;
@@ -98,8 +127,14 @@ class WatchHub : public LeaderService {
   Outbox& outbox_;
   Proposer& proposer_;
   std::map<uint64_t, Entry> watches_;
-  std::unordered_multimap<uint64_t, uint64_t> by_job_;  // job id -> kJob watch ids
-  std::set<uint64_t> broad_;                            // kJobs and kNodes watch ids, matched per change
+  // Each watch is in exactly one list: kJob by its job; kJobs unfiltered,
+  // by user or by queue, then by audience; kNodes all or by node; kEvents.
+  std::unordered_map<uint64_t, WatchList> by_job_;
+  AudienceLists all_jobs_;
+  std::unordered_map<std::string, AudienceLists> jobs_by_user_;
+  std::unordered_map<std::string, AudienceLists> jobs_by_queue_;
+  WatchList all_nodes_;
+  std::unordered_map<std::string, WatchList> nodes_by_name_;
   // kEvents watch ids, read from the event stream each turn (Tick): apart,
   // so a turn does not walk every broad watch (10,000 of them cost the loop
   // a millisecond a turn, and the fan-out rounds their slowest tenth).
@@ -109,6 +144,7 @@ class WatchHub : public LeaderService {
   size_t non_admin_ = 0;                               // their sum
   uint64_t next_id_ = 1;
   uint64_t pushes_ = 0;
+  uint64_t blocks_encoded_ = 0;
   int64_t next_expiry_ms_ = 0;
 };
 
