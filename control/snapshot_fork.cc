@@ -48,9 +48,9 @@ bool WriteWhole(int fd, std::string_view bytes) {
   const std::string digest = Sha256::Of(image);
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) _exit(kChildWriteFailed);
-  // No fsync: the file only carries the image to the parent, which makes it
-  // durable where it belongs (the log store, synced).
-  if (!WriteWhole(fd, image) || close(fd) != 0) _exit(kChildWriteFailed);
+  // Synced here, off the loop: a replicated coordinator keeps this very file
+  // as its snapshot (replication/image_file.h), only linking it.
+  if (!WriteWhole(fd, image) || fdatasync(fd) != 0 || close(fd) != 0) _exit(kChildWriteFailed);
   const std::string report = std::to_string(image.size()) + " " + digest + "\n";
   if (!WriteWhole(report_fd, report)) _exit(kChildWriteFailed);
   _exit(0);

@@ -1,0 +1,117 @@
+#include "control/replication/image_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+#include "protocol/base/sha256.h"
+
+namespace gpool::replication {
+
+namespace {
+
+constexpr std::string_view kImagePrefix = "snapshot-";
+constexpr std::string_view kImageSuffix = ".img";
+
+// Why the replica cannot use its snapshot, and the way out, for every failure
+// of ReadImageFile.
+std::string ImageFileFix() {
+  return "; the replica cannot restore its state without it: restore the file from a backup, or move the data "
+         "dir aside and start this replica with an empty one (--join after 'gpool admin replica add') so the "
+         "leader sends it a snapshot";
+}
+
+}  // namespace
+
+std::string ImageFileName(uint64_t index) {
+  return std::string(kImagePrefix) + std::to_string(index) + std::string(kImageSuffix);
+}
+
+bool IsImageFileName(std::string_view name) {
+  if (!name.starts_with(kImagePrefix) || !name.ends_with(kImageSuffix)) return false;
+  const std::string_view digits = name.substr(kImagePrefix.size(), name.size() - kImagePrefix.size() -
+                                                                       kImageSuffix.size());
+  if (digits.empty()) return false;
+  uint64_t index = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  return ec == std::errc() && end == digits.data() + digits.size();
+}
+
+Result<std::string> ReadImageFile(const std::string& dir, const ImageFileRef& ref) {
+  const std::string path = (std::filesystem::path(dir) / ref.name).string();
+  if (!IsImageFileName(ref.name)) {
+    return Status::Malformed("snapshot image reference names '" + ref.name + "', not a snapshot image file");
+  }
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IoError("snapshot image " + path + " cannot be opened: " + std::strerror(errno) +
+                                     ImageFileFix());
+  std::string image(static_cast<size_t>(ref.bytes), '\0');
+  size_t done = 0;
+  while (done < image.size()) {
+    const ssize_t n = read(fd, image.data() + done, image.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = std::strerror(errno);
+      close(fd);
+      return Status::IoError("snapshot image " + path + " cannot be read: " + why + ImageFileFix());
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  char extra = 0;
+  const bool longer = done == image.size() && read(fd, &extra, 1) == 1;
+  close(fd);
+  if (done != image.size() || longer) {
+    return Status::Malformed("snapshot image " + path + " is " + (longer ? "longer" : "shorter") + " than the " +
+                             std::to_string(ref.bytes) + " bytes its snapshot record says" + ImageFileFix());
+  }
+  const std::string digest = Sha256::Of(image);
+  if (digest != ref.sha256) {
+    return Status::Malformed("snapshot image " + path + " does not match its snapshot record (sha256 " + digest +
+                             ", expected " + ref.sha256 + ")" + ImageFileFix());
+  }
+  return image;
+}
+
+Status SyncDirectory(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::IoError("opening directory " + dir + " to sync it: " + std::strerror(errno));
+  const int rc = fsync(fd);
+  const int err = errno;
+  close(fd);
+  if (rc != 0) return Status::IoError("syncing directory " + dir + ": " + std::strerror(err));
+  return Status::Ok();
+}
+
+Status LinkImageFile(const std::string& path, const std::string& dir, uint64_t index) {
+  const std::string target = (std::filesystem::path(dir) / ImageFileName(index)).string();
+  if (unlink(target.c_str()) != 0 && errno != ENOENT) {
+    return Status::IoError("replacing snapshot image " + target + ": " + std::strerror(errno));
+  }
+  if (link(path.c_str(), target.c_str()) != 0) {
+    return Status::IoError("linking snapshot image " + path + " as " + target + ": " + std::strerror(errno));
+  }
+  return SyncDirectory(dir);
+}
+
+size_t RemoveImageFilesExcept(const std::string& dir, std::string_view keep) {
+  size_t removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == keep || !IsImageFileName(name)) continue;
+    if (std::filesystem::remove(entry.path(), ec)) {
+      ++removed;
+      spdlog::info("unreferenced snapshot image removed file={}", entry.path().string());
+    }
+  }
+  return removed;
+}
+
+}  // namespace gpool::replication
