@@ -23,7 +23,7 @@ constexpr std::string_view kImageSuffix = ".img";
 // of ReadImageFile.
 std::string ImageFileFix() {
   return "; the replica cannot restore its state without it: restore the file from a backup, or move the data "
-         "dir aside and start this replica with an empty one (--join after 'gpool admin replica add') so the "
+         "dir aside and restart this replica (same id) with an empty one while the others are healthy: the "
          "leader sends it a snapshot";
 }
 
