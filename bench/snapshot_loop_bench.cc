@@ -146,7 +146,8 @@ BenchStore OpenStore(const std::filesystem::path& dir, uint64_t index) {
   disk.path = dir.string();
   disk.reserve_bytes = 0;
   s.disk = std::make_unique<control::DiskFullMode>(disk, *s.kv, *s.store);
-  s.log = std::move(log::LocalLog::Open(s.store.get()).value());
+  // Issue 49: the fork mode keeps its images as files there, as a coordinator does.
+  s.log = std::move(log::LocalLog::Open(s.store.get(), (dir / "images").string()).value());
   s.disk->Attach(s.log.get());
   return s;
 }

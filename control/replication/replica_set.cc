@@ -25,7 +25,7 @@ Result<ReplicaSet> OpenReplicaSet(const ReplicaSetOptions& options, storage::Log
                                   zmq::context_t& context) {
   ReplicaSet set;
   if (options.peers.empty()) {
-    GPOOL_ASSIGN_OR_RETURN(set.log, log::LocalLog::Open(store));
+    GPOOL_ASSIGN_OR_RETURN(set.log, log::LocalLog::Open(store, options.snapshot_dir));
     return set;
   }
   auto self = options.peers.find(options.id);
