@@ -60,7 +60,7 @@ void SnapshotTaker::Collect(Result<std::shared_ptr<SnapshotFile>> image, int64_t
   // A snapshot installed from the leader meanwhile is newer: nothing to save.
   const bool wanted = for_schedule_ || schedule_.Due();
   if (!wanted || file->index() <= schedule_.last_index() || !disk_.CheckWrite().ok()) return;
-  if (log_.KeepsImageFiles()) {
+  if (files_ != nullptr && files_->KeepsImageFiles()) {
     // Issue 49: the log links the child's fsynced file; nothing is read here.
     const uint64_t since = schedule_.bytes_since();
     SaveFile(*file, since > bytes_at_start_ ? since - bytes_at_start_ : 0);
@@ -78,7 +78,7 @@ void SnapshotTaker::Collect(Result<std::shared_ptr<SnapshotFile>> image, int64_t
 
 void SnapshotTaker::SaveFile(const SnapshotFile& file, uint64_t bytes_left) {
   const uint64_t log_bytes = schedule_.bytes_since() - bytes_left;
-  Status status = log_.SaveSnapshotFile(file.index(), file.path(), file.bytes(), file.sha256());
+  Status status = files_->SaveSnapshotFile(file.index(), file.path(), file.bytes(), file.sha256());
   if (!status.ok()) {
     spdlog::warn("snapshot failed index={} error=\"{}\"", file.index(), status.ToString());
     if (status.code() == StatusCode::kIoError) (void)disk_.WriteFailed(status, "saving a snapshot");

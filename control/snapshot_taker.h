@@ -30,6 +30,7 @@
 
 #include "control/disk_full_mode.h"
 #include "control/log/commit_log.h"
+#include "control/log/image_file_log.h"
 #include "control/metrics/metric_sets.h"
 #include "control/snapshot_fork.h"
 #include "control/snapshot_schedule.h"
@@ -46,7 +47,12 @@ class SnapshotTaker {
   // issue 49 (--snapshot-on-loop); RequestImage is then not to be used.
   SnapshotTaker(SnapshotSchedule& schedule, log::CommitLog& log, DiskFullMode& disk, ReplicationMetrics* metrics,
                 std::unique_ptr<SnapshotFork> fork)
-      : schedule_(schedule), log_(log), disk_(disk), metrics_(metrics), fork_(std::move(fork)) {}
+      : schedule_(schedule),
+        log_(log),
+        files_(dynamic_cast<log::ImageFileLog*>(&log)),
+        disk_(disk),
+        metrics_(metrics),
+        fork_(std::move(fork)) {}
 
   // Once a loop turn: collects a finished child, starts one when due.
   void Tick(const state::ClusterState& state, int64_t now_ms);
@@ -70,6 +76,7 @@ class SnapshotTaker {
 
   SnapshotSchedule& schedule_;
   log::CommitLog& log_;
+  log::ImageFileLog* files_;  // null: the log keeps images inline only
   DiskFullMode& disk_;
   ReplicationMetrics* metrics_;
   std::unique_ptr<SnapshotFork> fork_;

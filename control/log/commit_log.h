@@ -122,16 +122,6 @@ class CommitLog {
   // The state machine has reached `index` and serialised itself as `data`:
   // replaces the log up to `index` with it.
   virtual Status SaveSnapshot(uint64_t index, std::string_view data) = 0;
-  // Issue 49: whether SaveSnapshotFile may be used instead, so the loop need
-  // not read the image at all.
-  virtual bool KeepsImageFiles() const { return false; }
-  // SaveSnapshot with the image already in the file `path` (fsynced, `bytes`
-  // long, SHA-256 `sha256`): the log keeps (links) the file and stores a
-  // reference to it, never reading it. Only where KeepsImageFiles().
-  virtual Status SaveSnapshotFile(uint64_t /*index*/, const std::string& /*path*/, uint64_t /*bytes*/,
-                                  const std::string& /*sha256*/) {
-    return Status::FailedPrecondition("this commit log keeps snapshots inline");
-  }
 
   // A full disk (docs/operations.md, "A full disk"). A Sync() whose write
   // fails either fails (LocalLog: its queued proposals were not committed

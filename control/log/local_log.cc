@@ -104,7 +104,7 @@ Status LocalLog::SaveSnapshot(uint64_t index, std::string_view data) {
 }
 
 Status LocalLog::SaveSnapshotFile(uint64_t index, const std::string& path, uint64_t bytes, const std::string& sha256) {
-  if (snapshot_dir_.empty()) return CommitLog::SaveSnapshotFile(index, path, bytes, sha256);
+  if (snapshot_dir_.empty()) return Status::FailedPrecondition("this log keeps snapshots inline");
   auto term = store_->Term(index);
   if (!term.ok()) return term.status();
   if (index < store_->FirstIndex()) {

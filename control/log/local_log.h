@@ -22,10 +22,11 @@
 #include <vector>
 
 #include "control/log/commit_log.h"
+#include "control/log/image_file_log.h"
 
 namespace gpool::log {
 
-class LocalLog final : public CommitLog {
+class LocalLog final : public CommitLog, public ImageFileLog {
  public:
   // `store` must outlive the log. With a `snapshot_dir` (the data dir;
   // issue 49) snapshots may be kept as image files there (SaveSnapshotFile):
@@ -45,6 +46,7 @@ class LocalLog final : public CommitLog {
   uint64_t term() const override { return term_; }
   uint64_t commit_index() const override { return commit_index_; }
   Status SaveSnapshot(uint64_t index, std::string_view data) override;
+  // ImageFileLog.
   bool KeepsImageFiles() const override { return !snapshot_dir_.empty(); }
   Status SaveSnapshotFile(uint64_t index, const std::string& path, uint64_t bytes,
                           const std::string& sha256) override;

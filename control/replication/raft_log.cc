@@ -565,7 +565,7 @@ Status RaftLog::SaveSnapshot(uint64_t index, std::string_view data) {
 }
 
 Status RaftLog::SaveSnapshotFile(uint64_t index, const std::string& path, uint64_t bytes, const std::string& sha256) {
-  if (options_.snapshot_dir.empty()) return CommitLog::SaveSnapshotFile(index, path, bytes, sha256);
+  if (options_.snapshot_dir.empty()) return Status::FailedPrecondition("this log keeps snapshots inline");
   // Checked before the link, which would replace the file of the snapshot in
   // force were the index that one's.
   const uint64_t current = node_->log().snapshot().index;

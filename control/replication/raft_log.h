@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "control/log/commit_log.h"
+#include "control/log/image_file_log.h"
 #include "control/raft/raw_node.h"
 #include "control/replication/membership_guard.h"
 #include "control/replication/peer_transport.h"
@@ -160,7 +161,7 @@ size_t MergeContiguousAppends(std::vector<raft::Message>& messages, uint64_t max
 inline constexpr uint64_t kMaxMergedEntries = 1024;
 inline constexpr uint64_t kMaxMergedBytes = 1 << 20;
 
-class RaftLog final : public log::CommitLog {
+class RaftLog final : public log::CommitLog, public log::ImageFileLog {
  public:
   static Result<std::unique_ptr<RaftLog>> Open(const RaftLogOptions& options, storage::LogStore* store,
                                                PeerTransport* transport);
@@ -178,6 +179,7 @@ class RaftLog final : public log::CommitLog {
   uint64_t term() const override { return node_->hard_state().term; }
   uint64_t commit_index() const override { return node_->hard_state().commit; }
   Status SaveSnapshot(uint64_t index, std::string_view data) override;
+  // log::ImageFileLog.
   bool KeepsImageFiles() const override { return !options_.snapshot_dir.empty(); }
   Status SaveSnapshotFile(uint64_t index, const std::string& path, uint64_t bytes,
                           const std::string& sha256) override;
