@@ -14,7 +14,8 @@
 
 namespace gpool::replication {
 
-namespace {
+// A named namespace: the unity build puts this file beside others.
+namespace image_file_detail {
 
 constexpr std::string_view kImagePrefix = "snapshot-";
 constexpr std::string_view kImageSuffix = ".img";
@@ -27,16 +28,18 @@ std::string ImageFileFix() {
          "leader sends it a snapshot";
 }
 
-}  // namespace
+}  // namespace image_file_detail
 
 std::string ImageFileName(uint64_t index) {
-  return std::string(kImagePrefix) + std::to_string(index) + std::string(kImageSuffix);
+  namespace d = image_file_detail;
+  return std::string(d::kImagePrefix) + std::to_string(index) + std::string(d::kImageSuffix);
 }
 
 bool IsImageFileName(std::string_view name) {
-  if (!name.starts_with(kImagePrefix) || !name.ends_with(kImageSuffix)) return false;
-  const std::string_view digits = name.substr(kImagePrefix.size(), name.size() - kImagePrefix.size() -
-                                                                       kImageSuffix.size());
+  namespace d = image_file_detail;
+  if (!name.starts_with(d::kImagePrefix) || !name.ends_with(d::kImageSuffix)) return false;
+  const std::string_view digits =
+      name.substr(d::kImagePrefix.size(), name.size() - d::kImagePrefix.size() - d::kImageSuffix.size());
   if (digits.empty()) return false;
   uint64_t index = 0;
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
@@ -44,6 +47,7 @@ bool IsImageFileName(std::string_view name) {
 }
 
 Result<std::string> ReadImageFile(const std::string& dir, const ImageFileRef& ref) {
+  using image_file_detail::ImageFileFix;
   const std::string path = (std::filesystem::path(dir) / ref.name).string();
   if (!IsImageFileName(ref.name)) {
     return Status::Malformed("snapshot image reference names '" + ref.name + "', not a snapshot image file");
