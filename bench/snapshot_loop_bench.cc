@@ -14,8 +14,9 @@
 //                      what followers see as missing heartbeats
 //   commit_latency_ms  a submit's arrival to applied (p99), idle and during
 //                      snapshots (from the snapshot's start to its save)
-//   snapshot_bytes, snapshots, fork_pause_ms (max), save_ms (max: the
-//   LevelDB write and log compaction, still on the loop in both modes)
+//   snapshot_bytes, snapshots, fork_pause_ms (max), save_ms (max: on the
+//   loop, the LevelDB write and log compaction; in the fork mode, since the
+//   rest of issue 49, a link of the child's file and a small reference)
 // What it does not show: Raft elections (see the replicated-cluster bench
 // left as future work in the report), sockets.
 //
