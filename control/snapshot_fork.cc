@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "control/replication/image_file.h"
 #include "protocol/base/sha256.h"
 
 namespace gpool::control {
@@ -69,7 +70,9 @@ std::string ExitText(int wstatus) {
 
 }  // namespace snapshot_fork_detail
 
-SnapshotFile::~SnapshotFile() { (void)unlink(path_.c_str()); }
+// An image nothing linked (an export's) is the whole state: its blocks are
+// freed off the loop (image_file.h).
+SnapshotFile::~SnapshotFile() { (void)replication::RemoveInBackground(path_); }
 
 Result<std::string> SnapshotFile::ReadAt(uint64_t offset, size_t length) const {
   if (offset > bytes_) return Status::InvalidArgument("offset " + std::to_string(offset) + " is past the image's end");
@@ -98,7 +101,8 @@ SnapshotFork::SnapshotFork(std::string dir, Encoder encoder, std::string prefix)
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.starts_with(prefix_) && name.ends_with(".tmp")) std::filesystem::remove(entry.path(), ec);
+    const bool removing = name.ends_with(std::string(".tmp") + std::string(replication::kRemovingSuffix));
+    if (name.starts_with(prefix_) && (name.ends_with(".tmp") || removing)) std::filesystem::remove(entry.path(), ec);
   }
 }
 

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <system_error>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -104,16 +106,38 @@ Status LinkImageFile(const std::string& path, const std::string& dir, uint64_t i
   return SyncDirectory(dir);
 }
 
+void UnlinkInBackground(std::string path) {
+  try {
+    std::thread([path] { (void)unlink(path.c_str()); }).detach();
+  } catch (const std::system_error&) {
+    (void)unlink(path.c_str());
+  }
+}
+
+bool RemoveInBackground(const std::string& path) {
+  const std::string doomed = path + std::string(kRemovingSuffix);
+  if (rename(path.c_str(), doomed.c_str()) != 0) return false;
+  UnlinkInBackground(doomed);
+  return true;
+}
+
 size_t RemoveImageFilesExcept(const std::string& dir, std::string_view keep) {
+  constexpr std::string_view kRemoving = kRemovingSuffix;
   size_t removed = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name == keep || !IsImageFileName(name)) continue;
-    if (std::filesystem::remove(entry.path(), ec)) {
-      ++removed;
-      spdlog::info("unreferenced snapshot image removed file={}", entry.path().string());
+    const std::string path = entry.path().string();
+    if (name.ends_with(kRemoving) && IsImageFileName(name.substr(0, name.size() - kRemoving.size()))) {
+      UnlinkInBackground(path);  // renamed by a process that stopped before unlinking it
+      continue;
     }
+    if (name == keep || !IsImageFileName(name)) continue;
+    // The rename makes it gone at once for whoever looks (a restart, a
+    // test); the blocks are freed off the loop.
+    if (!RemoveInBackground(path)) continue;
+    ++removed;
+    spdlog::info("unreferenced snapshot image removed file={}", path);
   }
   return removed;
 }
