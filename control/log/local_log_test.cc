@@ -4,9 +4,11 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
+#include "control/replication/image_file.h"
 #include "protocol/base/sha256.h"
 #include "storage/testing/memory_store.h"
 
@@ -120,6 +122,8 @@ TEST(LocalLogTest, ASnapshotKeptAsAFileIsRecoveredAndAnAlteredOneRefused) {
   EXPECT_EQ(altered.status().code(), StatusCode::kMalformed);
   EXPECT_NE(altered.status().message().find(dir + "/snapshot-2.img"), std::string::npos)
       << altered.status().ToString();
+  // The stale image is unlinked on a thread of its own: waited for.
+  EXPECT_TRUE(replication::WaitForBackgroundUnlinks(std::chrono::seconds(10)));
   std::filesystem::remove_all(dir);
 }
 

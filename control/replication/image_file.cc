@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -106,12 +107,30 @@ Status LinkImageFile(const std::string& path, const std::string& dir, uint64_t i
   return SyncDirectory(dir);
 }
 
+namespace image_file_detail {
+std::atomic<int> pending_unlinks{0};
+}  // namespace image_file_detail
+
 void UnlinkInBackground(std::string path) {
+  ++image_file_detail::pending_unlinks;
   try {
-    std::thread([path] { (void)unlink(path.c_str()); }).detach();
+    std::thread([path] {
+      (void)unlink(path.c_str());
+      --image_file_detail::pending_unlinks;
+    }).detach();
   } catch (const std::system_error&) {
     (void)unlink(path.c_str());
+    --image_file_detail::pending_unlinks;
   }
+}
+
+bool WaitForBackgroundUnlinks(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (image_file_detail::pending_unlinks.load() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 bool RemoveInBackground(const std::string& path) {

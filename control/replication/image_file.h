@@ -17,6 +17,7 @@
 // Thread-safety: pure functions over the filesystem.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -70,6 +71,10 @@ void UnlinkInBackground(std::string path);
 // Renames `path` to "<path>.removing" at once (gone for whoever looks next)
 // and unlinks that with UnlinkInBackground. False: there was no such file.
 bool RemoveInBackground(const std::string& path);
+// Waits until every UnlinkInBackground has finished, or `timeout` passed
+// (false). For tests that remove the directory afterwards, and for orderly
+// shutdowns.
+bool WaitForBackgroundUnlinks(std::chrono::milliseconds timeout);
 inline constexpr std::string_view kRemovingSuffix = ".removing";
 
 }  // namespace gpool::replication

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,6 +20,15 @@
 
 namespace gpool::replication {
 namespace {
+
+// Old images are unlinked on a thread of their own (image_file.h): waited
+// for, so remove_all does not race it.
+void RemoveTestDir(const std::string& dir) {
+  EXPECT_TRUE(WaitForBackgroundUnlinks(std::chrono::seconds(10)));
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  EXPECT_FALSE(std::filesystem::exists(dir)) << dir;
+}
 
 // SnapshotImage as it was before issue 49: no `file`.
 struct InlineOnlyImage {
@@ -38,10 +48,7 @@ class ImageFileTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(pattern), nullptr);
     dir_ = pattern;
   }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  void TearDown() override { RemoveTestDir(dir_); }
   ImageFileRef Write(uint64_t index, const std::string& bytes) {
     std::ofstream(dir_ + "/" + ImageFileName(index), std::ios::binary) << bytes;
     return ImageFileRef{ImageFileName(index), bytes.size(), Sha256::Of(bytes)};

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -18,6 +19,15 @@ namespace gpool::replication::testing {
 namespace {
 
 constexpr size_t kTestChunkBytes = 4096;
+
+// Old images are unlinked on a thread of their own (image_file.h): waited
+// for, so remove_all does not race it.
+void RemoveImageRoot(const std::string& dir) {
+  EXPECT_TRUE(WaitForBackgroundUnlinks(std::chrono::seconds(10)));
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  EXPECT_FALSE(std::filesystem::exists(dir)) << dir;
+}
 
 class RaftLogImageFileTest : public RaftLogTest {
  protected:
@@ -33,8 +43,7 @@ class RaftLogImageFileTest : public RaftLogTest {
   }
   void TearDown() override {
     for (auto& r : replicas_) Stop(r);
-    std::error_code ec;
-    std::filesystem::remove_all(image_root_, ec);
+    RemoveImageRoot(image_root_);
   }
 
   // What the snapshot child does: the image in an fsynced file, then the
