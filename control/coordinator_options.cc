@@ -97,6 +97,7 @@ replication::ReplicaSetOptions ReplicaSetOptionsOf(const CoordinatorOptions& opt
   out.token = options.token;
   out.curve_keys = options.curve_keys;
   out.clock = options.clock;
+  out.snapshot_dir = options.data_dir;  // beside the forked child's files: linked, not copied (issue 49)
   if (keys == nullptr) return out;
   // The replicas named on the command line are admitted before the peer port
   // binds: a handshake refused in between would never be retried by the

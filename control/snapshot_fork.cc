@@ -6,12 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
 
+#include "control/replication/image_file.h"
 #include "protocol/base/sha256.h"
 
 namespace gpool::control {
@@ -32,6 +34,21 @@ bool WriteWhole(int fd, std::string_view bytes) {
   return true;
 }
 
+// The image file, synced as it is written: a fdatasync every
+// kIncrementalSyncBytes (Redis's rdb-save-incremental-fsync) rather than one
+// at the end, so the disk takes the image as a steady trickle instead of one
+// burst of hundreds of MB that the loop's own small fsyncs would queue behind.
+constexpr size_t kIncrementalSyncBytes = size_t{8} << 20;
+
+bool WriteSynced(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const size_t piece = std::min(bytes.size(), kIncrementalSyncBytes);
+    if (!WriteWhole(fd, bytes.substr(0, piece)) || fdatasync(fd) != 0) return false;
+    bytes.remove_prefix(piece);
+  }
+  return fdatasync(fd) == 0;
+}
+
 // The child: plain memory and file I/O only (see the header), then _exit, so
 // no destructor, atexit handler or stdio buffer of the parent's runs here.
 [[noreturn]] void RunChild(const SnapshotFork::Encoder& encoder, const state::ClusterState& state,
@@ -48,9 +65,9 @@ bool WriteWhole(int fd, std::string_view bytes) {
   const std::string digest = Sha256::Of(image);
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) _exit(kChildWriteFailed);
-  // No fsync: the file only carries the image to the parent, which makes it
-  // durable where it belongs (the log store, synced).
-  if (!WriteWhole(fd, image) || close(fd) != 0) _exit(kChildWriteFailed);
+  // Synced here, off the loop: a replicated coordinator keeps this very file
+  // as its snapshot (replication/image_file.h), only linking it.
+  if (!WriteSynced(fd, image) || close(fd) != 0) _exit(kChildWriteFailed);
   const std::string report = std::to_string(image.size()) + " " + digest + "\n";
   if (!WriteWhole(report_fd, report)) _exit(kChildWriteFailed);
   _exit(0);
@@ -69,7 +86,9 @@ std::string ExitText(int wstatus) {
 
 }  // namespace snapshot_fork_detail
 
-SnapshotFile::~SnapshotFile() { (void)unlink(path_.c_str()); }
+// An image nothing linked (an export's) is the whole state: its blocks are
+// freed off the loop (image_file.h).
+SnapshotFile::~SnapshotFile() { (void)replication::RemoveInBackground(path_); }
 
 Result<std::string> SnapshotFile::ReadAt(uint64_t offset, size_t length) const {
   if (offset > bytes_) return Status::InvalidArgument("offset " + std::to_string(offset) + " is past the image's end");
@@ -98,7 +117,8 @@ SnapshotFork::SnapshotFork(std::string dir, Encoder encoder, std::string prefix)
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.starts_with(prefix_) && name.ends_with(".tmp")) std::filesystem::remove(entry.path(), ec);
+    const bool removing = name.ends_with(std::string(".tmp") + std::string(replication::kRemovingSuffix));
+    if (name.starts_with(prefix_) && (name.ends_with(".tmp") || removing)) std::filesystem::remove(entry.path(), ec);
   }
 }
 

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "control/log/local_log.h"
+#include "control/replication/image_file.h"
 #include "control/snapshot_exports.h"
 #include "control/snapshot_taker.h"
 #include "control/state/cluster_state_fixture.h"
@@ -57,7 +58,11 @@ class SnapshotForkTest : public state::ClusterStateTest {
     fs::create_directories(dir_ / "images");
     gate_ = dir_ / "gate";
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override {
+    // Released images are unlinked on a thread of their own: waited for.
+    EXPECT_TRUE(replication::WaitForBackgroundUnlinks(std::chrono::seconds(10)));
+    fs::remove_all(dir_);
+  }
 
   // Polls (as the loop does, a turn every 2 ms) until the child ended, 30 s at most.
   Result<std::shared_ptr<SnapshotFile>> WaitForChild(SnapshotFork& fork) {

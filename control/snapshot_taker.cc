@@ -60,6 +60,12 @@ void SnapshotTaker::Collect(Result<std::shared_ptr<SnapshotFile>> image, int64_t
   // A snapshot installed from the leader meanwhile is newer: nothing to save.
   const bool wanted = for_schedule_ || schedule_.Due();
   if (!wanted || file->index() <= schedule_.last_index() || !disk_.CheckWrite().ok()) return;
+  if (files_ != nullptr && files_->KeepsImageFiles()) {
+    // Issue 49: the log links the child's fsynced file; nothing is read here.
+    const uint64_t since = schedule_.bytes_since();
+    SaveFile(*file, since > bytes_at_start_ ? since - bytes_at_start_ : 0);
+    return;
+  }
   Result<std::string> bytes = file->ReadAll();
   if (!bytes.ok()) {
     spdlog::warn("snapshot file unreadable; retried in {} ms error=\"{}\"", kRetryMs, bytes.status().ToString());
@@ -68,6 +74,23 @@ void SnapshotTaker::Collect(Result<std::shared_ptr<SnapshotFile>> image, int64_t
   }
   const uint64_t since = schedule_.bytes_since();
   Save(file->index(), *bytes, since > bytes_at_start_ ? since - bytes_at_start_ : 0);
+}
+
+void SnapshotTaker::SaveFile(const SnapshotFile& file, uint64_t bytes_left) {
+  const uint64_t log_bytes = schedule_.bytes_since() - bytes_left;
+  Status status = files_->SaveSnapshotFile(file.index(), file.path(), file.bytes(), file.sha256());
+  if (!status.ok()) {
+    spdlog::warn("snapshot failed index={} error=\"{}\"", file.index(), status.ToString());
+    if (status.code() == StatusCode::kIoError) (void)disk_.WriteFailed(status, "saving a snapshot");
+    return;
+  }
+  schedule_.Covered(file.index(), file.bytes(), bytes_left);
+  if (metrics_ != nullptr) {
+    ++metrics_->snapshots;
+    metrics_->last_snapshot_bytes = file.bytes();
+  }
+  spdlog::info("snapshot saved index={} bytes={} log_bytes_replaced={} kept_as_file=true", file.index(),
+               file.bytes(), log_bytes);
 }
 
 void SnapshotTaker::Save(uint64_t index, std::string_view image, uint64_t bytes_left) {

@@ -4,7 +4,10 @@
 // The state is encoded off the loop thread by a forked child
 // (snapshot_fork.h): Tick() starts one when a snapshot is due, and, once the
 // child is done (Tick polls it every loop turn, never blocking), saves its
-// image through the commit log, which then drops the entries it covers. The
+// image through the commit log, which then drops the entries it covers: a
+// log that KeepsImageFiles (a replicated coordinator) links the child's file
+// and stores a reference, so the loop neither reads nor writes the image; a
+// single replica's LocalLog still reads it and stores it inline. The
 // loop meanwhile goes on heartbeating and committing. A data dir that refuses
 // writes (a full disk: disk_full_mode.h) starts none; a failed write is that
 // mode's business too. A child that fails or is killed is started again
@@ -27,6 +30,7 @@
 
 #include "control/disk_full_mode.h"
 #include "control/log/commit_log.h"
+#include "control/log/image_file_log.h"
 #include "control/metrics/metric_sets.h"
 #include "control/snapshot_fork.h"
 #include "control/snapshot_schedule.h"
@@ -43,7 +47,12 @@ class SnapshotTaker {
   // issue 49 (--snapshot-on-loop); RequestImage is then not to be used.
   SnapshotTaker(SnapshotSchedule& schedule, log::CommitLog& log, DiskFullMode& disk, ReplicationMetrics* metrics,
                 std::unique_ptr<SnapshotFork> fork)
-      : schedule_(schedule), log_(log), disk_(disk), metrics_(metrics), fork_(std::move(fork)) {}
+      : schedule_(schedule),
+        log_(log),
+        files_(dynamic_cast<log::ImageFileLog*>(&log)),
+        disk_(disk),
+        metrics_(metrics),
+        fork_(std::move(fork)) {}
 
   // Once a loop turn: collects a finished child, starts one when due.
   void Tick(const state::ClusterState& state, int64_t now_ms);
@@ -63,9 +72,11 @@ class SnapshotTaker {
   };
   void Collect(Result<std::shared_ptr<SnapshotFile>> image, int64_t now_ms);
   void Save(uint64_t index, std::string_view image, uint64_t bytes_left);
+  void SaveFile(const SnapshotFile& file, uint64_t bytes_left);
 
   SnapshotSchedule& schedule_;
   log::CommitLog& log_;
+  log::ImageFileLog* files_;  // null: the log keeps images inline only
   DiskFullMode& disk_;
   ReplicationMetrics* metrics_;
   std::unique_ptr<SnapshotFork> fork_;

@@ -487,6 +487,14 @@ TEST_F(ReplicatedCoordinatorTest, FollowerRestartedWithAnEmptyDataDirCatchesUpBy
       [&] { return cluster_.coordinator(follower)->Log().find("state replaced by snapshot") != std::string::npos; },
       10s))
       << cluster_.coordinator(follower)->Log();
+  // Issue 49: the leader kept its snapshot as a file and sent it in chunks;
+  // the follower reassembled its own copy.
+  EXPECT_NE(cluster_.coordinator(leader)->Log().find("kept_as_file=true"), std::string::npos)
+      << cluster_.coordinator(leader)->Log();
+  EXPECT_NE(cluster_.coordinator(leader)->Log().find("snapshot transfer started to="), std::string::npos)
+      << cluster_.coordinator(leader)->Log();
+  EXPECT_NE(cluster_.coordinator(follower)->Log().find("snapshot received from="), std::string::npos)
+      << cluster_.coordinator(follower)->Log();
 
   // With the old leader gone the restored replica and the other one form the
   // quorum; whichever leads has every job.

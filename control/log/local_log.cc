@@ -1,9 +1,12 @@
 #include "control/log/local_log.h"
 
+#include "control/replication/image_file.h"
+#include "protocol/wire.h"
+
 namespace gpool::log {
 
-Result<std::unique_ptr<LocalLog>> LocalLog::Open(storage::LogStore* store) {
-  std::unique_ptr<LocalLog> log(new LocalLog(store));
+Result<std::unique_ptr<LocalLog>> LocalLog::Open(storage::LogStore* store, std::string snapshot_dir) {
+  std::unique_ptr<LocalLog> log(new LocalLog(store, std::move(snapshot_dir)));
   log->term_ = store->hard_state().term + 1;
   log->commit_index_ = store->LastIndex();
   log->next_index_ = store->LastIndex() + 1;
@@ -45,6 +48,19 @@ Result<Committed> LocalLog::Recover() {
   if (!snapshot.ok()) return snapshot.status().WithContext("loading snapshot");
   if (snapshot->has_value()) {
     auto& [meta, data] = **snapshot;
+    std::string kept;  // the image file the record references, if any
+    if (std::string_view(data).starts_with(kImageRefMagic)) {
+      auto ref = wire::UnpackFromString<replication::ImageFileRef>(
+          std::string_view(data).substr(kImageRefMagic.size()));
+      if (!ref.ok()) return ref.status().WithContext("snapshot image reference");
+      if (snapshot_dir_.empty()) {
+        return Status::FailedPrecondition("the snapshot's image is the file " + ref->name +
+                                          " but this coordinator was given no directory for snapshot images");
+      }
+      GPOOL_ASSIGN_OR_RETURN(data, replication::ReadImageFile(snapshot_dir_, *ref));
+      kept = ref->name;
+    }
+    if (!snapshot_dir_.empty()) replication::RemoveImageFilesExcept(snapshot_dir_, kept);
     recovered.snapshot = StateSnapshot{meta.index, meta.term, std::move(data)};
   }
   uint64_t next = store_->FirstIndex();
@@ -82,7 +98,25 @@ Result<Committed> LocalLog::Sync() {
 Status LocalLog::SaveSnapshot(uint64_t index, std::string_view data) {
   auto term = store_->Term(index);
   if (!term.ok()) return term.status();
-  return store_->SaveSnapshot(storage::SnapshotMeta{index, *term}, data, /*sync=*/true);
+  GPOOL_RETURN_IF_ERROR(store_->SaveSnapshot(storage::SnapshotMeta{index, *term}, data, /*sync=*/true));
+  if (!snapshot_dir_.empty()) replication::RemoveImageFilesExcept(snapshot_dir_, "");
+  return Status::Ok();
+}
+
+Status LocalLog::SaveSnapshotFile(uint64_t index, const std::string& path, uint64_t bytes, const std::string& sha256) {
+  if (snapshot_dir_.empty()) return Status::FailedPrecondition("this log keeps snapshots inline");
+  auto term = store_->Term(index);
+  if (!term.ok()) return term.status();
+  if (index < store_->FirstIndex()) {
+    // Not newer than the snapshot in force: linking would replace its file.
+    return Status::FailedPrecondition("snapshot at " + std::to_string(index) + " is not newer than the log's start");
+  }
+  GPOOL_RETURN_IF_ERROR(replication::LinkImageFile(path, snapshot_dir_, index));
+  const replication::ImageFileRef ref{replication::ImageFileName(index), bytes, sha256};
+  const std::string record = std::string(kImageRefMagic) + wire::PackToString(ref);
+  GPOOL_RETURN_IF_ERROR(store_->SaveSnapshot(storage::SnapshotMeta{index, *term}, record, /*sync=*/true));
+  replication::RemoveImageFilesExcept(snapshot_dir_, ref.name);
+  return Status::Ok();
 }
 
 Result<uint64_t> LocalLog::ProposeMembership(const MembershipChange&) {

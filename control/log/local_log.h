@@ -22,13 +22,19 @@
 #include <vector>
 
 #include "control/log/commit_log.h"
+#include "control/log/image_file_log.h"
 
 namespace gpool::log {
 
-class LocalLog final : public CommitLog {
+class LocalLog final : public CommitLog, public ImageFileLog {
  public:
-  // `store` must outlive the log.
-  static Result<std::unique_ptr<LocalLog>> Open(storage::LogStore* store);
+  // `store` must outlive the log. With a `snapshot_dir` (the data dir;
+  // issue 49) snapshots may be kept as image files there (SaveSnapshotFile):
+  // the store then holds a reference to the file (its name, length and
+  // SHA-256), recognised by kImageRefMagic, which no bare image (a
+  // MessagePack map) starts with; Recover() reads and checks the file.
+  static Result<std::unique_ptr<LocalLog>> Open(storage::LogStore* store, std::string snapshot_dir = "");
+  static constexpr std::string_view kImageRefMagic = "gpool-image-ref\n";
 
   // The stored snapshot and every durable entry after it: a single replica
   // commits what it persists, so all of them are committed.
@@ -40,6 +46,10 @@ class LocalLog final : public CommitLog {
   uint64_t term() const override { return term_; }
   uint64_t commit_index() const override { return commit_index_; }
   Status SaveSnapshot(uint64_t index, std::string_view data) override;
+  // ImageFileLog.
+  bool KeepsImageFiles() const override { return !snapshot_dir_.empty(); }
+  Status SaveSnapshotFile(uint64_t index, const std::string& path, uint64_t bytes,
+                          const std::string& sha256) override;
 
   // A single replica's state is always current: a read is ready at once.
   Status ReadIndex(std::string context) override {
@@ -52,10 +62,12 @@ class LocalLog final : public CommitLog {
   Status ResumeWrites() override;
 
  private:
-  explicit LocalLog(storage::LogStore* store) : store_(store) {}
+  explicit LocalLog(storage::LogStore* store, std::string snapshot_dir)
+      : store_(store), snapshot_dir_(std::move(snapshot_dir)) {}
   Status SaveTerm();
 
   storage::LogStore* store_;
+  std::string snapshot_dir_;
   uint64_t term_ = 0;
   uint64_t commit_index_ = 0;
   uint64_t next_index_ = 1;

@@ -2,6 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "control/replication/image_file.h"
+#include "protocol/base/sha256.h"
 #include "storage/testing/memory_store.h"
 
 namespace gpool::log {
@@ -69,6 +77,54 @@ TEST(LocalLogTest, RecoverReturnsTheSnapshotAndEverythingAfterIt) {
   EXPECT_EQ(recovered->entries[0].index, 3u);
   EXPECT_EQ(recovered->entries[0].data, "c");
   EXPECT_EQ(recovered->entries[1].data, "d");
+}
+
+// Issue 49: with a snapshot dir the image stays a file; the store holds a
+// small reference, and recovery reads and checks the file.
+TEST(LocalLogTest, ASnapshotKeptAsAFileIsRecoveredAndAnAlteredOneRefused) {
+  char pattern[] = "/tmp/gpool-local-log-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  storage::MemoryStore kv;
+  auto store = storage::LogStore::Open(&kv);
+  ASSERT_TRUE(store.ok());
+  const std::string image(10'000, 'i');
+  {
+    auto log = LocalLog::Open(store->get(), dir);
+    ASSERT_TRUE(log.ok());
+    ASSERT_TRUE((*log)->KeepsImageFiles());
+    for (const char* c : {"a", "b", "c"}) (void)(*log)->Propose(c);
+    ASSERT_TRUE((*log)->Sync().ok());
+    const std::string child = dir + "/snapshot-1-1.tmp";
+    std::ofstream(child, std::ios::binary) << image;
+    ASSERT_TRUE((*log)->SaveSnapshotFile(2, child, image.size(), Sha256::Of(image)).ok());
+    std::filesystem::remove(child);
+  }
+  auto stored = (*store)->LoadSnapshot();
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_LT((*stored)->second.size(), 256u) << "a reference, not the image";
+  std::ofstream(dir + "/snapshot-1.img") << "stale";  // unreferenced: removed at recovery
+
+  auto reopened = LocalLog::Open(store->get(), dir);
+  ASSERT_TRUE(reopened.ok());
+  auto recovered = (*reopened)->Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status().ToString();
+  ASSERT_TRUE(recovered->snapshot.has_value());
+  EXPECT_EQ(recovered->snapshot->index, 2u);
+  EXPECT_EQ(recovered->snapshot->data, image);
+  ASSERT_EQ(recovered->entries.size(), 1u);
+  EXPECT_EQ(recovered->entries[0].data, "c");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/snapshot-1.img"));
+
+  std::ofstream(dir + "/snapshot-2.img", std::ios::binary | std::ios::trunc) << std::string(10'000, 'j');
+  auto altered = (*LocalLog::Open(store->get(), dir))->Recover();
+  ASSERT_FALSE(altered.ok());
+  EXPECT_EQ(altered.status().code(), StatusCode::kMalformed);
+  EXPECT_NE(altered.status().message().find(dir + "/snapshot-2.img"), std::string::npos)
+      << altered.status().ToString();
+  // The stale image is unlinked on a thread of its own: waited for.
+  EXPECT_TRUE(replication::WaitForBackgroundUnlinks(std::chrono::seconds(10)));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(LocalLogTest, OpenOnAFullDiskOwesItsTermToTheFirstSyncThatCanWrite) {

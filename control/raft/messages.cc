@@ -97,6 +97,7 @@ std::string_view MessageTypeName(MessageType type) {
     case MessageType::kTimeoutNow: return "TimeoutNow";
     case MessageType::kReadIndex: return "ReadIndex";
     case MessageType::kReadIndexResponse: return "ReadIndexResponse";
+    case MessageType::kSnapshotChunk: return "SnapshotChunk";
   }
   return "Unknown";
 }
@@ -123,6 +124,9 @@ std::string Message::DebugString() const {
     case MessageType::kSnapshot:
       os << " snap=" << snapshot.index << "/" << snapshot.term;
       break;
+    case MessageType::kSnapshotChunk:
+      os << " snap=" << snapshot.index << "/" << snapshot.term << " offset=" << index;
+      break;
     case MessageType::kHeartbeat:
       os << " commit=" << commit;
       break;
@@ -140,7 +144,7 @@ void Message::Pack(wire::Packer& p) const {
   WireMessage w = ToWire(*this);
   wire::FieldCounter counter;
   w.Fields(counter);
-  const bool with_snapshot = type == MessageType::kSnapshot;
+  const bool with_snapshot = type == MessageType::kSnapshot || type == MessageType::kSnapshotChunk;
   p.BeginMap(counter.count + (with_snapshot ? 1 : 0));
   wire::FieldWriter writer{p};
   w.Fields(writer);

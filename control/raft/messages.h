@@ -42,8 +42,14 @@ enum class MessageType : uint8_t {
   kTimeoutNow = 10,        // leader -> transferee: start an election now (leader transfer)
   kReadIndex = 11,         // follower -> leader: a forwarded ReadIndex request (term 0)
   kReadIndexResponse = 12, // leader -> follower: the read index for `context` (term 0)
+  // leader -> follower: one piece of a kSnapshot whose image is a file
+  // (issue 49; replication/snapshot_transfer.h). `snapshot` is the leader's
+  // (its data the small file reference), `index` the piece's offset in the
+  // image, `context` its bytes. Never stepped into the core: RaftLog
+  // reassembles the file and steps the kSnapshot it stands for.
+  kSnapshotChunk = 13,
 };
-inline constexpr uint8_t kMaxMessageType = 12;
+inline constexpr uint8_t kMaxMessageType = 13;
 std::string_view MessageTypeName(MessageType type);
 
 // A state-machine snapshot: the last entry it covers, the configuration in

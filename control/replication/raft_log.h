@@ -30,6 +30,14 @@
 // lagging or new follower is sent InstallSnapshot) and stores the image
 // together with the voters at that index (stored_snapshot.h). A follower that
 // receives a snapshot hands it out from Sync() to replace its state.
+// With a snapshot_dir (issue 49), SaveSnapshotFile keeps the image as a file
+// there instead (image_file.h): the loop links the fsynced file and stores a
+// small reference, at a cost independent of the image's size; the core's
+// snapshot is that reference, a lagging follower is sent the file in chunks
+// (snapshot_transfer.h), and the follower reads its received file once, on its
+// loop, to restore. Open() reads and checks the referenced file (a missing or
+// altered one is a typed error naming it) and removes image files nothing
+// references.
 //
 // Garbage from the network (frames that do not decode, messages addressed to
 // another replica, messages the core refuses) is dropped and counted; it
@@ -56,10 +64,12 @@
 #include <vector>
 
 #include "control/log/commit_log.h"
+#include "control/log/image_file_log.h"
 #include "control/raft/raw_node.h"
 #include "control/replication/membership_guard.h"
 #include "control/replication/peer_transport.h"
 #include "control/replication/replica_directory.h"
+#include "control/replication/snapshot_transfer.h"
 #include "protocol/base/clock.h"
 #include "protocol/model/users.h"
 #include "protocol/wire.h"
@@ -89,8 +99,13 @@ struct RaftLogOptions {
   // making it call an election before it has read what its peers sent.
   int64_t max_catchup_ms = 25;
   uint64_t seed = 0;              // election jitter; 0 = from the clock
-  // Inbound frame limits: a snapshot travels as one frame.
+  // Inbound frame limits: an inline snapshot (no snapshot_dir, or one
+  // stored before issue 49) travels as one frame; a file's in 1 MiB chunks.
   size_t max_frame_bytes = 64 * 1024 * 1024;
+  // Where snapshot image files live (the coordinator's data dir); empty:
+  // images are kept inline in the LogStore, as before issue 49.
+  std::string snapshot_dir;
+  size_t snapshot_chunk_bytes = 1 << 20;
   const Clock* clock = &SystemClock::Get();
 };
 
@@ -146,7 +161,7 @@ size_t MergeContiguousAppends(std::vector<raft::Message>& messages, uint64_t max
 inline constexpr uint64_t kMaxMergedEntries = 1024;
 inline constexpr uint64_t kMaxMergedBytes = 1 << 20;
 
-class RaftLog final : public log::CommitLog {
+class RaftLog final : public log::CommitLog, public log::ImageFileLog {
  public:
   static Result<std::unique_ptr<RaftLog>> Open(const RaftLogOptions& options, storage::LogStore* store,
                                                PeerTransport* transport);
@@ -164,6 +179,10 @@ class RaftLog final : public log::CommitLog {
   uint64_t term() const override { return node_->hard_state().term; }
   uint64_t commit_index() const override { return node_->hard_state().commit; }
   Status SaveSnapshot(uint64_t index, std::string_view data) override;
+  // log::ImageFileLog.
+  bool KeepsImageFiles() const override { return !options_.snapshot_dir.empty(); }
+  Status SaveSnapshotFile(uint64_t index, const std::string& path, uint64_t bytes,
+                          const std::string& sha256) override;
   // A Ready that could not be persisted is held, not sent, applied or
   // advanced past, and persisted again by the first Sync() after
   // ResumeWrites() (control/disk_full_mode.h).
@@ -218,6 +237,9 @@ class RaftLog final : public log::CommitLog {
   std::vector<ReplicaProgress> Replicas() const;
   raft::NodeInfo info() const { return node_->info(); }
   const RaftLogStats& stats() const { return stats_; }
+  // Null without a snapshot_dir.
+  const SnapshotSender* snapshot_sender() const { return sender_.get(); }
+  const SnapshotReceiver* snapshot_receiver() const { return receiver_.get(); }
 
  private:
   RaftLog(const RaftLogOptions& options, storage::LogStore* store, PeerTransport* transport);
@@ -231,6 +253,12 @@ class RaftLog final : public log::CommitLog {
   Status Learn(const raft::LogEntry& entry, bool committed);
   Status LearnDirectory(const std::vector<ReplicaAddress>& replicas);
   Status Connect(const ReplicaAddress& address);
+  // The state of a snapshot image: inline, or read (and checked) from its file.
+  Result<std::string> ImageState(SnapshotImage& image) const;
+  // A kSnapshot the core emitted: to the chunked sender when its image is a
+  // file. False: send it as it is.
+  bool SendAsChunks(const raft::Message& m);
+  void ReceiveChunk(const raft::Message& chunk);
 
   RaftLogOptions options_;
   storage::LogStore* store_;
@@ -251,6 +279,8 @@ class RaftLog final : public log::CommitLog {
   Status write_error_;
   // Judges replica changes and promotes caught-up learners (leader only).
   MembershipGuard guard_;
+  std::unique_ptr<SnapshotSender> sender_;
+  std::unique_ptr<SnapshotReceiver> receiver_;
   void MaybePromoteLearner();
 };
 

@@ -93,8 +93,19 @@ class RaftLogTest : public ::testing::Test {
   }
 
   void Start(Replica& r) {
+    auto log = Open(r);
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    r.log = std::move(log).value();
+    r.machine = Machine{};
+    auto recovered = r.log->Recover();
+    ASSERT_TRUE(recovered.ok());
+    r.machine.Take(std::move(recovered).value());
+  }
+
+  // The replica's LogStore and RaftLog, as Start makes them; r.store is set.
+  Result<std::unique_ptr<RaftLog>> Open(Replica& r) {
     auto store = storage::LogStore::Open(r.kv.get());
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    if (!store.ok()) return store.status();
     r.store = std::move(store).value();
     RaftLogOptions options;
     options.id = r.id;
@@ -106,13 +117,15 @@ class RaftLogTest : public ::testing::Test {
     options.heartbeat_ticks = 1;
     options.seed = 7 + r.id;
     options.clock = &clock_;
-    auto log = RaftLog::Open(options, r.store.get(), r.transport.get());
-    ASSERT_TRUE(log.ok()) << log.status().ToString();
-    r.log = std::move(log).value();
-    r.machine = Machine{};
-    auto recovered = r.log->Recover();
-    ASSERT_TRUE(recovered.ok());
-    r.machine.Take(std::move(recovered).value());
+    options.snapshot_dir = ImageDir(r);
+    if (snapshot_chunk_bytes_ != 0) options.snapshot_chunk_bytes = snapshot_chunk_bytes_;
+    return RaftLog::Open(options, r.store.get(), r.transport.get());
+  }
+
+  // Where replica r keeps snapshot image files: empty (inline snapshots)
+  // unless the fixture set image_root_.
+  std::string ImageDir(const Replica& r) const {
+    return image_root_.empty() ? "" : image_root_ + "/replica-" + std::to_string(r.id);
   }
 
   // A new replica started with --join: its command line names the others'
@@ -228,6 +241,8 @@ class RaftLogTest : public ::testing::Test {
 
   zmq::context_t context_;
   FakeClock clock_;
+  std::string image_root_;           // set before SetUp: replicas keep snapshot images as files
+  size_t snapshot_chunk_bytes_ = 0;  // 0: RaftLogOptions' default
   std::deque<Replica> replicas_;  // a deque: adding one keeps references valid
 };
 

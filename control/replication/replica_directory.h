@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "control/replication/image_file.h"
 #include "protocol/base/status.h"
 
 namespace gpool::replication {
@@ -58,14 +59,18 @@ std::string EncodeReplicaAddress(const ReplicaAddress& address);
 Result<ReplicaAddress> DecodeReplicaAddress(std::string_view bytes);
 
 // The bytes of a Raft snapshot of a replicated coordinator: the directory at
-// the time it was taken and the state-machine image.
+// the time it was taken and the state-machine image: inline in `state`, or
+// (issue 49) in the file `file` names, `state` then empty. Images written
+// before `file` existed decode with an empty one: inline.
 struct SnapshotImage {
   std::vector<ReplicaAddress> replicas;
   std::string state;
+  ImageFileRef file;
   template <typename V>
   void Fields(V& v) {
     v.Required("replicas", replicas);
     v.Required("state", state);
+    v.Optional("file", file);
   }
 };
 std::string EncodeSnapshotImage(const SnapshotImage& image);

@@ -25,7 +25,7 @@ Result<ReplicaSet> OpenReplicaSet(const ReplicaSetOptions& options, storage::Log
                                   zmq::context_t& context) {
   ReplicaSet set;
   if (options.peers.empty()) {
-    GPOOL_ASSIGN_OR_RETURN(set.log, log::LocalLog::Open(store));
+    GPOOL_ASSIGN_OR_RETURN(set.log, log::LocalLog::Open(store, options.snapshot_dir));
     return set;
   }
   auto self = options.peers.find(options.id);
@@ -56,6 +56,7 @@ Result<ReplicaSet> OpenReplicaSet(const ReplicaSetOptions& options, storage::Log
   raft_options.election_ticks = options.election_ticks;
   raft_options.heartbeat_ticks = options.heartbeat_ticks;
   raft_options.clock = options.clock;
+  raft_options.snapshot_dir = options.snapshot_dir;
   GPOOL_ASSIGN_OR_RETURN(std::unique_ptr<RaftLog> raft, RaftLog::Open(raft_options, store, set.transport.get()));
   const std::vector<uint64_t> voters = raft->info().voters;
   if (!options.join && !voters.empty() && std::find(voters.begin(), voters.end(), options.id) == voters.end()) {

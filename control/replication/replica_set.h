@@ -39,6 +39,9 @@ struct ReplicaSetOptions {
   int64_t tick_ms = 1;
   int election_ticks = 150;   // --election-timeout-ms
   int heartbeat_ticks = 20;   // --raft-heartbeat-ms
+  // Where snapshot image files are kept (the data dir; issue 49); empty:
+  // inline in the log store.
+  std::string snapshot_dir;
   std::string token;          // carried on peer messages; empty: none
   // CurveZMQ: this replica's key pair (empty secret: plaintext) and every
   // replica's public key by id, this one's included.
