@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "control/replication/image_file.h"
+#include "control/log/image_file.h"
 #include "protocol/base/sha256.h"
 
 namespace gpool::control {
@@ -66,7 +66,7 @@ bool WriteSynced(int fd, std::string_view bytes) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) _exit(kChildWriteFailed);
   // Synced here, off the loop: a replicated coordinator keeps this very file
-  // as its snapshot (replication/image_file.h), only linking it.
+  // as its snapshot (log/image_file.h), only linking it.
   if (!WriteSynced(fd, image) || close(fd) != 0) _exit(kChildWriteFailed);
   const std::string report = std::to_string(image.size()) + " " + digest + "\n";
   if (!WriteWhole(report_fd, report)) _exit(kChildWriteFailed);

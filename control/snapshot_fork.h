@@ -45,7 +45,7 @@ namespace gpool::control {
 
 // A finished image on disk, fdatasynced by the child; the file is removed
 // when the last holder lets go (renamed away at once, its blocks freed off
-// the loop: replication/image_file.h). A log that keeps it has hard-linked it.
+// the loop: log/image_file.h). A log that keeps it has hard-linked it.
 class SnapshotFile {
  public:
   SnapshotFile(std::string path, uint64_t index, uint64_t bytes, std::string sha256)

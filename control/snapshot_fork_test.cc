@@ -19,7 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "control/log/local_log.h"
-#include "control/replication/image_file.h"
+#include "control/log/image_file.h"
 #include "control/snapshot_exports.h"
 #include "control/snapshot_taker.h"
 #include "control/state/cluster_state_fixture.h"

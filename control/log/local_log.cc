@@ -1,6 +1,6 @@
 #include "control/log/local_log.h"
 
-#include "control/replication/image_file.h"
+#include "control/log/image_file.h"
 #include "protocol/wire.h"
 
 namespace gpool::log {

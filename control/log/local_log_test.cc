@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "control/replication/image_file.h"
+#include "control/log/image_file.h"
 #include "protocol/base/sha256.h"
 #include "storage/testing/memory_store.h"
 

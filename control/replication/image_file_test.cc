@@ -2,7 +2,7 @@
 // from before it still decodes), reading a referenced file (missing, short
 // or altered files are refused, naming the file), and the chunked transfer's
 // two ends without sockets.
-#include "control/replication/image_file.h"
+#include "control/log/image_file.h"
 
 #include <gtest/gtest.h>
 

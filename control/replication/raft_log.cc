@@ -8,7 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "control/replication/image_file.h"
+#include "control/log/image_file.h"
 #include "control/replication/stored_snapshot.h"
 #include "protocol/message_type.h"
 #include "protocol/model/users.h"

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "control/replication/image_file.h"
+#include "control/log/image_file.h"
 #include "protocol/base/status.h"
 
 namespace gpool::replication {

@@ -34,7 +34,7 @@
 #include <string>
 
 #include "control/raft/messages.h"
-#include "control/replication/image_file.h"
+#include "control/log/image_file.h"
 #include "protocol/base/sha256.h"
 #include "protocol/base/status.h"
 

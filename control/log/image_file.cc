@@ -1,4 +1,4 @@
-#include "control/replication/image_file.h"
+#include "control/log/image_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
