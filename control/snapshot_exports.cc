@@ -21,7 +21,7 @@ Result<ExportSnapshotReply> SnapshotExports::Start(std::string image, uint64_t i
   return Hold(std::move(held), max_bytes, now_ms);
 }
 
-Result<ExportSnapshotReply> SnapshotExports::StartFile(std::shared_ptr<const SnapshotFile> file, uint64_t term,
+Result<ExportSnapshotReply> SnapshotExports::StartFile(std::shared_ptr<const ForkedImage> file, uint64_t term,
                                                        int64_t taken_ms, std::string replica_id, uint32_t max_bytes,
                                                        int64_t now_ms) {
   Held held;

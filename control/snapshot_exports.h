@@ -35,7 +35,7 @@ class SnapshotExports {
                                     std::string replica_id, uint32_t max_bytes, int64_t now_ms);
   // The same for an image encoded off the loop (issue 49): the file is read
   // a chunk at a time, never whole, and its digest is the child's.
-  Result<ExportSnapshotReply> StartFile(std::shared_ptr<const SnapshotFile> file, uint64_t term, int64_t taken_ms,
+  Result<ExportSnapshotReply> StartFile(std::shared_ptr<const ForkedImage> file, uint64_t term, int64_t taken_ms,
                                         std::string replica_id, uint32_t max_bytes, int64_t now_ms);
   // The chunk of export `export_id` at `offset`: NotFound for an export not
   // held (never, expired or dropped), InvalidArgument for an offset past its end.
@@ -48,7 +48,7 @@ class SnapshotExports {
   struct Held {
     ExportSnapshotReply meta;  // without data
     std::string image;                        // or, when set:
-    std::shared_ptr<const SnapshotFile> file;  // read a chunk at a time
+    std::shared_ptr<const ForkedImage> file;  // read a chunk at a time
     int64_t last_read_ms = 0;
     bool read_to_end = false;  // its last chunk was read
   };

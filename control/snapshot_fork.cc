@@ -88,9 +88,9 @@ std::string ExitText(int wstatus) {
 
 // An image nothing linked (an export's) is the whole state: its blocks are
 // freed off the loop (image_file.h).
-SnapshotFile::~SnapshotFile() { (void)replication::RemoveInBackground(path_); }
+ForkedImage::~ForkedImage() { (void)replication::RemoveInBackground(path_); }
 
-Result<std::string> SnapshotFile::ReadAt(uint64_t offset, size_t length) const {
+Result<std::string> ForkedImage::ReadAt(uint64_t offset, size_t length) const {
   if (offset > bytes_) return Status::InvalidArgument("offset " + std::to_string(offset) + " is past the image's end");
   length = static_cast<size_t>(std::min<uint64_t>(length, bytes_ - offset));
   const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
@@ -173,7 +173,7 @@ Status SnapshotFork::Start(const state::ClusterState& state) {
   return Status::Ok();
 }
 
-std::optional<Result<std::shared_ptr<SnapshotFile>>> SnapshotFork::Poll() {
+std::optional<Result<std::shared_ptr<ForkedImage>>> SnapshotFork::Poll() {
   if (!running()) return std::nullopt;
   int wstatus = 0;
   const pid_t reaped = waitpid(pid_, &wstatus, WNOHANG);
@@ -192,7 +192,7 @@ std::optional<Result<std::shared_ptr<SnapshotFile>>> SnapshotFork::Poll() {
   pipe_fd_ = -1;
   if (reaped < 0) {
     (void)unlink(pending_path_.c_str());
-    return Result<std::shared_ptr<SnapshotFile>>(
+    return Result<std::shared_ptr<ForkedImage>>(
         Status::Internal("waiting for snapshot child pid=" + std::to_string(child) + ": " + std::strerror(errno)));
   }
   unsigned long long bytes = 0;
@@ -201,11 +201,11 @@ std::optional<Result<std::shared_ptr<SnapshotFile>>> SnapshotFork::Poll() {
   if (!exited_ok || std::sscanf(report.c_str(), "%llu %64s", &bytes, digest) != 2) {
     (void)unlink(pending_path_.c_str());
     const std::string why = exited_ok ? "sent no report" : snapshot_fork_detail::ExitText(wstatus);
-    return Result<std::shared_ptr<SnapshotFile>>(Status::Internal(
+    return Result<std::shared_ptr<ForkedImage>>(Status::Internal(
         "snapshot child pid=" + std::to_string(child) + " for index " + std::to_string(pending_index_) + " " + why));
   }
-  return Result<std::shared_ptr<SnapshotFile>>(
-      std::make_shared<SnapshotFile>(pending_path_, pending_index_, bytes, std::string(digest)));
+  return Result<std::shared_ptr<ForkedImage>>(
+      std::make_shared<ForkedImage>(pending_path_, pending_index_, bytes, std::string(digest)));
 }
 
 }  // namespace gpool::control

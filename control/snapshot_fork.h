@@ -46,13 +46,13 @@ namespace gpool::control {
 // A finished image on disk, fdatasynced by the child; the file is removed
 // when the last holder lets go (renamed away at once, its blocks freed off
 // the loop: log/image_file.h). A log that keeps it has hard-linked it.
-class SnapshotFile {
+class ForkedImage {
  public:
-  SnapshotFile(std::string path, uint64_t index, uint64_t bytes, std::string sha256)
+  ForkedImage(std::string path, uint64_t index, uint64_t bytes, std::string sha256)
       : path_(std::move(path)), index_(index), bytes_(bytes), sha256_(std::move(sha256)) {}
-  ~SnapshotFile();
-  SnapshotFile(const SnapshotFile&) = delete;
-  SnapshotFile& operator=(const SnapshotFile&) = delete;
+  ~ForkedImage();
+  ForkedImage(const ForkedImage&) = delete;
+  ForkedImage& operator=(const ForkedImage&) = delete;
 
   const std::string& path() const { return path_; }
   uint64_t index() const { return index_; }
@@ -91,7 +91,7 @@ class SnapshotFork {
 
   // Never blocks. nullopt while the child runs (or none was started); once it
   // ended, its image or why there is none (Internal: it failed or was killed).
-  std::optional<Result<std::shared_ptr<SnapshotFile>>> Poll();
+  std::optional<Result<std::shared_ptr<ForkedImage>>> Poll();
 
   // The loop's cost of the last Start(): fork() and what surrounds it.
   double last_fork_ms() const { return last_fork_ms_; }

@@ -65,7 +65,7 @@ class SnapshotForkTest : public state::ClusterStateTest {
   }
 
   // Polls (as the loop does, a turn every 2 ms) until the child ended, 30 s at most.
-  Result<std::shared_ptr<SnapshotFile>> WaitForChild(SnapshotFork& fork) {
+  Result<std::shared_ptr<ForkedImage>> WaitForChild(SnapshotFork& fork) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < deadline) {
       if (auto done = fork.Poll()) return std::move(*done);
@@ -293,14 +293,14 @@ TEST_F(SnapshotTakerTest, AnExportGetsAnImageThatCoversItsIndex) {
   ASSERT_EQ(taker_->fork().pending_index(), 3u);
   Commit(2);
   std::vector<uint64_t> served;
-  taker_->RequestImage(state_.applied_index(), [&](Result<std::shared_ptr<SnapshotFile>> file) {
+  taker_->RequestImage(state_.applied_index(), [&](Result<std::shared_ptr<ForkedImage>> file) {
     ASSERT_TRUE(file.ok()) << file.status().ToString();
     served.push_back((*file)->index());
     state::ClusterState restored;
     ASSERT_TRUE(restored.Restore((*file)->ReadAll().value()).ok());
     EXPECT_EQ(restored.applied_index(), (*file)->index());
   });
-  taker_->RequestImage(2, [&](Result<std::shared_ptr<SnapshotFile>> file) {
+  taker_->RequestImage(2, [&](Result<std::shared_ptr<ForkedImage>> file) {
     ASSERT_TRUE(file.ok()) << file.status().ToString();
     served.push_back((*file)->index());
   });
@@ -314,7 +314,7 @@ TEST_F(SnapshotTakerTest, AnExportGetsAnImageThatCoversItsIndex) {
 TEST_F(SnapshotTakerTest, AFailedChildFailsTheExportsWaitingForIt) {
   Commit(1);
   Status got = Status::Ok();
-  taker_->RequestImage(1, [&](Result<std::shared_ptr<SnapshotFile>> file) { got = file.status(); });
+  taker_->RequestImage(1, [&](Result<std::shared_ptr<ForkedImage>> file) { got = file.status(); });
   taker_->Tick(state_, 0);  // not due (1 entry of 3): started for the export alone
   ASSERT_TRUE(taker_->fork().running());
   ASSERT_EQ(kill(taker_->fork().child_pid(), SIGKILL), 0);
@@ -338,7 +338,7 @@ TEST_F(SnapshotTakerTest, WithoutAForkTheSnapshotIsEncodedOnTheLoop) {
 TEST_F(SnapshotTakerTest, WaitingExportsFailWhenLeadershipMoves) {
   Commit(1);
   Status got = Status::Ok();
-  taker_->RequestImage(1, [&](Result<std::shared_ptr<SnapshotFile>> file) { got = file.status(); });
+  taker_->RequestImage(1, [&](Result<std::shared_ptr<ForkedImage>> file) { got = file.status(); });
   taker_->DropRequests(Status::Unavailable("leader changed"));
   EXPECT_EQ(got.code(), StatusCode::kUnavailable);
   EXPECT_EQ(taker_->waiting(), 0u);

@@ -38,7 +38,7 @@ void SnapshotTaker::DropRequests(const Status& why) {
   for (Waiter& waiter : dropped) waiter.done(why);
 }
 
-void SnapshotTaker::Collect(Result<std::shared_ptr<SnapshotFile>> image, int64_t now_ms) {
+void SnapshotTaker::Collect(Result<std::shared_ptr<ForkedImage>> image, int64_t now_ms) {
   if (!image.ok()) {
     spdlog::warn("snapshot failed; retried in {} ms error=\"{}\"", kRetryMs, image.status().ToString());
     retry_at_ms_ = now_ms + kRetryMs;
@@ -48,7 +48,7 @@ void SnapshotTaker::Collect(Result<std::shared_ptr<SnapshotFile>> image, int64_t
                                      "); try again"));
     return;
   }
-  const std::shared_ptr<SnapshotFile>& file = *image;
+  const std::shared_ptr<ForkedImage>& file = *image;
   // The waiters it covers; the others want a newer one (Tick starts it).
   std::vector<Waiter> served;
   std::erase_if(waiting_, [&](Waiter& waiter) {
@@ -76,7 +76,7 @@ void SnapshotTaker::Collect(Result<std::shared_ptr<SnapshotFile>> image, int64_t
   Save(file->index(), *bytes, since > bytes_at_start_ ? since - bytes_at_start_ : 0);
 }
 
-void SnapshotTaker::SaveFile(const SnapshotFile& file, uint64_t bytes_left) {
+void SnapshotTaker::SaveFile(const ForkedImage& file, uint64_t bytes_left) {
   const uint64_t log_bytes = schedule_.bytes_since() - bytes_left;
   Status status = files_->SaveSnapshotFile(file.index(), file.path(), file.bytes(), file.sha256());
   if (!status.ok()) {

@@ -41,7 +41,7 @@ namespace gpool::control {
 class SnapshotTaker {
  public:
   static constexpr int64_t kRetryMs = 1'000;
-  using ImageReady = std::function<void(Result<std::shared_ptr<SnapshotFile>>)>;
+  using ImageReady = std::function<void(Result<std::shared_ptr<ForkedImage>>)>;
 
   // metrics may be null. A null `fork` encodes on the loop, as before
   // issue 49 (--snapshot-on-loop); RequestImage is then not to be used.
@@ -70,9 +70,9 @@ class SnapshotTaker {
     uint64_t min_index;
     ImageReady done;
   };
-  void Collect(Result<std::shared_ptr<SnapshotFile>> image, int64_t now_ms);
+  void Collect(Result<std::shared_ptr<ForkedImage>> image, int64_t now_ms);
   void Save(uint64_t index, std::string_view image, uint64_t bytes_left);
-  void SaveFile(const SnapshotFile& file, uint64_t bytes_left);
+  void SaveFile(const ForkedImage& file, uint64_t bytes_left);
 
   SnapshotSchedule& schedule_;
   log::CommitLog& log_;

@@ -77,7 +77,7 @@ struct GatewayOptions {
   // Issue 49: asks for an image of the state at an index >= min_index,
   // encoded off the loop (SnapshotTaker::RequestImage); `done` runs later, on
   // the loop. Null: ExportSnapshot encodes on the loop at once (unit tests).
-  std::function<void(uint64_t min_index, std::function<void(Result<std::shared_ptr<SnapshotFile>>)> done)>
+  std::function<void(uint64_t min_index, std::function<void(Result<std::shared_ptr<ForkedImage>>)> done)>
       request_snapshot_image;
 };
 

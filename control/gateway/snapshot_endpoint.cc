@@ -38,7 +38,7 @@ void SnapshotEndpoint::Handle(const Request& request, const Envelope& envelope, 
     // later loop turn once the image is on disk.
     ctx_.options().request_snapshot_image(
         ctx_.state().applied_index(),
-        [this, request, max_bytes, term, taken_ms](Result<std::shared_ptr<SnapshotFile>> file) {
+        [this, request, max_bytes, term, taken_ms](Result<std::shared_ptr<ForkedImage>> file) {
           if (!file.ok()) return ctx_.Fail(request, file.status());
           if (!ctx_.proposer().leading() || ctx_.proposer().epoch() != term) {
             return ctx_.Fail(request, Status::Unavailable("the coordinator leader changed while the snapshot was "
