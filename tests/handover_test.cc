@@ -54,13 +54,19 @@ LeaderSeen SeeLeader(Client& client) {
   return {std::atoi(status->replica_id.c_str()) - 1, status->term};
 }
 
-TEST(LeaderHandoverTest, ASigtermedLeaderHandsOverWithoutWaitingOutAnElectionTimeout) {
+// Three replicas, no workers, a long election timeout (so a handover that
+// waited one out would show).
+LocalClusterOptions HandoverClusterOptions() {
   LocalClusterOptions options;
   options.coordinators = kHandoverReplicas;
   options.workers = 0;
   options.coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000", "--election-timeout-ms",
                                std::to_string(kHandoverElectionTimeoutMs)};
-  LocalCluster cluster(options);
+  return options;
+}
+
+TEST(LeaderHandoverTest, ASigtermedLeaderHandsOverWithoutWaitingOutAnElectionTimeout) {
+  LocalCluster cluster(HandoverClusterOptions());
   cluster.StartCoordinator();
   auto client = HandoverClient(cluster, 1000);
 
@@ -113,12 +119,7 @@ TEST(LeaderHandoverTest, ASigtermedLeaderHandsOverWithoutWaitingOutAnElectionTim
 // A follower stopped with SIGTERM has nothing to hand over: it exits at once
 // and the leader keeps its term.
 TEST(LeaderHandoverTest, ASigtermedFollowerExitsWithoutAnElection) {
-  LocalClusterOptions options;
-  options.coordinators = kHandoverReplicas;
-  options.workers = 0;
-  options.coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000", "--election-timeout-ms",
-                               std::to_string(kHandoverElectionTimeoutMs)};
-  LocalCluster cluster(options);
+  LocalCluster cluster(HandoverClusterOptions());
   cluster.StartCoordinator();
   auto client = HandoverClient(cluster, 1000);
   LeaderSeen leader;

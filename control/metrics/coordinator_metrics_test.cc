@@ -4,6 +4,8 @@
 // queue, sessions, what each queue holds) follow jobs through their lives.
 #include "control/metrics/coordinator_metrics.h"
 
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "control/state/cluster_state_fixture.h"
@@ -49,7 +51,10 @@ class CoordinatorMetricsTest : public state::ClusterStateTest {
     return r.job_id;
   }
   std::string Render() { return RenderOf(state_); }
-  static std::string RenderOf(const state::ClusterState& state) {
+  // The page for `state`, with what `adjust` adds to the input (figures the
+  // coordinator hands in beside the state).
+  static std::string RenderOf(const state::ClusterState& state,
+                              const std::function<void(CoordinatorMetricsInput&)>& adjust = {}) {
     ControlMetrics recorded(state);
     WorkerTable workers;
     CoordinatorMetricsInput input;
@@ -59,6 +64,7 @@ class CoordinatorMetricsTest : public state::ClusterStateTest {
     input.replica_id = "1";
     input.version = "test";
     input.leading = true;
+    if (adjust) adjust(input);
     return RenderCoordinatorMetrics(input);
   }
 };
@@ -118,17 +124,11 @@ TEST_F(CoordinatorMetricsTest, JobQueueAndSessionFamiliesFollowTheJobs) {
 // receiver that refuses the sink (a certificate that does not verify) is
 // seen on the page, not only in the log.
 TEST_F(CoordinatorMetricsTest, WebhookSinksReportTheirRequestsAndEventsPerSink) {
-  ControlMetrics recorded(state_);
-  WorkerTable workers;
-  CoordinatorMetricsInput input;
-  input.state = &state_;
-  input.recorded = &recorded;
-  input.workers = &workers;
-  input.leading = true;
-  input.webhooks["pager"] =
-      WebhookSinkFigures{.attempts = 6, .failures = 1, .delivered = 5, .given_up = 0, .skipped = 2, .queued = 0};
-  input.webhooks["wrong-ca"] = WebhookSinkFigures{.attempts = 6, .failures = 6, .given_up = 3, .queued = 4};
-  const std::string page = RenderCoordinatorMetrics(input);
+  const std::string page = RenderOf(state_, [](CoordinatorMetricsInput& input) {
+    input.webhooks["pager"] =
+        WebhookSinkFigures{.attempts = 6, .failures = 1, .delivered = 5, .given_up = 0, .skipped = 2, .queued = 0};
+    input.webhooks["wrong-ca"] = WebhookSinkFigures{.attempts = 6, .failures = 6, .given_up = 3, .queued = 4};
+  });
   EXPECT_EQ(Sample(page, "gpool_webhook_requests_total{sink=\"pager\",result=\"ok\"}"), 5) << page;
   EXPECT_EQ(Sample(page, "gpool_webhook_requests_total{sink=\"pager\",result=\"failed\"}"), 1);
   EXPECT_EQ(Sample(page, "gpool_webhook_events_total{sink=\"pager\",outcome=\"delivered\"}"), 5);
@@ -145,14 +145,9 @@ TEST_F(CoordinatorMetricsTest, WebhookSinksReportTheirRequestsAndEventsPerSink) 
 
 // Issue 48: the per-key limits' counts, as the coordinator hands them in.
 TEST_F(CoordinatorMetricsTest, KeyLimitCountsAreGauges) {
-  ControlMetrics recorded(state_);
-  WorkerTable workers;
-  CoordinatorMetricsInput input;
-  input.state = &state_;
-  input.recorded = &recorded;
-  input.workers = &workers;
-  input.key_limits = {.connections = 3, .inflight_requests = 17, .exec_streams = 2};
-  const std::string page = RenderCoordinatorMetrics(input);
+  const std::string page = RenderOf(state_, [](CoordinatorMetricsInput& input) {
+    input.key_limits = {.connections = 3, .inflight_requests = 17, .exec_streams = 2};
+  });
   EXPECT_EQ(Sample(page, "gpool_client_connections_counted"), 3);
   EXPECT_EQ(Sample(page, "gpool_client_requests_in_flight"), 17);
   EXPECT_EQ(Sample(page, "gpool_exec_streams_open"), 2);
