@@ -274,10 +274,10 @@ int main(int argc, char** argv) {
 
   auto report = [&](const char* metric, const std::vector<double>& v) {
     std::printf("{\"metric\": \"%s\", \"value\": %.0f, \"unit\": \"ms\", \"params\": {\"p99_ms\": %.0f, \"max_ms\": "
-                "%.0f, \"trials\": %zu, \"replicas\": %d, \"election_timeout_ms\": 150, \"raft_heartbeat_ms\": 20, "
+                "%.0f, \"trials\": %zu, \"replicas\": %d, \"election_timeout_ms\": %d, \"raft_heartbeat_ms\": 20, "
                 "\"client_timeout_ms\": 200, \"signal\": \"%s\"}}\n",
                 metric, Percentile(v, 0.5), Percentile(v, 0.99), v.empty() ? 0 : *std::max_element(v.begin(), v.end()),
-                v.size(), kReplicas, how.c_str());
+                v.size(), kReplicas, replication::ReplicaSetOptions{}.election_ticks, how.c_str());
   };
   report("failover_to_first_commit_ms_p50", to_commit);
   report("failover_to_first_placement_ms_p50", to_placement);

@@ -28,16 +28,12 @@ struct ReplicaSetOptions {
   std::map<uint64_t, std::string> peer_workers;  // id -> worker endpoint, for workers' redirects
   std::string listen_endpoint;                   // where to listen for peers; empty: peers[id]
   bool join = false;                             // wait to be added by a running cluster (replica add)
-  // Election timeout: [1, 2) x election_ticks ticks, 150-300 ms. Millisecond
+  // Election timeout: [1, 2) x election_ticks ticks, 300-600 ms. Millisecond
   // ticks (with the loop sleeping exactly until the next one that matters)
-  // give the randomized timeout 150 distinct values, so two followers rarely
-  // time out together and split the vote. 150 ms (issue 49; was 300) is still
-  // 7.5 heartbeats: a leader must miss seven in a row to be replaced, and a
-  // replica stalled longer replays at most 25 ms of ticks on waking
-  // (RaftLogOptions::max_catchup_ms), so it reads its peers before it can
-  // call an election.
+  // give the randomized timeout 300 distinct values, so two followers rarely
+  // time out together and split the vote.
   int64_t tick_ms = 1;
-  int election_ticks = 150;   // --election-timeout-ms
+  int election_ticks = 300;   // --election-timeout-ms
   int heartbeat_ticks = 20;   // --raft-heartbeat-ms
   // Where snapshot image files are kept (the data dir; issue 49); empty:
   // inline in the log store.
