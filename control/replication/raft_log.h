@@ -88,11 +88,11 @@ struct RaftLogOptions {
   std::vector<ReplicaAddress> directory;
   // One Raft tick of wall time. A follower that hears no leader for
   // [election_ticks, 2 * election_ticks) ticks starts an election, so the
-  // defaults detect a dead leader in 300-600 ms; the leader heartbeats every
+  // defaults detect a dead leader in 200-400 ms; the leader heartbeats every
   // heartbeat_ticks ticks (20 ms). Millisecond ticks give the randomized
-  // timeout 300 distinct values (see MsUntilDue).
+  // timeout 200 distinct values (see MsUntilDue).
   int64_t tick_ms = 1;
-  int election_ticks = 300;
+  int election_ticks = 200;
   int heartbeat_ticks = 20;
   // After a stall (a long fsync, a paused process) at most this much time
   // is replayed at once: time runs slow for a stalled replica rather than
