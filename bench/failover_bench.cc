@@ -43,6 +43,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_client.h"
 #include "bench/bench_process.h"
 #include "client/client.h"
 #include "protocol/messages_admin.h"
@@ -94,20 +95,6 @@ struct Cluster {
   }
 };
 
-std::unique_ptr<gpool::Client> Connect(const std::string& endpoints, int timeout_ms) {
-  gpool::ClientOptions options;
-  options.endpoints = endpoints;
-  options.timeout_ms = timeout_ms;
-  options.connect_timeout_ms = 100;
-  options.retries = 60;
-  auto client = gpool::Client::Connect(options);
-  if (!client.ok()) {
-    std::fprintf(stderr, "%s\n", client.status().ToString().c_str());
-    std::exit(1);
-  }
-  return std::move(client).value();
-}
-
 gpool::JobSpec SmallJob(const std::string& name) {
   gpool::JobSpec spec;
   spec.name = name;
@@ -130,7 +117,7 @@ struct Load {
 };
 
 void Submit(const std::string& endpoints, int thread, Load& load) {
-  auto client = Connect(endpoints, 200);
+  auto client = ConnectOrExit(endpoints, 200);
   for (int i = 0; !load.stop; ++i) {
     const std::string name = "t" + std::to_string(thread) + "-" + std::to_string(i);
     auto reply = client->Submit(SmallJob(name), "key-" + name);
@@ -161,11 +148,11 @@ int main(int argc, char** argv) {
   for (int i = 0; i < kReplicas; ++i) cluster.StartReplica(i);
   cluster.StartWorker();
   const std::string endpoints = cluster.Join(cluster.client);
-  auto observer = Connect(endpoints, 1000);
+  auto observer = ConnectOrExit(endpoints, 1000);
   // Polls for the placement with a short reply timeout, like the load's
   // clients: a poll in flight to the replica just killed would otherwise add
   // the observer's own 1 s timeout to the figure.
-  auto prober = Connect(endpoints, 100);
+  auto prober = ConnectOrExit(endpoints, 100);
 
   auto leader = [&]() -> int {
     auto status = observer->ClusterStatus();

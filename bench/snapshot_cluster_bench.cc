@@ -40,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_client.h"
 #include "bench/bench_process.h"
 #include "client/client.h"
 #include "protocol/messages_admin.h"
@@ -65,20 +66,6 @@ void SnapPrint(const std::string& metric, double value, const char* unit, const 
   std::printf("{\"metric\": \"%s\", \"value\": %.3f, \"unit\": \"%s\", \"params\": {%s, \"mode\": \"%s\"}}\n",
               metric.c_str(), value, unit, g_snap_params.c_str(), mode.c_str());
   std::fflush(stdout);
-}
-
-std::unique_ptr<gpool::Client> SnapConnect(const std::string& endpoints, int timeout_ms) {
-  gpool::ClientOptions options;
-  options.endpoints = endpoints;
-  options.timeout_ms = timeout_ms;
-  options.connect_timeout_ms = 100;
-  options.retries = 60;
-  auto client = gpool::Client::Connect(options);
-  if (!client.ok()) {
-    std::fprintf(stderr, "%s\n", client.status().ToString().c_str());
-    std::exit(1);
-  }
-  return std::move(client).value();
 }
 
 gpool::JobSpec SnapJob(const std::string& name, uint32_t env_vars) {
@@ -149,7 +136,7 @@ class SnapCluster {
 void RunSnapMode(const std::string& mode, const SnapClusterOptions& options, const std::string& dir) {
   SnapCluster cluster(dir, mode == "on_loop", options.snapshot_every);
   const std::string endpoints = cluster.endpoints();
-  auto observer = SnapConnect(endpoints, 5'000);
+  auto observer = ConnectOrExit(endpoints, 5'000);
   auto term = [&]() -> uint64_t {
     for (int i = 0; i < 200; ++i) {
       auto status = observer->ClusterStatus();
@@ -167,7 +154,7 @@ void RunSnapMode(const std::string& mode, const SnapClusterOptions& options, con
   std::vector<std::thread> fillers;
   for (int t = 0; t < 8; ++t) {
     fillers.emplace_back([&, t] {
-      auto client = SnapConnect(endpoints, 5'000);
+      auto client = ConnectOrExit(endpoints, 5'000);
       for (uint64_t i; (i = next++) < options.jobs;) {
         const std::string name = "fill-" + std::to_string(i);
         (void)client->Submit(SnapJob(name, options.env_vars), "key-" + name);
@@ -185,7 +172,7 @@ void RunSnapMode(const std::string& mode, const SnapClusterOptions& options, con
   std::vector<std::thread> submitters;
   for (int t = 0; t < 4; ++t) {
     submitters.emplace_back([&, t] {
-      auto client = SnapConnect(endpoints, 10'000);
+      auto client = ConnectOrExit(endpoints, 10'000);
       for (int i = 0; !stop; ++i) {
         const std::string name = "load-" + std::to_string(t) + "-" + std::to_string(i);
         const auto sent = SteadyClock::now();
@@ -204,7 +191,7 @@ void RunSnapMode(const std::string& mode, const SnapClusterOptions& options, con
   uint64_t snapshot_bytes = 0;
   int exports = 0;
   int export_errors = 0;
-  auto exporter = SnapConnect(endpoints, 60'000);
+  auto exporter = ConnectOrExit(endpoints, 60'000);
   while (SteadyClock::now() < busy_end) {
     const auto started = SteadyClock::now();
     gpool::ExportSnapshot request;
