@@ -56,10 +56,7 @@ Status Coordinator::StartHttp() {
   http_options.server.tls = {options_.http_cert, options_.http_key, options_.http_client_ca};
   // main.cc refuses these flags with their reasons; a coordinator started
   // in-process (tests, the simulator) meets the same rule here.
-  if (Status tls = http::CheckHttpTlsFlags(options_.http_address, http_options.server.tls, options_.http_insecure);
-      !tls.ok()) {
-    return tls;
-  }
+  if (Status tls = CheckHttpFlags(options_); !tls.ok()) return tls;
   auto started = CoordinatorHttp::Start(http_options, *inbox_, std::move(hooks));
   if (!started.ok()) {
     if (started.status().message().rfind("--http-", 0) == 0) return started.status();

@@ -8,6 +8,7 @@
 #include "control/endpoints_file.h"
 #include "control/principal.h"
 #include "protocol/base/endpoint.h"
+#include "protocol/http/http_server.h"
 
 namespace gpool::control {
 
@@ -131,6 +132,12 @@ std::pair<std::string, std::string> CoordinatorContacts(const std::string& clien
     if (keys) key_list += "," + *key;
   }
   return {std::move(endpoints), std::move(key_list)};
+}
+
+Status CheckHttpFlags(const CoordinatorOptions& options) {
+  return http::CheckHttpTlsFlags(options.http_address,
+                                 {options.http_cert, options.http_key, options.http_client_ca},
+                                 options.http_insecure);
 }
 
 }  // namespace gpool::control

@@ -91,11 +91,11 @@ struct CoordinatorOptions {
 
   // The HTTP port (docs/operations.md "Metrics and the dashboard"):
   // host:port, port 0 for an ephemeral one (written to the endpoints file);
-  // empty: no HTTP at all.
+  // empty: no HTTP at all (the default: issue 48).
   std::string http_address;
   // TLS for it (--http-cert, --http-key, --http-client-ca), or plain HTTP
-  // with --http-insecure; without either only a loopback address may serve
-  // (http::CheckHttpTlsFlags).
+  // with --http-insecure; without either no address may serve
+  // (CheckHttpFlags below).
   std::string http_cert;
   std::string http_key;
   std::string http_client_ca;
@@ -134,5 +134,12 @@ replication::ReplicaSetOptions ReplicaSetOptionsOf(const CoordinatorOptions& opt
 std::pair<std::string, std::string> CoordinatorContacts(const std::string& client_endpoint,
                                                         const log::ReplicationReport& report,
                                                         const KeyDirectory* keys, const std::string& public_key);
+
+
+// The HTTP port's flags (issue 48, http::CheckHttpTlsFlags): with an
+// http_address, TLS (cert and key) or http_insecure, never neither nor
+// both; without one, none of them. main.cc refuses to start with its
+// message; Coordinator::StartHttp checks again for in-process coordinators.
+Status CheckHttpFlags(const CoordinatorOptions& options);
 
 }  // namespace gpool::control

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/coordinator.h"
+#include "control/coordinator_options.h"
 #include "control/health/policy_config.h"
 #include "control/node_registry.h"
 #include "control/replication/peer_list.h"
@@ -20,7 +21,6 @@
 #include "protocol/base/endpoint.h"
 #include "protocol/base/fd_limit.h"
 #include "protocol/base/token_file.h"
-#include "protocol/http/http_server.h"
 #include "protocol/messages_worker.h"
 #include "protocol/security/keys.h"
 
@@ -257,16 +257,18 @@ int main(int argc, char** argv) {
     ("alert-check-ms", "How often the leader evaluates the alert rules",
      cxxopts::value<int64_t>()->default_value("5000"))
     ("http-address", "HOST:PORT of the HTTP port: Prometheus /metrics, the JSON API (/api/v1/...) and the "
-     "dashboard (/). Port 0 takes an ephemeral port (written to the endpoints file as 'http'); 'none' turns "
-     "HTTP off. Production: a fixed port, e.g. 0.0.0.0:7480",
-     cxxopts::value<std::string>()->default_value("127.0.0.1:0"))
-    ("http-cert", "PEM certificate (chain) of the HTTP port: it serves HTTPS. Required, with --http-key, on an "
-     "address other hosts can reach unless --http-insecure", cxxopts::value<std::string>()->default_value(""), "FILE")
+     "dashboard (/). Port 0 takes an ephemeral port (written to the endpoints file as 'http'); 'none' (the "
+     "default) turns HTTP off: a port that is on serves TLS or says --http-insecure (issue 48), and a default "
+     "can do neither. Production: a fixed port, e.g. 0.0.0.0:7480",
+     cxxopts::value<std::string>()->default_value("none"))
+    ("http-cert", "PEM certificate (chain) of the HTTP port: it serves HTTPS. Required, with --http-key, on "
+     "every --http-address unless --http-insecure", cxxopts::value<std::string>()->default_value(""), "FILE")
     ("http-key", "PEM private key of --http-cert", cxxopts::value<std::string>()->default_value(""), "FILE")
     ("http-client-ca", "PEM CA certificates: HTTPS clients must present a certificate one of them signed",
      cxxopts::value<std::string>()->default_value(""), "FILE")
-    ("http-insecure", "Serve plain HTTP on a non-loopback --http-address: API tokens travel in the clear "
-     "(only behind a TLS-terminating proxy on the same host or network you trust)")
+    ("http-insecure", "Serve plain HTTP on --http-address, loopback included: API tokens and session cookies "
+     "travel in the clear (only behind a TLS-terminating proxy on the same host or network you trust; warned at "
+     "start)")
     ("metrics-per-gpu", "Per-GPU series on /metrics (one per GPU and figure); false keeps only per-model totals",
      cxxopts::value<bool>()->default_value("true"))
     ("log-level", "trace, debug, info, warn or error", cxxopts::value<std::string>()->default_value("info"))
@@ -338,9 +340,7 @@ int main(int argc, char** argv) {
     options.http_key = args["http-key"].as<std::string>();
     options.http_client_ca = args["http-client-ca"].as<std::string>();
     options.http_insecure = args.count("http-insecure") > 0;
-    if (gpool::Status tls = gpool::http::CheckHttpTlsFlags(
-            options.http_address, {options.http_cert, options.http_key, options.http_client_ca}, options.http_insecure);
-        !tls.ok()) {
+    if (gpool::Status tls = gpool::control::CheckHttpFlags(options); !tls.ok()) {
       throw cxxopts::exceptions::exception(tls.message());
     }
     options.metrics_per_gpu = args["metrics-per-gpu"].as<bool>();

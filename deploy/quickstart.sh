@@ -94,6 +94,7 @@ for ((r = 0; r < replicas; r++)); do
     --key-file "$work/keys/replica-$id.key" --peer-keys "$peer_keys" --admin-key "$work/keys/user.pub" \
     --data-dir "$work/coordinator-$id" \
     --client-addr "tcp://127.0.0.1:$p" --worker-addr "tcp://127.0.0.1:$((p + 1))" \
+    --http-address 127.0.0.1:0 --http-insecure \
     --heartbeat-ms 500 --preempt-grace-ms 3000 --node-timeout-ms 2000 --node-lease-ms 3000 --node-lost-ms 9000 \
     >"$work/coordinator-$id.log" 2>&1 &
   coordinator_pids+=("$!")
@@ -264,8 +265,10 @@ run session list
 echo; echo "== metrics, dashboard and alerts: the coordinator's HTTP port (docs/operations.md 3.7, 3.8)"
 # Every replica serves /metrics, the JSON API and the dashboard; the bearer
 # credential is an API token (never a secret key, which is refused over
-# HTTP). The port is on 127.0.0.1 here, so plain HTTP; anywhere else it
-# needs --http-cert/--http-key (docs/operations.md 15).
+# HTTP). HTTP is off unless --http-address is given, and plain HTTP needs
+# --http-insecure on every address (issue 48): the replicas above take it
+# for an ephemeral port on 127.0.0.1 (each log warns once); a real cluster
+# gives --http-cert/--http-key instead (docs/operations.md 15.7).
 http=$(awk '/^http /{print $2}' "$work/coordinator-1/endpoints")
 echo; echo "\$ gpool token create --scope metrics --ttl 1d > $work/keys/metrics.token"
 "$gpool_bin" token create --scope metrics --ttl 1d > "$work/keys/metrics.token"
@@ -330,7 +333,7 @@ p=$((base + 10 * replicas))
   --key-file "$work/keys/replica-4.key" --peer-keys "$peer_keys,4=$work/keys/replica-4.pub" \
   --admin-key "$work/keys/user.pub" \
   --data-dir "$work/coordinator-4" --client-addr "tcp://127.0.0.1:$p" --worker-addr "tcp://127.0.0.1:$((p + 1))" \
-  --heartbeat-ms 500 --preempt-grace-ms 3000 >"$work/coordinator-4.log" 2>&1 &
+  --http-address 127.0.0.1:0 --http-insecure --heartbeat-ms 500 --preempt-grace-ms 3000 >"$work/coordinator-4.log" 2>&1 &
 pids+=("$!")
 # The leader adds only a replica whose peer port answers: wait until it listens.
 for _ in $(seq 1 100); do

@@ -165,7 +165,14 @@ void LocalCluster::StartReplica(int index, bool join, bool expect_up) {
   } else {
     argv.push_back("--insecure");
   }
-  if (options_.http_tls) argv.insert(argv.end(), {"--http-cert", HttpCertFile(), "--http-key", HttpKeyFile()});
+  // HTTP is off by default and plain HTTP needs --http-insecure even on
+  // loopback (issue 48): the tests ask for both, or for TLS.
+  argv.insert(argv.end(), {"--http-address", "127.0.0.1:0"});
+  if (options_.http_tls) {
+    argv.insert(argv.end(), {"--http-cert", HttpCertFile(), "--http-key", HttpKeyFile()});
+  } else {
+    argv.push_back("--http-insecure");
+  }
   argv.insert(argv.end(), options_.coordinator_flags.begin(), options_.coordinator_flags.end());
   const std::string name = replicated ? "coordinator-r" + std::to_string(index + 1) : "coordinator";
   coordinators_.at(index) = std::make_unique<Process>(
@@ -224,8 +231,11 @@ void LocalCluster::StartWorker(int index) {
                            (options_.worker_hostname.empty() ? "" : "hostname: " + options_.worker_hostname + "\n"));
   // Task records under the data dir, where the tests look for them, whether
   // or not this host's /run is a tmpfs (the worker's default then: run_dir.h).
-  std::vector<std::string> argv = {GPOOL_WORKER_BIN, "--coordinator", worker_endpoint(), "--data-dir",
-                                   WorkerDataDir(index), "--run-dir", WorkerDataDir(index) + "/tasks"};
+  // Its /metrics on an ephemeral loopback port (DATA_DIR/http), plain HTTP
+  // by --http-insecure: HTTP is off by default (issue 48).
+  std::vector<std::string> argv = {GPOOL_WORKER_BIN,      "--coordinator", worker_endpoint(), "--data-dir",
+                                   WorkerDataDir(index),  "--run-dir",     WorkerDataDir(index) + "/tasks",
+                                   "--http-address",      "127.0.0.1:0",   "--http-insecure"};
   if (options_.workers_probe_host) {
     argv.insert(argv.end(), {"--node-name", name});
   } else {

@@ -74,7 +74,8 @@ struct LocalClusterOptions {
   // a join token in worker_env).
   std::set<int> unenrolled_workers;
   // The coordinators' HTTP port serves TLS with a self-signed certificate
-  // (HttpCertFile(); issue 48); false: plain HTTP on 127.0.0.1.
+  // (HttpCertFile(); issue 48); false: plain HTTP on 127.0.0.1 with
+  // --http-insecure (workers always serve that way).
   bool http_tls = false;
   std::vector<std::string> coordinator_flags = {"--heartbeat-ms", "200", "--node-timeout-ms", "3000",
                                                 "--preempt-grace-ms", "2000"};

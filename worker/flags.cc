@@ -90,14 +90,16 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
      "gpool-worker or in rgpu/ beside it); 'none': this node opens no sessions", cxxopts::value<std::string>(),
      "PATH|none")
     ("http-address", "HOST:PORT for /metrics and /healthz (Prometheus); port 0: ephemeral, written to "
-     "DATA_DIR/http; 'none': off. Production: a fixed port, e.g. 0.0.0.0:7481",
-     cxxopts::value<std::string>()->default_value(defaults.http_address), "HOST:PORT")
-    ("http-cert", "PEM certificate (chain) of the HTTP port: it serves HTTPS. Required, with --http-key, on an "
-     "address other hosts can reach unless --http-insecure", cxxopts::value<std::string>()->default_value(""), "FILE")
+     "DATA_DIR/http; 'none': off (the default). Needs --http-cert and --http-key, or --http-insecure. "
+     "Production: a fixed port, e.g. 0.0.0.0:7481", cxxopts::value<std::string>()->default_value("none"),
+     "HOST:PORT")
+    ("http-cert", "PEM certificate (chain) of the HTTP port: it serves HTTPS. Required, with --http-key, on "
+     "every --http-address unless --http-insecure", cxxopts::value<std::string>()->default_value(""), "FILE")
     ("http-key", "PEM private key of --http-cert", cxxopts::value<std::string>()->default_value(""), "FILE")
     ("http-client-ca", "PEM CA certificates: HTTPS clients must present a certificate one of them signed",
      cxxopts::value<std::string>()->default_value(""), "FILE")
-    ("http-insecure", "Serve plain HTTP on a non-loopback --http-address (the scrape token travels in the clear)")
+    ("http-insecure", "Serve plain HTTP on --http-address, loopback included (the scrape token travels in the "
+     "clear; warned at start)")
     ("metrics-token-file", "File holding the bearer token a scrape of /metrics must send (the scrape "
      "credential); without it /metrics is open to whoever reaches the address",
      cxxopts::value<std::string>()->default_value(""), "FILE")

@@ -82,11 +82,13 @@ struct WorkerFlags {
   std::string rgpu_server;
   std::string rgpu_address = "127.0.0.1";
   // /metrics and /healthz (metrics/worker_http.h): HOST:PORT, port 0 for an
-  // ephemeral one (written to DATA_DIR/http); empty: off. A bearer token
-  // from metrics_token_file, when given, is required on /metrics.
-  std::string http_address = "127.0.0.1:0";
+  // ephemeral one (written to DATA_DIR/http); empty: off, the default, since
+  // a port that is on must serve TLS or say --http-insecure (issue 48) and
+  // a default can do neither. A bearer token from metrics_token_file, when
+  // given, is required on /metrics.
+  std::string http_address;
   // TLS for it, as the coordinator's (http::CheckHttpTlsFlags): plain HTTP
-  // only on loopback or with --http-insecure.
+  // only with --http-insecure, on every address.
   std::string http_cert;
   std::string http_key;
   std::string http_client_ca;

@@ -57,25 +57,37 @@ TEST(FlagsTest, CudaInterposer) {
   }
 }
 
-// Issue 48: the HTTP port's TLS flags, and plain HTTP only on loopback or
-// with --http-insecure.
+// Issue 48: the HTTP port's TLS flags, and plain HTTP only with
+// --http-insecure, on every address (loopback included); off by default.
 TEST(FlagsTest, HttpTls) {
-  auto loopback = Parse({});
-  ASSERT_TRUE(loopback.ok()) << loopback.status().ToString();
-  EXPECT_FALSE(loopback->flags.http_insecure);
-  auto open = Parse({"--http-address", "0.0.0.0:7481"});
-  ASSERT_FALSE(open.ok());
-  EXPECT_NE(open.status().message().find("--http-insecure"), std::string::npos) << open.status().message();
-  auto insecure = Parse({"--http-address", "0.0.0.0:7481", "--http-insecure"});
-  ASSERT_TRUE(insecure.ok()) << insecure.status().ToString();
-  EXPECT_TRUE(insecure->flags.http_insecure);
+  auto off = Parse({});
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_TRUE(off->flags.http_address.empty()) << "HTTP is off unless asked for";
+  EXPECT_FALSE(off->flags.http_insecure);
+  for (const char* address : {"127.0.0.1:0", "0.0.0.0:7481"}) {
+    auto plain = Parse({"--http-address", address});
+    ASSERT_FALSE(plain.ok()) << address;
+    EXPECT_EQ(plain.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(plain.status().message().find("--http-insecure"), std::string::npos) << plain.status().message();
+    EXPECT_NE(plain.status().message().find("--http-cert"), std::string::npos) << plain.status().message();
+    auto insecure = Parse({"--http-address", address, "--http-insecure"});
+    ASSERT_TRUE(insecure.ok()) << insecure.status().ToString();
+    EXPECT_EQ(insecure->flags.http_address, address);
+    EXPECT_TRUE(insecure->flags.http_insecure);
+  }
   auto tls = Parse({"--http-address", "0.0.0.0:7481", "--http-cert", "/etc/gpool/http.pem", "--http-key",
                     "/etc/gpool/http.key", "--http-client-ca", "/etc/gpool/ca.pem"});
   ASSERT_TRUE(tls.ok()) << tls.status().ToString();
   EXPECT_EQ(tls->flags.http_cert, "/etc/gpool/http.pem");
   EXPECT_EQ(tls->flags.http_key, "/etc/gpool/http.key");
   EXPECT_EQ(tls->flags.http_client_ca, "/etc/gpool/ca.pem");
-  EXPECT_FALSE(Parse({"--http-cert", "/etc/gpool/http.pem"}).ok());  // no key
+  EXPECT_FALSE(tls->flags.http_insecure);
+  EXPECT_FALSE(Parse({"--http-address", "127.0.0.1:0", "--http-cert", "/etc/gpool/http.pem"}).ok());  // no key
+  // Port flags while HTTP is off would change nothing: refused, naming --http-address.
+  auto stray = Parse({"--http-insecure"});
+  ASSERT_FALSE(stray.ok());
+  EXPECT_NE(stray.status().message().find("--http-address"), std::string::npos) << stray.status().message();
+  EXPECT_TRUE(Parse({"--http-address", "none"}).ok());
 }
 
 // Issue 31: tasks run as nobody unless told otherwise; a bad --task-user is

@@ -136,6 +136,17 @@ $work/keys/coordinator-1.pub,$work/keys/coordinator-2.pub,$work/keys/coordinator
 --log-level=debug" "$(cat "$work/out")"
 status=$(worker GPOOL_NODE_NAME=gpu-a01 --)
 check "the node key is made once and kept" "0 1" "$status $(wc -l < "$work/cli.log")"
+# Issue 48: plain HTTP only with --http-insecure, loopback included; none: no port flags.
+status=$(worker GPOOL_NODE_NAME=gpu-a01 GPOOL_HTTP_ADDRESS=127.0.0.1:7481 --)
+check "a loopback port without TLS is plain HTTP by --http-insecure" "0 127.0.0.1:7481 --http-insecure" \
+  "$status $(grep -x -A1 -- --http-address "$work/out" | tail -1) $(grep -x -- --http-insecure "$work/out")"
+status=$(worker GPOOL_NODE_NAME=gpu-a01 GPOOL_HTTP_ADDRESS=none GPOOL_HTTP_TLS_DIR="$work/http-tls" --)
+check "no HTTP port: no TLS flags, no --http-insecure" "0 none 0" \
+  "$status $(grep -x -A1 -- --http-address "$work/out" | tail -1) $(grep -c -x -E -- '--http-(cert|key|insecure)' "$work/out")"
+status=$(worker GPOOL_NODE_NAME=gpu-a01 GPOOL_HTTP_TLS_DIR="$work/http-tls" --)
+check "a mounted TLS secret serves /metrics over HTTPS" "0 $work/http-tls/tls.crt $work/http-tls/tls.key 0" \
+  "$status $(grep -x -A1 -- --http-cert "$work/out" | tail -1) $(grep -x -A1 -- --http-key "$work/out" | tail -1) \
+$(grep -c -x -- --http-insecure "$work/out")"
 status=$(worker --)
 check "no node name" "2 GPOOL_NODE_NAME is not set" "$status $(grep -o 'GPOOL_NODE_NAME is not set' "$work/err")"
 status=$(worker GPOOL_NODE_NAME=n GPOOL_PUBKEY_DIR="$work/none" --)

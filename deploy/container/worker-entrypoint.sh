@@ -16,9 +16,10 @@
 #   GPOOL_CLUSTER_DOMAIN  (default: cluster.local)
 #   GPOOL_PUBKEY_DIR      coordinator-<id>.pub for every replica (default: /etc/gpool/coordinator)
 #   GPOOL_DATA_DIR        (default: /var/lib/gpool/worker); node.key lives here
-#   GPOOL_HTTP_ADDRESS    (default: 0.0.0.0:7481)
+#   GPOOL_HTTP_ADDRESS    (default: 0.0.0.0:7481; none: no HTTP port)
 #   GPOOL_HTTP_TLS_DIR    tls.crt and tls.key: /metrics over HTTPS; without them
-#                         plain HTTP (--http-insecure, warned) (default: /etc/gpool/http-tls)
+#                         plain HTTP (--http-insecure, warned; on every address,
+#                         loopback too: issue 48) (default: /etc/gpool/http-tls)
 #   GPOOL_INSECURE=1      no keys: plaintext (--insecure), for trying it out only
 #   GPOOL_WORKER_BIN, GPOOL_CLI_BIN  (default: /usr/local/bin/gpool-worker, /usr/local/bin/gpool)
 # Exit 2 with a message for a setting it cannot use.
@@ -49,10 +50,10 @@ done
 
 args=(--node-name "$node" --coordinator "$endpoints" --data-dir "$data_dir" --http-address "$http")
 http_tls=${GPOOL_HTTP_TLS_DIR:-/etc/gpool/http-tls}
-if [[ -r $http_tls/tls.crt && -r $http_tls/tls.key ]]; then
+if [[ $http == none ]]; then
+  :  # off: the port's flags would be refused
+elif [[ -r $http_tls/tls.crt && -r $http_tls/tls.key ]]; then
   args+=(--http-cert "$http_tls/tls.crt" --http-key "$http_tls/tls.key")
-elif [[ $http == 127.* || $http == localhost:* || $http == none ]]; then
-  :  # loopback or off: nothing crosses the network
 else
   echo "gpool-worker-entrypoint: no $http_tls/tls.crt and tls.key: /metrics is served over plain HTTP" \
        "(--http-insecure)" >&2

@@ -96,12 +96,18 @@ Result<std::pair<std::string, int>> ParseHostPort(const std::string& address) {
   return std::make_pair(parsed->host, static_cast<int>(parsed->port));
 }
 
-bool IsLoopbackHost(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
-}
-
 Status CheckHttpTlsFlags(const std::string& address, const HttpTlsOptions& tls, bool insecure) {
-  if (address.empty()) return Status::Ok();  // HTTP off
+  if (address.empty()) {
+    // HTTP off: a TLS flag or --http-insecure would change nothing, and an
+    // operator who gave one believes the port is on; say so instead.
+    if (tls.enabled() || !tls.key_file.empty() || !tls.client_ca_file.empty() || insecure) {
+      return Status::InvalidArgument("--http-cert, --http-key, --http-client-ca and --http-insecure configure the "
+                                     "HTTP port, which is off: give --http-address HOST:PORT too");
+    }
+    return Status::Ok();
+  }
+  auto host_port = ParseHostPort(address);
+  if (!host_port.ok()) return host_port.status();
   if (tls.cert_file.empty() != tls.key_file.empty()) {
     return Status::InvalidArgument("--http-cert and --http-key go together (the certificate and its private key)");
   }
@@ -113,12 +119,12 @@ Status CheckHttpTlsFlags(const std::string& address, const HttpTlsOptions& tls, 
     return Status::InvalidArgument("--http-insecure and --http-cert contradict each other: choose one");
   }
   if (tls.enabled() || insecure) return Status::Ok();
-  auto host_port = ParseHostPort(address);
-  if (!host_port.ok()) return host_port.status();
-  if (IsLoopbackHost(host_port->first)) return Status::Ok();
+  // Loopback too (issue 48): a loopback port is routinely forwarded (ssh -L,
+  // kubectl port-forward, a local proxy), and then its bytes cross networks
+  // the process cannot see; plain HTTP is therefore always an explicit choice.
   return Status::InvalidArgument("--http-address " + address.substr(0, 128) +
-                                 " is reachable from other hosts: serve it over TLS with --http-cert and "
-                                 "--http-key, or pass --http-insecure to send credentials in the clear");
+                                 " would serve plain HTTP: serve it over TLS with --http-cert and --http-key, or "
+                                 "pass --http-insecure to send its credentials in the clear");
 }
 
 struct HttpServer::Impl {

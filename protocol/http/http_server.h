@@ -53,7 +53,7 @@ int HttpStatusOf(StatusCode code);
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 // TLS for the port (cpp-httplib over OpenSSL). Plain HTTP when cert_file is
-// empty; the callers decide whether that is allowed (TlsFlagsCheck below).
+// empty; the callers decide whether that is allowed (CheckHttpTlsFlags below).
 struct HttpTlsOptions {
   std::string cert_file;       // PEM certificate chain
   std::string key_file;        // PEM private key
@@ -62,14 +62,13 @@ struct HttpTlsOptions {
 };
 
 // The --http-cert / --http-key / --http-client-ca / --http-insecure rule
-// shared by the coordinator and the worker: a cert needs its key (and the
-// other way round), a client CA needs a cert, --http-insecure excludes a
-// cert, and plain HTTP is refused on an address other hosts can reach
-// unless --http-insecure says so: a bearer credential sent in the clear is
-// anyone's who sees one request. Loopback addresses (127.0.0.0/8, ::1,
-// localhost) may serve plain HTTP: only this host sees those bytes.
+// shared by the coordinator and the worker (issue 48): with an address, the
+// port serves HTTPS (a cert and its key; a client CA needs them) or, only
+// with --http-insecure, plain HTTP, on every address, loopback included;
+// neither is an InvalidArgument naming both options, and both contradict.
+// Without an address (HTTP off) none of these flags may be given: they
+// would change nothing.
 Status CheckHttpTlsFlags(const std::string& address, const HttpTlsOptions& tls, bool insecure);
-bool IsLoopbackHost(const std::string& host);
 
 struct HttpServerOptions {
   HttpTlsOptions tls;

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include <httplib.h>
 
@@ -189,21 +191,40 @@ TEST_F(HttpsTest, BadCertificateFilesAreTypedErrors) {
   EXPECT_EQ(mismatched.status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(HttpTlsFlagsTest, PlainHttpOnlyOnLoopbackOrWithInsecure) {
+// Issue 48: plain HTTP only with --http-insecure, on every address.
+TEST(HttpTlsFlagsTest, PlainHttpOnlyWithInsecure) {
   const HttpTlsOptions none;
   const HttpTlsOptions cert{"c.pem", "k.pem", ""};
-  EXPECT_TRUE(CheckHttpTlsFlags("127.0.0.1:0", none, false).ok());
-  EXPECT_TRUE(CheckHttpTlsFlags("[::1]:7480", none, false).ok());
-  EXPECT_TRUE(CheckHttpTlsFlags("", none, false).ok());  // HTTP off
-  const Status open = CheckHttpTlsFlags("0.0.0.0:7480", none, false);
-  EXPECT_EQ(open.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(open.message().find("--http-cert"), std::string::npos);
-  EXPECT_NE(open.message().find("--http-insecure"), std::string::npos);
-  EXPECT_TRUE(CheckHttpTlsFlags("0.0.0.0:7480", none, true).ok());
-  EXPECT_TRUE(CheckHttpTlsFlags("0.0.0.0:7480", cert, false).ok());
+  for (const char* address : {"127.0.0.1:0", "[::1]:7480", "localhost:7480", "0.0.0.0:7480", "[::]:7480"}) {
+    const Status plain = CheckHttpTlsFlags(address, none, false);
+    EXPECT_EQ(plain.code(), StatusCode::kInvalidArgument) << address;
+    EXPECT_NE(plain.message().find("--http-cert"), std::string::npos) << plain.message();
+    EXPECT_NE(plain.message().find("--http-insecure"), std::string::npos) << plain.message();
+    EXPECT_NE(plain.message().find(address), std::string::npos) << plain.message();
+    EXPECT_TRUE(CheckHttpTlsFlags(address, none, true).ok()) << address;
+    EXPECT_TRUE(CheckHttpTlsFlags(address, cert, false).ok()) << address;
+    EXPECT_TRUE(CheckHttpTlsFlags(address, {"c.pem", "k.pem", "ca.pem"}, false).ok()) << address;
+  }
   EXPECT_EQ(CheckHttpTlsFlags("0.0.0.0:7480", cert, true).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(CheckHttpTlsFlags("0.0.0.0:7480", {"c.pem", "", ""}, false).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(CheckHttpTlsFlags("127.0.0.1:0", {"", "", "ca.pem"}, false).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckHttpTlsFlags("0.0.0.0:7480", {"", "k.pem", ""}, true).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckHttpTlsFlags("127.0.0.1:0", {"", "", "ca.pem"}, true).code(), StatusCode::kInvalidArgument);
+  // A bad address is named before any TLS question.
+  const Status bad = CheckHttpTlsFlags("127.0.0.1", none, true);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("HTTP address"), std::string::npos) << bad.message();
+}
+
+// HTTP off (no address): nothing to check, and a TLS flag or --http-insecure
+// alone is refused rather than silently ignored.
+TEST(HttpTlsFlagsTest, NoAddressMeansOffAndRefusesPortFlags) {
+  EXPECT_TRUE(CheckHttpTlsFlags("", {}, false).ok());
+  for (const auto& [tls, insecure] : std::vector<std::pair<HttpTlsOptions, bool>>{
+           {{}, true}, {{"c.pem", "k.pem", ""}, false}, {{"", "", "ca.pem"}, false}, {{"", "k.pem", ""}, false}}) {
+    const Status off = CheckHttpTlsFlags("", tls, insecure);
+    EXPECT_EQ(off.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(off.message().find("--http-address"), std::string::npos) << off.message();
+  }
 }
 
 }  // namespace

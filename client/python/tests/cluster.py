@@ -7,7 +7,8 @@ from GPOOL_WORKER_BIN's build tree when unset). Every process is started in a
 process group of its own and stopped by that group's id, so tasks its worker
 started go with it. Ports are ephemeral (port 0) where the coordinator allows;
 replicas, which must know each other's ports before they start, get free
-loopback ports picked just before.
+loopback ports picked just before. No process serves HTTP (the default since
+issue 48): the SDK speaks only the ZeroMQ protocol.
 """
 from __future__ import annotations
 
@@ -174,8 +175,7 @@ class LocalCluster:
         for i in range(self.replicas):
             data_dir = self.path(f"coordinator-{i + 1}")
             argv = [binary("GPOOL_COORDINATOR_BIN"), "--data-dir", data_dir, "--client-addr", clients[i],
-                    "--worker-addr", "tcp://127.0.0.1:0", "--http-address", "127.0.0.1:0",
-                    "--heartbeat-ms", "200", "--node-timeout-ms", "2000"]
+                    "--worker-addr", "tcp://127.0.0.1:0", "--heartbeat-ms", "200", "--node-timeout-ms", "2000"]
             if replicated:
                 argv += ["--id", str(i + 1),
                          "--peers", ",".join(f"{j + 1}={p}" for j, p in enumerate(peers)),
@@ -213,7 +213,7 @@ class LocalCluster:
             f.write(f"name: {name}\ncpus: 32\nmemory: 256Gi\ngpus:\n  count: {self.gpus}\n"
                     f"  model: A100-SXM4-80GB\n  memory: 80Gi\n")
         argv = [binary("GPOOL_WORKER_BIN"), "--coordinator", ",".join(self.worker_endpoints), "--spec", spec,
-                "--data-dir", self.path(f"worker-{index}"), "--http-address", "127.0.0.1:0"]
+                "--data-dir", self.path(f"worker-{index}")]
         argv += (["--key-file", self.path(name + ".key"), "--coordinator-key", ",".join(self.coordinator_key_files)]
                  if self.secure else ["--insecure"])
         if self.secure:
