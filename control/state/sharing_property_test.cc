@@ -8,6 +8,15 @@
 // no share beside a whole holder, valid MIG layouts, each static instance
 // and each core held once; and the per-queue allocations agree with the
 // nodes' task lists.
+//
+// Cost (issue 49): every cycle runs the default scheduler, which since
+// 276de01 is the fragmentation strategy (it solves the share-packing LP for
+// each new workload mix), and since 2ff8b8c every 15th cycle snapshots and
+// restores the state; under CI's ASan+UBSan Debug build that is ~20 s of
+// CPU for the 150 seeds, about twice what it was before those commits. The
+// seeds run as blocks, one test case each, so the binary's ctest shards
+// (state_tests SHARDS) spread them over both cores and no one case is the
+// suite's long pole; every seed, cycle and check is the same as ever.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -210,10 +219,17 @@ std::string IndexViolation(const ClusterState& state) {
   return "";
 }
 
-TEST(SharingPropertyTest, PlansApplyInFullAndNoDeviceIsEverOverCommitted) {
-  constexpr int kSeeds = 150;
+// 150 seeds in five blocks of 30 (seeds 1-30, 31-60, ...): the same seeds as
+// one loop over 1..150, each block its own case so shards can run them apart.
+constexpr int kSharingSeeds = 150;
+constexpr int kSharingSeedsPerCase = 30;
+
+class SharingPropertyTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(SharingPropertyTest, PlansApplyInFullAndNoDeviceIsEverOverCommitted) {
+  const int first_seed = 1 + GetParam() * kSharingSeedsPerCase;
   uint64_t binds = 0;
-  for (int seed = 1; seed <= kSeeds; ++seed) {
+  for (int seed = first_seed; seed < first_seed + kSharingSeedsPerCase; ++seed) {
     topology::Lcg rng(static_cast<uint64_t>(seed) * 7919);
     ClusterState state;
     uint64_t index = 0;
@@ -259,8 +275,18 @@ TEST(SharingPropertyTest, PlansApplyInFullAndNoDeviceIsEverOverCommitted) {
       }
     }
   }
-  EXPECT_GT(binds, 2000u);  // the stream really exercised placement
+  // The stream really exercised placement: each block binds its share of
+  // the 2,000 binds the 150 seeds were always held to.
+  RecordProperty("binds", static_cast<int>(binds));
+  EXPECT_GT(binds, 2000u * kSharingSeedsPerCase / kSharingSeeds) << "seeds from " << first_seed;
 }
+
+INSTANTIATE_TEST_SUITE_P(, SharingPropertyTest,
+                         ::testing::Range(0, kSharingSeeds / kSharingSeedsPerCase),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           const int first = 1 + info.param * kSharingSeedsPerCase;
+                           return "Seeds" + std::to_string(first) + "To" + std::to_string(first + kSharingSeedsPerCase - 1);
+                         });
 
 }  // namespace
 }  // namespace gpool::state
