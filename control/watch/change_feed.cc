@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
 #include <string_view>
 
 #include "control/views.h"
@@ -19,18 +18,6 @@ template <typename T>
 void Dedupe(std::vector<T>& items) {
   std::sort(items.begin(), items.end());
   items.erase(std::unique(items.begin(), items.end()), items.end());
-}
-
-using FeedJobMap = std::map<uint64_t, state::JobRecord>;
-
-// The job `id` at or after `from`, for ids in increasing order: a few
-// steps along the map first, as a plan's jobs mostly sit next to each
-// other there, and a lookup from the root only past those. The root lookup
-// for each of a plan's thousand jobs was a fifth of Record (issue 49).
-FeedJobMap::const_iterator FeedSeekJob(const FeedJobMap& jobs, FeedJobMap::const_iterator from, uint64_t id) {
-  for (int step = 0; step < 8 && from != jobs.end() && from->first < id; ++step) ++from;
-  if (from != jobs.end() && from->first < id) from = jobs.lower_bound(id);
-  return from;
 }
 
 }  // namespace
@@ -67,11 +54,9 @@ size_t ChangeFeed::Record(const state::ClusterState& state, uint64_t index, cons
     printed.print = print;
     return true;
   };
-  auto at = state.jobs().begin();
-  for (uint64_t id : candidates.jobs) {  // in increasing order (Dedupe)
-    at = FeedSeekJob(state.jobs(), at, id);
-    if (at == state.jobs().end() || at->first != id) continue;
-    const state::JobRecord* job = &at->second;
+  for (uint64_t id : candidates.jobs) {
+    const state::JobRecord* job = state.FindJob(JobId(id));
+    if (job == nullptr) continue;
     JobSummary summary = WatchJobSummary(*job);
     auto [printed, fresh] = job_prints_.try_emplace(id);
     if (!changed(printed->second, fresh, SummaryPrint(summary))) continue;
