@@ -12,8 +12,11 @@
 // binds beside applying that plan (and as a share of it: issue 49 wants it
 // under 100 %), and beside one scheduling cycle.
 //
-//   gpool-bench-watch [--connections 100] [--watches-per-connection 100] [--rounds 20] [--verbose]
-// --verbose: each round's cancel reply, first and last push times on stderr.
+//   gpool-bench-watch [--connections 100] [--watches-per-connection 100] [--rounds 20] [--verbose] [--feed-only]
+// --verbose: each round's cancel reply, first and last push times, and each
+// plan's apply, note and record times, on stderr.
+// --feed-only: only the in-process feed-versus-apply part (no coordinator),
+// for profiling the feed and comparing builds quickly.
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -179,7 +182,7 @@ int FanOut(const std::string& coordinator_bin, int connections, int per_connecti
 }
 
 // What recording changes adds to applying a plan, in process.
-void ApplyOverhead() {
+void ApplyOverhead(bool verbose) {
   constexpr uint32_t kNodes = 1250;
   state::ClusterState state;
   uint64_t index = 0;
@@ -220,6 +223,10 @@ void ApplyOverhead() {
     apply_ms += applied_ms;
     record_ms += recorded_ms;
     record_pct.push_back(100 * recorded_ms / applied_ms);
+    if (verbose) {
+      std::fprintf(stderr, "plan %d: %zu binds, apply %.3f ms, note %.3f ms, record %.3f ms (%.0f %%)\n", round,
+                   plan.binds.size(), applied_ms, noted_ms, recorded_ms - noted_ms, record_pct.back());
+    }
   }
   const std::string params = "\"nodes\": " + std::to_string(kNodes) + ", \"pending_jobs\": 10000, \"binds\": " +
                              std::to_string(binds) + ", \"plans\": 5";
@@ -237,11 +244,13 @@ void ApplyOverhead() {
 
 int main(int argc, char** argv) {
   int connections = 100, per_connection = 100, rounds = 20;
-  bool verbose = false;
+  bool verbose = false, feed_only = false;
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
     if (!std::strcmp(argv[i], "--verbose")) {
       verbose = true;
+    } else if (!std::strcmp(argv[i], "--feed-only")) {
+      feed_only = true;
     } else if (has_value && !std::strcmp(argv[i], "--connections")) {
       connections = std::atoi(argv[++i]);
     } else if (has_value && !std::strcmp(argv[i], "--watches-per-connection")) {
@@ -250,11 +259,12 @@ int main(int argc, char** argv) {
       rounds = std::atoi(argv[++i]);
     } else {
       std::fprintf(stderr, "usage: gpool-bench-watch [--connections N] [--watches-per-connection N] [--rounds N] "
-                           "[--verbose]\n");
+                           "[--verbose] [--feed-only]\n");
       return 2;
     }
   }
-  const int rc = gpool::bench::FanOut(GPOOL_COORDINATOR_BIN, connections, per_connection, rounds, verbose);
-  gpool::bench::ApplyOverhead();
+  const int rc =
+      feed_only ? 0 : gpool::bench::FanOut(GPOOL_COORDINATOR_BIN, connections, per_connection, rounds, verbose);
+  gpool::bench::ApplyOverhead(verbose);
   return rc;
 }

@@ -90,21 +90,25 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices, const sta
   s.state = std::string(ToString(node.state));
   if (node.cordoned) s.state += ",Cordoned";
   s.hostname = node.spec.hostname;
-  std::set<std::string> models;
+  // Distinct models, sorted, and distinct devices in use, counted without a
+  // set's allocation per device: the change feed renders every node a plan
+  // binds to (issue 49).
   for (const auto& gpu : node.spec.gpus) {
     if (node.GpuUsable(gpu)) ++s.gpus_total;
-    models.insert(gpu.model);
+    if (std::find(s.gpu_models.begin(), s.gpu_models.end(), gpu.model) == s.gpu_models.end()) {
+      s.gpu_models.push_back(gpu.model);
+    }
   }
+  std::sort(s.gpu_models.begin(), s.gpu_models.end());
   // A device counts as used when held whole or by any tenant.
-  std::set<uint32_t> used;
-  for (const auto& [index, owner] : node.gpu_owner) used.insert(index);
-  for (const auto& [index, tenants] : node.gpu_tenants) used.insert(index);
-  s.gpus_used = static_cast<uint32_t>(used.size());
+  s.gpus_used = static_cast<uint32_t>(node.gpu_owner.size());
+  for (const auto& [index, tenants] : node.gpu_tenants) {
+    if (node.gpu_owner.count(index) == 0) ++s.gpus_used;
+  }
   s.cpu_milli_total = node.spec.cpu_milli;
   s.cpu_milli_used = node.cpu_milli_used;
   s.memory_mib_total = node.spec.memory_mib;
   s.memory_mib_used = node.memory_mib_used;
-  s.gpu_models.assign(models.begin(), models.end());
   s.tasks = static_cast<uint32_t>(node.tasks.size());
   s.last_seen_ms = node.last_seen_ms;
   s.cordoned = node.cordoned;

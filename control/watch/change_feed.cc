@@ -44,22 +44,22 @@ size_t ChangeFeed::Record(const state::ClusterState& state, uint64_t index, cons
     std::erase_if(job_prints_, [&](const auto& entry) { return state.FindJob(JobId(entry.first)) == nullptr; });
   }
   Dedupe(candidates.jobs);
-  Dedupe(candidates.nodes);
   position_ = index;
   size_t appended = 0;
-  // Whether a summary differs from the last one recorded under `key`, by
-  // its print (summary_print.h): nothing is encoded here.
-  auto changed = [](auto& prints, const auto& key, size_t print) {
-    auto [it, first] = prints.try_emplace(key, print);
-    if (!first && it->second == print) return false;
-    it->second = print;
+  // Whether a summary differs from the last one recorded for its job or
+  // node, by its print (summary_print.h): nothing is encoded here.
+  auto changed = [index](Printed& printed, bool fresh, size_t print) {
+    printed.rendered_at = index;
+    if (!fresh && printed.print == print) return false;
+    printed.print = print;
     return true;
   };
   for (uint64_t id : candidates.jobs) {
     const state::JobRecord* job = state.FindJob(JobId(id));
     if (job == nullptr) continue;
     JobSummary summary = WatchJobSummary(*job);
-    if (!changed(job_prints_, id, SummaryPrint(summary))) continue;
+    auto [printed, fresh] = job_prints_.try_emplace(id);
+    if (!changed(printed->second, fresh, SummaryPrint(summary))) continue;
     FeedChange& change = Append();
     change.position = index;
     change.job = id;
@@ -68,11 +68,17 @@ size_t ChangeFeed::Record(const state::ClusterState& state, uint64_t index, cons
     change.summary = std::move(summary);
     ++appended;
   }
+  // Nodes in the order the command names them, each once.
   for (const std::string& name : candidates.nodes) {
+    auto [printed, fresh] = node_prints_.try_emplace(name);
+    if (!fresh && printed->second.rendered_at == index) continue;  // named again
     const state::NodeRecord* node = state.FindNode(name);
-    if (node == nullptr) continue;
+    if (node == nullptr) {
+      if (fresh) node_prints_.erase(printed);
+      continue;
+    }
     NodeSummary summary = WatchNodeSummary(state, *node);
-    if (!changed(node_prints_, name, SummaryPrint(summary))) continue;
+    if (!changed(printed->second, fresh, SummaryPrint(summary))) continue;
     FeedChange& change = Append();
     change.position = index;
     change.node = name;
@@ -103,6 +109,10 @@ void ChangeFeed::Reset(const state::ClusterState& state) {
   history_.clear();
   job_prints_.clear();
   node_prints_.clear();
+  // Sized for the state now: filling them a plan at a time rehashed them
+  // (and reallocated their buckets) under the feed's per-plan cost.
+  job_prints_.reserve(state.jobs().size());
+  node_prints_.reserve(state.nodes().size());
   noted_ = {};
   position_ = state.applied_index();
   covered_after_ = position_;

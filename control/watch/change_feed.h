@@ -90,9 +90,16 @@ class ChangeFeed {
   std::deque<FeedChange> history_;
   uint64_t covered_after_ = 0;
   uint64_t position_ = 0;  // the last index recorded
-  // Fingerprint of the last summary recorded per job and node.
-  std::unordered_map<uint64_t, size_t> job_prints_;
-  std::unordered_map<std::string, size_t> node_prints_;
+  // Per job and node: the fingerprint of the last summary recorded, and the
+  // last position that rendered it. The latter drops a candidate a command
+  // names twice (a plan binds eight tasks to a node) in the one lookup each
+  // candidate needs anyway, instead of sorting the names first.
+  struct Printed {
+    size_t print = 0;
+    uint64_t rendered_at = 0;  // 0: never recorded
+  };
+  std::unordered_map<uint64_t, Printed> job_prints_;
+  std::unordered_map<std::string, Printed> node_prints_;
 };
 
 // The summaries a watch carries, rendered deterministically (no wall clock):

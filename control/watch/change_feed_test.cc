@@ -212,5 +212,45 @@ TEST_F(ChangeFeedTest, RecordsEachStateOnceAndReplaysFromAPosition) {
   EXPECT_EQ(feed_.Since(index_)->size(), 0u);
 }
 
+// A plan names a node once per bind and its jobs in any order: each job and
+// node it changes is recorded once, jobs by id (found however far apart
+// they sit among the others), nodes in the order the plan first names them;
+// a job the state does not hold is skipped.
+TEST_F(ChangeFeedTest, APlanRecordsEachChangedJobAndNodeOnce) {
+  Apply(state::RegisterNodeCmd{MakeNode("n1", 4), {}, {}, ""});
+  std::vector<uint64_t> jobs;
+  for (int i = 0; i < 30; ++i) {
+    JobSpec spec;
+    spec.name = "j" + std::to_string(i);
+    spec.tasks.push_back(TaskGroupSpec{.replicas = 1, .command = {"true"}, .resources = Resources{1, 1000, 1024}});
+    Apply(state::SubmitJobCmd{spec, ""});
+    jobs.push_back(last_job_);
+  }
+  feed_ = ChangeFeed(/*capacity=*/100);  // room for the whole plan
+  auto bind = [](uint64_t job, const std::string& node, uint32_t gpu) {
+    return state::PlanBind{JobId(job), 0, node, {gpu}, 1000, 1024};
+  };
+  state::ApplyPlanCmd plan;
+  plan.binds = {bind(jobs[27], "n1", 0), bind(jobs[1], "n1", 1), bind(jobs[2], "n0", 0),
+                bind(jobs[14], "n1", 2), bind(9999, "n0", 1)};
+  EXPECT_EQ(Apply(plan), 6u) << "four jobs and two nodes";
+  const auto& history = feed_.history();
+  ASSERT_EQ(history.size(), 6u);
+  EXPECT_EQ(history[0].job, jobs[1]);
+  EXPECT_EQ(history[1].job, jobs[2]);
+  EXPECT_EQ(history[2].job, jobs[14]);
+  EXPECT_EQ(history[3].job, jobs[27]);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(history[i].job_summary().tasks_total, 1u);
+    EXPECT_NE(history[i].job_summary().state, "Pending") << i;
+  }
+  EXPECT_EQ(history[4].node, "n1");
+  EXPECT_EQ(history[4].node_summary().gpus_used, 3u);
+  EXPECT_EQ(history[5].node, "n0");
+  EXPECT_EQ(history[5].node_summary().gpus_used, 1u);
+  // The same plan again binds nothing new: nothing is recorded.
+  EXPECT_EQ(Apply(plan), 0u);
+}
+
 }  // namespace
 }  // namespace gpool::control
