@@ -320,9 +320,9 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
   ShortNodes* short_nodes = nullptr;
   if (!holder) {
     auto& entry = short_nodes_[key];
-    if (entry.generation != generation_ || entry.reject.size() != nodes_.size()) {
+    if (entry.generation != generation_) {
       entry.generation = generation_;
-      entry.reject.assign(nodes_.size(), 0);
+      entry.reject.clear();
       entry.listed.clear();
     }
     short_nodes = &entry;
@@ -331,7 +331,7 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
   // is explained from this one search.
   RejectCounts counts{};
   auto check = [&](uint32_t node_index) {
-    if (short_nodes && short_nodes->reject[node_index] != 0) {
+    if (short_nodes && !short_nodes->listed.empty() && short_nodes->reject[node_index] != 0) {
       ++counts[short_nodes->reject[node_index] - 1];
       return false;
     }
@@ -339,6 +339,7 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
     if (!reject) return true;
     ++counts[static_cast<size_t>(*reject)];
     if (short_nodes && (*reject == Reject::kCpu || *reject == Reject::kMemory)) {
+      if (short_nodes->listed.empty()) short_nodes->reject.assign(nodes_.size(), 0);
       short_nodes->reject[node_index] = static_cast<uint8_t>(static_cast<size_t>(*reject) + 1);
       short_nodes->listed.push_back(node_index);
     }

@@ -349,7 +349,9 @@ class Session {
   // stay too small and later searches for the shape skip them. Per node:
   // 0, or 1 + the Reject it failed with.
   // `listed` holds the nodes whose entry is set, so a failed search can
-  // count them without walking all the entries.
+  // count them without walking all the entries; `reject` is sized to the
+  // nodes only once one is set (most shapes never find a node short, and at
+  // 100,000 nodes an array per shape was a node-sized allocation each).
   struct ShortNodes {
     uint64_t generation = 0;
     std::vector<uint8_t> reject;
