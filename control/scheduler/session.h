@@ -402,7 +402,13 @@ class Session {
     uint8_t next = 0;
     FragMemo() { version.fill(UINT32_MAX); }
   };
-  mutable std::vector<FragMemo> frag_memo_;
+  // Only the nodes a search scored have one (a dense array was a few hundred
+  // bytes per node written at the first score, 35 MB at 100,000 nodes):
+  // frag_memo_at_[node] is 1 + its index in frag_memos_ (0: none yet).
+  // frag_memos_ grows only when BestFragmentation first sees a node, before
+  // it takes its reference; what it calls asks about that node alone.
+  mutable std::vector<uint32_t> frag_memo_at_;
+  mutable std::vector<FragMemo> frag_memos_;
   struct FragTaskKey {
     const Resources* need;
     const topology::PendingJob* job;
