@@ -389,12 +389,27 @@ class Evictor {
   std::map<const WorkNode*, Freed> consumed_;
 };
 
+// Appends a number's bytes: a key only compared for equality needs no digits.
+void AppendShapeField(std::string& key, uint64_t value) {
+  key.append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+// What a gang's eviction search depends on, as a key. Built once per job in
+// one reserved string: the decimal form with a temporary per field cost a
+// dozen allocations per job, and every job a cycle considers asks for it.
 const std::string& ShapeOf(WorkJob& job) {
   if (!job.shape.empty()) return job.shape;
-  std::string key = std::to_string(job.queue) + '|' + job.view->pool;
+  std::string key;
+  key.reserve(16 + job.view->pool.size() + job.gang.size() * 40);
+  AppendShapeField(key, static_cast<uint64_t>(job.queue));
+  AppendShapeField(key, job.view->pool.size());
+  key += job.view->pool;
   for (const PendingTask* task : job.gang) {
-    key += '|' + std::to_string(task->resources.gpus) + ',' + std::to_string(task->resources.cpu_milli) + ',' +
-           std::to_string(task->resources.memory_mib) + ',' + task->resources.gpu_model;
+    AppendShapeField(key, task->resources.gpus);
+    AppendShapeField(key, task->resources.cpu_milli);
+    AppendShapeField(key, task->resources.memory_mib);
+    AppendShapeField(key, task->resources.gpu_model.size());
+    key += task->resources.gpu_model;
   }
   job.shape = std::move(key);
   return job.shape;

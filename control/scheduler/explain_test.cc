@@ -3,6 +3,7 @@
 // the one a separate pass of the check chain over every node would give, on
 // random clusters of every node state, pool, label, taint and load.
 #include <memory>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -121,6 +122,98 @@ TEST(ExplainTest, ASecondSearchOfTheSameShapeGivesTheSameAccount) {
     EXPECT_EQ(a, b) << "seed " << seed;
     EXPECT_EQ(first, second) << "seed " << seed;
   }
+}
+
+// Claims and reservations made during the cycle (and those the view brings)
+// reject a node before its free GPUs are counted: a failed search must count
+// such nodes under them even when it has fewer free GPUs than the task
+// needs, where most nodes are counted in bulk.
+TEST(ExplainTest, NodesClaimedOrReservedThisCycleAreCountedUnderThatCheck) {
+  for (uint64_t seed = 1; seed <= 3000; ++seed) {
+    topology::Lcg rng(seed * 2 + 1);
+    ClusterView view = RandomCluster(rng);
+    view.pending = {RandomJob(rng)};
+    if (rng.Below(4) != 0) {
+      // Mostly plain whole-GPU tasks that every node could hold: the
+      // searches whose failure counts nodes with fewer free GPUs in bulk.
+      auto& need = view.pending[0].tasks[0].resources;
+      need.cpu_milli = 500 * rng.Below(3);
+      need.memory_mib = 512 * rng.Below(3);
+      need.gpu_model.clear();
+      view.pending[0].node_selector.clear();
+      if (rng.Below(2) == 0) {
+        // One model everywhere (mostly healthy), pinned by the task alone,
+        // among others, or another model.
+        const bool healthy = rng.Below(2) == 0;
+        for (auto& node : view.nodes) {
+          for (auto& gpu : node.gpus) {
+            gpu.model = "H100";
+            gpu.healthy = gpu.healthy || healthy;
+          }
+        }
+        constexpr const char* kPinned[] = {"H100", "A100|H100", "A100"};
+        need.gpu_model = kPinned[rng.Below(3)];
+      }
+    }
+    topology::PendingJob holder = JobBuilder(2, "q", 1, 1);
+    for (const auto& node : view.nodes) {
+      if (rng.Below(6) == 0) holder.claimed_nodes.push_back(node.name);
+      if (rng.Below(4) == 0) {
+        topology::RunningTask task;  // holds nothing: evicting it only claims the node
+        task.job = JobId(100 + view.running.size());
+        task.queue = "q";
+        task.priority_class = topology::PriorityClass::kLow;
+        task.node = node.name;
+        view.running.push_back(task);
+      }
+    }
+    view.pending.push_back(holder);
+    Session session(view, SchedulerConfig{});
+    WorkJob& job = session.jobs().front();
+    for (size_t n = 0; n < session.nodes().size(); ++n) {
+      if (rng.Below(5) == 0) session.Reserve(n, session.jobs().back());
+    }
+    for (size_t i = 0; i < session.running().size(); ++i) {
+      if (rng.Below(2) == 0) session.Evict(i, session.jobs().back(), "test");
+    }
+    std::vector<PendingReason> reasons;
+    if (session.FindNode(job, job.view->tasks[0], false, reasons) || view.nodes.empty()) continue;
+    std::vector<PendingReason> node_reasons;
+    for (const auto& reason : reasons) {
+      if (!topology::NeverFits(reason)) node_reasons.push_back(reason);
+    }
+    EXPECT_EQ(topology::RenderPendingReasons(node_reasons),
+              topology::RenderPendingReasons(CountEveryNode(session, session.nodes(), job)))
+        << "seed " << seed;
+  }
+}
+
+// A node a shape's search found short of CPU stays counted so for that shape
+// within the generation, also once it has fewer free GPUs than the shape
+// needs (where a failed search counts the other nodes in bulk under kGpus).
+TEST(ExplainTest, ANodeRememberedShortStaysCountedShortWithFewerGpus) {
+  ClusterView view;
+  view.queues = {MakeQueue("q", "root")};
+  view.nodes = {MakeNode("short", 8), MakeNode("roomy", 8)};
+  for (uint32_t g = 0; g < 4; ++g) view.nodes[0].gpus[g].allocated = true;
+  view.nodes[0].cpu_milli_free = 1000;
+  view.pending = {JobBuilder(1, "q", 1, 2).Cpu(4000, 1024), JobBuilder(2, "q", 1, 3), JobBuilder(3, "q", 1, 8)};
+  Session session(view, SchedulerConfig{});
+  auto& jobs = session.jobs();
+  std::vector<PendingReason> reasons;
+  // The first search checks "short" (4 free GPUs, too little CPU) and takes "roomy".
+  ASSERT_EQ(session.FindNode(jobs[0], view.pending[0].tasks[0], false, reasons), std::optional<size_t>(1));
+  session.Place(jobs[1], view.pending[1].tasks[0], 0);  // "short": 1 GPU left
+  session.Place(jobs[2], view.pending[2].tasks[0], 1);  // "roomy": none left
+  reasons.clear();
+  ASSERT_FALSE(session.FindNode(jobs[0], view.pending[0].tasks[0], false, reasons));
+  std::vector<PendingReason> node_reasons;
+  for (const auto& reason : reasons) {
+    if (!topology::NeverFits(reason)) node_reasons.push_back(reason);
+  }
+  EXPECT_EQ(topology::RenderPendingReasons(node_reasons),
+            topology::RenderPendingReasons({PendingReason::Nodes(CodeOf(Reject::kGpus), 1),
+                                            PendingReason::Nodes(CodeOf(Reject::kCpu), 1)}));
 }
 
 }  // namespace

@@ -167,8 +167,13 @@ uint32_t Session::FragTaskId(const WorkJob& job, const PendingTask& task) const 
 Session::FragChoice Session::BestFragmentation(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
   // The growth depends only on the node's state (its version) and the task's
   // shape, so it is computed once per pair; the node's own measure once per version.
-  if (frag_memo_.size() != nodes_.size()) frag_memo_.assign(nodes_.size(), FragMemo{});
-  FragMemo& memo = frag_memo_[static_cast<size_t>(&node - nodes_.data())];
+  if (frag_memo_at_.size() != nodes_.size()) frag_memo_at_.assign(nodes_.size(), 0);
+  uint32_t& at = frag_memo_at_[static_cast<size_t>(&node - nodes_.data())];
+  if (at == 0) {
+    frag_memos_.emplace_back();
+    at = static_cast<uint32_t>(frag_memos_.size());
+  }
+  FragMemo& memo = frag_memos_[at - 1];
   const uint32_t id = FragTaskId(job, task);
   for (size_t i = 0; i < FragMemo::kShapes; ++i) {
     if (memo.version[i] == node.version && memo.task[i] == id) return memo.choice[i];

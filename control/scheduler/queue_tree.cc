@@ -178,8 +178,16 @@ topology::PendingReason QueueTree::DescribeOverrun(const Overrun& overrun, const
                                  .resource = resource_names_[r]};
 }
 
-void QueueTree::Charge(int leaf, const Amounts& demand) {
+void QueueTree::UsageChanged(int leaf) {
   ++version_;
+  if (used_version_.size() != queues_.size()) used_version_.resize(queues_.size(), 0);
+  for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
+    used_version_[static_cast<size_t>(at)] = version_;
+  }
+}
+
+void QueueTree::Charge(int leaf, const Amounts& demand) {
+  UsageChanged(leaf);
   for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
     auto& used = queues_[static_cast<size_t>(at)].used;
     for (size_t r = 0; r < demand.size(); ++r) used[r] += demand[r];
@@ -187,7 +195,7 @@ void QueueTree::Charge(int leaf, const Amounts& demand) {
 }
 
 void QueueTree::Refund(int leaf, const Amounts& demand) {
-  ++version_;
+  UsageChanged(leaf);
   for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
     auto& used = queues_[static_cast<size_t>(at)].used;
     for (size_t r = 0; r < demand.size(); ++r) used[r] -= std::min(used[r], demand[r]);
@@ -203,6 +211,19 @@ void QueueTree::Claim(int leaf, const Amounts& demand) {
 }
 
 uint64_t QueueTree::DominantShare(int index) const {
+  const size_t q = static_cast<size_t>(index);
+  if (share_at_.size() != queues_.size()) {
+    share_at_.resize(queues_.size(), kShareUnknown);
+    share_.resize(queues_.size(), 0);
+  }
+  const uint64_t changed = std::max(q < used_version_.size() ? used_version_[q] : 0, totals_version_);
+  if (share_at_[q] != kShareUnknown && changed <= share_at_[q]) return share_[q];
+  share_[q] = ComputeDominantShare(index);
+  share_at_[q] = version_;
+  return share_[q];
+}
+
+uint64_t QueueTree::ComputeDominantShare(int index) const {
   const QueueNode& queue = queues_[static_cast<size_t>(index)];
   uint64_t share = 0;
   for (size_t r = 0; r < queue.used.size(); ++r) {
@@ -212,9 +233,13 @@ uint64_t QueueTree::DominantShare(int index) const {
     // it (a queue on the only H100s is not dominant for holding them).
     if (r > kGpuMemory && queue.deserved[r] == kUnlimited) continue;
     const uint64_t weight = queue.deserved[r] != kUnlimited ? queue.deserved[r] : totals_[r];
-    const uint64_t s = weight == 0 ? kUnlimited / 2
-                                   : static_cast<uint64_t>(static_cast<unsigned __int128>(queue.used[r]) * 1'000'000 /
-                                                           weight);
+    // In 64 bits where the product fits (always, but for absurd quotas):
+    // a 128-bit division is a library call.
+    const uint64_t used = queue.used[r];
+    const uint64_t s = weight == 0                          ? kUnlimited / 2
+                       : used <= UINT64_MAX / 1'000'000 ? used * 1'000'000 / weight
+                                                        : static_cast<uint64_t>(static_cast<unsigned __int128>(used) *
+                                                                                1'000'000 / weight);
     share = std::max(share, s);
   }
   return share;

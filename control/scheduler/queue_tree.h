@@ -94,7 +94,10 @@ class QueueTree {
   // every level compares these lexicographically. Written into `key`, whose
   // capacity a caller refreshing keys after every placement reuses.
   void ShareKey(int leaf, std::vector<uint64_t>& key) const;
-  void SetClusterTotals(const Amounts& totals) { totals_ = totals; }
+  void SetClusterTotals(const Amounts& totals) {
+    totals_ = totals;
+    totals_version_ = ++version_;
+  }
   // Bumped by every change of usage, so callers can cache what they derive from it.
   uint64_t version() const { return version_; }
   // The queue's index, or nullopt when no queue has this name.
@@ -125,6 +128,17 @@ class QueueTree {
   std::vector<bool> deserved_set_;  // by resource: some queue's deserved names it
   mutable std::vector<std::vector<int>> paths_;
   uint64_t version_ = 0;  // by queue index; empty until asked
+  // DominantShare remembered per queue: JobOrder asks for every queue's key
+  // after each placement, and one placement changes the usage of one path.
+  // used_version_[q]: version_ when q's usage last changed; share_at_[q]:
+  // version_ when share_[q] was computed (kShareUnknown: never).
+  static constexpr uint64_t kShareUnknown = UINT64_MAX;
+  uint64_t totals_version_ = 0;
+  std::vector<uint64_t> used_version_;
+  mutable std::vector<uint64_t> share_at_;
+  mutable std::vector<uint64_t> share_;
+  void UsageChanged(int leaf);
+  uint64_t ComputeDominantShare(int index) const;
 };
 
 }  // namespace gpool::scheduler

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "control/scheduler/queue_tree.h"
 #include "control/scheduler/scenario.h"
 #include "topology/lcg.h"
 
@@ -190,6 +191,38 @@ TEST(SchedulerTest, RandomClustersAreNeverOverAllocated) {
       ASSERT_EQ(per_job.size() + plan.pending.size(), view.pending.size());
     }
   }
+}
+
+// QueueTree remembers each queue's dominant share until its usage (its own
+// or a descendant's) or the cluster's totals change: every such change must
+// show in the next answer.
+TEST(QueueTreeTest, DominantShareFollowsEveryChargeRefundAndTotal) {
+  QueueTree tree({testing::MakeQueue("root", ""), testing::MakeQueue("group", "root", {}, {{"gpu", 10}}),
+                  testing::MakeQueue("leaf", "group"), testing::MakeQueue("other", "root")},
+                 {});
+  Amounts totals(tree.resource_count(), 0);
+  totals[kGpu] = 100;
+  tree.SetClusterTotals(totals);
+  const int group = *tree.Find("group");
+  const int leaf = *tree.Find("leaf");
+  const int other = *tree.Find("other");
+  auto gpus = [&](uint32_t n) { return tree.Demand(n, 0, 0, ""); };
+  EXPECT_EQ(tree.DominantShare(group), 0u);
+  EXPECT_EQ(tree.DominantShare(leaf), 0u);
+  tree.Charge(leaf, gpus(5));
+  EXPECT_EQ(tree.DominantShare(group), 500'000u);  // 5 of its deserved 10
+  EXPECT_EQ(tree.DominantShare(leaf), 50'000u);    // 5 of the cluster's 100
+  tree.Charge(other, gpus(20));
+  EXPECT_EQ(tree.DominantShare(other), 200'000u);
+  EXPECT_EQ(tree.DominantShare(group), 500'000u);
+  tree.Refund(leaf, gpus(3));
+  EXPECT_EQ(tree.DominantShare(group), 200'000u);
+  EXPECT_EQ(tree.DominantShare(leaf), 20'000u);
+  totals[kGpu] = 50;
+  tree.SetClusterTotals(totals);
+  EXPECT_EQ(tree.DominantShare(other), 400'000u);
+  EXPECT_EQ(tree.DominantShare(leaf), 40'000u);
+  EXPECT_EQ(tree.DominantShare(group), 200'000u);  // its deserved share, not the total, weighs it
 }
 
 }  // namespace

@@ -226,6 +226,20 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     }
     job.has_claim = job.victims_draining || !job.view->claimed_nodes.empty();
   }
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const WorkNode& node = nodes_[i];
+    smallest_cpu_ = std::min(smallest_cpu_, node.cpu_total);
+    smallest_memory_ = std::min(smallest_memory_, node.memory_total);
+    smallest_healthy_gpus_ = std::min(smallest_healthy_gpus_, node.healthy_gpus);
+    if (i == 0) every_node_model_ = node.gpu_model;
+    if (every_node_model_ && (!node.uniform_model || node.gpu_model.empty() || node.gpu_model != *every_node_model_)) {
+      every_node_model_.reset();
+    }
+    if (node.owner != WorkNode::kNoOwner || node.tainted || node.family != DeviceFamily::kGeneric ||
+        node.claimed_for != 0 || node.reserved_for != 0) {
+      MarkOdd(i);
+    }
+  }
   if (fragmentation) {
     if (observe) {
       uint64_t common_memory = 0;  // the commonest device size (the smallest of equals)
@@ -303,27 +317,31 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
       return std::nullopt;
     }
   }
-  std::vector<uint8_t>* short_nodes = nullptr;
+  ShortNodes* short_nodes = nullptr;
   if (!holder) {
     auto& entry = short_nodes_[key];
-    if (entry.first != generation_ || entry.second.size() != nodes_.size()) {
-      entry = {generation_, std::vector<uint8_t>(nodes_.size())};
+    if (entry.generation != generation_) {
+      entry.generation = generation_;
+      entry.reject.clear();
+      entry.listed.clear();
     }
-    short_nodes = &entry.second;
+    short_nodes = &entry;
   }
   // Every rejection is counted as it happens, so a task that finds no node
   // is explained from this one search.
   RejectCounts counts{};
   auto check = [&](uint32_t node_index) {
-    if (short_nodes && (*short_nodes)[node_index] != 0) {
-      ++counts[(*short_nodes)[node_index] - 1];
+    if (short_nodes && !short_nodes->listed.empty() && short_nodes->reject[node_index] != 0) {
+      ++counts[short_nodes->reject[node_index] - 1];
       return false;
     }
     auto reject = Check(job, task, nodes_[node_index], ignore_reservations);
     if (!reject) return true;
     ++counts[static_cast<size_t>(*reject)];
     if (short_nodes && (*reject == Reject::kCpu || *reject == Reject::kMemory)) {
-      (*short_nodes)[node_index] = static_cast<uint8_t>(static_cast<size_t>(*reject) + 1);
+      if (short_nodes->listed.empty()) short_nodes->reject.assign(nodes_.size(), 0);
+      short_nodes->reject[node_index] = static_cast<uint8_t>(static_cast<size_t>(*reject) + 1);
+      short_nodes->listed.push_back(node_index);
     }
     return false;
   };
@@ -359,8 +377,36 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
   // for the record, and the unschedulable or other-pool ones are counted
   // under the checks that come first in the chain (not ready, cordoned,
   // another pool) without looking at them.
-  for (int b = 0; b < static_cast<int>(need) && b <= top; ++b) {
-    for (uint32_t node_index : pool_buckets[static_cast<size_t>(b)]) check(node_index);
+  if (FewerGpusFailOnGpus(job, task)) {
+    // Checking each of them (most of the cluster when it is full) would
+    // count them all under kGpus but for the odd nodes and those remembered
+    // short for the shape: those are checked or counted alone, the rest in
+    // bulk, so the explanation costs what the exceptions do.
+    auto fewer = [&](const WorkNode& node) {
+      return node.ready && !node.cordoned && node.pool == pool && node.free_gpus < need;
+    };
+    uint32_t plain = 0;
+    for (int b = 0; b < static_cast<int>(need) && b <= top; ++b) {
+      plain += static_cast<uint32_t>(pool_buckets[static_cast<size_t>(b)].size());
+    }
+    for (uint32_t node_index : odd_nodes_) {
+      if (!fewer(nodes_[node_index])) continue;
+      --plain;
+      check(node_index);
+    }
+    if (short_nodes) {
+      for (uint32_t node_index : short_nodes->listed) {
+        const WorkNode& node = nodes_[node_index];
+        if (node.odd || !fewer(node)) continue;
+        --plain;
+        ++counts[short_nodes->reject[node_index] - 1];
+      }
+    }
+    counts[static_cast<size_t>(Reject::kGpus)] += plain;
+  } else {
+    for (int b = 0; b < static_cast<int>(need) && b <= top; ++b) {
+      for (uint32_t node_index : pool_buckets[static_cast<size_t>(b)]) check(node_index);
+    }
   }
   counts[static_cast<size_t>(Reject::kNotReady)] += not_ready_nodes_;
   counts[static_cast<size_t>(Reject::kCordoned)] += cordoned_nodes_;
@@ -369,6 +415,28 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
   reasons.insert(reasons.end(), explained.begin(), explained.end());
   if (!holder) failed_shapes_[key] = {generation_, std::move(explained)};
   return std::nullopt;
+}
+
+bool Session::FewerGpusFailOnGpus(const WorkJob& job, const PendingTask& task) const {
+  // Every check before the free-GPU one passes on a node that is not odd,
+  // for a job that asks for nothing but whole GPUs, CPU and memory in a
+  // shared pool its queue may use.
+  const Resources& need = task.resources;
+  const topology::PendingJob& spec = *job.view;
+  // A model pinned passes on every node when all have that model only and
+  // enough healthy GPUs of it.
+  const bool model_passes =
+      need.gpu_model.empty() || (every_node_model_ && GpuModelAllowed(need.gpu_model, *every_node_model_) &&
+                                 need.gpus <= smallest_healthy_gpus_);
+  return need.Whole() && need.gpus > 0 && model_passes && need.cpu_milli <= smallest_cpu_ &&
+         need.memory_mib <= smallest_memory_ && job.pool != NodePool::kExclusive && !job.borrowing &&
+         ((job.queue_pools >> static_cast<unsigned>(job.pool)) & 1u) != 0 && spec.node_selector.empty();
+}
+
+void Session::MarkOdd(size_t node) {
+  if (nodes_[node].odd) return;
+  nodes_[node].odd = true;
+  odd_nodes_.push_back(static_cast<uint32_t>(node));
 }
 
 bool Session::PlaceAll(WorkJob& job, const std::vector<const PendingTask*>& tasks, bool ignore_reservations) {
@@ -399,6 +467,7 @@ void Session::Commit(WorkJob& job, const PendingTask& task, Placement placement)
 
 void Session::Reserve(size_t node, const WorkJob& job) {
   nodes_[node].reserved_for = job.view->id.value();
+  MarkOdd(node);
   reservation_holders_.insert(job.view->id.value());
   int64_t& start = reservation_start_ms_[job.view->id.value()];
   for (size_t i : nodes_[node].running) {
@@ -419,7 +488,10 @@ void Session::Evict(size_t running_index, const WorkJob& for_job, const std::str
   }
   task.evicted = true;
   queues_.Refund(task.queue, task.charge);
-  if (task.node >= 0) nodes_[static_cast<size_t>(task.node)].claimed_for = for_job.view->id.value();
+  if (task.node >= 0) {
+    nodes_[static_cast<size_t>(task.node)].claimed_for = for_job.view->id.value();
+    MarkOdd(static_cast<size_t>(task.node));
+  }
   plan_.evictions.push_back(Eviction{task.view->job, task.view->task_index, for_job.view->id, reason});
 }
 

@@ -70,6 +70,10 @@ struct WorkNode {
   // Bumped by every Place and Unplace here: fragmentation scores remembered
   // for an older version are stale (Session::BestFragmentation).
   uint32_t version = 0;
+  // Listed in Session::odd_nodes_: a check before the free-GPU one could
+  // reject it for a task that no other node rejects so (an owner, taints, a
+  // vendor rule, a claim or a reservation), so failed searches check it.
+  bool odd = false;
   bool Idle() const {
     return free_gpus == usable_gpus && cpu_free == cpu_total && memory_free == memory_total;
   }
@@ -302,6 +306,13 @@ class Session {
                                              const WorkNode& node) const;
   void BucketRemove(size_t node);
   void BucketInsert(size_t node);
+  // Lists the node in odd_nodes_ (once): it may fail an early check.
+  void MarkOdd(size_t node);
+  // For a task whose search failed, whether every node of the pool with
+  // fewer free GPUs than it needs fails with kGpus unless listed in
+  // odd_nodes_ or remembered short for the shape (then they are counted in
+  // bulk instead of checked one by one).
+  bool FewerGpusFailOnGpus(const WorkJob& job, const topology::PendingTask& task) const;
   // The task's shape as FindNode caches searches under it, written into `key`.
   void ShapeKey(const WorkJob& job, const topology::PendingTask& task, bool ignore_reservations, std::string& key) const;
   // Why the task found no node: what no node is large enough for, then the
@@ -337,7 +348,25 @@ class Session {
   // small for it. Free capacity only shrinks within a generation, so they
   // stay too small and later searches for the shape skip them. Per node:
   // 0, or 1 + the Reject it failed with.
-  std::unordered_map<std::string, std::pair<uint64_t, std::vector<uint8_t>>> short_nodes_;
+  // `listed` holds the nodes whose entry is set, so a failed search can
+  // count them without walking all the entries; `reject` is sized to the
+  // nodes only once one is set (most shapes never find a node short, and at
+  // 100,000 nodes an array per shape was a node-sized allocation each).
+  struct ShortNodes {
+    uint64_t generation = 0;
+    std::vector<uint8_t> reject;
+    std::vector<uint32_t> listed;
+  };
+  std::unordered_map<std::string, ShortNodes> short_nodes_;
+  // Nodes with WorkNode::odd set, in the order they became odd.
+  std::vector<uint32_t> odd_nodes_;
+  // The smallest CPU and memory of any node: a task within both fails no
+  // node's CpuEver or MemoryEver check.
+  uint64_t smallest_cpu_ = UINT64_MAX;
+  uint64_t smallest_memory_ = UINT64_MAX;
+  uint32_t smallest_healthy_gpus_ = UINT32_MAX;
+  // The model of every GPU of every node, when there is one such.
+  std::optional<std::string> every_node_model_;
   std::string shape_key_;  // FindNode's ShapeKey, kept so its capacity is reused
   std::optional<UserUsage> user_usage_;  // RunningUserUsage, once asked for
   std::vector<size_t> jobs_by_priority_;  // JobsByPriorityAndArrival, once asked for
@@ -373,7 +402,13 @@ class Session {
     uint8_t next = 0;
     FragMemo() { version.fill(UINT32_MAX); }
   };
-  mutable std::vector<FragMemo> frag_memo_;
+  // Only the nodes a search scored have one (a dense array was a few hundred
+  // bytes per node written at the first score, 35 MB at 100,000 nodes):
+  // frag_memo_at_[node] is 1 + its index in frag_memos_ (0: none yet).
+  // frag_memos_ grows only when BestFragmentation first sees a node, before
+  // it takes its reference; what it calls asks about that node alone.
+  mutable std::vector<uint32_t> frag_memo_at_;
+  mutable std::vector<FragMemo> frag_memos_;
   struct FragTaskKey {
     const Resources* need;
     const topology::PendingJob* job;

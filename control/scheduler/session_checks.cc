@@ -266,7 +266,14 @@ std::optional<Reject> Session::CheckDevices(const WorkJob& job, const PendingTas
     return std::nullopt;
   }
   if (node.free_gpus < need.gpus) return Reject::kGpus;
-  const bool filtered = !need.gpu_model.empty() || uuid_lists_ || NumaFilters(job, node);
+  bool filtered = !need.gpu_model.empty() || uuid_lists_ || NumaFilters(job, node);
+  if (filtered && !uuid_lists_ && node.uniform_model && !NumaFilters(job, node)) {
+    // Only the model filters, and the node has one: DeviceMask would be its
+    // whole-free devices or none, so no mask is built per node checked.
+    const auto free_count = static_cast<uint32_t>(std::count(node.gpu_free.begin(), node.gpu_free.end(), true));
+    if (!GpuModelAllowed(need.gpu_model, node.gpu_model) || free_count < need.gpus) return Reject::kGpus;
+    filtered = false;
+  }
   std::vector<bool> mask;
   if (filtered) {
     mask = DeviceMask(job, task, node);
