@@ -54,34 +54,6 @@
 //
 // Profiling the drain: --drain-only skips the latency and submit phases (the
 // cluster starts, the backlog is queued and released, then placement runs).
-// CPU seconds (user + system) `pid` has used so far; 0 if unreadable.
-// Under a loaded machine the drain's wall time says little, but the CPU the
-// leader spent per drained job still compares builds (issue 49).
-double CpuSeconds(pid_t pid) {
-  FILE* file = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (file == nullptr) return 0;
-  char buffer[1024];
-  const size_t size = std::fread(buffer, 1, sizeof(buffer) - 1, file);
-  std::fclose(file);
-  buffer[size] = '\0';
-  // Fields after the command (in parentheses, which may hold spaces): the
-  // 14th and 15th of the line are utime and stime, in clock ticks.
-  const char* rest = std::strrchr(buffer, ')');
-  unsigned long long utime = 0, stime = 0;
-  if (rest == nullptr ||
-      std::sscanf(rest + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2) {
-    return 0;
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// The replica answering as leader, 1-based; 0 when none answers so.
-int LeaderReplica(gpool::Client& observer, const Cluster& cluster) {
-  auto status = observer.ClusterStatus();
-  const int id = status.ok() && status->role == "leader" ? std::atoi(status->replica_id.c_str()) : 0;
-  return id >= 1 && id <= kReplicas && id <= static_cast<int>(cluster.pids.size()) ? id : 0;
-}
-
 // GPOOL_BENCH_PERF_DRAIN=FILE runs `perf record -g -p <leader pid> -o FILE`
 // from the release until the cluster is idle again, so the profile holds the
 // leader's drain and nothing else (`perf report -i FILE --no-children`).
@@ -284,6 +256,34 @@ bool Idle(gpool::Client& client, uint32_t* fewest_ready = nullptr) {
   }
   return status.ok() && status->role == "leader" && status->jobs_pending == 0 && status->jobs_running == 0 &&
          status->gpus_used == 0;
+}
+
+// CPU seconds (user + system) `pid` has used so far; 0 if unreadable.
+// Under a loaded machine the drain's wall time says little, but the CPU the
+// leader spent per drained job still compares builds (issue 49).
+double CpuSeconds(pid_t pid) {
+  FILE* file = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (file == nullptr) return 0;
+  char buffer[1024];
+  const size_t size = std::fread(buffer, 1, sizeof(buffer) - 1, file);
+  std::fclose(file);
+  buffer[size] = '\0';
+  // Fields after the command (in parentheses, which may hold spaces): the
+  // 14th and 15th of the line are utime and stime, in clock ticks.
+  const char* rest = std::strrchr(buffer, ')');
+  unsigned long long utime = 0, stime = 0;
+  if (rest == nullptr ||
+      std::sscanf(rest + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2) {
+    return 0;
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// The replica answering as leader, 1-based; 0 when none answers so.
+int LeaderReplica(gpool::Client& observer, const Cluster& cluster) {
+  auto status = observer.ClusterStatus();
+  const int id = status.ok() && status->role == "leader" ? std::atoi(status->replica_id.c_str()) : 0;
+  return id >= 1 && id <= kReplicas && id <= static_cast<int>(cluster.pids.size()) ? id : 0;
 }
 
 // GPOOL_BENCH_PERF_DRAIN=FILE: `perf record -g` attached to the leader for
