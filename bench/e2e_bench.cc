@@ -22,7 +22,9 @@
 //              Ready meanwhile (0 expected), with the CPU seconds the
 //              leader, the followers and the workers used over it
 //              (leader_cpu_ms_per_1000_jobs: the leader's cost per job,
-//              which a loaded machine's wall time hides);
+//              which a loaded machine's wall time hides; "leader": the
+//              replica leading at the release), and the leader's CPU while
+//              the backlog was submitted (backlog_submit_leader_cpu_s);
 //   placement  placements/s bound: once the cluster is idle again, `jobs`
 //              jobs of `tasks_per_job` 1-GPU tasks (`sleep 3600`) are
 //              submitted at once from one thread each; from the first
@@ -497,6 +499,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cannot create the backlog queue: %s\n", held.status().ToString().c_str());
       return 1;
     }
+    // The leader's CPU while the backlog is queued (held: every submission
+    // makes a scheduling cycle over all the jobs held so far).
+    const int backlog_leader = LeaderReplica(*observer, cluster);
+    const double backlog_cpu_before = backlog_leader > 0 ? CpuSeconds(cluster.pids[backlog_leader - 1]) : 0;
     std::atomic<uint64_t> accepted{0}, errors{0};
     std::atomic<int> next{0};
     std::vector<std::thread> threads;
@@ -509,6 +515,8 @@ int main(int argc, char** argv) {
       });
     }
     for (auto& t : threads) t.join();
+    const double backlog_leader_cpu_s =
+        backlog_leader > 0 ? CpuSeconds(cluster.pids[backlog_leader - 1]) - backlog_cpu_before : 0;
     gpool::UpdateQueue release = hold;
     release.op = gpool::QueueOp::kUpdate;
     release.spec.capability = {{"cpu", uint64_t{1} << 40}};
@@ -540,14 +548,15 @@ int main(int argc, char** argv) {
                 "{\"jobs\": %llu, \"submit_errors\": %llu, \"drain_ms\": %.0f, \"release_ms\": %.0f, "
                 "\"drained\": %s, \"nodes_left_ready\": %u, \"nodes\": %d, \"mode\": \"%s\", \"replicas\": %d, \"job\": \"1 task, 0 GPUs, true\", "
                 "\"target\": 5000, \"small_jobs_drain_after_submit_s\": %.2f, \"nodes_left_ready_after_submit\": %u, \"term_changes\": %llu, "
-                "\"leader_cpu_s\": %.2f, \"leader_cpu_ms_per_1000_jobs\": %.1f, \"followers_cpu_s\": %.2f, \"workers_cpu_s\": %.2f}}\n",
+                "\"leader_cpu_s\": %.2f, \"leader_cpu_ms_per_1000_jobs\": %.1f, \"followers_cpu_s\": %.2f, \"workers_cpu_s\": %.2f, "
+                "\"backlog_submit_leader_cpu_s\": %.2f}}\n",
                 drained ? static_cast<double>(accepted.load()) / (drain_ms / 1000.0) : 0.0,
                 static_cast<unsigned long long>(accepted.load()), static_cast<unsigned long long>(errors.load()),
                 drain_ms, release_ms, drained ? "true" : "false", static_cast<uint32_t>(nodes) - fewest_ready, nodes, mode, kReplicas, small_drain_s,
                 static_cast<uint32_t>(nodes) - fewest_ready_after_submit,
                 static_cast<unsigned long long>(Term(*observer) - term), leader_cpu_s,
                 leader_cpu_s * 1e6 / static_cast<double>(std::max<uint64_t>(1, accepted.load())), followers_cpu_s,
-                workers_cpu_s);
+                workers_cpu_s, backlog_leader_cpu_s);
     std::fflush(stdout);
     if (!drained) {
       std::fprintf(stderr, "the backlog did not drain in 300 s; logs in %s\n", cluster.dir.c_str());
