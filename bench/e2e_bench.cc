@@ -19,7 +19,12 @@
 //              capability of 1 millicore (they wait), then released by one
 //              queue update: jobs run to completion per second from the
 //              update until the cluster is idle, and the nodes that left
-//              Ready meanwhile (0 expected);
+//              Ready meanwhile (0 expected), with the CPU seconds the
+//              leader, the followers and the workers used over it
+//              (leader_cpu_ms_per_1000_jobs: the leader's cost per job,
+//              which a loaded machine's wall time hides; "leader": the
+//              replica leading at the release), and the leader's CPU while
+//              the backlog was submitted (backlog_submit_leader_cpu_s);
 //   placement  placements/s bound: once the cluster is idle again, `jobs`
 //              jobs of `tasks_per_job` 1-GPU tasks (`sleep 3600`) are
 //              submitted at once from one thread each; from the first
@@ -46,7 +51,14 @@
 // stderr. Every process started is killed on exit, failures included
 // (children also die with the bench: PR_SET_PDEATHSIG). GPOOL_BENCH_KEEP=1
 // keeps the logs; GPOOL_BENCH_LOG=info (or debug) sets the coordinators'
-// log level (default warn).
+// log level (default warn); GPOOL_BENCH_COORDINATOR_ARGS adds flags to every
+// replica's command line (split at spaces).
+//
+// Profiling the drain: --drain-only skips the latency and submit phases (the
+// cluster starts, the backlog is queued and released, then placement runs).
+// GPOOL_BENCH_PERF_DRAIN=FILE runs `perf record -g -p <leader pid> -o FILE`
+// from the release until the cluster is idle again, so the profile holds the
+// leader's drain and nothing else (`perf report -i FILE --no-children`).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -61,6 +73,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -127,6 +140,25 @@ struct Cluster {
     return out;
   }
 
+  // GPOOL_BENCH_COORDINATOR_ARGS: more flags for every replica, split at
+  // spaces (e.g. "--election-timeout-ms 2000" on a loaded machine, where
+  // elections would otherwise change the work a phase measures).
+  static std::vector<std::string> ExtraCoordinatorArgs() {
+    std::vector<std::string> out;
+    const char* extra = std::getenv("GPOOL_BENCH_COORDINATOR_ARGS");
+    std::string word;
+    for (const char* c = extra ? extra : ""; ; ++c) {
+      if (*c == ' ' || *c == '\0') {
+        if (!word.empty()) out.push_back(std::move(word));
+        word.clear();
+        if (*c == '\0') break;
+      } else {
+        word += *c;
+      }
+    }
+    return out;
+  }
+
   void StartReplicas() {
     std::string peers, clients, workers;
     for (int r = 0; r < kReplicas; ++r) {
@@ -137,11 +169,13 @@ struct Cluster {
     }
     for (int i = 0; i < kReplicas; ++i) {
       const std::string name = dir + "/c" + std::to_string(i + 1);
-      pids.push_back(Spawn({GPOOL_COORDINATOR_BIN, "--insecure", "--id", std::to_string(i + 1), "--peers", peers, "--peer-clients",
-                            clients, "--peer-workers", workers, "--data-dir", name, "--client-addr", client[i],
-                            "--worker-addr", worker[i], "--heartbeat-ms", "1000", "--node-timeout-ms", "10000",
-                            "--log-level", (std::getenv("GPOOL_BENCH_LOG") ? std::getenv("GPOOL_BENCH_LOG") : "warn")},
-                           name + ".log"));
+      std::vector<std::string> argv = {
+          GPOOL_COORDINATOR_BIN, "--insecure", "--id", std::to_string(i + 1), "--peers", peers, "--peer-clients",
+          clients, "--peer-workers", workers, "--data-dir", name, "--client-addr", client[i], "--worker-addr",
+          worker[i], "--heartbeat-ms", "1000", "--node-timeout-ms", "10000", "--log-level",
+          (std::getenv("GPOOL_BENCH_LOG") ? std::getenv("GPOOL_BENCH_LOG") : "warn")};
+      for (std::string& arg : ExtraCoordinatorArgs()) argv.push_back(std::move(arg));
+      pids.push_back(Spawn(argv, name + ".log"));
     }
   }
 
@@ -226,13 +260,70 @@ bool Idle(gpool::Client& client, uint32_t* fewest_ready = nullptr) {
          status->gpus_used == 0;
 }
 
+// CPU seconds (user + system) `pid` has used so far; 0 if unreadable.
+// Under a loaded machine the drain's wall time says little, but the CPU the
+// leader spent per drained job still compares builds (issue 49).
+double CpuSeconds(pid_t pid) {
+  FILE* file = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (file == nullptr) return 0;
+  char buffer[1024];
+  const size_t size = std::fread(buffer, 1, sizeof(buffer) - 1, file);
+  std::fclose(file);
+  buffer[size] = '\0';
+  // Fields after the command (in parentheses, which may hold spaces): the
+  // 14th and 15th of the line are utime and stime, in clock ticks.
+  const char* rest = std::strrchr(buffer, ')');
+  unsigned long long utime = 0, stime = 0;
+  if (rest == nullptr ||
+      std::sscanf(rest + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2) {
+    return 0;
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// The replica answering as leader, 1-based; 0 when none answers so.
+int LeaderReplica(gpool::Client& observer, const Cluster& cluster) {
+  auto status = observer.ClusterStatus();
+  const int id = status.ok() && status->role == "leader" ? std::atoi(status->replica_id.c_str()) : 0;
+  return id >= 1 && id <= kReplicas && id <= static_cast<int>(cluster.pids.size()) ? id : 0;
+}
+
+// GPOOL_BENCH_PERF_DRAIN=FILE: `perf record -g` attached to the leader for
+// the drain; its pid (0 when not asked or the leader is unknown). Returns once
+// perf has created FILE (it is attached then), or after 10 s.
+pid_t StartDrainProfile(gpool::Client& observer, const Cluster& cluster) {
+  const char* file = std::getenv("GPOOL_BENCH_PERF_DRAIN");
+  if (file == nullptr) return 0;
+  const int id = LeaderReplica(observer, cluster);
+  if (id == 0) {
+    std::fprintf(stderr, "GPOOL_BENCH_PERF_DRAIN: no leader to profile\n");
+    return 0;
+  }
+  std::error_code ec;
+  std::filesystem::remove(file, ec);
+  const pid_t perf = Spawn({"/usr/bin/perf", "record", "-g", "-p", std::to_string(cluster.pids[id - 1]), "-o", file},
+                           cluster.dir + "/perf.log");
+  WaitUntil([&] { return std::filesystem::exists(file); }, 10, 10);
+  std::fprintf(stderr, "profiling the leader (replica %d, pid %d) into %s\n", id, cluster.pids[id - 1], file);
+  return perf;
+}
+
+void StopDrainProfile(pid_t perf) {
+  if (perf <= 0) return;
+  kill(perf, SIGINT);  // perf writes its file out on SIGINT
+  waitpid(perf, nullptr, 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int real_workers = 0;
+  bool drain_only = false;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--real-workers" && i + 1 < argc) {
+    if (std::string(argv[i]) == "--drain-only") {
+      drain_only = true;
+    } else if (std::string(argv[i]) == "--real-workers" && i + 1 < argc) {
       real_workers = std::atoi(argv[++i]);
       if (real_workers <= 0 || real_workers > 64) {
         std::fprintf(stderr, "--real-workers: 1-64 worker processes\n");
@@ -310,80 +401,82 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   // Submit-to-running on an idle cluster, one job at a time.
-  std::vector<double> latency_ms;
-  uint64_t latency_errors = 0;
-  const uint64_t latency_term = Term(*observer);
-  {
-    auto client = Connect(endpoints);
-    const gpool::JobSpec job = Job("latency", 1, 1, {"true"});
-    for (int i = 0; i < samples; ++i) {
-      if (!WaitUntil([&] { return Idle(*observer); }, 30, 2)) {
-        ++latency_errors;
-        continue;
-      }
-      const auto start = SteadyClock::now();
-      auto submitted = client->Submit(job, "");
-      if (!submitted.ok()) {
-        ++latency_errors;
-        continue;
-      }
-      bool running = false;
-      const auto deadline = start + std::chrono::seconds(30);
-      while (!running && SteadyClock::now() < deadline) {
-        auto got = client->GetJob(gpool::JobId(submitted->job_id));
-        running = got.ok() && !got->tasks.empty() &&
-                  (got->tasks[0].state == "Running" || got->tasks[0].state == "Succeeded");
-      }
-      if (!running) {
-        ++latency_errors;
-        continue;
-      }
-      latency_ms.push_back(Ms(SteadyClock::now() - start));
-    }
-  }
-  const double p50 = Percentile(latency_ms, 0.5);
-  const double p99 = Percentile(latency_ms, 0.99);
-  const uint64_t latency_term_changes = Term(*observer) - latency_term;
-  std::printf("{\"metric\": \"submit_to_running_p50\", \"value\": %.2f, \"unit\": \"ms\", \"params\": {\"nodes\": %d, \"mode\": \"%s\", "
-              "\"replicas\": %d, \"samples\": %zu, \"errors\": %llu, \"signal\": \"GetJob polled back to back\", "
-              "\"zmq_round_trip_p50_us\": %.1f, \"ratio_to_zmq_round_trip\": %.1f}}\n",
-              p50, nodes, mode, kReplicas, latency_ms.size(), static_cast<unsigned long long>(latency_errors), rtt_p50_us,
-              p50 * 1000.0 / std::max(1.0, rtt_p50_us));
-  std::printf("{\"metric\": \"submit_to_running_p99\", \"value\": %.2f, \"unit\": \"ms\", \"params\": {\"nodes\": %d, \"mode\": \"%s\", "
-              "\"replicas\": %d, \"samples\": %zu, \"max_ms\": %.2f, \"target_ms\": 50, \"job\": \"1 task, 1 GPU\", "
-              "\"term_changes\": %llu}}\n",
-              p99, nodes, mode, kReplicas, latency_ms.size(),
-              latency_ms.empty() ? 0.0 : *std::max_element(latency_ms.begin(), latency_ms.end()),
-              static_cast<unsigned long long>(latency_term_changes));
-  std::fflush(stdout);
-
-  // Submissions per second, many clients, small jobs.
-  {
-    const uint64_t term = Term(*observer);
-    std::atomic<uint64_t> accepted{0}, errors{0};
-    std::vector<std::thread> threads;
-    const auto start = SteadyClock::now();
-    const auto end = start + std::chrono::duration<double>(seconds);
-    for (int c = 0; c < clients; ++c) {
-      threads.emplace_back([&] {
-        auto client = Connect(endpoints);
-        const gpool::JobSpec job = Job("small", 1, 0, {"true"});
-        while (SteadyClock::now() < end) {
-          auto reply = client->Submit(job, "");
-          reply.ok() ? ++accepted : ++errors;
+  if (!drain_only) {
+    std::vector<double> latency_ms;
+    uint64_t latency_errors = 0;
+    const uint64_t latency_term = Term(*observer);
+    {
+      auto client = Connect(endpoints);
+      const gpool::JobSpec job = Job("latency", 1, 1, {"true"});
+      for (int i = 0; i < samples; ++i) {
+        if (!WaitUntil([&] { return Idle(*observer); }, 30, 2)) {
+          ++latency_errors;
+          continue;
         }
-      });
+        const auto start = SteadyClock::now();
+        auto submitted = client->Submit(job, "");
+        if (!submitted.ok()) {
+          ++latency_errors;
+          continue;
+        }
+        bool running = false;
+        const auto deadline = start + std::chrono::seconds(30);
+        while (!running && SteadyClock::now() < deadline) {
+          auto got = client->GetJob(gpool::JobId(submitted->job_id));
+          running = got.ok() && !got->tasks.empty() &&
+                    (got->tasks[0].state == "Running" || got->tasks[0].state == "Succeeded");
+        }
+        if (!running) {
+          ++latency_errors;
+          continue;
+        }
+        latency_ms.push_back(Ms(SteadyClock::now() - start));
+      }
     }
-    for (auto& t : threads) t.join();
-    const double elapsed_s = Ms(SteadyClock::now() - start) / 1000.0;
-    std::printf("{\"metric\": \"submissions_per_s\", \"value\": %.0f, \"unit\": \"submissions/s\", \"params\": "
-                "{\"clients\": %d, \"accepted\": %llu, \"errors\": %llu, \"seconds\": %.1f, \"nodes\": %d, \"mode\": \"%s\", "
-                "\"replicas\": %d, \"job\": \"1 task, 0 GPUs, true\", \"term_changes\": %llu}}\n",
-                static_cast<double>(accepted.load()) / elapsed_s, clients,
-                static_cast<unsigned long long>(accepted.load()), static_cast<unsigned long long>(errors.load()),
-                elapsed_s, nodes, mode, kReplicas, static_cast<unsigned long long>(Term(*observer) - term));
+    const double p50 = Percentile(latency_ms, 0.5);
+    const double p99 = Percentile(latency_ms, 0.99);
+    const uint64_t latency_term_changes = Term(*observer) - latency_term;
+    std::printf("{\"metric\": \"submit_to_running_p50\", \"value\": %.2f, \"unit\": \"ms\", \"params\": {\"nodes\": %d, \"mode\": \"%s\", "
+                "\"replicas\": %d, \"samples\": %zu, \"errors\": %llu, \"signal\": \"GetJob polled back to back\", "
+                "\"zmq_round_trip_p50_us\": %.1f, \"ratio_to_zmq_round_trip\": %.1f}}\n",
+                p50, nodes, mode, kReplicas, latency_ms.size(), static_cast<unsigned long long>(latency_errors), rtt_p50_us,
+                p50 * 1000.0 / std::max(1.0, rtt_p50_us));
+    std::printf("{\"metric\": \"submit_to_running_p99\", \"value\": %.2f, \"unit\": \"ms\", \"params\": {\"nodes\": %d, \"mode\": \"%s\", "
+                "\"replicas\": %d, \"samples\": %zu, \"max_ms\": %.2f, \"target_ms\": 50, \"job\": \"1 task, 1 GPU\", "
+                "\"term_changes\": %llu}}\n",
+                p99, nodes, mode, kReplicas, latency_ms.size(),
+                latency_ms.empty() ? 0.0 : *std::max_element(latency_ms.begin(), latency_ms.end()),
+                static_cast<unsigned long long>(latency_term_changes));
     std::fflush(stdout);
-  }
+
+    // Submissions per second, many clients, small jobs.
+    {
+      const uint64_t term = Term(*observer);
+      std::atomic<uint64_t> accepted{0}, errors{0};
+      std::vector<std::thread> threads;
+      const auto start = SteadyClock::now();
+      const auto end = start + std::chrono::duration<double>(seconds);
+      for (int c = 0; c < clients; ++c) {
+        threads.emplace_back([&] {
+          auto client = Connect(endpoints);
+          const gpool::JobSpec job = Job("small", 1, 0, {"true"});
+          while (SteadyClock::now() < end) {
+            auto reply = client->Submit(job, "");
+            reply.ok() ? ++accepted : ++errors;
+          }
+        });
+      }
+      for (auto& t : threads) t.join();
+      const double elapsed_s = Ms(SteadyClock::now() - start) / 1000.0;
+      std::printf("{\"metric\": \"submissions_per_s\", \"value\": %.0f, \"unit\": \"submissions/s\", \"params\": "
+                  "{\"clients\": %d, \"accepted\": %llu, \"errors\": %llu, \"seconds\": %.1f, \"nodes\": %d, \"mode\": \"%s\", "
+                  "\"replicas\": %d, \"job\": \"1 task, 0 GPUs, true\", \"term_changes\": %llu}}\n",
+                  static_cast<double>(accepted.load()) / elapsed_s, clients,
+                  static_cast<unsigned long long>(accepted.load()), static_cast<unsigned long long>(errors.load()),
+                  elapsed_s, nodes, mode, kReplicas, static_cast<unsigned long long>(Term(*observer) - term));
+      std::fflush(stdout);
+    }
+  }  // !drain_only
   const auto drain_start = SteadyClock::now();
   uint32_t fewest_ready_after_submit = static_cast<uint32_t>(nodes);
   if (!WaitUntil([&] { return Idle(*observer, &fewest_ready_after_submit); }, 300, 20)) {
@@ -406,6 +499,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cannot create the backlog queue: %s\n", held.status().ToString().c_str());
       return 1;
     }
+    // The leader's CPU while the backlog is queued (held: every submission
+    // makes a scheduling cycle over all the jobs held so far).
+    const int backlog_leader = LeaderReplica(*observer, cluster);
+    const double backlog_cpu_before = backlog_leader > 0 ? CpuSeconds(cluster.pids[backlog_leader - 1]) : 0;
     std::atomic<uint64_t> accepted{0}, errors{0};
     std::atomic<int> next{0};
     std::vector<std::thread> threads;
@@ -418,24 +515,48 @@ int main(int argc, char** argv) {
       });
     }
     for (auto& t : threads) t.join();
+    const double backlog_leader_cpu_s =
+        backlog_leader > 0 ? CpuSeconds(cluster.pids[backlog_leader - 1]) - backlog_cpu_before : 0;
     gpool::UpdateQueue release = hold;
     release.op = gpool::QueueOp::kUpdate;
     release.spec.capability = {{"cpu", uint64_t{1} << 40}};
+    const pid_t perf = StartDrainProfile(*observer, cluster);
+    const int leader = LeaderReplica(*observer, cluster);
+    std::vector<double> cpu_before;
+    for (pid_t pid : cluster.pids) cpu_before.push_back(CpuSeconds(pid));
     const auto start = SteadyClock::now();
     const bool released = observer->UpdateQueue(release).ok();
     const double release_ms = Ms(SteadyClock::now() - start);
     uint32_t fewest_ready = static_cast<uint32_t>(nodes);
     const bool drained = released && WaitUntil([&] { return Idle(*observer, &fewest_ready); }, 300, 5);
     const double drain_ms = Ms(SteadyClock::now() - start);
+    StopDrainProfile(perf);
+    // CPU the processes used over the drain: the leader's, the followers'
+    // together, and the fleet's (real workers: all of them together).
+    double leader_cpu_s = 0, followers_cpu_s = 0, workers_cpu_s = 0;
+    for (size_t i = 0; i < cluster.pids.size(); ++i) {
+      const double used = CpuSeconds(cluster.pids[i]) - cpu_before[i];
+      if (static_cast<int>(i) + 1 == leader) {
+        leader_cpu_s = used;
+      } else if (i < static_cast<size_t>(kReplicas)) {
+        followers_cpu_s += used;
+      } else {
+        workers_cpu_s += used;
+      }
+    }
     std::printf("{\"metric\": \"drain_jobs_per_s\", \"value\": %.0f, \"unit\": \"jobs/s\", \"params\": "
                 "{\"jobs\": %llu, \"submit_errors\": %llu, \"drain_ms\": %.0f, \"release_ms\": %.0f, "
                 "\"drained\": %s, \"nodes_left_ready\": %u, \"nodes\": %d, \"mode\": \"%s\", \"replicas\": %d, \"job\": \"1 task, 0 GPUs, true\", "
-                "\"target\": 5000, \"small_jobs_drain_after_submit_s\": %.2f, \"nodes_left_ready_after_submit\": %u, \"term_changes\": %llu}}\n",
+                "\"target\": 5000, \"small_jobs_drain_after_submit_s\": %.2f, \"nodes_left_ready_after_submit\": %u, \"term_changes\": %llu, "
+                "\"leader_cpu_s\": %.2f, \"leader_cpu_ms_per_1000_jobs\": %.1f, \"followers_cpu_s\": %.2f, \"workers_cpu_s\": %.2f, "
+                "\"backlog_submit_leader_cpu_s\": %.2f}}\n",
                 drained ? static_cast<double>(accepted.load()) / (drain_ms / 1000.0) : 0.0,
                 static_cast<unsigned long long>(accepted.load()), static_cast<unsigned long long>(errors.load()),
                 drain_ms, release_ms, drained ? "true" : "false", static_cast<uint32_t>(nodes) - fewest_ready, nodes, mode, kReplicas, small_drain_s,
                 static_cast<uint32_t>(nodes) - fewest_ready_after_submit,
-                static_cast<unsigned long long>(Term(*observer) - term));
+                static_cast<unsigned long long>(Term(*observer) - term), leader_cpu_s,
+                leader_cpu_s * 1e6 / static_cast<double>(std::max<uint64_t>(1, accepted.load())), followers_cpu_s,
+                workers_cpu_s, backlog_leader_cpu_s);
     std::fflush(stdout);
     if (!drained) {
       std::fprintf(stderr, "the backlog did not drain in 300 s; logs in %s\n", cluster.dir.c_str());

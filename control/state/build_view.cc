@@ -159,12 +159,19 @@ void ClusterState::BuildRunning(topology::ClusterView& view, int64_t now_ms) con
   }
 }
 
+// Rebuilt every cycle from the pending set, which a burst makes large (10k
+// jobs in gpool-bench-e2e's drain): the previous cycle's entries are
+// overwritten in place rather than destroyed and made again, so their strings,
+// maps and vectors keep their storage, and the vector does not regrow. Every
+// field is assigned on every pass: an entry reused for another job keeps
+// nothing of the one before (issue 49).
 void ClusterState::BuildPending(topology::ClusterView& view, int64_t now_ms) const {
-  view.pending.clear();
+  size_t used = 0;
   for (uint64_t id : pending_) {
     const JobRecord& job = jobs_.at(id);
     if (job.cancel_requested) continue;
-    topology::PendingJob pj;
+    if (used == view.pending.size()) view.pending.emplace_back();
+    topology::PendingJob& pj = view.pending[used];
     pj.id = job.id;
     pj.priority = job.spec.priority;
     pj.arrival = job.arrival;
@@ -181,21 +188,28 @@ void ClusterState::BuildPending(topology::ClusterView& view, int64_t now_ms) con
     pj.gpu_uuid_allow = job.spec.gpu_uuid_allow;
     pj.gpu_uuid_deny = job.spec.gpu_uuid_deny;
     const auto group_active = ActivePerGroup(job);
+    pj.groups.clear();
     for (size_t g = 0; g < job.spec.tasks.size(); ++g) {
       pj.groups.push_back(
           topology::GroupRule{job.spec.tasks[g].MinReplicas(), group_active[g], job.spec.tasks[g].network_tier});
     }
+    pj.tasks.clear();
     for (const auto& task : job.tasks) {
       if (task.state == TaskState::kPending) {
         pj.tasks.push_back(topology::PendingTask{task.id.index, task.group, job.spec.tasks[task.group].resources});
       }
     }
-    if (now_ms - job.claim_ms() < kClaimLapseMs) pj.claimed_nodes = job.claimed_nodes();
+    if (now_ms - job.claim_ms() < kClaimLapseMs) {
+      pj.claimed_nodes = job.claimed_nodes();
+    } else {
+      pj.claimed_nodes.clear();
+    }
     const int64_t since = std::max(job.submit_ms, job.requeue_ms());
     pj.waiting_ms = now_ms > since ? now_ms - since : 0;
     pj.max_runtime_ms = static_cast<int64_t>(job.spec.max_runtime_ms);
-    if (!pj.tasks.empty()) view.pending.push_back(std::move(pj));
+    if (!pj.tasks.empty()) ++used;  // else the slot is overwritten by the next job, or trimmed below
   }
+  view.pending.resize(used);
 }
 
 }  // namespace gpool::state

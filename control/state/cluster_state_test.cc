@@ -553,8 +553,34 @@ void ExpectSameView(const topology::ClusterView& a, const topology::ClusterView&
   }
   ASSERT_EQ(a.pending.size(), b.pending.size());
   for (size_t i = 0; i < a.pending.size(); ++i) {
-    EXPECT_EQ(a.pending[i].id, b.pending[i].id);
-    EXPECT_EQ(a.pending[i].tasks.size(), b.pending[i].tasks.size());
+    const auto& x = a.pending[i];
+    const auto& y = b.pending[i];
+    EXPECT_EQ(x.id, y.id);
+    EXPECT_EQ(x.priority, y.priority) << x.id.value();
+    EXPECT_EQ(x.arrival, y.arrival) << x.id.value();
+    EXPECT_EQ(x.queue, y.queue) << x.id.value();
+    EXPECT_EQ(x.priority_class, y.priority_class) << x.id.value();
+    EXPECT_EQ(x.pool, y.pool) << x.id.value();
+    EXPECT_EQ(x.user, y.user) << x.id.value();
+    EXPECT_EQ(x.node_selector, y.node_selector) << x.id.value();
+    EXPECT_EQ(x.prefer_labels, y.prefer_labels) << x.id.value();
+    EXPECT_EQ(x.tolerations, y.tolerations) << x.id.value();
+    EXPECT_EQ(x.numa_policy, y.numa_policy) << x.id.value();
+    EXPECT_EQ(x.network_mode, y.network_mode) << x.id.value();
+    EXPECT_EQ(x.network_tier, y.network_tier) << x.id.value();
+    EXPECT_EQ(x.gpu_uuid_allow, y.gpu_uuid_allow) << x.id.value();
+    EXPECT_EQ(x.gpu_uuid_deny, y.gpu_uuid_deny) << x.id.value();
+    ASSERT_EQ(x.groups.size(), y.groups.size()) << x.id.value();
+    for (size_t g = 0; g < x.groups.size(); ++g) {
+      EXPECT_EQ(x.groups[g].min, y.groups[g].min) << x.id.value();
+      EXPECT_EQ(x.groups[g].active, y.groups[g].active) << x.id.value();
+      EXPECT_EQ(x.groups[g].network_tier, y.groups[g].network_tier) << x.id.value();
+    }
+    ASSERT_EQ(x.tasks.size(), y.tasks.size()) << x.id.value();
+    for (size_t t = 0; t < x.tasks.size(); ++t) EXPECT_EQ(x.tasks[t].index, y.tasks[t].index) << x.id.value();
+    EXPECT_EQ(x.waiting_ms, y.waiting_ms) << x.id.value();
+    EXPECT_EQ(x.max_runtime_ms, y.max_runtime_ms) << x.id.value();
+    EXPECT_EQ(x.claimed_nodes, y.claimed_nodes) << x.id.value();
   }
   EXPECT_EQ(a.queues.size(), b.queues.size());
 }
@@ -596,6 +622,57 @@ TEST_F(ClusterStateTest, RefreshedViewMatchesAFreshlyBuiltOne) {
   ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
   restored.RefreshView(view, cursor, 0);
   ExpectSameView(view, restored.BuildView(0));
+}
+
+// The pending part of a refreshed view overwrites the last cycle's entries in
+// place (issue 49): an entry that held a job with a selector, tolerations,
+// preferences, device lists and a runtime limit, reused for a plain job,
+// must keep none of them.
+TEST_F(ClusterStateTest, RefreshedPendingEntriesKeepNothingOfTheirLastJob) {
+  Do(RegisterNodeCmd{MakeNode("n1", 4), {}});
+  topology::ClusterView view;
+  ClusterState::ViewCursor cursor;
+  JobSpec picky = MakeJob("picky", 2, 1);
+  picky.node_selector = {{"zone", "x"}};
+  picky.prefer_labels = {{"rack", "r1"}};
+  picky.tolerations = {"maintenance"};
+  picky.gpu_uuid_allow = {"GPU-1"};
+  picky.gpu_uuid_deny = {"GPU-2"};
+  picky.max_runtime_ms = 60'000;
+  picky.priority = 7;
+  const ApplyResult submitted = Do(SubmitJobCmd{picky, ""});
+  ASSERT_TRUE(submitted.status.ok()) << submitted.status.ToString();
+  const uint64_t first = submitted.job_id;
+  const uint64_t plain = Submit("plain", 1, 1);
+  state_.RefreshView(view, cursor, 5'000);
+  ASSERT_EQ(view.pending.size(), 2u);
+  EXPECT_EQ(view.pending[0].node_selector.size(), 1u);
+
+  // The picky job leaves the pending set: the plain one takes its entry.
+  Do(ApplyPlanCmd{{Bind(first, 0, "n1", {0}), Bind(first, 1, "n1", {1})}, {}});
+  state_.RefreshView(view, cursor, 6'000);
+  ExpectSameView(view, state_.BuildView(6'000));
+  ASSERT_EQ(view.pending.size(), 1u);
+  const topology::PendingJob& reused = view.pending[0];
+  EXPECT_EQ(reused.id.value(), plain);
+  EXPECT_TRUE(reused.node_selector.empty());
+  EXPECT_TRUE(reused.prefer_labels.empty());
+  EXPECT_TRUE(reused.tolerations.empty());
+  EXPECT_TRUE(reused.gpu_uuid_allow.empty());
+  EXPECT_TRUE(reused.gpu_uuid_deny.empty());
+  EXPECT_EQ(reused.max_runtime_ms, 0);
+  EXPECT_EQ(reused.priority, 0);
+  EXPECT_EQ(reused.tasks.size(), 1u);
+
+  // None pending: the view's pending part empties, and fills again after.
+  Do(ApplyPlanCmd{{Bind(plain, 0, "n1", {2})}, {}});
+  state_.RefreshView(view, cursor, 7'000);
+  EXPECT_TRUE(view.pending.empty());
+  Submit("later", 3, 0);
+  state_.RefreshView(view, cursor, 8'000);
+  ExpectSameView(view, state_.BuildView(8'000));
+  ASSERT_EQ(view.pending.size(), 1u);
+  EXPECT_EQ(view.pending[0].tasks.size(), 3u);
 }
 
 TEST(CommandsTest, RoundTripAndRejectGarbage) {
