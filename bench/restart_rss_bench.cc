@@ -15,7 +15,7 @@
 // 3. A single-replica coordinator (--insecure, loopback ports) starts on it,
 //    keeping every finished job (--retain-finished-jobs above --jobs,
 //    --retain-finished-ms over --days), and `--snapshot-every` small jobs are
-//    submitted so it takes a snapshot of its own: the image file
+//    submitted (--snapshot-log-ratio 0) so it takes a snapshot of its own: the image file
 //    (snapshot-<index>.img) that a restart reads. Once the log says
 //    "snapshot saved" and its VmRSS has settled, that is the steady RSS.
 // 4. SIGKILL, then the same command again: restart_ms is spawn to the first
@@ -26,7 +26,7 @@
 // restart_peak_rss, ratio (peak over steady), restart_ms, restart_rss,
 // snapshot_bytes, fill_seconds.
 //
-//   gpool-bench-restart-rss [--jobs 1000000] [--days 30] [--snapshot-every 1000]
+//   gpool-bench-restart-rss [--jobs 1000000] [--days 30] [--snapshot-every 200]
 //   GPOOL_COORDINATOR_BIN=/path/to/baseline/gpool-coordinator gpool-bench-restart-rss ...
 #include <signal.h>
 #include <sys/wait.h>
@@ -63,7 +63,7 @@ constexpr uint32_t kRestartGpusPerNode = 8;
 struct RestartRssOptions {
   uint64_t jobs = 1'000'000;
   int64_t days = 30;
-  uint64_t snapshot_every = 1'000;
+  uint64_t snapshot_every = 200;
 };
 
 // GPOOL_COORDINATOR_BIN in the environment runs another build's coordinator
@@ -197,7 +197,7 @@ class RestartRssCoordinator {
     const int64_t keep_ms = (options.days + 365) * 24 * 3600 * 1000;
     argv_ = {CoordinatorBin(), "--insecure", "--data-dir", dir_ + "/data", "--client-addr", client_,
              "--worker-addr", worker, "--http-address", "none", "--snapshot-every",
-             std::to_string(options.snapshot_every), "--retain-finished-jobs", std::to_string(options.jobs * 2 + 1000),
+             std::to_string(options.snapshot_every), "--snapshot-log-ratio", "0", "--retain-finished-jobs", std::to_string(options.jobs * 2 + 1000),
              "--retain-finished-ms", std::to_string(keep_ms)};
   }
   ~RestartRssCoordinator() { Kill(pid_, SIGKILL); }
