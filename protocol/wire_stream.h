@@ -3,8 +3,8 @@
 // UnpackFromString builds the msgpack object tree of the whole value before
 // anything is read from it: for a state image that tree (24 bytes an object,
 // 48 a map entry, every string copied) is several times the image, and it is
-// alive beside the image and the decoded records. A restart with 1,000,000
-// retained jobs peaked at about 5x its steady RSS that way. A ValueStream
+// alive beside the image and the decoded records (issue 49: restarts peaked
+// at several times the replica's steady RSS). A ValueStream
 // instead walks the outer containers itself (a map's or an array's header,
 // a key) and unpacks only one inner value at a time, each into a zone of its
 // own that is freed as soon as it is read, so what decoding holds beyond its

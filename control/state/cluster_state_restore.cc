@@ -3,8 +3,9 @@
 //
 // Decoding the image as one msgpack value held, at once, the image's bytes,
 // the msgpack object tree of all of it (a zone several times the image), a
-// vector of every record and the maps they were moved into: a restart with
-// 1,000,000 retained jobs peaked at about 5x the replica's steady RSS. Now a
+// vector of every record and the maps they were moved into (a restart with
+// 200,000 retained jobs peaked at 3.1x the state's steady RSS, 1.55x now:
+// bench/restart_rss_bench.cc, docs/operations.md 6.5). Now a
 // wire::ValueStream walks the image's outer map, and the large lists (nodes,
 // jobs, events, audit, forgotten jobs) are decoded element by element
 // straight into the containers the state keeps, each element's zone freed
@@ -12,12 +13,12 @@
 // small lists) is read as before, by SnapshotImage's own Fields, from the
 // values gathered into one map: the same reader, the same errors
 // ("value.nodes: required field is missing"), the same defaults for an
-// image from before a field existed.
+// image from before a field existed. The usage ledger is among that rest,
+// decoded whole: its raw records are bounded (--usage-keep-records).
 //
 // Nothing of the state changes until the whole image decoded: a truncated or
 // damaged image is a typed error and leaves the state as it was.
 #include <deque>
-#include <functional>
 #include <map>
 #include <string>
 
