@@ -1,7 +1,8 @@
 // ClusterState: Apply() dispatch to the command families (cluster_state_nodes.cc,
 // cluster_state_jobs.cc, cluster_state_plan.cc, queues.cc), lookups, the
-// whole-state snapshot and restore, and the indexes rebuilt from it (pending
-// jobs, idempotency keys, job-state counters, the commands-due log).
+// whole-state snapshot (read back by cluster_state_restore.cc), and the
+// indexes rebuilt from it (pending jobs, idempotency keys, job-state
+// counters, the commands-due log).
 #include "control/state/cluster_state.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <set>
 
 #include "control/state/cluster_state_internal.h"
+#include "control/state/snapshot_image.h"
 #include "protocol/event.h"
 #include "protocol/model/users.h"
 
@@ -118,59 +120,7 @@ std::vector<std::string> ClusterState::GpuUuids(const TaskRecord& task, bool mig
   return uuids;
 }
 
-namespace {
-
-struct SnapshotImage {
-  uint64_t applied_index = 0;
-  uint64_t next_job_id = 1;
-  std::vector<NodeRecord> nodes;
-  std::vector<JobRecord> jobs;
-  std::vector<QueueRecord> queues;
-  std::vector<ClusterEvent> events;
-  uint64_t next_event_seq = 1;
-  std::map<std::string, uint64_t> sink_cursors;
-  bool breaker_open = false;
-  int64_t breaker_opened_ms = 0;
-  std::vector<ForgottenJob> forgotten;
-  uint64_t forgotten_count = 0;
-  std::vector<UsageTotal> usage;
-  std::vector<UserSpec> users;
-  std::vector<AuditEntry> audit;
-  uint64_t next_audit_seq = 1;
-  std::map<std::string, std::string> enrolled_nodes;
-  std::vector<AlertCmd> alerts;  // firing
-  UsageLedger::Image usage_ledger;  // absent from snapshots before issue 34: empty
-  std::vector<PendingEnrolment> pending_enrolments;  // absent before issue 48: none
-  std::vector<JoinTokenInfo> join_tokens;
-  std::vector<ApiTokenInfo> api_tokens;  // absent before issue 48: none
-  template <typename V>
-  void Fields(V& v) {
-    v.Required("applied", applied_index);
-    v.Required("next_job_id", next_job_id);
-    v.Required("nodes", nodes);
-    v.Required("jobs", jobs);
-    v.Optional("queues", queues);
-    v.Optional("events", events);
-    v.Optional("next_event_seq", next_event_seq);
-    v.Optional("sink_cursors", sink_cursors);
-    v.Optional("breaker_open", breaker_open);
-    v.Optional("breaker_opened_ms", breaker_opened_ms);
-    v.Optional("forgotten", forgotten);
-    v.Optional("forgotten_count", forgotten_count);
-    v.Optional("usage", usage);
-    v.Optional("users", users);
-    v.Optional("audit", audit);
-    v.Optional("next_audit_seq", next_audit_seq);
-    v.Optional("enrolled_nodes", enrolled_nodes);
-    v.Optional("alerts", alerts);
-    v.Optional("usage_ledger", usage_ledger);
-    v.Optional("pending_enrolments", pending_enrolments);
-    v.Optional("join_tokens", join_tokens);
-    v.Optional("api_tokens", api_tokens);
-  }
-};
-
-}  // namespace
+using internal::SnapshotImage;
 
 // Writes exactly what packing a SnapshotImage would, record by record: first
 // gathering every record into an image held a second copy of the whole state
@@ -253,51 +203,6 @@ std::string ClusterState::Snapshot() const {
   auto tokens = api_tokens_.Image();
   packer.Field("api_tokens", tokens);
   return std::string(buffer.data(), buffer.size());
-}
-
-Status ClusterState::Restore(std::string_view snapshot) {
-  wire::DecodeLimits limits;
-  limits.max_frame_bytes = size_t{4} << 30;
-  limits.max_container_elements = size_t{1} << 26;
-  limits.max_string_bytes = size_t{1} << 30;
-  auto image = wire::UnpackFromString<SnapshotImage>(snapshot, limits);
-  if (!image.ok()) return image.status().WithContext("restoring snapshot");
-  applied_index_ = image->applied_index;
-  next_job_id_ = image->next_job_id;
-  generation_ = NextGeneration();  // every cached view is stale
-  nodes_.clear();
-  jobs_.clear();
-  for (auto& node : image->nodes) nodes_[node.spec.name] = std::move(node);
-  for (auto& job : image->jobs) jobs_[job.id.value()] = std::move(job);
-  queues_.clear();
-  for (auto& queue : image->queues) queues_[queue.spec.name] = std::move(queue);
-  events_.assign(image->events.begin(), image->events.end());
-  next_event_seq_ = std::max<uint64_t>(image->next_event_seq, events_.empty() ? 1 : events_.back().seq + 1);
-  sink_cursors_ = std::move(image->sink_cursors);
-  breaker_open_ = image->breaker_open;
-  breaker_opened_ms_ = image->breaker_opened_ms;
-  forgotten_.assign(image->forgotten.begin(), image->forgotten.end());
-  forgotten_count_ = image->forgotten_count;
-  usage_.clear();
-  for (auto& total : image->usage) usage_[{total.queue, total.user}] = std::move(total);
-  users_.clear();
-  for (auto& user : image->users) users_[user.name] = std::move(user);
-  alerts_.clear();
-  for (auto& alert : image->alerts) alerts_[alert.key] = std::move(alert);
-  audit_.assign(image->audit.begin(), image->audit.end());
-  enrolled_nodes_ = std::move(image->enrolled_nodes);
-  pending_enrolments_.clear();
-  for (auto& pending : image->pending_enrolments) pending_enrolments_[pending.key] = std::move(pending);
-  join_tokens_.clear();
-  for (auto& token : image->join_tokens) join_tokens_[token.id] = std::move(token);
-  if (Status ledger = usage_ledger_.FromImage(std::move(image->usage_ledger)); !ledger.ok()) {
-    return ledger.WithContext("restoring snapshot");
-  }
-  api_tokens_.Restore(std::move(image->api_tokens));
-  next_audit_seq_ = std::max<uint64_t>(image->next_audit_seq, audit_.empty() ? 1 : audit_.back().seq + 1);
-  EnsureBuiltinQueues();
-  RebuildIndexes();
-  return Status::Ok();
 }
 
 void ClusterState::RebuildIndexes() {
