@@ -44,20 +44,24 @@ TEST(LoopStallMeterTest, SlowTurnIsRecordedAndWaitsAreNot) {
 
 TEST(LoopStallMeterTest, WindowMaxForgetsASpikeAfterTwoWindows) {
   LoopStallMeter meter;
-  auto turn = [&meter](int64_t at_ns, int64_t work_ns) {
-    meter.PollReturned(at_ns);
-    meter.PollCalled(at_ns + work_ns);
+  constexpr int64_t kW = LoopStallMeter::kWindowNs;
+  // A turn ending at `end_ns` that took `work_ns`.
+  auto turn = [&meter](int64_t end_ns, int64_t work_ns) {
+    meter.PollReturned(end_ns - work_ns);
+    meter.PollCalled(end_ns);
   };
-  turn(0, 200 * kMs);
+  turn(200 * kMs, 200 * kMs);  // the first window starts here
   EXPECT_NEAR(meter.window_max_seconds(), 0.2, 1e-9);
-  // Into the next window: the spike is still within the last 10-20 s.
-  turn(LoopStallMeter::kWindowNs + 1 * kMs, 1 * kMs);
+  turn(kW + 100 * kMs, 1 * kMs);  // still the first window
   EXPECT_NEAR(meter.window_max_seconds(), 0.2, 1e-9);
-  // Two windows on, only the small turns remain.
-  turn(2 * LoopStallMeter::kWindowNs + 2 * kMs, 2 * kMs);
-  EXPECT_NEAR(meter.window_max_seconds(), 0.001, 1e-9);
-  // After an idle gap of more than two windows, nothing from before it.
-  turn(10 * LoopStallMeter::kWindowNs, 3 * kMs);
+  // The second window: the spike is within the last 10-20 s, still seen.
+  turn(kW + 300 * kMs, 2 * kMs);
+  EXPECT_NEAR(meter.window_max_seconds(), 0.2, 1e-9);
+  // The third: only what the second held and this one.
+  turn(2 * kW + 400 * kMs, 1 * kMs);
+  EXPECT_NEAR(meter.window_max_seconds(), 0.002, 1e-9);
+  // After an idle gap of two windows or more, nothing from before it.
+  turn(10 * kW, 3 * kMs);
   EXPECT_NEAR(meter.window_max_seconds(), 0.003, 1e-9);
 }
 
