@@ -37,7 +37,7 @@
 //                                       VmHWM of the new process (the restart's peak) against the
 //                                       killed one's VmRSS
 // Scaled down for a quick run:
-//   gpool-bench-scale --gpus 1000 --tasks 1000 --jobs 10000 --usage-days 90 --usage-gpus 1000 \
+//   gpool-bench-scale --gpus 1000 --tasks 1000 --jobs 10000 --usage-days 90 --usage-gpus 1000
 //                     --minutes 1 --idle-seconds 20
 // Not part of ctest. GPOOL_BENCH_KEEP=1 keeps the data dirs and logs.
 #include <signal.h>
@@ -493,20 +493,11 @@ int RunScale(const ScaleOptions& options) {
   cluster.KillReplica(follower);
   const auto restart_start = SteadyClock::now();
   cluster.Start(follower, retain_jobs);
-  gpool::ClientOptions direct;
-  direct.endpoints = cluster.client(follower);
-  direct.timeout_ms = 5'000;
-  direct.connect_timeout_ms = 100;
-  direct.retries = 0;
-  std::unique_ptr<gpool::Client> follower_client;
+  // Caught up: its own applied index (its /metrics) at the leader's commit
+  // index when it was killed.
   const bool caught_up = ScaleWaitFor([&] {
-    if (follower_client == nullptr) {
-      auto connected = gpool::Client::Connect(direct);
-      if (!connected.ok()) return false;
-      follower_client = std::move(connected).value();
-    }
-    auto status = follower_client->ClusterStatus();
-    return status.ok() && status->replica_id == std::to_string(follower + 1) && status->applied_index >= commit_at_kill;
+    const std::string page = ScaleHttpGet(cluster.http(follower), "/metrics");
+    return !page.empty() && ScaleSample(page, "gpool_raft_applied_index") >= static_cast<double>(commit_at_kill);
   }, 900, 200);
   if (!caught_up) {
     std::fprintf(stderr, "the restarted follower did not catch up in 900 s\n");
