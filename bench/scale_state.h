@@ -35,8 +35,8 @@ struct ScaleStateReport {
   double encode_s = 0;         // ClusterState::Snapshot
 };
 
-// The name the fleet worker gives simulated node `index` of fleet `fleet`
-// (0: fleet-a) of `count` nodes.
+// The --node-name of fleet worker `fleet` (0: "fleet-a"); its nodes are
+// named from it as topology::MakeFleetNodes names them ("fleet-a-0001"...).
 std::string ScaleFleetBase(uint32_t fleet);
 
 // Builds the state and writes it to `path` as a format 2 snapshot file.
