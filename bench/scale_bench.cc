@@ -39,6 +39,8 @@
 // Scaled down for a quick run:
 //   gpool-bench-scale --gpus 1000 --tasks 1000 --jobs 10000 --usage-days 90 --usage-gpus 1000
 //                     --minutes 1 --idle-seconds 20
+// `--build-only 1` stops after the offline state (its size and build time),
+// for a size the machine cannot run as a cluster.
 // Not part of ctest. GPOOL_BENCH_KEEP=1 keeps the data dirs and logs.
 #include <signal.h>
 #include <sys/wait.h>
@@ -83,6 +85,7 @@ struct ScaleOptions {
   int64_t idle_seconds = 60;
   int64_t export_every_ms = 5'000;
   int clients = 4;
+  bool build_only = false;  // --build-only 1: the offline state's figures, no cluster
 };
 
 std::string g_scale_params;
@@ -334,6 +337,9 @@ int RunScale(const ScaleOptions& options) {
   ScalePrint("offline_state_jobs", static_cast<double>(built.jobs), "count");
   ScalePrint("offline_state_usage_records", static_cast<double>(built.usage_records), "count");
   ScalePrint("offline_state_bytes", static_cast<double>(built.state_bytes), "bytes");
+  ScalePrint("offline_state_rss_bytes", static_cast<double>(built.rss_bytes), "bytes");
+  ScalePrint("offline_state_peak_rss_bytes", static_cast<double>(built.peak_rss_bytes), "bytes");
+  if (options.build_only) return 0;
 
   // 2. Restore into every replica's data dir, start them and the fleet.
   const auto restore_start = SteadyClock::now();
@@ -537,6 +543,7 @@ int main(int argc, char** argv) {
     else if (flag == "--idle-seconds") options.idle_seconds = std::atoll(value);
     else if (flag == "--export-every-ms") options.export_every_ms = std::atoll(value);
     else if (flag == "--clients") options.clients = std::atoi(value);
+    else if (flag == "--build-only") options.build_only = std::atoi(value) != 0;
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <vector>
 
@@ -21,6 +22,15 @@ constexpr int64_t kScaleDayMs = int64_t{24} * 3600 * 1000;
 [[noreturn]] void ScaleStateFail(const std::string& what, const Status& status) {
   std::fprintf(stderr, "building the scale state: %s: %s\n", what.c_str(), status.ToString().c_str());
   std::exit(1);
+}
+
+uint64_t ScaleSelfKib(const char* field) {
+  std::ifstream status("/proc/self/status");
+  const size_t n = std::strlen(field);
+  for (std::string line; std::getline(status, line);) {
+    if (line.compare(0, n, field) == 0) return std::strtoull(line.c_str() + n, nullptr, 10);
+  }
+  return 0;
 }
 
 double ScaleSecondsSince(std::chrono::steady_clock::time_point start) {
@@ -130,11 +140,13 @@ ScaleStateReport BuildScaleSnapshot(const ScaleStateOptions& options, const std:
   report.jobs = applier.state().jobs().size();
   report.nodes = applier.state().nodes().size();
   report.usage_records = applier.state().usage_ledger().records().size();
+  report.rss_bytes = ScaleSelfKib("VmRSS:") * 1024;
 
   const auto encode_start = std::chrono::steady_clock::now();
   const std::string image = applier.state().Snapshot();
   report.encode_s = ScaleSecondsSince(encode_start);
   report.state_bytes = image.size();
+  report.peak_rss_bytes = ScaleSelfKib("VmHWM:") * 1024;
   SnapshotFileHeader header;
   header.index = applier.index();
   header.term = 1;

@@ -33,6 +33,8 @@ struct ScaleStateReport {
   uint64_t state_bytes = 0;    // the image
   double build_s = 0;          // applying every command
   double encode_s = 0;         // ClusterState::Snapshot
+  uint64_t rss_bytes = 0;      // the building process's VmRSS with the state built (the state alone, in-process)
+  uint64_t peak_rss_bytes = 0; // its VmHWM once the image is encoded too
 };
 
 // The --node-name of fleet worker `fleet` (0: "fleet-a"); its nodes are
