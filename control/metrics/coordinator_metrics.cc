@@ -265,7 +265,7 @@ void Replication(Exposition& out, const CoordinatorMetricsInput& in) {
 }
 
 // Issue 49: the loop thread's time away from its poll, every replica.
-void Loop(Exposition& out, const CoordinatorMetricsInput& in) {
+void LoopStallFamilies(Exposition& out, const CoordinatorMetricsInput& in) {
   const LoopStallMeter& loop = in.recorded->loop;
   out.Family("gpool_loop_iteration_seconds", Type::kHistogram,
              "Work of one turn of the coordinator's loop, from its poll returning to the next poll: while it runs, "
@@ -331,7 +331,7 @@ void KeyLimits(Exposition& out, const CoordinatorMetricsInput& in) {
 std::string RenderCoordinatorMetrics(const CoordinatorMetricsInput& input) {
   Exposition out;
   Replication(out, input);
-  Loop(out, input);
+  LoopStallFamilies(out, input);
   Scheduling(out, input);
   Jobs(out, input);
   Queues(out, input);
