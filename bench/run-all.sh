@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DGPOOL_BUILD_TESTS=OFF >/dev/null
 cmake --build build-release -j "$(nproc)" --target gpool-bench-scheduler gpool-bench-share-prices gpool-bench-topology gpool-bench-submit \
   gpool-bench-raft gpool-bench-failover gpool-bench-memory gpool-bench-retention gpool-bench-e2e gpool-sim \
-  gpool-bench-snapshot-loop gpool-bench-snapshot-cluster
+  gpool-bench-snapshot-loop gpool-bench-snapshot-cluster gpool-bench-scale
 mkdir -p bench-results
 rm -f bench-results/*.json
 bin=./build-release/bench
@@ -37,6 +37,12 @@ for nodes in 1250 12500; do "$bin/gpool-bench-scheduler" --nodes "$nodes"; done 
 # The loop's stall while snapshots of 200,000 retained jobs are taken: encoded on the loop, then by a forked child (issue 49).
 "$bin/gpool-bench-snapshot-loop" | tee bench-results/snapshot_loop.json
 "$bin/gpool-bench-snapshot-cluster" | tee bench-results/snapshot_cluster.json
+# Issue 49 at scale: 100,000 GPUs, 100,000 live tasks, 1M retained jobs, 90 days of usage; exports every 5 s for 10 minutes.
+if [ "$quick" = 1 ]; then
+  "$bin/gpool-bench-scale" --gpus 1000 --tasks 1000 --jobs 10000 --usage-days 90 --usage-gpus 1000 --minutes 1 --idle-seconds 20
+else
+  "$bin/gpool-bench-scale"
+fi | tee bench-results/scale.json
 
 # Placement quality on the Alibaba GPU-sharing trace (the FGD paper's experiment).
 trace=../shared/data/alibaba-gpu-v2023

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
@@ -19,6 +20,13 @@ namespace gpool::control {
 namespace {
 
 constexpr int64_t kRemovedDrainMs = 1000;
+
+// The loop's stall meter reads the steady clock directly, not options_.clock:
+// a test's fake clock stands still, and a turn's work is real time.
+int64_t LoopClockNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace
 
@@ -197,7 +205,9 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       const bool paused = disk_->full() && !log_->IsLeader();
       const int64_t wait_ms =
           paused ? options_.schedule_interval_ms : std::min(options_.schedule_interval_ms, log_->MsUntilDue());
+      metrics_->loop.PollCalled(LoopClockNs());
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(wait_ms));
+      metrics_->loop.PollReturned(LoopClockNs());
     } catch (const zmq::error_t& e) {
       // A signal (SIGTERM, SIGINT) interrupts the poll; the loop condition
       // then sees the stop flag.

@@ -158,6 +158,9 @@ TEST_F(MetricsTest, PagesNeedATokenOverTlsAndReportTheCluster) {
   EXPECT_GE(SampleValue(page, "gpool_scheduler_cycles_total"), 1);
   EXPECT_GE(SampleValue(page, "gpool_raft_commits_total"), 2);
   EXPECT_EQ(SampleValue(page, "gpool_workers_connected"), 1);
+  // Issue 49: the loop's turns are measured on the live loop (Coordinator::Run).
+  EXPECT_GE(SampleValue(page, "gpool_loop_iteration_seconds_count"), 1);
+  EXPECT_GE(SampleValue(page, "gpool_loop_iteration_max_seconds"), 0);
   // Two of the node's GPUs are held whole: the per-GPU series say which.
   size_t held = 0;
   for (int gpu = 0; gpu < 4; ++gpu) {

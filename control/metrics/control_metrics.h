@@ -16,6 +16,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "control/metrics/loop_stall.h"
 #include "control/metrics/metric_sets.h"
 #include "control/state/cluster_state.h"
 #include "control/worker_table.h"
@@ -32,6 +33,7 @@ class ControlMetrics final : public WorkerEvents {
   ReplicationMetrics replication;
   WorkerMetrics workers;
   metrics::Histogram submit_to_running_seconds{metrics::WaitBounds()};
+  LoopStallMeter loop;  // every replica's own loop (issue 49)
 
   // WorkerEvents
   void NodeConnected(const std::string& node) override;

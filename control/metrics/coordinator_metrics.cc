@@ -264,6 +264,17 @@ void Replication(Exposition& out, const CoordinatorMetricsInput& in) {
              static_cast<double>(m.last_snapshot_bytes));
 }
 
+// Issue 49: the loop thread's time away from its poll, every replica.
+void LoopStallFamilies(Exposition& out, const CoordinatorMetricsInput& in) {
+  const LoopStallMeter& loop = in.recorded->loop;
+  out.Family("gpool_loop_iteration_seconds", Type::kHistogram,
+             "Work of one turn of the coordinator's loop, from its poll returning to the next poll: while it runs, "
+             "no frame (client, worker or peer) is answered.");
+  out.Observe({}, loop.iterations());
+  out.Single("gpool_loop_iteration_max_seconds", Type::kGauge,
+             "The longest loop turn in the last 10 to 20 seconds.", loop.window_max_seconds());
+}
+
 void Workers(Exposition& out, const CoordinatorMetricsInput& in) {
   const WorkerMetrics& w = in.recorded->workers;
   out.Single("gpool_workers_connected", Type::kGauge, "Workers registered on a live connection (leader).",
@@ -320,6 +331,7 @@ void KeyLimits(Exposition& out, const CoordinatorMetricsInput& in) {
 std::string RenderCoordinatorMetrics(const CoordinatorMetricsInput& input) {
   Exposition out;
   Replication(out, input);
+  LoopStallFamilies(out, input);
   Scheduling(out, input);
   Jobs(out, input);
   Queues(out, input);
