@@ -71,6 +71,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, UpdatePricesCmd>) return ApplyUpdatePrices(now, body);
         if constexpr (std::is_same_v<T, EnrolmentCmd>) return ApplyEnrolment(now, body);
         if constexpr (std::is_same_v<T, TokenCmd>) return ApplyToken(now, body);
+        if constexpr (std::is_same_v<T, ReplicaKeyCmd>) return ApplyReplicaKey(now, body);
       },
       command.body);
 }
@@ -143,6 +144,7 @@ struct SnapshotImage {
   std::vector<PendingEnrolment> pending_enrolments;  // absent before issue 48: none
   std::vector<JoinTokenInfo> join_tokens;
   std::vector<ApiTokenInfo> api_tokens;  // absent before issue 48: none
+  std::vector<ReplicaKeyRecord> replica_keys;  // absent before replica key rotation: none
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -167,6 +169,7 @@ struct SnapshotImage {
     v.Optional("pending_enrolments", pending_enrolments);
     v.Optional("join_tokens", join_tokens);
     v.Optional("api_tokens", api_tokens);
+    v.Optional("replica_keys", replica_keys);
   }
 };
 
@@ -252,6 +255,12 @@ std::string ClusterState::Snapshot() const {
   }
   auto tokens = api_tokens_.Image();
   packer.Field("api_tokens", tokens);
+  packer.Key("replica_keys");
+  packer.BeginArray(static_cast<uint32_t>(replica_keys_.size()));
+  for (const auto& [id, record] : replica_keys_) {
+    ReplicaKeyRecord copy = record;
+    packer.Value(copy);
+  }
   return std::string(buffer.data(), buffer.size());
 }
 
@@ -294,6 +303,8 @@ Status ClusterState::Restore(std::string_view snapshot) {
     return ledger.WithContext("restoring snapshot");
   }
   api_tokens_.Restore(std::move(image->api_tokens));
+  replica_keys_.clear();
+  for (auto& record : image->replica_keys) replica_keys_[record.replica_id] = std::move(record);
   next_audit_seq_ = std::max<uint64_t>(image->next_audit_seq, audit_.empty() ? 1 : audit_.back().seq + 1);
   EnsureBuiltinQueues();
   RebuildIndexes();
