@@ -127,6 +127,14 @@ TEST(ReplicaKeyRotation, ARotatedReplicaRejoinsOnItsNewKeyAndTheOldIsRefusedAfte
     return status.ok() && status->replica_id == id && status->role == "follower" && status->applied_index >= written;
   }, 20s)) << cluster.Cli({"admin", "replica", "list"}).out;
 
+  // A user whose --coordinator-key entry for it names both keys, the old one
+  // first, reaches it: the handshake under the old key does not complete,
+  // the next try uses the new one.
+  CommandResult both = RunCommand({GPOOL_CLI_BIN, "--coordinator", cluster.client_endpoint(rotated), "--key-file",
+                                   cluster.SecretKeyFile("admin"), "--coordinator-key", old_pub + "+" + new_pub,
+                                   "--timeout-ms", "2000", "status"});
+  EXPECT_EQ(both.exit_code, 0) << both.err;
+
   // The worker stayed Ready and the job ran.
   EXPECT_TRUE(cluster.AllNodesReady()) << cluster.Cli({"nodes"}).out;
   ASSERT_TRUE(WaitFor([&] {
