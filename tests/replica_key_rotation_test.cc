@@ -72,7 +72,7 @@ TEST(ReplicaKeyRotation, ARotatedReplicaRejoinsOnItsNewKeyAndTheOldIsRefusedAfte
   CommandResult unknown = cluster.Cli({"admin", "replica", "rotate-key", "9", "--replica-key", new_pub});
   EXPECT_NE(unknown.err.find("NotFound"), std::string::npos) << unknown.err;
   CommandResult too_long =
-      cluster.Cli({"admin", "replica", "rotate-key", id, "--replica-key", new_pub, "--grace", "31d"});
+      cluster.Cli({"admin", "replica", "rotate-key", id, "--replica-key", new_pub, "--grace", "745h"});
   EXPECT_NE(too_long.err.find("InvalidArgument"), std::string::npos) << too_long.err;
   // Nothing changed: the old key is still the replica's on the leader's peer port.
   EXPECT_EQ(PeerHandshake(cluster, leader, "replica-" + id, "replica-" + std::to_string(leader + 1)),
