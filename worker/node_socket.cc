@@ -48,7 +48,7 @@ void NodeSocket::Connect(const std::string& endpoint) {
     }
     socket.connect(endpoint);
     socket_ = std::move(socket);
-    endpoint_ = endpoint;
+    current_try_ = &key_tries_[endpoint];
     ++generation_;
     log_->debug("socket connected endpoint={}", endpoint);
   } catch (const zmq::error_t& e) {
@@ -127,7 +127,7 @@ void NodeSocket::ReceiveFrames() {
       log_->warn("multi-part message from coordinator dropped parts={}", parts.size());
       continue;
     }
-    key_tries_[endpoint_].heard = true;  // the key it was made with works there
+    if (current_try_ != nullptr) current_try_->heard = true;  // the key it was made with works there
     link_.Receive(parts[first].to_string_view());
   }
 }

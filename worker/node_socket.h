@@ -85,7 +85,7 @@ class NodeSocket {
     bool heard = false;
   };
   std::map<std::string, KeyTry> key_tries_;
-  std::string endpoint_;  // the endpoint of socket_
+  KeyTry* current_try_ = nullptr;  // socket_'s endpoint's (map nodes do not move)
 };
 
 }  // namespace gpool::worker

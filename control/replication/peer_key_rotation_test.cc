@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <thread>
 
 #include "control/replication/peer_transport.h"
 #include "protocol/base/testing/fake_clock.h"
@@ -39,6 +40,13 @@ std::unique_ptr<PeerTransport> OpenRotationPeer(zmq::context_t& context, const s
   options.curve_keys = keys;
   options.clock = clock;
   auto transport = PeerTransport::Open(context, options);
+  // A port just closed in this context is released by libzmq's reaper
+  // thread, not at once: binding it again may need a few tries.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (!transport.ok() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a retry pause, bounded by the deadline
+    transport = PeerTransport::Open(context, options);
+  }
   EXPECT_TRUE(transport.ok()) << transport.status().ToString();
   return transport.ok() ? std::move(transport).value() : nullptr;
 }

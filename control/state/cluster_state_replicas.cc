@@ -4,7 +4,7 @@
 #include <string>
 
 #include "control/state/cluster_state.h"
-#include "protocol/security/keys.h"
+#include "protocol/validate_users.h"
 
 namespace gpool::state {
 
@@ -15,7 +15,7 @@ ApplyResult ClusterState::ApplyReplicaKey(int64_t now, const ReplicaKeyCmd& cmd)
   // too, changing nothing, rather than leaving a replica unreachable.
   if (cmd.replica_id == 0) {
     result.status = Status::InvalidArgument("replica_id: must be a positive integer");
-  } else if (!security::IsZ85Key(cmd.key) || !security::IsZ85Key(cmd.previous_key)) {
+  } else if (!IsZ85Key(cmd.key) || !IsZ85Key(cmd.previous_key)) {
     result.status = Status::InvalidArgument(who + ": a replica key is a 40-character Z85 CurveZMQ public key");
   } else if (cmd.key == cmd.previous_key) {
     result.status = Status::AlreadyExists(who + " already has this key; nothing was changed");
