@@ -123,12 +123,22 @@ TEST(ReplicaKeyRotation, ARotatedReplicaRejoinsOnItsNewKeyAndTheOldIsRefusedAfte
     direct.curve_keys = *admin;
     direct.server_keys = {*server};
   }
-  auto on_rotated = Client::Connect(direct);
-  ASSERT_TRUE(on_rotated.ok()) << on_rotated.status().ToString();
+  // A fresh client per look: a client whose only key is the rotated
+  // replica's must not follow a redirect elsewhere (that key is no other's).
+  const auto status_of_rotated = [&]() -> Result<ClusterStatusReply> {
+    auto on_rotated = Client::Connect(direct);
+    if (!on_rotated.ok()) return on_rotated.status();
+    return (*on_rotated)->ClusterStatus();
+  };
+  std::string seen;
   ASSERT_TRUE(WaitFor([&] {
-    auto status = (*on_rotated)->ClusterStatus();
+    auto status = status_of_rotated();
+    seen = status.ok() ? "replica " + status->replica_id + " " + status->role + " applied " +
+                             std::to_string(status->applied_index)
+                       : status.status().ToString();
     return status.ok() && status->replica_id == id && status->role == "follower" && status->applied_index >= written;
-  }, 20s)) << cluster.Cli({"admin", "replica", "list"}).out;
+  }, 20s)) << "want applied >= " << written << ", last seen: " << seen << "\n"
+           << cluster.Cli({"admin", "replica", "list"}).out;
 
   // A user whose --coordinator-key entry for it names both keys, the old one
   // first, reaches it: the handshake under the old key does not complete,
@@ -159,7 +169,7 @@ TEST(ReplicaKeyRotation, ARotatedReplicaRejoinsOnItsNewKeyAndTheOldIsRefusedAfte
   auto later = client->ClusterStatus();
   ASSERT_TRUE(later.ok());
   ASSERT_TRUE(WaitFor([&] {
-    auto status = (*on_rotated)->ClusterStatus();
+    auto status = status_of_rotated();
     return status.ok() && status->applied_index >= later->commit_index;
   }, 20s));
 }

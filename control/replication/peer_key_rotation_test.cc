@@ -11,6 +11,7 @@
 #include "control/replication/peer_transport.h"
 #include "protocol/base/testing/fake_clock.h"
 #include "protocol/security/keys.h"
+#include "protocol/security/zap_handler.h"
 
 namespace gpool::replication {
 namespace {
@@ -33,6 +34,15 @@ bool RotationAwaitConnected(PeerTransport& from, uint64_t to_id, PeerTransport& 
   return false;
 }
 
+// A ZAP handler that admits every key (who is admitted is KeyDirectory's
+// business, tested apart): these tests are about the server keys pinned.
+std::unique_ptr<security::ZapHandler> AdmitAllPeers(zmq::context_t& context) {
+  auto zap = security::ZapHandler::Start(
+      context, [](std::string_view, std::string_view) -> std::optional<std::string> { return "replica|2|"; });
+  EXPECT_TRUE(zap.ok()) << zap.status().ToString();
+  return zap.ok() ? std::move(zap).value() : nullptr;
+}
+
 std::unique_ptr<PeerTransport> OpenRotationPeer(zmq::context_t& context, const security::KeyPair& keys,
                                            const std::string& endpoint, const Clock* clock) {
   PeerTransportOptions options;
@@ -53,6 +63,7 @@ std::unique_ptr<PeerTransport> OpenRotationPeer(zmq::context_t& context, const s
 
 TEST(PeerKeyRotation, DuringTheGraceThePeerIsReachedUnderWhicheverKeyItServes) {
   zmq::context_t context;
+  auto zap = AdmitAllPeers(context);
   FakeClock clock;
   const security::KeyPair a_keys = RotationPair(), old_keys = RotationPair(), new_keys = RotationPair();
   auto a = OpenRotationPeer(context, a_keys, "tcp://127.0.0.1:0", &clock);
@@ -81,6 +92,7 @@ TEST(PeerKeyRotation, DuringTheGraceThePeerIsReachedUnderWhicheverKeyItServes) {
 
 TEST(PeerKeyRotation, AfterTheGraceOnlyTheNewKeyIsUsed) {
   zmq::context_t context;
+  auto zap = AdmitAllPeers(context);
   FakeClock clock;
   const security::KeyPair a_keys = RotationPair(), old_keys = RotationPair(), new_keys = RotationPair();
   auto a = OpenRotationPeer(context, a_keys, "tcp://127.0.0.1:0", &clock);

@@ -12,6 +12,11 @@ namespace gpool::replication {
 namespace {
 
 constexpr int64_t kReopenMs = 1000;
+// A rotated peer in its grace is tried under its other key this often while
+// sends fail: about libzmq's reconnect interval (250 ms at most), so a
+// replica restarted on its new key is found about as soon as after a plain
+// restart, before it would time out and call an election.
+constexpr int64_t kRotatedReopenMs = 150;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -181,7 +186,8 @@ void PeerTransport::MaybeReopen(uint64_t id, Outbound& peer) {
   if (options_.curve_keys.secret_key.empty()) return;  // plaintext: libzmq reconnects by itself
   const int64_t now = NowMs();
   if (peer.failing_since_ms < 0) peer.failing_since_ms = now;
-  if (now - peer.failing_since_ms < kReopenMs || now - peer.reopened_ms < kReopenMs) return;
+  const int64_t wait_ms = PreviousValid(peer) ? kRotatedReopenMs : kReopenMs;
+  if (now - peer.failing_since_ms < wait_ms || now - peer.reopened_ms < wait_ms) return;
   // A rotated peer may serve either key during the grace (restarted on the
   // new one or not yet): a connection that does not complete under one is
   // tried under the other, the new key first.
