@@ -98,8 +98,8 @@ class PeerTransport {
   // Issue 48: peer `id` was given the key `key` (CurveZMQ pins a server's
   // public key). Until wall time previous_until_ms it may still serve
   // `previous_key` (not restarted on the new one yet): a connection whose
-  // sends keep failing (150 ms) is made anew under the other of the two
-  // keys, the new one preferred; after the deadline only the new one is used. A working
+  // sends keep failing is made anew under the other of the two keys, the new
+  // one preferred; after the deadline only the new one is used. A working
   // connection under the previous key is kept during the grace. NotFound for
   // an unknown peer, InvalidArgument for a key that is not Z85.
   Status RotatePeerKey(uint64_t id, const std::string& key, const std::string& previous_key,
