@@ -25,6 +25,7 @@
 #include "client/format.h"
 #include "protocol/envelope.h"
 #include "protocol/security/keys.h"
+#include "protocol/security/server_keys.h"
 #include "protocol/types.h"
 #include "protocol/validate.h"
 #include "topology/quantity.h"
@@ -63,7 +64,9 @@ void GlobalOptions(cxxopts::Options& o) {
       ("key-file", "CurveZMQ: your secret key file (env GPOOL_KEY_FILE, default ~/.config/gpool/user.key)",
        cxxopts::value<std::string>(), "FILE")
       ("coordinator-key", "CurveZMQ: the coordinator's public key file(s), one or one per endpoint (env "
-       "GPOOL_COORDINATOR_KEY, default ~/.config/gpool/coordinator.pub)", cxxopts::value<std::string>(), "FILE")
+       "GPOOL_COORDINATOR_KEY, default ~/.config/gpool/coordinator.pub); an endpoint's entry may name several "
+       "files joined by '+', tried in turn (a replica whose key is being rotated)",
+       cxxopts::value<std::string>(), "FILE")
       ("insecure", "plaintext, for a coordinator started with --insecure",
        cxxopts::value<bool>()->default_value("false"))
       ("timeout-ms", "how long one request attempt waits (default 5000)", cxxopts::value<std::string>(), "MS")
@@ -146,7 +149,8 @@ Status ApplySecurity(Session& s, const cxxopts::ParseResult& flags,
     start = comma == std::string::npos ? server_files->size() + 1 : comma + 1;
   }
   for (const std::string& file : files) {
-    auto key = security::ReadPublicKeyFile(file);
+    // "new.pub+old.pub": a replica whose key is being rotated (either is tried).
+    auto key = security::ReadServerKeyEntry(file);
     if (!key.ok()) return key.status().WithContext("--coordinator-key");
     server_keys.push_back(*key);
   }

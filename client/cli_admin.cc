@@ -120,10 +120,11 @@ int RunAdmin(Session& s, const Invocation& inv) {
     return s.Usage("admin: unknown subcommand '" + p[0] +
                    "'; expected replica, user, role, bootstrap, keygen, node, join-token or snapshot");
   }
-  if (p.size() < 2) return s.Usage("admin replica: expected add, remove or list");
+  if (p.size() < 2) return s.Usage("admin replica: expected add, remove, rotate-key or list");
   if (p[1] == "add" || p[1] == "remove") return RunReplicaChange(s, inv, p[1]);
+  if (p[1] == "rotate-key") return RunReplicaRotateKey(s, inv);  // cli_replica_keys.cc
   if (p[1] == "list") return RunReplicaList(s, inv);
-  return s.Usage("admin replica: unknown subcommand '" + p[1] + "'; expected add, remove or list");
+  return s.Usage("admin replica: unknown subcommand '" + p[1] + "'; expected add, remove, rotate-key or list");
 }
 
 void AdminOptions(cxxopts::Options& o) {

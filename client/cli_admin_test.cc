@@ -151,8 +151,8 @@ TEST_F(CliTest, AdminReplicaUsageErrors) {
   const std::vector<Case> cases = {
       {{"admin"}, "admin: expected a subcommand: replica, user, role, bootstrap, keygen, node, join-token or snapshot"},
       {{"admin", "replicas"}, "admin: unknown subcommand 'replicas'; expected replica, user, role, bootstrap, keygen, node, join-token or snapshot"},
-      {{"admin", "replica"}, "admin replica: expected add, remove or list"},
-      {{"admin", "replica", "delete", "4"}, "admin replica: unknown subcommand 'delete'; expected add, remove or list"},
+      {{"admin", "replica"}, "admin replica: expected add, remove, rotate-key or list"},
+      {{"admin", "replica", "delete", "4"}, "admin replica: unknown subcommand 'delete'; expected add, remove, rotate-key or list"},
       {{"admin", "replica", "add", "--peer-addr", "tcp://h:1"},
        "usage: gpool admin replica add ID --peer-addr ENDPOINT [--client-addr ENDPOINT] [--worker-addr ENDPOINT]"},
       {{"admin", "replica", "remove"}, "usage: gpool admin replica remove ID [--force]"},

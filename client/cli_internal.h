@@ -121,6 +121,7 @@ struct CommandDef {
 // `gpool admin keygen` and its flags (cli_keys.cc), reached through `admin`.
 int RunAdminKeygen(Session& s, const Invocation& inv);
 int RunAdminNodeEnrol(Session& s, const Invocation& inv);
+int RunReplicaRotateKey(Session& s, const Invocation& inv);  // cli_replica_keys.cc
 void AdminKeyOptions(cxxopts::Options& o);
 // `gpool node pending|approve|reject` and `gpool admin join-token ...`
 // (cli_enrolment.cc); their flags (--ttl, --labels) with admin's.

@@ -88,10 +88,11 @@ void AdminKeyOptions(cxxopts::Options& o) {
        cxxopts::value<std::string>(), "PREFIX")
       ("node-key", "node enrol: the node's new public key file (rotation: the old key stops counting at once, "
        "or after --grace)", cxxopts::value<std::string>(), "FILE")
-      ("grace", "node enrol, user rotate-key: how long the replaced key is still admitted (10m, 24h; default 0, "
-       "at most 30d)",
+      ("grace", "node enrol, user rotate-key, replica rotate-key: how long the replaced key is still admitted "
+       "(10m, 24h; default 0, at most 30d)",
        cxxopts::value<std::string>(), "DURATION")
-      ("replica-key", "replica add: the new replica's public key file (a CurveZMQ cluster needs it)",
+      ("replica-key", "replica add: the new replica's public key file (a CurveZMQ cluster needs it); "
+       "replica rotate-key: the replica's new public key file",
        cxxopts::value<std::string>(), "FILE");
 }
 

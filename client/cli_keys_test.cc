@@ -98,6 +98,28 @@ TEST_F(CliKeysTest, ReplicaAddCarriesThePublicKey) {
   EXPECT_EQ(cluster_->replica_changes[0].public_key, *security::ReadPublicKeyFile(Path("replica-4.pub")));
 }
 
+TEST_F(CliKeysTest, ReplicaRotateKeySendsTheNewKeyAndTheGrace) {
+  ASSERT_EQ(Run({"admin", "keygen", "--out", Path("replica-2-new")}), kExitOk);
+  cluster_->voters = {1, 2, 3};
+  ASSERT_EQ(Run({"admin", "replica", "rotate-key", "2", "--replica-key", Path("replica-2-new.pub"), "--grace", "1h"}),
+            kExitOk)
+      << err_.str();
+  ASSERT_EQ(cluster_->replica_changes.size(), 1u);
+  const ChangeReplicas& sent = cluster_->replica_changes[0];
+  EXPECT_EQ(sent.op, ReplicaOp::kRotateKey);
+  EXPECT_EQ(sent.replica_id, 2u);
+  EXPECT_EQ(sent.public_key, *security::ReadPublicKeyFile(Path("replica-2-new.pub")));
+  EXPECT_EQ(sent.grace_ms, 3'600'000u);
+  EXPECT_NE(out_.str().find("still admitted for 1h"), std::string::npos) << out_.str();
+  // Bad input is refused before anything is sent.
+  EXPECT_NE(Run({"admin", "replica", "rotate-key", "2", "--replica-key", Path("replica-2-new.pub"), "--grace",
+                 "soon"}),
+            kExitOk);
+  EXPECT_NE(Run({"admin", "replica", "rotate-key", "2"}), kExitOk);
+  EXPECT_NE(Run({"admin", "replica", "rotate-key", "2", "--replica-key", Path("missing.pub")}), kExitOk);
+  EXPECT_EQ(cluster_->replica_changes.size(), 1u);
+}
+
 TEST_F(CliKeysTest, NodeEnrolSendsTheNewKey) {
   ASSERT_EQ(Run({"admin", "keygen", "--out", Path("node-new")}), kExitOk);
   NodeSummary n1;

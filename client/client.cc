@@ -209,7 +209,12 @@ class ZmqClient final : public Client {
   }
 
   // The current endpoint timed out, refused the connection or dropped it.
-  void MarkFailed() { failed_at_[endpoint()] = std::chrono::steady_clock::now(); }
+  void MarkFailed() {
+    failed_at_[endpoint()] = std::chrono::steady_clock::now();
+    // An endpoint with several accepted keys (a replica in a key rotation,
+    // "new.pub+old.pub") is tried under its next one from now on.
+    if (server_keys_.Count(endpoint()) > 1) ++key_attempt_[endpoint()];
+  }
   // Whether `endpoint` failed lately (and has not answered since). A
   // follower keeps naming a dead leader until its election timeout passes;
   // going back there would cost a connect timeout each time, so the client
@@ -258,12 +263,13 @@ class ZmqClient final : public Client {
       if (secured()) {
         // A redirect to a replica the caller listed no key for (NotLeader
         // naming an endpoint not in --coordinator) cannot be reached securely.
-        if (server_keys_.For(endpoint()).empty()) {
+        const std::string server_key = server_keys_.For(endpoint(), key_attempt_[endpoint()]);
+        if (server_key.empty()) {
           return Status::Unavailable("no coordinator key for " + endpoint() +
                                      " (a replica named as the leader): list every replica in --coordinator with "
                                      "one --coordinator-key file each, in the same order");
         }
-        GPOOL_RETURN_IF_ERROR(security::MakeCurveClient(*socket, options_.curve_keys, server_keys_.For(endpoint()))
+        GPOOL_RETURN_IF_ERROR(security::MakeCurveClient(*socket, options_.curve_keys, server_key)
                                   .WithContext("connecting to " + endpoint()));
       }
       socket->connect(endpoint());
@@ -447,6 +453,7 @@ class ZmqClient final : public Client {
   ClientOptions options_;
   std::vector<std::string> endpoints_;
   security::ServerKeys server_keys_;
+  std::map<std::string, size_t> key_attempt_;  // endpoint -> which of its accepted keys to try
   size_t current_ = 0;
   uint64_t next_request_id_ = 1;
   zmq::context_t context_;

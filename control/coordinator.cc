@@ -148,6 +148,8 @@ void Coordinator::Wire() {
   watch_publisher_ = std::make_unique<WatchPublisher>(feed_, *watches_);
   // What follows the log beside the state, on every replica.
   pipeline_->Listen(&key_sync_);
+  replica_key_sync_ = std::make_unique<ReplicaKeySync>(keys_.get(), log_.get());
+  pipeline_->Listen(replica_key_sync_.get());
   pipeline_->Listen(watch_publisher_.get());
 
   scheduler_ = std::make_unique<SchedulerDriver>(SchedulerOptionsOf(options_, *metrics_, wake_fd_), state_, *tracker_);

@@ -69,6 +69,7 @@
 #include "control/scheduler_driver.h"
 #include "control/security/key_directory.h"
 #include "control/security/key_sync.h"
+#include "control/security/replica_key_sync.h"
 #include "control/session_lease_driver.h"
 #include "control/snapshot_schedule.h"
 #include "control/snapshot_taker.h"
@@ -147,6 +148,7 @@ class Coordinator final : public Outbox {
   // socket it authenticates, before the context terminates.
   std::unique_ptr<KeyDirectory> keys_;
   KeySync key_sync_{nullptr, false};  // keys_ in step with the state (set in Open)
+  std::unique_ptr<ReplicaKeySync> replica_key_sync_;  // rotated replica keys -> keys_ and log_ (issue 48)
   std::unique_ptr<security::ZapHandler> zap_;
   zmq::socket_t clients_;
   zmq::socket_t workers_;

@@ -108,13 +108,16 @@ replication::ReplicaSetOptions ReplicaSetOptionsOf(const CoordinatorOptions& opt
   // connects to: the configuration's, as Raft learns it.
   out.on_peer_added = [keys](uint64_t id, const std::string& key) { keys->AddReplica(id, key); };
   out.on_peer_removed = [keys](uint64_t id) { keys->RemoveReplica(id); };
-  out.replica_of_user_id = [](std::string_view user_id) -> uint64_t {
+  out.replica_of_user_id = [keys](std::string_view user_id) -> uint64_t {
     auto principal = Principal::Parse(user_id);
     if (!principal || principal->kind != Principal::Kind::kReplica) return 0;
     uint64_t id = 0;
     const auto& name = principal->name;
     auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), id);
-    return error == std::errc() && end == name.data() + name.size() ? id : 0;
+    if (error != std::errc() || end != name.data() + name.size()) return 0;
+    // A rotated replica's old key past its grace: the connection it still
+    // holds is refused frame by frame (issue 48).
+    return keys->RetiredReplicaKeyExpired(id, principal->key) ? replication::kRefusedSender : id;
   };
   return out;
 }

@@ -88,11 +88,17 @@ struct ClusterStatusReply {
 // a vote, and promotes it to voter by itself once it has caught up. A
 // remove that would leave fewer live voters than a quorum is refused
 // (FailedPrecondition) unless `force`.
-// On the wire by name: "add" or "remove".
-enum class ReplicaOp : uint8_t { kAdd, kRemove };
+// "rotate-key" (issue 48) gives a member replica a new CurveZMQ key
+// (`public_key`) with a grace for its current one (`grace_ms`, at most 30
+// days; 0: none): answered once committed, with the configuration
+// unchanged. NotFound for a replica not in the configuration, AlreadyExists
+// for its current key, InvalidArgument for a malformed key or grace,
+// FailedPrecondition on a cluster without replica keys; nothing changes.
+// On the wire by name: "add", "remove" or "rotate-key".
+enum class ReplicaOp : uint8_t { kAdd, kRemove, kRotateKey };
 template <>
 struct EnumNames<ReplicaOp> {
-  static constexpr std::array<std::string_view, 2> kNames = {"add", "remove"};
+  static constexpr std::array<std::string_view, 3> kNames = {"add", "remove", "rotate-key"};
 };
 
 struct ChangeReplicas {
@@ -105,7 +111,9 @@ struct ChangeReplicas {
   bool force = false;          // remove: even if fewer live voters than a quorum would remain
   // add, on a CurveZMQ cluster: the replica's public key (Z85); the peers
   // admit it and authenticate it by this key (docs/operations.md).
+  // rotate-key: its new key.
   std::string public_key;
+  uint64_t grace_ms = 0;       // rotate-key: how long the replaced key stays admitted
   template <typename V>
   void Fields(V& v) {
     v.Required("op", op);
@@ -115,6 +123,7 @@ struct ChangeReplicas {
     v.Optional("worker_address", worker_address);
     v.Optional("force", force);
     v.Optional("public_key", public_key);
+    v.Optional("grace_ms", grace_ms);
   }
 };
 

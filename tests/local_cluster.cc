@@ -133,6 +133,11 @@ int LocalCluster::StartJoiningReplica() {
   return index;
 }
 
+std::string LocalCluster::ReplicaKeyName(int index) const {
+  auto it = replica_key_names_.find(index);
+  return it != replica_key_names_.end() ? it->second : "replica-" + std::to_string(index + 1);
+}
+
 void LocalCluster::StartReplica(int index, bool join, bool expect_up) {
   const bool replicated = replicas_.size() > 1;
   Endpoints& self = replicas_.at(index);
@@ -153,12 +158,12 @@ void LocalCluster::StartReplica(int index, bool join, bool expect_up) {
     if (join) argv.push_back("--join");
   }
   if (options_.secure) {
-    argv.insert(argv.end(), {"--key-file", SecretKeyFile("replica-" + std::to_string(index + 1)), "--admin-key",
+    argv.insert(argv.end(), {"--key-file", SecretKeyFile(ReplicaKeyName(index)), "--admin-key",
                              PublicKeyFile("admin")});
     if (replicated) {
       std::string keys;
       for (size_t i = 0; i < replicas_.size(); ++i) {
-        keys += (i ? "," : "") + std::to_string(i + 1) + "=" + PublicKeyFile("replica-" + std::to_string(i + 1));
+        keys += (i ? "," : "") + std::to_string(i + 1) + "=" + PublicKeyFile(ReplicaKeyName(static_cast<int>(i)));
       }
       argv.insert(argv.end(), {"--peer-keys", keys});
     }

@@ -137,6 +137,11 @@ class LocalCluster {
   // a key no one registered). Nothing when insecure. Before connect.
   void SecureSocket(zmq::socket_t& socket, const std::string& key_name, int replica = 0);
   bool secure() const { return options_.secure; }
+  // The key pair replica `index` is started with from its next StartReplica
+  // on (--key-file, and its entry in every replica's --peer-keys), e.g. a
+  // rotated key; "replica-N" (N = index + 1) until set. CoordinatorKeyFiles,
+  // what workers and the CLI pin, keeps "replica-N".
+  void SetReplicaKeyName(int index, std::string name) { replica_key_names_[index] = std::move(name); }
   // The coordinator flags of the next StartCoordinator/StartReplica.
   void SetCoordinatorFlags(std::vector<std::string> flags) { options_.coordinator_flags = std::move(flags); }
   // The extra environment of worker `index` from its next StartWorker on.
@@ -173,6 +178,8 @@ class LocalCluster {
   std::vector<std::unique_ptr<Process>> workers_;
   std::set<int> enrolled_;  // worker indexes whose keys StartWorker enrolled
   int coordinator_starts_ = 0;
+  std::map<int, std::string> replica_key_names_;  // SetReplicaKeyName's
+  std::string ReplicaKeyName(int index) const;
 };
 
 

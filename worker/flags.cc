@@ -64,7 +64,8 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
      "on its first registration, instead of waiting for an admin's approval; or set GPOOL_JOIN_TOKEN",
      cxxopts::value<std::string>(), "TOKEN")
     ("coordinator-key", "CurveZMQ: the coordinator's public key file, or one per --coordinator endpoint "
-     "(comma-separated, same order)", cxxopts::value<std::string>(), "FILE[,FILE...]")
+     "(comma-separated, same order); an endpoint's entry may name several files joined by '+', tried in turn "
+     "(a replica whose key is being rotated)", cxxopts::value<std::string>(), "FILE[,FILE...]")
     ("insecure", "Plaintext and unauthenticated instead of CurveZMQ: a trusted single-user machine only")
     ("nvml-library", "NVML shared library to probe GPUs with",
      cxxopts::value<std::string>()->default_value(defaults.nvml_library), "PATH")

@@ -29,7 +29,16 @@ void NodeSocket::Connect(const std::string& endpoint) {
     socket.set(zmq::sockopt::sndhwm, options_.send_hwm);
     socket.set(zmq::sockopt::rcvhwm, options_.receive_hwm);
     if (!options_.curve_keys.secret_key.empty()) {
-      Status curve = security::MakeCurveClient(socket, options_.curve_keys, options_.server_keys.For(endpoint));
+      KeyTry& keys = key_tries_[endpoint];
+      if (keys.tried && !keys.heard && options_.server_keys.Count(endpoint) > 1) {
+        ++keys.attempt;
+        log_->info("trying the endpoint's next accepted coordinator key endpoint={} key_index={}", endpoint,
+                   keys.attempt % options_.server_keys.Count(endpoint));
+      }
+      keys.tried = true;
+      keys.heard = false;
+      Status curve =
+          security::MakeCurveClient(socket, options_.curve_keys, options_.server_keys.For(endpoint, keys.attempt));
       if (!curve.ok()) {
         // Without the endpoint's key there is no secure way there: the Link
         // times out on the silence and moves on to the next endpoint.
@@ -39,6 +48,7 @@ void NodeSocket::Connect(const std::string& endpoint) {
     }
     socket.connect(endpoint);
     socket_ = std::move(socket);
+    current_try_ = &key_tries_[endpoint];
     ++generation_;
     log_->debug("socket connected endpoint={}", endpoint);
   } catch (const zmq::error_t& e) {
@@ -117,6 +127,7 @@ void NodeSocket::ReceiveFrames() {
       log_->warn("multi-part message from coordinator dropped parts={}", parts.size());
       continue;
     }
+    if (current_try_ != nullptr) current_try_->heard = true;  // the key it was made with works there
     link_.Receive(parts[first].to_string_view());
   }
 }

@@ -13,7 +13,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <optional>
 
 #include <spdlog/logger.h>
@@ -74,6 +76,16 @@ class NodeSocket {
   std::optional<zmq::socket_t> socket_;
   uint64_t dropped_sends_ = 0;
   uint64_t generation_ = 0;
+  // An endpoint whose entry accepts several keys (a replica in a key
+  // rotation, --coordinator-key new.pub+old.pub): the key to try, moved on
+  // when a connection under it brought no frame before the Link gave up.
+  struct KeyTry {
+    size_t attempt = 0;
+    bool tried = false;
+    bool heard = false;
+  };
+  std::map<std::string, KeyTry> key_tries_;
+  KeyTry* current_try_ = nullptr;  // socket_'s endpoint's (map nodes do not move)
 };
 
 }  // namespace gpool::worker

@@ -226,6 +226,11 @@ Result<ChangeReplicasReply> FakeClient::ChangeReplicas(const gpool::ChangeReplic
     if (learner != learners.end()) return Status::AlreadyExists(name + " is already a learner");
     learners.push_back(request.replica_id);
     std::sort(learners.begin(), learners.end());
+  } else if (request.op == ReplicaOp::kRotateKey) {
+    // The members stay; only the key changes (recorded in replica_changes).
+    if (it == voters.end() && learner == learners.end()) {
+      return Status::NotFound(name + " is not in the replica configuration");
+    }
   } else {  // remove
     if (learner != learners.end()) {
       learners.erase(learner);

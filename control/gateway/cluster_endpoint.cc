@@ -23,7 +23,11 @@ void ClusterEndpoint::Handle(const Request& request, const Envelope& envelope, i
       return;
     default:
       if (auto msg = ctx_.Decode<ChangeReplicas>(request, envelope)) {
-        if (!ctx_.Permit(request, Permission::kManageReplicas, {}, "replica " + std::to_string(msg->replica_id))) return;
+        // A key rotation's grace is in the audit target, as for node keys.
+        std::string target = "replica " + std::to_string(msg->replica_id);
+        if (msg->op == ReplicaOp::kRotateKey) target += " key-rotation grace_ms=" + std::to_string(msg->grace_ms);
+        if (!ctx_.Permit(request, Permission::kManageReplicas, {}, target)) return;
+        if (msg->op == ReplicaOp::kRotateKey) return OnRotateReplicaKey(request, *msg);
         OnChangeReplicas(request, *msg);
       }
       return;

@@ -1,7 +1,9 @@
 // ClusterEndpoint: ClusterStatus (any authenticated caller: it is what health
 // checks and `gpool status` ask, answered from this replica without the read
 // barrier), ListEvents, and ChangeReplicas (`gpool admin replica add|remove`,
-// Raft single-server changes through Proposer::ChangeMembership).
+// Raft single-server changes through Proposer::ChangeMembership; `rotate-key`,
+// a member's new CurveZMQ key with a grace for its old one, a replicated
+// command: cluster_endpoint_rotate.cc).
 #pragma once
 
 #include "control/gateway/endpoint.h"
@@ -23,6 +25,7 @@ class ClusterEndpoint final : public Endpoint {
 
  private:
   void OnChangeReplicas(const Request& request, const ChangeReplicas& msg);
+  void OnRotateReplicaKey(const Request& request, const ChangeReplicas& msg);
 
   RequestContext& ctx_;
 };

@@ -78,6 +78,7 @@ struct ReplicaReport {
   std::string role;            // "leader", "follower", "candidate", "precandidate" or "unknown"
   uint64_t match = 0;          // last index known to be replicated there
   int64_t heard_ms_ago = -1;   // leader only: since its last message; -1 never / unknown
+  std::string key;             // its CurveZMQ public key as this replica knows it; empty: none
 };
 
 // What this replica knows of replication, for ClusterStatus.
@@ -157,6 +158,17 @@ class CommitLog {
   virtual Status CheckNotMember(uint64_t /*replica_id*/) const { return Status::Ok(); }
   // Membership changes committed by the Sync() calls since the last call.
   virtual std::vector<CommittedMembership> TakeCommittedMembership() { return {}; }
+  // Issue 48: replica `id`'s key was rotated to `key` (a committed
+  // state::ReplicaKeyCmd); `previous_key` is still tried as its server key
+  // until wall time previous_until_ms. Replicated logs only; a replica this
+  // one does not know, or whose key is neither, is left alone.
+  virtual void RotateReplicaKey(uint64_t id, const std::string& key, const std::string& previous_key,
+                                int64_t previous_until_ms) {
+    (void)id;
+    (void)key;
+    (void)previous_key;
+    (void)previous_until_ms;
+  }
   // This replica's id in the replica set; 0 for a single replica.
   virtual uint64_t replica_id() const { return 0; }
 

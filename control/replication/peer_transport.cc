@@ -12,6 +12,11 @@ namespace gpool::replication {
 namespace {
 
 constexpr int64_t kReopenMs = 1000;
+// A rotated peer in its grace is tried under its other key this often while
+// sends fail: about libzmq's reconnect interval (250 ms at most), so a
+// replica restarted on its new key is found about as soon as after a plain
+// restart, before it would time out and call an election.
+constexpr int64_t kRotatedReopenMs = 150;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -81,9 +86,22 @@ Status PeerTransport::AddPeer(uint64_t id, const std::string& endpoint, const st
   if (existing != outbound_.end() && existing->second.endpoint == endpoint && existing->second.key == key) {
     return Status::Ok();
   }
+  // The configuration naming a rotated peer's previous key again (a replica
+  // started with the --peer-keys of before the rotation, whose state then
+  // rotates it) is the rotation's business: keep the rotated key.
+  if (existing != outbound_.end() && existing->second.endpoint == endpoint && !key.empty() &&
+      key == existing->second.previous_key) {
+    return Status::Ok();
+  }
   GPOOL_ASSIGN_OR_RETURN(std::unique_ptr<zmq::socket_t> socket, Connect(id, endpoint, key));
   if (existing != outbound_.end()) existing->second.socket->close();
-  outbound_[id] = Outbound{endpoint, key, std::move(socket), -1, NowMs()};
+  Outbound added;
+  added.endpoint = endpoint;
+  added.key = key;
+  added.pinned = key;
+  added.socket = std::move(socket);
+  added.reopened_ms = NowMs();
+  outbound_[id] = std::move(added);
   if (options_.on_peer_added) options_.on_peer_added(id, key);
   return Status::Ok();
 }
@@ -96,11 +114,55 @@ void PeerTransport::RemovePeer(uint64_t id) {
   if (options_.on_peer_removed) options_.on_peer_removed(id);
 }
 
+Status PeerTransport::RotatePeerKey(uint64_t id, const std::string& key, const std::string& previous_key,
+                                    int64_t previous_until_ms) {
+  auto it = outbound_.find(id);
+  if (it == outbound_.end()) return Status::NotFound("replica " + std::to_string(id) + " is not a peer here");
+  if (!options_.curve_keys.secret_key.empty() && !security::IsZ85Key(key)) {
+    return Status::InvalidArgument("replica " + std::to_string(id) + ": its new key is not a Z85 public key");
+  }
+  Outbound& peer = it->second;
+  peer.key = key;
+  peer.previous_key = previous_key == key ? std::string() : previous_key;
+  peer.previous_until_ms = previous_until_ms;
+  // A peer reached under its previous key keeps that connection during the
+  // grace: the replica may not have been restarted on the new key yet, and
+  // a working connection is not given up for a guess.
+  const bool keep = peer.pinned == key || (peer.pinned == peer.previous_key && PreviousValid(peer));
+  if (!keep) (void)Repin(id, peer, key);
+  if (options_.on_peer_added) options_.on_peer_added(id, key);
+  return Status::Ok();
+}
+
+std::string PeerTransport::PinnedKey(uint64_t id) const {
+  auto it = outbound_.find(id);
+  return it == outbound_.end() ? std::string() : it->second.pinned;
+}
+
+bool PeerTransport::Repin(uint64_t id, Outbound& peer, const std::string& key) {
+  auto socket = Connect(id, peer.endpoint, key);
+  if (!socket.ok()) return false;
+  peer.socket->close();
+  peer.socket = std::move(socket).value();
+  peer.pinned = key;
+  peer.reopened_ms = NowMs();
+  peer.failing_since_ms = -1;
+  return true;
+}
+
 void PeerTransport::Send(uint64_t peer, std::string_view frame) {
   auto it = outbound_.find(peer);
   if (it == outbound_.end()) {
     ++stats_.dropped_unknown_peer;
     return;
+  }
+  // A connection under a rotated peer's previous key ends with its grace.
+  if (it->second.pinned != it->second.key && !PreviousValid(it->second)) {
+    if (Repin(peer, it->second, it->second.key)) {
+      ++stats_.key_switches;
+      spdlog::info("peer key grace ended, reconnecting under the new key replica={} endpoint={}", peer,
+                   it->second.endpoint);
+    }
   }
   zmq::socket_t& socket = *it->second.socket;
   // Both parts of a message are queued together or not at all (ZeroMQ's
@@ -124,15 +186,18 @@ void PeerTransport::MaybeReopen(uint64_t id, Outbound& peer) {
   if (options_.curve_keys.secret_key.empty()) return;  // plaintext: libzmq reconnects by itself
   const int64_t now = NowMs();
   if (peer.failing_since_ms < 0) peer.failing_since_ms = now;
-  if (now - peer.failing_since_ms < kReopenMs || now - peer.reopened_ms < kReopenMs) return;
-  auto socket = Connect(id, peer.endpoint, peer.key);
-  if (!socket.ok()) return;
-  peer.socket->close();
-  peer.socket = std::move(socket).value();
-  peer.reopened_ms = now;
-  peer.failing_since_ms = -1;
-  spdlog::debug("peer socket reopened replica={} endpoint={} (its handshake may have been refused)", id,
-                peer.endpoint);
+  const int64_t wait_ms = PreviousValid(peer) ? kRotatedReopenMs : kReopenMs;
+  if (now - peer.failing_since_ms < wait_ms || now - peer.reopened_ms < wait_ms) return;
+  // A rotated peer may serve either key during the grace (restarted on the
+  // new one or not yet): a connection that does not complete under one is
+  // tried under the other, the new key first.
+  const bool other = peer.pinned == peer.key && PreviousValid(peer);
+  const std::string key = other ? peer.previous_key : peer.key;
+  const std::string was = peer.pinned;
+  if (!Repin(id, peer, key)) return;
+  if (key != was) ++stats_.key_switches;
+  spdlog::debug("peer socket reopened replica={} endpoint={} key={} (its handshake may have been refused)", id,
+                peer.endpoint, key == peer.key ? "current" : "previous");
 }
 
 std::vector<InboundFrame> PeerTransport::Drain(size_t max) {
@@ -166,6 +231,15 @@ std::vector<InboundFrame> PeerTransport::Drain(size_t max) {
     if (options_.replica_of_user_id) {
       const char* user_id = zmq_msg_gets(frame.handle(), "User-Id");
       if (user_id != nullptr) sender = options_.replica_of_user_id(user_id);
+    }
+    if (sender == kRefusedSender) {
+      // A rotated replica's old key after its grace: the handshake would be
+      // refused now, and so are the frames of a connection it still holds.
+      if (stats_.dropped_retired_key++ % 1000 == 0) {
+        spdlog::warn("peer message dropped: its connection's key was rotated away and its grace has ended "
+                     "dropped_so_far={}", stats_.dropped_retired_key);
+      }
+      continue;
     }
     frames.push_back(InboundFrame{sender, std::string(static_cast<const char*>(frame.data()), frame.size())});
   }

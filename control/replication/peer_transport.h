@@ -27,6 +27,7 @@
 
 #include <zmq.hpp>
 
+#include "protocol/base/clock.h"
 #include "protocol/base/status.h"
 #include "protocol/security/keys.h"
 
@@ -54,8 +55,15 @@ struct PeerTransportOptions {
   // CurveZMQ: the replica id a frame's ZAP User-Id names (0 for none), so
   // Raft can refuse a frame whose `from` is another replica's: an admitted
   // replica's key vouches for that replica only. Unset: frames carry 0.
+  // kRefusedSender: the connection's key was a replica's whose grace has
+  // ended (a rotated replica's old key); its frames are dropped.
   std::function<uint64_t(std::string_view user_id)> replica_of_user_id;
+  // Wall time, for the deadline of a rotated peer's previous key.
+  const Clock* clock = &SystemClock::Get();
 };
+
+// replica_of_user_id's answer for a connection whose frames are to be dropped.
+inline constexpr uint64_t kRefusedSender = UINT64_MAX;
 
 // A frame as received, with the replica its connection authenticated as
 // (0: not authenticated, e.g. --insecure).
@@ -71,6 +79,8 @@ struct TransportStats {
   uint64_t received = 0;
   uint64_t dropped_malformed = 0;        // wrong number of parts, or oversize
   uint64_t dropped_unauthenticated = 0;  // wrong or missing token
+  uint64_t dropped_retired_key = 0;      // from a connection whose key's grace has ended
+  uint64_t key_switches = 0;             // reconnections to a rotated peer under its other key
 };
 
 class PeerTransport {
@@ -85,6 +95,17 @@ class PeerTransport {
   // CurveZMQ on, a replica without a valid public key.
   Status AddPeer(uint64_t id, const std::string& endpoint, const std::string& key = "");
   void RemovePeer(uint64_t id);
+  // Issue 48: peer `id` was given the key `key` (CurveZMQ pins a server's
+  // public key). Until wall time previous_until_ms it may still serve
+  // `previous_key` (not restarted on the new one yet): a connection whose
+  // sends keep failing is made anew under the other of the two keys, the new
+  // one preferred; after the deadline only the new one is used. A working
+  // connection under the previous key is kept during the grace. NotFound for
+  // an unknown peer, InvalidArgument for a key that is not Z85.
+  Status RotatePeerKey(uint64_t id, const std::string& key, const std::string& previous_key,
+                       int64_t previous_until_ms);
+  // The server key peer `id`'s connection pins now (tests, status).
+  std::string PinnedKey(uint64_t id) const;
 
   // The inbound socket, for zmq::poll alongside the coordinator's others.
   zmq::socket_t& inbound() { return inbound_; }
@@ -105,6 +126,11 @@ class PeerTransport {
     std::string endpoint;
     std::string key;
     std::unique_ptr<zmq::socket_t> socket;
+    // A rotated peer (RotatePeerKey): the key it served before, tried until
+    // the wall-clock deadline, and the key `socket` pins (key or previous_key).
+    std::string previous_key;
+    int64_t previous_until_ms = 0;
+    std::string pinned;
     // CurveZMQ: libzmq does not reconnect a connection whose handshake the
     // peer's ZAP handler refused (a replica that was not yet, or not yet
     // known to be, in the configuration). Sends to it then fail for good, so
@@ -115,6 +141,11 @@ class PeerTransport {
   // A secured peer whose sends keep failing gets a fresh socket, at most
   // once a second.
   void MaybeReopen(uint64_t id, Outbound& peer);
+  // Replaces peer's socket by one pinning `key`; false if it cannot connect.
+  bool Repin(uint64_t id, Outbound& peer, const std::string& key);
+  bool PreviousValid(const Outbound& peer) const {
+    return !peer.previous_key.empty() && options_.clock->WallMs() < peer.previous_until_ms;
+  }
 
   std::map<uint64_t, Outbound> outbound_;
   std::string listen_endpoint_;

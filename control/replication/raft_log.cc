@@ -242,11 +242,33 @@ log::ReplicationReport RaftLog::Report() const {
   report.applied_index = info.applied;
   for (const auto& r : Replicas()) {
     const bool leading = info.role == raft::Role::kLeader && r.id != options_.id;
+    const ReplicaAddress* address = directory_.Find(r.id);
     report.replicas.push_back(log::ReplicaReport{
         r.id, directory_.ClientOf(r.id), r.role, r.match,
-        leading ? guard_.HeardMsAgo(r.id, options_.clock->MonoMs()) : int64_t{-1}});
+        leading ? guard_.HeardMsAgo(r.id, options_.clock->MonoMs()) : int64_t{-1},
+        address == nullptr ? std::string() : address->key});
   }
   return report;
+}
+
+void RaftLog::RotateReplicaKey(uint64_t id, const std::string& key, const std::string& previous_key,
+                               int64_t previous_until_ms) {
+  const ReplicaAddress* known = directory_.Find(id);
+  if (known == nullptr) return;  // removed since: nothing to pin
+  if (!known->key.empty() && known->key != key && known->key != previous_key) {
+    // Removed and added again under a third key after the rotation: the
+    // configuration's key is the newer word.
+    spdlog::warn("replica key rotation not applied: the configuration names another key replica={}", id);
+    return;
+  }
+  ReplicaAddress updated = *known;
+  updated.key = key;
+  directory_.Put(updated);
+  if (id == options_.id || updated.peer.empty()) return;
+  if (Status pinned = transport_->RotatePeerKey(id, key, previous_key, previous_until_ms); !pinned.ok()) {
+    spdlog::warn("replica key rotation not applied to the transport replica={} error=\"{}\"", id,
+                 pinned.ToString());
+  }
 }
 
 Status RaftLog::Connect(const ReplicaAddress& address) {

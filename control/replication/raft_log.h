@@ -200,6 +200,10 @@ class RaftLog final : public log::CommitLog, public log::ImageFileLog {
   // Configuration changes committed by the Sync() calls since the last call.
   std::vector<CommittedConfChange> TakeCommittedConfChanges() { return std::exchange(committed_changes_, {}); }
   std::vector<log::CommittedMembership> TakeCommittedMembership() override;
+  // The directory names the rotated key (so snapshots carry it) and the
+  // transport pins it, trying the previous one during its grace.
+  void RotateReplicaKey(uint64_t id, const std::string& key, const std::string& previous_key,
+                        int64_t previous_until_ms) override;
   const ReplicaDirectory& directory() const { return directory_; }
   // One frame from a peer (PeerTransport::Drain). `sender`: the replica its
   // connection authenticated as, or 0 (unauthenticated, not checked); a

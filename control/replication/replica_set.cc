@@ -39,6 +39,7 @@ Result<ReplicaSet> OpenReplicaSet(const ReplicaSetOptions& options, storage::Log
   transport_options.on_peer_added = options.on_peer_added;
   transport_options.on_peer_removed = options.on_peer_removed;
   transport_options.replica_of_user_id = options.replica_of_user_id;
+  transport_options.clock = options.clock;
   RaftLogOptions raft_options;
   for (const auto& [id, endpoint] : options.peers) {
     raft_options.voters.push_back(id);

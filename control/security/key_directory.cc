@@ -65,6 +65,12 @@ std::optional<std::string> KeyDirectory::Authorize(std::string_view domain, std:
     for (const auto& [id, replica_key] : replicas_) {
       if (replica_key == k) return "replica|" + std::to_string(id) + "|" + k;
     }
+    // A rotated replica may still run on its old key until the operator
+    // restarts it on the new one: admitted as that replica until the deadline.
+    const int64_t now = clock_->WallMs();
+    for (const auto& [id, retired] : retired_replicas_) {
+      if (retired.key == k && now < retired.until_ms) return "replica|" + std::to_string(id) + "|" + k;
+    }
     return std::nullopt;
   }
   return std::nullopt;  // a domain this coordinator does not serve
@@ -230,6 +236,24 @@ void KeyDirectory::AddReplica(uint64_t id, const std::string& key) {
 void KeyDirectory::RemoveReplica(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   replicas_.erase(id);
+  retired_replicas_.erase(id);
+}
+
+void KeyDirectory::RetireReplicaKey(uint64_t id, const std::string& key, int64_t until_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (key.empty()) {
+    retired_replicas_.erase(id);
+    return;
+  }
+  retired_replicas_[id] = RetiredReplica{key, until_ms};
+}
+
+bool KeyDirectory::RetiredReplicaKeyExpired(uint64_t id, std::string_view key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto retired = retired_replicas_.find(id);
+  if (retired == retired_replicas_.end() || retired->second.key != key) return false;
+  if (auto current = replicas_.find(id); current != replicas_.end() && current->second == key) return false;
+  return clock_->WallMs() >= retired->second.until_ms;
 }
 
 }  // namespace gpool::control

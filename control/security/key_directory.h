@@ -15,6 +15,8 @@
 //            enrolment until an admin approves it or it presents a join
 //            token; first-use: bound to the name it registers, once)
 //   peers    a replica of the configuration -> replica|<id>|<key>
+//            a replica's key rotated away with a grace, until its deadline
+//            (wall clock, at each handshake) -> replica|<id>|<key>
 // Anything else is refused at the handshake: the connection never delivers
 // a frame.
 //
@@ -105,6 +107,16 @@ class KeyDirectory {
   void AddReplica(uint64_t id, const std::string& key);
   void RemoveReplica(uint64_t id);
   std::optional<std::string> KeyOfReplica(uint64_t id) const;
+  // A replica's key rotated away (state::ReplicaKeyRecord): still admitted
+  // as replica `id` until wall time until_ms, refused from then on with no
+  // further call. Replaces the replica's previous retired key; the key is
+  // remembered past its deadline so that frames of a connection it still
+  // holds can be told apart (RetiredReplicaKeyExpired). Empty key: none.
+  void RetireReplicaKey(uint64_t id, const std::string& key, int64_t until_ms);
+  // True when `key` is a key rotated away from replica `id` whose grace has
+  // ended (and is not the replica's key again): the peer transport drops
+  // the frames of a connection authenticated with it.
+  bool RetiredReplicaKeyExpired(uint64_t id, std::string_view key) const;
 
  private:
   mutable std::mutex mu_;
@@ -134,6 +146,11 @@ class KeyDirectory {
   std::map<std::string, Retired> retired_;  // key -> node it was rotated away from
   const Clock* clock_;
   std::map<uint64_t, std::string> replicas_;        // id -> key
+  struct RetiredReplica {
+    std::string key;
+    int64_t until_ms = 0;
+  };
+  std::map<uint64_t, RetiredReplica> retired_replicas_;  // id -> the key rotated away from it
 };
 
 }  // namespace gpool::control

@@ -73,6 +73,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, UpdatePricesCmd>) return ApplyUpdatePrices(now, body);
         if constexpr (std::is_same_v<T, EnrolmentCmd>) return ApplyEnrolment(now, body);
         if constexpr (std::is_same_v<T, TokenCmd>) return ApplyToken(now, body);
+        if constexpr (std::is_same_v<T, ReplicaKeyCmd>) return ApplyReplicaKey(now, body);
       },
       command.body);
 }
@@ -202,6 +203,12 @@ std::string ClusterState::Snapshot() const {
   }
   auto tokens = api_tokens_.Image();
   packer.Field("api_tokens", tokens);
+  packer.Key("replica_keys");
+  packer.BeginArray(static_cast<uint32_t>(replica_keys_.size()));
+  for (const auto& [id, record] : replica_keys_) {
+    ReplicaKeyRecord copy = record;
+    packer.Value(copy);
+  }
   return std::string(buffer.data(), buffer.size());
 }
 

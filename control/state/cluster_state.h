@@ -206,6 +206,9 @@ class ClusterState {
   const UsageLedger& usage_ledger() const { return usage_ledger_; }
   // API tokens of the HTTP port (api_tokens.h): hashes, owners, scopes.
   const ApiTokenTable& api_tokens() const { return api_tokens_; }
+  // Replica keys rotated by an admin (issue 48), by replica id; a replica
+  // without one has its configuration's key (replica_keys.h).
+  const std::map<uint64_t, ReplicaKeyRecord>& replica_keys() const { return replica_keys_; }
   std::vector<UsageRecord> RunningUsage(int64_t now_ms) const;
   // "root/.../queue"; the name alone for a queue that no longer exists.
   std::string QueuePath(const std::string& queue) const;
@@ -278,6 +281,7 @@ class ClusterState {
   // name (consuming its join token, whose labels land in `labels`).
   Status AdmitRegistration(int64_t now, const RegisterNodeCmd& cmd, std::map<std::string, std::string>* labels);
   ApplyResult ApplyToken(int64_t now, const TokenCmd& cmd);
+  ApplyResult ApplyReplicaKey(int64_t now, const ReplicaKeyCmd& cmd);
   // Records the usage of an attempt that is about to stop holding its
   // resources (called once per attempt, before ReleaseResources). An end
   // whose real time is unknown (lost with its node) is charged up to the
@@ -403,6 +407,7 @@ class ClusterState {
   std::map<std::string, AlertCmd> alerts_;  // firing, by key
   UsageLedger usage_ledger_;
   ApiTokenTable api_tokens_;
+  std::map<uint64_t, ReplicaKeyRecord> replica_keys_;
   // Set while LoseTask ends an attempt: its end time is unknown (the node
   // went silent) unless the worker reported it (usage_end_known_).
   bool losing_task_ = false;

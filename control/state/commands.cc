@@ -64,6 +64,8 @@ template <>
 struct Named<EnrolmentCmd> { static constexpr std::string_view kName = "Enrolment"; };
 template <>
 struct Named<TokenCmd> { static constexpr std::string_view kName = "Token"; };
+template <>
+struct Named<ReplicaKeyCmd> { static constexpr std::string_view kName = "ReplicaKey"; };
 
 template <typename T>
 bool TryDecode(std::string_view name, const msgpack::object& body, Result<CommandBody>* out) {
@@ -125,7 +127,8 @@ Result<Command> DecodeCommand(std::string_view bytes) {
       TryDecode<RenewSessionCmd>(name, *body, &decoded) ||
       TryDecode<UsageCheckpointCmd>(name, *body, &decoded) || TryDecode<UpdatePricesCmd>(name, *body, &decoded) ||
       TryDecode<TokenCmd>(name, *body, &decoded) ||
-      TryDecode<AlertCmd>(name, *body, &decoded) || TryDecode<EnrolmentCmd>(name, *body, &decoded);
+      TryDecode<AlertCmd>(name, *body, &decoded) || TryDecode<EnrolmentCmd>(name, *body, &decoded) ||
+      TryDecode<ReplicaKeyCmd>(name, *body, &decoded);
   if (!decoded.ok()) return decoded.status();
   command.body = std::move(decoded).value();
   return command;

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "control/state/replica_keys.h"
 #include "protocol/base/enum_names.h"
 #include "protocol/health.h"
 #include "protocol/messages_enrolment.h"
@@ -389,11 +390,32 @@ struct TokenCmd {
   }
 };
 
+// An admin's rotation of a replica's CurveZMQ key (issue 48; ChangeReplicas
+// op rotate-key on the wire, validated there): from this entry on the
+// replica is `key`; `previous_key` (the key the leader's configuration held)
+// stays admitted for grace_ms from the command's time (0: not at all).
+// Apply refuses (and changes nothing) a key that is not Z85, the same key,
+// and a grace over 30 days.
+struct ReplicaKeyCmd {
+  uint64_t replica_id = 0;
+  std::string key;
+  std::string previous_key;
+  uint64_t grace_ms = 0;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("replica_id", replica_id);
+    v.Required("key", key);
+    v.Required("previous_key", previous_key);
+    v.Optional("grace_ms", grace_ms);
+  }
+};
+
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
                                  TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd, NodeLostCmd,
                                  NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd, ForgetJobsCmd,
                                  UpdateUserCmd, BootstrapCmd, AuditCmd, RenewSessionCmd, UsageCheckpointCmd,
-                                 UpdatePricesCmd, AlertCmd, EnrolmentCmd, TokenCmd>;
+                                 UpdatePricesCmd, AlertCmd, EnrolmentCmd, TokenCmd,
+                                 ReplicaKeyCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock

@@ -42,6 +42,7 @@ struct SnapshotImageV2 {
   std::vector<PendingEnrolment> pending_enrolments;   // keys awaiting admission (issue 48)
   std::vector<JoinTokenInfo> join_tokens;             // join tokens, by hash (issue 48)
   std::vector<ApiTokenInfo> api_tokens;               // HTTP API tokens, as hashes (issue 48)
+  std::vector<ReplicaKeyRecord> replica_keys;         // rotated replica keys (issue 48)
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -66,6 +67,7 @@ struct SnapshotImageV2 {
     v.Optional("pending_enrolments", pending_enrolments);
     v.Optional("join_tokens", join_tokens);
     v.Optional("api_tokens", api_tokens);
+    v.Optional("replica_keys", replica_keys);
   }
 };
 
@@ -104,6 +106,9 @@ TEST_F(ClusterStateTest, SnapshotBytesMatchTheImageFormat) {
   Do(TokenCmd{TokenOp::kCreate, token});
   image.applied_index = state_.applied_index();
   image.api_tokens = {token};
+  Do(ReplicaKeyCmd{3, std::string(40, 'n'), std::string(40, 'o'), 60'000});
+  image.applied_index = state_.applied_index();
+  image.replica_keys = {state_.replica_keys().at(3)};
   EXPECT_EQ(state_.Snapshot(), wire::PackToString(image));
 }
 

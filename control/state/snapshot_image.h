@@ -36,6 +36,7 @@ struct SnapshotImage {
   std::vector<PendingEnrolment> pending_enrolments;  // absent before issue 48: none
   std::vector<JoinTokenInfo> join_tokens;
   std::vector<ApiTokenInfo> api_tokens;  // absent before issue 48: none
+  std::vector<ReplicaKeyRecord> replica_keys;  // absent before replica key rotation: none
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -60,6 +61,7 @@ struct SnapshotImage {
     v.Optional("pending_enrolments", pending_enrolments);
     v.Optional("join_tokens", join_tokens);
     v.Optional("api_tokens", api_tokens);
+    v.Optional("replica_keys", replica_keys);
   }
 };
 
