@@ -69,7 +69,7 @@
 #include "control/scheduler_driver.h"
 #include "control/security/key_directory.h"
 #include "control/security/key_sync.h"
-#include "control/security/replica_key_sync.h"
+#include "control/replica_key_sync.h"
 #include "control/session_lease_driver.h"
 #include "control/snapshot_schedule.h"
 #include "control/snapshot_taker.h"

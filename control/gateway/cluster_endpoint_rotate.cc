@@ -2,7 +2,7 @@
 // is a replicated command (state::ReplicaKeyCmd), not a Raft configuration
 // change: the members stay the same, and every replica learns the new key
 // (and the old key's deadline) when it applies the entry
-// (control/security/replica_key_sync.h).
+// (control/replica_key_sync.h).
 #include <string>
 
 #include <spdlog/spdlog.h>

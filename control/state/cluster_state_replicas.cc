@@ -1,6 +1,6 @@
 // ClusterState: an admin's rotation of a replica's CurveZMQ key (issue 48;
 // replica_keys.h). The key directory and the peer transport follow the
-// record (control/security/replica_key_sync.h); the state only keeps it.
+// record (control/replica_key_sync.h); the state only keeps it.
 #include <string>
 
 #include "control/state/cluster_state.h"

@@ -7,7 +7,9 @@
 // all of them agree on the key and the deadline (the leader's clock in the
 // command, as for node keys).
 //
-// Not thread-safe: the coordinator's loop calls it.
+// Not thread-safe: the coordinator's loop calls it. It lives in control/,
+// not control/security/, because it drives the replicated log as well as the
+// key directory (security may not include the log: CheckLayers.cmake).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "control/security/replica_key_sync.h"
+#include "control/replica_key_sync.h"
 
 #include <variant>
 
