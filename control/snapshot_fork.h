@@ -69,6 +69,9 @@ class ForkedImage {
   std::string sha256_;
 };
 
+// The forked child's nice value (snapshot_fork.cc says why).
+inline constexpr int kSnapshotChildNice = 10;  // added to the coordinator's own
+
 class SnapshotFork {
  public:
   // What the child runs; ClusterState::Snapshot() unless a test injects a

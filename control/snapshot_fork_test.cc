@@ -8,8 +8,10 @@
 #include "control/snapshot_fork.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -110,6 +112,22 @@ TEST_F(SnapshotForkTest, TheImageIsTheStateAtTheForkIndex) {
   EXPECT_TRUE(fs::exists(path));
   file = Status::NotFound("released");
   EXPECT_FALSE(fs::exists(path));
+}
+
+// The child yields the CPU to the coordinators' loops: its encoder sees the
+// nice value it runs at (written as the image).
+TEST_F(SnapshotForkTest, TheChildRunsBehindTheLoopsForTheCpu) {
+  const int parent_nice = getpriority(PRIO_PROCESS, 0);
+  SnapshotFork fork((dir_ / "images").string(), [](const state::ClusterState&) {
+    return std::to_string(getpriority(PRIO_PROCESS, 0));
+  });
+  ASSERT_TRUE(fork.Start(state_).ok());
+  auto file = WaitForChild(fork);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  auto image = (*file)->ReadAll();
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(*image, std::to_string(std::min(parent_nice + kSnapshotChildNice, 19)));
+  EXPECT_EQ(getpriority(PRIO_PROCESS, 0), parent_nice) << "the coordinator itself keeps its priority";
 }
 
 TEST_F(SnapshotForkTest, TheLoopIsNotBlockedByASlowChildAndOneRunsAtATime) {
