@@ -83,12 +83,15 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "bench/bench_jobs.h"
 #include "bench/bench_process.h"
 #include "bench/zmq_baseline.h"
 #include "client/client.h"
 #include "protocol/messages_admin.h"
 #include "protocol/messages_client.h"
 #include "protocol/model/queue_update.h"
+
+using gpool::bench::SimpleJob;
 
 namespace {
 
@@ -213,18 +216,6 @@ std::unique_ptr<gpool::Client> Connect(const std::string& endpoints, int timeout
     std::exit(1);
   }
   return std::move(client).value();
-}
-
-gpool::JobSpec Job(const std::string& name, uint32_t replicas, uint32_t gpus, std::vector<std::string> command) {
-  gpool::JobSpec spec;
-  spec.name = name;
-  gpool::TaskGroupSpec group;
-  group.name = "main";
-  group.replicas = replicas;
-  group.command = std::move(command);
-  group.resources = gpool::Resources{gpus, 100, 64};
-  spec.tasks.push_back(group);
-  return spec;
 }
 
 // Where the fleet keeps its nodes' task logs: GPOOL_BENCH_FLEET_DIR, else
@@ -407,7 +398,7 @@ int main(int argc, char** argv) {
     const uint64_t latency_term = Term(*observer);
     {
       auto client = Connect(endpoints);
-      const gpool::JobSpec job = Job("latency", 1, 1, {"true"});
+      const gpool::JobSpec job = SimpleJob("latency", 1, 1, {"true"});
       for (int i = 0; i < samples; ++i) {
         if (!WaitUntil([&] { return Idle(*observer); }, 30, 2)) {
           ++latency_errors;
@@ -459,7 +450,7 @@ int main(int argc, char** argv) {
       for (int c = 0; c < clients; ++c) {
         threads.emplace_back([&] {
           auto client = Connect(endpoints);
-          const gpool::JobSpec job = Job("small", 1, 0, {"true"});
+          const gpool::JobSpec job = SimpleJob("small", 1, 0, {"true"});
           while (SteadyClock::now() < end) {
             auto reply = client->Submit(job, "");
             reply.ok() ? ++accepted : ++errors;
@@ -509,7 +500,7 @@ int main(int argc, char** argv) {
     for (int c = 0; c < clients; ++c) {
       threads.emplace_back([&] {
         auto client = Connect(endpoints);
-        gpool::JobSpec job = Job("backlog", 1, 0, {"true"});
+        gpool::JobSpec job = SimpleJob("backlog", 1, 0, {"true"});
         job.queue = "backlog";
         while (next++ < drain_jobs) client->Submit(job, "").ok() ? ++accepted : ++errors;
       });
@@ -574,7 +565,7 @@ int main(int argc, char** argv) {
     for (int j = 0; j < placement_jobs; ++j) {
       threads.emplace_back([&, j] {
         auto client = Connect(endpoints);
-        auto reply = client->Submit(Job("wide-" + std::to_string(j), tasks_per_job, 1, {"sleep", "3600"}), "");
+        auto reply = client->Submit(SimpleJob("wide-" + std::to_string(j), tasks_per_job, 1, {"sleep", "3600"}), "");
         if (!reply.ok()) ++errors;
       });
     }

@@ -43,10 +43,13 @@
 #include <utility>
 #include <vector>
 
+#include "bench/bench_jobs.h"
 #include "control/state/cluster_state.h"
 #include "control/state/commands.h"
 #include "protocol/model/task_report.h"
 #include "protocol/wire.h"
+
+using gpool::bench::TrainingJob;
 
 namespace {
 
@@ -84,18 +87,6 @@ size_t RssBytes() {
   return StatusKib("VmRSS:") * 1024;
 }
 size_t HwmBytes() { return StatusKib("VmHWM:") * 1024; }
-
-JobSpec SpecOf(uint64_t i) {
-  JobSpec spec;
-  spec.name = "train-" + std::to_string(i);
-  spec.user = "user-" + std::to_string(i % 50);
-  TaskGroupSpec group;
-  group.command = {"python3", "train.py", "--seed", std::to_string(i)};
-  group.env = {{"EPOCHS", "3"}, {"DATASET", "imagenet"}};
-  group.resources = gpool::Resources{1, 4'000, 32'768};
-  spec.tasks.push_back(group);
-  return spec;
-}
 
 // The state machine and its log, as a coordinator keeps them.
 class Replica {
@@ -185,7 +176,7 @@ MonthResult RunMonth(uint64_t jobs, const Options& options, bool retention, cons
     const int64_t now = static_cast<int64_t>(i) * gap_ms;
     settle_until(now);
     const uint64_t id = i + 1;  // ids are handed out in order from 1
-    replica.Apply(now, state::SubmitJobCmd{SpecOf(i), "key-" + std::to_string(i)});
+    replica.Apply(now, state::SubmitJobCmd{TrainingJob(i), "key-" + std::to_string(i)});
     // Slot i mod 10,000: reused every 10,000 jobs (over 7 hours at the
     // month's pace), long after its last job's 2 hours at most.
     const uint32_t slot = static_cast<uint32_t>(i % (kNodes * kGpusPerNode));

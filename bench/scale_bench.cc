@@ -60,6 +60,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_jobs.h"
 #include "bench/bench_client.h"
 #include "bench/bench_process.h"
 #include "bench/scale_metrics.h"
@@ -68,6 +69,8 @@
 #include "protocol/messages_admin.h"
 #include "protocol/messages_client.h"
 #include "protocol/messages_snapshot.h"
+
+using gpool::bench::SimpleJob;
 
 namespace {
 
@@ -233,18 +236,6 @@ class ScaleCluster {
   std::vector<pid_t> fleet_;
 };
 
-gpool::JobSpec ScaleJob(const std::string& name, uint32_t replicas, uint32_t gpus, std::vector<std::string> command) {
-  gpool::JobSpec spec;
-  spec.name = name;
-  gpool::TaskGroupSpec group;
-  group.name = "main";
-  group.replicas = replicas;
-  group.command = std::move(command);
-  group.resources = gpool::Resources{gpus, 100, 64};
-  spec.tasks.push_back(group);
-  return spec;
-}
-
 struct ScaleAck {
   SteadyClock::time_point sent;
   SteadyClock::time_point acked;
@@ -376,7 +367,7 @@ int RunScale(const ScaleOptions& options) {
         for (uint64_t i; (i = next++) < live_jobs;) {
           const uint32_t replicas = static_cast<uint32_t>(std::min<uint64_t>(8, options.tasks - 8 * i));
           const std::string name = "live-" + std::to_string(i);
-          auto reply = client->Submit(ScaleJob(name, replicas, 1, {"sleep", "86400"}), "key-" + name);
+          auto reply = client->Submit(SimpleJob(name, replicas, 1, {"sleep", "86400"}), "key-" + name);
           if (!reply.ok()) std::fprintf(stderr, "submit %s: %s\n", name.c_str(), reply.status().ToString().c_str());
         }
       });
@@ -413,7 +404,7 @@ int RunScale(const ScaleOptions& options) {
       for (int i = 0; !stop; ++i) {
         const std::string name = "load-" + std::to_string(t) + "-" + std::to_string(i);
         const auto sent = SteadyClock::now();
-        if (!client->Submit(ScaleJob(name, 1, 0, {"true"}), "key-" + name).ok()) {
+        if (!client->Submit(SimpleJob(name, 1, 0, {"true"}), "key-" + name).ok()) {
           ++submit_errors;
           continue;
         }

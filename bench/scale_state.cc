@@ -1,3 +1,4 @@
+#include "bench/bench_jobs.h"
 #include "bench/scale_state.h"
 
 #include <chrono>
@@ -13,6 +14,8 @@
 #include "protocol/snapshot_file.h"
 #include "topology/fleet_nodes.h"
 #include "topology/node_spec_file.h"
+
+using gpool::bench::TrainingJob;
 
 namespace gpool::bench {
 namespace {
@@ -35,20 +38,6 @@ uint64_t ScaleSelfKib(const char* field) {
 
 double ScaleSecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// A month-of-training job as the retention bench submits it: one task, one
-// GPU, a few env vars; 50 users.
-JobSpec ScaleFinishedJob(uint64_t i) {
-  JobSpec spec;
-  spec.name = "train-" + std::to_string(i);
-  spec.user = "user-" + std::to_string(i % 50);
-  TaskGroupSpec group;
-  group.command = {"python3", "train.py", "--seed", std::to_string(i)};
-  group.env = {{"EPOCHS", "3"}, {"DATASET", "imagenet"}};
-  group.resources = Resources{1, 4'000, 32'768};
-  spec.tasks.push_back(group);
-  return spec;
 }
 
 class ScaleApplier {
@@ -120,7 +109,7 @@ ScaleStateReport BuildScaleSnapshot(const ScaleStateOptions& options, const std:
     for (uint32_t slot = 0; slot < slots && next_job < options.jobs; ++slot, ++next_job) {
       const std::string& node = names[slot / gpus_per_node];
       const uint64_t id =
-          applier.Apply(at, state::SubmitJobCmd{ScaleFinishedJob(next_job), "scale-" + std::to_string(next_job)},
+          applier.Apply(at, state::SubmitJobCmd{TrainingJob(next_job), "scale-" + std::to_string(next_job)},
                         "submitting a job")
               .job_id;
       state::ApplyPlanCmd plan;

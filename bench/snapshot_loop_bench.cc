@@ -37,6 +37,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "bench/bench_jobs.h"
 #include "control/disk_full_mode.h"
 #include "control/log/local_log.h"
 #include "control/snapshot_schedule.h"
@@ -45,6 +46,8 @@
 #include "control/state/commands.h"
 #include "storage/leveldb_store.h"
 #include "storage/log_store.h"
+
+using gpool::bench::TrainingJob;
 
 namespace {
 
@@ -78,18 +81,6 @@ double Percentile(std::vector<double> values, double p) {
   return values[at];
 }
 
-JobSpec BenchJobSpec(uint64_t i) {
-  JobSpec spec;
-  spec.name = "train-" + std::to_string(i);
-  spec.user = "user-" + std::to_string(i % 50);
-  TaskGroupSpec group;
-  group.command = {"python3", "train.py", "--seed", std::to_string(i)};
-  group.env = {{"EPOCHS", "3"}, {"DATASET", "imagenet"}};
-  group.resources = gpool::Resources{1, 4'000, 32'768};
-  spec.tasks.push_back(group);
-  return spec;
-}
-
 // The state: nodes, then `jobs` finished jobs, applied directly (no log).
 void BuildState(state::ClusterState& state, uint64_t jobs, uint64_t& index) {
   auto apply = [&](int64_t t, state::CommandBody body) { state.Apply(++index, state::Command{t, std::move(body)}); };
@@ -106,7 +97,7 @@ void BuildState(state::ClusterState& state, uint64_t jobs, uint64_t& index) {
   for (uint64_t i = 0; i < jobs; ++i) {
     const int64_t now = static_cast<int64_t>(i) * 1'000;
     const uint64_t id = i + 1;
-    apply(now, state::SubmitJobCmd{BenchJobSpec(i), "key-" + std::to_string(i)});
+    apply(now, state::SubmitJobCmd{TrainingJob(i), "key-" + std::to_string(i)});
     const uint32_t slot = static_cast<uint32_t>(i % (kNodes * kGpusPerNode));
     const std::string node = "node-" + std::to_string(slot / kGpusPerNode);
     state::ApplyPlanCmd plan;
@@ -195,7 +186,7 @@ void RunMode(const std::string& mode, state::ClusterState& state, const Options&
       ++submitted;
     }
     for (size_t i = 0; i < arrivals.size(); ++i) {
-      const state::Command command{0, state::SubmitJobCmd{BenchJobSpec(1'000'000'000 + submitted + i), ""}};
+      const state::Command command{0, state::SubmitJobCmd{TrainingJob(1'000'000'000 + submitted + i), ""}};
       (void)store.log->Propose(state::EncodeCommand(command));
     }
     auto committed = store.log->Sync();
