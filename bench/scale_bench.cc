@@ -183,7 +183,7 @@ class ScaleCluster {
     pids_[r] = Spawn({GPOOL_COORDINATOR_BIN, "--insecure", "--id", std::to_string(r + 1), "--peers", peers_,
                       "--peer-clients", clients_, "--peer-workers", workers_, "--data-dir", data_dir(r),
                       "--client-addr", client_[r], "--worker-addr", worker_[r], "--http-address",
-                      "127.0.0.1:" + std::to_string(http_[r]), "--metrics-per-gpu=false", "--heartbeat-ms", "1000",
+                      "127.0.0.1:" + std::to_string(http_[r]), "--http-insecure", "--metrics-per-gpu=false", "--heartbeat-ms", "1000",
                       "--node-timeout-ms", "10000", "--retain-finished-jobs", std::to_string(retain_jobs),
                       "--retain-finished-ms", std::to_string(int64_t{400} * 24 * 3600 * 1000), "--log-level",
                       std::getenv("GPOOL_BENCH_LOG") ? std::getenv("GPOOL_BENCH_LOG") : "info"},
@@ -212,6 +212,17 @@ class ScaleCluster {
   const std::string& client(int r) const { return client_[r]; }
   int http(int r) const { return http_[r]; }
   pid_t pid(int r) const { return pids_[r]; }
+  // A process of the cluster that has exited (reaped here), or "": a waiting
+  // bench stops at once with the log to read instead of waiting out its bound.
+  std::string Exited() const {
+    for (size_t r = 0; r < pids_.size(); ++r) {
+      if (pids_[r] > 0 && waitpid(pids_[r], nullptr, WNOHANG) == pids_[r]) return "replica " + std::to_string(r + 1) + " (see " + log_path(static_cast<int>(r)) + ")";
+    }
+    for (pid_t pid : fleet_) {
+      if (pid > 0 && waitpid(pid, nullptr, WNOHANG) == pid) return "a fleet worker (see " + dir_ + ")";
+    }
+    return "";
+  }
   const std::string& dir() const { return dir_; }
   // Lines of replica r's log that contain `text`.
   int CountInLog(int r, const std::string& text) const {
@@ -344,12 +355,18 @@ int RunScale(const ScaleOptions& options) {
   auto observer = ConnectOrExit(cluster.endpoints(), 30'000);
   ScaleProgress("waiting for the fleet");
   uint32_t ready = 0;
+  std::string exited;
   if (!ScaleWaitFor([&] {
+        if (!(exited = cluster.Exited()).empty()) return true;
         auto status = observer->ClusterStatus();
         ready = status.ok() && status->role == "leader" ? status->nodes_ready : 0;
         return ready == nodes;
       }, 900, 500)) {
     std::fprintf(stderr, "only %u of %u nodes became ready\n", ready, nodes);
+    return 1;
+  }
+  if (!exited.empty()) {
+    std::fprintf(stderr, "%s exited while the fleet registered\n", exited.c_str());
     return 1;
   }
   ScalePrint("fleet_ready_s", Ms(SteadyClock::now() - start) / 1000, "s");
