@@ -56,6 +56,12 @@ bool WriteSynced(int fd, std::string_view bytes) {
   // Dies with the coordinator; a parent gone before prctl took effect too.
   (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(kChildOrphaned);
+  // Keep only the report pipe and stdio: the child inherited every fd of the
+  // coordinator, its listening sockets included, and a coordinator restarted
+  // right after a crash found its client port still bound by the dying child
+  // ("Address already in use", gpool-bench-scale).
+  if (report_fd > 3) (void)close_range(3, static_cast<unsigned>(report_fd) - 1, 0);
+  (void)close_range(static_cast<unsigned>(report_fd) + 1, ~0U, 0);
   // Background work: behind the coordinators' loops for the CPU. In a
   // gpool-bench-e2e burst on 2 cores all three replicas forked at the same
   // index, their three children took the cores and the leader's loop went

@@ -8,6 +8,7 @@
 #include "control/snapshot_fork.h"
 
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -128,6 +129,27 @@ TEST_F(SnapshotForkTest, TheChildRunsBehindTheLoopsForTheCpu) {
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ(*image, std::to_string(std::min(parent_nice + kSnapshotChildNice, 19)));
   EXPECT_EQ(getpriority(PRIO_PROCESS, 0), parent_nice) << "the coordinator itself keeps its priority";
+}
+
+// The child holds none of the coordinator's fds (a listening socket kept by
+// a dying child blocks the restarted coordinator's bind).
+TEST_F(SnapshotForkTest, TheChildKeepsNoneOfTheCoordinatorsFds) {
+  const int held = open((dir_ / "held").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(held, 0);
+  const int inheritable = dup(held);  // no O_CLOEXEC: what a fork alone keeps
+  ASSERT_GE(inheritable, 0);
+  SnapshotFork fork((dir_ / "images").string(), [held, inheritable](const state::ClusterState&) {
+    return std::to_string(fcntl(held, F_GETFD) == -1) + std::to_string(fcntl(inheritable, F_GETFD) == -1);
+  });
+  ASSERT_TRUE(fork.Start(state_).ok());
+  auto file = WaitForChild(fork);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  auto image = (*file)->ReadAll();
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(*image, "11") << "1 = closed in the child";
+  EXPECT_NE(fcntl(inheritable, F_GETFD), -1) << "the coordinator keeps its own";
+  close(inheritable);
+  close(held);
 }
 
 TEST_F(SnapshotForkTest, TheLoopIsNotBlockedByASlowChildAndOneRunsAtATime) {
