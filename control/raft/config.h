@@ -61,6 +61,11 @@ struct Config {
   // Pipelining: a follower in the replicate state may have at most this many
   // append messages in flight before the leader waits for acknowledgements.
   uint64_t max_inflight = 256;
+  // ... and at most this many bytes of entries (LogEntry::ByteSize; 0: no
+  // byte bound), as etcd's MaxInflightBytes: 256 appends of up to
+  // max_msg_bytes each would let a follower that stops reading (SIGSTOP, a
+  // stalled disk) hold 256 MB of the leader's memory in its send queue.
+  uint64_t max_inflight_bytes = 32 << 20;
   // Pre-vote (thesis 9.6): a node asks whether it could win before it bumps
   // its term, so a node that was cut off cannot disrupt a healthy leader.
   bool pre_vote = true;

@@ -98,6 +98,7 @@ std::string_view MessageTypeName(MessageType type) {
     case MessageType::kReadIndex: return "ReadIndex";
     case MessageType::kReadIndexResponse: return "ReadIndexResponse";
     case MessageType::kSnapshotChunk: return "SnapshotChunk";
+    case MessageType::kSnapshotChunkAck: return "SnapshotChunkAck";
   }
   return "Unknown";
 }
@@ -125,7 +126,11 @@ std::string Message::DebugString() const {
       os << " snap=" << snapshot.index << "/" << snapshot.term;
       break;
     case MessageType::kSnapshotChunk:
-      os << " snap=" << snapshot.index << "/" << snapshot.term << " offset=" << index;
+      os << " snap=" << snapshot.index << "/" << snapshot.term << " offset=" << index << " attempt=" << log_term;
+      break;
+    case MessageType::kSnapshotChunkAck:
+      os << " snap=" << snapshot.index << "/" << snapshot.term << " next=" << index << " attempt=" << log_term;
+      if (reject) os << " reject";
       break;
     case MessageType::kHeartbeat:
       os << " commit=" << commit;
@@ -144,7 +149,8 @@ void Message::Pack(wire::Packer& p) const {
   WireMessage w = ToWire(*this);
   wire::FieldCounter counter;
   w.Fields(counter);
-  const bool with_snapshot = type == MessageType::kSnapshot || type == MessageType::kSnapshotChunk;
+  const bool with_snapshot = type == MessageType::kSnapshot || type == MessageType::kSnapshotChunk ||
+                             type == MessageType::kSnapshotChunkAck;
   p.BeginMap(counter.count + (with_snapshot ? 1 : 0));
   wire::FieldWriter writer{p};
   w.Fields(writer);

@@ -45,11 +45,21 @@ enum class MessageType : uint8_t {
   // leader -> follower: one piece of a kSnapshot whose image is a file
   // (issue 49; replication/snapshot_transfer.h). `snapshot` is the leader's
   // (its data the small file reference), `index` the piece's offset in the
-  // image, `context` its bytes. Never stepped into the core: RaftLog
-  // reassembles the file and steps the kSnapshot it stands for.
+  // image, `context` its bytes, `log_term` the transfer's attempt (bumped
+  // each time the leader goes back to resend). Never stepped into the core:
+  // RaftLog reassembles the file and steps the kSnapshot it stands for.
   kSnapshotChunk = 13,
+  // follower -> leader: the answer to every kSnapshotChunk, so the leader
+  // keeps a bounded window of chunks unacknowledged (a stopped or slow
+  // follower cannot make it queue a whole image, again and again). `snapshot`
+  // names the image (index and term, no data), `index` is the next offset
+  // the follower expects (0: start again), `log_term` echoes the chunk's
+  // attempt, `reject` says the follower gave the transfer up (it is stale
+  // there, or the image was bad or could not be written). Never stepped into
+  // the core either.
+  kSnapshotChunkAck = 14,
 };
-inline constexpr uint8_t kMaxMessageType = 13;
+inline constexpr uint8_t kMaxMessageType = 14;
 std::string_view MessageTypeName(MessageType type);
 
 // A state-machine snapshot: the last entry it covers, the configuration in

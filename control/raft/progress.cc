@@ -77,12 +77,12 @@ void Progress::ForgetMatch(uint64_t last_index) {
   next = last_index + 1;
 }
 
-void Progress::SentEntries(uint64_t last_index, uint64_t count) {
+void Progress::SentEntries(uint64_t last_index, uint64_t count, uint64_t bytes) {
   switch (state) {
     case ProgressState::kReplicate:
       if (count > 0) {
         next = last_index + 1;
-        inflights.Add(last_index);
+        inflights.Add(last_index, bytes);
       }
       break;
     case ProgressState::kProbe:

@@ -8,7 +8,8 @@
 //               using the follower's hint.
 //   kReplicate  the logs agree up to `match`; the leader streams appends and
 //               advances `next` optimistically when it sends (pipelining),
-//               at most max_inflight messages ahead of the acknowledgements.
+//               at most max_inflight messages (and max_inflight_bytes) ahead
+//               of the acknowledgements.
 //   kSnapshot   the entries the follower needs are compacted; the leader sent
 //               a snapshot and sends nothing else until it is acknowledged,
 //               or until a few election timeouts pass (it may have been lost).
@@ -25,29 +26,48 @@ namespace gpool::raft {
 enum class ProgressState : uint8_t { kProbe, kReplicate, kSnapshot };
 std::string_view ProgressStateName(ProgressState state);
 
-// The last index carried by each append in flight to one follower, oldest
-// first. Acknowledging index i frees every message that ended at or before i.
+// The last index and the size of each append in flight to one follower,
+// oldest first. Acknowledging index i frees every message that ended at or
+// before i. Full at `capacity` messages or `max_bytes` of entries (0: no byte
+// bound): a follower that stops reading holds at most that much of the
+// leader's memory in its send queue, however large the appends.
 class Inflights {
  public:
-  explicit Inflights(uint64_t capacity) : capacity_(capacity) {}
-  void Add(uint64_t last_index) { in_flight_.push_back(last_index); }
+  explicit Inflights(uint64_t capacity, uint64_t max_bytes = 0) : capacity_(capacity), max_bytes_(max_bytes) {}
+  void Add(uint64_t last_index, uint64_t bytes = 0) {
+    in_flight_.push_back({last_index, bytes});
+    bytes_ += bytes;
+  }
   void FreeLE(uint64_t index) {
-    while (!in_flight_.empty() && in_flight_.front() <= index) in_flight_.pop_front();
+    while (!in_flight_.empty() && in_flight_.front().last_index <= index) FreeFirstOne();
   }
   void FreeFirstOne() {
-    if (!in_flight_.empty()) in_flight_.pop_front();
+    if (in_flight_.empty()) return;
+    bytes_ -= in_flight_.front().bytes;
+    in_flight_.pop_front();
   }
-  bool Full() const { return in_flight_.size() >= capacity_; }
+  bool Full() const { return in_flight_.size() >= capacity_ || (max_bytes_ > 0 && bytes_ >= max_bytes_); }
   uint64_t Count() const { return in_flight_.size(); }
-  void Reset() { in_flight_.clear(); }
+  uint64_t Bytes() const { return bytes_; }
+  void Reset() {
+    in_flight_.clear();
+    bytes_ = 0;
+  }
 
  private:
+  struct Sent {
+    uint64_t last_index;
+    uint64_t bytes;
+  };
   uint64_t capacity_;
-  std::deque<uint64_t> in_flight_;
+  uint64_t max_bytes_;
+  uint64_t bytes_ = 0;
+  std::deque<Sent> in_flight_;
 };
 
 struct Progress {
-  explicit Progress(uint64_t next_index, uint64_t max_inflight) : next(next_index), inflights(max_inflight) {}
+  explicit Progress(uint64_t next_index, uint64_t max_inflight, uint64_t max_inflight_bytes = 0)
+      : next(next_index), inflights(max_inflight, max_inflight_bytes) {}
 
   uint64_t match = 0;  // highest index known to be replicated on the follower
   uint64_t next = 1;   // index of the next entry to send
@@ -69,8 +89,9 @@ struct Progress {
   // The follower no longer holds entries it acknowledged (it restarted with
   // an empty data dir); its log now ends at `last_index`. Probe it afresh.
   void ForgetMatch(uint64_t last_index);
-  // An append ending at `last_index` with `count` entries was just sent.
-  void SentEntries(uint64_t last_index, uint64_t count);
+  // An append ending at `last_index` with `count` entries of `bytes`
+  // (LogEntry::ByteSize) was just sent.
+  void SentEntries(uint64_t last_index, uint64_t count, uint64_t bytes = 0);
   // Whether the leader should hold further appends back.
   bool IsPaused() const;
 };

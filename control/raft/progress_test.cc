@@ -48,6 +48,32 @@ TEST(ProgressTest, ReplicatePipelinesAndFallsBackOnReject) {
   EXPECT_EQ(p.next, 7u);
 }
 
+// The byte bound: a few large appends fill the window long before the
+// message count does, and acknowledgements give their bytes back.
+TEST(ProgressTest, ReplicatePausesAtTheInflightByteBound) {
+  Progress p(1, /*max_inflight=*/256, /*max_inflight_bytes=*/3000);
+  ASSERT_TRUE(p.MaybeUpdate(4));
+  p.BecomeReplicate();
+  p.SentEntries(5, 1, 1000);
+  p.SentEntries(6, 1, 1500);
+  EXPECT_FALSE(p.IsPaused()) << "2,500 bytes in flight";
+  p.SentEntries(7, 1, 600);
+  EXPECT_TRUE(p.IsPaused()) << "3,100 bytes in flight, 3 messages of 256";
+  EXPECT_EQ(p.inflights.Bytes(), 3100u);
+  ASSERT_TRUE(p.MaybeUpdate(5));
+  p.inflights.FreeLE(5);
+  EXPECT_EQ(p.inflights.Bytes(), 2100u);
+  EXPECT_FALSE(p.IsPaused());
+  p.inflights.FreeFirstOne();
+  p.inflights.FreeFirstOne();
+  EXPECT_EQ(p.inflights.Bytes(), 0u);
+  EXPECT_EQ(p.inflights.Count(), 0u);
+  p.SentEntries(8, 1, 10'000);
+  EXPECT_TRUE(p.IsPaused()) << "one append larger than the bound still goes, alone";
+  p.BecomeProbe();
+  EXPECT_EQ(p.inflights.Bytes(), 0u);
+}
+
 TEST(ProgressTest, SnapshotPausesUntilProbe) {
   Progress p(3, 8);
   p.BecomeSnapshot(20);

@@ -221,9 +221,10 @@ bool Raft::QuorumActive() const {
 // --- Step ------------------------------------------------------------------
 
 Status Raft::ValidateMessage(const Message& m) const {
-  if (m.type == MessageType::kSnapshotChunk) {
-    // The actor reassembles these into the kSnapshot they carry.
-    return Status::InvalidArgument("raft: a snapshot chunk is not a message for the core");
+  if (m.type == MessageType::kSnapshotChunk || m.type == MessageType::kSnapshotChunkAck) {
+    // The actor reassembles chunks into the kSnapshot they carry, and its
+    // sender takes their acknowledgements.
+    return Status::InvalidArgument("raft: a snapshot chunk or its acknowledgement is not a message for the core");
   }
   if (m.to != id_) {
     return Status::InvalidArgument("raft: message for node " + std::to_string(m.to) + " stepped into node " +

@@ -126,13 +126,15 @@ bool Raft::SendAppend(uint64_t to, bool allow_empty) {
   if (entries->empty() && !allow_empty) return false;
   const uint64_t count = entries->size();
   const uint64_t last = count > 0 ? entries->back().index : prev;
+  uint64_t bytes = 0;
+  for (const LogEntry& e : *entries) bytes += e.ByteSize();
   Send({.type = MessageType::kAppend,
         .to = to,
         .log_term = *prev_term,
         .index = prev,
         .entries = std::move(*entries),
         .commit = log_.committed()});
-  pr.SentEntries(last, count);
+  pr.SentEntries(last, count, bytes);
   return true;
 }
 
@@ -243,7 +245,7 @@ void Raft::SyncProgress() {
   for (const auto* members : {&conf().voters, &conf().learners}) {
     for (uint64_t v : *members) {
       if (prs_.count(v)) continue;
-      auto [it, inserted] = prs_.emplace(v, Progress(log_.last_index() + 1, cfg_.max_inflight));
+      auto [it, inserted] = prs_.emplace(v, Progress(log_.last_index() + 1, cfg_.max_inflight, cfg_.max_inflight_bytes));
       if (v == id_) it->second.match = log_.last_index();
     }
   }

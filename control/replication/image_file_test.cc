@@ -1,7 +1,7 @@
 // The snapshot image reference (issue 49): its wire format (an inline image
 // from before it still decodes), reading a referenced file (missing, short
-// or altered files are refused, naming the file), and the chunked transfer's
-// two ends without sockets.
+// or altered files are refused, naming the file). The chunked transfer's
+// two ends are tested in snapshot_transfer_test.cc.
 #include "control/log/image_file.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +14,6 @@
 #include <sstream>
 
 #include "control/replication/replica_directory.h"
-#include "control/replication/snapshot_transfer.h"
 #include "protocol/base/sha256.h"
 #include "protocol/wire.h"
 
@@ -139,102 +138,6 @@ TEST_F(ImageFileTest, LinkingKeepsTheSourceAndCleanupKeepsOnlyTheReferencedImage
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/snapshot-5.img"));
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/snapshot-3.img"));
   EXPECT_TRUE(std::filesystem::exists(source)) << "cleanup touches image files only";
-}
-
-// The sender's chunks fed to the receiver, as the network would.
-TEST_F(ImageFileTest, ChunksAreBoundedAndReassembleIntoTheReceiversOwnFile) {
-  std::string image;
-  for (int i = 0; i < 5000; ++i) image += std::to_string(i) + ",";
-  const ImageFileRef ref = Write(17, image);
-  std::filesystem::create_directories(dir_ + "/follower");
-  raft::Message snapshot{.type = raft::MessageType::kSnapshot, .from = 1, .to = 2, .term = 3};
-  snapshot.snapshot = raft::Snapshot{17, 2, {}, EncodeSnapshotImage(SnapshotImage{{}, "", ref})};
-
-  SnapshotSender sender(dir_, 1000);
-  ASSERT_TRUE(sender.Start(snapshot, ref).ok());
-  ASSERT_TRUE(sender.Start(snapshot, ref).ok()) << "asked again while under way: ignored";
-  SnapshotReceiver receiver(dir_ + "/follower");
-  std::optional<raft::Message> installed;
-  size_t turns = 0;
-  while (sender.busy()) {
-    std::vector<std::string> frames;
-    sender.Pump([&](uint64_t to, std::string frame) {
-      EXPECT_EQ(to, 2u);
-      frames.push_back(std::move(frame));
-    });
-    ++turns;
-    EXPECT_LE(frames.size(), SnapshotSender::kChunksPerTurn);
-    for (const std::string& frame : frames) {
-      auto chunk = raft::DecodeMessage(frame);
-      ASSERT_TRUE(chunk.ok()) << chunk.status().ToString();
-      EXPECT_EQ(chunk->type, raft::MessageType::kSnapshotChunk);
-      EXPECT_LE(chunk->context.size(), 1000u);
-      auto taken = receiver.Take(*chunk);
-      ASSERT_TRUE(taken.ok()) << taken.status().ToString();
-      if (taken->has_value()) installed = std::move(*taken);
-    }
-  }
-  const size_t chunks = (image.size() + 999) / 1000;
-  EXPECT_EQ(sender.stats().chunks, chunks);
-  EXPECT_EQ(turns, (chunks + SnapshotSender::kChunksPerTurn - 1) / SnapshotSender::kChunksPerTurn);
-  ASSERT_TRUE(installed.has_value());
-  EXPECT_EQ(installed->type, raft::MessageType::kSnapshot);
-  EXPECT_EQ(installed->snapshot.index, 17u);
-  auto image_ref = DecodeSnapshotImage(installed->snapshot.data);
-  ASSERT_TRUE(image_ref.ok());
-  EXPECT_EQ(image_ref->file.name, ImageFileName(17));
-  auto read = ReadImageFile(dir_ + "/follower", image_ref->file);
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
-  EXPECT_EQ(*read, image);
-  EXPECT_FALSE(std::filesystem::exists(receiver.part_path()));
-}
-
-TEST_F(ImageFileTest, TheReceiverDropsAGapAndRefusesAWrongDigest) {
-  const std::string image(3000, 'q');
-  ImageFileRef ref{ImageFileName(8), image.size(), Sha256::Of(image)};
-  raft::Message chunk{.type = raft::MessageType::kSnapshotChunk, .from = 1, .to = 2, .term = 3};
-  chunk.snapshot = raft::Snapshot{8, 2, {}, EncodeSnapshotImage(SnapshotImage{{}, "", ref})};
-  SnapshotReceiver receiver(dir_);
-
-  chunk.index = 1000;  // no transfer under way
-  chunk.context = image.substr(1000, 1000);
-  auto gap = receiver.Take(chunk);
-  ASSERT_TRUE(gap.ok());
-  EXPECT_FALSE(gap->has_value());
-  EXPECT_EQ(receiver.stats().chunks_dropped, 1u);
-
-  chunk.index = 0;
-  chunk.context = image.substr(0, 1000);
-  ASSERT_TRUE(receiver.Take(chunk).ok());
-  chunk.index = 2000;  // skips 1000..2000
-  chunk.context = image.substr(2000);
-  auto skipped = receiver.Take(chunk);
-  ASSERT_TRUE(skipped.ok());
-  EXPECT_FALSE(skipped->has_value());
-  EXPECT_EQ(receiver.stats().chunks_dropped, 2u);
-
-  // Every byte arrives but one is altered: refused, nothing installed.
-  std::string altered = image;
-  altered[2500] = 'z';
-  for (uint64_t offset = 0; offset < altered.size(); offset += 1000) {
-    chunk.index = offset;
-    chunk.context = altered.substr(offset, 1000);
-    auto taken = receiver.Take(chunk);
-    if (offset + 1000 < altered.size()) {
-      ASSERT_TRUE(taken.ok());
-    } else {
-      ASSERT_FALSE(taken.ok());
-      EXPECT_EQ(taken.status().code(), StatusCode::kMalformed);
-      EXPECT_NE(taken.status().message().find("sha256"), std::string::npos);
-    }
-  }
-  EXPECT_FALSE(std::filesystem::exists(dir_ + "/" + ImageFileName(8)));
-  EXPECT_FALSE(std::filesystem::exists(receiver.part_path()));
-
-  // A chunk without a file reference is refused.
-  chunk.index = 0;
-  chunk.snapshot.data = EncodeSnapshotImage(SnapshotImage{{}, "inline", {}});
-  EXPECT_FALSE(receiver.Take(chunk).ok());
 }
 
 }  // namespace

@@ -150,11 +150,11 @@ bool PeerTransport::Repin(uint64_t id, Outbound& peer, const std::string& key) {
   return true;
 }
 
-void PeerTransport::Send(uint64_t peer, std::string_view frame) {
+bool PeerTransport::Send(uint64_t peer, std::string_view frame) {
   auto it = outbound_.find(peer);
   if (it == outbound_.end()) {
     ++stats_.dropped_unknown_peer;
-    return;
+    return false;
   }
   // A connection under a rotated peer's previous key ends with its grace.
   if (it->second.pinned != it->second.key && !PreviousValid(it->second)) {
@@ -170,16 +170,17 @@ void PeerTransport::Send(uint64_t peer, std::string_view frame) {
   if (!options_.token.empty() &&
       !socket.send(zmq::buffer(options_.token), zmq::send_flags::dontwait | zmq::send_flags::sndmore).has_value()) {
     ++stats_.dropped_queue_full;
-    return;
+    return false;
   }
   auto sent = socket.send(zmq::buffer(frame.data(), frame.size()), zmq::send_flags::dontwait);
   if (sent.has_value()) {
     ++stats_.sent;
     it->second.failing_since_ms = -1;
-  } else {
-    ++stats_.dropped_queue_full;
-    MaybeReopen(peer, it->second);
+    return true;
   }
+  ++stats_.dropped_queue_full;
+  MaybeReopen(peer, it->second);
+  return false;
 }
 
 void PeerTransport::MaybeReopen(uint64_t id, Outbound& peer) {

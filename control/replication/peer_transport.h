@@ -88,8 +88,9 @@ class PeerTransport {
   static Result<std::unique_ptr<PeerTransport>> Open(zmq::context_t& context, const PeerTransportOptions& options);
   ~PeerTransport();
 
-  // Best effort; never blocks.
-  void Send(uint64_t peer, std::string_view frame);
+  // Best effort; never blocks. False when the frame was dropped (unknown
+  // peer, queue full), for a sender that keeps its own window.
+  bool Send(uint64_t peer, std::string_view frame);
   // Membership changes: connect to a new replica, or forget a removed one.
   // InvalidArgument for an endpoint ZeroMQ cannot connect to, or, with
   // CurveZMQ on, a replica without a valid public key.

@@ -328,6 +328,10 @@ void RaftLog::Receive(std::string_view frame, uint64_t sender) {
     ReceiveChunk(*message);
     return;
   }
+  if (message->type == raft::MessageType::kSnapshotChunkAck) {
+    if (sender_ != nullptr && IsLeader()) sender_->Acked(*message, options_.clock->MonoMs());
+    return;
+  }
   Status status = node_->Step(*message);
   if (!status.ok()) {
     if (stats_.step_errors++ % 1000 == 0) {
@@ -342,6 +346,10 @@ void RaftLog::ReceiveChunk(const raft::Message& chunk) {
     ++stats_.step_errors;
     return;
   }
+  // Every chunk is answered, so the leader's window moves (or it stops).
+  const auto answer = [&](bool rejected) {
+    transport_->Send(chunk.from, raft::EncodeMessage(receiver_->AckFor(chunk, rejected)));
+  };
   if (chunk.snapshot.index <= commit_index()) {
     // The core would not install it: let it answer the leader (with its
     // commit index) instead of receiving the whole image for nothing.
@@ -351,14 +359,17 @@ void RaftLog::ReceiveChunk(const raft::Message& chunk) {
       stale.context.clear();
       (void)node_->Step(stale);
     }
+    answer(/*rejected=*/true);
     return;
   }
   auto taken = receiver_->Take(chunk);
   if (!taken.ok()) {
     spdlog::warn("snapshot chunk refused from={} index={} offset={} error=\"{}\"", chunk.from, chunk.snapshot.index,
                  chunk.index, taken.status().ToString());
+    answer(/*rejected=*/true);
     return;
   }
+  answer(/*rejected=*/false);
   if (!taken->has_value()) return;
   Status status = node_->Step(**taken);
   if (!status.ok()) {
@@ -369,8 +380,9 @@ void RaftLog::ReceiveChunk(const raft::Message& chunk) {
 }
 
 int64_t RaftLog::MsUntilDue() const {
-  // Chunks still to send: the next turn sends more of them.
-  if (sender_ != nullptr && sender_->busy()) return 1;
+  // Chunks to send and room in a window: the next turn sends more of them.
+  // A full window waits for acks (which wake the loop) or the next tick.
+  if (sender_ != nullptr && sender_->ready()) return 1;
   const int64_t due_at = last_tick_ms_ + int64_t{node_->TicksUntilDue()} * options_.tick_ms;
   return std::max<int64_t>(1, due_at - options_.clock->MonoMs());
 }
@@ -378,7 +390,9 @@ int64_t RaftLog::MsUntilDue() const {
 void RaftLog::Tick() {
   if (sender_ != nullptr && sender_->busy()) {
     if (IsLeader()) {
-      sender_->Pump([this](uint64_t to, std::string frame) { transport_->Send(to, frame); });
+      const int64_t now = options_.clock->MonoMs();
+      sender_->Pump([this](uint64_t to, std::string frame) { return transport_->Send(to, frame); }, now,
+                    [this, now](uint64_t follower) { return guard_.HeardMsAgo(follower, now); });
     } else {
       sender_->Clear();
     }
@@ -481,7 +495,7 @@ bool RaftLog::SendAsChunks(const raft::Message& m) {
   if (sender_ == nullptr || m.snapshot.data.size() > kMaxReferenceBytes) return false;
   auto image = DecodeSnapshotImage(m.snapshot.data);
   if (!image.ok() || image->file.empty()) return false;
-  Status started = sender_->Start(m, image->file);
+  Status started = sender_->Start(m, image->file, options_.clock->MonoMs());
   if (!started.ok()) {
     spdlog::warn("snapshot not sent to={} index={} error=\"{}\"", m.to, m.snapshot.index, started.ToString());
   }

@@ -69,6 +69,9 @@ struct Replica {
   std::vector<size_t> read_saw;    // how many commands were applied when each was served
   bool join = false;                        // started outside the configuration
   std::vector<ReplicaAddress> directory;    // what its command line would say
+  // SIGSTOP: the process and its sockets are there (peers' frames queue for
+  // it), but its loop does not turn.
+  bool paused = false;
   bool up() const { return log != nullptr; }
 };
 
@@ -168,7 +171,7 @@ class RaftLogTest : public ::testing::Test {
     clock_.Advance(5);
     std::vector<zmq::pollitem_t> items;
     for (auto& r : replicas_) {
-      if (!r.up()) continue;
+      if (!r.up() || r.paused) continue;
       for (auto& frame : r.transport->Drain()) r.log->Receive(frame.bytes, frame.sender);
       r.log->Tick();
       while (r.log->HasUnsynced()) {
