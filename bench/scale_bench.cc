@@ -33,6 +33,13 @@
 //   snapshot_bytes, export_ms_{p50,max}, snapshots_started_busy
 //   leader_rss_steady_bytes             the leader's VmRSS at the end of the busy phase
 //   follower_rss_steady_bytes, follower_restart_peak_rss_bytes, follower_restart_rss_bytes,
+//   leader_rss_growth_follower_stopped_bytes, follower_stopped_catch_up_ms
+//                                       a follower frozen (SIGSTOP) for --stopped-follower-seconds
+//                                       while clients submit and exports (so snapshots and log
+//                                       compaction) go on: the leader's VmRSS at most during it against
+//                                       before (frames for a follower that reads none of them must stay
+//                                       bounded: a snapshot's chunks in a window, appends within the
+//                                       in-flight byte bound), then SIGCONT and the time to catch up
 //   follower_restart_ms                 a follower killed (SIGKILL) at the end, restarted, caught up:
 //                                       VmHWM of the new process (the restart's peak) against the
 //                                       killed one's VmRSS
@@ -88,6 +95,7 @@ struct ScaleOptions {
   int64_t idle_seconds = 60;
   int64_t export_every_ms = 5'000;
   int clients = 4;
+  int64_t stopped_follower_seconds = 30;  // 0: skip the phase
   bool build_only = false;  // --build-only 1: the offline state's figures, no cluster
 };
 
@@ -193,6 +201,7 @@ class ScaleCluster {
     Kill(pids_[r], SIGKILL);
     pids_[r] = -1;
   }
+  void SignalReplica(int r, int sig) { ::kill(pids_[r], sig); }
   void StartFleets(uint32_t nodes, const std::string& spec) {
     for (uint32_t fleet = 0, left = nodes; left > 0; ++fleet) {
       const uint32_t count = std::min(left, FleetSize(nodes));
@@ -472,6 +481,35 @@ int RunScale(const ScaleOptions& options) {
   const int snapshots_after_busy = cluster.CountInLog(leader, "snapshot started");
   const uint64_t leader_rss = ScaleProcKib(cluster.pid(leader), "VmRSS:");
   const uint64_t leader_hwm = ScaleProcKib(cluster.pid(leader), "VmHWM:");
+
+  // 4b. A follower frozen while the cluster stays busy (submits, exports,
+  //     snapshots compacting the log past it).
+  double stopped_growth = -1, stopped_catch_up_ms = -1;
+  if (options.stopped_follower_seconds > 0) {
+    ScaleProgress("a follower stopped (SIGSTOP)");
+    const int frozen = (leader + 2) % kScaleReplicas;
+    const uint64_t before = ScaleProcKib(cluster.pid(leader), "VmRSS:");
+    uint64_t most = before;
+    ScaleExports frozen_exports;  // apart from the busy phase's figures
+    cluster.SignalReplica(frozen, SIGSTOP);
+    const auto frozen_end = SteadyClock::now() + std::chrono::seconds(options.stopped_follower_seconds);
+    while (SteadyClock::now() < frozen_end) {
+      const auto started = SteadyClock::now();
+      ScaleExportOnce(*exporter, frozen_exports);
+      most = std::max(most, ScaleProcKib(cluster.pid(leader), "VmRSS:"));
+      std::this_thread::sleep_until(started + std::chrono::milliseconds(std::min<int64_t>(options.export_every_ms, 1000)));
+      most = std::max(most, ScaleProcKib(cluster.pid(leader), "VmRSS:"));
+    }
+    const uint64_t commit_at_resume = ScaleLeader(*observer, cluster).second.commit_index;
+    cluster.SignalReplica(frozen, SIGCONT);
+    const auto resumed = SteadyClock::now();
+    const bool back = ScaleWaitFor([&] {
+      const std::string page = ScaleHttpGet(cluster.http(frozen), "/metrics");
+      return !page.empty() && ScaleSample(page, "gpool_raft_applied_index") >= static_cast<double>(commit_at_resume);
+    }, 600, 200);
+    stopped_growth = static_cast<double>(most - before);
+    if (back) stopped_catch_up_ms = Ms(SteadyClock::now() - resumed);
+  }
   stop = true;
   for (auto& s : submitters) s.join();
   const uint64_t term_after = ScaleLeader(*observer, cluster).second.term;
@@ -507,6 +545,10 @@ int RunScale(const ScaleOptions& options) {
   ScalePrint("snapshots_started_busy", snapshots_after_busy - snapshots_before_busy, "count");
   ScalePrint("leader_rss_steady_bytes", static_cast<double>(leader_rss), "bytes");
   ScalePrint("leader_peak_rss_bytes", static_cast<double>(leader_hwm), "bytes");
+  if (options.stopped_follower_seconds > 0) {
+    ScalePrint("leader_rss_growth_follower_stopped_bytes", stopped_growth, "bytes");
+    ScalePrint("follower_stopped_catch_up_ms", stopped_catch_up_ms, "ms (-1: not caught up in 600 s)");
+  }
 
   // 5. A follower killed and restarted: its peak while it loads against its
   //    steady size before.
@@ -552,6 +594,7 @@ int main(int argc, char** argv) {
     else if (flag == "--export-every-ms") options.export_every_ms = std::atoll(value);
     else if (flag == "--clients") options.clients = std::atoi(value);
     else if (flag == "--build-only") options.build_only = std::atoi(value) != 0;
+    else if (flag == "--stopped-follower-seconds") options.stopped_follower_seconds = std::atoll(value);
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -563,10 +606,11 @@ int main(int argc, char** argv) {
   }
   if (options.gpus < 8 || options.gpus > 8ull * 4 * kScaleNodesPerFleet || options.tasks > options.gpus ||
       options.usage_gpus > options.gpus || options.usage_days == 0 || !(options.minutes > 0) ||
-      options.idle_seconds <= 0 || options.export_every_ms <= 0 || options.clients <= 0) {
+      options.idle_seconds <= 0 || options.export_every_ms <= 0 || options.clients <= 0 ||
+      options.stopped_follower_seconds < 0) {
     std::fprintf(stderr,
                  "need 8 <= --gpus <= 320000, --tasks and --usage-gpus <= --gpus, and --usage-days, --minutes, "
-                 "--idle-seconds, --export-every-ms, --clients > 0\n");
+                 "--idle-seconds, --export-every-ms, --clients > 0, --stopped-follower-seconds >= 0\n");
     return 2;
   }
   char params[512];

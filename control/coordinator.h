@@ -141,7 +141,12 @@ class Coordinator final : public Outbox {
   bool endpoints_written_ = false;
   state::ClusterState state_;
   int64_t removed_at_ms_ = -1;
-  SnapshotSchedule snapshots_{options_.snapshot_every, options_.snapshot_log_ratio};
+  // Staggered by replica id, so the replicas' snapshot children do not all
+  // start at the same index (snapshot_schedule.h).
+  SnapshotSchedule snapshots_{options_.snapshot_every, options_.snapshot_log_ratio,
+                              options_.replicas.peers.size() > 1
+                                  ? static_cast<double>(options_.replicas.id % 3) / 3.0
+                                  : 0.0};
 
   zmq::context_t context_;
   // Declared after the context, before the sockets: destroyed after every

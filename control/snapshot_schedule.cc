@@ -16,8 +16,10 @@ void SnapshotSchedule::Covered(uint64_t index, size_t bytes, uint64_t bytes_left
 }
 
 bool SnapshotSchedule::Due() const {
-  if (entries_since() < min_entries_) return false;
-  return static_cast<double>(bytes_since_) >= log_ratio_ * static_cast<double>(last_bytes_);
+  // The tolerance keeps 5/3 x 30 at 50 entries, not 51, in floating point.
+  constexpr double kSlack = 1e-9;
+  if (static_cast<double>(entries_since()) + kSlack < factor_ * static_cast<double>(min_entries_)) return false;
+  return static_cast<double>(bytes_since_) + kSlack >= factor_ * log_ratio_ * static_cast<double>(last_bytes_);
 }
 
 }  // namespace gpool::control

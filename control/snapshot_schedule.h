@@ -18,6 +18,14 @@
 // count rule. Before the first snapshot the size is unknown and the count
 // rule alone applies.
 //
+// Stagger: replicas apply the same entries, so with the same thresholds all
+// of them were due at the same index and forked their snapshot children
+// together; on a small machine the three children took every core and the
+// leader's loop went half a second without a turn (issue 49, gpool-bench-e2e).
+// A replica's first snapshot after it starts waits (1 + stagger) times both
+// thresholds; after it, the period is the same for all, so the phases stay
+// apart (replica id % 3 thirds of a period: coordinator.h).
+//
 // Not thread-safe; the coordinator's loop owns it.
 #pragma once
 
@@ -28,7 +36,8 @@ namespace gpool::control {
 
 class SnapshotSchedule {
  public:
-  SnapshotSchedule(uint64_t min_entries, double log_ratio) : min_entries_(min_entries), log_ratio_(log_ratio) {}
+  SnapshotSchedule(uint64_t min_entries, double log_ratio, double stagger = 0)
+      : min_entries_(min_entries), log_ratio_(log_ratio), factor_(1 + stagger) {}
 
   // An entry of `bytes` was applied at `index`.
   void Applied(uint64_t index, size_t bytes);
@@ -37,6 +46,8 @@ class SnapshotSchedule {
   // `bytes_left`: what was applied after `index` and so still counts towards
   // the next one (a snapshot encoded off the loop: snapshot_taker.h).
   void Covered(uint64_t index, size_t bytes, uint64_t bytes_left = 0);
+  // This replica took a snapshot itself (after Covered): the stagger is spent.
+  void Taken() { factor_ = 1; }
 
   bool Due() const;
 
@@ -47,6 +58,7 @@ class SnapshotSchedule {
  private:
   uint64_t min_entries_;
   double log_ratio_;
+  double factor_;  // 1 + stagger until the first snapshot taken here
   uint64_t last_index_ = 0;
   uint64_t applied_index_ = 0;
   uint64_t last_bytes_ = 0;   // 0: no snapshot yet (or an empty one)

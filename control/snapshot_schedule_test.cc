@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace gpool::control {
 namespace {
 
@@ -28,6 +30,27 @@ TEST(SnapshotScheduleTest, ALargeStateWaitsForALogOfItsSize) {
   EXPECT_FALSE(schedule.Due());
   EXPECT_EQ(schedule.bytes_since(), 0u);
   EXPECT_EQ(schedule.last_index(), 110u);
+}
+
+// Replicas with different staggers are due at different indexes the first
+// time, and stay a fraction of a period apart afterwards.
+TEST(SnapshotScheduleTest, StaggeredReplicasAreNotDueAtTheSameIndex) {
+  std::vector<SnapshotSchedule> replicas;
+  for (int id = 0; id < 3; ++id) replicas.emplace_back(/*min_entries=*/30, /*log_ratio=*/1.0, id / 3.0);
+  std::vector<std::vector<uint64_t>> taken(3);
+  for (uint64_t index = 1; index <= 300; ++index) {
+    for (size_t r = 0; r < replicas.size(); ++r) {
+      replicas[r].Applied(index, 10);
+      if (replicas[r].Due()) {
+        replicas[r].Covered(index, /*bytes=*/300);
+        replicas[r].Taken();
+        taken[r].push_back(index);
+      }
+    }
+  }
+  EXPECT_EQ(taken[0], (std::vector<uint64_t>{30, 60, 90, 120, 150, 180, 210, 240, 270, 300}));
+  EXPECT_EQ(taken[1], (std::vector<uint64_t>{40, 70, 100, 130, 160, 190, 220, 250, 280}));
+  EXPECT_EQ(taken[2], (std::vector<uint64_t>{50, 80, 110, 140, 170, 200, 230, 260, 290}));
 }
 
 TEST(SnapshotScheduleTest, ASmallStateStillWaitsForTheCount) {

@@ -85,6 +85,7 @@ void SnapshotTaker::SaveFile(const ForkedImage& file, uint64_t bytes_left) {
     return;
   }
   schedule_.Covered(file.index(), file.bytes(), bytes_left);
+  schedule_.Taken();
   if (metrics_ != nullptr) {
     ++metrics_->snapshots;
     metrics_->last_snapshot_bytes = file.bytes();
@@ -105,6 +106,7 @@ void SnapshotTaker::Save(uint64_t index, std::string_view image, uint64_t bytes_
   // What was applied while the child encoded is not in the image: it still
   // counts towards the next one.
   schedule_.Covered(index, image.size(), bytes_left);
+  schedule_.Taken();
   if (metrics_ != nullptr) {
     ++metrics_->snapshots;
     metrics_->last_snapshot_bytes = image.size();
