@@ -32,7 +32,7 @@ const std::vector<VendorToolLayout>& VendorToolLayouts() {
   return layouts;
 }
 
-std::string LowerKey(const std::string& key) {
+std::string VendorLowerKey(const std::string& key) {
   std::string out = key;
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
   return out;
@@ -42,12 +42,12 @@ std::string LowerKey(const std::string& key) {
 // "Card Series"): look them up case-insensitively.
 const nlohmann::json* FieldNoCase(const nlohmann::json& object, std::string_view name) {
   for (auto it = object.begin(); it != object.end(); ++it) {
-    if (LowerKey(it.key()) == name) return &it.value();
+    if (VendorLowerKey(it.key()) == name) return &it.value();
   }
   return nullptr;
 }
 
-std::string TextOf(const nlohmann::json* value) {
+std::string VendorTextOf(const nlohmann::json* value) {
   if (value == nullptr) return "";
   if (value->is_string()) return value->get<std::string>();
   if (value->is_number()) return value->dump();
@@ -119,11 +119,11 @@ Result<std::vector<GpuInfo>> ParseRocmSmiJson(std::string_view output, std::stri
     GpuInfo gpu;
     gpu.index = static_cast<uint32_t>(std::stoul(key.substr(4)));
     gpu.vendor = std::string(vendor);
-    gpu.model = TextOf(FieldNoCase(card, "card series"));
-    if (gpu.model.empty()) gpu.model = TextOf(FieldNoCase(card, "card model"));
-    const std::string unique = TextOf(FieldNoCase(card, "unique id"));
+    gpu.model = VendorTextOf(FieldNoCase(card, "card series"));
+    if (gpu.model.empty()) gpu.model = VendorTextOf(FieldNoCase(card, "card model"));
+    const std::string unique = VendorTextOf(FieldNoCase(card, "unique id"));
     gpu.uuid = std::string(uuid_prefix) + "-" + (unique.empty() ? key : unique);
-    const std::string bytes = TextOf(FieldNoCase(card, "vram total memory (b)"));
+    const std::string bytes = VendorTextOf(FieldNoCase(card, "vram total memory (b)"));
     if (!bytes.empty()) {
       if (!std::all_of(bytes.begin(), bytes.end(), [](unsigned char c) { return std::isdigit(c); })) {
         return Status::InvalidArgument(tool + ": " + key + " VRAM Total Memory (B) is not a number: " + bytes);

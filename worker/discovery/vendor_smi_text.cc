@@ -11,14 +11,14 @@
 namespace gpool::worker {
 namespace {
 
-std::string TrimCell(std::string_view s) {
+std::string VendorTrimCell(std::string_view s) {
   size_t b = 0, e = s.size();
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
   while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
   return std::string(s.substr(b, e - b));
 }
 
-std::vector<std::string> SplitWords(std::string_view s) {
+std::vector<std::string> VendorSplitWords(std::string_view s) {
   std::vector<std::string> words;
   size_t i = 0;
   while (i < s.size()) {
@@ -31,11 +31,11 @@ std::vector<std::string> SplitWords(std::string_view s) {
   return words;
 }
 
-bool AllDigits(std::string_view s) {
+bool VendorAllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-std::vector<std::string> SplitLines(std::string_view text) {
+std::vector<std::string> VendorSplitLines(std::string_view text) {
   std::vector<std::string> lines;
   size_t start = 0;
   while (start <= text.size()) {
@@ -59,16 +59,16 @@ struct TwoRowDevice {
 Result<std::vector<TwoRowDevice>> ReadTwoRowTable(std::string_view text, std::string_view tool, size_t min_cells) {
   std::vector<std::vector<std::string>> rows;
   std::vector<size_t> row_lines;
-  const std::vector<std::string> lines = SplitLines(text);
+  const std::vector<std::string> lines = VendorSplitLines(text);
   for (size_t n = 0; n < lines.size(); ++n) {
-    const std::string line = TrimCell(lines[n]);
+    const std::string line = VendorTrimCell(lines[n]);
     if (line.size() < 2 || line.front() != '|' || line.find_first_not_of("|=-+ ") == std::string::npos) continue;
     std::vector<std::string> cells;
     size_t start = 1;
     while (start < line.size()) {
       size_t bar = line.find('|', start);
       if (bar == std::string::npos) bar = line.size();
-      cells.push_back(TrimCell(std::string_view(line).substr(start, bar - start)));
+      cells.push_back(VendorTrimCell(std::string_view(line).substr(start, bar - start)));
       start = bar + 1;
     }
     rows.push_back(std::move(cells));
@@ -76,8 +76,8 @@ Result<std::vector<TwoRowDevice>> ReadTwoRowTable(std::string_view text, std::st
   }
   std::vector<TwoRowDevice> devices;
   for (size_t r = 0; r < rows.size(); ++r) {
-    const std::vector<std::string> words = rows[r].empty() ? std::vector<std::string>{} : SplitWords(rows[r][0]);
-    if (rows[r].size() < min_cells || words.empty() || !AllDigits(words[0])) continue;
+    const std::vector<std::string> words = rows[r].empty() ? std::vector<std::string>{} : VendorSplitWords(rows[r][0]);
+    if (rows[r].size() < min_cells || words.empty() || !VendorAllDigits(words[0])) continue;
     if (r + 1 >= rows.size() || rows[r + 1].size() < min_cells) {
       return Status::InvalidArgument(std::string(tool) + " line " + std::to_string(row_lines[r]) + ": device " +
                                      words[0] + " has no second row");
@@ -91,7 +91,7 @@ Result<std::vector<TwoRowDevice>> ReadTwoRowTable(std::string_view text, std::st
 
 // The total of the last "used / total" pair in `cell` ("3161 / 65536",
 // "858/65536 MiB"); 0 when there is none.
-uint64_t LastTotal(std::string_view cell) {
+uint64_t VendorLastTotal(std::string_view cell) {
   const size_t slash = cell.rfind('/');
   if (slash == std::string_view::npos) return 0;
   size_t b = slash + 1;
@@ -102,21 +102,21 @@ uint64_t LastTotal(std::string_view cell) {
 }
 
 // The leading number of a word ("49120MiB" -> 49120); 0 when none.
-uint64_t LeadingNumber(std::string_view word) {
+uint64_t VendorLeadingNumber(std::string_view word) {
   size_t e = 0;
   while (e < word.size() && std::isdigit(static_cast<unsigned char>(word[e]))) ++e;
   return e > 0 ? std::stoull(std::string(word.substr(0, e))) : 0;
 }
 
 // The words of a cell after the first ("0  MetaX C500" -> "MetaX C500").
-std::string AfterFirstWord(const std::string& cell) {
-  const std::vector<std::string> words = SplitWords(cell);
+std::string VendorAfterFirstWord(const std::string& cell) {
+  const std::vector<std::string> words = VendorSplitWords(cell);
   std::string out;
   for (size_t i = 1; i < words.size(); ++i) out += (out.empty() ? "" : " ") + words[i];
   return out;
 }
 
-Result<std::vector<GpuInfo>> Sorted(std::vector<GpuInfo> gpus) {
+Result<std::vector<GpuInfo>> SortedByIndex(std::vector<GpuInfo> gpus) {
   std::sort(gpus.begin(), gpus.end(), [](const GpuInfo& a, const GpuInfo& b) { return a.index < b.index; });
   return gpus;
 }
@@ -132,16 +132,16 @@ Result<std::vector<GpuInfo>> ParseNpuSmi(std::string_view output) {
     GpuInfo gpu;
     gpu.index = d.index;
     gpu.vendor = "huawei";
-    const std::string name = AfterFirstWord(d.first[0]);
+    const std::string name = VendorAfterFirstWord(d.first[0]);
     gpu.model = name.rfind("Ascend", 0) == 0 ? name : "Ascend" + name;
     gpu.uuid = "ascend-" + d.second[1];
-    gpu.memory_mib = LastTotal(d.second[2]);
+    gpu.memory_mib = VendorLastTotal(d.second[2]);
     // npu-smi's states: OK, Warning, Alarm (a major alarm, still serving),
     // Critical (the chip cannot run work).
     gpu.healthy = d.first[1] != "Critical";
     gpus.push_back(std::move(gpu));
   }
-  return Sorted(std::move(gpus));
+  return SortedByIndex(std::move(gpus));
 }
 
 // | GPU NAME      | Bus-id       | GPU-Util |
@@ -153,12 +153,12 @@ Result<std::vector<GpuInfo>> ParseMxSmi(std::string_view output) {
     GpuInfo gpu;
     gpu.index = d.index;
     gpu.vendor = "metax";
-    gpu.model = AfterFirstWord(d.first[0]);
+    gpu.model = VendorAfterFirstWord(d.first[0]);
     gpu.uuid = "metax-" + d.first[1];
-    gpu.memory_mib = LastTotal(d.second[1]);
+    gpu.memory_mib = VendorLastTotal(d.second[1]);
     gpus.push_back(std::move(gpu));
   }
-  return Sorted(std::move(gpus));
+  return SortedByIndex(std::move(gpus));
 }
 
 // | DEV NAME        | FW VER        | BUS-ID ECC  |
@@ -170,27 +170,27 @@ Result<std::vector<GpuInfo>> ParseEfsmi(std::string_view output) {
     GpuInfo gpu;
     gpu.index = d.index;
     gpu.vendor = "enflame";
-    std::string name = AfterFirstWord(d.first[0]);
+    std::string name = VendorAfterFirstWord(d.first[0]);
     if (name.rfind("Enflame ", 0) == 0) name = name.substr(8);
     gpu.model = name;
-    const std::vector<std::string> serial = SplitWords(d.second[2]);
-    const std::vector<std::string> bus = SplitWords(d.first[2]);
+    const std::vector<std::string> serial = VendorSplitWords(d.second[2]);
+    const std::vector<std::string> bus = VendorSplitWords(d.first[2]);
     gpu.uuid = "enflame-" + (!serial.empty() ? serial.back() : !bus.empty() ? bus.front() : std::to_string(d.index));
-    const std::vector<std::string> mem = SplitWords(d.second[1]);
-    gpu.memory_mib = mem.empty() ? 0 : LeadingNumber(mem.front());
+    const std::vector<std::string> mem = VendorSplitWords(d.second[1]);
+    gpu.memory_mib = mem.empty() ? 0 : VendorLeadingNumber(mem.front());
     gpus.push_back(std::move(gpu));
   }
-  return Sorted(std::move(gpus));
+  return SortedByIndex(std::move(gpus));
 }
 
 // DEVID  PCI-Addr  Model  SN  INODE  State  UseRate  L3 (u / t MB)  Memory (u / t MB) ...
 Result<std::vector<GpuInfo>> ParseXpuSmi(std::string_view output) {
   std::vector<GpuInfo> gpus;
-  const std::vector<std::string> lines = SplitLines(output);
+  const std::vector<std::string> lines = VendorSplitLines(output);
   for (size_t n = 0; n < lines.size(); ++n) {
-    const std::vector<std::string> w = SplitWords(lines[n]);
+    const std::vector<std::string> w = VendorSplitWords(lines[n]);
     const auto inode = std::find_if(w.begin(), w.end(), [](const std::string& s) { return s.rfind("/dev/xpu", 0) == 0; });
-    if (w.empty() || !AllDigits(w[0]) || inode == w.end()) continue;  // headers, process table
+    if (w.empty() || !VendorAllDigits(w[0]) || inode == w.end()) continue;  // headers, process table
     if (inode - w.begin() != 4) {
       return Status::InvalidArgument("xpu-smi line " + std::to_string(n + 1) +
                                      ": expected DEVID, PCI address, model and serial before the device node");
@@ -202,12 +202,12 @@ Result<std::vector<GpuInfo>> ParseXpuSmi(std::string_view output) {
     gpu.uuid = "kunlun-" + w[3];
     // Two "used / total MB" groups follow: L3, then device memory.
     for (size_t i = 1; i + 2 < w.size(); ++i) {
-      if (w[i] == "/" && AllDigits(w[i + 1]) && w[i + 2] == "MB") gpu.memory_mib = std::stoull(w[i + 1]);
+      if (w[i] == "/" && VendorAllDigits(w[i + 1]) && w[i + 2] == "MB") gpu.memory_mib = std::stoull(w[i + 1]);
     }
     gpus.push_back(std::move(gpu));
   }
   if (gpus.empty()) return Status::NotFound("xpu-smi lists no device");
-  return Sorted(std::move(gpus));
+  return SortedByIndex(std::move(gpus));
 }
 
 }  // namespace gpool::worker

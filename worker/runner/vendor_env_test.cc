@@ -25,7 +25,7 @@
 namespace gpool::worker {
 namespace {
 
-using Env = std::map<std::string, std::string>;
+using VendorEnvMap = std::map<std::string, std::string>;
 
 NodeSpec LoadExample(const std::string& file) {
   auto spec = topology::LoadNodeSpecFile(std::string(GPOOL_WORKER_EXAMPLES_DIR) + "/" + file);
@@ -41,9 +41,9 @@ BindTask VendorBind(std::vector<uint32_t> gpus) {
   return bind;
 }
 
-Result<Env> VendorEnvOf(const BindTask& bind, const NodeSpec& node) {
+Result<VendorEnvMap> VendorEnvOf(const BindTask& bind, const NodeSpec& node) {
   GPOOL_ASSIGN_OR_RETURN(std::vector<std::string> built, BuildTaskEnv(bind, node, {}));
-  Env out;
+  VendorEnvMap out;
   for (const std::string& e : built) out.emplace(e.substr(0, e.find('=')), e.substr(e.find('=') + 1));
   return out;
 }
@@ -73,7 +73,7 @@ struct VendorCase {
   NodeVendor vendor;
   std::vector<uint32_t> gpus;
   std::vector<uint32_t> cores;  // Neuron core binds
-  Env expected;                 // variables and their values
+  VendorEnvMap expected;                 // variables and their values
   std::set<std::string> granted;  // among the first 8 per-device nodes, and the shared ones
 };
 

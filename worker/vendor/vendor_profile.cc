@@ -35,7 +35,7 @@ namespace {
 // Render nodes are numbered from 128 in probe order, assumed to be the
 // family order; a host with another DRM device that has a render node
 // first (rare: BMC VGA has none) breaks that, and worker/README.md says so.
-const std::vector<VendorProfile>& Table() {
+const std::vector<VendorProfile>& VendorProfileTable() {
   static const std::vector<VendorProfile> table = {
       {.vendor = NodeVendor::kNvidia,
        .name = "nvidia",
@@ -138,14 +138,14 @@ bool ContainsWord(const std::string& haystack, std::string_view needle) {
 }  // namespace
 
 const VendorProfile& ProfileOf(NodeVendor vendor) {
-  for (const VendorProfile& p : Table()) {
+  for (const VendorProfile& p : VendorProfileTable()) {
     if (p.vendor == vendor) return p;
   }
-  return Table().front();
+  return VendorProfileTable().front();
 }
 
 const std::vector<VendorProfile>& AcceleratorProfiles() {
-  static const std::vector<VendorProfile> rows(Table().begin() + 1, Table().end());
+  static const std::vector<VendorProfile> rows(VendorProfileTable().begin() + 1, VendorProfileTable().end());
   return rows;
 }
 
