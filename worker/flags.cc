@@ -118,6 +118,9 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("gpu-device-nodes", "Device node of GPU i ('%u' is i): a task may open only its granted GPUs' nodes "
      "(devices cgroup); '' turns the device rules off",
      cxxopts::value<std::string>()->default_value(defaults.gpu_device_nodes), "PATTERN")
+    ("vendor-device-root", "Directory of the other accelerator families' device nodes (davinciN, xpuN, neuronN, "
+     "gcuN, kfd, dri/renderD...): a task may open only its own devices' nodes; '' turns these rules off",
+     cxxopts::value<std::string>()->default_value(defaults.vendor_device_root), "DIR")
     ("task-isolation", "on: tasks run as --task-user or their owner, in their own PID and mount namespaces, "
      "limited to their GPUs' device nodes (needs root); off: as the worker, as before",
      cxxopts::value<std::string>()->default_value("on"), "on|off")
@@ -289,6 +292,7 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     bool root_allowed = false;
     if (auto user = ParseTaskUser(f.task_user, &root_allowed); !user.ok()) return user.status();
     f.gpu_device_nodes = result["gpu-device-nodes"].as<std::string>();
+    f.vendor_device_root = result["vendor-device-root"].as<std::string>();
     const std::string isolation = result["task-isolation"].as<std::string>();
     if (isolation != "on" && isolation != "off") {
       return Status::InvalidArgument("--task-isolation: '" + isolation + "' is neither on nor off");

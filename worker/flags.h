@@ -106,6 +106,9 @@ struct WorkerFlags {
   // (InheritedTaskEnv): names, or prefixes ending in '*'.
   std::vector<std::string> task_env_pass;
   std::string gpu_device_nodes = "/dev/nvidia%u";
+  // Where other accelerator families' device nodes live (davinciN, kfd,
+  // dri/renderD...); empty: no device rules for them.
+  std::string vendor_device_root = "/dev";
   bool task_isolation = true;
   // gpool-task-supervisor, which every task runs under; empty: the one in
   // gpool-worker's own directory.

@@ -118,6 +118,7 @@ gpool::Status ConfigureIsolation(const gpool::worker::WorkerFlags& flags,
   isolation.default_identity = *user;
   isolation.allow_root = allow_root;
   isolation.gpu_device_nodes = flags.gpu_device_nodes;
+  isolation.vendor_device_root = flags.vendor_device_root;
   std::error_code ec;
   std::filesystem::create_directories(flags.data_dir, ec);
   if (chmod(flags.data_dir.c_str(), 0711) != 0) {
@@ -129,8 +130,8 @@ gpool::Status ConfigureIsolation(const gpool::worker::WorkerFlags& flags,
     log.warn("the token file is readable by other users, tasks included: make it 0600 path={} mode={:o}",
              Q(flags.token_file), token.st_mode & 07777);
   }
-  log.info("task isolation on default_user={} uid={} gid={} root_allowed={} gpu_device_nodes={}", Q(user->user),
-           user->uid, user->gid, allow_root, Q(flags.gpu_device_nodes));
+  log.info("task isolation on default_user={} uid={} gid={} root_allowed={} gpu_device_nodes={} vendor_device_root={}",
+           Q(user->user), user->uid, user->gid, allow_root, Q(flags.gpu_device_nodes), Q(flags.vendor_device_root));
   return gpool::Status::Ok();
 }
 

@@ -45,10 +45,22 @@ Result<NodeSpec> DiscoverNode(const DiscoveryOptions& options) {
         }
       }
     }
-  } else if (gpus.status().code() == StatusCode::kNotFound) {
-    log->info("no NVIDIA GPUs, running as a CPU-only node reason={}", Q(gpus.status().message()));
   } else {
-    log->warn("nvml probe failed, running as a CPU-only node error={}", Q(gpus.status().ToString()));
+    if (gpus.status().code() == StatusCode::kNotFound) {
+      log->info("no NVIDIA GPUs reason={}", Q(gpus.status().message()));
+    } else {
+      log->warn("nvml probe failed error={}", Q(gpus.status().ToString()));
+    }
+    auto vendor = options.vendor_tools ? ProbeVendorGpus(options.vendor)
+                                       : Result<VendorProbeResult>(Status::NotFound("vendor tools off"));
+    if (vendor.ok()) {
+      spec.gpus = std::move(vendor->gpus);
+      log->info("vendor tool probe ok vendor={} gpus={}", ProfileOf(vendor->vendor).name, spec.gpus.size());
+    } else if (vendor.status().code() == StatusCode::kNotFound) {
+      log->info("no NVIDIA GPUs, running as a CPU-only node reason={}", Q(vendor.status().message()));
+    } else {
+      return vendor.status();
+    }
   }
   GPOOL_RETURN_IF_ERROR(ValidateNodeSpec(spec).WithContext("discovered node"));
   log->info("node discovered node={} gpus={} cpu_milli={} memory_mib={} numa_nodes={} nics={}", spec.name,

@@ -1,12 +1,15 @@
 #include "worker/health/build_monitor.h"
 
 #include <algorithm>
+#include <map>
 
 #include "worker/log.h"
 #include "worker/discovery/nvml_library.h"
 #include "worker/health/gpu_checks.h"
 #include "worker/health/nic_check.h"
 #include "worker/health/service_check.h"
+#include "worker/health/vendor_health_check.h"
+#include "worker/vendor/vendor_profile.h"
 
 namespace gpool::worker {
 namespace {
@@ -46,6 +49,24 @@ void AddGpuChecks(HealthMonitor& monitor, const WorkerFlags& flags, const NodeSp
   }
 }
 
+// Non-NVIDIA families found by their tools are watched through the same
+// tools; a simulated node's devices are not the host's.
+void AddVendorChecks(HealthMonitor& monitor, const WorkerFlags& flags, const NodeSpec& node,
+                     const std::shared_ptr<spdlog::logger>& logger) {
+  if (!flags.spec_path.empty()) return;
+  std::map<NodeVendor, std::vector<uint32_t>> families;
+  for (const auto& gpu : node.gpus) {
+    if (VendorOf(gpu) != NodeVendor::kNvidia) families[VendorOf(gpu)].push_back(gpu.index);
+  }
+  for (auto& [family, indices] : families) {
+    if (ProfileOf(family).tool.empty()) continue;
+    std::sort(indices.begin(), indices.end());
+    logger->info("vendor health check on vendor={} devices={}", ProfileOf(family).name, indices.size());
+    monitor.Add(std::make_unique<VendorHealthCheck>(
+        VendorHealthOptions{.vendor = family, .gpu_indices = indices, .logger = logger}));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<HealthMonitor> BuildHealthMonitor(const WorkerFlags& flags, const NodeSpec& node, const Clock* clock,
@@ -54,6 +75,7 @@ std::unique_ptr<HealthMonitor> BuildHealthMonitor(const WorkerFlags& flags, cons
   if (!flags.health.enabled) return nullptr;
   auto monitor = std::make_unique<HealthMonitor>(clock, logger);
   AddGpuChecks(*monitor, flags, node, logger);
+  AddVendorChecks(*monitor, flags, node, logger);
   monitor->Add(std::make_unique<NicCheck>(
       NicCheckOptions{.sysfs_root = flags.health.sysfs_root, .interval_ms = flags.health.nic_interval_ms}));
   ServiceCheckOptions services;

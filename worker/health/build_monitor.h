@@ -1,6 +1,8 @@
 // The health monitor gpool-worker runs, assembled from its flags: GPU checks
 // through NVML where the GPUs came from NVML (or, on a --spec node, from an
-// explicitly given --nvml-library: how tests inject faults), NIC checks over
+// explicitly given --nvml-library: how tests inject faults), the vendor
+// tool checks for other accelerator families found on the host
+// (vendor_health_check.h), NIC checks over
 // sysfs, and the node-service checks (fabric manager, nvidia_peermem, free
 // disk in the data dir, coordinator reachability).
 #pragma once

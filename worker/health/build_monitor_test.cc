@@ -113,5 +113,16 @@ TEST_F(BuildMonitorTest, ANodeWithoutNvidiaGpusHasNoGpuChecks) {
   EXPECT_EQ(monitor->checks(), 2u);
 }
 
+// Issue 50: devices a vendor tool found on the host are watched through it;
+// a --spec node's (simulated) devices are not.
+TEST_F(BuildMonitorTest, AHostWithVendorDevicesGetsTheirToolCheck) {
+  for (auto& gpu : node_.gpus) gpu.vendor = "amd";
+  flags_.spec_path.clear();
+  auto monitor = Build();
+  ASSERT_NE(monitor, nullptr);
+  EXPECT_EQ(monitor->checks(), 3u);
+  EXPECT_TRUE(log_.Contains("vendor health check on vendor=amd devices=2")) << log_.text();
+}
+
 }  // namespace
 }  // namespace gpool::worker

@@ -8,6 +8,7 @@
 #include "protocol/messages_worker.h"
 #include "topology/cpulist.h"
 #include "worker/runner/simulated_mig_manager.h"
+#include "worker/runner/vendor_env.h"
 
 namespace gpool::worker {
 namespace {
@@ -37,6 +38,7 @@ bool WorkerOwns(const std::string& key, bool share) {
   for (std::string_view k : kWorkerKeys) {
     if (key == k) return true;
   }
+  if (IsVendorDeviceVariable(key)) return true;
   if (!share) return false;
   for (std::string_view k : kShareKeys) {
     if (key == k) return true;
@@ -224,10 +226,7 @@ Status AddDeviceEnv(const BindTask& bind, const NodeSpec& node, const TaskEnvOpt
   const bool mig = HasMig(bind);
   env["CUDA_VISIBLE_DEVICES"] = mig ? Join(ids) : indices;
   env["NVIDIA_VISIBLE_DEVICES"] = ids.empty() ? "void" : Join(ids);
-  std::set<std::string> vendors;
-  for (const auto& gpu : node.gpus) vendors.insert(gpu.vendor);
-  if (vendors.count("amd")) env["HIP_VISIBLE_DEVICES"] = indices;
-  if (vendors.count("huawei") || vendors.count("ascend")) env["ASCEND_RT_VISIBLE_DEVICES"] = indices;
+  GPOOL_RETURN_IF_ERROR(AddVendorDeviceEnv(bind, node, env));
   env["GPOOL_GPU_UUIDS"] = Join(BoundGpuUuids(bind, node));
   if (mig) env["GPOOL_MIG_PROFILES"] = Join(bind.mig_profiles);
   if (share) AddShareEnv(bind, ids.size(), options, env);

@@ -49,6 +49,11 @@
 // numbered node-wide: device d's cores follow those of the devices before it
 // in index order.
 //
+// Other accelerator families (Ascend, Kunlun, Neuron, MetaX, Enflame, Hygon
+// DCU, AMD): their visible-device variables come from their table row
+// (vendor_env.h, vendor/vendor_profile.h); a share on a family that cannot
+// be shared is FailedPrecondition.
+//
 // Every variable named here is the worker's: values from the job's env or
 // the worker's own environment are dropped (a task could otherwise raise its
 // own limits, e.g. with CUDA_DEVICE_SM_LIMIT_0 or CUDA_DISABLE_CONTROL).

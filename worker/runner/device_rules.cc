@@ -35,19 +35,26 @@ std::string GpuDeviceNodePath(const std::string& pattern, uint32_t index) {
   return pattern.substr(0, at) + std::to_string(index) + pattern.substr(at + 2);
 }
 
-std::vector<DeviceRule> DenyRulesFor(const std::vector<GpuDeviceNode>& gpus, const std::vector<uint32_t>& granted) {
+std::vector<DeviceRule> DenyRulesForNodes(const std::vector<DeviceNodeAccess>& nodes) {
   std::vector<DeviceRule> allowed, denied;
-  for (const GpuDeviceNode& gpu : gpus) {
+  for (const DeviceNodeAccess& node : nodes) {
     struct stat st {};
-    if (stat(gpu.path.c_str(), &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) continue;
+    if (stat(node.path.c_str(), &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) continue;
     const DeviceRule rule{.block = S_ISBLK(st.st_mode), .major = major(st.st_rdev), .minor = minor(st.st_rdev)};
-    const bool mine = std::find(granted.begin(), granted.end(), gpu.index) != granted.end();
-    (mine ? allowed : denied).push_back(rule);
+    (node.granted ? allowed : denied).push_back(rule);
   }
   std::erase_if(denied, [&](const DeviceRule& r) { return std::find(allowed.begin(), allowed.end(), r) != allowed.end(); });
   std::sort(denied.begin(), denied.end());
   denied.erase(std::unique(denied.begin(), denied.end()), denied.end());
   return denied;
+}
+
+std::vector<DeviceRule> DenyRulesFor(const std::vector<GpuDeviceNode>& gpus, const std::vector<uint32_t>& granted) {
+  std::vector<DeviceNodeAccess> nodes;
+  for (const GpuDeviceNode& gpu : gpus) {
+    nodes.push_back({gpu.path, std::find(granted.begin(), granted.end(), gpu.index) != granted.end()});
+  }
+  return DenyRulesForNodes(nodes);
 }
 
 std::vector<std::string> V1DenyLines(const std::vector<DeviceRule>& rules) {

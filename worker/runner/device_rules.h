@@ -15,6 +15,9 @@
 // The kernel checks both at open(2) (and mknod), before the driver is
 // reached: a denied node gives EPERM.
 //
+// Other accelerator families add their per-device and shared nodes
+// (vendor_device_nodes.h) to the same list.
+//
 // Which nodes are GPUs: the worker stats the path made from a pattern
 // (--gpu-device-nodes, default /dev/nvidia%u, %u the GPU index) for indices
 // 0..63 and every GPU of the node spec, so a GPU the spec leaves out is
@@ -55,6 +58,18 @@ struct GpuDeviceNode {
 
 // The path of GPU `index` from a pattern with one %u ("/dev/nvidia%u").
 std::string GpuDeviceNodePath(const std::string& pattern, uint32_t index);
+
+// A device node of the node and whether the task may open it.
+struct DeviceNodeAccess {
+  std::string path;
+  bool granted = false;
+};
+
+// The deny rules for `nodes`: every listed node that exists as a device
+// (stat(2)) and is not granted, sorted and unique. A node that is also
+// listed as granted (the same major:minor under another path or entry) is
+// never denied. Missing nodes and plain files are skipped.
+std::vector<DeviceRule> DenyRulesForNodes(const std::vector<DeviceNodeAccess>& nodes);
 
 // The deny rules for a task granted `granted` (GPU indices) on a node with
 // `gpus`: the node of every GPU not granted, by stat(2). A GPU whose node is

@@ -5,8 +5,10 @@
 //   CUDA_VISIBLE_DEVICES    comma-separated GPU indices ("" when no GPUs), or
 //                           the MIG instance uuids of a MIG task
 //   NVIDIA_VISIBLE_DEVICES  comma-separated GPU (or MIG instance) uuids, or "void"
-//   HIP_VISIBLE_DEVICES     indices, when the node has vendor "amd" GPUs
-//   ASCEND_RT_VISIBLE_DEVICES indices, when it has "huawei"/"ascend" NPUs
+//   each accelerator family's own variables (ASCEND_RT_VISIBLE_DEVICES,
+//   XPU_VISIBLE_DEVICES, MACA_VISIBLE_DEVICES, TOPS_VISIBLE_DEVICES,
+//   ROCR_/HIP_VISIBLE_DEVICES...), when the node has its devices:
+//   vendor_env.h
 //   GPOOL_JOB_ID GPOOL_JOB_NAME GPOOL_TASK_INDEX GPOOL_NUM_TASKS
 //   GPOOL_TASK_ATTEMPT GPOOL_NODE_NAME GPOOL_GPU_UUIDS
 //   GPU shares, MIG and NeuronCores: see device_env.h.

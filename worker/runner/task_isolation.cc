@@ -14,6 +14,7 @@
 #include "protocol/messages_worker.h"
 #include "protocol/model/run_as.h"
 #include "worker/runner/task_cgroup.h"
+#include "worker/runner/vendor_device_nodes.h"
 
 namespace gpool::worker {
 namespace {
@@ -139,19 +140,27 @@ Status ApplyTaskIsolation(const TaskIsolationOptions& options, const std::string
   if (!request.state_dir.empty() && chmod(request.state_dir.c_str(), 0700) != 0) {
     return Status::IoError("cannot make " + request.state_dir + " 0700: " + std::strerror(errno));
   }
+  std::vector<DeviceNodeAccess> device_nodes;
   if (!options.gpu_device_nodes.empty()) {
     // Every GPU node the pattern names, not only the spec's GPUs: a GPU
     // left out of the node spec (or not reported) must not be reachable
     // either. Indices past kMaxGpuNodes are the spec's only.
-    std::vector<GpuDeviceNode> gpus;
     std::set<uint32_t> indices;
     for (uint32_t i = 0; i < kMaxGpuNodes; ++i) indices.insert(i);
     for (const GpuInfo& gpu : node.gpus) {
       if (gpu.vendor == "nvidia") indices.insert(gpu.index);
     }
-    for (uint32_t i : indices) gpus.push_back({i, GpuDeviceNodePath(options.gpu_device_nodes, i)});
-    request.limits.deny_devices = DenyRulesFor(gpus, bind.gpu_indices);
+    const std::set<uint32_t> granted(bind.gpu_indices.begin(), bind.gpu_indices.end());
+    for (uint32_t i : indices) {
+      device_nodes.push_back({GpuDeviceNodePath(options.gpu_device_nodes, i), granted.count(i) > 0});
+    }
   }
+  if (!options.vendor_device_root.empty()) {
+    for (DeviceNodeAccess& access : VendorDeviceNodes(bind, node, options.vendor_device_root)) {
+      device_nodes.push_back(std::move(access));
+    }
+  }
+  if (!device_nodes.empty()) request.limits.deny_devices = DenyRulesForNodes(device_nodes);
   return Status::Ok();
 }
 

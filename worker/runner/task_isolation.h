@@ -16,7 +16,9 @@
 //     reach its own entries and the job's hosts files by name, not list
 //     others');
 //   - with no access to the node's GPU device nodes it was not granted
-//     (device_rules.h), where those nodes exist.
+//     (device_rules.h), where those nodes exist, nor to other accelerator
+//     families' devices and control nodes it holds none of
+//     (vendor_device_nodes.h).
 // With isolation off (not root) tasks run as the worker's user, as before.
 //
 // Thread-safety: pure functions plus file-system calls; the runner's thread.
@@ -47,6 +49,10 @@ struct TaskIsolationOptions {
   // Device node of GPU index i: GpuDeviceNodePath(pattern, i); empty: no
   // device rules.
   std::string gpu_device_nodes = "/dev/nvidia%u";
+  // Where the other accelerator families' device nodes live
+  // (vendor_device_nodes.h: /dev/davinciN, /dev/kfd, /dev/dri/renderD...);
+  // empty: no device rules for them.
+  std::string vendor_device_root = "/dev";
 };
 
 // --task-user NAME|UID[:GID]: a user name (its uid and primary gid from

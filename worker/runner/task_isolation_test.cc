@@ -139,5 +139,45 @@ TEST(TaskIsolationTest, PreparesTheTasksFilesAndDeviceRules) {
   EXPECT_EQ(st.st_mode & 07777, 0711u);
 }
 
+// Issue 50: another family's nodes join the same deny list, from
+// --vendor-device-root: an Ascend task is denied the other NPUs, and a task
+// without NPUs the driver's shared nodes too; NVIDIA's rules still apply.
+TEST(TaskIsolationTest, VendorDeviceNodesJoinTheDenyList) {
+  if (geteuid() != 0) GTEST_SKIP() << "chown and mknod need root";
+  testing::TempDir dir;
+  const std::string tasks = dir.path() + "/tasks";
+  ASSERT_EQ(mkdir(tasks.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dir.path() + "/dev").c_str(), 0755), 0);
+  ASSERT_EQ(mknod((dir.path() + "/dev/davinci0").c_str(), S_IFCHR | 0666, makedev(236, 0)), 0);
+  ASSERT_EQ(mknod((dir.path() + "/dev/davinci1").c_str(), S_IFCHR | 0666, makedev(236, 1)), 0);
+  ASSERT_EQ(mknod((dir.path() + "/dev/davinci_manager").c_str(), S_IFCHR | 0666, makedev(237, 0)), 0);
+  ASSERT_EQ(mknod((dir.path() + "/g0").c_str(), S_IFCHR | 0666, makedev(1, 7)), 0);
+  TaskIsolationOptions options;
+  options.enabled = true;
+  options.default_identity = TaskIdentity{.set = true, .uid = 40001, .gid = 40002, .user = "t"};
+  options.gpu_device_nodes = dir.path() + "/g%u";
+  options.vendor_device_root = dir.path() + "/dev";
+  NodeSpec node;
+  node.gpus = {GpuInfo{.index = 0, .vendor = "huawei", .model = "Ascend910B3"},
+               GpuInfo{.index = 1, .vendor = "huawei", .model = "Ascend910B3"}};
+  BindTask bind;
+  bind.gpu_indices = {1};
+  const TaskId id{JobId(8), 0, 0};
+  LaunchRequest npu1;
+  ASSERT_TRUE(ApplyTaskIsolation(options, tasks, id, bind, node, {}, npu1).ok());
+  // /dev/nvidia-style g0 is "GPU 0", which the task was not given either.
+  EXPECT_EQ(npu1.limits.deny_devices, (std::vector<DeviceRule>{{.major = 1, .minor = 7}, {.major = 236, .minor = 0}}));
+  LaunchRequest cpu;
+  ASSERT_TRUE(ApplyTaskIsolation(options, tasks, id, BindTask{}, node, {}, cpu).ok());
+  EXPECT_EQ(cpu.limits.deny_devices, (std::vector<DeviceRule>{{.major = 1, .minor = 7},
+                                                              {.major = 236, .minor = 0},
+                                                              {.major = 236, .minor = 1},
+                                                              {.major = 237, .minor = 0}}));
+  options.vendor_device_root.clear();  // off: only the NVIDIA pattern's nodes
+  LaunchRequest off;
+  ASSERT_TRUE(ApplyTaskIsolation(options, tasks, id, bind, node, {}, off).ok());
+  EXPECT_EQ(off.limits.deny_devices, (std::vector<DeviceRule>{{.major = 1, .minor = 7}}));
+}
+
 }  // namespace
 }  // namespace gpool::worker
