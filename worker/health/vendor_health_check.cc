@@ -15,12 +15,27 @@ VendorHealthCheck::VendorHealthCheck(VendorHealthOptions options)
 }
 
 std::vector<HealthFinding> VendorHealthCheck::Run(int64_t /*wall_ms*/) {
+  if (in_flight_.valid() && in_flight_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    last_ = Evaluate(in_flight_.get());
+  }
+  if (!in_flight_.valid()) {
+    const VendorProfile& profile = ProfileOf(options_.vendor);
+    std::vector<std::string> argv(profile.tool.begin(), profile.tool.end());
+    if (argv.empty()) {
+      last_ = Evaluate(Status::FailedPrecondition(std::string(profile.display) + "s have no management tool"));
+    } else {
+      in_flight_ = std::async(std::launch::async, [runner = runner_, argv = std::move(argv)] { return runner(argv); });
+    }
+  }
+  return last_;
+}
+
+bool VendorHealthCheck::WaitForTool(std::chrono::milliseconds timeout) {
+  return !in_flight_.valid() || in_flight_.wait_for(timeout) == std::future_status::ready;
+}
+
+std::vector<HealthFinding> VendorHealthCheck::Evaluate(const Result<std::string>& output) {
   const VendorProfile& profile = ProfileOf(options_.vendor);
-  const std::vector<std::string> argv(profile.tool.begin(), profile.tool.end());
-  Result<std::string> output = argv.empty()
-                                   ? Result<std::string>(Status::FailedPrecondition(std::string(profile.display) +
-                                                                                    "s have no management tool"))
-                                   : runner_(argv);
   Result<std::vector<GpuInfo>> listed =
       output.ok() ? ParseVendorTool(options_.vendor, *output) : Result<std::vector<GpuInfo>>(output.status());
   // NotFound from the parse is "the tool lists no device": every device is gone.

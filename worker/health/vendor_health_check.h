@@ -13,14 +13,20 @@
 // reported (the check cannot look; HealthCheck's contract), and the reason
 // is logged once per change.
 //
-// Running the tool blocks the agent's loop for as long as it takes, bounded
-// by timeout_ms; the tools answer in well under a second, so the default is
-// every 30 s with a 5 s bound.
+// The tool runs on a thread of its own (HealthCheck's contract: Run never
+// blocks the agent's loop, and a tool may take seconds, bounded by
+// timeout_ms). Each Run takes the answer of the tool run started by an
+// earlier Run, if it has finished, and starts the next one: what Run reports
+// is the last finished tool run's findings, at most one interval old (every
+// 30 s by default).
 //
-// Thread-safety: one thread (the agent's loop).
+// Thread-safety: one thread (the agent's loop); the runner is called on the
+// check's own thread, one call at a time.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,12 +57,19 @@ class VendorHealthCheck : public HealthCheck {
   int64_t interval_ms() const override { return options_.interval_ms; }
   std::vector<HealthKind> kinds() const override { return {HealthKind::kGpuLost}; }
   std::vector<HealthFinding> Run(int64_t wall_ms) override;
+  // Waits up to `timeout` for the tool run in flight (tests); true when none
+  // is left running.
+  bool WaitForTool(std::chrono::milliseconds timeout);
 
  private:
+  std::vector<HealthFinding> Evaluate(const Result<std::string>& output);
+
   VendorHealthOptions options_;
   VendorToolRunner runner_;
   std::string name_;
   std::string last_error_;  // logged once per change
+  std::future<Result<std::string>> in_flight_;
+  std::vector<HealthFinding> last_;  // of the last finished tool run
 };
 
 }  // namespace gpool::worker

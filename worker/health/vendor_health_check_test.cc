@@ -2,7 +2,9 @@
 // (discovery/testdata/vendors).
 #include "worker/health/vendor_health_check.h"
 
+#include <chrono>
 #include <fstream>
+#include <future>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -32,6 +34,17 @@ struct ScriptedTool {
   }
 };
 
+// The tool runs on the check's own thread: one Run starts it, a later Run
+// takes its answer (and starts the next, waited for too, so the test may
+// change the scripted answer). Each settled run is two tool runs.
+std::vector<HealthFinding> Settled(VendorHealthCheck& check) {
+  check.Run(0);
+  EXPECT_TRUE(check.WaitForTool(std::chrono::seconds(10)));
+  auto findings = check.Run(0);
+  EXPECT_TRUE(check.WaitForTool(std::chrono::seconds(10)));
+  return findings;
+}
+
 std::vector<uint32_t> Indices(uint32_t n, uint32_t first = 0) {
   std::vector<uint32_t> out;
   for (uint32_t i = 0; i < n; ++i) out.push_back(first + i);
@@ -44,20 +57,20 @@ TEST(VendorHealthCheckTest, NpuSmiCriticalIsReportedOnItsNodeIndex) {
   // Node GPU indices 10..17 are the NPUs' ordinals 0..7.
   VendorHealthCheck check({.vendor = NodeVendor::kAscend, .gpu_indices = Indices(8, 10), .runner = tool.runner()});
   EXPECT_EQ(check.name(), "ascend-health");
-  const auto findings = check.Run(0);
+  const auto findings = Settled(check);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].device, "gpu/15");
   EXPECT_EQ(findings[0].kind, HealthKind::kGpuLost);
   EXPECT_EQ(findings[0].severity, HealthSeverity::kFatal);
   EXPECT_NE(findings[0].message.find("npu-smi reports"), std::string::npos) << findings[0].message;
-  EXPECT_EQ(tool.runs, 1);
+  EXPECT_EQ(tool.runs, 2);
 }
 
 TEST(VendorHealthCheckTest, ADeviceTheToolNoLongerListsIsLost) {
   ScriptedTool tool;
   tool.answer = RecordedTool("neuron-ls-inf2.json");  // 6 devices
   VendorHealthCheck check({.vendor = NodeVendor::kNeuron, .gpu_indices = Indices(8), .runner = tool.runner()});
-  auto findings = check.Run(0);
+  auto findings = Settled(check);
   ASSERT_EQ(findings.size(), 2u) << "discovery saw 8, the tool lists 6";
   EXPECT_EQ(findings[0].device, "gpu/6");
   EXPECT_EQ(findings[1].device, "gpu/7");
@@ -65,10 +78,32 @@ TEST(VendorHealthCheckTest, ADeviceTheToolNoLongerListsIsLost) {
 
   // Neuron's tool has no health column: a listed device is fine.
   VendorHealthCheck six({.vendor = NodeVendor::kNeuron, .gpu_indices = Indices(6), .runner = tool.runner()});
-  EXPECT_TRUE(six.Run(0).empty());
+  EXPECT_TRUE(Settled(six).empty());
 
   tool.answer = std::string("[]");  // the tool runs and lists nothing: all are gone
-  EXPECT_EQ(six.Run(0).size(), 6u);
+  EXPECT_EQ(Settled(six).size(), 6u);
+}
+
+// The agent's loop never waits for the tool: a tool that takes its time
+// leaves Run returning at once with the last finished run's findings.
+TEST(VendorHealthCheckTest, RunNeverWaitsForTheTool) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  const std::string listing = RecordedTool("neuron-ls-inf2.json");  // 6 devices
+  VendorHealthCheck check({.vendor = NodeVendor::kNeuron,
+                           .gpu_indices = Indices(8),
+                           .runner = [released, listing](const std::vector<std::string>&) -> Result<std::string> {
+                             released.wait();
+                             return listing;
+                           }});
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_TRUE(check.Run(0).empty()) << "nothing finished yet";
+  EXPECT_TRUE(check.Run(0).empty()) << "still running: not waited for, not started twice";
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  release.set_value();
+  ASSERT_TRUE(check.WaitForTool(std::chrono::seconds(10)));
+  EXPECT_EQ(check.Run(0).size(), 2u) << "the finished run's answer";
+  ASSERT_TRUE(check.WaitForTool(std::chrono::seconds(10)));
 }
 
 TEST(VendorHealthCheckTest, AToolThatCannotLookReportsNothingAndLogsOnce) {
@@ -77,17 +112,17 @@ TEST(VendorHealthCheckTest, AToolThatCannotLookReportsNothingAndLogsOnce) {
   tool.answer = Status::DeadlineExceeded("rocm-smi did not finish within 5000 ms");
   VendorHealthCheck check(
       {.vendor = NodeVendor::kAmd, .gpu_indices = Indices(8), .runner = tool.runner(), .logger = log.logger()});
-  EXPECT_TRUE(check.Run(0).empty());
-  EXPECT_TRUE(check.Run(0).empty());
-  EXPECT_EQ(tool.runs, 2);
+  EXPECT_TRUE(Settled(check).empty());
+  EXPECT_TRUE(Settled(check).empty());
+  EXPECT_EQ(tool.runs, 4);
   const std::string text = log.text();
   EXPECT_NE(text.find("vendor health check cannot look vendor=amd"), std::string::npos) << text;
   EXPECT_EQ(text.find("cannot look"), text.rfind("cannot look")) << "logged once per change: " << text;
 
   tool.answer = std::string("not json");  // unreadable: cannot look either
-  EXPECT_TRUE(check.Run(0).empty());
+  EXPECT_TRUE(Settled(check).empty());
   tool.answer = RecordedTool("rocm-smi-mi300x.json");
-  EXPECT_TRUE(check.Run(0).empty()) << "all 8 listed again";
+  EXPECT_TRUE(Settled(check).empty()) << "all 8 listed again";
 }
 
 }  // namespace
