@@ -39,7 +39,9 @@
 //                                       compaction) go on: the leader's VmRSS at most during it against
 //                                       before (frames for a follower that reads none of them must stay
 //                                       bounded: a snapshot's chunks in a window, appends within the
-//                                       in-flight byte bound), then SIGCONT and the time to catch up
+//                                       in-flight byte bound), beside the live follower's growth in the
+//                                       same seconds (the state grows too), then SIGCONT and the time
+//                                       to catch up
 //   follower_restart_ms                 a follower killed (SIGKILL) at the end, restarted, caught up:
 //                                       VmHWM of the new process (the restart's peak) against the
 //                                       killed one's VmRSS
@@ -484,21 +486,30 @@ int RunScale(const ScaleOptions& options) {
 
   // 4b. A follower frozen while the cluster stays busy (submits, exports,
   //     snapshots compacting the log past it).
-  double stopped_growth = -1, stopped_catch_up_ms = -1;
+  double stopped_growth = -1, live_growth = -1, stopped_catch_up_ms = -1;
   if (options.stopped_follower_seconds > 0) {
     ScaleProgress("a follower stopped (SIGSTOP)");
-    const int frozen = (leader + 2) % kScaleReplicas;
-    const uint64_t before = ScaleProcKib(cluster.pid(leader), "VmRSS:");
+    // The leader now (it may have changed in the busy phase): a follower is
+    // frozen, and the leader's memory is what is watched.
+    const int current = ScaleLeader(*observer, cluster).first;
+    const int frozen = (current + 2) % kScaleReplicas;
+    const uint64_t before = ScaleProcKib(cluster.pid(current), "VmRSS:");
     uint64_t most = before;
+    // The live follower grows with the state too (clients keep submitting):
+    // its growth is the baseline the leader's is read against.
+    const int live = (current + 1) % kScaleReplicas;
+    const uint64_t live_before = ScaleProcKib(cluster.pid(live), "VmRSS:");
+    uint64_t live_most = live_before;
     ScaleExports frozen_exports;  // apart from the busy phase's figures
     cluster.SignalReplica(frozen, SIGSTOP);
     const auto frozen_end = SteadyClock::now() + std::chrono::seconds(options.stopped_follower_seconds);
     while (SteadyClock::now() < frozen_end) {
       const auto started = SteadyClock::now();
       ScaleExportOnce(*exporter, frozen_exports);
-      most = std::max(most, ScaleProcKib(cluster.pid(leader), "VmRSS:"));
+      most = std::max(most, ScaleProcKib(cluster.pid(current), "VmRSS:"));
       std::this_thread::sleep_until(started + std::chrono::milliseconds(std::min<int64_t>(options.export_every_ms, 1000)));
-      most = std::max(most, ScaleProcKib(cluster.pid(leader), "VmRSS:"));
+      most = std::max(most, ScaleProcKib(cluster.pid(current), "VmRSS:"));
+      live_most = std::max(live_most, ScaleProcKib(cluster.pid(live), "VmRSS:"));
     }
     const uint64_t commit_at_resume = ScaleLeader(*observer, cluster).second.commit_index;
     cluster.SignalReplica(frozen, SIGCONT);
@@ -508,6 +519,7 @@ int RunScale(const ScaleOptions& options) {
       return !page.empty() && ScaleSample(page, "gpool_raft_applied_index") >= static_cast<double>(commit_at_resume);
     }, 600, 200);
     stopped_growth = static_cast<double>(most - before);
+    live_growth = static_cast<double>(live_most - live_before);
     if (back) stopped_catch_up_ms = Ms(SteadyClock::now() - resumed);
   }
   stop = true;
@@ -547,6 +559,7 @@ int RunScale(const ScaleOptions& options) {
   ScalePrint("leader_peak_rss_bytes", static_cast<double>(leader_hwm), "bytes");
   if (options.stopped_follower_seconds > 0) {
     ScalePrint("leader_rss_growth_follower_stopped_bytes", stopped_growth, "bytes");
+    ScalePrint("live_follower_rss_growth_same_period_bytes", live_growth, "bytes");
     ScalePrint("follower_stopped_catch_up_ms", stopped_catch_up_ms, "ms (-1: not caught up in 600 s)");
   }
 
