@@ -376,10 +376,21 @@ void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, Ta
   }
   Touch(msg.node, now_ms);
   const uint64_t seq = msg.seq;
+  auto key = std::make_pair(msg.node, seq);
+  auto [in_flight, fresh] = events_in_flight_.try_emplace(key, now_ms);
+  if (!fresh) {
+    if (now_ms - in_flight->second < kEventInFlightMs) {
+      if (options_.metrics != nullptr) ++options_.metrics->task_events_in_flight_dropped;
+      return;  // the copy in flight is acknowledged when it commits
+    }
+    in_flight->second = now_ms;
+  }
   const TaskId task_id = msg.task;
   const std::string task = msg.task.ToString();
   proposer_.Propose(state::TaskEventCmd{std::move(msg)},
-                    [this, peer, seq, task, task_id, request_id = header.request_id](const state::ApplyResult& result) {
+                    [this, peer, seq, task, task_id, key = std::move(key),
+                     request_id = header.request_id](const state::ApplyResult& result) {
+                      events_in_flight_.erase(key);
                       if (!result.committed) {
                         // Not durable: no ack, so the worker sends it again.
                         spdlog::warn("task event not committed task={} error=\"{}\"", task,
@@ -459,6 +470,7 @@ void NodeRegistry::Reset(int64_t now_ms) {
   watches_.clear();
   connection_keys_.clear();
   pending_refreshed_ms_.clear();
+  events_in_flight_.clear();
   start_ms_ = now_ms;
   next_silence_check_ms_ = INT64_MAX;
   next_orphan_scan_ms_ = now_ms + options_.node_timeout_ms;

@@ -85,6 +85,44 @@ TEST_F(RegistryTest, RegistrationIsCommittedThenAnswered) {
   EXPECT_EQ(*workers_.PeerFor("n1"), "peer-a");
 }
 
+// A worker resends an unacknowledged event every second. While the first
+// copy waits for a quorum, resends are not proposed again (each was, and the
+// proposals fed the lag that caused the resends); the one in flight answers
+// them when it commits, and after kEventInFlightMs a resend goes again.
+TEST_F(RegistryTest, AResentTaskEventIsProposedOnceWhileInFlight) {
+  RegisterAndBindOneTask();
+  proposer_.clear();
+  proposer_.set_holding(true);
+  const TaskEvent started = FirstTaskStarted();
+  for (int64_t second = 0; second < 20; ++second) FromWorker("peer-a", started, 1000 + second * 1000, 50 + second);
+  EXPECT_EQ(proposer_.held(), 1u) << "twenty resends, one proposal";
+  const size_t frames_before = outbox_.sent.size();
+  proposer_.set_holding(false);
+  proposer_.Release();
+  ASSERT_GT(outbox_.sent.size(), frames_before);
+  EXPECT_EQ(LastToWorker().type(), MessageType::kTaskEventAck) << "the commit answers the worker";
+
+  // Settled: a later resend (its ack lost) is proposed and answered again.
+  proposer_.clear();
+  FromWorker("peer-a", started, 30'000, 99);
+  EXPECT_EQ(proposer_.proposed().size(), 1u);
+  EXPECT_EQ(LastToWorker().type(), MessageType::kTaskEventAck);
+
+  // One stuck in flight longer than kEventInFlightMs goes again.
+  TaskEvent exited = started;
+  exited.seq = 2;
+  exited.kind = TaskEventKind::kExited;
+  proposer_.clear();
+  proposer_.set_holding(true);
+  FromWorker("peer-a", exited, 40'000, 100);
+  FromWorker("peer-a", exited, 40'000 + NodeRegistry::kEventInFlightMs - 1, 101);
+  EXPECT_EQ(proposer_.held(), 1u);
+  FromWorker("peer-a", exited, 40'000 + NodeRegistry::kEventInFlightMs, 102);
+  EXPECT_EQ(proposer_.held(), 2u);
+  proposer_.set_holding(false);
+  proposer_.Release();
+}
+
 TEST_F(RegistryTest, HeartbeatFromAnotherConnectionIsNotFound) {
   FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 0);
   FromWorker("peer-b", Heartbeat{"n1", {}}, 10);

@@ -202,12 +202,15 @@ void Link::SendEvents() {
     it = outbox.count(it->first) ? std::next(it) : event_sent_ms_.erase(it);
   }
   for (const auto& [seq, event] : outbox) {
-    auto sent = event_sent_ms_.find(seq);
-    if (sent != event_sent_ms_.end() && now - sent->second < options_.event_resend_ms) continue;
-    if (sent != event_sent_ms_.end()) {
-      log_->debug("resending task event seq={} task={} kind={}", seq, event.task.ToString(), ToString(event.kind));
+    EventSent& sent = event_sent_ms_[seq];
+    if (sent.sends > 0) {
+      const int64_t wait = options_.event_resend_ms << std::min<uint32_t>(sent.sends - 1, 4);
+      if (now - sent.ms < wait) continue;
+      log_->debug("resending task event seq={} task={} kind={} sends={}", seq, event.task.ToString(),
+                  ToString(event.kind), sent.sends);
     }
-    event_sent_ms_[seq] = now;
+    sent.ms = now;
+    ++sent.sends;
     Send(event, next_request_id_++);
   }
 }

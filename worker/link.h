@@ -88,7 +88,7 @@ struct LinkOptions {
   int64_t default_heartbeat_ms = 1000;  // until RegisterNodeReply says otherwise
   int64_t min_heartbeat_ms = 10;       // a reply's interval is clamped to [min, max]
   int64_t max_heartbeat_ms = 60'000;
-  int64_t event_resend_ms = 1000;      // resend an unacknowledged TaskEvent this often
+  int64_t event_resend_ms = 1000;      // resend an unacknowledged TaskEvent after this, then backing off to 16x
   // After NotLeader naming no leader (an election under way, which takes
   // about an election timeout), the next registration attempt comes within
   // this, however far the backoff has grown while the control plane was away.
@@ -240,7 +240,14 @@ class Link {
   // When a heartbeat last carried health; "long ago" at first, so the first
   // change goes out at once whatever the clock reads.
   int64_t last_health_send_ms_ = std::numeric_limits<int64_t>::min() / 2;
-  std::map<uint64_t, int64_t> event_sent_ms_;  // seq -> when last sent
+  // seq -> when last sent and how often. Resends back off (1, 2, 4, 8, then
+  // every 16 event_resend_ms): while the coordinator commits slowly, every
+  // unacknowledged event resent each second was a flood that slowed it more.
+  struct EventSent {
+    int64_t ms = 0;
+    uint32_t sends = 0;
+  };
+  std::map<uint64_t, EventSent> event_sent_ms_;
 
   int64_t decode_log_window_ms_ = 0;
   uint32_t decode_logged_in_window_ = 0;

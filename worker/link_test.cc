@@ -325,6 +325,24 @@ TEST_F(LinkTest, EventsAreResentEverySecondUntilAcked) {
   EXPECT_EQ(Take().Count(MessageType::kTaskEvent), 0u);
 }
 
+// Resends back off (1, 2, 4, 8, then every 16 s): while the coordinator
+// commits slowly, a worker resending every unacknowledged event each second
+// fed the lag it was waiting on.
+TEST_F(LinkTest, EventResendsBackOffToSixteenIntervals) {
+  Register();
+  Deliver(MakeBind(4), 1, 1);
+  Turn();
+  ASSERT_EQ(Take().Count(MessageType::kTaskEvent), 1u);
+  std::vector<int64_t> resent_at;
+  for (int64_t ms = 100; ms <= 60'000; ms += 100) {
+    clock_.Advance(100);
+    if (ms % 500 == 0) Deliver(Ack{}, 0, 1);  // heartbeats answered: the link stays up
+    Turn();
+    if (Take().Count(MessageType::kTaskEvent) > 0) resent_at.push_back(ms);
+  }
+  EXPECT_EQ(resent_at, (std::vector<int64_t>{1000, 3000, 7000, 15000, 31000, 47000}));
+}
+
 TEST_F(LinkTest, EventsWaitForRegistrationAndReportsCarryUnackedTasks) {
   Register(500);
   Deliver(MakeBind(5), 1, 1);

@@ -285,6 +285,10 @@ void Workers(Exposition& out, const CoordinatorMetricsInput& in) {
              static_cast<double>(w.registrations));
   out.Single("gpool_task_events_total", Type::kCounter, "Task events from workers committed (leader).",
              static_cast<double>(w.task_events));
+  out.Single("gpool_task_event_resends_dropped_total", Type::kCounter,
+             "Task events resent by a worker while their first copy was still being committed: not proposed "
+             "again (leader).",
+             static_cast<double>(w.task_events_in_flight_dropped));
   out.Single("gpool_tasks_lost_total", Type::kCounter, "Tasks ended as lost (their node went silent) (leader).",
              static_cast<double>(w.tasks_lost));
   out.Family("gpool_worker_command_ack_seconds", Type::kHistogram,

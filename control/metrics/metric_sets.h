@@ -32,6 +32,9 @@ struct WorkerMetrics {
   uint64_t heartbeats = 0;
   uint64_t registrations = 0;
   uint64_t task_events = 0;
+  // Resends of a task event whose first copy was still waiting to commit:
+  // answered by that one, not proposed again.
+  uint64_t task_events_in_flight_dropped = 0;
   uint64_t tasks_lost = 0;
   metrics::Histogram command_ack_seconds{metrics::LatencyBounds()};  // bind/preempt sent -> acked
 };

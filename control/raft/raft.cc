@@ -69,6 +69,8 @@ void Raft::Reset(uint64_t term) {
   prs_.clear();
   lead_transferee_ = 0;
   pending_conf_index_ = 0;
+  uncommitted_.clear();
+  uncommitted_bytes_ = 0;
   read_only_.Clear();
   pending_reads_.clear();
 }

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <random>
@@ -161,6 +162,8 @@ class Raft {
   bool MaybeCommit();
   void OnCommitted();
   Status CheckCanPropose() const;
+  // ResourceExhausted when `bytes` more would pass max_uncommitted_bytes.
+  Status CheckUncommitted(uint64_t bytes);
   void StepDownAfterRemoval();
 
   // Configuration.
@@ -199,6 +202,10 @@ class Raft {
   std::map<uint64_t, Progress> prs_;
   uint64_t lead_transferee_ = 0;         // leader: transfer target, 0 = none
   uint64_t pending_conf_index_ = 0;      // leader: no new change until this commits
+  // Leader: its own proposals not known committed yet (index, payload
+  // bytes), oldest first, and their sum: max_uncommitted_bytes' account.
+  std::deque<std::pair<uint64_t, uint64_t>> uncommitted_;
+  uint64_t uncommitted_bytes_ = 0;
 
   ReadOnly read_only_;                   // leader: reads awaiting a heartbeat quorum
   struct PendingRead {

@@ -269,10 +269,29 @@ Status Raft::CheckCanPropose() const {
   return Status::Ok();
 }
 
+Status Raft::CheckUncommitted(uint64_t bytes) {
+  while (!uncommitted_.empty() && uncommitted_.front().first <= log_.committed()) {
+    uncommitted_bytes_ -= uncommitted_.front().second;
+    uncommitted_.pop_front();
+  }
+  if (cfg_.max_uncommitted_bytes == 0 || uncommitted_.empty() ||
+      uncommitted_bytes_ + bytes <= cfg_.max_uncommitted_bytes) {
+    return Status::Ok();
+  }
+  return Status::ResourceExhausted("raft: the leader is busy: " + std::to_string(uncommitted_bytes_) +
+                                   " bytes of proposals are waiting for a quorum to commit them (at most " +
+                                   std::to_string(cfg_.max_uncommitted_bytes) + "); retry shortly");
+}
+
 Result<uint64_t> Raft::Propose(std::string_view payload) {
   GPOOL_RETURN_IF_ERROR(CheckCanPropose());
+  GPOOL_RETURN_IF_ERROR(CheckUncommitted(payload.size()));
   GPOOL_RETURN_IF_ERROR(AppendEntries({LogEntry{0, 0, EncodeNormal(payload)}}));
   const uint64_t index = log_.last_index();
+  if (cfg_.max_uncommitted_bytes != 0 && index > log_.committed()) {
+    uncommitted_.emplace_back(index, payload.size());
+    uncommitted_bytes_ += payload.size();
+  }
   BcastAppend();
   return index;
 }

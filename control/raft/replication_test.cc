@@ -195,6 +195,32 @@ TEST(ReplicationTest, PipelinesAppendsUpToTheInflightWindow) {
   EXPECT_EQ(net.info(2).commit, 6u);
 }
 
+// Proposals faster than a quorum commits them: the leader refuses new ones
+// past max_uncommitted_bytes (busy, retry), instead of growing its log in
+// memory without bound, and admits them again as the backlog commits.
+TEST(ReplicationTest, TheLeaderRefusesProposalsPastTheUncommittedBound) {
+  TestNetwork net({1, 2, 3}, {.max_uncommitted_bytes = 1000});
+  net.Campaign(1);
+  net.Isolate(2);
+  net.Isolate(3);  // no quorum: nothing commits
+  const std::string command(300, 'c');
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(net.node(1).Propose(command).ok()) << i;
+  auto refused = net.node(1).Propose(command);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("busy"), std::string::npos) << refused.status().ToString();
+  EXPECT_TRUE(net.node(1).Propose("small").ok()) << "what fits under the bound still goes";
+  EXPECT_FALSE(net.node(1).Propose(std::string(100, 'y')).ok()) << "905 + 100 bytes would pass 1000";
+
+  net.Heal();
+  net.TickAll(3);
+  EXPECT_EQ(net.state(2).commands.size(), 4u) << "the admitted ones commit";
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(net.Propose(1, command).ok()) << "committed: room again, " << i;
+
+  // One proposal larger than the bound is admitted when nothing waits.
+  EXPECT_TRUE(net.Propose(1, std::string(5000, 'L')).ok());
+}
+
 TEST(ReplicationTest, LostAppendsAreRecoveredByHeartbeats) {
   TestNetwork net({1, 2, 3});
   net.Campaign(1);

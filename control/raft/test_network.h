@@ -47,6 +47,7 @@ struct TestNetworkOptions {
   uint64_t max_msg_entries = 64;
   uint64_t max_msg_bytes = 1 << 20;
   uint64_t max_inflight = 256;
+  uint64_t max_uncommitted_bytes = 64 << 20;
 };
 
 
@@ -73,6 +74,7 @@ class TestNetwork {
     c.max_msg_entries = options_.max_msg_entries;
     c.max_msg_bytes = options_.max_msg_bytes;
     c.max_inflight = options_.max_inflight;
+    c.max_uncommitted_bytes = options_.max_uncommitted_bytes;
     c.seed = 42;
     return c;
   }

@@ -20,8 +20,21 @@ class ImmediateProposer final : public Proposer {
 
   void Propose(state::CommandBody body, ApplyCallback done) override {
     proposed_.push_back(std::string(state::CommandName(body)));
+    if (holding_) {
+      held_.push_back({std::move(body), std::move(done)});
+      return;
+    }
     state::ApplyResult result = state_.Apply(++index_, state::Command{time_ms_, std::move(body)});
     done(result);
+  }
+  // Holding: proposals wait (a quorum slow to commit) until Release applies
+  // them in order and runs their callbacks.
+  void set_holding(bool holding) { holding_ = holding; }
+  size_t held() const { return held_.size(); }
+  void Release() {
+    auto held = std::move(held_);
+    held_.clear();
+    for (auto& [body, done] : held) done(state_.Apply(++index_, state::Command{time_ms_, std::move(body)}));
   }
   uint64_t epoch() const override { return epoch_; }
   bool leading() const override { return leading_; }
@@ -39,6 +52,8 @@ class ImmediateProposer final : public Proposer {
   uint64_t epoch_ = 1;
   bool leading_ = true;
   std::vector<std::string> proposed_;
+  bool holding_ = false;
+  std::vector<std::pair<state::CommandBody, ApplyCallback>> held_;
 };
 
 class RecordingOutbox final : public Outbox {
