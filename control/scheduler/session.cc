@@ -6,9 +6,11 @@
 #include "control/scheduler/session.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "control/scheduler/node_name_index.h"
@@ -37,6 +39,69 @@ bool HasSharingState(const topology::GpuSlot& gpu) {
   return gpu.tenants > 0 || !gpu.mig_mode.empty() || gpu.cores > 0;
 }
 
+// Free whole or held whole, nothing in between: FreeOf reads 1000 or 0 for
+// it (ViewFreeMilli's fast case), whatever happens to it this cycle short of
+// a share.
+bool WholeOnlyDevice(const topology::GpuSlot& gpu) {
+  return gpu.tenants == 0 && gpu.mig.empty() && gpu.cores == 0 && gpu.cores_used.empty() && gpu.mig_mode.empty() &&
+         !gpu.mig_enabled;
+}
+
+// What WorkNode::twin_class groups nodes by.
+struct TwinTraits {
+  std::string_view model;
+  uint64_t device_memory = 0;
+  uint64_t cpu_total = 0;
+  uint64_t memory_total = 0;
+  uint32_t usable_gpus = 0;
+  uint32_t healthy_gpus = 0;
+  NodePool pool = NodePool::kPublic;
+  auto operator<=>(const TwinTraits&) const = default;
+};
+
+// One search's checks and scores of twin nodes (WorkNode::twin_class): a
+// node's twins are those of its class with the same free GPUs, CPU and
+// memory. A search sees a few dozen nodes and a handful of kinds; a kind
+// past the table's room is checked node by node, as before.
+class TwinMemo {
+ public:
+  struct Entry {
+    uint32_t twin_class = WorkNode::kNoTwin;
+    uint32_t free_gpus = 0;
+    uint64_t cpu_free = 0;
+    uint64_t memory_free = 0;
+    bool checked = false;
+    std::optional<Reject> reject;
+    bool scored = false;
+    Session::NodeScore score;
+  };
+  // The entry of `node`'s twins (added unchecked), or nullptr when the node
+  // has none that can stand for it: odd (an owner, taints, a claim or a
+  // reservation: the checks read the node itself), shared on this cycle
+  // (loads), of no class, or the table is full.
+  Entry* Of(const WorkNode& node) {
+    if (node.twin_class == WorkNode::kNoTwin || node.odd || !node.loads.empty()) return nullptr;
+    for (size_t i = 0; i < size_; ++i) {
+      Entry& entry = entries_[i];
+      if (entry.twin_class == node.twin_class && entry.free_gpus == node.free_gpus && entry.cpu_free == node.cpu_free &&
+          entry.memory_free == node.memory_free) {
+        return &entry;
+      }
+    }
+    if (size_ == entries_.size()) return nullptr;
+    Entry& entry = entries_[size_++];
+    entry.twin_class = node.twin_class;
+    entry.free_gpus = node.free_gpus;
+    entry.cpu_free = node.cpu_free;
+    entry.memory_free = node.memory_free;
+    return &entry;
+  }
+
+ private:
+  std::array<Entry, 16> entries_;
+  size_t size_ = 0;
+};
+
 }  // namespace
 
 Session::Session(const topology::ClusterView& view, const SchedulerConfig& config)
@@ -61,6 +126,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
   // Neighbouring nodes are mostly alike (one pool, one vendor and model):
   // the previous node's answers save a parse per node.
   const topology::NodeView* previous_node = nullptr;
+  std::map<TwinTraits, uint32_t> twin_classes;
   for (const auto& node_view : view.nodes) {
     WorkNode node;
     node.view = &node_view;
@@ -88,6 +154,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
       if (gpu.healthy && !mig_only) ++node.usable_gpus;
       if (gpu.healthy) ++node.healthy_gpus;
       if (whole_free) ++node.free_gpus;
+      node.plain_devices = node.plain_devices && WholeOnlyDevice(gpu);
       if (last_model == nullptr || *last_model != gpu.model) {
         models.insert(gpu.model);
         last_model = &gpu.model;
@@ -112,6 +179,15 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
                              previous_work->gpu_model == node.gpu_model &&
                              previous_node->gpus.front().vendor == node_view.gpus.front().vendor;
       node.family = same_kind ? previous_work->family : FamilyOf(node_view.gpus.front().vendor, node.gpu_model);
+    }
+    const bool one_size = std::all_of(node_view.gpus.begin(), node_view.gpus.end(), [&](const topology::GpuSlot& gpu) {
+      return gpu.memory_mib == node_view.gpus.front().memory_mib;
+    });
+    if (node.uniform_model && one_size && node.plain_devices && node.family == DeviceFamily::kGeneric) {
+      const TwinTraits traits{node_view.gpus.empty() ? std::string_view() : std::string_view(node_view.gpus.front().model),
+                              node_view.gpus.empty() ? 0 : node_view.gpus.front().memory_mib, node.cpu_total,
+                              node.memory_total, node.usable_gpus, node.healthy_gpus, node.pool};
+      node.twin_class = twin_classes.try_emplace(traits, static_cast<uint32_t>(twin_classes.size())).first->second;
     }
     largest_gpus_ = std::max(largest_gpus_, node.usable_gpus);
     largest_cpu_ = std::max(largest_cpu_, node_view.cpu_milli_total);
@@ -330,19 +406,24 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
   // Every rejection is counted as it happens, so a task that finds no node
   // is explained from this one search.
   RejectCounts counts{};
-  auto check = [&](uint32_t node_index) {
-    if (short_nodes && !short_nodes->listed.empty() && short_nodes->reject[node_index] != 0) {
-      ++counts[short_nodes->reject[node_index] - 1];
-      return false;
-    }
-    auto reject = Check(job, task, nodes_[node_index], ignore_reservations);
-    if (!reject) return true;
-    ++counts[static_cast<size_t>(*reject)];
-    if (short_nodes && (*reject == Reject::kCpu || *reject == Reject::kMemory)) {
+  auto remembered_short = [&](uint32_t node_index) {
+    if (!short_nodes || short_nodes->listed.empty() || short_nodes->reject[node_index] == 0) return false;
+    ++counts[short_nodes->reject[node_index] - 1];
+    return true;
+  };
+  auto rejected = [&](uint32_t node_index, Reject reject) {
+    ++counts[static_cast<size_t>(reject)];
+    if (short_nodes && (reject == Reject::kCpu || reject == Reject::kMemory)) {
       if (short_nodes->listed.empty()) short_nodes->reject.assign(nodes_.size(), 0);
-      short_nodes->reject[node_index] = static_cast<uint8_t>(static_cast<size_t>(*reject) + 1);
+      short_nodes->reject[node_index] = static_cast<uint8_t>(static_cast<size_t>(reject) + 1);
       short_nodes->listed.push_back(node_index);
     }
+  };
+  auto check = [&](uint32_t node_index) {
+    if (remembered_short(node_index)) return false;
+    auto reject = Check(job, task, nodes_[node_index], ignore_reservations);
+    if (!reject) return true;
+    rejected(node_index, *reject);
     return false;
   };
   const NodePool pool = job.pool;
@@ -357,13 +438,51 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
   // candidate limit, those are the ones worth scoring.
   const bool binpack = config_.node_order.strategy != Strategy::kSpread;
   const int top = static_cast<int>(largest_gpus_);
+  // Twins (WorkNode::twin_class) are checked and scored once per search.
+  // What could tell them apart is left out: a task other than whole GPUs
+  // (device loads decide), a NUMA policy or UUID list (which devices are
+  // free decides), a node selector (labels decide), and for a score a
+  // strategy that reads more than the node's figures (random draws per
+  // node, gpu-clustering what runs there, ...).
+  const topology::PendingJob& spec = *job.view;
+  const bool twins = task.resources.Whole() && spec.numa_policy == topology::NumaPolicy::kNone &&
+                     spec.gpu_uuid_allow.empty() && spec.gpu_uuid_deny.empty() && spec.node_selector.empty();
+  const Strategy strategy = config_.node_order.strategy;
+  const bool twin_scores = twins && (strategy == Strategy::kFragmentation || strategy == Strategy::kFgd ||
+                                     strategy == Strategy::kBinpack || strategy == Strategy::kSpread);
+  TwinMemo twin_memo;
   for (int step = 0; step <= top && found < wanted; ++step) {
     const int b = binpack ? static_cast<int>(need) + step : top - step;
     if (b < static_cast<int>(need) || b > top) continue;
     for (uint32_t node_index : pool_buckets[static_cast<size_t>(b)]) {
       if (allowed != nullptr && !(*allowed)[node_index]) continue;
-      if (!check(node_index)) continue;
-      const NodeScore score = Score(job, task, nodes_[node_index]);
+      const WorkNode& node = nodes_[node_index];
+      TwinMemo::Entry* twin = twins ? twin_memo.Of(node) : nullptr;
+      NodeScore score;
+      if (twin == nullptr) {
+        if (!check(node_index)) continue;
+        score = Score(job, task, node);
+      } else {
+        if (remembered_short(node_index)) continue;
+        if (!twin->checked) {
+          twin->reject = Check(job, task, node, ignore_reservations);
+          twin->checked = true;
+        }
+        if (twin->reject) {
+          rejected(node_index, *twin->reject);
+          continue;
+        }
+        if (!twin_scores) {
+          score = Score(job, task, node);
+        } else {
+          if (!twin->scored) {
+            twin->score = ScoreOfShape(job, task, node);
+            twin->scored = true;
+          }
+          score = twin->score;
+          score.then += PreferBonus(job, node);
+        }
+      }
       if (!best || score > best_score || (score == best_score && node_index < *best)) {
         best = node_index;
         best_score = score;

@@ -54,6 +54,10 @@ struct WorkNode {
   uint64_t cpu_free = 0;
   uint64_t memory_free = 0;
   std::vector<bool> gpu_free;  // parallel to view->gpus
+  // No device of the view is shared, MIG-partitioned or split into cores:
+  // until a share lands here this cycle (loads set), what it has free for
+  // fragmentation is its free and usable GPU counts, CPU and memory alone.
+  bool plain_devices = true;
   std::string gpu_model;       // of its first GPU; "" without GPUs
   DeviceFamily family = DeviceFamily::kGeneric;  // of its first GPU: which vendor rule places on it
   bool uniform_model = true;                     // every GPU is gpu_model
@@ -70,6 +74,15 @@ struct WorkNode {
   // Bumped by every Place and Unplace here: fragmentation scores remembered
   // for an older version are stale (Session::BestFragmentation).
   uint32_t version = 0;
+  // Nodes of one twin class differ only in what they have free: same pool,
+  // one GPU model and device size, the same usable and healthy GPU counts,
+  // CPU and memory, a generic family and plain devices. A search that
+  // meets two of them with the same free GPUs, CPU and memory (and neither
+  // odd nor shared on this cycle) checks and scores the first alone
+  // (Session::FindNode). kNoTwin: a node unlike any other in some way the
+  // checks may read (mixed models or device sizes, a vendor family, shares).
+  static constexpr uint32_t kNoTwin = UINT32_MAX;
+  uint32_t twin_class = kNoTwin;
   // Listed in Session::odd_nodes_: a check before the free-GPU one could
   // reject it for a task that no other node rejects so (an owner, taints, a
   // vendor rule, a claim or a reservation), so failed searches check it.
@@ -187,6 +200,10 @@ class Session {
     auto operator<=>(const NodeScore&) const = default;
   };
   NodeScore Score(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  // Score less the job's preferred-label bonus, which is node by node:
+  // what twin nodes (WorkNode::twin_class) share.
+  NodeScore ScoreOfShape(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  int64_t PreferBonus(const WorkJob& job, const WorkNode& node) const;
   // Devices the task may take on `node`: whole-free ones (whole requests) or
   // healthy ones (shares, MIG), of its model and allowed by its UUID lists.
   std::vector<bool> DeviceMask(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
@@ -409,6 +426,27 @@ class Session {
   // it takes its reference; what it calls asks about that node alone.
   mutable std::vector<uint32_t> frag_memo_at_;
   mutable std::vector<FragMemo> frag_memos_;
+  // Growth per free shape and task shape, for plain nodes (WorkNode::
+  // plain_devices, no NUMA or UUID filter): two nodes of one model with the
+  // same free GPUs, CPU and memory grow alike for a task, whichever devices
+  // are free, so a node first scored (or changed by a placement) takes the
+  // growth its twin was scored with. At 100,000 nodes most misses of the
+  // memo above were such twins, each a full measure.
+  struct FragShapeKey {
+    const void* workload;  // WorkloadFor(model): one per model
+    uint64_t cpu_free;
+    uint64_t memory_free;
+    uint32_t usable_gpus;
+    uint32_t free_gpus;
+    uint32_t task;  // FragTaskId
+    bool operator==(const FragShapeKey&) const = default;
+  };
+  struct FragShapeKeyHash {
+    size_t operator()(const FragShapeKey& key) const;
+  };
+  mutable std::unordered_map<FragShapeKey, FragChoice, FragShapeKeyHash> frag_by_shape_;
+  // Whether BestFragmentation may answer for `node` from frag_by_shape_.
+  bool FragByShape(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
   struct FragTaskKey {
     const Resources* need;
     const topology::PendingJob* job;
