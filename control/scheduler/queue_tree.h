@@ -121,6 +121,9 @@ class QueueTree {
 
   std::vector<std::string> resource_names_;
   std::map<std::string, size_t> resource_index_;
+  // The "gpu/<model>" entries of resource_index_ by model: ModelIndex runs
+  // per placement and per running task, and built the "gpu/" name each time.
+  std::map<std::string, size_t> model_index_;
   std::vector<QueueNode> queues_;
   std::map<std::string, int> by_name_;
   Amounts totals_;

@@ -450,6 +450,7 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
   const Strategy strategy = config_.node_order.strategy;
   const bool twin_scores = twins && (strategy == Strategy::kFragmentation || strategy == Strategy::kFgd ||
                                      strategy == Strategy::kBinpack || strategy == Strategy::kSpread);
+  const bool prefers = !spec.prefer_labels.empty();
   TwinMemo twin_memo;
   for (int step = 0; step <= top && found < wanted; ++step) {
     const int b = binpack ? static_cast<int>(need) + step : top - step;
@@ -480,7 +481,7 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
             twin->scored = true;
           }
           score = twin->score;
-          score.then += PreferBonus(job, node);
+          if (prefers) score.then += PreferBonus(job, node);
         }
       }
       if (!best || score > best_score || (score == best_score && node_index < *best)) {

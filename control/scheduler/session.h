@@ -31,7 +31,30 @@
 
 namespace gpool::scheduler {
 
-struct WorkNode {
+// Aligned to a cache line, with what every candidate of a search reads
+// (FindNode's twins: class, free figures, odd, loads) in its first 64
+// bytes: at 100,000 nodes a search's few dozen candidates are cold, and
+// those fields spread over the struct cost three misses per candidate.
+struct alignas(64) WorkNode {
+  // Nodes of one twin class differ only in what they have free: same pool,
+  // one GPU model and device size, the same usable and healthy GPU counts,
+  // CPU and memory, a generic family and plain devices. A search that
+  // meets two of them with the same free GPUs, CPU and memory (and neither
+  // odd nor shared on this cycle) checks and scores the first alone
+  // (Session::FindNode). kNoTwin: a node unlike any other in some way the
+  // checks may read (mixed models or device sizes, a vendor family, shares).
+  static constexpr uint32_t kNoTwin = UINT32_MAX;
+  uint32_t twin_class = kNoTwin;
+  uint32_t free_gpus = 0;
+  uint64_t cpu_free = 0;
+  uint64_t memory_free = 0;
+  // Listed in Session::odd_nodes_: a check before the free-GPU one could
+  // reject it for a task that no other node rejects so (an owner, taints, a
+  // vendor rule, a claim or a reservation), so failed searches check it.
+  bool odd = false;
+  // Per GPU, what sharing tenants hold; empty until a share or MIG instance
+  // is placed here this cycle (until then the view's figures hold).
+  std::vector<topology::DeviceLoad> loads;
   const topology::NodeView* view = nullptr;
   // The view's figures the check chain reads for every candidate node,
   // copied so that a check reads the work node alone: the view's lines are
@@ -50,9 +73,6 @@ struct WorkNode {
   bool owner_busy = false;  // holds work of its owning queue: not lent out
   uint32_t usable_gpus = 0;   // healthy GPUs that can run whole-GPU work
   uint32_t healthy_gpus = 0;  // healthy GPUs (shares and MIG instances may use static-MIG ones)
-  uint32_t free_gpus = 0;
-  uint64_t cpu_free = 0;
-  uint64_t memory_free = 0;
   std::vector<bool> gpu_free;  // parallel to view->gpus
   // No device of the view is shared, MIG-partitioned or split into cores:
   // until a share lands here this cycle (loads set), what it has free for
@@ -65,28 +85,12 @@ struct WorkNode {
   uint64_t claimed_for = 0;    // a preemptor whose victims drain here; nobody else places here
   uint64_t reserved_for = 0;   // a starving large job; others only once past the starvation bound
   std::vector<size_t> running; // indices into Session::running
-  // Per GPU, what sharing tenants hold; empty until a share or MIG instance
-  // is placed here this cycle (until then the view's figures hold).
-  std::vector<topology::DeviceLoad> loads;
   // Per NUMA node, what is free; empty until a NUMA-placed task lands here
   // this cycle (until then the view's figures hold).
   std::vector<topology::NumaSlot> numa;
   // Bumped by every Place and Unplace here: fragmentation scores remembered
   // for an older version are stale (Session::BestFragmentation).
   uint32_t version = 0;
-  // Nodes of one twin class differ only in what they have free: same pool,
-  // one GPU model and device size, the same usable and healthy GPU counts,
-  // CPU and memory, a generic family and plain devices. A search that
-  // meets two of them with the same free GPUs, CPU and memory (and neither
-  // odd nor shared on this cycle) checks and scores the first alone
-  // (Session::FindNode). kNoTwin: a node unlike any other in some way the
-  // checks may read (mixed models or device sizes, a vendor family, shares).
-  static constexpr uint32_t kNoTwin = UINT32_MAX;
-  uint32_t twin_class = kNoTwin;
-  // Listed in Session::odd_nodes_: a check before the free-GPU one could
-  // reject it for a task that no other node rejects so (an owner, taints, a
-  // vendor rule, a claim or a reservation), so failed searches check it.
-  bool odd = false;
   bool Idle() const {
     return free_gpus == usable_gpus && cpu_free == cpu_total && memory_free == memory_total;
   }
