@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <span>
 #include <string_view>
 #include <tuple>
 
@@ -184,9 +185,10 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
       return gpu.memory_mib == node_view.gpus.front().memory_mib;
     });
     if (node.uniform_model && one_size && node.plain_devices && node.family == DeviceFamily::kGeneric) {
-      const TwinTraits traits{node_view.gpus.empty() ? std::string_view() : std::string_view(node_view.gpus.front().model),
-                              node_view.gpus.empty() ? 0 : node_view.gpus.front().memory_mib, node.cpu_total,
-                              node.memory_total, node.usable_gpus, node.healthy_gpus, node.pool};
+      const bool gpus = !node_view.gpus.empty();
+      const TwinTraits traits{gpus ? std::string_view(node_view.gpus.front().model) : std::string_view(),
+                              gpus ? node_view.gpus.front().memory_mib : 0, node.cpu_total, node.memory_total,
+                              node.usable_gpus, node.healthy_gpus, node.pool};
       node.twin_class = twin_classes.try_emplace(traits, static_cast<uint32_t>(twin_classes.size())).first->second;
     }
     largest_gpus_ = std::max(largest_gpus_, node.usable_gpus);
@@ -202,50 +204,55 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
   queues_ = QueueTree(view.queues, std::vector<std::string>(models.begin(), models.end()));
   Amounts totals(queues_.resource_count(), 0);
   totals[kGpuMemory] = gpu_memory_total;
+  buckets_.assign(kNodePoolCount, std::vector<std::vector<uint32_t>>(largest_gpus_ + 1));
+  position_.assign(nodes_.size(), 0);
+  std::vector<uint32_t> owned;  // nodes a queue owns
+  // This pass and the ones below read the work nodes in order, and the
+  // view's node only where it must (an exclusive pool, mixed models): at
+  // 100,000 nodes each pass over the view's nodes was a miss per node.
   for (size_t i = 0; i < nodes_.size(); ++i) {
     WorkNode& node = nodes_[i];
-    const topology::NodeView& node_view = *node.view;
-    if (!node_view.pool_queue.empty() && node.pool == NodePool::kExclusive) {
-      node.owner = queues_.Find(node_view.pool_queue).value_or(WorkNode::kUnknownOwner);
+    if (node.pool == NodePool::kExclusive && !node.view->pool_queue.empty()) {
+      node.owner = queues_.Find(node.view->pool_queue).value_or(WorkNode::kUnknownOwner);
       lendable_exclusive_ = lendable_exclusive_ || node.owner >= 0;
+      if (node.owner >= 0) owned.push_back(static_cast<uint32_t>(i));
     }
     if (i == 0 || nodes_[i - 1].gpu_model != node.gpu_model) {
       node.model_index = queues_.ModelIndex(node.gpu_model);
     } else {
       node.model_index = nodes_[i - 1].model_index;
     }
-    if (!node_view.ready) continue;
+    if (!node.ready) {
+      ++not_ready_nodes_;
+      continue;
+    }
+    if (node.cordoned) {
+      ++cordoned_nodes_;
+    } else {
+      ++schedulable_nodes_;
+      ++schedulable_in_pool_[static_cast<size_t>(node.pool)];
+      BucketInsert(i);
+    }
     totals[kGpu] += node.usable_gpus;
-    totals[kCpu] += node_view.cpu_milli_total;
-    totals[kMemory] += node_view.memory_mib_total;
+    totals[kCpu] += node.cpu_total;
+    totals[kMemory] += node.memory_total;
     if (node.uniform_model) {
       if (node.model_index) totals[*node.model_index] += node.healthy_gpus;
       continue;
     }
-    for (const auto& gpu : node_view.gpus) {
+    for (const auto& gpu : node.view->gpus) {
       if (!gpu.healthy) continue;
       if (const auto model = queues_.ModelIndex(gpu.model)) ++totals[*model];
     }
   }
   queues_.SetClusterTotals(totals);
 
-  buckets_.assign(kNodePoolCount, std::vector<std::vector<uint32_t>>(largest_gpus_ + 1));
-  position_.assign(nodes_.size(), 0);
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const topology::NodeView& node_view = *nodes_[i].view;
-    if (!node_view.ready) {
-      ++not_ready_nodes_;
-    } else if (node_view.cordoned) {
-      ++cordoned_nodes_;
-    } else {
-      ++schedulable_nodes_;
-      ++schedulable_in_pool_[static_cast<size_t>(nodes_[i].pool)];
-      BucketInsert(i);
-    }
-  }
-
   const NodeNameIndex node_index(view.nodes);
   running_.reserve(view.running.size());
+  // How many tasks run on each node (then where each node's part of
+  // running_by_node_ starts): the pass over the tasks counts instead of
+  // appending to a list per node, which touched a cold work node per task.
+  std::vector<uint32_t> running_at(nodes_.size() + 1, 0);
   // Tasks of one job sit side by side in the view, mostly on one queue (and
   // often one node): the previous task's answers save a lookup by name.
   const topology::RunningTask* previous = nullptr;
@@ -268,13 +275,29 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     work.charge = queues_.Demand(task.gpus, task.cpu_milli, task.memory_mib, task.gpu_model, task.gpu_memory_mib);
     queues_.Charge(work.queue, work.charge);
     if (work.node >= 0) {
-      WorkNode& node = nodes_[static_cast<size_t>(work.node)];
-      node.owner_busy = node.owner_busy || (node.owner >= 0 && queues_.InSubtree(work.queue, node.owner));
-      nodes_[static_cast<size_t>(work.node)].running.push_back(running_.size());
+      ++running_at[static_cast<size_t>(work.node) + 1];
       // Victims drain for their preemptor: what they free is its alone.
       if (task.stopping_for != 0) nodes_[static_cast<size_t>(work.node)].claimed_for = task.stopping_for;
     }
     running_.push_back(std::move(work));
+  }
+  for (size_t i = 1; i < running_at.size(); ++i) running_at[i] += running_at[i - 1];
+  {
+    std::vector<uint32_t> next(running_at.begin(), running_at.end() - 1);
+    running_by_node_.resize(running_at.back());
+    for (size_t i = 0; i < running_.size(); ++i) {
+      if (running_[i].node >= 0) running_by_node_[next[static_cast<size_t>(running_[i].node)]++] = i;
+    }
+  }
+  auto running_on = [&](size_t node) {
+    const size_t count = running_at[node + 1] - running_at[node];
+    return std::span<const size_t>(running_by_node_.data() + running_at[node], count);
+  };
+  for (uint32_t i : owned) {
+    WorkNode& node = nodes_[i];
+    for (size_t t : running_on(i)) {
+      node.owner_busy = node.owner_busy || queues_.InSubtree(running_[t].queue, node.owner);
+    }
   }
 
   jobs_.reserve(view.pending.size());
@@ -303,7 +326,8 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     job.has_claim = job.victims_draining || !job.view->claimed_nodes.empty();
   }
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    const WorkNode& node = nodes_[i];
+    WorkNode& node = nodes_[i];
+    node.running = running_on(i);
     smallest_cpu_ = std::min(smallest_cpu_, node.cpu_total);
     smallest_memory_ = std::min(smallest_memory_, node.memory_total);
     smallest_healthy_gpus_ = std::min(smallest_healthy_gpus_, node.healthy_gpus);

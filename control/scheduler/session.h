@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -84,7 +85,7 @@ struct alignas(64) WorkNode {
   std::optional<size_t> model_index;  // queues().ModelIndex(gpu_model), looked up once
   uint64_t claimed_for = 0;    // a preemptor whose victims drain here; nobody else places here
   uint64_t reserved_for = 0;   // a starving large job; others only once past the starvation bound
-  std::vector<size_t> running; // indices into Session::running
+  std::span<const size_t> running;  // indices into Session::running (its part of running_by_node_)
   // Per NUMA node, what is free; empty until a NUMA-placed task lands here
   // this cycle (until then the view's figures hold).
   std::vector<topology::NumaSlot> numa;
@@ -345,6 +346,9 @@ class Session {
   std::vector<WorkNode> nodes_;
   std::vector<WorkJob> jobs_;
   std::vector<WorkTask> running_;
+  // Indices into running_ by node, each node's tasks in the view's order:
+  // WorkNode::running views its part. Built once, never resized after.
+  std::vector<size_t> running_by_node_;
   Plan plan_;
   // buckets_[pool][free_gpus] -> node indices; position_[node] its slot.
   std::vector<std::vector<std::vector<uint32_t>>> buckets_;
