@@ -258,6 +258,14 @@ const std::vector<int>& QueueTree::Path(int leaf) const {
   return path;
 }
 
+bool QueueTree::ShareKeyChanged(int leaf, uint64_t since) const {
+  if (totals_version_ > since) return true;
+  for (int at = leaf; at > 0; at = queues_[static_cast<size_t>(at)].parent) {
+    if (static_cast<size_t>(at) < used_version_.size() && used_version_[static_cast<size_t>(at)] > since) return true;
+  }
+  return false;
+}
+
 void QueueTree::ShareKey(int leaf, std::vector<uint64_t>& key) const {
   key.clear();
   for (int at : Path(leaf)) {
