@@ -128,6 +128,8 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
   // the previous node's answers save a parse per node.
   const topology::NodeView* previous_node = nullptr;
   std::map<TwinTraits, uint32_t> twin_classes;
+  std::vector<uint64_t> first_device_memory;  // for ObservedWorkload
+  if (observe) first_device_memory.reserve(view.nodes.size());
   for (const auto& node_view : view.nodes) {
     WorkNode node;
     node.view = &node_view;
@@ -181,6 +183,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
                              previous_node->gpus.front().vendor == node_view.gpus.front().vendor;
       node.family = same_kind ? previous_work->family : FamilyOf(node_view.gpus.front().vendor, node.gpu_model);
     }
+    if (observe) first_device_memory.push_back(node_view.gpus.empty() ? 0 : node_view.gpus.front().memory_mib);
     const bool one_size = std::all_of(node_view.gpus.begin(), node_view.gpus.end(), [&](const topology::GpuSlot& gpu) {
       return gpu.memory_mib == node_view.gpus.front().memory_mib;
     });
@@ -347,7 +350,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
       for (const auto& [memory, count] : sizes) {
         if (count > most) std::tie(common_memory, most) = std::tie(memory, count);
       }
-      workload_ = ObservedWorkload(view, common_memory);
+      workload_ = ObservedWorkload(view, common_memory, first_device_memory);
     } else {
       workload_ = view.workload;
     }
@@ -361,31 +364,30 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
 // guess of what will come. Shares count in thousandths of the GPU they run
 // on (waiting ones: of the cluster's commonest GPU).
 std::vector<topology::WorkloadShape> Session::ObservedWorkload(const topology::ClusterView& view,
-                                                               uint64_t common_memory) const {
+                                                               uint64_t common_memory,
+                                                               const std::vector<uint64_t>& first_device_memory) const {
   topology::GpuSlot common;
   common.memory_mib = common_memory;
-  std::vector<topology::WorkloadShape> samples;
-  samples.reserve(view.running.size() + view.pending.size());
+  WorkloadTally tally;
   // running_ parallels view.running and knows each task's node already.
   for (const WorkTask& work : running_) {
     const topology::RunningTask& task = *work.view;
-    topology::WorkloadShape shape{task.gpus, 1000, task.cpu_milli, "", 0, task.memory_mib};
-    const topology::NodeView* node = work.node >= 0 ? nodes_[static_cast<size_t>(work.node)].view : nullptr;
-    if (task.gpus > 0 && node != nullptr && !node->gpus.empty()) {
-      const uint64_t device = node->gpus.front().memory_mib;
+    uint32_t milli = 1000;
+    if (task.gpus > 0 && work.node >= 0) {
+      const uint64_t device = first_device_memory[static_cast<size_t>(work.node)];
       const uint64_t each = task.gpu_memory_mib / task.gpus;
-      if (device > 0 && each < device) shape.gpu_milli = static_cast<uint32_t>((each * 1000 + device - 1) / device);
+      if (device > 0 && each < device) milli = static_cast<uint32_t>((each * 1000 + device - 1) / device);
     }
-    samples.push_back(std::move(shape));
+    tally.Add(task.gpus, milli, task.cpu_milli, "", task.memory_mib);
   }
   for (const auto& job : view.pending) {
     for (const auto& task : job.tasks) {
       const Resources& need = task.resources;
-      samples.push_back({need.gpus, need.gpus > 0 ? ShareMilli(need, common) : 1000, need.cpu_milli, need.gpu_model, 0,
-                         need.memory_mib});
+      tally.Add(need.gpus, need.gpus > 0 ? ShareMilli(need, common) : 1000, need.cpu_milli, need.gpu_model,
+                need.memory_mib);
     }
   }
-  return TargetWorkload(samples);
+  return tally.Shapes();
 }
 
 void Session::BucketInsert(size_t node) {

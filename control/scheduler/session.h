@@ -276,9 +276,11 @@ class Session {
 
  private:
   friend struct NodeChecks;  // the check chain (session_checks.cc)
-  // `common_memory`: the device memory most of the cluster's GPUs have.
-  std::vector<topology::WorkloadShape> ObservedWorkload(const topology::ClusterView& view,
-                                                        uint64_t common_memory) const;
+  // `common_memory`: the device memory most of the cluster's GPUs have;
+  // `first_device_memory`: per node, its first GPU's (0 without GPUs), read
+  // while the view's node was at hand instead of once per running task.
+  std::vector<topology::WorkloadShape> ObservedWorkload(const topology::ClusterView& view, uint64_t common_memory,
+                                                        const std::vector<uint64_t>& first_device_memory) const;
   // node_score.cc: the strategies' scores and what they need.
   // How much the node's fragmentation grows if the task goes there (in
   // millionths of a GPU: the eventual part, then the part stranded now;
