@@ -655,14 +655,24 @@ const Session::UserUsage& Session::RunningUserUsage() {
 
 const std::vector<size_t>& Session::JobsByPriorityAndArrival() {
   if (jobs_by_priority_.size() == jobs_.size()) return jobs_by_priority_;
-  jobs_by_priority_.resize(jobs_.size());
-  for (size_t i = 0; i < jobs_.size(); ++i) jobs_by_priority_[i] = i;
-  std::stable_sort(jobs_by_priority_.begin(), jobs_by_priority_.end(), [&](size_t a, size_t b) {
-    const auto& x = *jobs_[a].view;
-    const auto& y = *jobs_[b].view;
-    if (x.priority != y.priority) return x.priority > y.priority;
-    return x.arrival < y.arrival;
+  // The keys are copied next to the index and the index breaks ties, which
+  // orders as a stable sort by priority and arrival would, without reading
+  // two jobs' views (cold at 75,000 jobs) per comparison.
+  struct Ranked {
+    int32_t priority;
+    uint64_t arrival;
+    size_t index;
+  };
+  std::vector<Ranked> ranked;
+  ranked.reserve(jobs_.size());
+  for (size_t i = 0; i < jobs_.size(); ++i) ranked.push_back({jobs_[i].view->priority, jobs_[i].view->arrival, i});
+  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.arrival != b.arrival) return a.arrival < b.arrival;
+    return a.index < b.index;
   });
+  jobs_by_priority_.resize(jobs_.size());
+  for (size_t i = 0; i < ranked.size(); ++i) jobs_by_priority_[i] = ranked[i].index;
   return jobs_by_priority_;
 }
 
