@@ -490,7 +490,11 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
         if (!check(node_index)) continue;
         score = Score(job, task, node);
       } else {
-        if (remembered_short(node_index)) continue;
+        // A node remembered short for the shape fails its check now too
+        // (capacity only shrinks within a generation), so one whose twin
+        // passed is not on the list: no look at it (another cold line).
+        const bool twin_passed = twin->checked && !twin->reject;
+        if (!twin_passed && remembered_short(node_index)) continue;
         if (!twin->checked) {
           twin->reject = Check(job, task, node, ignore_reservations);
           twin->checked = true;
