@@ -157,10 +157,12 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
       if (gpu.healthy && !mig_only) ++node.usable_gpus;
       if (gpu.healthy) ++node.healthy_gpus;
       if (whole_free) ++node.free_gpus;
-      node.plain_devices = node.plain_devices && WholeOnlyDevice(gpu);
-      if (last_model == nullptr || *last_model != gpu.model) {
-        models.insert(gpu.model);
-        last_model = &gpu.model;
+      const bool whole_only = WholeOnlyDevice(gpu);
+      node.plain_devices = node.plain_devices && whole_only;
+      // One comparison per device, with the node's first: the set of models
+      // is then asked once per node of one model (below).
+      if (node.uniform_model && &gpu != &node_view.gpus.front() && gpu.model != node_view.gpus.front().model) {
+        node.uniform_model = false;
       }
       if (observe) {
         if (run > 0 && gpu.memory_mib != run_memory) {
@@ -170,12 +172,18 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
         run_memory = gpu.memory_mib;
         ++run;
       }
-      if (host_claim && gpu.healthy && !mig_only) free.gpu_milli += ViewFreeMilli(gpu);
+      if (host_claim && gpu.healthy && !mig_only) {
+        free.gpu_milli += whole_only ? (gpu.allocated ? 0 : 1000) : ViewFreeMilli(gpu);  // ViewFreeMilli's fast case
+      }
       if (node_view.ready && gpu.healthy) gpu_memory_total += gpu.memory_mib;
     }
-    node.uniform_model = std::all_of(node_view.gpus.begin(), node_view.gpus.end(), [&](const topology::GpuSlot& gpu) {
-      return gpu.model == node_view.gpus.front().model;
-    });
+    for (const auto& gpu : node_view.gpus) {
+      if (last_model == nullptr || *last_model != gpu.model) {
+        models.insert(gpu.model);
+        last_model = &gpu.model;
+      }
+      if (node.uniform_model) break;  // the first device's model is every device's
+    }
     if (!node_view.gpus.empty()) {
       node.gpu_model = node_view.gpus.front().model;
       const bool same_kind = previous_work != nullptr && !previous_node->gpus.empty() &&
