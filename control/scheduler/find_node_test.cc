@@ -27,9 +27,9 @@ using testing::MakeQueue;
 using topology::ClusterView;
 using topology::PendingTask;
 
-constexpr Strategy kStrategies[] = {Strategy::kBinpack,     Strategy::kSpread,        Strategy::kFragmentation,
-                                    Strategy::kFgd,         Strategy::kRandom,        Strategy::kDotProduct,
-                                    Strategy::kGpuPacking, Strategy::kGpuClustering, Strategy::kBestFit};
+constexpr Strategy kFindNodeStrategies[] = {Strategy::kBinpack,    Strategy::kSpread,        Strategy::kFragmentation,
+                                            Strategy::kFgd,        Strategy::kRandom,        Strategy::kDotProduct,
+                                            Strategy::kGpuPacking, Strategy::kGpuClustering, Strategy::kBestFit};
 
 // One of three node kinds, with what is free drawn from a few levels, so
 // many nodes are twins; a few are made odd (taints, a claim), shared (a
@@ -128,7 +128,7 @@ TEST(FindNodeTest, TwinsAreCheckedAndScoredAsEachNodeAlone) {
     // A job holding a claim makes its node odd for every other job.
     if (rng.Below(3) == 0) view.pending[0].claimed_nodes = {"n" + std::to_string(rng.Below(nodes))};
     SchedulerConfig config;
-    config.node_order.strategy = kStrategies[seed % std::size(kStrategies)];
+    config.node_order.strategy = kFindNodeStrategies[seed % std::size(kFindNodeStrategies)];
     config.node_order.candidates = 1 + static_cast<uint32_t>(rng.Below(12));
     Session session(view, config);
     // A run of searches, each placed: later ones meet nodes changed by the
