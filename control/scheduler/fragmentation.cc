@@ -219,30 +219,26 @@ int64_t FgdScore(double growth) {
   return static_cast<int64_t>(100.0 / (1.0 + std::exp(growth / 1000.0)));
 }
 
-std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::WorkloadShape>& samples) {
-  // Samples are the cluster's tasks (hundreds of thousands) and shapes a
-  // few dozen: they are tallied in a hash table, then listed in key order
-  // (what a std::map of keys gave, at two tree lookups per sample).
-  using Key = std::tuple<uint64_t, uint32_t, uint32_t, std::string_view>;
-  struct KeyHash {
-    size_t operator()(const Key& key) const {
-      const auto& [cpu, gpus, milli, model] = key;
-      size_t h = std::hash<std::string_view>{}(model);
-      for (uint64_t field : {cpu, uint64_t{gpus}, uint64_t{milli}}) h = (h ^ field) * 0x100000001B3ull + (h >> 29);
-      return h;
-    }
-  };
-  struct Tally {
-    size_t count = 0;
-    uint64_t memory = 0;  // summed, then the mean: shapes are not told apart by memory
-  };
-  std::unordered_map<Key, Tally, KeyHash> tallies;
-  for (const auto& s : samples) {
-    Tally& tally = tallies[Key{s.cpu_milli, s.gpus, s.gpus == 0 ? 0 : s.gpu_milli, s.gpu_model}];
-    ++tally.count;
-    tally.memory += s.memory_mib;
-  }
-  std::vector<std::pair<Key, Tally>> counts(tallies.begin(), tallies.end());
+size_t WorkloadTally::KeyHash::operator()(const Key& key) const {
+  const auto& [cpu, gpus, milli, model] = key;
+  size_t h = std::hash<std::string_view>{}(model);
+  for (uint64_t field : {cpu, uint64_t{gpus}, uint64_t{milli}}) h = (h ^ field) * 0x100000001B3ull + (h >> 29);
+  return h;
+}
+
+void WorkloadTally::Add(uint32_t gpus, uint32_t gpu_milli, uint64_t cpu_milli, std::string_view gpu_model,
+                        uint64_t memory_mib) {
+  const Key key{cpu_milli, gpus, gpus == 0 ? 0 : gpu_milli, gpu_model};
+  if (last_ == nullptr || last_->first != key) last_ = &*tallies_.try_emplace(key).first;
+  ++last_->second.count;
+  last_->second.memory += memory_mib;
+  ++samples_;
+}
+
+std::vector<topology::WorkloadShape> WorkloadTally::Shapes() const {
+  // Listed in key order (what a std::map of keys gave, at two tree lookups
+  // per sample), then by frequency.
+  std::vector<std::pair<Key, Tally>> counts(tallies_.begin(), tallies_.end());
   std::sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<topology::WorkloadShape> shapes;
   shapes.reserve(counts.size());
@@ -252,7 +248,7 @@ std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::
     shape.gpus = std::get<1>(key);
     shape.gpu_milli = std::get<2>(key);
     shape.gpu_model = std::string(std::get<3>(key));
-    shape.weight = static_cast<double>(tally.count) / static_cast<double>(samples.size());
+    shape.weight = static_cast<double>(tally.count) / static_cast<double>(samples_);
     // The sum of integers held exactly (as the double sum before did).
     shape.memory_mib = static_cast<uint64_t>(static_cast<double>(tally.memory) / static_cast<double>(tally.count) + 0.5);
     shapes.push_back(std::move(shape));
@@ -260,6 +256,12 @@ std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::
   // Most frequent first; ties in key order so the result does not depend on hashing.
   std::stable_sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) { return a.weight > b.weight; });
   return shapes;
+}
+
+std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::WorkloadShape>& samples) {
+  WorkloadTally tally;
+  for (const auto& s : samples) tally.Add(s.gpus, s.gpu_milli, s.cpu_milli, s.gpu_model, s.memory_mib);
+  return tally.Shapes();
 }
 
 std::vector<topology::WorkloadShape> CommonestShapes(const std::vector<topology::WorkloadShape>& workload,

@@ -12,6 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "control/scheduler/share_prices.h"
@@ -142,6 +145,32 @@ int64_t FgdScore(double growth);
 // The shapes of `samples` (their weights ignored), most frequent first, each
 // weighted by its frequency.
 std::vector<topology::WorkloadShape> TargetWorkload(const std::vector<topology::WorkloadShape>& samples);
+
+// TargetWorkload as the samples come, none of them kept: a session tallies
+// every running and waiting task of the cluster (at 100,000 nodes, 180,000
+// of them), and a list of them cost more than the tally. Samples are
+// tallied in a hash table (shapes are a few dozen), a run of one shape
+// without a lookup. The models' text must outlive the tally.
+class WorkloadTally {
+ public:
+  void Add(uint32_t gpus, uint32_t gpu_milli, uint64_t cpu_milli, std::string_view gpu_model, uint64_t memory_mib);
+  // What TargetWorkload gives for the samples added.
+  std::vector<topology::WorkloadShape> Shapes() const;
+
+ private:
+  // CPU, GPUs, thousandths per GPU (0 for CPU-only), model.
+  using Key = std::tuple<uint64_t, uint32_t, uint32_t, std::string_view>;
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
+  };
+  struct Tally {
+    size_t count = 0;
+    uint64_t memory = 0;  // summed, then the mean: shapes are not told apart by memory
+  };
+  std::unordered_map<Key, Tally, KeyHash> tallies_;
+  std::pair<const Key, Tally>* last_ = nullptr;  // the last sample's entry (nodes do not move on rehash)
+  size_t samples_ = 0;
+};
 
 // FGD's target workload: the shapes that cover 95 % of tasks.
 inline constexpr double kFgdCoverage = 0.95;

@@ -119,6 +119,7 @@ bool Unlinked(const NodeView& node) {
 std::optional<std::vector<size_t>> PickGpus(const NodeView& node, const std::vector<bool>& free,
                                             const GpuRequest& request) {
   std::vector<size_t> candidates;
+  candidates.reserve(node.gpus.size());  // one allocation, not one per doubling: this runs per placement
   for (size_t s = 0; s < node.gpus.size() && s < free.size(); ++s) {
     if (free[s] && GpuModelAllowed(request.model, node.gpus[s].model)) candidates.push_back(s);
   }

@@ -6,17 +6,25 @@ namespace gpool::scheduler {
 
 JobOrder::JobOrder(Session& session, const std::function<bool(const WorkJob&)>& include) : session_(session) {
   auto& jobs = session.jobs();
+  user_used_ = session.RunningUserUsage();
   // Filtering the session's one stable sort of every job gives what
   // sorting the chosen ones would, without a sort per action.
   for (size_t i : session.JobsByPriorityAndArrival()) {
     if (!include(jobs[i])) continue;
     const WorkJob& job = jobs[i];
     auto& queue = queues_[job.queue];
-    queue.by_class[static_cast<size_t>(job.view->priority_class)][job.view->user].push_back(i);
+    UserJobs& user = queue.by_class[static_cast<size_t>(job.view->priority_class)][job.view->user];
+    if (user.used == nullptr) {
+      // A user holding nothing yet shares 0 either way (absent, or all zero).
+      Amounts& used = user_used_[{job.queue, job.view->user}];
+      used.resize(3, 0);
+      user.used = &used;
+    }
+    user.jobs.push_back(i);
     ++queue.remaining;
     if (job.view->priority_class == PriorityClass::kSystem) ++system_remaining_;
   }
-  user_used_ = session.RunningUserUsage();
+  keys_.resize(session.queues().size());
 }
 
 void JobOrder::Charged(const WorkJob& job, const Amounts& demand) {
@@ -25,15 +33,13 @@ void JobOrder::Charged(const WorkJob& job, const Amounts& demand) {
   for (size_t r = 0; r < 3 && r < demand.size(); ++r) used[r] += demand[r];
 }
 
-uint64_t JobOrder::UserShare(int queue, std::string_view user) const {
-  auto it = user_used_.find({queue, user});
-  if (it == user_used_.end()) return 0;
+uint64_t JobOrder::UserShare(int queue, const Amounts& user_used) const {
   const auto& used = session_.queues().queue(queue).used;
   uint64_t share = 0;
   for (size_t r = 0; r < 3; ++r) {
     // Relative to what the whole queue holds: users split their queue.
     const uint64_t total = std::max<uint64_t>(used[r], 1);
-    share = std::max(share, it->second[r] * 1'000'000 / total);
+    share = std::max(share, user_used[r] * 1'000'000 / total);
   }
   return share;
 }
@@ -43,7 +49,12 @@ int JobOrder::Next() {
   QueueTree& tree = session_.queues();
   if (drf && keys_version_ != tree.version()) {
     for (const auto& [queue, jobs] : queues_) {
-      if (jobs.remaining > 0) tree.ShareKey(queue, keys_[queue]);
+      if (jobs.remaining == 0) continue;
+      Key& key = keys_[static_cast<size_t>(queue)];
+      if (key.read && !tree.ShareKeyChanged(queue, key.read_at)) continue;
+      tree.ShareKey(queue, key.shares);
+      key.read_at = tree.version();
+      key.read = true;
     }
     keys_version_ = tree.version();
   }
@@ -58,7 +69,7 @@ int JobOrder::Next() {
       if (best_queue < 0 || tree.queue(queue).name < tree.queue(best_queue).name) best_queue = queue;
       continue;
     }
-    const auto& key = keys_[queue];
+    const auto& key = keys_[static_cast<size_t>(queue)].shares;
     if (best_queue < 0 || key < *best_key ||
         (key == *best_key && tree.queue(queue).name < tree.queue(best_queue).name)) {
       best_queue = queue;
@@ -72,18 +83,18 @@ int JobOrder::Next() {
     if (users.empty()) continue;
     auto pick = users.begin();
     if (drf) {
-      uint64_t pick_share = UserShare(best_queue, pick->first);
+      uint64_t pick_share = UserShare(best_queue, *pick->second.used);
       for (auto it = std::next(users.begin()); it != users.end(); ++it) {
-        const uint64_t share = UserShare(best_queue, it->first);
+        const uint64_t share = UserShare(best_queue, *it->second.used);
         if (share < pick_share) {
           pick = it;
           pick_share = share;
         }
       }
     }
-    const size_t job = pick->second.front();
-    pick->second.pop_front();
-    if (pick->second.empty()) users.erase(pick);
+    const size_t job = pick->second.jobs.front();
+    pick->second.jobs.pop_front();
+    if (pick->second.jobs.empty()) users.erase(pick);
     --queue.remaining;
     if (cls == static_cast<size_t>(PriorityClass::kSystem)) --system_remaining_;
     return static_cast<int>(job);

@@ -33,12 +33,18 @@ class JobOrder {
   void Charged(const WorkJob& job, const Amounts& demand);
 
  private:
+  // A user's jobs in order, and what the user holds in the queue (their
+  // entry in user_used_, so a pick compares users without looking them up).
+  struct UserJobs {
+    std::deque<size_t> jobs;
+    const Amounts* used = nullptr;
+  };
   struct QueueJobs {
     // by class (index = PriorityClass), then user -> jobs in order
-    std::array<std::map<std::string, std::deque<size_t>>, kPriorityClassCount> by_class;
+    std::array<std::map<std::string, UserJobs>, kPriorityClassCount> by_class;
     size_t remaining = 0;
   };
-  uint64_t UserShare(int queue, std::string_view user) const;
+  uint64_t UserShare(int queue, const Amounts& user_used) const;
 
   Session& session_;
   std::map<int, QueueJobs> queues_;
@@ -47,8 +53,16 @@ class JobOrder {
   // lookup (one per user at every pick) copies no name.
   std::map<std::pair<int, std::string_view>, Amounts> user_used_;
   // Share keys of the queues, valid while the tree's usage is unchanged:
-  // most picks follow a failed placement, which changes nothing.
-  std::map<int, std::vector<uint64_t>> keys_;
+  // most picks follow a failed placement, which changes nothing. Per queue
+  // (by index), the key and the tree version it was read at: a placement
+  // changes one path, so the other queues' keys are kept unless
+  // QueueTree::ShareKeyChanged says otherwise.
+  struct Key {
+    std::vector<uint64_t> shares;
+    uint64_t read_at = 0;
+    bool read = false;
+  };
+  std::vector<Key> keys_;
   uint64_t keys_version_ = UINT64_MAX;
 };
 

@@ -164,6 +164,29 @@ uint32_t Session::FragTaskId(const WorkJob& job, const PendingTask& task) const 
   return frag_last_id_;
 }
 
+size_t Session::FragShapeKeyHash::operator()(const FragShapeKey& key) const {
+  uint64_t h = SplitMix(reinterpret_cast<uintptr_t>(key.workload));
+  for (uint64_t field : {key.cpu_free, key.memory_free, uint64_t{key.usable_gpus} << 32 | key.free_gpus,
+                         uint64_t{key.task}}) {
+    h = SplitMix(h ^ field);
+  }
+  return static_cast<size_t>(h);
+}
+
+bool Session::FragByShape(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  // What ComputeFragmentation reads beyond the key is which devices are
+  // free and what they hold: it cannot matter when every listed device is
+  // 1000 or 0 free (plain, no share placed), one model (the task's filter
+  // takes all or none), and the task takes whole GPUs or none, picked with
+  // no NUMA policy or UUID list (a vendor rule, or devices split over NUMA
+  // nodes, could leave it fewer).
+  const Resources& need = task.resources;
+  const topology::PendingJob& spec = *job.view;
+  return node.plain_devices && node.loads.empty() && node.uniform_model && node.family == DeviceFamily::kGeneric &&
+         need.Whole() && spec.numa_policy == topology::NumaPolicy::kNone && spec.gpu_uuid_allow.empty() &&
+         spec.gpu_uuid_deny.empty();
+}
+
 Session::FragChoice Session::BestFragmentation(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
   // The growth depends only on the node's state (its version) and the task's
   // shape, so it is computed once per pair; the node's own measure once per version.
@@ -178,11 +201,23 @@ Session::FragChoice Session::BestFragmentation(const WorkJob& job, const Pending
   for (size_t i = 0; i < FragMemo::kShapes; ++i) {
     if (memo.version[i] == node.version && memo.task[i] == id) return memo.choice[i];
   }
-  if (memo.before_version != node.version) {
-    memo.before = Measure(FreeOf(node, nullptr), node.gpu_model);
-    memo.before_version = node.version;
+  auto compute = [&] {
+    if (memo.before_version != node.version) {
+      memo.before = Measure(FreeOf(node, nullptr), node.gpu_model);
+      memo.before_version = node.version;
+    }
+    return ComputeFragmentation(job, task, node, memo.before);
+  };
+  FragChoice choice;
+  if (FragByShape(job, task, node)) {
+    const FragShapeKey key{&WorkloadFor(node.gpu_model), node.cpu_free, node.memory_free, node.usable_gpus,
+                           node.free_gpus, id};
+    auto known = frag_by_shape_.find(key);
+    if (known == frag_by_shape_.end()) known = frag_by_shape_.emplace(key, compute()).first;
+    choice = known->second;
+  } else {
+    choice = compute();
   }
-  const FragChoice choice = ComputeFragmentation(job, task, node, memo.before);
   memo.version[memo.next] = node.version;
   memo.task[memo.next] = id;
   memo.choice[memo.next] = choice;
@@ -262,6 +297,22 @@ std::vector<bool> Session::ShareMask(const WorkJob& job, const PendingTask& task
 }
 
 Session::NodeScore Session::Score(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  NodeScore score = ScoreOfShape(job, task, node);
+  score.then += PreferBonus(job, node);
+  return score;
+}
+
+int64_t Session::PreferBonus(const WorkJob& job, const WorkNode& node) const {
+  const int64_t weight = int64_t{config_.node_order.prefer_label_weight} * 1000;
+  int64_t bonus = 0;
+  for (const auto& [key, value] : job.view->prefer_labels) {
+    auto it = node.view->labels.find(key);
+    if (it != node.view->labels.end() && it->second == value) bonus += weight;
+  }
+  return bonus;
+}
+
+Session::NodeScore Session::ScoreOfShape(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
   const auto& order = config_.node_order;
   const Resources& need = task.resources;
   const uint64_t gpus_used = node.usable_gpus - node.free_gpus + need.gpus;
@@ -289,10 +340,6 @@ Session::NodeScore Session::Score(const WorkJob& job, const PendingTask& task, c
     case Strategy::kGpuPacking: score = GpuPackingScore(job, task, node); break;
     case Strategy::kGpuClustering: score = GpuClusteringScore(task, node); break;
     case Strategy::kBestFit: score = BestFitScore(task, node); break;
-  }
-  for (const auto& [key, value] : job.view->prefer_labels) {
-    auto it = node.view->labels.find(key);
-    if (it != node.view->labels.end() && it->second == value) score += int64_t{order.prefer_label_weight} * 1000;
   }
   return NodeScore{eventual, score};
 }

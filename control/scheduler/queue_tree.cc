@@ -97,7 +97,10 @@ QueueTree::QueueTree(const std::vector<topology::QueueView>& queues, const std::
 
 size_t QueueTree::Intern(const std::string& name) {
   auto [it, inserted] = resource_index_.emplace(name, resource_names_.size());
-  if (inserted) resource_names_.push_back(name);
+  if (inserted) {
+    resource_names_.push_back(name);
+    if (name.size() > 4 && name.compare(0, 4, "gpu/") == 0) model_index_.emplace(name.substr(4), it->second);
+  }
   return it->second;
 }
 
@@ -131,8 +134,8 @@ int QueueTree::Resolve(const std::string& name) {
 
 std::optional<size_t> QueueTree::ModelIndex(const std::string& model) const {
   if (model.empty()) return std::nullopt;
-  auto it = resource_index_.find("gpu/" + model);
-  if (it == resource_index_.end()) return std::nullopt;
+  auto it = model_index_.find(model);
+  if (it == model_index_.end()) return std::nullopt;
   return it->second;
 }
 
@@ -253,6 +256,14 @@ const std::vector<int>& QueueTree::Path(int leaf) const {
     std::reverse(path.begin(), path.end());
   }
   return path;
+}
+
+bool QueueTree::ShareKeyChanged(int leaf, uint64_t since) const {
+  if (totals_version_ > since) return true;
+  for (int at = leaf; at > 0; at = queues_[static_cast<size_t>(at)].parent) {
+    if (static_cast<size_t>(at) < used_version_.size() && used_version_[static_cast<size_t>(at)] > since) return true;
+  }
+  return false;
 }
 
 void QueueTree::ShareKey(int leaf, std::vector<uint64_t>& key) const {

@@ -94,6 +94,10 @@ class QueueTree {
   // every level compares these lexicographically. Written into `key`, whose
   // capacity a caller refreshing keys after every placement reuses.
   void ShareKey(int leaf, std::vector<uint64_t>& key) const;
+  // Whether ShareKey(leaf) may differ from what it gave at version `since`:
+  // the usage of a queue on its path (the root's is not in the key) or the
+  // cluster totals changed after it.
+  bool ShareKeyChanged(int leaf, uint64_t since) const;
   void SetClusterTotals(const Amounts& totals) {
     totals_ = totals;
     totals_version_ = ++version_;
@@ -121,6 +125,9 @@ class QueueTree {
 
   std::vector<std::string> resource_names_;
   std::map<std::string, size_t> resource_index_;
+  // The "gpu/<model>" entries of resource_index_ by model: ModelIndex runs
+  // per placement and per running task, and built the "gpu/" name each time.
+  std::map<std::string, size_t> model_index_;
   std::vector<QueueNode> queues_;
   std::map<std::string, int> by_name_;
   Amounts totals_;

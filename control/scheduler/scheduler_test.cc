@@ -225,5 +225,55 @@ TEST(QueueTreeTest, DominantShareFollowsEveryChargeRefundAndTotal) {
   EXPECT_EQ(tree.DominantShare(group), 200'000u);  // its deserved share, not the total, weighs it
 }
 
+// JobOrder keeps a queue's share key until ShareKeyChanged says its path's
+// usage or the totals changed: a change anywhere on the path (not the
+// root's alone) must say so, and a key read after it must show the change.
+TEST(QueueTreeTest, ShareKeyChangesWithItsPathOnly) {
+  QueueTree tree({testing::MakeQueue("root", ""), testing::MakeQueue("group", "root"),
+                  testing::MakeQueue("leaf", "group"), testing::MakeQueue("sibling", "group"),
+                  testing::MakeQueue("other", "root")},
+                 {});
+  Amounts totals(tree.resource_count(), 0);
+  totals[kGpu] = 100;
+  tree.SetClusterTotals(totals);
+  const int leaf = *tree.Find("leaf");
+  const int sibling = *tree.Find("sibling");
+  const int other = *tree.Find("other");
+  auto gpus = [&](uint32_t n) { return tree.Demand(n, 0, 0, ""); };
+  auto key = [&](int queue) {
+    std::vector<uint64_t> shares;
+    tree.ShareKey(queue, shares);
+    return shares;
+  };
+  const std::vector<uint64_t> leaf_before = key(leaf);
+  const std::vector<uint64_t> other_before = key(other);
+  uint64_t read = tree.version();
+  EXPECT_FALSE(tree.ShareKeyChanged(leaf, read));
+  tree.Charge(other, gpus(10));  // the root's usage changes too, which no key holds
+  EXPECT_FALSE(tree.ShareKeyChanged(leaf, read));
+  EXPECT_FALSE(tree.ShareKeyChanged(sibling, read));
+  EXPECT_TRUE(tree.ShareKeyChanged(other, read));
+  EXPECT_EQ(key(leaf), leaf_before);
+  EXPECT_NE(key(other), other_before);
+  read = tree.version();
+  tree.Charge(sibling, gpus(10));  // their group's share moves for both
+  EXPECT_TRUE(tree.ShareKeyChanged(leaf, read));
+  EXPECT_TRUE(tree.ShareKeyChanged(sibling, read));
+  EXPECT_FALSE(tree.ShareKeyChanged(other, read));
+  EXPECT_NE(key(leaf), leaf_before);
+  read = tree.version();
+  tree.Refund(sibling, gpus(10));
+  EXPECT_TRUE(tree.ShareKeyChanged(leaf, read));
+  EXPECT_EQ(key(leaf), leaf_before);
+  read = tree.version();
+  totals[kGpu] = 50;
+  tree.SetClusterTotals(totals);
+  EXPECT_TRUE(tree.ShareKeyChanged(other, read));
+  EXPECT_TRUE(tree.ShareKeyChanged(leaf, read));
+  read = tree.version();
+  tree.Claim(leaf, gpus(4));  // claims are not usage: shares stay
+  EXPECT_FALSE(tree.ShareKeyChanged(leaf, read));
+}
+
 }  // namespace
 }  // namespace gpool::scheduler

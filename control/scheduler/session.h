@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -31,7 +32,30 @@
 
 namespace gpool::scheduler {
 
-struct WorkNode {
+// Aligned to a cache line, with what every candidate of a search reads
+// (FindNode's twins: class, free figures, odd, loads) in its first 64
+// bytes: at 100,000 nodes a search's few dozen candidates are cold, and
+// those fields spread over the struct cost three misses per candidate.
+struct alignas(64) WorkNode {
+  // Nodes of one twin class differ only in what they have free: same pool,
+  // one GPU model and device size, the same usable and healthy GPU counts,
+  // CPU and memory, a generic family and plain devices. A search that
+  // meets two of them with the same free GPUs, CPU and memory (and neither
+  // odd nor shared on this cycle) checks and scores the first alone
+  // (Session::FindNode). kNoTwin: a node unlike any other in some way the
+  // checks may read (mixed models or device sizes, a vendor family, shares).
+  static constexpr uint32_t kNoTwin = UINT32_MAX;
+  uint32_t twin_class = kNoTwin;
+  uint32_t free_gpus = 0;
+  uint64_t cpu_free = 0;
+  uint64_t memory_free = 0;
+  // Listed in Session::odd_nodes_: a check before the free-GPU one could
+  // reject it for a task that no other node rejects so (an owner, taints, a
+  // vendor rule, a claim or a reservation), so failed searches check it.
+  bool odd = false;
+  // Per GPU, what sharing tenants hold; empty until a share or MIG instance
+  // is placed here this cycle (until then the view's figures hold).
+  std::vector<topology::DeviceLoad> loads;
   const topology::NodeView* view = nullptr;
   // The view's figures the check chain reads for every candidate node,
   // copied so that a check reads the work node alone: the view's lines are
@@ -50,30 +74,24 @@ struct WorkNode {
   bool owner_busy = false;  // holds work of its owning queue: not lent out
   uint32_t usable_gpus = 0;   // healthy GPUs that can run whole-GPU work
   uint32_t healthy_gpus = 0;  // healthy GPUs (shares and MIG instances may use static-MIG ones)
-  uint32_t free_gpus = 0;
-  uint64_t cpu_free = 0;
-  uint64_t memory_free = 0;
   std::vector<bool> gpu_free;  // parallel to view->gpus
+  // No device of the view is shared, MIG-partitioned or split into cores:
+  // until a share lands here this cycle (loads set), what it has free for
+  // fragmentation is its free and usable GPU counts, CPU and memory alone.
+  bool plain_devices = true;
   std::string gpu_model;       // of its first GPU; "" without GPUs
   DeviceFamily family = DeviceFamily::kGeneric;  // of its first GPU: which vendor rule places on it
   bool uniform_model = true;                     // every GPU is gpu_model
   std::optional<size_t> model_index;  // queues().ModelIndex(gpu_model), looked up once
   uint64_t claimed_for = 0;    // a preemptor whose victims drain here; nobody else places here
   uint64_t reserved_for = 0;   // a starving large job; others only once past the starvation bound
-  std::vector<size_t> running; // indices into Session::running
-  // Per GPU, what sharing tenants hold; empty until a share or MIG instance
-  // is placed here this cycle (until then the view's figures hold).
-  std::vector<topology::DeviceLoad> loads;
+  std::span<const size_t> running;  // indices into Session::running (its part of running_by_node_)
   // Per NUMA node, what is free; empty until a NUMA-placed task lands here
   // this cycle (until then the view's figures hold).
   std::vector<topology::NumaSlot> numa;
   // Bumped by every Place and Unplace here: fragmentation scores remembered
   // for an older version are stale (Session::BestFragmentation).
   uint32_t version = 0;
-  // Listed in Session::odd_nodes_: a check before the free-GPU one could
-  // reject it for a task that no other node rejects so (an owner, taints, a
-  // vendor rule, a claim or a reservation), so failed searches check it.
-  bool odd = false;
   bool Idle() const {
     return free_gpus == usable_gpus && cpu_free == cpu_total && memory_free == memory_total;
   }
@@ -187,6 +205,10 @@ class Session {
     auto operator<=>(const NodeScore&) const = default;
   };
   NodeScore Score(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  // Score less the job's preferred-label bonus, which is node by node:
+  // what twin nodes (WorkNode::twin_class) share.
+  NodeScore ScoreOfShape(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  int64_t PreferBonus(const WorkJob& job, const WorkNode& node) const;
   // Devices the task may take on `node`: whole-free ones (whole requests) or
   // healthy ones (shares, MIG), of its model and allowed by its UUID lists.
   std::vector<bool> DeviceMask(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
@@ -254,9 +276,11 @@ class Session {
 
  private:
   friend struct NodeChecks;  // the check chain (session_checks.cc)
-  // `common_memory`: the device memory most of the cluster's GPUs have.
-  std::vector<topology::WorkloadShape> ObservedWorkload(const topology::ClusterView& view,
-                                                        uint64_t common_memory) const;
+  // `common_memory`: the device memory most of the cluster's GPUs have;
+  // `first_device_memory`: per node, its first GPU's (0 without GPUs), read
+  // while the view's node was at hand instead of once per running task.
+  std::vector<topology::WorkloadShape> ObservedWorkload(const topology::ClusterView& view, uint64_t common_memory,
+                                                        const std::vector<uint64_t>& first_device_memory) const;
   // node_score.cc: the strategies' scores and what they need.
   // How much the node's fragmentation grows if the task goes there (in
   // millionths of a GPU: the eventual part, then the part stranded now;
@@ -324,6 +348,9 @@ class Session {
   std::vector<WorkNode> nodes_;
   std::vector<WorkJob> jobs_;
   std::vector<WorkTask> running_;
+  // Indices into running_ by node, each node's tasks in the view's order:
+  // WorkNode::running views its part. Built once, never resized after.
+  std::vector<size_t> running_by_node_;
   Plan plan_;
   // buckets_[pool][free_gpus] -> node indices; position_[node] its slot.
   std::vector<std::vector<std::vector<uint32_t>>> buckets_;
@@ -409,6 +436,27 @@ class Session {
   // it takes its reference; what it calls asks about that node alone.
   mutable std::vector<uint32_t> frag_memo_at_;
   mutable std::vector<FragMemo> frag_memos_;
+  // Growth per free shape and task shape, for plain nodes (WorkNode::
+  // plain_devices, no NUMA or UUID filter): two nodes of one model with the
+  // same free GPUs, CPU and memory grow alike for a task, whichever devices
+  // are free, so a node first scored (or changed by a placement) takes the
+  // growth its twin was scored with. At 100,000 nodes most misses of the
+  // memo above were such twins, each a full measure.
+  struct FragShapeKey {
+    const void* workload;  // WorkloadFor(model): one per model
+    uint64_t cpu_free;
+    uint64_t memory_free;
+    uint32_t usable_gpus;
+    uint32_t free_gpus;
+    uint32_t task;  // FragTaskId
+    bool operator==(const FragShapeKey&) const = default;
+  };
+  struct FragShapeKeyHash {
+    size_t operator()(const FragShapeKey& key) const;
+  };
+  mutable std::unordered_map<FragShapeKey, FragChoice, FragShapeKeyHash> frag_by_shape_;
+  // Whether BestFragmentation may answer for `node` from frag_by_shape_.
+  bool FragByShape(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
   struct FragTaskKey {
     const Resources* need;
     const topology::PendingJob* job;

@@ -200,15 +200,21 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
     }
   } else if (need.Whole()) {
     const bool filtered = !need.gpu_model.empty() || uuid_lists_ || NumaFilters(job, node);
-    const std::vector<bool> free = filtered ? DeviceMask(job, task, node) : node.gpu_free;
-    auto picked = PickGpus(*node.view, free, GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy});
-    for (size_t g : picked.value_or(std::vector<size_t>{})) {
-      const auto& gpu = node.view->gpus[g];
-      node.gpu_free[g] = false;
-      --node.free_gpus;
-      placement.gpu_indices.push_back(gpu.index);
-      placement.gpu_memory_mib += gpu.memory_mib;
-      model = gpu.model;
+    // The node's own free devices unless something filters them: no copy
+    // per placement (the pick is made before any of them is taken).
+    const std::vector<bool> mask = filtered ? DeviceMask(job, task, node) : std::vector<bool>();
+    const auto picked = PickGpus(*node.view, filtered ? mask : node.gpu_free,
+                                 GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy});
+    if (picked) {
+      placement.gpu_indices.reserve(picked->size());
+      for (size_t g : *picked) {
+        const auto& gpu = node.view->gpus[g];
+        node.gpu_free[g] = false;
+        --node.free_gpus;
+        placement.gpu_indices.push_back(gpu.index);
+        placement.gpu_memory_mib += gpu.memory_mib;
+        model = gpu.model;
+      }
     }
   } else if (need.gpus > 0) {
     const DevicePick pick = PickShared(*node.view, Loads(node), ShareMask(job, task, node), need,
