@@ -136,6 +136,47 @@ struct Sim {
   }
 };
 
+// Reclaim's floor (issue 50): a queue that lent stays at or above its
+// deserved share on every resource it lent, and a queue at or below it lends
+// nothing. The lenders of a victim are the queues on its path that are not
+// also the reclaimer's; what each holds leaves out its tasks already
+// stopping (they leave anyway). An owner taking back its exclusive nodes
+// evicts borrowers, not lenders, and is not reclaim of a share.
+std::string CheckLenderFloors(const Sim& sim, const Plan& plan) {
+  std::map<std::string, uint64_t> held;
+  for (const auto& [id, job] : sim.jobs) {
+    for (const auto& task : job.tasks) {
+      if (!task.running || task.stopping) continue;
+      for (std::string at = job.queue; !at.empty(); at = sim.Parent(at)) held[at] += task.gpus.size();
+    }
+  }
+  std::map<std::string, uint64_t> reclaimed;
+  for (const auto& eviction : plan.evictions) {
+    if (eviction.reason.rfind("reclaimed by queue", 0) != 0 ||
+        eviction.reason.find("(its exclusive nodes)") != std::string::npos) {
+      continue;
+    }
+    const SimJob& victim = sim.jobs.at(eviction.job.value());
+    const SimJob& for_job = sim.jobs.at(eviction.for_job.value());
+    const uint64_t gpus = victim.tasks.at(eviction.task_index).gpus.size();
+    for (std::string at = victim.queue; !at.empty(); at = sim.Parent(at)) {
+      if (!sim.InSubtree(for_job.queue, at)) reclaimed[at] += gpus;
+    }
+  }
+  for (const auto& [queue, taken] : reclaimed) {
+    for (const auto& q : sim.queues) {
+      if (q.name != queue || !q.deserved.count("gpu")) continue;
+      const uint64_t deserved = q.deserved.at("gpu");
+      if (held[queue] <= deserved || held[queue] - taken < deserved) {
+        return "reclaim took queue " + queue + " from " + std::to_string(held[queue]) + " GPUs to " +
+               std::to_string(held[queue] - std::min(held[queue], taken)) + ", below its deserved " +
+               std::to_string(deserved);
+      }
+    }
+  }
+  return "";
+}
+
 // Checks one plan against the view it came from; returns "" or what broke.
 std::string CheckPlan(const Sim& sim, const ClusterView& view, const Plan& plan) {
   std::map<std::string, const topology::NodeView*> nodes;
@@ -177,11 +218,9 @@ std::string CheckPlan(const Sim& sim, const ClusterView& view, const Plan& plan)
     for (const auto& task : job.tasks) active += (task.running && !task.stopping) || task.done;
     if (active + count < job.min) return "gang split: job " + std::to_string(id);
   }
-  // The class rule, on every eviction path: low work may be taken; a
-  // medium task only as an elastic replica above its job's minimum (counting
-  // every replica this plan takes); high and system work never.
-  std::map<uint64_t, uint32_t> evicted_per_job;
-  for (const auto& eviction : plan.evictions) ++evicted_per_job[eviction.job.value()];
+  // The class rule, on every eviction path: low work may be taken; medium,
+  // high and system work never, not even an elastic replica above its
+  // job's minimum (issue 50).
   for (const auto& eviction : plan.evictions) {
     const SimJob& victim = sim.jobs.at(eviction.job.value());
     const SimJob& for_job = sim.jobs.at(eviction.for_job.value());
@@ -190,15 +229,8 @@ std::string CheckPlan(const Sim& sim, const ClusterView& view, const Plan& plan)
     for (uint64_t before : task.evicted_by) {
       if (before == eviction.for_job.value()) return "a job evicted the same task twice";
     }
-    if (victim.cls == PriorityClass::kHigh || victim.cls == PriorityClass::kSystem) {
+    if (victim.cls != PriorityClass::kLow) {
       return "evicted a " + std::string(ToString(victim.cls)) + " task of job " + std::to_string(victim.id);
-    }
-    if (victim.cls == PriorityClass::kMedium) {
-      uint32_t active = 0;
-      for (const auto& t : victim.tasks) active += (t.running && !t.stopping) || t.done;
-      if (active < victim.min + evicted_per_job[victim.id]) {
-        return "evicted medium job " + std::to_string(victim.id) + " below its minimum";
-      }
     }
     if (eviction.reason.find("preempted") != std::string::npos) {
       if (for_job.cls != PriorityClass::kHigh && for_job.cls != PriorityClass::kSystem) {
@@ -207,7 +239,7 @@ std::string CheckPlan(const Sim& sim, const ClusterView& view, const Plan& plan)
       if (victim.queue != for_job.queue) return "preemption across queues";
     }
   }
-  return "";
+  return CheckLenderFloors(sim, plan);
 }
 
 // Applies a plan: victims chosen last cycle exit now and requeue; this
@@ -411,9 +443,11 @@ TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminatesSeedsFrom301Whe
 }
 
 // A queue below its guarantee with work waiting gets it back. Only low work
-// may be taken, and only low work may borrow beyond deserved: so the
-// guarantee holds for every class when the deserved shares fit the cluster
-// (even seeds), and against low work when they overcommit it (odd seeds).
+// may be taken, only low work may borrow beyond deserved, and reclaim takes
+// no lender below its deserved share: so the guarantee holds for every
+// class when the deserved shares fit the cluster (even seeds); when they
+// overcommit it (odd seeds, low work only), it holds unless no other queue
+// holds more than its deserved share (there is nothing reclaim may take).
 void ReclaimRestoresGuarantees(uint64_t first_seed, uint64_t last_seed) {
   for (uint64_t seed = first_seed; seed <= last_seed; ++seed) {
     Rng rng(seed);
@@ -438,6 +472,13 @@ void ReclaimRestoresGuarantees(uint64_t first_seed, uint64_t last_seed) {
       for (const auto& [id, job] : sim.jobs) {
         if (job.queue == queue.name) demand += job.tasks.size();
       }
+      bool others_within_deserved = true;
+      for (const auto& other : sim.queues) {
+        if (other.name == queue.name) continue;
+        const auto deserved = other.deserved.find("gpu");
+        others_within_deserved &= deserved != other.deserved.end() && use[other.name] <= deserved->second;
+      }
+      if (overcommit && others_within_deserved) continue;
       EXPECT_GE(use[queue.name], std::min(guarantee, demand))
           << "seed " << seed << " queue " << queue.name << " below its guarantee with work waiting: use "
           << use[queue.name] << " guarantee " << guarantee << " demand " << demand << DebugState(sim);
