@@ -4,6 +4,7 @@
 // later and requeue, some tasks finish). Deterministic: a fixed-seed LCG.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -117,6 +118,13 @@ struct Sim {
       if (at == ancestor) return true;
     }
     return false;
+  }
+  // The queue's view (nullptr for one the sim never declared).
+  const topology::QueueView* Queue(const std::string& name) const {
+    for (const auto& q : queues) {
+      if (q.name == name) return &q;
+    }
+    return nullptr;
   }
   std::string Parent(const std::string& queue) const {
     for (const auto& q : queues) {
@@ -232,11 +240,23 @@ std::string CheckPlan(const Sim& sim, const ClusterView& view, const Plan& plan)
     if (victim.cls != PriorityClass::kLow) {
       return "evicted a " + std::string(ToString(victim.cls)) + " task of job " + std::to_string(victim.id);
     }
+    const topology::QueueView* victim_queue = sim.Queue(victim.queue);
     if (eviction.reason.find("preempted") != std::string::npos) {
       if (for_job.cls != PriorityClass::kHigh && for_job.cls != PriorityClass::kSystem) {
         return "a job of neither high nor system class preempted";
       }
       if (victim.queue != for_job.queue) return "preemption across queues";
+      // The queue's policy names the classes of its jobs that may preempt.
+      if (victim_queue != nullptr &&
+          std::find(victim_queue->preempting_classes.begin(), victim_queue->preempting_classes.end(), for_job.cls) ==
+              victim_queue->preempting_classes.end()) {
+        return "a " + std::string(ToString(for_job.cls)) + " job preempted in queue " + victim.queue +
+               ", whose policy does not let its class preempt";
+      }
+    }
+    if (eviction.reason.find("reclaimed") != std::string::npos && victim_queue != nullptr &&
+        !victim_queue->low_reclaimable) {
+      return "reclaimed low work of queue " + victim.queue + ", whose policy keeps it";
     }
   }
   return CheckLenderFloors(sim, plan);
@@ -316,6 +336,16 @@ Sim RandomSim(Rng& rng, bool flat_guarantees, bool deserved_fit = false) {
     std::string parent = "root";
     if (!flat_guarantees && q >= 2) parent = "q0";  // some depth: q0 becomes an inner queue
     sim.queues.push_back(testing::MakeQueue("q" + std::to_string(q), parent, capability, deserved, guarantee));
+    // Now and then a preemption policy other than the default (issue 50).
+    // Not with flat guarantees: a queue that keeps its low work is not one
+    // reclaim can restore a guarantee from.
+    if (!flat_guarantees && rng.Below(4) == 0) {
+      auto& policy = sim.queues.back();
+      policy.low_reclaimable = rng.Below(2) == 0;
+      static const std::vector<PriorityClass> kChoices[] = {
+          {}, {PriorityClass::kHigh}, {PriorityClass::kSystem}, {PriorityClass::kHigh, PriorityClass::kSystem}};
+      policy.preempting_classes = kChoices[rng.Below(4)];
+    }
   }
   // Sometimes an exclusive node owned by a leaf queue (lent to others' low work).
   if (!flat_guarantees && rng.Below(3) == 0) {
