@@ -144,42 +144,47 @@ struct Sim {
   }
 };
 
-// Reclaim's floor (issue 50): a queue that lent stays at or above its
-// deserved share on every resource it lent, and a queue at or below it lends
-// nothing. The lenders of a victim are the queues on its path that are not
-// also the reclaimer's; what each holds leaves out its tasks already
-// stopping (they leave anyway). An owner taking back its exclusive nodes
-// evicts borrowers, not lenders, and is not reclaim of a share.
+// Reclaim's floor (issue 50): after the plan, a queue that lent (reclaim
+// took from it) holds at least its deserved share, and a queue at or below
+// it lends nothing. What a queue holds after the plan: its running tasks
+// that are not stopping, plus what the plan binds for it, less every task
+// the plan evicts from it (the scheduler weighs reclaim after placement and
+// preemption in the same cycle). The lenders of a victim are the queues on
+// its path that are not also the reclaimer's. An owner taking back its
+// exclusive nodes evicts borrowers, not lenders: not reclaim of a share.
 std::string CheckLenderFloors(const Sim& sim, const Plan& plan) {
-  std::map<std::string, uint64_t> held;
+  std::map<std::string, uint64_t> before, bound, evicted, reclaimed;
+  auto up = [&](std::map<std::string, uint64_t>& into, const std::string& leaf, uint64_t gpus) {
+    for (std::string at = leaf; !at.empty(); at = sim.Parent(at)) into[at] += gpus;
+  };
   for (const auto& [id, job] : sim.jobs) {
     for (const auto& task : job.tasks) {
-      if (!task.running || task.stopping) continue;
-      for (std::string at = job.queue; !at.empty(); at = sim.Parent(at)) held[at] += task.gpus.size();
+      if (task.running && !task.stopping) up(before, job.queue, task.gpus.size());
     }
   }
-  std::map<std::string, uint64_t> reclaimed;
+  for (const auto& bind : plan.binds) up(bound, sim.jobs.at(bind.job.value()).queue, bind.gpu_indices.size());
   for (const auto& eviction : plan.evictions) {
+    const SimJob& victim = sim.jobs.at(eviction.job.value());
+    const SimJob& for_job = sim.jobs.at(eviction.for_job.value());
+    const uint64_t gpus = victim.tasks.at(eviction.task_index).gpus.size();
+    up(evicted, victim.queue, gpus);
     if (eviction.reason.rfind("reclaimed by queue", 0) != 0 ||
         eviction.reason.find("(its exclusive nodes)") != std::string::npos) {
       continue;
     }
-    const SimJob& victim = sim.jobs.at(eviction.job.value());
-    const SimJob& for_job = sim.jobs.at(eviction.for_job.value());
-    const uint64_t gpus = victim.tasks.at(eviction.task_index).gpus.size();
     for (std::string at = victim.queue; !at.empty(); at = sim.Parent(at)) {
       if (!sim.InSubtree(for_job.queue, at)) reclaimed[at] += gpus;
     }
   }
   for (const auto& [queue, taken] : reclaimed) {
-    for (const auto& q : sim.queues) {
-      if (q.name != queue || !q.deserved.count("gpu")) continue;
-      const uint64_t deserved = q.deserved.at("gpu");
-      if (held[queue] <= deserved || held[queue] - taken < deserved) {
-        return "reclaim took queue " + queue + " from " + std::to_string(held[queue]) + " GPUs to " +
-               std::to_string(held[queue] - std::min(held[queue], taken)) + ", below its deserved " +
-               std::to_string(deserved);
-      }
+    const topology::QueueView* q = sim.Queue(queue);
+    if (q == nullptr || !q->deserved.count("gpu")) continue;
+    const uint64_t deserved = q->deserved.at("gpu");
+    const uint64_t held = before[queue] + bound[queue];
+    const uint64_t after = held - std::min(held, evicted[queue]);
+    if (after < deserved) {
+      return "reclaim took " + std::to_string(taken) + " GPUs from queue " + queue + ", which holds " +
+             std::to_string(after) + " after the plan, below its deserved " + std::to_string(deserved);
     }
   }
   return "";
@@ -505,8 +510,10 @@ void ReclaimRestoresGuarantees(uint64_t first_seed, uint64_t last_seed) {
       bool others_within_deserved = true;
       for (const auto& other : sim.queues) {
         if (other.name == queue.name) continue;
+        // Without a deserved share a queue lends all it holds to a queue
+        // claiming its guarantee.
         const auto deserved = other.deserved.find("gpu");
-        others_within_deserved &= deserved != other.deserved.end() && use[other.name] <= deserved->second;
+        others_within_deserved &= use[other.name] <= (deserved == other.deserved.end() ? 0 : deserved->second);
       }
       if (overcommit && others_within_deserved) continue;
       EXPECT_GE(use[queue.name], std::min(guarantee, demand))
