@@ -316,7 +316,8 @@ TEST_F(QueueCliTest, UsageErrors) {
     std::string message;
   };
   const std::string create = " (usage: gpool queue create NAME [--parent P] [--capability QUOTA] [--deserved QUOTA] "
-                             "[--guarantee QUOTA] [--pools POOLS])";
+                             "[--guarantee QUOTA] [--pools POOLS] [--preempting-classes CLASSES] [--low-reclaimable "
+                             "true|false])";
   const std::vector<Case> cases = {
       {{"queue"}, "queue: expected a subcommand: create, update, delete or tree"},
       {{"queue", "list"}, "queue: unknown subcommand 'list'; expected create, update, delete or tree"},
@@ -325,13 +326,16 @@ TEST_F(QueueCliTest, UsageErrors) {
       {{"queue", "delete"}, "queue delete: expected one queue NAME, got 0 arguments (usage: gpool queue delete NAME)"},
       {{"queue", "tree", "x"}, "queue tree: takes no arguments (usage: gpool queue tree)"},
       {{"queue", "update", "research"},
-       "queue update: nothing to change; give --capability, --deserved, --guarantee or --pools (usage: gpool queue "
-       "update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA] [--pools POOLS])"},
+       "queue update: nothing to change; give --capability, --deserved, --guarantee, --pools, --preempting-classes "
+       "or --low-reclaimable (usage: gpool queue update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee "
+       "QUOTA] [--pools POOLS] [--preempting-classes CLASSES] [--low-reclaimable true|false])"},
       {{"queue", "update", "research", "--parent", "x", "--deserved", "gpu=1"},
        "--parent only applies to 'queue create'"},
       {{"queue", "delete", "research", "--capability", "gpu=1"},
        "--capability only applies to 'queue create' and 'queue update'"},
       {{"queue", "tree", "--guarantee", "none"}, "--guarantee only applies to 'queue create' and 'queue update'"},
+      {{"queue", "delete", "research", "--low-reclaimable", "false"},
+       "--low-reclaimable only applies to 'queue create' and 'queue update'"},
   };
   for (const auto& c : cases) {
     ExpectRejected(c.args, kExitUsage, "gpool: InvalidArgument: " + c.message + "\nRun 'gpool --help' for usage.\n");
