@@ -8,7 +8,9 @@
 // again while they drain, and never evicts a task it has evicted before, so
 // preemption cannot loop. Which classes may be taken, whole or as spare
 // elastic replicas, is class_rules.h's rule; each path narrows it further
-// (preemption to its own queue, reclaim to queues that lend).
+// (preemption to its own queue and the classes its policy lets preempt,
+// reclaim to queues that lend, never below a lender's deserved share:
+// lender_room.h).
 #include <algorithm>
 #include <map>
 #include <set>
