@@ -33,11 +33,18 @@ LenderRoom::LenderRoom(const QueueTree& tree, const std::vector<Amounts>& stoppi
   taken_.resize(tree.size());
 }
 
+size_t LenderRoom::MeetDepth(int queue) const {
+  const auto& mine = tree_.Path(reclaimer_);
+  const auto& theirs = tree_.Path(queue);
+  size_t k = 0;
+  while (k < mine.size() && k < theirs.size() && mine[k] == theirs[k]) ++k;
+  return k;
+}
+
 std::vector<int> LenderRoom::LendersOf(int leaf) const {
   const auto& mine = tree_.Path(reclaimer_);
   const auto& theirs = tree_.Path(leaf);
-  size_t k = 0;
-  while (k < mine.size() && k < theirs.size() && mine[k] == theirs[k]) ++k;
+  const size_t k = MeetDepth(leaf);
   // One is the other's ancestor: nothing lies between them to lend.
   if (k >= mine.size() || k >= theirs.size()) return {};
   return std::vector<int>(theirs.begin() + static_cast<std::ptrdiff_t>(k), theirs.end());
@@ -49,10 +56,7 @@ const Amounts& LenderRoom::RoomOf(int queue) {
   // The reclaimer's side is the reclaimer's ancestor just below the point
   // where the two paths meet, at the lender side's depth of divergence.
   const auto& mine = tree_.Path(reclaimer_);
-  const auto& theirs = tree_.Path(queue);
-  size_t k = 0;
-  while (k < mine.size() && k < theirs.size() && mine[k] == theirs[k]) ++k;
-  const QueueNode& q = tree_.queue(mine[std::min(k, mine.size() - 1)]);
+  const QueueNode& q = tree_.queue(mine[std::min(MeetDepth(queue), mine.size() - 1)]);
   const QueueNode& v = tree_.queue(queue);
   const Amounts& gone = stopping_[static_cast<size_t>(queue)];
   room.assign(tree_.resource_count(), kUnlimited);
@@ -75,8 +79,7 @@ bool LenderRoom::Lends(int queue) {
   if (queue == reclaimer_ || !tree_.queue(queue).policy.low_reclaimable) return false;
   const auto& mine_path = tree_.Path(reclaimer_);
   const auto& theirs_path = tree_.Path(queue);
-  size_t k = 0;
-  while (k < mine_path.size() && k < theirs_path.size() && mine_path[k] == theirs_path[k]) ++k;
+  const size_t k = MeetDepth(queue);
   if (k >= mine_path.size() || k >= theirs_path.size()) return false;  // one is the other's ancestor
   const QueueNode& q = tree_.queue(mine_path[k]);
   const int theirs = theirs_path[k];

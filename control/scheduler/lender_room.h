@@ -38,6 +38,8 @@ class LenderRoom {
   void Take(const WorkTask& task);
 
  private:
+  // How many queues the reclaimer's path and `queue`'s share from root.
+  size_t MeetDepth(int queue) const;
   // The lenders on the leaf's path (below the meeting point), root side first.
   std::vector<int> LendersOf(int leaf) const;
   const Amounts& RoomOf(int queue);
