@@ -285,7 +285,7 @@ TEST(PreemptTest, FiresWhenOnlyEvictionOnOneNodeHelps) {
 // --- Elastic replicas and system work ------------------------------------------
 
 // A medium elastic job: `replicas` tasks of `gpus` each on node "n0", minimum `min`.
-std::vector<topology::RunningTask> Elastic(ClusterView& view, uint64_t job, uint32_t replicas, uint32_t gpus,
+std::vector<topology::RunningTask> ElasticReplicas(ClusterView& view, uint64_t job, uint32_t replicas, uint32_t gpus,
                                            uint32_t min, const std::string& queue, PriorityClass cls) {
   std::vector<topology::RunningTask> tasks;
   for (uint32_t i = 0; i < replicas; ++i) {
@@ -305,7 +305,7 @@ TEST(ReclaimTest, SpareReplicasTakenTogetherNeverTakeALowElasticJobBelowItsMinim
   ClusterView view;
   view.nodes = {MakeNode("n0", 8)};
   view.queues = {MakeQueue("a", "root", {}, {{"gpu", 2}}), MakeQueue("b", "root", {}, {{"gpu", 6}})};
-  view.running = Elastic(view, 1, 3, 2, 2, "a", kLow);
+  view.running = ElasticReplicas(view, 1, 3, 2, 2, "a", kLow);
   view.pending = {JobBuilder(2, "b", 1, 6)};
   Plan plan = Schedule(view, Default());
   EXPECT_TRUE(plan.evictions.empty());
@@ -314,7 +314,7 @@ TEST(ReclaimTest, SpareReplicasTakenTogetherNeverTakeALowElasticJobBelowItsMinim
   plan = Schedule(view, Default());
   EXPECT_EQ(plan.evictions.size(), 1u);
   // Medium replicas above the minimum are never taken (issue 50).
-  view.running = Elastic(view, 1, 3, 2, 2, "a", PriorityClass::kMedium);
+  view.running = ElasticReplicas(view, 1, 3, 2, 2, "a", PriorityClass::kMedium);
   EXPECT_TRUE(Schedule(view, Default()).evictions.empty());
 }
 
@@ -323,13 +323,13 @@ TEST(PreemptTest, HighNeverTakesMediumReplicasEvenAboveTheirMinimum) {
   // rather than shrink an elastic medium job, however many spares it has.
   ClusterView view;
   view.nodes = {MakeNode("n0", 8)};
-  view.running = Elastic(view, 1, 4, 2, 2, "default", PriorityClass::kMedium);
+  view.running = ElasticReplicas(view, 1, 4, 2, 2, "default", PriorityClass::kMedium);
   view.pending = {JobBuilder(2, "default", 1, 4).Class(kHigh)};
   Plan plan = Schedule(view, Default());
   EXPECT_TRUE(plan.evictions.empty());
   EXPECT_EQ(BindsOf(plan, 2), 0u);
   // The same replicas of a low job are taken, spares only.
-  view.running = Elastic(view, 1, 4, 2, 2, "default", kLow);
+  view.running = ElasticReplicas(view, 1, 4, 2, 2, "default", kLow);
   plan = Schedule(view, Default());
   ASSERT_EQ(plan.evictions.size(), 2u);
   for (const auto& eviction : plan.evictions) EXPECT_EQ(eviction.job, JobId(1));

@@ -12,7 +12,7 @@ using namespace testing;  // NOLINT: the scenario builders
 using topology::ClusterView;
 using topology::PriorityClass;
 
-constexpr auto kSystem = PriorityClass::kSystem;
+constexpr auto kSystemClass = PriorityClass::kSystem;
 
 // One 4-GPU node full of a's low work, and a job of class `cls` of a's own
 // waiting for all of it.
@@ -27,21 +27,21 @@ ClusterView OwnLowWorkAndA(PriorityClass cls, std::vector<PriorityClass> preempt
 }
 
 TEST(QueuePolicyTest, DefaultLetsHighAndSystemPreempt) {
-  for (PriorityClass cls : {kHigh, kSystem}) {
-    Plan plan = Schedule(OwnLowWorkAndA(cls, {kHigh, kSystem}), Default());
+  for (PriorityClass cls : {kHigh, kSystemClass}) {
+    Plan plan = Schedule(OwnLowWorkAndA(cls, {kHigh, kSystemClass}), Default());
     EXPECT_EQ(Evicted(plan), (std::vector<std::pair<uint64_t, uint32_t>>{{1, 0}})) << ToString(cls);
   }
 }
 
 TEST(QueuePolicyTest, PreemptingClassesNarrowWhoMayPreempt) {
   // Only system: a high job waits.
-  EXPECT_TRUE(Schedule(OwnLowWorkAndA(kHigh, {kSystem}), Default()).evictions.empty());
-  EXPECT_EQ(Schedule(OwnLowWorkAndA(kSystem, {kSystem}), Default()).evictions.size(), 1u);
+  EXPECT_TRUE(Schedule(OwnLowWorkAndA(kHigh, {kSystemClass}), Default()).evictions.empty());
+  EXPECT_EQ(Schedule(OwnLowWorkAndA(kSystemClass, {kSystemClass}), Default()).evictions.size(), 1u);
   // Only high: a system job waits.
   EXPECT_EQ(Schedule(OwnLowWorkAndA(kHigh, {kHigh}), Default()).evictions.size(), 1u);
-  EXPECT_TRUE(Schedule(OwnLowWorkAndA(kSystem, {kHigh}), Default()).evictions.empty());
+  EXPECT_TRUE(Schedule(OwnLowWorkAndA(kSystemClass, {kHigh}), Default()).evictions.empty());
   // None: nobody preempts.
-  for (PriorityClass cls : {kHigh, kSystem}) {
+  for (PriorityClass cls : {kHigh, kSystemClass}) {
     EXPECT_TRUE(Schedule(OwnLowWorkAndA(cls, {}), Default()).evictions.empty()) << ToString(cls);
   }
 }
