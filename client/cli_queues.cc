@@ -16,12 +16,15 @@ namespace gpool::cli {
 namespace {
 
 constexpr char kQueueCreateUsage[] =
-    "queue create NAME [--parent P] [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA] [--pools POOLS]";
+    "queue create NAME [--parent P] [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA] [--pools POOLS] "
+    "[--preempting-classes CLASSES] [--low-reclaimable true|false]";
 constexpr char kQueueUpdateUsage[] =
-    "queue update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA] [--pools POOLS]";
+    "queue update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA] [--pools POOLS] "
+    "[--preempting-classes CLASSES] [--low-reclaimable true|false]";
 constexpr char kQueueDeleteUsage[] = "queue delete NAME";
 constexpr char kQueueTreeUsage[] = "queue tree";
-constexpr const char* kQuotaFlags[] = {"capability", "deserved", "guarantee", "pools"};
+constexpr const char* kQuotaFlags[] = {"capability", "deserved", "guarantee", "pools", "preempting-classes",
+                                       "low-reclaimable"};
 
 // The quota flags given, parsed into `spec`; the others are left as they are.
 Status ApplyQuotaFlags(const Invocation& inv, QueueSpec& spec) {
@@ -43,6 +46,21 @@ Status ApplyQuotaFlags(const Invocation& inv, QueueSpec& spec) {
       if (std::find(spec.pools.begin(), spec.pools.end(), pool) == spec.pools.end()) spec.pools.push_back(pool);
     }
   }
+  // The preemption policy (issue 50); the classes are checked with the rest
+  // of the spec by ValidateUpdateQueue.
+  if (f.count("preempting-classes")) {
+    spec.preempting_classes.clear();
+    for (const std::string& cls : f["preempting-classes"].as<std::vector<std::string>>()) {
+      if (cls != "none") spec.preempting_classes.push_back(cls);
+    }
+  }
+  if (f.count("low-reclaimable")) {
+    const std::string value = f["low-reclaimable"].as<std::string>();
+    if (value != "true" && value != "false") {
+      return Status::InvalidArgument("--low-reclaimable: '" + value + "' is not one of true, false");
+    }
+    spec.low_reclaimable = value == "true";
+  }
   return Status::Ok();
 }
 
@@ -58,10 +76,19 @@ std::string PoolsText(const std::vector<std::string>& pools) {
   return out;
 }
 
-// "capability gpu=16,cpu=64; deserved gpu=8; guarantee none[; pools public,pooled]"
+// "capability gpu=16,cpu=64; deserved gpu=8; guarantee none[; pools public,pooled]", then the
+// preemption policy where it is not the default.
 std::string QuotasText(const QueueSpec& spec) {
+  const QueueSpec defaults;
+  std::string policy;
+  if (spec.preempting_classes != defaults.preempting_classes) {
+    policy += "; preempting classes " +
+              (spec.preempting_classes.empty() ? std::string("none") : PoolsText(spec.preempting_classes));
+  }
+  if (!spec.low_reclaimable) policy += "; low work not reclaimable";
   return "capability " + FormatQuota(spec.capability) + "; deserved " + FormatQuota(spec.deserved) +
-         "; guarantee " + FormatQuota(spec.guarantee) + (spec.pools.empty() ? "" : "; pools " + PoolsText(spec.pools));
+         "; guarantee " + FormatQuota(spec.guarantee) + (spec.pools.empty() ? "" : "; pools " + PoolsText(spec.pools)) +
+         policy;
 }
 
 // Rejects flags that do not apply to `op` (a usage error, before anything is sent).
@@ -120,7 +147,8 @@ int RunQueue(Session& s, const Invocation& inv) {
                    usage_hint);
   }
   if (op == "update" && !AnyQuotaFlag(inv)) {
-    return s.Usage("queue update: nothing to change; give --capability, --deserved, --guarantee or --pools" +
+    return s.Usage("queue update: nothing to change; give --capability, --deserved, --guarantee, --pools, "
+                   "--preempting-classes or --low-reclaimable" +
                    usage_hint);
   }
 
@@ -175,7 +203,11 @@ void QueueOptions(cxxopts::Options& o) {
        cxxopts::value<std::string>(), "QUOTA")
       ("guarantee", "create, update: what reclaim always wins back for it", cxxopts::value<std::string>(), "QUOTA")
       ("pools", "create, update: the node pools its jobs may run in, e.g. public,pooled (any: no restriction)",
-       cxxopts::value<std::vector<std::string>>(), "POOLS");
+       cxxopts::value<std::vector<std::string>>(), "POOLS")
+      ("preempting-classes", "create, update: the classes of its jobs that may preempt its low work: high,system "
+       "(default), high, system or none", cxxopts::value<std::vector<std::string>>(), "CLASSES")
+      ("low-reclaimable", "create, update: whether other queues may reclaim its low work (default true; false also "
+       "keeps its low work within its deserved share)", cxxopts::value<std::string>(), "true|false");
 }
 
 constexpr CommandForm kQueueForms[] = {

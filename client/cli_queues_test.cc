@@ -201,6 +201,39 @@ TEST_F(QueueCliTest, PoolsRestrictAQueueAndAnyLiftsIt) {
   EXPECT_EQ(cluster_->queue_updates.size(), sent);
 }
 
+TEST_F(QueueCliTest, PreemptionPolicyIsSetKeptAndChecked) {
+  AddResearch();
+  ASSERT_EQ(Run({"queue", "create", "serving", "--preempting-classes", "system", "--low-reclaimable", "false"}),
+            kExitOk)
+      << err_.str();
+  EXPECT_EQ(out_.str(), "queue serving created under root: capability none; deserved none; guarantee none; "
+                        "preempting classes system; low work not reclaimable\n");
+  EXPECT_EQ(Spec("serving").preempting_classes, (std::vector<std::string>{"system"}));
+  EXPECT_FALSE(Spec("serving").low_reclaimable);
+  // An update of a quota keeps the policy; "none" lets no class preempt.
+  ASSERT_EQ(Run({"queue", "update", "serving", "--deserved", "gpu=2"}), kExitOk) << err_.str();
+  EXPECT_EQ(Spec("serving").preempting_classes, (std::vector<std::string>{"system"}));
+  EXPECT_FALSE(Spec("serving").low_reclaimable);
+  ASSERT_EQ(Run({"queue", "update", "serving", "--preempting-classes", "none", "--low-reclaimable", "true"}), kExitOk)
+      << err_.str();
+  EXPECT_TRUE(Spec("serving").preempting_classes.empty());
+  EXPECT_TRUE(Spec("serving").low_reclaimable);
+  // A queue created without the flags has the class rule's defaults.
+  EXPECT_EQ(Spec("research").preempting_classes, (std::vector<std::string>{"high", "system"}));
+  EXPECT_TRUE(Spec("research").low_reclaimable);
+  const size_t sent = cluster_->queue_updates.size();
+  ExpectRejected({"queue", "create", "x", "--preempting-classes", "medium"}, kExitUsage,
+                 "gpool: InvalidArgument: preempting_classes: 'medium' work never preempts (only high and system "
+                 "may; medium takes no part in preemption and low is what preemption takes)\n");
+  ExpectRejected({"queue", "create", "x", "--preempting-classes", "urgent"}, kExitUsage,
+                 "gpool: InvalidArgument: preempting_classes: 'urgent' is not system, high, medium or low\n");
+  ExpectRejected({"queue", "create", "x", "--preempting-classes", "high,high"}, kExitUsage,
+                 "gpool: InvalidArgument: preempting_classes: 'high' is listed twice\n");
+  ExpectRejected({"queue", "update", "serving", "--low-reclaimable", "maybe"}, kExitUsage,
+                 "gpool: InvalidArgument: --low-reclaimable: 'maybe' is not one of true, false\n");
+  EXPECT_EQ(cluster_->queue_updates.size(), sent);
+}
+
 TEST_F(QueueCliTest, UpdateChecksTheResultBeforeSending) {
   AddResearch();
   // deserved gpu=8 stays, so capability gpu=6 would be below it.
@@ -283,7 +316,8 @@ TEST_F(QueueCliTest, UsageErrors) {
     std::string message;
   };
   const std::string create = " (usage: gpool queue create NAME [--parent P] [--capability QUOTA] [--deserved QUOTA] "
-                             "[--guarantee QUOTA] [--pools POOLS])";
+                             "[--guarantee QUOTA] [--pools POOLS] [--preempting-classes CLASSES] [--low-reclaimable "
+                             "true|false])";
   const std::vector<Case> cases = {
       {{"queue"}, "queue: expected a subcommand: create, update, delete or tree"},
       {{"queue", "list"}, "queue: unknown subcommand 'list'; expected create, update, delete or tree"},
@@ -292,13 +326,16 @@ TEST_F(QueueCliTest, UsageErrors) {
       {{"queue", "delete"}, "queue delete: expected one queue NAME, got 0 arguments (usage: gpool queue delete NAME)"},
       {{"queue", "tree", "x"}, "queue tree: takes no arguments (usage: gpool queue tree)"},
       {{"queue", "update", "research"},
-       "queue update: nothing to change; give --capability, --deserved, --guarantee or --pools (usage: gpool queue "
-       "update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee QUOTA] [--pools POOLS])"},
+       "queue update: nothing to change; give --capability, --deserved, --guarantee, --pools, --preempting-classes "
+       "or --low-reclaimable (usage: gpool queue update NAME [--capability QUOTA] [--deserved QUOTA] [--guarantee "
+       "QUOTA] [--pools POOLS] [--preempting-classes CLASSES] [--low-reclaimable true|false])"},
       {{"queue", "update", "research", "--parent", "x", "--deserved", "gpu=1"},
        "--parent only applies to 'queue create'"},
       {{"queue", "delete", "research", "--capability", "gpu=1"},
        "--capability only applies to 'queue create' and 'queue update'"},
       {{"queue", "tree", "--guarantee", "none"}, "--guarantee only applies to 'queue create' and 'queue update'"},
+      {{"queue", "delete", "research", "--low-reclaimable", "false"},
+       "--low-reclaimable only applies to 'queue create' and 'queue update'"},
   };
   for (const auto& c : cases) {
     ExpectRejected(c.args, kExitUsage, "gpool: InvalidArgument: " + c.message + "\nRun 'gpool --help' for usage.\n");

@@ -2,6 +2,7 @@
 #include "protocol/message_type.h"
 #include "protocol/messages_client.h"
 #include "protocol/messages_worker.h"
+#include "protocol/model/queue_update.h"
 
 #include <gtest/gtest.h>
 
@@ -190,6 +191,41 @@ TEST(EnvelopeTest, MistypedAndMissingFieldsNameTheField) {
   ASSERT_TRUE(no_command_env.ok());
   EXPECT_EQ(no_command_env->Body<SubmitJob>().status().message(),
             "body.spec.tasks[0].command: required field is missing");
+}
+
+// A queue update from an older client carries no preemption policy (issue
+// 50): it decodes to the class rule's defaults, and an explicit empty list
+// (no class may preempt) survives the round trip.
+TEST(EnvelopeTest, QueuePolicyFieldsAreOptionalWithTheClassRuleDefaults) {
+  auto old = Pack([](wire::Packer& p) {
+    p.BeginMap(4);
+    p.Field("v", uint32_t{1});
+    p.Field("type", "UpdateQueue");
+    p.Field("id", uint64_t{1});
+    p.Key("body");
+    p.BeginMap(2);
+    p.Field("op", "create");
+    p.Key("spec");
+    p.BeginMap(1);
+    p.Field("name", "team");
+  });
+  auto env = DecodeEnvelope(old);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  auto body = env->Body<UpdateQueue>();
+  ASSERT_TRUE(body.ok()) << body.status().ToString();
+  EXPECT_EQ(body->spec.preempting_classes, (std::vector<std::string>{"high", "system"}));
+  EXPECT_TRUE(body->spec.low_reclaimable);
+
+  UpdateQueue none;
+  none.spec.name = "team";
+  none.spec.preempting_classes.clear();
+  none.spec.low_reclaimable = false;
+  auto round = DecodeEnvelope(EncodeEnvelope(Header{}, none));
+  ASSERT_TRUE(round.ok());
+  auto back = round->Body<UpdateQueue>();
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->spec.preempting_classes.empty());
+  EXPECT_FALSE(back->spec.low_reclaimable);
 }
 
 TEST(EnvelopeTest, NestingBombIsRejected) {

@@ -367,6 +367,14 @@ struct QueueSpec {
   Quota guarantee;
   // The node pools its jobs (and its descendants') may run in; empty: any.
   std::vector<std::string> pools;
+  // Its preemption policy (issue 50; control/scheduler/class_rules.h): the
+  // classes of its own jobs that may preempt its low work, a subset of
+  // "high" and "system" (empty: none may), and whether other queues may
+  // reclaim its low work (false also keeps that work within its deserved
+  // share). Both default to the class rule itself; older peers and
+  // snapshots, which lack the fields, get the defaults.
+  std::vector<std::string> preempting_classes = {"high", "system"};
+  bool low_reclaimable = true;
 
   template <typename V>
   void Fields(V& v) {
@@ -376,6 +384,8 @@ struct QueueSpec {
     v.Optional("deserved", deserved);
     v.Optional("guarantee", guarantee);
     v.Optional("pools", pools);
+    v.Optional("preempting_classes", preempting_classes);
+    v.Optional("low_reclaimable", low_reclaimable);
   }
   bool operator==(const QueueSpec&) const = default;
 };

@@ -508,6 +508,25 @@ Status CheckOrdered(const Quota& lower, const char* lower_name, const Quota& upp
   return Status::Ok();
 }
 
+// Only classes that may preempt at all (class_rules.h) may be listed: a
+// queue's policy narrows the class rule, it never widens it.
+Status ValidatePreemptingClasses(const std::vector<std::string>& classes) {
+  for (size_t i = 0; i < classes.size(); ++i) {
+    const auto cls = PriorityClassFromString(classes[i]);
+    if (!cls) return NotOneOf<PriorityClass>("preempting_classes", classes[i]);
+    if (*cls != PriorityClass::kHigh && *cls != PriorityClass::kSystem) {
+      return Status::InvalidArgument("preempting_classes: '" + classes[i] +
+                                     "' work never preempts (only high and system may; medium takes no part in "
+                                     "preemption and low is what preemption takes)");
+    }
+    if (std::find(classes.begin(), classes.begin() + static_cast<std::ptrdiff_t>(i), classes[i]) !=
+        classes.begin() + static_cast<std::ptrdiff_t>(i)) {
+      return Status::InvalidArgument("preempting_classes: '" + classes[i] + "' is listed twice");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateQueueSpec(const QueueSpec& spec) {
@@ -532,7 +551,7 @@ Status ValidateQueueSpec(const QueueSpec& spec) {
       return Status::InvalidArgument("pools: '" + spec.pools[i] + "' is listed twice");
     }
   }
-  return Status::Ok();
+  return ValidatePreemptingClasses(spec.preempting_classes);
 }
 
 Status ValidateUpdateQueue(const UpdateQueue& update) {

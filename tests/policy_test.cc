@@ -1,8 +1,9 @@
 // Scheduling policy on a real cluster: a high-class job preempts a low-class
 // one of its queue (which gets SIGTERM and its grace period, is requeued as
 // the next attempt and finishes later); a queue reclaims the GPU it lent to
-// a sibling that borrowed beyond its deserved share; bad queue requests are
-// refused with typed errors and change nothing.
+// a sibling that borrowed beyond its deserved share, unless the sibling's
+// preemption policy forbids it; bad queue requests are refused with typed
+// errors and change nothing.
 //
 // One worker with two simulated GPUs, so every GPU is contended.
 #include <gtest/gtest.h>
@@ -322,6 +323,84 @@ TEST_F(PolicyTest, ReclaimReturnsALentGpuToItsOwningQueue) {
 
   CancelAndWait({a1, a2, b1});
   EXPECT_TRUE(WaitFor([&] { return Allocated("team-a", "gpu") == 0 && Allocated("team-b", "gpu") == 0; }, 10s));
+}
+
+// A queue's preemption policy (issue 50): team-a borrows team-b's idle GPU
+// with low work, then forbids other queues to take its low work: team-b's
+// job waits and the borrowed GPU stays. Allowed again, reclaim takes it.
+// Unknown policy values are typed errors that change nothing.
+TEST_F(PolicyTest, AQueueThatForbidsReclaimingItsLowWorkKeepsIt) {
+  ASSERT_TRUE(CreateQueue("team-a", "root", {{"gpu", 1}}).ok());
+  ASSERT_TRUE(CreateQueue("team-b", "root", {{"gpu", 1}}).ok());
+  auto sleeper = [](const std::string& name, const std::string& queue, const std::string& cls) {
+    JobSpec spec = ShellJob(name, 1, "exec sleep 600");
+    spec.queue = queue;
+    spec.priority_class = cls;
+    return spec;
+  };
+  const uint64_t a1 = Submit(sleeper("a1", "team-a", "medium"));
+  ASSERT_NE(a1, 0u);
+  ASSERT_TRUE(WaitForRunningTask(a1).ok()) << Describe(a1);
+  const uint64_t a2 = Submit(sleeper("a2", "team-a", "low"));
+  ASSERT_NE(a2, 0u);
+  auto a2_running = WaitForRunningTask(a2);
+  ASSERT_TRUE(a2_running.ok() && a2_running->summary.state == "Running") << Describe(a2);
+
+  auto cli = cluster_.Cli({"queue", "update", "team-a", "--low-reclaimable", "false"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.out << cli.err;
+  EXPECT_TRUE(Contains(cli.out, "low work not reclaimable")) << cli.out;
+  // Unknown values are refused with a typed error, and change nothing.
+  auto bad = cluster_.Cli({"queue", "update", "team-a", "--preempting-classes", "medium"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_TRUE(Contains(bad.err + bad.out, "medium' work never preempts")) << bad.out << bad.err;
+  bad = cluster_.Cli({"queue", "update", "team-a", "--low-reclaimable", "maybe"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_TRUE(Contains(bad.err + bad.out, "'maybe' is not one of true, false")) << bad.out << bad.err;
+  UpdateQueue raw;
+  raw.op = QueueOp::kUpdate;
+  raw.spec.name = "team-a";
+  raw.spec.deserved = {{"gpu", 1}};
+  raw.spec.preempting_classes = {"urgent"};
+  EXPECT_EQ(client_->UpdateQueue(raw).status().code(), StatusCode::kInvalidArgument);
+  auto queues = client_->ListQueues();
+  ASSERT_TRUE(queues.ok());
+  const QueueSummary* team_a = FindQueue(*queues, "team-a");
+  ASSERT_NE(team_a, nullptr);
+  EXPECT_FALSE(team_a->spec.low_reclaimable);
+  EXPECT_EQ(team_a->spec.preempting_classes, (std::vector<std::string>{"high", "system"}));
+
+  // team-b's job waits: the scheduler has weighed it (it says why) and
+  // evicted nothing for it.
+  const uint64_t b1 = Submit(sleeper("b1", "team-b", "medium"));
+  ASSERT_NE(b1, 0u);
+  std::vector<std::string> why;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto explained = client_->ExplainJob(JobId(b1));
+        if (explained.ok()) why = explained->reasons;
+        return !why.empty();
+      },
+      20s))
+      << Describe(b1);
+  EXPECT_FALSE(AnyContains(why, "reclaim")) << Join(why);
+  auto a2_kept = client_->GetJob(JobId(a2));
+  ASSERT_TRUE(a2_kept.ok());
+  EXPECT_EQ(a2_kept->summary.state, "Running") << Describe(a2);
+  EXPECT_EQ(a2_kept->tasks[0].attempt, 0u) << Describe(a2);
+  EXPECT_EQ(a2_kept->tasks[0].pid, a2_running->tasks[0].pid);
+  EXPECT_EQ(Allocated("team-a", "gpu"), 2u);
+
+  // Allowed again (the default), reclaim takes the borrowed GPU back.
+  cli = cluster_.Cli({"queue", "update", "team-a", "--low-reclaimable", "true"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.out << cli.err;
+  auto a2_requeued =
+      WaitForJob(a2, [](const GetJobReply& r) { return !r.tasks.empty() && r.tasks[0].attempt >= 1; });
+  ASSERT_TRUE(a2_requeued.ok() && a2_requeued->tasks[0].attempt >= 1) << Describe(a2);
+  EXPECT_TRUE(Contains(a2_requeued->tasks[0].message, "reclaimed by queue team-b")) << a2_requeued->tasks[0].message;
+  auto b1_running = WaitForRunningTask(b1);
+  EXPECT_TRUE(b1_running.ok() && b1_running->summary.state == "Running") << Describe(b1);
+
+  CancelAndWait({a1, a2, b1});
 }
 
 TEST_F(PolicyTest, BadQueueRequestsAreRefusedAndChangeNothing) {

@@ -163,6 +163,10 @@ struct QueueView {
   Quota deserved;
   Quota guarantee;
   std::vector<std::string> pools;  // node pools its jobs may run in; empty: any
+  // Its preemption policy (QueueSpec): the classes of its jobs that may
+  // preempt its low work, and whether other queues may reclaim that work.
+  std::vector<PriorityClass> preempting_classes = {PriorityClass::kHigh, PriorityClass::kSystem};
+  bool low_reclaimable = true;
 };
 
 // A task shape the cluster expects to see, with how often it comes: the

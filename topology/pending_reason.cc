@@ -78,6 +78,9 @@ std::string RenderPendingReason(const PendingReason& r) {
       return "reclaiming capacity lent to other queues (" + std::to_string(r.count) + " tasks)";
     case PendingCode::kNodesHeld: return "nodes are being held for this job as work finishes";
     case PendingCode::kNotConsidered: return "not considered this cycle (the configured actions skip it)";
+    case PendingCode::kNoHoldBeyondDeserved:
+      return "no nodes are held for it though it has waited long: it would take queue " + r.queue +
+             " past its deserved " + r.resource + ", and low-class work beyond the deserved share may be reclaimed";
     case PendingCode::kSwitchMissesRunningTasks:
       return Tier(r) + "holds the job's running tasks and room for the rest";
     case PendingCode::kTierNotLabelled:
@@ -147,6 +150,7 @@ std::string_view PendingCodeSlug(PendingCode code) {
     case PendingCode::kReclaiming: return "reclaiming";
     case PendingCode::kNodesHeld: return "nodes_held";
     case PendingCode::kNotConsidered: return "not_considered";
+    case PendingCode::kNoHoldBeyondDeserved: return "no_hold_beyond_deserved";
     case PendingCode::kSwitchMissesRunningTasks: return "switch_misses_running_tasks";
     case PendingCode::kTierNotLabelled: return "tier_not_labelled";
     case PendingCode::kSwitchTooSmall: return "switch_too_small";

@@ -67,6 +67,10 @@ enum class PendingCode : uint32_t {
   kReclaiming = 303,
   kNodesHeld = 304,
   kNotConsidered = 305,
+  // Starving, but no nodes are held for it: its gang would take queue
+  // `queue` past its deserved `resource`, and low work beyond the deserved
+  // share is what reclaim takes back (issue 50).
+  kNoHoldBeyondDeserved = 306,
   // Network placement at switch tier `tier`: no switch holds the running
   // tasks and room for the rest; the tier is not labelled; no switch holds
   // `need` GPUs (the most free under one is `have`); none fits the tasks.

@@ -319,6 +319,8 @@ Result<UpdateQueueReply> FakeClient::UpdateQueue(const gpool::UpdateQueue& reque
     queue.spec.deserved = request.spec.deserved;
     queue.spec.guarantee = request.spec.guarantee;
     queue.spec.pools = request.spec.pools;
+    queue.spec.preempting_classes = request.spec.preempting_classes;
+    queue.spec.low_reclaimable = request.spec.low_reclaimable;
     return UpdateQueueReply{queue};
   }
   for (const auto& [child, summary] : queues) {

@@ -1,5 +1,6 @@
 // enqueue, allocate and backfill: placing work on free capacity.
 #include <algorithm>
+#include <map>
 
 #include "control/scheduler/actions.h"
 #include "control/scheduler/class_rules.h"
@@ -38,20 +39,11 @@ bool SplitTasks(WorkJob& job) {
   return std::all_of(wanted.begin(), wanted.end(), [](uint32_t left) { return left == 0; });
 }
 
-// Holds nodes for a large job that did not fit, so capacity freed by
-// finishing work gathers for it instead of being taken by smaller jobs. The
-// nodes closest to free enough (most free GPUs) are held, just enough of
-// them for its gang; nothing is held if its gang could not fit even on an
-// empty pool.
-void ReserveFor(Session& session, const WorkJob& job) {
+// The nodes (of `candidates`, most free GPUs first) that would hold the
+// job's gang once their work finishes, just enough of them; empty when the
+// gang could not fit on all of them even empty.
+std::vector<size_t> NodesToHold(Session& session, const WorkJob& job, std::vector<size_t> candidates) {
   auto& nodes = session.nodes();
-  std::vector<size_t> candidates;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const WorkNode& node = nodes[i];
-    if (node.reserved_for != 0 || node.claimed_for != 0) continue;
-    if (session.CheckStatic(job, *job.gang.front(), node)) continue;
-    candidates.push_back(i);
-  }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [&](size_t a, size_t b) { return nodes[a].free_gpus > nodes[b].free_gpus; });
   std::vector<const PendingTask*> tasks = job.gang;
@@ -75,9 +67,46 @@ void ReserveFor(Session& session, const WorkJob& job) {
       room.push_back(nodes[node].usable_gpus - task->resources.gpus);
       placed = true;
     }
-    if (!placed) return;
+    if (!placed) return {};
   }
-  for (size_t node : chosen) session.Reserve(node, job);
+  return chosen;
+}
+
+// Holds nodes for a large job that did not fit, so capacity freed by
+// finishing work gathers for it instead of being taken by smaller jobs. The
+// nodes closest to free enough (most free GPUs) are held, just enough of
+// them for its gang; nothing is held if its gang could not fit even on an
+// empty pool. A single-switch job gets nodes under one switch of its tier
+// (the domain with the most free GPUs that can hold it), or none: held
+// nodes it could not use together would idle for nothing.
+void ReserveFor(Session& session, const WorkJob& job) {
+  auto& nodes = session.nodes();
+  const bool switch_bound = job.view->network_mode == topology::NetworkMode::kSingleSwitch;
+  const std::string label = topology::TierLabel(std::max<uint32_t>(1, job.view->network_tier));
+  std::map<std::string, std::vector<size_t>> domains;  // switch -> candidates under it ("" when not bound)
+  std::map<std::string, uint64_t> domain_free;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const WorkNode& node = nodes[i];
+    if (node.reserved_for != 0 || node.claimed_for != 0) continue;
+    if (session.CheckStatic(job, *job.gang.front(), node)) continue;
+    std::string domain;
+    if (switch_bound) {
+      auto it = node.view->labels.find(label);
+      if (it == node.view->labels.end()) continue;  // under no known switch of its tier
+      domain = it->second;
+    }
+    domains[domain].push_back(i);
+    domain_free[domain] += node.free_gpus;
+  }
+  std::vector<std::pair<uint64_t, std::string>> order;
+  for (const auto& [domain, free] : domain_free) order.emplace_back(free, domain);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [free, domain] : order) {
+    const std::vector<size_t> chosen = NodesToHold(session, job, domains[domain]);
+    if (chosen.empty()) continue;
+    for (size_t node : chosen) session.Reserve(node, job);
+    return;
+  }
 }
 
 }  // namespace
@@ -115,7 +144,7 @@ void Enqueue(Session& session) {
       job.admitted = true;  // running already; only its elastic rest waits
       continue;
     }
-    job.within_deserved = !GangMayBorrow(job.view->priority_class);
+    job.within_deserved = !GangMayBorrow(job.view->priority_class, tree.queue(job.queue).policy);
     const Amounts& demand = GangDemand(tree, job);
     if (auto overrun = tree.CheckCapability(job.queue, demand, job.within_deserved)) {
       job.reasons.push_back(tree.DescribeOverrun(*overrun, demand));
@@ -166,7 +195,7 @@ void Allocate(Session& session) {
   // A low job that found no room in its pool may borrow idle exclusive
   // nodes another queue owns; the owner takes them back by reclaim.
   auto try_borrow = [&](WorkJob& job) {
-    if (!session.lendable_exclusive() || !GangMayBorrow(job.view->priority_class) ||
+    if (!session.lendable_exclusive() || !GangMayBorrow(job.view->priority_class, tree.queue(job.queue).policy) ||
         job.pool == NodePool::kExclusive || job.view->network_mode != topology::NetworkMode::kNone ||
         tree.CheckCapability(job.queue, GangDemand(tree, job), job.within_deserved)) {
       return false;
@@ -196,16 +225,24 @@ void Allocate(Session& session) {
     }
     const bool never_fits = std::any_of(job.reasons.begin(), job.reasons.end(), topology::NeverFits);
     const size_t pool = static_cast<size_t>(job.pool);
-    // Held nodes are chosen without regard to switches, so a job that must
-    // stay under one switch gets none (it would hold nodes it cannot use).
-    const bool switch_bound = job.view->network_mode == topology::NetworkMode::kSingleSwitch;
     // Starving: large, waited past starve_after_ms, and able to fit the
     // cluster at all (held nodes would otherwise idle for nothing).
     const bool starving = job.min_gpus >= reservation.min_gpus && job.view->waiting_ms >= reservation.starve_after_ms;
-    if (reservation.enabled && starving && !never_fits && !switch_bound &&
-        reserved_in_pool[pool] < reservation.max_per_pool && job.view->priority_class != topology::PriorityClass::kLow &&
+    if (reservation.enabled && starving && !never_fits && reserved_in_pool[pool] < reservation.max_per_pool &&
         (job.reasons.empty() || (job.reasons.front().code != PendingCode::kQueueAtCapability &&
                                  job.reasons.front().code != PendingCode::kQueueAtDeserved))) {
+      // Low work is held for only within its queue's deserved share: beyond
+      // it, what it would run on is lent and may be reclaimed at once, so
+      // holding capacity idle for it would keep it from whoever it is owed to.
+      if (job.view->priority_class == topology::PriorityClass::kLow) {
+        if (auto overrun = tree.CheckCapability(job.queue, GangDemand(tree, job), /*within_deserved=*/true)) {
+          const QueueNode& queue = tree.queue(overrun->queue);
+          job.reasons.push_back(PendingReason{.code = PendingCode::kNoHoldBeyondDeserved,
+                                              .queue = queue.name,
+                                              .resource = tree.resource_name(overrun->resource)});
+          continue;
+        }
+      }
       ReserveFor(session, job);
       if (session.HoldsReservation(job)) {
         ++reserved_in_pool[pool];
@@ -225,7 +262,7 @@ void Backfill(Session& session) {
     WorkJob& job = jobs[static_cast<size_t>(next)];
     if (!job.MinimumMet()) continue;
     std::vector<PendingReason> ignored;
-    job.within_deserved = !SpareMayBorrow(job.view->priority_class);
+    job.within_deserved = !SpareMayBorrow(job.view->priority_class, tree.queue(job.queue).policy);
     for (const PendingTask* task : job.extra) {
       const Amounts demand =
           tree.Demand(task->resources.gpus, task->resources.cpu_milli, task->resources.memory_mib, task->resources.gpu_model);

@@ -1,5 +1,7 @@
 // Backfill that knows time: jobs with a max_runtime may use nodes held for a
 // starving job when they end before those nodes are expected to be free.
+// Starving single-switch and low-class jobs get held nodes too (issue 50),
+// or a reason why they never will.
 #include <gtest/gtest.h>
 
 #include "control/scheduler/scenario.h"
@@ -69,6 +71,81 @@ TEST(BackfillTest, WithoutAHeldNodeTheRuntimeChangesNothing) {
   Plan plan = Schedule(view, Default());
   EXPECT_EQ(BindsOf(plan, 2), 1u);
   EXPECT_EQ(BindsOf(plan, 3), 1u);
+}
+
+// --- Starving jobs of every kind (issue 50) ----------------------------------------
+
+// HeldForThirtyMinutes with a switch tree: n0 and n2 under leaf "l0", n1 and
+// n3 under "l1". n1 has one more GPU busy (5 free), so l0 has the most free
+// GPUs (8 to 7), and the nodes that would be held regardless of switches
+// (n0 and n1, the most free) sit under two leaves.
+ClusterView UnderTwoLeaves() {
+  ClusterView view = HeldForThirtyMinutes();
+  for (int n = 0; n < 4; ++n) view.nodes[static_cast<size_t>(n)].labels[topology::TierLabel(1)] = n % 2 ? "l1" : "l0";
+  view.running[1].gpus = 3;
+  for (auto& gpu : view.nodes[1].gpus) {
+    if (!gpu.allocated) {
+      gpu.allocated = true;
+      break;
+    }
+  }
+  view.running[2].remaining_ms = 10 * kMinute;
+  view.pending[0].network_mode = topology::NetworkMode::kSingleSwitch;
+  view.pending[0].network_tier = 1;
+  return view;
+}
+
+TEST(StarvingJobTest, ASingleSwitchJobHoldsNodesUnderOneSwitchAndOthersBackfill) {
+  ClusterView view = UnderTwoLeaves();
+  // n0 and n2 (under l0) are held. A job of unknown length needing 4 GPUs
+  // fits only n1 then; one of 6 that ends within 25 minutes fits only n0,
+  // held but free long before the 30 minutes its work has left.
+  view.pending.push_back(JobBuilder(2, "default", 1, 6).MaxRuntime(25 * kMinute));
+  view.pending.push_back(JobBuilder(3, "default", 1, 4));
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(AnyReasonContains(plan, 1, "nodes are being held for this job"));
+  ASSERT_EQ(BindsOf(plan, 2), 1u);
+  ASSERT_EQ(BindsOf(plan, 3), 1u);
+  for (const auto& bind : plan.binds) {
+    if (bind.job.value() == 2) {
+      EXPECT_EQ(bind.node, "n0");
+    }
+    if (bind.job.value() == 3) {
+      EXPECT_EQ(bind.node, "n1");
+    }
+  }
+}
+
+TEST(StarvingJobTest, ASingleSwitchJobNoSwitchCanHoldGetsNoNodes) {
+  // Only one node per leaf: no switch of tier 1 can ever hold the 2x8 gang,
+  // and its reason already says so; nothing is held for it.
+  ClusterView view = UnderTwoLeaves();
+  for (int n = 0; n < 4; ++n) view.nodes[static_cast<size_t>(n)].labels[topology::TierLabel(1)] = "l" + std::to_string(n);
+  Plan plan = Schedule(view, Default());
+  EXPECT_FALSE(AnyReasonContains(plan, 1, "nodes are being held for this job"));
+  EXPECT_TRUE(AnyReasonContains(plan, 1, "GPUs together"));
+}
+
+TEST(StarvingJobTest, ALowJobWithinItsDeservedShareHoldsNodes) {
+  ClusterView view = HeldForThirtyMinutes();
+  view.queues = {MakeQueue("default", "root", {}, {{"gpu", 32}})};
+  view.pending[0].priority_class = kLow;
+  // 16 in use and a gang of 16: exactly its deserved 32. A later low job
+  // that ends in time backfills onto a held node (n2 and n3 have 2 free).
+  view.pending.push_back(JobBuilder(2, "default", 1, 4).Class(kLow).MaxRuntime(25 * kMinute));
+  Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(AnyReasonContains(plan, 1, "nodes are being held for this job"));
+  EXPECT_EQ(BindsOf(plan, 2), 1u);
+}
+
+TEST(StarvingJobTest, ALowJobBeyondItsDeservedShareIsToldWhyNothingIsHeld) {
+  ClusterView view = HeldForThirtyMinutes();
+  view.queues = {MakeQueue("default", "root", {}, {{"gpu", 24}})};  // 16 in use: the gang would take it to 32
+  view.pending[0].priority_class = kLow;
+  Plan plan = Schedule(view, Default());
+  EXPECT_FALSE(AnyReasonContains(plan, 1, "nodes are being held for this job"));
+  EXPECT_TRUE(AnyReasonContains(plan, 1, "no nodes are held for it though it has waited long: it would take queue "
+                                         "default past its deserved gpu"));
 }
 
 }  // namespace

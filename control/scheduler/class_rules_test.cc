@@ -90,11 +90,12 @@ TEST(ReclaimTest, NothingIsTakenFromAQueueWithinItsShare) {
 }
 
 TEST(ReclaimTest, ElasticReplicasShrinkFirst) {
+  // Low work: a spare replica of the elastic job goes before a whole job.
   ClusterView view = TwoTeams(1, 8, 4);
-  auto gang = Occupy(view, 1, 0, "n0", 2, "a", PriorityClass::kMedium, 5);
-  auto elastic0 = Occupy(view, 2, 0, "n0", 2, "a", PriorityClass::kMedium, 1);
-  auto elastic1 = Occupy(view, 2, 1, "n0", 2, "a", PriorityClass::kMedium, 1);
-  auto elastic2 = Occupy(view, 2, 2, "n0", 2, "a", PriorityClass::kMedium, 1);
+  auto gang = Occupy(view, 1, 0, "n0", 2, "a", kLow, 5);
+  auto elastic0 = Occupy(view, 2, 0, "n0", 2, "a", kLow, 1);
+  auto elastic1 = Occupy(view, 2, 1, "n0", 2, "a", kLow, 1);
+  auto elastic2 = Occupy(view, 2, 2, "n0", 2, "a", kLow, 1);
   for (auto* task : {&elastic0, &elastic1, &elastic2}) {
     task->group_min = 1;
     task->group_active = 3;
@@ -104,24 +105,36 @@ TEST(ReclaimTest, ElasticReplicasShrinkFirst) {
   Plan plan = Schedule(view, Default());
   ASSERT_EQ(plan.evictions.size(), 1u);
   EXPECT_EQ(plan.evictions[0].job, JobId(2));
+  // Medium takes no part in preemption: its replicas above the minimum are
+  // not taken either (issue 50), so b waits and nothing is evicted.
+  for (auto* task : {&gang, &elastic0, &elastic1, &elastic2}) task->priority_class = PriorityClass::kMedium;
+  view.running = {gang, elastic0, elastic1, elastic2};
+  plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.evictions.empty());
+  EXPECT_EQ(BindsOf(plan, 3), 0u);
 }
 
-TEST(ReclaimTest, GuaranteeIsRestoredEvenWhenDeservedSharesOvercommit) {
+TEST(ReclaimTest, GuaranteeIsRestoredOnlyFromWhatLendersHoldBeyondDeserved) {
   // Deserved shares add up to 16 on an 8-GPU cluster; a holds all 8 within
-  // its deserved, but b is below its guarantee of 2 and gets it back from
-  // a's low work.
+  // its deserved, and b is below its guarantee of 2. Reclaim never takes a
+  // lender below its deserved share (issue 50), so b waits.
   ClusterView view;
   view.nodes = {MakeNode("n0", 8)};
   view.queues = {MakeQueue("a", "root", {}, {{"gpu", 8}}, {{"gpu", 2}}),
                  MakeQueue("b", "root", {}, {{"gpu", 8}}, {{"gpu", 2}})};
-  view.running = {Occupy(view, 1, 0, "n0", 4, "a", kLow, 1), Occupy(view, 2, 0, "n0", 4, "a", kLow, 2)};
-  view.pending = {JobBuilder(3, "b", 1, 2)};
+  for (uint32_t t = 0; t < 4; ++t) view.running.push_back(Occupy(view, 1 + t, 0, "n0", 2, "a", kLow, 1 + t));
+  view.pending = {JobBuilder(9, "b", 1, 2)};
+  EXPECT_TRUE(Schedule(view, Default()).evictions.empty());
+  // At deserved 6, a lends 2: exactly that much goes, the newest first.
+  view.queues[0] = MakeQueue("a", "root", {}, {{"gpu", 6}}, {{"gpu", 2}});
   Plan plan = Schedule(view, Default());
-  EXPECT_EQ(Evicted(plan), (std::vector<std::pair<uint64_t, uint32_t>>{{2, 0}}));
-  // Medium work within its deserved share is not taken even for a
-  // guarantee: overcommitted deserved shares guarantee against low work only.
-  view.running = {Occupy(view, 1, 0, "n0", 4, "a", PriorityClass::kMedium, 1),
-                  Occupy(view, 2, 0, "n0", 4, "a", PriorityClass::kMedium, 2)};
+  EXPECT_EQ(Evicted(plan), (std::vector<std::pair<uint64_t, uint32_t>>{{4, 0}}));
+  // b wanting 4 may take no more than those 2: nothing goes.
+  view.pending = {JobBuilder(9, "b", 1, 4)};
+  EXPECT_TRUE(Schedule(view, Default()).evictions.empty());
+  // Medium work within its deserved share is not taken either.
+  for (auto& task : view.running) task.priority_class = PriorityClass::kMedium;
+  view.pending = {JobBuilder(9, "b", 1, 2)};
   EXPECT_TRUE(Schedule(view, Default()).evictions.empty());
 }
 
@@ -272,11 +285,11 @@ TEST(PreemptTest, FiresWhenOnlyEvictionOnOneNodeHelps) {
 // --- Elastic replicas and system work ------------------------------------------
 
 // A medium elastic job: `replicas` tasks of `gpus` each on node "n0", minimum `min`.
-std::vector<topology::RunningTask> MediumElastic(ClusterView& view, uint64_t job, uint32_t replicas, uint32_t gpus,
-                                                 uint32_t min, const std::string& queue) {
+std::vector<topology::RunningTask> ElasticReplicas(ClusterView& view, uint64_t job, uint32_t replicas, uint32_t gpus,
+                                           uint32_t min, const std::string& queue, PriorityClass cls) {
   std::vector<topology::RunningTask> tasks;
   for (uint32_t i = 0; i < replicas; ++i) {
-    auto task = Occupy(view, job, i, "n0", gpus, queue, PriorityClass::kMedium, 1);
+    auto task = Occupy(view, job, i, "n0", gpus, queue, cls, 1);
     task.group_min = min;
     task.group_active = replicas;
     tasks.push_back(task);
@@ -284,14 +297,15 @@ std::vector<topology::RunningTask> MediumElastic(ClusterView& view, uint64_t job
   return tasks;
 }
 
-TEST(ReclaimTest, SpareReplicasTakenTogetherNeverTakeAMediumJobBelowItsMinimum) {
-  // b needs 4 more GPUs: two of a's three replicas, which would leave a's
-  // job below its minimum of 2. One spare is all reclaim may take, and it is
-  // not enough, so nothing goes.
+TEST(ReclaimTest, SpareReplicasTakenTogetherNeverTakeALowElasticJobBelowItsMinimum) {
+  // b needs 4 more GPUs: two of a's three low replicas, which would leave
+  // a's job below its minimum of 2, so the whole job would go: 6 GPUs, more
+  // than the 4 a holds beyond its deserved 2. One spare is all reclaim may
+  // take, and it is not enough, so nothing goes.
   ClusterView view;
   view.nodes = {MakeNode("n0", 8)};
   view.queues = {MakeQueue("a", "root", {}, {{"gpu", 2}}), MakeQueue("b", "root", {}, {{"gpu", 6}})};
-  view.running = MediumElastic(view, 1, 3, 2, 2, "a");
+  view.running = ElasticReplicas(view, 1, 3, 2, 2, "a", kLow);
   view.pending = {JobBuilder(2, "b", 1, 6)};
   Plan plan = Schedule(view, Default());
   EXPECT_TRUE(plan.evictions.empty());
@@ -299,20 +313,26 @@ TEST(ReclaimTest, SpareReplicasTakenTogetherNeverTakeAMediumJobBelowItsMinimum) 
   view.pending = {JobBuilder(2, "b", 1, 4)};
   plan = Schedule(view, Default());
   EXPECT_EQ(plan.evictions.size(), 1u);
+  // Medium replicas above the minimum are never taken (issue 50).
+  view.running = ElasticReplicas(view, 1, 3, 2, 2, "a", PriorityClass::kMedium);
+  EXPECT_TRUE(Schedule(view, Default()).evictions.empty());
 }
 
-TEST(PreemptTest, HighTakesSpareMediumReplicasButNeverAMediumGang) {
+TEST(PreemptTest, HighNeverTakesMediumReplicasEvenAboveTheirMinimum) {
+  // Medium takes no part in preemption: a high job of the same queue waits
+  // rather than shrink an elastic medium job, however many spares it has.
   ClusterView view;
   view.nodes = {MakeNode("n0", 8)};
-  view.running = MediumElastic(view, 1, 4, 2, 2, "default");
+  view.running = ElasticReplicas(view, 1, 4, 2, 2, "default", PriorityClass::kMedium);
   view.pending = {JobBuilder(2, "default", 1, 4).Class(kHigh)};
   Plan plan = Schedule(view, Default());
+  EXPECT_TRUE(plan.evictions.empty());
+  EXPECT_EQ(BindsOf(plan, 2), 0u);
+  // The same replicas of a low job are taken, spares only.
+  view.running = ElasticReplicas(view, 1, 4, 2, 2, "default", kLow);
+  plan = Schedule(view, Default());
   ASSERT_EQ(plan.evictions.size(), 2u);
   for (const auto& eviction : plan.evictions) EXPECT_EQ(eviction.job, JobId(1));
-  // Six GPUs would take the job below its minimum: nothing is preempted.
-  view.pending = {JobBuilder(2, "default", 1, 6).Class(kHigh)};
-  plan = Schedule(view, Default());
-  EXPECT_TRUE(plan.evictions.empty());
 }
 
 TEST(SystemClassTest, IsPlacedFirstWhateverTheQueuesShares) {

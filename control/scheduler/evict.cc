@@ -8,7 +8,9 @@
 // again while they drain, and never evicts a task it has evicted before, so
 // preemption cannot loop. Which classes may be taken, whole or as spare
 // elastic replicas, is class_rules.h's rule; each path narrows it further
-// (preemption to its own queue, reclaim to queues that lend).
+// (preemption to its own queue and the classes its policy lets preempt,
+// reclaim to queues that lend, never below a lender's deserved share:
+// lender_room.h).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -19,6 +21,7 @@
 #include "control/scheduler/actions.h"
 #include "control/scheduler/class_rules.h"
 #include "control/scheduler/job_order.h"
+#include "control/scheduler/lender_room.h"
 
 namespace gpool::scheduler {
 namespace {
@@ -124,11 +127,14 @@ class Evictor {
     return merged;
   }
 
+  // `room`: what reclaim may take from each lender (null: preemption, which
+  // takes from the evicting job's own queue and has no floor).
   Evictor(Session& session, const WorkJob& job, Eligible eligible, const Index& index,
-          const std::vector<bool>& lending_queues, const std::vector<uint32_t>& victim_nodes)
+          const std::vector<bool>& lending_queues, const std::vector<uint32_t>& victim_nodes, LenderRoom* room)
       : session_(session),
         job_(job),
         eligible_(std::move(eligible)),
+        room_(room),
         by_job_(index.by_job),
         holds_(index.holds),
         gpus_upper_(index.gpus_upper),
@@ -164,8 +170,11 @@ class Evictor {
     });
     for (const auto& [spare, i] : candidates) {
       if (chosen_.count(i)) continue;
-      for (size_t c : Closure(i, {})) {
+      const std::vector<size_t> closure = Closure(i, {});
+      if (!WithinRoom({}, closure)) continue;
+      for (size_t c : closure) {
         chosen_.insert(c);
+        if (room_ != nullptr) room_->Take(session_.running()[c]);
         refund(c);
       }
       if (fits()) return true;
@@ -219,6 +228,19 @@ class Evictor {
       all.push_back(i);
     }
     return all;
+  }
+
+  // Taking `closure` on top of `taken` (this node's victims so far) and the
+  // victims already chosen keeps every lender at or above its floor.
+  bool WithinRoom(const std::vector<size_t>& taken, const std::vector<size_t>& closure) const {
+    if (room_ == nullptr) return true;
+    std::vector<const WorkTask*> more;
+    more.reserve(taken.size() + closure.size());
+    for (size_t i : taken) more.push_back(&session_.running()[i]);
+    for (size_t i : closure) {
+      if (std::find(taken.begin(), taken.end(), i) == taken.end()) more.push_back(&session_.running()[i]);
+    }
+    return room_->Allows(more);
   }
 
   static bool LessImportant(const WorkTask& a, bool a_spare, const WorkTask& b, bool b_spare) {
@@ -336,7 +358,7 @@ class Evictor {
       for (const auto& [spare, i] : candidates) {
         if (std::find(seen.begin(), seen.end(), i) != seen.end()) continue;
         auto closure = Closure(i, taken);
-        if (closure.empty()) continue;
+        if (closure.empty() || !WithinRoom(taken, closure)) continue;
         for (size_t c : closure) {
           if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
           seen.push_back(c);
@@ -363,6 +385,7 @@ class Evictor {
     for (size_t v : best_victims) {
       chosen_.insert(v);
       const WorkTask& victim = running[v];
+      if (room_ != nullptr) room_->Take(victim);
       if (victim.node < 0) continue;
       Freed& freed = freed_[victim.node];
       freed.gpus += victim.view->gpus;
@@ -379,6 +402,7 @@ class Evictor {
   Session& session_;
   const WorkJob& job_;
   Eligible eligible_;
+  LenderRoom* room_;
   const std::unordered_map<uint64_t, std::vector<size_t>>& by_job_;
   const std::vector<std::vector<Index::Hold>>& holds_;
   const std::vector<uint32_t>& gpus_upper_;
@@ -416,8 +440,11 @@ const std::string& ShapeOf(WorkJob& job) {
 }
 
 // Runs `eligible`-bounded eviction for each job `wants` picks, in fair order.
-void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants,
-              const std::function<bool(WorkJob&, int)>& lends,
+// `room_for` gives reclaim's floors for a job (null for preemption); `lends`
+// then says which queues may yield victims.
+using RoomFor = std::function<std::unique_ptr<LenderRoom>(WorkJob&)>;
+void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants, const RoomFor& room_for,
+              const std::function<bool(WorkJob&, int, LenderRoom*)>& lends,
               const std::function<Evictor::Eligible(const WorkJob&)>& eligible_for,
               const std::function<std::string(const WorkJob&)>& reason_for, topology::PendingCode waiting_reason,
               bool capped_too) {
@@ -448,8 +475,7 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
     for (size_t q = 0; q < lending.size(); ++q) {
       if (lending[q] && !evictable[q].empty()) tree.Refund(static_cast<int>(q), evictable[q]);
     }
-    const bool fits =
-        !tree.CheckCapability(job.queue, GangDemand(tree, job), !GangMayBorrow(job.view->priority_class));
+    const bool fits = !tree.CheckCapability(job.queue, GangDemand(tree, job), job.within_deserved);
     for (size_t q = 0; q < lending.size(); ++q) {
       if (lending[q] && !evictable[q].empty()) tree.Charge(static_cast<int>(q), evictable[q]);
     }
@@ -464,8 +490,9 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
     if (!wants(job)) continue;
     const std::string& shape = ShapeOf(job);
     if (failed_shapes.count(shape)) continue;
+    std::unique_ptr<LenderRoom> room = room_for(job);
     bool any = false;
-    for (size_t q = 0; q < lending.size(); ++q) any |= (lending[q] = lends(job, static_cast<int>(q)));
+    for (size_t q = 0; q < lending.size(); ++q) any |= (lending[q] = lends(job, static_cast<int>(q), room.get()));
     if (!any || (job.capped && !quota_could_fit(job))) {  // the scan below could only fail
       failed_shapes.insert(shape);
       continue;
@@ -475,7 +502,7 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
     if (nodes_it == victim_nodes.end()) {
       nodes_it = victim_nodes.emplace(lending, Evictor::VictimNodes(*index, lending)).first;
     }
-    Evictor evictor(session, job, eligible_for(job), *index, lending, nodes_it->second);
+    Evictor evictor(session, job, eligible_for(job), *index, lending, nodes_it->second, room.get());
     if (!evictor.Plan() || evictor.victims().empty()) {
       failed_shapes.insert(shape);
       continue;
@@ -488,7 +515,7 @@ void EvictFor(Session& session, const std::function<bool(const WorkJob&)>& wants
       auto refund = [&](size_t victim) { tree.Refund(running[victim].queue, running[victim].charge); };
       for (size_t victim : evictor.victims()) refund(victim);
       const bool fits_quota = evictor.FreeQuota(refund, [&] {
-        return !tree.CheckCapability(job.queue, GangDemand(tree, job), !GangMayBorrow(job.view->priority_class));
+        return !tree.CheckCapability(job.queue, GangDemand(tree, job), job.within_deserved);
       });
       for (size_t victim : evictor.victims()) tree.Charge(running[victim].queue, running[victim].charge);
       if (!fits_quota) {
@@ -546,7 +573,7 @@ void ReclaimExclusiveNodes(Session& session) {
         if (session.CheckStatic(job, *task, node)) continue;
         const bool all_lent = std::all_of(node.running.begin(), node.running.end(), [&](size_t i) {
           return !running[i].evicted && EvictableWhole(running[i].view->priority_class) &&
-                 !tree.InSubtree(running[i].queue, node.owner);
+                 tree.queue(running[i].queue).policy.low_reclaimable && !tree.InSubtree(running[i].queue, node.owner);
         });
         if (!all_lent) continue;
         if (best < 0 || node.running.size() < best_count) {
@@ -576,9 +603,11 @@ void ReclaimExclusiveNodes(Session& session) {
 }  // namespace
 
 void Preempt(Session& session) {
+  const QueueTree& tree = session.queues();
   EvictFor(
-      session, [](const WorkJob& job) { return MayPreempt(job.view->priority_class); },
-      [](WorkJob& job, int queue) { return queue == job.queue; },
+      session, [&tree](const WorkJob& job) { return MayPreempt(job.view->priority_class, tree.queue(job.queue).policy); },
+      [](WorkJob&) { return std::unique_ptr<LenderRoom>(); },
+      [](WorkJob& job, int queue, LenderRoom*) { return queue == job.queue; },
       [](const WorkJob& job) {
         const int queue = job.queue;
         return Evictor::Eligible([queue](const WorkTask& task) { return task.queue == queue; });
@@ -593,47 +622,15 @@ void Preempt(Session& session) {
 void Reclaim(Session& session) {
   ReclaimExclusiveNodes(session);
   QueueTree& tree = session.queues();
-  // The queue on each side just below where the paths of the two leaves meet:
-  // shares are compared between those siblings.
-  auto siblings = [&tree](int a, int b) {
-    const auto& path_a = tree.Path(a);
-    const auto& path_b = tree.Path(b);
-    size_t k = 0;
-    while (k < path_a.size() && k < path_b.size() && path_a[k] == path_b[k]) ++k;
-    return std::pair<int, int>{k < path_a.size() ? path_a[k] : -1, k < path_b.size() ? path_b[k] : -1};
-  };
-  // Whether `queue` lends to `job` depends on the two queues alone (and on
-  // usage, which is fixed while one job's victims are chosen). Every
-  // resource the gang asks for that the reclaiming side has a share of is
-  // weighed: GPUs (or CPU for CPU-only work), the GPU model it names,
-  // device memory of shares. The reclaiming side must stay within its share
-  // of each, and the other side must hold more than its own share of one.
-  auto lends = [&tree, siblings](WorkJob& job, int queue) {
-    if (queue == job.queue) return false;
-    const auto [mine, theirs] = siblings(job.queue, queue);
-    if (mine < 0 || theirs < 0) return false;  // one is the other's ancestor
-    const QueueNode& q = tree.queue(mine);
-    const QueueNode& v = tree.queue(theirs);
-    const Amounts& demand = GangDemand(tree, job);
-    bool weighed = false;
-    bool borrowed = false;
-    for (size_t r = 0; r < demand.size(); ++r) {
-      if (demand[r] == 0 || r == kMemory || (r == kCpu && job.min_gpus > 0)) continue;
-      if (q.guarantee[r] == 0 && q.deserved[r] == kUnlimited) continue;  // no share of it to claim
-      const uint64_t after = q.used[r] + q.claimed[r] + demand[r];
-      const bool within_guarantee = after <= q.guarantee[r];
-      const bool within_deserved = q.deserved[r] != kUnlimited && after <= q.deserved[r];
-      if (!within_guarantee && !within_deserved) return false;
-      weighed = true;
-      // Only what the other side holds beyond its own share is lent out.
-      const uint64_t share = within_guarantee ? v.guarantee[r] : v.deserved[r];
-      borrowed = borrowed || (share != kUnlimited && v.used[r] > share);
-    }
-    return weighed && borrowed;
-  };
+  // Which queues lend, and how much each may lose, is LenderRoom's rule
+  // (lender_room.h): every resource the gang asks for that the reclaiming
+  // side has a share of is weighed, and no lender goes below its floor.
+  const std::vector<Amounts> stopping = LenderRoom::StoppingByQueue(session);
   EvictFor(
-      session, [](const WorkJob&) { return true; }, lends,
-      // The per-queue table from `lends` and the class rule are the whole rule.
+      session, [](const WorkJob&) { return true; },
+      [&](WorkJob& job) { return std::make_unique<LenderRoom>(tree, stopping, job, GangDemand(tree, job)); },
+      [](WorkJob&, int queue, LenderRoom* room) { return room->Lends(queue); },
+      // The per-queue table from `lends`, the floors and the class rule are the whole rule.
       [](const WorkJob&) { return Evictor::Eligible([](const WorkTask&) { return true; }); },
       [&tree](const WorkJob& job) {
         return "reclaimed by queue " + tree.queue(job.queue).name + " for job " + std::to_string(job.view->id.value());

@@ -4,6 +4,7 @@
 // later and requeue, some tasks finish). Deterministic: a fixed-seed LCG.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -118,6 +119,13 @@ struct Sim {
     }
     return false;
   }
+  // The queue's view (nullptr for one the sim never declared).
+  const topology::QueueView* Queue(const std::string& name) const {
+    for (const auto& q : queues) {
+      if (q.name == name) return &q;
+    }
+    return nullptr;
+  }
   std::string Parent(const std::string& queue) const {
     for (const auto& q : queues) {
       if (q.name == queue) return q.parent;
@@ -135,6 +143,52 @@ struct Sim {
     return use;
   }
 };
+
+// Reclaim's floor (issue 50): after the plan, a queue that lent (reclaim
+// took from it) holds at least its deserved share, and a queue at or below
+// it lends nothing. What a queue holds after the plan: its running tasks
+// that are not stopping, plus what the plan binds for it, less every task
+// the plan evicts from it (the scheduler weighs reclaim after placement and
+// preemption in the same cycle). The lenders of a victim are the queues on
+// its path that are not also the reclaimer's. An owner taking back its
+// exclusive nodes evicts borrowers, not lenders: not reclaim of a share.
+std::string CheckLenderFloors(const Sim& sim, const Plan& plan) {
+  std::map<std::string, uint64_t> before, bound, evicted, reclaimed;
+  auto up = [&](std::map<std::string, uint64_t>& into, const std::string& leaf, uint64_t gpus) {
+    for (std::string at = leaf; !at.empty(); at = sim.Parent(at)) into[at] += gpus;
+  };
+  for (const auto& [id, job] : sim.jobs) {
+    for (const auto& task : job.tasks) {
+      if (task.running && !task.stopping) up(before, job.queue, task.gpus.size());
+    }
+  }
+  for (const auto& bind : plan.binds) up(bound, sim.jobs.at(bind.job.value()).queue, bind.gpu_indices.size());
+  for (const auto& eviction : plan.evictions) {
+    const SimJob& victim = sim.jobs.at(eviction.job.value());
+    const SimJob& for_job = sim.jobs.at(eviction.for_job.value());
+    const uint64_t gpus = victim.tasks.at(eviction.task_index).gpus.size();
+    up(evicted, victim.queue, gpus);
+    if (eviction.reason.rfind("reclaimed by queue", 0) != 0 ||
+        eviction.reason.find("(its exclusive nodes)") != std::string::npos) {
+      continue;
+    }
+    for (std::string at = victim.queue; !at.empty(); at = sim.Parent(at)) {
+      if (!sim.InSubtree(for_job.queue, at)) reclaimed[at] += gpus;
+    }
+  }
+  for (const auto& [queue, taken] : reclaimed) {
+    const topology::QueueView* q = sim.Queue(queue);
+    if (q == nullptr || !q->deserved.count("gpu")) continue;
+    const uint64_t deserved = q->deserved.at("gpu");
+    const uint64_t held = before[queue] + bound[queue];
+    const uint64_t after = held - std::min(held, evicted[queue]);
+    if (after < deserved) {
+      return "reclaim took " + std::to_string(taken) + " GPUs from queue " + queue + ", which holds " +
+             std::to_string(after) + " after the plan, below its deserved " + std::to_string(deserved);
+    }
+  }
+  return "";
+}
 
 // Checks one plan against the view it came from; returns "" or what broke.
 std::string CheckPlan(const Sim& sim, const ClusterView& view, const Plan& plan) {
@@ -177,11 +231,9 @@ std::string CheckPlan(const Sim& sim, const ClusterView& view, const Plan& plan)
     for (const auto& task : job.tasks) active += (task.running && !task.stopping) || task.done;
     if (active + count < job.min) return "gang split: job " + std::to_string(id);
   }
-  // The class rule, on every eviction path: low work may be taken; a
-  // medium task only as an elastic replica above its job's minimum (counting
-  // every replica this plan takes); high and system work never.
-  std::map<uint64_t, uint32_t> evicted_per_job;
-  for (const auto& eviction : plan.evictions) ++evicted_per_job[eviction.job.value()];
+  // The class rule, on every eviction path: low work may be taken; medium,
+  // high and system work never, not even an elastic replica above its
+  // job's minimum (issue 50).
   for (const auto& eviction : plan.evictions) {
     const SimJob& victim = sim.jobs.at(eviction.job.value());
     const SimJob& for_job = sim.jobs.at(eviction.for_job.value());
@@ -190,24 +242,29 @@ std::string CheckPlan(const Sim& sim, const ClusterView& view, const Plan& plan)
     for (uint64_t before : task.evicted_by) {
       if (before == eviction.for_job.value()) return "a job evicted the same task twice";
     }
-    if (victim.cls == PriorityClass::kHigh || victim.cls == PriorityClass::kSystem) {
+    if (victim.cls != PriorityClass::kLow) {
       return "evicted a " + std::string(ToString(victim.cls)) + " task of job " + std::to_string(victim.id);
     }
-    if (victim.cls == PriorityClass::kMedium) {
-      uint32_t active = 0;
-      for (const auto& t : victim.tasks) active += (t.running && !t.stopping) || t.done;
-      if (active < victim.min + evicted_per_job[victim.id]) {
-        return "evicted medium job " + std::to_string(victim.id) + " below its minimum";
-      }
-    }
+    const topology::QueueView* victim_queue = sim.Queue(victim.queue);
     if (eviction.reason.find("preempted") != std::string::npos) {
       if (for_job.cls != PriorityClass::kHigh && for_job.cls != PriorityClass::kSystem) {
         return "a job of neither high nor system class preempted";
       }
       if (victim.queue != for_job.queue) return "preemption across queues";
+      // The queue's policy names the classes of its jobs that may preempt.
+      if (victim_queue != nullptr &&
+          std::find(victim_queue->preempting_classes.begin(), victim_queue->preempting_classes.end(), for_job.cls) ==
+              victim_queue->preempting_classes.end()) {
+        return "a " + std::string(ToString(for_job.cls)) + " job preempted in queue " + victim.queue +
+               ", whose policy does not let its class preempt";
+      }
+    }
+    if (eviction.reason.find("reclaimed") != std::string::npos && victim_queue != nullptr &&
+        !victim_queue->low_reclaimable) {
+      return "reclaimed low work of queue " + victim.queue + ", whose policy keeps it";
     }
   }
-  return "";
+  return CheckLenderFloors(sim, plan);
 }
 
 // Applies a plan: victims chosen last cycle exit now and requeue; this
@@ -284,6 +341,16 @@ Sim RandomSim(Rng& rng, bool flat_guarantees, bool deserved_fit = false) {
     std::string parent = "root";
     if (!flat_guarantees && q >= 2) parent = "q0";  // some depth: q0 becomes an inner queue
     sim.queues.push_back(testing::MakeQueue("q" + std::to_string(q), parent, capability, deserved, guarantee));
+    // Now and then a preemption policy other than the default (issue 50).
+    // Not with flat guarantees: a queue that keeps its low work is not one
+    // reclaim can restore a guarantee from.
+    if (!flat_guarantees && rng.Below(4) == 0) {
+      auto& policy = sim.queues.back();
+      policy.low_reclaimable = rng.Below(2) == 0;
+      static const std::vector<PriorityClass> kChoices[] = {
+          {}, {PriorityClass::kHigh}, {PriorityClass::kSystem}, {PriorityClass::kHigh, PriorityClass::kSystem}};
+      policy.preempting_classes = kChoices[rng.Below(4)];
+    }
   }
   // Sometimes an exclusive node owned by a leaf queue (lent to others' low work).
   if (!flat_guarantees && rng.Below(3) == 0) {
@@ -411,9 +478,11 @@ TEST(SchedulerPropertyTest, InvariantsHoldAndPreemptionTerminatesSeedsFrom301Whe
 }
 
 // A queue below its guarantee with work waiting gets it back. Only low work
-// may be taken, and only low work may borrow beyond deserved: so the
-// guarantee holds for every class when the deserved shares fit the cluster
-// (even seeds), and against low work when they overcommit it (odd seeds).
+// may be taken, only low work may borrow beyond deserved, and reclaim takes
+// no lender below its deserved share: so the guarantee holds for every
+// class when the deserved shares fit the cluster (even seeds); when they
+// overcommit it (odd seeds, low work only), it holds unless no other queue
+// holds more than its deserved share (there is nothing reclaim may take).
 void ReclaimRestoresGuarantees(uint64_t first_seed, uint64_t last_seed) {
   for (uint64_t seed = first_seed; seed <= last_seed; ++seed) {
     Rng rng(seed);
@@ -438,6 +507,15 @@ void ReclaimRestoresGuarantees(uint64_t first_seed, uint64_t last_seed) {
       for (const auto& [id, job] : sim.jobs) {
         if (job.queue == queue.name) demand += job.tasks.size();
       }
+      bool others_within_deserved = true;
+      for (const auto& other : sim.queues) {
+        if (other.name == queue.name) continue;
+        // Without a deserved share a queue lends all it holds to a queue
+        // claiming its guarantee.
+        const auto deserved = other.deserved.find("gpu");
+        others_within_deserved &= use[other.name] <= (deserved == other.deserved.end() ? 0 : deserved->second);
+      }
+      if (overcommit && others_within_deserved) continue;
       EXPECT_GE(use[queue.name], std::min(guarantee, demand))
           << "seed " << seed << " queue " << queue.name << " below its guarantee with work waiting: use "
           << use[queue.name] << " guarantee " << guarantee << " demand " << demand << DebugState(sim);

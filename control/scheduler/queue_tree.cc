@@ -3,6 +3,17 @@
 #include <algorithm>
 
 namespace gpool::scheduler {
+namespace {
+
+QueuePolicy QueuePolicyOfView(const topology::QueueView& queue) {
+  QueuePolicy policy;
+  policy.preemptors = 0;
+  for (PriorityClass c : queue.preempting_classes) policy.preemptors |= static_cast<uint8_t>(1u << static_cast<unsigned>(c));
+  policy.low_reclaimable = queue.low_reclaimable;
+  return policy;
+}
+
+}  // namespace
 
 QueueTree::QueueTree(const std::vector<topology::QueueView>& queues, const std::vector<std::string>& models) {
   for (const char* base : {"gpu", "cpu", "memory", "gpu_memory"}) Intern(base);
@@ -27,6 +38,7 @@ QueueTree::QueueTree(const std::vector<topology::QueueView>& queues, const std::
       root.capability = FromQuota(queue.capability, kUnlimited);
       root.deserved = FromQuota(queue.deserved, kUnlimited);
       root.guarantee = FromQuota(queue.guarantee, 0);
+      root.policy = QueuePolicyOfView(queue);
     }
   }
   queues_.push_back(std::move(root));
@@ -38,6 +50,7 @@ QueueTree::QueueTree(const std::vector<topology::QueueView>& queues, const std::
     node.capability = FromQuota(queue.capability, kUnlimited);
     node.deserved = FromQuota(queue.deserved, kUnlimited);
     node.guarantee = FromQuota(queue.guarantee, 0);
+    node.policy = QueuePolicyOfView(queue);
     node.used.assign(resources, 0);
     node.claimed.assign(resources, 0);
     by_name_[queue.name] = static_cast<int>(queues_.size());

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "control/scheduler/class_rules.h"
 #include "topology/pending_reason.h"
 #include "protocol/types.h"
 #include "topology/cluster_view.h"
@@ -47,6 +48,7 @@ struct QueueNode {
   // empty) narrowed by every ancestor's.
   uint8_t pools = 0xFF;
   bool AllowsPool(NodePool pool) const { return (pools >> static_cast<unsigned>(pool)) & 1u; }
+  QueuePolicy policy;  // its own (a queue added by Resolve has the defaults)
 };
 
 class QueueTree {

@@ -102,8 +102,14 @@ void ClusterState::RefreshView(topology::ClusterView& view, ViewCursor& cursor, 
 
   view.queues.clear();
   for (const auto& [name, queue] : queues_) {
-    view.queues.push_back(topology::QueueView{name, queue.spec.parent, queue.spec.capability, queue.spec.deserved,
-                                              queue.spec.guarantee, queue.spec.pools});
+    topology::QueueView& out = view.queues.emplace_back(topology::QueueView{
+        name, queue.spec.parent, queue.spec.capability, queue.spec.deserved, queue.spec.guarantee, queue.spec.pools});
+    // Validated at the edge; a name this build does not know is left out.
+    out.preempting_classes.clear();
+    for (const auto& cls : queue.spec.preempting_classes) {
+      if (auto c = PriorityClassFromString(cls)) out.preempting_classes.push_back(*c);
+    }
+    out.low_reclaimable = queue.spec.low_reclaimable;
   }
   BuildRunning(view, now_ms);
   BuildPending(view, now_ms);

@@ -111,6 +111,33 @@ TEST_F(PolicyStateTest, QueuesSurviveASnapshot) {
   EXPECT_EQ(restored.FindQueue("team")->spec.capability.at("gpu/A100"), 8u);
 }
 
+TEST_F(PolicyStateTest, APreemptionPolicyIsReplicatedSurvivesASnapshotAndReachesTheScheduler) {
+  QueueSpec team = Queue("team", "root", {}, {{"gpu", 4}});
+  team.preempting_classes = {"system"};
+  team.low_reclaimable = false;
+  ASSERT_TRUE(QueueOp("create", team).status.ok());
+  ClusterState restored;
+  ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
+  ASSERT_NE(restored.FindQueue("team"), nullptr);
+  EXPECT_EQ(restored.FindQueue("team")->spec.preempting_classes, (std::vector<std::string>{"system"}));
+  EXPECT_FALSE(restored.FindQueue("team")->spec.low_reclaimable);
+  auto view = restored.BuildView(index_ * 1000);
+  bool found = false;
+  for (const auto& queue : view.queues) {
+    if (queue.name == "team") {
+      found = true;
+      EXPECT_EQ(queue.preempting_classes, (std::vector<topology::PriorityClass>{topology::PriorityClass::kSystem}));
+      EXPECT_FALSE(queue.low_reclaimable);
+    } else {
+      // The others keep the class rule's defaults.
+      EXPECT_EQ(queue.preempting_classes,
+                (std::vector<topology::PriorityClass>{topology::PriorityClass::kHigh, topology::PriorityClass::kSystem}));
+      EXPECT_TRUE(queue.low_reclaimable);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST_F(PolicyStateTest, EvictedTaskRequeuesAsItsNextAttemptAndTheClaimHoldsUntilThePreemptorRuns) {
   ASSERT_TRUE(Do(RegisterNodeCmd{MakeNode("n1", 2), {}}).status.ok());
   const uint64_t low = Submit(QueueJob("default", 1, 2, 0, "low"));

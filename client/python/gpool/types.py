@@ -225,6 +225,10 @@ class QueueSummary:
     deserved: Dict[str, int] = field(default_factory=dict)
     guarantee: Dict[str, int] = field(default_factory=dict)
     pools: List[str] = field(default_factory=list)
+    # The preemption policy (issue 50): classes of its jobs that may preempt
+    # its low work, and whether other queues may reclaim that work.
+    preempting_classes: List[str] = field(default_factory=lambda: ["high", "system"])
+    low_reclaimable: bool = True
     allocated: Dict[str, int] = field(default_factory=dict)
     jobs_pending: int = 0
     jobs_running: int = 0
