@@ -48,6 +48,10 @@ struct GpuSlot {
   std::string mig_mode;            // "", "static" or "dynamic"
   bool mig_enabled = false;        // MIG mode on now: only MIG instances run on it
   std::vector<MigSlot> mig;        // its MIG instances
+  // Advertised as this many time-sliced replicas (GpuInfo::time_slices);
+  // 0 or 1: not time-sliced. `tenants` counts the replicas held.
+  uint32_t time_slices = 0;
+  bool TimeSliced() const { return time_slices >= 2; }
 };
 
 // One NUMA node of a node: what its CPUs and memory hold free.
@@ -57,6 +61,9 @@ struct NumaSlot {
   uint64_t cpu_milli_free = 0;
   uint64_t memory_mib_total = 0;
   uint64_t memory_mib_free = 0;
+  // Its CPU ids that no task holds as exclusive whole cores (sorted); empty
+  // when the node's spec lists no cpulist for it (no exclusive cores here).
+  std::vector<uint32_t> cpu_ids_free;
 };
 
 struct NodeView {
@@ -154,6 +161,8 @@ struct RunningTask {
   uint64_t stopping_for = 0;  // the job whose preemption or reclaim stops it; 0: none
   std::vector<uint64_t> evicted_by;  // jobs that evicted this task before; they never evict it again
   int64_t remaining_ms = -1;  // until its job's max_runtime stops it; -1: no limit (its end is unknown)
+  std::vector<uint32_t> cpu_ids;  // exclusive whole cores it holds (freed when it is evicted)
+  int32_t numa_node = -1;         // the NUMA node its CPU and memory are charged to; -1: none
 };
 
 struct QueueView {
