@@ -161,8 +161,6 @@ struct RunningTask {
   uint64_t stopping_for = 0;  // the job whose preemption or reclaim stops it; 0: none
   std::vector<uint64_t> evicted_by;  // jobs that evicted this task before; they never evict it again
   int64_t remaining_ms = -1;  // until its job's max_runtime stops it; -1: no limit (its end is unknown)
-  std::vector<uint32_t> cpu_ids;  // exclusive whole cores it holds (freed when it is evicted)
-  int32_t numa_node = -1;         // the NUMA node its CPU and memory are charged to; -1: none
 };
 
 struct QueueView {

@@ -151,6 +151,7 @@ enum class Reject : uint8_t {
   kCpuKeptForGpus,
   kMemory,
   kMemoryKeptForGpus,
+  kExclusiveCores,
   kCount,
 };
 // The stored code of a rejection (its text is rendered at the edge).

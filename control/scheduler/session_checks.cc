@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "control/scheduler/device_pick.h"
+#include "control/scheduler/exclusive_cores.h"
 #include "control/scheduler/gpu_picker.h"
 
 namespace gpool::scheduler {
@@ -214,6 +215,20 @@ struct NodeChecks {
                                                                                               : Reject::kNuma;
   }
 
+  // Whole cores for the task alone, from the NUMA node its policy puts it on.
+  static Result ExclusiveCoresFree(Input& in) {
+    const uint32_t count = ExclusiveCoresWanted(in.task.resources);
+    if (count == 0) return std::nullopt;
+    const Session& s = in.session;
+    const auto& numa = in.node.numa.empty() ? in.node.view->numa : in.node.numa;
+    int32_t numa_node = -1;
+    if (in.job.view->numa_policy != topology::NumaPolicy::kNone && !numa.empty()) {
+      numa_node = s.ChooseNuma(in.job, in.task, in.node, s.PlannedDevices(in.job, in.task, in.node)).value_or(-1);
+    }
+    const bool single = in.job.view->numa_policy == topology::NumaPolicy::kSingleNumaNode;
+    return PickExclusiveCpus(numa, numa_node, single, count) ? Result() : Reject::kExclusiveCores;
+  }
+
   // The chains, in the order a pending job's explanation reads: each node is
   // counted under the first check it fails, so the cheap, static reasons a
   // user can act on (pool, selector, taint, model) come before capacity.
@@ -223,7 +238,7 @@ struct NodeChecks {
   }
   static Result Now(Input& in) {
     return Chain<Static, NotClaimed, NotReserved, ExclusiveIdle, DevicesFit, GpuMemoryCapability, ModelCapability,
-                 CpuFree, CpuKeptForGpus, MemoryFree, MemoryKeptForGpus, NumaFits>(in);
+                 CpuFree, CpuKeptForGpus, MemoryFree, MemoryKeptForGpus, NumaFits, ExclusiveCoresFree>(in);
   }
 };
 

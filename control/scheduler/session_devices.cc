@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "control/scheduler/device_pick.h"
+#include "control/scheduler/exclusive_cores.h"
 #include "control/scheduler/gpu_picker.h"
 
 namespace gpool::scheduler {
@@ -240,6 +241,14 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
       }
     }
   }
+  if (const uint32_t count = ExclusiveCoresWanted(need); count > 0) {
+    // The check chain found them (ExclusiveCoresFree), on the NUMA node just chosen.
+    if (node.numa.empty()) node.numa = node.view->numa;
+    const bool single = job.view->numa_policy == topology::NumaPolicy::kSingleNumaNode;
+    placement.cpu_ids = PickExclusiveCpus(node.numa, placement.numa_node, single, count).value_or(
+        std::vector<uint32_t>{});
+    MarkExclusiveCpus(node.numa, placement.cpu_ids, false, node.view->numa);
+  }
   if (indexed) BucketInsert(node_index);
   queues_.Charge(job.queue, queues_.Demand(static_cast<uint32_t>(placement.gpu_indices.size()), need.cpu_milli,
                                            need.memory_mib, model, placement.gpu_memory_mib));
@@ -279,6 +288,9 @@ void Session::Unplace(WorkJob& job, const PendingTask& task, size_t node_index, 
       slot.cpu_milli_free += placement.cpu_milli;
       slot.memory_mib_free += placement.memory_mib;
     }
+  }
+  if (!placement.cpu_ids.empty() && !node.numa.empty()) {
+    MarkExclusiveCpus(node.numa, placement.cpu_ids, true, node.view->numa);
   }
   node.memory_free += placement.memory_mib;
   if (indexed) BucketInsert(node_index);

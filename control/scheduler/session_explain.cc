@@ -42,6 +42,7 @@ topology::PendingCode CodeOf(Reject reject) {
     case Reject::kCpuKeptForGpus: return PendingCode::kNodeCpuKeptForGpus;
     case Reject::kMemory: return PendingCode::kNodeMemory;
     case Reject::kMemoryKeptForGpus: return PendingCode::kNodeMemoryKeptForGpus;
+    case Reject::kExclusiveCores: return PendingCode::kNodeExclusiveCores;
     case Reject::kCount: break;
   }
   return PendingCode::kUnknown;
@@ -82,6 +83,7 @@ void Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool ignore_
     key += "|t";
     AppendNumber(key, static_cast<uint64_t>(spec.max_runtime_ms));
   }
+  if (need.exclusive_cores) key += "|x";
   if (!need.Whole()) {
     key += "|s";
     AppendNumber(key, need.gpu_memory_mib);
