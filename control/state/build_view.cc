@@ -37,6 +37,7 @@ topology::NodeView ClusterState::ToNodeView(const std::string& name, const NodeR
     view.numa.push_back(topology::NumaSlot{numa.id, numa.cpu_milli, numa.cpu_milli - std::min(numa.cpu_milli, cpu),
                                            numa.memory_mib, numa.memory_mib - std::min(numa.memory_mib, memory)});
   }
+  FillNumaCpuIds(view, node);
   return view;
 }
 
@@ -52,6 +53,7 @@ void ClusterState::FillNodeLoad(topology::NodeView& view, const NodeRecord& node
     view.numa[i].cpu_milli_free = numa.cpu_milli - std::min(numa.cpu_milli, cpu);
     view.numa[i].memory_mib_free = numa.memory_mib - std::min(numa.memory_mib, memory);
   }
+  FillNumaCpuIds(view, node);
 }
 
 namespace {
