@@ -170,6 +170,12 @@ struct NodeSummary {
   // Who cordoned it: "operator" or "health" (the health policy lifts only its own).
   std::string cordon_reason;
   std::vector<HealthCondition> health;  // its worker's last reported conditions; empty: healthy
+  // GPUs advertised as time-sliced replicas (GpuInfo::time_slices): how
+  // many such GPUs, their replicas in all, and the replicas tasks hold. They
+  // are in gpus_total too; best-effort (low-class) work only.
+  uint32_t time_sliced_gpus = 0;
+  uint32_t time_slices = 0;
+  uint32_t time_slices_used = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("name", name);
@@ -193,6 +199,9 @@ struct NodeSummary {
     v.Optional("numa", numa);
     v.Optional("cordon_reason", cordon_reason);
     v.Optional("health", health);
+    v.Optional("time_sliced_gpus", time_sliced_gpus);
+    v.Optional("time_slices", time_slices);
+    v.Optional("time_slices_used", time_slices_used);
   }
 };
 
