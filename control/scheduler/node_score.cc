@@ -262,6 +262,9 @@ std::vector<bool> Session::ShareMask(const WorkJob& job, const PendingTask& task
 }
 
 Session::NodeScore Session::Score(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  if (node.sliced_gpus > 0 && MayTimeSlice(job, task)) {
+    if (auto slices = PickTimeSlices(job, task, node); !slices.empty()) return TimeSliceScore(node, slices);
+  }
   const auto& order = config_.node_order;
   const Resources& need = task.resources;
   const uint64_t gpus_used = node.usable_gpus - node.free_gpus + need.gpus;

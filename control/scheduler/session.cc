@@ -80,13 +80,19 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
       free.memory_mib += static_cast<double>(node.memory_free);
     }
     for (const auto& gpu : node_view.gpus) {
-      const bool whole_free = gpu.healthy && !gpu.allocated &&
+      // Time-sliced GPUs run only replicas (PickTimeSlices): never whole-free.
+      const bool sliced = gpu.TimeSliced();
+      const bool whole_free = gpu.healthy && !gpu.allocated && !sliced &&
                               (!HasSharingState(gpu) || topology::WholeFree(gpu, topology::DeviceLoad::Of(gpu)));
       node.gpu_free.push_back(whole_free);
       // Static MIG devices never run whole-GPU work.
       const bool mig_only = MigOnlyDevice(gpu);
-      if (gpu.healthy && !mig_only) ++node.usable_gpus;
-      if (gpu.healthy) ++node.healthy_gpus;
+      if (gpu.healthy && !mig_only && !sliced) ++node.usable_gpus;
+      if (gpu.healthy && !sliced) ++node.healthy_gpus;
+      if (gpu.healthy && sliced) {
+        ++node.sliced_gpus;
+        time_slices_ = true;
+      }
       if (whole_free) ++node.free_gpus;
       if (last_model == nullptr || *last_model != gpu.model) {
         models.insert(gpu.model);
@@ -100,7 +106,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
         run_memory = gpu.memory_mib;
         ++run;
       }
-      if (host_claim && gpu.healthy && !mig_only) free.gpu_milli += ViewFreeMilli(gpu);
+      if (host_claim && gpu.healthy && !mig_only && !sliced) free.gpu_milli += ViewFreeMilli(gpu);
       if (node_view.ready && gpu.healthy) gpu_memory_total += gpu.memory_mib;
     }
     node.uniform_model = std::all_of(node_view.gpus.begin(), node_view.gpus.end(), [&](const topology::GpuSlot& gpu) {
@@ -346,8 +352,9 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
     return false;
   };
   const NodePool pool = job.pool;
-  // Shares and MIG instances fit on nodes without a whole free GPU too.
-  const uint32_t need = task.resources.Whole() ? task.resources.gpus : 0;
+  // Shares, MIG instances and time-sliced replicas fit on nodes without a
+  // whole free GPU too.
+  const uint32_t need = task.resources.Whole() && !MayTimeSlice(job, task) ? task.resources.gpus : 0;
   std::optional<size_t> best;
   NodeScore best_score;
   uint32_t found = 0;

@@ -127,6 +127,7 @@ struct NodeChecks {
   }
   static Result GpusEver(Input& in) {
     const Resources& need = in.task.resources;
+    if (in.node.sliced_gpus >= need.gpus && in.session.MayTimeSlice(in.job, in.task)) return std::nullopt;
     return need.gpus > in.node.usable_gpus && (need.Whole() || need.gpus > in.node.healthy_gpus) ? Reject::kGpus
                                                                                                   : Result();
   }
@@ -279,6 +280,9 @@ std::optional<Reject> Session::CheckDevices(const WorkJob& job, const PendingTas
     if (!pick.Ok()) return pick.misfit == topology::Misfit::kNone ? Reject::kNuma : RejectOf(pick.misfit);
     *gpu_memory = pick.grant.gpu_memory_mib * need.gpus;
     return std::nullopt;
+  }
+  if (node.sliced_gpus >= need.gpus && MayTimeSlice(job, task) && !PickTimeSlices(job, task, node).empty()) {
+    return std::nullopt;  // replicas, no device memory held (none is isolated)
   }
   if (node.free_gpus < need.gpus) return Reject::kGpus;
   bool filtered = !need.gpu_model.empty() || uuid_lists_ || NumaFilters(job, node);

@@ -84,6 +84,7 @@ void Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool ignore_
     AppendNumber(key, static_cast<uint64_t>(spec.max_runtime_ms));
   }
   if (need.exclusive_cores) key += "|x";
+  if (MayTimeSlice(job, task)) key += "|ts";
   if (!need.Whole()) {
     key += "|s";
     AppendNumber(key, need.gpu_memory_mib);
