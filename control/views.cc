@@ -120,6 +120,15 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices, const sta
   s.taints = node.taints;
   s.cordon_reason = node.cordon_reason;
   s.health = node.AllHealth();
+  // Time-sliced GPUs in the summary itself: `gpool nodes` shows them
+  // without asking for devices.
+  for (const auto& gpu : node.spec.gpus) {
+    if (gpu.time_slices < 2) continue;
+    ++s.time_sliced_gpus;
+    s.time_slices += gpu.time_slices;
+    auto held = node.gpu_tenants.find(gpu.index);
+    s.time_slices_used += held == node.gpu_tenants.end() ? 0 : static_cast<uint32_t>(held->second.size());
+  }
   if (!devices) return s;
   for (const auto& gpu : node.spec.gpus) {
     DeviceSummary d;

@@ -133,7 +133,9 @@ void ClusterState::BuildRunning(topology::ClusterView& view, int64_t now_ms) con
     running.priority_class = PriorityClassFromString(job->spec.priority_class).value_or(PriorityClass::kMedium);
     running.priority = job->spec.priority;
     running.node = task->node;
-    running.gpus = static_cast<uint32_t>(task->gpu_indices.size());
+    // Replicas are oversubscription: no GPU of the queue's, and evicting
+    // one frees no GPU anyone else could take.
+    running.gpus = task->grant().time_slice ? 0 : static_cast<uint32_t>(task->gpu_indices.size());
     if (const NodeRecord* node = FindNode(task->node); node != nullptr && !task->gpu_indices.empty()) {
       for (const auto& gpu : node->spec.gpus) {
         if (gpu.index == task->gpu_indices.front()) running.gpu_model = gpu.model;

@@ -355,6 +355,9 @@ class ClusterState {
   // The free ids of each of the spec's NUMA nodes (parallel to spec.numa).
   void FillNumaCpuIds(topology::NodeView& view, const NodeRecord& node) const;
   Status CheckGrant(const Resources& need, const PlanBind& bind, const NodeRecord& node, PlanLoads& loads) const;
+  // A bind of time-sliced replicas (DeviceGrant::time_slice): each GPU is
+  // time-sliced and has a replica no task (nor the plan's earlier binds) holds.
+  Status CheckTimeSlices(const PlanBind& bind, const NodeRecord& node, PlanLoads& loads) const;
   // A GPU as the scheduler sees it: its spec, who holds it whole, and what
   // its sharing tenants (shares, MIG instances, cores) hold.
   topology::GpuSlot GpuSlotOf(const NodeRecord& node, const GpuInfo& gpu) const;

@@ -31,9 +31,13 @@ Status ClusterState::CheckBind(const JobRecord& job, const PlanBind& bind,
     if (node->gpu_owner.count(gpu) || taken.count({bind.node, gpu})) {
       return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " on " + bind.node + " is taken");
     }
-    if (need.Whole() && (node->gpu_tenants.count(gpu) || spec_gpu->mig_mode == "static" || spec_gpu->mig_enabled)) {
+    if (need.Whole() && !bind.grant.time_slice &&
+        (node->gpu_tenants.count(gpu) || spec_gpu->mig_mode == "static" || spec_gpu->mig_enabled)) {
       return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " on " + bind.node + " is shared");
     }
+  }
+  if (bind.grant.time_slice && job.spec.priority_class != "low") {
+    return Status::InvalidArgument("time-sliced replicas are for low-class work only");
   }
   GPOOL_RETURN_IF_ERROR(CheckGrant(need, bind, *node, loads));
   GPOOL_RETURN_IF_ERROR(CheckExclusiveCpus(need, bind, *node, cpus));
