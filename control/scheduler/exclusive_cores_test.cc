@@ -130,6 +130,17 @@ TEST(ExclusiveCoresTest, SingleNumaNodeWaitsWhenItsGpusNumaNodeIsShortOfCores) {
   EXPECT_FALSE(ReasonsOf(plan, 1).empty());
 }
 
+TEST(ExclusiveCoresTest, ACpuOnlyTaskGoesToTheNumaNodeThatHasTheCores) {
+  ClusterView view;
+  view.nodes = {CoresNode("n1", 0)};
+  view.nodes[0].numa[0].cpu_ids_free = {3};  // NUMA 0 has CPU room but one free core
+  view.pending = {ExclusiveJob(1, 1, 0, 2, topology::NumaPolicy::kSingleNumaNode)};
+  Plan plan = Schedule(view, Default());
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(plan.binds[0].numa_node, 1);
+  EXPECT_EQ(plan.binds[0].cpu_ids, (Ids{4, 5}));
+}
+
 // Cycles over a random cluster: every plan is applied to the view (ids out
 // of the free lists, as the coordinator's view builder does) and random
 // tasks end (their ids back). No id is ever held by two tasks, and every id

@@ -50,8 +50,11 @@ std::optional<int32_t> Session::ChooseNuma(const WorkJob& job, const PendingTask
   if (policy == topology::NumaPolicy::kNone || node.view->numa.empty()) return -1;
   const auto& numa = node.numa.empty() ? node.view->numa : node.numa;
   const Resources& need = task.resources;
+  // Exclusive cores come from the NUMA node too (exclusive_cores.h).
+  const size_t cores = ExclusiveCoresWanted(need);
   auto fits = [&](const topology::NumaSlot& slot) {
-    return slot.cpu_milli_free >= need.cpu_milli && slot.memory_mib_free >= need.memory_mib;
+    return slot.cpu_milli_free >= need.cpu_milli && slot.memory_mib_free >= need.memory_mib &&
+           slot.cpu_ids_free.size() >= cores;
   };
   const bool single = policy == topology::NumaPolicy::kSingleNumaNode;
   if (!gpu_slots.empty()) {
