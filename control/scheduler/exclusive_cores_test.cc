@@ -124,7 +124,8 @@ TEST(ExclusiveCoresTest, SingleNumaNodeWaitsWhenItsGpusNumaNodeIsShortOfCores) {
   view.pending = {ExclusiveJob(1, 1, 1, 2, topology::NumaPolicy::kSingleNumaNode),
                   ExclusiveJob(2, 1, 1, 2, topology::NumaPolicy::kBestEffort)};
   Plan plan = Schedule(view, Default());
-  ASSERT_EQ(plan.binds.size(), 1u);
+  ASSERT_EQ(plan.binds.size(), 1u) << ::testing::PrintToString(ReasonsOf(plan, 1))
+                                   << ::testing::PrintToString(ReasonsOf(plan, 2));
   EXPECT_EQ(plan.binds[0].job.value(), 2u) << "best-effort takes cores of the other NUMA node";
   EXPECT_EQ(plan.binds[0].cpu_ids, (Ids{0, 1}));
   EXPECT_FALSE(ReasonsOf(plan, 1).empty());

@@ -85,6 +85,13 @@ void Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool ignore_
   }
   if (need.exclusive_cores) key += "|x";
   if (MayTimeSlice(job, task)) key += "|ts";
+  // A NUMA policy decides the fit of whole-GPU and CPU-only tasks too: a
+  // single-numa-node failure says nothing of a best-effort task of the
+  // same size (shares carry it below).
+  if (need.Whole() && spec.numa_policy != topology::NumaPolicy::kNone) {
+    key += "|n";
+    AppendNumber(key, static_cast<uint64_t>(spec.numa_policy));
+  }
   if (!need.Whole()) {
     key += "|s";
     AppendNumber(key, need.gpu_memory_mib);
