@@ -34,8 +34,9 @@ class ExclusiveCpusStateTest : public ClusterStateTest {
     return bind;
   }
   std::vector<Ids> FreeIds() const {
+    const topology::ClusterView view = state_.BuildView(0);  // outlives the loop below
     std::vector<Ids> free;
-    for (const auto& slot : state_.BuildView(0).nodes.at(0).numa) free.push_back(slot.cpu_ids_free);
+    for (const auto& slot : view.nodes.at(0).numa) free.push_back(slot.cpu_ids_free);
     return free;
   }
 };
@@ -82,8 +83,9 @@ TEST_F(ExclusiveCpusStateTest, ASnapshotKeepsTheHeldIds) {
   ClusterState restored;
   ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
   EXPECT_EQ(restored.FindJob(JobId(job))->tasks[0].cpu_ids(), (Ids{0, 1, 4}));
+  const topology::ClusterView view = restored.BuildView(0);
   std::vector<Ids> free;
-  for (const auto& slot : restored.BuildView(0).nodes.at(0).numa) free.push_back(slot.cpu_ids_free);
+  for (const auto& slot : view.nodes.at(0).numa) free.push_back(slot.cpu_ids_free);
   EXPECT_EQ(free, (std::vector<Ids>{{2, 3}, {5, 6, 7}}));
 }
 
