@@ -63,5 +63,14 @@ TEST_F(TimeSlicesStateTest, OtherClassesAndOtherKindsOfBindNeverLandOnAReplica) 
   EXPECT_EQ(Do(ApplyPlanCmd{{with_share}, {}}).binds_applied, 0u) << "a replica is no share";
 }
 
+TEST_F(TimeSlicesStateTest, AReplicaIsChargedItsTurnOfTheDevice) {
+  const uint64_t job = SubmitClass("a", 1, "low");
+  ASSERT_EQ(Do(ApplyPlanCmd{{Replica(job, 0)}, {}}).binds_applied, 1u);
+  ASSERT_TRUE(Event(job, 0, "n1", "started").status.ok());
+  ASSERT_TRUE(Event(job, 0, "n1", "exited").status.ok());
+  ASSERT_EQ(state_.usage_ledger().records().size(), 1u);
+  EXPECT_EQ(state_.usage_ledger().records().front().gpu_milli, 500u) << "one of two replicas: half the device";
+}
+
 }  // namespace
 }  // namespace gpool::state
