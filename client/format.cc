@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/format_cores.h"
 #include "client/format_health.h"
 
 #include <algorithm>
@@ -470,8 +471,7 @@ std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms) {
     const bool heard = node.state.rfind("Ready", 0) == 0;
     const std::string health = heard || !node.health.empty() ? HealthCell(node.health) : "-";
     table.AddRow({node.name, Dash(node.state), Shorten(health, 40), PoolCell(node),
-                  Ratio(std::to_string(node.gpus_used), std::to_string(node.gpus_total)),
-                  Ratio(FormatCores(node.cpu_milli_used), FormatCores(node.cpu_milli_total)),
+                  NodeGpusCell(node), Ratio(FormatCores(node.cpu_milli_used), FormatCores(node.cpu_milli_total)),
                   Ratio(FormatGiB(node.memory_mib_used), FormatGiB(node.memory_mib_total)),
                   Dash(JoinStrings(node.gpu_models, ",")), std::to_string(node.tasks),
                   FormatAgo(node.last_seen_ms, now_ms), Dash(Shorten(JoinKeyValues(node.taints), kMaxLabelsCell)),
@@ -518,6 +518,7 @@ std::string SharingCell(const DeviceSummary& d) {
                     JoinStrings(std::vector<std::string>(qos.begin(), qos.end()), ","));
   }
   if (!cores.empty()) parts.push_back("cores " + JoinStrings(cores, ","));
+  if (d.time_slices > 0) parts.push_back(TimeSliceCell(d));
   return parts.empty() ? "-" : JoinStrings(parts, "; ");
 }
 
@@ -557,7 +558,7 @@ std::string FormatNodeDetail(const NodeSummary& node, int64_t now_ms) {
                                                                                node.pool_queue + ")"});
   summary.AddRow({"Labels:", node.labels.empty() ? "none" : JoinKeyValues(node.labels, ", ")});
   summary.AddRow({"Taints:", node.taints.empty() ? "none" : JoinKeyValues(node.taints, ", ")});
-  std::string gpus = Ratio(std::to_string(node.gpus_used), std::to_string(node.gpus_total)) + " used";
+  std::string gpus = NodeGpusCell(node) + " used";
   if (!node.gpu_models.empty()) gpus += " (" + JoinStrings(node.gpu_models, ", ") + ")";
   const auto unhealthy = std::count_if(node.devices.begin(), node.devices.end(),
                                        [](const DeviceSummary& d) { return !d.healthy; });
@@ -577,11 +578,7 @@ std::string FormatNodeDetail(const NodeSummary& node, int64_t now_ms) {
   if (node.numa.empty()) {
     out << " none reported\n";
   } else {
-    Table numa({"ID", "CPUS", "MEM(GiB)", "GPUS"});
-    for (const auto& n : node.numa) {
-      numa.AddRow({std::to_string(n.id), FormatCores(n.cpu_milli), FormatGiB(n.memory_mib), FormatIndexRanges(n.gpus)});
-    }
-    out << "\n" << numa.Render("  ");
+    out << "\n" << FormatNumaTable(node, "  ");
   }
 
   out << "\nDevices:";

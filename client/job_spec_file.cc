@@ -106,7 +106,7 @@ const std::vector<std::string> kGroupKeys = {"name", "replicas", "min_replicas",
                                              "resources"};
 const std::vector<std::string> kResourceKeys = {"gpus",           "cpus",           "memory",      "gpu_model",
                                                 "gpu_memory",     "gpu_memory_pct", "gpu_compute", "sharing_qos",
-                                                "mig_profile",    "cores"};
+                                                "mig_profile",    "cores",          "exclusive_cores"};
 // Group keys that may sit directly under the job (a one-group job).
 const std::vector<std::string> kShorthandKeys = {"command", "replicas", "min_replicas", "resources", "env"};
 
@@ -146,6 +146,13 @@ Status ReadResources(const YAML::Node& node, const std::string& path, Resources*
   if (auto n = node["cores"]) {
     GPOOL_ASSIGN_OR_RETURN(uint64_t cores, ParseUnsigned(n, path + ".cores", 1024));
     out->cores = static_cast<uint32_t>(cores);
+  }
+  if (auto n = node["exclusive_cores"]) {
+    const std::string text = n.IsScalar() ? n.Scalar() : "";
+    if (text != "true" && text != "false") {
+      return FieldError(path + ".exclusive_cores", "expected true or false, got " + Quote(n));
+    }
+    out->exclusive_cores = text == "true";
   }
   return Status::Ok();
 }

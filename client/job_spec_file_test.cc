@@ -100,6 +100,15 @@ TEST(JobSpecFileTest, StringCommandRunsThroughShell) {
   EXPECT_EQ(spec->tasks[0].command, (std::vector<std::string>{"sh", "-c", "for i in 1 2; do echo $i; done"}));
 }
 
+TEST(JobSpecFileTest, ExclusiveCoresIsABool) {
+  auto spec = ParseJobSpec("name: p\ncommand: x\nresources: {cpus: 4, exclusive_cores: true}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_TRUE(spec->tasks[0].resources.exclusive_cores);
+  EXPECT_EQ(spec->tasks[0].resources.cpu_milli, 4000u);
+  EXPECT_EQ(ErrorOf("name: p\ncommand: x\nresources: {cpus: 4, exclusive_cores: yes}\n"),
+            "resources.exclusive_cores: expected true or false, got 'yes'");
+}
+
 TEST(JobSpecFileTest, UnnamedGroupsGetDistinctNames) {
   auto spec = ParseJobSpec("name: s\ntasks:\n  - command: a\n  - command: b\n");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
@@ -160,9 +169,9 @@ TEST(JobSpecFileTest, UnknownKeysAreErrorsWithHints) {
             "job.yaml: tasks[0].replica: unknown key (did you mean 'replicas'?); allowed keys: name, replicas, "
             "min_replicas, network_tier, command, env, resources");
   EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {gpu: 1}\n"),
-            "resources.gpu: unknown key (did you mean 'gpus'?); allowed keys: gpus, cpus, memory, gpu_model, gpu_memory, gpu_memory_pct, gpu_compute, sharing_qos, mig_profile, cores");
+            "resources.gpu: unknown key (did you mean 'gpus'?); allowed keys: gpus, cpus, memory, gpu_model, gpu_memory, gpu_memory_pct, gpu_compute, sharing_qos, mig_profile, cores, exclusive_cores");
   EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {mem: 1}\n"),
-            "resources.mem: unknown key; allowed keys: gpus, cpus, memory, gpu_model, gpu_memory, gpu_memory_pct, gpu_compute, sharing_qos, mig_profile, cores");
+            "resources.mem: unknown key; allowed keys: gpus, cpus, memory, gpu_model, gpu_memory, gpu_memory_pct, gpu_compute, sharing_qos, mig_profile, cores, exclusive_cores");
   std::string top = ErrorOf("name: j\ncommand: x\nprio: 1\n");
   EXPECT_EQ(top.rfind("prio: unknown key", 0), 0u) << top;
   EXPECT_NE(ErrorOf("{\"name\": \"j\", \"command\": \"x\", \"Queue\": \"q\"}").find("Queue: unknown key (did you "

@@ -179,6 +179,7 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     bind.cores = grant.cores;
     bind.numa_policy = job->spec.numa_policy;
     bind.numa_node = task.numa_node;
+    bind.exclusive_cpus = task.cpu_ids();
     bind.max_runtime_ms = job->spec.max_runtime_ms;
     bind.time_limit_grace_ms = job->spec.grace_period_ms != 0 ? job->spec.grace_period_ms : options_.preempt_grace_ms;
     // Who the task runs as (issue 31); left unset, the worker's --task-user.

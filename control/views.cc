@@ -12,6 +12,7 @@
 #include "protocol/messages_admin.h"
 #include "protocol/messages_client.h"
 #include "protocol/messages_nodes.h"
+#include "topology/cpulist.h"
 
 namespace gpool::control {
 
@@ -119,6 +120,15 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices, const sta
   s.taints = node.taints;
   s.cordon_reason = node.cordon_reason;
   s.health = node.AllHealth();
+  // Time-sliced GPUs in the summary itself: `gpool nodes` shows them
+  // without asking for devices.
+  for (const auto& gpu : node.spec.gpus) {
+    if (gpu.time_slices < 2) continue;
+    ++s.time_sliced_gpus;
+    s.time_slices += gpu.time_slices;
+    auto held = node.gpu_tenants.find(gpu.index);
+    s.time_slices_used += held == node.gpu_tenants.end() ? 0 : static_cast<uint32_t>(held->second.size());
+  }
   if (!devices) return s;
   for (const auto& gpu : node.spec.gpus) {
     DeviceSummary d;
@@ -132,6 +142,7 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices, const sta
     d.nvlink_peers = gpu.nvlink_peers;
     if (auto owner = node.gpu_owner.find(gpu.index); owner != node.gpu_owner.end()) d.task = owner->second.ToString();
     d.mig_mode = gpu.mig_mode;
+    d.time_slices = gpu.time_slices >= 2 ? gpu.time_slices : 0;
     auto tenants = node.gpu_tenants.find(gpu.index);
     if (state != nullptr && tenants != node.gpu_tenants.end()) {
       for (const TaskId& id : tenants->second) {
@@ -150,13 +161,24 @@ NodeSummary ToNodeSummary(const state::NodeRecord& node, bool devices, const sta
                    [](const DeviceSummary& a, const DeviceSummary& b) { return a.index < b.index; });
   const std::vector<int32_t> groups = LinkGroups(s.devices);
   for (size_t i = 0; i < s.devices.size(); ++i) s.devices[i].link_group = groups[i];
+  // Exclusive whole cores the node's tasks hold, for each NUMA node's row.
+  std::vector<uint32_t> held;
+  for (const TaskId& id : node.tasks) {
+    const state::TaskRecord* task = state != nullptr ? state->FindTask(id) : nullptr;
+    if (task != nullptr) held.insert(held.end(), task->cpu_ids().begin(), task->cpu_ids().end());
+  }
+  std::sort(held.begin(), held.end());
   for (const auto& numa : node.spec.numa) {
     NumaSummary n;
     n.id = numa.id;
     n.cpu_milli = numa.cpu_milli;
     n.memory_mib = numa.memory_mib;
+    n.cpus = numa.cpus;
     for (const auto& d : s.devices) {
       if (d.numa == numa.id) n.gpus.push_back(d.index);
+    }
+    for (uint32_t id : topology::ParseCpuList(numa.cpus).value_or(std::vector<uint32_t>{})) {
+      if (std::binary_search(held.begin(), held.end(), id)) n.exclusive_cpus.push_back(id);
     }
     s.numa.push_back(std::move(n));
   }

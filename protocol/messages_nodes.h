@@ -63,6 +63,9 @@ struct DeviceSummary {
   std::string mig_mode;                // "", "static" or "dynamic"
   std::vector<DeviceGrantSummary> tenants;  // tasks holding a share, MIG instance or cores of it
   std::vector<MigDeviceInfo> mig_free;      // static MIG instances nobody holds
+  // Advertised as this many time-sliced replicas for low-class work (no
+  // memory isolation); 0: an ordinary GPU. Its tenants hold one each.
+  uint32_t time_slices = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("index", index);
@@ -78,6 +81,7 @@ struct DeviceSummary {
     v.Optional("mig_mode", mig_mode);
     v.Optional("tenants", tenants);
     v.Optional("mig_free", mig_free);
+    v.Optional("time_slices", time_slices);
   }
   bool operator==(const DeviceSummary&) const = default;
 };
@@ -89,12 +93,16 @@ struct NumaSummary {
   uint64_t cpu_milli = 0;
   uint64_t memory_mib = 0;
   std::vector<uint32_t> gpus;
+  std::string cpus;                     // its CPU ids as a cpulist ("0-31"), the exclusive cores' inventory
+  std::vector<uint32_t> exclusive_cpus;  // CPU ids tasks hold as exclusive whole cores
   template <typename V>
   void Fields(V& v) {
     v.Required("id", id);
     v.Optional("cpu_milli", cpu_milli);
     v.Optional("memory_mib", memory_mib);
     v.Optional("gpus", gpus);
+    v.Optional("cpus", cpus);
+    v.Optional("exclusive_cpus", exclusive_cpus);
   }
   bool operator==(const NumaSummary&) const = default;
 };
@@ -162,6 +170,12 @@ struct NodeSummary {
   // Who cordoned it: "operator" or "health" (the health policy lifts only its own).
   std::string cordon_reason;
   std::vector<HealthCondition> health;  // its worker's last reported conditions; empty: healthy
+  // GPUs advertised as time-sliced replicas (GpuInfo::time_slices): how
+  // many such GPUs, their replicas in all, and the replicas tasks hold. They
+  // are in gpus_total too; best-effort (low-class) work only.
+  uint32_t time_sliced_gpus = 0;
+  uint32_t time_slices = 0;
+  uint32_t time_slices_used = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("name", name);
@@ -185,6 +199,9 @@ struct NodeSummary {
     v.Optional("numa", numa);
     v.Optional("cordon_reason", cordon_reason);
     v.Optional("health", health);
+    v.Optional("time_sliced_gpus", time_sliced_gpus);
+    v.Optional("time_slices", time_slices);
+    v.Optional("time_slices_used", time_slices_used);
   }
 };
 

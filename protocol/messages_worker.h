@@ -176,6 +176,9 @@ struct BindTask {
   std::vector<uint32_t> cores;      // NeuronCores (node-wide numbering) for core-level tasks
   std::string numa_policy;          // best-effort / single-numa-node: pin to the GPUs' NUMA nodes
   int32_t numa_node = -1;           // the NUMA node its CPU and memory were placed on; -1: none
+  // Exclusive whole cores (Resources::exclusive_cores): the CPU ids the
+  // task alone holds; the worker confines it to them with a cpuset cgroup.
+  std::vector<uint32_t> exclusive_cpus;
   // A placed gang's nodes with their task counts, in NODE_RANK order (what
   // GPOOL_HOSTS spells as text); the worker writes the MPI hostfile from it.
   std::vector<HostSlots> hosts;
@@ -210,6 +213,7 @@ struct BindTask {
     v.Optional("cores", cores);
     v.Optional("numa_policy", numa_policy);
     v.Optional("numa_node", numa_node);
+    v.Optional("exclusive_cpus", exclusive_cpus);
     v.Optional("hosts", hosts);
     v.Optional("max_runtime_ms", max_runtime_ms);
     v.Optional("time_limit_grace_ms", time_limit_grace_ms);

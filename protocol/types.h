@@ -43,6 +43,12 @@ struct Resources {
   // Core-level request on devices with addressable cores (AWS NeuronCores):
   // this many cores instead of `gpus` devices.
   uint32_t cores = 0;
+  // Whole host cores for the task alone (a static CPU manager): cpu_milli
+  // must be a multiple of 1000; the scheduler hands out that many CPU ids
+  // of the node's NUMA inventory that no other task holds, and the worker
+  // confines the task to them with a cpuset cgroup (not sched_setaffinity,
+  // which the task could undo).
+  bool exclusive_cores = false;
 
   // A share of a device rather than whole devices (not MIG, not cores).
   bool Shared() const {
@@ -65,6 +71,7 @@ struct Resources {
     v.Optional("sharing_qos", sharing_qos);
     v.Optional("mig_profile", mig_profile);
     v.Optional("cores", cores);
+    v.Optional("exclusive_cores", exclusive_cores);
   }
   bool operator==(const Resources&) const = default;
 };
@@ -91,8 +98,11 @@ struct DeviceGrant {
   std::string mig_profile;       // the MIG instance (a MIG task has one GPU)
   uint32_t mig_start = 0;
   std::vector<uint32_t> cores;   // node-wide core ids (core-level requests)
+  // One of the time-sliced replicas of a GPU its node advertises as several
+  // (GpuInfo::time_slices): best-effort work with no memory isolation.
+  bool time_slice = false;
 
-  bool Empty() const { return !shared && mig_profile.empty() && cores.empty(); }
+  bool Empty() const { return !shared && mig_profile.empty() && cores.empty() && !time_slice; }
   template <typename V>
   void Fields(V& v) {
     v.Optional("shared", shared);
@@ -102,6 +112,7 @@ struct DeviceGrant {
     v.Optional("mig_profile", mig_profile);
     v.Optional("mig_start", mig_start);
     v.Optional("cores", cores);
+    v.Optional("time_slice", time_slice);
   }
   bool operator==(const DeviceGrant&) const = default;
 };
@@ -258,6 +269,11 @@ struct GpuInfo {
   // MIG mode is on right now, so only MIG instances run on it (a real GPU
   // offered for dynamic MIG; simulated dynamic GPUs switch modes when idle).
   bool mig_enabled = false;
+  // Time-slicing (oversubscription): 2 or more advertises the GPU as that
+  // many replicas that low-class (best-effort) tasks asking for whole GPUs
+  // take one each, taking turns on the device with no memory isolation;
+  // work of any other class never runs on it. 0 or 1: an ordinary GPU.
+  uint32_t time_slices = 0;
 
   template <typename V>
   void Fields(V& v) {
@@ -275,6 +291,7 @@ struct GpuInfo {
     v.Optional("mig_mode", mig_mode);
     v.Optional("mig_instances", mig_instances);
     v.Optional("mig_enabled", mig_enabled);
+    v.Optional("time_slices", time_slices);
   }
   bool operator==(const GpuInfo&) const = default;
 };

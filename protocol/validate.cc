@@ -271,6 +271,11 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
                                      std::to_string(limits.max_memory_mib_per_task));
     }
     GPOOL_RETURN_IF_ERROR(ValidateDeviceShare(prefix + ".resources", res));
+    if (res.exclusive_cores && (res.cpu_milli == 0 || res.cpu_milli % 1000 != 0)) {
+      // Cores are handed out whole: a fraction of one cannot be exclusive.
+      return Status::InvalidArgument(prefix + ".resources.exclusive_cores: needs a whole number of cpus (cpu_milli " +
+                                     std::to_string(res.cpu_milli) + " is not a positive multiple of 1000)");
+    }
   }
   if (!PriorityClassFromString(spec.priority_class)) {
     return NotOneOf<PriorityClass>("priority_class", spec.priority_class);
@@ -404,6 +409,11 @@ Status ValidateNodeSpec(const NodeSpec& spec) {
       }
     }
     if (gpu.cores > 256) return Status::InvalidArgument(prefix + ".cores: more than 256");
+    if (gpu.time_slices > 64) return Status::InvalidArgument(prefix + ".time_slices: more than 64");
+    if (gpu.time_slices >= 2 && (!gpu.mig_mode.empty() || gpu.cores > 0)) {
+      // A replica is the whole device taken in turns; MIG or core slices of it could not be.
+      return Status::InvalidArgument(prefix + ".time_slices: cannot be combined with MIG or cores");
+    }
   }
   for (size_t i = 0; i < spec.gpus.size(); ++i) {
     for (uint32_t peer : spec.gpus[i].nvlink_peers) {

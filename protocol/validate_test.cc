@@ -165,5 +165,32 @@ TEST(ValidateNodeSpecTest, RejectsDuplicateAndDanglingGpus) {
   EXPECT_EQ(ValidateNodeSpec(node).message(), "node.gpus: 1025 devices exceeds the maximum of 1024");
 }
 
+// Issue 50: whole cores are handed out whole, and a time-sliced GPU is the
+// whole device taken in turns.
+TEST(ValidateJobSpecTest, ExclusiveCoresNeedAWholeNumberOfCpus) {
+  JobSpec spec = ValidSpec();
+  spec.tasks[0].resources.exclusive_cores = true;
+  spec.tasks[0].resources.cpu_milli = 2000;
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+  spec.tasks[0].resources.cpu_milli = 1500;
+  Status half = ValidateJobSpec(spec);
+  EXPECT_EQ(half.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(half.message().find("exclusive_cores: needs a whole number of cpus"), std::string::npos) << half.ToString();
+  spec.tasks[0].resources.cpu_milli = 0;
+  EXPECT_EQ(ValidateJobSpec(spec).code(), StatusCode::kInvalidArgument) << "no cpus, no cores";
+}
+
+TEST(ValidateNodeSpecTest, TimeSlicesAreForPlainGpusAndAtMost64) {
+  NodeSpec node;
+  node.name = "n1";
+  node.gpus.push_back(GpuInfo{.index = 0, .uuid = "GPU-0", .time_slices = 8});
+  EXPECT_TRUE(ValidateNodeSpec(node).ok());
+  node.gpus[0].time_slices = 65;
+  EXPECT_EQ(ValidateNodeSpec(node).message(), "node.gpus[0].time_slices: more than 64");
+  node.gpus[0].time_slices = 4;
+  node.gpus[0].mig_mode = "dynamic";
+  EXPECT_EQ(ValidateNodeSpec(node).message(), "node.gpus[0].time_slices: cannot be combined with MIG or cores");
+}
+
 }  // namespace
 }  // namespace gpool

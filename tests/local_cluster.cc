@@ -233,7 +233,8 @@ void LocalCluster::StartWorker(int index) {
   WriteFile(spec_path, "name: " + name + "\ncpus: 32\nmemory: 256Gi\ngpus:\n  count: " +
                            std::to_string(options_.gpus_per_worker) + "\n  model: A100-SXM4-80GB\n  memory: 80Gi\n" +
                            (options_.gpu_mig_mode.empty() ? "" : "  mig_mode: " + options_.gpu_mig_mode + "\n") +
-                           (options_.worker_hostname.empty() ? "" : "hostname: " + options_.worker_hostname + "\n"));
+                           (options_.worker_hostname.empty() ? "" : "hostname: " + options_.worker_hostname + "\n") +
+                           options_.worker_spec_extra);
   // Task records under the data dir, where the tests look for them, whether
   // or not this host's /run is a tmpfs (the worker's default then: run_dir.h).
   // Its /metrics on an ephemeral loopback port (DATA_DIR/http), plain HTTP

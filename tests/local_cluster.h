@@ -64,6 +64,9 @@ struct LocalClusterOptions {
   // worker_flags, e.g. the fake NVML) instead of reading a spec file; only
   // such a worker reports GPU utilisation.
   bool workers_probe_host = false;
+  // YAML appended to every worker's spec file (e.g. a numa list with
+  // cpulists, for exclusive cores).
+  std::string worker_spec_extra;
   // The hostname in every worker's node spec; "": the machine's.
   std::string worker_hostname;
   bool secure = true;  // CurveZMQ on every channel; false: --insecure

@@ -48,6 +48,10 @@ struct GpuSlot {
   std::string mig_mode;            // "", "static" or "dynamic"
   bool mig_enabled = false;        // MIG mode on now: only MIG instances run on it
   std::vector<MigSlot> mig;        // its MIG instances
+  // Advertised as this many time-sliced replicas (GpuInfo::time_slices);
+  // 0 or 1: not time-sliced. `tenants` counts the replicas held.
+  uint32_t time_slices = 0;
+  bool TimeSliced() const { return time_slices >= 2; }
 };
 
 // One NUMA node of a node: what its CPUs and memory hold free.
@@ -57,6 +61,9 @@ struct NumaSlot {
   uint64_t cpu_milli_free = 0;
   uint64_t memory_mib_total = 0;
   uint64_t memory_mib_free = 0;
+  // Its CPU ids that no task holds as exclusive whole cores (sorted); empty
+  // when the node's spec lists no cpulist for it (no exclusive cores here).
+  std::vector<uint32_t> cpu_ids_free;
 };
 
 struct NodeView {

@@ -177,6 +177,12 @@ void ApplyGrant(DeviceLoad& load, const GpuSlot& gpu, const DeviceGrant& grant, 
   } else if (grant.shared) {
     add ? AddShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct, grant.sharing_qos)
         : RemoveShare(load, grant.gpu_memory_mib, grant.gpu_compute_pct);
+  } else if (grant.time_slice) {
+    if (add) {
+      ++load.tenants;
+    } else if (load.tenants > 0) {
+      --load.tenants;
+    }
   } else if (!grant.cores.empty()) {
     const uint32_t first = gpu.index * gpu.cores;
     for (uint32_t core : grant.cores) {
@@ -200,7 +206,7 @@ bool HasTenants(const GpuSlot& gpu, const DeviceLoad& load) {
 }
 
 bool WholeFree(const GpuSlot& gpu, const DeviceLoad& load) {
-  return gpu.healthy && !gpu.allocated && !HasTenants(gpu, load);
+  return gpu.healthy && !gpu.allocated && !gpu.TimeSliced() && !HasTenants(gpu, load);
 }
 
 }  // namespace gpool::topology

@@ -225,7 +225,7 @@ Status SpecParser::ParseGpuList(const YAML::Node& n, NodeSpec* spec) const {
     GPOOL_RETURN_IF_ERROR(CheckMap(
         item, field,
         {"index", "uuid", "model", "vendor", "memory", "memory_mib", "numa", "nvlink_peers", "healthy",
-         "compute_units", "link_group", "cores", "mig_mode", "mig_instances"}));
+         "compute_units", "link_group", "cores", "mig_mode", "mig_instances", "time_slices"}));
     GpuInfo gpu;
     gpu.index = static_cast<uint32_t>(i);
     if (Has(item, "index")) {
@@ -285,6 +285,12 @@ Status SpecParser::ParseGpuExtras(const YAML::Node& item, const std::string& fie
     GPOOL_ASSIGN_OR_RETURN(uint64_t cores, Uint(Get(item, "cores"), field + ".cores", kMaxCoresPerDevice));
     gpu->cores = static_cast<uint32_t>(cores);
   }
+  if (Has(item, "time_slices")) {
+    // Oversubscription for best-effort work: more replicas than this make
+    // each one's turn on the device too short to be worth scheduling.
+    GPOOL_ASSIGN_OR_RETURN(uint64_t slices, Uint(Get(item, "time_slices"), field + ".time_slices", 64));
+    gpu->time_slices = static_cast<uint32_t>(slices);
+  }
   return ParseMigMode(item, field, gpu);
 }
 
@@ -330,7 +336,7 @@ Status SpecParser::ParseMigInstances(const YAML::Node& n, const std::string& fie
 Status SpecParser::ParseGpuCount(const YAML::Node& n, NodeSpec* spec) const {
   GPOOL_RETURN_IF_ERROR(
       CheckMap(n, "gpus", {"count", "model", "vendor", "memory", "memory_mib", "nvlink", "numa_split", "link_groups",
-                           "compute_units", "cores", "mig_mode"}));
+                           "compute_units", "cores", "mig_mode", "time_slices"}));
   if (!Has(n, "count")) return Fail("gpus.count", "is required (or give gpus as a list)");
   GPOOL_ASSIGN_OR_RETURN(uint64_t count, Uint(Get(n, "count"), "gpus.count", kMaxGpuCount));
   GpuInfo proto;

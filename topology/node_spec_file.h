@@ -18,6 +18,7 @@
 //        numa: 0, nvlink_peers: [1, 2, 3], compute_units: 108, link_group: 0,
 //        mig_mode: static, mig_instances: [{profile: 3g.40gb, start: 4, uuid: MIG-...}]}
 //     - {index: 1, uuid: ..., vendor: aws, model: trn1, cores: 2}
+//     - {index: 2, uuid: ..., model: T4, time_slices: 4}   # 4 time-sliced replicas, low class only
 //   gpus:                         # ... or the shorthand for simulated nodes
 //     {count: 8, model: A100-SXM4-80GB, memory: 80Gi, nvlink: all, numa_split: 2,
 //      link_groups: 2, compute_units: 108, cores: 0, vendor: nvidia, mig_mode: dynamic}
@@ -34,7 +35,10 @@
 // The shorthand generates uuids "GPU-<node name>-<i>"; nvlink is all|none
 // (default none); numa_split N puts GPU i on NUMA node i*N/count (default:
 // split over the numa list, or -1 when there is none); link_groups N puts
-// GPU i in link group i*N/count. compute_units, cores and mig_mode apply to
+// GPU i in link group i*N/count. time_slices N (2 to 64) advertises a GPU
+// as N time-sliced replicas that low-class tasks take one each, with no
+// memory isolation (GpuInfo::time_slices); not with MIG or cores.
+// compute_units, cores, time_slices and mig_mode apply to
 // every GPU; mig_mode static is refused there, since static layouts list
 // their instances per GPU. vendor defaults to nvidia. Unknown fields are
 // errors, so a typo does not silently vanish.

@@ -136,6 +136,33 @@ gpus: {count: 8, model: A100-SXM4-80GB, memory: 80Gi, nvlink: all, numa_split: 2
   }
 }
 
+TEST(NodeSpecFileTest, TimeSlicesAdvertiseAGpuAsReplicas) {
+  auto spec = ParseNodeSpec(R"(
+name: n1
+cpus: 8
+memory: 64Gi
+gpus:
+  - {index: 0, uuid: GPU-a, model: T4, memory: 16Gi, time_slices: 4}
+  - {index: 1, uuid: GPU-b, model: T4, memory: 16Gi}
+)",
+                            "spec.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->gpus[0].time_slices, 4u);
+  EXPECT_EQ(spec->gpus[1].time_slices, 0u) << "an ordinary GPU";
+  auto shorthand = ParseNodeSpec("name: n\ncpus: 1\nmemory: 1Gi\ngpus: {count: 2, time_slices: 3}\n", "sim.yaml");
+  ASSERT_TRUE(shorthand.ok()) << shorthand.status().ToString();
+  EXPECT_EQ(shorthand->gpus[1].time_slices, 3u);
+  auto too_many = ParseNodeSpec("name: n\ncpus: 1\nmemory: 1Gi\ngpus:\n  - {uuid: a, time_slices: 65}\n", "spec.yaml");
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.status().message().find("gpus[0].time_slices"), std::string::npos) << too_many.status().ToString();
+  auto with_mig = ParseNodeSpec("name: n\ncpus: 1\nmemory: 1Gi\ngpus:\n  - {uuid: a, time_slices: 2, mig_mode: dynamic}\n",
+                                "spec.yaml");
+  ASSERT_FALSE(with_mig.ok());
+  EXPECT_EQ(with_mig.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(with_mig.status().message().find("time_slices: cannot be combined with MIG"), std::string::npos)
+      << with_mig.status().ToString();
+}
+
 TEST(NodeSpecFileTest, CountShorthandUsesOverriddenNameAndNumaList) {
   NodeSpecFileOptions options;
   options.name_override = "other";

@@ -39,6 +39,7 @@ std::string_view NodeCheckText(PendingCode code) {
     case PendingCode::kNodeModelDeserved:
       return "queue holds its deserved share of the node's GPU model (only low-class work may borrow)";
     case PendingCode::kNodeOwnedByAnotherQueue: return "exclusive node of another queue";
+    case PendingCode::kNodeExclusiveCores: return "too few whole cores free for exclusive use";
     case PendingCode::kNodeGpuMemoryDeserved:
       return "queue holds its deserved gpu_memory (only low-class work may borrow)";
     default: return {};
@@ -138,6 +139,7 @@ std::string_view PendingCodeSlug(PendingCode code) {
     case PendingCode::kNodeModelDeserved: return "node_model_deserved";
     case PendingCode::kNodeGpuMemoryDeserved: return "node_gpu_memory_deserved";
     case PendingCode::kNodeOwnedByAnotherQueue: return "node_owned_by_another_queue";
+    case PendingCode::kNodeExclusiveCores: return "node_exclusive_cores";
     case PendingCode::kNoNodes: return "no_nodes";
     case PendingCode::kTaskGpusOverLargest: return "task_gpus_over_largest";
     case PendingCode::kTaskCpuOverLargest: return "task_cpu_over_largest";

@@ -46,6 +46,7 @@ enum class PendingCode : uint32_t {
   kNodeModelDeserved = 26,
   kNodeGpuMemoryDeserved = 27,
   kNodeOwnedByAnotherQueue = 28,
+  kNodeExclusiveCores = 29,  // too few whole cores free for a task's exclusive use
   // The cluster as a whole: no node at all, or task `task` needs `need` of a
   // resource the largest node has only `have` of.
   kNoNodes = 100,

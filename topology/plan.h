@@ -26,6 +26,7 @@ struct Placement {
   DeviceGrant grant;            // shares, MIG instance, cores; empty for whole GPUs
   uint64_t gpu_memory_mib = 0;  // device memory it holds in all (quota "gpu_memory"); not logged
   int32_t numa_node = -1;       // NUMA node its CPU and memory go on (NUMA policies); -1: none
+  std::vector<uint32_t> cpu_ids;  // exclusive whole cores it alone holds (Resources::exclusive_cores)
 
   template <typename V>
   void Fields(V& v) {
@@ -37,6 +38,7 @@ struct Placement {
     v.Optional("mem", memory_mib);
     v.Optional("grant", grant);
     v.Optional("numa", numa_node);
+    v.Optional("cpu_ids", cpu_ids);
   }
 };
 

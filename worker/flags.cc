@@ -109,6 +109,9 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("cgroup-root", "Where the cgroup hierarchies are mounted (v2, or v1 with a freezer): each task runs in a "
      "cgroup of its own that holds its whole process tree and its CPU and memory limits; 'none' tracks tasks by "
      "process group only", cxxopts::value<std::string>()->default_value(defaults.cgroup_root), "DIR")
+    ("exclusive-cores-fallback", "Tasks with exclusive whole cores where no cpuset cgroup can be made: 'refuse' "
+     "(they fail to start, saying why) or 'affinity' (pinned by sched_setaffinity alone, which a task can undo)",
+     cxxopts::value<std::string>()->default_value(defaults.exclusive_cores_fallback), "MODE")
     ("task-user", "Who tasks run as when the coordinator maps no identity for their owner: NAME or UID[:GID] "
      "(never root unless this says root)", cxxopts::value<std::string>()->default_value(defaults.task_user),
      "USER")
@@ -281,6 +284,11 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     f.log_level = result["log-level"].as<std::string>();
     f.mig_dynamic = result.count("mig-dynamic") > 0;
     f.cgroup_root = result["cgroup-root"].as<std::string>();
+    f.exclusive_cores_fallback = result["exclusive-cores-fallback"].as<std::string>();
+    if (f.exclusive_cores_fallback != "refuse" && f.exclusive_cores_fallback != "affinity") {
+      return Status::InvalidArgument("--exclusive-cores-fallback must be refuse or affinity, not '" +
+                                     f.exclusive_cores_fallback + "'");
+    }
     f.task_user = result["task-user"].as<std::string>();
     const std::string env_pass = result["task-env-pass"].as<std::string>();
     for (std::string_view rest = env_pass; !rest.empty();) {

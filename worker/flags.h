@@ -97,6 +97,10 @@ struct WorkerFlags {
   // Where the cgroup hierarchies are mounted; "none": tasks are tracked by
   // process group only (their children may escape).
   std::string cgroup_root = "/sys/fs/cgroup";
+  // Tasks with exclusive whole cores where no cpuset can be made: "refuse"
+  // (they fail to start, saying why) or "affinity" (they run pinned by
+  // sched_setaffinity alone, which they could undo).
+  std::string exclusive_cores_fallback = "refuse";
   // Issue 31 isolation (runner/task_isolation.h), when the worker is root:
   // who tasks without a run_as mapping run as (NAME or UID[:GID]; "root"
   // or 0 also allows binds to map to uid 0), where GPU i's device node is

@@ -57,6 +57,21 @@ TEST(FlagsTest, CudaInterposer) {
   }
 }
 
+// Issue 50: exclusive cores where no cpuset can be made are refused unless
+// the operator says affinity will do.
+TEST(FlagsTest, ExclusiveCoresFallback) {
+  auto parsed = Parse({});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->flags.exclusive_cores_fallback, "refuse");
+  parsed = Parse({"--exclusive-cores-fallback", "affinity"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->flags.exclusive_cores_fallback, "affinity");
+  auto bad = Parse({"--exclusive-cores-fallback", "maybe"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "--exclusive-cores-fallback must be refuse or affinity, not 'maybe'");
+}
+
 // Issue 48: the HTTP port's TLS flags, and plain HTTP only with
 // --http-insecure, on every address (loopback included); off by default.
 TEST(FlagsTest, HttpTls) {

@@ -194,7 +194,9 @@ std::unique_ptr<gpool::worker::CgroupTree> OpenCgroups(const gpool::worker::Work
   for (const auto& [name, processes] : (*tree)->KillLeftovers(keep)) {
     log.warn("killed what a previous worker process left running cgroup={} processes={}", name, processes);
   }
-  log.info("task cgroups layout={}", Q((*tree)->Describe()));
+  log.info("task cgroups layout={} exclusive_cores={} exclusive_cores_fallback={}", Q((*tree)->Describe()),
+           (*tree)->cpuset_available() ? "cpuset" : Q("unavailable: " + (*tree)->cpuset_why_not()),
+           flags.exclusive_cores_fallback);
   return std::move(tree).value();
 }
 
@@ -491,6 +493,7 @@ int main(int argc, char** argv) {
   task_options.adopt_tasks = true;  // tasks outlive this process; adopt what a previous one left
   task_options.rsh_agent = PrepareRshAgent(flags, task_options.log_dir, *logger);
   task_options.private_hosts = geteuid() == 0;  // a mount namespace of their own needs root
+  task_options.exclusive_cores_affinity_fallback = flags.exclusive_cores_fallback == "affinity";
   {
     std::error_code ec;
     const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();

@@ -313,6 +313,11 @@ int64_t Session::PreferBonus(const WorkJob& job, const WorkNode& node) const {
 }
 
 Session::NodeScore Session::ScoreOfShape(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  // Time-sliced nodes are never twins (session.cc), so this score is the
+  // node's own.
+  if (node.sliced_gpus > 0 && MayTimeSlice(job, task)) {
+    if (auto slices = PickTimeSlices(job, task, node); !slices.empty()) return TimeSliceScore(node, slices);
+  }
   const auto& order = config_.node_order;
   const Resources& need = task.resources;
   const uint64_t gpus_used = node.usable_gpus - node.free_gpus + need.gpus;

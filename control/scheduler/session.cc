@@ -5,6 +5,8 @@
 // scores in node_score.cc.
 #include "control/scheduler/session.h"
 
+#include "control/scheduler/exclusive_cores.h"
+
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -149,16 +151,24 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
       free.memory_mib += static_cast<double>(node.memory_free);
     }
     for (const auto& gpu : node_view.gpus) {
-      const bool whole_free = gpu.healthy && !gpu.allocated &&
+      // Time-sliced GPUs run only replicas (PickTimeSlices): never whole-free.
+      const bool sliced = gpu.TimeSliced();
+      const bool whole_free = gpu.healthy && !gpu.allocated && !sliced &&
                               (!HasSharingState(gpu) || topology::WholeFree(gpu, topology::DeviceLoad::Of(gpu)));
       node.gpu_free.push_back(whole_free);
       // Static MIG devices never run whole-GPU work.
       const bool mig_only = MigOnlyDevice(gpu);
-      if (gpu.healthy && !mig_only) ++node.usable_gpus;
-      if (gpu.healthy) ++node.healthy_gpus;
+      if (gpu.healthy && !mig_only && !sliced) ++node.usable_gpus;
+      if (gpu.healthy && !sliced) ++node.healthy_gpus;
+      if (gpu.healthy && sliced) {
+        ++node.sliced_gpus;
+        time_slices_ = true;
+      }
       if (whole_free) ++node.free_gpus;
       const bool whole_only = WholeOnlyDevice(gpu);
-      node.plain_devices = node.plain_devices && whole_only;
+      // A time-sliced GPU's replicas are a per-node figure the twin key
+      // does not hold: such a node is never a twin.
+      node.plain_devices = node.plain_devices && whole_only && !sliced;
       // One comparison per device, with the node's first: the set of models
       // is then asked once per node of one model (below).
       if (node.uniform_model && &gpu != &node_view.gpus.front() && gpu.model != node_view.gpus.front().model) {
@@ -172,7 +182,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
         run_memory = gpu.memory_mib;
         ++run;
       }
-      if (host_claim && gpu.healthy && !mig_only) {
+      if (host_claim && gpu.healthy && !mig_only && !sliced) {
         free.gpu_milli += whole_only ? (gpu.allocated ? 0 : 1000) : ViewFreeMilli(gpu);  // ViewFreeMilli's fast case
       }
       if (node_view.ready && gpu.healthy) gpu_memory_total += gpu.memory_mib;
@@ -461,8 +471,9 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
     return false;
   };
   const NodePool pool = job.pool;
-  // Shares and MIG instances fit on nodes without a whole free GPU too.
-  const uint32_t need = task.resources.Whole() ? task.resources.gpus : 0;
+  // Shares, MIG instances and time-sliced replicas fit on nodes without a
+  // whole free GPU too.
+  const uint32_t need = task.resources.Whole() && !MayTimeSlice(job, task) ? task.resources.gpus : 0;
   std::optional<size_t> best;
   NodeScore best_score;
   uint32_t found = 0;
@@ -475,12 +486,14 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
   // Twins (WorkNode::twin_class) are checked and scored once per search.
   // What could tell them apart is left out: a task other than whole GPUs
   // (device loads decide), a NUMA policy or UUID list (which devices are
-  // free decides), a node selector (labels decide), and for a score a
+  // free decides), exclusive cores (which CPU ids are free decides), a node
+  // selector (labels decide), and for a score a
   // strategy that reads more than the node's figures (random draws per
   // node, gpu-clustering what runs there, ...).
   const topology::PendingJob& spec = *job.view;
   const bool twins = task.resources.Whole() && spec.numa_policy == topology::NumaPolicy::kNone &&
-                     spec.gpu_uuid_allow.empty() && spec.gpu_uuid_deny.empty() && spec.node_selector.empty();
+                     ExclusiveCoresWanted(task.resources) == 0 && spec.gpu_uuid_allow.empty() &&
+                     spec.gpu_uuid_deny.empty() && spec.node_selector.empty();
   const Strategy strategy = config_.node_order.strategy;
   const bool twin_scores = twins && (strategy == Strategy::kFragmentation || strategy == Strategy::kFgd ||
                                      strategy == Strategy::kBinpack || strategy == Strategy::kSpread);

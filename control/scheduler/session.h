@@ -74,6 +74,9 @@ struct alignas(64) WorkNode {
   bool owner_busy = false;  // holds work of its owning queue: not lent out
   uint32_t usable_gpus = 0;   // healthy GPUs that can run whole-GPU work
   uint32_t healthy_gpus = 0;  // healthy GPUs (shares and MIG instances may use static-MIG ones)
+  // Healthy GPUs advertised as time-sliced replicas: in neither count
+  // above, since only low-class whole-GPU tasks run on them, a replica each.
+  uint32_t sliced_gpus = 0;
   std::vector<bool> gpu_free;  // parallel to view->gpus
   // No device of the view is shared, MIG-partitioned or split into cores:
   // until a share lands here this cycle (loads set), what it has free for
@@ -169,6 +172,7 @@ enum class Reject : uint8_t {
   kCpuKeptForGpus,
   kMemory,
   kMemoryKeptForGpus,
+  kExclusiveCores,
   kCount,
 };
 // The stored code of a rejection (its text is rendered at the edge).
@@ -246,6 +250,19 @@ class Session {
 
   // Tries to place the tasks in `tasks` all together; on failure nothing stays placed.
   bool PlaceAll(WorkJob& job, const std::vector<const topology::PendingTask*>& tasks, bool ignore_reservations);
+
+  // Time-slicing (time_slices.cc): whether the task may take time-sliced
+  // replicas (a low-class job's whole-GPU task, in a cluster that has some),
+  // and the GPUs (slots into node.view->gpus, one replica each, the busiest
+  // first so idle devices stay whole) it would take on `node`; empty when
+  // the node has too few GPUs with a free replica for it.
+  bool MayTimeSlice(const WorkJob& job, const topology::PendingTask& task) const;
+  std::vector<size_t> PickTimeSlices(const WorkJob& job, const topology::PendingTask& task,
+                                     const WorkNode& node) const;
+  // Nodes whose replicas the task would take score above all others, the
+  // busier replicas first (packing), so low work fills replicas before it
+  // takes whole GPUs from guaranteed work.
+  NodeScore TimeSliceScore(const WorkNode& node, const std::vector<size_t>& slices) const;
 
   // Past the starvation bound a job may use nodes reserved for a large one.
   bool MayIgnoreReservations(const WorkJob& job) const {
@@ -399,6 +416,7 @@ class Session {
   std::vector<size_t> jobs_by_priority_;  // JobsByPriorityAndArrival, once asked for
   mutable std::vector<topology::DeviceLoad> scratch_loads_;  // Loads() of a node nothing was shared on yet
   bool uuid_lists_ = false;  // some job restricts devices by UUID
+  bool time_slices_ = false;  // some node advertises time-sliced GPUs
   bool lendable_exclusive_ = false;
   // The target workload of fragmentation-aware strategies.
   std::vector<topology::WorkloadShape> workload_;

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "control/scheduler/device_pick.h"
+#include "control/scheduler/exclusive_cores.h"
 #include "control/scheduler/gpu_picker.h"
 
 namespace gpool::scheduler {
@@ -126,6 +127,7 @@ struct NodeChecks {
   }
   static Result GpusEver(Input& in) {
     const Resources& need = in.task.resources;
+    if (in.node.sliced_gpus >= need.gpus && in.session.MayTimeSlice(in.job, in.task)) return std::nullopt;
     return need.gpus > in.node.usable_gpus && (need.Whole() || need.gpus > in.node.healthy_gpus) ? Reject::kGpus
                                                                                                   : Result();
   }
@@ -214,6 +216,20 @@ struct NodeChecks {
                                                                                               : Reject::kNuma;
   }
 
+  // Whole cores for the task alone, from the NUMA node its policy puts it on.
+  static Result ExclusiveCoresFree(Input& in) {
+    const uint32_t count = ExclusiveCoresWanted(in.task.resources);
+    if (count == 0) return std::nullopt;
+    const Session& s = in.session;
+    const auto& numa = in.node.numa.empty() ? in.node.view->numa : in.node.numa;
+    int32_t numa_node = -1;
+    if (in.job.view->numa_policy != topology::NumaPolicy::kNone && !numa.empty()) {
+      numa_node = s.ChooseNuma(in.job, in.task, in.node, s.PlannedDevices(in.job, in.task, in.node)).value_or(-1);
+    }
+    const bool single = in.job.view->numa_policy == topology::NumaPolicy::kSingleNumaNode;
+    return PickExclusiveCpus(numa, numa_node, single, count) ? Result() : Reject::kExclusiveCores;
+  }
+
   // The chains, in the order a pending job's explanation reads: each node is
   // counted under the first check it fails, so the cheap, static reasons a
   // user can act on (pool, selector, taint, model) come before capacity.
@@ -223,7 +239,7 @@ struct NodeChecks {
   }
   static Result Now(Input& in) {
     return Chain<Static, NotClaimed, NotReserved, ExclusiveIdle, DevicesFit, GpuMemoryCapability, ModelCapability,
-                 CpuFree, CpuKeptForGpus, MemoryFree, MemoryKeptForGpus, NumaFits>(in);
+                 CpuFree, CpuKeptForGpus, MemoryFree, MemoryKeptForGpus, NumaFits, ExclusiveCoresFree>(in);
   }
 };
 
@@ -264,6 +280,9 @@ std::optional<Reject> Session::CheckDevices(const WorkJob& job, const PendingTas
     if (!pick.Ok()) return pick.misfit == topology::Misfit::kNone ? Reject::kNuma : RejectOf(pick.misfit);
     *gpu_memory = pick.grant.gpu_memory_mib * need.gpus;
     return std::nullopt;
+  }
+  if (node.sliced_gpus >= need.gpus && MayTimeSlice(job, task) && !PickTimeSlices(job, task, node).empty()) {
+    return std::nullopt;  // replicas, no device memory held (none is isolated)
   }
   if (node.free_gpus < need.gpus) return Reject::kGpus;
   bool filtered = !need.gpu_model.empty() || uuid_lists_ || NumaFilters(job, node);

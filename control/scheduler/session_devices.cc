@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "control/scheduler/device_pick.h"
+#include "control/scheduler/exclusive_cores.h"
 #include "control/scheduler/gpu_picker.h"
 
 namespace gpool::scheduler {
@@ -49,8 +50,11 @@ std::optional<int32_t> Session::ChooseNuma(const WorkJob& job, const PendingTask
   if (policy == topology::NumaPolicy::kNone || node.view->numa.empty()) return -1;
   const auto& numa = node.numa.empty() ? node.view->numa : node.numa;
   const Resources& need = task.resources;
+  // Exclusive cores come from the NUMA node too (exclusive_cores.h).
+  const size_t cores = ExclusiveCoresWanted(need);
   auto fits = [&](const topology::NumaSlot& slot) {
-    return slot.cpu_milli_free >= need.cpu_milli && slot.memory_mib_free >= need.memory_mib;
+    return slot.cpu_milli_free >= need.cpu_milli && slot.memory_mib_free >= need.memory_mib &&
+           slot.cpu_ids_free.size() >= cores;
   };
   const bool single = policy == topology::NumaPolicy::kSingleNumaNode;
   if (!gpu_slots.empty()) {
@@ -80,7 +84,8 @@ std::vector<bool> Session::DeviceMask(const WorkJob& job, const PendingTask& tas
     const auto& gpu = node.view->gpus[g];
     // Not whole-free and no tenants: a task took it whole (this cycle or before).
     const bool held_whole = loads != nullptr && !node.gpu_free[g] && !topology::HasTenants(gpu, (*loads)[g]);
-    mask[g] = (whole ? node.gpu_free[g] : gpu.healthy && !held_whole) &&
+    // Time-sliced GPUs take replicas only (time_slices.cc), never a share.
+    mask[g] = (whole ? node.gpu_free[g] : gpu.healthy && !held_whole && !gpu.TimeSliced()) &&
               GpuModelAllowed(need.gpu_model, gpu.model) && UuidAllowed(*job.view, gpu.uuid);
   }
   if (NumaFilters(job, node)) {
@@ -198,6 +203,17 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
       }
       MarkDevices(node, placement, true);
     }
+  } else if (std::vector<size_t> slices = need.Whole() && node.sliced_gpus >= need.gpus && MayTimeSlice(job, task)
+                                              ? PickTimeSlices(job, task, node)
+                                              : std::vector<size_t>{};
+             !slices.empty()) {
+    // Replicas first: whole GPUs stay for work that is guaranteed them.
+    placement.grant.time_slice = true;
+    for (size_t g : slices) {
+      placement.gpu_indices.push_back(node.view->gpus[g].index);
+      model = node.view->gpus[g].model;
+    }
+    MarkDevices(node, placement, true);
   } else if (need.Whole()) {
     const bool filtered = !need.gpu_model.empty() || uuid_lists_ || NumaFilters(job, node);
     // The node's own free devices unless something filters them: no copy
@@ -246,8 +262,18 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
       }
     }
   }
+  if (const uint32_t count = ExclusiveCoresWanted(need); count > 0) {
+    // The check chain found them (ExclusiveCoresFree), on the NUMA node just chosen.
+    if (node.numa.empty()) node.numa = node.view->numa;
+    const bool single = job.view->numa_policy == topology::NumaPolicy::kSingleNumaNode;
+    placement.cpu_ids = PickExclusiveCpus(node.numa, placement.numa_node, single, count).value_or(
+        std::vector<uint32_t>{});
+    MarkExclusiveCpus(node.numa, placement.cpu_ids, false, node.view->numa);
+  }
   if (indexed) BucketInsert(node_index);
-  queues_.Charge(job.queue, queues_.Demand(static_cast<uint32_t>(placement.gpu_indices.size()), need.cpu_milli,
+  // Replicas are oversubscription, not capacity: they count against no GPU quota.
+  const auto charged_gpus = placement.grant.time_slice ? 0u : static_cast<uint32_t>(placement.gpu_indices.size());
+  queues_.Charge(job.queue, queues_.Demand(charged_gpus, need.cpu_milli,
                                            need.memory_mib, model, placement.gpu_memory_mib));
   const uint32_t group = job.view->groups.empty() ? 0 : task.group;
   if (group < job.active.size()) ++job.active[group];
@@ -286,9 +312,13 @@ void Session::Unplace(WorkJob& job, const PendingTask& task, size_t node_index, 
       slot.memory_mib_free += placement.memory_mib;
     }
   }
+  if (!placement.cpu_ids.empty() && !node.numa.empty()) {
+    MarkExclusiveCpus(node.numa, placement.cpu_ids, true, node.view->numa);
+  }
   node.memory_free += placement.memory_mib;
   if (indexed) BucketInsert(node_index);
-  queues_.Refund(job.queue, queues_.Demand(static_cast<uint32_t>(placement.gpu_indices.size()), placement.cpu_milli,
+  const auto refunded_gpus = placement.grant.time_slice ? 0u : static_cast<uint32_t>(placement.gpu_indices.size());
+  queues_.Refund(job.queue, queues_.Demand(refunded_gpus, placement.cpu_milli,
                                            placement.memory_mib, model, placement.gpu_memory_mib));
   const uint32_t group = job.view->groups.empty() ? 0 : task.group;
   if (group < job.active.size() && job.active[group] > 0) --job.active[group];

@@ -42,6 +42,7 @@ topology::PendingCode CodeOf(Reject reject) {
     case Reject::kCpuKeptForGpus: return PendingCode::kNodeCpuKeptForGpus;
     case Reject::kMemory: return PendingCode::kNodeMemory;
     case Reject::kMemoryKeptForGpus: return PendingCode::kNodeMemoryKeptForGpus;
+    case Reject::kExclusiveCores: return PendingCode::kNodeExclusiveCores;
     case Reject::kCount: break;
   }
   return PendingCode::kUnknown;
@@ -81,6 +82,15 @@ void Session::ShapeKey(const WorkJob& job, const PendingTask& task, bool ignore_
   if (spec.max_runtime_ms > 0 && !reservation_start_ms_.empty()) {
     key += "|t";
     AppendNumber(key, static_cast<uint64_t>(spec.max_runtime_ms));
+  }
+  if (need.exclusive_cores) key += "|x";
+  if (MayTimeSlice(job, task)) key += "|ts";
+  // A NUMA policy decides the fit of whole-GPU and CPU-only tasks too: a
+  // single-numa-node failure says nothing of a best-effort task of the
+  // same size (shares carry it below).
+  if (need.Whole() && spec.numa_policy != topology::NumaPolicy::kNone) {
+    key += "|n";
+    AppendNumber(key, static_cast<uint64_t>(spec.numa_policy));
   }
   if (!need.Whole()) {
     key += "|s";

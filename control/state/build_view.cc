@@ -37,6 +37,7 @@ topology::NodeView ClusterState::ToNodeView(const std::string& name, const NodeR
     view.numa.push_back(topology::NumaSlot{numa.id, numa.cpu_milli, numa.cpu_milli - std::min(numa.cpu_milli, cpu),
                                            numa.memory_mib, numa.memory_mib - std::min(numa.memory_mib, memory)});
   }
+  FillNumaCpuIds(view, node);
   return view;
 }
 
@@ -52,6 +53,7 @@ void ClusterState::FillNodeLoad(topology::NodeView& view, const NodeRecord& node
     view.numa[i].cpu_milli_free = numa.cpu_milli - std::min(numa.cpu_milli, cpu);
     view.numa[i].memory_mib_free = numa.memory_mib - std::min(numa.memory_mib, memory);
   }
+  FillNumaCpuIds(view, node);
 }
 
 namespace {
@@ -137,7 +139,9 @@ void ClusterState::BuildRunning(topology::ClusterView& view, int64_t now_ms) con
     running.priority_class = PriorityClassFromString(job->spec.priority_class).value_or(PriorityClass::kMedium);
     running.priority = job->spec.priority;
     running.node = task->node;
-    running.gpus = static_cast<uint32_t>(task->gpu_indices.size());
+    // Replicas are oversubscription: no GPU of the queue's, and evicting
+    // one frees no GPU anyone else could take.
+    running.gpus = task->grant().time_slice ? 0 : static_cast<uint32_t>(task->gpu_indices.size());
     if (const NodeRecord* node = FindNode(task->node); node != nullptr && !task->gpu_indices.empty()) {
       for (const auto& gpu : node->spec.gpus) {
         if (gpu.index == task->gpu_indices.front()) running.gpu_model = gpu.model;

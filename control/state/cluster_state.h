@@ -339,10 +339,25 @@ class ClusterState {
 
   // Device loads a plan's earlier binds add, per (node, GPU index).
   using PlanLoads = std::map<std::pair<std::string, uint32_t>, topology::DeviceLoad>;
+  // CPU ids a plan's earlier binds of one job hold exclusively, per (node, id).
+  using PlanCpus = std::set<std::pair<std::string, uint32_t>>;
   Status CheckBind(const JobRecord& job, const PlanBind& bind,
                    const std::set<std::pair<std::string_view, uint32_t>>& taken,
-                   std::map<std::string, std::pair<uint64_t, uint64_t>>& extra, PlanLoads& loads) const;
+                   std::map<std::string, std::pair<uint64_t, uint64_t>>& extra, PlanLoads& loads,
+                   PlanCpus& cpus) const;
+  // Exclusive whole cores (exclusive_cpus.cc): a bind's CPU ids are as many
+  // as the task asks for, its node's (the spec's NUMA cpulists), and held by
+  // no task there nor by `cpus` (which then holds them too).
+  Status CheckExclusiveCpus(const Resources& need, const PlanBind& bind, const NodeRecord& node,
+                            PlanCpus& cpus) const;
+  // The CPU ids the node's bound and running tasks hold as exclusive cores, sorted.
+  std::vector<uint32_t> ExclusiveCpusHeld(const NodeRecord& node) const;
+  // The free ids of each of the spec's NUMA nodes (parallel to spec.numa).
+  void FillNumaCpuIds(topology::NodeView& view, const NodeRecord& node) const;
   Status CheckGrant(const Resources& need, const PlanBind& bind, const NodeRecord& node, PlanLoads& loads) const;
+  // A bind of time-sliced replicas (DeviceGrant::time_slice): each GPU is
+  // time-sliced and has a replica no task (nor the plan's earlier binds) holds.
+  Status CheckTimeSlices(const PlanBind& bind, const NodeRecord& node, PlanLoads& loads) const;
   // A GPU as the scheduler sees it: its spec, who holds it whole, and what
   // its sharing tenants (shares, MIG instances, cores) hold.
   topology::GpuSlot GpuSlotOf(const NodeRecord& node, const GpuInfo& gpu) const;

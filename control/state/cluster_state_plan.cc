@@ -11,7 +11,7 @@ namespace gpool::state {
 Status ClusterState::CheckBind(const JobRecord& job, const PlanBind& bind,
                                const std::set<std::pair<std::string_view, uint32_t>>& taken,
                                std::map<std::string, std::pair<uint64_t, uint64_t>>& extra,
-                               PlanLoads& loads) const {
+                               PlanLoads& loads, PlanCpus& cpus) const {
   if (bind.task_index >= job.tasks.size()) return Status::InvalidArgument("task index out of range");
   const TaskRecord& task = job.tasks[bind.task_index];
   if (task.state != TaskState::kPending) return Status::FailedPrecondition("task is no longer pending");
@@ -31,11 +31,16 @@ Status ClusterState::CheckBind(const JobRecord& job, const PlanBind& bind,
     if (node->gpu_owner.count(gpu) || taken.count({bind.node, gpu})) {
       return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " on " + bind.node + " is taken");
     }
-    if (need.Whole() && (node->gpu_tenants.count(gpu) || spec_gpu->mig_mode == "static" || spec_gpu->mig_enabled)) {
+    if (need.Whole() && !bind.grant.time_slice &&
+        (node->gpu_tenants.count(gpu) || spec_gpu->mig_mode == "static" || spec_gpu->mig_enabled)) {
       return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " on " + bind.node + " is shared");
     }
   }
+  if (bind.grant.time_slice && job.spec.priority_class != "low") {
+    return Status::InvalidArgument("time-sliced replicas are for low-class work only");
+  }
   GPOOL_RETURN_IF_ERROR(CheckGrant(need, bind, *node, loads));
+  GPOOL_RETURN_IF_ERROR(CheckExclusiveCpus(need, bind, *node, cpus));
   if (bind.numa_node >= 0) {
     auto numa = std::find_if(node->spec.numa.begin(), node->spec.numa.end(),
                              [&](const NumaInfo& n) { return n.id == bind.numa_node; });
@@ -78,8 +83,9 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
     std::set<std::pair<std::string_view, uint32_t>> job_taken;  // whole GPUs this job's binds take
     std::map<std::string, std::pair<uint64_t, uint64_t>> extra;  // CPU and memory they add, per node (and NUMA)
     PlanLoads job_loads;                                        // device loads they add
+    PlanCpus job_cpus;                                          // exclusive CPU ids they take
     for (size_t i = 0; ok && i < binds.size(); ++i) {
-      ok = CheckBind(*job, *binds[i], job_taken, extra, job_loads).ok();
+      ok = CheckBind(*job, *binds[i], job_taken, extra, job_loads, job_cpus).ok();
       if (binds[i]->grant.Empty()) {
         for (uint32_t gpu : binds[i]->gpu_indices) job_taken.insert({binds[i]->node, gpu});
       }
@@ -98,6 +104,7 @@ ApplyResult ClusterState::ApplyPlan(int64_t now, const ApplyPlanCmd& cmd) {
       task.memory_mib = bind->memory_mib;
       task.set_grant(bind->grant);
       task.numa_node = bind->numa_node;
+      task.set_cpu_ids(bind->cpu_ids);
       task.bind_ms = now;
       task.set_message("");
       // A node's first task sizes its sets for a full node, so they do not

@@ -54,6 +54,8 @@ UsageRecord ClusterState::UsageRecordOf(const JobRecord& job, const TaskRecord& 
     if (first != nullptr) {
       r.model = first->model;
       const DeviceGrant& grant = task.grant();
+      // A time-sliced replica gets its turn of the device: 1/N of its time.
+      if (grant.time_slice && first->time_slices >= 2) r.gpu_milli = r.gpus * (1000 / first->time_slices);
       if (grant.shared && grant.gpu_memory_mib > 0) {
         r.share_memory_mib = grant.gpu_memory_mib;
         if (first->memory_mib > 0) {

@@ -19,6 +19,7 @@ topology::GpuSlot ClusterState::GpuSlotOf(const NodeRecord& node, const GpuInfo&
   slot.cores = gpu.cores;
   slot.mig_mode = gpu.mig_mode;
   slot.mig_enabled = gpu.mig_enabled;
+  slot.time_slices = gpu.time_slices;
   FillGpuLoad(slot, node, gpu);
   return slot;
 }
@@ -54,6 +55,15 @@ void ClusterState::FillGpuLoad(topology::GpuSlot& slot, const NodeRecord& node, 
 Status ClusterState::CheckGrant(const Resources& need, const PlanBind& bind, const NodeRecord& node,
                                 PlanLoads& loads) const {
   const DeviceGrant& grant = bind.grant;
+  if (need.Whole() && grant.time_slice) return CheckTimeSlices(bind, node, loads);
+  for (uint32_t index : bind.gpu_indices) {
+    auto spec = std::find_if(node.spec.gpus.begin(), node.spec.gpus.end(),
+                             [index](const GpuInfo& g) { return g.index == index; });
+    if (spec != node.spec.gpus.end() && spec->time_slices >= 2) {
+      return Status::FailedPrecondition("GPU " + std::to_string(index) + " on " + bind.node +
+                                        " is time-sliced: it takes replicas only");
+    }
+  }
   if (need.Whole()) {
     if (!grant.Empty()) return Status::InvalidArgument("bind grants a share to a whole-GPU task");
     for (uint32_t gpu : bind.gpu_indices) {
@@ -135,6 +145,25 @@ Status ClusterState::CheckGrant(const Resources& need, const PlanBind& bind, con
       }
       topology::ApplyGrant(load, slot, grant, /*add=*/true);
     }
+  }
+  return Status::Ok();
+}
+
+Status ClusterState::CheckTimeSlices(const PlanBind& bind, const NodeRecord& node, PlanLoads& loads) const {
+  if (!(bind.grant == DeviceGrant{.time_slice = true})) {
+    return Status::InvalidArgument("bind's time-sliced replica carries a share, MIG instance or cores");
+  }
+  for (uint32_t index : bind.gpu_indices) {
+    auto spec = std::find_if(node.spec.gpus.begin(), node.spec.gpus.end(),
+                             [index](const GpuInfo& g) { return g.index == index; });
+    if (spec == node.spec.gpus.end() || !node.GpuUsable(*spec)) return Status::FailedPrecondition("GPU unusable");
+    const std::string where = "GPU " + std::to_string(index) + " on " + bind.node + ": ";
+    if (spec->time_slices < 2) return Status::FailedPrecondition(where + "not time-sliced");
+    const topology::GpuSlot slot = GpuSlotOf(node, *spec);
+    auto [it, fresh] = loads.try_emplace({bind.node, index});
+    if (fresh) it->second = topology::DeviceLoad::Of(slot);
+    if (it->second.tenants >= spec->time_slices) return Status::FailedPrecondition(where + "every replica is held");
+    topology::ApplyGrant(it->second, slot, bind.grant, /*add=*/true);
   }
   return Status::Ok();
 }

@@ -106,6 +106,16 @@ struct TaskRecord {
     grant_.reset(grant.Empty() ? nullptr : std::make_unique<DeviceGrant>(grant));
   }
 
+  // Exclusive whole cores it holds (CPU ids of its node), from its bind; out
+  // of line like the grant: most tasks hold none.
+  const std::vector<uint32_t>& cpu_ids() const {
+    static const std::vector<uint32_t> none;
+    return cpu_ids_.get() != nullptr ? *cpu_ids_.get() : none;
+  }
+  void set_cpu_ids(const std::vector<uint32_t>& ids) {
+    cpu_ids_.reset(ids.empty() ? nullptr : std::make_unique<std::vector<uint32_t>>(ids));
+  }
+
   template <typename V>
   void Fields(V& v) {
     uint32_t state_wire = static_cast<uint32_t>(state);
@@ -135,6 +145,9 @@ struct TaskRecord {
     if (!(grant_wire == grant())) set_grant(grant_wire);
     if (!(extras_wire == extras())) UpdateExtras([&](Extras& e) { e = std::move(extras_wire); });
     v.Optional("numa", numa_node);
+    std::vector<uint32_t> cpu_ids_wire = cpu_ids();
+    v.Optional("cpu_ids", cpu_ids_wire);
+    if (cpu_ids_wire != cpu_ids()) set_cpu_ids(cpu_ids_wire);
     state = static_cast<TaskState>(state_wire <= static_cast<uint32_t>(TaskState::kLost) ? state_wire : 0);
   }
 
@@ -145,6 +158,7 @@ struct TaskRecord {
   }
   Boxed<DeviceGrant> grant_;
   Boxed<Extras> extras_;
+  Boxed<std::vector<uint32_t>> cpu_ids_;
 };
 
 // What the coordinator learns of an rGPU session while it lives (a job with

@@ -15,6 +15,7 @@
 #include "protocol/base/clock.h"
 #include "protocol/base/text.h"
 #include "protocol/wire.h"
+#include "topology/cpulist.h"
 #include "worker/log.h"
 #include "worker/runner/atomic_file.h"
 #include "worker/runner/lease_file.h"
@@ -94,8 +95,18 @@ PosixProcessLauncher::PosixProcessLauncher(std::shared_ptr<spdlog::logger> logge
     : PosixProcessLauncher(PosixProcessLauncherOptions{.logger = std::move(logger), .cgroups = cgroups}) {}
 
 
+// Exclusive cores need a cpuset, so a launcher without cgroups cannot give
+// them unless the operator allowed the affinity fallback.
+Status PosixProcessLauncher::CheckCpusetPossible(const LaunchRequest& request) const {
+  if (request.limits.cpuset_cpus.empty() || !request.limits.cpuset_required) return Status::Ok();
+  if (cgroups_ != nullptr && !request.cgroup.empty()) return Status::Ok();  // the tree decides (CgroupTree::Create)
+  return Status::FailedPrecondition("exclusive cores " + topology::FormatCpuList(request.limits.cpuset_cpus) +
+                                    " cannot be enforced: task cgroups are off on this node");
+}
+
 Result<int64_t> PosixProcessLauncher::LaunchDirect(const LaunchRequest& request) {
   GPOOL_RETURN_IF_ERROR(ValidateLaunch(request));
+  GPOOL_RETURN_IF_ERROR(CheckCpusetPossible(request));
   std::vector<std::string> notes;
   const PreparedPinning pinning = PreparedPinning::Prepare(request.numa, &notes);
   std::unique_ptr<TaskCgroup> cgroup;
@@ -153,6 +164,7 @@ Result<int64_t> PosixProcessLauncher::FinishLaunch(uint64_t ticket) {
 
 Status PosixProcessLauncher::BeginSupervised(const LaunchRequest& request, Starting& starting) {
   GPOOL_RETURN_IF_ERROR(ValidateLaunch(request));
+  GPOOL_RETURN_IF_ERROR(CheckCpusetPossible(request));
   if (!options_.lease_path.empty()) {
     Status lease = CheckLease(options_.lease_path, MonotonicNowMs());
     if (!lease.ok()) return Status::FailedPrecondition(std::string(kNoLeaseStart) + ": " + lease.message());

@@ -117,6 +117,7 @@ class PosixProcessLauncher final : public ProcessLauncher {
   };
 
   Result<int64_t> LaunchDirect(const LaunchRequest& request);
+  Status CheckCpusetPossible(const LaunchRequest& request) const;
   Status BeginSupervised(const LaunchRequest& request, Starting& starting);
   Result<int64_t> FinishSupervised(const Starting& starting);
   void ReapDirect(std::vector<ExitInfo>& exited);

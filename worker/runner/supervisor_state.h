@@ -62,6 +62,9 @@ struct SupervisorSpec {
     v.Optional("own_pid_namespace", request.own_pid_namespace);
     v.Optional("work_dir", request.work_dir);
     v.Optional("deny_devices", request.limits.deny_devices);
+    v.Optional("cpuset_cpus", request.limits.cpuset_cpus);
+    v.Optional("cpuset_mems", request.limits.cpuset_mems);
+    v.Optional("cpuset_required", request.limits.cpuset_required);
     v.Optional("cgroup_root", cgroup_root);
     v.Optional("cgroup_scope", cgroup_scope);
   }

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include "topology/cpulist.h"
+
 namespace gpool::worker {
 namespace fs = std::filesystem;
 
@@ -69,6 +71,34 @@ std::string FindV2(const std::string& mount_root, std::string* why) {
 
 constexpr uint64_t kCpuPeriodUs = 100'000;
 
+std::string TrimmedCgroupValue(const std::string& text) {
+  const size_t end = text.find_last_not_of(" \n");
+  return end == std::string::npos ? "" : text.substr(0, end + 1);
+}
+
+// v1 cpusets start with no cpus and no mems, and a process cannot join one
+// so: each level from the hierarchy's root down to `base` takes its
+// parent's, unless it has its own already. Why not, on failure.
+std::string FillV1CpusetLevels(const std::string& root, const std::string& base) {
+  std::string parent = root;
+  std::string rest = base.substr(root.size());  // "/gpool/<scope>"
+  size_t at = 0;
+  while (at < rest.size()) {
+    const size_t next = rest.find('/', at + 1);
+    const std::string dir = root + rest.substr(0, next);
+    for (const char* file : {"cpuset.cpus", "cpuset.mems"}) {
+      if (!TrimmedCgroupValue(ReadFile(dir + "/" + file)).empty()) continue;
+      const std::string value = TrimmedCgroupValue(ReadFile(parent + "/" + file));
+      if (value.empty() || !WriteFile(dir + "/" + file, value)) {
+        return std::string("cannot copy ") + file + " from " + parent + " to " + dir;
+      }
+    }
+    parent = dir;
+    at = next == std::string::npos ? rest.size() : next;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> CgroupLimitFiles(CgroupLayout layout, const CgroupLimits& limits) {
@@ -84,6 +114,11 @@ std::vector<std::pair<std::string, std::string>> CgroupLimitFiles(CgroupLayout l
       files.emplace_back("cpu/cpu.cfs_quota_us", std::to_string(quota_us));
     }
     for (const std::string& line : V1DenyLines(limits.deny_devices)) files.emplace_back("devices/devices.deny", line);
+  }
+  if (!limits.cpuset_cpus.empty()) {
+    const std::string prefix = layout == CgroupLayout::kV2 ? "" : "cpuset/";
+    files.emplace_back(prefix + "cpuset.cpus", topology::FormatCpuList(limits.cpuset_cpus));
+    if (!limits.cpuset_mems.empty()) files.emplace_back(prefix + "cpuset.mems", limits.cpuset_mems);
   }
   return files;
 }
@@ -175,7 +210,19 @@ Result<std::unique_ptr<CgroupTree>> CgroupTree::Open(const std::string& mount_ro
     if (!WriteFile(at + "/cgroup.subtree_control", "+memory +cpu +pids") && !fs::exists(at)) {
       return Status::Unavailable("cannot enable controllers under " + at);
     }
-    return std::unique_ptr<CgroupTree>(new CgroupTree(CgroupLayout::kV2, mount_root, scope, {at}, at));
+    auto tree = std::unique_ptr<CgroupTree>(new CgroupTree(CgroupLayout::kV2, mount_root, scope, {at}, at));
+    // cpuset apart: a kernel or a parent without it must not cost the
+    // other controllers, and only tasks with exclusive cores need it.
+    // The kernel refuses "+cpuset" where the level itself lacks it, so the
+    // last write succeeding means the tasks' directories have cpuset files.
+    std::string level = v2;
+    bool enabled = false;
+    for (const std::string& sub_level : {std::string("/gpool"), "/" + scope, std::string()}) {
+      enabled = WriteFile(level + "/cgroup.subtree_control", "+cpuset");
+      level += sub_level;
+    }
+    if (!enabled) tree->cpuset_why_not_ = "the cpuset controller cannot be enabled under " + at + " (v2)";
+    return tree;
   }
   const std::string freezer = mount_root + "/freezer";
   if (!fs::exists(freezer + "/cgroup.procs")) {
@@ -183,12 +230,27 @@ Result<std::unique_ptr<CgroupTree>> CgroupTree::Open(const std::string& mount_ro
   }
   if (access(freezer.c_str(), W_OK) != 0) return Status::Unavailable(freezer + " is not writable (run as root)");
   std::vector<std::string> bases = {freezer + sub};
-  for (const char* controller : {"pids", "memory", "cpu", "devices"}) {
+  for (const char* controller : {"pids", "memory", "cpu", "devices", "cpuset"}) {
     const std::string root = mount_root + "/" + controller;
     if (fs::exists(root + "/cgroup.procs") && access(root.c_str(), W_OK) == 0) bases.push_back(root + sub);
   }
   for (const auto& base : bases) GPOOL_RETURN_IF_ERROR(MakeDirs(base));
-  return std::unique_ptr<CgroupTree>(new CgroupTree(CgroupLayout::kV1, mount_root, scope, bases, bases.front()));
+  auto tree = std::unique_ptr<CgroupTree>(new CgroupTree(CgroupLayout::kV1, mount_root, scope, bases, bases.front()));
+  const std::string cpuset = tree->CpusetBase();
+  if (cpuset.empty()) {
+    tree->cpuset_why_not_ = "no writable v1 cpuset hierarchy at " + mount_root + "/cpuset";
+  } else {
+    tree->cpuset_why_not_ = FillV1CpusetLevels(mount_root + "/cpuset", cpuset);
+  }
+  return tree;
+}
+
+std::string CgroupTree::CpusetBase() const {
+  if (layout_ != CgroupLayout::kV1) return "";
+  for (const auto& base : bases_) {
+    if (base.rfind(mount_root_ + "/cpuset/", 0) == 0) return base;
+  }
+  return "";
 }
 
 std::string CgroupTree::Describe() const {
@@ -213,8 +275,27 @@ Result<std::unique_ptr<TaskCgroup>> CgroupTree::Create(const std::string& name, 
     return Status::Unavailable("the task's GPU device grant cannot be enforced: no writable v1 devices hierarchy under " +
                                mount_root_);
   }
+  CgroupLimits effective = limits;
+  const bool wants_cpuset = !limits.cpuset_cpus.empty() && cpuset_available();
+  if (!limits.cpuset_cpus.empty() && !cpuset_available()) {
+    // Fail closed, as for devices: cores promised exclusive must be.
+    if (limits.cpuset_required) {
+      return Status::FailedPrecondition("exclusive cores " + topology::FormatCpuList(limits.cpuset_cpus) +
+                                        " cannot be enforced: " + cpuset_why_not_);
+    }
+    effective.cpuset_cpus.clear();  // the operator's fallback: affinity alone (the launcher pins)
+  }
+  const std::string cpuset_base = CpusetBase();
+  if (wants_cpuset && !cpuset_base.empty() && effective.cpuset_mems.empty()) {
+    effective.cpuset_mems = TrimmedCgroupValue(ReadFile(cpuset_base + "/cpuset.mems"));
+  }
   std::vector<std::string> dirs;
-  for (const auto& base : bases_) dirs.push_back(base + "/" + name);
+  for (const auto& base : bases_) {
+    // A v1 cpuset directory only for a task with exclusive cores: an empty
+    // one could not be joined, and the others run in the worker's.
+    if (base == cpuset_base && !wants_cpuset) continue;
+    dirs.push_back(base + "/" + name);
+  }
   auto cgroup = std::unique_ptr<TaskCgroup>(new TaskCgroup(name, layout_, dirs, dirs.front()));
   for (const auto& dir : dirs) {
     if (mkdir(dir.c_str(), 0755) != 0) {
@@ -223,7 +304,7 @@ Result<std::unique_ptr<TaskCgroup>> CgroupTree::Create(const std::string& name, 
       return Status::Unavailable("cannot create cgroup " + dir + ": " + std::strerror(err));
     }
   }
-  for (const auto& [file, value] : CgroupLimitFiles(layout_, limits)) {
+  for (const auto& [file, value] : CgroupLimitFiles(layout_, effective)) {
     // v1 files name their hierarchy ("memory/..."); it may not be mounted.
     std::string path;
     if (layout_ == CgroupLayout::kV2) {

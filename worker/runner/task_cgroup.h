@@ -11,6 +11,15 @@
 //   - v1: one hierarchy per controller. The freezer hierarchy tracks the
 //     tree (freeze, SIGKILL each pid, thaw); pids, memory and cpu carry the
 //     limits where they are mounted.
+//
+// Exclusive whole cores (CgroupLimits::cpuset_cpus) go in a cpuset: v2's
+// cpuset controller (enabled down to the tasks' parent where the kernel
+// offers it), or v1's cpuset hierarchy. A cpuset is the kernel's: unlike
+// sched_setaffinity, the task cannot widen it. v1 cpusets start empty, so
+// the levels above the tasks copy their parent's cpus and mems, and a task
+// without exclusive cores gets no cpuset directory (it runs in the
+// worker's). Where no cpuset can be made, a task asking for one is refused
+// (FailedPrecondition) unless its limits allow the affinity fallback.
 // Production machines mostly run v2; this machine and CI have v1 writable
 // and an empty unified hierarchy, so both paths are exercised.
 //
@@ -44,6 +53,16 @@ struct CgroupLimits {
   // lines, v2 a device program. Non-empty where the layout cannot enforce
   // it (v1 without a devices hierarchy): the cgroup is not created.
   std::vector<DeviceRule> deny_devices;
+  // Exclusive whole cores: the CPU ids the task alone runs on, as a cpuset;
+  // empty: no cpuset. cpuset_mems: the memory nodes it may allocate from
+  // as a cpulist ("0"); empty: those of the worker's subtree.
+  std::vector<uint32_t> cpuset_cpus;
+  std::string cpuset_mems;
+  // Refuse the cgroup when no cpuset can carry cpuset_cpus. False only where
+  // the node's operator allowed the fallback (gpool-worker
+  // --exclusive-cores-fallback=affinity): the task then runs pinned by
+  // sched_setaffinity alone, which it could undo.
+  bool cpuset_required = true;
 };
 
 enum class CgroupLayout : uint8_t { kV1, kV2 };
@@ -51,7 +70,9 @@ enum class CgroupLayout : uint8_t { kV1, kV2 };
 // The files (relative to the task's directory; v1: "<hierarchy>/<file>")
 // and values that carry `limits`: memory in bytes, CPU as a CFS quota per
 // 100 ms period (1000 milli-CPU = one CPU); v1 also one devices.deny line
-// per denied device (v2 carries those in a program, not a file).
+// per denied device (v2 carries those in a program, not a file); the
+// cpuset's cpus and mems (v1 needs mems set before a process may join:
+// Create fills an empty cpuset_mems from the parent's before it asks).
 std::vector<std::pair<std::string, std::string>> CgroupLimitFiles(CgroupLayout layout, const CgroupLimits& limits);
 
 class TaskCgroup {
@@ -105,6 +126,10 @@ class CgroupTree {
   const std::string& mount_root() const { return mount_root_; }
   const std::string& scope() const { return scope_; }
   std::string Describe() const;
+  // Whether tasks here can get a cpuset (exclusive whole cores); when not,
+  // why (for the worker's log and the refusals).
+  bool cpuset_available() const { return cpuset_why_not_.empty(); }
+  const std::string& cpuset_why_not() const { return cpuset_why_not_; }
   // Leaves this worker's subtree in place when destroyed: for a
   // gpool-task-supervisor, whose tree is one of many over the same subtree.
   void KeepSubtree() { keep_subtree_ = true; }  // "v1 (freezer, pids, memory, cpu) under /sys/fs/cgroup"
@@ -134,6 +159,8 @@ class CgroupTree {
  private:
   CgroupTree(CgroupLayout layout, std::string mount_root, std::string scope, std::vector<std::string> bases,
              std::string tracker_base);
+  // v1: the cpuset hierarchy's base among bases_, "" when not used.
+  std::string CpusetBase() const;
 
   CgroupLayout layout_;
   std::string mount_root_;
@@ -141,6 +168,7 @@ class CgroupTree {
   bool keep_subtree_ = false;
   std::vector<std::string> bases_;  // gpool/<scope> in each hierarchy used
   std::string tracker_base_;       // the one whose task dirs track the tree
+  std::string cpuset_why_not_;     // empty: cpusets can be made (see cpuset_available)
 };
 
 }  // namespace gpool::worker

@@ -157,6 +157,9 @@ struct TaskManagerOptions {
   // Who tasks run as and what they may see (task_isolation.h); off by
   // default, on in the worker when it runs as root.
   TaskIsolationOptions isolation;
+  // Exclusive whole cores where no cpuset can be made: true runs the task
+  // pinned by affinity alone instead of refusing it (setup/cgroup_step.h).
+  bool exclusive_cores_affinity_fallback = false;
   // rGPU sessions' servers (rgpu_server.h).
   RgpuOptions rgpu;
 };

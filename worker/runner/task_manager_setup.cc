@@ -42,7 +42,8 @@ void TaskManager::BuildSetupChain() {
                                                                   .real_driver = o.share.real_driver,
                                                                   .cuda_intercept_lib = o.cuda_intercept_lib}))
       .Add(std::make_unique<NumaStep>(o.node))
-      .Add(std::make_unique<CgroupStep>())
+      .Add(std::make_unique<CgroupStep>(
+          CgroupStepOptions{.exclusive_cores_affinity_fallback = o.exclusive_cores_affinity_fallback}))
       .Add(std::move(hosts_step))
       .Add(std::make_unique<StateDirStep>(o.adopt_tasks, state_root()))
       .Add(std::make_unique<IsolationStep>(o.isolation, o.log_dir, o.node));
@@ -78,9 +79,11 @@ void TaskManager::FinishStart(Launching& launching) {
   } else {
     AwaitRgpuEndpoint(id, task, options_.clock->WallMs());  // "started" once it says where it listens
   }
-  log_->info("task started task={} pid={} gpus={} numa_cpus={} log={} uid={} gid={} user={} pid_ns={} denied_devices={}",
+  log_->info("task started task={} pid={} gpus={} numa_cpus={} exclusive_cpus={} log={} uid={} gid={} user={} pid_ns={} denied_devices={}",
              id.ToString(), *pid, JoinIndices(task.bind.gpu_indices),
-             request.numa.empty() ? "none" : topology::FormatCpuList(request.numa.cpus), Q(request.log_path),
+             request.numa.empty() ? "none" : topology::FormatCpuList(request.numa.cpus),
+             request.limits.cpuset_cpus.empty() ? "none" : topology::FormatCpuList(request.limits.cpuset_cpus),
+             Q(request.log_path),
              request.identity.set ? std::to_string(request.identity.uid) : "worker",
              request.identity.set ? std::to_string(request.identity.gid) : "worker", Q(request.identity.user),
              request.own_pid_namespace, request.limits.deny_devices.size());
