@@ -3,6 +3,8 @@
 #include "protocol/validate.h"
 #include "worker/flags.h"
 
+#include "worker/cuda/object_costs.h"
+
 #include "worker/runner/task_isolation.h"
 
 #include <cerrno>
@@ -85,6 +87,12 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
      "this or 5 % of the share, whichever is larger, on two samples in a row is killed and fails (the interposer was "
      "bypassed)", cxxopts::value<std::string>()->default_value(std::to_string(defaults.share_memory_tolerance_mib)),
      "MIB")
+    ("cuda-object-costs", "What gpool's interposer charges a GPU share for each context, loaded module and stream "
+     "the task creates, as the driver holds device memory for them: default (the documented estimates), none, "
+     "or context=SIZE,module=SIZE,stream=SIZE (K/M/G suffixes)",
+     cxxopts::value<std::string>()->default_value(defaults.cuda_object_costs), "COSTS")
+    ("allow-unenforced-shares", "Run GPU-share tasks even where neither the CUDA interposer nor the intercept "
+     "library is present to hold their limits (default: such tasks fail to start, with the reason on the job)")
     ("cuda-intercept-lib", "CUDA interception library (HAMi-core libvgpu.so) preloaded into GPU-share tasks "
      "instead of gpool's interposer", cxxopts::value<std::string>(), "PATH")
     ("rgpu-server", "gpool-rgpu-server, run for each remote-GPU session placed here (default: next to "
@@ -255,6 +263,12 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
       if (f.cuda_interposer.empty()) return Status::InvalidArgument("--cuda-interposer: give a PATH or none");
     }
     if (result.count("cuda-real-driver")) f.cuda_real_driver = result["cuda-real-driver"].as<std::string>();
+    f.cuda_object_costs = result["cuda-object-costs"].as<std::string>();
+    if (cuda::ObjectCosts costs; f.cuda_object_costs.empty() || !cuda::ParseObjectCosts(f.cuda_object_costs.c_str(), &costs)) {
+      return Status::InvalidArgument("--cuda-object-costs: '" + f.cuda_object_costs +
+                                     "' is not default, none or context=SIZE,module=SIZE,stream=SIZE");
+    }
+    f.allow_unenforced_shares = result.count("allow-unenforced-shares") > 0;
     if (result.count("rgpu-server")) f.rgpu_server = result["rgpu-server"].as<std::string>();
     f.rgpu_address = result["rgpu-address"].as<std::string>();
     f.http_address = result["http-address"].as<std::string>();

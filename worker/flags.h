@@ -25,6 +25,13 @@
 //   --cuda-real-driver PATH  the node's real libcuda.so.1 (default: found)
 //   --cuda-ledger-dir DIR    the interposer's per-attempt ledgers (/dev/shm)
 //   --share-memory-tolerance-mib N  the bypass catch's tolerance (64; or 5 %)
+//   --cuda-object-costs COSTS  what the interposer charges a share per context,
+//                            module and stream (default; none; or
+//                            context=SIZE,module=SIZE,stream=SIZE:
+//                            worker/cuda/object_costs.h)
+//   --allow-unenforced-shares  run GPU-share tasks even when nothing here can
+//                            hold their limits (the interposer or the
+//                            intercept library missing); default: refuse them
 //   --cuda-intercept-lib PATH  CUDA interception library (HAMi-core's
 //                            libvgpu.so) preloaded into GPU-share tasks
 //                            instead of gpool's interposer
@@ -76,6 +83,12 @@ struct WorkerFlags {
   std::string cuda_ledger_dir = "/dev/shm/gpool-cuda";
   std::string cuda_activity_dir = "/dev/shm/gpool-cuda-activity.d";
   uint64_t share_memory_tolerance_mib = 64;
+  // GPOOL_CUDA_OBJECT_COSTS for interposed shares (worker/cuda/object_costs.h).
+  std::string cuda_object_costs = "default";
+  // The operator's opt-out (issue 50): share tasks run, with their limits as
+  // variables only, where no interposer or intercept library is there to
+  // hold them. Off: such tasks fail to start with a typed reason.
+  bool allow_unenforced_shares = false;
   // rGPU sessions (runner/rgpu_server.h): gpool-rgpu-server ("" the one next
   // to gpool-worker, "none": no sessions here) and the IPv4 address session
   // servers listen on, which clients must reach.
