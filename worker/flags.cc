@@ -154,6 +154,15 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("health-peermem", "Require the nvidia_peermem module: auto (when the node has NVIDIA GPUs and InfiniBand), "
      "required or off", cxxopts::value<std::string>()->default_value(defaults.health.peermem), "MODE")
     ("health-peermem-reload", "Run 'modprobe nvidia_peermem' when it is missing (at most every 10 minutes)")
+    ("health-gpu-reset", "Self-repair: reset a GPU with uncorrectable ECC errors or a pending row remap once no "
+     "task holds it (drained first), check it and return it: on or off (also off on a node labelled "
+     "repair.gpool.io/gpu-reset=off)", cxxopts::value<std::string>()->default_value("on"), "on|off")
+    ("health-gpu-reset-command", "The GPU reset command, {index} for the GPU (default: nvidia-smi --gpu-reset -i "
+     "{index}); on a --spec node GPUs are reset only when this is given", cxxopts::value<std::string>(), "CMD")
+    ("health-fabricmanager-restart", "Self-repair: restart a stopped NVIDIA fabric manager on an NVSwitch system "
+     "(systemctl restart nvidia-fabricmanager, at most every 10 minutes) and alert: on or off (also off on a node "
+     "labelled repair.gpool.io/fabricmanager-restart=off)", cxxopts::value<std::string>()->default_value("on"),
+     "on|off")
     ("health-xid-interval-ms", "How often XID events are read",
      cxxopts::value<std::string>()->default_value(std::to_string(defaults.health.xid_interval_ms)), "MS")
     ("health-gpu-interval-ms", "How often GPU state is checked (ECC, retired pages, row remap, NVLink, lost, thermal)",
@@ -249,6 +258,20 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
       return Status::InvalidArgument("--health-peermem: '" + f.health.peermem + "' is not auto, required or off");
     }
     f.health.peermem_reload = result.count("health-peermem-reload") > 0;
+    for (auto [flag, field] : {std::pair{"health-gpu-reset", &f.health.gpu_reset},
+                               std::pair{"health-fabricmanager-restart", &f.health.fabricmanager_restart}}) {
+      const std::string value = result[flag].as<std::string>();
+      if (value != "on" && value != "off") {
+        return Status::InvalidArgument(std::string("--") + flag + ": '" + value + "' is not on or off");
+      }
+      *field = value == "on";
+    }
+    if (result.count("health-gpu-reset-command")) {
+      f.health.gpu_reset_command = result["health-gpu-reset-command"].as<std::string>();
+      if (f.health.gpu_reset_command.find_first_not_of(' ') == std::string::npos) {
+        return Status::InvalidArgument("--health-gpu-reset-command: give a command");
+      }
+    }
     for (auto [flag, field] : {std::pair{"health-xid-interval-ms", &f.health.xid_interval_ms},
                                std::pair{"health-gpu-interval-ms", &f.health.gpu_interval_ms},
                                std::pair{"health-nic-interval-ms", &f.health.nic_interval_ms},

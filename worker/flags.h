@@ -39,6 +39,8 @@
 //   --cli PATH               the gpool CLI that gang tasks' MPI uses as its
 //                            remote agent (gpool exec-rsh; default: `gpool`
 //                            next to gpool-worker, else none)
+//   --health-gpu-reset on|off, --health-gpu-reset-command CMD,
+//   --health-fabricmanager-restart on|off   self-repair (health/gpu_repair.h)
 //   --log-level L            trace|debug|info|warn|error (default info)
 //   --simulate N             fleet mode: N simulated nodes (1..10000) from
 //                            --spec in this one process, each with its own
@@ -145,6 +147,16 @@ struct WorkerFlags {
     uint64_t disk_min_free_mib = 1024;  // free space in --data-dir below this: disk-low
     std::string peermem = "auto";       // nvidia_peermem: auto, required or off
     bool peermem_reload = false;        // modprobe it when missing (at most every 10 minutes)
+    // Self-repair (issue 50, health/gpu_repair.h, health/service_check.h):
+    // reset a GPU with uncorrectable ECC errors or a pending row remap once
+    // its tasks end, and restart a stopped fabric manager. Each is also off
+    // on a node whose spec labels it repair.gpool.io/<action>=off.
+    bool gpu_reset = true;
+    // The reset command ("{index}": the GPU's index); empty: nvidia-smi
+    // --gpu-reset -i {index}. A --spec node's GPUs are not the host's: they
+    // are reset only with a command given here (tests: a fake).
+    std::string gpu_reset_command;
+    bool fabricmanager_restart = true;
     // How often each check runs (--health-<check>-interval-ms). XID events
     // are polled often so a fault is reported well within 2 s.
     int64_t xid_interval_ms = 100;

@@ -532,7 +532,7 @@ int main(int argc, char** argv) {
   Link* link_for_health = nullptr;
   std::unique_ptr<HealthMonitor> health = BuildHealthMonitor(
       flags, *node, &clock, [&link_for_health] { return link_for_health ? link_for_health->silent_ms() : -1; },
-      logger);
+      logger, [manager = tasks->get()](uint32_t gpu) { return manager->GpuHeld(gpu); });
   NodeHostOptions host_options;
   host_options.tasks = tasks->get();
   host_options.exec = exec->get();
