@@ -41,8 +41,8 @@ enum class HealthKind : uint8_t {
   // The node's own repairs (issue 50, worker/health/gpu_repair.h and
   // service_check.h): a GPU drained, reset and checked (fatal while it is
   // out of service), and a restart of the fabric manager (a warning: the
-  // record and the alert). Appended: older coordinators see names they keep
-  // as reported.
+  // record and the alert). A coordinator older than these refuses a list
+  // that names them (CheckHealthConditions): upgrade coordinators first.
   kGpuReset,
   kFabricmanagerRestart,
 };

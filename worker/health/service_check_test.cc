@@ -155,6 +155,7 @@ class SvcPathFirst {
 TEST(ServiceCheckTest, AStoppedFabricManagerIsRestartedThroughSystemctlAndAlerted) {
   SvcFakeNode node;
   node.NvSwitch();
+  node.Process(2, "bash");  // a readable /proc without the fabric manager
   testing::TempDir bin;
   const std::string calls = bin.path() + "/calls";
   bin.Write("systemctl", "#!/bin/sh\necho \"$@\" >> " + calls + "\nmkdir -p " + node.proc() +
@@ -197,6 +198,7 @@ TEST(ServiceCheckTest, AStoppedFabricManagerIsRestartedThroughSystemctlAndAlerte
 TEST(ServiceCheckTest, AFailedFabricManagerRestartIsAlertedAndRateLimited) {
   SvcFakeNode node;
   node.NvSwitch();
+  node.Process(2, "bash");
   std::vector<std::vector<std::string>> runs;
   ServiceCheckOptions o = node.Options();
   o.fabricmanager_restart = true;
