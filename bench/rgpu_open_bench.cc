@@ -86,7 +86,8 @@ int RunSessionOpenBench(int sessions) {
                         dir + "/node.yaml", "--coordinator", worker_ep, "--data-dir", dir + "/worker", "--rgpu-server",
                         GPOOL_RGPU_SERVER_BIN, "--rgpu-address", "127.0.0.1", "--task-env-pass", "LD_LIBRARY_PATH",
                         "--cuda-interposer", GPOOL_CUDA_INTERPOSER_LIB, "--cuda-real-driver", GPOOL_FAKE_CUDA_LIB,
-                        "--log-level", "warn"},
+                        // The fake driver holds no memory for contexts: neither may a share.
+                        "--cuda-object-costs", "none", "--log-level", "warn"},
                        dir + "/worker.log"));
   auto cleanup = [&](int code) {
     for (pid_t pid : pids) Kill(pid, SIGKILL);

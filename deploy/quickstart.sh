@@ -113,10 +113,12 @@ done
 declare -A worker_pids join_tokens
 start_worker() {  # start_worker I: (re)starts node-I's worker
   # Its join token admits it on its first registration; a restart is already
-  # bound to its key, and the spent token is not looked at.
+  # bound to its key, and the spent token is not looked at. The fake driver
+  # holds no memory for contexts, so shares are not charged for them either.
   GPOOL_JOIN_TOKEN="${join_tokens[$1]}" "$worker_bin" --coordinator "$worker_ep" --spec "$work/node-$1.yaml" --data-dir "$work/worker-$1" \
     --key-file "$work/keys/node-$1.key" --coordinator-key "$coordinator_keys" \
     --cuda-real-driver "$bin/worker/cuda/fake_driver/libcuda.so.1" \
+    --cuda-object-costs none \
     >>"$work/worker-$1.log" 2>&1 &
   worker_pids[$1]=$!
   pids+=("$!")

@@ -12,7 +12,7 @@ constexpr std::array<std::string_view, kHealthKindCount> kKinds = {
     "row-remap-failure", "nvlink-down",  "gpu-lost",              "thermal",
     "power",        "ib-port-down",      "ib-rate-degraded",      "eth-down",
     "eth-speed-degraded", "fabricmanager-down", "peermem-missing", "disk-low",
-    "coordinator-unreachable", "slow"};
+    "coordinator-unreachable", "slow", "gpu-reset", "fabricmanager-restart"};
 constexpr std::array<std::string_view, 3> kSeverities = {"warning", "degraded", "fatal"};
 
 // More conditions than any node can honestly have (8 GPUs x 18 kinds plus

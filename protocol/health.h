@@ -38,8 +38,15 @@ enum class HealthKind : uint8_t {
   kDiskLow,
   kCoordinatorUnreachable,
   kSlow,
+  // The node's own repairs (issue 50, worker/health/gpu_repair.h and
+  // service_check.h): a GPU drained, reset and checked (fatal while it is
+  // out of service), and a restart of the fabric manager (a warning: the
+  // record and the alert). A coordinator older than these refuses a list
+  // that names them (CheckHealthConditions): upgrade coordinators first.
+  kGpuReset,
+  kFabricmanagerRestart,
 };
-inline constexpr size_t kHealthKindCount = 18;
+inline constexpr size_t kHealthKindCount = 20;
 
 // How bad: "fatal" (the device or node cannot run work), "degraded" (it runs,
 // slower or with less), "warning" (recorded, nothing fenced). Ordered: a worse

@@ -46,7 +46,7 @@ LocalClusterOptions SessionCluster(int workers = 1, int gpus = 1) {
     options.worker_flags[i] = {"--cuda-interposer", GPOOL_CUDA_INTERPOSER_LIB, "--cuda-real-driver",
                                GPOOL_FAKE_CUDA_LIB,  "--rgpu-server",      GPOOL_RGPU_SERVER_BIN,
                                "--rgpu-address",     "127.0.0.1",          "--task-env-pass",
-                               "LD_LIBRARY_PATH"};
+                               "LD_LIBRARY_PATH",    "--cuda-object-costs", "none"};
     options.worker_env[i] = {{"LD_LIBRARY_PATH", FakeDriverDir()}};
   }
   return options;

@@ -11,6 +11,7 @@
 
 #include "client/client.h"
 #include "protocol/messages_client.h"
+#include "protocol/model/task_report.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
 
@@ -153,8 +154,9 @@ TEST_F(SharingTest, TwoSharesOnOneGpuAreEachRefusedPastTheirOwnLimitByTheInterpo
   LocalClusterOptions options;
   options.workers = 1;
   options.gpus_per_worker = 1;
+  // The fake driver holds no memory for contexts: neither may the share.
   options.worker_flags[0] = {"--cuda-interposer", GPOOL_CUDA_INTERPOSER_LIB, "--cuda-real-driver",
-                             GPOOL_FAKE_CUDA_LIB};
+                             GPOOL_FAKE_CUDA_LIB, "--cuda-object-costs", "none"};
   ASSERT_NO_FATAL_FAILURE(Start(options));
   const std::string dir = cluster_->dir();
   auto share_job = [&](const std::string& me, const std::string& other, uint32_t mib) {
@@ -199,10 +201,13 @@ TEST_F(SharingTest, DynamicMigGivesTheSmallestInstanceThatHoldsTheRequest) {
   EXPECT_TRUE(Says(env, "MIG-GPU-node-0-0-1g.10gb-0 1g.10gb")) << env;
 }
 
+// Also a share on a node that cannot hold it (issue 50): its interposer is
+// missing, so the task fails to start and the job says why.
 TEST_F(SharingTest, BadShareRequestsAreRefusedWithTypedErrors) {
   LocalClusterOptions options;
   options.workers = 1;
   options.gpus_per_worker = 1;
+  options.worker_flags[0] = {"--cuda-interposer", "/nonexistent/gpool/libgpool-cuda.so.1"};
   ASSERT_NO_FATAL_FAILURE(Start(options));
   JobSpec compute = ShellJob("bad", 1, "true");
   compute.tasks[0].resources.gpu_compute_pct = 150;
@@ -214,6 +219,24 @@ TEST_F(SharingTest, BadShareRequestsAreRefusedWithTypedErrors) {
   EXPECT_NE(bad_mig.exit_code, 0);
   EXPECT_TRUE(Says(bad_mig.err, "is not a MIG profile")) << bad_mig.err;
   EXPECT_TRUE(Says(cluster_->Cli({"jobs"}).out, "No jobs")) << cluster_->Cli({"jobs"}).out;
+
+  JobSpec share = ShellJob("unheld", 1, "true");
+  share.tasks[0].resources.gpu_memory_mib = 1024;
+  const uint64_t refused = Submit(share);
+  ASSERT_TRUE(WaitFor([&] { return StateOf(refused) == "Failed"; }, 30s)) << StateOf(refused);
+  // `gpool job` shows the reason (its cell cut to the table's width), the
+  // job's record says what is missing.
+  const CommandResult status = cluster_->Cli({"job", std::to_string(refused)});
+  EXPECT_TRUE(Says(status.out, kUnenforceableShareReason)) << status.out << status.err;
+  auto detail = client_->GetJob(JobId(refused));
+  ASSERT_TRUE(detail.ok()) << detail.status().ToString();
+  ASSERT_EQ(detail->tasks.size(), 1u);
+  EXPECT_TRUE(RefusedUnenforceableShare(detail->tasks[0].message)) << detail->tasks[0].message;
+  EXPECT_TRUE(Says(detail->tasks[0].message, "/nonexistent/gpool/libgpool-cuda.so.1")) << detail->tasks[0].message;
+  JobSpec whole = ShellJob("whole", 1, "true");
+  const uint64_t ran = Submit(whole);
+  EXPECT_TRUE(WaitFor([&] { return StateOf(ran) == "Succeeded"; }, 30s)) << "a whole GPU needs no interposer: "
+                                                                        << StateOf(ran);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include "protocol/validate.h"
 #include "worker/flags.h"
 
+#include "worker/cuda/object_costs.h"
+
 #include "worker/runner/task_isolation.h"
 
 #include <cerrno>
@@ -85,6 +87,12 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
      "this or 5 % of the share, whichever is larger, on two samples in a row is killed and fails (the interposer was "
      "bypassed)", cxxopts::value<std::string>()->default_value(std::to_string(defaults.share_memory_tolerance_mib)),
      "MIB")
+    ("cuda-object-costs", "What gpool's interposer charges a GPU share for each context, loaded module and stream "
+     "the task creates, as the driver holds device memory for them: default (the documented estimates), none, "
+     "or context=SIZE,module=SIZE,stream=SIZE (K/M/G suffixes)",
+     cxxopts::value<std::string>()->default_value(defaults.cuda_object_costs), "COSTS")
+    ("allow-unenforced-shares", "Run GPU-share tasks even where neither the CUDA interposer nor the intercept "
+     "library is present to hold their limits (default: such tasks fail to start, with the reason on the job)")
     ("cuda-intercept-lib", "CUDA interception library (HAMi-core libvgpu.so) preloaded into GPU-share tasks "
      "instead of gpool's interposer", cxxopts::value<std::string>(), "PATH")
     ("rgpu-server", "gpool-rgpu-server, run for each remote-GPU session placed here (default: next to "
@@ -152,6 +160,15 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("health-peermem", "Require the nvidia_peermem module: auto (when the node has NVIDIA GPUs and InfiniBand), "
      "required or off", cxxopts::value<std::string>()->default_value(defaults.health.peermem), "MODE")
     ("health-peermem-reload", "Run 'modprobe nvidia_peermem' when it is missing (at most every 10 minutes)")
+    ("health-gpu-reset", "Self-repair: reset a GPU with uncorrectable ECC errors or a pending row remap once no "
+     "task holds it (drained first), check it and return it: on or off (also off on a node labelled "
+     "repair.gpool.io/gpu-reset=off)", cxxopts::value<std::string>()->default_value("on"), "on|off")
+    ("health-gpu-reset-command", "The GPU reset command, {index} for the GPU (default: nvidia-smi --gpu-reset -i "
+     "{index}); on a --spec node GPUs are reset only when this is given", cxxopts::value<std::string>(), "CMD")
+    ("health-fabricmanager-restart", "Self-repair: restart a stopped NVIDIA fabric manager on an NVSwitch system "
+     "(systemctl restart nvidia-fabricmanager, at most every 10 minutes) and alert: on or off (also off on a node "
+     "labelled repair.gpool.io/fabricmanager-restart=off)", cxxopts::value<std::string>()->default_value("on"),
+     "on|off")
     ("health-xid-interval-ms", "How often XID events are read",
      cxxopts::value<std::string>()->default_value(std::to_string(defaults.health.xid_interval_ms)), "MS")
     ("health-gpu-interval-ms", "How often GPU state is checked (ECC, retired pages, row remap, NVLink, lost, thermal)",
@@ -247,6 +264,20 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
       return Status::InvalidArgument("--health-peermem: '" + f.health.peermem + "' is not auto, required or off");
     }
     f.health.peermem_reload = result.count("health-peermem-reload") > 0;
+    for (auto [flag, field] : {std::pair{"health-gpu-reset", &f.health.gpu_reset},
+                               std::pair{"health-fabricmanager-restart", &f.health.fabricmanager_restart}}) {
+      const std::string value = result[flag].as<std::string>();
+      if (value != "on" && value != "off") {
+        return Status::InvalidArgument(std::string("--") + flag + ": '" + value + "' is not on or off");
+      }
+      *field = value == "on";
+    }
+    if (result.count("health-gpu-reset-command")) {
+      f.health.gpu_reset_command = result["health-gpu-reset-command"].as<std::string>();
+      if (f.health.gpu_reset_command.find_first_not_of(' ') == std::string::npos) {
+        return Status::InvalidArgument("--health-gpu-reset-command: give a command");
+      }
+    }
     for (auto [flag, field] : {std::pair{"health-xid-interval-ms", &f.health.xid_interval_ms},
                                std::pair{"health-gpu-interval-ms", &f.health.gpu_interval_ms},
                                std::pair{"health-nic-interval-ms", &f.health.nic_interval_ms},
@@ -261,6 +292,12 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
       if (f.cuda_interposer.empty()) return Status::InvalidArgument("--cuda-interposer: give a PATH or none");
     }
     if (result.count("cuda-real-driver")) f.cuda_real_driver = result["cuda-real-driver"].as<std::string>();
+    f.cuda_object_costs = result["cuda-object-costs"].as<std::string>();
+    if (cuda::ObjectCosts costs; f.cuda_object_costs.empty() || !cuda::ParseObjectCosts(f.cuda_object_costs.c_str(), &costs)) {
+      return Status::InvalidArgument("--cuda-object-costs: '" + f.cuda_object_costs +
+                                     "' is not default, none or context=SIZE,module=SIZE,stream=SIZE");
+    }
+    f.allow_unenforced_shares = result.count("allow-unenforced-shares") > 0;
     if (result.count("rgpu-server")) f.rgpu_server = result["rgpu-server"].as<std::string>();
     f.rgpu_address = result["rgpu-address"].as<std::string>();
     f.http_address = result["http-address"].as<std::string>();

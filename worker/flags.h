@@ -25,6 +25,13 @@
 //   --cuda-real-driver PATH  the node's real libcuda.so.1 (default: found)
 //   --cuda-ledger-dir DIR    the interposer's per-attempt ledgers (/dev/shm)
 //   --share-memory-tolerance-mib N  the bypass catch's tolerance (64; or 5 %)
+//   --cuda-object-costs COSTS  what the interposer charges a share per context,
+//                            module and stream (default; none; or
+//                            context=SIZE,module=SIZE,stream=SIZE:
+//                            worker/cuda/object_costs.h)
+//   --allow-unenforced-shares  run GPU-share tasks even when nothing here can
+//                            hold their limits (the interposer or the
+//                            intercept library missing); default: refuse them
 //   --cuda-intercept-lib PATH  CUDA interception library (HAMi-core's
 //                            libvgpu.so) preloaded into GPU-share tasks
 //                            instead of gpool's interposer
@@ -32,6 +39,8 @@
 //   --cli PATH               the gpool CLI that gang tasks' MPI uses as its
 //                            remote agent (gpool exec-rsh; default: `gpool`
 //                            next to gpool-worker, else none)
+//   --health-gpu-reset on|off, --health-gpu-reset-command CMD,
+//   --health-fabricmanager-restart on|off   self-repair (health/gpu_repair.h)
 //   --log-level L            trace|debug|info|warn|error (default info)
 //   --simulate N             fleet mode: N simulated nodes (1..10000) from
 //                            --spec in this one process, each with its own
@@ -76,6 +85,12 @@ struct WorkerFlags {
   std::string cuda_ledger_dir = "/dev/shm/gpool-cuda";
   std::string cuda_activity_dir = "/dev/shm/gpool-cuda-activity.d";
   uint64_t share_memory_tolerance_mib = 64;
+  // GPOOL_CUDA_OBJECT_COSTS for interposed shares (worker/cuda/object_costs.h).
+  std::string cuda_object_costs = "default";
+  // The operator's opt-out (issue 50): share tasks run, with their limits as
+  // variables only, where no interposer or intercept library is there to
+  // hold them. Off: such tasks fail to start with a typed reason.
+  bool allow_unenforced_shares = false;
   // rGPU sessions (runner/rgpu_server.h): gpool-rgpu-server ("" the one next
   // to gpool-worker, "none": no sessions here) and the IPv4 address session
   // servers listen on, which clients must reach.
@@ -139,6 +154,16 @@ struct WorkerFlags {
     uint64_t disk_min_free_mib = 1024;  // free space in --data-dir below this: disk-low
     std::string peermem = "auto";       // nvidia_peermem: auto, required or off
     bool peermem_reload = false;        // modprobe it when missing (at most every 10 minutes)
+    // Self-repair (issue 50, health/gpu_repair.h, health/service_check.h):
+    // reset a GPU with uncorrectable ECC errors or a pending row remap once
+    // its tasks end, and restart a stopped fabric manager. Each is also off
+    // on a node whose spec labels it repair.gpool.io/<action>=off.
+    bool gpu_reset = true;
+    // The reset command ("{index}": the GPU's index); empty: nvidia-smi
+    // --gpu-reset -i {index}. A --spec node's GPUs are not the host's: they
+    // are reset only with a command given here (tests: a fake).
+    std::string gpu_reset_command;
+    bool fabricmanager_restart = true;
     // How often each check runs (--health-<check>-interval-ms). XID events
     // are polled often so a fault is reported well within 2 s.
     int64_t xid_interval_ms = 100;

@@ -27,6 +27,8 @@ TEST(FlagsTest, Defaults) {
   EXPECT_EQ(parsed->flags.cuda_ledger_dir, "/dev/shm/gpool-cuda");
   EXPECT_EQ(parsed->flags.cuda_activity_dir, "/dev/shm/gpool-cuda-activity.d");
   EXPECT_EQ(parsed->flags.share_memory_tolerance_mib, 64u);
+  EXPECT_EQ(parsed->flags.cuda_object_costs, "default") << "objects are charged unless the operator says otherwise";
+  EXPECT_FALSE(parsed->flags.allow_unenforced_shares) << "a share nothing can hold is refused";
 }
 
 TEST(FlagsTest, CudaInterposer) {
@@ -41,10 +43,16 @@ TEST(FlagsTest, CudaInterposer) {
   parsed = Parse({"--cuda-interposer", "none"});
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed->flags.cuda_interposer, "none");
+  parsed = Parse({"--cuda-object-costs", "context=300M,stream=1M", "--allow-unenforced-shares"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->flags.cuda_object_costs, "context=300M,stream=1M");
+  EXPECT_TRUE(parsed->flags.allow_unenforced_shares);
   for (std::vector<const char*> bad : {std::vector<const char*>{"--cuda-interposer", ""},
                                        std::vector<const char*>{"--cuda-interposer", "/a:/b"},
                                        std::vector<const char*>{"--cuda-ledger-dir", ""},
-                                       std::vector<const char*>{"--share-memory-tolerance-mib", "lots"}}) {
+                                       std::vector<const char*>{"--share-memory-tolerance-mib", "lots"},
+                                       std::vector<const char*>{"--cuda-object-costs", ""},
+                                       std::vector<const char*>{"--cuda-object-costs", "contexts=1M"}}) {
     auto result = Parse(bad);
     ASSERT_FALSE(result.ok()) << bad[0] << " " << bad[1];
     EXPECT_NE(result.status().message().find(bad[0]), std::string::npos) << result.status().message();
@@ -52,7 +60,8 @@ TEST(FlagsTest, CudaInterposer) {
   auto help = Parse({"--help"});
   ASSERT_TRUE(help.ok());
   for (const char* flag : {"--cuda-interposer", "--cuda-real-driver", "--cuda-ledger-dir",
-                           "--share-memory-tolerance-mib", "--cuda-intercept-lib"}) {
+                           "--share-memory-tolerance-mib", "--cuda-intercept-lib", "--cuda-object-costs",
+                           "--allow-unenforced-shares"}) {
     EXPECT_NE(help->text.find(flag), std::string::npos) << flag;
   }
 }

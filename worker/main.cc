@@ -219,6 +219,8 @@ gpool::Result<gpool::worker::ShareEnforcementOptions> ConfigureShares(const gpoo
     if (share.activity_dir == defaults.cuda_activity_dir) share.activity_dir += uid;
   }
   share.memory_tolerance_mib = flags.share_memory_tolerance_mib;
+  share.object_costs = flags.cuda_object_costs;
+  share.allow_unenforced = flags.allow_unenforced_shares;
   share.real_driver = flags.cuda_real_driver.empty() ? gpool::worker::FirstExisting(gpool::worker::DefaultRealDriverPaths())
                                                      : flags.cuda_real_driver;
   std::error_code ec;
@@ -232,8 +234,10 @@ gpool::Result<gpool::worker::ShareEnforcementOptions> ConfigureShares(const gpoo
     GPOOL_RETURN_IF_ERROR(gpool::worker::EnsureWorkerDir(share.ledger_dir, 0711));
     GPOOL_RETURN_IF_ERROR(gpool::worker::EnsureWorkerDir(share.activity_dir, 01777));
   }
+  share.interposer_missing = choice.missing;
   if (choice.warn) {
-    log.warn("{} enforced=false", choice.message);
+    log.warn("{} enforced=false share_tasks={}", choice.message,
+             flags.allow_unenforced_shares ? "run_unenforced" : "refused");
   } else {
     log.info("{} enforced={} interposer={} real_driver={} ledger_dir={} tolerance_mib={}", choice.message,
              !choice.path.empty() || !flags.cuda_intercept_lib.empty(), Q(choice.path),
@@ -243,7 +247,10 @@ gpool::Result<gpool::worker::ShareEnforcementOptions> ConfigureShares(const gpoo
   const std::string& lib = flags.cuda_intercept_lib;
   if (lib.empty()) return share;
   const bool missing = lib.find('/') != std::string::npos && !fs::exists(lib, ec);
-  if (missing) log.warn("cuda intercept library not found; share tasks will run unenforced until it exists lib={}", Q(lib));
+  if (missing) {
+    log.warn("cuda intercept library not found lib={} share_tasks={}", Q(lib),
+             flags.allow_unenforced_shares ? "run_unenforced" : "refused_until_it_exists");
+  }
   // HAMi-core takes its cross-process locks in /tmp/vgpulock and expects the
   // directory to exist; every task on the node shares it.
   const fs::path lock_dir = "/tmp/vgpulock";
@@ -529,7 +536,7 @@ int main(int argc, char** argv) {
   Link* link_for_health = nullptr;
   std::unique_ptr<HealthMonitor> health = BuildHealthMonitor(
       flags, *node, &clock, [&link_for_health] { return link_for_health ? link_for_health->silent_ms() : -1; },
-      logger);
+      logger, [manager = tasks->get()](uint32_t gpu) { return manager->GpuHeld(gpu); });
   NodeHostOptions host_options;
   host_options.tasks = tasks->get();
   host_options.exec = exec->get();

@@ -80,6 +80,15 @@ inline bool StoppedForTimeLimit(std::string_view exit_message) {
   return exit_message.size() >= kSuffix.size() && exit_message.substr(exit_message.size() - kSuffix.size()) == kSuffix;
 }
 
+// Why a worker refused to start a GPU-share task that nothing on its node
+// could hold to its share (worker/runner/share_enforcement.h: the CUDA
+// interposer or the intercept library missing, and the operator did not
+// allow unenforced shares); the task's failure message starts with it.
+inline constexpr char kUnenforceableShareReason[] = "GPU share cannot be enforced on this node";
+inline bool RefusedUnenforceableShare(std::string_view message) {
+  return message.find(kUnenforceableShareReason) != std::string_view::npos;
+}
+
 // Why a worker stopped a GPU-share task whose sampled GPU memory exceeded
 // its share (worker/runner/share_enforcement.h); its exit event says
 // "stopped by the worker: GPU memory <n> MiB over its share of <m> MiB

@@ -33,6 +33,16 @@
 //                             (fake driver only: it echoes them)
 //   stats                     prints the fake driver's counters: kernels run, their summed time,
 //                             event records (fake driver only)
+//   ctx EXPECT                cuCtxCreate_v2 on device 0 (the current context stays current)
+//   module EXPECT             cuModuleLoadData of the check's PTX
+//   library EXPECT            cuLibraryLoadData of the check's PTX
+//   stream EXPECT             cuStreamCreate
+//   destroy KIND INDEX EXPECT destroys the INDEX-th successful KIND (ctx module library stream)
+//   release DEVICE EXPECT     cuDevicePrimaryCtxRelease_v2
+//   objects TOLERANCE         the share's use as cuMemGetInfo reports it (total - free) is within
+//                             TOLERANCE bytes of what the fake driver holds on the device ("what
+//                             NVML sees"; fake driver only)
+//   objectcalls N             exactly N context, module and stream creations reached the fake
 //   hold                      prints "held" and waits for stdin to close or a line on it
 //   crash                     exits at once, freeing nothing
 // Prints one line per step; exits 0 when every step met its expectation.
@@ -45,6 +55,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -160,6 +171,87 @@ FakeCudaStats FakeStats() {
   auto get = g_real == nullptr ? nullptr : reinterpret_cast<fakeCudaGetStats_fn>(dlsym(g_real, "fakeCudaGetStats"));
   if (get != nullptr) get(&stats);
   return stats;
+}
+
+// Contexts, modules, libraries and streams made by the object steps, by kind.
+std::vector<void*> g_objects[4];
+constexpr const char* kObjectKinds[] = {"ctx", "module", "library", "stream"};
+
+int ObjectKindIndex(const std::string& kind) {
+  for (int k = 0; k < 4; ++k) {
+    if (kind == kObjectKinds[k]) return k;
+  }
+  return -1;
+}
+
+CUresult CreateObject(int kind, void** out) {
+  switch (kind) {
+    case 0: {
+      CUcontext current = nullptr;
+      CU(cuCtxGetCurrent)(&current);
+      const CUresult r = CU(cuCtxCreate_v2)(reinterpret_cast<CUcontext*>(out), 0, 0);
+      CU(cuCtxSetCurrent)(current);
+      return r;
+    }
+    case 1: return CU(cuModuleLoadData)(reinterpret_cast<CUmodule*>(out), kPtx.c_str());
+    case 2:
+      return CU(cuLibraryLoadData)(reinterpret_cast<CUlibrary*>(out), kPtx.c_str(), nullptr, nullptr, 0, nullptr,
+                                   nullptr, 0);
+    default: return CU(cuStreamCreate)(reinterpret_cast<CUstream*>(out), 0);
+  }
+}
+
+CUresult DestroyObject(int kind, void* object) {
+  switch (kind) {
+    case 0: return CU(cuCtxDestroy_v2)(static_cast<CUcontext>(object));
+    case 1: return CU(cuModuleUnload)(static_cast<CUmodule>(object));
+    case 2: return CU(cuLibraryUnload)(static_cast<CUlibrary>(object));
+    default: return CU(cuStreamDestroy_v2)(static_cast<CUstream>(object));
+  }
+}
+
+// The object steps (see the top); false when `op` is not one of them.
+bool ObjectStep(const std::string& op, const std::function<std::string()>& arg, bool* ok) {
+  if (ObjectKindIndex(op) >= 0) {
+    const int kind = ObjectKindIndex(op);
+    const int expect = std::atoi(arg().c_str());
+    void* object = nullptr;
+    const CUresult r = CreateObject(kind, &object);
+    if (r == CUDA_SUCCESS) g_objects[kind].push_back(object);
+    std::printf("%s result=%d expect=%d\n", op.c_str(), r, expect);
+    *ok = r == expect;
+  } else if (op == "destroy") {
+    const int kind = ObjectKindIndex(arg());
+    const auto index = static_cast<std::size_t>(std::atoi(arg().c_str()));
+    const int expect = std::atoi(arg().c_str());
+    const CUresult r = kind >= 0 && index < g_objects[kind].size() ? DestroyObject(kind, g_objects[kind][index])
+                                                                    : CUDA_ERROR_INVALID_VALUE;
+    std::printf("destroy index=%zu result=%d expect=%d\n", index, r, expect);
+    *ok = r == expect;
+  } else if (op == "release") {
+    const int device = std::atoi(arg().c_str());
+    const int expect = std::atoi(arg().c_str());
+    const CUresult r = CU(cuDevicePrimaryCtxRelease_v2)(device);
+    std::printf("release device=%d result=%d expect=%d\n", device, r, expect);
+    *ok = r == expect;
+  } else if (op == "objects") {
+    const long long tolerance = static_cast<long long>(Size(arg()));
+    std::size_t free = 0, total = 0;
+    const CUresult r = CU(cuMemGetInfo_v2)(&free, &total);
+    const FakeCudaStats stats = FakeStats();
+    const long long counted = static_cast<long long>(total) - static_cast<long long>(free);
+    const long long driver = static_cast<long long>(stats.used_bytes);
+    std::printf("objects counted=%lld driver_used=%lld driver_objects=%llu\n", counted, driver, stats.object_bytes);
+    *ok = r == CUDA_SUCCESS && g_real != nullptr && std::llabs(counted - driver) <= tolerance;
+  } else if (op == "objectcalls") {
+    const unsigned long long want = Size(arg());
+    const FakeCudaStats stats = FakeStats();
+    std::printf("objectcalls object_calls=%llu\n", stats.object_calls);
+    *ok = stats.object_calls == want;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 bool VectorAdd(int n) {
@@ -389,6 +481,8 @@ bool RunSteps(int argc, char** argv) {
       std::printf("stats launches=%llu kernel_ns=%llu event_records=%llu\n", stats.launches, stats.kernel_ns,
                   stats.event_records);
       ok = stats.launches > 0;
+    } else if (ObjectStep(op, arg, &ok)) {
+      // one of the object steps, run
     } else if (op == "hold") {
       std::printf("held\n");
       std::fflush(stdout);

@@ -34,6 +34,7 @@ struct CUarray_st;
 struct CUmipmappedArray_st;
 struct CUmemPoolHandle_st;
 struct CUgraphExec_st;
+struct CUlib_st;
 using CUcontext = CUctx_st*;
 using CUstream = CUstream_st*;
 using CUfunction = CUfunc_st*;
@@ -43,6 +44,7 @@ using CUarray = CUarray_st*;
 using CUmipmappedArray = CUmipmappedArray_st*;
 using CUmemoryPool = CUmemPoolHandle_st*;
 using CUgraphExec = CUgraphExec_st*;
+using CUlibrary = CUlib_st*;
 
 // CUresult values (cudaError_enum).
 enum : CUresult {
@@ -194,12 +196,18 @@ using cuDeviceGetAttribute_fn = CUresult (*)(int*, int, CUdevice);
 using cuDeviceTotalMem_v2_fn = CUresult (*)(std::size_t*, CUdevice);
 using cuCtxCreate_v2_fn = CUresult (*)(CUcontext*, unsigned int, CUdevice);
 using cuCtxDestroy_v2_fn = CUresult (*)(CUcontext);
+// CUDA 11.4's cuCtxCreate_v3 (CUexecAffinityParam*, count) and 12.5's
+// cuCtxCreate_v4 (CUctxCreateParams*): the parameters are passed through
+// untouched, so they are opaque here.
+using cuCtxCreate_v3_fn = CUresult (*)(CUcontext*, void*, int, unsigned int, CUdevice);
+using cuCtxCreate_v4_fn = CUresult (*)(CUcontext*, void*, unsigned int, CUdevice);
 using cuCtxGetDevice_fn = CUresult (*)(CUdevice*);
 using cuCtxGetCurrent_fn = CUresult (*)(CUcontext*);
 using cuCtxSetCurrent_fn = CUresult (*)(CUcontext);
 using cuCtxSynchronize_fn = CUresult (*)();
 using cuDevicePrimaryCtxRetain_fn = CUresult (*)(CUcontext*, CUdevice);
 using cuDevicePrimaryCtxRelease_v2_fn = CUresult (*)(CUdevice);
+using cuDevicePrimaryCtxReset_v2_fn = CUresult (*)(CUdevice);
 using cuMemGetInfo_v2_fn = CUresult (*)(std::size_t*, std::size_t*);
 using cuMemAlloc_v2_fn = CUresult (*)(CUdeviceptr*, std::size_t);
 using cuMemAllocManaged_fn = CUresult (*)(CUdeviceptr*, std::size_t, unsigned int);
@@ -218,10 +226,21 @@ using cuMipmappedArrayCreate_fn = CUresult (*)(CUmipmappedArray*, const CUDA_ARR
 using cuMipmappedArrayDestroy_fn = CUresult (*)(CUmipmappedArray);
 using cuMemcpyHtoD_v2_fn = CUresult (*)(CUdeviceptr, const void*, std::size_t);
 using cuMemcpyDtoH_v2_fn = CUresult (*)(void*, CUdeviceptr, std::size_t);
+using cuModuleLoad_fn = CUresult (*)(CUmodule*, const char*);
 using cuModuleLoadData_fn = CUresult (*)(CUmodule*, const void*);
+using cuModuleLoadDataEx_fn = CUresult (*)(CUmodule*, const void*, unsigned int, void*, void**);  // CUjit_option*
+using cuModuleLoadFatBinary_fn = CUresult (*)(CUmodule*, const void*);
+// CUDA 12.0's context-independent loading: (library, code or file name,
+// jit options, their values, count, library options, their values, count).
+using cuLibraryLoadData_fn = CUresult (*)(CUlibrary*, const void*, void*, void**, unsigned int, void*, void**,
+                                          unsigned int);
+using cuLibraryLoadFromFile_fn = CUresult (*)(CUlibrary*, const char*, void*, void**, unsigned int, void*, void**,
+                                              unsigned int);
+using cuLibraryUnload_fn = CUresult (*)(CUlibrary);
 using cuModuleGetFunction_fn = CUresult (*)(CUfunction*, CUmodule, const char*);
 using cuModuleUnload_fn = CUresult (*)(CUmodule);
 using cuStreamCreate_fn = CUresult (*)(CUstream*, unsigned int);
+using cuStreamCreateWithPriority_fn = CUresult (*)(CUstream*, unsigned int, int);
 using cuStreamDestroy_v2_fn = CUresult (*)(CUstream);
 using cuStreamSynchronize_fn = CUresult (*)(CUstream);
 using cuEventCreate_fn = CUresult (*)(CUevent*, unsigned int);
@@ -242,6 +261,13 @@ using cuThreadExchangeStreamCaptureMode_fn = CUresult (*)(int*);  // CUstreamCap
 using cuGetProcAddress_fn = CUresult (*)(const char*, void**, int, cuuint64_t);
 using cuGetProcAddress_v2_fn = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
 using cuGetErrorName_fn = CUresult (*)(CUresult, const char**);
+
+// Earlier versions with the same arguments as their successors.
+using cuCtxCreate_fn = cuCtxCreate_v2_fn;
+using cuCtxDestroy_fn = cuCtxDestroy_v2_fn;
+using cuStreamDestroy_fn = cuStreamDestroy_v2_fn;
+using cuDevicePrimaryCtxRelease_fn = cuDevicePrimaryCtxRelease_v2_fn;
+using cuDevicePrimaryCtxReset_fn = cuDevicePrimaryCtxReset_v2_fn;
 
 // The per-thread-default-stream variants take the same arguments.
 using cuMemAllocAsync_ptsz_fn = cuMemAllocAsync_fn;

@@ -126,6 +126,14 @@ void Init() {
   }
   s.ledger_untrusted = untrusted;
   s.count_memory = s.ledger != nullptr && (s.limit_bytes != 0 || has_ledger);
+  const char* costs = std::getenv("GPOOL_CUDA_OBJECT_COSTS");
+  if (!ParseObjectCosts(costs, &s.object_costs)) {
+    // A setting that cannot be read charges the estimates rather than
+    // nothing: a mistake must not quietly widen the share.
+    LogError("bad_env name=GPOOL_CUDA_OBJECT_COSTS value=%s reading=default", costs);
+    ParseObjectCosts("default", &s.object_costs);
+  }
+  if (!s.count_memory || s.remote) s.object_costs.enabled = false;
   if (throttle && s.ledger != nullptr) {
     s.launch_mode = LaunchMode::kThrottle;
   } else if (has_ledger) {
@@ -133,9 +141,13 @@ void Init() {
   }
   pthread_atfork(nullptr, nullptr, AfterFork);
   g_interposer_ready.store(true, std::memory_order_release);
-  LogInfo("loaded real_driver=%s remote=%d memory_mib=%llu compute_pct=%d qos=%d ledger=%s",
+  LogInfo("loaded real_driver=%s remote=%d memory_mib=%llu compute_pct=%d qos=%d ledger=%s context_kib=%llu "
+          "module_kib=%llu stream_kib=%llu",
           s.real_handle != nullptr ? "yes" : "no", s.remote ? 1 : 0, static_cast<unsigned long long>(s.limit_bytes >> 20),
-          s.compute_pct, static_cast<int>(s.qos), has_ledger ? ledger_path : "-");
+          s.compute_pct, static_cast<int>(s.qos), has_ledger ? ledger_path : "-",
+          static_cast<unsigned long long>(s.object_costs.enabled ? s.object_costs.context_bytes >> 10 : 0),
+          static_cast<unsigned long long>(s.object_costs.enabled ? s.object_costs.module_bytes >> 10 : 0),
+          static_cast<unsigned long long>(s.object_costs.enabled ? s.object_costs.stream_bytes >> 10 : 0));
 }
 
 // At load, before the program's own code runs: the hot paths then never

@@ -19,6 +19,7 @@
 
 #include "worker/cuda/cuda_driver_api.h"
 #include "worker/cuda/ledger_file.h"
+#include "worker/cuda/object_costs.h"
 
 namespace gpool::cuda {
 
@@ -51,6 +52,10 @@ struct InterposerState {
   int compute_pct = 100;
   Qos qos = Qos::kBestEffort;
   bool count_memory = false;  // a limit or a ledger: allocations are counted
+  // What contexts, modules and streams are charged (object_costs.h); only
+  // where count_memory, and never remotely: there the session server's own
+  // interposer charges the objects the GPU really holds.
+  ObjectCosts object_costs;
   // The ledger file exists but another user could have written it: every
   // allocation is refused (a limit that cannot be kept must not become none).
   bool ledger_untrusted = false;

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -166,6 +167,75 @@ TEST(CudaInterposer, AKilledProcessIsReclaimed) {
   EXPECT_EQ(b.exit_code, 0) << b.output;
 }
 
+// Contexts, modules, libraries and streams (object_hooks.cc). The fake
+// driver holds device memory for each at FAKE_CUDA_OBJECT_COSTS, and
+// "objects TOLERANCE" compares the share's use as cuMemGetInfo reports it
+// with what the driver holds, as NVML would count it.
+constexpr const char* kExactCosts = "context=300M,module=2M,stream=1M";
+
+// Estimates equal to the driver's costs: the share matches the driver to
+// the byte through creation and destruction of every kind, and a primary
+// context counts once however often it is retained.
+TEST(CudaInterposerObjects, TheShareMatchesWhatTheDriverHolds) {
+  CudaTask task;
+  const auto r = task.Run(
+      {"GPOOL_GPU_MEMORY_MIB=4096", "ledger", std::string("GPOOL_CUDA_OBJECT_COSTS=") + kExactCosts,
+       std::string("FAKE_CUDA_OBJECT_COSTS=") + kExactCosts},
+      {"objects", "0", "ctx", "0", "ctx", "0", "module", "0", "library", "0", "stream", "0", "stream", "0",  //
+       "objects", "0", "meminfo", std::to_string(4096 - 3 * 300 - 2 * 2 - 2) + "M", "4096M",                //
+       "device", "0", "objects", "0",                                                                     // a second retain
+       "destroy", "ctx", "1", "0", "destroy", "module", "0", "0", "destroy", "library", "0", "0",         //
+       "destroy", "stream", "0", "0", "objects", "0",                                                     //
+       "release", "0", "0", "objects", "0", "release", "0", "0", "objects", "0",                          // the last release credits
+       "meminfo", std::to_string(4096 - 300 - 1) + "M", "4096M"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// HAMi-core's lesson: contexts created in a loop take the share; the one
+// that does not fit is refused without reaching the driver, and each
+// destruction gives its estimate back (a create-destroy loop leaks nothing).
+TEST(CudaInterposerObjects, RepeatedContextsAreRefusedPastTheShare) {
+  CudaTask task;
+  std::vector<std::string> steps = {"ctx", "0", "ctx", "0", "ctx", "2", "objectcalls", "3",  // primary + 2; the 3rd refused
+                                    "alloc", "v2", "124M", "0", "alloc", "v2", "1", "2", "free", "0", "0"};
+  for (int i = 0; i < 20; ++i) {
+    const std::vector<std::string> again = {"destroy", "ctx", std::to_string(i + 1), "0", "ctx", "0"};
+    steps.insert(steps.end(), again.begin(), again.end());
+  }
+  const std::vector<std::string> last = {"ctx", "2", "objects", "0", "meminfo", "124M", "1024M"};
+  steps.insert(steps.end(), last.begin(), last.end());
+  const auto r = task.Run({"GPOOL_GPU_MEMORY_MIB=1024", "ledger", std::string("GPOOL_CUDA_OBJECT_COSTS=") + kExactCosts,
+                           std::string("FAKE_CUDA_OBJECT_COSTS=") + kExactCosts},
+                          steps);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // The process has exited: its objects with it.
+  EXPECT_EQ(ReadLedger(task.ledger().c_str()).used_bytes[0], 0u);
+}
+
+// The documented estimates (object_costs.h) against a driver whose objects
+// cost somewhat more: within the tolerance the worker's NVML check allows
+// (the larger of 64 MiB and 5 % of the share).
+TEST(CudaInterposerObjects, TheDefaultEstimatesAreWithinTheDocumentedTolerance) {
+  CudaTask task;
+  const std::string tolerance = std::to_string(std::max<std::uint64_t>(64, 8192 / 20)) + "M";
+  const auto r = task.Run({"GPOOL_GPU_MEMORY_MIB=8192", "ledger", "GPOOL_CUDA_OBJECT_COSTS=default",
+                           "FAKE_CUDA_OBJECT_COSTS=context=600M,module=4M,stream=2M"},
+                          {"ctx", "0", "ctx", "0", "module", "0", "module", "0", "library", "0", "stream", "0",
+                           "stream", "0", "stream", "0", "stream", "0", "objects", tolerance});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// A setting the interposer cannot read charges the estimates, not nothing:
+// a 256 MiB share cannot hold the default context estimate, so the
+// program's first context is refused.
+TEST(CudaInterposerObjects, AnUnreadableSettingChargesTheDefaults) {
+  CudaTask task;
+  const auto r = task.Run({"GPOOL_GPU_MEMORY_MIB=256", "ledger", "GPOOL_CUDA_OBJECT_COSTS=context=lots"}, {});
+  EXPECT_EQ(r.exit_code, 2) << r.output;  // "no CUDA device": cuDevicePrimaryCtxRetain answered out of memory
+  const auto unset = task.Run({"GPOOL_GPU_MEMORY_MIB=256", "ledger"}, {"objects", "0"});
+  EXPECT_EQ(unset.exit_code, 0) << "unset: objects are not charged, and the fake holds none " << unset.output;
+}
+
 TEST(CudaInterposer, GetProcAddressAnswersInterposedEntryPoints) {
   CudaTask task;
   const auto r = task.Run({kLimit64}, {
@@ -180,6 +250,11 @@ TEST(CudaInterposer, GetProcAddressAnswersInterposedEntryPoints) {
                                           "procaddr", "cuGraphLaunch", "12000", "2", "ours:cuGraphLaunch_ptsz",
                                           "procaddr", "cuGetProcAddress", "12000", "0", "ours:cuGetProcAddress_v2",
                                           "procaddr", "cuGetProcAddress", "11030", "0", "ours:cuGetProcAddress",
+                                          "procaddr", "cuCtxCreate", "12000", "0", "ours:cuCtxCreate_v2",
+                                          "procaddr", "cuStreamDestroy", "12000", "0", "ours:cuStreamDestroy_v2",
+                                          "procaddr", "cuDevicePrimaryCtxRelease", "12000", "0",
+                                          "ours:cuDevicePrimaryCtxRelease_v2",
+                                          "procaddr", "cuModuleLoadData", "12000", "0", "ours:cuModuleLoadData",
                                       });
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }

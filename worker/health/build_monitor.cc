@@ -6,6 +6,7 @@
 #include "worker/log.h"
 #include "worker/discovery/nvml_library.h"
 #include "worker/health/gpu_checks.h"
+#include "worker/health/gpu_repair.h"
 #include "worker/health/nic_check.h"
 #include "worker/health/service_check.h"
 #include "worker/health/vendor_health_check.h"
@@ -14,20 +15,45 @@
 namespace gpool::worker {
 namespace {
 
-void AddGpuChecks(HealthMonitor& monitor, const WorkerFlags& flags, const NodeSpec& node,
+// The GPU repair, after the GPU checks whose conditions it reads; only for
+// GPUs NVML watches, and on a --spec node only with a reset command given
+// (its GPUs are not the host's: nvidia-smi must never reset those).
+void AddGpuRepair(HealthMonitor& monitor, const WorkerFlags& flags, const NodeSpec& node,
+                  const std::vector<uint32_t>& watched, std::function<bool(uint32_t)> gpu_held,
                   const std::shared_ptr<spdlog::logger>& logger) {
+  if (!flags.health.gpu_reset || !gpu_held || watched.empty()) return;
+  if (!flags.spec_path.empty() && flags.health.gpu_reset_command.empty()) return;
+  if (RepairLabelledOff(node, kGpuResetLabel)) {
+    logger->info("gpu self-repair off by node label label={}=off", kGpuResetLabel);
+    return;
+  }
+  GpuRepairOptions options;
+  options.gpu_indices = watched;
+  options.interval_ms = flags.health.gpu_interval_ms;
+  options.reset_command = GpuResetCommand(flags.health.gpu_reset_command);
+  HealthMonitor* owner = &monitor;  // owns the repair: outlives every call
+  options.conditions = [owner] { return owner->conditions(); };
+  options.rounds = [owner] { return owner->rounds(); };
+  options.gpu_held = std::move(gpu_held);
+  options.logger = logger;
+  monitor.Add(std::make_unique<GpuRepair>(std::move(options)));
+}
+
+// The NVIDIA GPUs NVML watches (empty: none).
+std::vector<uint32_t> AddGpuChecks(HealthMonitor& monitor, const WorkerFlags& flags, const NodeSpec& node,
+                                   const std::shared_ptr<spdlog::logger>& logger) {
   std::vector<uint32_t> nvidia;
   for (const auto& gpu : node.gpus) {
     if (gpu.vendor.empty() || gpu.vendor == "nvidia") nvidia.push_back(gpu.index);
   }
-  if (nvidia.empty()) return;
+  if (nvidia.empty()) return {};
   // A simulated node's GPUs are not the host's, unless a library was named.
-  if (!flags.spec_path.empty() && !flags.nvml_library_given) return;
+  if (!flags.spec_path.empty() && !flags.nvml_library_given) return {};
   auto nvml = NvmlLibrary::Open(flags.nvml_library);
   if (!nvml.ok()) {
     logger->warn("GPU health is not watched: NVML unavailable library={} error={}", Q(flags.nvml_library),
                  Q(nvml.status().ToString()));
-    return;
+    return {};
   }
   // A simulated node may list more GPUs than the named library has: those
   // past its count are not watched (rather than all reported lost at once).
@@ -47,6 +73,7 @@ void AddGpuChecks(HealthMonitor& monitor, const WorkerFlags& flags, const NodeSp
   for (auto& check : MakeGpuChecks(std::shared_ptr<NvmlLibrary>(std::move(nvml).value()), options, logger)) {
     monitor.Add(std::move(check));
   }
+  return nvidia;
 }
 
 // Non-NVIDIA families found by their tools are watched through the same
@@ -69,13 +96,30 @@ void AddVendorChecks(HealthMonitor& monitor, const WorkerFlags& flags, const Nod
 
 }  // namespace
 
+bool RepairLabelledOff(const NodeSpec& node, const char* label) {
+  auto it = node.labels.find(label);
+  return it != node.labels.end() && it->second == "off";
+}
+
+std::vector<std::string> GpuResetCommand(const std::string& flag) {
+  std::vector<std::string> argv;
+  for (size_t at = 0; at < flag.size();) {
+    const size_t end = std::min(flag.find(' ', at), flag.size());
+    if (end > at) argv.push_back(flag.substr(at, end - at));
+    at = end + 1;
+  }
+  return argv.empty() ? GpuRepairOptions{}.reset_command : argv;
+}
+
 std::unique_ptr<HealthMonitor> BuildHealthMonitor(const WorkerFlags& flags, const NodeSpec& node, const Clock* clock,
                                                   std::function<int64_t()> coordinator_silent_ms,
-                                                  std::shared_ptr<spdlog::logger> logger) {
+                                                  std::shared_ptr<spdlog::logger> logger,
+                                                  std::function<bool(uint32_t)> gpu_held) {
   if (!flags.health.enabled) return nullptr;
   auto monitor = std::make_unique<HealthMonitor>(clock, logger);
-  AddGpuChecks(*monitor, flags, node, logger);
+  const std::vector<uint32_t> watched = AddGpuChecks(*monitor, flags, node, logger);
   AddVendorChecks(*monitor, flags, node, logger);
+  AddGpuRepair(*monitor, flags, node, watched, std::move(gpu_held), logger);
   monitor->Add(std::make_unique<NicCheck>(
       NicCheckOptions{.sysfs_root = flags.health.sysfs_root, .interval_ms = flags.health.nic_interval_ms}));
   ServiceCheckOptions services;
@@ -83,6 +127,8 @@ std::unique_ptr<HealthMonitor> BuildHealthMonitor(const WorkerFlags& flags, cons
   services.sysfs_root = flags.health.sysfs_root;
   services.peermem = PeermemModeFromString(flags.health.peermem).value_or(PeermemMode::kAuto);
   services.peermem_reload = flags.health.peermem_reload;
+  services.fabricmanager_restart =
+      flags.health.fabricmanager_restart && !RepairLabelledOff(node, kFabricManagerRestartLabel);
   services.has_nvidia_gpus = std::any_of(node.gpus.begin(), node.gpus.end(), [](const GpuInfo& g) {
     return g.vendor.empty() || g.vendor == "nvidia";
   });

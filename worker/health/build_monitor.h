@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <spdlog/logger.h>
 
@@ -22,8 +24,19 @@ namespace gpool::worker {
 
 // nullptr when --health off. `coordinator_silent_ms` says how long the
 // coordinator has been silent (-1: unknown); it is called from the monitor.
+// `gpu_held` says whether a task holds a GPU (the GPU repair waits for it);
+// null: no GPU repair.
 std::unique_ptr<HealthMonitor> BuildHealthMonitor(const WorkerFlags& flags, const NodeSpec& node, const Clock* clock,
                                                   std::function<int64_t()> coordinator_silent_ms,
-                                                  std::shared_ptr<spdlog::logger> logger);
+                                                  std::shared_ptr<spdlog::logger> logger,
+                                                  std::function<bool(uint32_t)> gpu_held = nullptr);
+
+// Whether the node's spec turns a self-repair action off: its label
+// `label` (repair.gpool.io/<action>) is "off".
+bool RepairLabelledOff(const NodeSpec& node, const char* label);
+
+// The GPU repair's reset command from --health-gpu-reset-command (split on
+// spaces), or the default when empty.
+std::vector<std::string> GpuResetCommand(const std::string& flag);
 
 }  // namespace gpool::worker

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "protocol/base/testing/fake_clock.h"
+#include "worker/health/gpu_repair.h"
+#include "worker/health/service_check.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {
@@ -70,6 +72,36 @@ TEST_F(BuildMonitorTest, ANamedLibraryWatchesTheSpecsGpusInOrder) {
   ASSERT_EQ(monitor->conditions().size(), 1u);
   EXPECT_EQ(monitor->conditions()[0].device, "gpu/11") << "NVML device 1 is the spec's second GPU";
   EXPECT_EQ(monitor->conditions()[0].severity, "fatal");
+}
+
+// Self-repair (issue 50): a --spec node's GPUs get the repair only with a
+// reset command named (they are not the host's), never without a way to
+// tell whether a task holds a GPU, and not on a node labelled off.
+TEST_F(BuildMonitorTest, TheGpuRepairNeedsACommandOnASpecNodeAndYieldsToItsLabel) {
+  testing::ScopedEnv env("FAKE_NVML_HEALTH_FILE", faults_);
+  flags_.nvml_library = GPOOL_FAKE_NVML_PATH;
+  flags_.nvml_library_given = true;
+  const auto held = [](uint32_t) { return false; };
+  auto build = [&](std::function<bool(uint32_t)> gpu_held) {
+    return BuildHealthMonitor(flags_, node_, &clock_, [] { return int64_t{0}; }, log_.logger(), gpu_held);
+  };
+  EXPECT_EQ(build(held)->checks(), 4u) << "no command: no repair of a simulated node's GPUs";
+  flags_.health.gpu_reset_command = "/opt/fake/reset --gpu {index}";
+  EXPECT_EQ(build(held)->checks(), 5u);
+  EXPECT_EQ(build(nullptr)->checks(), 4u) << "no one to ask whether a task holds the GPU";
+  flags_.health.gpu_reset = false;
+  EXPECT_EQ(build(held)->checks(), 4u);
+  flags_.health.gpu_reset = true;
+  node_.labels["repair.gpool.io/gpu-reset"] = "off";
+  EXPECT_EQ(build(held)->checks(), 4u);
+  EXPECT_TRUE(log_.Contains("gpu self-repair off by node label")) << log_.text();
+  EXPECT_TRUE(RepairLabelledOff(node_, kGpuResetLabel));
+  EXPECT_FALSE(RepairLabelledOff(node_, kFabricManagerRestartLabel));
+}
+
+TEST(BuildMonitorRepairTest, TheResetCommandSplitsOnSpacesOrIsTheDefault) {
+  EXPECT_EQ(GpuResetCommand(""), (std::vector<std::string>{"nvidia-smi", "--gpu-reset", "-i", "{index}"}));
+  EXPECT_EQ(GpuResetCommand("  /opt/reset  -g {index} "), (std::vector<std::string>{"/opt/reset", "-g", "{index}"}));
 }
 
 TEST_F(BuildMonitorTest, SpecGpusPastTheLibrarysCountAreNotWatched) {

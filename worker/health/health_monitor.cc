@@ -23,7 +23,13 @@ bool HealthMonitor::Poll() {
   for (Entry& entry : checks_) {
     if (now < entry.next_ms) continue;
     entry.next_ms = now + std::max<int64_t>(1, entry.check->interval_ms());
-    changed |= Merge(*entry.check, entry.check->Run(clock_->WallMs()), clock_->WallMs());
+    if (Merge(*entry.check, entry.check->Run(clock_->WallMs()), clock_->WallMs())) {
+      changed = true;
+      // At once, not at the end of the poll: a later check of the same poll
+      // may act on what an earlier one found (the GPU repair, gpu_repair.h).
+      list_.clear();
+      for (const auto& [key, condition] : by_key_) list_.push_back(condition);
+    }
     entry.ran_this_round = true;
   }
   if (!checks_.empty() &&
@@ -31,11 +37,7 @@ bool HealthMonitor::Poll() {
     ++rounds_;
     for (Entry& entry : checks_) entry.ran_this_round = false;
   }
-  if (changed) {
-    ++version_;
-    list_.clear();
-    for (const auto& [key, condition] : by_key_) list_.push_back(condition);
-  }
+  if (changed) ++version_;
   return changed;
 }
 

@@ -35,6 +35,8 @@ class HealthMonitor {
   // Runs the checks that are due; true when the conditions changed.
   bool Poll();
 
+  // Up to date after each check's run, also during Poll (a check added
+  // after others sees what they found in the same poll).
   const std::vector<HealthCondition>& conditions() const { return list_; }
   uint64_t version() const { return version_; }
   uint64_t rounds() const { return rounds_; }

@@ -231,7 +231,7 @@ ServiceCheck::ServiceCheck(ServiceCheckOptions options)
 
 std::vector<HealthKind> ServiceCheck::kinds() const {
   return {HealthKind::kFabricmanagerDown, HealthKind::kPeermemMissing, HealthKind::kDiskLow,
-          HealthKind::kCoordinatorUnreachable};
+          HealthKind::kCoordinatorUnreachable, HealthKind::kFabricmanagerRestart};
 }
 
 std::vector<HealthFinding> ServiceCheck::Run(int64_t /*wall_ms*/) {
@@ -240,6 +240,7 @@ std::vector<HealthFinding> ServiceCheck::Run(int64_t /*wall_ms*/) {
   CheckPeermem(&findings);
   CheckDisk(&findings);
   CheckCoordinator(&findings);
+  ReportRestart(&findings);
   return findings;
 }
 
@@ -255,11 +256,74 @@ void ServiceCheck::CheckFabricManager(std::vector<HealthFinding>* findings) {
       nvswitch = SvcAnyEntryWithPrefix(options_.dev_root, "nvidia-nvswitch").value_or(false);
       break;
   }
+  if (restart_child_ != nullptr) PollRestart();
   if (!nvswitch) return;
   const std::optional<bool> runs = SvcProcessRuns(options_.proc_root, kSvcFabricManagerComm);
   if (!runs.has_value() || *runs) return;  // cannot look, or it runs
-  findings->push_back(HealthFinding{HealthKind::kFabricmanagerDown, "", HealthSeverity::kFatal,
-                                    "NVSwitch system without a running nv-fabricmanager process"});
+  std::string message = "NVSwitch system without a running nv-fabricmanager process";
+  if (options_.fabricmanager_restart) {
+    MaybeRestartFabricManager();
+    // A restart run to completion is seen at once.
+    if (SvcProcessRuns(options_.proc_root, kSvcFabricManagerComm).value_or(false)) return;
+    message += "; restart attempts=" + std::to_string(restart_attempts_);
+  }
+  findings->push_back(HealthFinding{HealthKind::kFabricmanagerDown, "", HealthSeverity::kFatal, std::move(message)});
+}
+
+void ServiceCheck::MaybeRestartFabricManager() {
+  if (restart_child_ != nullptr) return;  // one at a time
+  const int64_t now = clock_->MonoMs();
+  if (last_restart_mono_ms_.has_value() && now - *last_restart_mono_ms_ < options_.fabricmanager_restart_interval_ms) {
+    return;
+  }
+  last_restart_mono_ms_ = now;
+  ++restart_attempts_;
+  const std::string command = JoinWords(options_.fabricmanager_restart_command);
+  log_->warn("fabric manager stopped: restarting command={} attempt={}", Q(command), restart_attempts_);
+  restart_outcome_ = "running";
+  if (options_.fabricmanager_restart_run) {
+    RecordRestartOutcome(options_.fabricmanager_restart_run(options_.fabricmanager_restart_command));
+    return;
+  }
+  auto child =
+      ChildCommand::Start(options_.fabricmanager_restart_command, now, options_.fabricmanager_restart_timeout_ms);
+  if (!child.ok()) {
+    RecordRestartOutcome(child.status());
+    return;
+  }
+  restart_child_ = std::move(child).value();
+  PollRestart();  // a fast command may be done already
+}
+
+void ServiceCheck::PollRestart() {
+  std::optional<Status> outcome = restart_child_->Poll(clock_->MonoMs());
+  if (!outcome.has_value()) return;
+  restart_child_.reset();
+  RecordRestartOutcome(*outcome);
+}
+
+void ServiceCheck::RecordRestartOutcome(const Status& outcome) {
+  const std::string command = JoinWords(options_.fabricmanager_restart_command);
+  if (outcome.ok()) {
+    restart_outcome_ = "succeeded";
+    log_->warn("fabric manager restart succeeded command={} attempt={}", Q(command), restart_attempts_);
+  } else {
+    restart_outcome_ = "failed: " + outcome.ToString();
+    log_->error("fabric manager restart failed command={} attempt={} error={} next_try_ms={}", Q(command),
+                restart_attempts_, Q(outcome.ToString()), options_.fabricmanager_restart_interval_ms);
+  }
+}
+
+// The last attempt stays a condition for the interval after it: long enough
+// for the coordinator to record it, and an operator to see it in `gpool
+// nodes`; a node whose fabric manager keeps stopping keeps it raised.
+void ServiceCheck::ReportRestart(std::vector<HealthFinding>* findings) const {
+  if (!last_restart_mono_ms_.has_value()) return;
+  if (clock_->MonoMs() - *last_restart_mono_ms_ >= options_.fabricmanager_restart_interval_ms) return;
+  findings->push_back(HealthFinding{HealthKind::kFabricmanagerRestart, "", HealthSeverity::kWarning,
+                                    "nv-fabricmanager was stopped: " +
+                                        JoinWords(options_.fabricmanager_restart_command) + " (attempt " +
+                                        std::to_string(restart_attempts_) + ") " + restart_outcome_});
 }
 
 void ServiceCheck::CheckPeermem(std::vector<HealthFinding>* findings) {

@@ -5,6 +5,14 @@
 //   device node, or `nvswitch` forced yes/no) a process named
 //   nv-fabricmanager must run (<proc_root>/<pid>/comm; the kernel cuts comm
 //   to 15 bytes, "nv-fabricmanage"); else kFabricmanagerDown, fatal, device "".
+//   With `fabricmanager_restart` (the default; off by the node label
+//   repair.gpool.io/fabricmanager-restart=off or the worker's flag) a stopped
+//   fabric manager is restarted (`systemctl restart nvidia-fabricmanager`) at
+//   most once per fabricmanager_restart_interval_ms, as peermem is reloaded
+//   (a child polled on later runs); each attempt is alerted: the condition
+//   kFabricmanagerRestart (warning, device "") says the command and its
+//   outcome for the interval after the attempt, so the coordinator records it
+//   as an event (health-raised) and its alert sinks see it.
 // - nvidia_peermem (GPUDirect RDMA): `peermem` auto (required when the node
 //   has NVIDIA GPUs and at least one InfiniBand device under
 //   <sysfs_root>/class/infiniband/), required or off. Required and not listed
@@ -66,6 +74,13 @@ struct ServiceCheckOptions {
   // Runs the reload command to completion instead of the built-in child
   // (tests). OK when it succeeded.
   std::function<Status(const std::vector<std::string>& argv)> peermem_reload_run;
+
+  bool fabricmanager_restart = false;
+  std::vector<std::string> fabricmanager_restart_command = {"systemctl", "restart", "nvidia-fabricmanager"};
+  int64_t fabricmanager_restart_interval_ms = 10 * 60 * 1000;
+  int64_t fabricmanager_restart_timeout_ms = 60000;
+  // Runs the restart to completion instead of the built-in child (tests).
+  std::function<Status(const std::vector<std::string>& argv)> fabricmanager_restart_run;
 
   // Empty: no disk check.
   std::string data_dir;
@@ -129,6 +144,9 @@ class ServiceCheck final : public HealthCheck {
   uint64_t reload_attempts() const { return reload_attempts_; }
   // Whether a reload child is still running (built-in path only).
   bool reload_running() const { return reload_child_ != nullptr; }
+  // Fabric manager restarts started, and whether one is still running.
+  uint64_t restart_attempts() const { return restart_attempts_; }
+  bool restart_running() const { return restart_child_ != nullptr; }
 
  private:
   void CheckFabricManager(std::vector<HealthFinding>* findings);
@@ -139,6 +157,11 @@ class ServiceCheck final : public HealthCheck {
   void PollReload();
   void MaybeReload();
   void LogReloadOutcome(const Status& outcome);
+  // The fabric manager's restart: started when due, polled, recorded.
+  void MaybeRestartFabricManager();
+  void PollRestart();
+  void RecordRestartOutcome(const Status& outcome);
+  void ReportRestart(std::vector<HealthFinding>* findings) const;
 
   ServiceCheckOptions options_;
   const Clock* clock_;
@@ -147,6 +170,12 @@ class ServiceCheck final : public HealthCheck {
   uint64_t reload_attempts_ = 0;
   std::unique_ptr<ChildCommand> reload_child_;
   bool disk_error_logged_ = false;
+  std::optional<int64_t> last_restart_mono_ms_;
+  uint64_t restart_attempts_ = 0;
+  std::unique_ptr<ChildCommand> restart_child_;
+  std::string restart_outcome_;  // the last attempt's, for its condition
 };
+
+inline constexpr char kFabricManagerRestartLabel[] = "repair.gpool.io/fabricmanager-restart";
 
 }  // namespace gpool::worker

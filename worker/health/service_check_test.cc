@@ -1,6 +1,11 @@
 #include "worker/health/service_check.h"
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -88,7 +93,11 @@ TEST(ServiceCheckTest, DefaultsAndKinds) {
   EXPECT_EQ(check.name(), "services");
   EXPECT_EQ(check.interval_ms(), 10000);
   EXPECT_EQ(check.kinds(), (std::vector<HealthKind>{HealthKind::kFabricmanagerDown, HealthKind::kPeermemMissing,
-                                                    HealthKind::kDiskLow, HealthKind::kCoordinatorUnreachable}));
+                                                    HealthKind::kDiskLow, HealthKind::kCoordinatorUnreachable,
+                                                    HealthKind::kFabricmanagerRestart}));
+  EXPECT_FALSE(defaults.fabricmanager_restart) << "the worker turns it on (build_monitor.cc), not the check";
+  EXPECT_EQ(defaults.fabricmanager_restart_command,
+            (std::vector<std::string>{"systemctl", "restart", "nvidia-fabricmanager"}));
 }
 
 TEST(ServiceCheckTest, FabricManagerRunningOnNvswitchSystem) {
@@ -117,6 +126,106 @@ TEST(ServiceCheckTest, FabricManagerMissingOnNvswitchSystemIsFatal) {
 
   node.Process(900, "nv-fabricmanage");
   EXPECT_TRUE(check.Run(1).empty());
+}
+
+const HealthFinding* SvcTestFind(const std::vector<HealthFinding>& findings, HealthKind kind) {
+  for (const auto& f : findings) {
+    if (f.kind == kind) return &f;
+  }
+  return nullptr;
+}
+
+// PATH with `dir` first for the life of the object; the old value back after.
+class SvcPathFirst {
+ public:
+  explicit SvcPathFirst(const std::string& dir) : old_(std::getenv("PATH") ? std::getenv("PATH") : "") {
+    setenv("PATH", (dir + ":" + old_).c_str(), 1);
+  }
+  ~SvcPathFirst() { setenv("PATH", old_.c_str(), 1); }
+  SvcPathFirst(const SvcPathFirst&) = delete;
+  SvcPathFirst& operator=(const SvcPathFirst&) = delete;
+
+ private:
+  std::string old_;
+};
+
+// Issue 50: a stopped fabric manager is restarted through systemd (here a
+// fake `systemctl` first on PATH that starts a fake nv-fabricmanager in the
+// fake /proc), and the restart is alerted as its own condition.
+TEST(ServiceCheckTest, AStoppedFabricManagerIsRestartedThroughSystemctlAndAlerted) {
+  SvcFakeNode node;
+  node.NvSwitch();
+  node.Process(2, "bash");  // a readable /proc without the fabric manager
+  testing::TempDir bin;
+  const std::string calls = bin.path() + "/calls";
+  bin.Write("systemctl", "#!/bin/sh\necho \"$@\" >> " + calls + "\nmkdir -p " + node.proc() +
+                             "/4242 && echo nv-fabricmanager > " + node.proc() + "/4242/comm\n");
+  std::filesystem::permissions(bin.path() + "/systemctl", std::filesystem::perms::owner_all);
+  SvcPathFirst path(bin.path());
+  testing::CapturedLog log;
+  ServiceCheckOptions o = node.Options();
+  o.fabricmanager_restart = true;
+  o.logger = log.logger();
+  ServiceCheck check(o);
+
+  std::vector<HealthFinding> first = check.Run(0);
+  ASSERT_NE(SvcTestFind(first, HealthKind::kFabricmanagerRestart), nullptr) << "alerted from the first attempt";
+  EXPECT_EQ(check.restart_attempts(), 1u);
+  // The child runs on its own; later runs collect it (no run waits for it).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (check.restart_running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    check.Run(0);
+  }
+  ASSERT_FALSE(check.restart_running());
+  const std::vector<HealthFinding> after = check.Run(0);
+  EXPECT_EQ(SvcTestFind(after, HealthKind::kFabricmanagerDown), nullptr) << "running again";
+  const HealthFinding* restart = SvcTestFind(after, HealthKind::kFabricmanagerRestart);
+  ASSERT_NE(restart, nullptr);
+  EXPECT_EQ(restart->severity, HealthSeverity::kWarning) << "a record and an alert, not a fence";
+  EXPECT_NE(restart->message.find("systemctl restart nvidia-fabricmanager (attempt 1) succeeded"), std::string::npos)
+      << restart->message;
+  std::ifstream in(calls);
+  std::stringstream said;
+  said << in.rdbuf();
+  EXPECT_EQ(said.str(), "restart nvidia-fabricmanager\n");
+  EXPECT_TRUE(log.Contains("fabric manager restart succeeded")) << log.text();
+
+  node.clock.Advance(o.fabricmanager_restart_interval_ms);
+  EXPECT_EQ(SvcTestFind(check.Run(0), HealthKind::kFabricmanagerRestart), nullptr) << "the alert is held, then clears";
+}
+
+TEST(ServiceCheckTest, AFailedFabricManagerRestartIsAlertedAndRateLimited) {
+  SvcFakeNode node;
+  node.NvSwitch();
+  node.Process(2, "bash");
+  std::vector<std::vector<std::string>> runs;
+  ServiceCheckOptions o = node.Options();
+  o.fabricmanager_restart = true;
+  o.fabricmanager_restart_run = [&runs](const std::vector<std::string>& argv) {
+    runs.push_back(argv);
+    return Status::Internal("Unit nvidia-fabricmanager.service not found.");
+  };
+  ServiceCheck check(o);
+  std::vector<HealthFinding> findings = check.Run(0);
+  ASSERT_NE(SvcTestFind(findings, HealthKind::kFabricmanagerDown), nullptr);
+  EXPECT_NE(SvcTestFind(findings, HealthKind::kFabricmanagerDown)->message.find("restart attempts=1"),
+            std::string::npos);
+  const HealthFinding* restart = SvcTestFind(findings, HealthKind::kFabricmanagerRestart);
+  ASSERT_NE(restart, nullptr);
+  EXPECT_NE(restart->message.find("failed: "), std::string::npos) << restart->message;
+  EXPECT_NE(restart->message.find("not found"), std::string::npos) << restart->message;
+  node.clock.Advance(60'000);
+  check.Run(0);
+  EXPECT_EQ(runs.size(), 1u) << "at most once per interval";
+  node.clock.Advance(o.fabricmanager_restart_interval_ms);
+  check.Run(0);
+  EXPECT_EQ(runs.size(), 2u);
+
+  o.fabricmanager_restart = false;  // off (the worker's flag, or the node's label)
+  ServiceCheck off(o);
+  EXPECT_EQ(SvcTestKeys(off.Run(0)), (std::vector<std::string>{"fabricmanager-down@"}));
+  EXPECT_EQ(runs.size(), 2u);
 }
 
 TEST(ServiceCheckTest, FabricManagerNotNeededWithoutNvswitch) {

@@ -32,7 +32,7 @@ constexpr std::string_view kShareKeys[] = {"GPU_CORE_UTILIZATION_POLICY", "CUDA_
 constexpr std::string_view kWorkerKeys[] = {
     "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "GPOOL_GPU_UUIDS", "GPOOL_GPU_MEMORY_MIB",
     "GPOOL_GPU_COMPUTE_PCT", "GPOOL_SHARING_QOS", "GPOOL_MIG_PROFILES", "GPOOL_CORES", "NEURON_RT_VISIBLE_CORES",
-    "GPOOL_CUDA_REAL_DRIVER", "GPOOL_CUDA_LEDGER"};
+    "GPOOL_CUDA_REAL_DRIVER", "GPOOL_CUDA_LEDGER", "GPOOL_CUDA_OBJECT_COSTS"};
 
 bool WorkerOwns(const std::string& key, bool share) {
   for (std::string_view k : kWorkerKeys) {
@@ -128,6 +128,8 @@ void AddInterposerEnv(const TaskEnvOptions& options, std::map<std::string, std::
   if (!options.cuda_real_driver.empty()) env["GPOOL_CUDA_REAL_DRIVER"] = options.cuda_real_driver;
   if (!options.cuda_ledger.empty()) env["GPOOL_CUDA_LEDGER"] = options.cuda_ledger;
   if (!options.cuda_activity_dir.empty()) env["GPOOL_CUDA_ACTIVITY"] = options.cuda_activity_dir;
+  // Always set: a task must not choose what its objects cost its share.
+  env["GPOOL_CUDA_OBJECT_COSTS"] = options.cuda_object_costs.empty() ? "none" : options.cuda_object_costs;
 }
 
 void AddShareEnv(const BindTask& bind, size_t devices, const TaskEnvOptions& options,

@@ -39,6 +39,8 @@
 //                           entries (any copy of the directory dropped)
 //   GPOOL_CUDA_REAL_DRIVER  the node's real libcuda.so.1 (when known)
 //   GPOOL_CUDA_LEDGER       the attempt's ledger file
+//   GPOOL_CUDA_OBJECT_COSTS what contexts, modules and streams are charged
+//                           (worker/cuda/object_costs.h; "none" when unset)
 // Neither: the share is not enforced here and the variables only inform
 // (the worker's NVML sampling still stops a task far over its memory).
 //
@@ -83,6 +85,7 @@ struct TaskEnvOptions {
   std::string cuda_real_driver;  // GPOOL_CUDA_REAL_DRIVER; empty: left unset
   std::string cuda_ledger;       // GPOOL_CUDA_LEDGER
   std::string cuda_activity_dir; // GPOOL_CUDA_ACTIVITY; empty: the interposer's default
+  std::string cuda_object_costs; // GPOOL_CUDA_OBJECT_COSTS; empty: "none" (objects not charged)
   // Dynamic MIG: the uuid of the instance created for the task, by GPU index.
   std::map<uint32_t, std::string> mig_uuids;
 };

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "worker/runner/device_env.h"
 
 namespace gpool::worker {
@@ -57,8 +58,10 @@ InterposerChoice ChooseInterposer(const std::string& flag, const std::string& in
     std::string looked;
     for (const std::string& c : candidates) looked += (looked.empty() ? "" : ", ") + c;
     choice.warn = true;
-    choice.message = "gpu share limits are NOT enforced on this node: the CUDA interposer libgpool-cuda.so.1 is "
-                     "missing (looked at " + looked + "); give --cuda-interposer PATH, or none to say so";
+    choice.missing = looked;
+    choice.message = "gpu share limits cannot be enforced on this node: the CUDA interposer libgpool-cuda.so.1 is "
+                     "missing (looked at " + looked + "); share tasks are refused unless --allow-unenforced-shares; "
+                     "give --cuda-interposer PATH, or none to run them unenforced";
     return choice;
   }
   std::error_code ec;
@@ -72,6 +75,26 @@ bool InterposedShare(const BindTask& bind, const ShareEnforcementOptions& share,
   const bool mig = std::any_of(bind.mig_profiles.begin(), bind.mig_profiles.end(),
                                [](const std::string& p) { return !p.empty(); });
   return IsGpuShare(bind) && !mig && !share.interposer.empty() && intercept_lib.empty();
+}
+
+std::string UnenforceableShare(const BindTask& bind, const ShareEnforcementOptions& share,
+                               const std::string& intercept_lib) {
+  const bool mig = std::any_of(bind.mig_profiles.begin(), bind.mig_profiles.end(),
+                               [](const std::string& p) { return !p.empty(); });
+  if (!IsGpuShare(bind) || mig || share.allow_unenforced) return {};
+  std::string missing;
+  if (!intercept_lib.empty()) {
+    // A bare name is the dynamic loader's to find: not checked here.
+    std::error_code ec;
+    if (intercept_lib.find('/') != std::string::npos && !std::filesystem::exists(intercept_lib, ec)) {
+      missing = "the CUDA intercept library " + intercept_lib + " is missing";
+    }
+  } else if (!share.interposer_missing.empty()) {
+    missing = "the CUDA interposer libgpool-cuda.so.1 is missing (looked at " + share.interposer_missing + ")";
+  }
+  if (missing.empty()) return {};
+  return std::string(kUnenforceableShareReason) + ": " + missing +
+         "; the node's operator may allow unenforced shares with --allow-unenforced-shares";
 }
 
 std::string TaskCudaDir(const std::string& log_dir, const TaskId& task) {

@@ -20,6 +20,16 @@
 // Interposed: a GPU share (IsGpuShare) that is not a MIG instance, on a
 // worker with an interposer and no --cuda-intercept-lib (an operator's
 // HAMi-core replaces gpool's interposer; the two are never both applied).
+// The interposer also charges the share for the contexts, modules and
+// streams the task creates (GPOOL_CUDA_OBJECT_COSTS, object_costs).
+//
+// Unenforceable (issue 50): a share that is not a MIG instance on a node
+// where nothing can hold it (the interposer was looked for and is missing,
+// or the --cuda-intercept-lib file is gone) does not start: its start fails
+// with kUnenforceableShareReason (protocol/model/task_report.h) and what is
+// missing, which the job shows. The operator opts a node out with
+// --allow-unenforced-shares (the task then runs with its limits as variables
+// only) or says --cuda-interposer none (the same, said at start).
 // Whole GPUs and MIG instances are isolated by the hardware or by holding
 // the GPU alone, and are never interposed.
 //
@@ -63,6 +73,13 @@ struct ShareEnforcementOptions {
   std::string activity_dir = "/dev/shm/gpool-cuda-activity.d";
   // The least sampled GPU memory above a share that stops its task (above).
   uint64_t memory_tolerance_mib = 64;
+  // GPOOL_CUDA_OBJECT_COSTS for interposed tasks (--cuda-object-costs).
+  std::string object_costs = "default";
+  // Non-empty: the interposer was looked for and is missing (what was looked
+  // at); share tasks are then unenforceable here (above).
+  std::string interposer_missing;
+  // --allow-unenforced-shares: unenforceable shares run anyway.
+  bool allow_unenforced = false;
 };
 
 // The places a node's libcuda.so.1 usually is, in the order looked at.
@@ -80,6 +97,7 @@ struct InterposerChoice {
   std::string path;     // absolute; empty: shares are not interposed
   std::string message;  // for the operator: what holds shares on this node
   bool warn = false;    // enforcement is off without being turned off
+  std::string missing;  // with warn: the paths looked at (ShareEnforcementOptions.interposer_missing)
 };
 // `flag`: --cuda-interposer ("" default, "none", or a path);
 // `intercept_lib`: --cuda-intercept-lib (set: HAMi-core replaces gpool's
@@ -91,6 +109,14 @@ InterposerChoice ChooseInterposer(const std::string& flag, const std::string& in
 // True when a bind with these limits gets the interposer (above), given the
 // worker's options: a share, not MIG, an interposer and no HAMi-core.
 bool InterposedShare(const BindTask& bind, const ShareEnforcementOptions& share, const std::string& intercept_lib);
+
+// Why a share with this bind cannot be held on this node, or empty when it
+// can (or is not a share, or is a MIG instance, or the operator allowed
+// unenforced shares): "<kUnenforceableShareReason>: <what is missing>".
+// `intercept_lib` is checked on disk now: it may have been removed since
+// the worker started.
+std::string UnenforceableShare(const BindTask& bind, const ShareEnforcementOptions& share,
+                               const std::string& intercept_lib);
 
 // <log_dir>/<job>.<index>.<attempt>.cuda
 std::string TaskCudaDir(const std::string& log_dir, const TaskId& task);

@@ -42,7 +42,7 @@ TEST(ShareEnforcementTest, TheInterposerIsFoundInstalledOrInTheBuildTree) {
   InterposerChoice missing = ChooseInterposer("", "", exe);
   EXPECT_TRUE(missing.path.empty());
   EXPECT_TRUE(missing.warn) << "enforcement off without being asked: said loudly";
-  EXPECT_NE(missing.message.find("NOT enforced"), std::string::npos) << missing.message;
+  EXPECT_NE(missing.message.find("cannot be enforced"), std::string::npos) << missing.message;
   EXPECT_NE(missing.message.find(dir.path() + "/lib/gpool/libgpool-cuda.so.1"), std::string::npos) << missing.message;
 
   Touch(dir.path() + "/bin/cuda/libgpool-cuda.so.1");  // the build tree: worker/gpool-worker, worker/cuda/
@@ -87,6 +87,35 @@ TEST(ShareEnforcementTest, OnlySharesOutsideMigAreInterposed) {
   EXPECT_FALSE(InterposedShare(mig, share, "")) << "MIG is isolated by the hardware";
   EXPECT_FALSE(InterposedShare(bind, share, "/usr/local/vgpu/libvgpu.so"));
   EXPECT_FALSE(InterposedShare(bind, ShareEnforcementOptions{}, "")) << "no interposer";
+}
+
+// Issue 50: which shares nothing on the node can hold.
+TEST(ShareEnforcementTest, ASharesLimitsAreUnenforceableOnlyWhereTheirHolderIsMissing) {
+  testing::TempDir dir;
+  ShareEnforcementOptions missing;
+  missing.interposer_missing = "/opt/lib/gpool/libgpool-cuda.so.1";
+  const BindTask bind = ShareBind(1, 1024);
+  const std::string why = UnenforceableShare(bind, missing, "");
+  EXPECT_EQ(why.rfind(kUnenforceableShareReason, 0), 0u) << why;
+  EXPECT_NE(why.find("/opt/lib/gpool/libgpool-cuda.so.1"), std::string::npos) << why;
+  EXPECT_NE(why.find("--allow-unenforced-shares"), std::string::npos) << "says the way out: " << why;
+  EXPECT_EQ(UnenforceableShare(ShareBind(1, 0), missing, ""), "") << "a whole GPU";
+  BindTask mig = bind;
+  mig.mig_profiles = {"1g.10gb"};
+  mig.mig_starts = {0};
+  EXPECT_EQ(UnenforceableShare(mig, missing, ""), "") << "MIG is held by the hardware";
+  ShareEnforcementOptions allowed = missing;
+  allowed.allow_unenforced = true;
+  EXPECT_EQ(UnenforceableShare(bind, allowed, ""), "") << "the operator's opt-out";
+  EXPECT_EQ(UnenforceableShare(bind, ShareEnforcementOptions{}, ""), "")
+      << "--cuda-interposer none: nothing was looked for";
+
+  // The intercept library replaces the interposer; it must be on disk now.
+  const std::string vgpu = dir.Write("libvgpu.so", "");
+  EXPECT_EQ(UnenforceableShare(bind, missing, vgpu), "");
+  EXPECT_EQ(UnenforceableShare(bind, missing, "libvgpu.so"), "") << "a bare name is the loader's to find";
+  const std::string gone = UnenforceableShare(bind, ShareEnforcementOptions{}, dir.path() + "/gone.so");
+  EXPECT_TRUE(RefusedUnenforceableShare(gone)) << gone;
 }
 
 TEST(ShareEnforcementTest, ThePrivateDirectoryHoldsOnlyTheLinkAndGoesAway) {

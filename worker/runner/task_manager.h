@@ -192,6 +192,9 @@ class TaskManager {
   bool Idle() const;
 
   std::vector<TaskId> Running() const;
+  // Whether a pending or running task's bind holds GPU `index` (the GPU
+  // repair resets a GPU only once none does: health/gpu_repair.h).
+  bool GpuHeld(uint32_t index) const;
   // The processes of started, not yet reaped tasks: pid (also their process
   // group id) -> task. What task_usage.h attributes GPU processes to.
   const std::map<int64_t, TaskId>& RunningPids() const { return by_pid_; }

@@ -1,6 +1,8 @@
 // TaskManager's answers about its tasks: what RegisterNode reports, which
 // are running, their terminal states and their logs' tails. Apart from
 // task_manager.cc, which keeps the life cycle, to keep each file small.
+#include <algorithm>
+
 #include "protocol/messages_worker.h"
 #include "protocol/model/task_report.h"
 #include "worker/runner/log_tail.h"
@@ -52,6 +54,15 @@ std::vector<TaskId> TaskManager::Running() const {
     if (task.phase == Phase::kPending || task.phase == Phase::kRunning) out.push_back(id);
   }
   return out;
+}
+
+bool TaskManager::GpuHeld(uint32_t index) const {
+  for (const auto& [id, task] : tasks_) {
+    if (task.phase != Phase::kPending && task.phase != Phase::kRunning) continue;
+    const auto& gpus = task.bind.gpu_indices;
+    if (std::find(gpus.begin(), gpus.end(), index) != gpus.end()) return true;
+  }
+  return false;
 }
 
 std::vector<TaskReport> TaskManager::Reports() const {

@@ -96,6 +96,43 @@ TEST_F(TaskManagerShareTest, AShareTaskFindsTheInterposerFirstOnItsLibraryPath) 
   EXPECT_TRUE(testing::HasEnv(request, "GPOOL_SHARING_QOS=fixed-share"));
 }
 
+// What each object costs the share is the worker's to say, never the task's.
+TEST_F(TaskManagerShareTest, TheWorkerSetsWhatObjectsCostTheShare) {
+  Interpose();
+  share_.object_costs = "context=300M";
+  FakeProcessLauncher launcher;
+  auto tm = Open(&launcher);
+  BindTask bind = ShareBind(1);
+  bind.env["GPOOL_CUDA_OBJECT_COSTS"] = "none";
+  ASSERT_TRUE(tm->Bind(bind).ok());
+  tm->Poll();
+  ASSERT_EQ(launcher.launched().size(), 1u);
+  EXPECT_TRUE(testing::HasEnv(launcher.launched()[0].request, "GPOOL_CUDA_OBJECT_COSTS=context=300M"));
+  EXPECT_FALSE(testing::HasEnv(launcher.launched()[0].request, "GPOOL_CUDA_OBJECT_COSTS=none"));
+}
+
+// Issue 50: where the interposer was looked for and is missing, a share
+// task fails to start with the typed reason (the coordinator puts it on the
+// job) and nothing is launched; a whole-GPU task on the same node runs.
+TEST_F(TaskManagerShareTest, AShareIsRefusedWhereTheInterposerIsMissing) {
+  share_.interposer_missing = dir_.path() + "/lib/gpool/libgpool-cuda.so.1";
+  FakeProcessLauncher launcher;
+  auto tm = Open(&launcher);
+  ASSERT_TRUE(tm->Bind(ShareBind(1)).ok());
+  tm->Poll();
+  EXPECT_TRUE(launcher.launched().empty());
+  const TaskEvent& failed = LastEvent(*tm);
+  EXPECT_EQ(failed.kind, TaskEventKind::kFailed);
+  EXPECT_EQ(failed.exit_code, 127);
+  EXPECT_TRUE(RefusedUnenforceableShare(failed.message)) << failed.message;
+  EXPECT_FALSE(fs::exists(CudaDir(1)));
+
+  BindTask whole = testing::OneGpuBind(2);
+  ASSERT_TRUE(tm->Bind(whole).ok());
+  tm->Poll();
+  EXPECT_EQ(launcher.launched().size(), 1u) << "a whole GPU needs no interposer";
+}
+
 TEST_F(TaskManagerShareTest, WholeGpuAndMigTasksAreNotInterposed) {
   Interpose();
   mig_mode_ = "dynamic";
@@ -131,13 +168,14 @@ TEST_F(TaskManagerShareTest, OptedOutOrHamiCoreTheShareGetsNoPrivateDriver) {
   EXPECT_FALSE(fs::exists(CudaDir(4)));
 
   Interpose();
-  intercept_lib_ = "/usr/local/vgpu/libvgpu.so";
+  intercept_lib_ = dir_.path() + "/lib/libvgpu.so";
+  std::ofstream(intercept_lib_) << "not a library";
   FakeProcessLauncher hami;
   auto tm2 = Open(&hami);
   ASSERT_TRUE(tm2->Bind(ShareBind(5)).ok());
   tm2->Poll();
   const LaunchRequest& request = hami.launched().at(0).request;
-  EXPECT_TRUE(testing::HasEnv(request, "LD_PRELOAD=/usr/local/vgpu/libvgpu.so"));
+  EXPECT_TRUE(testing::HasEnv(request, "LD_PRELOAD=" + intercept_lib_));
   EXPECT_TRUE(testing::HasEnv(request, "LD_LIBRARY_PATH=/opt/app/lib")) << "never both";
   EXPECT_FALSE(fs::exists(CudaDir(5)));
 }

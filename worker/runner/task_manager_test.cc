@@ -193,7 +193,8 @@ TEST(TaskManagerOptionsTest, InterceptLibraryAndNumaPinningReachTheLauncher) {
   gpu.numa = 1;
   options.node.gpus = {gpu};
   options.log_dir = dir.path() + "/tasks";
-  options.cuda_intercept_lib = "/opt/vgpu/libvgpu.so";
+  // Present on disk: a missing one would make the share unenforceable.
+  options.cuda_intercept_lib = dir.Write("vgpu/libvgpu.so", "");
   options.launcher = &launcher;
   options.clock = &clock;
   testing::CapturedLog log;
@@ -210,7 +211,8 @@ TEST(TaskManagerOptionsTest, InterceptLibraryAndNumaPinningReachTheLauncher) {
   tm->Poll();
   ASSERT_EQ(launcher.launched().size(), 1u);
   const LaunchRequest& request = launcher.launched()[0].request;
-  EXPECT_NE(std::find(request.env.begin(), request.env.end(), "LD_PRELOAD=/opt/vgpu/libvgpu.so"), request.env.end());
+  EXPECT_NE(std::find(request.env.begin(), request.env.end(), "LD_PRELOAD=" + dir.path() + "/vgpu/libvgpu.so"),
+            request.env.end());
   EXPECT_EQ(request.numa.cpus, (std::vector<uint32_t>{4, 5, 6, 7}));
   EXPECT_EQ(request.numa.nodes, std::vector<int32_t>{1});
   EXPECT_TRUE(request.numa.strict);

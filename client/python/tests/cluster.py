@@ -226,7 +226,9 @@ class LocalCluster:
             argv += ["--cuda-interposer", libs["GPOOL_CUDA_INTERPOSER_LIB"],
                      "--cuda-real-driver", libs["GPOOL_FAKE_CUDA_LIB"],
                      "--rgpu-server", libs["GPOOL_RGPU_SERVER_BIN"], "--rgpu-address", "127.0.0.1",
-                     "--task-env-pass", "LD_LIBRARY_PATH"]
+                     "--task-env-pass", "LD_LIBRARY_PATH",
+                     # The fake driver holds no memory for contexts: neither may a share.
+                     "--cuda-object-costs", "none"]
             env["LD_LIBRARY_PATH"] = os.path.dirname(libs["GPOOL_FAKE_CUDA_LIB"])
         self.processes.append(Process(name, argv, self.path(name + ".log"), env))
 

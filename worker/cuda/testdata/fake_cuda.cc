@@ -20,6 +20,12 @@
 // Per-thread stream (_ptsz) entry points are the same functions, and some
 // call their base entry point by name, as a driver might.
 //
+// Contexts (a primary one once per device while retained), modules,
+// libraries and streams hold device memory as a real driver's do, at the
+// costs FAKE_CUDA_OBJECT_COSTS names (object_costs.h's syntax; unset: none),
+// so a test can compare the interposer's estimates with what "NVML" (the
+// fake's own count, fakeCudaGetStats) sees.
+//
 // So tests can tell that a call reached the driver and not a shim:
 // cuDeviceGetName answers "gpool fake GPU <n>", and fakeCudaGetStats (not a
 // CUDA symbol) reports call counts and kernel time. Calls the interposer
@@ -27,7 +33,6 @@
 // cuDeviceGetAttribute, cuCtxGetDevice...) are here so pass-through is
 // tested; the fake lacks most of the API, which answers CUDA_ERROR_NOT_FOUND
 // through the interposer's forwarders.
-#include <dlfcn.h>
 #include <sys/mman.h>
 
 #include <atomic>
@@ -43,21 +48,26 @@
 
 #include "worker/cuda/array_bytes.h"
 #include "worker/cuda/cuda_driver_api.h"
+#include "worker/cuda/object_costs.h"
+#include "worker/cuda/testdata/fake_cuda_kernels.h"
 #include "worker/cuda/testdata/fake_cuda_stats.h"
 
+// Each object remembers what it was charged, where (fake_cuda.cc header).
 struct CUctx_st {
   CUdevice device;
+  std::size_t charged = 0;
 };
 struct CUstream_st {
-  int unused;
-};
-using FakeKernel = void (*)(void** params);
-struct CUfunc_st {
-  FakeKernel run;
-  std::vector<std::size_t> param_sizes;  // from the PTX .entry signature
+  CUdevice device;
+  std::size_t charged;
 };
 struct CUmod_st {
   std::map<std::string, CUfunc_st> entries;  // each entry's parameter sizes; run set when registered
+  CUdevice device = -1;
+  std::size_t charged = 0;
+};
+struct CUlib_st {
+  CUmodule module;
 };
 struct CUarray_st {
   std::size_t bytes;
@@ -68,54 +78,13 @@ struct CUmipmappedArray_st {
 
 namespace {
 
+using gpool::cuda::fake::Busy;
+using gpool::cuda::fake::FakeKernel;
+using gpool::cuda::fake::KernelNamed;
+using gpool::cuda::fake::NowNs;
+using gpool::cuda::fake::ParamSizes;
+
 constexpr int kMaxFakeDevices = 16;
-
-long long NowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-void VectorAdd(void** params) {
-  const auto* a = reinterpret_cast<const float*>(*static_cast<CUdeviceptr*>(params[0]));
-  const auto* b = reinterpret_cast<const float*>(*static_cast<CUdeviceptr*>(params[1]));
-  auto* c = reinterpret_cast<float*>(*static_cast<CUdeviceptr*>(params[2]));
-  const int n = *static_cast<int*>(params[3]);
-  for (int i = 0; i < n; ++i) c[i] = a[i] + b[i];
-}
-
-void Busy(void** params) {
-  const long long until = NowNs() + static_cast<long long>(*static_cast<unsigned long long*>(params[0])) * 1000;
-  while (NowNs() < until) {
-  }
-}
-
-void Noop(void**) {}
-
-FakeKernel KernelNamed(const std::string& name) {
-  if (name == "vector_add") return VectorAdd;
-  if (name == "busy") return Busy;
-  if (name == "noop") return Noop;
-  return nullptr;
-}
-
-// The byte sizes of an entry's parameters, from ".param .u64 name, ..."
-// (the scalar types' bit widths); a parameter of another form counts 8.
-std::vector<std::size_t> ParamSizes(const std::string& text, std::size_t from) {
-  std::vector<std::size_t> sizes;
-  const std::size_t open = text.find('(', from);
-  const std::size_t brace = text.find('{', from);
-  if (open == std::string::npos || open > brace) return sizes;
-  const std::size_t close = text.find(')', open);
-  for (std::size_t at = text.find(".param", open); at != std::string::npos && at < close;
-       at = text.find(".param", at + 6)) {
-    const std::size_t type = text.find('.', at + 6);
-    std::size_t bits = 64;
-    if (type != std::string::npos && type < close) bits = std::strtoull(text.c_str() + type + 2, nullptr, 10);
-    sizes.push_back(bits == 0 ? 8 : bits / 8);
-  }
-  return sizes;
-}
 
 struct Allocation {
   std::size_t bytes;
@@ -139,6 +108,10 @@ std::atomic<unsigned long long> g_launches{0};
 std::atomic<unsigned long long> g_kernel_ns{0};
 std::atomic<unsigned long long> g_alloc_calls{0};
 std::atomic<unsigned long long> g_get_info_calls{0};
+std::atomic<unsigned long long> g_object_calls{0};
+gpool::cuda::ObjectCosts g_costs;  // FAKE_CUDA_OBJECT_COSTS, read at cuInit
+std::size_t g_object_bytes[kMaxFakeDevices];  // what live objects hold, per device
+int g_primary_retains[kMaxFakeDevices];
 
 bool ValidDevice(CUdevice d) { return d >= 0 && d < g_devices; }
 
@@ -152,6 +125,25 @@ bool Charge(std::size_t bytes, CUdevice* device) {
   if (g_used[*device] + bytes > g_total[*device]) return false;
   g_used[*device] += bytes;
   return true;
+}
+
+// An object's memory on `device` (-1: none), as a driver holds it; false
+// when it does not fit. Every creation call that reaches the fake counts.
+bool ChargeObject(CUdevice device, std::size_t bytes) {
+  g_object_calls.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(g_mu);
+  if (device < 0 || bytes == 0) return true;
+  if (g_used[device] + bytes > g_total[device]) return false;
+  g_used[device] += bytes;
+  g_object_bytes[device] += bytes;
+  return true;
+}
+
+void UnchargeObject(CUdevice device, std::size_t bytes) {
+  std::lock_guard lock(g_mu);
+  if (device < 0 || bytes == 0) return;
+  g_used[device] -= bytes;
+  g_object_bytes[device] -= bytes;
 }
 
 CUresult AllocDevice(CUdeviceptr* dptr, std::size_t bytes) {
@@ -233,6 +225,12 @@ CUresult LoadModule(CUmodule* module, const void* image) {
     delete m;
     return CUDA_ERROR_INVALID_IMAGE;
   }
+  m->device = CurrentDevice();
+  m->charged = m->device < 0 || !g_costs.enabled ? 0 : g_costs.module_bytes;
+  if (!ChargeObject(m->device, m->charged)) {
+    delete m;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   *module = m;
   return CUDA_SUCCESS;
 }
@@ -266,6 +264,11 @@ void fakeCudaGetStats(FakeCudaStats* stats) {
   stats->kernel_ns = g_kernel_ns.load();
   stats->alloc_calls = g_alloc_calls.load();
   stats->get_info_calls = g_get_info_calls.load();
+  stats->object_calls = g_object_calls.load();
+  std::lock_guard lock(g_mu);
+  const CUdevice device = CurrentDevice();
+  stats->used_bytes = device < 0 ? 0 : g_used[device];
+  stats->object_bytes = device < 0 ? 0 : g_object_bytes[device];
 }
 
 CUresult cuInit(unsigned int flags) {
@@ -282,6 +285,7 @@ CUresult cuInit(unsigned int flags) {
   }
   g_allocations = new std::map<CUdeviceptr, Allocation>;
   if (std::getenv("FAKE_CUDA_STATS_FILE") != nullptr) std::atexit(WriteStatsFile);
+  if (!gpool::cuda::ParseObjectCosts(std::getenv("FAKE_CUDA_OBJECT_COSTS"), &g_costs)) return CUDA_ERROR_INVALID_VALUE;
   g_handles = new std::map<CUmemGenericAllocationHandle, Allocation>;
   g_initialized = true;
   return CUDA_SUCCESS;
@@ -346,21 +350,33 @@ CUresult cuDeviceTotalMem_v2(std::size_t* bytes, CUdevice device) {
   return CUDA_SUCCESS;
 }
 
+// The primary context holds its memory from the first retain to the last
+// release (or a reset).
 CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice device) {
   if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  const std::size_t cost = g_costs.enabled ? g_costs.context_bytes : 0;
+  if (g_primary_retains[device] == 0 && !ChargeObject(device, cost)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (g_primary_retains[device]++ == 0) g_primary[device].charged = cost;
   *ctx = &g_primary[device];
   return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
-  return ValidDevice(device) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+  if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  if (g_primary_retains[device] > 0 && --g_primary_retains[device] == 0) {
+    UnchargeObject(device, g_primary[device].charged);
+    g_primary[device].charged = 0;
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int, CUdevice device) {
   if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
-  *ctx = new CUctx_st{device};
+  const std::size_t cost = g_costs.enabled ? g_costs.context_bytes : 0;
+  if (!ChargeObject(device, cost)) return CUDA_ERROR_OUT_OF_MEMORY;
+  *ctx = new CUctx_st{device, cost};
   t_current = *ctx;
   return CUDA_SUCCESS;
 }
@@ -368,7 +384,9 @@ CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int, CUdevice device) {
 CUresult cuCtxDestroy_v2(CUcontext ctx) {
   if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (t_current == ctx) t_current = nullptr;
-  if (ctx < &g_primary[0] || ctx > &g_primary[kMaxFakeDevices - 1]) delete ctx;
+  if (ctx >= &g_primary[0] && ctx <= &g_primary[kMaxFakeDevices - 1]) return CUDA_SUCCESS;
+  UnchargeObject(ctx->device, ctx->charged);
+  delete ctx;
   return CUDA_SUCCESS;
 }
 
@@ -411,7 +429,13 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned int* flags, int* a
   *active = 1;
   return CUDA_SUCCESS;
 }
-CUresult cuDevicePrimaryCtxReset_v2(CUdevice device) { return cuDevicePrimaryCtxRelease_v2(device); }
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice device) {
+  if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  UnchargeObject(device, g_primary[device].charged);
+  g_primary[device].charged = 0;
+  g_primary_retains[device] = 0;
+  return CUDA_SUCCESS;
+}
 
 CUresult cuCtxGetDevice(CUdevice* device) {
   if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
@@ -549,8 +573,27 @@ CUresult cuModuleLoadFatBinary(CUmodule* module, const void* image) {
 }
 
 CUresult cuModuleUnload(CUmodule module) {
+  if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  UnchargeObject(module->device, module->charged);
   delete module;
   return CUDA_SUCCESS;
+}
+
+// A library is a module here, loaded into the current context at once.
+CUresult cuLibraryLoadData(CUlibrary* library, const void* code, void*, void**, unsigned int, void*, void**,
+                           unsigned int) {
+  if (library == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUmodule module = nullptr;
+  const CUresult r = LoadModule(&module, code);
+  if (r == CUDA_SUCCESS) *library = new CUlib_st{module};
+  return r;
+}
+
+CUresult cuLibraryUnload(CUlibrary library) {
+  if (library == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  const CUresult r = cuModuleUnload(library->module);
+  delete library;
+  return r;
 }
 
 CUresult cuModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
@@ -582,11 +625,19 @@ CUresult cuFuncGetParamInfo(CUfunction f, std::size_t index, std::size_t* offset
 }
 
 CUresult cuStreamCreate(CUstream* stream, unsigned int) {
-  *stream = new CUstream_st{};
+  if (stream == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const CUdevice device = CurrentDevice();
+  const std::size_t cost = device < 0 || !g_costs.enabled ? 0 : g_costs.stream_bytes;
+  if (!ChargeObject(device, cost)) return CUDA_ERROR_OUT_OF_MEMORY;
+  *stream = new CUstream_st{device, cost};
   return CUDA_SUCCESS;
 }
 
+CUresult cuStreamCreateWithPriority(CUstream* stream, unsigned int flags, int) { return cuStreamCreate(stream, flags); }
+
 CUresult cuStreamDestroy_v2(CUstream stream) {
+  if (stream == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  UnchargeObject(stream->device, stream->charged);
   delete stream;
   return CUDA_SUCCESS;
 }
@@ -636,40 +687,6 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned 
                                         unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
                                         CUstream stream, void** params) {
   return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params);
-}
-
-// The driver's versioning rule, reduced to what the fake exports: a base
-// name means its _v2 from CUDA 3.2 on (cuGetProcAddress: from 12.0), and the per-thread-stream flag picks
-// the _ptsz/_ptds variant where one exists. Symbols come from this very
-// library (RTLD_NOLOAD on its own file), never from whatever else is loaded.
-CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
-                             CUdriverProcAddressQueryResult* status) {
-  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  Dl_info info{};
-  dladdr(reinterpret_cast<void*>(&cuInit), &info);
-  void* self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-  const std::string base(symbol);
-  const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-  std::string candidates[6];
-  int n = 0;
-  // cuGetProcAddress itself gained its _v2 in CUDA 12.0.
-  if (version >= (base == "cuGetProcAddress" ? 12000 : 3020)) {
-    if (per_thread) candidates[n++] = base + "_v2_ptsz";
-    if (per_thread) candidates[n++] = base + "_v2_ptds";
-    candidates[n++] = base + "_v2";
-  }
-  if (per_thread) candidates[n++] = base + "_ptsz";
-  if (per_thread) candidates[n++] = base + "_ptds";
-  candidates[n++] = base;
-  *pfn = nullptr;
-  for (int i = 0; i < n && *pfn == nullptr && self != nullptr; ++i) *pfn = dlsym(self, candidates[i].c_str());
-  if (self != nullptr) dlclose(self);
-  if (status != nullptr) *status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
-}
-
-CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
-  return cuGetProcAddress_v2(symbol, pfn, version, flags, nullptr);
 }
 
 }  // extern "C"

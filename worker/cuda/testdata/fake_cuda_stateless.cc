@@ -1,7 +1,10 @@
 // The fake libcuda.so.1's entry points that need none of its state (see
 // fake_cuda.cc): device memory is host memory, so copies and memsets are
 // memcpy and memset, and every stream is idle after each call returns.
+#include <dlfcn.h>
+
 #include <cstring>
+#include <string>
 
 #include "worker/cuda/cuda_driver_api.h"
 
@@ -98,6 +101,42 @@ CUresult cuThreadExchangeStreamCaptureMode(int* mode) {
   t_capture_mode = *mode;
   *mode = previous;
   return CUDA_SUCCESS;
+}
+
+CUresult cuInit(unsigned int flags);  // fake_cuda.cc's: where this library is
+
+// The driver's versioning rule, reduced to what the fake exports: a base
+// name means its _v2 from CUDA 3.2 on (cuGetProcAddress: from 12.0), and the per-thread-stream flag picks
+// the _ptsz/_ptds variant where one exists. Symbols come from this very
+// library (RTLD_NOLOAD on its own file), never from whatever else is loaded.
+CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult* status) {
+  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Dl_info info{};
+  dladdr(reinterpret_cast<void*>(&cuInit), &info);
+  void* self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  const std::string base(symbol);
+  const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  std::string candidates[6];
+  int n = 0;
+  // cuGetProcAddress itself gained its _v2 in CUDA 12.0.
+  if (version >= (base == "cuGetProcAddress" ? 12000 : 3020)) {
+    if (per_thread) candidates[n++] = base + "_v2_ptsz";
+    if (per_thread) candidates[n++] = base + "_v2_ptds";
+    candidates[n++] = base + "_v2";
+  }
+  if (per_thread) candidates[n++] = base + "_ptsz";
+  if (per_thread) candidates[n++] = base + "_ptds";
+  candidates[n++] = base;
+  *pfn = nullptr;
+  for (int i = 0; i < n && *pfn == nullptr && self != nullptr; ++i) *pfn = dlsym(self, candidates[i].c_str());
+  if (self != nullptr) dlclose(self);
+  if (status != nullptr) *status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+  return cuGetProcAddress_v2(symbol, pfn, version, flags, nullptr);
 }
 
 }  // extern "C"

@@ -11,6 +11,12 @@ struct FakeCudaStats {
   unsigned long long alloc_calls;     // allocation calls that reached the fake
   unsigned long long get_info_calls;  // cuMemGetInfo_v2 calls that reached the fake
   unsigned long long event_records;   // cuEventRecord(_ptsz) calls: events the interposer measured with
+  // What "NVML" sees on the calling thread's current device: all the memory
+  // the fake holds there, and the part of it that contexts, modules and
+  // streams hold (FAKE_CUDA_OBJECT_COSTS); 0 with no current context.
+  unsigned long long used_bytes;
+  unsigned long long object_bytes;
+  unsigned long long object_calls;    // context, module and stream creations that reached the fake
 };
 
 using fakeCudaGetStats_fn = void (*)(FakeCudaStats*);

@@ -20,6 +20,10 @@ ShareFilesStep::ShareFilesStep(std::string log_dir, std::string cuda_intercept_l
 Status ShareFilesStep::Prepare(TaskSetupContext& ctx) {
   TaskEnvOptions& env = ctx.env;
   env.cuda_intercept_lib = cuda_intercept_lib_;
+  if (const std::string why = UnenforceableShare(ctx.bind, share_, cuda_intercept_lib_); !why.empty()) {
+    // Nothing was made yet: a refusal leaves nothing behind.
+    return Status::FailedPrecondition(why);
+  }
   if (IsGpuShare(ctx.bind)) env.share_cache_path = TaskShareCachePath(log_dir_, ctx.id);
   if (!InterposedShare(ctx.bind, share_, cuda_intercept_lib_)) return Status::Ok();
   const std::string dir = TaskCudaDir(log_dir_, ctx.id);
@@ -31,6 +35,7 @@ Status ShareFilesStep::Prepare(TaskSetupContext& ctx) {
     env.cuda_real_driver = share_.real_driver;
     env.cuda_ledger = TaskCudaLedgerPath(share_.ledger_dir, ctx.id);
     env.cuda_activity_dir = share_.activity_dir;
+    env.cuda_object_costs = share_.object_costs;
     // Made here, fresh, so no other task can have planted it; the isolation
     // step gives it to the task's uid with the task's other files.
     if (Status ledger = CreateTaskLedger(env.cuda_ledger, geteuid(), getegid()); !ledger.ok()) {

@@ -24,7 +24,9 @@ class ShareFilesStep final : public TaskSetupStep {
 
   std::string_view Name() const override { return "share"; }
   // Fills ctx.env's intercept library, share cache and interposer fields;
-  // IoError when the interposer's directory or ledger cannot be made.
+  // IoError when the interposer's directory or ledger cannot be made;
+  // FailedPrecondition, before anything is made, for a share nothing here
+  // can hold (UnenforceableShare).
   Status Prepare(TaskSetupContext& ctx) override;
   // Removes a share's cache file, directory and ledger (absent ones are no
   // error); nothing for a task that is not a share.

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "protocol/messages_worker.h"
+#include "protocol/model/task_report.h"
 #include "worker/runner/task_env.h"
 #include "worker/test_util.h"
 
@@ -74,10 +75,11 @@ TEST_F(ShareFilesStepTest, ALedgerThatCannotBeMadeFailsTheStartAndLeavesNothing)
 }
 
 TEST_F(ShareFilesStepTest, HamiCoreOrAWholeGpuGetsNoPrivateDriver) {
-  ShareFilesStep hami(tasks(), "/usr/local/vgpu/libvgpu.so", share_, log_.logger());
+  const std::string vgpu = dir_.Write("vgpu/libvgpu.so", "");
+  ShareFilesStep hami(tasks(), vgpu, share_, log_.logger());
   TaskSetupContext ctx(id_, bind_, record_);
   ASSERT_TRUE(hami.Prepare(ctx).ok());
-  EXPECT_EQ(ctx.env.cuda_intercept_lib, "/usr/local/vgpu/libvgpu.so");
+  EXPECT_EQ(ctx.env.cuda_intercept_lib, vgpu);
   EXPECT_EQ(ctx.env.share_cache_path, TaskShareCachePath(tasks(), id_));
   EXPECT_TRUE(ctx.env.cuda_lib_dir.empty());
 
@@ -89,6 +91,44 @@ TEST_F(ShareFilesStepTest, HamiCoreOrAWholeGpuGetsNoPrivateDriver) {
   EXPECT_TRUE(whole_ctx.env.share_cache_path.empty());
   EXPECT_TRUE(whole_ctx.env.cuda_lib_dir.empty());
   EXPECT_FALSE(fs::exists(TaskCudaDir(tasks(), id_)));
+}
+
+// Issue 50: a share that nothing on the node can hold does not start, and
+// the refusal is typed, says what is missing and leaves nothing behind;
+// the operator's opt-out runs it with its limits as variables only.
+TEST_F(ShareFilesStepTest, AShareNothingHereCanHoldIsRefusedUnlessTheOperatorAllowsIt) {
+  ShareEnforcementOptions missing = share_;
+  missing.interposer.clear();
+  missing.interposer_missing = "/opt/gpool/lib/gpool/libgpool-cuda.so.1";
+  ShareFilesStep step(tasks(), "", missing, log_.logger());
+  TaskSetupContext ctx(id_, bind_, record_);
+  const Status refused = step.Prepare(ctx);
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(RefusedUnenforceableShare(refused.message())) << refused.message();
+  EXPECT_NE(refused.message().find("/opt/gpool/lib/gpool/libgpool-cuda.so.1"), std::string::npos) << refused.message();
+  EXPECT_TRUE(ctx.env.share_cache_path.empty());
+  EXPECT_FALSE(fs::exists(TaskCudaDir(tasks(), id_)));
+
+  // The intercept library named but gone from disk: the same.
+  ShareFilesStep gone(tasks(), dir_.path() + "/vgpu/libvgpu.so", share_, log_.logger());
+  TaskSetupContext gone_ctx(id_, bind_, record_);
+  const Status gone_refused = gone.Prepare(gone_ctx);
+  EXPECT_EQ(gone_refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(gone_refused.message().find("intercept library " + dir_.path() + "/vgpu/libvgpu.so is missing"),
+            std::string::npos)
+      << gone_refused.message();
+
+  // A whole GPU never needed either.
+  BindTask whole = bind_;
+  whole.gpu_memory_mib = 0;
+  TaskSetupContext whole_ctx(id_, whole, record_);
+  EXPECT_TRUE(step.Prepare(whole_ctx).ok());
+
+  missing.allow_unenforced = true;
+  ShareFilesStep allowed(tasks(), "", missing, log_.logger());
+  TaskSetupContext allowed_ctx(id_, bind_, record_);
+  ASSERT_TRUE(allowed.Prepare(allowed_ctx).ok());
+  EXPECT_TRUE(allowed_ctx.env.cuda_lib_dir.empty()) << "runs unenforced: no private driver";
 }
 
 }  // namespace
