@@ -169,6 +169,7 @@ QueueSummary SummariseQueue(const state::ClusterState& state, const state::Queue
                             const std::map<std::string, Quota>& allocations) {
   QueueSummary summary;
   summary.spec = queue.spec;
+  summary.granted_classes = queue.granted_classes;
   if (auto it = allocations.find(queue.spec.name); it != allocations.end()) summary.allocated = it->second;
   if (auto it = state.queue_jobs().find(queue.spec.name); it != state.queue_jobs().end()) {
     summary.jobs_pending = it->second[0];

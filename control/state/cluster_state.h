@@ -115,6 +115,13 @@ class ClusterState {
   // may use: one owned by the queue or an ancestor, or owned by nobody.
   Status CheckSubmitPool(const std::string& queue, const std::string& pool) const;
   const QueueRecord* FindQueue(std::string_view name) const;
+  // Issue 50 (queue_grants.cc): whether jobs of `queue` may be of
+  // `priority_class`: low and medium always; high and system when granted
+  // to the queue or one of its ancestors.
+  bool ClassGranted(const std::string& queue, std::string_view priority_class) const;
+  // The queue or ancestor whose grant opens `priority_class` to `queue`; ""
+  // when none does (or the class needs none).
+  std::string ClassGrantedBy(const std::string& queue, std::string_view priority_class) const;
   // What bound and running tasks hold, per queue, including descendants'.
   std::map<std::string, Quota> QueueAllocations() const;
   const NodeRecord* FindNode(std::string_view name) const;
@@ -328,6 +335,8 @@ class ClusterState {
   // share (StoppedOverShare); never restarted.
   void EndTask(JobRecord& job, TaskRecord& task, TaskState ended, int64_t when, bool timed_out = false);
   ApplyResult ApplyUpdateQueue(const UpdateQueueCmd& cmd);
+  // UpdateQueue grant-class / revoke-class (queue_grants.cc).
+  ApplyResult ApplyClassGrant(const UpdateQueue& update);
   Status CheckQueueAgainstTree(const QueueSpec& spec, bool creating) const;
   Status CheckSubmitQueue(const std::string& name) const;
   void EnsureBuiltinQueues();

@@ -153,6 +153,7 @@ ApplyResult ClusterState::ApplyUpdateQueue(const UpdateQueueCmd& cmd) {
     result.status = Status::InvalidArgument("queue update without a queue name");
     return result;
   }
+  if (update.op == QueueOp::kGrantClass || update.op == QueueOp::kRevokeClass) return ApplyClassGrant(update);
   const std::string& name = update.spec.name;
   auto existing = queues_.find(name);
   if (update.op == QueueOp::kDelete) {
@@ -207,7 +208,8 @@ ApplyResult ClusterState::ApplyUpdateQueue(const UpdateQueueCmd& cmd) {
     }
   }
   if (!result.status.ok()) return result;
-  queues_[name] = QueueRecord{spec};
+  // The spec only: a quota update keeps the queue's class grants.
+  queues_[name].spec = std::move(spec);
   return result;
 }
 
