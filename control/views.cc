@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -14,6 +15,22 @@
 #include "protocol/messages_nodes.h"
 
 namespace gpool::control {
+
+std::optional<std::string> CreditPendingText(const state::JobRecord& job, const state::ClusterState& state) {
+  if (job.state != JobState::kPending) return std::nullopt;
+  // As BuildPending decides: a job with a task placed keeps its place.
+  for (const auto& task : job.tasks) {
+    if (task.state != TaskState::kPending) return std::nullopt;
+  }
+  const std::string account = state.CreditAccountOf(job.spec.queue);
+  const CreditAccount* record = account.empty() ? nullptr : state.billing().FindAccount(account);
+  if (record == nullptr || record->balance_micro() > 0) return std::nullopt;
+  topology::PendingReason reason{.code = topology::PendingCode::kQueueOutOfCredit,
+                                 .need = static_cast<uint64_t>(-record->balance_micro()),
+                                 .queue = job.spec.queue,
+                                 .resource = account};
+  return topology::RenderPendingReason(reason);
+}
 
 std::vector<std::string> PendingTexts(const state::JobRecord& job) {
   std::vector<std::string> texts = job.legacy_reasons();
@@ -80,6 +97,11 @@ GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& 
   reply.spec = job.spec;
   for (const auto& task : job.tasks) reply.tasks.push_back(ToTaskInfo(job, task, state));
   reply.reasons = PendingTexts(job);
+  // The scheduler no longer sees such a job, so its last reasons are stale.
+  if (auto credit = CreditPendingText(job, state)) {
+    reply.reasons = {*credit};
+    reply.summary.reason = *credit;
+  }
   if (!job.failure().empty()) reply.reasons.insert(reply.reasons.begin(), job.failure());
   return reply;
 }
@@ -219,7 +241,8 @@ ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterS
   ExplainJobReply reply;
   reply.job = ToJobSummary(job, now_ms);
   if (!job.failure().empty()) reply.reasons.push_back(job.failure());
-  const auto pending = PendingTexts(job);
+  auto pending = PendingTexts(job);
+  if (auto credit = CreditPendingText(job, state)) pending = {*credit};
   reply.reasons.insert(reply.reasons.end(), pending.begin(), pending.end());
   for (const auto& task : job.tasks) {
     if (task.stop_requested && !IsTerminal(task.state)) {

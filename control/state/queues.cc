@@ -180,6 +180,7 @@ ApplyResult ClusterState::ApplyUpdateQueue(const UpdateQueueCmd& cmd) {
       }
     }
     queues_.erase(existing);
+    billing_.CloseAccount(name);  // issue 50: its credit goes with it
     return result;
   }
   QueueSpec spec = update.spec;
