@@ -157,12 +157,17 @@ struct Credit {
   std::string queue;
   int64_t amount_micro = 0;
   std::string note;  // kept in the audit entry
+  // Add: a key of the caller's choosing (the CLI draws a random one). Every
+  // request may be re-sent (client.h); an add whose key the state has seen
+  // recently is answered as done and not added again.
+  std::string idempotency_key;
   template <typename V>
   void Fields(V& v) {
     v.Optional("op", op);
     v.Optional("queue", queue);
     v.Optional("amount", amount_micro);
     v.Optional("note", note);
+    v.Optional("idempotency_key", idempotency_key);
   }
 };
 

@@ -128,6 +128,7 @@ Status ValidateCredit(const Credit& request) {
     return Status::InvalidArgument("amount: more than 1,000,000,000 currency units at once");
   }
   if (request.note.size() > 256) return Status::InvalidArgument("note: longer than 256 characters");
+  if (request.idempotency_key.size() > 256) return Status::InvalidArgument("idempotency_key: longer than 256 bytes");
   return Status::Ok();
 }
 

@@ -1,5 +1,7 @@
 #include "control/state/billing_ledger.h"
 
+#include <algorithm>
+
 namespace gpool::state {
 
 const CreditAccount* BillingLedger::FindAccount(const std::string& queue) const {
@@ -7,10 +9,17 @@ const CreditAccount* BillingLedger::FindAccount(const std::string& queue) const 
   return it == accounts_.end() ? nullptr : &it->second;
 }
 
-void BillingLedger::AddCredit(const std::string& queue, int64_t amount_micro) {
+bool BillingLedger::AddCredit(const std::string& queue, int64_t amount_micro, const std::string& key) {
+  if (!key.empty()) {
+    // A linear look: adds are an operator's, a few a day.
+    if (std::find(credit_keys_.begin(), credit_keys_.end(), key) != credit_keys_.end()) return false;
+    credit_keys_.push_back(key);
+    if (credit_keys_.size() > kMaxCreditKeys) credit_keys_.pop_front();
+  }
   CreditAccount& account = accounts_[queue];
   account.queue = queue;
   account.credited_micro += amount_micro;
+  return true;
 }
 
 uint64_t BillingLedger::MonthGpuMms(int64_t month_ms, const std::string& queue) const {
@@ -55,6 +64,7 @@ BillingLedger::Image BillingLedger::ToImage() const {
   for (const auto& [queue, account] : accounts_) image.accounts.push_back(account);
   for (const auto& [key, month] : months_) image.months.push_back(month);
   image.billed_to_ms = billed_to_ms_;
+  image.credit_keys.assign(credit_keys_.begin(), credit_keys_.end());
   return image;
 }
 
@@ -64,6 +74,7 @@ void BillingLedger::FromImage(Image image) {
   for (auto& account : image.accounts) accounts_[account.queue] = std::move(account);
   for (auto& month : image.months) months_[{month.month_ms, month.queue}] = std::move(month);
   billed_to_ms_ = image.billed_to_ms;
+  credit_keys_.assign(image.credit_keys.begin(), image.credit_keys.end());
 }
 
 }  // namespace gpool::state

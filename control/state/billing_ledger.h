@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -30,8 +31,11 @@ class BillingLedger {
  public:
   const std::map<std::string, CreditAccount>& accounts() const { return accounts_; }
   const CreditAccount* FindAccount(const std::string& queue) const;
-  // Adds `amount` (negative: takes back) to `queue`'s account, opening it.
-  void AddCredit(const std::string& queue, int64_t amount_micro);
+  // Adds `amount` (negative: takes back) to `queue`'s account, opening it,
+  // unless `key` is one of the kMaxCreditKeys last ones added (a re-sent
+  // request): false then, and nothing changes.
+  static constexpr size_t kMaxCreditKeys = 1024;
+  bool AddCredit(const std::string& queue, int64_t amount_micro, const std::string& key = "");
   // Drops the account of a queue that no longer exists.
   void CloseAccount(const std::string& queue) { accounts_.erase(queue); }
 
@@ -55,11 +59,13 @@ class BillingLedger {
     std::vector<CreditAccount> accounts;
     std::vector<BillingMonth> months;
     int64_t billed_to_ms = 0;
+    std::vector<std::string> credit_keys;  // oldest first
     template <typename V>
     void Fields(V& v) {
       v.Optional("accounts", accounts);
       v.Optional("months", months);
       v.Optional("billed_to_ms", billed_to_ms);
+      v.Optional("credit_keys", credit_keys);
     }
     bool operator==(const Image&) const = default;
   };
@@ -70,6 +76,7 @@ class BillingLedger {
   std::map<std::string, CreditAccount> accounts_;
   std::map<std::pair<int64_t, std::string>, BillingMonth> months_;  // (month, queue)
   int64_t billed_to_ms_ = 0;
+  std::deque<std::string> credit_keys_;  // the last kMaxCreditKeys add keys, oldest first
 };
 
 }  // namespace gpool::state

@@ -36,7 +36,7 @@ ApplyResult ClusterState::ApplyCredit(const CreditCmd& cmd) {
     result.status = Status::InvalidArgument("amount: must not be 0");
     return result;
   }
-  billing_.AddCredit(cmd.queue, cmd.amount_micro);
+  result.duplicate = !billing_.AddCredit(cmd.queue, cmd.amount_micro, cmd.idempotency_key);
   return result;
 }
 

@@ -416,10 +416,12 @@ struct ReplicaKeyCmd {
 struct CreditCmd {
   std::string queue;
   int64_t amount_micro = 0;
+  std::string idempotency_key;  // "": none; a key seen recently: a re-send, not added again
   template <typename V>
   void Fields(V& v) {
     v.Required("queue", queue);
     v.Required("amount", amount_micro);
+    v.Optional("idempotency_key", idempotency_key);
   }
 };
 
