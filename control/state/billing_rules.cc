@@ -137,22 +137,24 @@ Bill BillPiece(const UsageRecord& record, int64_t start, int64_t end, int64_t to
     return (cpu + memory) * multiplier;
   };
   const BillWide gpu = list_gpu(piece_ms);
-  const BillWide other = list_other(piece_ms);
-  bill.list_micro = BillRoundDiv(gpu + other, den);
-  const uint64_t off_ms = static_cast<uint64_t>(std::min(piece_ms, OffPeakOverlapMs(prices.billing.off_peak, start, end)));
+  bill.list_micro = BillRoundDiv(gpu + list_other(piece_ms), den);
+  const int64_t off_ms = std::min(piece_ms, OffPeakOverlapMs(prices.billing.off_peak, start, end));
   const uint64_t off_cut = 1000 - std::min<uint64_t>(1000, prices.billing.off_peak.permille);  // permille taken off
-  if (piece_ms > 0 && off_ms > 0 && off_cut > 0) {
-    bill.off_peak_discount_micro = BillRoundDiv((gpu + other) * off_ms * off_cut, den * static_cast<uint64_t>(piece_ms) * 1000);
+  // Each figure is priced from the time it covers (never list x a ratio of
+  // times), so the 128-bit products stay far from overflow for a month-long piece.
+  const BillWide off_gpu = off_ms > 0 ? list_gpu(off_ms) : 0;
+  if (off_ms > 0 && off_cut > 0) {
+    bill.off_peak_discount_micro = BillRoundDiv((off_gpu + list_other(off_ms)) * off_cut, den * 1000);
   }
   bill.gpu_mms = uint64_t{record.gpu_milli} * static_cast<uint64_t>(piece_ms);
   if (bill.gpu_mms > 0 && !prices.billing.volume.empty()) {
     const uint64_t weighted = VolumePermilleMms(prices.billing.volume, volume_before_mms, bill.gpu_mms);
-    const uint64_t cut = bill.gpu_mms * 1000 - std::min(weighted, bill.gpu_mms * 1000);  // permille-mms taken off
+    const uint64_t cut = bill.gpu_mms * 1000 - std::min(weighted, bill.gpu_mms * 1000);  // permille x mms taken off
     if (cut > 0) {
-      // The GPU part after off-peak: gpu x (1 - off_ms/piece x off_cut/1000).
-      const BillWide after_off = gpu * (BillWide{static_cast<uint64_t>(piece_ms)} * 1000 - BillWide{off_ms} * off_cut);
-      bill.volume_discount_micro =
-          BillRoundDiv(after_off * cut, den * static_cast<uint64_t>(piece_ms) * 1000 * bill.gpu_mms * 1000);
+      // The GPU part after off-peak, then the share of its GPU-mms the tiers cut.
+      const int64_t after_off = BillRoundDiv(gpu * 1000 - off_gpu * off_cut, den * 1000);
+      bill.volume_discount_micro = BillRoundDiv(BillWide{static_cast<uint64_t>(after_off)} * cut,
+                                                BillWide{bill.gpu_mms} * 1000);
     }
   }
   if (topup_ms > 0) bill.min_topup_micro = BillRoundDiv(list_gpu(topup_ms) + list_other(topup_ms), den);
