@@ -321,6 +321,15 @@ Result<UpdateQueueReply> FakeClient::UpdateQueue(const gpool::UpdateQueue& reque
     queue.spec.pools = request.spec.pools;
     return UpdateQueueReply{queue};
   }
+  if (request.op == QueueOp::kGrantClass || request.op == QueueOp::kRevokeClass) {
+    // Issue 50: a set of classes, as the coordinator keeps it (sorted).
+    auto& granted = queue.granted_classes;
+    auto at = std::lower_bound(granted.begin(), granted.end(), request.priority_class);
+    const bool held = at != granted.end() && *at == request.priority_class;
+    if (request.op == QueueOp::kGrantClass && !held) granted.insert(at, request.priority_class);
+    if (request.op == QueueOp::kRevokeClass && held) granted.erase(at);
+    return UpdateQueueReply{queue};
+  }
   for (const auto& [child, summary] : queues) {
     if (summary.spec.parent == name) {
       return Status::FailedPrecondition("queue '" + name + "' has child queue '" + child + "'; delete it first");
