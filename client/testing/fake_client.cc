@@ -524,6 +524,31 @@ Result<GetUsageReply> FakeClient::GetUsage(const gpool::GetUsage& request) {
   return reply;
 }
 
+Result<CreditReply> FakeClient::Credit(const gpool::Credit& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  cluster_->credit_requests.push_back(request);
+  auto& accounts = cluster_->credit_accounts;
+  CreditReply reply;
+  if (cluster_->prices) reply.currency = cluster_->prices->currency;
+  if (request.op == CreditOp::kAdd) {
+    if (!cluster_->queues.count(request.queue)) return Status::NotFound("queue '" + request.queue + "' does not exist");
+    const bool again = std::any_of(cluster_->credit_requests.begin(), cluster_->credit_requests.end() - 1,
+                                   [&](const gpool::Credit& earlier) {
+                                     return !request.idempotency_key.empty() &&
+                                            earlier.idempotency_key == request.idempotency_key;
+                                   });
+    CreditAccount& account = accounts[request.queue];
+    account.queue = request.queue;
+    if (!again) account.credited_micro += request.amount_micro;
+    reply.accounts.push_back(account);
+    return reply;
+  }
+  for (const auto& [queue, account] : accounts) {
+    if (request.queue.empty() || request.queue == queue) reply.accounts.push_back(account);
+  }
+  return reply;
+}
+
 Result<UpdatePricesReply> FakeClient::UpdatePrices(const gpool::UpdatePrices& request) {
   if (auto failure = TakeFailure()) return *failure;
   if (request.op == PricesOp::kSet) cluster_->prices = request.table;
