@@ -63,7 +63,9 @@ class BillingStateTest : public ::testing::Test {
   void RunFor(uint64_t job, uint32_t gpu, int64_t from_ms, int64_t to_ms) {
     ASSERT_EQ(At(from_ms, ApplyPlanCmd{{PlanBind{JobId(job), 0, "n1", {gpu}, 1000, 1024}}, {}}).binds_applied, 1u);
     ASSERT_TRUE(At(from_ms, TaskEventCmd{BillEvent(job, "started", from_ms)}).status.ok());
-    if (to_ms > 0) ASSERT_TRUE(At(to_ms, TaskEventCmd{BillEvent(job, "exited", to_ms)}).status.ok());
+    if (to_ms > 0) {
+      ASSERT_TRUE(At(to_ms, TaskEventCmd{BillEvent(job, "exited", to_ms)}).status.ok());
+    }
   }
   int64_t Balance(const std::string& account) {
     const CreditAccount* found = state_.billing().FindAccount(account);
