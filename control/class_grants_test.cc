@@ -123,7 +123,8 @@ TEST_F(ClassGrantsTest, WhoMayGrantWhichClassWhere) {
       }
     }
   }
-  // What is not a grant is refused before anyone's role matters, and changes nothing.
+  // What is not a grant (a class every queue has, an unknown one, a queue that
+  // does not exist) is refused, and changes nothing.
   EXPECT_EQ(GrantAs(callers_[0], QueueOp::kGrantClass, "ml-a", "medium"), "InvalidArgument");
   EXPECT_EQ(GrantAs(callers_[0], QueueOp::kGrantClass, "ml-a", "urgent"), "InvalidArgument");
   EXPECT_EQ(GrantAs(callers_[0], QueueOp::kGrantClass, "nowhere", "high"), "NotFound");
