@@ -116,9 +116,9 @@ Bill BillPiece(const UsageRecord& record, int64_t start, int64_t end, int64_t to
   const uint64_t multiplier =
       BillPermilleOf(prices.pool_permille, record.pool) * BillPermilleOf(prices.class_permille, record.priority_class);
   const ModelPrice* model = record.gpu_milli == 0 ? nullptr : BillPriceOf(prices, record.model);
-  // List price per ms of the attempt's shape, as 1e-6 x 1e-9 micro-units
-  // (scaled so that GPU, CPU and memory share one denominator).
-  const BillWide den = BillWide{kBillMmsPerGpuHour} * 1'000'000;  // micro-units x multiplier scale
+  // The list prices below are exact numerators over one denominator: GPU
+  // mms per GPU-hour, times 1e6 for the two permille multipliers.
+  const BillWide den = BillWide{kBillMmsPerGpuHour} * 1'000'000;
   auto list_gpu = [&](int64_t ms) -> BillWide {
     if (model == nullptr) return 0;
     const int64_t price = record.Share() && model->share_gpu_hour_micro != 0 ? model->share_gpu_hour_micro
