@@ -272,6 +272,9 @@ TEST_F(UsageCliTest, InvoiceShowsDiscountsAndTheBalance) {
   EXPECT_NE(out_.str().find("BILLED,ml,ml,32500000,1000000,2000000,500000,31000000\n"), std::string::npos)
       << out_.str();
   EXPECT_NE(out_.str().find("CREDIT,ml,40000000,31000000,9000000\n"), std::string::npos) << out_.str();
+  ASSERT_EQ(Run({"invoice", "--month", "2023-11", "--html"}), 0) << err_.str();
+  EXPECT_NE(out_.str().find("<pre id=\"billing\">"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("(no credit account)"), std::string::npos) << out_.str();
 }
 
 // Issue 50: `gpool credit add|show`.

@@ -259,7 +259,12 @@ std::string InvoiceHtml(const Invoice& invoice) {
     }
     out += "</tbody></table>\n";
   }
-  out += "</div>\n<p class=\"sub\">Each charge is rounded once to a millionth of the currency; totals are sums of "
+  out += "</div>\n";
+  // Issue 50: the billed figures and balances, as the terminal shows them.
+  if (const std::string billed = BillingText(invoice); !billed.empty()) {
+    out += "<pre id=\"billing\">" + Html(billed) + "</pre>\n";
+  }
+  out += "<p class=\"sub\">Each charge is rounded once to a millionth of the currency; totals are sums of "
          "the lines.";
   if (invoice.includes_running) out += " Includes tasks still running, counted up to " + Html(FormatUtc(invoice.now_ms)) + ".";
   out += "</p>\n</body></html>\n";
