@@ -45,7 +45,7 @@ constexpr const CommandDef* kCommands[] = {
     &kNodeCommand, &kEventsCommand, &kQueueCommand, &kTopologyCommand, &kExplainCommand, &kStatusCommand,
     &kAdminCommand,
     &kProbeCommand, &kExecCommand, &kExecRshCommand, &kWhoAmICommand, &kTokenCommand, &kAuditCommand, &kSessionCommand,
-    &kUsageCommand, &kInvoiceCommand, &kPricesCommand,
+    &kUsageCommand, &kInvoiceCommand, &kPricesCommand, &kCreditCommand,
 };
 
 const CommandDef* FindCommand(std::string_view name) {

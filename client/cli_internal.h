@@ -160,6 +160,7 @@ extern const CommandDef kSessionCommand;   // cli_sessions.cc
 extern const CommandDef kUsageCommand;     // cli_usage.cc
 extern const CommandDef kInvoiceCommand;   // cli_usage.cc
 extern const CommandDef kPricesCommand;    // cli_usage.cc
+extern const CommandDef kCreditCommand;    // cli_credit.cc
 extern const CommandDef kTokenCommand;     // cli_tokens.cc
 // `admin user|role|bootstrap` (cli_users.cc), dispatched from `admin`, and their flags.
 int RunAdminUsers(Session& s, const Invocation& inv);

@@ -1,5 +1,7 @@
 // `gpool queue create|update|delete|tree`: queue quotas from flags, checked as
-// the coordinator would before UpdateQueue is sent.
+// the coordinator would before UpdateQueue is sent; `gpool queue
+// grant-class|revoke-class QUEUE CLASS` (issue 50) opens or closes high or
+// system to a queue's subtree.
 #include "client/cli_internal.h"
 
 #include <algorithm>
@@ -23,6 +25,8 @@ constexpr char kQueueUpdateUsage[] =
     "[--preempting-classes CLASSES] [--low-reclaimable true|false]";
 constexpr char kQueueDeleteUsage[] = "queue delete NAME";
 constexpr char kQueueTreeUsage[] = "queue tree";
+constexpr char kQueueGrantUsage[] = "queue grant-class QUEUE high|system";
+constexpr char kQueueRevokeUsage[] = "queue revoke-class QUEUE high|system";
 constexpr const char* kQuotaFlags[] = {"capability", "deserved", "guarantee", "pools", "preempting-classes",
                                        "low-reclaimable"};
 
@@ -94,7 +98,7 @@ std::string QuotasText(const QueueSpec& spec) {
 // Rejects flags that do not apply to `op` (a usage error, before anything is sent).
 std::optional<std::string> MisplacedQueueFlag(const Invocation& inv, const std::string& op) {
   if (op != "create" && inv.flags.count("parent")) return "--parent only applies to 'queue create'";
-  if (op == "delete" || op == "tree") {
+  if (op == "delete" || op == "tree" || op == "grant-class" || op == "revoke-class") {
     for (const char* flag : kQuotaFlags) {
       if (inv.flags.count(flag)) return std::string("--") + flag + " only applies to 'queue create' and 'queue update'";
     }
@@ -111,6 +115,34 @@ int RunQueueTree(Session& s) {
   return kExitOk;
 }
 
+// grant-class / revoke-class QUEUE CLASS.
+int RunQueueClassGrant(Session& s, const Invocation& inv, const std::string& usage_hint) {
+  const auto& p = inv.positionals;
+  const std::string& op = p[0];
+  if (p.size() != 3) {
+    return s.Usage("queue " + op + ": expected QUEUE and CLASS, got " + std::to_string(p.size() - 1) +
+                   " arguments" + usage_hint);
+  }
+  gpool::UpdateQueue request;
+  request.op = *EnumFromName<QueueOp>(op);
+  request.spec.name = p[1];
+  request.priority_class = p[2];
+  if (Status valid = ValidateUpdateQueue(request); !valid.ok()) return s.Fail(valid);
+  auto client = s.client();
+  if (!client.ok()) return s.Fail(client.status());
+  auto reply = (*client)->UpdateQueue(request);
+  if (!reply.ok()) return s.Fail(reply.status());
+  if (s.json) {
+    s.out << ToJson(*reply) << "\n";
+    return kExitOk;
+  }
+  std::string granted;
+  for (const auto& c : reply->queue.granted_classes) granted += (granted.empty() ? "" : ",") + c;
+  s.out << "queue " << request.spec.name << ": class " << p[2] << (op == "grant-class" ? " granted" : " revoked")
+        << " (granted to it now: " << (granted.empty() ? "none" : granted) << ")\n";
+  return kExitOk;
+}
+
 // The queue as it is now, for an update to overlay its flags on.
 Result<QueueSpec> CurrentQueueSpec(Client& client, const std::string& name) {
   GPOOL_ASSIGN_OR_RETURN(ListQueuesReply queues, client.ListQueues());
@@ -122,7 +154,9 @@ Result<QueueSpec> CurrentQueueSpec(Client& client, const std::string& name) {
 
 int RunQueue(Session& s, const Invocation& inv) {
   const auto& p = inv.positionals;
-  if (p.empty()) return s.Usage("queue: expected a subcommand: create, update, delete or tree");
+  if (p.empty()) {
+    return s.Usage("queue: expected a subcommand: create, update, delete, tree, grant-class or revoke-class");
+  }
   const std::string& op = p[0];
   const char* usage = nullptr;
   if (op == "create") {
@@ -133,8 +167,13 @@ int RunQueue(Session& s, const Invocation& inv) {
     usage = kQueueDeleteUsage;
   } else if (op == "tree") {
     usage = kQueueTreeUsage;
+  } else if (op == "grant-class") {
+    usage = kQueueGrantUsage;
+  } else if (op == "revoke-class") {
+    usage = kQueueRevokeUsage;
   } else {
-    return s.Usage("queue: unknown subcommand '" + op + "'; expected create, update, delete or tree");
+    return s.Usage("queue: unknown subcommand '" + op +
+                   "'; expected create, update, delete, tree, grant-class or revoke-class");
   }
   const std::string usage_hint = " (usage: gpool " + std::string(usage) + ")";
   if (auto misplaced = MisplacedQueueFlag(inv, op)) return s.Usage(*misplaced);
@@ -142,6 +181,7 @@ int RunQueue(Session& s, const Invocation& inv) {
     if (p.size() != 1) return s.Usage("queue tree: takes no arguments" + usage_hint);
     return RunQueueTree(s);
   }
+  if (op == "grant-class" || op == "revoke-class") return RunQueueClassGrant(s, inv, usage_hint);
   if (p.size() != 2) {
     return s.Usage("queue " + op + ": expected one queue NAME, got " + std::to_string(p.size() - 1) + " arguments" +
                    usage_hint);
@@ -217,14 +257,17 @@ constexpr CommandForm kQueueForms[] = {
      "replace the quotas given; the others stay"},
     {"delete NAME", "delete NAME", "delete a queue that has no child queues and no unfinished jobs"},
     {"tree", "tree", "show the queues: allocated/deserved/guarantee/capability, job counts"},
+    {"grant-class QUEUE high|system", "grant-class QUEUE CLASS",
+     "let the queue's subtree run jobs of the class (admins: high, system; queue-admins: high below their queue)"},
+    {"revoke-class QUEUE high|system", "revoke-class QUEUE CLASS", "take a class grant back (running jobs keep running)"},
 };
 
 }  // namespace
 
 const CommandDef kQueueCommand = {
     .name = "queue",
-    .synopsis = "create|update|delete|tree ...",
-    .summary = "create, update, delete or list queues",
+    .synopsis = "create|update|delete|tree|grant-class|revoke-class ...",
+    .summary = "create, update, delete or list queues; grant classes",
     .min_args = 0,
     .max_args = std::numeric_limits<size_t>::max(),
     .add_options = QueueOptions,

@@ -319,8 +319,14 @@ TEST_F(QueueCliTest, UsageErrors) {
                              "[--guarantee QUOTA] [--pools POOLS] [--preempting-classes CLASSES] [--low-reclaimable "
                              "true|false])";
   const std::vector<Case> cases = {
-      {{"queue"}, "queue: expected a subcommand: create, update, delete or tree"},
-      {{"queue", "list"}, "queue: unknown subcommand 'list'; expected create, update, delete or tree"},
+      {{"queue"}, "queue: expected a subcommand: create, update, delete, tree, grant-class or revoke-class"},
+      {{"queue", "list"},
+       "queue: unknown subcommand 'list'; expected create, update, delete, tree, grant-class or revoke-class"},
+      {{"queue", "grant-class", "research"},
+       "queue grant-class: expected QUEUE and CLASS, got 1 arguments (usage: gpool queue grant-class QUEUE "
+       "high|system)"},
+      {{"queue", "revoke-class", "research", "high", "--capability", "gpu=1"},
+       "--capability only applies to 'queue create' and 'queue update'"},
       {{"queue", "create"}, "queue create: expected one queue NAME, got 0 arguments" + create},
       {{"queue", "create", "a", "b"}, "queue create: expected one queue NAME, got 2 arguments" + create},
       {{"queue", "delete"}, "queue delete: expected one queue NAME, got 0 arguments (usage: gpool queue delete NAME)"},
@@ -343,6 +349,32 @@ TEST_F(QueueCliTest, UsageErrors) {
   EXPECT_EQ(Run({"queue", "tree", "--bogus"}), kExitUsage);
   EXPECT_EQ(err_.str().rfind("gpool: InvalidArgument: queue: ", 0), 0u) << err_.str();
   EXPECT_EQ(clients_made_, 0);
+}
+
+// Issue 50: grant-class and revoke-class send the class, print what the
+// queue holds after, and refuse a class that is not granted before sending.
+TEST_F(QueueCliTest, GrantAndRevokeClass) {
+  AddResearch();
+  ASSERT_EQ(Run({"queue", "grant-class", "research", "high"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "queue research: class high granted (granted to it now: high)\n");
+  ASSERT_FALSE(cluster_->queue_updates.empty());
+  EXPECT_EQ(cluster_->queue_updates.back().op, QueueOp::kGrantClass);
+  EXPECT_EQ(cluster_->queue_updates.back().priority_class, "high");
+  ASSERT_EQ(Run({"queue", "grant-class", "research", "system"}), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "queue research: class system granted (granted to it now: high,system)\n");
+  ASSERT_EQ(Run({"queue", "tree"}), kExitOk) << err_.str();
+  EXPECT_NE(out_.str().find("PENDING  RUNNING  GRANTED\n"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("1        high,system\n"), std::string::npos) << out_.str();
+  ASSERT_EQ(Run({"queue", "revoke-class", "research", "high", "--json"}), kExitOk) << err_.str();
+  EXPECT_EQ(nlohmann::json::parse(out_.str())["queue"]["granted_classes"], nlohmann::json::array({"system"}));
+
+  const size_t sent = cluster_->queue_updates.size();
+  ExpectRejected({"queue", "grant-class", "research", "medium"}, kExitUsage,
+                 "gpool: InvalidArgument: class: medium is open to every queue; only high and system are granted "
+                 "per queue\n");
+  ExpectRejected({"queue", "grant-class", "research", "urgent"}, kExitUsage,
+                 "gpool: InvalidArgument: class: 'urgent' is not system, high, medium or low\n");
+  EXPECT_EQ(cluster_->queue_updates.size(), sent) << "refused before anything is sent";
 }
 
 TEST_F(QueueCliTest, CoordinatorErrorsMapToExitCodes) {

@@ -217,5 +217,92 @@ TEST_F(UsageCliTest, PricesShowAndRefusals) {
   EXPECT_NE(out_.str().find("  A100: 2.50\n"), std::string::npos) << out_.str();
 }
 
+// Issue 50: the billing rules of a price file, read exactly and shown back.
+TEST_F(UsageCliTest, ThePriceFileReadsBillingRules) {
+  const std::string yaml = std::string(kPrices) +
+                           "min_period_minutes:\n  class: {high: 10}\n  queue: {web: 5}\n"
+                           "off_peak: {from_hour: 22, to_hour: 6, multiplier: 0.6}\n"
+                           "volume_discount:\n  - {gpu_hours: 1000, multiplier: 0.9}\n"
+                           "  - {gpu_hours: 5000, multiplier: 0.8}\n";
+  auto table = ParsePriceYaml(yaml);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  EXPECT_EQ(table->billing.min_period_ms_by_class.at("high"), 600'000);
+  EXPECT_EQ(table->billing.min_period_ms_by_queue.at("web"), 300'000);
+  EXPECT_EQ(table->billing.off_peak, (OffPeakWindow{22, 6, 600}));
+  EXPECT_EQ(table->billing.volume, (std::vector<VolumeTier>{{1000, 900}, {5000, 800}}));
+  auto again = ParsePriceYaml(cli::FormatPriceYaml(*table));
+  ASSERT_TRUE(again.ok()) << again.status().ToString() << cli::FormatPriceYaml(*table);
+  EXPECT_EQ(again->billing, table->billing);
+  struct Bad {
+    std::string yaml, message;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {"off_peak: {from_hour: 22, to_hour: 25, multiplier: 0.5}\n", "off_peak: hours are 0-23"},
+           {"off_peak: {from_hour: 22, to_hour: 6, multiplier: 1.5}\n", "off_peak.multiplier"},
+           {"off_peak: {from_hour: 22, multiplier: 0.5}\n", "off_peak.to_hour"},
+           {"volume_discount:\n  - {gpu_hours: 10, multiplier: 0.9}\n  - {gpu_hours: 5, multiplier: 0.8}\n",
+            "ascending"},
+           {"min_period_minutes:\n  class: {urgent: 5}\n", "min_period.class.urgent"},
+           {"min_period_minutes:\n  clas: {high: 5}\n", "clas"},
+       }) {
+    auto parsed = ParsePriceYaml(std::string(kPrices) + bad.yaml);
+    ASSERT_FALSE(parsed.ok()) << bad.yaml;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << parsed.status().ToString();
+    EXPECT_NE(parsed.status().message().find(bad.message), std::string::npos) << parsed.status().ToString();
+  }
+}
+
+// Issue 50: the invoice shows each queue's bill (list, top-ups, discounts,
+// charged, who paid) and the credit balances the coordinator reported.
+TEST_F(UsageCliTest, InvoiceShowsDiscountsAndTheBalance) {
+  cluster_->prices = *ParsePriceYaml(kPrices);
+  BillingMonth ml{1'698'796'800'000, "ml", "ml", 13 * kGpuHour, 32'500'000, 1'000'000, 2'000'000, 500'000, 31'000'000};
+  BillingMonth web{1'698'796'800'000, "web", "", 2 * kGpuHour, 8'000'000, 0, 0, 0, 8'000'000};
+  cluster_->usage.billing = {ml, web};
+  cluster_->usage.credits = {CreditAccount{"ml", 40'000'000, 31'000'000}};
+  ASSERT_EQ(Run({"invoice", "--month", "2023-11"}), 0) << err_.str();
+  const std::string text = out_.str();
+  EXPECT_NE(text.find("QUEUE  LIST   MIN-PERIOD  OFF-PEAK  VOLUME  CHARGED  PAID BY"), std::string::npos) << text;
+  EXPECT_NE(text.find("ml     32.50  +1.00       -2.00     -0.50   31.00    ml"), std::string::npos) << text;
+  EXPECT_NE(text.find("web    8.00   +0.00       -0.00     -0.00   8.00     (no credit account)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("CHARGED 39.00 EUR"), std::string::npos) << text;
+  EXPECT_NE(text.find("ml       40.00     31.00    9.00"), std::string::npos) << text;
+  ASSERT_EQ(Run({"invoice", "--month", "2023-11", "--csv"}), 0) << err_.str();
+  EXPECT_NE(out_.str().find("BILLED,ml,ml,32500000,1000000,2000000,500000,31000000\n"), std::string::npos)
+      << out_.str();
+  EXPECT_NE(out_.str().find("CREDIT,ml,40000000,31000000,9000000\n"), std::string::npos) << out_.str();
+  ASSERT_EQ(Run({"invoice", "--month", "2023-11", "--html"}), 0) << err_.str();
+  EXPECT_NE(out_.str().find("<pre id=\"billing\">"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("(no credit account)"), std::string::npos) << out_.str();
+}
+
+// Issue 50: `gpool credit add|show`.
+TEST_F(UsageCliTest, CreditAddAndShow) {
+  QueueSummary ml;
+  ml.spec.name = "ml";
+  cluster_->queues["ml"] = ml;
+  ASSERT_EQ(Run({"credit", "add", "ml", "250.5", "--note", "PO 4711"}), 0) << err_.str();
+  ASSERT_EQ(cluster_->credit_requests.size(), 1u);
+  const gpool::Credit sent = cluster_->credit_requests[0];
+  EXPECT_EQ(sent.op, CreditOp::kAdd);
+  EXPECT_EQ(sent.amount_micro, 250'500'000);
+  EXPECT_EQ(sent.note, "PO 4711");
+  EXPECT_FALSE(sent.idempotency_key.empty()) << "every add carries a key, so a re-send adds once";
+  EXPECT_NE(out_.str().find("added 250.50 to the credit of queue ml"), std::string::npos) << out_.str();
+  cluster_->credit_accounts["ml"].debited_micro = 300'000'000;
+  ASSERT_EQ(Run({"credit", "show"}), 0) << err_.str();
+  EXPECT_NE(out_.str().find("ml       250.50    300.00   -49.50   out of credit: admits no new work"),
+            std::string::npos)
+      << out_.str();
+  const size_t sent_before = cluster_->credit_requests.size();
+  EXPECT_EQ(Run({"credit", "add", "ml", "-5"}), kExitUsage);
+  EXPECT_EQ(Run({"credit", "add", "ml", "0"}), kExitUsage);
+  EXPECT_EQ(Run({"credit", "add", "ml"}), kExitUsage);
+  EXPECT_EQ(Run({"credit", "take", "ml", "5"}), kExitUsage);
+  EXPECT_EQ(cluster_->credit_requests.size(), sent_before) << "refused before anything is sent";
+  EXPECT_EQ(Run({"credit", "add", "nowhere", "5"}), kExitNotFound);
+}
+
 }  // namespace
 }  // namespace gpool::client::testing

@@ -161,6 +161,7 @@ class ZmqClient final : public Client {
   Result<UpdatePricesReply> UpdatePrices(const gpool::UpdatePrices& request) override {
     return Call<UpdatePricesReply>(request);
   }
+  Result<CreditReply> Credit(const gpool::Credit& request) override { return Call<CreditReply>(request); }
   Result<EnrolmentReply> Enrol(const gpool::Enrolment& request) override { return Call<EnrolmentReply>(request); }
   Result<CreateTokenReply> CreateToken(const gpool::CreateToken& request) override {
     return Call<CreateTokenReply>(request);
@@ -491,6 +492,10 @@ Result<GetUsageReply> Client::GetUsage(const gpool::GetUsage&) {
 
 Result<UpdatePricesReply> Client::UpdatePrices(const gpool::UpdatePrices&) {
   return Status::UnknownType("this client does not implement UpdatePrices");
+}
+
+Result<CreditReply> Client::Credit(const gpool::Credit&) {
+  return Status::UnknownType("this client does not implement Credit");
 }
 
 Result<CreateTokenReply> Client::CreateToken(const gpool::CreateToken&) {

@@ -171,6 +171,9 @@ class Client {
   // (op "set", admins). Not pure, so other clients need not implement them.
   virtual Result<GetUsageReply> GetUsage(const gpool::GetUsage& request);
   virtual Result<UpdatePricesReply> UpdatePrices(const gpool::UpdatePrices& request);
+  // Credit accounts (issue 50): show them, or add credit (admins). An add
+  // carries an idempotency key, so a re-send adds once. Not pure, as above.
+  virtual Result<CreditReply> Credit(const gpool::Credit& request);
   // API tokens for the HTTP port (messages_tokens.h): make one for the
   // caller (its text is in the reply only), list, revoke. Not pure, as above.
   virtual Result<CreateTokenReply> CreateToken(const gpool::CreateToken& request);

@@ -191,8 +191,16 @@ std::vector<const Quota*> QuotasOf(const std::vector<QueueSummary>& queues) {
 // Depth-first from the queues whose parent is not listed (root), children in
 // the reply's order (by name), so the tree reads top to bottom whatever order
 // the reply used beyond "parents first".
+// "high,system"; "-" for none.
+std::string GrantedClassesCell(const QueueSummary& q) {
+  std::string out;
+  for (const auto& c : q.granted_classes) out += (out.empty() ? "" : ",") + c;
+  return out.empty() ? "-" : out;
+}
+
 void AddTreeRows(const std::vector<QueueSummary>& queues, size_t index, size_t depth,
-                 const std::vector<std::string>& resources, std::vector<bool>& shown, Table& table) {
+                 const std::vector<std::string>& resources, std::vector<bool>& shown, Table& table,
+                 bool granted_column) {
   if (shown[index]) return;
   shown[index] = true;
   const QueueSummary& q = queues[index];
@@ -203,10 +211,11 @@ void AddTreeRows(const std::vector<QueueSummary>& queues, size_t index, size_t d
   }
   row.push_back(std::to_string(q.jobs_pending));
   row.push_back(std::to_string(q.jobs_running));
+  if (granted_column) row.push_back(GrantedClassesCell(q));
   table.AddRow(std::move(row));
   for (size_t i = 0; i < queues.size(); ++i) {
     if (queues[i].spec.parent == q.spec.name && queues[i].spec.name != q.spec.name) {
-      AddTreeRows(queues, i, depth + 1, resources, shown, table);
+      AddTreeRows(queues, i, depth + 1, resources, shown, table, granted_column);
     }
   }
 }
@@ -599,6 +608,11 @@ std::string FormatQueueTree(const ListQueuesReply& reply) {
   for (const auto& r : resources) header.push_back(ResourceHeader(r));
   header.push_back("PENDING");
   header.push_back("RUNNING");
+  // Issue 50: a GRANTED column (classes granted to the queue itself) once
+  // any queue has a grant; a cluster without grants prints as before.
+  const bool granted_column = std::any_of(reply.queues.begin(), reply.queues.end(),
+                                          [](const QueueSummary& q) { return !q.granted_classes.empty(); });
+  if (granted_column) header.push_back("GRANTED");
   Table table(header);
   std::vector<bool> shown(reply.queues.size(), false);
   auto listed = [&](const std::string& name) {
@@ -608,11 +622,13 @@ std::string FormatQueueTree(const ListQueuesReply& reply) {
   for (size_t i = 0; i < reply.queues.size(); ++i) {
     const QueueSummary& q = reply.queues[i];
     if (q.spec.parent.empty() || q.spec.parent == q.spec.name || !listed(q.spec.parent)) {
-      AddTreeRows(reply.queues, i, 0, resources, shown, table);
+      AddTreeRows(reply.queues, i, 0, resources, shown, table, granted_column);
     }
   }
   // A queue on a parent cycle has no top to hang from; list it rather than drop it.
-  for (size_t i = 0; i < reply.queues.size(); ++i) AddTreeRows(reply.queues, i, 0, resources, shown, table);
+  for (size_t i = 0; i < reply.queues.size(); ++i) {
+    AddTreeRows(reply.queues, i, 0, resources, shown, table, granted_column);
+  }
   return table.Render() + "(each resource: allocated/deserved/guarantee/capability; - = not set)\n";
 }
 

@@ -57,6 +57,42 @@ std::string Html(const std::string& text) {
 
 }  // namespace
 
+std::string BillingText(const Invoice& invoice) {
+  std::string out;
+  if (!invoice.billing.empty()) {
+    // A queue may have rows of two months when the range spans them; one line per queue.
+    std::map<std::string, BillingMonth> by_queue;
+    for (const auto& b : invoice.billing) {
+      BillingMonth& sum = by_queue[b.queue];
+      sum.queue = b.queue;
+      sum.account = b.account;
+      sum.list_micro += b.list_micro;
+      sum.min_topup_micro += b.min_topup_micro;
+      sum.off_peak_discount_micro += b.off_peak_discount_micro;
+      sum.volume_discount_micro += b.volume_discount_micro;
+      sum.charged_micro += b.charged_micro;
+    }
+    Table table({"QUEUE", "LIST", "MIN-PERIOD", "OFF-PEAK", "VOLUME", "CHARGED", "PAID BY"});
+    int64_t charged = 0;
+    for (const auto& [queue, b] : by_queue) {
+      table.AddRow({queue, FormatMoney(b.list_micro), "+" + FormatMoney(b.min_topup_micro),
+                    "-" + FormatMoney(b.off_peak_discount_micro), "-" + FormatMoney(b.volume_discount_micro),
+                    FormatMoney(b.charged_micro), b.account.empty() ? "(no credit account)" : b.account});
+      charged += b.charged_micro;
+    }
+    out += "\nBilled (minimum periods and discounts, at the prices in force as usage accrued):\n" + table.Render() +
+           "CHARGED " + FormatMoney(charged) + " " + invoice.currency + "\n";
+  }
+  if (!invoice.credits.empty()) {
+    Table table({"ACCOUNT", "CREDITED", "DEBITED", "BALANCE"});
+    for (const auto& c : invoice.credits) {
+      table.AddRow({c.queue, FormatMoney(c.credited_micro), FormatMoney(c.debited_micro), FormatMoney(c.balance_micro())});
+    }
+    out += "\nCredit balances (now):\n" + table.Render();
+  }
+  return out;
+}
+
 Invoice PriceUsage(const GetUsageReply& detail, const PriceTable& prices, std::string title) {
   Invoice invoice;
   invoice.title = std::move(title);
@@ -94,6 +130,8 @@ Invoice PriceUsage(const GetUsageReply& detail, const PriceTable& prices, std::s
     invoice.includes_running |= line.running != 0;
     invoice.lines.push_back(std::move(line));
   }
+  invoice.billing = detail.billing;
+  invoice.credits = detail.credits;
   std::sort(invoice.lines.begin(), invoice.lines.end(), [](const InvoiceLine& a, const InvoiceLine& b) {
     return std::tie(a.queue, a.user, a.model, a.pool, a.priority_class) <
            std::tie(b.queue, b.user, b.model, b.pool, b.priority_class);
@@ -146,6 +184,20 @@ std::string InvoiceCsv(const Invoice& invoice) {
   }
   out += "TOTAL,,,,," + FormatGpuHours(invoice.gpu_mms) + ",,,,,,,,,,," + std::to_string(invoice.total_micro) + "," +
          FormatMoney(invoice.total_micro) + ",\n";
+  // Issue 50: the billed figures, in micro-units, after the usage lines.
+  if (!invoice.billing.empty()) {
+    out += "billing_queue,account,list_micro,min_topup_micro,off_peak_discount_micro,volume_discount_micro,"
+           "charged_micro\n";
+    for (const auto& b : invoice.billing) {
+      out += "BILLED," + CsvCell(b.queue) + "," + CsvCell(b.account) + "," + std::to_string(b.list_micro) + "," +
+             std::to_string(b.min_topup_micro) + "," + std::to_string(b.off_peak_discount_micro) + "," +
+             std::to_string(b.volume_discount_micro) + "," + std::to_string(b.charged_micro) + "\n";
+    }
+  }
+  for (const auto& c : invoice.credits) {
+    out += "CREDIT," + CsvCell(c.queue) + "," + std::to_string(c.credited_micro) + "," +
+           std::to_string(c.debited_micro) + "," + std::to_string(c.balance_micro()) + "\n";
+  }
   return out;
 }
 
@@ -162,6 +214,7 @@ std::string InvoiceText(const Invoice& invoice) {
   for (const auto& [queue, micro] : Subtotals(invoice, "queue")) queues.AddRow({queue, FormatMoney(micro)});
   out += queues.Render() + "\nTOTAL " + FormatMoney(invoice.total_micro) + " " + invoice.currency + "\n";
   if (invoice.includes_running) out += "(includes tasks still running, counted up to " + FormatUtc(invoice.now_ms) + ")\n";
+  out += BillingText(invoice);
   return out;
 }
 
@@ -206,7 +259,12 @@ std::string InvoiceHtml(const Invoice& invoice) {
     }
     out += "</tbody></table>\n";
   }
-  out += "</div>\n<p class=\"sub\">Each charge is rounded once to a millionth of the currency; totals are sums of "
+  out += "</div>\n";
+  // Issue 50: the billed figures and balances, as the terminal shows them.
+  if (const std::string billed = BillingText(invoice); !billed.empty()) {
+    out += "<pre id=\"billing\">" + Html(billed) + "</pre>\n";
+  }
+  out += "<p class=\"sub\">Each charge is rounded once to a millionth of the currency; totals are sums of "
          "the lines.";
   if (invoice.includes_running) out += " Includes tasks still running, counted up to " + Html(FormatUtc(invoice.now_ms)) + ".";
   out += "</p>\n</body></html>\n";

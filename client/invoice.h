@@ -45,6 +45,11 @@ struct Invoice {
   int64_t total_micro = 0;
   uint64_t gpu_mms = 0;
   bool includes_running = false;  // some usage is of tasks still running at now_ms
+  // Issue 50: what the coordinator billed each queue in the month (after
+  // minimum periods and discounts, at the prices in force as it accrued)
+  // and the credit accounts paying for them, as GetUsage reported them.
+  std::vector<BillingMonth> billing;
+  std::vector<CreditAccount> credits;
 };
 
 Invoice PriceUsage(const GetUsageReply& detail, const PriceTable& prices, std::string title);
@@ -63,7 +68,11 @@ std::string InvoiceCsv(const Invoice& invoice);
 // A self-contained printable page: inline CSS, the lines, subtotals per
 // queue, user and model, and the total. Every text is HTML-escaped.
 std::string InvoiceHtml(const Invoice& invoice);
-// The terminal form: subtotals per queue, then the total.
+// The billed and credit sections of InvoiceText ("" when there are none).
+std::string BillingText(const Invoice& invoice);
+// The terminal form: subtotals per queue, then the total; then, when the
+// cluster bills (issue 50), each queue's list amount, minimum-period
+// top-ups, off-peak and volume discounts and charge, and the credit balances.
 std::string InvoiceText(const Invoice& invoice);
 
 }  // namespace gpool::cli

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "client/yaml_fields.h"
@@ -12,7 +13,9 @@ namespace gpool::cli {
 namespace {
 
 const std::vector<std::string> kPriceKeys = {"currency",         "gpu_hour",      "share_gpu_hour", "pool_multiplier",
-                                             "class_multiplier", "cpu_core_hour", "memory_gib_hour"};
+                                             "class_multiplier", "cpu_core_hour", "memory_gib_hour",
+                                             // Issue 50: billing rules.
+                                             "min_period_minutes", "off_peak", "volume_discount"};
 
 std::string NearestPriceKey(std::string_view key, const std::vector<std::string>& allowed) {
   return yaml_fields::NearestOf(key, allowed, 4);
@@ -32,6 +35,56 @@ Result<std::map<std::string, int64_t>> DecimalMap(const YAML::Node& node, const 
     GPOOL_ASSIGN_OR_RETURN(out[name], ScalarDecimal(entry.second, yaml_fields::Join(path, name), digits));
   }
   return out;
+}
+
+Result<uint64_t> ScalarCount(const YAML::Node& node, const std::string& path) {
+  GPOOL_ASSIGN_OR_RETURN(const int64_t value, ScalarDecimal(node, path, 0));
+  return static_cast<uint64_t>(value);
+}
+
+// Issue 50: min_period_minutes {class: {high: 10}, queue: {web: 5}},
+// off_peak {from_hour, to_hour, multiplier}, volume_discount [{gpu_hours,
+// multiplier}, ...].
+Status ReadBillingRules(const YAML::Node& root, BillingRules& rules) {
+  if (const YAML::Node min = root["min_period_minutes"]) {
+    GPOOL_RETURN_IF_ERROR(yaml_fields::CheckKeys(min, "min_period_minutes", {"class", "queue"}, "min_period_minutes",
+                                                 NearestPriceKey));
+    for (const auto& [key, out] : {std::pair{"class", &rules.min_period_ms_by_class},
+                                   std::pair{"queue", &rules.min_period_ms_by_queue}}) {
+      if (!min[key]) continue;
+      GPOOL_ASSIGN_OR_RETURN(const auto minutes, DecimalMap(min[key], std::string("min_period_minutes.") + key, 0));
+      for (const auto& [name, value] : minutes) (*out)[name] = value * 60'000;
+    }
+  }
+  if (const YAML::Node off = root["off_peak"]) {
+    GPOOL_RETURN_IF_ERROR(
+        yaml_fields::CheckKeys(off, "off_peak", {"from_hour", "to_hour", "multiplier"}, "off_peak", NearestPriceKey));
+    for (const char* key : {"from_hour", "to_hour", "multiplier"}) {
+      if (!off[key]) return yaml_fields::FieldError(std::string("off_peak.") + key, "is required");
+    }
+    GPOOL_ASSIGN_OR_RETURN(const uint64_t from, ScalarCount(off["from_hour"], "off_peak.from_hour"));
+    GPOOL_ASSIGN_OR_RETURN(const uint64_t to, ScalarCount(off["to_hour"], "off_peak.to_hour"));
+    GPOOL_ASSIGN_OR_RETURN(const int64_t permille, ScalarDecimal(off["multiplier"], "off_peak.multiplier", 3));
+    rules.off_peak = OffPeakWindow{static_cast<uint32_t>(std::min<uint64_t>(from, 99)),
+                                   static_cast<uint32_t>(std::min<uint64_t>(to, 99)), static_cast<uint64_t>(permille)};
+  }
+  if (const YAML::Node volume = root["volume_discount"]) {
+    if (!volume.IsSequence()) {
+      return yaml_fields::FieldError("volume_discount", "expected a list of {gpu_hours, multiplier}");
+    }
+    for (size_t i = 0; i < volume.size(); ++i) {
+      const std::string path = "volume_discount[" + std::to_string(i) + "]";
+      const YAML::Node tier = volume[i];
+      GPOOL_RETURN_IF_ERROR(yaml_fields::CheckKeys(tier, path, {"gpu_hours", "multiplier"}, path, NearestPriceKey));
+      if (!tier["gpu_hours"] || !tier["multiplier"]) {
+        return yaml_fields::FieldError(path, "needs gpu_hours and multiplier");
+      }
+      GPOOL_ASSIGN_OR_RETURN(const uint64_t hours, ScalarCount(tier["gpu_hours"], path + ".gpu_hours"));
+      GPOOL_ASSIGN_OR_RETURN(const int64_t permille, ScalarDecimal(tier["multiplier"], path + ".multiplier", 3));
+      rules.volume.push_back(VolumeTier{hours, static_cast<uint64_t>(permille)});
+    }
+  }
+  return Status::Ok();
 }
 
 Result<PriceTable> ReadPrices(const YAML::Node& root) {
@@ -69,6 +122,7 @@ Result<PriceTable> ReadPrices(const YAML::Node& root) {
   if (root["memory_gib_hour"]) {
     GPOOL_ASSIGN_OR_RETURN(table.memory_gib_hour_micro, ScalarDecimal(root["memory_gib_hour"], "memory_gib_hour", 6));
   }
+  GPOOL_RETURN_IF_ERROR(ReadBillingRules(root, table.billing));
   GPOOL_RETURN_IF_ERROR(ValidatePriceTable(table));
   return table;
 }
@@ -142,6 +196,28 @@ std::string FormatPriceYaml(const PriceTable& table) {
   if (table.cpu_core_hour_micro != 0) out += "cpu_core_hour: " + FormatScaledDecimal(table.cpu_core_hour_micro, 6) + "\n";
   if (table.memory_gib_hour_micro != 0) {
     out += "memory_gib_hour: " + FormatScaledDecimal(table.memory_gib_hour_micro, 6) + "\n";
+  }
+  const BillingRules& rules = table.billing;
+  if (!rules.min_period_ms_by_class.empty() || !rules.min_period_ms_by_queue.empty()) {
+    out += "min_period_minutes:\n";
+    for (const auto& [key, periods] : {std::pair{"class", &rules.min_period_ms_by_class},
+                                       std::pair{"queue", &rules.min_period_ms_by_queue}}) {
+      if (periods->empty()) continue;
+      out += std::string("  ") + key + ":\n";
+      for (const auto& [name, ms] : *periods) out += "    " + name + ": " + std::to_string(ms / 60'000) + "\n";
+    }
+  }
+  if (rules.off_peak.from_hour != rules.off_peak.to_hour) {
+    out += "off_peak:\n  from_hour: " + std::to_string(rules.off_peak.from_hour) +
+           "\n  to_hour: " + std::to_string(rules.off_peak.to_hour) +
+           "\n  multiplier: " + FormatScaledDecimal(static_cast<int64_t>(rules.off_peak.permille), 3) + "\n";
+  }
+  if (!rules.volume.empty()) {
+    out += "volume_discount:\n";
+    for (const auto& tier : rules.volume) {
+      out += "  - gpu_hours: " + std::to_string(tier.gpu_hours) +
+             "\n    multiplier: " + FormatScaledDecimal(static_cast<int64_t>(tier.permille), 3) + "\n";
+    }
   }
   return out;
 }

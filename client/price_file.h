@@ -17,6 +17,16 @@
 //     low: 0.5
 //   cpu_core_hour: 0.01  # optional
 //   memory_gib_hour: 0.002
+//   min_period_minutes:  # optional (issue 50): an attempt is billed at least this long
+//     class: {high: 10}  # by priority class
+//     queue: {web: 5}    # by the job's queue (wins over its class)
+//   off_peak:            # optional: usage in [from_hour, to_hour) UTC costs `multiplier`
+//     from_hour: 22
+//     to_hour: 6
+//     multiplier: 0.6
+//   volume_discount:     # optional: a queue's GPU-hours in a month beyond gpu_hours
+//     - gpu_hours: 1000
+//       multiplier: 0.9
 #pragma once
 
 #include <cstdint>

@@ -106,6 +106,8 @@ bool MutatingRequest(MessageType type) {
     case MessageType::kChangeReplicas:
     case MessageType::kUpdateUser:
     case MessageType::kUpdatePrices:
+    // Issue 50: adding credit; its show shares the type, as enrolment's lists do.
+    case MessageType::kCredit:
     case MessageType::kBootstrap:
     case MessageType::kExecStart:
     case MessageType::kExecSignal:

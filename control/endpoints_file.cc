@@ -27,7 +27,9 @@ Status WriteEndpointsFile(const std::string& data_dir, const std::vector<std::pa
 }
 
 std::string ReachableEndpoint(const std::string& endpoint) {
-  auto parsed = Endpoint::Parse(endpoint, EndpointUse::kBind);
+  // gpool::Endpoint: in a unity batch with the gateway's endpoints,
+  // control::Endpoint (gateway/endpoint.h) would be found first.
+  auto parsed = gpool::Endpoint::Parse(endpoint, EndpointUse::kBind);
   if (!parsed.ok() || parsed->scheme != "tcp") return endpoint;
   if (parsed->host != "0.0.0.0" && parsed->host != "*" && parsed->host != "::") return endpoint;
   char host[256] = {};

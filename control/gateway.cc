@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/frames.h"
+#include "control/gateway/credit_endpoint.h"
 #include "control/gateway/enrolment_endpoint.h"
 #include "control/gateway/nodes_endpoint.h"
 #include "control/gateway/queues_endpoint.h"
@@ -38,6 +39,7 @@ Gateway::Gateway(const GatewayOptions& options, const state::ClusterState& state
   exec_ = exec.get();
   endpoints_.push_back(std::move(exec));
   endpoints_.push_back(std::make_unique<UsageEndpoint>(ctx_));
+  endpoints_.push_back(std::make_unique<CreditEndpoint>(ctx_));
   endpoints_.push_back(std::make_unique<EnrolmentEndpoint>(ctx_, options.new_join_token));
   endpoints_.push_back(std::make_unique<TokensEndpoint>(ctx_));
   endpoints_.push_back(std::move(cluster));

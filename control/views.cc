@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -15,6 +16,22 @@
 #include "topology/cpulist.h"
 
 namespace gpool::control {
+
+std::optional<std::string> CreditPendingText(const state::JobRecord& job, const state::ClusterState& state) {
+  if (job.state != JobState::kPending) return std::nullopt;
+  // As BuildPending decides: a job with a task placed keeps its place.
+  for (const auto& task : job.tasks) {
+    if (task.state != TaskState::kPending) return std::nullopt;
+  }
+  const std::string account = state.CreditAccountOf(job.spec.queue);
+  const CreditAccount* record = account.empty() ? nullptr : state.billing().FindAccount(account);
+  if (record == nullptr || record->balance_micro() > 0) return std::nullopt;
+  topology::PendingReason reason{.code = topology::PendingCode::kQueueOutOfCredit,
+                                 .need = static_cast<uint64_t>(-record->balance_micro()),
+                                 .queue = job.spec.queue,
+                                 .resource = account};
+  return topology::RenderPendingReason(reason);
+}
 
 std::vector<std::string> PendingTexts(const state::JobRecord& job) {
   std::vector<std::string> texts = job.legacy_reasons();
@@ -81,6 +98,11 @@ GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& 
   reply.spec = job.spec;
   for (const auto& task : job.tasks) reply.tasks.push_back(ToTaskInfo(job, task, state));
   reply.reasons = PendingTexts(job);
+  // The scheduler no longer sees such a job, so its last reasons are stale.
+  if (auto credit = CreditPendingText(job, state)) {
+    reply.reasons = {*credit};
+    reply.summary.reason = *credit;
+  }
   if (!job.failure().empty()) reply.reasons.insert(reply.reasons.begin(), job.failure());
   return reply;
 }
@@ -191,6 +213,7 @@ QueueSummary SummariseQueue(const state::ClusterState& state, const state::Queue
                             const std::map<std::string, Quota>& allocations) {
   QueueSummary summary;
   summary.spec = queue.spec;
+  summary.granted_classes = queue.granted_classes;
   if (auto it = allocations.find(queue.spec.name); it != allocations.end()) summary.allocated = it->second;
   if (auto it = state.queue_jobs().find(queue.spec.name); it != state.queue_jobs().end()) {
     summary.jobs_pending = it->second[0];
@@ -240,7 +263,8 @@ ExplainJobReply ToExplanation(const state::JobRecord& job, const state::ClusterS
   ExplainJobReply reply;
   reply.job = ToJobSummary(job, now_ms);
   if (!job.failure().empty()) reply.reasons.push_back(job.failure());
-  const auto pending = PendingTexts(job);
+  auto pending = PendingTexts(job);
+  if (auto credit = CreditPendingText(job, state)) pending = {*credit};
   reply.reasons.insert(reply.reasons.end(), pending.begin(), pending.end());
   for (const auto& task : job.tasks) {
     if (task.stop_requested && !IsTerminal(task.state)) {

@@ -2,6 +2,9 @@
 // Pure functions; the Gateway uses them to answer read requests.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "control/state/cluster_state.h"
 #include "protocol/messages_admin.h"
 #include "protocol/messages_client.h"
@@ -14,6 +17,9 @@ JobSummary ToJobSummary(const state::JobRecord& job, int64_t now_ms = 0);
 // Why the job is pending, as text: its reason codes rendered here, at the
 // edge (state written before codes holds text, passed through).
 std::vector<std::string> PendingTexts(const state::JobRecord& job);
+// Issue 50: why a job that has not started waits when its queue's credit
+// account is used up (the scheduler leaves it out); nullopt otherwise.
+std::optional<std::string> CreditPendingText(const state::JobRecord& job, const state::ClusterState& state);
 TaskInfo ToTaskInfo(const state::JobRecord& job, const state::TaskRecord& task, const state::ClusterState& state);
 // `now_ms` (wall), for the summary (ToJobSummary).
 GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& state, int64_t now_ms);

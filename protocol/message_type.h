@@ -100,6 +100,9 @@ enum class MessageType : uint8_t {
   kListTokensReply,
   kRevokeToken,
   kRevokeTokenReply,
+  // Credit accounts (client -> coordinator, port 7400; issue 50).
+  kCredit,
+  kCreditReply,
 };
 
 std::string_view MessageTypeName(MessageType type);

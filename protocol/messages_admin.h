@@ -147,12 +147,16 @@ struct QueueSummary {
   Quota allocated;  // held by bound and running tasks of it and its descendants
   uint32_t jobs_pending = 0;
   uint32_t jobs_running = 0;
+  // Issue 50: the classes above medium granted to this queue itself
+  // ("high", "system"); its jobs may also use those of its ancestors.
+  std::vector<std::string> granted_classes;
   template <typename V>
   void Fields(V& v) {
     v.Required("spec", spec);
     v.Optional("allocated", allocated);
     v.Optional("jobs_pending", jobs_pending);
     v.Optional("jobs_running", jobs_running);
+    v.Optional("granted_classes", granted_classes);
   }
 };
 

@@ -93,6 +93,11 @@ struct GetUsageReply {
   // by=job reads the raw records, which are kept for a while only: the end
   // of the oldest one kept (0: none kept).
   int64_t records_kept_from_ms = 0;
+  // Issue 50: what the queues the caller may see were billed in the months
+  // the range touches (charged after minimum periods and discounts), and
+  // their credit accounts. Empty from a coordinator that predates them.
+  std::vector<BillingMonth> billing;
+  std::vector<CreditAccount> credits;
   template <typename V>
   void Fields(V& v) {
     v.Required("from_ms", from_ms);
@@ -101,6 +106,8 @@ struct GetUsageReply {
     v.Optional("by", by);
     v.Optional("rows", rows);
     v.Optional("records_kept_from_ms", records_kept_from_ms);
+    v.Optional("billing", billing);
+    v.Optional("credits", credits);
   }
 };
 
@@ -130,6 +137,48 @@ struct UpdatePricesReply {
   void Fields(V& v) {
     v.Optional("set", set);
     v.Optional("table", table);
+  }
+};
+
+// Credit accounts (issue 50). op "add": add `amount_micro` (negative: take
+// back) to `queue`'s account, opening it if it has none (admins only); op
+// "show": the accounts the caller may see (`queue`: only that one). Both
+// answer with the accounts as committed.
+enum class CreditOp : uint8_t { kShow, kAdd };
+template <>
+struct EnumNames<CreditOp> {
+  static constexpr std::array<std::string_view, 2> kNames = {"show", "add"};
+};
+inline constexpr int64_t kMaxCreditMicro = int64_t{1'000'000'000} * 1'000'000;
+
+struct Credit {
+  static constexpr MessageType kType = MessageType::kCredit;
+  CreditOp op = CreditOp::kShow;  // by name on the wire
+  std::string queue;
+  int64_t amount_micro = 0;
+  std::string note;  // kept in the audit entry
+  // Add: a key of the caller's choosing (the CLI draws a random one). Every
+  // request may be re-sent (client.h); an add whose key the state has seen
+  // recently is answered as done and not added again.
+  std::string idempotency_key;
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("op", op);
+    v.Optional("queue", queue);
+    v.Optional("amount", amount_micro);
+    v.Optional("note", note);
+    v.Optional("idempotency_key", idempotency_key);
+  }
+};
+
+struct CreditReply {
+  static constexpr MessageType kType = MessageType::kCreditReply;
+  std::string currency;  // of the committed price table ("" without one)
+  std::vector<CreditAccount> accounts;
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("currency", currency);
+    v.Optional("accounts", accounts);
   }
 };
 

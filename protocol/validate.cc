@@ -565,7 +565,20 @@ Status ValidateQueueSpec(const QueueSpec& spec) {
 }
 
 Status ValidateUpdateQueue(const UpdateQueue& update) {
-  // The op is create, update or delete: decoding refused any other.
+  // The op is one QueueOp names: decoding refused any other.
+  if (update.op == QueueOp::kGrantClass || update.op == QueueOp::kRevokeClass) {
+    GPOOL_RETURN_IF_ERROR(ValidateName("queue", update.spec.name, 128));
+    const auto priority_class = PriorityClassFromString(update.priority_class);
+    if (!priority_class) return NotOneOf<PriorityClass>("class", update.priority_class);
+    if (*priority_class < PriorityClass::kHigh) {
+      return Status::InvalidArgument("class: " + update.priority_class +
+                                     " is open to every queue; only high and system are granted per queue");
+    }
+    return Status::Ok();
+  }
+  if (!update.priority_class.empty()) {
+    return Status::InvalidArgument("class: only grant-class and revoke-class take a class");
+  }
   if (update.op == QueueOp::kDelete) {
     GPOOL_RETURN_IF_ERROR(ValidateName("queue", update.spec.name, 128));
     if (update.spec.name == "root" || update.spec.name == "default") {

@@ -5,6 +5,8 @@
 #include <set>
 #include <string>
 
+#include "protocol/types.h"
+
 namespace gpool {
 namespace {
 
@@ -27,6 +29,48 @@ Status CheckMultipliers(const std::string& field, const std::map<std::string, ui
     if (permille > kMaxPermille) {
       return Status::InvalidArgument(field + "." + name + ": " + std::to_string(permille) +
                                      " permille is more than 100x");
+    }
+  }
+  return Status::Ok();
+}
+
+constexpr int64_t kMaxMinPeriodMs = int64_t{31} * 24 * 3600 * 1000;  // a month
+constexpr size_t kMaxVolumeTiers = 16;
+
+Status CheckMinPeriods(const std::string& field, const std::map<std::string, int64_t>& periods) {
+  if (periods.size() > kMaxEntries) return Status::InvalidArgument(field + ": more than 256 entries");
+  for (const auto& [name, ms] : periods) {
+    if (name.empty() || name.size() > 128) return Status::InvalidArgument(field + ": a name must be 1-128 characters");
+    if (ms < 0 || ms > kMaxMinPeriodMs) {
+      return Status::InvalidArgument(field + "." + name + ": " + std::to_string(ms) + " ms is outside 0 .. 31 days");
+    }
+  }
+  return Status::Ok();
+}
+
+// Issue 50: the billing rules inside a price table.
+Status CheckBillingRules(const BillingRules& rules) {
+  GPOOL_RETURN_IF_ERROR(CheckMinPeriods("min_period.class", rules.min_period_ms_by_class));
+  GPOOL_RETURN_IF_ERROR(CheckMinPeriods("min_period.queue", rules.min_period_ms_by_queue));
+  for (const auto& [name, ms] : rules.min_period_ms_by_class) {
+    if (!PriorityClassFromString(name)) {
+      return Status::InvalidArgument("min_period.class." + name + ": not a class (" + Choices<PriorityClass>() + ")");
+    }
+  }
+  const OffPeakWindow& w = rules.off_peak;
+  if (w.from_hour > 23 || w.to_hour > 23) return Status::InvalidArgument("off_peak: hours are 0-23 (UTC)");
+  if (w.permille > 1000) {
+    return Status::InvalidArgument("off_peak.multiplier: " + std::to_string(w.permille) +
+                                   " permille is a surcharge; off-peak is at most 1 (1000 permille)");
+  }
+  if (rules.volume.size() > kMaxVolumeTiers) return Status::InvalidArgument("volume_discount: more than 16 tiers");
+  for (size_t i = 0; i < rules.volume.size(); ++i) {
+    const VolumeTier& tier = rules.volume[i];
+    const std::string field = "volume_discount[" + std::to_string(i) + "]";
+    if (tier.permille > 1000) return Status::InvalidArgument(field + ".multiplier: more than 1 is not a discount");
+    if (tier.gpu_hours > 100'000'000) return Status::InvalidArgument(field + ".gpu_hours: more than 100,000,000");
+    if (i > 0 && tier.gpu_hours <= rules.volume[i - 1].gpu_hours) {
+      return Status::InvalidArgument(field + ".gpu_hours: tiers must be in ascending order of gpu_hours");
     }
   }
   return Status::Ok();
@@ -71,6 +115,20 @@ Status ValidatePriceTable(const PriceTable& table) {
   GPOOL_RETURN_IF_ERROR(CheckMultipliers("class_multiplier", table.class_permille));
   GPOOL_RETURN_IF_ERROR(CheckPrice("cpu_core_hour", table.cpu_core_hour_micro));
   GPOOL_RETURN_IF_ERROR(CheckPrice("memory_gib_hour", table.memory_gib_hour_micro));
+  return CheckBillingRules(table.billing);
+}
+
+Status ValidateCredit(const Credit& request) {
+  if (request.op == CreditOp::kShow) return Status::Ok();
+  if (request.queue.empty() || request.queue.size() > 128) {
+    return Status::InvalidArgument("queue: a credit is added to a queue (1-128 characters)");
+  }
+  if (request.amount_micro == 0) return Status::InvalidArgument("amount: must not be 0");
+  if (request.amount_micro > kMaxCreditMicro || request.amount_micro < -kMaxCreditMicro) {
+    return Status::InvalidArgument("amount: more than 1,000,000,000 currency units at once");
+  }
+  if (request.note.size() > 256) return Status::InvalidArgument("note: longer than 256 characters");
+  if (request.idempotency_key.size() > 256) return Status::InvalidArgument("idempotency_key: longer than 256 bytes");
   return Status::Ok();
 }
 

@@ -71,6 +71,10 @@ std::string RenderPendingReason(const PendingReason& r) {
       return "queue " + r.queue + " holds its deserved " + r.resource + " (" + std::to_string(r.have) + " of " +
              std::to_string(r.limit) + " in use, needs " + std::to_string(r.need) +
              " more): only low-class work may borrow beyond it";
+    case PendingCode::kQueueOutOfCredit:
+      return "queue " + r.queue + " admits no new work: the credit of account " + r.resource + " is used up (" +
+             std::to_string(r.need) + " micro-units below zero); an admin adds credit: gpool credit add " +
+             r.resource + " AMOUNT";
     case PendingCode::kOwnTasksStopping: return "waiting for its evicted tasks to stop before it restarts";
     case PendingCode::kVictimsStopping: return "waiting for evicted tasks to stop";
     case PendingCode::kPreempting:
@@ -146,6 +150,7 @@ std::string_view PendingCodeSlug(PendingCode code) {
     case PendingCode::kTaskMemoryOverLargest: return "task_memory_over_largest";
     case PendingCode::kQueueAtCapability: return "queue_at_capability";
     case PendingCode::kQueueAtDeserved: return "queue_at_deserved";
+    case PendingCode::kQueueOutOfCredit: return "queue_out_of_credit";
     case PendingCode::kOwnTasksStopping: return "own_tasks_stopping";
     case PendingCode::kVictimsStopping: return "victims_stopping";
     case PendingCode::kPreempting: return "preempting";

@@ -59,6 +59,10 @@ enum class PendingCode : uint32_t {
   // Queue `queue` holds its deserved share of `resource` (`have` of `limit`),
   // and the job (`need` more) is of a class that may not borrow beyond it.
   kQueueAtDeserved = 201,
+  // Issue 50: queue `queue` admits no new work: the credit account of queue
+  // `resource` that pays for it is used up, `need` micro-units below zero.
+  // Not the scheduler's: the coordinator adds it to a job it left out.
+  kQueueOutOfCredit = 202,
   // Waiting on evictions: its own evicted tasks (to restart whole), its
   // victims (`count` of them while it evicts, else unknown), or nodes held
   // for it as work finishes.

@@ -323,6 +323,15 @@ Result<UpdateQueueReply> FakeClient::UpdateQueue(const gpool::UpdateQueue& reque
     queue.spec.low_reclaimable = request.spec.low_reclaimable;
     return UpdateQueueReply{queue};
   }
+  if (request.op == QueueOp::kGrantClass || request.op == QueueOp::kRevokeClass) {
+    // Issue 50: a set of classes, as the coordinator keeps it (sorted).
+    auto& granted = queue.granted_classes;
+    auto at = std::lower_bound(granted.begin(), granted.end(), request.priority_class);
+    const bool held = at != granted.end() && *at == request.priority_class;
+    if (request.op == QueueOp::kGrantClass && !held) granted.insert(at, request.priority_class);
+    if (request.op == QueueOp::kRevokeClass && held) granted.erase(at);
+    return UpdateQueueReply{queue};
+  }
   for (const auto& [child, summary] : queues) {
     if (summary.spec.parent == name) {
       return Status::FailedPrecondition("queue '" + name + "' has child queue '" + child + "'; delete it first");
@@ -514,6 +523,31 @@ Result<GetUsageReply> FakeClient::GetUsage(const gpool::GetUsage& request) {
   reply.from_ms = request.from_ms;
   reply.to_ms = request.to_ms;
   reply.by = request.by;
+  return reply;
+}
+
+Result<CreditReply> FakeClient::Credit(const gpool::Credit& request) {
+  if (auto failure = TakeFailure()) return *failure;
+  cluster_->credit_requests.push_back(request);
+  auto& accounts = cluster_->credit_accounts;
+  CreditReply reply;
+  if (cluster_->prices) reply.currency = cluster_->prices->currency;
+  if (request.op == CreditOp::kAdd) {
+    if (!cluster_->queues.count(request.queue)) return Status::NotFound("queue '" + request.queue + "' does not exist");
+    const bool again = std::any_of(cluster_->credit_requests.begin(), cluster_->credit_requests.end() - 1,
+                                   [&](const gpool::Credit& earlier) {
+                                     return !request.idempotency_key.empty() &&
+                                            earlier.idempotency_key == request.idempotency_key;
+                                   });
+    CreditAccount& account = accounts[request.queue];
+    account.queue = request.queue;
+    if (!again) account.credited_micro += request.amount_micro;
+    reply.accounts.push_back(account);
+    return reply;
+  }
+  for (const auto& [queue, account] : accounts) {
+    if (request.queue.empty() || request.queue == queue) reply.accounts.push_back(account);
+  }
   return reply;
 }
 

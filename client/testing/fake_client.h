@@ -109,6 +109,10 @@ struct FakeCluster {
   GetUsageReply usage;
   std::vector<gpool::GetUsage> usage_requests;
   std::optional<PriceTable> prices;
+  // Credit (issue 50): accounts by queue; every request recorded; an add
+  // with a key seen before is not added again.
+  std::map<std::string, CreditAccount> credit_accounts;
+  std::vector<gpool::Credit> credit_requests;
   // Snapshot export: a start hands out `snapshot_image` (index 42, term 3)
   // under a new export id; `snapshot_forget_reads` chunk reads fail NotFound
   // first (a leader change lost the export); `snapshot_bad_sha` replies
@@ -173,6 +177,7 @@ class FakeClient : public Client {
   Result<ExportSnapshotReply> ExportSnapshot(const gpool::ExportSnapshot& request) override;
   Result<EnrolmentReply> Enrol(const gpool::Enrolment& request) override;
   Result<UpdatePricesReply> UpdatePrices(const gpool::UpdatePrices& request) override;
+  Result<CreditReply> Credit(const gpool::Credit& request) override;
 
  private:
   std::optional<Status> TakeFailure();

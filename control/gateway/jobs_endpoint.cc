@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "control/class_grants.h"
 #include "control/gateway/sessions_endpoint.h"
 #include "control/views.h"
 #include "protocol/message_type.h"
@@ -94,6 +95,15 @@ void JobsEndpoint::OnSubmit(const Request& request, SubmitJob msg) {
   Status valid = CheckJobSpecSize(msg.spec, options.max_spec_bytes);
   if (valid.ok()) valid = ValidateJobSpec(msg.spec, options.spec_limits);
   if (!valid.ok()) return ctx_.Fail(request, valid.WithContext("spec"));
+  // Issue 50: high and system need a grant on the queue (class_grants.h);
+  // a refusal is audited as a permission refusal is.
+  if (Status granted = CheckSubmitClass(request.actor, msg.spec.priority_class, msg.spec.queue, ctx_.state());
+      !granted.ok()) {
+    ctx_.AuditRequest(request, "queue " + msg.spec.queue, false, "class " + msg.spec.priority_class + " not granted");
+    spdlog::info("request refused user={} request=SubmitJob queue={} class={} reason=class-not-granted",
+                 request.actor.name, msg.spec.queue, msg.spec.priority_class);
+    return ctx_.Fail(request, granted);
+  }
   // Issue 48: an owner without a uid (a user created before uids were
   // allocated) would run as the worker's --task-user, shared with every
   // other such owner: refused until an admin gives it one.

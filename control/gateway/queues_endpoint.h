@@ -1,7 +1,8 @@
 // QueuesEndpoint: UpdateQueue (create, update, delete) and ListQueues. A
 // queue-admin changes what is below its queue: an existing queue there, and
 // where one goes (a create's or a move's parent), so no queue leaves the
-// subtree or is raised to the admin's own level.
+// subtree or is raised to the admin's own level. Granting a class (issue 50)
+// follows class_grants.h.
 #pragma once
 
 #include "control/gateway/endpoint.h"

@@ -172,7 +172,10 @@ Result<Actor> RequestContext::ResolveTokenActor(const Principal& principal, Mess
 }
 
 bool RequestContext::Permit(const Request& request, Permission permission, const Target& target, std::string what) {
-  const Decision decision = Authorize(request.actor, permission, target, state_);
+  return PermitDecided(request, Authorize(request.actor, permission, target, state_), std::move(what));
+}
+
+bool RequestContext::PermitDecided(const Request& request, const Decision& decision, std::string what) {
   if (decision.allowed) {
     if (Mutating(request.type)) approved_ = AuditEntryOf(request, std::move(what), true, {});
     return true;

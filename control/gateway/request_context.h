@@ -113,6 +113,8 @@ class RequestContext {
   // Whether the caller may; when not, answers PermissionDenied and audits the
   // refusal of a mutating request. `what` names the target in both.
   bool Permit(const Request& request, Permission permission, const Target& target, std::string what);
+  // Permit for a decision made by a rule of its own (class_grants.h).
+  bool PermitDecided(const Request& request, const Decision& decision, std::string what);
   void AuditRequest(const Request& request, std::string what, bool allowed, std::string reason);
   // Proposes the audit entry Permit approved for this request, if any, as
   // "requested"; returns it, for AuditOutcome once the outcome is known.

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "control/gateway/credit_endpoint.h"
 #include "protocol/message_type.h"
 #include "protocol/messages_usage.h"
 #include "protocol/model/prices.h"
@@ -49,6 +50,8 @@ void UsageEndpoint::Handle(const Request& request, const Envelope& envelope, int
       if (msg.by != "job" && reply.to_ms < ledger.hourly_from_ms()) reply.to_ms = CeilDay(reply.to_ms);
       reply.rows = ledger.Report(reply.from_ms, reply.to_ms, msg.by, visible, running);
       if (!ledger.records().empty()) reply.records_kept_from_ms = ledger.records().front().end_ms;
+      // Issue 50: what the visible queues were billed, and their credit.
+      BillingFor(request.actor, msg.queue, reply.from_ms, reply.to_ms, ctx_.state(), &reply.billing, &reply.credits);
       if (reply.rows.size() > kMaxUsageRows) {
         return ctx_.Fail(request,
                     Status::ResourceExhausted("the report has " + std::to_string(reply.rows.size()) +

@@ -180,6 +180,13 @@ void ClusterState::BuildPending(topology::ClusterView& view, int64_t now_ms) con
   for (uint64_t id : pending_) {
     const JobRecord& job = jobs_.at(id);
     if (job.cancel_requested) continue;
+    // Issue 50: a queue whose credit account is used up admits no new work;
+    // a job with some task placed already keeps its place.
+    if (OutOfCredit(job.spec.queue) && std::all_of(job.tasks.begin(), job.tasks.end(), [](const TaskRecord& t) {
+          return t.state == TaskState::kPending;
+        })) {
+      continue;
+    }
     if (used == view.pending.size()) view.pending.emplace_back();
     topology::PendingJob& pj = view.pending[used];
     pj.id = job.id;

@@ -74,6 +74,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, EnrolmentCmd>) return ApplyEnrolment(now, body);
         if constexpr (std::is_same_v<T, TokenCmd>) return ApplyToken(now, body);
         if constexpr (std::is_same_v<T, ReplicaKeyCmd>) return ApplyReplicaKey(now, body);
+        if constexpr (std::is_same_v<T, CreditCmd>) return ApplyCredit(body);
       },
       command.body);
 }
@@ -209,6 +210,8 @@ std::string ClusterState::Snapshot() const {
     ReplicaKeyRecord copy = record;
     packer.Value(copy);
   }
+  auto billing = billing_.ToImage();
+  packer.Field("billing", billing);
   return std::string(buffer.data(), buffer.size());
 }
 

@@ -27,6 +27,7 @@
 #include "control/state/records.h"
 #include "control/state/retention.h"
 #include "control/state/api_tokens.h"
+#include "control/state/billing_ledger.h"
 #include "control/state/usage_ledger.h"
 #include "protocol/event.h"
 #include "protocol/health.h"
@@ -115,6 +116,13 @@ class ClusterState {
   // may use: one owned by the queue or an ancestor, or owned by nobody.
   Status CheckSubmitPool(const std::string& queue, const std::string& pool) const;
   const QueueRecord* FindQueue(std::string_view name) const;
+  // Issue 50 (queue_grants.cc): whether jobs of `queue` may be of
+  // `priority_class`: low and medium always; high and system when granted
+  // to the queue or one of its ancestors.
+  bool ClassGranted(const std::string& queue, std::string_view priority_class) const;
+  // The queue or ancestor whose grant opens `priority_class` to `queue`; ""
+  // when none does (or the class needs none).
+  std::string ClassGrantedBy(const std::string& queue, std::string_view priority_class) const;
   // What bound and running tasks hold, per queue, including descendants'.
   std::map<std::string, Quota> QueueAllocations() const;
   const NodeRecord* FindNode(std::string_view name) const;
@@ -210,6 +218,14 @@ class ClusterState {
   // without one has its configuration's key (replica_keys.h).
   const std::map<uint64_t, ReplicaKeyRecord>& replica_keys() const { return replica_keys_; }
   std::vector<UsageRecord> RunningUsage(int64_t now_ms) const;
+  // Billing (issue 50; billing_ledger.h, cluster_state_billing.cc): credit
+  // accounts and monthly bills; the account that pays for `queue` (its own
+  // or its nearest ancestor's; "" when none does), and whether that account
+  // is used up, in which case the queue's jobs that have not started are
+  // left out of the scheduler's view.
+  const BillingLedger& billing() const { return billing_; }
+  std::string CreditAccountOf(const std::string& queue) const;
+  bool OutOfCredit(const std::string& queue) const;
   // "root/.../queue"; the name alone for a queue that no longer exists.
   std::string QueuePath(const std::string& queue) const;
 
@@ -282,6 +298,12 @@ class ClusterState {
   Status AdmitRegistration(int64_t now, const RegisterNodeCmd& cmd, std::map<std::string, std::string>* labels);
   ApplyResult ApplyToken(int64_t now, const TokenCmd& cmd);
   ApplyResult ApplyReplicaKey(int64_t now, const ReplicaKeyCmd& cmd);
+  ApplyResult ApplyCredit(const CreditCmd& cmd);
+  // Bills [max(start, billed_to), end) of an attempt (and, when it ended,
+  // its minimum-period top-up) to its queue's month and account.
+  void BillUsage(const UsageRecord& record, int64_t end_ms, bool ended);
+  // At a checkpoint: bills every running attempt up to `now`.
+  void BillRunning(int64_t now);
   // Records the usage of an attempt that is about to stop holding its
   // resources (called once per attempt, before ReleaseResources). An end
   // whose real time is unknown (lost with its node) is charged up to the
@@ -328,6 +350,8 @@ class ClusterState {
   // share (StoppedOverShare); never restarted.
   void EndTask(JobRecord& job, TaskRecord& task, TaskState ended, int64_t when, bool timed_out = false);
   ApplyResult ApplyUpdateQueue(const UpdateQueueCmd& cmd);
+  // UpdateQueue grant-class / revoke-class (queue_grants.cc).
+  ApplyResult ApplyClassGrant(const UpdateQueue& update);
   Status CheckQueueAgainstTree(const QueueSpec& spec, bool creating) const;
   Status CheckSubmitQueue(const std::string& name) const;
   void EnsureBuiltinQueues();
@@ -421,6 +445,7 @@ class ClusterState {
   std::map<std::pair<std::string, std::string>, UsageTotal> usage_;
   std::map<std::string, AlertCmd> alerts_;  // firing, by key
   UsageLedger usage_ledger_;
+  BillingLedger billing_;
   ApiTokenTable api_tokens_;
   std::map<uint64_t, ReplicaKeyRecord> replica_keys_;
   // Set while LoseTask ends an attempt: its end time is unknown (the node

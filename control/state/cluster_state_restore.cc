@@ -194,6 +194,7 @@ Status ClusterState::Restore(std::string_view snapshot) {
   api_tokens_.Restore(std::move(image->api_tokens));
   replica_keys_.clear();
   for (auto& record : image->replica_keys) replica_keys_[record.replica_id] = std::move(record);
+  billing_.FromImage(std::move(image->billing));
   next_audit_seq_ = std::max<uint64_t>(image->next_audit_seq, audit_.empty() ? 1 : audit_.back().seq + 1);
   EnsureBuiltinQueues();
   RebuildIndexes();

@@ -79,6 +79,9 @@ void ClusterState::ChargeUsage(const JobRecord& job, const TaskRecord& task, std
     r.estimated = true;
     r.end_ms = std::clamp(usage_ledger_.checkpoint_ms(), r.start_ms, r.end_ms);
   }
+  // Issue 50: what is left of it to bill (its time since the last
+  // checkpoint, and a top-up to its minimum period if it ran at all).
+  BillUsage(r, r.end_ms, /*ended=*/task.start_ms != 0);
   usage_ledger_.Add(std::move(r));
 }
 
@@ -98,6 +101,8 @@ std::vector<UsageRecord> ClusterState::RunningUsage(int64_t now_ms) const {
 }
 
 ApplyResult ClusterState::ApplyUsageCheckpoint(int64_t now, const UsageCheckpointCmd& cmd) {
+  BillRunning(now);  // before the checkpoint moves: bills up to `now`
+  if (cmd.daily_before_ms > 0) billing_.Trim(cmd.daily_before_ms);
   usage_ledger_.set_checkpoint_ms(now);
   usage_ledger_.Trim(
       UsageRetention{cmd.keep_records, cmd.records_before_ms, cmd.hourly_before_ms, cmd.daily_before_ms});

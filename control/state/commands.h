@@ -410,12 +410,27 @@ struct ReplicaKeyCmd {
   }
 };
 
+// Issue 50: adds `amount_micro` (negative: takes back) to the credit account
+// of `queue`, opening it; validated and allowed (admins) at the gateway.
+// Apply refuses a queue that does not exist.
+struct CreditCmd {
+  std::string queue;
+  int64_t amount_micro = 0;
+  std::string idempotency_key;  // "": none; a key seen recently: a re-send, not added again
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("queue", queue);
+    v.Required("amount", amount_micro);
+    v.Optional("idempotency_key", idempotency_key);
+  }
+};
+
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
                                  TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd, NodeLostCmd,
                                  NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd, ForgetJobsCmd,
                                  UpdateUserCmd, BootstrapCmd, AuditCmd, RenewSessionCmd, UsageCheckpointCmd,
                                  UpdatePricesCmd, AlertCmd, EnrolmentCmd, TokenCmd,
-                                 ReplicaKeyCmd>;
+                                 ReplicaKeyCmd, CreditCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock

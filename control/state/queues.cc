@@ -153,6 +153,7 @@ ApplyResult ClusterState::ApplyUpdateQueue(const UpdateQueueCmd& cmd) {
     result.status = Status::InvalidArgument("queue update without a queue name");
     return result;
   }
+  if (update.op == QueueOp::kGrantClass || update.op == QueueOp::kRevokeClass) return ApplyClassGrant(update);
   const std::string& name = update.spec.name;
   auto existing = queues_.find(name);
   if (update.op == QueueOp::kDelete) {
@@ -179,6 +180,7 @@ ApplyResult ClusterState::ApplyUpdateQueue(const UpdateQueueCmd& cmd) {
       }
     }
     queues_.erase(existing);
+    billing_.CloseAccount(name);  // issue 50: its credit goes with it
     return result;
   }
   QueueSpec spec = update.spec;
@@ -207,7 +209,8 @@ ApplyResult ClusterState::ApplyUpdateQueue(const UpdateQueueCmd& cmd) {
     }
   }
   if (!result.status.ok()) return result;
-  queues_[name] = QueueRecord{spec};
+  // The spec only: a quota update keeps the queue's class grants.
+  queues_[name].spec = std::move(spec);
   return result;
 }
 

@@ -306,9 +306,14 @@ struct JobRecord {
 
 struct QueueRecord {
   QueueSpec spec;
+  // Issue 50: the classes above medium granted to this queue ("high",
+  // "system"; sorted, no repeats), by UpdateQueue grant-class. Apart from
+  // the spec, so a quota update (which replaces the spec) leaves them.
+  std::vector<std::string> granted_classes;
   template <typename V>
   void Fields(V& v) {
     v.Required("spec", spec);
+    v.Optional("granted_classes", granted_classes);
   }
 };
 

@@ -6,6 +6,7 @@
 #include "protocol/event.h"
 #include "protocol/messages_client.h"
 #include "protocol/model/node_update.h"
+#include "protocol/model/queue_update.h"
 #include "protocol/model/users.h"
 #include "protocol/wire.h"
 
@@ -43,6 +44,7 @@ struct SnapshotImageV2 {
   std::vector<JoinTokenInfo> join_tokens;             // join tokens, by hash (issue 48)
   std::vector<ApiTokenInfo> api_tokens;               // HTTP API tokens, as hashes (issue 48)
   std::vector<ReplicaKeyRecord> replica_keys;         // rotated replica keys (issue 48)
+  BillingLedger::Image billing;                       // credit accounts and monthly bills (issue 50)
   template <typename V>
   void Fields(V& v) {
     v.Required("applied", applied_index);
@@ -68,6 +70,7 @@ struct SnapshotImageV2 {
     v.Optional("join_tokens", join_tokens);
     v.Optional("api_tokens", api_tokens);
     v.Optional("replica_keys", replica_keys);
+    v.Optional("billing", billing);
   }
 };
 
@@ -109,6 +112,17 @@ TEST_F(ClusterStateTest, SnapshotBytesMatchTheImageFormat) {
   Do(ReplicaKeyCmd{3, std::string(40, 'n'), std::string(40, 'o'), 60'000});
   image.applied_index = state_.applied_index();
   image.replica_keys = {state_.replica_keys().at(3)};
+  // Issue 50: a class grant rides on its queue record; a credit account in billing.
+  UpdateQueue grant{QueueOp::kGrantClass, QueueSpec{}, "high"};
+  grant.spec.name = "default";
+  Do(UpdateQueueCmd{grant});
+  Do(CreditCmd{"default", 5'000, "key-1"});
+  image.applied_index = state_.applied_index();
+  image.queues.clear();
+  for (const auto& [name, queue] : state_.queues()) image.queues.push_back(queue);
+  ASSERT_EQ(state_.FindQueue("default")->granted_classes, std::vector<std::string>{"high"});
+  image.billing.accounts = {CreditAccount{"default", 5'000, 0}};
+  image.billing.credit_keys = {"key-1"};
   EXPECT_EQ(state_.Snapshot(), wire::PackToString(image));
 }
 

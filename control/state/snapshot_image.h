@@ -36,6 +36,7 @@ struct SnapshotImage {
   std::vector<PendingEnrolment> pending_enrolments;  // absent before issue 48: none
   std::vector<JoinTokenInfo> join_tokens;
   std::vector<ApiTokenInfo> api_tokens;  // absent before issue 48: none
+  BillingLedger::Image billing;  // issue 50: credit accounts and monthly bills; absent before: none
   std::vector<ReplicaKeyRecord> replica_keys;  // absent before replica key rotation: none
   template <typename V>
   void Fields(V& v) {
@@ -62,6 +63,7 @@ struct SnapshotImage {
     v.Optional("join_tokens", join_tokens);
     v.Optional("api_tokens", api_tokens);
     v.Optional("replica_keys", replica_keys);
+    v.Optional("billing", billing);
   }
 };
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "protocol/model/billing.h"
+
 namespace gpool {
 
 // The price of a GPU-hour of one device model.
@@ -34,6 +36,7 @@ struct PriceTable {
   int64_t memory_gib_hour_micro = 0;
   int64_t set_ms = 0;       // when it was committed (filled on apply)
   std::string set_by;       // who set it (filled by the gateway)
+  BillingRules billing;     // issue 50: minimum periods and discounts (billing.h)
   template <typename V>
   void Fields(V& v) {
     v.Optional("currency", currency);
@@ -44,6 +47,7 @@ struct PriceTable {
     v.Optional("memory_gib_hour", memory_gib_hour_micro);
     v.Optional("set_ms", set_ms);
     v.Optional("set_by", set_by);
+    v.Optional("billing", billing);
   }
 };
 

@@ -232,6 +232,7 @@ class QueueSummary:
     allocated: Dict[str, int] = field(default_factory=dict)
     jobs_pending: int = 0
     jobs_running: int = 0
+    granted_classes: List[str] = field(default_factory=list)  # classes above medium granted to it (issue 50)
     raw: Dict[str, Any] = _raw()
 
     @classmethod
