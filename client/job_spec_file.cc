@@ -100,7 +100,7 @@ Result<uint64_t> ReadQuantity(const YAML::Node& node, const std::string& path, c
 // (docs/protocol.md 6.1-6.3), except cpus/memory, which take units.
 const std::vector<std::string> kJobKeys = {"name",           "queue",         "priority",    "priority_class",
                                            "pool",           "user",          "node_selector", "prefer_labels",
-                                           "tolerations",    "numa_policy",   "network_mode", "network_tier", "gpu_uuid_allow", "gpu_uuid_deny", "restart", "grace_period", "max_runtime", "tasks",       "command",     "replicas",
+                                           "tolerations",    "numa_policy",   "node_policy",   "gpu_policy",   "network_mode", "network_tier", "gpu_uuid_allow", "gpu_uuid_deny", "restart", "grace_period", "max_runtime", "tasks",       "command",     "replicas",
                                            "min_replicas",   "resources",     "env"};
 const std::vector<std::string> kGroupKeys = {"name", "replicas", "min_replicas", "network_tier", "command", "env",
                                              "resources"};
@@ -213,6 +213,14 @@ Status ReadPolicyFields(const YAML::Node& root, JobSpec* spec) {
   }
   if (auto n = root["network_mode"]) {
     GPOOL_ASSIGN_OR_RETURN(spec->network_mode, ReadString(n, "network_mode"));
+  }
+  if (auto n = root["node_policy"]) {
+    GPOOL_ASSIGN_OR_RETURN(spec->node_policy, ReadString(n, "node_policy"));
+    if (!PlacementPolicyFromString(spec->node_policy)) return NotOneOf<PlacementPolicy>("node_policy", spec->node_policy);
+  }
+  if (auto n = root["gpu_policy"]) {
+    GPOOL_ASSIGN_OR_RETURN(spec->gpu_policy, ReadString(n, "gpu_policy"));
+    if (!PlacementPolicyFromString(spec->gpu_policy)) return NotOneOf<PlacementPolicy>("gpu_policy", spec->gpu_policy);
   }
   if (auto n = root["network_tier"]) {
     GPOOL_ASSIGN_OR_RETURN(uint64_t tier, ParseUnsigned(n, "network_tier", 8));

@@ -179,6 +179,12 @@ struct JobSpec {
   // else wait.
   std::string network_mode = "none";
   uint32_t network_tier = 1;
+  // Per-job placement policy (PlacementPolicy): "default" (the cluster's
+  // strategy, fragmentation-aware unless configured otherwise), "binpack"
+  // (fullest node / fullest device first) or "spread" (emptiest first).
+  // node_policy picks the node; gpu_policy the device a GPU share lands on.
+  std::string node_policy = "default";
+  std::string gpu_policy = "default";
   // Device UUIDs the job may use (empty: any) and may not use.
   std::vector<std::string> gpu_uuid_allow;
   std::vector<std::string> gpu_uuid_deny;
@@ -213,6 +219,8 @@ struct JobSpec {
     v.Optional("numa_policy", numa_policy);
     v.Optional("network_mode", network_mode);
     v.Optional("network_tier", network_tier);
+    v.Optional("node_policy", node_policy);
+    v.Optional("gpu_policy", gpu_policy);
     v.Optional("gpu_uuid_allow", gpu_uuid_allow);
     v.Optional("gpu_uuid_deny", gpu_uuid_deny);
     v.Optional("restart", restart);
@@ -411,6 +419,9 @@ enum class NumaPolicy : uint8_t { kNone, kBestEffort, kSingleNumaNode };
 // Placement over the switch tree: "none", "best-effort" (the fewest
 // switches), "single-switch" (under one switch of the job's tier).
 enum class NetworkMode : uint8_t { kNone, kBestEffort, kSingleSwitch };
+// A job's node or GPU placement policy: "default" (the cluster's node-order
+// strategy), "binpack" (fullest first), "spread" (emptiest first).
+enum class PlacementPolicy : uint8_t { kDefault, kBinpack, kSpread };
 // How shares of a GPU split compute: "best-effort", "fixed-share" (capped at
 // the share), "burst-share" (guaranteed, may use idle compute).
 enum class SharingQos : uint8_t { kBestEffort, kFixedShare, kBurstShare };
@@ -435,6 +446,8 @@ std::string_view ToString(NumaPolicy p);
 std::optional<NumaPolicy> NumaPolicyFromString(std::string_view s);
 std::string_view ToString(NetworkMode m);
 std::optional<NetworkMode> NetworkModeFromString(std::string_view s);
+std::string_view ToString(PlacementPolicy p);
+std::optional<PlacementPolicy> PlacementPolicyFromString(std::string_view s);
 std::string_view ToString(SharingQos q);
 std::optional<SharingQos> SharingQosFromString(std::string_view s);
 std::string_view ToString(TaskEventKind k);
@@ -453,6 +466,8 @@ template <>
 std::string Choices<NumaPolicy>();
 template <>
 std::string Choices<NetworkMode>();
+template <>
+std::string Choices<PlacementPolicy>();
 template <>
 std::string Choices<SharingQos>();
 template <>

@@ -288,6 +288,10 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
   if (!spec.user.empty()) GPOOL_RETURN_IF_ERROR(ValidateName("user", spec.user, limits.max_name_length));
   if (!NumaPolicyFromString(spec.numa_policy)) return NotOneOf<NumaPolicy>("numa_policy", spec.numa_policy);
   if (!NetworkModeFromString(spec.network_mode)) return NotOneOf<NetworkMode>("network_mode", spec.network_mode);
+  if (!PlacementPolicyFromString(spec.node_policy)) {
+    return NotOneOf<PlacementPolicy>("node_policy", spec.node_policy);
+  }
+  if (!PlacementPolicyFromString(spec.gpu_policy)) return NotOneOf<PlacementPolicy>("gpu_policy", spec.gpu_policy);
   constexpr uint32_t kMaxTier = 8;
   if (spec.network_tier < 1 || spec.network_tier > kMaxTier) {
     return Status::InvalidArgument("network_tier: " + std::to_string(spec.network_tier) + " is not 1 to " +

@@ -184,6 +184,8 @@ void ClusterState::BuildPending(topology::ClusterView& view, int64_t now_ms) con
     pj.tolerations = job.spec.tolerations;
     pj.numa_policy = NumaPolicyFromString(job.spec.numa_policy).value_or(NumaPolicy::kNone);
     pj.network_mode = NetworkModeFromString(job.spec.network_mode).value_or(NetworkMode::kNone);
+    pj.node_policy = PlacementPolicyFromString(job.spec.node_policy).value_or(PlacementPolicy::kDefault);
+    pj.gpu_policy = PlacementPolicyFromString(job.spec.gpu_policy).value_or(PlacementPolicy::kDefault);
     pj.network_tier = job.spec.network_tier;
     pj.gpu_uuid_allow = job.spec.gpu_uuid_allow;
     pj.gpu_uuid_deny = job.spec.gpu_uuid_deny;

@@ -37,9 +37,12 @@ _RESOURCE_KEYS = ("gpus", "cpus", "memory", "gpu_model", "gpu_memory", "gpu_memo
 _SHORTHAND_KEYS = ("command", "replicas", "min_replicas", "resources", "env")
 _GROUP_KEYS = ("name", "replicas", "min_replicas", "network_tier", "command", "env", "resources")
 _JOB_KEYS = ("name", "queue", "priority", "priority_class", "pool", "user", "node_selector", "prefer_labels",
-             "tolerations", "numa_policy", "network_mode", "network_tier", "gpu_uuid_allow", "gpu_uuid_deny",
+             "tolerations", "numa_policy", "node_policy", "gpu_policy", "network_mode", "network_tier",
+             "gpu_uuid_allow", "gpu_uuid_deny",
              "restart", "grace_period", "max_runtime", "grace_period_ms", "max_runtime_ms", "tasks") + \
     _SHORTHAND_KEYS
+# A job's node_policy and gpu_policy (protocol/types.h PlacementPolicy).
+PLACEMENT_POLICIES = ("default", "binpack", "spread")
 # Keyword arguments of Client.submit that go to the single group's resources.
 RESOURCE_KWARGS = frozenset(_RESOURCE_KEYS)
 
@@ -244,6 +247,11 @@ def _policy(root: Mapping[str, Any], spec: Spec) -> None:
     for key in ("priority_class", "pool", "user", "numa_policy", "network_mode"):
         if key in root:
             spec[key] = _string(root[key], key)
+    for key in ("node_policy", "gpu_policy"):
+        if key in root:
+            spec[key] = _string(root[key], key)
+            if spec[key] not in PLACEMENT_POLICIES:
+                raise _error(key, f"'{spec[key]}' is not default, binpack or spread")
     for key in ("node_selector", "prefer_labels"):
         if key in root:
             spec[key] = _string_map(root[key], key, "KEY")
