@@ -14,6 +14,7 @@
 #include "protocol/base/enum_names.h"
 #include "protocol/base/ids.h"
 #include "protocol/base/status.h"
+#include "protocol/scale_rule.h"
 #include "protocol/session_types.h"
 
 namespace gpool {
@@ -122,6 +123,9 @@ struct TaskGroupSpec {
   // tier or lower (e.g. a tensor-parallel group under one leaf while the job
   // spans a spine). 0: only the job's rule applies.
   uint32_t network_tier = 0;
+  // Elastic scaling by signal (protocol/scale_rule.h): with rules, the group
+  // runs a target between its minimum and `replicas` that the rules move.
+  ScaleSpec scale;
 
   uint32_t MinReplicas() const { return min_replicas == 0 || min_replicas > replicas ? replicas : min_replicas; }
   template <typename V>
@@ -133,6 +137,7 @@ struct TaskGroupSpec {
     v.Optional("resources", resources);
     v.Optional("min_replicas", min_replicas);
     v.Optional("network_tier", network_tier);
+    v.Optional("scale", scale);
   }
   bool operator==(const TaskGroupSpec&) const = default;
 };

@@ -253,6 +253,13 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
       return Status::InvalidArgument(prefix + ".min_replicas: " + std::to_string(group.min_replicas) +
                                      " is more than its " + std::to_string(group.replicas) + " replicas");
     }
+    GPOOL_RETURN_IF_ERROR(ValidateScaleSpec(prefix, group.scale, group.MinReplicas(), group.replicas));
+    for (size_t r = 0; r < group.scale.rules.size(); ++r) {
+      const std::string& queue = group.scale.rules[r].queue;
+      if (queue.empty()) continue;
+      GPOOL_RETURN_IF_ERROR(
+          ValidateName(prefix + ".scale.rules[" + std::to_string(r) + "].queue", queue, limits.max_name_length));
+    }
     const auto& res = group.resources;
     GPOOL_RETURN_IF_ERROR(ValidateModelList(prefix + ".resources.gpu_model", res.gpu_model));
     if (!res.gpu_model.empty() && res.gpus == 0) {
