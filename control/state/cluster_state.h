@@ -282,6 +282,7 @@ class ClusterState {
   Status AdmitRegistration(int64_t now, const RegisterNodeCmd& cmd, std::map<std::string, std::string>* labels);
   ApplyResult ApplyToken(int64_t now, const TokenCmd& cmd);
   ApplyResult ApplyReplicaKey(int64_t now, const ReplicaKeyCmd& cmd);
+  ApplyResult ApplyScaleJob(int64_t now, const ScaleJobCmd& cmd);
   // Records the usage of an attempt that is about to stop holding its
   // resources (called once per attempt, before ReleaseResources). An end
   // whose real time is unknown (lost with its node) is charged up to the

@@ -44,6 +44,22 @@ def test_shorthand_and_groups() -> None:
     assert spec["tasks"][0]["resources"] == {"cpu_milli": 250, "memory_mib": 64}
 
 
+def test_scale_rules_take_the_file_format() -> None:
+    spec = gpool.job_spec({"name": "j", "command": "x", "replicas": 4, "min_replicas": 1,
+                           "scale": {"cooldown": "90s", "rules": [
+                               {"trigger": "queue-depth", "grow_above": 2, "shrink_below": 1},
+                               {"trigger": "time-window", "window": "22:00-06:00"}]}})
+    assert spec["tasks"][0]["scale"] == {"cooldown_ms": 90000, "rules": [
+        {"trigger": "queue-depth", "grow_above": 2, "shrink_below": 1},
+        {"trigger": "time-window", "window": "22:00-06:00"}]}
+    with pytest.raises(gpool.InvalidArgument) as caught:
+        gpool.job_spec({"name": "j", "command": "x", "scale": {"rules": [{"grow_above": 1}]}})
+    assert "scale.rules[0].trigger: required" in caught.value.message
+    with pytest.raises(gpool.InvalidArgument) as caught:
+        gpool.job_spec({"name": "j", "command": "x", "scale": {"rules": [{"trigger": "x", "treshold": 1}]}})
+    assert "treshold" in caught.value.message
+
+
 def test_placement_policies_travel_as_given() -> None:
     spec = gpool.job_spec({"name": "j", "command": "x", "node_policy": "spread", "gpu_policy": "binpack"})
     assert (spec["node_policy"], spec["gpu_policy"]) == ("spread", "binpack")
