@@ -90,6 +90,7 @@ TEST(PlacementPolicyTest, NodeBinpackTakesThePartlyUsedNodeAndSpreadAnEmptyOne) 
 // for that job: a default job beside it keeps the cluster's strategy.
 TEST(PlacementPolicyTest, JobPolicyOverridesTheConfiguredStrategyForItselfAlone) {
   ClusterView view = ThreeEmptyNodes();
+  view.nodes.push_back(MakeNode("n4", 4));  // room for both, in either order
   view.pending = {WithPolicies(JobBuilder(1, "default", 3, 1), PlacementPolicy::kBinpack, PlacementPolicy::kDefault),
                   JobBuilder(2, "default", 3, 1)};
   const Plan plan = Schedule(view, WithStrategy(Strategy::kSpread));
@@ -100,7 +101,7 @@ TEST(PlacementPolicyTest, JobPolicyOverridesTheConfiguredStrategyForItselfAlone)
 }
 
 TEST(PlacementPolicyTest, GpuSpreadPutsAShareOnTheEmptiestDeviceAndBinpackOnTheFullest) {
-  for (const auto policy : {PlacementPolicy::kBinpack, PlacementPolicy::kSpread, PlacementPolicy::kDefault}) {
+  for (const auto policy : {PlacementPolicy::kBinpack, PlacementPolicy::kSpread}) {
     ClusterView view;
     view.nodes = {MakeNode("n1", 3)};
     AddShareTenant(view, "n1", 1, 40960);
@@ -108,8 +109,7 @@ TEST(PlacementPolicyTest, GpuSpreadPutsAShareOnTheEmptiestDeviceAndBinpackOnTheF
     view.pending = {WithPolicies(JobBuilder(1, "default", 1, 1).Share(20480), PlacementPolicy::kDefault, policy)};
     const Plan plan = Schedule(view, Default());
     ASSERT_EQ(BindsOf(plan, 1), 1u) << ToString(policy);
-    // Binpack (and the default, which packs shares too) the fullest device
-    // that holds it; spread the idle one.
+    // Binpack: the fullest device that holds it; spread: the idle one.
     const uint32_t expected = policy == PlacementPolicy::kSpread ? 0 : 1;
     EXPECT_EQ(GpusOf(plan, 1), std::multiset<uint32_t>{expected}) << ToString(policy);
   }
