@@ -192,7 +192,7 @@ TEST_F(ScaleStateTest, TargetAndCoolDownSurviveEncoding) {
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(std::get<ScaleJobCmd>(decoded->body).replicas, 3u);
   EXPECT_EQ(CommandName(decoded->body), "ScaleJob");
-  auto copy = UnpackFromString<JobRecord>(PackToString(record));
+  auto copy = wire::UnpackFromString<JobRecord>(wire::PackToString(record));
   ASSERT_TRUE(copy.ok()) << copy.status().ToString();
   EXPECT_EQ(copy->ReplicaTarget(0), 3u);
   EXPECT_EQ(copy->scaled_ms(), record.scaled_ms());
