@@ -279,12 +279,18 @@ Status ReadScale(const YAML::Node& node, const std::string& path, ScaleSpec* out
     } else {
       return FieldError(at + ".trigger", "required");
     }
-    if (auto n = rules[i]["grow_above"]) GPOOL_ASSIGN_OR_RETURN(rule.grow_above, ParseUnsigned(n, at + ".grow_above", UINT32_MAX));
+    if (auto n = rules[i]["grow_above"]) {
+      GPOOL_ASSIGN_OR_RETURN(rule.grow_above, ParseUnsigned(n, at + ".grow_above", UINT32_MAX));
+    }
     if (auto n = rules[i]["shrink_below"]) {
       GPOOL_ASSIGN_OR_RETURN(rule.shrink_below, ParseUnsigned(n, at + ".shrink_below", UINT32_MAX));
     }
-    if (auto n = rules[i]["queue"]) GPOOL_ASSIGN_OR_RETURN(rule.queue, ReadString(n, at + ".queue"));
-    if (auto n = rules[i]["window"]) GPOOL_ASSIGN_OR_RETURN(rule.window, ReadString(n, at + ".window"));
+    if (auto n = rules[i]["queue"]) {
+      GPOOL_ASSIGN_OR_RETURN(rule.queue, ReadString(n, at + ".queue"));
+    }
+    if (auto n = rules[i]["window"]) {
+      GPOOL_ASSIGN_OR_RETURN(rule.window, ReadString(n, at + ".window"));
+    }
     if (auto n = rules[i]["step"]) {
       GPOOL_ASSIGN_OR_RETURN(uint64_t step, ParseUnsigned(n, at + ".step", UINT32_MAX));
       rule.step = static_cast<uint32_t>(step);
