@@ -69,10 +69,13 @@ Status ValidateScaleSpec(const std::string& where, const ScaleSpec& spec, uint32
     if (rule.trigger != "queue-depth" && !rule.queue.empty()) {
       return Status::InvalidArgument(r + ".queue: only for the queue-depth trigger");
     }
-    if (rule.shrink_below > rule.grow_above) {
-      // Else one signal would ask for both at once and the group would flap.
+    // Else one signal would ask to grow and to shrink at once and the group
+    // would flap: queue-depth grows above grow_above, gpu-utilisation at it.
+    const uint64_t most = rule.trigger == "queue-depth" ? rule.grow_above + 1 : rule.grow_above;
+    if (rule.shrink_below > most) {
       return Status::InvalidArgument(r + ": shrink_below (" + std::to_string(rule.shrink_below) +
-                                     ") must not exceed grow_above (" + std::to_string(rule.grow_above) + ")");
+                                     ") must be at most " + std::to_string(most) +
+                                     ", or one signal would ask to grow and to shrink at once");
     }
   }
   return Status::Ok();

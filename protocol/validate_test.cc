@@ -112,7 +112,11 @@ TEST(ValidateJobSpecTest, PlacementPoliciesAndScaleRulesNameTheirField) {
       {"percent", [&](JobSpec& s) { elastic(s, ScaleRule{"gpu-utilisation", 120, 10}); },
        "tasks[0].scale.rules[0]: gpu-utilisation thresholds are percentages (0 to 100)"},
       {"flapping", [&](JobSpec& s) { elastic(s, ScaleRule{"queue-depth", 2, 5}); },
-       "tasks[0].scale.rules[0]: shrink_below (5) must not exceed grow_above (2)"},
+       "tasks[0].scale.rules[0]: shrink_below (5) must be at most 3, or one signal would ask to grow and to shrink "
+       "at once"},
+      {"flapping utilisation", [&](JobSpec& s) { elastic(s, ScaleRule{"gpu-utilisation", 50, 51}); },
+       "tasks[0].scale.rules[0]: shrink_below (51) must be at most 50, or one signal would ask to grow and to shrink "
+       "at once"},
       {"step", [&](JobSpec& s) { elastic(s, ScaleRule{"queue-depth", 2, 0, "", "", 0}); },
        "tasks[0].scale.rules[0].step: 0 is not 1 to 4"},
       {"queue name", [&](JobSpec& s) { elastic(s, ScaleRule{"queue-depth", 2, 0, "a b"}); },
@@ -136,6 +140,7 @@ TEST(ValidateJobSpecTest, PlacementPoliciesAndScaleRulesNameTheirField) {
   spec.gpu_policy = "binpack";
   elastic(spec, ScaleRule{"time-window", 0, 0, "", "22:00-06:00"});
   spec.tasks[0].scale.rules.push_back(ScaleRule{"gpu-utilisation", 80, 20});
+  spec.tasks[0].scale.rules.push_back(ScaleRule{"queue-depth", 0, 1});  // grow while any waits, shrink when none
   EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec).ToString();
 }
 

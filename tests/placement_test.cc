@@ -132,7 +132,7 @@ TEST_F(PlacementTest, AnUnknownPolicyIsATypedErrorAndSubmitsNothing) {
   auto reply = client_->Submit(spec, "");
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(reply.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(reply.status().message(), "node_policy: 'scatter' is not default, binpack or spread");
+  EXPECT_EQ(reply.status().message(), "spec: node_policy: 'scatter' is not default, binpack or spread");
   const auto cli = cluster_->Cli({"submit", "--name", "bad-gpu-policy", "--gpu-policy", "packed", "--", "true"});
   EXPECT_NE(cli.exit_code, 0);
   EXPECT_NE(cli.err.find("--gpu-policy: 'packed' is not default, binpack or spread"), std::string::npos) << cli.err;
