@@ -188,7 +188,9 @@ Status ApplyJobFlags(const Invocation& inv, const CliEnv& env, JobSpec& spec) {
   }
   if (f.count("node-policy")) {
     spec.node_policy = f["node-policy"].as<std::string>();
-    if (!PlacementPolicyFromString(spec.node_policy)) return NotOneOf<PlacementPolicy>("--node-policy", spec.node_policy);
+    if (!PlacementPolicyFromString(spec.node_policy)) {
+      return NotOneOf<PlacementPolicy>("--node-policy", spec.node_policy);
+    }
   }
   if (f.count("gpu-policy")) {
     spec.gpu_policy = f["gpu-policy"].as<std::string>();

@@ -218,11 +218,15 @@ Status ReadPolicyFields(const YAML::Node& root, JobSpec* spec) {
   }
   if (auto n = root["node_policy"]) {
     GPOOL_ASSIGN_OR_RETURN(spec->node_policy, ReadString(n, "node_policy"));
-    if (!PlacementPolicyFromString(spec->node_policy)) return NotOneOf<PlacementPolicy>("node_policy", spec->node_policy);
+    if (!PlacementPolicyFromString(spec->node_policy)) {
+      return NotOneOf<PlacementPolicy>("node_policy", spec->node_policy);
+    }
   }
   if (auto n = root["gpu_policy"]) {
     GPOOL_ASSIGN_OR_RETURN(spec->gpu_policy, ReadString(n, "gpu_policy"));
-    if (!PlacementPolicyFromString(spec->gpu_policy)) return NotOneOf<PlacementPolicy>("gpu_policy", spec->gpu_policy);
+    if (!PlacementPolicyFromString(spec->gpu_policy)) {
+      return NotOneOf<PlacementPolicy>("gpu_policy", spec->gpu_policy);
+    }
   }
   if (auto n = root["network_tier"]) {
     GPOOL_ASSIGN_OR_RETURN(uint64_t tier, ParseUnsigned(n, "network_tier", 8));

@@ -95,7 +95,8 @@ TEST(ValidateJobSpecTest, PlacementPoliciesAndScaleRulesNameTheirField) {
     s.tasks[0].scale.rules = {std::move(rule)};
   };
   std::vector<BadSpecCase> cases = {
-      {"node policy", [](JobSpec& s) { s.node_policy = "pack"; }, "node_policy: 'pack' is not default, binpack or spread"},
+      {"node policy", [](JobSpec& s) { s.node_policy = "pack"; },
+       "node_policy: 'pack' is not default, binpack or spread"},
       {"gpu policy", [](JobSpec& s) { s.gpu_policy = ""; }, "gpu_policy: '' is not default, binpack or spread"},
       {"not elastic",
        [](JobSpec& s) {

@@ -5,12 +5,12 @@
 namespace gpool::state {
 namespace {
 
-constexpr int64_t kMsPerDay = 24 * 3'600'000ll;
+constexpr int64_t kScaleMsPerDay = 24 * 3'600'000ll;
 
 bool InScaleWindow(const std::string& window, int64_t now_ms) {
   const auto range = ParseScaleWindow(window);
   if (!range) return false;
-  const int64_t day_ms = ((now_ms % kMsPerDay) + kMsPerDay) % kMsPerDay;
+  const int64_t day_ms = ((now_ms % kScaleMsPerDay) + kScaleMsPerDay) % kScaleMsPerDay;
   const auto minute = static_cast<uint32_t>(day_ms / 60'000);
   const auto [start, end] = *range;
   return start < end ? minute >= start && minute < end : minute >= start || minute < end;

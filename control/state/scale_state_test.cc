@@ -13,9 +13,9 @@
 namespace gpool::state {
 namespace {
 
-constexpr int64_t kHourMs = 3'600'000;
+constexpr int64_t kScaleTestHourMs = 3'600'000;
 
-ScaleSignals Signals(uint32_t current, uint64_t depth) {
+ScaleSignals ScaleSignalsAt(uint32_t current, uint64_t depth) {
   ScaleSignals in;
   in.min = 1;
   in.max = 4;
@@ -25,34 +25,36 @@ ScaleSignals Signals(uint32_t current, uint64_t depth) {
   return in;
 }
 
-ScaleSpec Rules(std::vector<ScaleRule> rules, uint64_t cooldown_ms = 60'000) { return ScaleSpec{std::move(rules), cooldown_ms}; }
+ScaleSpec ScaleRulesOf(std::vector<ScaleRule> rules, uint64_t cooldown_ms = 60'000) {
+  return ScaleSpec{std::move(rules), cooldown_ms};
+}
 
 TEST(ScaleDecisionTest, QueueDepthGrowsAboveAndShrinksBelowOneStepAtATime) {
-  const ScaleSpec spec = Rules({ScaleRule{"queue-depth", 2, 1}});
-  EXPECT_EQ(DecideScale(spec, Signals(1, 3), "work").target, 2u);  // 3 > 2
-  EXPECT_EQ(DecideScale(spec, Signals(2, 2), "work").target, 2u);  // 2 is not above 2, not below 1
-  EXPECT_EQ(DecideScale(spec, Signals(2, 0), "work").target, 1u);  // 0 < 1
-  const ScaleDecision grew = DecideScale(spec, Signals(1, 9), "work");
+  const ScaleSpec spec = ScaleRulesOf({ScaleRule{"queue-depth", 2, 1}});
+  EXPECT_EQ(DecideScale(spec, ScaleSignalsAt(1, 3), "work").target, 2u);  // 3 > 2
+  EXPECT_EQ(DecideScale(spec, ScaleSignalsAt(2, 2), "work").target, 2u);  // 2 is not above 2, not below 1
+  EXPECT_EQ(DecideScale(spec, ScaleSignalsAt(2, 0), "work").target, 1u);  // 0 < 1
+  const ScaleDecision grew = DecideScale(spec, ScaleSignalsAt(1, 9), "work");
   EXPECT_EQ(grew.trigger, "queue-depth");
   EXPECT_EQ(grew.message, "queue work: 9 pending");
   // The rule's own queue instead of the job's.
-  const ScaleSpec other = Rules({ScaleRule{"queue-depth", 2, 0, "elsewhere"}});
-  EXPECT_EQ(DecideScale(other, Signals(1, 9), "work").target, 1u);
+  const ScaleSpec other = ScaleRulesOf({ScaleRule{"queue-depth", 2, 0, "elsewhere"}});
+  EXPECT_EQ(DecideScale(other, ScaleSignalsAt(1, 9), "work").target, 1u);
   // Without shrink_below the rule never shrinks.
-  EXPECT_EQ(DecideScale(Rules({ScaleRule{"queue-depth", 2}}), Signals(3, 0), "work").target, 3u);
+  EXPECT_EQ(DecideScale(ScaleRulesOf({ScaleRule{"queue-depth", 2}}), ScaleSignalsAt(3, 0), "work").target, 3u);
 }
 
 TEST(ScaleDecisionTest, StaysWithinMinAndMax) {
-  const ScaleSpec spec = Rules({ScaleRule{"queue-depth", 2, 1, "", "", 3}});
-  EXPECT_EQ(DecideScale(spec, Signals(3, 9), "work").target, 4u);  // 3 + 3 capped at max 4
-  EXPECT_EQ(DecideScale(spec, Signals(4, 9), "work").target, 4u);
-  EXPECT_EQ(DecideScale(spec, Signals(2, 0), "work").target, 1u);  // 2 - 3 floored at min 1
-  EXPECT_EQ(DecideScale(spec, Signals(1, 0), "work").target, 1u);
+  const ScaleSpec spec = ScaleRulesOf({ScaleRule{"queue-depth", 2, 1, "", "", 3}});
+  EXPECT_EQ(DecideScale(spec, ScaleSignalsAt(3, 9), "work").target, 4u);  // 3 + 3 capped at max 4
+  EXPECT_EQ(DecideScale(spec, ScaleSignalsAt(4, 9), "work").target, 4u);
+  EXPECT_EQ(DecideScale(spec, ScaleSignalsAt(2, 0), "work").target, 1u);  // 2 - 3 floored at min 1
+  EXPECT_EQ(DecideScale(spec, ScaleSignalsAt(1, 0), "work").target, 1u);
 }
 
 TEST(ScaleDecisionTest, GpuUtilisationGrowsAtTheThresholdAndHoldsWhenUnmeasured) {
-  const ScaleSpec spec = Rules({ScaleRule{"gpu-utilisation", 80, 20}});
-  ScaleSignals in = Signals(2, 0);
+  const ScaleSpec spec = ScaleRulesOf({ScaleRule{"gpu-utilisation", 80, 20}});
+  ScaleSignals in = ScaleSignalsAt(2, 0);
   EXPECT_EQ(DecideScale(spec, in, "work").target, 2u);  // nobody measured: hold
   in.gpu_util_pct = 80;
   EXPECT_EQ(DecideScale(spec, in, "work").target, 3u);
@@ -64,22 +66,22 @@ TEST(ScaleDecisionTest, GpuUtilisationGrowsAtTheThresholdAndHoldsWhenUnmeasured)
 }
 
 TEST(ScaleDecisionTest, TimeWindowRunsEverythingInsideAndTheMinimumOutside) {
-  const ScaleSpec spec = Rules({ScaleRule{"time-window", 0, 0, "", "22:00-06:00"}});
-  ScaleSignals in = Signals(2, 0);
-  const int64_t midnight = 20'000 * 24 * kHourMs;  // a UTC midnight
-  in.now_ms = midnight + 23 * kHourMs;              // 23:00, inside the wrapped window
+  const ScaleSpec spec = ScaleRulesOf({ScaleRule{"time-window", 0, 0, "", "22:00-06:00"}});
+  ScaleSignals in = ScaleSignalsAt(2, 0);
+  const int64_t midnight = 20'000 * 24 * kScaleTestHourMs;  // a UTC midnight
+  in.now_ms = midnight + 23 * kScaleTestHourMs;              // 23:00, inside the wrapped window
   EXPECT_EQ(DecideScale(spec, in, "work").target, 4u);
-  in.now_ms = midnight + 5 * kHourMs + 59 * 60'000;  // 05:59
+  in.now_ms = midnight + 5 * kScaleTestHourMs + 59 * 60'000;  // 05:59
   EXPECT_EQ(DecideScale(spec, in, "work").target, 4u);
-  in.now_ms = midnight + 6 * kHourMs;  // 06:00: the end is outside
+  in.now_ms = midnight + 6 * kScaleTestHourMs;  // 06:00: the end is outside
   const ScaleDecision outside = DecideScale(spec, in, "work");
   EXPECT_EQ(outside.target, 1u);
   EXPECT_EQ(outside.message, "outside 22:00-06:00 UTC");
 }
 
 TEST(ScaleDecisionTest, TheLargestWishWinsSoAGroupShrinksOnlyWhenEveryRuleLetsIt) {
-  const ScaleSpec spec = Rules({ScaleRule{"queue-depth", 2, 1}, ScaleRule{"gpu-utilisation", 90, 10}});
-  ScaleSignals in = Signals(3, 0);  // the queue wants 2
+  const ScaleSpec spec = ScaleRulesOf({ScaleRule{"queue-depth", 2, 1}, ScaleRule{"gpu-utilisation", 90, 10}});
+  ScaleSignals in = ScaleSignalsAt(3, 0);  // the queue wants 2
   in.gpu_util_pct = 50;             // the GPUs want 3 kept
   EXPECT_EQ(DecideScale(spec, in, "work").target, 3u);
   in.gpu_util_pct = 5;  // both want 2
@@ -91,8 +93,8 @@ TEST(ScaleDecisionTest, TheLargestWishWinsSoAGroupShrinksOnlyWhenEveryRuleLetsIt
 }
 
 TEST(ScaleDecisionTest, CoolDownHoldsAChangeUntilItHasPassed) {
-  const ScaleSpec spec = Rules({ScaleRule{"queue-depth", 2, 1}}, 60'000);
-  ScaleSignals in = Signals(1, 5);
+  const ScaleSpec spec = ScaleRulesOf({ScaleRule{"queue-depth", 2, 1}}, 60'000);
+  ScaleSignals in = ScaleSignalsAt(1, 5);
   in.last_scaled_ms = in.now_ms - 59'999;
   ScaleDecision held = DecideScale(spec, in, "work");
   EXPECT_EQ(held.target, 1u);
