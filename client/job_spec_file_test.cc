@@ -158,7 +158,7 @@ TEST(JobSpecFileTest, MissingAndMisplacedFields) {
 TEST(JobSpecFileTest, UnknownKeysAreErrorsWithHints) {
   EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - command: x\n    replica: 2\n", "job.yaml"),
             "job.yaml: tasks[0].replica: unknown key (did you mean 'replicas'?); allowed keys: name, replicas, "
-            "min_replicas, network_tier, command, env, resources");
+            "min_replicas, network_tier, command, env, resources, scale");
   EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {gpu: 1}\n"),
             "resources.gpu: unknown key (did you mean 'gpus'?); allowed keys: gpus, cpus, memory, gpu_model, gpu_memory, gpu_memory_pct, gpu_compute, sharing_qos, mig_profile, cores");
   EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {mem: 1}\n"),
