@@ -186,6 +186,16 @@ Status ApplyJobFlags(const Invocation& inv, const CliEnv& env, JobSpec& spec) {
     spec.numa_policy = f["numa"].as<std::string>();
     if (!NumaPolicyFromString(spec.numa_policy)) return NotOneOf<NumaPolicy>("--numa", spec.numa_policy);
   }
+  if (f.count("node-policy")) {
+    spec.node_policy = f["node-policy"].as<std::string>();
+    if (!PlacementPolicyFromString(spec.node_policy)) {
+      return NotOneOf<PlacementPolicy>("--node-policy", spec.node_policy);
+    }
+  }
+  if (f.count("gpu-policy")) {
+    spec.gpu_policy = f["gpu-policy"].as<std::string>();
+    if (!PlacementPolicyFromString(spec.gpu_policy)) return NotOneOf<PlacementPolicy>("--gpu-policy", spec.gpu_policy);
+  }
   if (f.count("network")) {
     spec.network_mode = f["network"].as<std::string>();
     if (!NetworkModeFromString(spec.network_mode)) return NotOneOf<NetworkMode>("--network", spec.network_mode);
@@ -325,6 +335,10 @@ void SubmitOptions(cxxopts::Options& o) {
        cxxopts::value<std::string>(), "N")
       ("numa", "where a task's GPUs sit: none (default), best-effort (one NUMA node if possible) or "
                "single-numa-node (one NUMA node or not on that node)", cxxopts::value<std::string>(), "POLICY")
+      ("node-policy", "which node each task goes to: default (the cluster's strategy), binpack (fullest node "
+                      "first) or spread (emptiest node first)", cxxopts::value<std::string>(), "POLICY")
+      ("gpu-policy", "which device a GPU share goes to: default, binpack (fullest device with room) or spread "
+                     "(emptiest device)", cxxopts::value<std::string>(), "POLICY")
       ("user", "user, for fairness inside the queue (default: $USER, or the spec's user)",
        cxxopts::value<std::string>(), "USER")
       ("selector", "run only on nodes with this label; repeatable or comma-separated",

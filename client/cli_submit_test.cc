@@ -112,7 +112,8 @@ TEST_F(CliTest, SubmitPolicyFlagsBuildTheSpec) {
                  "--selector", "gpu=a100", "--prefer", "zone=b", "--toleration", "maint", "--toleration",
                  "dedicated=ml,spot", "--replicas", "4", "--min-replicas", "2", "--gpus", "2", "--gpu-model",
                  "A100-SXM4-80GB", "--numa", "single-numa-node", "--network", "single-switch", "--network-tier",
-                 "2", "--grace-period", "2m", "--max-runtime", "3h", "--", "python3", "train.py"}),
+                 "2", "--grace-period", "2m", "--max-runtime", "3h", "--node-policy", "spread", "--gpu-policy",
+                 "binpack", "--", "python3", "train.py"}),
             kExitOk)
       << err_.str();
   ASSERT_EQ(cluster_->submits.size(), 1u);
@@ -120,6 +121,8 @@ TEST_F(CliTest, SubmitPolicyFlagsBuildTheSpec) {
   EXPECT_EQ(spec.grace_period_ms, 120'000u);
   EXPECT_EQ(spec.max_runtime_ms, 10'800'000u);
   EXPECT_EQ(spec.numa_policy, "single-numa-node");
+  EXPECT_EQ(spec.node_policy, "spread");
+  EXPECT_EQ(spec.gpu_policy, "binpack");
   EXPECT_EQ(spec.network_mode, "single-switch");
   EXPECT_EQ(spec.network_tier, 2u);
   EXPECT_EQ(spec.priority_class, "high");
@@ -139,6 +142,7 @@ TEST_F(CliTest, SubmitPolicyFlagsBuildTheSpec) {
   EXPECT_NE(out_.str().find("  Class:          high\n"), std::string::npos) << out_.str();
   EXPECT_NE(out_.str().find("  User:           bob\n"), std::string::npos) << out_.str();
   EXPECT_NE(out_.str().find("  Tolerates:      maint, dedicated=ml, spot\n"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("  Placement:      nodes spread, GPUs binpack\n"), std::string::npos) << out_.str();
   EXPECT_NE(out_.str().find("4 (min 2)  2 GPUs (A100-SXM4-80GB)"), std::string::npos) << out_.str();
 }
 
@@ -182,7 +186,8 @@ TEST_F(CliTest, SubmitFileKeepsItsPolicyFieldsAndFlagsAddToThem) {
   const std::string path = UniqueTempPath("gpool_cli_policy");
   WriteFile(path,
             "name: p\npriority_class: low\npool: pooled\nnode_selector: {rack: r1, zone: a}\n"
-            "prefer_labels: {ssd: 'yes'}\ntolerations: [maint]\nnuma_policy: best-effort\nreplicas: 3\n"
+            "prefer_labels: {ssd: 'yes'}\ntolerations: [maint]\nnuma_policy: best-effort\nnode_policy: binpack\n"
+            "gpu_policy: spread\nreplicas: 3\n"
             "min_replicas: 1\ncommand: x\nresources: {gpus: 1, gpu_model: H100}\n");
   ASSERT_EQ(Run({"submit", path}), kExitOk) << err_.str();
   JobSpec spec = cluster_->submits.back().spec;
@@ -192,6 +197,8 @@ TEST_F(CliTest, SubmitFileKeepsItsPolicyFieldsAndFlagsAddToThem) {
   EXPECT_EQ(spec.prefer_labels, (std::map<std::string, std::string>{{"ssd", "yes"}}));
   EXPECT_EQ(spec.tolerations, std::vector<std::string>{"maint"});
   EXPECT_EQ(spec.numa_policy, "best-effort");
+  EXPECT_EQ(spec.node_policy, "binpack");
+  EXPECT_EQ(spec.gpu_policy, "spread");
   EXPECT_EQ(spec.tasks[0].min_replicas, 1u);
   EXPECT_EQ(spec.tasks[0].resources.gpu_model, "H100");
 
@@ -227,6 +234,8 @@ TEST_F(CliTest, BadPolicyFlagsNameTheFlagAndNeverReachTheCoordinator) {
       {{"--pool", "shared"}, "--pool: 'shared' is not public, pooled or exclusive"},
       {{"--numa", "strict"}, "--numa: 'strict' is not none, best-effort or single-numa-node"},
       {{"--network", "leaf"}, "--network: 'leaf' is not none, best-effort or single-switch"},
+      {{"--node-policy", "pack"}, "--node-policy: 'pack' is not default, binpack or spread"},
+      {{"--gpu-policy", "Spread"}, "--gpu-policy: 'Spread' is not default, binpack or spread"},
       {{"--network", "single-switch", "--network-tier", "0"}, "--network-tier: tiers count from 1 (the leaf switch)"},
       {{"--network", "single-switch", "--network-tier", "9"}, "--network-tier: expected an integer from 0 to 8, got '9'"},
       {{"--selector", "rack"}, "--selector: expected KEY=VALUE, got 'rack'"},

@@ -406,6 +406,9 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
   }
   if (!reply.spec.prefer_labels.empty()) summary.AddRow({"Prefers:", JoinKeyValues(reply.spec.prefer_labels, ", ")});
   if (!reply.spec.tolerations.empty()) summary.AddRow({"Tolerates:", JoinStrings(reply.spec.tolerations, ", ")});
+  if (reply.spec.node_policy != "default" || reply.spec.gpu_policy != "default") {
+    summary.AddRow({"Placement:", "nodes " + reply.spec.node_policy + ", GPUs " + reply.spec.gpu_policy});
+  }
   summary.AddRow({"Tasks:", std::to_string(s.tasks_running) + " running, " + std::to_string(s.tasks_finished) +
                                 " finished, " + std::to_string(s.tasks_total) + " total"});
   summary.AddRow({"GPUs:", std::to_string(s.gpus)});

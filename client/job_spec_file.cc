@@ -100,15 +100,17 @@ Result<uint64_t> ReadQuantity(const YAML::Node& node, const std::string& path, c
 // (docs/protocol.md 6.1-6.3), except cpus/memory, which take units.
 const std::vector<std::string> kJobKeys = {"name",           "queue",         "priority",    "priority_class",
                                            "pool",           "user",          "node_selector", "prefer_labels",
-                                           "tolerations",    "numa_policy",   "network_mode", "network_tier", "gpu_uuid_allow", "gpu_uuid_deny", "restart", "grace_period", "max_runtime", "tasks",       "command",     "replicas",
-                                           "min_replicas",   "resources",     "env"};
+                                           "tolerations",    "numa_policy",   "node_policy",   "gpu_policy",   "network_mode", "network_tier", "gpu_uuid_allow", "gpu_uuid_deny", "restart", "grace_period", "max_runtime", "tasks",       "command",     "replicas",
+                                           "min_replicas",   "resources",     "env",          "scale"};
 const std::vector<std::string> kGroupKeys = {"name", "replicas", "min_replicas", "network_tier", "command", "env",
-                                             "resources"};
+                                             "resources", "scale"};
+const std::vector<std::string> kScaleKeys = {"cooldown", "rules"};
+const std::vector<std::string> kScaleRuleKeys = {"trigger", "grow_above", "shrink_below", "queue", "window", "step"};
 const std::vector<std::string> kResourceKeys = {"gpus",           "cpus",           "memory",      "gpu_model",
                                                 "gpu_memory",     "gpu_memory_pct", "gpu_compute", "sharing_qos",
                                                 "mig_profile",    "cores",          "exclusive_cores"};
 // Group keys that may sit directly under the job (a one-group job).
-const std::vector<std::string> kShorthandKeys = {"command", "replicas", "min_replicas", "resources", "env"};
+const std::vector<std::string> kShorthandKeys = {"command", "replicas", "min_replicas", "resources", "env", "scale"};
 
 Status ReadResources(const YAML::Node& node, const std::string& path, Resources* out) {
   GPOOL_RETURN_IF_ERROR(CheckKeys(node, path, kResourceKeys));
@@ -221,6 +223,18 @@ Status ReadPolicyFields(const YAML::Node& root, JobSpec* spec) {
   if (auto n = root["network_mode"]) {
     GPOOL_ASSIGN_OR_RETURN(spec->network_mode, ReadString(n, "network_mode"));
   }
+  if (auto n = root["node_policy"]) {
+    GPOOL_ASSIGN_OR_RETURN(spec->node_policy, ReadString(n, "node_policy"));
+    if (!PlacementPolicyFromString(spec->node_policy)) {
+      return NotOneOf<PlacementPolicy>("node_policy", spec->node_policy);
+    }
+  }
+  if (auto n = root["gpu_policy"]) {
+    GPOOL_ASSIGN_OR_RETURN(spec->gpu_policy, ReadString(n, "gpu_policy"));
+    if (!PlacementPolicyFromString(spec->gpu_policy)) {
+      return NotOneOf<PlacementPolicy>("gpu_policy", spec->gpu_policy);
+    }
+  }
   if (auto n = root["network_tier"]) {
     GPOOL_ASSIGN_OR_RETURN(uint64_t tier, ParseUnsigned(n, "network_tier", 8));
     spec->network_tier = static_cast<uint32_t>(tier);
@@ -254,6 +268,49 @@ Status ReadPolicyFields(const YAML::Node& root, JobSpec* spec) {
   return Status::Ok();
 }
 
+// A group's scale rules (protocol/scale_rule.h): `cooldown` takes a
+// duration ("90s"); the coordinator checks the rest.
+Status ReadScale(const YAML::Node& node, const std::string& path, ScaleSpec* out) {
+  GPOOL_RETURN_IF_ERROR(CheckKeys(node, path, kScaleKeys));
+  if (auto n = node["cooldown"]) {
+    GPOOL_ASSIGN_OR_RETURN(std::string text, ReadString(n, path + ".cooldown"));
+    auto ms = topology::ParseDurationMs(text);
+    if (!ms.ok()) return Status::InvalidArgument(path + ".cooldown: " + ms.status().message());
+    out->cooldown_ms = *ms;
+  }
+  const YAML::Node rules = node["rules"];
+  if (!rules) return FieldError(path + ".rules", "required");
+  if (!rules.IsSequence()) return FieldError(path + ".rules", "expected a list of rules, got " + Quote(rules));
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const std::string at = path + ".rules[" + std::to_string(i) + "]";
+    GPOOL_RETURN_IF_ERROR(CheckKeys(rules[i], at, kScaleRuleKeys));
+    ScaleRule rule;
+    if (auto n = rules[i]["trigger"]) {
+      GPOOL_ASSIGN_OR_RETURN(rule.trigger, ReadString(n, at + ".trigger"));
+    } else {
+      return FieldError(at + ".trigger", "required");
+    }
+    if (auto n = rules[i]["grow_above"]) {
+      GPOOL_ASSIGN_OR_RETURN(rule.grow_above, ParseUnsigned(n, at + ".grow_above", UINT32_MAX));
+    }
+    if (auto n = rules[i]["shrink_below"]) {
+      GPOOL_ASSIGN_OR_RETURN(rule.shrink_below, ParseUnsigned(n, at + ".shrink_below", UINT32_MAX));
+    }
+    if (auto n = rules[i]["queue"]) {
+      GPOOL_ASSIGN_OR_RETURN(rule.queue, ReadString(n, at + ".queue"));
+    }
+    if (auto n = rules[i]["window"]) {
+      GPOOL_ASSIGN_OR_RETURN(rule.window, ReadString(n, at + ".window"));
+    }
+    if (auto n = rules[i]["step"]) {
+      GPOOL_ASSIGN_OR_RETURN(uint64_t step, ParseUnsigned(n, at + ".step", UINT32_MAX));
+      rule.step = static_cast<uint32_t>(step);
+    }
+    out->rules.push_back(std::move(rule));
+  }
+  return Status::Ok();
+}
+
 // Reads the group fields present in `node` (a task entry, or the job itself
 // for the shorthand). Keys were checked by the caller.
 Status ReadGroupFields(const YAML::Node& node, const std::string& path, TaskGroupSpec* group) {
@@ -278,6 +335,7 @@ Status ReadGroupFields(const YAML::Node& node, const std::string& path, TaskGrou
   }
   if (auto n = node["env"]) GPOOL_RETURN_IF_ERROR(ReadStringMap(n, Join(path, "env"), "NAME", &group->env));
   if (auto n = node["resources"]) GPOOL_RETURN_IF_ERROR(ReadResources(n, Join(path, "resources"), &group->resources));
+  if (auto n = node["scale"]) GPOOL_RETURN_IF_ERROR(ReadScale(n, Join(path, "scale"), &group->scale));
   return Status::Ok();
 }
 

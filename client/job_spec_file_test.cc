@@ -167,7 +167,7 @@ TEST(JobSpecFileTest, MissingAndMisplacedFields) {
 TEST(JobSpecFileTest, UnknownKeysAreErrorsWithHints) {
   EXPECT_EQ(ErrorOf("name: j\ntasks:\n  - command: x\n    replica: 2\n", "job.yaml"),
             "job.yaml: tasks[0].replica: unknown key (did you mean 'replicas'?); allowed keys: name, replicas, "
-            "min_replicas, network_tier, command, env, resources");
+            "min_replicas, network_tier, command, env, resources, scale");
   EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {gpu: 1}\n"),
             "resources.gpu: unknown key (did you mean 'gpus'?); allowed keys: gpus, cpus, memory, gpu_model, gpu_memory, gpu_memory_pct, gpu_compute, sharing_qos, mig_profile, cores, exclusive_cores");
   EXPECT_EQ(ErrorOf("name: j\ncommand: x\nresources: {mem: 1}\n"),
@@ -345,6 +345,31 @@ TEST(JobSpecFileTest, BadPolicyFieldsNameTheField) {
             "tasks[0].resources.gpu_model: set, but the task asks for no GPUs");
   EXPECT_EQ(ErrorOf(job + "resources: {gpus: 1, gpu_model: 'A 100'}\n"),
             "tasks[0].resources.gpu_model: 'A 100' must be at most 63 letters, digits, '.', '_' and '-'");
+}
+
+// Issue 50: the placement policies and an elastic group's scale rules.
+TEST(JobSpecFileTest, PlacementPoliciesAndScaleRules) {
+  auto spec = ParseJobSpec(
+      "name: j\nnode_policy: spread\ngpu_policy: binpack\ncommand: x\nreplicas: 4\nmin_replicas: 1\n"
+      "scale:\n  cooldown: 90s\n  rules:\n"
+      "    - {trigger: queue-depth, grow_above: 2, shrink_below: 1, queue: batch, step: 2}\n"
+      "    - {trigger: time-window, window: '22:00-06:00'}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->node_policy, "spread");
+  EXPECT_EQ(spec->gpu_policy, "binpack");
+  const ScaleSpec& scale = spec->tasks[0].scale;
+  EXPECT_EQ(scale.cooldown_ms, 90'000u);
+  ASSERT_EQ(scale.rules.size(), 2u);
+  EXPECT_EQ(scale.rules[0], (ScaleRule{"queue-depth", 2, 1, "batch", "", 2}));
+  EXPECT_EQ(scale.rules[1], (ScaleRule{"time-window", 0, 0, "", "22:00-06:00", 1}));
+  const std::string job = "name: j\ncommand: x\nreplicas: 4\nmin_replicas: 1\n";
+  EXPECT_EQ(ErrorOf(job + "node_policy: pack\n"), "node_policy: 'pack' is not default, binpack or spread");
+  EXPECT_EQ(ErrorOf(job + "scale: {rules: [{trigger: cpu}]}\n"),
+            "tasks[0].scale.rules[0].trigger: 'cpu' is not queue-depth, gpu-utilisation or time-window");
+  EXPECT_EQ(ErrorOf(job + "scale: {rules: [{grow_above: 1}]}\n"), "scale.rules[0].trigger: required");
+  EXPECT_EQ(ErrorOf(job + "scale: {cooldown: soon, rules: []}\n").rfind("scale.cooldown: ", 0), 0u);
+  EXPECT_EQ(ErrorOf("name: j\ncommand: x\nscale: {rules: [{trigger: queue-depth}]}\n"),
+            "tasks[0].scale: scale rules need an elastic group (min_replicas below replicas, here 1 of 1)");
 }
 
 TEST(JobSpecFileTest, NearMissPolicyKeysGetHints) {

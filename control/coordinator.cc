@@ -158,8 +158,9 @@ void Coordinator::Wire() {
   usage_ = std::make_unique<UsageDriver>(options_.usage, state_, *tracker_, options_.clock);
   session_leases_ = std::make_unique<SessionLeaseDriver>(state_, *tracker_, options_.clock, options_.preempt_grace_ms);
   alerts_ = std::make_unique<AlertDriver>(options_.alerts, state_, connections_, *tracker_, options_.clock);
+  scaling_ = std::make_unique<ScaleDriver>(options_.scaling, state_, connections_, *tracker_, options_.clock);
   leader_services_ = {health_.get(), retention_.get(), usage_.get(), session_leases_.get(), alerts_.get(),
-                      watches_.get()};
+                      scaling_.get(), watches_.get()};
 }
 
 Status Coordinator::CommitAndApply() {

@@ -46,6 +46,7 @@
 #include <zmq.hpp>
 
 #include "control/alert_driver.h"
+#include "control/scale_driver.h"
 #include "control/apply_pipeline.h"
 #include "control/config_reload.h"
 #include "control/coordinator_options.h"
@@ -186,6 +187,7 @@ class Coordinator final : public Outbox {
   std::unique_ptr<UsageDriver> usage_;
   std::unique_ptr<SessionLeaseDriver> session_leases_;
   std::unique_ptr<AlertDriver> alerts_;
+  std::unique_ptr<ScaleDriver> scaling_;
   // The leader-only drivers above (and the watch hub), ticked in this order: leader_service.h.
   std::vector<LeaderService*> leader_services_;
   // What each applied command changed (every replica), and the leader's

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "control/alert_driver.h"
+#include "control/scale_driver.h"
 #include "control/dispatcher.h"
 #include "control/gateway.h"
 #include "control/health/policy_config.h"
@@ -80,6 +81,7 @@ struct CoordinatorOptions {
   uint32_t max_inflight_per_key = 256;
   uint32_t max_exec_streams_per_user = 32;
   AlertRules alerts;  // queue wait, quota, low utilisation (alert_driver.h)
+  ScaleDriverOptions scaling;  // how often elastic jobs' scale rules are evaluated (scale_driver.h)
   state::RetentionPolicy retention;               // finished jobs kept (control/state/retention.h)
   UsageOptions usage;                             // usage checkpoints and record retention (usage_driver.h)
   // A full disk (disk_full_mode.h): at or below this much free space on the

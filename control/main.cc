@@ -254,6 +254,8 @@ int main(int argc, char** argv) {
     ("alert-low-util-pct", "Alert when a running task's GPUs are all below this utilisation (NVML nodes; 0: off)...",
      cxxopts::value<uint32_t>()->default_value("10"))
     ("alert-low-util-ms", "...for this long", cxxopts::value<int64_t>()->default_value("1800000"))
+    ("scale-check-ms", "How often the leader evaluates elastic jobs' scale rules",
+     cxxopts::value<int64_t>()->default_value("5000"))
     ("alert-check-ms", "How often the leader evaluates the alert rules",
      cxxopts::value<int64_t>()->default_value("5000"))
     ("http-address", "HOST:PORT of the HTTP port: Prometheus /metrics, the JSON API (/api/v1/...) and the "
@@ -329,6 +331,8 @@ int main(int argc, char** argv) {
     options.alerts.low_util_pct = args["alert-low-util-pct"].as<uint32_t>();
     options.alerts.low_util_ms = args["alert-low-util-ms"].as<int64_t>();
     options.alerts.check_every_ms = args["alert-check-ms"].as<int64_t>();
+    options.scaling.check_every_ms = args["scale-check-ms"].as<int64_t>();
+    if (options.scaling.check_every_ms < 100) throw cxxopts::exceptions::exception("--scale-check-ms: at least 100");
     if (options.alerts.queue_wait_ms < 0 || options.alerts.low_util_ms < 0 || options.alerts.check_every_ms < 100 ||
         options.alerts.quota_used_pct > 1000 || options.alerts.low_util_pct > 100) {
       throw cxxopts::exceptions::exception("alert thresholds: times >= 0, --alert-check-ms >= 100, "

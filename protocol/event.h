@@ -21,7 +21,9 @@ namespace gpool {
 // node, breaker open), "task-over-share" (a worker killed a GPU-share task
 // whose measured GPU memory exceeded its share: it bypassed the interposer),
 // "alert-firing" / "alert-resolved" (an alert rule, control/alert_driver.h;
-// reason: the rule, dedupe_key: the alert's key).
+// reason: the rule, dedupe_key: the alert's key), "job-scaled" (a scale
+// rule moved an elastic group's replica target, protocol/scale_rule.h;
+// reason: the trigger).
 enum class EventKind : uint8_t {
   kHealthRaised,
   kHealthCleared,
@@ -40,8 +42,9 @@ enum class EventKind : uint8_t {
   kTaskOverShare,
   kAlertFiring,
   kAlertResolved,
+  kJobScaled,
 };
-inline constexpr size_t kEventKindCount = 17;
+inline constexpr size_t kEventKindCount = 18;
 std::string_view ToString(EventKind k);
 std::optional<EventKind> EventKindFromString(std::string_view s);
 

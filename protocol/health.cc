@@ -25,7 +25,7 @@ constexpr std::array<std::string_view, kEventKindCount> kEventKinds = {
     "health-raised", "health-cleared", "node-cordoned", "node-uncordoned", "node-not-ready",
     "node-ready",    "node-lost",      "task-lost",     "task-requeued",   "task-preempted",
     "task-reclaimed", "health-breaker-open", "health-breaker-closed", "health-fence-suppressed",
-    "task-over-share", "alert-firing", "alert-resolved"};
+    "task-over-share", "alert-firing", "alert-resolved", "job-scaled"};
 
 }  // namespace
 

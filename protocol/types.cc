@@ -20,6 +20,7 @@ constexpr std::array<std::string_view, 3> kRestartPolicies = {"never", "on-failu
 constexpr std::array<std::string_view, kPriorityClassCount> kPriorityClasses = {"low", "medium", "high", "system"};
 constexpr std::array<std::string_view, 3> kNumaPolicies = {"none", "best-effort", "single-numa-node"};
 constexpr std::array<std::string_view, 3> kNetworkModes = {"none", "best-effort", "single-switch"};
+constexpr std::array<std::string_view, 3> kPlacementPolicies = {"default", "binpack", "spread"};
 constexpr std::array<std::string_view, 3> kSharingQos = {"best-effort", "fixed-share", "burst-share"};
 constexpr auto kTaskEventKinds = EnumNames<TaskEventKind>::kNames;
 
@@ -61,6 +62,10 @@ std::string_view ToString(NetworkMode m) { return kNetworkModes[static_cast<size
 std::optional<NetworkMode> NetworkModeFromString(std::string_view s) {
   return FromName<NetworkMode>(kNetworkModes, s);
 }
+std::string_view ToString(PlacementPolicy p) { return kPlacementPolicies[static_cast<size_t>(p)]; }
+std::optional<PlacementPolicy> PlacementPolicyFromString(std::string_view s) {
+  return FromName<PlacementPolicy>(kPlacementPolicies, s);
+}
 std::string_view ToString(SharingQos q) { return kSharingQos[static_cast<size_t>(q)]; }
 std::optional<SharingQos> SharingQosFromString(std::string_view s) { return FromName<SharingQos>(kSharingQos, s); }
 std::string_view ToString(TaskEventKind k) { return kTaskEventKinds[static_cast<size_t>(k)]; }
@@ -77,6 +82,8 @@ template <>
 std::string Choices<NumaPolicy>() { return ChoicesOf(kNumaPolicies); }
 template <>
 std::string Choices<NetworkMode>() { return ChoicesOf(kNetworkModes); }
+template <>
+std::string Choices<PlacementPolicy>() { return ChoicesOf(kPlacementPolicies); }
 template <>
 std::string Choices<SharingQos>() { return ChoicesOf(kSharingQos); }
 template <>

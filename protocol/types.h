@@ -14,6 +14,7 @@
 #include "protocol/base/enum_names.h"
 #include "protocol/base/ids.h"
 #include "protocol/base/status.h"
+#include "protocol/scale_rule.h"
 #include "protocol/session_types.h"
 
 namespace gpool {
@@ -133,6 +134,9 @@ struct TaskGroupSpec {
   // tier or lower (e.g. a tensor-parallel group under one leaf while the job
   // spans a spine). 0: only the job's rule applies.
   uint32_t network_tier = 0;
+  // Elastic scaling by signal (protocol/scale_rule.h): with rules, the group
+  // runs a target between its minimum and `replicas` that the rules move.
+  ScaleSpec scale;
 
   uint32_t MinReplicas() const { return min_replicas == 0 || min_replicas > replicas ? replicas : min_replicas; }
   template <typename V>
@@ -144,6 +148,7 @@ struct TaskGroupSpec {
     v.Optional("resources", resources);
     v.Optional("min_replicas", min_replicas);
     v.Optional("network_tier", network_tier);
+    v.Optional("scale", scale);
   }
   bool operator==(const TaskGroupSpec&) const = default;
 };
@@ -190,6 +195,12 @@ struct JobSpec {
   // else wait.
   std::string network_mode = "none";
   uint32_t network_tier = 1;
+  // Per-job placement policy (PlacementPolicy): "default" (the cluster's
+  // strategy, fragmentation-aware unless configured otherwise), "binpack"
+  // (fullest node / fullest device first) or "spread" (emptiest first).
+  // node_policy picks the node; gpu_policy the device a GPU share lands on.
+  std::string node_policy = "default";
+  std::string gpu_policy = "default";
   // Device UUIDs the job may use (empty: any) and may not use.
   std::vector<std::string> gpu_uuid_allow;
   std::vector<std::string> gpu_uuid_deny;
@@ -224,6 +235,8 @@ struct JobSpec {
     v.Optional("numa_policy", numa_policy);
     v.Optional("network_mode", network_mode);
     v.Optional("network_tier", network_tier);
+    v.Optional("node_policy", node_policy);
+    v.Optional("gpu_policy", gpu_policy);
     v.Optional("gpu_uuid_allow", gpu_uuid_allow);
     v.Optional("gpu_uuid_deny", gpu_uuid_deny);
     v.Optional("restart", restart);
@@ -438,6 +451,9 @@ enum class NumaPolicy : uint8_t { kNone, kBestEffort, kSingleNumaNode };
 // Placement over the switch tree: "none", "best-effort" (the fewest
 // switches), "single-switch" (under one switch of the job's tier).
 enum class NetworkMode : uint8_t { kNone, kBestEffort, kSingleSwitch };
+// A job's node or GPU placement policy: "default" (the cluster's node-order
+// strategy), "binpack" (fullest first), "spread" (emptiest first).
+enum class PlacementPolicy : uint8_t { kDefault, kBinpack, kSpread };
 // How shares of a GPU split compute: "best-effort", "fixed-share" (capped at
 // the share), "burst-share" (guaranteed, may use idle compute).
 enum class SharingQos : uint8_t { kBestEffort, kFixedShare, kBurstShare };
@@ -462,6 +478,8 @@ std::string_view ToString(NumaPolicy p);
 std::optional<NumaPolicy> NumaPolicyFromString(std::string_view s);
 std::string_view ToString(NetworkMode m);
 std::optional<NetworkMode> NetworkModeFromString(std::string_view s);
+std::string_view ToString(PlacementPolicy p);
+std::optional<PlacementPolicy> PlacementPolicyFromString(std::string_view s);
 std::string_view ToString(SharingQos q);
 std::optional<SharingQos> SharingQosFromString(std::string_view s);
 std::string_view ToString(TaskEventKind k);
@@ -480,6 +498,8 @@ template <>
 std::string Choices<NumaPolicy>();
 template <>
 std::string Choices<NetworkMode>();
+template <>
+std::string Choices<PlacementPolicy>();
 template <>
 std::string Choices<SharingQos>();
 template <>

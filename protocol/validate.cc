@@ -253,6 +253,13 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
       return Status::InvalidArgument(prefix + ".min_replicas: " + std::to_string(group.min_replicas) +
                                      " is more than its " + std::to_string(group.replicas) + " replicas");
     }
+    GPOOL_RETURN_IF_ERROR(ValidateScaleSpec(prefix, group.scale, group.MinReplicas(), group.replicas));
+    for (size_t r = 0; r < group.scale.rules.size(); ++r) {
+      const std::string& queue = group.scale.rules[r].queue;
+      if (queue.empty()) continue;
+      GPOOL_RETURN_IF_ERROR(
+          ValidateName(prefix + ".scale.rules[" + std::to_string(r) + "].queue", queue, limits.max_name_length));
+    }
     const auto& res = group.resources;
     GPOOL_RETURN_IF_ERROR(ValidateModelList(prefix + ".resources.gpu_model", res.gpu_model));
     if (!res.gpu_model.empty() && res.gpus == 0) {
@@ -293,6 +300,10 @@ Status ValidateJobSpec(const JobSpec& spec, const SpecLimits& limits) {
   if (!spec.user.empty()) GPOOL_RETURN_IF_ERROR(ValidateName("user", spec.user, limits.max_name_length));
   if (!NumaPolicyFromString(spec.numa_policy)) return NotOneOf<NumaPolicy>("numa_policy", spec.numa_policy);
   if (!NetworkModeFromString(spec.network_mode)) return NotOneOf<NetworkMode>("network_mode", spec.network_mode);
+  if (!PlacementPolicyFromString(spec.node_policy)) {
+    return NotOneOf<PlacementPolicy>("node_policy", spec.node_policy);
+  }
+  if (!PlacementPolicyFromString(spec.gpu_policy)) return NotOneOf<PlacementPolicy>("gpu_policy", spec.gpu_policy);
   constexpr uint32_t kMaxTier = 8;
   if (spec.network_tier < 1 || spec.network_tier > kMaxTier) {
     return Status::InvalidArgument("network_tier: " + std::to_string(spec.network_tier) + " is not 1 to " +

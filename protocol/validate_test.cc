@@ -87,6 +87,64 @@ TEST(ValidateJobSpecTest, EachProblemNamesItsField) {
   }
 }
 
+// Issue 50: the per-job placement policies and scale rules.
+TEST(ValidateJobSpecTest, PlacementPoliciesAndScaleRulesNameTheirField) {
+  auto elastic = [](JobSpec& s, ScaleRule rule) {
+    s.tasks[0].replicas = 4;
+    s.tasks[0].min_replicas = 1;
+    s.tasks[0].scale.rules = {std::move(rule)};
+  };
+  std::vector<BadSpecCase> cases = {
+      {"node policy", [](JobSpec& s) { s.node_policy = "pack"; },
+       "node_policy: 'pack' is not default, binpack or spread"},
+      {"gpu policy", [](JobSpec& s) { s.gpu_policy = ""; }, "gpu_policy: '' is not default, binpack or spread"},
+      {"not elastic",
+       [](JobSpec& s) {
+         s.tasks[0].replicas = 2;
+         s.tasks[0].scale.rules = {ScaleRule{"queue-depth", 1}};
+       },
+       "tasks[0].scale: scale rules need an elastic group (min_replicas below replicas, here 2 of 2)"},
+      {"trigger", [&](JobSpec& s) { elastic(s, ScaleRule{"cpu"}); },
+       "tasks[0].scale.rules[0].trigger: 'cpu' is not queue-depth, gpu-utilisation or time-window"},
+      {"window", [&](JobSpec& s) { elastic(s, ScaleRule{"time-window", 0, 0, "", "8:00-18:00"}); },
+       "tasks[0].scale.rules[0].window: '8:00-18:00' is not HH:MM-HH:MM (UTC, two different times)"},
+      {"empty window", [&](JobSpec& s) { elastic(s, ScaleRule{"time-window", 0, 0, "", "09:00-09:00"}); },
+       "tasks[0].scale.rules[0].window: '09:00-09:00' is not HH:MM-HH:MM (UTC, two different times)"},
+      {"percent", [&](JobSpec& s) { elastic(s, ScaleRule{"gpu-utilisation", 120, 10}); },
+       "tasks[0].scale.rules[0]: gpu-utilisation thresholds are percentages (0 to 100)"},
+      {"flapping", [&](JobSpec& s) { elastic(s, ScaleRule{"queue-depth", 2, 5}); },
+       "tasks[0].scale.rules[0]: shrink_below (5) must be at most 3, or one signal would ask to grow and to shrink "
+       "at once"},
+      {"flapping utilisation", [&](JobSpec& s) { elastic(s, ScaleRule{"gpu-utilisation", 50, 51}); },
+       "tasks[0].scale.rules[0]: shrink_below (51) must be at most 50, or one signal would ask to grow and to shrink "
+       "at once"},
+      {"step", [&](JobSpec& s) { elastic(s, ScaleRule{"queue-depth", 2, 0, "", "", 0}); },
+       "tasks[0].scale.rules[0].step: 0 is not 1 to 4"},
+      {"queue name", [&](JobSpec& s) { elastic(s, ScaleRule{"queue-depth", 2, 0, "a b"}); },
+       "tasks[0].scale.rules[0].queue: 'a b' may only contain letters, digits, '-', '_' and '.'"},
+      {"cooldown",
+       [&](JobSpec& s) {
+         elastic(s, ScaleRule{"queue-depth", 2});
+         s.tasks[0].scale.cooldown_ms = 100'000'000;
+       },
+       "tasks[0].scale.cooldown_ms: at most a day (86400000)"},
+  };
+  for (const auto& c : cases) {
+    JobSpec spec = ValidSpec();
+    c.mutate(spec);
+    Status s = ValidateJobSpec(spec);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.label;
+    EXPECT_EQ(s.message(), c.expected_message) << c.label;
+  }
+  JobSpec spec = ValidSpec();
+  spec.node_policy = "spread";
+  spec.gpu_policy = "binpack";
+  elastic(spec, ScaleRule{"time-window", 0, 0, "", "22:00-06:00"});
+  spec.tasks[0].scale.rules.push_back(ScaleRule{"gpu-utilisation", 80, 20});
+  spec.tasks[0].scale.rules.push_back(ScaleRule{"queue-depth", 0, 1});  // grow while any waits, shrink when none
+  EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec).ToString();
+}
+
 TEST(ValidateJobSpecTest, AcceptsAnyOfGpuModels) {
   JobSpec spec = ValidSpec();
   spec.tasks[0].resources.gpus = 1;

@@ -88,6 +88,7 @@ struct NodeView {
 // The vocabulary is protocol's (names to and from strings there).
 using gpool::NetworkMode;
 using gpool::NumaPolicy;
+using gpool::PlacementPolicy;
 using gpool::PriorityClass;
 
 struct PendingTask {
@@ -124,6 +125,10 @@ struct PendingJob {
   std::map<std::string, std::string> prefer_labels;
   std::vector<std::string> tolerations;  // "key" or "key=value"
   NumaPolicy numa_policy = NumaPolicy::kNone;
+  // The job's own placement policy (JobSpec.node_policy / gpu_policy):
+  // kDefault follows the scheduler's configured strategy.
+  PlacementPolicy node_policy = PlacementPolicy::kDefault;
+  PlacementPolicy gpu_policy = PlacementPolicy::kDefault;
   NetworkMode network_mode = NetworkMode::kNone;
   uint32_t network_tier = 1;
   std::vector<std::string> gpu_uuid_allow;  // empty: any device

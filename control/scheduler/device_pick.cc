@@ -69,7 +69,10 @@ std::vector<size_t> Choose(const topology::NodeView& node, std::vector<Candidate
 }
 
 DevicePick PickShares(const topology::NodeView& node, const std::vector<DeviceLoad>& loads,
-                      const std::vector<bool>& allowed, const Resources& need, topology::NumaPolicy numa) {
+                      const std::vector<bool>& allowed, const Resources& need, topology::NumaPolicy numa,
+                      topology::PlacementPolicy gpu_policy) {
+  // Spread turns the best-fit order around: most room left first.
+  const bool spread = gpu_policy == topology::PlacementPolicy::kSpread;
   DevicePick pick;
   const std::string qos = topology::EffectiveQos(need);
   std::vector<Candidate> candidates;
@@ -86,7 +89,7 @@ DevicePick PickShares(const topology::NodeView& node, const std::vector<DeviceLo
     memory = std::max(memory, mine);
     const uint64_t room = gpu.memory_mib - loads[g].memory_used_mib - mine;
     const uint64_t compute_room = 100 - loads[g].compute_used_pct - need.gpu_compute_pct;
-    candidates.push_back(Candidate{g, room, compute_room});
+    candidates.push_back(spread ? Candidate{g, ~room, ~compute_room} : Candidate{g, room, compute_room});
   }
   if (candidates.size() < need.gpus) {
     if (pick.misfit == Misfit::kNone) pick.misfit = Misfit::kHeldWhole;
@@ -152,9 +155,10 @@ DevicePick PickMig(const topology::NodeView& node, const std::vector<DeviceLoad>
 }  // namespace
 
 DevicePick PickShared(const topology::NodeView& node, const std::vector<DeviceLoad>& loads,
-                      const std::vector<bool>& allowed, const Resources& need, topology::NumaPolicy numa) {
+                      const std::vector<bool>& allowed, const Resources& need, topology::NumaPolicy numa,
+                      topology::PlacementPolicy gpu_policy) {
   if (need.Mig()) return PickMig(node, loads, allowed, need);
-  return PickShares(node, loads, allowed, need, numa);
+  return PickShares(node, loads, allowed, need, numa, gpu_policy);
 }
 
 }  // namespace gpool::scheduler

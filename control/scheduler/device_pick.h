@@ -3,7 +3,8 @@
 //
 // Shares go best fit: onto the devices with the least room left that still
 // hold them, so partly used devices fill up and whole devices stay free for
-// whole-GPU work. A MIG task takes an instance on a device already in MIG
+// whole-GPU work; a job with gpu_policy spread asks for the opposite (the
+// device with the most room left, so its shares contend the least). A MIG task takes an instance on a device already in MIG
 // mode before switching an idle device to MIG, and the smallest instance
 // that holds it. Both honour the job's NUMA policy. Pure.
 #pragma once
@@ -27,6 +28,7 @@ struct DevicePick {
 // `loads` and `allowed` are parallel to node.gpus; `allowed` already
 // excludes unhealthy devices, other models and UUIDs the job may not use.
 DevicePick PickShared(const topology::NodeView& node, const std::vector<topology::DeviceLoad>& loads,
-                      const std::vector<bool>& allowed, const Resources& need, topology::NumaPolicy numa);
+                      const std::vector<bool>& allowed, const Resources& need, topology::NumaPolicy numa,
+                      topology::PlacementPolicy gpu_policy = topology::PlacementPolicy::kDefault);
 
 }  // namespace gpool::scheduler

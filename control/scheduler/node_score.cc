@@ -287,7 +287,9 @@ Session::FragChoice Session::ComputeFragmentation(const WorkJob& job, const Pend
 
 std::vector<bool> Session::ShareMask(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
   std::vector<bool> mask = DeviceMask(job, task, node);
-  if (FragmentationAware() && task.resources.Shared() && task.resources.gpus == 1) {
+  // A job with its own GPU policy chooses among every device with room.
+  if (FragmentationAware() && job.view->gpu_policy == PlacementPolicy::kDefault && task.resources.Shared() &&
+      task.resources.gpus == 1) {
     if (auto slot = BestFragmentation(job, task, node).slot) {
       mask.assign(mask.size(), false);
       mask[*slot] = true;
@@ -329,7 +331,12 @@ Session::NodeScore Session::ScoreOfShape(const WorkJob& job, const PendingTask& 
                                                        Permille(memory_used, node.memory_total));
   int64_t score = 0;
   int64_t eventual = 0;
-  switch (order.strategy) {
+  // A job's own node policy (JobSpec.node_policy, HAMi's per-pod policy)
+  // stands in for the configured strategy for its tasks alone.
+  Strategy strategy = order.strategy;
+  if (job.view->node_policy == PlacementPolicy::kBinpack) strategy = Strategy::kBinpack;
+  if (job.view->node_policy == PlacementPolicy::kSpread) strategy = Strategy::kSpread;
+  switch (strategy) {
     case Strategy::kBinpack: score = utilisation; break;
     case Strategy::kSpread: score = -utilisation; break;
     case Strategy::kFragmentation: {

@@ -480,8 +480,11 @@ std::optional<size_t> Session::FindNode(const WorkJob& job, const PendingTask& t
   const uint32_t wanted = std::max<uint32_t>(1, config_.node_order.candidates);
   const auto& pool_buckets = buckets_[static_cast<size_t>(pool)];
   // Every strategy but spread looks at the fullest nodes first: with a
-  // candidate limit, those are the ones worth scoring.
-  const bool binpack = config_.node_order.strategy != Strategy::kSpread;
+  // candidate limit, those are the ones worth scoring. A job's own node
+  // policy decides for its tasks.
+  const PlacementPolicy own = job.view->node_policy;
+  const bool binpack = own == PlacementPolicy::kDefault ? config_.node_order.strategy != Strategy::kSpread
+                                                        : own == PlacementPolicy::kBinpack;
   const int top = static_cast<int>(largest_gpus_);
   // Twins (WorkNode::twin_class) are checked and scored once per search.
   // What could tell them apart is left out: a task other than whole GPUs

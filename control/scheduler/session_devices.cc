@@ -36,7 +36,9 @@ std::vector<size_t> Session::PlannedDevices(const WorkJob& job, const PendingTas
   }
   if (need.gpus == 0) return {};
   if (!need.Whole()) {
-    return PickShared(*node.view, Loads(node), ShareMask(job, task, node), need, job.view->numa_policy).slots;
+    return PickShared(*node.view, Loads(node), ShareMask(job, task, node), need, job.view->numa_policy,
+                      job.view->gpu_policy)
+        .slots;
   }
   const bool filtered = !need.gpu_model.empty() || uuid_lists_ || NumaFilters(job, node);
   auto picked = PickGpus(*node.view, filtered ? DeviceMask(job, task, node) : node.gpu_free,
@@ -234,7 +236,7 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
     }
   } else if (need.gpus > 0) {
     const DevicePick pick = PickShared(*node.view, Loads(node), ShareMask(job, task, node), need,
-                                       job.view->numa_policy);
+                                       job.view->numa_policy, job.view->gpu_policy);
     placement.grant = pick.grant;
     for (size_t g : pick.slots) {
       placement.gpu_indices.push_back(node.view->gpus[g].index);

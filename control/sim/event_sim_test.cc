@@ -6,6 +6,8 @@
 
 #include "control/sim/plot.h"
 #include "control/sim/policies.h"
+#include "control/sim/trace.h"
+#include "control/sim/workload.h"
 
 namespace gpool::sim {
 namespace {
@@ -40,6 +42,28 @@ TEST(EventSimTest, JobsWaitForRoomAndStartWhenItFrees) {
   const auto summary = EventSummaryJson(run);
   EXPECT_EQ(summary.at("never_started").get<uint64_t>(), 0u);
   EXPECT_DOUBLE_EQ(summary.at("wait_s").at("medium").at("p99").get<double>(), 90);
+}
+
+// A trace whose pods carry node_policy: two 1-GPU pods that spread hold one
+// GPU of each 2-GPU node, so the 2-GPU pod after them waits for one to end;
+// packed, they leave it a whole node.
+TEST(EventSimTest, TracePodsPlacementPolicyDecidesWhetherALargePodWaits) {
+  const std::vector<TraceNode> nodes = {TraceNode{"n0", 64000, 262144, 2, "A100"},
+                                        TraceNode{"n1", 64000, 262144, 2, "A100"}};
+  for (const std::string policy : {"spread", "binpack"}) {
+    const std::string csv =
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time,scheduled_time,node_policy\n"
+        "a,1000,1024,1,1000,0,100,0," + policy + "\n"
+        "b,1000,1024,1,1000,0,100,0," + policy + "\n"
+        "c,1000,1024,2,1000,1,11,1,\n";
+    auto pods = ParseTracePods(csv, "policy.csv");
+    ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+    const EventRun run = RunEvents(nodes, JobsFromTrace(*pods), {}, *PolicyConfig("default"), EventOptions{});
+    EXPECT_EQ(run.finished, 3u) << policy;
+    ASSERT_EQ(run.waits_s[1].size(), 3u) << policy;
+    // Starts in order: a and b at 0 s, then c (arrived at 1 s).
+    EXPECT_DOUBLE_EQ(run.waits_s[1][2], policy == "spread" ? 99 : 0) << policy;
+  }
 }
 
 // Cycles on the grid: an arrival between two cycles waits for the next.

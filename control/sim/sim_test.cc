@@ -112,7 +112,7 @@ TEST(SimWorkloadTest, JsonlJobsAndTheirErrors) {
       "# a comment\n"
       "{\"name\": \"train\", \"arrival_s\": 2, \"duration_s\": 60, \"replicas\": 2, \"gpus\": 4, "
       "\"priority_class\": \"high\"}\n\n"
-      "{\"arrival_s\": 5, \"cpu_milli\": 2000}\n",
+      "{\"arrival_s\": 5, \"cpu_milli\": 2000, \"node_policy\": \"spread\", \"gpu_policy\": \"binpack\"}\n",
       "jobs.jsonl");
   ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
   ASSERT_EQ(jobs->size(), 2u);
@@ -122,6 +122,9 @@ TEST(SimWorkloadTest, JsonlJobsAndTheirErrors) {
   EXPECT_EQ((*jobs)[0].job.priority_class, topology::PriorityClass::kHigh);
   EXPECT_EQ((*jobs)[0].gpu_milli, 8000u);
   EXPECT_EQ((*jobs)[1].duration_ms, -1);
+  EXPECT_EQ((*jobs)[0].job.node_policy, PlacementPolicy::kDefault);
+  EXPECT_EQ((*jobs)[1].job.node_policy, PlacementPolicy::kSpread);
+  EXPECT_EQ((*jobs)[1].job.gpu_policy, PlacementPolicy::kBinpack);
   struct Case {
     const char* line;
     const char* message;
@@ -135,6 +138,8 @@ TEST(SimWorkloadTest, JsonlJobsAndTheirErrors) {
       {"{\"arrival_s\": 1}", "w.jsonl:1: the job asks for neither GPUs nor CPU"},
       {"{\"arrival_s\": 1, \"gpus\": 1, \"priority_class\": \"urgent\"}",
        "w.jsonl:1: priority_class: 'urgent' is not system, high, medium or low"},
+      {"{\"arrival_s\": 1, \"gpus\": 1, \"gpu_policy\": \"pack\"}",
+       "w.jsonl:1: gpu_policy: 'pack' is not default, binpack or spread"},
   };
   for (const auto& c : cases) {
     auto bad = ParseJsonlWorkload(c.line, "w.jsonl");

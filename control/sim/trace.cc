@@ -90,6 +90,15 @@ class CsvReader {
   std::vector<std::string_view> row_;
 };
 
+// A placement policy cell: empty (or no column) is the default.
+Result<PlacementPolicy> TracePolicyCell(const CsvReader& csv, const std::string& column) {
+  GPOOL_ASSIGN_OR_RETURN(std::string text, csv.Text(column));
+  if (text.empty()) return PlacementPolicy::kDefault;
+  auto policy = PlacementPolicyFromString(text);
+  if (!policy) return csv.Error(column, "'" + text.substr(0, 32) + "' is not " + Choices<PlacementPolicy>());
+  return *policy;
+}
+
 Result<std::string> ReadWhole(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(path + ": cannot open the trace file");
@@ -147,6 +156,8 @@ Result<std::vector<TracePod>> ParseTracePods(std::string_view text, const std::s
       start = bar + 1;
     }
     GPOOL_ASSIGN_OR_RETURN(pod.qos, csv.Text("qos"));
+    GPOOL_ASSIGN_OR_RETURN(pod.node_policy, TracePolicyCell(csv, "node_policy"));
+    GPOOL_ASSIGN_OR_RETURN(pod.gpu_policy, TracePolicyCell(csv, "gpu_policy"));
     GPOOL_ASSIGN_OR_RETURN(pod.creation_time, csv.Number<int64_t>("creation_time"));
     GPOOL_ASSIGN_OR_RETURN(pod.deletion_time, csv.Number<int64_t>("deletion_time"));
     GPOOL_ASSIGN_OR_RETURN(pod.scheduled_time, csv.Number<int64_t>("scheduled_time"));

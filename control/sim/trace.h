@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "protocol/base/status.h"
+#include "protocol/types.h"
 #include "topology/cluster_view.h"
 
 namespace gpool::sim {
@@ -41,6 +42,11 @@ struct TracePod {
   uint32_t gpu_milli = 0;   // share of each GPU, 1..1000 (below 1000 only with num_gpu 1)
   std::vector<std::string> gpu_spec;  // allowed models; empty: any
   std::string qos;          // LS, BE, Burstable, Guaranteed; "" when the file has no column
+  // Optional columns node_policy and gpu_policy (gpool's, not Alibaba's):
+  // the pod's own placement policy, as JobSpec.node_policy / gpu_policy.
+  // An empty cell or no column is the default.
+  PlacementPolicy node_policy = PlacementPolicy::kDefault;
+  PlacementPolicy gpu_policy = PlacementPolicy::kDefault;
   int64_t creation_time = 0;
   int64_t deletion_time = 0;
   int64_t scheduled_time = 0;

@@ -67,6 +67,22 @@ TEST(TraceTest, BadLinesAreTypedErrorsNamingFileLineAndColumn) {
   EXPECT_EQ(LoadTracePods("/nonexistent/pods.csv").status().code(), StatusCode::kNotFound);
 }
 
+// gpool's own optional columns: a pod's node and GPU placement policy.
+TEST(TraceTest, PlacementPolicyColumnsAreOptionalAndChecked) {
+  const std::string header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,node_policy,gpu_policy\n";
+  auto pods = ParseTracePods(header + "p0,1,1,1,1000,spread,binpack\np1,1,1,1,1000,,\n", "p.csv");
+  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+  ASSERT_EQ(pods->size(), 2u);
+  EXPECT_EQ((*pods)[0].node_policy, PlacementPolicy::kSpread);
+  EXPECT_EQ((*pods)[0].gpu_policy, PlacementPolicy::kBinpack);
+  EXPECT_EQ((*pods)[1].node_policy, PlacementPolicy::kDefault);
+  EXPECT_EQ((*pods)[1].gpu_policy, PlacementPolicy::kDefault);
+  auto bad = ParseTracePods(header + "p0,1,1,1,1000,scatter,\n", "p.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "p.csv:2: node_policy: 'scatter' is not default, binpack or spread");
+}
+
 // The shared data set, when the checkout sits beside it (CI clones may not).
 TEST(TraceTest, TheOpenbFilesLoadWithTheirDocumentedSizes) {
   const std::string dir = GPOOL_TRACE_DIR;

@@ -44,6 +44,8 @@ SimJob JobFromTracePod(const TracePod& pod, uint64_t id) {
   job.id = JobId(id);
   job.queue = "default";
   job.priority_class = ClassOfQos(pod.qos);
+  job.node_policy = pod.node_policy;
+  job.gpu_policy = pod.gpu_policy;
   topology::PendingTask task;
   task.resources.gpus = pod.num_gpu;
   task.resources.cpu_milli = pod.cpu_milli;
@@ -75,7 +77,8 @@ std::vector<topology::WorkloadShape> TraceWorkload(const std::vector<TracePod>& 
 Result<std::vector<SimJob>> ParseJsonlWorkload(const std::string& text, const std::string& source) {
   static const std::set<std::string> kFields = {"name",     "arrival_s",  "duration_s",     "queue",
                                                 "priority_class", "replicas", "gpus",    "cpu_milli",
-                                                "memory_mib", "gpu_model", "gpu_memory_mib", "gpu_compute_pct"};
+                                                "memory_mib", "gpu_model", "gpu_memory_mib", "gpu_compute_pct",
+                                                "node_policy", "gpu_policy"};
   std::vector<SimJob> jobs;
   std::istringstream lines(text);
   std::string line;
@@ -126,6 +129,12 @@ Result<std::vector<SimJob>> ParseJsonlWorkload(const std::string& text, const st
     GPOOL_ASSIGN_OR_RETURN(job.queue, string_of("queue", "default"));
     GPOOL_ASSIGN_OR_RETURN(job.user, string_of("name", "job-" + std::to_string(jobs.size() + 1)));
     job.priority_class = *PriorityClassFromString(cls);
+    for (const char* key : {"node_policy", "gpu_policy"}) {
+      GPOOL_ASSIGN_OR_RETURN(std::string name, string_of(key, "default"));
+      auto policy = PlacementPolicyFromString(name);
+      if (!policy) return NotOneOf<PlacementPolicy>(where + key, name);
+      (std::string_view(key) == "node_policy" ? job.node_policy : job.gpu_policy) = *policy;
+    }
     Resources need;
     need.gpus = static_cast<uint32_t>(gpus);
     need.cpu_milli = static_cast<uint64_t>(cpu);

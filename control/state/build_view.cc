@@ -59,6 +59,13 @@ void ClusterState::FillNodeLoad(topology::NodeView& view, const NodeRecord& node
 namespace {
 
 // Per task group: replicas that count toward its gang minimum right now.
+bool HasScaleRules(const JobRecord& job) {
+  for (const auto& group : job.spec.tasks) {
+    if (group.scale.Enabled()) return true;
+  }
+  return false;
+}
+
 std::vector<uint32_t> ActivePerGroup(const JobRecord& job) {
   std::vector<uint32_t> active(job.spec.tasks.size(), 0);
   for (const auto& task : job.tasks) {
@@ -201,6 +208,8 @@ void ClusterState::BuildPending(topology::ClusterView& view, int64_t now_ms) con
     pj.tolerations = job.spec.tolerations;
     pj.numa_policy = NumaPolicyFromString(job.spec.numa_policy).value_or(NumaPolicy::kNone);
     pj.network_mode = NetworkModeFromString(job.spec.network_mode).value_or(NetworkMode::kNone);
+    pj.node_policy = PlacementPolicyFromString(job.spec.node_policy).value_or(PlacementPolicy::kDefault);
+    pj.gpu_policy = PlacementPolicyFromString(job.spec.gpu_policy).value_or(PlacementPolicy::kDefault);
     pj.network_tier = job.spec.network_tier;
     pj.gpu_uuid_allow = job.spec.gpu_uuid_allow;
     pj.gpu_uuid_deny = job.spec.gpu_uuid_deny;
@@ -211,10 +220,22 @@ void ClusterState::BuildPending(topology::ClusterView& view, int64_t now_ms) con
           topology::GroupRule{job.spec.tasks[g].MinReplicas(), group_active[g], job.spec.tasks[g].network_tier});
     }
     pj.tasks.clear();
+    // A group with scale rules offers only what its committed target leaves
+    // room for (lowest replicas first); the rest wait for a rule to grow it.
+    // (Allocated only for such jobs: this loop runs for every pending job.)
+    std::vector<uint32_t> scaled_room;
+    const bool scaled = HasScaleRules(job);
+    for (size_t g = 0; scaled && g < job.spec.tasks.size(); ++g) {
+      const uint32_t target = job.ReplicaTarget(static_cast<uint32_t>(g));
+      scaled_room.push_back(target > group_active[g] ? target - group_active[g] : 0);
+    }
     for (const auto& task : job.tasks) {
-      if (task.state == TaskState::kPending) {
-        pj.tasks.push_back(topology::PendingTask{task.id.index, task.group, job.spec.tasks[task.group].resources});
+      if (task.state != TaskState::kPending) continue;
+      if (scaled) {
+        if (scaled_room[task.group] == 0) continue;
+        --scaled_room[task.group];
       }
+      pj.tasks.push_back(topology::PendingTask{task.id.index, task.group, job.spec.tasks[task.group].resources});
     }
     if (now_ms - job.claim_ms() < kClaimLapseMs) {
       pj.claimed_nodes = job.claimed_nodes();

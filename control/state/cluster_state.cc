@@ -75,6 +75,7 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, TokenCmd>) return ApplyToken(now, body);
         if constexpr (std::is_same_v<T, ReplicaKeyCmd>) return ApplyReplicaKey(now, body);
         if constexpr (std::is_same_v<T, CreditCmd>) return ApplyCredit(body);
+        if constexpr (std::is_same_v<T, ScaleJobCmd>) return ApplyScaleJob(now, body);
       },
       command.body);
 }

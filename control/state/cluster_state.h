@@ -304,6 +304,7 @@ class ClusterState {
   void BillUsage(const UsageRecord& record, int64_t end_ms, bool ended);
   // At a checkpoint: bills every running attempt up to `now`.
   void BillRunning(int64_t now);
+  ApplyResult ApplyScaleJob(int64_t now, const ScaleJobCmd& cmd);
   // Records the usage of an attempt that is about to stop holding its
   // resources (called once per attempt, before ReleaseResources). An end
   // whose real time is unknown (lost with its node) is charged up to the

@@ -33,6 +33,8 @@ FeedCandidates CandidatesOf(const state::ClusterState& state, const state::Comma
           for (const auto& probe : cmd.results) AddNodeAndItsJobs(state, probe.node, out);
         } else if constexpr (std::is_same_v<T, state::CancelJobCmd> || std::is_same_v<T, state::RenewSessionCmd>) {
           out.jobs.push_back(cmd.job_id);
+        } else if constexpr (std::is_same_v<T, state::ScaleJobCmd>) {
+          out.jobs.push_back(cmd.job);  // shrinking stops tasks: their nodes follow below
         } else if constexpr (std::is_same_v<T, state::ApplyPlanCmd>) {
           out.jobs.reserve(cmd.binds.size() + 2 * cmd.evictions.size() + cmd.pending.size());
           out.nodes.reserve(cmd.binds.size() + cmd.evictions.size());

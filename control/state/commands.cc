@@ -68,6 +68,8 @@ template <>
 struct Named<ReplicaKeyCmd> { static constexpr std::string_view kName = "ReplicaKey"; };
 template <>
 struct Named<CreditCmd> { static constexpr std::string_view kName = "Credit"; };
+template <>
+struct Named<ScaleJobCmd> { static constexpr std::string_view kName = "ScaleJob"; };
 
 template <typename T>
 bool TryDecode(std::string_view name, const msgpack::object& body, Result<CommandBody>* out) {
@@ -130,7 +132,8 @@ Result<Command> DecodeCommand(std::string_view bytes) {
       TryDecode<UsageCheckpointCmd>(name, *body, &decoded) || TryDecode<UpdatePricesCmd>(name, *body, &decoded) ||
       TryDecode<TokenCmd>(name, *body, &decoded) ||
       TryDecode<AlertCmd>(name, *body, &decoded) || TryDecode<EnrolmentCmd>(name, *body, &decoded) ||
-      TryDecode<ReplicaKeyCmd>(name, *body, &decoded) || TryDecode<CreditCmd>(name, *body, &decoded);
+      TryDecode<ReplicaKeyCmd>(name, *body, &decoded) || TryDecode<CreditCmd>(name, *body, &decoded) ||
+      TryDecode<ScaleJobCmd>(name, *body, &decoded);
   if (!decoded.ok()) return decoded.status();
   command.body = std::move(decoded).value();
   return command;

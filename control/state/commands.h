@@ -136,6 +136,26 @@ struct AlertCmd {
   }
 };
 
+// A scale rule's decision (control/scale_driver.h): group `group` of job
+// `job` runs `replicas` from now on (within its minimum and replicas).
+// Shrinking stops its highest-numbered running replicas, which go back to
+// pending and wait until a rule grows the group again.
+struct ScaleJobCmd {
+  uint64_t job = 0;
+  uint32_t group = 0;
+  uint32_t replicas = 0;
+  std::string trigger;  // the rule that decided: queue-depth | gpu-utilisation | time-window
+  std::string message;  // what it saw, for the event
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("job", job);
+    v.Required("group", group);
+    v.Required("replicas", replicas);
+    v.Optional("trigger", trigger);
+    v.Optional("message", message);
+  }
+};
+
 struct RenewSessionCmd {
   uint64_t job_id = 0;
   template <typename V>
@@ -430,7 +450,7 @@ using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, Ca
                                  NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd, ForgetJobsCmd,
                                  UpdateUserCmd, BootstrapCmd, AuditCmd, RenewSessionCmd, UsageCheckpointCmd,
                                  UpdatePricesCmd, AlertCmd, EnrolmentCmd, TokenCmd,
-                                 ReplicaKeyCmd, CreditCmd>;
+                                 ReplicaKeyCmd, CreditCmd, ScaleJobCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock

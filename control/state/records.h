@@ -222,9 +222,15 @@ struct JobRecord {
     // the last one happened.
     uint32_t restarts = 0;
     std::string restart_reason;
+    // Scale rules (protocol/scale_rule.h): each group's committed replica
+    // target (empty, or 0 for a group: its minimum) and when a ScaleJobCmd
+    // last changed one (the cool-down counts from it). Out of line: only
+    // jobs with scale rules that have scaled have them.
+    std::vector<uint32_t> scale_target;
+    int64_t scaled_ms = 0;
     bool Empty() const {
       return pending.empty() && legacy_reasons.empty() && failure.empty() && claimed_nodes.empty() && claim_ms == 0 &&
-             requeue_ms == 0 && restarts == 0 && restart_reason.empty();
+             requeue_ms == 0 && restarts == 0 && restart_reason.empty() && scale_target.empty() && scaled_ms == 0;
     }
     bool operator==(const Extras&) const = default;
   };
@@ -237,6 +243,16 @@ struct JobRecord {
   int64_t requeue_ms() const { return extras().requeue_ms; }
   uint32_t restarts() const { return extras().restarts; }
   const std::string& restart_reason() const { return extras().restart_reason; }
+  int64_t scaled_ms() const { return extras().scaled_ms; }
+  // The replicas group `group` may run: its scale target when it has scale
+  // rules (its minimum until a rule moved it), else all of them.
+  uint32_t ReplicaTarget(uint32_t group) const {
+    const TaskGroupSpec& spec_group = spec.tasks[group];
+    if (!spec_group.scale.Enabled()) return spec_group.replicas;
+    const auto& targets = extras().scale_target;
+    const uint32_t target = group < targets.size() ? targets[group] : 0;
+    return target == 0 ? spec_group.MinReplicas() : std::min(target, spec_group.replicas);
+  }
   // Changes them; the box goes away again once they are all empty.
   template <typename F>
   void UpdateExtras(F&& change) {
@@ -270,6 +286,8 @@ struct JobRecord {
     v.Optional("claim_ms", wire.claim_ms);
     v.Optional("restarts", wire.restarts);
     v.Optional("restart_reason", wire.restart_reason);
+    v.Optional("scale_target", wire.scale_target);
+    v.Optional("scaled_ms", wire.scaled_ms);
     SessionRuntime session_wire = session_.get() != nullptr ? *session_.get() : SessionRuntime{};
     if (spec.session.enabled) {
       v.Optional("session", session_wire);

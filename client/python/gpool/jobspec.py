@@ -34,12 +34,18 @@ _U32 = (1 << 32) - 1
 _WIRE_RESOURCE_KEYS = ("cpu_milli", "memory_mib", "gpu_memory_mib", "gpu_compute_pct")
 _RESOURCE_KEYS = ("gpus", "cpus", "memory", "gpu_model", "gpu_memory", "gpu_memory_pct", "gpu_compute",
                   "sharing_qos", "mig_profile", "cores") + _WIRE_RESOURCE_KEYS
-_SHORTHAND_KEYS = ("command", "replicas", "min_replicas", "resources", "env")
-_GROUP_KEYS = ("name", "replicas", "min_replicas", "network_tier", "command", "env", "resources")
+_SHORTHAND_KEYS = ("command", "replicas", "min_replicas", "resources", "env", "scale")
+_GROUP_KEYS = ("name", "replicas", "min_replicas", "network_tier", "command", "env", "resources", "scale")
+# An elastic group's scale rules (protocol/scale_rule.h); the coordinator checks the values.
+_SCALE_KEYS = ("cooldown", "cooldown_ms", "rules")
+_SCALE_RULE_KEYS = ("trigger", "grow_above", "shrink_below", "queue", "window", "step")
 _JOB_KEYS = ("name", "queue", "priority", "priority_class", "pool", "user", "node_selector", "prefer_labels",
-             "tolerations", "numa_policy", "network_mode", "network_tier", "gpu_uuid_allow", "gpu_uuid_deny",
+             "tolerations", "numa_policy", "node_policy", "gpu_policy", "network_mode", "network_tier",
+             "gpu_uuid_allow", "gpu_uuid_deny",
              "restart", "grace_period", "max_runtime", "grace_period_ms", "max_runtime_ms", "tasks") + \
     _SHORTHAND_KEYS
+# A job's node_policy and gpu_policy (protocol/types.h PlacementPolicy).
+PLACEMENT_POLICIES = ("default", "binpack", "spread")
 # Keyword arguments of Client.submit that go to the single group's resources.
 RESOURCE_KWARGS = frozenset(_RESOURCE_KEYS)
 
@@ -237,13 +243,49 @@ def _group(node: Mapping[str, Any], path: str, group: Dict[str, Any]) -> Dict[st
         group["env"] = _string_map(node["env"], _where(path, "env"), "NAME")
     if "resources" in node:
         group["resources"] = _resources(node["resources"], _where(path, "resources"))
+    if "scale" in node:
+        group["scale"] = _scale(node["scale"], _where(path, "scale"))
     return group
+
+
+def _scale(node: Any, path: str) -> Dict[str, Any]:
+    node = _check_keys(node, path, _SCALE_KEYS)
+    scale: Dict[str, Any] = {}
+    if "cooldown" in node and "cooldown_ms" in node:
+        raise _error(_where(path, "cooldown"), "given twice (as cooldown_ms too)")
+    if "cooldown" in node:
+        scale["cooldown_ms"] = parse_duration_ms(node["cooldown"], _where(path, "cooldown"))
+    if "cooldown_ms" in node:
+        scale["cooldown_ms"] = _unsigned(node["cooldown_ms"], _where(path, "cooldown_ms"), (1 << 64) - 1)
+    rules = node.get("rules")
+    if not isinstance(rules, list):
+        raise _error(_where(path, "rules"), f"expected a list of rules, got {rules!r}")
+    scale["rules"] = []
+    for i, entry in enumerate(rules):
+        where = f"{path}.rules[{i}]"
+        entry = _check_keys(entry, where, _SCALE_RULE_KEYS)
+        if "trigger" not in entry:
+            raise _error(_where(where, "trigger"), "required")
+        rule: Dict[str, Any] = {"trigger": _string(entry["trigger"], _where(where, "trigger"))}
+        for key in ("grow_above", "shrink_below", "step"):
+            if key in entry:
+                rule[key] = _unsigned(entry[key], _where(where, key), _U32)
+        for key in ("queue", "window"):
+            if key in entry:
+                rule[key] = _string(entry[key], _where(where, key))
+        scale["rules"].append(rule)
+    return scale
 
 
 def _policy(root: Mapping[str, Any], spec: Spec) -> None:
     for key in ("priority_class", "pool", "user", "numa_policy", "network_mode"):
         if key in root:
             spec[key] = _string(root[key], key)
+    for key in ("node_policy", "gpu_policy"):
+        if key in root:
+            spec[key] = _string(root[key], key)
+            if spec[key] not in PLACEMENT_POLICIES:
+                raise _error(key, f"'{spec[key]}' is not default, binpack or spread")
     for key in ("node_selector", "prefer_labels"):
         if key in root:
             spec[key] = _string_map(root[key], key, "KEY")

@@ -44,6 +44,28 @@ def test_shorthand_and_groups() -> None:
     assert spec["tasks"][0]["resources"] == {"cpu_milli": 250, "memory_mib": 64}
 
 
+def test_scale_rules_take_the_file_format() -> None:
+    spec = gpool.job_spec({"name": "j", "command": "x", "replicas": 4, "min_replicas": 1,
+                           "scale": {"cooldown": "90s", "rules": [
+                               {"trigger": "queue-depth", "grow_above": 2, "shrink_below": 1},
+                               {"trigger": "time-window", "window": "22:00-06:00"}]}})
+    assert spec["tasks"][0]["scale"] == {"cooldown_ms": 90000, "rules": [
+        {"trigger": "queue-depth", "grow_above": 2, "shrink_below": 1},
+        {"trigger": "time-window", "window": "22:00-06:00"}]}
+    with pytest.raises(gpool.InvalidArgument) as caught:
+        gpool.job_spec({"name": "j", "command": "x", "scale": {"rules": [{"grow_above": 1}]}})
+    assert "scale.rules[0].trigger: required" in caught.value.message
+    with pytest.raises(gpool.InvalidArgument) as caught:
+        gpool.job_spec({"name": "j", "command": "x", "scale": {"rules": [{"trigger": "x", "treshold": 1}]}})
+    assert "treshold" in caught.value.message
+
+
+def test_placement_policies_travel_as_given() -> None:
+    spec = gpool.job_spec({"name": "j", "command": "x", "node_policy": "spread", "gpu_policy": "binpack"})
+    assert (spec["node_policy"], spec["gpu_policy"]) == ("spread", "binpack")
+    assert "node_policy" not in gpool.job_spec({"name": "j", "command": "x"})  # the coordinator's default
+
+
 @pytest.mark.parametrize("spec, names", [
     (None, "empty"),
     ([], "expected a map"),
@@ -65,6 +87,8 @@ def test_shorthand_and_groups() -> None:
     ({"name": "j", "command": "x", "env": {"A": {"b": 1}}}, "env.A: expected a string"),
     ({"name": "j", "command": "x", "restart": {"policy": "never", "tries": 1}}, "restart.tries: unknown key"),
     ({"name": "j", "command": "x", "grace_period": "soon"}, "grace_period: 'soon' is not a duration"),
+    ({"name": "j", "command": "x", "node_policy": "pack"}, "node_policy: 'pack' is not default, binpack or spread"),
+    ({"name": "j", "command": "x", "gpu_policy": ["spread"]}, "gpu_policy: expected a string"),
 ])
 def test_bad_specs_name_the_field(spec: object, names: str) -> None:
     with pytest.raises(gpool.InvalidArgument) as caught:

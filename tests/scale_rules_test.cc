@@ -1,0 +1,98 @@
+// Elastic scaling by signal on a real cluster (issue 50): a job of three
+// replicas (minimum one) with a queue-depth rule starts at its minimum,
+// grows one replica per cool-down while another job waits in its queue,
+// and shrinks back to its minimum, one replica per cool-down, once the
+// queue is empty; each change is a "job-scaled" event. The replicas it
+// stops come back pending, and the job never fails or drops below one.
+//
+// One worker with four simulated GPUs; rules evaluated every 200 ms.
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "protocol/messages_client.h"
+#include "protocol/messages_nodes.h"
+#include "tests/local_cluster.h"
+#include "tests/ready_cluster.h"
+
+namespace gpool::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class ScaleRulesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LocalClusterOptions options;
+    options.workers = 1;
+    options.gpus_per_worker = 4;
+    options.coordinator_flags.insert(options.coordinator_flags.end(), {"--scale-check-ms", "200"});
+    cluster_ = std::make_unique<LocalCluster>(std::move(options));
+    ASSERT_NO_FATAL_FAILURE(StartReadyCluster(*cluster_, client_));
+  }
+
+  uint32_t RunningOf(uint64_t job) {
+    auto reply = client_->GetJob(JobId(job));
+    if (!reply.ok()) return 0;
+    uint32_t running = 0;
+    for (const auto& task : reply->tasks) running += task.state == "Running" ? 1 : 0;
+    return running;
+  }
+
+  std::vector<ClusterEvent> ScaleEvents(uint64_t job) {
+    gpool::ListEvents request;
+    request.job = job;
+    request.limit = 1000;
+    auto reply = client_->ListEvents(request);
+    std::vector<ClusterEvent> scaled;
+    if (!reply.ok()) return scaled;
+    for (const auto& event : reply->events) {
+      if (event.kind == "job-scaled") scaled.push_back(event);
+    }
+    return scaled;
+  }
+
+  std::string Describe(uint64_t job) { return cluster_->Cli({"job", std::to_string(job)}).out; }
+
+  std::unique_ptr<LocalCluster> cluster_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ScaleRulesTest, AQueueDepthRuleGrowsTheJobAndItShrinksBackAfterTheCoolDown) {
+  JobSpec elastic = ShellJob("elastic", 1, "while true; do sleep 0.1; done", 3);
+  elastic.tasks[0].min_replicas = 1;
+  elastic.tasks[0].scale.rules = {ScaleRule{"queue-depth", 0, 1}};  // grow while anything waits, shrink when none
+  elastic.tasks[0].scale.cooldown_ms = 1000;
+  auto submitted = client_->Submit(elastic, "");
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  const uint64_t job = submitted->job_id;
+  ASSERT_TRUE(WaitFor([&] { return RunningOf(job) == 1; }, 20s)) << Describe(job);
+  EXPECT_TRUE(ScaleEvents(job).empty());  // nothing waits: it stays at its minimum
+
+  // A job that cannot start (it wants all four GPUs) waits in the same queue.
+  auto blocker = client_->Submit(ShellJob("blocker", 4, "true"), "");
+  ASSERT_TRUE(blocker.ok()) << blocker.status().ToString();
+  ASSERT_TRUE(WaitFor([&] { return RunningOf(job) == 3; }, 20s)) << Describe(job);
+  auto grew = ScaleEvents(job);
+  ASSERT_EQ(grew.size(), 2u) << Describe(job);  // one step per cool-down: 1 -> 2 -> 3
+  EXPECT_EQ(grew[0].message, "group main: 1 -> 2 replicas (queue default: 1 pending)");
+  EXPECT_EQ(grew[1].message, "group main: 2 -> 3 replicas (queue default: 1 pending)");
+  EXPECT_GE(grew[1].time_ms - grew[0].time_ms, 1000);
+  EXPECT_EQ(grew[0].reason, "queue-depth");
+
+  // The queue empties: back to the minimum, one replica per cool-down.
+  ASSERT_TRUE(client_->CancelJob(JobId(blocker->job_id), 0).ok());
+  ASSERT_TRUE(WaitFor([&] { return RunningOf(job) == 1 && ScaleEvents(job).size() == 4; }, 20s)) << Describe(job);
+  auto all = ScaleEvents(job);
+  EXPECT_EQ(all[2].message, "group main: 3 -> 2 replicas (queue default: 0 pending)");
+  EXPECT_EQ(all[3].message, "group main: 2 -> 1 replicas (queue default: 0 pending)");
+  EXPECT_GE(all[3].time_ms - all[2].time_ms, 1000);
+  // It never goes below its minimum, and it is still running, not failed.
+  auto reply = client_->GetJob(JobId(job));
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->summary.state, "Running") << Describe(job);
+  EXPECT_EQ(ScaleEvents(job).size(), 4u);
+  ASSERT_TRUE(client_->CancelJob(JobId(job), 0).ok());
+}
+
+}  // namespace
+}  // namespace gpool::testing
