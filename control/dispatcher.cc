@@ -28,7 +28,10 @@ const TrainingLayout& Dispatcher::LayoutFor(const state::JobRecord& job, const s
   return it->second;
 }
 
+int64_t Dispatcher::Now() const { return options_.clock != nullptr ? options_.clock->MonoMs() : last_now_ms_; }
+
 void Dispatcher::Tick(int64_t now_ms) {
+  last_now_ms_ = now_ms;
   // Layouts are valid while the state does not change: within this call.
   struct ClearLayouts {
     std::unordered_map<uint64_t, TrainingLayout>& layouts;
@@ -57,6 +60,7 @@ void Dispatcher::Tick(int64_t now_ms) {
     next_sweep_ms_ = now_ms + options_.sweep_ms;
     Sweep();
   }
+  Pump(now_ms);
   Compact();
 }
 
@@ -68,7 +72,10 @@ void Dispatcher::Consider(const TaskId& id, int64_t now_ms) {
     return;
   }
   const Kind kind = due->stop ? Kind::kPreempt : Kind::kBind;
-  if (record != commands_.end() && record->second.kind == kind && now_ms < record->second.recheck_ms) return;
+  if (record != commands_.end() && record->second.kind == kind &&
+      (record->second.waiting || now_ms < record->second.recheck_ms)) {
+    return;  // queued for its node's window, or its timer has not run out
+  }
   const state::TaskRecord* task = state_.FindTask(id);
   const std::string* peer = task == nullptr ? nullptr : workers_.PeerFor(task->node);
   if (peer == nullptr) {
@@ -76,7 +83,94 @@ void Dispatcher::Consider(const TaskId& id, int64_t now_ms) {
     if (record != commands_.end()) Drop(record);
     return;
   }
+  const Window& window = WindowOf(task->node);
+  const bool holds_slot = record != commands_.end() && record->second.in_window &&
+                          record->second.window_id == window.id;
+  if (!holds_slot && window.unanswered >= std::max<uint32_t>(1, options_.window_per_node)) {
+    Enqueue(id, task->node, kind);
+    return;
+  }
   Send(*task, kind, *peer, now_ms);
+}
+
+Dispatcher::Window& Dispatcher::WindowOf(const std::string& node) {
+  auto [it, inserted] = windows_.try_emplace(node);
+  if (inserted) it->second.id = next_window_id_++;
+  return it->second;
+}
+
+void Dispatcher::Release(Sent& sent) {
+  auto window = windows_.find(sent.node);
+  const bool current = window != windows_.end() && window->second.id == sent.window_id;
+  if (sent.in_window) {
+    sent.in_window = false;
+    if (current && window->second.unanswered > 0) {
+      --window->second.unanswered;
+      freed_.push_back(sent.node);  // its next queued command may go, or the window be let go
+    }
+  }
+  if (sent.waiting) {
+    sent.waiting = false;
+    --waiting_;
+    if (current && window->second.queued > 0) --window->second.queued;
+  }
+}
+
+void Dispatcher::Enqueue(const TaskId& id, const std::string& node, Kind kind) {
+  Window& window = WindowOf(node);
+  Sent& sent = commands_[id];
+  if (sent.in_window || (sent.waiting && sent.window_id != window.id)) Release(sent);
+  if (sent.kind != kind) {
+    sent.resends = 0;
+    sent.reconfirms = 0;
+  }
+  const bool was_waiting = sent.waiting;
+  sent.kind = kind;
+  sent.request_id = 0;  // a late reply to its last send matches nothing now
+  sent.acked = false;
+  sent.recheck_ms = 0;
+  sent.node = node;
+  sent.window_id = window.id;
+  if (!was_waiting) {
+    sent.waiting = true;
+    ++window.queued;
+    ++waiting_;
+  }
+  // Stops first: they free what waiting binds and pending jobs need. A stop
+  // that replaces a waiting bind leaves a stale entry behind, skipped later.
+  if (kind == Kind::kPreempt) {
+    window.queue.push_front(id);
+  } else if (!was_waiting) {
+    window.queue.push_back(id);
+  }
+}
+
+void Dispatcher::Pump(int64_t now_ms) {
+  const uint32_t limit = std::max<uint32_t>(1, options_.window_per_node);
+  std::vector<std::string> nodes = std::exchange(freed_, {});
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  for (const std::string& node : nodes) {
+    for (;;) {
+      auto window = windows_.find(node);
+      if (window == windows_.end() || window->second.unanswered >= limit || window->second.queue.empty()) break;
+      const TaskId id = window->second.queue.front();
+      window->second.queue.pop_front();
+      auto record = commands_.find(id);
+      if (record == commands_.end() || !record->second.waiting || record->second.window_id != window->second.id) {
+        continue;  // stale: sent, replaced or dropped since it was queued
+      }
+      // Its turn: considered afresh (it may have settled, or its node gone).
+      Release(record->second);
+      record->second.recheck_ms = 0;
+      Consider(id, now_ms);
+    }
+    auto window = windows_.find(node);
+    if (window != windows_.end() && window->second.unanswered == 0 && window->second.queued == 0) {
+      windows_.erase(window);  // nothing of it left to count: its memory goes
+    }
+  }
+  if (options_.metrics != nullptr) options_.metrics->commands_waiting = waiting_;
 }
 
 void Dispatcher::TaskSettled(const TaskId& task) {
@@ -91,6 +185,7 @@ void Dispatcher::Arm(const TaskId& id, Sent& sent, int64_t at_ms) {
 }
 
 void Dispatcher::Drop(std::map<TaskId, Sent>::iterator it) {
+  Release(it->second);
   commands_.erase(it);  // its timer and request entries go stale
   if (commands_.empty()) {
     timers_ = {};
@@ -107,6 +202,13 @@ void Dispatcher::Sweep() {
 }
 
 void Dispatcher::Compact() {
+  for (auto& [node, window] : windows_) {
+    if (window.queue.size() <= 2 * static_cast<size_t>(window.queued) + 64) continue;
+    std::erase_if(window.queue, [&, &window = window](const TaskId& id) {
+      auto record = commands_.find(id);
+      return record == commands_.end() || !record->second.waiting || record->second.window_id != window.id;
+    });
+  }
   const size_t live = commands_.size();
   if (timers_.size() > 2 * live + 1024) {
     std::vector<Timer> timers;
@@ -200,10 +302,32 @@ void Dispatcher::Send(const state::TaskRecord& task, Kind kind, const std::strin
     preempt.reason = task.message();
     frame = MakeFrame(request_id, proposer_.epoch(), preempt);
   }
+  Window& window = WindowOf(task.node);
   Sent& sent = commands_[task.id];
-  sent = Sent{request_id, now_ms, 0, kind, false};
+  if (sent.kind != kind) {
+    sent.resends = 0;
+    sent.reconfirms = 0;
+  } else if (sent.request_id != 0) {
+    // The same command again: confirming an acknowledged one, or resending an unanswered one.
+    uint8_t& count = sent.acked ? sent.reconfirms : sent.resends;
+    if (count < UINT8_MAX) ++count;
+    if (options_.metrics != nullptr) ++options_.metrics->commands_resent;
+  }
+  if (sent.waiting || (sent.in_window && sent.window_id != window.id)) Release(sent);
+  if (!sent.in_window) {
+    sent.in_window = true;
+    sent.window_id = window.id;
+    sent.node = task.node;
+    ++window.unanswered;
+  }
+  sent.request_id = request_id;
+  sent.sent_ms = now_ms;
+  sent.kind = kind;
+  sent.acked = false;
   // At least a millisecond: Tick's timer loop relies on a resend moving the timer forward.
-  Arm(task.id, sent, now_ms + std::max<int64_t>(1, options_.ack_timeout_ms));
+  // Doubling to 8x: a worker too busy to answer is not sent more to do.
+  const int64_t wait_ms = std::max<int64_t>(1, options_.ack_timeout_ms) << std::min<int>(sent.resends, 3);
+  Arm(task.id, sent, now_ms + wait_ms);
   by_request_.emplace_back(request_id, task.id);
   spdlog::debug("dispatch command={} task={} node={} request={}", kind == Kind::kBind ? "bind" : "preempt",
                 task.id.ToString(), task.node, request_id);
@@ -223,11 +347,22 @@ void Dispatcher::WorkerReplied(const std::string& node, const Envelope& envelope
       options_.metrics->command_ack_seconds.Observe(
           static_cast<double>(options_.clock->MonoMs() - cmd->second.sent_ms) / 1000.0);
     }
-    if (!state_.command_due(task_id)) return Drop(cmd);  // it took effect already
-    cmd->second.acked = true;
-    Arm(task_id, cmd->second, cmd->second.sent_ms + options_.reconfirm_ms);
-    return;
+    if (!state_.command_due(task_id)) {
+      Drop(cmd);  // it took effect already
+      return Pump(Now());
+    }
+    Sent& sent = cmd->second;
+    sent.acked = true;
+    sent.resends = 0;
+    Release(sent);  // answered: its slot goes to the next command queued for the node
+    const int64_t reconfirm_ms =
+        std::max(options_.reconfirm_ms,
+                 std::min(options_.reconfirm_max_ms, options_.reconfirm_ms << std::min<int>(sent.reconfirms, 16)));
+    Arm(task_id, sent, sent.sent_ms + reconfirm_ms);
+    return Pump(Now());
   }
+  // Answered, if refused: the slot goes back; its timer still resends it.
+  Release(cmd->second);
   auto error = envelope.Body<ErrorReply>();
   Status status = error.ok() ? error->ToStatus() : error.status();
   spdlog::warn("worker refused command task={} node={} error=\"{}\"", task_id.ToString(), node, status.ToString());
@@ -236,6 +371,7 @@ void Dispatcher::WorkerReplied(const std::string& node, const Envelope& envelope
     // rather than resending forever.
     proposer_.Propose(state::RefuseBindCmd{task_id, node, status.message()}, [](const state::ApplyResult&) {});
   }
+  Pump(Now());
 }
 
 void Dispatcher::NodeConnected(const std::string& node) {
@@ -248,6 +384,8 @@ void Dispatcher::NodeConnected(const std::string& node) {
     if (it != commands_.end()) Drop(it);  // a task on this node: its command went to the old connection
     recheck_.push_back(id);
   }
+  // A new connection, a new window: what the old one held was never answered there.
+  windows_.erase(node);
 }
 
 void Dispatcher::Reset() {
@@ -255,6 +393,9 @@ void Dispatcher::Reset() {
   by_request_ = {};
   timers_ = {};
   recheck_.clear();
+  windows_.clear();
+  freed_.clear();
+  waiting_ = 0;
   seen_seq_ = 0;  // everything due is considered again
 }
 

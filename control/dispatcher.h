@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -50,6 +51,8 @@ struct DispatcherOptions {
   int64_t ack_timeout_ms = 2000;   // resend an unacknowledged command after this long
   int64_t reconfirm_ms = 10'000;   // resend an acknowledged one that has not taken effect
   int64_t sweep_ms = 1000;         // drop records of tasks that settled by a path nobody reported
+  int64_t reconfirm_max_ms = 160'000;  // the reconfirm interval doubles up to this
+  uint32_t window_per_node = 64;   // commands unacknowledged at once per node; at least 1
   uint32_t preempt_grace_ms = 10'000;
   // The client endpoint(s) tasks reach the coordinator on (GPOOL_COORDINATOR
   // in every bind, so `gpool exec` works inside a task); empty: not set.
@@ -89,17 +92,34 @@ class Dispatcher final : public WorkerEvents {
   // Forget everything sent.
   void Reset();
 
-  // Commands sent and not yet settled.
+  // Commands sent or waiting for their node's window, not yet settled.
   size_t in_flight() const { return commands_.size(); }
+  // Commands due but held back by their node's window.
+  size_t waiting() const { return waiting_; }
 
  private:
   enum class Kind { kBind, kPreempt };
   struct Sent {
-    uint64_t request_id = 0;
+    uint64_t request_id = 0;  // 0 while waiting: no reply matches it
     int64_t sent_ms = 0;
     int64_t recheck_ms = 0;  // when its timer runs out
     Kind kind = Kind::kBind;
     bool acked = false;
+    bool waiting = false;    // queued behind its node's window
+    bool in_window = false;  // holds one of its node's slots: sent, not yet answered
+    uint8_t resends = 0;     // unanswered sends of this kind in a row
+    uint8_t reconfirms = 0;  // confirmations of this kind after an acknowledgement
+    uint64_t window_id = 0;  // the window (node connection) it counts in
+    std::string node;
+  };
+  // One node's commands awaiting an answer, and those waiting for a slot.
+  // A window lives as long as its node's connection: a re-registration
+  // starts a new one (a new id), so nothing of the old connection counts.
+  struct Window {
+    uint64_t id = 0;
+    uint32_t unanswered = 0;
+    uint32_t queued = 0;       // live entries in `queue`
+    std::deque<TaskId> queue;  // stale entries skipped when popped
   };
   // A timer: valid while the task's record still has this request and time.
   struct Timer {
@@ -113,6 +133,14 @@ class Dispatcher final : public WorkerEvents {
   // its timer ran out; drops the record of a task with nothing due.
   void Consider(const TaskId& id, int64_t now_ms);
   void Send(const state::TaskRecord& task, Kind kind, const std::string& peer, int64_t now_ms);
+  Window& WindowOf(const std::string& node);
+  // Gives back the slot a record holds, or takes it off its queue.
+  void Release(Sent& sent);
+  // Puts a due command behind its node's window.
+  void Enqueue(const TaskId& id, const std::string& node, Kind kind);
+  // Sends what fits in the windows of nodes that had a slot freed.
+  void Pump(int64_t now_ms);
+  int64_t Now() const;
   void Arm(const TaskId& id, Sent& sent, int64_t at_ms);
   void Drop(std::map<TaskId, Sent>::iterator it);
   void Sweep();
@@ -136,6 +164,11 @@ class Dispatcher final : public WorkerEvents {
   std::vector<Timer> timers_;  // a min-heap on at_ms; stale entries skipped
   uint64_t seen_seq_ = 0;      // commands due up to this seq were considered
   std::vector<TaskId> recheck_;                  // tasks of nodes that (re)connected
+  std::unordered_map<std::string, Window> windows_;
+  std::vector<std::string> freed_;  // nodes with a slot freed and commands queued
+  uint64_t next_window_id_ = 1;
+  size_t waiting_ = 0;
+  int64_t last_now_ms_ = 0;
   int64_t next_sweep_ms_ = 0;
   std::unordered_map<uint64_t, TrainingLayout> layouts_;  // by job; only during Tick
 };

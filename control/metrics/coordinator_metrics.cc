@@ -291,6 +291,14 @@ void Workers(Exposition& out, const CoordinatorMetricsInput& in) {
              static_cast<double>(w.task_events_in_flight_dropped));
   out.Single("gpool_tasks_lost_total", Type::kCounter, "Tasks ended as lost (their node went silent) (leader).",
              static_cast<double>(w.tasks_lost));
+  out.Single("gpool_worker_commands_waiting", Type::kGauge,
+             "Binds and preempts due but held back because their node already has its window of unacknowledged "
+             "commands (leader).",
+             static_cast<double>(w.commands_waiting));
+  out.Single("gpool_worker_commands_resent_total", Type::kCounter,
+             "Binds and preempts sent again: unacknowledged past their timeout, or acknowledged and still not in "
+             "effect (leader).",
+             static_cast<double>(w.commands_resent));
   out.Family("gpool_worker_command_ack_seconds", Type::kHistogram,
              "From sending a bind or preempt to a worker to its acknowledgement (leader).");
   out.Observe({}, w.command_ack_seconds);

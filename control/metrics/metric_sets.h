@@ -36,6 +36,12 @@ struct WorkerMetrics {
   // answered by that one, not proposed again.
   uint64_t task_events_in_flight_dropped = 0;
   uint64_t tasks_lost = 0;
+  // Binds and preempts due but held back by their node's window of
+  // unacknowledged commands (a gauge the dispatcher keeps current).
+  uint64_t commands_waiting = 0;
+  // Commands sent again: unacknowledged past their timeout, or acknowledged
+  // and still not in effect (a reconfirm).
+  uint64_t commands_resent = 0;
   metrics::Histogram command_ack_seconds{metrics::LatencyBounds()};  // bind/preempt sent -> acked
 };
 
