@@ -18,6 +18,7 @@
 
 #include "worker/runner/posix_process_launcher.h"
 #include "worker/runner/task_cgroup.h"
+#include "worker/runner/testing/fake_cgroup_root.h"
 
 namespace gpool::worker {
 namespace {
@@ -25,14 +26,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using FileValues = std::vector<std::pair<std::string, std::string>>;
 
-std::string CpusetTestRead(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 TEST(CpusetLimitFilesTest, ExclusiveCoresBecomeCpusetFilesInEachLayout) {
   CgroupLimits limits;
@@ -53,20 +46,7 @@ TEST(CpusetLimitFilesTest, ExclusiveCoresBecomeCpusetFilesInEachLayout) {
                         {"cpuset/cpuset.cpus", "2-5,9"}}));
 }
 
-class CpusetFakeRoot : public ::testing::Test {
- protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("gpool-cpuset-fake-" + std::to_string(getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  void Write(const fs::path& path, const std::string& text) {
-    fs::create_directories(path.parent_path());
-    std::ofstream(path) << text;
-  }
-  fs::path root_;
-};
+class CpusetFakeRoot : public FakeCgroupRoot {};
 
 TEST_F(CpusetFakeRoot, V1LevelsAboveTheTasksTakeTheirParentsCpusAndMems) {
   Write(root_ / "unified/cgroup.controllers", "");
@@ -82,9 +62,9 @@ TEST_F(CpusetFakeRoot, V1LevelsAboveTheTasksTakeTheirParentsCpusAndMems) {
   auto tree = CgroupTree::Open(root_.string(), "node-1");
   ASSERT_TRUE(tree.ok()) << tree.status().ToString();
   EXPECT_TRUE((*tree)->cpuset_available()) << (*tree)->cpuset_why_not();
-  EXPECT_EQ(CpusetTestRead(root_ / "cpuset/gpool/cpuset.cpus"), "0-7");
-  EXPECT_EQ(CpusetTestRead(root_ / "cpuset/gpool/node-1/cpuset.cpus"), "0-7");
-  EXPECT_EQ(CpusetTestRead(root_ / "cpuset/gpool/node-1/cpuset.mems"), "0-1");
+  EXPECT_EQ(ReadCgroupFile(root_ / "cpuset/gpool/cpuset.cpus"), "0-7");
+  EXPECT_EQ(ReadCgroupFile(root_ / "cpuset/gpool/node-1/cpuset.cpus"), "0-7");
+  EXPECT_EQ(ReadCgroupFile(root_ / "cpuset/gpool/node-1/cpuset.mems"), "0-1");
   EXPECT_NE((*tree)->Describe().find("cpuset"), std::string::npos) << (*tree)->Describe();
 }
 
@@ -114,7 +94,7 @@ TEST_F(CpusetFakeRoot, V2EnablesCpusetDownToTheTasksParent) {
   ASSERT_TRUE(tree.ok()) << tree.status().ToString();
   ASSERT_EQ((*tree)->layout(), CgroupLayout::kV2);
   EXPECT_TRUE((*tree)->cpuset_available()) << (*tree)->cpuset_why_not();
-  EXPECT_NE(CpusetTestRead(root_ / "gpool/node-1/cgroup.subtree_control").find("+cpuset"), std::string::npos);
+  EXPECT_NE(ReadCgroupFile(root_ / "gpool/node-1/cgroup.subtree_control").find("+cpuset"), std::string::npos);
 }
 
 TEST_F(CpusetFakeRoot, V2WhereCpusetCannotBeEnabledRefusesExclusiveCores) {
@@ -214,7 +194,7 @@ class CpusetRealCgroups : public ::testing::Test {
   std::string Report(const std::string& file) {
     std::string text;
     WaitFor([&] {
-      text = CpusetTestRead(dir_ / file);
+      text = ReadCgroupFile(dir_ / file);
       return text.size() >= 4 && text.compare(text.size() - 4, 4, "done") == 0;
     });
     return text;
