@@ -20,8 +20,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool WriteFile(const std::string& path, const std::string& value) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+// Never creates: a control file that is not there is the kernel's refusal.
+// `truncate` for a value that replaces a longer one: cgroupfs ignores it,
+// but a plain file (the tests' fake roots) would keep the old tail.
+bool WriteFile(const std::string& path, const std::string& value, bool truncate = false) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | (truncate ? O_TRUNC : 0));
   if (fd < 0) return false;
   const ssize_t n = write(fd, value.data(), value.size());
   close(fd);
@@ -277,7 +280,7 @@ Status CgroupTree::SetTaskCpus(const std::string& name, const std::vector<uint32
     return Status::NotFound("task " + name + " has no cpuset");
   }
   const std::string value = topology::FormatCpuList(cpus);
-  if (!WriteFile(file, value)) {
+  if (!WriteFile(file, value, /*truncate=*/true)) {
     return Status::Unavailable("cannot set " + file + " to " + value + ": " + std::strerror(errno));
   }
   return Status::Ok();
