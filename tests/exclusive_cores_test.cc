@@ -47,7 +47,7 @@ std::vector<std::vector<uint32_t>> AllowedLines(const std::string& log, size_t f
   return lines;
 }
 
-bool Has(const std::vector<uint32_t>& cpus, uint32_t cpu) {
+bool CpuListHas(const std::vector<uint32_t>& cpus, uint32_t cpu) {
   return std::find(cpus.begin(), cpus.end(), cpu) != cpus.end();
 }
 
@@ -149,7 +149,7 @@ TEST_F(ExclusiveCoresEndToEndTest, ASharedTaskNeverRunsOnAnExclusiveTasksCore) {
   ASSERT_TRUE(WaitFor([&] { return !AllowedLines(ReadFile(shared_log), 0).empty(); }, 30s))
       << ReadFile(shared_log) << cluster_->worker(0)->Log();
   const std::vector<uint32_t> before = AllowedLines(ReadFile(shared_log), 0).back();
-  ASSERT_TRUE(Has(before, cpus_[0]) && Has(before, cpus_[1])) << "alone, it may run on both: " << ReadFile(shared_log);
+  ASSERT_TRUE(CpuListHas(before, cpus_[0]) && CpuListHas(before, cpus_[1])) << "alone, it may run on both: " << ReadFile(shared_log);
 
   JobSpec pinned = ShellJob("pinned", 0, "grep Cpus_allowed_list /proc/self/status; echo done; exec sleep 300");
   pinned.tasks[0].resources.cpu_milli = 1000;
@@ -170,12 +170,12 @@ TEST_F(ExclusiveCoresEndToEndTest, ASharedTaskNeverRunsOnAnExclusiveTasksCore) {
       << ReadFile(shared_log);
   for (const auto& line : AllowedLines(ReadFile(shared_log), from)) {
     EXPECT_FALSE(line.empty()) << ReadFile(shared_log);
-    EXPECT_FALSE(Has(line, core)) << "the shared task ran on exclusive core " << core << ":\n" << ReadFile(shared_log);
+    EXPECT_FALSE(CpuListHas(line, core)) << "the shared task ran on exclusive core " << core << ":\n" << ReadFile(shared_log);
   }
 
   auto cancelled = client_->CancelJob(JobId(pinned_job->job_id), 0);
   ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
-  EXPECT_TRUE(WaitFor([&] { return Has(AllowedLines(ReadFile(shared_log), from).back(), core); }, 30s))
+  EXPECT_TRUE(WaitFor([&] { return CpuListHas(AllowedLines(ReadFile(shared_log), from).back(), core); }, 30s))
       << "core " << core << " not given back:\n" << ReadFile(shared_log) << cluster_->worker(0)->Log();
   (void)client_->CancelJob(JobId(shared_job->job_id), 0);
 }
