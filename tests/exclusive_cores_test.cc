@@ -149,7 +149,8 @@ TEST_F(ExclusiveCoresEndToEndTest, ASharedTaskNeverRunsOnAnExclusiveTasksCore) {
   ASSERT_TRUE(WaitFor([&] { return !AllowedLines(ReadFile(shared_log), 0).empty(); }, 30s))
       << ReadFile(shared_log) << cluster_->worker(0)->Log();
   const std::vector<uint32_t> before = AllowedLines(ReadFile(shared_log), 0).back();
-  ASSERT_TRUE(CpuListHas(before, cpus_[0]) && CpuListHas(before, cpus_[1])) << "alone, it may run on both: " << ReadFile(shared_log);
+  ASSERT_TRUE(CpuListHas(before, cpus_[0]) && CpuListHas(before, cpus_[1]))
+      << "alone, it may run on both: " << ReadFile(shared_log);
 
   JobSpec pinned = ShellJob("pinned", 0, "grep Cpus_allowed_list /proc/self/status; echo done; exec sleep 300");
   pinned.tasks[0].resources.cpu_milli = 1000;
@@ -170,7 +171,8 @@ TEST_F(ExclusiveCoresEndToEndTest, ASharedTaskNeverRunsOnAnExclusiveTasksCore) {
       << ReadFile(shared_log);
   for (const auto& line : AllowedLines(ReadFile(shared_log), from)) {
     EXPECT_FALSE(line.empty()) << ReadFile(shared_log);
-    EXPECT_FALSE(CpuListHas(line, core)) << "the shared task ran on exclusive core " << core << ":\n" << ReadFile(shared_log);
+    EXPECT_FALSE(CpuListHas(line, core)) << "the shared task ran on exclusive core " << core << ":\n"
+                                         << ReadFile(shared_log);
   }
 
   auto cancelled = client_->CancelJob(JobId(pinned_job->job_id), 0);
