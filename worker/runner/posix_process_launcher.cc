@@ -106,22 +106,24 @@ Status PosixProcessLauncher::CheckCpusetPossible(const LaunchRequest& request) c
                                     " cannot be enforced: task cgroups are off on this node");
 }
 
-uint64_t PosixProcessLauncher::EnterPool(const std::string& cgroup, CgroupLimits& limits) {
+uint64_t PosixProcessLauncher::EnterPool(const std::string& cgroup, CgroupLimits& limits,
+                                         const std::vector<uint32_t>& numa_cpus) {
   if (pool_ == nullptr || cgroup.empty()) return 0;
   if (!limits.cpuset_cpus.empty()) {
     pool_->Hold(cgroup, limits.cpuset_cpus);  // before the task runs: no shared task is on its cores then
   } else {
-    limits.shared_cpus = pool_->Cpus();
+    limits.shared_cpus = pool_->CpusWithin(numa_cpus);
   }
   return pool_->generation();
 }
 
-void PosixProcessLauncher::AfterLaunch(const std::string& cgroup, bool exclusive, bool ok, uint64_t generation) {
+void PosixProcessLauncher::AfterLaunch(const std::string& cgroup, bool exclusive, bool ok, uint64_t generation,
+                                       const std::vector<uint32_t>& numa_cpus) {
   if (pool_ == nullptr || cgroup.empty()) return;
   if (!ok) {
     pool_->Forget(cgroup);
   } else if (!exclusive) {
-    pool_->Join(cgroup, generation);
+    pool_->Join(cgroup, generation, numa_cpus);
   }
 }
 
@@ -129,9 +131,9 @@ Result<int64_t> PosixProcessLauncher::LaunchDirect(const LaunchRequest& request)
   GPOOL_RETURN_IF_ERROR(ValidateLaunch(request));
   GPOOL_RETURN_IF_ERROR(CheckCpusetPossible(request));
   CgroupLimits limits = request.limits;
-  const uint64_t generation = cgroups_ != nullptr ? EnterPool(request.cgroup, limits) : 0;
+  const uint64_t generation = cgroups_ != nullptr ? EnterPool(request.cgroup, limits, request.numa.cpus) : 0;
   Result<int64_t> pid = ForkDirect(request, limits);
-  AfterLaunch(request.cgroup, !request.limits.cpuset_cpus.empty(), pid.ok(), generation);
+  AfterLaunch(request.cgroup, !request.limits.cpuset_cpus.empty(), pid.ok(), generation, request.numa.cpus);
   return pid;
 }
 
@@ -188,7 +190,7 @@ Result<int64_t> PosixProcessLauncher::FinishLaunch(uint64_t ticket) {
   Starting starting = std::move(it->second);
   starting_.erase(it);
   Result<int64_t> pid = starting.status.ok() ? FinishSupervised(starting) : Result<int64_t>(starting.status);
-  AfterLaunch(starting.pool_cgroup, starting.exclusive, pid.ok(), starting.pool_generation);
+  AfterLaunch(starting.pool_cgroup, starting.exclusive, pid.ok(), starting.pool_generation, starting.numa_cpus);
   return pid;
 }
 
@@ -212,9 +214,10 @@ Status PosixProcessLauncher::BeginSupervised(const LaunchRequest& request, Start
   if (cgroups_ != nullptr && !request.cgroup.empty()) {
     spec.cgroup_root = cgroups_->mount_root();
     spec.cgroup_scope = cgroups_->scope();
-    starting.pool_generation = EnterPool(request.cgroup, spec.request.limits);
+    starting.pool_generation = EnterPool(request.cgroup, spec.request.limits, request.numa.cpus);
     starting.pool_cgroup = request.cgroup;
     starting.exclusive = !request.limits.cpuset_cpus.empty();
+    starting.numa_cpus = request.numa.cpus;
   } else {
     spec.request.cgroup.clear();
   }
@@ -479,7 +482,7 @@ Result<AdoptedProcess> PosixProcessLauncher::Adopt(const std::string& state_dir)
       if (!spec->request.limits.cpuset_cpus.empty()) {
         pool_->Hold(cgroup, spec->request.limits.cpuset_cpus);
       } else {
-        pool_->Join(cgroup, pool_->generation());
+        pool_->Join(cgroup, pool_->generation(), spec->request.numa.cpus);
       }
     }
     adopted.running = true;

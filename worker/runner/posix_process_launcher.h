@@ -129,6 +129,7 @@ class PosixProcessLauncher final : public ProcessLauncher {
     std::string pool_cgroup;
     bool exclusive = false;
     uint64_t pool_generation = 0;
+    std::vector<uint32_t> numa_cpus;  // its NUMA pinning (SharedCpuPool::Join's `within`)
   };
 
   Result<int64_t> LaunchDirect(const LaunchRequest& request);
@@ -136,10 +137,12 @@ class PosixProcessLauncher final : public ProcessLauncher {
   // The shared pool before a launch: an exclusive task's cores leave it
   // (SharedCpuPool::Hold), a shared task gets it in limits.shared_cpus.
   // Returns the pool's generation (0 without a pool).
-  uint64_t EnterPool(const std::string& cgroup, CgroupLimits& limits);
+  // A shared task pinned to NUMA CPUs (`numa_cpus`) gets the pool's among them.
+  uint64_t EnterPool(const std::string& cgroup, CgroupLimits& limits, const std::vector<uint32_t>& numa_cpus);
   // After the launch answered: a shared task is kept in step, a failed
   // launch gives back what it held.
-  void AfterLaunch(const std::string& cgroup, bool exclusive, bool ok, uint64_t generation);
+  void AfterLaunch(const std::string& cgroup, bool exclusive, bool ok, uint64_t generation,
+                   const std::vector<uint32_t>& numa_cpus);
   Status CheckCpusetPossible(const LaunchRequest& request) const;
   Status BeginSupervised(const LaunchRequest& request, Starting& starting);
   Result<int64_t> FinishSupervised(const Starting& starting);

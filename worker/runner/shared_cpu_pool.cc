@@ -1,5 +1,6 @@
 #include "worker/runner/shared_cpu_pool.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -18,8 +19,17 @@ void SharedCpuPool::Hold(const std::string& cgroup, const std::vector<uint32_t>&
   Update();
 }
 
-void SharedCpuPool::Join(const std::string& cgroup, uint64_t generation_at_launch) {
-  shared_.insert(cgroup);
+std::vector<uint32_t> SharedCpuPool::CpusWithin(const std::vector<uint32_t>& within) const {
+  if (within.empty()) return pool_;
+  std::vector<uint32_t> cpus;
+  for (uint32_t cpu : pool_) {
+    if (std::find(within.begin(), within.end(), cpu) != within.end()) cpus.push_back(cpu);
+  }
+  return cpus.empty() ? pool_ : cpus;
+}
+
+void SharedCpuPool::Join(const std::string& cgroup, uint64_t generation_at_launch, std::vector<uint32_t> within) {
+  shared_[cgroup] = std::move(within);
   // Made from an older pool: an exclusive task began between its launch's
   // two halves, and its cores may still be in this one's cpuset.
   if (generation_at_launch != generation_) Write(cgroup);
@@ -65,18 +75,20 @@ void SharedCpuPool::Update() {
              pool_.empty() ? "none" : topology::FormatCpuList(pool_),
              held.empty() ? "none" : topology::FormatCpuList({held.begin(), held.end()}), shared_.size());
   if (pool_.empty()) return;  // unknown: the running ones keep what they have
-  for (const std::string& cgroup : shared_) Write(cgroup);
+  for (const auto& [cgroup, within] : shared_) Write(cgroup);
 }
 
 void SharedCpuPool::Write(const std::string& cgroup) {
-  if (pool_.empty()) return;
-  Status set = tree_->SetTaskCpus(cgroup, pool_);
+  auto it = shared_.find(cgroup);
+  if (pool_.empty() || it == shared_.end()) return;
+  const std::vector<uint32_t> cpus = CpusWithin(it->second);
+  Status set = tree_->SetTaskCpus(cgroup, cpus);
   if (set.code() == StatusCode::kNotFound) {
     // Started without a cpuset (by a worker before the pool, or its cgroup
     // already gone with its end): nothing to keep in step.
     log_->debug("shared task has no cpuset to update cgroup={}", cgroup);
   } else if (!set.ok()) {
-    log_->warn("shared task's cpuset not updated cgroup={} cpus={} error={}", cgroup, topology::FormatCpuList(pool_),
+    log_->warn("shared task's cpuset not updated cgroup={} cpus={} error={}", cgroup, topology::FormatCpuList(cpus),
                Q(set.ToString()));
   }
 }

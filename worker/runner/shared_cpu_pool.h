@@ -9,7 +9,8 @@
 //   Hold(task, cores)  before an exclusive task's launch: its cores leave
 //                      the pool, every shared task is narrowed at once, so
 //                      none runs on them when it starts.
-//   Join(task, gen)    a shared task's launch answered: it is kept in step
+//   Join(task, gen, within)
+//                      a shared task's launch answered: it is kept in step
 //                      from now on; if the pool changed since its launch
 //                      began (gen), its cpuset is rewritten now, since it
 //                      was made from the older pool (possibly in a
@@ -17,6 +18,13 @@
 //   Forget(task)       its end (or a launch that failed): an exclusive
 //                      task's cores return to the pool, every shared task
 //                      is widened; a shared one is no longer kept.
+//
+// A shared task pinned to a NUMA node's CPUs (LaunchRequest::numa) gets
+// the pool's CPUs among those (`within`), not the whole pool: kernels
+// before 6.2 reset every thread's affinity to the whole new cpuset when it
+// is rewritten (newer ones restore the task's own request), so the cpuset
+// itself carries the pinning. When the exclusive tasks
+// hold all of them, it gets the whole pool (off their cores, unpinned).
 //
 // Only tasks this pool was told about are written: a cgroup it does not
 // know (another exclusive task a restarted worker has yet to adopt) is
@@ -38,7 +46,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -56,11 +63,14 @@ class SharedCpuPool {
   // The CPUs a shared task gets now; empty when the allowed CPUs cannot be
   // read (shared tasks then get no cpuset, as without a pool).
   const std::vector<uint32_t>& Cpus() const { return pool_; }
+  // Those of them among `within` (a NUMA pinning), or all of them when
+  // `within` is empty or holds none of them.
+  std::vector<uint32_t> CpusWithin(const std::vector<uint32_t>& within) const;
   // Changes whenever Cpus() may have changed.
   uint64_t generation() const { return generation_; }
 
   void Hold(const std::string& cgroup, const std::vector<uint32_t>& cores);
-  void Join(const std::string& cgroup, uint64_t generation_at_launch);
+  void Join(const std::string& cgroup, uint64_t generation_at_launch, std::vector<uint32_t> within = {});
   void Forget(const std::string& cgroup);
 
   // What is known, for tests and logs.
@@ -76,7 +86,7 @@ class SharedCpuPool {
   CgroupTree* tree_;
   std::shared_ptr<spdlog::logger> log_;
   std::map<std::string, std::vector<uint32_t>> held_;  // exclusive tasks' cores, by cgroup name
-  std::set<std::string> shared_;                        // shared tasks kept in step
+  std::map<std::string, std::vector<uint32_t>> shared_;  // shared tasks kept in step, with their `within`
   std::vector<uint32_t> pool_;
   bool starved_ = false;  // held cores cover every allowed CPU (warned once per episode)
   uint64_t generation_ = 0;

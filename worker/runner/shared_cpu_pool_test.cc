@@ -98,6 +98,23 @@ TEST_F(SharedPoolFakeRoot, AStartMadeFromAnOlderPoolIsCorrectedWhenItJoins) {
   EXPECT_EQ(TaskCpus("late"), "1-3") << "a task forgotten is no longer written";
 }
 
+TEST_F(SharedPoolFakeRoot, ANumaPinnedSharedTaskKeepsItsNodeInItsCpuset) {
+  // Kernels before 6.2 reset the affinity of every thread in a cpuset
+  // rewritten, so the pinning to NUMA node 0 (CPUs 0-3) is in the cpuset.
+  auto tree = OpenTree(CgroupLayout::kV1, "v1", "0-7");
+  ASSERT_NE(tree, nullptr);
+  MakeTask("numa0", "0-3");
+  SharedCpuPool pool(tree.get(), nullptr);
+  EXPECT_EQ(topology::FormatCpuList(pool.CpusWithin({0, 1, 2, 3})), "0-3");
+  pool.Join("numa0", pool.generation(), {0, 1, 2, 3});
+  pool.Hold("pinned-a", {2});
+  EXPECT_EQ(TaskCpus("numa0"), "0-1,3") << "its node's CPUs less the held one, not the whole pool";
+  pool.Hold("pinned-b", {0, 1, 3});
+  EXPECT_EQ(TaskCpus("numa0"), "4-7") << "its node wholly held: the pool, off those cores";
+  pool.Forget("pinned-b");
+  EXPECT_EQ(TaskCpus("numa0"), "0-1,3");
+}
+
 TEST_F(SharedPoolFakeRoot, ACgroupThePoolWasNotToldAboutIsNeverWritten) {
   // After a worker restart, an exclusive task not adopted yet must not be
   // taken for a shared one and widened onto the pool.
