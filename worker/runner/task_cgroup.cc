@@ -74,6 +74,11 @@ std::string FindV2(const std::string& mount_root, std::string* why) {
 
 constexpr uint64_t kCpuPeriodUs = 100'000;
 
+// A task cgroup's name is one directory: never a path out of the subtree.
+bool IsTaskCgroupName(const std::string& name) {
+  return !name.empty() && name.find('/') == std::string::npos && name != "." && name != "..";
+}
+
 std::string TrimmedCgroupValue(const std::string& text) {
   const size_t end = text.find_last_not_of(" \n");
   return end == std::string::npos ? "" : text.substr(0, end + 1);
@@ -270,7 +275,7 @@ Result<std::vector<uint32_t>> CgroupTree::AllowedCpus() const {
 }
 
 Status CgroupTree::SetTaskCpus(const std::string& name, const std::vector<uint32_t>& cpus) {
-  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+  if (!IsTaskCgroupName(name)) {
     return Status::InvalidArgument("cgroup name '" + name + "' is not a file name");
   }
   if (cpus.empty()) return Status::InvalidArgument("an empty cpuset would stop task " + name);
@@ -297,7 +302,7 @@ std::string CgroupTree::Describe() const {
 }
 
 Result<std::unique_ptr<TaskCgroup>> CgroupTree::Create(const std::string& name, const CgroupLimits& limits) {
-  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+  if (!IsTaskCgroupName(name)) {
     return Status::InvalidArgument("cgroup name '" + name + "' is not a file name");
   }
   if (fs::exists(tracker_base_ + "/" + name)) return Status::AlreadyExists("cgroup " + name + " exists");
