@@ -3,18 +3,22 @@
 // The worker's spec lists two of this machine's CPUs as its NUMA node's
 // cpulist; two tasks asking for one exclusive core each get one each, see
 // exactly it in /proc/self/status (Cpus_allowed_list) even after trying to
-// widen it, and a third task waits, saying no whole core is free.
+// widen it, and a third task waits, saying no whole core is free. A task
+// without exclusive cores stays off the cores such a task holds (the
+// shared pool) and gets them back when it ends.
 #include <gtest/gtest.h>
 
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 
 #include "client/client.h"
 #include "protocol/messages_client.h"
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
+#include "topology/cpulist.h"
 
 namespace gpool::testing {
 namespace {
@@ -30,29 +34,63 @@ std::string AllowedCpus(const std::string& log) {
   return end == std::string::npos ? "" : log.substr(begin, end - begin);
 }
 
-TEST(ExclusiveCoresEndToEndTest, TwoTasksNeverShareACoreAndSeeOnlyTheirOwn) {
-  if (geteuid() != 0) GTEST_SKIP() << "cpusets need root";
-  if (access("/sys/fs/cgroup/cpuset/cgroup.procs", W_OK) != 0 &&
-      access("/sys/fs/cgroup/cgroup.subtree_control", W_OK) != 0) {
-    GTEST_SKIP() << "no writable cpuset hierarchy";
+// The CPUs of every "Cpus_allowed_list:" line of `log` from byte `from` on.
+std::vector<std::vector<uint32_t>> AllowedLines(const std::string& log, size_t from) {
+  std::vector<std::vector<uint32_t>> lines;
+  for (size_t at = log.find("Cpus_allowed_list:", from); at != std::string::npos;
+       at = log.find("Cpus_allowed_list:", at + 1)) {
+    const size_t end = log.find('\n', at);
+    if (end == std::string::npos) break;  // still being written
+    auto cpus = topology::ParseCpuList(AllowedCpus(log.substr(at, end + 1 - at)));
+    lines.push_back(cpus.value_or(std::vector<uint32_t>{}));
   }
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
-  std::vector<uint32_t> cpus;
-  for (uint32_t cpu = 0; cpu < CPU_SETSIZE && cpus.size() < 2; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
-  }
-  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs";
-  const std::string cpulist = std::to_string(cpus[0]) + "," + std::to_string(cpus[1]);
+  return lines;
+}
 
-  LocalClusterOptions options;
-  options.workers = 1;
-  options.gpus_per_worker = 0;
-  options.worker_spec_extra = "numa:\n  - {id: 0, cpus: 32, memory: 256Gi, cpulist: \"" + cpulist + "\"}\n";
-  LocalCluster cluster(options);
-  std::unique_ptr<Client> client;
-  ASSERT_NO_FATAL_FAILURE(StartReadyCluster(cluster, client));
+bool CpuListHas(const std::vector<uint32_t>& cpus, uint32_t cpu) {
+  return std::find(cpus.begin(), cpus.end(), cpu) != cpus.end();
+}
+
+// Root with a writable cpuset hierarchy and two CPUs, else skipped; a
+// coordinator and one worker whose NUMA node's cpulist is those two CPUs.
+class ExclusiveCoresEndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "cpusets need root";
+    if (access("/sys/fs/cgroup/cpuset/cgroup.procs", W_OK) != 0 &&
+        access("/sys/fs/cgroup/cgroup.subtree_control", W_OK) != 0) {
+      GTEST_SKIP() << "no writable cpuset hierarchy";
+    }
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+    for (uint32_t cpu = 0; cpu < CPU_SETSIZE && cpus_.size() < 2; ++cpu) {
+      if (CPU_ISSET(cpu, &allowed)) cpus_.push_back(cpu);
+    }
+    if (cpus_.size() < 2) GTEST_SKIP() << "needs two CPUs";
+    cpulist_ = std::to_string(cpus_[0]) + "," + std::to_string(cpus_[1]);
+    LocalClusterOptions options;
+    options.workers = 1;
+    options.gpus_per_worker = 0;
+    options.worker_spec_extra = "numa:\n  - {id: 0, cpus: 32, memory: 256Gi, cpulist: \"" + cpulist_ + "\"}\n";
+    cluster_ = std::make_unique<LocalCluster>(options);
+    ASSERT_NO_FATAL_FAILURE(StartReadyCluster(*cluster_, client_));
+  }
+  std::string TaskLog(uint64_t job, uint32_t index) const {
+    return cluster_->WorkerDataDir(0) + "/tasks/" + std::to_string(job) + "." + std::to_string(index) + ".0.log";
+  }
+
+  std::vector<uint32_t> cpus_;
+  std::string cpulist_;
+  std::unique_ptr<LocalCluster> cluster_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ExclusiveCoresEndToEndTest, TwoTasksNeverShareACoreAndSeeOnlyTheirOwn) {
+  LocalCluster& cluster = *cluster_;
+  std::unique_ptr<Client>& client = client_;
+  const std::vector<uint32_t>& cpus = cpus_;
+  const std::string& cpulist = cpulist_;
 
   // Each reports its CPUs, tries to widen them to both, and reports again.
   JobSpec pinned = ShellJob("pinned", 0,
@@ -98,6 +136,50 @@ TEST(ExclusiveCoresEndToEndTest, TwoTasksNeverShareACoreAndSeeOnlyTheirOwn) {
       << ::testing::PrintToString(reasons);
   (void)client->CancelJob(JobId(waiting->job_id), 0);
   (void)client->CancelJob(JobId(submitted->job_id), 0);
+}
+
+// The shared pool (issue 50): a task without exclusive cores runs off the
+// core an exclusive task holds from the moment that one runs, in every line
+// it writes after, and gets it back once that task ended.
+TEST_F(ExclusiveCoresEndToEndTest, ASharedTaskNeverRunsOnAnExclusiveTasksCore) {
+  JobSpec shared = ShellJob("shared", 0, "while :; do grep Cpus_allowed_list /proc/self/status; sleep 0.1; done");
+  auto shared_job = client_->Submit(shared, "");
+  ASSERT_TRUE(shared_job.ok()) << shared_job.status().ToString();
+  const std::string shared_log = TaskLog(shared_job->job_id, 0);
+  ASSERT_TRUE(WaitFor([&] { return !AllowedLines(ReadFile(shared_log), 0).empty(); }, 30s))
+      << ReadFile(shared_log) << cluster_->worker(0)->Log();
+  const std::vector<uint32_t> before = AllowedLines(ReadFile(shared_log), 0).back();
+  ASSERT_TRUE(CpuListHas(before, cpus_[0]) && CpuListHas(before, cpus_[1]))
+      << "alone, it may run on both: " << ReadFile(shared_log);
+
+  JobSpec pinned = ShellJob("pinned", 0, "grep Cpus_allowed_list /proc/self/status; echo done; exec sleep 300");
+  pinned.tasks[0].resources.cpu_milli = 1000;
+  pinned.tasks[0].resources.exclusive_cores = true;
+  auto pinned_job = client_->Submit(pinned, "");
+  ASSERT_TRUE(pinned_job.ok()) << pinned_job.status().ToString();
+  const std::string pinned_log = TaskLog(pinned_job->job_id, 0);
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(pinned_log).find("done\n") != std::string::npos; }, 30s))
+      << ReadFile(pinned_log) << cluster_->worker(0)->Log();
+  auto held = topology::ParseCpuList(AllowedCpus(ReadFile(pinned_log)));
+  ASSERT_TRUE(held.has_value() && held->size() == 1) << ReadFile(pinned_log);
+  const uint32_t core = held->front();
+
+  // Everything the shared task writes from now on was written after the
+  // exclusive one ran, so after its core left the pool.
+  const size_t from = ReadFile(shared_log).size();
+  ASSERT_TRUE(WaitFor([&] { return AllowedLines(ReadFile(shared_log), from).size() >= 5; }, 15s))
+      << ReadFile(shared_log);
+  for (const auto& line : AllowedLines(ReadFile(shared_log), from)) {
+    EXPECT_FALSE(line.empty()) << ReadFile(shared_log);
+    EXPECT_FALSE(CpuListHas(line, core)) << "the shared task ran on exclusive core " << core << ":\n"
+                                         << ReadFile(shared_log);
+  }
+
+  auto cancelled = client_->CancelJob(JobId(pinned_job->job_id), 0);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
+  EXPECT_TRUE(WaitFor([&] { return CpuListHas(AllowedLines(ReadFile(shared_log), from).back(), core); }, 30s))
+      << "core " << core << " not given back:\n" << ReadFile(shared_log) << cluster_->worker(0)->Log();
+  (void)client_->CancelJob(JobId(shared_job->job_id), 0);
 }
 
 }  // namespace

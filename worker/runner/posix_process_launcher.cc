@@ -89,7 +89,9 @@ std::string StartupLogTail(const std::string& path) {
 }  // namespace
 
 PosixProcessLauncher::PosixProcessLauncher(PosixProcessLauncherOptions options)
-    : options_(std::move(options)), log_(OrDefault(options_.logger)), cgroups_(options_.cgroups) {}
+    : options_(std::move(options)), log_(OrDefault(options_.logger)), cgroups_(options_.cgroups) {
+  if (cgroups_ != nullptr && cgroups_->cpuset_available()) pool_ = std::make_unique<SharedCpuPool>(cgroups_, log_);
+}
 
 PosixProcessLauncher::PosixProcessLauncher(std::shared_ptr<spdlog::logger> logger, CgroupTree* cgroups)
     : PosixProcessLauncher(PosixProcessLauncherOptions{.logger = std::move(logger), .cgroups = cgroups}) {}
@@ -104,15 +106,44 @@ Status PosixProcessLauncher::CheckCpusetPossible(const LaunchRequest& request) c
                                     " cannot be enforced: task cgroups are off on this node");
 }
 
+uint64_t PosixProcessLauncher::EnterPool(const std::string& cgroup, CgroupLimits& limits,
+                                         const std::vector<uint32_t>& numa_cpus) {
+  if (pool_ == nullptr || cgroup.empty()) return 0;
+  if (!limits.cpuset_cpus.empty()) {
+    pool_->Hold(cgroup, limits.cpuset_cpus);  // before the task runs: no shared task is on its cores then
+  } else {
+    limits.shared_cpus = pool_->CpusWithin(numa_cpus);
+  }
+  return pool_->generation();
+}
+
+void PosixProcessLauncher::AfterLaunch(const std::string& cgroup, bool exclusive, bool ok, uint64_t generation,
+                                       const std::vector<uint32_t>& numa_cpus) {
+  if (pool_ == nullptr || cgroup.empty()) return;
+  if (!ok) {
+    pool_->Forget(cgroup);
+  } else if (!exclusive) {
+    pool_->Join(cgroup, generation, numa_cpus);
+  }
+}
+
 Result<int64_t> PosixProcessLauncher::LaunchDirect(const LaunchRequest& request) {
   GPOOL_RETURN_IF_ERROR(ValidateLaunch(request));
   GPOOL_RETURN_IF_ERROR(CheckCpusetPossible(request));
+  CgroupLimits limits = request.limits;
+  const uint64_t generation = cgroups_ != nullptr ? EnterPool(request.cgroup, limits, request.numa.cpus) : 0;
+  Result<int64_t> pid = ForkDirect(request, limits);
+  AfterLaunch(request.cgroup, !request.limits.cpuset_cpus.empty(), pid.ok(), generation, request.numa.cpus);
+  return pid;
+}
+
+Result<int64_t> PosixProcessLauncher::ForkDirect(const LaunchRequest& request, const CgroupLimits& limits) {
   std::vector<std::string> notes;
   const PreparedPinning pinning = PreparedPinning::Prepare(request.numa, &notes);
   std::unique_ptr<TaskCgroup> cgroup;
   if (cgroups_ != nullptr && !request.cgroup.empty()) {
     size_t killed = 0;
-    auto made = cgroups_->CreateReplacing(request.cgroup, request.limits, &killed);
+    auto made = cgroups_->CreateReplacing(request.cgroup, limits, &killed);
     if (!made.ok()) return made.status().WithContext("task cgroup");
     if (killed > 0) {
       log_->warn("task cgroup left by a previous worker emptied cgroup={} processes_killed={}", request.cgroup,
@@ -158,8 +189,9 @@ Result<int64_t> PosixProcessLauncher::FinishLaunch(uint64_t ticket) {
   if (it == starting_.end()) return ProcessLauncher::FinishLaunch(ticket);
   Starting starting = std::move(it->second);
   starting_.erase(it);
-  if (!starting.status.ok()) return starting.status;
-  return FinishSupervised(starting);
+  Result<int64_t> pid = starting.status.ok() ? FinishSupervised(starting) : Result<int64_t>(starting.status);
+  AfterLaunch(starting.pool_cgroup, starting.exclusive, pid.ok(), starting.pool_generation, starting.numa_cpus);
+  return pid;
 }
 
 Status PosixProcessLauncher::BeginSupervised(const LaunchRequest& request, Starting& starting) {
@@ -182,6 +214,10 @@ Status PosixProcessLauncher::BeginSupervised(const LaunchRequest& request, Start
   if (cgroups_ != nullptr && !request.cgroup.empty()) {
     spec.cgroup_root = cgroups_->mount_root();
     spec.cgroup_scope = cgroups_->scope();
+    starting.pool_generation = EnterPool(request.cgroup, spec.request.limits, request.numa.cpus);
+    starting.pool_cgroup = request.cgroup;
+    starting.exclusive = !request.limits.cpuset_cpus.empty();
+    starting.numa_cpus = request.numa.cpus;
   } else {
     spec.request.cgroup.clear();
   }
@@ -331,6 +367,7 @@ void PosixProcessLauncher::ReapDirect(std::vector<ExitInfo>& exited) {
     if (Status removed = cgroup->second->Remove(); !removed.ok()) {
       log_->warn("task cgroup not removed pid={} error={}", it->first, Q(removed.ToString()));
     }
+    if (pool_ != nullptr) pool_->Forget(cgroup->second->name());  // nothing of it runs: its cores are free
     task_cgroups_.erase(cgroup);
     exited.push_back(it->second);
     it = draining_.erase(it);
@@ -363,6 +400,7 @@ void PosixProcessLauncher::ReapSupervised(std::vector<ExitInfo>& exited) {
         record = ReadExitRecord(task.state_dir);
         if (!record.ok()) {
           exited.push_back(Lost(it->first, task.state_dir, task.cgroup));
+          if (pool_ != nullptr && !task.cgroup.empty()) pool_->Forget(task.cgroup);
           it = supervised_.erase(it);
           continue;
         }
@@ -375,6 +413,8 @@ void PosixProcessLauncher::ReapSupervised(std::vector<ExitInfo>& exited) {
     ExitInfo info = FromRecord(*record);
     info.pid = it->first;
     exited.push_back(std::move(info));
+    // The supervisor records the exit once the cgroup is empty: the cores are free.
+    if (pool_ != nullptr && !task.cgroup.empty()) pool_->Forget(task.cgroup);
     it = supervised_.erase(it);
   }
 }
@@ -435,6 +475,16 @@ Result<AdoptedProcess> PosixProcessLauncher::Adopt(const std::string& state_dir)
     supervised_[adopted.pid] = Supervised{.state_dir = state_dir,
                                           .cgroup = cgroup,
                                           .next_liveness_check_ms = MonotonicNowMs() + options_.liveness_check_ms};
+    if (pool_ != nullptr && !cgroup.empty()) {
+      // Its cores stay out of the pool; a shared task keeps its cpuset until
+      // the pool next changes (rewritten now, it could be widened onto an
+      // exclusive task not adopted yet).
+      if (!spec->request.limits.cpuset_cpus.empty()) {
+        pool_->Hold(cgroup, spec->request.limits.cpuset_cpus);
+      } else {
+        pool_->Join(cgroup, pool_->generation(), spec->request.numa.cpus);
+      }
+    }
     adopted.running = true;
     return adopted;
   }

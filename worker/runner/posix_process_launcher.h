@@ -49,6 +49,13 @@
 // having been killed. A cgroup of the same name left by a previous worker
 // process (one that died) is emptied and replaced.
 //
+// Where that tree can make cpusets, the launcher keeps the node's shared
+// CPU pool (shared_cpu_pool.h): a task with exclusive cores takes them from
+// every other task's cpuset before it is launched and gives them back when
+// it is reaped (or its launch fails); every other task starts with the pool
+// as its cpuset and is kept in step. An adopted shared task keeps the
+// cpuset it has until the pool next changes.
+//
 // Thread-safety: one thread. PR_SET_PDEATHSIG fires when the *thread* that
 // forked exits, so call Launch from a thread that lives as long as the
 // worker (the agent's).
@@ -64,6 +71,7 @@
 
 #include "worker/runner/numa_apply.h"
 #include "worker/runner/process_launcher.h"
+#include "worker/runner/shared_cpu_pool.h"
 #include "worker/runner/supervisor_state.h"
 
 namespace gpool::worker {
@@ -99,6 +107,8 @@ class PosixProcessLauncher final : public ProcessLauncher {
   Status Signal(int64_t pid, int signal) override;
   std::vector<ExitInfo> Reap() override;
   Result<AdoptedProcess> Adopt(const std::string& state_dir) override;
+  // The shared CPU pool; nullptr without cgroups that can make cpusets.
+  const SharedCpuPool* shared_cpu_pool() const { return pool_.get(); }
 
  private:
   // A task under a supervisor, launched or adopted.
@@ -114,9 +124,25 @@ class PosixProcessLauncher final : public ProcessLauncher {
     pid_t intermediate = 0;  // the first fork, reaped in FinishSupervised
     int status_fd = -1;      // the supervisor's answer
     std::string state_dir, supervisor_log, cgroup, log_path;
+    // In the shared pool from BeginSupervised on (EnterPool): its cgroup,
+    // whether it holds exclusive cores, the pool's generation it was made from.
+    std::string pool_cgroup;
+    bool exclusive = false;
+    uint64_t pool_generation = 0;
+    std::vector<uint32_t> numa_cpus;  // its NUMA pinning (SharedCpuPool::Join's `within`)
   };
 
   Result<int64_t> LaunchDirect(const LaunchRequest& request);
+  Result<int64_t> ForkDirect(const LaunchRequest& request, const CgroupLimits& limits);
+  // The shared pool before a launch: an exclusive task's cores leave it
+  // (SharedCpuPool::Hold), a shared task gets it in limits.shared_cpus.
+  // Returns the pool's generation (0 without a pool).
+  // A shared task pinned to NUMA CPUs (`numa_cpus`) gets the pool's among them.
+  uint64_t EnterPool(const std::string& cgroup, CgroupLimits& limits, const std::vector<uint32_t>& numa_cpus);
+  // After the launch answered: a shared task is kept in step, a failed
+  // launch gives back what it held.
+  void AfterLaunch(const std::string& cgroup, bool exclusive, bool ok, uint64_t generation,
+                   const std::vector<uint32_t>& numa_cpus);
   Status CheckCpusetPossible(const LaunchRequest& request) const;
   Status BeginSupervised(const LaunchRequest& request, Starting& starting);
   Result<int64_t> FinishSupervised(const Starting& starting);
@@ -130,6 +156,7 @@ class PosixProcessLauncher final : public ProcessLauncher {
   PosixProcessLauncherOptions options_;
   std::shared_ptr<spdlog::logger> log_;
   CgroupTree* cgroups_ = nullptr;
+  std::unique_ptr<SharedCpuPool> pool_;  // where cgroups_ can make cpusets
   std::set<int64_t> children_;  // launched directly and not yet reaped
   std::map<int64_t, std::unique_ptr<TaskCgroup>> task_cgroups_;  // direct: by the task's first pid
   // Direct tasks whose first process ended while others remain in their

@@ -1,6 +1,7 @@
 // PosixProcessLauncher with gpool-task-supervisor (the built binary): tasks
 // that outlive the launcher, adoption by a second launcher (a restarted
-// worker), a supervisor's death. Waits poll with a deadline.
+// worker), a supervisor's death, the shared CPU pool across a restart.
+// Waits poll with a deadline.
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "topology/cpulist.h"
 #include "worker/runner/lease_file.h"
 #include "worker/runner/posix_process_launcher.h"
 #include "worker/runner/supervisor_state.h"
@@ -81,8 +83,10 @@ class SupervisedLauncherTest : public ::testing::Test {
     return std::make_unique<PosixProcessLauncher>(std::move(options));
   }
 
-  Result<int64_t> Launch(PosixProcessLauncher& launcher, const std::string& name, const std::string& script) {
+  Result<int64_t> Launch(PosixProcessLauncher& launcher, const std::string& name, const std::string& script,
+                         const CgroupLimits& limits = {}) {
     LaunchRequest request;
+    request.limits = limits;
     request.argv = {"/bin/sh", "-c", script};
     request.env = {"PATH=/usr/bin:/bin", "GREETING=hello from env"};
     request.log_path = dir_.path() + "/" + name + ".log";
@@ -199,6 +203,55 @@ TEST_F(SupervisedLauncherTest, ASecondLauncherAdoptsARunningTaskAndSeesItsEnd) {
   auto exit = ReapUntil(*restarted, *pid);
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->signal, SIGKILL);
+}
+
+// What a process may run on now ("0-3"), from its /proc status.
+std::string CpusAllowed(int64_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Cpus_allowed_list:", 0) == 0) return line.substr(line.find('\t') + 1);
+  }
+  return "";
+}
+
+// The shared pool (shared_cpu_pool.h) across a worker restart: an adopted
+// exclusive task keeps its core out of the pool; a shared task the
+// restarted worker starts (its cpuset made by its supervisor, from the
+// pool in its launch spec) is off that core, and gets it back once the
+// exclusive task is reaped.
+TEST_F(SupervisedLauncherTest, AnAdoptedExclusiveTaskKeepsItsCoreOutOfTheSharedPool) {
+  if (tree_ == nullptr || !tree_->cpuset_available()) GTEST_SKIP() << "needs root and cpusets";
+  auto allowed = tree_->AllowedCpus();
+  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
+  if (allowed->size() < 2) GTEST_SKIP() << "needs two CPUs";
+  const uint32_t core = allowed->front();
+  const std::vector<uint32_t> rest(allowed->begin() + 1, allowed->end());
+  auto pinned = Launch(*launcher_, "pinned", "exec sleep 1000", CgroupLimits{.cpuset_cpus = {core}});
+  ASSERT_TRUE(pinned.ok()) << pinned.status().ToString();
+  EXPECT_EQ(CpusAllowed(*pinned), std::to_string(core));
+  launcher_.reset();  // the worker is gone
+
+  auto restarted = NewLauncher();
+  ASSERT_NE(restarted->shared_cpu_pool(), nullptr);
+  EXPECT_EQ(restarted->shared_cpu_pool()->Cpus(), *allowed) << "nothing adopted yet";
+  auto adopted = restarted->Adopt(dir_.path() + "/pinned.state");
+  ASSERT_TRUE(adopted.ok() && adopted->running) << adopted.status().ToString();
+  EXPECT_TRUE(restarted->shared_cpu_pool()->Holds("task-pinned"));
+  EXPECT_EQ(restarted->shared_cpu_pool()->Cpus(), rest);
+
+  auto shared = Launch(*restarted, "shared", "exec sleep 1000");
+  ASSERT_TRUE(shared.ok()) << shared.status().ToString();
+  EXPECT_EQ(CpusAllowed(*shared), topology::FormatCpuList(rest)) << log_.text();
+  EXPECT_TRUE(restarted->shared_cpu_pool()->Keeps("task-shared"));
+
+  ASSERT_TRUE(restarted->Signal(*pinned, SIGKILL).ok());
+  ASSERT_TRUE(ReapUntil(*restarted, *pinned).has_value());
+  EXPECT_FALSE(restarted->shared_cpu_pool()->Holds("task-pinned"));
+  EXPECT_EQ(CpusAllowed(*shared), topology::FormatCpuList(*allowed)) << "widened once its core is free";
+  ASSERT_TRUE(restarted->Signal(*shared, SIGKILL).ok());
+  ASSERT_TRUE(ReapUntil(*restarted, *shared).has_value());
+  EXPECT_FALSE(restarted->shared_cpu_pool()->Keeps("task-shared"));
 }
 
 TEST_F(SupervisedLauncherTest, AnEndWhileNoLauncherWatchedIsFoundByAdopt) {

@@ -63,6 +63,7 @@ struct SupervisorSpec {
     v.Optional("work_dir", request.work_dir);
     v.Optional("deny_devices", request.limits.deny_devices);
     v.Optional("cpuset_cpus", request.limits.cpuset_cpus);
+    v.Optional("shared_cpus", request.limits.shared_cpus);
     v.Optional("cpuset_mems", request.limits.cpuset_mems);
     v.Optional("cpuset_required", request.limits.cpuset_required);
     v.Optional("cgroup_root", cgroup_root);

@@ -20,8 +20,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool WriteFile(const std::string& path, const std::string& value) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+// Never creates: a control file that is not there is the kernel's refusal.
+// `truncate` for a value that replaces a longer one: cgroupfs ignores it,
+// but a plain file (the tests' fake roots) would keep the old tail.
+bool WriteFile(const std::string& path, const std::string& value, bool truncate = false) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | (truncate ? O_TRUNC : 0));
   if (fd < 0) return false;
   const ssize_t n = write(fd, value.data(), value.size());
   close(fd);
@@ -71,6 +74,11 @@ std::string FindV2(const std::string& mount_root, std::string* why) {
 
 constexpr uint64_t kCpuPeriodUs = 100'000;
 
+// A task cgroup's name is one directory: never a path out of the subtree.
+bool IsTaskCgroupName(const std::string& name) {
+  return !name.empty() && name.find('/') == std::string::npos && name != "." && name != "..";
+}
+
 std::string TrimmedCgroupValue(const std::string& text) {
   const size_t end = text.find_last_not_of(" \n");
   return end == std::string::npos ? "" : text.substr(0, end + 1);
@@ -115,9 +123,10 @@ std::vector<std::pair<std::string, std::string>> CgroupLimitFiles(CgroupLayout l
     }
     for (const std::string& line : V1DenyLines(limits.deny_devices)) files.emplace_back("devices/devices.deny", line);
   }
-  if (!limits.cpuset_cpus.empty()) {
+  const std::vector<uint32_t>& cpus = limits.cpuset_cpus.empty() ? limits.shared_cpus : limits.cpuset_cpus;
+  if (!cpus.empty()) {
     const std::string prefix = layout == CgroupLayout::kV2 ? "" : "cpuset/";
-    files.emplace_back(prefix + "cpuset.cpus", topology::FormatCpuList(limits.cpuset_cpus));
+    files.emplace_back(prefix + "cpuset.cpus", topology::FormatCpuList(cpus));
     if (!limits.cpuset_mems.empty()) files.emplace_back(prefix + "cpuset.mems", limits.cpuset_mems);
   }
   return files;
@@ -253,6 +262,35 @@ std::string CgroupTree::CpusetBase() const {
   return "";
 }
 
+Result<std::vector<uint32_t>> CgroupTree::AllowedCpus() const {
+  if (!cpuset_available()) return Status::FailedPrecondition("no cpusets: " + cpuset_why_not_);
+  const std::string file =
+      layout_ == CgroupLayout::kV2 ? tracker_base_ + "/cpuset.cpus.effective" : CpusetBase() + "/cpuset.cpus";
+  const std::string text = TrimmedCgroupValue(ReadFile(file));
+  auto cpus = topology::ParseCpuList(text);
+  if (!cpus.has_value() || cpus->empty()) {
+    return Status::Unavailable("cannot read the CPUs of " + file + " ('" + text + "')");
+  }
+  return *cpus;
+}
+
+Status CgroupTree::SetTaskCpus(const std::string& name, const std::vector<uint32_t>& cpus) {
+  if (!IsTaskCgroupName(name)) {
+    return Status::InvalidArgument("cgroup name '" + name + "' is not a file name");
+  }
+  if (cpus.empty()) return Status::InvalidArgument("an empty cpuset would stop task " + name);
+  const std::string base = layout_ == CgroupLayout::kV2 ? tracker_base_ : CpusetBase();
+  const std::string file = base + "/" + name + "/cpuset.cpus";
+  if (base.empty() || !cpuset_available() || !fs::exists(file)) {
+    return Status::NotFound("task " + name + " has no cpuset");
+  }
+  const std::string value = topology::FormatCpuList(cpus);
+  if (!WriteFile(file, value, /*truncate=*/true)) {
+    return Status::Unavailable("cannot set " + file + " to " + value + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 std::string CgroupTree::Describe() const {
   if (layout_ == CgroupLayout::kV2) return "v2 under " + tracker_base_;
   std::string controllers;
@@ -264,7 +302,7 @@ std::string CgroupTree::Describe() const {
 }
 
 Result<std::unique_ptr<TaskCgroup>> CgroupTree::Create(const std::string& name, const CgroupLimits& limits) {
-  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+  if (!IsTaskCgroupName(name)) {
     return Status::InvalidArgument("cgroup name '" + name + "' is not a file name");
   }
   if (fs::exists(tracker_base_ + "/" + name)) return Status::AlreadyExists("cgroup " + name + " exists");
@@ -276,7 +314,8 @@ Result<std::unique_ptr<TaskCgroup>> CgroupTree::Create(const std::string& name, 
                                mount_root_);
   }
   CgroupLimits effective = limits;
-  const bool wants_cpuset = !limits.cpuset_cpus.empty() && cpuset_available();
+  if (!limits.cpuset_cpus.empty() || !cpuset_available()) effective.shared_cpus.clear();
+  const bool wants_cpuset = (!limits.cpuset_cpus.empty() || !effective.shared_cpus.empty()) && cpuset_available();
   if (!limits.cpuset_cpus.empty() && !cpuset_available()) {
     // Fail closed, as for devices: cores promised exclusive must be.
     if (limits.cpuset_required) {
@@ -291,8 +330,9 @@ Result<std::unique_ptr<TaskCgroup>> CgroupTree::Create(const std::string& name, 
   }
   std::vector<std::string> dirs;
   for (const auto& base : bases_) {
-    // A v1 cpuset directory only for a task with exclusive cores: an empty
-    // one could not be joined, and the others run in the worker's.
+    // A v1 cpuset directory only for a task with cores to be held to
+    // (exclusive or the shared pool): an empty one could not be joined, and
+    // the others run in the worker's.
     if (base == cpuset_base && !wants_cpuset) continue;
     dirs.push_back(base + "/" + name);
   }

@@ -16,10 +16,12 @@
 // cpuset controller (enabled down to the tasks' parent where the kernel
 // offers it), or v1's cpuset hierarchy. A cpuset is the kernel's: unlike
 // sched_setaffinity, the task cannot widen it. v1 cpusets start empty, so
-// the levels above the tasks copy their parent's cpus and mems, and a task
-// without exclusive cores gets no cpuset directory (it runs in the
-// worker's). Where no cpuset can be made, a task asking for one is refused
-// (FailedPrecondition) unless its limits allow the affinity fallback.
+// the levels above the tasks copy their parent's cpus and mems. A task
+// without exclusive cores gets the shared pool as its cpuset
+// (CgroupLimits::shared_cpus, shared_cpu_pool.h), or, without one, no cpuset
+// directory (it runs in the worker's). Where no cpuset can be made, a task
+// asking for exclusive cores is refused (FailedPrecondition) unless its
+// limits allow the affinity fallback.
 // Production machines mostly run v2; this machine and CI have v1 writable
 // and an empty unified hierarchy, so both paths are exercised.
 //
@@ -58,6 +60,12 @@ struct CgroupLimits {
   // as a cpulist ("0"); empty: those of the worker's subtree.
   std::vector<uint32_t> cpuset_cpus;
   std::string cpuset_mems;
+  // A task without exclusive cores: the node's shared pool when it starts
+  // (shared_cpu_pool.h), written as its cpuset so it stays off the cores
+  // others hold exclusively; the pool rewrites it as those come and go.
+  // Ignored when cpuset_cpus is set; empty, or no cpuset possible: no
+  // cpuset (the task runs on the worker's CPUs, as before issue 50).
+  std::vector<uint32_t> shared_cpus;
   // Refuse the cgroup when no cpuset can carry cpuset_cpus. False only where
   // the node's operator allowed the fallback (gpool-worker
   // --exclusive-cores-fallback=affinity): the task then runs pinned by
@@ -71,8 +79,9 @@ enum class CgroupLayout : uint8_t { kV1, kV2 };
 // and values that carry `limits`: memory in bytes, CPU as a CFS quota per
 // 100 ms period (1000 milli-CPU = one CPU); v1 also one devices.deny line
 // per denied device (v2 carries those in a program, not a file); the
-// cpuset's cpus and mems (v1 needs mems set before a process may join:
-// Create fills an empty cpuset_mems from the parent's before it asks).
+// cpuset's cpus (cpuset_cpus, else shared_cpus) and mems (v1 needs mems
+// set before a process may join: Create fills an empty cpuset_mems from the
+// parent's before it asks).
 std::vector<std::pair<std::string, std::string>> CgroupLimitFiles(CgroupLayout layout, const CgroupLimits& limits);
 
 class TaskCgroup {
@@ -130,6 +139,16 @@ class CgroupTree {
   // why (for the worker's log and the refusals).
   bool cpuset_available() const { return cpuset_why_not_.empty(); }
   const std::string& cpuset_why_not() const { return cpuset_why_not_; }
+  // The CPUs this worker's subtree may use (v1: its cpuset.cpus, copied from
+  // the parent at Open; v2: its cpuset.cpus.effective): what the shared
+  // pool is cut from. FailedPrecondition without cpusets, Unavailable when
+  // the file cannot be read or parsed.
+  Result<std::vector<uint32_t>> AllowedCpus() const;
+  // Rewrites the cpuset.cpus of task `name`'s cgroup: the shared pool
+  // narrowing or widening a running task (the kernel moves its threads at
+  // once). NotFound when that task has no cpuset directory (v1: one started
+  // without a cpuset); Unavailable when the kernel refuses the value.
+  Status SetTaskCpus(const std::string& name, const std::vector<uint32_t>& cpus);
   // Leaves this worker's subtree in place when destroyed: for a
   // gpool-task-supervisor, whose tree is one of many over the same subtree.
   void KeepSubtree() { keep_subtree_ = true; }  // "v1 (freezer, pids, memory, cpu) under /sys/fs/cgroup"

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "worker/runner/posix_process_launcher.h"
+#include "worker/runner/testing/fake_cgroup_root.h"
 
 namespace gpool::worker {
 namespace {
@@ -35,20 +36,7 @@ TEST(CgroupLimitFilesTest, RequestsBecomeLimitsInEachLayout) {
   EXPECT_TRUE(CgroupLimitFiles(CgroupLayout::kV2, CgroupLimits{}).empty()) << "no request, no limit";
 }
 
-class FakeRoot : public ::testing::Test {
- protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("gpool-cgroup-fake-" + std::to_string(getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  void Write(const fs::path& path, const std::string& text) {
-    fs::create_directories(path.parent_path());
-    std::ofstream(path) << text;
-  }
-  fs::path root_;
-};
+class FakeRoot : public FakeCgroupRoot {};
 
 TEST_F(FakeRoot, AV2HierarchyWithOurControllersIsPreferred) {
   Write(root_ / "cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");

@@ -2,11 +2,13 @@
 // each layout, how the levels above the tasks are prepared (fake roots),
 // the refusal where no cpuset can be made, and on this machine's v1 cpuset
 // (as root) that a task sees exactly its cores in /proc/self/status and
-// cannot widen them with sched_setaffinity.
+// cannot widen them with sched_setaffinity, and that tasks without
+// exclusive cores stay off them (the shared pool, shared_cpu_pool.h).
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -16,8 +18,10 @@
 
 #include <gtest/gtest.h>
 
+#include "topology/cpulist.h"
 #include "worker/runner/posix_process_launcher.h"
 #include "worker/runner/task_cgroup.h"
+#include "worker/runner/testing/fake_cgroup_root.h"
 
 namespace gpool::worker {
 namespace {
@@ -25,14 +29,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using FileValues = std::vector<std::pair<std::string, std::string>>;
 
-std::string CpusetTestRead(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 TEST(CpusetLimitFilesTest, ExclusiveCoresBecomeCpusetFilesInEachLayout) {
   CgroupLimits limits;
@@ -53,20 +49,7 @@ TEST(CpusetLimitFilesTest, ExclusiveCoresBecomeCpusetFilesInEachLayout) {
                         {"cpuset/cpuset.cpus", "2-5,9"}}));
 }
 
-class CpusetFakeRoot : public ::testing::Test {
- protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("gpool-cpuset-fake-" + std::to_string(getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  void Write(const fs::path& path, const std::string& text) {
-    fs::create_directories(path.parent_path());
-    std::ofstream(path) << text;
-  }
-  fs::path root_;
-};
+class CpusetFakeRoot : public FakeCgroupRoot {};
 
 TEST_F(CpusetFakeRoot, V1LevelsAboveTheTasksTakeTheirParentsCpusAndMems) {
   Write(root_ / "unified/cgroup.controllers", "");
@@ -82,9 +65,9 @@ TEST_F(CpusetFakeRoot, V1LevelsAboveTheTasksTakeTheirParentsCpusAndMems) {
   auto tree = CgroupTree::Open(root_.string(), "node-1");
   ASSERT_TRUE(tree.ok()) << tree.status().ToString();
   EXPECT_TRUE((*tree)->cpuset_available()) << (*tree)->cpuset_why_not();
-  EXPECT_EQ(CpusetTestRead(root_ / "cpuset/gpool/cpuset.cpus"), "0-7");
-  EXPECT_EQ(CpusetTestRead(root_ / "cpuset/gpool/node-1/cpuset.cpus"), "0-7");
-  EXPECT_EQ(CpusetTestRead(root_ / "cpuset/gpool/node-1/cpuset.mems"), "0-1");
+  EXPECT_EQ(ReadCgroupFile(root_ / "cpuset/gpool/cpuset.cpus"), "0-7");
+  EXPECT_EQ(ReadCgroupFile(root_ / "cpuset/gpool/node-1/cpuset.cpus"), "0-7");
+  EXPECT_EQ(ReadCgroupFile(root_ / "cpuset/gpool/node-1/cpuset.mems"), "0-1");
   EXPECT_NE((*tree)->Describe().find("cpuset"), std::string::npos) << (*tree)->Describe();
 }
 
@@ -114,7 +97,7 @@ TEST_F(CpusetFakeRoot, V2EnablesCpusetDownToTheTasksParent) {
   ASSERT_TRUE(tree.ok()) << tree.status().ToString();
   ASSERT_EQ((*tree)->layout(), CgroupLayout::kV2);
   EXPECT_TRUE((*tree)->cpuset_available()) << (*tree)->cpuset_why_not();
-  EXPECT_NE(CpusetTestRead(root_ / "gpool/node-1/cgroup.subtree_control").find("+cpuset"), std::string::npos);
+  EXPECT_NE(ReadCgroupFile(root_ / "gpool/node-1/cgroup.subtree_control").find("+cpuset"), std::string::npos);
 }
 
 TEST_F(CpusetFakeRoot, V2WhereCpusetCannotBeEnabledRefusesExclusiveCores) {
@@ -199,13 +182,14 @@ class CpusetRealCgroups : public ::testing::Test {
     }
     return true;
   }
-  int64_t Launch(const std::string& name, const std::string& script, uint32_t cpu) {
+  // `cpus`: its exclusive cores; empty: a shared task (the pool's).
+  int64_t Launch(const std::string& name, const std::string& script, std::vector<uint32_t> cpus) {
     LaunchRequest request;
     request.argv = {"/bin/sh", "-c", script};
     request.env = {"PATH=/usr/bin:/bin"};
     request.log_path = (dir_ / (name + ".log")).string();
     request.cgroup = name;
-    request.limits.cpuset_cpus = {cpu};
+    request.limits.cpuset_cpus = std::move(cpus);
     auto pid = launcher_->Launch(request);
     EXPECT_TRUE(pid.ok()) << pid.status().ToString();
     return pid.ok() ? *pid : -1;
@@ -214,10 +198,16 @@ class CpusetRealCgroups : public ::testing::Test {
   std::string Report(const std::string& file) {
     std::string text;
     WaitFor([&] {
-      text = CpusetTestRead(dir_ / file);
+      text = ReadCgroupFile(dir_ / file);
       return text.size() >= 4 && text.compare(text.size() - 4, 4, "done") == 0;
     });
     return text;
+  }
+  // The CPUs a task last wrote to `file` (a Cpus_allowed_list line), "" before it has.
+  std::string AllowedIn(const std::string& file) {
+    const std::string text = ReadCgroupFile(dir_ / file);
+    const size_t tab = text.find('\t');
+    return text.rfind("Cpus_allowed_list:", 0) == 0 && tab != std::string::npos ? text.substr(tab + 1) : "";
   }
   void KillAndReap(int64_t pid) {
     ASSERT_TRUE(launcher_->Signal(pid, SIGKILL).ok());
@@ -244,8 +234,8 @@ TEST_F(CpusetRealCgroups, TwoTasksSeeOnlyTheirOwnCoresAndCannotWidenThem) {
            " $$ > /dev/null 2>&1; grep Cpus_allowed_list /proc/self/status >> " + file + "; echo done >> " + file +
            "; exec sleep 1000";
   };
-  const int64_t a = Launch("task-a", script("a.out"), cpus_[0]);
-  const int64_t b = Launch("task-b", script("b.out"), cpus_[1]);
+  const int64_t a = Launch("task-a", script("a.out"), {cpus_[0]});
+  const int64_t b = Launch("task-b", script("b.out"), {cpus_[1]});
   const std::string seen_a = Report("a.out");
   const std::string seen_b = Report("b.out");
   const std::string line_a = "Cpus_allowed_list:\t" + std::to_string(cpus_[0]);
@@ -254,6 +244,46 @@ TEST_F(CpusetRealCgroups, TwoTasksSeeOnlyTheirOwnCoresAndCannotWidenThem) {
   EXPECT_EQ(seen_b, line_b + "\n" + line_b + "\ndone");
   KillAndReap(a);
   KillAndReap(b);
+}
+
+// The shared pool (shared_cpu_pool.h) on this machine's cpusets: a task
+// without exclusive cores is narrowed off the cores an exclusive task takes
+// as that one starts, starts narrowed while they are held, and is widened
+// again when they are free; never an empty cpuset.
+TEST_F(CpusetRealCgroups, SharedTasksStayOffExclusiveCoresAndGetThemBack) {
+  auto allowed = tree_->AllowedCpus();
+  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
+  auto pool_without = [&](const std::vector<uint32_t>& held) {
+    std::vector<uint32_t> rest;
+    for (uint32_t cpu : *allowed) {
+      if (std::find(held.begin(), held.end(), cpu) == held.end()) rest.push_back(cpu);
+    }
+    return topology::FormatCpuList(rest.empty() ? *allowed : rest);  // empty: all of them instead
+  };
+  // Writes what it may run on ten times a second, whole (by rename).
+  const std::string now = (dir_ / "shared.now").string();
+  const int64_t shared = Launch("shared", "while :; do grep Cpus_allowed_list /proc/self/status > " + now +
+                                              ".tmp; mv " + now + ".tmp " + now + "; sleep 0.1; done",
+                                {});
+  auto sees = [&](const std::string& cpus) { return WaitFor([&] { return AllowedIn("shared.now") == cpus; }); };
+  EXPECT_TRUE(sees(topology::FormatCpuList(*allowed))) << AllowedIn("shared.now");
+
+  const int64_t a = Launch("pinned-a", "exec sleep 1000", {cpus_[0]});
+  EXPECT_TRUE(sees(pool_without({cpus_[0]}))) << "narrowed when an exclusive task started: " << AllowedIn("shared.now");
+  const int64_t late = Launch("late", "grep Cpus_allowed_list /proc/self/status > " + (dir_ / "late.now").string() +
+                                          "; exec sleep 1000",
+                              {});
+  EXPECT_TRUE(WaitFor([&] { return !AllowedIn("late.now").empty(); }));
+  EXPECT_EQ(AllowedIn("late.now"), pool_without({cpus_[0]})) << "a shared task starts on the pool";
+
+  const int64_t b = Launch("pinned-b", "exec sleep 1000", {cpus_[1]});
+  EXPECT_TRUE(sees(pool_without({cpus_[0], cpus_[1]}))) << AllowedIn("shared.now");
+  KillAndReap(a);
+  EXPECT_TRUE(sees(pool_without({cpus_[1]}))) << "widened when one ended: " << AllowedIn("shared.now");
+  KillAndReap(b);
+  EXPECT_TRUE(sees(topology::FormatCpuList(*allowed))) << AllowedIn("shared.now");
+  KillAndReap(shared);
+  KillAndReap(late);
 }
 
 }  // namespace
