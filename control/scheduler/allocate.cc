@@ -120,8 +120,7 @@ const Amounts& GangDemand(const QueueTree& tree, WorkJob& job) {
     // device's memory: the node checks charge those).
     const Resources& need = task->resources;
     const uint64_t share_memory = need.Whole() ? 0 : uint64_t{need.gpus} * need.gpu_memory_mib;
-    const Amounts one = tree.Demand(need.gpus, need.cpu_milli, need.memory_mib, need.gpu_model, share_memory);
-    for (size_t r = 0; r < demand.size(); ++r) demand[r] += one[r];
+    tree.AddDemand(demand, need.gpus, need.cpu_milli, need.memory_mib, need.gpu_model, share_memory);
   }
   job.gang_demand = std::move(demand);
   return job.gang_demand;

@@ -155,14 +155,19 @@ std::optional<size_t> QueueTree::ModelIndex(const std::string& model) const {
 Amounts QueueTree::Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model,
                           uint64_t gpu_memory_mib) const {
   Amounts demand(resource_names_.size(), 0);
-  demand[kGpu] = gpus;
-  demand[kCpu] = cpu_milli;
-  demand[kMemory] = memory_mib;
-  demand[kGpuMemory] = gpu_memory_mib;
-  if (gpus > 0) {
-    if (auto index = ModelIndex(model)) demand[*index] = gpus;
-  }
+  AddDemand(demand, gpus, cpu_milli, memory_mib, model, gpu_memory_mib);
   return demand;
+}
+
+void QueueTree::AddDemand(Amounts& into, uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib,
+                          const std::string& model, uint64_t gpu_memory_mib) const {
+  into[kGpu] += gpus;
+  into[kCpu] += cpu_milli;
+  into[kMemory] += memory_mib;
+  into[kGpuMemory] += gpu_memory_mib;
+  if (gpus > 0) {
+    if (auto index = ModelIndex(model)) into[*index] += gpus;
+  }
 }
 
 std::optional<QueueTree::Overrun> QueueTree::CheckCapability(int leaf, const Amounts& demand,
