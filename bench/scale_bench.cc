@@ -524,7 +524,11 @@ int RunScale(const ScaleOptions& options) {
   }
   stop = true;
   for (auto& s : submitters) s.join();
-  const uint64_t term_after = ScaleLeader(*observer, cluster).second.term;
+  const auto [leader_after, status_after] = ScaleLeader(*observer, cluster);
+  const uint64_t term_after = status_after.term;
+  // What the workers cost the leader of now: re-registrations (a fleet that
+  // cannot get an answer registers again) and commands sent again.
+  const std::string workers_page = ScaleHttpGet(cluster.http(leader_after), "/metrics");
 
   std::vector<double> idle, busy;
   for (const ScaleAck& ack : acks) {
@@ -557,6 +561,11 @@ int RunScale(const ScaleOptions& options) {
   ScalePrint("snapshots_started_busy", snapshots_after_busy - snapshots_before_busy, "count");
   ScalePrint("leader_rss_steady_bytes", static_cast<double>(leader_rss), "bytes");
   ScalePrint("leader_peak_rss_bytes", static_cast<double>(leader_hwm), "bytes");
+  ScalePrint("leader_worker_registrations", ScaleSample(workers_page, "gpool_worker_registrations_total"),
+             "count (since it was elected)");
+  ScalePrint("leader_commands_resent", ScaleSample(workers_page, "gpool_worker_commands_resent_total"),
+             "count (since it was elected)");
+  ScalePrint("leader_commands_waiting_at_end", ScaleSample(workers_page, "gpool_worker_commands_waiting"), "count");
   if (options.stopped_follower_seconds > 0) {
     ScalePrint("leader_rss_growth_follower_stopped_bytes", stopped_growth, "bytes");
     ScalePrint("live_follower_rss_growth_same_period_bytes", live_growth, "bytes");
