@@ -39,7 +39,8 @@ TEST(FormatScaleTest, EachTriggerInWords) {
   EXPECT_EQ(ScaleRuleText(spec.rules[0]), "queue-depth: grow above 2 pending, shrink below 1 (queue batch, step 2)");
   EXPECT_EQ(ScaleRuleText(spec.rules[1]), "gpu-utilisation: grow at 80% busy or more, never shrink");
   EXPECT_EQ(ScaleRuleText(spec.rules[2]), "time-window: all replicas inside 08:00-18:00 UTC, the minimum outside");
-  EXPECT_EQ(ScaleRuleText(ScaleRule{"queue-depth", 0, 0, "", "", 1}), "queue-depth: grow above 0 pending, never shrink");
+  EXPECT_EQ(ScaleRuleText(ScaleRule{"queue-depth", 0, 0, "", "", 1}),
+            "queue-depth: grow above 0 pending, never shrink");
 }
 
 TEST(FormatScaleTest, TheLastChangeOrNone) {
