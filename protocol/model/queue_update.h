@@ -58,7 +58,8 @@ struct UpdateQueue {
     v.Optional("keep", keep);
   }
   // Reads Fields, then, for "update", adds the spec's absent optional keys
-  // to `keep` (queue_update.cc; the wire calls it instead of Fields).
+  // to `keep` (protocol/queue_update.cc, which keeps msgpack out of the
+  // model; the wire reader calls it instead of Fields).
   void Unpack(wire::ObjectReader& reader);
 };
 
