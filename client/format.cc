@@ -4,6 +4,7 @@
 
 #include "client/format_cores.h"
 #include "client/format_health.h"
+#include "client/format_scale.h"
 
 #include <algorithm>
 #include <cctype>
@@ -426,6 +427,7 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
     }
     out << groups.Render("  ");
   }
+  out << FormatJobScaling(reply, now_ms);
 
   if (!reply.reasons.empty()) {
     out << "\nPending reasons:\n";

@@ -29,7 +29,8 @@ namespace gpool {
 std::string FormatJobsTable(const ListJobsReply& reply, int64_t now_ms);
 // A summary block (state, queue, class, priority, pool; user, node selector,
 // preferred labels and tolerations when set), the task groups ("4 (min 2)"
-// replicas for an elastic group, "2 GPUs (A100)" for a GPU model), pending
+// replicas for an elastic group, "2 GPUs (A100)" for a GPU model), a
+// "Scaling" block per group with scale rules (format_scale.h), pending
 // reasons as bullets, then a task table: INDEX STATE NODE GPUS PID EXIT
 // STARTED DURATION MESSAGE.
 std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms);

@@ -92,8 +92,33 @@ TaskInfo ToTaskInfo(const state::JobRecord& job, const state::TaskRecord& task, 
   return t;
 }
 
+// Issue 50: each group with scale rules as the coordinator has it. The
+// cool-down counts from the job's last change (any group's), as the scale
+// driver counts it (DecideScale).
+std::vector<GroupScaleStatus> ToScaleStatus(const state::JobRecord& job, int64_t now_ms) {
+  std::vector<GroupScaleStatus> out;
+  for (uint32_t g = 0; g < job.spec.tasks.size(); ++g) {
+    const TaskGroupSpec& group = job.spec.tasks[g];
+    if (!group.scale.Enabled()) continue;
+    GroupScaleStatus status;
+    status.group = group.name;
+    status.min = group.MinReplicas();
+    status.max = group.replicas;
+    status.target = job.ReplicaTarget(g);
+    status.cooldown_ms = group.scale.cooldown_ms;
+    const int64_t until = job.scaled_ms() + static_cast<int64_t>(group.scale.cooldown_ms);
+    if (job.scaled_ms() != 0 && !IsTerminal(job.state) && now_ms < until) {
+      status.cooldown_left_ms = static_cast<uint64_t>(until - now_ms);
+    }
+    status.last = job.LastScale(g);
+    out.push_back(std::move(status));
+  }
+  return out;
+}
+
 GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& state, int64_t now_ms) {
   GetJobReply reply;
+  reply.scale = ToScaleStatus(job, now_ms);
   reply.summary = ToJobSummary(job, now_ms);
   reply.spec = job.spec;
   for (const auto& task : job.tasks) reply.tasks.push_back(ToTaskInfo(job, task, state));

@@ -21,7 +21,10 @@ std::vector<std::string> PendingTexts(const state::JobRecord& job);
 // account is used up (the scheduler leaves it out); nullopt otherwise.
 std::optional<std::string> CreditPendingText(const state::JobRecord& job, const state::ClusterState& state);
 TaskInfo ToTaskInfo(const state::JobRecord& job, const state::TaskRecord& task, const state::ClusterState& state);
-// `now_ms` (wall), for the summary (ToJobSummary).
+// Each of the job's groups with scale rules (issue 50): bounds, target, last
+// change, and the cool-down left at wall time `now_ms`.
+std::vector<GroupScaleStatus> ToScaleStatus(const state::JobRecord& job, int64_t now_ms);
+// `now_ms` (wall), for the summary and the scale status.
 GetJobReply ToJobDetail(const state::JobRecord& job, const state::ClusterState& state, int64_t now_ms);
 // `devices`: also its devices and NUMA nodes.
 // With `devices`, the node's devices too; `state` (when given) supplies the

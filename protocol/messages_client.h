@@ -155,12 +155,16 @@ struct GetJobReply {
   JobSpec spec;
   std::vector<TaskInfo> tasks;
   std::vector<std::string> reasons;  // why the job is pending, aggregated over nodes
+  // Issue 50: each group with scale rules, in spec order; empty for a job
+  // without them (and from a coordinator that predates them).
+  std::vector<GroupScaleStatus> scale;
   template <typename V>
   void Fields(V& v) {
     v.Required("summary", summary);
     v.Required("spec", spec);
     v.Required("tasks", tasks);
     v.Optional("reasons", reasons);
+    v.Optional("scale", scale);
   }
 };
 

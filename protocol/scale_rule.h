@@ -62,6 +62,52 @@ struct ScaleSpec {
   bool operator==(const ScaleSpec&) const = default;
 };
 
+// One committed change of an elastic group's replica target, as the job
+// keeps it and GetJob shows it (`gpool job`). time_ms 0: it never scaled.
+struct ScaleChange {
+  int64_t time_ms = 0;   // when the coordinator committed it (wall clock, UTC)
+  uint32_t from = 0;     // the target before
+  uint32_t to = 0;       // and after
+  std::string trigger;   // the rule that decided it ("queue-depth")
+  std::string reason;    // what the rule saw ("queue default: 1 pending"), at most 256 bytes
+
+  template <typename V>
+  void Fields(V& v) {
+    v.Optional("time_ms", time_ms);
+    v.Optional("from", from);
+    v.Optional("to", to);
+    v.Optional("trigger", trigger);
+    v.Optional("reason", reason);
+  }
+  bool operator==(const ScaleChange&) const = default;
+};
+
+// Where the coordinator has an elastic group with scale rules now (GetJob's
+// `scale`, one per such group): its bounds, the replicas it may run, its
+// last change and how long the cool-down still holds the next one back.
+// The rules themselves are in the job's spec.
+struct GroupScaleStatus {
+  std::string group;
+  uint32_t min = 0;                // its minimum replicas
+  uint32_t max = 0;                // its replicas
+  uint32_t target = 0;             // the replicas the coordinator lets it run now
+  uint64_t cooldown_ms = 0;        // its spec's cool-down
+  uint64_t cooldown_left_ms = 0;   // 0: a rule may change the target now
+  ScaleChange last;                // its last change; time_ms 0: none yet
+
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("group", group);
+    v.Optional("min", min);
+    v.Optional("max", max);
+    v.Optional("target", target);
+    v.Optional("cooldown_ms", cooldown_ms);
+    v.Optional("cooldown_left_ms", cooldown_left_ms);
+    v.Optional("last", last);
+  }
+  bool operator==(const GroupScaleStatus&) const = default;
+};
+
 // The triggers' names, in the order of the list in messages.
 inline constexpr std::string_view kScaleTriggers[] = {"queue-depth", "gpu-utilisation", "time-window"};
 

@@ -590,6 +590,17 @@ Status ValidateUpdateQueue(const UpdateQueue& update) {
   if (!update.priority_class.empty()) {
     return Status::InvalidArgument("class: only grant-class and revoke-class take a class");
   }
+  if (!update.keep.empty() && update.op != QueueOp::kUpdate) {
+    return Status::InvalidArgument("keep: only an update keeps fields of a queue");
+  }
+  const auto& keepable = QueueSpecOptionalKeys();
+  for (const std::string& key : update.keep) {
+    if (std::find(keepable.begin(), keepable.end(), key) == keepable.end()) {
+      std::string names;
+      for (const std::string& name : keepable) names += (names.empty() ? "" : ", ") + name;
+      return Status::InvalidArgument("keep: '" + key + "' is not a field of a queue spec (one of " + names + ")");
+    }
+  }
   if (update.op == QueueOp::kDelete) {
     GPOOL_RETURN_IF_ERROR(ValidateName("queue", update.spec.name, 128));
     if (update.spec.name == "root" || update.spec.name == "default") {

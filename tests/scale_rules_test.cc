@@ -2,11 +2,14 @@
 // replicas (minimum one) with a queue-depth rule starts at its minimum,
 // grows one replica per cool-down while another job waits in its queue,
 // and shrinks back to its minimum, one replica per cool-down, once the
-// queue is empty; each change is a "job-scaled" event. The replicas it
-// stops come back pending, and the job never fails or drops below one.
+// queue is empty; each change is a "job-scaled" event, and `gpool job`
+// (and GetJob) shows the target and the last change. The replicas it stops
+// come back pending, and the job never fails or drops below one.
 //
 // One worker with four simulated GPUs; rules evaluated every 200 ms.
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include "client/client.h"
 #include "protocol/messages_client.h"
@@ -79,6 +82,32 @@ TEST_F(ScaleRulesTest, AQueueDepthRuleGrowsTheJobAndItShrinksBackAfterTheCoolDow
   EXPECT_GE(grew[1].time_ms - grew[0].time_ms, 1000);
   EXPECT_EQ(grew[0].reason, "queue-depth");
 
+  // The target the coordinator decided and its last decision, through the
+  // client API and `gpool job` (--json and text). At its maximum the target
+  // holds while the blocker waits.
+  auto detail = client_->GetJob(JobId(job));
+  ASSERT_TRUE(detail.ok()) << detail.status().ToString();
+  ASSERT_EQ(detail->scale.size(), 1u) << Describe(job);
+  const GroupScaleStatus& scale = detail->scale[0];
+  EXPECT_EQ(scale.group, "main");
+  EXPECT_EQ(scale.target, 3u);
+  EXPECT_EQ(scale.min, 1u);
+  EXPECT_EQ(scale.max, 3u);
+  EXPECT_EQ(scale.cooldown_ms, 1000u);
+  EXPECT_LE(scale.cooldown_left_ms, 1000u);
+  EXPECT_EQ(scale.last, (ScaleChange{grew[1].time_ms, 2, 3, "queue-depth", "queue default: 1 pending"}));
+  const CommandResult shown = cluster_->Cli({"job", std::to_string(job), "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const auto json = nlohmann::json::parse(shown.out);
+  ASSERT_EQ(json["scale"].size(), 1u) << shown.out;
+  EXPECT_EQ(json["scale"][0]["target"], 3) << shown.out;
+  EXPECT_EQ(json["scale"][0]["last"]["from"], 2) << shown.out;
+  EXPECT_EQ(json["scale"][0]["last"]["to"], 3) << shown.out;
+  EXPECT_EQ(json["scale"][0]["last"]["trigger"], "queue-depth") << shown.out;
+  const std::string text = Describe(job);
+  EXPECT_NE(text.find("Scaling (group main):\n  Target:       3 replicas (min 1, max 3)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 -> 3 by queue-depth (queue default: 1 pending)"), std::string::npos) << text;
+
   // The queue empties: back to the minimum, one replica per cool-down.
   ASSERT_TRUE(client_->CancelJob(JobId(blocker->job_id), 0).ok());
   ASSERT_TRUE(WaitFor([&] { return RunningOf(job) == 1 && ScaleEvents(job).size() == 4; }, 20s)) << Describe(job);
@@ -90,6 +119,9 @@ TEST_F(ScaleRulesTest, AQueueDepthRuleGrowsTheJobAndItShrinksBackAfterTheCoolDow
   auto reply = client_->GetJob(JobId(job));
   ASSERT_TRUE(reply.ok());
   EXPECT_EQ(reply->summary.state, "Running") << Describe(job);
+  ASSERT_EQ(reply->scale.size(), 1u);
+  EXPECT_EQ(reply->scale[0].target, 1u);
+  EXPECT_EQ(reply->scale[0].last, (ScaleChange{all[3].time_ms, 2, 1, "queue-depth", "queue default: 0 pending"}));
   EXPECT_EQ(ScaleEvents(job).size(), 4u);
   ASSERT_TRUE(client_->CancelJob(JobId(job), 0).ok());
 }

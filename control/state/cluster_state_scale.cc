@@ -39,6 +39,9 @@ ApplyResult ClusterState::ApplyScaleJob(int64_t now, const ScaleJobCmd& cmd) {
     if (e.scale_target.size() < groups) e.scale_target.resize(groups, 0);
     e.scale_target[cmd.group] = cmd.replicas;
     e.scaled_ms = now;
+    // What `gpool job` shows as the last decision.
+    if (e.scale_last.size() < groups) e.scale_last.resize(groups);
+    e.scale_last[cmd.group] = ScaleChange{now, was, cmd.replicas, cmd.trigger, cmd.message.substr(0, 256)};
   });
   uint32_t active = 0;
   for (const auto& task : job->tasks) {

@@ -195,6 +195,9 @@ ApplyResult ClusterState::ApplyUpdateQueue(const UpdateQueueCmd& cmd) {
       result.status = Status::NotFound("queue '" + name + "' does not exist");
       return result;
     }
+    // Fields the sender left out keep their values (an older client knows
+    // fewer of them; UpdateQueue.keep).
+    spec = QueueSpecAfterUpdate(existing->second.spec, update);
     spec.parent = existing->second.spec.parent;  // an update never moves a queue
     if (name == "root") {
       spec.parent.clear();

@@ -228,9 +228,13 @@ struct JobRecord {
     // jobs with scale rules that have scaled have them.
     std::vector<uint32_t> scale_target;
     int64_t scaled_ms = 0;
+    // Each group's last change (same indexing; time_ms 0: none), for
+    // `gpool job`. Jobs that scaled before it was kept have none.
+    std::vector<ScaleChange> scale_last;
     bool Empty() const {
       return pending.empty() && legacy_reasons.empty() && failure.empty() && claimed_nodes.empty() && claim_ms == 0 &&
-             requeue_ms == 0 && restarts == 0 && restart_reason.empty() && scale_target.empty() && scaled_ms == 0;
+             requeue_ms == 0 && restarts == 0 && restart_reason.empty() && scale_target.empty() && scaled_ms == 0 &&
+             scale_last.empty();
     }
     bool operator==(const Extras&) const = default;
   };
@@ -244,6 +248,11 @@ struct JobRecord {
   uint32_t restarts() const { return extras().restarts; }
   const std::string& restart_reason() const { return extras().restart_reason; }
   int64_t scaled_ms() const { return extras().scaled_ms; }
+  // Group `group`'s last committed scale change; time_ms 0 when none is kept.
+  ScaleChange LastScale(uint32_t group) const {
+    const auto& last = extras().scale_last;
+    return group < last.size() ? last[group] : ScaleChange{};
+  }
   // The replicas group `group` may run: its scale target when it has scale
   // rules (its minimum until a rule moved it), else all of them.
   uint32_t ReplicaTarget(uint32_t group) const {
@@ -288,6 +297,7 @@ struct JobRecord {
     v.Optional("restart_reason", wire.restart_reason);
     v.Optional("scale_target", wire.scale_target);
     v.Optional("scaled_ms", wire.scaled_ms);
+    v.Optional("scale_last", wire.scale_last);
     SessionRuntime session_wire = session_.get() != nullptr ? *session_.get() : SessionRuntime{};
     if (spec.session.enabled) {
       v.Optional("session", session_wire);

@@ -150,6 +150,11 @@ TEST_F(ScaleStateTest, TheTargetBoundsWhatTheSchedulerIsOfferedAndShrinkingReque
   EXPECT_EQ(grew.job, job);
   EXPECT_EQ(grew.reason, "queue-depth");
   EXPECT_EQ(grew.message, "group task: 1 -> 3 replicas (queue default: 5 pending)");
+  // The job keeps the decision for `gpool job`: when, from, to, which rule, why.
+  const ScaleChange last = state_.FindJob(JobId(job))->LastScale(0);
+  EXPECT_EQ(last, (ScaleChange{state_.FindJob(JobId(job))->scaled_ms(), 1, 3, "queue-depth", "queue default: 5 pending"}));
+  EXPECT_NE(last.time_ms, 0);
+  EXPECT_EQ(state_.FindJob(JobId(job))->LastScale(1), ScaleChange{}) << "no such group: none";
 
   // Down to two: replica 2, the highest running, is asked to stop and comes
   // back pending (a new attempt), not failed; nothing more is offered.
@@ -182,6 +187,7 @@ TEST_F(ScaleStateTest, BadDecisionsAreTypedAndChangeNothing) {
   EXPECT_EQ(state_.events().size(), events);
   EXPECT_EQ(state_.FindJob(JobId(job))->scaled_ms(), 0);
   EXPECT_EQ(state_.FindJob(JobId(job))->ReplicaTarget(0), 1u);
+  EXPECT_EQ(state_.FindJob(JobId(job))->LastScale(0), ScaleChange{}) << "no change, no last decision";
 }
 
 // The target and the time of the last change survive a snapshot, so a new
@@ -199,6 +205,7 @@ TEST_F(ScaleStateTest, TargetAndCoolDownSurviveEncoding) {
   EXPECT_EQ(copy->ReplicaTarget(0), 3u);
   EXPECT_EQ(copy->scaled_ms(), record.scaled_ms());
   EXPECT_NE(copy->scaled_ms(), 0);
+  EXPECT_EQ(copy->LastScale(0), (ScaleChange{record.scaled_ms(), 1, 3, "time-window", ""}));
 }
 
 }  // namespace

@@ -13,8 +13,9 @@ from .jobspec import job_spec, load_job_file, parse_job_yaml
 from .keys import KeyPair, generate_key_pair, read_public_key_file, read_secret_key_file
 from .sessions import Session
 from .watch import Watch, WatchUpdate
-from .types import (CancelResult, ClusterEvent, ClusterStatus, EventPage, Explanation, Job, JobSummary, NodeSummary,
-                    QueueSummary, SessionInfo, SubmitResult, TaskInfo, TaskLog, UsageReport, UsageRow, WhoAmI)
+from .types import (CancelResult, ClusterEvent, ClusterStatus, EventPage, Explanation, GroupScale, Job, JobSummary,
+                    NodeSummary, QueueSummary, ScaleChange, SessionInfo, SubmitResult, TaskInfo, TaskLog, UsageReport,
+                    UsageRow, WhoAmI)
 
 __version__ = "0.1.0"
 
@@ -27,4 +28,5 @@ __all__ = [
     "KeyPair", "generate_key_pair", "read_public_key_file", "read_secret_key_file",
     "CancelResult", "ClusterEvent", "ClusterStatus", "EventPage", "Explanation", "Job", "JobSummary", "NodeSummary",
     "QueueSummary", "SessionInfo", "SubmitResult", "TaskInfo", "TaskLog", "UsageReport", "UsageRow", "WhoAmI",
+    "GroupScale", "ScaleChange",
 ]

@@ -117,19 +117,58 @@ class TaskInfo:
 
 
 @dataclass
+class ScaleChange:
+    """One committed change of an elastic group's replica target (issue 50); time_ms 0: none yet."""
+    time_ms: int = 0
+    from_replicas: int = field(default=0, metadata={"wire": "from"})
+    to_replicas: int = field(default=0, metadata={"wire": "to"})
+    trigger: str = ""
+    reason: str = ""
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class GroupScale:
+    """An elastic group with scale rules as the coordinator has it (GetJobReply.scale, 7.3): its bounds,
+    the replicas it may run now (`target`), its last change and the cool-down left. The rules are in
+    Job.spec."""
+    group: str = ""
+    min: int = 0
+    max: int = 0
+    target: int = 0
+    cooldown_ms: int = 0
+    cooldown_left_ms: int = 0
+    last: ScaleChange = field(default_factory=ScaleChange)
+    raw: Dict[str, Any] = _raw()
+
+    @classmethod
+    def from_wire(cls, wire: Mapping[str, Any]) -> "GroupScale":
+        last = wire.get("last")
+        return _read(cls, wire, last=_read(ScaleChange, last if isinstance(last, Mapping) else {}))
+
+
+@dataclass
 class Job:
-    """A job in full (GetJobReply, 7.3): summary, spec as stored, tasks, reasons."""
+    """A job in full (GetJobReply, 7.3): summary, spec as stored, tasks, reasons, and the scaling of
+    its groups with scale rules."""
     summary: JobSummary
     spec: Dict[str, Any]
     tasks: List[TaskInfo]
     reasons: List[str] = field(default_factory=list)
+    scale: List[GroupScale] = field(default_factory=list)
     raw: Dict[str, Any] = _raw()
 
     @classmethod
     def from_wire(cls, wire: Mapping[str, Any]) -> "Job":
         return cls(summary=JobSummary.from_wire(wire.get("summary") or {}), spec=dict(wire.get("spec") or {}),
                    tasks=[_read(TaskInfo, t) for t in wire.get("tasks") or []],
-                   reasons=list(wire.get("reasons") or []), raw=dict(wire))
+                   reasons=list(wire.get("reasons") or []),
+                   scale=[GroupScale.from_wire(g) for g in wire.get("scale") or []], raw=dict(wire))
+
+    @property
+    def scale_target(self) -> Dict[str, int]:
+        """The replicas each group with scale rules may run now, by group name; {} without rules."""
+        return {g.group: g.target for g in self.scale}
 
     @property
     def job_id(self) -> int:
