@@ -1,5 +1,7 @@
 #include "storage/log_store.h"
 
+#include <algorithm>
+
 #include "storage/key_encoding.h"
 #include "storage/log_codec.h"
 
@@ -51,8 +53,23 @@ Result<LogStore::Positions> LogStore::Load(KvStore& kv) {
 
   // Every write keeps the live entries contiguous from truncated.index+1, so a
   // log that starts elsewhere was written by something else or damaged.
+  // Entries at or below truncated.index are compacted ones TrimCompacted had
+  // not deleted yet: the live log is then checked from truncated.index+1.
   p.last_index = p.truncated.index;
+  p.trim_next = p.truncated.index + 1;
   GPOOL_ASSIGN_OR_RETURN(std::optional<uint64_t> first, EdgeLogIndex(kv, /*last=*/false));
+  if (first && *first <= p.truncated.index) {
+    p.trim_next = *first;
+    std::unique_ptr<KvIterator> it = kv.NewIterator();
+    it->Seek(LogKey(p.truncated.index + 1));
+    first.reset();
+    if (it->Valid() && it->key().starts_with(log_codec::kLogPrefix)) {
+      GPOOL_ASSIGN_OR_RETURN(uint64_t live, log_codec::ParseLogKey(it->key()));
+      first = live;
+    } else {
+      GPOOL_RETURN_IF_ERROR(it->status());
+    }
+  }
   if (first) {
     if (*first != p.truncated.index + 1) {
       return Status::Malformed("raft log starts at index " + std::to_string(*first) +
@@ -67,7 +84,9 @@ Result<LogStore::Positions> LogStore::Load(KvStore& kv) {
 Result<std::unique_ptr<LogStore>> LogStore::Open(KvStore* kv) {
   if (kv == nullptr) return Status::InvalidArgument("log store: kv is null");
   GPOOL_ASSIGN_OR_RETURN(Positions p, Load(*kv));
-  return std::unique_ptr<LogStore>(new LogStore(kv, p.truncated, p.last_index, p.hard_state));
+  auto store = std::unique_ptr<LogStore>(new LogStore(kv, p.truncated, p.last_index, p.hard_state));
+  store->trim_next_ = p.trim_next;
+  return store;
 }
 
 Status LogStore::Reload() {
@@ -76,6 +95,7 @@ Status LogStore::Reload() {
   truncated_ = p.truncated;
   last_index_ = p.last_index;
   hard_state_ = p.hard_state;
+  trim_next_ = p.trim_next;
   return Status::Ok();
 }
 
@@ -265,7 +285,9 @@ Status LogStore::SaveSnapshot(const SnapshotMeta& meta, std::string_view data, b
   batch.Put(log_codec::kSnapshotMetaKey, log_codec::EncodePosition(meta));
   batch.Put(log_codec::kSnapshotDataKey, data);
   batch.Put(log_codec::kTruncatedKey, log_codec::EncodePosition(meta));
-  StageDeleteRange(truncated_.index + 1, keep_suffix ? meta.index : last_index_, &batch);
+  // The covered entries are left to TrimCompacted; a suffix the snapshot
+  // disagrees with goes now (a later open must not find it live).
+  if (!keep_suffix) StageDeleteRange(std::max(truncated_.index, meta.index) + 1, last_index_, &batch);
   GPOOL_RETURN_IF_ERROR(kv_->Write(batch, WriteOptions{.sync = sync}));
   truncated_ = meta;
   if (!keep_suffix) last_index_ = meta.index;
@@ -296,10 +318,41 @@ Status LogStore::Compact(uint64_t up_to) {
   SnapshotMeta truncated{up_to, term};
   WriteBatch batch;
   batch.Put(log_codec::kTruncatedKey, log_codec::EncodePosition(truncated));
-  StageDeleteRange(truncated_.index + 1, up_to, &batch);
   GPOOL_RETURN_IF_ERROR(kv_->Write(batch, WriteOptions{.sync = false}));
   truncated_ = truncated;
   return Status::Ok();
+}
+
+Result<size_t> LogStore::TrimCompacted(size_t max_entries) {
+  std::lock_guard lock(mu_);
+  if (trim_next_ > truncated_.index || max_entries == 0) return size_t{0};
+  {
+    // From the first entry still stored: a follower that installed a snapshot
+    // far past its log has a range of indexes it never held.
+    std::unique_ptr<KvIterator> it = kv_->NewIterator();
+    it->Seek(LogKey(trim_next_));
+    uint64_t stored = truncated_.index + 1;
+    if (it->Valid() && it->key().starts_with(log_codec::kLogPrefix)) {
+      GPOOL_ASSIGN_OR_RETURN(stored, log_codec::ParseLogKey(it->key()));
+    } else {
+      GPOOL_RETURN_IF_ERROR(it->status());
+    }
+    trim_next_ = std::max(trim_next_, stored);
+    if (trim_next_ > truncated_.index) return size_t{0};
+  }
+  const uint64_t hi = std::min<uint64_t>(truncated_.index, trim_next_ + max_entries - 1);
+  WriteBatch batch;
+  StageDeleteRange(trim_next_, hi, &batch);
+  // Not synced: a delete lost in a crash is found again at the next open.
+  GPOOL_RETURN_IF_ERROR(kv_->Write(batch, WriteOptions{.sync = false}));
+  const auto deleted = static_cast<size_t>(hi - trim_next_ + 1);
+  trim_next_ = hi + 1;
+  return deleted;
+}
+
+uint64_t LogStore::CompactedLeft() const {
+  std::lock_guard lock(mu_);
+  return trim_next_ > truncated_.index ? 0 : truncated_.index - trim_next_ + 1;
 }
 
 }  // namespace gpool::storage

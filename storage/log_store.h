@@ -91,6 +91,15 @@ class LogStore {
   // no further than their latest snapshot, or a lagging follower can be sent
   // neither the entries it lacks nor a snapshot that covers them.
   Status Compact(uint64_t up_to);
+  // SaveSnapshot and Compact only move the first index: the entries they
+  // cover are deleted here, at most `max_entries` per call, oldest first
+  // (issue 49: a snapshot covering 160,000 entries staged as many deletes
+  // in one synced batch, 200-300 ms on the coordinator's loop, long enough
+  // for its followers to call an election). Returns how many were deleted;
+  // 0 when none is left. A crash leaves the rest for the next open to find.
+  Result<size_t> TrimCompacted(size_t max_entries);
+  // Entries below FirstIndex() not yet deleted by TrimCompacted.
+  uint64_t CompactedLeft() const;
 
   // Drops every entry after `index` (>= FirstIndex()-1), synced. A single
   // replica uses it after a failed write: a batch LevelDB refused can still
@@ -103,6 +112,7 @@ class LogStore {
 
  private:
   struct Positions {
+    uint64_t trim_next = 0;  // the first compacted entry still stored; truncated.index+1 if none
     SnapshotMeta truncated;
     uint64_t last_index = 0;
     HardState hard_state;
@@ -121,6 +131,7 @@ class LogStore {
   mutable std::mutex mu_;
   SnapshotMeta truncated_;  // guarded by mu_; last removed entry, {0, 0} if none
   uint64_t last_index_;     // guarded by mu_; truncated_.index when the log is empty
+  uint64_t trim_next_ = 0;  // guarded by mu_; entries [trim_next_, truncated_.index] are left to delete
   HardState hard_state_;    // guarded by mu_
 };
 

@@ -166,7 +166,8 @@ TYPED_TEST(LogStoreTest, CompactDropsOldEntriesButRemembersTheBoundaryTerm) {
   EXPECT_EQ(compacted.code(), StatusCode::kNotFound);
   EXPECT_NE(compacted.message().find("compacted"), std::string::npos);
   EXPECT_EQ(this->log().Entries(4, 6).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(this->StoredLogKeys(), 2u);
+  EXPECT_EQ(this->StoredLogKeys(), 6u) << "the covered entries wait for TrimCompacted";
+  EXPECT_EQ(this->log().CompactedLeft(), 4u);
 
   EXPECT_TRUE(this->log().Compact(2).ok());  // already done: no-op
   EXPECT_EQ(this->log().FirstIndex(), 5u);
@@ -176,6 +177,10 @@ TYPED_TEST(LogStoreTest, CompactDropsOldEntriesButRemembersTheBoundaryTerm) {
   EXPECT_EQ(this->log().FirstIndex(), 5u);
   EXPECT_EQ(this->log().LastIndex(), 6u);
   EXPECT_EQ(this->TermOf(4), 2u);
+  EXPECT_EQ(this->All(), MakeRun(5, 6, 2));
+  EXPECT_EQ(this->log().CompactedLeft(), 4u) << "found again at open";
+  EXPECT_EQ(this->log().TrimCompacted(100).value(), 4u);
+  EXPECT_EQ(this->StoredLogKeys(), 2u);
   EXPECT_EQ(this->All(), MakeRun(5, 6, 2));
 }
 
@@ -198,6 +203,8 @@ TYPED_TEST(LogStoreTest, SnapshotWithinTheLogKeepsTheSuffix) {
   EXPECT_EQ(this->log().FirstIndex(), 7u);
   EXPECT_EQ(this->log().LastIndex(), 10u);
   EXPECT_EQ(this->TermOf(6), 1u);
+  EXPECT_EQ(this->log().CompactedLeft(), 6u);
+  EXPECT_EQ(this->log().TrimCompacted(100).value(), 6u);
   EXPECT_EQ(this->StoredLogKeys(), 4u);
 
   this->Restart();
@@ -216,10 +223,47 @@ TYPED_TEST(LogStoreTest, SnapshotThatDisagreesWithTheLogDropsItAll) {
   EXPECT_EQ(this->log().FirstIndex(), 7u);
   EXPECT_EQ(this->log().LastIndex(), 6u);
   EXPECT_EQ(this->TermOf(6), 3u);
-  EXPECT_EQ(this->StoredLogKeys(), 0u);
+  EXPECT_EQ(this->StoredLogKeys(), 6u) << "the disagreeing suffix goes at once, the covered entries later";
   ASSERT_TRUE(this->log().Append(MakeRun(7, 8, 3), false).ok());
   this->Restart();
   EXPECT_EQ(this->All(), MakeRun(7, 8, 3));
+  EXPECT_EQ(this->log().TrimCompacted(100).value(), 6u);
+  EXPECT_EQ(this->StoredLogKeys(), 2u);
+}
+
+// Issue 49: a snapshot's covered entries are deleted in bounded runs on the
+// coordinator's loop, and a restart in between finds the rest.
+TYPED_TEST(LogStoreTest, CompactedEntriesGoInBoundedRunsAndARestartFindsTheRest) {
+  ASSERT_TRUE(this->log().Append(MakeRun(1, 100, 1), false).ok());
+  ASSERT_TRUE(this->log().SaveSnapshot(SnapshotMeta{80, 1}, "state@80", true).ok());
+  EXPECT_EQ(this->log().CompactedLeft(), 80u);
+  EXPECT_EQ(this->log().TrimCompacted(30).value(), 30u);
+  EXPECT_EQ(this->StoredLogKeys(), 70u);
+  this->Restart();
+  EXPECT_EQ(this->log().FirstIndex(), 81u);
+  EXPECT_EQ(this->log().LastIndex(), 100u);
+  EXPECT_EQ(this->log().CompactedLeft(), 50u);
+  EXPECT_EQ(this->All(), MakeRun(81, 100, 1));
+  EXPECT_EQ(this->log().TrimCompacted(1000).value(), 50u);
+  EXPECT_EQ(this->log().TrimCompacted(1000).value(), 0u);
+  EXPECT_EQ(this->log().CompactedLeft(), 0u);
+  EXPECT_EQ(this->StoredLogKeys(), 20u);
+  this->Restart();
+  EXPECT_EQ(this->All(), MakeRun(81, 100, 1));
+}
+
+// A follower that installs a snapshot far past its log never walks the
+// indexes it never held.
+TYPED_TEST(LogStoreTest, TrimmingSkipsIndexesTheLogNeverHeld) {
+  ASSERT_TRUE(this->log().Append(MakeRun(1, 3, 1), false).ok());
+  ASSERT_TRUE(this->log().SaveSnapshot(SnapshotMeta{1'000'000, 4}, "far", true).ok());
+  int calls = 0;
+  while (this->log().TrimCompacted(16).value() > 0) ASSERT_LE(++calls, 2);
+  EXPECT_EQ(this->StoredLogKeys(), 0u);
+  EXPECT_EQ(this->log().CompactedLeft(), 0u);
+  ASSERT_TRUE(this->log().Append(MakeRun(1'000'001, 1'000'002, 4), false).ok());
+  this->Restart();
+  EXPECT_EQ(this->All(), MakeRun(1'000'001, 1'000'002, 4));
 }
 
 TYPED_TEST(LogStoreTest, SnapshotAheadOfTheLogReplacesIt) {

@@ -99,6 +99,8 @@ Status LocalLog::SaveSnapshot(uint64_t index, std::string_view data) {
   auto term = store_->Term(index);
   if (!term.ok()) return term.status();
   GPOOL_RETURN_IF_ERROR(store_->SaveSnapshot(storage::SnapshotMeta{index, *term}, data, /*sync=*/true));
+  // A single replica has no election to lose: the covered entries go at once.
+  GPOOL_RETURN_IF_ERROR(store_->TrimCompacted(SIZE_MAX).status());
   if (!snapshot_dir_.empty()) replication::RemoveImageFilesExcept(snapshot_dir_, "");
   return Status::Ok();
 }
@@ -115,6 +117,8 @@ Status LocalLog::SaveSnapshotFile(uint64_t index, const std::string& path, uint6
   const replication::ImageFileRef ref{replication::ImageFileName(index), bytes, sha256};
   const std::string record = std::string(kImageRefMagic) + wire::PackToString(ref);
   GPOOL_RETURN_IF_ERROR(store_->SaveSnapshot(storage::SnapshotMeta{index, *term}, record, /*sync=*/true));
+  // A single replica has no election to lose: the covered entries go at once.
+  GPOOL_RETURN_IF_ERROR(store_->TrimCompacted(SIZE_MAX).status());
   replication::RemoveImageFilesExcept(snapshot_dir_, ref.name);
   return Status::Ok();
 }

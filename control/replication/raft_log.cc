@@ -197,6 +197,21 @@ void RaftLog::Pump() {
   for (const auto& frame : transport_->Drain()) Receive(frame.bytes, frame.sender);
   Tick();
   MaybePromoteLearner();
+  TrimCompacted();
+}
+
+void RaftLog::TrimCompacted() {
+  // A few milliseconds a turn at most: a snapshot's covered entries, deleted
+  // all at once, held the loop past an election timeout (storage/log_store.h).
+  constexpr size_t kTrimPerTurn = 2048;
+  auto trimmed = store_->TrimCompacted(kTrimPerTurn);
+  if (!trimmed.ok() && !trim_warned_) {
+    trim_warned_ = true;
+    spdlog::warn("raft log: deleting compacted entries failed; retried each turn error=\"{}\"",
+                 trimmed.status().ToString());
+  } else if (trimmed.ok()) {
+    trim_warned_ = false;
+  }
 }
 
 std::string RaftLog::LeaderClientAddress() const {

@@ -246,6 +246,9 @@ class RaftLog final : public log::CommitLog, public log::ImageFileLog {
   const SnapshotReceiver* snapshot_receiver() const { return receiver_.get(); }
 
  private:
+  // Deletes a bounded run of the entries the last snapshot covers (Pump).
+  void TrimCompacted();
+  bool trim_warned_ = false;
   RaftLog(const RaftLogOptions& options, storage::LogStore* store, PeerTransport* transport);
   Status Persist(const raft::Ready& rd);
   void Send(std::vector<raft::Message>& messages);
