@@ -19,6 +19,7 @@
 #include "tests/local_cluster.h"
 #include "tests/ready_cluster.h"
 #include "topology/cpulist.h"
+#include "worker/runner/testing/allowed_cpus.h"
 
 namespace gpool::testing {
 namespace {
@@ -61,12 +62,7 @@ class ExclusiveCoresEndToEndTest : public ::testing::Test {
         access("/sys/fs/cgroup/cgroup.subtree_control", W_OK) != 0) {
       GTEST_SKIP() << "no writable cpuset hierarchy";
     }
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
-    for (uint32_t cpu = 0; cpu < CPU_SETSIZE && cpus_.size() < 2; ++cpu) {
-      if (CPU_ISSET(cpu, &allowed)) cpus_.push_back(cpu);
-    }
+    cpus_ = worker::FirstAllowedCpus(2);
     if (cpus_.size() < 2) GTEST_SKIP() << "needs two CPUs";
     cpulist_ = std::to_string(cpus_[0]) + "," + std::to_string(cpus_[1]);
     LocalClusterOptions options;

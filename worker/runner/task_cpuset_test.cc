@@ -21,6 +21,7 @@
 #include "topology/cpulist.h"
 #include "worker/runner/posix_process_launcher.h"
 #include "worker/runner/task_cgroup.h"
+#include "worker/runner/testing/allowed_cpus.h"
 #include "worker/runner/testing/fake_cgroup_root.h"
 
 namespace gpool::worker {
@@ -155,12 +156,7 @@ class CpusetRealCgroups : public ::testing::Test {
     auto tree = CgroupTree::Open("/sys/fs/cgroup", "cpuset-test-" + std::to_string(getpid()));
     if (!tree.ok()) GTEST_SKIP() << tree.status().ToString();
     if (!(*tree)->cpuset_available()) GTEST_SKIP() << (*tree)->cpuset_why_not();
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
-    for (uint32_t cpu = 0; cpu < CPU_SETSIZE && cpus_.size() < 2; ++cpu) {
-      if (CPU_ISSET(cpu, &allowed)) cpus_.push_back(cpu);
-    }
+    cpus_ = worker::FirstAllowedCpus(2);
     if (cpus_.size() < 2) GTEST_SKIP() << "needs two CPUs";
     tree_ = std::move(tree).value();
     dir_ = fs::temp_directory_path() / ("gpool-cpuset-real-" + std::to_string(getpid()));
