@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -64,8 +65,13 @@ SimulatedRun SimulateCommand(const std::vector<std::string>& argv) {
 Result<int64_t> SimulatedProcessLauncher::Launch(const LaunchRequest& request) {
   if (request.argv.empty()) return Status::InvalidArgument("empty command");
   {
+    errno = 0;
     std::ofstream log(request.log_path, std::ios::app);
-    if (!log) return Status::IoError("cannot open the task log " + request.log_path);
+    // The reason too: a full tmpfs (ENOSPC) and a missing directory call for different fixes.
+    if (!log) {
+      return Status::IoError("cannot open the task log " + request.log_path +
+                             (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()));
+    }
     log << "gpool-worker: simulated node, no program runs; simulating: " << JoinWords(request.argv) << "\n";
   }
   const SimulatedRun run = SimulateCommand(request.argv);

@@ -88,6 +88,8 @@ TEST_F(SimulatedProcessLauncherTest, UnwritableLogFailsTheLaunch) {
   auto pid = launcher_.Launch(request);
   ASSERT_FALSE(pid.ok());
   EXPECT_EQ(pid.status().code(), StatusCode::kIoError);
+  EXPECT_NE(pid.status().message().find("No such file or directory"), std::string::npos)
+      << "the reason, not only the path: " << pid.status().message();
   EXPECT_EQ(launcher_.running(), 0u);
 }
 
