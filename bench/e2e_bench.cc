@@ -85,6 +85,7 @@
 
 #include "bench/bench_jobs.h"
 #include "bench/bench_process.h"
+#include "bench/fleet_dir.h"
 #include "bench/zmq_baseline.h"
 #include "client/client.h"
 #include "protocol/messages_admin.h"
@@ -133,7 +134,7 @@ struct Cluster {
       std::filesystem::remove_all(dir, ec);
       std::filesystem::remove_all(fleet_dir, ec);
     } else {
-      std::fprintf(stderr, "logs kept in %s\n", dir.c_str());
+      std::fprintf(stderr, "logs kept in %s (the fleet's task logs in %s)\n", dir.c_str(), fleet_dir.c_str());
     }
   }
 
@@ -228,10 +229,7 @@ std::unique_ptr<gpool::Client> Connect(const std::string& endpoints, int timeout
 // their fsyncs are part of what is measured.
 std::string FleetDir() {
   const std::string leaf = "gpool-bench-e2e-fleet-" + std::to_string(getpid());
-  if (const char* dir = std::getenv("GPOOL_BENCH_FLEET_DIR")) return (std::filesystem::path(dir) / leaf).string();
-  std::error_code ec;
-  if (std::filesystem::is_directory("/dev/shm", ec) && access("/dev/shm", W_OK) == 0) return "/dev/shm/" + leaf;
-  return (std::filesystem::temp_directory_path() / leaf).string();
+  return BenchFleetDir(leaf, (std::filesystem::temp_directory_path() / leaf).string());
 }
 
 // The leader's Raft term as the cluster reports it; 0 if it cannot tell.

@@ -72,6 +72,7 @@
 #include "bench/bench_jobs.h"
 #include "bench/bench_client.h"
 #include "bench/bench_process.h"
+#include "bench/fleet_dir.h"
 #include "bench/scale_metrics.h"
 #include "bench/scale_state.h"
 #include "client/client.h"
@@ -142,9 +143,7 @@ class ScaleCluster {
   // minutes of the run (removing a 1,000-GPU run's took over a minute).
   explicit ScaleCluster(std::string dir)
       : dir_(std::move(dir)),
-        fleet_dir_(std::filesystem::is_directory("/dev/shm")
-                       ? "/dev/shm/" + std::filesystem::path(dir_).filename().string() + "-fleet"
-                       : dir_ + "/fleet") {
+        fleet_dir_(BenchFleetDir(std::filesystem::path(dir_).filename().string() + "-fleet", dir_ + "/fleet")) {
     std::filesystem::create_directories(dir_);
     std::filesystem::create_directories(fleet_dir_);
     for (int i = 0; i < kScaleReplicas; ++i) {
@@ -169,7 +168,8 @@ class ScaleCluster {
       std::filesystem::remove_all(dir_, ec);
       std::filesystem::remove_all(fleet_dir_, ec);
     } else {
-      std::fprintf(stderr, "data dirs and logs kept in %s\n", dir_.c_str());
+      std::fprintf(stderr, "data dirs and logs kept in %s (the fleet's task logs in %s)\n", dir_.c_str(),
+                   fleet_dir_.c_str());
     }
   }
   std::string data_dir(int r) const { return dir_ + "/c" + std::to_string(r + 1); }
