@@ -234,16 +234,22 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     } else if (peers_) {
       (void)peers_->Drain();
     }
+    LoopStallMeter& turn = metrics_->loop;  // phase marks: where a slow turn went
+    turn.Phase("raft", LoopClockNs());
     disk_->Tick();
     if (!endpoints_written_ && !disk_->full()) WriteEndpoints();
     GPOOL_RETURN_IF_ERROR(CommitAndApply());
+    turn.Phase("apply", LoopClockNs());
     // The monitor's events first: a message's connection is known by then.
     if (client_monitor_) client_monitor_->Drain([&](const std::string& peer) { gateway_->PeerClosed(peer); });
     if (items[0].revents & ZMQ_POLLIN) Drain(clients_, /*from_clients=*/true);
+    turn.Phase("clients", LoopClockNs());
     if (items[1].revents & ZMQ_POLLIN) Drain(workers_, /*from_clients=*/false);
+    turn.Phase("workers", LoopClockNs());
     if (inbox_ && (items[inbox_item].revents & ZMQ_POLLIN)) {
       inbox_->RunPending();  // HTTP requests: metrics renders, JSON API requests
       GPOOL_RETURN_IF_ERROR(CommitAndApply());
+      turn.Phase("http", LoopClockNs());
     }
     if (options_.reload_scheduler_config != nullptr && options_.reload_scheduler_config->exchange(false)) {
       ReloadSchedulerConfig(options_.scheduler_config_path, *scheduler_, *health_);
@@ -252,19 +258,25 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     const bool leading = tracker_->leading();
     if (leading) registry_->Tick(now);
     GPOOL_RETURN_IF_ERROR(CommitAndApply());
+    turn.Phase("registry", LoopClockNs());
     if (leading && scheduler_->Tick(now)) GPOOL_RETURN_IF_ERROR(CommitAndApply());
+    turn.Phase("scheduler", LoopClockNs());
     if (leading) {
       for (LeaderService* service : leader_services_) service->Tick(now);
       GPOOL_RETURN_IF_ERROR(CommitAndApply());
+      turn.Phase("services", LoopClockNs());
     }
     if (leading && now - last_dispatch >= 200) {
       dispatcher_->Tick(now);
       last_dispatch = now;
+      turn.Phase("dispatch", LoopClockNs());
     }
     worker_relay_->Tick(now);
     gateway_->Tick(now);
     tracker_->ExpireReads(now);
+    turn.Phase("gateway", LoopClockNs());
     snapshot_taker_->Tick(state_, now);
+    turn.Phase("snapshot", LoopClockNs());
     if (tracker_->removed()) {
       // Keep the loop turning a little longer so the replies already queued
       // (the removal's own among them) go out: closing a ROUTER with linger

@@ -1,6 +1,7 @@
 // The loop stall meter (issue 49): a slow turn lands in its bucket and in the
 // window's max, the time between turns (the poll's wait) is not counted, and
-// the max forgets a spike once two windows have passed.
+// the max forgets a spike once two windows have passed; a slow turn is
+// broken down by phase.
 #include "control/metrics/loop_stall.h"
 
 #include <gtest/gtest.h>
@@ -84,6 +85,25 @@ TEST(LoopStallMeterTest, RenderedOnTheMetricsPage) {
   EXPECT_NE(page.find("\ngpool_loop_iteration_seconds_bucket{le=\"0.1\"} 1\n"), std::string::npos) << page;
   EXPECT_NE(page.find("\ngpool_loop_iteration_seconds_count 1\n"), std::string::npos) << page;
   EXPECT_NE(page.find("\ngpool_loop_iteration_max_seconds 0.08\n"), std::string::npos) << page;
+}
+
+// A slow turn says where its time went, phase by phase; a fast one says
+// nothing and leaves the last slow turn's account as it was.
+TEST(LoopStallMeterTest, ASlowTurnIsBrokenDownByThePhasesTheLoopMarked) {
+  LoopStallMeter meter;
+  meter.PollReturned(0);
+  meter.Phase("raft", 5 * kMs);
+  meter.Phase("apply", 150 * kMs);
+  meter.PollCalled(151 * kMs);
+  EXPECT_EQ(meter.last_slow_turn(), "raft:5 apply:145 rest:1");
+  meter.PollReturned(200 * kMs);
+  meter.Phase("raft", 210 * kMs);
+  meter.PollCalled(220 * kMs);  // 20 ms: not slow
+  EXPECT_EQ(meter.last_slow_turn(), "raft:5 apply:145 rest:1");
+  meter.Phase("raft", 300 * kMs);  // between turns (in the poll): not counted
+  meter.PollReturned(400 * kMs);
+  meter.PollCalled(520 * kMs);
+  EXPECT_EQ(meter.last_slow_turn(), "rest:120") << "marks of the turn before are not carried over";
 }
 
 }  // namespace
