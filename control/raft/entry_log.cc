@@ -1,6 +1,7 @@
 #include "control/raft/entry_log.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 namespace gpool::raft {
@@ -178,7 +179,13 @@ Status RaftLog::Compact(Snapshot snapshot) {
     return Status::InvalidArgument("raft log: cannot compact to " + std::to_string(snapshot.index) +
                                    ", past the applied index " + std::to_string(applied_));
   }
-  entries_.erase(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(snapshot.index - snapshot_.index));
+  const auto covered = entries_.begin() + static_cast<std::ptrdiff_t>(snapshot.index - snapshot_.index);
+  // Moved out, not destroyed here: freeing 200,000 entries' data took the
+  // coordinator's loop 60-130 ms (TakeCompacted). A caller that never takes
+  // them holds one compaction's worth at most.
+  compacted_.clear();
+  compacted_.insert(compacted_.end(), std::make_move_iterator(entries_.begin()), std::make_move_iterator(covered));
+  entries_.erase(entries_.begin(), covered);
   conf_.CompactTo(snapshot.index);
   stable_ = std::max(stable_, snapshot.index);
   snapshot_ = std::move(snapshot);

@@ -87,6 +87,9 @@ class RaftLog {
   // The application snapshotted its state at `snapshot.index` (<= applied):
   // drop the entries it covers.
   Status Compact(Snapshot snapshot);
+  // The entries Compact dropped, for the caller to free (off its loop);
+  // empty afterwards.
+  std::vector<LogEntry> TakeCompacted() { return std::exchange(compacted_, {}); }
 
   // The persistence boundary.
   bool HasUnstableEntries() const { return last_index() > stable_; }
@@ -110,6 +113,7 @@ class RaftLog {
 
   Snapshot snapshot_;
   std::vector<LogEntry> entries_;  // entries_[i].index == snapshot_.index + 1 + i
+  std::vector<LogEntry> compacted_;  // what Compact dropped, until TakeCompacted
   std::optional<Snapshot> pending_snapshot_;
   uint64_t stable_ = 0;
   uint64_t committed_ = 0;

@@ -100,6 +100,7 @@ class Raft {
   // The application snapshotted its state at `index` (<= applied): drop the
   // log up to there. Returns the snapshot record to persist.
   Result<Snapshot> Compact(uint64_t index, std::string data);
+  std::vector<LogEntry> TakeCompacted() { return log_.TakeCompacted(); }
 
   uint64_t id() const { return id_; }
   uint64_t term() const { return term_; }

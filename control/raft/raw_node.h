@@ -54,6 +54,9 @@ class RawNode {
   // the configuration at `index`) is what to persist with the snapshot and
   // pass back in InitialState::snapshot at restart.
   Result<Snapshot> Compact(uint64_t index, std::string data) { return raft_->Compact(index, std::move(data)); }
+  // The entries the last Compact calls dropped (Compact keeps them so that
+  // freeing them can happen elsewhere than the caller's loop).
+  std::vector<LogEntry> TakeCompacted() { return raft_->TakeCompacted(); }
 
   bool HasReady() const;
   Ready GetReady();
