@@ -126,6 +126,8 @@ void Coordinator::Wire() {
   // The registry tells; the dispatcher and the relay listen. Neither calls it.
   registry_->Subscribe(dispatcher_.get());
   registry_->Subscribe(worker_relay_.get());
+  label_sync_ = std::make_unique<NodeLabelSync>(state_, *worker_relay_);
+  registry_->Subscribe(label_sync_.get());
   registry_->Subscribe(metrics_.get());
 
   GatewayOptions gateway_options = GatewayOptionsOf(options_, client_endpoint_);

@@ -78,6 +78,7 @@
 #include "control/watch/change_feed.h"
 #include "control/watch/watch_hub.h"
 #include "control/watch/watch_publisher.h"
+#include "control/node_label_sync.h"
 #include "control/worker_relay.h"
 #include "protocol/base/clock.h"
 #include "protocol/base/loop_inbox.h"
@@ -179,6 +180,9 @@ class Coordinator final : public Outbox {
   std::unique_ptr<NodeRegistry> registry_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<WorkerRelay> worker_relay_;
+  // Its pushes go through worker_relay_, whose callbacks run only from Tick,
+  // Reset and replies on this loop: never once the coordinator is destroyed.
+  std::unique_ptr<NodeLabelSync> label_sync_;
   ExecKeyPool exec_keys_;  // before the gateway, which takes from it
   std::unique_ptr<Gateway> gateway_;
   std::unique_ptr<SchedulerDriver> scheduler_;

@@ -364,6 +364,7 @@ void NodeRegistry::OnHeartbeat(const std::string& peer, const Header& header, co
                       });
   }
   Reply(peer, MakeFrame(header.request_id, epoch, Ack{}));
+  for (WorkerEvents* listener : listeners_) listener->NodeHeartbeat(msg.node, msg.labels_digest, now_ms);
 }
 
 void NodeRegistry::OnTaskEvent(const std::string& peer, const Header& header, TaskEvent msg, int64_t now_ms,

@@ -89,6 +89,13 @@ class WorkerEvents {
   // `node` (re)registered on a new connection: whatever was sent to its old
   // one may be lost.
   virtual void NodeConnected(const std::string& node) { (void)node; }
+  // A heartbeat from `node` on its registered connection, naming the
+  // operator labels its worker holds (Heartbeat.labels_digest; 0: none taken).
+  virtual void NodeHeartbeat(const std::string& node, uint64_t labels_digest, int64_t now_ms) {
+    (void)node;
+    (void)labels_digest;
+    (void)now_ms;
+  }
   // A task event from a worker committed (it started, exited or failed).
   virtual void TaskSettled(const TaskId& task) { (void)task; }
   // A reply (Ack, ErrorReply, FetchLogReply) from the worker registered as

@@ -103,6 +103,8 @@ enum class MessageType : uint8_t {
   // Credit accounts (client -> coordinator, port 7400; issue 50).
   kCredit,
   kCreditReply,
+  // The operator's node labels (coordinator -> worker, port 7401; issue 50).
+  kNodeLabels,
 };
 
 std::string_view MessageTypeName(MessageType type);

@@ -6,7 +6,7 @@ namespace gpool {
 namespace {
 
 // Indexed by MessageType; the strings are the wire names.
-constexpr std::array<std::string_view, 80> kTypeNames = {
+constexpr std::array<std::string_view, 81> kTypeNames = {
     "Ack",          "ErrorReply",        "SubmitJob",     "SubmitJobReply", "ListJobs",
     "ListJobsReply", "GetJob",           "GetJobReply",   "CancelJob",      "CancelJobReply",
     "ListNodes",    "ListNodesReply",    "GetTaskLog",    "GetTaskLogReply", "ClusterStatus",
@@ -23,9 +23,9 @@ constexpr std::array<std::string_view, 80> kTypeNames = {
     "Watch", "WatchReply", "WatchUpdate", "WatchRenew", "WatchRenewReply", "Unwatch",
     "ExportSnapshot", "ExportSnapshotReply", "Enrolment", "EnrolmentReply",
     "CreateToken", "CreateTokenReply", "ListTokens", "ListTokensReply", "RevokeToken", "RevokeTokenReply",
-    "Credit", "CreditReply",
+    "Credit", "CreditReply", "NodeLabels",
 };
-static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kCreditReply) + 1);
+static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kNodeLabels) + 1);
 
 }  // namespace
 

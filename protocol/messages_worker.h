@@ -110,6 +110,11 @@ struct Heartbeat {
   // the coordinator can count clear rounds before it uncordons a node.
   uint64_t health_rounds = 0;
   std::vector<GpuUtilization> gpus;  // NVML nodes only
+  // LabelsDigest (labels_digest.h) of the operator's labels the worker
+  // holds (the last NodeLabels it took; none yet: the empty map's). The
+  // leader sends NodeLabels when it differs from the node's. 0: a worker
+  // that does not take them (older, or a simulated fleet).
+  uint64_t labels_digest = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("node", node);
@@ -119,6 +124,7 @@ struct Heartbeat {
     v.Optional("health", health);
     v.Optional("health_rounds", health_rounds);
     v.Optional("gpus", gpus);
+    v.Optional("labels_digest", labels_digest);
   }
 };
 
@@ -242,6 +248,22 @@ struct TaskEventAck {
   template <typename V>
   void Fields(V& v) {
     v.Required("seq", seq);
+  }
+};
+
+// The labels an operator set on the node (`gpool node label`; the state's
+// admin labels), all of them: the worker replaces what it held. It overlays
+// them on its spec's labels wherever it reads its own labels (the
+// self-repair switches, repair.gpool.io/...). Sent by the leader when a
+// heartbeat's labels_digest differs from them; answered with Ack.
+struct NodeLabels {
+  static constexpr MessageType kType = MessageType::kNodeLabels;
+  std::string node;
+  std::map<std::string, std::string> labels;
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("node", node);
+    v.Optional("labels", labels);
   }
 };
 

@@ -4,9 +4,11 @@
 // it has cleared for the policy's clear rounds the node is uncordoned; an
 // exempt node is only alerted about; a webhook receiver on loopback gets every
 // raise and its recovery, across a leader kill, with stable dedupe keys.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -30,7 +32,7 @@ class HealthFenceTest : public ::testing::Test {
  protected:
   // `workers` nodes, each watched through the fake NVML with its own fault file.
   void Start(int workers, int coordinators = 1, std::vector<std::string> extra_coordinator_flags = {},
-             const std::string& xid_hold_ms = "300") {
+             const std::string& xid_hold_ms = "300", std::vector<std::string> extra_worker_flags = {}) {
     LocalClusterOptions options;
     options.workers = workers;
     options.coordinators = coordinators;
@@ -46,6 +48,8 @@ class HealthFenceTest : public ::testing::Test {
       // check, 10 s by default): 1 s keeps "three clear rounds" short.
       options.worker_flags[i] = {"--nvml-library", GPOOL_FAKE_NVML_LIB, "--health-xid-hold-ms", xid_hold_ms,
                                  "--health-service-interval-ms", "1000"};
+      options.worker_flags[i].insert(options.worker_flags[i].end(), extra_worker_flags.begin(),
+                                     extra_worker_flags.end());
     }
     cluster_ = std::make_unique<LocalCluster>(options);
     cluster_->StartCoordinator();
@@ -140,6 +144,60 @@ TEST_F(HealthFenceTest, AnApplicationXidAndAnExemptNodeAreRecordedButNotFenced) 
   auto exempt = Node(1);
   ASSERT_TRUE(exempt.has_value());
   EXPECT_TRUE(exempt->devices[0].healthy);
+}
+
+// Issue 50: self-repair "can be turned off per node label", and the label an
+// operator sets with `gpool node label` reaches the worker (NodeLabels) and
+// is read there at runtime: while repair.gpool.io/gpu-reset=off is set a GPU
+// with an uncorrectable ECC error is fenced but not reset; once the label is
+// removed the worker resets it (a script standing in for nvidia-smi, which
+// clears the fault as a real reset would) and the GPU comes back.
+TEST_F(HealthFenceTest, AnOperatorsLabelTurnsTheGpuResetOffAndOnAtRuntime) {
+  TempDir scripts;
+  const std::string reset = scripts.Join("reset.sh");
+  const std::string resets = scripts.Join("resets");
+  ASSERT_NO_FATAL_FAILURE(Start(1, 1, {}, "300",
+                                {"--health-gpu-reset-command", reset + " {index}", "--health-gpu-interval-ms", "500"}));
+  WriteFile(reset, "#!/bin/sh\necho \"$1\" >> " + resets + "\n: > " + dir_->Join("faults-0") + "\n");
+  ASSERT_EQ(chmod(reset.c_str(), 0755), 0);
+  const std::string node = cluster_->NodeName(0);
+  auto worker_log_has = [&](const std::string& text) { return cluster_->worker(0)->Log().find(text) != std::string::npos; };
+
+  ASSERT_EQ(cluster_->Cli({"node", "label", node, "repair.gpool.io/gpu-reset=off"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return worker_log_has("gpu self-repair off by node label"); }, 20s))
+      << cluster_->worker(0)->Log();
+  EXPECT_TRUE(worker_log_has("node labels taken from the coordinator labels=1"));
+  Inject(0, "ecc 1 2");
+  // The repair runs in the same round as the check that finds the error, so
+  // by the time the coordinator has the error the repair has passed it by;
+  // the error itself still fences the GPU (the policy's next commit).
+  std::optional<NodeSummary> fenced;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        fenced = Node(0);
+        if (!fenced || fenced->devices.size() < 2 || fenced->devices[1].healthy) return false;
+        for (const auto& c : fenced->health) {
+          if (c.kind == "ecc-uncorrectable" && c.device == "gpu/1") return true;
+        }
+        return false;
+      },
+      20s));
+  for (const auto& c : fenced->health) EXPECT_NE(c.kind, "gpu-reset") << "no repair while the label is set";
+  EXPECT_FALSE(std::filesystem::exists(resets)) << "nothing was reset";
+
+  ASSERT_EQ(cluster_->Cli({"node", "label", node, "repair.gpool.io/gpu-reset-"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(resets); }, 20s)) << cluster_->worker(0)->Log();
+  EXPECT_EQ(ReadFile(resets), "1\n");
+  EXPECT_TRUE(worker_log_has("gpu self-repair on again by node label"));
+  // Verified over a round and returned: nothing is left raised (the GPU is
+  // then unfenced by the clear-rounds rule, AFatalXid... above).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto n = Node(0);
+        return n && n->health.empty();
+      },
+      30s));
+  EXPECT_TRUE(worker_log_has("gpu repair returned gpu=1 trigger=ecc-uncorrectable"));
 }
 
 TEST_F(HealthFenceTest, AWebhookGetsEveryRaiseAndRecoveryAcrossALeaderKill) {

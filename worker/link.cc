@@ -183,6 +183,7 @@ void Link::SendHeartbeat() {
   const uint64_t id = next_request_id_++;
   SentHeartbeat sent{Now(), 0};
   hb.health_rounds = options_.host->health_rounds();
+  hb.labels_digest = options_.host->labels_digest();
   if (const uint64_t version = options_.host->health_version(); version > acked_health_version_) {
     hb.health_version = sent.health_version = sent_health_version_ = version;
     hb.health = options_.host->health();
@@ -297,6 +298,9 @@ void Link::Receive(std::string_view frame) {
     }
     case MessageType::kFetchLog:
       OnFetchLog(*env);
+      return;
+    case MessageType::kNodeLabels:
+      OnNodeLabels(*env, epoch_before);
       return;
     case MessageType::kTaskExecStart:
     case MessageType::kTaskExecPoll:
@@ -484,6 +488,24 @@ void Link::OnBind(const Envelope& env, uint64_t epoch_before) {
   Status status = options_.host->Bind(*bind);
   if (!status.ok()) {
     log_->warn("bind refused task={} error={}", bind->task.ToString(), Q(status.ToString()));
+    ReplyError(env.header(), status);
+    return;
+  }
+  Reply(env.header(), Ack{});
+}
+
+void Link::OnNodeLabels(const Envelope& env, uint64_t epoch_before) {
+  // An older leader's state may be older: its labels are not taken.
+  if (!Fence(env.header(), epoch_before)) return;
+  auto labels = env.Body<NodeLabels>();
+  Status status = labels.ok() ? Status::Ok() : labels.status();
+  if (status.ok() && labels->node != options_.host->node().name) {
+    status = Status::InvalidArgument("node labels for '" + labels->node.substr(0, 253) + "' sent to node '" +
+                                     options_.host->node().name + "'");
+  }
+  if (status.ok()) status = options_.host->SetLabels(std::move(labels->labels));
+  if (!status.ok()) {
+    log_->warn("node labels refused request_id={} error={}", env.header().request_id, Q(status.ToString()));
     ReplyError(env.header(), status);
     return;
   }

@@ -192,6 +192,7 @@ class Link {
   void MaybeHoldLease(int64_t now);
   void OnBind(const Envelope& env, uint64_t epoch_before);
   void OnPreempt(const Envelope& env, uint64_t epoch_before);
+  void OnNodeLabels(const Envelope& env, uint64_t epoch_before);
   void OnFetchLog(const Envelope& env);
   // TaskExecStart, TaskExecPoll, TaskExecSignal: reads, served whatever their epoch.
   void OnExec(const Envelope& env);

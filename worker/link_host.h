@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "protocol/envelope.h"
@@ -35,6 +36,15 @@ class LinkHost {
   virtual uint64_t health_version() const { return 0; }
   virtual std::vector<HealthCondition> health() const { return {}; }
   virtual uint64_t health_rounds() const { return 0; }
+
+  // The operator's node labels (NodeLabels): LabelsDigest of those the host
+  // holds, for heartbeats (0: a host that does not take them, and is never
+  // sent any), and SetLabels to replace them.
+  virtual uint64_t labels_digest() const { return 0; }
+  virtual Status SetLabels(std::map<std::string, std::string> labels) {
+    (void)labels;
+    return Status::FailedPrecondition("this worker does not take node labels");
+  }
 
   // Task events not yet acknowledged, by sequence number; AckEvent forgets one.
   virtual const std::map<uint64_t, TaskEvent>& events() const = 0;

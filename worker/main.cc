@@ -534,15 +534,20 @@ int main(int argc, char** argv) {
   auto gpu_sampler = OpenGpuSampler(flags, *node, *logger);
   // Health: the link reports it; its silence is one of the checks.
   Link* link_for_health = nullptr;
+  // The spec's labels and the operator's, which the coordinator pushes:
+  // the self-repair switches are read from it at each action.
+  LabelOverlay labels(node->labels);
   std::unique_ptr<HealthMonitor> health = BuildHealthMonitor(
       flags, *node, &clock, [&link_for_health] { return link_for_health ? link_for_health->silent_ms() : -1; },
-      logger, [manager = tasks->get()](uint32_t gpu) { return manager->GpuHeld(gpu); });
+      logger, [manager = tasks->get()](uint32_t gpu) { return manager->GpuHeld(gpu); },
+      [&labels](std::string_view label) { return labels.Off(label); });
   NodeHostOptions host_options;
   host_options.tasks = tasks->get();
   host_options.exec = exec->get();
   host_options.gpu_usage = gpu_usage.get();
   host_options.gpu_sampler = gpu_sampler.get();
   host_options.health = health.get();
+  host_options.labels = &labels;
   host_options.renew_lease = [&clock, lease_path, logger](int64_t sent_ms, int64_t lease_ms) {
     // The link's clock is steady_clock; the lease counts in CLOCK_MONOTONIC
     // (the same clock on Linux; the offset keeps it right if not).

@@ -1,5 +1,7 @@
 #include "worker/node_host.h"
 
+#include <spdlog/spdlog.h>
+
 #include "protocol/messages_exec.h"
 #include "protocol/messages_worker.h"
 #include "worker/runner/task_usage.h"
@@ -25,6 +27,14 @@ void NodeHost::FillStatus(Heartbeat& heartbeat) {
       heartbeat.gpus.push_back(GpuUtilization{sample.index, sample.utilization_pct, sample.memory_used_bytes >> 20});
     }
   }
+}
+
+Status NodeHost::SetLabels(std::map<std::string, std::string> labels) {
+  if (options_.labels == nullptr) return LinkHost::SetLabels(std::move(labels));
+  const size_t count = labels.size();
+  if (Status status = options_.labels->SetOperatorLabels(std::move(labels)); !status.ok()) return status;
+  spdlog::info("node labels taken from the coordinator labels={} digest={}", count, options_.labels->digest());
+  return Status::Ok();
 }
 
 Result<ExecStartReply> NodeHost::ExecStart(const TaskExecStart& request) {

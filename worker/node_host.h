@@ -1,6 +1,7 @@
 // NodeHost: the agent's LinkHost (link_host.h), assembled from the parts of
 // a worker: the TaskManager (binds, preempts, events, logs), the ExecManager
-// (`gpool exec`), the GPU samplers and the HealthMonitor. Node status for a
+// (`gpool exec`), the GPU samplers, the HealthMonitor and the node's labels
+// (LabelOverlay: the operator's, as the coordinator pushes them). Node status for a
 // heartbeat is put together here, not in the Link: with a GpuUsageSampler,
 // each heartbeat samples it once (only while some task runs) and carries each
 // running task's GPU memory (task_usage.h maps processes to tasks); the same
@@ -20,6 +21,7 @@
 #include "protocol/model/task_report.h"
 #include "worker/discovery/nvml_gpu_sampler.h"
 #include "worker/health/health_monitor.h"
+#include "worker/label_overlay.h"
 #include "worker/link_host.h"
 #include "worker/runner/exec_manager.h"
 #include "worker/runner/gpu_usage_sampler.h"
@@ -33,6 +35,7 @@ struct NodeHostOptions {
   GpuUsageSampler* gpu_usage = nullptr;     // nullptr: heartbeats carry no usage
   NvmlGpuSampler* gpu_sampler = nullptr;    // per-GPU utilisation in heartbeats; nullptr: none
   const HealthMonitor* health = nullptr;    // nullptr: no health reported
+  LabelOverlay* labels = nullptr;           // the operator's labels go here; nullptr: not taken
   std::string proc_root = "/proc";          // where processes are traced to tasks; tests use a fake tree
   // Called with each renewed lease (LinkHost::RenewLease); nullptr: no lease kept.
   std::function<void(int64_t sent_ms, int64_t lease_ms)> renew_lease;
@@ -51,6 +54,9 @@ class NodeHost final : public LinkHost {
     return options_.health ? options_.health->conditions() : std::vector<HealthCondition>{};
   }
   uint64_t health_rounds() const override { return options_.health ? options_.health->rounds() : 0; }
+
+  uint64_t labels_digest() const override { return options_.labels ? options_.labels->digest() : 0; }
+  Status SetLabels(std::map<std::string, std::string> labels) override;
 
   const std::map<uint64_t, TaskEvent>& events() const override { return options_.tasks->Outbox(); }
   void AckEvent(uint64_t seq) override { options_.tasks->AckEvent(seq); }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "worker/label_overlay.h"
 #include "worker/log.h"
 #include "worker/discovery/nvml_library.h"
 #include "worker/health/gpu_checks.h"
@@ -18,16 +19,13 @@ namespace {
 // The GPU repair, after the GPU checks whose conditions it reads; only for
 // GPUs NVML watches, and on a --spec node only with a reset command given
 // (its GPUs are not the host's: nvidia-smi must never reset those).
-void AddGpuRepair(HealthMonitor& monitor, const WorkerFlags& flags, const NodeSpec& node,
-                  const std::vector<uint32_t>& watched, std::function<bool(uint32_t)> gpu_held,
+void AddGpuRepair(HealthMonitor& monitor, const WorkerFlags& flags, const std::vector<uint32_t>& watched,
+                  std::function<bool(uint32_t)> gpu_held, const RepairLabelQuery& labelled_off,
                   const std::shared_ptr<spdlog::logger>& logger) {
   if (!flags.health.gpu_reset || !gpu_held || watched.empty()) return;
   if (!flags.spec_path.empty() && flags.health.gpu_reset_command.empty()) return;
-  if (RepairLabelledOff(node, kGpuResetLabel)) {
-    logger->info("gpu self-repair off by node label label={}=off", kGpuResetLabel);
-    return;
-  }
   GpuRepairOptions options;
+  options.off = [labelled_off] { return labelled_off(kGpuResetLabel); };
   options.gpu_indices = watched;
   options.interval_ms = flags.health.gpu_interval_ms;
   options.reset_command = GpuResetCommand(flags.health.gpu_reset_command);
@@ -96,11 +94,6 @@ void AddVendorChecks(HealthMonitor& monitor, const WorkerFlags& flags, const Nod
 
 }  // namespace
 
-bool RepairLabelledOff(const NodeSpec& node, const char* label) {
-  auto it = node.labels.find(label);
-  return it != node.labels.end() && it->second == "off";
-}
-
 std::vector<std::string> GpuResetCommand(const std::string& flag) {
   std::vector<std::string> argv;
   for (size_t at = 0; at < flag.size();) {
@@ -114,12 +107,18 @@ std::vector<std::string> GpuResetCommand(const std::string& flag) {
 std::unique_ptr<HealthMonitor> BuildHealthMonitor(const WorkerFlags& flags, const NodeSpec& node, const Clock* clock,
                                                   std::function<int64_t()> coordinator_silent_ms,
                                                   std::shared_ptr<spdlog::logger> logger,
-                                                  std::function<bool(uint32_t)> gpu_held) {
+                                                  std::function<bool(uint32_t)> gpu_held,
+                                                  RepairLabelQuery labelled_off) {
   if (!flags.health.enabled) return nullptr;
+  if (!labelled_off) {
+    labelled_off = [spec = std::make_shared<const LabelOverlay>(node.labels)](std::string_view label) {
+      return spec->Off(label);
+    };
+  }
   auto monitor = std::make_unique<HealthMonitor>(clock, logger);
   const std::vector<uint32_t> watched = AddGpuChecks(*monitor, flags, node, logger);
   AddVendorChecks(*monitor, flags, node, logger);
-  AddGpuRepair(*monitor, flags, node, watched, std::move(gpu_held), logger);
+  AddGpuRepair(*monitor, flags, watched, std::move(gpu_held), labelled_off, logger);
   monitor->Add(std::make_unique<NicCheck>(
       NicCheckOptions{.sysfs_root = flags.health.sysfs_root, .interval_ms = flags.health.nic_interval_ms}));
   ServiceCheckOptions services;
@@ -127,8 +126,8 @@ std::unique_ptr<HealthMonitor> BuildHealthMonitor(const WorkerFlags& flags, cons
   services.sysfs_root = flags.health.sysfs_root;
   services.peermem = PeermemModeFromString(flags.health.peermem).value_or(PeermemMode::kAuto);
   services.peermem_reload = flags.health.peermem_reload;
-  services.fabricmanager_restart =
-      flags.health.fabricmanager_restart && !RepairLabelledOff(node, kFabricManagerRestartLabel);
+  services.fabricmanager_restart = flags.health.fabricmanager_restart;
+  services.fabricmanager_restart_off = [labelled_off] { return labelled_off(kFabricManagerRestartLabel); };
   services.has_nvidia_gpus = std::any_of(node.gpus.begin(), node.gpus.end(), [](const GpuInfo& g) {
     return g.vendor.empty() || g.vendor == "nvidia";
   });

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <spdlog/logger.h>
@@ -25,15 +26,16 @@ namespace gpool::worker {
 // nullptr when --health off. `coordinator_silent_ms` says how long the
 // coordinator has been silent (-1: unknown); it is called from the monitor.
 // `gpu_held` says whether a task holds a GPU (the GPU repair waits for it);
-// null: no GPU repair.
+// null: no GPU repair. `labelled_off` says whether the node's labels turn a
+// self-repair action (its label, repair.gpool.io/<action>) off now, asked
+// before each action (the worker's LabelOverlay: the spec's labels and the
+// operator's); null: the spec's labels alone.
+using RepairLabelQuery = std::function<bool(std::string_view label)>;
 std::unique_ptr<HealthMonitor> BuildHealthMonitor(const WorkerFlags& flags, const NodeSpec& node, const Clock* clock,
                                                   std::function<int64_t()> coordinator_silent_ms,
                                                   std::shared_ptr<spdlog::logger> logger,
-                                                  std::function<bool(uint32_t)> gpu_held = nullptr);
-
-// Whether the node's spec turns a self-repair action off: its label
-// `label` (repair.gpool.io/<action>) is "off".
-bool RepairLabelledOff(const NodeSpec& node, const char* label);
+                                                  std::function<bool(uint32_t)> gpu_held = nullptr,
+                                                  RepairLabelQuery labelled_off = nullptr);
 
 // The GPU repair's reset command from --health-gpu-reset-command (split on
 // spaces), or the default when empty.

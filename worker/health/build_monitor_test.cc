@@ -3,6 +3,7 @@
 // being the spec's i-th GPU; none at all with --health off.
 #include "worker/health/build_monitor.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -92,11 +93,32 @@ TEST_F(BuildMonitorTest, TheGpuRepairNeedsACommandOnASpecNodeAndYieldsToItsLabel
   flags_.health.gpu_reset = false;
   EXPECT_EQ(build(held)->checks(), 4u);
   flags_.health.gpu_reset = true;
+  // The label is read at each run, not at build (an operator may set or
+  // remove it at runtime; gpu_repair_test.cc): without a query, the spec's.
   node_.labels["repair.gpool.io/gpu-reset"] = "off";
-  EXPECT_EQ(build(held)->checks(), 4u);
+  auto monitor = build(held);
+  EXPECT_EQ(monitor->checks(), 5u);
+  monitor->Poll();
   EXPECT_TRUE(log_.Contains("gpu self-repair off by node label")) << log_.text();
-  EXPECT_TRUE(RepairLabelledOff(node_, kGpuResetLabel));
-  EXPECT_FALSE(RepairLabelledOff(node_, kFabricManagerRestartLabel));
+}
+
+// What the worker passes (its LabelOverlay) is what the repair asks.
+TEST_F(BuildMonitorTest, TheGpuRepairAsksTheLabelQueryItIsGiven) {
+  testing::ScopedEnv env("FAKE_NVML_HEALTH_FILE", faults_);
+  flags_.nvml_library = GPOOL_FAKE_NVML_PATH;
+  flags_.nvml_library_given = true;
+  flags_.health.gpu_reset_command = "/opt/fake/reset --gpu {index}";
+  node_.labels["repair.gpool.io/gpu-reset"] = "off";  // the query, not the spec, decides
+  std::vector<std::string> asked;
+  auto monitor = BuildHealthMonitor(
+      flags_, node_, &clock_, [] { return int64_t{0}; }, log_.logger(), [](uint32_t) { return false; },
+      [&asked](std::string_view label) {
+        asked.emplace_back(label);
+        return false;
+      });
+  monitor->Poll();
+  EXPECT_NE(std::find(asked.begin(), asked.end(), kGpuResetLabel), asked.end());
+  EXPECT_FALSE(log_.Contains("gpu self-repair off by node label")) << log_.text();
 }
 
 TEST(BuildMonitorRepairTest, TheResetCommandSplitsOnSpacesOrIsTheDefault) {

@@ -54,8 +54,18 @@ std::string GpuRepair::TriggerOf(const std::vector<HealthCondition>& conditions,
 std::vector<HealthFinding> GpuRepair::Run(int64_t /*wall_ms*/) {
   const std::vector<HealthCondition> conditions = options_.conditions ? options_.conditions()
                                                                       : std::vector<HealthCondition>{};
+  const bool off = options_.off && options_.off();
+  if (off != off_) {
+    off_ = off;
+    log_->info("gpu self-repair {} by node label label={}", off ? "off" : "on again", kGpuResetLabel);
+  }
   std::vector<HealthFinding> findings;
   for (auto& [index, gpu] : gpus_) {
+    if (off_ && gpu.state == State::kDraining) {
+      log_->warn("gpu repair called off by node label gpu={} trigger={}: left to an operator", index, gpu.trigger);
+      gpu = Gpu{};
+    }
+    if (off_ && gpu.state == State::kWatching) continue;  // nothing new starts
     Step(index, gpu, conditions);
     if (gpu.state != State::kWatching) findings.push_back(FindingOf(index, gpu));
   }

@@ -23,9 +23,13 @@
 //              trigger does (an operator's repair)
 //
 // Each step is logged (key=value) and the condition's raise and clear are
-// the cluster's events (health-raised, health-cleared). A node labelled
-// repair.gpool.io/gpu-reset=off in its spec, or a worker with
-// --health-gpu-reset off, is not built one (build_monitor.cc).
+// the cluster's events (health-raised, health-cleared). A worker with
+// --health-gpu-reset off is not built one (build_monitor.cc). While the node
+// is labelled repair.gpool.io/gpu-reset=off (in its spec, or by an operator:
+// `gpool node label`, read at each run through `off`), nothing new starts:
+// a GPU draining for a reset goes back to watching and its gpu-reset
+// clears (the trigger itself still fences it, for an operator); a reset
+// already running finishes and is verified.
 //
 // It is a HealthCheck that owns the kind gpu-reset, run by the monitor after
 // the GPU checks; it reads their conditions through `conditions` and never
@@ -67,6 +71,8 @@ struct GpuRepairOptions {
   std::function<uint64_t()> rounds;
   // Whether a task holds GPU `index` (running, or about to start).
   std::function<bool(uint32_t index)> gpu_held;
+  // Whether the node's labels turn the repair off now; nullptr: never.
+  std::function<bool()> off;
   const Clock* clock = nullptr;  // nullptr: the system clock
   std::shared_ptr<spdlog::logger> logger;
 };
@@ -107,6 +113,7 @@ class GpuRepair final : public HealthCheck {
   std::map<uint32_t, Gpu> gpus_;
   uint64_t resets_started_ = 0;
   uint64_t returned_ = 0;
+  bool off_ = false;  // as the last run read it (its changes are logged)
 };
 
 }  // namespace gpool::worker

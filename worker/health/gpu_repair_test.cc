@@ -55,6 +55,7 @@ class GpuRepairTest : public ::testing::Test {
       if (reset_clears_) Clear();
       return Status::Ok();
     };
+    repair.off = [this] { return off_; };
     repair.clock = &clock_;
     repair.logger = log_.logger();
     auto owned = std::make_unique<GpuRepair>(std::move(repair));
@@ -91,6 +92,7 @@ class GpuRepairTest : public ::testing::Test {
   std::vector<bool> held_at_reset_;
   Status reset_outcome_;
   bool reset_clears_ = true;
+  bool off_ = false;  // repair.gpool.io/gpu-reset=off, as the node's labels say now
 };
 
 // The ordering the issue asks for: a GPU with an uncorrectable ECC error
@@ -176,6 +178,42 @@ TEST_F(GpuRepairTest, AResetThatFailsOrDoesNotHelpLeavesTheGpuFenced) {
   EXPECT_EQ(Find("gpu-reset", "gpu/0"), nullptr);
   EXPECT_EQ(Find("gpu-reset", "gpu/3"), nullptr);
   EXPECT_EQ(resets_.size(), 2u);
+}
+
+// The label repair.gpool.io/gpu-reset=off is read at each run (an operator
+// sets it with `gpool node label`, the coordinator pushes it): while it is
+// set a faulty GPU is left to the operator (its ECC condition still fences
+// it, but no gpu-reset is raised and nothing is reset), a GPU already
+// draining is let go, and once the label is gone the repair takes the GPU up.
+TEST_F(GpuRepairTest, TheNodeLabelTurnsTheRepairOffAndOnAtRuntime) {
+  ASSERT_TRUE(tasks_->Bind(testing::OneGpuBind(7)).ok());  // GPU 1
+  tasks_->Poll();
+  Round();
+  Inject("ecc 1 2");
+  Round();
+  ASSERT_EQ(repair_->state(1), GpuRepair::State::kDraining);
+  ASSERT_NE(Find("gpu-reset", "gpu/1"), nullptr);
+
+  off_ = true;
+  Round();
+  EXPECT_EQ(repair_->state(1), GpuRepair::State::kWatching) << "a draining GPU is let go";
+  EXPECT_EQ(Find("gpu-reset", "gpu/1"), nullptr);
+  EXPECT_NE(Find("ecc-uncorrectable", "gpu/1"), nullptr) << "the fault itself is still reported";
+  EXPECT_TRUE(log_.Contains("gpu self-repair off by node label")) << log_.text();
+  launcher_.Exit(launcher_.launched()[0].pid, 0);
+  tasks_->Poll();
+  Inject("remap-pending 2");  // an idle GPU, which would be reset at once
+  for (int i = 0; i < 3; ++i) Round();
+  EXPECT_TRUE(resets_.empty()) << "nothing is reset while the label is set";
+  EXPECT_EQ(Find("gpu-reset", "gpu/2"), nullptr);
+
+  off_ = false;
+  Round();
+  EXPECT_TRUE(log_.Contains("gpu self-repair on again by node label")) << log_.text();
+  EXPECT_EQ(resets_, (std::vector<std::string>{"nvidia-smi --gpu-reset -i 1", "nvidia-smi --gpu-reset -i 2"}));
+  for (int i = 0; i < 3; ++i) Round();
+  EXPECT_EQ(repair_->state(1), GpuRepair::State::kWatching);
+  EXPECT_EQ(repair_->returned(), 2u);
 }
 
 }  // namespace

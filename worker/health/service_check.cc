@@ -261,7 +261,8 @@ void ServiceCheck::CheckFabricManager(std::vector<HealthFinding>* findings) {
   const std::optional<bool> runs = SvcProcessRuns(options_.proc_root, kSvcFabricManagerComm);
   if (!runs.has_value() || *runs) return;  // cannot look, or it runs
   std::string message = "NVSwitch system without a running nv-fabricmanager process";
-  if (options_.fabricmanager_restart) {
+  if (options_.fabricmanager_restart &&
+      !(options_.fabricmanager_restart_off && options_.fabricmanager_restart_off())) {
     MaybeRestartFabricManager();
     // A restart run to completion is seen at once.
     if (SvcProcessRuns(options_.proc_root, kSvcFabricManagerComm).value_or(false)) return;

@@ -5,8 +5,9 @@
 //   device node, or `nvswitch` forced yes/no) a process named
 //   nv-fabricmanager must run (<proc_root>/<pid>/comm; the kernel cuts comm
 //   to 15 bytes, "nv-fabricmanage"); else kFabricmanagerDown, fatal, device "".
-//   With `fabricmanager_restart` (the default; off by the node label
-//   repair.gpool.io/fabricmanager-restart=off or the worker's flag) a stopped
+//   With `fabricmanager_restart` (the default; off by the worker's flag, and
+//   while `fabricmanager_restart_off` says the node is labelled
+//   repair.gpool.io/fabricmanager-restart=off, in its spec or by an operator) a stopped
 //   fabric manager is restarted (`systemctl restart nvidia-fabricmanager`) at
 //   most once per fabricmanager_restart_interval_ms, as peermem is reloaded
 //   (a child polled on later runs); each attempt is alerted: the condition
@@ -76,6 +77,8 @@ struct ServiceCheckOptions {
   std::function<Status(const std::vector<std::string>& argv)> peermem_reload_run;
 
   bool fabricmanager_restart = false;
+  // Asked before each restart: the node's label turns it off now; nullptr: never.
+  std::function<bool()> fabricmanager_restart_off;
   std::vector<std::string> fabricmanager_restart_command = {"systemctl", "restart", "nvidia-fabricmanager"};
   int64_t fabricmanager_restart_interval_ms = 10 * 60 * 1000;
   int64_t fabricmanager_restart_timeout_ms = 60000;

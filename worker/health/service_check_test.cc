@@ -222,10 +222,39 @@ TEST(ServiceCheckTest, AFailedFabricManagerRestartIsAlertedAndRateLimited) {
   check.Run(0);
   EXPECT_EQ(runs.size(), 2u);
 
-  o.fabricmanager_restart = false;  // off (the worker's flag, or the node's label)
+  o.fabricmanager_restart = false;  // off: the worker's flag
   ServiceCheck off(o);
   EXPECT_EQ(SvcTestKeys(off.Run(0)), (std::vector<std::string>{"fabricmanager-down@"}));
   EXPECT_EQ(runs.size(), 2u);
+}
+
+// The node's label repair.gpool.io/fabricmanager-restart=off is asked before
+// each restart, so an operator's `gpool node label` (pushed to the worker)
+// stops restarts without a worker restart, and its removal lets them go on.
+TEST(ServiceCheckTest, TheNodeLabelTurnsFabricManagerRestartsOffAndOnAtRuntime) {
+  SvcFakeNode node;
+  node.NvSwitch();
+  node.Process(2, "bash");
+  std::vector<std::vector<std::string>> runs;
+  bool labelled_off = true;
+  ServiceCheckOptions o = node.Options();
+  o.fabricmanager_restart = true;
+  o.fabricmanager_restart_off = [&labelled_off] { return labelled_off; };
+  o.fabricmanager_restart_run = [&runs](const std::vector<std::string>& argv) {
+    runs.push_back(argv);
+    return Status::Internal("Unit nvidia-fabricmanager.service not found.");
+  };
+  ServiceCheck check(o);
+  EXPECT_EQ(SvcTestKeys(check.Run(0)), (std::vector<std::string>{"fabricmanager-down@"})) << "fenced, not restarted";
+  node.clock.Advance(o.fabricmanager_restart_interval_ms);
+  check.Run(0);
+  EXPECT_TRUE(runs.empty());
+  EXPECT_EQ(check.restart_attempts(), 0u);
+
+  labelled_off = false;
+  const std::vector<HealthFinding> on = check.Run(0);
+  EXPECT_EQ(runs.size(), 1u);
+  EXPECT_NE(SvcTestFind(on, HealthKind::kFabricmanagerRestart), nullptr);
 }
 
 TEST(ServiceCheckTest, FabricManagerNotNeededWithoutNvswitch) {
