@@ -22,6 +22,9 @@
 #include "protocol/model/prices.h"
 
 namespace gpool {
+namespace wire {
+class ObjectReader;
+}  // namespace wire
 
 // The dimensions a report can sum by. "detail" keeps every dimension of the
 // rollups (user, queue, pool, model, class): what an invoice prices.
@@ -122,11 +125,20 @@ struct UpdatePrices {
   static constexpr MessageType kType = MessageType::kUpdatePrices;
   PricesOp op = PricesOp::kShow;  // by name on the wire; absent: show
   PriceTable table;
+  // Set: the table left "billing" out, as a client from before billing
+  // rules (issue 50) sends it, so the committed billing rules stay
+  // (UpdatePricesCmd.keep_billing) instead of being cleared by an operator
+  // who only changed a price. Every newer client sends "billing" (an empty
+  // map clears them). Filled when the message is read; never sent.
+  bool keep_billing = false;
   template <typename V>
   void Fields(V& v) {
     v.Optional("op", op);
     v.Optional("table", table);
   }
+  // Reads Fields, then keep_billing (protocol/prices_update.cc, which keeps
+  // msgpack out of this header; the wire reader calls it instead of Fields).
+  void Unpack(wire::ObjectReader& reader);
 };
 
 struct UpdatePricesReply {

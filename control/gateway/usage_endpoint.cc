@@ -82,7 +82,7 @@ void UsageEndpoint::Handle(const Request& request, const Envelope& envelope, int
   PriceTable table = std::move(msg->table);
   table.set_by = request.actor.name;
   const size_t models = table.models.size();
-  ctx_.ProposeAudited(state::UpdatePricesCmd{std::move(table)}, [this, request, models,
+  ctx_.ProposeAudited(state::UpdatePricesCmd{std::move(table), msg->keep_billing}, [this, request, models,
                                                              who = request.actor.name](const state::ApplyResult& result) {
     if (!result.status.ok()) return ctx_.Fail(request, result.status);
     spdlog::info("prices set user={} models={}", who, models);

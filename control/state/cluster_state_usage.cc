@@ -112,6 +112,10 @@ ApplyResult ClusterState::ApplyUsageCheckpoint(int64_t now, const UsageCheckpoin
 ApplyResult ClusterState::ApplyUpdatePrices(int64_t now, const UpdatePricesCmd& cmd) {
   PriceTable table = cmd.table;
   table.set_ms = now;
+  if (cmd.keep_billing) {
+    const PriceTable* current = usage_ledger_.prices();
+    table.billing = current != nullptr ? current->billing : BillingRules{};
+  }
   usage_ledger_.set_prices(std::move(table));
   return {};
 }

@@ -368,9 +368,14 @@ struct UsageCheckpointCmd {
 // The committed price table (`gpool prices set`), validated at the gateway.
 struct UpdatePricesCmd {
   PriceTable table;
+  // The committed billing rules stay (a client from before them left
+  // "billing" out: UpdatePrices.keep_billing); carried in the entry so
+  // every replica applies the same.
+  bool keep_billing = false;
   template <typename V>
   void Fields(V& v) {
     v.Required("table", table);
+    v.Optional("keep_billing", keep_billing);
   }
 };
 
