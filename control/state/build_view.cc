@@ -124,20 +124,38 @@ void ClusterState::RefreshView(topology::ClusterView& view, ViewCursor& cursor, 
   BuildPending(view, now_ms);
 }
 
+// Rebuilt every cycle from every task holding resources (100,000 at the
+// issue-49 scale, on the leader's loop): each job is looked up once, not
+// twice per task (a std::map of every retained job: a million at that scale,
+// twenty cache misses a lookup), the node comes with the task from the
+// node's own list instead of a lookup by name, and the previous cycle's
+// entries are overwritten in place, as BuildPending's are. Every field is
+// assigned on every pass. The order stays by task id, the order the
+// scheduler has always been given them in (ties among victims break by it).
 void ClusterState::BuildRunning(topology::ClusterView& view, int64_t now_ms) const {
-  view.running.clear();
-  view.running.reserve(active_count_);
-  const JobRecord* last_job = nullptr;
+  using NodeEntry = std::map<std::string, NodeRecord>::value_type;
+  std::vector<std::pair<TaskId, const NodeEntry*>> held;
+  held.reserve(active_count_);
+  for (const NodeEntry& entry : nodes_) {
+    for (const TaskId& id : entry.second.tasks) held.emplace_back(id, &entry);
+  }
+  std::sort(held.begin(), held.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t used = 0;
+  const JobRecord* job = nullptr;
   std::vector<uint32_t> active;
-  for (const TaskId& id : ActiveTasks()) {
-    const JobRecord* job = FindJob(id.job);
-    const TaskRecord* task = FindTask(id);
-    if (job == nullptr || task == nullptr) continue;
-    if (job != last_job) {  // ActiveTasks() is ordered by job, so this runs once per job
+  for (const auto& [id, entry] : held) {
+    if (job == nullptr || job->id != id.job) {  // sorted by job: once per job
+      job = FindJob(id.job);
+      if (job == nullptr) continue;
       active = ActivePerGroup(*job);
-      last_job = job;
     }
-    topology::RunningTask running;
+    if (id.index >= job->tasks.size() || job->tasks[id.index].id != id) continue;
+    const TaskRecord* task = &job->tasks[id.index];
+    // The node whose list holds the task is the one it names; a lookup only
+    // if they ever disagreed.
+    const NodeRecord* node = entry->first == task->node ? &entry->second : FindNode(task->node);
+    if (used == view.running.size()) view.running.emplace_back();
+    topology::RunningTask& running = view.running[used++];
     running.job = job->id;
     running.task_index = id.index;
     running.group = task->group;
@@ -149,12 +167,14 @@ void ClusterState::BuildRunning(topology::ClusterView& view, int64_t now_ms) con
     // Replicas are oversubscription: no GPU of the queue's, and evicting
     // one frees no GPU anyone else could take.
     running.gpus = task->grant().time_slice ? 0 : static_cast<uint32_t>(task->gpu_indices.size());
-    if (const NodeRecord* node = FindNode(task->node); node != nullptr && !task->gpu_indices.empty()) {
+    running.gpu_model.clear();
+    running.gpu_memory_mib = 0;
+    if (node != nullptr && !task->gpu_indices.empty()) {
       for (const auto& gpu : node->spec.gpus) {
         if (gpu.index == task->gpu_indices.front()) running.gpu_model = gpu.model;
-        const bool held = std::find(task->gpu_indices.begin(), task->gpu_indices.end(), gpu.index) !=
-                          task->gpu_indices.end();
-        if (held && task->grant().Empty()) running.gpu_memory_mib += gpu.memory_mib;
+        const bool held_gpu = std::find(task->gpu_indices.begin(), task->gpu_indices.end(), gpu.index) !=
+                              task->gpu_indices.end();
+        if (held_gpu && task->grant().Empty()) running.gpu_memory_mib += gpu.memory_mib;
       }
       if (!task->grant().Empty()) running.gpu_memory_mib = task->grant().gpu_memory_mib * task->gpu_indices.size();
     }
@@ -166,14 +186,15 @@ void ClusterState::BuildRunning(topology::ClusterView& view, int64_t now_ms) con
     running.stopping = task->stop_requested;
     running.stopping_for = task->evicted ? task->evicted_for() : 0;
     running.evicted_by = task->evicted_by();
+    running.remaining_ms = -1;
     if (job->spec.max_runtime_ms != 0) {
       // A task bound but not started yet starts no earlier than now.
       const int64_t start = task->start_ms != 0 ? task->start_ms : now_ms;
       const int64_t ends = start + static_cast<int64_t>(job->spec.max_runtime_ms);
       running.remaining_ms = std::max<int64_t>(ends - now_ms, 0);
     }
-    view.running.push_back(std::move(running));
   }
+  view.running.resize(used);
 }
 
 // Rebuilt every cycle from the pending set, which a burst makes large (10k
