@@ -1,10 +1,15 @@
 #include "control/scheduler_driver.h"
 
-#include <spdlog/spdlog.h>
-
+#include <algorithm>
 #include <chrono>
 
+#include <spdlog/spdlog.h>
+
 namespace gpool::control {
+
+int64_t CycleGapMs(int64_t interval_ms, int64_t last_refresh_us) {
+  return std::max(interval_ms, kViewPacing * last_refresh_us / 1000);
+}
 
 SchedulerDriver::~SchedulerDriver() {
   if (cycle_thread_.joinable()) cycle_thread_.join();  // the cycle reads view_
@@ -35,10 +40,14 @@ bool SchedulerDriver::Tick(int64_t now_ms) {
     return false;
   }
   last_pending_ms_ = now_ms;
-  if (!dirty_ || in_flight_ || now_ms - last_run_ms_ < options_.interval_ms) return false;
+  if (!dirty_ || in_flight_ || now_ms - last_run_ms_ < CycleGapMs(options_.interval_ms, last_refresh_us_)) return false;
   dirty_ = false;
   last_run_ms_ = now_ms;
+  const auto refresh_start = std::chrono::steady_clock::now();
   state_.RefreshView(view_, view_cursor_, options_.wall_clock != nullptr ? options_.wall_clock->WallMs() : 0);
+  last_refresh_us_ =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - refresh_start).count();
+  if (options_.metrics != nullptr) options_.metrics->view_refresh_seconds.Observe(static_cast<double>(last_refresh_us_) / 1e6);
   if (view_.pending.empty()) return false;
   ++cycles_;
   if (options_.background) {

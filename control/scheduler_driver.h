@@ -18,6 +18,13 @@
 // coordinator holds no copy of its cluster. A cycle starts only when some
 // job is pending.
 //
+// The view is refreshed on the loop thread, and its running part walks every
+// task holding resources: tens of milliseconds at 100,000 live tasks. So a
+// cycle also waits until kViewPacing times the last refresh has passed since
+// the last one began (CycleGapMs): building views takes at most about a
+// fifth of the loop's time, whatever the cluster's size, and a small
+// cluster, whose refresh costs microseconds, keeps its 10 ms interval.
+//
 // With `background`, the pure scheduler runs on its own thread over the
 // view, so a long cycle (a large cluster with a deep backlog) never holds up
 // the loop that serves clients, workers and Raft heartbeats; the plan is
@@ -58,6 +65,11 @@ struct SchedulerDriverOptions {
   SchedulingMetrics* metrics = nullptr;
 };
 
+// The least time between two cycles' starts: the interval, or kViewPacing
+// times what the last view refresh took, whichever is longer.
+inline constexpr int64_t kViewPacing = 4;
+int64_t CycleGapMs(int64_t interval_ms, int64_t last_refresh_us);
+
 class SchedulerDriver {
  public:
   SchedulerDriver(const SchedulerDriverOptions& options, const state::ClusterState& state, Proposer& proposer)
@@ -81,6 +93,7 @@ class SchedulerDriver {
   bool Tick(int64_t now_ms);
 
   uint64_t cycles() const { return cycles_; }
+  int64_t last_refresh_us() const { return last_refresh_us_; }
   // Whether a view is kept between cycles (tests; memory accounting).
   bool holds_view() const { return view_cursor_.generation != 0; }
 
@@ -99,6 +112,7 @@ class SchedulerDriver {
   bool reasons_deferred_ = false;
   uint64_t cycles_ = 0;
   int64_t last_pending_ms_ = 0;
+  int64_t last_refresh_us_ = 0;  // what the last RefreshView took on the loop
   // Declared before computing_: a running background cycle reads it, and
   // members are destroyed in reverse order.
   topology::ClusterView view_;

@@ -212,5 +212,27 @@ TEST_F(SchedulerDriverBackgroundTest, FinishedCycleSignalsAndIsCollectedAtOnce) 
   EXPECT_EQ(state.FindJob(JobId(1))->state, JobState::kRunning);
 }
 
+// The loop's share of view building is bounded (issue 49): a refresh that
+// took 30 ms holds the next cycle back 120 ms; a sub-millisecond one leaves
+// the configured interval.
+TEST(CycleGapTest, ACostlyViewRefreshSpacesTheCyclesOut) {
+  EXPECT_EQ(CycleGapMs(10, 0), 10);
+  EXPECT_EQ(CycleGapMs(10, 800), 10);
+  EXPECT_EQ(CycleGapMs(10, 30'000), 120);
+  EXPECT_EQ(CycleGapMs(500, 30'000), 500);
+}
+
+TEST(SchedulerDriverMetricsTest, ACycleRecordsWhatItsViewRefreshTook) {
+  state::ClusterState state;
+  ImmediateProposer proposer{state};
+  SchedulingMetrics metrics;
+  SchedulerDriver driver{SchedulerDriverOptions{.metrics = &metrics}, state, proposer};
+  proposer.Propose(state::RegisterNodeCmd{Node("n1", 1), {}}, [](const auto&) {});
+  proposer.Propose(state::SubmitJobCmd{Job("j", 1), ""}, [](const auto&) {});
+  ASSERT_TRUE(driver.Tick(0));
+  EXPECT_GE(driver.last_refresh_us(), 0);
+  EXPECT_EQ(metrics.view_refresh_seconds.count(), 1u);
+}
+
 }  // namespace
 }  // namespace gpool::control

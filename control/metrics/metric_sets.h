@@ -15,6 +15,8 @@ namespace gpool::control {
 struct SchedulingMetrics {
   metrics::Histogram cycle_seconds{metrics::LatencyBounds()};
   metrics::Histogram decisions_per_cycle{metrics::CountBounds()};
+  // What refreshing the scheduler's view took the loop thread, per cycle.
+  metrics::Histogram view_refresh_seconds{metrics::LatencyBounds()};
   uint64_t cycles = 0;
   uint64_t binds = 0;
   std::map<std::string, uint64_t> evictions_by_cause;  // preempt | reclaim | other

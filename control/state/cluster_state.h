@@ -191,8 +191,11 @@ class ClusterState {
   bool health_breaker_open() const { return breaker_open_; }
 
   // Retention (retention.h). Whether a ForgetJobsCmd with these numbers
-  // would forget any job now: the leader proposes one only then. One pass
-  // over the jobs, without allocating (the leader asks once a minute).
+  // would forget any job now: the leader proposes one only then. Answered
+  // from counts and a bound while no finished job can be past the policy
+  // (fewer finished jobs than keep_newest, none finished before the
+  // cutoff): a million retained jobs are walked only when one may be
+  // forgettable, not on every check on the leader's loop (issue 49).
   bool AnyForgettable(int64_t finished_before_ms, uint64_t keep_newest) const;
   // Whether `id` was admitted and has been forgotten since (ids are handed
   // out in order and only retention removes a job).
@@ -432,6 +435,11 @@ class ClusterState {
   int64_t breaker_opened_ms_ = 0;
   std::map<std::string, NodeRecord> nodes_;
   std::map<uint64_t, JobRecord> jobs_;
+  // At most the earliest finish_ms of any finished job (INT64_MIN: unknown,
+  // as after a restore): lowered as jobs finish, set exactly by the walk in
+  // AnyForgettable. Forgetting only raises the true minimum, so it stays a
+  // bound. A cache of what jobs_ holds, never in a snapshot.
+  mutable int64_t finish_floor_ms_ = INT64_MIN;
   std::map<std::string, QueueRecord> queues_;
   std::map<std::string, UserSpec> users_;
   std::map<std::string, std::string> enrolled_nodes_;  // node -> worker key, until it registers

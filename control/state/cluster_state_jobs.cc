@@ -299,6 +299,7 @@ void ClusterState::UpdateJobState(JobRecord& job, int64_t now) {
     job.start_ms = first;
   }
   if (IsTerminal(next) && job.finish_ms == 0) job.finish_ms = now;
+  if (IsTerminal(next)) finish_floor_ms_ = std::min(finish_floor_ms_, job.finish_ms);
   if (next != JobState::kPending && job.waiting_reasons()) {
     job.UpdateExtras([](JobRecord::Extras& e) {
       e.pending.clear();

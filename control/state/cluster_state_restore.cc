@@ -170,6 +170,7 @@ Status ClusterState::Restore(std::string_view snapshot) {
   generation_ = NextGeneration();  // every cached view is stale
   nodes_ = std::move(parts.nodes);
   jobs_ = std::move(parts.jobs);
+  finish_floor_ms_ = INT64_MIN;  // unknown: the next retention check walks the jobs once
   queues_.clear();
   for (auto& queue : image->queues) queues_[queue.spec.name] = std::move(queue);
   events_ = std::move(parts.events);

@@ -52,12 +52,22 @@ std::vector<uint64_t> ClusterState::Forgettable(int64_t finished_before_ms, uint
 }
 
 bool ClusterState::AnyForgettable(int64_t finished_before_ms, uint64_t keep_newest) const {
+  // Done jobs are finished ones (terminal), so neither test can pass while
+  // the terminal jobs are no more than keep_newest and none finished before
+  // the cutoff.
+  const uint64_t terminal = uint64_t{jobs_in_state(JobState::kSucceeded)} + jobs_in_state(JobState::kFailed) +
+                            jobs_in_state(JobState::kCancelled);
+  if (terminal <= keep_newest && finish_floor_ms_ >= finished_before_ms) return false;
   uint64_t finished = 0;
+  int64_t floor = INT64_MAX;
+  bool any = false;
   for (const auto& [id, job] : jobs_) {
-    if (!RetainedJobIsDone(job)) continue;
-    if (job.finish_ms < finished_before_ms || ++finished > keep_newest) return true;
+    if (IsTerminal(job.state)) floor = std::min(floor, job.finish_ms);
+    if (any || !RetainedJobIsDone(job)) continue;
+    if (job.finish_ms < finished_before_ms || ++finished > keep_newest) any = true;
   }
-  return false;
+  finish_floor_ms_ = floor;
+  return any;
 }
 
 ApplyResult ClusterState::ApplyForgetJobs(const ForgetJobsCmd& cmd) {

@@ -1,6 +1,8 @@
 // Retention in the state machine: ForgetJobsCmd forgets finished jobs by
 // finish time and count, keeps their summaries and usage, frees their
 // idempotency keys, and what it leaves survives a snapshot.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -110,6 +112,57 @@ TEST_F(RetentionStateTest, FinishedJobsBeforeTheCutoffAreForgottenAndTheirUsageK
   // Nothing left to forget by that cutoff: the same command changes nothing.
   EXPECT_FALSE(state_.AnyForgettable(100'000, 100));
   EXPECT_EQ(Do(ForgetJobsCmd{100'000, 100}, 300'001).jobs_forgotten, 0u);
+}
+
+// AnyForgettable answers from counts and a bound of the earliest finish
+// while nothing can be forgettable (issue 49: the walk over a million
+// retained jobs every check held the leader's loop). Whatever happened since
+// (jobs finishing, forgotten, a restore), it must answer as the full walk
+// does: the reference below is that walk, over the public jobs.
+TEST_F(RetentionStateTest, TheCheapAnswerAlwaysMatchesAFullWalk) {
+  auto reference = [&](int64_t cutoff, uint64_t keep) {
+    uint64_t finished = 0;
+    for (const auto& [id, job] : state_.jobs()) {
+      if (!IsTerminal(job.state)) continue;
+      const bool held = std::any_of(job.tasks.begin(), job.tasks.end(), [](const TaskRecord& t) {
+        return HoldsResources(t.state) || t.command_seq != 0;
+      });
+      if (held) continue;
+      if (job.finish_ms < cutoff || ++finished > keep) return true;
+    }
+    return false;
+  };
+  uint64_t seed = 12345;
+  auto next = [&seed](uint64_t bound) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (seed >> 33) % bound;
+  };
+  int64_t now = 1'000;
+  std::vector<uint64_t> running;
+  for (int step = 0; step < 300; ++step) {
+    now += 1'000;
+    const uint64_t action = next(10);
+    if (action < 3 && running.empty()) {  // Run binds GPUs 0 and 1: one at a time
+      const uint64_t job = Submit(now);
+      Run(job, now, 0);
+      running.push_back(job);
+    } else if (action < 6 && !running.empty()) {
+      Event(running.front(), "exited", static_cast<int32_t>(next(2)), now);
+      running.erase(running.begin());
+    } else if (action == 6) {
+      Do(ForgetJobsCmd{.finished_before_ms = now - static_cast<int64_t>(next(20'000)), .keep_newest = next(6)}, now);
+    } else if (action == 7) {
+      ClusterState restored;
+      ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
+      state_ = std::move(restored);
+    }
+    for (int probe = 0; probe < 4; ++probe) {
+      const int64_t cutoff = now - static_cast<int64_t>(next(30'000));
+      const uint64_t keep = next(8) + (probe == 3 ? 1'000 : 0);
+      ASSERT_EQ(state_.AnyForgettable(cutoff, keep), reference(cutoff, keep))
+          << "step " << step << " cutoff " << cutoff << " keep " << keep;
+    }
+  }
 }
 
 TEST_F(RetentionStateTest, BeyondTheNewestNTheEarliestFinishedGoFirst) {
