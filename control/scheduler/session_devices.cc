@@ -275,8 +275,9 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
   if (indexed) BucketInsert(node_index);
   // Replicas are oversubscription, not capacity: they count against no GPU quota.
   const auto charged_gpus = placement.grant.time_slice ? 0u : static_cast<uint32_t>(placement.gpu_indices.size());
-  queues_.Charge(job.queue, queues_.Demand(charged_gpus, need.cpu_milli,
-                                           need.memory_mib, model, placement.gpu_memory_mib));
+  Amounts& charge = DemandScratch();
+  queues_.AddDemand(charge, charged_gpus, need.cpu_milli, need.memory_mib, model, placement.gpu_memory_mib);
+  queues_.Charge(job.queue, charge);
   const uint32_t group = job.view->groups.empty() ? 0 : task.group;
   if (group < job.active.size()) ++job.active[group];
   return placement;
@@ -320,8 +321,10 @@ void Session::Unplace(WorkJob& job, const PendingTask& task, size_t node_index, 
   node.memory_free += placement.memory_mib;
   if (indexed) BucketInsert(node_index);
   const auto refunded_gpus = placement.grant.time_slice ? 0u : static_cast<uint32_t>(placement.gpu_indices.size());
-  queues_.Refund(job.queue, queues_.Demand(refunded_gpus, placement.cpu_milli,
-                                           placement.memory_mib, model, placement.gpu_memory_mib));
+  Amounts& refund = DemandScratch();
+  queues_.AddDemand(refund, refunded_gpus, placement.cpu_milli, placement.memory_mib, model,
+                    placement.gpu_memory_mib);
+  queues_.Refund(job.queue, refund);
   const uint32_t group = job.view->groups.empty() ? 0 : task.group;
   if (group < job.active.size() && job.active[group] > 0) --job.active[group];
   NewGeneration();
