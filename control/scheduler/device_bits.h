@@ -57,8 +57,9 @@ class DeviceBits {
   // `size` bits, all `value` (std::vector::assign).
   void Assign(size_t size, bool value) {
     Release();
+    // Allocated before size_ says spilled: a throwing new leaves an empty mask.
+    if (size > kInline) bits_.heap = new uint64_t[WordsFor(size)];
     size_ = static_cast<uint32_t>(size);
-    if (Spilled()) bits_.heap = new uint64_t[WordsFor(size_)];
     uint64_t* words = Words();
     const size_t count = WordsFor(size_);
     for (size_t w = 0; w < count; ++w) words[w] = value ? ~uint64_t{0} : 0;
@@ -101,14 +102,15 @@ class DeviceBits {
       Words()[WordsFor(size_) - 1] &= (uint64_t{1} << (size_ % 64)) - 1;
     }
   }
+  // Into an empty mask (size_ 0).
   void CopyFrom(const DeviceBits& other) {
-    size_ = other.size_;
-    if (!Spilled()) {
+    if (!other.Spilled()) {
       bits_.word = other.bits_.word;
-      return;
+    } else {
+      bits_.heap = new uint64_t[WordsFor(other.size_)];  // before size_: a throwing new leaves an empty mask
+      std::memcpy(bits_.heap, other.bits_.heap, WordsFor(other.size_) * sizeof(uint64_t));
     }
-    bits_.heap = new uint64_t[WordsFor(size_)];
-    std::memcpy(bits_.heap, other.bits_.heap, WordsFor(size_) * sizeof(uint64_t));
+    size_ = other.size_;
   }
   void Release() {
     if (Spilled()) delete[] bits_.heap;
