@@ -269,7 +269,6 @@ void Backfill(Session& session) {
       auto node = session.FindNode(job, *task, session.MayIgnoreReservations(job), ignored);
       if (!node) break;
       session.plan().binds.push_back(session.Place(job, *task, *node));
-      job.placed[static_cast<size_t>(task - job.view->tasks.data())] = true;
       order.Charged(job, demand);
     }
     job.done = true;

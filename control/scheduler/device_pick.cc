@@ -69,7 +69,7 @@ std::vector<size_t> Choose(const topology::NodeView& node, std::vector<Candidate
 }
 
 DevicePick PickShares(const topology::NodeView& node, const std::vector<DeviceLoad>& loads,
-                      const std::vector<bool>& allowed, const Resources& need, topology::NumaPolicy numa,
+                      const DeviceBits& allowed, const Resources& need, topology::NumaPolicy numa,
                       topology::PlacementPolicy gpu_policy) {
   // Spread turns the best-fit order around: most room left first.
   const bool spread = gpu_policy == topology::PlacementPolicy::kSpread;
@@ -120,7 +120,7 @@ DevicePick PickShares(const topology::NodeView& node, const std::vector<DeviceLo
 }
 
 DevicePick PickMig(const topology::NodeView& node, const std::vector<DeviceLoad>& loads,
-                   const std::vector<bool>& allowed, const Resources& need) {
+                   const DeviceBits& allowed, const Resources& need) {
   DevicePick pick;
   std::optional<size_t> best;
   topology::MigFit best_fit;
@@ -155,7 +155,7 @@ DevicePick PickMig(const topology::NodeView& node, const std::vector<DeviceLoad>
 }  // namespace
 
 DevicePick PickShared(const topology::NodeView& node, const std::vector<DeviceLoad>& loads,
-                      const std::vector<bool>& allowed, const Resources& need, topology::NumaPolicy numa,
+                      const DeviceBits& allowed, const Resources& need, topology::NumaPolicy numa,
                       topology::PlacementPolicy gpu_policy) {
   if (need.Mig()) return PickMig(node, loads, allowed, need);
   return PickShares(node, loads, allowed, need, numa, gpu_policy);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "control/scheduler/device_bits.h"
 #include "protocol/types.h"
 #include "topology/cluster_view.h"
 #include "topology/device_share.h"
@@ -28,7 +29,7 @@ struct DevicePick {
 // `loads` and `allowed` are parallel to node.gpus; `allowed` already
 // excludes unhealthy devices, other models and UUIDs the job may not use.
 DevicePick PickShared(const topology::NodeView& node, const std::vector<topology::DeviceLoad>& loads,
-                      const std::vector<bool>& allowed, const Resources& need, topology::NumaPolicy numa,
+                      const DeviceBits& allowed, const Resources& need, topology::NumaPolicy numa,
                       topology::PlacementPolicy gpu_policy = topology::PlacementPolicy::kDefault);
 
 }  // namespace gpool::scheduler

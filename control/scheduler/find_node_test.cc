@@ -140,7 +140,7 @@ TEST(FindNodeTest, TwinsAreCheckedAndScoredAsEachNodeAlone) {
       EXPECT_EQ(found, ScanEveryNode(session, job, task)) << "seed " << seed << " job " << job.view->id.value()
                                                           << " strategy " << StrategyName(config.node_order.strategy);
       ++searches;
-      if (found) session.Commit(job, task, session.Place(job, task, *found));
+      if (found) session.Commit(session.Place(job, task, *found));
     }
   }
   EXPECT_EQ(searches, 400u * 8u);

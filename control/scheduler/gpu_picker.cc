@@ -116,12 +116,14 @@ bool Unlinked(const NodeView& node) {
 
 }  // namespace
 
-std::optional<std::vector<size_t>> PickGpus(const NodeView& node, const std::vector<bool>& free,
+std::optional<std::vector<size_t>> PickGpus(const NodeView& node, const DeviceBits& free,
                                             const GpuRequest& request) {
   std::vector<size_t> candidates;
   candidates.reserve(node.gpus.size());  // one allocation, not one per doubling: this runs per placement
+  // Any model: no device's model is read (each device is a cold line at 100,000 nodes).
+  const bool any_model = request.model.empty();
   for (size_t s = 0; s < node.gpus.size() && s < free.size(); ++s) {
-    if (free[s] && GpuModelAllowed(request.model, node.gpus[s].model)) candidates.push_back(s);
+    if (free[s] && (any_model || GpuModelAllowed(request.model, node.gpus[s].model))) candidates.push_back(s);
   }
   if (candidates.size() < request.count) return std::nullopt;
   if (request.count == 0) return std::vector<size_t>{};

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "control/scheduler/device_bits.h"
 #include "topology/cluster_view.h"
 
 namespace gpool::scheduler {
@@ -30,7 +31,7 @@ struct GpuRequest {
 // Slot positions (indices into node.gpus) of the chosen GPUs, or nullopt
 // when the free GPUs cannot satisfy the request. `free` is parallel to
 // node.gpus and already excludes unhealthy GPUs.
-std::optional<std::vector<size_t>> PickGpus(const topology::NodeView& node, const std::vector<bool>& free,
+std::optional<std::vector<size_t>> PickGpus(const topology::NodeView& node, const DeviceBits& free,
                                             const GpuRequest& request);
 
 }  // namespace gpool::scheduler

@@ -30,9 +30,9 @@ NodeView TwoGroups(const std::set<uint32_t>& busy) {
   return node;
 }
 
-std::vector<bool> FreeGpus(const NodeView& node) {
-  std::vector<bool> free;
-  for (const auto& gpu : node.gpus) free.push_back(gpu.healthy && !gpu.allocated);
+DeviceBits FreeGpus(const NodeView& node) {
+  DeviceBits free;
+  for (const auto& gpu : node.gpus) free.PushBack(gpu.healthy && !gpu.allocated);
   return free;
 }
 

@@ -76,7 +76,7 @@ class Placer {
       if (!PlaceGroup(job_.view->groups[group].network_tier, tasks, domain)) return Fail();
     }
     if (!PlaceTasks(free_tasks, domain)) return Fail();
-    for (auto& [task, node, placement] : placed_) session_.Commit(job_, *task, std::move(placement));
+    for (auto& tentative : placed_) session_.Commit(std::move(tentative.placement));
     placed_.clear();
     return true;
   }

@@ -249,7 +249,7 @@ Session::FragChoice Session::ComputeFragmentation(const WorkJob& job, const Pend
   };
   if (need.Shared() && need.gpus == 1 && node.family == DeviceFamily::kGeneric) {
     // A share may go on any device with room: take the one that strands the least.
-    const std::vector<bool> mask = DeviceMask(job, task, node);
+    const DeviceBits mask = DeviceMask(job, task, node);
     const auto& loads = Loads(node);
     const std::string qos = topology::EffectiveQos(need);
     // fgd compares devices by the artifact's integer score, first device on ties.
@@ -285,14 +285,14 @@ Session::FragChoice Session::ComputeFragmentation(const WorkJob& job, const Pend
   return growth(measure(free));
 }
 
-std::vector<bool> Session::ShareMask(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
-  std::vector<bool> mask = DeviceMask(job, task, node);
+DeviceBits Session::ShareMask(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+  DeviceBits mask = DeviceMask(job, task, node);
   // A job with its own GPU policy chooses among every device with room.
   if (FragmentationAware() && job.view->gpu_policy == PlacementPolicy::kDefault && task.resources.Shared() &&
       task.resources.gpus == 1) {
     if (auto slot = BestFragmentation(job, task, node).slot) {
-      mask.assign(mask.size(), false);
-      mask[*slot] = true;
+      mask.Assign(mask.size(), false);
+      mask.Set(*slot, true);
     }
   }
   return mask;

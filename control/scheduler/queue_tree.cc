@@ -159,7 +159,7 @@ Amounts QueueTree::Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib
   return demand;
 }
 
-void QueueTree::AddDemand(Amounts& into, uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib,
+void QueueTree::AddDemand(std::span<uint64_t> into, uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib,
                           const std::string& model, uint64_t gpu_memory_mib) const {
   into[kGpu] += gpus;
   into[kCpu] += cpu_milli;
@@ -207,7 +207,7 @@ void QueueTree::UsageChanged(int leaf) {
   }
 }
 
-void QueueTree::Charge(int leaf, const Amounts& demand) {
+void QueueTree::Charge(int leaf, std::span<const uint64_t> demand) {
   UsageChanged(leaf);
   for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
     auto& used = queues_[static_cast<size_t>(at)].used;
@@ -215,7 +215,7 @@ void QueueTree::Charge(int leaf, const Amounts& demand) {
   }
 }
 
-void QueueTree::Refund(int leaf, const Amounts& demand) {
+void QueueTree::Refund(int leaf, std::span<const uint64_t> demand) {
   UsageChanged(leaf);
   for (int at = leaf; at >= 0; at = queues_[static_cast<size_t>(at)].parent) {
     auto& used = queues_[static_cast<size_t>(at)].used;

@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -71,8 +72,9 @@ class QueueTree {
   Amounts Demand(uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model,
                  uint64_t gpu_memory_mib = 0) const;
   // Demand's amounts added to `into` (resource_count() long): a gang's sum
-  // without a vector per task (100,000 pending tasks a cycle at 100k nodes).
-  void AddDemand(Amounts& into, uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model,
+  // without a vector per task (100,000 pending tasks a cycle at 100k nodes),
+  // or a running task's row of the session's charges.
+  void AddDemand(std::span<uint64_t> into, uint32_t gpus, uint64_t cpu_milli, uint64_t memory_mib, const std::string& model,
                  uint64_t gpu_memory_mib = 0) const;
   // Some queue caps the resource (so per-node checks of it are worth making).
   bool Capped(size_t resource) const { return resource < capped_.size() && capped_[resource]; }
@@ -88,8 +90,8 @@ class QueueTree {
   };
   std::optional<Overrun> CheckCapability(int leaf, const Amounts& demand, bool within_deserved = false) const;
   topology::PendingReason DescribeOverrun(const Overrun& overrun, const Amounts& demand) const;
-  void Charge(int leaf, const Amounts& demand);
-  void Refund(int leaf, const Amounts& demand);
+  void Charge(int leaf, std::span<const uint64_t> demand);
+  void Refund(int leaf, std::span<const uint64_t> demand);
   void Claim(int leaf, const Amounts& demand);
 
   // Dominant share of a queue: the largest used/deserved over gpu, cpu,

@@ -101,7 +101,6 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     node.memory_total = node_view.memory_mib_total;
     node.cpu_free = node_view.cpu_milli_free;
     node.memory_free = node_view.memory_mib_free;
-    node.gpu_free.reserve(node_view.gpus.size());
     if (host_claim) {
       free.cpu_milli += static_cast<double>(node.cpu_free);
       free.memory_mib += static_cast<double>(node.memory_free);
@@ -111,7 +110,7 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
       const bool sliced = gpu.TimeSliced();
       const bool whole_free = gpu.healthy && !gpu.allocated && !sliced &&
                               (!HasSharingState(gpu) || topology::WholeFree(gpu, topology::DeviceLoad::Of(gpu)));
-      node.gpu_free.push_back(whole_free);
+      node.gpu_free.PushBack(whole_free);
       // Static MIG devices never run whole-GPU work.
       const bool mig_only = MigOnlyDevice(gpu);
       if (gpu.healthy && !mig_only && !sliced) ++node.usable_gpus;
@@ -233,6 +232,8 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
   // Tasks of one job sit side by side in the view, mostly on one queue (and
   // often one node): the previous task's answers save a lookup by name.
   const topology::RunningTask* previous = nullptr;
+  const size_t resources = queues_.resource_count();
+  running_charges_.assign(view.running.size() * resources, 0);
   for (const auto& task : view.running) {
     WorkTask work;
     work.view = &task;
@@ -249,7 +250,9 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     }
     previous = &task;
     work.evicted = task.stopping;
-    work.charge = queues_.Demand(task.gpus, task.cpu_milli, task.memory_mib, task.gpu_model, task.gpu_memory_mib);
+    const std::span<uint64_t> charge(running_charges_.data() + running_.size() * resources, resources);
+    queues_.AddDemand(charge, task.gpus, task.cpu_milli, task.memory_mib, task.gpu_model, task.gpu_memory_mib);
+    work.charge = charge;
     queues_.Charge(work.queue, work.charge);
     if (work.node >= 0) {
       ++running_at[static_cast<size_t>(work.node) + 1];
@@ -278,6 +281,18 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
   }
 
   jobs_.reserve(view.pending.size());
+  size_t active_slots = 0;
+  size_t pending_tasks = 0;
+  for (const auto& job_view : view.pending) {
+    active_slots += std::max<size_t>(1, job_view.groups.size());
+    pending_tasks += job_view.tasks.size();
+  }
+  // A task is bound once at most: the binds never move to a larger array
+  // (at 80,000 binds each doubling moved every placement made so far). The
+  // pages are touched only as binds are added.
+  plan_.binds.reserve(pending_tasks);
+  job_active_.assign(active_slots, 0);
+  size_t next_active = 0;
   for (const auto& job_view : view.pending) {
     uuid_lists_ = uuid_lists_ || !job_view.gpu_uuid_allow.empty() || !job_view.gpu_uuid_deny.empty();
     WorkJob job;
@@ -286,9 +301,9 @@ Session::Session(const topology::ClusterView& view, const SchedulerConfig& confi
     job.queue_pools = queues_.queue(job.queue).pools;
     job.pool = PoolOf(job_view.pool);
     const size_t groups = std::max<size_t>(1, job_view.groups.size());
-    job.active.assign(groups, 0);
+    job.active = std::span<uint32_t>(job_active_.data() + next_active, groups);
+    next_active += groups;
     for (size_t g = 0; g < job_view.groups.size(); ++g) job.active[g] = job_view.groups[g].active;
-    job.placed.assign(job_view.tasks.size(), false);
     jobs_.push_back(std::move(job));
   }
   std::set<uint64_t> draining;
@@ -400,13 +415,12 @@ bool Session::PlaceAll(WorkJob& job, const std::vector<const PendingTask*>& task
     }
     placed.push_back(Tentative{task, *node, Place(job, *task, *node)});
   }
-  for (auto& [task, node, placement] : placed) Commit(job, *task, std::move(placement));
+  for (auto& tentative : placed) Commit(std::move(tentative.placement));
   job.reasons.clear();
   return true;
 }
 
-void Session::Commit(WorkJob& job, const PendingTask& task, Placement placement) {
-  job.placed[static_cast<size_t>(&task - job.view->tasks.data())] = true;
+void Session::Commit(Placement placement) {
   plan_.binds.push_back(std::move(placement));
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "control/scheduler/config.h"
+#include "control/scheduler/device_bits.h"
 #include "control/scheduler/fragmentation.h"
 #include "control/scheduler/queue_tree.h"
 #include "control/scheduler/scheduler.h"
@@ -57,48 +58,54 @@ struct alignas(64) WorkNode {
   // is placed here this cycle (until then the view's figures hold).
   std::vector<topology::DeviceLoad> loads;
   const topology::NodeView* view = nullptr;
+  // The second line holds what the check chain reads of every candidate
+  // node (NodeChecks), the third what the devices' checks and the score
+  // read, the fourth the rest: a node takes four cache lines, not five, and
+  // a check touches two of them.
   // The view's figures the check chain reads for every candidate node,
   // copied so that a check reads the work node alone: the view's lines are
   // cold at 100,000 nodes, and each was a cache miss per node checked.
-  bool ready = true;
-  bool cordoned = false;
-  bool tainted = false;  // view->taints is not empty
   uint64_t cpu_total = 0;
   uint64_t memory_total = 0;
-  NodePool pool = NodePool::kPublic;
+  uint64_t claimed_for = 0;    // a preemptor whose victims drain here; nobody else places here
+  uint64_t reserved_for = 0;   // a starving large job; others only once past the starvation bound
   // The queue owning an exclusive node (index in queues()): kNoOwner for
   // none, kUnknownOwner when it names a queue that does not exist.
   static constexpr int kNoOwner = -1;
   static constexpr int kUnknownOwner = -2;
   int owner = kNoOwner;
-  bool owner_busy = false;  // holds work of its owning queue: not lent out
   uint32_t usable_gpus = 0;   // healthy GPUs that can run whole-GPU work
   uint32_t healthy_gpus = 0;  // healthy GPUs (shares and MIG instances may use static-MIG ones)
   // Healthy GPUs advertised as time-sliced replicas: in neither count
   // above, since only low-class whole-GPU tasks run on them, a replica each.
   uint32_t sliced_gpus = 0;
-  std::vector<bool> gpu_free;  // parallel to view->gpus
+  // Bumped by every Place and Unplace here: fragmentation scores remembered
+  // for an older version are stale (Session::BestFragmentation).
+  uint32_t version = 0;
+  bool ready = true;
+  bool cordoned = false;
+  bool tainted = false;  // view->taints is not empty
+  bool owner_busy = false;  // holds work of its owning queue: not lent out
   // No device of the view is shared, MIG-partitioned or split into cores:
   // until a share lands here this cycle (loads set), what it has free for
   // fragmentation is its free and usable GPU counts, CPU and memory alone.
   bool plain_devices = true;
-  std::string gpu_model;       // of its first GPU; "" without GPUs
-  DeviceFamily family = DeviceFamily::kGeneric;  // of its first GPU: which vendor rule places on it
   bool uniform_model = true;                     // every GPU is gpu_model
+  NodePool pool = NodePool::kPublic;
+  DeviceFamily family = DeviceFamily::kGeneric;  // of its first GPU: which vendor rule places on it
+  std::string gpu_model;       // of its first GPU; "" without GPUs
   std::optional<size_t> model_index;  // queues().ModelIndex(gpu_model), looked up once
-  uint64_t claimed_for = 0;    // a preemptor whose victims drain here; nobody else places here
-  uint64_t reserved_for = 0;   // a starving large job; others only once past the starvation bound
+  DeviceBits gpu_free;  // parallel to view->gpus; inline up to 64 devices (no allocation per node)
   std::span<const size_t> running;  // indices into Session::running (its part of running_by_node_)
   // Per NUMA node, what is free; empty until a NUMA-placed task lands here
   // this cycle (until then the view's figures hold).
   std::vector<topology::NumaSlot> numa;
-  // Bumped by every Place and Unplace here: fragmentation scores remembered
-  // for an older version are stale (Session::BestFragmentation).
-  uint32_t version = 0;
   bool Idle() const {
     return free_gpus == usable_gpus && cpu_free == cpu_total && memory_free == memory_total;
   }
 };
+// Four cache lines (libstdc++'s 32-byte strings; smaller elsewhere).
+static_assert(sizeof(WorkNode) <= 256, "a work node grew past four cache lines");
 
 // A job as the cycle tracks it.
 struct WorkJob {
@@ -106,8 +113,10 @@ struct WorkJob {
   int queue = 0;
   NodePool pool = NodePool::kPublic;
   uint8_t queue_pools = 0xFF;  // QueueNode::pools of its queue, here for the hot node checks
-  std::vector<uint32_t> active;  // per group: bound, running or placed this cycle
-  std::vector<bool> placed;      // parallel to view->tasks: placed this cycle
+  // Per group: bound, running or placed this cycle. Its part of
+  // Session::job_active_, one array for all jobs (a vector each was an
+  // allocation per pending job).
+  std::span<uint32_t> active;
   bool admitted = false;         // enqueue let it in
   bool capped = false;           // kept out only by a queue's capability (preemption may make room)
   bool done = false;             // placed, or its claim is in flight
@@ -139,7 +148,10 @@ struct WorkTask {
   int queue = 0;
   int node = -1;
   bool evicted = false;  // chosen as a victim this cycle (or already stopping)
-  Amounts charge;        // what it holds in quota terms
+  // What it holds in quota terms (resource_count() long): its row of
+  // Session::running_charges_, one array for all running tasks (a vector
+  // each was an allocation per running task, 84,000 at 100,000 nodes).
+  std::span<const uint64_t> charge;
 };
 
 // Why a node cannot take a task: the first failed check, in this order.
@@ -183,6 +195,9 @@ using RejectCounts = std::array<uint32_t, static_cast<size_t>(Reject::kCount)>;
 class Session {
  public:
   Session(const topology::ClusterView& view, const SchedulerConfig& config);
+  // Work nodes and tasks view arrays of their session (running, charge).
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   const SchedulerConfig& config() const { return config_; }
   QueueTree& queues() { return queues_; }
@@ -215,7 +230,7 @@ class Session {
   int64_t PreferBonus(const WorkJob& job, const WorkNode& node) const;
   // Devices the task may take on `node`: whole-free ones (whole requests) or
   // healthy ones (shares, MIG), of its model and allowed by its UUID lists.
-  std::vector<bool> DeviceMask(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  DeviceBits DeviceMask(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
   // The job has a NUMA policy and the node a NUMA layout to apply it to.
   bool NumaFilters(const WorkJob& job, const WorkNode& node) const;
   // What the node's GPUs hold from sharing tenants right now.
@@ -228,8 +243,8 @@ class Session {
   std::optional<size_t> FindNode(const WorkJob& job, const topology::PendingTask& task, bool ignore_reservations,
                                  std::vector<topology::PendingReason>& reasons,
                                  const std::vector<bool>* allowed = nullptr);
-  // Binds what was placed tentatively (marks the tasks placed, adds the binds).
-  void Commit(WorkJob& job, const topology::PendingTask& task, Placement placement);
+  // Binds what was placed tentatively (adds it to the plan's binds).
+  void Commit(Placement placement);
   // Places the task (node, GPUs, quota) and returns the placement.
   Placement Place(WorkJob& job, const topology::PendingTask& task, size_t node);
   void Unplace(WorkJob& job, const topology::PendingTask& task, size_t node, const Placement& placement);
@@ -318,7 +333,7 @@ class Session {
   // of one shape share it, so a node scored for one is scored for all.
   uint32_t FragTaskId(const WorkJob& job, const topology::PendingTask& task) const;
   // DeviceMask, narrowed for fragmentation-aware strategies to the device a share should take.
-  std::vector<bool> ShareMask(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
+  DeviceBits ShareMask(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
   int64_t DotProductScore(const topology::PendingTask& task, const WorkNode& node) const;
   int64_t GpuPackingScore(const WorkJob& job, const topology::PendingTask& task, const WorkNode& node) const;
   int64_t GpuClusteringScore(const topology::PendingTask& task, const WorkNode& node) const;
@@ -364,7 +379,13 @@ class Session {
   QueueTree queues_;
   std::vector<WorkNode> nodes_;
   std::vector<WorkJob> jobs_;
+  // WorkJob::active of every job, side by side; sized once, never resized
+  // after (the jobs view their parts).
+  std::vector<uint32_t> job_active_;
   std::vector<WorkTask> running_;
+  // WorkTask::charge of every running task, a row each; sized once, never
+  // resized after (the rows are viewed).
+  std::vector<uint64_t> running_charges_;
   // Indices into running_ by node, each node's tasks in the view's order:
   // WorkNode::running views its part. Built once, never resized after.
   std::vector<size_t> running_by_node_;
@@ -412,6 +433,13 @@ class Session {
   // The model of every GPU of every node, when there is one such.
   std::optional<std::string> every_node_model_;
   std::string shape_key_;  // FindNode's ShapeKey, kept so its capacity is reused
+  // What Place charges and Unplace refunds, zeroed for each: a vector per
+  // placement was an allocation per bind (80,000 a cycle at 100,000 nodes).
+  Amounts demand_scratch_;
+  Amounts& DemandScratch() {
+    demand_scratch_.assign(queues_.resource_count(), 0);
+    return demand_scratch_;
+  }
   std::optional<UserUsage> user_usage_;  // RunningUserUsage, once asked for
   std::vector<size_t> jobs_by_priority_;  // JobsByPriorityAndArrival, once asked for
   mutable std::vector<topology::DeviceLoad> scratch_loads_;  // Loads() of a node nothing was shared on yet

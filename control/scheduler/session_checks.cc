@@ -289,14 +289,14 @@ std::optional<Reject> Session::CheckDevices(const WorkJob& job, const PendingTas
   if (filtered && !uuid_lists_ && node.uniform_model && !NumaFilters(job, node)) {
     // Only the model filters, and the node has one: DeviceMask would be its
     // whole-free devices or none, so no mask is built per node checked.
-    const auto free_count = static_cast<uint32_t>(std::count(node.gpu_free.begin(), node.gpu_free.end(), true));
+    const auto free_count = static_cast<uint32_t>(node.gpu_free.Count());
     if (!GpuModelAllowed(need.gpu_model, node.gpu_model) || free_count < need.gpus) return Reject::kGpus;
     filtered = false;
   }
-  std::vector<bool> mask;
+  DeviceBits mask;
   if (filtered) {
     mask = DeviceMask(job, task, node);
-    if (static_cast<uint32_t>(std::count(mask.begin(), mask.end(), true)) < need.gpus) {
+    if (static_cast<uint32_t>(mask.Count()) < need.gpus) {
       uint32_t of_model = 0;
       for (size_t g = 0; g < mask.size(); ++g) {
         of_model += node.gpu_free[g] && GpuModelAllowed(need.gpu_model, node.view->gpus[g].model);
@@ -304,7 +304,7 @@ std::optional<Reject> Session::CheckDevices(const WorkJob& job, const PendingTas
       return of_model >= need.gpus ? Reject::kGpuUuid : Reject::kGpus;
     }
   }
-  const std::vector<bool>& free = filtered ? mask : node.gpu_free;
+  const DeviceBits& free = filtered ? mask : node.gpu_free;
   if (job.view->numa_policy == topology::NumaPolicy::kSingleNumaNode &&
       !PickGpus(*node.view, free, GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy})) {
     return Reject::kNuma;

@@ -77,18 +77,18 @@ std::optional<int32_t> Session::ChooseNuma(const WorkJob& job, const PendingTask
   return single ? std::nullopt : std::optional<int32_t>(-1);
 }
 
-std::vector<bool> Session::DeviceMask(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
+DeviceBits Session::DeviceMask(const WorkJob& job, const PendingTask& task, const WorkNode& node) const {
   const Resources& need = task.resources;
   const bool whole = need.Whole();
-  std::vector<bool> mask(node.gpu_free.size(), false);
+  DeviceBits mask(node.gpu_free.size(), false);
   const std::vector<topology::DeviceLoad>* loads = whole ? nullptr : &Loads(node);
   for (size_t g = 0; g < mask.size(); ++g) {
     const auto& gpu = node.view->gpus[g];
     // Not whole-free and no tenants: a task took it whole (this cycle or before).
     const bool held_whole = loads != nullptr && !node.gpu_free[g] && !topology::HasTenants(gpu, (*loads)[g]);
     // Time-sliced GPUs take replicas only (time_slices.cc), never a share.
-    mask[g] = (whole ? node.gpu_free[g] : gpu.healthy && !held_whole && !gpu.TimeSliced()) &&
-              GpuModelAllowed(need.gpu_model, gpu.model) && UuidAllowed(*job.view, gpu.uuid);
+    mask.Set(g, (whole ? node.gpu_free[g] : gpu.healthy && !held_whole && !gpu.TimeSliced()) &&
+                    GpuModelAllowed(need.gpu_model, gpu.model) && UuidAllowed(*job.view, gpu.uuid));
   }
   if (NumaFilters(job, node)) {
     // Devices whose NUMA node has no room for the task's CPU and memory are
@@ -100,10 +100,10 @@ std::vector<bool> Session::DeviceMask(const WorkJob& job, const PendingTask& tas
       }
       return false;
     };
-    std::vector<bool> roomy = mask;
+    DeviceBits roomy = mask;
     uint32_t left = 0;
     for (size_t g = 0; g < roomy.size(); ++g) {
-      roomy[g] = roomy[g] && room(node.view->gpus[g].numa);
+      roomy.Set(g, roomy[g] && room(node.view->gpus[g].numa));
       left += roomy[g];
     }
     if (job.view->numa_policy == topology::NumaPolicy::kSingleNumaNode || left >= std::max<uint32_t>(1, need.gpus)) {
@@ -190,7 +190,7 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
       placement.gpu_memory_mib += held_whole ? gpu.memory_mib : pick->memory_mib_each;
       model = gpu.model;
       if (held_whole) {
-        node.gpu_free[g] = false;
+        node.gpu_free.Set(g, false);
         --node.free_gpus;
       }
     }
@@ -220,14 +220,14 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
     const bool filtered = !need.gpu_model.empty() || uuid_lists_ || NumaFilters(job, node);
     // The node's own free devices unless something filters them: no copy
     // per placement (the pick is made before any of them is taken).
-    const std::vector<bool> mask = filtered ? DeviceMask(job, task, node) : std::vector<bool>();
+    const DeviceBits mask = filtered ? DeviceMask(job, task, node) : DeviceBits();
     const auto picked = PickGpus(*node.view, filtered ? mask : node.gpu_free,
                                  GpuRequest{need.gpus, need.gpu_model, job.view->numa_policy});
     if (picked) {
       placement.gpu_indices.reserve(picked->size());
       for (size_t g : *picked) {
         const auto& gpu = node.view->gpus[g];
-        node.gpu_free[g] = false;
+        node.gpu_free.Set(g, false);
         --node.free_gpus;
         placement.gpu_indices.push_back(gpu.index);
         placement.gpu_memory_mib += gpu.memory_mib;
@@ -275,8 +275,9 @@ Placement Session::Place(WorkJob& job, const PendingTask& task, size_t node_inde
   if (indexed) BucketInsert(node_index);
   // Replicas are oversubscription, not capacity: they count against no GPU quota.
   const auto charged_gpus = placement.grant.time_slice ? 0u : static_cast<uint32_t>(placement.gpu_indices.size());
-  queues_.Charge(job.queue, queues_.Demand(charged_gpus, need.cpu_milli,
-                                           need.memory_mib, model, placement.gpu_memory_mib));
+  Amounts& charge = DemandScratch();
+  queues_.AddDemand(charge, charged_gpus, need.cpu_milli, need.memory_mib, model, placement.gpu_memory_mib);
+  queues_.Charge(job.queue, charge);
   const uint32_t group = job.view->groups.empty() ? 0 : task.group;
   if (group < job.active.size()) ++job.active[group];
   return placement;
@@ -292,7 +293,7 @@ void Session::Unplace(WorkJob& job, const PendingTask& task, size_t node_index, 
     for (uint32_t index : placement.gpu_indices) {
       for (size_t g = 0; g < node.view->gpus.size(); ++g) {
         if (node.view->gpus[g].index == index) {
-          node.gpu_free[g] = true;
+          node.gpu_free.Set(g, true);
           ++node.free_gpus;
           model = node.view->gpus[g].model;
         }
@@ -320,8 +321,10 @@ void Session::Unplace(WorkJob& job, const PendingTask& task, size_t node_index, 
   node.memory_free += placement.memory_mib;
   if (indexed) BucketInsert(node_index);
   const auto refunded_gpus = placement.grant.time_slice ? 0u : static_cast<uint32_t>(placement.gpu_indices.size());
-  queues_.Refund(job.queue, queues_.Demand(refunded_gpus, placement.cpu_milli,
-                                           placement.memory_mib, model, placement.gpu_memory_mib));
+  Amounts& refund = DemandScratch();
+  queues_.AddDemand(refund, refunded_gpus, placement.cpu_milli, placement.memory_mib, model,
+                    placement.gpu_memory_mib);
+  queues_.Refund(job.queue, refund);
   const uint32_t group = job.view->groups.empty() ? 0 : task.group;
   if (group < job.active.size() && job.active[group] > 0) --job.active[group];
   NewGeneration();
@@ -339,7 +342,7 @@ void Session::MarkDevices(WorkNode& node, const Placement& placement, bool add) 
       topology::ApplyGrant(load, gpu, placement.grant, add);
       const bool free = topology::WholeFree(gpu, load);
       if (free != node.gpu_free[g]) {
-        node.gpu_free[g] = free;
+        node.gpu_free.Set(g, free);
         if (free) {
           ++node.free_gpus;
         } else {
