@@ -54,6 +54,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Open(const CoordinatorOptions&
   db_options.read_only_fallback = true;
   GPOOL_ASSIGN_OR_RETURN(c->kv_, storage::LevelDbStore::Open(db_options));
   GPOOL_ASSIGN_OR_RETURN(c->log_store_, storage::LogStore::Open(c->kv_.get()));
+  GPOOL_ASSIGN_OR_RETURN(c->restore_job_id_floor_, ReadRestoreJobIdFloor(*c->kv_));
   DiskGuardOptions disk_options;
   disk_options.path = options.data_dir;
   disk_options.reserve_bytes = options.disk_reserve_bytes;
@@ -187,6 +188,14 @@ void Coordinator::FollowLeadership() {
   scheduler_->Reset();
   snapshot_taker_->DropRequests(Status::Unavailable("the coordinator leader changed; start the export again"));
   for (LeaderService* service : leader_services_) service->Reset();
+  if (tracker_->leading() && restore_job_id_floor_ > state_.next_job_id()) {
+    // A restored cluster's first leader: its floor goes through the log
+    // before any submission of this term (snapshot_restore.h).
+    spdlog::info("restored cluster: job ids start from {}", restore_job_id_floor_);
+    tracker_->Propose(state::SkipJobIdsCmd{restore_job_id_floor_}, [](const state::ApplyResult& result) {
+      if (!result.status.ok()) spdlog::warn("restored job-id floor not committed error=\"{}\"", result.status.ToString());
+    });
+  }
 }
 
 Status Coordinator::Run(const std::atomic<bool>& stop) {

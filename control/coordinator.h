@@ -79,6 +79,7 @@
 #include "control/watch/watch_hub.h"
 #include "control/watch/watch_publisher.h"
 #include "control/node_label_sync.h"
+#include "control/snapshot_restore.h"
 #include "control/worker_relay.h"
 #include "protocol/base/clock.h"
 #include "protocol/base/loop_inbox.h"
@@ -143,6 +144,8 @@ class Coordinator final : public Outbox {
   bool endpoints_written_ = false;
   state::ClusterState state_;
   int64_t removed_at_ms_ = -1;
+  // A restored data dir's job-id floor (snapshot_restore.h); 0: none.
+  uint64_t restore_job_id_floor_ = 0;
   // Staggered by replica id, so the replicas' snapshot children do not all
   // start at the same index (snapshot_schedule.h).
   SnapshotSchedule snapshots_{options_.snapshot_every, options_.snapshot_log_ratio,

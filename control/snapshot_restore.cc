@@ -1,6 +1,7 @@
 #include "control/snapshot_restore.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <optional>
 
@@ -24,17 +25,31 @@ constexpr int64_t kMaxClockSkewMs = 24 * 3600 * 1000;
 // The store a coordinator opens at DIR/db, written as it would be after a
 // snapshot at `index`: the image, no entries, the hard state.
 Status WriteStore(const std::string& db_path, const SnapshotFileHeader& header, std::string stored,
-                  uint64_t term) {
+                  uint64_t term, uint64_t job_id_floor) {
   storage::LevelDbOptions db_options;
   db_options.path = db_path;
   GPOOL_ASSIGN_OR_RETURN(auto kv, storage::LevelDbStore::Open(db_options));
   GPOOL_ASSIGN_OR_RETURN(auto store, storage::LogStore::Open(kv.get()));
   GPOOL_RETURN_IF_ERROR(
       store->SaveSnapshot(storage::SnapshotMeta{header.index, header.term}, stored, /*sync=*/true));
+  storage::WriteBatch floor;
+  floor.Put(kRestoreJobIdFloorKey, std::to_string(job_id_floor));
+  GPOOL_RETURN_IF_ERROR(kv->Write(floor, storage::WriteOptions{.sync = true}));
   return store->SaveHardState(storage::HardState{term, 0, header.index}, /*sync=*/true);
 }
 
 }  // namespace
+
+Result<uint64_t> ReadRestoreJobIdFloor(storage::KvStore& kv) {
+  GPOOL_ASSIGN_OR_RETURN(std::optional<std::string> value, kv.Get(kRestoreJobIdFloorKey));
+  if (!value.has_value()) return uint64_t{0};
+  uint64_t floor = 0;
+  const auto [end, error] = std::from_chars(value->data(), value->data() + value->size(), floor);
+  if (error != std::errc() || end != value->data() + value->size()) {
+    return Status::Malformed("the data dir's restore job-id floor is not a number: '" + value->substr(0, 40) + "'");
+  }
+  return floor;
+}
 
 Result<RestoreReport> RestoreDataDir(const RestoreOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("--data-dir: required");
@@ -73,9 +88,12 @@ Result<RestoreReport> RestoreDataDir(const RestoreOptions& options) {
   // Job ids the old cluster may have handed out since: at most a hundred a
   // millisecond (past what a leader commits), and a million to be sure.
   const uint64_t elapsed_ms = static_cast<uint64_t>(std::max<int64_t>(0, options.now_ms - file.header.taken_ms));
-  state.SkipJobIdsTo(state.next_job_id() + kJobIdsSkipped + elapsed_ms * kJobIdsPerMs);
+  // Not applied to the image: replicas restored from the same file a few
+  // seconds apart would each hold another counter, and give the same
+  // submission other ids. The floor goes beside it; the first leader
+  // commits it (SkipJobIdsCmd), so every replica applies the leader's.
   RestoreReport report;
-  report.first_job_id = state.next_job_id();
+  report.first_job_id = state.next_job_id() + kJobIdsSkipped + elapsed_ms * kJobIdsPerMs;
   report.index = file.header.index;
   report.snapshot_term = file.header.term;
   report.term = file.header.term + 1 + elapsed_ms;
@@ -104,7 +122,8 @@ Result<RestoreReport> RestoreDataDir(const RestoreOptions& options) {
   // (private_data_dir.h); an empty one an operator made 0755 is narrowed.
   fs::permissions(options.data_dir, fs::perms::owner_all, fs::perm_options::replace, ec);
   if (ec) return Status::IoError("cannot make data dir " + options.data_dir + " 0700: " + ec.message());
-  Status written = WriteStore((fs::path(options.data_dir) / "db").string(), file.header, std::move(stored), report.term);
+  Status written = WriteStore((fs::path(options.data_dir) / "db").string(), file.header, std::move(stored), report.term,
+                              report.first_job_id);
   if (!written.ok()) {
     // Leave nothing half-written behind: the dir was empty or absent.
     for (const auto& entry : fs::directory_iterator(options.data_dir, ec)) fs::remove_all(entry.path(), ec);

@@ -22,18 +22,34 @@
 // kept running under the old cluster accept the new leader's commands. Job
 // ids jump the same way (a million, and a hundred per millisecond since),
 // so no new job takes the id of one the old cluster ran after the snapshot
-// (a worker would take its binds for ones it already holds).
+// (a worker would take its binds for ones it already holds). The jump is
+// not made in the restored image, which stays exactly the file's: each
+// replica is restored at its own moment, and a counter that differed
+// between replicas would give one submission another id on each (a client's
+// job gone after a failover). The floor is stored beside the image
+// (kRestoreJobIdFloorKey); the restored cluster's first leader commits it
+// (SkipJobIdsCmd) before any submission of its term, and every replica
+// applies that one.
 //
 // Thread-safety: a pure function of its arguments and the file system.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/base/status.h"
+#include "storage/kv_store.h"
 
 namespace gpool::control {
+
+// Where a restored data dir keeps its job-id floor (decimal).
+inline constexpr std::string_view kRestoreJobIdFloorKey = "restore/job_id_floor";
+
+// The floor a restore left in the store (0: none, as in any data dir that
+// was not restored by this version); Malformed if it is not a number.
+Result<uint64_t> ReadRestoreJobIdFloor(storage::KvStore& kv);
 
 struct RestoreOptions {
   std::string snapshot_file;
@@ -47,7 +63,7 @@ struct RestoreReport {
   uint64_t index = 0;          // the log index the state is at
   uint64_t snapshot_term = 0;  // the term the file records
   uint64_t term = 0;           // the term the data dir starts from
-  uint64_t first_job_id = 0;   // the id the next submitted job gets
+  uint64_t first_job_id = 0;   // the least id a job submitted to the restored cluster gets
   size_t jobs = 0;
   size_t nodes = 0;
   uint64_t state_bytes = 0;

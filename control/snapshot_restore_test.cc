@@ -94,11 +94,53 @@ TEST_F(SnapshotRestoreTest, ASingleReplicaRecoversTheSavedState) {
   ASSERT_TRUE(restored.Restore(recovered->snapshot->data).ok());
   EXPECT_EQ(restored.jobs().size(), state_.jobs().size());
   EXPECT_EQ(restored.applied_index(), state_.applied_index());
-  // Past every id the old cluster can have handed out since (a second).
-  EXPECT_EQ(restored.next_job_id(), state_.next_job_id() + 1'000'000 + 1000 * 100);
-  EXPECT_EQ(report->first_job_id, restored.next_job_id());
+  // The image is the file's, counter included; the floor, past every id the
+  // old cluster can have handed out since (a second), waits beside it for
+  // the first leader to commit.
+  EXPECT_EQ(restored.next_job_id(), state_.next_job_id());
+  EXPECT_EQ(report->first_job_id, state_.next_job_id() + 1'000'000 + 1000 * 100);
+  EXPECT_EQ(ReadRestoreJobIdFloor(*opened.kv).value(), report->first_job_id);
+  auto skipped = restored.Apply(restored.applied_index() + 1,
+                                state::Command{kTakenMs, state::SkipJobIdsCmd{report->first_job_id}});
+  ASSERT_TRUE(skipped.status.ok());
+  EXPECT_EQ(restored.next_job_id(), report->first_job_id);
   restored.SkipJobIdsTo(state_.next_job_id());  // never lowers it
   EXPECT_EQ(restored.next_job_id(), report->first_job_id);
+}
+
+// Every replica of a replicated cluster is restored from the same file, each
+// at its own moment: their images must be the same state (a counter that
+// differed gave one submission another job id on each replica, and a
+// client's job was gone after a failover); only the floor beside differs.
+TEST_F(SnapshotRestoreTest, ReplicasRestoredSecondsApartHoldTheSameState) {
+  const std::string file = SaveFile();
+  std::vector<std::string> images;
+  std::vector<uint64_t> floors;
+  for (int r = 0; r < 3; ++r) {
+    const std::string data = dir_.Sub("replica-" + std::to_string(r));
+    auto report = RestoreDataDir(RestoreOptions{file, data, {1, 2, 3}, kTakenMs + 1000 + 7'000 * r});
+    ASSERT_TRUE(report.ok()) << report.status().ToString();
+    Opened opened = Open(data);
+    auto loaded = opened.store->LoadSnapshot().value();
+    ASSERT_TRUE(loaded.has_value());
+    images.push_back(loaded->second);
+    floors.push_back(ReadRestoreJobIdFloor(*opened.kv).value());
+  }
+  EXPECT_EQ(images[0], images[1]);
+  EXPECT_EQ(images[0], images[2]);
+  EXPECT_LT(floors[0], floors[1]);
+  EXPECT_LT(floors[1], floors[2]);
+}
+
+TEST_F(SnapshotRestoreTest, AFloorThatIsNotANumberIsMalformed) {
+  storage::LevelDbOptions options;
+  options.path = dir_.Sub("odd-db");
+  auto kv = storage::LevelDbStore::Open(options).value();
+  EXPECT_EQ(ReadRestoreJobIdFloor(*kv).value(), 0u) << "not a restored data dir";
+  storage::WriteBatch batch;
+  batch.Put(kRestoreJobIdFloorKey, "12x");
+  ASSERT_TRUE(kv->Write(batch, storage::WriteOptions{}).ok());
+  EXPECT_EQ(ReadRestoreJobIdFloor(*kv).status().code(), StatusCode::kMalformed);
 }
 
 TEST_F(SnapshotRestoreTest, AReplicatedDataDirNamesTheVotersAndNoAddresses) {

@@ -263,6 +263,15 @@ TEST(SnapshotTest, ALiveClustersStateRoundTripsThroughSaveAndRestore) {
            const std::string log = cluster.worker(0)->Log();
            return log.substr(log.size() > 8000 ? log.size() - 8000 : 0);
          }();
+  // The replicas were restored at different moments and hold one state: the
+  // job keeps its id under the next leader.
+  const int leader = LeaderIndex(*client);
+  ASSERT_GE(leader, 0);
+  cluster.KillReplica(leader);
+  ASSERT_TRUE(WaitFor([&] { return LeaderIndex(*client) >= 0 && LeaderIndex(*client) != leader; }, 30s));
+  auto after_failover = SettledGetJob(*client, fresh->job_id);
+  ASSERT_TRUE(after_failover.ok()) << after_failover.status().ToString();
+  EXPECT_EQ(after_failover->summary.name, "after-the-restore");
 }
 
 }  // namespace

@@ -76,6 +76,10 @@ ApplyResult ClusterState::Apply(uint64_t index, const Command& command) {
         if constexpr (std::is_same_v<T, ReplicaKeyCmd>) return ApplyReplicaKey(now, body);
         if constexpr (std::is_same_v<T, CreditCmd>) return ApplyCredit(body);
         if constexpr (std::is_same_v<T, ScaleJobCmd>) return ApplyScaleJob(now, body);
+        if constexpr (std::is_same_v<T, SkipJobIdsCmd>) {
+          SkipJobIdsTo(body.to);
+          return ApplyResult{};
+        }
       },
       command.body);
 }

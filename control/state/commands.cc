@@ -69,6 +69,8 @@ struct Named<ReplicaKeyCmd> { static constexpr std::string_view kName = "Replica
 template <>
 struct Named<CreditCmd> { static constexpr std::string_view kName = "Credit"; };
 template <>
+struct Named<SkipJobIdsCmd> { static constexpr std::string_view kName = "SkipJobIds"; };
+template <>
 struct Named<ScaleJobCmd> { static constexpr std::string_view kName = "ScaleJob"; };
 
 template <typename T>
@@ -133,7 +135,7 @@ Result<Command> DecodeCommand(std::string_view bytes) {
       TryDecode<TokenCmd>(name, *body, &decoded) ||
       TryDecode<AlertCmd>(name, *body, &decoded) || TryDecode<EnrolmentCmd>(name, *body, &decoded) ||
       TryDecode<ReplicaKeyCmd>(name, *body, &decoded) || TryDecode<CreditCmd>(name, *body, &decoded) ||
-      TryDecode<ScaleJobCmd>(name, *body, &decoded);
+      TryDecode<ScaleJobCmd>(name, *body, &decoded) || TryDecode<SkipJobIdsCmd>(name, *body, &decoded);
   if (!decoded.ok()) return decoded.status();
   command.body = std::move(decoded).value();
   return command;

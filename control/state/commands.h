@@ -450,12 +450,23 @@ struct CreditCmd {
   }
 };
 
+// A restored cluster's first leader raises the next job id to the floor its
+// restore computed (control/snapshot_restore.h): through the log, so every
+// replica holds the same counter whenever each was restored.
+struct SkipJobIdsCmd {
+  uint64_t to = 0;  // the next job gets at least this id
+  template <typename V>
+  void Fields(V& v) {
+    v.Required("to", to);
+  }
+};
+
 using CommandBody = std::variant<RegisterNodeCmd, NodeStateCmd, SubmitJobCmd, CancelJobCmd, ApplyPlanCmd,
                                  TaskEventCmd, UpdateNodeCmd, UpdateQueueCmd, RefuseBindCmd, NodeLostCmd,
                                  NodeHealthCmd, HealthFenceCmd, SinkCursorCmd, ProbeResultCmd, ForgetJobsCmd,
                                  UpdateUserCmd, BootstrapCmd, AuditCmd, RenewSessionCmd, UsageCheckpointCmd,
                                  UpdatePricesCmd, AlertCmd, EnrolmentCmd, TokenCmd,
-                                 ReplicaKeyCmd, CreditCmd, ScaleJobCmd>;
+                                 ReplicaKeyCmd, CreditCmd, ScaleJobCmd, SkipJobIdsCmd>;
 
 struct Command {
   int64_t time_ms = 0;  // the proposer's wall clock; apply never reads a clock
