@@ -30,7 +30,12 @@ std::optional<uint32_t> ScaleDriver::GroupUtilisation(const state::JobRecord& jo
 std::vector<state::ScaleJobCmd> ScaleDriver::Evaluate(int64_t now_wall_ms) const {
   std::vector<state::ScaleJobCmd> changes;
   const auto& pending_per_queue = state_.queue_jobs();
-  for (const auto& [id, job] : state_.jobs()) {
+  // Jobs with scale rules only: not a walk of every retained job every few
+  // seconds on the leader's loop (issue 49).
+  for (const uint64_t id : state_.scale_jobs()) {
+    const state::JobRecord* found = state_.FindJob(JobId(id));
+    if (found == nullptr) continue;
+    const state::JobRecord& job = *found;
     if (IsTerminal(job.state) || job.cancel_requested) continue;
     for (uint32_t g = 0; g < job.spec.tasks.size(); ++g) {
       const TaskGroupSpec& group = job.spec.tasks[g];

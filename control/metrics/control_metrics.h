@@ -14,7 +14,7 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_set>
+#include <set>
 
 #include "control/metrics/loop_stall.h"
 #include "control/metrics/metric_sets.h"
@@ -45,7 +45,7 @@ class ControlMetrics final : public WorkerEvents {
 
  private:
   const state::ClusterState& state_;
-  std::unordered_set<uint64_t> started_;  // jobs whose wait was observed
+  std::set<uint64_t> started_;  // jobs whose wait was observed (ordered: Prune erases a range)
 };
 
 }  // namespace gpool::control

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "control/state/cluster_state.h"
+#include "control/state/cluster_state_internal.h"
 
 namespace gpool::state {
 namespace {
@@ -59,13 +60,6 @@ void ClusterState::FillNodeLoad(topology::NodeView& view, const NodeRecord& node
 namespace {
 
 // Per task group: replicas that count toward its gang minimum right now.
-bool HasScaleRules(const JobRecord& job) {
-  for (const auto& group : job.spec.tasks) {
-    if (group.scale.Enabled()) return true;
-  }
-  return false;
-}
-
 std::vector<uint32_t> ActivePerGroup(const JobRecord& job) {
   std::vector<uint32_t> active(job.spec.tasks.size(), 0);
   for (const auto& task : job.tasks) {
@@ -245,7 +239,7 @@ void ClusterState::BuildPending(topology::ClusterView& view, int64_t now_ms) con
     // room for (lowest replicas first); the rest wait for a rule to grow it.
     // (Allocated only for such jobs: this loop runs for every pending job.)
     std::vector<uint32_t> scaled_room;
-    const bool scaled = HasScaleRules(job);
+    const bool scaled = internal::HasScaleRule(job.spec);
     for (size_t g = 0; scaled && g < job.spec.tasks.size(); ++g) {
       const uint32_t target = job.ReplicaTarget(static_cast<uint32_t>(g));
       scaled_room.push_back(target > group_active[g] ? target - group_active[g] : 0);

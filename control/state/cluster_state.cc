@@ -16,6 +16,7 @@
 
 namespace gpool::state {
 
+using internal::HasScaleRule;
 using internal::KeyHash;
 
 Status ClusterState::CheckJobShape(const JobSpec& spec) {
@@ -228,12 +229,14 @@ void ClusterState::RebuildIndexes() {
   job_states_ = {};
   queue_jobs_.clear();
   session_jobs_.clear();
+  scale_jobs_.clear();
   active_count_ = 0;
   for (const auto& [name, node] : nodes_) active_count_ += node.tasks.size();
   for (auto& [id, job] : jobs_) {
     if (!job.idempotency_key.empty()) idempotency_.emplace(KeyHash(job.idempotency_key), id);
     CountJobState(job, job.state, +1);
     if (job.spec.session.enabled) session_jobs_.insert(id);
+    if (HasScaleRule(job.spec)) scale_jobs_.insert(id);
     bool any_pending = false;
     for (auto& task : job.tasks) {
       task.command_seq = 0;

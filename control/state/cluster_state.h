@@ -150,6 +150,10 @@ class ClusterState {
   // Every job that is an rGPU session (spec.session.enabled), finished ones
   // included until retention forgets them.
   const std::set<uint64_t>& session_jobs() const { return session_jobs_; }
+  // Every job with a scale rule on some group (elastic scaling by signal),
+  // finished ones included until retention forgets them: what the scale
+  // driver looks at, instead of every retained job (issue 49).
+  const std::set<uint64_t>& scale_jobs() const { return scale_jobs_; }
 
   // Tasks whose worker must still be told something: bound and not yet
   // running (a bind), or holding resources with a stop requested (a
@@ -480,6 +484,7 @@ class ClusterState {
   std::unordered_map<std::string, QueueHeld> queue_held_;
   std::unordered_map<std::string, std::array<uint32_t, 2>> queue_jobs_;
   std::set<uint64_t> session_jobs_;
+  std::set<uint64_t> scale_jobs_;
   std::array<uint32_t, static_cast<size_t>(JobState::kCancelled) + 1> job_states_{};
   std::vector<std::pair<uint64_t, TaskId>> due_log_;  // (seq, task) by seq; stale entries until compacted
   size_t due_count_ = 0;

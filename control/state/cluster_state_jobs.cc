@@ -12,6 +12,7 @@
 
 namespace gpool::state {
 
+using internal::HasScaleRule;
 using internal::KeyHash;
 
 ApplyResult ClusterState::ApplySubmitJob(uint64_t index, int64_t now, const SubmitJobCmd& cmd) {
@@ -54,6 +55,7 @@ ApplyResult ClusterState::ApplySubmitJob(uint64_t index, int64_t now, const Subm
   pending_.insert(result.job_id);
   CountJobState(job, JobState::kPending, +1);
   if (job.spec.session.enabled) session_jobs_.insert(result.job_id);
+  if (HasScaleRule(job.spec)) scale_jobs_.insert(result.job_id);
   jobs_.emplace(result.job_id, std::move(job));
   return result;
 }

@@ -76,6 +76,7 @@ ApplyResult ClusterState::ApplyForgetJobs(const ForgetJobsCmd& cmd) {
     auto it = jobs_.find(id);
     Forget(it->second);
     session_jobs_.erase(id);
+    scale_jobs_.erase(id);
     jobs_.erase(it);
     ++result.jobs_forgotten;
   }

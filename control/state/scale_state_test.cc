@@ -2,6 +2,8 @@
 // the cool-down, the bounds) and the committed decision in the state
 // machine (the target bounds what the scheduler is offered, shrinking
 // stops the group's highest replicas and they come back pending).
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "control/state/cluster_state_fixture.h"
@@ -206,6 +208,25 @@ TEST_F(ScaleStateTest, TargetAndCoolDownSurviveEncoding) {
   EXPECT_EQ(copy->scaled_ms(), record.scaled_ms());
   EXPECT_NE(copy->scaled_ms(), 0);
   EXPECT_EQ(copy->LastScale(0), (ScaleChange{record.scaled_ms(), 1, 3, "time-window", ""}));
+}
+
+// The scale driver looks at scale_jobs(), not every retained job (issue
+// 49): a job with a rule is in it from its submission, through a restore,
+// until retention forgets it; a job without one never is.
+TEST_F(ScaleStateTest, TheIndexOfScaledJobsFollowsSubmitRestoreAndForget) {
+  const uint64_t scaled = SubmitScaled();
+  const uint64_t plain = Submit("plain", 1, 0);
+  EXPECT_EQ(state_.scale_jobs(), (std::set<uint64_t>{scaled}));
+  ClusterState restored;
+  ASSERT_TRUE(restored.Restore(state_.Snapshot()).ok());
+  EXPECT_EQ(restored.scale_jobs(), (std::set<uint64_t>{scaled}));
+  ASSERT_TRUE(Do(CancelJobCmd{scaled}).status.ok());
+  ASSERT_TRUE(Do(CancelJobCmd{plain}).status.ok());
+  ASSERT_EQ(state_.FindJob(JobId(scaled))->state, JobState::kCancelled);
+  ApplyResult forgot = Do(ForgetJobsCmd{.finished_before_ms = INT64_MAX, .keep_newest = 0});
+  ASSERT_TRUE(forgot.status.ok()) << forgot.status.ToString();
+  EXPECT_EQ(forgot.jobs_forgotten, 2u);
+  EXPECT_TRUE(state_.scale_jobs().empty());
 }
 
 }  // namespace
