@@ -1,5 +1,7 @@
 #include "control/apply_pipeline.h"
 
+#include "control/apply_batch_timer.h"
+
 #include <malloc.h>
 
 #include <utility>
@@ -73,8 +75,10 @@ Result<bool> ApplyPipeline::SyncAndApply() {
 
 Status ApplyPipeline::Apply(log::Committed committed) {
   const uint64_t snapshot_index = committed.snapshot ? committed.snapshot->index : 0;
+  ApplyBatchTimer timer;  // a batch that holds the loop is logged with its time per command
   for (const auto& entry : committed.entries) {
-    if (entry.index < snapshot_index) ApplyEntry(entry);
+    const auto start = ApplyBatchTimer::Now();
+    if (entry.index < snapshot_index) timer.Time(ApplyEntry(entry), start);
   }
   if (committed.snapshot.has_value()) {
     // A follower that fell behind the leader's log: its state is replaced.
@@ -86,16 +90,23 @@ Status ApplyPipeline::Apply(log::Committed committed) {
                  state_.nodes().size());
   }
   for (const auto& entry : committed.entries) {
-    if (entry.index > snapshot_index) ApplyEntry(entry);
+    const auto start = ApplyBatchTimer::Now();
+    if (entry.index > snapshot_index) timer.Time(ApplyEntry(entry), start);
+  }
+  if (timer.total_us() >= kSlowApplyBatchUs) {
+    spdlog::warn("apply batch slow entries={} ms={} by_command=\"{}\"", timer.entries(), timer.total_us() / 1000,
+                 timer.Summary());
   }
   return Status::Ok();
 }
 
-void ApplyPipeline::ApplyEntry(const storage::LogEntry& entry) {
+std::string_view ApplyPipeline::ApplyEntry(const storage::LogEntry& entry) {
   snapshots_.Applied(entry.index, entry.data.size());
   auto command = state::DecodeCommand(entry.data);
   state::ApplyResult result;
+  std::string_view name;
   if (command.ok()) {
+    name = state::CommandName(command->body);
     for (state::ApplyListener* listener : listeners_) listener->BeforeApply(state_, *command);
     result = state_.Apply(entry.index, *command);
     for (state::ApplyListener* listener : listeners_) listener->AfterApply(state_, entry.index, *command, result);
@@ -103,6 +114,7 @@ void ApplyPipeline::ApplyEntry(const storage::LogEntry& entry) {
     result.status = command.status();
   }
   tracker_.Settle(entry.index, entry.term, result);
+  return name;
 }
 
 }  // namespace gpool::control

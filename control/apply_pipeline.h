@@ -14,6 +14,8 @@
 // listeners hear AfterRestore once (Restored) when they are registered.
 #pragma once
 
+#include <string_view>
+
 #include <vector>
 
 #include "control/disk_full_mode.h"
@@ -46,7 +48,9 @@ class ApplyPipeline {
 
  private:
   Status Apply(log::Committed committed);
-  void ApplyEntry(const storage::LogEntry& entry);
+  // Applies one entry; returns its command's name ("" if it did not decode)
+  // for the slow-batch log.
+  std::string_view ApplyEntry(const storage::LogEntry& entry);
 
   state::ClusterState& state_;
   SnapshotSchedule& snapshots_;
