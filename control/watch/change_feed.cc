@@ -109,9 +109,8 @@ void ChangeFeed::Reset(const state::ClusterState& state) {
   history_.clear();
   job_prints_.clear();
   node_prints_.clear();
-  // Sized for the state now: filling them a plan at a time rehashed them
-  // (and reallocated their buckets) under the feed's per-plan cost.
-  job_prints_.reserve(state.jobs().size());
+  // Sized for the state now: filling it a plan at a time rehashed it (and
+  // reallocated its buckets) under the feed's per-plan cost.
   node_prints_.reserve(state.nodes().size());
   noted_ = {};
   position_ = state.applied_index();
