@@ -188,14 +188,8 @@ void Coordinator::FollowLeadership() {
   scheduler_->Reset();
   snapshot_taker_->DropRequests(Status::Unavailable("the coordinator leader changed; start the export again"));
   for (LeaderService* service : leader_services_) service->Reset();
-  if (tracker_->leading() && restore_job_id_floor_ > state_.next_job_id()) {
-    // A restored cluster's first leader: its floor goes through the log
-    // before any submission of this term (snapshot_restore.h).
-    spdlog::info("restored cluster: job ids start from {}", restore_job_id_floor_);
-    tracker_->Propose(state::SkipJobIdsCmd{restore_job_id_floor_}, [](const state::ApplyResult& result) {
-      if (!result.status.ok()) spdlog::warn("restored job-id floor not committed error=\"{}\"", result.status.ToString());
-    });
-  }
+  // A restored cluster's first leader commits its job-id floor first.
+  if (tracker_->leading()) ProposeRestoreJobIdFloor(restore_job_id_floor_, state_, *tracker_);
 }
 
 Status Coordinator::Run(const std::atomic<bool>& stop) {

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <optional>
 
+#include <spdlog/spdlog.h>
+
 #include "control/replication/replica_directory.h"
 #include "control/replication/stored_snapshot.h"
 #include "control/state/cluster_state.h"
@@ -39,6 +41,14 @@ Status WriteStore(const std::string& db_path, const SnapshotFileHeader& header, 
 }
 
 }  // namespace
+
+void ProposeRestoreJobIdFloor(uint64_t floor, const state::ClusterState& state, Proposer& proposer) {
+  if (floor <= state.next_job_id()) return;
+  spdlog::info("restored cluster: job ids start from {}", floor);
+  proposer.Propose(state::SkipJobIdsCmd{floor}, [](const state::ApplyResult& result) {
+    if (!result.status.ok()) spdlog::warn("restored job-id floor not committed error=\"{}\"", result.status.ToString());
+  });
+}
 
 Result<uint64_t> ReadRestoreJobIdFloor(storage::KvStore& kv) {
   GPOOL_ASSIGN_OR_RETURN(std::optional<std::string> value, kv.Get(kRestoreJobIdFloorKey));

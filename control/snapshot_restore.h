@@ -40,7 +40,12 @@
 #include <vector>
 
 #include "protocol/base/status.h"
+#include "control/ports.h"
 #include "storage/kv_store.h"
+
+namespace gpool::state {
+class ClusterState;
+}  // namespace gpool::state
 
 namespace gpool::control {
 
@@ -50,6 +55,10 @@ inline constexpr std::string_view kRestoreJobIdFloorKey = "restore/job_id_floor"
 // The floor a restore left in the store (0: none, as in any data dir that
 // was not restored by this version); Malformed if it is not a number.
 Result<uint64_t> ReadRestoreJobIdFloor(storage::KvStore& kv);
+
+// On a new leader: commits the floor (SkipJobIdsCmd) when the state's next
+// job id is below it, before any submission of the leader's term.
+void ProposeRestoreJobIdFloor(uint64_t floor, const state::ClusterState& state, Proposer& proposer);
 
 struct RestoreOptions {
   std::string snapshot_file;
