@@ -115,6 +115,34 @@ TEST_F(SnapshotForkTest, TheImageIsTheStateAtTheForkIndex) {
   EXPECT_FALSE(fs::exists(path));
 }
 
+// The child writes the state as SnapshotTo hands it on, a few MB at a time,
+// never holding the image whole (at 100,000 GPUs that was 2.8 GB more per
+// snapshot): an image of several pieces is the state's, byte for byte.
+TEST_F(SnapshotForkTest, AnImageOfSeveralPiecesIsWrittenWholeAndInOrder) {
+  const std::string padding(3000, 'x');
+  for (int i = 0; i < 1600; ++i) Submit(padding + std::to_string(i), 1, 1);
+  const std::string expected = state_.Snapshot();
+  ASSERT_GT(expected.size(), size_t{4} << 20) << "more than one of SnapshotTo's pieces";
+  size_t pieces = 0;
+  std::string joined;
+  state_.SnapshotTo([&](std::string_view piece) {
+    EXPECT_FALSE(piece.empty());
+    ++pieces;
+    joined.append(piece);
+  });
+  EXPECT_GE(pieces, 2u);
+  EXPECT_TRUE(joined == expected);
+  SnapshotFork fork((dir_ / "images").string());
+  ASSERT_TRUE(fork.Start(state_).ok());
+  auto file = WaitForChild(fork);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  auto image = (*file)->ReadAll();
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ((*file)->bytes(), expected.size());
+  EXPECT_EQ((*file)->sha256(), Sha256::Of(expected));
+  EXPECT_TRUE(*image == expected) << "the child's file differs from the state's image";
+}
+
 // The child yields the CPU to the coordinators' loops: its encoder sees the
 // nice value it runs at (written as the image).
 TEST_F(SnapshotForkTest, TheChildRunsBehindTheLoopsForTheCpu) {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -58,6 +59,9 @@ class ClusterState {
 
   // Whole-state snapshot; Restore replaces everything with it.
   std::string Snapshot() const;
+  // The same bytes, handed to `sink` a few MB at a time in order, so that a
+  // caller writing them to a file never holds the whole image.
+  void SnapshotTo(const std::function<void(std::string_view)>& sink) const;
   Status Restore(std::string_view snapshot);
 
   uint64_t applied_index() const { return applied_index_; }
