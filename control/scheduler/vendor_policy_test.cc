@@ -244,7 +244,8 @@ TEST(VendorPolicyTest, RandomKunlunSpreadSlicesKeepTheSliceAndHandleRules) {
     }
     const uint32_t parts = rng.Percent(50) ? 4 : 2;
     const VendorRequest request{.count = 1, .memory_mib = kPolicyP800Mib / parts};
-    auto pick = PickVendorDevices(DeviceFamily::kKunlun, devices, WithPolicy(request, PlacementPolicy::kSpread), nullptr);
+    auto pick =
+        PickVendorDevices(DeviceFamily::kKunlun, devices, WithPolicy(request, PlacementPolicy::kSpread), nullptr);
     if (!pick) continue;
     ++picks;
     const VendorDevice& chosen = devices[pick->slots.at(0)];
