@@ -4,6 +4,9 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <utility>
+
+#include "topology/mig.h"
 
 namespace gpool::scheduler {
 namespace {
@@ -119,12 +122,32 @@ DevicePick PickShares(const topology::NodeView& node, const std::vector<DeviceLo
   return pick;
 }
 
+// How busy a MIG device is, for spread: its instances in use, and the
+// memory slices they take (0 for a profile the model's table lacks).
+std::pair<uint32_t, uint32_t> MigDeviceUse(const topology::GpuSlot& gpu, const DeviceLoad& load) {
+  const topology::MigModel* model = topology::FindMigModel(gpu.model, gpu.memory_mib);
+  uint32_t instances = 0;
+  uint32_t slices = 0;
+  for (const auto& slot : load.mig) {
+    if (!slot.used) continue;
+    ++instances;
+    const topology::MigProfile* profile = model != nullptr ? topology::FindProfile(*model, slot.profile) : nullptr;
+    if (profile != nullptr) slices += profile->memory_slices;
+  }
+  return {instances, slices};
+}
+
 DevicePick PickMig(const topology::NodeView& node, const std::vector<DeviceLoad>& loads,
-                   const DeviceBits& allowed, const Resources& need) {
+                   const DeviceBits& allowed, const Resources& need, topology::PlacementPolicy gpu_policy) {
+  const bool spread = gpu_policy == topology::PlacementPolicy::kSpread;
   DevicePick pick;
   std::optional<size_t> best;
   topology::MigFit best_fit;
-  std::tuple<bool, uint64_t, size_t> best_key{};
+  // (idle, instances in use, memory slices in use, instance memory, slot);
+  // the two use counts stay 0 unless the job spreads, so default and binpack
+  // keep "a MIG device first, the smallest instance, the lowest slot".
+  using MigKey = std::tuple<bool, uint32_t, uint32_t, uint64_t, size_t>;
+  MigKey best_key{};
   for (size_t g = 0; g < node.gpus.size(); ++g) {
     if (!allowed[g]) continue;
     const auto fit = topology::CheckMig(node.gpus[g], loads[g], need);
@@ -132,9 +155,11 @@ DevicePick PickMig(const topology::NodeView& node, const std::vector<DeviceLoad>
       Note(pick.misfit, fit.misfit);
       continue;
     }
-    // Switching an idle device to MIG costs a whole GPU: last resort.
+    // Switching an idle device to MIG costs a whole GPU: last resort, under
+    // spread too (device_pick.h says why).
     const bool idle = node.gpus[g].mig_mode == "dynamic" && !loads[g].HasMig();
-    const std::tuple<bool, uint64_t, size_t> key{idle, fit.memory_mib, g};
+    const auto [instances, slices] = spread ? MigDeviceUse(node.gpus[g], loads[g]) : std::pair<uint32_t, uint32_t>{};
+    const MigKey key{idle, instances, slices, fit.memory_mib, g};
     if (!best || key < best_key) {
       best = g;
       best_fit = fit;
@@ -157,7 +182,7 @@ DevicePick PickMig(const topology::NodeView& node, const std::vector<DeviceLoad>
 DevicePick PickShared(const topology::NodeView& node, const std::vector<DeviceLoad>& loads,
                       const DeviceBits& allowed, const Resources& need, topology::NumaPolicy numa,
                       topology::PlacementPolicy gpu_policy) {
-  if (need.Mig()) return PickMig(node, loads, allowed, need);
+  if (need.Mig()) return PickMig(node, loads, allowed, need, gpu_policy);
   return PickShares(node, loads, allowed, need, numa, gpu_policy);
 }
 

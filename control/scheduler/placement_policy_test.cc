@@ -2,7 +2,8 @@
 // per-pod node and GPU policies): binpack fills the fullest node or device
 // first, spread the emptiest, and default keeps the configured strategy.
 // Each case places the same work under both policies, so a policy that is
-// ignored fails one of the two.
+// ignored fails one of the two. The GPU policy covers NVIDIA shares, MIG
+// instances and vendor shares alike.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -141,6 +142,82 @@ TEST(PlacementPolicyTest, NodeAndGpuPoliciesCombine) {
   std::map<std::string, std::set<uint32_t>> devices;
   for (const auto& bind : plan.binds) devices[bind.node].insert(bind.gpu_indices.begin(), bind.gpu_indices.end());
   for (const auto& [node, used] : devices) EXPECT_EQ(used.size(), 1u) << node;
+}
+
+// --- MIG instances and vendor shares (device_pick.h, vendor_rules.h) ---------------
+
+// A node of dynamic-MIG A100-80GB GPUs; `instances[g]` are GPU g's instances in use.
+topology::NodeView PolicyMigNode(const std::vector<std::vector<topology::MigSlot>>& instances) {
+  auto node = MakeNode("m1", static_cast<uint32_t>(instances.size()), "public", "A100-SXM4-80GB");
+  for (size_t g = 0; g < instances.size(); ++g) {
+    node.gpus[g].mig_mode = "dynamic";
+    node.gpus[g].mig = instances[g];
+    node.gpus[g].tenants = static_cast<uint32_t>(instances[g].size());
+  }
+  return node;
+}
+
+// Where job 1's one 1g.10gb instance goes under `policy`.
+std::multiset<uint32_t> MigGpuUnder(const topology::NodeView& node, PlacementPolicy policy) {
+  ClusterView view;
+  view.nodes = {node};
+  view.pending = {WithPolicies(JobBuilder(1, "default", 1, 1).Mig("1g.10gb"), PlacementPolicy::kDefault, policy)};
+  const Plan plan = Schedule(view, Default());
+  EXPECT_EQ(BindsOf(plan, 1), 1u) << ToString(policy);
+  return GpusOf(plan, 1);
+}
+
+// Default and binpack keep "a MIG device first, the smallest instance, the
+// lowest slot" (GPU 0); spread takes the MIG device with the fewest instances
+// in use (GPU 1), and neither switches the idle GPU 2 to MIG.
+TEST(PlacementPolicyTest, MigSpreadTakesTheDeviceWithFewestInstancesAndBinpackTheFirst) {
+  const auto node = PolicyMigNode({{{"1g.10gb", 0, true}, {"1g.10gb", 1, true}}, {{"3g.40gb", 4, true}}, {}});
+  EXPECT_EQ(MigGpuUnder(node, PlacementPolicy::kDefault), std::multiset<uint32_t>{0});
+  EXPECT_EQ(MigGpuUnder(node, PlacementPolicy::kBinpack), std::multiset<uint32_t>{0});
+  EXPECT_EQ(MigGpuUnder(node, PlacementPolicy::kSpread), std::multiset<uint32_t>{1});
+}
+
+// Equal instance counts: spread takes the device whose instances hold fewer
+// memory slices (a 1g takes 1 of 8, a 3g takes 4).
+TEST(PlacementPolicyTest, MigSpreadBreaksEqualCountsOnMemorySlicesInUse) {
+  const auto node = PolicyMigNode({{{"3g.40gb", 4, true}}, {{"1g.10gb", 0, true}}});
+  EXPECT_EQ(MigGpuUnder(node, PlacementPolicy::kDefault), std::multiset<uint32_t>{0});
+  EXPECT_EQ(MigGpuUnder(node, PlacementPolicy::kBinpack), std::multiset<uint32_t>{0});
+  EXPECT_EQ(MigGpuUnder(node, PlacementPolicy::kSpread), std::multiset<uint32_t>{1});
+}
+
+// Spread switches an idle device to MIG only when no MIG device holds the
+// instance: here GPU 0's layout is full for a 4g.
+TEST(PlacementPolicyTest, MigSpreadSwitchesAnIdleDeviceOnlyWhenNoMigDeviceHoldsIt) {
+  ClusterView view;
+  view.nodes = {PolicyMigNode({{{"4g.40gb", 0, true}}, {}})};
+  view.pending = {WithPolicies(JobBuilder(1, "default", 1, 1).Mig("4g.40gb"), PlacementPolicy::kDefault,
+                               PlacementPolicy::kSpread)};
+  const Plan plan = Schedule(view, Default());
+  ASSERT_EQ(BindsOf(plan, 1), 1u);
+  EXPECT_EQ(GpusOf(plan, 1), std::multiset<uint32_t>{1});
+}
+
+// The session hands the job's policy to the vendor rule: on a Kunlun P800
+// node with one device split in quarters, a quarter packs onto it by default
+// and under binpack, and under spread takes an unsplit device of the wing
+// with three whole devices left (vendor_rules.h), keeping wing 0 whole.
+TEST(PlacementPolicyTest, KunlunSliceFollowsTheJobsGpuPolicy) {
+  for (const auto policy : {PlacementPolicy::kDefault, PlacementPolicy::kBinpack, PlacementPolicy::kSpread}) {
+    ClusterView view;
+    view.nodes = {MakeNode("xpu", 8, "public", "P800")};
+    for (auto& gpu : view.nodes[0].gpus) {
+      gpu.vendor = "kunlunxin";
+      gpu.memory_mib = 98304;
+    }
+    AddShareTenant(view, "xpu", 4, 24576);
+    view.pending = {WithPolicies(JobBuilder(1, "default", 1, 1).Share(10000), PlacementPolicy::kDefault, policy)};
+    const Plan plan = Schedule(view, Default());
+    ASSERT_EQ(BindsOf(plan, 1), 1u) << ToString(policy);
+    EXPECT_EQ(plan.binds[0].grant.gpu_memory_mib, 24576u) << ToString(policy);
+    const uint32_t expected = policy == PlacementPolicy::kSpread ? 5 : 4;
+    EXPECT_EQ(GpusOf(plan, 1), std::multiset<uint32_t>{expected}) << ToString(policy);
+  }
 }
 
 }  // namespace

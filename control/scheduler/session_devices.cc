@@ -161,6 +161,7 @@ std::optional<VendorPick> Session::PickByVendorRule(const WorkJob& job, const Pe
   request.compute_pct = need.gpu_compute_pct;
   request.cores = need.cores;
   request.node_devices = static_cast<uint32_t>(node.view->gpus.size());
+  request.gpu_policy = job.view->gpu_policy;
   std::string why;
   return PickVendorDevices(node.family, devices, request, &why);
 }

@@ -68,13 +68,18 @@ bool ShareFits(const VendorDevice& d, uint64_t memory_mib, uint32_t compute_pct)
 
 namespace {
 
-// Shared devices first (binpack: whole devices stay whole), then the one the
-// share fills most, then index.
+// Default and binpack: shared devices first (whole devices stay whole), then
+// the one the share fills most, then index. Spread: the most memory left,
+// then the most compute left, then index; an unshared device has the most of
+// both, so no separate "shared first" term (vendor_rules.h).
 Positions PackOrder(const std::vector<VendorDevice>& devices, Positions candidates, const VendorRequest& r) {
+  const bool spread = r.gpu_policy == PlacementPolicy::kSpread;
   auto key = [&](size_t p) {
     const auto& d = devices[p];
     const uint64_t left = d.memory_mib - d.memory_used_mib - ShareMemory(d, r);  // candidates fit, so no underflow
-    return std::make_tuple(d.tenants == 0, left, 100 - d.compute_used_pct, d.index, d.slot);
+    const uint32_t compute_left = 100 - d.compute_used_pct;
+    if (spread) return std::make_tuple(false, ~left, ~compute_left, d.index, d.slot);
+    return std::make_tuple(d.tenants == 0, left, compute_left, d.index, d.slot);
   };
   std::stable_sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
   return candidates;

@@ -38,16 +38,20 @@ std::optional<VendorPick> PickEnflame(const std::vector<VendorDevice>& devices, 
     auto pct = EnflameShare(d, r);
     return pct && ShareFits(d, d.memory_mib * *pct / 100, *pct);
   };
-  // Most used first (binpack), then index.
-  std::optional<std::tuple<bool, uint32_t, uint32_t, size_t>> best;
+  // Default and binpack: shared GCUs first, the most used of them, then
+  // index. Spread: the least compute in use (a share bounds compute and
+  // memory together), then the least memory, then index.
+  const bool spread = r.gpu_policy == PlacementPolicy::kSpread;
+  std::optional<std::tuple<bool, uint32_t, uint64_t, uint32_t, size_t>> best;
   for (size_t p : Select(devices, fits)) {
     const auto& d = devices[p];
-    const auto key = std::make_tuple(d.tenants == 0, 100 - d.compute_used_pct, d.index, p);
+    const auto key = spread ? std::make_tuple(false, d.compute_used_pct, d.memory_used_mib, d.index, p)
+                            : std::make_tuple(d.tenants == 0, 100 - d.compute_used_pct, uint64_t{0}, d.index, p);
     if (!best || key < *best) best = key;
   }
   if (!best) return Refuse(why, "Enflame: no GCU with room for the share");
-  const auto& d = devices[std::get<3>(*best)];
-  VendorPick pick = PickOf(devices, {std::get<3>(*best)});
+  const auto& d = devices[std::get<4>(*best)];
+  VendorPick pick = PickOf(devices, {std::get<4>(*best)});
   pick.share_pct = *EnflameShare(d, r);
   pick.memory_mib_each = d.memory_mib * pick.share_pct / 100;
   return pick;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <tuple>
 
 #include "control/scheduler/vendor_common.h"
 
@@ -74,10 +75,39 @@ uint32_t KunlunHandles(const std::vector<VendorDevice>& devices, uint32_t node_d
   return handles;
 }
 
+// A single slice under gpu_policy spread (vendor_rules.h): every device that
+// takes the slice size, the least split first (fewest slices in use, an
+// unsplit device before a split one), then the device whose wing a single
+// whole device would be taken from first (1, 3, 2, 4 whole devices left),
+// so the spread slices keep whole wings whole as long as binpack's would.
+// PickKunlun still skips any whose split would pass the handle limit.
+std::vector<Positions> KunlunSpreadSlice(const std::vector<VendorDevice>& devices, uint32_t parts) {
+  std::map<int32_t, size_t> whole_in_wing;
+  for (const auto& d : devices) {
+    if (WholeFree(d)) ++whole_in_wing[Wing(d)];
+  }
+  auto wing_rank = [&](const VendorDevice& d) -> size_t {
+    static const std::vector<size_t> kSingleOrder = {1, 3, 2, 4};
+    const size_t whole = whole_in_wing[Wing(d)];
+    const auto it = std::find(kSingleOrder.begin(), kSingleOrder.end(), whole);
+    return it != kSingleOrder.end() ? static_cast<size_t>(it - kSingleOrder.begin()) : kSingleOrder.size() + whole;
+  };
+  Positions fitting = Select(devices, [&](const VendorDevice& d) { return KunlunFits(d, parts); });
+  auto key = [&](size_t p) {
+    const auto& d = devices[p];
+    return std::make_tuple(d.tenants, d.memory_used_mib, wing_rank(d), d.index, d.slot);
+  };
+  std::stable_sort(fitting.begin(), fitting.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+  std::vector<Positions> out;
+  for (size_t p : fitting) out.push_back({p});
+  return out;
+}
+
 // Candidate sets in HAMi's order: whole node; a wing by free-count order;
 // then the cross-wing links. Slices first try devices already split.
 std::vector<Positions> KunlunCandidates(const std::vector<VendorDevice>& devices, size_t n, uint32_t parts,
-                                        uint32_t node_devices) {
+                                        uint32_t node_devices, PlacementPolicy gpu_policy) {
+  if (n == 1 && parts > 1 && gpu_policy == PlacementPolicy::kSpread) return KunlunSpreadSlice(devices, parts);
   auto fits = [&](const VendorDevice& d) { return KunlunFits(d, parts); };
   std::vector<Positions> out;
   if (n >= node_devices) {
@@ -131,7 +161,7 @@ std::optional<VendorPick> PickKunlun(const std::vector<VendorDevice>& devices, c
   const uint64_t device_mib = devices.empty() ? kP800MemoryMib : KunlunMemory(devices.front());
   const uint32_t parts = KunlunPartsFor(device_mib, r);
   const uint32_t node_devices = NodeSize(devices, r);
-  const auto candidates = KunlunCandidates(devices, r.count, parts, node_devices);
+  const auto candidates = KunlunCandidates(devices, r.count, parts, node_devices, r.gpu_policy);
   if (candidates.empty()) {
     return Refuse(why, "Kunlun: no wing or cross-wing link set with " + std::to_string(r.count) + " fitting devices");
   }

@@ -1,7 +1,8 @@
 // VendorRules: the per-vendor device selection rules the scheduler applies
 // inside one node, for accelerators whose interconnect or sharing model makes
-// "any N free devices" wrong. Pure and deterministic: standard library only,
-// no clocks, logging or I/O; ties always break on the lowest device index.
+// "any N free devices" wrong. Pure and deterministic: the standard library
+// and protocol's PlacementPolicy only, no clocks, logging or I/O; ties always
+// break on the lowest device index.
 //
 // The rules, and where they come from (names only; learned from, not copied):
 //
@@ -66,6 +67,28 @@
 //   device requests only, more devices are whole. [HAMi enflame device and
 //   the "Enflame GCU sharing" doc.]
 // Everything else (NVIDIA, AMD, ...) is kGeneric: no vendor rule here.
+//
+// The job's gpu_policy (VendorRequest::gpu_policy, HAMi's per-pod GPU
+// policy) decides where a share goes and nothing else. default and binpack
+// are the rules above: a share packs onto devices already shared (Kunlun:
+// already split), so whole devices stay whole. spread gives a share the
+// device with the most room left, so it contends the least:
+//   - MetaX sGPU and Ascend vNPU shares: most memory left after the share,
+//     then most compute left, then the lowest index;
+//   - Enflame: least compute in use (a GCU share bounds compute and memory
+//     together), then least memory, then the lowest index;
+//   - Kunlun, a single-device slice: the least-split device that still takes
+//     that slice size (fewest slices in use; an unsplit device first), then
+//     among equals the wing order of a single whole device (1, 3, 2, 4 whole
+//     devices left in the wing), then the lowest index. One slice size per
+//     device and the 32-handle limit hold as under binpack: a device whose
+//     split would pass the limit is skipped for the next.
+// The policy does not apply to whole-device picks (Ascend rings, halves and
+// modules, Kunlun wings and cross-wing links, Neuron torus blocks and ring
+// runs, MetaX zones, Enflame whole GCUs), to Kunlun slices on several
+// devices (which keep their wing rules) or to Neuron core requests: their
+// topology decides, and a policy that broke a ring or a wing would make the
+// device unusable for the next multi-device task.
 #pragma once
 
 #include <cstddef>
@@ -74,6 +97,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "protocol/types.h"
 
 namespace gpool::scheduler {
 
@@ -118,6 +143,9 @@ struct VendorRequest {
   uint32_t cores = 0;         // core-level request (Neuron): this many cores instead of devices
   uint32_t node_devices = 0;  // devices on the node (Ascend 8 vs 16 chips, Kunlun handles); 0: devices given
   uint32_t device_cores = 0;  // cores per device for static checks (Neuron); 0: unknown
+  // The job's gpu_policy: where a share goes (spread: the device with the
+  // most room left; see above). kDefault and kBinpack are today's packing.
+  PlacementPolicy gpu_policy = PlacementPolicy::kDefault;
 };
 
 struct VendorPick {
