@@ -107,6 +107,11 @@ def main():
             problems.append(f"the old data is not under previous-*/: {entries}")
         if not os.path.exists(f"{root}/data/state/db/CURRENT") or os.path.exists(f"{root}/data/state/db/OLD"):
             problems.append(f"the restored db is not in place: {sorted(os.listdir(root + '/data/state/db'))}")
+        # The image is a file beside the db (the db holds only a reference
+        # to it): a restore that left it behind starts no coordinator.
+        images = [e for e in os.listdir(f"{root}/data/state") if e.startswith("snapshot-") and e.endswith(".img")]
+        if len(images) != 1:
+            problems.append(f"the restored image file is not beside the db: {sorted(os.listdir(root + '/data/state'))}")
         if os.stat(f"{root}/data/state").st_mode & 0o077:
             problems.append("the restored data dir is open to group or others")
         if os.path.exists(f"{root}/data/.restoring"):
