@@ -337,8 +337,9 @@ void SubmitOptions(cxxopts::Options& o) {
                "single-numa-node (one NUMA node or not on that node)", cxxopts::value<std::string>(), "POLICY")
       ("node-policy", "which node each task goes to: default (the cluster's strategy), binpack (fullest node "
                       "first) or spread (emptiest node first)", cxxopts::value<std::string>(), "POLICY")
-      ("gpu-policy", "which device a GPU share goes to: default, binpack (fullest device with room) or spread "
-                     "(emptiest device)", cxxopts::value<std::string>(), "POLICY")
+      ("gpu-policy", "which device a GPU share, MIG instance or vendor share (vXPU, sGPU, vGCU, vNPU) goes to: "
+                     "default, binpack (fullest device with room) or spread (emptiest device); whole-device vendor "
+                     "picks keep their topology rules", cxxopts::value<std::string>(), "POLICY")
       ("user", "user, for fairness inside the queue (default: $USER, or the spec's user)",
        cxxopts::value<std::string>(), "USER")
       ("selector", "run only on nodes with this label; repeatable or comma-separated",
