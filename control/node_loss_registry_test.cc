@@ -133,6 +133,8 @@ TEST_F(NodeLossRegistryTest, RegistrationGivesTheLease) {
   EXPECT_EQ(replies[0].Body<RegisterNodeReply>()->lease_ms, 1500u);
   // A grace of 3 s leaves no room beyond the lease: the hold is the lease.
   EXPECT_EQ(replies[0].Body<RegisterNodeReply>()->lease_hold_ms, 1500u);
+  // Every health kind it knows, so a newer worker tells it no other.
+  EXPECT_EQ(replies[0].Body<RegisterNodeReply>()->health_kinds, kHealthKindCount);
 }
 
 TEST_F(NodeLossRegistryTest, HealthIsCommittedWhenItChangesAndNotOnRefreshes) {

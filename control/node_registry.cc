@@ -251,6 +251,7 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                       reply.coordinator_id = options_.coordinator_id;
                       reply.lease_ms = options_.lease_ms;
                       reply.lease_hold_ms = LeaseHoldMs(options_.node_lost_ms, options_.lease_ms);
+                      reply.health_kinds = static_cast<uint32_t>(kHealthKindCount);
                       Reply(peer, MakeFrame(request_id, epoch, reply));
                       StopStrays(peer, node, reports);
                     });

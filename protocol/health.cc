@@ -62,6 +62,44 @@ std::optional<uint32_t> GpuIndexOf(std::string_view device) {
   return index;
 }
 
+namespace {
+
+// What a kind added after kHealthKindsBeforeRepairs is told to an older
+// coordinator as; nullopt: left out. Every new kind needs its row.
+std::optional<HealthKind> HealthKindForOlderCoordinator(HealthKind kind) {
+  static_assert(kHealthKindCount == 20, "a new health kind: say here what an older coordinator is told instead");
+  switch (kind) {
+    case HealthKind::kGpuReset: return HealthKind::kGpuLost;
+    case HealthKind::kFabricmanagerRestart: return std::nullopt;
+    default: return kind;
+  }
+}
+
+}  // namespace
+
+std::vector<HealthCondition> HealthForCoordinator(const std::vector<HealthCondition>& conditions, uint32_t known,
+                                                  bool* changed) {
+  std::vector<HealthCondition> out;
+  out.reserve(conditions.size());
+  bool any = false;
+  for (const HealthCondition& c : conditions) {
+    const std::optional<HealthKind> kind = HealthKindFromString(c.kind);
+    if (!kind || static_cast<uint32_t>(*kind) < known) {
+      out.push_back(c);
+      continue;
+    }
+    any = true;
+    const std::optional<HealthKind> older = HealthKindForOlderCoordinator(*kind);
+    if (!older) continue;
+    HealthCondition told = c;
+    told.kind = std::string(ToString(*older));
+    told.message = "(" + c.kind + ", reported as " + told.kind + " to a coordinator older than it) " + c.message;
+    out.push_back(std::move(told));
+  }
+  if (changed != nullptr) *changed = any;
+  return out;
+}
+
 std::string CheckHealthConditions(const std::vector<HealthCondition>& conditions) {
   if (conditions.size() > kMaxConditions) {
     return "a node reports at most " + std::to_string(kMaxConditions) + " health conditions, not " +

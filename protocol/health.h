@@ -42,16 +42,32 @@ enum class HealthKind : uint8_t {
   // service_check.h): a GPU drained, reset and checked (fatal while it is
   // out of service), and a restart of the fabric manager (a warning: the
   // record and the alert). A coordinator older than these refuses a list
-  // that names them (CheckHealthConditions): upgrade coordinators first.
+  // that names them (CheckHealthConditions), so a worker tells it only what
+  // it knows (HealthForCoordinator; RegisterNodeReply.health_kinds).
   kGpuReset,
   kFabricmanagerRestart,
 };
 inline constexpr size_t kHealthKindCount = 20;
+// The kinds a coordinator from before the node's own repairs knows: the
+// first 18. A RegisterNodeReply without health_kinds comes from one.
+inline constexpr uint32_t kHealthKindsBeforeRepairs = 18;
 
 // How bad: "fatal" (the device or node cannot run work), "degraded" (it runs,
 // slower or with less), "warning" (recorded, nothing fenced). Ordered: a worse
 // severity compares greater.
 enum class HealthSeverity : uint8_t { kWarning, kDegraded, kFatal };
+
+struct HealthCondition;
+
+// `conditions` as a coordinator that knows only the first `known` kinds must
+// be told them (kinds are only ever appended, so a count names what it
+// knows): a kind it does not know is reported as the older kind with the
+// same effect, or left out where it only informs. gpu-reset (fatal: the GPU
+// is out of service while it is reset) goes as gpu-lost, which fences the
+// GPU just the same; fabricmanager-restart (a warning, the record of a
+// repair) is left out. Sets *changed (when given) if anything was.
+std::vector<HealthCondition> HealthForCoordinator(const std::vector<HealthCondition>& conditions, uint32_t known,
+                                                  bool* changed = nullptr);
 
 std::string_view ToString(HealthKind k);
 std::optional<HealthKind> HealthKindFromString(std::string_view s);

@@ -57,12 +57,17 @@ struct RegisterNodeReply {
   // prolong a lease still in force. 0: none (an older coordinator); the
   // lease is then lease_ms whatever happens.
   uint32_t lease_hold_ms = 0;
+  // How many health kinds (protocol/health.h, in order) this coordinator
+  // knows: the worker tells it no other (HealthForCoordinator). 0: an older
+  // coordinator, which knows kHealthKindsBeforeRepairs.
+  uint32_t health_kinds = 0;
   template <typename V>
   void Fields(V& v) {
     v.Optional("heartbeat_interval_ms", heartbeat_interval_ms);
     v.Optional("coordinator_id", coordinator_id);
     v.Optional("lease_ms", lease_ms);
     v.Optional("lease_hold_ms", lease_hold_ms);
+    v.Optional("health_kinds", health_kinds);
   }
 };
 

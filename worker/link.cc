@@ -163,7 +163,10 @@ void Link::SendRegister() {
   reg.tasks = options_.host->TaskReports();
   reg.worker_version = options_.worker_version;
   reg.join_token = options_.join_token;
-  reg.health = options_.host->health();
+  // Whom this reaches is known only from its reply: the registration tells
+  // what any coordinator knows, and a newer one is sent the list as it is
+  // with the next heartbeat (OnRegisterReply).
+  reg.health = HealthForCoordinator(options_.host->health(), kHealthKindsBeforeRepairs, &register_health_told_older_);
   register_health_version_ = options_.host->health_version();
   register_request_id_ = next_request_id_++;
   register_sent_ms_ = Now();
@@ -186,7 +189,7 @@ void Link::SendHeartbeat() {
   hb.labels_digest = options_.host->labels_digest();
   if (const uint64_t version = options_.host->health_version(); version > acked_health_version_) {
     hb.health_version = sent.health_version = sent_health_version_ = version;
-    hb.health = options_.host->health();
+    hb.health = HealthForCoordinator(options_.host->health(), coordinator_health_kinds_);
     last_health_send_ms_ = sent.sent_ms;
   }
   heartbeat_sent_ms_[id] = sent;
@@ -357,6 +360,10 @@ void Link::OnRegisterReply(const Envelope& env) {
   phase_ = Phase::kRegistered;
   last_refusal_.clear();
   acked_health_version_ = sent_health_version_ = register_health_version_;
+  coordinator_health_kinds_ = reply->health_kinds == 0 ? kHealthKindsBeforeRepairs : reply->health_kinds;
+  // It knows kinds the registration left out or renamed: the next heartbeat
+  // carries the list as it is.
+  if (register_health_told_older_ && coordinator_health_kinds_ > kHealthKindsBeforeRepairs) acked_health_version_ = 0;
   lease_ms_ = reply->lease_ms;
   hold_ms_ = reply->lease_hold_ms;
   RenewLease(register_sent_ms_);

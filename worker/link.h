@@ -221,6 +221,10 @@ class Link {
   int64_t register_sent_ms_ = 0;
   int64_t lease_ms_ = 0;  // as RegisterNodeReply granted it; 0: none
   int64_t hold_ms_ = 0;   // RegisterNodeReply.lease_hold_ms; 0: none
+  // The health kinds the coordinator registered with knows
+  // (RegisterNodeReply.health_kinds): heartbeats tell it no other.
+  uint32_t coordinator_health_kinds_ = kHealthKindsBeforeRepairs;
+  bool register_health_told_older_ = false;  // the registration's list was HealthForCoordinator's, changed
   // The send time of the last message a leader acknowledged (INT64_MIN:
   // none yet), whether the lease counted from it was held already, and
   // whether a replica has named a leader since.

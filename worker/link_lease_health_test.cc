@@ -262,3 +262,95 @@ TEST_F(NodeHostTest, ABindGoesToTheTaskManagerAndShowsAsRunning) {
 
 }  // namespace
 }  // namespace gpool::worker
+
+namespace gpool::worker {
+namespace {
+
+// A worker newer than its coordinator (a rolling upgrade that reached the
+// workers first): the registration names only kinds every coordinator knows,
+// a coordinator that says it knows more (RegisterNodeReply.health_kinds) is
+// sent the list as it is with the next heartbeat, and an older one (no
+// health_kinds) is never sent a kind it would refuse the heartbeat for.
+class LinkHealthKindsTest : public LinkTest {
+ protected:
+  void SetUp() override {
+    LinkTest::SetUp();
+    monitor_ = std::make_unique<HealthMonitor>(&clock_, log_.logger());
+    monitor_->Add(std::make_unique<testing::ScriptedCheck>(
+        "repair", 10, std::vector<HealthKind>{HealthKind::kGpuReset}, &findings_));
+    link_ = std::move(Link::Open(MakeOptions({.health = monitor_.get()})).value());
+    findings_ = {HealthFinding{HealthKind::kGpuReset, "gpu/0", HealthSeverity::kFatal, "draining for a reset"}};
+    monitor_->Poll();
+  }
+  // Registers with a coordinator that knows `kinds` health kinds (0: an
+  // older one, which does not say) and returns the registration's list.
+  std::vector<HealthCondition> RegisterWith(uint32_t kinds) {
+    link_->Start();
+    Out out = Take();
+    const Envelope* env = out.First(MessageType::kRegisterNode);
+    EXPECT_NE(env, nullptr);
+    if (env == nullptr) return {};
+    auto reg = env->Body<RegisterNode>();
+    EXPECT_TRUE(reg.ok());
+    RegisterNodeReply reply;
+    reply.heartbeat_interval_ms = 100;
+    reply.health_kinds = kinds;
+    Deliver(reply, env->header().request_id, 1);
+    EXPECT_TRUE(link_->registered());
+    return reg.ok() ? reg->health : std::vector<HealthCondition>{};
+  }
+  // The health lists the heartbeats of the next `ms` carried (those without
+  // one left out), each acknowledged at once as a live coordinator would.
+  std::vector<std::vector<HealthCondition>> HeartbeatHealth(int64_t ms) {
+    std::vector<std::vector<HealthCondition>> lists;
+    for (int64_t t = 0; t < ms; t += 10) {  // the agent's turns: the monitor before the link
+      clock_.Advance(10);
+      monitor_->Poll();
+      Turn();
+      for (const Envelope& env : Take().frames) {
+        if (env.type() != MessageType::kHeartbeat) continue;
+        auto hb = env.Body<Heartbeat>();
+        EXPECT_TRUE(hb.ok());
+        if (hb.ok() && hb->health_version != 0) lists.push_back(hb->health);
+        Deliver(Ack{}, env.header().request_id, 1);
+      }
+    }
+    EXPECT_TRUE(link_->registered());
+    return lists;
+  }
+
+  std::vector<HealthFinding> findings_;
+  std::unique_ptr<HealthMonitor> monitor_;
+};
+
+TEST_F(LinkHealthKindsTest, ANewerCoordinatorIsSentTheListAsItIsRightAfterRegistering) {
+  const auto registered = RegisterWith(static_cast<uint32_t>(kHealthKindCount));
+  ASSERT_EQ(registered.size(), 1u);
+  EXPECT_EQ(registered[0].kind, "gpu-lost") << "the registration does not know whom it reaches";
+  EXPECT_EQ(registered[0].severity, "fatal");
+  const auto lists = HeartbeatHealth(150);
+  ASSERT_EQ(lists.size(), 1u) << "the first heartbeat carries the list, once";
+  ASSERT_EQ(lists[0].size(), 1u);
+  EXPECT_EQ(lists[0][0].kind, "gpu-reset");
+  EXPECT_EQ(lists[0][0].message, "draining for a reset");
+}
+
+TEST_F(LinkHealthKindsTest, AnOlderCoordinatorIsNeverSentAKindItWouldRefuse) {
+  const auto registered = RegisterWith(0);
+  ASSERT_EQ(registered.size(), 1u);
+  EXPECT_EQ(registered[0].kind, "gpu-lost");
+  EXPECT_TRUE(HeartbeatHealth(300).empty()) << "it has the list it can read";
+  // A change goes out, still in the kinds it knows.
+  findings_ = {HealthFinding{HealthKind::kGpuReset, "gpu/1", HealthSeverity::kFatal, "draining for a reset"}};
+  const auto lists = HeartbeatHealth(150);
+  ASSERT_FALSE(lists.empty());
+  for (const auto& list : lists) {
+    EXPECT_EQ(CheckHealthConditions(list), "") << "the older coordinator refuses this heartbeat";
+    ASSERT_EQ(list.size(), 1u);
+    EXPECT_EQ(list[0].kind, "gpu-lost");
+    EXPECT_EQ(list[0].device, "gpu/1");
+  }
+}
+
+}  // namespace
+}  // namespace gpool::worker
