@@ -220,12 +220,30 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
     }
   }
   const std::string node = msg.node.name;
+  const uint64_t proposal = ++next_registration_;
+  auto [in_flight, fresh] = registrations_in_flight_.try_emplace(
+      node, RegistrationInFlight{peer, principal.key, header.request_id, now_ms, proposal});
+  if (!fresh) {
+    RegistrationInFlight& first = in_flight->second;
+    if (first.peer == peer && first.key == principal.key && now_ms - first.proposed_ms < kEventInFlightMs) {
+      first.request_id = header.request_id;  // answered when the first commits
+      if (options_.metrics != nullptr) ++options_.metrics->registrations_in_flight_dropped;
+      return;
+    }
+    first = RegistrationInFlight{peer, principal.key, header.request_id, now_ms, proposal};
+  }
   std::vector<TaskReport> reports = msg.tasks;
   std::vector<HealthCondition> health = msg.health;
   proposer_.Propose(state::RegisterNodeCmd{std::move(msg.node), std::move(msg.tasks), std::move(msg.health),
                                            principal.key, admission, std::move(token_hash)},
                     [this, peer, node, request_id = header.request_id, now_ms, reports = std::move(reports),
-                     health = std::move(health), key = principal.key](const state::ApplyResult& result) {
+                     health = std::move(health), key = principal.key, proposal](const state::ApplyResult& result) mutable {
+                      // A retry of this registration meanwhile is answered here, under its own id.
+                      if (auto it = registrations_in_flight_.find(node);
+                          it != registrations_in_flight_.end() && it->second.proposal == proposal) {
+                        request_id = it->second.request_id;
+                        registrations_in_flight_.erase(it);
+                      }
                       const uint64_t epoch = proposer_.epoch();
                       if (!result.status.ok()) {
                         Reply(peer, MakeError(request_id, epoch, result.status));
@@ -473,6 +491,7 @@ void NodeRegistry::Reset(int64_t now_ms) {
   connection_keys_.clear();
   pending_refreshed_ms_.clear();
   events_in_flight_.clear();
+  registrations_in_flight_.clear();
   start_ms_ = now_ms;
   next_silence_check_ms_ = INT64_MAX;
   next_orphan_scan_ms_ = now_ms + options_.node_timeout_ms;

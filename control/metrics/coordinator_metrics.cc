@@ -293,6 +293,10 @@ void Workers(Exposition& out, const CoordinatorMetricsInput& in) {
              "Task events resent by a worker while their first copy was still being committed: not proposed "
              "again (leader).",
              static_cast<double>(w.task_events_in_flight_dropped));
+  out.Single("gpool_worker_registration_retries_coalesced_total", Type::kCounter,
+             "Registrations a worker sent again on the same connection while its first was still being "
+             "committed: answered by that one, not proposed again (leader).",
+             static_cast<double>(w.registrations_in_flight_dropped));
   out.Single("gpool_tasks_lost_total", Type::kCounter, "Tasks ended as lost (their node went silent) (leader).",
              static_cast<double>(w.tasks_lost));
   out.Single("gpool_worker_commands_waiting", Type::kGauge,

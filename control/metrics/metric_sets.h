@@ -37,6 +37,9 @@ struct WorkerMetrics {
   // Resends of a task event whose first copy was still waiting to commit:
   // answered by that one, not proposed again.
   uint64_t task_events_in_flight_dropped = 0;
+  // Registration retries on the same connection while the first was still
+  // being committed: answered by that one, not proposed again.
+  uint64_t registrations_in_flight_dropped = 0;
   uint64_t tasks_lost = 0;
   // Binds and preempts due but held back by their node's window of
   // unacknowledged commands (a gauge the dispatcher keeps current).
