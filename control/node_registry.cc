@@ -1,6 +1,7 @@
 #include "control/node_registry.h"
 
 #include <algorithm>
+#include <functional>
 
 #include <spdlog/spdlog.h>
 
@@ -15,6 +16,7 @@
 #include "protocol/messages_worker.h"
 #include "protocol/model/task_report.h"
 #include "protocol/validate.h"
+#include "protocol/wire.h"
 
 namespace gpool::control {
 namespace {
@@ -221,16 +223,27 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
   }
   const std::string node = msg.node.name;
   const uint64_t proposal = ++next_registration_;
-  auto [in_flight, fresh] = registrations_in_flight_.try_emplace(
-      node, RegistrationInFlight{peer, principal.key, header.request_id, now_ms, proposal});
+  const size_t content = std::hash<std::string>{}(wire::PackToString(msg.node) + wire::PackToString(msg.tasks) +
+                                                  wire::PackToString(msg.health));
+  const RegistrationInFlight entry{peer, principal.key, header.request_id, now_ms, proposal, false, content};
+  auto [in_flight, fresh] = registrations_in_flight_.try_emplace(node, entry);
   if (!fresh) {
     RegistrationInFlight& first = in_flight->second;
-    if (first.peer == peer && first.key == principal.key && now_ms - first.proposed_ms < kEventInFlightMs) {
+    const int64_t age = now_ms - first.proposed_ms;
+    const bool same = first.peer == peer && first.key == principal.key && first.content == content;
+    if (same && !first.committed && age < kEventInFlightMs) {
       first.request_id = header.request_id;  // answered when the first commits
       if (options_.metrics != nullptr) ++options_.metrics->registrations_in_flight_dropped;
       return;
     }
-    first = RegistrationInFlight{peer, principal.key, header.request_id, now_ms, proposal};
+    const state::NodeRecord* record = state_.FindNode(node);
+    if (same && first.committed && age < kRegistrationSettleMs && record != nullptr &&
+        record->state == NodeState::kReady && workers_.PeerFor(node) != nullptr && *workers_.PeerFor(node) == peer) {
+      if (options_.metrics != nullptr) ++options_.metrics->registrations_in_flight_dropped;
+      Reply(peer, MakeFrame(header.request_id, epoch, MakeRegisterReply()));
+      return;
+    }
+    first = entry;
   }
   std::vector<TaskReport> reports = msg.tasks;
   std::vector<HealthCondition> health = msg.health;
@@ -242,7 +255,11 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                       if (auto it = registrations_in_flight_.find(node);
                           it != registrations_in_flight_.end() && it->second.proposal == proposal) {
                         request_id = it->second.request_id;
-                        registrations_in_flight_.erase(it);
+                        if (result.status.ok()) {
+                          it->second.committed = true;  // kept a while: retries of it are answered at once
+                        } else {
+                          registrations_in_flight_.erase(it);
+                        }
                       }
                       const uint64_t epoch = proposer_.epoch();
                       if (!result.status.ok()) {
@@ -264,15 +281,19 @@ void NodeRegistry::OnRegister(const std::string& peer, const Header& header, Reg
                       Recheck(now_ms);
                       for (WorkerEvents* listener : listeners_) listener->NodeConnected(node);
                       spdlog::info("node registered node={} epoch={}", node, epoch);
-                      RegisterNodeReply reply;
-                      reply.heartbeat_interval_ms = options_.heartbeat_interval_ms;
-                      reply.coordinator_id = options_.coordinator_id;
-                      reply.lease_ms = options_.lease_ms;
-                      reply.lease_hold_ms = LeaseHoldMs(options_.node_lost_ms, options_.lease_ms);
-                      reply.health_kinds = static_cast<uint32_t>(kHealthKindCount);
-                      Reply(peer, MakeFrame(request_id, epoch, reply));
+                      Reply(peer, MakeFrame(request_id, epoch, MakeRegisterReply()));
                       StopStrays(peer, node, reports);
                     });
+}
+
+RegisterNodeReply NodeRegistry::MakeRegisterReply() const {
+  RegisterNodeReply reply;
+  reply.heartbeat_interval_ms = options_.heartbeat_interval_ms;
+  reply.coordinator_id = options_.coordinator_id;
+  reply.lease_ms = options_.lease_ms;
+  reply.lease_hold_ms = LeaseHoldMs(options_.node_lost_ms, options_.lease_ms);
+  reply.health_kinds = static_cast<uint32_t>(kHealthKindCount);
+  return reply;
 }
 
 void NodeRegistry::RecordPending(const std::string& peer, const Header& header, const RegisterNode& msg,

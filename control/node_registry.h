@@ -175,22 +175,31 @@ class NodeRegistry {
   // resend of an event in flight is answered by the one in flight; after
   // kEventInFlightMs it is proposed again (the first may have been lost).
   std::map<std::pair<std::string, uint64_t>, int64_t> events_in_flight_;
-  // Registrations proposed and not settled yet, node -> the connection and
-  // key that sent it, its latest request id and when it was proposed. The
-  // same thundering herd as the events': a worker retries its registration
-  // from 100 ms on, doubling, so a 12,500-node fleet registering at once to
-  // a loaded leader committed 53,778 registrations (each a whole node spec
-  // through the log) where 12,500 were asked for. A retry on the same
-  // connection with the same key while one is in flight is answered by that
-  // one, to the retry's request id; after kEventInFlightMs it is proposed
-  // again.
+  // Each node's last registration proposal, node -> the connection and key
+  // that sent it, its latest request id, when it was proposed and whether it
+  // committed. The same thundering herd as the events': a worker retries its
+  // registration from 100 ms on, doubling, whenever the reply is late, so a
+  // 12,500-node fleet registering at once to a loaded leader committed 53,778
+  // registrations (each a whole node spec through the log) where 12,500
+  // were asked for. A retry on the same connection with the same key is the
+  // same attempt: while the first is in flight (up to kEventInFlightMs) it
+  // is answered by that one when it commits, under the retry's request id;
+  // within kRegistrationSettleMs of the first, once it committed, it is
+  // answered at once. Later, it is proposed again.
+  static constexpr int64_t kRegistrationSettleMs = 10'000;
   struct RegistrationInFlight {
     std::string peer;
     std::string key;
     uint64_t request_id = 0;
     int64_t proposed_ms = 0;
     uint64_t proposal = 0;  // which proposal it waits for (next_registration_)
+    bool committed = false;
+    // A hash of what it registered (spec, tasks, health): a registration
+    // that says something else (a node back after silence reporting its
+    // tasks) is proposed, never answered by an earlier one.
+    size_t content = 0;
   };
+  RegisterNodeReply MakeRegisterReply() const;
   std::map<std::string, RegistrationInFlight> registrations_in_flight_;
   uint64_t next_registration_ = 0;
 };

@@ -123,11 +123,12 @@ TEST_F(RegistryTest, AResentTaskEventIsProposedOnceWhileInFlight) {
   proposer_.Release();
 }
 
-// A worker retries its registration from 100 ms on, doubling: while the
-// first waits for a quorum, retries on the same connection are not proposed
-// again (a 12,500-node fleet registering at once committed 53,778 whole node
-// specs); the commit answers the latest retry's id, the one the worker waits
-// for. Another connection's registration is its own proposal.
+// A worker retries its registration from 100 ms on, doubling, whenever the
+// answer is late: retries on the same connection are not proposed again (a
+// 12,500-node fleet registering at once committed 53,778 whole node specs).
+// While the first waits for a quorum, its commit answers the latest retry's
+// id; once it committed, a retry is answered at once. A later registration
+// (a reconnect) and another connection's are proposals of their own.
 TEST_F(RegistryTest, ARetriedRegistrationIsProposedOnceWhileInFlight) {
   proposer_.set_holding(true);
   for (uint64_t attempt = 0; attempt < 6; ++attempt) {
@@ -141,6 +142,17 @@ TEST_F(RegistryTest, ARetriedRegistrationIsProposedOnceWhileInFlight) {
   ASSERT_EQ(replies.size(), 1u);
   EXPECT_EQ(replies[0].header().request_id, 15u) << "answered under the latest attempt's id";
   ASSERT_NE(workers_.PeerFor("n1"), nullptr);
+  // A retry sent before that answer arrived: answered at once, nothing proposed.
+  proposer_.clear();
+  FromWorker("peer-a", RegisterNode{OneGpuNode("n1"), {}, "test"}, 6'400, 16);
+  EXPECT_TRUE(proposer_.proposed().empty());
+  EXPECT_EQ(LastToWorker().type(), MessageType::kRegisterNodeReply);
+  EXPECT_EQ(LastToWorker().header().request_id, 16u);
+  // One that says something else (here a task it runs) is no retry: proposed.
+  RegisterNode other{OneGpuNode("n1"), {TaskReport{TaskId{JobId(9), 0, 0}, TaskState::kRunning, 42}}, "test"};
+  FromWorker("peer-a", other, 6'500, 17);
+  EXPECT_EQ(proposer_.proposed().size(), 1u);
+  EXPECT_EQ(WorkerFrames(MessageType::kRegisterNodeReply).back().header().request_id, 17u);
 
   // Settled: a later registration (a reconnect) is proposed and answered again.
   proposer_.clear();
