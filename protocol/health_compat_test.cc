@@ -74,7 +74,9 @@ TEST(HealthForCoordinatorTest, EveryKindIsToldToEveryOlderCoordinatorAsOneItAcce
               << ToString(static_cast<HealthKind>(k)) << " told to a coordinator of " << known << " kinds";
           EXPECT_EQ(c.severity, ToString(severity));
         }
-        if (k < known) EXPECT_EQ(told.size(), 1u) << "a kind it knows is told as it is";
+        if (k < known) {
+          EXPECT_EQ(told.size(), 1u) << "a kind it knows is told as it is";
+        }
       }
     }
   }
