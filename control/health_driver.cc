@@ -46,6 +46,16 @@ health::HealthPolicyInput HealthDriver::BuildInput(int64_t wall_ms) {
   input.cluster_size = static_cast<uint32_t>(state_.nodes().size());
   std::set<std::string> present;
   for (const auto& [name, node] : state_.nodes()) {
+    // A node with nothing wrong, no GPU fenced and no health cordon can be
+    // neither fenced nor lifted (EvaluateHealthPolicy has nothing to do for
+    // it; cluster_size still counts it): left out, a round walks what is
+    // wrong rather than copying every node of the cluster ten times a second
+    // (12,500 nodes at 100,000 GPUs; issue 49). Its clear-since record goes
+    // too: it starts again when something is wrong with it.
+    if (node.health.empty() && node.probe_health.empty() && node.unhealthy_gpus.empty() &&
+        !(node.cordoned && node.cordon_reason == "health")) {
+      continue;
+    }
     health::NodeHealthInput in;
     in.name = name;
     in.cordoned = node.cordoned;
@@ -77,6 +87,7 @@ health::HealthPolicyInput HealthDriver::BuildInput(int64_t wall_ms) {
     input.nodes.push_back(std::move(in));
   }
   std::erase_if(clear_since_, [&](const auto& entry) { return !present.count(entry.first); });
+  nodes_evaluated_ = input.nodes.size();
   for (const ClusterEvent& event : state_.events()) {
     if (event.actor != "health-policy") continue;
     if (event.kind == ToString(EventKind::kNodeCordoned)) input.recent_fences.push_back({event.node, event.time_ms});

@@ -57,6 +57,9 @@ class HealthDriver : public LeaderService {
 
   // For tests and status: delivery stats per sink name.
   std::map<std::string, health::WebhookSinkStats> SinkStats() const;
+  // The nodes the last round evaluated: those with something wrong (a
+  // condition, a fenced GPU, a health cordon), not the whole cluster.
+  size_t nodes_evaluated() const { return nodes_evaluated_; }
 
  private:
   health::HealthPolicyInput BuildInput(int64_t wall_ms);
@@ -72,6 +75,7 @@ class HealthDriver : public LeaderService {
   int64_t next_evaluate_ms_ = 0;
   int64_t next_cursor_ms_ = 0;
   uint32_t in_flight_ = 0;  // proposals of this driver not yet settled
+  size_t nodes_evaluated_ = 0;
   // Per node: the health_rounds at which it was last seen clear (policy rule 4).
   std::map<std::string, std::optional<uint64_t>> clear_since_;
   struct Sink {

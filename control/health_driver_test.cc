@@ -83,6 +83,28 @@ TEST_F(HealthDriverTest, AFatalXidFencesItsGpuAndCordonsUntilClearRoundsLiftIt) 
   EXPECT_TRUE(n1.GpuUsable(n1.spec.gpus[1]));
 }
 
+// A round walks the nodes with something wrong, not the cluster: a healthy
+// node can be neither fenced nor lifted, and copying every node ten times
+// a second was loop time that grew with the cluster (issue 49).
+TEST_F(HealthDriverTest, ARoundWalksOnlyTheNodesWithSomethingWrong) {
+  Tick();
+  EXPECT_EQ(driver_->nodes_evaluated(), 0u);
+  Report("n1", {Xid(79)}, 1);
+  Tick();
+  EXPECT_EQ(driver_->nodes_evaluated(), 1u);
+  EXPECT_TRUE(state_.FindNode("n1")->cordoned);
+  Report("n1", {}, 2);
+  Tick();
+  EXPECT_EQ(driver_->nodes_evaluated(), 1u) << "cordoned by health and clear: walked until lifted";
+  for (uint64_t round = 3; round <= 5; ++round) {
+    Rounds("n1", round);
+    Tick();
+  }
+  EXPECT_FALSE(state_.FindNode("n1")->cordoned);
+  Tick();
+  EXPECT_EQ(driver_->nodes_evaluated(), 0u);
+}
+
 TEST_F(HealthDriverTest, AnApplicationXidIsRecordedButFencesNothing) {
   Report("n1", {Xid(13)}, 1);
   Tick();
