@@ -362,6 +362,8 @@ class TopologyCliTest : public FakeCliTest {
               "  - {name: leaf-1, tier: 1, parent: spine-a, nodes: [gpu-001, gpu-002, gpu-003]}\n");
   }
 
+  ~TopologyCliTest() override { std::remove(path_.c_str()); }
+
   const NodeSummary& Node(size_t i) const { return cluster_->nodes.nodes.at(i); }
 
   std::string path_;

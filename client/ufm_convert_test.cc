@@ -281,6 +281,7 @@ TEST_F(ConvertCliTest, OutWritesAFileThatApplies) {
             (std::map<std::string, std::string>{{"topology.gpool.io/tier1", "leaf-3"},
                                                 {"topology.gpool.io/tier2", "spine-a"},
                                                 {"topology.gpool.io/tier3", "core-1"}}));
+  std::remove(out.c_str());
 }
 
 TEST_F(ConvertCliTest, ReadsStdinAndReportsBadInput) {
