@@ -16,6 +16,7 @@
 
 #include "control/log/image_file.h"
 #include "protocol/base/sha256.h"
+#include "protocol/base/write_all.h"
 
 namespace gpool::control {
 namespace snapshot_fork_detail {
@@ -24,16 +25,6 @@ namespace snapshot_fork_detail {
 constexpr int kChildEncodeFailed = 3;
 constexpr int kChildWriteFailed = 4;
 constexpr int kChildOrphaned = 5;
-
-bool WriteWhole(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
 
 // The image file, synced as it is written: a fdatasync every
 // kIncrementalSyncBytes (Redis's rdb-save-incremental-fsync) rather than one
@@ -81,7 +72,7 @@ constexpr size_t kIncrementalSyncBytes = size_t{8} << 20;
   uint64_t bytes = 0;
   size_t unsynced = 0;
   auto write_piece = [&](std::string_view piece) {
-    if (!WriteWhole(fd, piece)) _exit(kChildWriteFailed);
+    if (!WriteAll(fd, piece)) _exit(kChildWriteFailed);
     digest.Update(piece);
     bytes += piece.size();
     unsynced += piece.size();
@@ -103,7 +94,7 @@ constexpr size_t kIncrementalSyncBytes = size_t{8} << 20;
   }
   if (fdatasync(fd) != 0 || close(fd) != 0) _exit(kChildWriteFailed);
   const std::string report = std::to_string(bytes) + " " + digest.HexDigest() + "\n";
-  if (!WriteWhole(report_fd, report)) _exit(kChildWriteFailed);
+  if (!WriteAll(report_fd, report)) _exit(kChildWriteFailed);
   _exit(0);
 }
 

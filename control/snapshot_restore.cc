@@ -20,6 +20,7 @@
 #include "protocol/snapshot_signing.h"
 #include "storage/leveldb_store.h"
 #include "storage/log_store.h"
+#include "protocol/base/write_all.h"
 
 namespace gpool::control {
 namespace {
@@ -58,15 +59,10 @@ Result<replication::ImageFileRef> WriteRestoredImage(const std::string& dir, uin
   const std::string path = (fs::path(dir) / ref.name).string();
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return Status::IoError("cannot create " + path + ": " + std::strerror(errno));
-  while (!image.empty()) {
-    const ssize_t n = write(fd, image.data(), image.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const std::string why = std::strerror(errno);
-      close(fd);
-      return Status::IoError("cannot write " + path + ": " + why);
-    }
-    image.remove_prefix(static_cast<size_t>(n));
+  if (!WriteAll(fd, image)) {
+    const std::string why = std::strerror(errno);
+    close(fd);
+    return Status::IoError("cannot write " + path + ": " + why);
   }
   const bool synced = fdatasync(fd) == 0;
   const std::string why = synced ? "" : std::strerror(errno);

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "protocol/base/sha256.h"
+#include "protocol/base/write_all.h"
 
 namespace gpool {
 namespace snapshot_signing_detail {
@@ -126,13 +127,7 @@ Status WriteNewKeyFile(const std::string& path, mode_t mode, const std::string& 
   }
   // Whatever the umask: the private key 0600, the public key 0644.
   bool ok = ::fchmod(fd, mode) == 0;
-  size_t done = 0;
-  while (ok && done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) ok = false;
-    else done += static_cast<size_t>(n);
-  }
+  ok = ok && WriteAll(fd, text);
   ok = ok && ::fsync(fd) == 0;
   ::close(fd);
   if (!ok) {

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/replication/replica_directory.h"
+#include "protocol/base/write_all.h"
 
 namespace gpool::replication {
 
@@ -18,12 +19,7 @@ namespace snapshot_transfer_detail {
 constexpr std::string_view kPartName = "snapshot-receiving.part";
 
 Status WriteAllTo(int fd, std::string_view bytes, const std::string& path) {
-  while (!bytes.empty()) {
-    const ssize_t n = write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::IoError("writing received snapshot " + path + ": " + std::strerror(errno));
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
+  if (!WriteAll(fd, bytes)) return Status::IoError("writing received snapshot " + path + ": " + std::strerror(errno));
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 #include <zmq.h>
 
 #include "protocol/base/text.h"
+#include "protocol/base/write_all.h"
 
 namespace gpool::security {
 namespace {
@@ -95,16 +96,7 @@ Status WriteNewFile(const std::string& path, mode_t mode, const std::string& con
   }
   Status status;
   if (fchmod(fd, mode) != 0) status = Status::IoError("chmod " + path + ": " + Errno());
-  size_t written = 0;
-  while (status.ok() && written < content.size()) {
-    const ssize_t n = write(fd, content.data() + written, content.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      status = Status::IoError("writing key file " + path + ": " + Errno());
-      break;
-    }
-    written += static_cast<size_t>(n);
-  }
+  if (status.ok() && !WriteAll(fd, content)) status = Status::IoError("writing key file " + path + ": " + Errno());
   if (status.ok() && durable && fsync(fd) != 0) status = Status::IoError("fsync " + path + ": " + Errno());
   close(fd);
   if (!status.ok()) unlink(path.c_str());

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "protocol/base/write_all.h"
+
 namespace gpool::worker {
 namespace {
 
@@ -20,17 +22,11 @@ Status WriteFileAtomic(const std::string& path, const std::string& content, bool
   const std::string temp = path + ".tmp." + std::to_string(getpid());
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Errno("cannot create", temp, errno);
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      close(fd);
-      unlink(temp.c_str());
-      return Errno("cannot write", temp, err);
-    }
-    done += static_cast<size_t>(n);
+  if (!WriteAll(fd, content)) {
+    const int err = errno;
+    close(fd);
+    unlink(temp.c_str());
+    return Errno("cannot write", temp, err);
   }
   if (sync && fsync(fd) != 0) {
     const int err = errno;

@@ -11,21 +11,12 @@
 #include <fstream>
 #include <vector>
 
+#include "protocol/base/write_all.h"
+
 namespace gpool::worker {
 namespace {
 
 Status Errno(const std::string& what) { return Status::IoError(what + ": " + std::strerror(errno)); }
-
-bool WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
 
 // Copies bytes [offset, offset + length) of `from` into a new file `to`.
 Status CopyRange(int from, uint64_t offset, uint64_t length, const std::string& to) {
@@ -38,7 +29,7 @@ Status CopyRange(int from, uint64_t offset, uint64_t length, const std::string& 
     const ssize_t n = pread(from, buffer.data(), std::min<uint64_t>(buffer.size(), length - done),
                             static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || !WriteAll(out, buffer.data(), static_cast<size_t>(n))) break;
+    if (n <= 0 || !WriteAll(out, std::string_view(buffer.data(), static_cast<size_t>(n)))) break;
     done += static_cast<uint64_t>(n);
   }
   close(out);
@@ -88,7 +79,7 @@ Result<bool> CapTaskLog(const std::string& path, uint64_t max_bytes, bool finish
     // 0600: it replaces the task's log, which only its owner and the worker
     // may read (issue 31).
     const int out = open(rewritten.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-    if (out >= 0 && !WriteAll(out, line.data(), line.size())) {
+    if (out >= 0 && !WriteAll(out, line)) {
       const Status error = Errno("write " + rewritten);
       close(out);
       close(fd);
@@ -100,7 +91,7 @@ Result<bool> CapTaskLog(const std::string& path, uint64_t max_bytes, bool finish
       const ssize_t n = pread(fd, buffer.data(), std::min<uint64_t>(buffer.size(), keep - done),
                               static_cast<off_t>(size - keep + done));
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0 || !WriteAll(out, buffer.data(), static_cast<size_t>(n))) break;
+      if (n <= 0 || !WriteAll(out, std::string_view(buffer.data(), static_cast<size_t>(n)))) break;
       done += static_cast<uint64_t>(n);
     }
     if (out >= 0) close(out);
@@ -124,7 +115,7 @@ Result<bool> CapTaskLog(const std::string& path, uint64_t max_bytes, bool finish
                            std::to_string(size) + " bytes before this line were moved out (" +
                            std::to_string(dropped) + " in all; the last " + std::to_string(keep) +
                            " of them are in " + name + ".1 on the node)\n";
-  WriteAll(fd, line.data(), line.size());
+  (void)WriteAll(fd, line);
   close(fd);
   std::ofstream(path + ".dropped", std::ios::trunc) << dropped << "\n";
   return true;

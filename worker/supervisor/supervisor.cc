@@ -20,6 +20,7 @@
 #include "worker/runner/supervisor_state.h"
 #include "worker/runner/task_cgroup.h"
 #include "worker/runner/task_exec.h"
+#include "protocol/base/write_all.h"
 
 namespace gpool::worker {
 namespace {
@@ -37,13 +38,9 @@ void Say(const char* format, Args... args) {
 void SendHello(int fd, const SupervisorHello& hello) {
   if (fd < 0) return;
   const std::string bytes = wire::PackToString(hello);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the launcher is gone (EPIPE): the start record tells a restarted worker
-    done += static_cast<size_t>(n);
-  }
+  // A failure means the launcher is gone (EPIPE): the start record tells a
+  // restarted worker.
+  (void)WriteAll(fd, bytes);
   close(fd);
 }
 
