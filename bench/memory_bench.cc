@@ -51,6 +51,8 @@
 //                      every task carries a whole job record)
 //   --connections N    worker connections for the ZeroMQ measurement (default
 //                      = nodes; 0 skips it)
+//   --connection-exchanges N  heartbeats and replies on each connection before
+//                      its steady reading (default 600; 0 skips that reading)
 #include <malloc.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -367,10 +369,12 @@ struct Args {
   uint64_t tasks = 100'000;
   uint32_t tasks_per_job = 1;
   int64_t connections = -1;  // -1: as many as nodes
+  int64_t connection_exchanges = 600;
 };
 
 [[noreturn]] void Usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [--nodes N] [--tasks N] [--tasks-per-job N] [--connections N]\n", argv0);
+  std::fprintf(stderr, "usage: %s [--nodes N] [--tasks N] [--tasks-per-job N] [--connections N] "
+               "[--connection-exchanges N]\n", argv0);
   std::exit(2);
 }
 
@@ -387,6 +391,8 @@ Args ParseArgs(int argc, char** argv) {
       args.tasks_per_job = static_cast<uint32_t>(value);
     } else if (std::strcmp(argv[i], "--connections") == 0) {
       args.connections = static_cast<int64_t>(value);
+    } else if (std::strcmp(argv[i], "--connection-exchanges") == 0) {
+      args.connection_exchanges = static_cast<int64_t>(value);
     } else {
       Usage(argv[0]);
     }
@@ -468,18 +474,36 @@ std::vector<std::pair<std::string, std::string>> Heartbeats(const InProcessCoord
 }
 
 // Bytes a ROUTER socket holds per connected DEALER (what the coordinator's
-// worker socket pays per node). The DEALERs live in child processes, so only
+// worker socket pays per node): after each DEALER's first heartbeat, and
+// after `exchanges` heartbeats and replies more on every connection, as a
+// node that has been up a while. The second is what a coordinator settles at:
+// libzmq's pipes grow in chunks of 256 messages (16 KB) and keep a spare
+// chunk once a pipe has wrapped one, in each direction, so a connection's
+// cost rises for its first few hundred messages and is then flat (a
+// coordinator with 12,500 nodes grows by this for the first minutes at 1 s
+// heartbeats; it is not a leak). The DEALERs live in child processes, so only
 // the ROUTER side is in this process's RSS; each DEALER costs its process two
 // descriptors (the connection and the socket's mailbox), hence several
-// children under `ulimit -n`. 0 when it cannot be measured.
-double BytesPerConnection(int64_t connections) {
+// children under `ulimit -n`. {0, 0} when it cannot be measured.
+struct ConnectionBytes {
+  double first = 0;   // after one heartbeat
+  double steady = 0;  // after `exchanges` heartbeats and replies more
+};
+
+ConnectionBytes BytesPerConnection(int64_t connections, int64_t exchanges) {
   constexpr int64_t kPerChild = 6000;
+  const std::string heartbeat(160, 'h');  // a heartbeat's size
+  const std::string reply(96, 'r');       // a heartbeat reply's size
   zmq::context_t context(1);
   zmq::socket_t router(context, zmq::socket_type::router);
+  router.set(zmq::sockopt::sndhwm, 100'000);  // as the coordinator's (frame_intake.cc)
+  router.set(zmq::sockopt::rcvhwm, 100'000);
   router.bind("tcp://127.0.0.1:*");
   const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
   int go[2];
-  if (pipe(go) != 0) return 0;
+  int start_exchanges[2];
+  if (pipe(go) != 0) return {};
+  if (pipe(start_exchanges) != 0) return {};
   std::fflush(stdout);  // or the children would print the parent's buffered lines again
   const Reading before = Read();
   std::vector<pid_t> children;
@@ -492,6 +516,7 @@ double BytesPerConnection(int64_t connections) {
       continue;
     }
     close(go[1]);
+    close(start_exchanges[1]);
     try {
       zmq::context_t dealers_context(1);
       dealers_context.set(zmq::ctxopt::max_sockets, static_cast<int>(count) + 16);
@@ -501,31 +526,61 @@ double BytesPerConnection(int64_t connections) {
         dealers.emplace_back(dealers_context, zmq::socket_type::dealer);
         dealers.back().set(zmq::sockopt::linger, 0);
         dealers.back().connect(endpoint);
-        dealers.back().send(zmq::buffer(std::string(160, 'h')), zmq::send_flags::none);  // a heartbeat's size
+        dealers.back().send(zmq::buffer(heartbeat), zmq::send_flags::none);
       }
       char byte;
+      // Exchanges start once the parent has taken the first reading.
+      if (read(start_exchanges[0], &byte, 1) == 1) {
+        for (int64_t round = 0; round < exchanges; ++round) {
+          for (auto& dealer : dealers) dealer.send(zmq::buffer(heartbeat), zmq::send_flags::none);
+          for (auto& dealer : dealers) {
+            zmq::message_t answer;
+            if (!dealer.recv(answer)) _exit(1);
+          }
+        }
+      }
       (void)!read(go[0], &byte, 1);  // hold the connections until the parent has measured
     } catch (const zmq::error_t&) {
     }
     _exit(0);
   }
   close(go[0]);
+  close(start_exchanges[0]);
   router.set(zmq::sockopt::rcvtimeo, 30'000);
-  int64_t received = 0;
-  while (received < connections) {
-    zmq::message_t identity, body;
-    if (!router.recv(identity) || !router.recv(body)) break;
-    ++received;
+  const auto receive_round = [&](bool answer) {
+    int64_t received = 0;
+    while (received < connections) {
+      zmq::message_t identity, body;
+      if (!router.recv(identity) || !router.recv(body)) break;
+      ++received;
+      if (answer) {
+        router.send(identity, zmq::send_flags::sndmore);
+        router.send(zmq::buffer(reply), zmq::send_flags::none);
+      }
+    }
+    return received == connections;
+  };
+  ConnectionBytes bytes;
+  bool arrived = receive_round(false);
+  const Reading after_first = Read();
+  if (exchanges > 0 && arrived) {
+    // One byte per child: each starts its rounds.
+    const std::string starts(children.size(), 'x');
+    (void)!write(start_exchanges[1], starts.data(), starts.size());
+    for (int64_t round = 0; round < exchanges && arrived; ++round) arrived = receive_round(true);
   }
-  const Reading after = Read();
+  close(start_exchanges[1]);
+  const Reading after_exchanges = Read();
   close(go[1]);  // every child's read returns
   for (pid_t child : children) waitpid(child, nullptr, 0);
-  if (received < connections) {
-    std::fprintf(stderr, "only %lld of %lld worker connections arrived\n", static_cast<long long>(received),
-                 static_cast<long long>(connections));
-    return 0;
+  if (!arrived) {
+    std::fprintf(stderr, "the worker connections' heartbeats did not all arrive\n");
+    return {};
   }
-  return (static_cast<double>(after.rss) - static_cast<double>(before.rss)) / static_cast<double>(connections);
+  const double n = static_cast<double>(connections);
+  bytes.first = (static_cast<double>(after_first.rss) - static_cast<double>(before.rss)) / n;
+  bytes.steady = (static_cast<double>(after_exchanges.rss) - static_cast<double>(before.rss)) / n;
+  return bytes;
 }
 
 }  // namespace
@@ -633,9 +688,18 @@ int main(int argc, char** argv) {
               static_cast<long long>(view_bytes), params);
   if (args.connections > 0) {
     SettleStore(c);
+    const ConnectionBytes bytes = BytesPerConnection(args.connections, args.connection_exchanges);
     std::printf("{\"metric\": \"zmq_bytes_per_worker_connection\", \"value\": %.0f, \"unit\": \"bytes\", "
-                "\"params\": {\"connections\": %lld, \"note\": \"ROUTER side, not in bytes_per_device\"}}\n",
-                BytesPerConnection(args.connections), static_cast<long long>(args.connections));
+                "\"params\": {\"connections\": %lld, \"note\": \"ROUTER side after one heartbeat, not in "
+                "bytes_per_device\"}}\n",
+                bytes.first, static_cast<long long>(args.connections));
+    if (args.connection_exchanges > 0) {
+      std::printf("{\"metric\": \"zmq_bytes_per_worker_connection_steady\", \"value\": %.0f, \"unit\": "
+                  "\"bytes\", \"params\": {\"connections\": %lld, \"exchanges\": %lld, \"note\": \"ROUTER side "
+                  "after that many heartbeats and replies each: libzmq's pipe chunks, flat from there\"}}\n",
+                  bytes.steady, static_cast<long long>(args.connections),
+                  static_cast<long long>(args.connection_exchanges));
+    }
   }
   // Read as a budget for the whole cluster too: devices x 1 KiB + tasks x 2 KiB.
   const double budget = kTargetBytesPerDevice * static_cast<double>(gpus) +
