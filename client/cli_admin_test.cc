@@ -200,15 +200,16 @@ TEST_F(CliTest, AdminReplicaListShowsTheReplicaTable) {
   cluster_->status.replica_id = "1";
   cluster_->status.role = "leader";
   cluster_->status.commit_index = 120;
-  cluster_->status.replicas = {ReplicaInfo{"1", "tcp://10.0.0.1:7400", "leader", 121},
-                               ReplicaInfo{"2", "tcp://10.0.0.2:7400", "follower", 117, 300},
-                               ReplicaInfo{"3", "", "follower", 0, 4'200}};
+  // Replica 3 still runs an older binary mid-upgrade; 2 sent none yet.
+  cluster_->status.replicas = {ReplicaInfo{"1", "tcp://10.0.0.1:7400", "leader", 121, -1, 2},
+                               ReplicaInfo{"2", "tcp://10.0.0.2:7400", "follower", 117, 300, 0},
+                               ReplicaInfo{"3", "", "follower", 0, 4'200, 1}};
   ASSERT_EQ(Run({"admin", "replica", "list"}), kExitOk) << err_.str();
   const std::string table =
-      "REPLICA  ADDRESS              ROLE      MATCH  LAG  HEARD\n"
-      "1        tcp://10.0.0.1:7400  leader    121    0    -\n"
-      "2        tcp://10.0.0.2:7400  follower  117    3    0.3s ago\n"
-      "3        -                    follower  0      -    4.2s ago\n";
+      "REPLICA  ADDRESS              ROLE      MATCH  LAG  HEARD     VERSION\n"
+      "1        tcp://10.0.0.1:7400  leader    121    0    -         2\n"
+      "2        tcp://10.0.0.2:7400  follower  117    3    0.3s ago  -\n"
+      "3        -                    follower  0      -    4.2s ago  1\n";
   EXPECT_EQ(out_.str(), table);
   EXPECT_TRUE(cluster_->replica_changes.empty());
   // The same table ends `gpool status`.

@@ -50,11 +50,15 @@ std::string FormatReplicasTable(const ClusterStatusReply& reply) {
   if (reply.replicas.empty()) return "No replicas.\n";
   // HEARD: when the leader last heard from each replica, what removals and
   // promotions judge liveness by (within an election timeout: live).
-  Table table({"REPLICA", "ADDRESS", "ROLE", "MATCH", "LAG", "HEARD"});
+  // VERSION: the state version each replica's binary runs, as the replica
+  // asked heard it ("-": not known there); the leader refuses what an older
+  // one would apply differently until every replica is upgraded.
+  Table table({"REPLICA", "ADDRESS", "ROLE", "MATCH", "LAG", "HEARD", "VERSION"});
   for (const auto& r : reply.replicas) {
     std::optional<uint64_t> lag = ReplicaLag(reply, r);
     table.AddRow({Dash(r.id), Dash(r.address), Dash(r.role), std::to_string(r.match_index),
-                  lag ? std::to_string(*lag) : "-", FormatHeard(r.heard_ms_ago)});
+                  lag ? std::to_string(*lag) : "-", FormatHeard(r.heard_ms_ago),
+                  r.state_version == 0 ? "-" : std::to_string(r.state_version)});
   }
   return table.Render();
 }

@@ -33,9 +33,9 @@ TEST(FormatTest, ClusterStatus) {
             "GPUs:     12 used of 32\n"
             "Jobs:     2 pending, 5 running\n"
             "\n"
-            "REPLICA  ADDRESS              ROLE      MATCH  LAG  HEARD\n"
-            "c1       tcp://10.0.0.1:7400  leader    120    0    -\n"
-            "c2       tcp://10.0.0.2:7400  follower  118    2    -\n");
+            "REPLICA  ADDRESS              ROLE      MATCH  LAG  HEARD  VERSION\n"
+            "c1       tcp://10.0.0.1:7400  leader    120    0    -      -\n"
+            "c2       tcp://10.0.0.2:7400  follower  118    2    -      -\n");
 }
 
 TEST(FormatTest, ClusterStatusShowsAFullDisk) {
@@ -84,10 +84,10 @@ TEST(FormatTest, ReplicaLagOnTheLeader) {
   s.commit_index = 4;
   EXPECT_EQ(ReplicaLag(s, s.replicas[0]), std::optional<uint64_t>(4));
   EXPECT_EQ(FormatReplicasTable(ThreeReplicas("leader")),
-            "REPLICA  ADDRESS              ROLE      MATCH  LAG  HEARD\n"
-            "1        tcp://10.0.0.1:7400  leader    60     0    -\n"
-            "2        tcp://10.0.0.2:7400  follower  50     7    -\n"
-            "3        tcp://10.0.0.3:7400  follower  0      -    -\n");
+            "REPLICA  ADDRESS              ROLE      MATCH  LAG  HEARD  VERSION\n"
+            "1        tcp://10.0.0.1:7400  leader    60     0    -      -\n"
+            "2        tcp://10.0.0.2:7400  follower  50     7    -      -\n"
+            "3        tcp://10.0.0.3:7400  follower  0      -    -      -\n");
 }
 
 TEST(FormatTest, ReplicaLagIsUnknownUnlessTheLeaderAnswers) {
@@ -99,10 +99,10 @@ TEST(FormatTest, ReplicaLagIsUnknownUnlessTheLeaderAnswers) {
   s.replica_id = "2";
   s.replicas[1].role = "follower";
   EXPECT_EQ(FormatReplicasTable(s),
-            "REPLICA  ADDRESS              ROLE      MATCH  LAG  HEARD\n"
-            "1        tcp://10.0.0.1:7400  leader    60     -    -\n"
-            "2        tcp://10.0.0.2:7400  follower  50     -    -\n"
-            "3        tcp://10.0.0.3:7400  follower  0      -    -\n");
+            "REPLICA  ADDRESS              ROLE      MATCH  LAG  HEARD  VERSION\n"
+            "1        tcp://10.0.0.1:7400  leader    60     -    -      -\n"
+            "2        tcp://10.0.0.2:7400  follower  50     -    -      -\n"
+            "3        tcp://10.0.0.3:7400  follower  0      -    -      -\n");
   // The follower's `status` ends with the same table.
   const std::string status = FormatClusterStatus(s);
   EXPECT_EQ(status.substr(status.size() - FormatReplicasTable(s).size()), FormatReplicasTable(s));

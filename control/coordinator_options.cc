@@ -9,6 +9,7 @@
 #include "control/principal.h"
 #include "protocol/base/endpoint.h"
 #include "protocol/http/http_server.h"
+#include "control/state/state_version.h"
 
 namespace gpool::control {
 
@@ -99,6 +100,7 @@ replication::ReplicaSetOptions ReplicaSetOptionsOf(const CoordinatorOptions& opt
   out.curve_keys = options.curve_keys;
   out.clock = options.clock;
   out.snapshot_dir = options.data_dir;  // beside the forked child's files: linked, not copied (issue 49)
+  out.state_version = state::kStateVersion;  // what the leader's upgrade gate reads (issue 50)
   if (keys == nullptr) return out;
   // The replicas named on the command line are admitted before the peer port
   // binds: a handshake refused in between would never be retried by the

@@ -6,6 +6,7 @@
 
 #include "control/frames.h"
 #include "protocol/messages_admin.h"
+#include "control/state/command_versions.h"
 
 namespace gpool::control {
 namespace {
@@ -45,6 +46,7 @@ void ProposalTracker::Propose(state::CommandBody body, ApplyCallback done) {
   if (options_.disk != nullptr) {
     if (Status refused = options_.disk->CheckWrite(); !refused.ok()) return done(NotCommitted(refused));
   }
+  if (Status refused = CheckStateVersion(body); !refused.ok()) return done(NotCommitted(refused));
   state::Command command{options_.clock->WallMs(), std::move(body)};
   const uint64_t term = log_.term();
   auto index = log_.Propose(state::EncodeCommand(command));
@@ -57,6 +59,21 @@ void ProposalTracker::Propose(state::CommandBody body, ApplyCallback done) {
     return done(NotCommitted(index.status()));
   }
   callbacks_[*index] = Pending{term, options_.clock->MonoMs(), std::move(done)};
+}
+
+Status ProposalTracker::CheckStateVersion(const state::CommandBody& body) const {
+  const state::StateVersionNeed need = state::StateVersionNeeded(body);
+  if (need.version <= 1) return Status::Ok();
+  const log::StateVersionFloor floor = log_.LowestStateVersion();
+  if (floor.version == 0 || floor.version >= need.version) return Status::Ok();
+  const std::string replica = "replica " + std::to_string(floor.replica);
+  return Status::FailedPrecondition(
+      need.what + " needs every replica at state version " + std::to_string(need.version) + " or later, and " +
+      replica +
+      (floor.heard ? " runs version " + std::to_string(floor.version) + " (an older gpool-coordinator)"
+                   : " has not been heard from since this leader started (it may run an older gpool-coordinator)") +
+      ", which would apply it differently; finish upgrading the replicas ('gpool admin replica list' shows each "
+      "one's version) and retry");
 }
 
 void ProposalTracker::Settle(uint64_t index, uint64_t term, const state::ApplyResult& result) {

@@ -113,6 +113,11 @@ class ProposalTracker final : public Proposer {
   Status NotLeader() const;
 
   ProposalTrackerOptions options_;
+  // FailedPrecondition when a replica applying the log runs a state version
+  // older than `body` needs (control/state/state_version.h): it would apply
+  // it differently and its state would part from the others' for good.
+  Status CheckStateVersion(const state::CommandBody& body) const;
+
   log::CommitLog& log_;
   std::map<uint64_t, Pending> callbacks_;                    // by log index
   std::map<uint64_t, PendingMembership> membership_waiters_;  // by log index

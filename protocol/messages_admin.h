@@ -31,6 +31,10 @@ struct ReplicaInfo {
   // never, or not known here). Removals and promotions count a replica as
   // live when this is within an election timeout.
   int64_t heard_ms_ago = -1;
+  // The state version its binary runs, as this replica last heard it
+  // (control/state/state_version.h; issue 50's rolling upgrades). 0: not
+  // known here (an older binary, or not heard from).
+  uint32_t state_version = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("id", id);
@@ -38,6 +42,7 @@ struct ReplicaInfo {
     v.Optional("role", role);
     v.Optional("match_index", match_index);
     v.Optional("heard_ms_ago", heard_ms_ago);
+    v.Optional("state_version", state_version);
   }
 };
 

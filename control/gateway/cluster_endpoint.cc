@@ -99,6 +99,7 @@ ClusterStatusReply ClusterEndpoint::StatusNow() const {
       replica.role = r.role;
       replica.match_index = r.match;
       replica.heard_ms_ago = r.heard_ms_ago;
+      replica.state_version = r.state_version;
       reply.replicas.push_back(std::move(replica));
     }
   }

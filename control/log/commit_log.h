@@ -78,7 +78,16 @@ struct ReplicaReport {
   std::string role;            // "leader", "follower", "candidate", "precandidate" or "unknown"
   uint64_t match = 0;          // last index known to be replicated there
   int64_t heard_ms_ago = -1;   // leader only: since its last message; -1 never / unknown
+  uint32_t state_version = 0;  // the state version it last said it runs; 0 unknown (older, or not heard)
   std::string key;             // its CurveZMQ public key as this replica knows it; empty: none
+};
+
+// The lowest state version among the replicas that apply the log (issue 50:
+// rolling upgrades; control/state/state_version.h), as the leader heard them.
+struct StateVersionFloor {
+  uint32_t version = 0;  // 0: no other replica (a single one): nothing below this binary
+  uint64_t replica = 0;  // the replica at the floor (0: none below this one)
+  bool heard = true;     // false: not heard from since this replica started (counted as oldest)
 };
 
 // What this replica knows of replication, for ClusterStatus.
@@ -184,6 +193,11 @@ class CommitLog {
   // is none (not the leader, a single replica, no live voter to hand to).
   virtual uint64_t HandOverLeadership() { return 0; }
   virtual ReplicationReport Report() const = 0;
+  // The leader's view of the replicas' state versions: the lowest one any
+  // replica applying the log (voter or learner) runs, this one included.
+  // A replica not heard from counts as the oldest. The default: a single
+  // replica, no floor.
+  virtual StateVersionFloor LowestStateVersion() const { return {}; }
 };
 
 }  // namespace gpool::log

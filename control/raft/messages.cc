@@ -48,6 +48,7 @@ struct WireMessage {
   bool reject = false;
   uint64_t reject_hint = 0;
   wire::Bytes context;
+  uint32_t state_version = 0;
   template <typename V>
   void Fields(V& v) {
     v.Required("type", type);
@@ -61,6 +62,7 @@ struct WireMessage {
     v.Optional("reject", reject);
     v.Optional("hint", reject_hint);
     v.Optional("context", context);
+    v.Optional("sv", state_version);  // older replicas ignore the key (wire.h)
   }
 };
 
@@ -78,6 +80,7 @@ WireMessage ToWire(const Message& m) {
   w.reject = m.reject;
   w.reject_hint = m.reject_hint;
   w.context = m.context;
+  w.state_version = m.state_version;
   return w;
 }
 
@@ -185,6 +188,7 @@ void Message::Unpack(wire::ObjectReader& r) {
   snapshot = {snap.index, snap.term, std::move(snap.conf), std::move(snap.data)};
   snapshot.conf.Normalize();
   context = std::move(w.context);
+  state_version = w.state_version;
 }
 
 std::string EncodeMessage(const Message& m) { return wire::PackToString(m); }

@@ -97,6 +97,11 @@ struct Message {
   // kHeartbeat/kHeartbeatResponse/kReadIndex/kReadIndexResponse: ReadIndex
   // request context. kVote: "transfer" when forced by leader transfer.
   std::string context;
+  // Every type: the state version the sender's binary implements (issue 50:
+  // rolling upgrades; control/state/state_version.h). 0: not sent, a replica
+  // from before versions were advertised. Raft itself ignores it; the leader
+  // refuses commands that an older replica would apply differently.
+  uint32_t state_version = 0;
 
   bool operator==(const Message&) const = default;
   std::string DebugString() const;

@@ -244,10 +244,19 @@ log::ReplicationReport RaftLog::Report() const {
   for (const auto& r : Replicas()) {
     const bool leading = info.role == raft::Role::kLeader && r.id != options_.id;
     const ReplicaAddress* address = directory_.Find(r.id);
-    report.replicas.push_back(log::ReplicaReport{
-        r.id, directory_.ClientOf(r.id), r.role, r.match,
-        leading ? guard_.HeardMsAgo(r.id, options_.clock->MonoMs()) : int64_t{-1},
-        address == nullptr ? std::string() : address->key});
+    log::ReplicaReport replica;
+    replica.id = r.id;
+    replica.client_address = directory_.ClientOf(r.id);
+    replica.role = r.role;
+    replica.match = r.match;
+    replica.heard_ms_ago = leading ? guard_.HeardMsAgo(r.id, options_.clock->MonoMs()) : int64_t{-1};
+    replica.key = address == nullptr ? std::string() : address->key;
+    if (r.id == options_.id) {
+      replica.state_version = options_.state_version;
+    } else if (auto version = peer_state_versions_.find(r.id); version != peer_state_versions_.end()) {
+      replica.state_version = version->second;
+    }
+    report.replicas.push_back(std::move(replica));
   }
   return report;
 }
@@ -325,6 +334,7 @@ void RaftLog::Receive(std::string_view frame, uint64_t sender) {
     return;
   }
   guard_.Heard(message->from, options_.clock->MonoMs());
+  peer_state_versions_[message->from] = message->state_version;
   if (message->type == raft::MessageType::kSnapshotChunk) {
     ReceiveChunk(*message);
     return;
@@ -349,7 +359,9 @@ void RaftLog::ReceiveChunk(const raft::Message& chunk) {
   }
   // Every chunk is answered, so the leader's window moves (or it stops).
   const auto answer = [&](bool rejected) {
-    transport_->Send(chunk.from, raft::EncodeMessage(receiver_->AckFor(chunk, rejected)));
+    raft::Message ack = receiver_->AckFor(chunk, rejected);
+    ack.state_version = options_.state_version;
+    transport_->Send(chunk.from, raft::EncodeMessage(ack));
   };
   if (chunk.snapshot.index <= commit_index()) {
     // The core would not install it: let it answer the leader (with its
@@ -483,7 +495,8 @@ size_t MergeContiguousAppends(std::vector<raft::Message>& messages, uint64_t max
 void RaftLog::Send(std::vector<raft::Message>& messages) {
   stats_.appends_merged += MergeContiguousAppends(messages, kMaxMergedEntries, kMaxMergedBytes);
   stats_.responses_coalesced += DropCoveredAppendResponses(messages);
-  for (const raft::Message& m : messages) {
+  for (raft::Message& m : messages) {
+    m.state_version = options_.state_version;
     if (m.type == raft::MessageType::kSnapshot && SendAsChunks(m)) continue;
     transport_->Send(m.to, raft::EncodeMessage(m));
   }
@@ -632,6 +645,27 @@ std::vector<ReplicaProgress> RaftLog::Replicas() const {
     replicas.push_back(std::move(r));
   }
   return replicas;
+}
+
+log::StateVersionFloor RaftLog::LowestStateVersion() const {
+  // An older binary sends no version (0); it is version 1, the last before
+  // versions were advertised. One not heard from since this replica started
+  // may be anything: it counts as the oldest, 1 as well.
+  constexpr uint32_t kOldest = 1;
+  const raft::NodeInfo info = node_->info();
+  std::vector<uint64_t> members = info.voters;
+  members.insert(members.end(), info.learners.begin(), info.learners.end());
+  log::StateVersionFloor floor{options_.state_version, 0, true};
+  for (uint64_t id : members) {
+    if (id == options_.id) continue;
+    auto it = peer_state_versions_.find(id);
+    const bool heard = it != peer_state_versions_.end();
+    const uint32_t version = heard && it->second != 0 ? it->second : kOldest;
+    if (version < floor.version) {
+      floor = {version, id, heard};
+    }
+  }
+  return floor;
 }
 
 }  // namespace gpool::replication

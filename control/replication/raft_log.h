@@ -61,6 +61,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <unordered_map>
 #include <vector>
 
 #include "control/log/commit_log.h"
@@ -106,6 +107,10 @@ struct RaftLogOptions {
   // images are kept inline in the LogStore, as before issue 49.
   std::string snapshot_dir;
   size_t snapshot_chunk_bytes = 1 << 20;
+  // The state version this binary implements, sent on every message
+  // (state::kStateVersion; the coordinator sets it). 0: none is sent, as a
+  // replica from before versions were advertised (tests of upgrades).
+  uint32_t state_version = 0;
   const Clock* clock = &SystemClock::Get();
 };
 
@@ -234,6 +239,7 @@ class RaftLog final : public log::CommitLog, public log::ImageFileLog {
   uint64_t leader_id() const override { return leader(); }
   uint64_t HandOverLeadership() override;
   log::ReplicationReport Report() const override;
+  log::StateVersionFloor LowestStateVersion() const override;
   uint64_t id() const { return options_.id; }
   uint64_t leader() const { return node_->soft_state().lead; }
   raft::Role role() const { return node_->soft_state().role; }
@@ -286,6 +292,9 @@ class RaftLog final : public log::CommitLog, public log::ImageFileLog {
   Status write_error_;
   // Judges replica changes and promotes caught-up learners (leader only).
   MembershipGuard guard_;
+  // The state version each peer last sent (0: it sends none, an older
+  // binary); a peer not in the map has not been heard from.
+  std::unordered_map<uint64_t, uint32_t> peer_state_versions_;
   std::unique_ptr<SnapshotSender> sender_;
   std::unique_ptr<SnapshotReceiver> receiver_;
   void MaybePromoteLearner();

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -122,6 +123,8 @@ class RaftLogTest : public ::testing::Test {
     options.clock = &clock_;
     options.snapshot_dir = ImageDir(r);
     if (snapshot_chunk_bytes_ != 0) options.snapshot_chunk_bytes = snapshot_chunk_bytes_;
+    auto version = state_versions_.find(r.id);
+    options.state_version = version == state_versions_.end() ? kHarnessStateVersion : version->second;
     return RaftLog::Open(options, r.store.get(), r.transport.get());
   }
 
@@ -246,6 +249,10 @@ class RaftLogTest : public ::testing::Test {
   FakeClock clock_;
   std::string image_root_;           // set before SetUp: replicas keep snapshot images as files
   size_t snapshot_chunk_bytes_ = 0;  // 0: RaftLogOptions' default
+  // The state version a replica advertises when next opened (0: none, a
+  // binary from before versions); absent: kHarnessStateVersion.
+  static constexpr uint32_t kHarnessStateVersion = 2;
+  std::map<uint64_t, uint32_t> state_versions_;
   std::deque<Replica> replicas_;  // a deque: adding one keeps references valid
 };
 

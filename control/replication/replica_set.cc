@@ -58,6 +58,7 @@ Result<ReplicaSet> OpenReplicaSet(const ReplicaSetOptions& options, storage::Log
   raft_options.heartbeat_ticks = options.heartbeat_ticks;
   raft_options.clock = options.clock;
   raft_options.snapshot_dir = options.snapshot_dir;
+  raft_options.state_version = options.state_version;
   GPOOL_ASSIGN_OR_RETURN(std::unique_ptr<RaftLog> raft, RaftLog::Open(raft_options, store, set.transport.get()));
   const std::vector<uint64_t> voters = raft->info().voters;
   if (!options.join && !voters.empty() && std::find(voters.begin(), voters.end(), options.id) == voters.end()) {

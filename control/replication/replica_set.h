@@ -53,6 +53,9 @@ struct ReplicaSetOptions {
   // PeerTransportOptions::replica_of_user_id.
   std::function<uint64_t(std::string_view user_id)> replica_of_user_id;
   const Clock* clock = &SystemClock::Get();
+  // The state version this binary implements (control/state/state_version.h),
+  // sent to the peers on every message; the coordinator sets it.
+  uint32_t state_version = 0;
 };
 
 struct ReplicaSet {

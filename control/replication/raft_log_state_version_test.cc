@@ -1,0 +1,59 @@
+// Issue 50's rolling upgrades: every replica says which state version it
+// runs on each Raft message, and the leader knows the lowest one among the
+// replicas that apply its log (control/state/state_version.h).
+#include <gtest/gtest.h>
+
+#include "control/replication/raft_log.h"
+#include "control/replication/raft_log_harness.h"
+
+namespace gpool::replication {
+namespace {
+
+uint32_t VersionIn(const log::ReplicationReport& report, uint64_t id) {
+  for (const auto& r : report.replicas) {
+    if (r.id == id) return r.state_version;
+  }
+  ADD_FAILURE() << "replica " << id << " not in the report";
+  return 0;
+}
+
+TEST_F(RaftLogTest, TheLeaderKnowsTheLowestStateVersionOfItsReplicas) {
+  Replica& leader = AwaitLeader();
+  ASSERT_TRUE(RunUntil([&] { return leader.log->LowestStateVersion().version == kHarnessStateVersion; }));
+  log::StateVersionFloor floor = leader.log->LowestStateVersion();
+  EXPECT_EQ(floor.replica, 0u) << "nobody below the leader's own version";
+  const log::ReplicationReport report = leader.log->Report();
+  for (const auto& r : report.replicas) EXPECT_EQ(r.state_version, kHarnessStateVersion) << "replica " << r.id;
+
+  // A follower restarted on an older binary (which sends no version): the
+  // floor drops to version 1 and names it, until it is upgraded again.
+  Replica& older = leader.id == 3 ? ById(2) : ById(3);
+  Stop(older);
+  state_versions_[older.id] = 0;
+  Start(older);
+  ASSERT_TRUE(RunUntil([&] { return leader.log->LowestStateVersion().version == 1; }));
+  floor = leader.log->LowestStateVersion();
+  EXPECT_EQ(floor.replica, older.id);
+  EXPECT_TRUE(floor.heard);
+  EXPECT_EQ(VersionIn(leader.log->Report(), older.id), 0u) << "sent none: shown as unknown";
+
+  Stop(older);
+  state_versions_.erase(older.id);
+  Start(older);
+  ASSERT_TRUE(RunUntil([&] { return leader.log->LowestStateVersion().version == kHarnessStateVersion; }));
+  EXPECT_EQ(leader.log->LowestStateVersion().replica, 0u);
+  EXPECT_EQ(VersionIn(leader.log->Report(), older.id), kHarnessStateVersion);
+}
+
+TEST_F(RaftLogTest, AReplicaNotHeardFromCountsAsTheOldest) {
+  // Replica 3 is down from the start: nobody has heard what it runs.
+  Stop(ById(3));
+  Replica& leader = AwaitLeader();
+  const log::StateVersionFloor floor = leader.log->LowestStateVersion();
+  EXPECT_EQ(floor.version, 1u);
+  EXPECT_EQ(floor.replica, 3u);
+  EXPECT_FALSE(floor.heard);
+}
+
+}  // namespace
+}  // namespace gpool::replication
