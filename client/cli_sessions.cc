@@ -182,6 +182,50 @@ Result<RemoteLibs> FindRemoteLibs(const Session& s, const Invocation& inv) {
   return libs;
 }
 
+volatile sig_atomic_t g_signal_for_program = 0;
+extern "C" void RecordSignalForProgram(int signal) { g_signal_for_program = signal; }
+
+// While `gpool session run`'s program runs, the CLI must outlive it: its
+// private directory holds the session's client key, and a signal that ended
+// the CLI first would leave the key behind in /tmp. So SIGTERM and SIGHUP
+// sent to the CLI are passed on to the program, and SIGINT and SIGQUIT are
+// ignored here, as system(3) does: a terminal sends them to the whole
+// foreground group, the program included, which decides for itself. Made
+// after the fork: an ignored signal stays ignored across exec.
+class SignalsToProgram {
+ public:
+  SignalsToProgram() {
+    g_signal_for_program = 0;
+    struct sigaction record {};
+    record.sa_handler = RecordSignalForProgram;
+    sigemptyset(&record.sa_mask);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGTERM, &record, &previous_[0]);
+    sigaction(SIGHUP, &record, &previous_[1]);
+    sigaction(SIGINT, &ignore, &previous_[2]);
+    sigaction(SIGQUIT, &ignore, &previous_[3]);
+  }
+  ~SignalsToProgram() {
+    sigaction(SIGTERM, &previous_[0], nullptr);
+    sigaction(SIGHUP, &previous_[1], nullptr);
+    sigaction(SIGINT, &previous_[2], nullptr);
+    sigaction(SIGQUIT, &previous_[3], nullptr);
+  }
+  SignalsToProgram(const SignalsToProgram&) = delete;
+  SignalsToProgram& operator=(const SignalsToProgram&) = delete;
+  // The signal to pass on that arrived since the last call; 0 if none.
+  int Take() {
+    const int signal = g_signal_for_program;
+    g_signal_for_program = 0;
+    return signal;
+  }
+
+ private:
+  struct sigaction previous_[4] {};
+};
+
 // Runs `command` here against the session (its driver calls go to the
 // session's server), renewing the lease until it exits; its exit code.
 int RunAgainst(Session& s, Client& client, const Invocation& inv, uint64_t job, const SessionInfo& info,
@@ -240,8 +284,10 @@ int RunAgainst(Session& s, Client& client, const Invocation& inv, uint64_t job, 
     std::fprintf(stderr, "gpool: cannot run %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
   }
+  SignalsToProgram signals;
   int64_t last_renew = s.env.clock->MonoMs();
   while (true) {
+    if (const int signal = signals.Take(); signal != 0) kill(pid, signal);
     int status = 0;
     const pid_t done = waitpid(pid, &status, WNOHANG);
     if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

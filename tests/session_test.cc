@@ -8,11 +8,14 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -105,8 +108,10 @@ class SessionTest : public ::testing::Test {
     c.pid_file = cluster_->dir() + "/" + name + ".pid";
     EXPECT_EQ(mkfifo(c.fifo.c_str(), 0600), 0);
     c.fifo_fd = open(c.fifo.c_str(), O_RDWR | O_CLOEXEC);  // a writer, so the reader never sees its end
-    std::vector<std::string> argv = {"env", "GPOOL_RGPU_CALL_TIMEOUT_MS=" + call_timeout_ms, GPOOL_CLI_BIN,
-                                     "--coordinator", cluster_->client_endpoint()};
+    // TMPDIR: the CLI's private directory (the session's key) goes in the
+    // cluster's, which the test removes, even when the test kills the CLI.
+    std::vector<std::string> argv = {"env", "GPOOL_RGPU_CALL_TIMEOUT_MS=" + call_timeout_ms, "TMPDIR=" + cluster_->dir(),
+                                     GPOOL_CLI_BIN, "--coordinator", cluster_->client_endpoint()};
     for (const auto& arg : cluster_->CliSecurityArgs()) argv.push_back(arg);
     for (const char* arg : {"session", "run"}) argv.push_back(arg);
     argv.push_back(std::to_string(job));
@@ -239,6 +244,39 @@ TEST_F(SessionTest, AVanishedClientsSessionIsReclaimedAfterItsIdleTimeout) {
   EXPECT_TRUE(WaitState(session, "Expired")) << Info(session).state << " " << Info(session).reason;
   const std::string log = ServerLog(session);
   EXPECT_TRUE(Says(log, "allocations=1")) << log;
+}
+
+// The CLI's private directories (the session's client key) in the cluster's
+// dir, the TMPDIR StartHeldClient gives it.
+std::vector<std::string> SessionDirsIn(const std::string& dir) {
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("gpool-session-", 0) == 0) found.push_back(name);
+  }
+  return found;
+}
+
+// `gpool session run` stopped by SIGTERM (systemd, a job scheduler, kill)
+// passes it to its program, waits for it, removes its private directory with
+// the session's key and exits as the program did; before, the CLI died first
+// and left the key in /tmp.
+TEST_F(SessionTest, ASignalledRunEndsItsProgramAndLeavesNoKeyBehind) {
+  ASSERT_NO_FATAL_FAILURE(Start(SessionCluster()));
+  const uint64_t session = Open({"--gpus", "1"});
+  ASSERT_NE(session, 0u);
+  HeldClient client = StartHeldClient(session, "alloc 16 hold", "signalled-client");
+  ASSERT_TRUE(WaitFor([&] { return Says(ReadAll(client.out), "held"); }, 20s)) << ReadAll(client.out);
+  EXPECT_EQ(SessionDirsIn(cluster_->dir()).size(), 1u) << "the key's directory while the program runs";
+  const int program = std::stoi(ReadAll(client.pid_file));
+  const int status = client.cli->Stop(SIGTERM);
+  ASSERT_NE(status, -1) << "the CLI did not end within 10 s of SIGTERM";
+  ASSERT_TRUE(WIFEXITED(status)) << "the CLI itself was killed: status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << "it exits as its program did";
+  EXPECT_EQ(kill(program, 0), -1) << "its program is gone (reaped by the CLI)";
+  EXPECT_EQ(SessionDirsIn(cluster_->dir()), std::vector<std::string>{}) << "the key's directory is removed";
+  KillClient(client);
+  EXPECT_EQ(Session({"close", std::to_string(session)}).exit_code, 0);
 }
 
 // The session server is a task: it outlives its worker, a restarted worker
