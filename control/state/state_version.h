@@ -12,7 +12,11 @@
 // to upgrade. Nothing else waits: commands every version applies alike pass.
 //
 // Versions:
-//   1  everything before versions were advertised (a replica that sends none)
+//   1  every binary from before versions were advertised (a replica that
+//      sends none), issue 50's own earlier builds included: they cannot say
+//      what they apply, so they count as the oldest
+// The gate holds from the first release that sends versions on: while an
+// older replica leads, it proposes only what it knows itself.
 //   2  issue 50: credit accounts (CreditCmd), scale rules (ScaleJobCmd),
 //      billing rules in the price table and UpdatePrices.keep_billing, class
 //      grants, queue preemption policies and UpdateQueue.keep, per-job
