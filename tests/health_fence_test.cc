@@ -186,7 +186,15 @@ TEST_F(HealthFenceTest, AnOperatorsLabelTurnsTheGpuResetOffAndOnAtRuntime) {
   EXPECT_FALSE(std::filesystem::exists(resets)) << "nothing was reset";
 
   ASSERT_EQ(cluster_->Cli({"node", "label", node, "repair.gpool.io/gpu-reset-"}).exit_code, 0);
-  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(resets); }, 20s)) << cluster_->worker(0)->Log();
+  // A whole line, not the file alone: the script's `>>` creates it before
+  // echo writes (the file was seen empty once, 1 run in a CI suite).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string written = ReadFile(resets);
+        return !written.empty() && written.back() == '\n';
+      },
+      20s))
+      << cluster_->worker(0)->Log();
   EXPECT_EQ(ReadFile(resets), "1\n");
   EXPECT_TRUE(worker_log_has("gpu self-repair on again by node label"));
   // Verified over a round and returned: nothing is left raised (the GPU is
