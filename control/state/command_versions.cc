@@ -11,7 +11,8 @@ constexpr uint32_t kIssue50 = 2;
 StateVersionNeed Needs(uint32_t version, std::string what) { return {version, std::move(what)}; }
 
 StateVersionNeed ForJob(const JobSpec& spec) {
-  const JobSpec defaults;
+  // Once, not per submission: this runs on every proposal.
+  static const JobSpec defaults;
   if (!spec.node_policy.empty() && spec.node_policy != defaults.node_policy) {
     return Needs(kIssue50, "a job's node_policy");
   }
@@ -30,7 +31,7 @@ StateVersionNeed ForQueue(const UpdateQueue& update) {
     return Needs(kIssue50, "a class grant");
   }
   if (!update.keep.empty()) return Needs(kIssue50, "a queue update that keeps fields it leaves out");
-  const QueueSpec defaults;
+  static const QueueSpec defaults;
   if (update.spec.preempting_classes != defaults.preempting_classes ||
       update.spec.low_reclaimable != defaults.low_reclaimable) {
     return Needs(kIssue50, "a queue's preemption policy");
