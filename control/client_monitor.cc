@@ -48,4 +48,11 @@ void ClientMonitor::Drain(const std::function<void(const std::string& peer)>& cl
   }
 }
 
+Status ClientMonitor::Admit(int fd, const std::string& peer, const std::string& key,
+                            const std::function<bool()>& exempt, int64_t now_ms,
+                            const std::function<void(const std::string& peer)>& closed) {
+  if (!ledger_.Tracks(fd)) Drain(closed);
+  return ledger_.Admit(fd, peer, key, exempt, now_ms);
+}
+
 }  // namespace gpool::control

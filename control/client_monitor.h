@@ -32,6 +32,13 @@ class ClientMonitor {
   // Reads every waiting event into the ledger; `closed(peer)` for each
   // connection that closed having spoken.
   void Drain(const std::function<void(const std::string& peer)>& closed);
+  // ConnectionLedger::Admit for a message that arrived on `fd`. A
+  // connection's accept event is sent before any of its messages can
+  // arrive, but on another pipe: a message read before the events were may
+  // name an fd the ledger has not seen yet, and would go uncounted. So an
+  // unknown fd first reads the events waiting (`closed` as for Drain).
+  Status Admit(int fd, const std::string& peer, const std::string& key, const std::function<bool()>& exempt,
+               int64_t now_ms, const std::function<void(const std::string& peer)>& closed);
   ConnectionLedger& ledger() { return ledger_; }
   const ConnectionLedger& ledger() const { return ledger_; }
 

@@ -45,7 +45,8 @@ class ClientMonitorTest : public ::testing::Test {
       DrainRouter(
           router_, 100,
           [this](const std::string& peer, std::string_view, const Principal&, int fd) {
-            verdicts_.push_back(monitor_->ledger().Admit(fd, peer, "K", [] { return false; }, 0));
+            verdicts_.push_back(monitor_->Admit(fd, peer, "K", [] { return false; }, 0,
+                                                [this](const std::string& closed) { closed_.push_back(closed); }));
           },
           [](const std::string&, const Status&) {});
     }

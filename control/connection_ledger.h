@@ -60,6 +60,7 @@ class ConnectionLedger {
 
   uint32_t held(const std::string& key) const;
   size_t tracked() const { return connections_.size(); }  // open connections, counted or not
+  bool Tracks(int fd) const { return connections_.contains(fd); }
   size_t counted() const { return counted_; }
   uint32_t limit() const { return max_per_key_; }
 

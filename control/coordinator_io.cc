@@ -55,8 +55,9 @@ void Coordinator::Drain(zmq::socket_t& socket, bool from_clients) {
         const int64_t now = options_.clock->MonoMs();
         if (!from_clients) return registry_->OnFrame(peer, bytes, now, sender);
         if (client_monitor_) {
-          Status admitted = client_monitor_->ledger().Admit(
-              fd, peer, sender.key, [&] { return gateway_->IsAdminPrincipal(sender); }, now);
+          Status admitted = client_monitor_->Admit(
+              fd, peer, sender.key, [&] { return gateway_->IsAdminPrincipal(sender); }, now,
+              [&](const std::string& closed) { gateway_->PeerClosed(closed); });
           if (!admitted.ok()) {
             return ToClient(peer, MakeError(PeekRequestId(bytes).value_or(0), tracker_->epoch(), admitted));
           }
