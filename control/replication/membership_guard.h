@@ -34,6 +34,9 @@ class MembershipGuard {
   explicit MembershipGuard(int64_t window_ms) : window_ms_(window_ms) {}
 
   void Heard(uint64_t replica, int64_t now_ms) { heard_ms_[replica] = now_ms; }
+  // A removed replica is no longer tracked.
+  void Forget(uint64_t replica) { heard_ms_.erase(replica); }
+  size_t tracked() const { return heard_ms_.size(); }
   bool Live(uint64_t replica, uint64_t self, int64_t now_ms) const;
   // Milliseconds since `replica` was last heard; -1 if never.
   int64_t HeardMsAgo(uint64_t replica, int64_t now_ms) const;

@@ -305,6 +305,8 @@ Status RaftLog::Learn(const raft::LogEntry& entry, bool committed) {
   }
   if (!committed || id == options_.id) return Status::Ok();
   directory_.Erase(id);
+  guard_.Forget(id);
+  peer_state_versions_.erase(id);
   transport_->RemovePeer(id);
   return Status::Ok();
 }
@@ -333,8 +335,13 @@ void RaftLog::Receive(std::string_view frame, uint64_t sender) {
     }
     return;
   }
-  guard_.Heard(message->from, options_.clock->MonoMs());
-  peer_state_versions_[message->from] = message->state_version;
+  // Only members and replicas of the directory are remembered: without
+  // CurveZMQ anyone may send frames to the peer port, and made-up ids must
+  // not grow these.
+  if (directory_.Find(message->from) != nullptr || node_->log().conf().Latest().IsMember(message->from)) {
+    guard_.Heard(message->from, options_.clock->MonoMs());
+    peer_state_versions_[message->from] = message->state_version;
+  }
   if (message->type == raft::MessageType::kSnapshotChunk) {
     ReceiveChunk(*message);
     return;

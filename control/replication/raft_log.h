@@ -55,6 +55,7 @@
 // loop thread owns it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -247,6 +248,9 @@ class RaftLog final : public log::CommitLog, public log::ImageFileLog {
   std::vector<ReplicaProgress> Replicas() const;
   raft::NodeInfo info() const { return node_->info(); }
   const RaftLogStats& stats() const { return stats_; }
+  // How many other replicas' liveness and state version are remembered: at
+  // most the members and the directory's, whatever ids frames claim.
+  size_t remembered_peers() const { return std::max(guard_.tracked(), peer_state_versions_.size()); }
   // Null without a snapshot_dir.
   const SnapshotSender* snapshot_sender() const { return sender_.get(); }
   const SnapshotReceiver* snapshot_receiver() const { return receiver_.get(); }

@@ -60,5 +60,24 @@ TEST_F(RaftLogTest, AReplicaNotHeardFromCountsAsTheOldest) {
   EXPECT_FALSE(floor.heard);
 }
 
+TEST_F(RaftLogTest, FramesFromReplicasOutsideTheDirectoryAreNotRemembered) {
+  // Without CurveZMQ anyone can reach the peer port: a frame claiming a
+  // made-up sender must not grow what the leader keeps per replica.
+  Replica& leader = AwaitLeader();
+  ASSERT_TRUE(RunUntil([&] { return leader.log->remembered_peers() == 2; }));
+  for (uint64_t stranger = 100; stranger < 1100; ++stranger) {
+    raft::Message m;
+    m.type = raft::MessageType::kHeartbeatResponse;
+    m.from = stranger;
+    m.to = leader.id;
+    m.term = 1;
+    m.state_version = 1;
+    leader.log->Receive(raft::EncodeMessage(m));
+  }
+  EXPECT_EQ(leader.log->remembered_peers(), 2u);
+  // And a stranger's version cannot lower the floor either.
+  EXPECT_EQ(leader.log->LowestStateVersion().version, kHarnessStateVersion);
+}
+
 }  // namespace
 }  // namespace gpool::replication

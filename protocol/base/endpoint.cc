@@ -9,13 +9,13 @@ namespace {
 
 constexpr size_t kMaxHostBytes = 253;  // a DNS name's limit
 
-bool IsNameChar(char c) {
+bool IsHostChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
          c == '_';
 }
 
 // Inside brackets: hex groups, an embedded IPv4 tail and a zone ("%eth0").
-bool IsV6Char(char c) { return IsNameChar(c) || c == ':' || c == '%'; }
+bool IsV6Char(char c) { return IsHostChar(c) || c == ':' || c == '%'; }
 
 bool HasControlOrSpace(std::string_view s) {
   for (char c : s) {
@@ -57,7 +57,7 @@ Result<Endpoint> ParseTcp(std::string_view text, EndpointUse use) {
   } else {
     if (host.size() > kMaxHostBytes) return Status::InvalidArgument("the host is longer than 253 bytes");
     for (char c : host) {
-      if (!IsNameChar(c)) return Status::InvalidArgument("the host has a character hosts do not have");
+      if (!IsHostChar(c)) return Status::InvalidArgument("the host has a character hosts do not have");
     }
   }
   GPOOL_ASSIGN_OR_RETURN(uint16_t port, ParsePort(text.substr(colon + 1), use));
