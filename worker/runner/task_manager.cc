@@ -22,6 +22,8 @@ namespace gpool::worker {
 namespace {
 
 constexpr int64_t kExpireEveryMs = 10'000;
+// MakeRoom never forgets an acknowledged record younger than this.
+constexpr int64_t kMinFinishedRetentionMs = 60'000;
 
 }  // namespace
 
@@ -81,6 +83,7 @@ Status TaskManager::Bind(const BindTask& bind) {
   }
   if (stopping_) return Status::Unavailable("node " + options_.node.name + " is shutting down");
   GPOOL_RETURN_IF_ERROR(CheckDisk(id));
+  if (tasks_.size() >= options_.max_tasks) MakeRoom();
   if (tasks_.size() >= options_.max_tasks) {
     return Status::ResourceExhausted("node " + options_.node.name + " already tracks " +
                                      std::to_string(tasks_.size()) + " tasks");
@@ -331,26 +334,65 @@ void TaskManager::Finish(const TaskId& id, Task& task, const ExitInfo& exit, boo
 void TaskManager::Expire() {
   const int64_t now = options_.clock->MonoMs();
   for (auto it = tasks_.begin(); it != tasks_.end();) {
-    const Task& task = it->second;
-    const bool finished = task.phase != Phase::kPending && task.phase != Phase::kRunning;
-    if (finished && task.exit_acked && now - task.finished_mono_ms >= options_.finished_retention_ms) {
-      if (options_.adopt_tasks && task.bound) {
-        std::error_code ec;
-        std::filesystem::remove_all(StateDirOf(it->first, it->second), ec);
-      }
-      if (options_.isolation.enabled) {
-        // Its scratch directory goes with its record; the log stays. Links a
-        // task left in it are removed, not followed.
-        std::error_code ec;
-        std::filesystem::remove_all(TaskWorkDir(options_.log_dir, it->first), ec);
-      }
-      const TaskId gone = it->first;
-      it = tasks_.erase(it);
-      RemoveHostsFiles(gone);
+    if (Forgettable(it->second) && now - it->second.finished_mono_ms >= options_.finished_retention_ms) {
+      it = Forget(it);
     } else {
       ++it;
     }
   }
+}
+
+bool TaskManager::Forgettable(const Task& task) {
+  return task.phase != Phase::kPending && task.phase != Phase::kRunning && task.exit_acked;
+}
+
+void TaskManager::MakeRoom() {
+  // A node that runs short tasks faster than max_tasks an hour would
+  // otherwise refuse every bind until the oldest records expired (the
+  // coordinator resending them all the while): 100,000 records were reached
+  // in 5 minutes by one simulated node of gpool-bench-scale. The records are
+  // kept only so that a duplicate bind is recognised, and after the exit is
+  // acknowledged none is sent, so the oldest acknowledged ones go first,
+  // down to 90% of the cap (a walk every tenth of the cap, not every bind),
+  // but none younger than kMinFinishedRetentionMs.
+  const int64_t now = options_.clock->MonoMs();
+  std::vector<std::pair<int64_t, TaskId>> old;
+  for (const auto& [id, task] : tasks_) {
+    if (Forgettable(task) && now - task.finished_mono_ms >= kMinFinishedRetentionMs) {
+      old.emplace_back(task.finished_mono_ms, id);
+    }
+  }
+  const size_t target = options_.max_tasks - options_.max_tasks / 10;
+  const size_t excess = tasks_.size() >= target ? tasks_.size() - target + 1 : 1;
+  const size_t count = std::min(old.size(), excess);
+  if (count == 0) return;
+  std::nth_element(old.begin(), old.begin() + static_cast<std::ptrdiff_t>(count - 1), old.end());
+  old.resize(count);
+  int64_t oldest_ms = now;
+  for (const auto& [finished_ms, id] : old) {
+    oldest_ms = std::min(oldest_ms, finished_ms);
+    Forget(tasks_.find(id));
+  }
+  log_->info("finished task records forgotten before their retention to make room count={} tracked={} max_tasks={} "
+             "oldest_age_ms={}",
+             count, tasks_.size(), options_.max_tasks, now - oldest_ms);
+}
+
+std::map<TaskId, TaskManager::Task>::iterator TaskManager::Forget(std::map<TaskId, Task>::iterator it) {
+  if (options_.adopt_tasks && it->second.bound) {
+    std::error_code ec;
+    std::filesystem::remove_all(StateDirOf(it->first, it->second), ec);
+  }
+  if (options_.isolation.enabled) {
+    // Its scratch directory goes with its record; the log stays. Links a
+    // task left in it are removed, not followed.
+    std::error_code ec;
+    std::filesystem::remove_all(TaskWorkDir(options_.log_dir, it->first), ec);
+  }
+  const TaskId gone = it->first;
+  it = tasks_.erase(it);
+  RemoveHostsFiles(gone);
+  return it;
 }
 
 uint64_t TaskManager::Emit(const TaskId& id, TaskEventKind kind, int64_t pid, int32_t exit_code, int32_t signal,

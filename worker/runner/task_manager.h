@@ -37,7 +37,9 @@
 //
 // Finished records are kept for `finished_retention_ms` after their exit is
 // acknowledged (so a duplicate Bind is still recognised), then dropped; logs
-// stay on disk and FetchLog finds them by name.
+// stay on disk and FetchLog finds them by name. A Bind that finds max_tasks
+// records first forgets the oldest acknowledged ones that finished at least
+// a minute before (MakeRoom), and is refused only when none can go.
 //
 // Tasks that outlive the worker (options.adopt_tasks, with a launcher that
 // supervises): before a task starts, its BindTask is written to its state
@@ -125,7 +127,9 @@ struct TaskManagerOptions {
   const Clock* clock = nullptr;                // required
   std::shared_ptr<spdlog::logger> logger;      // nullptr: spdlog's default
   int64_t finished_retention_ms = 3'600'000;   // keep acknowledged finished tasks this long
-  size_t max_tasks = 100'000;                  // records of all kinds; Bind beyond: ResourceExhausted
+  // Records of all kinds. At the cap a Bind first forgets acknowledged
+  // finished records a minute old or more; when none is: ResourceExhausted.
+  size_t max_tasks = 100'000;
   uint64_t log_max_bytes = kDefaultTaskLogMaxBytes;  // each task's log on disk (log_cap.h)
   // Tasks outlive this process and a restarted one adopts them (above);
   // needs a launcher that can Adopt. false: nothing is kept on disk.
@@ -308,6 +312,11 @@ class TaskManager {
   void AdoptLeftTasks();
   void AdoptTask(const std::string& state_dir);
   void Expire();
+  // At max_tasks: forgets the oldest acknowledged finished records early.
+  void MakeRoom();
+  static bool Forgettable(const Task& task);  // finished and its exit acknowledged
+  // Drops a record with its state and scratch directories and hosts files.
+  std::map<TaskId, Task>::iterator Forget(std::map<TaskId, Task>::iterator it);
   uint64_t Emit(const TaskId& id, TaskEventKind kind, int64_t pid, int32_t exit_code, int32_t signal,
                 std::string message);
   TaskState TerminalState(const Task& task) const;
