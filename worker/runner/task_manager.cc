@@ -356,6 +356,7 @@ void TaskManager::MakeRoom() {
   // down to 90% of the cap (a walk every tenth of the cap, not every bind),
   // but none younger than kMinFinishedRetentionMs.
   const int64_t now = options_.clock->MonoMs();
+  if (now < make_room_after_ms_) return;
   std::vector<std::pair<int64_t, TaskId>> old;
   for (const auto& [id, task] : tasks_) {
     if (Forgettable(task) && now - task.finished_mono_ms >= kMinFinishedRetentionMs) {
@@ -365,7 +366,12 @@ void TaskManager::MakeRoom() {
   const size_t target = options_.max_tasks - options_.max_tasks / 10;
   const size_t excess = tasks_.size() >= target ? tasks_.size() - target + 1 : 1;
   const size_t count = std::min(old.size(), excess);
-  if (count == 0) return;
+  if (count == 0) {
+    // Nothing may go yet: binds are refused for a second without a walk of
+    // the whole table each.
+    make_room_after_ms_ = now + 1'000;
+    return;
+  }
   std::nth_element(old.begin(), old.begin() + static_cast<std::ptrdiff_t>(count - 1), old.end());
   old.resize(count);
   int64_t oldest_ms = now;

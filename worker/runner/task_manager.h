@@ -333,6 +333,7 @@ class TaskManager {
   TaskManagerOptions options_;
   std::shared_ptr<spdlog::logger> log_;
   std::map<TaskId, Task> tasks_;
+  int64_t make_room_after_ms_ = 0;  // MakeRoom found nothing to forget: not before then
   std::map<int64_t, TaskId> by_pid_;     // running processes
   std::vector<TaskId> to_start_;          // accepted since the last Poll
   std::set<TaskId> rgpu_waiting_;         // sessions whose servers have not reported their endpoint
