@@ -38,6 +38,14 @@ class Proposer {
   // caught up with everything committed before its term. Components on a
   // replica that does not serve answer NotLeader and propose nothing.
   virtual bool leading() const { return true; }
+  // Why Propose would refuse `body` before it reaches the log (a replica
+  // runs an older state version that would apply it differently:
+  // FailedPrecondition), so that periodic proposers hold back instead of
+  // proposing it again every round; Ok when it would go ahead.
+  virtual Status Admissible(const state::CommandBody& body) const {
+    (void)body;
+    return Status::Ok();
+  }
   // The leader's client endpoint, for NotLeader redirects; empty while none
   // is known (an election) or while this replica is the leader catching up.
   virtual std::string leader_client_address() const { return {}; }

@@ -58,6 +58,7 @@ class ProposalTracker final : public Proposer {
   // epoch a worker fences with.
   uint64_t epoch() const override { return log_.IsLeader() ? log_.term() : 0; }
   bool leading() const override { return leading_; }
+  Status Admissible(const state::CommandBody& body) const override { return CheckStateVersion(body); }
   std::string leader_client_address() const override;
   std::string leader_worker_address() const override;
   void ReadBarrier(ReadCallback done) override;

@@ -68,6 +68,18 @@ void ScaleDriver::Tick(int64_t now_ms) {
   next_check_ms_ = now_ms + options_.check_every_ms;
   std::vector<state::ScaleJobCmd> changes = Evaluate(clock_->WallMs());
   if (changes.size() > options_.max_changes_per_check) changes.resize(options_.max_changes_per_check);
+  if (!changes.empty()) {
+    // While a replica runs an older state version the proposals would all be
+    // refused: said once, then held until the upgrade is finished.
+    Status admissible = proposer_.Admissible(changes.front());
+    if (!admissible.ok()) {
+      if (!held_) spdlog::warn("scaling held reason=\"{}\"", admissible.ToString());
+      held_ = true;
+      return;
+    }
+    if (held_) spdlog::info("scaling resumed changes={}", changes.size());
+    held_ = false;
+  }
   for (auto& cmd : changes) {
     spdlog::info("scale job={} group={} replicas={} trigger={} signal=\"{}\"", cmd.job, cmd.group, cmd.replicas,
                  cmd.trigger, cmd.message);
@@ -84,6 +96,7 @@ void ScaleDriver::Tick(int64_t now_ms) {
 void ScaleDriver::Reset() {
   ++generation_;
   in_flight_ = 0;
+  held_ = false;
   next_check_ms_ = 0;
 }
 

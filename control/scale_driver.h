@@ -12,7 +12,9 @@
 // scheduler more of the job's own elastic replicas, which it places into
 // capacity the class rules let them have (class_rules.h); shrinking stops
 // only the job's own replicas. Never below the minimum, never above
-// `replicas`.
+// `replicas`. While the replicas run mixed state versions that would apply
+// a ScaleJobCmd differently (Proposer::Admissible), nothing is proposed:
+// the hold is logged once, and so is the resumption.
 //
 // Thread-safety: the coordinator's loop thread owns it.
 #pragma once
@@ -58,6 +60,7 @@ class ScaleDriver : public LeaderService {
   Proposer& proposer_;
   const Clock* clock_;
   int64_t next_check_ms_ = 0;
+  bool held_ = false;  // the last check's changes were not admissible (Proposer::Admissible)
   size_t in_flight_ = 0;
   uint64_t generation_ = 0;
 };

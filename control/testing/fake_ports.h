@@ -38,6 +38,9 @@ class ImmediateProposer final : public Proposer {
   }
   uint64_t epoch() const override { return epoch_; }
   bool leading() const override { return leading_; }
+  Status Admissible(const state::CommandBody&) const override { return admissible_; }
+  // Not Ok: as a leader whose replicas run an older state version.
+  void set_admissible(Status status) { admissible_ = std::move(status); }
 
   void set_epoch(uint64_t epoch) { epoch_ = epoch; }
   // false: as a replica that lost the lead (the gateway answers NotLeader).
@@ -51,6 +54,7 @@ class ImmediateProposer final : public Proposer {
   uint64_t index_ = 0;
   uint64_t epoch_ = 1;
   bool leading_ = true;
+  Status admissible_ = Status::Ok();
   std::vector<std::string> proposed_;
   bool holding_ = false;
   std::vector<std::pair<state::CommandBody, ApplyCallback>> held_;
