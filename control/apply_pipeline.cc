@@ -4,11 +4,19 @@
 
 #include <malloc.h>
 
+#include <chrono>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
 namespace gpool::control {
+
+namespace {
+
+// One SyncAndApply's share of a backlog; a turn calls it a few times.
+constexpr auto kApplyTurnBudget = std::chrono::milliseconds(20);
+
+}  // namespace
 
 Status RecoverState(log::CommitLog& log, state::ClusterState& state, SnapshotSchedule& snapshots) {
   GPOOL_ASSIGN_OR_RETURN(log::Committed recovered, log.Recover());
@@ -51,7 +59,15 @@ Result<bool> ApplyPipeline::SyncAndApply() {
   bool applied_any = false;
   tracker_.IssueReads();
   tracker_.AfterSync();  // a single replica's reads are ready at once
-  while (log_.HasUnsynced() && disk_.CheckWrite().ok()) {
+  // A backlog (a replica catching up: RaftLog hands it over in slices) is
+  // applied for at most kApplyTurnBudget per call when the log brings the
+  // loop straight back for the rest (MsUntilDue 0), so peers and clients are
+  // served in between instead of waiting for the whole backlog.
+  const auto budget_end = std::chrono::steady_clock::now() + kApplyTurnBudget;
+  auto spent = [&] {
+    return applied_any && std::chrono::steady_clock::now() >= budget_end && log_.MsUntilDue() == 0;
+  };
+  while (log_.HasUnsynced() && disk_.CheckWrite().ok() && !spent()) {
     auto committed = log_.Sync();
     if (!committed.ok()) {
       // LocalLog: nothing of this Sync is durable (ResumeWrites drops what

@@ -147,7 +147,8 @@ class CommitLog {
   // advance its clock (elections, heartbeats). Nothing for a single replica.
   virtual void Pump() {}
   // Milliseconds until Pump() has work of its own to do; the loop sleeps no
-  // longer.
+  // longer. 0: committed entries wait to be applied (a backlog handed over
+  // in slices), so the loop should not sleep at all.
   virtual int64_t MsUntilDue() const { return INT64_MAX; }
 
   // Starts a linearizable read (Raft's ReadIndex); `context` is unique across

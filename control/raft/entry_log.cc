@@ -205,11 +205,12 @@ void RaftLog::StableSnapshotTo(uint64_t index) {
   if (pending_snapshot_.has_value() && pending_snapshot_->index == index) pending_snapshot_.reset();
 }
 
-std::vector<LogEntry> RaftLog::NextCommitted() const {
+std::vector<LogEntry> RaftLog::NextCommitted(uint64_t max_entries) const {
   const uint64_t from = ApplyFrom() + 1;
   if (committed_ < from) return {};
+  const uint64_t to = max_entries == 0 ? committed_ : std::min(committed_, from + max_entries - 1);
   return std::vector<LogEntry>(entries_.begin() + static_cast<std::ptrdiff_t>(from - first_index()),
-                               entries_.begin() + static_cast<std::ptrdiff_t>(committed_ - snapshot_.index));
+                               entries_.begin() + static_cast<std::ptrdiff_t>(to - snapshot_.index));
 }
 
 }  // namespace gpool::raft

@@ -99,9 +99,10 @@ class RaftLog {
   void StableTo(uint64_t index, uint64_t term);
   void StableSnapshotTo(uint64_t index);
 
-  // Committed entries the application has not been handed yet.
+  // Committed entries the application has not been handed yet, at most
+  // `max_entries` of them (0: all).
   bool HasNextCommitted() const { return committed_ > ApplyFrom(); }
-  std::vector<LogEntry> NextCommitted() const;
+  std::vector<LogEntry> NextCommitted(uint64_t max_entries = 0) const;
 
  private:
   RaftLog() = default;

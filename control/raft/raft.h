@@ -110,6 +110,7 @@ class Raft {
   HardState hard_state() const { return {term_, vote_, log_.committed()}; }
   NodeInfo info() const;
   const RaftLog& log() const { return log_; }
+  const Config& config() const { return cfg_; }
   RaftLog& mutable_log() { return log_; }
 
   bool HasMessages() const { return !msgs_.empty(); }

@@ -34,12 +34,14 @@ Ready RawNode::GetReady() {
   if (hard != prev_hard_) rd.hard_state = prev_hard_ = hard;
   rd.snapshot = log.pending_snapshot();
   rd.entries = log.UnstableEntries();
-  rd.committed_entries = log.NextCommitted();
+  rd.committed_entries = log.NextCommitted(raft_->config().max_committed_per_ready);
   rd.messages = raft_->TakeMessages();
   // Reads are released once the application will have applied their index
-  // after this Ready: the committed entries here reach log.committed().
+  // after this Ready: the last committed entry here (fewer than
+  // log.committed() when the batch is bounded), else all that is committed.
   for (auto& r : raft_->TakeReadStates()) pending_reads_.push_back(std::move(r));
-  const uint64_t applied_after = log.committed();
+  const uint64_t applied_after =
+      rd.committed_entries.empty() ? log.committed() : rd.committed_entries.back().index;
   std::vector<ReadState> waiting;
   for (auto& r : pending_reads_) {
     (r.index <= applied_after ? rd.read_states : waiting).push_back(std::move(r));

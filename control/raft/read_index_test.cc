@@ -118,5 +118,29 @@ TEST(ReadIndexTest, ReadIsReleasedOnlyOnceAppliedCatchesUp) {
   EXPECT_EQ(net.state(2).applied, 2u);
 }
 
+// A backlog handed over in slices (Config::max_committed_per_ready, so a
+// replica catching up applies it over several loop turns): every entry
+// arrives, in order, at most a slice per Ready, and a read waits for the
+// slice holding its index, not just for the commit.
+TEST(ReadIndexTest, ABacklogComesInSlicesAndAReadWaitsForItsSlice) {
+  TestNetwork net({1, 2, 3}, {.max_committed_per_ready = 10});
+  net.Campaign(1);
+  net.DropIf([](const Message& m) { return m.to == 3 && m.type == MessageType::kAppend; });
+  for (int i = 0; i < 95; ++i) ASSERT_TRUE(net.Propose(1, "e" + std::to_string(i)).ok());
+  net.Flush();
+  const uint64_t last = net.info(1).last_index;
+  EXPECT_EQ(net.state(1).applied, last);
+  EXPECT_EQ(net.state(3).applied, 1u);
+  net.Heal();
+  ASSERT_TRUE(net.node(3).ReadIndex("behind").ok());
+  net.TickAll(2);
+  EXPECT_EQ(net.state(3).applied, last);
+  EXPECT_EQ(net.state(3).commands.size(), 95u);
+  ASSERT_EQ(net.reads(3).size(), 1u);
+  EXPECT_EQ(net.reads(3)[0].index, last);
+  for (uint64_t id : {1, 2, 3}) EXPECT_LE(net.largest_apply(id), 10u) << "node " << id;
+  EXPECT_EQ(net.largest_apply(3), 10u) << "node 3 caught up a slice at a time";
+}
+
 }  // namespace
 }  // namespace gpool::raft

@@ -9,6 +9,7 @@
 // Thread-safety: none. Test-only, header-only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -48,6 +49,7 @@ struct TestNetworkOptions {
   uint64_t max_msg_bytes = 1 << 20;
   uint64_t max_inflight = 256;
   uint64_t max_uncommitted_bytes = 64 << 20;
+  uint64_t max_committed_per_ready = 0;
 };
 
 
@@ -75,6 +77,7 @@ class TestNetwork {
     c.max_msg_bytes = options_.max_msg_bytes;
     c.max_inflight = options_.max_inflight;
     c.max_uncommitted_bytes = options_.max_uncommitted_bytes;
+    c.max_committed_per_ready = options_.max_committed_per_ready;
     c.seed = 42;
     return c;
   }
@@ -83,6 +86,8 @@ class TestNetwork {
   NodeInfo info(uint64_t id) { return nodes_.at(id).raw->info(); }
   const sim::MemoryLog& durable(uint64_t id) { return nodes_.at(id).durable; }
   const AppliedState& state(uint64_t id) { return nodes_.at(id).state; }
+  // The most committed entries one Ready of node `id` has handed over.
+  size_t largest_apply(uint64_t id) { return nodes_.at(id).largest_apply; }
   std::vector<ReadState>& reads(uint64_t id) { return nodes_.at(id).reads; }
   std::vector<uint64_t> ids() const {
     std::vector<uint64_t> out;
@@ -219,6 +224,7 @@ class TestNetwork {
     sim::MemoryLog durable;
     AppliedState state;
     std::vector<ReadState> reads;
+    size_t largest_apply = 0;
   };
 
   void Start(uint64_t id, std::vector<uint64_t> peers, InitialState init) {
@@ -246,7 +252,12 @@ class TestNetwork {
       n.state.applied = e.index;
       if (TypeOf(e) == EntryType::kNormal) n.state.commands.emplace_back(NormalPayload(e));
     }
-    for (auto& r : rd.read_states) n.reads.push_back(std::move(r));
+    n.largest_apply = std::max(n.largest_apply, rd.committed_entries.size());
+    for (auto& r : rd.read_states) {
+      // Every test checks it: a read is released only once its index is applied.
+      EXPECT_LE(r.index, n.state.applied) << "node " << id << " released read " << r.context << " early";
+      n.reads.push_back(std::move(r));
+    }
     n.raw->Advance(rd);
   }
 

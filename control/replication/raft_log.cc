@@ -16,6 +16,9 @@
 namespace gpool::replication {
 namespace {
 
+// About 4 ms of applying at 10,000 GPUs (17 us an entry).
+constexpr uint64_t kMaxCommittedPerReady = 256;
+
 std::string RoleText(raft::Role role) {
   switch (role) {
     case raft::Role::kLeader: return "leader";
@@ -125,6 +128,9 @@ Result<std::unique_ptr<RaftLog>> RaftLog::Open(const RaftLogOptions& options, st
   if (!options.join) config.peers = options.voters;
   config.election_tick = options.election_ticks;
   config.heartbeat_tick = options.heartbeat_ticks;
+  // A backlog (a replica catching up) is applied over several turns, each
+  // Ready a slice; MsUntilDue has the loop come straight back for the rest.
+  config.max_committed_per_ready = kMaxCommittedPerReady;
   config.seed = options.seed != 0
                     ? options.seed
                     : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
@@ -400,6 +406,8 @@ void RaftLog::ReceiveChunk(const raft::Message& chunk) {
 }
 
 int64_t RaftLog::MsUntilDue() const {
+  // Committed entries left for a later turn (config.max_committed_per_ready).
+  if (write_error_.ok() && node_->log().HasNextCommitted()) return 0;
   // Chunks to send and room in a window: the next turn sends more of them.
   // A full window waits for acks (which wake the loop) or the next tick.
   if (sender_ != nullptr && sender_->ready()) return 1;
