@@ -102,6 +102,7 @@ class RaftLog {
   // Committed entries the application has not been handed yet, at most
   // `max_entries` of them (0: all).
   bool HasNextCommitted() const { return committed_ > ApplyFrom(); }
+  uint64_t NextCommittedCount() const { return HasNextCommitted() ? committed_ - ApplyFrom() : 0; }
   std::vector<LogEntry> NextCommitted(uint64_t max_entries = 0) const;
 
  private:

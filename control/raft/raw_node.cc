@@ -34,7 +34,8 @@ Ready RawNode::GetReady() {
   if (hard != prev_hard_) rd.hard_state = prev_hard_ = hard;
   rd.snapshot = log.pending_snapshot();
   rd.entries = log.UnstableEntries();
-  rd.committed_entries = log.NextCommitted(raft_->config().max_committed_per_ready);
+  const uint64_t slice = raft_->config().max_committed_per_ready;
+  rd.committed_entries = log.NextCommitted(log.NextCommittedCount() > 16 * slice ? slice : 0);
   rd.messages = raft_->TakeMessages();
   // Reads are released once the application will have applied their index
   // after this Ready: the last committed entry here (fewer than
