@@ -623,6 +623,9 @@ Result<log::Committed> RaftLog::Sync() {
     // One snapshot per call: what came before it and what follows it stay in
     // the order Committed documents.
     if (rd.snapshot.has_value()) break;
+    // One slice of a backlog per call (config.max_committed_per_ready): the
+    // caller applies it and decides whether this turn takes another.
+    if (!rd.committed_entries.empty() && node_->log().HasNextCommitted()) break;
   }
   return out;
 }

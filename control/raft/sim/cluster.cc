@@ -60,6 +60,9 @@ SimCluster::SimCluster(SimOptions options) : opts_(options), rng_(options.seed),
     // The byte bound (a few 512-byte appends) on a third of the seeds, taken
     // from the seed so the draws above keep their sequence.
     n->config.max_inflight_bytes = opts_.seed % 3 == 0 ? 1500 : 0;
+    // Backlogs above 16 entries handed over one per Ready on half the seeds
+    // (the checker's reads and applies must hold across the slices).
+    n->config.max_committed_per_ready = opts_.seed % 2 == 0 ? 1 : 0;
     n->config.pre_vote = pre_vote;
     n->config.check_quorum = check_quorum;
     n->config.seed = opts_.seed;
