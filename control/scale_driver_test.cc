@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "control/state/test_specs.h"
 #include "control/testing/fake_ports.h"
 #include "protocol/base/testing/fake_clock.h"
 
@@ -18,12 +19,8 @@ namespace {
 class ScaleDriverTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    NodeSpec node;
-    node.name = "n1";
-    node.cpu_milli = 16'000;
-    node.memory_mib = 65'536;
-    for (uint32_t i = 0; i < 4; ++i) node.gpus.push_back(GpuInfo{.index = i, .uuid = "GPU-" + std::to_string(i)});
-    proposer_.Propose(state::RegisterNodeCmd{node, {}, {}, ""}, [](const state::ApplyResult&) {});
+    proposer_.Propose(state::RegisterNodeCmd{state::testing::MakeNode("n1", 4), {}, {}, ""},
+                      [](const state::ApplyResult&) {});
     TaskGroupSpec elastic{.command = {"train"}, .resources = Resources{1, 100, 64}};
     elastic.replicas = 4;
     elastic.min_replicas = 1;
