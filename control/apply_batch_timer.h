@@ -42,8 +42,12 @@ class ApplyBatchTimer {
   std::string Summary() const {
     std::string out;
     for (const auto& [name, spent] : by_name_) {
-      out += (out.empty() ? "" : " ") + std::string(name) + ":" + std::to_string(spent.count) + "x" +
-             std::to_string(spent.sum_us / 1000) + "ms(max " + std::to_string(spent.max_us / 1000) + ")";
+      // Appended, not `"" + string`: GCC 12 -O2 warns falsely inside that
+      // operator+ (bug 105651: -Wstringop-overflow, else -Warray-bounds).
+      if (!out.empty()) out += ' ';
+      out.append(name).append(":").append(std::to_string(spent.count)).append("x");
+      out.append(std::to_string(spent.sum_us / 1000)).append("ms(max ");
+      out.append(std::to_string(spent.max_us / 1000)).append(")");
     }
     return out;
   }

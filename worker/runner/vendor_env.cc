@@ -15,7 +15,12 @@ constexpr std::string_view kNvidiaVisibleName = "CUDA_VISIBLE_DEVICES";
 
 std::string JoinVendorIds(const std::vector<uint32_t>& ids) {
   std::string out;
-  for (uint32_t id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
+  for (uint32_t id : ids) {
+    // Appended, not `"," + string`: GCC 12 -O2 warns falsely inside that
+    // operator+ (bug 105651).
+    if (!out.empty()) out += ',';
+    out += std::to_string(id);
+  }
   return out;
 }
 
