@@ -211,8 +211,9 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     try {
       // A replica paused by a full disk (below) has no Raft timers to keep.
       const bool paused = disk_->full() && !log_->IsLeader();
-      const int64_t wait_ms =
-          paused ? options_.schedule_interval_ms : std::min(options_.schedule_interval_ms, log_->MsUntilDue());
+      // A full disk stops syncing, so a backlog left to apply (MsUntilDue 0) must not spin the loop.
+      const int64_t due = disk_->full() ? std::max<int64_t>(1, log_->MsUntilDue()) : log_->MsUntilDue();
+      const int64_t wait_ms = paused ? options_.schedule_interval_ms : std::min(options_.schedule_interval_ms, due);
       metrics_->loop.PollCalled(LoopClockNs());
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(wait_ms));
       metrics_->loop.PollReturned(LoopClockNs());
