@@ -363,9 +363,9 @@ void TaskManager::MakeRoom() {
       old.emplace_back(task.finished_mono_ms, id);
     }
   }
+  // Bind calls it at the cap, so the table holds at least `target`.
   const size_t target = options_.max_tasks - options_.max_tasks / 10;
-  const size_t excess = tasks_.size() >= target ? tasks_.size() - target + 1 : 1;
-  const size_t count = std::min(old.size(), excess);
+  const size_t count = std::min(old.size(), tasks_.size() - target + 1);
   if (count == 0) {
     // Nothing may go yet: binds are refused for a second without a walk of
     // the whole table each.
