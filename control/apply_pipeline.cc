@@ -4,7 +4,6 @@
 
 #include <malloc.h>
 
-#include <chrono>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -13,8 +12,8 @@ namespace gpool::control {
 
 namespace {
 
-// One SyncAndApply's share of a backlog; a turn calls it a few times.
-constexpr auto kApplyTurnBudget = std::chrono::milliseconds(20);
+// One loop turn's share of a backlog, over all the turn's SyncAndApply calls.
+constexpr int64_t kApplyTurnBudgetMs = 20;
 
 }  // namespace
 
@@ -55,18 +54,20 @@ void ApplyPipeline::Restored() {
   for (state::ApplyListener* listener : listeners_) listener->AfterRestore(state_);
 }
 
+void ApplyPipeline::BeginTurn() {
+  turn_end_ms_ = clock_.MonoMs() + kApplyTurnBudgetMs;
+  turn_applied_ = false;
+}
+
 Result<bool> ApplyPipeline::SyncAndApply() {
   bool applied_any = false;
   tracker_.IssueReads();
   tracker_.AfterSync();  // a single replica's reads are ready at once
-  // A backlog (a replica catching up: RaftLog hands it over in slices) is
-  // applied for at most kApplyTurnBudget per call when the log brings the
-  // loop straight back for the rest (MsUntilDue 0), so peers and clients are
-  // served in between instead of waiting for the whole backlog.
-  const auto budget_end = std::chrono::steady_clock::now() + kApplyTurnBudget;
-  auto spent = [&] {
-    return applied_any && std::chrono::steady_clock::now() >= budget_end && log_.MsUntilDue() == 0;
-  };
+  // A backlog (RaftLog hands it over in slices and says come straight back,
+  // MsUntilDue 0) is applied for at most the turn's budget, however many
+  // times the loop calls this in one turn: a turn calls it up to five times,
+  // and a budget per call let one turn apply five budgets' worth.
+  auto spent = [&] { return turn_applied_ && clock_.MonoMs() >= turn_end_ms_ && log_.MsUntilDue() == 0; };
   while (log_.HasUnsynced() && disk_.CheckWrite().ok() && !spent()) {
     auto committed = log_.Sync();
     if (!committed.ok()) {
@@ -77,6 +78,7 @@ Result<bool> ApplyPipeline::SyncAndApply() {
       break;
     }
     applied_any = applied_any || !committed->empty();
+    turn_applied_ = turn_applied_ || !committed->empty();
     GPOOL_RETURN_IF_ERROR(Apply(std::move(committed).value()));
     tracker_.AfterSync();
     if (Status held = log_.write_error(); !held.ok()) {

@@ -14,8 +14,8 @@
 // listeners hear AfterRestore once (Restored) when they are registered.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
-
 #include <vector>
 
 #include "control/disk_full_mode.h"
@@ -24,6 +24,7 @@
 #include "control/snapshot_schedule.h"
 #include "control/state/apply_listener.h"
 #include "control/state/cluster_state.h"
+#include "protocol/base/clock.h"
 #include "protocol/base/status.h"
 
 namespace gpool::control {
@@ -34,13 +35,21 @@ Status RecoverState(log::CommitLog& log, state::ClusterState& state, SnapshotSch
 class ApplyPipeline {
  public:
   ApplyPipeline(state::ClusterState& state, SnapshotSchedule& snapshots, log::CommitLog& log, DiskFullMode& disk,
-                ProposalTracker& tracker)
-      : state_(state), snapshots_(snapshots), log_(log), disk_(disk), tracker_(tracker) {}
+                ProposalTracker& tracker, const Clock& clock = SystemClock::Get())
+      : state_(state), snapshots_(snapshots), log_(log), disk_(disk), tracker_(tracker), clock_(clock) {}
 
   // Listeners hear of every entry in registration order; each outlives the pipeline.
   void Listen(state::ApplyListener* listener) { listeners_.push_back(listener); }
   // Tells every listener the state was replaced (after RecoverState).
   void Restored();
+
+  // Starts one turn of the coordinator's loop. A backlog (a replica
+  // catching up: the log hands it over in slices and says come straight back,
+  // MsUntilDue 0) is applied for at most kApplyTurnBudget (20 ms) over all of
+  // a turn's SyncAndApply calls, at least one slice per turn; the rest waits
+  // for the next turn, so peers and clients are served in between. Before
+  // the first call, no budget applies.
+  void BeginTurn();
 
   // True when at least one entry was applied. An error here is a state
   // that can no longer follow the log (a snapshot that does not load).
@@ -57,7 +66,10 @@ class ApplyPipeline {
   log::CommitLog& log_;
   DiskFullMode& disk_;
   ProposalTracker& tracker_;
+  const Clock& clock_;
   std::vector<state::ApplyListener*> listeners_;
+  int64_t turn_end_ms_ = INT64_MAX;  // when this turn's backlog budget is spent
+  bool turn_applied_ = false;        // this turn applied an entry already
 };
 
 }  // namespace gpool::control

@@ -3,6 +3,7 @@
 // the state machine's result.
 #include "control/apply_pipeline.h"
 
+#include <deque>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "control/log/local_log.h"
+#include "protocol/base/testing/fake_clock.h"
 #include "protocol/model/users.h"
 #include "storage/leveldb_store.h"
 #include "storage/log_store.h"
@@ -34,6 +36,60 @@ class Recorder final : public state::ApplyListener {
  private:
   std::vector<std::string>& events_;
   std::string name_;
+};
+
+// Each command takes `ms` to apply, on a fake clock.
+class CostlyApply final : public state::ApplyListener {
+ public:
+  CostlyApply(FakeClock& clock, int64_t ms) : clock_(clock), ms_(ms) {}
+  void AfterApply(const state::ClusterState&, uint64_t, const state::Command&, const state::ApplyResult&) override {
+    clock_.Advance(ms_);
+    ++applied;
+  }
+  void AfterRestore(const state::ClusterState&) override {}
+  int applied = 0;
+
+ private:
+  FakeClock& clock_;
+  int64_t ms_;
+};
+
+// A LocalLog whose commits come out one entry per Sync, saying come straight
+// back (MsUntilDue 0) while more wait: how RaftLog hands a replica that fell
+// behind its backlog.
+class OneEntryPerSyncLog final : public log::CommitLog {
+ public:
+  explicit OneEntryPerSyncLog(log::CommitLog& inner) : inner_(inner) {}
+  Result<log::Committed> Recover() override { return inner_.Recover(); }
+  Result<uint64_t> Propose(std::string data) override { return inner_.Propose(std::move(data)); }
+  Result<log::Committed> Sync() override {
+    if (inner_.HasUnsynced()) {
+      GPOOL_ASSIGN_OR_RETURN(log::Committed more, inner_.Sync());
+      for (auto& entry : more.entries) waiting_.push_back(std::move(entry));
+    }
+    log::Committed slice;
+    if (!waiting_.empty()) {
+      slice.entries.push_back(std::move(waiting_.front()));
+      waiting_.pop_front();
+    }
+    return slice;
+  }
+  bool HasUnsynced() const override { return !waiting_.empty() || inner_.HasUnsynced(); }
+  int64_t MsUntilDue() const override { return waiting_.empty() ? INT64_MAX : 0; }
+  bool IsLeader() const override { return inner_.IsLeader(); }
+  uint64_t term() const override { return inner_.term(); }
+  uint64_t commit_index() const override { return inner_.commit_index(); }
+  Status SaveSnapshot(uint64_t index, std::string_view data) override { return inner_.SaveSnapshot(index, data); }
+  Status ReadIndex(std::string context) override { return inner_.ReadIndex(std::move(context)); }
+  std::vector<std::string> TakeReadyReads() override { return inner_.TakeReadyReads(); }
+  Result<uint64_t> ProposeMembership(const log::MembershipChange& change) override {
+    return inner_.ProposeMembership(change);
+  }
+  log::ReplicationReport Report() const override { return inner_.Report(); }
+
+ private:
+  log::CommitLog& inner_;
+  std::deque<storage::LogEntry> waiting_;
 };
 
 state::CommandBody Audit(const std::string& action) {
@@ -158,6 +214,37 @@ TEST_F(ApplyPipelineTest, RecoveryRefusesACorruptEntryNamingIt) {
   Status recovered = RecoverState(*log_, state_, snapshots_);
   EXPECT_FALSE(recovered.ok());
   EXPECT_NE(recovered.ToString().find("log entry 1 is corrupt"), std::string::npos) << recovered.ToString();
+}
+
+TEST_F(ApplyPipelineTest, ABacklogGetsTheTurnsBudgetOverAllItsCallsAndASliceEveryTurn) {
+  OneEntryPerSyncLog sliced(*log_);
+  ProposalTracker tracker(ProposalTrackerOptions{}, sliced);
+  tracker.FollowLeadership();
+  FakeClock clock;
+  ApplyPipeline pipeline(state_, snapshots_, sliced, *disk_, tracker, clock);
+  CostlyApply costly(clock, 5);
+  pipeline.Listen(&costly);
+  for (int i = 0; i < 40; ++i) tracker.Propose(Audit("entry " + std::to_string(i)), [](const state::ApplyResult&) {});
+
+  // The loop calls SyncAndApply up to five times a turn: the 20 ms budget
+  // (four 5 ms entries) is the turn's, not each call's.
+  auto turn = [&] {
+    pipeline.BeginTurn();
+    for (int call = 0; call < 5; ++call) ASSERT_TRUE(pipeline.SyncAndApply().ok());
+  };
+  turn();
+  EXPECT_EQ(costly.applied, 4);
+  turn();
+  EXPECT_EQ(costly.applied, 8);
+
+  // An entry slower than the whole budget: still one slice each turn, so a
+  // backlog always drains.
+  CostlyApply slow(clock, 50);
+  pipeline.Listen(&slow);
+  turn();
+  EXPECT_EQ(costly.applied, 9);
+  turn();
+  EXPECT_EQ(costly.applied, 10);
 }
 
 }  // namespace

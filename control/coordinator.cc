@@ -109,7 +109,7 @@ void Coordinator::Wire() {
   metrics_ = std::make_unique<ControlMetrics>(state_);
   tracker_options.metrics = &metrics_->replication;
   tracker_ = std::make_unique<ProposalTracker>(tracker_options, *log_);
-  pipeline_ = std::make_unique<ApplyPipeline>(state_, snapshots_, *log_, *disk_, *tracker_);
+  pipeline_ = std::make_unique<ApplyPipeline>(state_, snapshots_, *log_, *disk_, *tracker_, *options_.clock);
   // Issue 49: snapshots and exports are encoded by a forked child, off this loop.
   snapshot_taker_ = std::make_unique<SnapshotTaker>(
       snapshots_, *log_, *disk_, &metrics_->replication,
@@ -242,6 +242,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     }
     LoopStallMeter& turn = metrics_->loop;  // phase marks: where a slow turn went
     turn.Phase("raft", LoopClockNs());
+    pipeline_->BeginTurn();
     disk_->Tick();
     if (!endpoints_written_ && !disk_->full()) WriteEndpoints();
     GPOOL_RETURN_IF_ERROR(CommitAndApply());
