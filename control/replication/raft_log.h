@@ -167,6 +167,9 @@ size_t MergeContiguousAppends(std::vector<raft::Message>& messages, uint64_t max
 inline constexpr uint64_t kMaxMergedEntries = 1024;
 inline constexpr uint64_t kMaxMergedBytes = 1 << 20;
 
+// A role as replication reports and logs spell it: "leader", "follower", ...
+std::string RoleText(raft::Role role);
+
 class RaftLog final : public log::CommitLog, public log::ImageFileLog {
  public:
   static Result<std::unique_ptr<RaftLog>> Open(const RaftLogOptions& options, storage::LogStore* store,
