@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/format_cores.h"
+#include "client/format_text.h"
 #include "client/format_health.h"
 #include "client/format_scale.h"
 
@@ -19,74 +20,6 @@
 
 namespace gpool {
 namespace {
-
-constexpr size_t kMaxTextCell = 60;
-// Taints and labels come last in the nodes table; past this, --json shows them all.
-constexpr size_t kMaxLabelsCell = 40;
-
-
-std::string OneLine(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  }
-  return out;
-}
-
-std::string Shorten(const std::string& s, size_t max = kMaxTextCell) {
-  if (s.size() <= max) return s;
-  size_t cut = max - 3;
-  // Do not cut a UTF-8 sequence in half.
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return s.substr(0, cut) + "...";
-}
-
-// Display width: UTF-8 continuation bytes take no column.
-size_t Width(const std::string& s) {
-  size_t w = 0;
-  for (char c : s) {
-    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++w;
-  }
-  return w;
-}
-
-std::string JoinStrings(const std::vector<std::string>& items, std::string_view sep) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += sep;
-    out += item;
-  }
-  return out;
-}
-
-std::string JoinIndices(const std::vector<uint32_t>& items) {
-  std::string out;
-  for (uint32_t v : items) {
-    if (!out.empty()) out += ",";
-    out += std::to_string(v);
-  }
-  return out;
-}
-
-std::string Ratio(const std::string& used, const std::string& total) { return used + "/" + total; }
-
-// A fixed-point number `value / scale` with up to `decimals` digits, trailing zeros dropped.
-std::string FixedPoint(uint64_t value, uint64_t scale, int decimals) {
-  uint64_t factor = 1;
-  for (int i = 0; i < decimals; ++i) factor *= 10;
-  // Round to nearest at the last shown decimal.
-  unsigned __int128 scaled = (static_cast<unsigned __int128>(value) * factor + scale / 2) / scale;
-  uint64_t whole = static_cast<uint64_t>(scaled / factor);
-  uint64_t frac = static_cast<uint64_t>(scaled % factor);
-  std::string out = std::to_string(whole);
-  if (frac != 0) {
-    std::string digits = std::to_string(frac);
-    digits.insert(0, static_cast<size_t>(decimals) - digits.size(), '0');
-    while (!digits.empty() && digits.back() == '0') digits.pop_back();
-    out += "." + digits;
-  }
-  return out;
-}
 
 std::string SignalName(int32_t signal) {
   switch (signal) {
@@ -130,23 +63,13 @@ std::string ResourcesText(const Resources& r) {
                   (r.gpu_model.empty() ? "" : " (" + r.gpu_model + ")"));
   if (r.cpu_milli != 0) parts.push_back(FormatCores(r.cpu_milli) + " CPU");
   if (r.memory_mib != 0) parts.push_back(FormatMemory(r.memory_mib) + " memory");
-  return JoinStrings(parts, ", ");
+  return text::JoinStrings(parts, ", ");
 }
 
 // "4" or, for an elastic group, "4 (min 2)".
 std::string ReplicasText(const TaskGroupSpec& group) {
   std::string out = std::to_string(group.replicas);
   if (group.MinReplicas() < group.replicas) out += " (min " + std::to_string(group.MinReplicas()) + ")";
-  return out;
-}
-
-// "k=v,k=v" sorted by key (a std::map's order).
-std::string JoinKeyValues(const std::map<std::string, std::string>& items, std::string_view sep = ",") {
-  std::string out;
-  for (const auto& [key, value] : items) {
-    if (!out.empty()) out += sep;
-    out += key + "=" + value;
-  }
   return out;
 }
 
@@ -225,7 +148,7 @@ void AddTreeRows(const std::vector<QueueSummary>& queues, size_t index, size_t d
 
 // --- Building blocks ------------------------------------------------------------
 
-std::string ShortUuid(const std::string& uuid) { return uuid.empty() ? "-" : Shorten(uuid, 15); }
+std::string ShortUuid(const std::string& uuid) { return uuid.empty() ? "-" : text::Shorten(uuid, 15); }
 
 std::string FormatIndexRanges(std::vector<uint32_t> indices) {
   std::sort(indices.begin(), indices.end());
@@ -289,13 +212,13 @@ std::string FormatAgo(int64_t since_ms, int64_t now_ms) {
   return FormatDuration(now_ms - since_ms) + " ago";
 }
 
-std::string FormatCores(uint64_t cpu_milli) { return FixedPoint(cpu_milli, 1000, 3); }
+std::string FormatCores(uint64_t cpu_milli) { return text::FixedPoint(cpu_milli, 1000, 3); }
 
-std::string FormatGiB(uint64_t mib) { return FixedPoint(mib, 1024, 1); }
+std::string FormatGiB(uint64_t mib) { return text::FixedPoint(mib, 1024, 1); }
 
 std::string FormatMemory(uint64_t mib) {
   if (mib >= 1024 && mib % 1024 == 0) return std::to_string(mib / 1024) + "Gi";
-  if (mib >= 1024 && (mib * 10) % 1024 == 0) return FixedPoint(mib, 1024, 1) + "Gi";
+  if (mib >= 1024 && (mib * 10) % 1024 == 0) return text::FixedPoint(mib, 1024, 1) + "Gi";
   return std::to_string(mib) + "Mi";
 }
 
@@ -327,7 +250,7 @@ std::string FormatQuota(const Quota& quota) {
     if (name == "memory") amount = FormatMemory(it->second);
     parts.push_back(name + "=" + amount);
   }
-  return JoinStrings(parts, ",");
+  return text::JoinStrings(parts, ",");
 }
 
 std::string Table::Render(std::string_view indent) const {
@@ -336,9 +259,9 @@ std::string Table::Render(std::string_view indent) const {
   for (const auto& row : rows_) {
     std::vector<std::string> line;
     for (size_t i = 0; i < row.size(); ++i) {
-      line.push_back(OneLine(row[i]));
+      line.push_back(text::OneLine(row[i]));
       if (widths.size() <= i) widths.push_back(0);
-      widths[i] = std::max(widths[i], Width(line.back()));
+      widths[i] = std::max(widths[i], text::Width(line.back()));
     }
     cells.push_back(std::move(line));
   }
@@ -347,7 +270,7 @@ std::string Table::Render(std::string_view indent) const {
     std::string text(indent);
     for (size_t i = 0; i < line.size(); ++i) {
       text += line[i];
-      if (i + 1 < line.size()) text.append(widths[i] - Width(line[i]) + 2, ' ');
+      if (i + 1 < line.size()) text.append(widths[i] - text::Width(line[i]) + 2, ' ');
     }
     while (!text.empty() && text.back() == ' ') text.pop_back();
     out += text + "\n";
@@ -365,7 +288,7 @@ std::string FormatJobsTable(const ListJobsReply& reply, int64_t now_ms) {
                   std::to_string(job.priority),
                   Dash(job.state), std::to_string(job.tasks_running) + "/" + std::to_string(job.tasks_total),
                   std::to_string(job.gpus), job.submit_ms == 0 ? "-" : FormatDuration(now_ms - job.submit_ms),
-                  Dash(Shorten(OneLine(job.reason)))});
+                  Dash(text::Shorten(text::OneLine(job.reason)))});
   }
   return table.Render();
 }
@@ -376,7 +299,7 @@ std::string GrantCell(const DeviceGrant& g) {
   if (!g.cores.empty()) {
     std::vector<std::string> cores;
     for (uint32_t core : g.cores) cores.push_back(std::to_string(core));
-    return "cores " + JoinStrings(cores, ",");
+    return "cores " + text::JoinStrings(cores, ",");
   }
   if (!g.shared) return "whole";
   return FormatGiB(g.gpu_memory_mib) + " GiB/GPU " + std::to_string(g.gpu_compute_pct) + "% " + g.sharing_qos;
@@ -391,7 +314,7 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
   std::ostringstream out;
   out << "Job " << s.job_id << ": " << Dash(s.name) << "\n";
   Table summary({"State:", Dash(s.state)});
-  if (!s.reason.empty()) summary.AddRow({"Reason:", OneLine(s.reason)});
+  if (!s.reason.empty()) summary.AddRow({"Reason:", text::OneLine(s.reason)});
   summary.AddRow({"Queue:", Dash(s.queue)});
   // The class orders jobs first; priority orders them within a class.
   summary.AddRow({"Class:", Dash(reply.spec.priority_class)});
@@ -403,10 +326,10 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
   }
   if (!reply.spec.user.empty()) summary.AddRow({"User:", reply.spec.user});
   if (!reply.spec.node_selector.empty()) {
-    summary.AddRow({"Node selector:", JoinKeyValues(reply.spec.node_selector, ", ")});
+    summary.AddRow({"Node selector:", text::JoinKeyValues(reply.spec.node_selector, ", ")});
   }
-  if (!reply.spec.prefer_labels.empty()) summary.AddRow({"Prefers:", JoinKeyValues(reply.spec.prefer_labels, ", ")});
-  if (!reply.spec.tolerations.empty()) summary.AddRow({"Tolerates:", JoinStrings(reply.spec.tolerations, ", ")});
+  if (!reply.spec.prefer_labels.empty()) summary.AddRow({"Prefers:", text::JoinKeyValues(reply.spec.prefer_labels, ", ")});
+  if (!reply.spec.tolerations.empty()) summary.AddRow({"Tolerates:", text::JoinStrings(reply.spec.tolerations, ", ")});
   if (reply.spec.node_policy != "default" || reply.spec.gpu_policy != "default") {
     summary.AddRow({"Placement:", "nodes " + reply.spec.node_policy + ", GPUs " + reply.spec.gpu_policy});
   }
@@ -423,7 +346,7 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
     Table groups({"GROUP", "REPLICAS", "RESOURCES", "COMMAND"});
     for (const auto& group : reply.spec.tasks) {
       groups.AddRow({group.name, ReplicasText(group), ResourcesText(group.resources),
-                     Shorten(CommandLine(group.command), 80)});
+                     text::Shorten(CommandLine(group.command), 80)});
     }
     out << groups.Render("  ");
   }
@@ -431,7 +354,7 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
 
   if (!reply.reasons.empty()) {
     out << "\nPending reasons:\n";
-    for (const auto& reason : reply.reasons) out << "  - " << OneLine(reason) << "\n";
+    for (const auto& reason : reply.reasons) out << "  - " << text::OneLine(reason) << "\n";
   }
 
   if (!reply.tasks.empty()) {
@@ -454,154 +377,17 @@ std::string FormatJobDetail(const GetJobReply& reply, int64_t now_ms) {
       std::vector<std::string> row = {index,
                                       Dash(task.state),
                                       Dash(task.node),
-                                      Dash(JoinIndices(task.gpu_indices)),
+                                      Dash(text::JoinIndices(task.gpu_indices)),
                                       task.pid == 0 ? "-" : std::to_string(task.pid),
                                       ExitCell(task),
                                       FormatAgo(task.start_ms, now_ms),
                                       TaskDuration(task, now_ms),
-                                      Dash(Shorten(OneLine(task.message)))};
+                                      Dash(text::Shorten(text::OneLine(task.message)))};
       if (show_devices) row.insert(row.begin() + 4, {GrantCell(task.grant), UsedCell(task.gpu_memory_used_mib)});
       if (show_group) row.insert(row.begin() + 1, Dash(task.group));
       tasks.AddRow(std::move(row));
     }
     out << "\nTasks:\n" << tasks.Render("  ");
-  }
-  return out.str();
-}
-
-namespace {
-// The pool, with the owning queue of an exclusive node: "exclusive:vision".
-std::string PoolCell(const NodeSummary& node) {
-  return node.pool_queue.empty() ? Dash(node.pool) : node.pool + ":" + node.pool_queue;
-}
-}  // namespace
-
-std::string FormatNodesTable(const ListNodesReply& reply, int64_t now_ms) {
-  if (reply.nodes.empty()) return "No nodes.\n";
-  Table table({"NAME", "STATE", "HEALTH", "POOL", "GPUS", "CPUS", "MEM(GiB)", "MODELS", "TASKS", "LAST SEEN",
-               "TAINTS", "LABELS"});
-  for (const auto& node : reply.nodes) {
-    // A node not heard from has no current health, only its last report.
-    const bool heard = node.state.rfind("Ready", 0) == 0;
-    const std::string health = heard || !node.health.empty() ? HealthCell(node.health) : "-";
-    table.AddRow({node.name, Dash(node.state), Shorten(health, 40), PoolCell(node),
-                  NodeGpusCell(node), Ratio(FormatCores(node.cpu_milli_used), FormatCores(node.cpu_milli_total)),
-                  Ratio(FormatGiB(node.memory_mib_used), FormatGiB(node.memory_mib_total)),
-                  Dash(JoinStrings(node.gpu_models, ",")), std::to_string(node.tasks),
-                  FormatAgo(node.last_seen_ms, now_ms), Dash(Shorten(JoinKeyValues(node.taints), kMaxLabelsCell)),
-                  Dash(Shorten(JoinKeyValues(node.labels), kMaxLabelsCell))});
-  }
-  return table.Render();
-}
-
-// What tenants hold of a device: "2 shares 30/80 GiB 50% fixed-share",
-// "MIG dynamic 1g.10gb@0 3g.40gb@4 (+2g.20gb@4 free)", "cores 0-1", or "-".
-std::string SharingCell(const DeviceSummary& d) {
-  std::vector<std::string> mig;
-  uint64_t memory = 0;
-  uint32_t compute = 0;
-  uint32_t shares = 0;
-  std::set<std::string> qos;
-  std::vector<std::string> cores;
-  for (const auto& tenant : d.tenants) {
-    const DeviceGrant& g = tenant.grant;
-    if (!g.mig_profile.empty()) {
-      mig.push_back(g.mig_profile + "@" + std::to_string(g.mig_start));
-    } else if (g.shared) {
-      ++shares;
-      memory += g.gpu_memory_mib;
-      compute += g.gpu_compute_pct;
-      qos.insert(g.sharing_qos);
-    }
-    for (uint32_t core : g.cores) cores.push_back(std::to_string(core));
-  }
-  std::vector<std::string> parts;
-  if (!d.mig_mode.empty()) {
-    std::string text = "MIG " + d.mig_mode;
-    for (const auto& instance : mig) text += " " + instance;
-    if (!d.mig_free.empty()) {
-      std::vector<std::string> free;
-      for (const auto& instance : d.mig_free) free.push_back(instance.profile + "@" + std::to_string(instance.start));
-      text += " (free " + JoinStrings(free, " ") + ")";
-    }
-    parts.push_back(text);
-  }
-  if (shares > 0) {
-    parts.push_back(std::to_string(shares) + (shares == 1 ? " share " : " shares ") + FormatGiB(memory) + "/" +
-                    FormatGiB(d.memory_mib) + " GiB " + std::to_string(compute) + "% " +
-                    JoinStrings(std::vector<std::string>(qos.begin(), qos.end()), ","));
-  }
-  if (!cores.empty()) parts.push_back("cores " + JoinStrings(cores, ","));
-  if (d.time_slices > 0) parts.push_back(TimeSliceCell(d));
-  return parts.empty() ? "-" : JoinStrings(parts, "; ");
-}
-
-std::string DeviceHolders(const DeviceSummary& d) {
-  if (!d.task.empty()) return d.task;
-  std::vector<std::string> tasks;
-  for (const auto& tenant : d.tenants) tasks.push_back(tenant.task);
-  return tasks.empty() ? "-" : JoinStrings(tasks, ",");
-}
-
-std::string FormatDeviceTable(const NodeSummary& node, bool short_uuids, std::string_view indent) {
-  Table table({"INDEX", "UUID", "MODEL", "MEM(GiB)", "NUMA", "LINK GROUP", "HEALTH", "SHARING", "TASK"});
-  for (const auto& d : node.devices) {
-    table.AddRow({std::to_string(d.index), short_uuids ? ShortUuid(d.uuid) : Dash(d.uuid), Dash(Shorten(d.model)),
-                  d.memory_mib == 0 ? "-" : FormatGiB(d.memory_mib), d.numa < 0 ? "-" : std::to_string(d.numa),
-                  d.link_group < 0 ? "-" : std::to_string(d.link_group), d.healthy ? "ok" : "unhealthy",
-                  SharingCell(d), DeviceHolders(d)});
-  }
-  return table.Render(indent);
-}
-
-std::string FormatNodeDevices(const ListNodesReply& reply) {
-  std::string out;
-  for (const auto& node : reply.nodes) {
-    out += "\nNode " + node.name + ":\n";
-    out += node.devices.empty() ? "  No devices.\n" : FormatDeviceTable(node, /*short_uuids=*/true, "  ");
-  }
-  return out;
-}
-
-std::string FormatNodeDetail(const NodeSummary& node, int64_t now_ms) {
-  std::ostringstream out;
-  out << "Node " << node.name << "\n";
-  Table summary({"State:", Dash(node.state)});
-  summary.AddRow({"Hostname:", Dash(node.hostname)});
-  summary.AddRow({"Pool:", node.pool_queue.empty() ? Dash(node.pool) : node.pool + " (owned by queue " +
-                                                                               node.pool_queue + ")"});
-  summary.AddRow({"Labels:", node.labels.empty() ? "none" : JoinKeyValues(node.labels, ", ")});
-  summary.AddRow({"Taints:", node.taints.empty() ? "none" : JoinKeyValues(node.taints, ", ")});
-  std::string gpus = NodeGpusCell(node) + " used";
-  if (!node.gpu_models.empty()) gpus += " (" + JoinStrings(node.gpu_models, ", ") + ")";
-  const auto unhealthy = std::count_if(node.devices.begin(), node.devices.end(),
-                                       [](const DeviceSummary& d) { return !d.healthy; });
-  if (unhealthy > 0) gpus += "; " + std::to_string(unhealthy) + " unhealthy, not counted";
-  summary.AddRow({"GPUs:", gpus});
-  summary.AddRow({"CPUs:", Ratio(FormatCores(node.cpu_milli_used), FormatCores(node.cpu_milli_total)) + " cores used"});
-  summary.AddRow({"Memory:", Ratio(FormatGiB(node.memory_mib_used), FormatGiB(node.memory_mib_total)) + " GiB used"});
-  summary.AddRow({"Tasks:", std::to_string(node.tasks)});
-  summary.AddRow({"Last seen:", FormatAgo(node.last_seen_ms, now_ms)});
-  if (node.cordoned) summary.AddRow({"Cordoned by:", Dash(node.cordon_reason)});
-  summary.AddRow({"Health:", HealthCell(node.health)});
-  out << summary.Render("  ");
-
-  out << "\nConditions:\n" << FormatConditions(node.health, now_ms);
-
-  out << "\nNUMA nodes:";
-  if (node.numa.empty()) {
-    out << " none reported\n";
-  } else {
-    out << "\n" << FormatNumaTable(node, "  ");
-  }
-
-  out << "\nDevices:";
-  if (node.devices.empty()) {
-    out << " none reported\n";
-  } else {
-    out << "\n" << FormatDeviceTable(node, /*short_uuids=*/false, "  ");
-    out << "\nNVLink groups:\n";
-    for (const auto& line : DescribeLinkGroups(node)) out << "  " << line << "\n";
   }
   return out.str();
 }
@@ -646,7 +432,7 @@ std::string FormatExplain(const ExplainJobReply& reply) {
     out << "Reasons: none\n";
   } else {
     out << "Reasons:\n";
-    for (const auto& reason : reply.reasons) out << "  - " << OneLine(reason) << "\n";
+    for (const auto& reason : reply.reasons) out << "  - " << text::OneLine(reason) << "\n";
   }
   if (!reply.queue_path.empty()) {
     const std::vector<std::string> resources = QuotaResources(QuotasOf(reply.queue_path));
