@@ -34,6 +34,14 @@ Result<uint64_t> ParseCount(const std::string& flag, const std::string& text, ui
   return static_cast<uint64_t>(n);
 }
 
+// ParseCount, or 0 ("no limit").
+Result<uint64_t> ParseLimit(const std::string& flag, const std::string& text, uint64_t max, const std::string& what) {
+  if (text == "0") return uint64_t{0};
+  auto count = ParseCount(flag, text, max, what);
+  if (!count.ok()) return Status::InvalidArgument(count.status().message() + ", or 0 for no limit");
+  return count;
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> ParseEndpoints(const std::string& list) {
@@ -142,6 +150,14 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     ("task-log-max-mib", "Cap on each task's log on disk (MiB, 1 to 1048576): past it the last half moves to "
      "<log>.1 and the log starts again with a line saying so",
      cxxopts::value<std::string>()->default_value(std::to_string(defaults.task_log_max_mib)), "MIB")
+    ("task-log-retention-hours", "Logs of ended tasks (exit acknowledged) not written for this long are removed "
+     "(0: kept whatever their age; up to 87600)",
+     cxxopts::value<std::string>()->default_value(std::to_string(defaults.task_log_retention_hours)), "HOURS")
+    ("task-logs-max", "At most this many logs of ended tasks are kept, the newest (0: no limit; up to 100000000)",
+     cxxopts::value<std::string>()->default_value(std::to_string(defaults.task_logs_max)), "N")
+    ("task-logs-max-gib", "The logs of ended tasks kept hold at most this many GiB, the newest (0: no limit; up "
+     "to 1048576)",
+     cxxopts::value<std::string>()->default_value(std::to_string(defaults.task_logs_max_gib)), "GIB")
     ("disk-reserve-mib", "Free space in --data-dir at or below which binds are refused (Unavailable: disk full); "
      "running tasks keep running and binds are accepted again once space returns (MiB, 1 to 1048576)",
      cxxopts::value<std::string>()->default_value(std::to_string(defaults.disk_reserve_mib)), "MIB")
@@ -354,6 +370,14 @@ Result<ParsedFlags> ParseWorkerFlags(int argc, const char* const* argv) {
     GPOOL_ASSIGN_OR_RETURN(f.task_log_max_mib, ParseCount("--task-log-max-mib",
                                                            result["task-log-max-mib"].as<std::string>(), 1u << 20,
                                                            "a size in MiB"));
+    GPOOL_ASSIGN_OR_RETURN(f.task_log_retention_hours,
+                           ParseLimit("--task-log-retention-hours", result["task-log-retention-hours"].as<std::string>(),
+                                      87'600, "a time in hours"));
+    GPOOL_ASSIGN_OR_RETURN(f.task_logs_max, ParseLimit("--task-logs-max", result["task-logs-max"].as<std::string>(),
+                                                        100'000'000, "a number of logs"));
+    GPOOL_ASSIGN_OR_RETURN(f.task_logs_max_gib, ParseLimit("--task-logs-max-gib",
+                                                            result["task-logs-max-gib"].as<std::string>(), 1u << 20,
+                                                            "a size in GiB"));
     GPOOL_ASSIGN_OR_RETURN(f.disk_reserve_mib, ParseCount("--disk-reserve-mib",
                                                            result["disk-reserve-mib"].as<std::string>(), 1u << 20,
                                                            "a size in MiB"));

@@ -136,6 +136,11 @@ struct WorkerFlags {
   // gpool-worker's own directory, if there is one.
   std::string cli;
   uint64_t task_log_max_mib = 256;  // each task's log on disk; older output moves to <log>.1
+  // Logs of tasks no longer live that the worker keeps (task_log_janitor.h);
+  // 0 in any: no limit of that kind.
+  uint64_t task_log_retention_hours = 168;
+  uint64_t task_logs_max = 10'000;
+  uint64_t task_logs_max_gib = 0;
   // Free space in --data-dir at or below which new tasks are refused (a full
   // disk, docs/operations.md 6.4); running ones keep running.
   uint64_t disk_reserve_mib = 64;

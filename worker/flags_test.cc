@@ -135,6 +135,30 @@ TEST(FlagsTest, TaskIsolation) {
   }
 }
 
+TEST(FlagsTest, TaskLogRetention) {
+  auto parsed = Parse({});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->flags.task_log_retention_hours, 168u) << "a week, as the coordinator keeps finished jobs";
+  EXPECT_EQ(parsed->flags.task_logs_max, 10'000u);
+  EXPECT_EQ(parsed->flags.task_logs_max_gib, 0u);
+  parsed = Parse({"--task-log-retention-hours", "0", "--task-logs-max", "0", "--task-logs-max-gib", "50"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->flags.task_log_retention_hours, 0u);
+  EXPECT_EQ(parsed->flags.task_logs_max, 0u);
+  EXPECT_EQ(parsed->flags.task_logs_max_gib, 50u);
+  for (std::vector<const char*> bad : {std::vector<const char*>{"--task-log-retention-hours", "-1"},
+                                       std::vector<const char*>{"--task-log-retention-hours", "87601"},
+                                       std::vector<const char*>{"--task-logs-max", "1e4"},
+                                       std::vector<const char*>{"--task-logs-max-gib", "00"},
+                                       std::vector<const char*>{"--task-logs-max-gib", ""}}) {
+    auto result = Parse(bad);
+    ASSERT_FALSE(result.ok()) << bad[0] << " " << bad[1];
+    EXPECT_NE(result.status().message().find(std::string(bad[0]) + ":"), std::string::npos)
+        << result.status().ToString();
+    EXPECT_NE(result.status().message().find("or 0 for no limit"), std::string::npos) << result.status().ToString();
+  }
+}
+
 TEST(FlagsTest, CudaInterceptLib) {
   auto parsed = Parse({"--cuda-intercept-lib", "/usr/local/vgpu/libvgpu.so"});
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();

@@ -496,6 +496,9 @@ int main(int argc, char** argv) {
   task_options.cuda_intercept_lib = flags.cuda_intercept_lib;
   task_options.share = std::move(share);
   task_options.log_max_bytes = flags.task_log_max_mib << 20;
+  task_options.log_retention.max_age_ms = static_cast<int64_t>(flags.task_log_retention_hours) * 3'600'000;
+  task_options.log_retention.max_logs = flags.task_logs_max;
+  task_options.log_retention.max_bytes = flags.task_logs_max_gib << 30;
   task_options.launcher = &launcher;
   task_options.adopt_tasks = true;  // tasks outlive this process; adopt what a previous one left
   task_options.rsh_agent = PrepareRshAgent(flags, task_options.log_dir, *logger);

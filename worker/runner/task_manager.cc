@@ -63,6 +63,10 @@ Result<std::unique_ptr<TaskManager>> TaskManager::Open(TaskManagerOptions option
     manager->resolver_ = manager->own_resolver_.get();
   }
   manager->BuildSetupChain();
+  if (manager->options_.log_retention.Enabled()) {
+    manager->log_janitor_ = std::make_unique<TaskLogJanitor>(
+        manager->options_.log_dir, manager->options_.log_retention, manager->options_.clock, manager->log_);
+  }
   if (manager->options_.adopt_tasks) manager->AdoptLeftTasks();
   return manager;
 }
@@ -292,6 +296,14 @@ void TaskManager::Poll() {
   if (now >= next_expire_ms_) {
     next_expire_ms_ = now + kExpireEveryMs;
     Expire();
+  }
+  if (log_janitor_ != nullptr) {
+    // A log is wanted while its task may still run or its end is not yet
+    // acknowledged; after that the retention decides.
+    log_janitor_->Step([this](const TaskId& id) {
+      auto it = tasks_.find(id);
+      return it != tasks_.end() && !Forgettable(it->second);
+    });
   }
 }
 

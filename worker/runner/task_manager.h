@@ -37,7 +37,8 @@
 //
 // Finished records are kept for `finished_retention_ms` after their exit is
 // acknowledged (so a duplicate Bind is still recognised), then dropped; logs
-// stay on disk and FetchLog finds them by name. A Bind that finds max_tasks
+// stay on disk, where FetchLog finds them by name, until the retention's
+// limits remove them (task_log_janitor.h). A Bind that finds max_tasks
 // records first forgets the oldest acknowledged ones that finished at least
 // a minute before (MakeRoom), and is refused only when none can go.
 //
@@ -99,6 +100,7 @@
 #include "worker/runner/setup/task_setup_chain.h"
 #include "worker/runner/share_enforcement.h"
 #include "worker/runner/task_isolation.h"
+#include "worker/runner/task_log_janitor.h"
 
 namespace gpool::worker {
 
@@ -131,6 +133,9 @@ struct TaskManagerOptions {
   // finished records a minute old or more; when none is: ResourceExhausted.
   size_t max_tasks = 100'000;
   uint64_t log_max_bytes = kDefaultTaskLogMaxBytes;  // each task's log on disk (log_cap.h)
+  // Which logs of tasks no longer live are kept (task_log_janitor.h); all
+  // of them when no limit is set.
+  TaskLogRetention log_retention;
   // Tasks outlive this process and a restarted one adopts them (above);
   // needs a launcher that can Adopt. false: nothing is kept on disk.
   bool adopt_tasks = false;
@@ -356,6 +361,7 @@ class TaskManager {
   // Tasks started per Poll at most (Poll).
   static constexpr size_t kMaxStartsPerPoll = 8;
   int64_t next_log_cap_ms_ = 0;
+  std::unique_ptr<TaskLogJanitor> log_janitor_;  // null when the retention sets no limit
 };
 
 }  // namespace gpool::worker

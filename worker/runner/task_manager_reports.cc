@@ -92,7 +92,14 @@ Result<FetchLogReply> TaskManager::TailLog(const TaskId& task, uint64_t max_byte
   auto tail = ReadLogTail(TaskLogPath(options_.log_dir, task), max_bytes);
   if (!tail.ok()) {
     if (tail.status().code() == StatusCode::kNotFound) {
-      return Status::NotFound("task " + task.ToString() + " has no log on node " + options_.node.name);
+      // Gone after its task ended: most likely the retention's doing.
+      auto it = tasks_.find(task);
+      const bool ended = it == tasks_.end() || Forgettable(it->second);
+      return Status::NotFound("task " + task.ToString() + " has no log on node " + options_.node.name +
+                              (ended && log_janitor_ != nullptr
+                                   ? " (ended tasks' logs are removed past its --task-log-retention-hours or "
+                                     "--task-logs-max)"
+                                   : ""));
     }
     return tail.status();
   }

@@ -1,0 +1,120 @@
+// TaskLogJanitor: which finished tasks' logs a node keeps.
+//
+// Each task's output goes to <log_dir>/<job>.<index>.<attempt>.log, with
+// ".log.1" and ".log.dropped" beside it once capped (log_cap.h). The worker
+// used to leave them all for the operator to delete. A node that runs short
+// tasks writes tens of thousands a day (gpool-bench-scale's busiest node: 28
+// a second), and the data disk then runs out of inodes or bytes. The binds
+// are then refused (disk full), and the node is lost to the cluster for
+// history nobody reads: once the coordinator forgets a job (after a week, or
+// past the newest 100,000), `gpool logs` cannot reach its logs.
+//
+// A pass over log_dir starts every kPassEveryMs. Each Step reads at most
+// kEntriesPerStep directory entries and removes at most kRemovalsPerStep
+// logs, so a directory of millions of files never holds the worker's loop
+// for long. A task's log (its .1 and .dropped too) is removed when its task
+// is not live (the caller's predicate: pending, running, or its exit not yet
+// acknowledged) and
+//   - nothing has written it for more than max_age_ms, or
+//   - max_logs newer logs of tasks that are not live exist, or
+//   - it and the newer ones hold more than max_bytes between them.
+// The pass keeps the newest logs it has seen in a set bounded by max_logs
+// and max_bytes. A log pushed out of that set is older than max_logs others
+// (or than max_bytes of others), so it is past the cap whatever the rest of
+// the pass finds; its memory stays bounded however large the directory.
+// Files not named like a task's log are never touched.
+//
+// Thread-safety: none; call from the runner's thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <spdlog/logger.h>
+
+#include "protocol/base/clock.h"
+#include "protocol/base/ids.h"
+
+namespace gpool::worker {
+
+struct TaskLogRetention {
+  int64_t max_age_ms = int64_t{7} * 24 * 3600 * 1000;  // 0: logs of any age are kept
+  size_t max_logs = 10'000;                            // 0: no limit on their number
+  uint64_t max_bytes = 0;                              // 0: no limit on their bytes
+  bool Enabled() const { return max_age_ms > 0 || max_logs > 0 || max_bytes > 0; }
+};
+
+// "17.0.2.log" -> job 17, index 0, attempt 2; nullopt for any other name
+// (".log.1", ".hostfile", a name with a sign, a space or too many digits).
+std::optional<TaskId> ParseTaskLogName(std::string_view file_name);
+
+class TaskLogJanitor {
+ public:
+  using LivePredicate = std::function<bool(const TaskId&)>;
+
+  static constexpr int64_t kPassEveryMs = 60'000;
+  static constexpr size_t kEntriesPerStep = 1024;
+  static constexpr size_t kRemovalsPerStep = 256;
+
+  struct Totals {
+    uint64_t passes = 0;         // passes completed
+    uint64_t removed_logs = 0;   // since start
+    uint64_t removed_bytes = 0;  // the logs' own bytes, .1 included
+    uint64_t kept_logs = 0;      // logs of tasks not live that the last completed pass kept
+    uint64_t kept_bytes = 0;
+  };
+
+  // `clock` (required) gives the wall time logs' ages are measured against
+  // and the monotonic time passes are spaced by; the first pass starts at
+  // the first Step.
+  TaskLogJanitor(std::string log_dir, TaskLogRetention retention, const Clock* clock,
+                 std::shared_ptr<spdlog::logger> logger);
+
+  // One bounded step of the pass under way, or nothing until the next is due.
+  // `live` is asked for every log read and again before it is removed.
+  void Step(const LivePredicate& live);
+  bool pass_in_progress() const { return in_pass_; }
+  const Totals& totals() const { return totals_; }
+
+ private:
+  enum Reason { kAge, kCount, kBytes, kReasons };
+  struct Log {
+    TaskId task;
+    std::string path;  // the .log
+    uint64_t bytes = 0;  // the .log's and the .log.1's
+    Reason reason = kAge;
+  };
+
+  void Read(const LivePredicate& live);
+  void Consider(Log log, int64_t mtime_ms);
+  void Doom(Log log, Reason reason);
+  void Remove(const LivePredicate& live);
+  void EndPass();
+
+  std::string log_dir_;
+  TaskLogRetention retention_;
+  const Clock* clock_;
+  std::shared_ptr<spdlog::logger> log_;
+  bool in_pass_ = false;
+  int64_t next_pass_ms_ = 0;
+  int64_t pass_started_ms_ = 0;
+  int64_t pass_wall_ms_ = 0;  // the wall time ages are measured against in this pass
+  std::optional<std::filesystem::directory_iterator> it_;
+  std::multimap<int64_t, Log> kept_;  // by last write (ms): the newest logs seen in this pass
+  uint64_t kept_bytes_ = 0;
+  std::deque<Log> doomed_;
+  uint64_t pass_removed_[kReasons] = {};
+  uint64_t pass_removed_bytes_ = 0;
+  uint64_t pass_errors_ = 0;
+  std::string first_error_;
+  Totals totals_;
+};
+
+}  // namespace gpool::worker
