@@ -21,6 +21,7 @@
 #include "protocol/messages_admin.h"
 #include "protocol/messages_nodes.h"
 #include "tests/local_cluster.h"
+#include "tests/ready_cluster.h"
 #include "tests/webhook_receiver.h"
 
 namespace gpool::testing {
@@ -52,15 +53,8 @@ class HealthFenceTest : public ::testing::Test {
                                      extra_worker_flags.end());
     }
     cluster_ = std::make_unique<LocalCluster>(options);
-    cluster_->StartCoordinator();
-    cluster_->StartWorkers();
-    ASSERT_TRUE(WaitFor([&] { return cluster_->AllNodesReady(); }, 30s));
-    ClientOptions client_options;
-    client_options.endpoints = cluster_->client_endpoint();
-    cluster_->SecureClient(client_options);
-    auto client = Client::Connect(client_options);
-    ASSERT_TRUE(client.ok());
-    client_ = std::move(client).value();
+    // The client's default wait (5 s), not the helper's shorter one.
+    ASSERT_NO_FATAL_FAILURE(StartReadyCluster(*cluster_, client_, ClientOptions{}.timeout_ms));
   }
   void Inject(int worker, const std::string& line) {
     std::ofstream(dir_->Join("faults-" + std::to_string(worker)), std::ios::app) << line << "\n";

@@ -20,6 +20,7 @@
 #include "protocol/messages_client.h"
 #include "protocol/messages_nodes.h"
 #include "tests/local_cluster.h"
+#include "tests/ready_cluster.h"
 
 namespace gpool::testing {
 namespace {
@@ -44,15 +45,8 @@ class NodeLeaseTest : public ::testing::Test {
                                  "--node-lease-ms", std::to_string(kLeaseMs), "--node-lost-ms",
                                  std::to_string(kLostMs), "--preempt-grace-ms", "1000"};
     cluster_ = std::make_unique<LocalCluster>(options);
-    cluster_->StartCoordinator();
-    cluster_->StartWorkers();
-    ASSERT_TRUE(WaitFor([&] { return cluster_->AllNodesReady(); }, 30s));
-    ClientOptions client_options;
-    client_options.endpoints = cluster_->client_endpoint();
-    cluster_->SecureClient(client_options);
-    auto client = Client::Connect(client_options);
-    ASSERT_TRUE(client.ok());
-    client_ = std::move(client).value();
+    // The client's default wait (5 s), not the helper's shorter one.
+    ASSERT_NO_FATAL_FAILURE(StartReadyCluster(*cluster_, client_, ClientOptions{}.timeout_ms));
   }
   void TearDown() override {
     for (int64_t pid : seen_) kill(static_cast<pid_t>(pid), SIGKILL);

@@ -13,6 +13,7 @@
 #include "protocol/messages_client.h"
 #include "protocol/messages_nodes.h"
 #include "tests/local_cluster.h"
+#include "tests/ready_cluster.h"
 #include "worker/runner/supervisor_state.h"
 
 namespace gpool::testing {
@@ -45,15 +46,8 @@ class NodeLossTest : public ::testing::Test {
     // hide them. Isolation is tested in task_isolation_test.cc.
     options.worker_flags = {{0, {"--task-isolation", "off"}}};
     cluster_ = std::make_unique<LocalCluster>(options);
-    cluster_->StartCoordinator();
-    cluster_->StartWorkers();
-    ASSERT_TRUE(WaitFor([&] { return cluster_->AllNodesReady(); }, 30s));
-    ClientOptions client_options;
-    client_options.endpoints = cluster_->client_endpoint();
-    cluster_->SecureClient(client_options);
-    auto client = Client::Connect(client_options);
-    ASSERT_TRUE(client.ok());
-    client_ = std::move(client).value();
+    // The client's default wait (5 s), not the helper's shorter one.
+    ASSERT_NO_FATAL_FAILURE(StartReadyCluster(*cluster_, client_, ClientOptions{}.timeout_ms));
   }
   // Processes a test saw outlive their task: killed by PID at the end,
   // should the test stop before its restarted worker did it.

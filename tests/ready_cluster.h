@@ -13,8 +13,9 @@
 namespace gpool::testing {
 
 // Starts the coordinator and every worker, waits until all nodes are Ready,
-// and connects `client`. Call under ASSERT_NO_FATAL_FAILURE.
-inline void StartReadyCluster(LocalCluster& cluster, std::unique_ptr<Client>& client) {
+// and connects `client` (its calls waiting `timeout_ms` for an answer). Call
+// under ASSERT_NO_FATAL_FAILURE.
+inline void StartReadyCluster(LocalCluster& cluster, std::unique_ptr<Client>& client, int timeout_ms = 3000) {
   using namespace std::chrono_literals;
   cluster.StartCoordinator();
   cluster.StartWorkers();
@@ -22,7 +23,7 @@ inline void StartReadyCluster(LocalCluster& cluster, std::unique_ptr<Client>& cl
   ClientOptions options;
   options.endpoints = cluster.client_endpoint();
   cluster.SecureClient(options);
-  options.timeout_ms = 3000;
+  options.timeout_ms = timeout_ms;
   auto connected = Client::Connect(options);
   ASSERT_TRUE(connected.ok()) << connected.status().ToString();
   client = std::move(connected).value();
