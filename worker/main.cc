@@ -593,6 +593,7 @@ int main(int argc, char** argv) {
     in.registered = (*link)->registered();
     in.coordinator_silent_ms = (*link)->silent_ms();
     in.tasks_running = (*tasks)->Running().size();
+    in.task_logs = (*tasks)->log_retention_totals();
     in.gpus = &node->gpus;
     in.health = health ? &health->conditions() : nullptr;
     const std::vector<GpuSample> samples = gpu_sampler ? gpu_sampler->Sample() : std::vector<GpuSample>{};

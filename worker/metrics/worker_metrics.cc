@@ -53,6 +53,19 @@ std::string RenderWorkerMetrics(const WorkerMetricsInput& in) {
              in.coordinator_silent_ms < 0 ? -1.0 : static_cast<double>(in.coordinator_silent_ms) / 1000.0);
   out.Single("gpool_worker_tasks_running", Type::kGauge, "Task processes running on this node.",
              static_cast<double>(in.tasks_running));
+  if (in.task_logs != nullptr) {
+    out.Single("gpool_worker_task_logs_removed_total", Type::kCounter,
+               "Logs of ended tasks removed by the retention (--task-log-retention-hours, --task-logs-max, "
+               "--task-logs-max-gib).",
+               static_cast<double>(in.task_logs->removed_logs));
+    out.Single("gpool_worker_task_logs_removed_bytes_total", Type::kCounter, "Their bytes.",
+               static_cast<double>(in.task_logs->removed_bytes));
+    out.Single("gpool_worker_task_logs_kept", Type::kGauge,
+               "Logs of ended tasks the last retention pass kept (running tasks' not counted).",
+               static_cast<double>(in.task_logs->kept_logs));
+    out.Single("gpool_worker_task_logs_kept_bytes", Type::kGauge, "Their bytes.",
+               static_cast<double>(in.task_logs->kept_bytes));
+  }
   const LinkStats& link = *in.link;
   out.Single("gpool_worker_heartbeats_sent_total", Type::kCounter, "Heartbeats sent to the coordinator.",
              static_cast<double>(link.heartbeats_sent));

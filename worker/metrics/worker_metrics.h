@@ -11,6 +11,7 @@
 #include "protocol/types.h"
 #include "worker/discovery/nvml_gpu_sampler.h"
 #include "worker/link.h"
+#include "worker/runner/task_log_janitor.h"
 
 namespace gpool::worker {
 
@@ -24,6 +25,7 @@ struct WorkerMetricsInput {
   const std::vector<GpuInfo>* gpus = nullptr;                // the node's, as registered
   const std::vector<HealthCondition>* health = nullptr;      // null: no health checks
   const std::vector<GpuSample>* samples = nullptr;           // null or empty: no NVML
+  const TaskLogJanitor::Totals* task_logs = nullptr;         // null: no log retention
 };
 
 std::string RenderWorkerMetrics(const WorkerMetricsInput& input);

@@ -27,8 +27,16 @@ TEST(WorkerMetricsTest, ReportsMeasuredGpusAndLeavesUnmeasuredOnesOut) {
   in.gpus = &gpus;
   in.health = &health;
   in.samples = &samples;
+  TaskLogJanitor::Totals task_logs;
+  task_logs.removed_logs = 12;
+  task_logs.removed_bytes = 3'000;
+  task_logs.kept_logs = 5;
+  task_logs.kept_bytes = 700;
+  in.task_logs = &task_logs;
   const std::string page = RenderWorkerMetrics(in);
-  for (const char* line : {"gpool_worker_registered 1\n", "gpool_worker_tasks_running 3\n",
+  for (const char* line : {"gpool_worker_registered 1\n", "gpool_worker_task_logs_removed_total 12\n",
+                           "gpool_worker_task_logs_removed_bytes_total 3000\n", "gpool_worker_task_logs_kept 5\n",
+                           "gpool_worker_task_logs_kept_bytes 700\n", "gpool_worker_tasks_running 3\n",
                            "gpool_worker_heartbeats_sent_total 7\n", "gpool_worker_commands_total{type=\"bind\"} 2\n",
                            "gpool_worker_coordinator_silence_seconds 0.25\n",
                            "gpool_worker_health_conditions{kind=\"xid\",severity=\"fatal\"} 1\n",
@@ -48,6 +56,7 @@ TEST(WorkerMetricsTest, WithoutNvmlThereAreNoGpuFamilies) {
   in.link = &link;
   const std::string page = RenderWorkerMetrics(in);
   EXPECT_EQ(page.find("gpool_gpu_"), std::string::npos);
+  EXPECT_EQ(page.find("gpool_worker_task_logs_"), std::string::npos) << "no retention, no series";
   EXPECT_NE(page.find("# TYPE gpool_worker_info gauge"), std::string::npos);
 }
 

@@ -228,6 +228,10 @@ class TaskManager {
   // The tail of the task's log (FetchLog): at most max_bytes, capped at
   // 4 MiB. NotFound when it never ran here.
   Result<FetchLogReply> TailLog(const TaskId& task, uint64_t max_bytes) const;
+  // What the log retention has done; null when it sets no limit.
+  const TaskLogJanitor::Totals* log_retention_totals() const {
+    return log_janitor_ != nullptr ? &log_janitor_->totals() : nullptr;
+  }
 
   const NodeSpec& node() const { return options_.node; }
 
