@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "control/log/local_log.h"
+#include "control/log/testing/forwarding_log.h"
 #include "protocol/base/testing/fake_clock.h"
 #include "protocol/model/users.h"
 #include "storage/leveldb_store.h"
@@ -57,14 +58,12 @@ class CostlyApply final : public state::ApplyListener {
 // A LocalLog whose commits come out one entry per Sync, saying come straight
 // back (MsUntilDue 0) while more wait: how RaftLog hands a replica that fell
 // behind its backlog.
-class OneEntryPerSyncLog final : public log::CommitLog {
+class OneEntryPerSyncLog final : public log::testing::ForwardingLog {
  public:
-  explicit OneEntryPerSyncLog(log::CommitLog& inner) : inner_(inner) {}
-  Result<log::Committed> Recover() override { return inner_.Recover(); }
-  Result<uint64_t> Propose(std::string data) override { return inner_.Propose(std::move(data)); }
+  using ForwardingLog::ForwardingLog;
   Result<log::Committed> Sync() override {
-    if (inner_.HasUnsynced()) {
-      GPOOL_ASSIGN_OR_RETURN(log::Committed more, inner_.Sync());
+    if (inner().HasUnsynced()) {
+      GPOOL_ASSIGN_OR_RETURN(log::Committed more, inner().Sync());
       for (auto& entry : more.entries) waiting_.push_back(std::move(entry));
     }
     log::Committed slice;
@@ -74,21 +73,10 @@ class OneEntryPerSyncLog final : public log::CommitLog {
     }
     return slice;
   }
-  bool HasUnsynced() const override { return !waiting_.empty() || inner_.HasUnsynced(); }
+  bool HasUnsynced() const override { return !waiting_.empty() || inner().HasUnsynced(); }
   int64_t MsUntilDue() const override { return waiting_.empty() ? INT64_MAX : 0; }
-  bool IsLeader() const override { return inner_.IsLeader(); }
-  uint64_t term() const override { return inner_.term(); }
-  uint64_t commit_index() const override { return inner_.commit_index(); }
-  Status SaveSnapshot(uint64_t index, std::string_view data) override { return inner_.SaveSnapshot(index, data); }
-  Status ReadIndex(std::string context) override { return inner_.ReadIndex(std::move(context)); }
-  std::vector<std::string> TakeReadyReads() override { return inner_.TakeReadyReads(); }
-  Result<uint64_t> ProposeMembership(const log::MembershipChange& change) override {
-    return inner_.ProposeMembership(change);
-  }
-  log::ReplicationReport Report() const override { return inner_.Report(); }
 
  private:
-  log::CommitLog& inner_;
   std::deque<storage::LogEntry> waiting_;
 };
 

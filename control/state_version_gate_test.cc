@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "control/log/local_log.h"
+#include "control/log/testing/forwarding_log.h"
 #include "control/proposal_tracker.h"
 #include "storage/log_store.h"
 #include "storage/testing/memory_store.h"
@@ -20,33 +21,17 @@ namespace {
 
 // A LocalLog that reports the floor the test sets: the replicas' versions
 // as a replicated leader would have heard them.
-class FloorLog final : public log::CommitLog {
+class FloorLog final : public log::testing::ForwardingLog {
  public:
-  explicit FloorLog(log::CommitLog& inner) : inner_(inner) {}
+  using ForwardingLog::ForwardingLog;
   log::StateVersionFloor floor;
 
-  Result<log::Committed> Recover() override { return inner_.Recover(); }
   Result<uint64_t> Propose(std::string data) override {
     ++proposed;
-    return inner_.Propose(std::move(data));
+    return ForwardingLog::Propose(std::move(data));
   }
-  Result<log::Committed> Sync() override { return inner_.Sync(); }
-  bool HasUnsynced() const override { return inner_.HasUnsynced(); }
-  bool IsLeader() const override { return inner_.IsLeader(); }
-  uint64_t term() const override { return inner_.term(); }
-  uint64_t commit_index() const override { return inner_.commit_index(); }
-  Status SaveSnapshot(uint64_t index, std::string_view data) override { return inner_.SaveSnapshot(index, data); }
-  Status ReadIndex(std::string context) override { return inner_.ReadIndex(std::move(context)); }
-  std::vector<std::string> TakeReadyReads() override { return inner_.TakeReadyReads(); }
-  Result<uint64_t> ProposeMembership(const log::MembershipChange& change) override {
-    return inner_.ProposeMembership(change);
-  }
-  log::ReplicationReport Report() const override { return inner_.Report(); }
   log::StateVersionFloor LowestStateVersion() const override { return floor; }
   int proposed = 0;
-
- private:
-  log::CommitLog& inner_;
 };
 
 class StateVersionGateTest : public ::testing::Test {
