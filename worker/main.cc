@@ -499,6 +499,11 @@ int main(int argc, char** argv) {
   task_options.log_retention.max_age_ms = static_cast<int64_t>(flags.task_log_retention_hours) * 3'600'000;
   task_options.log_retention.max_logs = flags.task_logs_max;
   task_options.log_retention.max_bytes = flags.task_logs_max_gib << 30;
+  // Where the health monitor says disk-low, old logs give way first (unless
+  // every limit is 0: then the worker removes no log at all).
+  if (task_options.log_retention.Enabled()) {
+    task_options.log_retention.min_free_bytes = flags.health.disk_min_free_mib << 20;
+  }
   task_options.launcher = &launcher;
   task_options.adopt_tasks = true;  // tasks outlive this process; adopt what a previous one left
   task_options.rsh_agent = PrepareRshAgent(flags, task_options.log_dir, *logger);

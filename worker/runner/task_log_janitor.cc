@@ -1,6 +1,10 @@
 #include "worker/runner/task_log_janitor.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <charconv>
 #include <system_error>
@@ -49,17 +53,37 @@ std::optional<TaskId> ParseTaskLogName(std::string_view name) {
   return task;
 }
 
+Result<uint64_t> FileSystemFreeBytes(const std::string& path) {
+  struct statvfs fs {};
+  if (::statvfs(path.c_str(), &fs) != 0) {
+    return Status::IoError("statvfs " + path + ": " + std::strerror(errno));
+  }
+  return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+}
+
 TaskLogJanitor::TaskLogJanitor(std::string log_dir, TaskLogRetention retention, const Clock* clock,
-                               std::shared_ptr<spdlog::logger> logger)
+                               std::shared_ptr<spdlog::logger> logger, FreeBytesProbe free_bytes)
     : log_dir_(std::move(log_dir)),
       retention_(retention),
       clock_(clock),
-      log_(logger != nullptr ? std::move(logger) : spdlog::default_logger()) {}
+      log_(logger != nullptr ? std::move(logger) : spdlog::default_logger()),
+      free_bytes_(free_bytes != nullptr ? std::move(free_bytes) : FreeBytesProbe(FileSystemFreeBytes)) {}
+
+bool TaskLogJanitor::DiskShort() {
+  if (retention_.min_free_bytes == 0) return false;
+  auto free = free_bytes_(log_dir_);
+  return free.ok() && *free < retention_.min_free_bytes;
+}
 
 void TaskLogJanitor::Step(const LivePredicate& live) {
   if (!in_pass_) {
     const int64_t now = clock_->MonoMs();
-    if (now < next_pass_ms_) return;
+    if (now < next_pass_ms_) {
+      // A disk short of space does not wait for the next pass.
+      if (retention_.min_free_bytes == 0 || now < next_pressure_check_ms_) return;
+      next_pressure_check_ms_ = now + kPressureCheckEveryMs;
+      if (!DiskShort()) return;
+    }
     std::error_code ec;
     fs::directory_iterator it(log_dir_, ec);
     if (ec) {
@@ -72,7 +96,10 @@ void TaskLogJanitor::Step(const LivePredicate& live) {
     pass_wall_ms_ = clock_->WallMs();
     it_ = std::move(it);
   }
-  if (it_.has_value()) Read(live);
+  if (it_.has_value()) {
+    Read(live);
+    if (!it_.has_value()) RelieveDisk();
+  }
   Remove(live);
   if (!it_.has_value() && doomed_.empty()) EndPass();
 }
@@ -109,6 +136,8 @@ void TaskLogJanitor::Consider(Log log, int64_t mtime_ms) {
     return;
   }
   kept_bytes_ += log.bytes;
+  ++kept_count_;
+  if (!retention_.KeepsNewest()) return;  // age alone: no order needed, nothing held
   kept_.emplace(mtime_ms, std::move(log));
   // The oldest of the set goes while the set is over a cap: it is older than
   // every other log in it, so it is past that cap in the whole directory too.
@@ -116,22 +145,45 @@ void TaskLogJanitor::Consider(Log log, int64_t mtime_ms) {
     const bool over_count = retention_.max_logs > 0 && kept_.size() > retention_.max_logs;
     const bool over_bytes = retention_.max_bytes > 0 && kept_bytes_ > retention_.max_bytes;
     if (!over_count && !over_bytes) break;
-    auto oldest = kept_.begin();
-    kept_bytes_ -= oldest->second.bytes;
-    Doom(std::move(oldest->second), over_count ? kCount : kBytes);
-    kept_.erase(oldest);
+    DoomOldestKept(over_count ? kCount : kBytes);
   }
+}
+
+void TaskLogJanitor::DoomOldestKept(Reason reason) {
+  auto oldest = kept_.begin();
+  kept_bytes_ -= oldest->second.bytes;
+  --kept_count_;
+  Doom(std::move(oldest->second), reason);
+  kept_.erase(oldest);
 }
 
 void TaskLogJanitor::Doom(Log log, Reason reason) {
   log.reason = reason;
+  doomed_bytes_ += log.bytes;
   doomed_.push_back(std::move(log));
+}
+
+void TaskLogJanitor::RelieveDisk() {
+  if (retention_.min_free_bytes == 0) return;
+  auto free = free_bytes_(log_dir_);
+  if (!free.ok()) {
+    ++pass_errors_;
+    if (first_error_.empty()) first_error_ = free.status().ToString();
+    return;
+  }
+  // What the removals already doomed will free counts towards it.
+  uint64_t expected = *free + doomed_bytes_;
+  while (expected < retention_.min_free_bytes && !kept_.empty()) {
+    expected += kept_.begin()->second.bytes;
+    DoomOldestKept(kDiskShort);
+  }
 }
 
 void TaskLogJanitor::Remove(const LivePredicate& live) {
   for (size_t n = 0; n < kRemovalsPerStep && !doomed_.empty(); ++n) {
     Log log = std::move(doomed_.front());
     doomed_.pop_front();
+    doomed_bytes_ -= log.bytes;
     if (live(log.task)) continue;  // bound again since it was read: its log is wanted
     std::error_code ec;
     const bool removed = fs::remove(log.path, ec);
@@ -156,20 +208,22 @@ void TaskLogJanitor::EndPass() {
   in_pass_ = false;
   next_pass_ms_ = now + kPassEveryMs;
   ++totals_.passes;
-  totals_.kept_logs = kept_.size();
+  totals_.kept_logs = kept_count_;
   totals_.kept_bytes = kept_bytes_;
-  const uint64_t removed = pass_removed_[kAge] + pass_removed_[kCount] + pass_removed_[kBytes];
+  uint64_t removed = 0;
+  for (uint64_t count : pass_removed_) removed += count;
   if (removed > 0) {
     log_->info("task logs removed count={} bytes={} older_than_retention={} past_max_logs={} past_max_bytes={} "
-               "kept={} kept_bytes={} pass_ms={}",
+               "disk_short={} kept={} kept_bytes={} pass_ms={}",
                removed, pass_removed_bytes_, pass_removed_[kAge], pass_removed_[kCount], pass_removed_[kBytes],
-               kept_.size(), kept_bytes_, now - pass_started_ms_);
+               pass_removed_[kDiskShort], kept_count_, kept_bytes_, now - pass_started_ms_);
   }
   if (pass_errors_ > 0) {
     log_->warn("task logs not all swept errors={} first=\"{}\"", pass_errors_, first_error_);
   }
   kept_.clear();
   kept_bytes_ = 0;
+  kept_count_ = 0;
   for (uint64_t& count : pass_removed_) count = 0;
   pass_removed_bytes_ = 0;
   pass_errors_ = 0;

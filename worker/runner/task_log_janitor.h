@@ -17,11 +17,16 @@
 // acknowledged) and
 //   - nothing has written it for more than max_age_ms, or
 //   - max_logs newer logs of tasks that are not live exist, or
-//   - it and the newer ones hold more than max_bytes between them.
+//   - it and the newer ones hold more than max_bytes between them, or
+//   - the disk is short of space: when the log directory's file system has
+//     less than min_free_bytes free at the end of a pass, the oldest go
+//     until what they free covers the shortfall. A pass starts early (at
+//     most every kPressureCheckEveryMs) when the disk is short.
 // The pass keeps the newest logs it has seen in a set bounded by max_logs
 // and max_bytes. A log pushed out of that set is older than max_logs others
 // (or than max_bytes of others), so it is past the cap whatever the rest of
-// the pass finds; its memory stays bounded however large the directory.
+// the pass finds; its memory stays bounded by max_logs however large the
+// directory (with the age alone, nothing is held).
 // Files not named like a task's log are never touched.
 //
 // Thread-safety: none; call from the runner's thread.
@@ -41,6 +46,7 @@
 
 #include "protocol/base/clock.h"
 #include "protocol/base/ids.h"
+#include "protocol/base/status.h"
 
 namespace gpool::worker {
 
@@ -48,12 +54,18 @@ struct TaskLogRetention {
   int64_t max_age_ms = int64_t{7} * 24 * 3600 * 1000;  // 0: logs of any age are kept
   size_t max_logs = 10'000;                            // 0: no limit on their number
   uint64_t max_bytes = 0;                              // 0: no limit on their bytes
-  bool Enabled() const { return max_age_ms > 0 || max_logs > 0 || max_bytes > 0; }
+  uint64_t min_free_bytes = 0;                         // 0: free space is not looked at
+  bool Enabled() const { return max_age_ms > 0 || KeepsNewest(); }
+  // Whether a pass needs the newest logs in order (every limit but the age).
+  bool KeepsNewest() const { return max_logs > 0 || max_bytes > 0 || min_free_bytes > 0; }
 };
 
 // "17.0.2.log" -> job 17, index 0, attempt 2; nullopt for any other name
 // (".log.1", ".hostfile", a name with a sign, a space or too many digits).
 std::optional<TaskId> ParseTaskLogName(std::string_view file_name);
+
+// statvfs's f_bavail * f_frsize for the file system holding `path`.
+Result<uint64_t> FileSystemFreeBytes(const std::string& path);
 
 class TaskLogJanitor {
  public:
@@ -62,6 +74,10 @@ class TaskLogJanitor {
   static constexpr int64_t kPassEveryMs = 60'000;
   static constexpr size_t kEntriesPerStep = 1024;
   static constexpr size_t kRemovalsPerStep = 256;
+  static constexpr int64_t kPressureCheckEveryMs = 5'000;
+  // Free bytes of the file system holding a path (statvfs: what an
+  // unprivileged writer can still use).
+  using FreeBytesProbe = std::function<Result<uint64_t>(const std::string& path)>;
 
   struct Totals {
     uint64_t passes = 0;         // passes completed
@@ -74,8 +90,9 @@ class TaskLogJanitor {
   // `clock` (required) gives the wall time logs' ages are measured against
   // and the monotonic time passes are spaced by; the first pass starts at
   // the first Step.
+  // `free_bytes`: null reads the file system (FileSystemFreeBytes).
   TaskLogJanitor(std::string log_dir, TaskLogRetention retention, const Clock* clock,
-                 std::shared_ptr<spdlog::logger> logger);
+                 std::shared_ptr<spdlog::logger> logger, FreeBytesProbe free_bytes = nullptr);
 
   // One bounded step of the pass under way, or nothing until the next is due.
   // `live` is asked for every log read and again before it is removed.
@@ -84,7 +101,7 @@ class TaskLogJanitor {
   const Totals& totals() const { return totals_; }
 
  private:
-  enum Reason { kAge, kCount, kBytes, kReasons };
+  enum Reason { kAge, kCount, kBytes, kDiskShort, kReasons };
   struct Log {
     TaskId task;
     std::string path;  // the .log
@@ -96,19 +113,28 @@ class TaskLogJanitor {
   void Consider(Log log, int64_t mtime_ms);
   void Doom(Log log, Reason reason);
   void Remove(const LivePredicate& live);
+  // Once the directory is read: the oldest kept logs doomed while the disk
+  // is short of min_free_bytes.
+  void RelieveDisk();
+  void DoomOldestKept(Reason reason);
+  bool DiskShort();
   void EndPass();
 
   std::string log_dir_;
   TaskLogRetention retention_;
   const Clock* clock_;
   std::shared_ptr<spdlog::logger> log_;
+  FreeBytesProbe free_bytes_;
   bool in_pass_ = false;
+  int64_t next_pressure_check_ms_ = 0;
+  uint64_t doomed_bytes_ = 0;  // of the logs doomed and not yet removed
   int64_t next_pass_ms_ = 0;
   int64_t pass_started_ms_ = 0;
   int64_t pass_wall_ms_ = 0;  // the wall time ages are measured against in this pass
   std::optional<std::filesystem::directory_iterator> it_;
   std::multimap<int64_t, Log> kept_;  // by last write (ms): the newest logs seen in this pass
   uint64_t kept_bytes_ = 0;
+  uint64_t kept_count_ = 0;  // kept_.size(), or the count alone when no order is needed
   std::deque<Log> doomed_;
   uint64_t pass_removed_[kReasons] = {};
   uint64_t pass_removed_bytes_ = 0;

@@ -186,6 +186,58 @@ TEST_F(TaskLogJanitorTest, ARotatedLogCountsItsBytesAndANewestLogOverTheCapGoesT
   EXPECT_EQ(Remaining(), (std::set<uint64_t>{3}));
 }
 
+TEST_F(TaskLogJanitorTest, ADiskShortOfSpaceLosesTheOldestLogsUntilTheShortfallIsCoveredAndDoesNotWait) {
+  // No other limit: ten logs of 100 bytes (job 10 the newest) on a disk
+  // 250 bytes short of the 1,000 wanted free.
+  for (uint64_t job = 1; job <= 10; ++job) Log(job, static_cast<int64_t>(10 - job) * 1'000, 100);
+  uint64_t free_bytes = 750;
+  int probes = 0;
+  TaskLogRetention retention{0, 0, 0};
+  retention.min_free_bytes = 1'000;
+  TaskLogJanitor janitor(dir(), retention, &clock_, log_.logger(), [&](const std::string& path) -> Result<uint64_t> {
+    EXPECT_EQ(path, dir());
+    ++probes;
+    return free_bytes;
+  });
+  Pass(janitor);
+  EXPECT_EQ(Remaining(), (std::set<uint64_t>{4, 5, 6, 7, 8, 9, 10}));  // 300 bytes freed, the oldest first
+  EXPECT_TRUE(log_.Contains("disk_short=3")) << log_.text();
+
+  // Enough free: the next pass waits its minute, and the disk is looked at
+  // every few seconds meanwhile.
+  free_bytes = 5'000;
+  Log(11, 0, 100);
+  const int before = probes;
+  clock_.Advance(TaskLogJanitor::kPressureCheckEveryMs);
+  janitor.Step(live_);
+  EXPECT_FALSE(janitor.pass_in_progress());
+  EXPECT_EQ(probes, before + 1);
+  janitor.Step(live_);
+  EXPECT_EQ(probes, before + 1) << "not on every step";
+  // Short again: a pass starts at the next check, a minute early.
+  free_bytes = 900;
+  clock_.Advance(TaskLogJanitor::kPressureCheckEveryMs);
+  Pass(janitor);
+  EXPECT_EQ(Remaining(), (std::set<uint64_t>{5, 6, 7, 8, 9, 10, 11}));
+  EXPECT_EQ(janitor.totals().passes, 2u);
+  // A live task's log is not the disk's to take.
+  free_bytes = 0;
+  live_jobs_ = {5, 6, 7, 8, 9, 10, 11};
+  clock_.Advance(TaskLogJanitor::kPressureCheckEveryMs);
+  Pass(janitor);
+  EXPECT_EQ(Remaining().size(), 7u);
+}
+
+TEST_F(TaskLogJanitorTest, WithTheAgeAloneNothingIsHeldButEveryLogIsCounted) {
+  for (uint64_t job = 1; job <= 50; ++job) Log(job, static_cast<int64_t>(job) * kHourMs);
+  TaskLogJanitor janitor = Janitor(TaskLogRetention{24 * kHourMs, 0, 0});
+  Pass(janitor);
+  EXPECT_EQ(Remaining().size(), 24u);  // 1 h to 24 h old
+  EXPECT_EQ(janitor.totals().kept_logs, 24u);
+  EXPECT_EQ(janitor.totals().kept_bytes, 240u);
+  EXPECT_EQ(janitor.totals().removed_logs, 26u);
+}
+
 // Through the TaskManager: a finished, acknowledged task's log goes at the
 // retention; a running task's and an unacknowledged one's stay.
 TEST(TaskManagerLogRetentionTest, PollRemovesOnlyLogsOfTasksNoLongerLive) {
