@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DGPOOL_BUILD_TESTS=OFF >/dev/null
 cmake --build build-release -j "$(nproc)" --target gpool-bench-scheduler gpool-bench-share-prices gpool-bench-topology gpool-bench-submit \
   gpool-bench-raft gpool-bench-failover gpool-bench-memory gpool-bench-retention gpool-bench-e2e gpool-sim \
-  gpool-bench-snapshot-loop gpool-bench-snapshot-cluster gpool-bench-scale
+  gpool-bench-snapshot-loop gpool-bench-snapshot-cluster gpool-bench-scale gpool-bench-task-logs
 mkdir -p bench-results
 rm -f bench-results/*.json
 bin=./build-release/bench
@@ -34,6 +34,8 @@ for nodes in 1250 12500; do "$bin/gpool-bench-scheduler" --nodes "$nodes"; done 
 "$bin/gpool-bench-memory" | tee bench-results/memory.json
 # State memory and restart time after a month of 1,000,000 finished jobs (retention defaults; baseline without).
 "$bin/gpool-bench-retention" | tee bench-results/retention.json
+
+"$bin/gpool-bench-task-logs" | tee bench-results/task_logs.json
 # The loop's stall while snapshots of 200,000 retained jobs are taken: encoded on the loop, then by a forked child (issue 49).
 "$bin/gpool-bench-snapshot-loop" | tee bench-results/snapshot_loop.json
 "$bin/gpool-bench-snapshot-cluster" | tee bench-results/snapshot_cluster.json

@@ -106,6 +106,7 @@ class TaskLogJanitor {
     TaskId task;
     std::string path;  // the .log
     uint64_t bytes = 0;  // the .log's and the .log.1's
+    bool rotated = false;  // a .log.1 was there (and so maybe a .log.dropped)
     Reason reason = kAge;
   };
 
