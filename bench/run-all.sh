@@ -34,7 +34,7 @@ for nodes in 1250 12500; do "$bin/gpool-bench-scheduler" --nodes "$nodes"; done 
 "$bin/gpool-bench-memory" | tee bench-results/memory.json
 # State memory and restart time after a month of 1,000,000 finished jobs (retention defaults; baseline without).
 "$bin/gpool-bench-retention" | tee bench-results/retention.json
-
+# A worker's log retention over 100,000 ended tasks' logs (baseline: list and unlink).
 "$bin/gpool-bench-task-logs" | tee bench-results/task_logs.json
 # The loop's stall while snapshots of 200,000 retained jobs are taken: encoded on the loop, then by a forked child (issue 49).
 "$bin/gpool-bench-snapshot-loop" | tee bench-results/snapshot_loop.json
