@@ -15,6 +15,7 @@
 #include "worker/log.h"
 #include "worker/runner/atomic_file.h"
 #include "worker/runner/job_hosts.h"
+#include "worker/runner/supervisor_state.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_records.h"
 
@@ -439,6 +440,16 @@ void TaskManager::AckEvent(uint64_t seq) {
       // A worker restarted within the retention must not report it again.
       const std::string dir = StateDirOf(task->first, task->second);
       if (std::filesystem::is_directory(dir)) (void)WriteFileAtomic(AckedPath(dir), "", kWithinBoot);
+      // Only what a restarted worker reads of an ended task stays until the
+      // record goes (bind, started, exit, stop, acked): the launch spec (the
+      // job's env), the supervisor's messages and the MPI hostfile go now.
+      // Under --run-dir each is a page of tmpfs, and a node running short
+      // tasks keeps up to max_tasks records (36 KB a task: 3.6 GB at the cap;
+      // 24 KB after this).
+      std::error_code ec;
+      std::filesystem::remove(SupervisorSpecPath(dir), ec);
+      std::filesystem::remove(SupervisorLogPath(dir), ec);
+      hosts_step_->Remove(task->first, /*job_gone=*/false);
     }
   }
   outbox_.erase(it);

@@ -5,6 +5,7 @@
 // tests/worker_restart_test.cc.
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include "protocol/model/task_report.h"
 #include "protocol/wire.h"
 #include "worker/runner/atomic_file.h"
+#include "worker/runner/supervisor_state.h"
 #include "worker/runner/task_env.h"
 #include "worker/runner/task_manager.h"
 #include "worker/runner/task_manager_test_util.h"
@@ -197,7 +199,18 @@ TEST_F(TaskManagerAdoptTest, AnAcknowledgedExitIsNotReportedAgainAndItsStateGoes
   first.Exit(pid, 3);
   tm->Poll();
   ASSERT_EQ(tm->Outbox().size(), 2u);  // started, exited
+  // What a supervisor and the hosts step would have left beside the records.
+  const std::string hostfile = TaskHostfilePath(dir_.path() + "/tasks", TaskId{JobId(12), 0, 0});
+  for (const std::string& path : {SupervisorSpecPath(StateDir(12)), SupervisorLogPath(StateDir(12)), hostfile}) {
+    std::ofstream(path) << "left";
+  }
   for (uint64_t seq : {1u, 2u}) tm->AckEvent(seq);
+  // Acknowledged: what a restart reads stays, the rest goes at once.
+  EXPECT_TRUE(fs::exists(StateDir(12) + "/bind"));
+  EXPECT_TRUE(fs::exists(StateDir(12) + "/acked"));
+  EXPECT_FALSE(fs::exists(SupervisorSpecPath(StateDir(12))));
+  EXPECT_FALSE(fs::exists(SupervisorLogPath(StateDir(12))));
+  EXPECT_FALSE(fs::exists(hostfile));
   tm.reset();
 
   FakeProcessLauncher restarted;
