@@ -360,7 +360,7 @@ bool TaskManager::Forgettable(const Task& task) {
 }
 
 void TaskManager::MakeRoom() {
-  // A node that runs short tasks faster than max_tasks an hour would
+  // A node that runs short tasks faster than max_tasks a retention would
   // otherwise refuse every bind until the oldest records expired (the
   // coordinator resending them all the while): 100,000 records were reached
   // in 5 minutes by one simulated node of gpool-bench-scale. The records are
@@ -444,8 +444,8 @@ void TaskManager::AckEvent(uint64_t seq) {
       // record goes (bind, started, exit, stop, acked): the launch spec (the
       // job's env), the supervisor's messages and the MPI hostfile go now.
       // Under --run-dir each is a page of tmpfs, and a node running short
-      // tasks keeps up to max_tasks records (36 KB a task: 3.6 GB at the cap;
-      // 24 KB after this).
+      // tasks keeps up to max_tasks records (36 KB a one-task job before
+      // this, 24 KB after).
       std::error_code ec;
       std::filesystem::remove(SupervisorSpecPath(dir), ec);
       std::filesystem::remove(SupervisorLogPath(dir), ec);

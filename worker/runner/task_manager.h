@@ -128,7 +128,12 @@ struct TaskManagerOptions {
   MigManager* mig = nullptr;
   const Clock* clock = nullptr;                // required
   std::shared_ptr<spdlog::logger> logger;      // nullptr: spdlog's default
-  int64_t finished_retention_ms = 3'600'000;   // keep acknowledged finished tasks this long
+  // Keep acknowledged finished tasks this long. Only a margin: the
+  // coordinator acknowledges an exit once the task's end is committed, and
+  // no leader binds an ended task again. It was an hour, which on a node
+  // running short tasks meant the record cap (max_tasks) and 2.4 GB of
+  // state directories on its --run-dir tmpfs; ten minutes is a sixth.
+  int64_t finished_retention_ms = 600'000;
   // Records of all kinds. At the cap a Bind first forgets acknowledged
   // finished records a minute old or more; when none is: ResourceExhausted.
   size_t max_tasks = 100'000;
