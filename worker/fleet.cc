@@ -86,6 +86,7 @@ Status Fleet::OpenNode(const NodeSpec& spec) {
   task_options.node = spec;
   task_options.log_dir = options_.data_dir + "/" + spec.name + "/tasks";
   task_options.base_env = options_.base_env;
+  task_options.log_retention = options_.log_retention;
   task_options.launcher = node.launcher.get();
   task_options.resolver = &resolver_;
   task_options.mig = node.mig.get();

@@ -91,6 +91,7 @@ struct FleetOptions {
   std::string worker_version;                   // reported in RegisterNode
   std::string data_dir;                         // required; node X logs its tasks in DATA_DIR/X/tasks/
   std::map<std::string, std::string> base_env;  // every task's inherited environment
+  TaskLogRetention log_retention;               // each node's ended tasks' logs (task_log_janitor.h)
   const Clock* clock = nullptr;                 // required
   std::shared_ptr<spdlog::logger> logger;       // the fleet's own lines; nullptr: spdlog's default
   // Each node's logger (its name is the node's), so every line says which

@@ -3,6 +3,9 @@
 // poll with a deadline.
 #include "worker/fleet.h"
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -112,6 +115,14 @@ TEST(FleetTest, EveryNodeRegistersOnItsOwnConnectionAndRunsTasks) {
   options.logger = log.logger();
   options.poll_ms = 5;
   options.start_spread_ms = 100;
+  // Each node keeps ended tasks' logs by the fleet's retention (a day here,
+  // a week by default): a two-day-old log left on one node goes.
+  options.log_retention = TaskLogRetention{24 * 3'600'000, 0, 0};
+  const std::string old_log = dir.path() + "/sim-0005/tasks/3.0.0.log";
+  std::filesystem::create_directories(dir.path() + "/sim-0005/tasks");
+  std::ofstream(old_log) << "two days old\n";
+  const auto two_days_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(48);
+  std::filesystem::last_write_time(old_log, two_days_ago);
   auto fleet = Fleet::Open(std::move(options));
   ASSERT_TRUE(fleet.ok()) << fleet.status().ToString();
   std::atomic<bool> stop{false};
@@ -140,6 +151,7 @@ TEST(FleetTest, EveryNodeRegistersOnItsOwnConnectionAndRunsTasks) {
   EXPECT_EQ(connections.size(), kNodes);
   EXPECT_EQ(coordinator.peers_.begin()->first, "sim-0001");
   EXPECT_EQ(coordinator.peers_.rbegin()->first, "sim-0030");
+  EXPECT_FALSE(std::filesystem::exists(old_log)) << log.text();
 
   // A simulated task on one node starts, runs its second and exits 0.
   BindTask bind;

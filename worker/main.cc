@@ -135,6 +135,19 @@ gpool::Status ConfigureIsolation(const gpool::worker::WorkerFlags& flags,
   return gpool::Status::Ok();
 }
 
+// Which ended tasks' logs a node keeps (task_log_janitor.h), for a worker and
+// for each node of a simulated fleet alike.
+gpool::worker::TaskLogRetention LogRetention(const gpool::worker::WorkerFlags& flags) {
+  gpool::worker::TaskLogRetention retention;
+  retention.max_age_ms = static_cast<int64_t>(flags.task_log_retention_hours) * 3'600'000;
+  retention.max_logs = flags.task_logs_max;
+  retention.max_bytes = flags.task_logs_max_gib << 30;
+  // Where the health monitor says disk-low, old logs give way first (unless
+  // every limit is 0: then the worker removes no log at all).
+  if (retention.Enabled()) retention.min_free_bytes = flags.health.disk_min_free_mib << 20;
+  return retention;
+}
+
 // gpool-rsh for gang tasks' MPI (job_hosts.h): a link in the tasks dir to
 // the gpool CLI (--cli, else the one next to this binary), which runs as
 // `gpool exec-rsh` under that name. Empty, with a warning, when there is none.
@@ -374,6 +387,7 @@ int RunFleet(const gpool::worker::WorkerFlags& flags, std::shared_ptr<spdlog::lo
   options.worker_version = kWorkerVersion;
   options.data_dir = flags.data_dir;
   options.base_env = InheritedTaskEnv(ParseEnvList(environ), flags.task_env_pass);
+  options.log_retention = LogRetention(flags);
   options.clock = &SystemClock::Get();
   options.logger = logger;
   options.node_logger = [node_sink, level](const std::string& node) {
@@ -496,14 +510,7 @@ int main(int argc, char** argv) {
   task_options.cuda_intercept_lib = flags.cuda_intercept_lib;
   task_options.share = std::move(share);
   task_options.log_max_bytes = flags.task_log_max_mib << 20;
-  task_options.log_retention.max_age_ms = static_cast<int64_t>(flags.task_log_retention_hours) * 3'600'000;
-  task_options.log_retention.max_logs = flags.task_logs_max;
-  task_options.log_retention.max_bytes = flags.task_logs_max_gib << 30;
-  // Where the health monitor says disk-low, old logs give way first (unless
-  // every limit is 0: then the worker removes no log at all).
-  if (task_options.log_retention.Enabled()) {
-    task_options.log_retention.min_free_bytes = flags.health.disk_min_free_mib << 20;
-  }
+  task_options.log_retention = LogRetention(flags);
   task_options.launcher = &launcher;
   task_options.adopt_tasks = true;  // tasks outlive this process; adopt what a previous one left
   task_options.rsh_agent = PrepareRshAgent(flags, task_options.log_dir, *logger);
