@@ -42,6 +42,10 @@
 //                                       in-flight byte bound), beside the live follower's growth in the
 //                                       same seconds (the state grows too), then SIGCONT and the time
 //                                       to catch up
+//   fleet_task_logs_max_per_node        task logs on the fleet's busiest node at the end of the busy
+//                                       phase: within --fleet-task-logs-max (the nodes' --task-logs-max,
+//                                       10,000 by default), plus what 5 s add (a node's retention
+//                                       passes come 5 s apart while they remove) and its live tasks'
 //   follower_restart_ms                 a follower killed (SIGKILL) at the end, restarted, caught up:
 //                                       VmHWM of the new process (the restart's peak) against the
 //                                       killed one's VmRSS
@@ -100,6 +104,7 @@ struct ScaleOptions {
   int clients = 4;
   int64_t stopped_follower_seconds = 30;  // 0: skip the phase
   bool build_only = false;  // --build-only 1: the offline state's figures, no cluster
+  uint64_t fleet_task_logs_max = 10'000;  // the fleet nodes' --task-logs-max (the worker's default)
 };
 
 std::string g_scale_params;
@@ -204,12 +209,13 @@ class ScaleCluster {
     pids_[r] = -1;
   }
   void SignalReplica(int r, int sig) { ::kill(pids_[r], sig); }
-  void StartFleets(uint32_t nodes, const std::string& spec) {
+  void StartFleets(uint32_t nodes, const std::string& spec, uint64_t task_logs_max) {
     for (uint32_t fleet = 0, left = nodes; left > 0; ++fleet) {
       const uint32_t count = std::min(left, FleetSize(nodes));
       fleet_.push_back(Spawn({GPOOL_WORKER_BIN, "--insecure", "--simulate", std::to_string(count), "--spec", spec,
                               "--node-name", ScaleFleetBase(fleet), "--coordinator", Join(worker_), "--data-dir",
-                              fleet_dir_ + "/" + ScaleFleetBase(fleet), "--log-level", "warn"},
+                              fleet_dir_ + "/" + ScaleFleetBase(fleet), "--log-level", "warn", "--task-logs-max",
+                              std::to_string(task_logs_max)},
                              dir_ + "/" + ScaleFleetBase(fleet) + ".log"));
       left -= count;
     }
@@ -235,6 +241,21 @@ class ScaleCluster {
     return "";
   }
   const std::string& dir() const { return dir_; }
+  // The task logs the fleet's busiest node holds (FLEET/<fleet>/<node>/tasks/*.log).
+  uint64_t MaxTaskLogsPerNode() const {
+    uint64_t most = 0;
+    std::error_code ec;
+    for (const auto& fleet : std::filesystem::directory_iterator(fleet_dir_, ec)) {
+      for (const auto& node : std::filesystem::directory_iterator(fleet.path(), ec)) {
+        uint64_t logs = 0;
+        for (const auto& file : std::filesystem::directory_iterator(node.path() / "tasks", ec)) {
+          logs += file.path().extension() == ".log";
+        }
+        most = std::max(most, logs);
+      }
+    }
+    return most;
+  }
   // Lines of replica r's log that contain `text`.
   int CountInLog(int r, const std::string& text) const {
     std::ifstream log(log_path(r));
@@ -362,7 +383,7 @@ int RunScale(const ScaleOptions& options) {
   const uint64_t retain_jobs = 2 * (options.jobs + options.tasks) + 1'000'000;  // nothing built or run is forgotten
   const auto start = SteadyClock::now();
   for (int r = 0; r < kScaleReplicas; ++r) cluster.Start(r, retain_jobs);
-  cluster.StartFleets(nodes, spec);
+  cluster.StartFleets(nodes, spec, options.fleet_task_logs_max);
   auto observer = ConnectOrExit(cluster.endpoints(), 30'000);
   ScaleProgress("waiting for the fleet");
   uint32_t ready = 0;
@@ -566,6 +587,9 @@ int RunScale(const ScaleOptions& options) {
   ScalePrint("leader_commands_resent", ScaleSample(workers_page, "gpool_worker_commands_resent_total"),
              "count (since it was elected)");
   ScalePrint("leader_commands_waiting_at_end", ScaleSample(workers_page, "gpool_worker_commands_waiting"), "count");
+  // Each node's ended tasks' logs stay within --task-logs-max (plus its live
+  // tasks'): the busiest node runs most of the clients' short jobs.
+  ScalePrint("fleet_task_logs_max_per_node", static_cast<double>(cluster.MaxTaskLogsPerNode()), "logs");
   if (options.stopped_follower_seconds > 0) {
     ScalePrint("leader_rss_growth_follower_stopped_bytes", stopped_growth, "bytes");
     ScalePrint("live_follower_rss_growth_same_period_bytes", live_growth, "bytes");
@@ -617,6 +641,7 @@ int main(int argc, char** argv) {
     else if (flag == "--clients") options.clients = std::atoi(value);
     else if (flag == "--build-only") options.build_only = std::atoi(value) != 0;
     else if (flag == "--stopped-follower-seconds") options.stopped_follower_seconds = std::atoll(value);
+    else if (flag == "--fleet-task-logs-max") options.fleet_task_logs_max = std::strtoull(value, nullptr, 10);
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -639,11 +664,12 @@ int main(int argc, char** argv) {
   std::snprintf(params, sizeof(params),
                 "\"gpus\": %llu, \"tasks\": %llu, \"jobs\": %llu, \"usage_days\": %u, \"usage_gpus\": %u, "
                 "\"minutes\": %.2f, \"idle_seconds\": %lld, \"export_every_ms\": %lld, \"clients\": %d, "
-                "\"replicas\": %d",
+                "\"replicas\": %d, \"fleet_task_logs_max\": %llu",
                 static_cast<unsigned long long>(options.gpus), static_cast<unsigned long long>(options.tasks),
                 static_cast<unsigned long long>(options.jobs), options.usage_days, options.usage_gpus,
                 options.minutes, static_cast<long long>(options.idle_seconds),
-                static_cast<long long>(options.export_every_ms), options.clients, kScaleReplicas);
+                static_cast<long long>(options.export_every_ms), options.clients, kScaleReplicas,
+                static_cast<unsigned long long>(options.fleet_task_logs_max));
   g_scale_params = params;
   return RunScale(options);
 }

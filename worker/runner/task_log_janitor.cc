@@ -211,7 +211,8 @@ void TaskLogJanitor::Remove(const LivePredicate& live) {
 void TaskLogJanitor::EndPass() {
   const int64_t now = clock_->MonoMs();
   in_pass_ = false;
-  next_pass_ms_ = now + kPassEveryMs;
+  const bool busy = pass_removed_[kCount] + pass_removed_[kBytes] + pass_removed_[kDiskShort] > 0;
+  next_pass_ms_ = now + (busy ? kBusyPassEveryMs : kPassEveryMs);
   ++totals_.passes;
   totals_.kept_logs = kept_count_;
   totals_.kept_bytes = kept_bytes_;

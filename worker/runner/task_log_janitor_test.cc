@@ -148,6 +148,23 @@ TEST_F(TaskLogJanitorTest, PastMaxLogsTheOldestGoInBoundedStepsWhateverTheDirect
   EXPECT_EQ(Remaining(), expected);
   EXPECT_EQ(janitor.totals().removed_logs, kLogs - 101);
   EXPECT_TRUE(log_.Contains("past_max_logs=2899")) << log_.text();
+
+  // The directory outgrew its limit: the next pass comes in seconds, not a
+  // minute, and trims what was written meanwhile.
+  for (uint64_t job = kLogs + 1; job <= kLogs + 50; ++job) Log(job, 0);
+  clock_.Advance(TaskLogJanitor::kBusyPassEveryMs);
+  Pass(janitor);
+  EXPECT_EQ(Remaining().size(), 101u);
+  EXPECT_EQ(janitor.totals().passes, 2u);
+  // That pass removed logs past the limit too; one that removes none goes
+  // back to a minute.
+  clock_.Advance(TaskLogJanitor::kBusyPassEveryMs);
+  Pass(janitor);
+  EXPECT_EQ(janitor.totals().passes, 3u);
+  clock_.Advance(TaskLogJanitor::kBusyPassEveryMs);
+  janitor.Step(live_);
+  EXPECT_FALSE(janitor.pass_in_progress());
+  EXPECT_EQ(janitor.totals().passes, 3u);
 }
 
 TEST_F(TaskLogJanitorTest, PastMaxBytesTheOldestGoAndALogBoundAgainMeanwhileStays) {
@@ -203,10 +220,15 @@ TEST_F(TaskLogJanitorTest, ADiskShortOfSpaceLosesTheOldestLogsUntilTheShortfallI
   EXPECT_EQ(Remaining(), (std::set<uint64_t>{4, 5, 6, 7, 8, 9, 10}));  // 300 bytes freed, the oldest first
   EXPECT_TRUE(log_.Contains("disk_short=3")) << log_.text();
 
-  // Enough free: the next pass waits its minute, and the disk is looked at
-  // every few seconds meanwhile.
+  // Enough free now: the pass 5 s later (the last one had to remove logs)
+  // removes nothing, and the next waits its minute, the disk looked at every
+  // few seconds meanwhile.
   free_bytes = 5'000;
   Log(11, 0, 100);
+  clock_.Advance(TaskLogJanitor::kBusyPassEveryMs);
+  Pass(janitor);
+  EXPECT_EQ(janitor.totals().passes, 2u);
+  EXPECT_EQ(Remaining(), (std::set<uint64_t>{4, 5, 6, 7, 8, 9, 10, 11}));
   const int before = probes;
   clock_.Advance(TaskLogJanitor::kPressureCheckEveryMs);
   janitor.Step(live_);
@@ -214,12 +236,12 @@ TEST_F(TaskLogJanitorTest, ADiskShortOfSpaceLosesTheOldestLogsUntilTheShortfallI
   EXPECT_EQ(probes, before + 1);
   janitor.Step(live_);
   EXPECT_EQ(probes, before + 1) << "not on every step";
-  // Short again: a pass starts at the next check, a minute early.
+  // Short again: a pass starts at the next check, well before the minute.
   free_bytes = 900;
   clock_.Advance(TaskLogJanitor::kPressureCheckEveryMs);
   Pass(janitor);
   EXPECT_EQ(Remaining(), (std::set<uint64_t>{5, 6, 7, 8, 9, 10, 11}));
-  EXPECT_EQ(janitor.totals().passes, 2u);
+  EXPECT_EQ(janitor.totals().passes, 3u);
   // A live task's log is not the disk's to take.
   free_bytes = 0;
   live_jobs_ = {5, 6, 7, 8, 9, 10, 11};

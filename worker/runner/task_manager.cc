@@ -431,26 +431,37 @@ uint64_t TaskManager::Emit(const TaskId& id, TaskEventKind kind, int64_t pid, in
   return seq;
 }
 
+void TaskManager::ReleaseAcknowledged(const TaskId& id, const Task& task) {
+  // Nothing reads an ended task's MPI hostfile, nor its job's hosts file once
+  // no task of the job here may still run, so they go now rather than with
+  // the record: a node running short tasks otherwise held one of each per
+  // task for the retention (a tmpfs page each under --run-dir; ~90,000 files
+  // on a simulated node of gpool-bench-scale in 90 s).
+  bool job_live = false;
+  for (auto it = tasks_.lower_bound(TaskId{id.job, 0, 0}); it != tasks_.end() && it->first.job == id.job; ++it) {
+    job_live = job_live || !Forgettable(it->second);
+  }
+  hosts_step_->Remove(id, /*job_gone=*/!job_live);
+  if (!options_.adopt_tasks) return;
+  // A worker restarted within the retention must not report it again.
+  const std::string dir = StateDirOf(id, task);
+  if (std::filesystem::is_directory(dir)) (void)WriteFileAtomic(AckedPath(dir), "", kWithinBoot);
+  // Only what a restarted worker reads of an ended task stays until the
+  // record goes (bind, started, exit, stop, acked): the launch spec (the
+  // job's env) and the supervisor's messages go now. Under --run-dir each is
+  // a page of tmpfs, and a node running short tasks keeps up to max_tasks
+  // records (36 KB a one-task job before this, 20 KB after).
+  std::error_code ec;
+  std::filesystem::remove(SupervisorSpecPath(dir), ec);
+  std::filesystem::remove(SupervisorLogPath(dir), ec);
+}
+
 void TaskManager::AckEvent(uint64_t seq) {
   auto it = outbox_.find(seq);
   if (it == outbox_.end()) return;
   if (auto task = tasks_.find(it->second.task); task != tasks_.end() && task->second.exit_seq == seq) {
     task->second.exit_acked = true;
-    if (options_.adopt_tasks && task->second.bound) {
-      // A worker restarted within the retention must not report it again.
-      const std::string dir = StateDirOf(task->first, task->second);
-      if (std::filesystem::is_directory(dir)) (void)WriteFileAtomic(AckedPath(dir), "", kWithinBoot);
-      // Only what a restarted worker reads of an ended task stays until the
-      // record goes (bind, started, exit, stop, acked): the launch spec (the
-      // job's env), the supervisor's messages and the MPI hostfile go now.
-      // Under --run-dir each is a page of tmpfs, and a node running short
-      // tasks keeps up to max_tasks records (36 KB a one-task job before
-      // this, 24 KB after).
-      std::error_code ec;
-      std::filesystem::remove(SupervisorSpecPath(dir), ec);
-      std::filesystem::remove(SupervisorLogPath(dir), ec);
-      hosts_step_->Remove(task->first, /*job_gone=*/false);
-    }
+    if (task->second.bound) ReleaseAcknowledged(task->first, task->second);
   }
   outbox_.erase(it);
 }

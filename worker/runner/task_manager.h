@@ -131,7 +131,7 @@ struct TaskManagerOptions {
   // Keep acknowledged finished tasks this long. Only a margin: the
   // coordinator acknowledges an exit once the task's end is committed, and
   // no leader binds an ended task again. It was an hour, which on a node
-  // running short tasks meant the record cap (max_tasks) and 2.4 GB of
+  // running short tasks meant the record cap (max_tasks) and 3.6 GB of
   // state directories on its --run-dir tmpfs; ten minutes is a sixth.
   int64_t finished_retention_ms = 600'000;
   // Records of all kinds. At the cap a Bind first forgets acknowledged
@@ -329,6 +329,9 @@ class TaskManager {
   // At max_tasks: forgets the oldest acknowledged finished records early.
   void MakeRoom();
   static bool Forgettable(const Task& task);  // finished and its exit acknowledged
+  // At its exit's acknowledgement: what nothing reads any more is removed
+  // (hosts files; with adopt_tasks, the launch spec and supervisor log).
+  void ReleaseAcknowledged(const TaskId& id, const Task& task);
   // Drops a record with its state and scratch directories and hosts files.
   std::map<TaskId, Task>::iterator Forget(std::map<TaskId, Task>::iterator it);
   uint64_t Emit(const TaskId& id, TaskEventKind kind, int64_t pid, int32_t exit_code, int32_t signal,
