@@ -438,8 +438,9 @@ void TaskManager::ReleaseAcknowledged(const TaskId& id, const Task& task) {
   // task for the retention (a tmpfs page each under --run-dir; ~90,000 files
   // on a simulated node of gpool-bench-scale in 90 s).
   bool job_live = false;
-  for (auto it = tasks_.lower_bound(TaskId{id.job, 0, 0}); it != tasks_.end() && it->first.job == id.job; ++it) {
-    job_live = job_live || !Forgettable(it->second);
+  for (auto it = tasks_.lower_bound(TaskId{id.job, 0, 0}); !job_live && it != tasks_.end() && it->first.job == id.job;
+       ++it) {
+    job_live = !Forgettable(it->second);
   }
   hosts_step_->Remove(id, /*job_gone=*/!job_live);
   if (!options_.adopt_tasks) return;
