@@ -1,16 +1,14 @@
 #include "worker/runner/task_log_janitor.h"
 
 #include <sys/stat.h>
-#include <sys/statvfs.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include <charconv>
 #include <system_error>
 #include <utility>
 
 #include <spdlog/spdlog.h>
+
+#include "protocol/base/disk_guard.h"
 
 namespace gpool::worker {
 
@@ -29,6 +27,12 @@ bool ParseField(std::string_view text, T& out) {
   }
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
   return error == std::errc() && end == text.data() + text.size();
+}
+
+// The probe a worker uses: the same statvfs reading as its disk guard's.
+Result<uint64_t> FreeBytesOf(const std::string& path) {
+  GPOOL_ASSIGN_OR_RETURN(const DiskSpace space, StatDisk(path));
+  return space.free_bytes;
 }
 
 int64_t MtimeMs(const struct stat& st) {
@@ -53,21 +57,13 @@ std::optional<TaskId> ParseTaskLogName(std::string_view name) {
   return task;
 }
 
-Result<uint64_t> FileSystemFreeBytes(const std::string& path) {
-  struct statvfs fs {};
-  if (::statvfs(path.c_str(), &fs) != 0) {
-    return Status::IoError("statvfs " + path + ": " + std::strerror(errno));
-  }
-  return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-}
-
 TaskLogJanitor::TaskLogJanitor(std::string log_dir, TaskLogRetention retention, const Clock* clock,
                                std::shared_ptr<spdlog::logger> logger, FreeBytesProbe free_bytes)
     : log_dir_(std::move(log_dir)),
       retention_(retention),
       clock_(clock),
       log_(logger != nullptr ? std::move(logger) : spdlog::default_logger()),
-      free_bytes_(free_bytes != nullptr ? std::move(free_bytes) : FreeBytesProbe(FileSystemFreeBytes)) {}
+      free_bytes_(free_bytes != nullptr ? std::move(free_bytes) : FreeBytesProbe(FreeBytesOf)) {}
 
 bool TaskLogJanitor::DiskShort() {
   if (retention_.min_free_bytes == 0) return false;

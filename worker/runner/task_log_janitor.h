@@ -67,9 +67,6 @@ struct TaskLogRetention {
 // (".log.1", ".hostfile", a name with a sign, a space or too many digits).
 std::optional<TaskId> ParseTaskLogName(std::string_view file_name);
 
-// statvfs's f_bavail * f_frsize for the file system holding `path`.
-Result<uint64_t> FileSystemFreeBytes(const std::string& path);
-
 class TaskLogJanitor {
  public:
   using LivePredicate = std::function<bool(const TaskId&)>;
@@ -79,8 +76,8 @@ class TaskLogJanitor {
   static constexpr size_t kEntriesPerStep = 1024;
   static constexpr size_t kRemovalsPerStep = 256;
   static constexpr int64_t kPressureCheckEveryMs = 5'000;
-  // Free bytes of the file system holding a path (statvfs: what an
-  // unprivileged writer can still use).
+  // Free bytes of the file system holding a path (what an unprivileged
+  // writer can still use).
   using FreeBytesProbe = std::function<Result<uint64_t>(const std::string& path)>;
 
   struct Totals {
@@ -94,7 +91,7 @@ class TaskLogJanitor {
   // `clock` (required) gives the wall time logs' ages are measured against
   // and the monotonic time passes are spaced by; the first pass starts at
   // the first Step.
-  // `free_bytes`: null reads the file system (FileSystemFreeBytes).
+  // `free_bytes`: null reads the file system (StatDisk, disk_guard.h).
   TaskLogJanitor(std::string log_dir, TaskLogRetention retention, const Clock* clock,
                  std::shared_ptr<spdlog::logger> logger, FreeBytesProbe free_bytes = nullptr);
 
