@@ -27,6 +27,11 @@ Result<DiskSpace> StatDisk(const std::string& path) {
   return space;
 }
 
+Result<uint64_t> FreeBytes(const std::string& path) {
+  GPOOL_ASSIGN_OR_RETURN(const DiskSpace space, StatDisk(path));
+  return space.free_bytes;
+}
+
 Status ProbeWrite(const std::string& dir) {
   const std::string path = dir + "/.gpool-write-probe";
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

@@ -43,6 +43,9 @@ struct DiskSpace {
 
 // statvfs of the file system holding `path`.
 Result<DiskSpace> StatDisk(const std::string& path);
+// StatDisk's free_bytes alone: what a free-space probe of the worker's
+// (health's disk check, the task log retention) reads.
+Result<uint64_t> FreeBytes(const std::string& path);
 // Writes, fdatasyncs and removes a small file in `dir`: the cheapest proof
 // that a write would succeed now. IoError naming the errno otherwise.
 Status ProbeWrite(const std::string& dir);

@@ -109,11 +109,15 @@ TEST(DiskSpaceTest, RealStatAndProbeOnATempDir) {
   auto space = StatDisk(pattern);
   ASSERT_TRUE(space.ok()) << space.status().ToString();
   EXPECT_GT(space->total_bytes, 0u);
+  auto free = FreeBytes(pattern);
+  ASSERT_TRUE(free.ok()) << free.status().ToString();
+  EXPECT_LE(*free, space->total_bytes);
   EXPECT_TRUE(ProbeWrite(pattern).ok());
   EXPECT_TRUE(std::filesystem::is_empty(pattern));  // the probe cleans up
   std::filesystem::remove_all(pattern);
   EXPECT_EQ(ProbeWrite(pattern).code(), StatusCode::kIoError);
   EXPECT_EQ(StatDisk(pattern).status().code(), StatusCode::kIoError);
+  EXPECT_EQ(FreeBytes(pattern).status().code(), StatusCode::kIoError);
 }
 
 TEST(DiskSpaceTest, NoSpaceErrorsAreRecognisedByTheirText) {

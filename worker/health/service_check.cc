@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "protocol/base/disk_guard.h"
 #include "protocol/base/text.h"
 #include "protocol/health.h"
 #include "worker/log.h"
@@ -96,14 +96,6 @@ std::optional<PeermemMode> PeermemModeFromString(std::string_view s) {
   if (s == "required") return PeermemMode::kRequired;
   if (s == "off") return PeermemMode::kOff;
   return std::nullopt;
-}
-
-Result<uint64_t> StatvfsFreeBytes(const std::string& path) {
-  struct statvfs st {};
-  if (statvfs(path.c_str(), &st) != 0) {
-    return Status::IoError("statvfs " + path + ": " + std::strerror(errno));
-  }
-  return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
 }
 
 // --- ChildCommand ---
@@ -226,7 +218,7 @@ ServiceCheck::ServiceCheck(ServiceCheckOptions options)
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? options_.clock : &SystemClock::Get()),
       log_(OrDefault(options_.logger)) {
-  if (!options_.free_bytes) options_.free_bytes = StatvfsFreeBytes;
+  if (!options_.free_bytes) options_.free_bytes = FreeBytes;
 }
 
 std::vector<HealthKind> ServiceCheck::kinds() const {

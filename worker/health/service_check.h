@@ -103,9 +103,6 @@ struct ServiceCheckOptions {
   std::shared_ptr<spdlog::logger> logger;
 };
 
-// Free bytes available to unprivileged users on the filesystem of `path`.
-Result<uint64_t> StatvfsFreeBytes(const std::string& path);
-
 // A command run in a child (fork/exec, stdin/stdout/stderr to /dev/null,
 // its own process group), polled without blocking.
 class ChildCommand {

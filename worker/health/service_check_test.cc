@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/base/disk_guard.h"
 #include "protocol/base/testing/fake_clock.h"
 #include "protocol/health.h"
 #include "worker/test_util.h"
@@ -509,9 +510,9 @@ TEST(ServiceCheckTest, DiskErrorsAndNoDataDirReportNothing) {
 
   // The real statvfs on a real directory answers.
   testing::TempDir dir;
-  auto real = StatvfsFreeBytes(dir.path());
+  auto real = FreeBytes(dir.path());
   ASSERT_TRUE(real.ok()) << real.status().ToString();
-  EXPECT_FALSE(StatvfsFreeBytes(dir.path() + "/missing").ok());
+  EXPECT_FALSE(FreeBytes(dir.path() + "/missing").ok());
   ServiceCheckOptions plain = node.Options();
   plain.data_dir = dir.path();
   plain.disk_min_free_mib = 1;

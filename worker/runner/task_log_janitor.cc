@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <charconv>
 #include <system_error>
 #include <utility>
@@ -17,6 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::string_view kLogSuffix = ".log";
+constexpr std::string_view kCappedSuffixes[] = {".log.1", ".log.dropped"};
 
 // One decimal field of a log's name: digits only, no sign, no leading space.
 template <typename T>
@@ -27,12 +29,6 @@ bool ParseField(std::string_view text, T& out) {
   }
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
   return error == std::errc() && end == text.data() + text.size();
-}
-
-// The probe a worker uses: the same statvfs reading as its disk guard's.
-Result<uint64_t> FreeBytesOf(const std::string& path) {
-  GPOOL_ASSIGN_OR_RETURN(const DiskSpace space, StatDisk(path));
-  return space.free_bytes;
 }
 
 int64_t MtimeMs(const struct stat& st) {
@@ -57,13 +53,23 @@ std::optional<TaskId> ParseTaskLogName(std::string_view name) {
   return task;
 }
 
+std::optional<TaskId> ParseCappedLogName(std::string_view name) {
+  for (std::string_view suffix : kCappedSuffixes) {
+    if (name.size() > suffix.size() && name.ends_with(suffix)) {
+      // "<stem>.log.1" -> "<stem>.log", parsed as a log's own name.
+      return ParseTaskLogName(name.substr(0, name.size() - suffix.size() + kLogSuffix.size()));
+    }
+  }
+  return std::nullopt;
+}
+
 TaskLogJanitor::TaskLogJanitor(std::string log_dir, TaskLogRetention retention, const Clock* clock,
                                std::shared_ptr<spdlog::logger> logger, FreeBytesProbe free_bytes)
     : log_dir_(std::move(log_dir)),
       retention_(retention),
       clock_(clock),
       log_(logger != nullptr ? std::move(logger) : spdlog::default_logger()),
-      free_bytes_(free_bytes != nullptr ? std::move(free_bytes) : FreeBytesProbe(FreeBytesOf)) {}
+      free_bytes_(free_bytes != nullptr ? std::move(free_bytes) : FreeBytesProbe(FreeBytes)) {}
 
 bool TaskLogJanitor::DiskShort() {
   if (retention_.min_free_bytes == 0) return false;
@@ -116,6 +122,8 @@ void TaskLogJanitor::Read(const LivePredicate& live) {
         log.rotated = true;
       }
       Consider(std::move(log), MtimeMs(st));
+    } else if (!task.has_value()) {
+      ReadCapped(path, live);
     }
     it_->increment(ec);
     if (ec) {
@@ -125,6 +133,21 @@ void TaskLogJanitor::Read(const LivePredicate& live) {
     }
   }
   if (ec || *it_ == end) it_.reset();
+}
+
+void TaskLogJanitor::ReadCapped(const fs::path& path, const LivePredicate& live) {
+  const std::string name = path.filename().native();
+  const std::optional<TaskId> task = ParseCappedLogName(name);
+  if (!task.has_value() || live(*task)) return;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  // Its .log decides while it is there (it goes with it); only an absent one
+  // leaves it an orphan. A .log that is not a regular file was never the
+  // worker's, so what is beside it is not either.
+  const std::string base = path.native().substr(0, path.native().rfind(".log") + kLogSuffix.size());
+  struct stat log_st {};
+  if (::lstat(base.c_str(), &log_st) == 0 || errno != ENOENT) return;
+  Doom(Log{*task, path.native(), static_cast<uint64_t>(st.st_size), false}, kOrphan);
 }
 
 void TaskLogJanitor::Consider(Log log, int64_t mtime_ms) {
@@ -216,9 +239,9 @@ void TaskLogJanitor::EndPass() {
   for (uint64_t count : pass_removed_) removed += count;
   if (removed > 0) {
     log_->info("task logs removed count={} bytes={} older_than_retention={} past_max_logs={} past_max_bytes={} "
-               "disk_short={} kept={} kept_bytes={} pass_ms={}",
+               "disk_short={} orphans={} kept={} kept_bytes={} pass_ms={}",
                removed, pass_removed_bytes_, pass_removed_[kAge], pass_removed_[kCount], pass_removed_[kBytes],
-               pass_removed_[kDiskShort], kept_count_, kept_bytes_, now - pass_started_ms_);
+               pass_removed_[kDiskShort], pass_removed_[kOrphan], kept_count_, kept_bytes_, now - pass_started_ms_);
   }
   if (pass_errors_ > 0) {
     log_->warn("task logs not all swept errors={} first=\"{}\"", pass_errors_, first_error_);

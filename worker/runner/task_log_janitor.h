@@ -30,6 +30,10 @@
 // (or than max_bytes of others), so it is past the cap whatever the rest of
 // the pass finds; its memory stays bounded by max_logs however large the
 // directory (with the age alone, nothing is held).
+// What capping leaves beside a log (".log.1", ".log.dropped") goes with it,
+// and also alone, once its task is not live and its ".log" is gone (removed
+// by hand, or a worker stopped between the removals): no limit counts such
+// an orphan, so nothing else would ever remove it.
 // Files not named like a task's log are never touched.
 //
 // Thread-safety: none; call from the runner's thread.
@@ -67,6 +71,10 @@ struct TaskLogRetention {
 // (".log.1", ".hostfile", a name with a sign, a space or too many digits).
 std::optional<TaskId> ParseTaskLogName(std::string_view file_name);
 
+// "17.0.2.log.1" or "17.0.2.log.dropped" -> job 17, index 0, attempt 2:
+// what capping leaves beside a task's log; nullopt for any other name.
+std::optional<TaskId> ParseCappedLogName(std::string_view file_name);
+
 class TaskLogJanitor {
  public:
   using LivePredicate = std::function<bool(const TaskId&)>;
@@ -102,16 +110,18 @@ class TaskLogJanitor {
   const Totals& totals() const { return totals_; }
 
  private:
-  enum Reason { kAge, kCount, kBytes, kDiskShort, kReasons };
+  enum Reason { kAge, kCount, kBytes, kDiskShort, kOrphan, kReasons };
   struct Log {
     TaskId task;
-    std::string path;  // the .log
+    std::string path;  // the .log (an orphan: the .log.1 or .log.dropped itself)
     uint64_t bytes = 0;  // the .log's and the .log.1's
     bool rotated = false;  // a .log.1 was there (and so maybe a .log.dropped)
     Reason reason = kAge;
   };
 
   void Read(const LivePredicate& live);
+  // A .log.1 or .log.dropped read: doomed when its .log is gone.
+  void ReadCapped(const std::filesystem::path& path, const LivePredicate& live);
   void Consider(Log log, int64_t mtime_ms);
   void Doom(Log log, Reason reason);
   void Remove(const LivePredicate& live);

@@ -260,6 +260,47 @@ TEST_F(TaskLogJanitorTest, WithTheAgeAloneNothingIsHeldButEveryLogIsCounted) {
   EXPECT_EQ(janitor.totals().removed_logs, 26u);
 }
 
+// What capping left beside a log whose .log is gone has no limit that would
+// count it: it goes on the next pass, unless its task is live; beside a .log
+// that stays, it stays.
+TEST_F(TaskLogJanitorTest, WhatCappingLeftGoesOnceItsLogIsGoneUnlessItsTaskIsLive) {
+  WriteFile(LogOf(1) + ".1", 7);  // its .log removed by hand
+  WriteFile(LogOf(1) + ".dropped", 2);
+  WriteFile(LogOf(2) + ".dropped", 4);  // a .dropped alone
+  WriteFile(LogOf(3) + ".1", 5);  // a live task's: its .log is being rotated
+  live_jobs_ = {3};
+  Log(4, kHourMs);  // a kept log's .1 stays with it
+  WriteFile(LogOf(4) + ".1", 6);
+  WriteFile(dir() + "/x.0.0.log.1", 1);  // not named like a task's
+  WriteFile(dir() + "/5.0.0.log.2", 1);
+  fs::create_directories(dir() + "/6.0.0.log.1");
+  fs::create_directories(dir() + "/7.0.0.log");  // not a log: what is beside it is not the worker's
+  WriteFile(dir() + "/7.0.0.log.1", 1);
+
+  TaskLogJanitor janitor = Janitor(TaskLogRetention{});
+  Pass(janitor);
+  for (const char* gone : {"1.0.0.log.1", "1.0.0.log.dropped", "2.0.0.log.dropped"}) {
+    EXPECT_FALSE(fs::exists(dir() + "/" + gone)) << gone;
+  }
+  for (const char* kept : {"3.0.0.log.1", "4.0.0.log", "4.0.0.log.1", "x.0.0.log.1", "5.0.0.log.2", "6.0.0.log.1",
+                           "7.0.0.log.1"}) {
+    EXPECT_TRUE(fs::exists(dir() + "/" + kept)) << kept;
+  }
+  EXPECT_EQ(janitor.totals().removed_logs, 3u);
+  EXPECT_EQ(janitor.totals().removed_bytes, 13u);
+  EXPECT_EQ(janitor.totals().kept_logs, 1u);  // job 4
+  EXPECT_TRUE(log_.Contains("orphans=3")) << log_.text();
+}
+
+TEST(ParseCappedLogNameTest, OnlyWhatCappingLeavesBesideATasksLogIsNamedSo) {
+  EXPECT_EQ(ParseCappedLogName("17.0.2.log.1"), (TaskId{JobId(17), 0, 2}));
+  EXPECT_EQ(ParseCappedLogName("17.3.0.log.dropped"), (TaskId{JobId(17), 3, 0}));
+  for (const char* other : {"17.0.2.log", "17.0.2.log.2", ".log.1", "17.0.log.1", "17.0.2.log.1.1", "a.0.0.log.1",
+                            "17.0.2.log.dropped.1", "17.0.-2.log.1", ".log.dropped"}) {
+    EXPECT_EQ(ParseCappedLogName(other), std::nullopt) << other;
+  }
+}
+
 // Through the TaskManager: a finished, acknowledged task's log goes at the
 // retention; a running task's and an unacknowledged one's stay.
 TEST(TaskManagerLogRetentionTest, PollRemovesOnlyLogsOfTasksNoLongerLive) {
