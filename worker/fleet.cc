@@ -111,6 +111,7 @@ Status Fleet::OpenNode(const NodeSpec& spec) {
   }
   node.socket = std::make_unique<NodeSocket>(context_, *node.link, std::move(socket_options));
   nodes_.push_back(std::move(node));
+  due_ms_.push_back(INT64_MAX);
   watched_fd_.push_back(-1);
   watched_generation_.push_back(0);
   return Status::Ok();
@@ -152,12 +153,12 @@ void Fleet::Watch(size_t index) {
 }
 
 void Fleet::Turn(int poll_ms) {
-  const int64_t now = options_.clock->MonoMs();
-  const int wait_ms = static_cast<int>(std::clamp<int64_t>(next_sweep_ms_ - now, 0, poll_ms));
+  const int64_t before = options_.clock->MonoMs();
+  const int wait_ms = static_cast<int>(std::clamp<int64_t>(next_sweep_ms_ - before, 0, poll_ms));
   const int ready = epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()), wait_ms);
   if (ready < 0 && errno != EINTR) log_->warn("epoll_wait failed error={}", Q(std::strerror(errno)));
-  const bool sweep = options_.clock->MonoMs() >= next_sweep_ms_;
-  if (!sweep) {
+  const int64_t now = options_.clock->MonoMs();
+  if (now < next_sweep_ms_) {
     // A node that heard something answers now (a bind starts its task and
     // reports it in this turn); the others wait for the sweep.
     for (int k = 0; k < ready; ++k) {
@@ -166,20 +167,48 @@ void Fleet::Turn(int poll_ms) {
     }
     return;
   }
-  next_sweep_ms_ = options_.clock->MonoMs() + options_.sweep_ms;
+  next_sweep_ms_ = now + options_.sweep_ms;
   // Sockets with input were reported by epoll_wait: receive on them only,
   // as a receive attempt costs a syscall per socket.
   for (int k = 0; k < ready; ++k) {
     const size_t index = static_cast<size_t>(events_[k].data.u64);
-    if (index < started_) nodes_[index].socket->ReceiveFrames();
+    if (index < started_) Step(index, /*receive=*/true);
   }
-  // A safety net: a tenth of the sockets are received on every sweep, so no
-  // frame waits longer than ten sweeps even if an fd edge went unseen.
-  const size_t slice = std::max<size_t>(1, started_ / 10);
+  // A safety net: every socket is received on about once a second (a slice
+  // each sweep), so no frame waits longer than that even if an fd edge went
+  // unseen. A tenth of them each sweep cost a receive syscall per node
+  // every 100 ms.
+  const size_t sweeps_a_second = static_cast<size_t>(1000 / std::max<int64_t>(1, options_.sweep_ms));
+  const size_t slice = std::max<size_t>(1, (started_ + sweeps_a_second - 1) / std::max<size_t>(1, sweeps_a_second));
   for (size_t k = 0; k < slice && started_ > 0; ++k) {
-    nodes_[next_receive_sweep_++ % started_].socket->ReceiveFrames();
+    const size_t index = next_receive_sweep_++ % started_;
+    // What it received is seen by its next Step: due now.
+    if (nodes_[index].socket->ReceiveFrames() > 0) Step(index, /*receive=*/false);
   }
-  for (size_t i = 0; i < started_; ++i) Step(i, /*receive=*/false);
+  while (!due_.empty() && due_.top().first <= now) {
+    const auto [due, index] = due_.top();
+    due_.pop();
+    if (due_ms_[index] == due) Step(index, /*receive=*/false);  // else a stale entry: rescheduled since
+  }
+}
+
+void Fleet::Schedule(size_t index) {
+  const Node& node = nodes_[index];
+  const int64_t now = options_.clock->MonoMs();
+  // Input left unread (Step's rounds ran out) or a timer due now: the next sweep.
+  int64_t due = node.socket->readable() ? now : std::min(node.link->NextDueMs(), node.tasks->NextDueMs());
+  due = std::max(due, now);
+  if (due == due_ms_[index]) return;  // its entry is in the queue already
+  due_ms_[index] = due;
+  due_.emplace(due, index);
+}
+
+void Fleet::ScheduleAll() {
+  const int64_t now = options_.clock->MonoMs();
+  for (size_t i = 0; i < started_; ++i) {
+    due_ms_[i] = now;
+    due_.emplace(now, i);
+  }
 }
 
 void Fleet::Step(size_t index, bool receive) {
@@ -200,6 +229,8 @@ void Fleet::Step(size_t index, bool receive) {
     Watch(index);
     if (actions == 0 || !node.socket->readable()) break;
   }
+  steps_.fetch_add(1, std::memory_order_relaxed);
+  Schedule(index);
 }
 
 bool Fleet::Idle() const {
@@ -243,11 +274,13 @@ Status Fleet::Run(const std::atomic<bool>& stop) {
   log_->info("fleet shutting down, stopping tasks nodes={} running={} grace_ms={}", nodes_.size(), running,
              options_.shutdown_grace_ms);
   for (Node& node : nodes_) node.tasks->StopAll(options_.shutdown_grace_ms);
+  ScheduleAll();  // their tasks were signalled outside a Step
   const int64_t deadline = options_.clock->MonoMs() + options_.shutdown_grace_ms + options_.shutdown_reap_ms;
   while (!Idle() && options_.clock->MonoMs() < deadline) Turn(options_.poll_ms);
   // One more turn so the last exit events are queued; the linger gives them
   // a moment on the wire when the context terminates.
   next_sweep_ms_ = 0;
+  ScheduleAll();
   Turn(0);
   for (Node& node : nodes_) node.socket->Close(/*linger_ms=*/500);
   const FleetStats s = stats();

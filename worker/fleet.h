@@ -10,7 +10,16 @@
 //
 //   epoll_wait on every node's ZMQ_FD -> step the nodes with input at once
 //   (receive, TaskManager::Poll, Link::Tick, send); every sweep_ms, step
-//   every node (their timers: heartbeats, retries, task exits).
+//   the nodes whose timers are due (heartbeats, retries, task exits).
+//
+// A node is due when its Link or TaskManager says so (NextDueMs: a
+// heartbeat, a retry, a simulated task's exit, a log pass; never more than
+// a heartbeat interval away). Stepping every node every sweep instead cost
+// 1.3 cores for 12,500 idle nodes, 1.25 million steps a second for 12,500
+// heartbeats (perf: the steps' clock reads, log-retention and lease checks),
+// the CPU a 2-core box needs for the coordinators the fleet is there to
+// load. A node with something to do now (a start waiting its turn, an event
+// to send) is due at the next sweep, as every node was before.
 //
 // epoll rather than zmq_poll: zmq_poll over a thousand sockets costs a
 // thousand fds in a poll(2) and a getsockopt per socket on every call, about
@@ -56,7 +65,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <queue>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/epoll.h>
@@ -123,6 +134,8 @@ class Fleet {
   Status Run(const std::atomic<bool>& stop);
 
   FleetStats stats() const;
+  // Node steps since Open: for input, due timers or a start. Any thread.
+  uint64_t steps() const { return steps_.load(std::memory_order_relaxed); }
 
  private:
   struct Node {
@@ -142,6 +155,10 @@ class Fleet {
   // One node's receives (when `receive`, and whenever its sends may have
   // consumed an input edge), TaskManager::Poll, Link::Tick and sends.
   void Step(size_t index, bool receive);
+  // When the node is next due (after a Step), in due_ms_ and the queue.
+  void Schedule(size_t index);
+  // Every started node due at the next sweep (after calls outside Step).
+  void ScheduleAll();
   // Keeps the node's current socket fd in the epoll set (a reconnect makes a
   // new socket).
   void Watch(size_t index);
@@ -163,6 +180,12 @@ class Fleet {
   size_t next_receive_sweep_ = 0;           // the safety net's next node
   std::vector<epoll_event> events_;         // epoll_wait's buffer
   int64_t next_sweep_ms_ = 0;
+  // By node: when it is next due (INT64_MAX: not started). The queue holds
+  // (due, node), the stale entries of a node rescheduled since included:
+  // an entry counts only while it matches due_ms_.
+  std::vector<int64_t> due_ms_;
+  std::priority_queue<std::pair<int64_t, size_t>, std::vector<std::pair<int64_t, size_t>>, std::greater<>> due_;
+  std::atomic<uint64_t> steps_{0};  // Step calls (steps())
   size_t last_logged_registered_ = 0;
   int64_t next_progress_log_ms_ = 0;
 };

@@ -153,6 +153,16 @@ TEST(FleetTest, EveryNodeRegistersOnItsOwnConnectionAndRunsTasks) {
   EXPECT_EQ(coordinator.peers_.rbegin()->first, "sim-0030");
   EXPECT_FALSE(std::filesystem::exists(old_log)) << log.text();
 
+  // Idle nodes are stepped when a timer of theirs is due (a heartbeat every
+  // 500 ms) or an answer arrives: a few times a second each, where stepping
+  // every node every 10 ms sweep was a hundred.
+  const uint64_t steps_before = (*fleet)->steps();
+  const int64_t window_start = SystemClock::Get().MonoMs();
+  ASSERT_TRUE(coordinator.Serve([&] { return SystemClock::Get().MonoMs() >= window_start + 1'000; }));
+  const uint64_t steps = (*fleet)->steps() - steps_before;
+  EXPECT_GT(steps, kNodes);  // each heartbeated at least once meanwhile
+  EXPECT_LT(steps, kNodes * 20);
+
   // A simulated task on one node starts, runs its second and exits 0.
   BindTask bind;
   bind.task = TaskId{JobId(7), 0, 0};

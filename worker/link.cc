@@ -219,6 +219,32 @@ void Link::SendEvents() {
   }
 }
 
+int64_t Link::NextDueMs() const {
+  const int64_t now = Now();
+  if (phase_ == Phase::kIdle) return INT64_MAX;
+  int64_t due = now + interval_ms_;
+  if (phase_ == Phase::kRegistering) {
+    due = std::min(due, next_register_ms_);
+  } else {
+    due = std::min({due, next_heartbeat_ms_, last_heard_ms_ + LivenessMs()});
+    if (options_.host->health_version() > sent_health_version_) {
+      due = std::min(due, last_health_send_ms_ + kHealthSendMinGapMs);
+    }
+    // SendEvents: a new event at once, a sent one when its resend is due.
+    for (const auto& [seq, event] : options_.host->events()) {
+      auto sent = event_sent_ms_.find(seq);
+      if (sent == event_sent_ms_.end() || sent->second.sends == 0) return now;
+      due = std::min(due, sent->second.ms + (options_.event_resend_ms << std::min<uint32_t>(sent->second.sends - 1, 4)));
+    }
+  }
+  // MaybeHoldLease's window opens ahead of the lease's end.
+  if (!held_ && !leader_named_ && leader_sent_ms_ != INT64_MIN && hold_ms_ > LeaseMs()) {
+    const int64_t deadline = leader_sent_ms_ + LeaseMs();
+    if (now < deadline) due = std::min(due, deadline - std::min(LeaseMs() / 2, kHoldAheadMs));
+  }
+  return std::max(due, now);
+}
+
 void Link::Tick() {
   const int64_t now = Now();
   if (last_tick_ms_ != INT64_MIN && now - last_tick_ms_ > interval_ms_) {

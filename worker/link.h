@@ -140,6 +140,12 @@ class Link {
   // toward the coordinator's silence: the coordinator answers heartbeats, and
   // none were sent meanwhile.
   void Tick();
+  // When Tick may next do something (monotonic ms) unless a frame arrives,
+  // Start is called or the host's events or health change first: a caller
+  // that ticks many links (the fleet) ticks each only then. Never later
+  // than an interval from now, so Tick's allowance for its own stalls (a
+  // gap of more than an interval between ticks) stays out of the way.
+  int64_t NextDueMs() const;
   // The actions produced since the last call, in order.
   std::vector<LinkAction> TakeActions() { return std::exchange(actions_, {}); }
 

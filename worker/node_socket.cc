@@ -101,14 +101,15 @@ size_t NodeSocket::ApplyActions() {
   return actions.size();
 }
 
-void NodeSocket::ReceiveFrames() {
-  if (!socket_) return;
+size_t NodeSocket::ReceiveFrames() {
+  size_t fed = 0;
+  if (!socket_) return fed;
   for (size_t n = 0; n < options_.max_frames_per_turn; ++n) {
     // Coordinator frames are single-part; tolerate a leading empty delimiter.
     std::vector<zmq::message_t> parts;
     try {
       zmq::message_t part;
-      if (!socket_->recv(part, zmq::recv_flags::dontwait)) return;
+      if (!socket_->recv(part, zmq::recv_flags::dontwait)) return fed;
       bool more = part.more();
       parts.push_back(std::move(part));
       while (more) {
@@ -119,7 +120,7 @@ void NodeSocket::ReceiveFrames() {
       }
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) log_->warn("receive failed error={}", Q(e.what()));
-      return;
+      return fed;
     }
     size_t first = 0;
     while (first + 1 < parts.size() && parts[first].size() == 0) ++first;
@@ -129,7 +130,9 @@ void NodeSocket::ReceiveFrames() {
     }
     if (current_try_ != nullptr) current_try_->heard = true;  // the key it was made with works there
     link_.Receive(parts[first].to_string_view());
+    ++fed;
   }
+  return fed;
 }
 
 }  // namespace gpool::worker

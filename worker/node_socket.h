@@ -48,8 +48,9 @@ class NodeSocket {
   // Performs the Link's pending actions, in order; returns how many there
   // were.
   size_t ApplyActions();
-  // Feeds the Link what has arrived, at most max_frames_per_turn frames.
-  void ReceiveFrames();
+  // Feeds the Link what has arrived, at most max_frames_per_turn frames;
+  // returns how many it fed.
+  size_t ReceiveFrames();
   // Closes the socket, giving queued frames `linger_ms` on the wire.
   void Close(int linger_ms);
 

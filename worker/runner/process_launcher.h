@@ -146,6 +146,14 @@ class ProcessLauncher {
   }
   virtual Status Signal(int64_t pid, int signal) = 0;
   virtual std::vector<ExitInfo> Reap() = 0;
+  // The earliest monotonic time at which Reap may return an exit: a caller
+  // that polls only when something is due (the fleet, fleet.h) need not
+  // poll before then unless it signals a task meanwhile. `now_ms` (the
+  // default): not known, as a real process exits when it will; poll always.
+  virtual int64_t NextExitMs(int64_t now_ms) const { return now_ms; }
+  // Whether a task writes its log while it runs, so that its size is worth
+  // checking against the cap (a simulated one writes one line at launch).
+  virtual bool TasksWriteLogs() const { return true; }
   virtual Result<AdoptedProcess> Adopt(const std::string& state_dir) {
     return Status(StatusCode::kFailedPrecondition, "this launcher cannot adopt tasks (" + state_dir + ")");
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -101,6 +102,11 @@ Status SimulatedProcessLauncher::Signal(int64_t pid, int signal) {
   running_.erase(it);
   signalled_.push_back({pid, 128 + signal, signal});
   return Status::Ok();
+}
+
+int64_t SimulatedProcessLauncher::NextExitMs(int64_t now_ms) const {
+  if (!signalled_.empty()) return now_ms;
+  return exits_by_time_.empty() ? INT64_MAX : exits_by_time_.begin()->first;
 }
 
 std::vector<ExitInfo> SimulatedProcessLauncher::Reap() {

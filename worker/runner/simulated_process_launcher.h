@@ -50,6 +50,9 @@ class SimulatedProcessLauncher final : public ProcessLauncher {
   Result<int64_t> Launch(const LaunchRequest& request) override;
   Status Signal(int64_t pid, int signal) override;
   std::vector<ExitInfo> Reap() override;
+  // Its exits are known: the first timed one, or now once one was signalled.
+  int64_t NextExitMs(int64_t now_ms) const override;
+  bool TasksWriteLogs() const override { return false; }
 
   size_t running() const { return running_.size(); }
 

@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <charconv>
 #include <system_error>
 #include <utility>
@@ -75,6 +77,11 @@ bool TaskLogJanitor::DiskShort() {
   if (retention_.min_free_bytes == 0) return false;
   auto free = free_bytes_(log_dir_);
   return free.ok() && *free < retention_.min_free_bytes;
+}
+
+int64_t TaskLogJanitor::NextStepMs() const {
+  if (in_pass_) return INT64_MIN;
+  return retention_.min_free_bytes == 0 ? next_pass_ms_ : std::min(next_pass_ms_, next_pressure_check_ms_);
 }
 
 void TaskLogJanitor::Step(const LivePredicate& live) {

@@ -107,6 +107,9 @@ class TaskLogJanitor {
   // `live` is asked for every log read and again before it is removed.
   void Step(const LivePredicate& live);
   bool pass_in_progress() const { return in_pass_; }
+  // When the next Step may do something (monotonic ms): at once while a
+  // pass is under way, else the next pass or free-space check.
+  int64_t NextStepMs() const;
   const Totals& totals() const { return totals_; }
 
  private:

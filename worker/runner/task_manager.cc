@@ -280,7 +280,8 @@ void TaskManager::Poll() {
   PollRgpuEndpoints();
   for (const ExitInfo& exit : options_.launcher->Reap()) OnExit(exit);
   const int64_t now = options_.clock->MonoMs();
-  if (now >= next_log_cap_ms_) {  // a stat per running task, four times a second
+  // A stat per running task, four times a second, for tasks that write.
+  if (now >= next_log_cap_ms_ && options_.launcher->TasksWriteLogs()) {
     next_log_cap_ms_ = now + kLogCapIntervalMs;
     for (const auto& [pid, id] : by_pid_) log_step_->Cap(id);
   }
@@ -306,6 +307,26 @@ void TaskManager::Poll() {
       return it != tasks_.end() && !Forgettable(it->second);
     });
   }
+}
+
+int64_t TaskManager::NextDueMs() const {
+  const int64_t now = options_.clock->MonoMs();
+  if (!to_start_.empty() || !rgpu_waiting_.empty()) return now;
+  int64_t due = std::min(next_expire_ms_, options_.launcher->NextExitMs(now));
+  if (!options_.share.interposer.empty() && !options_.share.activity_dir.empty()) {
+    due = std::min(due, next_activity_sweep_ms_);
+  }
+  if (!by_pid_.empty() && options_.launcher->TasksWriteLogs()) due = std::min(due, next_log_cap_ms_);
+  // EnforceTimeLimits' and the SIGKILL escalation's deadlines, as Poll reads them.
+  for (const auto& [pid, id] : by_pid_) {
+    const Task& task = tasks_.at(id);
+    if (task.kill_at_ms != 0) due = std::min(due, task.kill_at_ms);
+    if (task.bind.max_runtime_ms != 0 && !task.preempted) {
+      due = std::min(due, task.started_mono_ms + static_cast<int64_t>(task.bind.max_runtime_ms));
+    }
+  }
+  if (log_janitor_ != nullptr) due = std::min(due, log_janitor_->NextStepMs());
+  return std::max(due, now);
 }
 
 void TaskManager::OnExit(const ExitInfo& exit) {

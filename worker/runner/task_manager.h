@@ -202,6 +202,13 @@ class TaskManager {
   // drops expired records. Call often (every loop turn).
   void Poll();
 
+  // When Poll may next do something it would not do now (monotonic ms),
+  // unless a Bind, Preempt, StopAll or exit acknowledgement comes first: a
+  // caller that polls many managers (the fleet) polls each only then.
+  // Conservative: now whenever a launcher cannot tell when its processes
+  // exit, a start is waiting, or a pass over the logs is under way.
+  int64_t NextDueMs() const;
+
   // True when no task process is alive or about to start.
   bool Idle() const;
 
