@@ -229,6 +229,7 @@ void ClusterState::SetNodeHealth(int64_t now, const std::string& name, NodeRecor
                   HealthDedupeKey(name, *c), c->severity);
   }
   node.health = health;
+  NoteHealthLook(name, node);
 }
 
 ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cmd) {
@@ -266,6 +267,7 @@ ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cm
     if (action == A::kGpuUnhealthy && !listed) list.insert(at, cmd.gpu);
     if (action == A::kGpuHealthy && listed) list.erase(at);
     TouchSpec(node);
+    NoteHealthLook(cmd.node, node);
     return result;
   }
   if (action == A::kCordon || action == A::kDrain) {
@@ -293,6 +295,7 @@ ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cm
         EmitTask(now, EventKind::kTaskPreempted, task, task.message());
       }
     }
+    NoteHealthLook(cmd.node, node);
     return result;
   }
   if (action == A::kUncordon) {
@@ -304,6 +307,7 @@ ApplyResult ClusterState::ApplyHealthFence(int64_t now, const HealthFenceCmd& cm
     EmitNodeEvent(now, EventKind::kNodeUncordoned, cmd.node, cmd.reason, "health-policy",
                   "uncordoned by the health policy: " + cmd.reason,
                   "cordon:" + cmd.node + ":" + std::to_string(node.cordon_ms));
+    NoteHealthLook(cmd.node, node);
     return result;
   }
   // Decode refuses names this build does not know; only a value cast from
@@ -336,6 +340,7 @@ ApplyResult ClusterState::ApplyProbeResult(int64_t now, const ProbeResultCmd& cm
                     HealthDedupeKey(probe.node, *at), at->severity);
       list.erase(at);
     }
+    NoteHealthLook(probe.node, it->second);
   }
   return result;
 }

@@ -244,6 +244,7 @@ void ClusterState::ApplyCordon(int64_t now, const UpdateNode& update, NodeRecord
   node.cordoned = cordon;
   node.cordon_reason = cordon ? "operator" : "";
   if (!cordon) node.operator_uncordon_ms = now;
+  NoteHealthLook(update.node, node);  // an operator's cordon takes over a health cordon
 }
 
 }  // namespace gpool::state

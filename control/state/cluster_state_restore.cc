@@ -169,6 +169,8 @@ Status ClusterState::Restore(std::string_view snapshot) {
   next_job_id_ = image->next_job_id;
   generation_ = NextGeneration();  // every cached view is stale
   nodes_ = std::move(parts.nodes);
+  nodes_needing_health_.clear();
+  for (const auto& [name, node] : nodes_) NoteHealthLook(name, node);
   jobs_ = std::move(parts.jobs);
   finish_floor_ms_ = INT64_MIN;  // unknown: the next retention check walks the jobs once
   queues_.clear();
