@@ -188,17 +188,21 @@ void Fleet::Turn(int poll_ms) {
   while (!due_.empty() && due_.top().first <= now) {
     const auto [due, index] = due_.top();
     due_.pop();
-    if (due_ms_[index] == due) Step(index, /*receive=*/false);  // else a stale entry: rescheduled since
+    if (due_ms_[index] != due) continue;  // a stale entry: rescheduled since
+    due_ms_[index] = INT64_MAX;           // not queued: Step's Schedule queues it again
+    Step(index, /*receive=*/false);
   }
 }
 
 void Fleet::Schedule(size_t index) {
   const Node& node = nodes_[index];
   const int64_t now = options_.clock->MonoMs();
-  // Input left unread (Step's rounds ran out) or a timer due now: the next sweep.
+  // Input left unread (Step's rounds ran out) or a timer due now: the next
+  // sweep (never this one again: a node still due, a start waiting its turn,
+  // is stepped once a sweep, as every node was).
   int64_t due = node.socket->readable() ? now : std::min(node.link->NextDueMs(), node.tasks->NextDueMs());
-  due = std::max(due, now);
-  if (due == due_ms_[index]) return;  // its entry is in the queue already
+  due = std::max(due, now + 1);
+  if (due == due_ms_[index]) return;  // queued for then already
   due_ms_[index] = due;
   due_.emplace(due, index);
 }

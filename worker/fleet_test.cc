@@ -3,6 +3,7 @@
 // poll with a deadline.
 #include "worker/fleet.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "protocol/messages_worker.h"
 #include "protocol/model/task_report.h"
 #include "topology/fleet_nodes.h"
+#include "protocol/base/testing/fake_clock.h"
 #include "worker/test_util.h"
 
 namespace gpool::worker {
@@ -65,7 +67,12 @@ class ScriptedCoordinator {
           break;
         case MessageType::kTaskEvent: {
           auto event = env->Body<TaskEvent>();
+          const bool resent = std::any_of(events_.begin(), events_.end(), [&](const TaskEvent& e) {
+            return e.seq == event->seq && e.node == event->node;
+          });
+          if (resent) break;
           events_.push_back(*event);
+          if (!ack_events_) break;
           TaskEventAck ack;
           ack.seq = event->seq;
           Send(peer, ack, id);
@@ -92,6 +99,7 @@ class ScriptedCoordinator {
   std::map<std::string, std::string> peers_;  // node -> connection
   std::map<std::string, int> heartbeats_;
   std::vector<TaskEvent> events_;
+  bool ack_events_ = true;  // false: no input reaches a node after its binds but heartbeat answers
 
  private:
   zmq::socket_t socket_;
@@ -177,18 +185,84 @@ TEST(FleetTest, EveryNodeRegistersOnItsOwnConnectionAndRunsTasks) {
   EXPECT_NE(testing::ReadFile(dir.path() + "/sim-0017/tasks/7.0.0.log").find("simulating: sleep 0.2"),
             std::string::npos);
 
+
   // A task still running at shutdown is stopped and its exit reported.
   bind.task = TaskId{JobId(8), 0, 0};
   bind.command = {"sleep", "infinity"};
   coordinator.Send(coordinator.peers_.at("sim-0003"), bind, 501);
   ASSERT_TRUE(coordinator.Serve([&] { return coordinator.events_.size() >= 3; })) << log.text();
   stop = true;
-  ASSERT_TRUE(coordinator.Serve([&] { return coordinator.events_.size() >= 4; })) << log.text();
+  auto exits = [&] {
+    std::vector<TaskEvent> out;
+    for (const TaskEvent& event : coordinator.events_) {
+      if (event.kind == TaskEventKind::kExited) out.push_back(event);
+    }
+    return out;
+  };
+  ASSERT_TRUE(coordinator.Serve([&] { return exits().size() >= 2; })) << log.text();
   running.join();
   EXPECT_TRUE(run_status.ok()) << run_status.ToString();
-  EXPECT_EQ(coordinator.events_[3].node, "sim-0003");
-  EXPECT_EQ(coordinator.events_[3].kind, TaskEventKind::kExited);
-  EXPECT_EQ(coordinator.events_[3].signal, 15);
+  EXPECT_EQ(exits()[1].node, "sim-0003");
+  EXPECT_EQ(exits()[1].signal, 15);
+}
+
+// The fleet's clock moving in coarse steps (10 ms at a time, as a loaded
+// box's can seem to): a node still due after its step (more binds at once
+// than it starts in one poll) is stepped again at the next sweep, never lost
+// for being due in the very millisecond its queue entry was taken.
+TEST(FleetTest, ABurstOfBindsAllStartWhenTheClockMovesInCoarseSteps) {
+  testing::TempDir dir;
+  testing::CapturedLog log;
+  zmq::context_t context(1);
+  ScriptedCoordinator coordinator(context);
+  FakeClock clock;
+  std::atomic<bool> stop{false};
+  std::thread ticking([&] {
+    while (!stop.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      clock.Advance(10);
+    }
+  });
+  NodeSpec spec = testing::MakeGpuNode(2);
+  spec.name = "sim";
+  FleetOptions options;
+  options.nodes = std::move(topology::MakeFleetNodes(spec, "", 2).value());
+  options.endpoints = {coordinator.endpoint()};
+  options.data_dir = dir.path();
+  options.clock = &clock;
+  options.logger = log.logger();
+  options.poll_ms = 5;
+  options.start_spread_ms = 0;
+  auto fleet = Fleet::Open(std::move(options));
+  ASSERT_TRUE(fleet.ok()) << fleet.status().ToString();
+  Status run_status = Status::Internal("not run");
+  std::thread running([&] { run_status = (*fleet)->Run(stop); });
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::thread& running;
+    std::thread& ticking;
+    ~Joiner() {
+      stop = true;
+      if (running.joinable()) running.join();
+      if (ticking.joinable()) ticking.join();
+    }
+  } joiner{stop, running, ticking};
+  ASSERT_TRUE(coordinator.Serve([&] { return coordinator.peers_.size() == 2; })) << log.text();
+  // Unanswered events: only the node's own timers step it after the binds.
+  coordinator.ack_events_ = false;
+
+  constexpr size_t kBurst = 40;  // five polls' worth of starts (TaskManager::kMaxStartsPerPoll)
+  for (size_t i = 0; i < kBurst; ++i) {
+    BindTask burst;
+    burst.task = TaskId{JobId(100 + i), 0, 0};
+    burst.command = {"sleep", "infinity"};
+    coordinator.Send(coordinator.peers_.at("sim-0001"), burst, 600 + i);
+  }
+  ASSERT_TRUE(coordinator.Serve([&] {
+    size_t started = 0;
+    for (const TaskEvent& event : coordinator.events_) started += event.kind == TaskEventKind::kStarted;
+    return started == kBurst;
+  })) << coordinator.events_.size() << " events\n" << log.text();
 }
 
 TEST(FleetTest, BadOptionsAreInvalidArgument) {
