@@ -166,10 +166,10 @@ TEST(FleetTest, EveryNodeRegistersOnItsOwnConnectionAndRunsTasks) {
   // every node every 10 ms sweep was a hundred.
   const uint64_t steps_before = (*fleet)->steps();
   const int64_t window_start = SystemClock::Get().MonoMs();
-  ASSERT_TRUE(coordinator.Serve([&] { return SystemClock::Get().MonoMs() >= window_start + 1'000; }));
+  ASSERT_TRUE(coordinator.Serve([&] { return SystemClock::Get().MonoMs() >= window_start + 2'000; }));
   const uint64_t steps = (*fleet)->steps() - steps_before;
-  EXPECT_GT(steps, kNodes);  // each heartbeated at least once meanwhile
-  EXPECT_LT(steps, kNodes * 20);
+  EXPECT_GT(steps, kNodes);  // each heartbeated (four times, unless the box starved the fleet)
+  EXPECT_LT(steps, kNodes * 2 * 20);
 
   // A simulated task on one node starts, runs its second and exits 0.
   BindTask bind;
