@@ -217,8 +217,10 @@ TEST(FleetTest, ABurstOfBindsAllStartWhenTheClockMovesInCoarseSteps) {
   ScriptedCoordinator coordinator(context);
   FakeClock clock;
   std::atomic<bool> stop{false};
+  // Ticks until the fleet has stopped: its shutdown waits on this clock.
+  std::atomic<bool> stop_ticking{false};
   std::thread ticking([&] {
-    while (!stop.load()) {
+    while (!stop_ticking.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       clock.Advance(10);
     }
@@ -239,14 +241,16 @@ TEST(FleetTest, ABurstOfBindsAllStartWhenTheClockMovesInCoarseSteps) {
   std::thread running([&] { run_status = (*fleet)->Run(stop); });
   struct Joiner {
     std::atomic<bool>& stop;
+    std::atomic<bool>& stop_ticking;
     std::thread& running;
     std::thread& ticking;
     ~Joiner() {
       stop = true;
       if (running.joinable()) running.join();
+      stop_ticking = true;
       if (ticking.joinable()) ticking.join();
     }
-  } joiner{stop, running, ticking};
+  } joiner{stop, stop_ticking, running, ticking};
   ASSERT_TRUE(coordinator.Serve([&] { return coordinator.peers_.size() == 2; })) << log.text();
   // Unanswered events: only the node's own timers step it after the binds.
   coordinator.ack_events_ = false;
